@@ -1,0 +1,191 @@
+"""`RLlibCallback`: the hooks a user overrides to inject code into training.
+
+Every hook is keyword-only, takes `**kwargs` (so new arguments never break old callbacks) and does
+nothing by default. Algorithm-side hooks run in the main process; EnvRunner-side hooks run inside each
+EnvRunner process, on instances created there from the cloudpickled class, so instance attributes
+are per-runner state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Events fired in the main process, on the Algorithm.
+ALGORITHM_EVENTS = (
+    "on_algorithm_init",
+    "on_train_result",
+    "on_evaluate_start",
+    "on_evaluate_end",
+    "on_env_runners_recreated",
+    "on_checkpoint_loaded",
+)
+#: Events fired inside each EnvRunner (in its worker process, or in the main process when
+#: `num_env_runners=0`).
+ENV_RUNNER_EVENTS = (
+    "on_environment_created",
+    "on_episode_created",
+    "on_episode_start",
+    "on_episode_step",
+    "on_episode_end",
+    "on_sample_end",
+)
+EVENTS = ALGORITHM_EVENTS + ENV_RUNNER_EVENTS
+
+
+class RLlibCallback:
+    """Base class for callbacks; subclass it and override the events you need.
+
+    The constructor takes no arguments: the class (not an instance) goes into
+    `config.callbacks(MyCallbacks)`, and every process makes its own instance.
+    """
+
+    # ----------------------------------------------------------------------------------------
+    # Algorithm-bound events (main process).
+    # ----------------------------------------------------------------------------------------
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+        """Fires once, at the end of `Algorithm.__init__`, after the EnvRunners are up and the
+        first weights were sent to them. May change the algorithm (for example set weights)."""
+
+    def on_train_result(
+        self, *, algorithm: Any, metrics_logger: Any = None, result: dict, **kwargs
+    ) -> None:
+        """Fires at the end of every `Algorithm.train()`, before the result is returned.
+        May mutate `result` in place: the caller sees the changes."""
+
+    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+        """Fires at the start of `Algorithm.evaluate()`, before evaluation EnvRunners sample."""
+
+    def on_evaluate_end(
+        self, *, algorithm: Any, metrics_logger: Any = None, evaluation_metrics: dict, **kwargs
+    ) -> None:
+        """Fires at the end of `Algorithm.evaluate()`. May mutate `evaluation_metrics`: the
+        changes show in the returned results."""
+
+    def on_env_runners_recreated(
+        self,
+        *,
+        algorithm: Any,
+        env_runner_group: Any,
+        env_runner_indices: list[int],
+        is_evaluation: bool,
+        **kwargs,
+    ) -> None:
+        """Fires once per recovery, in the main process, after failed EnvRunner processes were
+        restarted and re-synced; `env_runner_indices` are exactly the restarted ones."""
+
+    def on_checkpoint_loaded(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+        """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
+        the algorithm and pushed it to every EnvRunner. Not fired by saving."""
+
+    # ----------------------------------------------------------------------------------------
+    # EnvRunner-bound events (inside each EnvRunner).
+    # ----------------------------------------------------------------------------------------
+    def on_environment_created(
+        self,
+        *,
+        env_runner: Any,
+        metrics_logger: Any = None,
+        env: Any,
+        env_context: Any,
+        **kwargs,
+    ) -> None:
+        """Fires when an EnvRunner has created its vector env (`gymnasium.vector.SyncVectorEnv`),
+        before the first reset. May configure the sub-envs (`env.envs[i]`)."""
+
+    def on_episode_created(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        rl_module: Any = None,
+        env_index: int,
+        **kwargs,
+    ) -> None:
+        """Fires when a new episode object exists, before its sub-env is reset. The episode is
+        still empty; a good place to initialise `episode.custom_data`."""
+
+    def on_episode_start(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        rl_module: Any = None,
+        env_index: int,
+        **kwargs,
+    ) -> None:
+        """Fires after the sub-env was reset and the first observation was logged into
+        `episode`."""
+
+    def on_episode_step(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        rl_module: Any = None,
+        env_index: int,
+        **kwargs,
+    ) -> None:
+        """Fires after every env step was logged into `episode`, the episode's final step
+        included. May add data to the episode (`custom_data`, temporary timestep data)."""
+
+    def on_episode_end(
+        self,
+        *,
+        episode: Any,
+        prev_episode_chunks: list | None = None,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        rl_module: Any = None,
+        env_index: int,
+        **kwargs,
+    ) -> None:
+        """Fires once per episode, after its final (terminated or truncated) step was logged
+        and `on_episode_step` ran for it. `episode` is the last chunk; `prev_episode_chunks`
+        holds the earlier chunks of the same episode returned by previous `sample()` calls."""
+
+    def on_sample_end(
+        self, *, env_runner: Any = None, metrics_logger: Any = None, samples: list, **kwargs
+    ) -> None:
+        """Fires last in `EnvRunner.sample()`, with the list of episodes about to be returned.
+        May mutate `samples` (drop or edit episodes) in place."""
+
+
+#: RLlib's older name for the same class.
+DefaultCallbacks = RLlibCallback
+
+
+def make_multi_callbacks(callback_class_list: list[type]) -> type[RLlibCallback]:
+    """Returns one callback class that calls the classes' methods in list order, for every
+    event: instances of each class are created together with the combined instance."""
+    classes = list(callback_class_list)
+    for cls in classes:
+        if not isinstance(cls, type):
+            raise TypeError(
+                f"make_multi_callbacks: expected classes (subclasses of RLlibCallback), got "
+                f"{cls!r} of type {type(cls).__name__}"
+            )
+
+    class MultiCallbacks(RLlibCallback):
+        def __init__(self):
+            super().__init__()
+            self._callback_list = [cls() for cls in classes]
+
+    def _forward(event: str):
+        def call_all(self, **kwargs):
+            for callback in self._callback_list:
+                getattr(callback, event)(**kwargs)
+
+        call_all.__name__ = event
+        return call_all
+
+    for event in EVENTS:
+        setattr(MultiCallbacks, event, _forward(event))
+    MultiCallbacks.__qualname__ = "MultiCallbacks[" + ", ".join(c.__name__ for c in classes) + "]"
+    return MultiCallbacks

@@ -1,0 +1,119 @@
+"""The callback chain of one process, and the error a failing callback raises.
+
+Resolution order for one event (as RLlib documents it): every `callbacks_class` instance in list
+order, then every callable given for that event in list order.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from callbacks.callback import EVENTS, RLlibCallback
+
+
+class CallbackError(RuntimeError):
+    """A user callback raised. Names the event, the callback, and where it ran.
+
+    `env_runner_index` is None for callbacks that ran in the main process (Algorithm events, or
+    the local EnvRunner when `num_env_runners=0`, which has index 0). `remote_traceback` is the
+    original traceback as text, so it survives the trip from a worker process.
+    """
+
+    def __init__(
+        self,
+        event: str,
+        callback_name: str,
+        error_type: str,
+        error_message: str,
+        remote_traceback: str,
+        env_runner_index: int | None = None,
+    ):
+        self.event = event
+        self.callback_name = callback_name
+        self.error_type = error_type
+        self.error_message = error_message
+        self.remote_traceback = remote_traceback
+        self.env_runner_index = env_runner_index
+        where = (
+            "in the main process"
+            if env_runner_index is None
+            else f"in EnvRunner {env_runner_index}"
+        )
+        super().__init__(
+            f"Callback {callback_name!r} raised {error_type}: {error_message} "
+            f"(event {event!r}, {where}).\nOriginal traceback:\n{remote_traceback.rstrip()}"
+        )
+
+    def __reduce__(self):
+        return (
+            CallbackError,
+            (
+                self.event,
+                self.callback_name,
+                self.error_type,
+                self.error_message,
+                self.remote_traceback,
+                self.env_runner_index,
+            ),
+        )
+
+
+def callable_name(fn: Callable) -> str:
+    """A readable name for a callable: `module.qualname`, plus file:line for lambdas."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    if name.endswith("<lambda>") and code is not None:
+        return f"{name} ({code.co_filename}:{code.co_firstlineno})"
+    return name
+
+
+class CallbackChain:
+    """The resolved callbacks of one process: instances made here from the configured classes,
+    then the per-event callables. `fire(event, **kwargs)` runs them in chain order and turns any
+    exception into a `CallbackError`."""
+
+    def __init__(
+        self,
+        callback_classes: list[type] | tuple[type, ...] = (),
+        event_callables: dict[str, list[Callable]] | None = None,
+        *,
+        env_runner_index: int | None = None,
+    ):
+        self.env_runner_index = env_runner_index
+        self.instances: list[Any] = [cls() for cls in callback_classes]
+        event_callables = event_callables or {}
+        # Resolve once: per event, the (name, function) pairs that do something. Methods a class
+        # did not override are the base's no-ops and are skipped, which keeps per-step events free.
+        self._handlers: dict[str, list[tuple[str, Callable]]] = {}
+        for event in EVENTS:
+            handlers = []
+            for instance in self.instances:
+                method = getattr(type(instance), event, None)
+                if method is None or method is getattr(RLlibCallback, event):
+                    continue
+                handlers.append((f"{type(instance).__qualname__}.{event}", getattr(instance, event)))
+            for fn in event_callables.get(event, ()):
+                handlers.append((callable_name(fn), fn))
+            self._handlers[event] = handlers
+
+    def has(self, event: str) -> bool:
+        """Whether anything is registered for `event` (lets hot loops skip building kwargs)."""
+        return bool(self._handlers[event])
+
+    def fire(self, event: str, **kwargs) -> None:
+        for name, fn in self._handlers[event]:
+            try:
+                fn(**kwargs)
+            except CallbackError:
+                raise
+            except Exception as error:
+                raise CallbackError(
+                    event=event,
+                    callback_name=name,
+                    error_type=type(error).__name__,
+                    error_message=str(error),
+                    remote_traceback=traceback.format_exc(),
+                    env_runner_index=self.env_runner_index,
+                ) from error

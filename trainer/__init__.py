@@ -1,0 +1,37 @@
+"""localrl's trainer: RLlib's Python API on one machine.
+
+    from trainer import PPOConfig
+    algo = PPOConfig().environment("CartPole-v1").build()
+    print(algo.train()["env_runners"]["episode_return_mean"])
+"""
+
+from trainer.algorithm import Algorithm
+from trainer.algorithms.ppo import PPO, PPOConfig
+from trainer.config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.env_runner import EnvRunner
+from trainer.env_runner_group import EnvRunnerGroup
+from trainer.envs import EnvContext, register_env
+from trainer.episode import SingleAgentEpisode
+from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerFailure, EnvRunnerTimeout
+from trainer.metrics import MetricsLogger
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PPO",
+    "Algorithm",
+    "AlgorithmConfig",
+    "ConfigError",
+    "EnvContext",
+    "EnvRunner",
+    "EnvRunnerCrashed",
+    "EnvRunnerError",
+    "EnvRunnerFailure",
+    "EnvRunnerGroup",
+    "EnvRunnerTimeout",
+    "MetricsLogger",
+    "NotProvided",
+    "PPOConfig",
+    "SingleAgentEpisode",
+    "register_env",
+]

@@ -1,0 +1,185 @@
+"""`Algorithm`: owns the config, the EnvRunnerGroup, the learner and the metrics; `train()` runs
+training steps and returns RLlib's result dict.
+
+Subclasses implement `setup_learner()` and `training_step()`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from callbacks import ALGORITHM_EVENTS, CallbackChain
+from trainer.config import AlgorithmConfig
+from trainer.env_runner_group import EnvRunnerGroup
+from trainer.envs import make_env_creator
+from trainer.metrics import MetricsLogger
+
+logger = logging.getLogger("trainer")
+
+#: Keys under result["env_runners"] that are always present (NaN until the first episode ends).
+EPISODE_RESULT_KEYS = (
+    "episode_return_mean", "episode_return_min", "episode_return_max",
+    "episode_len_mean", "episode_len_min", "episode_len_max", "episode_duration_sec_mean",
+)
+
+
+class Algorithm:
+    """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
+
+    @classmethod
+    def get_default_config(cls) -> AlgorithmConfig:
+        return AlgorithmConfig(algo_class=cls)
+
+    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(kwargs)}")
+        if config is None:
+            config = self.get_default_config()
+        elif isinstance(config, dict):
+            config = self.get_default_config().update_from_dict(config)
+        else:
+            config = config.copy()
+        if env is not None:
+            config.environment(env)
+        if config.algo_class is None:
+            config.algo_class = type(self)
+        config.validate()
+        self.config = config.freeze()
+        level = config.log_level.upper()
+        logger.setLevel("WARNING" if level == "WARN" else level)
+        self.metrics = MetricsLogger()
+        algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
+                               if e in ALGORITHM_EVENTS}
+        self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
+        self.iteration = 0
+        self._iterations_since_restore = 0
+        self._time_total_s = 0.0
+        self._stopped = False
+        self._rng = np.random.default_rng(config.seed)
+        self.env_runner_group: EnvRunnerGroup | None = None
+        try:
+            self.env_runner_group = EnvRunnerGroup(config, make_env_creator(config.env))
+            self.setup_learner()
+            self.env_runner_group.sync_weights(self.get_weights())
+            self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- the parts a subclass provides -------------------------------------------------------
+    def setup_learner(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement setup_learner()")
+
+    def training_step(self) -> None:
+        """One round of sampling and learning; logs into `self.metrics`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement training_step()")
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.learner.module.get_weights()
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Sets the learner's weights and sends them to every EnvRunner."""
+        self.learner.module.set_weights(weights)
+        self.env_runner_group.sync_weights(self.learner.module.get_weights())
+
+    # -- public API --------------------------------------------------------------------------
+    @property
+    def training_iteration(self) -> int:
+        return self.iteration
+
+    @property
+    def callbacks(self) -> list:
+        """The Algorithm-side callback instances (one per configured class)."""
+        return self._callbacks.instances
+
+    @property
+    def workers(self) -> EnvRunnerGroup:
+        """RLlib's older name for `env_runner_group`."""
+        return self.env_runner_group
+
+    @property
+    def eval_env_runner_group(self) -> EnvRunnerGroup | None:
+        return None
+
+    def train(self) -> dict:
+        """Runs training steps until the iteration's minimum time and env steps are reached
+        (`reporting(min_time_s_per_iteration=, min_sample_timesteps_per_iteration=)`), then
+        returns the result dict (after `on_train_result` could change it)."""
+        if self._stopped:
+            raise RuntimeError(f"{type(self).__name__} was stopped; build a new one to train")
+        start = time.perf_counter()
+        steps_before = self.metrics.peek("num_env_steps_sampled_lifetime", default=0)
+        with self.metrics.log_time(("timers", "training_iteration")):
+            while True:
+                with self.metrics.log_time(("timers", "training_step")):
+                    self.training_step()
+                elapsed = time.perf_counter() - start
+                sampled = self.metrics.peek("num_env_steps_sampled_lifetime", default=0)
+                if (elapsed >= (self.config.min_time_s_per_iteration or 0)
+                        and sampled - steps_before >= self.config.min_sample_timesteps_per_iteration):
+                    break
+        self.iteration += 1
+        self._iterations_since_restore += 1
+        time_this_iter = time.perf_counter() - start
+        self._time_total_s += time_this_iter
+        result = self._compile_result(time_this_iter)
+        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
+                             result=result)
+        return result
+
+    def _compile_result(self, time_this_iter: float) -> dict:
+        result = self.metrics.reduce()
+        env_runners = result.setdefault("env_runners", {})
+        for key in EPISODE_RESULT_KEYS:
+            env_runners.setdefault(key, float("nan"))
+        for key in ("num_episodes", "num_env_steps_sampled", "num_env_steps_sampled_lifetime",
+                    "num_episodes_lifetime"):
+            env_runners.setdefault(key, 0)
+        group = self.env_runner_group
+        result.update({
+            "training_iteration": self.iteration,
+            "iterations_since_restore": self._iterations_since_restore,
+            "time_this_iter_s": time_this_iter,
+            "time_total_s": self._time_total_s,
+            "timestamp": int(time.time()),
+            "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
+            "done": False,
+            "fault_tolerance": {
+                "num_healthy_workers": group.num_healthy_remote_workers(),
+                "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+            },
+        })
+        result.setdefault("num_env_steps_sampled_lifetime",
+                          env_runners["num_env_steps_sampled_lifetime"])
+        return result
+
+    def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
+        """The action for one observation, from the learner's current policy. `explore=None`
+        follows the config's `explore`; True samples, False takes the most likely action."""
+        module = self.learner.module
+        explore = self.config.explore if explore is None else explore
+        batch = np.asarray(observation)[None]
+        actions, _, _ = module.compute_actions(batch, self._rng, explore)
+        action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
+                                       clip=self.config.clip_actions)[0]
+        return int(action) if module.spaces.action_discrete_n is not None else action
+
+    def stop(self) -> None:
+        """Ends every EnvRunner process and releases the envs. Safe to call more than once."""
+        self._stopped = True
+        if self.env_runner_group is not None:
+            self.env_runner_group.stop()
+
+    def __enter__(self) -> Algorithm:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.config.env!r}, iteration={self.iteration})"

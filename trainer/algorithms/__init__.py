@@ -1,0 +1,1 @@
+"""The algorithms: `trainer.algorithms.ppo` (PPO, PPOConfig)."""

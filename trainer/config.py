@@ -1,0 +1,515 @@
+"""`AlgorithmConfig`: RLlib's config builder.
+
+Every builder method takes keyword arguments, changes only what it is given, checks each value on
+the spot and returns `self`. Checks that involve several settings run in `validate()`, which
+`build()` calls. Errors are `ConfigError` (a `ValueError`) naming the setting, the value given and
+what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
+from callbacks.chain import callable_name
+from trainer.envs import check_env_spec
+from trainer.models import MODEL_DEFAULTS, check_model_config
+
+
+class _NotProvided:
+    def __repr__(self) -> str:
+        return "NotProvided"
+
+
+#: Default of every builder argument: "leave this setting as it is".
+NotProvided: Any = _NotProvided()
+
+
+class ConfigError(ValueError):
+    """A config value is wrong: the message names the setting, the value and what is allowed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Value checks: each returns None when the value is fine, else a description of what is allowed.
+# ---------------------------------------------------------------------------------------------
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def int_at_least(low: int):
+    return lambda v: None if _is_int(v) and v >= low else f"an int >= {low}"
+
+
+def number_above(low: float):
+    return lambda v: None if _is_number(v) and v > low else f"a number > {low}"
+
+
+def number_at_least(low: float):
+    return lambda v: None if _is_number(v) and v >= low else f"a number >= {low}"
+
+
+def number_in(low: float, high: float):
+    return lambda v: None if _is_number(v) and low <= v <= high else f"a number in [{low}, {high}]"
+
+
+def one_of(*options):
+    return lambda v: None if v in options else f"one of {list(options)}"
+
+
+def optional(check):
+    def checked(v):
+        if v is None:
+            return None
+        problem = check(v)
+        return None if problem is None else f"None or {problem}"
+
+    return checked
+
+
+def is_bool(v):
+    return None if isinstance(v, bool) else "True or False"
+
+
+def is_dict(v):
+    return None if isinstance(v, dict) else "a dict"
+
+
+def is_callable_or_none(v):
+    return None if v is None or callable(v) else "a callable or None"
+
+
+def _check_fragment_length(v):
+    return None if v == "auto" or (_is_int(v) and v >= 1) else '"auto" or an int >= 1'
+
+
+def _check_log_level(v):
+    levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
+    return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
+
+
+class AlgorithmConfig:
+    """Settings of an algorithm; subclasses (`PPOConfig`, ...) add their own and change defaults.
+
+    Read settings as attributes (`config.lr`) or like a dict (`config["lr"]`).
+    """
+
+    #: name -> (default, check). Subclasses extend it with `_settings()`.
+    _BASE_SETTINGS: dict[str, tuple[Any, Callable]] = {
+        # environment()
+        "env": (None, lambda v: None),
+        "env_config": ({}, is_dict),
+        "env_task_fn": (None, is_callable_or_none),
+        "normalize_actions": (True, is_bool),
+        "clip_actions": (False, is_bool),
+        # env_runners()
+        "num_env_runners": (0, int_at_least(0)),
+        "num_envs_per_env_runner": (1, int_at_least(1)),
+        "rollout_fragment_length": (200, _check_fragment_length),
+        "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
+        "sample_timeout_s": (60.0, number_above(0)),
+        "explore": (True, is_bool),
+        # training()
+        "gamma": (0.99, number_in(0.0, 1.0)),
+        "lr": (0.001, number_above(0)),
+        "train_batch_size": (32, int_at_least(1)),
+        "num_epochs": (1, int_at_least(1)),
+        "minibatch_size": (None, optional(int_at_least(1))),
+        "shuffle_batch_per_epoch": (True, is_bool),
+        "grad_clip": (None, optional(number_above(0))),
+        "grad_clip_by": ("global_norm", one_of("global_norm")),
+        "model": (dict(MODEL_DEFAULTS), is_dict),
+        # debugging()
+        "seed": (None, optional(int_at_least(0))),
+        "log_level": ("WARN", _check_log_level),
+        # reporting()
+        "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
+        "min_time_s_per_iteration": (None, optional(number_at_least(0))),
+        "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
+        # framework() / api_stack() / learners() / resources(): accepted for porting, one value
+        # each makes sense on one machine.
+        "framework_str": ("numpy", one_of("numpy", "torch", "tf2")),
+        "num_learners": (0, one_of(0, 1)),
+        "num_gpus": (0, one_of(0)),
+    }
+    #: Subclass hook: extra settings and changed defaults.
+    _ALGO_SETTINGS: dict[str, tuple[Any, Callable]] = {}
+    _DEFAULT_OVERRIDES: dict[str, Any] = {}
+
+    def __init__(self, algo_class: type | None = None):
+        object.__setattr__(self, "_frozen", False)
+        self.algo_class = algo_class
+        for name, (default, _) in self._settings().items():
+            setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, default)))
+        self.callbacks_class: Any = RLlibCallback
+        self.callbacks_on: dict[str, list[Callable]] = {}
+        #: True on the config that evaluation EnvRunners see.
+        self.in_evaluation = False
+
+    @classmethod
+    def _settings(cls) -> dict[str, tuple[Any, Callable]]:
+        return {**AlgorithmConfig._BASE_SETTINGS, **cls._ALGO_SETTINGS}
+
+    # -- the mechanics of setting ------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise ConfigError(
+                f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
+                "Algorithm); change a copy instead: config.copy()"
+            )
+        object.__setattr__(self, name, value)
+
+    def _set(self, method: str, values: dict[str, Any]) -> AlgorithmConfig:
+        """Checks and stores every provided value of a builder call."""
+        settings = self._settings()
+        for name, value in values.items():
+            if value is NotProvided:
+                continue
+            problem = settings[name][1](value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {problem}"
+                )
+            setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
+        return self
+
+    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
+        if not unknown:
+            return
+        name = next(iter(unknown))
+        close = difflib.get_close_matches(name, list(allowed), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"{type(self).__name__}.{method}() got an unknown setting {name}={unknown[name]!r}."
+            f"{hint} Allowed: {', '.join(sorted(allowed))}"
+        )
+
+    # -- builder methods ---------------------------------------------------------------------
+    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
+                    env_task_fn: Callable | None = NotProvided,
+                    normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
+                    **unknown) -> AlgorithmConfig:
+        """The env: a gymnasium id, a `register_env` name, a `gymnasium.Env` subclass (built as
+        `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict."""
+        self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
+                                                      "normalize_actions", "clip_actions"])
+        if env is not NotProvided:
+            try:
+                check_env_spec(env)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+        return self._set("environment", {
+            "env": env, "env_config": env_config, "env_task_fn": env_task_fn,
+            "normalize_actions": normalize_actions, "clip_actions": clip_actions})
+
+    def env_runners(self, *, num_env_runners: int = NotProvided,
+                    num_envs_per_env_runner: int = NotProvided,
+                    rollout_fragment_length: int | str = NotProvided,
+                    batch_mode: str = NotProvided, sample_timeout_s: float = NotProvided,
+                    explore: bool = NotProvided, **unknown) -> AlgorithmConfig:
+        """How samples are collected: number of EnvRunner processes (0 samples in the main
+        process), sub-envs per runner, steps per sub-env per `sample()` call ("auto" splits
+        `train_batch_size` evenly), and whether episodes may be cut between calls."""
+        values = {"num_env_runners": num_env_runners,
+                  "num_envs_per_env_runner": num_envs_per_env_runner,
+                  "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
+                  "sample_timeout_s": sample_timeout_s, "explore": explore}
+        self._reject_unknown("env_runners", unknown, values)
+        return self._set("env_runners", values)
+
+    def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
+                 train_batch_size: int = NotProvided,
+                 train_batch_size_per_learner: int = NotProvided,
+                 num_epochs: int = NotProvided, minibatch_size: int | None = NotProvided,
+                 shuffle_batch_per_epoch: bool = NotProvided,
+                 grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
+                 model: dict = NotProvided, **unknown) -> AlgorithmConfig:
+        """Learning settings shared by all algorithms. `train_batch_size_per_learner` is the same
+        setting as `train_batch_size` here (there is one learner)."""
+        values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
+                  "num_epochs": num_epochs, "minibatch_size": minibatch_size,
+                  "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
+                  "grad_clip_by": grad_clip_by}
+        self._reject_unknown("training", unknown, list(values) + list(self._ALGO_SETTINGS)
+                             + ["model", "train_batch_size_per_learner"])
+        if train_batch_size_per_learner is not NotProvided:
+            self._set("training", {"train_batch_size": train_batch_size_per_learner})
+        if model is not NotProvided:
+            self._set_model("training", "model", model)
+        return self._set("training", values)
+
+    def rl_module(self, *, model_config: dict | Any = NotProvided, **unknown) -> AlgorithmConfig:
+        """The networks: `model_config` is a dict (or a dataclass) with `fcnet_hiddens`,
+        `fcnet_activation`, `vf_share_layers`, `free_log_std`."""
+        self._reject_unknown("rl_module", unknown, ["model_config"])
+        if model_config is not NotProvided:
+            if dataclasses.is_dataclass(model_config):
+                model_config = {k: v for k, v in dataclasses.asdict(model_config).items()
+                                if k in MODEL_DEFAULTS}
+            self._set_model("rl_module", "model_config", model_config)
+        return self
+
+    def _set_model(self, method: str, name: str, model: dict) -> None:
+        try:
+            check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        self.model = {**self.model, **model}
+
+    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
+        """Callback classes (one, or a list: called in list order) and, per event, a callable or
+        a list of callables (called after the classes, in list order)."""
+        if callbacks_class is not NotProvided:
+            classes = callbacks_class if isinstance(callbacks_class, (list, tuple)) else [
+                callbacks_class]
+            for cls in classes:
+                if cls is None:
+                    continue
+                if not isinstance(cls, type):
+                    raise ConfigError(
+                        f"{type(self).__name__}.callbacks(callbacks_class={cls!r}): pass the "
+                        f"class, not an instance (got a {type(cls).__name__} object); every "
+                        "process makes its own instance"
+                    )
+                if not issubclass(cls, RLlibCallback):
+                    raise ConfigError(
+                        f"{type(self).__name__}.callbacks(callbacks_class={cls.__qualname__}): "
+                        "callback classes must subclass callbacks.RLlibCallback"
+                    )
+            self.callbacks_class = callbacks_class
+        event_names = [e for e in EVENTS]
+        unknown = {k: v for k, v in on_events.items() if k not in event_names}
+        self._reject_unknown("callbacks", unknown, ["callbacks_class"] + event_names)
+        new_on = dict(self.callbacks_on)
+        for event, fns in on_events.items():
+            if fns is NotProvided:
+                continue
+            fn_list = list(fns) if isinstance(fns, (list, tuple)) else [fns]
+            for fn in fn_list:
+                if not callable(fn):
+                    raise ConfigError(f"{type(self).__name__}.callbacks({event}={fn!r}): must be "
+                                      "a callable or a list of callables")
+            new_on[event] = fn_list
+        self.callbacks_on = new_on
+        return self
+
+    def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
+        it and each runner's index."""
+        values = {"seed": seed, "log_level": log_level}
+        self._reject_unknown("debugging", unknown, values)
+        return self._set("debugging", values)
+
+    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided,
+                  min_time_s_per_iteration: float | None = NotProvided,
+                  min_sample_timesteps_per_iteration: int = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """Smoothing window of the episode metrics, and the least time / env steps one `train()`
+        call spends (it repeats its training step until both are reached)."""
+        values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
+                  "min_time_s_per_iteration": min_time_s_per_iteration,
+                  "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration}
+        self._reject_unknown("reporting", unknown, values)
+        return self._set("reporting", values)
+
+    def exploration(self, *, explore: bool = NotProvided, **unknown) -> AlgorithmConfig:
+        """Whether actions are sampled (True) or the most likely action is taken (False)."""
+        self._reject_unknown("exploration", unknown, ["explore"])
+        return self._set("exploration", {"explore": explore})
+
+    def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
+        """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named."""
+        self._reject_unknown("framework", unknown, ["framework"])
+        return self._set("framework", {"framework_str": framework})
+
+    def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
+                  enable_env_runner_and_connector_v2: bool = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """Accepted so RLlib scripts run unchanged: there is one API stack here."""
+        self._reject_unknown("api_stack", unknown, ["enable_rl_module_and_learner",
+                                                    "enable_env_runner_and_connector_v2"])
+        for name, value in (("enable_rl_module_and_learner", enable_rl_module_and_learner),
+                            ("enable_env_runner_and_connector_v2",
+                             enable_env_runner_and_connector_v2)):
+            if value is not NotProvided and not isinstance(value, bool):
+                raise ConfigError(f"{type(self).__name__}.api_stack({name}={value!r}): must be "
+                                  "True or False")
+        return self
+
+    def learners(self, *, num_learners: int = NotProvided, **unknown) -> AlgorithmConfig:
+        """One learner, in the main process: `num_learners` may be 0 or 1."""
+        self._reject_unknown("learners", unknown, ["num_learners"])
+        return self._set("learners", {"num_learners": num_learners})
+
+    def resources(self, *, num_gpus: int = NotProvided, **unknown) -> AlgorithmConfig:
+        """The learners run on the CPU: `num_gpus` may only be 0."""
+        self._reject_unknown("resources", unknown, ["num_gpus"])
+        return self._set("resources", {"num_gpus": num_gpus})
+
+    # -- whole-config operations ----------------------------------------------------------------
+    def validate(self) -> None:
+        """Checks the settings together; raises ConfigError on the first problem."""
+        name = type(self).__name__
+        try:
+            check_env_spec(self.env)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        try:
+            check_model_config(self.model, setting=f"{name} model config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
+                f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
+            )
+        self._check_callbacks_travel()
+
+    def _check_callbacks_travel(self) -> None:
+        """Every callback must survive cloudpickle: it is sent to each EnvRunner process."""
+        classes = self.callback_classes()
+        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in classes]
+        for event, fns in self.callbacks_on.items():
+            items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
+        for label, obj in items:
+            try:
+                cloudpickle.dumps(obj)
+            except Exception as error:
+                raise ConfigError(
+                    f"{type(self).__name__}.{label} cannot be sent to the EnvRunner processes: "
+                    f"cloudpickle failed with {type(error).__name__}: {error}. Callbacks must not "
+                    "hold locks, open files, sockets or other process-bound objects; create them "
+                    "inside the callback instead"
+                ) from error
+
+    def callback_classes(self) -> list[type]:
+        classes = self.callbacks_class
+        classes = classes if isinstance(classes, (list, tuple)) else [classes]
+        return [c for c in classes if c is not None]
+
+    def env_runner_callables(self) -> dict[str, list[Callable]]:
+        return {e: fns for e, fns in self.callbacks_on.items() if e in ENV_RUNNER_EVENTS}
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        """Steps per sub-env per `sample()` call. "auto" splits `train_batch_size` over runners
+        and sub-envs, giving the remainder to the lowest-indexed runners (as RLlib does)."""
+        if self.rollout_fragment_length != "auto":
+            return self.rollout_fragment_length
+        runners = self.num_env_runners or 1
+        per_runner_env = self.train_batch_size / (self.num_envs_per_env_runner * runners)
+        length = int(per_runner_env)
+        if length != per_runner_env:
+            remainder = self.train_batch_size - length * self.num_envs_per_env_runner * runners
+            if (max(worker_index, 1) - 1) * self.num_envs_per_env_runner < remainder:
+                length += 1
+        return max(length, 1)
+
+    def build(self, env: Any = None) -> Any:
+        """Validates the config and builds its Algorithm (EnvRunner processes included)."""
+        if env is not None:
+            self.environment(env)
+        if self.algo_class is None:
+            raise ConfigError(f"{type(self).__name__} has no algorithm class to build; use "
+                              "PPOConfig or another algorithm's config")
+        return self.algo_class(config=self)
+
+    build_algo = build
+
+    def copy(self, copy_frozen: bool | None = None) -> AlgorithmConfig:
+        """A deep copy (callbacks and env creators shared). Unfrozen unless `copy_frozen`."""
+        clone = object.__new__(type(self))
+        object.__setattr__(clone, "_frozen", False)
+        for name, value in self.__dict__.items():
+            if name == "_frozen":
+                continue
+            if name in ("callbacks_class", "env", "env_task_fn", "algo_class"):
+                object.__setattr__(clone, name, value)
+            elif name == "callbacks_on":
+                object.__setattr__(clone, name, {k: list(v) for k, v in value.items()})
+            else:
+                object.__setattr__(clone, name, copy.deepcopy(value))
+        if copy_frozen:
+            clone.freeze()
+        return clone
+
+    def freeze(self) -> AlgorithmConfig:
+        """Makes the config read-only (a built Algorithm's config is frozen)."""
+        object.__setattr__(self, "_frozen", True)
+        return self
+
+    @property
+    def is_frozen(self) -> bool:
+        return self._frozen
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting by name (callbacks included: `callbacks_class` and `callbacks_on`)."""
+        result = {name: copy.copy(getattr(self, name)) for name in self._settings()}
+        result["callbacks_class"] = self.callbacks_class
+        result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
+        result["in_evaluation"] = self.in_evaluation
+        return result
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any]) -> AlgorithmConfig:
+        """A config of this class from a dict of setting names (as `to_dict` writes them)."""
+        config = cls()
+        config.update_from_dict(config_dict)
+        return config
+
+    def update_from_dict(self, config_dict: dict[str, Any]) -> AlgorithmConfig:
+        settings = self._settings()
+        extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
+        unknown = {k: v for k, v in config_dict.items() if k not in settings and k not in extra}
+        self._reject_unknown("from_dict", unknown, list(settings) + sorted(extra))
+        values = {k: v for k, v in config_dict.items() if k in settings}
+        if "model" in values:
+            self._set_model("from_dict", "model", values.pop("model"))
+        if "env" in values and values["env"] is not None:
+            self.environment(values.pop("env"))
+        self._set("from_dict", values)
+        if "callbacks_class" in config_dict or "callbacks" in config_dict:
+            self.callbacks(config_dict.get("callbacks_class", config_dict.get("callbacks")))
+        if "callbacks_on" in config_dict:
+            self.callbacks(**config_dict["callbacks_on"])
+        if "in_evaluation" in config_dict:
+            self.in_evaluation = bool(config_dict["in_evaluation"])
+        return self
+
+    @classmethod
+    def overrides(cls, **kwargs) -> dict[str, Any]:
+        """A dict of settings to override elsewhere (for example `evaluation_config`); the names
+        and values are checked here."""
+        settings = cls._settings()
+        probe = cls()
+        unknown = {k: v for k, v in kwargs.items() if k not in settings}
+        probe._reject_unknown("overrides", unknown, settings)
+        probe._set("overrides", kwargs)
+        return dict(kwargs)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._settings() or key in ("callbacks_class", "callbacks_on", "in_evaluation"):
+            return getattr(self, key)
+        raise KeyError(f"{type(self).__name__} has no setting {key!r}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._settings()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.env!r}, num_env_runners={self.num_env_runners})"

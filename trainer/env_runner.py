@@ -1,0 +1,303 @@
+"""`EnvRunner`: steps a `gymnasium.vector.SyncVectorEnv` with the current policy, records
+`SingleAgentEpisode`s and fires the EnvRunner callbacks.
+
+One EnvRunner lives in each worker process (`trainer.worker_process`); with `num_env_runners=0` the
+single EnvRunner lives in the main process. The vector env runs with autoreset disabled: when a
+sub-env finishes, the runner fires `on_episode_created` for its next episode, then resets just that
+sub-env (`reset_mask`), then fires `on_episode_start`, so the event order is exactly
+created < reset < start < step ... < end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from callbacks import CallbackChain
+from trainer.envs import EnvContext, EnvCreator
+from trainer.episode import SingleAgentEpisode
+from trainer.metrics import MetricsLogger
+from trainer.models import PolicyModule, SpaceInfo
+
+
+def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
+    """gymnasium's batched info dict (`key` arrays with `_key` masks) as one dict per sub-env."""
+    if not infos:
+        return [{} for _ in range(num_envs)]
+    per_env: list[dict] = [{} for _ in range(num_envs)]
+    for key, values in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get("_" + key)
+        for i in range(num_envs):
+            if mask is None or mask[i]:
+                value = values[i]
+                per_env[i][key] = _unbatch_infos(value, 1)[0] if isinstance(value, dict) else value
+    return per_env
+
+
+class EnvRunner:
+    """Collects episodes from `num_envs_per_env_runner` copies of the env.
+
+    Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
+    process, 1..N for worker processes), `num_workers`, `env` (the vector env: `env.envs[i]` is a
+    sub-env, `env.envs[i].unwrapped` the raw env), `module` (the policy), `metrics`.
+    """
+
+    def __init__(self, config: Any, env_creator: EnvCreator, *, worker_index: int = 0,
+                 num_workers: int = 0, create_env: bool = True,
+                 spaces: SpaceInfo | None = None):
+        self.config = config
+        self.worker_index = worker_index
+        self.num_workers = num_workers
+        self.metrics = MetricsLogger()
+        self._env_creator = env_creator
+        self._callbacks = CallbackChain(config.callback_classes(),
+                                        config.env_runner_callables(),
+                                        env_runner_index=worker_index)
+        seed = config.seed
+        self._rng = np.random.default_rng(None if seed is None else [seed, worker_index])
+        self._env_seed = None if seed is None else seed + 1000 * worker_index
+        self.env: gym.vector.SyncVectorEnv | None = None
+        self.num_envs = config.num_envs_per_env_runner
+        self.env_context = EnvContext(config.env_config, worker_index=worker_index,
+                                      num_workers=num_workers)
+        self.spaces = spaces
+        if create_env:
+            self.make_env()
+        if self.spaces is None:
+            raise ValueError("an EnvRunner without env needs the spaces")
+        self.module = PolicyModule(self.spaces, config.model, seed=seed)
+        self._episodes: list[SingleAgentEpisode | None] = [None] * self.num_envs
+        self._obs: np.ndarray | None = None
+        self._needs_reset = True
+        self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
+
+    # -- env ---------------------------------------------------------------------------------
+    def make_env(self) -> None:
+        """(Re)creates the vector env, then fires `on_environment_created`."""
+        if self.env is not None:
+            self.env.close()
+        contexts = [self.env_context.copy_with_overrides(vector_index=i)
+                    for i in range(self.num_envs)]
+        self.env = gym.vector.SyncVectorEnv(
+            [partial(self._env_creator, ctx) for ctx in contexts],
+            autoreset_mode=gym.vector.AutoresetMode.DISABLED,
+        )
+        if self.spaces is None:
+            self.spaces = SpaceInfo.from_spaces(self.env.single_observation_space,
+                                                self.env.single_action_space)
+        self._needs_reset = True
+        if self._callbacks.has("on_environment_created"):
+            self._callbacks.fire("on_environment_created", env_runner=self,
+                                 metrics_logger=self.metrics, env=self.env,
+                                 env_context=self.env_context)
+
+    def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
+        """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
+        methods such as `set_task` are reachable); returns the results in sub-env order."""
+        if self.env is None:
+            return []
+        return [func(sub_env.unwrapped) for sub_env in self.env.envs]
+
+    # -- weights and state -------------------------------------------------------------------
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.module.set_weights(weights)
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.module.get_weights()
+
+    def get_state(self) -> dict:
+        return {"rng": self._rng.bit_generator.state, "weights": self.module.get_weights()}
+
+    def set_state(self, state: dict) -> None:
+        if "rng" in state:
+            self._rng.bit_generator.state = state["rng"]
+        if "weights" in state:
+            self.module.set_weights(state["weights"])
+
+    def ping(self) -> str:
+        return "pong"
+
+    def get_spaces(self) -> SpaceInfo:
+        return self.spaces
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    # -- sampling ----------------------------------------------------------------------------
+    def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None, random_actions: bool = False,
+               force_reset: bool = False) -> list[SingleAgentEpisode]:
+        """Steps the env and returns episodes.
+
+        - `num_timesteps` (counted over all sub-envs): with `batch_mode="truncate_episodes"`,
+          unfinished episodes are cut and returned as chunks and continue next call; with
+          `"complete_episodes"` only finished episodes are returned (unfinished ones continue).
+        - `num_episodes`: starts fresh episodes and returns exactly that many finished ones.
+        - Neither: `rollout_fragment_length` steps per sub-env.
+        """
+        if self.env is None:
+            raise RuntimeError(
+                f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
+                "EnvRunner does not sample; the worker processes do"
+            )
+        explore = self.config.explore if explore is None else explore
+        if num_episodes is not None:
+            samples = self._sample_episodes(num_episodes, explore, random_actions)
+        else:
+            if num_timesteps is None:
+                num_timesteps = (self.config.get_rollout_fragment_length(self.worker_index)
+                                 * self.num_envs)
+            samples = self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire("on_sample_end", env_runner=self, metrics_logger=self.metrics,
+                                 samples=samples)
+        for episode in samples:
+            episode.drop_temporary_timestep_data()
+        return samples
+
+    def _sample_timesteps(self, num_timesteps, explore, random_actions, force_reset):
+        if force_reset or self._needs_reset:
+            self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while steps < num_timesteps:
+            steps += self._step(explore, random_actions, done)
+        self._log_sample_metrics(steps, len(done))
+        if self.config.batch_mode == "complete_episodes":
+            return [ep.to_numpy() for ep in done]
+        # Cut the unfinished episodes: the chunks so far go out, the successors continue.
+        chunks = []
+        for i, episode in enumerate(self._episodes):
+            if len(episode) == 0:
+                continue
+            successor = episode.cut()
+            successor._temporary_timestep_data = episode._temporary_timestep_data
+            self._episodes[i] = successor
+            chunks.append(episode.to_numpy())
+            self._prev_chunks.setdefault(episode.id_, []).append(episode)
+        return [ep.to_numpy() for ep in done] + chunks
+
+    def _sample_episodes(self, num_episodes, explore, random_actions):
+        self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while len(done) < num_episodes:
+            steps += self._step(explore, random_actions, done)
+        self._log_sample_metrics(steps, len(done))
+        # Episodes still running are dropped; the next sample() starts fresh ones.
+        self._needs_reset = True
+        self._prev_chunks.clear()
+        return [ep.to_numpy() for ep in done[:num_episodes]]
+
+    def _episode_kwargs(self, episode: SingleAgentEpisode, env_index: int) -> dict:
+        return {"episode": episode, "env_runner": self, "metrics_logger": self.metrics,
+                "env": self.env, "rl_module": self.module, "env_index": env_index}
+
+    def _start_episodes(self, indices: list[int], reset_all: bool) -> None:
+        """created -> reset -> start, for the sub-envs in `indices`."""
+        fire = self._callbacks.fire
+        for i in indices:
+            episode = SingleAgentEpisode(env_index=i)
+            self._episodes[i] = episode
+            if self._callbacks.has("on_episode_created"):
+                fire("on_episode_created", **self._episode_kwargs(episode, i))
+        if reset_all:
+            obs, infos = self.env.reset(seed=self._env_seed)
+            self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        else:
+            mask = np.zeros(self.num_envs, dtype=np.bool_)
+            mask[indices] = True
+            obs, infos = self.env.reset(options={"reset_mask": mask})
+        self._obs = obs
+        per_env_infos = _unbatch_infos(infos, self.num_envs)
+        for i in indices:
+            episode = self._episodes[i]
+            episode.add_env_reset(obs[i], per_env_infos[i])
+            if self._callbacks.has("on_episode_start"):
+                fire("on_episode_start", **self._episode_kwargs(episode, i))
+
+    def _reset_all(self) -> None:
+        self._prev_chunks.clear()
+        self._start_episodes(list(range(self.num_envs)), reset_all=True)
+        self._needs_reset = False
+
+    def _step(self, explore: bool, random_actions: bool, done: list) -> int:
+        """One step of every sub-env; finished episodes are appended to `done`."""
+        if random_actions:
+            actions = self.env.action_space.sample()
+            env_actions = actions
+            logp = np.zeros(self.num_envs, dtype=np.float32)
+            dist_inputs = None
+        else:
+            actions, logp, dist_inputs = self.module.compute_actions(self._obs, self._rng, explore)
+            env_actions = self.module.to_env_actions(
+                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
+        obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
+        per_env_infos = _unbatch_infos(infos, self.num_envs)
+        fire = self._callbacks.fire
+        has_step = self._callbacks.has("on_episode_step")
+        finished: list[int] = []
+        for i in range(self.num_envs):
+            episode = self._episodes[i]
+            terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
+            extra = {"action_logp": logp[i]}
+            if dist_inputs is not None:
+                extra["action_dist_inputs"] = dist_inputs[i]
+            episode.add_env_step(obs[i], actions[i], float(rewards[i]), per_env_infos[i],
+                                 terminated=terminated, truncated=truncated,
+                                 extra_model_outputs=extra)
+            if has_step:
+                fire("on_episode_step", **self._episode_kwargs(episode, i))
+            if terminated or truncated:
+                self._finish_episode(episode, i)
+                done.append(episode)
+                finished.append(i)
+        self._obs = obs
+        if finished:
+            self._start_episodes(finished, reset_all=False)
+        return self.num_envs
+
+    def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:
+        prev_chunks = self._prev_chunks.pop(episode.id_, [])
+        if self._callbacks.has("on_episode_end"):
+            self._callbacks.fire("on_episode_end", prev_episode_chunks=prev_chunks,
+                                 **self._episode_kwargs(episode, env_index))
+        episode_return = episode.get_return() + sum(c.get_return() for c in prev_chunks)
+        episode_len = len(episode) + sum(len(c) for c in prev_chunks)
+        window = self.config.metrics_num_episodes_for_smoothing
+        log = self.metrics.log_value
+        log("episode_return_mean", episode_return, window=window)
+        log("episode_return_min", episode_return, reduce="min", window=window)
+        log("episode_return_max", episode_return, reduce="max", window=window)
+        log("episode_len_mean", episode_len, window=window)
+        log("episode_len_min", episode_len, reduce="min", window=window)
+        log("episode_len_max", episode_len, reduce="max", window=window)
+        log("episode_duration_sec_mean", episode.get_duration_s(), window=window)
+
+    def _log_sample_metrics(self, steps: int, episodes: int) -> None:
+        log = self.metrics.log_value
+        log("num_env_steps_sampled", steps, reduce="sum", clear_on_reduce=True)
+        log("num_env_steps_sampled_lifetime", steps, reduce="sum")
+        log("num_episodes", episodes, reduce="sum", clear_on_reduce=True)
+        log("num_episodes_lifetime", episodes, reduce="sum")
+
+    def get_metrics(self) -> list:
+        """What was logged since the last call, for the Algorithm to merge; per-iteration stats
+        (`clear_on_reduce`) start over here."""
+        return self.metrics.export_delta(clear=True)
+
+    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list]:
+        """`sample()` and `get_metrics()` in one request (one round trip per iteration)."""
+        return self.sample(**sample_kwargs), self.get_metrics()
+
+    def stop(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None

@@ -1,0 +1,121 @@
+"""Env registry and env construction.
+
+`config.environment(env)` takes a gymnasium id, a name given to `register_env`, a `gymnasium.Env`
+subclass (built as `cls(env_config)`) or a callable `(env_config) -> env`. It is resolved once, in
+the main process, into an `EnvCreator` that is cloudpickled into every EnvRunner process; so names
+registered in a user's script (with `register_env` or `gymnasium.register`) work in the workers too.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+_REGISTRY: dict[str, Callable[[Any], gym.Env]] = {}
+
+
+def register_env(name: str, env_creator: Callable[[Any], gym.Env]) -> None:
+    """Registers `env_creator(env_config) -> env` under `name`, for `config.environment(name)`."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"register_env(name={name!r}): name must be a non-empty string")
+    if not callable(env_creator):
+        raise ValueError(f"register_env({name!r}, env_creator={env_creator!r}): env_creator must "
+                         "be callable as env_creator(env_config) -> gymnasium.Env")
+    _REGISTRY[name] = env_creator
+
+
+class EnvContext(dict):
+    """The `env_config` dict an env creator receives, plus where it runs: `worker_index`
+    (0 for the main process), `num_workers`, `vector_index` (the sub-env's index in its runner)
+    and `recreated_worker`."""
+
+    def __init__(self, env_config: dict, worker_index: int = 0, num_workers: int = 0,
+                 vector_index: int = 0, recreated_worker: bool = False):
+        super().__init__(env_config)
+        self.worker_index = worker_index
+        self.num_workers = num_workers
+        self.vector_index = vector_index
+        self.recreated_worker = recreated_worker
+
+    def copy_with_overrides(self, **overrides) -> EnvContext:
+        fields = {"worker_index": self.worker_index, "num_workers": self.num_workers,
+                  "vector_index": self.vector_index, "recreated_worker": self.recreated_worker}
+        fields.update(overrides)
+        return EnvContext(dict(self), **fields)
+
+    def __reduce__(self):
+        return (EnvContext, (dict(self), self.worker_index, self.num_workers, self.vector_index,
+                             self.recreated_worker))
+
+
+class EnvCreator:
+    """A picklable `(env_context) -> gymnasium.Env`, resolved from what the user configured."""
+
+    def __init__(self, kind: str, target: Any, description: str, gym_spec: Any = None):
+        self.kind = kind  # "gym_id" | "callable"
+        self.target = target
+        self.description = description
+        self.gym_spec = gym_spec
+
+    def __call__(self, env_context: EnvContext) -> gym.Env:
+        if self.kind == "gym_id":
+            if self.target not in gym.registry and self.gym_spec is not None:
+                # Registered with gymnasium.register() in the user's script: repeat it here.
+                gym.register(**{k: v for k, v in vars(self.gym_spec).items()
+                                if k in _GYM_REGISTER_FIELDS})
+            env = gym.make(self.target, **dict(env_context))
+        else:  # an Env class (built as cls(env_config)) or a creator callable
+            env = self.target(env_context)
+        if not isinstance(env, gym.Env):
+            raise TypeError(f"env {self.description} returned {type(env).__name__}, not a "
+                            "gymnasium.Env")
+        return env
+
+
+_GYM_REGISTER_FIELDS = ("id", "entry_point", "reward_threshold", "nondeterministic",
+                        "max_episode_steps", "order_enforce", "disable_env_checker", "kwargs",
+                        "additional_wrappers", "vector_entry_point")
+
+
+def env_description(env: Any) -> str:
+    if isinstance(env, str):
+        return repr(env)
+    return getattr(env, "__qualname__", None) or repr(env)
+
+
+def check_env_spec(env: Any) -> None:
+    """Raises ValueError when `env` cannot name an env: used by `environment()` and `validate()`."""
+    if env is None:
+        raise ValueError("environment(env=None): no env is set; give a gymnasium id (for "
+                         "example 'CartPole-v1'), a name given to register_env, a gymnasium.Env "
+                         "subclass, or a callable (env_config) -> env")
+    if isinstance(env, str):
+        if env in _REGISTRY or env in gym.registry:
+            return
+        known = list(_REGISTRY) + list(gym.registry)
+        close = difflib.get_close_matches(env, known, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"environment(env={env!r}): no env of that name, neither registered "
+                         f"with register_env nor a gymnasium id{hint}")
+    if isinstance(env, type):
+        if not issubclass(env, gym.Env):
+            raise ValueError(f"environment(env={env.__qualname__}): a class must subclass "
+                             "gymnasium.Env")
+        return
+    if not callable(env):
+        raise ValueError(f"environment(env={env!r}): must be a gymnasium id, a registered name, "
+                         "a gymnasium.Env subclass, or a callable (env_config) -> env")
+
+
+def make_env_creator(env: Any) -> EnvCreator:
+    check_env_spec(env)
+    if isinstance(env, str):
+        if env in _REGISTRY:
+            return EnvCreator("callable", _REGISTRY[env], repr(env))
+        return EnvCreator("gym_id", env, repr(env), gym_spec=gym.spec(env))
+    if isinstance(env, type):
+        return EnvCreator("callable", env, env.__qualname__)
+    return EnvCreator("callable", env, env_description(env))

@@ -1,0 +1,175 @@
+"""`SingleAgentEpisode`: one sub-env's trajectory (or a chunk of it) as the EnvRunner records it.
+
+Layout as in RLlib: `observations` and `infos` hold `len(episode) + 1` entries (the reset
+observation first); `actions`, `rewards` and each `extra_model_outputs[key]` hold `len(episode)`.
+An episode that spans several `sample()` calls is returned in chunks that share `id_`; each chunk
+starts (`t_started`) where the previous one stopped.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+
+
+class SingleAgentEpisode:
+    __slots__ = (
+        "id_", "observations", "actions", "rewards", "infos", "extra_model_outputs",
+        "is_terminated", "is_truncated", "t_started", "custom_data", "_temporary_timestep_data",
+        "_start_time", "_last_step_time", "_is_numpy", "env_index",
+    )
+
+    def __init__(self, id_: str | None = None, *, t_started: int = 0, env_index: int = 0):
+        self.id_ = id_ or uuid.uuid4().hex
+        self.observations: list | np.ndarray = []
+        self.actions: list | np.ndarray = []
+        self.rewards: list | np.ndarray = []
+        self.infos: list = []
+        self.extra_model_outputs: dict[str, list | np.ndarray] = {}
+        self.is_terminated = False
+        self.is_truncated = False
+        self.t_started = t_started
+        #: Free-form per-episode data for callbacks (kept across chunks of the same episode).
+        self.custom_data: dict = {}
+        self._temporary_timestep_data: dict[str, list] = {}
+        self._start_time: float | None = None
+        self._last_step_time: float | None = None
+        self._is_numpy = False
+        self.env_index = env_index
+
+    # -- recording ---------------------------------------------------------------------------
+    def add_env_reset(self, observation: Any, infos: dict | None = None) -> None:
+        """Logs the reset observation; the episode starts here."""
+        assert not self.observations, "add_env_reset() on an episode that already started"
+        self.observations.append(observation)
+        self.infos.append(infos or {})
+        self._start_time = self._last_step_time = time.perf_counter()
+
+    def add_env_step(self, observation: Any, action: Any, reward: float, infos: dict | None = None,
+                     *, terminated: bool = False, truncated: bool = False,
+                     extra_model_outputs: dict | None = None) -> None:
+        """Logs one env step: the action taken and what the env returned for it."""
+        self.observations.append(observation)
+        self.actions.append(action)
+        self.rewards.append(reward)
+        self.infos.append(infos or {})
+        if extra_model_outputs:
+            for key, value in extra_model_outputs.items():
+                self.extra_model_outputs.setdefault(key, []).append(value)
+        self.is_terminated = terminated
+        self.is_truncated = truncated
+        self._last_step_time = time.perf_counter()
+
+    def cut(self) -> SingleAgentEpisode:
+        """The successor chunk of this ongoing episode: same `id_`, starting at this chunk's last
+        observation, carrying `custom_data` over."""
+        assert not self.is_done, "cut() on a finished episode"
+        successor = SingleAgentEpisode(self.id_, t_started=self.t, env_index=self.env_index)
+        successor.observations.append(self.observations[-1])
+        successor.infos.append(self.infos[-1])
+        successor.custom_data = self.custom_data
+        successor._start_time = self._start_time
+        successor._last_step_time = self._last_step_time
+        return successor
+
+    # -- reading -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    def len(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def t(self) -> int:
+        """The env timestep this chunk has reached (`t_started + len`)."""
+        return self.t_started + len(self.rewards)
+
+    @property
+    def is_done(self) -> bool:
+        return self.is_terminated or self.is_truncated
+
+    @property
+    def is_numpy(self) -> bool:
+        return self._is_numpy
+
+    def get_return(self) -> float:
+        """Sum of this chunk's rewards."""
+        return float(np.sum(self.rewards)) if len(self.rewards) else 0.0
+
+    def get_duration_s(self) -> float:
+        """Wall seconds from the reset to the latest step."""
+        if self._start_time is None:
+            return 0.0
+        return self._last_step_time - self._start_time
+
+    @staticmethod
+    def _select(data, indices):
+        if indices is None:
+            return data
+        if isinstance(indices, (list, tuple)):
+            if isinstance(data, np.ndarray):
+                return data[list(indices)]
+            return [data[i] for i in indices]
+        return data[indices]
+
+    def get_observations(self, indices=None):
+        return self._select(self.observations, indices)
+
+    def get_actions(self, indices=None):
+        return self._select(self.actions, indices)
+
+    def get_rewards(self, indices=None):
+        return self._select(self.rewards, indices)
+
+    def get_infos(self, indices=None):
+        return self._select(self.infos, indices)
+
+    def get_extra_model_outputs(self, key: str, indices=None):
+        return self._select(self.extra_model_outputs[key], indices)
+
+    # -- temporary per-timestep data (dropped before the episode leaves the EnvRunner) --------
+    def add_temporary_timestep_data(self, key: str, data: Any) -> None:
+        """Stores a value for the current timestep under `key`, for callbacks to read back later
+        in the same episode (`get_temporary_timestep_data`). Not sent to the learner."""
+        self._temporary_timestep_data.setdefault(key, []).append(data)
+
+    def get_temporary_timestep_data(self, key: str) -> list:
+        """Every value stored under `key` in this episode, in step order."""
+        try:
+            return self._temporary_timestep_data[key]
+        except KeyError:
+            raise KeyError(
+                f"episode {self.id_}: no temporary timestep data under {key!r}; keys: "
+                f"{sorted(self._temporary_timestep_data)}"
+            ) from None
+
+    def drop_temporary_timestep_data(self) -> None:
+        self._temporary_timestep_data = {}
+
+    # -- conversion --------------------------------------------------------------------------
+    def to_numpy(self) -> SingleAgentEpisode:
+        """Turns the recorded lists into numpy arrays (in place) and returns the episode."""
+        if not self._is_numpy:
+            self.observations = np.asarray(self.observations)
+            self.actions = np.asarray(self.actions)
+            self.rewards = np.asarray(self.rewards, dtype=np.float32)
+            self.extra_model_outputs = {
+                k: np.asarray(v) for k, v in self.extra_model_outputs.items()
+            }
+            self._is_numpy = True
+        return self
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        status = "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
+        return (f"SingleAgentEpisode(id_={self.id_[:8]}, t_started={self.t_started}, "
+                f"len={len(self)}, return={self.get_return():.2f}, {status})")

@@ -1,0 +1,70 @@
+"""The ways an EnvRunner process can fail, as exceptions the main process raises.
+
+- `EnvRunnerCrashed`: the process exited (an exception escaped its loop, `os._exit`, a signal).
+- `EnvRunnerTimeout`: it did not answer within the timeout; the process is killed and counted as
+  failed.
+- `EnvRunnerError`: an exception in env code or in the runner, reported with the original
+  traceback; the process is still alive.
+- `callbacks.CallbackError`: a user callback raised (event, callback name, runner index).
+"""
+
+from __future__ import annotations
+
+
+class EnvRunnerFailure(RuntimeError):
+    """Base of all EnvRunner failures; `worker_index` names the runner, `kind` the failure."""
+
+    kind = "failure"
+
+    def __init__(self, worker_index: int, message: str):
+        self.worker_index = worker_index
+        super().__init__(message)
+
+
+class EnvRunnerCrashed(EnvRunnerFailure):
+    kind = "crashed"
+
+    def __init__(self, worker_index: int, method: str, exitcode: int | None, detail: str = ""):
+        self.method = method
+        self.exitcode = exitcode
+        if exitcode is None:
+            how = "its connection closed"
+        elif exitcode < 0:
+            import signal
+
+            try:
+                how = f"it was killed by signal {signal.Signals(-exitcode).name}"
+            except ValueError:
+                how = f"it was killed by signal {-exitcode}"
+        else:
+            how = f"it exited with code {exitcode}"
+        super().__init__(worker_index, f"EnvRunner {worker_index} crashed during {method}(): "
+                                       f"{how}.{(' ' + detail) if detail else ''}")
+
+
+class EnvRunnerTimeout(EnvRunnerFailure):
+    kind = "timeout"
+
+    def __init__(self, worker_index: int, method: str, timeout_s: float):
+        self.method = method
+        self.timeout_s = timeout_s
+        super().__init__(worker_index, f"EnvRunner {worker_index} did not answer {method}() within "
+                                       f"{timeout_s:g} s; its process was killed")
+
+
+class EnvRunnerError(EnvRunnerFailure):
+    kind = "exception"
+
+    def __init__(self, worker_index: int, method: str, error_type: str, error_message: str,
+                 remote_traceback: str):
+        self.method = method
+        self.error_type = error_type
+        self.error_message = error_message
+        self.remote_traceback = remote_traceback
+        super().__init__(worker_index, f"EnvRunner {worker_index} raised {error_type}: "
+                                       f"{error_message} (in {method}()).\nOriginal traceback:\n"
+                                       f"{remote_traceback.rstrip()}")
+
+    def __reduce__(self):
+        return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
+                                 self.error_message, self.remote_traceback))

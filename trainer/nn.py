@@ -1,0 +1,274 @@
+"""Neural-network pieces in numpy: an MLP with hand-written backprop, Adam, global-norm gradient
+clipping, and the two action distributions (categorical, diagonal Gaussian) with the gradients the
+learners need. float32 throughout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+ACTIVATIONS = ("tanh", "relu", "linear", "swish", "silu", "elu", "sigmoid")
+
+
+def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
+    """Orthogonal initialisation (Saxe et al.), as in CleanRL / SB3."""
+    a = rng.standard_normal((max(n_in, n_out), min(n_in, n_out)))
+    q, r = np.linalg.qr(a)
+    q *= np.sign(np.diag(r))
+    if n_in < n_out:
+        q = q.T
+    return (gain * q[:n_in, :n_out]).astype(np.float32)
+
+
+def activate(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    if name == "linear":
+        return x
+    if name in ("swish", "silu"):
+        return x / (1.0 + np.exp(-x))
+    if name == "elu":
+        return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+    if name == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-x))
+    raise ValueError(f"unknown activation {name!r}; allowed: {list(ACTIVATIONS)}")
+
+
+def activate_grad(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d activation / d x, from the pre-activation x and the output y."""
+    if name == "tanh":
+        return 1.0 - y * y
+    if name == "relu":
+        return (x > 0).astype(x.dtype)
+    if name == "linear":
+        return np.ones_like(x)
+    if name in ("swish", "silu"):
+        s = 1.0 / (1.0 + np.exp(-x))
+        return s + y * (1.0 - s)
+    if name == "elu":
+        return np.where(x > 0, 1.0, y + 1.0).astype(x.dtype)
+    if name == "sigmoid":
+        return y * (1.0 - y)
+    raise ValueError(f"unknown activation {name!r}")
+
+
+class MLP:
+    """Dense layers `sizes[0] -> ... -> sizes[-1]`, `activation` after every hidden layer, linear
+    output. Parameters are a flat list `[W0, b0, W1, b1, ...]` that optimisers update in place."""
+
+    def __init__(self, sizes: list[int], activation: str, rng: np.random.Generator,
+                 output_gain: float = 1.0):
+        self.sizes = list(sizes)
+        self.activation = activation
+        hidden_gain = np.sqrt(2.0) if activation in ("relu", "elu", "swish", "silu") else 1.0
+        self.params: list[np.ndarray] = []
+        for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            gain = output_gain if i == len(sizes) - 2 else hidden_gain
+            self.params.append(orthogonal(rng, n_in, n_out, gain))
+            self.params.append(np.zeros(n_out, dtype=np.float32))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.params) // 2
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Inference only: no cache."""
+        last = self.num_layers - 1
+        for i in range(self.num_layers):
+            x = x @ self.params[2 * i] + self.params[2 * i + 1]
+            if i < last and self.activation != "linear":
+                x = activate(self.activation, x)
+        return x
+
+    def forward_train(self, x: np.ndarray) -> tuple[np.ndarray, list]:
+        """Forward pass that keeps what `backward` needs."""
+        cache = []
+        last = self.num_layers - 1
+        for i in range(self.num_layers):
+            pre = x @ self.params[2 * i] + self.params[2 * i + 1]
+            out = pre if i == last else activate(self.activation, pre)
+            cache.append((x, pre, out))
+            x = out
+        return x, cache
+
+    def backward(self, cache: list, d_out: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Gradients of the parameters (same order as `params`) and of the input."""
+        grads: list[np.ndarray] = [None] * len(self.params)  # type: ignore[list-item]
+        d = d_out
+        for i in reversed(range(self.num_layers)):
+            x, pre, out = cache[i]
+            if i != self.num_layers - 1:
+                d = d * activate_grad(self.activation, pre, out)
+            grads[2 * i] = x.T @ d
+            grads[2 * i + 1] = d.sum(axis=0)
+            d = d @ self.params[2 * i].T
+        return grads, d
+
+
+class Adam:
+    """Adam (Kingma & Ba) over a list of arrays, updated in place; torch's defaults."""
+
+    def __init__(self, params: list[np.ndarray], lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = params
+        self.lr = lr
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.step_count = 0
+
+    def step(self, grads: list[np.ndarray]) -> None:
+        self.step_count += 1
+        bias1 = 1.0 - self.beta1 ** self.step_count
+        bias2 = 1.0 - self.beta2 ** self.step_count
+        step_size = self.lr * np.sqrt(bias2) / bias1
+        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g
+            v *= self.beta2
+            v += (1.0 - self.beta2) * (g * g)
+            p -= (step_size * m / (np.sqrt(v) + self.eps * np.sqrt(bias2))).astype(p.dtype)
+
+    def get_state(self) -> dict:
+        return {"m": self.m, "v": self.v, "step_count": self.step_count, "lr": self.lr}
+
+    def set_state(self, state: dict) -> None:
+        for dst, src in zip(self.m + self.v, list(state["m"]) + list(state["v"]), strict=True):
+            dst[...] = src
+        self.step_count = int(state["step_count"])
+        self.lr = float(state["lr"])
+
+
+def clip_by_global_norm(grads: list[np.ndarray], max_norm: float | None) -> float:
+    """Scales `grads` in place so their global L2 norm is at most `max_norm`; returns the norm
+    before clipping."""
+    norm = float(np.sqrt(sum(float(np.vdot(g, g)) for g in grads)))
+    if max_norm is not None and norm > max_norm:
+        scale = max_norm / (norm + 1e-6)
+        for g in grads:
+            g *= scale
+    return norm
+
+
+# ---------------------------------------------------------------------------------------------
+# Action distributions. `inputs` are the policy head's outputs for a batch.
+# ---------------------------------------------------------------------------------------------
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+class Categorical:
+    """Discrete actions from logits."""
+
+    @staticmethod
+    def num_inputs(n: int) -> int:
+        return n
+
+    @staticmethod
+    def sample(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        probs = np.exp(log_softmax(logits))
+        cdf = np.cumsum(probs, axis=-1)
+        u = rng.random((logits.shape[0], 1))
+        return np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
+
+    @staticmethod
+    def deterministic(logits: np.ndarray) -> np.ndarray:
+        return logits.argmax(axis=-1)
+
+    @staticmethod
+    def logp(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(log_softmax(logits), actions.astype(np.int64)[:, None], 1)[:, 0]
+
+    @staticmethod
+    def entropy(logits: np.ndarray) -> np.ndarray:
+        logp = log_softmax(logits)
+        return -(np.exp(logp) * logp).sum(axis=-1)
+
+    @staticmethod
+    def kl(old_logits: np.ndarray, new_logits: np.ndarray) -> np.ndarray:
+        """KL(old || new) per row."""
+        old_logp = log_softmax(old_logits)
+        return (np.exp(old_logp) * (old_logp - log_softmax(new_logits))).sum(axis=-1)
+
+    @staticmethod
+    def loss_grads(logits, actions, old_logits):
+        """d logp(a)/d logits, d entropy/d logits, d KL(old||new)/d logits, plus logp, entropy
+        and kl values: everything PPO's loss needs, from one softmax."""
+        logp_all = log_softmax(logits)
+        probs = np.exp(logp_all)
+        a = actions.astype(np.int64)
+        rows = np.arange(len(a))
+        logp = logp_all[rows, a]
+        d_logp = -probs
+        d_logp[rows, a] += 1.0
+        entropy = -(probs * logp_all).sum(axis=-1)
+        d_entropy = -probs * (logp_all + entropy[:, None])
+        old_logp_all = log_softmax(old_logits)
+        old_probs = np.exp(old_logp_all)
+        kl = (old_probs * (old_logp_all - logp_all)).sum(axis=-1)
+        d_kl = probs - old_probs
+        return logp, d_logp, entropy, d_entropy, kl, d_kl
+
+
+class DiagGaussian:
+    """Continuous actions: inputs are `[mean, log_std]` concatenated."""
+
+    LOG_2PI = float(np.log(2.0 * np.pi))
+
+    @staticmethod
+    def num_inputs(n: int) -> int:
+        return 2 * n
+
+    @staticmethod
+    def _split(inputs):
+        mean, log_std = np.split(inputs, 2, axis=-1)
+        return mean, np.clip(log_std, -20.0, 2.0)
+
+    @classmethod
+    def sample(cls, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        mean, log_std = cls._split(inputs)
+        return (mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
+
+    @classmethod
+    def deterministic(cls, inputs: np.ndarray) -> np.ndarray:
+        return cls._split(inputs)[0]
+
+    @classmethod
+    def logp(cls, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        mean, log_std = cls._split(inputs)
+        z = (actions - mean) / np.exp(log_std)
+        return (-0.5 * z * z - log_std - 0.5 * cls.LOG_2PI).sum(axis=-1)
+
+    @classmethod
+    def entropy(cls, inputs: np.ndarray) -> np.ndarray:
+        _, log_std = cls._split(inputs)
+        return (log_std + 0.5 * (cls.LOG_2PI + 1.0)).sum(axis=-1)
+
+    @classmethod
+    def kl(cls, old_inputs: np.ndarray, new_inputs: np.ndarray) -> np.ndarray:
+        old_mean, old_log_std = cls._split(old_inputs)
+        mean, log_std = cls._split(new_inputs)
+        var = np.exp(2 * log_std)
+        return (log_std - old_log_std + (np.exp(2 * old_log_std) + (old_mean - mean) ** 2)
+                / (2 * var) - 0.5).sum(axis=-1)
+
+    @classmethod
+    def loss_grads(cls, inputs, actions, old_inputs):
+        mean, log_std = cls._split(inputs)
+        # Gradients through the clip of log_std are zero outside the clip range.
+        raw_log_std = np.split(inputs, 2, axis=-1)[1]
+        in_range = ((raw_log_std > -20.0) & (raw_log_std < 2.0)).astype(inputs.dtype)
+        std = np.exp(log_std)
+        z = (actions - mean) / std
+        logp = (-0.5 * z * z - log_std - 0.5 * cls.LOG_2PI).sum(axis=-1)
+        d_logp = np.concatenate([z / std, (z * z - 1.0) * in_range], axis=-1)
+        entropy = (log_std + 0.5 * (cls.LOG_2PI + 1.0)).sum(axis=-1)
+        d_entropy = np.concatenate([np.zeros_like(mean), in_range], axis=-1)
+        old_mean, old_log_std = cls._split(old_inputs)
+        var = std * std
+        spread = np.exp(2 * old_log_std) + (old_mean - mean) ** 2
+        kl = (log_std - old_log_std + spread / (2 * var) - 0.5).sum(axis=-1)
+        d_kl = np.concatenate([(mean - old_mean) / var, (1.0 - spread / var) * in_range], axis=-1)
+        return logp, d_logp, entropy, d_entropy, kl, d_kl

@@ -1,0 +1,166 @@
+"""`RemoteEnvRunner`: the main process's handle on one EnvRunner worker process.
+
+Requests are sent at once and their replies read in order (the worker answers each request
+exactly once), so a caller can send several requests and read only the last reply: earlier replies
+are still checked for errors. Every read waits at most a timeout; a worker that does not answer in
+time is killed and reported as `EnvRunnerTimeout`, one that died as `EnvRunnerCrashed`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import weakref
+from collections import deque
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from typing import Any
+
+import cloudpickle
+
+from callbacks import CallbackError
+from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
+
+#: BLAS thread pools in the workers: they run small batches, where extra threads only contend
+#: for the cores (measured in bench/threads.py). A user's explicit setting wins.
+_WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Ends a worker process for good (used by stop(), garbage collection and at exit)."""
+    if process.poll() is None:
+        try:
+            process.kill()
+        except OSError:
+            pass
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class RemoteEnvRunner:
+    """One worker process holding one `EnvRunner` (see `trainer.worker_process`)."""
+
+    def __init__(self, worker_index: int):
+        self.worker_index = worker_index
+        parent_end, child_end = Pipe(duplex=True)
+        env = dict(os.environ)
+        for var in _WORKER_THREAD_VARS:
+            env.setdefault(var, "1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainer.worker_process", str(child_end.fileno()),
+             str(os.getpid())],
+            pass_fds=(child_end.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        child_end.close()
+        self.conn: Connection = parent_end
+        self._pending: deque[str] = deque()
+        self.pid = self.process.pid
+        self.healthy = True
+        self._finalizer = weakref.finalize(self, _kill, self.process)
+
+    # -- requests ----------------------------------------------------------------------------
+    def _send(self, label: str, message: tuple) -> None:
+        try:
+            self.conn.send(message)
+        except (OSError, EOFError, BrokenPipeError):
+            self.healthy = False
+            raise EnvRunnerCrashed(self.worker_index, label, self._exitcode()) from None
+        self._pending.append(label)
+
+    def send_init(self, spec: dict) -> None:
+        payload = cloudpickle.dumps(spec)
+        self._send("__init__", ("init", list(sys.path), payload))
+
+    def send_pickled(self, label: str, message_bytes: bytes) -> None:
+        """Sends a request pickled once for many workers (see `EnvRunnerGroup.sync_weights`)."""
+        try:
+            self.conn.send_bytes(message_bytes)
+        except (OSError, EOFError, BrokenPipeError):
+            self.healthy = False
+            raise EnvRunnerCrashed(self.worker_index, label, self._exitcode()) from None
+        self._pending.append(label)
+
+    def call_async(self, method: str, **kwargs) -> None:
+        self._send(method, ("call", method, kwargs))
+
+    def apply_async(self, func_bytes: bytes, **kwargs) -> None:
+        self._send("foreach_env_runner", ("apply", func_bytes, kwargs))
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    # -- replies -----------------------------------------------------------------------------
+    def _exitcode(self) -> int | None:
+        try:
+            return self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def read_reply(self, timeout: float) -> Any:
+        """The next reply (in request order), waiting at most `timeout` seconds."""
+        label = self._pending[0]
+        try:
+            ready = self.conn.poll(timeout)
+        except (OSError, EOFError):
+            ready = True
+        if not ready:
+            self._pending.clear()
+            self.kill()
+            raise EnvRunnerTimeout(self.worker_index, label, timeout)
+        try:
+            status, value = self.conn.recv()
+        except (EOFError, OSError, ConnectionResetError):
+            self._pending.clear()
+            self.healthy = False
+            exitcode = self._exitcode()
+            self.kill()
+            raise EnvRunnerCrashed(self.worker_index, label, exitcode) from None
+        self._pending.popleft()
+        if status == "error":
+            if isinstance(value, (CallbackError, EnvRunnerError)):
+                raise value
+            raise EnvRunnerError(self.worker_index, label, type(value).__name__, str(value), "")
+        return value
+
+    def result(self, timeout: float) -> Any:
+        """Reads every pending reply and returns the last one; raises the first error."""
+        value = None
+        while self._pending:
+            value = self.read_reply(timeout)
+        return value
+
+    def call(self, method: str, timeout: float, **kwargs) -> Any:
+        self.call_async(method, **kwargs)
+        return self.result(timeout)
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Asks the worker to close its env and exit; kills it if it does not within `timeout`."""
+        if self.is_alive() and self.healthy:
+            try:
+                # Drain replies to requests still in flight, then say stop.
+                while self._pending:
+                    self.read_reply(timeout)
+                self.conn.send(("stop",))
+                if self.conn.poll(timeout):
+                    self.conn.recv()
+                self.process.wait(timeout=timeout)
+            except Exception:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        self.healthy = False
+        self._finalizer()
+        try:
+            self.conn.close()
+        except OSError:
+            pass

@@ -1,0 +1,110 @@
+"""The EnvRunner worker process: `python -m trainer.worker_process FD PARENT_PID`.
+
+It is started by `trainer.remote.RemoteEnvRunner` with one end of a socket pair (a
+`multiprocessing.connection.Connection`) and serves requests in a loop, one at a time, answering
+each with exactly one reply:
+
+    request                              reply
+    ("init", sys_path, payload)          ("ok", {"pid", "spaces"})   payload: cloudpickled
+                                                                     {config, env_creator,
+                                                                      worker_index, num_workers,
+                                                                      spaces}
+    ("call", method, kwargs)             ("ok", runner.method(**kwargs))
+    ("apply", func_bytes, kwargs)        ("ok", cloudpickle.loads(func_bytes)(runner, **kwargs))
+    ("stop",)                            ("ok", None), then the process exits
+
+Any exception is answered with ("error", exception): a `CallbackError` as is, anything else as an
+`EnvRunnerError` carrying the original traceback. The process ends when its connection closes
+(the main process is gone), on "stop", or when its parent process changes (a watchdog thread), so
+it never outlives the training process. It ignores SIGINT: Ctrl-C is the main process's to handle.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exits the process when the parent is gone (re-parented), even mid-`sample()`."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent_pid:
+            os._exit(3)
+
+
+def _error_reply(worker_index: int, method: str, error: BaseException):
+    from callbacks import CallbackError
+    from trainer.errors import EnvRunnerError
+
+    if isinstance(error, CallbackError):
+        return ("error", error)
+    return ("error", EnvRunnerError(worker_index, method, type(error).__name__, str(error),
+                                    traceback.format_exc()))
+
+
+def serve(conn, parent_pid: int) -> None:
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    import cloudpickle
+
+    runner = None
+    worker_index = -1
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the main process closed the connection: nothing left to serve
+        kind = message[0]
+        method = kind
+        try:
+            if kind == "init":
+                _, sys_path, payload = message
+                for entry in sys_path:
+                    if entry not in sys.path:
+                        sys.path.append(entry)
+                spec = cloudpickle.loads(payload)
+                worker_index = spec["worker_index"]
+                from trainer.env_runner import EnvRunner
+
+                runner = EnvRunner(spec["config"], spec["env_creator"],
+                                   worker_index=worker_index, num_workers=spec["num_workers"],
+                                   spaces=spec.get("spaces"))
+                reply = ("ok", {"pid": os.getpid(), "spaces": runner.spaces})
+            elif kind == "call":
+                _, method, kwargs = message
+                reply = ("ok", getattr(runner, method)(**kwargs))
+            elif kind == "apply":
+                _, func_bytes, kwargs = message
+                method = "foreach_env_runner"
+                reply = ("ok", cloudpickle.loads(func_bytes)(runner, **kwargs))
+            elif kind == "stop":
+                if runner is not None:
+                    runner.stop()
+                conn.send(("ok", None))
+                return
+            else:
+                raise ValueError(f"unknown request {kind!r}")
+        except Exception as error:
+            reply = _error_reply(worker_index, method, error)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError, BrokenPipeError):
+            return
+        except Exception as error:  # the result itself could not be pickled
+            conn.send(_error_reply(worker_index, method, error))
+
+
+def main(argv: list[str]) -> None:
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd, parent_pid = int(argv[1]), int(argv[2])
+    serve(Connection(fd), parent_pid)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
