@@ -17,6 +17,7 @@ Any exception is answered with ("error", exception): a `CallbackError` as is, an
 `EnvRunnerError` carrying the original traceback. The process ends when its connection closes
 (the main process is gone), on "stop", or when its parent process changes (a watchdog thread), so
 it never outlives the training process. It ignores SIGINT: Ctrl-C is the main process's to handle.
+Its stdout and stderr are line-buffered, so what callbacks print arrives whole and in time.
 """
 
 from __future__ import annotations
@@ -102,6 +103,14 @@ def main(argv: list[str]) -> None:
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Several workers share the terminal (or pipe): line buffering makes each printed line one
+    # write (also under PYTHONUNBUFFERED, which writes text and newline separately), so lines
+    # from different runners never split each other, and they show up promptly.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass
     fd, parent_pid = int(argv[1]), int(argv[2])
     serve(Connection(fd), parent_pid)
 

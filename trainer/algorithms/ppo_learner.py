@@ -77,7 +77,9 @@ class PPOLearner:
         }
 
     # -- 2. the loss and its gradient on one minibatch ---------------------------------------
-    def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
+    def loss_and_grads(self, mb: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict]:
+        """Gradients of the PPO loss w.r.t. every module parameter, and the loss statistics
+        (`total_loss` is the value whose gradient is returned)."""
         cfg = self.config
         module = self.module
         batch_size = len(mb["advantages"])
@@ -112,10 +114,8 @@ class PPOLearner:
         if cfg.use_kl_loss:
             d_dist_inputs += (self.kl_coeff / batch_size) * d_kl
 
-        grads = module.backward(cache, d_dist_inputs.astype(np.float32),
-                                d_values.astype(np.float32))
-        grad_norm = clip_by_global_norm(grads, cfg.grad_clip)
-        self.optimizer.step(grads)
+        dtype = dist_inputs.dtype
+        grads = module.backward(cache, d_dist_inputs.astype(dtype), d_values.astype(dtype))
 
         policy_loss = float(np.mean(-surrogate))
         mean_kl = float(np.mean(kl))
@@ -125,7 +125,7 @@ class PPOLearner:
         target_var = float(np.var(mb["value_targets"]))
         explained_var = (1.0 - float(np.var(mb["value_targets"] - values)) / target_var
                          if target_var > 0 else float("nan"))
-        return {
+        return grads, {
             "total_loss": total_loss,
             "policy_loss": policy_loss,
             "vf_loss": float(np.mean(vf_loss_clipped)),
@@ -133,8 +133,15 @@ class PPOLearner:
             "vf_explained_var": explained_var,
             "entropy": float(np.mean(entropy)),
             "mean_kl_loss": mean_kl,
-            "gradients_default_optimizer_global_norm": grad_norm,
         }
+
+    def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
+        grads, stats = self.loss_and_grads(mb)
+        # Clip the global gradient norm, then take an Adam step.
+        stats["gradients_default_optimizer_global_norm"] = clip_by_global_norm(
+            grads, self.config.grad_clip)
+        self.optimizer.step(grads)
+        return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
     def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:

@@ -1,0 +1,63 @@
+"""The callbacks doc's examples, run as a user runs them: a script (unguarded top-level code, as in
+the docs) in a fresh interpreter, with only the imports changed."""
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.setrecursionlimit(10000)
+
+EXAMPLES = Path(__file__).parent / "seed_examples"
+
+
+def run_example(name: str, timeout: float = 240) -> str:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def test_lambda_on_episode_end_prints_every_episode_from_the_workers():
+    out = run_example("lambda_on_episode_end.py")
+    returns = [float(r) for r in re.findall(r"^Episode done\. R=([0-9.]+)$", out, re.M)]
+    # 4000 steps of a random-ish CartPole policy: well over 50 episodes, each at least 8 steps.
+    assert len(returns) > 50
+    assert all(8.0 <= r <= 500.0 for r in returns)
+
+
+def test_stateful_callback_keeps_state_per_env_runner():
+    out = run_example("stateful_episode_return.py")
+    pairs = [(float(r), float(s)) for r, s in
+             re.findall(r"^Episode done\. R=([0-9.]+) Global SUM=([0-9.]+)$", out, re.M)]
+    assert len(pairs) > 50
+    # Two EnvRunners (PPO's default), each with its own instance: every printed sum must be one
+    # runner's previous sum plus this return. Lines of the two processes interleave, so search
+    # for an assignment of lines to runners (depth-first; ambiguity is rare).
+    def assign(k: int, sums: tuple) -> tuple | None:
+        if k == len(pairs):
+            return sums
+        episode_return, printed_sum = pairs[k]
+        for i, running in enumerate(sums):
+            if math.isclose(running + episode_return, printed_sum):
+                found = assign(k + 1, sums[:i] + (printed_sum,) + sums[i + 1:])
+                if found is not None:
+                    return found
+        return None
+
+    final_sums = assign(0, (0.0, 0.0))
+    assert final_sums is not None, "printed sums are not two independent running sums"
+    assert min(final_sums) > 0, "both runners should have finished episodes"
+
+@pytest.mark.parametrize("script", ["acrobot_custom_data.py", "acrobot_temporary_data.py"])
+def test_acrobot_theta1_reaches_the_results(script):
+    out = run_example(script)
+    rows = re.findall(r"^iter=(\d) theta1_mean=(\S+) R=(\S+)$", out, re.M)
+    assert [int(i) for i, _, _ in rows] == [0, 1, 2]
+    for _, theta, ret in rows:
+        theta, ret = float(theta), float(ret)
+        assert -180.0 <= theta <= 180.0 and not math.isnan(theta)
+        assert -500.0 <= ret <= 0.0
