@@ -1,0 +1,112 @@
+"""The config builder: values checked at the call or at validate(), builder semantics."""
+
+import pytest
+from helpers import small_ppo
+
+from trainer import AlgorithmConfig, ConfigError, PPOConfig
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number > 0"),
+    (lambda c: c.training(gamma=1.5), r"gamma=1.5\): gamma must be a number in \[0.0, 1.0\]"),
+    (lambda c: c.training(num_epochs=0), r"num_epochs=0\): num_epochs must be an int >= 1"),
+    (lambda c: c.training(clip_param=0), r"clip_param=0\): clip_param must be a number > 0"),
+    (lambda c: c.training(lrr=0.1), r"unknown setting lrr=0.1\. Did you mean 'lr'\?"),
+    (lambda c: c.training(model={"fcnet_activation": "bogus"}),
+     r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'"),
+    (lambda c: c.training(model={"use_lstm": True}), r"unknown key\(s\) \['use_lstm'\]"),
+    (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
+    (lambda c: c.env_runners(num_env_runners=-1),
+     r"num_env_runners=-1\): num_env_runners must be an int >= 0"),
+    (lambda c: c.env_runners(num_env_runners=1.5), r"num_env_runners=1.5\)"),
+    (lambda c: c.env_runners(rollout_fragment_length=0), r'"auto" or an int >= 1'),
+    (lambda c: c.env_runners(batch_mode="episodes"),
+     r"batch_mode='episodes'\): batch_mode must be one of \['truncate_episodes', "
+     r"'complete_episodes'\]"),
+    (lambda c: c.env_runners(sample_timeout_s=0), r"sample_timeout_s=0\)"),
+    (lambda c: c.environment("CartPoel-v1"), r"env='CartPoel-v1'.*did you mean 'CartPole-v1'"),
+    (lambda c: c.environment(42), r"env=42\): must be a gymnasium id"),
+    (lambda c: c.environment(dict), r"a class must subclass gymnasium.Env"),
+    (lambda c: c.environment("CartPole-v1", env_config=[1]), r"env_config=\[1\]\): env_config must be a dict"),
+    (lambda c: c.debugging(seed=-3), r"seed=-3\): seed must be None or an int >= 0"),
+    (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
+    (lambda c: c.framework("jax"), r"framework_str='jax'"),
+    (lambda c: c.resources(num_gpus=1), r"num_gpus=1\)"),
+    (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
+])
+def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call(PPOConfig())
+
+
+def test_cross_setting_problems_fail_at_validate():
+    with pytest.raises(ConfigError, match="minibatch_size=500 must be <= train_batch_size=200"):
+        small_ppo(minibatch_size=500).validate()
+    with pytest.raises(ConfigError, match="no env is set"):
+        PPOConfig().validate()
+    with pytest.raises(ConfigError, match="truncate_episodes' needs use_critic=True"):
+        small_ppo(use_critic=False).validate()
+    small_ppo(use_critic=False).env_runners(batch_mode="complete_episodes").validate()
+
+
+def test_builder_semantics_copy_dict_reads_and_freeze():
+    config = PPOConfig()
+    assert config.training(lr=0.01) is config
+    assert config["lr"] == config.lr == 0.01 and config.get("nope", 7) == 7
+    assert config.train_batch_size == 4000 and config.num_env_runners == 2  # RLlib's defaults
+    copy = config.copy()
+    copy.training(lr=0.02, model={"fcnet_hiddens": [8]})
+    assert config.lr == 0.01 and config.model["fcnet_hiddens"] == [256, 256]
+    assert copy.model["fcnet_hiddens"] == [8] and copy.model["fcnet_activation"] == "tanh"
+    config.training(train_batch_size_per_learner=1000)
+    assert config.train_batch_size == 1000
+    config.freeze()
+    with pytest.raises(ConfigError, match="frozen"):
+        config.training(lr=0.5)
+    assert not config.copy().is_frozen
+    with pytest.raises(KeyError):
+        config["not_a_setting"]
+
+
+def test_to_dict_from_dict_round_trip_and_overrides():
+    def on_end(**kwargs):
+        return None
+
+    config = small_ppo(1, lr=0.004).callbacks(on_episode_end=on_end).debugging(seed=5)
+    data = config.to_dict()
+    assert data["lr"] == 0.004 and data["seed"] == 5 and data["callbacks_on"]["on_episode_end"] == [on_end]
+    again = PPOConfig.from_dict(data)
+    assert again.to_dict() == data
+    assert AlgorithmConfig.overrides(explore=False, env_config={"a": 1}) == {
+        "explore": False, "env_config": {"a": 1}}
+    with pytest.raises(ConfigError, match="unknown setting expolre"):
+        AlgorithmConfig.overrides(expolre=False)
+    with pytest.raises(ConfigError, match="explore must be True or False"):
+        AlgorithmConfig.overrides(explore="no")
+
+
+def test_built_algorithm_config_is_frozen():
+    algo = small_ppo(0).build()
+    try:
+        with pytest.raises(ConfigError, match="frozen"):
+            algo.config.training(lr=1.0)
+    finally:
+        algo.stop()
+
+
+def test_rollout_fragment_length_auto_splits_the_batch_over_runners_and_envs():
+    config = (PPOConfig().training(train_batch_size=4000)
+              .env_runners(num_env_runners=3, num_envs_per_env_runner=2))
+    lengths = [config.get_rollout_fragment_length(i) for i in (1, 2, 3)]
+    assert lengths == [667, 667, 666]
+    assert sum(n * 2 for n in lengths) == 4000
+    assert PPOConfig().env_runners(num_env_runners=0).get_rollout_fragment_length(0) == 4000
+    assert PPOConfig().env_runners(rollout_fragment_length=50).get_rollout_fragment_length(1) == 50
+
+
+def test_porting_no_ops_are_accepted():
+    config = (PPOConfig().framework("torch")
+              .api_stack(enable_rl_module_and_learner=True,
+                         enable_env_runner_and_connector_v2=True)
+              .learners(num_learners=0).resources(num_gpus=0))
+    assert config.framework_str == "torch"
