@@ -103,6 +103,11 @@ class CallbackChain:
         return bool(self._handlers[event])
 
     def fire(self, event: str, **kwargs) -> None:
+        self.fire_with(event, kwargs)
+
+    def fire_with(self, event: str, kwargs: dict) -> None:
+        """`fire` with the keyword arguments as a dict (reused across calls in hot loops; each
+        callback still receives its own copy through `**`)."""
         for name, fn in self._handlers[event]:
             try:
                 fn(**kwargs)

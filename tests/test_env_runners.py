@@ -141,11 +141,11 @@ def test_workers_exit_when_the_training_process_dies(tmp_path):
     script = tmp_path / "die.py"
     script.write_text(
         "import os, sys, time\n"
-        "sys.path.insert(0, %r)\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from helpers import small_ppo\n"
         "algo = small_ppo(2).build()\n"
         "print(' '.join(map(str, algo.env_runner_group.remote_pids().values())), flush=True)\n"
-        "time.sleep(60)\n" % os.path.dirname(__file__))
+        "time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     worker_pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(worker_pids) == 2

@@ -2,10 +2,11 @@
 `SingleAgentEpisode`s and fires the EnvRunner callbacks.
 
 One EnvRunner lives in each worker process (`trainer.worker_process`); with `num_env_runners=0` the
-single EnvRunner lives in the main process. The vector env runs with autoreset disabled: when a
-sub-env finishes, the runner fires `on_episode_created` for its next episode, then resets just that
-sub-env (`reset_mask`), then fires `on_episode_start`, so the event order is exactly
-created < reset < start < step ... < end.
+single EnvRunner lives in the main process. The vector env autoresets in gymnasium's NEXT_STEP mode
+(as RLlib's does): when a sub-env finishes, the runner fires `on_episode_created` for its next
+episode at once; the next `env.step()` resets that sub-env (its action is ignored and the step is
+not counted), after which the runner logs the reset observation and fires `on_episode_start`. So
+the event order is exactly created < reset < start < step ... < end, with no extra env calls.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class EnvRunner:
             raise ValueError("an EnvRunner without env needs the spaces")
         self.module = PolicyModule(self.spaces, config.model, seed=seed)
         self._episodes: list[SingleAgentEpisode | None] = [None] * self.num_envs
+        # Per sub-env: the keyword arguments of its current episode's events, built once.
+        self._event_kwargs: list[dict] = [{} for _ in range(self.num_envs)]
+        # Sub-envs that finished: the next env.step() resets them (NEXT_STEP autoreset).
+        self._awaiting_reset: list[bool] = [False] * self.num_envs
         self._obs: np.ndarray | None = None
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
@@ -87,7 +92,7 @@ class EnvRunner:
                     for i in range(self.num_envs)]
         self.env = gym.vector.SyncVectorEnv(
             [partial(self._env_creator, ctx) for ctx in contexts],
-            autoreset_mode=gym.vector.AutoresetMode.DISABLED,
+            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
         )
         if self.spaces is None:
             self.spaces = SpaceInfo.from_spaces(self.env.single_observation_space,
@@ -180,6 +185,7 @@ class EnvRunner:
             successor = episode.cut()
             successor._temporary_timestep_data = episode._temporary_timestep_data
             self._episodes[i] = successor
+            self._event_kwargs[i]["episode"] = successor
             chunks.append(episode.to_numpy())
             self._prev_chunks.setdefault(episode.id_, []).append(episode)
         return [ep.to_numpy() for ep in done] + chunks
@@ -196,36 +202,35 @@ class EnvRunner:
         self._prev_chunks.clear()
         return [ep.to_numpy() for ep in done[:num_episodes]]
 
-    def _episode_kwargs(self, episode: SingleAgentEpisode, env_index: int) -> dict:
-        return {"episode": episode, "env_runner": self, "metrics_logger": self.metrics,
-                "env": self.env, "rl_module": self.module, "env_index": env_index}
+    def _create_episode(self, env_index: int) -> SingleAgentEpisode:
+        """A new, empty episode for a sub-env; fires `on_episode_created`."""
+        episode = SingleAgentEpisode(env_index=env_index)
+        self._episodes[env_index] = episode
+        self._event_kwargs[env_index] = {"episode": episode, "env_runner": self,
+                                         "metrics_logger": self.metrics, "env": self.env,
+                                         "rl_module": self.module, "env_index": env_index}
+        if self._callbacks.has("on_episode_created"):
+            self._callbacks.fire_with("on_episode_created", self._event_kwargs[env_index])
+        return episode
 
-    def _start_episodes(self, indices: list[int], reset_all: bool) -> None:
-        """created -> reset -> start, for the sub-envs in `indices`."""
-        fire = self._callbacks.fire
-        for i in indices:
-            episode = SingleAgentEpisode(env_index=i)
-            self._episodes[i] = episode
-            if self._callbacks.has("on_episode_created"):
-                fire("on_episode_created", **self._episode_kwargs(episode, i))
-        if reset_all:
-            obs, infos = self.env.reset(seed=self._env_seed)
-            self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
-        else:
-            mask = np.zeros(self.num_envs, dtype=np.bool_)
-            mask[indices] = True
-            obs, infos = self.env.reset(options={"reset_mask": mask})
-        self._obs = obs
-        per_env_infos = _unbatch_infos(infos, self.num_envs)
-        for i in indices:
-            episode = self._episodes[i]
-            episode.add_env_reset(obs[i], per_env_infos[i])
-            if self._callbacks.has("on_episode_start"):
-                fire("on_episode_start", **self._episode_kwargs(episode, i))
+    def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
+        """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
+        self._episodes[env_index].add_env_reset(observation, infos)
+        if self._callbacks.has("on_episode_start"):
+            self._callbacks.fire_with("on_episode_start", self._event_kwargs[env_index])
 
     def _reset_all(self) -> None:
+        """Fresh episodes in every sub-env: created -> reset -> start."""
         self._prev_chunks.clear()
-        self._start_episodes(list(range(self.num_envs)), reset_all=True)
+        for i in range(self.num_envs):
+            self._create_episode(i)
+        obs, infos = self.env.reset(seed=self._env_seed)
+        self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        self._obs = obs
+        per_env_infos = _unbatch_infos(infos, self.num_envs)
+        for i in range(self.num_envs):
+            self._begin_episode(i, obs[i], per_env_infos[i])
+        self._awaiting_reset = [False] * self.num_envs
         self._needs_reset = False
 
     def _step(self, explore: bool, random_actions: bool, done: list) -> int:
@@ -241,34 +246,47 @@ class EnvRunner:
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
         obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
         per_env_infos = _unbatch_infos(infos, self.num_envs)
-        fire = self._callbacks.fire
+        # Python scalars once per step, not numpy scalars per sub-env.
+        # Discrete actions as ints; Box actions keep their float32 rows.
+        action_list = actions.tolist() if actions.ndim == 1 else list(actions)
+        reward_list = rewards.tolist()
+        terminated_list = terminateds.tolist()
+        truncated_list = truncateds.tolist()
+        logp_list = logp.tolist()
+        fire_with = self._callbacks.fire_with
         has_step = self._callbacks.has("on_episode_step")
-        finished: list[int] = []
+        awaiting_reset = self._awaiting_reset
+        stepped = 0
         for i in range(self.num_envs):
+            if awaiting_reset[i]:
+                # This step was the sub-env's autoreset: its new episode starts here.
+                awaiting_reset[i] = False
+                self._begin_episode(i, obs[i], per_env_infos[i])
+                continue
+            stepped += 1
             episode = self._episodes[i]
-            terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
-            extra = {"action_logp": logp[i]}
+            terminated, truncated = terminated_list[i], truncated_list[i]
+            extra = {"action_logp": logp_list[i]}
             if dist_inputs is not None:
                 extra["action_dist_inputs"] = dist_inputs[i]
-            episode.add_env_step(obs[i], actions[i], float(rewards[i]), per_env_infos[i],
+            episode.add_env_step(obs[i], action_list[i], reward_list[i], per_env_infos[i],
                                  terminated=terminated, truncated=truncated,
                                  extra_model_outputs=extra)
             if has_step:
-                fire("on_episode_step", **self._episode_kwargs(episode, i))
+                fire_with("on_episode_step", self._event_kwargs[i])
             if terminated or truncated:
                 self._finish_episode(episode, i)
                 done.append(episode)
-                finished.append(i)
+                self._create_episode(i)
+                awaiting_reset[i] = True
         self._obs = obs
-        if finished:
-            self._start_episodes(finished, reset_all=False)
-        return self.num_envs
+        return stepped
 
     def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:
         prev_chunks = self._prev_chunks.pop(episode.id_, [])
         if self._callbacks.has("on_episode_end"):
-            self._callbacks.fire("on_episode_end", prev_episode_chunks=prev_chunks,
-                                 **self._episode_kwargs(episode, env_index))
+            self._callbacks.fire_with("on_episode_end", {**self._event_kwargs[env_index],
+                                                         "prev_episode_chunks": prev_chunks})
         episode_return = episode.get_return() + sum(c.get_return() for c in prev_chunks)
         episode_len = len(episode) + sum(len(c) for c in prev_chunks)
         window = self.config.metrics_num_episodes_for_smoothing

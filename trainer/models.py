@@ -156,8 +156,8 @@ class PolicyModule:
         """Actions for a batch of raw observations, plus what the learner needs later:
         `(actions, action_logp, action_dist_inputs)`."""
         inputs = self.dist_inputs(self.spaces.preprocess(raw_obs))
-        actions = self.dist.sample(inputs, rng) if explore else self.dist.deterministic(inputs)
-        return actions, self.dist.logp(inputs, actions), inputs
+        actions, logp = self.dist.act(inputs, rng, explore)
+        return actions, logp, inputs
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
         """Module actions as the env takes them. For Box spaces with `normalize`, the module acts

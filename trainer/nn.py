@@ -16,7 +16,7 @@ def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> 
     q *= np.sign(np.diag(r))
     if n_in < n_out:
         q = q.T
-    return (gain * q[:n_in, :n_out]).astype(np.float32)
+    return np.ascontiguousarray(gain * q[:n_in, :n_out], dtype=np.float32)
 
 
 def activate(name: str, x: np.ndarray) -> np.ndarray:
@@ -178,6 +178,18 @@ class Categorical:
         return logits.argmax(axis=-1)
 
     @staticmethod
+    def act(logits: np.ndarray, rng: np.random.Generator, explore: bool):
+        """Actions and their log-probabilities from one softmax (the sampling hot path)."""
+        logp_all = log_softmax(logits)
+        if explore:
+            cdf = np.cumsum(np.exp(logp_all), axis=-1)
+            u = rng.random((logits.shape[0], 1))
+            actions = np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
+        else:
+            actions = logp_all.argmax(axis=-1)
+        return actions, logp_all[np.arange(len(actions)), actions]
+
+    @staticmethod
     def logp(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return np.take_along_axis(log_softmax(logits), actions.astype(np.int64)[:, None], 1)[:, 0]
 
@@ -234,6 +246,11 @@ class DiagGaussian:
     @classmethod
     def deterministic(cls, inputs: np.ndarray) -> np.ndarray:
         return cls._split(inputs)[0]
+
+    @classmethod
+    def act(cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool):
+        actions = cls.sample(inputs, rng) if explore else cls.deterministic(inputs)
+        return actions, cls.logp(inputs, actions)
 
     @classmethod
     def logp(cls, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:

@@ -1,0 +1,134 @@
+"""PPO: the loss gradient, continuous actions, results, single actions."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from helpers import small_ppo
+
+from trainer import PPOConfig
+from trainer.algorithms.ppo_learner import PPOLearner
+from trainer.models import SpaceInfo
+
+
+def _float64_learner(env_id: str, model_config: dict, **training) -> PPOLearner:
+    config = (PPOConfig().environment(env_id).rl_module(model_config=model_config).debugging(seed=0)
+              .training(entropy_coeff=0.05, vf_clip_param=1e6, clip_param=0.2, **training))
+    env = gym.make(env_id)
+    learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
+    learner.kl_coeff = 0.3
+    module = learner.module
+    for net in (module.encoder, module.pi, module.vf):
+        if net is not None:
+            net.params[:] = [p.astype(np.float64) for p in net.params]
+    if module.log_std is not None:
+        module.log_std = module.log_std.astype(np.float64)
+    return learner
+
+
+@pytest.mark.parametrize("env_id, model_config", [
+    ("CartPole-v1", {"fcnet_hiddens": [6], "fcnet_activation": "tanh"}),
+    ("CartPole-v1", {"fcnet_hiddens": [5, 4], "fcnet_activation": "relu",
+                     "vf_share_layers": True}),
+    ("Pendulum-v1", {"fcnet_hiddens": [6], "fcnet_activation": "swish"}),
+    ("Pendulum-v1", {"fcnet_hiddens": [4], "free_log_std": True, "vf_share_layers": True}),
+])
+def test_ppo_loss_gradient_matches_finite_differences(env_id, model_config):
+    learner = _float64_learner(env_id, model_config)
+    module = learner.module
+    rng = np.random.default_rng(0)
+    n = 12
+    obs = rng.standard_normal((n, module.spaces.obs_dim))
+    old_inputs = module.dist_inputs(obs) + 0.1 * rng.standard_normal(
+        module.dist_inputs(obs).shape)
+    if module.spaces.action_discrete_n:
+        actions = rng.integers(0, module.spaces.action_discrete_n, n)
+    else:
+        actions = rng.standard_normal((n, module.spaces.action_dim))
+    batch = {"obs": obs, "actions": actions,
+             "action_logp": module.dist.logp(old_inputs, actions),
+             "action_dist_inputs": old_inputs,
+             "advantages": rng.standard_normal(n), "value_targets": rng.standard_normal(n)}
+    grads, stats = learner.loss_and_grads(batch)
+    params = module.parameters()
+    eps = 1e-6
+    for param, grad in zip(params, grads, strict=True):
+        flat, flat_grad = param.reshape(-1), np.asarray(grad).reshape(-1)
+        for j in range(0, flat.size, max(1, flat.size // 7)):
+            saved = flat[j]
+            flat[j] = saved + eps
+            up = learner.loss_and_grads(batch)[1]["total_loss"]
+            flat[j] = saved - eps
+            down = learner.loss_and_grads(batch)[1]["total_loss"]
+            flat[j] = saved
+            numeric = (up - down) / (2 * eps)
+            assert flat_grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-7)
+    assert math.isfinite(stats["total_loss"])
+
+
+def test_results_have_rllibs_keys():
+    algo = small_ppo(1).build()
+    result = algo.train()
+    algo.stop()
+    env_runners = result["env_runners"]
+    for key in ("episode_return_mean", "episode_return_min", "episode_return_max",
+                "episode_len_mean", "num_episodes", "num_env_steps_sampled",
+                "num_env_steps_sampled_lifetime"):
+        assert key in env_runners
+    assert env_runners["episode_return_min"] <= env_runners["episode_return_mean"] <= (
+        env_runners["episode_return_max"])
+    learner = result["learners"]["default_policy"]
+    for key in ("policy_loss", "vf_loss", "entropy", "mean_kl_loss", "curr_lr", "curr_kl_coeff"):
+        assert math.isfinite(learner[key])
+    assert learner["curr_lr"] == pytest.approx(5e-5)
+    assert result["num_env_steps_sampled_lifetime"] == env_runners["num_env_steps_sampled"] >= 200
+    assert result["training_iteration"] == 1 and result["time_this_iter_s"] > 0
+    assert {"env_runner_sampling_timer", "learner_update_timer", "synch_weights",
+            "training_iteration"} <= set(result["timers"])
+    assert result["fault_tolerance"] == {"num_healthy_workers": 1,
+                                         "num_remote_worker_restarts": 0}
+
+
+def test_episode_metrics_are_nan_until_an_episode_ends():
+    # 10 steps of CartPole-v1 rarely end an episode with a seed where the first lasts longer.
+    algo = (small_ppo(0, train_batch_size=8, minibatch_size=8)
+            .env_runners(rollout_fragment_length=8).debugging(seed=1).build())
+    result = algo.train()
+    algo.stop()
+    if result["env_runners"]["num_episodes"] == 0:
+        assert math.isnan(result["env_runners"]["episode_return_mean"])
+    assert result["env_runners"]["num_env_steps_sampled"] == 8
+
+
+def test_continuous_actions_train_and_act_within_bounds():
+    algo = small_ppo(1, env="Pendulum-v1").build()
+    result = algo.train()
+    obs, _ = gym.make("Pendulum-v1").reset(seed=0)
+    sampled = algo.compute_single_action(obs, explore=True)
+    greedy = [algo.compute_single_action(obs, explore=False) for _ in range(2)]
+    algo.stop()
+    assert math.isfinite(result["learners"]["default_policy"]["policy_loss"])
+    assert sampled.shape == (1,) and -2.0 <= sampled[0] <= 2.0
+    np.testing.assert_array_equal(greedy[0], greedy[1])
+
+
+def test_compute_single_action_follows_explore_setting():
+    algo = small_ppo(0).env_runners(explore=False).debugging(seed=0).build()
+    obs, _ = gym.make("CartPole-v1").reset(seed=0)
+    actions = {algo.compute_single_action(obs) for _ in range(20)}
+    sampled = {algo.compute_single_action(obs, explore=True) for _ in range(50)}
+    algo.stop()
+    assert len(actions) == 1 and isinstance(next(iter(actions)), int)
+    assert sampled == {0, 1}  # an untrained policy is close to uniform
+
+
+def test_ppo_improves_cartpole_within_a_few_iterations():
+    algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
+            .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, train_batch_size=2000)
+            .rl_module(model_config={"fcnet_hiddens": [32], "fcnet_activation": "linear",
+                                     "vf_share_layers": True})
+            .debugging(seed=0).build())
+    returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(12)]
+    algo.stop()
+    assert returns[-1] > 2 * returns[0] and returns[-1] > 60
