@@ -1,0 +1,82 @@
+"""BLAS threading, decided by measurement: numpy's OpenBLAS starts one thread per core in every
+process, and on 2 cores the learner and 2 EnvRunners would oversubscribe them.
+
+Measures, each in a fresh process with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set:
+- one PPO learner update (4000 steps, 30 epochs, minibatch 128) with RLlib's default 256x256 net,
+  and with a 64x64 net, at 1 and at 2 BLAS threads;
+- a full PPO iteration with 2 EnvRunners whose BLAS threads are 1 or 2 (the learner keeps the
+  default), since workers run batches of 1-8 rows.
+
+Prints ratios (2 threads / 1 thread); the library's choice follows from them: workers get 1 BLAS
+thread (trainer/remote.py); the main process keeps numpy's default.
+Run: python bench/threads.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+LEARNER_CODE = r"""
+import time, numpy as np, gymnasium as gym, sys
+from trainer import PPOConfig, SingleAgentEpisode
+from trainer.algorithms.ppo_learner import PPOLearner
+from trainer.models import SpaceInfo
+hiddens = [int(h) for h in sys.argv[1].split(",")]
+config = PPOConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": hiddens})
+env = gym.make("CartPole-v1")
+learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
+rng = np.random.default_rng(0)
+episodes = []
+for _ in range(20):
+    ep = SingleAgentEpisode(); ep.add_env_reset(rng.standard_normal(4).astype(np.float32))
+    for t in range(200):
+        ep.add_env_step(rng.standard_normal(4).astype(np.float32), int(rng.integers(2)), 1.0,
+                        extra_model_outputs={"action_logp": -0.69,
+                                             "action_dist_inputs": np.zeros(2, np.float32)})
+    episodes.append(ep.to_numpy())
+learner.update(episodes)
+times = []
+for _ in range(3):
+    t = time.perf_counter(); learner.update(episodes); times.append(time.perf_counter() - t)
+print(min(times))
+"""
+
+ITERATION_CODE = r"""
+import time
+from trainer import PPOConfig
+algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2,
+        num_envs_per_env_runner=8).training(num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [256, 256]}).build())
+algo.train()
+times = []
+for _ in range(3):
+    t = time.perf_counter(); algo.train(); times.append(time.perf_counter() - t)
+algo.stop()
+print(min(times))
+"""
+
+
+def run(code: str, threads: int, *args: str, worker_threads: int | None = None) -> float:
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
+                         capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    for hiddens in ("256,256", "64,64"):
+        one, two = run(LEARNER_CODE, 1, hiddens), run(LEARNER_CODE, 2, hiddens)
+        print(f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s, "
+              f"ratio 2/1 = {two / one:.2f}")
+    # Worker threads follow the environment (trainer/remote.py only sets a default of 1).
+    one, two = run(ITERATION_CODE, 1), run(ITERATION_CODE, 2)
+    print(f"PPO iteration, 2 runners x 8 envs, all processes at 1 thread {one:.3f} s, "
+          f"at 2 threads {two:.3f} s, ratio 2/1 = {two / one:.2f}")
+
+
+if __name__ == "__main__":
+    main()
