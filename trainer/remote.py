@@ -64,9 +64,15 @@ class RemoteEnvRunner:
         self._finalizer = weakref.finalize(self, _kill, self.process)
 
     # -- requests ----------------------------------------------------------------------------
-    def _send(self, label: str, message: tuple) -> None:
+    def _send(self, label: str, message: tuple | None = None, *,
+              pickled: bytes | None = None) -> None:
+        """Sends one request (an object, or bytes pickled once for many workers); its reply is
+        expected in order."""
         try:
-            self.conn.send(message)
+            if pickled is not None:
+                self.conn.send_bytes(pickled)
+            else:
+                self.conn.send(message)
         except (OSError, EOFError, BrokenPipeError):
             self.healthy = False
             raise EnvRunnerCrashed(self.worker_index, label, self._exitcode()) from None
@@ -78,12 +84,7 @@ class RemoteEnvRunner:
 
     def send_pickled(self, label: str, message_bytes: bytes) -> None:
         """Sends a request pickled once for many workers (see `EnvRunnerGroup.sync_weights`)."""
-        try:
-            self.conn.send_bytes(message_bytes)
-        except (OSError, EOFError, BrokenPipeError):
-            self.healthy = False
-            raise EnvRunnerCrashed(self.worker_index, label, self._exitcode()) from None
-        self._pending.append(label)
+        self._send(label, pickled=message_bytes)
 
     def call_async(self, method: str, **kwargs) -> None:
         self._send(method, ("call", method, kwargs))
