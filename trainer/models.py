@@ -11,7 +11,15 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from trainer.nn import ACTIVATIONS, MLP, Categorical, DiagGaussian, activate, activate_grad
+from trainer.nn import (
+    ACTIVATIONS,
+    MLP,
+    Categorical,
+    DiagGaussian,
+    activate,
+    activate_grad,
+    flatten,
+)
 
 #: `model_config` keys this module understands, with RLlib's defaults (`DefaultModelConfig`).
 MODEL_DEFAULTS: dict = {
@@ -115,11 +123,30 @@ class PolicyModule:
             self.pi = MLP([spaces.obs_dim] + hiddens + [head_out], activation, rng, output_gain=0.01)
             self.vf = MLP([spaces.obs_dim] + hiddens + [1], activation, rng, output_gain=1.0)
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
+        # All parameters live in one flat float32 vector; layers hold views into it, so the
+        # optimiser updates everything with a few vectorised operations.
+        self.flat_params = flatten(self.parameters()).astype(np.float32)
+        offset = 0
+        views = []
+        for param in self.parameters():
+            views.append(self.flat_params[offset:offset + param.size].reshape(param.shape))
+            offset += param.size
+        self._bind_parameters(views)
 
     # -- parameters --------------------------------------------------------------------------
     def parameters(self) -> list[np.ndarray]:
         params = (self.encoder.params if self.encoder else []) + self.pi.params + self.vf.params
         return params + ([self.log_std] if self.log_std is not None else [])
+
+    def _bind_parameters(self, arrays: list[np.ndarray]) -> None:
+        """Makes the layers use `arrays` (in `parameters()` order) as their parameters."""
+        arrays = list(arrays)
+        for net in (self.encoder, self.pi, self.vf):
+            if net is not None:
+                net.params[:] = arrays[:len(net.params)]
+                del arrays[:len(net.params)]
+        if self.log_std is not None:
+            self.log_std = arrays.pop(0)
 
     def parameter_names(self) -> list[str]:
         names = []

@@ -107,47 +107,62 @@ class MLP:
 
 
 class Adam:
-    """Adam (Kingma & Ba) over a list of arrays, updated in place; torch's defaults."""
+    """Adam (Kingma & Ba) on one flat parameter vector, updated in place; torch's defaults.
 
-    def __init__(self, params: list[np.ndarray], lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    The module's parameters are views into that vector (`PolicyModule.flat_params`), so one
+    vectorised update covers every layer.
+    """
+
+    def __init__(self, params: np.ndarray, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         self.params = params
         self.lr = lr
         self.beta1, self.beta2 = betas
         self.eps = eps
-        self.m = [np.zeros_like(p) for p in params]
-        self.v = [np.zeros_like(p) for p in params]
+        self.m = np.zeros_like(params)
+        self.v = np.zeros_like(params)
+        self._scratch = np.zeros_like(params)
         self.step_count = 0
 
-    def step(self, grads: list[np.ndarray]) -> None:
+    def step(self, grad: np.ndarray) -> None:
         self.step_count += 1
         bias1 = 1.0 - self.beta1 ** self.step_count
         bias2 = 1.0 - self.beta2 ** self.step_count
-        step_size = self.lr * np.sqrt(bias2) / bias1
-        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
-            m *= self.beta1
-            m += (1.0 - self.beta1) * g
-            v *= self.beta2
-            v += (1.0 - self.beta2) * (g * g)
-            p -= (step_size * m / (np.sqrt(v) + self.eps * np.sqrt(bias2))).astype(p.dtype)
+        m, v, scratch = self.m, self.v, self._scratch
+        # First and second moment estimates.
+        m *= self.beta1
+        np.multiply(grad, 1.0 - self.beta1, out=scratch)
+        m += scratch
+        v *= self.beta2
+        np.multiply(grad, grad, out=scratch)
+        scratch *= 1.0 - self.beta2
+        v += scratch
+        # Bias-corrected step: lr * m_hat / (sqrt(v_hat) + eps), rearranged to avoid copies.
+        np.sqrt(v, out=scratch)
+        scratch += self.eps * np.sqrt(bias2)
+        np.divide(m, scratch, out=scratch)
+        scratch *= self.lr * np.sqrt(bias2) / bias1
+        self.params -= scratch
 
     def get_state(self) -> dict:
         return {"m": self.m, "v": self.v, "step_count": self.step_count, "lr": self.lr}
 
     def set_state(self, state: dict) -> None:
-        for dst, src in zip(self.m + self.v, list(state["m"]) + list(state["v"]), strict=True):
-            dst[...] = src
+        self.m[...] = state["m"]
+        self.v[...] = state["v"]
         self.step_count = int(state["step_count"])
         self.lr = float(state["lr"])
 
 
-def clip_by_global_norm(grads: list[np.ndarray], max_norm: float | None) -> float:
-    """Scales `grads` in place so their global L2 norm is at most `max_norm`; returns the norm
+def flatten(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([a.ravel() for a in arrays])
+
+
+def clip_by_global_norm(grad: np.ndarray, max_norm: float | None) -> float:
+    """Scales the flat gradient in place so its L2 norm is at most `max_norm`; returns the norm
     before clipping."""
-    norm = float(np.sqrt(sum(float(np.vdot(g, g)) for g in grads)))
+    norm = float(np.sqrt(np.dot(grad, grad)))
     if max_norm is not None and norm > max_norm:
-        scale = max_norm / (norm + 1e-6)
-        for g in grads:
-            g *= scale
+        grad *= max_norm / (norm + 1e-6)
     return norm
 
 

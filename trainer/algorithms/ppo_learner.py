@@ -12,14 +12,14 @@ import numpy as np
 
 from trainer.episode import SingleAgentEpisode
 from trainer.models import PolicyModule, SpaceInfo
-from trainer.nn import Adam, clip_by_global_norm
+from trainer.nn import Adam, clip_by_global_norm, flatten
 
 
 class PPOLearner:
     def __init__(self, config, spaces: SpaceInfo):
         self.config = config
         self.module = PolicyModule(spaces, config.model, seed=config.seed)
-        self.optimizer = Adam(self.module.parameters(), lr=config.lr)
+        self.optimizer = Adam(self.module.flat_params, lr=config.lr)
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(None if config.seed is None else [config.seed, 7])
 
@@ -138,9 +138,10 @@ class PPOLearner:
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         grads, stats = self.loss_and_grads(mb)
         # Clip the global gradient norm, then take an Adam step.
+        grad = flatten(grads)
         stats["gradients_default_optimizer_global_norm"] = clip_by_global_norm(
-            grads, self.config.grad_clip)
-        self.optimizer.step(grads)
+            grad, self.config.grad_clip)
+        self.optimizer.step(grad)
         return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
