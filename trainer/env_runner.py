@@ -12,6 +12,7 @@ the event order is exactly created < reset < start < step ... < end, with no ext
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -256,6 +257,7 @@ class EnvRunner:
         fire_with = self._callbacks.fire_with
         has_step = self._callbacks.has("on_episode_step")
         awaiting_reset = self._awaiting_reset
+        now = time.perf_counter()
         stepped = 0
         for i in range(self.num_envs):
             if awaiting_reset[i]:
@@ -266,12 +268,22 @@ class EnvRunner:
             stepped += 1
             episode = self._episodes[i]
             terminated, truncated = terminated_list[i], truncated_list[i]
-            extra = {"action_logp": logp_list[i]}
+            # What add_env_step() does, inlined: this runs once per sub-env step.
+            episode.observations.append(obs[i])
+            episode.actions.append(action_list[i])
+            episode.rewards.append(reward_list[i])
+            episode.infos.append(per_env_infos[i])
+            extra = episode.extra_model_outputs
+            if not extra:
+                extra["action_logp"] = []
+                if dist_inputs is not None:
+                    extra["action_dist_inputs"] = []
+            extra["action_logp"].append(logp_list[i])
             if dist_inputs is not None:
-                extra["action_dist_inputs"] = dist_inputs[i]
-            episode.add_env_step(obs[i], action_list[i], reward_list[i], per_env_infos[i],
-                                 terminated=terminated, truncated=truncated,
-                                 extra_model_outputs=extra)
+                extra["action_dist_inputs"].append(dist_inputs[i])
+            episode.is_terminated = terminated
+            episode.is_truncated = truncated
+            episode._last_step_time = now
             if has_step:
                 fire_with("on_episode_step", self._event_kwargs[i])
             if terminated or truncated:
