@@ -33,7 +33,7 @@ def _kill(process: subprocess.Popen) -> None:
         try:
             process.kill()
         except OSError:
-            pass
+            pass  # it exited between poll() and kill()
     try:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -155,7 +155,7 @@ class RemoteEnvRunner:
                     self.conn.recv()
                 self.process.wait(timeout=timeout)
             except Exception:
-                pass
+                pass  # a worker that fails the polite stop is killed just below
         self.kill()
 
     def kill(self) -> None:
