@@ -12,7 +12,6 @@ the event order is exactly created < reset < start < step ... < end, with no ext
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -184,7 +183,6 @@ class EnvRunner:
             if len(episode) == 0:
                 continue
             successor = episode.cut()
-            successor._temporary_timestep_data = episode._temporary_timestep_data
             self._episodes[i] = successor
             self._event_kwargs[i]["episode"] = successor
             chunks.append(episode.to_numpy())
@@ -203,7 +201,7 @@ class EnvRunner:
         self._prev_chunks.clear()
         return [ep.to_numpy() for ep in done[:num_episodes]]
 
-    def _create_episode(self, env_index: int) -> SingleAgentEpisode:
+    def _create_episode(self, env_index: int) -> None:
         """A new, empty episode for a sub-env; fires `on_episode_created`."""
         episode = SingleAgentEpisode(env_index=env_index)
         self._episodes[env_index] = episode
@@ -212,7 +210,6 @@ class EnvRunner:
                                          "rl_module": self.module, "env_index": env_index}
         if self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", self._event_kwargs[env_index])
-        return episode
 
     def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
         """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
@@ -257,7 +254,6 @@ class EnvRunner:
         fire_with = self._callbacks.fire_with
         has_step = self._callbacks.has("on_episode_step")
         awaiting_reset = self._awaiting_reset
-        now = time.perf_counter()
         stepped = 0
         for i in range(self.num_envs):
             if awaiting_reset[i]:
@@ -268,22 +264,12 @@ class EnvRunner:
             stepped += 1
             episode = self._episodes[i]
             terminated, truncated = terminated_list[i], truncated_list[i]
-            # What add_env_step() does, inlined: this runs once per sub-env step.
-            episode.observations.append(obs[i])
-            episode.actions.append(action_list[i])
-            episode.rewards.append(reward_list[i])
-            episode.infos.append(per_env_infos[i])
-            extra = episode.extra_model_outputs
-            if not extra:
-                extra["action_logp"] = []
-                if dist_inputs is not None:
-                    extra["action_dist_inputs"] = []
-            extra["action_logp"].append(logp_list[i])
+            extra = {"action_logp": logp_list[i]}
             if dist_inputs is not None:
-                extra["action_dist_inputs"].append(dist_inputs[i])
-            episode.is_terminated = terminated
-            episode.is_truncated = truncated
-            episode._last_step_time = now
+                extra["action_dist_inputs"] = dist_inputs[i]
+            episode.add_env_step(obs[i], action_list[i], reward_list[i], per_env_infos[i],
+                                 terminated=terminated, truncated=truncated,
+                                 extra_model_outputs=extra)
             if has_step:
                 fire_with("on_episode_step", self._event_kwargs[i])
             if terminated or truncated:

@@ -65,12 +65,14 @@ class SingleAgentEpisode:
 
     def cut(self) -> SingleAgentEpisode:
         """The successor chunk of this ongoing episode: same `id_`, starting at this chunk's last
-        observation, carrying `custom_data` over."""
+        observation, carrying `custom_data` and the temporary timestep data over (so callbacks
+        see the whole episode's values in `on_episode_end`)."""
         assert not self.is_done, "cut() on a finished episode"
         successor = SingleAgentEpisode(self.id_, t_started=self.t, env_index=self.env_index)
         successor.observations.append(self.observations[-1])
         successor.infos.append(self.infos[-1])
         successor.custom_data = self.custom_data
+        successor._temporary_timestep_data = self._temporary_timestep_data
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
         return successor

@@ -182,17 +182,6 @@ class Categorical:
         return n
 
     @staticmethod
-    def sample(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        probs = np.exp(log_softmax(logits))
-        cdf = np.cumsum(probs, axis=-1)
-        u = rng.random((logits.shape[0], 1))
-        return np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
-
-    @staticmethod
-    def deterministic(logits: np.ndarray) -> np.ndarray:
-        return logits.argmax(axis=-1)
-
-    @staticmethod
     def act(logits: np.ndarray, rng: np.random.Generator, explore: bool):
         """Actions and their log-probabilities from one softmax (the sampling hot path)."""
         logp_all = log_softmax(logits)
