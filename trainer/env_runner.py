@@ -22,6 +22,7 @@ import numpy as np
 from callbacks import CallbackChain
 from trainer.envs import EnvContext, EnvCreator
 from trainer.episode import SingleAgentEpisode
+from trainer.episode_list import EpisodeList
 from trainer.metrics import MetricsLogger
 from trainer.models import PolicyModule, SpaceInfo
 
@@ -176,7 +177,7 @@ class EnvRunner:
             steps += self._step(explore, random_actions, done)
         self._log_sample_metrics(steps, len(done))
         if self.config.batch_mode == "complete_episodes":
-            return [ep.to_numpy() for ep in done]
+            return EpisodeList(ep.to_numpy() for ep in done)
         # Cut the unfinished episodes: the chunks so far go out, the successors continue.
         chunks = []
         for i, episode in enumerate(self._episodes):
@@ -187,7 +188,7 @@ class EnvRunner:
             self._event_kwargs[i]["episode"] = successor
             chunks.append(episode.to_numpy())
             self._prev_chunks.setdefault(episode.id_, []).append(episode)
-        return [ep.to_numpy() for ep in done] + chunks
+        return EpisodeList([ep.to_numpy() for ep in done] + chunks)
 
     def _sample_episodes(self, num_episodes, explore, random_actions):
         self._reset_all()
@@ -199,7 +200,7 @@ class EnvRunner:
         # Episodes still running are dropped; the next sample() starts fresh ones.
         self._needs_reset = True
         self._prev_chunks.clear()
-        return [ep.to_numpy() for ep in done[:num_episodes]]
+        return EpisodeList(ep.to_numpy() for ep in done[:num_episodes])
 
     def _create_episode(self, env_index: int) -> None:
         """A new, empty episode for a sub-env; fires `on_episode_created`."""

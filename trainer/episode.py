@@ -8,8 +8,8 @@ starts (`t_started`) where the previous one stopped.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,8 @@ class SingleAgentEpisode:
     )
 
     def __init__(self, id_: str | None = None, *, t_started: int = 0, env_index: int = 0):
-        self.id_ = id_ or uuid.uuid4().hex
+        # 128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost.
+        self.id_ = id_ or os.urandom(16).hex()
         self.observations: list | np.ndarray = []
         self.actions: list | np.ndarray = []
         self.rewards: list | np.ndarray = []
@@ -57,11 +58,17 @@ class SingleAgentEpisode:
         self.rewards.append(reward)
         self.infos.append(infos or {})
         if extra_model_outputs:
+            outputs = self.extra_model_outputs
             for key, value in extra_model_outputs.items():
-                self.extra_model_outputs.setdefault(key, []).append(value)
-        self.is_terminated = terminated
-        self.is_truncated = truncated
-        self._last_step_time = time.perf_counter()
+                if key in outputs:
+                    outputs[key].append(value)
+                else:
+                    outputs[key] = [value]
+        if terminated or truncated:
+            self.is_terminated = terminated
+            self.is_truncated = truncated
+            # The clock is read once at the end (and at cut()), not on every step.
+            self._last_step_time = time.perf_counter()
 
     def cut(self) -> SingleAgentEpisode:
         """The successor chunk of this ongoing episode: same `id_`, starting at this chunk's last
@@ -73,6 +80,7 @@ class SingleAgentEpisode:
         successor.infos.append(self.infos[-1])
         successor.custom_data = self.custom_data
         successor._temporary_timestep_data = self._temporary_timestep_data
+        self._last_step_time = time.perf_counter()
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
         return successor
@@ -99,13 +107,17 @@ class SingleAgentEpisode:
 
     def get_return(self) -> float:
         """Sum of this chunk's rewards."""
+        if isinstance(self.rewards, list):
+            return float(sum(self.rewards))
         return float(np.sum(self.rewards)) if len(self.rewards) else 0.0
 
     def get_duration_s(self) -> float:
-        """Wall seconds from the reset to the latest step."""
+        """Wall seconds from the reset to the final step (to now while the episode runs)."""
         if self._start_time is None:
             return 0.0
-        return self._last_step_time - self._start_time
+        if self.is_done or self._is_numpy:
+            return self._last_step_time - self._start_time
+        return time.perf_counter() - self._start_time
 
     @staticmethod
     def _select(data, indices):
