@@ -17,6 +17,7 @@ from callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.config import AlgorithmConfig
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
+from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger
 
 logger = logging.getLogger("trainer")
@@ -64,8 +65,11 @@ class Algorithm:
         self.env_runner_group: EnvRunnerGroup | None = None
         try:
             self.env_runner_group = EnvRunnerGroup(config, make_env_creator(config.env))
+            # The Algorithm's own exploration, for compute_single_action().
+            self.exploration = make_exploration(config.get_exploration_config(),
+                                                self.env_runner_group.spaces.action_space())
             self.setup_learner()
-            self.env_runner_group.sync_weights(self.get_weights())
+            self.sync_weights()
             self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
         except BaseException:
             self.stop()
@@ -85,7 +89,16 @@ class Algorithm:
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Sets the learner's weights and sends them to every EnvRunner."""
         self.learner.module.set_weights(weights)
-        self.env_runner_group.sync_weights(self.learner.module.get_weights())
+        self.sync_weights()
+
+    def sync_weights(self) -> None:
+        """Sends the learner's weights and the env steps sampled so far to every EnvRunner."""
+        self.env_runner_group.sync_weights(self.learner.module.get_weights(),
+                                           global_timestep=self.num_env_steps_sampled_lifetime)
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int:
+        return int(self.metrics.peek("num_env_steps_sampled_lifetime", default=0))
 
     # -- public API --------------------------------------------------------------------------
     @property
@@ -159,12 +172,16 @@ class Algorithm:
         return result
 
     def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
-        """The action for one observation, from the learner's current policy. `explore=None`
-        follows the config's `explore`; True samples, False takes the most likely action."""
+        """The action for one observation, from the learner's current policy through the
+        configured exploration. `explore=None` follows the config's `explore`; True explores
+        (at the current timestep of the exploration schedule), False acts greedily."""
         module = self.learner.module
         explore = self.config.explore if explore is None else explore
-        batch = np.asarray(observation)[None]
-        actions, _, _ = module.compute_actions(batch, self._rng, explore)
+        batch = module.spaces.preprocess(np.asarray(observation)[None])
+        actions, _ = self.exploration.get_exploration_action(
+            action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
+                                                   self._rng),
+            timestep=self.num_env_steps_sampled_lifetime, explore=explore)
         action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
                                        clip=self.config.clip_actions)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action

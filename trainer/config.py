@@ -20,6 +20,7 @@ import cloudpickle
 from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from callbacks.chain import callable_name
 from trainer.envs import check_env_spec
+from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
 
 
@@ -93,6 +94,16 @@ def _check_fragment_length(v):
     return None if v == "auto" or (_is_int(v) and v >= 1) else '"auto" or an int >= 1'
 
 
+def _check_exploration_config(v):
+    if isinstance(v, dict) and "type" not in v:
+        return None  # updates the algorithm's default; checked merged in exploration()
+    try:
+        check_exploration_config(v, setting="exploration_config")
+    except ValueError as error:
+        return f"a valid exploration config ({error})"
+    return None
+
+
 def _check_log_level(v):
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
@@ -119,6 +130,8 @@ class AlgorithmConfig:
         "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
         "sample_timeout_s": (60.0, number_above(0)),
         "explore": (True, is_bool),
+        # exploration(): {} means the algorithm's default (see `get_exploration_config`)
+        "exploration_config": ({}, _check_exploration_config),
         # training()
         "gamma": (0.99, number_in(0.0, 1.0)),
         "lr": (0.001, number_above(0)),
@@ -323,10 +336,42 @@ class AlgorithmConfig:
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
 
-    def exploration(self, *, explore: bool = NotProvided, **unknown) -> AlgorithmConfig:
-        """Whether actions are sampled (True) or the most likely action is taken (False)."""
-        self._reject_unknown("exploration", unknown, ["explore"])
-        return self._set("exploration", {"explore": explore})
+    def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
+                    **unknown) -> AlgorithmConfig:
+        """`explore`: whether EnvRunners explore (True) or act greedily (False); a per-call
+        `explore=` of `compute_single_action` overrides it. `exploration_config`: `{"type": ...,
+        **constructor_args}` with a type from `trainer.exploration` (StochasticSampling,
+        EpsilonGreedy, SoftQ) or an `Exploration` subclass; without "type" the dict updates the
+        algorithm's default exploration."""
+        self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
+        if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
+                and exploration_config and "type" not in exploration_config:
+            try:
+                check_exploration_config({**self._default_exploration_config(),
+                                          **exploration_config},
+                                         setting=f"{type(self).__name__}.exploration("
+                                                 "exploration_config=...)")
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+        return self._set("exploration", {"explore": explore,
+                                         "exploration_config": exploration_config})
+
+    def _default_exploration_config(self) -> dict:
+        """The algorithm's exploration when `exploration_config` is not set."""
+        return {"type": "StochasticSampling", "random_timesteps": 0}
+
+    def get_exploration_config(self) -> dict:
+        """The exploration the EnvRunners use: the user's `exploration_config` if it names a
+        type, else the algorithm's default updated with it."""
+        if "type" in self.exploration_config:
+            return dict(self.exploration_config)
+        return {**self._default_exploration_config(), **self.exploration_config}
+
+    def build_module(self, spaces: Any, seed: int | None = None) -> Any:
+        """The RL module (networks) this algorithm's EnvRunners and learner use."""
+        from trainer.models import PolicyModule
+
+        return PolicyModule(spaces, self.model, seed=seed)
 
     def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
         """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named."""
@@ -374,6 +419,11 @@ class AlgorithmConfig:
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
                 f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
             )
+        try:
+            check_exploration_config(self.get_exploration_config(),
+                                     setting=f"{name} exploration_config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         self._check_callbacks_travel()
 
     def _check_callbacks_travel(self) -> None:

@@ -23,8 +23,9 @@ from callbacks import CallbackChain
 from trainer.envs import EnvContext, EnvCreator
 from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
+from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger
-from trainer.models import PolicyModule, SpaceInfo
+from trainer.models import SpaceInfo
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
@@ -74,7 +75,13 @@ class EnvRunner:
             self.make_env()
         if self.spaces is None:
             raise ValueError("an EnvRunner without env needs the spaces")
-        self.module = PolicyModule(self.spaces, config.model, seed=seed)
+        self.module = config.build_module(self.spaces, seed=seed)
+        self.exploration = make_exploration(config.get_exploration_config(),
+                                            self.spaces.action_space(),
+                                            worker_index=worker_index, num_workers=num_workers)
+        #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
+        #: this runner's own steps in between (exploration schedules read it).
+        self.global_timestep = 0
         self._episodes: list[SingleAgentEpisode | None] = [None] * self.num_envs
         # Per sub-env: the keyword arguments of its current episode's events, built once.
         self._event_kwargs: list[dict] = [{} for _ in range(self.num_envs)]
@@ -112,20 +119,29 @@ class EnvRunner:
         return [func(sub_env.unwrapped) for sub_env in self.env.envs]
 
     # -- weights and state -------------------------------------------------------------------
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: dict[str, np.ndarray],
+                    global_timestep: int | None = None) -> None:
         self.module.set_weights(weights)
+        if global_timestep is not None:
+            self.global_timestep = global_timestep
 
     def get_weights(self) -> dict[str, np.ndarray]:
         return self.module.get_weights()
 
     def get_state(self) -> dict:
-        return {"rng": self._rng.bit_generator.state, "weights": self.module.get_weights()}
+        return {"rng": self._rng.bit_generator.state, "weights": self.module.get_weights(),
+                "global_timestep": self.global_timestep,
+                "exploration": self.exploration.get_state()}
 
     def set_state(self, state: dict) -> None:
         if "rng" in state:
             self._rng.bit_generator.state = state["rng"]
         if "weights" in state:
             self.module.set_weights(state["weights"])
+        if "global_timestep" in state:
+            self.global_timestep = state["global_timestep"]
+        if "exploration" in state:
+            self.exploration.set_state(state["exploration"])
 
     def ping(self) -> str:
         return "pong"
@@ -240,7 +256,10 @@ class EnvRunner:
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
         else:
-            actions, logp, dist_inputs = self.module.compute_actions(self._obs, self._rng, explore)
+            dist_inputs = self.module.dist_inputs(self.spaces.preprocess(self._obs))
+            actions, logp = self.exploration.get_exploration_action(
+                action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
+                timestep=self.global_timestep, explore=explore)
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
         obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
@@ -279,6 +298,7 @@ class EnvRunner:
                 self._create_episode(i)
                 awaiting_reset[i] = True
         self._obs = obs
+        self.global_timestep += stepped
         return stepped
 
     def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:
@@ -304,6 +324,8 @@ class EnvRunner:
         log("num_env_steps_sampled_lifetime", steps, reduce="sum")
         log("num_episodes", episodes, reduce="sum", clear_on_reduce=True)
         log("num_episodes_lifetime", episodes, reduce="sum")
+        for key, value in self.exploration.get_info().items():
+            log(key, value, window=1)
 
     def get_metrics(self) -> list:
         """What was logged since the last call, for the Algorithm to merge; per-iteration stats

@@ -106,14 +106,16 @@ class EnvRunnerGroup:
 
     foreach_worker = foreach_env_runner
 
-    def sync_weights(self, weights: dict) -> None:
-        """Sends `weights` to every runner. Remote runners apply them before their next request;
-        a failure to apply surfaces with that request's reply."""
+    def sync_weights(self, weights: dict, global_timestep: int | None = None) -> None:
+        """Sends `weights` (and the env steps sampled so far, for exploration schedules) to every
+        runner. Remote runners apply them before their next request; a failure to apply surfaces
+        with that request's reply."""
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights)
+            self.local_env_runner.set_weights(weights, global_timestep)
         if not self._remote:
             return
-        message = bytes(ForkingPickler.dumps(("call", "set_weights", {"weights": weights})))
+        message = bytes(ForkingPickler.dumps(
+            ("call", "set_weights", {"weights": weights, "global_timestep": global_timestep})))
         for i in self.healthy_env_runner_ids():
             self._remote[i].send_pickled("set_weights", message)
 

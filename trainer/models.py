@@ -86,6 +86,12 @@ class SpaceInfo:
                        action_space.high.astype(np.float32).ravel())
         raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
 
+    def action_space(self) -> gym.Space:
+        """The env's action space, rebuilt from what is recorded here."""
+        if self.action_discrete_n is not None:
+            return gym.spaces.Discrete(self.action_discrete_n)
+        return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
+
     def preprocess(self, observations) -> np.ndarray:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
         obs = np.asarray(observations)

@@ -98,4 +98,4 @@ class PPO(Algorithm):
                           env_steps, reduce="sum")
         # 3. Send the new weights to the EnvRunners.
         with metrics.log_time(("timers", "synch_weights")):
-            self.env_runner_group.sync_weights(self.learner.module.get_weights())
+            self.sync_weights()
