@@ -6,6 +6,7 @@
 """
 
 from trainer.algorithm import Algorithm
+from trainer.algorithms.dqn import DQN, DQNConfig
 from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.env_runner import EnvRunner
@@ -13,11 +14,16 @@ from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import EnvContext, register_env
 from trainer.episode import SingleAgentEpisode
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerFailure, EnvRunnerTimeout
+from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DQN",
+    "DQNConfig",
+    "EpsilonGreedy",
+    "Exploration",
     "PPO",
     "Algorithm",
     "AlgorithmConfig",
@@ -33,5 +39,7 @@ __all__ = [
     "NotProvided",
     "PPOConfig",
     "SingleAgentEpisode",
+    "SoftQ",
+    "StochasticSampling",
     "register_env",
 ]

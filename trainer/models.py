@@ -27,6 +27,9 @@ MODEL_DEFAULTS: dict = {
     "fcnet_activation": "tanh",
     "vf_share_layers": False,
     "free_log_std": False,
+    # Hidden layers of the heads after the encoder (DQN's advantage and value streams).
+    "head_fcnet_hiddens": [],
+    "head_fcnet_activation": "relu",
 }
 
 
@@ -41,18 +44,20 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
     merged = {**MODEL_DEFAULTS, **model_config}
-    hiddens = merged["fcnet_hiddens"]
-    if not (isinstance(hiddens, (list, tuple))
-            and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hiddens)):
-        raise ValueError(f"{setting}['fcnet_hiddens']={hiddens!r}: must be a list of positive "
-                         "ints (empty for no hidden layer)")
-    if merged["fcnet_activation"] not in ACTIVATIONS:
-        raise ValueError(f"{setting}['fcnet_activation']={merged['fcnet_activation']!r}: allowed "
-                         f"values are {list(ACTIVATIONS)}")
+    for prefix in ("fcnet", "head_fcnet"):
+        hiddens = merged[f"{prefix}_hiddens"]
+        if not (isinstance(hiddens, (list, tuple)) and all(
+                isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hiddens)):
+            raise ValueError(f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
+                             "positive ints (empty for no hidden layer)")
+        merged[f"{prefix}_hiddens"] = list(hiddens)
+        if merged[f"{prefix}_activation"] not in ACTIVATIONS:
+            raise ValueError(f"{setting}['{prefix}_activation']="
+                             f"{merged[f'{prefix}_activation']!r}: allowed values are "
+                             f"{list(ACTIVATIONS)}")
     for flag in ("vf_share_layers", "free_log_std"):
         if not isinstance(merged[flag], bool):
             raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
-    merged["fcnet_hiddens"] = list(hiddens)
     return merged
 
 
@@ -100,7 +105,75 @@ class SpaceInfo:
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 
-class PolicyModule:
+class FlatParameterModule:
+    """Networks whose parameters all live in one flat float32 vector (`flat_params`) that the
+    layers view, so the optimiser updates everything with a few vectorised operations.
+
+    Subclasses build their MLPs, list them in `_named_nets()` (and any loose parameter arrays in
+    `_loose_parameters()`), then call `_flatten_parameters()`.
+    """
+
+    def _named_nets(self) -> list[tuple[str, MLP | None]]:
+        raise NotImplementedError
+
+    def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
+        return []
+
+    def _set_loose_parameter(self, name: str, array: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _flatten_parameters(self) -> None:
+        self.flat_params = flatten(self.parameters()).astype(np.float32)
+        offset = 0
+        views = []
+        for param in self.parameters():
+            views.append(self.flat_params[offset:offset + param.size].reshape(param.shape))
+            offset += param.size
+        # Make the layers use the views (in `parameters()` order) as their parameters.
+        for _, net in self._named_nets():
+            if net is not None:
+                net.params[:] = views[:len(net.params)]
+                del views[:len(net.params)]
+        for (name, _), view in zip(self._loose_parameters(), views, strict=True):
+            self._set_loose_parameter(name, view)
+
+    def parameters(self) -> list[np.ndarray]:
+        params = [p for _, net in self._named_nets() if net is not None for p in net.params]
+        return params + [array for _, array in self._loose_parameters()]
+
+    def parameter_names(self) -> list[str]:
+        names = []
+        for prefix, net in self._named_nets():
+            if net is not None:
+                for i in range(net.num_layers):
+                    names += [f"{prefix}.{i}.weight", f"{prefix}.{i}.bias"]
+        return names + [name for name, _ in self._loose_parameters()]
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        for name, param in zip(self.parameter_names(), self.parameters(), strict=True):
+            value = weights[name]
+            if value.shape != param.shape:
+                raise ValueError(f"weight {name!r}: shape {value.shape} does not fit {param.shape}")
+            param[...] = value
+
+    def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
+        """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
+        in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
+        if self.spaces.action_discrete_n is not None:
+            return actions
+        low, high = self.spaces.action_low, self.spaces.action_high
+        bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
+        if normalize and bounded:
+            return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
+        if clip:
+            return np.clip(actions, low, high)
+        return actions
+
+
+class PolicyModule(FlatParameterModule):
     """Policy head (action-distribution inputs) and value head over an MLP encoder.
 
     With `vf_share_layers=False` (the default) the value function has its own MLP; with True one
@@ -129,52 +202,20 @@ class PolicyModule:
             self.pi = MLP([spaces.obs_dim] + hiddens + [head_out], activation, rng, output_gain=0.01)
             self.vf = MLP([spaces.obs_dim] + hiddens + [1], activation, rng, output_gain=1.0)
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
-        # All parameters live in one flat float32 vector; layers hold views into it, so the
-        # optimiser updates everything with a few vectorised operations.
-        self.flat_params = flatten(self.parameters()).astype(np.float32)
-        offset = 0
-        views = []
-        for param in self.parameters():
-            views.append(self.flat_params[offset:offset + param.size].reshape(param.shape))
-            offset += param.size
-        self._bind_parameters(views)
+        self._flatten_parameters()
 
-    # -- parameters --------------------------------------------------------------------------
-    def parameters(self) -> list[np.ndarray]:
-        params = (self.encoder.params if self.encoder else []) + self.pi.params + self.vf.params
-        return params + ([self.log_std] if self.log_std is not None else [])
+    def _named_nets(self):
+        return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]
 
-    def _bind_parameters(self, arrays: list[np.ndarray]) -> None:
-        """Makes the layers use `arrays` (in `parameters()` order) as their parameters."""
-        arrays = list(arrays)
-        for net in (self.encoder, self.pi, self.vf):
-            if net is not None:
-                net.params[:] = arrays[:len(net.params)]
-                del arrays[:len(net.params)]
-        if self.log_std is not None:
-            self.log_std = arrays.pop(0)
+    def _loose_parameters(self):
+        return [("log_std", self.log_std)] if self.log_std is not None else []
 
-    def parameter_names(self) -> list[str]:
-        names = []
-        for prefix, net in (("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)):
-            if net is not None:
-                for i in range(net.num_layers):
-                    names += [f"{prefix}.{i}.weight", f"{prefix}.{i}.bias"]
-        return names + (["log_std"] if self.log_std is not None else [])
-
-    def get_weights(self) -> dict[str, np.ndarray]:
-        return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
-
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        for name, param in zip(self.parameter_names(), self.parameters(), strict=True):
-            value = weights[name]
-            if value.shape != param.shape:
-                raise ValueError(f"weight {name!r}: shape {value.shape} does not fit {param.shape}")
-            param[...] = value
+    def _set_loose_parameter(self, name, array):
+        self.log_std = array
 
     # -- inference ---------------------------------------------------------------------------
     def _encode(self, x: np.ndarray) -> np.ndarray:
-        return _activated(self.encoder, x) if self.encoder is not None else x
+        return activated(self.encoder, x) if self.encoder is not None else x
 
     def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         out = self.pi.forward(self._encode(obs))
@@ -192,24 +233,11 @@ class PolicyModule:
         actions, logp = self.dist.act(inputs, rng, explore)
         return actions, logp, inputs
 
-    def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
-        """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
-        in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
-        if self.spaces.action_discrete_n is not None:
-            return actions
-        low, high = self.spaces.action_low, self.spaces.action_high
-        bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
-        if normalize and bounded:
-            return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
-        if clip:
-            return np.clip(actions, low, high)
-        return actions
-
     # -- training ----------------------------------------------------------------------------
     def forward_train(self, obs: np.ndarray):
         """Distribution inputs and values with the caches `backward` needs."""
         if self.encoder is not None:
-            features, enc_cache = _activated_train(self.encoder, obs)
+            features, enc_cache = activated_train(self.encoder, obs)
         else:
             features, enc_cache = obs, None
         pi_out, pi_cache = self.pi.forward_train(features)
@@ -230,7 +258,7 @@ class PolicyModule:
         vf_grads, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None])
         grads = pi_grads + vf_grads
         if self.encoder is not None:
-            enc_grads = _activated_backward(self.encoder, enc_cache, d_feat_pi + d_feat_vf)
+            enc_grads = activated_backward(self.encoder, enc_cache, d_feat_pi + d_feat_vf)
             grads = enc_grads + grads
         if d_log_std is not None:
             grads.append(d_log_std)
@@ -238,17 +266,17 @@ class PolicyModule:
 
 
 # An encoder is an MLP whose output layer is followed by the activation too.
-def _activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
+def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
     return activate(mlp.activation, mlp.forward(x))
 
 
-def _activated_train(mlp: MLP, x: np.ndarray):
+def activated_train(mlp: MLP, x: np.ndarray):
     pre, cache = mlp.forward_train(x)
     out = activate(mlp.activation, pre)
     return out, (cache, pre, out)
 
 
-def _activated_backward(mlp: MLP, cache, d_out: np.ndarray) -> list[np.ndarray]:
+def activated_backward(mlp: MLP, cache, d_out: np.ndarray) -> list[np.ndarray]:
     inner_cache, pre, out = cache
     grads, _ = mlp.backward(inner_cache, d_out * activate_grad(mlp.activation, pre, out))
     return grads

@@ -1,1 +1,2 @@
-"""The algorithms: `trainer.algorithms.ppo` (PPO, PPOConfig)."""
+"""The algorithms: `trainer.algorithms.ppo` (PPO, PPOConfig) and `trainer.algorithms.dqn`
+(DQN, DQNConfig)."""
