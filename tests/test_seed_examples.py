@@ -7,16 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ormsgpack
 import pytest
+
+from trainer.replay_buffer import PrioritizedEpisodeReplayBuffer
 
 sys.setrecursionlimit(10000)
 
 EXAMPLES = Path(__file__).parent / "seed_examples"
 
 
-def run_example(name: str, timeout: float = 240) -> str:
+def run_example(name: str, timeout: float = 240, cwd: Path | None = None) -> str:
     proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
@@ -61,3 +64,17 @@ def test_acrobot_theta1_reaches_the_results(script):
         theta, ret = float(theta), float(ret)
         assert -180.0 <= theta <= 180.0 and not math.isnan(theta)
         assert -500.0 <= ret <= 0.0
+
+
+def test_dqn_writes_its_replay_buffer_with_ormsgpack(tmp_path):
+    out = run_example("dqn_replay_buffer_to_disk.py", cwd=tmp_path)
+    iterations = re.findall(r"'training_iteration': (\d+)[,}]", out)
+    assert iterations == ["1", "2", "3", "4"]
+    # Written at iterations 2 and 4: the file holds the buffer after the 4th (1000 steps each).
+    state = ormsgpack.unpackb((tmp_path / "replay_buffer_contents.msgpack").read_bytes())
+    assert state["type"] == "PrioritizedEpisodeReplayBuffer" and state["num_added"] == 4000
+    buffer = PrioritizedEpisodeReplayBuffer(capacity=state["capacity"])
+    buffer.set_state(state)
+    assert len(buffer) == 4000
+    batch = buffer.sample(64)
+    assert batch["obs"].shape == (64, 4) and set(batch["actions"].tolist()) <= {0, 1}

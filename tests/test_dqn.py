@@ -1,0 +1,158 @@
+"""DQN through the public API, its replay buffers, and the DQN config checks."""
+
+import numpy as np
+import ormsgpack
+import pytest
+
+from trainer import ConfigError, DQNConfig, SingleAgentEpisode
+from trainer.replay_buffer import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+
+
+def small_dqn(num_env_runners: int = 0, **training) -> DQNConfig:
+    settings = {"num_steps_sampled_before_learning_starts": 0, "train_batch_size": 16}
+    settings.update(training)
+    return (DQNConfig().environment("CartPole-v1")
+            .env_runners(num_env_runners=num_env_runners)
+            .training(**settings)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+            .reporting(min_sample_timesteps_per_iteration=100)
+            .debugging(seed=0))
+
+
+def _episode(length: int, *, start: float = 0.0, terminated: bool = True,
+             id_: str | None = None) -> SingleAgentEpisode:
+    episode = SingleAgentEpisode(id_)
+    episode.add_env_reset(np.full(4, start, np.float32))
+    for t in range(length):
+        episode.add_env_step(np.full(4, start + t + 1, np.float32), t % 2, 1.0,
+                             terminated=terminated and t == length - 1)
+    return episode.to_numpy()
+
+
+def test_dqn_trains_and_reports_learner_buffer_and_epsilon_results():
+    algo = small_dqn(epsilon=[(0, 1.0), (300, 0.1)]).build()
+    try:
+        results = [algo.train() for _ in range(4)]
+    finally:
+        algo.stop()
+    last = results[-1]
+    learner = last["learners"]["default_policy"]
+    for key in ("qf_loss", "qf_mean", "td_error_mean"):
+        assert np.isfinite(learner[key]), key
+    assert last["replay_buffer"]["num_entries"] == last["num_env_steps_sampled_lifetime"] == 400
+    # Epsilon follows the schedule: 1.0 at t=0, 0.1 from t=300 on.
+    epsilons = [r["env_runners"]["cur_epsilon"] for r in results]
+    assert epsilons[0] == pytest.approx(1.0 - 0.9 * 99 / 300, abs=0.01)
+    assert epsilons[-1] == pytest.approx(0.1)
+    assert np.isfinite(last["env_runners"]["episode_return_mean"])
+
+
+def test_dqn_with_worker_processes_and_uniform_replay():
+    algo = small_dqn(num_env_runners=2, replay_buffer_config={"type": "EpisodeReplayBuffer",
+                                                              "capacity": 150}).build()
+    try:
+        result = algo.train()
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert algo.local_replay_buffer.capacity == 150 and "alpha" not in algo.config.replay_buffer_config
+    assert result["replay_buffer"]["num_entries"] == 150  # full: the oldest steps were evicted
+    assert result["num_env_steps_sampled_lifetime"] >= 200
+
+
+def test_greedy_actions_with_explore_false():
+    algo = small_dqn(num_env_runners=1).env_runners(explore=False).build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=50)
+        module = algo.learner.module
+        for episode in episodes:
+            greedy = module.q_values(module.spaces.preprocess(episode.observations[:-1]))
+            assert np.array_equal(episode.actions, greedy.argmax(axis=1))
+        obs = np.array([0.01, 0.2, -0.03, -0.3], np.float32)
+        # Deterministic without exploration; epsilon 1.0 at t=0 explores when asked to.
+        assert len({algo.compute_single_action(obs) for _ in range(20)}) == 1
+        assert algo.compute_single_action(obs, explore=False) == algo.compute_single_action(obs)
+        assert len({algo.compute_single_action(obs, explore=True) for _ in range(40)}) == 2
+    finally:
+        algo.stop()
+
+
+def test_replay_buffer_state_round_trips_through_ormsgpack():
+    for cls in (EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer):
+        buffer = cls(capacity=100, seed=1)
+        for i in range(12):
+            buffer.add([_episode(10, start=100 * i, terminated=i % 3 != 0)])
+        if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+            batch = buffer.sample(8)
+            buffer.update_priorities(batch["indices"], np.linspace(0.1, 5.0, 8))
+        state = buffer.get_state()
+        packed = ormsgpack.packb(state, option=ormsgpack.OPT_SERIALIZE_NUMPY)
+        restored = cls(capacity=100)
+        restored.set_state(ormsgpack.unpackb(packed))
+        assert len(restored) == len(buffer) == 100
+        # Equal buffers: the same state, and the same samples from here on.
+        assert ormsgpack.packb(restored.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY) == packed
+        a, b = buffer.sample(20, n_step=3), restored.sample(20, n_step=3)
+        for key in a:
+            assert np.array_equal(a[key], b[key]), key
+    with pytest.raises(ValueError, match="capacity=100"):
+        EpisodeReplayBuffer(capacity=50).set_state(state)
+
+
+def test_n_step_returns_follow_episodes_across_chunks():
+    buffer = EpisodeReplayBuffer(capacity=1000, seed=0)
+    first = _episode(3, terminated=False, id_="ep")
+    buffer.add(first)
+    second = SingleAgentEpisode("ep")
+    second.add_env_reset(first.observations[-1])
+    for t in range(2):
+        second.add_env_step(np.full(4, 4 + t, np.float32), 0, 1.0, terminated=t == 1)
+    buffer.add([second.to_numpy()])
+    batch = buffer.sample(200, n_step=3, gamma=0.5)
+    for start, next_obs, ret, discount, terminated in zip(
+            batch["obs"][:, 0], batch["next_obs"][:, 0], batch["rewards"], batch["discounts"],
+            batch["terminateds"], strict=True):
+        steps = min(3, 5 - int(start))  # the episode has 5 steps; it ends at observation 5
+        assert next_obs == start + steps
+        assert ret == pytest.approx(sum(0.5 ** k for k in range(steps)))
+        assert discount == pytest.approx(0.5 ** steps)
+        assert terminated == (start + steps == 5)
+
+
+def test_prioritized_replay_prefers_high_td_errors():
+    buffer = PrioritizedEpisodeReplayBuffer(capacity=1000, alpha=1.0, beta=1.0, seed=0)
+    buffer.add([_episode(100)])
+    buffer.update_priorities(np.arange(100), np.where(np.arange(100) == 7, 99.0, 1.0))
+    batch = buffer.sample(1000)
+    share = np.mean(batch["indices"] == 7)
+    assert 0.4 < share < 0.6  # priority 99 of a total 198
+    # Importance weights: 1 for the least likely steps, (p_min / p_max) for the favoured one.
+    assert batch["weights"].max() == pytest.approx(1.0)
+    assert batch["weights"][batch["indices"] == 7] == pytest.approx(1.0 / 99.0, rel=1e-4)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"replay_buffer_config": {"type": "FancyBuffer"}}, "'type' is one of"),
+    ({"replay_buffer_config": {"capacity": 0}}, "'capacity' is an int >= 1"),
+    ({"replay_buffer_config": {"alpha": -1}}, "'alpha' is a number >= 0"),
+    ({"replay_buffer_config": {"size": 10}}, "keys from"),
+    ({"replay_buffer_config": {"type": "EpisodeReplayBuffer", "beta": 0.4}}, "keys from"),
+    ({"epsilon": 1.5}, r"epsilon=1\.5"),
+    ({"epsilon": [(100, 1.0), (200, 0.1)]}, "must start at timestep 0"),
+    ({"epsilon": [(0, 1.0), (0, 0.1)]}, "timesteps must increase"),
+    ({"epsilon": [(0, 1.0), (10, "low")]}, "values must be numbers"),
+    ({"n_step": 0}, "n_step must be"),
+    ({"td_error_loss_fn": "l1"}, r"one of \['huber', 'mse'\]"),
+])
+def test_bad_dqn_settings_are_rejected_at_the_call(setting, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        DQNConfig().training(**setting)
+    assert f"{next(iter(setting))}=" in str(error.value)
+
+
+def test_fragment_shorter_than_n_step_and_box_actions_fail_at_build():
+    with pytest.raises(ConfigError, match="smaller than n_step"):
+        DQNConfig().environment("CartPole-v1").env_runners(rollout_fragment_length=2) \
+            .training(n_step=3).validate()
+    with pytest.raises(ValueError, match="DQN needs a Discrete action space"):
+        DQNConfig().environment("Pendulum-v1").build()
