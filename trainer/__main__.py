@@ -12,7 +12,7 @@ import math
 import sys
 import time
 
-ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig"}
+ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
 
 
 def _config_class(name: str):
