@@ -17,16 +17,12 @@ from callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.config import AlgorithmConfig
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
+from trainer.evaluation import Evaluator, ParallelEvaluation
 from trainer.exploration import ActionDistribution, make_exploration
-from trainer.metrics import MetricsLogger
+from trainer.metrics import MetricsLogger, add_episode_defaults
 
 logger = logging.getLogger("trainer")
 
-#: Keys under result["env_runners"] that are always present (NaN until the first episode ends).
-EPISODE_RESULT_KEYS = (
-    "episode_return_mean", "episode_return_min", "episode_return_max",
-    "episode_len_mean", "episode_len_min", "episode_len_max", "episode_duration_sec_mean",
-)
 
 
 class Algorithm:
@@ -63,8 +59,11 @@ class Algorithm:
         self._stopped = False
         self._rng = np.random.default_rng(config.seed)
         self.env_runner_group: EnvRunnerGroup | None = None
+        self._evaluator: Evaluator | None = None
         try:
             self.env_runner_group = EnvRunnerGroup(config, make_env_creator(config.env))
+            if config.evaluation_interval:
+                self._evaluator = Evaluator(config)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(config.get_exploration_config(),
                                                 self.env_runner_group.spaces.action_space())
@@ -117,7 +116,40 @@ class Algorithm:
 
     @property
     def eval_env_runner_group(self) -> EnvRunnerGroup | None:
-        return None
+        """The evaluation EnvRunners (built with the Algorithm when `evaluation_interval` is
+        set, else at the first `evaluate()`)."""
+        return self._evaluator.group if self._evaluator is not None else None
+
+    # -- evaluation --------------------------------------------------------------------------
+    def evaluate(self) -> dict:
+        """One evaluation round now, with the current weights: fires `on_evaluate_start`, runs
+        `custom_evaluation_function(algorithm, eval_env_runner_group)` or samples the
+        configured duration on the evaluation runners, fires `on_evaluate_end` (which may
+        change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
+        self._begin_evaluation()
+        return self._end_evaluation(self._run_evaluation())
+
+    def _begin_evaluation(self) -> None:
+        if self._evaluator is None:
+            self._evaluator = Evaluator(self.config)
+        self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
+        self._evaluator.sync_weights(self.learner.module.get_weights(),
+                                     self.num_env_steps_sampled_lifetime)
+
+    def _run_evaluation(self, stop=None) -> dict:
+        function = self.config.custom_evaluation_function
+        if function is None:
+            return self._evaluator.run(stop)
+        metrics = function(self, self.eval_env_runner_group)
+        # RLlib's new stack returns (metrics, env_steps, agent_steps); the old one a dict.
+        if isinstance(metrics, tuple):
+            metrics = metrics[0]
+        return dict(metrics or {})
+
+    def _end_evaluation(self, evaluation_metrics: dict) -> dict:
+        self._callbacks.fire("on_evaluate_end", algorithm=self, metrics_logger=self.metrics,
+                             evaluation_metrics=evaluation_metrics)
+        return evaluation_metrics
 
     def train(self) -> dict:
         """Runs training steps until the iteration's minimum time and env steps are reached
@@ -126,6 +158,41 @@ class Algorithm:
         if self._stopped:
             raise RuntimeError(f"{type(self).__name__} was stopped; build a new one to train")
         start = time.perf_counter()
+        interval = self.config.evaluation_interval
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel_round = None
+        if evaluate_now and self.config.evaluation_parallel_to_training:
+            # Evaluate the weights of the previous iteration while this one trains.
+            self._begin_evaluation()
+            parallel_round = ParallelEvaluation(
+                self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s)
+        try:
+            self._run_training_steps(start)
+        except BaseException:
+            if parallel_round is not None:
+                try:
+                    parallel_round.finish()
+                except Exception:
+                    pass  # the training step's error is the one to report
+            raise
+        evaluation = parallel_round.finish() if parallel_round is not None else None
+        if parallel_round is not None:
+            evaluation = self._end_evaluation(evaluation)
+        elif evaluate_now:
+            evaluation = self.evaluate()
+        self.iteration += 1
+        self._iterations_since_restore += 1
+        time_this_iter = time.perf_counter() - start
+        self._time_total_s += time_this_iter
+        result = self._compile_result(time_this_iter)
+        if evaluation is not None:
+            result["evaluation"] = evaluation
+        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
+                             result=result)
+        return result
+
+    def _run_training_steps(self, start: float) -> None:
+        """Training steps until the iteration's minimum time and env steps are reached."""
         steps_before = self.metrics.peek("num_env_steps_sampled_lifetime", default=0)
         with self.metrics.log_time(("timers", "training_iteration")):
             while True:
@@ -136,23 +203,10 @@ class Algorithm:
                 if (elapsed >= (self.config.min_time_s_per_iteration or 0)
                         and sampled - steps_before >= self.config.min_sample_timesteps_per_iteration):
                     break
-        self.iteration += 1
-        self._iterations_since_restore += 1
-        time_this_iter = time.perf_counter() - start
-        self._time_total_s += time_this_iter
-        result = self._compile_result(time_this_iter)
-        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
-                             result=result)
-        return result
 
     def _compile_result(self, time_this_iter: float) -> dict:
         result = self.metrics.reduce()
-        env_runners = result.setdefault("env_runners", {})
-        for key in EPISODE_RESULT_KEYS:
-            env_runners.setdefault(key, float("nan"))
-        for key in ("num_episodes", "num_env_steps_sampled", "num_env_steps_sampled_lifetime",
-                    "num_episodes_lifetime"):
-            env_runners.setdefault(key, 0)
+        env_runners = add_episode_defaults(result.setdefault("env_runners", {}))
         group = self.env_runner_group
         result.update({
             "training_iteration": self.iteration,
@@ -191,6 +245,8 @@ class Algorithm:
         self._stopped = True
         if self.env_runner_group is not None:
             self.env_runner_group.stop()
+        if getattr(self, "_evaluator", None) is not None:
+            self._evaluator.stop()
 
     def __enter__(self) -> Algorithm:
         return self

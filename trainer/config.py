@@ -104,6 +104,10 @@ def _check_exploration_config(v):
     return None
 
 
+def _check_evaluation_duration(v):
+    return None if v == "auto" or (_is_int(v) and v >= 1) else '"auto" or an int >= 1'
+
+
 def _check_log_level(v):
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
@@ -132,6 +136,16 @@ class AlgorithmConfig:
         "explore": (True, is_bool),
         # exploration(): {} means the algorithm's default (see `get_exploration_config`)
         "exploration_config": ({}, _check_exploration_config),
+        # evaluation()
+        "evaluation_interval": (None, optional(int_at_least(1))),
+        "evaluation_duration": (10, _check_evaluation_duration),
+        "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps")),
+        "evaluation_num_env_runners": (0, int_at_least(0)),
+        "evaluation_parallel_to_training": (False, is_bool),
+        "evaluation_config": (None, optional(is_dict)),
+        "custom_evaluation_function": (None, is_callable_or_none),
+        "evaluation_force_reset_envs_before_iteration": (True, is_bool),
+        "evaluation_sample_timeout_s": (120.0, number_above(0)),
         # training()
         "gamma": (0.99, number_in(0.0, 1.0)),
         "lr": (0.001, number_above(0)),
@@ -373,6 +387,73 @@ class AlgorithmConfig:
 
         return PolicyModule(spaces, self.model, seed=seed)
 
+    def evaluation(self, *, evaluation_interval: int | None = NotProvided,
+                   evaluation_duration: int | str = NotProvided,
+                   evaluation_duration_unit: str = NotProvided,
+                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_parallel_to_training: bool = NotProvided,
+                   evaluation_config: dict | None = NotProvided,
+                   custom_evaluation_function: Callable | None = NotProvided,
+                   evaluation_force_reset_envs_before_iteration: bool = NotProvided,
+                   evaluation_sample_timeout_s: float = NotProvided,
+                   evaluation_num_workers: int = NotProvided,
+                   custom_eval_function: Callable | None = NotProvided,
+                   **unknown) -> AlgorithmConfig:
+        """Evaluation: every `evaluation_interval` train() calls (None: only when you call
+        `evaluate()`), for `evaluation_duration` episodes or timesteps ("auto": as long as the
+        parallel training step runs), on `evaluation_num_env_runners` processes of their own (0:
+        in the main process), with `evaluation_config` overriding settings for them (a dict or
+        `AlgorithmConfig.overrides(...)`). `evaluation_num_workers` and `custom_eval_function`
+        are RLlib's older names."""
+        values = {
+            "evaluation_interval": evaluation_interval,
+            "evaluation_duration": evaluation_duration,
+            "evaluation_duration_unit": evaluation_duration_unit,
+            "evaluation_num_env_runners": evaluation_num_env_runners,
+            "evaluation_parallel_to_training": evaluation_parallel_to_training,
+            "evaluation_config": evaluation_config,
+            "custom_evaluation_function": custom_evaluation_function,
+            "evaluation_force_reset_envs_before_iteration":
+                evaluation_force_reset_envs_before_iteration,
+            "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
+        }
+        self._reject_unknown("evaluation", unknown, list(values)
+                             + ["evaluation_num_workers", "custom_eval_function"])
+        if evaluation_num_workers is not NotProvided:
+            values["evaluation_num_env_runners"] = evaluation_num_workers
+        if custom_eval_function is not NotProvided:
+            values["custom_evaluation_function"] = custom_eval_function
+        if isinstance(evaluation_config, dict):
+            self._check_evaluation_config("evaluation", evaluation_config)
+        return self._set("evaluation", values)
+
+    def _check_evaluation_config(self, method: str, overrides: dict) -> None:
+        """Every key of `evaluation_config` must be a setting, with a valid value."""
+        settings = self._settings()
+        unknown = {k: v for k, v in overrides.items() if k not in settings}
+        self._reject_unknown(f"{method}(evaluation_config=...)", unknown, settings)
+        for name, value in overrides.items():
+            problem = settings[name][1](value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
+                    f"{name} must be {problem}")
+
+    def get_evaluation_config_object(self) -> AlgorithmConfig:
+        """The config the evaluation EnvRunners see: this one with `evaluation_config` applied
+        (an `env_config` there updates the training one), `in_evaluation=True`, and
+        `num_env_runners` / `sample_timeout_s` from the evaluation settings."""
+        eval_config = self.copy()
+        overrides = dict(self.evaluation_config or {})
+        if isinstance(overrides.get("env_config"), dict):
+            overrides["env_config"] = {**self.env_config, **overrides["env_config"]}
+        eval_config.update_from_dict(overrides)
+        eval_config.in_evaluation = True
+        eval_config.num_env_runners = self.evaluation_num_env_runners
+        eval_config.sample_timeout_s = self.evaluation_sample_timeout_s
+        eval_config.evaluation_interval = None
+        return eval_config.freeze()
+
     def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
         """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named."""
         self._reject_unknown("framework", unknown, ["framework"])
@@ -419,6 +500,16 @@ class AlgorithmConfig:
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
                 f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
             )
+        if self.evaluation_config:
+            self._check_evaluation_config("validate", self.evaluation_config)
+        if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
+            raise ConfigError(
+                f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
+                "(it means: evaluate for as long as the parallel training step runs)")
+        if self.evaluation_parallel_to_training and self.evaluation_num_env_runners == 0:
+            raise ConfigError(
+                f"{name}: evaluation_parallel_to_training=True needs evaluation_num_env_runners "
+                ">= 1 (evaluation runs on its own EnvRunner processes while training runs)")
         try:
             check_exploration_config(self.get_exploration_config(),
                                      setting=f"{name} exploration_config")

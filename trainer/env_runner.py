@@ -64,8 +64,11 @@ class EnvRunner:
                                         config.env_runner_callables(),
                                         env_runner_index=worker_index)
         seed = config.seed
-        self._rng = np.random.default_rng(None if seed is None else [seed, worker_index])
-        self._env_seed = None if seed is None else seed + 1000 * worker_index
+        # Evaluation runners draw from their own streams (and envs), not the training ones'.
+        stream = [seed, worker_index] + ([1] if config.in_evaluation else [])
+        self._rng = np.random.default_rng(None if seed is None else stream)
+        self._env_seed = None if seed is None else (
+            seed + 1000 * worker_index + (500 if config.in_evaluation else 0))
         self.env: gym.vector.SyncVectorEnv | None = None
         self.num_envs = config.num_envs_per_env_runner
         self.env_context = EnvContext(config.env_config, worker_index=worker_index,
@@ -335,6 +338,11 @@ class EnvRunner:
     def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list]:
         """`sample()` and `get_metrics()` in one request (one round trip per iteration)."""
         return self.sample(**sample_kwargs), self.get_metrics()
+
+    def sample_metrics_only(self, **sample_kwargs) -> list:
+        """`sample()`, returning only the metrics delta (evaluation needs no episodes)."""
+        self.sample(**sample_kwargs)
+        return self.get_metrics()
 
     def stop(self) -> None:
         if self.env is not None:

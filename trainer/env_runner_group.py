@@ -22,6 +22,9 @@ from trainer.remote import RemoteEnvRunner
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
+#: Evaluation runners run at lower CPU priority: in parallel evaluation they take the cycles the
+#: training processes leave idle instead of slowing training (measured in bench/evaluation.py).
+EVALUATION_NICENESS = 10
 
 
 class EnvRunnerGroup:
@@ -37,8 +40,9 @@ class EnvRunnerGroup:
             return
         try:
             # Start every process first, then hand each its spec: they boot in parallel.
+            nice = EVALUATION_NICENESS if config.in_evaluation else 0
             for index in range(1, num + 1):
-                self._remote[index] = RemoteEnvRunner(index)
+                self._remote[index] = RemoteEnvRunner(index, nice=nice)
             for index, runner in self._remote.items():
                 runner.send_init({"config": config, "env_creator": env_creator,
                                   "worker_index": index, "num_workers": num})
@@ -144,6 +148,9 @@ class EnvRunnerGroup:
                 deltas.append(delta)
                 steps += sum(len(ep) for ep in batch)
         return episodes, deltas
+
+    def remote_runner(self, index: int) -> RemoteEnvRunner:
+        return self._remote[index]
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop(self) -> None:

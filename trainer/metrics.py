@@ -284,3 +284,20 @@ def _nest(items) -> dict:
 
 def is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
+
+
+#: Keys under result["env_runners"] that are always present (NaN until the first episode ends).
+EPISODE_RESULT_KEYS = (
+    "episode_return_mean", "episode_return_min", "episode_return_max",
+    "episode_len_mean", "episode_len_min", "episode_len_max", "episode_duration_sec_mean",
+)
+
+
+def add_episode_defaults(env_runners: dict) -> dict:
+    """Fills in the episode keys and counters RLlib's results always have."""
+    for key in EPISODE_RESULT_KEYS:
+        env_runners.setdefault(key, float("nan"))
+    for key in ("num_episodes", "num_env_steps_sampled", "num_env_steps_sampled_lifetime",
+                "num_episodes_lifetime"):
+        env_runners.setdefault(key, 0)
+    return env_runners

@@ -43,7 +43,7 @@ def _kill(process: subprocess.Popen) -> None:
 class RemoteEnvRunner:
     """One worker process holding one `EnvRunner` (see `trainer.worker_process`)."""
 
-    def __init__(self, worker_index: int):
+    def __init__(self, worker_index: int, *, nice: int = 0):
         self.worker_index = worker_index
         parent_end, child_end = Pipe(duplex=True)
         env = dict(os.environ)
@@ -57,6 +57,12 @@ class RemoteEnvRunner:
             stdin=subprocess.DEVNULL,
         )
         child_end.close()
+        if nice:
+            # Lower priority (evaluation runners): they use the cores training leaves idle.
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
+            except OSError:
+                pass  # not allowed here: the runner just runs at normal priority
         self.conn: Connection = parent_end
         self._pending: deque[str] = deque()
         self.pid = self.process.pid
@@ -94,6 +100,14 @@ class RemoteEnvRunner:
 
     def has_pending(self) -> bool:
         return bool(self._pending)
+
+    def reply_ready(self) -> bool:
+        """Whether the next reply can be read without waiting (a dead worker counts as ready:
+        reading reports it)."""
+        try:
+            return self.conn.poll(0)
+        except (OSError, EOFError):
+            return True
 
     # -- replies -----------------------------------------------------------------------------
     def _exitcode(self) -> int | None:

@@ -106,6 +106,8 @@ class DQNConfig(AlgorithmConfig):
         "grad_clip": 40.0,
         "rollout_fragment_length": "auto",
         "min_sample_timesteps_per_iteration": 1000,
+        # As RLlib: evaluate greedily.
+        "evaluation_config": {"explore": False},
     }
 
     def __init__(self, algo_class: type | None = None):

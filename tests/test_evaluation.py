@@ -1,0 +1,183 @@
+"""Evaluation through the public API: schedule, durations, parallel mode, overrides, custom
+function, callbacks, the in_evaluation flag and failing evaluation runners."""
+
+import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from helpers import small_ppo
+
+from callbacks import RLlibCallback
+from trainer import ConfigError, PPOConfig
+
+
+class FlagEnv(gym.Env):
+    """CartPole-like spaces; remembers env_config["flag"] so callbacks can report it."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, env_config):
+        self.flag = env_config.get("flag", 0)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(4, 0.1, np.float32), 1.0, self.t >= 5, False, {}
+
+
+class Report(RLlibCallback):
+    """Logs, per EnvRunner, what the tests check: the runner's role, its env's flag, whether the
+    actions were greedy, the weights it acted with, and its episode count."""
+
+    def on_episode_end(self, *, episode, env_runner, metrics_logger, env, env_index, **kwargs):
+        metrics_logger.log_value("in_evaluation", float(env_runner.config.in_evaluation),
+                                 window=1)
+        metrics_logger.log_value("flag", env.envs[env_index].unwrapped.flag, window=1)
+        logits = np.asarray(episode.get_extra_model_outputs("action_dist_inputs"))
+        greedy = np.mean(np.asarray(episode.get_actions()) == logits.argmax(axis=1))
+        metrics_logger.log_value("greedy_fraction", greedy, reduce="min", clear_on_reduce=True)
+        metrics_logger.log_value("weights_sum", float(env_runner.module.flat_params.sum(
+            dtype=np.float64)), window=1)
+        metrics_logger.log_value(f"episodes_of_runner_{env_runner.worker_index}", 1,
+                                 reduce="sum", clear_on_reduce=True)
+
+
+def eval_ppo(**evaluation) -> PPOConfig:
+    return (small_ppo(1).environment(FlagEnv, env_config={"flag": 0}).callbacks(Report)
+            .training(train_batch_size=100, minibatch_size=50, lr=0.01)
+            .evaluation(**evaluation))
+
+
+def weights_sum(algo) -> float:
+    return float(algo.learner.module.flat_params.sum(dtype=np.float64))
+
+
+def test_schedule_overrides_flag_and_sequential_weights():
+    algo = eval_ppo(evaluation_interval=2, evaluation_num_env_runners=1,
+                    evaluation_config=PPOConfig.overrides(explore=False,
+                                                          env_config={"flag": 7})).build()
+    try:
+        results = []
+        for _ in range(4):
+            results.append(algo.train())
+            results[-1]["weights_after"] = weights_sum(algo)
+    finally:
+        algo.stop()
+    assert ["evaluation" in r for r in results] == [False, True, False, True]
+    for result in results:
+        training = result["env_runners"]
+        assert training["in_evaluation"] == 0.0 and training["flag"] == 0
+        assert training["greedy_fraction"] < 1.0  # sampling: not always the likeliest action
+        if "evaluation" in result:
+            evaluation = result["evaluation"]["env_runners"]
+            assert evaluation["in_evaluation"] == 1.0 and evaluation["flag"] == 7
+            assert evaluation["greedy_fraction"] == 1.0  # explore=False reached the policy
+            # train(1->2), eval(2): evaluation uses the weights this iteration produced.
+            assert evaluation["weights_sum"] == pytest.approx(result["weights_after"], rel=1e-9)
+            assert evaluation["num_episodes"] == 10  # the default duration
+
+
+@pytest.mark.parametrize("unit, duration, expected", [
+    ("episodes", 7, {"episodes_of_runner_1": 3, "episodes_of_runner_2": 2,
+                     "episodes_of_runner_3": 2, "num_episodes": 7}),
+    ("timesteps", 10, {"num_env_steps_sampled": 12}),  # ceil(10 / 3) = 4 per runner
+])
+def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
+    algo = eval_ppo(evaluation_num_env_runners=3, evaluation_duration=duration,
+                    evaluation_duration_unit=unit).build()
+    try:
+        evaluation = algo.evaluate()["env_runners"]
+    finally:
+        algo.stop()
+    for key, value in expected.items():
+        assert evaluation[key] == value, key
+
+
+def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
+    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
+                    evaluation_parallel_to_training=True, evaluation_duration="auto",
+                    evaluation_duration_unit="timesteps").build()
+    try:
+        before = weights_sum(algo)
+        sums, evaluated = [], []
+        for _ in range(3):
+            result = algo.train()
+            evaluated.append(result["evaluation"]["env_runners"])
+            sums.append(weights_sum(algo))
+    finally:
+        algo.stop()
+    # train(0->1) + eval(0), train(1->2) + eval(1), ...
+    assert [e["weights_sum"] for e in evaluated] == pytest.approx([before] + sums[:-1], rel=1e-9)
+    assert all(e["num_env_steps_sampled"] >= 100 for e in evaluated)
+
+
+def test_custom_function_and_evaluate_callbacks():
+    events = []
+
+    def custom(algorithm, eval_workers):
+        events.append("custom")
+        indices = eval_workers.foreach_env_runner(lambda runner: runner.worker_index,
+                                                  local_env_runner=False)
+        return {"my_score": 42, "runners": indices}
+
+    def on_end(algorithm, metrics_logger, evaluation_metrics):
+        events.append("end")
+        evaluation_metrics["added_by_callback"] = True
+
+    config = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
+                      custom_evaluation_function=custom).callbacks(
+        on_evaluate_start=lambda algorithm, metrics_logger: events.append("start"),
+        on_evaluate_end=on_end)
+    algo = config.build()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert events == ["start", "custom", "end"]
+    assert result["evaluation"] == {"my_score": 42, "runners": [1, 2], "added_by_callback": True}
+
+
+def test_evaluate_without_interval_and_a_killed_evaluation_runner():
+    algo = eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4).build()
+    try:
+        assert algo.eval_env_runner_group is None
+        assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # built on first use
+        pids = algo.eval_env_runner_group.remote_pids()
+        os.kill(pids[1], signal.SIGKILL)
+        evaluation = algo.evaluate()
+        assert evaluation["env_runner_failures"] and "EnvRunner 1" in \
+            evaluation["env_runner_failures"][0]
+        assert algo.train()["training_iteration"] == 1  # training goes on
+        assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # on the runner left
+        os.kill(pids[2], signal.SIGKILL)
+        algo.evaluate()
+        assert "no healthy evaluation EnvRunner" in algo.evaluate()["skipped"]
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("evaluation, message", [
+    ({"evaluation_duration": "auto"}, "needs evaluation_parallel_to_training=True"),
+    ({"evaluation_parallel_to_training": True}, "needs evaluation_num_env_runners >= 1"),
+])
+def test_inconsistent_evaluation_settings_fail_validate(evaluation, message):
+    with pytest.raises(ConfigError, match=message):
+        small_ppo().evaluation(**evaluation).validate()
+
+
+@pytest.mark.parametrize("evaluation, message", [
+    ({"evaluation_config": {"explor": False}}, "Did you mean 'explore'"),
+    ({"evaluation_config": {"lr": -1}}, r"evaluation_config=\{'lr': -1\}\): lr must be"),
+    ({"evaluation_duration": 0}, 'evaluation_duration must be "auto" or an int >= 1'),
+    ({"evaluation_duration_unit": "steps"}, r"one of \['episodes', 'timesteps'\]"),
+])
+def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
+    with pytest.raises(ConfigError, match=message):
+        small_ppo().evaluation(**evaluation)

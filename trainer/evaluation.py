@@ -1,0 +1,175 @@
+"""`Evaluator`: the evaluation EnvRunners and one evaluation round on them.
+
+The evaluation runners are an `EnvRunnerGroup` of their own, built from
+`config.get_evaluation_config_object()` (the `evaluation_config` overrides applied,
+`in_evaluation=True`). With `evaluation_num_env_runners=0` the single evaluation runner lives in
+the main process. Worker processes run at lower CPU priority, so evaluation in parallel to training
+takes the cycles training leaves idle.
+
+How a round's duration is split (RLlib's rules):
+- episodes: `duration // N` per runner, the remainder one each on the lowest indices;
+- timesteps: `ceil(duration / N)` per runner (the total rounded up to a multiple of N);
+- "auto" (parallel only): every runner samples small requests (1 episode, or 100 timesteps) one
+  after another until the training step ends; requests in flight then finish.
+
+A runner that crashes, stalls past `evaluation_sample_timeout_s` or raises in env code is dropped
+from the round (training goes on); a round without any healthy runner is skipped and says so.
+A callback that raises (`CallbackError`) is a bug in user code and is raised as usual.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import wait
+from typing import Any
+
+from callbacks import CallbackError
+from trainer.env_runner_group import EnvRunnerGroup
+from trainer.envs import make_env_creator
+from trainer.errors import EnvRunnerFailure
+from trainer.metrics import MetricsLogger, add_episode_defaults
+
+#: Env steps per request of an "auto" evaluation in timesteps.
+AUTO_TIMESTEPS_PER_REQUEST = 100
+
+
+class Evaluator:
+    def __init__(self, config: Any):
+        self.config = config.get_evaluation_config_object()
+        self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env))
+        self.metrics = MetricsLogger()
+
+    # -- one round ---------------------------------------------------------------------------
+    def run(self, stop: threading.Event | None = None) -> dict:
+        """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
+        `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
+        failures: list[str] = []
+        if not self.group.num_remote_workers():
+            deltas = [self.group.local_env_runner.sample_metrics_only(**request)
+                      for request in self._fixed_requests([0]).values()]
+        else:
+            ids = self.group.healthy_env_runner_ids()
+            if not ids:
+                return {"skipped": "no healthy evaluation EnvRunner is left",
+                        "env_runners": add_episode_defaults({})}
+            if self.config.evaluation_duration == "auto":
+                deltas = self._sample_auto(ids, stop, failures)
+            else:
+                deltas = self._sample_fixed(self._fixed_requests(ids), failures)
+        for delta in deltas:
+            self.metrics.merge_delta(delta, key="env_runners")
+        results = self.metrics.reduce()
+        add_episode_defaults(results.setdefault("env_runners", {}))
+        if failures:
+            results["env_runner_failures"] = failures
+            if not deltas:
+                results["skipped"] = "every evaluation EnvRunner failed in this round"
+        return results
+
+    def _fixed_requests(self, ids: list[int]) -> dict[int, dict]:
+        """Each runner's `sample()` arguments for a fixed duration."""
+        config = self.config
+        duration, count = config.evaluation_duration, len(ids)
+        if config.evaluation_duration_unit == "episodes":
+            shares = [duration // count + (1 if k < duration % count else 0)
+                      for k in range(count)]
+            return {i: {"num_episodes": share} for i, share in zip(ids, shares, strict=True)
+                    if share > 0}
+        per_runner = -(-duration // count)
+        return {i: {"num_timesteps": per_runner,
+                    "force_reset": config.evaluation_force_reset_envs_before_iteration}
+                for i in ids}
+
+    def _read(self, index: int, failures: list[str]) -> list | None:
+        """The reply of runner `index`, or None (and the runner dropped) if it failed."""
+        runner = self.group.remote_runner(index)
+        try:
+            return runner.result(self.config.evaluation_sample_timeout_s)
+        except CallbackError:
+            raise
+        except EnvRunnerFailure as failure:
+            runner.kill()
+            failures.append(str(failure))
+            return None
+
+    def _sample_fixed(self, requests: dict[int, dict], failures: list[str]) -> list:
+        for index, request in requests.items():
+            self.group.remote_runner(index).call_async("sample_metrics_only", **request)
+        replies = [self._read(index, failures) for index in requests]
+        return [reply for reply in replies if reply is not None]
+
+    def _sample_auto(self, ids: list[int], stop: threading.Event | None,
+                     failures: list[str]) -> list:
+        config = self.config
+        if config.evaluation_duration_unit == "episodes":
+            request = {"num_episodes": 1}
+        else:
+            request = {"num_timesteps": max(AUTO_TIMESTEPS_PER_REQUEST,
+                                            config.num_envs_per_env_runner)}
+        first = {"force_reset": config.evaluation_force_reset_envs_before_iteration
+                 } if "num_timesteps" in request else {}
+        runners = {i: self.group.remote_runner(i) for i in ids}
+        for runner in runners.values():
+            runner.call_async("sample_metrics_only", **request, **first)
+        pending = set(ids)
+        deltas = []
+        while pending:
+            # Wait for any reply; stop sending new requests once the training step has ended
+            # (a standalone evaluate() sends one round).
+            by_conn = {runners[i].conn: i for i in pending}
+            ready = wait(list(by_conn), timeout=0.05)
+            keep_going = stop is not None and not stop.is_set()
+            if not ready and keep_going:
+                continue
+            for index in [by_conn[c] for c in ready] if keep_going else list(pending):
+                pending.discard(index)
+                reply = self._read(index, failures)
+                if reply is None:
+                    continue
+                deltas.append(reply)
+                if stop is not None and not stop.is_set():
+                    runners[index].call_async("sample_metrics_only", **request)
+                    pending.add(index)
+        return deltas
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def sync_weights(self, weights: dict, global_timestep: int) -> None:
+        self.group.sync_weights(weights, global_timestep=global_timestep)
+
+    def stop(self) -> None:
+        self.group.stop()
+
+
+class ParallelEvaluation:
+    """An evaluation round on its own thread, while the training step runs in the main thread.
+
+    The thread only talks to the evaluation runners' connections (the training runners' are
+    the main thread's); results and errors are handed back by `finish()`."""
+
+    def __init__(self, run: Callable[[threading.Event], dict], timeout_s: float):
+        self._run_round = run
+        self._timeout_s = timeout_s
+        self._stop = threading.Event()
+        self._result: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="localrl-evaluation",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._run_round(self._stop)
+        except BaseException as error:  # handed to the main thread in finish()
+            self._error = error
+
+    def finish(self) -> dict:
+        """Ends an "auto" round, waits for the round's last replies, returns its results."""
+        self._stop.set()
+        # Every read in the round has its own timeout; this bound is a last resort.
+        self._thread.join(timeout=self._timeout_s)
+        if self._thread.is_alive():
+            raise RuntimeError("the parallel evaluation round did not end in time")
+        if self._error is not None:
+            raise self._error
+        return self._result
