@@ -181,3 +181,22 @@ def test_inconsistent_evaluation_settings_fail_validate(evaluation, message):
 def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
     with pytest.raises(ConfigError, match=message):
         small_ppo().evaluation(**evaluation)
+
+
+def test_a_stalled_evaluation_runner_times_out_and_training_goes_on():
+    def stall_in_evaluation(env_runner, **kwargs):
+        if env_runner.config.in_evaluation:
+            import time
+            time.sleep(30)
+
+    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
+                    evaluation_sample_timeout_s=0.5).callbacks(
+        on_episode_start=stall_in_evaluation).build()
+    try:
+        result = algo.train()
+        assert "did not answer sample_metrics_only() within 0.5 s" in \
+            result["evaluation"]["env_runner_failures"][0]
+        assert result["evaluation"]["skipped"]
+        assert algo.train()["evaluation"]["skipped"].startswith("no healthy evaluation")
+    finally:
+        algo.stop()
