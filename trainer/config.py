@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,18 @@ import cloudpickle
 
 from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from callbacks.chain import callable_name
+from trainer.checks import (
+    auto_or_int_at_least,
+    int_at_least,
+    is_bool,
+    is_callable_or_none,
+    is_dict,
+    number_above,
+    number_at_least,
+    number_in,
+    one_of,
+    optional,
+)
 from trainer.envs import check_env_spec
 from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
@@ -37,63 +48,6 @@ class ConfigError(ValueError):
     """A config value is wrong: the message names the setting, the value and what is allowed."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Value checks: each returns None when the value is fine, else a description of what is allowed.
-# ---------------------------------------------------------------------------------------------
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def int_at_least(low: int):
-    return lambda v: None if _is_int(v) and v >= low else f"an int >= {low}"
-
-
-def number_above(low: float):
-    return lambda v: None if _is_number(v) and v > low else f"a number > {low}"
-
-
-def number_at_least(low: float):
-    return lambda v: None if _is_number(v) and v >= low else f"a number >= {low}"
-
-
-def number_in(low: float, high: float):
-    return lambda v: None if _is_number(v) and low <= v <= high else f"a number in [{low}, {high}]"
-
-
-def one_of(*options):
-    return lambda v: None if v in options else f"one of {list(options)}"
-
-
-def optional(check):
-    def checked(v):
-        if v is None:
-            return None
-        problem = check(v)
-        return None if problem is None else f"None or {problem}"
-
-    return checked
-
-
-def is_bool(v):
-    return None if isinstance(v, bool) else "True or False"
-
-
-def is_dict(v):
-    return None if isinstance(v, dict) else "a dict"
-
-
-def is_callable_or_none(v):
-    return None if v is None or callable(v) else "a callable or None"
-
-
-def _check_fragment_length(v):
-    return None if v == "auto" or (_is_int(v) and v >= 1) else '"auto" or an int >= 1'
-
-
 def _check_exploration_config(v):
     if isinstance(v, dict) and "type" not in v:
         return None  # updates the algorithm's default; checked merged in exploration()
@@ -102,10 +56,6 @@ def _check_exploration_config(v):
     except ValueError as error:
         return f"a valid exploration config ({error})"
     return None
-
-
-def _check_evaluation_duration(v):
-    return None if v == "auto" or (_is_int(v) and v >= 1) else '"auto" or an int >= 1'
 
 
 def _check_log_level(v):
@@ -130,7 +80,7 @@ class AlgorithmConfig:
         # env_runners()
         "num_env_runners": (0, int_at_least(0)),
         "num_envs_per_env_runner": (1, int_at_least(1)),
-        "rollout_fragment_length": (200, _check_fragment_length),
+        "rollout_fragment_length": (200, auto_or_int_at_least(1)),
         "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
         "sample_timeout_s": (60.0, number_above(0)),
         "explore": (True, is_bool),
@@ -138,7 +88,7 @@ class AlgorithmConfig:
         "exploration_config": ({}, _check_exploration_config),
         # evaluation()
         "evaluation_interval": (None, optional(int_at_least(1))),
-        "evaluation_duration": (10, _check_evaluation_duration),
+        "evaluation_duration": (10, auto_or_int_at_least(1)),
         "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps")),
         "evaluation_num_env_runners": (0, int_at_least(0)),
         "evaluation_parallel_to_training": (False, is_bool),

@@ -27,6 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.checks import int_at_least, number_above
 from trainer.schedules import Schedule
 
 
@@ -105,10 +106,10 @@ class StochasticSampling(Exploration):
 
     def __init__(self, action_space: gym.Space, *, random_timesteps: int = 0, **kwargs):
         super().__init__(action_space, **kwargs)
-        if not (isinstance(random_timesteps, int) and not isinstance(random_timesteps, bool)
-                and random_timesteps >= 0):
+        problem = int_at_least(0)(random_timesteps)
+        if problem is not None:
             raise ValueError(f"StochasticSampling(random_timesteps={random_timesteps!r}): must be "
-                             "an int >= 0")
+                             f"{problem}")
         self.random_timesteps = random_timesteps
 
     def get_exploration_action(self, *, action_distribution, timestep, explore=True):
@@ -133,8 +134,9 @@ class EpsilonGreedy(Exploration):
         if epsilon_schedule is None:
             for name, value in (("epsilon_timesteps", epsilon_timesteps),
                                 ("warmup_timesteps", warmup_timesteps)):
-                if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-                    raise ValueError(f"EpsilonGreedy({name}={value!r}): must be an int >= 0")
+                problem = int_at_least(0)(value)
+                if problem is not None:
+                    raise ValueError(f"EpsilonGreedy({name}={value!r}): must be {problem}")
             points = [(0, initial_epsilon)]
             if warmup_timesteps:
                 points.append((warmup_timesteps, initial_epsilon))
@@ -171,9 +173,9 @@ class SoftQ(Exploration):
     def __init__(self, action_space: gym.Space, *, temperature: float = 1.0, **kwargs):
         super().__init__(action_space, **kwargs)
         _require_discrete("SoftQ", action_space)
-        if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-                and temperature > 0 and np.isfinite(temperature)):
-            raise ValueError(f"SoftQ(temperature={temperature!r}): must be a number > 0")
+        problem = number_above(0)(temperature)
+        if problem is not None:
+            raise ValueError(f"SoftQ(temperature={temperature!r}): must be {problem}")
         self.temperature = float(temperature)
 
     def get_exploration_action(self, *, action_distribution, timestep, explore=True):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from trainer.checks import is_int
 from trainer.nn import (
     ACTIVATIONS,
     MLP,
@@ -47,7 +48,7 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     for prefix in ("fcnet", "head_fcnet"):
         hiddens = merged[f"{prefix}_hiddens"]
         if not (isinstance(hiddens, (list, tuple)) and all(
-                isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hiddens)):
+                is_int(h) and h > 0 for h in hiddens)):
             raise ValueError(f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
                              "positive ints (empty for no hidden layer)")
         merged[f"{prefix}_hiddens"] = list(hiddens)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.checks import int_at_least, number_at_least
 from trainer.episode import SingleAgentEpisode
 
 _NO_LINK = -1
@@ -43,8 +44,9 @@ class EpisodeReplayBuffer:
     type_name = "EpisodeReplayBuffer"
 
     def __init__(self, capacity: int = 50_000, *, seed: int | None = None):
-        if not (isinstance(capacity, int) and not isinstance(capacity, bool) and capacity >= 1):
-            raise ValueError(f"{self.type_name}(capacity={capacity!r}): must be an int >= 1")
+        problem = int_at_least(1)(capacity)
+        if problem is not None:
+            raise ValueError(f"{self.type_name}(capacity={capacity!r}): must be {problem}")
         self.capacity = capacity
         self._rng = np.random.default_rng(seed)
         self._num_added = 0  # steps ever added; a step's "gid" is its position in that count
@@ -240,9 +242,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                  seed: int | None = None):
         super().__init__(capacity, seed=seed)
         for name, value in (("alpha", alpha), ("beta", beta)):
-            if not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                    and np.isfinite(value) and value >= 0):
-                raise ValueError(f"{self.type_name}({name}={value!r}): must be a number >= 0")
+            problem = number_at_least(0)(value)
+            if problem is not None:
+                raise ValueError(f"{self.type_name}({name}={value!r}): must be {problem}")
         self.alpha = float(alpha)
         self.beta = float(beta)
         num_blocks = -(-capacity // self._BLOCK)

@@ -3,12 +3,7 @@
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+from trainer.checks import int_at_least, is_number
 
 
 class Schedule:
@@ -40,9 +35,9 @@ def _check(spec, setting: str, low, high) -> list[tuple[float, float]]:
                "with increasing timesteps")
 
     def fits(v) -> bool:
-        return _is_number(v) and (low is None or v >= low) and (high is None or v <= high)
+        return is_number(v) and (low is None or v >= low) and (high is None or v <= high)
 
-    if _is_number(spec):
+    if is_number(spec):
         if not fits(spec):
             raise ValueError(f"{setting}={spec!r}: must be {allowed}")
         return [(0, float(spec))]
@@ -54,7 +49,7 @@ def _check(spec, setting: str, low, high) -> list[tuple[float, float]]:
             raise ValueError(f"{setting}={spec!r}: entry {i} ({point!r}) is not a "
                              f"(timestep, value) pair; must be {allowed}")
         t, v = point
-        if not (isinstance(t, int) and not isinstance(t, bool) and t >= 0):
+        if int_at_least(0)(t) is not None:
             raise ValueError(f"{setting}={spec!r}: entry {i} has timestep {t!r}, which is not an "
                              "int >= 0")
         if not fits(v):

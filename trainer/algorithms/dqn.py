@@ -10,22 +10,20 @@ steps are trained on per sampled step (RLlib's round-robin weights).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from trainer.algorithm import Algorithm
 from trainer.algorithms.dqn_learner import DQNLearner
-from trainer.config import (
-    AlgorithmConfig,
-    ConfigError,
-    NotProvided,
+from trainer.checks import (
     int_at_least,
     is_bool,
     number_above,
+    number_at_least,
     number_in,
     one_of,
     optional,
 )
+from trainer.config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.replay_buffer import BUFFER_TYPES, make_replay_buffer
 from trainer.schedules import Schedule
 
@@ -34,6 +32,9 @@ _BUFFER_DEFAULTS = {
     "PrioritizedEpisodeReplayBuffer": {"type": "PrioritizedEpisodeReplayBuffer",
                                        "capacity": 50_000, "alpha": 0.6, "beta": 0.4},
 }
+
+_BUFFER_VALUE_CHECKS = {"capacity": int_at_least(1), "alpha": number_at_least(0),
+                        "beta": number_at_least(0)}
 
 
 def _check_replay_buffer_config(value: Any) -> str | None:
@@ -48,14 +49,11 @@ def _check_replay_buffer_config(value: Any) -> str | None:
     for key, item in value.items():
         if key not in allowed_keys:
             return f"a dict with keys from {allowed_keys} for {type_} (got {key!r})"
-        if key == "capacity" and not (isinstance(item, int) and not isinstance(item, bool)
-                                      and item >= 1):
-            return f"a dict whose 'capacity' is an int >= 1 (got {item!r})"
-        if key in ("alpha", "beta") and not (isinstance(item, (int, float))
-                                             and not isinstance(item, bool)
-                                             and math.isfinite(item) and item >= 0):
-            return f"a dict whose {key!r} is a number >= 0 (got {item!r})"
+        problem = _BUFFER_VALUE_CHECKS[key](item) if key in _BUFFER_VALUE_CHECKS else None
+        if problem is not None:
+            return f"a dict whose {key!r} is {problem} (got {item!r})"
     return None
+
 
 
 def _check_epsilon(value: Any) -> str | None:
@@ -67,13 +65,11 @@ def _check_epsilon(value: Any) -> str | None:
 
 
 def _check_n_step(value: Any) -> str | None:
-    def is_positive_int(v):
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
-
-    if is_positive_int(value):
+    positive_int = int_at_least(1)
+    if positive_int(value) is None:
         return None
     if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(is_positive_int(v) for v in value) and value[0] <= value[1]):
+            and all(positive_int(v) is None for v in value) and value[0] <= value[1]):
         return None
     return "an int >= 1 or a (low, high) pair of ints with 1 <= low <= high"
 

@@ -8,15 +8,8 @@ from __future__ import annotations
 
 from trainer.algorithm import Algorithm
 from trainer.algorithms.ppo_learner import PPOLearner
-from trainer.config import (
-    AlgorithmConfig,
-    ConfigError,
-    NotProvided,
-    is_bool,
-    number_above,
-    number_at_least,
-    number_in,
-)
+from trainer.checks import is_bool, number_above, number_at_least, number_in
+from trainer.config import AlgorithmConfig, ConfigError, NotProvided
 
 
 class PPOConfig(AlgorithmConfig):
