@@ -35,7 +35,8 @@ def baseline_steps_per_s(total_steps: int) -> float:
     obs, _ = env.reset(seed=0)
     start = time.perf_counter()
     for _ in range(total_steps // NUM_ENVS):
-        actions, _, _ = module.compute_actions(obs, rng, True)
+        logits = module.dist_inputs(spaces.preprocess(obs))
+        actions, _ = module.dist.act(logits, rng, True)
         obs, *_ = env.step(actions)
     elapsed = time.perf_counter() - start
     env.close()

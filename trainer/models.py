@@ -1,7 +1,7 @@
 """The RL module: policy (and value) networks for one pair of spaces, as `model_config` describes.
 
-The same class runs inside every EnvRunner (inference only: `compute_actions`) and in the learner
-(training passes and gradients). Weights travel as a dict of named float32 arrays.
+The same class runs inside every EnvRunner (inference only: `dist_inputs`, which the exploration
+turns into actions) and in the learner (training passes and gradients). Weights travel as a dict of named float32 arrays.
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ class FlatParameterModule:
     layers view, so the optimiser updates everything with a few vectorised operations.
 
     Subclasses build their MLPs, list them in `_named_nets()` (and any loose parameter arrays in
-    `_loose_parameters()`), then call `_flatten_parameters()`.
+    `_loose_parameters()`, each named as the attribute that holds it), then call
+    `_flatten_parameters()`.
     """
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
@@ -119,9 +120,6 @@ class FlatParameterModule:
 
     def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
         return []
-
-    def _set_loose_parameter(self, name: str, array: np.ndarray) -> None:
-        raise NotImplementedError
 
     def _flatten_parameters(self) -> None:
         self.flat_params = flatten(self.parameters()).astype(np.float32)
@@ -136,7 +134,7 @@ class FlatParameterModule:
                 net.params[:] = views[:len(net.params)]
                 del views[:len(net.params)]
         for (name, _), view in zip(self._loose_parameters(), views, strict=True):
-            self._set_loose_parameter(name, view)
+            setattr(self, name, view)
 
     def parameters(self) -> list[np.ndarray]:
         params = [p for _, net in self._named_nets() if net is not None for p in net.params]
@@ -211,9 +209,6 @@ class PolicyModule(FlatParameterModule):
     def _loose_parameters(self):
         return [("log_std", self.log_std)] if self.log_std is not None else []
 
-    def _set_loose_parameter(self, name, array):
-        self.log_std = array
-
     # -- inference ---------------------------------------------------------------------------
     def _encode(self, x: np.ndarray) -> np.ndarray:
         return activated(self.encoder, x) if self.encoder is not None else x
@@ -226,13 +221,6 @@ class PolicyModule(FlatParameterModule):
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         return self.vf.forward(self._encode(obs))[:, 0]
-
-    def compute_actions(self, raw_obs, rng: np.random.Generator, explore: bool):
-        """Actions for a batch of raw observations, plus what the learner needs later:
-        `(actions, action_logp, action_dist_inputs)`."""
-        inputs = self.dist_inputs(self.spaces.preprocess(raw_obs))
-        actions, logp = self.dist.act(inputs, rng, explore)
-        return actions, logp, inputs
 
     # -- training ----------------------------------------------------------------------------
     def forward_train(self, obs: np.ndarray):
