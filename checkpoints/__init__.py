@@ -1,11 +1,24 @@
-"""The checkpoint format's constants and error type.
+"""The checkpoint format.
 
-A checkpoint is a directory: `metadata.json` (format version, checksums), msgpack state files, and
-one cloudpickle file with the algorithm class and config. The reader and writer arrive with the
-checkpoint issue; this module fixes the names they share.
+A checkpoint is a directory:
+
+- `metadata.json`: format name and version, library version, algorithm class, training
+  iteration, time, the spaces and network shapes, and the size and SHA-256 of every other file;
+- one msgpack state file per component (`learner.msgpack`, `algorithm.msgpack`,
+  `metrics.msgpack`, `env_runner_<i>.msgpack`, `eval_env_runner_<i>.msgpack`,
+  `evaluation_metrics.msgpack`, `replay_buffer.msgpack`), readable with `ormsgpack.unpackb`
+  alone (arrays are maps of dtype, shape and raw bytes: see `checkpoints.codec`);
+- `class_and_config.pkl`: the algorithm class and its config, cloudpickled, read only by
+  `Algorithm.from_checkpoint(path)` without a config.
+
+`checkpoints.writer` saves atomically, `checkpoints.reader` verifies and loads, and
+`python -m checkpoints inspect PATH` prints what a checkpoint holds.
 """
 
-#: Version of the on-disk layout; a reader refuses checkpoints written with a newer one.
+import os
+
+#: Name and version of the on-disk layout; a reader refuses checkpoints of a newer version.
+FORMAT_NAME = "localrl-checkpoint"
 FORMAT_VERSION = 1
 METADATA_FILE = "metadata.json"
 CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
@@ -21,10 +34,24 @@ class CheckpointError(Exception):
         super().__init__(f"checkpoint {self.path}: {cause}")
 
 
+def backup_path(path: str) -> str:
+    """Where the previous checkpoint waits while a save without atomic exchange replaces it."""
+    parent, name = os.path.split(os.path.abspath(path))
+    return os.path.join(parent, f".{name}.previous")
+
+
+from checkpoints.reader import Checkpoint, open_checkpoint  # noqa: E402
+from checkpoints.writer import write_checkpoint  # noqa: E402
+
 __all__ = [
     "CLASS_AND_CONFIG_FILE",
+    "FORMAT_NAME",
     "FORMAT_VERSION",
     "METADATA_FILE",
     "STATE_FILE_SUFFIX",
+    "Checkpoint",
     "CheckpointError",
+    "backup_path",
+    "open_checkpoint",
+    "write_checkpoint",
 ]

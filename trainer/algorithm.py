@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import time
 from typing import Any
 
 import numpy as np
 
 from callbacks import ALGORITHM_EVENTS, CallbackChain
+from checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from checkpoints.codec import generator_state, set_generator_state
+from trainer.checkpointing import load_algorithm_state, save_algorithm, unpickle_class_and_config
 from trainer.config import AlgorithmConfig
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
@@ -23,6 +27,11 @@ from trainer.metrics import MetricsLogger, add_episode_defaults
 
 logger = logging.getLogger("trainer")
 
+
+def _runner_states(state: dict, prefix: str) -> dict[int, dict]:
+    """{worker index: state} of the components named `<prefix><index>`."""
+    return {int(key[len(prefix):]): value for key, value in state.items()
+            if key.startswith(prefix) and key[len(prefix):].isdigit()}
 
 
 class Algorithm:
@@ -60,6 +69,8 @@ class Algorithm:
         self._rng = np.random.default_rng(config.seed)
         self.env_runner_group: EnvRunnerGroup | None = None
         self._evaluator: Evaluator | None = None
+        # Evaluation runner states from a checkpoint, for when the evaluation runners exist.
+        self._pending_evaluation_state: dict | None = None
         try:
             self.env_runner_group = EnvRunnerGroup(config, make_env_creator(config.env))
             if config.evaluation_interval:
@@ -132,6 +143,7 @@ class Algorithm:
     def _begin_evaluation(self) -> None:
         if self._evaluator is None:
             self._evaluator = Evaluator(self.config)
+            self._apply_evaluation_state()
         self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
         self._evaluator.sync_weights(self.learner.module.get_weights(),
                                      self.num_env_steps_sampled_lifetime)
@@ -239,6 +251,111 @@ class Algorithm:
         action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
                                        clip=self.config.clip_actions)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
+
+    # -- state and checkpoints ---------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The whole training state as component name -> plain data and numpy arrays:
+        `algorithm` (counters, RNG, exploration), `learner` (weights, optimizer), `metrics`,
+        `env_runner_<i>` for every healthy EnvRunner (RNG, exploration timestep, sub-env states,
+        unfinished episodes; not the weights, which the learner holds), and with evaluation
+        runners `eval_env_runner_<i>` and `evaluation_metrics`."""
+        state = {
+            "algorithm": {"iteration": self.iteration, "time_total_s": self._time_total_s,
+                          "rng": generator_state(self._rng),
+                          "exploration": self.exploration.get_state()},
+            "learner": self.learner.get_state(),
+            "metrics": self.metrics.get_state(),
+        }
+        for index, runner_state in self.env_runner_group.get_runner_states().items():
+            state[f"env_runner_{index}"] = runner_state
+        if self._evaluator is not None:
+            for index, runner_state in self._evaluator.group.get_runner_states().items():
+                state[f"eval_env_runner_{index}"] = runner_state
+            state["evaluation_metrics"] = self._evaluator.metrics.get_state()
+        elif self._pending_evaluation_state is not None:
+            state.update(self._pending_evaluation_state)
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Loads what `get_state()` returned (any subset of its components), then pushes the
+        weights and the runner states to every EnvRunner process. Evaluation runner states wait
+        for the evaluation runners when those are not built yet."""
+        if "algorithm" in state:
+            counters = state["algorithm"]
+            self.iteration = int(counters["iteration"])
+            self._time_total_s = float(counters["time_total_s"])
+            set_generator_state(self._rng, counters["rng"])
+            self.exploration.set_state(counters["exploration"])
+        if "learner" in state:
+            self.learner.set_state(state["learner"])
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+        self.sync_weights()
+        self.env_runner_group.set_runner_states(_runner_states(state, "env_runner_"))
+        evaluation_state = {key: value for key, value in state.items()
+                            if key.startswith("eval_env_runner_") or key == "evaluation_metrics"}
+        if evaluation_state:
+            self._pending_evaluation_state = evaluation_state
+            if self._evaluator is not None:
+                self._apply_evaluation_state()
+
+    def _apply_evaluation_state(self) -> None:
+        state, self._pending_evaluation_state = self._pending_evaluation_state, None
+        if state is None:
+            return
+        if "evaluation_metrics" in state:
+            self._evaluator.metrics.set_state(state["evaluation_metrics"])
+        self._evaluator.sync_weights(self.learner.module.get_weights(),
+                                     self.num_env_steps_sampled_lifetime)
+        self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"))
+
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+        """Writes a checkpoint directory at `path` (a new temporary directory when None) and
+        returns its absolute path. The save is atomic: a checkpoint already at `path` is
+        replaced only once the new one is complete on disk."""
+        return save_algorithm(self, path)
+
+    def restore_from_path(self, path: str | os.PathLike) -> None:
+        """Loads the checkpoint at `path` into this algorithm (reading only msgpack and JSON),
+        pushes weights and runner states to every EnvRunner, then fires
+        `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
+        foreign or incompatible checkpoint, before anything is changed."""
+        self._restore(open_checkpoint(path))
+
+    def _restore(self, checkpoint: Checkpoint) -> None:
+        state = load_algorithm_state(self, checkpoint)
+        try:
+            self.set_state(state)
+        except (KeyError, ValueError, TypeError) as error:
+            raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
+                                                   f"{type(error).__name__}: {error}") from None
+        self._iterations_since_restore = 0
+        self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike,
+                        config: AlgorithmConfig | dict | None = None) -> Algorithm:
+        """A new algorithm with the checkpoint's state. Without `config`, the class and config
+        come from the checkpoint's pickle file; with one, nothing is unpickled and the algorithm
+        is built from `config` (which must fit the checkpoint's spaces and network)."""
+        checkpoint = open_checkpoint(path)
+        if config is None:
+            algorithm_class, config = unpickle_class_and_config(checkpoint)
+        elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
+            algorithm_class = config.algo_class
+        else:
+            algorithm_class = cls
+        if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
+            raise CheckpointError(checkpoint.path, f"a checkpoint of "
+                                                   f"{checkpoint.metadata.get('algorithm_class')} "
+                                                   f"cannot be loaded with {cls.__name__}")
+        algorithm = algorithm_class(config=config)
+        try:
+            algorithm._restore(checkpoint)
+        except BaseException:
+            algorithm.stop()
+            raise
+        return algorithm
 
     def stop(self) -> None:
         """Ends every EnvRunner process and releases the envs. Safe to call more than once."""

@@ -11,6 +11,7 @@ the event order is exactly created < reset < start < step ... < end, with no ext
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from functools import partial
@@ -20,12 +21,16 @@ import gymnasium as gym
 import numpy as np
 
 from callbacks import CallbackChain
+from checkpoints.codec import generator_state, new_generator, set_generator_state
+from trainer.env_state import capture_env_state, restore_env_state
 from trainer.envs import EnvContext, EnvCreator
 from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger
 from trainer.models import SpaceInfo
+
+logger = logging.getLogger("trainer")
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
@@ -131,20 +136,95 @@ class EnvRunner:
     def get_weights(self) -> dict[str, np.ndarray]:
         return self.module.get_weights()
 
-    def get_state(self) -> dict:
-        return {"rng": self._rng.bit_generator.state, "weights": self.module.get_weights(),
-                "global_timestep": self.global_timestep,
-                "exploration": self.exploration.get_state()}
+    def get_state(self, *, include_weights: bool = True, include_env: bool = True) -> dict:
+        """Everything this runner needs to continue exactly: its RNG, the global timestep, the
+        exploration's and metrics' state, the weights, and (with `include_env`) where sampling
+        stands: each sub-env's captured state (see `trainer.env_state`), the current
+        observations and the unfinished episodes. Plain data and numpy arrays only."""
+        state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
+                 "exploration": self.exploration.get_state(),
+                 "metrics": self.metrics.get_state()}
+        if include_weights:
+            state["weights"] = self.module.get_weights()
+        if include_env and self.env is not None:
+            state["sampling"] = self._sampling_state()
+        return state
 
     def set_state(self, state: dict) -> None:
+        """Takes back what `get_state()` returned (any subset of its keys)."""
         if "rng" in state:
-            self._rng.bit_generator.state = state["rng"]
+            set_generator_state(self._rng, state["rng"])
         if "weights" in state:
             self.module.set_weights(state["weights"])
         if "global_timestep" in state:
             self.global_timestep = state["global_timestep"]
         if "exploration" in state:
             self.exploration.set_state(state["exploration"])
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+        if "sampling" in state and self.env is not None:
+            self._restore_sampling(state["sampling"])
+
+    def _sampling_state(self) -> dict:
+        sub_envs, uncaptured = [], {}
+        for i, sub_env in enumerate(self.env.envs):
+            captured, reason = capture_env_state(sub_env)
+            sub_envs.append(captured)
+            if reason is not None:
+                uncaptured[str(i)] = reason
+        action_space_rng = self.env.action_space._np_random
+        return {
+            "needs_reset": self._needs_reset, "env_seed": self._env_seed,
+            "observations": self._obs, "awaiting_reset": list(self._awaiting_reset),
+            "autoreset_envs": np.asarray(self.env._autoreset_envs, dtype=bool),
+            "action_space_rng": (None if action_space_rng is None
+                                 else generator_state(action_space_rng)),
+            "sub_envs": sub_envs, "uncaptured": uncaptured,
+            "episodes": [None if ep is None else ep.get_state() for ep in self._episodes],
+            "prev_chunks": {id_: [chunk.get_state() for chunk in chunks]
+                            for id_, chunks in self._prev_chunks.items()},
+        }
+
+    def _restore_sampling(self, state: dict) -> None:
+        """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
+        was not captured (or no longer fits) starts a new episode, with a warning."""
+        if len(state["sub_envs"]) != self.num_envs:
+            logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
+                           "all episodes restart", self.worker_index, len(state["sub_envs"]),
+                           self.num_envs)
+            self._needs_reset = True
+            return
+        self._env_seed = state["env_seed"]
+        if state["action_space_rng"] is not None:
+            self.env.action_space._np_random = new_generator(state["action_space_rng"])
+        restart = []
+        for i, (sub_env, captured) in enumerate(zip(self.env.envs, state["sub_envs"],
+                                                    strict=True)):
+            reason = state["uncaptured"].get(str(i)) if captured is None else (
+                restore_env_state(sub_env, captured))
+            if reason is not None:
+                restart.append(i)
+                logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
+                               "its episode restarts", self.worker_index, i, reason)
+        self._needs_reset = state["needs_reset"]
+        self._prev_chunks = {}
+        if self._needs_reset:
+            return  # the next sample() starts fresh episodes anyway
+        self._obs = np.array(state["observations"])
+        self._awaiting_reset = [bool(flag) for flag in state["awaiting_reset"]]
+        self.env._autoreset_envs = np.array(state["autoreset_envs"], dtype=bool)
+        for i, episode_state in enumerate(state["episodes"]):
+            self._create_episode(i, SingleAgentEpisode.from_state(episode_state))
+        self._prev_chunks = {id_: [SingleAgentEpisode.from_state(c) for c in chunks]
+                             for id_, chunks in state["prev_chunks"].items()}
+        for i in restart:
+            self._prev_chunks.pop(self._episodes[i].id_, None)
+            self._create_episode(i)
+            observation, infos = self.env.envs[i].reset()
+            self._obs[i] = observation
+            self._awaiting_reset[i] = False
+            self.env._autoreset_envs[i] = False
+            self._begin_episode(i, observation, infos)
 
     def ping(self) -> str:
         return "pong"
@@ -221,14 +301,15 @@ class EnvRunner:
         self._prev_chunks.clear()
         return EpisodeList(ep.to_numpy() for ep in done[:num_episodes])
 
-    def _create_episode(self, env_index: int) -> None:
-        """A new, empty episode for a sub-env; fires `on_episode_created`."""
-        episode = SingleAgentEpisode(env_index=env_index)
+    def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
+        """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`
+        one from a checkpoint, which continues without events."""
+        episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
         self._episodes[env_index] = episode
         self._event_kwargs[env_index] = {"episode": episode, "env_runner": self,
                                          "metrics_logger": self.metrics, "env": self.env,
                                          "rl_module": self.module, "env_index": env_index}
-        if self._callbacks.has("on_episode_created"):
+        if restored is None and self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", self._event_kwargs[env_index])
 
     def _begin_episode(self, env_index: int, observation, infos: dict) -> None:

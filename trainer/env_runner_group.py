@@ -123,6 +123,28 @@ class EnvRunnerGroup:
         for i in self.healthy_env_runner_ids():
             self._remote[i].send_pickled("set_weights", message)
 
+    def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
+        """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
+        the local runner (0) and every healthy remote runner."""
+        ids = self.healthy_env_runner_ids()
+        states = self.foreach_env_runner("get_state", remote_worker_ids=ids,
+                                         timeout_seconds=timeout_seconds,
+                                         kwargs={"include_weights": False})
+        return dict(zip([0, *ids], states, strict=True))
+
+    def set_runner_states(self, states: dict[int, dict],
+                          timeout_seconds: float | None = None) -> None:
+        """Gives each runner its state from `states` (keyed by worker index); runners without an
+        entry keep theirs."""
+        if 0 in states and self.local_env_runner is not None:
+            self.local_env_runner.set_state(states[0])
+        ids = [i for i in self.healthy_env_runner_ids() if i in states]
+        for i in ids:
+            self._remote[i].call_async("set_state", state=states[i])
+        deadline = time.monotonic() + self._timeout(timeout_seconds)
+        for i in ids:
+            self._remote[i].result(max(deadline - time.monotonic(), 0.01))
+
     def sample(self, *, min_env_steps: int, explore: bool | None = None
                ) -> tuple[list[SingleAgentEpisode], list]:
         """Samples from every runner (in parallel) until at least `min_env_steps` env steps were

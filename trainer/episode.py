@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from checkpoints.codec import is_plain_data
+
 
 class SingleAgentEpisode:
     __slots__ = (
@@ -176,6 +178,44 @@ class SingleAgentEpisode:
             self._is_numpy = True
         return self
 
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The episode as plain data for msgpack: columns as arrays where they stack. Infos,
+        `custom_data` and temporary timestep data that are not plain data are left out."""
+        return {
+            "id_": self.id_, "t_started": self.t_started, "env_index": self.env_index,
+            "observations": _column(self.observations), "actions": _column(self.actions),
+            "rewards": _column(self.rewards),
+            "infos": [dict(info) if is_plain_data(info) else {} for info in self.infos],
+            "extra_model_outputs": {k: _column(v) for k, v in self.extra_model_outputs.items()},
+            "is_terminated": self.is_terminated, "is_truncated": self.is_truncated,
+            "custom_data": self.custom_data if is_plain_data(self.custom_data) else {},
+            "temporary_timestep_data": (self._temporary_timestep_data
+                                        if is_plain_data(self._temporary_timestep_data) else {}),
+            "is_numpy": self._is_numpy,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> SingleAgentEpisode:
+        """The episode `get_state()` described, recording again where it stopped (its clock
+        starts now)."""
+        episode = cls(state["id_"], t_started=state["t_started"], env_index=state["env_index"])
+        episode.observations = _rows(state["observations"], keep_scalars=True)
+        episode.actions = _rows(state["actions"])
+        episode.rewards = _rows(state["rewards"])
+        episode.infos = list(state["infos"])
+        episode.extra_model_outputs = {k: _rows(v)
+                                       for k, v in state["extra_model_outputs"].items()}
+        episode.is_terminated = state["is_terminated"]
+        episode.is_truncated = state["is_truncated"]
+        episode.custom_data = state["custom_data"]
+        episode._temporary_timestep_data = state["temporary_timestep_data"]
+        if episode.observations:
+            episode._start_time = episode._last_step_time = time.perf_counter()
+        if state["is_numpy"]:
+            episode.to_numpy()
+        return episode
+
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -187,3 +227,24 @@ class SingleAgentEpisode:
         status = "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
         return (f"SingleAgentEpisode(id_={self.id_[:8]}, t_started={self.t_started}, "
                 f"len={len(self)}, return={self.get_return():.2f}, {status})")
+
+
+def _column(values) -> Any:
+    """A recorded column as one array where its entries stack into numbers, else as is."""
+    if isinstance(values, np.ndarray):
+        return values
+    if not len(values):
+        return []
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        return list(values)
+    return array if array.dtype.kind in "biufc" else list(values)
+
+
+def _rows(column, *, keep_scalars: bool = False) -> list:
+    """A column back as the list the episode records into: Python scalars for 1-d columns
+    (as the EnvRunner appends them), numpy rows (or numpy scalars) otherwise."""
+    if isinstance(column, np.ndarray):
+        return list(column) if column.ndim > 1 or keep_scalars else column.tolist()
+    return list(column)

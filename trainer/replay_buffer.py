@@ -17,25 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from checkpoints.codec import generator_state, set_generator_state
 from trainer.checks import int_at_least, number_at_least
 from trainer.episode import SingleAgentEpisode
 
 _NO_LINK = -1
-
-
-def _rng_state(rng: np.random.Generator) -> dict:
-    # PCG64's 128-bit integers do not fit msgpack's 64-bit ints: carry them as strings.
-    state = rng.bit_generator.state
-    return {"bit_generator": state["bit_generator"],
-            "state": str(state["state"]["state"]), "inc": str(state["state"]["inc"]),
-            "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
-
-
-def _set_rng_state(rng: np.random.Generator, state: dict) -> None:
-    rng.bit_generator.state = {
-        "bit_generator": state["bit_generator"],
-        "state": {"state": int(state["state"]), "inc": int(state["inc"])},
-        "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
 
 
 class EpisodeReplayBuffer:
@@ -192,7 +178,7 @@ class EpisodeReplayBuffer:
         state: dict[str, Any] = {
             "type": self.type_name, "capacity": self.capacity, "num_added": self._num_added,
             "num_sampled": self._num_sampled, "open_episodes": dict(self._open_episodes),
-            "rng": _rng_state(self._rng), "arrays": None,
+            "rng": generator_state(self._rng), "arrays": None,
         }
         if self._arrays is not None:
             state["arrays"] = {
@@ -210,7 +196,7 @@ class EpisodeReplayBuffer:
         self._num_added = int(state["num_added"])
         self._num_sampled = int(state["num_sampled"])
         self._open_episodes = {str(k): int(v) for k, v in state["open_episodes"].items()}
-        _set_rng_state(self._rng, state["rng"])
+        set_generator_state(self._rng, state["rng"])
         self._arrays = None
         if state["arrays"] is not None:
             size = len(self)

@@ -217,3 +217,16 @@ class DQN(Algorithm):
         # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
         with metrics.log_time(("timers", "synch_weights")):
             self.sync_weights()
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The Algorithm's state, plus the replay buffer with `store_buffer_in_checkpoints`."""
+        state = super().get_state()
+        if self.config.store_buffer_in_checkpoints:
+            state["replay_buffer"] = self.local_replay_buffer.get_state()
+        return state
+
+    def set_state(self, state: dict) -> None:
+        if "replay_buffer" in state:
+            self.local_replay_buffer.set_state(state["replay_buffer"])
+        super().set_state(state)

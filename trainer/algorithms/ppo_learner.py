@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from checkpoints.codec import generator_state, set_generator_state
 from trainer.episode import SingleAgentEpisode
 from trainer.models import PolicyModule, SpaceInfo
 from trainer.nn import Adam, clip_by_global_norm, flatten
@@ -175,3 +176,14 @@ class PPOLearner:
             elif results["mean_kl_loss"] < 0.5 * cfg.kl_target:
                 self.kl_coeff *= 0.5
         return results
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {"module": self.module.get_weights(), "optimizer": self.optimizer.get_state(),
+                "kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
+
+    def set_state(self, state: dict) -> None:
+        self.module.set_weights(state["module"])
+        self.optimizer.set_state(state["optimizer"])
+        self.kl_coeff = float(state["kl_coeff"])
+        set_generator_state(self.rng, state["rng"])

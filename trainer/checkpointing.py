@@ -1,0 +1,144 @@
+"""An `Algorithm` as a checkpoint directory (the format is `checkpoints`), and back.
+
+Saving: `Algorithm.get_state()` gives one state per component; each becomes a msgpack file, the
+class and config one cloudpickle file, and `metadata.json` records what a loader must check
+before touching the running algorithm: the algorithm, the spaces and the network's parameter
+shapes. Loading reads msgpack and JSON only; `class_and_config.pkl` is unpickled solely by
+`Algorithm.from_checkpoint(path)` without a config.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import tempfile
+from importlib import metadata as package_metadata
+from typing import Any
+
+import cloudpickle
+
+from checkpoints import (
+    CLASS_AND_CONFIG_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    STATE_FILE_SUFFIX,
+    Checkpoint,
+    CheckpointError,
+    write_checkpoint,
+)
+from checkpoints.codec import NotPlainData, pack
+
+logger = logging.getLogger("trainer")
+
+
+def library_version() -> str:
+    try:
+        return package_metadata.version("localrl")
+    except package_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def algorithm_family(cls: type) -> str:
+    """The built-in algorithm a class is (a user's subclass of PPO is a PPO)."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("trainer.algorithms."):
+            return klass.__name__
+    return cls.__name__
+
+
+def describe_spaces(spaces: Any) -> dict:
+    """What the networks were built for, as JSON data."""
+    return {
+        "obs_dim": spaces.obs_dim, "obs_discrete_n": spaces.obs_discrete_n,
+        "action_discrete_n": spaces.action_discrete_n, "action_dim": spaces.action_dim,
+        "action_low": None if spaces.action_low is None else spaces.action_low.tolist(),
+        "action_high": None if spaces.action_high is None else spaces.action_high.tolist(),
+    }
+
+
+def parameter_shapes(module: Any) -> dict[str, list[int]]:
+    return {name: list(param.shape)
+            for name, param in zip(module.parameter_names(), module.parameters(), strict=True)}
+
+
+def default_checkpoint_path(algorithm: Any) -> str:
+    """A new directory in the system's temporary folder (RLlib's behaviour for path=None)."""
+    return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
+
+
+def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
+    path = os.path.abspath(os.fspath(path)) if path is not None else default_checkpoint_path(
+        algorithm)
+    state = algorithm.get_state()
+    files = {}
+    for component, component_state in state.items():
+        try:
+            files[component + STATE_FILE_SUFFIX] = pack(component_state)
+        except NotPlainData as error:
+            raise CheckpointError(path, f"the state of {component!r} cannot be stored: "
+                                        f"{error.where.replace('state', component, 1)}: "
+                                        f"{error.problem}") from None
+        uncaptured = (component_state.get("sampling") or {}).get("uncaptured") if isinstance(
+            component_state, dict) else None
+        for env_index, reason in (uncaptured or {}).items():
+            logger.warning("checkpoint %s: %s, sub-env %s: its state cannot be captured (%s); "
+                           "its episode will restart on restore", path, component, env_index,
+                           reason)
+    files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
+    module = algorithm.learner.module
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "library_version": library_version(),
+        "algorithm_class": type(algorithm).__name__,
+        "algorithm": algorithm_family(type(algorithm)),
+        "training_iteration": algorithm.iteration,
+        "num_env_steps_sampled_lifetime": algorithm.num_env_steps_sampled_lifetime,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "env": algorithm.config.env if isinstance(algorithm.config.env, str) else repr(
+            algorithm.config.env),
+        "spaces": describe_spaces(module.spaces),
+        "parameter_shapes": parameter_shapes(module),
+    }
+    return write_checkpoint(path, files, metadata)
+
+
+def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
+    """Raises `CheckpointError` unless the checkpoint is of this algorithm, its spaces and its
+    network shapes."""
+    meta = checkpoint.metadata
+    family = algorithm_family(type(algorithm))
+    if meta.get("algorithm") != family:
+        raise CheckpointError(checkpoint.path, f"a checkpoint of {meta.get('algorithm_class')} "
+                                               f"cannot be loaded into {type(algorithm).__name__}")
+    module = algorithm.learner.module
+    spaces = describe_spaces(module.spaces)
+    if meta.get("spaces") != spaces:
+        raise CheckpointError(checkpoint.path, f"incompatible spaces: the checkpoint was made for "
+                                               f"{meta.get('spaces')}, this algorithm's env has "
+                                               f"{spaces}")
+    saved, current = meta.get("parameter_shapes") or {}, parameter_shapes(module)
+    if saved != current:
+        differences = [f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"
+                       for name in sorted(set(saved) | set(current))
+                       if saved.get(name) != current.get(name)]
+        raise CheckpointError(checkpoint.path, "incompatible network shapes (check "
+                                               "model_config): " + "; ".join(differences[:4]))
+
+
+def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
+    """Every component's state from a verified checkpoint, after the compatibility checks."""
+    check_compatible(algorithm, checkpoint)
+    return {component: checkpoint.load(component) for component in checkpoint.components}
+
+
+def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type, Any]:
+    data = checkpoint.class_and_config_bytes()
+    try:
+        algorithm_class, config = cloudpickle.loads(data)
+    except Exception as error:
+        raise CheckpointError(checkpoint.path, f"{CLASS_AND_CONFIG_FILE} cannot be unpickled "
+                                               f"({type(error).__name__}: {error}); pass "
+                                               "config= to from_checkpoint") from None
+    return algorithm_class, config
