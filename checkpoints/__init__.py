@@ -11,7 +11,8 @@ A checkpoint is a directory:
 - `class_and_config.pkl`: the algorithm class and its config, cloudpickled, read only by
   `Algorithm.from_checkpoint(path)` without a config.
 
-`checkpoints.writer` saves atomically, `checkpoints.reader` verifies and loads, and
+`checkpoints.writer` saves atomically, `checkpoints.reader` verifies and loads,
+`checkpoints.manager.CheckpointManager` keeps a run's best and latest checkpoints, and
 `python -m checkpoints inspect PATH` prints what a checkpoint holds.
 """
 
@@ -40,6 +41,7 @@ def backup_path(path: str) -> str:
     return os.path.join(parent, f".{name}.previous")
 
 
+from checkpoints.manager import CheckpointManager  # noqa: E402
 from checkpoints.reader import Checkpoint, open_checkpoint  # noqa: E402
 from checkpoints.writer import write_checkpoint  # noqa: E402
 
@@ -50,6 +52,7 @@ __all__ = [
     "METADATA_FILE",
     "STATE_FILE_SUFFIX",
     "Checkpoint",
+    "CheckpointManager",
     "CheckpointError",
     "backup_path",
     "open_checkpoint",

@@ -89,21 +89,22 @@ def is_plain_data(value: Any) -> bool:
     return find_problem(value) is None
 
 
-def _decode(value: Any) -> Any:
+def decode(value: Any) -> Any:
+    """Unpacked msgpack data with the array maps turned back into arrays."""
     if isinstance(value, dict):
         if ARRAY_TAG in value:
             array = np.frombuffer(value["data"], dtype=np.dtype(value[ARRAY_TAG]))
             # A writable copy: restored arrays are updated in place (optimizer moments).
             return array.reshape(value["shape"]).copy()
-        return {key: _decode(item) for key, item in value.items()}
+        return {key: decode(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_decode(item) for item in value]
+        return [decode(item) for item in value]
     return value
 
 
 def unpack(data: bytes) -> Any:
     """The state `pack` was given, arrays rebuilt (tuples come back as lists)."""
-    return _decode(ormsgpack.unpackb(data))
+    return decode(ormsgpack.unpackb(data))
 
 
 def generator_state(rng: np.random.Generator) -> dict:

@@ -9,6 +9,8 @@ import json
 import os
 from typing import Any
 
+import ormsgpack
+
 from checkpoints import (
     CLASS_AND_CONFIG_FILE,
     FORMAT_NAME,
@@ -18,7 +20,7 @@ from checkpoints import (
     CheckpointError,
     backup_path,
 )
-from checkpoints.codec import unpack
+from checkpoints.codec import decode
 from checkpoints.writer import file_digest
 
 
@@ -44,16 +46,20 @@ class Checkpoint:
     def has(self, component: str) -> bool:
         return component + STATE_FILE_SUFFIX in self.files
 
-    def load(self, component: str) -> Any:
-        """The state stored for `component` (numpy arrays rebuilt)."""
+    def load_plain(self, component: str) -> Any:
+        """The state as any msgpack reader sees it (arrays as maps of dtype, shape and bytes)."""
         name = component + STATE_FILE_SUFFIX
         if name not in self._contents:
             raise CheckpointError(self.path, f"has no {name} (components: {self.components})")
         try:
-            return unpack(self._contents[name])
+            return ormsgpack.unpackb(self._contents[name])
         except Exception as error:
-            raise CheckpointError(self.path, f"{name} is not valid msgpack state: "
+            raise CheckpointError(self.path, f"{name} is not valid msgpack: "
                                              f"{type(error).__name__}: {error}") from None
+
+    def load(self, component: str) -> Any:
+        """The state stored for `component`, numpy arrays rebuilt."""
+        return decode(self.load_plain(component))
 
     def class_and_config_bytes(self) -> bytes:
         """The pickled class and config (verified, not unpickled: that is the caller's choice)."""

@@ -63,6 +63,12 @@ def _check_log_level(v):
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
 
 
+def _is_result_key(v):
+    if isinstance(v, str) and v and all(v.split("/")):
+        return None
+    return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
+
+
 class AlgorithmConfig:
     """Settings of an algorithm; subclasses (`PPOConfig`, ...) add their own and change defaults.
 
@@ -113,6 +119,12 @@ class AlgorithmConfig:
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
         "min_time_s_per_iteration": (None, optional(number_at_least(0))),
         "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
+        # checkpointing(): used by `checkpoints.CheckpointManager` (and the main job)
+        "checkpoint_frequency": (0, int_at_least(0)),
+        "num_to_keep": (None, optional(int_at_least(1))),
+        "checkpoint_score_attribute": (None, optional(_is_result_key)),
+        "checkpoint_score_order": ("max", one_of("max", "min")),
+        "checkpoint_at_end": (False, is_bool),
         # framework() / api_stack() / learners() / resources(): accepted for porting, one value
         # each makes sense on one machine.
         "framework_str": ("numpy", one_of("numpy", "torch", "tf2")),
@@ -299,6 +311,23 @@ class AlgorithmConfig:
                   "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration}
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
+
+    def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
+                      num_to_keep: int | None = NotProvided,
+                      checkpoint_score_attribute: str | None = NotProvided,
+                      checkpoint_score_order: str = NotProvided,
+                      checkpoint_at_end: bool = NotProvided, **unknown) -> AlgorithmConfig:
+        """When a `checkpoints.CheckpointManager` (the main job uses one) saves and what it keeps:
+        a checkpoint every `checkpoint_frequency` iterations (0: never) and after the last one
+        with `checkpoint_at_end`; the `num_to_keep` best by `checkpoint_score_attribute` (a
+        result key such as "env_runners/episode_return_mean", best by `checkpoint_score_order`
+        "max" or "min") plus always the latest; all of them when `num_to_keep` is None."""
+        values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
+                  "checkpoint_score_attribute": checkpoint_score_attribute,
+                  "checkpoint_score_order": checkpoint_score_order,
+                  "checkpoint_at_end": checkpoint_at_end}
+        self._reject_unknown("checkpointing", unknown, values)
+        return self._set("checkpointing", values)
 
     def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
                     **unknown) -> AlgorithmConfig:
