@@ -43,6 +43,9 @@ def _is_structure(value: Any) -> bool:
 
 def _to_data(value: Any) -> Any:
     """`value` as plain data (tagged where the type must come back), or `_NotData`."""
+    if isinstance(value, int) and not isinstance(value, bool) and not (
+            -(2 ** 63) <= value < 2 ** 63):
+        return {_TAG: "int", "digits": str(value)}  # wider than msgpack's 64 bits
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.generic):
@@ -70,6 +73,8 @@ def _to_data(value: Any) -> Any:
 def _from_data(data: Any, current: Any = None) -> Any:
     if isinstance(data, dict):
         tag = data.get(_TAG)
+        if tag == "int":
+            return int(data["digits"])
         if tag == "scalar":
             return np.dtype(data["dtype"]).type(data["value"])
         if tag == "generator":
