@@ -109,6 +109,15 @@ def test_on_checkpoint_loaded_fires_after_both_restore_paths_not_after_save(tmp_
         assert restored.callbacks[0].loaded_at_iterations == [2] and calls == [2, 2]
 
 
+def test_older_names_save_checkpoint_and_load_checkpoint(tmp_path):
+    with small_ppo().callbacks(LoadRecorder).build() as algo:
+        algo.train()
+        algo.save_checkpoint(tmp_path / "c")
+        algo.train()
+        algo.load_checkpoint(tmp_path / "c")
+        assert algo.iteration == 1 and algo.callbacks[0].loaded_at_iterations == [1]
+
+
 def test_save_to_path_without_a_path_uses_a_new_temporary_directory():
     with small_ppo().build() as algo:
         path = algo.save_to_path()

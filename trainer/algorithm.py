@@ -322,6 +322,14 @@ class Algorithm:
         foreign or incompatible checkpoint, before anything is changed."""
         self._restore(open_checkpoint(path))
 
+    def save_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
+        """RLlib's older name: `save_to_path(checkpoint_dir)`."""
+        self.save_to_path(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
+        """RLlib's older name: `restore_from_path(checkpoint_dir)`."""
+        self.restore_from_path(checkpoint_dir)
+
     def _restore(self, checkpoint: Checkpoint) -> None:
         state = load_algorithm_state(self, checkpoint)
         try:
