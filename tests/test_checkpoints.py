@@ -22,6 +22,7 @@ from helpers import small_ppo
 import checkpoints.writer
 from callbacks import RLlibCallback
 from checkpoints import CheckpointError, CheckpointManager, backup_path, open_checkpoint
+from checkpoints.codec import pack, unpack
 from checkpoints.writer import file_digest
 from trainer import DQNConfig, PPOConfig
 from trainer.algorithm import Algorithm
@@ -175,6 +176,11 @@ _DAMAGES = {
                      "learner.msgpack was altered"),
     "not msgpack": (lambda p: _replace_file(p, "metrics.msgpack", b"\xc1\xc1 not msgpack"),
                     "metrics.msgpack is not valid msgpack"),
+    "component left out": (lambda p: (_rewrite_metadata(p, lambda m: m["files"].pop(
+        "learner.msgpack")), (p / "learner.msgpack").unlink()), "has no learner.msgpack"),
+    "state that does not fit": (lambda p: _replace_file(p, "learner.msgpack", pack(
+        {**unpack((p / "learner.msgpack").read_bytes()), "optimizer": {"m": [1.0]}})),
+        "its state does not fit this algorithm"),
 }
 
 

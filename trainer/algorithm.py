@@ -332,9 +332,11 @@ class Algorithm:
 
     def _restore(self, checkpoint: Checkpoint) -> None:
         state = load_algorithm_state(self, checkpoint)
+        previous = self.get_state()
         try:
             self.set_state(state)
-        except (KeyError, ValueError, TypeError) as error:
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as error:
+            self.set_state(previous)  # a state that does not fit leaves nothing half-loaded
             raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
                                                    f"{type(error).__name__}: {error}") from None
         self._iterations_since_restore = 0

@@ -31,6 +31,9 @@ from checkpoints.codec import NotPlainData, pack
 
 logger = logging.getLogger("trainer")
 
+#: What every algorithm checkpoint has; runner, evaluation and replay states are optional.
+REQUIRED_COMPONENTS = ("algorithm", "learner", "metrics")
+
 
 def library_version() -> str:
     try:
@@ -130,6 +133,10 @@ def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
 def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
     """Every component's state from a verified checkpoint, after the compatibility checks."""
     check_compatible(algorithm, checkpoint)
+    for component in REQUIRED_COMPONENTS:
+        if not checkpoint.has(component):
+            raise CheckpointError(checkpoint.path, f"has no {component}{STATE_FILE_SUFFIX} "
+                                                   f"(components: {checkpoint.components})")
     return {component: checkpoint.load(component) for component in checkpoint.components}
 
 
