@@ -151,6 +151,8 @@ def test_evaluate_without_interval_and_a_killed_evaluation_runner():
         assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # built on first use
         pids = algo.eval_env_runner_group.remote_pids()
         os.kill(pids[1], signal.SIGKILL)
+        # Dead before the round starts: still reported as a failure, not silently skipped.
+        algo.eval_env_runner_group.remote_runner(1).process.wait(timeout=10)
         evaluation = algo.evaluate()
         assert evaluation["env_runner_failures"] and "EnvRunner 1" in \
             evaluation["env_runner_failures"][0]

@@ -18,6 +18,7 @@ import cloudpickle
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
+from trainer.errors import EnvRunnerCrashed
 from trainer.remote import RemoteEnvRunner
 
 #: Longest wait for a worker process to start (import, build its env, answer).
@@ -58,6 +59,16 @@ class EnvRunnerGroup:
     # -- who is there ------------------------------------------------------------------------
     def healthy_env_runner_ids(self) -> list[int]:
         return [i for i, r in self._remote.items() if r.healthy and r.is_alive()]
+
+    def collect_exited(self) -> list[EnvRunnerCrashed]:
+        """Runners whose process exited while idle (killed, crashed) since the last look:
+        marked unhealthy and returned as failures, so they are reported, not silently skipped."""
+        failures = []
+        for index, runner in self._remote.items():
+            if runner.healthy and not runner.is_alive():
+                failures.append(EnvRunnerCrashed(index, None, runner.process.returncode))
+                runner.kill()
+        return failures
 
     def num_healthy_remote_workers(self) -> int:
         return len(self.healthy_env_runner_ids())

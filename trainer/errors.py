@@ -24,7 +24,8 @@ class EnvRunnerFailure(RuntimeError):
 class EnvRunnerCrashed(EnvRunnerFailure):
     kind = "crashed"
 
-    def __init__(self, worker_index: int, method: str, exitcode: int | None, detail: str = ""):
+    def __init__(self, worker_index: int, method: str | None, exitcode: int | None,
+                 detail: str = ""):
         self.method = method
         self.exitcode = exitcode
         if exitcode is None:
@@ -38,7 +39,8 @@ class EnvRunnerCrashed(EnvRunnerFailure):
                 how = f"it was killed by signal {-exitcode}"
         else:
             how = f"it exited with code {exitcode}"
-        super().__init__(worker_index, f"EnvRunner {worker_index} crashed during {method}(): "
+        where = "while idle" if method is None else f"during {method}()"
+        super().__init__(worker_index, f"EnvRunner {worker_index} crashed {where}: "
                                        f"{how}.{(' ' + detail) if detail else ''}")
 
 

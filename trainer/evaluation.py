@@ -44,7 +44,7 @@ class Evaluator:
     def run(self, stop: threading.Event | None = None) -> dict:
         """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
         `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
-        failures: list[str] = []
+        failures: list[str] = [str(error) for error in self.group.collect_exited()]
         if not self.group.num_remote_workers():
             deltas = [self.group.local_env_runner.sample_metrics_only(**request)
                       for request in self._fixed_requests([0]).values()]
