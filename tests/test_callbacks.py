@@ -234,7 +234,7 @@ def test_a_callback_raising_in_a_worker_names_event_callback_runner_and_tracebac
             if env_runner.worker_index == 2:
                 1 / 0  # noqa: B018
 
-    algo = small_ppo(2).callbacks(Boom).build()
+    algo = small_ppo(2).callbacks(Boom).fault_tolerance(restart_failed_env_runners=False).build()
     with pytest.raises(CallbackError) as info:
         algo.train()
     algo.stop()

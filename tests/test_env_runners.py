@@ -104,7 +104,7 @@ def test_weights_reach_every_runner_after_each_update():
 
 
 def test_a_call_that_does_not_answer_in_time_kills_the_runner():
-    algo = small_ppo(2).build()
+    algo = small_ppo(2).fault_tolerance(restart_failed_env_runners=False).build()
     try:
         with pytest.raises(EnvRunnerTimeout, match="EnvRunner 1 did not answer"):
             algo.env_runner_group.foreach_env_runner(

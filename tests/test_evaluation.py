@@ -144,8 +144,9 @@ def test_custom_function_and_evaluate_callbacks():
     assert result["evaluation"] == {"my_score": 42, "runners": [1, 2], "added_by_callback": True}
 
 
-def test_evaluate_without_interval_and_a_killed_evaluation_runner():
-    algo = eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4).build()
+def test_without_restarts_a_killed_evaluation_runner_is_dropped():
+    algo = eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4).fault_tolerance(
+        restart_failed_env_runners=False, ignore_env_runner_failures=True).build()
     try:
         assert algo.eval_env_runner_group is None
         assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # built on first use
@@ -185,7 +186,7 @@ def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
         small_ppo().evaluation(**evaluation)
 
 
-def test_a_stalled_evaluation_runner_times_out_and_training_goes_on():
+def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goes_on():
     def stall_in_evaluation(env_runner, **kwargs):
         if env_runner.config.in_evaluation:
             import time
@@ -193,7 +194,8 @@ def test_a_stalled_evaluation_runner_times_out_and_training_goes_on():
 
     algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
                     evaluation_sample_timeout_s=0.5).callbacks(
-        on_episode_start=stall_in_evaluation).build()
+        on_episode_start=stall_in_evaluation).fault_tolerance(
+        restart_failed_env_runners=False, ignore_env_runner_failures=True).build()
     try:
         result = algo.train()
         assert "did not answer sample_metrics_only() within 0.5 s" in \

@@ -86,8 +86,10 @@ def test_results_have_rllibs_keys():
     assert result["training_iteration"] == 1 and result["time_this_iter_s"] > 0
     assert {"env_runner_sampling_timer", "learner_update_timer", "synch_weights",
             "training_iteration"} <= set(result["timers"])
-    assert result["fault_tolerance"] == {"num_healthy_workers": 1,
-                                         "num_remote_worker_restarts": 0}
+    assert result["fault_tolerance"] == {
+        "num_healthy_workers": 1, "num_remote_worker_restarts": 0,
+        "num_failures": {"crashed": 0, "timeout": 0, "exception": 0, "callback": 0},
+        "num_env_steps_lost": 0, "num_sub_environment_restarts": 0}
 
 
 def test_episode_metrics_are_nan_until_an_episode_ends():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import threading
 import time
 from typing import Any
 
@@ -71,10 +72,15 @@ class Algorithm:
         self._evaluator: Evaluator | None = None
         # Evaluation runner states from a checkpoint, for when the evaluation runners exist.
         self._pending_evaluation_state: dict | None = None
+        # Restarts seen on the evaluation thread: their callbacks fire on this thread.
+        self._owner_thread = threading.current_thread()
+        self._queued_recoveries: list[tuple[list[int], bool]] = []
         try:
-            self.env_runner_group = EnvRunnerGroup(config, make_env_creator(config.env))
+            self.env_runner_group = EnvRunnerGroup(
+                config, make_env_creator(config.env),
+                on_recreated=lambda indices: self._runners_recreated(indices, False))
             if config.evaluation_interval:
-                self._evaluator = Evaluator(config)
+                self._evaluator = self._make_evaluator()
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(config.get_exploration_config(),
                                                 self.env_runner_group.spaces.action_space())
@@ -142,7 +148,7 @@ class Algorithm:
 
     def _begin_evaluation(self) -> None:
         if self._evaluator is None:
-            self._evaluator = Evaluator(self.config)
+            self._evaluator = self._make_evaluator()
             self._apply_evaluation_state()
         self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
         self._evaluator.sync_weights(self.learner.module.get_weights(),
@@ -158,7 +164,24 @@ class Algorithm:
             metrics = metrics[0]
         return dict(metrics or {})
 
+    def _make_evaluator(self) -> Evaluator:
+        return Evaluator(self.config,
+                         on_recreated=lambda indices: self._runners_recreated(indices, True))
+
+    def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
+        """Fires `on_env_runners_recreated` for one recovery (on the thread that owns the
+        Algorithm; recoveries on the parallel evaluation thread wait for the round's end)."""
+        if threading.current_thread() is not self._owner_thread:
+            self._queued_recoveries.append((indices, is_evaluation))
+            return
+        group = self.eval_env_runner_group if is_evaluation else self.env_runner_group
+        self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
+                             env_runner_indices=list(indices), is_evaluation=is_evaluation)
+
     def _end_evaluation(self, evaluation_metrics: dict) -> dict:
+        queued, self._queued_recoveries = self._queued_recoveries, []
+        for indices, is_evaluation in queued:
+            self._runners_recreated(indices, is_evaluation)
         self._callbacks.fire("on_evaluate_end", algorithm=self, metrics_logger=self.metrics,
                              evaluation_metrics=evaluation_metrics)
         return evaluation_metrics
@@ -231,6 +254,13 @@ class Algorithm:
             "fault_tolerance": {
                 "num_healthy_workers": group.num_healthy_remote_workers(),
                 "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+                "num_failures": {kind: group.failures_by_kind.get(kind, 0)
+                                 for kind in ("crashed", "timeout", "exception", "callback")},
+                # Failed sample requests (at most their size) plus dropped sub-env episodes.
+                "num_env_steps_lost": group.num_env_steps_lost + int(
+                    env_runners.pop("num_env_steps_lost_lifetime", 0)),
+                "num_sub_environment_restarts": int(
+                    env_runners.pop("num_sub_environment_restarts_lifetime", 0)),
             },
         })
         result.setdefault("num_env_steps_sampled_lifetime",

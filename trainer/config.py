@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,8 @@ from trainer.checks import (
 from trainer.envs import check_env_spec
 from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
+
+logger = logging.getLogger("trainer")
 
 
 class _NotProvided:
@@ -119,6 +122,13 @@ class AlgorithmConfig:
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
         "min_time_s_per_iteration": (None, optional(number_at_least(0))),
         "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
+        # fault_tolerance()
+        "restart_failed_env_runners": (True, is_bool),
+        "ignore_env_runner_failures": (False, is_bool),
+        "max_num_env_runner_restarts": (1000, int_at_least(0)),
+        "delay_between_env_runner_restarts_s": (0.1, number_at_least(0)),
+        "env_runner_health_probe_timeout_s": (30.0, number_above(0)),
+        "restart_failed_sub_environments": (False, is_bool),
         # checkpointing(): used by `checkpoints.CheckpointManager` (and the main job)
         "checkpoint_frequency": (0, int_at_least(0)),
         "num_to_keep": (None, optional(int_at_least(1))),
@@ -311,6 +321,51 @@ class AlgorithmConfig:
                   "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration}
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
+
+    #: RLlib's older names of the fault_tolerance() settings.
+    _FAULT_TOLERANCE_ALIASES = {
+        "recreate_failed_env_runners": "restart_failed_env_runners",
+        "recreate_failed_workers": "restart_failed_env_runners",
+        "ignore_worker_failures": "ignore_env_runner_failures",
+        "max_num_worker_restarts": "max_num_env_runner_restarts",
+        "delay_between_worker_restarts_s": "delay_between_env_runner_restarts_s",
+        "worker_health_probe_timeout_s": "env_runner_health_probe_timeout_s",
+        "recreate_failed_sub_environments": "restart_failed_sub_environments",
+    }
+
+    def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
+                        ignore_env_runner_failures: bool = NotProvided,
+                        max_num_env_runner_restarts: int = NotProvided,
+                        delay_between_env_runner_restarts_s: float = NotProvided,
+                        env_runner_health_probe_timeout_s: float = NotProvided,
+                        restart_failed_sub_environments: bool = NotProvided,
+                        **unknown) -> AlgorithmConfig:
+        """What happens when an EnvRunner process fails (an exception in env or callback code,
+        the process exits or is killed, or it does not answer within `sample_timeout_s`):
+        - `restart_failed_env_runners` (True): a new process with the same index replaces it,
+          gets the current weights and runner state, and `on_env_runners_recreated` fires; at
+          most `max_num_env_runner_restarts` times per runner, `delay_between_env_runner_restarts_s`
+          after the failure; the new process must answer within
+          `env_runner_health_probe_timeout_s`.
+        - otherwise, or when a runner's restarts are used up: with `ignore_env_runner_failures`
+          training goes on with the healthy runners; without, `train()` raises the failure.
+        - `restart_failed_sub_environments`: an exception in one sub-env's `reset`/`step`
+          re-creates only that sub-env inside the runner and drops its episode.
+        RLlib's older names (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are
+        accepted."""
+        values = {"restart_failed_env_runners": restart_failed_env_runners,
+                  "ignore_env_runner_failures": ignore_env_runner_failures,
+                  "max_num_env_runner_restarts": max_num_env_runner_restarts,
+                  "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
+                  "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
+                  "restart_failed_sub_environments": restart_failed_sub_environments}
+        for old_name in [name for name in unknown if name in self._FAULT_TOLERANCE_ALIASES]:
+            new_name = self._FAULT_TOLERANCE_ALIASES[old_name]
+            logger.warning("fault_tolerance(%s=...) is RLlib's older name of %s", old_name,
+                           new_name)
+            values[new_name] = unknown.pop(old_name)
+        self._reject_unknown("fault_tolerance", unknown, values)
+        return self._set("fault_tolerance", values)
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
                       num_to_keep: int | None = NotProvided,

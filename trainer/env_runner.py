@@ -59,7 +59,7 @@ class EnvRunner:
 
     def __init__(self, config: Any, env_creator: EnvCreator, *, worker_index: int = 0,
                  num_workers: int = 0, create_env: bool = True,
-                 spaces: SpaceInfo | None = None):
+                 spaces: SpaceInfo | None = None, recreated: bool = False):
         self.config = config
         self.worker_index = worker_index
         self.num_workers = num_workers
@@ -77,7 +77,7 @@ class EnvRunner:
         self.env: gym.vector.SyncVectorEnv | None = None
         self.num_envs = config.num_envs_per_env_runner
         self.env_context = EnvContext(config.env_config, worker_index=worker_index,
-                                      num_workers=num_workers)
+                                      num_workers=num_workers, recreated_worker=recreated)
         self.spaces = spaces
         if create_env:
             self.make_env()

@@ -1,54 +1,92 @@
-"""`EnvRunnerGroup`: starts the EnvRunner worker processes, feeds them requests, gathers results.
+"""`EnvRunnerGroup`: starts the EnvRunner worker processes, feeds them requests, gathers results,
+and applies the fault-tolerance settings when one fails.
 
 With `num_env_runners=0` the group holds one local EnvRunner that samples in the main process.
 With N > 0 it starts N worker processes (indices 1..N) in parallel and keeps a local EnvRunner
 without env (index 0), as RLlib does, so `foreach_env_runner(..., local_env_runner=True)` answers
-from the main process too.
+from the main process too. The local runner always holds the latest weights: a restarted
+process is re-synced from it.
+
+Failure states of a remote runner, as the group sees them (see `trainer.errors`):
+- crashed: its process exited or was killed (noticed on the next read, or while idle by
+  `collect_exited`);
+- timeout: no answer within the wait's timeout (`sample_timeout_s` for sampling); it is killed;
+- exception: env code or the runner raised (`EnvRunnerError`), or a callback did
+  (`CallbackError`); the process is killed, since its episodes may be half-stepped.
+`handle_failures` then restarts, ignores or raises, per `fault_tolerance()`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections import Counter
 from collections.abc import Callable
+from multiprocessing.connection import wait
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import cloudpickle
 
+from callbacks import CallbackError
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
-from trainer.errors import EnvRunnerCrashed
+from trainer.errors import EnvRunnerCrashed, EnvRunnerFailure, NoHealthyEnvRunners
 from trainer.remote import RemoteEnvRunner
+
+logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
 #: Evaluation runners run at lower CPU priority: in parallel evaluation they take the cycles the
 #: training processes leave idle instead of slowing training (measured in bench/evaluation.py).
 EVALUATION_NICENESS = 10
+#: A runner that fails this many times in a row with the same exception before it completes a
+#: sample is not restarted again: the error is a bug, not bad luck (external kills never count).
+CRASH_LOOP_LIMIT = 3
+
+Failure = EnvRunnerFailure | CallbackError
+
+
+def failure_kind(error: BaseException) -> str:
+    """"crashed", "timeout", "exception" or "callback"."""
+    return "callback" if isinstance(error, CallbackError) else getattr(error, "kind", "failure")
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    if hasattr(error, "add_note"):  # Python 3.11+
+        error.add_note(note)
 
 
 class EnvRunnerGroup:
-    def __init__(self, config: Any, env_creator: EnvCreator):
+    def __init__(self, config: Any, env_creator: EnvCreator, *,
+                 on_recreated: Callable[[list[int]], None] | None = None):
         self.config = config
         self._env_creator = env_creator
         self._remote: dict[int, RemoteEnvRunner] = {}
         self._stopped = False
+        #: Called with the indices of the runners restarted in one recovery.
+        self.on_recreated = on_recreated
+        #: Extra runner state a restarted process gets besides weights and global timestep.
+        self.restart_state: Callable[[], dict] | None = None
+        self._restarts: Counter[int] = Counter()
+        # Per runner: (signature of its last exception, how often in a row before a sample).
+        self._failure_streaks: dict[int, tuple[str, int]] = {}
+        self.failures_by_kind: Counter[str] = Counter()
+        #: Env steps of failed sample requests (the most they could have held).
+        self.num_env_steps_lost = 0
+        self.spaces = None
         num = config.num_env_runners
         if num == 0:
             self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=0)
             self.spaces = self.local_env_runner.spaces
             return
         try:
-            # Start every process first, then hand each its spec: they boot in parallel.
-            nice = EVALUATION_NICENESS if config.in_evaluation else 0
-            for index in range(1, num + 1):
-                self._remote[index] = RemoteEnvRunner(index, nice=nice)
-            for index, runner in self._remote.items():
-                runner.send_init({"config": config, "env_creator": env_creator,
-                                  "worker_index": index, "num_workers": num})
-            replies = {index: runner.result(STARTUP_TIMEOUT_S)
-                       for index, runner in self._remote.items()}
+            replies, failures = self._start(list(range(1, num + 1)), recreated=False,
+                                            timeout=STARTUP_TIMEOUT_S)
+            if failures:
+                raise failures[min(failures)]
         except BaseException:
             self.stop()
             raise
@@ -56,9 +94,58 @@ class EnvRunnerGroup:
         self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=num,
                                           create_env=False, spaces=self.spaces)
 
+    def _start(self, indices: list[int], *, recreated: bool, timeout: float,
+               state: dict | None = None) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """Starts a worker process per index (all first, so they boot in parallel), hands each
+        its spec (and `state`, then a ping); returns the init replies and the failures."""
+        nice = EVALUATION_NICENESS if self.config.in_evaluation else 0
+        runners = {}
+        for index in indices:
+            runners[index] = self._remote[index] = RemoteEnvRunner(index, nice=nice)
+        replies, failures = {}, {}
+        for index, runner in runners.items():
+            try:
+                runner.send_init({"config": self.config, "env_creator": self._env_creator,
+                                  "worker_index": index,
+                                  "num_workers": self.config.num_env_runners,
+                                  "spaces": self.spaces, "recreated": recreated})
+                replies[index] = None
+                if state is not None:
+                    runner.call_async("set_state", state=state)
+                    runner.call_async("ping")
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[index] = error
+        deadline = time.monotonic() + timeout
+        for index, runner in runners.items():
+            if index in failures:
+                continue
+            try:
+                # The init reply comes first; read it, then the rest.
+                replies[index] = runner.read_reply(max(deadline - time.monotonic(), 0.01))
+                runner.result(max(deadline - time.monotonic(), 0.01))
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[index] = error
+        return replies, failures
+
     # -- who is there ------------------------------------------------------------------------
     def healthy_env_runner_ids(self) -> list[int]:
         return [i for i, r in self._remote.items() if r.healthy and r.is_alive()]
+
+    def num_healthy_remote_workers(self) -> int:
+        return len(self.healthy_env_runner_ids())
+
+    def num_remote_workers(self) -> int:
+        return len(self._remote)
+
+    def num_remote_worker_restarts(self) -> int:
+        return sum(self._restarts.values())
+
+    def remote_pids(self) -> dict[int, int]:
+        return {i: r.pid for i, r in self._remote.items()}
+
+    @property
+    def num_env_runners(self) -> int:
+        return len(self._remote)
 
     def collect_exited(self) -> list[EnvRunnerCrashed]:
         """Runners whose process exited while idle (killed, crashed) since the last look:
@@ -70,26 +157,125 @@ class EnvRunnerGroup:
                 runner.kill()
         return failures
 
-    def num_healthy_remote_workers(self) -> int:
-        return len(self.healthy_env_runner_ids())
+    # -- failures and restarts ---------------------------------------------------------------
+    def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
+        """Applies `fault_tolerance()` to runners that just failed: restarts those it may (and
+        re-syncs them), goes on without the others with `ignore_env_runner_failures`, and
+        otherwise raises the failure (with a note on why it was not restarted). Returns the
+        restarted indices. Raises `NoHealthyEnvRunners` when none is left."""
+        if not failures:
+            return []
+        to_restart = []
+        for index, error in sorted(failures.items()):
+            self.failures_by_kind[failure_kind(error)] += 1
+            self._remote[index].kill()
+            reason = self._why_not_restart(index, error)
+            if reason is None:
+                to_restart.append(index)
+            elif self.config.ignore_env_runner_failures:
+                logger.warning("EnvRunner %d failed and is not restarted (%s); training goes on "
+                               "with the others: %s", index, reason, error)
+            else:
+                _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
+                raise error
+        restarted = self._restart(to_restart) if to_restart else []
+        if self._remote and not self.healthy_env_runner_ids():
+            raise NoHealthyEnvRunners(
+                f"no healthy EnvRunner is left (of {len(self._remote)}); last failure: "
+                f"{failures[max(failures)]}")
+        return restarted
 
-    def num_remote_workers(self) -> int:
-        return len(self._remote)
+    def _why_not_restart(self, index: int, error: Failure) -> str | None:
+        config = self.config
+        if not config.restart_failed_env_runners:
+            return "restart_failed_env_runners=False"
+        if self._restarts[index] >= config.max_num_env_runner_restarts:
+            return (f"it was restarted {self._restarts[index]} times "
+                    f"(max_num_env_runner_restarts={config.max_num_env_runner_restarts})")
+        if failure_kind(error) in ("exception", "callback"):
+            signature = f"{type(error).__name__}: {getattr(error, 'error_type', '')} " \
+                        f"{getattr(error, 'error_message', error)}"
+            last, streak = self._failure_streaks.get(index, (None, 0))
+            streak = streak + 1 if signature == last else 1
+            self._failure_streaks[index] = (signature, streak)
+            if streak >= CRASH_LOOP_LIMIT:
+                return (f"it failed {streak} times in a row with the same error before "
+                        "completing a sample")
+        return None
 
-    def num_remote_worker_restarts(self) -> int:
-        return 0
+    def _sampled(self, index: int) -> None:
+        """A runner completed a sample: its failure streak ends."""
+        self._failure_streaks.pop(index, None)
 
-    def remote_pids(self) -> dict[int, int]:
-        return {i: r.pid for i, r in self._remote.items()}
-
-    @property
-    def num_env_runners(self) -> int:
-        return len(self._remote)
+    def _restart(self, indices: list[int]) -> list[int]:
+        """New processes for `indices`, each synced from the local runner (weights, global
+        timestep, `restart_state()`) and answering a ping within
+        `env_runner_health_probe_timeout_s` before it samples; fires `on_recreated` with those
+        that came up. One that fails to come up counts as failing again."""
+        delay = self.config.delay_between_env_runner_restarts_s
+        if delay:
+            time.sleep(delay)
+        for index in indices:
+            self._restarts[index] += 1
+        local = self.local_env_runner
+        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep,
+                 **(self.restart_state() if self.restart_state is not None else {})}
+        _, failed = self._start(indices, recreated=True, state=state,
+                                timeout=self.config.env_runner_health_probe_timeout_s)
+        restarted = [index for index in indices if index not in failed]
+        if restarted:
+            logger.warning("restarted EnvRunner%s %s", "s" if len(restarted) > 1 else "",
+                           ", ".join(map(str, restarted)))
+            if self.on_recreated is not None:
+                self.on_recreated(restarted)
+        return restarted + self.handle_failures(failed)
 
     # -- running code on the runners ---------------------------------------------------------
     def _timeout(self, timeout_seconds: float | None) -> float:
         return timeout_seconds if timeout_seconds is not None else max(
             self.config.sample_timeout_s, 60.0)
+
+    def _gather(self, ids: list[int], timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """The last reply of each runner in `ids` (whichever answers first is read first), and
+        the failures: errors, deaths, and runners still silent after `timeout` (killed)."""
+        results: dict[int, Any] = {}
+        failures: dict[int, Failure] = {}
+        deadline = time.monotonic() + timeout
+        waiting = {}
+        for i in ids:
+            if self._remote[i].has_pending():
+                waiting[self._remote[i].conn] = i
+        while waiting:
+            ready = wait(list(waiting), timeout=max(deadline - time.monotonic(), 0))
+            if not ready:
+                for i in waiting.values():
+                    failures[i] = self._remote[i].timed_out(timeout)
+                break
+            for conn in ready:
+                i = waiting[conn]
+                runner = self._remote[i]
+                try:
+                    value = runner.read_reply(1.0)
+                except (EnvRunnerFailure, CallbackError) as error:
+                    failures[i] = error
+                    del waiting[conn]
+                    continue
+                if not runner.has_pending():
+                    results[i] = value
+                    del waiting[conn]
+        return results, failures
+
+    def _send(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
+              ) -> tuple[list[int], dict[int, Failure]]:
+        """Sends a request to each runner; returns those that took it and the failures."""
+        sent, failures = [], {}
+        for i in ids:
+            try:
+                send(self._remote[i])
+                sent.append(i)
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[i] = error
+        return sent, failures
 
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
@@ -98,26 +284,27 @@ class EnvRunnerGroup:
         """Calls `func(env_runner, **kwargs)` (or the EnvRunner method named `func`) on the local
         runner (first, if `local_env_runner`) and on every healthy remote runner (or those in
         `remote_worker_ids`), in index order; returns the results. Remote calls run in parallel,
-        in the worker processes: `func` travels with cloudpickle, so lambdas work."""
+        in the worker processes: `func` travels with cloudpickle, so lambdas work. A runner that
+        fails is handled per `fault_tolerance()` (restarted, ignored, or its error raised) and
+        gives no result."""
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
             target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
             results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
-        ids = self.healthy_env_runner_ids() if remote_worker_ids is None else list(
-            remote_worker_ids)
+        ids = self.healthy_env_runner_ids() if remote_worker_ids is None else [
+            i for i in remote_worker_ids if i in self._remote]
         if not ids:
             return results
-        func_bytes = None if isinstance(func, str) else cloudpickle.dumps(func)
-        for i in ids:
-            if isinstance(func, str):
-                self._remote[i].call_async(func, **kwargs)
-            else:
-                self._remote[i].apply_async(func_bytes, **kwargs)
-        deadline = time.monotonic() + self._timeout(timeout_seconds)
-        for i in ids:
-            results.append(self._remote[i].result(max(deadline - time.monotonic(), 0.01)))
-        return results
+        if isinstance(func, str):
+            sent, failures = self._send(ids, lambda r: r.call_async(func, **kwargs))
+        else:
+            func_bytes = cloudpickle.dumps(func)
+            sent, failures = self._send(ids, lambda r: r.apply_async(func_bytes, **kwargs))
+        replies, gather_failures = self._gather(sent, self._timeout(timeout_seconds))
+        failures.update(gather_failures)
+        self.handle_failures(failures)
+        return results + [replies[i] for i in ids if i in replies]
 
     foreach_worker = foreach_env_runner
 
@@ -131,17 +318,17 @@ class EnvRunnerGroup:
             return
         message = bytes(ForkingPickler.dumps(
             ("call", "set_weights", {"weights": weights, "global_timestep": global_timestep})))
-        for i in self.healthy_env_runner_ids():
-            self._remote[i].send_pickled("set_weights", message)
+        _, failures = self._send(self.healthy_env_runner_ids(),
+                                 lambda r: r.send_pickled("set_weights", message))
+        self.handle_failures(failures)  # a restarted runner gets these weights from the local one
 
     def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
         """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
         the local runner (0) and every healthy remote runner."""
         ids = self.healthy_env_runner_ids()
-        states = self.foreach_env_runner("get_state", remote_worker_ids=ids,
-                                         timeout_seconds=timeout_seconds,
-                                         kwargs={"include_weights": False})
-        return dict(zip([0, *ids], states, strict=True))
+        states = self.foreach_env_runner(lambda runner: (runner.worker_index, runner.get_state(
+            include_weights=False)), remote_worker_ids=ids, timeout_seconds=timeout_seconds)
+        return dict(states)
 
     def set_runner_states(self, states: dict[int, dict],
                           timeout_seconds: float | None = None) -> None:
@@ -150,33 +337,42 @@ class EnvRunnerGroup:
         if 0 in states and self.local_env_runner is not None:
             self.local_env_runner.set_state(states[0])
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
-        for i in ids:
-            self._remote[i].call_async("set_state", state=states[i])
-        deadline = time.monotonic() + self._timeout(timeout_seconds)
-        for i in ids:
-            self._remote[i].result(max(deadline - time.monotonic(), 0.01))
+        sent, failures = self._send(ids, lambda r: r.call_async("set_state", state=states[r.worker_index]))
+        _, gather_failures = self._gather(sent, self._timeout(timeout_seconds))
+        failures.update(gather_failures)
+        self.handle_failures(failures)
 
     def sample(self, *, min_env_steps: int, explore: bool | None = None
                ) -> tuple[list[SingleAgentEpisode], list]:
-        """Samples from every runner (in parallel) until at least `min_env_steps` env steps were
-        collected; returns the episodes and each call's metrics delta."""
+        """Samples from every runner (in parallel, in rounds) until at least `min_env_steps`
+        env steps were collected; returns the episodes and each call's metrics delta, in
+        runner order within a round. A runner that fails costs only its request in flight: the
+        others' samples are kept, it is handled per `fault_tolerance()`, and the next round
+        includes it again if it was restarted."""
         episodes: list[SingleAgentEpisode] = []
         deltas: list = []
         steps = 0
+        local = self.local_env_runner
         while steps < min_env_steps:
             if not self._remote:
-                batch = self.local_env_runner.sample(explore=explore)
-                replies = [(batch, self.local_env_runner.get_metrics())]
+                batch = local.sample(explore=explore)
+                replies = {0: (batch, local.get_metrics())}
             else:
+                self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
                 if not ids:
-                    raise RuntimeError("no healthy EnvRunner is left to sample from")
-                for i in ids:
-                    self._remote[i].call_async("sample_with_metrics", explore=explore)
-                deadline = time.monotonic() + self.config.sample_timeout_s
-                replies = [self._remote[i].result(max(deadline - time.monotonic(), 0.01))
-                           for i in ids]
-            for batch, delta in replies:
+                    raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
+                sent, failures = self._send(
+                    ids, lambda r: r.call_async("sample_with_metrics", explore=explore))
+                replies, gather_failures = self._gather(sent, self.config.sample_timeout_s)
+                failures.update(gather_failures)
+                request_size = (self.config.get_rollout_fragment_length()
+                                * self.config.num_envs_per_env_runner)
+                self.num_env_steps_lost += request_size * len(failures)
+                self.handle_failures(failures)
+            for index in sorted(replies):
+                batch, delta = replies[index]
+                self._sampled(index)
                 episodes.extend(batch)
                 deltas.append(delta)
                 steps += sum(len(ep) for ep in batch)

@@ -70,3 +70,7 @@ class EnvRunnerError(EnvRunnerFailure):
     def __reduce__(self):
         return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
                                  self.error_message, self.remote_traceback))
+
+
+class NoHealthyEnvRunners(RuntimeError):
+    """Every remote EnvRunner failed and none may be restarted: nothing is left to sample."""

@@ -12,9 +12,11 @@ How a round's duration is split (RLlib's rules):
 - "auto" (parallel only): every runner samples small requests (1 episode, or 100 timesteps) one
   after another until the training step ends; requests in flight then finish.
 
-A runner that crashes, stalls past `evaluation_sample_timeout_s` or raises in env code is dropped
-from the round (training goes on); a round without any healthy runner is skipped and says so.
-A callback that raises (`CallbackError`) is a bug in user code and is raised as usual.
+A runner that crashes, stalls past `evaluation_sample_timeout_s`, or raises in env or callback
+code loses its part of the round (listed in `env_runner_failures`); then the `fault_tolerance()`
+settings apply as for training runners: it is restarted (`on_env_runners_recreated` fires with
+`is_evaluation=True`), left out, or its error is raised. A round without any healthy runner is
+skipped and says so.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from callbacks import CallbackError
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
-from trainer.errors import EnvRunnerFailure
+from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners
 from trainer.metrics import MetricsLogger, add_episode_defaults
 
 #: Env steps per request of an "auto" evaluation in timesteps.
@@ -35,36 +37,42 @@ AUTO_TIMESTEPS_PER_REQUEST = 100
 
 
 class Evaluator:
-    def __init__(self, config: Any):
+    def __init__(self, config: Any, *,
+                 on_recreated: Callable[[list[int]], None] | None = None):
         self.config = config.get_evaluation_config_object()
-        self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env))
+        self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
+                                    on_recreated=on_recreated)
         self.metrics = MetricsLogger()
 
     # -- one round ---------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> dict:
         """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
         `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
-        failures: list[str] = [str(error) for error in self.group.collect_exited()]
+        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        deltas: list = []
         if not self.group.num_remote_workers():
             deltas = [self.group.local_env_runner.sample_metrics_only(**request)
                       for request in self._fixed_requests([0]).values()]
         else:
-            ids = self.group.healthy_env_runner_ids()
-            if not ids:
-                return {"skipped": "no healthy evaluation EnvRunner is left",
-                        "env_runners": add_episode_defaults({})}
-            if self.config.evaluation_duration == "auto":
-                deltas = self._sample_auto(ids, stop, failures)
-            else:
-                deltas = self._sample_fixed(self._fixed_requests(ids), failures)
+            ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
+            if ids and self.config.evaluation_duration == "auto":
+                deltas = self._sample_auto(ids, stop, failed)
+            elif ids:
+                deltas = self._sample_fixed(self._fixed_requests(ids), failed)
         for delta in deltas:
             self.metrics.merge_delta(delta, key="env_runners")
         results = self.metrics.reduce()
         add_episode_defaults(results.setdefault("env_runners", {}))
-        if failures:
-            results["env_runner_failures"] = failures
-            if not deltas:
-                results["skipped"] = "every evaluation EnvRunner failed in this round"
+        if failed:
+            results["env_runner_failures"] = [str(failed[i]) for i in sorted(failed)]
+            try:
+                results["env_runners_restarted"] = self.group.handle_failures(failed)
+            except NoHealthyEnvRunners:
+                pass  # reported as skipped below; training goes on
+        if self.group.num_remote_workers() and not deltas:
+            results["skipped"] = ("no healthy evaluation EnvRunner is left"
+                                  if not self.group.healthy_env_runner_ids()
+                                  else "every evaluation EnvRunner failed in this round")
         return results
 
     def _fixed_requests(self, ids: list[int]) -> dict[int, dict]:
@@ -81,26 +89,24 @@ class Evaluator:
                     "force_reset": config.evaluation_force_reset_envs_before_iteration}
                 for i in ids}
 
-    def _read(self, index: int, failures: list[str]) -> list | None:
-        """The reply of runner `index`, or None (and the runner dropped) if it failed."""
+    def _read(self, index: int, failed: dict[int, Any]) -> list | None:
+        """The reply of runner `index`, or None (its failure recorded) if it failed."""
         runner = self.group.remote_runner(index)
         try:
             return runner.result(self.config.evaluation_sample_timeout_s)
-        except CallbackError:
-            raise
-        except EnvRunnerFailure as failure:
+        except (EnvRunnerFailure, CallbackError) as failure:
             runner.kill()
-            failures.append(str(failure))
+            failed[index] = failure
             return None
 
-    def _sample_fixed(self, requests: dict[int, dict], failures: list[str]) -> list:
+    def _sample_fixed(self, requests: dict[int, dict], failed: dict[int, Any]) -> list:
         for index, request in requests.items():
             self.group.remote_runner(index).call_async("sample_metrics_only", **request)
-        replies = [self._read(index, failures) for index in requests]
+        replies = [self._read(index, failed) for index in requests]
         return [reply for reply in replies if reply is not None]
 
     def _sample_auto(self, ids: list[int], stop: threading.Event | None,
-                     failures: list[str]) -> list:
+                     failed: dict[int, Any]) -> list:
         config = self.config
         if config.evaluation_duration_unit == "episodes":
             request = {"num_episodes": 1}
@@ -124,7 +130,7 @@ class Evaluator:
                 continue
             for index in [by_conn[c] for c in ready] if keep_going else list(pending):
                 pending.discard(index)
-                reply = self._read(index, failures)
+                reply = self._read(index, failed)
                 if reply is None:
                     continue
                 deltas.append(reply)

@@ -142,6 +142,13 @@ class RemoteEnvRunner:
             raise EnvRunnerError(self.worker_index, label, type(value).__name__, str(value), "")
         return value
 
+    def timed_out(self, timeout: float) -> EnvRunnerTimeout:
+        """Gives up on the pending replies: kills the process and returns the failure."""
+        label = self._pending[0] if self._pending else "request"
+        self._pending.clear()
+        self.kill()
+        return EnvRunnerTimeout(self.worker_index, label, timeout)
+
     def result(self, timeout: float) -> Any:
         """Reads every pending reply and returns the last one; raises the first error."""
         value = None

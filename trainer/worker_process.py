@@ -8,7 +8,7 @@ each with exactly one reply:
     ("init", sys_path, payload)          ("ok", {"pid", "spaces"})   payload: cloudpickled
                                                                      {config, env_creator,
                                                                       worker_index, num_workers,
-                                                                      spaces}
+                                                                      spaces, recreated}
     ("call", method, kwargs)             ("ok", runner.method(**kwargs))
     ("apply", func_bytes, kwargs)        ("ok", cloudpickle.loads(func_bytes)(runner, **kwargs))
     ("stop",)                            ("ok", None), then the process exits
@@ -73,7 +73,8 @@ def serve(conn, parent_pid: int) -> None:
 
                 runner = EnvRunner(spec["config"], spec["env_creator"],
                                    worker_index=worker_index, num_workers=spec["num_workers"],
-                                   spaces=spec.get("spaces"))
+                                   spaces=spec.get("spaces"),
+                                   recreated=spec.get("recreated", False))
                 reply = ("ok", {"pid": os.getpid(), "spaces": runner.spaces})
             elif kind == "call":
                 _, method, kwargs = message
