@@ -6,11 +6,14 @@ order, then every callable given for that event in list order.
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from callbacks.callback import EVENTS, RLlibCallback
+
+logger = logging.getLogger("trainer")
 
 
 class CallbackError(RuntimeError):
@@ -69,6 +72,28 @@ def callable_name(fn: Callable) -> str:
     return name
 
 
+def _old_recreated_handlers(instances: list[Any], *, warn: bool
+                            ) -> list[tuple[str, Callable]]:
+    """RLlib's older name and arguments of `on_env_runners_recreated`:
+    `on_workers_recreated(algorithm, worker_set, worker_ids, is_evaluation)`."""
+    handlers = []
+    for instance in instances:
+        method = getattr(instance, "on_workers_recreated", None)
+        if method is None:
+            continue
+        if warn:
+            logger.warning("%s.on_workers_recreated is RLlib's older name; it is called as "
+                           "on_env_runners_recreated (rename it to that, with env_runner_group= "
+                           "and env_runner_indices=)", type(instance).__qualname__)
+
+        def adapter(*, algorithm, env_runner_group, env_runner_indices, is_evaluation,
+                    _method=method, **kwargs):
+            _method(algorithm=algorithm, worker_set=env_runner_group,
+                    worker_ids=env_runner_indices, is_evaluation=is_evaluation, **kwargs)
+        handlers.append((f"{type(instance).__qualname__}.on_workers_recreated", adapter))
+    return handlers
+
+
 class CallbackChain:
     """The resolved callbacks of one process: instances made here from the configured classes,
     then the per-event callables. `fire(event, **kwargs)` runs them in chain order and turns any
@@ -94,6 +119,10 @@ class CallbackChain:
                 if method is None or method is getattr(RLlibCallback, event):
                     continue
                 handlers.append((f"{type(instance).__qualname__}.{event}", getattr(instance, event)))
+            if event == "on_env_runners_recreated":
+                # Fired in the main process only: warn there, not in every worker.
+                handlers.extend(_old_recreated_handlers(self.instances,
+                                                        warn=env_runner_index is None))
             for fn in event_callables.get(event, ()):
                 handlers.append((callable_name(fn), fn))
             self._handlers[event] = handlers

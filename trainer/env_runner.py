@@ -29,6 +29,7 @@ from trainer.episode_list import EpisodeList
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger
 from trainer.models import SpaceInfo
+from trainer.sub_env_guard import SubEnvGuard
 
 logger = logging.getLogger("trainer")
 
@@ -98,6 +99,8 @@ class EnvRunner:
         self._obs: np.ndarray | None = None
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
+        self._guarded = bool(config.restart_failed_sub_environments)
 
     # -- env ---------------------------------------------------------------------------------
     def make_env(self) -> None:
@@ -107,7 +110,7 @@ class EnvRunner:
         contexts = [self.env_context.copy_with_overrides(vector_index=i)
                     for i in range(self.num_envs)]
         self.env = gym.vector.SyncVectorEnv(
-            [partial(self._env_creator, ctx) for ctx in contexts],
+            [partial(self._make_sub_env, ctx) for ctx in contexts],
             autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
         )
         if self.spaces is None:
@@ -118,6 +121,43 @@ class EnvRunner:
             self._callbacks.fire("on_environment_created", env_runner=self,
                                  metrics_logger=self.metrics, env=self.env,
                                  env_context=self.env_context)
+
+    def _make_sub_env(self, context: EnvContext) -> gym.Env:
+        env = self._env_creator(context)
+        return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
+
+    def _recover_sub_envs(self) -> None:
+        """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
+        episode, and starts a new one in the new sub-env."""
+        for i, sub_env in enumerate(self.env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            episode = self._episodes[i]
+            logger.warning("EnvRunner %d: sub-env %d raised %s: %s; it is re-created and its "
+                           "episode dropped (restart_failed_sub_environments=True)\n%s",
+                           self.worker_index, i, type(error).__name__, error,
+                           sub_env.failure_traceback.rstrip())
+            self._prev_chunks.pop(episode.id_, None)
+            self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            try:
+                sub_env.close()
+            except Exception:
+                pass  # a broken env may fail to close too; it is dropped either way
+            new_env = self._make_sub_env(self.env_context.copy_with_overrides(
+                vector_index=i, recreated_worker=True))
+            self.env.envs[i] = new_env
+            observation, infos = new_env.reset()
+            if new_env.failure is not None:
+                raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
+                                   f"{type(new_env.failure).__name__}: {new_env.failure}"
+                                   ) from new_env.failure
+            self._obs[i] = observation
+            self._awaiting_reset[i] = False
+            self.env._autoreset_envs[i] = False
+            self._create_episode(i)
+            self._begin_episode(i, observation, infos)
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
@@ -331,6 +371,8 @@ class EnvRunner:
             self._begin_episode(i, obs[i], per_env_infos[i])
         self._awaiting_reset = [False] * self.num_envs
         self._needs_reset = False
+        if self._guarded:
+            self._recover_sub_envs()
 
     def _step(self, explore: bool, random_actions: bool, done: list) -> int:
         """One step of every sub-env; finished episodes are appended to `done`."""
@@ -359,7 +401,11 @@ class EnvRunner:
         has_step = self._callbacks.has("on_episode_step")
         awaiting_reset = self._awaiting_reset
         stepped = 0
+        guarded = self._guarded
         for i in range(self.num_envs):
+            if guarded and self.env.envs[i].failure is not None:
+                awaiting_reset[i] = False  # re-created after this loop
+                continue
             if awaiting_reset[i]:
                 # This step was the sub-env's autoreset: its new episode starts here.
                 awaiting_reset[i] = False
@@ -383,6 +429,8 @@ class EnvRunner:
                 awaiting_reset[i] = True
         self._obs = obs
         self.global_timestep += stepped
+        if guarded:
+            self._recover_sub_envs()
         return stepped
 
     def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:

@@ -1,0 +1,239 @@
+"""Fault tolerance through the public API: RLlib's scenarios (fatal without restarts, ignore mode,
+recovery with the callback's indices, a hanging runner, evaluation runners, an exhausted budget),
+SIGKILL mid-sample, a crashing callback, sub-env restarts, and no orphan processes."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from helpers import small_ppo
+
+from callbacks import CallbackError, RLlibCallback
+from trainer.errors import EnvRunnerCrashed, EnvRunnerError, NoHealthyEnvRunners
+from trainer.testing import FaultInjectionEnv, env_runner_pids, kill_env_runner
+
+
+def faulty_ppo(num_env_runners=2, **env_config):
+    return small_ppo(num_env_runners).environment(FaultInjectionEnv, env_config=env_config)
+
+
+class RecordRecreated(RLlibCallback):
+    def __init__(self):
+        self.recoveries = []
+
+    def on_env_runners_recreated(self, *, algorithm, env_runner_group, env_runner_indices,
+                                 is_evaluation, **kwargs):
+        assert env_runner_group is (algorithm.eval_env_runner_group if is_evaluation
+                                    else algorithm.env_runner_group)
+        self.recoveries.append((list(env_runner_indices), is_evaluation))
+
+
+class OldStyleRecreated(RLlibCallback):
+    def __init__(self):
+        self.worker_ids = []
+
+    def on_workers_recreated(self, *, algorithm, worker_set, worker_ids, is_evaluation,
+                             **kwargs):
+        self.worker_ids.append(list(worker_ids))
+
+
+def test_without_restarts_a_failure_is_fatal_and_names_runner_kind_and_traceback():
+    config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
+        restart_failed_env_runners=False)
+    with config.build() as algo:
+        with pytest.raises(EnvRunnerError) as info:
+            algo.train()
+    error = info.value
+    assert error.worker_index == 1 and error.kind == "exception"
+    assert "EnvRunner 1 raised InjectedFault" in str(error)
+    assert "injected crash in step()" in error.remote_traceback
+    assert any("restart_failed_env_runners=False" in note
+               for note in getattr(error, "__notes__", ["restart_failed_env_runners=False"]))
+
+
+def test_ignore_mode_goes_on_with_the_healthy_runners_until_none_is_left():
+    config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
+        restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    with config.build() as algo:
+        result = algo.train()
+        assert result["fault_tolerance"]["num_healthy_workers"] == 1
+        assert result["fault_tolerance"]["num_failures"]["exception"] == 1
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 0
+        assert result["env_runners"]["num_env_steps_sampled"] >= 200
+        assert algo.train()["training_iteration"] == 2
+        kill_env_runner(algo, 2)
+        with pytest.raises(NoHealthyEnvRunners, match="no healthy EnvRunner is left"):
+            algo.train()
+
+
+def test_failed_runners_are_restarted_resynced_and_reported_per_recovery():
+    # Each sub-env crashes at its 150th step: every runner fails about every other sample.
+    config = faulty_ppo(crash_after_n_steps=150).callbacks(
+        [RecordRecreated, OldStyleRecreated]).debugging(seed=1)
+    with config.build() as algo:
+        first_pids = algo.env_runner_group.remote_pids()
+        results = [algo.train() for _ in range(4)]
+        recoveries = algo.callbacks[0].recoveries
+        restarts = results[-1]["fault_tolerance"]["num_remote_worker_restarts"]
+        assert restarts >= 2 and sum(len(ids) for ids, _ in recoveries) == restarts
+        assert all(set(ids) <= {1, 2} and not evaluation for ids, evaluation in recoveries)
+        assert algo.callbacks[1].worker_ids == [ids for ids, _ in recoveries]
+        assert results[-1]["fault_tolerance"]["num_failures"]["exception"] == restarts
+        assert results[-1]["fault_tolerance"]["num_env_steps_lost"] > 0
+        assert algo.env_runner_group.remote_pids() != first_pids
+        # The restarted processes hold the learner's weights.
+        for weights in algo.env_runner_group.foreach_env_runner(lambda r: r.get_weights()):
+            for name, value in algo.get_weights().items():
+                np.testing.assert_array_equal(weights[name], value)
+        assert algo.env_runner_group.foreach_env_runner(
+            lambda r: r.env_context.recreated_worker, local_env_runner=False) == [True, True]
+
+
+def test_a_hanging_runner_times_out_is_restarted_and_then_left_out():
+    config = (faulty_ppo(p_stall=1.0, stall_time_s=30, crash_on_worker_indices=[1])
+              .env_runners(sample_timeout_s=1.0)
+              .fault_tolerance(max_num_env_runner_restarts=1, ignore_env_runner_failures=True))
+    with config.build() as algo:
+        start = time.monotonic()
+        result = algo.train()
+        assert time.monotonic() - start < 15
+    tolerance = result["fault_tolerance"]
+    assert tolerance["num_failures"]["timeout"] == 2
+    assert tolerance["num_remote_worker_restarts"] == 1
+    assert tolerance["num_healthy_workers"] == 1
+
+
+def test_an_exhausted_restart_budget_raises_the_failure():
+    config = faulty_ppo(crash_after_n_steps=30, crash_on_worker_indices=[1], hard=True
+                        ).fault_tolerance(max_num_env_runner_restarts=2)
+    with config.build() as algo:
+        with pytest.raises(EnvRunnerCrashed, match="EnvRunner 1 crashed .*SIGKILL") as info:
+            for _ in range(10):
+                algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() == 2
+    notes = getattr(info.value, "__notes__", None)
+    if notes is not None:
+        assert "restarted 2 times (max_num_env_runner_restarts=2)" in notes[0]
+
+
+def test_sigkill_in_the_middle_of_sample_costs_only_that_request():
+    class SlowSteps(RLlibCallback):
+        def on_episode_step(self, **kwargs):
+            time.sleep(0.002)
+
+    config = small_ppo(2, train_batch_size=400).callbacks([SlowSteps, RecordRecreated])
+    with config.build() as algo:
+        algo.train()
+        pid = algo.env_runner_group.remote_pids()[1]
+        killer = __import__("threading").Timer(0.15, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        result = algo.train()
+        killer.join()
+        assert result["env_runners"]["num_env_steps_sampled"] >= 400
+        assert result["fault_tolerance"]["num_failures"]["crashed"] == 1
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
+        assert algo.callbacks[1].recoveries == [([1], False)]
+        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
+
+
+def test_a_crash_in_on_episode_step_restarts_the_runner():
+    def crash_once(env_runner, episode, **kwargs):
+        if env_runner.worker_index == 2 and not env_runner.env_context.recreated_worker \
+                and len(episode) == 5:
+            raise ValueError("callback bug in the first process")
+
+    config = small_ppo(2).callbacks(RecordRecreated, on_episode_step=crash_once)
+    with config.build() as algo:
+        result = algo.train()
+        assert result["fault_tolerance"]["num_failures"]["callback"] == 1
+        assert algo.callbacks[0].recoveries == [([2], False)]
+
+
+def test_a_callback_that_always_raises_stops_after_a_few_restarts():
+    def always(env_runner, **kwargs):
+        if env_runner.worker_index == 1:
+            raise ValueError("deterministic bug")
+
+    with small_ppo(2).callbacks(on_episode_step=always).build() as algo:
+        with pytest.raises(CallbackError, match="deterministic bug") as info:
+            for _ in range(10):
+                algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() == 2
+    notes = getattr(info.value, "__notes__", None)
+    if notes is not None:
+        assert "failed 3 times in a row with the same error" in notes[0]
+
+
+@pytest.mark.parametrize("num_env_runners", [0, 2])
+def test_restart_failed_sub_environments_recreates_only_the_broken_sub_env(num_env_runners):
+    config = (faulty_ppo(num_env_runners, crash_after_n_steps=40)
+              .env_runners(num_envs_per_env_runner=2)
+              .fault_tolerance(restart_failed_sub_environments=True))
+    with config.build() as algo:
+        pids = algo.env_runner_group.remote_pids()
+        result = algo.train()
+        assert algo.env_runner_group.remote_pids() == pids
+    tolerance = result["fault_tolerance"]
+    assert tolerance["num_sub_environment_restarts"] >= 2
+    assert tolerance["num_env_steps_lost"] > 0
+    assert tolerance["num_remote_worker_restarts"] == 0
+    assert result["env_runners"]["num_env_steps_sampled"] >= 200
+    # Dropped episodes never finish: every reported episode is shorter than a crash.
+    assert result["env_runners"]["episode_len_max"] <= 40
+
+
+def test_evaluation_runners_fail_and_recover():
+    config = small_ppo(1).callbacks(RecordRecreated).evaluation(
+        evaluation_interval=1, evaluation_num_env_runners=2, evaluation_duration=4)
+    with config.build() as algo:
+        algo.train()
+        kill_env_runner(algo, 2, evaluation=True)
+        result = algo.train()["evaluation"]
+        assert "EnvRunner 2 crashed" in result["env_runner_failures"][0]
+        assert result["env_runners_restarted"] == [2]
+        assert algo.callbacks[0].recoveries == [([2], True)]
+        assert algo.train()["evaluation"]["env_runners"]["num_episodes"] == 4
+        assert algo.eval_env_runner_group.healthy_env_runner_ids() == [1, 2]
+
+
+def test_kill_env_runner_names_a_missing_index():
+    with small_ppo(1).build() as algo:
+        with pytest.raises(ValueError, match=r"index=5\): no such remote EnvRunner; .*\[1\]"):
+            kill_env_runner(algo, 5)
+
+
+_EXIT_WITHOUT_STOP = textwrap.dedent("""
+    import sys
+    from helpers import small_ppo
+    from trainer.testing import FaultInjectionEnv
+
+    algo = (small_ppo(2).environment(FaultInjectionEnv, env_config={"crash_after_n_steps": 5})
+            .fault_tolerance(restart_failed_env_runners=False).build())
+    print(" ".join(map(str, algo.env_runner_group.remote_pids().values())), flush=True)
+    if sys.argv[1] == "raise":
+        algo.train()          # raises; the script ends with the traceback, without stop()
+""")
+
+
+@pytest.mark.parametrize("how", ["exit", "raise"])
+def test_no_orphans_when_the_script_ends_without_stop(tmp_path, how):
+    script = tmp_path / "script.py"
+    script.write_text(_EXIT_WITHOUT_STOP)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    done = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == (1 if how == "raise" else 0), done.stderr
+    if how == "raise":
+        assert "InjectedFault" in done.stderr
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{p}") for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if os.path.exists(f"/proc/{p}")]
+    assert env_runner_pids() == []

@@ -1,0 +1,167 @@
+"""Fault injection for your own tests: envs that crash or stall, killing EnvRunner processes, and
+a check that no worker process outlives a test.
+
+```python
+from trainer.testing import FaultInjectionEnv, kill_env_runner, assert_no_env_runner_processes
+
+config = (PPOConfig()
+          .environment(FaultInjectionEnv, env_config={"env": "CartPole-v1", "p_crash": 0.001})
+          .env_runners(num_env_runners=2)
+          .fault_tolerance(restart_failed_sub_environments=True))
+with config.build() as algo:
+    kill_env_runner(algo, 1)            # SIGKILL runner 1; the next train() restarts it
+    algo.train()
+assert_no_env_runner_processes()
+```
+
+In pytest, `from trainer.testing import no_env_runner_orphans` in a conftest.py makes every test
+fail whose worker processes outlive it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class InjectedFault(RuntimeError):
+    """The exception a `FaultInjectionEnv` raises on purpose."""
+
+
+class FaultInjectionEnv(gym.Env):
+    """Wraps an env (`env_config["env"]`, a gymnasium id, default "CartPole-v1") and fails on
+    purpose. `env_config` keys (all optional):
+
+    - `p_crash`: probability per `step()` of raising `InjectedFault`;
+    - `crash_after_n_steps`: raise at this env instance's n-th step (counted across episodes;
+      a re-created env counts from 0 again);
+    - `crash_on_reset`: apply the two settings above to `reset()` calls instead of steps
+      (with neither set, every reset raises);
+    - `crash_on_worker_indices`: only fail in the EnvRunners with these indices (default: all);
+    - `p_stall` / `stall_time_s`: probability per step of sleeping `stall_time_s` seconds
+      (default 10) first, to provoke timeouts;
+    - `hard`: instead of raising, kill the EnvRunner's own process with SIGKILL (as a segfault
+      or the OOM killer would);
+    - `fault_seed`: seed of the fault decisions (default: fresh entropy per env instance).
+
+    Other keys go to the wrapped env's constructor.
+    """
+
+    _KEYS = ("env", "p_crash", "crash_after_n_steps", "crash_on_reset",
+             "crash_on_worker_indices", "p_stall", "stall_time_s", "hard", "fault_seed")
+
+    def __init__(self, env_config: dict | None = None):
+        config = dict(env_config or {})
+        self.inner = gym.make(config.get("env", "CartPole-v1"),
+                              **{k: v for k, v in config.items() if k not in self._KEYS})
+        self.observation_space = self.inner.observation_space
+        self.action_space = self.inner.action_space
+        self.p_crash = float(config.get("p_crash", 0.0))
+        self.crash_after_n_steps = config.get("crash_after_n_steps")
+        self.crash_on_reset = bool(config.get("crash_on_reset", False))
+        self.p_stall = float(config.get("p_stall", 0.0))
+        self.stall_time_s = float(config.get("stall_time_s", 10.0))
+        self.hard = bool(config.get("hard", False))
+        indices = config.get("crash_on_worker_indices")
+        self.worker_index = getattr(env_config, "worker_index", 0)
+        self.active = indices is None or self.worker_index in indices
+        seed = config.get("fault_seed")
+        self.fault_rng = np.random.default_rng(
+            None if seed is None else [seed, self.worker_index,
+                                       getattr(env_config, "vector_index", 0)])
+        self.num_steps = 0
+        self.num_resets = 0
+
+    def _fault(self, where: str, count: int) -> None:
+        if not self.active:
+            return
+        if self.p_stall and self.fault_rng.random() < self.p_stall:
+            time.sleep(self.stall_time_s)
+        due = ((self.crash_after_n_steps is not None and count == self.crash_after_n_steps)
+               or (self.p_crash and self.fault_rng.random() < self.p_crash)
+               or (where == "reset" and self.crash_after_n_steps is None and not self.p_crash))
+        if not due:
+            return
+        if self.hard:
+            os.kill(os.getpid(), signals.SIGKILL)
+        raise InjectedFault(f"injected crash in {where}() (EnvRunner {self.worker_index}, "
+                            f"{where} number {count})")
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self.num_resets += 1
+        if self.crash_on_reset:
+            self._fault("reset", self.num_resets)
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.num_steps += 1
+        if not self.crash_on_reset:
+            self._fault("step", self.num_steps)
+        return self.inner.step(action)
+
+    def close(self):
+        self.inner.close()
+
+
+def kill_env_runner(algorithm: Any, index: int, signal: int = signals.SIGKILL, *,
+                    evaluation: bool = False) -> int:
+    """Sends `signal` to the process of EnvRunner `index` (of the evaluation runners with
+    `evaluation=True`); returns its pid. The Algorithm notices at its next request."""
+    group = algorithm.eval_env_runner_group if evaluation else algorithm.env_runner_group
+    if group is None or index not in group.remote_pids():
+        raise ValueError(f"kill_env_runner(index={index}): no such remote EnvRunner; the "
+                         f"group has {sorted(group.remote_pids()) if group else []}")
+    pid = group.remote_pids()[index]
+    os.kill(pid, signal)
+    return pid
+
+
+def env_runner_pids(parent_pid: int | None = None) -> list[int]:
+    """PIDs of live EnvRunner worker processes whose parent is `parent_pid` (default: this
+    process). Linux: reads /proc."""
+    parent = os.getpid() if parent_pid is None else parent_pid
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, then the parent pid.
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == parent and fields[0] != "Z" and b"trainer.worker_process" in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def assert_no_env_runner_processes(timeout_s: float = 5.0, parent_pid: int | None = None) -> None:
+    """Waits up to `timeout_s` for the EnvRunner processes of `parent_pid` (default: this
+    process) to end; raises AssertionError naming those still alive."""
+    deadline = time.monotonic() + timeout_s
+    alive = env_runner_pids(parent_pid)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = env_runner_pids(parent_pid)
+    assert not alive, f"EnvRunner processes outlived their algorithm: pids {alive}"
+
+
+try:
+    import pytest
+except ImportError:  # pytest is only needed for the fixture
+    pytest = None
+
+if pytest is not None:
+    @pytest.fixture(autouse=True)
+    def no_env_runner_orphans():
+        """Autouse fixture: fails a test whose EnvRunner processes outlive it."""
+        yield
+        assert_no_env_runner_processes()
