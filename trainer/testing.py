@@ -117,7 +117,11 @@ def kill_env_runner(algorithm: Any, index: int, signal: int = signals.SIGKILL, *
         raise ValueError(f"kill_env_runner(index={index}): no such remote EnvRunner; the "
                          f"group has {sorted(group.remote_pids()) if group else []}")
     pid = group.remote_pids()[index]
-    os.kill(pid, signal)
+    try:
+        os.kill(pid, signal)
+    except ProcessLookupError:
+        raise ValueError(f"kill_env_runner(index={index}): its process {pid} has already ended "
+                         "(the runner is failed or being restarted)") from None
     return pid
 
 
