@@ -13,7 +13,13 @@ from trainer.env_runner import EnvRunner
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import EnvContext, register_env
 from trainer.episode import SingleAgentEpisode
-from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerFailure, EnvRunnerTimeout
+from trainer.errors import (
+    EnvRunnerCrashed,
+    EnvRunnerError,
+    EnvRunnerFailure,
+    EnvRunnerTimeout,
+    NoHealthyEnvRunners,
+)
 from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
 
@@ -35,6 +41,7 @@ __all__ = [
     "EnvRunnerFailure",
     "EnvRunnerGroup",
     "EnvRunnerTimeout",
+    "NoHealthyEnvRunners",
     "MetricsLogger",
     "NotProvided",
     "PPOConfig",
