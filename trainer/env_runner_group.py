@@ -109,7 +109,6 @@ class EnvRunnerGroup:
                                   "worker_index": index,
                                   "num_workers": self.config.num_env_runners,
                                   "spaces": self.spaces, "recreated": recreated})
-                replies[index] = None
                 if state is not None:
                     runner.call_async("set_state", state=state)
                     runner.call_async("ping")

@@ -156,10 +156,6 @@ class RemoteEnvRunner:
             value = self.read_reply(timeout)
         return value
 
-    def call(self, method: str, timeout: float, **kwargs) -> Any:
-        self.call_async(method, **kwargs)
-        return self.result(timeout)
-
     # -- lifetime ----------------------------------------------------------------------------
     def is_alive(self) -> bool:
         return self.process.poll() is None
