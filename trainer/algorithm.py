@@ -327,6 +327,8 @@ class Algorithm:
         if evaluation_state:
             self._pending_evaluation_state = evaluation_state
             if self._evaluator is not None:
+                self._evaluator.sync_weights(self.learner.module.get_weights(),
+                                             self.num_env_steps_sampled_lifetime)
                 self._apply_evaluation_state()
 
     def _apply_evaluation_state(self) -> None:
@@ -335,8 +337,7 @@ class Algorithm:
             return
         if "evaluation_metrics" in state:
             self._evaluator.metrics.set_state(state["evaluation_metrics"])
-        self._evaluator.sync_weights(self.learner.module.get_weights(),
-                                     self.num_env_steps_sampled_lifetime)
+        # Weights are not runner state: set_state() and _begin_evaluation() send them.
         self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"))
 
     def save_to_path(self, path: str | os.PathLike | None = None) -> str:

@@ -276,6 +276,15 @@ class EnvRunnerGroup:
                 failures[i] = error
         return sent, failures
 
+    def call_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None],
+                  timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """`send(runner)` to each runner in `ids`, then the replies and the failures (errors,
+        deaths, no answer within `timeout`), without applying the fault-tolerance settings."""
+        sent, failures = self._send(ids, send)
+        replies, gather_failures = self._gather(sent, timeout)
+        failures.update(gather_failures)
+        return replies, failures
+
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
                            timeout_seconds: float | None = None,
@@ -296,12 +305,14 @@ class EnvRunnerGroup:
         if not ids:
             return results
         if isinstance(func, str):
-            sent, failures = self._send(ids, lambda r: r.call_async(func, **kwargs))
+            def send(runner):
+                runner.call_async(func, **kwargs)
         else:
             func_bytes = cloudpickle.dumps(func)
-            sent, failures = self._send(ids, lambda r: r.apply_async(func_bytes, **kwargs))
-        replies, gather_failures = self._gather(sent, self._timeout(timeout_seconds))
-        failures.update(gather_failures)
+
+            def send(runner):
+                runner.apply_async(func_bytes, **kwargs)
+        replies, failures = self.call_each(ids, send, self._timeout(timeout_seconds))
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
@@ -336,9 +347,9 @@ class EnvRunnerGroup:
         if 0 in states and self.local_env_runner is not None:
             self.local_env_runner.set_state(states[0])
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
-        sent, failures = self._send(ids, lambda r: r.call_async("set_state", state=states[r.worker_index]))
-        _, gather_failures = self._gather(sent, self._timeout(timeout_seconds))
-        failures.update(gather_failures)
+        _, failures = self.call_each(
+            ids, lambda r: r.call_async("set_state", state=states[r.worker_index]),
+            self._timeout(timeout_seconds))
         self.handle_failures(failures)
 
     def sample(self, *, min_env_steps: int, explore: bool | None = None
@@ -361,10 +372,9 @@ class EnvRunnerGroup:
                 ids = self.healthy_env_runner_ids()
                 if not ids:
                     raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
-                sent, failures = self._send(
-                    ids, lambda r: r.call_async("sample_with_metrics", explore=explore))
-                replies, gather_failures = self._gather(sent, self.config.sample_timeout_s)
-                failures.update(gather_failures)
+                replies, failures = self.call_each(
+                    ids, lambda r: r.call_async("sample_with_metrics", explore=explore),
+                    self.config.sample_timeout_s)
                 request_size = (self.config.get_rollout_fragment_length()
                                 * self.config.num_envs_per_env_runner)
                 self.num_env_steps_lost += request_size * len(failures)

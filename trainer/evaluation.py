@@ -100,10 +100,12 @@ class Evaluator:
             return None
 
     def _sample_fixed(self, requests: dict[int, dict], failed: dict[int, Any]) -> list:
-        for index, request in requests.items():
-            self.group.remote_runner(index).call_async("sample_metrics_only", **request)
-        replies = [self._read(index, failed) for index in requests]
-        return [reply for reply in replies if reply is not None]
+        replies, failures = self.group.call_each(
+            list(requests),
+            lambda r: r.call_async("sample_metrics_only", **requests[r.worker_index]),
+            self.config.evaluation_sample_timeout_s)
+        failed.update(failures)
+        return [replies[index] for index in sorted(replies)]
 
     def _sample_auto(self, ids: list[int], stop: threading.Event | None,
                      failed: dict[int, Any]) -> list:
