@@ -1,15 +1,18 @@
-"""The callback API: `RLlibCallback` (alias `DefaultCallbacks`), `make_multi_callbacks`, and the
-chain that runs them in order (classes first, then per-event callables)."""
+"""The callback API: `RLlibCallback` (also under RLlib's older name `DefaultCallbacks`),
+`make_multi_callbacks`, and the chain that runs them in order (classes first, then per-event
+callables)."""
+
+from typing import Any
 
 from callbacks.callback import (
     ALGORITHM_EVENTS,
     ENV_RUNNER_EVENTS,
     EVENTS,
-    DefaultCallbacks,
     RLlibCallback,
     make_multi_callbacks,
 )
 from callbacks.chain import CallbackChain, CallbackError
+from callbacks.old_api import warn_once
 
 __all__ = [
     "ALGORITHM_EVENTS",
@@ -21,3 +24,11 @@ __all__ = [
     "RLlibCallback",
     "make_multi_callbacks",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `DefaultCallbacks` is the same class as `RLlibCallback`; importing it by the old name warns.
+    if name == "DefaultCallbacks":
+        warn_once("DefaultCallbacks", "RLlibCallback (the same class)")
+        return RLlibCallback
+    raise AttributeError(f"module 'callbacks' has no attribute {name!r}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from callbacks.old_api import warn_once
+
 #: Events fired in the main process, on the Algorithm.
 ALGORITHM_EVENTS = (
     "on_algorithm_init",
@@ -28,6 +30,7 @@ ENV_RUNNER_EVENTS = (
     "on_episode_step",
     "on_episode_end",
     "on_sample_end",
+    "on_sub_environment_created",
 )
 EVENTS = ALGORITHM_EVENTS + ENV_RUNNER_EVENTS
 
@@ -156,14 +159,17 @@ class RLlibCallback:
         """Fires last in `EnvRunner.sample()`, with the list of episodes about to be returned.
         May mutate `samples` (drop or edit episodes) in place."""
 
-
-#: RLlib's older name for the same class.
-DefaultCallbacks = RLlibCallback
+    def on_sub_environment_created(
+        self, *, worker: Any, sub_environment: Any, env_context: Any, env_index: int, **kwargs
+    ) -> None:
+        """RLlib's older event (use `on_environment_created`): fires after each sub-env was
+        created, before the first reset, and again for a sub-env re-created after a failure."""
 
 
 def make_multi_callbacks(callback_class_list: list[type]) -> type[RLlibCallback]:
     """Returns one callback class that calls the classes' methods in list order, for every
     event: instances of each class are created together with the combined instance."""
+    warn_once("make_multi_callbacks([A, B])", "config.callbacks([A, B])")
     classes = list(callback_class_list)
     for cls in classes:
         if not isinstance(cls, type):

@@ -6,14 +6,17 @@ order, then every callable given for that event in list order.
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from callbacks.callback import EVENTS, RLlibCallback
-
-logger = logging.getLogger("trainer")
+from callbacks.old_api import (
+    adapt_old_arguments,
+    old_event_handlers,
+    warn_never_called,
+    warn_once,
+)
 
 
 class CallbackError(RuntimeError):
@@ -72,28 +75,6 @@ def callable_name(fn: Callable) -> str:
     return name
 
 
-def _old_recreated_handlers(instances: list[Any], *, warn: bool
-                            ) -> list[tuple[str, Callable]]:
-    """RLlib's older name and arguments of `on_env_runners_recreated`:
-    `on_workers_recreated(algorithm, worker_set, worker_ids, is_evaluation)`."""
-    handlers = []
-    for instance in instances:
-        method = getattr(instance, "on_workers_recreated", None)
-        if method is None:
-            continue
-        if warn:
-            logger.warning("%s.on_workers_recreated is RLlib's older name; it is called as "
-                           "on_env_runners_recreated (rename it to that, with env_runner_group= "
-                           "and env_runner_indices=)", type(instance).__qualname__)
-
-        def adapter(*, algorithm, env_runner_group, env_runner_indices, is_evaluation,
-                    _method=method, **kwargs):
-            _method(algorithm=algorithm, worker_set=env_runner_group,
-                    worker_ids=env_runner_indices, is_evaluation=is_evaluation, **kwargs)
-        handlers.append((f"{type(instance).__qualname__}.on_workers_recreated", adapter))
-    return handlers
-
-
 class CallbackChain:
     """The resolved callbacks of one process: instances made here from the configured classes,
     then the per-event callables. `fire(event, **kwargs)` runs them in chain order and turns any
@@ -112,19 +93,28 @@ class CallbackChain:
         # Resolve once: per event, the (name, function) pairs that do something. Methods a class
         # did not override are the base's no-ops and are skipped, which keeps per-step events free.
         self._handlers: dict[str, list[tuple[str, Callable]]] = {}
+        # RLlib's older forms (old argument names, old events) are adapted here, with one
+        # warning each (see `callbacks.old_api`).
+        on_algorithm_side = env_runner_index is None  # else in an EnvRunner
+        if on_algorithm_side:
+            warn_never_called(self.instances)
         for event in EVENTS:
             handlers = []
             for instance in self.instances:
                 method = getattr(type(instance), event, None)
                 if method is None or method is getattr(RLlibCallback, event):
                     continue
-                handlers.append((f"{type(instance).__qualname__}.{event}", getattr(instance, event)))
-            if event == "on_env_runners_recreated":
-                # Fired in the main process only: warn there, not in every worker.
-                handlers.extend(_old_recreated_handlers(self.instances,
-                                                        warn=env_runner_index is None))
+                name = f"{type(instance).__qualname__}.{event}"
+                handlers.append((name, adapt_old_arguments(name, getattr(instance, event))))
+            for instance in self.instances:
+                handlers.extend(old_event_handlers(instance, event,
+                                                   in_main_process=on_algorithm_side))
             for fn in event_callables.get(event, ()):
-                handlers.append((callable_name(fn), fn))
+                name = callable_name(fn)
+                handlers.append((name, adapt_old_arguments(name, fn)))
+            if event == "on_sub_environment_created" and handlers and not on_algorithm_side:
+                warn_once("on_sub_environment_created", "on_environment_created (the sub-envs "
+                          "are env.envs[i])")
             self._handlers[event] = handlers
 
     def has(self, event: str) -> bool:

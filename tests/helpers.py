@@ -1,4 +1,8 @@
-from trainer import PPOConfig
+import gymnasium as gym
+import numpy as np
+
+from trainer import PPOConfig, TaskSettableEnv
+from trainer.named_objects import get_named_object
 
 
 def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) -> PPOConfig:
@@ -9,3 +13,41 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
             .env_runners(num_env_runners=num_env_runners)
             .training(**settings)
             .rl_module(model_config={"fcnet_hiddens": [16]}))
+
+
+class LevelEnv(TaskSettableEnv):
+    """A task-settable env whose difficulty shows in the returns: 10 steps per episode, each
+    rewarded 1 / (1 + level), with the level read at reset (so an episode keeps its level).
+    With env_config["count_steps_in"], every step increments that named object."""
+
+    def __init__(self, config=None):
+        config = config or {}
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.level = config.get("level", 0)
+        self._episode_level = self.level
+        self._t = 0
+        self._counter_name = config.get("count_steps_in")
+
+    def get_task(self):
+        return self.level
+
+    def set_task(self, task):
+        self.level = task
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._episode_level = self.level
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self._t += 1
+        if self._counter_name:
+            get_named_object(self._counter_name).inc(1)
+        reward = 1.0 / (1 + self._episode_level)
+        return np.full(2, self._t / 10, np.float32), reward, False, self._t >= 10, {}
+
+
+def level_return(level: int) -> float:
+    return 10.0 / (1 + level)

@@ -9,6 +9,7 @@ from trainer.algorithm import Algorithm
 from trainer.algorithms.dqn import DQN, DQNConfig
 from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.curriculum import TaskSettableEnv
 from trainer.env_runner import EnvRunner
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import EnvContext, register_env
@@ -22,6 +23,12 @@ from trainer.errors import (
 )
 from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
+from trainer.named_objects import (
+    NamedObjectError,
+    create_named_object,
+    get_named_object,
+    shutdown_named_objects,
+)
 
 __version__ = "0.1.0"
 
@@ -43,10 +50,15 @@ __all__ = [
     "EnvRunnerTimeout",
     "NoHealthyEnvRunners",
     "MetricsLogger",
+    "NamedObjectError",
     "NotProvided",
     "PPOConfig",
     "SingleAgentEpisode",
     "SoftQ",
     "StochasticSampling",
+    "TaskSettableEnv",
+    "create_named_object",
+    "get_named_object",
     "register_env",
+    "shutdown_named_objects",
 ]

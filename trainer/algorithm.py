@@ -11,20 +11,25 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from callbacks import ALGORITHM_EVENTS, CallbackChain
+from callbacks.old_api import warn_once
 from checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from checkpoints.codec import generator_state, set_generator_state
 from trainer.checkpointing import load_algorithm_state, save_algorithm, unpickle_class_and_config
 from trainer.config import AlgorithmConfig
+from trainer.curriculum import apply_env_task_fn
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
 from trainer.evaluation import Evaluator, ParallelEvaluation
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.named_objects import shutdown_named_objects
+from trainer.old_api import with_old_result_keys
 
 logger = logging.getLogger("trainer")
 
@@ -48,6 +53,9 @@ class Algorithm:
         if config is None:
             config = self.get_default_config()
         elif isinstance(config, dict):
+            warn_once(f"{type(self).__name__}(config={{...}}) with a dict",
+                      f"{type(self).__name__}Config()...build() (or "
+                      f"{type(self).__name__}Config.from_dict(d).build())")
             config = self.get_default_config().update_from_dict(config)
         else:
             config = config.copy()
@@ -129,6 +137,7 @@ class Algorithm:
     @property
     def workers(self) -> EnvRunnerGroup:
         """RLlib's older name for `env_runner_group`."""
+        warn_once("algorithm.workers", "algorithm.env_runner_group")
         return self.env_runner_group
 
     @property
@@ -144,7 +153,7 @@ class Algorithm:
         configured duration on the evaluation runners, fires `on_evaluate_end` (which may
         change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
         self._begin_evaluation()
-        return self._end_evaluation(self._run_evaluation())
+        return with_old_result_keys(self._end_evaluation(self._run_evaluation()))
 
     def _begin_evaluation(self) -> None:
         if self._evaluator is None:
@@ -222,9 +231,20 @@ class Algorithm:
         result = self._compile_result(time_this_iter)
         if evaluation is not None:
             result["evaluation"] = evaluation
+        if self.config.env_task_fn is not None:
+            self._apply_env_task_fn(result)
         self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
                              result=result)
         return result
+
+    def _apply_env_task_fn(self, result: dict) -> None:
+        """Curriculum: every sub-env of every training EnvRunner gets
+        `set_task(env_task_fn(result, sub_env, env_context))` (see `trainer.curriculum`)."""
+        group = self.env_runner_group
+        group.foreach_env_runner(
+            partial(apply_env_task_fn, env_task_fn=self.config.env_task_fn,
+                    train_results=result),
+            local_env_runner=group.local_env_runner.env is not None)
 
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
@@ -265,7 +285,7 @@ class Algorithm:
         })
         result.setdefault("num_env_steps_sampled_lifetime",
                           env_runners["num_env_steps_sampled_lifetime"])
-        return result
+        return with_old_result_keys(result)
 
     def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
         """The action for one observation, from the learner's current policy through the
@@ -355,10 +375,12 @@ class Algorithm:
 
     def save_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
         """RLlib's older name: `save_to_path(checkpoint_dir)`."""
+        warn_once("algorithm.save_checkpoint(dir)", "algorithm.save_to_path(dir)")
         self.save_to_path(checkpoint_dir)
 
     def load_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
         """RLlib's older name: `restore_from_path(checkpoint_dir)`."""
+        warn_once("algorithm.load_checkpoint(dir)", "algorithm.restore_from_path(dir)")
         self.restore_from_path(checkpoint_dir)
 
     def _restore(self, checkpoint: Checkpoint) -> None:
@@ -399,12 +421,14 @@ class Algorithm:
         return algorithm
 
     def stop(self) -> None:
-        """Ends every EnvRunner process and releases the envs. Safe to call more than once."""
+        """Ends every EnvRunner process, releases the envs, and stops the named-object server
+        (`trainer.named_objects`) if one was started. Safe to call more than once."""
         self._stopped = True
         if self.env_runner_group is not None:
             self.env_runner_group.stop()
         if getattr(self, "_evaluator", None) is not None:
             self._evaluator.stop()
+        shutdown_named_objects()
 
     def __enter__(self) -> Algorithm:
         return self

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ import cloudpickle
 
 from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from callbacks.chain import callable_name
+from callbacks.old_api import warn_once
 from trainer.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -34,8 +34,7 @@ from trainer.checks import (
 from trainer.envs import check_env_spec
 from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
-
-logger = logging.getLogger("trainer")
+from trainer.old_api import OLD_CONFIG_KEYS, translate_config_dict
 
 
 class _NotProvided:
@@ -193,6 +192,15 @@ class AlgorithmConfig:
             f"{hint} Allowed: {', '.join(sorted(allowed))}"
         )
 
+    def _take_old_names(self, method: str, unknown: dict[str, Any], values: dict[str, Any]
+                        ) -> None:
+        """Moves RLlib's older argument names (`trainer.old_api.OLD_CONFIG_KEYS`) of this
+        builder method from `unknown` into `values`, with one warning each."""
+        for old_name in [name for name in unknown if OLD_CONFIG_KEYS.get(name) in values]:
+            new_name = OLD_CONFIG_KEYS[old_name]
+            warn_once(f"{method}({old_name}=...)", f"{method}({new_name}=...)")
+            values[new_name] = unknown.pop(old_name)
+
     # -- builder methods ---------------------------------------------------------------------
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
                     env_task_fn: Callable | None = NotProvided,
@@ -223,8 +231,15 @@ class AlgorithmConfig:
                   "num_envs_per_env_runner": num_envs_per_env_runner,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
                   "sample_timeout_s": sample_timeout_s, "explore": explore}
+        self._take_old_names("env_runners", unknown, values)
         self._reject_unknown("env_runners", unknown, values)
         return self._set("env_runners", values)
+
+    def rollouts(self, **kwargs) -> AlgorithmConfig:
+        """RLlib's older name of `env_runners()` (with `num_rollout_workers`,
+        `num_envs_per_worker`)."""
+        warn_once("config.rollouts(...)", "config.env_runners(...)")
+        return self.env_runners(**kwargs)
 
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
                  train_batch_size: int = NotProvided,
@@ -239,6 +254,7 @@ class AlgorithmConfig:
                   "num_epochs": num_epochs, "minibatch_size": minibatch_size,
                   "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
                   "grad_clip_by": grad_clip_by}
+        self._take_old_names("training", unknown, values)
         self._reject_unknown("training", unknown, list(values) + list(self._ALGO_SETTINGS)
                              + ["model", "train_batch_size_per_learner"])
         if train_batch_size_per_learner is not NotProvided:
@@ -319,19 +335,9 @@ class AlgorithmConfig:
         values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
                   "min_time_s_per_iteration": min_time_s_per_iteration,
                   "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration}
+        self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
-
-    #: RLlib's older names of the fault_tolerance() settings.
-    _FAULT_TOLERANCE_ALIASES = {
-        "recreate_failed_env_runners": "restart_failed_env_runners",
-        "recreate_failed_workers": "restart_failed_env_runners",
-        "ignore_worker_failures": "ignore_env_runner_failures",
-        "max_num_worker_restarts": "max_num_env_runner_restarts",
-        "delay_between_worker_restarts_s": "delay_between_env_runner_restarts_s",
-        "worker_health_probe_timeout_s": "env_runner_health_probe_timeout_s",
-        "recreate_failed_sub_environments": "restart_failed_sub_environments",
-    }
 
     def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
                         ignore_env_runner_failures: bool = NotProvided,
@@ -359,11 +365,7 @@ class AlgorithmConfig:
                   "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
                   "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
                   "restart_failed_sub_environments": restart_failed_sub_environments}
-        for old_name in [name for name in unknown if name in self._FAULT_TOLERANCE_ALIASES]:
-            new_name = self._FAULT_TOLERANCE_ALIASES[old_name]
-            logger.warning("fault_tolerance(%s=...) is RLlib's older name of %s", old_name,
-                           new_name)
-            values[new_name] = unknown.pop(old_name)
+        self._take_old_names("fault_tolerance", unknown, values)
         self._reject_unknown("fault_tolerance", unknown, values)
         return self._set("fault_tolerance", values)
 
@@ -430,8 +432,6 @@ class AlgorithmConfig:
                    custom_evaluation_function: Callable | None = NotProvided,
                    evaluation_force_reset_envs_before_iteration: bool = NotProvided,
                    evaluation_sample_timeout_s: float = NotProvided,
-                   evaluation_num_workers: int = NotProvided,
-                   custom_eval_function: Callable | None = NotProvided,
                    **unknown) -> AlgorithmConfig:
         """Evaluation: every `evaluation_interval` train() calls (None: only when you call
         `evaluate()`), for `evaluation_duration` episodes or timesteps ("auto": as long as the
@@ -451,12 +451,8 @@ class AlgorithmConfig:
                 evaluation_force_reset_envs_before_iteration,
             "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
         }
-        self._reject_unknown("evaluation", unknown, list(values)
-                             + ["evaluation_num_workers", "custom_eval_function"])
-        if evaluation_num_workers is not NotProvided:
-            values["evaluation_num_env_runners"] = evaluation_num_workers
-        if custom_eval_function is not NotProvided:
-            values["custom_evaluation_function"] = custom_eval_function
+        self._take_old_names("evaluation", unknown, values)
+        self._reject_unknown("evaluation", unknown, values)
         if isinstance(evaluation_config, dict):
             self._check_evaluation_config("evaluation", evaluation_config)
         return self._set("evaluation", values)
@@ -643,6 +639,10 @@ class AlgorithmConfig:
         return config
 
     def update_from_dict(self, config_dict: dict[str, Any]) -> AlgorithmConfig:
+        """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
+        `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
+        RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
+        config_dict = translate_config_dict(config_dict)
         settings = self._settings()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
         unknown = {k: v for k, v in config_dict.items() if k not in settings and k not in extra}

@@ -22,6 +22,7 @@ import numpy as np
 
 from callbacks import CallbackChain
 from checkpoints.codec import generator_state, new_generator, set_generator_state
+from trainer.curriculum import check_task_settable, is_task_settable
 from trainer.env_state import capture_env_state, restore_env_state
 from trainer.envs import EnvContext, EnvCreator
 from trainer.episode import SingleAgentEpisode
@@ -107,12 +108,13 @@ class EnvRunner:
         """(Re)creates the vector env, then fires `on_environment_created`."""
         if self.env is not None:
             self.env.close()
-        contexts = [self.env_context.copy_with_overrides(vector_index=i)
-                    for i in range(self.num_envs)]
+        contexts = [self.sub_env_context(i) for i in range(self.num_envs)]
         self.env = gym.vector.SyncVectorEnv(
             [partial(self._make_sub_env, ctx) for ctx in contexts],
             autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
         )
+        for i, sub_env in enumerate(self.env.envs):
+            self._sub_env_created(i, sub_env, contexts[i])
         if self.spaces is None:
             self.spaces = SpaceInfo.from_spaces(self.env.single_observation_space,
                                                 self.env.single_action_space)
@@ -122,9 +124,22 @@ class EnvRunner:
                                  metrics_logger=self.metrics, env=self.env,
                                  env_context=self.env_context)
 
+    def sub_env_context(self, index: int) -> EnvContext:
+        """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
+        return self.env_context.copy_with_overrides(vector_index=index)
+
     def _make_sub_env(self, context: EnvContext) -> gym.Env:
         env = self._env_creator(context)
         return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
+
+    def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
+        """Checks a new sub-env against `env_task_fn`; fires `on_sub_environment_created`."""
+        if self.config.env_task_fn is not None:
+            check_task_settable(sub_env.unwrapped, "env_task_fn")
+        if self._callbacks.has("on_sub_environment_created"):
+            self._callbacks.fire("on_sub_environment_created", worker=self,
+                                 sub_environment=sub_env.unwrapped, env_context=context,
+                                 env_index=index)
 
     def _recover_sub_envs(self) -> None:
         """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
@@ -141,13 +156,17 @@ class EnvRunner:
             self._prev_chunks.pop(episode.id_, None)
             self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
             self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            task = self._task_of(sub_env)
             try:
                 sub_env.close()
             except Exception:
                 pass  # a broken env may fail to close too; it is dropped either way
-            new_env = self._make_sub_env(self.env_context.copy_with_overrides(
-                vector_index=i, recreated_worker=True))
+            context = self.env_context.copy_with_overrides(vector_index=i, recreated_worker=True)
+            new_env = self._make_sub_env(context)
             self.env.envs[i] = new_env
+            self._sub_env_created(i, new_env, context)
+            if task is not None:
+                new_env.unwrapped.set_task(task[0])  # the new sub-env keeps the current task
             observation, infos = new_env.reset()
             if new_env.failure is not None:
                 raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
@@ -166,6 +185,35 @@ class EnvRunner:
             return []
         return [func(sub_env.unwrapped) for sub_env in self.env.envs]
 
+    # -- tasks (curriculum) ------------------------------------------------------------------
+    @staticmethod
+    def _task_of(sub_env: gym.Env) -> tuple | None:
+        """(task,) of a task-settable sub-env, None for others or when get_task() fails."""
+        env = sub_env.unwrapped
+        if not is_task_settable(env):
+            return None
+        try:
+            return (env.get_task(),)
+        except Exception as error:
+            logger.warning("%s.get_task() raised %s: %s", type(env).__qualname__,
+                           type(error).__name__, error)
+            return None
+
+    def get_tasks(self) -> list | None:
+        """Each sub-env's current task (see `trainer.curriculum`), or None when the env has no
+        tasks (or this runner has no env)."""
+        if self.env is None or not is_task_settable(self.env.envs[0].unwrapped):
+            return None
+        return [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+
+    def set_tasks(self, tasks: list) -> None:
+        """Sets sub-env i's task to `tasks[i]`."""
+        if len(tasks) != self.num_envs:
+            raise ValueError(f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
+                             f"{self.num_envs} sub-envs")
+        for sub_env, task in zip(self.env.envs, tasks, strict=True):
+            sub_env.unwrapped.set_task(task)
+
     # -- weights and state -------------------------------------------------------------------
     def set_weights(self, weights: dict[str, np.ndarray],
                     global_timestep: int | None = None) -> None:
@@ -178,7 +226,8 @@ class EnvRunner:
 
     def get_state(self, *, include_weights: bool = True, include_env: bool = True) -> dict:
         """Everything this runner needs to continue exactly: its RNG, the global timestep, the
-        exploration's and metrics' state, the weights, and (with `include_env`) where sampling
+        exploration's and metrics' state, the weights, the sub-envs' tasks (for envs with tasks,
+        see `trainer.curriculum`), and (with `include_env`) where sampling
         stands: each sub-env's captured state (see `trainer.env_state`), the current
         observations and the unfinished episodes. Plain data and numpy arrays only."""
         state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
@@ -186,6 +235,9 @@ class EnvRunner:
                  "metrics": self.metrics.get_state()}
         if include_weights:
             state["weights"] = self.module.get_weights()
+        tasks = self.get_tasks()
+        if tasks is not None:
+            state["tasks"] = tasks
         if include_env and self.env is not None:
             state["sampling"] = self._sampling_state()
         return state
@@ -202,6 +254,8 @@ class EnvRunner:
             self.exploration.set_state(state["exploration"])
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+        if "tasks" in state and self.env is not None:
+            self.set_tasks(state["tasks"])  # before the sub-envs' own state, which may refine it
         if "sampling" in state and self.env is not None:
             self._restore_sampling(state["sampling"])
 
@@ -449,6 +503,21 @@ class EnvRunner:
         log("episode_len_min", episode_len, reduce="min", window=window)
         log("episode_len_max", episode_len, reduce="max", window=window)
         log("episode_duration_sec_mean", episode.get_duration_s(), window=window)
+        if episode._old is not None:
+            self._log_old_episode_data(episode._old, window)
+
+    def _log_old_episode_data(self, old: dict, window: int) -> None:
+        """The old API's per-episode `custom_metrics` (scalars: mean/min/max over the smoothing
+        window, as RLlib's old stack reported them) and `hist_data` (lists: this iteration's
+        values) into the metrics."""
+        log = self.metrics.log_value
+        for key, value in old["custom_metrics"].items():
+            log(("custom_metrics", f"{key}_mean"), value, window=window)
+            log(("custom_metrics", f"{key}_min"), value, reduce="min", window=window)
+            log(("custom_metrics", f"{key}_max"), value, reduce="max", window=window)
+        for key, values in old["hist_data"].items():
+            for value in (values if isinstance(values, (list, tuple, np.ndarray)) else [values]):
+                log(("hist_stats", key), value, reduce=None, clear_on_reduce=True)
 
     def _log_sample_metrics(self, steps: int, episodes: int) -> None:
         log = self.metrics.log_value

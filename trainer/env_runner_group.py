@@ -22,6 +22,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from multiprocessing.connection import wait
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -29,6 +30,8 @@ from typing import Any
 import cloudpickle
 
 from callbacks import CallbackError
+from callbacks.old_api import warn_once
+from trainer import named_objects
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
@@ -59,6 +62,15 @@ def _add_note(error: BaseException, note: str) -> None:
         error.add_note(note)
 
 
+def _call_method(name: str, runner: EnvRunner, **kwargs) -> Any:
+    return getattr(runner, name)(**kwargs)
+
+
+def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[Any, list]:
+    """Runs in a worker: `func`'s result and the runner's tasks after it."""
+    return func(runner, **kwargs), runner.get_tasks()
+
+
 class EnvRunnerGroup:
     def __init__(self, config: Any, env_creator: EnvCreator, *,
                  on_recreated: Callable[[list[int]], None] | None = None):
@@ -68,8 +80,9 @@ class EnvRunnerGroup:
         self._stopped = False
         #: Called with the indices of the runners restarted in one recovery.
         self.on_recreated = on_recreated
-        #: Extra runner state a restarted process gets besides weights and global timestep.
-        self.restart_state: Callable[[], dict] | None = None
+        #: Each remote runner's sub-env tasks, as last seen (envs with tasks only; see
+        #: `trainer.curriculum`): a restarted runner is put back on them.
+        self._tasks: dict[int, list] = {}
         self._restarts: Counter[int] = Counter()
         # Per runner: (signature of its last exception, how often in a row before a sample).
         self._failure_streaks: dict[int, tuple[str, int]] = {}
@@ -91,13 +104,17 @@ class EnvRunnerGroup:
             self.stop()
             raise
         self.spaces = replies[1]["spaces"]
+        self._tasks = {i: reply["tasks"] for i, reply in replies.items()
+                       if reply["tasks"] is not None}
         self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=num,
                                           create_env=False, spaces=self.spaces)
 
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
-               state: dict | None = None) -> tuple[dict[int, Any], dict[int, Failure]]:
+               state_for: Callable[[int], dict] | None = None
+               ) -> tuple[dict[int, Any], dict[int, Failure]]:
         """Starts a worker process per index (all first, so they boot in parallel), hands each
-        its spec (and `state`, then a ping); returns the init replies and the failures."""
+        its spec (and `state_for(index)`, then a ping); returns the init replies and the
+        failures."""
         nice = EVALUATION_NICENESS if self.config.in_evaluation else 0
         runners = {}
         for index in indices:
@@ -108,9 +125,10 @@ class EnvRunnerGroup:
                 runner.send_init({"config": self.config, "env_creator": self._env_creator,
                                   "worker_index": index,
                                   "num_workers": self.config.num_env_runners,
-                                  "spaces": self.spaces, "recreated": recreated})
-                if state is not None:
-                    runner.call_async("set_state", state=state)
+                                  "spaces": self.spaces, "recreated": recreated,
+                                  "named_objects": named_objects.client_settings()})
+                if state_for is not None:
+                    runner.call_async("set_state", state=state_for(index))
                     runner.call_async("ping")
             except (EnvRunnerFailure, CallbackError) as error:
                 failures[index] = error
@@ -208,7 +226,7 @@ class EnvRunnerGroup:
 
     def _restart(self, indices: list[int]) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
-        timestep, `restart_state()`) and answering a ping within
+        timestep), put back on its sub-envs' tasks, and answering a ping within
         `env_runner_health_probe_timeout_s` before it samples; fires `on_recreated` with those
         that came up. One that fails to come up counts as failing again."""
         delay = self.config.delay_between_env_runner_restarts_s
@@ -217,9 +235,13 @@ class EnvRunnerGroup:
         for index in indices:
             self._restarts[index] += 1
         local = self.local_env_runner
-        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep,
-                 **(self.restart_state() if self.restart_state is not None else {})}
-        _, failed = self._start(indices, recreated=True, state=state,
+        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep}
+
+        def state_for(index: int) -> dict:
+            tasks = self._tasks.get(index)
+            return state if tasks is None else {**state, "tasks": tasks}
+
+        _, failed = self._start(indices, recreated=True, state_for=state_for,
                                 timeout=self.config.env_runner_health_probe_timeout_s)
         restarted = [index for index in indices if index not in failed]
         if restarted:
@@ -304,19 +326,33 @@ class EnvRunnerGroup:
             i for i in remote_worker_ids if i in self._remote]
         if not ids:
             return results
-        if isinstance(func, str):
+        watch_tasks = bool(self._tasks)
+        if isinstance(func, str) and not watch_tasks:
             def send(runner):
                 runner.call_async(func, **kwargs)
         else:
+            if isinstance(func, str):
+                func = partial(_call_method, func)
+            if watch_tasks:
+                # `func` may have changed tasks: each runner reports them with the result.
+                func = partial(_call_reporting_tasks, func)
             func_bytes = cloudpickle.dumps(func)
 
             def send(runner):
                 runner.apply_async(func_bytes, **kwargs)
         replies, failures = self.call_each(ids, send, self._timeout(timeout_seconds))
+        if watch_tasks:
+            for index, (_, tasks) in replies.items():
+                self._tasks[index] = tasks
+            replies = {index: result for index, (result, _) in replies.items()}
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
-    foreach_worker = foreach_env_runner
+    def foreach_worker(self, func: Callable | str, *, local_worker: bool = True,
+                       **kwargs) -> list:
+        """RLlib's older name of `foreach_env_runner` (`local_worker` is `local_env_runner`)."""
+        warn_once("env_runner_group.foreach_worker(...)", "foreach_env_runner(...)")
+        return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
 
     def sync_weights(self, weights: dict, global_timestep: int | None = None) -> None:
         """Sends `weights` (and the env steps sampled so far, for exploration schedules) to every
@@ -347,6 +383,9 @@ class EnvRunnerGroup:
         if 0 in states and self.local_env_runner is not None:
             self.local_env_runner.set_state(states[0])
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
+        for index in ids:
+            if "tasks" in states[index]:
+                self._tasks[index] = states[index]["tasks"]
         _, failures = self.call_each(
             ids, lambda r: r.call_async("set_state", state=states[r.worker_index]),
             self._timeout(timeout_seconds))

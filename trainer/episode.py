@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from checkpoints.codec import is_plain_data
+from trainer.old_api import OldEpisodeAPI
 
 
-class SingleAgentEpisode:
+class SingleAgentEpisode(OldEpisodeAPI):
     __slots__ = (
         "id_", "observations", "actions", "rewards", "infos", "extra_model_outputs",
         "is_terminated", "is_truncated", "t_started", "custom_data", "_temporary_timestep_data",
-        "_start_time", "_last_step_time", "_is_numpy", "env_index",
+        "_start_time", "_last_step_time", "_is_numpy", "env_index", "_old", "_return_before",
     )
 
     def __init__(self, id_: str | None = None, *, t_started: int = 0, env_index: int = 0):
@@ -42,6 +43,10 @@ class SingleAgentEpisode:
         self._last_step_time: float | None = None
         self._is_numpy = False
         self.env_index = env_index
+        # The old API's user_data / custom_metrics / hist_data (made when first used) and the
+        # return of the earlier chunks (for `total_reward`); see `trainer.old_api`.
+        self._old: dict[str, dict] | None = None
+        self._return_before = 0.0
 
     # -- recording ---------------------------------------------------------------------------
     def add_env_reset(self, observation: Any, infos: dict | None = None) -> None:
@@ -82,6 +87,8 @@ class SingleAgentEpisode:
         successor.infos.append(self.infos[-1])
         successor.custom_data = self.custom_data
         successor._temporary_timestep_data = self._temporary_timestep_data
+        successor._old = self._old
+        successor._return_before = self._return_before + self.get_return()
         self._last_step_time = time.perf_counter()
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
@@ -112,6 +119,11 @@ class SingleAgentEpisode:
         if isinstance(self.rewards, list):
             return float(sum(self.rewards))
         return float(np.sum(self.rewards)) if len(self.rewards) else 0.0
+
+    def _old_dicts(self) -> dict[str, dict]:
+        if self._old is None:
+            self._old = {"user_data": {}, "custom_metrics": {}, "hist_data": {}}
+        return self._old
 
     def get_duration_s(self) -> float:
         """Wall seconds from the reset to the final step (to now while the episode runs)."""
@@ -193,6 +205,8 @@ class SingleAgentEpisode:
             "temporary_timestep_data": (self._temporary_timestep_data
                                         if is_plain_data(self._temporary_timestep_data) else {}),
             "is_numpy": self._is_numpy,
+            "old_api": self._old if is_plain_data(self._old) else None,
+            "return_before": self._return_before,
         }
 
     @classmethod
@@ -210,6 +224,8 @@ class SingleAgentEpisode:
         episode.is_truncated = state["is_truncated"]
         episode.custom_data = state["custom_data"]
         episode._temporary_timestep_data = state["temporary_timestep_data"]
+        episode._old = state.get("old_api")
+        episode._return_before = state.get("return_before", 0.0)
         if episode.observations:
             episode._start_time = episode._last_step_time = time.perf_counter()
         if state["is_numpy"]:

@@ -20,6 +20,7 @@ from typing import Any
 import cloudpickle
 
 from callbacks import CallbackError
+from callbacks.old_api import warn_once
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
@@ -128,7 +129,7 @@ class RemoteEnvRunner:
             self.kill()
             raise EnvRunnerTimeout(self.worker_index, label, timeout)
         try:
-            status, value = self.conn.recv()
+            status, value, *warnings = self.conn.recv()
         except (EOFError, OSError, ConnectionResetError):
             self._pending.clear()
             self.healthy = False
@@ -136,6 +137,8 @@ class RemoteEnvRunner:
             self.kill()
             raise EnvRunnerCrashed(self.worker_index, label, exitcode) from None
         self._pending.popleft()
+        for form, replacement in warnings[0] if warnings else ():
+            warn_once(form, replacement)
         if status == "error":
             if isinstance(value, (CallbackError, EnvRunnerError)):
                 raise value

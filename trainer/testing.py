@@ -125,9 +125,14 @@ def kill_env_runner(algorithm: Any, index: int, signal: int = signals.SIGKILL, *
     return pid
 
 
+#: Command-line markers of the processes localrl starts: EnvRunners and the named-object server.
+_PROCESS_MARKERS = (b"trainer.worker_process", b"trainer.named_object_server")
+
+
 def env_runner_pids(parent_pid: int | None = None) -> list[int]:
-    """PIDs of live EnvRunner worker processes whose parent is `parent_pid` (default: this
-    process). Linux: reads /proc."""
+    """PIDs of live EnvRunner worker processes (and of the named-object server, see
+    `trainer.named_objects`) whose parent is `parent_pid` (default: this process). Linux:
+    reads /proc."""
     parent = os.getpid() if parent_pid is None else parent_pid
     pids = []
     for entry in os.listdir("/proc"):
@@ -142,7 +147,8 @@ def env_runner_pids(parent_pid: int | None = None) -> list[int]:
             continue
         # Fields after the parenthesised command name: state, then the parent pid.
         fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == parent and fields[0] != "Z" and b"trainer.worker_process" in cmdline:
+        if int(fields[1]) == parent and fields[0] != "Z" and any(
+                marker in cmdline for marker in _PROCESS_MARKERS):
             pids.append(int(entry))
     return pids
 

@@ -5,14 +5,15 @@ It is started by `trainer.remote.RemoteEnvRunner` with one end of a socket pair 
 each with exactly one reply:
 
     request                              reply
-    ("init", sys_path, payload)          ("ok", {"pid", "spaces"})   payload: cloudpickled
-                                                                     {config, env_creator,
-                                                                      worker_index, num_workers,
-                                                                      spaces, recreated}
+    ("init", sys_path, payload)          ("ok", {"pid", "spaces", "tasks"})
+        payload: cloudpickled {config, env_creator, worker_index, num_workers, spaces,
+        recreated, named_objects}
     ("call", method, kwargs)             ("ok", runner.method(**kwargs))
     ("apply", func_bytes, kwargs)        ("ok", cloudpickle.loads(func_bytes)(runner, **kwargs))
     ("stop",)                            ("ok", None), then the process exits
 
+A reply may carry a third element: the deprecation warnings (RLlib's older API forms) first seen
+in this process, for the main process to log once (see `callbacks.old_api`).
 Any exception is answered with ("error", exception): a `CallbackError` as is, anything else as an
 `EnvRunnerError` carrying the original traceback. The process ends when its connection closes
 (the main process is gone), on "stop", or when its parent process changes (a watchdog thread), so
@@ -52,6 +53,9 @@ def serve(conn, parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     import cloudpickle
 
+    from callbacks import old_api
+
+    old_api.collect_in_this_process()
     runner = None
     worker_index = -1
     while True:
@@ -69,13 +73,17 @@ def serve(conn, parent_pid: int) -> None:
                         sys.path.append(entry)
                 spec = cloudpickle.loads(payload)
                 worker_index = spec["worker_index"]
+                from trainer import named_objects
                 from trainer.env_runner import EnvRunner
+
+                named_objects.configure_client(spec.get("named_objects"))
 
                 runner = EnvRunner(spec["config"], spec["env_creator"],
                                    worker_index=worker_index, num_workers=spec["num_workers"],
                                    spaces=spec.get("spaces"),
                                    recreated=spec.get("recreated", False))
-                reply = ("ok", {"pid": os.getpid(), "spaces": runner.spaces})
+                reply = ("ok", {"pid": os.getpid(), "spaces": runner.spaces,
+                                "tasks": runner.get_tasks()})
             elif kind == "call":
                 _, method, kwargs = message
                 reply = ("ok", getattr(runner, method)(**kwargs))
@@ -92,6 +100,9 @@ def serve(conn, parent_pid: int) -> None:
                 raise ValueError(f"unknown request {kind!r}")
         except Exception as error:
             reply = _error_reply(worker_index, method, error)
+        warnings = old_api.drain()
+        if warnings:
+            reply = (*reply, warnings)
         try:
             conn.send(reply)
         except (EOFError, OSError, BrokenPipeError):

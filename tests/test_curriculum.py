@@ -1,0 +1,172 @@
+"""Curriculum learning through the public API: `env_task_fn`, the callback form (new and old
+spellings), `foreach_env_runner`'s options, and the task as runner state (restarts,
+checkpoints)."""
+
+import pytest
+from helpers import LevelEnv, level_return, small_ppo
+
+from callbacks import RLlibCallback
+from trainer import PPO, Algorithm
+from trainer.errors import EnvRunnerTimeout
+from trainer.testing import kill_env_runner
+
+
+def level_ppo(num_env_runners=2, **env_runners):
+    # The last episode's return is the mean over a window of 1: it shows the current level.
+    return (small_ppo(num_env_runners).environment(LevelEnv)
+            .env_runners(**env_runners).reporting(metrics_num_episodes_for_smoothing=1))
+
+
+def runner_tasks(algo):
+    return algo.env_runner_group.foreach_env_runner(lambda r: r.get_tasks(),
+                                                    local_env_runner=False)
+
+
+def test_env_task_fn_gets_results_env_and_context_for_every_sub_env():
+    seen_results = []
+
+    def task_fn(train_results, task_settable_env, env_ctx):
+        assert isinstance(task_settable_env, LevelEnv)
+        seen_results.append(train_results["training_iteration"])
+        return (train_results["training_iteration"] * 100 + env_ctx.worker_index * 10
+                + env_ctx.vector_index)
+
+    config = level_ppo(2, num_envs_per_env_runner=2).environment(env_task_fn=task_fn)
+    with config.build() as algo:
+        assert runner_tasks(algo) == [[0, 0], [0, 0]]
+        algo.train()
+        assert runner_tasks(algo) == [[110, 111], [120, 121]]
+        algo.train()
+        assert runner_tasks(algo) == [[210, 211], [220, 221]]
+    assert seen_results == []  # the function ran in the EnvRunner processes, not here
+
+
+def test_env_task_fn_raises_the_level_and_the_returns_follow():
+    def curriculum_fn(train_results, task_settable_env, env_ctx):
+        return task_settable_env.get_task() + 1
+
+    config = level_ppo(0).environment(env_task_fn=curriculum_fn)
+    with config.build() as algo:
+        for level in range(4):
+            result = algo.train()
+            # Episodes of this iteration ran on `level`; afterwards the level went up.
+            assert result["env_runners"]["episode_return_mean"] == pytest.approx(
+                level_return(level))
+            assert algo.env_runner_group.local_env_runner.get_tasks() == [level + 1]
+
+
+class TaskFromIteration(RLlibCallback):
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        task = result["training_iteration"]
+        algorithm.env_runner_group.foreach_env_runner(
+            lambda er: er.foreach_env(lambda env: env.set_task(task)))
+
+
+class OldStyleTaskFromIteration(RLlibCallback):
+    def on_train_result(self, algorithm, result, **kwargs):
+        task = result["training_iteration"]
+        algorithm.workers.foreach_worker(lambda ev: ev.foreach_env(lambda env: env.set_task(task)))
+
+
+@pytest.mark.parametrize("callback", [TaskFromIteration, OldStyleTaskFromIteration])
+def test_on_train_result_sets_the_task_on_every_runner(callback):
+    with level_ppo(2, num_envs_per_env_runner=2).callbacks(callback).build() as algo:
+        first = algo.train()
+        assert first["env_runners"]["episode_return_mean"] == pytest.approx(level_return(0))
+        assert runner_tasks(algo) == [[1, 1], [1, 1]]
+        second = algo.train()
+        assert second["env_runners"]["episode_return_mean"] == pytest.approx(level_return(1))
+        assert runner_tasks(algo) == [[2, 2], [2, 2]]
+
+
+def test_foreach_env_runner_by_method_name_kwargs_and_ids():
+    with level_ppo(2).build() as algo:
+        group = algo.env_runner_group
+        assert group.foreach_env_runner("set_tasks", kwargs={"tasks": [5]},
+                                        local_env_runner=False, remote_worker_ids=[2]) == [None]
+        assert runner_tasks(algo) == [[0], [5]]
+        # The local runner (index 0, no env with remote runners) answers first.
+        assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
+
+
+def test_a_runner_that_times_out_in_foreach_is_restarted_on_its_task():
+    config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
+    with config.build() as algo:
+        group = algo.env_runner_group
+        group.foreach_env_runner(lambda r: r.set_tasks([r.worker_index + 2]),
+                                 local_env_runner=False)
+
+        def stall_runner_1(runner):
+            if runner.worker_index == 1:
+                import time
+                time.sleep(30)
+            return runner.worker_index
+
+        results = group.foreach_env_runner(stall_runner_1, local_env_runner=False,
+                                           timeout_seconds=0.5)
+        assert results == [2]  # runner 1 timed out and was restarted
+        assert group.num_remote_worker_restarts() == 1
+        assert runner_tasks(algo) == [[3], [4]]
+
+
+def test_without_restarts_a_foreach_timeout_raises():
+    config = level_ppo(1).fault_tolerance(restart_failed_env_runners=False)
+    with config.build() as algo, pytest.raises(EnvRunnerTimeout):
+        algo.env_runner_group.foreach_env_runner(lambda r: __import__("time").sleep(30),
+                                                 local_env_runner=False, timeout_seconds=0.3)
+
+
+def test_a_killed_runner_comes_back_on_the_current_task():
+    config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
+    with config.build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda er: er.foreach_env(lambda env: env.set_task(3)))
+        algo.train()
+        kill_env_runner(algo, 1)
+        result = algo.train()
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
+        assert runner_tasks(algo) == [[3], [3]]
+        # Runner 1 sampled on level 3 after its restart: every runner's returns show it.
+        returns = algo.env_runner_group.foreach_env_runner(
+            lambda r: r.metrics.peek("episode_return_mean"), local_env_runner=False)
+        assert returns == [pytest.approx(level_return(3))] * 2
+
+
+def test_a_checkpoint_restores_the_current_task(tmp_path):
+    with level_ppo(2, num_envs_per_env_runner=2).build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda er: er.foreach_env(lambda env: env.set_task(er.worker_index * 4)))
+        algo.train()
+        path = algo.save_to_path(tmp_path / "checkpoint")
+    with Algorithm.from_checkpoint(path) as restored:
+        assert runner_tasks(restored) == [[4, 4], [8, 8]]
+        result = restored.train()
+        assert result["env_runners"]["episode_return_mean"] in (
+            pytest.approx(level_return(4)), pytest.approx(level_return(8)))
+    # The same through restore_from_path into an algorithm on the initial task.
+    with level_ppo(2, num_envs_per_env_runner=2).build() as fresh:
+        assert runner_tasks(fresh) == [[0, 0], [0, 0]]
+        fresh.restore_from_path(path)
+        assert runner_tasks(fresh) == [[4, 4], [8, 8]]
+
+
+def test_env_task_fn_on_an_env_without_tasks_fails_at_build():
+    config = small_ppo(0).environment(env_task_fn=lambda results, env, ctx: 1)
+    with pytest.raises(TypeError, match=r"env_task_fn is set, but the env CartPoleEnv has no "
+                                        r"tasks: it must implement get_task\(\) and set_task"):
+        config.build()
+
+
+def test_the_docs_dict_config_with_env_task_fn():
+    def curriculum_fn(train_results, task_settable_env, env_ctx):
+        current_task = task_settable_env.get_task()
+        return current_task + 1
+
+    algo = PPO(config={"env": LevelEnv, "env_task_fn": curriculum_fn, "num_workers": 1,
+                       "train_batch_size": 200, "minibatch_size": 100, "num_epochs": 1})
+    try:
+        algo.train()
+        algo.train()
+        assert runner_tasks(algo) == [[2]]
+    finally:
+        algo.stop()

@@ -1,0 +1,278 @@
+"""Named shared objects: one object, reachable by name from the main process and from env and
+callback code in every EnvRunner process (what RLlib's docs do with Ray's named actors).
+
+    # in the main process
+    counter = create_named_object("global_counter", Counter)
+    # in env or callback code, in any EnvRunner process
+    get_named_object("global_counter").inc(1)
+    # back in the main process
+    counter.get()
+
+The object lives in one server process (`trainer.named_object_server`), started by the first
+`create_named_object` and stopped by `shutdown_named_objects()`, which `Algorithm.stop()` and
+interpreter exit call. Every method call travels there and runs under the object's lock, one at a
+time, in the order the calls arrive; the caller waits for the result (so a call's effect is
+visible to every later call, from any process). Arguments and results travel with pickle.
+
+Ray's spelling works too, for porting the docs' example with only the imports changed:
+`@remote class Counter`, `Counter.options(name="global_counter").remote()`,
+`get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from multiprocessing.connection import Client
+from typing import Any
+
+import cloudpickle
+
+#: Longest wait for the server process to accept connections after it was started.
+STARTUP_TIMEOUT_S = 30.0
+
+
+class NamedObjectError(RuntimeError):
+    """A named object's method raised (the message carries the original traceback), or the
+    server is gone."""
+
+
+class _Connection:
+    """This process's connection to the server: one request, one reply, under a lock (threads
+    share it)."""
+
+    def __init__(self, address: Any, authkey: bytes):
+        self.address = address
+        self.authkey = authkey
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def request(self, *message: Any) -> Any:
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
+                self._conn.send(message)
+                status, value = self._conn.recv()
+            except (OSError, EOFError) as error:
+                self.close()
+                raise NamedObjectError(
+                    "the named-object server is not running (it starts with the first "
+                    "create_named_object() in the main process and stops with Algorithm.stop()): "
+                    f"{type(error).__name__}: {error}") from None
+        if status == "error":
+            raise NamedObjectError(value)
+        return value
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:
+                pass
+            self._conn = None
+
+
+class _Server:
+    """The main process's handle on the server process."""
+
+    def __init__(self, address: Any, authkey: bytes):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainer.named_object_server", str(os.getpid())],
+            stdin=subprocess.PIPE)
+        # The address, key and import path go through stdin: the key never shows in `ps`.
+        self.process.stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
+        self.process.stdin.close()
+        self._finalizer = weakref.finalize(self, _end_process, self.process)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                Client(address, family="AF_UNIX", authkey=authkey).close()
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise NamedObjectError(
+                        "the named-object server did not start (exit code "
+                        f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s") from None
+                time.sleep(0.005)
+
+    def stop(self) -> None:
+        self._finalizer()
+
+
+def _end_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+# -- this process's state --------------------------------------------------------------------
+_lock = threading.Lock()
+_settings: dict | None = None  # {"address", "authkey"}: chosen by the main process
+_server: _Server | None = None
+_connection: _Connection | None = None
+
+
+def client_settings() -> dict:
+    """Where this process's named objects are served (chosen now, served once used); sent to
+    every EnvRunner process when it starts."""
+    global _settings
+    with _lock:
+        if _settings is None:
+            token = os.urandom(8).hex()
+            name = f"localrl-named-{os.getpid()}-{token}"
+            # Linux has abstract socket names (no file to clean up); elsewhere a temp path.
+            address = ("\0" + name if sys.platform.startswith("linux")
+                       else os.path.join(tempfile.gettempdir(), name + ".sock"))
+            _settings = {"address": address, "authkey": os.urandom(32)}
+        return _settings
+
+
+def configure_client(settings: dict | None) -> None:
+    """Called in EnvRunner processes with the main process's `client_settings()`."""
+    global _settings, _connection
+    with _lock:
+        _settings = settings
+        _connection = None
+
+
+def _get_connection() -> _Connection:
+    global _connection
+    with _lock:
+        if _connection is None:
+            if _settings is None:
+                raise NamedObjectError("no named objects exist: create one with "
+                                       "create_named_object(name, factory) in the main process")
+            _connection = _Connection(_settings["address"], _settings["authkey"])
+        return _connection
+
+
+def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool = False,
+                        **kwargs: Any) -> NamedObject:
+    """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
+    `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
+    `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
+    global _server
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
+    settings = client_settings()
+    with _lock:
+        if _server is None:
+            _server = _Server(settings["address"], settings["authkey"])
+    created = _get_connection().request(
+        "create", name, cloudpickle.dumps((factory, args, kwargs)), get_if_exists)
+    if not created and not get_if_exists:
+        raise ValueError(f"create_named_object(name={name!r}): the name is taken; use "
+                         "get_named_object(name), or get_if_exists=True")
+    return NamedObject(name)
+
+
+def get_named_object(name: str) -> NamedObject:
+    """The handle to the object created under `name` (from any process of this training).
+    Raises `ValueError` naming the existing objects if there is none by that name."""
+    names = _get_connection().request("names")
+    if name not in names:
+        raise ValueError(f"get_named_object({name!r}): no named object by that name; "
+                         f"existing: {names}")
+    return NamedObject(name)
+
+
+def named_object_names() -> list[str]:
+    return _get_connection().request("names")
+
+
+def shutdown_named_objects() -> None:
+    """Stops the server (its objects are gone). A later `create_named_object` starts anew."""
+    global _server, _connection
+    with _lock:
+        server, _server = _server, None
+        if _connection is not None:
+            _connection.close()
+            _connection = None
+    if server is not None:
+        server.stop()
+
+
+class NamedObject:
+    """A handle to a named object: `handle.method(*args)` runs the method where the object
+    lives and returns its result. Handles pickle by name, so they can be captured in callbacks
+    and env configs and used in EnvRunner processes."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, method: str) -> _Method:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return _Method(self.name, method)
+
+    def __reduce__(self):
+        return (NamedObject, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"NamedObject({self.name!r})"
+
+
+class _Method:
+    __slots__ = ("name", "method")
+
+    def __init__(self, name: str, method: str):
+        self.name = name
+        self.method = method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _get_connection().request("call", self.name, self.method, args, kwargs)
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        """Ray's spelling: runs the call now; `get()` of the result is the result."""
+        return self(*args, **kwargs)
+
+
+# -- Ray's spelling --------------------------------------------------------------------------
+class ActorClass:
+    """What `@remote` makes of a class: `.options(name=...).remote(*args)` creates it as a
+    named object, `.remote(*args)` under a fresh name."""
+
+    def __init__(self, cls: type, name: str | None = None, get_if_exists: bool = False):
+        self._cls = cls
+        self._name = name
+        self._get_if_exists = get_if_exists
+
+    def options(self, *, name: str | None = None, get_if_exists: bool = False,
+                **ignored: Any) -> ActorClass:
+        return ActorClass(self._cls, name, get_if_exists)
+
+    def remote(self, *args: Any, **kwargs: Any) -> NamedObject:
+        name = self._name or f"{self._cls.__name__}-{os.urandom(6).hex()}"
+        return create_named_object(name, self._cls, *args, get_if_exists=self._get_if_exists,
+                                   **kwargs)
+
+
+def remote(cls: type) -> ActorClass:
+    """Ray's `@ray.remote` for classes: see `ActorClass`."""
+    if not isinstance(cls, type):
+        raise TypeError(f"remote() takes a class here (named objects), got {cls!r}")
+    return ActorClass(cls)
+
+
+def get_actor(name: str) -> NamedObject:
+    """Ray's `ray.get_actor(name)`: `get_named_object(name)`."""
+    return get_named_object(name)
+
+
+def get(value: Any) -> Any:
+    """Ray's `ray.get(ref)`: calls here return their results directly, so this returns
+    `value` (a list of values as a list)."""
+    return value
