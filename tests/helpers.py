@@ -18,7 +18,8 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
 class LevelEnv(TaskSettableEnv):
     """A task-settable env whose difficulty shows in the returns: 10 steps per episode, each
     rewarded 1 / (1 + level), with the level read at reset (so an episode keeps its level).
-    With env_config["count_steps_in"], every step increments that named object."""
+    With env_config["count_steps_in"], every step increments that named object (without waiting
+    with env_config["count_with_remote"])."""
 
     def __init__(self, config=None):
         config = config or {}
@@ -28,6 +29,7 @@ class LevelEnv(TaskSettableEnv):
         self._episode_level = self.level
         self._t = 0
         self._counter_name = config.get("count_steps_in")
+        self._count_with_remote = config.get("count_with_remote", False)
 
     def get_task(self):
         return self.level
@@ -44,7 +46,11 @@ class LevelEnv(TaskSettableEnv):
     def step(self, action):
         self._t += 1
         if self._counter_name:
-            get_named_object(self._counter_name).inc(1)
+            counter = get_named_object(self._counter_name)
+            if self._count_with_remote:
+                counter.inc.remote(1)  # Ray's spelling: does not wait
+            else:
+                counter.inc(1)
         reward = 1.0 / (1 + self._episode_level)
         return np.full(2, self._t / 10, np.float32), reward, False, self._t >= 10, {}
 

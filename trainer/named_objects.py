@@ -11,8 +11,11 @@ callback code in every EnvRunner process (what RLlib's docs do with Ray's named 
 The object lives in one server process (`trainer.named_object_server`), started by the first
 `create_named_object` and stopped by `shutdown_named_objects()`, which `Algorithm.stop()` and
 interpreter exit call. Every method call travels there and runs under the object's lock, one at a
-time, in the order the calls arrive; the caller waits for the result (so a call's effect is
-visible to every later call, from any process). Arguments and results travel with pickle.
+time, in the order the calls arrive. `handle.method(*args)` waits for the result;
+`handle.method.remote(*args)` (Ray's spelling) does not, and its calls still run in the order
+each process made them. EnvRunner processes wait for their own `.remote()` calls before answering
+the main process, so after `train()` the main process reads every call made during it.
+Arguments and results travel with pickle.
 
 Ray's spelling works too, for porting the docs' example with only the imports changed:
 `@remote class Counter`, `Counter.options(name="global_counter").remote()`,
@@ -21,6 +24,7 @@ Ray's spelling works too, for porting the docs' example with only the imports ch
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -28,11 +32,13 @@ import tempfile
 import threading
 import time
 import weakref
+from collections import deque
 from multiprocessing.connection import Client
 from typing import Any
 
 import cloudpickle
 
+logger = logging.getLogger("trainer")
 #: Longest wait for the server process to accept connections after it was started.
 STARTUP_TIMEOUT_S = 30.0
 
@@ -42,32 +48,116 @@ class NamedObjectError(RuntimeError):
     server is gone."""
 
 
+#: Most `.remote()` calls of one process awaiting their replies; one more waits for the oldest.
+MAX_IN_FLIGHT = 256
+
+
+class ObjectRef:
+    """The result of a `.remote()` call, to read with `get(ref)` (or `ref.result()`). An error
+    that nobody reads is logged when the ref is dropped."""
+
+    __slots__ = ("_connection", "_done", "_status", "_value", "_read")
+
+    def __init__(self, connection: _Connection):
+        self._connection = connection
+        self._done = False
+        self._read = False
+
+    def _set(self, status: str, value: Any) -> None:
+        self._status, self._value, self._done = status, value, True
+
+    def result(self) -> Any:
+        if not self._done:
+            self._connection.wait_for(self)
+        self._read = True
+        if self._status == "error":
+            raise NamedObjectError(self._value)
+        return self._value
+
+    def __del__(self):
+        if self._done and not self._read and self._status == "error":
+            logger.warning("a named-object call made with .remote() failed and its result was "
+                           "never read: %s", self._value)
+
+
 class _Connection:
-    """This process's connection to the server: one request, one reply, under a lock (threads
-    share it)."""
+    """This process's connection to the server, shared by its threads (under a lock). Requests
+    are answered in order: a synchronous call first reads the replies of earlier `.remote()`
+    calls, so its effect follows theirs."""
 
     def __init__(self, address: Any, authkey: bytes):
         self.address = address
         self.authkey = authkey
         self._conn = None
         self._lock = threading.Lock()
+        self._in_flight: deque[ObjectRef] = deque()
+        #: Names known to exist (they stay until the server stops).
+        self.known_names: set[str] = set()
+
+    def _send(self, message: tuple) -> None:
+        if self._conn is None:
+            self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
+        self._conn.send(message)
+
+    def _read_one(self) -> None:
+        status, value = self._conn.recv()
+        self._in_flight.popleft()._set(status, value)
+
+    def _broken(self, error: BaseException) -> NamedObjectError:
+        """The server is gone: every call in flight fails with the returned error."""
+        failure = NamedObjectError(
+            "the named-object server is not running (it starts with the first "
+            "create_named_object() in the main process and stops with Algorithm.stop()): "
+            f"{type(error).__name__}: {error}")
+        while self._in_flight:
+            self._in_flight.popleft()._set("error", str(failure))
+        self.close()
+        return failure
 
     def request(self, *message: Any) -> Any:
+        """Sends `message` and waits for its reply (after those of earlier calls)."""
         with self._lock:
             try:
-                if self._conn is None:
-                    self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
-                self._conn.send(message)
+                self._send(message)
+                while self._in_flight:
+                    self._read_one()
                 status, value = self._conn.recv()
             except (OSError, EOFError) as error:
-                self.close()
-                raise NamedObjectError(
-                    "the named-object server is not running (it starts with the first "
-                    "create_named_object() in the main process and stops with Algorithm.stop()): "
-                    f"{type(error).__name__}: {error}") from None
+                raise self._broken(error) from None
         if status == "error":
             raise NamedObjectError(value)
         return value
+
+    def submit(self, *message: Any) -> ObjectRef:
+        """Sends `message` without waiting; its reply is read later (`ObjectRef`)."""
+        ref = ObjectRef(self)
+        with self._lock:
+            try:
+                while self._in_flight and (len(self._in_flight) >= MAX_IN_FLIGHT
+                                           or self._conn.poll(0)):
+                    self._read_one()
+                self._send(message)
+                self._in_flight.append(ref)
+            except (OSError, EOFError) as error:
+                raise self._broken(error) from None
+        return ref
+
+    def wait_for(self, ref: ObjectRef) -> None:
+        with self._lock:
+            try:
+                while not ref._done:
+                    self._read_one()
+            except (OSError, EOFError) as error:
+                self._broken(error)
+
+    def flush(self) -> None:
+        """Waits until every `.remote()` call of this process has run."""
+        with self._lock:
+            try:
+                while self._in_flight:
+                    self._read_one()
+            except (OSError, EOFError) as error:
+                self._broken(error)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -180,7 +270,11 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
 def get_named_object(name: str) -> NamedObject:
     """The handle to the object created under `name` (from any process of this training).
     Raises `ValueError` naming the existing objects if there is none by that name."""
-    names = _get_connection().request("names")
+    connection = _get_connection()
+    if name in connection.known_names:  # names stay until the server stops: no round trip
+        return NamedObject(name)
+    names = connection.request("names")
+    connection.known_names.update(names)
     if name not in names:
         raise ValueError(f"get_named_object({name!r}): no named object by that name; "
                          f"existing: {names}")
@@ -235,9 +329,10 @@ class _Method:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _get_connection().request("call", self.name, self.method, args, kwargs)
 
-    def remote(self, *args: Any, **kwargs: Any) -> Any:
-        """Ray's spelling: runs the call now; `get()` of the result is the result."""
-        return self(*args, **kwargs)
+    def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
+        """Ray's spelling: sends the call without waiting for it; `get(ref)` waits and returns
+        its result. Calls of one process still run in the order they were made."""
+        return _get_connection().submit("call", self.name, self.method, args, kwargs)
 
 
 # -- Ray's spelling --------------------------------------------------------------------------
@@ -272,7 +367,17 @@ def get_actor(name: str) -> NamedObject:
     return get_named_object(name)
 
 
-def get(value: Any) -> Any:
-    """Ray's `ray.get(ref)`: calls here return their results directly, so this returns
-    `value` (a list of values as a list)."""
-    return value
+def get(refs: Any) -> Any:
+    """Ray's `ray.get(ref)`: the result of a `.remote()` call (a list of refs: a list of
+    results)."""
+    if isinstance(refs, (list, tuple)):
+        return [get(ref) for ref in refs]
+    return refs.result() if isinstance(refs, ObjectRef) else refs
+
+
+def flush() -> None:
+    """Waits until every `.remote()` call made by this process has run. EnvRunner processes do
+    this before each reply, so what the main process reads includes their calls."""
+    connection = _connection
+    if connection is not None:
+        connection.flush()

@@ -56,6 +56,7 @@ def serve(conn, parent_pid: int) -> None:
     from callbacks import old_api
 
     old_api.collect_in_this_process()
+    named_objects = None  # imported with the trainer at "init"
     runner = None
     worker_index = -1
     while True:
@@ -100,6 +101,8 @@ def serve(conn, parent_pid: int) -> None:
                 raise ValueError(f"unknown request {kind!r}")
         except Exception as error:
             reply = _error_reply(worker_index, method, error)
+        if named_objects is not None:
+            named_objects.flush()  # the main process must see this request's named-object calls
         warnings = old_api.drain()
         if warnings:
             reply = (*reply, warnings)

@@ -1,0 +1,157 @@
+"""Named shared objects through the public API: env code and callbacks in EnvRunner processes call
+one object by name; the main process reads it; calls run one at a time; the server starts on first
+use and stops with the algorithm."""
+
+import time
+
+import pytest
+from helpers import LevelEnv, small_ppo
+
+from callbacks import RLlibCallback
+from trainer import NamedObjectError, create_named_object, get_named_object
+from trainer.errors import EnvRunnerError
+from trainer.named_objects import shutdown_named_objects
+from trainer.testing import env_runner_pids
+
+
+class Counter:
+    def __init__(self, start=0):
+        self.count = start
+
+    def inc(self, n):
+        self.count += n
+
+    def slow_inc(self):
+        # Read, yield, write: only calls that run one at a time keep every increment.
+        value = self.count
+        time.sleep(0.0005)
+        self.count = value + 1
+
+    def get(self):
+        return self.count
+
+    def fail(self):
+        raise ArithmeticError("the counter overflowed")
+
+
+def server_pids():
+    return [pid for pid in env_runner_pids() if _cmdline(pid).find(b"named_object_server") >= 0]
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read()
+
+
+class SlowCounter(Counter):
+    def inc(self, n):
+        time.sleep(0.001)  # a backlog builds up behind calls that do not wait
+        self.count += n
+
+
+@pytest.fixture(autouse=True)
+def no_server_left():
+    yield
+    shutdown_named_objects()
+
+
+class CountEpisodes(RLlibCallback):
+    def on_episode_end(self, *, episode, **kwargs):
+        get_named_object("episodes").inc(1)
+
+
+def test_the_counter_counts_every_env_step_of_two_runners_exactly():
+    steps = create_named_object("env_steps", Counter)
+    episodes = create_named_object("episodes", Counter)
+    config = (small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "env_steps"})
+              .env_runners(num_envs_per_env_runner=2).callbacks(CountEpisodes))
+    with config.build() as algo:
+        for _ in range(3):
+            result = algo.train()
+            # Read from the main process while training goes on.
+            assert steps.get() == result["num_env_steps_sampled_lifetime"]
+            assert episodes.get() == result["env_runners"]["num_episodes_lifetime"]
+        assert steps.get() >= 600
+
+
+def test_calls_from_two_runners_run_one_at_a_time():
+    create_named_object("slow", Counter)
+    with small_ppo(2).environment(LevelEnv).build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda runner: [get_named_object("slow").slow_inc() for _ in range(200)],
+            local_env_runner=False)
+    # Stopping the algorithm stopped the server: its objects are gone.
+    with pytest.raises(NamedObjectError, match="not running"):
+        get_named_object("slow")
+
+
+def test_the_value_read_before_stop_is_exact():
+    counter = create_named_object("slow2", Counter, start=5)
+    with small_ppo(2).environment(LevelEnv).build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda runner: [get_named_object("slow2").slow_inc() for _ in range(200)],
+            local_env_runner=False)
+        assert counter.get() == 5 + 2 * 200
+
+
+def test_the_server_starts_on_first_use_and_stops_with_the_algorithm():
+    with small_ppo(1).environment(LevelEnv).build() as algo:
+        assert server_pids() == []  # nothing created: no server
+        counter = create_named_object("late", Counter)  # created after the runners started
+        algo.env_runner_group.foreach_env_runner(lambda r: get_named_object("late").inc(3),
+                                                 local_env_runner=False)
+        assert counter.get() == 3
+        assert len(server_pids()) == 1
+    assert server_pids() == []
+    with pytest.raises(NamedObjectError, match="not running"):
+        counter.get()
+
+
+def test_errors_name_the_object_the_method_and_what_exists():
+    counter = create_named_object("errors", Counter)
+    with pytest.raises(ValueError, match=r"no named object by that name; existing: \['errors'\]"):
+        get_named_object("missing")
+    with pytest.raises(ValueError, match="the name is taken"):
+        create_named_object("errors", Counter)
+    assert create_named_object("errors", Counter, get_if_exists=True).name == "errors"
+    with pytest.raises(NamedObjectError, match=r"errors\.fail\(\) raised ArithmeticError: the "
+                                               r"counter overflowed(.|\n)*Traceback"):
+        counter.fail()
+    with pytest.raises(NamedObjectError, match=r"errors\.nope\(\) raised AttributeError"):
+        counter.nope()
+    with pytest.raises(ValueError, match="name must be a non-empty string"):
+        create_named_object("", Counter)
+
+
+def test_an_env_runner_without_a_server_gets_a_clear_error():
+    config = small_ppo(1).environment(LevelEnv).fault_tolerance(restart_failed_env_runners=False)
+    with config.build() as algo:
+        with pytest.raises(EnvRunnerError, match="named-object server is not running"):
+            algo.env_runner_group.foreach_env_runner(
+                lambda r: get_named_object("anything"), local_env_runner=False)
+
+
+def test_rays_spelling_async_calls_from_two_runners_are_all_counted():
+    from trainer import named_objects as ray
+
+    counter = ray.remote(SlowCounter).options(name="global_counter").remote()
+    config = small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "global_counter",
+                                                            "count_with_remote": True})
+    with config.build() as algo:
+        for _ in range(2):
+            result = algo.train()
+            # Each runner waited for its .remote() calls before answering: all are counted.
+            assert ray.get(counter.get.remote()) == result["num_env_steps_sampled_lifetime"]
+        assert ray.get_actor("global_counter").get() == result["num_env_steps_sampled_lifetime"]
+
+
+def test_a_failed_remote_call_raises_at_get_and_is_logged_if_never_read(caplog):
+    from trainer import named_objects as ray
+
+    counter = create_named_object("async_errors", Counter)
+    ref = counter.fail.remote()
+    with pytest.raises(NamedObjectError, match="ArithmeticError: the counter overflowed"):
+        ray.get(ref)
+    counter.fail.remote()  # dropped at once: logged when its reply is read
+    assert counter.get() == 0
+    assert "failed and its result was never read" in caplog.text
