@@ -105,17 +105,21 @@ class CallbackChain:
                 if method is None or method is getattr(RLlibCallback, event):
                     continue
                 name = f"{type(instance).__qualname__}.{event}"
-                handlers.append((name, adapt_old_arguments(name, getattr(instance, event))))
+                handlers.append((name, self._adapt(event, name, getattr(instance, event))))
             for instance in self.instances:
                 handlers.extend(old_event_handlers(instance, event,
                                                    in_main_process=on_algorithm_side))
             for fn in event_callables.get(event, ()):
                 name = callable_name(fn)
-                handlers.append((name, adapt_old_arguments(name, fn)))
-            if event == "on_sub_environment_created" and handlers and not on_algorithm_side:
-                warn_once("on_sub_environment_created", "on_environment_created (the sub-envs "
-                          "are env.envs[i])")
+                handlers.append((name, self._adapt(event, name, fn)))
             self._handlers[event] = handlers
+
+    @staticmethod
+    def _adapt(event: str, name: str, fn: Callable) -> Callable:
+        if event == "on_sub_environment_created":  # an old event: `worker=` is its own argument
+            warn_once(name, "on_environment_created (the sub-envs are env.envs[i])")
+            return fn
+        return adapt_old_arguments(name, fn)
 
     def has(self, event: str) -> bool:
         """Whether anything is registered for `event` (lets hot loops skip building kwargs)."""

@@ -21,6 +21,9 @@ def run_example(name: str, timeout: float = 240, cwd: Path | None = None) -> str
     proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    # RLlib's older forms warn once each (the main process relays the workers' warnings).
+    warnings = re.findall(r"^DeprecationWarning: (.*)$", proc.stderr, re.M)
+    assert len(warnings) == len(set(warnings)), proc.stderr
     return proc.stdout
 
 
@@ -78,3 +81,31 @@ def test_dqn_writes_its_replay_buffer_with_ormsgpack(tmp_path):
     assert len(buffer) == 4000
     batch = buffer.sample(64)
     assert batch["obs"].shape == (64, 4) and set(batch["actions"].tolist()) <= {0, 1}
+
+
+def test_env_task_fn_raises_every_runners_task_after_each_iteration():
+    out = run_example("curriculum_env_task_fn.py")
+    rows = re.findall(r"^iteration (\d) return ([0-9.]+) tasks (.*)$", out, re.M)
+    assert [(int(i), tasks) for i, _, tasks in rows] == [
+        (1, "[[1], [1]]"), (2, "[[2], [2]]"), (3, "[[3], [3]]")]
+    # Each iteration's episodes ran on the task set after the previous one: 20 / (1 + task).
+    assert [float(r) for _, r, _ in rows] == pytest.approx([20.0, 10.0, 20 / 3], abs=1e-3)
+
+
+@pytest.mark.parametrize("script", ["curriculum_training_loop.py", "curriculum_callbacks.py"])
+def test_the_curriculum_follows_episode_reward_mean(script):
+    out = run_example(script)
+    means = [float(m) for m in re.findall(r"episode_reward_mean=([0-9.]+)", out)]
+    tasks = [int(t) for t in re.findall(r"task=(\d)", out)]
+    # Task 0 pays 150 per episode, task 1 250, task 2 350 (means over the last 100 episodes).
+    assert means[0] == pytest.approx(150.0) and means[-1] == pytest.approx(350.0)
+    assert means == sorted(means)
+    assert tasks == [1, 2, 2, 2]
+
+
+def test_the_global_counter_counts_every_env_step_of_both_runners():
+    out = run_example("global_counter.py")
+    assert out.splitlines()[0] == "0"
+    rows = re.findall(r"^count=(\d+) env_steps=(\d+)$", out, re.M)
+    assert len(rows) == 2 and all(count == steps for count, steps in rows)
+    assert int(rows[-1][0]) >= 8000
