@@ -10,6 +10,7 @@ reply, ("ok", value) or ("error", message with the traceback):
                                                    (payload: cloudpickled (factory, args, kwargs))
     ("call", name, method, args, kwargs)           getattr(object, method)(*args, **kwargs)
     ("names",)                                     the names, sorted
+    ("batch", [("call", ...), ...])                [(status, value) per call], run in order
 
 Calls on one object run one at a time (a lock per object), in arrival order. The process ends
 when it is terminated or when its parent process is gone (a watchdog thread).
@@ -59,7 +60,20 @@ class Registry:
 
 
 def _serve_client(conn, registry: Registry) -> None:
-    handlers = {"create": registry.create, "call": registry.call, "names": registry.names}
+    def batch(calls: list[tuple]) -> list[tuple[str, object]]:
+        """Runs ("call", ...) messages in order; one (status, value) each."""
+        results = []
+        for _, *call in calls:
+            try:
+                results.append(("ok", registry.call(*call)))
+            except Exception as error:
+                results.append(("error", f"{call[0]}.{call[1]}() raised "
+                                         f"{type(error).__name__}: {error}\n"
+                                         f"{traceback.format_exc().rstrip()}"))
+        return results
+
+    handlers = {"create": registry.create, "call": registry.call, "names": registry.names,
+                "batch": batch}
     while True:
         try:
             kind, *args = conn.recv()

@@ -48,8 +48,10 @@ class NamedObjectError(RuntimeError):
     server is gone."""
 
 
-#: Most `.remote()` calls of one process awaiting their replies; one more waits for the oldest.
-MAX_IN_FLIGHT = 256
+#: `.remote()` calls are sent in batches of at most this many (fewer system calls and pickles).
+BATCH_SIZE = 64
+#: Most batches of one process awaiting their replies; one more waits for the oldest.
+MAX_BATCHES_IN_FLIGHT = 8
 
 
 class ObjectRef:
@@ -82,15 +84,19 @@ class ObjectRef:
 
 class _Connection:
     """This process's connection to the server, shared by its threads (under a lock). Requests
-    are answered in order: a synchronous call first reads the replies of earlier `.remote()`
-    calls, so its effect follows theirs."""
+    are answered in order. `.remote()` calls are collected into a batch, which is sent when it
+    is full, before any waiting call (so that call's effect follows theirs), on `get()` of one of
+    them, and on `flush()`."""
 
     def __init__(self, address: Any, authkey: bytes):
         self.address = address
         self.authkey = authkey
         self._conn = None
         self._lock = threading.Lock()
-        self._in_flight: deque[ObjectRef] = deque()
+        self._batch: list[tuple] = []
+        self._batch_refs: list[ObjectRef] = []
+        #: Per request sent and not yet answered: None (a waiting call) or a batch's refs.
+        self._in_flight: deque[list[ObjectRef] | None] = deque()
         #: Names known to exist (they stay until the server stops).
         self.known_names: set[str] = set()
 
@@ -99,9 +105,32 @@ class _Connection:
             self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
         self._conn.send(message)
 
-    def _read_one(self) -> None:
+    def _read_one(self) -> tuple[str, Any]:
         status, value = self._conn.recv()
-        self._in_flight.popleft()._set(status, value)
+        refs = self._in_flight.popleft()
+        if refs is not None and status == "error":  # the batch's results could not be sent
+            for ref in refs:
+                ref._set(status, value)
+        elif refs is not None:  # a batch: one (status, value) per call
+            for ref, (call_status, call_value) in zip(refs, value, strict=True):
+                ref._set(call_status, call_value)
+        return status, value
+
+    def _send_batch(self) -> None:
+        if not self._batch:
+            return
+        while self._in_flight and (len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT
+                                   or self._conn.poll(0)):
+            self._read_one()
+        batch, refs = self._batch, self._batch_refs
+        self._batch, self._batch_refs = [], []
+        self._in_flight.append(refs)
+        try:
+            self._send(("batch", batch))
+        except BaseException:
+            self._in_flight.pop()
+            self._batch_refs = refs  # _broken() fails them
+            raise
 
     def _broken(self, error: BaseException) -> NamedObjectError:
         """The server is gone: every call in flight fails with the returned error."""
@@ -109,8 +138,11 @@ class _Connection:
             "the named-object server is not running (it starts with the first "
             "create_named_object() in the main process and stops with Algorithm.stop()): "
             f"{type(error).__name__}: {error}")
-        while self._in_flight:
-            self._in_flight.popleft()._set("error", str(failure))
+        refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
+        for ref in refs:
+            ref._set("error", str(failure))
+        self._in_flight.clear()
+        self._batch, self._batch_refs = [], []
         self.close()
         return failure
 
@@ -118,10 +150,13 @@ class _Connection:
         """Sends `message` and waits for its reply (after those of earlier calls)."""
         with self._lock:
             try:
+                self._send_batch()
                 self._send(message)
-                while self._in_flight:
-                    self._read_one()
-                status, value = self._conn.recv()
+                self._in_flight.append(None)
+                while True:
+                    status, value = self._read_one()
+                    if not self._in_flight:
+                        break
             except (OSError, EOFError) as error:
                 raise self._broken(error) from None
         if status == "error":
@@ -129,32 +164,27 @@ class _Connection:
         return value
 
     def submit(self, *message: Any) -> ObjectRef:
-        """Sends `message` without waiting; its reply is read later (`ObjectRef`)."""
+        """Queues `message` without waiting; its reply is read later (`ObjectRef`)."""
         ref = ObjectRef(self)
         with self._lock:
-            try:
-                while self._in_flight and (len(self._in_flight) >= MAX_IN_FLIGHT
-                                           or self._conn.poll(0)):
-                    self._read_one()
-                self._send(message)
-                self._in_flight.append(ref)
-            except (OSError, EOFError) as error:
-                raise self._broken(error) from None
+            self._batch.append(message)
+            self._batch_refs.append(ref)
+            if len(self._batch) >= BATCH_SIZE:
+                try:
+                    self._send_batch()
+                except (OSError, EOFError) as error:
+                    raise self._broken(error) from None
         return ref
 
     def wait_for(self, ref: ObjectRef) -> None:
-        with self._lock:
-            try:
-                while not ref._done:
-                    self._read_one()
-            except (OSError, EOFError) as error:
-                self._broken(error)
+        self.flush(until=ref)
 
-    def flush(self) -> None:
-        """Waits until every `.remote()` call of this process has run."""
+    def flush(self, until: ObjectRef | None = None) -> None:
+        """Sends the batch and reads replies until `until` is answered (default: all)."""
         with self._lock:
             try:
-                while self._in_flight:
+                self._send_batch()
+                while self._in_flight and (until is None or not until._done):
                     self._read_one()
             except (OSError, EOFError) as error:
                 self._broken(error)
@@ -166,7 +196,6 @@ class _Connection:
             except OSError:
                 pass
             self._conn = None
-
 
 class _Server:
     """The main process's handle on the server process."""
