@@ -310,10 +310,6 @@ def get_named_object(name: str) -> NamedObject:
     return NamedObject(name)
 
 
-def named_object_names() -> list[str]:
-    return _get_connection().request("names")
-
-
 def shutdown_named_objects() -> None:
     """Stops the server (its objects are gone). A later `create_named_object` starts anew."""
     global _server, _connection

@@ -30,8 +30,8 @@ OLD_CONFIG_KEYS = {
     "recreate_failed_sub_environments": "restart_failed_sub_environments",
 }
 #: Keys RLlib's `to_dict()` still writes under another name than the attribute: no warning.
-DICT_SPELLINGS = {"lambda": "lambda_", "framework": "framework_str",
-                  "callbacks": "callbacks_class"}
+#: (`callbacks`, another such key, is read by `AlgorithmConfig.update_from_dict` itself.)
+DICT_SPELLINGS = {"lambda": "lambda_", "framework": "framework_str"}
 #: Old keys about Ray's cluster resources: they mean nothing on one machine (warned, ignored).
 CLUSTER_ONLY_KEYS = ("num_cpus_per_worker", "num_cpus_per_env_runner", "num_gpus_per_worker",
                      "num_gpus_per_env_runner", "num_cpus_for_driver",
@@ -46,7 +46,7 @@ def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:
         if key in OLD_CONFIG_KEYS:
             warn_once(f'config key "{key}"', f'"{OLD_CONFIG_KEYS[key]}"')
             key = OLD_CONFIG_KEYS[key]
-        elif key in DICT_SPELLINGS and key != "callbacks":
+        elif key in DICT_SPELLINGS:
             key = DICT_SPELLINGS[key]
         elif key in CLUSTER_ONLY_KEYS:
             warn_once(f'config key "{key}" (Ray cluster resources)',
