@@ -30,6 +30,10 @@ class LevelEnv(TaskSettableEnv):
         self._t = 0
         self._counter_name = config.get("count_steps_in")
         self._count_with_remote = config.get("count_with_remote", False)
+        # env_config["crash_at_step"]: step N raises, unless this sub-env is a re-created one.
+        recreated = getattr(config, "recreated_worker", False)
+        self._crash_at = None if recreated else config.get("crash_at_step")
+        self._steps = 0
 
     def get_task(self):
         return self.level
@@ -45,6 +49,9 @@ class LevelEnv(TaskSettableEnv):
 
     def step(self, action):
         self._t += 1
+        self._steps += 1
+        if self._steps == self._crash_at:
+            raise RuntimeError(f"LevelEnv crashed at step {self._steps}")
         if self._counter_name:
             counter = get_named_object(self._counter_name)
             if self._count_with_remote:

@@ -170,3 +170,15 @@ def test_the_docs_dict_config_with_env_task_fn():
         assert runner_tasks(algo) == [[2]]
     finally:
         algo.stop()
+
+
+def test_a_re_created_sub_env_keeps_its_task():
+    config = (level_ppo(0).environment(env_config={"crash_at_step": 25})
+              .fault_tolerance(restart_failed_sub_environments=True))
+    with config.build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda er: er.foreach_env(lambda env: env.set_task(2)))
+        result = algo.train()
+        assert result["fault_tolerance"]["num_sub_environment_restarts"] == 1
+        assert algo.env_runner_group.local_env_runner.get_tasks() == [2]
+        assert result["env_runners"]["episode_return_mean"] == pytest.approx(level_return(2))
