@@ -108,7 +108,7 @@ class CallbackChain:
                 handlers.append((name, self._adapt(event, name, getattr(instance, event))))
             for instance in self.instances:
                 handlers.extend(old_event_handlers(instance, event,
-                                                   in_main_process=on_algorithm_side))
+                                                   on_algorithm_side=on_algorithm_side))
             for fn in event_callables.get(event, ()):
                 name = callable_name(fn)
                 handlers.append((name, self._adapt(event, name, fn)))

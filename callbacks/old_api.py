@@ -107,7 +107,7 @@ def adapt_old_arguments(name: str, fn: Callable) -> Callable:
     return with_old_arguments
 
 
-def old_event_handlers(instance: Any, event: str, *, in_main_process: bool
+def old_event_handlers(instance: Any, event: str, *, on_algorithm_side: bool
                        ) -> list[tuple[str, Callable]]:
     """Handlers for `event` that come from an old event name of `instance`'s class."""
     name = type(instance).__qualname__
@@ -115,7 +115,7 @@ def old_event_handlers(instance: Any, event: str, *, in_main_process: bool
         method = getattr(instance, "on_workers_recreated", None)
         if method is None:
             return []
-        if in_main_process:  # the event fires there only
+        if on_algorithm_side:  # the event fires there only
             warn_once(f"{name}.on_workers_recreated(worker_set=, worker_ids=)",
                       "on_env_runners_recreated(env_runner_group=, env_runner_indices=)")
 

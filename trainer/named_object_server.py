@@ -59,32 +59,28 @@ class Registry:
         return sorted(self._objects)
 
 
-def _serve_client(conn, registry: Registry) -> None:
-    def batch(calls: list[tuple]) -> list[tuple[str, object]]:
-        """Runs ("call", ...) messages in order; one (status, value) each."""
-        results = []
-        for _, *call in calls:
-            try:
-                results.append(("ok", registry.call(*call)))
-            except Exception as error:
-                results.append(("error", f"{call[0]}.{call[1]}() raised "
-                                         f"{type(error).__name__}: {error}\n"
-                                         f"{traceback.format_exc().rstrip()}"))
-        return results
+def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
+    """("ok", value) of one request, or ("error", what raised, with the traceback). A batch
+    answers each of its ("call", ...) messages in order, this way."""
+    try:
+        if kind == "batch":
+            return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
+        handler = {"create": registry.create, "call": registry.call,
+                   "names": registry.names}[kind]
+        return ("ok", handler(*args))
+    except Exception as error:
+        where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
+        return ("error", f"{where} raised {type(error).__name__}: {error}\n"
+                         f"{traceback.format_exc().rstrip()}")
 
-    handlers = {"create": registry.create, "call": registry.call, "names": registry.names,
-                "batch": batch}
+
+def _serve_client(conn, registry: Registry) -> None:
     while True:
         try:
             kind, *args = conn.recv()
         except (EOFError, OSError):
             return
-        try:
-            reply = ("ok", handlers[kind](*args))
-        except Exception as error:
-            where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
-            reply = ("error", f"{where} raised {type(error).__name__}: {error}\n"
-                              f"{traceback.format_exc().rstrip()}")
+        reply = _answer(registry, kind, args)
         try:
             conn.send(reply)
         except (EOFError, OSError):

@@ -70,7 +70,7 @@ class ObjectRef:
 
     def result(self) -> Any:
         if not self._done:
-            self._connection.wait_for(self)
+            self._connection.flush(until=self)
         self._read = True
         if self._status == "error":
             raise NamedObjectError(self._value)
@@ -175,9 +175,6 @@ class _Connection:
                 except (OSError, EOFError) as error:
                     raise self._broken(error) from None
         return ref
-
-    def wait_for(self, ref: ObjectRef) -> None:
-        self.flush(until=ref)
 
     def flush(self, until: ObjectRef | None = None) -> None:
         """Sends the batch and reads replies until `until` is answered (default: all)."""
