@@ -184,3 +184,13 @@ def test_workers_foreach_worker_and_old_checkpoint_names(warnings_seen, tmp_path
     assert_warned_once(lines, "foreach_worker(...)", "foreach_env_runner(...)")
     assert_warned_once(lines, "save_checkpoint(dir)", "save_to_path(dir)")
     assert_warned_once(lines, "load_checkpoint(dir)", "restore_from_path(dir)")
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_evaluation_results_answer_the_old_keys(parallel, warnings_seen):
+    config = small_ppo(0).evaluation(evaluation_interval=1, evaluation_duration=2,
+                                     evaluation_num_env_runners=1,
+                                     evaluation_parallel_to_training=parallel)
+    with config.build() as algo:
+        evaluation = algo.train()["evaluation"]
+    assert evaluation["episode_reward_mean"] == evaluation["env_runners"]["episode_return_mean"]

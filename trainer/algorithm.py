@@ -153,7 +153,7 @@ class Algorithm:
         configured duration on the evaluation runners, fires `on_evaluate_end` (which may
         change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
         self._begin_evaluation()
-        return with_old_result_keys(self._end_evaluation(self._run_evaluation()))
+        return self._end_evaluation(self._run_evaluation())
 
     def _begin_evaluation(self) -> None:
         if self._evaluator is None:
@@ -188,6 +188,8 @@ class Algorithm:
                              env_runner_indices=list(indices), is_evaluation=is_evaluation)
 
     def _end_evaluation(self, evaluation_metrics: dict) -> dict:
+        # Both evaluate() and the parallel round end here: both answer RLlib's old result keys.
+        evaluation_metrics = with_old_result_keys(evaluation_metrics)
         queued, self._queued_recoveries = self._queued_recoveries, []
         for indices, is_evaluation in queued:
             self._runners_recreated(indices, is_evaluation)
