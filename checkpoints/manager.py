@@ -67,7 +67,14 @@ class CheckpointManager:
     def on_end(self, algorithm: Any, result: dict | None = None) -> str | None:
         """Call when training ends: saves with `checkpoint_at_end` unless this iteration was
         saved already; returns the new checkpoint's path or None."""
-        if not self.checkpoint_at_end or algorithm.iteration == 0:
+        if not self.checkpoint_at_end:
+            return None
+        return self.save_if_new(algorithm, result)
+
+    def save_if_new(self, algorithm: Any, result: dict | None = None) -> str | None:
+        """Saves unless this iteration is saved already (or nothing was trained); returns the
+        new checkpoint's path or None. The main job calls it when Ctrl-C stops a run."""
+        if algorithm.iteration == 0:
             return None
         latest = self.latest_entry()
         if latest is not None and latest["iteration"] == algorithm.iteration:
@@ -131,9 +138,14 @@ class CheckpointManager:
                    and os.path.isfile(os.path.join(self.directory, name, METADATA_FILE))}
         try:
             with open(os.path.join(self.directory, INDEX_FILE)) as handle:
-                indexed = {e["name"]: e for e in json.load(handle)["checkpoints"]}
+                index = json.load(handle)
+            indexed = {e["name"]: e for e in index["checkpoints"]}
         except (OSError, ValueError, KeyError, TypeError):
-            indexed = {}
+            index, indexed = {}, {}
+        if self.checkpoint_score_attribute is None and index.get("score_attribute"):
+            # A manager opened on an existing run without settings ranks as the run did.
+            self.checkpoint_score_attribute = index["score_attribute"]
+            self.checkpoint_score_order = index.get("score_order", "max")
         # Directories are the truth; the index adds the scores it knows.
         return [indexed.get(name) or {"name": name, "iteration": int(_NAME.match(name)[1]),
                                       "score": None}

@@ -1,59 +1,396 @@
-"""The main job, `python -m trainer`, driven through its entry point."""
+"""The command line, end to end: `python -m trainer` in a subprocess, as a user runs it."""
 
 import json
+import os
+import pty
+import queue
 import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
-from trainer.__main__ import main
+from trainer.cli import main
+from trainer.testing import env_runner_pids
+
+#: A PPO run small enough for a few iterations in a second or two.
+SMALL_PPO = ["--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
+             "--hiddens", "16", "--num-env-runners", "1", "--seed", "3"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["--algo", "ppo", "--num-env-runners", "1", "--train-batch-size", "200",
-     "--minibatch-size", "100", "--num-epochs", "1", "--hiddens", "16"],
-    ["--algo", "dqn", "--hiddens", "16", "--seed", "0"],
-])
-def test_main_job_prints_one_line_per_iteration_and_stops(argv, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(argv + ["--stop-iters", "2"]) == 0
-    out = capsys.readouterr().out
-    assert len(re.findall(r"^iter +\d+ \| env steps +\d+ \| return mean", out, re.M)) == 2
-    assert "stopped: reached --stop-iters 2 after 2 iterations" in out
-    # The run folder under localrl_results/ holds the checkpoint written at the end.
+class Cli:
+    """`python -m trainer ARGS` with its output read line by line on a thread."""
+
+    def __init__(self, *args: str, cwd, env=None):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainer", *args], cwd=cwd, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+        self.lines: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 90) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._queue.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+        self.process.kill()
+        raise AssertionError(f"no line matching {pattern!r} in:\n{self.output}")
+
+    def finish(self, timeout: float = 120) -> int:
+        code = self.process.wait(timeout=timeout)
+        while (line := self._queue.get(timeout=10)) is not None:
+            self.lines.append(line)
+        return code
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def run_cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _gone(pids: list[int], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(os.path.exists(f"/proc/{pid}") for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A 4-iteration PPO run, checkpoints at 2 and 4: shared by the read-only tests."""
+    directory = tmp_path_factory.mktemp("cli") / "run"
+    done = run_cli(*SMALL_PPO, "--stop-iters", "4", "--checkpoint-frequency", "2",
+                   "--output-dir", str(directory), cwd=directory.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return directory, done.stdout
+
+
+def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
+    run, out = trained_run
+    # Not a terminal: one plain line per iteration, no status line or escape codes.
+    assert re.findall(r"^iter +(\d+) \| env steps +\d+ \| return mean", out, re.M) == [
+        "1", "2", "3", "4"]
+    assert "\x1b[" not in out and "\r" not in out
+    assert re.search(r"^iter +4 .*\| left 0s \(4 iterations\)$", out, re.M)
+    assert "stopped (reached 4 iterations) after 4 iterations, 800 env steps" in out
+    params = json.loads((run / "params.json").read_text())
+    assert (params["train_batch_size"], params["seed"], params["env"]) == (200, 3, "CartPole-v1")
+    assert params["model"]["fcnet_hiddens"] == [16]
+    assert params["callbacks_class"] == "callbacks.callback:RLlibCallback"
+    assert json.loads((run / "run.json").read_text()) == {
+        "algo": "PPO", "env": "CartPole-v1", "stop": {"iterations": 4}}
+    lines = (run / "result.json").read_text().splitlines()
+    results = [json.loads(line) for line in lines]  # strict JSON: NaN would fail here
+    assert [r["training_iteration"] for r in results] == [1, 2, 3, 4]
+    assert results[-1]["num_env_steps_sampled_lifetime"] == 800
+    assert "episode_return_mean" in results[0]["env_runners"]
+    header, *rows = (run / "progress.csv").read_text().splitlines()
+    columns = header.split(",")
+    assert columns[:3] == ["training_iteration", "time_total_s",
+                           "num_env_steps_sampled_lifetime"]
+    assert "env_runners/episode_return_mean" in columns and "timers/training_step" in columns
+    assert [row.split(",")[0] for row in rows] == ["1", "2", "3", "4"]
+    assert sorted(p.name for p in run.glob("checkpoint_*")) == ["checkpoint_000002",
+                                                                "checkpoint_000004"]
+    # matplotlib is in the test extra: the plot is a real PNG.
+    assert (run / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues(tmp_path):
+    cli = Cli(cwd=tmp_path)  # the README's main job: PPO on CartPole with RLlib's defaults
+    cli.wait_for(r"^iter +1 \|")
+    workers = env_runner_pids(cli.process.pid)
+    assert len(workers) == 2
+    cli.process.send_signal(signal.SIGINT)
+    assert cli.finish() == 128 + signal.SIGINT, cli.output
+    out = cli.output
+    assert "PPO on 'CartPole-v1': num_env_runners=2" in out
+    assert "lr=5e-05, train_batch_size=4000, minibatch_size=128, num_epochs=30" in out
+    assert ("stop at: mean return >= 475 or 200 iterations (default: the env's "
+            "reward_threshold)") in out
+    assert "SIGINT: finishing this iteration, then saving a checkpoint" in out
+    # The iteration under way when Ctrl-C came is finished and saved.
+    last = int(re.findall(r"^iter +(\d+)", out, re.M)[-1])
     [run] = (tmp_path / "localrl_results").iterdir()
-    assert (run / "checkpoint_000002" / "metadata.json").is_file()
+    assert re.search(rf"^checkpoint {re.escape(str(run))}/checkpoint_{last:06d}$", out, re.M)
+    assert f"stopped (SIGINT received) after {last} iterations" in out
+    assert _gone(workers), "EnvRunner processes outlived the command"
+
+    # --resume without --output-dir: the newest run, from its latest checkpoint.
+    resumed = Cli("--resume", "--stop-iters", str(last + 1), cwd=tmp_path)
+    assert resumed.finish() == 0, resumed.output
+    assert f"resumed from {run}/checkpoint_{last:06d} at iteration {last}" in resumed.output
+    assert "stop at: mean return >= 475 or 200 iterations" not in resumed.output
+    assert re.findall(r"^iter +(\d+)", resumed.output, re.M) == [str(last + 1)]
+    results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
+    assert [r["training_iteration"] for r in results] == list(range(1, last + 2))
+    assert results[-1]["iterations_since_restore"] == 1
 
 
-_SMALL_PPO = ["--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
-              "--hiddens", "16", "--num-env-runners", "1", "--seed", "3"]
+def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
+    cli = Cli("--output-dir", "run", cwd=tmp_path)  # default PPO: iterations of a few seconds
+    cli.wait_for(r"^iter +1 \|")
+    workers = env_runner_pids(cli.process.pid)
+    cli.process.send_signal(signal.SIGINT)
+    cli.wait_for(r"^SIGINT: finishing this iteration")
+    cli.process.send_signal(signal.SIGINT)
+    assert cli.finish() == 130, cli.output
+    assert "stopped (interrupted twice: stopped at once, without saving) after 1 iterations" \
+        in cli.output
+    assert not list((tmp_path / "run").glob("checkpoint_*"))
+    assert _gone(workers)
 
 
-def test_main_job_keeps_checkpoints_and_resumes_from_the_latest(capsys, tmp_path):
-    run = tmp_path / "run"
-    assert main(_SMALL_PPO + ["--stop-iters", "3", "--output-dir", str(run),
-                              "--checkpoint-frequency", "1", "--num-to-keep", "1"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("checkpoint " + str(run)) == 3
-    index = json.loads((run / "checkpoints.json").read_text())
-    names = sorted(p.name for p in run.iterdir() if p.is_dir())
-    # The best by mean return, plus the latest.
-    best = max(index["checkpoints"], key=lambda e: e["score"])["name"]
-    assert names == sorted({best, "checkpoint_000003"})
-    assert main(["--stop-iters", "5", "--resume", "--output-dir", str(run)]) == 0
-    out = capsys.readouterr().out
-    assert f"resumed from {run / 'checkpoint_000003'} at iteration 3" in out
-    assert "train_batch_size=200" in out  # the run's own settings
-    assert re.findall(r"^iter +(\d+)", out, re.M) == ["4", "5"]
-    assert (run / "checkpoint_000005").is_dir()
+def test_sigterm_saves_like_ctrl_c(tmp_path):
+    cli = Cli(*SMALL_PPO, "--output-dir", "run", "--checkpoint-frequency", "0", cwd=tmp_path)
+    cli.wait_for(r"^iter +2 \|")
+    cli.process.send_signal(signal.SIGTERM)
+    assert cli.finish() == 128 + signal.SIGTERM, cli.output
+    last = int(re.findall(r"^iter +(\d+)", cli.output, re.M)[-1])
+    assert (tmp_path / "run" / f"checkpoint_{last:06d}" / "metadata.json").is_file()
 
 
-def test_resume_without_a_checkpoint_says_so(capsys, tmp_path):
+def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "trainer", *SMALL_PPO, "--stop-iters", "3",
+                                "--output-dir", "run"], cwd=tmp_path, stdin=terminal,
+                               stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif process.poll() is not None:
+            break
+    os.close(controller)
+    assert process.wait(timeout=30) == 0
+    text = output.decode()
+    # Each row is written after erasing the status line, which is then drawn again under it.
+    assert re.search(r"\r\x1b\[Kiter +3 \|[^\n]*\n\[#+\.*\] +\d+% \| \d+s left to 3 iterations "
+                     r"\| Ctrl-C: save and stop", text.replace("\r\n", "\n")), text
+    assert text.rstrip().endswith(f"evaluate:  python -m trainer evaluate "
+                                  f"{tmp_path / 'run' / 'checkpoint_000003'}")
+
+
+def test_evaluate_runs_episodes_greedy_or_exploring(trained_run):
+    run, _ = trained_run
+    greedy = [json.loads(run_cli("evaluate", str(run), "--episodes", "3", "--seed", "7",
+                                 "--json", cwd=run.parent).stdout) for _ in range(2)]
+    assert greedy[0] == greedy[1]  # greedy actions and seeded resets: the same episodes
+    summary = greedy[0]
+    assert summary["checkpoint"] == str(run / "checkpoint_000004") or summary[
+        "checkpoint"] == str(run / "checkpoint_000002")  # the run's best
+    assert summary["num_episodes"] == 3 and summary["explore"] is False
+    assert summary["episode_return_mean"] == pytest.approx(sum(summary["episode_returns"]) / 3)
+    # CartPole pays 1 per step.
+    assert summary["episode_returns"] == [float(n) for n in summary["episode_lengths"]]
+    done = run_cli("evaluate", str(run / "checkpoint_000002"), "--episodes", "2", "--explore",
+                   cwd=run.parent)
+    assert done.returncode == 0, done.stderr
+    assert "2 episodes, exploring actions" in done.stdout
+    assert len(re.findall(r"^episode +\d: return +\d+\.\d\d, length \d+$", done.stdout,
+                          re.M)) == 2
+    assert re.search(r"^mean return [\d.]+ ± [\d.]+ \(min [\d.]+, max [\d.]+\) over 2 episodes",
+                     done.stdout, re.M)
+
+
+@pytest.mark.parametrize("suffix", ["gif", "mp4"])
+def test_evaluate_records_a_video(trained_run, tmp_path, suffix):
+    run, _ = trained_run
+    video = tmp_path / f"episode.{suffix}"
+    done = run_cli("evaluate", str(run), "--episodes", "2", "--seed", "0", "--video", str(video),
+                   "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    # One frame after the reset and one per step, of the first episode only (--video-episodes 1).
+    assert summary["video_frames"] == summary["episode_lengths"][0] + 1
+    if suffix == "gif":
+        from PIL import Image
+
+        with Image.open(video) as image:
+            assert image.size == (600, 400) and image.n_frames >= 2
+    else:
+        import imageio_ffmpeg
+
+        frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(video))
+        assert frames == summary["video_frames"]
+        assert seconds == pytest.approx(frames / 50, abs=0.05)  # CartPole renders at 50 fps
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_inspect_a_run_folder_and_a_checkpoint(trained_run, tmp_path):
+    run, _ = trained_run
+    done = run_cli("inspect", str(run), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"run {run}" in done.stdout
+    assert "PPO on CartPole-v1, stop at {'iterations': 4}" in done.stdout
+    assert "4 iterations logged; the last: iteration 4, 800 env steps" in done.stdout
+    assert re.search(r"checkpoint_000004  score +[\d.]+  \(latest", done.stdout)
+    assert "files (all sizes and SHA-256 checksums verified)" in done.stdout
+    as_json = json.loads(run_cli("inspect", str(run / "checkpoint_000002"), "--json",
+                                 cwd=tmp_path).stdout)
+    assert as_json["checkpoint"]["metadata"]["training_iteration"] == 2
+    # A damaged copy is refused, naming the file.
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run / "checkpoint_000002", damaged)
+    with open(damaged / "learner.msgpack", "r+b") as handle:
+        handle.seek(10)
+        handle.write(b"\xff\xff")
+    done = run_cli("inspect", str(damaged), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "learner.msgpack" in done.stderr
+
+
+def test_config_file_in_toml_with_tables_callbacks_and_stop(tmp_path):
+    (tmp_path / "my_callbacks.py").write_text(
+        "from callbacks import RLlibCallback\n"
+        "class CountEpisodes(RLlibCallback):\n"
+        "    def on_episode_end(self, *, metrics_logger, **kwargs):\n"
+        "        metrics_logger.log_value('episodes_seen', 1, reduce='sum')\n")
+    (tmp_path / "run.toml").write_text(
+        'lr = 0.0003\n'
+        '[training]\ntrain_batch_size = 200\nminibatch_size = 100\nnum_epochs = 1\n'
+        '[rl_module.model_config]\nfcnet_hiddens = [8]\n'
+        '[env_runners]\nnum_env_runners = 1\n'
+        '[callbacks]\ncallbacks_class = "my_callbacks:CountEpisodes"\n'
+        '[stop]\ntraining_iteration = 3\n')
+    done = run_cli("--config", "run.toml", "--lr", "0.001", "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stop at: 3 iterations (--config)" in done.stdout
+    params = json.loads((tmp_path / "run" / "params.json").read_text())
+    assert params["lr"] == 0.001  # the flag wins over the file
+    assert (params["train_batch_size"], params["model"]["fcnet_hiddens"]) == (200, [8])
+    assert params["callbacks_class"] == "my_callbacks:CountEpisodes"
+    results = (tmp_path / "run" / "result.json").read_text().splitlines()
+    assert len(results) == 3
+    assert json.loads(results[-1])["env_runners"]["episodes_seen"] > 0
+
+
+def test_config_file_in_json_with_algo_and_flat_keys(tmp_path):
+    (tmp_path / "dqn.json").write_text(json.dumps({
+        "algo": "DQN", "num_env_runners": 0, "model": {"fcnet_hiddens": [8]},
+        "training": {"num_steps_sampled_before_learning_starts": 100},
+        "stop": {"num_env_steps_sampled_lifetime": 1500}}))
+    done = run_cli("--config", "dqn.json", "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "DQN on 'CartPole-v1'" in done.stdout
+    assert re.search(r"stopped \(reached \d+ env steps >= 1500\) after 2 iterations",
+                     done.stdout)
+
+
+def test_an_existing_run_folder_is_not_overwritten(trained_run):
+    run, _ = trained_run
+    done = run_cli(*SMALL_PPO, "--output-dir", str(run), cwd=run.parent)
+    assert done.returncode == 2
+    assert "argument --output-dir" in done.stderr and "continue it with --resume" in done.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--env-config", "{bad"], "argument --env-config: not valid JSON"),
+    (["--env-config", "[1]"], "argument --env-config: must be a JSON object"),
+    (["--lr", "-1"], "argument --lr: PPOConfig.training(lr=-1.0): lr must be a number > 0"),
+    (["--stop-iters", "x"], "argument --stop-iters: 'x' is not a whole number"),
+    (["--num-to-keep", "0"], "argument --num-to-keep: 0 must be >= 1"),
+    (["--algo", "a2c"], "argument --algo: invalid choice: 'A2C'"),
+    (["--env", "CartPoel-v1"], "argument --env: environment(env='CartPoel-v1'): no env of that "
+                               "name"),
+    (["--hiddens", "8,x"], "argument --hiddens: '8,x': give layer sizes"),
+    (["--minibatch-size", "64", "--algo", "dqn"], "(set by --minibatch-size)"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["evalute", "x"], "unknown command 'evalute'; did you mean 'evaluate'?"),
+    (["evaluate", "nowhere"], "argument checkpoint: checkpoint"),
+    (["evaluate", "nowhere", "--video", "out.avi"], "argument --video: 'out.avi': give a file "
+                                                    "ending in .gif or .mp4"),
+    (["evaluate", "nowhere", "--episodes", "0"], "argument --episodes: 0 must be >= 1"),
+    (["--resume", "--output-dir", "nowhere"], "argument --resume: "),
+])
+def test_bad_flags_are_rejected_naming_the_flag(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, suffix, message", [
+    ("lr = [0.1\n", "toml", "not valid TOML"),
+    ('{"lr": 0.1,}', "json", "not valid JSON"),
+    ('{"lrr": 0.1}', "json", "lrr: PPOConfig.from_dict() got an unknown setting lrr=0.1. Did "
+                             "you mean 'lr'?"),
+    ("[training]\nnum_epochz = 3\n", "toml", "[training]: PPOConfig.training() got an unknown "
+                                             "setting num_epochz=3"),
+    ('{"stop": {"episode_reward_mean": 1}}', "json", "[stop] episode_reward_mean: not a stop "
+                                                     "key"),
+    ('{"callbacks": "no_such_module:Thing"}', "json", "callbacks='no_such_module:Thing': "
+                                                      "cannot import it"),
+    ('{"algo": "A3C"}', "json", "algo='A3C'; allowed: DQN, PPO"),
+])
+def test_bad_config_files_are_rejected_naming_the_file_and_key(content, suffix, message, capsys,
+                                                              tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / f"c.{suffix}").write_text(content)
     with pytest.raises(SystemExit):
-        main(["--resume", "--output-dir", str(tmp_path / "empty")])
-    assert "has no checkpoint to resume from" in capsys.readouterr().err
+        main(["--config", f"c.{suffix}"])
+    err = capsys.readouterr().err
+    assert f"argument --config: c.{suffix}" in err and message in err, err
 
 
-def test_main_job_rejects_bad_settings_naming_them(capsys):
+def test_resume_refuses_flags_that_change_settings(trained_run, capsys):
+    run, _ = trained_run
     with pytest.raises(SystemExit):
-        main(["--lr", "-1"])
-    assert "lr=-1.0" in capsys.readouterr().err
+        main(["--resume", "--output-dir", str(run), "--lr", "0.1"])
+    assert "argument --lr: a resumed run keeps its own settings" in capsys.readouterr().err
+
+
+def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from trainer.cli import main; "
+            f"sys.exit(main({[*SMALL_PPO, '--stop-iters', '1', '--output-dir', 'run']!r}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "run" / "result.json").is_file()
+    assert not (tmp_path / "run" / "learning_curve.png").exists()
+
+
+def test_log_level_reaches_the_standard_logging_module(tmp_path):
+    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", "--log-level", "INFO",
+                   cwd=tmp_path)
+    assert done.returncode == 0
+    assert re.search(r"INFO trainer: started 1 EnvRunner process in [\d.]+ s", done.stderr)
+    assert re.search(r"INFO trainer: saved checkpoint .*checkpoint_000001", done.stderr)
+    quiet = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run2", cwd=tmp_path)
+    assert "INFO" not in quiet.stderr  # the default is WARN

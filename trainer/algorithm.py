@@ -27,6 +27,7 @@ from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
 from trainer.evaluation import Evaluator, ParallelEvaluation
 from trainer.exploration import ActionDistribution, make_exploration
+from trainer.log import set_library_log_level
 from trainer.metrics import MetricsLogger, add_episode_defaults
 from trainer.named_objects import shutdown_named_objects
 from trainer.old_api import with_old_result_keys
@@ -65,8 +66,7 @@ class Algorithm:
             config.algo_class = type(self)
         config.validate()
         self.config = config.freeze()
-        level = config.log_level.upper()
-        logger.setLevel("WARNING" if level == "WARN" else level)
+        set_library_log_level(config.log_level)
         self.metrics = MetricsLogger()
         algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
                                if e in ALGORITHM_EVENTS}
@@ -237,6 +237,8 @@ class Algorithm:
             self._apply_env_task_fn(result)
         self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
                              result=result)
+        logger.debug("iteration %d took %.2f s: %d env steps sampled", self.iteration,
+                     time_this_iter, result["env_runners"].get("num_env_steps_sampled", 0))
         return result
 
     def _apply_env_task_fn(self, result: dict) -> None:
@@ -395,6 +397,7 @@ class Algorithm:
             raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
                                                    f"{type(error).__name__}: {error}") from None
         self._iterations_since_restore = 0
+        logger.info("restored checkpoint %s (iteration %d)", checkpoint.path, self.iteration)
         self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
 
     @classmethod

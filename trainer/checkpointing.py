@@ -13,6 +13,7 @@ import datetime
 import logging
 import os
 import tempfile
+import time
 from importlib import metadata as package_metadata
 from typing import Any
 
@@ -104,7 +105,12 @@ def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
         "spaces": describe_spaces(module.spaces),
         "parameter_shapes": parameter_shapes(module),
     }
-    return write_checkpoint(path, files, metadata)
+    started = time.perf_counter()
+    written = write_checkpoint(path, files, metadata)
+    logger.info("saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)", written,
+                algorithm.iteration, sum(len(data) for data in files.values()) / 1024,
+                (time.perf_counter() - started) * 1000)
+    return written
 
 
 def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:

@@ -95,6 +95,7 @@ class EnvRunnerGroup:
             self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=0)
             self.spaces = self.local_env_runner.spaces
             return
+        started = time.perf_counter()
         try:
             replies, failures = self._start(list(range(1, num + 1)), recreated=False,
                                             timeout=STARTUP_TIMEOUT_S)
@@ -103,6 +104,10 @@ class EnvRunnerGroup:
         except BaseException:
             self.stop()
             raise
+        logger.info("started %d %sEnvRunner process%s in %.2f s (pids %s)", num,
+                    "evaluation " if config.in_evaluation else "", "es" if num > 1 else "",
+                    time.perf_counter() - started,
+                    ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())))
         self.spaces = replies[1]["spaces"]
         self._tasks = {i: reply["tasks"] for i, reply in replies.items()
                        if reply["tasks"] is not None}

@@ -49,6 +49,20 @@ def _error_reply(worker_index: int, method: str, error: BaseException):
                                     traceback.format_exc()))
 
 
+def _configure_logging(level: str, worker_index: int) -> None:
+    """Log records at the config's `log_level` to stderr, marked with the runner's index."""
+    import logging
+
+    from trainer.log import set_library_log_level
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        f"%(asctime)s %(levelname)s %(name)s [EnvRunner {worker_index}]: %(message)s",
+        "%H:%M:%S"))
+    logging.getLogger().handlers[:] = [handler]
+    set_library_log_level(level)
+
+
 def serve(conn, parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     import cloudpickle
@@ -78,7 +92,7 @@ def serve(conn, parent_pid: int) -> None:
                 from trainer.env_runner import EnvRunner
 
                 named_objects.configure_client(spec.get("named_objects"))
-
+                _configure_logging(spec["config"].log_level, worker_index)
                 runner = EnvRunner(spec["config"], spec["env_creator"],
                                    worker_index=worker_index, num_workers=spec["num_workers"],
                                    spaces=spec.get("spaces"),

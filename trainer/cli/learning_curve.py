@@ -1,0 +1,67 @@
+"""`learning_curve.png`: mean episode return over env steps, with the min-max band, the
+evaluation return when the run evaluates, and the return to reach as a dashed line.
+
+matplotlib is optional (`pip install 'localrl[plot]'`); without it no plot is written. Only its
+object API is used (`Figure` + the Agg canvas), never pyplot, so no display or global state is
+touched. The file is replaced atomically, so a reader never sees half a PNG.
+"""
+
+from __future__ import annotations
+
+import os
+
+PLOT_FILE = "learning_curve.png"
+
+
+def matplotlib_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for result in results:
+        node = result
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, (int, float)):
+            xs.append(result["num_env_steps_sampled_lifetime"])
+            ys.append(node)
+    return xs, ys
+
+
+def write_learning_curve(results: list[dict], path: str, title: str,
+                         target_return: float | None = None) -> bool:
+    """Plots `results` (result.json's objects) into `path`; False without matplotlib or data."""
+    if not results or not matplotlib_available():
+        return False
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    steps, mean = _series(results, "env_runners", "episode_return_mean")
+    band_steps, low = _series(results, "env_runners", "episode_return_min")
+    _, high = _series(results, "env_runners", "episode_return_max")
+    if len(low) == len(high) and low:
+        axes.fill_between(band_steps, low, high, alpha=0.2, label="min-max")
+    axes.plot(steps, mean, marker="." if len(steps) < 30 else None, label="mean return")
+    eval_steps, eval_mean = _series(results, "evaluation", "env_runners", "episode_return_mean")
+    if eval_mean:
+        axes.plot(eval_steps, eval_mean, marker="o", label="evaluation mean return")
+    if target_return is not None:
+        axes.axhline(target_return, linestyle="--", color="gray", label=f"{target_return:g}")
+    axes.set_xlabel("env steps")
+    axes.set_ylabel("episode return")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    temporary = f"{path}.{os.getpid()}.tmp.png"
+    figure.savefig(temporary)
+    os.replace(temporary, path)
+    return True

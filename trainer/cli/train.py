@@ -1,0 +1,407 @@
+"""`train`: the main job. With no flags, PPO on CartPole-v1 with RLlib's default PPO settings
+until the env's reward threshold (475) or 200 iterations, printing the settings first.
+
+Settings come from the algorithm's defaults, then `--config FILE` (JSON or TOML, see
+`trainer.cli.config_file`), then the flags. The run folder (`--output-dir`, default
+`localrl_results/<ALGO>_<env>_<time>`) gets params.json, run.json (algorithm and stop
+criteria), result.json, progress.csv, checkpoints and learning_curve.png (see
+`trainer.cli.run_folder`). Ctrl-C finishes the iteration, saves a checkpoint and stops;
+`--resume` continues the run from its latest checkpoint with its own settings and stop criteria.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import logging
+import os
+import time
+import traceback
+from typing import Any
+
+from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
+from trainer.cli.interrupt import StopRequest
+from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
+from trainer.cli.options import (
+    json_object,
+    layer_sizes,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from trainer.cli.progress import ProgressDisplay
+from trainer.cli.run_folder import RESULT_FILE, RunFolder
+from trainer.cli.stop import Progress, StopCriteria
+from trainer.log import set_library_log_level
+
+ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
+RESULTS_ROOT = "localrl_results"
+DEFAULT_ENV = "CartPole-v1"
+#: Without any stop criterion: the env's reward threshold, with this many iterations at most.
+DEFAULT_MAX_ITERATIONS = 200
+#: The main job's checkpoint schedule (a --config file or the flags change it).
+DEFAULT_CHECKPOINTING = {"checkpoint_frequency": 10, "num_to_keep": 3,
+                         "checkpoint_score_attribute": "env_runners/episode_return_mean",
+                         "checkpoint_at_end": True}
+
+#: Flags that set an AlgorithmConfig setting: flag -> (builder method, setting).
+SETTING_FLAGS = {
+    "--num-env-runners": ("env_runners", "num_env_runners"),
+    "--num-envs-per-env-runner": ("env_runners", "num_envs_per_env_runner"),
+    "--seed": ("debugging", "seed"),
+    "--lr": ("training", "lr"),
+    "--train-batch-size": ("training", "train_batch_size"),
+    "--minibatch-size": ("training", "minibatch_size"),
+    "--num-epochs": ("training", "num_epochs"),
+    "--hiddens": ("rl_module", "fcnet_hiddens"),
+    "--activation": ("rl_module", "fcnet_activation"),
+}
+STOP_FLAGS = {"--stop-iters": "iterations", "--stop-timesteps": "env_steps",
+              "--stop-reward": "mean_return", "--stop-seconds": "seconds"}
+#: Settings the header shows (those the algorithm has).
+SHOWN_SETTINGS = ("num_env_runners", "num_envs_per_env_runner", "lr", "train_batch_size",
+                  "minibatch_size", "num_epochs", "gamma", "lambda_", "n_step", "double_q",
+                  "dueling", "epsilon", "model", "seed")
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "train", help="train an algorithm (the default command)",
+        description="Train an algorithm on a gymnasium env. With no flags: PPO on CartPole-v1 "
+                    "with RLlib's default PPO settings until solved. Settings come from the "
+                    "algorithm's defaults, then --config, then the flags.")
+    parser.add_argument("--algo", type=str.upper, choices=sorted(ALGORITHMS), default=None,
+                        help="algorithm (default PPO)")
+    parser.add_argument("--env", default=None, help=f"gymnasium id or registered name "
+                                                    f"(default {DEFAULT_ENV})")
+    parser.add_argument("--env-config", type=json_object, default=None,
+                        help="JSON object passed to the env as env_config")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="JSON or TOML file of AlgorithmConfig settings (and a [stop] "
+                             "table); the flags win")
+    stop = parser.add_argument_group(
+        "stop criteria (the first one reached stops; default: the env's reward threshold or "
+        f"{DEFAULT_MAX_ITERATIONS} iterations)")
+    stop.add_argument("--stop-iters", type=positive_int, default=None, help="iterations")
+    stop.add_argument("--stop-timesteps", type=positive_int, default=None,
+                      help="env steps sampled")
+    stop.add_argument("--stop-reward", type=float, default=None, help="mean episode return")
+    stop.add_argument("--stop-seconds", type=positive_float, default=None,
+                      help="seconds of training (counted across resumes)")
+    run = parser.add_argument_group("run folder and checkpoints")
+    run.add_argument("--output-dir", default=None,
+                     help=f"the run folder (default {RESULTS_ROOT}/<ALGO>_<env>_<time>)")
+    run.add_argument("--checkpoint-frequency", type=non_negative_int, default=None,
+                     help="save every N iterations (0: only at the end; default 10)")
+    run.add_argument("--num-to-keep", type=positive_int, default=None,
+                     help="keep the N checkpoints with the best mean return, plus the latest "
+                          "(default 3)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run in --output-dir (default: the newest run of "
+                          "--algo on --env) from its latest checkpoint")
+    settings = parser.add_argument_group("settings (default: the algorithm's defaults)")
+    settings.add_argument("--num-env-runners", type=non_negative_int, default=None,
+                          help="EnvRunner processes (0: sample in this process)")
+    settings.add_argument("--num-envs-per-env-runner", type=positive_int, default=None)
+    settings.add_argument("--seed", type=non_negative_int, default=None)
+    settings.add_argument("--lr", type=float, default=None)
+    settings.add_argument("--train-batch-size", type=positive_int, default=None)
+    settings.add_argument("--minibatch-size", type=positive_int, default=None)
+    settings.add_argument("--num-epochs", type=positive_int, default=None)
+    settings.add_argument("--hiddens", type=layer_sizes, default=None,
+                          help="hidden layer sizes, e.g. 64,64")
+    settings.add_argument("--activation", default=None, help="tanh, relu or linear")
+    settings.add_argument("--log-level", type=str.upper, default=None,
+                          choices=["DEBUG", "INFO", "WARN", "WARNING", "ERROR"],
+                          help="level of the standard logging module (default WARN)")
+    parser.set_defaults(run=run_train)
+    return parser
+
+
+# -- the config ------------------------------------------------------------------------------
+def config_class(algo: str) -> type:
+    module_name, class_name = ALGORITHMS[algo].split(":")
+    module = __import__(module_name, fromlist=[class_name])
+    return getattr(module, class_name)
+
+
+def make_config(args: argparse.Namespace) -> tuple[Any, dict]:
+    """The config from defaults, `--config` and the flags, and the file's stop criteria.
+    Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the file's key."""
+    from trainer.config import ConfigError
+
+    content = read_config_file(args.config) if args.config else {}
+    algo = args.algo or str(content.get("algo", "PPO")).upper()
+    if algo not in ALGORITHMS:
+        raise ConfigFileError(f"argument --config: {args.config}: algo={content['algo']!r}; "
+                              f"allowed: {', '.join(sorted(ALGORITHMS))}")
+    config = config_class(algo)()
+    config.checkpointing(**DEFAULT_CHECKPOINTING)
+    file_stop = apply_config_file(config, content, args.config) if args.config else {}
+
+    def apply(flag: str, change) -> None:
+        try:
+            change()
+        except ConfigError as error:
+            raise ConfigError(f"argument {flag}: {error}") from None
+
+    if args.env is not None:
+        apply("--env", lambda: config.environment(args.env))
+    elif config.env is None:
+        config.environment(DEFAULT_ENV)
+    if args.env_config is not None:
+        apply("--env-config", lambda: config.environment(
+            env_config={**config.env_config, **args.env_config}))
+    for flag, (method, setting) in SETTING_FLAGS.items():
+        value = getattr(args, _dest(flag))
+        if value is None:
+            continue
+        if method == "rl_module":
+            apply(flag, lambda s=setting, v=value: config.rl_module(model_config={s: v}))
+        else:
+            apply(flag, lambda m=method, s=setting, v=value: getattr(config, m)(**{s: v}))
+    if args.log_level is not None:
+        config.debugging(log_level=args.log_level)
+    checkpointing = {k: v for k, v in (("checkpoint_frequency", args.checkpoint_frequency),
+                                       ("num_to_keep", args.num_to_keep)) if v is not None}
+    config.checkpointing(**checkpointing)
+    try:
+        config.validate()
+    except ConfigError as error:
+        # A clash between settings: say which of them came from flags.
+        given = [flag for flag, (_, setting) in SETTING_FLAGS.items()
+                 if getattr(args, _dest(flag)) is not None and setting in str(error)]
+        raise ConfigError(f"{error}" + (f" (set by {', '.join(given)})" if given else "")
+                          ) from None
+    return config, file_stop
+
+
+def env_reward_threshold(env: Any) -> float | None:
+    """The env's `reward_threshold` from its gymnasium registration, if any."""
+    import gymnasium as gym
+
+    if isinstance(env, str) and env in gym.registry:
+        return gym.spec(env).reward_threshold
+    return None
+
+
+def stop_criteria(args: argparse.Namespace, saved: dict, saved_from: str,
+                  env: Any) -> tuple[StopCriteria, str]:
+    """`saved` (a --config [stop] table, or the resumed run's run.json) with the flags' criteria
+    over it; without either, the default. Returns where they came from too."""
+    flags = {name: getattr(args, _dest(flag)) for flag, name in STOP_FLAGS.items()
+             if getattr(args, _dest(flag)) is not None}
+    if flags or saved:
+        source = " and ".join(s for s, given in (("flags", flags), (saved_from, saved)) if given)
+        return StopCriteria(**{**saved, **flags}), source
+    threshold = env_reward_threshold(env)
+    if threshold is None:
+        return StopCriteria(iterations=DEFAULT_MAX_ITERATIONS), "default"
+    return (StopCriteria(mean_return=threshold, iterations=DEFAULT_MAX_ITERATIONS),
+            "default: the env's reward_threshold")
+
+
+# -- the run folder --------------------------------------------------------------------------
+def _run_prefix(algo: str, env: Any) -> str:
+    name = env if isinstance(env, str) else getattr(env, "__name__", "env")
+    return f"{algo}_{name.replace('/', '_').replace(':', '_')}"
+
+
+def run_directory(args: argparse.Namespace, algo: str, env: Any) -> str:
+    """--output-dir, else a new folder (with --resume: the newest) under localrl_results/."""
+    if args.output_dir is not None:
+        return os.path.abspath(args.output_dir)
+    if args.resume:
+        # The newest run; of --algo on --env when they are given.
+        prefix = "" if args.algo is None and args.env is None else _run_prefix(algo, env) + "_"
+        runs = sorted((path for path in glob.glob(os.path.join(RESULTS_ROOT, prefix + "*"))
+                       if os.path.isdir(path)), key=os.path.getmtime)
+        if not runs:
+            raise ValueError(f"argument --resume: no run{'' if not prefix else f' of {algo} on {env}'}"
+                             f" under {RESULTS_ROOT}/; give --output-dir")
+        return os.path.abspath(runs[-1])
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return os.path.abspath(os.path.join(RESULTS_ROOT, f"{_run_prefix(algo, env)}_{stamp}"))
+
+
+# -- logging ---------------------------------------------------------------------------------
+class _DisplayLogHandler(logging.StreamHandler):
+    """Log records to stderr, with the terminal's status line taken down and put back."""
+
+    def __init__(self, display: ProgressDisplay):
+        super().__init__()
+        self.display = display
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                            "%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.display.paused():
+            super().emit(record)
+
+
+def configure_logging(level: str, display: ProgressDisplay) -> logging.Handler:
+    """The library's loggers at `level`, other libraries' at WARNING, all through one
+    handler on the root logger."""
+    handler = _DisplayLogHandler(display)
+    logging.getLogger().addHandler(handler)
+    set_library_log_level(level)
+    return handler
+
+
+# -- the command -----------------------------------------------------------------------------
+def _describe(config: Any, algo: str, stop: StopCriteria, stop_source: str,
+              directory: str) -> list[str]:
+    shown = ", ".join(f"{k}={config[k]!r}" for k in SHOWN_SETTINGS if k in config)
+    frequency = config.checkpoint_frequency
+    keep = config.num_to_keep
+    return [
+        f"{algo} on {config.env!r}: {shown}",
+        f"stop at: {stop.describe()} ({stop_source})",
+        f"run folder: {directory}",
+        "  params.json (every setting), result.json, progress.csv, "
+        + (f"a checkpoint every {frequency} iterations and at the end"
+           if frequency else "a checkpoint at the end")
+        + (f", the {keep} best kept plus the latest" if keep else ""),
+    ]
+
+
+def _setting_flags_given(args: argparse.Namespace) -> list[str]:
+    """Flags that would change a resumed run's settings (--algo and --env only pick the run)."""
+    flags = ["--env-config", "--config", *SETTING_FLAGS]
+    return [flag for flag in flags if getattr(args, _dest(flag)) is not None]
+
+
+def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from checkpoints import CheckpointError, CheckpointManager, open_checkpoint
+    from trainer.config import ConfigError
+
+    start = time.perf_counter()
+    display = ProgressDisplay(Progress(StopCriteria()))
+    if args.resume:
+        given = _setting_flags_given(args)
+        if given:
+            parser.error(f"argument {given[0]}: a resumed run keeps its own settings (its "
+                         "params.json); start a new run to change them")
+        try:
+            directory = run_directory(args, args.algo or "PPO", args.env or DEFAULT_ENV)
+        except ValueError as error:
+            parser.error(str(error))
+        manager = CheckpointManager(directory)
+        latest = manager.latest()
+        if latest is None:
+            parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
+        from trainer.checkpointing import unpickle_class_and_config
+
+        try:
+            algorithm_class, config = unpickle_class_and_config(open_checkpoint(latest))
+        except CheckpointError as error:
+            parser.error(f"argument --resume: {error}")
+        config = config.copy()
+        if args.log_level is not None:
+            config.debugging(log_level=args.log_level)
+        run_file = RunFolder(directory).read_run_info()
+        algo = run_file.get("algo") or algorithm_class.__name__
+        stop, stop_source = stop_criteria(args, run_file.get("stop", {}), "run.json",
+                                          config.env)
+    else:
+        try:
+            config, file_stop = make_config(args)
+        except (ConfigError, ConfigFileError) as error:
+            parser.error(str(error))
+        algo = type(config).__name__.removesuffix("Config")
+        directory = run_directory(args, algo, config.env)
+        if CheckpointManager(directory).latest() is not None or os.path.exists(
+                os.path.join(directory, RESULT_FILE)):
+            parser.error(f"argument --output-dir: {directory} holds a run already; continue it "
+                         "with --resume, or give another folder")
+        stop, stop_source = stop_criteria(args, file_stop, "--config", config.env)
+        latest = None
+    display.progress.stop = stop
+    log_handler = configure_logging(config.log_level, display)
+    folder = RunFolder(directory)
+    manager = CheckpointManager.from_config(directory, config)
+    if args.checkpoint_frequency is not None:
+        manager.checkpoint_frequency = args.checkpoint_frequency
+    if args.num_to_keep is not None:
+        manager.num_to_keep = args.num_to_keep
+    for line in _describe(config, algo, stop, stop_source, directory):
+        display.line(line)
+
+    def on_request(signal_name: str) -> None:
+        display.note(f"{signal_name}: finishing this iteration, then saving a checkpoint "
+                     "(again: stop at once, without saving)")
+
+    algorithm = None
+    result = None
+    status = 0
+    title = f"{algo} on {config.env}"
+    try:
+        with StopRequest(on_request) as request:
+            if latest is not None:
+                algorithm = algorithm_class.from_checkpoint(latest, config=config)
+                dropped = folder.drop_after(algorithm.iteration)
+                display.line(f"resumed from {latest} at iteration {algorithm.iteration}"
+                             + (f" ({dropped} later rows dropped from result.json and "
+                                "progress.csv)" if dropped else ""))
+            else:
+                algorithm = config.build()
+                folder.write_params(config)
+            folder.write_run_info(algo, config.env, vars(stop))
+            display.line(f"built in {time.perf_counter() - start:.2f} s")
+            reason = None
+            while reason is None:
+                if request.requested:
+                    reason = f"{request.requested} received"
+                    break
+                result = algorithm.train()
+                folder.add_result(result)
+                display.iteration(result, time.perf_counter() - start)
+                if manager.on_train_result(algorithm, result) is not None:
+                    display.line(f"checkpoint {manager.latest()}")
+                    write_learning_curve(folder.results(), os.path.join(directory, PLOT_FILE),
+                                         title, stop.mean_return)
+                reason = stop.reason(result)
+            if request.requested:
+                saved = manager.save_if_new(algorithm, result) if result is not None else None
+                status = request.exit_status
+            else:
+                saved = manager.on_end(algorithm, result)
+            if saved is not None:
+                display.line(f"checkpoint {saved}")
+    except KeyboardInterrupt:
+        reason = "interrupted twice: stopped at once, without saving"
+        status = 130
+    except Exception:
+        display.close()
+        traceback.print_exc()
+        reason = "failed"
+        status = 1
+    finally:
+        if algorithm is not None:
+            algorithm.stop()
+        write_learning_curve(folder.results(), os.path.join(directory, PLOT_FILE), title,
+                             stop.mean_return)
+        display.close()
+        logging.getLogger().removeHandler(log_handler)
+    _summary(display, reason, algorithm, result, manager, directory, time.perf_counter() - start)
+    return status
+
+
+def _summary(display: ProgressDisplay, reason: str, algorithm: Any, result: dict | None,
+             manager: Any, directory: str, seconds: float) -> None:
+    iterations = algorithm.iteration if algorithm is not None else 0
+    steps = result["num_env_steps_sampled_lifetime"] if result is not None else 0
+    display.line(f"stopped ({reason}) after {iterations} iterations, {steps} env steps, "
+                 f"{seconds:.1f} s")
+    latest, best = manager.latest(), manager.best()
+    if latest is not None:
+        display.line(f"latest checkpoint: {latest}" + (f"; best: {best}" if best != latest
+                                                         else ""))
+        display.line(f"continue:  python -m trainer --resume --output-dir {directory} "
+                     "[--stop-iters N]")
+        display.line(f"evaluate:  python -m trainer evaluate {best}")
