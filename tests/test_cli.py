@@ -394,3 +394,14 @@ def test_log_level_reaches_the_standard_logging_module(tmp_path):
     assert re.search(r"INFO trainer: saved checkpoint .*checkpoint_000001", done.stderr)
     quiet = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run2", cwd=tmp_path)
     assert "INFO" not in quiet.stderr  # the default is WARN
+
+
+def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "localrl")
+    assert os.path.exists(script), "pip install -e . installs the localrl command"
+    done = subprocess.run([script, "inspect", str(trained_run[0] / "checkpoint_000004")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "progress    iteration 4, 800 env steps" in done.stdout
+    usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.stdout.startswith("usage: localrl ")

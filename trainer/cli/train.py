@@ -12,6 +12,7 @@ criteria), result.json, progress.csv, checkpoints and learning_curve.png (see
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import glob
 import logging
@@ -276,52 +277,74 @@ def _setting_flags_given(args: argparse.Namespace) -> list[str]:
     return [flag for flag in flags if getattr(args, _dest(flag)) is not None]
 
 
-def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from checkpoints import CheckpointError, CheckpointManager, open_checkpoint
+@dataclasses.dataclass
+class RunPlan:
+    """What `train` is about to do: a new run, or the resumption of one."""
+
+    config: Any
+    algo: str
+    directory: str
+    stop: StopCriteria
+    stop_source: str
+    resume_from: str | None = None
+    algorithm_class: type | None = None
+
+
+def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
+    from checkpoints import CheckpointManager
     from trainer.config import ConfigError
 
-    start = time.perf_counter()
-    display = ProgressDisplay(Progress(StopCriteria()))
-    if args.resume:
-        given = _setting_flags_given(args)
-        if given:
-            parser.error(f"argument {given[0]}: a resumed run keeps its own settings (its "
-                         "params.json); start a new run to change them")
-        try:
-            directory = run_directory(args, args.algo or "PPO", args.env or DEFAULT_ENV)
-        except ValueError as error:
-            parser.error(str(error))
-        manager = CheckpointManager(directory)
-        latest = manager.latest()
-        if latest is None:
-            parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
-        from trainer.checkpointing import unpickle_class_and_config
+    try:
+        config, file_stop = make_config(args)
+    except (ConfigError, ConfigFileError) as error:
+        parser.error(str(error))
+    algo = type(config).__name__.removesuffix("Config")
+    directory = run_directory(args, algo, config.env)
+    if CheckpointManager(directory).latest() is not None or os.path.exists(
+            os.path.join(directory, RESULT_FILE)):
+        parser.error(f"argument --output-dir: {directory} holds a run already; continue it "
+                     "with --resume, or give another folder")
+    stop, stop_source = stop_criteria(args, file_stop, "--config", config.env)
+    return RunPlan(config, algo, directory, stop, stop_source)
 
-        try:
-            algorithm_class, config = unpickle_class_and_config(open_checkpoint(latest))
-        except CheckpointError as error:
-            parser.error(f"argument --resume: {error}")
-        config = config.copy()
-        if args.log_level is not None:
-            config.debugging(log_level=args.log_level)
-        run_file = RunFolder(directory).read_run_info()
-        algo = run_file.get("algo") or algorithm_class.__name__
-        stop, stop_source = stop_criteria(args, run_file.get("stop", {}), "run.json",
-                                          config.env)
-    else:
-        try:
-            config, file_stop = make_config(args)
-        except (ConfigError, ConfigFileError) as error:
-            parser.error(str(error))
-        algo = type(config).__name__.removesuffix("Config")
-        directory = run_directory(args, algo, config.env)
-        if CheckpointManager(directory).latest() is not None or os.path.exists(
-                os.path.join(directory, RESULT_FILE)):
-            parser.error(f"argument --output-dir: {directory} holds a run already; continue it "
-                         "with --resume, or give another folder")
-        stop, stop_source = stop_criteria(args, file_stop, "--config", config.env)
-        latest = None
-    display.progress.stop = stop
+
+def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
+    """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
+    (run.json, changed by stop flags)."""
+    from checkpoints import CheckpointError, CheckpointManager, open_checkpoint
+    from trainer.checkpointing import unpickle_class_and_config
+
+    given = _setting_flags_given(args)
+    if given:
+        parser.error(f"argument {given[0]}: a resumed run keeps its own settings (its "
+                     "params.json); start a new run to change them")
+    try:
+        directory = run_directory(args, args.algo or "PPO", args.env or DEFAULT_ENV)
+    except ValueError as error:
+        parser.error(str(error))
+    latest = CheckpointManager(directory).latest()
+    if latest is None:
+        parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
+    try:
+        algorithm_class, config = unpickle_class_and_config(open_checkpoint(latest))
+    except CheckpointError as error:
+        parser.error(f"argument --resume: {error}")
+    config = config.copy()
+    if args.log_level is not None:
+        config.debugging(log_level=args.log_level)
+    run_info = RunFolder(directory).read_run_info()
+    stop, stop_source = stop_criteria(args, run_info.get("stop", {}), "run.json", config.env)
+    return RunPlan(config, run_info.get("algo") or algorithm_class.__name__, directory, stop,
+                   stop_source, resume_from=latest, algorithm_class=algorithm_class)
+
+
+def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from checkpoints import CheckpointManager
+
+    start = time.perf_counter()
+    plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
+    config, directory, stop = plan.config, plan.directory, plan.stop
+    display = ProgressDisplay(Progress(stop))
     log_handler = configure_logging(config.log_level, display)
     folder = RunFolder(directory)
     manager = CheckpointManager.from_config(directory, config)
@@ -329,73 +352,67 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         manager.checkpoint_frequency = args.checkpoint_frequency
     if args.num_to_keep is not None:
         manager.num_to_keep = args.num_to_keep
-    for line in _describe(config, algo, stop, stop_source, directory):
+    for line in _describe(config, plan.algo, stop, plan.stop_source, directory):
         display.line(line)
+    plot_path = os.path.join(directory, PLOT_FILE)
+    title = f"{plan.algo} on {config.env}"
 
     def on_request(signal_name: str) -> None:
         display.note(f"{signal_name}: finishing this iteration, then saving a checkpoint "
                      "(again: stop at once, without saving)")
 
     algorithm = None
-    result = None
     status = 0
-    title = f"{algo} on {config.env}"
     try:
         with StopRequest(on_request) as request:
-            if latest is not None:
-                algorithm = algorithm_class.from_checkpoint(latest, config=config)
+            if plan.resume_from is not None:
+                algorithm = plan.algorithm_class.from_checkpoint(plan.resume_from, config=config)
                 dropped = folder.drop_after(algorithm.iteration)
-                display.line(f"resumed from {latest} at iteration {algorithm.iteration}"
-                             + (f" ({dropped} later rows dropped from result.json and "
-                                "progress.csv)" if dropped else ""))
+                display.line(f"resumed from {plan.resume_from} at iteration "
+                             f"{algorithm.iteration}" + (
+                                 f" ({dropped} later rows dropped from result.json and "
+                                 "progress.csv)" if dropped else ""))
             else:
                 algorithm = config.build()
                 folder.write_params(config)
-            folder.write_run_info(algo, config.env, vars(stop))
-            display.line(f"built in {time.perf_counter() - start:.2f} s")
-            reason = None
-            while reason is None:
-                if request.requested:
-                    reason = f"{request.requested} received"
-                    break
+            folder.write_run_info(plan.algo, config.env, vars(stop))
+            display.line(f"ready in {time.perf_counter() - start:.2f} s")
+            reason, result = None, None
+            while reason is None and not request.requested:
                 result = algorithm.train()
                 folder.add_result(result)
                 display.iteration(result, time.perf_counter() - start)
                 if manager.on_train_result(algorithm, result) is not None:
                     display.line(f"checkpoint {manager.latest()}")
-                    write_learning_curve(folder.results(), os.path.join(directory, PLOT_FILE),
-                                         title, stop.mean_return)
+                    write_learning_curve(folder.results(), plot_path, title, stop.mean_return)
                 reason = stop.reason(result)
             if request.requested:
-                saved = manager.save_if_new(algorithm, result) if result is not None else None
-                status = request.exit_status
+                reason, status = f"{request.requested} received", request.exit_status
+                saved = manager.save_if_new(algorithm, result)
             else:
                 saved = manager.on_end(algorithm, result)
             if saved is not None:
                 display.line(f"checkpoint {saved}")
     except KeyboardInterrupt:
-        reason = "interrupted twice: stopped at once, without saving"
-        status = 130
+        reason, status = "interrupted twice: stopped at once, without saving", 130
     except Exception:
         display.close()
         traceback.print_exc()
-        reason = "failed"
-        status = 1
+        reason, status = "failed", 1
     finally:
         if algorithm is not None:
             algorithm.stop()
-        write_learning_curve(folder.results(), os.path.join(directory, PLOT_FILE), title,
-                             stop.mean_return)
+        write_learning_curve(folder.results(), plot_path, title, stop.mean_return)
         display.close()
         logging.getLogger().removeHandler(log_handler)
-    _summary(display, reason, algorithm, result, manager, directory, time.perf_counter() - start)
+    _summary(display, reason, algorithm, manager, directory, time.perf_counter() - start)
     return status
 
 
-def _summary(display: ProgressDisplay, reason: str, algorithm: Any, result: dict | None,
-             manager: Any, directory: str, seconds: float) -> None:
+def _summary(display: ProgressDisplay, reason: str, algorithm: Any, manager: Any,
+             directory: str, seconds: float) -> None:
     iterations = algorithm.iteration if algorithm is not None else 0
-    steps = result["num_env_steps_sampled_lifetime"] if result is not None else 0
+    steps = algorithm.num_env_steps_sampled_lifetime if algorithm is not None else 0
     display.line(f"stopped ({reason}) after {iterations} iterations, {steps} env steps, "
                  f"{seconds:.1f} s")
     latest, best = manager.latest(), manager.best()
