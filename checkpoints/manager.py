@@ -20,6 +20,7 @@ import shutil
 from typing import Any
 
 from checkpoints import METADATA_FILE
+from checkpoints.writer import replace_file
 
 INDEX_FILE = "checkpoints.json"
 _NAME = re.compile(r"^checkpoint_(\d+)$")
@@ -152,13 +153,8 @@ class CheckpointManager:
                 for name in sorted(present)]
 
     def _write_index(self) -> None:
-        path = os.path.join(self.directory, INDEX_FILE)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w") as handle:
-            json.dump({"score_attribute": self.checkpoint_score_attribute,
-                       "score_order": self.checkpoint_score_order,
-                       "checkpoints": sorted(self.entries, key=lambda e: e["iteration"])},
-                      handle, indent=2)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        index = {"score_attribute": self.checkpoint_score_attribute,
+                 "score_order": self.checkpoint_score_order,
+                 "checkpoints": sorted(self.entries, key=lambda e: e["iteration"])}
+        replace_file(os.path.join(self.directory, INDEX_FILE),
+                     json.dumps(index, indent=2).encode())

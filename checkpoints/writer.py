@@ -46,6 +46,19 @@ def _write_file(path: str, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
+def replace_file(path: str, data: bytes) -> None:
+    """Writes `path` so a reader sees the old contents or the new, never a part: a temporary
+    sibling, fsynced, then renamed over it (run folders' index, result and plot files)."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        _write_file(temporary, data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -53,12 +53,10 @@ def _configure_logging(level: str, worker_index: int) -> None:
     """Log records at the config's `log_level` to stderr, marked with the runner's index."""
     import logging
 
-    from trainer.log import set_library_log_level
+    from trainer.log import log_formatter, set_library_log_level
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(
-        f"%(asctime)s %(levelname)s %(name)s [EnvRunner {worker_index}]: %(message)s",
-        "%H:%M:%S"))
+    handler.setFormatter(log_formatter(f"EnvRunner {worker_index}"))
     logging.getLogger().handlers[:] = [handler]
     set_library_log_level(level)
 

@@ -8,7 +8,9 @@ touched. The file is replaced atomically, so a reader never sees half a PNG.
 
 from __future__ import annotations
 
-import os
+import io
+
+from checkpoints.writer import replace_file
 
 PLOT_FILE = "learning_curve.png"
 
@@ -61,7 +63,7 @@ def write_learning_curve(results: list[dict], path: str, title: str,
     axes.grid(alpha=0.3)
     axes.legend(loc="best")
     figure.tight_layout()
-    temporary = f"{path}.{os.getpid()}.tmp.png"
-    figure.savefig(temporary)
-    os.replace(temporary, path)
+    image = io.BytesIO()
+    figure.savefig(image, format="png")
+    replace_file(path, image.getvalue())
     return True

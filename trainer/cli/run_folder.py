@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from checkpoints.writer import replace_file
+
 PARAMS_FILE = "params.json"
 RUN_FILE = "run.json"
 RESULT_FILE = "result.json"
@@ -65,15 +67,6 @@ def flatten(result: dict, prefix: str = "") -> dict[str, Any]:
     return row
 
 
-def _write_atomically(path: str, text: str) -> None:
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", newline="") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
 class RunFolder:
     def __init__(self, directory: str):
         self.directory = directory
@@ -83,13 +76,13 @@ class RunFolder:
         self._columns: list[str] = self._read_columns()
 
     def write_params(self, config: Any) -> None:
-        _write_atomically(os.path.join(self.directory, PARAMS_FILE),
-                          json.dumps(plain(config.to_dict()), indent=2, sort_keys=True) + "\n")
+        params = json.dumps(plain(config.to_dict()), indent=2, sort_keys=True) + "\n"
+        replace_file(os.path.join(self.directory, PARAMS_FILE), params.encode())
 
     def write_run_info(self, algo: str, env: Any, stop: dict) -> None:
         info = {"algo": algo, "env": plain(env) if not isinstance(env, str) else env,
                 "stop": {k: v for k, v in stop.items() if v is not None}}
-        _write_atomically(os.path.join(self.directory, RUN_FILE), json.dumps(info, indent=2))
+        replace_file(os.path.join(self.directory, RUN_FILE), json.dumps(info, indent=2).encode())
 
     def read_run_info(self) -> dict:
         """run.json's contents; {} when it is missing or damaged."""
@@ -131,7 +124,7 @@ class RunFolder:
         kept = [r for r in results if r.get("training_iteration", 0) <= iteration]
         if len(kept) == len(results):
             return 0
-        _write_atomically(self.result_path, "".join(json.dumps(r) + "\n" for r in kept))
+        replace_file(self.result_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         rows = [row for row in self._read_rows()
                 if int(float(row.get("training_iteration") or 0)) <= iteration]
         self._rewrite_progress(rows)
@@ -154,4 +147,4 @@ class RunFolder:
         writer = csv.DictWriter(buffer, self._columns)
         writer.writeheader()
         writer.writerows(rows)
-        _write_atomically(self.progress_path, buffer.getvalue())
+        replace_file(self.progress_path, buffer.getvalue().encode())

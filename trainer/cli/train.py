@@ -34,7 +34,7 @@ from trainer.cli.options import (
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder
 from trainer.cli.stop import Progress, StopCriteria
-from trainer.log import set_library_log_level
+from trainer.log import log_formatter, set_library_log_level
 
 ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
 RESULTS_ROOT = "localrl_results"
@@ -237,8 +237,7 @@ class _DisplayLogHandler(logging.StreamHandler):
     def __init__(self, display: ProgressDisplay):
         super().__init__()
         self.display = display
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
-                                            "%H:%M:%S"))
+        self.setFormatter(log_formatter())
 
     def emit(self, record: logging.LogRecord) -> None:
         with self.display.paused():
