@@ -405,3 +405,41 @@ def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
     assert "progress    iteration 4, 800 env steps" in done.stdout
     usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
     assert usage.stdout.startswith("usage: localrl ")
+
+
+def _result(iteration: int, seconds: float, steps: int, mean_return: float) -> dict:
+    return {"training_iteration": iteration, "time_total_s": seconds,
+            "num_env_steps_sampled_lifetime": steps,
+            "env_runners": {"episode_return_mean": mean_return}}
+
+
+def test_time_left_is_estimated_for_the_criterion_expected_first():
+    from trainer.cli.stop import Progress, StopCriteria
+
+    progress = Progress(StopCriteria(iterations=100, env_steps=10_000, mean_return=200.0))
+    for i in range(1, 6):  # 2 s and 1000 env steps per iteration; return +10 per iteration
+        progress.add(_result(i, 2.0 * i, 1000 * i, 10.0 * i))
+    # env steps: 5000 left at 500/s = 10 s; iterations: 95 x 2 s; return: 150 at 5/s = 30 s.
+    assert progress.time_left() == pytest.approx((10.0, "10000 env steps"))
+    assert progress.fraction_done() == pytest.approx(0.5)
+    trend = Progress(StopCriteria(iterations=100, mean_return=200.0))
+    for i in range(1, 6):
+        trend.add(_result(i, 2.0 * i, 1000 * i, 10.0 * i))
+    assert trend.time_left() == pytest.approx((30.0, "~return 200"))
+    # A return that does not improve gives no return estimate.
+    flat = Progress(StopCriteria(mean_return=200.0))
+    for i in range(1, 6):
+        flat.add(_result(i, 2.0 * i, 1000 * i, 50.0))
+    assert flat.time_left() is None
+
+
+def test_progress_toward_a_negative_return_counts_from_the_first_return():
+    from trainer.cli.stop import Progress, StopCriteria
+
+    progress = Progress(StopCriteria(mean_return=-100.0))  # Acrobot: from -500 up to -100
+    progress.add(_result(1, 1.0, 1000, -500.0))
+    progress.add(_result(2, 2.0, 2000, -200.0))
+    assert progress.fraction_done() == pytest.approx(0.75)
+    assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, -99.0)) == (
+        "reached mean return -99.00 >= -100")
+    assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, float("nan"))) is None
