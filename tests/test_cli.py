@@ -443,3 +443,24 @@ def test_progress_toward_a_negative_return_counts_from_the_first_return():
     assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, -99.0)) == (
         "reached mean return -99.00 >= -100")
     assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, float("nan"))) is None
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(child) for child in handle.read().split()]
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trained_run, tmp_path,
+                                                                 signal_number):
+    run, _ = trained_run
+    cli = Cli("evaluate", str(run), "--episodes", "1000", "--video", "long.mp4",
+              "--video-episodes", "1000", cwd=tmp_path)
+    cli.wait_for(r"^episode +2:")
+    encoders = _children(cli.process.pid)
+    assert len(encoders) == 1  # ffmpeg, fed frame by frame
+    cli.process.send_signal(signal_number)  # while pygame renders: SDL must leave it to us
+    assert cli.finish(timeout=30) == 130
+    assert "interrupted: no summary, no video written" in cli.output
+    assert list(tmp_path.iterdir()) == []
+    assert _gone(encoders)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 from typing import Any
@@ -85,6 +86,8 @@ def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
         os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+        # SDL takes SIGINT and SIGTERM for itself when their handlers are the defaults.
+        os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     env = make_env_creator(config.env)(EnvContext(env_config))
     if render and getattr(env, "render_mode", None) != "rgb_array":
         env.close()
@@ -130,6 +133,8 @@ def _render(env: Any):
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from checkpoints import CheckpointError
 
+    # SIGTERM ends the command like Ctrl-C: the partial video is removed, ffmpeg is stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     path = resolve_checkpoint(args.checkpoint)
     try:
         algorithm = load_for_evaluation(path)
@@ -161,6 +166,11 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             video.abort()
         print(f"error: argument --video: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if video is not None:
+            video.abort()
+        print("interrupted: no summary, no video written", file=sys.stderr)
+        return 130
     except BaseException:
         if video is not None:
             video.abort()
