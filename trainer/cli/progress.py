@@ -87,10 +87,7 @@ class ProgressDisplay:
     @contextlib.contextmanager
     def paused(self):
         """Takes the status line down while other output (a log record) is written."""
-        shown = self.terminal and self._status
-        if shown:
-            self.stream.write(_ERASE_LINE)
-            self.stream.flush()
+        shown = self._take_down_status()
         try:
             yield
         finally:
@@ -100,11 +97,17 @@ class ProgressDisplay:
 
     def close(self) -> None:
         """Takes the status line down for good; later lines are plain."""
-        if self.terminal and self._status:
-            self.stream.write(_ERASE_LINE)
-            self.stream.flush()
+        self._take_down_status()
         self._status = ""
         self.terminal = False
+
+    def _take_down_status(self) -> bool:
+        """Erases the status line if one is shown; says whether it was."""
+        shown = bool(self.terminal and self._status)
+        if shown:
+            self.stream.write(_ERASE_LINE)
+            self.stream.flush()
+        return shown
 
     def _write(self, text: str) -> None:
         if self.terminal:

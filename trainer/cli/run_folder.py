@@ -80,7 +80,7 @@ class RunFolder:
         replace_file(os.path.join(self.directory, PARAMS_FILE), params.encode())
 
     def write_run_info(self, algo: str, env: Any, stop: dict) -> None:
-        info = {"algo": algo, "env": plain(env) if not isinstance(env, str) else env,
+        info = {"algo": algo, "env": plain(env),
                 "stop": {k: v for k, v in stop.items() if v is not None}}
         replace_file(os.path.join(self.directory, RUN_FILE), json.dumps(info, indent=2).encode())
 
