@@ -204,3 +204,40 @@ def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goe
         assert algo.train()["evaluation"]["skipped"].startswith("no healthy evaluation")
     finally:
         algo.stop()
+
+
+def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back():
+    """Evaluation runners run in the idle scheduling class; while a parallel round runs, the
+    learner's BLAS pool leaves one core per evaluation runner, and afterwards has its size back
+    (bench/evaluation.py measures why: a full pool starves the learner or the evaluation)."""
+    from threadpoolctl import ThreadpoolController
+
+    from trainer.evaluation import learner_blas_threads
+
+    seen_during = []
+
+    class SeeThreads(RLlibCallback):
+        def on_evaluate_start(self, *, algorithm, **kwargs):
+            pids = algorithm.eval_env_runner_group.remote_pids().values()
+            seen_during.append([os.sched_getscheduler(pid) for pid in pids])
+
+    def blas_threads():
+        return [pool.num_threads for pool in ThreadpoolController().select(user_api="blas")
+                .lib_controllers]
+
+    before = blas_threads()
+    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
+                    evaluation_parallel_to_training=True, evaluation_duration="auto",
+                    evaluation_duration_unit="timesteps").callbacks(SeeThreads).build()
+    try:
+        during = []
+        original_update = algo.learner.update
+        algo.learner.update = lambda episodes: (during.append(blas_threads()),
+                                                original_update(episodes))[1]
+        algo.train()
+    finally:
+        algo.stop()
+    assert seen_during == [[os.SCHED_IDLE]]
+    expected = min(max(before), learner_blas_threads(1))
+    assert during and all(n == expected for n in during[0])
+    assert blas_threads() == before

@@ -42,9 +42,6 @@ logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
-#: Evaluation runners run at lower CPU priority: in parallel evaluation they take the cycles the
-#: training processes leave idle instead of slowing training (measured in bench/evaluation.py).
-EVALUATION_NICENESS = 10
 #: A runner that fails this many times in a row with the same exception before it completes a
 #: sample is not restarted again: the error is a bug, not bad luck (external kills never count).
 CRASH_LOOP_LIMIT = 3
@@ -120,10 +117,12 @@ class EnvRunnerGroup:
         """Starts a worker process per index (all first, so they boot in parallel), hands each
         its spec (and `state_for(index)`, then a ping); returns the init replies and the
         failures."""
-        nice = EVALUATION_NICENESS if self.config.in_evaluation else 0
+        # Evaluation runners run in the background: in parallel evaluation they take the cycles
+        # the training processes leave idle instead of slowing training.
+        background = bool(self.config.in_evaluation)
         runners = {}
         for index in indices:
-            runners[index] = self._remote[index] = RemoteEnvRunner(index, nice=nice)
+            runners[index] = self._remote[index] = RemoteEnvRunner(index, background=background)
         replies, failures = {}, {}
         for index, runner in runners.items():
             try:

@@ -21,6 +21,7 @@ skipped and says so.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -149,13 +150,36 @@ class Evaluator:
         self.group.stop()
 
 
+def limit_blas_threads(num_threads: int) -> Callable[[], None]:
+    """Caps this process's BLAS thread pools at `num_threads`; returns the function that puts
+    them back. Does nothing when the pools are no larger already."""
+    from threadpoolctl import ThreadpoolController
+
+    controller = ThreadpoolController()
+    if all(pool.num_threads <= num_threads for pool in controller.lib_controllers):
+        return lambda: None
+    limiter = controller.limit(limits=num_threads, user_api="blas")
+    return limiter.restore_original_limits
+
+
+def learner_blas_threads(num_evaluation_runners: int) -> int:
+    """BLAS threads for the learner while evaluation runs in parallel: one core is left to
+    each evaluation runner. A BLAS pool as large as the machine spins on every core between
+    its calls, so background evaluation processes would get no cycles, and where the OS
+    ignores their lower priority the pool's threads wait for each other behind them (measured
+    in bench/evaluation.py)."""
+    return max(1, len(os.sched_getaffinity(0)) - num_evaluation_runners)
+
+
 class ParallelEvaluation:
     """An evaluation round on its own thread, while the training step runs in the main thread.
 
     The thread only talks to the evaluation runners' connections (the training runners' are
-    the main thread's); results and errors are handed back by `finish()`."""
+    the main thread's); results and errors are handed back by `finish()`. While the round
+    runs, the main process's BLAS pools are capped at `learner_threads`."""
 
-    def __init__(self, run: Callable[[threading.Event], dict], timeout_s: float):
+    def __init__(self, run: Callable[[threading.Event], dict], timeout_s: float,
+                 learner_threads: int):
         self._run_round = run
         self._timeout_s = timeout_s
         self._stop = threading.Event()
@@ -163,6 +187,7 @@ class ParallelEvaluation:
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="localrl-evaluation",
                                         daemon=True)
+        self._restore_blas_threads = limit_blas_threads(learner_threads)
         self._thread.start()
 
     def _run(self) -> None:
@@ -174,6 +199,7 @@ class ParallelEvaluation:
     def finish(self) -> dict:
         """Ends an "auto" round, waits for the round's last replies, returns its results."""
         self._stop.set()
+        self._restore_blas_threads()
         # Every read in the round has its own timeout; this bound is a last resort.
         self._thread.join(timeout=self._timeout_s)
         if self._thread.is_alive():
