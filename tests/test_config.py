@@ -31,7 +31,11 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
     (lambda c: c.debugging(seed=-3), r"seed=-3\): seed must be None or an int >= 0"),
     (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
     (lambda c: c.framework("jax"), r"framework_str='jax'"),
-    (lambda c: c.resources(num_gpus=1), r"num_gpus=1\)"),
+    (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
+    (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
+    (lambda c: c.rl_module(rl_module_spec=object()), r"custom RLModules"),
+    (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
+    (lambda c: c.api_stack(enable_rl_module_and_learner=False), r"old API stack"),
     (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
 ])
 def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):

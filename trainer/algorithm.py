@@ -29,10 +29,60 @@ from trainer.evaluation import Evaluator, ParallelEvaluation, learner_blas_threa
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.log import set_library_log_level
 from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
 from trainer.old_api import with_old_result_keys
 
 logger = logging.getLogger("trainer")
+#: Where the learners log the env steps trained so far.
+TRAINED_LIFETIME_KEY = ("learners", "__all_modules__", "num_env_steps_trained_lifetime")
+
+
+#: RLlib's id of the one module.
+DEFAULT_MODULE_ID = "default_policy"
+
+
+class SavedCheckpoint:
+    """What `Algorithm.save()` returns (Tune's result of a save): `.checkpoint.path`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.checkpoint = self
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"SavedCheckpoint({self.path!r})"
+
+
+class LearnerGroup:
+    """RLlib's `algo.learner_group` over the one learner: weights and state."""
+
+    def __init__(self, algorithm: Algorithm):
+        self._algorithm = algorithm
+        self.is_local = True
+
+    def get_weights(self, module_ids: Any = None) -> dict:
+        return {DEFAULT_MODULE_ID: self._algorithm.learner.module.get_weights()}
+
+    def set_weights(self, weights: dict) -> None:
+        """Sets the learner's weights (`{"default_policy": {...}}` or the weights dict)."""
+        weights = weights.get(DEFAULT_MODULE_ID, weights)
+        self._algorithm.set_weights(weights)
+
+    def get_state(self, components: Any = None) -> dict:
+        return self._algorithm.learner.get_state()
+
+    def set_state(self, state: dict) -> None:
+        self._algorithm.learner.set_state(state)
+        self._algorithm.sync_weights()
+
+    def foreach_learner(self, func: Any, **kwargs) -> list:
+        return [func(self._algorithm.learner, **kwargs)]
 
 
 def _runner_states(state: dict, prefix: str) -> dict[int, dict]:
@@ -65,6 +115,7 @@ class Algorithm:
         if config.algo_class is None:
             config.algo_class = type(self)
         config.validate()
+        config.ignored_settings_warnings()
         self.config = config.freeze()
         set_library_log_level(config.log_level)
         self.metrics = MetricsLogger()
@@ -82,6 +133,9 @@ class Algorithm:
         self._pending_evaluation_state: dict | None = None
         # Restarts seen on the evaluation thread: their callbacks fire on this thread.
         self._owner_thread = threading.current_thread()
+        # Named objects created before this algorithm outlive it (RLlib's fault-tolerance tests
+        # build several algorithms around one counter); those created later end with it.
+        self._stops_named_objects = not named_objects_running()
         self._queued_recoveries: list[tuple[list[int], bool]] = []
         try:
             self.env_runner_group = EnvRunnerGroup(
@@ -133,6 +187,56 @@ class Algorithm:
     def callbacks(self) -> list:
         """The Algorithm-side callback instances (one per configured class)."""
         return self._callbacks.instances
+
+    @property
+    def env_runner(self) -> Any:
+        """The local EnvRunner (index 0, in this process): it has envs when
+        `num_env_runners=0` or `create_env_on_local_worker=True`."""
+        return self.env_runner_group.local_env_runner
+
+    @property
+    def learner_group(self) -> LearnerGroup:
+        """RLlib's handle on the learners: here one, in this process."""
+        return LearnerGroup(self)
+
+    def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
+        """The learner's RL module (its networks, with `forward_inference({"obs": batch})`)."""
+        if module_id != DEFAULT_MODULE_ID:
+            raise KeyError(f"get_module({module_id!r}): there is one module here, "
+                           f"{DEFAULT_MODULE_ID!r}")
+        return self.learner.module
+
+    @property
+    def _counters(self) -> dict[str, int]:
+        """RLlib's counters (read by its examples): env steps sampled and trained so far."""
+        sampled = self.num_env_steps_sampled_lifetime
+        trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
+        return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
+                "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
+                "num_env_steps_sampled_lifetime": sampled, "num_training_step_calls_per_"
+                "iteration": 1, "training_iteration": self.iteration}
+
+    def step(self) -> dict:
+        """One iteration (Tune's Trainable spelling): the same as `train()`."""
+        return self.train()
+
+    def save(self, checkpoint_dir: str | os.PathLike | None = None) -> SavedCheckpoint:
+        """Tune's spelling of `save_to_path`: returns a result whose `.checkpoint.path` (and
+        `str()`) is the checkpoint directory; `restore()` takes it back."""
+        return SavedCheckpoint(self.save_to_path(checkpoint_dir))
+
+    def restore(self, checkpoint: str | os.PathLike | SavedCheckpoint) -> None:
+        """Tune's spelling of `restore_from_path` (a path, or what `save()` returned)."""
+        self.restore_from_path(getattr(getattr(checkpoint, "checkpoint", None), "path",
+                                       checkpoint))
+
+    def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
+        """RLlib's hook to bring restarted EnvRunners up to date. The group here restarts
+        runners with the current weights and state itself; this sends the weights to every
+        healthy runner once more and returns their indices."""
+        env_runner_group.sync_weights(self.learner.module.get_weights(),
+                                      global_timestep=self.num_env_steps_sampled_lifetime)
+        return env_runner_group.healthy_env_runner_ids()
 
     @property
     def workers(self) -> EnvRunnerGroup:
@@ -253,15 +357,19 @@ class Algorithm:
 
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
-        steps_before = self.metrics.peek("num_env_steps_sampled_lifetime", default=0)
+        config, peek = self.config, self.metrics.peek
+        sampled_before = peek("num_env_steps_sampled_lifetime", default=0)
+        trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
         with self.metrics.log_time(("timers", "training_iteration")):
             while True:
                 with self.metrics.log_time(("timers", "training_step")):
                     self.training_step()
                 elapsed = time.perf_counter() - start
-                sampled = self.metrics.peek("num_env_steps_sampled_lifetime", default=0)
-                if (elapsed >= (self.config.min_time_s_per_iteration or 0)
-                        and sampled - steps_before >= self.config.min_sample_timesteps_per_iteration):
+                sampled = peek("num_env_steps_sampled_lifetime", default=0) - sampled_before
+                trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
+                if (elapsed >= (config.min_time_s_per_iteration or 0)
+                        and sampled >= config.min_sample_timesteps_per_iteration
+                        and trained >= config.min_train_timesteps_per_iteration):
                     break
 
     def _compile_result(self, time_this_iter: float) -> dict:
@@ -428,13 +536,16 @@ class Algorithm:
 
     def stop(self) -> None:
         """Ends every EnvRunner process, releases the envs, and stops the named-object server
-        (`trainer.named_objects`) if one was started. Safe to call more than once."""
+        (`trainer.named_objects`) if it was started after this algorithm was built (one that
+        existed before keeps its objects for the next algorithm). Safe to call more than
+        once."""
         self._stopped = True
         if self.env_runner_group is not None:
             self.env_runner_group.stop()
         if getattr(self, "_evaluator", None) is not None:
             self._evaluator.stop()
-        shutdown_named_objects()
+        if getattr(self, "_stops_named_objects", True):
+            shutdown_named_objects()
 
     def __enter__(self) -> Algorithm:
         return self

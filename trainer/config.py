@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,14 @@ from trainer.envs import check_env_spec
 from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
 from trainer.old_api import OLD_CONFIG_KEYS, translate_config_dict
+from trainer.rllib_settings import (
+    METHOD_OF,
+    RLLIB_SETTINGS,
+    IgnoredSettingWarning,
+    Unsupported,
+    rule,
+    warn_ignored,
+)
 
 
 class _NotProvided:
@@ -50,6 +59,25 @@ class ConfigError(ValueError):
     """A config value is wrong: the message names the setting, the value and what is allowed."""
 
 
+class UnknownSettingError(ConfigError, TypeError):
+    """A builder method got a keyword that is no setting of RLlib's either (a `TypeError` too,
+    as Python and RLlib raise for an unexpected keyword argument)."""
+
+
+class _FalseFlag:
+    """False whether read as an attribute or called: RLlib has had `config.is_multi_agent` both
+    as a method and as a property."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __call__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "False"
+
+
 def _check_exploration_config(v):
     if isinstance(v, dict) and "type" not in v:
         return None  # updates the algorithm's default; checked merged in exploration()
@@ -63,6 +91,56 @@ def _check_exploration_config(v):
 def _check_log_level(v):
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
+
+
+def _is_space_or_none(v):
+    import gymnasium as gym
+
+    return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
+
+
+def _is_env_runner_class(v):
+    from trainer.env_runner import EnvRunner
+
+    if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
+        return None
+    return "None or a subclass of trainer.EnvRunner"
+
+
+def _is_connector_factory(v):
+    return None if v is None or callable(v) else \
+        "None or a callable (env) -> connector piece or list of pieces"
+
+
+#: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
+OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
+
+
+def _check_optimizer(v):
+    allowed = f"a dict with keys from {list(OPTIMIZER_KEYS)} (the learner's optimizer is Adam)"
+    if not isinstance(v, dict):
+        return allowed
+    for key, value in v.items():
+        if key not in OPTIMIZER_KEYS:
+            return f"{allowed}; got {key!r} (set the learning rate with training(lr=...))"
+        if key == "type" and str(value).lower() != "adam":
+            return f"{allowed}; got type={value!r}"
+        if key == "betas" and not (isinstance(value, (list, tuple)) and len(value) == 2
+                                   and all(number_in(0.0, 1.0)(b) is None for b in value)):
+            return f"{allowed}; betas must be two numbers in [0, 1]"
+        if key in ("beta1", "beta2") and number_in(0.0, 1.0)(value) is not None:
+            return f"{allowed}; {key} must be a number in [0, 1]"
+        if key in ("eps", "adam_epsilon", "epsilon") and number_above(0)(value) is not None:
+            return f"{allowed}; {key} must be a number > 0"
+    return None
+
+
+def adam_settings(optimizer: dict) -> dict:
+    """`training(optimizer=...)` as `Adam`'s keyword arguments."""
+    beta1, beta2 = optimizer.get("betas", (optimizer.get("beta1", 0.9),
+                                           optimizer.get("beta2", 0.999)))
+    eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
+    return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
 def _is_result_key(v):
@@ -85,6 +163,8 @@ class AlgorithmConfig:
         "env_task_fn": (None, is_callable_or_none),
         "normalize_actions": (True, is_bool),
         "clip_actions": (False, is_bool),
+        "observation_space": (None, _is_space_or_none),
+        "action_space": (None, _is_space_or_none),
         # env_runners()
         "num_env_runners": (0, int_at_least(0)),
         "num_envs_per_env_runner": (1, int_at_least(1)),
@@ -92,6 +172,11 @@ class AlgorithmConfig:
         "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
         "sample_timeout_s": (60.0, number_above(0)),
         "explore": (True, is_bool),
+        "env_runner_cls": (None, _is_env_runner_class),
+        "create_env_on_local_worker": (False, is_bool),
+        "create_local_env_runner": (True, is_bool),
+        "validate_env_runners_after_construction": (True, is_bool),
+        "env_to_module_connector": (None, _is_connector_factory),
         # exploration(): {} means the algorithm's default (see `get_exploration_config`)
         "exploration_config": ({}, _check_exploration_config),
         # evaluation()
@@ -104,6 +189,8 @@ class AlgorithmConfig:
         "custom_evaluation_function": (None, is_callable_or_none),
         "evaluation_force_reset_envs_before_iteration": (True, is_bool),
         "evaluation_sample_timeout_s": (120.0, number_above(0)),
+        "evaluation_auto_duration_min_env_steps_per_sample": (100, int_at_least(1)),
+        "evaluation_auto_duration_max_env_steps_per_sample": (2000, int_at_least(1)),
         # training()
         "gamma": (0.99, number_in(0.0, 1.0)),
         "lr": (0.001, number_above(0)),
@@ -112,15 +199,18 @@ class AlgorithmConfig:
         "minibatch_size": (None, optional(int_at_least(1))),
         "shuffle_batch_per_epoch": (True, is_bool),
         "grad_clip": (None, optional(number_above(0))),
-        "grad_clip_by": ("global_norm", one_of("global_norm")),
+        "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm")),
+        "optimizer": ({}, _check_optimizer),
         "model": (dict(MODEL_DEFAULTS), is_dict),
         # debugging()
         "seed": (None, optional(int_at_least(0))),
         "log_level": ("WARN", _check_log_level),
+        "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
         # reporting()
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
         "min_time_s_per_iteration": (None, optional(number_at_least(0))),
         "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
+        "min_train_timesteps_per_iteration": (0, int_at_least(0)),
         # fault_tolerance()
         "restart_failed_env_runners": (True, is_bool),
         "ignore_env_runner_failures": (False, is_bool),
@@ -128,17 +218,18 @@ class AlgorithmConfig:
         "delay_between_env_runner_restarts_s": (0.1, number_at_least(0)),
         "env_runner_health_probe_timeout_s": (30.0, number_above(0)),
         "restart_failed_sub_environments": (False, is_bool),
+        "env_runner_restore_timeout_s": (1800.0, number_above(0)),
         # checkpointing(): used by `checkpoints.CheckpointManager` (and the main job)
         "checkpoint_frequency": (0, int_at_least(0)),
         "num_to_keep": (None, optional(int_at_least(1))),
         "checkpoint_score_attribute": (None, optional(_is_result_key)),
         "checkpoint_score_order": ("max", one_of("max", "min")),
         "checkpoint_at_end": (False, is_bool),
-        # framework() / api_stack() / learners() / resources(): accepted for porting, one value
-        # each makes sense on one machine.
-        "framework_str": ("numpy", one_of("numpy", "torch", "tf2")),
-        "num_learners": (0, one_of(0, 1)),
-        "num_gpus": (0, one_of(0)),
+        # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
+        # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
+        "framework_str": ("numpy", one_of("numpy", "torch", "tf2", "tf")),
+        "enable_rl_module_and_learner": (True, is_bool),
+        "enable_env_runner_and_connector_v2": (True, is_bool),
     }
     #: Subclass hook: extra settings and changed defaults.
     _ALGO_SETTINGS: dict[str, tuple[Any, Callable]] = {}
@@ -153,6 +244,15 @@ class AlgorithmConfig:
         self.callbacks_on: dict[str, list[Callable]] = {}
         #: True on the config that evaluation EnvRunners see.
         self.in_evaluation = False
+        # RLlib's settings without an effect here (`trainer.rllib_settings`): readable as
+        # attributes; the ones a script gave are remembered for the warning at build.
+        for table in RLLIB_SETTINGS.values():
+            for name, setting_rule in table.items():
+                setattr(self, name, copy.deepcopy(setting_rule.default))
+        self._rllib_given: dict[str, Any] = {}
+
+    #: RLlib's `config.is_multi_agent` (a property or a method there): always False here.
+    is_multi_agent = _FalseFlag()
 
     @classmethod
     def _settings(cls) -> dict[str, tuple[Any, Callable]]:
@@ -181,13 +281,30 @@ class AlgorithmConfig:
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
         return self
 
+    def _take_rllib_settings(self, method: str, values: dict[str, Any]) -> None:
+        """Stores RLlib's settings that have no effect here (see `trainer.rllib_settings`);
+        raises ConfigError for a value this trainer cannot honour."""
+        for name, value in values.items():
+            setting_rule = rule(name)
+            if value is NotProvided or setting_rule is None:
+                continue
+            if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
+                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}) is not "
+                                  f"supported here: {setting_rule.instead}")
+            setattr(self, name, value)
+            self._rllib_given[name] = value
+
     def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
+        rllib_names = RLLIB_SETTINGS.get(method, {})
+        taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
+        self._take_rllib_settings(method, taken)
         if not unknown:
             return
+        allowed = list(allowed) + list(rllib_names)
         name = next(iter(unknown))
         close = difflib.get_close_matches(name, list(allowed), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(
+        raise UnknownSettingError(
             f"{type(self).__name__}.{method}() got an unknown setting {name}={unknown[name]!r}."
             f"{hint} Allowed: {', '.join(sorted(allowed))}"
         )
@@ -205,11 +322,15 @@ class AlgorithmConfig:
     def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
                     env_task_fn: Callable | None = NotProvided,
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
+                    observation_space: Any = NotProvided, action_space: Any = NotProvided,
                     **unknown) -> AlgorithmConfig:
         """The env: a gymnasium id, a `register_env` name, a `gymnasium.Env` subclass (built as
-        `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict."""
+        `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict.
+        `observation_space` / `action_space` (gymnasium spaces) are the spaces the networks are
+        built for, instead of the env's; each EnvRunner checks that its env fits them."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
-                                                      "normalize_actions", "clip_actions"])
+                                                      "normalize_actions", "clip_actions",
+                                                      "observation_space", "action_space"])
         if env is not NotProvided:
             try:
                 check_env_spec(env)
@@ -217,20 +338,43 @@ class AlgorithmConfig:
                 raise ConfigError(str(error)) from None
         return self._set("environment", {
             "env": env, "env_config": env_config, "env_task_fn": env_task_fn,
-            "normalize_actions": normalize_actions, "clip_actions": clip_actions})
+            "normalize_actions": normalize_actions, "clip_actions": clip_actions,
+            "observation_space": observation_space, "action_space": action_space})
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
                     rollout_fragment_length: int | str = NotProvided,
                     batch_mode: str = NotProvided, sample_timeout_s: float = NotProvided,
-                    explore: bool = NotProvided, **unknown) -> AlgorithmConfig:
+                    explore: bool = NotProvided, exploration_config: dict = NotProvided,
+                    env_runner_cls: type | None = NotProvided,
+                    create_env_on_local_worker: bool = NotProvided,
+                    create_local_env_runner: bool = NotProvided,
+                    validate_env_runners_after_construction: bool = NotProvided,
+                    env_to_module_connector: Callable | None = NotProvided,
+                    **unknown) -> AlgorithmConfig:
         """How samples are collected: number of EnvRunner processes (0 samples in the main
         process), sub-envs per runner, steps per sub-env per `sample()` call ("auto" splits
-        `train_batch_size` evenly), and whether episodes may be cut between calls."""
+        `train_batch_size` evenly), and whether episodes may be cut between calls.
+
+        `env_runner_cls`: an `EnvRunner` subclass to run instead (in every worker process and
+        as the local runner). `create_env_on_local_worker`: with `num_env_runners > 0` the local
+        EnvRunner (`algo.env_runner`) gets envs too, for custom evaluation code and callbacks.
+        `validate_env_runners_after_construction` (True): `build()` fails when an EnvRunner
+        process does not start; with False such a runner is handled by `fault_tolerance()`.
+        `env_to_module_connector`: `lambda env: piece` or a list of pieces (see
+        `trainer.connectors`) between the env's observations and the networks."""
         values = {"num_env_runners": num_env_runners,
                   "num_envs_per_env_runner": num_envs_per_env_runner,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
-                  "sample_timeout_s": sample_timeout_s, "explore": explore}
+                  "sample_timeout_s": sample_timeout_s, "explore": explore,
+                  "env_runner_cls": env_runner_cls,
+                  "create_env_on_local_worker": create_env_on_local_worker,
+                  "create_local_env_runner": create_local_env_runner,
+                  "validate_env_runners_after_construction":
+                      validate_env_runners_after_construction,
+                  "env_to_module_connector": env_to_module_connector}
+        if exploration_config is not NotProvided:
+            self.exploration(exploration_config=exploration_config)
         self._take_old_names("env_runners", unknown, values)
         self._reject_unknown("env_runners", unknown, values)
         return self._set("env_runners", values)
@@ -247,13 +391,17 @@ class AlgorithmConfig:
                  num_epochs: int = NotProvided, minibatch_size: int | None = NotProvided,
                  shuffle_batch_per_epoch: bool = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
-                 model: dict = NotProvided, **unknown) -> AlgorithmConfig:
+                 model: dict = NotProvided, optimizer: dict = NotProvided,
+                 **unknown) -> AlgorithmConfig:
         """Learning settings shared by all algorithms. `train_batch_size_per_learner` is the same
-        setting as `train_batch_size` here (there is one learner)."""
+        setting as `train_batch_size` here (there is one learner). `grad_clip_by`: "value"
+        clips each gradient element to [-grad_clip, grad_clip], "norm" each parameter tensor's
+        L2 norm, "global_norm" the norm of all of them together. `optimizer`: Adam's `eps` (or
+        `adam_epsilon`) and `betas` (or `beta1`, `beta2`)."""
         values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
                   "num_epochs": num_epochs, "minibatch_size": minibatch_size,
                   "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
-                  "grad_clip_by": grad_clip_by}
+                  "grad_clip_by": grad_clip_by, "optimizer": optimizer}
         self._take_old_names("training", unknown, values)
         self._reject_unknown("training", unknown, list(values) + list(self._ALGO_SETTINGS)
                              + ["model", "train_batch_size_per_learner"])
@@ -319,22 +467,31 @@ class AlgorithmConfig:
         return self
 
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
+                  _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
-        it and each runner's index."""
-        values = {"seed": seed, "log_level": log_level}
+        it and each runner's index. `_evaluation_parallel_to_training_wo_thread`: a parallel
+        evaluation round sends its requests before the training step and reads the replies
+        after it, in the main thread (RLlib's debugging switch; "auto" then runs one request
+        per evaluation runner)."""
+        values = {"seed": seed, "log_level": log_level,
+                  "_evaluation_parallel_to_training_wo_thread":
+                      _evaluation_parallel_to_training_wo_thread}
         self._reject_unknown("debugging", unknown, values)
         return self._set("debugging", values)
 
     def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided,
                   min_time_s_per_iteration: float | None = NotProvided,
                   min_sample_timesteps_per_iteration: int = NotProvided,
+                  min_train_timesteps_per_iteration: int = NotProvided,
                   **unknown) -> AlgorithmConfig:
-        """Smoothing window of the episode metrics, and the least time / env steps one `train()`
-        call spends (it repeats its training step until both are reached)."""
+        """Smoothing window of the episode metrics, and the least time / env steps sampled /
+        env steps trained one `train()` call spends (it repeats its training step until all
+        three are reached)."""
         values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
                   "min_time_s_per_iteration": min_time_s_per_iteration,
-                  "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration}
+                  "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
+                  "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration}
         self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
@@ -345,6 +502,7 @@ class AlgorithmConfig:
                         delay_between_env_runner_restarts_s: float = NotProvided,
                         env_runner_health_probe_timeout_s: float = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
+                        env_runner_restore_timeout_s: float = NotProvided,
                         **unknown) -> AlgorithmConfig:
         """What happens when an EnvRunner process fails (an exception in env or callback code,
         the process exits or is killed, or it does not answer within `sample_timeout_s`):
@@ -357,6 +515,8 @@ class AlgorithmConfig:
           training goes on with the healthy runners; without, `train()` raises the failure.
         - `restart_failed_sub_environments`: an exception in one sub-env's `reset`/`step`
           re-creates only that sub-env inside the runner and drops its episode.
+        - `env_runner_restore_timeout_s`: a restarted runner must take back its state (weights,
+          tasks, connector state) within this time.
         RLlib's older names (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are
         accepted."""
         values = {"restart_failed_env_runners": restart_failed_env_runners,
@@ -364,7 +524,8 @@ class AlgorithmConfig:
                   "max_num_env_runner_restarts": max_num_env_runner_restarts,
                   "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
                   "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
-                  "restart_failed_sub_environments": restart_failed_sub_environments}
+                  "restart_failed_sub_environments": restart_failed_sub_environments,
+                  "env_runner_restore_timeout_s": env_runner_restore_timeout_s}
         self._take_old_names("fault_tolerance", unknown, values)
         self._reject_unknown("fault_tolerance", unknown, values)
         return self._set("fault_tolerance", values)
@@ -432,13 +593,16 @@ class AlgorithmConfig:
                    custom_evaluation_function: Callable | None = NotProvided,
                    evaluation_force_reset_envs_before_iteration: bool = NotProvided,
                    evaluation_sample_timeout_s: float = NotProvided,
+                   evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
+                   evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
                    **unknown) -> AlgorithmConfig:
         """Evaluation: every `evaluation_interval` train() calls (None: only when you call
         `evaluate()`), for `evaluation_duration` episodes or timesteps ("auto": as long as the
         parallel training step runs), on `evaluation_num_env_runners` processes of their own (0:
         in the main process), with `evaluation_config` overriding settings for them (a dict or
-        `AlgorithmConfig.overrides(...)`). `evaluation_num_workers` and `custom_eval_function`
-        are RLlib's older names."""
+        `AlgorithmConfig.overrides(...)`). An "auto" round in timesteps samples
+        `evaluation_auto_duration_min_env_steps_per_sample` env steps per request.
+        `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
             "evaluation_interval": evaluation_interval,
             "evaluation_duration": evaluation_duration,
@@ -450,6 +614,10 @@ class AlgorithmConfig:
             "evaluation_force_reset_envs_before_iteration":
                 evaluation_force_reset_envs_before_iteration,
             "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
+            "evaluation_auto_duration_min_env_steps_per_sample":
+                evaluation_auto_duration_min_env_steps_per_sample,
+            "evaluation_auto_duration_max_env_steps_per_sample":
+                evaluation_auto_duration_max_env_steps_per_sample,
         }
         self._take_old_names("evaluation", unknown, values)
         self._reject_unknown("evaluation", unknown, values)
@@ -485,33 +653,67 @@ class AlgorithmConfig:
         return eval_config.freeze()
 
     def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
-        """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named."""
+        """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
+        (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
+        with a warning at build when set."""
         self._reject_unknown("framework", unknown, ["framework"])
         return self._set("framework", {"framework_str": framework})
 
     def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
                   enable_env_runner_and_connector_v2: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
-        """Accepted so RLlib scripts run unchanged: there is one API stack here."""
-        self._reject_unknown("api_stack", unknown, ["enable_rl_module_and_learner",
-                                                    "enable_env_runner_and_connector_v2"])
-        for name, value in (("enable_rl_module_and_learner", enable_rl_module_and_learner),
-                            ("enable_env_runner_and_connector_v2",
-                             enable_env_runner_and_connector_v2)):
-            if value is not NotProvided and not isinstance(value, bool):
-                raise ConfigError(f"{type(self).__name__}.api_stack({name}={value!r}): must be "
-                                  "True or False")
+        """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
+        here; the old one (RolloutWorker, Policy) is not available."""
+        values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
+                  "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
+        self._reject_unknown("api_stack", unknown, values)
+        self._set("api_stack", values)
+        if False in (self.enable_rl_module_and_learner,
+                     self.enable_env_runner_and_connector_v2):
+            raise ConfigError(
+                f"{type(self).__name__}.api_stack(enable_rl_module_and_learner="
+                f"{self.enable_rl_module_and_learner}, enable_env_runner_and_connector_v2="
+                f"{self.enable_env_runner_and_connector_v2}): RLlib's old API stack "
+                "(RolloutWorker, Policy) is not available here; remove the call (the new stack "
+                "runs), or set both to True")
         return self
 
-    def learners(self, *, num_learners: int = NotProvided, **unknown) -> AlgorithmConfig:
-        """One learner, in the main process: `num_learners` may be 0 or 1."""
-        self._reject_unknown("learners", unknown, ["num_learners"])
-        return self._set("learners", {"num_learners": num_learners})
+    def learners(self, **settings) -> AlgorithmConfig:
+        """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
+        numpy learner in the main process; other values warn at build."""
+        self._reject_unknown("learners", settings, [])
+        return self
 
-    def resources(self, *, num_gpus: int = NotProvided, **unknown) -> AlgorithmConfig:
-        """The learners run on the CPU: `num_gpus` may only be 0."""
-        self._reject_unknown("resources", unknown, ["num_gpus"])
-        return self._set("resources", {"num_gpus": num_gpus})
+    def resources(self, **settings) -> AlgorithmConfig:
+        """RLlib's resource settings (`num_gpus`, `placement_strategy`, ...): no effect on one
+        machine; values other than RLlib's defaults warn at build."""
+        self._reject_unknown("resources", settings, [])
+        return self
+
+    def multi_agent(self, **settings) -> AlgorithmConfig:
+        """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
+        {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
+        self._reject_unknown("multi_agent", settings, [])
+        return self
+
+    def experimental(self, **settings) -> AlgorithmConfig:
+        """RLlib's experimental switches: accepted, none has an effect here (warned at build
+        where set to another value than RLlib's default)."""
+        self._reject_unknown("experimental", settings, [])
+        return self
+
+    def ignored_settings_warnings(self) -> list[str]:
+        """Emits one `IgnoredSettingWarning` per RLlib setting this config was given that has
+        no effect here (and for a framework other than numpy); returns the messages."""
+        given = dict(self._rllib_given)
+        messages = warn_ignored(type(self).__name__, given)
+        if self.framework_str != "numpy":
+            message = (f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
+                       "the networks and learners are numpy here (torch or TF models, "
+                       "custom RLModules and GPUs are not available)")
+            warnings.warn(message, IgnoredSettingWarning, stacklevel=2)
+            messages.append(message)
+        return messages
 
     # -- whole-config operations ----------------------------------------------------------------
     def validate(self) -> None:
@@ -545,6 +747,19 @@ class AlgorithmConfig:
                                      setting=f"{name} exploration_config")
         except ValueError as error:
             raise ConfigError(str(error)) from None
+        if self.env_to_module_connector is not None:
+            raise ConfigError(
+                f"{name}.env_runners(env_to_module_connector=...): env-to-module connectors are "
+                "not available yet in this version; transform observations with a gymnasium "
+                "ObservationWrapper in the env creator (for example "
+                "gymnasium.wrappers.NormalizeObservation for MeanStdFilter)")
+        if (self.evaluation_auto_duration_min_env_steps_per_sample
+                > self.evaluation_auto_duration_max_env_steps_per_sample):
+            raise ConfigError(
+                f"{name}: evaluation_auto_duration_min_env_steps_per_sample="
+                f"{self.evaluation_auto_duration_min_env_steps_per_sample} must be <= "
+                "evaluation_auto_duration_max_env_steps_per_sample="
+                f"{self.evaluation_auto_duration_max_env_steps_per_sample}")
         self._check_callbacks_travel()
 
     def _check_callbacks_travel(self) -> None:
@@ -629,6 +844,7 @@ class AlgorithmConfig:
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
+        result.update({name: copy.copy(getattr(self, name)) for name in METHOD_OF})
         return result
 
     @classmethod
@@ -645,7 +861,10 @@ class AlgorithmConfig:
         config_dict = translate_config_dict(config_dict)
         settings = self._settings()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
-        unknown = {k: v for k, v in config_dict.items() if k not in settings and k not in extra}
+        self._take_rllib_settings("from_dict", {k: v for k, v in config_dict.items()
+                                                if k in METHOD_OF})
+        unknown = {k: v for k, v in config_dict.items()
+                   if k not in settings and k not in extra and k not in METHOD_OF}
         self._reject_unknown("from_dict", unknown, list(settings) + sorted(extra))
         values = {k: v for k, v in config_dict.items() if k in settings}
         if "model" in values:
@@ -667,13 +886,16 @@ class AlgorithmConfig:
         and values are checked here."""
         settings = cls._settings()
         probe = cls()
-        unknown = {k: v for k, v in kwargs.items() if k not in settings}
+        probe._take_rllib_settings("overrides", {k: v for k, v in kwargs.items()
+                                                 if k in METHOD_OF})
+        unknown = {k: v for k, v in kwargs.items() if k not in settings and k not in METHOD_OF}
         probe._reject_unknown("overrides", unknown, settings)
-        probe._set("overrides", kwargs)
+        probe._set("overrides", {k: v for k, v in kwargs.items() if k in settings})
         return dict(kwargs)
 
     def __getitem__(self, key: str) -> Any:
-        if key in self._settings() or key in ("callbacks_class", "callbacks_on", "in_evaluation"):
+        if key in self._settings() or key in METHOD_OF or key in (
+                "callbacks_class", "callbacks_on", "in_evaluation"):
             return getattr(self, key)
         raise KeyError(f"{type(self).__name__} has no setting {key!r}")
 
@@ -684,7 +906,7 @@ class AlgorithmConfig:
             return default
 
     def __contains__(self, key: str) -> bool:
-        return key in self._settings()
+        return key in self._settings() or key in METHOD_OF
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env!r}, num_env_runners={self.num_env_runners})"

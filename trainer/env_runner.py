@@ -24,7 +24,7 @@ from callbacks import CallbackChain
 from checkpoints.codec import generator_state, new_generator, set_generator_state
 from trainer.curriculum import check_task_settable, is_task_settable
 from trainer.env_state import capture_env_state, restore_env_state
-from trainer.envs import EnvContext, EnvCreator
+from trainer.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
 from trainer.exploration import ActionDistribution, make_exploration
@@ -59,14 +59,18 @@ class EnvRunner:
     sub-env, `env.envs[i].unwrapped` the raw env), `module` (the policy), `metrics`.
     """
 
-    def __init__(self, config: Any, env_creator: EnvCreator, *, worker_index: int = 0,
-                 num_workers: int = 0, create_env: bool = True,
-                 spaces: SpaceInfo | None = None, recreated: bool = False):
-        self.config = config
+    def __init__(self, config: Any, env_creator: EnvCreator | None = None, *,
+                 worker_index: int = 0, num_workers: int | None = None, create_env: bool = True,
+                 spaces: SpaceInfo | None = None, recreated: bool = False, **kwargs):
+        # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
+        # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
+        # The runner's config is its own mutable copy (RLlib's curriculum example changes its
+        # env_config, then calls make_env()).
+        self.config = config = config.copy()
         self.worker_index = worker_index
-        self.num_workers = num_workers
+        self.num_workers = config.num_env_runners if num_workers is None else num_workers
         self.metrics = MetricsLogger()
-        self._env_creator = env_creator
+        self._env_creator = env_creator or make_env_creator(config.env)
         self._callbacks = CallbackChain(config.callback_classes(),
                                         config.env_runner_callables(),
                                         env_runner_index=worker_index)
@@ -77,10 +81,12 @@ class EnvRunner:
         self._env_seed = None if seed is None else (
             seed + 1000 * worker_index + (500 if config.in_evaluation else 0))
         self.env: gym.vector.SyncVectorEnv | None = None
-        self.num_envs = config.num_envs_per_env_runner
-        self.env_context = EnvContext(config.env_config, worker_index=worker_index,
-                                      num_workers=num_workers, recreated_worker=recreated)
+        self._recreated = recreated
         self.spaces = spaces
+        if spaces is None and config.observation_space is not None \
+                and config.action_space is not None:
+            self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+        self._set_env_context()
         if create_env:
             self.make_env()
         if self.spaces is None:
@@ -92,6 +98,15 @@ class EnvRunner:
         #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
         #: this runner's own steps in between (exploration schedules read it).
         self.global_timestep = 0
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
+        self._guarded = bool(config.restart_failed_sub_environments)
+
+    def _set_env_context(self) -> None:
+        """The sub-env count and `EnvContext` from the runner's current config."""
+        self.num_envs = self.config.num_envs_per_env_runner
+        self.env_context = EnvContext(self.config.env_config, worker_index=self.worker_index,
+                                      num_workers=self.num_workers,
+                                      recreated_worker=self._recreated)
         self._episodes: list[SingleAgentEpisode | None] = [None] * self.num_envs
         # Per sub-env: the keyword arguments of its current episode's events, built once.
         self._event_kwargs: list[dict] = [{} for _ in range(self.num_envs)]
@@ -100,14 +115,16 @@ class EnvRunner:
         self._obs: np.ndarray | None = None
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
-        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
-        self._guarded = bool(config.restart_failed_sub_environments)
 
     # -- env ---------------------------------------------------------------------------------
     def make_env(self) -> None:
-        """(Re)creates the vector env, then fires `on_environment_created`."""
+        """(Re)creates the vector env from the runner's current config (`self.config.env_config`
+        and `num_envs_per_env_runner`, which code in the runner may have changed), then fires
+        `on_environment_created`. Episodes under way are dropped; the next sample starts new
+        ones."""
         if self.env is not None:
             self.env.close()
+        self._set_env_context()
         contexts = [self.sub_env_context(i) for i in range(self.num_envs)]
         self.env = gym.vector.SyncVectorEnv(
             [partial(self._make_sub_env, ctx) for ctx in contexts],
@@ -116,8 +133,9 @@ class EnvRunner:
         for i, sub_env in enumerate(self.env.envs):
             self._sub_env_created(i, sub_env, contexts[i])
         if self.spaces is None:
-            self.spaces = SpaceInfo.from_spaces(self.env.single_observation_space,
-                                                self.env.single_action_space)
+            self.spaces = SpaceInfo.from_spaces(
+                self.config.observation_space or self.env.single_observation_space,
+                self.config.action_space or self.env.single_action_space)
         self._needs_reset = True
         if self._callbacks.has("on_environment_created"):
             self._callbacks.fire("on_environment_created", env_runner=self,
@@ -341,10 +359,14 @@ class EnvRunner:
         - `num_episodes`: starts fresh episodes and returns exactly that many finished ones.
         - Neither: `rollout_fragment_length` steps per sub-env.
         """
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError(f"EnvRunner.sample(num_timesteps={num_timesteps}, num_episodes="
+                             f"{num_episodes}): give at most one of them")
         if self.env is None:
             raise RuntimeError(
                 f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
-                "EnvRunner does not sample; the worker processes do"
+                "EnvRunner does not sample unless "
+                ".env_runners(create_env_on_local_worker=True); the worker processes do"
             )
         explore = self.config.explore if explore is None else explore
         if num_episodes is not None:

@@ -87,16 +87,17 @@ class EnvRunnerGroup:
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
         self.spaces = None
+        runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
         if num == 0:
-            self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=0)
+            self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=0)
             self.spaces = self.local_env_runner.spaces
             return
         started = time.perf_counter()
         try:
             replies, failures = self._start(list(range(1, num + 1)), recreated=False,
                                             timeout=STARTUP_TIMEOUT_S)
-            if failures:
+            if failures and (config.validate_env_runners_after_construction or not replies):
                 raise failures[min(failures)]
         except BaseException:
             self.stop()
@@ -105,18 +106,24 @@ class EnvRunnerGroup:
                     "evaluation " if config.in_evaluation else "", "es" if num > 1 else "",
                     time.perf_counter() - started,
                     ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())))
-        self.spaces = replies[1]["spaces"]
+        self.spaces = replies[min(replies)]["spaces"]
         self._tasks = {i: reply["tasks"] for i, reply in replies.items()
                        if reply["tasks"] is not None}
-        self.local_env_runner = EnvRunner(config, env_creator, worker_index=0, num_workers=num,
-                                          create_env=False, spaces=self.spaces)
+        self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=num,
+                                           create_env=config.create_env_on_local_worker,
+                                           spaces=self.spaces)
+        if failures:
+            # validate_env_runners_after_construction=False: the runners that did not start
+            # are failures like any other, handled by the fault-tolerance settings.
+            self.handle_failures(failures)
 
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
-               state_for: Callable[[int], dict] | None = None
+               state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
                ) -> tuple[dict[int, Any], dict[int, Failure]]:
         """Starts a worker process per index (all first, so they boot in parallel), hands each
         its spec (and `state_for(index)`, then a ping); returns the init replies and the
-        failures."""
+        failures. The init replies must come within `timeout`, the state's and ping's within
+        `state_timeout` more."""
         # Evaluation runners run in the background: in parallel evaluation they take the cycles
         # the training processes leave idle instead of slowing training.
         background = bool(self.config.in_evaluation)
@@ -143,7 +150,7 @@ class EnvRunnerGroup:
             try:
                 # The init reply comes first; read it, then the rest.
                 replies[index] = runner.read_reply(max(deadline - time.monotonic(), 0.01))
-                runner.result(max(deadline - time.monotonic(), 0.01))
+                runner.result(max(deadline + state_timeout - time.monotonic(), 0.01))
             except (EnvRunnerFailure, CallbackError) as error:
                 failures[index] = error
         return replies, failures
@@ -151,6 +158,10 @@ class EnvRunnerGroup:
     # -- who is there ------------------------------------------------------------------------
     def healthy_env_runner_ids(self) -> list[int]:
         return [i for i, r in self._remote.items() if r.healthy and r.is_alive()]
+
+    def healthy_worker_ids(self) -> list[int]:
+        """RLlib's other name of `healthy_env_runner_ids()`."""
+        return self.healthy_env_runner_ids()
 
     def num_healthy_remote_workers(self) -> int:
         return len(self.healthy_env_runner_ids())
@@ -230,8 +241,9 @@ class EnvRunnerGroup:
 
     def _restart(self, indices: list[int]) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
-        timestep), put back on its sub-envs' tasks, and answering a ping within
-        `env_runner_health_probe_timeout_s` before it samples; fires `on_recreated` with those
+        timestep), put back on its sub-envs' tasks, starting within
+        `env_runner_health_probe_timeout_s`, and taking its state and answering a ping within
+        `env_runner_restore_timeout_s` more before it samples; fires `on_recreated` with those
         that came up. One that fails to come up counts as failing again."""
         delay = self.config.delay_between_env_runner_restarts_s
         if delay:
@@ -246,7 +258,8 @@ class EnvRunnerGroup:
             return state if tasks is None else {**state, "tasks": tasks}
 
         _, failed = self._start(indices, recreated=True, state_for=state_for,
-                                timeout=self.config.env_runner_health_probe_timeout_s)
+                                timeout=self.config.env_runner_health_probe_timeout_s,
+                                state_timeout=self.config.env_runner_restore_timeout_s)
         restarted = [index for index in indices if index not in failed]
         if restarted:
             logger.warning("restarted EnvRunner%s %s", "s" if len(restarted) > 1 else "",

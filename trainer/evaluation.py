@@ -9,8 +9,9 @@ takes the cycles training leaves idle.
 How a round's duration is split (RLlib's rules):
 - episodes: `duration // N` per runner, the remainder one each on the lowest indices;
 - timesteps: `ceil(duration / N)` per runner (the total rounded up to a multiple of N);
-- "auto" (parallel only): every runner samples small requests (1 episode, or 100 timesteps) one
-  after another until the training step ends; requests in flight then finish.
+- "auto" (parallel only): every runner samples small requests (1 episode, or
+  `evaluation_auto_duration_min_env_steps_per_sample` timesteps, 100 by default) one after
+  another until the training step ends; requests in flight then finish.
 
 A runner that crashes, stalls past `evaluation_sample_timeout_s`, or raises in env or callback
 code loses its part of the round (listed in `env_runner_failures`); then the `fault_tolerance()`
@@ -32,9 +33,6 @@ from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
 from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners
 from trainer.metrics import MetricsLogger, add_episode_defaults
-
-#: Env steps per request of an "auto" evaluation in timesteps.
-AUTO_TIMESTEPS_PER_REQUEST = 100
 
 
 class Evaluator:
@@ -114,8 +112,9 @@ class Evaluator:
         if config.evaluation_duration_unit == "episodes":
             request = {"num_episodes": 1}
         else:
-            request = {"num_timesteps": max(AUTO_TIMESTEPS_PER_REQUEST,
-                                            config.num_envs_per_env_runner)}
+            request = {"num_timesteps": max(
+                config.evaluation_auto_duration_min_env_steps_per_sample,
+                config.num_envs_per_env_runner)}
         first = {"force_reset": config.evaluation_force_reset_envs_before_iteration
                  } if "num_timesteps" in request else {}
         runners = {i: self.group.remote_runner(i) for i in ids}

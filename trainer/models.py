@@ -148,6 +148,13 @@ class FlatParameterModule:
                     names += [f"{prefix}.{i}.weight", f"{prefix}.{i}.bias"]
         return names + [name for name, _ in self._loose_parameters()]
 
+    def forward_inference(self, batch: dict) -> dict:
+        """RLlib's RLModule forward pass on numpy inputs: `{"obs": observations}` (a batch) ->
+        `{"action_dist_inputs": ...}` (logits, means and log-stds, or Q-values)."""
+        return {"action_dist_inputs": self.dist_inputs(self.spaces.preprocess(batch["obs"]))}
+
+    forward_exploration = forward_inference
+
     def get_weights(self) -> dict[str, np.ndarray]:
         return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
 

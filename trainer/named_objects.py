@@ -9,7 +9,8 @@ callback code in every EnvRunner process (what RLlib's docs do with Ray's named 
     counter.get()
 
 The object lives in one server process (`trainer.named_object_server`), started by the first
-`create_named_object` and stopped by `shutdown_named_objects()`, which `Algorithm.stop()` and
+`create_named_object` and stopped by `shutdown_named_objects()`, which `Algorithm.stop()` (for a
+server started after that algorithm was built) and
 interpreter exit call. Every method call travels there and runs under the object's lock, one at a
 time, in the order the calls arrive. `handle.method(*args)` waits for the result;
 `handle.method.remote(*args)` (Ray's spelling) does not, and its calls still run in the order
@@ -395,6 +396,30 @@ def get(refs: Any) -> Any:
     if isinstance(refs, (list, tuple)):
         return [get(ref) for ref in refs]
     return refs.result() if isinstance(refs, ObjectRef) else refs
+
+
+def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
+         fetch_local: bool = True) -> tuple[list, list]:
+    """Ray's `ray.wait(refs, num_returns=1, timeout=None)`: (ready refs, the others). Calls
+    here run in order, so waiting reads replies in order until `num_returns` refs are done
+    (or all, when `timeout` is 0: then only those already answered count)."""
+    refs = list(refs)
+    if not 0 < num_returns <= len(refs):
+        raise ValueError(f"wait(num_returns={num_returns}): must be in 1..{len(refs)} "
+                         "(the number of refs)")
+    if timeout != 0:
+        for ref in refs:
+            if sum(1 for r in refs if not isinstance(r, ObjectRef) or r._done) >= num_returns:
+                break
+            if isinstance(ref, ObjectRef) and not ref._done:
+                ref._connection.flush(until=ref)
+    ready = [r for r in refs if not isinstance(r, ObjectRef) or r._done][:num_returns]
+    return ready, [r for r in refs if not any(r is x for x in ready)]
+
+
+def server_running() -> bool:
+    """Whether this process has started the named-object server (and not stopped it)."""
+    return _server is not None
 
 
 def flush() -> None:

@@ -166,6 +166,27 @@ def clip_by_global_norm(grad: np.ndarray, max_norm: float | None) -> float:
     return norm
 
 
+def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
+                   sizes: list[int]) -> float:
+    """Clips the flat gradient in place as RLlib's `grad_clip_by` says: "global_norm" (the
+    norm of all of it), "norm" (each parameter tensor's norm; `sizes` are the tensors' lengths
+    in order), or "value" (each element to [-max_value, max_value]). Returns the global norm
+    before clipping."""
+    if by == "global_norm":
+        return clip_by_global_norm(grad, max_value)
+    norm = float(np.sqrt(np.dot(grad, grad)))
+    if max_value is None:
+        return norm
+    if by == "value":
+        np.clip(grad, -max_value, max_value, out=grad)
+        return norm
+    offset = 0
+    for size in sizes:
+        clip_by_global_norm(grad[offset:offset + size], max_value)
+        offset += size
+    return norm
+
+
 # ---------------------------------------------------------------------------------------------
 # Action distributions. `inputs` are the policy head's outputs for a batch.
 # ---------------------------------------------------------------------------------------------

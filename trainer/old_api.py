@@ -33,9 +33,10 @@ OLD_CONFIG_KEYS = {
 #: (`callbacks`, another such key, is read by `AlgorithmConfig.update_from_dict` itself.)
 DICT_SPELLINGS = {"lambda": "lambda_", "framework": "framework_str"}
 #: Old keys about Ray's cluster resources: they mean nothing on one machine (warned, ignored).
-CLUSTER_ONLY_KEYS = ("num_cpus_per_worker", "num_cpus_per_env_runner", "num_gpus_per_worker",
-                     "num_gpus_per_env_runner", "num_cpus_for_driver",
-                     "num_cpus_for_main_process", "create_env_on_driver")
+#: (Current names such as `num_cpus_per_env_runner` are RLlib settings without effect here, see
+#: `trainer.rllib_settings`.)
+CLUSTER_ONLY_KEYS = ("num_cpus_per_worker", "num_gpus_per_worker", "num_cpus_for_driver",
+                     "create_env_on_driver")
 
 
 def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,8 @@ def serve(conn, parent_pid: int) -> None:
 
                 named_objects.configure_client(spec.get("named_objects"))
                 _configure_logging(spec["config"].log_level, worker_index)
-                runner = EnvRunner(spec["config"], spec["env_creator"],
+                runner_cls = spec["config"].env_runner_cls or EnvRunner
+                runner = runner_cls(spec["config"], spec["env_creator"],
                                    worker_index=worker_index, num_workers=spec["num_workers"],
                                    spaces=spec.get("spaces"),
                                    recreated=spec.get("recreated", False))

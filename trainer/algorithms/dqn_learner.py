@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.nn import Adam, clip_by_global_norm, flatten
+from trainer.config import adam_settings
+from trainer.nn import Adam, clip_gradients, flatten
 
 
 class DQNLearner:
@@ -20,7 +21,9 @@ class DQNLearner:
         self.module = config.build_module(spaces, seed=config.seed)
         self.target = config.build_module(spaces, seed=config.seed)
         self.target.flat_params[:] = self.module.flat_params
-        self.optimizer = Adam(self.module.flat_params, lr=config.lr)
+        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+                              **adam_settings(config.optimizer))
+        self._parameter_sizes = [p.size for p in self.module.parameters()]
         self._last_target_update_step = 0
 
     def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
@@ -61,9 +64,10 @@ class DQNLearner:
         d_q_values = np.zeros_like(q_values)
         d_q_values[rows, actions] = weights * d_losses / len(actions)
 
-        # Backpropagate, clip by global norm, Adam step.
+        # Backpropagate, clip (grad_clip_by), Adam step.
         gradient = flatten(module.backward(cache, d_q_values))
-        grad_norm = clip_by_global_norm(gradient, config.grad_clip)
+        grad_norm = clip_gradients(gradient, config.grad_clip, config.grad_clip_by,
+                                   self._parameter_sizes)
         self.optimizer.step(gradient)
 
         # Move the target network towards the online one every `target_network_update_freq`

@@ -11,16 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from checkpoints.codec import generator_state, set_generator_state
+from trainer.config import adam_settings
 from trainer.episode import SingleAgentEpisode
 from trainer.models import PolicyModule, SpaceInfo
-from trainer.nn import Adam, clip_by_global_norm, flatten
+from trainer.nn import Adam, clip_gradients, flatten
 
 
 class PPOLearner:
     def __init__(self, config, spaces: SpaceInfo):
         self.config = config
         self.module = PolicyModule(spaces, config.model, seed=config.seed)
-        self.optimizer = Adam(self.module.flat_params, lr=config.lr)
+        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+                              **adam_settings(config.optimizer))
+        self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(None if config.seed is None else [config.seed, 7])
 
@@ -138,10 +141,10 @@ class PPOLearner:
 
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         grads, stats = self.loss_and_grads(mb)
-        # Clip the global gradient norm, then take an Adam step.
+        # Clip the gradient (grad_clip_by), then take an Adam step.
         grad = flatten(grads)
-        stats["gradients_default_optimizer_global_norm"] = clip_by_global_norm(
-            grad, self.config.grad_clip)
+        stats["gradients_default_optimizer_global_norm"] = clip_gradients(
+            grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes)
         self.optimizer.step(grad)
         return stats
 

@@ -1,0 +1,281 @@
+"""RLlib 2.60's builder settings that mean nothing on one machine, or that this trainer cannot
+honour, and what happens when a script sets them.
+
+Every builder method of `AlgorithmConfig` takes every keyword argument RLlib's does. Those with a
+meaning here are real settings (`AlgorithmConfig._BASE_SETTINGS` and the algorithms' own); the
+rest are listed below, by builder method, each as one of:
+
+- `NoEffect(default, why)`: accepted and stored (readable as `config.<name>`, kept by `copy()`
+  and `to_dict()`); when its value is not one that matches what runs here (`fine`, by default
+  RLlib's default), `build()` emits one `IgnoredSettingWarning` naming the setting and why.
+- `Unsupported(default, instead)`: accepted while its value is RLlib's default (or `fine`);
+  any other value would change results silently if ignored, so the builder call raises
+  `ConfigError` saying what to do instead.
+
+The README's "RLlib's settings" table lists the same three groups.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_POLICY_ID = "default_policy"
+
+
+class IgnoredSettingWarning(UserWarning):
+    """An RLlib setting was given that has no effect on one machine (emitted by `build()`)."""
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    default: Any
+    why: str
+    fine: Callable[[Any], bool] | None = field(default=None)
+
+    def is_fine(self, value: Any) -> bool:
+        return self.fine(value) if self.fine is not None else _same(value, self.default)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    default: Any
+    instead: str
+    fine: Callable[[Any], bool] | None = field(default=None)
+
+    def is_fine(self, value: Any) -> bool:
+        return self.fine(value) if self.fine is not None else _same(value, self.default)
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default)
+    except Exception:  # arrays and other objects without a plain ==
+        return False
+
+
+def _is_none_or_empty(value: Any) -> bool:
+    return value is None or value == {} or value == []
+
+
+def _single_agent_policies(value: Any) -> bool:
+    """RLlib's single-agent forms of `policies`: none, or only "default_policy"."""
+    if value is None:
+        return True
+    try:
+        return set(value) <= {DEFAULT_POLICY_ID}
+    except TypeError:
+        return False
+
+
+_RAY = "Ray resource settings have no meaning here: EnvRunners are local processes"
+_GPU = "there is no GPU learner here: the learner runs numpy on the CPU"
+_TF = "the learner is numpy here, not TensorFlow"
+_TORCH = "the learner is numpy here, not torch"
+_ONE_LEARNER = "there is one learner, in the main process"
+_OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
+_TUNE = "Tune's loggers are not used here; results go to the train() result dict (and the " \
+        "command line's run folder)"
+_MULTI_AGENT = "multi-agent training is not supported here; use one policy (\"default_policy\")"
+_CONNECTORS = ("env-to-module connectors other than RLlib's built-in pieces in "
+               "trainer.connectors are not supported")
+
+#: builder method -> {setting: NoEffect | Unsupported}
+RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
+    "environment": {
+        "render_env": NoEffect(False, "EnvRunners do not render here; record episodes with "
+                                      "`python -m trainer evaluate CHECKPOINT --video out.gif`"),
+        "clip_rewards": Unsupported(
+            None, "clip rewards in the env creator, for example with "
+                  "gymnasium.wrappers.ClipReward(env, -1, 1) (None and False are accepted)",
+            fine=lambda v: v is None or v is False),
+        "disable_env_checking": NoEffect(False, "RLlib's env checker does not run here",
+                                         fine=lambda v: isinstance(v, bool)),
+        "is_atari": NoEffect(None, "no Atari preprocessing is built in here; wrap the env "
+                                   "with gymnasium's AtariPreprocessing yourself",
+                             fine=lambda v: not v),
+        "action_mask_key": NoEffect("action_mask", "action masking is not built in here"),
+    },
+    "env_runners": {
+        "num_cpus_per_env_runner": NoEffect(1, _RAY),
+        "num_gpus_per_env_runner": NoEffect(0, _RAY),
+        "custom_resources_per_env_runner": NoEffect({}, _RAY, fine=_is_none_or_empty),
+        "max_requests_in_flight_per_env_runner": NoEffect(
+            1, "PPO and DQN sample synchronously here: one request per EnvRunner at a time"),
+        "gym_env_vectorize_mode": NoEffect(
+            "SYNC", "sub-envs step in the EnvRunner process (gymnasium's SyncVectorEnv); "
+                    "for more parallelism use more EnvRunners",
+            fine=lambda v: str(getattr(v, "value", v)).upper() == "SYNC"),
+        "module_to_env_connector": Unsupported(
+            None, "module-to-env connectors are not supported here; transform actions in a "
+                  "gymnasium ActionWrapper in the env creator"),
+        "add_default_connectors_to_env_to_module_pipeline": Unsupported(
+            True, "the default pieces (batching, observation preprocessing) always run here"),
+        "add_default_connectors_to_module_to_env_pipeline": Unsupported(
+            True, "the default pieces (sampling, action unsquashing) always run here"),
+        "episode_lookback_horizon": NoEffect(
+            1, "episodes here keep their whole history; connectors read as far back as they "
+               "need", fine=lambda v: isinstance(v, int) and v >= 1),
+        "merge_env_runner_states": NoEffect("training_only", "", fine=lambda v: True),
+        "broadcast_env_runner_states": NoEffect(True, "", fine=lambda v: True),
+        "use_worker_filter_stats": NoEffect(True, "", fine=lambda v: True),
+        "update_worker_filter_stats": NoEffect(True, "", fine=lambda v: True),
+        "compress_observations": NoEffect(False, "observations travel uncompressed between "
+                                                 "local processes"),
+        "episodes_to_numpy": NoEffect(True, "episodes always come back as numpy here"),
+        "sample_collector": NoEffect(None, _OLD_STACK, fine=lambda v: True),
+        "enable_connectors": NoEffect(True, _OLD_STACK, fine=lambda v: True),
+        "remote_worker_envs": NoEffect(False, _OLD_STACK),
+        "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
+        "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
+        "observation_filter": Unsupported(
+            "NoFilter", "use .env_runners(env_to_module_connector=lambda env: "
+                        "MeanStdFilter()) with trainer.connectors.MeanStdFilter"),
+        "enable_tf1_exec_eagerly": NoEffect(False, _TF),
+        "sampler_perf_stats_ema_coef": NoEffect(None, _OLD_STACK),
+    },
+    "learners": {
+        "num_learners": NoEffect(0, _ONE_LEARNER, fine=lambda v: v in (0, 1)),
+        "num_cpus_per_learner": NoEffect(1, _ONE_LEARNER, fine=lambda v: True),
+        "num_gpus_per_learner": NoEffect(0, _GPU),
+        "local_gpu_idx": NoEffect(0, _GPU),
+        "num_aggregator_actors_per_learner": NoEffect(0, _ONE_LEARNER),
+        "max_requests_in_flight_per_aggregator_actor": NoEffect(3, _ONE_LEARNER,
+                                                                fine=lambda v: True),
+        "max_requests_in_flight_per_learner": NoEffect(3, _ONE_LEARNER, fine=lambda v: True),
+    },
+    "training": {
+        "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER,
+                                                              fine=lambda v: True),
+        "learner_class": Unsupported(None, "custom Learner classes (torch) are not supported "
+                                           "here; the numpy learners of PPO and DQN run"),
+        "learner_connector": Unsupported(None, "learner connectors are not supported here"),
+        "add_default_connectors_to_learner_pipeline": Unsupported(
+            True, "the learner's default pieces always run here"),
+        "learner_config_dict": NoEffect({}, "custom Learner classes are not supported here",
+                                        fine=_is_none_or_empty),
+    },
+    "evaluation": {
+        "off_policy_estimation_methods": NoEffect({}, "off-policy estimation is for offline "
+                                                      "RL, which is not supported here",
+                                                  fine=_is_none_or_empty),
+        "ope_split_batch_by_episode": NoEffect(True, "off-policy estimation is not supported "
+                                                     "here", fine=lambda v: True),
+    },
+    "fault_tolerance": {
+        "num_consecutive_env_runner_failures_tolerance": NoEffect(
+            100, "a runner failing with the same error 3 times in a row before it completes a "
+                 "sample is not restarted again (a crash loop); otherwise max_num_env_runner_"
+                 "restarts applies", fine=lambda v: True),
+    },
+    "debugging": {
+        "logger_creator": NoEffect(None, _TUNE),
+        "logger_config": NoEffect(None, _TUNE),
+        "log_sys_usage": NoEffect(True, "system usage is not logged into results here",
+                                  fine=lambda v: True),
+        "fake_sampler": Unsupported(False, "a fake sampler is not supported here"),
+        "_run_training_always_in_thread": NoEffect(
+            False, "training steps run in the main thread here"),
+    },
+    "reporting": {
+        "keep_per_episode_custom_metrics": NoEffect(False, _OLD_STACK, fine=lambda v: True),
+        "metrics_episode_collection_timeout_s": NoEffect(
+            60.0, "metrics come back with every sample here", fine=lambda v: True),
+        "log_gradients": NoEffect(True, "gradient norms are always in the learner results "
+                                        "here", fine=lambda v: True),
+    },
+    "checkpointing": {
+        "export_native_model_files": NoEffect(False, "there are no torch or TF model files "
+                                                     "here: weights are in the checkpoint's "
+                                                     "msgpack state"),
+        "checkpoint_trainable_policies_only": NoEffect(False, "there is one policy, always "
+                                                              "checkpointed",
+                                                       fine=lambda v: True),
+    },
+    "rl_module": {
+        "rl_module_spec": Unsupported(None, "custom RLModules (torch) are not supported here; "
+                                            "configure the numpy networks with "
+                                            "rl_module(model_config=...)"),
+        "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
+                                                             fine=_is_none_or_empty),
+    },
+    "resources": {
+        "num_gpus": NoEffect(0, _GPU),
+        "_fake_gpus": NoEffect(False, _GPU),
+        "num_cpus_for_main_process": NoEffect(1, _RAY, fine=lambda v: True),
+        "placement_strategy": NoEffect("PACK", _RAY),
+        "num_cpus_per_worker": NoEffect(1, _RAY),
+        "num_gpus_per_worker": NoEffect(0, _RAY),
+        "num_learner_workers": NoEffect(0, _ONE_LEARNER, fine=lambda v: v in (0, 1)),
+        "num_gpus_per_learner_worker": NoEffect(0, _GPU),
+        "num_cpus_per_learner_worker": NoEffect(1, _ONE_LEARNER, fine=lambda v: True),
+        "custom_resources_per_worker": NoEffect({}, _RAY, fine=_is_none_or_empty),
+    },
+    "framework": {
+        "eager_tracing": NoEffect(True, _TF, fine=lambda v: True),
+        "eager_max_retraces": NoEffect(20, _TF, fine=lambda v: True),
+        "tf_session_args": NoEffect(None, _TF, fine=lambda v: True),
+        "local_tf_session_args": NoEffect(None, _TF, fine=lambda v: True),
+        "torch_compile_learner": NoEffect(False, _TORCH),
+        "torch_compile_learner_what_to_compile": NoEffect(None, _TORCH, fine=lambda v: True),
+        "torch_compile_learner_dynamo_mode": NoEffect(None, _TORCH),
+        "torch_compile_learner_dynamo_backend": NoEffect(None, _TORCH, fine=lambda v: True),
+        "torch_compile_worker": NoEffect(False, _TORCH),
+        "torch_compile_worker_dynamo_backend": NoEffect(None, _TORCH, fine=lambda v: True),
+        "torch_compile_worker_dynamo_mode": NoEffect(None, _TORCH),
+        "torch_ddp_kwargs": NoEffect({}, _TORCH, fine=_is_none_or_empty),
+        "torch_skip_nan_gradients": NoEffect(False, _TORCH),
+    },
+    "multi_agent": {
+        "policies": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies),
+        "policy_mapping_fn": NoEffect(None, "with one policy every agent maps to it",
+                                      fine=lambda v: True),
+        "policies_to_train": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies),
+        "policy_map_capacity": NoEffect(100, "there is one policy", fine=lambda v: True),
+        "policy_states_are_swappable": NoEffect(False, "there is one policy",
+                                                fine=lambda v: True),
+        "observation_fn": Unsupported(None, _MULTI_AGENT),
+        "count_steps_by": Unsupported("env_steps", _MULTI_AGENT,
+                                      fine=lambda v: v in ("env_steps", "agent_steps")),
+        "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
+                                                             fine=_is_none_or_empty),
+    },
+    "experimental": {
+        "_torch_grad_scaler_class": NoEffect(None, _TORCH),
+        "_torch_lr_scheduler_classes": NoEffect(None, _TORCH),
+        "_tf_policy_handles_more_than_one_loss": NoEffect(False, _TF),
+        "_disable_preprocessor_api": NoEffect(False, _OLD_STACK, fine=lambda v: True),
+        "_disable_action_flattening": NoEffect(False, _OLD_STACK, fine=lambda v: True),
+        "_disable_initialize_loss_from_dummy_batch": NoEffect(False, _OLD_STACK,
+                                                              fine=lambda v: True),
+        "_validate_config": NoEffect(True, "the config is always validated here",
+                                     fine=lambda v: True),
+        "_use_msgpack_checkpoints": NoEffect(False, "checkpoints are always msgpack here",
+                                             fine=lambda v: True),
+    },
+}
+
+#: setting -> its builder method, for `update_from_dict` and `overrides`.
+METHOD_OF: dict[str, str] = {name: method for method, table in RLLIB_SETTINGS.items()
+                             for name in table}
+
+
+def rule(name: str) -> NoEffect | Unsupported | None:
+    method = METHOD_OF.get(name)
+    return None if method is None else RLLIB_SETTINGS[method][name]
+
+
+def warn_ignored(config_name: str, given: dict[str, Any]) -> list[str]:
+    """One `IgnoredSettingWarning` per `NoEffect` setting in `given` whose value does not match
+    what runs here; returns the messages."""
+    messages = []
+    for name, value in given.items():
+        setting_rule = rule(name)
+        if isinstance(setting_rule, NoEffect) and not setting_rule.is_fine(value):
+            message = (f"{config_name}.{METHOD_OF[name]}({name}={value!r}) has no effect: "
+                       f"{setting_rule.why}")
+            messages.append(message)
+            warnings.warn(message, IgnoredSettingWarning, stacklevel=3)
+    return messages
