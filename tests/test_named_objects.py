@@ -80,7 +80,10 @@ def test_calls_from_two_runners_run_one_at_a_time():
         algo.env_runner_group.foreach_env_runner(
             lambda runner: [get_named_object("slow").slow_inc() for _ in range(200)],
             local_env_runner=False)
-    # Stopping the algorithm stopped the server: its objects are gone.
+    # Created before the algorithm: it outlives the algorithm's stop() (RLlib's tests build
+    # several algorithms around one counter) until shutdown_named_objects().
+    assert get_named_object("slow").get() == 2 * 200
+    shutdown_named_objects()
     with pytest.raises(NamedObjectError, match="not running"):
         get_named_object("slow")
 
@@ -92,6 +95,7 @@ def test_the_value_read_before_stop_is_exact():
             lambda runner: [get_named_object("slow2").slow_inc() for _ in range(200)],
             local_env_runner=False)
         assert counter.get() == 5 + 2 * 200
+    shutdown_named_objects()
 
 
 def test_the_server_starts_on_first_use_and_stops_with_the_algorithm():

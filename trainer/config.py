@@ -205,7 +205,6 @@ class AlgorithmConfig:
         # debugging()
         "seed": (None, optional(int_at_least(0))),
         "log_level": ("WARN", _check_log_level),
-        "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
         # reporting()
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
         "min_time_s_per_iteration": (None, optional(number_at_least(0))),
@@ -467,16 +466,10 @@ class AlgorithmConfig:
         return self
 
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
-                  _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
-        it and each runner's index. `_evaluation_parallel_to_training_wo_thread`: a parallel
-        evaluation round sends its requests before the training step and reads the replies
-        after it, in the main thread (RLlib's debugging switch; "auto" then runs one request
-        per evaluation runner)."""
-        values = {"seed": seed, "log_level": log_level,
-                  "_evaluation_parallel_to_training_wo_thread":
-                      _evaluation_parallel_to_training_wo_thread}
+        it and each runner's index."""
+        values = {"seed": seed, "log_level": log_level}
         self._reject_unknown("debugging", unknown, values)
         return self._set("debugging", values)
 
