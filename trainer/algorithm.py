@@ -213,8 +213,7 @@ class Algorithm:
         trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
         return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
                 "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
-                "num_env_steps_sampled_lifetime": sampled, "num_training_step_calls_per_"
-                "iteration": 1, "training_iteration": self.iteration}
+                "num_env_steps_sampled_lifetime": sampled, "training_iteration": self.iteration}
 
     def step(self) -> dict:
         """One iteration (Tune's Trainable spelling): the same as `train()`."""

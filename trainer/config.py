@@ -174,7 +174,6 @@ class AlgorithmConfig:
         "explore": (True, is_bool),
         "env_runner_cls": (None, _is_env_runner_class),
         "create_env_on_local_worker": (False, is_bool),
-        "create_local_env_runner": (True, is_bool),
         "validate_env_runners_after_construction": (True, is_bool),
         "env_to_module_connector": (None, _is_connector_factory),
         # exploration(): {} means the algorithm's default (see `get_exploration_config`)
@@ -326,7 +325,7 @@ class AlgorithmConfig:
         """The env: a gymnasium id, a `register_env` name, a `gymnasium.Env` subclass (built as
         `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict.
         `observation_space` / `action_space` (gymnasium spaces) are the spaces the networks are
-        built for, instead of the env's; each EnvRunner checks that its env fits them."""
+        built for, instead of the env's."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
                                                       "observation_space", "action_space"])
@@ -347,7 +346,6 @@ class AlgorithmConfig:
                     explore: bool = NotProvided, exploration_config: dict = NotProvided,
                     env_runner_cls: type | None = NotProvided,
                     create_env_on_local_worker: bool = NotProvided,
-                    create_local_env_runner: bool = NotProvided,
                     validate_env_runners_after_construction: bool = NotProvided,
                     env_to_module_connector: Callable | None = NotProvided,
                     **unknown) -> AlgorithmConfig:
@@ -360,15 +358,13 @@ class AlgorithmConfig:
         EnvRunner (`algo.env_runner`) gets envs too, for custom evaluation code and callbacks.
         `validate_env_runners_after_construction` (True): `build()` fails when an EnvRunner
         process does not start; with False such a runner is handled by `fault_tolerance()`.
-        `env_to_module_connector`: `lambda env: piece` or a list of pieces (see
-        `trainer.connectors`) between the env's observations and the networks."""
+        `env_to_module_connector` is refused by `validate()` for now (not available yet)."""
         values = {"num_env_runners": num_env_runners,
                   "num_envs_per_env_runner": num_envs_per_env_runner,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
                   "sample_timeout_s": sample_timeout_s, "explore": explore,
                   "env_runner_cls": env_runner_cls,
                   "create_env_on_local_worker": create_env_on_local_worker,
-                  "create_local_env_runner": create_local_env_runner,
                   "validate_env_runners_after_construction":
                       validate_env_runners_after_construction,
                   "env_to_module_connector": env_to_module_connector}
@@ -509,7 +505,7 @@ class AlgorithmConfig:
         - `restart_failed_sub_environments`: an exception in one sub-env's `reset`/`step`
           re-creates only that sub-env inside the runner and drops its episode.
         - `env_runner_restore_timeout_s`: a restarted runner must take back its state (weights,
-          tasks, connector state) within this time.
+          tasks) and answer a ping within this time after it started.
         RLlib's older names (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are
         accepted."""
         values = {"restart_failed_env_runners": restart_failed_env_runners,
@@ -594,7 +590,8 @@ class AlgorithmConfig:
         parallel training step runs), on `evaluation_num_env_runners` processes of their own (0:
         in the main process), with `evaluation_config` overriding settings for them (a dict or
         `AlgorithmConfig.overrides(...)`). An "auto" round in timesteps samples
-        `evaluation_auto_duration_min_env_steps_per_sample` env steps per request.
+        `evaluation_auto_duration_min_env_steps_per_sample` env steps per request (at least
+        one per sub-env, at most `evaluation_auto_duration_max_env_steps_per_sample`).
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
             "evaluation_interval": evaluation_interval,
@@ -660,16 +657,13 @@ class AlgorithmConfig:
         values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
                   "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
         self._reject_unknown("api_stack", unknown, values)
-        self._set("api_stack", values)
-        if False in (self.enable_rl_module_and_learner,
-                     self.enable_env_runner_and_connector_v2):
-            raise ConfigError(
-                f"{type(self).__name__}.api_stack(enable_rl_module_and_learner="
-                f"{self.enable_rl_module_and_learner}, enable_env_runner_and_connector_v2="
-                f"{self.enable_env_runner_and_connector_v2}): RLlib's old API stack "
-                "(RolloutWorker, Policy) is not available here; remove the call (the new stack "
-                "runs), or set both to True")
-        return self
+        for name, value in values.items():
+            if value is False:  # checked before anything is set: a refused call changes nothing
+                raise ConfigError(
+                    f"{type(self).__name__}.api_stack({name}=False): RLlib's old API stack "
+                    "(RolloutWorker, Policy) is not available here; remove the call (the new "
+                    "stack runs), or set it to True")
+        return self._set("api_stack", values)
 
     def learners(self, **settings) -> AlgorithmConfig:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one

@@ -112,9 +112,10 @@ class Evaluator:
         if config.evaluation_duration_unit == "episodes":
             request = {"num_episodes": 1}
         else:
-            request = {"num_timesteps": max(
-                config.evaluation_auto_duration_min_env_steps_per_sample,
-                config.num_envs_per_env_runner)}
+            request = {"num_timesteps": min(
+                max(config.evaluation_auto_duration_min_env_steps_per_sample,
+                    config.num_envs_per_env_runner),
+                config.evaluation_auto_duration_max_env_steps_per_sample)}
         first = {"force_reset": config.evaluation_force_reset_envs_before_iteration
                  } if "num_timesteps" in request else {}
         runners = {i: self.group.remote_runner(i) for i in ids}
@@ -167,7 +168,9 @@ def learner_blas_threads(num_evaluation_runners: int) -> int:
     its calls, so background evaluation processes would get no cycles, and where the OS
     ignores their lower priority the pool's threads wait for each other behind them (measured
     in bench/evaluation.py)."""
-    return max(1, len(os.sched_getaffinity(0)) - num_evaluation_runners)
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return max(1, cores - num_evaluation_runners)
 
 
 class ParallelEvaluation:

@@ -29,24 +29,28 @@ class IgnoredSettingWarning(UserWarning):
     """An RLlib setting was given that has no effect on one machine (emitted by `build()`)."""
 
 
+class _Rule:
+    """A value is fine when `fine(value)` says so, or (without `fine`) when it is the default."""
+
+    default: Any
+    fine: Callable[[Any], bool] | None
+
+    def is_fine(self, value: Any) -> bool:
+        return self.fine(value) if self.fine is not None else _same(value, self.default)
+
+
 @dataclass(frozen=True)
-class NoEffect:
+class NoEffect(_Rule):
     default: Any
     why: str
     fine: Callable[[Any], bool] | None = field(default=None)
 
-    def is_fine(self, value: Any) -> bool:
-        return self.fine(value) if self.fine is not None else _same(value, self.default)
-
 
 @dataclass(frozen=True)
-class Unsupported:
+class Unsupported(_Rule):
     default: Any
     instead: str
     fine: Callable[[Any], bool] | None = field(default=None)
-
-    def is_fine(self, value: Any) -> bool:
-        return self.fine(value) if self.fine is not None else _same(value, self.default)
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -79,8 +83,6 @@ _OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib'
 _TUNE = "Tune's loggers are not used here; results go to the train() result dict (and the " \
         "command line's run folder)"
 _MULTI_AGENT = "multi-agent training is not supported here; use one policy (\"default_policy\")"
-_CONNECTORS = ("env-to-module connectors other than RLlib's built-in pieces in "
-               "trainer.connectors are not supported")
 
 #: builder method -> {setting: NoEffect | Unsupported}
 RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
@@ -102,6 +104,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "num_cpus_per_env_runner": NoEffect(1, _RAY),
         "num_gpus_per_env_runner": NoEffect(0, _RAY),
         "custom_resources_per_env_runner": NoEffect({}, _RAY, fine=_is_none_or_empty),
+        "create_local_env_runner": NoEffect(
+            True, "the local EnvRunner always exists here: it holds the weights a restarted "
+                  "runner is synced from (it has envs only with create_env_on_local_worker)"),
         "max_requests_in_flight_per_env_runner": NoEffect(
             1, "PPO and DQN sample synchronously here: one request per EnvRunner at a time"),
         "gym_env_vectorize_mode": NoEffect(
@@ -131,8 +136,8 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
         "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
         "observation_filter": Unsupported(
-            "NoFilter", "use .env_runners(env_to_module_connector=lambda env: "
-                        "MeanStdFilter()) with trainer.connectors.MeanStdFilter"),
+            "NoFilter", "normalize observations in the env creator, for example with "
+                        "gymnasium.wrappers.NormalizeObservation"),
         "enable_tf1_exec_eagerly": NoEffect(False, _TF),
         "sampler_perf_stats_ema_coef": NoEffect(None, _OLD_STACK),
     },
