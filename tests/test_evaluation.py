@@ -118,6 +118,36 @@ def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
     assert all(e["num_env_steps_sampled"] >= 100 for e in evaluated)
 
 
+@pytest.mark.parametrize("duration", ["auto", 300])
+def test_parallel_evaluation_without_thread(duration):
+    """RLlib's `_evaluation_parallel_to_training_wo_thread`: same lag of one iteration, no
+    thread; "auto" requests grow while the runners answer before training ends."""
+    import threading
+
+    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
+                    evaluation_parallel_to_training=True, evaluation_duration=duration,
+                    evaluation_duration_unit="timesteps",
+                    ).debugging(_evaluation_parallel_to_training_wo_thread=True).build()
+    try:
+        before = weights_sum(algo)
+        threads = threading.active_count()
+        sums, evaluated = [], []
+        for _ in range(3):
+            result = algo.train()
+            evaluated.append(result["evaluation"]["env_runners"])
+            sums.append(weights_sum(algo))
+        assert threading.active_count() == threads
+    finally:
+        algo.stop()
+    assert [e["weights_sum"] for e in evaluated] == pytest.approx([before] + sums[:-1], rel=1e-9)
+    steps = [e["num_env_steps_sampled"] for e in evaluated]
+    if duration == "auto":
+        # One request per runner: 100 steps first, then doubled or halved (never below 100).
+        assert steps[0] == 2 * 100 and all(s >= 200 and s % 200 == 0 for s in steps)
+    else:
+        assert steps == [300, 300, 300]
+
+
 def test_custom_function_and_evaluate_callbacks():
     events = []
 

@@ -23,6 +23,7 @@ from trainer.errors import (
 )
 from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
+from trainer.models import DefaultModelConfig
 from trainer.named_objects import (
     NamedObjectError,
     create_named_object,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DQN",
     "DQNConfig",
+    "DefaultModelConfig",
     "EpsilonGreedy",
     "Exploration",
     "PPO",

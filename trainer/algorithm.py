@@ -25,7 +25,12 @@ from trainer.config import AlgorithmConfig
 from trainer.curriculum import apply_env_task_fn
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
-from trainer.evaluation import Evaluator, ParallelEvaluation, learner_blas_threads
+from trainer.evaluation import (
+    Evaluator,
+    ParallelEvaluation,
+    ThreadlessEvaluation,
+    learner_blas_threads,
+)
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.log import set_library_log_level
 from trainer.metrics import MetricsLogger, add_episode_defaults
@@ -313,9 +318,15 @@ class Algorithm:
         if evaluate_now and self.config.evaluation_parallel_to_training:
             # Evaluate the weights of the previous iteration while this one trains.
             self._begin_evaluation()
-            parallel_round = ParallelEvaluation(
-                self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s,
-                learner_threads=learner_blas_threads(self.config.evaluation_num_env_runners))
+            if (self.config._evaluation_parallel_to_training_wo_thread
+                    and self.config.custom_evaluation_function is None):
+                parallel_round = ThreadlessEvaluation(
+                    self._evaluator.begin(),
+                    learner_threads=learner_blas_threads(self.config.evaluation_num_env_runners))
+            else:
+                parallel_round = ParallelEvaluation(
+                    self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s,
+                    learner_threads=learner_blas_threads(self.config.evaluation_num_env_runners))
         try:
             self._run_training_steps(start)
         except BaseException:

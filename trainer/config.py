@@ -204,6 +204,7 @@ class AlgorithmConfig:
         # debugging()
         "seed": (None, optional(int_at_least(0))),
         "log_level": ("WARN", _check_log_level),
+        "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
         # reporting()
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
         "min_time_s_per_iteration": (None, optional(number_at_least(0))),
@@ -407,22 +408,28 @@ class AlgorithmConfig:
         return self._set("training", values)
 
     def rl_module(self, *, model_config: dict | Any = NotProvided, **unknown) -> AlgorithmConfig:
-        """The networks: `model_config` is a dict (or a dataclass) with `fcnet_hiddens`,
-        `fcnet_activation`, `vf_share_layers`, `free_log_std`."""
+        """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
+        `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
+        replaces the model config given before, as in RLlib."""
         self._reject_unknown("rl_module", unknown, ["model_config"])
         if model_config is not NotProvided:
-            if dataclasses.is_dataclass(model_config):
-                model_config = {k: v for k, v in dataclasses.asdict(model_config).items()
-                                if k in MODEL_DEFAULTS}
-            self._set_model("rl_module", "model_config", model_config)
+            self._set_model("rl_module", "model_config", model_config, replace=True)
         return self
 
-    def _set_model(self, method: str, name: str, model: dict) -> None:
+    @property
+    def model_config(self) -> dict:
+        """The model config the networks are built from (RLlib's property)."""
+        return dict(self.model)
+
+    def _set_model(self, method: str, name: str, model: dict, *, replace: bool = False) -> None:
         try:
-            check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
+            merged = check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        self.model = {**self.model, **model}
+        given = {key: merged[key] for key in (
+            dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
+            if key in MODEL_DEFAULTS}
+        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given}
 
     def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
@@ -462,10 +469,15 @@ class AlgorithmConfig:
         return self
 
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
+                  _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
-        it and each runner's index."""
-        values = {"seed": seed, "log_level": log_level}
+        it and each runner's index. `_evaluation_parallel_to_training_wo_thread=True` runs a
+        parallel evaluation round without a thread: its requests go out before the training
+        step, its replies are read after it."""
+        values = {"seed": seed, "log_level": log_level,
+                  "_evaluation_parallel_to_training_wo_thread":
+                      _evaluation_parallel_to_training_wo_thread}
         self._reject_unknown("debugging", unknown, values)
         return self._set("debugging", values)
 

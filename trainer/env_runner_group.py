@@ -319,10 +319,20 @@ class EnvRunnerGroup:
                   timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
         """`send(runner)` to each runner in `ids`, then the replies and the failures (errors,
         deaths, no answer within `timeout`), without applying the fault-tolerance settings."""
-        sent, failures = self._send(ids, send)
-        replies, gather_failures = self._gather(sent, timeout)
+        sent, failures = self.send_each(ids, send)
+        replies, gather_failures = self.gather_each(sent, timeout)
         failures.update(gather_failures)
         return replies, failures
+
+    def send_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
+                  ) -> tuple[list[int], dict[int, Failure]]:
+        """The first half of `call_each`: the runners that took the request, and the failures."""
+        return self._send(ids, send)
+
+    def gather_each(self, ids: list[int], timeout: float
+                    ) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """The second half of `call_each`: the replies of `ids`, and the failures."""
+        return self._gather(ids, timeout)
 
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,

@@ -42,6 +42,7 @@ class Evaluator:
         self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
                                     on_recreated=on_recreated)
         self.metrics = MetricsLogger()
+        self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
 
     # -- one round ---------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> dict:
@@ -58,6 +59,45 @@ class Evaluator:
                 deltas = self._sample_auto(ids, stop, failed)
             elif ids:
                 deltas = self._sample_fixed(self._fixed_requests(ids), failed)
+        return self._results(deltas, failed)
+
+    def begin(self) -> Callable[[], dict]:
+        """Sends one round's requests and returns at once with the function that collects the
+        round (RLlib's `_evaluation_parallel_to_training_wo_thread`: no thread; the runners
+        sample while the caller trains). An "auto" round is one request per runner, sized from
+        the previous such round: doubled if every runner had answered by collection time,
+        halved if one had not, within `evaluation_auto_duration_min/max_env_steps_per_sample`
+        (episodes: 1 to 16 per runner)."""
+        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
+        if not self.group.num_remote_workers() or not ids:
+            return lambda: self.run()
+        if self.config.evaluation_duration == "auto":
+            requests = {i: self._auto_request(first=True, size=self._auto_size) for i in ids}
+        else:
+            requests = self._fixed_requests(ids)
+        sent, send_failures = self.group.send_each(
+            list(requests), lambda r: r.call_async("sample_metrics_only",
+                                                   **requests[r.worker_index]))
+        failed.update(send_failures)
+
+        def collect() -> dict:
+            if self.config.evaluation_duration == "auto":
+                self._resize_auto(grow=all(self._has_answered(i) for i in sent))
+            replies, gather_failures = self.group.gather_each(
+                sent, self.config.evaluation_sample_timeout_s)
+            failed.update(gather_failures)
+            return self._results([replies[i] for i in sorted(replies)], failed)
+
+        return collect
+
+    def _has_answered(self, index: int) -> bool:
+        try:
+            return bool(self.group.remote_runner(index).conn.poll())
+        except (OSError, EOFError):
+            return False
+
+    def _results(self, deltas: list, failed: dict[int, Any]) -> dict:
         for delta in deltas:
             self.metrics.merge_delta(delta, key="env_runners")
         results = self.metrics.reduce()
@@ -106,21 +146,37 @@ class Evaluator:
         failed.update(failures)
         return [replies[index] for index in sorted(replies)]
 
-    def _sample_auto(self, ids: list[int], stop: threading.Event | None,
-                     failed: dict[int, Any]) -> list:
+    def _auto_bounds(self) -> tuple[int, int]:
+        """Smallest and largest "auto" request: env steps per runner, or episodes."""
         config = self.config
         if config.evaluation_duration_unit == "episodes":
-            request = {"num_episodes": 1}
-        else:
-            request = {"num_timesteps": min(
-                max(config.evaluation_auto_duration_min_env_steps_per_sample,
-                    config.num_envs_per_env_runner),
-                config.evaluation_auto_duration_max_env_steps_per_sample)}
-        first = {"force_reset": config.evaluation_force_reset_envs_before_iteration
-                 } if "num_timesteps" in request else {}
+            return 1, 16
+        low = min(max(config.evaluation_auto_duration_min_env_steps_per_sample,
+                      config.num_envs_per_env_runner),
+                  config.evaluation_auto_duration_max_env_steps_per_sample)
+        return low, config.evaluation_auto_duration_max_env_steps_per_sample
+
+    def _auto_request(self, *, first: bool, size: int | None = None) -> dict:
+        """The `sample()` arguments of one "auto" request (`size` defaults to the smallest)."""
+        size = size or self._auto_bounds()[0]
+        if self.config.evaluation_duration_unit == "episodes":
+            return {"num_episodes": size}
+        request = {"num_timesteps": size}
+        if first:
+            request["force_reset"] = self.config.evaluation_force_reset_envs_before_iteration
+        return request
+
+    def _resize_auto(self, *, grow: bool) -> None:
+        low, high = self._auto_bounds()
+        size = self._auto_size or low
+        self._auto_size = min(size * 2, high) if grow else max(size // 2, low)
+
+    def _sample_auto(self, ids: list[int], stop: threading.Event | None,
+                     failed: dict[int, Any]) -> list:
+        request = self._auto_request(first=False)
         runners = {i: self.group.remote_runner(i) for i in ids}
         for runner in runners.values():
-            runner.call_async("sample_metrics_only", **request, **first)
+            runner.call_async("sample_metrics_only", **self._auto_request(first=True))
         pending = set(ids)
         deltas = []
         while pending:
@@ -148,6 +204,19 @@ class Evaluator:
 
     def stop(self) -> None:
         self.group.stop()
+
+
+class ThreadlessEvaluation:
+    """A parallel evaluation round without a thread: its requests are out before the training
+    step starts, `finish()` reads the replies after it (`Evaluator.begin`)."""
+
+    def __init__(self, collect: Callable[[], dict], learner_threads: int):
+        self._collect = collect
+        self._restore_blas_threads = limit_blas_threads(learner_threads)
+
+    def finish(self) -> dict:
+        self._restore_blas_threads()
+        return self._collect()
 
 
 def limit_blas_threads(num_threads: int) -> Callable[[], None]:

@@ -6,12 +6,15 @@ turns into actions) and in the learner (training passes and gradients). Weights 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from trainer.checks import is_int
+from trainer.initializers import make_initializer
 from trainer.nn import (
     ACTIVATIONS,
     MLP,
@@ -22,29 +25,101 @@ from trainer.nn import (
     flatten,
 )
 
-#: `model_config` keys this module understands, with RLlib's defaults (`DefaultModelConfig`).
+#: `model_config` keys the numpy networks implement, with this project's defaults. They are
+#: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see the README's model section).
 MODEL_DEFAULTS: dict = {
     "fcnet_hiddens": [256, 256],
     "fcnet_activation": "tanh",
-    "vf_share_layers": False,
-    "free_log_std": False,
-    # Hidden layers of the heads after the encoder (DQN's advantage and value streams).
+    "fcnet_kernel_initializer": None,
+    "fcnet_kernel_initializer_kwargs": None,
+    "fcnet_bias_initializer": None,
+    "fcnet_bias_initializer_kwargs": None,
+    # Hidden layers of the heads after the encoder (policy and value heads; DQN's advantage and
+    # value streams), and the initializers of every head layer, the output layer included.
     "head_fcnet_hiddens": [],
     "head_fcnet_activation": "relu",
+    "head_fcnet_kernel_initializer": None,
+    "head_fcnet_kernel_initializer_kwargs": None,
+    "head_fcnet_bias_initializer": None,
+    "head_fcnet_bias_initializer_kwargs": None,
+    "vf_share_layers": False,
+    "free_log_std": False,
 }
+
+_WHY_DEFAULT_ONLY = {
+    "conv": "there are no convolutional networks here: image observations are flattened into the "
+            "MLP (use fcnet_hiddens)",
+    "lstm": "there are no recurrent networks here (stack frames with the FrameStackingEnvToModule "
+            "connector instead)",
+    "log_std_clip_param": "log-stds are clipped to [-20, 2] here",
+}
+_WHY_DEFAULT_ONLY["use_lstm"] = _WHY_DEFAULT_ONLY["max_seq_len"] = _WHY_DEFAULT_ONLY["lstm"]
+
+
+@dataclass
+class DefaultModelConfig:
+    """RLlib's `DefaultModelConfig` (`ray.rllib.core.rl_module.default_model_config`): pass it as
+    `rl_module(model_config=DefaultModelConfig(...))`. Its defaults are RLlib's, so
+    `vf_share_layers` is True here as there (a plain dict defaults to False; see the README)."""
+
+    fcnet_hiddens: list = field(default_factory=lambda: [256, 256])
+    fcnet_activation: str = "tanh"
+    fcnet_kernel_initializer: Any = None
+    fcnet_kernel_initializer_kwargs: dict | None = None
+    fcnet_bias_initializer: Any = None
+    fcnet_bias_initializer_kwargs: dict | None = None
+    conv_filters: Any = None
+    conv_activation: str = "relu"
+    conv_kernel_initializer: Any = None
+    conv_kernel_initializer_kwargs: dict | None = None
+    conv_bias_initializer: Any = None
+    conv_bias_initializer_kwargs: dict | None = None
+    head_fcnet_hiddens: list = field(default_factory=list)
+    head_fcnet_activation: str = "relu"
+    head_fcnet_kernel_initializer: Any = None
+    head_fcnet_kernel_initializer_kwargs: dict | None = None
+    head_fcnet_bias_initializer: Any = None
+    head_fcnet_bias_initializer_kwargs: dict | None = None
+    free_log_std: bool = False
+    log_std_clip_param: float = 20.0
+    vf_share_layers: bool = True
+    use_lstm: bool = False
+    max_seq_len: int = 20
+    lstm_cell_size: int = 256
+    lstm_use_prev_action: bool = False
+    lstm_use_prev_reward: bool = False
+    lstm_kernel_initializer: Any = None
+    lstm_kernel_initializer_kwargs: dict | None = None
+    lstm_bias_initializer: Any = None
+    lstm_bias_initializer_kwargs: dict | None = None
+
+
+#: RLlib's `DefaultModelConfig` keys for networks that do not exist here (convolutions, LSTMs),
+#: accepted at RLlib's default values only: any other value would be silently ignored.
+DEFAULT_ONLY_KEYS: dict = {
+    key: value for key, value in dataclasses.asdict(DefaultModelConfig()).items()
+    if key not in MODEL_DEFAULTS}
 
 
 def check_model_config(model_config: dict, setting: str = "model_config") -> dict:
-    """Validates a model config and returns it merged over the defaults."""
+    """Validates a model config (a dict or a `DefaultModelConfig`) and returns the keys the
+    networks use, merged over the defaults."""
+    if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
+        model_config = dataclasses.asdict(model_config)
     if not isinstance(model_config, dict):
-        raise ValueError(f"{setting}={model_config!r}: must be a dict with keys from "
-                         f"{sorted(MODEL_DEFAULTS)}")
-    unknown = sorted(set(model_config) - set(MODEL_DEFAULTS))
+        raise ValueError(f"{setting}={model_config!r}: must be a dict (or a DefaultModelConfig) "
+                         f"with keys from {sorted(MODEL_DEFAULTS)}")
+    unknown = sorted(set(model_config) - set(MODEL_DEFAULTS) - set(DEFAULT_ONLY_KEYS))
     if unknown:
         raise ValueError(
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
-    merged = {**MODEL_DEFAULTS, **model_config}
+    for key, default in DEFAULT_ONLY_KEYS.items():
+        if key in model_config and model_config[key] != default:
+            why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
+            raise ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's default "
+                             f"{default!r} is accepted: {why}")
+    merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
     for prefix in ("fcnet", "head_fcnet"):
         hiddens = merged[f"{prefix}_hiddens"]
         if not (isinstance(hiddens, (list, tuple)) and all(
@@ -52,14 +127,39 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
             raise ValueError(f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
                              "positive ints (empty for no hidden layer)")
         merged[f"{prefix}_hiddens"] = list(hiddens)
+        if merged[f"{prefix}_activation"] is None:  # RLlib: None means linear
+            merged[f"{prefix}_activation"] = "linear"
         if merged[f"{prefix}_activation"] not in ACTIVATIONS:
             raise ValueError(f"{setting}['{prefix}_activation']="
                              f"{merged[f'{prefix}_activation']!r}: allowed values are "
-                             f"{list(ACTIVATIONS)}")
+                             f"{list(ACTIVATIONS)} or None")
+        layer_initializers(merged, prefix, setting)
     for flag in ("vf_share_layers", "free_log_std"):
         if not isinstance(merged[flag], bool):
             raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
     return merged
+
+
+def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"):
+    """The `(kernel, bias)` initializers `prefix` ("fcnet" or "head_fcnet") selects; None for the
+    default of each."""
+    return tuple(make_initializer(model_config[f"{prefix}_{part}_initializer"],
+                                  model_config[f"{prefix}_{part}_initializer_kwargs"],
+                                  where=setting, key=f"{prefix}_{part}_initializer",
+                                  for_bias=part == "bias")
+                 for part in ("kernel", "bias"))
+
+
+def stack_layers(model_config: dict, *, encoder_layers: int, head_layers: int) -> dict:
+    """MLP arguments for `encoder_layers` encoder layers (fcnet_*) followed by `head_layers` head
+    layers (head_fcnet_*, the output layer included): activations after each hidden layer and
+    one initializer pair per layer."""
+    num_hidden = encoder_layers + head_layers - 1
+    activations = ([model_config["fcnet_activation"]] * encoder_layers
+                   + [model_config["head_fcnet_activation"]] * head_layers)[:num_hidden]
+    initializers = ([layer_initializers(model_config, "fcnet")] * encoder_layers
+                    + [layer_initializers(model_config, "head_fcnet")] * head_layers)
+    return {"activation": activations, "initializers": initializers}
 
 
 @dataclass(frozen=True)
@@ -193,20 +293,31 @@ class PolicyModule(FlatParameterModule):
         n_actions = spaces.action_discrete_n or spaces.action_dim
         n_dist_inputs = self.dist.num_inputs(n_actions)
         free_log_std = self.model_config["free_log_std"] and self.dist is DiagGaussian
-        hiddens = self.model_config["fcnet_hiddens"]
-        activation = self.model_config["fcnet_activation"]
+        config = self.model_config
+        hiddens, head_hiddens = config["fcnet_hiddens"], config["head_fcnet_hiddens"]
         rng = np.random.default_rng(seed)
-        self.shared = self.model_config["vf_share_layers"]
+        self.shared = config["vf_share_layers"]
         head_out = n_actions if free_log_std else n_dist_inputs
         if self.shared and hiddens:
-            self.encoder = MLP([spaces.obs_dim] + hiddens, activation, rng)
-            self.pi = MLP([hiddens[-1], head_out], "linear", rng, output_gain=0.01)
-            self.vf = MLP([hiddens[-1], 1], "linear", rng, output_gain=1.0)
+            # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
+            self.encoder = MLP([spaces.obs_dim] + hiddens, config["fcnet_activation"], rng,
+                               initializers=[layer_initializers(config, "fcnet")] * len(hiddens))
+            heads = {"activation": config["head_fcnet_activation"],
+                     "initializers": [layer_initializers(config, "head_fcnet")]
+                     * (len(head_hiddens) + 1)}
+            self.pi = MLP([hiddens[-1]] + head_hiddens + [head_out], rng=rng, output_gain=0.01,
+                          **heads)
+            self.vf = MLP([hiddens[-1]] + head_hiddens + [1], rng=rng, output_gain=1.0, **heads)
         else:
+            # Policy and value function each have their own encoder layers and head layers.
             self.shared = False
             self.encoder = None
-            self.pi = MLP([spaces.obs_dim] + hiddens + [head_out], activation, rng, output_gain=0.01)
-            self.vf = MLP([spaces.obs_dim] + hiddens + [1], activation, rng, output_gain=1.0)
+            layers = stack_layers(config, encoder_layers=len(hiddens),
+                                  head_layers=len(head_hiddens) + 1)
+            self.pi = MLP([spaces.obs_dim] + hiddens + head_hiddens + [head_out], rng=rng,
+                          output_gain=0.01, **layers)
+            self.vf = MLP([spaces.obs_dim] + hiddens + head_hiddens + [1], rng=rng,
+                          output_gain=1.0, **layers)
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
         self._flatten_parameters()
 

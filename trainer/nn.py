@@ -54,19 +54,42 @@ def activate_grad(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 class MLP:
-    """Dense layers `sizes[0] -> ... -> sizes[-1]`, `activation` after every hidden layer, linear
-    output. Parameters are a flat list `[W0, b0, W1, b1, ...]` that optimisers update in place."""
+    """Dense layers `sizes[0] -> ... -> sizes[-1]`, an activation after every hidden layer, linear
+    output. Parameters are a flat list `[W0, b0, W1, b1, ...]` that optimisers update in place.
 
-    def __init__(self, sizes: list[int], activation: str, rng: np.random.Generator,
-                 output_gain: float = 1.0):
+    `activation` is one name for every hidden layer, or a list with one per hidden layer.
+    `initializers` holds one `(kernel, bias)` pair of `trainer.initializers.Initializer` per layer;
+    None (or a None in a pair) keeps the default: orthogonal weights (gain sqrt(2) after ReLU-like
+    activations, 1 otherwise, `output_gain` for the last layer) and zero biases.
+    """
+
+    def __init__(self, sizes: list[int], activation: str | list[str], rng: np.random.Generator,
+                 output_gain: float = 1.0, initializers: list | None = None):
         self.sizes = list(sizes)
-        self.activation = activation
-        hidden_gain = np.sqrt(2.0) if activation in ("relu", "elu", "swish", "silu") else 1.0
+        num_layers = len(sizes) - 1
+        self.activations = ([activation] * max(num_layers - 1, 0) if isinstance(activation, str)
+                            else list(activation))
+        if len(self.activations) != max(num_layers - 1, 0):
+            raise ValueError(f"{len(self.activations)} activations for {num_layers - 1} hidden "
+                             "layers")
+        # The activation an encoder applies after its last layer (see `models.activated`).
+        self.activation = activation if isinstance(activation, str) else (
+            self.activations[-1] if self.activations else "linear")
+        initializers = initializers or [(None, None)] * num_layers
         self.params: list[np.ndarray] = []
         for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-            gain = output_gain if i == len(sizes) - 2 else hidden_gain
-            self.params.append(orthogonal(rng, n_in, n_out, gain))
-            self.params.append(np.zeros(n_out, dtype=np.float32))
+            kernel_init, bias_init = initializers[i]
+            if kernel_init is not None:
+                # torch's layout is (out, in); these layers compute x @ W with W (in, out).
+                weight = np.ascontiguousarray(kernel_init(rng, (n_out, n_in)).T)
+            else:
+                after = self.activations[i] if i < num_layers - 1 else self.activation
+                gain = output_gain if i == num_layers - 1 else (
+                    np.sqrt(2.0) if after in ("relu", "elu", "swish", "silu") else 1.0)
+                weight = orthogonal(rng, n_in, n_out, gain)
+            self.params.append(weight)
+            self.params.append(bias_init(rng, (n_out,)) if bias_init is not None
+                               else np.zeros(n_out, dtype=np.float32))
 
     @property
     def num_layers(self) -> int:
@@ -77,8 +100,8 @@ class MLP:
         last = self.num_layers - 1
         for i in range(self.num_layers):
             x = x @ self.params[2 * i] + self.params[2 * i + 1]
-            if i < last and self.activation != "linear":
-                x = activate(self.activation, x)
+            if i < last and self.activations[i] != "linear":
+                x = activate(self.activations[i], x)
         return x
 
     def forward_train(self, x: np.ndarray) -> tuple[np.ndarray, list]:
@@ -87,7 +110,7 @@ class MLP:
         last = self.num_layers - 1
         for i in range(self.num_layers):
             pre = x @ self.params[2 * i] + self.params[2 * i + 1]
-            out = pre if i == last else activate(self.activation, pre)
+            out = pre if i == last else activate(self.activations[i], pre)
             cache.append((x, pre, out))
             x = out
         return x, cache
@@ -99,7 +122,7 @@ class MLP:
         for i in reversed(range(self.num_layers)):
             x, pre, out = cache[i]
             if i != self.num_layers - 1:
-                d = d * activate_grad(self.activation, pre, out)
+                d = d * activate_grad(self.activations[i], pre, out)
             grads[2 * i] = x.T @ d
             grads[2 * i + 1] = d.sum(axis=0)
             d = d @ self.params[2 * i].T

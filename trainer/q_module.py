@@ -18,6 +18,7 @@ from trainer.models import (
     activated_backward,
     activated_train,
     check_model_config,
+    layer_initializers,
 )
 from trainer.nn import MLP, Categorical
 
@@ -39,14 +40,20 @@ class QModule(FlatParameterModule):
         head_activation = self.model_config["head_fcnet_activation"]
         rng = np.random.default_rng(seed)
         self.encoder = (MLP([spaces.obs_dim] + hiddens, self.model_config["fcnet_activation"],
-                            rng) if hiddens else None)
+                            rng, initializers=[layer_initializers(self.model_config, "fcnet")]
+                            * len(hiddens)) if hiddens else None)
         features = hiddens[-1] if hiddens else spaces.obs_dim
+        head_initializers = ([layer_initializers(self.model_config, "head_fcnet")]
+                             * (len(head_hiddens) + 1))
         self.advantage = self.value = self.q = None
         if dueling:
-            self.advantage = MLP([features] + head_hiddens + [n_actions], head_activation, rng)
-            self.value = MLP([features] + head_hiddens + [1], head_activation, rng)
+            self.advantage = MLP([features] + head_hiddens + [n_actions], head_activation, rng,
+                                 initializers=head_initializers)
+            self.value = MLP([features] + head_hiddens + [1], head_activation, rng,
+                             initializers=head_initializers)
         else:
-            self.q = MLP([features] + head_hiddens + [n_actions], head_activation, rng)
+            self.q = MLP([features] + head_hiddens + [n_actions], head_activation, rng,
+                         initializers=head_initializers)
         self._flatten_parameters()
 
     def _named_nets(self):

@@ -183,9 +183,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "fake_sampler": Unsupported(False, "a fake sampler is not supported here"),
         "_run_training_always_in_thread": NoEffect(
             False, "training steps run in the main thread here"),
-        "_evaluation_parallel_to_training_wo_thread": NoEffect(
-            False, "a parallel evaluation round runs on a thread of the main process here "
-                   "(it only talks to the evaluation runners; results are the same)"),
     },
     "reporting": {
         "keep_per_episode_custom_metrics": NoEffect(False, _OLD_STACK, fine=lambda v: True),
