@@ -8,6 +8,7 @@ from callbacks.callback import (
     ALGORITHM_EVENTS,
     ENV_RUNNER_EVENTS,
     EVENTS,
+    MultiCallbacks,
     RLlibCallback,
     make_multi_callbacks,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "CallbackChain",
     "CallbackError",
     "DefaultCallbacks",
+    "MultiCallbacks",
     "RLlibCallback",
     "make_multi_callbacks",
 ]

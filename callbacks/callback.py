@@ -170,11 +170,21 @@ def make_multi_callbacks(callback_class_list: list[type]) -> type[RLlibCallback]
     """Returns one callback class that calls the classes' methods in list order, for every
     event: instances of each class are created together with the combined instance."""
     warn_once("make_multi_callbacks([A, B])", "config.callbacks([A, B])")
+    return _combined(callback_class_list, "make_multi_callbacks")
+
+
+def MultiCallbacks(callback_class_list: list[type]) -> type[RLlibCallback]:  # noqa: N802
+    """RLlib's oldest spelling, `MultiCallbacks([A, B])`: the same as `make_multi_callbacks`."""
+    warn_once("MultiCallbacks([A, B])", "config.callbacks([A, B])")
+    return _combined(callback_class_list, "MultiCallbacks")
+
+
+def _combined(callback_class_list: list[type], caller: str) -> type[RLlibCallback]:
     classes = list(callback_class_list)
     for cls in classes:
         if not isinstance(cls, type):
             raise TypeError(
-                f"make_multi_callbacks: expected classes (subclasses of RLlibCallback), got "
+                f"{caller}: expected classes (subclasses of RLlibCallback), got "
                 f"{cls!r} of type {type(cls).__name__}"
             )
 

@@ -114,6 +114,16 @@ class CallbackChain:
                 handlers.append((name, self._adapt(event, name, fn)))
             self._handlers[event] = handlers
 
+    # RLlib 2.60 keeps an EnvRunner's callbacks as a list (`env_runner._callbacks[0]`).
+    def __getitem__(self, index: int) -> Any:
+        return self.instances[index]
+
+    def __len__(self) -> int:
+        return len(self.instances)
+
+    def __iter__(self):
+        return iter(self.instances)
+
     @staticmethod
     def _adapt(event: str, name: str, fn: Callable) -> Callable:
         if event == "on_sub_environment_created":  # an old event: `worker=` is its own argument

@@ -188,7 +188,7 @@ def test_complete_episodes_mode_returns_only_finished_episodes():
     algo = small_ppo(1).env_runners(batch_mode="complete_episodes").build()
     try:
         episodes = algo.env_runner_group.foreach_env_runner(
-            lambda r: [(ep.is_done, ep.t_started) for ep in r.sample(num_timesteps=100)],
+            lambda r: [(ep.is_done, ep.t_started) for ep in r.sample()],
             local_env_runner=False)[0]
         more = algo.env_runner_group.foreach_env_runner(
             lambda r: [(ep.is_done, len(ep)) for ep in r.sample(num_episodes=3)],

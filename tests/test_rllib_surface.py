@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from helpers import small_ppo
 
+from callbacks import RLlibCallback
 from trainer import ConfigError, EnvRunner, PPOConfig
 from trainer import named_objects as ray
 from trainer.rllib_settings import RLLIB_SETTINGS, IgnoredSettingWarning, NoEffect
@@ -199,3 +200,44 @@ def test_named_object_created_before_an_algorithm_outlives_it():
         assert ray.get(refs) == [1, 2, 3]
     finally:
         ray.shutdown_named_objects()
+
+
+class PairingCallback(RLlibCallback):
+    """Counts episode events per process; reports unfinished episodes in each sample and
+    episodes started but not ended."""
+
+    def __init__(self):
+        self.started = self.ended = 0
+
+    def on_episode_start(self, **kwargs):
+        self.started += 1
+
+    def on_episode_end(self, **kwargs):
+        self.ended += 1
+
+    def on_sample_end(self, *, env_runner, samples, **kwargs):
+        env_runner.metrics.log_value("unfinished", sum(not e.is_done for e in samples),
+                                     reduce="sum")
+        env_runner.metrics.log_value("unpaired", self.started - self.ended, reduce="sum")
+
+
+def test_complete_episodes_sample_pairs_start_and_end_within_one_train():
+    config = (small_ppo(num_env_runners=2)
+              .env_runners(num_envs_per_env_runner=3, batch_mode="complete_episodes")
+              .training(train_batch_size=300, minibatch_size=100, num_epochs=1)
+              .callbacks(PairingCallback))
+    algo = config.build()
+    try:
+        for _ in range(2):
+            runners = algo.train()["env_runners"]
+            assert runners["unfinished"] == 0 and runners["unpaired"] == 0
+            assert runners["num_env_steps_sampled"] >= 300
+    finally:
+        algo.stop()
+    # An explicit num_timesteps cuts episodes into chunks, as RLlib does in either mode.
+    runner = EnvRunner(config=config.copy().env_runners(num_env_runners=0))
+    try:
+        chunks = runner.sample(num_timesteps=30)
+        assert any(not e.is_done for e in chunks)
+    finally:
+        runner.stop()

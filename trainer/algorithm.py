@@ -269,7 +269,8 @@ class Algorithm:
             self._apply_evaluation_state()
         self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
         self._evaluator.sync_weights(self.learner.module.get_weights(),
-                                     self.num_env_steps_sampled_lifetime)
+                                     self.num_env_steps_sampled_lifetime,
+                                     self.env_runner_group.local_env_runner.get_connector_state())
 
     def _run_evaluation(self, stop=None) -> dict:
         function = self.config.custom_evaluation_function
@@ -416,6 +417,7 @@ class Algorithm:
         (at the current timestep of the exploration schedule), False acts greedily."""
         module = self.learner.module
         explore = self.config.explore if explore is None else explore
+        observation = self.env_runner_group.local_env_runner.module_observation(observation)
         batch = module.spaces.preprocess(np.asarray(observation)[None])
         actions, _ = self.exploration.get_exploration_action(
             action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
@@ -470,8 +472,9 @@ class Algorithm:
         if evaluation_state:
             self._pending_evaluation_state = evaluation_state
             if self._evaluator is not None:
-                self._evaluator.sync_weights(self.learner.module.get_weights(),
-                                             self.num_env_steps_sampled_lifetime)
+                self._evaluator.sync_weights(
+                    self.learner.module.get_weights(), self.num_env_steps_sampled_lifetime,
+                    self.env_runner_group.local_env_runner.get_connector_state())
                 self._apply_evaluation_state()
 
     def _apply_evaluation_state(self) -> None:

@@ -176,6 +176,7 @@ class AlgorithmConfig:
         "create_env_on_local_worker": (False, is_bool),
         "validate_env_runners_after_construction": (True, is_bool),
         "env_to_module_connector": (None, _is_connector_factory),
+        "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter")),
         # exploration(): {} means the algorithm's default (see `get_exploration_config`)
         "exploration_config": ({}, _check_exploration_config),
         # evaluation()
@@ -349,6 +350,7 @@ class AlgorithmConfig:
                     create_env_on_local_worker: bool = NotProvided,
                     validate_env_runners_after_construction: bool = NotProvided,
                     env_to_module_connector: Callable | None = NotProvided,
+                    observation_filter: str = NotProvided,
                     **unknown) -> AlgorithmConfig:
         """How samples are collected: number of EnvRunner processes (0 samples in the main
         process), sub-envs per runner, steps per sub-env per `sample()` call ("auto" splits
@@ -359,7 +361,10 @@ class AlgorithmConfig:
         EnvRunner (`algo.env_runner`) gets envs too, for custom evaluation code and callbacks.
         `validate_env_runners_after_construction` (True): `build()` fails when an EnvRunner
         process does not start; with False such a runner is handled by `fault_tolerance()`.
-        `env_to_module_connector` is refused by `validate()` for now (not available yet)."""
+        `env_to_module_connector`: a callable `(env)` (or `(env, spaces, device)`) returning
+        an env-to-module connector piece, a list of pieces or a pipeline (see
+        `trainer.connectors`); it is called in every EnvRunner. `observation_filter=
+        "MeanStdFilter"` is RLlib's older spelling of a `MeanStdFilter` piece."""
         values = {"num_env_runners": num_env_runners,
                   "num_envs_per_env_runner": num_envs_per_env_runner,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
@@ -368,7 +373,8 @@ class AlgorithmConfig:
                   "create_env_on_local_worker": create_env_on_local_worker,
                   "validate_env_runners_after_construction":
                       validate_env_runners_after_construction,
-                  "env_to_module_connector": env_to_module_connector}
+                  "env_to_module_connector": env_to_module_connector,
+                  "observation_filter": observation_filter}
         if exploration_config is not NotProvided:
             self.exploration(exploration_config=exploration_config)
         self._take_old_names("env_runners", unknown, values)
@@ -572,6 +578,16 @@ class AlgorithmConfig:
         """The algorithm's exploration when `exploration_config` is not set."""
         return {"type": "StochasticSampling", "random_timesteps": 0}
 
+    def env_to_module_factory(self) -> Callable | None:
+        """The callable that builds each EnvRunner's env-to-module connector, if any."""
+        if self.env_to_module_connector is not None:
+            return self.env_to_module_connector
+        if self.observation_filter == "MeanStdFilter":
+            from trainer.connectors import MeanStdFilter
+
+            return lambda env: MeanStdFilter()
+        return None
+
     def get_exploration_config(self) -> dict:
         """The exploration the EnvRunners use: the user's `exploration_config` if it names a
         type, else the algorithm's default updated with it."""
@@ -746,12 +762,11 @@ class AlgorithmConfig:
                                      setting=f"{name} exploration_config")
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        if self.env_to_module_connector is not None:
+        if self.env_to_module_connector is not None and self.observation_filter != "NoFilter":
             raise ConfigError(
-                f"{name}.env_runners(env_to_module_connector=...): env-to-module connectors are "
-                "not available yet in this version; transform observations with a gymnasium "
-                "ObservationWrapper in the env creator (for example "
-                "gymnasium.wrappers.NormalizeObservation for MeanStdFilter)")
+                f"{name}: env_to_module_connector and observation_filter="
+                f"{self.observation_filter!r} are both given; add the MeanStdFilter piece to the "
+                "connector's list instead")
         if (self.evaluation_auto_duration_min_env_steps_per_sample
                 > self.evaluation_auto_duration_max_env_steps_per_sample):
             raise ConfigError(

@@ -21,7 +21,10 @@ import gymnasium as gym
 import numpy as np
 
 from callbacks import CallbackChain
+from callbacks.old_api import warn_once
 from checkpoints.codec import generator_state, new_generator, set_generator_state
+from trainer.connectors import ConnectorPipelineV2
+from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.curriculum import check_task_settable, is_task_settable
 from trainer.env_state import capture_env_state, restore_env_state
 from trainer.envs import EnvContext, EnvCreator, make_env_creator
@@ -33,6 +36,18 @@ from trainer.models import SpaceInfo
 from trainer.sub_env_guard import SubEnvGuard
 
 logger = logging.getLogger("trainer")
+
+
+def _unbatch(batched: Any, n: int) -> list:
+    """Rows of a batched (nested dict / tuple of arrays) observation, as the vector env stacks
+    them."""
+    if isinstance(batched, dict):
+        columns = {key: _unbatch(value, n) for key, value in batched.items()}
+        return [{key: column[i] for key, column in columns.items()} for i in range(n)]
+    if isinstance(batched, tuple):
+        columns = [_unbatch(value, n) for value in batched]
+        return [tuple(column[i] for column in columns) for i in range(n)]
+    return list(batched)
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
@@ -61,7 +76,8 @@ class EnvRunner:
 
     def __init__(self, config: Any, env_creator: EnvCreator | None = None, *,
                  worker_index: int = 0, num_workers: int | None = None, create_env: bool = True,
-                 spaces: SpaceInfo | None = None, recreated: bool = False, **kwargs):
+                 spaces: SpaceInfo | None = None, recreated: bool = False,
+                 env_spaces: tuple | None = None, **kwargs):
         # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
         # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
         # The runner's config is its own mutable copy (RLlib's curriculum example changes its
@@ -82,6 +98,10 @@ class EnvRunner:
             seed + 1000 * worker_index + (500 if config.in_evaluation else 0))
         self.env: gym.vector.SyncVectorEnv | None = None
         self._recreated = recreated
+        #: (observation space, action space) as the env gives them, before the connectors.
+        self.env_spaces = env_spaces
+        #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
+        self._env_to_module: ConnectorPipelineV2 | None = None
         self.spaces = spaces
         if spaces is None and config.observation_space is not None \
                 and config.action_space is not None:
@@ -89,6 +109,8 @@ class EnvRunner:
         self._set_env_context()
         if create_env:
             self.make_env()
+        if self._env_to_module is None and self.env_spaces is not None:
+            self._build_env_to_module()
         if self.spaces is None:
             raise ValueError("an EnvRunner without env needs the spaces")
         self.module = config.build_module(self.spaces, seed=seed)
@@ -101,6 +123,15 @@ class EnvRunner:
         #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
         self._guarded = bool(config.restart_failed_sub_environments)
 
+    @property
+    def callbacks(self) -> Any:
+        """The old stack's `worker.callbacks`: the callback object of this process (a list when
+        several classes are configured)."""
+        warn_once("env_runner.callbacks", "a callback's own state, reached through the events' "
+                  "arguments")
+        instances = self._callbacks.instances
+        return instances[0] if len(instances) == 1 else list(instances)
+
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""
         self.num_envs = self.config.num_envs_per_env_runner
@@ -112,6 +143,10 @@ class EnvRunner:
         self._event_kwargs: list[dict] = [{} for _ in range(self.num_envs)]
         # Sub-envs that finished: the next env.step() resets them (NEXT_STEP autoreset).
         self._awaiting_reset: list[bool] = [False] * self.num_envs
+        # Sub-envs that start no new episode: their episode ended while a complete-episodes
+        # sample let the others finish (`_draining`). Their steps are not recorded.
+        self._idle: list[bool] = [False] * self.num_envs
+        self._draining = False
         self._obs: np.ndarray | None = None
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
@@ -132,15 +167,64 @@ class EnvRunner:
         )
         for i, sub_env in enumerate(self.env.envs):
             self._sub_env_created(i, sub_env, contexts[i])
+        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
+                           self.config.action_space or self.env.single_action_space)
+        if self._env_to_module is None:  # kept when the env is re-created (its statistics)
+            self._build_env_to_module()
         if self.spaces is None:
-            self.spaces = SpaceInfo.from_spaces(
-                self.config.observation_space or self.env.single_observation_space,
-                self.config.action_space or self.env.single_action_space)
+            observation_space = (self._env_to_module.observation_space
+                                 if self._env_to_module is not None else self.env_spaces[0])
+            self.spaces = SpaceInfo.from_spaces(observation_space, self.env_spaces[1])
         self._needs_reset = True
         if self._callbacks.has("on_environment_created"):
             self._callbacks.fire("on_environment_created", env_runner=self,
                                  metrics_logger=self.metrics, env=self.env,
                                  env_context=self.env_context)
+
+    def _build_env_to_module(self) -> None:
+        factory = self.config.env_to_module_factory()
+        if factory is not None:
+            pieces = call_factory(factory, self.env, self.env_spaces)
+            self._env_to_module = build_pipeline(pieces, *self.env_spaces)
+            self._module_obs: np.ndarray | None = None
+
+    def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
+        """Runs the env-to-module pipeline over the episodes that just got an observation and
+        keeps each one's result as its sub-env's next module input."""
+        self._env_to_module(rl_module=self.module, batch={}, episodes=episodes,
+                            explore=self.config.explore, shared_data={}, metrics=self.metrics)
+        rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
+        if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
+            self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
+        for index, row in zip(env_indices, rows, strict=True):
+            self._module_obs[index] = row
+
+    def _unbatch_observations(self, obs) -> list:
+        """One observation per sub-env from a batched Dict or Tuple observation."""
+        return _unbatch(obs, self.num_envs)
+
+    @property
+    def env_to_module(self) -> ConnectorPipelineV2 | None:
+        """The env-to-module connector pipeline (RLlib's `env_runner._env_to_module`)."""
+        return self._env_to_module
+
+    def module_observation(self, observation: Any) -> Any:
+        """One observation as the module sees it: through the env-to-module pipeline as the
+        first of a new episode, statistics left unchanged (for `compute_single_action`)."""
+        if self._env_to_module is None:
+            return observation
+        episode = SingleAgentEpisode()
+        episode.add_env_reset(observation)
+        self._env_to_module(rl_module=self.module, batch={}, episodes=[episode], explore=False,
+                            shared_data={}, metrics=None, update_stats=False)
+        return episode.observations[-1]
+
+    def get_connector_state(self) -> dict | None:
+        return self._env_to_module.get_state() if self._env_to_module is not None else None
+
+    def set_connector_state(self, state: dict | None) -> None:
+        if state is not None and self._env_to_module is not None:
+            self._env_to_module.set_state(state)
 
     def sub_env_context(self, index: int) -> EnvContext:
         """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
@@ -233,11 +317,12 @@ class EnvRunner:
             sub_env.unwrapped.set_task(task)
 
     # -- weights and state -------------------------------------------------------------------
-    def set_weights(self, weights: dict[str, np.ndarray],
-                    global_timestep: int | None = None) -> None:
+    def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
+                    connector_state: dict | None = None) -> None:
         self.module.set_weights(weights)
         if global_timestep is not None:
             self.global_timestep = global_timestep
+        self.set_connector_state(connector_state)
 
     def get_weights(self) -> dict[str, np.ndarray]:
         return self.module.get_weights()
@@ -253,6 +338,8 @@ class EnvRunner:
                  "metrics": self.metrics.get_state()}
         if include_weights:
             state["weights"] = self.module.get_weights()
+        if self._env_to_module is not None and self._env_to_module.is_stateful:
+            state["connector_state"] = self._env_to_module.get_state()
         tasks = self.get_tasks()
         if tasks is not None:
             state["tasks"] = tasks
@@ -268,6 +355,8 @@ class EnvRunner:
             self.module.set_weights(state["weights"])
         if "global_timestep" in state:
             self.global_timestep = state["global_timestep"]
+        if "connector_state" in state:
+            self.set_connector_state(state["connector_state"])
         if "exploration" in state:
             self.exploration.set_state(state["exploration"])
         if "metrics" in state:
@@ -353,11 +442,13 @@ class EnvRunner:
                force_reset: bool = False) -> list[SingleAgentEpisode]:
         """Steps the env and returns episodes.
 
-        - `num_timesteps` (counted over all sub-envs): with `batch_mode="truncate_episodes"`,
-          unfinished episodes are cut and returned as chunks and continue next call; with
-          `"complete_episodes"` only finished episodes are returned (unfinished ones continue).
+        - `num_timesteps` (counted over all sub-envs): unfinished episodes are cut and returned
+          as chunks and continue next call (as RLlib does, whatever the `batch_mode`).
         - `num_episodes`: starts fresh episodes and returns exactly that many finished ones.
-        - Neither: `rollout_fragment_length` steps per sub-env.
+        - Neither: `rollout_fragment_length` steps per sub-env. With
+          `batch_mode="complete_episodes"`, only complete episodes: every sub-env starts a fresh
+          episode, and once that many steps are sampled no new episode starts while the running
+          ones play out, so each episode's start and end events fire within this call.
         """
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError(f"EnvRunner.sample(num_timesteps={num_timesteps}, num_episodes="
@@ -371,11 +462,16 @@ class EnvRunner:
         explore = self.config.explore if explore is None else explore
         if num_episodes is not None:
             samples = self._sample_episodes(num_episodes, explore, random_actions)
-        else:
-            if num_timesteps is None:
-                num_timesteps = (self.config.get_rollout_fragment_length(self.worker_index)
-                                 * self.num_envs)
+        elif num_timesteps is not None:
             samples = self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
+        else:
+            num_timesteps = (self.config.get_rollout_fragment_length(self.worker_index)
+                             * self.num_envs)
+            if self.config.batch_mode == "complete_episodes":
+                samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
+            else:
+                samples = self._sample_timesteps(num_timesteps, explore, random_actions,
+                                                 force_reset)
         if self._callbacks.has("on_sample_end"):
             self._callbacks.fire("on_sample_end", env_runner=self, metrics_logger=self.metrics,
                                  samples=samples)
@@ -391,8 +487,6 @@ class EnvRunner:
         while steps < num_timesteps:
             steps += self._step(explore, random_actions, done)
         self._log_sample_metrics(steps, len(done))
-        if self.config.batch_mode == "complete_episodes":
-            return EpisodeList(ep.to_numpy() for ep in done)
         # Cut the unfinished episodes: the chunks so far go out, the successors continue.
         chunks = []
         for i, episode in enumerate(self._episodes):
@@ -404,6 +498,23 @@ class EnvRunner:
             chunks.append(episode.to_numpy())
             self._prev_chunks.setdefault(episode.id_, []).append(episode)
         return EpisodeList([ep.to_numpy() for ep in done] + chunks)
+
+    def _sample_complete_episodes(self, min_timesteps, explore, random_actions):
+        self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while steps < min_timesteps:
+            steps += self._step(explore, random_actions, done)
+        # Let the running episodes finish; sub-envs that are done stay idle.
+        self._draining = True
+        try:
+            while not all(self._idle):
+                steps += self._step(explore, random_actions, done)
+        finally:
+            self._draining = False
+        self._log_sample_metrics(steps, len(done))
+        self._needs_reset = True
+        return EpisodeList(ep.to_numpy() for ep in done)
 
     def _sample_episodes(self, num_episodes, explore, random_actions):
         self._reset_all()
@@ -421,6 +532,7 @@ class EnvRunner:
         """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`
         one from a checkpoint, which continues without events."""
         episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
+        episode._env_runner = self
         self._episodes[env_index] = episode
         self._event_kwargs[env_index] = {"episode": episode, "env_runner": self,
                                          "metrics_logger": self.metrics, "env": self.env,
@@ -431,6 +543,8 @@ class EnvRunner:
     def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
         """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
         self._episodes[env_index].add_env_reset(observation, infos)
+        if self._env_to_module is not None:
+            self._to_module([self._episodes[env_index]], [env_index])
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs[env_index])
 
@@ -443,9 +557,11 @@ class EnvRunner:
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         self._obs = obs
         per_env_infos = _unbatch_infos(infos, self.num_envs)
+        obs_rows = obs if isinstance(obs, np.ndarray) else self._unbatch_observations(obs)
         for i in range(self.num_envs):
-            self._begin_episode(i, obs[i], per_env_infos[i])
+            self._begin_episode(i, obs_rows[i], per_env_infos[i])
         self._awaiting_reset = [False] * self.num_envs
+        self._idle = [False] * self.num_envs
         self._needs_reset = False
         if self._guarded:
             self._recover_sub_envs()
@@ -458,13 +574,15 @@ class EnvRunner:
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
         else:
-            dist_inputs = self.module.dist_inputs(self.spaces.preprocess(self._obs))
+            observations = self._obs if self._env_to_module is None else self._module_obs
+            dist_inputs = self.module.dist_inputs(self.spaces.preprocess(observations))
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
                 timestep=self.global_timestep, explore=explore)
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
         obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
+        obs_rows = obs if isinstance(obs, np.ndarray) else self._unbatch_observations(obs)
         per_env_infos = _unbatch_infos(infos, self.num_envs)
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
@@ -476,16 +594,20 @@ class EnvRunner:
         fire_with = self._callbacks.fire_with
         has_step = self._callbacks.has("on_episode_step")
         awaiting_reset = self._awaiting_reset
+        idle = self._idle
         stepped = 0
+        stepped_indices: list[int] = []
         guarded = self._guarded
         for i in range(self.num_envs):
+            if idle[i]:
+                continue
             if guarded and self.env.envs[i].failure is not None:
                 awaiting_reset[i] = False  # re-created after this loop
                 continue
             if awaiting_reset[i]:
                 # This step was the sub-env's autoreset: its new episode starts here.
                 awaiting_reset[i] = False
-                self._begin_episode(i, obs[i], per_env_infos[i])
+                self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
             stepped += 1
             episode = self._episodes[i]
@@ -493,16 +615,24 @@ class EnvRunner:
             extra = {"action_logp": logp_list[i]}
             if dist_inputs is not None:
                 extra["action_dist_inputs"] = dist_inputs[i]
-            episode.add_env_step(obs[i], action_list[i], reward_list[i], per_env_infos[i],
+            episode.add_env_step(obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
                                  terminated=terminated, truncated=truncated,
                                  extra_model_outputs=extra)
             if has_step:
                 fire_with("on_episode_step", self._event_kwargs[i])
-            if terminated or truncated:
+            stepped_indices.append(i)
+        if self._env_to_module is not None and stepped_indices:
+            self._to_module([self._episodes[i] for i in stepped_indices], stepped_indices)
+        for i in stepped_indices:
+            episode = self._episodes[i]
+            if episode.is_terminated or episode.is_truncated:
                 self._finish_episode(episode, i)
                 done.append(episode)
-                self._create_episode(i)
-                awaiting_reset[i] = True
+                if self._draining:
+                    idle[i] = True
+                else:
+                    self._create_episode(i)
+                    awaiting_reset[i] = True
         self._obs = obs
         self.global_timestep += stepped
         if guarded:
@@ -555,9 +685,13 @@ class EnvRunner:
         (`clear_on_reduce`) start over here."""
         return self.metrics.export_delta(clear=True)
 
-    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list]:
-        """`sample()` and `get_metrics()` in one request (one round trip per iteration)."""
-        return self.sample(**sample_kwargs), self.get_metrics()
+    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list,
+                                                            dict | None]:
+        """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
+        the group to merge) in one request: one round trip per iteration."""
+        pipeline = self._env_to_module
+        return (self.sample(**sample_kwargs), self.get_metrics(),
+                pipeline.get_state() if pipeline is not None and pipeline.is_stateful else None)
 
     def sample_metrics_only(self, **sample_kwargs) -> list:
         """`sample()`, returning only the metrics delta (evaluation needs no episodes)."""

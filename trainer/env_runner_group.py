@@ -87,6 +87,7 @@ class EnvRunnerGroup:
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
         self.spaces = None
+        self.env_spaces = None  # the env's spaces, before the env-to-module connectors
         runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
         if num == 0:
@@ -107,11 +108,12 @@ class EnvRunnerGroup:
                     time.perf_counter() - started,
                     ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())))
         self.spaces = replies[min(replies)]["spaces"]
+        self.env_spaces = replies[min(replies)]["env_spaces"]
         self._tasks = {i: reply["tasks"] for i, reply in replies.items()
                        if reply["tasks"] is not None}
         self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=num,
                                            create_env=config.create_env_on_local_worker,
-                                           spaces=self.spaces)
+                                           spaces=self.spaces, env_spaces=self.env_spaces)
         if failures:
             # validate_env_runners_after_construction=False: the runners that did not start
             # are failures like any other, handled by the fault-tolerance settings.
@@ -136,7 +138,8 @@ class EnvRunnerGroup:
                 runner.send_init({"config": self.config, "env_creator": self._env_creator,
                                   "worker_index": index,
                                   "num_workers": self.config.num_env_runners,
-                                  "spaces": self.spaces, "recreated": recreated,
+                                  "spaces": self.spaces, "env_spaces": self.env_spaces,
+                                  "recreated": recreated,
                                   "named_objects": named_objects.client_settings()})
                 if state_for is not None:
                     runner.call_async("set_state", state=state_for(index))
@@ -251,7 +254,8 @@ class EnvRunnerGroup:
         for index in indices:
             self._restarts[index] += 1
         local = self.local_env_runner
-        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep}
+        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep,
+                 "connector_state": local.get_connector_state()}
 
         def state_for(index: int) -> dict:
             tasks = self._tasks.get(index)
@@ -375,22 +379,29 @@ class EnvRunnerGroup:
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
+    def local_worker(self) -> EnvRunner:
+        """RLlib's older name of `local_env_runner` (a method there)."""
+        warn_once("env_runner_group.local_worker()", "env_runner_group.local_env_runner")
+        return self.local_env_runner
+
     def foreach_worker(self, func: Callable | str, *, local_worker: bool = True,
                        **kwargs) -> list:
         """RLlib's older name of `foreach_env_runner` (`local_worker` is `local_env_runner`)."""
         warn_once("env_runner_group.foreach_worker(...)", "foreach_env_runner(...)")
         return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
 
-    def sync_weights(self, weights: dict, global_timestep: int | None = None) -> None:
-        """Sends `weights` (and the env steps sampled so far, for exploration schedules) to every
-        runner. Remote runners apply them before their next request; a failure to apply surfaces
-        with that request's reply."""
+    def sync_weights(self, weights: dict, global_timestep: int | None = None,
+                     connector_state: dict | None = None) -> None:
+        """Sends `weights` (and the env steps sampled so far, for exploration schedules, and a
+        merged env-to-module connector state) to every runner. Remote runners apply them before
+        their next request; a failure to apply surfaces with that request's reply."""
         if self.local_env_runner is not None:
-            self.local_env_runner.set_weights(weights, global_timestep)
+            self.local_env_runner.set_weights(weights, global_timestep, connector_state)
         if not self._remote:
             return
         message = bytes(ForkingPickler.dumps(
-            ("call", "set_weights", {"weights": weights, "global_timestep": global_timestep})))
+            ("call", "set_weights", {"weights": weights, "global_timestep": global_timestep,
+                                     "connector_state": connector_state})))
         _, failures = self._send(self.healthy_env_runner_ids(),
                                  lambda r: r.send_pickled("set_weights", message))
         self.handle_failures(failures)  # a restarted runner gets these weights from the local one
@@ -427,12 +438,12 @@ class EnvRunnerGroup:
         includes it again if it was restarted."""
         episodes: list[SingleAgentEpisode] = []
         deltas: list = []
+        connector_states: list = []
         steps = 0
         local = self.local_env_runner
         while steps < min_env_steps:
             if not self._remote:
-                batch = local.sample(explore=explore)
-                replies = {0: (batch, local.get_metrics())}
+                replies = {0: local.sample_with_metrics(explore=explore)}
             else:
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
@@ -446,12 +457,32 @@ class EnvRunnerGroup:
                 self.num_env_steps_lost += request_size * len(failures)
                 self.handle_failures(failures)
             for index in sorted(replies):
-                batch, delta = replies[index]
+                batch, delta, connector_state = replies[index]
                 self._sampled(index)
                 episodes.extend(batch)
                 deltas.append(delta)
+                if connector_state is not None:
+                    connector_states.append(connector_state)
                 steps += sum(len(ep) for ep in batch)
+        if connector_states:
+            self._sync_connector_states(connector_states)
         return episodes, deltas
+
+    def _sync_connector_states(self, states: list[dict]) -> None:
+        """Merges the runners' env-to-module connector states (a `MeanStdFilter`'s new
+        observations) into the local runner's and sends the result to every remote runner,
+        which applies it before its next request. Each runner's new observations are counted
+        once: a runner's state starts collecting anew when it takes the merged one."""
+        local = self.local_env_runner
+        merged = local.env_to_module.merge_states(states)
+        local.set_connector_state(merged)
+        if not self._remote:
+            return
+        message = bytes(ForkingPickler.dumps(
+            ("call", "set_connector_state", {"state": merged})))
+        _, failures = self._send(self.healthy_env_runner_ids(),
+                                 lambda r: r.send_pickled("set_connector_state", message))
+        self.handle_failures(failures)
 
     def remote_runner(self, index: int) -> RemoteEnvRunner:
         return self._remote[index]

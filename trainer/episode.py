@@ -23,7 +23,10 @@ class SingleAgentEpisode(OldEpisodeAPI):
         "id_", "observations", "actions", "rewards", "infos", "extra_model_outputs",
         "is_terminated", "is_truncated", "t_started", "custom_data", "_temporary_timestep_data",
         "_start_time", "_last_step_time", "_is_numpy", "env_index", "_old", "_return_before",
+        "_env_runner", "connector_data",
     )
+    #: Slots that stay in their process (not pickled, not in `get_state`).
+    _LOCAL_SLOTS = ("_env_runner",)
 
     def __init__(self, id_: str | None = None, *, t_started: int = 0, env_index: int = 0):
         # 128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost.
@@ -47,6 +50,10 @@ class SingleAgentEpisode(OldEpisodeAPI):
         # return of the earlier chunks (for `total_reward`); see `trainer.old_api`.
         self._old: dict[str, dict] | None = None
         self._return_before = 0.0
+        # The EnvRunner sampling this episode (the old API's `episode.worker`).
+        self._env_runner = None
+        #: Per-episode data of env-to-module connector pieces (kept across chunks).
+        self.connector_data: dict = {}
 
     # -- recording ---------------------------------------------------------------------------
     def add_env_reset(self, observation: Any, infos: dict | None = None) -> None:
@@ -89,6 +96,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         successor._temporary_timestep_data = self._temporary_timestep_data
         successor._old = self._old
         successor._return_before = self._return_before + self.get_return()
+        successor._env_runner = self._env_runner
+        successor.connector_data = self.connector_data
         self._last_step_time = time.perf_counter()
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
@@ -145,6 +154,21 @@ class SingleAgentEpisode(OldEpisodeAPI):
 
     def get_observations(self, indices=None):
         return self._select(self.observations, indices)
+
+    def set_observations(self, *, new_data, at_indices=None) -> None:
+        """Overwrites observations: the one at `at_indices` (an int, -1 for the latest), or all
+        of them (`at_indices=None`, `new_data` one per observation). Env-to-module connectors
+        write what the module sees this way."""
+        if at_indices is None:
+            if len(new_data) != len(self.observations):
+                raise ValueError(f"set_observations: {len(new_data)} values for "
+                                 f"{len(self.observations)} observations")
+            self.observations = (np.asarray(new_data) if self._is_numpy else list(new_data))
+            return
+        if self._is_numpy:
+            self.observations[at_indices] = new_data
+        else:
+            self.observations[at_indices] = new_data
 
     def get_actions(self, indices=None):
         return self._select(self.actions, indices)
@@ -207,6 +231,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
             "is_numpy": self._is_numpy,
             "old_api": self._old if is_plain_data(self._old) else None,
             "return_before": self._return_before,
+            "connector_data": self.connector_data,
         }
 
     @classmethod
@@ -226,6 +251,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode._temporary_timestep_data = state["temporary_timestep_data"]
         episode._old = state.get("old_api")
         episode._return_before = state.get("return_before", 0.0)
+        episode.connector_data = dict(state.get("connector_data") or {})
         if episode.observations:
             episode._start_time = episode._last_step_time = time.perf_counter()
         if state["is_numpy"]:
@@ -233,9 +259,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
         return episode
 
     def __getstate__(self):
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.__slots__
+                if name not in self._LOCAL_SLOTS}
 
     def __setstate__(self, state):
+        self._env_runner = None
         for name, value in state.items():
             setattr(self, name, value)
 

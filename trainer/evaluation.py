@@ -199,8 +199,11 @@ class Evaluator:
         return deltas
 
     # -- lifetime ----------------------------------------------------------------------------
-    def sync_weights(self, weights: dict, global_timestep: int) -> None:
-        self.group.sync_weights(weights, global_timestep=global_timestep)
+    def sync_weights(self, weights: dict, global_timestep: int,
+                     connector_state: dict | None = None) -> None:
+        """The training weights and (merged) env-to-module connector state for the round."""
+        self.group.sync_weights(weights, global_timestep=global_timestep,
+                                connector_state=connector_state)
 
     def stop(self) -> None:
         self.group.stop()

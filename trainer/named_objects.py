@@ -417,6 +417,21 @@ def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
     return ready, [r for r in refs if not any(r is x for x in ready)]
 
 
+def init(*args: Any, **kwargs: Any) -> None:
+    """Ray's `ray.init()`: nothing to start here (the named-object server starts with the first
+    named object, EnvRunners with `build()`)."""
+
+
+def shutdown() -> None:
+    """Ray's `ray.shutdown()`: `shutdown_named_objects()`."""
+    shutdown_named_objects()
+
+
+def is_initialized() -> bool:
+    """Ray's `ray.is_initialized()`: always True here (nothing needs starting)."""
+    return True
+
+
 def server_running() -> bool:
     """Whether this process has started the named-object server (and not stopped it)."""
     return _server is not None

@@ -133,8 +133,8 @@ class OldEpisodeAPI:
     """The old stack's `Episode` attributes on `SingleAgentEpisode`, one warning each:
     `user_data` (per-episode dict, kept across chunks), `custom_metrics` (scalars, reported as
     `result["env_runners"]["custom_metrics"]["<key>_mean|_min|_max"]`), `hist_data` (lists,
-    reported as `result["env_runners"]["hist_stats"]["<key>"]`), `length`, `total_reward`,
-    `episode_id`, `last_observation_for()`, `last_info_for()`, `last_action_for()`,
+    reported as `result["env_runners"]["hist_stats"]["<key>"]`), `length` (-1 before the first step), `total_reward`,
+    `episode_id`, `env_id`, `worker`, `last_observation_for()`, `last_info_for()`, `last_action_for()`,
     `last_reward_for()`. Mixed into `SingleAgentEpisode`, which holds the three dicts."""
 
     __slots__ = ()
@@ -158,8 +158,21 @@ class OldEpisodeAPI:
 
     @property
     def length(self) -> int:
+        """Env steps so far; -1 before the first step (created, or only reset), as the old
+        stack's episodes."""
         warn_once("episode.length", "episode.t (steps so far) or len(episode) (this chunk)")
-        return self.t
+        return self.t if self.t > 0 else -1
+
+    @property
+    def env_id(self) -> int:
+        warn_once("episode.env_id", "env_index (an argument of the episode events)")
+        return self.env_index
+
+    @property
+    def worker(self) -> Any:
+        """The EnvRunner sampling this episode (None once it left that process)."""
+        warn_once("episode.worker", "env_runner (an argument of the episode events)")
+        return self._env_runner
 
     @property
     def total_reward(self) -> float:

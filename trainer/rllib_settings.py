@@ -135,9 +135,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "remote_worker_envs": NoEffect(False, _OLD_STACK),
         "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
         "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
-        "observation_filter": Unsupported(
-            "NoFilter", "normalize observations in the env creator, for example with "
-                        "gymnasium.wrappers.NormalizeObservation"),
         "enable_tf1_exec_eagerly": NoEffect(False, _TF),
         "sampler_perf_stats_ema_coef": NoEffect(None, _OLD_STACK),
     },

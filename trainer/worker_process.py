@@ -95,8 +95,10 @@ def serve(conn, parent_pid: int) -> None:
                 runner = runner_cls(spec["config"], spec["env_creator"],
                                    worker_index=worker_index, num_workers=spec["num_workers"],
                                    spaces=spec.get("spaces"),
-                                   recreated=spec.get("recreated", False))
+                                   recreated=spec.get("recreated", False),
+                                   env_spaces=spec.get("env_spaces"))
                 reply = ("ok", {"pid": os.getpid(), "spaces": runner.spaces,
+                                "env_spaces": runner.env_spaces,
                                 "tasks": runner.get_tasks()})
             elif kind == "call":
                 _, method, kwargs = message

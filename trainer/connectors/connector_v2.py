@@ -1,0 +1,185 @@
+"""`ConnectorV2` (RLlib's base class of connector pieces) and `ConnectorPipelineV2`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import gymnasium as gym
+
+
+class ConnectorV2:
+    """One piece of an env-to-module pipeline.
+
+    Subclasses override `__call__`, which rewrites the last observation of each episode it is
+    given (`episode.set_observations(new_data=..., at_indices=-1)`) and returns `batch`, and,
+    when they change the observation's form, `recompute_output_observation_space`. Stateful
+    pieces also override `get_state` / `set_state` and `merge_states`.
+    """
+
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None, **kwargs):
+        self._input_observation_space = None
+        self._input_action_space = None
+        self.observation_space = None
+        self.action_space = None
+        if input_observation_space is not None or input_action_space is not None:
+            self.set_input_spaces(input_observation_space, input_action_space)
+
+    # -- spaces ------------------------------------------------------------------------------
+    @property
+    def input_observation_space(self) -> gym.Space | None:
+        return self._input_observation_space
+
+    @input_observation_space.setter
+    def input_observation_space(self, space: gym.Space) -> None:
+        self.set_input_spaces(space, self._input_action_space)
+
+    @property
+    def input_action_space(self) -> gym.Space | None:
+        return self._input_action_space
+
+    @input_action_space.setter
+    def input_action_space(self, space: gym.Space) -> None:
+        self.set_input_spaces(self._input_observation_space, space)
+
+    def set_input_spaces(self, observation_space: gym.Space | None,
+                         action_space: gym.Space | None) -> None:
+        self._input_observation_space = observation_space
+        self._input_action_space = action_space
+        self.observation_space = self.recompute_output_observation_space(observation_space,
+                                                                         action_space)
+        self.action_space = self.recompute_output_action_space(observation_space, action_space)
+
+    def recompute_output_observation_space(self, input_observation_space: gym.Space,
+                                           input_action_space: gym.Space) -> gym.Space:
+        """The observation space this piece outputs (the input's, unless overridden)."""
+        return input_observation_space
+
+    def recompute_output_action_space(self, input_observation_space: gym.Space,
+                                      input_action_space: gym.Space) -> gym.Space:
+        return input_action_space
+
+    # -- data --------------------------------------------------------------------------------
+    def __call__(self, *, rl_module: Any, batch: dict, episodes: list, explore: bool | None = None,
+                 shared_data: dict | None = None, metrics: Any = None, **kwargs) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__")
+
+    @staticmethod
+    def single_agent_episode_iterator(episodes: Iterable, agents_that_stepped_only: bool = True,
+                                      **kwargs) -> Iterator:
+        """The single-agent episodes in `episodes` (RLlib's helper; every episode here is one)."""
+        yield from episodes
+
+    # -- state -------------------------------------------------------------------------------
+    def get_state(self, *args, **kwargs) -> dict:
+        return {}
+
+    def set_state(self, state: dict) -> None:
+        pass
+
+    def merge_states(self, states: list[dict]) -> dict:
+        """The state after merging the runners' `states` into this piece's (stateless: {})."""
+        return {}
+
+    def reset_state(self) -> None:
+        pass
+
+    @property
+    def is_stateful(self) -> bool:
+        return type(self).get_state is not ConnectorV2.get_state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ConnectorPipelineV2(ConnectorV2):
+    """Pieces run in order; each one's output space is the next one's input space."""
+
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None,
+                 connectors: list[ConnectorV2] | None = None, **kwargs):
+        self.connectors = list(connectors or [])
+        for piece in self.connectors:
+            if not isinstance(piece, ConnectorV2):
+                raise TypeError(f"a connector piece must be a ConnectorV2 instance, got "
+                                f"{piece!r}")
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def set_input_spaces(self, observation_space, action_space) -> None:
+        self._input_observation_space = observation_space
+        self._input_action_space = action_space
+        for piece in self.connectors:
+            piece.set_input_spaces(observation_space, action_space)
+            observation_space, action_space = piece.observation_space, piece.action_space
+        self.observation_space, self.action_space = observation_space, action_space
+
+    def __call__(self, *, rl_module: Any, batch: dict | None = None, episodes: list,
+                 explore: bool | None = None, shared_data: dict | None = None,
+                 metrics: Any = None, **kwargs) -> Any:
+        batch = {} if batch is None else batch
+        shared_data = {} if shared_data is None else shared_data
+        for piece in self.connectors:
+            batch = piece(rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
+                          shared_data=shared_data, metrics=metrics, **kwargs)
+        return batch
+
+    def _keys(self) -> list[str]:
+        return [f"{i:02d}_{type(piece).__name__}" for i, piece in enumerate(self.connectors)]
+
+    def get_state(self, *args, **kwargs) -> dict:
+        return {key: piece.get_state() for key, piece in zip(self._keys(), self.connectors,
+                                                             strict=True)
+                if piece.is_stateful}
+
+    def set_state(self, state: dict) -> None:
+        for key, piece in zip(self._keys(), self.connectors, strict=True):
+            if key in state:
+                piece.set_state(state[key])
+
+    def merge_states(self, states: list[dict]) -> dict:
+        merged = {}
+        for key, piece in zip(self._keys(), self.connectors, strict=True):
+            if piece.is_stateful:
+                merged[key] = piece.merge_states([s[key] for s in states if key in s])
+        return merged
+
+    @property
+    def is_stateful(self) -> bool:
+        return any(piece.is_stateful for piece in self.connectors)
+
+    def __len__(self) -> int:
+        return len(self.connectors)
+
+    def __repr__(self) -> str:
+        return f"ConnectorPipelineV2({self.connectors!r})"
+
+
+def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:
+    """Calls the user's `env_to_module_connector` as RLlib does: `(env, spaces, device)` if it
+    takes three arguments, else `(env)`."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes_all = len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
+    except (TypeError, ValueError):
+        takes_all = False
+    return factory(env, spaces, None) if takes_all else factory(env)
+
+
+def build_pipeline(pieces: Any, observation_space: gym.Space, action_space: gym.Space,
+                   ) -> ConnectorPipelineV2:
+    """A pipeline from what an `env_to_module_connector` factory returned (a piece, a list of
+    pieces, or a pipeline), its input spaces set to the env's."""
+    if isinstance(pieces, ConnectorPipelineV2):
+        pipeline = pieces
+    elif isinstance(pieces, ConnectorV2):
+        pipeline = ConnectorPipelineV2(connectors=[pieces])
+    elif isinstance(pieces, (list, tuple)):
+        pipeline = ConnectorPipelineV2(connectors=list(pieces))
+    else:
+        raise TypeError(f"env_to_module_connector returned {pieces!r}: it must return a "
+                        "ConnectorV2 piece, a list of them, or a ConnectorPipelineV2")
+    pipeline.set_input_spaces(observation_space, action_space)
+    return pipeline

@@ -1,0 +1,274 @@
+"""RLlib's env-to-module pieces (`ray.rllib.connectors.env_to_module`), each rewriting the last
+observation of every episode it is given. Pieces that need an episode's history read the
+episode's actions and rewards, or keep their own per-episode data in the episode
+(`episode.connector_data`, carried across chunks and in checkpoints)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.connectors.connector_v2 import ConnectorV2
+
+# RLlib's key names in PrevActionsPrevRewards' Dict observations.
+ORIG_OBS_KEY = "_obs"
+PREV_ACTIONS_KEY = "prev_n_actions"
+PREV_REWARDS_KEY = "prev_n_rewards"
+
+
+class RunningStat:
+    """Count, mean and sum of squared deviations of a stream of arrays (Welford), mergeable
+    exactly with another (Chan et al.)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.n = 0
+        self.mean = np.zeros(shape, dtype=np.float64)
+        self.m2 = np.zeros(shape, dtype=np.float64)
+
+    def push(self, x: np.ndarray) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean = self.mean + delta / self.n
+        self.m2 = self.m2 + delta * (x - self.mean)
+
+    def merged(self, other: RunningStat) -> RunningStat:
+        result = RunningStat(self.mean.shape)
+        result.n = self.n + other.n
+        if result.n == 0:
+            return result
+        delta = other.mean - self.mean
+        result.mean = self.mean + delta * (other.n / result.n)
+        result.m2 = self.m2 + other.m2 + delta * delta * (self.n * other.n / result.n)
+        return result
+
+    @property
+    def std(self) -> np.ndarray:
+        # RLlib's RunningStat: the sample variance, or mean^2 for a single value.
+        var = self.m2 / (self.n - 1) if self.n > 1 else np.square(self.mean)
+        return np.sqrt(var)
+
+    def to_state(self) -> dict:
+        return {"n": self.n, "mean": self.mean.copy(), "m2": self.m2.copy()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> RunningStat:
+        stat = cls(np.shape(state["mean"]))
+        stat.n = int(state["n"])
+        stat.mean = np.array(state["mean"], dtype=np.float64)
+        stat.m2 = np.array(state["m2"], dtype=np.float64)
+        return stat
+
+
+class MeanStdFilter(ConnectorV2):
+    """Normalizes Box observations to mean 0 and std 1 with running statistics, then clips them
+    to [-clip_by_value, clip_by_value].
+
+    Each EnvRunner updates its statistics with every observation it sees (unless
+    `update_stats=False`). After each training step the runners' new observations are merged
+    exactly into one set of statistics, which goes to every runner (evaluation runners included)
+    with the next weights, into checkpoints, and to restarted runners.
+    """
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 multi_agent: bool = False, de_mean_to_zero: bool = True,
+                 de_std_to_one: bool = True, clip_by_value: float | None = 10.0,
+                 update_stats: bool = True, **kwargs):
+        if multi_agent:
+            raise ValueError("MeanStdFilter(multi_agent=True): only single-agent envs run here")
+        self.de_mean_to_zero = de_mean_to_zero
+        self.de_std_to_one = de_std_to_one
+        self.clip_by_value = clip_by_value
+        self._update_stats = update_stats
+        self._synced: RunningStat | None = None  # the merged statistics of the last sync
+        self._buffer: RunningStat | None = None  # this runner's observations since then
+        self._stats: RunningStat | None = None  # synced + buffer: what normalizes
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        if not isinstance(input_observation_space, gym.spaces.Box):
+            raise ValueError(f"MeanStdFilter filters Box observations; this env's are "
+                             f"{input_observation_space} (add FlattenObservations before it)")
+        if self._stats is None or self._stats.mean.shape != input_observation_space.shape:
+            self._reset(input_observation_space.shape)
+        if self.clip_by_value is None:
+            return gym.spaces.Box(-np.inf, np.inf, input_observation_space.shape, np.float32)
+        return gym.spaces.Box(-self.clip_by_value, self.clip_by_value,
+                              input_observation_space.shape, np.float32)
+
+    def _reset(self, shape) -> None:
+        self._synced, self._buffer, self._stats = (RunningStat(shape), RunningStat(shape),
+                                                   RunningStat(shape))
+
+    def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
+        x = np.asarray(observation, dtype=np.float64)
+        if update:
+            self._stats.push(x)
+            self._buffer.push(x)
+        if self.de_mean_to_zero:
+            x = x - self._stats.mean
+        if self.de_std_to_one:
+            x = x / (self._stats.std + 1e-8)
+        if self.clip_by_value is not None:
+            x = np.clip(x, -self.clip_by_value, self.clip_by_value)
+        return x.astype(np.float32)
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
+                 metrics=None, update_stats: bool | None = None, **kwargs):
+        update = self._update_stats if update_stats is None else update_stats
+        for episode in self.single_agent_episode_iterator(episodes):
+            episode.set_observations(
+                new_data=self.normalize(episode.get_observations(-1), update=update),
+                at_indices=-1)
+        return batch
+
+    def get_state(self, *args, **kwargs) -> dict:
+        return {"synced": self._synced.to_state(), "buffer": self._buffer.to_state()}
+
+    def set_state(self, state: dict) -> None:
+        """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
+        the runner starts collecting anew)."""
+        self._synced = RunningStat.from_state(state["synced"])
+        self._buffer = (RunningStat.from_state(state["buffer"]) if "buffer" in state
+                        else RunningStat(self._synced.mean.shape))
+        self._stats = self._synced.merged(self._buffer)
+
+    def merge_states(self, states: list[dict]) -> dict:
+        """This piece's synced statistics plus every runner's new observations (each state's
+        `buffer`), once each: the statistics of all observations seen so far."""
+        merged = self._synced
+        for state in states:
+            merged = merged.merged(RunningStat.from_state(state["buffer"]))
+        return {"synced": merged.to_state()}
+
+    def __repr__(self) -> str:
+        return (f"MeanStdFilter(de_mean_to_zero={self.de_mean_to_zero}, de_std_to_one="
+                f"{self.de_std_to_one}, clip_by_value={self.clip_by_value})")
+
+
+class FlattenObservations(ConnectorV2):
+    """Flattens any gymnasium observation (Dict, Tuple, Discrete as one-hot, Box) into one
+    float32 vector (`gymnasium.spaces.flatten`)."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 multi_agent: bool = False, **kwargs):
+        if multi_agent:
+            raise ValueError("FlattenObservations(multi_agent=True): only single-agent envs "
+                             "run here")
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        if input_observation_space is None:
+            return None
+        space = gym.spaces.flatten_space(input_observation_space)
+        return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32),
+                              space.shape, np.float32)
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        space = self.input_observation_space
+        for episode in self.single_agent_episode_iterator(episodes):
+            flat = gym.spaces.flatten(space, episode.get_observations(-1))
+            episode.set_observations(new_data=np.asarray(flat, dtype=np.float32), at_indices=-1)
+        return batch
+
+
+def _one_hot_or_flat(action, space: gym.Space) -> np.ndarray:
+    if isinstance(space, gym.spaces.Discrete):
+        row = np.zeros(space.n, dtype=np.float32)
+        row[int(action) - space.start] = 1.0
+        return row
+    return np.asarray(action, dtype=np.float32).ravel()
+
+
+class PrevActionsPrevRewards(ConnectorV2):
+    """Adds the last `n_prev_actions` actions (one-hot for Discrete) and `n_prev_rewards`
+    rewards to the observation: `{"_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
+    (zeros before the episode's first steps). Follow it with `FlattenObservations` for the MLP."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 multi_agent: bool = False, n_prev_actions: int = 1, n_prev_rewards: int = 1,
+                 **kwargs):
+        if multi_agent:
+            raise ValueError("PrevActionsPrevRewards(multi_agent=True): only single-agent envs "
+                             "run here")
+        self.n_prev_actions = int(n_prev_actions)
+        self.n_prev_rewards = int(n_prev_rewards)
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def _action_size(self, action_space) -> int:
+        if isinstance(action_space, gym.spaces.Discrete):
+            return int(action_space.n)
+        return int(np.prod(action_space.shape))
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        if input_observation_space is None or input_action_space is None:
+            return input_observation_space
+        spaces = {ORIG_OBS_KEY: input_observation_space}
+        if self.n_prev_actions:
+            size = self.n_prev_actions * self._action_size(input_action_space)
+            low, high = (0.0, 1.0) if isinstance(input_action_space, gym.spaces.Discrete) else (
+                np.tile(input_action_space.low.ravel(), self.n_prev_actions),
+                np.tile(input_action_space.high.ravel(), self.n_prev_actions))
+            spaces[PREV_ACTIONS_KEY] = gym.spaces.Box(low, high, (size,), np.float32)
+        if self.n_prev_rewards:
+            spaces[PREV_REWARDS_KEY] = gym.spaces.Box(-np.inf, np.inf, (self.n_prev_rewards,),
+                                                      np.float32)
+        return gym.spaces.Dict(spaces)
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        action_space = self.input_action_space
+        for episode in self.single_agent_episode_iterator(episodes):
+            actions = list(episode.get_actions())[-self.n_prev_actions:] if self.n_prev_actions \
+                else []
+            rewards = list(episode.get_rewards())[-self.n_prev_rewards:] if self.n_prev_rewards \
+                else []
+            new = {ORIG_OBS_KEY: episode.get_observations(-1)}
+            if self.n_prev_actions:
+                width = self._action_size(action_space)
+                rows = [np.zeros(width, np.float32)] * (self.n_prev_actions - len(actions))
+                rows += [_one_hot_or_flat(a, action_space) for a in actions]
+                new[PREV_ACTIONS_KEY] = np.concatenate(rows).astype(np.float32)
+            if self.n_prev_rewards:
+                padded = [0.0] * (self.n_prev_rewards - len(rewards)) + [float(r) for r in rewards]
+                new[PREV_REWARDS_KEY] = np.asarray(padded, dtype=np.float32)
+            episode.set_observations(new_data=new, at_indices=-1)
+        return batch
+
+
+class FrameStackingEnvToModule(ConnectorV2):
+    """Stacks the last `num_frames` observations along their last axis (a Box of shape
+    `(..., C)` becomes `(..., C * num_frames)`, oldest first; zeros before the episode's first
+    frames)."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 num_frames: int = 1, multi_agent: bool = False, **kwargs):
+        if multi_agent:
+            raise ValueError("FrameStackingEnvToModule(multi_agent=True): only single-agent "
+                             "envs run here")
+        if int(num_frames) < 1:
+            raise ValueError(f"FrameStackingEnvToModule(num_frames={num_frames}): must be >= 1")
+        self.num_frames = int(num_frames)
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        if input_observation_space is None:
+            return None
+        if not isinstance(input_observation_space, gym.spaces.Box):
+            raise ValueError(f"FrameStackingEnvToModule stacks Box observations; this env's "
+                             f"are {input_observation_space}")
+        space = input_observation_space
+        low = np.concatenate([np.broadcast_to(space.low, space.shape)] * self.num_frames, -1)
+        high = np.concatenate([np.broadcast_to(space.high, space.shape)] * self.num_frames, -1)
+        return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        key = "FrameStackingEnvToModule"
+        for episode in self.single_agent_episode_iterator(episodes):
+            frame = np.asarray(episode.get_observations(-1), dtype=np.float32)
+            previous = episode.connector_data.get(key)
+            if previous is None:
+                previous = np.zeros(frame.shape[:-1] + (frame.shape[-1] * self.num_frames,),
+                                    np.float32)
+            stacked = np.concatenate([previous[..., frame.shape[-1]:], frame], axis=-1)
+            episode.connector_data[key] = stacked
+            episode.set_observations(new_data=stacked, at_indices=-1)
+        return batch
