@@ -268,6 +268,11 @@ class Algorithm:
             self._evaluator = self._make_evaluator()
             self._apply_evaluation_state()
         self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
+        self._sync_evaluation_runners()
+
+    def _sync_evaluation_runners(self) -> None:
+        """The learner's weights, the env steps so far and the training runners' merged
+        env-to-module connector state, to the evaluation runners."""
         self._evaluator.sync_weights(self.learner.module.get_weights(),
                                      self.num_env_steps_sampled_lifetime,
                                      self.env_runner_group.local_env_runner.get_connector_state())
@@ -319,15 +324,14 @@ class Algorithm:
         if evaluate_now and self.config.evaluation_parallel_to_training:
             # Evaluate the weights of the previous iteration while this one trains.
             self._begin_evaluation()
+            learner_threads = learner_blas_threads(self.config.evaluation_num_env_runners)
             if (self.config._evaluation_parallel_to_training_wo_thread
                     and self.config.custom_evaluation_function is None):
-                parallel_round = ThreadlessEvaluation(
-                    self._evaluator.begin(),
-                    learner_threads=learner_blas_threads(self.config.evaluation_num_env_runners))
+                parallel_round = ThreadlessEvaluation(self._evaluator.begin(), learner_threads)
             else:
                 parallel_round = ParallelEvaluation(
                     self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s,
-                    learner_threads=learner_blas_threads(self.config.evaluation_num_env_runners))
+                    learner_threads=learner_threads)
         try:
             self._run_training_steps(start)
         except BaseException:
@@ -472,9 +476,7 @@ class Algorithm:
         if evaluation_state:
             self._pending_evaluation_state = evaluation_state
             if self._evaluator is not None:
-                self._evaluator.sync_weights(
-                    self.learner.module.get_weights(), self.num_env_steps_sampled_lifetime,
-                    self.env_runner_group.local_env_runner.get_connector_state())
+                self._sync_evaluation_runners()
                 self._apply_evaluation_state()
 
     def _apply_evaluation_state(self) -> None:

@@ -38,16 +38,18 @@ from trainer.sub_env_guard import SubEnvGuard
 logger = logging.getLogger("trainer")
 
 
-def _unbatch(batched: Any, n: int) -> list:
-    """Rows of a batched (nested dict / tuple of arrays) observation, as the vector env stacks
-    them."""
+def _unbatch(batched: Any, n: int) -> Any:
+    """Per-sub-env rows of a batched observation: an array as it is (its rows index it), a
+    nested dict / tuple of arrays as a list of nested rows."""
+    if isinstance(batched, np.ndarray):
+        return batched
     if isinstance(batched, dict):
         columns = {key: _unbatch(value, n) for key, value in batched.items()}
         return [{key: column[i] for key, column in columns.items()} for i in range(n)]
     if isinstance(batched, tuple):
         columns = [_unbatch(value, n) for value in batched]
         return [tuple(column[i] for column in columns) for i in range(n)]
-    return list(batched)
+    return list(batched)  # a column inside a dict or tuple
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
@@ -102,6 +104,7 @@ class EnvRunner:
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
+        self._module_obs: np.ndarray | None = None  # the pipeline's output per sub-env
         self.spaces = spaces
         if spaces is None and config.observation_space is not None \
                 and config.action_space is not None:
@@ -186,7 +189,6 @@ class EnvRunner:
         if factory is not None:
             pieces = call_factory(factory, self.env, self.env_spaces)
             self._env_to_module = build_pipeline(pieces, *self.env_spaces)
-            self._module_obs: np.ndarray | None = None
 
     def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
         """Runs the env-to-module pipeline over the episodes that just got an observation and
@@ -198,10 +200,6 @@ class EnvRunner:
             self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
         for index, row in zip(env_indices, rows, strict=True):
             self._module_obs[index] = row
-
-    def _unbatch_observations(self, obs) -> list:
-        """One observation per sub-env from a batched Dict or Tuple observation."""
-        return _unbatch(obs, self.num_envs)
 
     @property
     def env_to_module(self) -> ConnectorPipelineV2 | None:
@@ -220,7 +218,9 @@ class EnvRunner:
         return episode.observations[-1]
 
     def get_connector_state(self) -> dict | None:
-        return self._env_to_module.get_state() if self._env_to_module is not None else None
+        """The env-to-module pipeline's state, or None without a stateful pipeline."""
+        pipeline = self._env_to_module
+        return pipeline.get_state() if pipeline is not None and pipeline.is_stateful else None
 
     def set_connector_state(self, state: dict | None) -> None:
         if state is not None and self._env_to_module is not None:
@@ -338,8 +338,9 @@ class EnvRunner:
                  "metrics": self.metrics.get_state()}
         if include_weights:
             state["weights"] = self.module.get_weights()
-        if self._env_to_module is not None and self._env_to_module.is_stateful:
-            state["connector_state"] = self._env_to_module.get_state()
+        connector_state = self.get_connector_state()
+        if connector_state is not None:
+            state["connector_state"] = connector_state
         tasks = self.get_tasks()
         if tasks is not None:
             state["tasks"] = tasks
@@ -557,7 +558,7 @@ class EnvRunner:
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         self._obs = obs
         per_env_infos = _unbatch_infos(infos, self.num_envs)
-        obs_rows = obs if isinstance(obs, np.ndarray) else self._unbatch_observations(obs)
+        obs_rows = _unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
         self._awaiting_reset = [False] * self.num_envs
@@ -582,7 +583,7 @@ class EnvRunner:
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
         obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
-        obs_rows = obs if isinstance(obs, np.ndarray) else self._unbatch_observations(obs)
+        obs_rows = _unbatch(obs, self.num_envs)
         per_env_infos = _unbatch_infos(infos, self.num_envs)
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
@@ -595,7 +596,6 @@ class EnvRunner:
         has_step = self._callbacks.has("on_episode_step")
         awaiting_reset = self._awaiting_reset
         idle = self._idle
-        stepped = 0
         stepped_indices: list[int] = []
         guarded = self._guarded
         for i in range(self.num_envs):
@@ -609,7 +609,6 @@ class EnvRunner:
                 awaiting_reset[i] = False
                 self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
-            stepped += 1
             episode = self._episodes[i]
             terminated, truncated = terminated_list[i], truncated_list[i]
             extra = {"action_logp": logp_list[i]}
@@ -634,10 +633,10 @@ class EnvRunner:
                     self._create_episode(i)
                     awaiting_reset[i] = True
         self._obs = obs
-        self.global_timestep += stepped
+        self.global_timestep += len(stepped_indices)
         if guarded:
             self._recover_sub_envs()
-        return stepped
+        return len(stepped_indices)
 
     def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:
         prev_chunks = self._prev_chunks.pop(episode.id_, [])
@@ -689,9 +688,7 @@ class EnvRunner:
                                                             dict | None]:
         """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
-        pipeline = self._env_to_module
-        return (self.sample(**sample_kwargs), self.get_metrics(),
-                pipeline.get_state() if pipeline is not None and pipeline.is_stateful else None)
+        return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
 
     def sample_metrics_only(self, **sample_kwargs) -> list:
         """`sample()`, returning only the metrics delta (evaluation needs no episodes)."""

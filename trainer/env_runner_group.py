@@ -277,7 +277,8 @@ class EnvRunnerGroup:
         return timeout_seconds if timeout_seconds is not None else max(
             self.config.sample_timeout_s, 60.0)
 
-    def _gather(self, ids: list[int], timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
+    def gather_each(self, ids: list[int], timeout: float
+                    ) -> tuple[dict[int, Any], dict[int, Failure]]:
         """The last reply of each runner in `ids` (whichever answers first is read first), and
         the failures: errors, deaths, and runners still silent after `timeout` (killed)."""
         results: dict[int, Any] = {}
@@ -307,8 +308,8 @@ class EnvRunnerGroup:
                     del waiting[conn]
         return results, failures
 
-    def _send(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
-              ) -> tuple[list[int], dict[int, Failure]]:
+    def send_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
+                  ) -> tuple[list[int], dict[int, Failure]]:
         """Sends a request to each runner; returns those that took it and the failures."""
         sent, failures = [], {}
         for i in ids:
@@ -327,16 +328,6 @@ class EnvRunnerGroup:
         replies, gather_failures = self.gather_each(sent, timeout)
         failures.update(gather_failures)
         return replies, failures
-
-    def send_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
-                  ) -> tuple[list[int], dict[int, Failure]]:
-        """The first half of `call_each`: the runners that took the request, and the failures."""
-        return self._send(ids, send)
-
-    def gather_each(self, ids: list[int], timeout: float
-                    ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """The second half of `call_each`: the replies of `ids`, and the failures."""
-        return self._gather(ids, timeout)
 
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
@@ -397,14 +388,19 @@ class EnvRunnerGroup:
         their next request; a failure to apply surfaces with that request's reply."""
         if self.local_env_runner is not None:
             self.local_env_runner.set_weights(weights, global_timestep, connector_state)
+        # A restarted runner gets these weights from the local one.
+        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
+                                        "connector_state": connector_state})
+
+    def _broadcast(self, method: str, kwargs: dict) -> None:
+        """Calls `method(**kwargs)` on every healthy remote runner, the request pickled once;
+        each applies it before its next request (the reply is read with that one's)."""
         if not self._remote:
             return
-        message = bytes(ForkingPickler.dumps(
-            ("call", "set_weights", {"weights": weights, "global_timestep": global_timestep,
-                                     "connector_state": connector_state})))
-        _, failures = self._send(self.healthy_env_runner_ids(),
-                                 lambda r: r.send_pickled("set_weights", message))
-        self.handle_failures(failures)  # a restarted runner gets these weights from the local one
+        message = bytes(ForkingPickler.dumps(("call", method, kwargs)))
+        _, failures = self.send_each(self.healthy_env_runner_ids(),
+                                     lambda r: r.send_pickled(method, message))
+        self.handle_failures(failures)
 
     def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
         """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
@@ -476,13 +472,7 @@ class EnvRunnerGroup:
         local = self.local_env_runner
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
-        if not self._remote:
-            return
-        message = bytes(ForkingPickler.dumps(
-            ("call", "set_connector_state", {"state": merged})))
-        _, failures = self._send(self.healthy_env_runner_ids(),
-                                 lambda r: r.send_pickled("set_connector_state", message))
-        self.handle_failures(failures)
+        self._broadcast("set_connector_state", {"state": merged})
 
     def remote_runner(self, index: int) -> RemoteEnvRunner:
         return self._remote[index]

@@ -165,10 +165,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
                                  f"{len(self.observations)} observations")
             self.observations = (np.asarray(new_data) if self._is_numpy else list(new_data))
             return
-        if self._is_numpy:
-            self.observations[at_indices] = new_data
-        else:
-            self.observations[at_indices] = new_data
+        self.observations[at_indices] = new_data
 
     def get_actions(self, indices=None):
         return self._select(self.actions, indices)

@@ -76,18 +76,12 @@ class Evaluator:
             requests = {i: self._auto_request(first=True, size=self._auto_size) for i in ids}
         else:
             requests = self._fixed_requests(ids)
-        sent, send_failures = self.group.send_each(
-            list(requests), lambda r: r.call_async("sample_metrics_only",
-                                                   **requests[r.worker_index]))
-        failed.update(send_failures)
+        sent = self._send_requests(requests, failed)
 
         def collect() -> dict:
             if self.config.evaluation_duration == "auto":
                 self._resize_auto(grow=all(self._has_answered(i) for i in sent))
-            replies, gather_failures = self.group.gather_each(
-                sent, self.config.evaluation_sample_timeout_s)
-            failed.update(gather_failures)
-            return self._results([replies[i] for i in sorted(replies)], failed)
+            return self._results(self._gather_replies(sent, failed), failed)
 
         return collect
 
@@ -139,10 +133,20 @@ class Evaluator:
             return None
 
     def _sample_fixed(self, requests: dict[int, dict], failed: dict[int, Any]) -> list:
-        replies, failures = self.group.call_each(
+        return self._gather_replies(self._send_requests(requests, failed), failed)
+
+    def _send_requests(self, requests: dict[int, dict], failed: dict[int, Any]) -> list[int]:
+        """Sends each runner its `sample()` request; returns those that took it (the others'
+        failures go into `failed`)."""
+        sent, failures = self.group.send_each(
             list(requests),
-            lambda r: r.call_async("sample_metrics_only", **requests[r.worker_index]),
-            self.config.evaluation_sample_timeout_s)
+            lambda r: r.call_async("sample_metrics_only", **requests[r.worker_index]))
+        failed.update(failures)
+        return sent
+
+    def _gather_replies(self, sent: list[int], failed: dict[int, Any]) -> list:
+        """The metrics deltas of `sent` in runner order (failures go into `failed`)."""
+        replies, failures = self.group.gather_each(sent, self.config.evaluation_sample_timeout_s)
         failed.update(failures)
         return [replies[index] for index in sorted(replies)]
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trainer.nn import orthogonal
+
 #: Activation names of `torch.nn.init.calculate_gain`.
 _GAIN_OF_ACTIVATION = {
     "linear": 1.0, "identity": 1.0, "sigmoid": 1.0, "conv1d": 1.0, "conv2d": 1.0,
@@ -110,15 +112,7 @@ def kaiming_normal_(rng, shape, a: float = 0.0, mode: str = "fan_in",
 
 
 def orthogonal_(rng, shape, gain: float = 1.0):
-    rows, cols = shape
-    flat = rng.normal(0.0, 1.0, (rows, cols))
-    if rows < cols:
-        flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q *= np.sign(np.diag(r))
-    if rows < cols:
-        q = q.T
-    return gain * q
+    return orthogonal(rng, shape[0], shape[1], gain)
 
 
 def sparse_(rng, shape, sparsity: float, std: float = 0.01):

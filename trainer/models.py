@@ -150,6 +150,24 @@ def layer_initializers(model_config: dict, prefix: str, setting: str = "model_co
                  for part in ("kernel", "bias"))
 
 
+def encoder_mlp(input_dim: int, model_config: dict, rng: np.random.Generator) -> MLP:
+    """The encoder: `fcnet_hiddens` layers of `fcnet_activation`, its output activated too (see
+    `activated`), each layer initialized per `fcnet_*_initializer`."""
+    hiddens = model_config["fcnet_hiddens"]
+    return MLP([input_dim] + hiddens, model_config["fcnet_activation"], rng,
+               initializers=[layer_initializers(model_config, "fcnet")] * len(hiddens))
+
+
+def head_mlp(input_dim: int, output_dim: int, model_config: dict, rng: np.random.Generator,
+             output_gain: float = 1.0) -> MLP:
+    """A head after the encoder: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a
+    linear output, every layer initialized per `head_fcnet_*_initializer`."""
+    hiddens = model_config["head_fcnet_hiddens"]
+    return MLP([input_dim] + hiddens + [output_dim], model_config["head_fcnet_activation"], rng,
+               output_gain=output_gain,
+               initializers=[layer_initializers(model_config, "head_fcnet")] * (len(hiddens) + 1))
+
+
 def stack_layers(model_config: dict, *, encoder_layers: int, head_layers: int) -> dict:
     """MLP arguments for `encoder_layers` encoder layers (fcnet_*) followed by `head_layers` head
     layers (head_fcnet_*, the output layer included): activations after each hidden layer and
@@ -300,14 +318,9 @@ class PolicyModule(FlatParameterModule):
         head_out = n_actions if free_log_std else n_dist_inputs
         if self.shared and hiddens:
             # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
-            self.encoder = MLP([spaces.obs_dim] + hiddens, config["fcnet_activation"], rng,
-                               initializers=[layer_initializers(config, "fcnet")] * len(hiddens))
-            heads = {"activation": config["head_fcnet_activation"],
-                     "initializers": [layer_initializers(config, "head_fcnet")]
-                     * (len(head_hiddens) + 1)}
-            self.pi = MLP([hiddens[-1]] + head_hiddens + [head_out], rng=rng, output_gain=0.01,
-                          **heads)
-            self.vf = MLP([hiddens[-1]] + head_hiddens + [1], rng=rng, output_gain=1.0, **heads)
+            self.encoder = encoder_mlp(spaces.obs_dim, config, rng)
+            self.pi = head_mlp(hiddens[-1], head_out, config, rng, output_gain=0.01)
+            self.vf = head_mlp(hiddens[-1], 1, config, rng, output_gain=1.0)
         else:
             # Policy and value function each have their own encoder layers and head layers.
             self.shared = False

@@ -18,9 +18,10 @@ from trainer.models import (
     activated_backward,
     activated_train,
     check_model_config,
-    layer_initializers,
+    encoder_mlp,
+    head_mlp,
 )
-from trainer.nn import MLP, Categorical
+from trainer.nn import Categorical
 
 
 class QModule(FlatParameterModule):
@@ -35,25 +36,17 @@ class QModule(FlatParameterModule):
         self.model_config = check_model_config(model_config)
         self.dueling = dueling
         n_actions = spaces.action_discrete_n
-        hiddens = self.model_config["fcnet_hiddens"]
-        head_hiddens = self.model_config["head_fcnet_hiddens"]
-        head_activation = self.model_config["head_fcnet_activation"]
+        config = self.model_config
+        hiddens = config["fcnet_hiddens"]
         rng = np.random.default_rng(seed)
-        self.encoder = (MLP([spaces.obs_dim] + hiddens, self.model_config["fcnet_activation"],
-                            rng, initializers=[layer_initializers(self.model_config, "fcnet")]
-                            * len(hiddens)) if hiddens else None)
+        self.encoder = encoder_mlp(spaces.obs_dim, config, rng) if hiddens else None
         features = hiddens[-1] if hiddens else spaces.obs_dim
-        head_initializers = ([layer_initializers(self.model_config, "head_fcnet")]
-                             * (len(head_hiddens) + 1))
         self.advantage = self.value = self.q = None
         if dueling:
-            self.advantage = MLP([features] + head_hiddens + [n_actions], head_activation, rng,
-                                 initializers=head_initializers)
-            self.value = MLP([features] + head_hiddens + [1], head_activation, rng,
-                             initializers=head_initializers)
+            self.advantage = head_mlp(features, n_actions, config, rng)
+            self.value = head_mlp(features, 1, config, rng)
         else:
-            self.q = MLP([features] + head_hiddens + [n_actions], head_activation, rng,
-                         initializers=head_initializers)
+            self.q = head_mlp(features, n_actions, config, rng)
         self._flatten_parameters()
 
     def _named_nets(self):
