@@ -20,6 +20,7 @@ fail whose worker processes outlive it.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal as signals
 import time
@@ -172,6 +173,166 @@ except ImportError:  # pytest is only needed for the fixture
 if pytest is not None:
     @pytest.fixture(autouse=True)
     def no_env_runner_orphans():
-        """Autouse fixture: fails a test whose EnvRunner processes outlive it."""
+        """Autouse fixture: fails a test whose EnvRunner processes outlive it. An algorithm the
+        test dropped without `stop()` counts as ended once garbage-collected (its runners end
+        then), so a collection runs first."""
         yield
+        gc.collect()
         assert_no_env_runner_processes()
+
+
+# -- RLlib's example-script helpers (`ray.rllib.utils.test_utils`) ------------------------------
+def add_rllib_example_script_args(parser: Any = None, default_reward: float = 100.0,
+                                  default_timesteps: int = 100_000,
+                                  default_iters: int = 200) -> Any:
+    """RLlib's command line for its example scripts: an `argparse.ArgumentParser` (or `parser`,
+    extended) with `--algo`, `--env`, `--num-env-runners`, `--num-envs-per-env-runner`,
+    `--num-agents`, the `--evaluation-*` options, `--stop-reward/-timesteps/-iters`,
+    `--as-test`, `--no-tune` and the options that mean nothing on one machine (`--framework`,
+    `--num-learners`, `--num-gpus-per-learner`, `--num-cpus`, `--local-mode`, `--wandb-*`, ...;
+    accepted so RLlib's command lines work, and reported by the config's warnings)."""
+    import argparse
+
+    parser = parser or argparse.ArgumentParser()
+    add = parser.add_argument
+    add("--algo", type=str, default="PPO", help="the algorithm (PPO or DQN)")
+    add("--enable-new-api-stack", action="store_true", help="always on here")
+    add("--framework", choices=["torch", "tf2"], default="torch", help="no effect here (numpy)")
+    add("--env", type=str, default=None, help="the env (a gymnasium id or registered name)")
+    add("--num-env-runners", type=int, default=None)
+    add("--num-envs-per-env-runner", type=int, default=None)
+    add("--num-agents", type=int, default=0, help="multi-agent envs do not run here")
+    add("--evaluation-num-env-runners", type=int, default=0)
+    add("--evaluation-interval", type=int, default=0)
+    add("--evaluation-duration", type=lambda v: v if v == "auto" else int(v), default=10)
+    add("--evaluation-duration-unit", type=str, default="episodes",
+        choices=["episodes", "timesteps"])
+    add("--evaluation-parallel-to-training", action="store_true")
+    add("--output", type=str, default=None, help="no effect here (no offline output)")
+    add("--log-level", type=str, default=None,
+        choices=["INFO", "DEBUG", "WARN", "ERROR"])
+    add("--no-tune", action="store_true", help="always: a plain train() loop runs here")
+    add("--num-samples", type=int, default=1)
+    add("--max-concurrent-trials", type=int, default=None)
+    add("--verbose", type=int, default=2)
+    add("--checkpoint-freq", type=int, default=0)
+    add("--checkpoint-at-end", action="store_true")
+    add("--wandb-key", type=str, default=None)
+    add("--wandb-project", type=str, default=None)
+    add("--wandb-run-name", type=str, default=None)
+    add("--stop-reward", type=float, default=default_reward)
+    add("--stop-iters", type=int, default=default_iters)
+    add("--stop-timesteps", type=int, default=default_timesteps)
+    add("--as-test", action="store_true")
+    add("--as-release-test", action="store_true")
+    add("--num-learners", type=int, default=None)
+    add("--num-cpus-per-learner", type=int, default=None)
+    add("--num-gpus-per-learner", type=float, default=None)
+    add("--num-aggregator-actors-per-learner", type=int, default=None)
+    add("--num-cpus", type=int, default=0)
+    add("--local-mode", action="store_true")
+    add("--num-gpus", type=int, default=None)
+    return parser
+
+
+def _result_at(result: dict, path: str) -> Any:
+    """`result["a"]["b"]` for "a/b" (RLlib's stop and success keys); None when missing."""
+    node: Any = result
+    for name in path.split("/"):
+        if not isinstance(node, dict) or name not in node:
+            return None
+        node = node[name]
+    return node
+
+
+def _reached(value: Any, target: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value)) \
+        and value >= target
+
+
+def run_rllib_example_script_experiment(base_config: Any, args: Any = None, *,
+                                        stop: dict | None = None,
+                                        success_metric: dict | None = None,
+                                        **kwargs: Any) -> dict:
+    """RLlib's driver of its example scripts, as a plain `train()` loop (no Tune): applies the
+    command line's settings to `base_config`, trains until a `stop` criterion is reached
+    (keys are result paths such as "env_runners/episode_return_mean", a stop when the value
+    reaches the number), prints one line per iteration and returns the last result. With
+    `--as-test`, raises `ValueError` unless `success_metric` (default: the episode return
+    reaching `--stop-reward`) was reached."""
+    if args is None:
+        args = add_rllib_example_script_args().parse_args([])
+    config = base_config
+    if args.env is not None and config.env is None:
+        config.environment(args.env)
+    if args.num_agents:
+        raise ValueError(f"--num-agents={args.num_agents}: multi-agent envs do not run here")
+    if args.num_env_runners is not None:
+        config.env_runners(num_env_runners=args.num_env_runners)
+    if args.num_envs_per_env_runner is not None:
+        config.env_runners(num_envs_per_env_runner=args.num_envs_per_env_runner)
+    if args.evaluation_num_env_runners or args.evaluation_interval:
+        config.evaluation(
+            evaluation_num_env_runners=args.evaluation_num_env_runners,
+            evaluation_interval=args.evaluation_interval,
+            evaluation_duration=args.evaluation_duration,
+            evaluation_duration_unit=args.evaluation_duration_unit,
+            evaluation_parallel_to_training=args.evaluation_parallel_to_training)
+    if stop is None:
+        stop = {"env_runners/episode_return_mean": args.stop_reward,
+                "num_env_steps_sampled_lifetime": args.stop_timesteps,
+                "training_iteration": args.stop_iters}
+    if success_metric is None:
+        success_metric = {"env_runners/episode_return_mean": args.stop_reward}
+    algo = config.build()
+    result: dict = {}
+    try:
+        while True:
+            result = algo.train()
+            progress = "  ".join(f"{key}={_result_at(result, key)}" for key in stop)
+            print(f"iter {result['training_iteration']}: {progress}", flush=True)
+            if any(_reached(_result_at(result, key), target) for key, target in stop.items()):
+                break
+    finally:
+        algo.stop()
+    if args.as_test:
+        missed = {key: _result_at(result, key) for key, target in success_metric.items()
+                  if not _reached(_result_at(result, key), target)}
+        if missed:
+            raise ValueError(f"the test did not reach its success metric {success_metric}: "
+                             f"{missed}")
+        print(f"success: {success_metric} reached")
+    return result
+
+
+def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None,
+          rtol: float | None = None, false: bool = False) -> None:
+    """RLlib's test helper: asserts that `x` and `y` (numbers, arrays, or dicts, lists and tuples
+    of them) are equal, floats within `atol`/`rtol` (default: `decimals` places); with
+    `false=True`, asserts that they differ."""
+    try:
+        _check_equal(x, y, decimals, atol, rtol)
+    except AssertionError:
+        if false:
+            return
+        raise
+    if false:
+        raise AssertionError(f"check(false=True): {x!r} equals {y!r}")
+
+
+def _check_equal(x: Any, y: Any, decimals: int, atol: float | None,
+                 rtol: float | None) -> None:
+    if isinstance(x, dict):
+        assert isinstance(y, dict) and set(x) == set(y), f"keys differ: {x!r} vs {y!r}"
+        for key in x:
+            _check_equal(x[key], y[key], decimals, atol, rtol)
+    elif isinstance(x, (list, tuple)) and not np.isscalar(y) and not isinstance(y, np.ndarray):
+        assert isinstance(y, (list, tuple)) and len(x) == len(y), f"{x!r} vs {y!r}"
+        for a, b in zip(x, y, strict=True):
+            _check_equal(a, b, decimals, atol, rtol)
+    elif isinstance(x, (str, bool)) or x is None:
+        assert x == y, f"{x!r} != {y!r}"
+    elif atol is None and rtol is None:
+        np.testing.assert_almost_equal(x, y, decimal=decimals)
+    else:
+        np.testing.assert_allclose(x, y, atol=atol or 0.0, rtol=rtol or 1e-7)

@@ -8,9 +8,6 @@
 # - `Episode` (the old stack's episode class) is a local class: episodes here are the new
 #   stack's, which answer the old attributes the way RLlib's EpisodeV2 does (length -1 at
 #   creation), so the test's `else` branch applies.
-# - `RandomEnv` (rllib/examples/env/random_env.py) is a local copy of its behaviour: random
-#   observations and rewards, truncated after `max_episode_len` steps, terminated with
-#   probability `p_terminated`.
 # - `test_on_sub_environment_created_with_remote_envs` is dropped: `remote_worker_envs` makes
 #   sub-envs Ray actors (here sub-envs live in the EnvRunner process).
 # - `.rollouts(enable_connectors=...)` is kept (accepted; the old stack's connectors switch has
@@ -18,39 +15,16 @@
 from collections import Counter
 import unittest
 
-import gymnasium as gym
-import numpy as np
 
 from trainer import named_objects as ray  # was: import ray
 from callbacks import DefaultCallbacks, MultiCallbacks  # was: ray.rllib.algorithms.callbacks
 import trainer.algorithms.dqn as dqn  # was: import ray.rllib.algorithms.dqn as dqn
 from trainer.algorithms.ppo import PPOConfig as PGConfig  # was: ray.rllib.algorithms.pg
+from trainer.examples.envs.classes.random_env import RandomEnv  # was: ray.rllib.examples.env....
 
 
 class Episode:  # was: from ray.rllib.evaluation.episode import Episode
     pass
-
-
-class RandomEnv(gym.Env):  # was: from ray.rllib.examples.env.random_env import RandomEnv
-    def __init__(self, config=None):
-        config = config or {}
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self.max_episode_len = config.get("max_episode_len")
-        self.p_terminated = config.get("p_terminated", 0.1)
-        self.steps = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.steps = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.steps += 1
-        terminated = bool(self.np_random.random() < self.p_terminated)
-        truncated = self.max_episode_len is not None and self.steps >= self.max_episode_len
-        return (self.observation_space.sample(), float(self.np_random.random()), terminated,
-                truncated, {})
 
 
 def framework_iterator(config, frameworks=None):  # was: ray.rllib.utils.test_utils

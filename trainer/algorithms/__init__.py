@@ -1,2 +1,20 @@
 """The algorithms: `trainer.algorithms.ppo` (PPO, PPOConfig) and `trainer.algorithms.dqn`
 (DQN, DQNConfig)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def get_trainable_cls(name: str) -> Any:
+    """The Algorithm class registered under `name` ("PPO" or "DQN"), as Tune's
+    `get_trainable_cls` returns it (RLlib's example scripts call
+    `get_trainable_cls(args.algo).get_default_config()`)."""
+    from trainer.algorithms.dqn import DQN
+    from trainer.algorithms.ppo import PPO
+
+    algorithms = {"PPO": PPO, "DQN": DQN}
+    if name not in algorithms:
+        raise ValueError(f"get_trainable_cls({name!r}): the algorithms here are "
+                         f"{sorted(algorithms)}")
+    return algorithms[name]
