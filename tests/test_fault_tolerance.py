@@ -9,12 +9,18 @@ import sys
 import textwrap
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from helpers import small_ppo
 
 from callbacks import CallbackError, RLlibCallback
-from trainer.errors import EnvRunnerCrashed, EnvRunnerError, NoHealthyEnvRunners
+from trainer.errors import (
+    EnvRunnerCrashed,
+    EnvRunnerError,
+    NoHealthyEnvRunners,
+    StepFailedRecreateEnvError,
+)
 from trainer.testing import FaultInjectionEnv, env_runner_pids, kill_env_runner
 
 
@@ -185,6 +191,43 @@ def test_restart_failed_sub_environments_recreates_only_the_broken_sub_env(num_e
     assert result["env_runners"]["num_env_steps_sampled"] >= 200
     # Dropped episodes never finish: every reported episode is shorter than a crash.
     assert result["env_runners"]["episode_len_max"] <= 40
+
+
+class AsksToBeRecreated(gym.Env):
+    """Raises StepFailedRecreateEnvError at its 30th step (each instance)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 30:
+            raise StepFailedRecreateEnvError("simulator connection lost")
+        return np.zeros(2, np.float32), 1.0, self.steps % 10 == 0, False, {}
+
+
+def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
+    config = (small_ppo(1).environment(AsksToBeRecreated)
+              .fault_tolerance(restart_failed_sub_environments=True))
+    with config.build() as algo:
+        result = algo.train()
+    assert result["fault_tolerance"]["num_sub_environment_restarts"] >= 1
+    assert result["fault_tolerance"]["num_remote_worker_restarts"] == 0
+    # The same in the main process (num_env_runners=0): nothing is logged as an error.
+    with caplog.at_level("DEBUG", logger="trainer"):
+        with small_ppo(0).environment(AsksToBeRecreated).fault_tolerance(
+                restart_failed_sub_environments=True).debugging(log_level="DEBUG").build(
+                ) as algo:
+            result = algo.train()
+    assert result["fault_tolerance"]["num_sub_environment_restarts"] >= 1
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert any("asked to be re-created" in r.getMessage() for r in caplog.records)
 
 
 def test_evaluation_runners_fail_and_recover():

@@ -6,11 +6,12 @@
 """
 
 from trainer.algorithm import Algorithm
+from trainer.algorithms import get_trainable_cls
 from trainer.algorithms.dqn import DQN, DQNConfig
 from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.curriculum import TaskSettableEnv
-from trainer.env_runner import EnvRunner
+from trainer.env_runner import EnvRunner, SingleAgentEnvRunner
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import EnvContext, register_env
 from trainer.episode import SingleAgentEpisode
@@ -20,6 +21,8 @@ from trainer.errors import (
     EnvRunnerFailure,
     EnvRunnerTimeout,
     NoHealthyEnvRunners,
+    SampleRequestError,
+    StepFailedRecreateEnvError,
 )
 from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
@@ -51,12 +54,16 @@ __all__ = [
     "EnvRunnerGroup",
     "EnvRunnerTimeout",
     "NoHealthyEnvRunners",
+    "SampleRequestError",
+    "StepFailedRecreateEnvError",
     "MetricsLogger",
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",
+    "SingleAgentEnvRunner",
     "SingleAgentEpisode",
     "SoftQ",
+    "get_trainable_cls",
     "StochasticSampling",
     "TaskSettableEnv",
     "create_named_object",

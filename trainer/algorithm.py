@@ -34,6 +34,7 @@ from trainer.evaluation import (
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.log import set_library_log_level
 from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.models import DEFAULT_MODULE_ID
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
 from trainer.old_api import with_old_result_keys
@@ -41,10 +42,6 @@ from trainer.old_api import with_old_result_keys
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.
 TRAINED_LIFETIME_KEY = ("learners", "__all_modules__", "num_env_steps_trained_lifetime")
-
-
-#: RLlib's id of the one module.
-DEFAULT_MODULE_ID = "default_policy"
 
 
 class SavedCheckpoint:
@@ -487,6 +484,19 @@ class Algorithm:
             self._evaluator.metrics.set_state(state["evaluation_metrics"])
         # Weights are not runner state: set_state() and _begin_evaluation() send them.
         self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"))
+
+    def __getstate__(self) -> dict:
+        """RLlib's spelling of `get_state()` (its tests carry the counters over with
+        `other.__setstate__(algo.__getstate__())`). An Algorithm itself does not pickle (its
+        worker processes cannot travel): save a checkpoint instead."""
+        return self.get_state()
+
+    def __setstate__(self, state: dict) -> None:
+        """RLlib's spelling of `set_state()` on a built Algorithm."""
+        if "env_runner_group" not in self.__dict__:
+            raise TypeError("an Algorithm cannot be unpickled (its worker processes do not "
+                            "travel); save a checkpoint and use Algorithm.from_checkpoint(path)")
+        self.set_state(state)
 
     def save_to_path(self, path: str | os.PathLike | None = None) -> str:
         """Writes a checkpoint directory at `path` (a new temporary directory when None) and

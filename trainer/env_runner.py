@@ -30,9 +30,16 @@ from trainer.env_state import capture_env_state, restore_env_state
 from trainer.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
+from trainer.errors import SampleRequestError, StepFailedRecreateEnvError
 from trainer.exploration import ActionDistribution, make_exploration
-from trainer.metrics import MetricsLogger
-from trainer.models import SpaceInfo
+from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.models import (
+    DEFAULT_MODULE_ID,
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
+    RL_MODULE_STATE,
+    SpaceInfo,
+)
 from trainer.sub_env_guard import SubEnvGuard
 
 logger = logging.getLogger("trainer")
@@ -251,10 +258,6 @@ class EnvRunner:
             if error is None:
                 continue
             episode = self._episodes[i]
-            logger.warning("EnvRunner %d: sub-env %d raised %s: %s; it is re-created and its "
-                           "episode dropped (restart_failed_sub_environments=True)\n%s",
-                           self.worker_index, i, type(error).__name__, error,
-                           sub_env.failure_traceback.rstrip())
             self._prev_chunks.pop(episode.id_, None)
             self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
             self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
@@ -270,7 +273,7 @@ class EnvRunner:
             if task is not None:
                 new_env.unwrapped.set_task(task[0])  # the new sub-env keeps the current task
             observation, infos = new_env.reset()
-            if new_env.failure is not None:
+            if new_env.failure is not None:  # an env that cannot even start: the runner fails
                 raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
                                    f"{type(new_env.failure).__name__}: {new_env.failure}"
                                    ) from new_env.failure
@@ -279,6 +282,39 @@ class EnvRunner:
             self.env._autoreset_envs[i] = False
             self._create_episode(i)
             self._begin_episode(i, observation, infos)
+
+    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None):
+        """`env.reset()` of the vector env (RLlib's name). With
+        `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
+        failure is logged here and the sub-env re-created by the caller."""
+        results = self.env.reset(seed=seed, options=options)
+        if self._guarded:
+            self._log_sub_env_failures("reset")
+        return results
+
+    def _try_env_step(self, actions):
+        """`env.step(actions)` of the vector env (RLlib's name); sub-env failures as in
+        `_try_env_reset`."""
+        results = self.env.step(actions)
+        if self._guarded:
+            self._log_sub_env_failures("step")
+        return results
+
+    def _log_sub_env_failures(self, method: str) -> None:
+        """Logs each sub-env failure of the last reset/step with its traceback, except
+        `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
+        for i, sub_env in enumerate(self.env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            if isinstance(error, StepFailedRecreateEnvError):
+                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                             self.worker_index, i, error)
+                continue
+            logger.exception("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                             "and its episode dropped (restart_failed_sub_environments=True)",
+                             self.worker_index, i, type(error).__name__, method, error,
+                             exc_info=error)
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
@@ -337,7 +373,7 @@ class EnvRunner:
                  "exploration": self.exploration.get_state(),
                  "metrics": self.metrics.get_state()}
         if include_weights:
-            state["weights"] = self.module.get_weights()
+            state[RL_MODULE_STATE] = self.module.get_weights()
         connector_state = self.get_connector_state()
         if connector_state is not None:
             state["connector_state"] = connector_state
@@ -352,8 +388,8 @@ class EnvRunner:
         """Takes back what `get_state()` returned (any subset of its keys)."""
         if "rng" in state:
             set_generator_state(self._rng, state["rng"])
-        if "weights" in state:
-            self.module.set_weights(state["weights"])
+        if RL_MODULE_STATE in state:
+            self.module.set_weights(state[RL_MODULE_STATE])
         if "global_timestep" in state:
             self.global_timestep = state["global_timestep"]
         if "connector_state" in state:
@@ -431,8 +467,29 @@ class EnvRunner:
     def ping(self) -> str:
         return "pong"
 
-    def get_spaces(self) -> SpaceInfo:
-        return self.spaces
+    def get_spaces(self) -> dict[str, tuple[gym.Space, gym.Space]]:
+        """RLlib's spaces dict: "__env__" (the vector env's batched spaces, when this runner has
+        envs), "__env_single__" (one sub-env's spaces) and the module's id (the module's
+        observation space, after the env-to-module connectors, and the action space)."""
+        if self._env_to_module is not None:
+            module_observation_space = self._env_to_module.observation_space
+        elif self.env_spaces is not None:
+            module_observation_space = self.env_spaces[0]
+        else:
+            module_observation_space = self.spaces.observation_space()
+        spaces = {DEFAULT_MODULE_ID: (module_observation_space, self.spaces.action_space())}
+        if self.env_spaces is not None:
+            spaces[INPUT_ENV_SINGLE_SPACES] = tuple(self.env_spaces)
+        if self.env is not None:
+            spaces[INPUT_ENV_SPACES] = (self.env.observation_space, self.env.action_space)
+        return spaces
+
+    def assert_healthy(self) -> None:
+        """Raises `AssertionError` unless this runner has its envs and its module (RLlib's
+        health check; the worker processes answer `ping()`)."""
+        if self.env is None or self.module is None:
+            raise AssertionError(f"EnvRunner {self.worker_index} is not healthy: "
+                                 f"env={self.env!r}, module={self.module!r}")
 
     def pid(self) -> int:
         return os.getpid()
@@ -452,8 +509,12 @@ class EnvRunner:
           ones play out, so each episode's start and end events fire within this call.
         """
         if num_timesteps is not None and num_episodes is not None:
-            raise ValueError(f"EnvRunner.sample(num_timesteps={num_timesteps}, num_episodes="
-                             f"{num_episodes}): give at most one of them")
+            raise SampleRequestError(f"EnvRunner.sample(num_timesteps={num_timesteps}, "
+                                     f"num_episodes={num_episodes}): give at most one of them")
+        for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
+            if count is not None and (not isinstance(count, int) or count < 0):
+                raise SampleRequestError(f"EnvRunner.sample({name}={count!r}): a count of 0 "
+                                         "or more")
         if self.env is None:
             raise RuntimeError(
                 f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
@@ -554,7 +615,7 @@ class EnvRunner:
         self._prev_chunks.clear()
         for i in range(self.num_envs):
             self._create_episode(i)
-        obs, infos = self.env.reset(seed=self._env_seed)
+        obs, infos = self._try_env_reset(seed=self._env_seed)
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         self._obs = obs
         per_env_infos = _unbatch_infos(infos, self.num_envs)
@@ -582,7 +643,7 @@ class EnvRunner:
                 timestep=self.global_timestep, explore=explore)
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
-        obs, rewards, terminateds, truncateds, infos = self.env.step(env_actions)
+        obs, rewards, terminateds, truncateds, infos = self._try_env_step(env_actions)
         obs_rows = _unbatch(obs, self.num_envs)
         per_env_infos = _unbatch_infos(infos, self.num_envs)
         # Python scalars once per step, not numpy scalars per sub-env.
@@ -679,7 +740,12 @@ class EnvRunner:
         for key, value in self.exploration.get_info().items():
             log(key, value, window=1)
 
-    def get_metrics(self) -> list:
+    def get_metrics(self) -> dict:
+        """This runner's metrics as a nested dict of current values (episode returns and
+        lengths, step counts, ...), without resetting anything."""
+        return add_episode_defaults(self.metrics.peek((), default={}))
+
+    def export_metrics(self) -> list:
         """What was logged since the last call, for the Algorithm to merge; per-iteration stats
         (`clear_on_reduce`) start over here."""
         return self.metrics.export_delta(clear=True)
@@ -688,14 +754,18 @@ class EnvRunner:
                                                             dict | None]:
         """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
-        return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
+        return self.sample(**sample_kwargs), self.export_metrics(), self.get_connector_state()
 
     def sample_metrics_only(self, **sample_kwargs) -> list:
         """`sample()`, returning only the metrics delta (evaluation needs no episodes)."""
         self.sample(**sample_kwargs)
-        return self.get_metrics()
+        return self.export_metrics()
 
     def stop(self) -> None:
         if self.env is not None:
             self.env.close()
             self.env = None
+
+
+#: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
+SingleAgentEnvRunner = EnvRunner

@@ -27,6 +27,40 @@ def register_env(name: str, env_creator: Callable[[Any], gym.Env]) -> None:
     _REGISTRY[name] = env_creator
 
 
+#: Tune's registry category of env creators (`ray.tune.registry.ENV_CREATOR`).
+ENV_CREATOR = "env_creator"
+
+
+class _Registry:
+    """Tune's `_global_registry` spelling over the env registry (RLlib's tests unregister the
+    envs they registered through it)."""
+
+    def register(self, category: str, key: str, value: Callable[[Any], gym.Env]) -> None:
+        self._check(category)
+        register_env(key, value)
+
+    def contains(self, category: str, key: str) -> bool:
+        self._check(category)
+        return key in _REGISTRY
+
+    def get(self, category: str, key: str) -> Callable[[Any], gym.Env]:
+        self._check(category)
+        return _REGISTRY[key]
+
+    def unregister(self, category: str, key: str) -> None:
+        self._check(category)
+        _REGISTRY.pop(key, None)
+
+    @staticmethod
+    def _check(category: str) -> None:
+        if category != ENV_CREATOR:
+            raise ValueError(f"registry category {category!r}: only {ENV_CREATOR!r} (env "
+                             "creators) exists here")
+
+
+_global_registry = _Registry()
+
+
 class EnvContext(dict):
     """The `env_config` dict an env creator receives, plus where it runs: `worker_index`
     (0 for the main process), `num_workers`, `vector_index` (the sub-env's index in its runner)

@@ -6,12 +6,20 @@
 - `EnvRunnerError`: an exception in env code or in the runner, reported with the original
   traceback; the process is still alive.
 - `callbacks.CallbackError`: a user callback raised (event, callback name, runner index).
+
+All but the last are `RemoteError`s (Ray's `RayError`).
 """
 
 from __future__ import annotations
 
 
-class EnvRunnerFailure(RuntimeError):
+class RemoteError(RuntimeError):
+    """Base of the errors about work in other processes: EnvRunner failures, no healthy
+    EnvRunner left, a named object's server. Ray's `ray.exceptions.RayError` is this class in
+    the Ray spelling (`trainer.named_objects.exceptions.RayError`)."""
+
+
+class EnvRunnerFailure(RemoteError):
     """Base of all EnvRunner failures; `worker_index` names the runner, `kind` the failure."""
 
     kind = "failure"
@@ -72,5 +80,23 @@ class EnvRunnerError(EnvRunnerFailure):
                                  self.error_message, self.remote_traceback))
 
 
-class NoHealthyEnvRunners(RuntimeError):
+class NoHealthyEnvRunners(RemoteError):
     """Every remote EnvRunner failed and none may be restarted: nothing is left to sample."""
+
+
+class SampleRequestError(ValueError, AssertionError):
+    """`EnvRunner.sample()` was asked for something it cannot do (both `num_timesteps` and
+    `num_episodes`, or a negative count). Also an `AssertionError`, which is what RLlib raises
+    for the same calls, so code written against RLlib catches it."""
+
+
+class EnvError(Exception):
+    """An error raised by env code (RLlib's `ray.rllib.utils.error.EnvError`; its example envs
+    raise it to simulate crashes)."""
+
+
+class StepFailedRecreateEnvError(Exception):
+    """Raise this from an env's `step()` to say "re-create me": with
+    `restart_failed_sub_environments=True` the EnvRunner re-creates the sub-env and starts a new
+    episode in it, as for any other exception, but logs nothing (RLlib's class of the same name,
+    for envs that fail routinely, such as a connection to an external simulator)."""

@@ -46,6 +46,14 @@ MODEL_DEFAULTS: dict = {
     "free_log_std": False,
 }
 
+#: RLlib's id of the one module.
+DEFAULT_MODULE_ID = "default_policy"
+#: RLlib's keys in `EnvRunner.get_spaces()` for the env's batched and single spaces.
+INPUT_ENV_SPACES = "__env__"
+INPUT_ENV_SINGLE_SPACES = "__env_single__"
+#: The module's key in an EnvRunner's state (RLlib's COMPONENT_RL_MODULE).
+RL_MODULE_STATE = "rl_module"
+
 _WHY_DEFAULT_ONLY = {
     "conv": "there are no convolutional networks here: image observations are flattened into the "
             "MLP (use fcnet_hiddens)",
@@ -209,6 +217,13 @@ class SpaceInfo:
                        action_space.low.astype(np.float32).ravel(),
                        action_space.high.astype(np.float32).ravel())
         raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
+
+    def observation_space(self) -> gym.Space:
+        """The module's observation space, rebuilt from what is recorded here (bounds are not
+        recorded: a Box is unbounded)."""
+        if self.obs_discrete_n is not None:
+            return gym.spaces.Discrete(self.obs_discrete_n)
+        return gym.spaces.Box(-np.inf, np.inf, (self.obs_dim,), dtype=np.float32)
 
     def action_space(self) -> gym.Space:
         """The env's action space, rebuilt from what is recorded here."""

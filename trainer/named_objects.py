@@ -20,7 +20,8 @@ Arguments and results travel with pickle.
 
 Ray's spelling works too, for porting the docs' example with only the imports changed:
 `@remote class Counter`, `Counter.options(name="global_counter").remote()`,
-`get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`.
+`get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`,
+`exceptions.RayError`.
 """
 
 from __future__ import annotations
@@ -39,14 +40,26 @@ from typing import Any
 
 import cloudpickle
 
+from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
+
 logger = logging.getLogger("trainer")
 #: Longest wait for the server process to accept connections after it was started.
 STARTUP_TIMEOUT_S = 30.0
 
 
-class NamedObjectError(RuntimeError):
+class NamedObjectError(RemoteError):
     """A named object's method raised (the message carries the original traceback), or the
     server is gone."""
+
+
+class exceptions:  # noqa: N801 (a namespace: Ray's `ray.exceptions` module)
+    """Ray's exception names for the errors here: `RayError` is the base of every error about
+    other processes, `RayActorError` an EnvRunner process that died, `GetTimeoutError` one that
+    did not answer in time."""
+
+    RayError = RemoteError
+    RayActorError = EnvRunnerCrashed
+    GetTimeoutError = EnvRunnerTimeout
 
 
 #: `.remote()` calls are sent in batches of at most this many (fewer system calls and pickles).

@@ -1,14 +1,13 @@
 """`SubEnvGuard`: with `restart_failed_sub_environments=True`, each sub-env is wrapped in one.
 
 An exception in the wrapped env's `reset()` or `step()` does not escape into the vector env (which
-would abort the whole runner's step): the guard records it in `failure` and returns a placeholder
+would abort the whole runner's step): the guard records it in `failure` (with its traceback) and returns a placeholder
 transition (the last observation, reward 0, neither terminated nor truncated). After each vector
 step the EnvRunner re-creates every sub-env whose guard holds a failure and drops its episode.
 """
 
 from __future__ import annotations
 
-import traceback
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +17,6 @@ class SubEnvGuard(gym.Wrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self.failure: BaseException | None = None
-        self.failure_traceback = ""
         self._last_observation: Any = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -39,7 +37,6 @@ class SubEnvGuard(gym.Wrapper):
 
     def _failed(self, error: BaseException):
         self.failure = error
-        self.failure_traceback = traceback.format_exc()
         if self._last_observation is not None:
             return self._last_observation
         return self.observation_space.sample()
