@@ -63,11 +63,11 @@ __all__ = [
     "SingleAgentEnvRunner",
     "SingleAgentEpisode",
     "SoftQ",
-    "get_trainable_cls",
     "StochasticSampling",
     "TaskSettableEnv",
     "create_named_object",
     "get_named_object",
+    "get_trainable_cls",
     "register_env",
     "shutdown_named_objects",
 ]

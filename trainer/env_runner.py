@@ -485,11 +485,12 @@ class EnvRunner:
         return spaces
 
     def assert_healthy(self) -> None:
-        """Raises `AssertionError` unless this runner has its envs and its module (RLlib's
-        health check; the worker processes answer `ping()`)."""
-        if self.env is None or self.module is None:
-            raise AssertionError(f"EnvRunner {self.worker_index} is not healthy: "
-                                 f"env={self.env!r}, module={self.module!r}")
+        """Raises `AssertionError` unless this runner has its envs (RLlib's health check; its
+        module always exists here; the worker processes answer `ping()`)."""
+        if self.env is None:
+            raise AssertionError(f"EnvRunner {self.worker_index} is not healthy: it has no env "
+                                 "(stopped, or a local runner without "
+                                 "create_env_on_local_worker)")
 
     def pid(self) -> int:
         return os.getpid()
@@ -752,7 +753,7 @@ class EnvRunner:
 
     def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list,
                                                             dict | None]:
-        """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
+        """`sample()`, `export_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
         return self.sample(**sample_kwargs), self.export_metrics(), self.get_connector_state()
 

@@ -1,9 +1,10 @@
 """`SubEnvGuard`: with `restart_failed_sub_environments=True`, each sub-env is wrapped in one.
 
 An exception in the wrapped env's `reset()` or `step()` does not escape into the vector env (which
-would abort the whole runner's step): the guard records it in `failure` (with its traceback) and returns a placeholder
-transition (the last observation, reward 0, neither terminated nor truncated). After each vector
-step the EnvRunner re-creates every sub-env whose guard holds a failure and drops its episode.
+would abort the whole runner's step): the guard records it in `failure` (the exception keeps its
+traceback) and returns a placeholder transition (the last observation, reward 0, neither
+terminated nor truncated). After each vector step the EnvRunner logs the failures, re-creates
+every sub-env whose guard holds one and drops its episode.
 """
 
 from __future__ import annotations

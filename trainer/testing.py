@@ -29,6 +29,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from checkpoints.manager import result_value
+
 
 class InjectedFault(RuntimeError):
     """The exception a `FaultInjectionEnv` raises on purpose."""
@@ -235,16 +237,6 @@ def add_rllib_example_script_args(parser: Any = None, default_reward: float = 10
     return parser
 
 
-def _result_at(result: dict, path: str) -> Any:
-    """`result["a"]["b"]` for "a/b" (RLlib's stop and success keys); None when missing."""
-    node: Any = result
-    for name in path.split("/"):
-        if not isinstance(node, dict) or name not in node:
-            return None
-        node = node[name]
-    return node
-
-
 def _reached(value: Any, target: Any) -> bool:
     return value is not None and not (isinstance(value, float) and np.isnan(value)) \
         and value >= target
@@ -289,15 +281,15 @@ def run_rllib_example_script_experiment(base_config: Any, args: Any = None, *,
     try:
         while True:
             result = algo.train()
-            progress = "  ".join(f"{key}={_result_at(result, key)}" for key in stop)
+            progress = "  ".join(f"{key}={result_value(result, key)}" for key in stop)
             print(f"iter {result['training_iteration']}: {progress}", flush=True)
-            if any(_reached(_result_at(result, key), target) for key, target in stop.items()):
+            if any(_reached(result_value(result, key), target) for key, target in stop.items()):
                 break
     finally:
         algo.stop()
     if args.as_test:
-        missed = {key: _result_at(result, key) for key, target in success_metric.items()
-                  if not _reached(_result_at(result, key), target)}
+        missed = {key: result_value(result, key) for key, target in success_metric.items()
+                  if not _reached(result_value(result, key), target)}
         if missed:
             raise ValueError(f"the test did not reach its success metric {success_metric}: "
                              f"{missed}")
