@@ -25,13 +25,15 @@ def _run_module(module: str, *args: str) -> subprocess.CompletedProcess:
 def test_evaluation_parallel_to_training_example_runs_its_assertions():
     # RLlib's example asserts in on_train_result that each evaluation ran exactly the
     # configured duration ("auto": at least one step per evaluation runner).
-    # (The "auto" branch asserts without printing; the fixed ones print "(ok)!".)
+    # (The "auto" branch asserts without printing; the fixed ones print "(ok)!".) The stop
+    # reward is out of reach so that both iterations run: a greedy evaluation after one
+    # iteration can already score CartPole's 500.
     for args, prints_ok in (
             (["--evaluation-duration", "auto", "--evaluation-parallel-to-training"], False),
             (["--evaluation-duration", "3", "--evaluation-duration-unit", "episodes",
               "--evaluation-num-env-runners", "1"], True)):
         completed = _run_module("trainer.examples.evaluation.evaluation_parallel_to_training",
-                                "--stop-iters", "2", *args)
+                                "--stop-iters", "2", "--stop-reward", "1e9", *args)
         assert completed.returncode == 0, completed.stderr[-3000:]
         iterations = [line for line in completed.stdout.splitlines() if line.startswith("iter")]
         assert len(iterations) == 2
