@@ -141,8 +141,9 @@ def test_a_checkpoint_restores_the_current_task(tmp_path):
     with Algorithm.from_checkpoint(path) as restored:
         assert runner_tasks(restored) == [[4, 4], [8, 8]]
         result = restored.train()
-        assert result["env_runners"]["episode_return_mean"] in (
-            pytest.approx(level_return(4)), pytest.approx(level_return(8)))
+        # Both runners' windows (each on its own level) merge with equal weight, as RLlib's.
+        low, high = sorted((level_return(4), level_return(8)))
+        assert low - 1e-9 <= result["env_runners"]["episode_return_mean"] <= high + 1e-9
     # The same through restore_from_path into an algorithm on the initial task.
     with level_ppo(2, num_envs_per_env_runner=2).build() as fresh:
         assert runner_tasks(fresh) == [[0, 0], [0, 0]]

@@ -69,7 +69,7 @@ def test_user_exploration_subclass_runs_in_the_worker_processes():
     algo = config.build()
     try:
         episodes, _ = algo.env_runner_group.sample(min_env_steps=100)
-        assert all(np.all(ep.actions == 1) for ep in episodes)
+        assert all(np.all(ep.get_actions() == 1) for ep in episodes)
         assert algo.compute_single_action(np.zeros(4, np.float32)) == 1
     finally:
         algo.stop()

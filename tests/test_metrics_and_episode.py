@@ -9,14 +9,14 @@ from trainer.episode_list import EpisodeList
 
 
 def test_mean_defaults_to_ema_with_coefficient_0_01():
-    logger = MetricsLogger()
+    logger = MetricsLogger(root=True)
     logger.log_value("x", 10.0)
     logger.log_value("x", 20.0)
     assert logger.peek("x") == pytest.approx(0.99 * 10.0 + 0.01 * 20.0)
 
 
 def test_window_min_max_sum_and_clear_on_reduce():
-    logger = MetricsLogger()
+    logger = MetricsLogger(root=True)
     for v in [1, 2, 3, 4, 5]:
         logger.log_value("win", v, window=3)
         logger.log_value("lo", v, reduce="min", window=2)
@@ -34,14 +34,16 @@ def test_window_min_max_sum_and_clear_on_reduce():
 
 
 def test_nested_keys_log_dict_and_peek_subtrees():
-    logger = MetricsLogger()
+    logger = MetricsLogger(root=True)
     logger.log_dict({"a": {"b": 1.0, "c": 2.0}}, key="top", window=1)
     logger.log_value(("top", "d"), 3.0, window=1)
     assert logger.peek(("top", "a")) == {"b": 1.0, "c": 2.0}
     assert logger.reduce() == {"top": {"a": {"b": 1.0, "c": 2.0}, "d": 3.0}}
-    assert logger.peek("missing", default=None) is None
+    assert logger.peek("missing", default=0) == 0
     with pytest.raises(KeyError):
-        logger.peek("missing")
+        logger.peek("missing")  # default=None means "raise", as in RLlib
+    with pytest.raises(ValueError, match="already holds a value"):
+        logger.log_value(("top", "d", "e"), 1.0)
 
 
 def test_log_time_and_bad_settings():
@@ -55,32 +57,69 @@ def test_log_time_and_bad_settings():
         logger.log_value("y", 1, window=3, ema_coeff=0.1)
     with pytest.raises(ValueError, match="window must be an int >= 1"):
         logger.log_value("y", 1, window=0)
+    with pytest.raises(ValueError, match="not a number"):
+        logger.log_value("z", 1.0)
+        logger.log_value("z", [1.0, 2.0])
 
 
-def test_deltas_from_several_runners_merge_like_one_stream():
+def test_parallel_runners_merge_with_rllibs_numbers():
+    # The examples of RLlib's MetricsLogger.aggregate() docstring, from non-root loggers.
+    main = MetricsLogger(root=True)
     runners = [MetricsLogger(), MetricsLogger()]
-    main = MetricsLogger()
-    for i, runner in enumerate(runners):
-        for v in range(5):
-            runner.log_value("ret", 10 * i + v, window=4)
-            runner.log_value("steps", 1, reduce="sum")
-        main.merge_delta(runner.export_delta(clear=True), key="env_runners")
-    assert main.peek(("env_runners", "steps")) == 10
-    assert main.peek(("env_runners", "ret")) == np.mean([11, 12, 13, 14])
-    # A second export only carries what is new.
-    runners[0].log_value("steps", 1, reduce="sum")
-    main.merge_delta(runners[0].export_delta(), key="env_runners")
-    assert main.peek(("env_runners", "steps")) == 11
+    for runner, returns in zip(runners, ([100.0, 200.0, 300.0, 400.0],
+                                         [150.0, 250.0, 350.0, 450.0]), strict=True):
+        for value in returns:
+            runner.log_value("mean_ret", value, window=3)
+    main.aggregate([r.reduce() for r in runners], key="env_runners")
+    # Walking back per index: (400+450)/2 twice, (300+350)/2 twice, cut to the window of 3.
+    assert list(main.stats["env_runners"]["mean_ret"].values) == [325, 425, 425]
+    windowed = MetricsLogger(root=True)
+    first, second = MetricsLogger(), MetricsLogger()
+    for value in (50, 25, 10, 5):
+        first.log_value("some_stat", value, reduce="sum", window=3)
+    for value in (75, 100):
+        second.log_value("some_stat", value, reduce="sum", window=3)
+    windowed.aggregate([first.reduce(), second.reduce()])
+    assert windowed.peek("some_stat") == 147.5
+
+
+def test_lifetime_sums_count_each_runners_growth_once_across_aggregations():
+    main = MetricsLogger(root=True)
+    runners = [MetricsLogger(), MetricsLogger()]
+    for rounds in range(3):
+        for i, runner in enumerate(runners):
+            runner.log_value("steps", 10 * (i + 1), reduce="sum")
+            runner.log_value("episodes", 1, reduce="sum", clear_on_reduce=True)
+        main.aggregate([r.reduce() for r in runners], key="env_runners")
+        assert main.peek(("env_runners", "steps")) == 30 * (rounds + 1)
+    # Integers stay integers (results print and compare as counts).
+    assert isinstance(main.peek(("env_runners", "steps")), int)
+    assert main.reduce()["env_runners"]["episodes"] == 6
+    # A runner that is replaced starts from zero under a new id: nothing is lost or doubled.
+    runners[1] = MetricsLogger()
+    runners[1].log_value("steps", 5, reduce="sum")
+    main.aggregate([r.reduce() for r in runners], key="env_runners")
+    assert main.peek(("env_runners", "steps")) == 90 + 5  # runner 0 reported no growth
 
 
 def test_state_round_trip():
-    logger = MetricsLogger()
+    logger = MetricsLogger(root=True)
     for v in range(10):
         logger.log_value("a", v, window=3)
         logger.log_value("b", v)
-    clone = MetricsLogger()
+    clone = MetricsLogger(root=True)
     clone.set_state(logger.get_state())
     assert clone.reduce() == logger.reduce()
+
+
+def test_reduced_stats_travel_by_pickle():
+    runner = MetricsLogger()
+    runner.log_value("steps", 3, reduce="sum", with_throughput=True)
+    runner.log_value("ret", 1.5, window=10)
+    reduced = pickle.loads(pickle.dumps(runner.reduce()))
+    main = MetricsLogger(root=True)
+    main.aggregate([reduced])
+    assert main.reduce() == {"steps": 3, "ret": 1.5}
 
 
 def test_episode_recording_chunks_and_temporary_data():
@@ -104,7 +143,7 @@ def test_episode_recording_chunks_and_temporary_data():
     assert successor.custom_data == {"k": 1}
     assert successor.get_observations(0).tolist() == [3.0, 3.0]
     episode.to_numpy()
-    assert episode.is_numpy and episode.rewards.dtype == np.float32
+    assert episode.is_numpy and episode.get_rewards().dtype == np.float64  # as RLlib batches
     assert episode.get_extra_model_outputs("action_logp").shape == (3,)
     successor.add_env_step(np.zeros(2), 1, 2.0, terminated=True)
     assert successor.is_done and successor.is_terminated and not successor.is_truncated
@@ -131,10 +170,10 @@ def _same_episode(a: SingleAgentEpisode, b: SingleAgentEpisode) -> None:
                                                                  b.custom_data)
     for field in ("observations", "actions", "rewards"):
         x, y = getattr(a, field), getattr(b, field)
-        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), field
+        assert x == y and np.asarray(x.data).dtype == np.asarray(y.data).dtype, field
     assert a.extra_model_outputs.keys() == b.extra_model_outputs.keys()
     for key, value in a.extra_model_outputs.items():
-        assert np.array_equal(value, b.extra_model_outputs[key]), key
+        assert value == b.extra_model_outputs[key], key
     assert a.infos == b.infos and a.get_duration_s() == b.get_duration_s()
 
 
@@ -164,4 +203,4 @@ def test_episode_list_falls_back_for_episodes_that_do_not_stack():
     raw.add_env_reset(0)
     raw.add_env_step(1, 0, 1.0)
     restored_raw = pickle.loads(pickle.dumps(EpisodeList([raw])))[0]
-    assert restored_raw.observations == [0, 1] and not restored_raw.is_numpy
+    assert restored_raw.get_observations() == [0, 1] and not restored_raw.is_numpy

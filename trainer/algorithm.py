@@ -120,7 +120,7 @@ class Algorithm:
         config.ignored_settings_warnings()
         self.config = config.freeze()
         set_library_log_level(config.log_level)
-        self.metrics = MetricsLogger()
+        self.metrics = MetricsLogger(root=True)
         algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
                                if e in ALGORITHM_EVENTS}
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)

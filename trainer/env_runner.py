@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -32,7 +33,7 @@ from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
 from trainer.errors import SampleRequestError, StepFailedRecreateEnvError
 from trainer.exploration import ActionDistribution, make_exploration
-from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.metrics import MetricsLogger
 from trainer.models import (
     DEFAULT_MODULE_ID,
     INPUT_ENV_SINGLE_SPACES,
@@ -452,8 +453,8 @@ class EnvRunner:
         self._awaiting_reset = [bool(flag) for flag in state["awaiting_reset"]]
         self.env._autoreset_envs = np.array(state["autoreset_envs"], dtype=bool)
         for i, episode_state in enumerate(state["episodes"]):
-            self._create_episode(i, SingleAgentEpisode.from_state(episode_state))
-        self._prev_chunks = {id_: [SingleAgentEpisode.from_state(c) for c in chunks]
+            self._create_episode(i, _resumed_episode(episode_state))
+        self._prev_chunks = {id_: [_resumed_episode(c) for c in chunks]
                              for id_, chunks in state["prev_chunks"].items()}
         for i in restart:
             self._prev_chunks.pop(self._episodes[i].id_, None)
@@ -729,8 +730,10 @@ class EnvRunner:
             log(("custom_metrics", f"{key}_min"), value, reduce="min", window=window)
             log(("custom_metrics", f"{key}_max"), value, reduce="max", window=window)
         for key, values in old["hist_data"].items():
-            for value in (values if isinstance(values, (list, tuple, np.ndarray)) else [values]):
-                log(("hist_stats", key), value, reduce=None, clear_on_reduce=True)
+            # One item per episode, so that merging runners keeps each episode's values
+            # together (`old_api.flatten_hist_stats` joins them for the results).
+            values = values if isinstance(values, (list, tuple, np.ndarray)) else [values]
+            log(("hist_stats", key), list(values), reduce=None, clear_on_reduce=True)
 
     def _log_sample_metrics(self, steps: int, episodes: int) -> None:
         log = self.metrics.log_value
@@ -742,25 +745,22 @@ class EnvRunner:
             log(key, value, window=1)
 
     def get_metrics(self) -> dict:
-        """This runner's metrics as a nested dict of current values (episode returns and
-        lengths, step counts, ...), without resetting anything."""
-        return add_episode_defaults(self.metrics.peek((), default={}))
+        """This runner's metrics reduced, as RLlib's `EnvRunner.get_metrics()`: a nested dict
+        of `Stats` for the Algorithm's `MetricsLogger.aggregate()` (`check()` and
+        `MetricsLogger.peek_results()` read their values). Per-call counters (`num_episodes`,
+        `num_env_steps_sampled`) start over."""
+        return self.metrics.reduce()
 
-    def export_metrics(self) -> list:
-        """What was logged since the last call, for the Algorithm to merge; per-iteration stats
-        (`clear_on_reduce`) start over here."""
-        return self.metrics.export_delta(clear=True)
-
-    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], list,
+    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], dict,
                                                             dict | None]:
-        """`sample()`, `export_metrics()` and the state of stateful env-to-module connectors (for
+        """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
-        return self.sample(**sample_kwargs), self.export_metrics(), self.get_connector_state()
+        return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
 
-    def sample_metrics_only(self, **sample_kwargs) -> list:
-        """`sample()`, returning only the metrics delta (evaluation needs no episodes)."""
+    def sample_metrics_only(self, **sample_kwargs) -> dict:
+        """`sample()`, returning only `get_metrics()` (evaluation needs no episodes)."""
         self.sample(**sample_kwargs)
-        return self.export_metrics()
+        return self.get_metrics()
 
     def stop(self) -> None:
         if self.env is not None:
@@ -770,3 +770,12 @@ class EnvRunner:
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+def _resumed_episode(state: dict) -> SingleAgentEpisode:
+    """An episode from a runner state, recording again where it stopped. Its clock starts now:
+    the saved `perf_counter` readings belong to another process (or machine)."""
+    episode = SingleAgentEpisode.from_state(state)
+    if episode.is_reset:
+        episode._start_time = episode._last_step_time = time.perf_counter()
+    return episode

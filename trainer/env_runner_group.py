@@ -428,12 +428,12 @@ class EnvRunnerGroup:
     def sample(self, *, min_env_steps: int, explore: bool | None = None
                ) -> tuple[list[SingleAgentEpisode], list]:
         """Samples from every runner (in parallel, in rounds) until at least `min_env_steps`
-        env steps were collected; returns the episodes and each call's metrics delta, in
+        env steps were collected; returns the episodes and each call's `get_metrics()`, in
         runner order within a round. A runner that fails costs only its request in flight: the
         others' samples are kept, it is handled per `fault_tolerance()`, and the next round
         includes it again if it was restarted."""
         episodes: list[SingleAgentEpisode] = []
-        deltas: list = []
+        runner_metrics: list = []
         connector_states: list = []
         steps = 0
         local = self.local_env_runner
@@ -453,16 +453,16 @@ class EnvRunnerGroup:
                 self.num_env_steps_lost += request_size * len(failures)
                 self.handle_failures(failures)
             for index in sorted(replies):
-                batch, delta, connector_state = replies[index]
+                batch, metrics, connector_state = replies[index]
                 self._sampled(index)
                 episodes.extend(batch)
-                deltas.append(delta)
+                runner_metrics.append(metrics)
                 if connector_state is not None:
                     connector_states.append(connector_state)
                 steps += sum(len(ep) for ep in batch)
         if connector_states:
             self._sync_connector_states(connector_states)
-        return episodes, deltas
+        return episodes, runner_metrics
 
     def _sync_connector_states(self, states: list[dict]) -> None:
         """Merges the runners' env-to-module connector states (a `MeanStdFilter`'s new

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.episode import SingleAgentEpisode
+from trainer.lookback_buffer import InfiniteLookbackBuffer
 
 
 class EpisodeList(list):
@@ -42,9 +43,23 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray | None:
     return np.concatenate(rows)
 
 
+def _packable(ep: SingleAgentEpisode) -> bool:
+    """Whether an episode fits the packed layout: numpy'ized, no lookback buffer, array (not
+    struct) columns, no spaces or agent data to carry."""
+    if not (isinstance(ep, SingleAgentEpisode) and ep.is_numpy and ep.observations.lookback == 0
+            and isinstance(ep.observations.data, np.ndarray)):
+        return False
+    if ep.agent_id is not None or ep.module_id is not None or ep.multi_agent_episode_id is not None \
+            or ep.observation_space is not None or ep.action_space is not None:
+        return False
+    if not len(ep):
+        return True
+    columns = [ep.actions, ep.rewards, *ep.extra_model_outputs.values()]
+    return all(c.lookback == 0 and isinstance(c.data, np.ndarray) for c in columns)
+
+
 def _pack(episodes: list[SingleAgentEpisode]):
-    if not episodes or not all(isinstance(ep, SingleAgentEpisode) and ep.is_numpy
-                               for ep in episodes):
+    if not episodes or not all(_packable(ep) for ep in episodes):
         return None
     extra_keys = None
     for ep in episodes:
@@ -55,13 +70,14 @@ def _pack(episodes: list[SingleAgentEpisode]):
             elif keys != extra_keys:
                 return None
     extra_keys = extra_keys or []
-    observations = _concat([ep.observations for ep in episodes])
+    observations = _concat([ep.observations.data for ep in episodes])
     if observations is None:
         return None
-    columns = {"actions": [ep.actions for ep in episodes],
-               "rewards": [ep.rewards for ep in episodes]}
+    stepped = [ep for ep in episodes if len(ep)]
+    columns = {"actions": [ep.actions.data for ep in stepped],
+               "rewards": [ep.rewards.data for ep in stepped]}
     for key in extra_keys:
-        columns["extra:" + key] = [ep.extra_model_outputs.get(key, ()) for ep in episodes]
+        columns["extra:" + key] = [ep.extra_model_outputs[key].data for ep in stepped]
     packed_columns = {}
     for name, arrays in columns.items():
         if any(len(a) for a in arrays):
@@ -74,8 +90,8 @@ def _pack(episodes: list[SingleAgentEpisode]):
          ep.is_truncated, ep.custom_data, ep._temporary_timestep_data, ep._start_time,
          ep._last_step_time,
          # Most envs return empty info dicts: send their count instead of the dicts.
-         None if not any(ep.infos) else ep.infos,
-         # An episode without steps keeps its own (empty) step arrays, dtypes included.
+         None if not any(ep.infos.data) else ep.infos.data,
+         # An episode without steps keeps its own (empty) step columns, dtypes included.
          None if len(ep) else (ep.actions, ep.rewards, ep.extra_model_outputs))
         for ep in episodes
     ]
@@ -89,22 +105,25 @@ def _unpack(observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys
     for (id_, length, num_obs, t_started, env_index, terminated, truncated, custom_data, temporary,
          start_time, last_step_time, infos, own_steps) in records:
         ep = SingleAgentEpisode(id_, t_started=t_started, env_index=env_index)
-        ep.observations = observations[obs_start:obs_start + num_obs]
+        ep.observations.data = observations[obs_start:obs_start + num_obs]
+        ep.observations.finalized = True
         step_end = step_start + length
         if own_steps is None:
-            ep.actions = columns["actions"][step_start:step_end]
-            ep.rewards = columns["rewards"][step_start:step_end]
-            ep.extra_model_outputs = {key: columns["extra:" + key][step_start:step_end]
-                                      for key in extra_keys}
+            for buffer, name in ((ep.actions, "actions"), (ep.rewards, "rewards")):
+                buffer.data = columns[name][step_start:step_end]
+                buffer.finalized = True
+            ep.extra_model_outputs = {
+                key: InfiniteLookbackBuffer(columns["extra:" + key][step_start:step_end])
+                for key in extra_keys}
+            step_start = step_end
         else:
             ep.actions, ep.rewards, ep.extra_model_outputs = own_steps
-        ep.infos = [{} for _ in range(num_obs)] if infos is None else infos
+        ep.infos.data = [{} for _ in range(num_obs)] if infos is None else infos
+        ep.t = t_started + length
         ep.is_terminated, ep.is_truncated = terminated, truncated
         ep.custom_data = custom_data
         ep._temporary_timestep_data = temporary
         ep._start_time, ep._last_step_time = start_time, last_step_time
-        ep._is_numpy = True
         episodes.append(ep)
         obs_start += num_obs
-        step_start = step_end
     return episodes

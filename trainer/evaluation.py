@@ -41,7 +41,7 @@ class Evaluator:
         self.config = config.get_evaluation_config_object()
         self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
                                     on_recreated=on_recreated)
-        self.metrics = MetricsLogger()
+        self.metrics = MetricsLogger(root=True)
         self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
 
     # -- one round ---------------------------------------------------------------------------
@@ -49,17 +49,17 @@ class Evaluator:
         """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
         `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
         failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
-        deltas: list = []
+        replies: list = []
         if not self.group.num_remote_workers():
-            deltas = [self.group.local_env_runner.sample_metrics_only(**request)
+            replies = [self.group.local_env_runner.sample_metrics_only(**request)
                       for request in self._fixed_requests([0]).values()]
         else:
             ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
             if ids and self.config.evaluation_duration == "auto":
-                deltas = self._sample_auto(ids, stop, failed)
+                replies = self._sample_auto(ids, stop, failed)
             elif ids:
-                deltas = self._sample_fixed(self._fixed_requests(ids), failed)
-        return self._results(deltas, failed)
+                replies = self._sample_fixed(self._fixed_requests(ids), failed)
+        return self._results(replies, failed)
 
     def begin(self) -> Callable[[], dict]:
         """Sends one round's requests and returns at once with the function that collects the
@@ -91,9 +91,9 @@ class Evaluator:
         except (OSError, EOFError):
             return False
 
-    def _results(self, deltas: list, failed: dict[int, Any]) -> dict:
-        for delta in deltas:
-            self.metrics.merge_delta(delta, key="env_runners")
+    def _results(self, replies: list, failed: dict[int, Any]) -> dict:
+        if replies:
+            self.metrics.aggregate(list(replies), key="env_runners")
         results = self.metrics.reduce()
         add_episode_defaults(results.setdefault("env_runners", {}))
         if failed:
@@ -102,7 +102,7 @@ class Evaluator:
                 results["env_runners_restarted"] = self.group.handle_failures(failed)
             except NoHealthyEnvRunners:
                 pass  # reported as skipped below; training goes on
-        if self.group.num_remote_workers() and not deltas:
+        if self.group.num_remote_workers() and not replies:
             results["skipped"] = ("no healthy evaluation EnvRunner is left"
                                   if not self.group.healthy_env_runner_ids()
                                   else "every evaluation EnvRunner failed in this round")
@@ -145,7 +145,7 @@ class Evaluator:
         return sent
 
     def _gather_replies(self, sent: list[int], failed: dict[int, Any]) -> list:
-        """The metrics deltas of `sent` in runner order (failures go into `failed`)."""
+        """The `get_metrics()` replies of `sent` in runner order (failures go into `failed`)."""
         replies, failures = self.group.gather_each(sent, self.config.evaluation_sample_timeout_s)
         failed.update(failures)
         return [replies[index] for index in sorted(replies)]
@@ -182,7 +182,7 @@ class Evaluator:
         for runner in runners.values():
             runner.call_async("sample_metrics_only", **self._auto_request(first=True))
         pending = set(ids)
-        deltas = []
+        replies = []
         while pending:
             # Wait for any reply; stop sending new requests once the training step has ended
             # (a standalone evaluate() sends one round).
@@ -196,11 +196,11 @@ class Evaluator:
                 reply = self._read(index, failed)
                 if reply is None:
                     continue
-                deltas.append(reply)
+                replies.append(reply)
                 if stop is not None and not stop.is_set():
                     runners[index].call_async("sample_metrics_only", **request)
                     pending.add(index)
-        return deltas
+        return replies
 
     # -- lifetime ----------------------------------------------------------------------------
     def sync_weights(self, weights: dict, global_timestep: int,

@@ -125,7 +125,13 @@ def with_old_result_keys(result: dict) -> ResultDict:
     """`result` as a `ResultDict` (and its `env_runners` part as one too)."""
     result = ResultDict(result)
     if isinstance(result.get("env_runners"), dict):
-        result["env_runners"] = EnvRunnersResultDict(result["env_runners"])
+        env_runners = result["env_runners"] = EnvRunnersResultDict(result["env_runners"])
+        hist_stats = env_runners.get("hist_stats")
+        if isinstance(hist_stats, dict):
+            # Logged one list per episode (kept whole when runners merge): joined here.
+            env_runners["hist_stats"] = {
+                key: [v for item in values for v in (item if isinstance(item, list) else [item])]
+                for key, values in hist_stats.items()}
     return result
 
 

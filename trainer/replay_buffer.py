@@ -70,12 +70,12 @@ class EpisodeReplayBuffer:
             length = len(episode)
             if length == 0:
                 continue
-            observations = np.asarray(episode.observations)
-            actions = np.asarray(episode.actions)
+            observations = np.asarray(episode.get_observations())
+            actions = np.asarray(episode.get_actions())
             if self._arrays is None:
                 self._allocate(observations, actions)
             self._add_steps(episode, observations, actions,
-                            np.asarray(episode.rewards, dtype=np.float32))
+                            np.asarray(episode.get_rewards(), dtype=np.float32))
         if len(self._open_episodes) > 4 * self.capacity:
             oldest = self._num_added - self.capacity
             self._open_episodes = {k: g for k, g in self._open_episodes.items() if g >= oldest}

@@ -121,8 +121,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "add_default_connectors_to_module_to_env_pipeline": Unsupported(
             True, "the default pieces (sampling, action unsquashing) always run here"),
         "episode_lookback_horizon": NoEffect(
-            1, "episodes here keep their whole history; connectors read as far back as they "
-               "need", fine=lambda v: isinstance(v, int) and v >= 1),
+            1, "the EnvRunner cuts episode chunks without a lookback buffer; env-to-module "
+               "connectors keep what they need across chunks in episode.connector_data",
+            fine=lambda v: isinstance(v, int) and v >= 1),
         "merge_env_runner_states": NoEffect("training_only", "", fine=lambda v: True),
         "broadcast_env_runner_states": NoEffect(True, "", fine=lambda v: True),
         "use_worker_filter_stats": NoEffect(True, "", fine=lambda v: True),

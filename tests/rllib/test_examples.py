@@ -46,3 +46,13 @@ def test_example_driver_as_test_fails_when_the_success_metric_is_missed():
                             "1")
     assert completed.returncode != 0
     assert "did not reach its success metric" in completed.stderr
+
+
+def test_single_agent_episode_docs_example_runs_as_a_script():
+    # RLlib's doc_code/sa_episode.py: its asserts and check() calls are the test.
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "rllib" / "doc_code" / "sa_episode.py")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.splitlines()[:3] == ["[-2.0, -1.0, 0.0]", "[-1.0, 0.0, 1.0]",
+                                                 "[0.0, 1.0, 2.0]"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from trainer.algorithm import Algorithm
 from trainer.algorithms.dqn_learner import DQNLearner
 from trainer.checks import (
@@ -189,8 +191,7 @@ class DQN(Algorithm):
         for _ in range(sampling_rounds):
             with metrics.log_time(("timers", "env_runner_sampling_timer")):
                 episodes, runner_metrics = self.env_runner_group.sample(min_env_steps=1)
-            for delta in runner_metrics:
-                metrics.merge_delta(delta, key="env_runners")
+            metrics.aggregate(runner_metrics, key="env_runners")
             metrics.log_value("num_env_steps_sampled_lifetime",
                               sum(len(ep) for ep in episodes), reduce="sum")
             with metrics.log_time(("timers", "replay_buffer_add_data_timer")):
@@ -202,6 +203,7 @@ class DQN(Algorithm):
         # 2. Learn on n-step transitions replayed from the buffer; priorities follow the TD
         #    errors.
         beta = config.replay_buffer_config.get("beta")
+        update_results: list[dict] = []
         for _ in range(training_rounds):
             with metrics.log_time(("timers", "replay_buffer_sample_timer")):
                 batch = buffer.sample(config.train_batch_size, n_step=config.n_step,
@@ -210,10 +212,14 @@ class DQN(Algorithm):
                 results, td_errors = self.learner.update(
                     batch, num_env_steps_sampled_lifetime=sampled)
             buffer.update_priorities(batch["indices"], td_errors)
-            metrics.log_dict(results, key=("learners", "default_policy"),
-                             window=float("inf"), clear_on_reduce=True)
+            update_results.append(results)
             metrics.log_value(("learners", "__all_modules__", "num_env_steps_trained_lifetime"),
                               config.train_batch_size, reduce="sum")
+        # The learner's statistics: their means over this iteration's updates.
+        if update_results:
+            metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))
+                              for key in update_results[0]},
+                             key=("learners", "default_policy"), window=1)
         # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
         with metrics.log_time(("timers", "synch_weights")):
             self.sync_weights()

@@ -79,8 +79,7 @@ class PPO(Algorithm):
         with metrics.log_time(("timers", "env_runner_sampling_timer")):
             episodes, runner_metrics = self.env_runner_group.sample(
                 min_env_steps=self.config.train_batch_size)
-        for delta in runner_metrics:
-            metrics.merge_delta(delta, key="env_runners")
+        metrics.aggregate(runner_metrics, key="env_runners")
         env_steps = sum(len(ep) for ep in episodes)
         metrics.log_value("num_env_steps_sampled_lifetime", env_steps, reduce="sum")
         # 2. Update the policy and value function.

@@ -36,7 +36,7 @@ class PPOLearner:
         module = self.module
         episodes = [ep for ep in episodes if len(ep) > 0]
         # Values of every observation, each chunk's final one included, in one forward pass.
-        all_obs = module.spaces.preprocess(np.concatenate([ep.observations for ep in episodes]))
+        all_obs = module.spaces.preprocess(np.concatenate([ep.get_observations() for ep in episodes]))
         all_values = (module.values(all_obs) if cfg.use_critic
                       else np.zeros(len(all_obs), dtype=np.float32))
         obs, values, next_values, rewards, chunk_end = [], [], [], [], []
@@ -49,7 +49,7 @@ class PPOLearner:
             obs.append(all_obs[offset:offset + n])
             values.append(v[:-1])
             next_values.append(v[1:])
-            rewards.append(np.asarray(ep.rewards, dtype=np.float32))
+            rewards.append(np.asarray(ep.get_rewards(), dtype=np.float32))
             end = np.zeros(n, dtype=bool)
             end[-1] = True
             chunk_end.append(end)
@@ -71,11 +71,11 @@ class PPOLearner:
         value_targets = advantages + values
         return {
             "obs": np.concatenate(obs),
-            "actions": np.concatenate([ep.actions for ep in episodes]),
+            "actions": np.concatenate([ep.get_actions() for ep in episodes]),
             "action_logp": np.concatenate(
-                [ep.extra_model_outputs["action_logp"] for ep in episodes]).astype(np.float32),
+                [ep.get_extra_model_outputs("action_logp") for ep in episodes]).astype(np.float32),
             "action_dist_inputs": np.concatenate(
-                [ep.extra_model_outputs["action_dist_inputs"] for ep in episodes]),
+                [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]),
             "advantages": advantages.astype(np.float32),
             "value_targets": value_targets.astype(np.float32),
         }

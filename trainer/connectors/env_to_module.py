@@ -217,10 +217,11 @@ class PrevActionsPrevRewards(ConnectorV2):
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         action_space = self.input_action_space
         for episode in self.single_agent_episode_iterator(episodes):
-            actions = list(episode.get_actions())[-self.n_prev_actions:] if self.n_prev_actions \
-                else []
-            rewards = list(episode.get_rewards())[-self.n_prev_rewards:] if self.n_prev_rewards \
-                else []
+            # The latest steps (from the lookback buffer, too); fewer at an episode's start.
+            actions = episode.get_actions(slice(-self.n_prev_actions, None)) \
+                if self.n_prev_actions else []
+            rewards = episode.get_rewards(slice(-self.n_prev_rewards, None)) \
+                if self.n_prev_rewards else []
             new = {ORIG_OBS_KEY: episode.get_observations(-1)}
             if self.n_prev_actions:
                 width = self._action_size(action_space)

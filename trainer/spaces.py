@@ -1,0 +1,155 @@
+"""Helpers for (possibly nested) gymnasium spaces and the data they describe, under RLlib's names
+(`ray.rllib.utils.spaces.space_utils`, `ray.rllib.utils.numpy.one_hot`).
+
+A *struct* is a dict, tuple or list of leaves (a `gym.spaces.Dict` or `Tuple` sample); anything else is a
+leaf. `batch` turns a list of structs into one struct of arrays with a leading batch axis;
+`get_dummy_batch_for_space` makes filler data of a space's shape; `space_to_dict` /
+`space_from_dict` carry a space as plain data (checkpoints hold no pickles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = [
+    "batch", "get_base_struct_from_space", "get_dummy_batch_for_space", "map_structure",
+    "one_hot", "one_hot_multidiscrete", "space_from_dict", "space_to_dict",
+]
+
+
+def map_structure(fn: Callable, *structs: Any) -> Any:
+    """`fn` applied leaf by leaf to structs of the same shape (dicts by key, tuples and lists by
+    position, as `dm_tree` does)."""
+    first = structs[0]
+    if isinstance(first, dict):
+        return {key: map_structure(fn, *(s[key] for s in structs)) for key in first}
+    if isinstance(first, (tuple, list)):
+        mapped = [map_structure(fn, *items) for items in zip(*structs, strict=True)]
+        return mapped if isinstance(first, list) else tuple(mapped)
+    return fn(*structs)
+
+
+def first_leaf(struct: Any) -> Any:
+    while isinstance(struct, (dict, tuple)):
+        struct = next(iter(struct.values())) if isinstance(struct, dict) else struct[0]
+    return struct
+
+
+def batch(items: list) -> Any:
+    """A list of items (leaves or structs of one shape) as one struct of arrays whose leaves
+    have the list's length as their first axis."""
+    if not items:
+        return np.asarray(items)
+    if isinstance(items[0], (dict, tuple, list)):
+        return map_structure(lambda *leaves: _stack(list(leaves)), *items)
+    return _stack(items)
+
+
+def _stack(leaves: list) -> np.ndarray:
+    # Python scalars go through one `asarray` (fast); arrays are stacked row by row.
+    if isinstance(leaves[0], np.ndarray):
+        return np.stack(leaves)
+    return np.asarray(leaves)
+
+
+def get_base_struct_from_space(space: gym.Space | None) -> Any:
+    """A `Dict`/`Tuple` space as a dict/tuple of its leaf spaces (other spaces as they are)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: get_base_struct_from_space(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(get_base_struct_from_space(sub) for sub in space.spaces)
+    return space
+
+
+def get_dummy_batch_for_space(space: gym.Space | Any, batch_size: int = 32, *,
+                              fill_value: float = 0.0, one_hot_discrete: bool = False) -> Any:
+    """Filler data of `space`'s structure: every leaf `fill_value` in its space's shape and dtype
+    (with a leading `batch_size` axis unless it is 0). With `one_hot_discrete`, `Discrete(n)`
+    leaves are float32 vectors of length n and `MultiDiscrete` ones of length `sum(nvec)`."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        space = get_base_struct_from_space(space)
+    if isinstance(space, (dict, tuple)):
+        return map_structure(lambda s: get_dummy_batch_for_space(
+            s, batch_size, fill_value=fill_value, one_hot_discrete=one_hot_discrete), space)
+    shape, dtype = space.shape, space.dtype
+    if one_hot_discrete and isinstance(space, gym.spaces.Discrete):
+        shape, dtype = (int(space.n),), np.float32
+    elif one_hot_discrete and isinstance(space, gym.spaces.MultiDiscrete):
+        shape, dtype = (int(np.sum(space.nvec)),), np.float32
+    leading = (batch_size,) if batch_size > 0 else ()
+    return np.full(leading + tuple(shape), fill_value, dtype=dtype)
+
+
+def one_hot(x: Any, depth: int = 0, on_value: float = 1.0, off_value: float = 0.0,
+            dtype: Any = np.float32) -> np.ndarray:
+    """Integers (any shape) as one-hot vectors along a new last axis of length `depth`
+    (default: the largest value + 1)."""
+    x = np.asarray(x)
+    if depth == 0:
+        depth = int(np.max(x)) + 1
+    out = np.full(x.shape + (depth,), off_value, dtype=dtype)
+    np.put_along_axis(out, x.astype(np.int64)[..., None], on_value, axis=-1)
+    return out
+
+
+def one_hot_multidiscrete(x: Any, depths: Any) -> np.ndarray:
+    """A MultiDiscrete value (last axis: one integer per sub-space) as its one-hot vectors
+    concatenated."""
+    x = np.asarray(x)
+    return np.concatenate([one_hot(x[..., i], int(depth)) for i, depth in enumerate(depths)],
+                          axis=-1)
+
+
+# -- spaces as plain data ----------------------------------------------------------------------
+def space_to_dict(space: gym.Space | None) -> dict | None:
+    """A space as JSON/msgpack data (`space_from_dict` rebuilds it). Supported: Box, Discrete,
+    MultiDiscrete, MultiBinary, Text, and Dict/Tuple of these."""
+    if space is None:
+        return None
+    if isinstance(space, gym.spaces.Box):
+        return {"space": "box", "low": space.low.tolist(), "high": space.high.tolist(),
+                "shape": list(space.shape), "dtype": space.dtype.str}
+    if isinstance(space, gym.spaces.Discrete):
+        return {"space": "discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"space": "multi-discrete", "nvec": space.nvec.tolist(),
+                "dtype": space.dtype.str}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"space": "multi-binary", "n": np.asarray(space.n).tolist()}
+    if isinstance(space, gym.spaces.Text):
+        return {"space": "text", "min_length": space.min_length, "max_length": space.max_length}
+    if isinstance(space, gym.spaces.Dict):
+        return {"space": "dict",
+                "spaces": {key: space_to_dict(sub) for key, sub in space.spaces.items()}}
+    if isinstance(space, gym.spaces.Tuple):
+        return {"space": "tuple", "spaces": [space_to_dict(sub) for sub in space.spaces]}
+    raise TypeError(f"space_to_dict: {type(space).__name__} spaces are not supported "
+                    "(Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict, Tuple are)")
+
+
+def space_from_dict(data: dict | None) -> gym.Space | None:
+    """The space `space_to_dict` described."""
+    if data is None:
+        return None
+    kind = data.get("space")
+    if kind == "box":
+        return gym.spaces.Box(np.asarray(data["low"]), np.asarray(data["high"]),
+                              tuple(data["shape"]), np.dtype(data["dtype"]))
+    if kind == "discrete":
+        return gym.spaces.Discrete(data["n"], start=data.get("start", 0))
+    if kind == "multi-discrete":
+        return gym.spaces.MultiDiscrete(data["nvec"], dtype=np.dtype(data["dtype"]))
+    if kind == "multi-binary":
+        return gym.spaces.MultiBinary(data["n"])
+    if kind == "text":
+        return gym.spaces.Text(data["max_length"], min_length=data["min_length"])
+    if kind == "dict":
+        return gym.spaces.Dict({key: space_from_dict(sub)
+                                for key, sub in data["spaces"].items()})
+    if kind == "tuple":
+        return gym.spaces.Tuple([space_from_dict(sub) for sub in data["spaces"]])
+    raise ValueError(f"space_from_dict: unknown space description {data!r}")
