@@ -42,10 +42,11 @@ def main() -> None:
     parser.add_argument("commit", help="the baseline commit (e.g. HEAD~1)")
     parser.add_argument("script", help="a bench script that prints 'ratio X'")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("script_args", nargs=argparse.REMAINDER,
-                        help="arguments for the script, after --")
-    args = parser.parse_args()
-    script_args = [a for a in args.script_args if a != "--"]
+    argv = sys.argv[1:]
+    # Everything after "--" is the script's.
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    script_args = argv[split + 1:]
     with tempfile.TemporaryDirectory(prefix="localrl_baseline_") as scratch:
         baseline = Path(scratch) / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(baseline),

@@ -62,6 +62,12 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.agent_id = agent_id
         self.module_id = module_id
         self.multi_agent_episode_id = multi_agent_episode_id
+        if observations is None and infos is None and actions is None and rewards is None \
+                and extra_model_outputs is None:
+            self._init_empty(t_started or 0, observation_space, action_space, env_index)
+            self.is_terminated = terminated
+            self.is_truncated = truncated
+            return
         num_steps = len(rewards) if rewards is not None else 0
         if len_lookback_buffer == "auto" or len_lookback_buffer > num_steps:
             len_lookback_buffer = num_steps
@@ -102,6 +108,31 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if observations is not None:
             self.validate()
 
+    def _init_empty(self, t_started: int, observation_space: gym.Space | None,
+                    action_space: gym.Space | None, env_index: int) -> None:
+        """The attributes of an episode without data, set directly (the EnvRunner makes one per
+        episode and chunk)."""
+        self.observations = InfiniteLookbackBuffer.of_list([])
+        self.infos = InfiniteLookbackBuffer.of_list([])
+        self.actions = InfiniteLookbackBuffer.of_list([])
+        self.rewards = InfiniteLookbackBuffer.of_list([])
+        self.rewards._space = self.rewards.space_struct = REWARD_SPACE
+        self._observation_space = self._action_space = None
+        if observation_space is not None:
+            self.observation_space = observation_space
+        if action_space is not None:
+            self.action_space = action_space
+        self.extra_model_outputs = {}
+        self.t_started = self.t = t_started
+        self.custom_data = {}
+        self._temporary_timestep_data = {}
+        self._start_time = self._last_step_time = None
+        self.env_index = env_index
+        self._old = None
+        self._return_before = 0.0
+        self._env_runner = None
+        self.connector_data = {}
+
     # -- spaces ------------------------------------------------------------------------------
     @property
     def observation_space(self) -> gym.Space | None:
@@ -139,23 +170,27 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self._check_space(self._observation_space, observation, "observation")
             self._check_space(self._action_space, action, "action")
         # Straight into the buffers' lists while recording (the EnvRunner's hot path).
-        if self.observations.finalized:
+        if self.observations.finalized or self.infos.finalized:
             self.observations.append(observation)
             self.actions.append(action)
             self.rewards.append(reward)
+            self.infos.append(infos or {})
         else:
             self.observations.data.append(observation)
             self.actions.data.append(action)
             self.rewards.data.append(reward)
-        self.infos.append(infos or {})
+            self.infos.data.append(infos or {})
         self.t += 1
         if extra_model_outputs:
             outputs = self.extra_model_outputs
             for key, value in extra_model_outputs.items():
-                if key in outputs:
-                    outputs[key].append(value)
+                buffer = outputs.get(key)
+                if buffer is None:
+                    outputs[key] = InfiniteLookbackBuffer.of_list([value])
+                elif buffer.finalized:
+                    buffer.append(value)
                 else:
-                    outputs[key] = InfiniteLookbackBuffer([value])
+                    buffer.data.append(value)
         if terminated or truncated:
             self.is_terminated = terminated
             self.is_truncated = truncated
@@ -200,7 +235,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
             successor.observations.data.append(self.observations.get(-1))
             successor.infos.data.append(self.infos.get(-1))
             for key in self.extra_model_outputs:
-                successor.extra_model_outputs[key] = InfiniteLookbackBuffer([])
+                successor.extra_model_outputs[key] = InfiniteLookbackBuffer.of_list([])
         else:
             steps = slice(-len_lookback_buffer, None)
             successor = SingleAgentEpisode(

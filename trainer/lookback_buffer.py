@@ -51,6 +51,17 @@ class InfiniteLookbackBuffer:
         self.lookback = min(int(lookback), self.len_incl_lookback())
         self.space = space
 
+    @classmethod
+    def of_list(cls, items: list) -> InfiniteLookbackBuffer:
+        """A recording buffer around `items` (no lookback, no space), made without checks: the
+        EnvRunner makes several per episode."""
+        buffer = cls.__new__(cls)
+        buffer.data = items
+        buffer.finalized = False
+        buffer.lookback = 0
+        buffer._space = buffer.space_struct = None
+        return buffer
+
     @property
     def space(self) -> gym.Space | None:
         return self._space

@@ -62,6 +62,15 @@ class MetricsLogger:
         """Logs `value` under `key`. The first call for a key fixes its settings (see
         `trainer.metrics.stats`); later calls add values (differing settings are ignored,
         with one warning per key)."""
+        # A top-level key that exists: the common case, looked up once.
+        stats = self.stats.get(key) if isinstance(key, str) else None
+        if isinstance(stats, Stats):
+            if _settings_differ(stats, reduce, window, clear_on_reduce, with_throughput) \
+                    and (key,) not in self._warned:
+                self._warn_on_new_settings((key,), stats, reduce, window, clear_on_reduce,
+                                           with_throughput)
+            stats.push(value)
+            return
         path = _path(key)
         stats = self._find(path)
         if stats is None:
@@ -77,7 +86,8 @@ class MetricsLogger:
                                   throughput_ema_coeff=throughput_ema_coeff,
                                   reduce_per_index_on_aggregate=reduce_per_index_on_aggregate))
             return
-        if path not in self._warned:
+        if _settings_differ(stats, reduce, window, clear_on_reduce, with_throughput) \
+                and path not in self._warned:
             self._warn_on_new_settings(path, stats, reduce, window, clear_on_reduce,
                                        with_throughput)
         stats.push(value)
@@ -295,6 +305,12 @@ class MetricsLogger:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _settings_differ(stats: Stats, reduce, window, clear_on_reduce, with_throughput) -> bool:
+    return (reduce != stats.reduce_method or window != stats.window
+            or clear_on_reduce != stats.clear_on_reduce
+            or with_throughput != (stats._throughput_stats is not None))
+
+
 def _path(key: Key) -> tuple:
     if isinstance(key, str):
         return (key,)

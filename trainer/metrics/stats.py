@@ -257,23 +257,47 @@ class Stats:
     # -- copies and state --------------------------------------------------------------------
     @staticmethod
     def similar_to(other: Stats, init_values: Any = None) -> Stats:
-        """A new Stats with `other`'s settings, id and last reduction, holding `init_values`."""
-        stats = Stats(init_values, reduce=other.reduce_method, percentiles=other.percentiles,
-                      reduce_per_index_on_aggregate=other.reduce_per_index_on_aggregate,
-                      window=other.window, ema_coeff=other.ema_coeff,
-                      clear_on_reduce=other.clear_on_reduce,
-                      throughput=other.throughput if other.has_throughput else False,
-                      throughput_ema_coeff=other._throughput_ema_coeff)
-        stats.id_ = other.id_
+        """A new Stats with `other`'s settings, id and last reduction, holding `init_values`
+        (values as a Stats holds them: no checks, no conversion)."""
+        stats = Stats.__new__(Stats)
+        for name in _SETTING_SLOTS:
+            setattr(stats, name, getattr(other, name))
         stats._last_reduced = list(other._last_reduced)
+        stats._prev_merge_values = {}
+        stats._start_times = {}
+        stats._throughput_stats = None
+        stats._last_throughput_time = -1.0
+        if other._throughput_stats is not None:
+            stats._throughput_stats = Stats([other.throughput], reduce="mean",
+                                            ema_coeff=other._throughput_ema_coeff)
+            if init_values is not None:
+                stats._last_throughput_time = time.perf_counter()
+        stats._set_values(init_values if isinstance(init_values, list)
+                          else [] if init_values is None else [init_values])
+        stats._has_new_values = init_values is not None
         return stats
 
     def copy(self) -> Stats:
         """An independent copy (values, throughput and merge bookkeeping included)."""
-        clone = Stats.from_state(self.get_state())
-        clone._last_throughput_time = self._last_throughput_time
+        clone = Stats.__new__(Stats)
+        clone.__setstate__(self.__getstate__())
+        clone._set_values(self.values)
         clone._has_new_values = self._has_new_values
+        clone._last_reduced = list(self._last_reduced)
+        clone._prev_merge_values = dict(self._prev_merge_values)
+        if self._throughput_stats is not None:
+            clone._throughput_stats = self._throughput_stats.copy()
         return clone
+
+    def __getstate__(self) -> tuple:
+        # Pickled slot by slot (the per-thread timers stay behind): what a runner's reduce()
+        # sends in every sample reply, so no dict of settings and no re-validation.
+        return tuple(getattr(self, name) for name in _PICKLED_SLOTS)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(_PICKLED_SLOTS, state, strict=True):
+            setattr(self, name, value)
+        self._start_times = {}
 
     def get_state(self) -> dict:
         """Settings and values as plain data (beyond RLlib's: the id and what each input
@@ -313,15 +337,11 @@ class Stats:
         stats._prev_merge_values = dict(state.get("prev_merge_values", {}))
         return stats
 
-    def __reduce__(self):
-        # Pickled as its state (the per-thread timers stay behind).
-        return _stats_from_pickle, (self.get_state(), self._last_throughput_time,
-                                    self._has_new_values)
-
     # -- internals ---------------------------------------------------------------------------
     def _set_values(self, values: Any) -> None:
         self.values = list(values) if self._inf_window else deque(values, maxlen=int(self.window))
         self._has_new_values = True
+
 
     def _reduced_values(self) -> tuple[list, Any]:
         """(The reduction as a one-item list, the values to keep), without changing anything.
@@ -343,6 +363,13 @@ class Stats:
         if self._inf_window and self.reduce_method != "mean":
             return [reduced], [reduced]
         return [reduced], values
+
+
+#: What `similar_to` copies: the settings and the identity.
+_SETTING_SLOTS = ("reduce_method", "window", "ema_coeff", "clear_on_reduce", "percentiles",
+                  "reduce_per_index_on_aggregate", "id_", "_inf_window",
+                  "_throughput_ema_coeff")
+_PICKLED_SLOTS = tuple(name for name in Stats.__slots__ if name != "_start_times")
 
 
 def merge_stats(base: Stats | None, incoming: list[Stats]) -> Stats:
@@ -486,15 +513,20 @@ def _nan_mean(values: list) -> float:
 def _nan_reduce(method: str, values: Any) -> Any:
     """numpy's `nanmean` / `nanmin` / `nanmax` / `nansum` (NaN when every value is NaN), in
     plain Python for Python numbers (the common case: several times faster)."""
-    if all(_is_number(v) for v in values):
+    try:  # Python numbers; anything else (arrays, strings) raises and takes numpy's way
         kept = [v for v in values if v == v]
         if not kept:
             return math.nan
         if method == "sum":
-            return sum(kept)
-        if method == "mean":
-            return sum(kept) / len(kept)
-        return min(kept) if method == "min" else max(kept)
+            result = sum(kept)
+        elif method == "mean":
+            result = sum(kept) / len(kept)
+        else:
+            result = min(kept) if method == "min" else max(kept)
+        if _is_number(result):
+            return result
+    except (TypeError, ValueError):
+        pass
     array = np.asarray(list(values), dtype=float)
     if np.all(np.isnan(array)):
         return math.nan
@@ -510,10 +542,3 @@ def _from_earlier_format(state: dict) -> dict:
         values = [state["total"]]
     return {"values": values, "reduce": state["reduce"], "window": state["window"],
             "ema_coeff": state["ema_coeff"], "clear_on_reduce": state["clear_on_reduce"]}
-
-
-def _stats_from_pickle(state: dict, last_throughput_time: float, has_new_values: bool) -> Stats:
-    stats = Stats.from_state(state)
-    stats._last_throughput_time = last_throughput_time
-    stats._has_new_values = has_new_values
-    return stats
