@@ -64,28 +64,10 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.multi_agent_episode_id = multi_agent_episode_id
         if observations is None and infos is None and actions is None and rewards is None \
                 and extra_model_outputs is None:
-            self._init_empty(t_started or 0, observation_space, action_space, env_index)
-            self.is_terminated = terminated
-            self.is_truncated = truncated
-            return
-        num_steps = len(rewards) if rewards is not None else 0
-        if len_lookback_buffer == "auto" or len_lookback_buffer > num_steps:
-            len_lookback_buffer = num_steps
-        elif not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
-            raise ValueError(f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
-                             "must be 'auto' or an int >= 0")
-        lookback = len_lookback_buffer
-        if infos is None:
-            infos = [{} for _ in range(_size(observations))]
-        self.observations = _buffer(observations, lookback, observation_space)
-        self.infos = _buffer(infos, lookback)
-        self.actions = _buffer(actions, lookback, action_space)
-        self.rewards = _buffer(rewards, lookback, REWARD_SPACE)
-        self._observation_space = observation_space
-        self._action_space = action_space
-        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {
-            key: _buffer(values, lookback) for key, values in (extra_model_outputs or {}).items()
-        }
+            self._empty_columns(observation_space, action_space)
+        else:
+            self._columns_from_data(observations, infos, actions, rewards, extra_model_outputs,
+                                    len_lookback_buffer, observation_space, action_space)
         self.is_terminated = terminated
         self.is_truncated = truncated
         #: The env timestep this chunk started at (after its lookback buffer), and has reached.
@@ -108,10 +90,10 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if observations is not None:
             self.validate()
 
-    def _init_empty(self, t_started: int, observation_space: gym.Space | None,
-                    action_space: gym.Space | None, env_index: int) -> None:
-        """The attributes of an episode without data, set directly (the EnvRunner makes one per
-        episode and chunk)."""
+    def _empty_columns(self, observation_space: gym.Space | None,
+                       action_space: gym.Space | None) -> None:
+        """Columns without data, made directly (the EnvRunner makes them for every episode
+        and chunk)."""
         self.observations = InfiniteLookbackBuffer.of_list([])
         self.infos = InfiniteLookbackBuffer.of_list([])
         self.actions = InfiniteLookbackBuffer.of_list([])
@@ -123,15 +105,29 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if action_space is not None:
             self.action_space = action_space
         self.extra_model_outputs = {}
-        self.t_started = self.t = t_started
-        self.custom_data = {}
-        self._temporary_timestep_data = {}
-        self._start_time = self._last_step_time = None
-        self.env_index = env_index
-        self._old = None
-        self._return_before = 0.0
-        self._env_runner = None
-        self.connector_data = {}
+
+    def _columns_from_data(self, observations: Any, infos: Any, actions: Any, rewards: Any,
+                           extra_model_outputs: dict[str, Any] | None,
+                           len_lookback_buffer: int | str, observation_space: gym.Space | None,
+                           action_space: gym.Space | None) -> None:
+        num_steps = len(rewards) if rewards is not None else 0
+        if len_lookback_buffer == "auto" or len_lookback_buffer > num_steps:
+            len_lookback_buffer = num_steps
+        elif not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
+            raise ValueError(f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
+                             "must be 'auto' or an int >= 0")
+        lookback = len_lookback_buffer
+        if infos is None:
+            infos = [{} for _ in range(_size(observations))]
+        self.observations = _buffer(observations, lookback, observation_space)
+        self.infos = _buffer(infos, lookback)
+        self.actions = _buffer(actions, lookback, action_space)
+        self.rewards = _buffer(rewards, lookback, REWARD_SPACE)
+        self._observation_space = observation_space
+        self._action_space = action_space
+        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {
+            key: _buffer(values, lookback) for key, values in (extra_model_outputs or {}).items()
+        }
 
     # -- spaces ------------------------------------------------------------------------------
     @property

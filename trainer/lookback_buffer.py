@@ -144,17 +144,20 @@ class InfiniteLookbackBuffer:
 
     def _position(self, index: int, neg_index_as_lookback: bool) -> int | None:
         """`index` as a position in `data` (negative: from the end, Python style), or None when
-        it lies left of the lookback buffer."""
+        it lies outside the data."""
         if index >= 0 or neg_index_as_lookback:
             position = self.lookback + index
-            return position if position >= 0 else None
-        return index
+            if position < 0:
+                return None  # left of the lookback buffer
+        else:
+            position = index
+        size = self.len_incl_lookback()
+        return position if -size <= position < size else None
 
     def _get_int(self, index: int, neg_index_as_lookback: bool, fill: Any,
                  one_hot_discrete: bool = False) -> Any:
         position = self._position(index, neg_index_as_lookback)
-        size = self.len_incl_lookback()
-        if position is None or not -size <= position < size:
+        if position is None:
             if fill is None:
                 raise IndexError(f"index {index} is out of range for a buffer of {len(self)} "
                                  f"items after a lookback buffer of {self.lookback} "
@@ -281,8 +284,7 @@ class InfiniteLookbackBuffer:
 
     def _set_int(self, value: Any, index: int, neg_index_as_lookback: bool) -> None:
         position = self._position(index, neg_index_as_lookback)
-        size = self.len_incl_lookback()
-        if position is None or not -size <= position < size:
+        if position is None:
             raise IndexError(f"set(): index {index} is out of range for a buffer of {len(self)} "
                              f"items after a lookback buffer of {self.lookback} "
                              f"(neg_index_as_lookback={neg_index_as_lookback})")

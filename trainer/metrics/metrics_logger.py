@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainer.metrics.stats import (
-    DEFAULT_EMA_COEFF,
     DEFAULT_THROUGHPUT_EMA_COEFF,
     Stats,
     merge_stats,
@@ -64,36 +63,24 @@ class MetricsLogger:
         with one warning per key)."""
         # A top-level key that exists: the common case, looked up once.
         stats = self.stats.get(key) if isinstance(key, str) else None
-        if isinstance(stats, Stats):
-            if _settings_differ(stats, reduce, window, clear_on_reduce, with_throughput) \
-                    and (key,) not in self._warned:
-                self._warn_on_new_settings((key,), stats, reduce, window, clear_on_reduce,
-                                           with_throughput)
-            stats.push(value)
-            return
-        path = _path(key)
-        stats = self._find(path)
-        if stats is None:
-            if reduce is None and (window is None or window == float("inf")):
-                clear_on_reduce = True  # an unreduced, unbounded list is emptied each reduce()
-            if reduce == "mean" and window is None and ema_coeff is None:
-                ema_coeff = DEFAULT_EMA_COEFF
-            if with_throughput and throughput_ema_coeff is None:
-                throughput_ema_coeff = DEFAULT_THROUGHPUT_EMA_COEFF
-            self._set(path, Stats(value, reduce=reduce, percentiles=percentiles, window=window,
-                                  ema_coeff=ema_coeff, clear_on_reduce=clear_on_reduce,
-                                  throughput=with_throughput,
-                                  throughput_ema_coeff=throughput_ema_coeff,
-                                  reduce_per_index_on_aggregate=reduce_per_index_on_aggregate))
-            return
-        if _settings_differ(stats, reduce, window, clear_on_reduce, with_throughput) \
-                and path not in self._warned:
-            self._warn_on_new_settings(path, stats, reduce, window, clear_on_reduce,
+        if not isinstance(stats, Stats):
+            path = _path(key)
+            stats = self._find(path)
+            if stats is None:
+                self._set(path, _new_stats(value, reduce, window, ema_coeff, percentiles,
+                                           clear_on_reduce, with_throughput,
+                                           throughput_ema_coeff,
+                                           reduce_per_index_on_aggregate))
+                return
+        if _settings_differ(stats, reduce, window, clear_on_reduce, with_throughput):
+            self._warn_on_new_settings(_path(key), stats, reduce, window, clear_on_reduce,
                                        with_throughput)
         stats.push(value)
 
     def _warn_on_new_settings(self, path: tuple, stats: Stats, reduce, window, clear_on_reduce,
                               with_throughput) -> None:
+        if path in self._warned:
+            return
         # Defaults are what a repeated call usually passes: only explicit changes warn.
         changed = [f"{name}={given!r} (kept: {kept!r})" for name, given, default, kept in (
             ("reduce", reduce, "mean", stats.reduce_method),
@@ -136,14 +123,9 @@ class MetricsLogger:
         path = _path(key)
         stats = self._find(path)
         if stats is None:
-            if reduce is None and (window is None or window == float("inf")):
-                clear_on_reduce = True
-            if reduce == "mean" and window is None and ema_coeff is None:
-                ema_coeff = DEFAULT_EMA_COEFF
-            stats = Stats(None, reduce=reduce, percentiles=percentiles, window=window,
-                          ema_coeff=ema_coeff, clear_on_reduce=clear_on_reduce,
-                          throughput=with_throughput, throughput_ema_coeff=throughput_ema_coeff,
-                          reduce_per_index_on_aggregate=reduce_per_index_on_aggregate)
+            stats = _new_stats(None, reduce, window, ema_coeff, percentiles, clear_on_reduce,
+                               with_throughput, throughput_ema_coeff,
+                               reduce_per_index_on_aggregate)
             self._set(path, stats)
         return stats
 
@@ -305,6 +287,19 @@ class MetricsLogger:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _new_stats(init_values: Any, reduce, window, ema_coeff, percentiles, clear_on_reduce,
+               with_throughput, throughput_ema_coeff, reduce_per_index_on_aggregate) -> Stats:
+    """The Stats a first `log_value` / `log_time` makes, with RLlib's logger defaults."""
+    if reduce is None and (window is None or window == float("inf")):
+        clear_on_reduce = True  # an unreduced, unbounded list is emptied each reduce()
+    if with_throughput and throughput_ema_coeff is None:
+        throughput_ema_coeff = DEFAULT_THROUGHPUT_EMA_COEFF
+    return Stats(init_values, reduce=reduce, percentiles=percentiles, window=window,
+                 ema_coeff=ema_coeff, clear_on_reduce=clear_on_reduce,
+                 throughput=with_throughput, throughput_ema_coeff=throughput_ema_coeff,
+                 reduce_per_index_on_aggregate=reduce_per_index_on_aggregate)
+
+
 def _settings_differ(stats: Stats, reduce, window, clear_on_reduce, with_throughput) -> bool:
     return (reduce != stats.reduce_method or window != stats.window
             or clear_on_reduce != stats.clear_on_reduce

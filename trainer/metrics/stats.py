@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -218,7 +219,7 @@ class Stats:
             at_index = [s.values[-back] for s in inputs if len(s) >= back]
             copies = 1 if self.reduce_per_index_on_aggregate else len(at_index)
             if self.ema_coeff is not None:
-                merged.extend([_nan_mean(at_index)] * copies)
+                merged.extend([_nan_reduce("mean", at_index)] * copies)
             elif self.reduce_method is None:
                 merged.extend(at_index)
             elif self.reduce_method == "sum":
@@ -469,7 +470,6 @@ def _check_settings(reduce, window, ema_coeff, percentiles, reduce_per_index_on_
 
 
 def new_id() -> str:
-    import os
     return os.urandom(16).hex()
 
 
@@ -504,10 +504,6 @@ def _only_nan(values: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _nan_mean(values: list) -> float:
-    return _nan_reduce("mean", values)
 
 
 def _nan_reduce(method: str, values: Any) -> Any:
