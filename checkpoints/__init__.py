@@ -8,8 +8,12 @@ A checkpoint is a directory:
   `metrics.msgpack`, `env_runner_<i>.msgpack`, `eval_env_runner_<i>.msgpack`,
   `evaluation_metrics.msgpack`, `replay_buffer.msgpack`), readable with `ormsgpack.unpackb`
   alone (arrays are maps of dtype, shape and raw bytes: see `checkpoints.codec`);
-- `class_and_config.pkl`: the algorithm class and its config, cloudpickled, read only by
-  `Algorithm.from_checkpoint(path)` without a config.
+- `config.json`: the algorithm class and the config's settings as plain data, code settings by
+  import path (`trainer.config_data`): what `Algorithm.from_checkpoint(path)` without a config,
+  `python -m trainer evaluate` and `--resume` build from;
+- `class_and_config.pkl`: the algorithm class and its config, cloudpickled, for configs whose
+  code has no import path (defined in `__main__`, lambdas); read only on the explicit opt-in
+  `allow_pickle=True` / `--trust-pickle`, since unpickling a planted file runs its code.
 
 `checkpoints.writer` saves atomically, `checkpoints.reader` verifies and loads,
 `checkpoints.manager.CheckpointManager` keeps a run's best and latest checkpoints, and
@@ -23,6 +27,7 @@ FORMAT_NAME = "localrl-checkpoint"
 FORMAT_VERSION = 1
 METADATA_FILE = "metadata.json"
 CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
+CONFIG_FILE = "config.json"
 STATE_FILE_SUFFIX = ".msgpack"
 
 
@@ -47,6 +52,7 @@ from checkpoints.writer import write_checkpoint  # noqa: E402
 
 __all__ = [
     "CLASS_AND_CONFIG_FILE",
+    "CONFIG_FILE",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "METADATA_FILE",

@@ -11,6 +11,7 @@ place in the state where it sits.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,9 @@ import ormsgpack
 ARRAY_TAG = "__ndarray__"
 #: dtype kinds an array may have: bool, signed and unsigned ints, floats, complex.
 _ARRAY_KINDS = "biufc"
+#: Deepest nesting of maps and lists a stored state may have (the deepest real one, a runner's
+#: unfinished episodes, is under 15); deeper data is refused before Python's recursion limit.
+MAX_DEPTH = 64
 
 
 class NotPlainData(TypeError):
@@ -89,17 +93,63 @@ def is_plain_data(value: Any) -> bool:
     return find_problem(value) is None
 
 
-def decode(value: Any) -> Any:
-    """Unpacked msgpack data with the array maps turned back into arrays."""
+class PlacedError(ValueError):
+    """A value that is wrong where it sits: `where` is its place (`learner['optimizer']['m']`),
+    `problem` what is wrong; the message is "where: problem"."""
+
+    def __init__(self, where: str, problem: str):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class MalformedState(PlacedError):
+    """Stored data that is not what `pack` writes."""
+
+
+def decode(value: Any, where: str = "state", depth: int = 0) -> Any:
+    """Unpacked msgpack data with the array maps turned back into arrays. Raises
+    `MalformedState` for an array map that does not describe an array (unknown or object
+    dtype, a shape that does not match its bytes, no data) and for nesting deeper than
+    `MAX_DEPTH`."""
+    if depth > MAX_DEPTH:
+        raise MalformedState(where, f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
         if ARRAY_TAG in value:
-            array = np.frombuffer(value["data"], dtype=np.dtype(value[ARRAY_TAG]))
-            # A writable copy: restored arrays are updated in place (optimizer moments).
-            return array.reshape(value["shape"]).copy()
-        return {key: decode(item) for key, item in value.items()}
+            return decode_array(value, where)
+        return {key: decode(item, f"{where}[{key!r}]", depth + 1) for key, item in value.items()}
     if isinstance(value, list):
-        return [decode(item) for item in value]
+        return [decode(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     return value
+
+
+def decode_array(value: dict, where: str) -> np.ndarray:
+    """The array an array map describes, checked: a plain numeric dtype, a shape of
+    non-negative integers, and exactly as many bytes as the shape needs."""
+    if set(value) != {ARRAY_TAG, "shape", "data"}:
+        raise MalformedState(where, f"an array map needs exactly {ARRAY_TAG!r}, 'shape' and "
+                                    f"'data'; it has {sorted(map(str, value))}")
+    dtype_name, shape, data = value[ARRAY_TAG], value["shape"], value["data"]
+    try:
+        dtype = np.dtype(dtype_name) if isinstance(dtype_name, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in _ARRAY_KINDS or dtype.fields is not None \
+            or dtype.subdtype is not None:
+        raise MalformedState(where, f"array dtype {dtype_name!r} is not one a checkpoint holds "
+                                    "(bool, integer, float or complex)")
+    if not isinstance(shape, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2 ** 62 for n in shape):
+        raise MalformedState(where, f"array shape {shape!r} is not a list of non-negative "
+                                    "integers")
+    if not isinstance(data, bytes):
+        raise MalformedState(where, f"array data is a {type(data).__name__}, not bytes")
+    expected = dtype.itemsize * math.prod(shape)
+    if len(data) != expected:
+        raise MalformedState(where, f"array of shape {shape} and dtype {dtype.str} needs "
+                                    f"{expected} bytes; the data has {len(data)}")
+    # A writable copy: restored arrays are updated in place (optimizer moments).
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
 def unpack(data: bytes) -> Any:

@@ -1,12 +1,18 @@
 """Reading a checkpoint directory: `open_checkpoint(path)` checks `metadata.json`, every file's
 size and SHA-256, then hands out the msgpack state of each component. Every problem is a
 `CheckpointError` naming the path and the cause; nothing here unpickles.
+
+A checkpoint may come from anyone, so the reader stays inside it: every file name in
+`metadata.json` must be a plain name (no directory part, no `..`, no NUL), a symlink must lead
+to a file inside the directory, and only regular files are read (a FIFO or a device is refused,
+never opened in a way that could block), each up to its declared size.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
 import ormsgpack
@@ -20,7 +26,7 @@ from checkpoints import (
     CheckpointError,
     backup_path,
 )
-from checkpoints.codec import decode
+from checkpoints.codec import MalformedState, decode
 from checkpoints.writer import file_digest
 
 
@@ -59,7 +65,11 @@ class Checkpoint:
 
     def load(self, component: str) -> Any:
         """The state stored for `component`, numpy arrays rebuilt."""
-        return decode(self.load_plain(component))
+        try:
+            return decode(self.load_plain(component), component)
+        except MalformedState as error:
+            raise CheckpointError(self.path, f"{component}{STATE_FILE_SUFFIX} is malformed: "
+                                             f"{error}") from None
 
     def class_and_config_bytes(self) -> bytes:
         """The pickled class and config (verified, not unpickled: that is the caller's choice)."""
@@ -68,35 +78,95 @@ class Checkpoint:
                                              "from_checkpoint")
         return self._read_verified(CLASS_AND_CONFIG_FILE)
 
+    def read_json(self, name: str) -> Any:
+        """The verified JSON file `name`, or None when the checkpoint has none."""
+        if name not in self.files:
+            return None
+        try:
+            return json.loads(self._read_verified(name))
+        except ValueError as error:
+            raise CheckpointError(self.path, f"{name} is not valid JSON: {error}") from None
+
     def _read_verified(self, name: str) -> bytes:
         entry = self.files[name]
-        file_path = os.path.join(self.path, name)
-        try:
-            with open(file_path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            raise CheckpointError(self.path, f"file {name} is missing") from None
-        except OSError as error:
-            raise CheckpointError(self.path, f"file {name} cannot be read: {error}") from None
+        data = read_confined(self.path, name, entry["size"])
         if len(data) != entry["size"]:
             change = "truncated" if len(data) < entry["size"] else "longer than written"
-            raise CheckpointError(self.path, f"file {name} is {change}: {len(data)} bytes, "
-                                             f"metadata.json says {entry['size']}")
+            raise CheckpointError(self.path, f"file {name} is {change}: metadata.json says "
+                                             f"{entry['size']} bytes")
         if file_digest(data) != entry["sha256"]:
             raise CheckpointError(self.path, f"file {name} was altered: its SHA-256 does not "
                                              "match metadata.json")
         return data
 
 
-def _read_metadata(path: str) -> dict:
-    metadata_path = os.path.join(path, METADATA_FILE)
+#: The most metadata.json may hold (a real one is a few KB).
+MAX_METADATA_BYTES = 1 << 20
+
+
+def check_file_name(path: str, name: Any) -> None:
+    """Raises `CheckpointError` unless `name` is a plain file name inside the directory."""
+    if not isinstance(name, str) or not name or "\0" in name or name in (".", "..") \
+            or "/" in name or (os.sep != "/" and os.sep in name) or os.path.isabs(name):
+        raise CheckpointError(path, f"{METADATA_FILE} names the file {name!r}: a checkpoint's "
+                                    "files must be plain names inside its directory")
+
+
+def read_confined(path: str, name: str, size: int) -> bytes:
+    """Up to `size` + 1 bytes of the regular file `name` inside the directory `path` (one more
+    byte than declared shows a longer file). A symlink must resolve inside `path`; anything
+    but a regular file (FIFO, device, socket, directory) is refused without blocking."""
+    file_path = os.path.join(path, name)
     try:
-        with open(metadata_path, "rb") as handle:
-            text = handle.read()
+        if os.path.islink(file_path):
+            directory = os.path.realpath(path)
+            target = os.path.realpath(file_path)
+            if os.path.commonpath([directory, target]) != directory:
+                raise CheckpointError(path, f"file {name} is a symlink leading outside the "
+                                            f"checkpoint (to {target})")
+            file_path = target
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(file_path, flags)
     except FileNotFoundError:
-        raise CheckpointError(path, f"not a checkpoint: it has no {METADATA_FILE}") from None
+        raise CheckpointError(path, f"file {name} is missing") from None
     except OSError as error:
-        raise CheckpointError(path, f"{METADATA_FILE} cannot be read: {error}") from None
+        raise CheckpointError(path, f"file {name} cannot be read: {error}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise CheckpointError(path, f"file {name} is not a regular file "
+                                        f"({_file_kind(mode)}); refused")
+        chunks, remaining = [], size + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise CheckpointError(path, f"file {name} cannot be read: {error}") from None
+    finally:
+        os.close(descriptor)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _read_metadata(path: str) -> dict:
+    if not os.path.lexists(os.path.join(path, METADATA_FILE)):
+        raise CheckpointError(path, f"not a checkpoint: it has no {METADATA_FILE}")
+    text = read_confined(path, METADATA_FILE, MAX_METADATA_BYTES)
+    if len(text) > MAX_METADATA_BYTES:
+        raise CheckpointError(path, f"{METADATA_FILE} is larger than {MAX_METADATA_BYTES} "
+                                    "bytes: not a checkpoint's")
     try:
         metadata = json.loads(text)
     except ValueError as error:
@@ -115,8 +185,11 @@ def _read_metadata(path: str) -> dict:
     files = metadata.get("files")
     if not isinstance(files, dict) or not all(
             isinstance(e, dict) and isinstance(e.get("size"), int)
+            and not isinstance(e.get("size"), bool) and e["size"] >= 0
             and isinstance(e.get("sha256"), str) for e in files.values()):
         raise CheckpointError(path, f"{METADATA_FILE} is damaged: no valid 'files' table")
+    for name in files:
+        check_file_name(path, name)
     return metadata
 
 

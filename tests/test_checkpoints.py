@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import ormsgpack
 import pytest
-from helpers import small_ppo
+from helpers import UnpicklingMarker, small_ppo
 
 import checkpoints.writer
 from callbacks import RLlibCallback
@@ -103,8 +103,9 @@ def test_on_checkpoint_loaded_fires_after_both_restore_paths_not_after_save(tmp_
         # Fired after the state was loaded: the algorithm is back at iteration 2.
         assert algo.callbacks[0].loaded_at_iterations == [2] and calls == [2]
         assert algo.training_iteration == 2
-    with PPO.from_checkpoint(path) as restored:
-        # The config came from the checkpoint's pickle: its lambda appends to a copy of `calls`.
+    with PPO.from_checkpoint(path, allow_pickle=True) as restored:
+        # The config came from the checkpoint's pickle (its lambda has no import path): the
+        # lambda appends to a copy of `calls`.
         assert restored.callbacks[0].loaded_at_iterations == [2]
     with Algorithm.from_checkpoint(path, config=config) as restored:
         assert restored.callbacks[0].loaded_at_iterations == [2] and calls == [2, 2]
@@ -231,30 +232,23 @@ def test_state_files_are_plain_msgpack(saved_ppo):
     assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {"metadata.json"}
 
 
-class _Marker:
-    """Unpickling this creates a file: proof that something was unpickled."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
 def test_restore_from_path_and_from_checkpoint_with_config_never_unpickle(tmp_path, saved_ppo):
     path = tmp_path / "c"
     shutil.copytree(saved_ppo, path)
     marker = tmp_path / "unpickled"
-    _replace_file(path, "class_and_config.pkl", pickle.dumps(_Marker(str(marker))))
+    _replace_file(path, "class_and_config.pkl", pickle.dumps(UnpicklingMarker(str(marker))))
     with small_ppo().build() as algo:
         algo.restore_from_path(path)
         assert algo.iteration == 1
     with PPO.from_checkpoint(path, config=small_ppo()) as algo:
         assert algo.iteration == 1
+    # Without a config, the config comes from config.json: still nothing unpickled.
+    with Algorithm.from_checkpoint(path) as algo:
+        assert algo.iteration == 1 and algo.config.train_batch_size == 200
     assert not marker.exists()
-    # Without a config the pickle is read (and this one is not a class and config).
+    # Only the explicit opt-in reads the pickle (and this one is not a class and config).
     with pytest.raises(CheckpointError, match="cannot be unpickled"):
-        Algorithm.from_checkpoint(path)
+        Algorithm.from_checkpoint(path, allow_pickle=True)
     assert marker.exists()
 
 
@@ -307,7 +301,7 @@ def test_save_refuses_to_replace_a_directory_that_is_not_a_checkpoint(tmp_path):
 _SAVE_FOREVER = textwrap.dedent("""
     import sys, time
     import checkpoints.writer
-    from helpers import small_ppo
+    from helpers import UnpicklingMarker, small_ppo
 
     path = sys.argv[1]
     algo = small_ppo().debugging(seed=0).build()

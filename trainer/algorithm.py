@@ -6,6 +6,7 @@ Subclasses implement `setup_learner()` and `training_step()`.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import logging
 import os
@@ -20,11 +21,12 @@ from callbacks import ALGORITHM_EVENTS, CallbackChain
 from callbacks.old_api import warn_once
 from checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from checkpoints.codec import generator_state, set_generator_state
-from trainer.checkpointing import load_algorithm_state, save_algorithm, unpickle_class_and_config
+from trainer.checkpointing import load_algorithm_state, load_class_and_config, save_algorithm
 from trainer.config import AlgorithmConfig
 from trainer.curriculum import apply_env_task_fn
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
+from trainer.errors import RunnerStateRejected
 from trainer.evaluation import (
     Evaluator,
     ParallelEvaluation,
@@ -38,6 +40,14 @@ from trainer.models import DEFAULT_MODULE_ID
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
 from trainer.old_api import with_old_result_keys
+from trainer.state_checks import (
+    StateError,
+    check_loads,
+    require_generator_state,
+    require_int,
+    require_map,
+    require_number,
+)
 
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.
@@ -452,10 +462,45 @@ class Algorithm:
             state.update(self._pending_evaluation_state)
         return state
 
+    def check_state(self, state: dict) -> None:
+        """Raises `StateError` (its `where` names the component) unless every component of
+        `state` fits this algorithm: counters, learner (finite float weights and optimizer
+        moments of the parameters' shapes, a non-negative learning rate), metrics (numbers
+        only), and each runner's state. Nothing here changes."""
+        require_map(state, "state")
+        if "algorithm" in state:
+            counters = require_map(state["algorithm"], "algorithm",
+                                   ("iteration", "time_total_s", "rng", "exploration"))
+            require_int(counters["iteration"], "algorithm['iteration']")
+            require_number(counters["time_total_s"], "algorithm['time_total_s']", minimum=0.0)
+            require_generator_state(counters["rng"], "algorithm['rng']")
+            check_loads(self.exploration, counters["exploration"], "algorithm['exploration']")
+        if "learner" in state:
+            self.learner.check_state(state["learner"], "learner")
+        for key in ("metrics", "evaluation_metrics"):
+            if key in state:
+                MetricsLogger.check_state(state[key], key)
+        training_runner = self.env_runner_group.local_env_runner
+        evaluation_runner = (self._evaluator.group.local_env_runner
+                             if self._evaluator is not None else training_runner)
+        for prefix, runner in (("env_runner_", training_runner),
+                               ("eval_env_runner_", evaluation_runner)):
+            for index, runner_state in _runner_states(state, prefix).items():
+                runner.check_state(runner_state, f"{prefix}{index}")
+
     def set_state(self, state: dict) -> None:
         """Loads what `get_state()` returned (any subset of its components), then pushes the
         weights and the runner states to every EnvRunner process. Evaluation runner states wait
-        for the evaluation runners when those are not built yet."""
+        for the evaluation runners when those are not built yet. Every component is checked
+        first (`check_state`): a state that does not fit raises `StateError` and changes
+        nothing."""
+        self.check_state(state)
+        self._apply_state(state)
+
+    def _apply_state(self, state: dict, *, strict: bool = False) -> None:
+        """Applies a checked state. With `strict`, a runner that fails to take its state raises
+        `RunnerStateRejected` (after the group handled the failure) instead of being only
+        handled per `fault_tolerance()`."""
         if "algorithm" in state:
             counters = state["algorithm"]
             self.iteration = int(counters["iteration"])
@@ -467,23 +512,25 @@ class Algorithm:
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
         self.sync_weights()
-        self.env_runner_group.set_runner_states(_runner_states(state, "env_runner_"))
+        self.env_runner_group.set_runner_states(_runner_states(state, "env_runner_"),
+                                                strict=strict, prefix="env_runner_")
         evaluation_state = {key: value for key, value in state.items()
                             if key.startswith("eval_env_runner_") or key == "evaluation_metrics"}
         if evaluation_state:
             self._pending_evaluation_state = evaluation_state
             if self._evaluator is not None:
                 self._sync_evaluation_runners()
-                self._apply_evaluation_state()
+                self._apply_evaluation_state(strict=strict)
 
-    def _apply_evaluation_state(self) -> None:
+    def _apply_evaluation_state(self, *, strict: bool = False) -> None:
         state, self._pending_evaluation_state = self._pending_evaluation_state, None
         if state is None:
             return
         if "evaluation_metrics" in state:
             self._evaluator.metrics.set_state(state["evaluation_metrics"])
         # Weights are not runner state: set_state() and _begin_evaluation() send them.
-        self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"))
+        self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"),
+                                                strict=strict, prefix="eval_env_runner_")
 
     def __getstate__(self) -> dict:
         """RLlib's spelling of `get_state()` (its tests carry the counters over with
@@ -522,27 +569,43 @@ class Algorithm:
         self.restore_from_path(checkpoint_dir)
 
     def _restore(self, checkpoint: Checkpoint) -> None:
+        """All or nothing: every component is read and checked before any is applied; if a
+        runner still refuses its state, everything goes back to a deep copy of the state
+        before (the rollback shares no array with the live one)."""
         state = load_algorithm_state(self, checkpoint)
-        previous = self.get_state()
         try:
-            self.set_state(state)
-        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as error:
-            self.set_state(previous)  # a state that does not fit leaves nothing half-loaded
+            self.check_state(state)
+        except StateError as error:
             raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
-                                                   f"{type(error).__name__}: {error}") from None
+                                                   f"{error}") from None
+        previous = copy.deepcopy(self.get_state())
+        try:
+            self._apply_state(state, strict=True)
+        except Exception as error:
+            self._apply_state(previous)
+            where = error.component if isinstance(error, RunnerStateRejected) else "state"
+            raise CheckpointError(checkpoint.path, f"{where} could not be applied, nothing was "
+                                                   f"loaded: {type(error).__name__}: {error}"
+                                  ) from None
         self._iterations_since_restore = 0
         logger.info("restored checkpoint %s (iteration %d)", checkpoint.path, self.iteration)
         self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike,
-                        config: AlgorithmConfig | dict | None = None) -> Algorithm:
+                        config: AlgorithmConfig | dict | None = None, *,
+                        allow_pickle: bool = False) -> Algorithm:
         """A new algorithm with the checkpoint's state. Without `config`, the class and config
-        come from the checkpoint's pickle file; with one, nothing is unpickled and the algorithm
-        is built from `config` (which must fit the checkpoint's spaces and network)."""
+        come from the checkpoint's `config.json` (plain data; callbacks, env classes and other
+        code re-imported by their `module:name` paths); with one, the algorithm is built from
+        `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
+        unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
+        file, which also carries lambdas and classes defined in `__main__`, and runs whatever
+        code it holds (use it only for checkpoints you trust)."""
         checkpoint = open_checkpoint(path)
         if config is None:
-            algorithm_class, config = unpickle_class_and_config(checkpoint)
+            algorithm_class, config = load_class_and_config(checkpoint,
+                                                            allow_pickle=allow_pickle)
         elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
             algorithm_class = config.algo_class
         else:

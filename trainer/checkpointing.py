@@ -1,15 +1,17 @@
 """An `Algorithm` as a checkpoint directory (the format is `checkpoints`), and back.
 
-Saving: `Algorithm.get_state()` gives one state per component; each becomes a msgpack file, the
-class and config one cloudpickle file, and `metadata.json` records what a loader must check
-before touching the running algorithm: the algorithm, the spaces and the network's parameter
-shapes. Loading reads msgpack and JSON only; `class_and_config.pkl` is unpickled solely by
-`Algorithm.from_checkpoint(path)` without a config.
+Saving: `Algorithm.get_state()` gives one state per component; each becomes a msgpack file; the
+class and config become `config.json` (plain data, code by import path: `trainer.config_data`)
+and one cloudpickle file; `metadata.json` records what a loader must check before touching the
+running algorithm: the algorithm, the spaces and the network's parameter shapes. Loading reads
+msgpack and JSON only; `class_and_config.pkl` is unpickled solely on the explicit opt-in
+`allow_pickle=True` (`--trust-pickle` on the command line).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import tempfile
@@ -21,6 +23,7 @@ import cloudpickle
 
 from checkpoints import (
     CLASS_AND_CONFIG_FILE,
+    CONFIG_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
     STATE_FILE_SUFFIX,
@@ -29,6 +32,7 @@ from checkpoints import (
     write_checkpoint,
 )
 from checkpoints.codec import NotPlainData, pack
+from trainer.config_data import ConfigDataError, config_from_data, config_to_data
 
 logger = logging.getLogger("trainer")
 
@@ -89,6 +93,8 @@ def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
             logger.warning("checkpoint %s: %s, sub-env %s: its state cannot be captured (%s); "
                            "its episode will restart on restore", path, component, env_index,
                            reason)
+    config_data = config_to_data(algorithm.config, type(algorithm))
+    files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
     module = algorithm.learner.module
     metadata = {
@@ -144,6 +150,30 @@ def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
             raise CheckpointError(checkpoint.path, f"has no {component}{STATE_FILE_SUFFIX} "
                                                    f"(components: {checkpoint.components})")
     return {component: checkpoint.load(component) for component in checkpoint.components}
+
+
+def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
+                          ) -> tuple[type, Any]:
+    """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
+    data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
+    (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted
+    file holds: only for checkpoints you trust)."""
+    if allow_pickle:
+        return unpickle_class_and_config(checkpoint)
+    data = checkpoint.read_json(CONFIG_FILE)
+    if data is None:
+        raise CheckpointError(checkpoint.path, f"has no {CONFIG_FILE} (it predates stored "
+                                               "configs): pass config= to from_checkpoint, or, "
+                                               "if you trust this checkpoint, allow_pickle=True "
+                                               "(--trust-pickle on the command line)")
+    try:
+        return config_from_data(data)
+    except ConfigDataError as error:
+        raise CheckpointError(checkpoint.path, f"its config cannot be rebuilt without "
+                                               f"unpickling: {error}. Pass config= to "
+                                               "from_checkpoint, or, if you trust this "
+                                               "checkpoint, allow_pickle=True (--trust-pickle "
+                                               "on the command line)") from None
 
 
 def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type, Any]:

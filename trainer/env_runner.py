@@ -41,6 +41,13 @@ from trainer.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
+from trainer.state_checks import (
+    StateError,
+    check_loads,
+    require_generator_state,
+    require_int,
+    require_map,
+)
 from trainer.sub_env_guard import SubEnvGuard
 
 logger = logging.getLogger("trainer")
@@ -385,8 +392,37 @@ class EnvRunner:
             state["sampling"] = self._sampling_state()
         return state
 
+    def check_state(self, state: Any, where: str = "env_runner") -> None:
+        """Raises `StateError` unless `state` is a runner state this runner can take: every key
+        `get_state()` writes has the right kind of value, the exploration, metrics and
+        connector states load into scratch copies, and the unfinished episodes rebuild. Nothing
+        here changes."""
+        require_map(state, where)
+        unknown = sorted(set(state) - _RUNNER_STATE_KEYS)
+        if unknown:
+            raise StateError(where, f"has keys a runner state does not: {unknown[:4]}")
+        if "rng" in state:
+            require_generator_state(state["rng"], f"{where}['rng']")
+        if "global_timestep" in state:
+            require_int(state["global_timestep"], f"{where}['global_timestep']")
+        if RL_MODULE_STATE in state:
+            self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
+        if "metrics" in state:
+            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']")
+        for key, component in (("exploration", self.exploration),
+                               ("connector_state", self._env_to_module)):
+            if state.get(key) is not None and component is not None:
+                check_loads(component, state[key], f"{where}[{key!r}]")
+        if "tasks" in state and not isinstance(state["tasks"], list):
+            raise StateError(f"{where}['tasks']", f"expected a list, got "
+                                                  f"{type(state['tasks']).__name__}")
+        if "sampling" in state:
+            _check_sampling_state(state["sampling"], f"{where}['sampling']")
+
     def set_state(self, state: dict) -> None:
-        """Takes back what `get_state()` returned (any subset of its keys)."""
+        """Takes back what `get_state()` returned (any subset of its keys), after `check_state`:
+        a state that does not fit raises `StateError` and changes nothing."""
+        self.check_state(state)
         if "rng" in state:
             set_generator_state(self._rng, state["rng"])
         if RL_MODULE_STATE in state:
@@ -770,6 +806,43 @@ class EnvRunner:
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+#: The keys `EnvRunner.get_state()` writes.
+_RUNNER_STATE_KEYS = {"rng", "global_timestep", "exploration", "metrics", RL_MODULE_STATE,
+                      "connector_state", "tasks", "sampling"}
+_SAMPLING_STATE_KEYS = ("needs_reset", "env_seed", "observations", "awaiting_reset",
+                        "autoreset_envs", "action_space_rng", "sub_envs", "uncaptured",
+                        "episodes", "prev_chunks")
+
+
+def _check_sampling_state(state: Any, where: str) -> None:
+    require_map(state, where, _SAMPLING_STATE_KEYS)
+    if not isinstance(state["needs_reset"], bool):
+        raise StateError(f"{where}['needs_reset']", "expected true or false")
+    if state["env_seed"] is not None:
+        require_int(state["env_seed"], f"{where}['env_seed']", minimum=None)
+    if state["action_space_rng"] is not None:
+        require_generator_state(state["action_space_rng"], f"{where}['action_space_rng']")
+    for key in ("sub_envs", "awaiting_reset", "episodes"):
+        if not isinstance(state[key], list):
+            raise StateError(f"{where}[{key!r}]", f"expected a list, got "
+                                                  f"{type(state[key]).__name__}")
+    require_map(state["uncaptured"], f"{where}['uncaptured']")
+    require_map(state["prev_chunks"], f"{where}['prev_chunks']")
+    episodes = [(f"{where}['episodes'][{i}]", episode)
+                for i, episode in enumerate(state["episodes"]) if episode is not None]
+    for id_, chunks in state["prev_chunks"].items():
+        if not isinstance(chunks, list):
+            raise StateError(f"{where}['prev_chunks'][{id_!r}]", "expected a list of episodes")
+        episodes += [(f"{where}['prev_chunks'][{id_!r}][{i}]", chunk)
+                     for i, chunk in enumerate(chunks)]
+    for place, episode_state in episodes:
+        try:
+            SingleAgentEpisode.from_state(episode_state)
+        except Exception as error:  # from_state raises KeyError, TypeError, ValueError...
+            raise StateError(place, f"not an episode state ({type(error).__name__}: "
+                                    f"{error})") from None
 
 
 def _resumed_episode(state: dict) -> SingleAgentEpisode:

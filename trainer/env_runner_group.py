@@ -35,7 +35,13 @@ from trainer import named_objects
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
-from trainer.errors import EnvRunnerCrashed, EnvRunnerFailure, NoHealthyEnvRunners
+from trainer.errors import (
+    EnvRunnerCrashed,
+    EnvRunnerFailure,
+    NoHealthyEnvRunners,
+    RunnerStateRejected,
+)
+from trainer.models import RL_MODULE_STATE
 from trainer.remote import RemoteEnvRunner
 
 logger = logging.getLogger("trainer")
@@ -254,7 +260,7 @@ class EnvRunnerGroup:
         for index in indices:
             self._restarts[index] += 1
         local = self.local_env_runner
-        state = {"weights": local.get_weights(), "global_timestep": local.global_timestep,
+        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
 
         def state_for(index: int) -> dict:
@@ -410,19 +416,34 @@ class EnvRunnerGroup:
             include_weights=False)), remote_worker_ids=ids, timeout_seconds=timeout_seconds)
         return dict(states)
 
-    def set_runner_states(self, states: dict[int, dict],
-                          timeout_seconds: float | None = None) -> None:
+    def set_runner_states(self, states: dict[int, dict], timeout_seconds: float | None = None,
+                          *, strict: bool = False, prefix: str = "env_runner_") -> None:
         """Gives each runner its state from `states` (keyed by worker index); runners without an
-        entry keep theirs."""
+        entry keep theirs. A runner that fails is handled per `fault_tolerance()`; with `strict`
+        (a restore), its failure is then raised as `RunnerStateRejected` naming
+        `<prefix><index>`, so the restore can be rolled back."""
         if 0 in states and self.local_env_runner is not None:
-            self.local_env_runner.set_state(states[0])
+            try:
+                self.local_env_runner.set_state(states[0])
+            except Exception as error:
+                if strict:
+                    raise RunnerStateRejected(f"{prefix}0", error) from error
+                raise
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
-        for index in ids:
-            if "tasks" in states[index]:
-                self._tasks[index] = states[index]["tasks"]
         _, failures = self.call_each(
             ids, lambda r: r.call_async("set_state", state=states[r.worker_index]),
             self._timeout(timeout_seconds))
+        for index in ids:
+            # A runner that refused its state is restarted on the tasks it had.
+            if "tasks" in states[index] and index not in failures:
+                self._tasks[index] = states[index]["tasks"]
+        if strict and failures:
+            index = min(failures)
+            try:
+                self.handle_failures(failures)  # restart them, so the rollback reaches them
+            except Exception as error:  # noqa: BLE001 - the state's failure is the one to raise
+                logger.warning("after a runner refused its restored state: %s", error)
+            raise RunnerStateRejected(f"{prefix}{index}", failures[index])
         self.handle_failures(failures)
 
     def sample(self, *, min_env_steps: int, explore: bool | None = None

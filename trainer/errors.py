@@ -80,6 +80,16 @@ class EnvRunnerError(EnvRunnerFailure):
                                  self.error_message, self.remote_traceback))
 
 
+class RunnerStateRejected(RemoteError):
+    """A runner failed to take its part of a restored state (`component` is its name in the
+    checkpoint, such as `env_runner_1`); the restore that sent it is rolled back."""
+
+    def __init__(self, component: str, failure: BaseException):
+        self.component = component
+        self.failure = failure
+        super().__init__(f"{component}: {failure}")
+
+
 class NoHealthyEnvRunners(RemoteError):
     """Every remote EnvRunner failed and none may be restarted: nothing is left to sample."""
 

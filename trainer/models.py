@@ -24,6 +24,7 @@ from trainer.nn import (
     activate_grad,
     flatten,
 )
+from trainer.state_checks import StateError, require_float_array, require_map
 
 #: `model_config` keys the numpy networks implement, with this project's defaults. They are
 #: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see the README's model section).
@@ -291,12 +292,21 @@ class FlatParameterModule:
     def get_weights(self) -> dict[str, np.ndarray]:
         return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
 
+    def check_weights(self, weights: Any, where: str = "weights") -> None:
+        """Raises `StateError` unless `weights` holds exactly this module's parameters, each a
+        finite float array of its shape."""
+        names = self.parameter_names()
+        require_map(weights, where, names)
+        extra = sorted(set(weights) - set(names))
+        if extra:
+            raise StateError(where, f"has parameters this module lacks: {extra[:4]}")
+        for name, param in zip(names, self.parameters(), strict=True):
+            require_float_array(weights[name], f"{where}[{name!r}]", param.shape)
+
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.check_weights(weights)
         for name, param in zip(self.parameter_names(), self.parameters(), strict=True):
-            value = weights[name]
-            if value.shape != param.shape:
-                raise ValueError(f"weight {name!r}: shape {value.shape} does not fit {param.shape}")
-            param[...] = value
+            param[...] = weights[name]
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
         """Module actions as the env takes them. For Box spaces with `normalize`, the module acts

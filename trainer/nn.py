@@ -6,6 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.state_checks import (
+    StateError,
+    require_float_array,
+    require_int,
+    require_map,
+    require_number,
+)
+
 ACTIVATIONS = ("tanh", "relu", "linear", "swish", "silu", "elu", "sigmoid")
 
 
@@ -169,7 +177,20 @@ class Adam:
     def get_state(self) -> dict:
         return {"m": self.m, "v": self.v, "step_count": self.step_count, "lr": self.lr}
 
+    def check_state(self, state: dict, where: str = "optimizer") -> None:
+        """Raises `StateError` unless `state` fits this optimizer: finite float moments of the
+        parameters' shape (never broadcast), a non-negative second moment, a step count and a
+        finite non-negative learning rate."""
+        require_map(state, where, ("m", "v", "step_count", "lr"))
+        require_float_array(state["m"], f"{where}['m']", self.params.shape)
+        v = require_float_array(state["v"], f"{where}['v']", self.params.shape)
+        if (v < 0).any():
+            raise StateError(f"{where}['v']", "Adam's second moment cannot be negative")
+        require_int(state["step_count"], f"{where}['step_count']")
+        require_number(state["lr"], f"{where}['lr']", minimum=0.0)
+
     def set_state(self, state: dict) -> None:
+        self.check_state(state)
         self.m[...] = state["m"]
         self.v[...] = state["v"]
         self.step_count = int(state["step_count"])

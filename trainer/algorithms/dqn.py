@@ -28,6 +28,7 @@ from trainer.checks import (
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.replay_buffer import BUFFER_TYPES, make_replay_buffer
 from trainer.schedules import Schedule
+from trainer.state_checks import check_loads
 
 _BUFFER_DEFAULTS = {
     "EpisodeReplayBuffer": {"type": "EpisodeReplayBuffer", "capacity": 50_000},
@@ -232,7 +233,13 @@ class DQN(Algorithm):
             state["replay_buffer"] = self.local_replay_buffer.get_state()
         return state
 
-    def set_state(self, state: dict) -> None:
+    def check_state(self, state: dict) -> None:
+        super().check_state(state)
+        if "replay_buffer" in state:
+            check_loads(self.local_replay_buffer, state["replay_buffer"], "replay_buffer")
+
+    def _apply_state(self, state: dict, *, strict: bool = False) -> None:
+        super()._apply_state(state, strict=strict)
+        # Last: a restore that fails before this point leaves the buffer as it was.
         if "replay_buffer" in state:
             self.local_replay_buffer.set_state(state["replay_buffer"])
-        super().set_state(state)

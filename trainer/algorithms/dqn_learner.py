@@ -13,6 +13,7 @@ import numpy as np
 
 from trainer.config import adam_settings
 from trainer.nn import Adam, clip_gradients, flatten
+from trainer.state_checks import require_int, require_map
 
 
 class DQNLearner:
@@ -94,7 +95,16 @@ class DQNLearner:
                 "optimizer": self.optimizer.get_state(),
                 "last_target_update_step": self._last_target_update_step}
 
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.state_checks`)."""
+        require_map(state, where, ("module", "target", "optimizer", "last_target_update_step"))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.target.check_weights(state["target"], f"{where}['target']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
+
     def set_state(self, state: dict) -> None:
+        self.check_state(state)
         self.module.set_weights(state["module"])
         self.target.set_weights(state["target"])
         self.optimizer.set_state(state["optimizer"])

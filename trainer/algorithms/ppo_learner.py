@@ -15,6 +15,7 @@ from trainer.config import adam_settings
 from trainer.episode import SingleAgentEpisode
 from trainer.models import PolicyModule, SpaceInfo
 from trainer.nn import Adam, clip_gradients, flatten
+from trainer.state_checks import require_generator_state, require_map, require_number
 
 
 class PPOLearner:
@@ -185,7 +186,16 @@ class PPOLearner:
         return {"module": self.module.get_weights(), "optimizer": self.optimizer.get_state(),
                 "kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
 
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.state_checks`)."""
+        require_map(state, where, ("module", "optimizer", "kl_coeff", "rng"))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
+        require_generator_state(state["rng"], f"{where}['rng']")
+
     def set_state(self, state: dict) -> None:
+        self.check_state(state)
         self.module.set_weights(state["module"])
         self.optimizer.set_state(state["optimizer"])
         self.kl_coeff = float(state["kl_coeff"])

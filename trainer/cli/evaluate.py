@@ -49,6 +49,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--fps", type=positive_float, default=None,
                         help="video frames per second (default: the env's render_fps)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    parser.add_argument("--trust-pickle", action="store_true",
+                        help="build the algorithm from the checkpoint's pickle file (for configs "
+                             "with lambdas or code defined in a script); unpickling runs the "
+                             "file's code: only for checkpoints you trust")
     parser.set_defaults(run=run_evaluate)
     return parser
 
@@ -63,13 +67,15 @@ def resolve_checkpoint(path: str) -> str:
     return best if best is not None else path
 
 
-def load_for_evaluation(path: str) -> Any:
+def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     """The algorithm of the checkpoint at `path`, built to act in this process only (no
-    EnvRunner processes, no evaluation runners)."""
+    EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
+    plain-data `config.json`; from its pickle file only with `allow_pickle`."""
     from checkpoints import open_checkpoint
-    from trainer.checkpointing import unpickle_class_and_config
+    from trainer.checkpointing import load_class_and_config
 
-    algorithm_class, config = unpickle_class_and_config(open_checkpoint(path))
+    algorithm_class, config = load_class_and_config(open_checkpoint(path),
+                                                    allow_pickle=allow_pickle)
     config = config.copy()
     config.env_runners(num_env_runners=0)
     config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0)
@@ -137,7 +143,7 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     path = resolve_checkpoint(args.checkpoint)
     try:
-        algorithm = load_for_evaluation(path)
+        algorithm = load_for_evaluation(path, allow_pickle=args.trust_pickle)
     except CheckpointError as error:
         parser.error(f"argument checkpoint: {error}")
     video = None

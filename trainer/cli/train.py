@@ -105,6 +105,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true",
                      help="continue the run in --output-dir (default: the newest run of "
                           "--algo on --env) from its latest checkpoint")
+    run.add_argument("--trust-pickle", action="store_true",
+                     help="with --resume: take the run's config from its checkpoint's pickle "
+                          "file (for configs with lambdas or code defined in a script); "
+                          "unpickling runs the file's code: only for runs you trust")
     settings = parser.add_argument_group("settings (default: the algorithm's defaults)")
     settings.add_argument("--num-env-runners", type=non_negative_int, default=None,
                           help="EnvRunner processes (0: sample in this process)")
@@ -311,7 +315,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
     (run.json, changed by stop flags)."""
     from checkpoints import CheckpointError, CheckpointManager, open_checkpoint
-    from trainer.checkpointing import unpickle_class_and_config
+    from trainer.checkpointing import load_class_and_config
 
     given = _setting_flags_given(args)
     if given:
@@ -325,7 +329,8 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     if latest is None:
         parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
     try:
-        algorithm_class, config = unpickle_class_and_config(open_checkpoint(latest))
+        algorithm_class, config = load_class_and_config(open_checkpoint(latest),
+                                                        allow_pickle=args.trust_pickle)
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
     config = config.copy()
@@ -341,6 +346,9 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from checkpoints import CheckpointManager
 
     start = time.perf_counter()
+    if args.trust_pickle and not args.resume:
+        parser.error("argument --trust-pickle: only with --resume (a new run has no checkpoint "
+                     "to read)")
     plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
     config, directory, stop = plan.config, plan.directory, plan.stop
     display = ProgressDisplay(Progress(stop))

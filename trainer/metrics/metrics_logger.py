@@ -21,6 +21,7 @@ from trainer.metrics.stats import (
     merge_stats,
     new_id,
 )
+from trainer.state_checks import StateError, require_map, require_numeric_data
 
 logger = logging.getLogger("trainer")
 
@@ -245,14 +246,13 @@ class MetricsLogger:
     def set_state(self, state: dict) -> None:
         """Replaces everything here with `state` (RLlib keeps keys the state lacks; a restore
         here gives exactly the saved logger)."""
-        stats_states = state["stats"]
-        if isinstance(stats_states, list):  # this project's format before RLlib 2.60's
-            stats_states = {STATE_KEY_SEPARATOR.join(path): s for path, s in stats_states}
-        restored: dict = {}
-        for flat_key, stats_state in stats_states.items():
-            _insert(restored, tuple(flat_key.split(STATE_KEY_SEPARATOR)),
-                    Stats.from_state(stats_state))
-        self.stats = restored
+        self.stats = _restored_stats(state)
+
+    @staticmethod
+    def check_state(state: Any, where: str = "metrics") -> None:
+        """Raises `StateError` unless `state` is a logger state whose every stat can be rebuilt
+        and holds numbers only (nothing here changes)."""
+        _restored_stats(state, where)
 
     # -- internals ---------------------------------------------------------------------------
     def _node(self, path: tuple) -> Any:
@@ -382,3 +382,32 @@ def _unwrap_single_item_lists(tree: Any) -> Any:
     if isinstance(tree, list) and len(tree) == 1:
         return tree[0]
     return tree
+
+
+def _restored_stats(state: Any, where: str = "metrics") -> dict:
+    """The nested stats a logger state describes; raises `StateError` for anything else."""
+    require_map(state, where, ("stats",))
+    stats_states = state["stats"]
+    if isinstance(stats_states, list):  # this project's format before RLlib 2.60's
+        try:
+            stats_states = {STATE_KEY_SEPARATOR.join(path): s for path, s in stats_states}
+        except (TypeError, ValueError):
+            raise StateError(f"{where}['stats']", "not a list of (path, stats) pairs") from None
+    require_map(stats_states, f"{where}['stats']")
+    restored: dict = {}
+    for flat_key, stats_state in stats_states.items():
+        place = f"{where}['stats'][{flat_key!r}]"
+        require_map(stats_state, place, ("values", "reduce", "window", "ema_coeff",
+                                         "clear_on_reduce"))
+        for key in ("values", "_last_reduced", "prev_merge_values"):
+            if key in stats_state:
+                require_numeric_data(stats_state[key], f"{place}[{key!r}]")
+        try:
+            stats = Stats.from_state(stats_state)
+        except Exception as error:  # Stats' own checks raise ValueError, TypeError, KeyError
+            raise StateError(place, f"{type(error).__name__}: {error}") from None
+        try:
+            _insert(restored, tuple(flat_key.split(STATE_KEY_SEPARATOR)), stats)
+        except ValueError as error:
+            raise StateError(place, str(error)) from None
+    return restored
