@@ -172,6 +172,9 @@ CRAFTED = {
     "metadata.json a FIFO": (lambda p: ((p / "metadata.json").unlink(),
                                         os.mkfifo(p / "metadata.json")), "a FIFO"),
     "declared size 1 TB": (_huge_declared_size, "learner.msgpack is truncated"),
+    "metadata names another algorithm": (lambda p: _write_metadata(p, {
+        **_metadata(p), "algorithm": "DQN"}), "a checkpoint of DQN (class PPO) cannot be "
+                                              "loaded into PPO (a PPO)"),
     # -- every malformed state --
     "shape larger than data": (lambda p: _replace_state(p, "learner", lambda s: _set(
         s, ["module", _first_weight(s), "shape"], [10 ** 6, 10])), "needs 40000000 bytes"),

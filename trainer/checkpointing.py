@@ -125,8 +125,12 @@ def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
     meta = checkpoint.metadata
     family = algorithm_family(type(algorithm))
     if meta.get("algorithm") != family:
-        raise CheckpointError(checkpoint.path, f"a checkpoint of {meta.get('algorithm_class')} "
-                                               f"cannot be loaded into {type(algorithm).__name__}")
+        saved_class = meta.get("algorithm_class")
+        of = meta.get("algorithm") if saved_class in (None, meta.get("algorithm")) else (
+            f"{meta.get('algorithm')} (class {saved_class})")
+        raise CheckpointError(checkpoint.path, f"a checkpoint of {of} cannot be loaded into "
+                                               f"{type(algorithm).__name__} (a {family}): "
+                                               f"metadata.json says algorithm={meta.get('algorithm')!r}")
     module = algorithm.learner.module
     spaces = describe_spaces(module.spaces)
     if meta.get("spaces") != spaces:

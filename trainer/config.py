@@ -15,8 +15,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
-
 from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from callbacks.chain import callable_name
 from callbacks.old_api import warn_once
@@ -36,6 +34,7 @@ from trainer.envs import check_env_spec
 from trainer.exploration import check_exploration_config
 from trainer.models import MODEL_DEFAULTS, check_model_config
 from trainer.old_api import OLD_CONFIG_KEYS, translate_config_dict
+from trainer.pickling import travel_dumps
 from trainer.rllib_settings import (
     METHOD_OF,
     RLLIB_SETTINGS,
@@ -205,6 +204,7 @@ class AlgorithmConfig:
         # debugging()
         "seed": (None, optional(int_at_least(0))),
         "log_level": ("WARN", _check_log_level),
+        "check_nan": (True, is_bool),
         "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
         # reporting()
         "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
@@ -288,6 +288,11 @@ class AlgorithmConfig:
             setting_rule = rule(name)
             if value is NotProvided or setting_rule is None:
                 continue
+            if isinstance(value, bool) and isinstance(setting_rule.default, int) and not \
+                    isinstance(setting_rule.default, bool):
+                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}): {name} "
+                                  f"is a count; give an int (RLlib's default is "
+                                  f"{setting_rule.default}), not a bool")
             if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
                 raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}) is not "
                                   f"supported here: {setting_rule.instead}")
@@ -475,13 +480,17 @@ class AlgorithmConfig:
         return self
 
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
+                  check_nan: bool = NotProvided,
                   _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
-        it and each runner's index. `_evaluation_parallel_to_training_wo_thread=True` runs a
+        it and each runner's index. `check_nan` (default True; not an RLlib setting) makes every
+        EnvRunner refuse NaN or infinite observations and rewards from the env, naming the
+        runner, sub-env, step and field, before they reach training.
+        `_evaluation_parallel_to_training_wo_thread=True` runs a
         parallel evaluation round without a thread: its requests go out before the training
         step, its replies are read after it."""
-        values = {"seed": seed, "log_level": log_level,
+        values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
                   "_evaluation_parallel_to_training_wo_thread":
                       _evaluation_parallel_to_training_wo_thread}
         self._reject_unknown("debugging", unknown, values)
@@ -776,15 +785,19 @@ class AlgorithmConfig:
                 f"{self.evaluation_auto_duration_max_env_steps_per_sample}")
         self._check_callbacks_travel()
 
-    def _check_callbacks_travel(self) -> None:
-        """Every callback must survive cloudpickle: it is sent to each EnvRunner process."""
-        classes = self.callback_classes()
-        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in classes]
+    def callback_labels(self) -> list[tuple[str, Any]]:
+        """(label, callback) for every configured callback class and callable, the label as
+        the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
+        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()]
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
-        for label, obj in items:
+        return items
+
+    def _check_callbacks_travel(self) -> None:
+        """Every callback must survive cloudpickle: it is sent to each EnvRunner process."""
+        for label, obj in self.callback_labels():
             try:
-                cloudpickle.dumps(obj)
+                travel_dumps(obj)
             except Exception as error:
                 raise ConfigError(
                     f"{type(self).__name__}.{label} cannot be sent to the EnvRunner processes: "

@@ -12,6 +12,7 @@ the event order is exactly created < reset < start < step ... < end, with no ext
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from trainer.env_state import capture_env_state, restore_env_state
 from trainer.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
-from trainer.errors import SampleRequestError, StepFailedRecreateEnvError
+from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.metrics import MetricsLogger
 from trainer.models import (
@@ -298,6 +299,8 @@ class EnvRunner:
         results = self.env.reset(seed=seed, options=options)
         if self._guarded:
             self._log_sub_env_failures("reset")
+        if self.config.check_nan:
+            self._check_finite(results[0], "observation", "reset")
         return results
 
     def _try_env_step(self, actions):
@@ -306,7 +309,32 @@ class EnvRunner:
         results = self.env.step(actions)
         if self._guarded:
             self._log_sub_env_failures("step")
+        if self.config.check_nan:
+            self._check_finite(results[0], "observation", "step")
+            self._check_finite(results[1], "reward", "step")
         return results
+
+    def _check_finite(self, values: Any, field: str, method: str) -> None:
+        """Raises `EnvDataError` if a float array of `values` (a batch over the sub-envs, or a
+        dict/tuple of them) holds NaN or infinity: one vectorised check per batch; the loop
+        that names the sub-env runs only on failure."""
+        for leaf in _float_leaves(values):
+            # A sum is finite when every element is (an overflow to inf falls through to the
+            # exact check below, which then finds nothing): half the cost of isfinite().all().
+            if math.isfinite(leaf.sum()) or np.isfinite(leaf).all():
+                continue
+            rows = leaf.reshape(len(leaf), -1) if leaf.ndim else leaf.reshape(1, 1)
+            sub_env = int(np.flatnonzero(~np.isfinite(rows).all(axis=1))[0])
+            bad = rows[sub_env][~np.isfinite(rows[sub_env])][0]
+            episode = self._episodes[sub_env] if sub_env < len(self._episodes) else None
+            at = "at reset" if method == "reset" else (
+                f"at step {len(episode) + 1} of its episode" if episode is not None
+                else "in a step")
+            raise EnvDataError(
+                f"EnvRunner {self.worker_index}: sub-env {sub_env} returned a"
+                f"{'n infinite' if np.isinf(bad) else ' NaN'} {field} {at}; NaN and infinite "
+                "values would train the networks to NaN. Fix the env, or turn this check off "
+                "with config.debugging(check_nan=False)")
 
     def _log_sub_env_failures(self, method: str) -> None:
         """Logs each sub-env failure of the last reset/step with its traceback, except
@@ -806,6 +834,18 @@ class EnvRunner:
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+def _float_leaves(values: Any) -> list[np.ndarray]:
+    """The float arrays in a batch (an array, or a dict/tuple of them: Dict and Tuple
+    spaces)."""
+    if isinstance(values, dict):
+        return [leaf for value in values.values() for leaf in _float_leaves(value)]
+    if isinstance(values, (tuple, list)):
+        return [leaf for value in values for leaf in _float_leaves(value)]
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        return [values]
+    return []
 
 
 #: The keys `EnvRunner.get_state()` writes.

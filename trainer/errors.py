@@ -100,6 +100,16 @@ class SampleRequestError(ValueError, AssertionError):
     for the same calls, so code written against RLlib catches it."""
 
 
+class EnvDataError(ValueError):
+    """An env returned NaN or infinite observations or rewards (`debugging(check_nan=True)`,
+    the default): names the runner, the sub-env, the step and the field."""
+
+
+class NonFiniteUpdateError(FloatingPointError):
+    """A learner update produced a NaN or infinite loss or gradient; the update was stopped
+    before the weights changed."""
+
+
 class EnvError(Exception):
     """An error raised by env code (RLlib's `ray.rllib.utils.error.EnvError`; its example envs
     raise it to simulate crashes)."""

@@ -4,6 +4,8 @@ learners need. float32 throughout."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from trainer.state_checks import (
@@ -208,6 +210,22 @@ def clip_by_global_norm(grad: np.ndarray, max_norm: float | None) -> float:
     if max_norm is not None and norm > max_norm:
         grad *= max_norm / (norm + 1e-6)
     return norm
+
+
+def check_finite_update(loss: float, grad_norm: float, algorithm: str) -> None:
+    """Raises `NonFiniteUpdateError` unless the loss and the gradient's global norm are finite
+    (the norm is NaN or infinite when any gradient element is); called before the optimizer
+    step, so the weights never take a NaN."""
+    if math.isfinite(loss) and math.isfinite(grad_norm):
+        return
+    from trainer.errors import NonFiniteUpdateError
+
+    raise NonFiniteUpdateError(
+        f"{algorithm} learner: the {'loss' if not math.isfinite(loss) else 'gradient'} is "
+        f"{'NaN' if math.isnan(loss if not math.isfinite(loss) else grad_norm) else 'infinite'} "
+        f"(loss {loss}, gradient norm {grad_norm}); the update was stopped before the weights "
+        "changed. Common causes: NaN or huge observations or rewards (scale them), a learning "
+        "rate too large, or grad_clip=None with exploding gradients")
 
 
 def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,

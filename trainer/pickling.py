@@ -2,7 +2,10 @@
 
 cloudpickle copies a file opened for reading by value (its whole content, read once, at pickle
 time) and fails on one opened for writing. Either way the worker would not hold the user's
-file: `travel_dumps` refuses every open file object with the same clear error.
+file: `travel_dumps` refuses every open file object with the same clear error. It also pickles
+the objects it is told to name (callbacks) each on its own, so that one that cannot be
+unpickled in the worker (its module missing there, its `__setstate__` raising) is reported by
+name instead of as a failed start.
 """
 
 from __future__ import annotations
@@ -17,8 +20,34 @@ class ProcessBoundObject(TypeError):
     """An object that cannot travel to another process (an open file)."""
 
 
+class UnpicklingFailed(Exception):
+    """A named object (a callback) could not be unpickled in the receiving process; `label`
+    names it, `error` is what unpickling raised."""
+
+    def __init__(self, label: str, error: BaseException):
+        self.label = label
+        self.error = error
+        super().__init__(f"{label} could not be unpickled here: {type(error).__name__}: {error}")
+
+
+def _load_named(label: str, blob: bytes) -> Any:
+    """Runs in the receiving process: unpickles one named object, naming it if that fails."""
+    try:
+        return cloudpickle.loads(blob)
+    except Exception as error:
+        raise UnpicklingFailed(label, error) from error
+
+
 class _TravelPickler(cloudpickle.Pickler):
+    def __init__(self, file: io.BytesIO, named: dict[int, str]):
+        super().__init__(file)
+        self._named = named
+
     def reducer_override(self, obj: Any) -> Any:
+        label = self._named.get(id(obj))
+        if label is not None:
+            # Pickled on its own, so a failure to unpickle it names it (see _load_named).
+            return _load_named, (label, travel_dumps(obj))
         if isinstance(obj, io.IOBase):
             name = getattr(obj, "name", None)
             mode = getattr(obj, "mode", None)
@@ -31,8 +60,10 @@ class _TravelPickler(cloudpickle.Pickler):
         return super().reducer_override(obj)
 
 
-def travel_dumps(obj: Any) -> bytes:
-    """`cloudpickle.dumps(obj)`, raising `ProcessBoundObject` for any open file inside."""
+def travel_dumps(obj: Any, named: dict[int, str] | None = None) -> bytes:
+    """`cloudpickle.dumps(obj)`, raising `ProcessBoundObject` for any open file inside. The
+    objects in `named` (id -> label) are pickled each on its own: if one cannot be unpickled in
+    the receiving process, `UnpicklingFailed` names it."""
     buffer = io.BytesIO()
-    _TravelPickler(buffer).dump(obj)
+    _TravelPickler(buffer, named or {}).dump(obj)
     return buffer.getvalue()

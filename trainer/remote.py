@@ -17,11 +17,10 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
-import cloudpickle
-
 from callbacks import CallbackError
 from callbacks.old_api import warn_once
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
+from trainer.pickling import travel_dumps
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
 #: for the cores (measured in bench/threads.py). A user's explicit setting wins.
@@ -102,8 +101,11 @@ class RemoteEnvRunner:
         self._pending.append(label)
 
     def send_init(self, spec: dict) -> None:
-        payload = cloudpickle.dumps(spec)
-        self._send("__init__", ("init", list(sys.path), payload))
+        """Starts the runner from `spec`; each callback is pickled on its own, so one that the
+        worker cannot unpickle is reported by name (a `CallbackError`)."""
+        named = {id(obj): label for label, obj in spec["config"].callback_labels()}
+        payload = travel_dumps(spec, named)
+        self._send("__init__", ("init", list(sys.path), payload, self.worker_index))
 
     def send_pickled(self, label: str, message_bytes: bytes) -> None:
         """Sends a request pickled once for many workers (see `EnvRunnerGroup.sync_weights`)."""

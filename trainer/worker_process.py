@@ -5,7 +5,7 @@ It is started by `trainer.remote.RemoteEnvRunner` with one end of a socket pair 
 each with exactly one reply:
 
     request                              reply
-    ("init", sys_path, payload)          ("ok", {"pid", "spaces", "tasks"})
+    ("init", sys_path, payload, index)   ("ok", {"pid", "spaces", "tasks"})
         payload: cloudpickled {config, env_creator, worker_index, num_workers, spaces,
         recreated, named_objects}
     ("call", method, kwargs)             ("ok", runner.method(**kwargs))
@@ -42,9 +42,14 @@ def _watch_parent(parent_pid: int) -> None:
 def _error_reply(worker_index: int, method: str, error: BaseException):
     from callbacks import CallbackError
     from trainer.errors import EnvRunnerError
+    from trainer.pickling import UnpicklingFailed
 
     if isinstance(error, CallbackError):
         return ("error", error)
+    if isinstance(error, UnpicklingFailed):  # a callback the worker cannot unpickle
+        return ("error", CallbackError("(unpickling in the EnvRunner)", error.label,
+                                       type(error.error).__name__, str(error.error),
+                                       traceback.format_exc(), worker_index))
     return ("error", EnvRunnerError(worker_index, method, type(error).__name__, str(error),
                                     traceback.format_exc()))
 
@@ -80,7 +85,7 @@ def serve(conn, parent_pid: int) -> None:
         method = kind
         try:
             if kind == "init":
-                _, sys_path, payload = message
+                _, sys_path, payload, worker_index = message
                 for entry in sys_path:
                     if entry not in sys.path:
                         sys.path.append(entry)

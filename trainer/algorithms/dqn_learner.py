@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.config import adam_settings
-from trainer.nn import Adam, clip_gradients, flatten
+from trainer.nn import Adam, check_finite_update, clip_gradients, flatten
 from trainer.state_checks import require_int, require_map
 
 
@@ -69,6 +69,7 @@ class DQNLearner:
         gradient = flatten(module.backward(cache, d_q_values))
         grad_norm = clip_gradients(gradient, config.grad_clip, config.grad_clip_by,
                                    self._parameter_sizes)
+        check_finite_update(qf_loss, grad_norm, "DQN")
         self.optimizer.step(gradient)
 
         # Move the target network towards the online one every `target_network_update_freq`

@@ -14,7 +14,7 @@ from checkpoints.codec import generator_state, set_generator_state
 from trainer.config import adam_settings
 from trainer.episode import SingleAgentEpisode
 from trainer.models import PolicyModule, SpaceInfo
-from trainer.nn import Adam, clip_gradients, flatten
+from trainer.nn import Adam, check_finite_update, clip_gradients, flatten
 from trainer.state_checks import require_generator_state, require_map, require_number
 
 
@@ -144,8 +144,10 @@ class PPOLearner:
         grads, stats = self.loss_and_grads(mb)
         # Clip the gradient (grad_clip_by), then take an Adam step.
         grad = flatten(grads)
-        stats["gradients_default_optimizer_global_norm"] = clip_gradients(
+        stats["gradients_default_optimizer_global_norm"] = norm = clip_gradients(
             grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes)
+        # The norm is NaN or infinite when any gradient element is: stop before the weights do.
+        check_finite_update(stats["total_loss"], norm, "PPO")
         self.optimizer.step(grad)
         return stats
 
