@@ -172,7 +172,7 @@ def test_a_callback_that_always_raises_stops_after_a_few_restarts():
         assert algo.env_runner_group.num_remote_worker_restarts() == 2
     notes = getattr(info.value, "__notes__", None)
     if notes is not None:
-        assert "failed 3 times in a row with the same error" in notes[0]
+        assert "failed 3 times in a row without stepping its env" in notes[0]
 
 
 @pytest.mark.parametrize("num_env_runners", [0, 2])

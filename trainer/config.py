@@ -250,6 +250,10 @@ class AlgorithmConfig:
             for name, setting_rule in table.items():
                 setattr(self, name, copy.deepcopy(setting_rule.default))
         self._rllib_given: dict[str, Any] = {}
+        #: Names of the settings a builder call (or from_dict) set, whatever the value: a
+        #: default the user chose explicitly can mean more than the same default left alone
+        #: (`is_given`).
+        self._given: set[str] = set()
 
     #: RLlib's `config.is_multi_agent` (a property or a method there): always False here.
     is_multi_agent = _FalseFlag()
@@ -279,7 +283,12 @@ class AlgorithmConfig:
                     f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {problem}"
                 )
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
+            self._given.add(name)
         return self
+
+    def is_given(self, name: str) -> bool:
+        """Whether a builder call set `name` (even to its default value)."""
+        return name in self.__dict__.get("_given", ())
 
     def _take_rllib_settings(self, method: str, values: dict[str, Any]) -> None:
         """Stores RLlib's settings that have no effect here (see `trainer.rllib_settings`);

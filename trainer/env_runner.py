@@ -139,6 +139,10 @@ class EnvRunner:
         #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
         #: this runner's own steps in between (exploration schedules read it).
         self.global_timestep = 0
+        #: Env steps this runner (this process) has stepped: its progress, which the group's
+        #: restart policy reads from a failure (a runner that fails having stepped its env is
+        #: flaky, one that fails before any step is broken).
+        self.num_env_steps_stepped = 0
         #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
         self._guarded = bool(config.restart_failed_sub_environments)
 
@@ -761,6 +765,7 @@ class EnvRunner:
                     awaiting_reset[i] = True
         self._obs = obs
         self.global_timestep += len(stepped_indices)
+        self.num_env_steps_stepped += len(stepped_indices)
         if guarded:
             self._recover_sub_envs()
         return len(stepped_indices)

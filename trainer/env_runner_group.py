@@ -19,7 +19,10 @@ Failure states of a remote runner, as the group sees them (see `trainer.errors`)
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -38,6 +41,7 @@ from trainer.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerFailure,
+    EnvRunnerTimeout,
     NoHealthyEnvRunners,
     RunnerStateRejected,
 )
@@ -48,9 +52,11 @@ logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
-#: A runner that fails this many times in a row with the same exception before it completes a
-#: sample is not restarted again: the error is a bug, not bad luck (external kills never count).
-CRASH_LOOP_LIMIT = 3
+#: A runner whose restarts fail this many times in a row without one env step in between is
+#: not restarted again: the env is broken, not flaky. Exceptions count only while the user has
+#: not set `max_num_env_runner_restarts` (an explicit budget is theirs to spend); timeouts
+#: (a hanging reset or constructor) always count; crashes (external kills) never do.
+NO_PROGRESS_LIMIT = 3
 
 Failure = EnvRunnerFailure | CallbackError
 
@@ -63,6 +69,31 @@ def failure_kind(error: BaseException) -> str:
 def _add_note(error: BaseException, note: str) -> None:
     if hasattr(error, "add_note"):  # Python 3.11+
         error.add_note(note)
+
+
+def call_with_deadline(func: Callable[[], Any], timeout_s: float | None, *, worker_index: int,
+                       method: str) -> Any:
+    """`func()` in this thread, raising `EnvRunnerTimeout` (with the stack where it was) if it
+    has not returned after `timeout_s`. A SIGALRM timer interrupts it, so this bounds only calls
+    made in the main thread of a process whose SIGALRM is not taken (elsewhere `func` runs
+    unbounded); a hang inside C code that never returns to Python is not interrupted."""
+    if not timeout_s or threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer") or \
+            signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        return func()
+
+    def expire(signum: int, frame: Any) -> None:
+        stack = "\n".join(f'File "{f.filename}", line {f.lineno} in {f.name}'
+                          for f in reversed(traceback.extract_stack(frame)[-8:]))
+        raise EnvRunnerTimeout(worker_index, method, timeout_s, stack)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        return func()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _call_method(name: str, runner: EnvRunner, **kwargs) -> Any:
@@ -87,8 +118,8 @@ class EnvRunnerGroup:
         #: `trainer.curriculum`): a restarted runner is put back on them.
         self._tasks: dict[int, list] = {}
         self._restarts: Counter[int] = Counter()
-        # Per runner: (signature of its last exception, how often in a row before a sample).
-        self._failure_streaks: dict[int, tuple[str, int]] = {}
+        # Per runner: failures in a row without an env step in between (`NO_PROGRESS_LIMIT`).
+        self._failures_without_progress: Counter[int] = Counter()
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
@@ -233,20 +264,29 @@ class EnvRunnerGroup:
         if self._restarts[index] >= config.max_num_env_runner_restarts:
             return (f"it was restarted {self._restarts[index]} times "
                     f"(max_num_env_runner_restarts={config.max_num_env_runner_restarts})")
-        if failure_kind(error) in ("exception", "callback"):
-            signature = f"{type(error).__name__}: {getattr(error, 'error_type', '')} " \
-                        f"{getattr(error, 'error_message', error)}"
-            last, streak = self._failure_streaks.get(index, (None, 0))
-            streak = streak + 1 if signature == last else 1
-            self._failure_streaks[index] = (signature, streak)
-            if streak >= CRASH_LOOP_LIMIT:
-                return (f"it failed {streak} times in a row with the same error before "
-                        "completing a sample")
-        return None
+        kind = failure_kind(error)
+        if kind == "crashed":
+            return None  # a kill from outside says nothing about the env
+        if getattr(error, "env_steps", None):
+            self._failures_without_progress.pop(index, None)  # flaky: it did step its env
+            return None
+        if kind != "timeout" and config.is_given("max_num_env_runner_restarts"):
+            return None
+        self._failures_without_progress[index] += 1
+        streak = self._failures_without_progress[index]
+        if streak < NO_PROGRESS_LIMIT:
+            return None
+        env = config.env if isinstance(config.env, str) else getattr(
+            config.env, "__qualname__", repr(config.env))
+        how = (f"did not answer {getattr(error, 'method', 'a request')}() within "
+               f"{getattr(error, 'timeout_s', 0):g} s" if kind == "timeout" else "failed")
+        return (f"it {how} {streak} times in a row without stepping its env (env {env!r}) "
+                "once in between: the env is broken, not flaky"
+                + ("; where it hung last is above" if getattr(error, "stack", "") else ""))
 
     def _sampled(self, index: int) -> None:
-        """A runner completed a sample: its failure streak ends."""
-        self._failure_streaks.pop(index, None)
+        """A runner completed a sample: it makes progress."""
+        self._failures_without_progress.pop(index, None)
 
     def _restart(self, indices: list[int]) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
@@ -408,6 +448,19 @@ class EnvRunnerGroup:
                                      lambda r: r.send_pickled(method, message))
         self.handle_failures(failures)
 
+    def _sample_locally(self, explore: bool | None) -> Any:
+        """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
+        remote one: an env that hangs raises `EnvRunnerTimeout` with where it hung (see
+        `call_with_deadline`), and the runner starts fresh episodes on its next sample."""
+        local = self.local_env_runner
+        try:
+            return call_with_deadline(partial(local.sample_with_metrics, explore=explore),
+                                      self.config.sample_timeout_s, worker_index=0,
+                                      method="sample")
+        except EnvRunnerTimeout:
+            local._needs_reset = True  # its episodes stopped mid-step
+            raise
+
     def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
         """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
         the local runner (0) and every healthy remote runner."""
@@ -457,10 +510,9 @@ class EnvRunnerGroup:
         runner_metrics: list = []
         connector_states: list = []
         steps = 0
-        local = self.local_env_runner
         while steps < min_env_steps:
             if not self._remote:
-                replies = {0: local.sample_with_metrics(explore=explore)}
+                replies = {0: self._sample_locally(explore)}
             else:
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()

@@ -55,29 +55,38 @@ class EnvRunnerCrashed(EnvRunnerFailure):
 class EnvRunnerTimeout(EnvRunnerFailure):
     kind = "timeout"
 
-    def __init__(self, worker_index: int, method: str, timeout_s: float):
+    def __init__(self, worker_index: int, method: str, timeout_s: float, stack: str = ""):
         self.method = method
         self.timeout_s = timeout_s
+        #: Where the process was when it was given up (its threads' stacks, innermost first),
+        #: or "" when it could not be read.
+        self.stack = stack
+        where = f" It was in:\n{stack.rstrip()}" if stack else ""
         super().__init__(worker_index, f"EnvRunner {worker_index} did not answer {method}() within "
-                                       f"{timeout_s:g} s; its process was killed")
+                                       f"{timeout_s:g} s; its process was killed.{where}")
+
+    def __reduce__(self):
+        return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack))
 
 
 class EnvRunnerError(EnvRunnerFailure):
     kind = "exception"
 
     def __init__(self, worker_index: int, method: str, error_type: str, error_message: str,
-                 remote_traceback: str):
+                 remote_traceback: str, env_steps: int | None = None):
         self.method = method
         self.error_type = error_type
         self.error_message = error_message
         self.remote_traceback = remote_traceback
+        #: Env steps the runner's process had stepped when it raised (None: unknown).
+        self.env_steps = env_steps
         super().__init__(worker_index, f"EnvRunner {worker_index} raised {error_type}: "
                                        f"{error_message} (in {method}()).\nOriginal traceback:\n"
                                        f"{remote_traceback.rstrip()}")
 
     def __reduce__(self):
         return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
-                                 self.error_message, self.remote_traceback))
+                                 self.error_message, self.remote_traceback, self.env_steps))
 
 
 class RunnerStateRejected(RemoteError):

@@ -9,8 +9,11 @@ time is killed and reported as `EnvRunnerTimeout`, one that died as `EnvRunnerCr
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 import weakref
 from collections import deque
 from multiprocessing import Pipe
@@ -20,6 +23,7 @@ from typing import Any
 from callbacks import CallbackError
 from callbacks.old_api import warn_once
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
+from trainer.parent_watch import kernel_signal_wanted
 from trainer.pickling import travel_dumps
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
@@ -47,8 +51,12 @@ def _run_in_background(pid: int) -> None:
         pass  # not allowed either: the runner runs at normal priority
 
 
-def _kill(process: subprocess.Popen) -> None:
+def _kill(process: subprocess.Popen, stack_fd: int) -> None:
     """Ends a worker process for good (used by stop(), garbage collection and at exit)."""
+    try:
+        os.close(stack_fd)
+    except OSError:
+        pass
     if process.poll() is None:
         try:
             process.kill()
@@ -60,6 +68,27 @@ def _kill(process: subprocess.Popen) -> None:
         pass
 
 
+#: Longest wait for a stalled worker's stack dump before it is killed.
+STACK_WAIT_S = 0.5
+#: Innermost frames of a stalled worker's stack kept in the timeout's message.
+STACK_FRAMES = 8
+
+
+def _main_thread_stack(dump: str) -> str:
+    """The frames of the worker's serving thread in a faulthandler dump, innermost first, at
+    most `STACK_FRAMES` (the parent-watch thread, always asleep, is left out)."""
+    threads: list[list[str]] = []
+    for line in dump.splitlines():
+        if line.startswith(("Thread ", "Current thread ")):
+            threads.append([])
+        elif threads and line.strip().startswith("File "):
+            threads[-1].append(line.strip())
+    for frames in threads:
+        if frames and not any("parent_watch.py" in frame for frame in frames):
+            return "\n".join(frames[:STACK_FRAMES])
+    return ""
+
+
 class RemoteEnvRunner:
     """One worker process holding one `EnvRunner` (see `trainer.worker_process`)."""
 
@@ -69,21 +98,26 @@ class RemoteEnvRunner:
         env = dict(os.environ)
         for var in _WORKER_THREAD_VARS:
             env.setdefault(var, "1")
+        # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
+        stack_read, stack_write = os.pipe()
+        os.set_blocking(stack_read, False)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "trainer.worker_process", str(child_end.fileno()),
-             str(os.getpid())],
-            pass_fds=(child_end.fileno(),),
+             str(os.getpid()), str(stack_write), str(int(kernel_signal_wanted()))],
+            pass_fds=(child_end.fileno(), stack_write),
             env=env,
             stdin=subprocess.DEVNULL,
         )
         child_end.close()
+        os.close(stack_write)
+        self._stack_fd = stack_read
         if background:
             _run_in_background(self.process.pid)
         self.conn: Connection = parent_end
         self._pending: deque[str] = deque()
         self.pid = self.process.pid
         self.healthy = True
-        self._finalizer = weakref.finalize(self, _kill, self.process)
+        self._finalizer = weakref.finalize(self, _kill, self.process, stack_read)
 
     # -- requests ----------------------------------------------------------------------------
     def _send(self, label: str, message: tuple | None = None, *,
@@ -112,7 +146,8 @@ class RemoteEnvRunner:
         self._send(label, pickled=message_bytes)
 
     def call_async(self, method: str, **kwargs) -> None:
-        self._send(method, ("call", method, kwargs))
+        # Failures name the public method (`sample`, not the internal `sample_with_metrics`).
+        self._send(method.removesuffix("_with_metrics"), ("call", method, kwargs))
 
     def apply_async(self, func_bytes: bytes, **kwargs) -> None:
         self._send("foreach_env_runner", ("apply", func_bytes, kwargs))
@@ -143,9 +178,7 @@ class RemoteEnvRunner:
         except (OSError, EOFError):
             ready = True
         if not ready:
-            self._pending.clear()
-            self.kill()
-            raise EnvRunnerTimeout(self.worker_index, label, timeout)
+            raise self.timed_out(timeout)
         try:
             status, value, *warnings = self.conn.recv()
         except (EOFError, OSError, ConnectionResetError):
@@ -164,11 +197,38 @@ class RemoteEnvRunner:
         return value
 
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
-        """Gives up on the pending replies: kills the process and returns the failure."""
+        """Gives up on the pending replies: reads where the process is stuck, kills it, and
+        returns the failure."""
         label = self._pending[0] if self._pending else "request"
         self._pending.clear()
+        stack = self.stack()
         self.kill()
-        return EnvRunnerTimeout(self.worker_index, label, timeout)
+        return EnvRunnerTimeout(self.worker_index, label, timeout, stack)
+
+    def stack(self, wait_s: float = STACK_WAIT_S) -> str:
+        """The worker's main-thread stack, innermost frame first (faulthandler's dump on
+        SIGUSR1), or "" if it does not come within `wait_s`."""
+        if not self.is_alive():
+            return ""
+        try:
+            os.kill(self.process.pid, signal.SIGUSR1)
+        except OSError:
+            return ""
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self._stack_fd], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(self._stack_fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            elif chunks:
+                break  # the dump is written in one go: silence after data means done
+        return _main_thread_stack(b"".join(chunks).decode(errors="replace"))
 
     def result(self, timeout: float) -> Any:
         """Reads every pending reply and returns the last one; raises the first error."""

@@ -1,4 +1,5 @@
-"""The EnvRunner worker process: `python -m trainer.worker_process FD PARENT_PID`.
+"""The EnvRunner worker process:
+`python -m trainer.worker_process FD PARENT_PID STACK_FD KERNEL_SIGNAL`.
 
 It is started by `trainer.remote.RemoteEnvRunner` with one end of a socket pair (a
 `multiprocessing.connection.Connection`) and serves requests in a loop, one at a time, answering
@@ -16,30 +17,25 @@ A reply may carry a third element: the deprecation warnings (RLlib's older API f
 in this process, for the main process to log once (see `callbacks.old_api`).
 Any exception is answered with ("error", exception): a `CallbackError` as is, anything else as an
 `EnvRunnerError` carrying the original traceback. The process ends when its connection closes
-(the main process is gone), on "stop", or when its parent process changes (a watchdog thread), so
-it never outlives the training process. It ignores SIGINT: Ctrl-C is the main process's to handle.
-Its stdout and stderr are line-buffered, so what callbacks print arrives whole and in time.
+(the main process is gone), on "stop", or when its parent process dies (`trainer.parent_watch`:
+the kernel's parent-death signal when KERNEL_SIGNAL is 1, and a watchdog thread), so it never
+outlives the training process. On SIGUSR1 it writes every thread's stack to STACK_FD (the main
+process asks before it kills a runner that stopped answering). It ignores SIGINT: Ctrl-C is the
+main process's to handle. Its stdout and stderr are line-buffered, so what callbacks print arrives whole and in time.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
-import threading
-import time
 import traceback
 
-
-def _watch_parent(parent_pid: int) -> None:
-    """Exits the process when the parent is gone (re-parented), even mid-`sample()`."""
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent_pid:
-            os._exit(3)
+from trainer.parent_watch import die_with_parent
 
 
-def _error_reply(worker_index: int, method: str, error: BaseException):
+def _error_reply(worker_index: int, method: str, error: BaseException, runner=None):
     from callbacks import CallbackError
     from trainer.errors import EnvRunnerError
     from trainer.pickling import UnpicklingFailed
@@ -51,7 +47,8 @@ def _error_reply(worker_index: int, method: str, error: BaseException):
                                        type(error.error).__name__, str(error.error),
                                        traceback.format_exc(), worker_index))
     return ("error", EnvRunnerError(worker_index, method, type(error).__name__, str(error),
-                                    traceback.format_exc()))
+                                    traceback.format_exc(),
+                                    getattr(runner, "num_env_steps_stepped", None)))
 
 
 def _configure_logging(level: str, worker_index: int) -> None:
@@ -66,8 +63,7 @@ def _configure_logging(level: str, worker_index: int) -> None:
     set_library_log_level(level)
 
 
-def serve(conn, parent_pid: int) -> None:
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+def serve(conn) -> None:
     import cloudpickle
 
     from callbacks import old_api
@@ -120,7 +116,7 @@ def serve(conn, parent_pid: int) -> None:
             else:
                 raise ValueError(f"unknown request {kind!r}")
         except Exception as error:
-            reply = _error_reply(worker_index, method, error)
+            reply = _error_reply(worker_index, method, error, runner)
         if named_objects is not None:
             named_objects.flush()  # the main process must see this request's named-object calls
         warnings = old_api.drain()
@@ -146,8 +142,13 @@ def main(argv: list[str]) -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
         except (AttributeError, ValueError):
             pass
-    fd, parent_pid = int(argv[1]), int(argv[2])
-    serve(Connection(fd), parent_pid)
+    fd, parent_pid, stack_fd, kernel_signal = (int(arg) for arg in argv[1:5])
+    die_with_parent(parent_pid, bool(kernel_signal))
+    # On SIGUSR1, every thread's stack goes to the main process (what a stalled runner was
+    # doing when it was given up). faulthandler writes from C: it works while Python code is
+    # stuck holding the GIL.
+    faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
+    serve(Connection(fd))
 
 
 if __name__ == "__main__":

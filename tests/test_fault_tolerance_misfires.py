@@ -1,0 +1,154 @@
+"""Fault tolerance without its misfires: a flaky env is restarted as long as it makes progress
+(and always within an explicit restart budget), a hanging reset is reported after a few
+attempts with where it hung, `sample_timeout_s` bounds the local runner too, and workers die with
+the training process even while stuck in C code holding the GIL."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from helpers import small_ppo
+
+from trainer.errors import EnvRunnerTimeout
+from trainer.testing import FaultInjectionEnv, kill_env_runner
+
+
+def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
+    """p=0.003 per step and 400-step samples: most samples fail before they finish, often 3
+    times in a row; with max_num_env_runner_restarts set, RLlib keeps restarting, and so does
+    this trainer, and PPO still learns."""
+    config = (small_ppo(2, train_batch_size=800, minibatch_size=200, num_epochs=6, lr=0.003)
+              .environment(FaultInjectionEnv, env_config={"p_crash": 0.003})
+              .env_runners(rollout_fragment_length=400)
+              .fault_tolerance(max_num_env_runner_restarts=1000,
+                               delay_between_env_runner_restarts_s=0.0)
+              .debugging(seed=2))
+    best = 0.0
+    with config.build() as algo:
+        for _ in range(60):
+            result = algo.train()
+            best = max(best, result["env_runners"].get("episode_return_mean", 0.0))
+            if best >= 60:
+                break
+        restarts = algo.env_runner_group.num_remote_worker_restarts()
+    assert best >= 60, f"best mean return {best} after {restarts} restarts"
+    assert restarts >= 6
+
+
+class HangingResetEnv(gym.Env):
+    """Hangs in reset() (as an env waiting for a simulator that never answers)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        time.sleep(3600)
+
+    def step(self, action):
+        raise AssertionError("never reached")
+
+
+def test_a_hanging_reset_is_reported_after_a_few_attempts_with_where_it_hung():
+    config = (small_ppo(1).environment(HangingResetEnv)
+              .env_runners(sample_timeout_s=1.0)
+              .fault_tolerance(delay_between_env_runner_restarts_s=0.0))
+    started = time.monotonic()
+    with config.build() as algo:
+        with pytest.raises(EnvRunnerTimeout) as error:
+            algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() == 2
+    assert time.monotonic() - started < 30
+    assert "in reset" in error.value.stack and "time.sleep" not in error.value.stack
+    notes = " ".join(getattr(error.value, "__notes__", []))
+    assert "did not answer sample() within 1 s 3 times in a row without stepping its env " \
+           "(env 'HangingResetEnv') once in between" in notes
+
+
+def test_sample_timeout_s_bounds_the_local_runner_too():
+    config = small_ppo(0).environment(HangingResetEnv).env_runners(sample_timeout_s=1.0)
+    with config.build() as algo:
+        started = time.monotonic()
+        with pytest.raises(EnvRunnerTimeout, match="EnvRunner 0 did not answer sample"
+                                                   r"\(\) within 1 s") as error:
+            algo.train()
+        assert time.monotonic() - started < 10
+        assert "in reset" in error.value.stack
+
+
+_STUCK_IN_C = textwrap.dedent("""
+    import re, sys
+    import gymnasium as gym
+    from trainer import PPOConfig
+
+    class StuckInC(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, config=None):
+            pass
+
+        def reset(self, *, seed=None, options=None):
+            # Catastrophic backtracking: hours inside the regex engine, which holds the GIL, so
+            # no watchdog thread of this process runs.
+            re.match(r"(a+)+$", "a" * 64 + "b")
+
+    config = (PPOConfig().environment(StuckInC)
+              .env_runners(num_env_runners=1, sample_timeout_s=3600))
+    algo = config.build()
+    print(list(algo.env_runner_group.remote_pids().values())[0], flush=True)
+    algo.train()
+""")
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_stuck_in_c_code_dies_with_a_killed_training_process(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(_STUCK_IN_C)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        worker_pid = int(process.stdout.readline())
+        time.sleep(1.5)  # the worker is inside the regex now
+        assert _alive(worker_pid)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while _alive(worker_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker_pid), "the worker outlived the killed training process"
+    finally:
+        process.kill()
+
+
+def test_a_restarted_runner_samples_with_the_current_weights():
+    """The restart hands the new process the learner's weights before it samples (it used to
+    send them under a key the runner ignored, so one round was sampled with initial weights)."""
+    with small_ppo(1).debugging(seed=0).build() as algo:
+        algo.train()
+        kill_env_runner(algo, 1)
+        group = algo.env_runner_group
+        deadline = time.monotonic() + 10
+        while not (exited := group.collect_exited()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert group.handle_failures({e.worker_index: e for e in exited}) == [1]
+        local = algo.get_weights()
+        (remote,) = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.get_weights(), local_env_runner=False)
+        for name, value in local.items():
+            np.testing.assert_array_equal(remote[name], value, err_msg=name)
