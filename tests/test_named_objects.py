@@ -2,6 +2,7 @@
 one object by name; the main process reads it; calls run one at a time; the server starts on first
 use and stops with the algorithm."""
 
+import os
 import time
 
 import pytest
@@ -159,3 +160,86 @@ def test_a_failed_remote_call_raises_at_get_and_is_logged_if_never_read(caplog):
     counter.fail.remote()  # dropped at once: logged when its reply is read
     assert counter.get() == 0
     assert "failed and its result was never read" in caplog.text
+
+
+def _address():
+    from trainer.named_objects import client_settings
+
+    return client_settings()["address"]
+
+
+def test_a_silent_client_blocks_nobody():
+    """A local process that connects and sends nothing used to hold the server's one
+    accept-and-handshake loop, so every later connection (the runners') hung. Now each
+    connection is authenticated on its own thread, under a deadline."""
+    import socket
+
+    from trainer.named_objects import HANDSHAKE_TIMEOUT_S
+
+    counter = create_named_object("steps", Counter)
+    silent = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
+    for sock in silent:
+        sock.connect(_address())
+    try:
+        config = (small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "steps"})
+                  .env_runners(sample_timeout_s=HANDSHAKE_TIMEOUT_S * 4))
+        with config.build() as algo:
+            result = algo.train()
+            assert counter.get() == result["env_runners"]["num_env_steps_sampled_lifetime"]
+        started = time.monotonic()
+        assert counter.get() > 0
+        assert time.monotonic() - started < HANDSHAKE_TIMEOUT_S
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def test_the_server_socket_is_in_a_directory_only_its_user_can_enter():
+    import os
+    import stat
+
+    create_named_object("c", Counter)
+    directory = os.path.dirname(_address())
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    assert stat.S_ISSOCK(os.stat(_address()).st_mode)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="switching to another user needs root")
+def test_another_user_cannot_connect():
+    import socket
+
+    create_named_object("c", Counter)
+    pid = os.fork()
+    if pid == 0:  # the child: become "nobody" and try the server's socket
+        code = 2
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(5)
+            sock.connect(_address())
+            code = 0  # connected: the directory let another user in
+        except PermissionError:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
+
+
+def test_a_dead_server_fails_calls_with_a_clear_error_and_comes_back_on_create():
+    import signal
+
+    counter = create_named_object("c", Counter)
+    counter.inc(2)
+    (pid,) = server_pids()
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while server_pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(NamedObjectError, match="not running"):
+        counter.get()
+    # No shutdown_named_objects() needed: the next create starts a new server.
+    again = create_named_object("c", Counter, 5)
+    assert again.get() == 5

@@ -1,9 +1,13 @@
-"""The named-object server process: `python -m trainer.named_object_server PARENT_PID`, with
-(address, authkey, sys_path) cloudpickled on stdin (see `trainer.named_objects`).
+"""The named-object server process:
+`python -m trainer.named_object_server PARENT_PID KERNEL_SIGNAL`, with (address, authkey,
+sys_path) cloudpickled on stdin (see `trainer.named_objects`).
 
-It listens on a Unix socket (`multiprocessing.connection.Listener`, authenticated with the key),
-serves each client connection on a thread of its own, and answers each request with exactly one
-reply, ("ok", value) or ("error", message with the traceback):
+It listens on a Unix socket file in a directory only its user can enter (mode 0700, made by the
+main process), and hands each connection to a thread of its own at once: that thread runs the
+authentication handshake (HMAC challenges with the key, `multiprocessing.connection`'s) under a
+deadline (`HANDSHAKE_TIMEOUT_S`), then serves the client. So a client that connects and sends
+nothing holds only its own thread until the deadline, never the accept loop. Each request gets
+exactly one reply, ("ok", value) or ("error", message with the traceback):
 
     request                                        reply value
     ("create", name, payload, get_if_exists)       True if created, False if the name was taken
@@ -13,7 +17,7 @@ reply, ("ok", value) or ("error", message with the traceback):
     ("batch", [("call", ...), ...])                [(status, value) per call], run in order
 
 Calls on one object run one at a time (a lock per object), in arrival order. The process ends
-when it is terminated or when its parent process is gone (a watchdog thread).
+when it is terminated or when its parent process is gone (`trainer.parent_watch`).
 """
 
 from __future__ import annotations
@@ -21,15 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 import traceback
-
-
-def _watch_parent(parent_pid: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent_pid:
-            os._exit(3)
 
 
 class Registry:
@@ -74,7 +70,12 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
                          f"{traceback.format_exc().rstrip()}")
 
 
-def _serve_client(conn, registry: Registry) -> None:
+def _serve_client(sock, authkey: bytes, registry: Registry) -> None:
+    from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
+
+    conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
+    if conn is None:
+        return  # a client that failed authentication, hung up, or said nothing in time
     while True:
         try:
             kind, *args = conn.recv()
@@ -92,25 +93,32 @@ def _serve_client(conn, registry: Registry) -> None:
 
 def main(argv: list[str]) -> None:
     import signal
-    from multiprocessing.connection import Listener
+    import socket
 
     import cloudpickle
 
+    from trainer.parent_watch import die_with_parent
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    parent_pid = int(argv[1])
+    die_with_parent(int(argv[1]), bool(int(argv[2])))
     address, authkey, sys_path = cloudpickle.loads(sys.stdin.buffer.read())
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.append(entry)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     registry = Registry()
-    listener = Listener(address, family="AF_UNIX", authkey=authkey)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(address):
+        os.unlink(address)  # the socket of a server before this one, which died
+    listener.bind(address)
+    os.chmod(address, 0o600)
+    listener.listen(64)
     while True:
         try:
-            conn = listener.accept()
-        except Exception:
-            continue  # a client that failed authentication or hung up early
-        threading.Thread(target=_serve_client, args=(conn, registry), daemon=True).start()
+            sock, _ = listener.accept()
+        except OSError:
+            continue
+        threading.Thread(target=_serve_client, args=(sock, authkey, registry),
+                         daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ Ray's spelling works too, for porting the docs' example with only the imports ch
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,16 +38,75 @@ import threading
 import time
 import weakref
 from collections import deque
-from multiprocessing.connection import Client
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
 
 import cloudpickle
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
+from trainer.parent_watch import kernel_signal_wanted
 
 logger = logging.getLogger("trainer")
 #: Longest wait for the server process to accept connections after it was started.
 STARTUP_TIMEOUT_S = 30.0
+#: Longest a connection's authentication handshake may take, on either side: a client that
+#: connects and says nothing is dropped after this, and never delays anyone else.
+HANDSHAKE_TIMEOUT_S = 5.0
+#: Longest wait for the reply to one request (a method call runs under its object's lock, so a
+#: reply this late means a method that never returns, or a stuck server).
+CALL_TIMEOUT_S = 300.0
+
+
+def handshake(sock: socket.socket, authkey: bytes, *, server_side: bool,
+              timeout_s: float) -> Connection:
+    """Authenticates a connected Unix socket both ways (multiprocessing's HMAC challenges) within
+    `timeout_s`, and returns it as a `Connection`. Raises `OSError`, `EOFError` or
+    `AuthenticationError` when the other side fails, hangs up, or is silent past the deadline
+    (the socket is shut down, which ends the blocked read)."""
+    conn = Connection(os.dup(sock.fileno()))
+    lock, done = threading.Lock(), [False]
+
+    def expire() -> None:
+        with lock:
+            if not done[0]:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        if server_side:
+            deliver_challenge(conn, authkey)
+            answer_challenge(conn, authkey)
+        else:
+            answer_challenge(conn, authkey)
+            deliver_challenge(conn, authkey)
+        with lock:
+            done[0] = True
+    except BaseException:
+        conn.close()
+        raise
+    finally:
+        timer.cancel()
+        sock.close()
+    return conn
+
+
+def connect(address: str, authkey: bytes) -> Connection:
+    """A client connection to the server at `address`, authenticated within
+    `HANDSHAKE_TIMEOUT_S`."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HANDSHAKE_TIMEOUT_S)
+        sock.connect(address)
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return handshake(sock, authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S)
 
 
 class NamedObjectError(RemoteError):
@@ -116,10 +178,13 @@ class _Connection:
 
     def _send(self, message: tuple) -> None:
         if self._conn is None:
-            self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
+            self._conn = connect(self.address, self.authkey)
         self._conn.send(message)
 
     def _read_one(self) -> tuple[str, Any]:
+        if not self._conn.poll(CALL_TIMEOUT_S):
+            raise TimeoutError(f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
+                               "return, or a stuck server)")
         status, value = self._conn.recv()
         refs = self._in_flight.popleft()
         if refs is not None and status == "error":  # the batch's results could not be sent
@@ -147,11 +212,16 @@ class _Connection:
             raise
 
     def _broken(self, error: BaseException) -> NamedObjectError:
-        """The server is gone: every call in flight fails with the returned error."""
-        failure = NamedObjectError(
-            "the named-object server is not running (it starts with the first "
-            "create_named_object() in the main process and stops with Algorithm.stop()): "
-            f"{type(error).__name__}: {error}")
+        """The server is gone (or stuck): every call in flight fails with the returned error,
+        and the next call connects anew."""
+        if isinstance(error, TimeoutError):
+            failure = NamedObjectError(f"the named-object server did not answer: {error}")
+        else:
+            failure = NamedObjectError(
+                "the named-object server is not running (it starts with the first "
+                "create_named_object() in the main process, stops with Algorithm.stop(), and a "
+                "new create_named_object() starts it again if it died): "
+                f"{type(error).__name__}: {error}")
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
@@ -171,7 +241,7 @@ class _Connection:
                     status, value = self._read_one()
                     if not self._in_flight:
                         break
-            except (OSError, EOFError) as error:
+            except (OSError, EOFError, AuthenticationError) as error:
                 raise self._broken(error) from None
         if status == "error":
             raise NamedObjectError(value)
@@ -186,19 +256,21 @@ class _Connection:
             if len(self._batch) >= BATCH_SIZE:
                 try:
                     self._send_batch()
-                except (OSError, EOFError) as error:
+                except (OSError, EOFError, AuthenticationError) as error:
                     raise self._broken(error) from None
         return ref
 
     def flush(self, until: ObjectRef | None = None) -> None:
-        """Sends the batch and reads replies until `until` is answered (default: all)."""
+        """Sends the batch and reads replies until `until` is answered (default: all). Raises
+        `NamedObjectError` if the server is gone: the calls in flight are lost, and saying so
+        beats a warning about a dropped call."""
         with self._lock:
             try:
                 self._send_batch()
                 while self._in_flight and (until is None or not until._done):
                     self._read_one()
-            except (OSError, EOFError) as error:
-                self._broken(error)
+            except (OSError, EOFError, AuthenticationError) as error:
+                raise self._broken(error) from None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -213,7 +285,8 @@ class _Server:
 
     def __init__(self, address: Any, authkey: bytes):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainer.named_object_server", str(os.getpid())],
+            [sys.executable, "-m", "trainer.named_object_server", str(os.getpid()),
+             str(int(kernel_signal_wanted()))],
             stdin=subprocess.PIPE)
         # The address, key and import path go through stdin: the key never shows in `ps`.
         self.process.stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
@@ -222,7 +295,7 @@ class _Server:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             try:
-                Client(address, family="AF_UNIX", authkey=authkey).close()
+                connect(address, authkey).close()
                 return
             except (FileNotFoundError, ConnectionRefusedError):
                 if self.process.poll() is not None or time.monotonic() > deadline:
@@ -234,6 +307,9 @@ class _Server:
 
     def stop(self) -> None:
         self._finalizer()
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
 
 
 def _end_process(process: subprocess.Popen) -> None:
@@ -259,12 +335,13 @@ def client_settings() -> dict:
     global _settings
     with _lock:
         if _settings is None:
-            token = os.urandom(8).hex()
-            name = f"localrl-named-{os.getpid()}-{token}"
-            # Linux has abstract socket names (no file to clean up); elsewhere a temp path.
-            address = ("\0" + name if sys.platform.startswith("linux")
-                       else os.path.join(tempfile.gettempdir(), name + ".sock"))
-            _settings = {"address": address, "authkey": os.urandom(32)}
+            # A socket file in a new directory only this user can enter (mkdtemp makes it
+            # 0700): other local users cannot even connect. (Linux's abstract socket names have
+            # no permissions at all.)
+            directory = tempfile.mkdtemp(prefix="localrl-named-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            _settings = {"address": os.path.join(directory, "server.sock"),
+                         "authkey": os.urandom(32)}
         return _settings
 
 
@@ -292,11 +369,21 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
     """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
     `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
     `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
-    global _server
+    global _server, _connection
     if not isinstance(name, str) or not name:
         raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
     settings = client_settings()
     with _lock:
+        if _server is not None and not _server.is_alive():
+            # It died (killed, crashed): its objects are gone; start a new one at the same
+            # address, which every EnvRunner already knows.
+            logger.warning("the named-object server had exited (code %s); starting a new one",
+                           _server.process.returncode)
+            _server.stop()
+            _server = None
+            if _connection is not None:
+                _connection.close()
+                _connection = None
         if _server is None:
             _server = _Server(settings["address"], settings["authkey"])
     created = _get_connection().request(

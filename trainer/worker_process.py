@@ -118,7 +118,10 @@ def serve(conn) -> None:
         except Exception as error:
             reply = _error_reply(worker_index, method, error, runner)
         if named_objects is not None:
-            named_objects.flush()  # the main process must see this request's named-object calls
+            try:
+                named_objects.flush()  # the main process must see this request's calls
+            except named_objects.NamedObjectError as error:  # the server is gone
+                reply = _error_reply(worker_index, method, error, runner)
         warnings = old_api.drain()
         if warnings:
             reply = (*reply, warnings)
