@@ -579,10 +579,12 @@ class Algorithm:
             raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
                                                    f"{error}") from None
         previous = copy.deepcopy(self.get_state())
+        pending_evaluation_state = self._pending_evaluation_state
         try:
             self._apply_state(state, strict=True)
         except Exception as error:
             self._apply_state(previous)
+            self._pending_evaluation_state = pending_evaluation_state
             where = error.component if isinstance(error, RunnerStateRejected) else "state"
             raise CheckpointError(checkpoint.path, f"{where} could not be applied, nothing was "
                                                    f"loaded: {type(error).__name__}: {error}"
