@@ -143,6 +143,8 @@ class EnvRunner:
         #: restart policy reads from a failure (a runner that fails having stepped its env is
         #: flaky, one that fails before any step is broken).
         self.num_env_steps_stepped = 0
+        #: Observations and rewards are checked for NaN and infinity (debugging(check_nan=)).
+        self._check_nan = bool(config.check_nan)
         #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
         self._guarded = bool(config.restart_failed_sub_environments)
 
@@ -303,7 +305,7 @@ class EnvRunner:
         results = self.env.reset(seed=seed, options=options)
         if self._guarded:
             self._log_sub_env_failures("reset")
-        if self.config.check_nan:
+        if self._check_nan:
             self._check_finite(results[0], "observation", "reset")
         return results
 
@@ -313,9 +315,15 @@ class EnvRunner:
         results = self.env.step(actions)
         if self._guarded:
             self._log_sub_env_failures("step")
-        if self.config.check_nan:
-            self._check_finite(results[0], "observation", "step")
-            self._check_finite(results[1], "reward", "step")
+        if self._check_nan:
+            obs, rewards = results[0], results[1]
+            # The common case in two dot products, the cheapest numpy reduction here (2 us for
+            # 8 sub-envs): NaN or inf anywhere makes them non-finite; a finite overflow to inf
+            # only costs the exact check, which then finds nothing.
+            if not (type(obs) is np.ndarray and obs.dtype.kind == "f"
+                    and math.isfinite(np.vdot(obs, obs) + np.vdot(rewards, rewards))):
+                self._check_finite(obs, "observation", "step")
+                self._check_finite(rewards, "reward", "step")
         return results
 
     def _check_finite(self, values: Any, field: str, method: str) -> None:
