@@ -85,9 +85,9 @@ def sigkills_during_saves(kills: int, directory: str) -> None:
 
 def crafted_checkpoints(directory: str) -> None:
     import test_hostile_checkpoints as cases
+    from checkpoints.codec import pack
 
     from checkpoints import CheckpointError
-    from checkpoints.codec import pack
 
     with _small_config().build() as algo:
         algo.train()

@@ -1,36 +1,31 @@
-"""The callback API: `RLlibCallback` (also under RLlib's older name `DefaultCallbacks`),
-`make_multi_callbacks`, and the chain that runs them in order (classes first, then per-event
-callables)."""
+"""The public import path of the callback API (`from callbacks import RLlibCallback`); the code
+lives in `trainer.callbacks`, which the trainer itself imports, so that a user's own
+`callbacks.py` next to a script cannot break `import trainer`. With such a file, import from
+`trainer.callbacks` instead. `callbacks.callback`, `callbacks.chain` and `callbacks.old_api` are
+the very modules of `trainer.callbacks` (one class, one state, whichever path imports them)."""
 
-from typing import Any
+import sys as _sys
 
-from callbacks.callback import (
+from trainer import callbacks as _impl
+from trainer.callbacks import (  # noqa: F401
     ALGORITHM_EVENTS,
     ENV_RUNNER_EVENTS,
     EVENTS,
+    CallbackChain,
+    CallbackError,
     MultiCallbacks,
     RLlibCallback,
+    __all__,
+    callback,
+    chain,
     make_multi_callbacks,
+    old_api,
+    warn_once,
 )
-from callbacks.chain import CallbackChain, CallbackError
-from callbacks.old_api import warn_once
 
-__all__ = [
-    "ALGORITHM_EVENTS",
-    "ENV_RUNNER_EVENTS",
-    "EVENTS",
-    "CallbackChain",
-    "CallbackError",
-    "DefaultCallbacks",
-    "MultiCallbacks",
-    "RLlibCallback",
-    "make_multi_callbacks",
-]
+for _name in ("callback", "chain", "old_api"):
+    _sys.modules[f"{__name__}.{_name}"] = getattr(_impl, _name)
 
 
-def __getattr__(name: str) -> Any:
-    # `DefaultCallbacks` is the same class as `RLlibCallback`; importing it by the old name warns.
-    if name == "DefaultCallbacks":
-        warn_once("DefaultCallbacks", "RLlibCallback (the same class)")
-        return RLlibCallback
-    raise AttributeError(f"module 'callbacks' has no attribute {name!r}")
+def __getattr__(name: str):
+    return getattr(_impl, name)  # `DefaultCallbacks` (with its warning), and the rest

@@ -100,7 +100,7 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
     params = json.loads((run / "params.json").read_text())
     assert (params["train_batch_size"], params["seed"], params["env"]) == (200, 3, "CartPole-v1")
     assert params["model"]["fcnet_hiddens"] == [16]
-    assert params["callbacks_class"] == "callbacks.callback:RLlibCallback"
+    assert params["callbacks_class"] == "trainer.callbacks.callback:RLlibCallback"
     assert json.loads((run / "run.json").read_text()) == {
         "algo": "PPO", "env": "CartPole-v1", "stop": {"iterations": 4}}
     lines = (run / "result.json").read_text().splitlines()

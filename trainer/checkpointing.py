@@ -21,7 +21,7 @@ from typing import Any
 
 import cloudpickle
 
-from checkpoints import (
+from trainer.checkpoints import (
     CLASS_AND_CONFIG_FILE,
     CONFIG_FILE,
     FORMAT_NAME,
@@ -31,7 +31,7 @@ from checkpoints import (
     CheckpointError,
     write_checkpoint,
 )
-from checkpoints.codec import NotPlainData, pack
+from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.config_data import ConfigDataError, config_from_data, config_to_data
 
 logger = logging.getLogger("trainer")

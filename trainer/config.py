@@ -15,9 +15,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
-from callbacks.chain import callable_name
-from callbacks.old_api import warn_once
+from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
+from trainer.callbacks.chain import callable_name
+from trainer.callbacks.old_api import warn_once
 from trainer.checks import (
     auto_or_int_at_least,
     int_at_least,

@@ -22,7 +22,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from checkpoints.codec import PlacedError
+from trainer.checkpoints.codec import PlacedError
 from trainer.spaces import space_from_dict, space_to_dict
 
 IMPORT_TAG = "__import__"

@@ -22,9 +22,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from callbacks import CallbackChain
-from callbacks.old_api import warn_once
-from checkpoints.codec import generator_state, new_generator, set_generator_state
+from trainer import seeding
+from trainer.callbacks import CallbackChain
+from trainer.callbacks.old_api import warn_once
+from trainer.checkpoints.codec import generator_state, new_generator, set_generator_state
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.curriculum import check_task_settable, is_task_settable
@@ -110,10 +111,9 @@ class EnvRunner:
                                         env_runner_index=worker_index)
         seed = config.seed
         # Evaluation runners draw from their own streams (and envs), not the training ones'.
-        stream = [seed, worker_index] + ([1] if config.in_evaluation else [])
-        self._rng = np.random.default_rng(None if seed is None else stream)
-        self._env_seed = None if seed is None else (
-            seed + 1000 * worker_index + (500 if config.in_evaluation else 0))
+        self._rng = np.random.default_rng(
+            seeding.runner_stream(seed, worker_index, config.in_evaluation))
+        self._env_seed = seeding.runner_env_seed(seed, worker_index, config.in_evaluation)
         self.env: gym.vector.SyncVectorEnv | None = None
         self._recreated = recreated
         #: (observation space, action space) as the env gives them, before the connectors.

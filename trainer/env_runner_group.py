@@ -32,9 +32,9 @@ from typing import Any
 
 import cloudpickle
 
-from callbacks import CallbackError
-from callbacks.old_api import warn_once
-from trainer import named_objects
+from trainer import named_objects, restart_policy
+from trainer.callbacks import CallbackError
+from trainer.callbacks.old_api import warn_once
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
@@ -52,11 +52,6 @@ logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
-#: A runner whose restarts fail this many times in a row without one env step in between is
-#: not restarted again: the env is broken, not flaky. Exceptions count only while the user has
-#: not set `max_num_env_runner_restarts` (an explicit budget is theirs to spend); timeouts
-#: (a hanging reset or constructor) always count; crashes (external kills) never do.
-NO_PROGRESS_LIMIT = 3
 
 Failure = EnvRunnerFailure | CallbackError
 
@@ -215,10 +210,6 @@ class EnvRunnerGroup:
     def remote_pids(self) -> dict[int, int]:
         return {i: r.pid for i, r in self._remote.items()}
 
-    @property
-    def num_env_runners(self) -> int:
-        return len(self._remote)
-
     def collect_exited(self) -> list[EnvRunnerCrashed]:
         """Runners whose process exited while idle (killed, crashed) since the last look:
         marked unhealthy and returned as failures, so they are reported, not silently skipped."""
@@ -258,31 +249,14 @@ class EnvRunnerGroup:
         return restarted
 
     def _why_not_restart(self, index: int, error: Failure) -> str | None:
-        config = self.config
-        if not config.restart_failed_env_runners:
-            return "restart_failed_env_runners=False"
-        if self._restarts[index] >= config.max_num_env_runner_restarts:
-            return (f"it was restarted {self._restarts[index]} times "
-                    f"(max_num_env_runner_restarts={config.max_num_env_runner_restarts})")
-        kind = failure_kind(error)
-        if kind == "crashed":
-            return None  # a kill from outside says nothing about the env
-        if getattr(error, "env_steps", None):
-            self._failures_without_progress.pop(index, None)  # flaky: it did step its env
-            return None
-        if kind != "timeout" and config.is_given("max_num_env_runner_restarts"):
-            return None
-        self._failures_without_progress[index] += 1
-        streak = self._failures_without_progress[index]
-        if streak < NO_PROGRESS_LIMIT:
-            return None
-        env = config.env if isinstance(config.env, str) else getattr(
-            config.env, "__qualname__", repr(config.env))
-        how = (f"did not answer {getattr(error, 'method', 'a request')}() within "
-               f"{getattr(error, 'timeout_s', 0):g} s" if kind == "timeout" else "failed")
-        return (f"it {how} {streak} times in a row without stepping its env (env {env!r}) "
-                "once in between: the env is broken, not flaky"
-                + ("; where it hung last is above" if getattr(error, "stack", "") else ""))
+        """`restart_policy.decide` on this runner's record; keeps the updated record."""
+        decision = restart_policy.decide(
+            restart_policy.Failure.of(failure_kind(error), error),
+            restart_policy.RunnerRecord(self._restarts[index],
+                                        self._failures_without_progress[index]),
+            restart_policy.Settings.from_config(self.config))
+        self._failures_without_progress[index] = decision.record.failures_without_progress
+        return decision.reason
 
     def _sampled(self, index: int) -> None:
         """A runner completed a sample: it makes progress."""

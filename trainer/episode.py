@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from checkpoints.codec import is_plain_data
+from trainer.checkpoints.codec import is_plain_data
 from trainer.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
 from trainer.old_api import OldEpisodeAPI
 from trainer.spaces import space_from_dict, space_to_dict

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from callbacks import CallbackError
+from trainer.callbacks import CallbackError
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
 from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners

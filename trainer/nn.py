@@ -5,6 +5,7 @@ learners need. float32 throughout."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -257,6 +258,18 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
+class LossTerms(NamedTuple):
+    """What PPO's loss needs from an action distribution, per row, with each term's gradient
+    with respect to the distribution inputs (`loss_grads`)."""
+
+    logp: np.ndarray  # log-likelihood of the taken action
+    d_logp: np.ndarray
+    entropy: np.ndarray
+    d_entropy: np.ndarray
+    kl: np.ndarray  # KL(old || new)
+    d_kl: np.ndarray
+
+
 class Categorical:
     """Discrete actions from logits."""
 
@@ -308,7 +321,7 @@ class Categorical:
         old_probs = np.exp(old_logp_all)
         kl = (old_probs * (old_logp_all - logp_all)).sum(axis=-1)
         d_kl = probs - old_probs
-        return logp, d_logp, entropy, d_entropy, kl, d_kl
+        return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
 
 
 class DiagGaussian:
@@ -375,4 +388,4 @@ class DiagGaussian:
         spread = np.exp(2 * old_log_std) + (old_mean - mean) ** 2
         kl = (log_std - old_log_std + spread / (2 * var) - 0.5).sum(axis=-1)
         d_kl = np.concatenate([(mean - old_mean) / var, (1.0 - spread / var) * in_range], axis=-1)
-        return logp, d_logp, entropy, d_entropy, kl, d_kl
+        return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from callbacks.old_api import warn_once
+from trainer.callbacks.old_api import warn_once
 
 #: Old config dict keys -> current setting names (for `AlgorithmConfig.from_dict`,
 #: `Algorithm(config={...})` and `PPO(config={...})`).

@@ -20,8 +20,8 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
-from callbacks import CallbackError
-from callbacks.old_api import warn_once
+from trainer.callbacks import CallbackError
+from trainer.callbacks.old_api import warn_once
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
 from trainer.parent_watch import kernel_signal_wanted
 from trainer.pickling import travel_dumps
@@ -154,14 +154,6 @@ class RemoteEnvRunner:
 
     def has_pending(self) -> bool:
         return bool(self._pending)
-
-    def reply_ready(self) -> bool:
-        """Whether the next reply can be read without waiting (a dead worker counts as ready:
-        reading reports it)."""
-        try:
-            return self.conn.poll(0)
-        except (OSError, EOFError):
-            return True
 
     # -- replies -----------------------------------------------------------------------------
     def _exitcode(self) -> int | None:

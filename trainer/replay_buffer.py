@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from checkpoints.codec import generator_state, set_generator_state
+from trainer.checkpoints.codec import generator_state, set_generator_state
 from trainer.checks import int_at_least, number_at_least
 from trainer.episode import SingleAgentEpisode
 

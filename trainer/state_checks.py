@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from checkpoints.codec import PlacedError, new_generator
+from trainer.checkpoints.codec import PlacedError, new_generator
 
 
 class StateError(PlacedError):

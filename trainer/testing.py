@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from checkpoints.manager import result_value
+from trainer.checkpoints.manager import result_value
 from trainer.metrics.stats import Stats
 
 

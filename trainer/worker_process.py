@@ -36,7 +36,7 @@ from trainer.parent_watch import die_with_parent
 
 
 def _error_reply(worker_index: int, method: str, error: BaseException, runner=None):
-    from callbacks import CallbackError
+    from trainer.callbacks import CallbackError
     from trainer.errors import EnvRunnerError
     from trainer.pickling import UnpicklingFailed
 
@@ -66,7 +66,7 @@ def _configure_logging(level: str, worker_index: int) -> None:
 def serve(conn) -> None:
     import cloudpickle
 
-    from callbacks import old_api
+    from trainer.callbacks import old_api
 
     old_api.collect_in_this_process()
     named_objects = None  # imported with the trainer at "init"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.algorithms.learner import Learner
 from trainer.config import adam_settings
 from trainer.nn import Adam, check_finite_update, clip_gradients, flatten
 from trainer.state_checks import require_int, require_map
 
 
-class DQNLearner:
+class DQNLearner(Learner):
     def __init__(self, config, spaces):
         self.config = config
         self.module = config.build_module(spaces, seed=config.seed)

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from checkpoints.codec import generator_state, set_generator_state
+from trainer import seeding
+from trainer.algorithms.learner import Learner
+from trainer.checkpoints.codec import generator_state, set_generator_state
 from trainer.config import adam_settings
 from trainer.episode import SingleAgentEpisode
-from trainer.models import PolicyModule, SpaceInfo
+from trainer.models import SpaceInfo
 from trainer.nn import Adam, check_finite_update, clip_gradients, flatten
 from trainer.state_checks import require_generator_state, require_map, require_number
 
 
-class PPOLearner:
+class PPOLearner(Learner):
     def __init__(self, config, spaces: SpaceInfo):
         self.config = config
-        self.module = PolicyModule(spaces, config.model, seed=config.seed)
+        self.module = config.build_module(spaces, seed=config.seed)
         self.optimizer = Adam(self.module.flat_params, lr=config.lr,
                               **adam_settings(config.optimizer))
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
-        self.rng = np.random.default_rng(None if config.seed is None else [config.seed, 7])
+        self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:

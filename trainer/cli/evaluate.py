@@ -59,7 +59,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def resolve_checkpoint(path: str) -> str:
     """A checkpoint directory as is; a run folder's best checkpoint."""
-    from checkpoints import METADATA_FILE, CheckpointManager
+    from trainer.checkpoints import METADATA_FILE, CheckpointManager
 
     if os.path.isfile(os.path.join(path, METADATA_FILE)):
         return path
@@ -71,8 +71,8 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     """The algorithm of the checkpoint at `path`, built to act in this process only (no
     EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
     plain-data `config.json`; from its pickle file only with `allow_pickle`."""
-    from checkpoints import open_checkpoint
     from trainer.checkpointing import load_class_and_config
+    from trainer.checkpoints import open_checkpoint
 
     algorithm_class, config = load_class_and_config(open_checkpoint(path),
                                                     allow_pickle=allow_pickle)
@@ -137,7 +137,7 @@ def _render(env: Any):
 
 
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from checkpoints import CheckpointError
+    from trainer.checkpoints import CheckpointError
 
     # SIGTERM ends the command like Ctrl-C: the partial video is removed, ffmpeg is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

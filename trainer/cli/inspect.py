@@ -25,7 +25,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def describe_run(directory: str) -> dict:
-    from checkpoints import CheckpointManager
+    from trainer.checkpoints import CheckpointManager
 
     manager = CheckpointManager(directory)
     folder = RunFolder(directory)
@@ -70,8 +70,8 @@ def _run_lines(run: dict) -> list[str]:
 
 
 def run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from checkpoints import METADATA_FILE, CheckpointError, CheckpointManager
-    from checkpoints.__main__ import inspect
+    from trainer.checkpoints import METADATA_FILE, CheckpointError, CheckpointManager
+    from trainer.checkpoints.__main__ import inspect
 
     path = args.path
     run = None

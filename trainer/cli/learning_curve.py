@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 
-from checkpoints.writer import replace_file
+from trainer.checkpoints.writer import replace_file
 
 PLOT_FILE = "learning_curve.png"
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from checkpoints.writer import replace_file
+from trainer.checkpoints.writer import replace_file
 
 PARAMS_FILE = "params.json"
 RUN_FILE = "run.json"

@@ -294,7 +294,7 @@ class RunPlan:
 
 
 def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
-    from checkpoints import CheckpointManager
+    from trainer.checkpoints import CheckpointManager
     from trainer.config import ConfigError
 
     try:
@@ -314,8 +314,8 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
 def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
     """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
     (run.json, changed by stop flags)."""
-    from checkpoints import CheckpointError, CheckpointManager, open_checkpoint
     from trainer.checkpointing import load_class_and_config
+    from trainer.checkpoints import CheckpointError, CheckpointManager, open_checkpoint
 
     given = _setting_flags_given(args)
     if given:
@@ -343,7 +343,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
 
 
 def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from checkpoints import CheckpointManager
+    from trainer.checkpoints import CheckpointManager
 
     start = time.perf_counter()
     if args.trust_pickle and not args.resume:

@@ -10,8 +10,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from callbacks.callback import EVENTS, RLlibCallback
-from callbacks.old_api import (
+from trainer.callbacks.callback import EVENTS, RLlibCallback
+from trainer.callbacks.old_api import (
     adapt_old_arguments,
     old_event_handlers,
     warn_never_called,

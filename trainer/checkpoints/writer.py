@@ -25,7 +25,7 @@ import shutil
 import sys
 from collections.abc import Callable
 
-from checkpoints import METADATA_FILE, CheckpointError, backup_path
+from trainer.checkpoints import METADATA_FILE, CheckpointError, backup_path
 
 #: Test hook: called with each file name right after that file was written (fault injection
 #: between file writes). None in normal use.

@@ -17,7 +17,7 @@ from typing import Any
 
 import ormsgpack
 
-from checkpoints import (
+from trainer.checkpoints import (
     CLASS_AND_CONFIG_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -26,8 +26,8 @@ from checkpoints import (
     CheckpointError,
     backup_path,
 )
-from checkpoints.codec import MalformedState, decode
-from checkpoints.writer import file_digest
+from trainer.checkpoints.codec import MalformedState, decode
+from trainer.checkpoints.writer import file_digest
 
 
 class Checkpoint:

@@ -1,0 +1,40 @@
+"""The `Learner` interface: what an algorithm's learner is to the rest of the trainer.
+
+One learner per algorithm, in the driver process (several learners are out of scope here). It
+owns `module` (the network whose weights every EnvRunner samples with: `module.get_weights()`),
+`optimizer` (Adam over `module.flat_params`), and the update rule. `Algorithm` reaches it only
+through this interface: `update(...)` in its training step, the state methods for checkpoints,
+`module` for weights and actions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from trainer.nn import Adam
+
+
+class Learner(ABC):
+    config: Any
+    module: Any
+    optimizer: Adam
+
+    @abstractmethod
+    def update(self, data: Any, **kwargs: Any) -> dict[str, float]:
+        """One training update on `data` (PPO: the sampled episodes; DQN: a replay batch);
+        returns the update's statistics (losses, gradient norm, current lr, ...). Raises
+        `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
+        gradient is not finite."""
+
+    @abstractmethod
+    def get_state(self) -> dict:
+        """Weights, optimizer state and the learner's own counters, as plain data and arrays."""
+
+    @abstractmethod
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `trainer.state_checks.StateError` unless `state` fits; changes nothing."""
+
+    @abstractmethod
+    def set_state(self, state: dict) -> None:
+        """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""

@@ -1,0 +1,66 @@
+"""The checkpoint format.
+
+A checkpoint is a directory:
+
+- `metadata.json`: format name and version, library version, algorithm class, training
+  iteration, time, the spaces and network shapes, and the size and SHA-256 of every other file;
+- one msgpack state file per component (`learner.msgpack`, `algorithm.msgpack`,
+  `metrics.msgpack`, `env_runner_<i>.msgpack`, `eval_env_runner_<i>.msgpack`,
+  `evaluation_metrics.msgpack`, `replay_buffer.msgpack`), readable with `ormsgpack.unpackb`
+  alone (arrays are maps of dtype, shape and raw bytes: see `checkpoints.codec`);
+- `config.json`: the algorithm class and the config's settings as plain data, code settings by
+  import path (`trainer.config_data`): what `Algorithm.from_checkpoint(path)` without a config,
+  `python -m trainer evaluate` and `--resume` build from;
+- `class_and_config.pkl`: the algorithm class and its config, cloudpickled, for configs whose
+  code has no import path (defined in `__main__`, lambdas); read only on the explicit opt-in
+  `allow_pickle=True` / `--trust-pickle`, since unpickling a planted file runs its code.
+
+`checkpoints.writer` saves atomically, `checkpoints.reader` verifies and loads,
+`checkpoints.manager.CheckpointManager` keeps a run's best and latest checkpoints, and
+`python -m checkpoints inspect PATH` prints what a checkpoint holds.
+"""
+
+import os
+
+#: Name and version of the on-disk layout; a reader refuses checkpoints of a newer version.
+FORMAT_NAME = "localrl-checkpoint"
+FORMAT_VERSION = 1
+METADATA_FILE = "metadata.json"
+CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
+CONFIG_FILE = "config.json"
+STATE_FILE_SUFFIX = ".msgpack"
+
+
+class CheckpointError(Exception):
+    """A checkpoint cannot be read or written: names the path and what is wrong."""
+
+    def __init__(self, path, cause: str):
+        self.path = str(path)
+        self.cause = cause
+        super().__init__(f"checkpoint {self.path}: {cause}")
+
+
+def backup_path(path: str) -> str:
+    """Where the previous checkpoint waits while a save without atomic exchange replaces it."""
+    parent, name = os.path.split(os.path.abspath(path))
+    return os.path.join(parent, f".{name}.previous")
+
+
+from trainer.checkpoints.manager import CheckpointManager  # noqa: E402
+from trainer.checkpoints.reader import Checkpoint, open_checkpoint  # noqa: E402
+from trainer.checkpoints.writer import write_checkpoint  # noqa: E402
+
+__all__ = [
+    "CLASS_AND_CONFIG_FILE",
+    "CONFIG_FILE",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "METADATA_FILE",
+    "STATE_FILE_SUFFIX",
+    "Checkpoint",
+    "CheckpointManager",
+    "CheckpointError",
+    "backup_path",
+    "open_checkpoint",
+    "write_checkpoint",
+]

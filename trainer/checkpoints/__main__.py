@@ -1,0 +1,102 @@
+"""`python -m checkpoints inspect PATH [--json]`: what a checkpoint holds, after verifying it.
+
+Prints the metadata (format, library, algorithm, iteration, time, env, spaces, network size),
+every file with its size, and each msgpack component with its top-level keys. Exits with status
+1 and the reason when the checkpoint is missing or damaged. Reads msgpack and JSON only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from trainer.checkpoints import METADATA_FILE, CheckpointError, open_checkpoint
+
+
+def _size(num_bytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if num_bytes < 1024 or unit == "GB":
+            return f"{num_bytes:.0f} {unit}" if unit == "B" else f"{num_bytes:.1f} {unit}"
+        num_bytes /= 1024
+    return f"{num_bytes} B"
+
+
+def _summary(value: Any) -> str:
+    """A short description of one component's top-level entry."""
+    if isinstance(value, dict):
+        if "shape" in value and "data" in value:
+            return f"array {value['shape']}"
+        return f"{{{', '.join(sorted(value)[:6])}{', ...' if len(value) > 6 else ''}}}"
+    if isinstance(value, list):
+        return f"list of {len(value)}"
+    return repr(value)
+
+
+def inspect(path: str, as_json: bool = False) -> str:
+    checkpoint = open_checkpoint(path)
+    meta = checkpoint.metadata
+    components = {}
+    for component in checkpoint.components:
+        raw = checkpoint.load_plain(component)
+        components[component] = ({key: _summary(item) for key, item in raw.items()}
+                                  if isinstance(raw, dict) else _summary(raw))
+    if as_json:
+        return json.dumps({"path": checkpoint.path, "metadata": meta,
+                           "components": components}, indent=2, default=str)
+    shapes = meta.get("parameter_shapes") or {}
+    num_parameters = sum(math.prod(shape) for shape in shapes.values())
+    spaces = meta.get("spaces") or {}
+    actions = (f"Discrete({spaces['action_discrete_n']})" if spaces.get("action_discrete_n")
+               else f"Box({spaces.get('action_dim')})")
+    lines = [
+        f"checkpoint {checkpoint.path}",
+        f"  format      {meta['format']} v{meta['format_version']} "
+        f"(written by localrl {meta.get('library_version')})",
+        f"  algorithm   {meta.get('algorithm_class')}"
+        + (f" (a {meta.get('algorithm')})" if meta.get("algorithm") != meta.get(
+            "algorithm_class") else ""),
+        f"  progress    iteration {meta.get('training_iteration')}, "
+        f"{meta.get('num_env_steps_sampled_lifetime')} env steps",
+        f"  saved       {meta.get('time')}",
+        f"  env         {meta.get('env')}",
+        f"  spaces      observations of size {spaces.get('obs_dim')}, actions {actions}",
+        f"  network     {num_parameters:,} parameters in {len(shapes)} arrays",
+        "  files (all sizes and SHA-256 checksums verified)",
+    ]
+    total = 0
+    for name, entry in sorted(checkpoint.files.items()):
+        total += entry["size"]
+        lines.append(f"    {name:<32} {_size(entry['size']):>10}")
+    lines.append(f"    {METADATA_FILE:<32} {'':>10}")
+    lines.append(f"    {'total':<32} {_size(total):>10}")
+    lines.append("  components")
+    for component, keys in components.items():
+        if isinstance(keys, dict):
+            lines.append(f"    {component}: " + ", ".join(f"{k}={v}" for k, v in keys.items()))
+        else:
+            lines.append(f"    {component}: {keys}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m checkpoints",
+                                     description="Work with localrl checkpoints.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    inspect_parser = commands.add_parser("inspect", help="verify a checkpoint and print what "
+                                                         "it holds")
+    inspect_parser.add_argument("path")
+    inspect_parser.add_argument("--json", action="store_true", help="print JSON instead")
+    args = parser.parse_args(argv)
+    try:
+        print(inspect(args.path, as_json=args.json))
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

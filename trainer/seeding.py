@@ -1,0 +1,39 @@
+"""Every random stream of a run, derived from `config.seed` in one place (None: fresh entropy).
+
+| stream | seed | draws |
+|---|---|---|
+| the driver (`Algorithm._rng`) | `seed` | `compute_single_action`'s sampling |
+| the networks' initial weights | `seed` | module construction |
+| PPO's learner | `[seed, 7]` | minibatch shuffling |
+| an EnvRunner's actions | `[seed, worker_index]`, `[seed, worker_index, 1]` for evaluation | action sampling, exploration |
+| an EnvRunner's envs | `seed + 1000 * worker_index` (+500 for evaluation), sub-env i gets +i | `env.reset(seed=)` |
+
+Evaluation runners draw from streams of their own, so evaluating never shifts training's. The
+numbers are kept as they were first chosen: changing one changes every seeded result.
+"""
+
+from __future__ import annotations
+
+#: numpy SeedSequence entropy words that tell streams apart.
+_PPO_LEARNER_WORD = 7
+_EVALUATION_WORD = 1
+#: Env seeds: runners 1000 apart, evaluation runners 500 above training ones.
+_ENV_SEEDS_PER_RUNNER = 1000
+_EVALUATION_ENV_OFFSET = 500
+
+
+def ppo_learner_stream(seed: int | None) -> list[int] | None:
+    return None if seed is None else [seed, _PPO_LEARNER_WORD]
+
+
+def runner_stream(seed: int | None, worker_index: int, evaluation: bool) -> list[int] | None:
+    if seed is None:
+        return None
+    return [seed, worker_index] + ([_EVALUATION_WORD] if evaluation else [])
+
+
+def runner_env_seed(seed: int | None, worker_index: int, evaluation: bool) -> int | None:
+    if seed is None:
+        return None
+    return (seed + _ENV_SEEDS_PER_RUNNER * worker_index
+            + (_EVALUATION_ENV_OFFSET if evaluation else 0))
