@@ -35,7 +35,17 @@ from trainer.evaluation import (
 )
 from trainer.exploration import ActionDistribution, make_exploration
 from trainer.log import set_library_log_level
-from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EVALUATION_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+    TRAINING_ITERATION,
+    MetricsLogger,
+    add_episode_defaults,
+)
 from trainer.models import DEFAULT_MODULE_ID
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
@@ -51,7 +61,7 @@ from trainer.state_checks import (
 
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.
-TRAINED_LIFETIME_KEY = ("learners", "__all_modules__", "num_env_steps_trained_lifetime")
+TRAINED_LIFETIME_KEY = (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime")
 
 
 class SavedCheckpoint:
@@ -188,7 +198,7 @@ class Algorithm:
 
     @property
     def num_env_steps_sampled_lifetime(self) -> int:
-        return int(self.metrics.peek("num_env_steps_sampled_lifetime", default=0))
+        return int(self.metrics.peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0))
 
     # -- public API --------------------------------------------------------------------------
     @property
@@ -225,7 +235,7 @@ class Algorithm:
         trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
         return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
                 "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
-                "num_env_steps_sampled_lifetime": sampled, "training_iteration": self.iteration}
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration}
 
     def step(self) -> dict:
         """One iteration (Tune's Trainable spelling): the same as `train()`."""
@@ -359,13 +369,13 @@ class Algorithm:
         self._time_total_s += time_this_iter
         result = self._compile_result(time_this_iter)
         if evaluation is not None:
-            result["evaluation"] = evaluation
+            result[EVALUATION_RESULTS] = evaluation
         if self.config.env_task_fn is not None:
             self._apply_env_task_fn(result)
         self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
                              result=result)
         logger.debug("iteration %d took %.2f s: %d env steps sampled", self.iteration,
-                     time_this_iter, result["env_runners"].get("num_env_steps_sampled", 0))
+                     time_this_iter, result[ENV_RUNNER_RESULTS].get(NUM_ENV_STEPS_SAMPLED, 0))
         return result
 
     def _apply_env_task_fn(self, result: dict) -> None:
@@ -380,14 +390,14 @@ class Algorithm:
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
         config, peek = self.config, self.metrics.peek
-        sampled_before = peek("num_env_steps_sampled_lifetime", default=0)
+        sampled_before = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0)
         trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
-        with self.metrics.log_time(("timers", "training_iteration")):
+        with self.metrics.log_time((TIMERS, TRAINING_ITERATION)):
             while True:
-                with self.metrics.log_time(("timers", "training_step")):
+                with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
                 elapsed = time.perf_counter() - start
-                sampled = peek("num_env_steps_sampled_lifetime", default=0) - sampled_before
+                sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
                 trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
                 if (elapsed >= (config.min_time_s_per_iteration or 0)
                         and sampled >= config.min_sample_timesteps_per_iteration
@@ -396,10 +406,10 @@ class Algorithm:
 
     def _compile_result(self, time_this_iter: float) -> dict:
         result = self.metrics.reduce()
-        env_runners = add_episode_defaults(result.setdefault("env_runners", {}))
+        env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
         group = self.env_runner_group
         result.update({
-            "training_iteration": self.iteration,
+            TRAINING_ITERATION: self.iteration,
             "iterations_since_restore": self._iterations_since_restore,
             "time_this_iter_s": time_this_iter,
             "time_total_s": self._time_total_s,
@@ -418,8 +428,8 @@ class Algorithm:
                     env_runners.pop("num_sub_environment_restarts_lifetime", 0)),
             },
         })
-        result.setdefault("num_env_steps_sampled_lifetime",
-                          env_runners["num_env_steps_sampled_lifetime"])
+        result.setdefault(NUM_ENV_STEPS_SAMPLED_LIFETIME,
+                          env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME])
         return with_old_result_keys(result)
 
     def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:

@@ -35,7 +35,20 @@ from trainer.episode import SingleAgentEpisode
 from trainer.episode_list import EpisodeList
 from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.exploration import ActionDistribution, make_exploration
-from trainer.metrics import MetricsLogger
+from trainer.metrics import (
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    MetricsLogger,
+)
 from trainer.models import (
     DEFAULT_MODULE_ID,
     INPUT_ENV_SINGLE_SPACES,
@@ -787,13 +800,13 @@ class EnvRunner:
         episode_len = len(episode) + sum(len(c) for c in prev_chunks)
         window = self.config.metrics_num_episodes_for_smoothing
         log = self.metrics.log_value
-        log("episode_return_mean", episode_return, window=window)
-        log("episode_return_min", episode_return, reduce="min", window=window)
-        log("episode_return_max", episode_return, reduce="max", window=window)
-        log("episode_len_mean", episode_len, window=window)
-        log("episode_len_min", episode_len, reduce="min", window=window)
-        log("episode_len_max", episode_len, reduce="max", window=window)
-        log("episode_duration_sec_mean", episode.get_duration_s(), window=window)
+        log(EPISODE_RETURN_MEAN, episode_return, window=window)
+        log(EPISODE_RETURN_MIN, episode_return, reduce="min", window=window)
+        log(EPISODE_RETURN_MAX, episode_return, reduce="max", window=window)
+        log(EPISODE_LEN_MEAN, episode_len, window=window)
+        log(EPISODE_LEN_MIN, episode_len, reduce="min", window=window)
+        log(EPISODE_LEN_MAX, episode_len, reduce="max", window=window)
+        log(EPISODE_DURATION_SEC_MEAN, episode.get_duration_s(), window=window)
         if episode._old is not None:
             self._log_old_episode_data(episode._old, window)
 
@@ -814,10 +827,10 @@ class EnvRunner:
 
     def _log_sample_metrics(self, steps: int, episodes: int) -> None:
         log = self.metrics.log_value
-        log("num_env_steps_sampled", steps, reduce="sum", clear_on_reduce=True)
-        log("num_env_steps_sampled_lifetime", steps, reduce="sum")
-        log("num_episodes", episodes, reduce="sum", clear_on_reduce=True)
-        log("num_episodes_lifetime", episodes, reduce="sum")
+        log(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum", clear_on_reduce=True)
+        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum")
+        log(NUM_EPISODES, episodes, reduce="sum", clear_on_reduce=True)
+        log(NUM_EPISODES_LIFETIME, episodes, reduce="sum")
         for key, value in self.exploration.get_info().items():
             log(key, value, window=1)
 

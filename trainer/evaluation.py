@@ -32,7 +32,11 @@ from trainer.callbacks import CallbackError
 from trainer.env_runner_group import EnvRunnerGroup
 from trainer.envs import make_env_creator
 from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners
-from trainer.metrics import MetricsLogger, add_episode_defaults
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    MetricsLogger,
+    add_episode_defaults,
+)
 
 
 class Evaluator:
@@ -93,9 +97,9 @@ class Evaluator:
 
     def _results(self, replies: list, failed: dict[int, Any]) -> dict:
         if replies:
-            self.metrics.aggregate(list(replies), key="env_runners")
+            self.metrics.aggregate(list(replies), key=ENV_RUNNER_RESULTS)
         results = self.metrics.reduce()
-        add_episode_defaults(results.setdefault("env_runners", {}))
+        add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
         if failed:
             results["env_runner_failures"] = [str(failed[i]) for i in sorted(failed)]
             try:

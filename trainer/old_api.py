@@ -7,6 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from trainer.callbacks.old_api import warn_once
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+)
 
 #: Old config dict keys -> current setting names (for `AlgorithmConfig.from_dict`,
 #: `Algorithm(config={...})` and `PPO(config={...})`).
@@ -60,14 +70,14 @@ def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:
 
 #: Old result keys -> where the value is now (a path into the result dict).
 OLD_RESULT_KEYS = {
-    "episode_reward_mean": ("env_runners", "episode_return_mean"),
-    "episode_reward_min": ("env_runners", "episode_return_min"),
-    "episode_reward_max": ("env_runners", "episode_return_max"),
-    "episode_len_mean": ("env_runners", "episode_len_mean"),
-    "episodes_this_iter": ("env_runners", "num_episodes"),
-    "episodes_total": ("env_runners", "num_episodes_lifetime"),
-    "timesteps_total": ("num_env_steps_sampled_lifetime",),
-    "custom_metrics": ("env_runners", "custom_metrics"),
+    "episode_reward_mean": (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN),
+    "episode_reward_min": (ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN),
+    "episode_reward_max": (ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX),
+    "episode_len_mean": (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN),
+    "episodes_this_iter": (ENV_RUNNER_RESULTS, NUM_EPISODES),
+    "episodes_total": (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME),
+    "timesteps_total": (NUM_ENV_STEPS_SAMPLED_LIFETIME,),
+    "custom_metrics": (ENV_RUNNER_RESULTS, "custom_metrics"),
 }
 #: The same inside `result["env_runners"]` (RLlib's old stack had them there too).
 OLD_ENV_RUNNER_KEYS = {old: path[1:] for old, path in OLD_RESULT_KEYS.items()
@@ -124,8 +134,8 @@ class EnvRunnersResultDict(ResultDict):
 def with_old_result_keys(result: dict) -> ResultDict:
     """`result` as a `ResultDict` (and its `env_runners` part as one too)."""
     result = ResultDict(result)
-    if isinstance(result.get("env_runners"), dict):
-        env_runners = result["env_runners"] = EnvRunnersResultDict(result["env_runners"])
+    if isinstance(result.get(ENV_RUNNER_RESULTS), dict):
+        env_runners = result[ENV_RUNNER_RESULTS] = EnvRunnersResultDict(result[ENV_RUNNER_RESULTS])
         hist_stats = env_runners.get("hist_stats")
         if isinstance(hist_stats, dict):
             # Logged one list per episode (kept whole when runners merge): joined here.

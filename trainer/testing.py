@@ -30,6 +30,10 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.checkpoints.manager import result_value
+from trainer.metrics import (
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TRAINING_ITERATION,
+)
 from trainer.metrics.stats import Stats
 
 
@@ -273,8 +277,8 @@ def run_rllib_example_script_experiment(base_config: Any, args: Any = None, *,
             evaluation_parallel_to_training=args.evaluation_parallel_to_training)
     if stop is None:
         stop = {"env_runners/episode_return_mean": args.stop_reward,
-                "num_env_steps_sampled_lifetime": args.stop_timesteps,
-                "training_iteration": args.stop_iters}
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: args.stop_timesteps,
+                TRAINING_ITERATION: args.stop_iters}
     if success_metric is None:
         success_metric = {"env_runners/episode_return_mean": args.stop_reward}
     algo = config.build()

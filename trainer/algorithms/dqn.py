@@ -26,6 +26,12 @@ from trainer.checks import (
     optional,
 )
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
 from trainer.replay_buffer import BUFFER_TYPES, make_replay_buffer
 from trainer.schedules import Schedule
 from trainer.state_checks import check_loads
@@ -190,12 +196,12 @@ class DQN(Algorithm):
         sampling_rounds, training_rounds = round_robin_weights(config)
         # 1. Sample with the current weights and store the steps in the replay buffer.
         for _ in range(sampling_rounds):
-            with metrics.log_time(("timers", "env_runner_sampling_timer")):
+            with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
                 episodes, runner_metrics = self.env_runner_group.sample(min_env_steps=1)
-            metrics.aggregate(runner_metrics, key="env_runners")
-            metrics.log_value("num_env_steps_sampled_lifetime",
+            metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+            metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME,
                               sum(len(ep) for ep in episodes), reduce="sum")
-            with metrics.log_time(("timers", "replay_buffer_add_data_timer")):
+            with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
                 buffer.add(episodes)
         metrics.log_dict(buffer.get_metrics(), key="replay_buffer", window=1)
         sampled = self.num_env_steps_sampled_lifetime
@@ -206,23 +212,23 @@ class DQN(Algorithm):
         beta = config.replay_buffer_config.get("beta")
         update_results: list[dict] = []
         for _ in range(training_rounds):
-            with metrics.log_time(("timers", "replay_buffer_sample_timer")):
+            with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
                 batch = buffer.sample(config.train_batch_size, n_step=config.n_step,
                                       gamma=config.gamma, beta=beta)
-            with metrics.log_time(("timers", "learner_update_timer")):
+            with metrics.log_time((TIMERS, "learner_update_timer")):
                 results, td_errors = self.learner.update(
                     batch, num_env_steps_sampled_lifetime=sampled)
             buffer.update_priorities(batch["indices"], td_errors)
             update_results.append(results)
-            metrics.log_value(("learners", "__all_modules__", "num_env_steps_trained_lifetime"),
+            metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                               config.train_batch_size, reduce="sum")
         # The learner's statistics: their means over this iteration's updates.
         if update_results:
             metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))
                               for key in update_results[0]},
-                             key=("learners", "default_policy"), window=1)
+                             key=(LEARNER_RESULTS, "default_policy"), window=1)
         # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
-        with metrics.log_time(("timers", "synch_weights")):
+        with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()
 
     # -- state (checkpoints) -----------------------------------------------------------------

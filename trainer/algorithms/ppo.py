@@ -10,6 +10,12 @@ from trainer.algorithm import Algorithm
 from trainer.algorithms.ppo_learner import PPOLearner
 from trainer.checks import is_bool, number_above, number_at_least, number_in
 from trainer.config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
 
 
 class PPOConfig(AlgorithmConfig):
@@ -76,18 +82,18 @@ class PPO(Algorithm):
     def training_step(self) -> None:
         metrics = self.metrics
         # 1. Sample with the current weights, on all EnvRunners in parallel.
-        with metrics.log_time(("timers", "env_runner_sampling_timer")):
+        with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
             episodes, runner_metrics = self.env_runner_group.sample(
                 min_env_steps=self.config.train_batch_size)
-        metrics.aggregate(runner_metrics, key="env_runners")
+        metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
-        metrics.log_value("num_env_steps_sampled_lifetime", env_steps, reduce="sum")
+        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="sum")
         # 2. Update the policy and value function.
-        with metrics.log_time(("timers", "learner_update_timer")):
+        with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(episodes)
-        metrics.log_dict(learner_results, key=("learners", "default_policy"), window=1)
-        metrics.log_value(("learners", "__all_modules__", "num_env_steps_trained_lifetime"),
+        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+        metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                           env_steps, reduce="sum")
         # 3. Send the new weights to the EnvRunners.
-        with metrics.log_time(("timers", "synch_weights")):
+        with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()

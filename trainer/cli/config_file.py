@@ -29,6 +29,7 @@ import sys
 from typing import Any
 
 from trainer.config import AlgorithmConfig, ConfigError
+from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
 
 #: Tables that are builder methods: `[training]` is `config.training(**table)`.
 BUILDER_TABLES = ("environment", "env_runners", "training", "rl_module", "callbacks",
@@ -37,7 +38,7 @@ BUILDER_TABLES = ("environment", "env_runners", "training", "rl_module", "callba
 #: Settings whose value is code: a "module:attribute" string is imported.
 CODE_SETTINGS = ("callbacks", "callbacks_class", "env_task_fn", "custom_evaluation_function")
 #: The `[stop]` table's keys, as Tune names them, and the stop criterion each sets.
-STOP_KEYS = {"training_iteration": "iterations", "num_env_steps_sampled_lifetime": "env_steps",
+STOP_KEYS = {TRAINING_ITERATION: "iterations", NUM_ENV_STEPS_SAMPLED_LIFETIME: "env_steps",
              "env_runners/episode_return_mean": "mean_return", "time_total_s": "seconds"}
 
 

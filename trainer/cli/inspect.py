@@ -11,6 +11,12 @@ import sys
 from typing import Any
 
 from trainer.cli.run_folder import PARAMS_FILE, RunFolder
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TRAINING_ITERATION,
+)
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -38,9 +44,9 @@ def describe_run(directory: str) -> dict:
         "has_params": os.path.exists(os.path.join(directory, PARAMS_FILE)),
         "iterations_logged": len(results),
         "last_result": None if last is None else {
-            "training_iteration": last.get("training_iteration"),
-            "num_env_steps_sampled_lifetime": last.get("num_env_steps_sampled_lifetime"),
-            "episode_return_mean": (last.get("env_runners") or {}).get("episode_return_mean"),
+            TRAINING_ITERATION: last.get(TRAINING_ITERATION),
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: last.get(NUM_ENV_STEPS_SAMPLED_LIFETIME),
+            EPISODE_RETURN_MEAN: (last.get(ENV_RUNNER_RESULTS) or {}).get(EPISODE_RETURN_MEAN),
             "time_total_s": last.get("time_total_s")},
         "score_attribute": manager.checkpoint_score_attribute,
         "checkpoints": [{**entry, "latest": entry is manager.latest_entry(),
@@ -55,7 +61,7 @@ def _run_lines(run: dict) -> list[str]:
         lines.append(f"  {run['algo']} on {run.get('env')}, stop at {run.get('stop')}")
     last = run["last_result"]
     if last is not None:
-        mean = last["episode_return_mean"]
+        mean = last[EPISODE_RETURN_MEAN]
         lines.append(f"  {run['iterations_logged']} iterations logged; the last: iteration "
                      f"{last['training_iteration']}, {last['num_env_steps_sampled_lifetime']} "
                      f"env steps, mean return {'-' if mean is None else f'{mean:.2f}'}, "

@@ -11,6 +11,12 @@ from __future__ import annotations
 import io
 
 from trainer.checkpoints.writer import replace_file
+from trainer.metrics import (
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+)
 
 PLOT_FILE = "learning_curve.png"
 
@@ -30,7 +36,7 @@ def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
         for key in keys:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, (int, float)):
-            xs.append(result["num_env_steps_sampled_lifetime"])
+            xs.append(result[NUM_ENV_STEPS_SAMPLED_LIFETIME])
             ys.append(node)
     return xs, ys
 
@@ -46,13 +52,13 @@ def write_learning_curve(results: list[dict], path: str, title: str,
     figure = Figure(figsize=(7, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    steps, mean = _series(results, "env_runners", "episode_return_mean")
-    band_steps, low = _series(results, "env_runners", "episode_return_min")
-    _, high = _series(results, "env_runners", "episode_return_max")
+    steps, mean = _series(results, "env_runners", EPISODE_RETURN_MEAN)
+    band_steps, low = _series(results, "env_runners", EPISODE_RETURN_MIN)
+    _, high = _series(results, "env_runners", EPISODE_RETURN_MAX)
     if len(low) == len(high) and low:
         axes.fill_between(band_steps, low, high, alpha=0.2, label="min-max")
     axes.plot(steps, mean, marker="." if len(steps) < 30 else None, label="mean return")
-    eval_steps, eval_mean = _series(results, "evaluation", "env_runners", "episode_return_mean")
+    eval_steps, eval_mean = _series(results, "evaluation", "env_runners", EPISODE_RETURN_MEAN)
     if eval_mean:
         axes.plot(eval_steps, eval_mean, marker="o", label="evaluation mean return")
     if target_return is not None:

@@ -17,6 +17,12 @@ import sys
 from typing import TextIO
 
 from trainer.cli.stop import Progress
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    EVALUATION_RESULTS,
+    NUM_ENV_STEPS_SAMPLED,
+)
 
 _ERASE_LINE = "\r\033[K"
 _BAR_WIDTH = 24
@@ -53,15 +59,15 @@ class ProgressDisplay:
     def iteration(self, result: dict, session_seconds: float) -> None:
         """The row for one `train()` result."""
         self.progress.add(result)
-        env_runners = result["env_runners"]
+        env_runners = result[ENV_RUNNER_RESULTS]
         row = (f"iter {result['training_iteration']:4d} | "
                f"env steps {result['num_env_steps_sampled_lifetime']:8d} | "
                f"return mean {_number(env_runners['episode_return_mean'], 8)} "
                f"max {_number(env_runners['episode_return_max'], 8)} | ")
-        evaluation = result.get("evaluation", {}).get("env_runners", {})
-        if "episode_return_mean" in evaluation:
+        evaluation = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {})
+        if EPISODE_RETURN_MEAN in evaluation:
             row += f"eval {_number(evaluation['episode_return_mean'], 8)} | "
-        steps_per_second = env_runners.get("num_env_steps_sampled", 0) / max(
+        steps_per_second = env_runners.get(NUM_ENV_STEPS_SAMPLED, 0) / max(
             result["time_this_iter_s"], 1e-9)
         row += f"{steps_per_second:7.0f} steps/s | {session_seconds:6.1f} s"
         left = self.progress.time_left()

@@ -24,13 +24,17 @@ from typing import Any
 import numpy as np
 
 from trainer.checkpoints.writer import replace_file
+from trainer.metrics import (
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TRAINING_ITERATION,
+)
 
 PARAMS_FILE = "params.json"
 RUN_FILE = "run.json"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
 #: progress.csv's first columns; the others follow in the order they first appear.
-FIRST_COLUMNS = ("training_iteration", "time_total_s", "num_env_steps_sampled_lifetime",
+FIRST_COLUMNS = (TRAINING_ITERATION, "time_total_s", NUM_ENV_STEPS_SAMPLED_LIFETIME,
                  "env_runners/episode_return_mean", "env_runners/episode_return_min",
                  "env_runners/episode_return_max", "env_runners/episode_len_mean",
                  "evaluation/env_runners/episode_return_mean")
@@ -121,12 +125,12 @@ class RunFolder:
     def drop_after(self, iteration: int) -> int:
         """Removes the rows of iterations after `iteration`; returns how many went."""
         results = self.results()
-        kept = [r for r in results if r.get("training_iteration", 0) <= iteration]
+        kept = [r for r in results if r.get(TRAINING_ITERATION, 0) <= iteration]
         if len(kept) == len(results):
             return 0
         replace_file(self.result_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
         rows = [row for row in self._read_rows()
-                if int(float(row.get("training_iteration") or 0)) <= iteration]
+                if int(float(row.get(TRAINING_ITERATION) or 0)) <= iteration]
         self._rewrite_progress(rows)
         return len(results) - len(kept)
 

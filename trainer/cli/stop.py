@@ -10,6 +10,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TRAINING_ITERATION,
+)
+
 
 @dataclasses.dataclass
 class StopCriteria:
@@ -32,16 +39,16 @@ class StopCriteria:
 
     def reason(self, result: dict) -> str | None:
         """Why training stops after `result`, or None to go on."""
-        mean_return = result["env_runners"]["episode_return_mean"]
+        mean_return = result[ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN]
         if (self.mean_return is not None and not math.isnan(mean_return)
                 and mean_return >= self.mean_return):
             return f"reached mean return {mean_return:.2f} >= {self.mean_return:g}"
-        steps = result["num_env_steps_sampled_lifetime"]
+        steps = result[NUM_ENV_STEPS_SAMPLED_LIFETIME]
         if self.env_steps is not None and steps >= self.env_steps:
             return f"reached {steps} env steps >= {self.env_steps}"
         if self.seconds is not None and result["time_total_s"] >= self.seconds:
             return f"reached {result['time_total_s']:.1f} s of training >= {self.seconds:g} s"
-        if self.iterations is not None and result["training_iteration"] >= self.iterations:
+        if self.iterations is not None and result[TRAINING_ITERATION] >= self.iterations:
             return f"reached {self.iterations} iterations"
         return None
 
@@ -59,9 +66,9 @@ class Progress:
         self._first_return: float | None = None
 
     def add(self, result: dict) -> None:
-        mean_return = result["env_runners"]["episode_return_mean"]
-        self.points.append((result["time_total_s"], result["training_iteration"],
-                            result["num_env_steps_sampled_lifetime"], mean_return))
+        mean_return = result[ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN]
+        self.points.append((result["time_total_s"], result[TRAINING_ITERATION],
+                            result[NUM_ENV_STEPS_SAMPLED_LIFETIME], mean_return))
         if self._first_return is None and not math.isnan(mean_return):
             self._first_return = mean_return
 
