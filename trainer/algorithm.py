@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
-from trainer.callbacks.old_api import warn_once
 from trainer.checkpointing import load_algorithm_state, load_class_and_config, save_algorithm
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
-from trainer.checkpoints.codec import generator_state, set_generator_state
 from trainer.config import AlgorithmConfig
 from trainer.curriculum import apply_env_task_fn
 from trainer.env_runner_group import EnvRunnerGroup
@@ -58,6 +56,8 @@ from trainer.state_checks import (
     require_map,
     require_number,
 )
+from trainer.util.deprecation import warn_once
+from trainer.util.rng import generator_state, set_generator_state
 
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.

@@ -17,7 +17,6 @@ from typing import Any
 
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
-from trainer.callbacks.old_api import warn_once
 from trainer.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -43,6 +42,7 @@ from trainer.rllib_settings import (
     rule,
     warn_ignored,
 )
+from trainer.util.deprecation import warn_once
 
 
 class _NotProvided:

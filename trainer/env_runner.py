@@ -24,8 +24,6 @@ import numpy as np
 
 from trainer import seeding
 from trainer.callbacks import CallbackChain
-from trainer.callbacks.old_api import warn_once
-from trainer.checkpoints.codec import generator_state, new_generator, set_generator_state
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.curriculum import check_task_settable, is_task_settable
@@ -64,6 +62,8 @@ from trainer.state_checks import (
     require_map,
 )
 from trainer.sub_env_guard import SubEnvGuard
+from trainer.util.deprecation import warn_once
+from trainer.util.rng import generator_state, new_generator, set_generator_state
 
 logger = logging.getLogger("trainer")
 

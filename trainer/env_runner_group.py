@@ -34,7 +34,6 @@ import cloudpickle
 
 from trainer import named_objects, restart_policy
 from trainer.callbacks import CallbackError
-from trainer.callbacks.old_api import warn_once
 from trainer.env_runner import EnvRunner
 from trainer.envs import EnvCreator
 from trainer.episode import SingleAgentEpisode
@@ -47,6 +46,7 @@ from trainer.errors import (
 )
 from trainer.models import RL_MODULE_STATE
 from trainer.remote import RemoteEnvRunner
+from trainer.util.deprecation import warn_once
 
 logger = logging.getLogger("trainer")
 

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from trainer.checkpoints.codec import generator_state, new_generator, set_generator_state
+from trainer.util.rng import generator_state, new_generator, set_generator_state
 
 #: Render machinery: created on demand by render(), not part of the dynamics.
 _RENDER_ATTRIBUTES = frozenset({"screen", "clock", "viewer", "window", "surf", "renderer",

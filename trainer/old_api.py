@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.callbacks.old_api import warn_once
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_LEN_MEAN,
@@ -17,6 +16,7 @@ from trainer.metrics import (
     NUM_EPISODES,
     NUM_EPISODES_LIFETIME,
 )
+from trainer.util.deprecation import warn_once
 
 #: Old config dict keys -> current setting names (for `AlgorithmConfig.from_dict`,
 #: `Algorithm(config={...})` and `PPO(config={...})`).

@@ -21,10 +21,10 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from trainer.callbacks import CallbackError
-from trainer.callbacks.old_api import warn_once
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
 from trainer.parent_watch import kernel_signal_wanted
 from trainer.pickling import travel_dumps
+from trainer.util.deprecation import warn_once
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
 #: for the cores (measured in bench/threads.py). A user's explicit setting wins.

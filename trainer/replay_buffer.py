@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from trainer.checkpoints.codec import generator_state, set_generator_state
 from trainer.checks import int_at_least, number_at_least
 from trainer.episode import SingleAgentEpisode
+from trainer.util.rng import generator_state, set_generator_state
 
 _NO_LINK = -1
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from trainer.checkpoints.codec import PlacedError, new_generator
+from trainer.checkpoints.codec import PlacedError
+from trainer.util.rng import new_generator
 
 
 class StateError(PlacedError):

@@ -12,12 +12,12 @@ import numpy as np
 
 from trainer import seeding
 from trainer.algorithms.learner import Learner
-from trainer.checkpoints.codec import generator_state, set_generator_state
 from trainer.config import adam_settings
 from trainer.episode import SingleAgentEpisode
 from trainer.models import SpaceInfo
 from trainer.nn import Adam, check_finite_update, clip_gradients, flatten
 from trainer.state_checks import require_generator_state, require_map, require_number
+from trainer.util.rng import generator_state, set_generator_state
 
 
 class PPOLearner(Learner):

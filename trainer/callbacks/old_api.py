@@ -20,38 +20,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from trainer.util.deprecation import (  # noqa: F401 (their older import path)
+    _warned,  # the once-per-process memory (tests clear it)
+    collect_in_this_process,
+    drain,
+    warn_once,
+)
+
 logger = logging.getLogger("trainer")
-
-_warned: set[str] = set()
-#: In an EnvRunner worker process: warnings wait in `_pending` for the main process to log.
-_collect_only = False
-_pending: list[tuple[str, str]] = []
-
-
-def warn_once(form: str, replacement: str) -> None:
-    """Logs "`form` is RLlib's older API; use `replacement`" the first time `form` is seen."""
-    if form in _warned:
-        return
-    _warned.add(form)
-    if _collect_only:
-        _pending.append((form, replacement))
-        return
-    logger.warning("DeprecationWarning: %s is RLlib's older API; use %s instead",
-                   form, replacement)
-
-
-def collect_in_this_process() -> None:
-    """Called by worker processes: warnings are kept for `drain()` instead of logged."""
-    global _collect_only
-    _collect_only = True
-
-
-def drain() -> list[tuple[str, str]]:
-    """The warnings collected since the last call (sent to the main process with a reply)."""
-    items = list(_pending)
-    _pending.clear()
-    return items
-
 
 #: Old argument name -> its current name, for the EnvRunner events.
 OLD_ARGUMENTS = {"worker": "env_runner", "base_env": "env", "policies": "rl_module"}

@@ -20,35 +20,19 @@ A checkpoint is a directory:
 `python -m checkpoints inspect PATH` prints what a checkpoint holds.
 """
 
-import os
-
-#: Name and version of the on-disk layout; a reader refuses checkpoints of a newer version.
-FORMAT_NAME = "localrl-checkpoint"
-FORMAT_VERSION = 1
-METADATA_FILE = "metadata.json"
-CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
-CONFIG_FILE = "config.json"
-STATE_FILE_SUFFIX = ".msgpack"
-
-
-class CheckpointError(Exception):
-    """A checkpoint cannot be read or written: names the path and what is wrong."""
-
-    def __init__(self, path, cause: str):
-        self.path = str(path)
-        self.cause = cause
-        super().__init__(f"checkpoint {self.path}: {cause}")
-
-
-def backup_path(path: str) -> str:
-    """Where the previous checkpoint waits while a save without atomic exchange replaces it."""
-    parent, name = os.path.split(os.path.abspath(path))
-    return os.path.join(parent, f".{name}.previous")
-
-
-from trainer.checkpoints.manager import CheckpointManager  # noqa: E402
-from trainer.checkpoints.reader import Checkpoint, open_checkpoint  # noqa: E402
-from trainer.checkpoints.writer import write_checkpoint  # noqa: E402
+from trainer.checkpoints.format import (
+    CLASS_AND_CONFIG_FILE,
+    CONFIG_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    METADATA_FILE,
+    STATE_FILE_SUFFIX,
+    CheckpointError,
+    backup_path,
+)
+from trainer.checkpoints.manager import CheckpointManager
+from trainer.checkpoints.reader import Checkpoint, open_checkpoint
+from trainer.checkpoints.writer import write_checkpoint
 
 __all__ = [
     "CLASS_AND_CONFIG_FILE",

@@ -19,8 +19,8 @@ import re
 import shutil
 from typing import Any
 
-from trainer.checkpoints import METADATA_FILE
-from trainer.checkpoints.writer import replace_file
+from trainer.checkpoints.format import METADATA_FILE
+from trainer.util.files import replace_file
 
 INDEX_FILE = "checkpoints.json"
 _NAME = re.compile(r"^checkpoint_(\d+)$")

@@ -17,7 +17,8 @@ from typing import Any
 
 import ormsgpack
 
-from trainer.checkpoints import (
+from trainer.checkpoints.codec import MalformedState, decode
+from trainer.checkpoints.format import (
     CLASS_AND_CONFIG_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -26,7 +27,6 @@ from trainer.checkpoints import (
     CheckpointError,
     backup_path,
 )
-from trainer.checkpoints.codec import MalformedState, decode
 from trainer.checkpoints.writer import file_digest
 
 

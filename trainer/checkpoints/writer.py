@@ -25,7 +25,9 @@ import shutil
 import sys
 from collections.abc import Callable
 
-from trainer.checkpoints import METADATA_FILE, CheckpointError, backup_path
+from trainer.checkpoints.format import METADATA_FILE, CheckpointError, backup_path
+from trainer.util.files import replace_file  # noqa: F401 (its older import path)
+from trainer.util.files import write_file_synced as _write_file
 
 #: Test hook: called with each file name right after that file was written (fault injection
 #: between file writes). None in normal use.
@@ -39,24 +41,6 @@ def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_file(path: str, data: bytes) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def replace_file(path: str, data: bytes) -> None:
-    """Writes `path` so a reader sees the old contents or the new, never a part: a temporary
-    sibling, fsynced, then renamed over it (run folders' index, result and plot files)."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        _write_file(temporary, data)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 def _fsync_dir(path: str) -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 
-from trainer.checkpoints.writer import replace_file
 from trainer.metrics import (
     EPISODE_RETURN_MAX,
     EPISODE_RETURN_MEAN,
     EPISODE_RETURN_MIN,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
 )
+from trainer.util.files import replace_file
 
 PLOT_FILE = "learning_curve.png"
 

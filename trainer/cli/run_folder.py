@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from trainer.checkpoints.writer import replace_file
 from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TRAINING_ITERATION,
 )
+from trainer.util.files import replace_file
 
 PARAMS_FILE = "params.json"
 RUN_FILE = "run.json"
