@@ -2,6 +2,26 @@
 training steps and returns RLlib's result dict.
 
 Subclasses implement `setup_learner()` and `training_step()`.
+
+One `train()` call, as data flows (PPO; DQN samples into its replay buffer and updates from it):
+
+    train()
+     ├─ [parallel evaluation: an evaluation round starts on its own thread with the last weights]
+     ├─ training_step(), repeated until min_time_s / min_sample_timesteps are reached:
+     │    env_runner_group.sample()  ──requests──▶  EnvRunner processes: step envs, record
+     │        ◀── episodes + each runner's MetricsLogger.reduce()        episodes, fire callbacks
+     │    metrics.aggregate(runner metrics, key="env_runners")   (RLlib's merge)
+     │    learner.update(episodes)  ─▶ GAE, epochs of minibatches, Adam: new weights + stats
+     │    metrics.log_dict(stats, key=("learners", "default_policy"))
+     │    sync_weights()  ──weights + global timestep──▶  every EnvRunner (applied before its
+     │                                                     next request)
+     ├─ [evaluation: finish the parallel round, or run evaluate() now]
+     ├─ result = metrics.reduce() + counters, fault tolerance, evaluation (+ older keys)
+     ├─ env_task_fn (curriculum) on every training EnvRunner
+     └─ on_train_result(result) ─▶ returned
+
+A failed EnvRunner anywhere in that flow is handled inside `EnvRunnerGroup` (see
+`trainer.restart_policy`): the round keeps the other runners' samples.
 """
 
 from __future__ import annotations
