@@ -16,8 +16,8 @@ import gymnasium as gym
 import numpy as np
 import ormsgpack
 
-from trainer.episode import SingleAgentEpisode
-from trainer.replay_buffer import PrioritizedEpisodeReplayBuffer
+from trainer.algorithms.dqn.replay_buffer import PrioritizedEpisodeReplayBuffer
+from trainer.env.episode import SingleAgentEpisode
 
 NUM_STEPS = 50_000
 

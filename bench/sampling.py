@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import PPOConfig
-from trainer.models import PolicyModule, SpaceInfo
+from trainer.core.models import PolicyModule, SpaceInfo
 
 NUM_ENVS = 8
 MODEL = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}

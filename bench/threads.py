@@ -8,7 +8,7 @@ Measures, each in a fresh process with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS se
   default), since workers run batches of 1-8 rows.
 
 Prints ratios (2 threads / 1 thread); the library's choice follows from them: workers get 1 BLAS
-thread (trainer/remote.py); the main process keeps numpy's default.
+thread (trainer/runners/process_runner.py); the main process keeps numpy's default.
 Run: python bench/threads.py
 """
 
@@ -21,8 +21,8 @@ import sys
 LEARNER_CODE = r"""
 import time, numpy as np, gymnasium as gym, sys
 from trainer import PPOConfig, SingleAgentEpisode
-from trainer.algorithms.ppo_learner import PPOLearner
-from trainer.models import SpaceInfo
+from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.core.models import SpaceInfo
 hiddens = [int(h) for h in sys.argv[1].split(",")]
 config = PPOConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": hiddens})
 env = gym.make("CartPole-v1")
@@ -72,7 +72,7 @@ def main() -> None:
         one, two = run(LEARNER_CODE, 1, hiddens), run(LEARNER_CODE, 2, hiddens)
         print(f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s, "
               f"ratio 2/1 = {two / one:.2f}")
-    # Worker threads follow the environment (trainer/remote.py only sets a default of 1).
+    # Worker threads follow the environment (trainer/runners/process_runner.py only sets a default of 1).
     one, two = run(ITERATION_CODE, 1), run(ITERATION_CODE, 2)
     print(f"PPO iteration, 2 runners x 8 envs, all processes at 1 thread {one:.3f} s, "
           f"at 2 threads {two:.3f} s, ratio 2/1 = {two / one:.2f}")

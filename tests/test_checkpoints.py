@@ -13,19 +13,19 @@ import sys
 import textwrap
 import time
 
+import checkpoints.writer
 import gymnasium as gym
 import numpy as np
 import ormsgpack
 import pytest
-from helpers import UnpicklingMarker, small_ppo
-
-import checkpoints.writer
-from callbacks import RLlibCallback
-from checkpoints import CheckpointError, CheckpointManager, backup_path, open_checkpoint
 from checkpoints.codec import pack, unpack
 from checkpoints.writer import file_digest
+from helpers import UnpicklingMarker, small_ppo
+
+from callbacks import RLlibCallback
+from checkpoints import CheckpointError, CheckpointManager, backup_path, open_checkpoint
 from trainer import DQNConfig, PPOConfig
-from trainer.algorithm import Algorithm
+from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.ppo import PPO
 
 #: Episode durations are wall-clock times; every other env_runners metric must match exactly.
@@ -45,7 +45,7 @@ def _exact_config(num_env_runners: int) -> PPOConfig:
 _RESUME_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from trainer.algorithm import Algorithm
+    from trainer.algorithms.algorithm import Algorithm
 
     path, out = sys.argv[1], sys.argv[2]
     algo = Algorithm.from_checkpoint(path)

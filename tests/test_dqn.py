@@ -5,7 +5,7 @@ import ormsgpack
 import pytest
 
 from trainer import ConfigError, DQNConfig, SingleAgentEpisode
-from trainer.replay_buffer import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from trainer.algorithms.dqn.replay_buffer import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 
 
 def small_dqn(num_env_runners: int = 0, **training) -> DQNConfig:

@@ -242,7 +242,7 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
     (bench/evaluation.py measures why: a full pool starves the learner or the evaluation)."""
     from threadpoolctl import ThreadpoolController
 
-    from trainer.evaluation import learner_blas_threads
+    from trainer.algorithms.evaluation import learner_blas_threads
 
     seen_during = []
 

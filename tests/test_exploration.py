@@ -6,9 +6,9 @@ import pytest
 from helpers import small_ppo
 
 from trainer import ConfigError, EpsilonGreedy, Exploration, SoftQ, StochasticSampling
-from trainer.exploration import ActionDistribution
-from trainer.nn import Categorical
-from trainer.schedules import Schedule
+from trainer.core.exploration import ActionDistribution
+from trainer.core.nn import Categorical
+from trainer.core.schedules import Schedule
 
 
 class AlwaysAction(Exploration):

@@ -10,12 +10,12 @@ import threading
 
 import numpy as np
 import pytest
+from checkpoints.codec import ARRAY_TAG, pack, unpack
+from checkpoints.writer import file_digest
 from helpers import small_ppo
 
 from checkpoints import CheckpointError
-from checkpoints.codec import ARRAY_TAG, pack, unpack
-from checkpoints.writer import file_digest
-from trainer.algorithm import Algorithm
+from trainer.algorithms.algorithm import Algorithm
 from trainer.testing import assert_no_env_runner_processes
 
 

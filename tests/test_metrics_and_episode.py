@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trainer import MetricsLogger, SingleAgentEpisode
-from trainer.episode_list import EpisodeList
+from trainer.env.episode_list import EpisodeList
 
 
 def test_mean_defaults_to_ema_with_coefficient_0_01():

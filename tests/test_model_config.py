@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from trainer import ConfigError, DefaultModelConfig, DQNConfig, PPOConfig
-from trainer.initializers import INITIALIZERS, calculate_gain, make_initializer
+from trainer.core.initializers import INITIALIZERS, calculate_gain, make_initializer
 
 
 def _draw(name, shape, **kwargs):

@@ -36,7 +36,7 @@ class Counter:
 
 
 def server_pids():
-    return [pid for pid in env_runner_pids() if _cmdline(pid).find(b"named_object_server") >= 0]
+    return [pid for pid in env_runner_pids() if _cmdline(pid).find(b"named_objects.server") >= 0]
 
 
 def _cmdline(pid):

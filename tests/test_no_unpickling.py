@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from checkpoints.writer import file_digest
 from helpers import EpisodeReturn, UnpicklingMarker, small_ppo
 
 from checkpoints import CheckpointError
-from checkpoints.writer import file_digest
-from trainer.algorithm import Algorithm
+from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.ppo import PPO
 
 
@@ -35,7 +35,7 @@ def test_from_checkpoint_rebuilds_the_config_from_plain_data(tmp_path):
         algo.train()
         path = algo.save_to_path(tmp_path / "c")
     stored = json.loads((tmp_path / "c" / "config.json").read_text())
-    assert stored["algorithm_class"] == "trainer.algorithms.ppo:PPO"
+    assert stored["algorithm_class"] == "trainer.algorithms.ppo.ppo:PPO"
     assert stored["settings"]["callbacks_class"] == {
         "__import__": "helpers:EpisodeReturn"}
     assert stored["unstored"] == []

@@ -8,8 +8,8 @@ import pytest
 from helpers import small_ppo
 
 from trainer import PPOConfig
-from trainer.algorithms.ppo_learner import PPOLearner
-from trainer.models import SpaceInfo
+from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.core.models import SpaceInfo
 
 
 def _float64_learner(env_id: str, model_config: dict, **training) -> PPOLearner:

@@ -3,7 +3,7 @@ end-to-end cases stay in test_fault_tolerance*.py)."""
 
 import pytest
 
-from trainer.restart_policy import (
+from trainer.runners.restart_policy import (
     NO_PROGRESS_LIMIT,
     Decision,
     Failure,

@@ -12,7 +12,7 @@ from helpers import small_ppo
 from callbacks import RLlibCallback
 from trainer import ConfigError, EnvRunner, PPOConfig
 from trainer import named_objects as ray
-from trainer.rllib_settings import RLLIB_SETTINGS, IgnoredSettingWarning, NoEffect
+from trainer.compat.rllib_settings import RLLIB_SETTINGS, IgnoredSettingWarning, NoEffect
 
 
 def test_every_listed_rllib_setting_is_accepted_by_its_builder_method():

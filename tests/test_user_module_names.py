@@ -21,7 +21,7 @@ def test_a_users_callbacks_py_and_checkpoints_py_do_not_shadow_the_trainer(tmp_p
         from callbacks import CountEpisodes  # the user's module too
 
         from trainer import PPOConfig
-        from trainer.algorithm import Algorithm
+        from trainer.algorithms.algorithm import Algorithm
 
         assert checkpoints.KEEP_LAST == 2
         config = (PPOConfig().environment("CartPole-v1").callbacks(CountEpisodes)
@@ -38,3 +38,18 @@ def test_a_users_callbacks_py_and_checkpoints_py_do_not_shadow_the_trainer(tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     episodes, iteration = done.stdout.split()[1:]
     assert float(episodes) > 0 and iteration == "1"
+
+
+def test_module_paths_from_before_the_subpackages_still_import_the_same_modules():
+    import importlib
+
+    import trainer
+    from trainer.compat.moved_modules import MOVED_MODULES
+
+    for old, new in MOVED_MODULES.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    from trainer.config import AlgorithmConfig
+    from trainer.exploration import EpsilonGreedy  # the README's porting table until now
+
+    assert EpsilonGreedy is trainer.EpsilonGreedy and AlgorithmConfig is trainer.AlgorithmConfig
+    assert importlib.util.find_spec("trainer.no_such_module") is None

@@ -5,16 +5,18 @@
     print(algo.train()["env_runners"]["episode_return_mean"])
 """
 
-from trainer.algorithm import Algorithm
 from trainer.algorithms import get_trainable_cls
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.dqn import DQN, DQNConfig
 from trainer.algorithms.ppo import PPO, PPOConfig
-from trainer.config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.curriculum import TaskSettableEnv
-from trainer.env_runner import EnvRunner, SingleAgentEnvRunner
-from trainer.env_runner_group import EnvRunnerGroup
-from trainer.envs import EnvContext, register_env
-from trainer.episode import SingleAgentEpisode
+from trainer.compat import moved_modules as _moved_modules
+from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
+from trainer.core.models import DefaultModelConfig
+from trainer.env.curriculum import TaskSettableEnv
+from trainer.env.env_runner import EnvRunner, SingleAgentEnvRunner
+from trainer.env.envs import EnvContext, register_env
+from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerError,
@@ -24,15 +26,14 @@ from trainer.errors import (
     SampleRequestError,
     StepFailedRecreateEnvError,
 )
-from trainer.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.metrics import MetricsLogger
-from trainer.models import DefaultModelConfig
 from trainer.named_objects import (
     NamedObjectError,
     create_named_object,
     get_named_object,
     shutdown_named_objects,
 )
+from trainer.runners.env_runner_group import EnvRunnerGroup
 
 __version__ = "0.1.0"
 
@@ -71,3 +72,5 @@ __all__ = [
     "register_env",
     "shutdown_named_objects",
 ]
+
+_moved_modules.install()  # old import paths (trainer.env_runner, ...) keep working

@@ -134,7 +134,7 @@ def kill_env_runner(algorithm: Any, index: int, signal: int = signals.SIGKILL, *
 
 
 #: Command-line markers of the processes localrl starts: EnvRunners and the named-object server.
-_PROCESS_MARKERS = (b"trainer.worker_process", b"trainer.named_object_server")
+_PROCESS_MARKERS = (b"trainer.runners.worker", b"trainer.named_objects.server")
 
 
 def env_runner_pids(parent_pid: int | None = None) -> list[int]:

@@ -9,7 +9,7 @@ import argparse
 
 from trainer.algorithms.ppo import PPOConfig  # was: from ray.rllib.algorithms.ppo import PPOConfig
 from trainer.connectors.env_to_module import MeanStdFilter  # was: ray.rllib.connectors.env_to_module
-from trainer.models import DefaultModelConfig  # was: ray.rllib.core.rl_module.default_model_config
+from trainer.core.models import DefaultModelConfig  # was: ray.rllib.core.rl_module.default_model_config
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--stop-reward", type=float, default=-300.0)

@@ -21,9 +21,9 @@ from trainer import named_objects as ray  # was: import ray
 import trainer as tune  # was: from ray import tune
 from trainer import AlgorithmConfig  # was: from ray.rllib.algorithms.algorithm_config import ...
 from trainer.errors import StepFailedRecreateEnvError  # was: from ray.rllib.env.env_runner import ...
-from trainer.env_runner import SingleAgentEnvRunner  # was: ray.rllib.env.single_agent_env_runner
+from trainer.env.env_runner import SingleAgentEnvRunner  # was: ray.rllib.env.single_agent_env_runner
 from trainer.examples.envs.classes.simple_corridor import SimpleCorridor  # was: ray.rllib.examples...
-from trainer.envs import ENV_CREATOR, _global_registry  # was: from ray.tune.registry import ...
+from trainer.env.envs import ENV_CREATOR, _global_registry  # was: from ray.tune.registry import ...
 
 
 class TestSingleAgentEnvRunner(unittest.TestCase):
@@ -154,7 +154,7 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
         )
         self.assertTrue(any(e.t_started > 0 for e in episodes))
 
-    @patch(target="trainer.env_runner.logger")  # was: "ray.rllib.env.env_runner.logger"
+    @patch(target="trainer.env.env_runner.logger")  # was: "ray.rllib.env.env_runner.logger"
     def test_step_failed_reset_required(self, mock_logger):
         """Tests, whether SingleAgentEnvRunner can handle StepFailedResetRequired."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from trainer.nn import Adam
+from trainer.core.nn import Adam
 
 
 class Learner(ABC):
@@ -33,7 +33,7 @@ class Learner(ABC):
 
     @abstractmethod
     def check_state(self, state: dict, where: str = "learner") -> None:
-        """Raises `trainer.state_checks.StateError` unless `state` fits; changes nothing."""
+        """Raises `trainer.util.state_checks.StateError` unless `state` fits; changes nothing."""
 
     @abstractmethod
     def set_state(self, state: dict) -> None:

@@ -13,7 +13,8 @@ from trainer.callbacks.callback import (
     make_multi_callbacks,
 )
 from trainer.callbacks.chain import CallbackChain, CallbackError
-from trainer.callbacks.old_api import warn_once
+from trainer.compat import old_callbacks as old_api  # noqa: F401 (`callbacks.old_api`)
+from trainer.compat.old_callbacks import warn_once
 
 __all__ = [
     "ALGORITHM_EVENTS",

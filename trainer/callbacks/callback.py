@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.callbacks.old_api import warn_once
+from trainer.compat.old_callbacks import warn_once
 
 #: Events fired in the main process, on the Algorithm.
 ALGORITHM_EVENTS = (

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer.callbacks.callback import EVENTS, RLlibCallback
-from trainer.callbacks.old_api import (
+from trainer.compat.old_callbacks import (
     adapt_old_arguments,
     old_event_handlers,
     warn_never_called,

@@ -9,7 +9,7 @@ A checkpoint is a directory:
   `evaluation_metrics.msgpack`, `replay_buffer.msgpack`), readable with `ormsgpack.unpackb`
   alone (arrays are maps of dtype, shape and raw bytes: see `checkpoints.codec`);
 - `config.json`: the algorithm class and the config's settings as plain data, code settings by
-  import path (`trainer.config_data`): what `Algorithm.from_checkpoint(path)` without a config,
+  import path (`trainer.checkpoints.config_data`): what `Algorithm.from_checkpoint(path)` without a config,
   `python -m trainer evaluate` and `--resume` build from;
 - `class_and_config.pkl`: the algorithm class and its config, cloudpickled, for configs whose
   code has no import path (defined in `__main__`, lambdas); read only on the explicit opt-in

@@ -28,7 +28,7 @@ import os
 import sys
 from typing import Any
 
-from trainer.config import AlgorithmConfig, ConfigError
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
 
 #: Tables that are builder methods: `[training]` is `config.training(**table)`.

@@ -71,7 +71,7 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     """The algorithm of the checkpoint at `path`, built to act in this process only (no
     EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
     plain-data `config.json`; from its pickle file only with `allow_pickle`."""
-    from trainer.checkpointing import load_class_and_config
+    from trainer.algorithms.checkpointing import load_class_and_config
     from trainer.checkpoints import open_checkpoint
 
     algorithm_class, config = load_class_and_config(open_checkpoint(path),
@@ -83,7 +83,7 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
 
 
 def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
-    from trainer.envs import EnvContext, make_env_creator
+    from trainer.env.envs import EnvContext, make_env_creator
 
     env_config = {**config.env_config, **(env_config_changes or {})}
     if render:

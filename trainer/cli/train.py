@@ -34,7 +34,7 @@ from trainer.cli.options import (
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder
 from trainer.cli.stop import Progress, StopCriteria
-from trainer.log import log_formatter, set_library_log_level
+from trainer.util.log import log_formatter, set_library_log_level
 
 ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
 RESULTS_ROOT = "localrl_results"
@@ -138,7 +138,7 @@ def config_class(algo: str) -> type:
 def make_config(args: argparse.Namespace) -> tuple[Any, dict]:
     """The config from defaults, `--config` and the flags, and the file's stop criteria.
     Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the file's key."""
-    from trainer.config import ConfigError
+    from trainer.algorithms.algorithm_config import ConfigError
 
     content = read_config_file(args.config) if args.config else {}
     algo = args.algo or str(content.get("algo", "PPO")).upper()
@@ -294,8 +294,8 @@ class RunPlan:
 
 
 def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
+    from trainer.algorithms.algorithm_config import ConfigError
     from trainer.checkpoints import CheckpointManager
-    from trainer.config import ConfigError
 
     try:
         config, file_stop = make_config(args)
@@ -314,7 +314,7 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
 def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
     """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
     (run.json, changed by stop flags)."""
-    from trainer.checkpointing import load_class_and_config
+    from trainer.algorithms.checkpointing import load_class_and_config
     from trainer.checkpoints import CheckpointError, CheckpointManager, open_checkpoint
 
     given = _setting_flags_given(args)

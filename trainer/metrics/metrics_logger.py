@@ -21,7 +21,7 @@ from trainer.metrics.stats import (
     merge_stats,
     new_id,
 )
-from trainer.state_checks import StateError, require_map, require_numeric_data
+from trainer.util.state_checks import StateError, require_map, require_numeric_data
 
 logger = logging.getLogger("trainer")
 

@@ -268,6 +268,6 @@ for ts in range(len(episode)):
 
 # Finally, convert from list of batch items to a struct (same as action space)
 # of batched (numpy) arrays, in which all leafs have B==len(prev_4_a).
-from trainer.spaces import batch  # was: from ray.rllib.utils.spaces.space_utils import batch
+from trainer.core.spaces import batch  # was: from ray.rllib.utils.spaces.space_utils import batch
 
 prev_4_actions_col = batch(prev_4_a)

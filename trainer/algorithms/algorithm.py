@@ -1,0 +1,681 @@
+"""`Algorithm`: owns the config, the EnvRunnerGroup, the learner and the metrics; `train()` runs
+training steps and returns RLlib's result dict.
+
+Subclasses implement `setup_learner()` and `training_step()`.
+
+One `train()` call, as data flows (PPO; DQN samples into its replay buffer and updates from it):
+
+    train()
+     ├─ [parallel evaluation: an evaluation round starts on its own thread with the last weights]
+     ├─ training_step(), repeated until min_time_s / min_sample_timesteps are reached:
+     │    env_runner_group.sample()  ──requests──▶  EnvRunner processes: step envs, record
+     │        ◀── episodes + each runner's MetricsLogger.reduce()        episodes, fire callbacks
+     │    metrics.aggregate(runner metrics, key="env_runners")   (RLlib's merge)
+     │    learner.update(episodes)  ─▶ GAE, epochs of minibatches, Adam: new weights + stats
+     │    metrics.log_dict(stats, key=("learners", "default_policy"))
+     │    sync_weights()  ──weights + global timestep──▶  every EnvRunner (applied before its
+     │                                                     next request)
+     ├─ [evaluation: finish the parallel round, or run evaluate() now]
+     ├─ result = metrics.reduce() + counters, fault tolerance, evaluation (+ older keys)
+     ├─ env_task_fn (curriculum) on every training EnvRunner
+     └─ on_train_result(result) ─▶ returned
+
+A failed EnvRunner anywhere in that flow is handled inside `EnvRunnerGroup` (see
+`trainer.runners.restart_policy`): the round keeps the other runners' samples.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+import os
+import threading
+import time
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.checkpointing import (
+    load_algorithm_state,
+    load_class_and_config,
+    save_algorithm,
+)
+from trainer.algorithms.evaluation import (
+    Evaluator,
+    ParallelEvaluation,
+    ThreadlessEvaluation,
+    learner_blas_threads,
+)
+from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
+from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from trainer.compat.old_api import with_old_result_keys
+from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.env.curriculum import apply_env_task_fn
+from trainer.env.envs import make_env_creator
+from trainer.errors import RunnerStateRejected
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    EVALUATION_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+    TRAINING_ITERATION,
+    MetricsLogger,
+    add_episode_defaults,
+)
+from trainer.named_objects import server_running as named_objects_running
+from trainer.named_objects import shutdown_named_objects
+from trainer.runners.env_runner_group import EnvRunnerGroup
+from trainer.util.deprecation import warn_once
+from trainer.util.log import set_library_log_level
+from trainer.util.rng import generator_state, set_generator_state
+from trainer.util.state_checks import (
+    StateError,
+    check_loads,
+    require_generator_state,
+    require_int,
+    require_map,
+    require_number,
+)
+
+logger = logging.getLogger("trainer")
+#: Where the learners log the env steps trained so far.
+TRAINED_LIFETIME_KEY = (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime")
+
+
+class SavedCheckpoint:
+    """What `Algorithm.save()` returns (Tune's result of a save): `.checkpoint.path`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.checkpoint = self
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"SavedCheckpoint({self.path!r})"
+
+
+class LearnerGroup:
+    """RLlib's `algo.learner_group` over the one learner: weights and state."""
+
+    def __init__(self, algorithm: Algorithm):
+        self._algorithm = algorithm
+        self.is_local = True
+
+    def get_weights(self, module_ids: Any = None) -> dict:
+        return {DEFAULT_MODULE_ID: self._algorithm.learner.module.get_weights()}
+
+    def set_weights(self, weights: dict) -> None:
+        """Sets the learner's weights (`{"default_policy": {...}}` or the weights dict)."""
+        weights = weights.get(DEFAULT_MODULE_ID, weights)
+        self._algorithm.set_weights(weights)
+
+    def get_state(self, components: Any = None) -> dict:
+        return self._algorithm.learner.get_state()
+
+    def set_state(self, state: dict) -> None:
+        self._algorithm.learner.set_state(state)
+        self._algorithm.sync_weights()
+
+    def foreach_learner(self, func: Any, **kwargs) -> list:
+        return [func(self._algorithm.learner, **kwargs)]
+
+
+def _runner_states(state: dict, prefix: str) -> dict[int, dict]:
+    """{worker index: state} of the components named `<prefix><index>`."""
+    return {int(key[len(prefix):]): value for key, value in state.items()
+            if key.startswith(prefix) and key[len(prefix):].isdigit()}
+
+
+class Algorithm:
+    """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
+
+    @classmethod
+    def get_default_config(cls) -> AlgorithmConfig:
+        return AlgorithmConfig(algo_class=cls)
+
+    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(kwargs)}")
+        if config is None:
+            config = self.get_default_config()
+        elif isinstance(config, dict):
+            warn_once(f"{type(self).__name__}(config={{...}}) with a dict",
+                      f"{type(self).__name__}Config()...build() (or "
+                      f"{type(self).__name__}Config.from_dict(d).build())")
+            config = self.get_default_config().update_from_dict(config)
+        else:
+            config = config.copy()
+        if env is not None:
+            config.environment(env)
+        if config.algo_class is None:
+            config.algo_class = type(self)
+        config.validate()
+        config.ignored_settings_warnings()
+        self.config = config.freeze()
+        set_library_log_level(config.log_level)
+        self.metrics = MetricsLogger(root=True)
+        algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
+                               if e in ALGORITHM_EVENTS}
+        self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
+        self.iteration = 0
+        self._iterations_since_restore = 0
+        self._time_total_s = 0.0
+        self._stopped = False
+        self._rng = np.random.default_rng(config.seed)
+        self.env_runner_group: EnvRunnerGroup | None = None
+        self._evaluator: Evaluator | None = None
+        # Evaluation runner states from a checkpoint, for when the evaluation runners exist.
+        self._pending_evaluation_state: dict | None = None
+        # Restarts seen on the evaluation thread: their callbacks fire on this thread.
+        self._owner_thread = threading.current_thread()
+        # Named objects created before this algorithm outlive it (RLlib's fault-tolerance tests
+        # build several algorithms around one counter); those created later end with it.
+        self._stops_named_objects = not named_objects_running()
+        self._queued_recoveries: list[tuple[list[int], bool]] = []
+        try:
+            self.env_runner_group = EnvRunnerGroup(
+                config, make_env_creator(config.env),
+                on_recreated=lambda indices: self._runners_recreated(indices, False))
+            if config.evaluation_interval:
+                self._evaluator = self._make_evaluator()
+            # The Algorithm's own exploration, for compute_single_action().
+            self.exploration = make_exploration(config.get_exploration_config(),
+                                                self.env_runner_group.spaces.action_space())
+            self.setup_learner()
+            self.sync_weights()
+            self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- the parts a subclass provides -------------------------------------------------------
+    def setup_learner(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement setup_learner()")
+
+    def training_step(self) -> None:
+        """One round of sampling and learning; logs into `self.metrics`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement training_step()")
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.learner.module.get_weights()
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Sets the learner's weights and sends them to every EnvRunner."""
+        self.learner.module.set_weights(weights)
+        self.sync_weights()
+
+    def sync_weights(self) -> None:
+        """Sends the learner's weights and the env steps sampled so far to every EnvRunner."""
+        self.env_runner_group.sync_weights(self.learner.module.get_weights(),
+                                           global_timestep=self.num_env_steps_sampled_lifetime)
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int:
+        return int(self.metrics.peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0))
+
+    # -- public API --------------------------------------------------------------------------
+    @property
+    def training_iteration(self) -> int:
+        return self.iteration
+
+    @property
+    def callbacks(self) -> list:
+        """The Algorithm-side callback instances (one per configured class)."""
+        return self._callbacks.instances
+
+    @property
+    def env_runner(self) -> Any:
+        """The local EnvRunner (index 0, in this process): it has envs when
+        `num_env_runners=0` or `create_env_on_local_worker=True`."""
+        return self.env_runner_group.local_env_runner
+
+    @property
+    def learner_group(self) -> LearnerGroup:
+        """RLlib's handle on the learners: here one, in this process."""
+        return LearnerGroup(self)
+
+    def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
+        """The learner's RL module (its networks, with `forward_inference({"obs": batch})`)."""
+        if module_id != DEFAULT_MODULE_ID:
+            raise KeyError(f"get_module({module_id!r}): there is one module here, "
+                           f"{DEFAULT_MODULE_ID!r}")
+        return self.learner.module
+
+    @property
+    def _counters(self) -> dict[str, int]:
+        """RLlib's counters (read by its examples): env steps sampled and trained so far."""
+        sampled = self.num_env_steps_sampled_lifetime
+        trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
+        return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
+                "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration}
+
+    def step(self) -> dict:
+        """One iteration (Tune's Trainable spelling): the same as `train()`."""
+        return self.train()
+
+    def save(self, checkpoint_dir: str | os.PathLike | None = None) -> SavedCheckpoint:
+        """Tune's spelling of `save_to_path`: returns a result whose `.checkpoint.path` (and
+        `str()`) is the checkpoint directory; `restore()` takes it back."""
+        return SavedCheckpoint(self.save_to_path(checkpoint_dir))
+
+    def restore(self, checkpoint: str | os.PathLike | SavedCheckpoint) -> None:
+        """Tune's spelling of `restore_from_path` (a path, or what `save()` returned)."""
+        self.restore_from_path(getattr(getattr(checkpoint, "checkpoint", None), "path",
+                                       checkpoint))
+
+    def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
+        """RLlib's hook to bring restarted EnvRunners up to date. The group here restarts
+        runners with the current weights and state itself; this sends the weights to every
+        healthy runner once more and returns their indices."""
+        env_runner_group.sync_weights(self.learner.module.get_weights(),
+                                      global_timestep=self.num_env_steps_sampled_lifetime)
+        return env_runner_group.healthy_env_runner_ids()
+
+    @property
+    def workers(self) -> EnvRunnerGroup:
+        """RLlib's older name for `env_runner_group`."""
+        warn_once("algorithm.workers", "algorithm.env_runner_group")
+        return self.env_runner_group
+
+    @property
+    def eval_env_runner_group(self) -> EnvRunnerGroup | None:
+        """The evaluation EnvRunners (built with the Algorithm when `evaluation_interval` is
+        set, else at the first `evaluate()`)."""
+        return self._evaluator.group if self._evaluator is not None else None
+
+    # -- evaluation --------------------------------------------------------------------------
+    def evaluate(self) -> dict:
+        """One evaluation round now, with the current weights: fires `on_evaluate_start`, runs
+        `custom_evaluation_function(algorithm, eval_env_runner_group)` or samples the
+        configured duration on the evaluation runners, fires `on_evaluate_end` (which may
+        change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
+        self._begin_evaluation()
+        return self._end_evaluation(self._run_evaluation())
+
+    def _begin_evaluation(self) -> None:
+        if self._evaluator is None:
+            self._evaluator = self._make_evaluator()
+            self._apply_evaluation_state()
+        self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
+        self._sync_evaluation_runners()
+
+    def _sync_evaluation_runners(self) -> None:
+        """The learner's weights, the env steps so far and the training runners' merged
+        env-to-module connector state, to the evaluation runners."""
+        self._evaluator.sync_weights(self.learner.module.get_weights(),
+                                     self.num_env_steps_sampled_lifetime,
+                                     self.env_runner_group.local_env_runner.get_connector_state())
+
+    def _run_evaluation(self, stop=None) -> dict:
+        function = self.config.custom_evaluation_function
+        if function is None:
+            return self._evaluator.run(stop)
+        metrics = function(self, self.eval_env_runner_group)
+        # RLlib's new stack returns (metrics, env_steps, agent_steps); the old one a dict.
+        if isinstance(metrics, tuple):
+            metrics = metrics[0]
+        return dict(metrics or {})
+
+    def _make_evaluator(self) -> Evaluator:
+        return Evaluator(self.config,
+                         on_recreated=lambda indices: self._runners_recreated(indices, True))
+
+    def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
+        """Fires `on_env_runners_recreated` for one recovery (on the thread that owns the
+        Algorithm; recoveries on the parallel evaluation thread wait for the round's end)."""
+        if threading.current_thread() is not self._owner_thread:
+            self._queued_recoveries.append((indices, is_evaluation))
+            return
+        group = self.eval_env_runner_group if is_evaluation else self.env_runner_group
+        self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
+                             env_runner_indices=list(indices), is_evaluation=is_evaluation)
+
+    def _end_evaluation(self, evaluation_metrics: dict) -> dict:
+        # Both evaluate() and the parallel round end here: both answer RLlib's old result keys.
+        evaluation_metrics = with_old_result_keys(evaluation_metrics)
+        queued, self._queued_recoveries = self._queued_recoveries, []
+        for indices, is_evaluation in queued:
+            self._runners_recreated(indices, is_evaluation)
+        self._callbacks.fire("on_evaluate_end", algorithm=self, metrics_logger=self.metrics,
+                             evaluation_metrics=evaluation_metrics)
+        return evaluation_metrics
+
+    def train(self) -> dict:
+        """Runs training steps until the iteration's minimum time and env steps are reached
+        (`reporting(min_time_s_per_iteration=, min_sample_timesteps_per_iteration=)`), then
+        returns the result dict (after `on_train_result` could change it)."""
+        if self._stopped:
+            raise RuntimeError(f"{type(self).__name__} was stopped; build a new one to train")
+        start = time.perf_counter()
+        interval = self.config.evaluation_interval
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel_round = None
+        if evaluate_now and self.config.evaluation_parallel_to_training:
+            # Evaluate the weights of the previous iteration while this one trains.
+            self._begin_evaluation()
+            learner_threads = learner_blas_threads(self.config.evaluation_num_env_runners)
+            if (self.config._evaluation_parallel_to_training_wo_thread
+                    and self.config.custom_evaluation_function is None):
+                parallel_round = ThreadlessEvaluation(self._evaluator.begin(), learner_threads)
+            else:
+                parallel_round = ParallelEvaluation(
+                    self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s,
+                    learner_threads=learner_threads)
+        try:
+            self._run_training_steps(start)
+        except BaseException:
+            if parallel_round is not None:
+                try:
+                    parallel_round.finish()
+                except Exception:
+                    pass  # the training step's error is the one to report
+            raise
+        evaluation = parallel_round.finish() if parallel_round is not None else None
+        if parallel_round is not None:
+            evaluation = self._end_evaluation(evaluation)
+        elif evaluate_now:
+            evaluation = self.evaluate()
+        self.iteration += 1
+        self._iterations_since_restore += 1
+        time_this_iter = time.perf_counter() - start
+        self._time_total_s += time_this_iter
+        result = self._compile_result(time_this_iter)
+        if evaluation is not None:
+            result[EVALUATION_RESULTS] = evaluation
+        if self.config.env_task_fn is not None:
+            self._apply_env_task_fn(result)
+        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
+                             result=result)
+        logger.debug("iteration %d took %.2f s: %d env steps sampled", self.iteration,
+                     time_this_iter, result[ENV_RUNNER_RESULTS].get(NUM_ENV_STEPS_SAMPLED, 0))
+        return result
+
+    def _apply_env_task_fn(self, result: dict) -> None:
+        """Curriculum: every sub-env of every training EnvRunner gets
+        `set_task(env_task_fn(result, sub_env, env_context))` (see `trainer.env.curriculum`)."""
+        group = self.env_runner_group
+        group.foreach_env_runner(
+            partial(apply_env_task_fn, env_task_fn=self.config.env_task_fn,
+                    train_results=result),
+            local_env_runner=group.local_env_runner.env is not None)
+
+    def _run_training_steps(self, start: float) -> None:
+        """Training steps until the iteration's minimum time and env steps are reached."""
+        config, peek = self.config, self.metrics.peek
+        sampled_before = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0)
+        trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
+        with self.metrics.log_time((TIMERS, TRAINING_ITERATION)):
+            while True:
+                with self.metrics.log_time((TIMERS, "training_step")):
+                    self.training_step()
+                elapsed = time.perf_counter() - start
+                sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
+                trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
+                if (elapsed >= (config.min_time_s_per_iteration or 0)
+                        and sampled >= config.min_sample_timesteps_per_iteration
+                        and trained >= config.min_train_timesteps_per_iteration):
+                    break
+
+    def _compile_result(self, time_this_iter: float) -> dict:
+        result = self.metrics.reduce()
+        env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
+        group = self.env_runner_group
+        result.update({
+            TRAINING_ITERATION: self.iteration,
+            "iterations_since_restore": self._iterations_since_restore,
+            "time_this_iter_s": time_this_iter,
+            "time_total_s": self._time_total_s,
+            "timestamp": int(time.time()),
+            "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
+            "done": False,
+            "fault_tolerance": {
+                "num_healthy_workers": group.num_healthy_remote_workers(),
+                "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+                "num_failures": {kind: group.failures_by_kind.get(kind, 0)
+                                 for kind in ("crashed", "timeout", "exception", "callback")},
+                # Failed sample requests (at most their size) plus dropped sub-env episodes.
+                "num_env_steps_lost": group.num_env_steps_lost + int(
+                    env_runners.pop("num_env_steps_lost_lifetime", 0)),
+                "num_sub_environment_restarts": int(
+                    env_runners.pop("num_sub_environment_restarts_lifetime", 0)),
+            },
+        })
+        result.setdefault(NUM_ENV_STEPS_SAMPLED_LIFETIME,
+                          env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+        return with_old_result_keys(result)
+
+    def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
+        """The action for one observation, from the learner's current policy through the
+        configured exploration. `explore=None` follows the config's `explore`; True explores
+        (at the current timestep of the exploration schedule), False acts greedily."""
+        module = self.learner.module
+        explore = self.config.explore if explore is None else explore
+        observation = self.env_runner_group.local_env_runner.module_observation(observation)
+        batch = module.spaces.preprocess(np.asarray(observation)[None])
+        actions, _ = self.exploration.get_exploration_action(
+            action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
+                                                   self._rng),
+            timestep=self.num_env_steps_sampled_lifetime, explore=explore)
+        action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
+                                       clip=self.config.clip_actions)[0]
+        return int(action) if module.spaces.action_discrete_n is not None else action
+
+    # -- state and checkpoints ---------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The whole training state as component name -> plain data and numpy arrays:
+        `algorithm` (counters, RNG, exploration), `learner` (weights, optimizer), `metrics`,
+        `env_runner_<i>` for every healthy EnvRunner (RNG, exploration timestep, sub-env states,
+        unfinished episodes; not the weights, which the learner holds), and with evaluation
+        runners `eval_env_runner_<i>` and `evaluation_metrics`."""
+        state = {
+            "algorithm": {"iteration": self.iteration, "time_total_s": self._time_total_s,
+                          "rng": generator_state(self._rng),
+                          "exploration": self.exploration.get_state()},
+            "learner": self.learner.get_state(),
+            "metrics": self.metrics.get_state(),
+        }
+        for index, runner_state in self.env_runner_group.get_runner_states().items():
+            state[f"env_runner_{index}"] = runner_state
+        if self._evaluator is not None:
+            for index, runner_state in self._evaluator.group.get_runner_states().items():
+                state[f"eval_env_runner_{index}"] = runner_state
+            state["evaluation_metrics"] = self._evaluator.metrics.get_state()
+        elif self._pending_evaluation_state is not None:
+            state.update(self._pending_evaluation_state)
+        return state
+
+    def check_state(self, state: dict) -> None:
+        """Raises `StateError` (its `where` names the component) unless every component of
+        `state` fits this algorithm: counters, learner (finite float weights and optimizer
+        moments of the parameters' shapes, a non-negative learning rate), metrics (numbers
+        only), and each runner's state. Nothing here changes."""
+        require_map(state, "state")
+        if "algorithm" in state:
+            counters = require_map(state["algorithm"], "algorithm",
+                                   ("iteration", "time_total_s", "rng", "exploration"))
+            require_int(counters["iteration"], "algorithm['iteration']")
+            require_number(counters["time_total_s"], "algorithm['time_total_s']", minimum=0.0)
+            require_generator_state(counters["rng"], "algorithm['rng']")
+            check_loads(self.exploration, counters["exploration"], "algorithm['exploration']")
+        if "learner" in state:
+            self.learner.check_state(state["learner"], "learner")
+        for key in ("metrics", "evaluation_metrics"):
+            if key in state:
+                MetricsLogger.check_state(state[key], key)
+        training_runner = self.env_runner_group.local_env_runner
+        evaluation_runner = (self._evaluator.group.local_env_runner
+                             if self._evaluator is not None else training_runner)
+        for prefix, runner in (("env_runner_", training_runner),
+                               ("eval_env_runner_", evaluation_runner)):
+            for index, runner_state in _runner_states(state, prefix).items():
+                runner.check_state(runner_state, f"{prefix}{index}")
+
+    def set_state(self, state: dict) -> None:
+        """Loads what `get_state()` returned (any subset of its components), then pushes the
+        weights and the runner states to every EnvRunner process. Evaluation runner states wait
+        for the evaluation runners when those are not built yet. Every component is checked
+        first (`check_state`): a state that does not fit raises `StateError` and changes
+        nothing."""
+        self.check_state(state)
+        self._apply_state(state)
+
+    def _apply_state(self, state: dict, *, strict: bool = False) -> None:
+        """Applies a checked state. With `strict`, a runner that fails to take its state raises
+        `RunnerStateRejected` (after the group handled the failure) instead of being only
+        handled per `fault_tolerance()`."""
+        if "algorithm" in state:
+            counters = state["algorithm"]
+            self.iteration = int(counters["iteration"])
+            self._time_total_s = float(counters["time_total_s"])
+            set_generator_state(self._rng, counters["rng"])
+            self.exploration.set_state(counters["exploration"])
+        if "learner" in state:
+            self.learner.set_state(state["learner"])
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+        self.sync_weights()
+        self.env_runner_group.set_runner_states(_runner_states(state, "env_runner_"),
+                                                strict=strict, prefix="env_runner_")
+        evaluation_state = {key: value for key, value in state.items()
+                            if key.startswith("eval_env_runner_") or key == "evaluation_metrics"}
+        if evaluation_state:
+            self._pending_evaluation_state = evaluation_state
+            if self._evaluator is not None:
+                self._sync_evaluation_runners()
+                self._apply_evaluation_state(strict=strict)
+
+    def _apply_evaluation_state(self, *, strict: bool = False) -> None:
+        state, self._pending_evaluation_state = self._pending_evaluation_state, None
+        if state is None:
+            return
+        if "evaluation_metrics" in state:
+            self._evaluator.metrics.set_state(state["evaluation_metrics"])
+        # Weights are not runner state: set_state() and _begin_evaluation() send them.
+        self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"),
+                                                strict=strict, prefix="eval_env_runner_")
+
+    def __getstate__(self) -> dict:
+        """RLlib's spelling of `get_state()` (its tests carry the counters over with
+        `other.__setstate__(algo.__getstate__())`). An Algorithm itself does not pickle (its
+        worker processes cannot travel): save a checkpoint instead."""
+        return self.get_state()
+
+    def __setstate__(self, state: dict) -> None:
+        """RLlib's spelling of `set_state()` on a built Algorithm."""
+        if "env_runner_group" not in self.__dict__:
+            raise TypeError("an Algorithm cannot be unpickled (its worker processes do not "
+                            "travel); save a checkpoint and use Algorithm.from_checkpoint(path)")
+        self.set_state(state)
+
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+        """Writes a checkpoint directory at `path` (a new temporary directory when None) and
+        returns its absolute path. The save is atomic: a checkpoint already at `path` is
+        replaced only once the new one is complete on disk."""
+        return save_algorithm(self, path)
+
+    def restore_from_path(self, path: str | os.PathLike) -> None:
+        """Loads the checkpoint at `path` into this algorithm (reading only msgpack and JSON),
+        pushes weights and runner states to every EnvRunner, then fires
+        `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
+        foreign or incompatible checkpoint, before anything is changed."""
+        self._restore(open_checkpoint(path))
+
+    def save_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
+        """RLlib's older name: `save_to_path(checkpoint_dir)`."""
+        warn_once("algorithm.save_checkpoint(dir)", "algorithm.save_to_path(dir)")
+        self.save_to_path(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
+        """RLlib's older name: `restore_from_path(checkpoint_dir)`."""
+        warn_once("algorithm.load_checkpoint(dir)", "algorithm.restore_from_path(dir)")
+        self.restore_from_path(checkpoint_dir)
+
+    def _restore(self, checkpoint: Checkpoint) -> None:
+        """All or nothing: every component is read and checked before any is applied; if a
+        runner still refuses its state, everything goes back to a deep copy of the state
+        before (the rollback shares no array with the live one)."""
+        state = load_algorithm_state(self, checkpoint)
+        try:
+            self.check_state(state)
+        except StateError as error:
+            raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
+                                                   f"{error}") from None
+        previous = copy.deepcopy(self.get_state())
+        pending_evaluation_state = self._pending_evaluation_state
+        try:
+            self._apply_state(state, strict=True)
+        except Exception as error:
+            self._apply_state(previous)
+            self._pending_evaluation_state = pending_evaluation_state
+            where = error.component if isinstance(error, RunnerStateRejected) else "state"
+            raise CheckpointError(checkpoint.path, f"{where} could not be applied, nothing was "
+                                                   f"loaded: {type(error).__name__}: {error}"
+                                  ) from None
+        self._iterations_since_restore = 0
+        logger.info("restored checkpoint %s (iteration %d)", checkpoint.path, self.iteration)
+        self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike,
+                        config: AlgorithmConfig | dict | None = None, *,
+                        allow_pickle: bool = False) -> Algorithm:
+        """A new algorithm with the checkpoint's state. Without `config`, the class and config
+        come from the checkpoint's `config.json` (plain data; callbacks, env classes and other
+        code re-imported by their `module:name` paths); with one, the algorithm is built from
+        `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
+        unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
+        file, which also carries lambdas and classes defined in `__main__`, and runs whatever
+        code it holds (use it only for checkpoints you trust)."""
+        checkpoint = open_checkpoint(path)
+        if config is None:
+            algorithm_class, config = load_class_and_config(checkpoint,
+                                                            allow_pickle=allow_pickle)
+        elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
+            algorithm_class = config.algo_class
+        else:
+            algorithm_class = cls
+        if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
+            raise CheckpointError(checkpoint.path, f"a checkpoint of "
+                                                   f"{checkpoint.metadata.get('algorithm_class')} "
+                                                   f"cannot be loaded with {cls.__name__}")
+        algorithm = algorithm_class(config=config)
+        try:
+            algorithm._restore(checkpoint)
+        except BaseException:
+            algorithm.stop()
+            raise
+        return algorithm
+
+    def stop(self) -> None:
+        """Ends every EnvRunner process, releases the envs, and stops the named-object server
+        (`trainer.named_objects`) if it was started after this algorithm was built (one that
+        existed before keeps its objects for the next algorithm). Safe to call more than
+        once."""
+        self._stopped = True
+        if self.env_runner_group is not None:
+            self.env_runner_group.stop()
+        if getattr(self, "_evaluator", None) is not None:
+            self._evaluator.stop()
+        if getattr(self, "_stops_named_objects", True):
+            shutdown_named_objects()
+
+    def __enter__(self) -> Algorithm:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.config.env!r}, iteration={self.iteration})"

@@ -1,0 +1,948 @@
+"""`AlgorithmConfig`: RLlib's config builder.
+
+Every builder method takes keyword arguments, changes only what it is given, checks each value on
+the spot and returns `self`. Checks that involve several settings run in `validate()`, which
+`build()` calls. Errors are `ConfigError` (a `ValueError`) naming the setting, the value given and
+what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
+from trainer.callbacks.chain import callable_name
+from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
+from trainer.compat.rllib_settings import (
+    METHOD_OF,
+    RLLIB_SETTINGS,
+    IgnoredSettingWarning,
+    Unsupported,
+    rule,
+    warn_ignored,
+)
+from trainer.core.exploration import check_exploration_config
+from trainer.core.models import MODEL_DEFAULTS, check_model_config
+from trainer.env.envs import check_env_spec
+from trainer.util.checks import (
+    auto_or_int_at_least,
+    int_at_least,
+    is_bool,
+    is_callable_or_none,
+    is_dict,
+    number_above,
+    number_at_least,
+    number_in,
+    one_of,
+    optional,
+)
+from trainer.util.deprecation import warn_once
+from trainer.util.pickling import travel_dumps
+
+
+class _NotProvided:
+    def __repr__(self) -> str:
+        return "NotProvided"
+
+
+#: Default of every builder argument: "leave this setting as it is".
+NotProvided: Any = _NotProvided()
+
+
+class ConfigError(ValueError):
+    """A config value is wrong: the message names the setting, the value and what is allowed."""
+
+
+class UnknownSettingError(ConfigError, TypeError):
+    """A builder method got a keyword that is no setting of RLlib's either (a `TypeError` too,
+    as Python and RLlib raise for an unexpected keyword argument)."""
+
+
+class _FalseFlag:
+    """False whether read as an attribute or called: RLlib has had `config.is_multi_agent` both
+    as a method and as a property."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __call__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "False"
+
+
+def _check_exploration_config(v):
+    if isinstance(v, dict) and "type" not in v:
+        return None  # updates the algorithm's default; checked merged in exploration()
+    try:
+        check_exploration_config(v, setting="exploration_config")
+    except ValueError as error:
+        return f"a valid exploration config ({error})"
+    return None
+
+
+def _check_log_level(v):
+    levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
+    return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
+
+
+def _is_space_or_none(v):
+    import gymnasium as gym
+
+    return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
+
+
+def _is_env_runner_class(v):
+    from trainer.env.env_runner import EnvRunner
+
+    if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
+        return None
+    return "None or a subclass of trainer.EnvRunner"
+
+
+def _is_connector_factory(v):
+    return None if v is None or callable(v) else \
+        "None or a callable (env) -> connector piece or list of pieces"
+
+
+#: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
+OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
+
+
+def _check_optimizer(v):
+    allowed = f"a dict with keys from {list(OPTIMIZER_KEYS)} (the learner's optimizer is Adam)"
+    if not isinstance(v, dict):
+        return allowed
+    for key, value in v.items():
+        if key not in OPTIMIZER_KEYS:
+            return f"{allowed}; got {key!r} (set the learning rate with training(lr=...))"
+        if key == "type" and str(value).lower() != "adam":
+            return f"{allowed}; got type={value!r}"
+        if key == "betas" and not (isinstance(value, (list, tuple)) and len(value) == 2
+                                   and all(number_in(0.0, 1.0)(b) is None for b in value)):
+            return f"{allowed}; betas must be two numbers in [0, 1]"
+        if key in ("beta1", "beta2") and number_in(0.0, 1.0)(value) is not None:
+            return f"{allowed}; {key} must be a number in [0, 1]"
+        if key in ("eps", "adam_epsilon", "epsilon") and number_above(0)(value) is not None:
+            return f"{allowed}; {key} must be a number > 0"
+    return None
+
+
+def adam_settings(optimizer: dict) -> dict:
+    """`training(optimizer=...)` as `Adam`'s keyword arguments."""
+    beta1, beta2 = optimizer.get("betas", (optimizer.get("beta1", 0.9),
+                                           optimizer.get("beta2", 0.999)))
+    eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
+    return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
+
+
+def _is_result_key(v):
+    if isinstance(v, str) and v and all(v.split("/")):
+        return None
+    return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
+
+
+class AlgorithmConfig:
+    """Settings of an algorithm; subclasses (`PPOConfig`, ...) add their own and change defaults.
+
+    Read settings as attributes (`config.lr`) or like a dict (`config["lr"]`).
+    """
+
+    #: name -> (default, check). Subclasses extend it with `_settings()`.
+    _BASE_SETTINGS: dict[str, tuple[Any, Callable]] = {
+        # environment()
+        "env": (None, lambda v: None),
+        "env_config": ({}, is_dict),
+        "env_task_fn": (None, is_callable_or_none),
+        "normalize_actions": (True, is_bool),
+        "clip_actions": (False, is_bool),
+        "observation_space": (None, _is_space_or_none),
+        "action_space": (None, _is_space_or_none),
+        # env_runners()
+        "num_env_runners": (0, int_at_least(0)),
+        "num_envs_per_env_runner": (1, int_at_least(1)),
+        "rollout_fragment_length": (200, auto_or_int_at_least(1)),
+        "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
+        "sample_timeout_s": (60.0, number_above(0)),
+        "explore": (True, is_bool),
+        "env_runner_cls": (None, _is_env_runner_class),
+        "create_env_on_local_worker": (False, is_bool),
+        "validate_env_runners_after_construction": (True, is_bool),
+        "env_to_module_connector": (None, _is_connector_factory),
+        "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter")),
+        # exploration(): {} means the algorithm's default (see `get_exploration_config`)
+        "exploration_config": ({}, _check_exploration_config),
+        # evaluation()
+        "evaluation_interval": (None, optional(int_at_least(1))),
+        "evaluation_duration": (10, auto_or_int_at_least(1)),
+        "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps")),
+        "evaluation_num_env_runners": (0, int_at_least(0)),
+        "evaluation_parallel_to_training": (False, is_bool),
+        "evaluation_config": (None, optional(is_dict)),
+        "custom_evaluation_function": (None, is_callable_or_none),
+        "evaluation_force_reset_envs_before_iteration": (True, is_bool),
+        "evaluation_sample_timeout_s": (120.0, number_above(0)),
+        "evaluation_auto_duration_min_env_steps_per_sample": (100, int_at_least(1)),
+        "evaluation_auto_duration_max_env_steps_per_sample": (2000, int_at_least(1)),
+        # training()
+        "gamma": (0.99, number_in(0.0, 1.0)),
+        "lr": (0.001, number_above(0)),
+        "train_batch_size": (32, int_at_least(1)),
+        "num_epochs": (1, int_at_least(1)),
+        "minibatch_size": (None, optional(int_at_least(1))),
+        "shuffle_batch_per_epoch": (True, is_bool),
+        "grad_clip": (None, optional(number_above(0))),
+        "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm")),
+        "optimizer": ({}, _check_optimizer),
+        "model": (dict(MODEL_DEFAULTS), is_dict),
+        # debugging()
+        "seed": (None, optional(int_at_least(0))),
+        "log_level": ("WARN", _check_log_level),
+        "check_nan": (True, is_bool),
+        "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
+        # reporting()
+        "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
+        "min_time_s_per_iteration": (None, optional(number_at_least(0))),
+        "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
+        "min_train_timesteps_per_iteration": (0, int_at_least(0)),
+        # fault_tolerance()
+        "restart_failed_env_runners": (True, is_bool),
+        "ignore_env_runner_failures": (False, is_bool),
+        "max_num_env_runner_restarts": (1000, int_at_least(0)),
+        "delay_between_env_runner_restarts_s": (0.1, number_at_least(0)),
+        "env_runner_health_probe_timeout_s": (30.0, number_above(0)),
+        "restart_failed_sub_environments": (False, is_bool),
+        "env_runner_restore_timeout_s": (1800.0, number_above(0)),
+        # checkpointing(): used by `checkpoints.CheckpointManager` (and the main job)
+        "checkpoint_frequency": (0, int_at_least(0)),
+        "num_to_keep": (None, optional(int_at_least(1))),
+        "checkpoint_score_attribute": (None, optional(_is_result_key)),
+        "checkpoint_score_order": ("max", one_of("max", "min")),
+        "checkpoint_at_end": (False, is_bool),
+        # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
+        # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
+        "framework_str": ("numpy", one_of("numpy", "torch", "tf2", "tf")),
+        "enable_rl_module_and_learner": (True, is_bool),
+        "enable_env_runner_and_connector_v2": (True, is_bool),
+    }
+    #: Subclass hook: extra settings and changed defaults.
+    _ALGO_SETTINGS: dict[str, tuple[Any, Callable]] = {}
+    _DEFAULT_OVERRIDES: dict[str, Any] = {}
+
+    def __init__(self, algo_class: type | None = None):
+        object.__setattr__(self, "_frozen", False)
+        self.algo_class = algo_class
+        for name, (default, _) in self._settings().items():
+            setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, default)))
+        self.callbacks_class: Any = RLlibCallback
+        self.callbacks_on: dict[str, list[Callable]] = {}
+        #: True on the config that evaluation EnvRunners see.
+        self.in_evaluation = False
+        # RLlib's settings without an effect here (`trainer.compat.rllib_settings`): readable as
+        # attributes; the ones a script gave are remembered for the warning at build.
+        for table in RLLIB_SETTINGS.values():
+            for name, setting_rule in table.items():
+                setattr(self, name, copy.deepcopy(setting_rule.default))
+        self._rllib_given: dict[str, Any] = {}
+        #: Names of the settings a builder call (or from_dict) set, whatever the value: a
+        #: default the user chose explicitly can mean more than the same default left alone
+        #: (`is_given`).
+        self._given: set[str] = set()
+
+    #: RLlib's `config.is_multi_agent` (a property or a method there): always False here.
+    is_multi_agent = _FalseFlag()
+
+    @classmethod
+    def _settings(cls) -> dict[str, tuple[Any, Callable]]:
+        return {**AlgorithmConfig._BASE_SETTINGS, **cls._ALGO_SETTINGS}
+
+    # -- the mechanics of setting ------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise ConfigError(
+                f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
+                "Algorithm); change a copy instead: config.copy()"
+            )
+        object.__setattr__(self, name, value)
+
+    def _set(self, method: str, values: dict[str, Any]) -> AlgorithmConfig:
+        """Checks and stores every provided value of a builder call."""
+        settings = self._settings()
+        for name, value in values.items():
+            if value is NotProvided:
+                continue
+            problem = settings[name][1](value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {problem}"
+                )
+            setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
+            self._given.add(name)
+        return self
+
+    def is_given(self, name: str) -> bool:
+        """Whether a builder call set `name` (even to its default value)."""
+        return name in self.__dict__.get("_given", ())
+
+    def _take_rllib_settings(self, method: str, values: dict[str, Any]) -> None:
+        """Stores RLlib's settings that have no effect here (see `trainer.compat.rllib_settings`);
+        raises ConfigError for a value this trainer cannot honour."""
+        for name, value in values.items():
+            setting_rule = rule(name)
+            if value is NotProvided or setting_rule is None:
+                continue
+            if isinstance(value, bool) and isinstance(setting_rule.default, int) and not \
+                    isinstance(setting_rule.default, bool):
+                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}): {name} "
+                                  f"is a count; give an int (RLlib's default is "
+                                  f"{setting_rule.default}), not a bool")
+            if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
+                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}) is not "
+                                  f"supported here: {setting_rule.instead}")
+            setattr(self, name, value)
+            self._rllib_given[name] = value
+
+    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
+        rllib_names = RLLIB_SETTINGS.get(method, {})
+        taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
+        self._take_rllib_settings(method, taken)
+        if not unknown:
+            return
+        allowed = list(allowed) + list(rllib_names)
+        name = next(iter(unknown))
+        close = difflib.get_close_matches(name, list(allowed), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownSettingError(
+            f"{type(self).__name__}.{method}() got an unknown setting {name}={unknown[name]!r}."
+            f"{hint} Allowed: {', '.join(sorted(allowed))}"
+        )
+
+    def _take_old_names(self, method: str, unknown: dict[str, Any], values: dict[str, Any]
+                        ) -> None:
+        """Moves RLlib's older argument names (`trainer.compat.old_api.OLD_CONFIG_KEYS`) of this
+        builder method from `unknown` into `values`, with one warning each."""
+        for old_name in [name for name in unknown if OLD_CONFIG_KEYS.get(name) in values]:
+            new_name = OLD_CONFIG_KEYS[old_name]
+            warn_once(f"{method}({old_name}=...)", f"{method}({new_name}=...)")
+            values[new_name] = unknown.pop(old_name)
+
+    # -- builder methods ---------------------------------------------------------------------
+    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
+                    env_task_fn: Callable | None = NotProvided,
+                    normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
+                    observation_space: Any = NotProvided, action_space: Any = NotProvided,
+                    **unknown) -> AlgorithmConfig:
+        """The env: a gymnasium id, a `register_env` name, a `gymnasium.Env` subclass (built as
+        `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict.
+        `observation_space` / `action_space` (gymnasium spaces) are the spaces the networks are
+        built for, instead of the env's."""
+        self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
+                                                      "normalize_actions", "clip_actions",
+                                                      "observation_space", "action_space"])
+        if env is not NotProvided:
+            try:
+                check_env_spec(env)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+        return self._set("environment", {
+            "env": env, "env_config": env_config, "env_task_fn": env_task_fn,
+            "normalize_actions": normalize_actions, "clip_actions": clip_actions,
+            "observation_space": observation_space, "action_space": action_space})
+
+    def env_runners(self, *, num_env_runners: int = NotProvided,
+                    num_envs_per_env_runner: int = NotProvided,
+                    rollout_fragment_length: int | str = NotProvided,
+                    batch_mode: str = NotProvided, sample_timeout_s: float = NotProvided,
+                    explore: bool = NotProvided, exploration_config: dict = NotProvided,
+                    env_runner_cls: type | None = NotProvided,
+                    create_env_on_local_worker: bool = NotProvided,
+                    validate_env_runners_after_construction: bool = NotProvided,
+                    env_to_module_connector: Callable | None = NotProvided,
+                    observation_filter: str = NotProvided,
+                    **unknown) -> AlgorithmConfig:
+        """How samples are collected: number of EnvRunner processes (0 samples in the main
+        process), sub-envs per runner, steps per sub-env per `sample()` call ("auto" splits
+        `train_batch_size` evenly), and whether episodes may be cut between calls.
+
+        `env_runner_cls`: an `EnvRunner` subclass to run instead (in every worker process and
+        as the local runner). `create_env_on_local_worker`: with `num_env_runners > 0` the local
+        EnvRunner (`algo.env_runner`) gets envs too, for custom evaluation code and callbacks.
+        `validate_env_runners_after_construction` (True): `build()` fails when an EnvRunner
+        process does not start; with False such a runner is handled by `fault_tolerance()`.
+        `env_to_module_connector`: a callable `(env)` (or `(env, spaces, device)`) returning
+        an env-to-module connector piece, a list of pieces or a pipeline (see
+        `trainer.connectors`); it is called in every EnvRunner. `observation_filter=
+        "MeanStdFilter"` is RLlib's older spelling of a `MeanStdFilter` piece."""
+        values = {"num_env_runners": num_env_runners,
+                  "num_envs_per_env_runner": num_envs_per_env_runner,
+                  "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
+                  "sample_timeout_s": sample_timeout_s, "explore": explore,
+                  "env_runner_cls": env_runner_cls,
+                  "create_env_on_local_worker": create_env_on_local_worker,
+                  "validate_env_runners_after_construction":
+                      validate_env_runners_after_construction,
+                  "env_to_module_connector": env_to_module_connector,
+                  "observation_filter": observation_filter}
+        if exploration_config is not NotProvided:
+            self.exploration(exploration_config=exploration_config)
+        self._take_old_names("env_runners", unknown, values)
+        self._reject_unknown("env_runners", unknown, values)
+        return self._set("env_runners", values)
+
+    def rollouts(self, **kwargs) -> AlgorithmConfig:
+        """RLlib's older name of `env_runners()` (with `num_rollout_workers`,
+        `num_envs_per_worker`)."""
+        warn_once("config.rollouts(...)", "config.env_runners(...)")
+        return self.env_runners(**kwargs)
+
+    def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
+                 train_batch_size: int = NotProvided,
+                 train_batch_size_per_learner: int = NotProvided,
+                 num_epochs: int = NotProvided, minibatch_size: int | None = NotProvided,
+                 shuffle_batch_per_epoch: bool = NotProvided,
+                 grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
+                 model: dict = NotProvided, optimizer: dict = NotProvided,
+                 **unknown) -> AlgorithmConfig:
+        """Learning settings shared by all algorithms. `train_batch_size_per_learner` is the same
+        setting as `train_batch_size` here (there is one learner). `grad_clip_by`: "value"
+        clips each gradient element to [-grad_clip, grad_clip], "norm" each parameter tensor's
+        L2 norm, "global_norm" the norm of all of them together. `optimizer`: Adam's `eps` (or
+        `adam_epsilon`) and `betas` (or `beta1`, `beta2`)."""
+        values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
+                  "num_epochs": num_epochs, "minibatch_size": minibatch_size,
+                  "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
+                  "grad_clip_by": grad_clip_by, "optimizer": optimizer}
+        self._take_old_names("training", unknown, values)
+        self._reject_unknown("training", unknown, list(values) + list(self._ALGO_SETTINGS)
+                             + ["model", "train_batch_size_per_learner"])
+        if train_batch_size_per_learner is not NotProvided:
+            self._set("training", {"train_batch_size": train_batch_size_per_learner})
+        if model is not NotProvided:
+            self._set_model("training", "model", model)
+        return self._set("training", values)
+
+    def rl_module(self, *, model_config: dict | Any = NotProvided, **unknown) -> AlgorithmConfig:
+        """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
+        `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
+        replaces the model config given before, as in RLlib."""
+        self._reject_unknown("rl_module", unknown, ["model_config"])
+        if model_config is not NotProvided:
+            self._set_model("rl_module", "model_config", model_config, replace=True)
+        return self
+
+    @property
+    def model_config(self) -> dict:
+        """The model config the networks are built from (RLlib's property)."""
+        return dict(self.model)
+
+    def _set_model(self, method: str, name: str, model: dict, *, replace: bool = False) -> None:
+        try:
+            merged = check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        given = {key: merged[key] for key in (
+            dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
+            if key in MODEL_DEFAULTS}
+        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given}
+
+    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
+        """Callback classes (one, or a list: called in list order) and, per event, a callable or
+        a list of callables (called after the classes, in list order)."""
+        if callbacks_class is not NotProvided:
+            classes = callbacks_class if isinstance(callbacks_class, (list, tuple)) else [
+                callbacks_class]
+            for cls in classes:
+                if cls is None:
+                    continue
+                if not isinstance(cls, type):
+                    raise ConfigError(
+                        f"{type(self).__name__}.callbacks(callbacks_class={cls!r}): pass the "
+                        f"class, not an instance (got a {type(cls).__name__} object); every "
+                        "process makes its own instance"
+                    )
+                if not issubclass(cls, RLlibCallback):
+                    raise ConfigError(
+                        f"{type(self).__name__}.callbacks(callbacks_class={cls.__qualname__}): "
+                        "callback classes must subclass callbacks.RLlibCallback"
+                    )
+            self.callbacks_class = callbacks_class
+        event_names = [e for e in EVENTS]
+        unknown = {k: v for k, v in on_events.items() if k not in event_names}
+        self._reject_unknown("callbacks", unknown, ["callbacks_class"] + event_names)
+        new_on = dict(self.callbacks_on)
+        for event, fns in on_events.items():
+            if fns is NotProvided:
+                continue
+            fn_list = list(fns) if isinstance(fns, (list, tuple)) else [fns]
+            for fn in fn_list:
+                if not callable(fn):
+                    raise ConfigError(f"{type(self).__name__}.callbacks({event}={fn!r}): must be "
+                                      "a callable or a list of callables")
+            new_on[event] = fn_list
+        self.callbacks_on = new_on
+        return self
+
+    def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
+                  check_nan: bool = NotProvided,
+                  _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
+        it and each runner's index. `check_nan` (default True; not an RLlib setting) makes every
+        EnvRunner refuse NaN or infinite observations and rewards from the env, naming the
+        runner, sub-env, step and field, before they reach training.
+        `_evaluation_parallel_to_training_wo_thread=True` runs a
+        parallel evaluation round without a thread: its requests go out before the training
+        step, its replies are read after it."""
+        values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
+                  "_evaluation_parallel_to_training_wo_thread":
+                      _evaluation_parallel_to_training_wo_thread}
+        self._reject_unknown("debugging", unknown, values)
+        return self._set("debugging", values)
+
+    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided,
+                  min_time_s_per_iteration: float | None = NotProvided,
+                  min_sample_timesteps_per_iteration: int = NotProvided,
+                  min_train_timesteps_per_iteration: int = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """Smoothing window of the episode metrics, and the least time / env steps sampled /
+        env steps trained one `train()` call spends (it repeats its training step until all
+        three are reached)."""
+        values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
+                  "min_time_s_per_iteration": min_time_s_per_iteration,
+                  "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
+                  "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration}
+        self._take_old_names("reporting", unknown, values)
+        self._reject_unknown("reporting", unknown, values)
+        return self._set("reporting", values)
+
+    def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
+                        ignore_env_runner_failures: bool = NotProvided,
+                        max_num_env_runner_restarts: int = NotProvided,
+                        delay_between_env_runner_restarts_s: float = NotProvided,
+                        env_runner_health_probe_timeout_s: float = NotProvided,
+                        restart_failed_sub_environments: bool = NotProvided,
+                        env_runner_restore_timeout_s: float = NotProvided,
+                        **unknown) -> AlgorithmConfig:
+        """What happens when an EnvRunner process fails (an exception in env or callback code,
+        the process exits or is killed, or it does not answer within `sample_timeout_s`):
+        - `restart_failed_env_runners` (True): a new process with the same index replaces it,
+          gets the current weights and runner state, and `on_env_runners_recreated` fires; at
+          most `max_num_env_runner_restarts` times per runner, `delay_between_env_runner_restarts_s`
+          after the failure; the new process must answer within
+          `env_runner_health_probe_timeout_s`.
+        - otherwise, or when a runner's restarts are used up: with `ignore_env_runner_failures`
+          training goes on with the healthy runners; without, `train()` raises the failure.
+        - `restart_failed_sub_environments`: an exception in one sub-env's `reset`/`step`
+          re-creates only that sub-env inside the runner and drops its episode.
+        - `env_runner_restore_timeout_s`: a restarted runner must take back its state (weights,
+          tasks) and answer a ping within this time after it started.
+        RLlib's older names (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are
+        accepted."""
+        values = {"restart_failed_env_runners": restart_failed_env_runners,
+                  "ignore_env_runner_failures": ignore_env_runner_failures,
+                  "max_num_env_runner_restarts": max_num_env_runner_restarts,
+                  "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
+                  "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
+                  "restart_failed_sub_environments": restart_failed_sub_environments,
+                  "env_runner_restore_timeout_s": env_runner_restore_timeout_s}
+        self._take_old_names("fault_tolerance", unknown, values)
+        self._reject_unknown("fault_tolerance", unknown, values)
+        return self._set("fault_tolerance", values)
+
+    def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
+                      num_to_keep: int | None = NotProvided,
+                      checkpoint_score_attribute: str | None = NotProvided,
+                      checkpoint_score_order: str = NotProvided,
+                      checkpoint_at_end: bool = NotProvided, **unknown) -> AlgorithmConfig:
+        """When a `checkpoints.CheckpointManager` (the main job uses one) saves and what it keeps:
+        a checkpoint every `checkpoint_frequency` iterations (0: never) and after the last one
+        with `checkpoint_at_end`; the `num_to_keep` best by `checkpoint_score_attribute` (a
+        result key such as "env_runners/episode_return_mean", best by `checkpoint_score_order`
+        "max" or "min") plus always the latest; all of them when `num_to_keep` is None."""
+        values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
+                  "checkpoint_score_attribute": checkpoint_score_attribute,
+                  "checkpoint_score_order": checkpoint_score_order,
+                  "checkpoint_at_end": checkpoint_at_end}
+        self._reject_unknown("checkpointing", unknown, values)
+        return self._set("checkpointing", values)
+
+    def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
+                    **unknown) -> AlgorithmConfig:
+        """`explore`: whether EnvRunners explore (True) or act greedily (False); a per-call
+        `explore=` of `compute_single_action` overrides it. `exploration_config`: `{"type": ...,
+        **constructor_args}` with a type from `trainer.core.exploration` (StochasticSampling,
+        EpsilonGreedy, SoftQ) or an `Exploration` subclass; without "type" the dict updates the
+        algorithm's default exploration."""
+        self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
+        if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
+                and exploration_config and "type" not in exploration_config:
+            try:
+                check_exploration_config({**self._default_exploration_config(),
+                                          **exploration_config},
+                                         setting=f"{type(self).__name__}.exploration("
+                                                 "exploration_config=...)")
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+        return self._set("exploration", {"explore": explore,
+                                         "exploration_config": exploration_config})
+
+    def _default_exploration_config(self) -> dict:
+        """The algorithm's exploration when `exploration_config` is not set."""
+        return {"type": "StochasticSampling", "random_timesteps": 0}
+
+    def env_to_module_factory(self) -> Callable | None:
+        """The callable that builds each EnvRunner's env-to-module connector, if any."""
+        if self.env_to_module_connector is not None:
+            return self.env_to_module_connector
+        if self.observation_filter == "MeanStdFilter":
+            from trainer.connectors import MeanStdFilter
+
+            return lambda env: MeanStdFilter()
+        return None
+
+    def get_exploration_config(self) -> dict:
+        """The exploration the EnvRunners use: the user's `exploration_config` if it names a
+        type, else the algorithm's default updated with it."""
+        if "type" in self.exploration_config:
+            return dict(self.exploration_config)
+        return {**self._default_exploration_config(), **self.exploration_config}
+
+    def build_module(self, spaces: Any, seed: int | None = None) -> Any:
+        """The RL module (networks) this algorithm's EnvRunners and learner use."""
+        from trainer.core.models import PolicyModule
+
+        return PolicyModule(spaces, self.model, seed=seed)
+
+    def evaluation(self, *, evaluation_interval: int | None = NotProvided,
+                   evaluation_duration: int | str = NotProvided,
+                   evaluation_duration_unit: str = NotProvided,
+                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_parallel_to_training: bool = NotProvided,
+                   evaluation_config: dict | None = NotProvided,
+                   custom_evaluation_function: Callable | None = NotProvided,
+                   evaluation_force_reset_envs_before_iteration: bool = NotProvided,
+                   evaluation_sample_timeout_s: float = NotProvided,
+                   evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
+                   evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
+                   **unknown) -> AlgorithmConfig:
+        """Evaluation: every `evaluation_interval` train() calls (None: only when you call
+        `evaluate()`), for `evaluation_duration` episodes or timesteps ("auto": as long as the
+        parallel training step runs), on `evaluation_num_env_runners` processes of their own (0:
+        in the main process), with `evaluation_config` overriding settings for them (a dict or
+        `AlgorithmConfig.overrides(...)`). An "auto" round in timesteps samples
+        `evaluation_auto_duration_min_env_steps_per_sample` env steps per request (at least
+        one per sub-env, at most `evaluation_auto_duration_max_env_steps_per_sample`).
+        `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
+        values = {
+            "evaluation_interval": evaluation_interval,
+            "evaluation_duration": evaluation_duration,
+            "evaluation_duration_unit": evaluation_duration_unit,
+            "evaluation_num_env_runners": evaluation_num_env_runners,
+            "evaluation_parallel_to_training": evaluation_parallel_to_training,
+            "evaluation_config": evaluation_config,
+            "custom_evaluation_function": custom_evaluation_function,
+            "evaluation_force_reset_envs_before_iteration":
+                evaluation_force_reset_envs_before_iteration,
+            "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
+            "evaluation_auto_duration_min_env_steps_per_sample":
+                evaluation_auto_duration_min_env_steps_per_sample,
+            "evaluation_auto_duration_max_env_steps_per_sample":
+                evaluation_auto_duration_max_env_steps_per_sample,
+        }
+        self._take_old_names("evaluation", unknown, values)
+        self._reject_unknown("evaluation", unknown, values)
+        if isinstance(evaluation_config, dict):
+            self._check_evaluation_config("evaluation", evaluation_config)
+        return self._set("evaluation", values)
+
+    def _check_evaluation_config(self, method: str, overrides: dict) -> None:
+        """Every key of `evaluation_config` must be a setting, with a valid value."""
+        settings = self._settings()
+        unknown = {k: v for k, v in overrides.items() if k not in settings}
+        self._reject_unknown(f"{method}(evaluation_config=...)", unknown, settings)
+        for name, value in overrides.items():
+            problem = settings[name][1](value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
+                    f"{name} must be {problem}")
+
+    def get_evaluation_config_object(self) -> AlgorithmConfig:
+        """The config the evaluation EnvRunners see: this one with `evaluation_config` applied
+        (an `env_config` there updates the training one), `in_evaluation=True`, and
+        `num_env_runners` / `sample_timeout_s` from the evaluation settings."""
+        eval_config = self.copy()
+        overrides = dict(self.evaluation_config or {})
+        if isinstance(overrides.get("env_config"), dict):
+            overrides["env_config"] = {**self.env_config, **overrides["env_config"]}
+        eval_config.update_from_dict(overrides)
+        eval_config.in_evaluation = True
+        eval_config.num_env_runners = self.evaluation_num_env_runners
+        eval_config.sample_timeout_s = self.evaluation_sample_timeout_s
+        eval_config.evaluation_interval = None
+        return eval_config.freeze()
+
+    def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
+        """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
+        (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
+        with a warning at build when set."""
+        self._reject_unknown("framework", unknown, ["framework"])
+        return self._set("framework", {"framework_str": framework})
+
+    def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
+                  enable_env_runner_and_connector_v2: bool = NotProvided,
+                  **unknown) -> AlgorithmConfig:
+        """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
+        here; the old one (RolloutWorker, Policy) is not available."""
+        values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
+                  "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
+        self._reject_unknown("api_stack", unknown, values)
+        for name, value in values.items():
+            if value is False:  # checked before anything is set: a refused call changes nothing
+                raise ConfigError(
+                    f"{type(self).__name__}.api_stack({name}=False): RLlib's old API stack "
+                    "(RolloutWorker, Policy) is not available here; remove the call (the new "
+                    "stack runs), or set it to True")
+        return self._set("api_stack", values)
+
+    def learners(self, **settings) -> AlgorithmConfig:
+        """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
+        numpy learner in the main process; other values warn at build."""
+        self._reject_unknown("learners", settings, [])
+        return self
+
+    def resources(self, **settings) -> AlgorithmConfig:
+        """RLlib's resource settings (`num_gpus`, `placement_strategy`, ...): no effect on one
+        machine; values other than RLlib's defaults warn at build."""
+        self._reject_unknown("resources", settings, [])
+        return self
+
+    def multi_agent(self, **settings) -> AlgorithmConfig:
+        """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
+        {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
+        self._reject_unknown("multi_agent", settings, [])
+        return self
+
+    def experimental(self, **settings) -> AlgorithmConfig:
+        """RLlib's experimental switches: accepted, none has an effect here (warned at build
+        where set to another value than RLlib's default)."""
+        self._reject_unknown("experimental", settings, [])
+        return self
+
+    def ignored_settings_warnings(self) -> list[str]:
+        """Emits one `IgnoredSettingWarning` per RLlib setting this config was given that has
+        no effect here (and for a framework other than numpy); returns the messages."""
+        given = dict(self._rllib_given)
+        messages = warn_ignored(type(self).__name__, given)
+        if self.framework_str != "numpy":
+            message = (f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
+                       "the networks and learners are numpy here (torch or TF models, "
+                       "custom RLModules and GPUs are not available)")
+            warnings.warn(message, IgnoredSettingWarning, stacklevel=2)
+            messages.append(message)
+        return messages
+
+    # -- whole-config operations ----------------------------------------------------------------
+    def validate(self) -> None:
+        """Checks the settings together; raises ConfigError on the first problem."""
+        name = type(self).__name__
+        try:
+            check_env_spec(self.env)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        try:
+            check_model_config(self.model, setting=f"{name} model config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
+                f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
+            )
+        if self.evaluation_config:
+            self._check_evaluation_config("validate", self.evaluation_config)
+        if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
+            raise ConfigError(
+                f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
+                "(it means: evaluate for as long as the parallel training step runs)")
+        if self.evaluation_parallel_to_training and self.evaluation_num_env_runners == 0:
+            raise ConfigError(
+                f"{name}: evaluation_parallel_to_training=True needs evaluation_num_env_runners "
+                ">= 1 (evaluation runs on its own EnvRunner processes while training runs)")
+        try:
+            check_exploration_config(self.get_exploration_config(),
+                                     setting=f"{name} exploration_config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if self.env_to_module_connector is not None and self.observation_filter != "NoFilter":
+            raise ConfigError(
+                f"{name}: env_to_module_connector and observation_filter="
+                f"{self.observation_filter!r} are both given; add the MeanStdFilter piece to the "
+                "connector's list instead")
+        if (self.evaluation_auto_duration_min_env_steps_per_sample
+                > self.evaluation_auto_duration_max_env_steps_per_sample):
+            raise ConfigError(
+                f"{name}: evaluation_auto_duration_min_env_steps_per_sample="
+                f"{self.evaluation_auto_duration_min_env_steps_per_sample} must be <= "
+                "evaluation_auto_duration_max_env_steps_per_sample="
+                f"{self.evaluation_auto_duration_max_env_steps_per_sample}")
+        self._check_callbacks_travel()
+
+    def callback_labels(self) -> list[tuple[str, Any]]:
+        """(label, callback) for every configured callback class and callable, the label as
+        the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
+        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()]
+        for event, fns in self.callbacks_on.items():
+            items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
+        return items
+
+    def _check_callbacks_travel(self) -> None:
+        """Every callback must survive cloudpickle: it is sent to each EnvRunner process."""
+        for label, obj in self.callback_labels():
+            try:
+                travel_dumps(obj)
+            except Exception as error:
+                raise ConfigError(
+                    f"{type(self).__name__}.{label} cannot be sent to the EnvRunner processes: "
+                    f"cloudpickle failed with {type(error).__name__}: {error}. Callbacks must not "
+                    "hold locks, open files, sockets or other process-bound objects; create them "
+                    "inside the callback instead"
+                ) from error
+
+    def callback_classes(self) -> list[type]:
+        classes = self.callbacks_class
+        classes = classes if isinstance(classes, (list, tuple)) else [classes]
+        return [c for c in classes if c is not None]
+
+    def env_runner_callables(self) -> dict[str, list[Callable]]:
+        return {e: fns for e, fns in self.callbacks_on.items() if e in ENV_RUNNER_EVENTS}
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        """Steps per sub-env per `sample()` call. "auto" splits `train_batch_size` over runners
+        and sub-envs, giving the remainder to the lowest-indexed runners (as RLlib does)."""
+        if self.rollout_fragment_length != "auto":
+            return self.rollout_fragment_length
+        runners = self.num_env_runners or 1
+        per_runner_env = self.train_batch_size / (self.num_envs_per_env_runner * runners)
+        length = int(per_runner_env)
+        if length != per_runner_env:
+            remainder = self.train_batch_size - length * self.num_envs_per_env_runner * runners
+            if (max(worker_index, 1) - 1) * self.num_envs_per_env_runner < remainder:
+                length += 1
+        return max(length, 1)
+
+    def build(self, env: Any = None) -> Any:
+        """Validates the config and builds its Algorithm (EnvRunner processes included)."""
+        if env is not None:
+            self.environment(env)
+        if self.algo_class is None:
+            raise ConfigError(f"{type(self).__name__} has no algorithm class to build; use "
+                              "PPOConfig or another algorithm's config")
+        return self.algo_class(config=self)
+
+    build_algo = build
+
+    def copy(self, copy_frozen: bool | None = None) -> AlgorithmConfig:
+        """A deep copy (callbacks and env creators shared). Unfrozen unless `copy_frozen`."""
+        clone = object.__new__(type(self))
+        object.__setattr__(clone, "_frozen", False)
+        for name, value in self.__dict__.items():
+            if name == "_frozen":
+                continue
+            if name in ("callbacks_class", "env", "env_task_fn", "algo_class"):
+                object.__setattr__(clone, name, value)
+            elif name == "callbacks_on":
+                object.__setattr__(clone, name, {k: list(v) for k, v in value.items()})
+            else:
+                object.__setattr__(clone, name, copy.deepcopy(value))
+        if copy_frozen:
+            clone.freeze()
+        return clone
+
+    def freeze(self) -> AlgorithmConfig:
+        """Makes the config read-only (a built Algorithm's config is frozen)."""
+        object.__setattr__(self, "_frozen", True)
+        return self
+
+    @property
+    def is_frozen(self) -> bool:
+        return self._frozen
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting by name (callbacks included: `callbacks_class` and `callbacks_on`)."""
+        result = {name: copy.copy(getattr(self, name)) for name in self._settings()}
+        result["callbacks_class"] = self.callbacks_class
+        result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
+        result["in_evaluation"] = self.in_evaluation
+        result.update({name: copy.copy(getattr(self, name)) for name in METHOD_OF})
+        return result
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any]) -> AlgorithmConfig:
+        """A config of this class from a dict of setting names (as `to_dict` writes them)."""
+        config = cls()
+        config.update_from_dict(config_dict)
+        return config
+
+    def update_from_dict(self, config_dict: dict[str, Any]) -> AlgorithmConfig:
+        """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
+        `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
+        RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
+        config_dict = translate_config_dict(config_dict)
+        settings = self._settings()
+        extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
+        self._take_rllib_settings("from_dict", {k: v for k, v in config_dict.items()
+                                                if k in METHOD_OF})
+        unknown = {k: v for k, v in config_dict.items()
+                   if k not in settings and k not in extra and k not in METHOD_OF}
+        self._reject_unknown("from_dict", unknown, list(settings) + sorted(extra))
+        values = {k: v for k, v in config_dict.items() if k in settings}
+        if "model" in values:
+            self._set_model("from_dict", "model", values.pop("model"))
+        if "env" in values and values["env"] is not None:
+            self.environment(values.pop("env"))
+        self._set("from_dict", values)
+        if "callbacks_class" in config_dict or "callbacks" in config_dict:
+            self.callbacks(config_dict.get("callbacks_class", config_dict.get("callbacks")))
+        if "callbacks_on" in config_dict:
+            self.callbacks(**config_dict["callbacks_on"])
+        if "in_evaluation" in config_dict:
+            self.in_evaluation = bool(config_dict["in_evaluation"])
+        return self
+
+    @classmethod
+    def overrides(cls, **kwargs) -> dict[str, Any]:
+        """A dict of settings to override elsewhere (for example `evaluation_config`); the names
+        and values are checked here."""
+        settings = cls._settings()
+        probe = cls()
+        probe._take_rllib_settings("overrides", {k: v for k, v in kwargs.items()
+                                                 if k in METHOD_OF})
+        unknown = {k: v for k, v in kwargs.items() if k not in settings and k not in METHOD_OF}
+        probe._reject_unknown("overrides", unknown, settings)
+        probe._set("overrides", {k: v for k, v in kwargs.items() if k in settings})
+        return dict(kwargs)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._settings() or key in METHOD_OF or key in (
+                "callbacks_class", "callbacks_on", "in_evaluation"):
+            return getattr(self, key)
+        raise KeyError(f"{type(self).__name__} has no setting {key!r}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._settings() or key in METHOD_OF
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.env!r}, num_env_runners={self.num_env_runners})"

@@ -1,0 +1,191 @@
+"""An `Algorithm` as a checkpoint directory (the format is `checkpoints`), and back.
+
+Saving: `Algorithm.get_state()` gives one state per component; each becomes a msgpack file; the
+class and config become `config.json` (plain data, code by import path: `trainer.checkpoints.config_data`)
+and one cloudpickle file; `metadata.json` records what a loader must check before touching the
+running algorithm: the algorithm, the spaces and the network's parameter shapes. Loading reads
+msgpack and JSON only; `class_and_config.pkl` is unpickled solely on the explicit opt-in
+`allow_pickle=True` (`--trust-pickle` on the command line).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import tempfile
+import time
+from importlib import metadata as package_metadata
+from typing import Any
+
+import cloudpickle
+
+from trainer.checkpoints import (
+    CLASS_AND_CONFIG_FILE,
+    CONFIG_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    STATE_FILE_SUFFIX,
+    Checkpoint,
+    CheckpointError,
+    write_checkpoint,
+)
+from trainer.checkpoints.codec import NotPlainData, pack
+from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
+
+logger = logging.getLogger("trainer")
+
+#: What every algorithm checkpoint has; runner, evaluation and replay states are optional.
+REQUIRED_COMPONENTS = ("algorithm", "learner", "metrics")
+
+
+def library_version() -> str:
+    try:
+        return package_metadata.version("localrl")
+    except package_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def algorithm_family(cls: type) -> str:
+    """The built-in algorithm a class is (a user's subclass of PPO is a PPO)."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("trainer.algorithms."):
+            return klass.__name__
+    return cls.__name__
+
+
+def describe_spaces(spaces: Any) -> dict:
+    """What the networks were built for, as JSON data."""
+    return {
+        "obs_dim": spaces.obs_dim, "obs_discrete_n": spaces.obs_discrete_n,
+        "action_discrete_n": spaces.action_discrete_n, "action_dim": spaces.action_dim,
+        "action_low": None if spaces.action_low is None else spaces.action_low.tolist(),
+        "action_high": None if spaces.action_high is None else spaces.action_high.tolist(),
+    }
+
+
+def parameter_shapes(module: Any) -> dict[str, list[int]]:
+    return {name: list(param.shape)
+            for name, param in zip(module.parameter_names(), module.parameters(), strict=True)}
+
+
+def default_checkpoint_path(algorithm: Any) -> str:
+    """A new directory in the system's temporary folder (RLlib's behaviour for path=None)."""
+    return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
+
+
+def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
+    path = os.path.abspath(os.fspath(path)) if path is not None else default_checkpoint_path(
+        algorithm)
+    state = algorithm.get_state()
+    files = {}
+    for component, component_state in state.items():
+        try:
+            files[component + STATE_FILE_SUFFIX] = pack(component_state)
+        except NotPlainData as error:
+            raise CheckpointError(path, f"the state of {component!r} cannot be stored: "
+                                        f"{error.where.replace('state', component, 1)}: "
+                                        f"{error.problem}") from None
+        uncaptured = (component_state.get("sampling") or {}).get("uncaptured") if isinstance(
+            component_state, dict) else None
+        for env_index, reason in (uncaptured or {}).items():
+            logger.warning("checkpoint %s: %s, sub-env %s: its state cannot be captured (%s); "
+                           "its episode will restart on restore", path, component, env_index,
+                           reason)
+    config_data = config_to_data(algorithm.config, type(algorithm))
+    files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
+    files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
+    module = algorithm.learner.module
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "library_version": library_version(),
+        "algorithm_class": type(algorithm).__name__,
+        "algorithm": algorithm_family(type(algorithm)),
+        "training_iteration": algorithm.iteration,
+        "num_env_steps_sampled_lifetime": algorithm.num_env_steps_sampled_lifetime,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "env": algorithm.config.env if isinstance(algorithm.config.env, str) else repr(
+            algorithm.config.env),
+        "spaces": describe_spaces(module.spaces),
+        "parameter_shapes": parameter_shapes(module),
+    }
+    started = time.perf_counter()
+    written = write_checkpoint(path, files, metadata)
+    logger.info("saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)", written,
+                algorithm.iteration, sum(len(data) for data in files.values()) / 1024,
+                (time.perf_counter() - started) * 1000)
+    return written
+
+
+def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
+    """Raises `CheckpointError` unless the checkpoint is of this algorithm, its spaces and its
+    network shapes."""
+    meta = checkpoint.metadata
+    family = algorithm_family(type(algorithm))
+    if meta.get("algorithm") != family:
+        saved_class = meta.get("algorithm_class")
+        of = meta.get("algorithm") if saved_class in (None, meta.get("algorithm")) else (
+            f"{meta.get('algorithm')} (class {saved_class})")
+        raise CheckpointError(checkpoint.path, f"a checkpoint of {of} cannot be loaded into "
+                                               f"{type(algorithm).__name__} (a {family}): "
+                                               f"metadata.json says algorithm={meta.get('algorithm')!r}")
+    module = algorithm.learner.module
+    spaces = describe_spaces(module.spaces)
+    if meta.get("spaces") != spaces:
+        raise CheckpointError(checkpoint.path, f"incompatible spaces: the checkpoint was made for "
+                                               f"{meta.get('spaces')}, this algorithm's env has "
+                                               f"{spaces}")
+    saved, current = meta.get("parameter_shapes") or {}, parameter_shapes(module)
+    if saved != current:
+        differences = [f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"
+                       for name in sorted(set(saved) | set(current))
+                       if saved.get(name) != current.get(name)]
+        raise CheckpointError(checkpoint.path, "incompatible network shapes (check "
+                                               "model_config): " + "; ".join(differences[:4]))
+
+
+def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
+    """Every component's state from a verified checkpoint, after the compatibility checks."""
+    check_compatible(algorithm, checkpoint)
+    for component in REQUIRED_COMPONENTS:
+        if not checkpoint.has(component):
+            raise CheckpointError(checkpoint.path, f"has no {component}{STATE_FILE_SUFFIX} "
+                                                   f"(components: {checkpoint.components})")
+    return {component: checkpoint.load(component) for component in checkpoint.components}
+
+
+def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
+                          ) -> tuple[type, Any]:
+    """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
+    data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
+    (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted
+    file holds: only for checkpoints you trust)."""
+    if allow_pickle:
+        return unpickle_class_and_config(checkpoint)
+    data = checkpoint.read_json(CONFIG_FILE)
+    if data is None:
+        raise CheckpointError(checkpoint.path, f"has no {CONFIG_FILE} (it predates stored "
+                                               "configs): pass config= to from_checkpoint, or, "
+                                               "if you trust this checkpoint, allow_pickle=True "
+                                               "(--trust-pickle on the command line)")
+    try:
+        return config_from_data(data)
+    except ConfigDataError as error:
+        raise CheckpointError(checkpoint.path, f"its config cannot be rebuilt without "
+                                               f"unpickling: {error}. Pass config= to "
+                                               "from_checkpoint, or, if you trust this "
+                                               "checkpoint, allow_pickle=True (--trust-pickle "
+                                               "on the command line)") from None
+
+
+def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type, Any]:
+    data = checkpoint.class_and_config_bytes()
+    try:
+        algorithm_class, config = cloudpickle.loads(data)
+    except Exception as error:
+        raise CheckpointError(checkpoint.path, f"{CLASS_AND_CONFIG_FILE} cannot be unpickled "
+                                               f"({type(error).__name__}: {error}); pass "
+                                               "config= to from_checkpoint") from None
+    return algorithm_class, config

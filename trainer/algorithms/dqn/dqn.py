@@ -1,0 +1,251 @@
+"""DQN: `DQNConfig` (RLlib's settings and defaults) and the `DQN` algorithm.
+
+One training step (RLlib's new-stack loop): the EnvRunners sample `rollout_fragment_length` steps
+per sub-env ("auto" = `n_step`), the steps go into `local_replay_buffer`; once
+`num_steps_sampled_before_learning_starts` env steps were sampled, the learner takes
+`train_batch_size` n-step transitions from the buffer per update, the priorities follow the TD
+errors, and the new weights go to the EnvRunners. `training_intensity` sets how many replayed
+steps are trained on per sampled step (RLlib's round-robin weights).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.dqn.dqn_learner import DQNLearner
+from trainer.algorithms.dqn.replay_buffer import BUFFER_TYPES, make_replay_buffer
+from trainer.core.schedules import Schedule
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
+from trainer.util.checks import (
+    int_at_least,
+    is_bool,
+    number_above,
+    number_at_least,
+    number_in,
+    one_of,
+    optional,
+)
+from trainer.util.state_checks import check_loads
+
+_BUFFER_DEFAULTS = {
+    "EpisodeReplayBuffer": {"type": "EpisodeReplayBuffer", "capacity": 50_000},
+    "PrioritizedEpisodeReplayBuffer": {"type": "PrioritizedEpisodeReplayBuffer",
+                                       "capacity": 50_000, "alpha": 0.6, "beta": 0.4},
+}
+
+_BUFFER_VALUE_CHECKS = {"capacity": int_at_least(1), "alpha": number_at_least(0),
+                        "beta": number_at_least(0)}
+
+
+def _check_replay_buffer_config(value: Any) -> str | None:
+    allowed_types = sorted(BUFFER_TYPES)
+    if not isinstance(value, dict):
+        return f"a dict with 'type' (one of {allowed_types}), 'capacity' and, for prioritized " \
+               "replay, 'alpha' and 'beta'"
+    type_ = value.get("type")
+    if type_ not in BUFFER_TYPES:
+        return f"a dict whose 'type' is one of {allowed_types} (got {type_!r})"
+    allowed_keys = sorted(_BUFFER_DEFAULTS[type_])
+    for key, item in value.items():
+        if key not in allowed_keys:
+            return f"a dict with keys from {allowed_keys} for {type_} (got {key!r})"
+        problem = _BUFFER_VALUE_CHECKS[key](item) if key in _BUFFER_VALUE_CHECKS else None
+        if problem is not None:
+            return f"a dict whose {key!r} is {problem} (got {item!r})"
+    return None
+
+
+
+def _check_epsilon(value: Any) -> str | None:
+    try:
+        Schedule(value, setting="epsilon", low=0.0, high=1.0)
+    except ValueError as error:
+        return f"a number in [0, 1] or a schedule [(timestep, value), ...] ({error})"
+    return None
+
+
+def _check_n_step(value: Any) -> str | None:
+    positive_int = int_at_least(1)
+    if positive_int(value) is None:
+        return None
+    if (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(positive_int(v) is None for v in value) and value[0] <= value[1]):
+        return None
+    return "an int >= 1 or a (low, high) pair of ints with 1 <= low <= high"
+
+
+class DQNConfig(AlgorithmConfig):
+    """DQN's config. Defaults are RLlib's: `lr=5e-4`, `train_batch_size=32`, `grad_clip=40`,
+    `replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50000,
+    "alpha": 0.6, "beta": 0.4}`, `target_network_update_freq=500`, `tau=1.0`,
+    `num_steps_sampled_before_learning_starts=1000`, `double_q=True`, `dueling=True`,
+    `n_step=1`, `epsilon=[(0, 1.0), (10000, 0.05)]`, `td_error_loss_fn="huber"`,
+    `rollout_fragment_length="auto"` (= n_step), `min_sample_timesteps_per_iteration=1000`."""
+
+    _ALGO_SETTINGS = {
+        "replay_buffer_config": (dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
+                                 _check_replay_buffer_config),
+        "target_network_update_freq": (500, int_at_least(0)),
+        "tau": (1.0, number_in(0.0, 1.0)),
+        "num_steps_sampled_before_learning_starts": (1000, int_at_least(0)),
+        "double_q": (True, is_bool),
+        "dueling": (True, is_bool),
+        "n_step": (1, _check_n_step),
+        "epsilon": ([(0, 1.0), (10000, 0.05)], _check_epsilon),
+        "training_intensity": (None, optional(number_above(0))),
+        "td_error_loss_fn": ("huber", one_of("huber", "mse")),
+        "store_buffer_in_checkpoints": (False, is_bool),
+    }
+    _DEFAULT_OVERRIDES = {
+        "lr": 5e-4,
+        "train_batch_size": 32,
+        "grad_clip": 40.0,
+        "rollout_fragment_length": "auto",
+        "min_sample_timesteps_per_iteration": 1000,
+        # As RLlib: evaluate greedily.
+        "evaluation_config": {"explore": False},
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class or DQN)
+
+    def training(self, *, replay_buffer_config: dict = NotProvided,
+                 target_network_update_freq: int = NotProvided, tau: float = NotProvided,
+                 num_steps_sampled_before_learning_starts: int = NotProvided,
+                 double_q: bool = NotProvided, dueling: bool = NotProvided,
+                 n_step: int | tuple[int, int] = NotProvided,
+                 epsilon: float | list = NotProvided,
+                 training_intensity: float | None = NotProvided,
+                 td_error_loss_fn: str = NotProvided,
+                 store_buffer_in_checkpoints: bool = NotProvided, **kwargs) -> DQNConfig:
+        """DQN's settings, plus every setting of `AlgorithmConfig.training`.
+        `replay_buffer_config` updates the current one, unless it names another `type`: then it
+        replaces it (on top of that type's defaults)."""
+        super().training(**kwargs)
+        if isinstance(replay_buffer_config, dict):
+            type_ = replay_buffer_config.get("type", self.replay_buffer_config["type"])
+            base = (self.replay_buffer_config if type_ == self.replay_buffer_config["type"]
+                    else _BUFFER_DEFAULTS.get(type_, {}))
+            replay_buffer_config = {**base, **replay_buffer_config}
+        return self._set("training", {
+            "replay_buffer_config": replay_buffer_config,
+            "target_network_update_freq": target_network_update_freq, "tau": tau,
+            "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
+            "double_q": double_q, "dueling": dueling, "n_step": n_step, "epsilon": epsilon,
+            "training_intensity": training_intensity, "td_error_loss_fn": td_error_loss_fn,
+            "store_buffer_in_checkpoints": store_buffer_in_checkpoints})
+
+    def validate(self) -> None:
+        super().validate()
+        n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+        if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
+            raise ConfigError(
+                f"DQNConfig: rollout_fragment_length={self.rollout_fragment_length} is smaller "
+                f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'")
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        if self.rollout_fragment_length == "auto":
+            return self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+        return self.rollout_fragment_length
+
+    def _default_exploration_config(self) -> dict:
+        return {"type": "EpsilonGreedy", "epsilon_schedule": self.epsilon}
+
+    def build_module(self, spaces: Any, seed: int | None = None) -> Any:
+        from trainer.algorithms.dqn.q_module import QModule
+
+        return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
+
+
+def round_robin_weights(config: DQNConfig) -> tuple[int, int]:
+    """(sampling rounds, training rounds) per training step, as RLlib computes them: the natural
+    ratio of replayed to sampled steps is train_batch_size / (fragment * envs * (runners + 1));
+    `training_intensity` asks for another ratio."""
+    if not config.training_intensity:
+        return 1, 1
+    native_ratio = config.train_batch_size / (
+        config.get_rollout_fragment_length() * config.num_envs_per_env_runner
+        * max(config.num_env_runners + 1, 1))
+    weight = config.training_intensity / native_ratio
+    if weight < 1:
+        return int(round(1 / weight)), 1
+    return 1, int(round(weight))
+
+
+class DQN(Algorithm):
+    @classmethod
+    def get_default_config(cls) -> DQNConfig:
+        return DQNConfig()
+
+    def setup_learner(self) -> None:
+        self.learner = DQNLearner(self.config, self.env_runner_group.spaces)
+        self.local_replay_buffer = make_replay_buffer(self.config.replay_buffer_config,
+                                                      seed=self.config.seed)
+
+    def training_step(self) -> None:
+        config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
+        sampling_rounds, training_rounds = round_robin_weights(config)
+        # 1. Sample with the current weights and store the steps in the replay buffer.
+        for _ in range(sampling_rounds):
+            with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
+                episodes, runner_metrics = self.env_runner_group.sample(min_env_steps=1)
+            metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+            metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME,
+                              sum(len(ep) for ep in episodes), reduce="sum")
+            with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
+                buffer.add(episodes)
+        metrics.log_dict(buffer.get_metrics(), key="replay_buffer", window=1)
+        sampled = self.num_env_steps_sampled_lifetime
+        if sampled < config.num_steps_sampled_before_learning_starts:
+            return
+        # 2. Learn on n-step transitions replayed from the buffer; priorities follow the TD
+        #    errors.
+        beta = config.replay_buffer_config.get("beta")
+        update_results: list[dict] = []
+        for _ in range(training_rounds):
+            with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
+                batch = buffer.sample(config.train_batch_size, n_step=config.n_step,
+                                      gamma=config.gamma, beta=beta)
+            with metrics.log_time((TIMERS, "learner_update_timer")):
+                results, td_errors = self.learner.update(
+                    batch, num_env_steps_sampled_lifetime=sampled)
+            buffer.update_priorities(batch["indices"], td_errors)
+            update_results.append(results)
+            metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+                              config.train_batch_size, reduce="sum")
+        # The learner's statistics: their means over this iteration's updates.
+        if update_results:
+            metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))
+                              for key in update_results[0]},
+                             key=(LEARNER_RESULTS, "default_policy"), window=1)
+        # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
+        with metrics.log_time((TIMERS, "synch_weights")):
+            self.sync_weights()
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The Algorithm's state, plus the replay buffer with `store_buffer_in_checkpoints`."""
+        state = super().get_state()
+        if self.config.store_buffer_in_checkpoints:
+            state["replay_buffer"] = self.local_replay_buffer.get_state()
+        return state
+
+    def check_state(self, state: dict) -> None:
+        super().check_state(state)
+        if "replay_buffer" in state:
+            check_loads(self.local_replay_buffer, state["replay_buffer"], "replay_buffer")
+
+    def _apply_state(self, state: dict, *, strict: bool = False) -> None:
+        super()._apply_state(state, strict=strict)
+        # Last: a restore that fails before this point leaves the buffer as it was.
+        if "replay_buffer" in state:
+            self.local_replay_buffer.set_state(state["replay_buffer"])

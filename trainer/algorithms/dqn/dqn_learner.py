@@ -1,0 +1,113 @@
+"""`DQNLearner`: one gradient step of (double, dueling, n-step) DQN on a replay batch, in numpy.
+
+TD target: y = R^(n) + gamma^n * (1 - terminated) * Q_target(s', a*), where
+a* = argmax_a Q(s', a) with `double_q` (van Hasselt et al. 2016), else argmax_a Q_target(s', a).
+Loss: mean over the batch of importance weight * huber(Q(s, a) - y) (or squared error). The target
+network follows the online one every `target_network_update_freq` sampled env steps:
+target <- tau * online + (1 - tau) * target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.algorithms.algorithm_config import adam_settings
+from trainer.algorithms.learner import Learner
+from trainer.core.nn import Adam, check_finite_update, clip_gradients, flatten
+from trainer.util.state_checks import require_int, require_map
+
+
+class DQNLearner(Learner):
+    def __init__(self, config, spaces):
+        self.config = config
+        self.module = config.build_module(spaces, seed=config.seed)
+        self.target = config.build_module(spaces, seed=config.seed)
+        self.target.flat_params[:] = self.module.flat_params
+        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+                              **adam_settings(config.optimizer))
+        self._parameter_sizes = [p.size for p in self.module.parameters()]
+        self._last_target_update_step = 0
+
+    def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+               ) -> tuple[dict[str, float], np.ndarray]:
+        """One Adam step on `batch` (as `EpisodeReplayBuffer.sample` returns it); returns the
+        metrics and the per-item TD errors (for prioritized replay)."""
+        config, module = self.config, self.module
+        preprocess = module.spaces.preprocess
+        obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
+        actions = batch["actions"].astype(np.int64)
+        rows = np.arange(len(actions))
+
+        # TD targets from the target network (no gradient flows through them).
+        next_q_target = self.target.q_values(next_obs)
+        if config.double_q:
+            next_actions = module.q_values(next_obs).argmax(axis=1)
+        else:
+            next_actions = next_q_target.argmax(axis=1)
+        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
+        targets = (batch["rewards"]
+                   + batch["discounts"] * not_terminated * next_q_target[rows, next_actions])
+
+        # Q(s, a) of the actions taken, and the TD errors.
+        q_values, cache = module.forward_train(obs)
+        q_selected = q_values[rows, actions]
+        td_errors = q_selected - targets
+
+        # Importance-weighted loss and its gradient with respect to Q(s, a).
+        weights = batch["weights"]
+        if config.td_error_loss_fn == "huber":
+            losses = np.where(np.abs(td_errors) <= 1.0, 0.5 * td_errors ** 2,
+                              np.abs(td_errors) - 0.5)
+            d_losses = np.clip(td_errors, -1.0, 1.0)
+        else:  # "mse"
+            losses = td_errors ** 2
+            d_losses = 2.0 * td_errors
+        qf_loss = float(np.mean(weights * losses))
+        d_q_values = np.zeros_like(q_values)
+        d_q_values[rows, actions] = weights * d_losses / len(actions)
+
+        # Backpropagate, clip (grad_clip_by), Adam step.
+        gradient = flatten(module.backward(cache, d_q_values))
+        grad_norm = clip_gradients(gradient, config.grad_clip, config.grad_clip_by,
+                                   self._parameter_sizes)
+        check_finite_update(qf_loss, grad_norm, "DQN")
+        self.optimizer.step(gradient)
+
+        # Move the target network towards the online one every `target_network_update_freq`
+        # sampled env steps.
+        if (num_env_steps_sampled_lifetime - self._last_target_update_step
+                >= config.target_network_update_freq):
+            tau = config.tau
+            self.target.flat_params *= 1.0 - tau
+            self.target.flat_params += tau * module.flat_params
+            self._last_target_update_step = num_env_steps_sampled_lifetime
+
+        return {
+            "qf_loss": qf_loss,
+            "qf_mean": float(q_selected.mean()),
+            "qf_min": float(q_selected.min()),
+            "qf_max": float(q_selected.max()),
+            "td_error_mean": float(td_errors.mean()),
+            "gradients_adam_global_norm": grad_norm,
+            "curr_lr": self.optimizer.lr,
+        }, td_errors
+
+    def get_state(self) -> dict:
+        return {"module": self.module.get_weights(), "target": self.target.get_weights(),
+                "optimizer": self.optimizer.get_state(),
+                "last_target_update_step": self._last_target_update_step}
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
+        require_map(state, where, ("module", "target", "optimizer", "last_target_update_step"))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.target.check_weights(state["target"], f"{where}['target']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        self.module.set_weights(state["module"])
+        self.target.set_weights(state["target"])
+        self.optimizer.set_state(state["optimizer"])
+        self._last_target_update_step = int(state["last_target_update_step"])

@@ -1,0 +1,291 @@
+"""`Evaluator`: the evaluation EnvRunners and one evaluation round on them.
+
+The evaluation runners are an `EnvRunnerGroup` of their own, built from
+`config.get_evaluation_config_object()` (the `evaluation_config` overrides applied,
+`in_evaluation=True`). With `evaluation_num_env_runners=0` the single evaluation runner lives in
+the main process. Worker processes run at lower CPU priority, so evaluation in parallel to training
+takes the cycles training leaves idle.
+
+How a round's duration is split (RLlib's rules):
+- episodes: `duration // N` per runner, the remainder one each on the lowest indices;
+- timesteps: `ceil(duration / N)` per runner (the total rounded up to a multiple of N);
+- "auto" (parallel only): every runner samples small requests (1 episode, or
+  `evaluation_auto_duration_min_env_steps_per_sample` timesteps, 100 by default) one after
+  another until the training step ends; requests in flight then finish.
+
+A runner that crashes, stalls past `evaluation_sample_timeout_s`, or raises in env or callback
+code loses its part of the round (listed in `env_runner_failures`); then the `fault_tolerance()`
+settings apply as for training runners: it is restarted (`on_env_runners_recreated` fires with
+`is_evaluation=True`), left out, or its error is raised. A round without any healthy runner is
+skipped and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import wait
+from typing import Any
+
+from trainer.callbacks import CallbackError
+from trainer.env.envs import make_env_creator
+from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    MetricsLogger,
+    add_episode_defaults,
+)
+from trainer.runners.env_runner_group import EnvRunnerGroup
+
+
+class Evaluator:
+    def __init__(self, config: Any, *,
+                 on_recreated: Callable[[list[int]], None] | None = None):
+        self.config = config.get_evaluation_config_object()
+        self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
+                                    on_recreated=on_recreated)
+        self.metrics = MetricsLogger(root=True)
+        self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
+
+    # -- one round ---------------------------------------------------------------------------
+    def run(self, stop: threading.Event | None = None) -> dict:
+        """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
+        `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
+        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        replies: list = []
+        if not self.group.num_remote_workers():
+            replies = [self.group.local_env_runner.sample_metrics_only(**request)
+                      for request in self._fixed_requests([0]).values()]
+        else:
+            ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
+            if ids and self.config.evaluation_duration == "auto":
+                replies = self._sample_auto(ids, stop, failed)
+            elif ids:
+                replies = self._sample_fixed(self._fixed_requests(ids), failed)
+        return self._results(replies, failed)
+
+    def begin(self) -> Callable[[], dict]:
+        """Sends one round's requests and returns at once with the function that collects the
+        round (RLlib's `_evaluation_parallel_to_training_wo_thread`: no thread; the runners
+        sample while the caller trains). An "auto" round is one request per runner, sized from
+        the previous such round: doubled if every runner had answered by collection time,
+        halved if one had not, within `evaluation_auto_duration_min/max_env_steps_per_sample`
+        (episodes: 1 to 16 per runner)."""
+        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
+        if not self.group.num_remote_workers() or not ids:
+            return lambda: self.run()
+        if self.config.evaluation_duration == "auto":
+            requests = {i: self._auto_request(first=True, size=self._auto_size) for i in ids}
+        else:
+            requests = self._fixed_requests(ids)
+        sent = self._send_requests(requests, failed)
+
+        def collect() -> dict:
+            if self.config.evaluation_duration == "auto":
+                self._resize_auto(grow=all(self._has_answered(i) for i in sent))
+            return self._results(self._gather_replies(sent, failed), failed)
+
+        return collect
+
+    def _has_answered(self, index: int) -> bool:
+        try:
+            return bool(self.group.remote_runner(index).conn.poll())
+        except (OSError, EOFError):
+            return False
+
+    def _results(self, replies: list, failed: dict[int, Any]) -> dict:
+        if replies:
+            self.metrics.aggregate(list(replies), key=ENV_RUNNER_RESULTS)
+        results = self.metrics.reduce()
+        add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
+        if failed:
+            results["env_runner_failures"] = [str(failed[i]) for i in sorted(failed)]
+            try:
+                results["env_runners_restarted"] = self.group.handle_failures(failed)
+            except NoHealthyEnvRunners:
+                pass  # reported as skipped below; training goes on
+        if self.group.num_remote_workers() and not replies:
+            results["skipped"] = ("no healthy evaluation EnvRunner is left"
+                                  if not self.group.healthy_env_runner_ids()
+                                  else "every evaluation EnvRunner failed in this round")
+        return results
+
+    def _fixed_requests(self, ids: list[int]) -> dict[int, dict]:
+        """Each runner's `sample()` arguments for a fixed duration."""
+        config = self.config
+        duration, count = config.evaluation_duration, len(ids)
+        if config.evaluation_duration_unit == "episodes":
+            shares = [duration // count + (1 if k < duration % count else 0)
+                      for k in range(count)]
+            return {i: {"num_episodes": share} for i, share in zip(ids, shares, strict=True)
+                    if share > 0}
+        per_runner = -(-duration // count)
+        return {i: {"num_timesteps": per_runner,
+                    "force_reset": config.evaluation_force_reset_envs_before_iteration}
+                for i in ids}
+
+    def _read(self, index: int, failed: dict[int, Any]) -> list | None:
+        """The reply of runner `index`, or None (its failure recorded) if it failed."""
+        runner = self.group.remote_runner(index)
+        try:
+            return runner.result(self.config.evaluation_sample_timeout_s)
+        except (EnvRunnerFailure, CallbackError) as failure:
+            runner.kill()
+            failed[index] = failure
+            return None
+
+    def _sample_fixed(self, requests: dict[int, dict], failed: dict[int, Any]) -> list:
+        return self._gather_replies(self._send_requests(requests, failed), failed)
+
+    def _send_requests(self, requests: dict[int, dict], failed: dict[int, Any]) -> list[int]:
+        """Sends each runner its `sample()` request; returns those that took it (the others'
+        failures go into `failed`)."""
+        sent, failures = self.group.send_each(
+            list(requests),
+            lambda r: r.call_async("sample_metrics_only", **requests[r.worker_index]))
+        failed.update(failures)
+        return sent
+
+    def _gather_replies(self, sent: list[int], failed: dict[int, Any]) -> list:
+        """The `get_metrics()` replies of `sent` in runner order (failures go into `failed`)."""
+        replies, failures = self.group.gather_each(sent, self.config.evaluation_sample_timeout_s)
+        failed.update(failures)
+        return [replies[index] for index in sorted(replies)]
+
+    def _auto_bounds(self) -> tuple[int, int]:
+        """Smallest and largest "auto" request: env steps per runner, or episodes."""
+        config = self.config
+        if config.evaluation_duration_unit == "episodes":
+            return 1, 16
+        low = min(max(config.evaluation_auto_duration_min_env_steps_per_sample,
+                      config.num_envs_per_env_runner),
+                  config.evaluation_auto_duration_max_env_steps_per_sample)
+        return low, config.evaluation_auto_duration_max_env_steps_per_sample
+
+    def _auto_request(self, *, first: bool, size: int | None = None) -> dict:
+        """The `sample()` arguments of one "auto" request (`size` defaults to the smallest)."""
+        size = size or self._auto_bounds()[0]
+        if self.config.evaluation_duration_unit == "episodes":
+            return {"num_episodes": size}
+        request = {"num_timesteps": size}
+        if first:
+            request["force_reset"] = self.config.evaluation_force_reset_envs_before_iteration
+        return request
+
+    def _resize_auto(self, *, grow: bool) -> None:
+        low, high = self._auto_bounds()
+        size = self._auto_size or low
+        self._auto_size = min(size * 2, high) if grow else max(size // 2, low)
+
+    def _sample_auto(self, ids: list[int], stop: threading.Event | None,
+                     failed: dict[int, Any]) -> list:
+        request = self._auto_request(first=False)
+        runners = {i: self.group.remote_runner(i) for i in ids}
+        for runner in runners.values():
+            runner.call_async("sample_metrics_only", **self._auto_request(first=True))
+        pending = set(ids)
+        replies = []
+        while pending:
+            # Wait for any reply; stop sending new requests once the training step has ended
+            # (a standalone evaluate() sends one round).
+            by_conn = {runners[i].conn: i for i in pending}
+            ready = wait(list(by_conn), timeout=0.05)
+            keep_going = stop is not None and not stop.is_set()
+            if not ready and keep_going:
+                continue
+            for index in [by_conn[c] for c in ready] if keep_going else list(pending):
+                pending.discard(index)
+                reply = self._read(index, failed)
+                if reply is None:
+                    continue
+                replies.append(reply)
+                if stop is not None and not stop.is_set():
+                    runners[index].call_async("sample_metrics_only", **request)
+                    pending.add(index)
+        return replies
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def sync_weights(self, weights: dict, global_timestep: int,
+                     connector_state: dict | None = None) -> None:
+        """The training weights and (merged) env-to-module connector state for the round."""
+        self.group.sync_weights(weights, global_timestep=global_timestep,
+                                connector_state=connector_state)
+
+    def stop(self) -> None:
+        self.group.stop()
+
+
+class ThreadlessEvaluation:
+    """A parallel evaluation round without a thread: its requests are out before the training
+    step starts, `finish()` reads the replies after it (`Evaluator.begin`)."""
+
+    def __init__(self, collect: Callable[[], dict], learner_threads: int):
+        self._collect = collect
+        self._restore_blas_threads = limit_blas_threads(learner_threads)
+
+    def finish(self) -> dict:
+        self._restore_blas_threads()
+        return self._collect()
+
+
+def limit_blas_threads(num_threads: int) -> Callable[[], None]:
+    """Caps this process's BLAS thread pools at `num_threads`; returns the function that puts
+    them back. Does nothing when the pools are no larger already."""
+    from threadpoolctl import ThreadpoolController
+
+    controller = ThreadpoolController()
+    if all(pool.num_threads <= num_threads for pool in controller.lib_controllers):
+        return lambda: None
+    limiter = controller.limit(limits=num_threads, user_api="blas")
+    return limiter.restore_original_limits
+
+
+def learner_blas_threads(num_evaluation_runners: int) -> int:
+    """BLAS threads for the learner while evaluation runs in parallel: one core is left to
+    each evaluation runner. A BLAS pool as large as the machine spins on every core between
+    its calls, so background evaluation processes would get no cycles, and where the OS
+    ignores their lower priority the pool's threads wait for each other behind them (measured
+    in bench/evaluation.py)."""
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return max(1, cores - num_evaluation_runners)
+
+
+class ParallelEvaluation:
+    """An evaluation round on its own thread, while the training step runs in the main thread.
+
+    The thread only talks to the evaluation runners' connections (the training runners' are
+    the main thread's); results and errors are handed back by `finish()`. While the round
+    runs, the main process's BLAS pools are capped at `learner_threads`."""
+
+    def __init__(self, run: Callable[[threading.Event], dict], timeout_s: float,
+                 learner_threads: int):
+        self._run_round = run
+        self._timeout_s = timeout_s
+        self._stop = threading.Event()
+        self._result: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="localrl-evaluation",
+                                        daemon=True)
+        self._restore_blas_threads = limit_blas_threads(learner_threads)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._run_round(self._stop)
+        except BaseException as error:  # handed to the main thread in finish()
+            self._error = error
+
+    def finish(self) -> dict:
+        """Ends an "auto" round, waits for the round's last replies, returns its results."""
+        self._stop.set()
+        self._restore_blas_threads()
+        # Every read in the round has its own timeout; this bound is a last resort.
+        self._thread.join(timeout=self._timeout_s)
+        if self._thread.is_alive():
+            raise RuntimeError("the parallel evaluation round did not end in time")
+        if self._error is not None:
+            raise self._error
+        return self._result

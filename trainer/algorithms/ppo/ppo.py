@@ -1,0 +1,99 @@
+"""PPO: `PPOConfig` (RLlib's settings and defaults) and the `PPO` algorithm.
+
+One training step: the EnvRunners sample at least `train_batch_size` env steps with the current
+weights, the learner runs its update on them, and the new weights go to every EnvRunner.
+"""
+
+from __future__ import annotations
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
+from trainer.util.checks import is_bool, number_above, number_at_least, number_in
+
+
+class PPOConfig(AlgorithmConfig):
+    """PPO's config. Defaults are RLlib's: `lr=5e-5`, `train_batch_size=4000`,
+    `minibatch_size=128`, `num_epochs=30`, `lambda_=1.0`, `clip_param=0.3`, `vf_clip_param=10.0`,
+    `vf_loss_coeff=1.0`, `entropy_coeff=0.0`, `kl_coeff=0.2`, `kl_target=0.01`,
+    `num_env_runners=2`, `rollout_fragment_length="auto"`."""
+
+    _ALGO_SETTINGS = {
+        "lambda_": (1.0, number_in(0.0, 1.0)),
+        "clip_param": (0.3, number_above(0)),
+        "vf_clip_param": (10.0, number_above(0)),
+        "vf_loss_coeff": (1.0, number_at_least(0)),
+        "entropy_coeff": (0.0, number_at_least(0)),
+        "kl_coeff": (0.2, number_at_least(0)),
+        "kl_target": (0.01, number_above(0)),
+        "use_gae": (True, is_bool),
+        "use_critic": (True, is_bool),
+        "use_kl_loss": (True, is_bool),
+    }
+    _DEFAULT_OVERRIDES = {
+        "lr": 5e-5,
+        "rollout_fragment_length": "auto",
+        "train_batch_size": 4000,
+        "num_epochs": 30,
+        "minibatch_size": 128,
+        "num_env_runners": 2,
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class or PPO)
+
+    def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
+                 vf_clip_param: float = NotProvided, vf_loss_coeff: float = NotProvided,
+                 entropy_coeff: float = NotProvided, kl_coeff: float = NotProvided,
+                 kl_target: float = NotProvided, use_gae: bool = NotProvided,
+                 use_critic: bool = NotProvided, use_kl_loss: bool = NotProvided,
+                 **kwargs) -> PPOConfig:
+        """PPO's settings, plus every setting of `AlgorithmConfig.training`."""
+        super().training(**kwargs)
+        return self._set("training", {
+            "lambda_": lambda_, "clip_param": clip_param, "vf_clip_param": vf_clip_param,
+            "vf_loss_coeff": vf_loss_coeff, "entropy_coeff": entropy_coeff,
+            "kl_coeff": kl_coeff, "kl_target": kl_target, "use_gae": use_gae,
+            "use_critic": use_critic, "use_kl_loss": use_kl_loss})
+
+    def validate(self) -> None:
+        super().validate()
+        if self.batch_mode == "truncate_episodes" and not self.use_critic:
+            raise ConfigError(
+                "PPOConfig: batch_mode='truncate_episodes' needs use_critic=True (a cut episode "
+                "bootstraps from the value function); use batch_mode='complete_episodes'"
+            )
+
+
+class PPO(Algorithm):
+    @classmethod
+    def get_default_config(cls) -> PPOConfig:
+        return PPOConfig()
+
+    def setup_learner(self) -> None:
+        self.learner = PPOLearner(self.config, self.env_runner_group.spaces)
+
+    def training_step(self) -> None:
+        metrics = self.metrics
+        # 1. Sample with the current weights, on all EnvRunners in parallel.
+        with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
+            episodes, runner_metrics = self.env_runner_group.sample(
+                min_env_steps=self.config.train_batch_size)
+        metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+        env_steps = sum(len(ep) for ep in episodes)
+        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="sum")
+        # 2. Update the policy and value function.
+        with metrics.log_time((TIMERS, "learner_update_timer")):
+            learner_results = self.learner.update(episodes)
+        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+        metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+                          env_steps, reduce="sum")
+        # 3. Send the new weights to the EnvRunners.
+        with metrics.log_time((TIMERS, "synch_weights")):
+            self.sync_weights()

@@ -1,0 +1,206 @@
+"""PPO's learner in numpy (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"),
+with RLlib's loss: clipped surrogate, value loss clipped at `vf_clip_param`, entropy bonus, and an
+adaptive KL penalty.
+
+`update(episodes)` turns episode chunks into a train batch (GAE advantages, value targets), then
+runs `num_epochs` passes of shuffled minibatch Adam steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.algorithms.algorithm_config import adam_settings
+from trainer.algorithms.learner import Learner
+from trainer.core.models import SpaceInfo
+from trainer.core.nn import Adam, check_finite_update, clip_gradients, flatten
+from trainer.env.episode import SingleAgentEpisode
+from trainer.util import seeding
+from trainer.util.rng import generator_state, set_generator_state
+from trainer.util.state_checks import require_generator_state, require_map, require_number
+
+
+class PPOLearner(Learner):
+    def __init__(self, config, spaces: SpaceInfo):
+        self.config = config
+        self.module = config.build_module(spaces, seed=config.seed)
+        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+                              **adam_settings(config.optimizer))
+        self._parameter_sizes = [p.size for p in self.module.parameters()]
+        self.kl_coeff = config.kl_coeff
+        self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+
+    # -- 1. from episodes to a train batch ---------------------------------------------------
+    def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
+        """Concatenates the episode chunks and computes GAE advantages and value targets
+        (Schulman et al. 2016). A chunk that ends without termination (cut for the batch, or
+        truncated by a time limit) bootstraps from the value of its last observation."""
+        cfg = self.config
+        module = self.module
+        episodes = [ep for ep in episodes if len(ep) > 0]
+        # Values of every observation, each chunk's final one included, in one forward pass.
+        all_obs = module.spaces.preprocess(np.concatenate([ep.get_observations() for ep in episodes]))
+        all_values = (module.values(all_obs) if cfg.use_critic
+                      else np.zeros(len(all_obs), dtype=np.float32))
+        obs, values, next_values, rewards, chunk_end = [], [], [], [], []
+        offset = 0
+        for ep in episodes:
+            n = len(ep)
+            v = all_values[offset:offset + n + 1].copy()
+            if ep.is_terminated:
+                v[-1] = 0.0  # no value after a terminal state
+            obs.append(all_obs[offset:offset + n])
+            values.append(v[:-1])
+            next_values.append(v[1:])
+            rewards.append(np.asarray(ep.get_rewards(), dtype=np.float32))
+            end = np.zeros(n, dtype=bool)
+            end[-1] = True
+            chunk_end.append(end)
+            offset += n + 1
+        values = np.concatenate(values)
+        next_values = np.concatenate(next_values)
+        rewards = np.concatenate(rewards)
+        chunk_end = np.concatenate(chunk_end)
+        # TD residuals, then the exponentially weighted sum of them, restarted at each chunk end.
+        deltas = rewards + cfg.gamma * next_values - values
+        decay = cfg.gamma * (cfg.lambda_ if cfg.use_gae else 1.0)
+        advantages = np.zeros_like(deltas)
+        running = 0.0
+        for t in range(len(deltas) - 1, -1, -1):
+            if chunk_end[t]:
+                running = 0.0
+            running = deltas[t] + decay * running
+            advantages[t] = running
+        value_targets = advantages + values
+        return {
+            "obs": np.concatenate(obs),
+            "actions": np.concatenate([ep.get_actions() for ep in episodes]),
+            "action_logp": np.concatenate(
+                [ep.get_extra_model_outputs("action_logp") for ep in episodes]).astype(np.float32),
+            "action_dist_inputs": np.concatenate(
+                [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]),
+            "advantages": advantages.astype(np.float32),
+            "value_targets": value_targets.astype(np.float32),
+        }
+
+    # -- 2. the loss and its gradient on one minibatch ---------------------------------------
+    def loss_and_grads(self, mb: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict]:
+        """Gradients of the PPO loss w.r.t. every module parameter, and the loss statistics
+        (`total_loss` is the value whose gradient is returned)."""
+        cfg = self.config
+        module = self.module
+        batch_size = len(mb["advantages"])
+        dist_inputs, values, cache = module.forward_train(mb["obs"])
+        logp, d_logp, entropy, d_entropy, kl, d_kl = module.dist.loss_grads(
+            dist_inputs, mb["actions"], mb["action_dist_inputs"])
+
+        # Probability ratio of the new and the behaviour policy, and the clipped surrogate.
+        advantages = mb["advantages"]
+        ratio = np.exp(logp - mb["action_logp"])
+        surrogate_unclipped = advantages * ratio
+        surrogate_clipped = advantages * np.clip(ratio, 1 - cfg.clip_param, 1 + cfg.clip_param)
+        surrogate = np.minimum(surrogate_unclipped, surrogate_clipped)
+        # The gradient flows only where the unclipped term is the minimum.
+        unclipped_active = surrogate_unclipped <= surrogate_clipped
+        d_loss_d_logp = -(advantages * ratio * unclipped_active) / batch_size
+
+        # Value loss: squared error, clipped at vf_clip_param (RLlib's value clipping).
+        if cfg.use_critic:
+            value_error = values - mb["value_targets"]
+            vf_loss = value_error ** 2
+            vf_loss_clipped = np.minimum(vf_loss, cfg.vf_clip_param)
+            d_values = (cfg.vf_loss_coeff * 2.0 * value_error * (vf_loss < cfg.vf_clip_param)
+                        / batch_size)
+        else:
+            vf_loss = vf_loss_clipped = np.zeros(batch_size, dtype=np.float32)
+            d_values = np.zeros(batch_size, dtype=np.float32)
+
+        # Total gradient w.r.t. the distribution inputs: surrogate, entropy bonus, KL penalty.
+        d_dist_inputs = d_loss_d_logp[:, None] * d_logp
+        d_dist_inputs -= (cfg.entropy_coeff / batch_size) * d_entropy
+        if cfg.use_kl_loss:
+            d_dist_inputs += (self.kl_coeff / batch_size) * d_kl
+
+        dtype = dist_inputs.dtype
+        grads = module.backward(cache, d_dist_inputs.astype(dtype), d_values.astype(dtype))
+
+        policy_loss = float(np.mean(-surrogate))
+        mean_kl = float(np.mean(kl))
+        total_loss = (policy_loss + cfg.vf_loss_coeff * float(np.mean(vf_loss_clipped))
+                      - cfg.entropy_coeff * float(np.mean(entropy))
+                      + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0))
+        target_var = float(np.var(mb["value_targets"]))
+        explained_var = (1.0 - float(np.var(mb["value_targets"] - values)) / target_var
+                         if target_var > 0 else float("nan"))
+        return grads, {
+            "total_loss": total_loss,
+            "policy_loss": policy_loss,
+            "vf_loss": float(np.mean(vf_loss_clipped)),
+            "vf_loss_unclipped": float(np.mean(vf_loss)),
+            "vf_explained_var": explained_var,
+            "entropy": float(np.mean(entropy)),
+            "mean_kl_loss": mean_kl,
+        }
+
+    def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
+        grads, stats = self.loss_and_grads(mb)
+        # Clip the gradient (grad_clip_by), then take an Adam step.
+        grad = flatten(grads)
+        stats["gradients_default_optimizer_global_norm"] = norm = clip_gradients(
+            grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes)
+        # The norm is NaN or infinite when any gradient element is: stop before the weights do.
+        check_finite_update(stats["total_loss"], norm, "PPO")
+        self.optimizer.step(grad)
+        return stats
+
+    # -- 3. epochs of minibatches ------------------------------------------------------------
+    def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:
+        """One PPO update on the given episodes; returns the iteration's mean loss statistics."""
+        cfg = self.config
+        batch = self.build_train_batch(episodes)
+        # Standardised advantages (as RLlib does, over the whole train batch).
+        adv = batch["advantages"]
+        batch["advantages"] = ((adv - adv.mean()) / max(1e-4, float(adv.std()))).astype(np.float32)
+        size = len(adv)
+        minibatch_size = min(cfg.minibatch_size or size, size)
+        stats: dict[str, list[float]] = {}
+        for _ in range(cfg.num_epochs):
+            order = self.rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
+            for start in range(0, size, minibatch_size):
+                idx = order[start:start + minibatch_size]
+                if len(idx) < minibatch_size // 2 and start > 0:
+                    continue  # a small remainder would weigh as much as a full minibatch
+                step_stats = self._minibatch_step({k: v[idx] for k, v in batch.items()})
+                for key, value in step_stats.items():
+                    stats.setdefault(key, []).append(value)
+        results = {key: float(np.mean(values)) for key, values in stats.items()}
+        results["curr_kl_coeff"] = self.kl_coeff
+        results["curr_lr"] = self.optimizer.lr
+        results["num_env_steps_trained"] = size
+        # Adapt the KL coefficient towards kl_target (RLlib's schedule).
+        if cfg.use_kl_loss:
+            if results["mean_kl_loss"] > 2.0 * cfg.kl_target:
+                self.kl_coeff *= 1.5
+            elif results["mean_kl_loss"] < 0.5 * cfg.kl_target:
+                self.kl_coeff *= 0.5
+        return results
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {"module": self.module.get_weights(), "optimizer": self.optimizer.get_state(),
+                "kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
+        require_map(state, where, ("module", "optimizer", "kl_coeff", "rng"))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
+        require_generator_state(state["rng"], f"{where}['rng']")
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        self.module.set_weights(state["module"])
+        self.optimizer.set_state(state["optimizer"])
+        self.kl_coeff = float(state["kl_coeff"])
+        set_generator_state(self.rng, state["rng"])

@@ -1,0 +1,427 @@
+"""The RL module: policy (and value) networks for one pair of spaces, as `model_config` describes.
+
+The same class runs inside every EnvRunner (inference only: `dist_inputs`, which the exploration
+turns into actions) and in the learner (training passes and gradients). Weights travel as a dict of named float32 arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.core.initializers import make_initializer
+from trainer.core.nn import (
+    ACTIVATIONS,
+    MLP,
+    Categorical,
+    DiagGaussian,
+    activate,
+    activate_grad,
+    flatten,
+)
+from trainer.util.checks import is_int
+from trainer.util.state_checks import StateError, require_float_array, require_map
+
+#: `model_config` keys the numpy networks implement, with this project's defaults. They are
+#: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see the README's model section).
+MODEL_DEFAULTS: dict = {
+    "fcnet_hiddens": [256, 256],
+    "fcnet_activation": "tanh",
+    "fcnet_kernel_initializer": None,
+    "fcnet_kernel_initializer_kwargs": None,
+    "fcnet_bias_initializer": None,
+    "fcnet_bias_initializer_kwargs": None,
+    # Hidden layers of the heads after the encoder (policy and value heads; DQN's advantage and
+    # value streams), and the initializers of every head layer, the output layer included.
+    "head_fcnet_hiddens": [],
+    "head_fcnet_activation": "relu",
+    "head_fcnet_kernel_initializer": None,
+    "head_fcnet_kernel_initializer_kwargs": None,
+    "head_fcnet_bias_initializer": None,
+    "head_fcnet_bias_initializer_kwargs": None,
+    "vf_share_layers": False,
+    "free_log_std": False,
+}
+
+#: RLlib's id of the one module.
+DEFAULT_MODULE_ID = "default_policy"
+#: RLlib's keys in `EnvRunner.get_spaces()` for the env's batched and single spaces.
+INPUT_ENV_SPACES = "__env__"
+INPUT_ENV_SINGLE_SPACES = "__env_single__"
+#: The module's key in an EnvRunner's state (RLlib's COMPONENT_RL_MODULE).
+RL_MODULE_STATE = "rl_module"
+
+_WHY_DEFAULT_ONLY = {
+    "conv": "there are no convolutional networks here: image observations are flattened into the "
+            "MLP (use fcnet_hiddens)",
+    "lstm": "there are no recurrent networks here (stack frames with the FrameStackingEnvToModule "
+            "connector instead)",
+    "log_std_clip_param": "log-stds are clipped to [-20, 2] here",
+}
+_WHY_DEFAULT_ONLY["use_lstm"] = _WHY_DEFAULT_ONLY["max_seq_len"] = _WHY_DEFAULT_ONLY["lstm"]
+
+
+@dataclass
+class DefaultModelConfig:
+    """RLlib's `DefaultModelConfig` (`ray.rllib.core.rl_module.default_model_config`): pass it as
+    `rl_module(model_config=DefaultModelConfig(...))`. Its defaults are RLlib's, so
+    `vf_share_layers` is True here as there (a plain dict defaults to False; see the README)."""
+
+    fcnet_hiddens: list = field(default_factory=lambda: [256, 256])
+    fcnet_activation: str = "tanh"
+    fcnet_kernel_initializer: Any = None
+    fcnet_kernel_initializer_kwargs: dict | None = None
+    fcnet_bias_initializer: Any = None
+    fcnet_bias_initializer_kwargs: dict | None = None
+    conv_filters: Any = None
+    conv_activation: str = "relu"
+    conv_kernel_initializer: Any = None
+    conv_kernel_initializer_kwargs: dict | None = None
+    conv_bias_initializer: Any = None
+    conv_bias_initializer_kwargs: dict | None = None
+    head_fcnet_hiddens: list = field(default_factory=list)
+    head_fcnet_activation: str = "relu"
+    head_fcnet_kernel_initializer: Any = None
+    head_fcnet_kernel_initializer_kwargs: dict | None = None
+    head_fcnet_bias_initializer: Any = None
+    head_fcnet_bias_initializer_kwargs: dict | None = None
+    free_log_std: bool = False
+    log_std_clip_param: float = 20.0
+    vf_share_layers: bool = True
+    use_lstm: bool = False
+    max_seq_len: int = 20
+    lstm_cell_size: int = 256
+    lstm_use_prev_action: bool = False
+    lstm_use_prev_reward: bool = False
+    lstm_kernel_initializer: Any = None
+    lstm_kernel_initializer_kwargs: dict | None = None
+    lstm_bias_initializer: Any = None
+    lstm_bias_initializer_kwargs: dict | None = None
+
+
+#: RLlib's `DefaultModelConfig` keys for networks that do not exist here (convolutions, LSTMs),
+#: accepted at RLlib's default values only: any other value would be silently ignored.
+DEFAULT_ONLY_KEYS: dict = {
+    key: value for key, value in dataclasses.asdict(DefaultModelConfig()).items()
+    if key not in MODEL_DEFAULTS}
+
+
+def check_model_config(model_config: dict, setting: str = "model_config") -> dict:
+    """Validates a model config (a dict or a `DefaultModelConfig`) and returns the keys the
+    networks use, merged over the defaults."""
+    if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
+        model_config = dataclasses.asdict(model_config)
+    if not isinstance(model_config, dict):
+        raise ValueError(f"{setting}={model_config!r}: must be a dict (or a DefaultModelConfig) "
+                         f"with keys from {sorted(MODEL_DEFAULTS)}")
+    unknown = sorted(set(model_config) - set(MODEL_DEFAULTS) - set(DEFAULT_ONLY_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
+        )
+    for key, default in DEFAULT_ONLY_KEYS.items():
+        if key in model_config and model_config[key] != default:
+            why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
+            raise ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's default "
+                             f"{default!r} is accepted: {why}")
+    merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
+    for prefix in ("fcnet", "head_fcnet"):
+        hiddens = merged[f"{prefix}_hiddens"]
+        if not (isinstance(hiddens, (list, tuple)) and all(
+                is_int(h) and h > 0 for h in hiddens)):
+            raise ValueError(f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
+                             "positive ints (empty for no hidden layer)")
+        merged[f"{prefix}_hiddens"] = list(hiddens)
+        if merged[f"{prefix}_activation"] is None:  # RLlib: None means linear
+            merged[f"{prefix}_activation"] = "linear"
+        if merged[f"{prefix}_activation"] not in ACTIVATIONS:
+            raise ValueError(f"{setting}['{prefix}_activation']="
+                             f"{merged[f'{prefix}_activation']!r}: allowed values are "
+                             f"{list(ACTIVATIONS)} or None")
+        layer_initializers(merged, prefix, setting)
+    for flag in ("vf_share_layers", "free_log_std"):
+        if not isinstance(merged[flag], bool):
+            raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
+    return merged
+
+
+def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"):
+    """The `(kernel, bias)` initializers `prefix` ("fcnet" or "head_fcnet") selects; None for the
+    default of each."""
+    return tuple(make_initializer(model_config[f"{prefix}_{part}_initializer"],
+                                  model_config[f"{prefix}_{part}_initializer_kwargs"],
+                                  where=setting, key=f"{prefix}_{part}_initializer",
+                                  for_bias=part == "bias")
+                 for part in ("kernel", "bias"))
+
+
+def encoder_mlp(input_dim: int, model_config: dict, rng: np.random.Generator) -> MLP:
+    """The encoder: `fcnet_hiddens` layers of `fcnet_activation`, its output activated too (see
+    `activated`), each layer initialized per `fcnet_*_initializer`."""
+    hiddens = model_config["fcnet_hiddens"]
+    return MLP([input_dim] + hiddens, model_config["fcnet_activation"], rng,
+               initializers=[layer_initializers(model_config, "fcnet")] * len(hiddens))
+
+
+def head_mlp(input_dim: int, output_dim: int, model_config: dict, rng: np.random.Generator,
+             output_gain: float = 1.0) -> MLP:
+    """A head after the encoder: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a
+    linear output, every layer initialized per `head_fcnet_*_initializer`."""
+    hiddens = model_config["head_fcnet_hiddens"]
+    return MLP([input_dim] + hiddens + [output_dim], model_config["head_fcnet_activation"], rng,
+               output_gain=output_gain,
+               initializers=[layer_initializers(model_config, "head_fcnet")] * (len(hiddens) + 1))
+
+
+def stack_layers(model_config: dict, *, encoder_layers: int, head_layers: int) -> dict:
+    """MLP arguments for `encoder_layers` encoder layers (fcnet_*) followed by `head_layers` head
+    layers (head_fcnet_*, the output layer included): activations after each hidden layer and
+    one initializer pair per layer."""
+    num_hidden = encoder_layers + head_layers - 1
+    activations = ([model_config["fcnet_activation"]] * encoder_layers
+                   + [model_config["head_fcnet_activation"]] * head_layers)[:num_hidden]
+    initializers = ([layer_initializers(model_config, "fcnet")] * encoder_layers
+                    + [layer_initializers(model_config, "head_fcnet")] * head_layers)
+    return {"activation": activations, "initializers": initializers}
+
+
+@dataclass(frozen=True)
+class SpaceInfo:
+    """What the networks need to know about the env's spaces."""
+
+    obs_dim: int
+    obs_discrete_n: int | None  # Discrete observations are one-hot encoded
+    action_discrete_n: int | None
+    action_dim: int  # 1 for Discrete
+    action_low: np.ndarray | None
+    action_high: np.ndarray | None
+
+    @classmethod
+    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
+        if isinstance(observation_space, gym.spaces.Box):
+            obs_dim, obs_n = int(np.prod(observation_space.shape)), None
+        elif isinstance(observation_space, gym.spaces.Discrete):
+            obs_dim, obs_n = int(observation_space.n), int(observation_space.n)
+        else:
+            raise ValueError(
+                f"observation space {observation_space} is not supported: the numpy models take "
+                "Box and Discrete observations (flatten other spaces with a gymnasium wrapper)"
+            )
+        if isinstance(action_space, gym.spaces.Discrete):
+            return cls(obs_dim, obs_n, int(action_space.n), 1, None, None)
+        if isinstance(action_space, gym.spaces.Box):
+            return cls(obs_dim, obs_n, None, int(np.prod(action_space.shape)),
+                       action_space.low.astype(np.float32).ravel(),
+                       action_space.high.astype(np.float32).ravel())
+        raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
+
+    def observation_space(self) -> gym.Space:
+        """The module's observation space, rebuilt from what is recorded here (bounds are not
+        recorded: a Box is unbounded)."""
+        if self.obs_discrete_n is not None:
+            return gym.spaces.Discrete(self.obs_discrete_n)
+        return gym.spaces.Box(-np.inf, np.inf, (self.obs_dim,), dtype=np.float32)
+
+    def action_space(self) -> gym.Space:
+        """The env's action space, rebuilt from what is recorded here."""
+        if self.action_discrete_n is not None:
+            return gym.spaces.Discrete(self.action_discrete_n)
+        return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
+
+    def preprocess(self, observations) -> np.ndarray:
+        """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
+        obs = np.asarray(observations)
+        if self.obs_discrete_n is not None:
+            return np.eye(self.obs_discrete_n, dtype=np.float32)[obs.astype(np.int64).ravel()]
+        return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
+
+
+class FlatParameterModule:
+    """Networks whose parameters all live in one flat float32 vector (`flat_params`) that the
+    layers view, so the optimiser updates everything with a few vectorised operations.
+
+    Subclasses build their MLPs, list them in `_named_nets()` (and any loose parameter arrays in
+    `_loose_parameters()`, each named as the attribute that holds it), then call
+    `_flatten_parameters()`.
+    """
+
+    def _named_nets(self) -> list[tuple[str, MLP | None]]:
+        raise NotImplementedError
+
+    def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
+        return []
+
+    def _flatten_parameters(self) -> None:
+        self.flat_params = flatten(self.parameters()).astype(np.float32)
+        offset = 0
+        views = []
+        for param in self.parameters():
+            views.append(self.flat_params[offset:offset + param.size].reshape(param.shape))
+            offset += param.size
+        # Make the layers use the views (in `parameters()` order) as their parameters.
+        for _, net in self._named_nets():
+            if net is not None:
+                net.params[:] = views[:len(net.params)]
+                del views[:len(net.params)]
+        for (name, _), view in zip(self._loose_parameters(), views, strict=True):
+            setattr(self, name, view)
+
+    def parameters(self) -> list[np.ndarray]:
+        params = [p for _, net in self._named_nets() if net is not None for p in net.params]
+        return params + [array for _, array in self._loose_parameters()]
+
+    def parameter_names(self) -> list[str]:
+        names = []
+        for prefix, net in self._named_nets():
+            if net is not None:
+                for i in range(net.num_layers):
+                    names += [f"{prefix}.{i}.weight", f"{prefix}.{i}.bias"]
+        return names + [name for name, _ in self._loose_parameters()]
+
+    def forward_inference(self, batch: dict) -> dict:
+        """RLlib's RLModule forward pass on numpy inputs: `{"obs": observations}` (a batch) ->
+        `{"action_dist_inputs": ...}` (logits, means and log-stds, or Q-values)."""
+        return {"action_dist_inputs": self.dist_inputs(self.spaces.preprocess(batch["obs"]))}
+
+    forward_exploration = forward_inference
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
+
+    def check_weights(self, weights: Any, where: str = "weights") -> None:
+        """Raises `StateError` unless `weights` holds exactly this module's parameters, each a
+        finite float array of its shape."""
+        names = self.parameter_names()
+        require_map(weights, where, names)
+        extra = sorted(set(weights) - set(names))
+        if extra:
+            raise StateError(where, f"has parameters this module lacks: {extra[:4]}")
+        for name, param in zip(names, self.parameters(), strict=True):
+            require_float_array(weights[name], f"{where}[{name!r}]", param.shape)
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.check_weights(weights)
+        for name, param in zip(self.parameter_names(), self.parameters(), strict=True):
+            param[...] = weights[name]
+
+    def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
+        """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
+        in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
+        if self.spaces.action_discrete_n is not None:
+            return actions
+        low, high = self.spaces.action_low, self.spaces.action_high
+        bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
+        if normalize and bounded:
+            return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
+        if clip:
+            return np.clip(actions, low, high)
+        return actions
+
+
+class PolicyModule(FlatParameterModule):
+    """Policy head (action-distribution inputs) and value head over an MLP encoder.
+
+    With `vf_share_layers=False` (the default) the value function has its own MLP; with True one
+    encoder feeds both heads.
+    """
+
+    def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
+        self.spaces = spaces
+        self.model_config = check_model_config(model_config)
+        self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
+        n_actions = spaces.action_discrete_n or spaces.action_dim
+        n_dist_inputs = self.dist.num_inputs(n_actions)
+        free_log_std = self.model_config["free_log_std"] and self.dist is DiagGaussian
+        config = self.model_config
+        hiddens, head_hiddens = config["fcnet_hiddens"], config["head_fcnet_hiddens"]
+        rng = np.random.default_rng(seed)
+        self.shared = config["vf_share_layers"]
+        head_out = n_actions if free_log_std else n_dist_inputs
+        if self.shared and hiddens:
+            # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
+            self.encoder = encoder_mlp(spaces.obs_dim, config, rng)
+            self.pi = head_mlp(hiddens[-1], head_out, config, rng, output_gain=0.01)
+            self.vf = head_mlp(hiddens[-1], 1, config, rng, output_gain=1.0)
+        else:
+            # Policy and value function each have their own encoder layers and head layers.
+            self.shared = False
+            self.encoder = None
+            layers = stack_layers(config, encoder_layers=len(hiddens),
+                                  head_layers=len(head_hiddens) + 1)
+            self.pi = MLP([spaces.obs_dim] + hiddens + head_hiddens + [head_out], rng=rng,
+                          output_gain=0.01, **layers)
+            self.vf = MLP([spaces.obs_dim] + hiddens + head_hiddens + [1], rng=rng,
+                          output_gain=1.0, **layers)
+        self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
+        self._flatten_parameters()
+
+    def _named_nets(self):
+        return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]
+
+    def _loose_parameters(self):
+        return [("log_std", self.log_std)] if self.log_std is not None else []
+
+    # -- inference ---------------------------------------------------------------------------
+    def _encode(self, x: np.ndarray) -> np.ndarray:
+        return activated(self.encoder, x) if self.encoder is not None else x
+
+    def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
+        out = self.pi.forward(self._encode(obs))
+        if self.log_std is not None:
+            out = np.concatenate([out, np.broadcast_to(self.log_std, out.shape)], axis=-1)
+        return out
+
+    def values(self, obs: np.ndarray) -> np.ndarray:
+        return self.vf.forward(self._encode(obs))[:, 0]
+
+    # -- training ----------------------------------------------------------------------------
+    def forward_train(self, obs: np.ndarray):
+        """Distribution inputs and values with the caches `backward` needs."""
+        if self.encoder is not None:
+            features, enc_cache = activated_train(self.encoder, obs)
+        else:
+            features, enc_cache = obs, None
+        pi_out, pi_cache = self.pi.forward_train(features)
+        if self.log_std is not None:
+            pi_out = np.concatenate([pi_out, np.broadcast_to(self.log_std, pi_out.shape)], axis=-1)
+        vf_out, vf_cache = self.vf.forward_train(features)
+        return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
+
+    def backward(self, cache, d_dist_inputs: np.ndarray, d_values: np.ndarray) -> list[np.ndarray]:
+        """Gradients of all parameters (in `parameters()` order)."""
+        enc_cache, pi_cache, vf_cache = cache
+        d_log_std = None
+        if self.log_std is not None:
+            n = self.log_std.shape[0]
+            d_log_std = d_dist_inputs[:, n:].sum(axis=0)
+            d_dist_inputs = d_dist_inputs[:, :n]
+        pi_grads, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs)
+        vf_grads, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None])
+        grads = pi_grads + vf_grads
+        if self.encoder is not None:
+            enc_grads = activated_backward(self.encoder, enc_cache, d_feat_pi + d_feat_vf)
+            grads = enc_grads + grads
+        if d_log_std is not None:
+            grads.append(d_log_std)
+        return grads
+
+
+# An encoder is an MLP whose output layer is followed by the activation too.
+def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
+    return activate(mlp.activation, mlp.forward(x))
+
+
+def activated_train(mlp: MLP, x: np.ndarray):
+    pre, cache = mlp.forward_train(x)
+    out = activate(mlp.activation, pre)
+    return out, (cache, pre, out)
+
+
+def activated_backward(mlp: MLP, cache, d_out: np.ndarray) -> list[np.ndarray]:
+    inner_cache, pre, out = cache
+    grads, _ = mlp.backward(inner_cache, d_out * activate_grad(mlp.activation, pre, out))
+    return grads

@@ -1,0 +1,391 @@
+"""Neural-network pieces in numpy: an MLP with hand-written backprop, Adam, global-norm gradient
+clipping, and the two action distributions (categorical, diagonal Gaussian) with the gradients the
+learners need. float32 throughout."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from trainer.util.state_checks import (
+    StateError,
+    require_float_array,
+    require_int,
+    require_map,
+    require_number,
+)
+
+ACTIVATIONS = ("tanh", "relu", "linear", "swish", "silu", "elu", "sigmoid")
+
+
+def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
+    """Orthogonal initialisation (Saxe et al.), as in CleanRL / SB3."""
+    a = rng.standard_normal((max(n_in, n_out), min(n_in, n_out)))
+    q, r = np.linalg.qr(a)
+    q *= np.sign(np.diag(r))
+    if n_in < n_out:
+        q = q.T
+    return np.ascontiguousarray(gain * q[:n_in, :n_out], dtype=np.float32)
+
+
+def activate(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    if name == "linear":
+        return x
+    if name in ("swish", "silu"):
+        return x / (1.0 + np.exp(-x))
+    if name == "elu":
+        return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+    if name == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-x))
+    raise ValueError(f"unknown activation {name!r}; allowed: {list(ACTIVATIONS)}")
+
+
+def activate_grad(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d activation / d x, from the pre-activation x and the output y."""
+    if name == "tanh":
+        return 1.0 - y * y
+    if name == "relu":
+        return (x > 0).astype(x.dtype)
+    if name == "linear":
+        return np.ones_like(x)
+    if name in ("swish", "silu"):
+        s = 1.0 / (1.0 + np.exp(-x))
+        return s + y * (1.0 - s)
+    if name == "elu":
+        return np.where(x > 0, 1.0, y + 1.0).astype(x.dtype)
+    if name == "sigmoid":
+        return y * (1.0 - y)
+    raise ValueError(f"unknown activation {name!r}")
+
+
+class MLP:
+    """Dense layers `sizes[0] -> ... -> sizes[-1]`, an activation after every hidden layer, linear
+    output. Parameters are a flat list `[W0, b0, W1, b1, ...]` that optimisers update in place.
+
+    `activation` is one name for every hidden layer, or a list with one per hidden layer.
+    `initializers` holds one `(kernel, bias)` pair of `trainer.core.initializers.Initializer` per layer;
+    None (or a None in a pair) keeps the default: orthogonal weights (gain sqrt(2) after ReLU-like
+    activations, 1 otherwise, `output_gain` for the last layer) and zero biases.
+    """
+
+    def __init__(self, sizes: list[int], activation: str | list[str], rng: np.random.Generator,
+                 output_gain: float = 1.0, initializers: list | None = None):
+        self.sizes = list(sizes)
+        num_layers = len(sizes) - 1
+        self.activations = ([activation] * max(num_layers - 1, 0) if isinstance(activation, str)
+                            else list(activation))
+        if len(self.activations) != max(num_layers - 1, 0):
+            raise ValueError(f"{len(self.activations)} activations for {num_layers - 1} hidden "
+                             "layers")
+        # The activation an encoder applies after its last layer (see `models.activated`).
+        self.activation = activation if isinstance(activation, str) else (
+            self.activations[-1] if self.activations else "linear")
+        initializers = initializers or [(None, None)] * num_layers
+        self.params: list[np.ndarray] = []
+        for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            kernel_init, bias_init = initializers[i]
+            if kernel_init is not None:
+                # torch's layout is (out, in); these layers compute x @ W with W (in, out).
+                weight = np.ascontiguousarray(kernel_init(rng, (n_out, n_in)).T)
+            else:
+                after = self.activations[i] if i < num_layers - 1 else self.activation
+                gain = output_gain if i == num_layers - 1 else (
+                    np.sqrt(2.0) if after in ("relu", "elu", "swish", "silu") else 1.0)
+                weight = orthogonal(rng, n_in, n_out, gain)
+            self.params.append(weight)
+            self.params.append(bias_init(rng, (n_out,)) if bias_init is not None
+                               else np.zeros(n_out, dtype=np.float32))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.params) // 2
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Inference only: no cache."""
+        last = self.num_layers - 1
+        for i in range(self.num_layers):
+            x = x @ self.params[2 * i] + self.params[2 * i + 1]
+            if i < last and self.activations[i] != "linear":
+                x = activate(self.activations[i], x)
+        return x
+
+    def forward_train(self, x: np.ndarray) -> tuple[np.ndarray, list]:
+        """Forward pass that keeps what `backward` needs."""
+        cache = []
+        last = self.num_layers - 1
+        for i in range(self.num_layers):
+            pre = x @ self.params[2 * i] + self.params[2 * i + 1]
+            out = pre if i == last else activate(self.activations[i], pre)
+            cache.append((x, pre, out))
+            x = out
+        return x, cache
+
+    def backward(self, cache: list, d_out: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Gradients of the parameters (same order as `params`) and of the input."""
+        grads: list[np.ndarray] = [None] * len(self.params)  # type: ignore[list-item]
+        d = d_out
+        for i in reversed(range(self.num_layers)):
+            x, pre, out = cache[i]
+            if i != self.num_layers - 1:
+                d = d * activate_grad(self.activations[i], pre, out)
+            grads[2 * i] = x.T @ d
+            grads[2 * i + 1] = d.sum(axis=0)
+            d = d @ self.params[2 * i].T
+        return grads, d
+
+
+class Adam:
+    """Adam (Kingma & Ba) on one flat parameter vector, updated in place; torch's defaults.
+
+    The module's parameters are views into that vector (`PolicyModule.flat_params`), so one
+    vectorised update covers every layer.
+    """
+
+    def __init__(self, params: np.ndarray, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = params
+        self.lr = lr
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.m = np.zeros_like(params)
+        self.v = np.zeros_like(params)
+        self._scratch = np.zeros_like(params)
+        self.step_count = 0
+
+    def step(self, grad: np.ndarray) -> None:
+        self.step_count += 1
+        bias1 = 1.0 - self.beta1 ** self.step_count
+        bias2 = 1.0 - self.beta2 ** self.step_count
+        m, v, scratch = self.m, self.v, self._scratch
+        # First and second moment estimates.
+        m *= self.beta1
+        np.multiply(grad, 1.0 - self.beta1, out=scratch)
+        m += scratch
+        v *= self.beta2
+        np.multiply(grad, grad, out=scratch)
+        scratch *= 1.0 - self.beta2
+        v += scratch
+        # Bias-corrected step: lr * m_hat / (sqrt(v_hat) + eps), rearranged to avoid copies.
+        np.sqrt(v, out=scratch)
+        scratch += self.eps * np.sqrt(bias2)
+        np.divide(m, scratch, out=scratch)
+        scratch *= self.lr * np.sqrt(bias2) / bias1
+        self.params -= scratch
+
+    def get_state(self) -> dict:
+        return {"m": self.m, "v": self.v, "step_count": self.step_count, "lr": self.lr}
+
+    def check_state(self, state: dict, where: str = "optimizer") -> None:
+        """Raises `StateError` unless `state` fits this optimizer: finite float moments of the
+        parameters' shape (never broadcast), a non-negative second moment, a step count and a
+        finite non-negative learning rate."""
+        require_map(state, where, ("m", "v", "step_count", "lr"))
+        require_float_array(state["m"], f"{where}['m']", self.params.shape)
+        v = require_float_array(state["v"], f"{where}['v']", self.params.shape)
+        if (v < 0).any():
+            raise StateError(f"{where}['v']", "Adam's second moment cannot be negative")
+        require_int(state["step_count"], f"{where}['step_count']")
+        require_number(state["lr"], f"{where}['lr']", minimum=0.0)
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        self.m[...] = state["m"]
+        self.v[...] = state["v"]
+        self.step_count = int(state["step_count"])
+        self.lr = float(state["lr"])
+
+
+def flatten(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([a.ravel() for a in arrays])
+
+
+def clip_by_global_norm(grad: np.ndarray, max_norm: float | None) -> float:
+    """Scales the flat gradient in place so its L2 norm is at most `max_norm`; returns the norm
+    before clipping."""
+    norm = float(np.sqrt(np.dot(grad, grad)))
+    if max_norm is not None and norm > max_norm:
+        grad *= max_norm / (norm + 1e-6)
+    return norm
+
+
+def check_finite_update(loss: float, grad_norm: float, algorithm: str) -> None:
+    """Raises `NonFiniteUpdateError` unless the loss and the gradient's global norm are finite
+    (the norm is NaN or infinite when any gradient element is); called before the optimizer
+    step, so the weights never take a NaN."""
+    if math.isfinite(loss) and math.isfinite(grad_norm):
+        return
+    from trainer.errors import NonFiniteUpdateError
+
+    raise NonFiniteUpdateError(
+        f"{algorithm} learner: the {'loss' if not math.isfinite(loss) else 'gradient'} is "
+        f"{'NaN' if math.isnan(loss if not math.isfinite(loss) else grad_norm) else 'infinite'} "
+        f"(loss {loss}, gradient norm {grad_norm}); the update was stopped before the weights "
+        "changed. Common causes: NaN or huge observations or rewards (scale them), a learning "
+        "rate too large, or grad_clip=None with exploding gradients")
+
+
+def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
+                   sizes: list[int]) -> float:
+    """Clips the flat gradient in place as RLlib's `grad_clip_by` says: "global_norm" (the
+    norm of all of it), "norm" (each parameter tensor's norm; `sizes` are the tensors' lengths
+    in order), or "value" (each element to [-max_value, max_value]). Returns the global norm
+    before clipping."""
+    if by == "global_norm":
+        return clip_by_global_norm(grad, max_value)
+    norm = float(np.sqrt(np.dot(grad, grad)))
+    if max_value is None:
+        return norm
+    if by == "value":
+        np.clip(grad, -max_value, max_value, out=grad)
+        return norm
+    offset = 0
+    for size in sizes:
+        clip_by_global_norm(grad[offset:offset + size], max_value)
+        offset += size
+    return norm
+
+
+# ---------------------------------------------------------------------------------------------
+# Action distributions. `inputs` are the policy head's outputs for a batch.
+# ---------------------------------------------------------------------------------------------
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+class LossTerms(NamedTuple):
+    """What PPO's loss needs from an action distribution, per row, with each term's gradient
+    with respect to the distribution inputs (`loss_grads`)."""
+
+    logp: np.ndarray  # log-likelihood of the taken action
+    d_logp: np.ndarray
+    entropy: np.ndarray
+    d_entropy: np.ndarray
+    kl: np.ndarray  # KL(old || new)
+    d_kl: np.ndarray
+
+
+class Categorical:
+    """Discrete actions from logits."""
+
+    @staticmethod
+    def num_inputs(n: int) -> int:
+        return n
+
+    @staticmethod
+    def act(logits: np.ndarray, rng: np.random.Generator, explore: bool):
+        """Actions and their log-probabilities from one softmax (the sampling hot path)."""
+        logp_all = log_softmax(logits)
+        if explore:
+            cdf = np.cumsum(np.exp(logp_all), axis=-1)
+            u = rng.random((logits.shape[0], 1))
+            actions = np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
+        else:
+            actions = logp_all.argmax(axis=-1)
+        return actions, logp_all[np.arange(len(actions)), actions]
+
+    @staticmethod
+    def logp(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(log_softmax(logits), actions.astype(np.int64)[:, None], 1)[:, 0]
+
+    @staticmethod
+    def entropy(logits: np.ndarray) -> np.ndarray:
+        logp = log_softmax(logits)
+        return -(np.exp(logp) * logp).sum(axis=-1)
+
+    @staticmethod
+    def kl(old_logits: np.ndarray, new_logits: np.ndarray) -> np.ndarray:
+        """KL(old || new) per row."""
+        old_logp = log_softmax(old_logits)
+        return (np.exp(old_logp) * (old_logp - log_softmax(new_logits))).sum(axis=-1)
+
+    @staticmethod
+    def loss_grads(logits, actions, old_logits):
+        """d logp(a)/d logits, d entropy/d logits, d KL(old||new)/d logits, plus logp, entropy
+        and kl values: everything PPO's loss needs, from one softmax."""
+        logp_all = log_softmax(logits)
+        probs = np.exp(logp_all)
+        a = actions.astype(np.int64)
+        rows = np.arange(len(a))
+        logp = logp_all[rows, a]
+        d_logp = -probs
+        d_logp[rows, a] += 1.0
+        entropy = -(probs * logp_all).sum(axis=-1)
+        d_entropy = -probs * (logp_all + entropy[:, None])
+        old_logp_all = log_softmax(old_logits)
+        old_probs = np.exp(old_logp_all)
+        kl = (old_probs * (old_logp_all - logp_all)).sum(axis=-1)
+        d_kl = probs - old_probs
+        return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
+
+
+class DiagGaussian:
+    """Continuous actions: inputs are `[mean, log_std]` concatenated."""
+
+    LOG_2PI = float(np.log(2.0 * np.pi))
+
+    @staticmethod
+    def num_inputs(n: int) -> int:
+        return 2 * n
+
+    @staticmethod
+    def _split(inputs):
+        mean, log_std = np.split(inputs, 2, axis=-1)
+        return mean, np.clip(log_std, -20.0, 2.0)
+
+    @classmethod
+    def sample(cls, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        mean, log_std = cls._split(inputs)
+        return (mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
+
+    @classmethod
+    def deterministic(cls, inputs: np.ndarray) -> np.ndarray:
+        return cls._split(inputs)[0]
+
+    @classmethod
+    def act(cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool):
+        actions = cls.sample(inputs, rng) if explore else cls.deterministic(inputs)
+        return actions, cls.logp(inputs, actions)
+
+    @classmethod
+    def logp(cls, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        mean, log_std = cls._split(inputs)
+        z = (actions - mean) / np.exp(log_std)
+        return (-0.5 * z * z - log_std - 0.5 * cls.LOG_2PI).sum(axis=-1)
+
+    @classmethod
+    def entropy(cls, inputs: np.ndarray) -> np.ndarray:
+        _, log_std = cls._split(inputs)
+        return (log_std + 0.5 * (cls.LOG_2PI + 1.0)).sum(axis=-1)
+
+    @classmethod
+    def kl(cls, old_inputs: np.ndarray, new_inputs: np.ndarray) -> np.ndarray:
+        old_mean, old_log_std = cls._split(old_inputs)
+        mean, log_std = cls._split(new_inputs)
+        var = np.exp(2 * log_std)
+        return (log_std - old_log_std + (np.exp(2 * old_log_std) + (old_mean - mean) ** 2)
+                / (2 * var) - 0.5).sum(axis=-1)
+
+    @classmethod
+    def loss_grads(cls, inputs, actions, old_inputs):
+        mean, log_std = cls._split(inputs)
+        # Gradients through the clip of log_std are zero outside the clip range.
+        raw_log_std = np.split(inputs, 2, axis=-1)[1]
+        in_range = ((raw_log_std > -20.0) & (raw_log_std < 2.0)).astype(inputs.dtype)
+        std = np.exp(log_std)
+        z = (actions - mean) / std
+        logp = (-0.5 * z * z - log_std - 0.5 * cls.LOG_2PI).sum(axis=-1)
+        d_logp = np.concatenate([z / std, (z * z - 1.0) * in_range], axis=-1)
+        entropy = (log_std + 0.5 * (cls.LOG_2PI + 1.0)).sum(axis=-1)
+        d_entropy = np.concatenate([np.zeros_like(mean), in_range], axis=-1)
+        old_mean, old_log_std = cls._split(old_inputs)
+        var = std * std
+        spread = np.exp(2 * old_log_std) + (old_mean - mean) ** 2
+        kl = (log_std - old_log_std + spread / (2 * var) - 0.5).sum(axis=-1)
+        d_kl = np.concatenate([(mean - old_mean) / var, (1.0 - spread / var) * in_range], axis=-1)
+        return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)

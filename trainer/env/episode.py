@@ -1,0 +1,612 @@
+"""`SingleAgentEpisode`: one sub-env's trajectory (or a chunk of it), RLlib 2.60's class.
+
+Layout as in RLlib: `observations` and `infos` hold `len(episode) + 1` items (the reset
+observation first); `actions`, `rewards` and each `extra_model_outputs[key]` hold `len(episode)`.
+Each column is an `InfiniteLookbackBuffer` whose first `lookback` items are history from earlier
+chunks (see `trainer.env.lookback_buffer` for the indexing rules every getter and setter follows).
+An episode that spans several `sample()` calls is returned in chunks that share `id_`; each chunk
+starts (`t_started`) where the previous one stopped (`t`).
+
+Beyond RLlib's class, an episode knows its sub-env (`env_index`) and carries what must follow it
+from chunk to chunk within an EnvRunner: `custom_data` and the temporary timestep data (shared
+with the successor by `cut()`, so callbacks see the whole episode's values in `on_episode_end`),
+the env-to-module connectors' per-episode data, and the old API's per-episode dicts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.checkpoints.codec import is_plain_data
+from trainer.compat.old_api import OldEpisodeAPI
+from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.env.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
+
+#: The rewards column's space (RLlib's): one float per step.
+REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
+
+
+class SingleAgentEpisode(OldEpisodeAPI):
+    __slots__ = (
+        "id_", "agent_id", "module_id", "multi_agent_episode_id",
+        "observations", "actions", "rewards", "infos", "extra_model_outputs",
+        "is_terminated", "is_truncated", "t", "t_started", "_observation_space",
+        "_action_space", "custom_data", "_temporary_timestep_data", "_start_time",
+        "_last_step_time", "env_index", "_old", "_return_before", "_env_runner",
+        "connector_data",
+    )
+    #: Slots that stay in their process (not pickled, not in `get_state`).
+    _LOCAL_SLOTS = ("_env_runner",)
+
+    def __init__(self, id_: str | None = None, *, observations: Any = None,
+                 observation_space: gym.Space | None = None, infos: Any = None,
+                 actions: Any = None, action_space: gym.Space | None = None,
+                 rewards: Any = None, terminated: bool = False, truncated: bool = False,
+                 extra_model_outputs: dict[str, Any] | None = None,
+                 t_started: int | None = None, len_lookback_buffer: int | str = "auto",
+                 agent_id: Any = None, module_id: str | None = None,
+                 multi_agent_episode_id: str | None = None, env_index: int = 0):
+        """An empty episode (to record into with `add_env_reset` / `add_env_step`) or one made
+        from data: lists (or `InfiniteLookbackBuffer`s) of observations and infos (one more
+        than steps), actions, rewards and extra model outputs. The first `len_lookback_buffer`
+        items of each list are the lookback buffer ("auto", the default: all steps given,
+        which leaves an episode of length 0 that can look back at them)."""
+        # 128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost.
+        self.id_ = id_ or os.urandom(16).hex()
+        self.agent_id = agent_id
+        self.module_id = module_id
+        self.multi_agent_episode_id = multi_agent_episode_id
+        if observations is None and infos is None and actions is None and rewards is None \
+                and extra_model_outputs is None:
+            self._empty_columns(observation_space, action_space)
+        else:
+            self._columns_from_data(observations, infos, actions, rewards, extra_model_outputs,
+                                    len_lookback_buffer, observation_space, action_space)
+        self.is_terminated = terminated
+        self.is_truncated = truncated
+        #: The env timestep this chunk started at (after its lookback buffer), and has reached.
+        self.t_started = t_started or 0
+        self.t = self.t_started + len(self.rewards)
+        #: Free-form per-episode data for callbacks (kept across chunks of the same episode).
+        self.custom_data: dict = {}
+        self._temporary_timestep_data: dict[str, list] = {}
+        self._start_time: float | None = None
+        self._last_step_time: float | None = None
+        self.env_index = env_index
+        # The old API's user_data / custom_metrics / hist_data (made when first used) and the
+        # return of the earlier chunks (for `total_reward`); see `trainer.compat.old_api`.
+        self._old: dict[str, dict] | None = None
+        self._return_before = 0.0
+        # The EnvRunner sampling this episode (the old API's `episode.worker`).
+        self._env_runner = None
+        #: Per-episode data of env-to-module connector pieces (kept across chunks).
+        self.connector_data: dict = {}
+        if observations is not None:
+            self.validate()
+
+    def _empty_columns(self, observation_space: gym.Space | None,
+                       action_space: gym.Space | None) -> None:
+        """Columns without data, made directly (the EnvRunner makes them for every episode
+        and chunk)."""
+        self.observations = InfiniteLookbackBuffer.of_list([])
+        self.infos = InfiniteLookbackBuffer.of_list([])
+        self.actions = InfiniteLookbackBuffer.of_list([])
+        self.rewards = InfiniteLookbackBuffer.of_list([])
+        self.rewards._space = self.rewards.space_struct = REWARD_SPACE
+        self._observation_space = self._action_space = None
+        if observation_space is not None:
+            self.observation_space = observation_space
+        if action_space is not None:
+            self.action_space = action_space
+        self.extra_model_outputs = {}
+
+    def _columns_from_data(self, observations: Any, infos: Any, actions: Any, rewards: Any,
+                           extra_model_outputs: dict[str, Any] | None,
+                           len_lookback_buffer: int | str, observation_space: gym.Space | None,
+                           action_space: gym.Space | None) -> None:
+        num_steps = len(rewards) if rewards is not None else 0
+        if len_lookback_buffer == "auto" or len_lookback_buffer > num_steps:
+            len_lookback_buffer = num_steps
+        elif not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
+            raise ValueError(f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
+                             "must be 'auto' or an int >= 0")
+        lookback = len_lookback_buffer
+        if infos is None:
+            infos = [{} for _ in range(_size(observations))]
+        self.observations = _buffer(observations, lookback, observation_space)
+        self.infos = _buffer(infos, lookback)
+        self.actions = _buffer(actions, lookback, action_space)
+        self.rewards = _buffer(rewards, lookback, REWARD_SPACE)
+        self._observation_space = observation_space
+        self._action_space = action_space
+        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {
+            key: _buffer(values, lookback) for key, values in (extra_model_outputs or {}).items()
+        }
+
+    # -- spaces ------------------------------------------------------------------------------
+    @property
+    def observation_space(self) -> gym.Space | None:
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, value: gym.Space | None) -> None:
+        self._observation_space = self.observations.space = value
+
+    @property
+    def action_space(self) -> gym.Space | None:
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, value: gym.Space | None) -> None:
+        self._action_space = self.actions.space = value
+
+    # -- recording ---------------------------------------------------------------------------
+    def add_env_reset(self, observation: Any, infos: dict | None = None) -> None:
+        """Logs the reset observation (and infos); the episode starts here."""
+        assert not self.is_reset, "add_env_reset() on an episode that already has observations"
+        assert not self.is_done, "add_env_reset() on a finished episode"
+        self._check_space(self._observation_space, observation, "observation")
+        self.observations.append(observation)
+        self.infos.append(infos or {})
+        self._start_time = self._last_step_time = time.perf_counter()
+
+    def add_env_step(self, observation: Any, action: Any, reward: float, infos: dict | None = None,
+                     *, terminated: bool = False, truncated: bool = False,
+                     extra_model_outputs: dict | None = None) -> None:
+        """Logs one env step: the action taken and what the env returned for it."""
+        assert not (self.is_terminated or self.is_truncated), \
+            "add_env_step() on a finished episode"
+        if self._observation_space is not None or self._action_space is not None:
+            self._check_space(self._observation_space, observation, "observation")
+            self._check_space(self._action_space, action, "action")
+        # Straight into the buffers' lists while recording (the EnvRunner's hot path).
+        if self.observations.finalized or self.infos.finalized:
+            self.observations.append(observation)
+            self.actions.append(action)
+            self.rewards.append(reward)
+            self.infos.append(infos or {})
+        else:
+            self.observations.data.append(observation)
+            self.actions.data.append(action)
+            self.rewards.data.append(reward)
+            self.infos.data.append(infos or {})
+        self.t += 1
+        if extra_model_outputs:
+            outputs = self.extra_model_outputs
+            for key, value in extra_model_outputs.items():
+                buffer = outputs.get(key)
+                if buffer is None:
+                    outputs[key] = InfiniteLookbackBuffer.of_list([value])
+                elif buffer.finalized:
+                    buffer.append(value)
+                else:
+                    buffer.data.append(value)
+        if terminated or truncated:
+            self.is_terminated = terminated
+            self.is_truncated = truncated
+            # The clock is read once at the end (and at cut()), not on every step.
+            self._last_step_time = time.perf_counter()
+            if self._start_time is None:
+                self._start_time = self._last_step_time
+
+    @staticmethod
+    def _check_space(space: gym.Space | None, value: Any, what: str) -> None:
+        if space is not None and not space.contains(value):
+            raise ValueError(f"SingleAgentEpisode: {what} {value!r} is not in the episode's "
+                             f"{what} space {space}")
+
+    def validate(self) -> None:
+        """Asserts that the columns fit together: one more observation (and info) than
+        actions, rewards and each extra model output."""
+        num_obs = len(self.observations)
+        assert num_obs == len(self.infos), (
+            f"episode {self.id_}: {num_obs} observations but {len(self.infos)} infos")
+        expected = max(num_obs - 1, 0)
+        assert len(self.actions) == len(self.rewards) == expected, (
+            f"episode {self.id_}: {num_obs} observations need {expected} actions and rewards, "
+            f"got {len(self.actions)} and {len(self.rewards)}")
+        for key, values in self.extra_model_outputs.items():
+            assert len(values) == expected, (
+                f"episode {self.id_}: extra model output {key!r} has {len(values)} items, "
+                f"expected {expected}")
+
+    # -- chunks ------------------------------------------------------------------------------
+    def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+        """The successor chunk of this ongoing episode: same `id_`, starting (`t_started`) at
+        this chunk's `t` with its last observation and info, and the last
+        `len_lookback_buffer` steps as its lookback buffer. `custom_data` and the temporary
+        timestep data are shared with the successor."""
+        assert not self.is_done, "cut() on a finished episode"
+        assert len_lookback_buffer >= 0, f"cut(len_lookback_buffer={len_lookback_buffer})"
+        if len_lookback_buffer == 0:  # the EnvRunner's case: no history to copy
+            successor = SingleAgentEpisode(self.id_, observation_space=self._observation_space,
+                                           action_space=self._action_space,
+                                           t_started=self.t, env_index=self.env_index)
+            successor.observations.data.append(self.observations.get(-1))
+            successor.infos.data.append(self.infos.get(-1))
+            for key in self.extra_model_outputs:
+                successor.extra_model_outputs[key] = InfiniteLookbackBuffer.of_list([])
+        else:
+            steps = slice(-len_lookback_buffer, None)
+            successor = SingleAgentEpisode(
+                self.id_,
+                observations=_as_list(self.get_observations(slice(-len_lookback_buffer - 1,
+                                                                  None))),
+                infos=_as_list(self.get_infos(slice(-len_lookback_buffer - 1, None))),
+                actions=_as_list(self.get_actions(steps)),
+                rewards=_as_list(self.get_rewards(steps)),
+                extra_model_outputs={key: _as_list(self.get_extra_model_outputs(key, steps))
+                                     for key in self.extra_model_outputs},
+                observation_space=self._observation_space, action_space=self._action_space,
+                t_started=self.t, len_lookback_buffer="auto", env_index=self.env_index)
+        successor.agent_id, successor.module_id = self.agent_id, self.module_id
+        successor.multi_agent_episode_id = self.multi_agent_episode_id
+        successor.custom_data = self.custom_data
+        successor._temporary_timestep_data = self._temporary_timestep_data
+        successor._old = self._old
+        try:  # for the old API's `total_reward` (rewards need not be numbers here)
+            successor._return_before = self._return_before + self.get_return()
+        except TypeError:
+            successor._return_before = self._return_before
+        successor._env_runner = self._env_runner
+        successor.connector_data = self.connector_data
+        self._last_step_time = time.perf_counter()
+        successor._start_time = self._start_time
+        successor._last_step_time = self._last_step_time
+        return successor
+
+    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None
+              ) -> SingleAgentEpisode:
+        """A new episode holding the steps `slice_` selects (indices as for lists, clipped to
+        the episode), with a lookback buffer of `len_lookback_buffer` steps (default: this
+        episode's), as far as the data reaches back. `episode[a:b]` is the same."""
+        if slice_.step not in (None, 1):
+            raise ValueError(f"SingleAgentEpisode.slice({slice_}): only step 1 is supported")
+        length = len(self)
+        start, stop, _ = slice_.indices(length)
+        stop = max(stop, start)
+        keep_done = stop == length
+
+        def column(buffer: InfiniteLookbackBuffer, extra: int) -> InfiniteLookbackBuffer:
+            lookback = buffer.lookback if len_lookback_buffer is None else len_lookback_buffer
+            # The lookback reaches at most to the start of the data.
+            lookback = min(lookback, buffer.lookback + start)
+            data = buffer.get(slice(start - lookback, stop + extra), neg_index_as_lookback=True)
+            return InfiniteLookbackBuffer(data, lookback, buffer.space)
+
+        episode = SingleAgentEpisode(
+            self.id_, observations=column(self.observations, 1),
+            observation_space=self._observation_space, infos=column(self.infos, 1),
+            actions=column(self.actions, 0), action_space=self._action_space,
+            rewards=column(self.rewards, 0),
+            extra_model_outputs={key: column(values, 0)
+                                 for key, values in self.extra_model_outputs.items()},
+            terminated=self.is_terminated if keep_done else False,
+            truncated=self.is_truncated if keep_done else False,
+            t_started=self.t_started + start, agent_id=self.agent_id, module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id, env_index=self.env_index)
+        return episode
+
+    def __getitem__(self, item: slice) -> SingleAgentEpisode:
+        if isinstance(item, slice):
+            return self.slice(item)
+        raise TypeError(f"SingleAgentEpisode[{item!r}]: only slices (episode[a:b]) are "
+                        "supported; use get_observations(i) and the other getters for items")
+
+    def concat_episode(self, other: SingleAgentEpisode) -> None:
+        """Appends `other`, this episode's successor chunk, in place: same `id_`, `other`
+        starting where this one stops, whose first observation is this one's last."""
+        assert other.id_ == self.id_, (
+            f"concat_episode(): ids differ ({self.id_} vs {other.id_})")
+        assert not self.is_done, "concat_episode() onto a finished episode"
+        assert self.t == other.t_started, (
+            f"concat_episode(): this chunk ends at t={self.t}, the other starts at "
+            f"t_started={other.t_started}")
+        other.validate()
+        assert structs_equal(other.get_observations(0), self.get_observations(-1)), (
+            "concat_episode(): the other chunk's first observation is not this one's last")
+        # The shared observation and info are kept once: the other chunk's.
+        self.observations.pop()
+        self.infos.pop()
+        self.observations.extend(other.get_observations())
+        self.actions.extend(other.get_actions())
+        self.rewards.extend(other.get_rewards())
+        self.infos.extend(other.get_infos())
+        self.t = other.t
+        if other.is_terminated:
+            self.is_terminated = True
+        elif other.is_truncated:
+            self.is_truncated = True
+        for key in other.extra_model_outputs:
+            assert key in self.extra_model_outputs, (
+                f"concat_episode(): extra model output {key!r} is not in this episode")
+            self.extra_model_outputs[key].extend(other.get_extra_model_outputs(key))
+        if other.custom_data is not self.custom_data:
+            self.custom_data.update(other.custom_data)
+        self._last_step_time = other._last_step_time
+        self.validate()
+
+    # -- reading -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Steps in this chunk (its lookback buffer not counted)."""
+        return self.t - self.t_started
+
+    def len(self) -> int:
+        return self.t - self.t_started
+
+    def env_steps(self) -> int:
+        return self.t - self.t_started
+
+    def agent_steps(self) -> int:
+        return self.t - self.t_started
+
+    @property
+    def is_reset(self) -> bool:
+        """Whether the reset observation was added."""
+        return self.observations.len_incl_lookback() > 0
+
+    @property
+    def is_done(self) -> bool:
+        return self.is_terminated or self.is_truncated
+
+    @property
+    def is_numpy(self) -> bool:
+        return self.observations.finalized
+
+    @property
+    def is_finalized(self) -> bool:
+        """RLlib's older name of `is_numpy`."""
+        return self.observations.finalized
+
+    def get_return(self) -> float:
+        """Sum of this chunk's rewards."""
+        rewards = self.rewards
+        if not rewards.lookback and not rewards.finalized:
+            return float(sum(rewards.data))
+        return float(np.sum(rewards.get())) if len(rewards) else 0.0
+
+    def get_duration_s(self) -> float:
+        """Wall seconds from the reset to the final step (to now while the episode runs)."""
+        if self._start_time is None:
+            return 0.0
+        if self.is_done or self.is_numpy:
+            return self._last_step_time - self._start_time
+        return time.perf_counter() - self._start_time
+
+    def _old_dicts(self) -> dict[str, dict]:
+        if self._old is None:
+            self._old = {"user_data": {}, "custom_metrics": {}, "hist_data": {}}
+        return self._old
+
+    def get_observations(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
+                         fill: Any = None, one_hot_discrete: bool = False) -> Any:
+        """Observation(s) at `indices`: an int gives one item; a list or slice a list (an
+        array once numpy'ized); None all of this chunk's. See `trainer.env.lookback_buffer`."""
+        return self.observations.get(indices, neg_index_as_lookback=neg_index_as_lookback,
+                                     fill=fill, one_hot_discrete=one_hot_discrete)
+
+    def get_infos(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
+                  fill: Any = None) -> Any:
+        return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def get_actions(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
+                    fill: Any = None, one_hot_discrete: bool = False) -> Any:
+        return self.actions.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill,
+                                one_hot_discrete=one_hot_discrete)
+
+    def get_rewards(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
+                    fill: float | None = None) -> Any:
+        return self.rewards.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def get_extra_model_outputs(self, key: str, indices: Any = None, *,
+                                neg_index_as_lookback: bool = False, fill: Any = None) -> Any:
+        try:
+            buffer = self.extra_model_outputs[key]
+        except KeyError:
+            raise KeyError(f"episode {self.id_}: no extra model output {key!r}; keys: "
+                           f"{sorted(self.extra_model_outputs)}") from None
+        return buffer.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    # -- writing -----------------------------------------------------------------------------
+    def set_observations(self, *, new_data: Any, at_indices: Any = None,
+                         neg_index_as_lookback: bool = False) -> None:
+        """Overwrites observations: the one at an int index (-1: the latest), those of a list
+        or slice, or all of this chunk's (`at_indices=None`). Env-to-module connectors write
+        what the module sees this way. The number of observations never changes."""
+        self.observations.set(new_data, at_indices=at_indices,
+                              neg_index_as_lookback=neg_index_as_lookback)
+
+    def set_actions(self, *, new_data: Any, at_indices: Any = None,
+                    neg_index_as_lookback: bool = False) -> None:
+        self.actions.set(new_data, at_indices=at_indices,
+                         neg_index_as_lookback=neg_index_as_lookback)
+
+    def set_rewards(self, *, new_data: Any, at_indices: Any = None,
+                    neg_index_as_lookback: bool = False) -> None:
+        self.rewards.set(new_data, at_indices=at_indices,
+                         neg_index_as_lookback=neg_index_as_lookback)
+
+    def set_extra_model_outputs(self, *, key: str, new_data: Any, at_indices: Any = None,
+                                neg_index_as_lookback: bool = False) -> None:
+        assert key in self.extra_model_outputs, (
+            f"set_extra_model_outputs(key={key!r}): no such key; keys: "
+            f"{sorted(self.extra_model_outputs)}")
+        self.extra_model_outputs[key].set(new_data, at_indices=at_indices,
+                                          neg_index_as_lookback=neg_index_as_lookback)
+
+    # -- temporary per-timestep data (dropped before the episode leaves the EnvRunner) --------
+    def add_temporary_timestep_data(self, key: str, data: Any) -> None:
+        """Stores a value for the current timestep under `key`, for callbacks to read back later
+        in the same episode (`get_temporary_timestep_data`). Not sent to the learner."""
+        if self.is_numpy:
+            raise ValueError("add_temporary_timestep_data() on a numpy'ized episode (its data "
+                             "left the EnvRunner)")
+        self._temporary_timestep_data.setdefault(key, []).append(data)
+
+    def get_temporary_timestep_data(self, key: str) -> list:
+        """Every value stored under `key` in this episode, in step order."""
+        try:
+            return self._temporary_timestep_data[key]
+        except KeyError:
+            raise KeyError(
+                f"episode {self.id_}: no temporary timestep data under {key!r}; keys: "
+                f"{sorted(self._temporary_timestep_data)}"
+            ) from None
+
+    def drop_temporary_timestep_data(self) -> None:
+        self._temporary_timestep_data = {}
+
+    # -- conversion --------------------------------------------------------------------------
+    def to_numpy(self) -> SingleAgentEpisode:
+        """Turns the columns into numpy arrays (in place; infos stay lists, as in RLlib) and
+        returns the episode."""
+        self.observations.finalize()
+        if len(self) > 0:
+            self.actions.finalize()
+            self.rewards.finalize()
+            for values in self.extra_model_outputs.values():
+                values.finalize()
+        return self
+
+    def finalize(self) -> SingleAgentEpisode:
+        """RLlib's older name of `to_numpy()`."""
+        return self.to_numpy()
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The episode as plain data for msgpack: columns as arrays where they stack. Infos,
+        `custom_data` and temporary timestep data that are not plain data are left out."""
+        return {
+            "id_": self.id_, "agent_id": self.agent_id, "module_id": self.module_id,
+            "multi_agent_episode_id": self.multi_agent_episode_id,
+            "observation_space": _space_state(self._observation_space),
+            "action_space": _space_state(self._action_space),
+            "t_started": self.t_started, "t": self.t, "env_index": self.env_index,
+            "observations": _column_state(self.observations),
+            "actions": _column_state(self.actions), "rewards": _column_state(self.rewards),
+            "infos": {"data": [dict(info) if isinstance(info, dict) and is_plain_data(info)
+                               else {} for info in self.infos.data],
+                      "lookback": self.infos.lookback},
+            "extra_model_outputs": {k: _column_state(v)
+                                    for k, v in self.extra_model_outputs.items()},
+            "is_terminated": self.is_terminated, "is_truncated": self.is_truncated,
+            "start_time": self._start_time, "last_step_time": self._last_step_time,
+            "custom_data": self.custom_data if is_plain_data(self.custom_data) else {},
+            "temporary_timestep_data": (self._temporary_timestep_data
+                                        if is_plain_data(self._temporary_timestep_data) else {}),
+            "old_api": self._old if is_plain_data(self._old) else None,
+            "return_before": self._return_before,
+            "connector_data": self.connector_data,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> SingleAgentEpisode:
+        """The episode `get_state()` described."""
+        episode = cls(state["id_"], t_started=state["t_started"], env_index=state["env_index"],
+                      agent_id=state.get("agent_id"), module_id=state.get("module_id"),
+                      multi_agent_episode_id=state.get("multi_agent_episode_id"))
+        episode.observations = _column_from_state(state["observations"], keep_scalars=True)
+        episode.actions = _column_from_state(state["actions"])
+        episode.rewards = _column_from_state(state["rewards"])
+        episode.rewards.space = REWARD_SPACE
+        episode.infos = InfiniteLookbackBuffer(list(state["infos"]["data"]),
+                                               state["infos"]["lookback"])
+        episode.extra_model_outputs = {k: _column_from_state(v)
+                                       for k, v in state["extra_model_outputs"].items()}
+        episode.observation_space = space_from_dict(state["observation_space"])
+        episode.action_space = space_from_dict(state["action_space"])
+        episode.t = state["t"]
+        episode.is_terminated = state["is_terminated"]
+        episode.is_truncated = state["is_truncated"]
+        episode._start_time = state["start_time"]
+        episode._last_step_time = state["last_step_time"]
+        episode.custom_data = state["custom_data"]
+        episode._temporary_timestep_data = state["temporary_timestep_data"]
+        episode._old = state.get("old_api")
+        episode._return_before = state.get("return_before", 0.0)
+        episode.connector_data = dict(state.get("connector_data") or {})
+        episode.validate()
+        return episode
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__
+                if name not in self._LOCAL_SLOTS}
+
+    def __setstate__(self, state):
+        self._env_runner = None
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        status = "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
+        return (f"SingleAgentEpisode(id_={self.id_[:8]}, t_started={self.t_started}, "
+                f"len={len(self)}, return={self.get_return():.2f}, {status})")
+
+
+def _size(data: Any) -> int:
+    if data is None:
+        return 0
+    if isinstance(data, InfiniteLookbackBuffer):
+        return data.len_incl_lookback()
+    return len(data)
+
+
+def _buffer(data: Any, lookback: int, space: gym.Space | None = None) -> InfiniteLookbackBuffer:
+    if isinstance(data, InfiniteLookbackBuffer):
+        if space is not None and data.space is None:
+            data.space = space
+        return data
+    if data is not None and not isinstance(data, (list, np.ndarray, dict, tuple)):
+        data = list(data)
+    return InfiniteLookbackBuffer(data, lookback, space)
+
+
+def _as_list(data: Any) -> list:
+    """Getter output (a list, or an array or struct of arrays once numpy'ized) as a list of
+    items for a new, recording episode."""
+    return data if isinstance(data, list) else split_rows(data)
+
+
+def _space_state(space: gym.Space | None) -> dict | None:
+    try:
+        return space_to_dict(space)
+    except TypeError:
+        return None  # a space without a plain-data form is left out of the state
+
+
+def _column(values: Iterable) -> Any:
+    """A recorded column as one array where its entries stack into numbers, else as is."""
+    if isinstance(values, np.ndarray):
+        return values
+    if not len(values):
+        return []
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        return list(values)
+    return array if array.dtype.kind in "biufc" else list(values)
+
+
+def _column_state(buffer: InfiniteLookbackBuffer) -> dict:
+    return {"data": _column(buffer.data) if not isinstance(buffer.data, (dict, tuple))
+            else buffer.data, "lookback": buffer.lookback, "finalized": buffer.finalized}
+
+
+def _column_from_state(state: dict, *, keep_scalars: bool = False) -> InfiniteLookbackBuffer:
+    """A column back as the buffer it was: an array when it was finalized, else the list the
+    episode records into (Python scalars for 1-d columns, as the EnvRunner appends them;
+    numpy rows or scalars otherwise)."""
+    data = state["data"]
+    if state["finalized"]:
+        data = np.asarray(data) if isinstance(data, list) else data
+    elif isinstance(data, np.ndarray):
+        data = list(data) if data.ndim > 1 or keep_scalars else data.tolist()
+    else:
+        data = list(data)
+    return InfiniteLookbackBuffer(data, state["lookback"])

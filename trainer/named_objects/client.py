@@ -1,0 +1,560 @@
+"""Named shared objects: one object, reachable by name from the main process and from env and
+callback code in every EnvRunner process (what RLlib's docs do with Ray's named actors).
+
+    # in the main process
+    counter = create_named_object("global_counter", Counter)
+    # in env or callback code, in any EnvRunner process
+    get_named_object("global_counter").inc(1)
+    # back in the main process
+    counter.get()
+
+The object lives in one server process (`trainer.named_objects.server`), started by the first
+`create_named_object` and stopped by `shutdown_named_objects()`, which `Algorithm.stop()` (for a
+server started after that algorithm was built) and
+interpreter exit call. Every method call travels there and runs under the object's lock, one at a
+time, in the order the calls arrive. `handle.method(*args)` waits for the result;
+`handle.method.remote(*args)` (Ray's spelling) does not, and its calls still run in the order
+each process made them. EnvRunner processes wait for their own `.remote()` calls before answering
+the main process, so after `train()` the main process reads every call made during it.
+Arguments and results travel with pickle.
+
+Ray's spelling works too, for porting the docs' example with only the imports changed:
+`@remote class Counter`, `Counter.options(name="global_counter").remote()`,
+`get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`,
+`exceptions.RayError`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections import deque
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
+from typing import Any
+
+import cloudpickle
+
+from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
+from trainer.util.child_process import kernel_signal_wanted
+
+logger = logging.getLogger("trainer")
+#: Longest wait for the server process to accept connections after it was started.
+STARTUP_TIMEOUT_S = 30.0
+#: Longest a connection's authentication handshake may take, on either side: a client that
+#: connects and says nothing is dropped after this, and never delays anyone else.
+HANDSHAKE_TIMEOUT_S = 5.0
+#: Longest wait for the reply to one request (a method call runs under its object's lock, so a
+#: reply this late means a method that never returns, or a stuck server).
+CALL_TIMEOUT_S = 300.0
+
+
+def handshake(sock: socket.socket, authkey: bytes, *, server_side: bool,
+              timeout_s: float) -> Connection:
+    """Authenticates a connected Unix socket both ways (multiprocessing's HMAC challenges) within
+    `timeout_s`, and returns it as a `Connection`. Raises `OSError`, `EOFError` or
+    `AuthenticationError` when the other side fails, hangs up, or is silent past the deadline
+    (the socket is shut down, which ends the blocked read)."""
+    conn = Connection(os.dup(sock.fileno()))
+    lock, done = threading.Lock(), [False]
+
+    def expire() -> None:
+        with lock:
+            if not done[0]:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        if server_side:
+            deliver_challenge(conn, authkey)
+            answer_challenge(conn, authkey)
+        else:
+            answer_challenge(conn, authkey)
+            deliver_challenge(conn, authkey)
+        with lock:
+            done[0] = True
+    except BaseException:
+        conn.close()
+        raise
+    finally:
+        timer.cancel()
+        sock.close()
+    return conn
+
+
+def connect(address: str, authkey: bytes) -> Connection:
+    """A client connection to the server at `address`, authenticated within
+    `HANDSHAKE_TIMEOUT_S`."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HANDSHAKE_TIMEOUT_S)
+        sock.connect(address)
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return handshake(sock, authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S)
+
+
+class NamedObjectError(RemoteError):
+    """A named object's method raised (the message carries the original traceback), or the
+    server is gone."""
+
+
+class exceptions:  # noqa: N801 (a namespace: Ray's `ray.exceptions` module)
+    """Ray's exception names for the errors here: `RayError` is the base of every error about
+    other processes, `RayActorError` an EnvRunner process that died, `GetTimeoutError` one that
+    did not answer in time."""
+
+    RayError = RemoteError
+    RayActorError = EnvRunnerCrashed
+    GetTimeoutError = EnvRunnerTimeout
+
+
+#: `.remote()` calls are sent in batches of at most this many (fewer system calls and pickles).
+BATCH_SIZE = 64
+#: Most batches of one process awaiting their replies; one more waits for the oldest.
+MAX_BATCHES_IN_FLIGHT = 8
+
+
+class ObjectRef:
+    """The result of a `.remote()` call, to read with `get(ref)` (or `ref.result()`). An error
+    that nobody reads is logged when the ref is dropped."""
+
+    __slots__ = ("_connection", "_done", "_status", "_value", "_read")
+
+    def __init__(self, connection: _Connection):
+        self._connection = connection
+        self._done = False
+        self._read = False
+
+    def _set(self, status: str, value: Any) -> None:
+        self._status, self._value, self._done = status, value, True
+
+    def result(self) -> Any:
+        if not self._done:
+            self._connection.flush(until=self)
+        self._read = True
+        if self._status == "error":
+            raise NamedObjectError(self._value)
+        return self._value
+
+    def __del__(self):
+        if self._done and not self._read and self._status == "error":
+            logger.warning("a named-object call made with .remote() failed and its result was "
+                           "never read: %s", self._value)
+
+
+class _Connection:
+    """This process's connection to the server, shared by its threads (under a lock). Requests
+    are answered in order. `.remote()` calls are collected into a batch, which is sent when it
+    is full, before any waiting call (so that call's effect follows theirs), on `get()` of one of
+    them, and on `flush()`."""
+
+    def __init__(self, address: Any, authkey: bytes):
+        self.address = address
+        self.authkey = authkey
+        self._conn = None
+        self._lock = threading.Lock()
+        self._batch: list[tuple] = []
+        self._batch_refs: list[ObjectRef] = []
+        #: Per request sent and not yet answered: None (a waiting call) or a batch's refs.
+        self._in_flight: deque[list[ObjectRef] | None] = deque()
+        #: Names known to exist (they stay until the server stops).
+        self.known_names: set[str] = set()
+
+    def _send(self, message: tuple) -> None:
+        if self._conn is None:
+            self._conn = connect(self.address, self.authkey)
+        self._conn.send(message)
+
+    def _read_one(self) -> tuple[str, Any]:
+        if not self._conn.poll(CALL_TIMEOUT_S):
+            raise TimeoutError(f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
+                               "return, or a stuck server)")
+        status, value = self._conn.recv()
+        refs = self._in_flight.popleft()
+        if refs is not None and status == "error":  # the batch's results could not be sent
+            for ref in refs:
+                ref._set(status, value)
+        elif refs is not None:  # a batch: one (status, value) per call
+            for ref, (call_status, call_value) in zip(refs, value, strict=True):
+                ref._set(call_status, call_value)
+        return status, value
+
+    def _send_batch(self) -> None:
+        if not self._batch:
+            return
+        while self._in_flight and (len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT
+                                   or self._conn.poll(0)):
+            self._read_one()
+        batch, refs = self._batch, self._batch_refs
+        self._batch, self._batch_refs = [], []
+        self._in_flight.append(refs)
+        try:
+            self._send(("batch", batch))
+        except BaseException:
+            self._in_flight.pop()
+            self._batch_refs = refs  # _broken() fails them
+            raise
+
+    def _broken(self, error: BaseException) -> NamedObjectError:
+        """The server is gone (or stuck): every call in flight fails with the returned error,
+        and the next call connects anew."""
+        if isinstance(error, TimeoutError):
+            failure = NamedObjectError(f"the named-object server did not answer: {error}")
+        else:
+            failure = NamedObjectError(
+                "the named-object server is not running (it starts with the first "
+                "create_named_object() in the main process, stops with Algorithm.stop(), and a "
+                "new create_named_object() starts it again if it died): "
+                f"{type(error).__name__}: {error}")
+        refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
+        for ref in refs:
+            ref._set("error", str(failure))
+        self._in_flight.clear()
+        self._batch, self._batch_refs = [], []
+        self.close()
+        return failure
+
+    def request(self, *message: Any) -> Any:
+        """Sends `message` and waits for its reply (after those of earlier calls)."""
+        with self._lock:
+            try:
+                self._send_batch()
+                self._send(message)
+                self._in_flight.append(None)
+                while True:
+                    status, value = self._read_one()
+                    if not self._in_flight:
+                        break
+            except (OSError, EOFError, AuthenticationError) as error:
+                raise self._broken(error) from None
+        if status == "error":
+            raise NamedObjectError(value)
+        return value
+
+    def submit(self, *message: Any) -> ObjectRef:
+        """Queues `message` without waiting; its reply is read later (`ObjectRef`)."""
+        ref = ObjectRef(self)
+        with self._lock:
+            self._batch.append(message)
+            self._batch_refs.append(ref)
+            if len(self._batch) >= BATCH_SIZE:
+                try:
+                    self._send_batch()
+                except (OSError, EOFError, AuthenticationError) as error:
+                    raise self._broken(error) from None
+        return ref
+
+    def flush(self, until: ObjectRef | None = None) -> None:
+        """Sends the batch and reads replies until `until` is answered (default: all). Raises
+        `NamedObjectError` if the server is gone: the calls in flight are lost, and saying so
+        beats a warning about a dropped call."""
+        with self._lock:
+            try:
+                self._send_batch()
+                while self._in_flight and (until is None or not until._done):
+                    self._read_one()
+            except (OSError, EOFError, AuthenticationError) as error:
+                raise self._broken(error) from None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:
+                pass
+            self._conn = None
+
+class _Server:
+    """The main process's handle on the server process."""
+
+    def __init__(self, address: Any, authkey: bytes):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainer.named_objects.server", str(os.getpid()),
+             str(int(kernel_signal_wanted()))],
+            stdin=subprocess.PIPE)
+        # The address, key and import path go through stdin: the key never shows in `ps`.
+        self.process.stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
+        self.process.stdin.close()
+        self._finalizer = weakref.finalize(self, _end_process, self.process)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                connect(address, authkey).close()
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise NamedObjectError(
+                        "the named-object server did not start (exit code "
+                        f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s") from None
+                time.sleep(0.005)
+
+    def stop(self) -> None:
+        self._finalizer()
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+
+def _end_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+# -- this process's state --------------------------------------------------------------------
+_lock = threading.Lock()
+_settings: dict | None = None  # {"address", "authkey"}: chosen by the main process
+_server: _Server | None = None
+_connection: _Connection | None = None
+
+
+def client_settings() -> dict:
+    """Where this process's named objects are served (chosen now, served once used); sent to
+    every EnvRunner process when it starts."""
+    global _settings
+    with _lock:
+        if _settings is None:
+            # A socket file in a new directory only this user can enter (mkdtemp makes it
+            # 0700): other local users cannot even connect. (Linux's abstract socket names have
+            # no permissions at all.)
+            directory = tempfile.mkdtemp(prefix="localrl-named-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            _settings = {"address": os.path.join(directory, "server.sock"),
+                         "authkey": os.urandom(32)}
+        return _settings
+
+
+def configure_client(settings: dict | None) -> None:
+    """Called in EnvRunner processes with the main process's `client_settings()`."""
+    global _settings, _connection
+    with _lock:
+        _settings = settings
+        _connection = None
+
+
+def _get_connection() -> _Connection:
+    global _connection
+    with _lock:
+        if _connection is None:
+            if _settings is None:
+                raise NamedObjectError("no named objects exist: create one with "
+                                       "create_named_object(name, factory) in the main process")
+            _connection = _Connection(_settings["address"], _settings["authkey"])
+        return _connection
+
+
+def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool = False,
+                        **kwargs: Any) -> NamedObject:
+    """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
+    `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
+    `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
+    global _server, _connection
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
+    settings = client_settings()
+    with _lock:
+        if _server is not None and not _server.is_alive():
+            # It died (killed, crashed): its objects are gone; start a new one at the same
+            # address, which every EnvRunner already knows.
+            logger.warning("the named-object server had exited (code %s); starting a new one",
+                           _server.process.returncode)
+            _server.stop()
+            _server = None
+            if _connection is not None:
+                _connection.close()
+                _connection = None
+        if _server is None:
+            _server = _Server(settings["address"], settings["authkey"])
+    payload = cloudpickle.dumps((factory, args, kwargs))
+    try:
+        created = _get_connection().request("create", name, payload, get_if_exists)
+    except NamedObjectError as error:
+        server = _server
+        if server is None or not server.is_alive():
+            raise NamedObjectError(f"{error} (the server process exited with code "
+                                   f"{None if server is None else server.process.returncode})"
+                                   ) from None
+        if not isinstance(error.__context__, (OSError, EOFError)) and "not running" not in str(
+                error):
+            raise
+        # The connection broke while the server lives (seen once in CI right after a restart,
+        # cause not found): one new connection, said out loud.
+        logger.warning("create_named_object(%r): the connection to the named-object server "
+                       "broke (%s); retrying once on a new connection", name, error)
+        created = _get_connection().request("create", name, payload, get_if_exists)
+    if not created and not get_if_exists:
+        raise ValueError(f"create_named_object(name={name!r}): the name is taken; use "
+                         "get_named_object(name), or get_if_exists=True")
+    return NamedObject(name)
+
+
+def get_named_object(name: str) -> NamedObject:
+    """The handle to the object created under `name` (from any process of this training).
+    Raises `ValueError` naming the existing objects if there is none by that name."""
+    connection = _get_connection()
+    if name in connection.known_names:  # names stay until the server stops: no round trip
+        return NamedObject(name)
+    names = connection.request("names")
+    connection.known_names.update(names)
+    if name not in names:
+        raise ValueError(f"get_named_object({name!r}): no named object by that name; "
+                         f"existing: {names}")
+    return NamedObject(name)
+
+
+def shutdown_named_objects() -> None:
+    """Stops the server (its objects are gone). A later `create_named_object` starts anew."""
+    global _server, _connection
+    with _lock:
+        server, _server = _server, None
+        if _connection is not None:
+            _connection.close()
+            _connection = None
+    if server is not None:
+        server.stop()
+
+
+class NamedObject:
+    """A handle to a named object: `handle.method(*args)` runs the method where the object
+    lives and returns its result. Handles pickle by name, so they can be captured in callbacks
+    and env configs and used in EnvRunner processes."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, method: str) -> _Method:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return _Method(self.name, method)
+
+    def __reduce__(self):
+        return (NamedObject, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"NamedObject({self.name!r})"
+
+
+class _Method:
+    __slots__ = ("name", "method")
+
+    def __init__(self, name: str, method: str):
+        self.name = name
+        self.method = method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _get_connection().request("call", self.name, self.method, args, kwargs)
+
+    def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
+        """Ray's spelling: sends the call without waiting for it; `get(ref)` waits and returns
+        its result. Calls of one process still run in the order they were made."""
+        return _get_connection().submit("call", self.name, self.method, args, kwargs)
+
+
+# -- Ray's spelling --------------------------------------------------------------------------
+class ActorClass:
+    """What `@remote` makes of a class: `.options(name=...).remote(*args)` creates it as a
+    named object, `.remote(*args)` under a fresh name."""
+
+    def __init__(self, cls: type, name: str | None = None, get_if_exists: bool = False):
+        self._cls = cls
+        self._name = name
+        self._get_if_exists = get_if_exists
+
+    def options(self, *, name: str | None = None, get_if_exists: bool = False,
+                **ignored: Any) -> ActorClass:
+        return ActorClass(self._cls, name, get_if_exists)
+
+    def remote(self, *args: Any, **kwargs: Any) -> NamedObject:
+        name = self._name or f"{self._cls.__name__}-{os.urandom(6).hex()}"
+        return create_named_object(name, self._cls, *args, get_if_exists=self._get_if_exists,
+                                   **kwargs)
+
+
+def remote(cls: type) -> ActorClass:
+    """Ray's `@ray.remote` for classes: see `ActorClass`."""
+    if not isinstance(cls, type):
+        raise TypeError(f"remote() takes a class here (named objects), got {cls!r}")
+    return ActorClass(cls)
+
+
+def get_actor(name: str) -> NamedObject:
+    """Ray's `ray.get_actor(name)`: `get_named_object(name)`."""
+    return get_named_object(name)
+
+
+def get(refs: Any) -> Any:
+    """Ray's `ray.get(ref)`: the result of a `.remote()` call (a list of refs: a list of
+    results)."""
+    if isinstance(refs, (list, tuple)):
+        return [get(ref) for ref in refs]
+    return refs.result() if isinstance(refs, ObjectRef) else refs
+
+
+def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
+         fetch_local: bool = True) -> tuple[list, list]:
+    """Ray's `ray.wait(refs, num_returns=1, timeout=None)`: (ready refs, the others). Calls
+    here run in order, so waiting reads replies in order until `num_returns` refs are done
+    (or all, when `timeout` is 0: then only those already answered count)."""
+    refs = list(refs)
+    if not 0 < num_returns <= len(refs):
+        raise ValueError(f"wait(num_returns={num_returns}): must be in 1..{len(refs)} "
+                         "(the number of refs)")
+    if timeout != 0:
+        for ref in refs:
+            if sum(1 for r in refs if not isinstance(r, ObjectRef) or r._done) >= num_returns:
+                break
+            if isinstance(ref, ObjectRef) and not ref._done:
+                ref._connection.flush(until=ref)
+    ready = [r for r in refs if not isinstance(r, ObjectRef) or r._done][:num_returns]
+    return ready, [r for r in refs if not any(r is x for x in ready)]
+
+
+def init(*args: Any, **kwargs: Any) -> None:
+    """Ray's `ray.init()`: nothing to start here (the named-object server starts with the first
+    named object, EnvRunners with `build()`)."""
+
+
+def shutdown() -> None:
+    """Ray's `ray.shutdown()`: `shutdown_named_objects()`."""
+    shutdown_named_objects()
+
+
+def is_initialized() -> bool:
+    """Ray's `ray.is_initialized()`: always True here (nothing needs starting)."""
+    return True
+
+
+def server_running() -> bool:
+    """Whether this process has started the named-object server (and not stopped it)."""
+    return _server is not None
+
+
+def flush() -> None:
+    """Waits until every `.remote()` call made by this process has run. EnvRunner processes do
+    this before each reply, so what the main process reads includes their calls."""
+    connection = _connection
+    if connection is not None:
+        connection.flush()

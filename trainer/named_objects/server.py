@@ -1,0 +1,125 @@
+"""The named-object server process:
+`python -m trainer.named_objects.server PARENT_PID KERNEL_SIGNAL`, with (address, authkey,
+sys_path) cloudpickled on stdin (see `trainer.named_objects`).
+
+It listens on a Unix socket file in a directory only its user can enter (mode 0700, made by the
+main process), and hands each connection to a thread of its own at once: that thread runs the
+authentication handshake (HMAC challenges with the key, `multiprocessing.connection`'s) under a
+deadline (`HANDSHAKE_TIMEOUT_S`), then serves the client. So a client that connects and sends
+nothing holds only its own thread until the deadline, never the accept loop. Each request gets
+exactly one reply, ("ok", value) or ("error", message with the traceback):
+
+    request                                        reply value
+    ("create", name, payload, get_if_exists)       True if created, False if the name was taken
+                                                   (payload: cloudpickled (factory, args, kwargs))
+    ("call", name, method, args, kwargs)           getattr(object, method)(*args, **kwargs)
+    ("names",)                                     the names, sorted
+    ("batch", [("call", ...), ...])                [(status, value) per call], run in order
+
+Calls on one object run one at a time (a lock per object), in arrival order. The process ends
+when it is terminated or when its parent process is gone (`trainer.util.child_process`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+
+
+class Registry:
+    def __init__(self):
+        self._objects: dict[str, tuple[object, threading.Lock]] = {}
+        self._lock = threading.Lock()
+
+    def create(self, name: str, payload: bytes, get_if_exists: bool) -> bool:
+        import cloudpickle
+
+        with self._lock:
+            if name in self._objects:
+                return False
+            factory, args, kwargs = cloudpickle.loads(payload)
+            self._objects[name] = (factory(*args, **kwargs), threading.Lock())
+            return True
+
+    def call(self, name: str, method: str, args: tuple, kwargs: dict):
+        try:
+            obj, lock = self._objects[name]
+        except KeyError:
+            raise LookupError(f"no named object {name!r}; existing: {self.names()}") from None
+        with lock:
+            return getattr(obj, method)(*args, **kwargs)
+
+    def names(self) -> list[str]:
+        return sorted(self._objects)
+
+
+def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
+    """("ok", value) of one request, or ("error", what raised, with the traceback). A batch
+    answers each of its ("call", ...) messages in order, this way."""
+    try:
+        if kind == "batch":
+            return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
+        handler = {"create": registry.create, "call": registry.call,
+                   "names": registry.names}[kind]
+        return ("ok", handler(*args))
+    except Exception as error:
+        where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
+        return ("error", f"{where} raised {type(error).__name__}: {error}\n"
+                         f"{traceback.format_exc().rstrip()}")
+
+
+def _serve_client(sock, authkey: bytes, registry: Registry) -> None:
+    from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
+
+    conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
+    if conn is None:
+        return  # a client that failed authentication, hung up, or said nothing in time
+    while True:
+        try:
+            kind, *args = conn.recv()
+        except (EOFError, OSError):
+            return
+        reply = _answer(registry, kind, args)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as error:  # the result could not be pickled
+            conn.send(("error", f"the result of {kind} could not be sent back: "
+                                f"{type(error).__name__}: {error}"))
+
+
+def main(argv: list[str]) -> None:
+    import signal
+    import socket
+
+    import cloudpickle
+
+    from trainer.util.child_process import die_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    die_with_parent(int(argv[1]), bool(int(argv[2])))
+    address, authkey, sys_path = cloudpickle.loads(sys.stdin.buffer.read())
+    for entry in sys_path:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    registry = Registry()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(address):
+        os.unlink(address)  # the socket of a server before this one, which died
+    listener.bind(address)
+    os.chmod(address, 0o600)
+    listener.listen(64)
+    while True:
+        try:
+            sock, _ = listener.accept()
+        except OSError:
+            continue
+        threading.Thread(target=_serve_client, args=(sock, authkey, registry),
+                         daemon=True).start()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,537 @@
+"""`EnvRunnerGroup`: starts the EnvRunner worker processes, feeds them requests, gathers results,
+and applies the fault-tolerance settings when one fails.
+
+With `num_env_runners=0` the group holds one local EnvRunner that samples in the main process.
+With N > 0 it starts N worker processes (indices 1..N) in parallel and keeps a local EnvRunner
+without env (index 0), as RLlib does, so `foreach_env_runner(..., local_env_runner=True)` answers
+from the main process too. The local runner always holds the latest weights: a restarted
+process is re-synced from it.
+
+Failure states of a remote runner, as the group sees them (see `trainer.errors`):
+- crashed: its process exited or was killed (noticed on the next read, or while idle by
+  `collect_exited`);
+- timeout: no answer within the wait's timeout (`sample_timeout_s` for sampling); it is killed;
+- exception: env code or the runner raised (`EnvRunnerError`), or a callback did
+  (`CallbackError`); the process is killed, since its episodes may be half-stepped.
+`handle_failures` then restarts, ignores or raises, per `fault_tolerance()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from multiprocessing.connection import wait
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+import cloudpickle
+
+from trainer import named_objects
+from trainer.callbacks import CallbackError
+from trainer.core.models import RL_MODULE_STATE
+from trainer.env.env_runner import EnvRunner
+from trainer.env.envs import EnvCreator
+from trainer.env.episode import SingleAgentEpisode
+from trainer.errors import (
+    EnvRunnerCrashed,
+    EnvRunnerFailure,
+    EnvRunnerTimeout,
+    NoHealthyEnvRunners,
+    RunnerStateRejected,
+)
+from trainer.runners import restart_policy
+from trainer.runners.process_runner import RemoteEnvRunner
+from trainer.util.deprecation import warn_once
+
+logger = logging.getLogger("trainer")
+
+#: Longest wait for a worker process to start (import, build its env, answer).
+STARTUP_TIMEOUT_S = 120.0
+
+Failure = EnvRunnerFailure | CallbackError
+
+
+def failure_kind(error: BaseException) -> str:
+    """"crashed", "timeout", "exception" or "callback"."""
+    return "callback" if isinstance(error, CallbackError) else getattr(error, "kind", "failure")
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    if hasattr(error, "add_note"):  # Python 3.11+
+        error.add_note(note)
+
+
+def call_with_deadline(func: Callable[[], Any], timeout_s: float | None, *, worker_index: int,
+                       method: str) -> Any:
+    """`func()` in this thread, raising `EnvRunnerTimeout` (with the stack where it was) if it
+    has not returned after `timeout_s`. A SIGALRM timer interrupts it, so this bounds only calls
+    made in the main thread of a process whose SIGALRM is not taken (elsewhere `func` runs
+    unbounded); a hang inside C code that never returns to Python is not interrupted."""
+    if not timeout_s or threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer") or \
+            signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        return func()
+
+    def expire(signum: int, frame: Any) -> None:
+        stack = "\n".join(f'File "{f.filename}", line {f.lineno} in {f.name}'
+                          for f in reversed(traceback.extract_stack(frame)[-8:]))
+        raise EnvRunnerTimeout(worker_index, method, timeout_s, stack)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        return func()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _call_method(name: str, runner: EnvRunner, **kwargs) -> Any:
+    return getattr(runner, name)(**kwargs)
+
+
+def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[Any, list]:
+    """Runs in a worker: `func`'s result and the runner's tasks after it."""
+    return func(runner, **kwargs), runner.get_tasks()
+
+
+class EnvRunnerGroup:
+    def __init__(self, config: Any, env_creator: EnvCreator, *,
+                 on_recreated: Callable[[list[int]], None] | None = None):
+        self.config = config
+        self._env_creator = env_creator
+        self._remote: dict[int, RemoteEnvRunner] = {}
+        self._stopped = False
+        #: Called with the indices of the runners restarted in one recovery.
+        self.on_recreated = on_recreated
+        #: Each remote runner's sub-env tasks, as last seen (envs with tasks only; see
+        #: `trainer.env.curriculum`): a restarted runner is put back on them.
+        self._tasks: dict[int, list] = {}
+        self._restarts: Counter[int] = Counter()
+        # Per runner: failures in a row without an env step in between (`NO_PROGRESS_LIMIT`).
+        self._failures_without_progress: Counter[int] = Counter()
+        self.failures_by_kind: Counter[str] = Counter()
+        #: Env steps of failed sample requests (the most they could have held).
+        self.num_env_steps_lost = 0
+        self.spaces = None
+        self.env_spaces = None  # the env's spaces, before the env-to-module connectors
+        runner_cls = config.env_runner_cls or EnvRunner
+        num = config.num_env_runners
+        if num == 0:
+            self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=0)
+            self.spaces = self.local_env_runner.spaces
+            return
+        started = time.perf_counter()
+        try:
+            replies, failures = self._start(list(range(1, num + 1)), recreated=False,
+                                            timeout=STARTUP_TIMEOUT_S)
+            if failures and (config.validate_env_runners_after_construction or not replies):
+                raise failures[min(failures)]
+        except BaseException:
+            self.stop()
+            raise
+        logger.info("started %d %sEnvRunner process%s in %.2f s (pids %s)", num,
+                    "evaluation " if config.in_evaluation else "", "es" if num > 1 else "",
+                    time.perf_counter() - started,
+                    ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())))
+        self.spaces = replies[min(replies)]["spaces"]
+        self.env_spaces = replies[min(replies)]["env_spaces"]
+        self._tasks = {i: reply["tasks"] for i, reply in replies.items()
+                       if reply["tasks"] is not None}
+        self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=num,
+                                           create_env=config.create_env_on_local_worker,
+                                           spaces=self.spaces, env_spaces=self.env_spaces)
+        if failures:
+            # validate_env_runners_after_construction=False: the runners that did not start
+            # are failures like any other, handled by the fault-tolerance settings.
+            self.handle_failures(failures)
+
+    def _start(self, indices: list[int], *, recreated: bool, timeout: float,
+               state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
+               ) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """Starts a worker process per index (all first, so they boot in parallel), hands each
+        its spec (and `state_for(index)`, then a ping); returns the init replies and the
+        failures. The init replies must come within `timeout`, the state's and ping's within
+        `state_timeout` more."""
+        # Evaluation runners run in the background: in parallel evaluation they take the cycles
+        # the training processes leave idle instead of slowing training.
+        background = bool(self.config.in_evaluation)
+        runners = {}
+        for index in indices:
+            runners[index] = self._remote[index] = RemoteEnvRunner(index, background=background)
+        replies, failures = {}, {}
+        for index, runner in runners.items():
+            try:
+                runner.send_init({"config": self.config, "env_creator": self._env_creator,
+                                  "worker_index": index,
+                                  "num_workers": self.config.num_env_runners,
+                                  "spaces": self.spaces, "env_spaces": self.env_spaces,
+                                  "recreated": recreated,
+                                  "named_objects": named_objects.client_settings()})
+                if state_for is not None:
+                    runner.call_async("set_state", state=state_for(index))
+                    runner.call_async("ping")
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[index] = error
+        deadline = time.monotonic() + timeout
+        for index, runner in runners.items():
+            if index in failures:
+                continue
+            try:
+                # The init reply comes first; read it, then the rest.
+                replies[index] = runner.read_reply(max(deadline - time.monotonic(), 0.01))
+                runner.result(max(deadline + state_timeout - time.monotonic(), 0.01))
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[index] = error
+        return replies, failures
+
+    # -- who is there ------------------------------------------------------------------------
+    def healthy_env_runner_ids(self) -> list[int]:
+        return [i for i, r in self._remote.items() if r.healthy and r.is_alive()]
+
+    def healthy_worker_ids(self) -> list[int]:
+        """RLlib's other name of `healthy_env_runner_ids()`."""
+        return self.healthy_env_runner_ids()
+
+    def num_healthy_remote_workers(self) -> int:
+        return len(self.healthy_env_runner_ids())
+
+    def num_remote_workers(self) -> int:
+        return len(self._remote)
+
+    def num_remote_worker_restarts(self) -> int:
+        return sum(self._restarts.values())
+
+    def remote_pids(self) -> dict[int, int]:
+        return {i: r.pid for i, r in self._remote.items()}
+
+    def collect_exited(self) -> list[EnvRunnerCrashed]:
+        """Runners whose process exited while idle (killed, crashed) since the last look:
+        marked unhealthy and returned as failures, so they are reported, not silently skipped."""
+        failures = []
+        for index, runner in self._remote.items():
+            if runner.healthy and not runner.is_alive():
+                failures.append(EnvRunnerCrashed(index, None, runner.process.returncode))
+                runner.kill()
+        return failures
+
+    # -- failures and restarts ---------------------------------------------------------------
+    def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
+        """Applies `fault_tolerance()` to runners that just failed: restarts those it may (and
+        re-syncs them), goes on without the others with `ignore_env_runner_failures`, and
+        otherwise raises the failure (with a note on why it was not restarted). Returns the
+        restarted indices. Raises `NoHealthyEnvRunners` when none is left."""
+        if not failures:
+            return []
+        to_restart = []
+        for index, error in sorted(failures.items()):
+            self.failures_by_kind[failure_kind(error)] += 1
+            self._remote[index].kill()
+            reason = self._why_not_restart(index, error)
+            if reason is None:
+                to_restart.append(index)
+            elif self.config.ignore_env_runner_failures:
+                logger.warning("EnvRunner %d failed and is not restarted (%s); training goes on "
+                               "with the others: %s", index, reason, error)
+            else:
+                _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
+                raise error
+        restarted = self._restart(to_restart) if to_restart else []
+        if self._remote and not self.healthy_env_runner_ids():
+            raise NoHealthyEnvRunners(
+                f"no healthy EnvRunner is left (of {len(self._remote)}); last failure: "
+                f"{failures[max(failures)]}")
+        return restarted
+
+    def _why_not_restart(self, index: int, error: Failure) -> str | None:
+        """`restart_policy.decide` on this runner's record; keeps the updated record."""
+        decision = restart_policy.decide(
+            restart_policy.Failure.of(failure_kind(error), error),
+            restart_policy.RunnerRecord(self._restarts[index],
+                                        self._failures_without_progress[index]),
+            restart_policy.Settings.from_config(self.config))
+        self._failures_without_progress[index] = decision.record.failures_without_progress
+        return decision.reason
+
+    def _sampled(self, index: int) -> None:
+        """A runner completed a sample: it makes progress."""
+        self._failures_without_progress.pop(index, None)
+
+    def _restart(self, indices: list[int]) -> list[int]:
+        """New processes for `indices`, each synced from the local runner (weights, global
+        timestep), put back on its sub-envs' tasks, starting within
+        `env_runner_health_probe_timeout_s`, and taking its state and answering a ping within
+        `env_runner_restore_timeout_s` more before it samples; fires `on_recreated` with those
+        that came up. One that fails to come up counts as failing again."""
+        delay = self.config.delay_between_env_runner_restarts_s
+        if delay:
+            time.sleep(delay)
+        for index in indices:
+            self._restarts[index] += 1
+        local = self.local_env_runner
+        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
+                 "connector_state": local.get_connector_state()}
+
+        def state_for(index: int) -> dict:
+            tasks = self._tasks.get(index)
+            return state if tasks is None else {**state, "tasks": tasks}
+
+        _, failed = self._start(indices, recreated=True, state_for=state_for,
+                                timeout=self.config.env_runner_health_probe_timeout_s,
+                                state_timeout=self.config.env_runner_restore_timeout_s)
+        restarted = [index for index in indices if index not in failed]
+        if restarted:
+            logger.warning("restarted EnvRunner%s %s", "s" if len(restarted) > 1 else "",
+                           ", ".join(map(str, restarted)))
+            if self.on_recreated is not None:
+                self.on_recreated(restarted)
+        return restarted + self.handle_failures(failed)
+
+    # -- running code on the runners ---------------------------------------------------------
+    def _timeout(self, timeout_seconds: float | None) -> float:
+        return timeout_seconds if timeout_seconds is not None else max(
+            self.config.sample_timeout_s, 60.0)
+
+    def gather_each(self, ids: list[int], timeout: float
+                    ) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """The last reply of each runner in `ids` (whichever answers first is read first), and
+        the failures: errors, deaths, and runners still silent after `timeout` (killed)."""
+        results: dict[int, Any] = {}
+        failures: dict[int, Failure] = {}
+        deadline = time.monotonic() + timeout
+        waiting = {}
+        for i in ids:
+            if self._remote[i].has_pending():
+                waiting[self._remote[i].conn] = i
+        while waiting:
+            ready = wait(list(waiting), timeout=max(deadline - time.monotonic(), 0))
+            if not ready:
+                for i in waiting.values():
+                    failures[i] = self._remote[i].timed_out(timeout)
+                break
+            for conn in ready:
+                i = waiting[conn]
+                runner = self._remote[i]
+                try:
+                    value = runner.read_reply(1.0)
+                except (EnvRunnerFailure, CallbackError) as error:
+                    failures[i] = error
+                    del waiting[conn]
+                    continue
+                if not runner.has_pending():
+                    results[i] = value
+                    del waiting[conn]
+        return results, failures
+
+    def send_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
+                  ) -> tuple[list[int], dict[int, Failure]]:
+        """Sends a request to each runner; returns those that took it and the failures."""
+        sent, failures = [], {}
+        for i in ids:
+            try:
+                send(self._remote[i])
+                sent.append(i)
+            except (EnvRunnerFailure, CallbackError) as error:
+                failures[i] = error
+        return sent, failures
+
+    def call_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None],
+                  timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """`send(runner)` to each runner in `ids`, then the replies and the failures (errors,
+        deaths, no answer within `timeout`), without applying the fault-tolerance settings."""
+        sent, failures = self.send_each(ids, send)
+        replies, gather_failures = self.gather_each(sent, timeout)
+        failures.update(gather_failures)
+        return replies, failures
+
+    def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
+                           remote_worker_ids: list[int] | None = None,
+                           timeout_seconds: float | None = None,
+                           kwargs: dict | None = None) -> list:
+        """Calls `func(env_runner, **kwargs)` (or the EnvRunner method named `func`) on the local
+        runner (first, if `local_env_runner`) and on every healthy remote runner (or those in
+        `remote_worker_ids`), in index order; returns the results. Remote calls run in parallel,
+        in the worker processes: `func` travels with cloudpickle, so lambdas work. A runner that
+        fails is handled per `fault_tolerance()` (restarted, ignored, or its error raised) and
+        gives no result."""
+        kwargs = kwargs or {}
+        results = []
+        if local_env_runner and (self.local_env_runner is not None):
+            target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
+            results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
+        ids = self.healthy_env_runner_ids() if remote_worker_ids is None else [
+            i for i in remote_worker_ids if i in self._remote]
+        if not ids:
+            return results
+        watch_tasks = bool(self._tasks)
+        if isinstance(func, str) and not watch_tasks:
+            def send(runner):
+                runner.call_async(func, **kwargs)
+        else:
+            if isinstance(func, str):
+                func = partial(_call_method, func)
+            if watch_tasks:
+                # `func` may have changed tasks: each runner reports them with the result.
+                func = partial(_call_reporting_tasks, func)
+            func_bytes = cloudpickle.dumps(func)
+
+            def send(runner):
+                runner.apply_async(func_bytes, **kwargs)
+        replies, failures = self.call_each(ids, send, self._timeout(timeout_seconds))
+        if watch_tasks:
+            for index, (_, tasks) in replies.items():
+                self._tasks[index] = tasks
+            replies = {index: result for index, (result, _) in replies.items()}
+        self.handle_failures(failures)
+        return results + [replies[i] for i in ids if i in replies]
+
+    def local_worker(self) -> EnvRunner:
+        """RLlib's older name of `local_env_runner` (a method there)."""
+        warn_once("env_runner_group.local_worker()", "env_runner_group.local_env_runner")
+        return self.local_env_runner
+
+    def foreach_worker(self, func: Callable | str, *, local_worker: bool = True,
+                       **kwargs) -> list:
+        """RLlib's older name of `foreach_env_runner` (`local_worker` is `local_env_runner`)."""
+        warn_once("env_runner_group.foreach_worker(...)", "foreach_env_runner(...)")
+        return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
+
+    def sync_weights(self, weights: dict, global_timestep: int | None = None,
+                     connector_state: dict | None = None) -> None:
+        """Sends `weights` (and the env steps sampled so far, for exploration schedules, and a
+        merged env-to-module connector state) to every runner. Remote runners apply them before
+        their next request; a failure to apply surfaces with that request's reply."""
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_weights(weights, global_timestep, connector_state)
+        # A restarted runner gets these weights from the local one.
+        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
+                                        "connector_state": connector_state})
+
+    def _broadcast(self, method: str, kwargs: dict) -> None:
+        """Calls `method(**kwargs)` on every healthy remote runner, the request pickled once;
+        each applies it before its next request (the reply is read with that one's)."""
+        if not self._remote:
+            return
+        message = bytes(ForkingPickler.dumps(("call", method, kwargs)))
+        _, failures = self.send_each(self.healthy_env_runner_ids(),
+                                     lambda r: r.send_pickled(method, message))
+        self.handle_failures(failures)
+
+    def _sample_locally(self, explore: bool | None) -> Any:
+        """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
+        remote one: an env that hangs raises `EnvRunnerTimeout` with where it hung (see
+        `call_with_deadline`), and the runner starts fresh episodes on its next sample."""
+        local = self.local_env_runner
+        try:
+            return call_with_deadline(partial(local.sample_with_metrics, explore=explore),
+                                      self.config.sample_timeout_s, worker_index=0,
+                                      method="sample")
+        except EnvRunnerTimeout:
+            local._needs_reset = True  # its episodes stopped mid-step
+            raise
+
+    def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
+        """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
+        the local runner (0) and every healthy remote runner."""
+        ids = self.healthy_env_runner_ids()
+        states = self.foreach_env_runner(lambda runner: (runner.worker_index, runner.get_state(
+            include_weights=False)), remote_worker_ids=ids, timeout_seconds=timeout_seconds)
+        return dict(states)
+
+    def set_runner_states(self, states: dict[int, dict], timeout_seconds: float | None = None,
+                          *, strict: bool = False, prefix: str = "env_runner_") -> None:
+        """Gives each runner its state from `states` (keyed by worker index); runners without an
+        entry keep theirs. A runner that fails is handled per `fault_tolerance()`; with `strict`
+        (a restore), its failure is then raised as `RunnerStateRejected` naming
+        `<prefix><index>`, so the restore can be rolled back."""
+        if 0 in states and self.local_env_runner is not None:
+            try:
+                self.local_env_runner.set_state(states[0])
+            except Exception as error:
+                if strict:
+                    raise RunnerStateRejected(f"{prefix}0", error) from error
+                raise
+        ids = [i for i in self.healthy_env_runner_ids() if i in states]
+        _, failures = self.call_each(
+            ids, lambda r: r.call_async("set_state", state=states[r.worker_index]),
+            self._timeout(timeout_seconds))
+        for index in ids:
+            # A runner that refused its state is restarted on the tasks it had.
+            if "tasks" in states[index] and index not in failures:
+                self._tasks[index] = states[index]["tasks"]
+        if strict and failures:
+            index = min(failures)
+            try:
+                self.handle_failures(failures)  # restart them, so the rollback reaches them
+            except Exception as error:  # noqa: BLE001 - the state's failure is the one to raise
+                logger.warning("after a runner refused its restored state: %s", error)
+            raise RunnerStateRejected(f"{prefix}{index}", failures[index])
+        self.handle_failures(failures)
+
+    def sample(self, *, min_env_steps: int, explore: bool | None = None
+               ) -> tuple[list[SingleAgentEpisode], list]:
+        """Samples from every runner (in parallel, in rounds) until at least `min_env_steps`
+        env steps were collected; returns the episodes and each call's `get_metrics()`, in
+        runner order within a round. A runner that fails costs only its request in flight: the
+        others' samples are kept, it is handled per `fault_tolerance()`, and the next round
+        includes it again if it was restarted."""
+        episodes: list[SingleAgentEpisode] = []
+        runner_metrics: list = []
+        connector_states: list = []
+        steps = 0
+        while steps < min_env_steps:
+            if not self._remote:
+                replies = {0: self._sample_locally(explore)}
+            else:
+                self.handle_failures({e.worker_index: e for e in self.collect_exited()})
+                ids = self.healthy_env_runner_ids()
+                if not ids:
+                    raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
+                replies, failures = self.call_each(
+                    ids, lambda r: r.call_async("sample_with_metrics", explore=explore),
+                    self.config.sample_timeout_s)
+                request_size = (self.config.get_rollout_fragment_length()
+                                * self.config.num_envs_per_env_runner)
+                self.num_env_steps_lost += request_size * len(failures)
+                self.handle_failures(failures)
+            for index in sorted(replies):
+                batch, metrics, connector_state = replies[index]
+                self._sampled(index)
+                episodes.extend(batch)
+                runner_metrics.append(metrics)
+                if connector_state is not None:
+                    connector_states.append(connector_state)
+                steps += sum(len(ep) for ep in batch)
+        if connector_states:
+            self._sync_connector_states(connector_states)
+        return episodes, runner_metrics
+
+    def _sync_connector_states(self, states: list[dict]) -> None:
+        """Merges the runners' env-to-module connector states (a `MeanStdFilter`'s new
+        observations) into the local runner's and sends the result to every remote runner,
+        which applies it before its next request. Each runner's new observations are counted
+        once: a runner's state starts collecting anew when it takes the merged one."""
+        local = self.local_env_runner
+        merged = local.env_to_module.merge_states(states)
+        local.set_connector_state(merged)
+        self._broadcast("set_connector_state", {"state": merged})
+
+    def remote_runner(self, index: int) -> RemoteEnvRunner:
+        return self._remote[index]
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ends every worker process (politely, then by force) and closes the local env."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for runner in self._remote.values():
+            runner.stop()
+        if getattr(self, "local_env_runner", None) is not None:
+            self.local_env_runner.stop()
