@@ -25,17 +25,16 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import wait
 from typing import Any
 
-from trainer.callbacks import CallbackError
 from trainer.env.envs import make_env_creator
-from trainer.errors import EnvRunnerFailure, NoHealthyEnvRunners
+from trainer.errors import NoHealthyEnvRunners
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     MetricsLogger,
     add_episode_defaults,
 )
+from trainer.runners import protocol
 from trainer.runners.env_runner_group import EnvRunnerGroup
 
 
@@ -90,10 +89,7 @@ class Evaluator:
         return collect
 
     def _has_answered(self, index: int) -> bool:
-        try:
-            return bool(self.group.remote_runner(index).conn.poll())
-        except (OSError, EOFError):
-            return False
+        return self.group.pool.has_answered(index)
 
     def _results(self, replies: list, failed: dict[int, Any]) -> dict:
         if replies:
@@ -128,13 +124,10 @@ class Evaluator:
 
     def _read(self, index: int, failed: dict[int, Any]) -> list | None:
         """The reply of runner `index`, or None (its failure recorded) if it failed."""
-        runner = self.group.remote_runner(index)
-        try:
-            return runner.result(self.config.evaluation_sample_timeout_s)
-        except (EnvRunnerFailure, CallbackError) as failure:
-            runner.kill()
+        reply, failure = self.group.pool.read(index, self.config.evaluation_sample_timeout_s)
+        if failure is not None:
             failed[index] = failure
-            return None
+        return reply
 
     def _sample_fixed(self, requests: dict[int, dict], failed: dict[int, Any]) -> list:
         return self._gather_replies(self._send_requests(requests, failed), failed)
@@ -142,15 +135,15 @@ class Evaluator:
     def _send_requests(self, requests: dict[int, dict], failed: dict[int, Any]) -> list[int]:
         """Sends each runner its `sample()` request; returns those that took it (the others'
         failures go into `failed`)."""
-        sent, failures = self.group.send_each(
-            list(requests),
-            lambda r: r.call_async("sample_metrics_only", **requests[r.worker_index]))
+        sent, failures = self.group.pool.send(
+            list(requests), lambda index: protocol.call("sample_metrics_only", **requests[index]))
         failed.update(failures)
         return sent
 
     def _gather_replies(self, sent: list[int], failed: dict[int, Any]) -> list:
         """The `get_metrics()` replies of `sent` in runner order (failures go into `failed`)."""
-        replies, failures = self.group.gather_each(sent, self.config.evaluation_sample_timeout_s)
+        replies, failures = self.group.pool.gather(sent,
+                                                   self.config.evaluation_sample_timeout_s)
         failed.update(failures)
         return [replies[index] for index in sorted(replies)]
 
@@ -181,29 +174,30 @@ class Evaluator:
 
     def _sample_auto(self, ids: list[int], stop: threading.Event | None,
                      failed: dict[int, Any]) -> list:
-        request = self._auto_request(first=False)
-        runners = {i: self.group.remote_runner(i) for i in ids}
-        for runner in runners.values():
-            runner.call_async("sample_metrics_only", **self._auto_request(first=True))
-        pending = set(ids)
+        pool = self.group.pool
+        first = protocol.call("sample_metrics_only", **self._auto_request(first=True))
+        pending, failures = pool.send(ids, first)
+        failed.update(failures)
         replies = []
         while pending:
             # Wait for any reply; stop sending new requests once the training step has ended
             # (a standalone evaluate() sends one round).
-            by_conn = {runners[i].conn: i for i in pending}
-            ready = wait(list(by_conn), timeout=0.05)
+            ready = pool.ready(pending, timeout=0.05)
             keep_going = stop is not None and not stop.is_set()
             if not ready and keep_going:
                 continue
-            for index in [by_conn[c] for c in ready] if keep_going else list(pending):
-                pending.discard(index)
+            for index in ready if keep_going else list(pending):
+                pending.remove(index)
                 reply = self._read(index, failed)
                 if reply is None:
                     continue
                 replies.append(reply)
                 if stop is not None and not stop.is_set():
-                    runners[index].call_async("sample_metrics_only", **request)
-                    pending.add(index)
+                    request = protocol.call("sample_metrics_only",
+                                            **self._auto_request(first=False))
+                    sent, failures = pool.send([index], request)
+                    failed.update(failures)
+                    pending.extend(sent)
         return replies
 
     # -- lifetime ----------------------------------------------------------------------------

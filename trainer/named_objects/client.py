@@ -45,7 +45,7 @@ from typing import Any
 import cloudpickle
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
-from trainer.util.child_process import kernel_signal_wanted
+from trainer.util.child_process import end_process, spawn
 
 logger = logging.getLogger("trainer")
 #: Longest wait for the server process to accept connections after it was started.
@@ -284,14 +284,12 @@ class _Server:
     """The main process's handle on the server process."""
 
     def __init__(self, address: Any, authkey: bytes):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainer.named_objects.server", str(os.getpid()),
-             str(int(kernel_signal_wanted()))],
-            stdin=subprocess.PIPE)
+        self.process = spawn("trainer.named_objects.server", stdin=subprocess.PIPE)
         # The address, key and import path go through stdin: the key never shows in `ps`.
         self.process.stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
         self.process.stdin.close()
-        self._finalizer = weakref.finalize(self, _end_process, self.process)
+        self._finalizer = weakref.finalize(self, end_process, self.process,
+                                           terminate_first=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             try:
@@ -310,16 +308,6 @@ class _Server:
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
-
-
-def _end_process(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 # -- this process's state --------------------------------------------------------------------

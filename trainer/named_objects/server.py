@@ -1,5 +1,5 @@
 """The named-object server process:
-`python -m trainer.named_objects.server PARENT_PID KERNEL_SIGNAL`, with (address, authkey,
+`python -m trainer.named_objects.server PARENT_PID KERNEL` (`trainer.util.child_process`), with (address, authkey,
 sys_path) cloudpickled on stdin (see `trainer.named_objects`).
 
 It listens on a Unix socket file in a directory only its user can enter (mode 0700, made by the
@@ -92,19 +92,15 @@ def _serve_client(sock, authkey: bytes, registry: Registry) -> None:
 
 
 def main(argv: list[str]) -> None:
-    import signal
     import socket
 
     import cloudpickle
 
-    from trainer.util.child_process import die_with_parent
+    from trainer.util.child_process import add_import_paths, start_child
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    die_with_parent(int(argv[1]), bool(int(argv[2])))
+    start_child(argv)
     address, authkey, sys_path = cloudpickle.loads(sys.stdin.buffer.read())
-    for entry in sys_path:
-        if entry not in sys.path:
-            sys.path.append(entry)
+    add_import_paths(sys_path)
     registry = Registry()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if os.path.exists(address):

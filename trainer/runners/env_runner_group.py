@@ -1,8 +1,13 @@
-"""`EnvRunnerGroup`: starts the EnvRunner worker processes, feeds them requests, gathers results,
-and applies the fault-tolerance settings when one fails.
+"""`EnvRunnerGroup`: starts the remote EnvRunners, samples from them, and applies the
+fault-tolerance settings when one fails. This is where a crashed runner is restarted
+(`handle_failures` -> `restart_policy.decide` -> `_restart`).
+
+The group talks to its runners only through a `RunnerPool` of `RunnerHandle`s started by a
+`RunnerBackend` (`trainer.runners.handle`): worker processes here (`ProcessBackend`), and any
+other backend that implements those two interfaces.
 
 With `num_env_runners=0` the group holds one local EnvRunner that samples in the main process.
-With N > 0 it starts N worker processes (indices 1..N) in parallel and keeps a local EnvRunner
+With N > 0 it starts N remote runners (indices 1..N) in parallel and keeps a local EnvRunner
 without env (index 0), as RLlib does, so `foreach_env_runner(..., local_env_runner=True)` answers
 from the main process too. The local runner always holds the latest weights: a restarted
 process is re-synced from it.
@@ -20,14 +25,13 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from multiprocessing.connection import wait
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import cloudpickle
@@ -40,21 +44,21 @@ from trainer.env.envs import EnvCreator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
-    EnvRunnerFailure,
     EnvRunnerTimeout,
     NoHealthyEnvRunners,
     RunnerStateRejected,
 )
-from trainer.runners import restart_policy
-from trainer.runners.process_runner import RemoteEnvRunner
+from trainer.runners import protocol, restart_policy
+from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.runners.pool import Failure, RunnerPool
+from trainer.runners.process_runner import ProcessBackend
 from trainer.util.deprecation import warn_once
+from trainer.util.pickling import travel_dumps
 
 logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
-
-Failure = EnvRunnerFailure | CallbackError
 
 
 def failure_kind(error: BaseException) -> str:
@@ -103,10 +107,13 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
 
 class EnvRunnerGroup:
     def __init__(self, config: Any, env_creator: EnvCreator, *,
-                 on_recreated: Callable[[list[int]], None] | None = None):
+                 on_recreated: Callable[[list[int]], None] | None = None,
+                 backend: RunnerBackend | None = None):
         self.config = config
         self._env_creator = env_creator
-        self._remote: dict[int, RemoteEnvRunner] = {}
+        self._backend = backend or ProcessBackend()
+        #: The remote runners: every send and gather goes through it.
+        self.pool = RunnerPool()
         self._stopped = False
         #: Called with the indices of the runners restarted in one recovery.
         self.on_recreated = on_recreated
@@ -152,48 +159,48 @@ class EnvRunnerGroup:
             # are failures like any other, handled by the fault-tolerance settings.
             self.handle_failures(failures)
 
+    def _init_request(self, index: int, *, recreated: bool) -> protocol.Init:
+        """The `Init` of runner `index`: its spec, each callback pickled on its own (so one
+        that the runner cannot unpickle is reported by name, a `CallbackError`)."""
+        spec = {"config": self.config, "env_creator": self._env_creator, "worker_index": index,
+                "num_workers": self.config.num_env_runners, "spaces": self.spaces,
+                "env_spaces": self.env_spaces, "recreated": recreated,
+                "named_objects": named_objects.client_settings()}
+        named = {id(obj): label for label, obj in self.config.callback_labels()}
+        return protocol.Init(protocol.next_request_id(), list(sys.path),
+                             travel_dumps(spec, named))
+
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
                state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
                ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """Starts a worker process per index (all first, so they boot in parallel), hands each
-        its spec (and `state_for(index)`, then a ping); returns the init replies and the
+        """Starts a runner per index (all first, so they boot in parallel), sends each its
+        `Init` (and `state_for(index)`, then a ping); returns the init replies and the
         failures. The init replies must come within `timeout`, the state's and ping's within
         `state_timeout` more."""
         # Evaluation runners run in the background: in parallel evaluation they take the cycles
         # the training processes leave idle instead of slowing training.
         background = bool(self.config.in_evaluation)
-        runners = {}
         for index in indices:
-            runners[index] = self._remote[index] = RemoteEnvRunner(index, background=background)
-        replies, failures = {}, {}
-        for index, runner in runners.items():
-            try:
-                runner.send_init({"config": self.config, "env_creator": self._env_creator,
-                                  "worker_index": index,
-                                  "num_workers": self.config.num_env_runners,
-                                  "spaces": self.spaces, "env_spaces": self.env_spaces,
-                                  "recreated": recreated,
-                                  "named_objects": named_objects.client_settings()})
-                if state_for is not None:
-                    runner.call_async("set_state", state=state_for(index))
-                    runner.call_async("ping")
-            except (EnvRunnerFailure, CallbackError) as error:
-                failures[index] = error
-        deadline = time.monotonic() + timeout
-        for index, runner in runners.items():
-            if index in failures:
-                continue
-            try:
-                # The init reply comes first; read it, then the rest.
-                replies[index] = runner.read_reply(max(deadline - time.monotonic(), 0.01))
-                runner.result(max(deadline + state_timeout - time.monotonic(), 0.01))
-            except (EnvRunnerFailure, CallbackError) as error:
-                failures[index] = error
-        return replies, failures
+            self.pool.put(self._backend.start(index, background=background))
+        sent, failures = self.pool.send(
+            indices, lambda index: self._init_request(index, recreated=recreated))
+        replies, init_failures = self.pool.gather(sent, timeout)
+        failures.update(init_failures)
+        if state_for is not None and replies:
+            # The restored state, then a ping: a runner that answers both is ready to sample.
+            _, state_failures = self.pool.call(
+                list(replies), lambda index: protocol.call("set_state", state=state_for(index)),
+                state_timeout)
+            failures.update(state_failures)
+            _, ping_failures = self.pool.call([i for i in replies if i not in failures],
+                                              protocol.call("ping"),
+                                              state_timeout)
+            failures.update(ping_failures)
+        return {i: reply for i, reply in replies.items() if i not in failures}, failures
 
     # -- who is there ------------------------------------------------------------------------
     def healthy_env_runner_ids(self) -> list[int]:
-        return [i for i, r in self._remote.items() if r.healthy and r.is_alive()]
+        return self.pool.healthy_ids()
 
     def healthy_worker_ids(self) -> list[int]:
         """RLlib's other name of `healthy_env_runner_ids()`."""
@@ -203,23 +210,17 @@ class EnvRunnerGroup:
         return len(self.healthy_env_runner_ids())
 
     def num_remote_workers(self) -> int:
-        return len(self._remote)
+        return len(self.pool)
 
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
 
     def remote_pids(self) -> dict[int, int]:
-        return {i: r.pid for i, r in self._remote.items()}
+        return {i: r.pid for i, r in self.pool.items()}
 
     def collect_exited(self) -> list[EnvRunnerCrashed]:
-        """Runners whose process exited while idle (killed, crashed) since the last look:
-        marked unhealthy and returned as failures, so they are reported, not silently skipped."""
-        failures = []
-        for index, runner in self._remote.items():
-            if runner.healthy and not runner.is_alive():
-                failures.append(EnvRunnerCrashed(index, None, runner.process.returncode))
-                runner.kill()
-        return failures
+        """Runners that ended while idle (killed, crashed) since the last look, as failures."""
+        return self.pool.collect_exited()
 
     # -- failures and restarts ---------------------------------------------------------------
     def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
@@ -232,7 +233,7 @@ class EnvRunnerGroup:
         to_restart = []
         for index, error in sorted(failures.items()):
             self.failures_by_kind[failure_kind(error)] += 1
-            self._remote[index].kill()
+            self.pool[index].kill()
             reason = self._why_not_restart(index, error)
             if reason is None:
                 to_restart.append(index)
@@ -243,9 +244,9 @@ class EnvRunnerGroup:
                 _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
                 raise error
         restarted = self._restart(to_restart) if to_restart else []
-        if self._remote and not self.healthy_env_runner_ids():
+        if self.pool and not self.healthy_env_runner_ids():
             raise NoHealthyEnvRunners(
-                f"no healthy EnvRunner is left (of {len(self._remote)}); last failure: "
+                f"no healthy EnvRunner is left (of {len(self.pool)}); last failure: "
                 f"{failures[max(failures)]}")
         return restarted
 
@@ -298,58 +299,6 @@ class EnvRunnerGroup:
         return timeout_seconds if timeout_seconds is not None else max(
             self.config.sample_timeout_s, 60.0)
 
-    def gather_each(self, ids: list[int], timeout: float
-                    ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """The last reply of each runner in `ids` (whichever answers first is read first), and
-        the failures: errors, deaths, and runners still silent after `timeout` (killed)."""
-        results: dict[int, Any] = {}
-        failures: dict[int, Failure] = {}
-        deadline = time.monotonic() + timeout
-        waiting = {}
-        for i in ids:
-            if self._remote[i].has_pending():
-                waiting[self._remote[i].conn] = i
-        while waiting:
-            ready = wait(list(waiting), timeout=max(deadline - time.monotonic(), 0))
-            if not ready:
-                for i in waiting.values():
-                    failures[i] = self._remote[i].timed_out(timeout)
-                break
-            for conn in ready:
-                i = waiting[conn]
-                runner = self._remote[i]
-                try:
-                    value = runner.read_reply(1.0)
-                except (EnvRunnerFailure, CallbackError) as error:
-                    failures[i] = error
-                    del waiting[conn]
-                    continue
-                if not runner.has_pending():
-                    results[i] = value
-                    del waiting[conn]
-        return results, failures
-
-    def send_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None]
-                  ) -> tuple[list[int], dict[int, Failure]]:
-        """Sends a request to each runner; returns those that took it and the failures."""
-        sent, failures = [], {}
-        for i in ids:
-            try:
-                send(self._remote[i])
-                sent.append(i)
-            except (EnvRunnerFailure, CallbackError) as error:
-                failures[i] = error
-        return sent, failures
-
-    def call_each(self, ids: list[int], send: Callable[[RemoteEnvRunner], None],
-                  timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """`send(runner)` to each runner in `ids`, then the replies and the failures (errors,
-        deaths, no answer within `timeout`), without applying the fault-tolerance settings."""
-        sent, failures = self.send_each(ids, send)
-        replies, gather_failures = self.gather_each(sent, timeout)
-        failures.update(gather_failures)
-        return replies, failures
-
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
                            timeout_seconds: float | None = None,
@@ -366,24 +315,21 @@ class EnvRunnerGroup:
             target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
             results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
         ids = self.healthy_env_runner_ids() if remote_worker_ids is None else [
-            i for i in remote_worker_ids if i in self._remote]
+            i for i in remote_worker_ids if i in self.pool]
         if not ids:
             return results
         watch_tasks = bool(self._tasks)
         if isinstance(func, str) and not watch_tasks:
-            def send(runner):
-                runner.call_async(func, **kwargs)
+            request = protocol.call(func, **kwargs)
         else:
             if isinstance(func, str):
                 func = partial(_call_method, func)
             if watch_tasks:
                 # `func` may have changed tasks: each runner reports them with the result.
                 func = partial(_call_reporting_tasks, func)
-            func_bytes = cloudpickle.dumps(func)
-
-            def send(runner):
-                runner.apply_async(func_bytes, **kwargs)
-        replies, failures = self.call_each(ids, send, self._timeout(timeout_seconds))
+            request = protocol.apply(cloudpickle.dumps(func), **kwargs)
+        replies, failures = self.pool.call(ids, request,
+                                           self._timeout(timeout_seconds))
         if watch_tasks:
             for index, (_, tasks) in replies.items():
                 self._tasks[index] = tasks
@@ -416,12 +362,10 @@ class EnvRunnerGroup:
     def _broadcast(self, method: str, kwargs: dict) -> None:
         """Calls `method(**kwargs)` on every healthy remote runner, the request pickled once;
         each applies it before its next request (the reply is read with that one's)."""
-        if not self._remote:
+        if not self.pool:
             return
-        message = bytes(ForkingPickler.dumps(("call", method, kwargs)))
-        _, failures = self.send_each(self.healthy_env_runner_ids(),
-                                     lambda r: r.send_pickled(method, message))
-        self.handle_failures(failures)
+        self.handle_failures(self.pool.broadcast(self.healthy_env_runner_ids(),
+                                                 protocol.call(method, **kwargs)))
 
     def _sample_locally(self, explore: bool | None) -> Any:
         """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
@@ -458,8 +402,8 @@ class EnvRunnerGroup:
                     raise RunnerStateRejected(f"{prefix}0", error) from error
                 raise
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
-        _, failures = self.call_each(
-            ids, lambda r: r.call_async("set_state", state=states[r.worker_index]),
+        _, failures = self.pool.call(
+            ids, lambda index: protocol.call("set_state", state=states[index]),
             self._timeout(timeout_seconds))
         for index in ids:
             # A runner that refused its state is restarted on the tasks it had.
@@ -486,16 +430,16 @@ class EnvRunnerGroup:
         connector_states: list = []
         steps = 0
         while steps < min_env_steps:
-            if not self._remote:
+            if not self.pool:
                 replies = {0: self._sample_locally(explore)}
             else:
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
                 if not ids:
                     raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
-                replies, failures = self.call_each(
-                    ids, lambda r: r.call_async("sample_with_metrics", explore=explore),
-                    self.config.sample_timeout_s)
+                request = protocol.call("sample_with_metrics", explore=explore)
+                replies, failures = self.pool.call(ids, request,
+                                                   self.config.sample_timeout_s)
                 request_size = (self.config.get_rollout_fragment_length()
                                 * self.config.num_envs_per_env_runner)
                 self.num_env_steps_lost += request_size * len(failures)
@@ -522,8 +466,9 @@ class EnvRunnerGroup:
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
 
-    def remote_runner(self, index: int) -> RemoteEnvRunner:
-        return self._remote[index]
+    def remote_runner(self, index: int) -> RunnerHandle:
+        """The handle on remote runner `index` (its `pid`, `is_alive()`, `kill()`)."""
+        return self.pool[index]
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop(self) -> None:
@@ -531,7 +476,6 @@ class EnvRunnerGroup:
         if self._stopped:
             return
         self._stopped = True
-        for runner in self._remote.values():
-            runner.stop()
+        self.pool.stop()
         if getattr(self, "local_env_runner", None) is not None:
             self.local_env_runner.stop()

@@ -1,9 +1,11 @@
-"""`RemoteEnvRunner`: the main process's handle on one EnvRunner worker process.
+"""The "processes" backend: each remote EnvRunner is a worker process of this machine
+(`trainer.runners.worker`), and `ProcessRunner` is the main process's `RunnerHandle` on one.
 
-Requests are sent at once and their replies read in order (the worker answers each request
-exactly once), so a caller can send several requests and read only the last reply: earlier replies
-are still checked for errors. Every read waits at most a timeout; a worker that does not answer in
-time is killed and reported as `EnvRunnerTimeout`, one that died as `EnvRunnerCrashed`.
+Requests go over a socket pair as pickled `protocol` records; replies come back in request
+order (the worker answers each exactly once), so a caller can send several requests and read
+only the last reply: earlier replies are still checked for errors. Every read waits at most a
+timeout; a worker that does not answer in time has its stack read (faulthandler, on SIGUSR1,
+into a pipe), is killed and reported as `EnvRunnerTimeout`; one that died as `EnvRunnerCrashed`.
 """
 
 from __future__ import annotations
@@ -12,27 +14,29 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 import weakref
 from collections import deque
+from collections.abc import Sequence
 from multiprocessing import Pipe
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from trainer.callbacks import CallbackError
-from trainer.errors import EnvRunnerCrashed, EnvRunnerError, EnvRunnerTimeout
-from trainer.util.child_process import kernel_signal_wanted
+from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
+from trainer.runners import protocol
+from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.util.child_process import end_process, spawn
 from trainer.util.deprecation import warn_once
-from trainer.util.pickling import travel_dumps
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
 #: for the cores (measured in bench/threads.py). A user's explicit setting wins.
 _WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 #: Niceness of a background worker where the idle scheduling class is not available.
 BACKGROUND_NICENESS = 10
+#: Longest wait for a stalled worker's stack dump before it is killed.
+STACK_WAIT_S = 0.5
+#: Innermost frames of a stalled worker's stack kept in the timeout's message.
+STACK_FRAMES = 8
 
 
 def _run_in_background(pid: int) -> None:
@@ -51,27 +55,13 @@ def _run_in_background(pid: int) -> None:
         pass  # not allowed either: the runner runs at normal priority
 
 
-def _kill(process: subprocess.Popen, stack_fd: int) -> None:
-    """Ends a worker process for good (used by stop(), garbage collection and at exit)."""
+def _end_worker(process: subprocess.Popen, stack_fd: int) -> None:
+    """Ends a worker process for good (used by kill(), garbage collection and at exit)."""
     try:
         os.close(stack_fd)
     except OSError:
         pass
-    if process.poll() is None:
-        try:
-            process.kill()
-        except OSError:
-            pass  # it exited between poll() and kill()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-#: Longest wait for a stalled worker's stack dump before it is killed.
-STACK_WAIT_S = 0.5
-#: Innermost frames of a stalled worker's stack kept in the timeout's message.
-STACK_FRAMES = 8
+    end_process(process)
 
 
 def _main_thread_stack(dump: str) -> str:
@@ -89,7 +79,7 @@ def _main_thread_stack(dump: str) -> str:
     return ""
 
 
-class RemoteEnvRunner:
+class ProcessRunner(RunnerHandle):
     """One worker process holding one `EnvRunner` (see `trainer.runners.worker`)."""
 
     def __init__(self, worker_index: int, *, background: bool = False):
@@ -101,70 +91,52 @@ class RemoteEnvRunner:
         # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
         stack_read, stack_write = os.pipe()
         os.set_blocking(stack_read, False)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainer.runners.worker", str(child_end.fileno()),
-             str(os.getpid()), str(stack_write), str(int(kernel_signal_wanted()))],
-            pass_fds=(child_end.fileno(), stack_write),
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        self.process = spawn("trainer.runners.worker", str(child_end.fileno()), str(stack_write),
+                             str(worker_index),
+                             pass_fds=(child_end.fileno(), stack_write), env=env)
         child_end.close()
         os.close(stack_write)
         self._stack_fd = stack_read
         if background:
             _run_in_background(self.process.pid)
         self.conn: Connection = parent_end
-        self._pending: deque[str] = deque()
+        #: (request id, label) of each request sent and not yet answered, oldest first.
+        self._pending: deque[tuple[int, str]] = deque()
         self.pid = self.process.pid
         self.healthy = True
-        self._finalizer = weakref.finalize(self, _kill, self.process, stack_read)
+        self._finalizer = weakref.finalize(self, _end_worker, self.process, stack_read)
 
     # -- requests ----------------------------------------------------------------------------
-    def _send(self, label: str, message: tuple | None = None, *,
-              pickled: bytes | None = None) -> None:
-        """Sends one request (an object, or bytes pickled once for many workers); its reply is
-        expected in order."""
+    def send(self, request: protocol.Request, *, pickled: bytes | None = None) -> None:
         try:
             if pickled is not None:
                 self.conn.send_bytes(pickled)
             else:
-                self.conn.send(message)
+                self.conn.send(request)
         except (OSError, EOFError, BrokenPipeError):
             self.healthy = False
-            raise EnvRunnerCrashed(self.worker_index, label, self._exitcode()) from None
-        self._pending.append(label)
-
-    def send_init(self, spec: dict) -> None:
-        """Starts the runner from `spec`; each callback is pickled on its own, so one that the
-        worker cannot unpickle is reported by name (a `CallbackError`)."""
-        named = {id(obj): label for label, obj in spec["config"].callback_labels()}
-        payload = travel_dumps(spec, named)
-        self._send("__init__", ("init", list(sys.path), payload, self.worker_index))
-
-    def send_pickled(self, label: str, message_bytes: bytes) -> None:
-        """Sends a request pickled once for many workers (see `EnvRunnerGroup.sync_weights`)."""
-        self._send(label, pickled=message_bytes)
-
-    def call_async(self, method: str, **kwargs) -> None:
-        # Failures name the public method (`sample`, not the internal `sample_with_metrics`).
-        self._send(method.removesuffix("_with_metrics"), ("call", method, kwargs))
-
-    def apply_async(self, func_bytes: bytes, **kwargs) -> None:
-        self._send("foreach_env_runner", ("apply", func_bytes, kwargs))
+            raise EnvRunnerCrashed(self.worker_index, request.label, self.exitcode(1.0)) \
+                from None
+        self._pending.append((request.request_id, request.label))
 
     def has_pending(self) -> bool:
         return bool(self._pending)
 
     # -- replies -----------------------------------------------------------------------------
-    def _exitcode(self) -> int | None:
+    def exitcode(self, wait_s: float = 0.0) -> int | None:
         try:
-            return self.process.wait(timeout=1.0)
+            return self.process.wait(timeout=wait_s) if wait_s else self.process.poll()
         except subprocess.TimeoutExpired:
             return None
 
+    def reply_ready(self) -> bool:
+        try:
+            return bool(self.conn.poll())
+        except (OSError, EOFError):
+            return True  # gone: reading says how
+
     def read_reply(self, timeout: float) -> Any:
-        """The next reply (in request order), waiting at most `timeout` seconds."""
-        label = self._pending[0]
+        request_id, label = self._pending[0]
         try:
             ready = self.conn.poll(timeout)
         except (OSError, EOFError):
@@ -172,26 +144,27 @@ class RemoteEnvRunner:
         if not ready:
             raise self.timed_out(timeout)
         try:
-            status, value, *warnings = self.conn.recv()
+            reply: protocol.Reply = self.conn.recv()
         except (EOFError, OSError, ConnectionResetError):
             self._pending.clear()
             self.healthy = False
-            exitcode = self._exitcode()
+            exitcode = self.exitcode(1.0)
             self.kill()
             raise EnvRunnerCrashed(self.worker_index, label, exitcode) from None
         self._pending.popleft()
-        for form, replacement in warnings[0] if warnings else ():
+        if reply.request_id != request_id:
+            self.kill()
+            raise protocol.ProtocolError(
+                f"EnvRunner {self.worker_index} answered request {reply.request_id} while "
+                f"request {request_id} ({label}) waited for its reply")
+        for form, replacement in reply.warnings:
             warn_once(form, replacement)
-        if status == "error":
-            if isinstance(value, (CallbackError, EnvRunnerError)):
-                raise value
-            raise EnvRunnerError(self.worker_index, label, type(value).__name__, str(value), "")
-        return value
+        if reply.error is not None:
+            protocol.raise_error(reply)
+        return reply.value
 
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
-        """Gives up on the pending replies: reads where the process is stuck, kills it, and
-        returns the failure."""
-        label = self._pending[0] if self._pending else "request"
+        label = self._pending[0][1] if self._pending else "request"
         self._pending.clear()
         stack = self.stack()
         self.kill()
@@ -222,30 +195,27 @@ class RemoteEnvRunner:
                 break  # the dump is written in one go: silence after data means done
         return _main_thread_stack(b"".join(chunks).decode(errors="replace"))
 
-    def result(self, timeout: float) -> Any:
-        """Reads every pending reply and returns the last one; raises the first error."""
-        value = None
-        while self._pending:
-            value = self.read_reply(timeout)
-        return value
+    @staticmethod
+    def wait(handles: Sequence[ProcessRunner], timeout: float) -> list[ProcessRunner]:
+        by_conn = {handle.conn: handle for handle in handles}
+        return [by_conn[conn] for conn in wait(list(by_conn), timeout=max(timeout, 0))]
 
     # -- lifetime ----------------------------------------------------------------------------
     def is_alive(self) -> bool:
         return self.process.poll() is None
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Asks the worker to close its env and exit; kills it if it does not within `timeout`."""
         if self.is_alive() and self.healthy:
             try:
                 # Drain replies to requests still in flight, then say stop.
                 while self._pending:
                     self.read_reply(timeout)
-                self.conn.send(("stop",))
-                if self.conn.poll(timeout):
+                self.send(protocol.stop())
+                if self.conn.poll(timeout):  # its reply, unchecked: the process ends anyway
                     self.conn.recv()
                 self.process.wait(timeout=timeout)
-            except Exception:
-                pass  # a worker that fails the polite stop is killed just below
+            except Exception:  # noqa: BLE001 - a worker that fails the polite stop is killed
+                pass
         self.kill()
 
     def kill(self) -> None:
@@ -255,3 +225,10 @@ class RemoteEnvRunner:
             self.conn.close()
         except OSError:
             pass
+
+
+class ProcessBackend(RunnerBackend):
+    """Remote runners as worker processes of this machine."""
+
+    def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
+        return ProcessRunner(worker_index, background=background)

@@ -1,0 +1,84 @@
+"""`RunnerHandle`: how the `EnvRunnerGroup` and the `RunnerPool` talk to one remote EnvRunner,
+whatever runs it: a worker process (`ProcessRunner`, the "processes" backend) or, in the Ray
+backend, an actor. A backend implements this interface and `RunnerBackend`, and nothing else
+in the trainer changes.
+
+A handle sends requests (`trainer.runners.protocol`) and reads their replies in request order,
+each read bounded by a timeout. Failures are raised as the kinds of `trainer.errors`:
+`EnvRunnerCrashed` (the runner is gone), `EnvRunnerTimeout` (no reply in time: the runner is
+killed), `EnvRunnerError` / `CallbackError` (code in the runner raised; the runner lives on).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from trainer.errors import EnvRunnerTimeout
+from trainer.runners.protocol import Request
+
+
+class RunnerHandle(ABC):
+    #: The runner's index in its group (1..N; 0 is the local runner, which has no handle).
+    worker_index: int
+    #: False once the runner failed or was stopped: it takes no more requests.
+    healthy: bool
+    #: The runner's process id (on its node), or None where not known.
+    pid: int | None
+
+    @abstractmethod
+    def send(self, request: Request, *, pickled: bytes | None = None) -> None:
+        """Sends `request` (or `pickled`, the same request pickled once for many runners); its
+        reply is expected after those of the requests sent before. Raises `EnvRunnerCrashed`
+        when the runner cannot take it."""
+
+    @abstractmethod
+    def has_pending(self) -> bool:
+        """Whether a request sent is still unanswered (its reply unread)."""
+
+    @abstractmethod
+    def reply_ready(self) -> bool:
+        """Whether the next reply can be read without waiting (or the runner is gone)."""
+
+    @abstractmethod
+    def read_reply(self, timeout: float) -> Any:
+        """The value of the next reply, waiting at most `timeout` seconds; raises the failure
+        (see the module docstring) instead."""
+
+    @abstractmethod
+    def timed_out(self, timeout: float) -> EnvRunnerTimeout:
+        """Gives up on the pending replies: kills the runner and returns the failure (with
+        where the runner was stuck, where that can be read)."""
+
+    @abstractmethod
+    def is_alive(self) -> bool:
+        """Whether the runner still runs (a crashed or killed runner does not)."""
+
+    @abstractmethod
+    def exitcode(self) -> int | None:
+        """How the runner ended (negative: the signal that ended it), or None."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Ends the runner at once; it is no longer healthy."""
+
+    @abstractmethod
+    def stop(self, timeout: float = 2.0) -> None:
+        """Asks the runner to close its envs and end (answering what is in flight first);
+        kills it if it has not within `timeout`."""
+
+    @staticmethod
+    @abstractmethod
+    def wait(handles: Sequence[RunnerHandle], timeout: float) -> list[RunnerHandle]:
+        """The handles of `handles` whose next reply is ready (or that are gone), waiting up to
+        `timeout` seconds for at least one; [] if none is by then."""
+
+
+class RunnerBackend(ABC):
+    """Starts remote runners of one kind (`trainer.runners.process_runner.ProcessBackend`)."""
+
+    @abstractmethod
+    def start(self, worker_index: int, *, background: bool = False) -> RunnerHandle:
+        """Starts runner `worker_index` (its EnvRunner is built by the `Init` request sent
+        next); `background` runners (evaluation) yield the CPU to the training processes."""
