@@ -7,6 +7,10 @@ single EnvRunner lives in the main process. The vector env autoresets in gymnasi
 episode at once; the next `env.step()` resets that sub-env (its action is ignored and the step is
 not counted), after which the runner logs the reset observation and fires `on_episode_start`. So
 the event order is exactly created < reset < start < step ... < end, with no extra env calls.
+
+This module is the sampling loop; the runner's state for checkpoints and exact resume is in
+`trainer.env.runner_state`, sub-env recovery in `trainer.env.sub_env_guard` (both mixed into
+`EnvRunner`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -30,15 +33,14 @@ from trainer.core.models import (
     DEFAULT_MODULE_ID,
     INPUT_ENV_SINGLE_SPACES,
     INPUT_ENV_SPACES,
-    RL_MODULE_STATE,
     SpaceInfo,
 )
-from trainer.env.curriculum import check_task_settable, is_task_settable
-from trainer.env.env_state import capture_env_state, restore_env_state
+from trainer.env.curriculum import is_task_settable
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
-from trainer.env.sub_env_guard import SubEnvGuard
+from trainer.env.runner_state import RunnerStateMixin
+from trainer.env.sub_env_guard import SubEnvRecoveryMixin
 from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_DURATION_SEC_MEAN,
@@ -56,14 +58,6 @@ from trainer.metrics import (
 )
 from trainer.util import seeding
 from trainer.util.deprecation import warn_once
-from trainer.util.rng import generator_state, new_generator, set_generator_state
-from trainer.util.state_checks import (
-    StateError,
-    check_loads,
-    require_generator_state,
-    require_int,
-    require_map,
-)
 
 logger = logging.getLogger("trainer")
 
@@ -98,7 +92,7 @@ def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
     return per_env
 
 
-class EnvRunner:
+class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin):
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 
     Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
@@ -265,52 +259,6 @@ class EnvRunner:
         """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
         return self.env_context.copy_with_overrides(vector_index=index)
 
-    def _make_sub_env(self, context: EnvContext) -> gym.Env:
-        env = self._env_creator(context)
-        return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
-
-    def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
-        """Checks a new sub-env against `env_task_fn`; fires `on_sub_environment_created`."""
-        if self.config.env_task_fn is not None:
-            check_task_settable(sub_env.unwrapped, "env_task_fn")
-        if self._callbacks.has("on_sub_environment_created"):
-            self._callbacks.fire("on_sub_environment_created", worker=self,
-                                 sub_environment=sub_env.unwrapped, env_context=context,
-                                 env_index=index)
-
-    def _recover_sub_envs(self) -> None:
-        """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
-        episode, and starts a new one in the new sub-env."""
-        for i, sub_env in enumerate(self.env.envs):
-            error = getattr(sub_env, "failure", None)
-            if error is None:
-                continue
-            episode = self._episodes[i]
-            self._prev_chunks.pop(episode.id_, None)
-            self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
-            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
-            task = self._task_of(sub_env)
-            try:
-                sub_env.close()
-            except Exception:
-                pass  # a broken env may fail to close too; it is dropped either way
-            context = self.env_context.copy_with_overrides(vector_index=i, recreated_worker=True)
-            new_env = self._make_sub_env(context)
-            self.env.envs[i] = new_env
-            self._sub_env_created(i, new_env, context)
-            if task is not None:
-                new_env.unwrapped.set_task(task[0])  # the new sub-env keeps the current task
-            observation, infos = new_env.reset()
-            if new_env.failure is not None:  # an env that cannot even start: the runner fails
-                raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
-                                   f"{type(new_env.failure).__name__}: {new_env.failure}"
-                                   ) from new_env.failure
-            self._obs[i] = observation
-            self._awaiting_reset[i] = False
-            self.env._autoreset_envs[i] = False
-            self._create_episode(i)
-            self._begin_episode(i, observation, infos)
-
     def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None):
         """`env.reset()` of the vector env (RLlib's name). With
         `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
@@ -413,7 +361,7 @@ class EnvRunner:
         for sub_env, task in zip(self.env.envs, tasks, strict=True):
             sub_env.unwrapped.set_task(task)
 
-    # -- weights and state -------------------------------------------------------------------
+    # -- weights (the rest of the state: trainer.env.runner_state) --------------------------
     def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
                     connector_state: dict | None = None) -> None:
         self.module.set_weights(weights)
@@ -423,136 +371,6 @@ class EnvRunner:
 
     def get_weights(self) -> dict[str, np.ndarray]:
         return self.module.get_weights()
-
-    def get_state(self, *, include_weights: bool = True, include_env: bool = True) -> dict:
-        """Everything this runner needs to continue exactly: its RNG, the global timestep, the
-        exploration's and metrics' state, the weights, the sub-envs' tasks (for envs with tasks,
-        see `trainer.env.curriculum`), and (with `include_env`) where sampling
-        stands: each sub-env's captured state (see `trainer.env.env_state`), the current
-        observations and the unfinished episodes. Plain data and numpy arrays only."""
-        state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
-                 "exploration": self.exploration.get_state(),
-                 "metrics": self.metrics.get_state()}
-        if include_weights:
-            state[RL_MODULE_STATE] = self.module.get_weights()
-        connector_state = self.get_connector_state()
-        if connector_state is not None:
-            state["connector_state"] = connector_state
-        tasks = self.get_tasks()
-        if tasks is not None:
-            state["tasks"] = tasks
-        if include_env and self.env is not None:
-            state["sampling"] = self._sampling_state()
-        return state
-
-    def check_state(self, state: Any, where: str = "env_runner") -> None:
-        """Raises `StateError` unless `state` is a runner state this runner can take: every key
-        `get_state()` writes has the right kind of value, the exploration, metrics and
-        connector states load into scratch copies, and the unfinished episodes rebuild. Nothing
-        here changes."""
-        require_map(state, where)
-        unknown = sorted(set(state) - _RUNNER_STATE_KEYS)
-        if unknown:
-            raise StateError(where, f"has keys a runner state does not: {unknown[:4]}")
-        if "rng" in state:
-            require_generator_state(state["rng"], f"{where}['rng']")
-        if "global_timestep" in state:
-            require_int(state["global_timestep"], f"{where}['global_timestep']")
-        if RL_MODULE_STATE in state:
-            self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
-        if "metrics" in state:
-            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']")
-        for key, component in (("exploration", self.exploration),
-                               ("connector_state", self._env_to_module)):
-            if state.get(key) is not None and component is not None:
-                check_loads(component, state[key], f"{where}[{key!r}]")
-        if "tasks" in state and not isinstance(state["tasks"], list):
-            raise StateError(f"{where}['tasks']", f"expected a list, got "
-                                                  f"{type(state['tasks']).__name__}")
-        if "sampling" in state:
-            _check_sampling_state(state["sampling"], f"{where}['sampling']")
-
-    def set_state(self, state: dict) -> None:
-        """Takes back what `get_state()` returned (any subset of its keys), after `check_state`:
-        a state that does not fit raises `StateError` and changes nothing."""
-        self.check_state(state)
-        if "rng" in state:
-            set_generator_state(self._rng, state["rng"])
-        if RL_MODULE_STATE in state:
-            self.module.set_weights(state[RL_MODULE_STATE])
-        if "global_timestep" in state:
-            self.global_timestep = state["global_timestep"]
-        if "connector_state" in state:
-            self.set_connector_state(state["connector_state"])
-        if "exploration" in state:
-            self.exploration.set_state(state["exploration"])
-        if "metrics" in state:
-            self.metrics.set_state(state["metrics"])
-        if "tasks" in state and self.env is not None:
-            self.set_tasks(state["tasks"])  # before the sub-envs' own state, which may refine it
-        if "sampling" in state and self.env is not None:
-            self._restore_sampling(state["sampling"])
-
-    def _sampling_state(self) -> dict:
-        sub_envs, uncaptured = [], {}
-        for i, sub_env in enumerate(self.env.envs):
-            captured, reason = capture_env_state(sub_env)
-            sub_envs.append(captured)
-            if reason is not None:
-                uncaptured[str(i)] = reason
-        action_space_rng = self.env.action_space._np_random
-        return {
-            "needs_reset": self._needs_reset, "env_seed": self._env_seed,
-            "observations": self._obs, "awaiting_reset": list(self._awaiting_reset),
-            "autoreset_envs": np.asarray(self.env._autoreset_envs, dtype=bool),
-            "action_space_rng": (None if action_space_rng is None
-                                 else generator_state(action_space_rng)),
-            "sub_envs": sub_envs, "uncaptured": uncaptured,
-            "episodes": [None if ep is None else ep.get_state() for ep in self._episodes],
-            "prev_chunks": {id_: [chunk.get_state() for chunk in chunks]
-                            for id_, chunks in self._prev_chunks.items()},
-        }
-
-    def _restore_sampling(self, state: dict) -> None:
-        """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
-        was not captured (or no longer fits) starts a new episode, with a warning."""
-        if len(state["sub_envs"]) != self.num_envs:
-            logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
-                           "all episodes restart", self.worker_index, len(state["sub_envs"]),
-                           self.num_envs)
-            self._needs_reset = True
-            return
-        self._env_seed = state["env_seed"]
-        if state["action_space_rng"] is not None:
-            self.env.action_space._np_random = new_generator(state["action_space_rng"])
-        restart = []
-        for i, (sub_env, captured) in enumerate(zip(self.env.envs, state["sub_envs"],
-                                                    strict=True)):
-            reason = state["uncaptured"].get(str(i)) if captured is None else (
-                restore_env_state(sub_env, captured))
-            if reason is not None:
-                restart.append(i)
-                logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
-                               "its episode restarts", self.worker_index, i, reason)
-        self._needs_reset = state["needs_reset"]
-        self._prev_chunks = {}
-        if self._needs_reset:
-            return  # the next sample() starts fresh episodes anyway
-        self._obs = np.array(state["observations"])
-        self._awaiting_reset = [bool(flag) for flag in state["awaiting_reset"]]
-        self.env._autoreset_envs = np.array(state["autoreset_envs"], dtype=bool)
-        for i, episode_state in enumerate(state["episodes"]):
-            self._create_episode(i, _resumed_episode(episode_state))
-        self._prev_chunks = {id_: [_resumed_episode(c) for c in chunks]
-                             for id_, chunks in state["prev_chunks"].items()}
-        for i in restart:
-            self._prev_chunks.pop(self._episodes[i].id_, None)
-            self._create_episode(i)
-            observation, infos = self.env.envs[i].reset()
-            self._obs[i] = observation
-            self._awaiting_reset[i] = False
-            self.env._autoreset_envs[i] = False
-            self._begin_episode(i, observation, infos)
 
     def ping(self) -> str:
         return "pong"
@@ -858,10 +676,6 @@ class EnvRunner:
             self.env = None
 
 
-#: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
-SingleAgentEnvRunner = EnvRunner
-
-
 def _float_leaves(values: Any) -> list[np.ndarray]:
     """The float arrays in a batch (an array, or a dict/tuple of them: Dict and Tuple
     spaces)."""
@@ -874,47 +688,5 @@ def _float_leaves(values: Any) -> list[np.ndarray]:
     return []
 
 
-#: The keys `EnvRunner.get_state()` writes.
-_RUNNER_STATE_KEYS = {"rng", "global_timestep", "exploration", "metrics", RL_MODULE_STATE,
-                      "connector_state", "tasks", "sampling"}
-_SAMPLING_STATE_KEYS = ("needs_reset", "env_seed", "observations", "awaiting_reset",
-                        "autoreset_envs", "action_space_rng", "sub_envs", "uncaptured",
-                        "episodes", "prev_chunks")
-
-
-def _check_sampling_state(state: Any, where: str) -> None:
-    require_map(state, where, _SAMPLING_STATE_KEYS)
-    if not isinstance(state["needs_reset"], bool):
-        raise StateError(f"{where}['needs_reset']", "expected true or false")
-    if state["env_seed"] is not None:
-        require_int(state["env_seed"], f"{where}['env_seed']", minimum=None)
-    if state["action_space_rng"] is not None:
-        require_generator_state(state["action_space_rng"], f"{where}['action_space_rng']")
-    for key in ("sub_envs", "awaiting_reset", "episodes"):
-        if not isinstance(state[key], list):
-            raise StateError(f"{where}[{key!r}]", f"expected a list, got "
-                                                  f"{type(state[key]).__name__}")
-    require_map(state["uncaptured"], f"{where}['uncaptured']")
-    require_map(state["prev_chunks"], f"{where}['prev_chunks']")
-    episodes = [(f"{where}['episodes'][{i}]", episode)
-                for i, episode in enumerate(state["episodes"]) if episode is not None]
-    for id_, chunks in state["prev_chunks"].items():
-        if not isinstance(chunks, list):
-            raise StateError(f"{where}['prev_chunks'][{id_!r}]", "expected a list of episodes")
-        episodes += [(f"{where}['prev_chunks'][{id_!r}][{i}]", chunk)
-                     for i, chunk in enumerate(chunks)]
-    for place, episode_state in episodes:
-        try:
-            SingleAgentEpisode.from_state(episode_state)
-        except Exception as error:  # from_state raises KeyError, TypeError, ValueError...
-            raise StateError(place, f"not an episode state ({type(error).__name__}: "
-                                    f"{error})") from None
-
-
-def _resumed_episode(state: dict) -> SingleAgentEpisode:
-    """An episode from a runner state, recording again where it stopped. Its clock starts now:
-    the saved `perf_counter` readings belong to another process (or machine)."""
-    episode = SingleAgentEpisode.from_state(state)
-    if episode.is_reset:
-        episode._start_time = episode._last_step_time = time.perf_counter()
-    return episode
+#: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
+SingleAgentEnvRunner = EnvRunner
