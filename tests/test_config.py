@@ -115,3 +115,53 @@ def test_porting_no_ops_are_accepted():
                          enable_env_runner_and_connector_v2=True)
               .learners(num_learners=0).resources(num_gpus=0))
     assert config.framework_str == "torch"
+
+
+# -- the settings table: one source of names, defaults, checks and docs ----------------------
+def test_the_readme_settings_tables_are_the_settings_table():
+    import pathlib
+    import subprocess
+    import sys
+
+    from trainer.algorithms.settings import readme_tables
+
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    begin = readme.index("<!-- settings tables: begin (python -m trainer settings) -->\n")
+    end = readme.index("\n<!-- settings tables: end -->")
+    tables = readme[readme.index("\n", begin) + 1:end]
+    assert tables == readme_tables(), "README is stale: paste `python -m trainer settings`"
+    printed = subprocess.run([sys.executable, "-m", "trainer", "settings"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+    assert printed.rstrip("\n") == tables
+
+
+def test_every_setting_is_a_documented_keyword_of_its_builder_method():
+    import inspect
+
+    from trainer import AlgorithmConfig, DQNConfig, PPOConfig
+    from trainer.algorithms.settings import BUILDER_METHODS
+
+    keyword = {"framework_str": "framework"}  # RLlib's builder argument for that setting
+    for cls in (AlgorithmConfig, PPOConfig, DQNConfig):
+        for name, setting in cls._settings().items():
+            assert setting.method in BUILDER_METHODS and setting.doc, name
+            # PPO's and DQN's training() pass what is not theirs on to AlgorithmConfig's.
+            parameters = {**inspect.signature(getattr(AlgorithmConfig, setting.method)).parameters,
+                          **inspect.signature(getattr(cls, setting.method)).parameters}
+            assert keyword.get(name, name) in parameters, (cls.__name__, name)
+            assert setting.check(setting.default) is None, (name, setting.default)
+
+
+def test_builder_docstrings_list_the_class_settings_with_its_defaults():
+    from trainer import AlgorithmConfig, DQNConfig, PPOConfig
+
+    assert "lr (5e-05): Adam's learning rate" in PPOConfig.training.__doc__
+    assert "clip_param (0.3):" in PPOConfig.training.__doc__
+    assert "lr (0.001):" in AlgorithmConfig.training.__doc__
+    assert "clip_param" not in AlgorithmConfig.training.__doc__
+    assert "num_env_runners (2):" in PPOConfig.env_runners.__doc__  # inherited, own defaults
+    assert "num_env_runners (0):" in AlgorithmConfig.env_runners.__doc__
+    assert "epsilon ([(0, 1.0), (10000, 0.05)]):" in DQNConfig.training.__doc__
+    # The documented method is the same method.
+    config = PPOConfig().env_runners(num_env_runners=1).training(clip_param=0.2)
+    assert (config.num_env_runners, config.clip_param) == (1, 0.2)

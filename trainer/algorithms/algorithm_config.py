@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
@@ -154,92 +155,202 @@ class AlgorithmConfig:
     Read settings as attributes (`config.lr`) or like a dict (`config["lr"]`).
     """
 
-    #: name -> (default, check). Subclasses extend it with `_settings()`.
-    _BASE_SETTINGS: dict[str, tuple[Any, Callable]] = {
-        # environment()
-        "env": (None, lambda v: None),
-        "env_config": ({}, is_dict),
-        "env_task_fn": (None, is_callable_or_none),
-        "normalize_actions": (True, is_bool),
-        "clip_actions": (False, is_bool),
-        "observation_space": (None, _is_space_or_none),
-        "action_space": (None, _is_space_or_none),
-        # env_runners()
-        "num_env_runners": (0, int_at_least(0)),
-        "num_envs_per_env_runner": (1, int_at_least(1)),
-        "rollout_fragment_length": (200, auto_or_int_at_least(1)),
-        "batch_mode": ("truncate_episodes", one_of("truncate_episodes", "complete_episodes")),
-        "sample_timeout_s": (60.0, number_above(0)),
-        "explore": (True, is_bool),
-        "env_runner_cls": (None, _is_env_runner_class),
-        "create_env_on_local_worker": (False, is_bool),
-        "validate_env_runners_after_construction": (True, is_bool),
-        "env_to_module_connector": (None, _is_connector_factory),
-        "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter")),
-        # exploration(): {} means the algorithm's default (see `get_exploration_config`)
-        "exploration_config": ({}, _check_exploration_config),
-        # evaluation()
-        "evaluation_interval": (None, optional(int_at_least(1))),
-        "evaluation_duration": (10, auto_or_int_at_least(1)),
-        "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps")),
-        "evaluation_num_env_runners": (0, int_at_least(0)),
-        "evaluation_parallel_to_training": (False, is_bool),
-        "evaluation_config": (None, optional(is_dict)),
-        "custom_evaluation_function": (None, is_callable_or_none),
-        "evaluation_force_reset_envs_before_iteration": (True, is_bool),
-        "evaluation_sample_timeout_s": (120.0, number_above(0)),
-        "evaluation_auto_duration_min_env_steps_per_sample": (100, int_at_least(1)),
-        "evaluation_auto_duration_max_env_steps_per_sample": (2000, int_at_least(1)),
-        # training()
-        "gamma": (0.99, number_in(0.0, 1.0)),
-        "lr": (0.001, number_above(0)),
-        "train_batch_size": (32, int_at_least(1)),
-        "num_epochs": (1, int_at_least(1)),
-        "minibatch_size": (None, optional(int_at_least(1))),
-        "shuffle_batch_per_epoch": (True, is_bool),
-        "grad_clip": (None, optional(number_above(0))),
-        "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm")),
-        "optimizer": ({}, _check_optimizer),
-        "model": (dict(MODEL_DEFAULTS), is_dict),
-        # debugging()
-        "seed": (None, optional(int_at_least(0))),
-        "log_level": ("WARN", _check_log_level),
-        "check_nan": (True, is_bool),
-        "_evaluation_parallel_to_training_wo_thread": (False, is_bool),
-        # reporting()
-        "metrics_num_episodes_for_smoothing": (100, int_at_least(1)),
-        "min_time_s_per_iteration": (None, optional(number_at_least(0))),
-        "min_sample_timesteps_per_iteration": (0, int_at_least(0)),
-        "min_train_timesteps_per_iteration": (0, int_at_least(0)),
-        # fault_tolerance()
-        "restart_failed_env_runners": (True, is_bool),
-        "ignore_env_runner_failures": (False, is_bool),
-        "max_num_env_runner_restarts": (1000, int_at_least(0)),
-        "delay_between_env_runner_restarts_s": (0.1, number_at_least(0)),
-        "env_runner_health_probe_timeout_s": (30.0, number_above(0)),
-        "restart_failed_sub_environments": (False, is_bool),
-        "env_runner_restore_timeout_s": (1800.0, number_above(0)),
-        # checkpointing(): used by `checkpoints.CheckpointManager` (and the main job)
-        "checkpoint_frequency": (0, int_at_least(0)),
-        "num_to_keep": (None, optional(int_at_least(1))),
-        "checkpoint_score_attribute": (None, optional(_is_result_key)),
-        "checkpoint_score_order": ("max", one_of("max", "min")),
-        "checkpoint_at_end": (False, is_bool),
+    #: name -> Setting(default, check, builder method, doc): the settings table
+    #: (`trainer.algorithms.settings`). Subclasses add theirs in `_ALGO_SETTINGS`.
+    _BASE_SETTINGS: dict[str, Setting] = {
+        **settings_of("environment", {
+            "env": (None, lambda v: None,
+                    "a gymnasium id, a register_env name, a gymnasium.Env subclass (built as "
+                    "cls(env_config)) or a callable (env_config) -> env"),
+            "env_config": ({}, is_dict, "passed to the env's creator as an EnvContext (the "
+                                        "dict, plus worker_index, vector_index, ...)"),
+            "env_task_fn": (None, is_callable_or_none,
+                            "curriculum: (train_results, env, env_context) -> the next task, set "
+                            "on every training sub-env after each train()"),
+            "normalize_actions": (True, is_bool, "the policy acts in [-1, 1], scaled to a Box "
+                                                 "action space's bounds"),
+            "clip_actions": (False, is_bool, "actions are clipped to a Box action space's "
+                                             "bounds"),
+            "observation_space": (None, _is_space_or_none,
+                                  "the observation space the networks are built for, instead "
+                                  "of the env's"),
+            "action_space": (None, _is_space_or_none,
+                             "the action space the networks are built for, instead of the "
+                             "env's"),
+        }),
+        **settings_of("env_runners", {
+            "num_env_runners": (0, int_at_least(0),
+                                "EnvRunner worker processes (0: sample in the main process)"),
+            "num_envs_per_env_runner": (1, int_at_least(1), "sub-envs in each EnvRunner's "
+                                                            "vector env"),
+            "rollout_fragment_length": (200, auto_or_int_at_least(1),
+                                        "env steps per sub-env per sample() call; \"auto\" "
+                                        "splits train_batch_size evenly"),
+            "batch_mode": ("truncate_episodes",
+                           one_of("truncate_episodes", "complete_episodes"),
+                           "\"truncate_episodes\": episodes may be cut between sample() "
+                           "calls; \"complete_episodes\": each call returns whole episodes"),
+            "sample_timeout_s": (60.0, number_above(0),
+                                 "a runner that does not answer a sample() within this is "
+                                 "killed (a timeout failure)"),
+            "explore": (True, is_bool, "EnvRunners explore (True) or act greedily (False); "
+                                       "compute_single_action(explore=) overrides it per call"),
+            "env_runner_cls": (None, _is_env_runner_class,
+                               "an EnvRunner subclass to run instead, in every worker and as "
+                               "the local runner"),
+            "create_env_on_local_worker": (False, is_bool,
+                                           "with num_env_runners > 0, the local runner "
+                                           "(algo.env_runner) gets envs too"),
+            "validate_env_runners_after_construction": (
+                True, is_bool, "build() fails when an EnvRunner does not start (False: "
+                               "fault_tolerance() handles it)"),
+            "env_to_module_connector": (None, _is_connector_factory,
+                                        "(env) -> an env-to-module connector piece, a list of "
+                                        "pieces or a pipeline, called in every EnvRunner"),
+            "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter"),
+                                   "\"MeanStdFilter\": RLlib's older spelling of a "
+                                   "MeanStdFilter connector piece"),
+        }),
+        **settings_of("exploration", {
+            # {} means the algorithm's default (see `get_exploration_config`)
+            "exploration_config": ({}, _check_exploration_config,
+                                   "{\"type\": ..., **args}: a type of "
+                                   "trainer.core.exploration or an Exploration subclass; "
+                                   "without \"type\", updates the algorithm's default"),
+        }),
+        **settings_of("evaluation", {
+            "evaluation_interval": (None, optional(int_at_least(1)),
+                                    "evaluate every this many train() calls (None: only when "
+                                    "evaluate() is called)"),
+            "evaluation_duration": (10, auto_or_int_at_least(1),
+                                    "episodes or timesteps per round; \"auto\": as long as the "
+                                    "parallel training step runs"),
+            "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps"),
+                                         "what evaluation_duration counts"),
+            "evaluation_num_env_runners": (0, int_at_least(0),
+                                           "evaluation EnvRunner processes of their own (0: "
+                                           "one in the main process)"),
+            "evaluation_parallel_to_training": (False, is_bool,
+                                                "evaluate while the training step runs (with "
+                                                "the weights from before it)"),
+            "evaluation_config": (None, optional(is_dict),
+                                  "settings overridden for the evaluation runners (a dict or "
+                                  "AlgorithmConfig.overrides(...))"),
+            "custom_evaluation_function": (None, is_callable_or_none,
+                                           "(algorithm, eval_env_runner_group) -> metrics, "
+                                           "instead of sampling the duration"),
+            "evaluation_force_reset_envs_before_iteration": (
+                True, is_bool, "a round in timesteps starts with fresh episodes"),
+            "evaluation_sample_timeout_s": (120.0, number_above(0),
+                                            "an evaluation runner that does not answer within "
+                                            "this is killed"),
+            "evaluation_auto_duration_min_env_steps_per_sample": (
+                100, int_at_least(1), "\"auto\" rounds in timesteps: env steps per request "
+                                      "(at least one per sub-env)"),
+            "evaluation_auto_duration_max_env_steps_per_sample": (
+                2000, int_at_least(1), "\"auto\" rounds in timesteps: the largest request"),
+        }),
+        **settings_of("training", {
+            "gamma": (0.99, number_in(0.0, 1.0), "discount factor"),
+            "lr": (0.001, number_above(0), "Adam's learning rate"),
+            "train_batch_size": (32, int_at_least(1),
+                                 "env steps per training step (train_batch_size_per_learner "
+                                 "is the same setting: there is one learner)"),
+            "num_epochs": (1, int_at_least(1), "passes over each train batch"),
+            "minibatch_size": (None, optional(int_at_least(1)),
+                               "rows per gradient step (None: the whole batch)"),
+            "shuffle_batch_per_epoch": (True, is_bool, "shuffle the batch before each epoch"),
+            "grad_clip": (None, optional(number_above(0)),
+                          "clip gradients at this (None: no clipping)"),
+            "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm"),
+                             "\"value\": each element, \"norm\": each parameter tensor's L2 "
+                             "norm, \"global_norm\": all of them together"),
+            "optimizer": ({}, _check_optimizer,
+                          "Adam's eps (or adam_epsilon) and betas (or beta1, beta2)"),
+            "model": (dict(MODEL_DEFAULTS), is_dict,
+                      "the networks (RLlib's older place of rl_module(model_config=...))"),
+        }),
+        **settings_of("debugging", {
+            "seed": (None, optional(int_at_least(0)),
+                     "repeatable runs: env seeds, action sampling and network init derive from "
+                     "it and each runner's index"),
+            "log_level": ("WARN", _check_log_level,
+                          "level of the trainer's log records, in every process"),
+            "check_nan": (True, is_bool,
+                          "EnvRunners refuse NaN or infinite observations and rewards, naming "
+                          "runner, sub-env, step and field (not an RLlib setting)"),
+            "_evaluation_parallel_to_training_wo_thread": (
+                False, is_bool, "a parallel evaluation round without a thread: its requests "
+                                "go out before the training step, its replies are read after"),
+        }),
+        **settings_of("reporting", {
+            "metrics_num_episodes_for_smoothing": (100, int_at_least(1),
+                                                   "episodes the episode metrics average over"),
+            "min_time_s_per_iteration": (None, optional(number_at_least(0)),
+                                         "train() repeats its training step until this many "
+                                         "seconds passed"),
+            "min_sample_timesteps_per_iteration": (0, int_at_least(0),
+                                                   "... and this many env steps were sampled"),
+            "min_train_timesteps_per_iteration": (0, int_at_least(0),
+                                                  "... and this many env steps were trained "
+                                                  "on"),
+        }),
+        **settings_of("fault_tolerance", {
+            "restart_failed_env_runners": (True, is_bool,
+                                           "a failed EnvRunner is replaced by a new process "
+                                           "with its index, the current weights and state"),
+            "ignore_env_runner_failures": (False, is_bool,
+                                           "a runner that is not restarted is left out and "
+                                           "training goes on (False: train() raises)"),
+            "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
+            "delay_between_env_runner_restarts_s": (0.1, number_at_least(0),
+                                                    "wait between a failure and its restart"),
+            "env_runner_health_probe_timeout_s": (30.0, number_above(0),
+                                                  "a restarted runner must start within this"),
+            "restart_failed_sub_environments": (False, is_bool,
+                                                "an exception in one sub-env re-creates only "
+                                                "that sub-env and drops its episode"),
+            "env_runner_restore_timeout_s": (1800.0, number_above(0),
+                                             "a restarted runner must take its state and "
+                                             "answer a ping within this after it started"),
+        }),
+        **settings_of("checkpointing", {
+            # used by `checkpoints.CheckpointManager` (and the main job)
+            "checkpoint_frequency": (0, int_at_least(0),
+                                     "a CheckpointManager saves every this many iterations "
+                                     "(0: never)"),
+            "num_to_keep": (None, optional(int_at_least(1)),
+                            "keep the best this many, plus the latest (None: all)"),
+            "checkpoint_score_attribute": (None, optional(_is_result_key),
+                                           "the result key that ranks checkpoints, nested "
+                                           "with \"/\""),
+            "checkpoint_score_order": ("max", one_of("max", "min"),
+                                       "which end of the score is best"),
+            "checkpoint_at_end": (False, is_bool, "also save after the last iteration"),
+        }),
         # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
         # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
-        "framework_str": ("numpy", one_of("numpy", "torch", "tf2", "tf")),
-        "enable_rl_module_and_learner": (True, is_bool),
-        "enable_env_runner_and_connector_v2": (True, is_bool),
+        **settings_of("framework", {
+            "framework_str": ("numpy", one_of("numpy", "torch", "tf2", "tf"),
+                              "the networks are numpy here; RLlib's names are accepted, with a "
+                              "warning at build"),
+        }),
+        **settings_of("api_stack", {
+            "enable_rl_module_and_learner": (True, is_bool,
+                                             "RLlib's new API stack, the only one here"),
+            "enable_env_runner_and_connector_v2": (True, is_bool,
+                                                   "RLlib's new API stack, the only one here"),
+        }),
     }
     #: Subclass hook: extra settings and changed defaults.
-    _ALGO_SETTINGS: dict[str, tuple[Any, Callable]] = {}
+    _ALGO_SETTINGS: dict[str, Setting] = {}
     _DEFAULT_OVERRIDES: dict[str, Any] = {}
 
     def __init__(self, algo_class: type | None = None):
         object.__setattr__(self, "_frozen", False)
         self.algo_class = algo_class
-        for name, (default, _) in self._settings().items():
-            setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, default)))
+        for name, setting in self._settings().items():
+            setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, setting.default)))
         self.callbacks_class: Any = RLlibCallback
         self.callbacks_on: dict[str, list[Callable]] = {}
         #: True on the config that evaluation EnvRunners see.
@@ -255,11 +366,15 @@ class AlgorithmConfig:
         #: (`is_given`).
         self._given: set[str] = set()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        document_builders(cls)  # each builder's docstring lists this class's settings
+
     #: RLlib's `config.is_multi_agent` (a property or a method there): always False here.
     is_multi_agent = _FalseFlag()
 
     @classmethod
-    def _settings(cls) -> dict[str, tuple[Any, Callable]]:
+    def _settings(cls) -> dict[str, Setting]:
         return {**AlgorithmConfig._BASE_SETTINGS, **cls._ALGO_SETTINGS}
 
     # -- the mechanics of setting ------------------------------------------------------------
@@ -277,7 +392,7 @@ class AlgorithmConfig:
         for name, value in values.items():
             if value is NotProvided:
                 continue
-            problem = settings[name][1](value)
+            problem = settings[name].check(value)
             if problem is not None:
                 raise ConfigError(
                     f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {problem}"
@@ -338,10 +453,7 @@ class AlgorithmConfig:
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
                     observation_space: Any = NotProvided, action_space: Any = NotProvided,
                     **unknown) -> AlgorithmConfig:
-        """The env: a gymnasium id, a `register_env` name, a `gymnasium.Env` subclass (built as
-        `cls(env_config)`) or a callable `(env_config) -> env`; and its `env_config` dict.
-        `observation_space` / `action_space` (gymnasium spaces) are the spaces the networks are
-        built for, instead of the env's."""
+        """The env and its spaces."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
                                                       "observation_space", "action_space"])
@@ -366,19 +478,9 @@ class AlgorithmConfig:
                     env_to_module_connector: Callable | None = NotProvided,
                     observation_filter: str = NotProvided,
                     **unknown) -> AlgorithmConfig:
-        """How samples are collected: number of EnvRunner processes (0 samples in the main
-        process), sub-envs per runner, steps per sub-env per `sample()` call ("auto" splits
-        `train_batch_size` evenly), and whether episodes may be cut between calls.
-
-        `env_runner_cls`: an `EnvRunner` subclass to run instead (in every worker process and
-        as the local runner). `create_env_on_local_worker`: with `num_env_runners > 0` the local
-        EnvRunner (`algo.env_runner`) gets envs too, for custom evaluation code and callbacks.
-        `validate_env_runners_after_construction` (True): `build()` fails when an EnvRunner
-        process does not start; with False such a runner is handled by `fault_tolerance()`.
-        `env_to_module_connector`: a callable `(env)` (or `(env, spaces, device)`) returning
-        an env-to-module connector piece, a list of pieces or a pipeline (see
-        `trainer.connectors`); it is called in every EnvRunner. `observation_filter=
-        "MeanStdFilter"` is RLlib's older spelling of a `MeanStdFilter` piece."""
+        """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
+        call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
+        are accepted."""
         values = {"num_env_runners": num_env_runners,
                   "num_envs_per_env_runner": num_envs_per_env_runner,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
@@ -409,11 +511,8 @@ class AlgorithmConfig:
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  model: dict = NotProvided, optimizer: dict = NotProvided,
                  **unknown) -> AlgorithmConfig:
-        """Learning settings shared by all algorithms. `train_batch_size_per_learner` is the same
-        setting as `train_batch_size` here (there is one learner). `grad_clip_by`: "value"
-        clips each gradient element to [-grad_clip, grad_clip], "norm" each parameter tensor's
-        L2 norm, "global_norm" the norm of all of them together. `optimizer`: Adam's `eps` (or
-        `adam_epsilon`) and `betas` (or `beta1`, `beta2`)."""
+        """Learning settings every algorithm has. `train_batch_size_per_learner` sets
+        `train_batch_size` (there is one learner)."""
         values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
                   "num_epochs": num_epochs, "minibatch_size": minibatch_size,
                   "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
@@ -492,13 +591,7 @@ class AlgorithmConfig:
                   check_nan: bool = NotProvided,
                   _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
-        """`seed` makes runs repeatable: env seeds, action sampling and network init derive from
-        it and each runner's index. `check_nan` (default True; not an RLlib setting) makes every
-        EnvRunner refuse NaN or infinite observations and rewards from the env, naming the
-        runner, sub-env, step and field, before they reach training.
-        `_evaluation_parallel_to_training_wo_thread=True` runs a
-        parallel evaluation round without a thread: its requests go out before the training
-        step, its replies are read after it."""
+        """Seeding, logging and checks of env data."""
         values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
                   "_evaluation_parallel_to_training_wo_thread":
                       _evaluation_parallel_to_training_wo_thread}
@@ -510,9 +603,8 @@ class AlgorithmConfig:
                   min_sample_timesteps_per_iteration: int = NotProvided,
                   min_train_timesteps_per_iteration: int = NotProvided,
                   **unknown) -> AlgorithmConfig:
-        """Smoothing window of the episode metrics, and the least time / env steps sampled /
-        env steps trained one `train()` call spends (it repeats its training step until all
-        three are reached)."""
+        """How episode metrics are smoothed, and the least one `train()` call does: it repeats
+        its training step until all three minimums are reached."""
         values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
                   "min_time_s_per_iteration": min_time_s_per_iteration,
                   "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
@@ -529,21 +621,12 @@ class AlgorithmConfig:
                         restart_failed_sub_environments: bool = NotProvided,
                         env_runner_restore_timeout_s: float = NotProvided,
                         **unknown) -> AlgorithmConfig:
-        """What happens when an EnvRunner process fails (an exception in env or callback code,
-        the process exits or is killed, or it does not answer within `sample_timeout_s`):
-        - `restart_failed_env_runners` (True): a new process with the same index replaces it,
-          gets the current weights and runner state, and `on_env_runners_recreated` fires; at
-          most `max_num_env_runner_restarts` times per runner, `delay_between_env_runner_restarts_s`
-          after the failure; the new process must answer within
-          `env_runner_health_probe_timeout_s`.
-        - otherwise, or when a runner's restarts are used up: with `ignore_env_runner_failures`
-          training goes on with the healthy runners; without, `train()` raises the failure.
-        - `restart_failed_sub_environments`: an exception in one sub-env's `reset`/`step`
-          re-creates only that sub-env inside the runner and drops its episode.
-        - `env_runner_restore_timeout_s`: a restarted runner must take back its state (weights,
-          tasks) and answer a ping within this time after it started.
-        RLlib's older names (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are
-        accepted."""
+        """What happens when an EnvRunner fails (an exception in env or callback code, its
+        process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
+        (the new one must start within `env_runner_health_probe_timeout_s` and take its state
+        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`. The
+        rules, step by step: `trainer.runners.restart_policy`. RLlib's older names
+        (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are accepted."""
         values = {"restart_failed_env_runners": restart_failed_env_runners,
                   "ignore_env_runner_failures": ignore_env_runner_failures,
                   "max_num_env_runner_restarts": max_num_env_runner_restarts,
@@ -560,11 +643,8 @@ class AlgorithmConfig:
                       checkpoint_score_attribute: str | None = NotProvided,
                       checkpoint_score_order: str = NotProvided,
                       checkpoint_at_end: bool = NotProvided, **unknown) -> AlgorithmConfig:
-        """When a `checkpoints.CheckpointManager` (the main job uses one) saves and what it keeps:
-        a checkpoint every `checkpoint_frequency` iterations (0: never) and after the last one
-        with `checkpoint_at_end`; the `num_to_keep` best by `checkpoint_score_attribute` (a
-        result key such as "env_runners/episode_return_mean", best by `checkpoint_score_order`
-        "max" or "min") plus always the latest; all of them when `num_to_keep` is None."""
+        """When a `checkpoints.CheckpointManager` (the main job uses one) saves, and which
+        checkpoints it keeps."""
         values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
                   "checkpoint_score_attribute": checkpoint_score_attribute,
                   "checkpoint_score_order": checkpoint_score_order,
@@ -574,11 +654,7 @@ class AlgorithmConfig:
 
     def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
                     **unknown) -> AlgorithmConfig:
-        """`explore`: whether EnvRunners explore (True) or act greedily (False); a per-call
-        `explore=` of `compute_single_action` overrides it. `exploration_config`: `{"type": ...,
-        **constructor_args}` with a type from `trainer.core.exploration` (StochasticSampling,
-        EpsilonGreedy, SoftQ) or an `Exploration` subclass; without "type" the dict updates the
-        algorithm's default exploration."""
+        """Whether and how the EnvRunners explore."""
         self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
         if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
                 and exploration_config and "type" not in exploration_config:
@@ -631,13 +707,7 @@ class AlgorithmConfig:
                    evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
                    evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
                    **unknown) -> AlgorithmConfig:
-        """Evaluation: every `evaluation_interval` train() calls (None: only when you call
-        `evaluate()`), for `evaluation_duration` episodes or timesteps ("auto": as long as the
-        parallel training step runs), on `evaluation_num_env_runners` processes of their own (0:
-        in the main process), with `evaluation_config` overriding settings for them (a dict or
-        `AlgorithmConfig.overrides(...)`). An "auto" round in timesteps samples
-        `evaluation_auto_duration_min_env_steps_per_sample` env steps per request (at least
-        one per sub-env, at most `evaluation_auto_duration_max_env_steps_per_sample`).
+        """Evaluation rounds: when, how long, on which runners, with which settings.
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
             "evaluation_interval": evaluation_interval,
@@ -667,7 +737,7 @@ class AlgorithmConfig:
         unknown = {k: v for k, v in overrides.items() if k not in settings}
         self._reject_unknown(f"{method}(evaluation_config=...)", unknown, settings)
         for name, value in overrides.items():
-            problem = settings[name][1](value)
+            problem = settings[name].check(value)
             if problem is not None:
                 raise ConfigError(
                     f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
@@ -946,3 +1016,6 @@ class AlgorithmConfig:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env!r}, num_env_runners={self.num_env_runners})"
+
+
+document_builders(AlgorithmConfig)

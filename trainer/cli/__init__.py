@@ -1,6 +1,6 @@
 """The command line: `python -m trainer` or `localrl`, with the commands `train` (the default:
-`python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate` and
-`inspect`. One module per command; the run folder, progress display, stop criteria, Ctrl-C
+`python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate`,
+`inspect` and `settings`. One module per command; the run folder, progress display, stop criteria, Ctrl-C
 handling, config files, plots and videos each have their own.
 
 Bad flags exit with status 2 and a message naming the flag (argparse's convention); a finished
@@ -14,9 +14,9 @@ import difflib
 import os
 import sys
 
-from trainer.cli import evaluate, inspect, train
+from trainer.cli import evaluate, inspect, settings, train
 
-COMMANDS = {"train": train, "evaluate": evaluate, "inspect": inspect}
+COMMANDS = {"train": train, "evaluate": evaluate, "inspect": inspect, "settings": settings}
 
 
 def program_name() -> str:
@@ -31,7 +31,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         description="Train, evaluate and inspect RLlib-style algorithms on one machine. "
                     "With no command: train (PPO on CartPole-v1 until solved).",
         epilog="Run a command with --help for its flags.")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,inspect}")
+    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,inspect,settings}")
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 
 

@@ -18,6 +18,7 @@ from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.replay_buffer import BUFFER_TYPES, make_replay_buffer
+from trainer.algorithms.settings import settings_of
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -91,20 +92,30 @@ class DQNConfig(AlgorithmConfig):
     `n_step=1`, `epsilon=[(0, 1.0), (10000, 0.05)]`, `td_error_loss_fn="huber"`,
     `rollout_fragment_length="auto"` (= n_step), `min_sample_timesteps_per_iteration=1000`."""
 
-    _ALGO_SETTINGS = {
+    _ALGO_SETTINGS = settings_of("training", {
         "replay_buffer_config": (dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
-                                 _check_replay_buffer_config),
-        "target_network_update_freq": (500, int_at_least(0)),
-        "tau": (1.0, number_in(0.0, 1.0)),
-        "num_steps_sampled_before_learning_starts": (1000, int_at_least(0)),
-        "double_q": (True, is_bool),
-        "dueling": (True, is_bool),
-        "n_step": (1, _check_n_step),
-        "epsilon": ([(0, 1.0), (10000, 0.05)], _check_epsilon),
-        "training_intensity": (None, optional(number_above(0))),
-        "td_error_loss_fn": ("huber", one_of("huber", "mse")),
-        "store_buffer_in_checkpoints": (False, is_bool),
-    }
+                                 _check_replay_buffer_config,
+                                 "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
+                                 "capacity, alpha, beta; updates the current one unless it "
+                                 "names another type"),
+        "target_network_update_freq": (500, int_at_least(0),
+                                       "env steps between target network updates"),
+        "tau": (1.0, number_in(0.0, 1.0), "target update: tau * online + (1 - tau) * target"),
+        "num_steps_sampled_before_learning_starts": (1000, int_at_least(0),
+                                                     "env steps sampled before the first "
+                                                     "update"),
+        "double_q": (True, is_bool, "double Q-learning targets"),
+        "dueling": (True, is_bool, "dueling value and advantage heads"),
+        "n_step": (1, _check_n_step, "n-step returns: an int, or (min, max) to draw from"),
+        "epsilon": ([(0, 1.0), (10000, 0.05)], _check_epsilon,
+                    "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] "
+                    "interpolated"),
+        "training_intensity": (None, optional(number_above(0)),
+                               "env steps trained per env step sampled (None: RLlib's natural "
+                               "ratio)"),
+        "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
+        "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
+    })
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,
         "train_batch_size": 32,
@@ -127,9 +138,9 @@ class DQNConfig(AlgorithmConfig):
                  training_intensity: float | None = NotProvided,
                  td_error_loss_fn: str = NotProvided,
                  store_buffer_in_checkpoints: bool = NotProvided, **kwargs) -> DQNConfig:
-        """DQN's settings, plus every setting of `AlgorithmConfig.training`.
-        `replay_buffer_config` updates the current one, unless it names another `type`: then it
-        replaces it (on top of that type's defaults)."""
+        """Learning settings: DQN's own and those every algorithm has. A
+        `replay_buffer_config` naming another `type` replaces the current one (on top of that
+        type's defaults)."""
         super().training(**kwargs)
         if isinstance(replay_buffer_config, dict):
             type_ = replay_buffer_config.get("type", self.replay_buffer_config["type"])

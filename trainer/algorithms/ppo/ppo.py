@@ -9,6 +9,7 @@ from __future__ import annotations
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.algorithms.settings import settings_of
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
@@ -24,18 +25,20 @@ class PPOConfig(AlgorithmConfig):
     `vf_loss_coeff=1.0`, `entropy_coeff=0.0`, `kl_coeff=0.2`, `kl_target=0.01`,
     `num_env_runners=2`, `rollout_fragment_length="auto"`."""
 
-    _ALGO_SETTINGS = {
-        "lambda_": (1.0, number_in(0.0, 1.0)),
-        "clip_param": (0.3, number_above(0)),
-        "vf_clip_param": (10.0, number_above(0)),
-        "vf_loss_coeff": (1.0, number_at_least(0)),
-        "entropy_coeff": (0.0, number_at_least(0)),
-        "kl_coeff": (0.2, number_at_least(0)),
-        "kl_target": (0.01, number_above(0)),
-        "use_gae": (True, is_bool),
-        "use_critic": (True, is_bool),
-        "use_kl_loss": (True, is_bool),
-    }
+    _ALGO_SETTINGS = settings_of("training", {
+        "lambda_": (1.0, number_in(0.0, 1.0), "GAE's lambda"),
+        "clip_param": (0.3, number_above(0), "PPO's clip of the probability ratio"),
+        "vf_clip_param": (10.0, number_above(0), "clip of the value function's loss"),
+        "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
+        "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
+        "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
+        "kl_target": (0.01, number_above(0), "the KL the penalty's weight adapts toward"),
+        "use_gae": (True, is_bool, "generalized advantage estimation (False: discounted "
+                                   "returns minus the value)"),
+        "use_critic": (True, is_bool, "a value function (truncated episodes bootstrap "
+                                      "from it)"),
+        "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
+    })
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
         "rollout_fragment_length": "auto",
@@ -54,7 +57,7 @@ class PPOConfig(AlgorithmConfig):
                  kl_target: float = NotProvided, use_gae: bool = NotProvided,
                  use_critic: bool = NotProvided, use_kl_loss: bool = NotProvided,
                  **kwargs) -> PPOConfig:
-        """PPO's settings, plus every setting of `AlgorithmConfig.training`."""
+        """Learning settings: PPO's own and those every algorithm has."""
         super().training(**kwargs)
         return self._set("training", {
             "lambda_": lambda_, "clip_param": clip_param, "vf_clip_param": vf_clip_param,

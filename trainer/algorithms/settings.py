@@ -1,0 +1,125 @@
+"""The settings table: every setting of a config class with its default, its check, the builder
+method that sets it and a one-line doc. It is the single source of all four:
+
+- `AlgorithmConfig.__init__` sets each default (a class's `_DEFAULT_OVERRIDES` win);
+- every builder method checks each value with the setting's check (`AlgorithmConfig._set`);
+- each builder method's docstring lists its settings with this class's defaults
+  (`document_builders`, run for every config class);
+- the README's settings tables are `readme_tables()` (`python -m trainer settings` prints
+  them; a test keeps the README equal to it).
+
+A check returns None when the value is fine, else what is allowed (`trainer.util.checks`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class Setting(NamedTuple):
+    default: Any
+    #: value -> None when fine, else a description of what is allowed.
+    check: Callable[[Any], str | None]
+    #: The builder method that sets it (`training`, `env_runners`, ...).
+    method: str
+    #: One line: what it does.
+    doc: str
+
+
+def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]
+                ) -> dict[str, Setting]:
+    """`{name: Setting}` for the settings of one builder method, given as
+    `name: (default, check, doc)`."""
+    return {name: Setting(default, check, method, doc)
+            for name, (default, check, doc) in settings.items()}
+
+
+#: Builder methods in the order the README lists them.
+BUILDER_METHODS = ("environment", "env_runners", "training", "evaluation", "exploration",
+                   "fault_tolerance", "reporting", "checkpointing", "debugging", "framework",
+                   "api_stack")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def defaults_of(config_cls: type) -> dict[str, Any]:
+    """Each setting's default in `config_cls` (its `_DEFAULT_OVERRIDES` applied)."""
+    overrides = config_cls._DEFAULT_OVERRIDES
+    return {name: overrides.get(name, setting.default)
+            for name, setting in config_cls._settings().items()}
+
+
+def builder_doc(config_cls: type, method: str, intro: str) -> str:
+    """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
+    defaults."""
+    defaults = defaults_of(config_cls)
+    lines = [f"    {name} ({_shown(defaults[name])}): {setting.doc}"
+             for name, setting in config_cls._settings().items() if setting.method == method]
+    intro = inspect.cleandoc(intro)
+    if not lines:
+        return intro
+    return f"{intro}\n\nSettings ({config_cls.__name__} defaults):\n" + "\n".join(lines)
+
+
+def document_builders(config_cls: type) -> None:
+    """Gives `config_cls` builder methods whose docstrings list its own settings and defaults
+    (a thin wrapper where the method is inherited, so the parent's docstring stays its own)."""
+    for method in BUILDER_METHODS:
+        func = getattr(config_cls, method, None)
+        if func is None:
+            continue
+        own = config_cls.__dict__.get(method)
+        intro = getattr(func, "__intro__", None) or func.__doc__ or ""
+        if own is None:
+            own = _inherited(func)
+            setattr(config_cls, method, own)
+        own.__intro__ = intro
+        own.__doc__ = builder_doc(config_cls, method, intro)
+
+
+def _inherited(func: Callable) -> Callable:
+    @functools.wraps(func)
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+
+    return method
+
+
+def markdown(config_cls: type, *, methods: tuple[str, ...] = BUILDER_METHODS,
+             only: Callable[[str], bool] = lambda name: True) -> str:
+    """A markdown table per builder method: setting, default in `config_cls`, what it does."""
+    defaults = defaults_of(config_cls)
+    blocks = []
+    for method in methods:
+        rows = [(name, setting) for name, setting in config_cls._settings().items()
+                if setting.method == method and only(name)]
+        if not rows:
+            continue
+        table = [f"`{config_cls.__name__}.{method}()`", "", "| setting | default | what it does |",
+                 "|---|---|---|"]
+        table += [f"| `{name}` | `{_shown(defaults[name])}` | {setting.doc} |"
+                  for name, setting in rows]
+        blocks.append("\n".join(table))
+    return "\n\n".join(blocks)
+
+
+def readme_tables() -> str:
+    """The README's settings section body: the shared settings (with AlgorithmConfig's
+    defaults), then PPO's and DQN's own settings and changed defaults."""
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.algorithms.dqn import DQNConfig
+    from trainer.algorithms.ppo import PPOConfig
+
+    parts = [markdown(AlgorithmConfig, only=lambda name: not name.startswith("_"))]
+    for cls in (PPOConfig, DQNConfig):
+        own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
+        changed = ", ".join(f"`{name}={_shown(value)}`"
+                            for name, value in cls._DEFAULT_OVERRIDES.items())
+        parts.append(f"{own}\n\n{cls.__name__} changes these defaults: {changed}.")
+    return "\n\n".join(parts)
