@@ -6,7 +6,7 @@ Subclasses implement `setup_learner()` and `training_step()`.
 One `train()` call, as data flows (PPO; DQN samples into its replay buffer and updates from it):
 
     train()
-     ├─ [parallel evaluation: an evaluation round starts on its own thread with the last weights]
+     ├─ [parallel evaluation: a round starts with the last weights (EvaluationRounds)]
      ├─ training_step(), repeated until min_time_s / min_sample_timesteps are reached:
      │    env_runner_group.sample()  ──requests──▶  EnvRunner processes: step envs, record
      │        ◀── episodes + each runner's MetricsLogger.reduce()        episodes, fire callbacks
@@ -15,7 +15,7 @@ One `train()` call, as data flows (PPO; DQN samples into its replay buffer and u
      │    metrics.log_dict(stats, key=("learners", "default_policy"))
      │    sync_weights()  ──weights + global timestep──▶  every EnvRunner (applied before its
      │                                                     next request)
-     ├─ [evaluation: finish the parallel round, or run evaluate() now]
+     ├─ [evaluation: finish the parallel round, or evaluate() now: trainer.algorithms.evaluation]
      ├─ result = metrics.reduce() + counters, fault tolerance, evaluation (+ older keys)
      ├─ env_task_fn (curriculum) on every training EnvRunner
      └─ on_train_result(result) ─▶ returned
@@ -41,17 +41,14 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.checkpointing import (
     load_algorithm_state,
     load_class_and_config,
+    runner_states,
     save_algorithm,
 )
-from trainer.algorithms.evaluation import (
-    Evaluator,
-    ParallelEvaluation,
-    ThreadlessEvaluation,
-    learner_blas_threads,
-)
+from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from trainer.compat.old_api import with_old_result_keys
+from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.env.curriculum import apply_env_task_fn
@@ -131,13 +128,7 @@ class LearnerGroup:
         return [func(self._algorithm.learner, **kwargs)]
 
 
-def _runner_states(state: dict, prefix: str) -> dict[int, dict]:
-    """{worker index: state} of the components named `<prefix><index>`."""
-    return {int(key[len(prefix):]): value for key, value in state.items()
-            if key.startswith(prefix) and key[len(prefix):].isdigit()}
-
-
-class Algorithm:
+class Algorithm(OldAlgorithmNames):
     """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
 
     @classmethod
@@ -174,9 +165,7 @@ class Algorithm:
         self._stopped = False
         self._rng = np.random.default_rng(config.seed)
         self.env_runner_group: EnvRunnerGroup | None = None
-        self._evaluator: Evaluator | None = None
-        # Evaluation runner states from a checkpoint, for when the evaluation runners exist.
-        self._pending_evaluation_state: dict | None = None
+        self._evaluation: EvaluationRounds | None = None
         # Restarts seen on the evaluation thread: their callbacks fire on this thread.
         self._owner_thread = threading.current_thread()
         # Named objects created before this algorithm outlive it (RLlib's fault-tolerance tests
@@ -187,8 +176,7 @@ class Algorithm:
             self.env_runner_group = EnvRunnerGroup(
                 config, make_env_creator(config.env),
                 on_recreated=lambda indices: self._runners_recreated(indices, False))
-            if config.evaluation_interval:
-                self._evaluator = self._make_evaluator()
+            self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(config.get_exploration_config(),
                                                 self.env_runner_group.spaces.action_space())
@@ -284,16 +272,10 @@ class Algorithm:
         return env_runner_group.healthy_env_runner_ids()
 
     @property
-    def workers(self) -> EnvRunnerGroup:
-        """RLlib's older name for `env_runner_group`."""
-        warn_once("algorithm.workers", "algorithm.env_runner_group")
-        return self.env_runner_group
-
-    @property
     def eval_env_runner_group(self) -> EnvRunnerGroup | None:
         """The evaluation EnvRunners (built with the Algorithm when `evaluation_interval` is
         set, else at the first `evaluate()`)."""
-        return self._evaluator.group if self._evaluator is not None else None
+        return self._evaluation.group if self._evaluation is not None else None
 
     # -- evaluation --------------------------------------------------------------------------
     def evaluate(self) -> dict:
@@ -301,36 +283,7 @@ class Algorithm:
         `custom_evaluation_function(algorithm, eval_env_runner_group)` or samples the
         configured duration on the evaluation runners, fires `on_evaluate_end` (which may
         change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
-        self._begin_evaluation()
-        return self._end_evaluation(self._run_evaluation())
-
-    def _begin_evaluation(self) -> None:
-        if self._evaluator is None:
-            self._evaluator = self._make_evaluator()
-            self._apply_evaluation_state()
-        self._callbacks.fire("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
-        self._sync_evaluation_runners()
-
-    def _sync_evaluation_runners(self) -> None:
-        """The learner's weights, the env steps so far and the training runners' merged
-        env-to-module connector state, to the evaluation runners."""
-        self._evaluator.sync_weights(self.learner.module.get_weights(),
-                                     self.num_env_steps_sampled_lifetime,
-                                     self.env_runner_group.local_env_runner.get_connector_state())
-
-    def _run_evaluation(self, stop=None) -> dict:
-        function = self.config.custom_evaluation_function
-        if function is None:
-            return self._evaluator.run(stop)
-        metrics = function(self, self.eval_env_runner_group)
-        # RLlib's new stack returns (metrics, env_steps, agent_steps); the old one a dict.
-        if isinstance(metrics, tuple):
-            metrics = metrics[0]
-        return dict(metrics or {})
-
-    def _make_evaluator(self) -> Evaluator:
-        return Evaluator(self.config,
-                         on_recreated=lambda indices: self._runners_recreated(indices, True))
+        return self._evaluation.evaluate()
 
     def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
         """Fires `on_env_runners_recreated` for one recovery (on the thread that owns the
@@ -342,15 +295,11 @@ class Algorithm:
         self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
                              env_runner_indices=list(indices), is_evaluation=is_evaluation)
 
-    def _end_evaluation(self, evaluation_metrics: dict) -> dict:
-        # Both evaluate() and the parallel round end here: both answer RLlib's old result keys.
-        evaluation_metrics = with_old_result_keys(evaluation_metrics)
+    def _fire_queued_recoveries(self) -> None:
+        """`on_env_runners_recreated` for the recoveries seen on the evaluation thread."""
         queued, self._queued_recoveries = self._queued_recoveries, []
         for indices, is_evaluation in queued:
             self._runners_recreated(indices, is_evaluation)
-        self._callbacks.fire("on_evaluate_end", algorithm=self, metrics_logger=self.metrics,
-                             evaluation_metrics=evaluation_metrics)
-        return evaluation_metrics
 
     def train(self) -> dict:
         """Runs training steps until the iteration's minimum time and env steps are reached
@@ -359,33 +308,19 @@ class Algorithm:
         if self._stopped:
             raise RuntimeError(f"{type(self).__name__} was stopped; build a new one to train")
         start = time.perf_counter()
-        interval = self.config.evaluation_interval
-        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
-        parallel_round = None
-        if evaluate_now and self.config.evaluation_parallel_to_training:
-            # Evaluate the weights of the previous iteration while this one trains.
-            self._begin_evaluation()
-            learner_threads = learner_blas_threads(self.config.evaluation_num_env_runners)
-            if (self.config._evaluation_parallel_to_training_wo_thread
-                    and self.config.custom_evaluation_function is None):
-                parallel_round = ThreadlessEvaluation(self._evaluator.begin(), learner_threads)
-            else:
-                parallel_round = ParallelEvaluation(
-                    self._run_evaluation, timeout_s=4 * self.config.evaluation_sample_timeout_s,
-                    learner_threads=learner_threads)
+        rounds = self._evaluation
+        # Evaluate the weights of the previous iteration while this one trains, if it is due.
+        parallel_round = rounds.start_parallel(self.iteration + 1)
         try:
             self._run_training_steps(start)
         except BaseException:
             if parallel_round is not None:
-                try:
-                    parallel_round.finish()
-                except Exception:
-                    pass  # the training step's error is the one to report
+                rounds.abandon(parallel_round)
             raise
-        evaluation = parallel_round.finish() if parallel_round is not None else None
+        evaluation = None
         if parallel_round is not None:
-            evaluation = self._end_evaluation(evaluation)
-        elif evaluate_now:
+            evaluation = rounds.finish(parallel_round)
+        elif rounds.due(self.iteration + 1):
             evaluation = self.evaluate()
         self.iteration += 1
         self._iterations_since_restore += 1
@@ -488,12 +423,7 @@ class Algorithm:
         }
         for index, runner_state in self.env_runner_group.get_runner_states().items():
             state[f"env_runner_{index}"] = runner_state
-        if self._evaluator is not None:
-            for index, runner_state in self._evaluator.group.get_runner_states().items():
-                state[f"eval_env_runner_{index}"] = runner_state
-            state["evaluation_metrics"] = self._evaluator.metrics.get_state()
-        elif self._pending_evaluation_state is not None:
-            state.update(self._pending_evaluation_state)
+        state.update(self._evaluation.get_state())
         return state
 
     def check_state(self, state: dict) -> None:
@@ -515,11 +445,12 @@ class Algorithm:
             if key in state:
                 MetricsLogger.check_state(state[key], key)
         training_runner = self.env_runner_group.local_env_runner
-        evaluation_runner = (self._evaluator.group.local_env_runner
-                             if self._evaluator is not None else training_runner)
+        evaluation_group = self._evaluation.group
+        evaluation_runner = (evaluation_group.local_env_runner
+                             if evaluation_group is not None else training_runner)
         for prefix, runner in (("env_runner_", training_runner),
                                ("eval_env_runner_", evaluation_runner)):
-            for index, runner_state in _runner_states(state, prefix).items():
+            for index, runner_state in runner_states(state, prefix).items():
                 runner.check_state(runner_state, f"{prefix}{index}")
 
     def set_state(self, state: dict) -> None:
@@ -546,25 +477,12 @@ class Algorithm:
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
         self.sync_weights()
-        self.env_runner_group.set_runner_states(_runner_states(state, "env_runner_"),
+        self.env_runner_group.set_runner_states(runner_states(state, "env_runner_"),
                                                 strict=strict, prefix="env_runner_")
         evaluation_state = {key: value for key, value in state.items()
                             if key.startswith("eval_env_runner_") or key == "evaluation_metrics"}
         if evaluation_state:
-            self._pending_evaluation_state = evaluation_state
-            if self._evaluator is not None:
-                self._sync_evaluation_runners()
-                self._apply_evaluation_state(strict=strict)
-
-    def _apply_evaluation_state(self, *, strict: bool = False) -> None:
-        state, self._pending_evaluation_state = self._pending_evaluation_state, None
-        if state is None:
-            return
-        if "evaluation_metrics" in state:
-            self._evaluator.metrics.set_state(state["evaluation_metrics"])
-        # Weights are not runner state: set_state() and _begin_evaluation() send them.
-        self._evaluator.group.set_runner_states(_runner_states(state, "eval_env_runner_"),
-                                                strict=strict, prefix="eval_env_runner_")
+            self._evaluation.set_state(evaluation_state, strict=strict)
 
     def __getstate__(self) -> dict:
         """RLlib's spelling of `get_state()` (its tests carry the counters over with
@@ -592,16 +510,6 @@ class Algorithm:
         foreign or incompatible checkpoint, before anything is changed."""
         self._restore(open_checkpoint(path))
 
-    def save_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
-        """RLlib's older name: `save_to_path(checkpoint_dir)`."""
-        warn_once("algorithm.save_checkpoint(dir)", "algorithm.save_to_path(dir)")
-        self.save_to_path(checkpoint_dir)
-
-    def load_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
-        """RLlib's older name: `restore_from_path(checkpoint_dir)`."""
-        warn_once("algorithm.load_checkpoint(dir)", "algorithm.restore_from_path(dir)")
-        self.restore_from_path(checkpoint_dir)
-
     def _restore(self, checkpoint: Checkpoint) -> None:
         """All or nothing: every component is read and checked before any is applied; if a
         runner still refuses its state, everything goes back to a deep copy of the state
@@ -613,12 +521,12 @@ class Algorithm:
             raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
                                                    f"{error}") from None
         previous = copy.deepcopy(self.get_state())
-        pending_evaluation_state = self._pending_evaluation_state
+        pending_evaluation_state = self._evaluation.pending_state
         try:
             self._apply_state(state, strict=True)
         except Exception as error:
             self._apply_state(previous)
-            self._pending_evaluation_state = pending_evaluation_state
+            self._evaluation.pending_state = pending_evaluation_state
             where = error.component if isinstance(error, RunnerStateRejected) else "state"
             raise CheckpointError(checkpoint.path, f"{where} could not be applied, nothing was "
                                                    f"loaded: {type(error).__name__}: {error}"
@@ -666,8 +574,8 @@ class Algorithm:
         self._stopped = True
         if self.env_runner_group is not None:
             self.env_runner_group.stop()
-        if getattr(self, "_evaluator", None) is not None:
-            self._evaluator.stop()
+        if getattr(self, "_evaluation", None) is not None:
+            self._evaluation.stop()
         if getattr(self, "_stops_named_objects", True):
             shutdown_named_objects()
 

@@ -19,6 +19,7 @@ from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
+from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
     METHOD_OF,
     RLLIB_SETTINGS,
@@ -149,7 +150,7 @@ def _is_result_key(v):
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
 
 
-class AlgorithmConfig:
+class AlgorithmConfig(OldConfigNames):
     """Settings of an algorithm; subclasses (`PPOConfig`, ...) add their own and change defaults.
 
     Read settings as attributes (`config.lr`) or like a dict (`config["lr"]`).
@@ -496,12 +497,6 @@ class AlgorithmConfig:
         self._take_old_names("env_runners", unknown, values)
         self._reject_unknown("env_runners", unknown, values)
         return self._set("env_runners", values)
-
-    def rollouts(self, **kwargs) -> AlgorithmConfig:
-        """RLlib's older name of `env_runners()` (with `num_rollout_workers`,
-        `num_envs_per_worker`)."""
-        warn_once("config.rollouts(...)", "config.env_runners(...)")
-        return self.env_runners(**kwargs)
 
     def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
                  train_batch_size: int = NotProvided,

@@ -34,6 +34,13 @@ from trainer.checkpoints import (
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
 
+
+def runner_states(state: dict, prefix: str) -> dict[int, dict]:
+    """{worker index: state} of an Algorithm state's components named `<prefix><index>`
+    (`env_runner_1`, `eval_env_runner_2`, ...)."""
+    return {int(key[len(prefix):]): value for key, value in state.items()
+            if key.startswith(prefix) and key[len(prefix):].isdigit()}
+
 logger = logging.getLogger("trainer")
 
 #: What every algorithm checkpoint has; runner, evaluation and replay states are optional.

@@ -1,4 +1,15 @@
-"""`Evaluator`: the evaluation EnvRunners and one evaluation round on them.
+"""An Algorithm's evaluation: `EvaluationRounds` decides when a round runs and how (now, or in
+parallel to the training step: on a thread, or thread-less), fires its callbacks and keeps the
+evaluation runners' checkpoint state; `Evaluator` is the evaluation EnvRunners and one round on
+them.
+
+    Algorithm.train():  round = rounds.start_parallel(iteration)     (when due and parallel)
+                        ... the training steps ...
+                        metrics = rounds.finish(round)   or   rounds.evaluate()   (when due)
+    Algorithm.evaluate():  rounds.evaluate()
+        on_evaluate_start -> weights, env steps and connector state to the evaluation runners
+        -> custom_evaluation_function(algorithm, group) or Evaluator.run() -> RLlib's older
+        result keys added -> on_evaluate_end (may change the metrics) -> the metrics
 
 The evaluation runners are an `EnvRunnerGroup` of their own, built from
 `config.get_evaluation_config_object()` (the `evaluation_config` overrides applied,
@@ -27,6 +38,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from trainer.algorithms.checkpointing import runner_states
+from trainer.compat.old_api import with_old_result_keys
 from trainer.env.envs import make_env_creator
 from trainer.errors import NoHealthyEnvRunners
 from trainer.metrics import (
@@ -283,3 +296,134 @@ class ParallelEvaluation:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+class EvaluationRounds:
+    """An Algorithm's evaluation rounds (see the module docstring). The Evaluator is built with
+    the Algorithm when `evaluation_interval` is set, else at the first round."""
+
+    def __init__(self, algorithm: Any):
+        self._algorithm = algorithm
+        self.config = algorithm.config
+        self.evaluator: Evaluator | None = None
+        #: Evaluation runner states from a checkpoint, for when the evaluation runners exist.
+        self.pending_state: dict | None = None
+        if self.config.evaluation_interval:
+            self.evaluator = self._make_evaluator()
+
+    def _make_evaluator(self) -> Evaluator:
+        algorithm = self._algorithm
+        return Evaluator(self.config,
+                         on_recreated=lambda indices: algorithm._runners_recreated(indices, True))
+
+    @property
+    def group(self) -> EnvRunnerGroup | None:
+        return self.evaluator.group if self.evaluator is not None else None
+
+    def due(self, iteration: int) -> bool:
+        """Whether iteration `iteration` (counted from 1) ends with a round."""
+        interval = self.config.evaluation_interval
+        return bool(interval) and iteration % interval == 0
+
+    # -- rounds ------------------------------------------------------------------------------
+    def evaluate(self) -> dict:
+        """One round now, with the current weights."""
+        self._begin()
+        return self._end(self._run())
+
+    def start_parallel(self, iteration: int) -> ParallelEvaluation | ThreadlessEvaluation | None:
+        """When iteration `iteration` is due a round and evaluation runs in parallel to
+        training: starts the round with the weights from before the training step, and
+        returns it for `finish` (or `abandon`)."""
+        config = self.config
+        if not (self.due(iteration) and config.evaluation_parallel_to_training):
+            return None
+        self._begin()
+        learner_threads = learner_blas_threads(config.evaluation_num_env_runners)
+        if (config._evaluation_parallel_to_training_wo_thread
+                and config.custom_evaluation_function is None):
+            return ThreadlessEvaluation(self.evaluator.begin(), learner_threads)
+        return ParallelEvaluation(self._run, timeout_s=4 * config.evaluation_sample_timeout_s,
+                                  learner_threads=learner_threads)
+
+    def finish(self, parallel_round: ParallelEvaluation | ThreadlessEvaluation) -> dict:
+        """The metrics of a parallel round, after the training step."""
+        return self._end(parallel_round.finish())
+
+    @staticmethod
+    def abandon(parallel_round: ParallelEvaluation | ThreadlessEvaluation) -> None:
+        """Ends a parallel round whose training step raised (that error is the one to report)."""
+        try:
+            parallel_round.finish()
+        except Exception:  # noqa: BLE001 - the training step's error is raised instead
+            pass
+
+    def _begin(self) -> None:
+        algorithm = self._algorithm
+        if self.evaluator is None:
+            self.evaluator = self._make_evaluator()
+            self.apply_pending_state()
+        algorithm._callbacks.fire("on_evaluate_start", algorithm=algorithm,
+                                  metrics_logger=algorithm.metrics)
+        self.sync()
+
+    def sync(self) -> None:
+        """The learner's weights, the env steps so far and the training runners' merged
+        env-to-module connector state, to the evaluation runners."""
+        algorithm = self._algorithm
+        self.evaluator.sync_weights(
+            algorithm.learner.module.get_weights(), algorithm.num_env_steps_sampled_lifetime,
+            algorithm.env_runner_group.local_env_runner.get_connector_state())
+
+    def _run(self, stop: threading.Event | None = None) -> dict:
+        function = self.config.custom_evaluation_function
+        if function is None:
+            return self.evaluator.run(stop)
+        metrics = function(self._algorithm, self.group)
+        # RLlib's new stack returns (metrics, env_steps, agent_steps); the old one a dict.
+        if isinstance(metrics, tuple):
+            metrics = metrics[0]
+        return dict(metrics or {})
+
+    def _end(self, evaluation_metrics: dict) -> dict:
+        # Both evaluate() and the parallel round end here: both answer RLlib's old result keys.
+        algorithm = self._algorithm
+        evaluation_metrics = with_old_result_keys(evaluation_metrics)
+        algorithm._fire_queued_recoveries()
+        algorithm._callbacks.fire("on_evaluate_end", algorithm=algorithm,
+                                  metrics_logger=algorithm.metrics,
+                                  evaluation_metrics=evaluation_metrics)
+        return evaluation_metrics
+
+    # -- state -------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The evaluation runners' states (`eval_env_runner_<i>`) and metrics, or those waiting
+        for the runners to exist."""
+        if self.evaluator is None:
+            return dict(self.pending_state or {})
+        state = {f"eval_env_runner_{index}": runner_state
+                 for index, runner_state in self.group.get_runner_states().items()}
+        state["evaluation_metrics"] = self.evaluator.metrics.get_state()
+        return state
+
+    def set_state(self, state: dict, *, strict: bool = False) -> None:
+        """Takes the evaluation part of an Algorithm state: applied now when the evaluation
+        runners exist (after the current weights), else when they are built."""
+        self.pending_state = state
+        if self.evaluator is not None:
+            self.sync()
+            self.apply_pending_state(strict=strict)
+
+    def apply_pending_state(self, *, strict: bool = False) -> None:
+        state, self.pending_state = self.pending_state, None
+        if state is None:
+            return
+        if "evaluation_metrics" in state:
+            self.evaluator.metrics.set_state(state["evaluation_metrics"])
+        # Weights are not runner state: set_state() and _begin() send them.
+        self.group.set_runner_states(runner_states(state, "eval_env_runner_"),
+                                     strict=strict, prefix="eval_env_runner_")
+
+    def stop(self) -> None:
+        if self.evaluator is not None:
+            self.evaluator.stop()

@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.callbacks import CallbackChain
+from trainer.compat.old_names import OldEnvRunnerNames
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -57,7 +58,6 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.util import seeding
-from trainer.util.deprecation import warn_once
 
 logger = logging.getLogger("trainer")
 
@@ -92,7 +92,7 @@ def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
     return per_env
 
 
-class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin):
+class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 
     Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
@@ -154,15 +154,6 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin):
         self._check_nan = bool(config.check_nan)
         #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
         self._guarded = bool(config.restart_failed_sub_environments)
-
-    @property
-    def callbacks(self) -> Any:
-        """The old stack's `worker.callbacks`: the callback object of this process (a list when
-        several classes are configured)."""
-        warn_once("env_runner.callbacks", "a callback's own state, reached through the events' "
-                  "arguments")
-        instances = self._callbacks.instances
-        return instances[0] if len(instances) == 1 else list(instances)
 
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""

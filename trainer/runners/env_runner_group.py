@@ -38,6 +38,7 @@ import cloudpickle
 
 from trainer import named_objects
 from trainer.callbacks import CallbackError
+from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import RL_MODULE_STATE
 from trainer.env.env_runner import EnvRunner
 from trainer.env.envs import EnvCreator
@@ -52,7 +53,6 @@ from trainer.runners import protocol, restart_policy
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
-from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
 
 logger = logging.getLogger("trainer")
@@ -105,7 +105,7 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
     return func(runner, **kwargs), runner.get_tasks()
 
 
-class EnvRunnerGroup:
+class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def __init__(self, config: Any, env_creator: EnvCreator, *,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  backend: RunnerBackend | None = None):
@@ -336,17 +336,6 @@ class EnvRunnerGroup:
             replies = {index: result for index, (result, _) in replies.items()}
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
-
-    def local_worker(self) -> EnvRunner:
-        """RLlib's older name of `local_env_runner` (a method there)."""
-        warn_once("env_runner_group.local_worker()", "env_runner_group.local_env_runner")
-        return self.local_env_runner
-
-    def foreach_worker(self, func: Callable | str, *, local_worker: bool = True,
-                       **kwargs) -> list:
-        """RLlib's older name of `foreach_env_runner` (`local_worker` is `local_env_runner`)."""
-        warn_once("env_runner_group.foreach_worker(...)", "foreach_env_runner(...)")
-        return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
 
     def sync_weights(self, weights: dict, global_timestep: int | None = None,
                      connector_state: dict | None = None) -> None:
