@@ -280,8 +280,10 @@ class ThreadBackend(RunnerBackend):
 
 
 def test_a_group_runs_on_any_backend_that_implements_the_handle(monkeypatch):
-    # The serving loop would keep this process's deprecation warnings for a main process.
+    # The serving loop would keep this process's deprecation warnings for a main process, and
+    # set this process's log handlers as a worker's.
     monkeypatch.setattr(deprecation, "collect_in_this_process", lambda: None)
+    monkeypatch.setattr(worker, "_configure_logging", lambda level, index: None)
     config = (PPOConfig().environment("CartPole-v1")
               .env_runners(num_env_runners=2, rollout_fragment_length=50))
     recreated = []
