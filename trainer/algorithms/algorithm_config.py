@@ -89,6 +89,21 @@ def _check_exploration_config(v):
     return None
 
 
+def _check_backend(v):
+    if v == "processes":
+        return None
+    if v == "ray":
+        from trainer.runners.ray_runner import RAY_INSTALL_HINT, ray_installed
+
+        return None if ray_installed() else \
+            f'"processes", or "ray" once Ray is installed: {RAY_INSTALL_HINT}'
+    return '"processes" or "ray"'
+
+
+def is_str(v):
+    return None if isinstance(v, str) and v else "a non-empty string"
+
+
 def _check_log_level(v):
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
@@ -111,6 +126,12 @@ def _is_env_runner_class(v):
 def _is_connector_factory(v):
     return None if v is None or callable(v) else \
         "None or a callable (env) -> connector piece or list of pieces"
+
+
+#: RLlib's per-EnvRunner resource settings: the Ray backend's actor options (without effect,
+#: and warned about, with worker processes).
+RAY_RESOURCE_SETTINGS = ("num_cpus_per_env_runner", "num_gpus_per_env_runner",
+                         "custom_resources_per_env_runner")
 
 
 #: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
@@ -211,6 +232,12 @@ class AlgorithmConfig(OldConfigNames):
             "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter"),
                                    "\"MeanStdFilter\": RLlib's older spelling of a "
                                    "MeanStdFilter connector piece"),
+            "backend": ("processes", _check_backend,
+                        "\"processes\": EnvRunners are worker processes of this machine; "
+                        "\"ray\": Ray actors on the cluster (not an RLlib setting)"),
+            "ray_address": (None, optional(is_str),
+                            "with backend=\"ray\": the cluster to join when ray.init() was not "
+                            "called (else RAY_ADDRESS, else a local Ray instance)"),
         }),
         **settings_of("exploration", {
             # {} means the algorithm's default (see `get_exploration_config`)
@@ -477,7 +504,8 @@ class AlgorithmConfig(OldConfigNames):
                     create_env_on_local_worker: bool = NotProvided,
                     validate_env_runners_after_construction: bool = NotProvided,
                     env_to_module_connector: Callable | None = NotProvided,
-                    observation_filter: str = NotProvided,
+                    observation_filter: str = NotProvided, backend: str = NotProvided,
+                    ray_address: str | None = NotProvided,
                     **unknown) -> AlgorithmConfig:
         """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
         call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
@@ -491,7 +519,8 @@ class AlgorithmConfig(OldConfigNames):
                   "validate_env_runners_after_construction":
                       validate_env_runners_after_construction,
                   "env_to_module_connector": env_to_module_connector,
-                  "observation_filter": observation_filter}
+                  "observation_filter": observation_filter, "backend": backend,
+                  "ray_address": ray_address}
         if exploration_config is not NotProvided:
             self.exploration(exploration_config=exploration_config)
         self._take_old_names("env_runners", unknown, values)
@@ -804,6 +833,9 @@ class AlgorithmConfig(OldConfigNames):
         """Emits one `IgnoredSettingWarning` per RLlib setting this config was given that has
         no effect here (and for a framework other than numpy); returns the messages."""
         given = dict(self._rllib_given)
+        if self.backend == "ray":  # Ray actors take these resources
+            for name in RAY_RESOURCE_SETTINGS:
+                given.pop(name, None)
         messages = warn_ignored(type(self).__name__, given)
         if self.framework_str != "numpy":
             message = (f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "

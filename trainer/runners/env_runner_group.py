@@ -105,13 +105,22 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
     return func(runner, **kwargs), runner.get_tasks()
 
 
+def backend_for(config: Any) -> RunnerBackend:
+    """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
+    if getattr(config, "backend", "processes") == "ray" and config.num_env_runners > 0:
+        from trainer.runners.ray_runner import RayBackend
+
+        return RayBackend(config)
+    return ProcessBackend()
+
+
 class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def __init__(self, config: Any, env_creator: EnvCreator, *,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  backend: RunnerBackend | None = None):
         self.config = config
         self._env_creator = env_creator
-        self._backend = backend or ProcessBackend()
+        self._backend = backend or backend_for(config)
         #: The remote runners: every send and gather goes through it.
         self.pool = RunnerPool()
         self._stopped = False

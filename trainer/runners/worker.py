@@ -76,19 +76,26 @@ def _build_runner(request: protocol.Init) -> Any:
                       recreated=spec.get("recreated", False), env_spaces=spec.get("env_spaces"))
 
 
-def serve(conn, worker_index: int) -> None:
-    import cloudpickle
+class RunnerServer:
+    """One remote EnvRunner's side of the protocol, whatever carries the messages (this
+    module's socket loop, or a Ray actor): `answer(request)` runs one request and returns its
+    `Reply`, never raising. `stopped` turns True after `Stop`."""
 
-    from trainer.util import deprecation
+    def __init__(self, worker_index: int):
+        from trainer.util import deprecation
 
-    deprecation.collect_in_this_process()
-    named_objects = None  # imported with the trainer at Init
-    runner = None
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return  # the main process closed the connection: nothing left to serve
+        deprecation.collect_in_this_process()
+        self.worker_index = worker_index
+        self.runner: Any = None
+        self.stopped = False
+        self._named_objects: Any = None  # imported with the trainer at Init
+
+    def answer(self, request: Any) -> protocol.Reply:
+        import cloudpickle
+
+        from trainer.util import deprecation
+
+        runner = self.runner
         try:
             if isinstance(request, protocol.Call):
                 reply = protocol.Reply(request.request_id,
@@ -97,37 +104,55 @@ def serve(conn, worker_index: int) -> None:
                 func = cloudpickle.loads(request.func_bytes)
                 reply = protocol.Reply(request.request_id, func(runner, **request.kwargs))
             elif isinstance(request, protocol.Init):
-                runner = _build_runner(request)
+                runner = self.runner = _build_runner(request)
                 from trainer import named_objects
+
+                self._named_objects = named_objects
                 reply = protocol.Reply(request.request_id, {
                     "pid": os.getpid(), "spaces": runner.spaces, "env_spaces": runner.env_spaces,
                     "tasks": runner.get_tasks()})
             elif isinstance(request, protocol.Stop):
+                self.stopped = True
                 if runner is not None:
                     runner.stop()
-                conn.send(protocol.Reply(request.request_id))
-                return
+                return protocol.Reply(request.request_id)
             else:
                 raise TypeError(f"not a request of trainer.runners.protocol: {request!r}")
         except Exception as error:  # noqa: BLE001 - every failure is answered, never raised
-            reply = protocol.error_reply(getattr(request, "request_id", 0),
-                                         *_failure(worker_index, _label(request), error, runner))
-        if named_objects is not None:
+            reply = self.failed(request, error)
+        if self._named_objects is not None:
             try:
-                named_objects.flush()  # the main process must see this request's calls
-            except named_objects.NamedObjectError as error:  # the server is gone
-                reply = protocol.error_reply(
-                    reply.request_id, *_failure(worker_index, _label(request), error, runner))
+                self._named_objects.flush()  # the main process must see this request's calls
+            except self._named_objects.NamedObjectError as error:  # the server is gone
+                reply = self.failed(request, error)
         warnings = deprecation.drain()
         if warnings:
             reply = reply._replace(warnings=tuple(warnings))
+        return reply
+
+    def failed(self, request: Any, error: BaseException) -> protocol.Reply:
+        """The reply for `request` when it raised `error` (or its reply could not be sent)."""
+        return protocol.error_reply(getattr(request, "request_id", 0),
+                                    *_failure(self.worker_index, _label(request), error,
+                                              self.runner))
+
+
+def serve(conn, worker_index: int) -> None:
+    """Answers the requests arriving on `conn`, one at a time, until `Stop` or until the main
+    process closes the connection."""
+    server = RunnerServer(worker_index)
+    while not server.stopped:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return  # the main process closed the connection: nothing left to serve
+        reply = server.answer(request)
         try:
             conn.send(reply)
         except (EOFError, OSError, BrokenPipeError):
             return
         except Exception as error:  # noqa: BLE001 - the result itself could not be pickled
-            conn.send(protocol.error_reply(
-                reply.request_id, *_failure(worker_index, _label(request), error, runner)))
+            conn.send(server.failed(request, error))
 
 
 def _label(request: Any) -> str:

@@ -1,0 +1,133 @@
+"""The Ray backend (`env_runners(backend="ray")`): EnvRunners as real Ray actors on a local Ray
+instance started once for this module. Sampling and learning, code run on the actors, errors
+keeping their type, an actor killed with `ray.kill` in the middle of a sample (restarted, the
+callback fired, training going on), and `stop()` ending every actor."""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+
+import gymnasium as gym
+import pytest
+import ray  # noqa: E402 - installed by the test extra (setup.cfg), so CI runs these
+
+from trainer import EnvRunnerError, PPOConfig
+from trainer.algorithms.algorithm_config import ConfigError
+from trainer.callbacks import RLlibCallback
+from trainer.compat.rllib_settings import IgnoredSettingWarning
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=4, include_dashboard=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _config(**env_runners):
+    return (PPOConfig().environment("CartPole-v1")
+            .env_runners(backend="ray", num_env_runners=2, **env_runners)
+            .training(lr=0.0003, train_batch_size=1000, minibatch_size=128, num_epochs=6)
+            .debugging(seed=0))
+
+
+def _actor_id(runner):
+    import ray
+
+    return ray.get_runtime_context().get_actor_id()
+
+
+def test_ppo_learns_on_ray_actors_and_code_runs_on_them():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)  # the actors take these
+        algo = _config(num_cpus_per_env_runner=2).build()
+    try:
+        first = algo.train()["env_runners"]["episode_return_mean"]
+        for _ in range(5):
+            result = algo.train()
+        assert result["env_runners"]["episode_return_mean"] > first + 15
+        where = algo.env_runner_group.foreach_env_runner(
+            lambda runner: (runner.worker_index, os.getpid(), _actor_id(runner)))
+        assert [index for index, _, _ in where] == [0, 1, 2]
+        assert where[0][2] is None  # the local runner is in this process, no actor
+        assert where[0][1] == os.getpid() != where[1][1] != where[2][1]
+        assert where[1][2] and where[2][2] and where[1][2] != where[2][2]
+        assert algo.env_runner_group.foreach_env_runner(
+            lambda runner: ray.get_runtime_context().get_assigned_resources().get("CPU"),
+            local_env_runner=False) == [2.0, 2.0]
+    finally:
+        algo.stop()
+
+
+class RecordRecreated(RLlibCallback):
+    calls: list = []
+
+    def on_env_runners_recreated(self, *, algorithm, env_runner_group, env_runner_indices,
+                                 is_evaluation, **kwargs):
+        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
+
+
+def test_an_actor_killed_mid_sample_is_restarted_and_training_goes_on():
+    RecordRecreated.calls = []
+    algo = _config().callbacks(RecordRecreated).build()
+    try:
+        algo.train()
+        actor = algo.env_runner_group.remote_runner(1).actor
+        killer = threading.Timer(0.05, ray.kill, [actor])
+        killer.start()
+        result = algo.train()  # the kill lands while runner 1 samples
+        killer.join()
+        for _ in range(2):
+            result = algo.train()
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
+        assert result["fault_tolerance"]["num_failures"]["crashed"] == 1
+        assert RecordRecreated.calls == [([1], False)]
+        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
+        assert algo.env_runner_group.remote_runner(1).actor != actor
+    finally:
+        algo.stop()
+    # stop() leaves no actor of the algorithm alive.
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.answer.remote(None), timeout=30)
+
+
+class _BoomEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        super().__init__()
+
+    def reset(self, *, seed=None, options=None):
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        raise ValueError("raised in a Ray actor")
+
+
+def test_an_env_error_in_an_actor_keeps_its_type_and_stop_ends_the_actors():
+    algo = (PPOConfig().environment(_BoomEnv)
+            .env_runners(backend="ray", num_env_runners=1, rollout_fragment_length=10)
+            .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
+            .fault_tolerance(restart_failed_env_runners=False)).build()
+    actor = algo.env_runner_group.remote_runner(1).actor
+    try:
+        with pytest.raises(ValueError, match="raised in a Ray actor") as raised:
+            algo.train()
+        assert isinstance(raised.value, EnvRunnerError) and raised.value.worker_index == 1
+    finally:
+        algo.stop()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.answer.remote(None), timeout=30)
+
+
+def test_backend_ray_without_ray_says_how_to_install_it(monkeypatch):
+    from trainer.runners import ray_runner
+
+    monkeypatch.setattr(ray_runner, "ray_installed", lambda: False)
+    with pytest.raises(ConfigError, match=r"backend='ray'.*pip install -e '\.\[ray\]'"):
+        PPOConfig().env_runners(backend="ray")
+    with pytest.raises(ConfigError, match="backend must be"):
+        PPOConfig().env_runners(backend="threads")

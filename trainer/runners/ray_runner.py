@@ -1,0 +1,213 @@
+"""The "ray" backend: each remote EnvRunner is a Ray actor holding the same `EnvRunner`, on any
+node of the cluster the driver is connected to; `RayRunner` is the group's `RunnerHandle` on one.
+
+    driver (this process)                      actor (`_EnvRunnerActor`, on some node)
+    RayRunner.send(request)  -- answer.remote -->  RunnerServer.answer(request) -> Reply
+    RayRunner.read_reply()   <-- ray.get ------    (the protocol of `trainer.runners.protocol`,
+                                                    served by `trainer.runners.worker`'s code)
+
+Requests to one actor run one at a time, in the order sent (its default concurrency group has
+one thread). A second group holds one call, `watch`, that never returns: when the actor dies
+(its process killed, `ray.kill`, its node lost) that call fails at once, so `is_alive()` is one
+non-blocking `ray.wait`, and a runner that died while idle is noticed like a dead process.
+
+Resources mean what they mean in RLlib: `num_cpus_per_env_runner`, `num_gpus_per_env_runner`,
+`custom_resources_per_env_runner`; actors are spread over the nodes ("SPREAD"). The driver
+joins the cluster the user already joined (`ray.init(...)` before `build()`), else
+`env_runners(ray_address=...)` or `RAY_ADDRESS`, else starts a local Ray instance.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
+from trainer.runners import protocol
+from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.util.deprecation import warn_once
+
+#: What `env_runners(backend="ray")` needs, and how to get it.
+RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"
+
+
+def ray_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def connect(address: str | None) -> None:
+    """Joins a Ray cluster unless this process already has: `address`, else `RAY_ADDRESS`,
+    else a new local instance."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    ray.init(address=address, include_dashboard=False, log_to_driver=True,
+             configure_logging=False)
+
+
+class _EnvRunnerActor:
+    """The actor: a `RunnerServer` answering the protocol's requests."""
+
+    def __init__(self, worker_index: int):
+        from trainer.runners.worker import RunnerServer
+
+        self._server = RunnerServer(worker_index)
+
+    def answer(self, request: Any) -> protocol.Reply:
+        return self._server.answer(request)
+
+    def watch(self) -> None:
+        threading.Event().wait()  # never returns: it fails when the actor dies
+
+
+_actor_class: Any = None
+
+
+def _remote_actor_class() -> Any:
+    global _actor_class
+    if _actor_class is None:
+        import ray
+
+        watch = ray.method(concurrency_group="watch")(_EnvRunnerActor.watch)
+        cls = type("EnvRunnerActor", (_EnvRunnerActor,), {"watch": watch,
+                                                           "__module__": __name__})
+        _actor_class = ray.remote(concurrency_groups={"watch": 1})(cls)
+    return _actor_class
+
+
+class RayRunner(RunnerHandle):
+    """One Ray actor holding one `EnvRunner`."""
+
+    def __init__(self, worker_index: int, options: dict):
+        self.worker_index = worker_index
+        self.healthy = True
+        self.pid: int | None = None
+        self.actor = _remote_actor_class().options(**options).remote(worker_index)
+        self._watch = self.actor.watch.remote()
+        #: (request id, label, object ref) of each request sent and not yet read, oldest first.
+        self._pending: deque[tuple[int, str, Any]] = deque()
+        self._killed = False
+
+    def send(self, request: protocol.Request, *, pickled: bytes | None = None) -> None:
+        if self._killed or not self.is_alive():
+            self.healthy = False
+            raise EnvRunnerCrashed(self.worker_index, request.label, None, "(the actor died)")
+        self._pending.append((request.request_id, request.label,
+                              self.actor.answer.remote(request)))
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def _ready(self, refs: list) -> list:
+        import ray
+
+        return ray.wait(refs, num_returns=len(refs), timeout=0)[0] if refs else []
+
+    def reply_ready(self) -> bool:
+        refs = [self._watch] + ([self._pending[0][2]] if self._pending else [])
+        return bool(self._ready(refs))
+
+    def read_reply(self, timeout: float) -> Any:
+        import ray
+        from ray.exceptions import RayActorError, RayError
+
+        request_id, label, ref = self._pending[0]
+        ready, _ = ray.wait([ref], timeout=max(timeout, 0))
+        if not ready:
+            raise self.timed_out(timeout)
+        try:
+            reply: protocol.Reply = ray.get(ref)
+        except (RayActorError, RayError) as error:
+            self._pending.clear()
+            self.kill()
+            raise EnvRunnerCrashed(self.worker_index, label, None,
+                                   f"(the actor died: {type(error).__name__})") from None
+        self._pending.popleft()
+        if reply.request_id != request_id:
+            self.kill()
+            raise protocol.ProtocolError(
+                f"EnvRunner {self.worker_index} answered request {reply.request_id} while "
+                f"request {request_id} ({label}) waited for its reply")
+        for form, replacement in reply.warnings:
+            warn_once(form, replacement)
+        if reply.error is not None:
+            protocol.raise_error(reply)
+        if label == "__init__" and isinstance(reply.value, dict):
+            self.pid = reply.value.get("pid")
+        return reply.value
+
+    def timed_out(self, timeout: float) -> EnvRunnerTimeout:
+        label = self._pending[0][1] if self._pending else "request"
+        self._pending.clear()
+        self.kill()
+        return EnvRunnerTimeout(self.worker_index, label, timeout)
+
+    def is_alive(self) -> bool:
+        return not self._killed and not self._ready([self._watch])
+
+    def exitcode(self) -> int | None:
+        return None  # Ray does not say; the failure says the actor died
+
+    def kill(self) -> None:
+        import ray
+
+        self.healthy = False
+        if not self._killed:
+            self._killed = True
+            try:
+                ray.kill(self.actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
+                pass
+
+    def stop(self, timeout: float = 2.0) -> None:
+        import ray
+
+        if self.healthy and self.is_alive():
+            try:
+                while self._pending:
+                    self.read_reply(timeout)
+                ray.wait([self.actor.answer.remote(protocol.stop())], timeout=timeout)
+            except Exception:  # noqa: BLE001 - a runner that fails the polite stop is killed
+                pass
+        self.kill()
+
+    @staticmethod
+    def wait(handles: Sequence[RayRunner], timeout: float) -> list[RayRunner]:
+        import ray
+
+        by_ref = {}
+        for handle in handles:
+            by_ref[handle._watch] = handle
+            if handle._pending:
+                by_ref[handle._pending[0][2]] = handle
+        if not by_ref:
+            return []
+        ray.wait(list(by_ref), num_returns=1, timeout=max(timeout, 0))
+        ready = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=0)[0]
+        found = {id(by_ref[ref]) for ref in ready}
+        return [handle for handle in handles if id(handle) in found]
+
+
+class RayBackend(RunnerBackend):
+    """Remote runners as Ray actors, spread over the cluster's nodes."""
+
+    def __init__(self, config: Any):
+        connect(getattr(config, "ray_address", None))
+        resources = getattr(config, "custom_resources_per_env_runner", None) or {}
+        self._options = {
+            "num_cpus": getattr(config, "num_cpus_per_env_runner", 1),
+            "num_gpus": getattr(config, "num_gpus_per_env_runner", 0),
+            "resources": dict(resources),
+            "scheduling_strategy": "SPREAD",
+            "max_restarts": 0,  # the group restarts runners, with their state
+        }
+
+    def start(self, worker_index: int, *, background: bool = False) -> RayRunner:
+        return RayRunner(worker_index, self._options)
