@@ -83,3 +83,20 @@ class UnpicklingMarker:
 
     def __reduce__(self):
         return (open, (self.marker, "w"))
+
+
+class RaisingStepEnv(gym.Env):
+    """An env whose every step raises `ValueError(RaisingStepEnv.MESSAGE)`."""
+
+    MESSAGE = "the env's own error"
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        super().__init__()
+
+    def reset(self, *, seed=None, options=None):
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        raise ValueError(self.MESSAGE)

@@ -15,6 +15,7 @@ from multiprocessing.connection import wait
 import cloudpickle
 import gymnasium as gym
 import pytest
+from helpers import RaisingStepEnv
 
 from trainer import EnvRunnerError, PPOConfig
 from trainer.callbacks import CallbackError
@@ -86,27 +87,13 @@ def test_a_callback_error_keeps_the_callbacks_exception_type():
     assert (raised.value.event, raised.value.env_runner_index) == ("on_episode_end", 3)
 
 
-class _BoomEnv(gym.Env):
-    observation_space = gym.spaces.Box(-1, 1, (2,))
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, config=None):
-        super().__init__()
-
-    def reset(self, *, seed=None, options=None):
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        raise ValueError("the env's own error")
-
-
 def test_an_env_error_in_a_worker_process_arrives_as_its_own_type():
-    algo = (PPOConfig().environment(_BoomEnv)
+    algo = (PPOConfig().environment(RaisingStepEnv)
             .env_runners(num_env_runners=1, rollout_fragment_length=10)
             .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
             .fault_tolerance(restart_failed_env_runners=False)).build()
     try:
-        with pytest.raises(ValueError, match="the env's own error") as raised:
+        with pytest.raises(ValueError, match=RaisingStepEnv.MESSAGE) as raised:
             algo.train()
         assert isinstance(raised.value, EnvRunnerError)
         assert raised.value.worker_index == 1

@@ -9,9 +9,9 @@ import os
 import threading
 import warnings
 
-import gymnasium as gym
 import pytest
 import ray  # noqa: E402 - installed by the test extra (setup.cfg), so CI runs these
+from helpers import RaisingStepEnv
 
 from trainer import EnvRunnerError, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
@@ -93,28 +93,14 @@ def test_an_actor_killed_mid_sample_is_restarted_and_training_goes_on():
         ray.get(actor.answer.remote(None), timeout=30)
 
 
-class _BoomEnv(gym.Env):
-    observation_space = gym.spaces.Box(-1, 1, (2,))
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, config=None):
-        super().__init__()
-
-    def reset(self, *, seed=None, options=None):
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        raise ValueError("raised in a Ray actor")
-
-
 def test_an_env_error_in_an_actor_keeps_its_type_and_stop_ends_the_actors():
-    algo = (PPOConfig().environment(_BoomEnv)
+    algo = (PPOConfig().environment(RaisingStepEnv)
             .env_runners(backend="ray", num_env_runners=1, rollout_fragment_length=10)
             .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
             .fault_tolerance(restart_failed_env_runners=False)).build()
     actor = algo.env_runner_group.remote_runner(1).actor
     try:
-        with pytest.raises(ValueError, match="raised in a Ray actor") as raised:
+        with pytest.raises(ValueError, match=RaisingStepEnv.MESSAGE) as raised:
             algo.train()
         assert isinstance(raised.value, EnvRunnerError) and raised.value.worker_index == 1
     finally:
@@ -131,3 +117,21 @@ def test_backend_ray_without_ray_says_how_to_install_it(monkeypatch):
         PPOConfig().env_runners(backend="ray")
     with pytest.raises(ConfigError, match="backend must be"):
         PPOConfig().env_runners(backend="threads")
+
+
+def test_the_main_job_trains_on_ray_actors(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    # Its own local Ray instance (the module's is this process's), ended with the job.
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "--backend", "ray", "--num-env-runners", "2",
+         "--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
+         "--stop-iters", "2", "--output-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    params = json.loads((tmp_path / "run" / "params.json").read_text())
+    assert params["backend"] == "ray" and params["num_env_runners"] == 2
+    lines = (tmp_path / "run" / "progress.csv").read_text().splitlines()
+    assert len(lines) == 3  # header and two iterations

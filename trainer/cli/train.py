@@ -50,6 +50,8 @@ DEFAULT_CHECKPOINTING = {"checkpoint_frequency": 10, "num_to_keep": 3,
 SETTING_FLAGS = {
     "--num-env-runners": ("env_runners", "num_env_runners"),
     "--num-envs-per-env-runner": ("env_runners", "num_envs_per_env_runner"),
+    "--backend": ("env_runners", "backend"),
+    "--ray-address": ("env_runners", "ray_address"),
     "--seed": ("debugging", "seed"),
     "--lr": ("training", "lr"),
     "--train-batch-size": ("training", "train_batch_size"),
@@ -113,6 +115,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     settings.add_argument("--num-env-runners", type=non_negative_int, default=None,
                           help="EnvRunner processes (0: sample in this process)")
     settings.add_argument("--num-envs-per-env-runner", type=positive_int, default=None)
+    settings.add_argument("--backend", choices=["processes", "ray"], default=None,
+                          help="EnvRunners as worker processes of this machine (default) or as "
+                               "Ray actors on a cluster")
+    settings.add_argument("--ray-address", default=None,
+                          help="with --backend ray: the cluster to join (default: RAY_ADDRESS, "
+                               "else a local Ray instance)")
     settings.add_argument("--seed", type=non_negative_int, default=None)
     settings.add_argument("--lr", type=float, default=None)
     settings.add_argument("--train-batch-size", type=positive_int, default=None)

@@ -26,7 +26,6 @@ from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.util.child_process import end_process, spawn
-from trainer.util.deprecation import warn_once
 
 #: BLAS thread pools in the workers: they run small batches, where extra threads only contend
 #: for the cores (measured in bench/threads.py). A user's explicit setting wins.
@@ -152,16 +151,11 @@ class ProcessRunner(RunnerHandle):
             self.kill()
             raise EnvRunnerCrashed(self.worker_index, label, exitcode) from None
         self._pending.popleft()
-        if reply.request_id != request_id:
+        try:
+            return protocol.reply_value(reply, request_id, label, self.worker_index)
+        except protocol.ProtocolError:
             self.kill()
-            raise protocol.ProtocolError(
-                f"EnvRunner {self.worker_index} answered request {reply.request_id} while "
-                f"request {request_id} ({label}) waited for its reply")
-        for form, replacement in reply.warnings:
-            warn_once(form, replacement)
-        if reply.error is not None:
-            protocol.raise_error(reply)
-        return reply.value
+            raise
 
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
         label = self._pending[0][1] if self._pending else "request"

@@ -113,6 +113,22 @@ def error_reply(request_id: int, error: BaseException, cause: BaseException | No
     return Reply(request_id, error=error, cause=cause_bytes)
 
 
+def reply_value(reply: Reply, request_id: int, label: str, worker_index: int) -> Any:
+    """The value of `reply`, the answer to request `request_id`: its deprecation warnings are
+    logged once, its error raised (`raise_error`); a reply to another request is a
+    `ProtocolError`."""
+    from trainer.util.deprecation import warn_once
+
+    if reply.request_id != request_id:
+        raise ProtocolError(f"EnvRunner {worker_index} answered request {reply.request_id} "
+                            f"while request {request_id} ({label}) waited for its reply")
+    for form, replacement in reply.warnings:
+        warn_once(form, replacement)
+    if reply.error is not None:
+        raise_error(reply)
+    return reply.value
+
+
 def raise_error(reply: Reply) -> None:
     """Raises the reply's error in the main process, its original exception attached as
     `__cause__` and its type kept where possible (see the module docstring)."""

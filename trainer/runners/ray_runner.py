@@ -28,7 +28,6 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
-from trainer.util.deprecation import warn_once
 
 #: What `env_runners(backend="ray")` needs, and how to get it.
 RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"
@@ -130,18 +129,14 @@ class RayRunner(RunnerHandle):
             raise EnvRunnerCrashed(self.worker_index, label, None,
                                    f"(the actor died: {type(error).__name__})") from None
         self._pending.popleft()
-        if reply.request_id != request_id:
+        try:
+            value = protocol.reply_value(reply, request_id, label, self.worker_index)
+        except protocol.ProtocolError:
             self.kill()
-            raise protocol.ProtocolError(
-                f"EnvRunner {self.worker_index} answered request {reply.request_id} while "
-                f"request {request_id} ({label}) waited for its reply")
-        for form, replacement in reply.warnings:
-            warn_once(form, replacement)
-        if reply.error is not None:
-            protocol.raise_error(reply)
-        if label == "__init__" and isinstance(reply.value, dict):
-            self.pid = reply.value.get("pid")
-        return reply.value
+            raise
+        if label == "__init__" and isinstance(value, dict):
+            self.pid = value.get("pid")
+        return value
 
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
         label = self._pending[0][1] if self._pending else "request"
