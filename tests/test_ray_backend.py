@@ -9,6 +9,7 @@ import os
 import threading
 import warnings
 
+import gymnasium as gym
 import pytest
 import ray  # noqa: E402 - installed by the test extra (setup.cfg), so CI runs these
 from helpers import RaisingStepEnv
@@ -135,3 +136,74 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     assert params["backend"] == "ray" and params["num_env_runners"] == 2
     lines = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert len(lines) == 3  # header and two iterations
+
+
+def test_a_checkpoint_moves_between_backends_with_exact_resume(tmp_path):
+    import numpy as np
+    from helpers import small_ppo
+
+    on_processes = (small_ppo(2, train_batch_size=300, num_epochs=2)
+                    .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
+                    .debugging(seed=11))
+    on_ray = on_processes.copy().env_runners(backend="ray")
+
+    def metrics(result):
+        return {k: v for k, v in result["env_runners"].items()
+                if k != "episode_duration_sec_mean"}  # wall-clock time
+
+    with on_processes.build() as straight:
+        expected = [metrics(straight.train()) for _ in range(4)]
+        expected_weights = straight.get_weights()
+    for first, second in ((on_ray, on_processes), (on_processes, on_ray)):
+        path = tmp_path / f"from_{first.backend}"
+        with first.build() as algo:
+            assert [metrics(algo.train()) for _ in range(2)] == expected[:2]
+            algo.save_to_path(path)
+        with second.build() as algo:
+            algo.restore_from_path(path)
+            assert [metrics(algo.train()) for _ in range(2)] == expected[2:], first.backend
+            for name, value in algo.get_weights().items():
+                np.testing.assert_array_equal(value, expected_weights[name], err_msg=name)
+
+
+class StallOnceEnv(gym.Env):
+    """CartPole whose first EnvRunner stalls at its 20th step, unless it was re-created."""
+
+    def __init__(self, config=None):
+        self.inner = gym.make("CartPole-v1")
+        self.observation_space, self.action_space = (self.inner.observation_space,
+                                                     self.inner.action_space)
+        self.stalls = config.worker_index == 1 and not config.recreated_worker
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps += 1
+        if self.stalls and self.steps == 20:
+            import time
+
+            time.sleep(600)
+        return self.inner.step(action)
+
+
+def test_a_stalled_actor_is_killed_and_restarted():
+    RecordRecreated.calls = []
+    algo = (PPOConfig().environment(StallOnceEnv)
+            .env_runners(backend="ray", num_env_runners=2, rollout_fragment_length=50,
+                         sample_timeout_s=3)
+            .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+            .callbacks(RecordRecreated)).build()
+    try:
+        stalled = algo.env_runner_group.remote_runner(1).actor
+        results = [algo.train() for _ in range(3)]
+        tolerance = results[-1]["fault_tolerance"]
+        assert tolerance["num_failures"]["timeout"] == 1
+        assert tolerance["num_remote_worker_restarts"] == 1
+        assert RecordRecreated.calls == [([1], False)]
+        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
+    finally:
+        algo.stop()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(stalled.answer.remote(None), timeout=30)
