@@ -17,6 +17,7 @@ import statistics
 import time
 
 import ray
+from sampling import env_runner_steps_per_s as steps_per_s  # bench/ is this script's path
 
 from trainer import PPOConfig
 
@@ -29,15 +30,6 @@ def config(backend: str, steps: int, rounds: int) -> PPOConfig:
             .env_runners(backend=backend, num_env_runners=2, num_envs_per_env_runner=NUM_ENVS,
                          rollout_fragment_length=steps // rounds // NUM_ENVS // 2)
             .rl_module(model_config=MODEL).debugging(seed=0))
-
-
-def steps_per_s(algo, steps: int, rounds: int) -> float:
-    start = time.perf_counter()
-    sampled = 0
-    for _ in range(rounds):
-        episodes, _ = algo.env_runner_group.sample(min_env_steps=steps // rounds)
-        sampled += sum(len(ep) for ep in episodes)
-    return sampled / (time.perf_counter() - start)
 
 
 def restart_seconds(algo, kills: int) -> list[float]:
