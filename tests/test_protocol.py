@@ -228,11 +228,8 @@ class ThreadRunner(RunnerHandle):
     def read_reply(self, timeout):
         if not self.conn.poll(timeout):
             raise self.timed_out(timeout)
-        reply = self.conn.recv()
-        assert reply.request_id == self._pending.pop(0)
-        if reply.error is not None:
-            protocol.raise_error(reply)
-        return reply.value
+        return protocol.reply_value(self.conn.recv(), self._pending.pop(0), "request",
+                                    self.worker_index)
 
     def timed_out(self, timeout):
         self.kill()

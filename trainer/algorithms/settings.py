@@ -55,10 +55,9 @@ def defaults_of(config_cls: type) -> dict[str, Any]:
             for name, setting in config_cls._settings().items()}
 
 
-def builder_doc(config_cls: type, method: str, intro: str) -> str:
+def builder_doc(config_cls: type, method: str, intro: str, defaults: dict[str, Any]) -> str:
     """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
-    defaults."""
-    defaults = defaults_of(config_cls)
+    `defaults` (`defaults_of(config_cls)`)."""
     lines = [f"    {name} ({_shown(defaults[name])}): {setting.doc}"
              for name, setting in config_cls._settings().items() if setting.method == method]
     intro = inspect.cleandoc(intro)
@@ -70,6 +69,7 @@ def builder_doc(config_cls: type, method: str, intro: str) -> str:
 def document_builders(config_cls: type) -> None:
     """Gives `config_cls` builder methods whose docstrings list its own settings and defaults
     (a thin wrapper where the method is inherited, so the parent's docstring stays its own)."""
+    defaults = defaults_of(config_cls)
     for method in BUILDER_METHODS:
         func = getattr(config_cls, method, None)
         if func is None:
@@ -80,7 +80,7 @@ def document_builders(config_cls: type) -> None:
             own = _inherited(func)
             setattr(config_cls, method, own)
         own.__intro__ = intro
-        own.__doc__ = builder_doc(config_cls, method, intro)
+        own.__doc__ = builder_doc(config_cls, method, intro, defaults)
 
 
 def _inherited(func: Callable) -> Callable:

@@ -107,7 +107,7 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
 
 def backend_for(config: Any) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
-    if getattr(config, "backend", "processes") == "ray" and config.num_env_runners > 0:
+    if config.backend == "ray" and config.num_env_runners > 0:
         from trainer.runners.ray_runner import RayBackend
 
         return RayBackend(config)
@@ -196,15 +196,19 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         replies, init_failures = self.pool.gather(sent, timeout)
         failures.update(init_failures)
         if state_for is not None and replies:
-            # The restored state, then a ping: a runner that answers both is ready to sample.
-            _, state_failures = self.pool.call(
-                list(replies), lambda index: protocol.call("set_state", state=state_for(index)),
-                state_timeout)
-            failures.update(state_failures)
-            _, ping_failures = self.pool.call([i for i in replies if i not in failures],
-                                              protocol.call("ping"),
-                                              state_timeout)
-            failures.update(ping_failures)
+            # The restored state, then a ping (RLlib's health probe, which an EnvRunner
+            # subclass may override): a runner that answers both is ready to sample. Both
+            # within one `state_timeout`.
+            state_deadline = time.monotonic() + state_timeout
+
+            def call_each_started(request: Any) -> None:
+                ids = [i for i in replies if i not in failures]
+                _, call_failures = self.pool.call(
+                    ids, request, max(state_deadline - time.monotonic(), 0.01))
+                failures.update(call_failures)
+
+            call_each_started(lambda index: protocol.call("set_state", state=state_for(index)))
+            call_each_started(protocol.call("ping"))
         return {i: reply for i, reply in replies.items() if i not in failures}, failures
 
     # -- who is there ------------------------------------------------------------------------

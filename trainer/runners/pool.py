@@ -15,7 +15,7 @@ applies no policy (the `EnvRunnerGroup` decides what a failure means: `restart_p
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -42,9 +42,6 @@ class RunnerPool:
 
     def __len__(self) -> int:
         return len(self._handles)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._handles)
 
     def items(self):
         return self._handles.items()

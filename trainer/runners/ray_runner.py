@@ -115,7 +115,7 @@ class RayRunner(RunnerHandle):
 
     def read_reply(self, timeout: float) -> Any:
         import ray
-        from ray.exceptions import RayActorError, RayError
+        from ray.exceptions import RayError
 
         request_id, label, ref = self._pending[0]
         ready, _ = ray.wait([ref], timeout=max(timeout, 0))
@@ -123,7 +123,7 @@ class RayRunner(RunnerHandle):
             raise self.timed_out(timeout)
         try:
             reply: protocol.Reply = ray.get(ref)
-        except (RayActorError, RayError) as error:
+        except RayError as error:  # the actor died (RayActorError and its kin)
             self._pending.clear()
             self.kill()
             raise EnvRunnerCrashed(self.worker_index, label, None,
@@ -194,12 +194,11 @@ class RayBackend(RunnerBackend):
     """Remote runners as Ray actors, spread over the cluster's nodes."""
 
     def __init__(self, config: Any):
-        connect(getattr(config, "ray_address", None))
-        resources = getattr(config, "custom_resources_per_env_runner", None) or {}
+        connect(config.ray_address)
         self._options = {
-            "num_cpus": getattr(config, "num_cpus_per_env_runner", 1),
-            "num_gpus": getattr(config, "num_gpus_per_env_runner", 0),
-            "resources": dict(resources),
+            "num_cpus": config.num_cpus_per_env_runner,
+            "num_gpus": config.num_gpus_per_env_runner,
+            "resources": dict(config.custom_resources_per_env_runner or {}),
             "scheduling_strategy": "SPREAD",
             "max_restarts": 0,  # the group restarts runners, with their state
         }
