@@ -100,3 +100,26 @@ class RaisingStepEnv(gym.Env):
 
     def step(self, action):
         raise ValueError(self.MESSAGE)
+
+
+class StallOnceEnv(gym.Env):
+    """CartPole whose EnvRunner 1 stalls (sleeps 600 s) at its 20th step, unless that runner
+    was re-created."""
+
+    def __init__(self, config=None):
+        self.inner = gym.make("CartPole-v1")
+        self.observation_space, self.action_space = (self.inner.observation_space,
+                                                     self.inner.action_space)
+        self.stalls = config.worker_index == 1 and not config.recreated_worker
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps += 1
+        if self.stalls and self.steps == 20:
+            import time
+
+            time.sleep(600)
+        return self.inner.step(action)

@@ -1,22 +1,19 @@
 """The Ray backend (`env_runners(backend="ray")`): EnvRunners as real Ray actors on a local Ray
 instance started once for this module. Sampling and learning, code run on the actors, errors
-keeping their type, an actor killed with `ray.kill` in the middle of a sample (restarted, the
-callback fired, training going on), and `stop()` ending every actor."""
+keeping their type, `stop()` ending every actor, the main job, Ray missing. Restarts and a
+multi-node cluster are in test_ray_cluster.py, both backends side by side in test_backends_alike.py."""
 
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 
-import gymnasium as gym
 import pytest
 import ray  # noqa: E402 - installed by the test extra (setup.cfg), so CI runs these
 from helpers import RaisingStepEnv
 
 from trainer import EnvRunnerError, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
-from trainer.callbacks import RLlibCallback
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 
 
@@ -62,38 +59,6 @@ def test_ppo_learns_on_ray_actors_and_code_runs_on_them():
         algo.stop()
 
 
-class RecordRecreated(RLlibCallback):
-    calls: list = []
-
-    def on_env_runners_recreated(self, *, algorithm, env_runner_group, env_runner_indices,
-                                 is_evaluation, **kwargs):
-        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
-
-
-def test_an_actor_killed_mid_sample_is_restarted_and_training_goes_on():
-    RecordRecreated.calls = []
-    algo = _config().callbacks(RecordRecreated).build()
-    try:
-        algo.train()
-        actor = algo.env_runner_group.remote_runner(1).actor
-        killer = threading.Timer(0.05, ray.kill, [actor])
-        killer.start()
-        result = algo.train()  # the kill lands while runner 1 samples
-        killer.join()
-        for _ in range(2):
-            result = algo.train()
-        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
-        assert result["fault_tolerance"]["num_failures"]["crashed"] == 1
-        assert RecordRecreated.calls == [([1], False)]
-        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
-        assert algo.env_runner_group.remote_runner(1).actor != actor
-    finally:
-        algo.stop()
-    # stop() leaves no actor of the algorithm alive.
-    with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(actor.answer.remote(None), timeout=30)
-
-
 def test_an_env_error_in_an_actor_keeps_its_type_and_stop_ends_the_actors():
     algo = (PPOConfig().environment(RaisingStepEnv)
             .env_runners(backend="ray", num_env_runners=1, rollout_fragment_length=10)
@@ -136,74 +101,3 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     assert params["backend"] == "ray" and params["num_env_runners"] == 2
     lines = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert len(lines) == 3  # header and two iterations
-
-
-def test_a_checkpoint_moves_between_backends_with_exact_resume(tmp_path):
-    import numpy as np
-    from helpers import small_ppo
-
-    on_processes = (small_ppo(2, train_batch_size=300, num_epochs=2)
-                    .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
-                    .debugging(seed=11))
-    on_ray = on_processes.copy().env_runners(backend="ray")
-
-    def metrics(result):
-        return {k: v for k, v in result["env_runners"].items()
-                if k != "episode_duration_sec_mean"}  # wall-clock time
-
-    with on_processes.build() as straight:
-        expected = [metrics(straight.train()) for _ in range(4)]
-        expected_weights = straight.get_weights()
-    for first, second in ((on_ray, on_processes), (on_processes, on_ray)):
-        path = tmp_path / f"from_{first.backend}"
-        with first.build() as algo:
-            assert [metrics(algo.train()) for _ in range(2)] == expected[:2]
-            algo.save_to_path(path)
-        with second.build() as algo:
-            algo.restore_from_path(path)
-            assert [metrics(algo.train()) for _ in range(2)] == expected[2:], first.backend
-            for name, value in algo.get_weights().items():
-                np.testing.assert_array_equal(value, expected_weights[name], err_msg=name)
-
-
-class StallOnceEnv(gym.Env):
-    """CartPole whose first EnvRunner stalls at its 20th step, unless it was re-created."""
-
-    def __init__(self, config=None):
-        self.inner = gym.make("CartPole-v1")
-        self.observation_space, self.action_space = (self.inner.observation_space,
-                                                     self.inner.action_space)
-        self.stalls = config.worker_index == 1 and not config.recreated_worker
-        self.steps = 0
-
-    def reset(self, *, seed=None, options=None):
-        return self.inner.reset(seed=seed, options=options)
-
-    def step(self, action):
-        self.steps += 1
-        if self.stalls and self.steps == 20:
-            import time
-
-            time.sleep(600)
-        return self.inner.step(action)
-
-
-def test_a_stalled_actor_is_killed_and_restarted():
-    RecordRecreated.calls = []
-    algo = (PPOConfig().environment(StallOnceEnv)
-            .env_runners(backend="ray", num_env_runners=2, rollout_fragment_length=50,
-                         sample_timeout_s=3)
-            .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-            .callbacks(RecordRecreated)).build()
-    try:
-        stalled = algo.env_runner_group.remote_runner(1).actor
-        results = [algo.train() for _ in range(3)]
-        tolerance = results[-1]["fault_tolerance"]
-        assert tolerance["num_failures"]["timeout"] == 1
-        assert tolerance["num_remote_worker_restarts"] == 1
-        assert RecordRecreated.calls == [([1], False)]
-        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
-    finally:
-        algo.stop()
-    with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(stalled.answer.remote(None), timeout=30)

@@ -37,7 +37,7 @@ class EnvRunnerCrashed(EnvRunnerFailure):
         self.method = method
         self.exitcode = exitcode
         if exitcode is None:
-            how = "its connection closed"
+            how, detail = (detail, "") if detail else ("its connection closed", "")
         elif exitcode < 0:
             import signal
 
@@ -49,7 +49,7 @@ class EnvRunnerCrashed(EnvRunnerFailure):
             how = f"it exited with code {exitcode}"
         where = "while idle" if method is None else f"during {method}()"
         super().__init__(worker_index, f"EnvRunner {worker_index} crashed {where}: "
-                                       f"{how}.{(' ' + detail) if detail else ''}")
+                                       f"{how.rstrip('.')}.{(' ' + detail) if detail else ''}")
 
 
 class EnvRunnerTimeout(EnvRunnerFailure):

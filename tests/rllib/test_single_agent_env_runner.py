@@ -1,9 +1,12 @@
 # Ported from RLlib 2.60: rllib/env/tests/test_single_agent_env_runner.py
 #
 # Changes besides the imports:
-# - `test_distributed_env_runner` is dropped: it makes the EnvRunner a Ray actor
-#   (`ray.remote(num_cpus=1, num_gpus=0)(SingleAgentEnvRunner)`); the Ray backend is a later
-#   issue. Here every EnvRunner of an Algorithm already runs in its own process.
+# - `ray` is the real Ray (the `ray` extra), as in RLlib: `test_distributed_env_runner` makes
+#   the EnvRunner class a Ray actor itself. `setUpClass` starts Ray with `num_cpus=5` (RLlib's
+#   `ray.init()` sizes Ray to the machine; that test needs 5 actors of 1 CPU each, more than
+#   this 2-core machine has). Its `remote_worker_envs=True` round steps the sub-envs in the
+#   actor, as the False round does (async sub-envs are not supported here, see
+#   `test_vectorize_mode` below), so both rounds check the same.
 # - `test_vectorize_mode` is dropped: `gym_env_vectorize_mode` other than "SYNC" (AsyncVectorEnv,
 #   a vector entry point such as CartPoleVectorEnv) is not supported here (README: sub-envs step
 #   in the EnvRunner process; use more EnvRunners for parallelism). So are its CartPoleVectorEnv
@@ -17,7 +20,7 @@ from unittest.mock import patch
 
 import gymnasium as gym
 
-from trainer import named_objects as ray  # was: import ray
+import ray
 import trainer as tune  # was: from ray import tune
 from trainer import AlgorithmConfig  # was: from ray.rllib.algorithms.algorithm_config import ...
 from trainer.errors import StepFailedRecreateEnvError  # was: from ray.rllib.env.env_runner import ...
@@ -29,7 +32,7 @@ from trainer.env.envs import ENV_CREATOR, _global_registry  # was: from ray.tune
 class TestSingleAgentEnvRunner(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        ray.init()
+        ray.init(num_cpus=5)
 
         tune.register_env(
             "tune-registered",
@@ -48,6 +51,49 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
 
         _global_registry.unregister(ENV_CREATOR, "tune-registered")
         gym.registry.pop("TestEnv-v0")
+
+    def test_distributed_env_runner(self):
+        """Tests, whether SingleAgentEnvRunner can be distributed."""
+
+        remote_class = ray.remote(num_cpus=1, num_gpus=0)(SingleAgentEnvRunner)
+
+        # Test with both parallelized sub-envs and w/o.
+        async_vectorization_mode = [False, True]
+
+        for async_ in async_vectorization_mode:
+
+            for env_spec in ["tune-registered", "CartPole-v1", SimpleCorridor]:
+                config = (
+                    AlgorithmConfig().environment(env_spec)
+                    # Vectorize x5 and by default, rollout 10 timesteps per individual
+                    # env.
+                    .env_runners(
+                        num_env_runners=5,
+                        num_envs_per_env_runner=5,
+                        rollout_fragment_length=10,
+                        remote_worker_envs=async_,
+                    )
+                )
+                array = [
+                    remote_class.remote(config=config)
+                    for _ in range(config.num_env_runners)
+                ]
+                # Sample in parallel.
+                results = [a.sample.remote(random_actions=True) for a in array]
+                results = ray.get(results)
+                # Loop over individual EnvRunner Actor's results and inspect each.
+                for episodes in results:
+                    # Assert length of all fragments >= `rollout_fragment_length * num_envs_per_env_runner` and
+                    #   < rollout_fragment_length * (num_envs_per_env_runner + 1)
+                    self.assertIn(
+                        sum(len(e) for e in episodes),
+                        [
+                            config.num_envs_per_env_runner
+                            * config.rollout_fragment_length
+                            + i
+                            for i in range(config.num_envs_per_env_runner)
+                        ],
+                    )
 
     def test_sample(
         self,

@@ -30,7 +30,7 @@ from trainer.compat.rllib_settings import (
 )
 from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
-from trainer.env.envs import check_env_spec
+from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
 from trainer.util.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -45,6 +45,9 @@ from trainer.util.checks import (
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
+
+#: The key under which a pickled config carries its `register_env` creator (`__getstate__`).
+_REGISTERED_ENV_CREATOR = "_registered_env_creator"
 
 
 class _NotProvided:
@@ -413,6 +416,23 @@ class AlgorithmConfig(OldConfigNames):
                 "Algorithm); change a copy instead: config.copy()"
             )
         object.__setattr__(self, name, value)
+
+    # -- pickling ----------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings; an env named with `register_env` travels with its creator, so a config
+        sent to another process (a Ray actor made with `ray.remote(SingleAgentEnvRunner)`, a
+        pickled checkpoint) makes the same env there, as RLlib's registry does through Ray."""
+        state = dict(self.__dict__)
+        creator = registered_env_creator(self.env)
+        if creator is not None:
+            state[_REGISTERED_ENV_CREATOR] = creator
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        creator = state.pop(_REGISTERED_ENV_CREATOR, None)
+        self.__dict__.update(state)
+        if creator is not None:
+            register_env_if_missing(self.env, creator)
 
     def _set(self, method: str, values: dict[str, Any]) -> AlgorithmConfig:
         """Checks and stores every provided value of a builder call."""

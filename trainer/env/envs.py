@@ -27,6 +27,17 @@ def register_env(name: str, env_creator: Callable[[Any], gym.Env]) -> None:
     _REGISTRY[name] = env_creator
 
 
+def registered_env_creator(name: Any) -> Callable[[Any], gym.Env] | None:
+    """The creator `register_env` holds under `name`, or None."""
+    return _REGISTRY.get(name) if isinstance(name, str) else None
+
+
+def register_env_if_missing(name: str, env_creator: Callable[[Any], gym.Env]) -> None:
+    """`register_env(name, env_creator)` unless this process has `name` registered already."""
+    if name not in _REGISTRY:
+        register_env(name, env_creator)
+
+
 #: Tune's registry category of env creators (`ray.tune.registry.ENV_CREATOR`).
 ENV_CREATOR = "env_creator"
 

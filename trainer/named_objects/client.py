@@ -45,6 +45,7 @@ from typing import Any
 import cloudpickle
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
+from trainer.named_objects import on_ray
 from trainer.util.child_process import end_process, spawn
 
 logger = logging.getLogger("trainer")
@@ -222,6 +223,14 @@ class _Connection:
                 "create_named_object() in the main process, stops with Algorithm.stop(), and a "
                 "new create_named_object() starts it again if it died): "
                 f"{type(error).__name__}: {error}")
+            if on_ray.connected() and isinstance(error, (FileNotFoundError,
+                                                         ConnectionRefusedError)):
+                failure.args = (failure.args[0] + (
+                    " (this is a Ray actor, and the named objects were created before the main "
+                    "process connected to Ray, so they live in a server on the main process's "
+                    "machine that other nodes cannot reach: call ray.init() before the first "
+                    "create_named_object(), or shutdown_named_objects() before creating them "
+                    "again)"),)
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
@@ -312,15 +321,17 @@ class _Server:
 
 # -- this process's state --------------------------------------------------------------------
 _lock = threading.Lock()
-_settings: dict | None = None  # {"address", "authkey"}: chosen by the main process
+_settings: dict | None = None  # {"address", "authkey", "ray"}: chosen by the main process
 _server: _Server | None = None
-_connection: _Connection | None = None
+_connection: _Connection | on_ray.RayConnection | None = None
 
 
 def client_settings() -> dict:
     """Where this process's named objects are served (chosen now, served once used); sent to
-    every EnvRunner process when it starts."""
-    global _settings
+    every EnvRunner process when it starts. "ray" is set when this process is connected to Ray
+    the first time this is asked (after start, `shutdown_named_objects()` or `ray.shutdown()`):
+    then named objects are Ray named actors (`trainer.named_objects.on_ray`) in its namespace."""
+    global _settings, _connection
     with _lock:
         if _settings is None:
             # A socket file in a new directory only this user can enter (mkdtemp makes it
@@ -329,7 +340,13 @@ def client_settings() -> dict:
             directory = tempfile.mkdtemp(prefix="localrl-named-")
             atexit.register(shutil.rmtree, directory, ignore_errors=True)
             _settings = {"address": os.path.join(directory, "server.sock"),
-                         "authkey": os.urandom(32)}
+                         "authkey": os.urandom(32), "ray": None}
+        if _settings["ray"] and not on_ray.connected():
+            # ray.shutdown() here ended this process's Ray named actors (a driver's actors end
+            # with it): decided anew.
+            _settings["ray"], _connection = None, None
+        if _settings["ray"] is None and _server is None:
+            _settings["ray"] = on_ray.settings_of_this_process() if on_ray.connected() else False
         return _settings
 
 
@@ -341,14 +358,17 @@ def configure_client(settings: dict | None) -> None:
         _connection = None
 
 
-def _get_connection() -> _Connection:
+def _get_connection() -> _Connection | on_ray.RayConnection:
     global _connection
     with _lock:
         if _connection is None:
             if _settings is None:
                 raise NamedObjectError("no named objects exist: create one with "
                                        "create_named_object(name, factory) in the main process")
-            _connection = _Connection(_settings["address"], _settings["authkey"])
+            if _settings.get("ray"):
+                _connection = on_ray.RayConnection(_settings["ray"], CALL_TIMEOUT_S)
+            else:
+                _connection = _Connection(_settings["address"], _settings["authkey"])
         return _connection
 
 
@@ -361,6 +381,10 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
     if not isinstance(name, str) or not name:
         raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
     settings = client_settings()
+    payload = cloudpickle.dumps((factory, args, kwargs))
+    if settings["ray"]:  # a Ray named actor, reachable from every node
+        created = _get_connection().request("create", name, payload, get_if_exists)
+        return _named_handle(name, created, get_if_exists)
     with _lock:
         if _server is not None and not _server.is_alive():
             # It died (killed, crashed): its objects are gone; start a new one at the same
@@ -374,7 +398,6 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
                 _connection = None
         if _server is None:
             _server = _Server(settings["address"], settings["authkey"])
-    payload = cloudpickle.dumps((factory, args, kwargs))
     try:
         created = _get_connection().request("create", name, payload, get_if_exists)
     except NamedObjectError as error:
@@ -391,6 +414,10 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
         logger.warning("create_named_object(%r): the connection to the named-object server "
                        "broke (%s); retrying once on a new connection", name, error)
         created = _get_connection().request("create", name, payload, get_if_exists)
+    return _named_handle(name, created, get_if_exists)
+
+
+def _named_handle(name: str, created: bool, get_if_exists: bool) -> NamedObject:
     if not created and not get_if_exists:
         raise ValueError(f"create_named_object(name={name!r}): the name is taken; use "
                          "get_named_object(name), or get_if_exists=True")
@@ -412,13 +439,19 @@ def get_named_object(name: str) -> NamedObject:
 
 
 def shutdown_named_objects() -> None:
-    """Stops the server (its objects are gone). A later `create_named_object` starts anew."""
+    """Stops the server, or ends the Ray named actors this process created (their objects are
+    gone). A later `create_named_object` starts anew, on Ray if this process is connected to it
+    by then."""
     global _server, _connection
     with _lock:
         server, _server = _server, None
-        if _connection is not None:
-            _connection.close()
-            _connection = None
+        connection, _connection = _connection, None
+        if _settings is not None:
+            _settings["ray"] = None  # decided again by the next client_settings()
+    if isinstance(connection, on_ray.RayConnection):
+        connection.kill_created()
+    elif connection is not None:
+        connection.close()
     if server is not None:
         server.stop()
 
@@ -536,8 +569,10 @@ def is_initialized() -> bool:
 
 
 def server_running() -> bool:
-    """Whether this process has started the named-object server (and not stopped it)."""
-    return _server is not None
+    """Whether this process has started the named-object server, or created Ray named actors
+    (and not stopped or ended them)."""
+    connection = _connection
+    return _server is not None or bool(getattr(connection, "created", None))
 
 
 def flush() -> None:

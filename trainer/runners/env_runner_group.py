@@ -249,6 +249,9 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             self.pool[index].kill()
             reason = self._why_not_restart(index, error)
             if reason is None:
+                # The text, not the error: a kept log record must not keep the error's
+                # traceback, and through it this group, alive.
+                logger.warning("%s Restarting it.", str(error))
                 to_restart.append(index)
             elif self.config.ignore_env_runner_failures:
                 logger.warning("EnvRunner %d failed and is not restarted (%s); training goes on "

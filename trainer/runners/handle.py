@@ -59,6 +59,11 @@ class RunnerHandle(ABC):
     def exitcode(self) -> int | None:
         """How the runner ended (negative: the signal that ended it), or None."""
 
+    def death_detail(self) -> str:
+        """What is known of why a runner that is no longer alive ended, for its
+        `EnvRunnerCrashed` (beyond `exitcode()`), or ""."""
+        return ""
+
     @abstractmethod
     def kill(self) -> None:
         """Ends the runner at once; it is no longer healthy."""

@@ -59,7 +59,8 @@ class RunnerPool:
         failures = []
         for index, handle in self._handles.items():
             if handle.healthy and not handle.is_alive():
-                failures.append(EnvRunnerCrashed(index, None, handle.exitcode()))
+                failures.append(EnvRunnerCrashed(index, None, handle.exitcode(),
+                                                 handle.death_detail()))
                 handle.kill()
         return failures
 

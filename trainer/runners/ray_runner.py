@@ -28,6 +28,7 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.util.log import plain_text
 
 #: What `env_runners(backend="ray")` needs, and how to get it.
 RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"
@@ -60,7 +61,12 @@ class _EnvRunnerActor:
         self._server = RunnerServer(worker_index)
 
     def answer(self, request: Any) -> protocol.Reply:
-        return self._server.answer(request)
+        reply = self._server.answer(request)
+        if isinstance(request, protocol.Init) and isinstance(reply.value, dict):
+            import ray
+
+            reply.value["node_id"] = ray.get_runtime_context().get_node_id()  # where it runs
+        return reply
 
     def watch(self) -> None:
         threading.Event().wait()  # never returns: it fails when the actor dies
@@ -88,6 +94,8 @@ class RayRunner(RunnerHandle):
         self.worker_index = worker_index
         self.healthy = True
         self.pid: int | None = None
+        #: The Ray node the actor runs on (known from its `Init` reply).
+        self.node_id: str | None = None
         self.actor = _remote_actor_class().options(**options).remote(worker_index)
         self._watch = self.actor.watch.remote()
         #: (request id, label, object ref) of each request sent and not yet read, oldest first.
@@ -97,7 +105,8 @@ class RayRunner(RunnerHandle):
     def send(self, request: protocol.Request, *, pickled: bytes | None = None) -> None:
         if self._killed or not self.is_alive():
             self.healthy = False
-            raise EnvRunnerCrashed(self.worker_index, request.label, None, "(the actor died)")
+            raise EnvRunnerCrashed(self.worker_index, request.label, None,
+                                   self.death_detail() or "its Ray actor is gone")
         self._pending.append((request.request_id, request.label,
                               self.actor.answer.remote(request)))
 
@@ -127,7 +136,7 @@ class RayRunner(RunnerHandle):
             self._pending.clear()
             self.kill()
             raise EnvRunnerCrashed(self.worker_index, label, None,
-                                   f"(the actor died: {type(error).__name__})") from None
+                                   self._death_text(error)) from None
         self._pending.popleft()
         try:
             value = protocol.reply_value(reply, request_id, label, self.worker_index)
@@ -135,8 +144,27 @@ class RayRunner(RunnerHandle):
             self.kill()
             raise
         if label == "__init__" and isinstance(value, dict):
-            self.pid = value.get("pid")
+            self.pid, self.node_id = value.get("pid"), value.get("node_id")
         return value
+
+    def _death_text(self, error: BaseException) -> str:
+        """Where the actor ran and Ray's first line on why it died."""
+        where = f" (pid {self.pid} on node {self.node_id})" if self.node_id else ""
+        reason = plain_text(str(error)).strip().splitlines()
+        return (f"its Ray actor{where} died: {type(error).__name__}"
+                f"{': ' + reason[0] if reason else ''}")
+
+    def death_detail(self) -> str:
+        import ray
+        from ray.exceptions import RayError
+
+        if not self._ready([self._watch]):
+            return ""
+        try:  # the watch call ended when the actor died, with Ray's reason
+            ray.get(self._watch, timeout=0)
+        except RayError as error:
+            return self._death_text(error)
+        return ""
 
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
         label = self._pending[0][1] if self._pending else "request"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 #: The loggers this library writes to (every module logs to "trainer").
 LIBRARY_LOGGERS = ("trainer",)
@@ -21,3 +22,12 @@ def log_formatter(where: str = "") -> logging.Formatter:
     place = f" [{where}]" if where else ""
     return logging.Formatter(f"%(asctime)s %(levelname)s %(name)s{place}: %(message)s",
                              "%H:%M:%S")
+
+
+#: Terminal colour codes, which Ray puts in the errors it passes on.
+_ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def plain_text(text: str) -> str:
+    """`text` without terminal colour codes."""
+    return _ANSI_COLOR.sub("", text)

@@ -1,0 +1,209 @@
+"""Both backends do the same thing (issue 19, point 2): each test runs once with EnvRunners as
+worker processes and once as Ray actors, on a real local Ray started for this module. A seeded
+run that uses callbacks and chains, custom metrics, curriculum tasks, named objects, weight sync,
+`foreach_env_runner` / `foreach_env` and sequential evaluation gives the very same results on
+both; parallel evaluation ("auto" and fixed, with and without a thread) and restarts with
+`on_env_runners_recreated` behave the same. Named objects are Ray named actors here (this
+process is connected to Ray), reached from worker processes and actors alike."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import ray
+from helpers import EpisodeReturn, LevelEnv, small_ppo
+from test_evaluation import eval_ppo, weights_sum
+from test_named_objects import Counter
+
+from trainer import create_named_object, get_named_object
+from trainer.callbacks import RLlibCallback
+from trainer.named_objects import NamedObjectError, server_running, shutdown_named_objects
+from trainer.testing import kill_env_runner
+
+BACKENDS = ["processes", "ray"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=4, include_dashboard=False, configure_logging=False)
+    shutdown_named_objects()  # named objects are decided anew: Ray named actors from now on
+    yield
+    shutdown_named_objects()
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def no_named_object_left():
+    yield
+    shutdown_named_objects()
+
+
+class EpisodeLevel(RLlibCallback):
+    """The first class of the chain: the level each episode ran on, as a custom metric."""
+
+    def on_episode_end(self, *, episode, env, env_index, metrics_logger, **kwargs):
+        metrics_logger.log_value("episode_level", env.envs[env_index].unwrapped.get_task(),
+                                 reduce="max", clear_on_reduce=True)
+
+
+class TaskFromIteration(RLlibCallback):
+    """Curriculum from the driver: every sub-env's task is the iteration just finished."""
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        task = result["training_iteration"]
+        algorithm.env_runner_group.foreach_env_runner(
+            lambda runner: runner.foreach_env(lambda env: env.set_task(task)))
+
+
+def _deterministic(result: dict) -> dict:
+    """`result` without what depends on the clock (times, throughputs)."""
+    clock = ("time", "date", "throughput", "duration", "timer", "_per_s", "lifetime_s")
+    out = {}
+    for key, value in result.items():
+        if any(word in key for word in clock):
+            continue
+        out[key] = _deterministic(value) if isinstance(value, dict) else value
+    return out
+
+
+def _run(backend: str) -> dict:
+    steps = create_named_object("steps", Counter)
+    config = (small_ppo(2, train_batch_size=200, num_epochs=2).environment(
+                  LevelEnv, env_config={"count_steps_in": "steps", "count_with_remote": True})
+              .env_runners(backend=backend, num_envs_per_env_runner=2,
+                           rollout_fragment_length=50)
+              .callbacks([EpisodeLevel, EpisodeReturn, TaskFromIteration],
+                         on_sample_end=lambda *, metrics_logger, samples, **kw:
+                         metrics_logger.log_value("samples_seen", len(samples), reduce="sum"))
+              .evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
+                          evaluation_duration=4, evaluation_duration_unit="episodes")
+              .debugging(seed=7))
+    try:
+        with config.build() as algo:
+            results = [_deterministic(algo.train()) for _ in range(3)]
+            group = algo.env_runner_group
+            weights = algo.get_weights()
+            return {
+                "results": results,
+                "tasks": group.foreach_env_runner(lambda runner: runner.get_tasks(),
+                                                  local_env_runner=False),
+                "env_levels": group.foreach_env_runner(
+                    lambda runner: runner.foreach_env(lambda env: env.get_task()),
+                    local_env_runner=False),
+                # Weight sync: every runner holds the learner's weights after train().
+                "synced": [all(np.array_equal(w[name], weights[name]) for name in weights)
+                           for w in group.foreach_env_runner(lambda runner: runner.get_weights())],
+                "steps_counted": steps.get(),
+                "weights": {name: value.tolist() for name, value in weights.items()},
+            }
+    finally:
+        shutdown_named_objects()  # created before build(): it outlives the algorithm
+
+
+def test_a_seeded_run_is_the_same_on_both_backends():
+    on_processes, on_ray = _run("processes"), _run("ray")
+    # It ran what it says: custom metrics from the chain, curriculum, evaluation, named objects.
+    last = on_processes["results"][-1]
+    assert last["env_runners"]["episode_level"] == 2
+    assert last["env_runners"]["episodes_counted"] > 0 and last["env_runners"]["samples_seen"]
+    assert last["evaluation"]["env_runners"]["num_episodes"] == 4
+    assert on_processes["tasks"] == [[3, 3], [3, 3]] == on_processes["env_levels"]
+    assert on_processes["synced"] == [True, True, True]
+    assert on_processes["steps_counted"] == 3 * 200 + 3 * 4 * 10  # training + evaluation steps
+    for key in on_processes:
+        assert on_ray[key] == on_processes[key], key
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("duration, thread", [("auto", True), (300, False)])
+def test_parallel_evaluation_lags_one_iteration(backend, duration, thread):
+    config = (eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
+                       evaluation_parallel_to_training=True, evaluation_duration=duration,
+                       evaluation_duration_unit="timesteps")
+              .env_runners(backend=backend)
+              .debugging(_evaluation_parallel_to_training_wo_thread=not thread))
+    with config.build() as algo:
+        sums, evaluated = [weights_sum(algo)], []
+        for _ in range(3):
+            evaluated.append(algo.train()["evaluation"]["env_runners"])
+            sums.append(weights_sum(algo))
+    # train(0->1) + eval(0), train(1->2) + eval(1), ...: each round used the weights before.
+    assert [e["weights_sum"] for e in evaluated] == pytest.approx(sums[:-1], rel=1e-9)
+    steps = [e["num_env_steps_sampled"] for e in evaluated]
+    assert steps == [300] * 3 if duration == 300 else all(s >= 100 for s in steps)
+
+
+class RecordRecreated(RLlibCallback):
+    calls: list = []
+
+    def on_env_runners_recreated(self, *, env_runner_indices, is_evaluation, **kwargs):
+        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_killed_runner_comes_back_with_its_task_and_the_weights(backend):
+    """The process of training runner 1 and of evaluation runner 1 SIGKILLed (an actor's
+    process too): each restarted once, the callback fired with its index, the restarted runner
+    on its sub-envs' tasks and the current weights."""
+    RecordRecreated.calls = []
+    config = (small_ppo(2).environment(LevelEnv)
+              .env_runners(backend=backend, num_envs_per_env_runner=2)
+              .callbacks([RecordRecreated, TaskFromIteration])
+              .evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
+                          evaluation_duration=2, evaluation_duration_unit="episodes")
+              .fault_tolerance(delay_between_env_runner_restarts_s=0))
+    with config.build() as algo:
+        algo.train()
+        kill_env_runner(algo, 1)
+        kill_env_runner(algo, 1, evaluation=True)
+        result = algo.train()
+        result = algo.train()
+        group = algo.env_runner_group
+        assert sorted(RecordRecreated.calls) == [([1], False), ([1], True)]
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
+        assert group.healthy_env_runner_ids() == [1, 2]
+        assert group.foreach_env_runner(lambda r: r.get_tasks(), local_env_runner=False) == \
+            [[3, 3], [3, 3]]
+        weights = algo.get_weights()
+        for runner_weights in group.foreach_env_runner(lambda r: r.get_weights()):
+            for name, value in weights.items():
+                np.testing.assert_array_equal(runner_weights[name], value, err_msg=name)
+
+
+def test_named_objects_are_ray_named_actors_while_connected_to_ray():
+    counter = create_named_object("counter", Counter, start=5)
+    # A real Ray named actor: plain Ray reaches it by name, with its methods.
+    actor = ray.get_actor("counter")
+    assert ray.get(actor.inc.remote(2)) is None and counter.get() == 7
+    assert "counter" in ray.util.list_named_actors()
+    with pytest.raises(NamedObjectError, match=r"counter\.fail\(\) raised ArithmeticError: the "
+                                               r"counter overflowed"):
+        counter.fail()
+    with pytest.raises(ValueError, match=r"no named object by that name; existing: \['counter'\]"):
+        get_named_object("missing")
+    with pytest.raises(ValueError, match="the name is taken"):
+        create_named_object("counter", Counter)
+    assert create_named_object("counter", Counter, get_if_exists=True).get() == 7
+    with pytest.raises(NamedObjectError, match=r"create_named_object\('broken'\).*TypeError"):
+        create_named_object("broken", Counter, "no", "such", "arguments")
+    # Ray's spelling through this package: the same actors.
+    from trainer import named_objects as rayish
+
+    remote_counter = rayish.remote(Counter).options(name="other").remote(1)
+    refs = [remote_counter.inc.remote(1) for _ in range(100)]
+    rayish.get(refs)
+    assert rayish.get(rayish.get_actor("other").get.remote()) == 101
+    assert server_running()
+    shutdown_named_objects()  # ends the actors this process created
+    assert not server_running()
+    with pytest.raises(ValueError):
+        ray.get_actor("counter")
+
+
+def test_algorithm_stop_ends_named_actors_created_after_build():
+    with small_ppo(1).env_runners(backend="ray").build():
+        counter = create_named_object("late", Counter)
+        counter.inc(1)
+    assert not server_running()
+    with pytest.raises(ValueError):
+        ray.get_actor("late")
