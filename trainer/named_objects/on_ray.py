@@ -24,7 +24,6 @@ namespace in `client_settings()`, on their first named-object call.
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections import deque
 from typing import Any
@@ -32,8 +31,6 @@ from typing import Any
 import cloudpickle
 
 from trainer.util.log import plain_text
-
-logger = logging.getLogger("trainer")
 
 #: The method every named-object actor has: `localrl_call(method, args, kwargs)`.
 CALL_METHOD = "localrl_call"

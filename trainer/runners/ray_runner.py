@@ -30,6 +30,9 @@ from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.util.log import plain_text
 
+#: Longest wait for a killed actor to be dead (Ray reports it within milliseconds here).
+KILL_WAIT_S = 5.0
+
 #: What `env_runners(backend="ray")` needs, and how to get it.
 RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"
 
@@ -186,6 +189,10 @@ class RayRunner(RunnerHandle):
             self._killed = True
             try:
                 ray.kill(self.actor, no_restart=True)
+                # ray.kill goes through Ray's control plane and returns at once, while calls go
+                # to the actor directly: wait until it is dead (its watch call fails), so that
+                # nothing runs on it after this and its resources are free for a replacement.
+                ray.wait([self._watch], timeout=KILL_WAIT_S)
             except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
                 pass
 
