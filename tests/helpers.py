@@ -123,3 +123,13 @@ class StallOnceEnv(gym.Env):
 
             time.sleep(600)
         return self.inner.step(action)
+
+
+class RecordRecreated(RLlibCallback):
+    """Records every `on_env_runners_recreated` as (indices, is_evaluation) in the class's
+    `calls` (shared by the per-runner instances; reset it before a test)."""
+
+    calls: list = []
+
+    def on_env_runners_recreated(self, *, env_runner_indices, is_evaluation, **kwargs):
+        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))

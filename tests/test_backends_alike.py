@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import ray
-from helpers import EpisodeReturn, LevelEnv, small_ppo
+from helpers import EpisodeReturn, LevelEnv, RecordRecreated, small_ppo
+from test_curriculum import TaskFromIteration
 from test_evaluation import eval_ppo, weights_sum
 from test_named_objects import Counter
 
@@ -44,15 +45,6 @@ class EpisodeLevel(RLlibCallback):
     def on_episode_end(self, *, episode, env, env_index, metrics_logger, **kwargs):
         metrics_logger.log_value("episode_level", env.envs[env_index].unwrapped.get_task(),
                                  reduce="max", clear_on_reduce=True)
-
-
-class TaskFromIteration(RLlibCallback):
-    """Curriculum from the driver: every sub-env's task is the iteration just finished."""
-
-    def on_train_result(self, *, algorithm, result, **kwargs):
-        task = result["training_iteration"]
-        algorithm.env_runner_group.foreach_env_runner(
-            lambda runner: runner.foreach_env(lambda env: env.set_task(task)))
 
 
 def _deterministic(result: dict) -> dict:
@@ -131,13 +123,6 @@ def test_parallel_evaluation_lags_one_iteration(backend, duration, thread):
     assert [e["weights_sum"] for e in evaluated] == pytest.approx(sums[:-1], rel=1e-9)
     steps = [e["num_env_steps_sampled"] for e in evaluated]
     assert steps == [300] * 3 if duration == 300 else all(s >= 100 for s in steps)
-
-
-class RecordRecreated(RLlibCallback):
-    calls: list = []
-
-    def on_env_runners_recreated(self, *, env_runner_indices, is_evaluation, **kwargs):
-        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

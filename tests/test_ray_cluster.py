@@ -14,12 +14,11 @@ import threading
 import numpy as np
 import pytest
 import ray
-from helpers import LevelEnv, StallOnceEnv, small_ppo
+from helpers import LevelEnv, RecordRecreated, StallOnceEnv, small_ppo
 from ray.cluster_utils import Cluster
 from test_named_objects import Counter
 
 from trainer import PPOConfig, create_named_object
-from trainer.callbacks import RLlibCallback
 from trainer.named_objects import shutdown_named_objects
 
 
@@ -47,13 +46,6 @@ def runner_nodes(algo) -> list[str]:
 
 def alive_nodes() -> set[str]:
     return {node["NodeID"] for node in ray.nodes() if node["Alive"]}
-
-
-class RecordRecreated(RLlibCallback):
-    calls: list = []
-
-    def on_env_runners_recreated(self, *, env_runner_indices, is_evaluation, **kwargs):
-        RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
 
 
 def cartpole(**env_runners) -> PPOConfig:

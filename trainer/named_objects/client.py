@@ -383,8 +383,8 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
     settings = client_settings()
     payload = cloudpickle.dumps((factory, args, kwargs))
     if settings["ray"]:  # a Ray named actor, reachable from every node
-        created = _get_connection().request("create", name, payload, get_if_exists)
-        return _named_handle(name, created, get_if_exists)
+        return _named_handle(name, _get_connection().create(name, factory, payload),
+                             get_if_exists)
     with _lock:
         if _server is not None and not _server.is_alive():
             # It died (killed, crashed): its objects are gone; start a new one at the same
@@ -572,7 +572,8 @@ def server_running() -> bool:
     """Whether this process has started the named-object server, or created Ray named actors
     (and not stopped or ended them)."""
     connection = _connection
-    return _server is not None or bool(getattr(connection, "created", None))
+    return _server is not None or (isinstance(connection, on_ray.RayConnection)
+                                   and bool(connection.created))
 
 
 def flush() -> None:

@@ -114,7 +114,8 @@ def _error(what: str, error: BaseException) -> Exception:
 class RayConnection:
     """A process's way to its named actors, with the interface of the server's `_Connection`:
     `request` (waits), `submit` (`.remote()` calls, read later through their `ObjectRef`),
-    `flush`, `close`, `known_names`."""
+    `flush`, `close`, `known_names`; and `create`, which the main process calls with the
+    factory in hand (the server gets it pickled in a "create" request)."""
 
     def __init__(self, settings: dict, call_timeout_s: float):
         self.settings = settings
@@ -135,14 +136,15 @@ class RayConnection:
                      include_dashboard=False, configure_logging=False, log_to_driver=False)
         return ray
 
-    def _handle(self, name: str) -> Any:
+    def _lookup(self, name: str) -> Any:
+        """The actor handle named `name`, or None if there is none."""
         handle = self._handles.get(name)
         if handle is None:
             ray = self._ray()
             try:
                 handle = ray.get_actor(name, namespace=self.settings["namespace"])
-            except ValueError:
-                raise LookupError(name) from None
+            except ValueError:  # Ray's "failed to look up actor"
+                return None
             self._handles[name] = handle
         return handle
 
@@ -155,13 +157,12 @@ class RayConnection:
 
     # -- the requests of `_Connection` --------------------------------------------------------
     def _call_ref(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
-        try:
-            handle = self._handle(name)
-        except LookupError:
+        handle = self._lookup(name)
+        if handle is None:
             from trainer.named_objects.client import NamedObjectError
 
             raise NamedObjectError(f"{name}.{method}(): no named object {name!r}; existing: "
-                                   f"{self.names()}") from None
+                                   f"{self.names()}")
         if hasattr(handle, CALL_METHOD):
             return handle.localrl_call.remote(method, args, kwargs)
         return getattr(handle, method).remote(*args, **kwargs)  # a plain Ray named actor
@@ -183,21 +184,18 @@ class RayConnection:
                              f"{name}.{method}()")
         if kind == "names":
             return self.names()
-        if kind == "create":
-            return self._create(*args)
         raise ValueError(f"not a named-object request: {kind!r}")
 
-    def _create(self, name: str, payload: bytes, get_if_exists: bool) -> bool:
+    def create(self, name: str, factory: Any, payload: bytes) -> bool:
+        """Creates the named actor holding `factory(*args, **kwargs)` (`payload`: the three,
+        cloudpickled); False if the name is taken."""
         from ray.exceptions import ActorAlreadyExistsError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        self.flush()  # its creation follows the `.remote()` calls made before it
         ray = self._ray()
-        try:
-            self._handle(name)
+        if self._lookup(name) is not None:
             return False  # the name is taken
-        except LookupError:
-            pass
-        factory, _, _ = cloudpickle.loads(payload)
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
         try:
             handle = actor_class(factory).options(

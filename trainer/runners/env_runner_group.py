@@ -249,13 +249,13 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             self.pool[index].kill()
             reason = self._why_not_restart(index, error)
             if reason is None:
-                # The text, not the error: a kept log record must not keep the error's
-                # traceback, and through it this group, alive.
+                # The text, not the error (here and below): a kept log record must not keep
+                # the error's traceback, and through it this group, alive.
                 logger.warning("%s Restarting it.", str(error))
                 to_restart.append(index)
             elif self.config.ignore_env_runner_failures:
                 logger.warning("EnvRunner %d failed and is not restarted (%s); training goes on "
-                               "with the others: %s", index, reason, error)
+                               "with the others: %s", index, reason, str(error))
             else:
                 _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
                 raise error
