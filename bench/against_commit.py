@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RATIO_LINE = re.compile(r"ratio\s+([0-9.]+)")
 
 
-def run(tree: Path, script: str, args: list[str]) -> tuple[float, str]:
+def run(tree: Path, script: Path, args: list[str]) -> tuple[float, str]:
     env = {**os.environ, "PYTHONPATH": str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    completed = subprocess.run([sys.executable, str(tree / script), *args], cwd=tree, env=env,
+    completed = subprocess.run([sys.executable, str(script), *args], cwd=tree, env=env,
                                capture_output=True, text=True, timeout=1800)
     if completed.returncode != 0:
         raise SystemExit(f"{script} failed in {tree}:\n{completed.stderr[-3000:]}")
@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("commit", help="the baseline commit (e.g. HEAD~1)")
     parser.add_argument("script", help="a bench script that prints 'ratio X'")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--same-script", action="store_true",
+                        help="run this tree's script on both trees' code (for a script the "
+                             "earlier commit does not have)")
     argv = sys.argv[1:]
     # Everything after "--" is the script's.
     split = argv.index("--") if "--" in argv else len(argv)
@@ -57,7 +60,8 @@ def main() -> None:
             results: dict[str, list[float]] = {"this tree": [], f"commit {commit}": []}
             for round_index in range(args.rounds):
                 for name, tree in (("this tree", ROOT), (f"commit {commit}", baseline)):
-                    ratio, line = run(tree, args.script, script_args)
+                    script = (ROOT if args.same_script else tree) / args.script
+                    ratio, line = run(tree, script, script_args)
                     results[name].append(ratio)
                     print(f"round {round_index + 1}, {name:>16}: {line}", flush=True)
         finally:

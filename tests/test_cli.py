@@ -121,17 +121,22 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
 
 
 def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues(tmp_path):
-    cli = Cli(cwd=tmp_path)  # the README's main job: PPO on CartPole with RLlib's defaults
+    # The README's main job: PPO on CartPole with RLlib's tuned-example settings.
+    cli = Cli(cwd=tmp_path)
     cli.wait_for(r"^iter +1 \|")
     workers = env_runner_pids(cli.process.pid)
-    assert len(workers) == 2
+    assert len(workers) == 3  # 2 training EnvRunners and the preset's evaluation EnvRunner
     cli.process.send_signal(signal.SIGINT)
     assert cli.finish() == 128 + signal.SIGINT, cli.output
     out = cli.output
+    assert out.splitlines()[0].startswith(
+        "preset: RLlib's tuned example rllib/tuned_examples/ppo/cartpole_ppo.py: gamma=0.99, "
+        "lr=0.0003, num_epochs=6, vf_loss_coeff=0.01")
     assert "PPO on 'CartPole-v1': num_env_runners=2" in out
-    assert "lr=5e-05, train_batch_size=4000, minibatch_size=128, num_epochs=30" in out
-    assert ("stop at: mean return >= 475 or 200 iterations (default: the env's "
-            "reward_threshold)") in out
+    assert "lr=0.0003, train_batch_size=4000, minibatch_size=128, num_epochs=6" in out
+    assert ("stop at: evaluation mean return >= 475 or 200000 env steps or 200 iterations "
+            "(default: the env's reward_threshold (evaluation) and the preset's 200000 env "
+            "steps)") in out
     assert "SIGINT: finishing this iteration, then saving a checkpoint" in out
     # The iteration under way when Ctrl-C came is finished and saved.
     last = int(re.findall(r"^iter +(\d+)", out, re.M)[-1])
@@ -144,7 +149,9 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
     resumed = Cli("--resume", "--stop-iters", str(last + 1), cwd=tmp_path)
     assert resumed.finish() == 0, resumed.output
     assert f"resumed from {run}/checkpoint_{last:06d} at iteration {last}" in resumed.output
-    assert "stop at: mean return >= 475 or 200 iterations" not in resumed.output
+    assert (f"stop at: evaluation mean return >= 475 or 200000 env steps or {last + 1} "
+            "iterations (flags and run.json)") in resumed.output
+    assert "preset:" not in resumed.output  # a resumed run keeps its own settings
     assert re.findall(r"^iter +(\d+)", resumed.output, re.M) == [str(last + 1)]
     results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
     assert [r["training_iteration"] for r in results] == list(range(1, last + 2))
@@ -152,7 +159,8 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
 
 
 def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
-    cli = Cli("--output-dir", "run", cwd=tmp_path)  # default PPO: iterations of a few seconds
+    # RLlib's default PPO settings: iterations of a few seconds.
+    cli = Cli("--output-dir", "run", "--preset", "none", cwd=tmp_path)
     cli.wait_for(r"^iter +1 \|")
     workers = env_runner_pids(cli.process.pid)
     cli.process.send_signal(signal.SIGINT)
@@ -163,6 +171,10 @@ def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
         in cli.output
     assert not list((tmp_path / "run").glob("checkpoint_*"))
     assert _gone(workers)
+    assert cli.output.splitlines()[0] == "preset: none (--preset none): RLlib's default settings"
+    assert "lr=5e-05, train_batch_size=4000, minibatch_size=128, num_epochs=30" in cli.output
+    assert ("stop at: mean return >= 475 or 200 iterations (default: the env's "
+            "reward_threshold)") in cli.output
 
 
 def test_sigterm_saves_like_ctrl_c(tmp_path):
@@ -464,3 +476,97 @@ def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trai
     assert "interrupted: no summary, no video written" in cli.output
     assert list(tmp_path.iterdir()) == []
     assert _gone(encoders)
+
+
+def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle(
+        tmp_path):
+    # DQN on CartPole: RLlib's cartpole_dqn.py (prioritized replay, n-step (2, 5), 256 + 256).
+    done = run_cli("--algo", "DQN", "--stop-iters", "2", "--output-dir", "dqn", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("preset: RLlib's tuned example rllib/tuned_examples/dqn/"
+                            "cartpole_dqn.py: lr=0.0005, train_batch_size_per_learner=32, "
+                            "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'")
+    params = json.loads((tmp_path / "dqn" / "params.json").read_text())
+    assert params["n_step"] == [2, 5] and params["lr"] == 0.0005
+    assert params["replay_buffer_config"]["type"] == "PrioritizedEpisodeReplayBuffer"
+    # PPO on Pendulum: RLlib's pendulum_ppo.py, with its MeanStdFilter connector; RLlib's
+    # stop (-300) since Pendulum has no reward threshold.
+    done = run_cli("--env", "Pendulum-v1", "--stop-iters", "1", "--output-dir", "pendulum",
+                   "--num-envs-per-env-runner", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        "preset: RLlib's tuned example rllib/tuned_examples/ppo/pendulum_ppo.py: "
+        "num_env_runners=2, num_envs_per_env_runner=20, env_to_module_connector="
+        "mean_std_filter, train_batch_size_per_learner=1024, minibatch_size=128, lr=0.0002")
+    assert "num_envs_per_env_runner=2, lr=0.0002, train_batch_size=1024" in done.stdout
+    run = tmp_path / "pendulum"
+    assert json.loads((run / "run.json").read_text())["stop"] == {
+        "iterations": 1}
+    # The connector is a named function: the run resumes without unpickling anything.
+    resumed = run_cli("--resume", "--output-dir", str(run), "--stop-iters", "2", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
+    assert [r["training_iteration"] for r in results] == [1, 2]
+    from trainer.algorithms.ppo import PPO
+
+    algo = PPO.from_checkpoint(str(sorted(run.glob("checkpoint_*"))[-1]))
+    try:
+        connector = algo.env_runner_group.local_env_runner.env_to_module
+        assert "MeanStdFilter" in repr(connector)
+    finally:
+        algo.stop()
+
+
+def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_path):
+    done = run_cli("--env", "Acrobot-v1", "--stop-iters", "1", "--train-batch-size", "200",
+                   "--minibatch-size", "100", "--num-epochs", "1", "--output-dir", "run",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "no preset: RLlib 2.60 has no tuned example for PPO on 'Acrobot-v1' (it has: PPO on "
+        "CartPole-v1, DQN on CartPole-v1, PPO on Pendulum-v1); RLlib's default settings")
+    assert "lr=5e-05" in done.stdout
+    # --preset changes settings: a resumed run keeps its own.
+    resumed = run_cli("--resume", "--output-dir", "run", "--preset", "none", cwd=tmp_path)
+    assert resumed.returncode == 2
+    assert "argument --preset: a resumed run keeps its own settings" in resumed.stderr
+
+
+def _tensorboard_scalars(run) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar in the run folder's event files, read as TensorBoard reads them (TFRecord
+    framing around tensorboardX's Event protos), by tag."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(run.glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            event = Event.FromString(data[offset + 12:offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(tmp_path):
+    done = run_cli(*SMALL_PPO, "--stop-iters", "3", "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "TensorBoard event files" in done.stdout
+    scalars = _tensorboard_scalars(tmp_path / "run")
+    results = [json.loads(line) for line in (tmp_path / "run" / "result.json").read_text()
+               .splitlines()]
+    by_iteration = scalars["ray/tune/env_runners/episode_return_mean"]
+    assert [step for step, _ in by_iteration] == [1, 2, 3]
+    for (_, value), result in zip(by_iteration, results, strict=True):
+        assert value == pytest.approx(result["env_runners"]["episode_return_mean"], rel=1e-6)
+    by_steps = scalars["env_steps/learners/default_policy/policy_loss"]
+    assert [step for step, _ in by_steps] == [200, 400, 600]
+    # Every number of the result dict, as Tune writes them.
+    assert {"ray/tune/timers/training_step", "ray/tune/num_env_steps_sampled_lifetime",
+            "ray/tune/fault_tolerance/num_healthy_workers",
+            "env_steps/env_runners/episode_len_mean"} <= set(scalars)

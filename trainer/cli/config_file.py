@@ -39,7 +39,8 @@ BUILDER_TABLES = ("environment", "env_runners", "training", "rl_module", "callba
 CODE_SETTINGS = ("callbacks", "callbacks_class", "env_task_fn", "custom_evaluation_function")
 #: The `[stop]` table's keys, as Tune names them, and the stop criterion each sets.
 STOP_KEYS = {TRAINING_ITERATION: "iterations", NUM_ENV_STEPS_SAMPLED_LIFETIME: "env_steps",
-             "env_runners/episode_return_mean": "mean_return", "time_total_s": "seconds"}
+             "env_runners/episode_return_mean": "mean_return", "time_total_s": "seconds",
+             "evaluation/env_runners/episode_return_mean": "evaluation_return"}
 
 
 class ConfigFileError(ValueError):

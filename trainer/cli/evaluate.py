@@ -78,7 +78,8 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
                                                     allow_pickle=allow_pickle)
     config = config.copy()
     config.env_runners(num_env_runners=0)
-    config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0)
+    config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0,
+                      evaluation_parallel_to_training=False)
     return algorithm_class.from_checkpoint(path, config=config)
 
 

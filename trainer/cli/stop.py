@@ -1,8 +1,10 @@
 """When training stops, and how long that is likely to take.
 
-Four criteria, as Tune's stop dict names the result keys; the first one reached stops training:
-`training_iteration`, `num_env_steps_sampled_lifetime`, `env_runners/episode_return_mean` and
-`time_total_s` (training seconds, counted across resumes like the other two counters).
+Five criteria, as Tune's stop dict names the result keys; the first one reached stops training:
+`training_iteration`, `num_env_steps_sampled_lifetime`, `env_runners/episode_return_mean`,
+`evaluation/env_runners/episode_return_mean` (the evaluation's return, which RLlib's tuned
+examples stop on) and `time_total_s` (training seconds, counted across resumes like the other
+two counters).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_RETURN_MEAN,
+    EVALUATION_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TRAINING_ITERATION,
 )
@@ -24,11 +27,19 @@ class StopCriteria:
     env_steps: int | None = None
     mean_return: float | None = None
     seconds: float | None = None
+    evaluation_return: float | None = None
+
+    @property
+    def target_return(self) -> float | None:
+        """The return the run aims at (the training's, else the evaluation's), for plots."""
+        return self.mean_return if self.mean_return is not None else self.evaluation_return
 
     def describe(self) -> str:
         parts = []
         if self.mean_return is not None:
             parts.append(f"mean return >= {self.mean_return:g}")
+        if self.evaluation_return is not None:
+            parts.append(f"evaluation mean return >= {self.evaluation_return:g}")
         if self.env_steps is not None:
             parts.append(f"{self.env_steps} env steps")
         if self.seconds is not None:
@@ -43,6 +54,11 @@ class StopCriteria:
         if (self.mean_return is not None and not math.isnan(mean_return)
                 and mean_return >= self.mean_return):
             return f"reached mean return {mean_return:.2f} >= {self.mean_return:g}"
+        evaluation_return = evaluation_mean_return(result)
+        if (self.evaluation_return is not None and evaluation_return is not None
+                and evaluation_return >= self.evaluation_return):
+            return (f"reached evaluation mean return {evaluation_return:.2f} >= "
+                    f"{self.evaluation_return:g}")
         steps = result[NUM_ENV_STEPS_SAMPLED_LIFETIME]
         if self.env_steps is not None and steps >= self.env_steps:
             return f"reached {steps} env steps >= {self.env_steps}"
@@ -51,6 +67,14 @@ class StopCriteria:
         if self.iterations is not None and result[TRAINING_ITERATION] >= self.iterations:
             return f"reached {self.iterations} iterations"
         return None
+
+
+def evaluation_mean_return(result: dict) -> float | None:
+    """The evaluation's mean episode return in `result`; None before the first evaluation (or
+    when it finished no episode)."""
+    value = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {}).get(
+        EPISODE_RETURN_MEAN)
+    return None if value is None or math.isnan(value) else float(value)
 
 
 class Progress:
@@ -67,6 +91,9 @@ class Progress:
 
     def add(self, result: dict) -> None:
         mean_return = result[ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN]
+        if self.stop.mean_return is None and self.stop.evaluation_return is not None:
+            evaluation_return = evaluation_mean_return(result)
+            mean_return = math.nan if evaluation_return is None else evaluation_return
         self.points.append((result["time_total_s"], result[TRAINING_ITERATION],
                             result[NUM_ENV_STEPS_SAMPLED_LIFETIME], mean_return))
         if self._first_return is None and not math.isnan(mean_return):
@@ -93,9 +120,9 @@ class Progress:
         if self.stop.seconds is not None:
             estimates.append((max(0.0, self.stop.seconds - t1), f"{self.stop.seconds:g} s"))
         slope = _slope([(t, r) for t, _, _, r in recent if not math.isnan(r)])
-        if self.stop.mean_return is not None and slope is not None and slope > 0:
-            estimates.append((max(0.0, (self.stop.mean_return - r1) / slope),
-                              f"~return {self.stop.mean_return:g}"))
+        target = self._target_return()
+        if target is not None and slope is not None and slope > 0 and not math.isnan(r1):
+            estimates.append((max(0.0, (target - r1) / slope), f"~return {target:g}"))
         return min(estimates) if estimates else None
 
     def fraction_done(self) -> float:
@@ -110,13 +137,21 @@ class Progress:
             fractions.append(steps / self.stop.env_steps)
         if self.stop.seconds:
             fractions.append(t / self.stop.seconds)
-        if (self.stop.mean_return is not None and self._first_return is not None
+        target = self._target_return()
+        if (target is not None and self._first_return is not None
                 and not math.isnan(mean_return)):
             # From 0, or from the first return seen when it was below 0 (Acrobot's -500).
             baseline = min(self._first_return, 0.0)
-            span = self.stop.mean_return - baseline
+            span = target - baseline
             fractions.append((mean_return - baseline) / span if span > 0 else 1.0)
         return min(1.0, max([0.0, *fractions]))
+
+
+    def _target_return(self) -> float | None:
+        """The return criterion the tracked return (training's, else evaluation's) aims at."""
+        if self.stop.mean_return is not None:
+            return self.stop.mean_return
+        return self.stop.evaluation_return
 
 
 def _slope(points: list[tuple[float, float]]) -> float | None:

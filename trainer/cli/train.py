@@ -1,8 +1,10 @@
-"""`train`: the main job. With no flags, PPO on CartPole-v1 with RLlib's default PPO settings
-until the env's reward threshold (475) or 200 iterations, printing the settings first.
+"""`train`: the main job. With no flags, PPO on CartPole-v1 with RLlib's tuned-example settings
+(`trainer.cli.presets`) until the env's reward threshold (475), printing the preset and the
+settings first.
 
-Settings come from the algorithm's defaults, then `--config FILE` (JSON or TOML, see
-`trainer.cli.config_file`), then the flags. The run folder (`--output-dir`, default
+Settings come from the algorithm's defaults, then the preset of (algorithm, env) if RLlib has a
+tuned example for it (`--preset none`: RLlib's plain defaults), then `--config FILE` (JSON or
+TOML, see `trainer.cli.config_file`), then the flags. The run folder (`--output-dir`, default
 `localrl_results/<ALGO>_<env>_<time>`) gets params.json, run.json (algorithm and stop
 criteria), result.json, progress.csv, checkpoints and learning_curve.png (see
 `trainer.cli.run_folder`). Ctrl-C finishes the iteration, saves a checkpoint and stops;
@@ -31,9 +33,11 @@ from trainer.cli.options import (
     positive_float,
     positive_int,
 )
+from trainer.cli.presets import PRESET_NONE, PRESET_RLLIB, Preset, find_preset, no_preset_line
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder
 from trainer.cli.stop import Progress, StopCriteria
+from trainer.cli.tensorboard import create_writer, import_in_background
 from trainer.util.log import log_formatter, set_library_log_level
 
 ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
@@ -76,8 +80,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "train", help="train an algorithm (the default command)",
         description="Train an algorithm on a gymnasium env. With no flags: PPO on CartPole-v1 "
-                    "with RLlib's default PPO settings until solved. Settings come from the "
-                    "algorithm's defaults, then --config, then the flags.")
+                    "with RLlib's tuned-example settings until solved. Settings come from the "
+                    "algorithm's defaults, then the preset (--preset), then --config, then the "
+                    "flags.")
     parser.add_argument("--algo", type=str.upper, choices=sorted(ALGORITHMS), default=None,
                         help="algorithm (default PPO)")
     parser.add_argument("--env", default=None, help=f"gymnasium id or registered name "
@@ -87,6 +92,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="JSON or TOML file of AlgorithmConfig settings (and a [stop] "
                              "table); the flags win")
+    parser.add_argument("--preset", choices=[PRESET_RLLIB, PRESET_NONE], default=PRESET_RLLIB,
+                        help="rllib (default): start from RLlib's tuned-example settings for "
+                             "the algorithm and env when RLlib has one (CartPole-v1: PPO, DQN; "
+                             "Pendulum-v1: PPO); none: RLlib's plain defaults")
     stop = parser.add_argument_group(
         "stop criteria (the first one reached stops; default: the env's reward threshold or "
         f"{DEFAULT_MAX_ITERATIONS} iterations)")
@@ -143,9 +152,28 @@ def config_class(algo: str) -> type:
     return getattr(module, class_name)
 
 
-def make_config(args: argparse.Namespace) -> tuple[Any, dict]:
-    """The config from defaults, `--config` and the flags, and the file's stop criteria.
-    Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the file's key."""
+@dataclasses.dataclass
+class PresetChoice:
+    """The preset a new run starts from (None: the defaults) and the line that says so."""
+
+    preset: Preset | None
+    line: str
+
+
+def choose_preset(args: argparse.Namespace, algo: str, env: Any) -> PresetChoice:
+    if args.preset == PRESET_NONE:
+        return PresetChoice(None, "preset: none (--preset none): RLlib's default settings")
+    preset = find_preset(algo, env)
+    if preset is None:
+        return PresetChoice(None, no_preset_line(algo, env))
+    return PresetChoice(preset, f"preset: {preset.describe()} (--preset none for RLlib's "
+                                "defaults)")
+
+
+def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
+    """The config from defaults, the preset, `--config` and the flags; the file's stop criteria;
+    the preset chosen. Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the
+    file's key."""
     from trainer.algorithms.algorithm_config import ConfigError
 
     content = read_config_file(args.config) if args.config else {}
@@ -155,6 +183,15 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict]:
                               f"allowed: {', '.join(sorted(ALGORITHMS))}")
     config = config_class(algo)()
     config.checkpointing(**DEFAULT_CHECKPOINTING)
+    # The env decides the preset, which goes under the file's and the flags' settings.
+    env = args.env
+    if env is None and args.config:
+        probe = config_class(algo)()
+        apply_config_file(probe, content, args.config)
+        env = probe.env
+    choice = choose_preset(args, algo, env if env is not None else DEFAULT_ENV)
+    if choice.preset is not None:
+        choice.preset.apply(config)
     file_stop = apply_config_file(config, content, args.config) if args.config else {}
 
     def apply(flag: str, change) -> None:
@@ -191,7 +228,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict]:
                  if getattr(args, _dest(flag)) is not None and setting in str(error)]
         raise ConfigError(f"{error}" + (f" (set by {', '.join(given)})" if given else "")
                           ) from None
-    return config, file_stop
+    return config, file_stop, choice
 
 
 def env_reward_threshold(env: Any) -> float | None:
@@ -203,16 +240,27 @@ def env_reward_threshold(env: Any) -> float | None:
     return None
 
 
-def stop_criteria(args: argparse.Namespace, saved: dict, saved_from: str,
-                  env: Any) -> tuple[StopCriteria, str]:
+def stop_criteria(args: argparse.Namespace, saved: dict, saved_from: str, env: Any,
+                  preset: Preset | None = None) -> tuple[StopCriteria, str]:
     """`saved` (a --config [stop] table, or the resumed run's run.json) with the flags' criteria
-    over it; without either, the default. Returns where they came from too."""
+    over it; without either, the default: the env's reward threshold (else the preset's reward)
+    and the preset's env-step budget, within DEFAULT_MAX_ITERATIONS. Returns where they came
+    from too."""
     flags = {name: getattr(args, _dest(flag)) for flag, name in STOP_FLAGS.items()
              if getattr(args, _dest(flag)) is not None}
     if flags or saved:
         source = " and ".join(s for s, given in (("flags", flags), (saved_from, saved)) if given)
         return StopCriteria(**{**saved, **flags}), source
     threshold = env_reward_threshold(env)
+    if preset is not None:
+        # As RLlib's tuned example: on the evaluation's return when the preset evaluates.
+        reward = threshold if threshold is not None else preset.stop_reward
+        on = "evaluation_return" if preset.evaluates else "mean_return"
+        source = (f"default: the env's reward_threshold{' (evaluation)' * preset.evaluates}"
+                  if threshold is not None else "default: the preset's reward")
+        return (StopCriteria(**{on: reward}, env_steps=preset.stop_timesteps,
+                             iterations=DEFAULT_MAX_ITERATIONS),
+                source + f" and the preset's {preset.stop_timesteps} env steps")
     if threshold is None:
         return StopCriteria(iterations=DEFAULT_MAX_ITERATIONS), "default"
     return (StopCriteria(mean_return=threshold, iterations=DEFAULT_MAX_ITERATIONS),
@@ -275,7 +323,7 @@ def _describe(config: Any, algo: str, stop: StopCriteria, stop_source: str,
         f"{algo} on {config.env!r}: {shown}",
         f"stop at: {stop.describe()} ({stop_source})",
         f"run folder: {directory}",
-        "  params.json (every setting), result.json, progress.csv, "
+        "  params.json (every setting), result.json, progress.csv, TensorBoard event files, "
         + (f"a checkpoint every {frequency} iterations and at the end"
            if frequency else "a checkpoint at the end")
         + (f", the {keep} best kept plus the latest" if keep else ""),
@@ -299,6 +347,7 @@ class RunPlan:
     stop_source: str
     resume_from: str | None = None
     algorithm_class: type | None = None
+    preset_line: str | None = None
 
 
 def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
@@ -306,7 +355,7 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
     from trainer.checkpoints import CheckpointManager
 
     try:
-        config, file_stop = make_config(args)
+        config, file_stop, preset = make_config(args)
     except (ConfigError, ConfigFileError) as error:
         parser.error(str(error))
     algo = type(config).__name__.removesuffix("Config")
@@ -315,8 +364,8 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
             os.path.join(directory, RESULT_FILE)):
         parser.error(f"argument --output-dir: {directory} holds a run already; continue it "
                      "with --resume, or give another folder")
-    stop, stop_source = stop_criteria(args, file_stop, "--config", config.env)
-    return RunPlan(config, algo, directory, stop, stop_source)
+    stop, stop_source = stop_criteria(args, file_stop, "--config", config.env, preset.preset)
+    return RunPlan(config, algo, directory, stop, stop_source, preset_line=preset.line)
 
 
 def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
@@ -326,6 +375,8 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     from trainer.checkpoints import CheckpointError, CheckpointManager, open_checkpoint
 
     given = _setting_flags_given(args)
+    if args.preset != PRESET_RLLIB:
+        given.insert(0, "--preset")
     if given:
         parser.error(f"argument {given[0]}: a resumed run keeps its own settings (its "
                      "params.json); start a new run to change them")
@@ -358,6 +409,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("argument --trust-pickle: only with --resume (a new run has no checkpoint "
                      "to read)")
     plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
+    importing = import_in_background()
     config, directory, stop = plan.config, plan.directory, plan.stop
     display = ProgressDisplay(Progress(stop))
     log_handler = configure_logging(config.log_level, display)
@@ -367,7 +419,8 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         manager.checkpoint_frequency = args.checkpoint_frequency
     if args.num_to_keep is not None:
         manager.num_to_keep = args.num_to_keep
-    for line in _describe(config, plan.algo, stop, plan.stop_source, directory):
+    lines = _describe(config, plan.algo, stop, plan.stop_source, directory)
+    for line in ([plan.preset_line] if plan.preset_line else []) + lines:
         display.line(line)
     plot_path = os.path.join(directory, PLOT_FILE)
     title = f"{plan.algo} on {config.env}"
@@ -377,6 +430,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                      "(again: stop at once, without saving)")
 
     algorithm = None
+    events = None
     status = 0
     try:
         with StopRequest(on_request) as request:
@@ -391,15 +445,18 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 algorithm = config.build()
                 folder.write_params(config)
             folder.write_run_info(plan.algo, config.env, vars(stop))
+            events = create_writer(directory, display.line, importing)
             display.line(f"ready in {time.perf_counter() - start:.2f} s")
             reason, result = None, None
             while reason is None and not request.requested:
                 result = algorithm.train()
                 folder.add_result(result)
+                if events is not None:
+                    events.write(result)
                 display.iteration(result, time.perf_counter() - start)
                 if manager.on_train_result(algorithm, result) is not None:
                     display.line(f"checkpoint {manager.latest()}")
-                    write_learning_curve(folder.results(), plot_path, title, stop.mean_return)
+                    write_learning_curve(folder.results(), plot_path, title, stop.target_return)
                 reason = stop.reason(result)
             if request.requested:
                 reason, status = f"{request.requested} received", request.exit_status
@@ -415,9 +472,11 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         traceback.print_exc()
         reason, status = "failed", 1
     finally:
+        if events is not None:
+            events.close()
         if algorithm is not None:
             algorithm.stop()
-        write_learning_curve(folder.results(), plot_path, title, stop.mean_return)
+        write_learning_curve(folder.results(), plot_path, title, stop.target_return)
         display.close()
         logging.getLogger().removeHandler(log_handler)
     _summary(display, reason, algorithm, manager, directory, time.perf_counter() - start)

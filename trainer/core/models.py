@@ -17,10 +17,13 @@ from trainer.core.initializers import make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
     MLP,
+    OUTPUT_ONLY_GRADIENT,
     Categorical,
     DiagGaussian,
     activate,
-    activate_grad,
+    activate_in_place,
+    activate_layer,
+    backprop_activation,
     flatten,
 )
 from trainer.util.checks import is_int
@@ -247,6 +250,10 @@ class FlatParameterModule:
     Subclasses build their MLPs, list them in `_named_nets()` (and any loose parameter arrays in
     `_loose_parameters()`, each named as the attribute that holds it), then call
     `_flatten_parameters()`.
+
+    Gradients have a flat buffer of their own in the same layout (`gradient_buffer()`): the
+    backward passes write each parameter's gradient into its view of it, so the optimiser
+    reads one vector with no gathering.
     """
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
@@ -269,6 +276,38 @@ class FlatParameterModule:
                 del views[:len(net.params)]
         for (name, _), view in zip(self._loose_parameters(), views, strict=True):
             setattr(self, name, view)
+
+    def gradient_buffer(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The flat gradient buffer and its per-parameter views (in `parameters()` order), of
+        the parameters' dtype; made on first use, and again if that dtype changed."""
+        flat, views, _ = self._gradient_views()
+        return flat, views
+
+    def _net_gradients(self) -> dict[str, list[np.ndarray]]:
+        """Each net's slice of `gradient_buffer()`'s views, by the net's attribute name; loose
+        parameters' views under their own names."""
+        return self._gradient_views()[2]
+
+    def _gradient_views(self):
+        dtype = next(net.params[0].dtype for _, net in self._named_nets() if net is not None)
+        cached = getattr(self, "_gradients", None)
+        if cached is not None and cached[0].dtype == dtype:
+            return cached
+        params = self.parameters()
+        flat = np.zeros(sum(p.size for p in params), dtype=dtype)
+        views, offset = [], 0
+        for param in params:
+            views.append(flat[offset:offset + param.size].reshape(param.shape))
+            offset += param.size
+        by_net, rest = {}, list(views)
+        for name, net in self._named_nets():
+            if net is not None:
+                by_net[name] = rest[:len(net.params)]
+                del rest[:len(net.params)]
+        for (name, _), view in zip(self._loose_parameters(), rest, strict=True):
+            by_net[name] = [view]
+        self._gradients = (flat, views, by_net)
+        return self._gradients
 
     def parameters(self) -> list[np.ndarray]:
         params = [p for _, net in self._named_nets() if net is not None for p in net.params]
@@ -392,36 +431,42 @@ class PolicyModule(FlatParameterModule):
         return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
 
     def backward(self, cache, d_dist_inputs: np.ndarray, d_values: np.ndarray) -> list[np.ndarray]:
-        """Gradients of all parameters (in `parameters()` order)."""
+        """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
+        overwritten by the next call."""
         enc_cache, pi_cache, vf_cache = cache
-        d_log_std = None
+        grads = self._net_gradients()
         if self.log_std is not None:
             n = self.log_std.shape[0]
-            d_log_std = d_dist_inputs[:, n:].sum(axis=0)
+            d_dist_inputs[:, n:].sum(axis=0, out=grads["log_std"][0])
             d_dist_inputs = d_dist_inputs[:, :n]
-        pi_grads, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs)
-        vf_grads, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None])
-        grads = pi_grads + vf_grads
-        if self.encoder is not None:
-            enc_grads = activated_backward(self.encoder, enc_cache, d_feat_pi + d_feat_vf)
-            grads = enc_grads + grads
-        if d_log_std is not None:
-            grads.append(d_log_std)
-        return grads
+        shared = self.encoder is not None
+        _, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs, grads["pi"], input_grad=shared)
+        _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"],
+                                        input_grad=shared)
+        if shared:
+            d_feat_pi += d_feat_vf
+            activated_backward(self.encoder, enc_cache, d_feat_pi, grads["encoder"])
+        return self.gradient_buffer()[1]
 
 
 # An encoder is an MLP whose output layer is followed by the activation too.
 def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
-    return activate(mlp.activation, mlp.forward(x))
+    return activate_layer(mlp.activation, mlp.forward(x))
 
 
 def activated_train(mlp: MLP, x: np.ndarray):
     pre, cache = mlp.forward_train(x)
-    out = activate(mlp.activation, pre)
+    if mlp.activation in OUTPUT_ONLY_GRADIENT:
+        out, pre = activate_in_place(mlp.activation, pre), None
+    else:
+        out = activate(mlp.activation, pre)
     return out, (cache, pre, out)
 
 
-def activated_backward(mlp: MLP, cache, d_out: np.ndarray) -> list[np.ndarray]:
+def activated_backward(mlp: MLP, cache, d_out: np.ndarray,
+                       grads: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """The encoder's parameter gradients (into `grads` when given); `d_out` is overwritten."""
     inner_cache, pre, out = cache
-    grads, _ = mlp.backward(inner_cache, d_out * activate_grad(mlp.activation, pre, out))
+    grads, _ = mlp.backward(inner_cache, backprop_activation(mlp.activation, d_out, pre, out),
+                            grads, input_grad=False)
     return grads

@@ -13,7 +13,7 @@ import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
 from trainer.algorithms.learner import Learner
-from trainer.core.nn import Adam, check_finite_update, clip_gradients, flatten
+from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.util.state_checks import require_int, require_map
 
 
@@ -67,7 +67,8 @@ class DQNLearner(Learner):
         d_q_values[rows, actions] = weights * d_losses / len(actions)
 
         # Backpropagate, clip (grad_clip_by), Adam step.
-        gradient = flatten(module.backward(cache, d_q_values))
+        module.backward(cache, d_q_values)
+        gradient = module.gradient_buffer()[0]  # the flat buffer backward wrote into
         grad_norm = clip_gradients(gradient, config.grad_clip, config.grad_clip_by,
                                    self._parameter_sizes)
         check_finite_update(qf_loss, grad_norm, "DQN")

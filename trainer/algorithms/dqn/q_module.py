@@ -80,20 +80,25 @@ class QModule(FlatParameterModule):
         return q_values, (encoder_cache, (advantage_cache, value_cache))
 
     def backward(self, cache, d_q_values: np.ndarray) -> list[np.ndarray]:
-        """Gradients of all parameters (in `parameters()` order) given dLoss/dQ."""
+        """Gradients of all parameters (in `parameters()` order) given dLoss/dQ: views of
+        `gradient_buffer()`, overwritten by the next call."""
         encoder_cache, head_cache = cache
+        grads = self._net_gradients()
+        has_encoder = self.encoder is not None
         if not self.dueling:
-            grads, d_features = self.q.backward(head_cache, d_q_values)
+            _, d_features = self.q.backward(head_cache, d_q_values, grads["q"],
+                                            input_grad=has_encoder)
         else:
             advantage_cache, value_cache = head_cache
             # Q_j = V + A_j - mean_k A_k  =>  dA_k = dQ_k - mean_j dQ_j,  dV = sum_j dQ_j.
             d_advantages = d_q_values - d_q_values.mean(axis=1, keepdims=True)
             d_values = d_q_values.sum(axis=1, keepdims=True)
-            advantage_grads, d_features_a = self.advantage.backward(advantage_cache,
-                                                                    d_advantages)
-            value_grads, d_features_v = self.value.backward(value_cache, d_values)
-            grads = advantage_grads + value_grads
-            d_features = d_features_a + d_features_v
-        if self.encoder is not None:
-            grads = activated_backward(self.encoder, encoder_cache, d_features) + grads
-        return grads
+            _, d_features = self.advantage.backward(advantage_cache, d_advantages,
+                                                    grads["advantage"], input_grad=has_encoder)
+            _, d_features_v = self.value.backward(value_cache, d_values, grads["value"],
+                                                  input_grad=has_encoder)
+            if has_encoder:
+                d_features += d_features_v
+        if has_encoder:
+            activated_backward(self.encoder, encoder_cache, d_features, grads["encoder"])
+        return self.gradient_buffer()[1]
