@@ -359,9 +359,15 @@ class Categorical:
     def num_inputs(n: int) -> int:
         return n
 
+    #: Up to this many logits (rows x actions), `act` works on Python floats: numpy's
+    #: per-call overhead is most of the time for the few rows of a sampling step.
+    SMALL = 64
+
     @staticmethod
     def act(logits: np.ndarray, rng: np.random.Generator, explore: bool):
         """Actions and their log-probabilities from one softmax (the sampling hot path)."""
+        if logits.size <= Categorical.SMALL and logits.ndim == 2:
+            return _act_small(logits, rng, explore)
         logp_all = log_softmax(logits)
         if explore:
             cdf = np.cumsum(np.exp(logp_all), axis=-1)
@@ -404,6 +410,33 @@ class Categorical:
         kl = (old_probs * (old_logp_all - logp_all)).sum(axis=-1)
         d_kl = probs - old_probs
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
+
+
+def _act_small(logits: np.ndarray, rng: np.random.Generator, explore: bool):
+    """`Categorical.act` for a few rows, row by row on Python floats (float64): the same
+    inverse-CDF draw from the same uniforms (one per row, as the array path takes them). An
+    action can differ from the float32 array path only where a uniform falls within rounding
+    of a CDF step."""
+    uniforms = rng.random(len(logits)).tolist() if explore else None
+    actions, logps = [], []
+    for row_index, row in enumerate(logits.tolist()):
+        top = max(row)
+        weights = [math.exp(x - top) for x in row]
+        total = sum(weights)
+        if explore:
+            # The first action whose CDF exceeds u.
+            threshold = uniforms[row_index] * total
+            action, cumulative = len(row) - 1, 0.0
+            for index, weight in enumerate(weights[:-1]):
+                cumulative += weight
+                if threshold < cumulative:
+                    action = index
+                    break
+        else:
+            action = row.index(top)
+        actions.append(action)
+        logps.append(row[action] - top - math.log(total))
+    return np.array(actions, dtype=np.int64), np.array(logps, dtype=logits.dtype)
 
 
 class DiagGaussian:
