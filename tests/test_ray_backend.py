@@ -90,9 +90,11 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     import subprocess
     import sys
 
-    # Its own local Ray instance (the module's is this process's), ended with the job.
+    # Its own local Ray instance (the module's is this process's), ended with the job. Without
+    # the preset: its evaluation actor would be a third 1-CPU actor on this 2-CPU machine.
     done = subprocess.run(
-        [sys.executable, "-m", "trainer", "--backend", "ray", "--num-env-runners", "2",
+        [sys.executable, "-m", "trainer", "--backend", "ray", "--preset", "none",
+         "--num-env-runners", "2",
          "--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
          "--stop-iters", "2", "--output-dir", str(tmp_path / "run")],
         capture_output=True, text=True, timeout=240)
