@@ -153,8 +153,9 @@ class MLP:
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Inference only: no cache."""
-        last = self.num_layers - 1
-        for i in range(self.num_layers):
+        num_layers = len(self.params) // 2
+        last = num_layers - 1
+        for i in range(num_layers):
             x = x @ self.params[2 * i]
             x += self.params[2 * i + 1]
             if i < last:
@@ -166,8 +167,9 @@ class MLP:
         pre-activation (None when the activation's gradient needs only the output) and its
         output."""
         cache = []
-        last = self.num_layers - 1
-        for i in range(self.num_layers):
+        num_layers = len(self.params) // 2
+        last = num_layers - 1
+        for i in range(num_layers):
             pre = x @ self.params[2 * i]
             pre += self.params[2 * i + 1]
             if i == last:
@@ -191,9 +193,10 @@ class MLP:
         if grads is None:
             grads = [np.empty_like(p) for p in self.params]
         d = d_out
-        for i in reversed(range(self.num_layers)):
+        last = len(self.params) // 2 - 1
+        for i in range(last, -1, -1):
             x, pre, out = cache[i]
-            if i != self.num_layers - 1:
+            if i != last:
                 d = backprop_activation(self.activations[i], d, pre, out)
             np.matmul(x.T, d, out=grads[2 * i])
             # The bias gradient, d's column sums, as a product with ones (half the time of
@@ -336,8 +339,9 @@ def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
 # Action distributions. `inputs` are the policy head's outputs for a batch.
 # ---------------------------------------------------------------------------------------------
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    # ufunc reductions directly: the array methods add a Python wrapper call each.
+    shifted = logits - np.maximum.reduce(logits, axis=-1, keepdims=True)
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True))
 
 
 class LossTerms(NamedTuple):
@@ -403,11 +407,11 @@ class Categorical:
         logp = logp_all[rows, a]
         d_logp = -probs
         d_logp[rows, a] += 1.0
-        entropy = -(probs * logp_all).sum(axis=-1)
+        entropy = -np.add.reduce(probs * logp_all, axis=-1)
         d_entropy = -probs * (logp_all + entropy[:, None])
         old_logp_all = log_softmax(old_logits)
         old_probs = np.exp(old_logp_all)
-        kl = (old_probs * (old_logp_all - logp_all)).sum(axis=-1)
+        kl = np.add.reduce(old_probs * (old_logp_all - logp_all), axis=-1)
         d_kl = probs - old_probs
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
 

@@ -42,6 +42,7 @@ from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
 from trainer.env.runner_state import RunnerStateMixin
 from trainer.env.sub_env_guard import SubEnvRecoveryMixin
+from trainer.env.vector_env import FastSyncVectorEnv
 from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_DURATION_SEC_MEAN,
@@ -184,7 +185,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self.env.close()
         self._set_env_context()
         contexts = [self.sub_env_context(i) for i in range(self.num_envs)]
-        self.env = gym.vector.SyncVectorEnv(
+        self.env = FastSyncVectorEnv(
             [partial(self._make_sub_env, ctx) for ctx in contexts],
             autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
         )
@@ -570,14 +571,10 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                 awaiting_reset[i] = False
                 self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
-            episode = self._episodes[i]
-            terminated, truncated = terminated_list[i], truncated_list[i]
-            extra = {"action_logp": logp_list[i]}
-            if dist_inputs is not None:
-                extra["action_dist_inputs"] = dist_inputs[i]
-            episode.add_env_step(obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
-                                 terminated=terminated, truncated=truncated,
-                                 extra_model_outputs=extra)
+            self._episodes[i].record_sampled_step(
+                obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
+                terminated_list[i], truncated_list[i], logp_list[i],
+                None if dist_inputs is None else dist_inputs[i])
             if has_step:
                 fire_with("on_episode_step", self._event_kwargs[i])
             stepped_indices.append(i)

@@ -28,6 +28,11 @@ from trainer.compat.old_api import OldEpisodeAPI
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
 
+#: The model outputs every EnvRunner step records (RLlib's Columns.ACTION_LOGP and
+#: Columns.ACTION_DIST_INPUTS).
+ACTION_LOGP = "action_logp"
+ACTION_DIST_INPUTS = "action_dist_inputs"
+
 #: The rewards column's space (RLlib's): one float per step.
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
@@ -191,6 +196,46 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self.is_terminated = terminated
             self.is_truncated = truncated
             # The clock is read once at the end (and at cut()), not on every step.
+            self._last_step_time = time.perf_counter()
+            if self._start_time is None:
+                self._start_time = self._last_step_time
+
+    def record_sampled_step(self, observation: Any, action: Any, reward: float, infos: dict,
+                            terminated: bool, truncated: bool, action_logp: float,
+                            action_dist_inputs: Any) -> None:
+        """`add_env_step` for the EnvRunner's sampling loop: the same record, with the two model
+        outputs PPO and DQN keep given directly (no dict per step) and `infos` stored as given
+        (the runner passes a fresh dict per step). Whenever this episode is not a plain
+        recording one (spaces to check, finalized columns, its first step, other model
+        outputs), the general `add_env_step` records it."""
+        outputs = self.extra_model_outputs
+        logp_buffer = outputs.get(ACTION_LOGP)
+        dist_buffer = outputs.get(ACTION_DIST_INPUTS)
+        plain = (logp_buffer is not None and not logp_buffer.finalized
+                 and (dist_buffer is not None) == (action_dist_inputs is not None)
+                 and len(outputs) == (1 if dist_buffer is None else 2)
+                 and self._observation_space is None and self._action_space is None
+                 and not (self.observations.finalized or self.infos.finalized))
+        if not plain:
+            extra = {ACTION_LOGP: action_logp}
+            if action_dist_inputs is not None:
+                extra[ACTION_DIST_INPUTS] = action_dist_inputs
+            self.add_env_step(observation, action, reward, infos, terminated=terminated,
+                              truncated=truncated, extra_model_outputs=extra)
+            return
+        assert not (self.is_terminated or self.is_truncated), \
+            "add_env_step() on a finished episode"
+        self.observations.data.append(observation)
+        self.actions.data.append(action)
+        self.rewards.data.append(reward)
+        self.infos.data.append(infos)
+        self.t += 1
+        logp_buffer.data.append(action_logp)
+        if dist_buffer is not None:
+            dist_buffer.data.append(action_dist_inputs)
+        if terminated or truncated:
+            self.is_terminated = terminated
+            self.is_truncated = truncated
             self._last_step_time = time.perf_counter()
             if self._start_time is None:
                 self._start_time = self._last_step_time
