@@ -193,12 +193,15 @@ class SingleAgentEpisode(OldEpisodeAPI):
                 else:
                     buffer.data.append(value)
         if terminated or truncated:
-            self.is_terminated = terminated
-            self.is_truncated = truncated
-            # The clock is read once at the end (and at cut()), not on every step.
-            self._last_step_time = time.perf_counter()
-            if self._start_time is None:
-                self._start_time = self._last_step_time
+            self._end(terminated, truncated)
+
+    def _end(self, terminated: bool, truncated: bool) -> None:
+        self.is_terminated = terminated
+        self.is_truncated = truncated
+        # The clock is read once at the end (and at cut()), not on every step.
+        self._last_step_time = time.perf_counter()
+        if self._start_time is None:
+            self._start_time = self._last_step_time
 
     def record_sampled_step(self, observation: Any, action: Any, reward: float, infos: dict,
                             terminated: bool, truncated: bool, action_logp: float,
@@ -234,11 +237,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if dist_buffer is not None:
             dist_buffer.data.append(action_dist_inputs)
         if terminated or truncated:
-            self.is_terminated = terminated
-            self.is_truncated = truncated
-            self._last_step_time = time.perf_counter()
-            if self._start_time is None:
-                self._start_time = self._last_step_time
+            self._end(terminated, truncated)
 
     @staticmethod
     def _check_space(space: gym.Space | None, value: Any, what: str) -> None:
