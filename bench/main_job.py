@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-FLAGS = ["--lr", "0.0003", "--num-epochs", "6", "--hiddens", "32", "--activation", "linear",
+FLAGS = ["--preset", "none", "--lr", "0.0003", "--num-epochs", "6", "--hiddens", "32", "--activation", "linear",
          "--seed", "0", "--checkpoint-frequency", "10"]
 
 BASELINE = """

@@ -570,3 +570,15 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
     assert {"ray/tune/timers/training_step", "ray/tune/num_env_steps_sampled_lifetime",
             "ray/tune/fault_tolerance/num_healthy_workers",
             "env_steps/env_runners/episode_len_mean"} <= set(scalars)
+
+
+def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):
+    # --hiddens and --activation both apply (each used to replace the other's model config),
+    # and over the CartPole preset they keep its vf_share_layers=True.
+    done = run_cli("--hiddens", "24", "--activation", "tanh", "--stop-iters", "1",
+                   "--train-batch-size", "200", "--minibatch-size", "100", "--output-dir",
+                   "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    model = json.loads((tmp_path / "run" / "params.json").read_text())["model"]
+    assert (model["fcnet_hiddens"], model["fcnet_activation"], model["vf_share_layers"]) == (
+        [24], "tanh", True)

@@ -103,3 +103,19 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     assert params["backend"] == "ray" and params["num_env_runners"] == 2
     lines = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert len(lines) == 3  # header and two iterations
+
+
+def test_an_actor_that_waits_for_resources_is_named_with_what_it_asked_for(monkeypatch):
+    # Two actors of 3 CPUs on this module's 4-CPU instance: the second never starts. Ray keeps
+    # it pending silently; the startup timeout says what it asked for and what the cluster has.
+    from trainer.errors import EnvRunnerTimeout
+    from trainer.runners import env_runner_group
+
+    monkeypatch.setattr(env_runner_group, "STARTUP_TIMEOUT_S", 5)
+    with pytest.raises(EnvRunnerTimeout) as caught:
+        _config(num_cpus_per_env_runner=3).build()
+    message = str(caught.value)
+    assert "did not answer __init__() within 5 s" in message
+    assert "Its Ray actor asked for {'CPU': 3} and may have waited for them: the cluster has " \
+           "{'CPU': 4.0} in all" in message
+    assert "evaluation_num_env_runners" in message

@@ -55,18 +55,23 @@ class EnvRunnerCrashed(EnvRunnerFailure):
 class EnvRunnerTimeout(EnvRunnerFailure):
     kind = "timeout"
 
-    def __init__(self, worker_index: int, method: str, timeout_s: float, stack: str = ""):
+    def __init__(self, worker_index: int, method: str, timeout_s: float, stack: str = "",
+                 hint: str = ""):
         self.method = method
         self.timeout_s = timeout_s
         #: Where the process was when it was given up (its threads' stacks, innermost first),
         #: or "" when it could not be read.
         self.stack = stack
+        #: What may explain the silence (a Ray actor that waited for resources), or "".
+        self.hint = hint
         where = f" It was in:\n{stack.rstrip()}" if stack else ""
         super().__init__(worker_index, f"EnvRunner {worker_index} did not answer {method}() within "
-                                       f"{timeout_s:g} s; its process was killed.{where}")
+                                       f"{timeout_s:g} s; its process was killed."
+                                       f"{' ' + hint if hint else ''}{where}")
 
     def __reduce__(self):
-        return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack))
+        return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack,
+                                   self.hint))
 
 
 class EnvRunnerError(EnvRunnerFailure):

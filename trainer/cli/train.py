@@ -212,7 +212,10 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         if value is None:
             continue
         if method == "rl_module":
-            apply(flag, lambda s=setting, v=value: config.rl_module(model_config={s: v}))
+            # Into the model config so far (the preset's, the file's, the other flag's):
+            # rl_module(model_config=...) replaces the whole dict, as RLlib's does.
+            apply(flag, lambda s=setting, v=value: config.rl_module(
+                model_config={**config.model_config, s: v}))
         else:
             apply(flag, lambda m=method, s=setting, v=value: getattr(config, m)(**{s: v}))
     if args.log_level is not None:

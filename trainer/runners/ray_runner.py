@@ -99,6 +99,7 @@ class RayRunner(RunnerHandle):
         self.pid: int | None = None
         #: The Ray node the actor runs on (known from its `Init` reply).
         self.node_id: str | None = None
+        self.options = options
         self.actor = _remote_actor_class().options(**options).remote(worker_index)
         self._watch = self.actor.watch.remote()
         #: (request id, label, object ref) of each request sent and not yet read, oldest first.
@@ -172,8 +173,29 @@ class RayRunner(RunnerHandle):
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
         label = self._pending[0][1] if self._pending else "request"
         self._pending.clear()
+        hint = self._resources_hint() if label == "__init__" else ""
         self.kill()
-        return EnvRunnerTimeout(self.worker_index, label, timeout)
+        return EnvRunnerTimeout(self.worker_index, label, timeout, hint=hint)
+
+    def _resources_hint(self) -> str:
+        """For an actor that never answered its first request: what it asked of the cluster and
+        what the cluster has (an actor waiting for resources never starts, silently)."""
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            total, free = ray.cluster_resources(), ray.available_resources()
+        except RayError:
+            return ""
+        asked = {"CPU": self.options.get("num_cpus") or 0,
+                 "GPU": self.options.get("num_gpus") or 0,
+                 **self.options.get("resources", {})}
+        asked = {name: amount for name, amount in asked.items() if amount}
+        return (f"Its Ray actor asked for {asked} and may have waited for them: the cluster has "
+                f"{ {name: total.get(name, 0) for name in asked} } in all, "
+                f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster "
+                "more resources or ask for fewer (num_env_runners, "
+                "evaluation_num_env_runners, num_cpus_per_env_runner).")
 
     def is_alive(self) -> bool:
         return not self._killed and not self._ready([self._watch])
