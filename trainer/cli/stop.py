@@ -120,7 +120,7 @@ class Progress:
         if self.stop.seconds is not None:
             estimates.append((max(0.0, self.stop.seconds - t1), f"{self.stop.seconds:g} s"))
         slope = _slope([(t, r) for t, _, _, r in recent if not math.isnan(r)])
-        target = self._target_return()
+        target = self.stop.target_return
         if target is not None and slope is not None and slope > 0 and not math.isnan(r1):
             estimates.append((max(0.0, (target - r1) / slope), f"~return {target:g}"))
         return min(estimates) if estimates else None
@@ -137,7 +137,7 @@ class Progress:
             fractions.append(steps / self.stop.env_steps)
         if self.stop.seconds:
             fractions.append(t / self.stop.seconds)
-        target = self._target_return()
+        target = self.stop.target_return
         if (target is not None and self._first_return is not None
                 and not math.isnan(mean_return)):
             # From 0, or from the first return seen when it was below 0 (Acrobot's -500).
@@ -145,13 +145,6 @@ class Progress:
             span = target - baseline
             fractions.append((mean_return - baseline) / span if span > 0 else 1.0)
         return min(1.0, max([0.0, *fractions]))
-
-
-    def _target_return(self) -> float | None:
-        """The return criterion the tracked return (training's, else evaluation's) aims at."""
-        if self.stop.mean_return is not None:
-            return self.stop.mean_return
-        return self.stop.evaluation_return
 
 
 def _slope(points: list[tuple[float, float]]) -> float | None:

@@ -17,11 +17,9 @@ from trainer.core.initializers import make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
     MLP,
-    OUTPUT_ONLY_GRADIENT,
     Categorical,
     DiagGaussian,
-    activate,
-    activate_in_place,
+    activate_for_backward,
     activate_layer,
     backprop_activation,
     flatten,
@@ -283,12 +281,9 @@ class FlatParameterModule:
         flat, views, _ = self._gradient_views()
         return flat, views
 
-    def _net_gradients(self) -> dict[str, list[np.ndarray]]:
-        """Each net's slice of `gradient_buffer()`'s views, by the net's attribute name; loose
-        parameters' views under their own names."""
-        return self._gradient_views()[2]
-
     def _gradient_views(self):
+        """(flat buffer, per-parameter views, the views by net: each net's slice under its
+        attribute name, loose parameters' under their own names), cached per dtype."""
         dtype = next(net.params[0].dtype for _, net in self._named_nets() if net is not None)
         cached = getattr(self, "_gradients", None)
         if cached is not None and cached[0].dtype == dtype:
@@ -434,7 +429,7 @@ class PolicyModule(FlatParameterModule):
         """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
         overwritten by the next call."""
         enc_cache, pi_cache, vf_cache = cache
-        grads = self._net_gradients()
+        _, views, grads = self._gradient_views()
         if self.log_std is not None:
             n = self.log_std.shape[0]
             d_dist_inputs[:, n:].sum(axis=0, out=grads["log_std"][0])
@@ -446,7 +441,7 @@ class PolicyModule(FlatParameterModule):
         if shared:
             d_feat_pi += d_feat_vf
             activated_backward(self.encoder, enc_cache, d_feat_pi, grads["encoder"])
-        return self.gradient_buffer()[1]
+        return views
 
 
 # An encoder is an MLP whose output layer is followed by the activation too.
@@ -456,10 +451,7 @@ def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
 
 def activated_train(mlp: MLP, x: np.ndarray):
     pre, cache = mlp.forward_train(x)
-    if mlp.activation in OUTPUT_ONLY_GRADIENT:
-        out, pre = activate_in_place(mlp.activation, pre), None
-    else:
-        out = activate(mlp.activation, pre)
+    out, pre = activate_for_backward(mlp.activation, pre)
     return out, (cache, pre, out)
 
 

@@ -86,6 +86,15 @@ def activate_in_place(name: str, x: np.ndarray) -> np.ndarray:
     raise ValueError(f"{name!r} needs its input for the gradient: use activate()")
 
 
+def activate_for_backward(name: str, pre: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """A training pass's activation of `pre` (a fresh layer output): the output, and the
+    pre-activation to keep for `backprop_activation` (None for OUTPUT_ONLY_GRADIENT, computed
+    in place over it)."""
+    if name in OUTPUT_ONLY_GRADIENT:
+        return activate_in_place(name, pre), None
+    return activate(name, pre), pre
+
+
 def backprop_activation(name: str, d: np.ndarray, x: np.ndarray | None, y: np.ndarray
                         ) -> np.ndarray:
     """d * activation'(x), computed over `d` (which the caller owns). `x` (the pre-activation)
@@ -176,11 +185,7 @@ class MLP:
                 cache.append((x, None, pre))
                 x = pre
                 continue
-            name = self.activations[i]
-            if name in OUTPUT_ONLY_GRADIENT:
-                out, pre = activate_in_place(name, pre), None
-            else:
-                out = activate(name, pre)
+            out, pre = activate_for_backward(self.activations[i], pre)
             cache.append((x, pre, out))
             x = out
         return x, cache

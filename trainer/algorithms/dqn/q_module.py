@@ -83,7 +83,7 @@ class QModule(FlatParameterModule):
         """Gradients of all parameters (in `parameters()` order) given dLoss/dQ: views of
         `gradient_buffer()`, overwritten by the next call."""
         encoder_cache, head_cache = cache
-        grads = self._net_gradients()
+        _, views, grads = self._gradient_views()
         has_encoder = self.encoder is not None
         if not self.dueling:
             _, d_features = self.q.backward(head_cache, d_q_values, grads["q"],
@@ -101,4 +101,4 @@ class QModule(FlatParameterModule):
                 d_features += d_features_v
         if has_encoder:
             activated_backward(self.encoder, encoder_cache, d_features, grads["encoder"])
-        return self.gradient_buffer()[1]
+        return views
