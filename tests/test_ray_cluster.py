@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -151,7 +152,11 @@ def test_a_worker_node_removed_mid_training_costs_only_its_runner(cluster, caplo
     """Last in this module: it takes a node away (and adds a new one after)."""
     RecordRecreated.calls = []
     caplog.set_level(logging.WARNING, logger="trainer")
-    algo = cartpole(rollout_fragment_length=250).build()
+    # Env steps of 1 ms: an iteration's sampling (2 rounds of 250 steps) lasts well past the
+    # moment the node goes, whatever the machine's speed (with CartPole's own ~10 us steps it
+    # could end first, and the runner then died while idle).
+    algo = (cartpole(rollout_fragment_length=250)
+            .callbacks(on_episode_step=lambda **kwargs: time.sleep(0.001)).build())
     try:
         algo.train()
         nodes = runner_nodes(algo)
