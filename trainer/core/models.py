@@ -235,6 +235,9 @@ class SpaceInfo:
 
     def preprocess(self, observations) -> np.ndarray:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
+        if type(observations) is np.ndarray and observations.dtype == np.float32 \
+                and observations.ndim == 2 and observations.shape[1] == self.obs_dim:
+            return observations  # already one (a Box env's batch): the sampling hot path
         obs = np.asarray(observations)
         if self.obs_discrete_n is not None:
             return np.eye(self.obs_discrete_n, dtype=np.float32)[obs.astype(np.int64).ravel()]

@@ -426,26 +426,55 @@ def _act_small(logits: np.ndarray, rng: np.random.Generator, explore: bool):
     inverse-CDF draw from the same uniforms (one per row, as the array path takes them). An
     action can differ from the float32 array path only where a uniform falls within rounding
     of a CDF step."""
-    uniforms = rng.random(len(logits)).tolist() if explore else None
+    rows = logits.tolist()
+    uniforms = rng.random(len(rows)).tolist() if explore else [None] * len(rows)
+    draw = _draws_from_two if len(rows[0]) == 2 else _draws
+    actions, logps = draw(rows, uniforms)
+    return np.array(actions, dtype=np.int64), np.array(logps, dtype=logits.dtype)
+
+
+def _draws(rows: list[list[float]], uniforms: list) -> tuple[list[int], list[float]]:
+    """Each row's action (the first whose CDF exceeds its uniform, or the most likely one when
+    the uniform is None) and its log-probability."""
     actions, logps = [], []
-    for row_index, row in enumerate(logits.tolist()):
+    for row, uniform in zip(rows, uniforms, strict=True):
         top = max(row)
         weights = [math.exp(x - top) for x in row]
         total = sum(weights)
-        if explore:
-            # The first action whose CDF exceeds u.
-            threshold = uniforms[row_index] * total
+        if uniform is None:
+            action = row.index(top)
+        else:
+            threshold = uniform * total
             action, cumulative = len(row) - 1, 0.0
             for index, weight in enumerate(weights[:-1]):
                 cumulative += weight
                 if threshold < cumulative:
                     action = index
                     break
-        else:
-            action = row.index(top)
         actions.append(action)
         logps.append(row[action] - top - math.log(total))
-    return np.array(actions, dtype=np.int64), np.array(logps, dtype=logits.dtype)
+    return actions, logps
+
+
+def _draws_from_two(rows: list[list[float]], uniforms: list) -> tuple[list[int], list[float]]:
+    """`_draws` for rows of two logits, with the same floating-point operations: the larger
+    logit's weight is exp(0) = 1 exactly, so one exp is left, and the CDF's one step is the
+    first weight."""
+    exp, log = math.exp, math.log
+    actions, logps = [], []
+    for (first, second), uniform in zip(rows, uniforms, strict=True):
+        if first >= second:
+            top, first_weight, total = first, 1.0, 1.0 + exp(second - first)
+        else:
+            top, first_weight = second, exp(first - second)
+            total = first_weight + 1.0
+        if uniform is None:
+            action = 0 if first >= second else 1
+        else:
+            action = 0 if uniform * total < first_weight else 1
+        actions.append(action)
+        logps.append((second if action else first) - top - log(total))
+    return actions, logps
 
 
 class DiagGaussian:

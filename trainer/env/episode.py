@@ -95,6 +95,38 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if observations is not None:
             self.validate()
 
+    @classmethod
+    def _assembled(cls, id_: str, observations: np.ndarray, infos: list,
+                   actions: np.ndarray, rewards: np.ndarray,
+                   extra_model_outputs: dict[str, np.ndarray], *, t_started: int, t: int,
+                   env_index: int, terminated: bool, truncated: bool, custom_data: dict,
+                   temporary_timestep_data: dict, start_time: float | None,
+                   last_step_time: float | None) -> SingleAgentEpisode:
+        """An episode of finalized columns, every slot set directly (no checks): for episodes
+        rebuilt from a packed `EpisodeList`, hundreds per sample."""
+        episode = cls.__new__(cls)
+        episode.id_ = id_
+        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
+        episode.observations = InfiniteLookbackBuffer.of_array(observations)
+        episode.infos = InfiniteLookbackBuffer.of_list(infos)
+        episode.actions = InfiniteLookbackBuffer.of_array(actions)
+        episode.rewards = InfiniteLookbackBuffer.of_array(rewards)
+        episode.rewards._space = episode.rewards.space_struct = REWARD_SPACE
+        episode.extra_model_outputs = {key: InfiniteLookbackBuffer.of_array(values)
+                                       for key, values in extra_model_outputs.items()}
+        episode.is_terminated, episode.is_truncated = terminated, truncated
+        episode.t_started, episode.t = t_started, t
+        episode._observation_space = episode._action_space = None
+        episode.custom_data = custom_data
+        episode._temporary_timestep_data = temporary_timestep_data
+        episode._start_time, episode._last_step_time = start_time, last_step_time
+        episode.env_index = env_index
+        episode._old = None
+        episode._return_before = 0.0
+        episode._env_runner = None
+        episode.connector_data = {}
+        return episode
+
     def _empty_columns(self, observation_space: gym.Space | None,
                        action_space: gym.Space | None) -> None:
         """Columns without data, made directly (the EnvRunner makes them for every episode
@@ -214,12 +246,12 @@ class SingleAgentEpisode(OldEpisodeAPI):
         outputs = self.extra_model_outputs
         logp_buffer = outputs.get(ACTION_LOGP)
         dist_buffer = outputs.get(ACTION_DIST_INPUTS)
-        plain = (logp_buffer is not None and not logp_buffer.finalized
-                 and (dist_buffer is not None) == (action_dist_inputs is not None)
-                 and len(outputs) == (1 if dist_buffer is None else 2)
-                 and self._observation_space is None and self._action_space is None
-                 and not (self.observations.finalized or self.infos.finalized))
-        if not plain:
+        observations = self.observations
+        if (logp_buffer is None or logp_buffer.finalized or observations.finalized
+                or len(outputs) != (1 if dist_buffer is None else 2)
+                or (dist_buffer is None) != (action_dist_inputs is None)
+                or self._observation_space is not None or self._action_space is not None
+                or self.infos.finalized):
             extra = {ACTION_LOGP: action_logp}
             if action_dist_inputs is not None:
                 extra[ACTION_DIST_INPUTS] = action_dist_inputs
@@ -228,7 +260,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
             return
         assert not (self.is_terminated or self.is_truncated), \
             "add_env_step() on a finished episode"
-        self.observations.data.append(observation)
+        observations.data.append(observation)
         self.actions.data.append(action)
         self.rewards.data.append(reward)
         self.infos.data.append(infos)

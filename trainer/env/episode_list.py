@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.env.episode import SingleAgentEpisode
-from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 
 
 class EpisodeList(list):
@@ -46,53 +45,53 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray | None:
 def _packable(ep: SingleAgentEpisode) -> bool:
     """Whether an episode fits the packed layout: numpy'ized, no lookback buffer, array (not
     struct) columns, no spaces or agent data to carry."""
-    if not (isinstance(ep, SingleAgentEpisode) and ep.is_numpy and ep.observations.lookback == 0
-            and isinstance(ep.observations.data, np.ndarray)):
+    if not isinstance(ep, SingleAgentEpisode):
+        return False
+    observations = ep.observations
+    if not (observations.finalized and not observations.lookback
+            and isinstance(observations.data, np.ndarray)):
         return False
     if ep.agent_id is not None or ep.module_id is not None or ep.multi_agent_episode_id is not None \
-            or ep.observation_space is not None or ep.action_space is not None:
+            or ep._observation_space is not None or ep._action_space is not None:
         return False
-    if not len(ep):
+    if ep.t == ep.t_started:
         return True
-    columns = [ep.actions, ep.rewards, *ep.extra_model_outputs.values()]
-    return all(c.lookback == 0 and isinstance(c.data, np.ndarray) for c in columns)
+    for column in (ep.actions, ep.rewards, *ep.extra_model_outputs.values()):
+        if column.lookback or not isinstance(column.data, np.ndarray):
+            return False
+    return True
 
 
 def _pack(episodes: list[SingleAgentEpisode]):
     if not episodes or not all(_packable(ep) for ep in episodes):
         return None
-    extra_keys = None
-    for ep in episodes:
-        if len(ep):
-            keys = sorted(ep.extra_model_outputs)
-            if extra_keys is None:
-                extra_keys = keys
-            elif keys != extra_keys:
-                return None
-    extra_keys = extra_keys or []
+    stepped = [ep for ep in episodes if ep.t != ep.t_started]
+    extra_keys = sorted(stepped[0].extra_model_outputs) if stepped else []
+    for ep in stepped:
+        if ep.extra_model_outputs.keys() != set(extra_keys):
+            return None
     observations = _concat([ep.observations.data for ep in episodes])
     if observations is None:
         return None
-    stepped = [ep for ep in episodes if len(ep)]
     columns = {"actions": [ep.actions.data for ep in stepped],
                "rewards": [ep.rewards.data for ep in stepped]}
     for key in extra_keys:
         columns["extra:" + key] = [ep.extra_model_outputs[key].data for ep in stepped]
     packed_columns = {}
     for name, arrays in columns.items():
-        if any(len(a) for a in arrays):
+        if arrays:
             packed = _concat(arrays)
             if packed is None:
                 return None
             packed_columns[name] = packed
     records = [
-        (ep.id_, len(ep), len(ep.observations), ep.t_started, ep.env_index, ep.is_terminated,
-         ep.is_truncated, ep.custom_data, ep._temporary_timestep_data, ep._start_time,
-         ep._last_step_time,
+        (ep.id_, ep.t - ep.t_started, len(ep.observations.data), ep.t_started, ep.env_index,
+         ep.is_terminated, ep.is_truncated, ep.custom_data, ep._temporary_timestep_data,
+         ep._start_time, ep._last_step_time,
          # Most envs return empty info dicts: send their count instead of the dicts.
          None if not any(ep.infos.data) else ep.infos.data,
          # An episode without steps keeps its own (empty) step columns, dtypes included.
-         None if len(ep) else (ep.actions, ep.rewards, ep.extra_model_outputs))
+         None if ep.t != ep.t_started else (ep.actions, ep.rewards, ep.extra_model_outputs))
         for ep in episodes
     ]
     return observations, packed_columns, extra_keys, records
@@ -102,28 +101,29 @@ def _unpack(observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys
             records: list) -> EpisodeList:
     episodes = EpisodeList()
     obs_start = step_start = 0
+    actions, rewards = columns.get("actions"), columns.get("rewards")
+    extras = {key: columns.get("extra:" + key) for key in extra_keys}
     for (id_, length, num_obs, t_started, env_index, terminated, truncated, custom_data, temporary,
          start_time, last_step_time, infos, own_steps) in records:
-        ep = SingleAgentEpisode(id_, t_started=t_started, env_index=env_index)
-        ep.observations.data = observations[obs_start:obs_start + num_obs]
-        ep.observations.finalized = True
-        step_end = step_start + length
-        if own_steps is None:
-            for buffer, name in ((ep.actions, "actions"), (ep.rewards, "rewards")):
-                buffer.data = columns[name][step_start:step_end]
-                buffer.finalized = True
-            ep.extra_model_outputs = {
-                key: InfiniteLookbackBuffer(columns["extra:" + key][step_start:step_end])
-                for key in extra_keys}
-            step_start = step_end
-        else:
+        obs_stop, step_stop = obs_start + num_obs, step_start + length
+        steps = slice(step_start, step_stop)
+        ep = SingleAgentEpisode._assembled(
+            id_, observations[obs_start:obs_stop],
+            [{} for _ in range(num_obs)] if infos is None else infos,
+            *((actions[steps], rewards[steps], {k: v[steps] for k, v in extras.items()})
+              if own_steps is None else (_NO_ROWS, _NO_ROWS, {})),
+            t_started=t_started, t=t_started + length, env_index=env_index,
+            terminated=terminated, truncated=truncated, custom_data=custom_data,
+            temporary_timestep_data=temporary, start_time=start_time,
+            last_step_time=last_step_time)
+        if own_steps is not None:
             ep.actions, ep.rewards, ep.extra_model_outputs = own_steps
-        ep.infos.data = [{} for _ in range(num_obs)] if infos is None else infos
-        ep.t = t_started + length
-        ep.is_terminated, ep.is_truncated = terminated, truncated
-        ep.custom_data = custom_data
-        ep._temporary_timestep_data = temporary
-        ep._start_time, ep._last_step_time = start_time, last_step_time
+        else:
+            step_start = step_stop
         episodes.append(ep)
-        obs_start += num_obs
+        obs_start = obs_stop
     return episodes
+
+
+#: A placeholder column for episodes without steps (which keep their own empty columns).
+_NO_ROWS = np.zeros(0)

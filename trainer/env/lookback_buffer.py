@@ -36,6 +36,7 @@ from trainer.core.spaces import (
     one_hot_multidiscrete,
     space_from_dict,
     space_to_dict,
+    stack_leaves,
 )
 
 Indices = int | slice | list[int] | None
@@ -55,9 +56,19 @@ class InfiniteLookbackBuffer:
     def of_list(cls, items: list) -> InfiniteLookbackBuffer:
         """A recording buffer around `items` (no lookback, no space), made without checks: the
         EnvRunner makes several per episode."""
+        return cls._unchecked(items, finalized=False)
+
+    @classmethod
+    def of_array(cls, array: np.ndarray) -> InfiniteLookbackBuffer:
+        """A finalized buffer around `array` (no lookback, no space), made without checks (for
+        episodes rebuilt from a packed `EpisodeList`)."""
+        return cls._unchecked(array, finalized=True)
+
+    @classmethod
+    def _unchecked(cls, data: list | np.ndarray, *, finalized: bool) -> InfiniteLookbackBuffer:
         buffer = cls.__new__(cls)
-        buffer.data = items
-        buffer.finalized = False
+        buffer.data = data
+        buffer.finalized = finalized
         buffer.lookback = 0
         buffer._space = buffer.space_struct = None
         return buffer
@@ -109,7 +120,10 @@ class InfiniteLookbackBuffer:
     def finalize(self) -> None:
         """Turns the data list into a numpy array (a struct of arrays for structured items)."""
         if not self.finalized:
-            self.data = batch(self.data)
+            data = self.data
+            # Leaves (the common case: numbers, arrays) in one call; structs through `batch`.
+            self.data = batch(data) if data and isinstance(data[0], (dict, tuple, list)) \
+                else stack_leaves(data)
             self.finalized = True
 
     # -- reading -----------------------------------------------------------------------------

@@ -98,6 +98,7 @@ class RunnerStateMixin:
             self.exploration.set_state(state["exploration"])
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+            self._ended_episodes.clear()  # ended before the state was taken: in it already
         if "tasks" in state and self.env is not None:
             self.set_tasks(state["tasks"])  # before the sub-envs' own state, which may refine it
         if "sampling" in state and self.env is not None:

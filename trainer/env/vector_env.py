@@ -5,8 +5,10 @@ and `foreach_env` see the same object, `env.envs[i]` the same sub-envs), and its
 what gymnasium's would. For Box observations and Box/Discrete actions in NEXT_STEP autoreset mode
 (the EnvRunner's), it skips gymnasium's generic helpers, which cost more than the sub-envs'
 own steps for a few small envs: the space-dispatched `iterate` and `concatenate`, an `_add_info`
-call per sub-env even when its info is empty, and a deepcopy of the observations (a plain copy
-here: a Box batch is one array). Any other space or mode takes gymnasium's `step`.
+call per sub-env even when its info is empty, element-wise writes into its reward and done
+buffers, and the copies of them all. Each step's results are gathered in lists and become fresh
+arrays in one call each, so nothing needs copying: a Box batch is one array. Any other space or
+mode takes gymnasium's `step`.
 """
 
 from __future__ import annotations
@@ -30,23 +32,39 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
         if not self._fast:
             return super().step(actions)
         infos: dict = {}
-        env_obs, rewards = self._env_obs, self._rewards
-        terminations, truncations = self._terminations, self._truncations
+        observations, rewards, terminations, truncations = [], [], [], []
         autoreset = self._autoreset_envs.tolist()
-        # Iterating the batch yields what gymnasium's `iterate` yields for Box / MultiDiscrete
+        # Iterating the batch yields what gymnasium's `iterate` yields for Box / Discrete
         # batches: its rows (numpy arrays or scalars).
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if autoreset[i]:
-                env_obs[i], env_info = env.reset()
-                rewards[i] = 0.0
-                terminations[i] = False
-                truncations[i] = False
+                observation, env_info = env.reset()
+                reward, terminated, truncated = 0.0, False, False
             else:
-                (env_obs[i], rewards[i], terminations[i], truncations[i],
-                 env_info) = env.step(action)
+                observation, reward, terminated, truncated, env_info = env.step(action)
+            observations.append(observation)
+            rewards.append(reward)
+            terminations.append(terminated)
+            truncations.append(truncated)
             if env_info:
                 infos = self._add_info(infos, env_info, i)
-        np.stack(env_obs, axis=0, out=self._observations)
-        self._autoreset_envs = np.logical_or(terminations, truncations)
-        return (self._observations.copy() if self.copy else self._observations,
-                rewards.copy(), terminations.copy(), truncations.copy(), infos)
+        self._env_obs = observations
+        batch = np.array(observations, dtype=self._observations.dtype)
+        if batch.shape != self._observations.shape:
+            # A sub-env's observation of the wrong shape: gymnasium's own error.
+            np.stack(observations, axis=0, out=self._observations)
+        terminated_column = _column(terminations, np.bool_)
+        truncated_column = _column(truncations, np.bool_)
+        self._autoreset_envs = terminated_column | truncated_column
+        return (batch, _column(rewards, np.float64), terminated_column,
+                truncated_column, infos)
+
+
+def _column(values: list, dtype: type) -> np.ndarray:
+    """`values` (numbers or numpy scalars) as a fresh 1-D array of `dtype`: what gymnasium's
+    element-wise writes into such an array give, and the error they raise for anything else."""
+    column = np.array(values, dtype=dtype)
+    if column.ndim != 1:  # every value an array of one shape: not a number per sub-env
+        raise ValueError("setting an array element with a sequence: a sub-env's step returned "
+                         f"{values[0]!r} where a {np.dtype(dtype).name} number belongs")
+    return column

@@ -78,6 +78,15 @@ class MetricsLogger:
                                        with_throughput)
         stats.push(value)
 
+    def log_values(self, key: Key, values: list, **settings: Any) -> None:
+        """`log_value(key, value, **settings)` for each of `values` in order, with one lookup
+        and one settings check for them all (the EnvRunner logs its episodes' metrics so)."""
+        if not values:
+            return
+        self.log_value(key, values[0], **settings)
+        if len(values) > 1:
+            self._find(_path(key)).push_many(values[1:])
+
     def _warn_on_new_settings(self, path: tuple, stats: Stats, reduce, window, clear_on_reduce,
                               with_throughput) -> None:
         if path in self._warned:

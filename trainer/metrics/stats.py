@@ -106,6 +106,16 @@ class Stats:
             self._set_values(self._reduced_values()[1])
         self._has_new_values = True
 
+    def push_many(self, values: list) -> None:
+        """`push` of each of `values` in order; plain numbers into a window at once."""
+        if (not self._inf_window and self._throughput_stats is None
+                and all(type(value) in (int, float) for value in values)):
+            self.values.extend(values)  # a deque(maxlen=window) drops the oldest
+            self._has_new_values = self._has_new_values or bool(values)
+            return
+        for value in values:
+            self.push(value)
+
     def __enter__(self) -> Stats:
         """`with stats:` pushes the seconds the block took (one measurement per thread)."""
         self._start_times[threading.get_ident()] = time.perf_counter()

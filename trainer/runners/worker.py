@@ -19,6 +19,7 @@ runner that stopped answering).
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import signal
 import sys
@@ -105,6 +106,11 @@ class RunnerServer:
                 reply = protocol.Reply(request.request_id, func(runner, **request.kwargs))
             elif isinstance(request, protocol.Init):
                 runner = self.runner = _build_runner(request)
+                # What startup made (modules, the env, the networks) lives as long as the
+                # process: out of the cyclic collector's reach, its full collections during
+                # sampling scan only what sampling made (one over a fresh worker's ~40k
+                # startup objects took 15 ms, 4% of a 10k-step sample of CartPole).
+                gc.freeze()
                 from trainer import named_objects
 
                 self._named_objects = named_objects
