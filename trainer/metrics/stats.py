@@ -111,7 +111,7 @@ class Stats:
         if (not self._inf_window and self._throughput_stats is None
                 and all(type(value) in (int, float) for value in values)):
             self.values.extend(values)  # a deque(maxlen=window) drops the oldest
-            self._has_new_values = self._has_new_values or bool(values)
+            self._has_new_values = True
             return
         for value in values:
             self.push(value)
