@@ -463,7 +463,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self._event_kwargs[i]["episode"] = successor
             chunks.append(episode.to_numpy())
             self._prev_chunks.setdefault(episode.id_, []).append(episode)
-        return EpisodeList([ep.to_numpy() for ep in done] + chunks)
+        return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
 
     def _sample_complete_episodes(self, min_timesteps, explore, random_actions):
         self._reset_all()
@@ -480,7 +480,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self._draining = False
         self._log_sample_metrics(steps, len(done))
         self._needs_reset = True
-        return EpisodeList(ep.to_numpy() for ep in done)
+        return EpisodeList(done)
 
     def _sample_episodes(self, num_episodes, explore, random_actions):
         self._reset_all()
@@ -492,7 +492,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         # Episodes still running are dropped; the next sample() starts fresh ones.
         self._needs_reset = True
         self._prev_chunks.clear()
-        return EpisodeList(ep.to_numpy() for ep in done[:num_episodes])
+        return EpisodeList(done[:num_episodes])
 
     def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
         """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`

@@ -543,11 +543,9 @@ class SingleAgentEpisode(OldEpisodeAPI):
         """Turns the columns into numpy arrays (in place; infos stay lists, as in RLlib) and
         returns the episode."""
         self.observations.finalize()
-        if len(self) > 0:
-            self.actions.finalize()
-            self.rewards.finalize()
-            for values in self.extra_model_outputs.values():
-                values.finalize()
+        if self.t != self.t_started:
+            for column in (self.actions, self.rewards, *self.extra_model_outputs.values()):
+                column.finalize()
         return self
 
     def finalize(self) -> SingleAgentEpisode:
