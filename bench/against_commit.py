@@ -7,8 +7,9 @@ that tree's code (`PYTHONPATH` first, which the worker processes inherit). Runs 
 
     python bench/against_commit.py HEAD~1 bench/sampling.py [--rounds 3] [-- --steps 40000]
 
-Prints each run's ratio line and, per tree, the best of its ratios (the run least disturbed by
-the rest of the machine, as timeit does) and the change.
+Prints each run's ratio line; per tree, the best of its ratios (the run least disturbed by the
+rest of the machine, as timeit does) and the change; and the median over the rounds of each
+round's change (this tree's ratio over the commit's, the two runs next to each other in time).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +72,12 @@ def main() -> None:
     (mine, theirs) = (max(r) for r in results.values())
     print(f"best ratio: this tree {mine:.2f}, {list(results)[1]} {theirs:.2f}, "
           f"change {mine / theirs:.3f}x")
+    # Each round's two runs are neighbours in time: their quotient cancels the machine's drift,
+    # and the median of the quotients is not pulled by one disturbed run as the best is (a
+    # floor measured during a slow spell inflates a ratio).
+    pairs = sorted(a / b for a, b in zip(*results.values(), strict=True))
+    print(f"median change over the rounds' pairs: {statistics.median(pairs):.3f}x "
+          f"(from {pairs[0]:.3f}x to {pairs[-1]:.3f}x)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ Each side is measured `--repeats` times, interleaved, and the best of each is co
 timeit does: the best run is the one least disturbed by the rest of the machine).
 
 Target (issue 20): ratio >= 0.8 for 1 and for 8 sub-envs; the last line's ratio is the lower.
-Run: python bench/sampling.py [--steps 40000] [--repeats 3] [--num-envs 1 8]
+Run: python bench/sampling.py [--steps 40000] [--repeats 5] [--num-envs 1 8]
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def env_runner_steps_per_s(algo, total_steps: int, rounds: int = 4) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40_000)
-    parser.add_argument("--repeats", type=int, default=3,
+    parser.add_argument("--repeats", type=int, default=5,
                         help="measurements of each side, interleaved; the best of each counts")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 8])
     args = parser.parse_args()
