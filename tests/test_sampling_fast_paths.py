@@ -10,6 +10,7 @@ objects through a real worker process.
 from __future__ import annotations
 
 import gc
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -149,9 +150,11 @@ def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes
         algo.stop()
 
 
-def test_worker_processes_freeze_their_startup_objects():
-    algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
-            .debugging(seed=0).build())
+@pytest.mark.parametrize("backend", ["processes", "ray"])
+def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend):
+    before = gc.get_freeze_count()
+    algo = (PPOConfig().environment("CartPole-v1")
+            .env_runners(num_env_runners=1, backend=backend).debugging(seed=0).build())
     try:
         frozen = algo.env_runner_group.foreach_env_runner(lambda runner: gc.get_freeze_count(),
                                                           local_env_runner=False)
@@ -159,7 +162,26 @@ def test_worker_processes_freeze_their_startup_objects():
         algo.train()  # and sampling works on
     finally:
         algo.stop()
-    assert gc.get_freeze_count() == 0  # the main process's collector is left as it was
+    assert gc.get_freeze_count() == before  # the training process's collector is untouched
+
+
+def test_a_runner_server_in_the_training_process_leaves_its_collector_alone():
+    from trainer.runners import protocol
+    from trainer.runners.worker import RunnerServer
+
+    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0).build()
+    before = gc.get_freeze_count()
+    try:
+        # A server on a thread of this process (main_pid None), or in Ray's local mode (actors
+        # in the driver: main_pid is this process).
+        for main_pid in (None, os.getpid()):
+            server = RunnerServer(1, main_pid=main_pid)
+            init = algo.env_runner_group._init_request(1, recreated=False)
+            assert server.answer(init).error is None
+            server.answer(protocol.stop())
+    finally:
+        algo.stop()
+    assert gc.get_freeze_count() == before
 
 
 def test_fast_vector_env_refuses_array_rewards_as_gymnasium_does():

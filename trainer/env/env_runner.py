@@ -545,9 +545,8 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
                 timestep=self.global_timestep, explore=explore)
-            env_actions = actions if self.spaces.action_discrete_n is not None else \
-                self.module.to_env_actions(actions, normalize=self.config.normalize_actions,
-                                           clip=self.config.clip_actions)
+            env_actions = self.module.to_env_actions(
+                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
         obs, rewards, terminateds, truncateds, infos = self._try_env_step(env_actions)
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)

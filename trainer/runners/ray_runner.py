@@ -58,10 +58,10 @@ def connect(address: str | None) -> None:
 class _EnvRunnerActor:
     """The actor: a `RunnerServer` answering the protocol's requests."""
 
-    def __init__(self, worker_index: int):
+    def __init__(self, worker_index: int, main_pid: int):
         from trainer.runners.worker import RunnerServer
 
-        self._server = RunnerServer(worker_index)
+        self._server = RunnerServer(worker_index, main_pid=main_pid)
 
     def answer(self, request: Any) -> protocol.Reply:
         reply = self._server.answer(request)
@@ -100,7 +100,7 @@ class RayRunner(RunnerHandle):
         #: The Ray node the actor runs on (known from its `Init` reply).
         self.node_id: str | None = None
         self.options = options
-        self.actor = _remote_actor_class().options(**options).remote(worker_index)
+        self.actor = _remote_actor_class().options(**options).remote(worker_index, os.getpid())
         self._watch = self.actor.watch.remote()
         #: (request id, label, object ref) of each request sent and not yet read, oldest first.
         self._pending: deque[tuple[int, str, Any]] = deque()

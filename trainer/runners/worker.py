@@ -82,11 +82,14 @@ class RunnerServer:
     module's socket loop, or a Ray actor): `answer(request)` runs one request and returns its
     `Reply`, never raising. `stopped` turns True after `Stop`."""
 
-    def __init__(self, worker_index: int):
+    def __init__(self, worker_index: int, *, main_pid: int | None = None):
         from trainer.util import deprecation
 
         deprecation.collect_in_this_process()
         self.worker_index = worker_index
+        #: The training process: a server running in another one has its process to itself
+        #: (a worker process, a Ray actor) and freezes its startup objects (see `answer`).
+        self.main_pid = main_pid
         self.runner: Any = None
         self.stopped = False
         self._named_objects: Any = None  # imported with the trainer at Init
@@ -106,11 +109,13 @@ class RunnerServer:
                 reply = protocol.Reply(request.request_id, func(runner, **request.kwargs))
             elif isinstance(request, protocol.Init):
                 runner = self.runner = _build_runner(request)
-                # What startup made (modules, the env, the networks) lives as long as the
-                # process: out of the cyclic collector's reach, its full collections during
-                # sampling scan only what sampling made (one over a fresh worker's ~40k
-                # startup objects took 15 ms, 4% of a 10k-step sample of CartPole).
-                gc.freeze()
+                if self.main_pid is not None and os.getpid() != self.main_pid:
+                    # What startup made (modules, the env, the networks) lives as long as the
+                    # process: out of the cyclic collector's reach, its full collections during
+                    # sampling scan only what sampling made (one over a fresh worker's ~40k
+                    # startup objects took 15 ms, 4% of a 10k-step sample of CartPole). Not in
+                    # the training process (a server on a thread, Ray's local mode).
+                    gc.freeze()
                 from trainer import named_objects
 
                 self._named_objects = named_objects
@@ -143,10 +148,10 @@ class RunnerServer:
                                               self.runner))
 
 
-def serve(conn, worker_index: int) -> None:
+def serve(conn, worker_index: int, main_pid: int | None = None) -> None:
     """Answers the requests arriving on `conn`, one at a time, until `Stop` or until the main
-    process closes the connection."""
-    server = RunnerServer(worker_index)
+    process (`main_pid`) closes the connection."""
+    server = RunnerServer(worker_index, main_pid=main_pid)
     while not server.stopped:
         try:
             request = conn.recv()
@@ -173,7 +178,7 @@ def main(argv: list[str]) -> None:
     # doing when it was given up). faulthandler writes from C: it works while Python code is
     # stuck holding the GIL.
     faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
-    serve(Connection(fd), worker_index)
+    serve(Connection(fd), worker_index, main_pid=os.getppid())
 
 
 if __name__ == "__main__":
