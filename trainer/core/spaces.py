@@ -45,12 +45,11 @@ def batch(items: list) -> Any:
     if not items:
         return np.asarray(items)
     if isinstance(items[0], (dict, tuple, list)):
-        return map_structure(lambda *leaves: stack_leaves(list(leaves)), *items)
-    return stack_leaves(items)
+        return map_structure(lambda *leaves: _stack(list(leaves)), *items)
+    return _stack(items)
 
 
-def stack_leaves(leaves: list) -> np.ndarray:
-    """A list of leaves (numbers or arrays of one shape) as one array."""
+def _stack(leaves: list) -> np.ndarray:
     # One `asarray` over the list (several times faster than `np.stack` for small rows); rows
     # of different shapes go through `np.stack` for its error message.
     try:

@@ -36,7 +36,6 @@ from trainer.core.spaces import (
     one_hot_multidiscrete,
     space_from_dict,
     space_to_dict,
-    stack_leaves,
 )
 
 Indices = int | slice | list[int] | None
@@ -120,10 +119,7 @@ class InfiniteLookbackBuffer:
     def finalize(self) -> None:
         """Turns the data list into a numpy array (a struct of arrays for structured items)."""
         if not self.finalized:
-            data = self.data
-            # Leaves (the common case: numbers, arrays) in one call; structs through `batch`.
-            self.data = batch(data) if data and isinstance(data[0], (dict, tuple, list)) \
-                else stack_leaves(data)
+            self.data = batch(self.data)
             self.finalized = True
 
     # -- reading -----------------------------------------------------------------------------
