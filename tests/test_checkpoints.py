@@ -81,6 +81,32 @@ def test_resume_in_a_fresh_process_is_exact(tmp_path, num_env_runners):
     assert resumed_metrics[-1]["num_env_steps_sampled_lifetime"] >= 6 * 300
 
 
+def _dqn_with_buffer_in_state() -> DQNConfig:
+    return (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+            .training(num_steps_sampled_before_learning_starts=50,
+                      store_buffer_in_checkpoints=True)
+            .reporting(min_sample_timesteps_per_iteration=100).debugging(seed=2))
+
+
+@pytest.mark.parametrize("make_config", [lambda: _exact_config(1), _dqn_with_buffer_in_state],
+                         ids=["PPO", "DQN"])
+def test_get_state_is_a_snapshot_that_set_state_resumes_exactly(make_config):
+    # get_state() in memory, with no file between: later training must not change what it
+    # returned (Adam's moments, the replay buffer's steps and priorities are updated in place).
+    with make_config().build() as algo:
+        algo.train()
+        state = algo.get_state()
+        straight = [algo.train() for _ in range(2)]
+        straight_weights = algo.get_weights()
+        algo.set_state(state)
+        again = [algo.train() for _ in range(2)]
+        for name, value in straight_weights.items():
+            np.testing.assert_array_equal(algo.get_weights()[name], value, err_msg=name)
+    assert [_env_runner_metrics(r) for r in again] == [_env_runner_metrics(r) for r in straight]
+    assert [r["learners"] for r in again] == [r["learners"] for r in straight]
+
+
 class LoadRecorder(RLlibCallback):
     def __init__(self):
         self.loaded_at_iterations = []

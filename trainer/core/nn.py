@@ -268,7 +268,9 @@ class Adam:
         self.params -= scratch
 
     def get_state(self) -> dict:
-        return {"m": self.m, "v": self.v, "step_count": self.step_count, "lr": self.lr}
+        """A snapshot: copies of the moments, which later steps update in place."""
+        return {"m": self.m.copy(), "v": self.v.copy(), "step_count": self.step_count,
+                "lr": self.lr}
 
     def check_state(self, state: dict, where: str = "optimizer") -> None:
         """Raises `StateError` unless `state` fits this optimizer: finite float moments of the
@@ -343,10 +345,27 @@ def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
 # ---------------------------------------------------------------------------------------------
 # Action distributions. `inputs` are the policy head's outputs for a batch.
 # ---------------------------------------------------------------------------------------------
-def log_softmax(logits: np.ndarray) -> np.ndarray:
+def _row_max(x: np.ndarray) -> np.ndarray:
+    """Each row's largest entry (of a 2-d batch), kept as a column."""
+    if x.shape[-1] == 2 and x.ndim == 2:
+        # Two columns: one elementwise maximum of them. A reduction along a last axis this
+        # short costs numpy four times as much, and a maximum is exact either way.
+        return np.maximum(x[:, 0], x[:, 1])[:, None]
     # ufunc reductions directly: the array methods add a Python wrapper call each.
-    shifted = logits - np.maximum.reduce(logits, axis=-1, keepdims=True)
-    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True))
+    return np.maximum.reduce(x, axis=-1, keepdims=True)
+
+
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Each row's sum (of a 2-d batch). With two columns it is their elementwise sum: the same
+    one rounding as the reduction (x0 + x1), at a quarter of its cost."""
+    if x.shape[-1] == 2 and x.ndim == 2:
+        return x[:, 0] + x[:, 1]
+    return np.add.reduce(x, axis=-1)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - _row_max(logits)
+    return shifted - np.log(_row_sum(np.exp(shifted)))[..., None]
 
 
 class LossTerms(NamedTuple):
@@ -412,11 +431,11 @@ class Categorical:
         logp = logp_all[rows, a]
         d_logp = -probs
         d_logp[rows, a] += 1.0
-        entropy = -np.add.reduce(probs * logp_all, axis=-1)
+        entropy = -_row_sum(probs * logp_all)
         d_entropy = -probs * (logp_all + entropy[:, None])
         old_logp_all = log_softmax(old_logits)
         old_probs = np.exp(old_logp_all)
-        kl = np.add.reduce(old_probs * (old_logp_all - logp_all), axis=-1)
+        kl = _row_sum(old_probs * (old_logp_all - logp_all))
         d_kl = probs - old_probs
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
 

@@ -174,6 +174,7 @@ class EpisodeReplayBuffer:
 
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
+        """A snapshot: the stored steps are copied, as later adds overwrite them in place."""
         size = len(self)
         state: dict[str, Any] = {
             "type": self.type_name, "capacity": self.capacity, "num_added": self._num_added,
@@ -182,7 +183,7 @@ class EpisodeReplayBuffer:
         }
         if self._arrays is not None:
             state["arrays"] = {
-                name: {"data": array[:size], "dtype": array.dtype.str,
+                name: {"data": array[:size].copy(), "dtype": array.dtype.str,
                        "row_shape": list(array.shape[1:])}
                 for name, array in self._arrays.items()
             }
@@ -277,7 +278,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def get_state(self) -> dict[str, Any]:
         state = super().get_state()
         state.update(alpha=self.alpha, beta=self.beta, max_priority=self._max_priority,
-                     priorities=self._priorities.ravel()[:len(self)])
+                     priorities=self._priorities.ravel()[:len(self)].copy())
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
