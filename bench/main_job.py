@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-FLAGS = ["--preset", "none", "--lr", "0.0003", "--num-epochs", "6", "--hiddens", "32", "--activation", "linear",
-         "--seed", "0", "--checkpoint-frequency", "10"]
+FLAGS = ["--preset", "none", "--lr", "0.0003", "--num-epochs", "6", "--hiddens", "32",
+         "--activation", "linear", "--seed", "0", "--checkpoint-frequency", "10"]
 
 BASELINE = """
 import os, sys
