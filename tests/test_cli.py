@@ -65,8 +65,9 @@ class Cli:
         return "".join(self.lines)
 
 
-def run_cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd,
+def run_cli(*args: str, cwd, timeout: float = 120,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -570,6 +571,44 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
     assert {"ray/tune/timers/training_step", "ray/tune/num_env_steps_sampled_lifetime",
             "ray/tune/fault_tolerance/num_healthy_workers",
             "env_steps/env_runners/episode_len_mean"} <= set(scalars)
+
+
+def test_tensorboard_event_files_without_importing_torch_or_boto3(tmp_path):
+    # Stand-ins for torch and boto3 that leave a file when imported: tensorboardX imports the
+    # real ones where they are installed (torch took 1.1 s of the main job's start), for
+    # features that event files of scalars do not use.
+    fakes = tmp_path / "fakes"
+    for name in ("torch", "boto3"):
+        (fakes / name).mkdir(parents=True)
+        (fakes / name / "__init__.py").write_text(
+            f"open({str(tmp_path / (name + '.imported'))!r}, 'w').close()\n")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(fakes), os.environ.get("PYTHONPATH", "")])}
+    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", cwd=tmp_path,
+                   env=env)
+    assert done.returncode == 0, done.stderr
+    assert _tensorboard_scalars(tmp_path / "run")["ray/tune/training_iteration"] == [(1, 1.0)]
+    assert not list(tmp_path.glob("*.imported"))
+
+
+def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
+    from trainer.cli.tensorboard import _KeepOut, import_tensorboardx
+
+    keep_out = _KeepOut(threading.current_thread())
+    for name in ("torch", "torch.nn", "boto3", "google.cloud", "google.cloud.storage"):
+        with pytest.raises(ModuleNotFoundError, match="kept out of tensorboardX's import"):
+            keep_out.find_spec(name)
+    for name in ("torchvision", "google", "google.protobuf", "numpy"):
+        assert keep_out.find_spec(name) is None
+    # Another thread (the user's code meanwhile) imports whatever it likes.
+    other_thread = []
+    thread = threading.Thread(target=lambda: other_thread.append(keep_out.find_spec("torch")))
+    thread.start()
+    thread.join(5)
+    assert other_thread == [None]
+    # Only during the import.
+    assert import_tensorboardx().SummaryWriter
+    assert not any(isinstance(finder, _KeepOut) for finder in sys.meta_path)
 
 
 def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):

@@ -23,6 +23,7 @@ import time
 import traceback
 from typing import Any
 
+from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
 from trainer.cli.interrupt import StopRequest
 from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
@@ -413,6 +414,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                      "to read)")
     plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
     importing = import_in_background()
+    learning_curve.import_in_background()
     config, directory, stop = plan.config, plan.directory, plan.stop
     display = ProgressDisplay(Progress(stop))
     log_handler = configure_logging(config.log_level, display)
@@ -427,6 +429,16 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         display.line(line)
     plot_path = os.path.join(directory, PLOT_FILE)
     title = f"{plan.algo} on {config.env}"
+    plotted_rows = -1  # result.json's rows in learning_curve.png
+
+    def plot() -> None:
+        """learning_curve.png from result.json, unless it shows every row already (a
+        checkpoint at the last iteration drew it)."""
+        nonlocal plotted_rows
+        results = folder.results()
+        if len(results) != plotted_rows:
+            write_learning_curve(results, plot_path, title, stop.target_return)
+            plotted_rows = len(results)
 
     def on_request(signal_name: str) -> None:
         display.note(f"{signal_name}: finishing this iteration, then saving a checkpoint "
@@ -459,7 +471,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 display.iteration(result, time.perf_counter() - start)
                 if manager.on_train_result(algorithm, result) is not None:
                     display.line(f"checkpoint {manager.latest()}")
-                    write_learning_curve(folder.results(), plot_path, title, stop.target_return)
+                    plot()
                 reason = stop.reason(result)
             if request.requested:
                 reason, status = f"{request.requested} received", request.exit_status
@@ -479,7 +491,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             events.close()
         if algorithm is not None:
             algorithm.stop()
-        write_learning_curve(folder.results(), plot_path, title, stop.target_return)
+        plot()
         display.close()
         logging.getLogger().removeHandler(log_handler)
     _summary(display, reason, algorithm, manager, directory, time.perf_counter() - start)
