@@ -611,6 +611,21 @@ def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
     assert not any(isinstance(finder, _KeepOut) for finder in sys.meta_path)
 
 
+def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
+    # Stand-ins: a tensorboardX that imports torch unconditionally, and a torch.
+    (tmp_path / "tensorboardX").mkdir()
+    (tmp_path / "tensorboardX" / "__init__.py").write_text("import torch\n")
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    code = ("import sys; from trainer.cli.tensorboard import import_tensorboardx; "
+            "module = import_tensorboardx(); print(module.__file__, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(tmp_path), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(tmp_path / "tensorboardX" / "__init__.py"), "True"]
+
+
 def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):
     # --hiddens and --activation both apply (each used to replace the other's model config),
     # and over the CartPole preset they keep its vf_share_layers=True.

@@ -43,6 +43,11 @@ def scalars(result: dict) -> dict[str, float]:
 UNUSED_BY_TENSORBOARDX = ("torch", "boto3", "google.cloud")
 
 
+def _unused(name: str | None) -> bool:
+    return name is not None and any(name == unused or name.startswith(unused + ".")
+                                    for unused in UNUSED_BY_TENSORBOARDX)
+
+
 class _KeepOut(importlib.abc.MetaPathFinder):
     """Fails the imports of UNUSED_BY_TENSORBOARDX (and their submodules) made by one thread,
     as if they were not installed; every other import, and every other thread's, goes on
@@ -52,9 +57,7 @@ class _KeepOut(importlib.abc.MetaPathFinder):
         self.thread = thread
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if threading.current_thread() is self.thread and any(
-                name == unused or name.startswith(unused + ".")
-                for unused in UNUSED_BY_TENSORBOARDX):
+        if threading.current_thread() is self.thread and _unused(name):
             raise ModuleNotFoundError(f"{name} is kept out of tensorboardX's import",
                                       name=name)
         return None
@@ -62,13 +65,21 @@ class _KeepOut(importlib.abc.MetaPathFinder):
 
 def import_tensorboardx() -> Any:
     """`import tensorboardX` without UNUSED_BY_TENSORBOARDX (which load normally afterwards);
-    raises ImportError when it is not installed."""
+    raises ImportError when it is not installed. A tensorboardX that cannot do without one of
+    them is imported with it."""
     keep_out = _KeepOut(threading.current_thread())
     sys.meta_path.insert(0, keep_out)
     try:
         import tensorboardX
+    except ImportError as error:
+        if not _unused(error.name):
+            raise
+    else:
+        return tensorboardX
     finally:
         sys.meta_path.remove(keep_out)
+    import tensorboardX
+
     return tensorboardX
 
 
