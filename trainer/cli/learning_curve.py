@@ -17,6 +17,7 @@ from trainer.metrics import (
     EPISODE_RETURN_MIN,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
 )
+from trainer.util import imports as background
 from trainer.util.files import replace_file
 
 PLOT_FILE = "learning_curve.png"
@@ -30,22 +31,20 @@ def matplotlib_available() -> bool:
     return True
 
 
+def _figure_classes() -> tuple[type, type]:
+    """matplotlib's `Figure` and Agg canvas, the parts the plot uses (ImportError without
+    matplotlib)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    return Figure, FigureCanvasAgg
+
+
 def import_in_background() -> threading.Thread:
-    """Starts importing the matplotlib parts `write_learning_curve` uses (0.3-0.5 s, its font
-    list included) in a thread, so that it overlaps `build()` and the first iterations instead
-    of delaying the first checkpoint. The plot's own import then finds them loaded, or waits for
-    this one to finish (Python's import locks are per module)."""
-
-    def load() -> None:
-        try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
-            from matplotlib.figure import Figure  # noqa: F401
-        except ImportError:
-            pass  # no plot: write_learning_curve returns False
-
-    thread = threading.Thread(target=load, name="import-matplotlib", daemon=True)
-    thread.start()
-    return thread
+    """Starts importing `_figure_classes` (0.3-0.5 s, the font list included) in a thread, so
+    that it overlaps `build()` and the first iterations instead of delaying the first
+    checkpoint's plot, which then finds them loaded or waits for them."""
+    return background.import_in_background("matplotlib", _figure_classes)
 
 
 def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
@@ -65,9 +64,7 @@ def write_learning_curve(results: list[dict], path: str, title: str,
     """Plots `results` (result.json's objects) into `path`; False without matplotlib or data."""
     if not results or not matplotlib_available():
         return False
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
+    Figure, FigureCanvasAgg = _figure_classes()
     figure = Figure(figsize=(7, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

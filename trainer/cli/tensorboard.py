@@ -23,6 +23,7 @@ from typing import Any
 
 from trainer.cli.run_folder import flatten
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
+from trainer.util import imports as background
 
 #: Tag prefixes: Tune's (by iteration), and the same scalars by env steps.
 BY_ITERATION = "ray/tune/"
@@ -71,14 +72,14 @@ def import_tensorboardx() -> Any:
     sys.meta_path.insert(0, keep_out)
     try:
         import tensorboardX
+
+        return tensorboardX
     except ImportError as error:
         if not _unused(error.name):
             raise
-    else:
-        return tensorboardX
     finally:
         sys.meta_path.remove(keep_out)
-    import tensorboardX
+    import tensorboardX  # a version that needs one of them
 
     return tensorboardX
 
@@ -126,17 +127,8 @@ IMPORT_WAIT_S = 30
 
 def import_in_background() -> threading.Thread:
     """Starts importing tensorboardX (`import_tensorboardx`) in a thread, so that it overlaps
-    `build()`; `create_writer` waits for it."""
-
-    def load() -> None:
-        try:
-            import_tensorboardx()
-        except ImportError:
-            pass  # create_writer says so
-
-    thread = threading.Thread(target=load, name="import-tensorboardX", daemon=True)
-    thread.start()
-    return thread
+    `build()`; `create_writer` waits for it (and says so when tensorboardX is missing)."""
+    return background.import_in_background("tensorboardX", import_tensorboardx)
 
 
 def create_writer(directory: str, note: Any,
