@@ -11,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
+
 MULTI_AGENT_UNSUPPORTED = (
     "multi-agent envs are not supported yet (one agent and one module per Algorithm here); run "
     "the single-agent variant (e.g. `--num-agents=0`), see the README, \"RLlib's tests and "
     "examples\"")
 
 
-class MultiAgentEnvPlaceholder:
-    """Base of the stand-ins: importable and subclassable, refused when constructed."""
+class MultiAgentEnvPlaceholder(gym.Env):
+    """Base of the stand-ins: importable and subclassable, refused when constructed. A
+    `gymnasium.Env` subclass so that `config.environment(MultiAgentCartPole)` is accepted and
+    the run stops on this class's own message when the env is built."""
 
     #: What the error message calls the env (defaults to the class name).
     rllib_name: str | None = None
@@ -46,3 +50,12 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], Any]) -> type:
         "__doc__": f"RLlib's make_multi_agent({label!r}); {MULTI_AGENT_UNSUPPORTED}.",
         "rllib_name": f"make_multi_agent({label!r})",
     })
+
+
+def named_multi_agent_env(name: str, env_name_or_creator: str | Callable[[Any], Any]) -> type:
+    """`make_multi_agent(env_name_or_creator)` as a module-level class called `name` (RLlib's
+    `MultiAgentCartPole = make_multi_agent("CartPole-v1")`), whose error names it."""
+    cls = make_multi_agent(env_name_or_creator)
+    cls.__name__ = cls.__qualname__ = name
+    cls.rllib_name = f"{name} ({cls.rllib_name})"
+    return cls

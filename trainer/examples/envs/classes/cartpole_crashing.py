@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.envs.classic_control import CartPoleEnv
 
 from trainer.errors import EnvError
-from trainer.examples.envs.classes._multi_agent_unsupported import make_multi_agent
+from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
 
 
 def _draw(value, rng: np.random.RandomState, *, integer: bool):
@@ -103,4 +103,4 @@ class CartPoleCrashing(CartPoleEnv):
             time.sleep(_draw(self.stall_time_sec, self._rng, integer=False))
 
 
-MultiAgentCartPoleCrashing = make_multi_agent("CartPoleCrashing")
+MultiAgentCartPoleCrashing = named_multi_agent_env("MultiAgentCartPoleCrashing", "CartPoleCrashing")

@@ -7,7 +7,7 @@ import copy
 import gymnasium as gym
 import numpy as np
 
-from trainer.examples.envs.classes._multi_agent_unsupported import make_multi_agent
+from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
 
 
 class RandomEnv(gym.Env):
@@ -84,4 +84,4 @@ class RandomLargeObsSpaceEnvContActions(RandomEnv):
         super().__init__(config)
 
 
-RandomMultiAgentEnv = make_multi_agent("RandomEnv")
+RandomMultiAgentEnv = named_multi_agent_env("RandomMultiAgentEnv", "RandomEnv")

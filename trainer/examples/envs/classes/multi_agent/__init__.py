@@ -7,6 +7,7 @@ package (`bandit_envs_discrete`, `bandit_envs_recommender_system`) run."""
 from trainer.examples.envs.classes._multi_agent_unsupported import (  # noqa: F401
     MULTI_AGENT_UNSUPPORTED,
     make_multi_agent,
+    named_multi_agent_env,
 )
 from trainer.examples.envs.classes.multi_agent.guess_the_number_game import GuessTheNumberGame
 from trainer.examples.envs.classes.multi_agent.two_step_game import (
@@ -20,10 +21,12 @@ __all__ = [
     "TwoStepGameWithGroupedAgents",
 ]
 
-MultiAgentCartPole = make_multi_agent("CartPole-v1")
-MultiAgentMountainCar = make_multi_agent("MountainCarContinuous-v0")
-MultiAgentPendulum = make_multi_agent("Pendulum-v1")
-MultiAgentStatelessCartPole = make_multi_agent("StatelessCartPole")
-MultiAgentCartPoleWithDictObservationSpace = make_multi_agent(
-    "CartPoleWithDictObservationSpace")
-MultiAgentNestedSpaceRepeatAfterMeEnv = make_multi_agent("NestedSpaceRepeatAfterMeEnv")
+MultiAgentCartPole = named_multi_agent_env("MultiAgentCartPole", "CartPole-v1")
+MultiAgentMountainCar = named_multi_agent_env("MultiAgentMountainCar", "MountainCarContinuous-v0")
+MultiAgentPendulum = named_multi_agent_env("MultiAgentPendulum", "Pendulum-v1")
+MultiAgentStatelessCartPole = named_multi_agent_env(
+    "MultiAgentStatelessCartPole", "StatelessCartPole")
+MultiAgentCartPoleWithDictObservationSpace = named_multi_agent_env(
+    "MultiAgentCartPoleWithDictObservationSpace", "CartPoleWithDictObservationSpace")
+MultiAgentNestedSpaceRepeatAfterMeEnv = named_multi_agent_env(
+    "MultiAgentNestedSpaceRepeatAfterMeEnv", "NestedSpaceRepeatAfterMeEnv")
