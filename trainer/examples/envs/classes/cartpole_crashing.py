@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium.envs.classic_control import CartPoleEnv
 
 from trainer.errors import EnvError
+from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
 
 
 def _draw(value, rng: np.random.RandomState, *, integer: bool):
@@ -100,3 +101,6 @@ class CartPoleCrashing(CartPoleEnv):
             stall = self._stall_at == self.timesteps
         if stall:
             time.sleep(_draw(self.stall_time_sec, self._rng, integer=False))
+
+
+MultiAgentCartPoleCrashing = named_multi_agent_env("MultiAgentCartPoleCrashing", "CartPoleCrashing")

@@ -7,6 +7,8 @@ import copy
 import gymnasium as gym
 import numpy as np
 
+from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
+
 
 class RandomEnv(gym.Env):
     """An env that acts at random, configured through `env_config`:
@@ -80,3 +82,6 @@ class RandomLargeObsSpaceEnvContActions(RandomEnv):
         config["observation_space"] = gym.spaces.Box(-1.0, 1.0, (5000,))
         config["action_space"] = gym.spaces.Box(-1.0, 1.0, (5,))
         super().__init__(config)
+
+
+RandomMultiAgentEnv = named_multi_agent_env("RandomMultiAgentEnv", "RandomEnv")
