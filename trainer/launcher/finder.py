@@ -1,0 +1,229 @@
+"""The import hook behind the RLlib launcher: a finder on `sys.meta_path` that answers
+`import ray...` with stand-in modules built from `trainer.launcher.table`.
+
+A stand-in module has no names of its own: an attribute is looked up in the table's target
+modules (in order), then as a submodule, then in `UNAVAILABLE_NAMES`; a name found nowhere
+raises `RLlibNotAvailable`, an `ImportError`, so `from ray.rllib.x import Name` fails at the
+import with the RLlib name, the capability it needs and what to use instead. Classes and
+functions are this project's own objects (`ray.rllib.algorithms.ppo.PPOConfig is
+trainer.PPOConfig`), so they pickle by their real module paths and EnvRunner processes need no
+hook to load them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from trainer.launcher import table
+from trainer.launcher.table import Unavailable
+
+#: Set in the environment by `install()` so that processes started by the script (EnvRunner
+#: workers, or anything that imports `trainer`) install the same hook: "1" (Ray's stand-in),
+#: "ray" (real Ray; only `ray.rllib`, `ray.tune`, `ray.air` mapped).
+ENV_VAR = "LOCALRL_RLLIB_LAUNCHER"
+#: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's).
+MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
+TABLE_FILE = "trainer/launcher/table.py"
+
+
+class RLlibNotAvailable(ImportError):
+    """An RLlib (or Ray) module or name with no counterpart in this project.
+
+    `rllib_name` is the dotted RLlib name, `capability` what it needs that this project does not
+    have (one of `trainer.launcher.table`'s capability words; None when the name is simply not
+    mapped yet: a gap), `instead` what to use (may be empty)."""
+
+    def __init__(self, rllib_name: str, capability: str | None, instead: str = "",
+                 detail: str = ""):
+        self.rllib_name = rllib_name
+        self.capability = capability
+        self.instead = instead
+        if capability is not None:
+            message = f"{rllib_name} is not available in localrl: it needs {capability}"
+        else:
+            message = f"{rllib_name} has no counterpart in localrl yet"
+            if not detail:
+                detail = f"no row for it in {TABLE_FILE}"
+        if detail:
+            message += f"; {detail}"
+        if instead:
+            message += f". Use instead: {instead}"
+        super().__init__(message, name=rllib_name.rpartition(".")[0] or rllib_name)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one module path is served: "map" (stand-in over `targets`), "namespace" (a package
+    that only holds mapped submodules), "unavailable" (`why`), or "unknown"."""
+
+    kind: str
+    targets: tuple[str, ...] = ()
+    why: Unavailable | None = None
+    detail: str = ""
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _is_parent_of_table_entry(fullname: str) -> bool:
+    prefix = fullname + "."
+    return any(path.startswith(prefix) for path in
+               (*table.MODULES, *table.UNAVAILABLE_MODULES, *table.GENERIC_PREFIXES))
+
+
+def _longest_prefix(fullname: str, paths: Any) -> str | None:
+    matches = [p for p in paths if fullname == p or fullname.startswith(p + ".")]
+    return max(matches, key=len) if matches else None
+
+
+def plan_for(fullname: str) -> Plan:
+    """How `fullname` is served (see `trainer.launcher.table` for the precedence)."""
+    if fullname in table.MODULES:
+        return Plan("map", table.MODULES[fullname])
+    generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
+    generic_target = None
+    if generic is not None:
+        generic_target = table.GENERIC_PREFIXES[generic] + fullname[len(generic):]
+        if _module_exists(generic_target):
+            return Plan("map", (generic_target,))
+    unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
+    if unavailable is not None:
+        return Plan("unavailable", why=table.UNAVAILABLE_MODULES[unavailable])
+    if _is_parent_of_table_entry(fullname):
+        return Plan("namespace")
+    if generic_target is not None:
+        return Plan("unknown", detail=f"{generic_target} does not exist (RLlib's example "
+                                      f"modules map to trainer.examples by the same path)")
+    return Plan("unknown")
+
+
+def _rllib_source_has(fullname: str) -> bool:
+    """Whether the installed Ray wheel has this module (read from disk, never imported)."""
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    base = os.path.join(spec.submodule_search_locations[0], *fullname.split(".")[1:])
+    return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
+
+
+class RLlibStandIn(types.ModuleType):
+    """A module at an RLlib path whose names are looked up in this project's modules."""
+
+    __localrl_targets__: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        module_name = self.__name__
+        for target in self.__localrl_targets__:
+            module = importlib.import_module(target)
+            if hasattr(module, name):
+                return getattr(module, name)
+        submodule = f"{module_name}.{name}"
+        if plan_for(submodule).kind != "unknown" or _rllib_source_has(submodule):
+            return importlib.import_module(submodule)
+        why = table.UNAVAILABLE_NAMES.get(module_name, {}).get(name)
+        if why is not None:
+            raise RLlibNotAvailable(submodule, why.capability, why.instead)
+        where = ", ".join(self.__localrl_targets__) or "no module of localrl"
+        raise RLlibNotAvailable(submodule, None, detail=f"{module_name} maps to {where}, "
+                                                        f"which has no {name!r}")
+
+    def __dir__(self) -> list[str]:
+        names = set(super().__dir__())
+        for target in self.__localrl_targets__:
+            names.update(n for n in dir(importlib.import_module(target))
+                         if not n.startswith("_"))
+        return sorted(names)
+
+
+class _StandInLoader(importlib.abc.Loader):
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return RLlibStandIn(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        plan, name = self.plan, module.__name__
+        if plan.kind == "unavailable":
+            raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
+        if plan.kind == "unknown":
+            raise RLlibNotAvailable(name, None, detail=plan.detail)
+        module.__localrl_targets__ = plan.targets
+        module.__path__ = []  # a package: its submodules come from this finder too
+        module.__localrl_shim__ = True
+        doc = f"RLlib's {name}, served by localrl from {', '.join(plan.targets) or 'its parts'}"
+        module.__doc__ = doc
+        for target in plan.targets:
+            importlib.import_module(target)  # a broken target fails here, not at first use
+
+
+class RLlibFinder(importlib.abc.MetaPathFinder):
+    """Serves `ray` and everything under it (with `real_ray`: only `ray.rllib`, `ray.tune` and
+    `ray.air`, leaving the rest to the installed Ray)."""
+
+    def __init__(self, real_ray: bool = False):
+        self.real_ray = real_ray
+
+    def serves(self, fullname: str) -> bool:
+        parts = fullname.split(".")
+        if parts[0] != "ray":
+            return False
+        if self.real_ray:
+            return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
+        return True
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        if not self.serves(fullname):
+            return None
+        return importlib.util.spec_from_loader(fullname, _StandInLoader(plan_for(fullname)),
+                                               is_package=True)
+
+
+def installed_finder() -> RLlibFinder | None:
+    return next((f for f in sys.meta_path if isinstance(f, RLlibFinder)), None)
+
+
+def install(real_ray: bool = False) -> None:
+    """Puts the finder first on `sys.meta_path` (before the installed Ray) and records the mode
+    in the environment for child processes. With `real_ray`, `import ray` stays the installed
+    Ray. Modules of `ray` imported before are dropped from `sys.modules`, so that the next
+    import gets the stand-in."""
+    current = installed_finder()
+    if current is not None and current.real_ray == real_ray:
+        return
+    uninstall()
+    for name in [n for n in sys.modules if n == "ray" or n.startswith("ray.")]:
+        if RLlibFinder(real_ray).serves(name):
+            del sys.modules[name]
+    sys.meta_path.insert(0, RLlibFinder(real_ray))
+    os.environ[ENV_VAR] = "ray" if real_ray else "1"
+
+
+def uninstall() -> None:
+    """Removes the finder and the stand-in modules it made (the notebook switch, off)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, RLlibFinder)]
+    for name, module in list(sys.modules.items()):
+        if (name == "ray" or name.startswith("ray.")) and isinstance(module, RLlibStandIn):
+            del sys.modules[name]
+    os.environ.pop(ENV_VAR, None)
+
+
+def install_from_environment() -> None:
+    """In a process started by a launched script: the same hook as its parent's."""
+    mode = os.environ.get(ENV_VAR)
+    if mode:
+        install(real_ray=(mode == "ray"))
