@@ -96,8 +96,12 @@ def _check_backend(v):
     if v == "processes":
         return None
     if v == "ray":
-        from trainer.runners.ray_runner import RAY_INSTALL_HINT, RAY_STAND_IN_HINT, ray_installed
-        from trainer.runners.ray_runner import ray_is_stand_in
+        from trainer.runners.ray_runner import (
+            RAY_INSTALL_HINT,
+            RAY_STAND_IN_HINT,
+            ray_installed,
+            ray_is_stand_in,
+        )
 
         if ray_is_stand_in():
             return f'"processes", or "ray" with the installed Ray: {RAY_STAND_IN_HINT}'

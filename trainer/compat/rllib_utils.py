@@ -8,7 +8,8 @@ the constants of `ray.rllib.core` and RLlib's `Columns` names. The RLlib launche
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -31,6 +31,16 @@ def _exception_report(error: BaseException) -> dict:
             "message": first_line, "capability": capability}
 
 
+def _print_script_traceback(error: BaseException) -> None:
+    """The traceback as `python SCRIPT` prints it: from the script's frame on (the launcher's
+    and runpy's frames left out)."""
+    tb = error.__traceback__
+    while tb is not None and (tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__)
+                              or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb or error.__traceback__)
+
+
 def _write_report(report: dict) -> None:
     path = os.environ.get(REPORT_ENV_VAR)
     if path:
@@ -62,13 +72,13 @@ def run_script(script: str, args: list[str], *, real_ray: bool = False) -> int:
             status = 1
         _write_report({"outcome": "exit" if status else "ok", "code": status})
         return status
-    except KeyboardInterrupt:
-        traceback.print_exc()
+    except KeyboardInterrupt as error:
+        _print_script_traceback(error)
         _write_report({"outcome": "error", "code": 130, "type": "KeyboardInterrupt",
                        "message": "", "capability": None})
         return 130
     except BaseException as error:  # noqa: BLE001 (the script's own error, reported as Python would)
-        traceback.print_exc()
+        _print_script_traceback(error)
         _write_report(_exception_report(error))
         return 1
     _write_report({"outcome": "ok", "code": 0})

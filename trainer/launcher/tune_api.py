@@ -69,4 +69,4 @@ def grid_variants(param_space: dict[str, Any]) -> Iterator[dict[str, Any]]:
         else:
             choices.append([value])
     for combination in itertools.product(*choices):
-        yield dict(zip(keys, combination))
+        yield dict(zip(keys, combination, strict=True))
