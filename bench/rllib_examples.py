@@ -220,8 +220,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def write_page(runs: list[Run], timeout_s: float, jobs: int) -> None:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str) -> None:
     machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
                f"Python {platform.python_version()}")
     lines = [
@@ -233,8 +232,8 @@ def write_page(runs: list[Run], timeout_s: float, jobs: int) -> None:
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
         "`bench/rllib_example_args.py`), in its own process with a time limit.",
         "",
-        f"- date: {now}",
-        f"- commit: {git_commit()}",
+        f"- date: {started}",
+        f"- commit: {commit}",
         f"- machine: {machine}; Ray wheel {ray_version()}; time limit {timeout_s:.0f} s per "
         f"run, {jobs} run(s) at a time",
         f"- **{summary(runs)}**",
@@ -280,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: must be >= 1")
     root = examples_dir()
+    commit = git_commit()  # the code that runs (taken before, as the tree may change meanwhile)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     runs = planned_runs(root, args.only)
     if not runs:
         parser.error(f"--only {args.only!r} matches no example under {root}")
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(one, runs))
     if not args.no_write:
-        write_page(runs, args.timeout, args.jobs)
+        write_page(runs, args.timeout, args.jobs, commit, started)
         print(f"wrote {PAGE.relative_to(REPO)}")
     print(summary(runs))
     return 0
