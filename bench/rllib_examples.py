@@ -17,7 +17,8 @@ How each run is classified:
   capability is shown), or a static rule below matches the CI arguments;
 - fail: anything else (the first line of the error, or "timeout").
 
-Static rules (documented in the page too): `--num-agents=N` with N > 0 needs multi-agent;
+Static rules (documented in the page too): a script under `_old_api_stack/` needs RLlib's old
+API stack; `--num-agents=N` with N > 0 needs multi-agent;
 `--algo=X` with X other than PPO/DQN needs algorithms other than PPO and DQN;
 `--old-api-stack` needs RLlib's old API stack.
 """
@@ -50,6 +51,7 @@ PAGE = REPO / "docs" / "rllib_compatibility.md"
 SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
 SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
 STATIC_RULES = (
+    ("a script under `_old_api_stack/`", table.OLD_API_STACK),
     ("`--num-agents=N`, N > 0", table.MULTI_AGENT),
     ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
     ("`--old-api-stack`", table.OLD_API_STACK),
@@ -111,8 +113,11 @@ def planned_runs(root: Path, only: str | None) -> list[Run]:
     return runs
 
 
-def static_rule(args: list[str]) -> str | None:
-    """The capability the CI arguments alone show a run needs (see the module docstring)."""
+def static_rule(example: str, args: list[str]) -> str | None:
+    """The capability the path or the CI arguments alone show a run needs (see the module
+    docstring)."""
+    if example.startswith("_old_api_stack/"):
+        return table.OLD_API_STACK
     for arg in args:
         match = re.fullmatch(r"--num-agents[= ](\d+)", arg)
         if match and int(match.group(1)) > 0:
@@ -180,7 +185,7 @@ def classify(run: Run, returncode: int, timed_out: bool, report: dict | None, te
     if report and report.get("capability"):
         run.result, run.detail = "out of scope", report["capability"]
         return
-    rule = static_rule(run.args)
+    rule = static_rule(run.example, run.args)
     if rule is not None:
         run.result, run.detail = "out of scope", f"{rule} (static rule)"
         return

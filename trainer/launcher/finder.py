@@ -62,12 +62,50 @@ class RLlibNotAvailable(ImportError):
 @dataclass(frozen=True)
 class Plan:
     """How one module path is served: "map" (stand-in over `targets`), "namespace" (a package
-    that only holds mapped submodules), "unavailable" (`why`), or "unknown"."""
+    that only holds mapped submodules; with `why`, its other names fail with it),
+    "unavailable" (`why`), or "unknown"."""
 
     kind: str
     targets: tuple[str, ...] = ()
     why: Unavailable | None = None
     detail: str = ""
+
+
+class _RefusedOnUse(type):
+    """The metaclass of placeholders: making an instance (of the placeholder or a subclass)
+    raises the placeholder's `RLlibNotAvailable`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        why: Unavailable = cls.__localrl_unavailable__
+        raise RLlibNotAvailable(cls.__localrl_rllib_name__, why.capability, why.instead)
+
+
+_placeholders: dict[str, Any] = {}
+
+
+def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) -> Any:
+    """The stand-in for an RLlib name that fails when used (`Unavailable(at="use")`): a class
+    (for a capitalized name) that can be subclassed and used in `isinstance` but not
+    instantiated, or a function returning such a class. The same object for the same name
+    (so it pickles by reference)."""
+    if rllib_name in _placeholders:
+        return _placeholders[rllib_name]
+    module, _, short = rllib_name.rpartition(".")
+    if short[:1].islower() and not as_class:
+        def function(*args: Any, **kwargs: Any) -> Any:
+            return placeholder(f"{rllib_name}()", why, as_class=True)
+
+        function.__name__ = function.__qualname__ = short
+        function.__module__ = module
+        function.__doc__ = f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."
+        made: Any = function
+    else:
+        made = _RefusedOnUse(short.rstrip("()"), (), {
+            "__module__": module, "__localrl_rllib_name__": rllib_name,
+            "__localrl_unavailable__": why,
+            "__doc__": f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."})
+    _placeholders[rllib_name] = made
+    return made
 
 
 def _module_exists(name: str) -> bool:
@@ -100,7 +138,10 @@ def plan_for(fullname: str) -> Plan:
             return Plan("map", (generic_target,))
     unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
     if unavailable is not None:
-        return Plan("unavailable", why=table.UNAVAILABLE_MODULES[unavailable])
+        why = table.UNAVAILABLE_MODULES[unavailable]
+        if _is_parent_of_table_entry(fullname):  # holds more specific rows: importable, its
+            return Plan("namespace", why=why)    # own names fail with `why`
+        return Plan("unavailable", why=why)
     if _is_parent_of_table_entry(fullname):
         return Plan("namespace")
     if generic_target is not None:
@@ -134,7 +175,13 @@ class RLlibStandIn(types.ModuleType):
         submodule = f"{module_name}.{name}"
         if plan_for(submodule).kind != "unknown" or _rllib_source_has(submodule):
             return importlib.import_module(submodule)
-        why = table.UNAVAILABLE_NAMES.get(module_name, {}).get(name)
+        package_why = getattr(self, "__localrl_unavailable__", None)
+        if package_why is not None:
+            raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
+        names = table.UNAVAILABLE_NAMES.get(module_name, {})
+        why = names.get(name, names.get("*"))
+        if why is not None and why.at == "use":
+            return placeholder(submodule, why)
         if why is not None:
             raise RLlibNotAvailable(submodule, why.capability, why.instead)
         where = ", ".join(self.__localrl_targets__) or "no module of localrl"
@@ -163,6 +210,7 @@ class _StandInLoader(importlib.abc.Loader):
         if plan.kind == "unknown":
             raise RLlibNotAvailable(name, None, detail=plan.detail)
         module.__localrl_targets__ = plan.targets
+        module.__localrl_unavailable__ = plan.why
         module.__path__ = []  # a package: its submodules come from this finder too
         module.__localrl_shim__ = True
         doc = f"RLlib's {name}, served by localrl from {', '.join(plan.targets) or 'its parts'}"
@@ -193,6 +241,11 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
                                                is_package=True)
 
 
+#: Modules of the installed Ray that `install()` took out of `sys.modules` (put back by
+#: `uninstall()`, so that objects made from them before stay valid).
+_displaced: dict[str, types.ModuleType] = {}
+
+
 def installed_finder() -> RLlibFinder | None:
     return next((f for f in sys.meta_path if isinstance(f, RLlibFinder)), None)
 
@@ -200,25 +253,28 @@ def installed_finder() -> RLlibFinder | None:
 def install(real_ray: bool = False) -> None:
     """Puts the finder first on `sys.meta_path` (before the installed Ray) and records the mode
     in the environment for child processes. With `real_ray`, `import ray` stays the installed
-    Ray. Modules of `ray` imported before are dropped from `sys.modules`, so that the next
-    import gets the stand-in."""
+    Ray. Modules of `ray` imported before (that the finder now serves) leave `sys.modules`, so
+    that the next import gets the stand-in."""
     current = installed_finder()
     if current is not None and current.real_ray == real_ray:
         return
     uninstall()
     for name in [n for n in sys.modules if n == "ray" or n.startswith("ray.")]:
         if RLlibFinder(real_ray).serves(name):
-            del sys.modules[name]
+            _displaced[name] = sys.modules.pop(name)
     sys.meta_path.insert(0, RLlibFinder(real_ray))
     os.environ[ENV_VAR] = "ray" if real_ray else "1"
 
 
 def uninstall() -> None:
-    """Removes the finder and the stand-in modules it made (the notebook switch, off)."""
+    """Removes the finder and the stand-in modules it made, and puts back the installed Ray's
+    modules that `install()` displaced (the notebook switch, off)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, RLlibFinder)]
     for name, module in list(sys.modules.items()):
         if (name == "ray" or name.startswith("ray.")) and isinstance(module, RLlibStandIn):
             del sys.modules[name]
+    sys.modules.update(_displaced)  # the installed Ray's modules, as they were
+    _displaced.clear()
     os.environ.pop(ENV_VAR, None)
 
 

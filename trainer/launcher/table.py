@@ -9,7 +9,8 @@ Adding a module is one row:
   importing that path, or anything under it, fails with `RLlibNotAvailable` naming the
   capability;
 - `UNAVAILABLE_NAMES["ray.rllib.some.module"] = {"Name": Unavailable(...)}`: that name, from a
-  mapped module, fails the same way at `from ... import Name`.
+  mapped module, fails the same way at `from ... import Name` (with `at="use"`: when used;
+  the key "*" stands for every name the module's targets lack).
 
 `ray.rllib.examples.*` maps generically by relative path onto `trainer.examples.*`
 (`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is found with no row here.
@@ -37,15 +38,24 @@ RAY_DATA = "Ray Data"
 RAY_INTERNALS = "Ray's cluster internals"
 THIRD_PARTY_ENVS = "third-party env wrappers (OpenSpiel, PettingZoo, DeepMind Control, RecSim)"
 META_LEARNING = "meta-learning (differentiable learners)"
+LEARNER_CONNECTORS = "learner connectors (custom Learner pipelines)"
 
 
 @dataclass(frozen=True)
 class Unavailable:
     """Why an RLlib path or name has no counterpart: the capability it needs, and what to use
-    instead (empty when there is nothing)."""
+    instead (empty when there is nothing). `at="use"` (names only) lets the import succeed and
+    fails when the name is used: a class can be subclassed and isinstance-checked but not
+    instantiated, a function returns such a class (for single-agent scripts that import, or
+    prepare at module level, what only their multi-agent branch uses)."""
 
     capability: str
     instead: str = ""
+    at: str = "import"
+
+
+def _at_use(capability: str, instead: str = "") -> Unavailable:
+    return Unavailable(capability, instead, at="use")
 
 
 _PPO_DQN = "PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)"
@@ -126,6 +136,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.test_utils": ("trainer.testing",),
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
+    # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
+    "ray.rllib.env.multi_agent_env": (),
+    "ray.rllib.env.multi_agent_episode": (),
+    "ray.rllib.core.rl_module.multi_rl_module": (),
 }
 
 #: RLlib package -> our package with the same layout below it: `ray.rllib.examples.a.b` is
@@ -143,6 +157,8 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
+    **{f"ray.rllib.algorithms.{algo}.{algo}_{framework}_policy": Unavailable(OLD_API_STACK)
+       for algo in ("ppo", "dqn") for framework in ("tf", "torch")},
     "ray.rllib.algorithms.dqn.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.dqn.dqn_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.dqn.dqn_learner": Unavailable(TORCH, _MODEL),
@@ -153,12 +169,11 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.rl_module.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.rl_module.apis": Unavailable(TORCH, _MODEL),
-    "ray.rllib.core.rl_module.multi_rl_module": Unavailable(MULTI_AGENT),
     "ray.rllib.core.testing": Unavailable(TORCH),
     "ray.rllib.utils.torch_utils": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),
-    "ray.rllib.connectors.learner": Unavailable(TORCH, "PPO's and DQN's built-in learner "
-                                                       "pipelines"),
+    "ray.rllib.connectors.learner": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's "
+                                                                    "built-in learner steps"),
     "ray.rllib.connectors.common": Unavailable(TORCH, "env_to_module connectors "
                                                       "(ray.rllib.connectors.env_to_module)"),
     "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
@@ -166,8 +181,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
     "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
     # Multi-agent
-    "ray.rllib.env.multi_agent_env": Unavailable(MULTI_AGENT, "a gymnasium.Env"),
-    "ray.rllib.env.multi_agent_episode": Unavailable(MULTI_AGENT, "SingleAgentEpisode"),
     "ray.rllib.env.multi_agent_env_runner": Unavailable(MULTI_AGENT, "SingleAgentEnvRunner"),
     "ray.rllib.env.vector.vector_multi_agent_env": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
@@ -182,6 +195,15 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.env.policy_client": Unavailable(EXTERNAL_ENV),
     "ray.rllib.env.tcp_client_inference_env_runner": Unavailable(EXTERNAL_ENV),
     "ray.rllib.examples.envs.classes.utils.dummy_external_client": Unavailable(EXTERNAL_ENV),
+    # Replay buffers of the old API stack (timestep-based) and of several agents
+    **{f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
+        OLD_API_STACK, "EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer") for name in (
+        "replay_buffer", "prioritized_replay_buffer", "reservoir_replay_buffer",
+        "fifo_replay_buffer", "simple_replay_buffer", "multi_agent_replay_buffer",
+        "multi_agent_prioritized_replay_buffer", "multi_agent_mixin_replay_buffer")},
+    "ray.rllib.utils.replay_buffers.multi_agent_episode_buffer": Unavailable(MULTI_AGENT),
+    "ray.rllib.utils.replay_buffers.multi_agent_prioritized_episode_buffer":
+        Unavailable(MULTI_AGENT),
     # Offline data
     "ray.rllib.offline": Unavailable(OFFLINE),
     "ray.rllib.examples.offline_rl": Unavailable(OFFLINE),
@@ -240,15 +262,19 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "MARWILConfig", "SAC", "SACConfig")},
     "ray.rllib.core.rl_module": {
         "RLModule": Unavailable(TORCH, _MODEL),
-        "MultiRLModule": Unavailable(MULTI_AGENT),
-        "MultiRLModuleSpec": Unavailable(MULTI_AGENT),
+        "MultiRLModule": _at_use(MULTI_AGENT),
+        "MultiRLModuleSpec": _at_use(MULTI_AGENT),
     },
+    "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
+    "ray.rllib.env.multi_agent_env": {"*": _at_use(MULTI_AGENT, "a gymnasium.Env")},
+    "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
     "ray.rllib.core.rl_module.rl_module": {
         "RLModule": Unavailable(TORCH, _MODEL),
     },
     "ray.rllib.env": {
-        "MultiAgentEnv": Unavailable(MULTI_AGENT, "a gymnasium.Env"),
-        "MultiAgentEpisode": Unavailable(MULTI_AGENT, "SingleAgentEpisode"),
+        "MultiAgentEnv": _at_use(MULTI_AGENT, "a gymnasium.Env"),
+        "MultiAgentEpisode": _at_use(MULTI_AGENT, "SingleAgentEpisode"),
+        "make_multi_agent": _at_use(MULTI_AGENT, "a gymnasium.Env"),
         "ExternalEnv": Unavailable(EXTERNAL_ENV),
         "ExternalMultiAgentEnv": Unavailable(EXTERNAL_ENV),
         "PolicyClient": Unavailable(EXTERNAL_ENV),
@@ -266,14 +292,18 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "MultiAgentObservationPreprocessor": Unavailable(MULTI_AGENT),
     },
     "ray.rllib.utils.replay_buffers": {
-        name: Unavailable(MULTI_AGENT) for name in (
-            "MultiAgentEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer",
-            "MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuffer",
-            "MultiAgentMixInReplayBuffer")},
+        **{name: Unavailable(MULTI_AGENT) for name in (
+            "MultiAgentEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer")},
+        **{name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer") for name in (
+            "ReplayBuffer", "PrioritizedReplayBuffer", "ReservoirReplayBuffer",
+            "FifoReplayBuffer", "SimpleReplayBuffer", "StorageUnit", "MultiAgentReplayBuffer",
+            "MultiAgentPrioritizedReplayBuffer", "MultiAgentMixInReplayBuffer",
+            "ReplayMode")}},
     "ray.rllib.utils.framework": {
         "get_device": Unavailable(TORCH),
         "convert_to_tensor": Unavailable(TORCH),
         "get_activation_fn": Unavailable(TORCH),
     },
-    "ray.rllib.examples.envs.classes.multi_agent": {},  # its module says which (when used)
+    # RLlib's multi-agent example envs that trainer.examples does not define (yet).
+    "ray.rllib.examples.envs.classes.multi_agent": {"*": _at_use(MULTI_AGENT)},
 }
