@@ -188,6 +188,11 @@ class RLlibStandIn(types.ModuleType):
         raise RLlibNotAvailable(submodule, None, detail=f"{module_name} maps to {where}, "
                                                         f"which has no {name!r}")
 
+    def __reduce__(self) -> tuple:
+        # By name, as pickle treats modules: a process that unpickles it imports the RLlib path
+        # (EnvRunner processes of a launched script have the hook; see `ENV_VAR`).
+        return importlib.import_module, (self.__name__,)
+
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
         for target in self.__localrl_targets__:
