@@ -18,7 +18,9 @@ How each run is classified:
 - fail: anything else (the first line of the error, or "timeout").
 
 Static rules (documented in the page too): a script under `_old_api_stack/` needs RLlib's old
-API stack; `--num-agents=N` with N > 0 needs multi-agent;
+API stack; one that stops on `ModuleNotFoundError` for torch, tensorflow, ... (it imports the
+framework itself) needs what that package serves (`MISSING_PACKAGES`);
+`--num-agents=N` with N > 0 needs multi-agent;
 `--algo=X` with X other than PPO/DQN needs algorithms other than PPO and DQN;
 `--old-api-stack` needs RLlib's old API stack.
 """
@@ -50,8 +52,17 @@ from trainer.launcher import table  # noqa: E402
 PAGE = REPO / "docs" / "rllib_compatibility.md"
 SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
 SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
+#: A script that stops on `ModuleNotFoundError` for one of these packages (it imports the
+#: framework itself, not through RLlib) needs the capability.
+MISSING_PACKAGES = {"torch": table.TORCH, "tensorflow": table.TORCH, "tree": table.TORCH,
+                    "ale_py": table.ATARI, "pyspiel": table.THIRD_PARTY_ENVS,
+                    "open_spiel": table.THIRD_PARTY_ENVS, "pettingzoo": table.MULTI_AGENT}
 STATIC_RULES = (
     ("a script under `_old_api_stack/`", table.OLD_API_STACK),
+    ("stopped on `ModuleNotFoundError` for "
+     + ", ".join(f"`{name}`" for name in MISSING_PACKAGES), "the capability that package "
+     "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
+     "third-party envs; pettingzoo: multi-agent)"),
     ("`--num-agents=N`, N > 0", table.MULTI_AGENT),
     ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
     ("`--old-api-stack`", table.OLD_API_STACK),
@@ -186,6 +197,9 @@ def classify(run: Run, returncode: int, timed_out: bool, report: dict | None, te
         run.result, run.detail = "out of scope", report["capability"]
         return
     rule = static_rule(run.example, run.args)
+    missing = re.fullmatch(r"No module named '([\w]+)[\w.]*'", (report or {}).get("message", ""))
+    if rule is None and missing and missing.group(1) in MISSING_PACKAGES:
+        rule = MISSING_PACKAGES[missing.group(1)]
     if rule is not None:
         run.result, run.detail = "out of scope", f"{rule} (static rule)"
         return
