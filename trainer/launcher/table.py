@@ -152,7 +152,7 @@ GENERIC_PREFIXES: dict[str, str] = {
 UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Algorithms
     **{f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _PPO_DQN) for name in (
-        "appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac", "registry")},
+        "appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")},
     "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
@@ -240,14 +240,10 @@ _TUNE_NAMES = ("Tuner", "TuneConfig", "run", "run_experiments", "Experiment", "C
 
 #: Names of mapped modules that have no counterpart (module -> name -> why).
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
-    "ray": {
-        "data": Unavailable(RAY_DATA),
-        "serve": Unavailable(SERVE),
-        "train": Unavailable(TUNE, _TUNE_LATER),
+    "ray": {  # (ray.data, ray.serve, ray.train, ray.util: modules, in UNAVAILABLE_MODULES)
         "get_runtime_context": Unavailable(RAY_INTERNALS),
         "method": Unavailable(RAY_INTERNALS),
         "ObjectRef": Unavailable(RAY_INTERNALS),
-        "util": Unavailable(RAY_INTERNALS),
     },
     "ray.tune": {name: Unavailable(TUNE, _TUNE_LATER) for name in _TUNE_NAMES},
     "ray.air": {name: Unavailable(TUNE, _TUNE_LATER) for name in (
