@@ -17,8 +17,8 @@ How each run is classified:
   capability is shown), or a static rule below matches the CI arguments;
 - fail: anything else (the first line of the error, or "timeout").
 
-Static rules (documented in the page too): a script under `_old_api_stack/` needs RLlib's old
-API stack; one that stops on `ModuleNotFoundError` for torch, tensorflow, ... (it imports the
+Static rules (documented in the page too): a script under `_old_api_stack/`, `multi_agent/` or
+`rl_modules/` needs RLlib's old API stack, multi-agent, torch RLModules (`FOLDER_RULES`); one that stops on `ModuleNotFoundError` for torch, tensorflow, ... (it imports the
 framework itself) needs what that package serves (`MISSING_PACKAGES`);
 `--num-agents=N` with N > 0 needs multi-agent;
 `--algo=X` with X other than PPO/DQN needs algorithms other than PPO and DQN;
@@ -57,8 +57,13 @@ SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
 MISSING_PACKAGES = {"torch": table.TORCH, "tensorflow": table.TORCH, "tree": table.TORCH,
                     "ale_py": table.ATARI, "pyspiel": table.THIRD_PARTY_ENVS,
                     "open_spiel": table.THIRD_PARTY_ENVS, "pettingzoo": table.MULTI_AGENT}
+#: Folders of `rllib/examples` whose every script shows a capability this project does not
+#: have (applied to runs that do not pass).
+FOLDER_RULES = {"_old_api_stack/": table.OLD_API_STACK, "multi_agent/": table.MULTI_AGENT,
+                "rl_modules/": table.TORCH}
 STATIC_RULES = (
-    ("a script under `_old_api_stack/`", table.OLD_API_STACK),
+    ("a script under `_old_api_stack/`, `multi_agent/` or `rl_modules/`",
+     "RLlib's old API stack, multi-agent, torch RLModules (custom RLModules)"),
     ("stopped on `ModuleNotFoundError` for "
      + ", ".join(f"`{name}`" for name in MISSING_PACKAGES), "the capability that package "
      "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
@@ -127,8 +132,9 @@ def planned_runs(root: Path, only: str | None) -> list[Run]:
 def static_rule(example: str, args: list[str]) -> str | None:
     """The capability the path or the CI arguments alone show a run needs (see the module
     docstring)."""
-    if example.startswith("_old_api_stack/"):
-        return table.OLD_API_STACK
+    for folder, capability in FOLDER_RULES.items():
+        if example.startswith(folder):
+            return capability
     for arg in args:
         match = re.fullmatch(r"--num-agents[= ](\d+)", arg)
         if match and int(match.group(1)) > 0:

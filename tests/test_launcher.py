@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
@@ -374,6 +375,24 @@ def test_every_mapped_rllib_module_imports(hook):
             importlib.import_module(target)
         module = importlib.import_module(rllib_path)
         assert module.__name__ == rllib_path
+
+
+def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):
+    pytest.importorskip("numpy")
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: try_import_torch gives the real one")
+    from ray.rllib.utils.framework import try_import_torch
+
+    torch, nn = try_import_torch()
+    assert not torch  # scripts test `if torch:`
+
+    class Model(nn.Module):  # a script's own torch class can be defined...
+        pass
+
+    for use in (lambda: torch.nn.init.xavier_uniform_, Model):  # ...and fails when used
+        with pytest.raises(RLlibNotAvailable) as used:
+            use()
+        assert used.value.capability == table.TORCH
 
 
 def test_tune_grid_variants_expand_every_combination():

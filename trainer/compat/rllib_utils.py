@@ -63,15 +63,20 @@ def is_overridden(obj: Callable[..., Any]) -> bool:
 
 
 # -- ray.rllib.utils.framework ----------------------------------------------------------------
-class _FrameworkClassStub:
-    """What `nn.Module` is when torch is missing: using it fails (as in RLlib)."""
+def _torch_missing(what: str) -> ImportError:
+    from trainer.launcher.finder import RLlibNotAvailable
+    from trainer.launcher.table import TORCH
 
-    framework = "torch"
+    return RLlibNotAvailable(what, TORCH, "this project's numpy models (or pip install torch)",
+                             detail="torch is not installed")
+
+
+class _FrameworkClassStub:
+    """What `nn.Module` is when torch is missing: subclassing works, instantiating fails (as in
+    RLlib, with the launcher's typed error)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
-        raise ImportError(f"Could not import `{self.framework}` (this project runs numpy "
-                          f"models; RLlib's {self.framework} modules need {self.framework}). "
-                          f"Try pip install {self.framework}.")
+        raise _torch_missing(f"torch.nn.Module ({type(self).__name__})")
 
 
 class _NNStub:
@@ -81,9 +86,30 @@ class _NNStub:
         self.parallel = None
 
 
+class _MissingTorch:
+    """What `try_import_torch()` gives for `torch` when torch is not installed: false (RLlib
+    gives None, and scripts test `if torch:`), and any use fails with `RLlibNotAvailable`
+    naming what was used (instead of `'NoneType' object has no attribute ...`)."""
+
+    def __init__(self, path: str = "torch"):
+        self._path = path
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise _torch_missing(f"{self._path}.{name}")
+
+    def __repr__(self) -> str:
+        return "<torch: not installed>"
+
+
 def try_import_torch(error: bool = False) -> tuple[Any, Any]:
-    """(torch, torch.nn), or `(None, stub)` when torch is not installed (RLlib's behaviour);
-    `error=True` raises `ImportError` instead."""
+    """(torch, torch.nn), or, when torch is not installed, a false stand-in for torch (using
+    it raises `RLlibNotAvailable`) and a stub `nn` whose `Module` can be subclassed (RLlib's
+    behaviour, with None for torch); `error=True` raises `ImportError` instead."""
     try:
         import torch
         import torch.nn as nn
@@ -92,7 +118,7 @@ def try_import_torch(error: bool = False) -> tuple[Any, Any]:
     except ImportError:
         if error:
             raise ImportError("Could not import PyTorch: pip install torch") from None
-        return None, _NNStub()
+        return _MissingTorch(), _NNStub()
 
 
 def try_import_tf(error: bool = False) -> tuple[Any, Any, Any]:
