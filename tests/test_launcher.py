@@ -253,6 +253,9 @@ def test_notebook_switch_maps_rllib_modules_to_this_project(hook):
     import ray.rllib.algorithms.ppo as ppo_module
 
     assert "PPOConfig" in dir(ppo_module)
+    star: dict = {}
+    exec("from ray.rllib.utils.metrics import *", star)
+    assert star["ENV_RUNNER_RESULTS"] == "env_runners"
 
 
 def test_notebook_switch_ray_named_actors_and_remote_functions(hook):

@@ -220,8 +220,15 @@ class _StandInLoader(importlib.abc.Loader):
         module.__localrl_shim__ = True
         doc = f"RLlib's {name}, served by localrl from {', '.join(plan.targets) or 'its parts'}"
         module.__doc__ = doc
+        exported: dict[str, None] = {}
         for target in plan.targets:
-            importlib.import_module(target)  # a broken target fails here, not at first use
+            found = importlib.import_module(target)  # a broken target fails here, not later
+            # RLlib's modules mostly have no __all__: a star import takes every public name
+            exported.update(dict.fromkeys(getattr(found, "__all__", ())))
+            exported.update(dict.fromkeys(
+                n for n, v in vars(found).items()
+                if not n.startswith("_") and not isinstance(v, types.ModuleType)))
+        module.__all__ = list(exported)  # what `from ray.rllib.x import *` takes
 
 
 class RLlibFinder(importlib.abc.MetaPathFinder):
