@@ -408,3 +408,36 @@ def test_tune_grid_variants_expand_every_combination():
     assert {(v["lr"], v["model"]["hidden"]) for v in variants} == {
         (0.1, 8), (0.1, 16), (0.01, 8), (0.01, 16)}
     assert all(v["gamma"] == 0.9 for v in variants)
+
+
+# -- bench/rllib_examples.py ------------------------------------------------------------------
+def _wheel_examples() -> Path:
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None:
+        pytest.skip("needs the installed Ray wheel (the test extra) for its example files")
+    return Path(spec.submodule_search_locations[0]) / "rllib" / "examples"
+
+
+def test_bench_ci_args_name_example_files_of_the_wheel():
+    sys.path.insert(0, str(REPO))
+    try:
+        from bench.rllib_example_args import CI_ARGS
+        from bench.rllib_examples import example_scripts
+    finally:
+        sys.path.remove(str(REPO))
+    scripts = example_scripts(_wheel_examples())
+    assert set(CI_ARGS) <= set(scripts)
+    assert "envs/custom_gym_env.py" in scripts
+    assert not any("/classes/" in s or s.endswith("__init__.py") for s in scripts)
+
+
+def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
+    _wheel_examples()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "rllib_examples.py"),
+                             "--only", "ray_tune/custom_logger.py", "--no-write",
+                             "--timeout", "120"], env=env, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert "out of scope" in result.stdout and table.TUNE in result.stdout
+    assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
