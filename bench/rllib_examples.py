@@ -245,9 +245,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str) -> None:
-    machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
-               f"Python {platform.python_version()}")
+def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str,
+               load: float) -> None:
+    machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs (load "
+               f"average {load:.1f} at the start), Python {platform.python_version()}")
     lines = [
         "# RLlib 2.60's examples, run unmodified",
         "",
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     root = examples_dir()
     commit = git_commit()  # the code that runs (taken before, as the tree may change meanwhile)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0]  # seconds depend on what else runs: the page says how busy
     runs = planned_runs(root, args.only)
     if not runs:
         parser.error(f"--only {args.only!r} matches no example under {root}")
@@ -321,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(one, runs))
     if not args.no_write:
-        write_page(runs, args.timeout, args.jobs, commit, started)
+        write_page(runs, args.timeout, args.jobs, commit, started, load)
         print(f"wrote {PAGE.relative_to(REPO)}")
     print(summary(runs))
     return 0
