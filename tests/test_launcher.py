@@ -332,8 +332,13 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
         from ray.rllib.policy.policy import PolicySpec  # noqa: F401
     assert policy.value.capability == table.OLD_API_STACK
 
-    with pytest.raises(RLlibNotAvailable) as atari:
-        import ray.rllib.env.wrappers.atari_wrappers  # noqa: F401
+    with pytest.raises(RLlibNotAvailable) as recsim:
+        import ray.rllib.env.wrappers.recsim  # noqa: F401
+    assert recsim.value.capability == table.THIRD_PARTY_ENVS
+    from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    with pytest.raises(RLlibNotAvailable) as atari:  # imported at the top, used for Atari only
+        wrap_atari_for_new_api_stack(None, framestack=4)({})
     assert atari.value.capability == table.ATARI
 
 

@@ -150,6 +150,17 @@ def plan_for(fullname: str) -> Plan:
     return Plan("unknown")
 
 
+def _is_module_path(fullname: str) -> bool:
+    """Whether `fullname` names a module (RLlib has it, or a table row names it or a module
+    below it, or the generic example mapping finds it), not a name in its parent."""
+    if (fullname in table.MODULES or fullname in table.UNAVAILABLE_MODULES
+            or _is_parent_of_table_entry(fullname) or _rllib_source_has(fullname)):
+        return True
+    generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
+    return generic is not None and _module_exists(
+        table.GENERIC_PREFIXES[generic] + fullname[len(generic):])
+
+
 def _rllib_source_has(fullname: str) -> bool:
     """Whether the installed Ray wheel has this module (read from disk, never imported)."""
     spec = importlib.machinery.PathFinder.find_spec("ray")
@@ -173,12 +184,12 @@ class RLlibStandIn(types.ModuleType):
             if hasattr(module, name):
                 return getattr(module, name)
         submodule = f"{module_name}.{name}"
-        if plan_for(submodule).kind != "unknown" or _rllib_source_has(submodule):
+        names = table.UNAVAILABLE_NAMES.get(module_name, {})
+        if name not in names and _is_module_path(submodule):
             return importlib.import_module(submodule)
         package_why = getattr(self, "__localrl_unavailable__", None)
         if package_why is not None:
             raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
-        names = table.UNAVAILABLE_NAMES.get(module_name, {})
         why = names.get(name, names.get("*"))
         if why is not None and why.at == "use":
             return placeholder(submodule, why)

@@ -140,6 +140,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.multi_agent_env": (),
     "ray.rllib.env.multi_agent_episode": (),
     "ray.rllib.core.rl_module.multi_rl_module": (),
+    "ray.rllib.env.multi_agent_env_runner": (),
+    "ray.rllib.env.vector.vector_multi_agent_env": (),
+    # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
+    "ray.rllib.env.wrappers.atari_wrappers": (),
 }
 
 #: RLlib package -> our package with the same layout below it: `ray.rllib.examples.a.b` is
@@ -181,12 +185,9 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
     "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
     # Multi-agent
-    "ray.rllib.env.multi_agent_env_runner": Unavailable(MULTI_AGENT, "SingleAgentEnvRunner"),
-    "ray.rllib.env.vector.vector_multi_agent_env": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
     # Envs and wrappers
-    "ray.rllib.env.wrappers.atari_wrappers": Unavailable(ATARI),
     "ray.rllib.env.wrappers.pettingzoo_env": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers.open_spiel": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers": Unavailable(THIRD_PARTY_ENVS, "gymnasium's own wrappers"),
@@ -264,6 +265,9 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.multi_agent_env": {"*": _at_use(MULTI_AGENT, "a gymnasium.Env")},
     "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
+    "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
+    "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
+    "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
     "ray.rllib.core.rl_module.rl_module": {
         "RLModule": Unavailable(TORCH, _MODEL),
     },
