@@ -265,10 +265,12 @@ def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, starte
         f"- **{summary(runs)}**",
         "",
         "Result: *pass* is exit status 0 within the limit; *out of scope* is a run stopped by "
-        "the launcher's typed error (`RLlibNotAvailable`, whose capability is shown) or "
-        "matched by a static rule on its CI arguments "
-        + "; ".join(f"{rule}: {capability}" for rule, capability in STATIC_RULES)
-        + "; *fail* is anything else, with the first error line. Not run: files under "
+        "the launcher's typed error (`RLlibNotAvailable`, whose capability is shown) or, when "
+        "it did not pass otherwise, one matched by a static rule (marked \"static rule\"):",
+        "",
+        *(f"- {rule}: {capability}" for rule, capability in STATIC_RULES),
+        "",
+        "*fail* is anything else, with the first error line. Not run: files under "
         "`classes/` and `utils/` folders, `utils.py` and `__init__.py` (classes the scripts "
         "import), and `_old_api_stack/models/` and `/policy/` (the same); `_old_api_stack`'s "
         "scripts run like the others. Seconds include Python's start and, for a timeout, the "
