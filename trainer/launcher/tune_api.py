@@ -51,8 +51,8 @@ def register_trainable(name: str, trainable: Any) -> None:
 def grid_search(values: Iterable) -> dict[str, list]:
     """Tune's `grid_search(values)` marker, `{"grid_search": [...]}`. Tune expands it into one
     trial per value; here `grid_variants(param_space)` expands a dict of settings the same way,
-    for a loop of runs. A builder method given the marker itself refuses it (one run has one
-    value per setting)."""
+    for a loop of runs. One run has one value per setting: a builder method given the marker
+    itself takes it as the value (a checked setting refuses it)."""
     return {"grid_search": list(values)}
 
 
