@@ -5,6 +5,8 @@
     print(algo.train()["env_runners"]["episode_return_mean"])
 """
 
+import os as _os
+
 from trainer.algorithms import get_trainable_cls
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
@@ -74,3 +76,7 @@ __all__ = [
 ]
 
 _moved_modules.install()  # old import paths (trainer.env_runner, ...) keep working
+if _os.environ.get("LOCALRL_RLLIB_LAUNCHER"):  # a process started under `python -m trainer run`
+    from trainer.launcher import install_from_environment as _install_rllib_launcher
+
+    _install_rllib_launcher()

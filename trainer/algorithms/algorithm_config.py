@@ -96,8 +96,15 @@ def _check_backend(v):
     if v == "processes":
         return None
     if v == "ray":
-        from trainer.runners.ray_runner import RAY_INSTALL_HINT, ray_installed
+        from trainer.runners.ray_runner import (
+            RAY_INSTALL_HINT,
+            RAY_STAND_IN_HINT,
+            ray_installed,
+            ray_is_stand_in,
+        )
 
+        if ray_is_stand_in():
+            return f'"processes", or "ray" with the installed Ray: {RAY_STAND_IN_HINT}'
         return None if ray_installed() else \
             f'"processes", or "ray" once Ray is installed: {RAY_INSTALL_HINT}'
     return '"processes" or "ray"'

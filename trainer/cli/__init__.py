@@ -1,7 +1,8 @@
 """The command line: `python -m trainer` or `localrl`, with the commands `train` (the default:
 `python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate`,
-`inspect` and `settings`. One module per command; the run folder, progress display, stop criteria, Ctrl-C
-handling, config files, plots and videos each have their own.
+`inspect`, `settings` and `run` (an unmodified RLlib script). One module per command; the run
+folder, progress display, stop criteria, Ctrl-C handling, config files, plots and videos each
+have their own.
 
 Bad flags exit with status 2 and a message naming the flag (argparse's convention); a finished
 run exits 0, one stopped by Ctrl-C (after saving) 130, one that failed 1.
@@ -14,9 +15,10 @@ import difflib
 import os
 import sys
 
-from trainer.cli import evaluate, inspect, settings, train
+from trainer.cli import evaluate, inspect, run, settings, train
 
-COMMANDS = {"train": train, "evaluate": evaluate, "inspect": inspect, "settings": settings}
+COMMANDS = {"train": train, "evaluate": evaluate, "inspect": inspect, "settings": settings,
+            "run": run}
 
 
 def program_name() -> str:
@@ -31,7 +33,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         description="Train, evaluate and inspect RLlib-style algorithms on one machine. "
                     "With no command: train (PPO on CartPole-v1 until solved).",
         epilog="Run a command with --help for its flags.")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,inspect,settings}")
+    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,inspect,settings,run}")
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 
 

@@ -39,7 +39,9 @@ CALL_METHOD = "localrl_call"
 def connected() -> bool:
     """Whether this process is connected to Ray (without importing Ray when it is not loaded)."""
     ray = sys.modules.get("ray")
-    return ray is not None and getattr(ray, "is_initialized", lambda: False)()
+    if ray is None or getattr(ray, "__localrl_shim__", False):  # the RLlib launcher's stand-in
+        return False
+    return getattr(ray, "is_initialized", lambda: False)()
 
 
 def settings_of_this_process() -> dict:

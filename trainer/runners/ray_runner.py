@@ -40,7 +40,24 @@ RAY_INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"
 def ray_installed() -> bool:
     import importlib.util
 
+    if ray_is_stand_in():
+        return False
     return importlib.util.find_spec("ray") is not None
+
+
+#: Why `backend="ray"` cannot run under the RLlib launcher's stand-in for `ray`.
+RAY_STAND_IN_HINT = ("`import ray` is localrl's stand-in here (the script runs under "
+                     "`python -m trainer run`): run it with `python -m trainer run --ray SCRIPT` "
+                     "(or LOCALRL_RLLIB_LAUNCHER=ray) to use the installed Ray")
+
+
+def ray_is_stand_in() -> bool:
+    """Whether `import ray` gives the RLlib launcher's stand-in (`trainer.launcher`) rather
+    than the installed Ray."""
+    from trainer.launcher.finder import installed_finder
+
+    finder = installed_finder()
+    return finder is not None and not finder.real_ray
 
 
 def connect(address: str | None) -> None:

@@ -1,0 +1,335 @@
+"""Runs every example script of the installed Ray 2.60 wheel's `rllib/examples` through the
+RLlib launcher (`python -m trainer run SCRIPT ARGS`), with the arguments RLlib's CI gives it
+(`bench/rllib_example_args.py`, one run per CI entry), each in its own process with a time
+limit, and writes `docs/rllib_compatibility.md`.
+
+    python bench/rllib_examples.py                  # all, 120 s each, one at a time
+    python bench/rllib_examples.py --only envs/ -j 2 --timeout 300 --no-write
+
+Which files: every `.py` under `rllib/examples` except `__init__.py`, `utils.py`, folders named
+`classes` or `utils` (classes the scripts import, not scripts), and `_old_api_stack`'s
+`models/` and `policy/` folders (the same); `_old_api_stack`'s own scripts run (they are
+reported out of scope when the launcher's typed error says they need the old API stack).
+
+How each run is classified:
+- pass: exit status 0 within the time limit;
+- out of scope: the script stopped on `RLlibNotAvailable` (the launcher's typed error; its
+  capability is shown), or a static rule below matches the CI arguments;
+- fail: anything else (the first line of the error, or "timeout").
+
+Static rules (documented in the page too): a script under `_old_api_stack/`, `multi_agent/` or
+`rl_modules/` needs RLlib's old API stack, multi-agent, torch RLModules (`FOLDER_RULES`); one that stops on `ModuleNotFoundError` for torch, tensorflow, ... (it imports the
+framework itself) needs what that package serves (`MISSING_PACKAGES`);
+`--num-agents=N` with N > 0 needs multi-agent;
+`--algo=X` with X other than PPO/DQN needs algorithms other than PPO and DQN;
+`--old-api-stack` needs RLlib's old API stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.rllib_example_args import CI_ARGS  # noqa: E402
+from trainer.launcher import table  # noqa: E402
+
+PAGE = REPO / "docs" / "rllib_compatibility.md"
+SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
+SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
+#: A script that stops on `ModuleNotFoundError` for one of these packages (it imports the
+#: framework itself, not through RLlib) needs the capability.
+MISSING_PACKAGES = {"torch": table.TORCH, "tensorflow": table.TORCH, "tree": table.TORCH,
+                    "ale_py": table.ATARI, "pyspiel": table.THIRD_PARTY_ENVS,
+                    "open_spiel": table.THIRD_PARTY_ENVS, "pettingzoo": table.MULTI_AGENT}
+#: Folders of `rllib/examples` whose every script shows a capability this project does not
+#: have (applied to runs that do not pass).
+FOLDER_RULES = {"_old_api_stack/": table.OLD_API_STACK, "multi_agent/": table.MULTI_AGENT,
+                "rl_modules/": table.TORCH}
+STATIC_RULES = (
+    ("a script under `_old_api_stack/`, `multi_agent/` or `rl_modules/`",
+     "RLlib's old API stack, multi-agent, torch RLModules (custom RLModules)"),
+    ("stopped on `ModuleNotFoundError` for "
+     + ", ".join(f"`{name}`" for name in MISSING_PACKAGES), "the capability that package "
+     "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
+     "third-party envs; pettingzoo: multi-agent)"),
+    ("`--num-agents=N`, N > 0", table.MULTI_AGENT),
+    ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
+    ("`--old-api-stack`", table.OLD_API_STACK),
+)
+
+
+def examples_dir() -> Path:
+    """`ray/rllib/examples` of the installed wheel (found on disk; RLlib is never imported)."""
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("Ray is not installed: pip install 'ray==2.60.0' (the test extra)")
+    return Path(spec.submodule_search_locations[0]) / "rllib" / "examples"
+
+
+def ray_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ray")
+    except PackageNotFoundError:
+        return "?"
+
+
+def example_scripts(root: Path) -> list[str]:
+    """The example scripts, as paths relative to `root`, sorted."""
+    found = []
+    for path in root.rglob("*.py"):
+        relative = path.relative_to(root)
+        parts = relative.parts
+        if path.name in ("__init__.py", "utils.py") or SKIPPED_DIRS & set(parts[:-1]):
+            continue
+        if parts[0] == "_old_api_stack" and SKIPPED_OLD_STACK_DIRS & set(parts[1:-1]):
+            continue
+        found.append(relative.as_posix())
+    return sorted(found)
+
+
+@dataclass
+class Run:
+    example: str
+    ci_name: str
+    args: list[str]
+    tags: tuple[str, ...]
+    result: str = ""  # "pass" | "fail" | "out of scope"
+    detail: str = ""
+    seconds: float = 0.0
+    log: list[str] = field(default_factory=list)
+
+
+def planned_runs(root: Path, only: str | None) -> list[Run]:
+    runs = []
+    for example in example_scripts(root):
+        if only and not (fnmatch.fnmatch(example, only) or only in example):
+            continue
+        for ci_name, args, tags in CI_ARGS.get(example, [("(no CI entry)", [], ())]):
+            runs.append(Run(example, ci_name, list(args), tuple(tags)))
+    return runs
+
+
+def static_rule(example: str, args: list[str]) -> str | None:
+    """The capability the path or the CI arguments alone show a run needs (see the module
+    docstring)."""
+    for folder, capability in FOLDER_RULES.items():
+        if example.startswith(folder):
+            return capability
+    for arg in args:
+        match = re.fullmatch(r"--num-agents[= ](\d+)", arg)
+        if match and int(match.group(1)) > 0:
+            return table.MULTI_AGENT
+        match = re.fullmatch(r"--algo[= ](\w+)", arg)
+        if match and match.group(1) not in ("PPO", "DQN"):
+            return table.OTHER_ALGORITHMS
+        if arg == "--old-api-stack":
+            return table.OLD_API_STACK
+    return None
+
+
+def _last_error_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt|NotAvailable)\b", line):
+            return line
+    return lines[-1] if lines else ""
+
+
+def execute(run: Run, root: Path, timeout_s: float) -> Run:
+    """Runs one CI entry in a new process group (killed whole at the time limit) in a fresh
+    working folder."""
+    with tempfile.TemporaryDirectory(prefix="rllib-example-") as work:
+        report_path = os.path.join(work, "launcher-report.json")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+            LOCALRL_LAUNCHER_REPORT=report_path, PYTHONUNBUFFERED="1")
+        env.pop("LOCALRL_RLLIB_LAUNCHER", None)
+        command = [sys.executable, "-m", "trainer", "run", str(root / run.example), *run.args]
+        start = time.monotonic()
+        with open(os.path.join(work, "output.txt"), "w+", encoding="utf-8",
+                  errors="replace") as output:
+            process = subprocess.Popen(command, cwd=work, env=env, stdout=output,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+            timed_out = False
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+            finally:
+                try:  # leftovers of the script (its EnvRunners) go with it
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            run.seconds = time.monotonic() - start
+            output.seek(0)
+            text = output.read()
+        report = None
+        if os.path.exists(report_path):
+            with open(report_path, encoding="utf-8") as file:
+                report = json.load(file)
+    run.log = text.splitlines()[-40:]
+    classify(run, process.returncode, timed_out, report, text, timeout_s)
+    return run
+
+
+def classify(run: Run, returncode: int, timed_out: bool, report: dict | None, text: str,
+             timeout_s: float) -> None:
+    if not timed_out and returncode == 0:
+        run.result, run.detail = "pass", ""
+        return
+    if report and report.get("capability"):
+        run.result, run.detail = "out of scope", report["capability"]
+        return
+    rule = static_rule(run.example, run.args)
+    missing = re.fullmatch(r"No module named '([\w]+)[\w.]*'", (report or {}).get("message", ""))
+    if rule is None and missing and missing.group(1) in MISSING_PACKAGES:
+        rule = MISSING_PACKAGES[missing.group(1)]
+    if rule is not None:
+        run.result, run.detail = "out of scope", f"{rule} (static rule)"
+        return
+    run.result = "fail"
+    if timed_out:
+        run.detail = f"timeout after {timeout_s:.0f} s"
+    elif report and report.get("outcome") == "error":
+        run.detail = f"{report['type']}: {report['message']}"
+    elif report and report.get("outcome") == "exit":
+        run.detail = f"exit status {report['code']}: {_last_error_line(text)}"
+    else:
+        run.detail = f"exit status {returncode}: {_last_error_line(text)}"
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                                capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO, text=True, capture_output=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return commit + (" (with uncommitted changes)" if dirty.strip() else "")
+
+
+def summary(runs: list[Run]) -> str:
+    counts = {kind: sum(r.result == kind for r in runs) for kind in
+              ("pass", "fail", "out of scope")}
+    examples = len({r.example for r in runs})
+    in_scope = counts["pass"] + counts["fail"]
+    return (f"{len(runs)} runs of {examples} examples: {counts['pass']} pass, "
+            f"{counts['fail']} fail, {counts['out of scope']} out of scope "
+            f"({counts['pass']}/{in_scope} of the in-scope runs pass)")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:300]
+
+
+def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str,
+               load: float) -> None:
+    machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs (load "
+               f"average {load:.1f} at the start), Python {platform.python_version()}")
+    lines = [
+        "# RLlib 2.60's examples, run unmodified",
+        "",
+        "Generated by `python bench/rllib_examples.py` (do not edit by hand). Every example "
+        "script of the installed Ray wheel's `rllib/examples` runs through the launcher "
+        "(`python -m trainer run SCRIPT ARGS`, see [porting.md](porting.md)) with the "
+        "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
+        "`bench/rllib_example_args.py`), in its own process with a time limit.",
+        "",
+        f"- date: {started}",
+        f"- commit: {commit}",
+        f"- machine: {machine}; Ray wheel {ray_version()}; time limit {timeout_s:.0f} s per "
+        f"run, {jobs} run(s) at a time",
+        f"- **{summary(runs)}**",
+        "",
+        "Result: *pass* is exit status 0 within the limit; *out of scope* is a run stopped by "
+        "the launcher's typed error (`RLlibNotAvailable`, whose capability is shown) or, when "
+        "it did not pass otherwise, one matched by a static rule (marked \"static rule\"):",
+        "",
+        *(f"- {rule}: {capability}" for rule, capability in STATIC_RULES),
+        "",
+        "*fail* is anything else, with the first error line. Not run: files under "
+        "`classes/` and `utils/` folders, `utils.py` and `__init__.py` (classes the scripts "
+        "import), and `_old_api_stack/models/` and `/policy/` (the same); `_old_api_stack`'s "
+        "scripts run like the others. Seconds include Python's start and, for a timeout, the "
+        "whole limit.",
+        "",
+        "| example | CI entry | args | result | detail | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        tags = f" ({', '.join(run.tags)})" if run.tags else ""
+        args = " ".join(run.args) or "(none)"
+        lines.append(f"| `{run.example}` | {_cell(run.ci_name)}{tags} | `{_cell(args)}` | "
+                     f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |")
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds each run may take (default 120)")
+    parser.add_argument("--only", metavar="PATTERN",
+                        help="only examples whose path (relative to rllib/examples) matches "
+                             "this glob or contains this text")
+    parser.add_argument("-j", "--jobs", type=int, default=1,
+                        help="runs at a time (default 1)")
+    parser.add_argument("--no-write", action="store_true",
+                        help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)})")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the last lines of output of runs that did not pass")
+    args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: must be >= 1")
+    root = examples_dir()
+    commit = git_commit()  # the code that runs (taken before, as the tree may change meanwhile)
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0]  # seconds depend on what else runs: the page says how busy
+    runs = planned_runs(root, args.only)
+    if not runs:
+        parser.error(f"--only {args.only!r} matches no example under {root}")
+
+    def one(run: Run) -> Run:
+        execute(run, root, args.timeout)
+        print(f"{run.result:>12}  {run.seconds:6.1f} s  {run.example} [{run.ci_name}]"
+              + (f"  {run.detail}" if run.detail else ""), flush=True)
+        if args.verbose and run.result != "pass":
+            print("    " + "\n    ".join(run.log[-15:]), flush=True)
+        return run
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(one, runs))
+    if not args.no_write:
+        write_page(runs, args.timeout, args.jobs, commit, started, load)
+        print(f"wrote {PAGE.relative_to(REPO)}")
+    print(summary(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

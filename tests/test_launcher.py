@@ -1,0 +1,448 @@
+"""The RLlib launcher: `python -m trainer run SCRIPT ARGS` runs unmodified RLlib scripts (real
+subprocesses, real scripts written here and one of the Ray 2.60 wheel's own examples), and the
+notebook switch `trainer.launcher.install()` in this process."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import trainer
+from trainer import launcher
+from trainer.launcher import RLlibNotAvailable, table
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_S = 240
+
+
+def run_script(tmp_path: Path, body: str, *args: str, launcher_flags: tuple[str, ...] = (),
+               timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    script = tmp_path / "rllib_script.py"
+    script.write_text(textwrap.dedent(body))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop(launcher.ENV_VAR, None)
+    return subprocess.run([sys.executable, "-m", "trainer", "run", *launcher_flags, str(script),
+                           *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def hook():
+    """The notebook switch, on for one test and off after it."""
+    launcher.install()
+    try:
+        yield
+    finally:
+        launcher.uninstall()
+
+
+# -- the command ------------------------------------------------------------------------------
+def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
+    result = run_script(tmp_path, """
+        import sys
+        import ray
+        from ray import tune
+        from ray.rllib.algorithms.ppo import PPOConfig
+        from ray.rllib.algorithms.dqn import DQNConfig
+        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN
+        from ray.tune.registry import get_trainable_cls, register_env
+        from ray.air.constants import TRAINING_ITERATION
+        from ray.tune.result import TIME_TOTAL_S
+
+        if __name__ == "__main__":
+            print("argv", sys.argv[1:], "path0", sys.path[0] == __file__.rsplit("/", 1)[0])
+            import trainer
+            assert PPOConfig is trainer.PPOConfig and DQNConfig is trainer.DQNConfig
+            assert get_trainable_cls("PPO") is trainer.PPO
+            print("keys", ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN, TRAINING_ITERATION,
+                  TIME_TOTAL_S)
+            print("grid", tune.grid_search([1, 2]))
+            ray.init()
+            print("initialized", ray.is_initialized())
+            ray.shutdown()
+        """, "--stop-iters", "3", "positional")
+    assert result.returncode == 0, result.stderr
+    assert "argv ['--stop-iters', '3', 'positional'] path0 True" in result.stdout
+    assert ("keys env_runners episode_return_mean training_iteration time_total_s"
+            in result.stdout)
+    assert "grid {'grid_search': [1, 2]}" in result.stdout
+    assert "initialized True" in result.stdout
+
+
+def test_script_trains_ppo_with_env_runner_processes(tmp_path):
+    """A whole RLlib-style script: a registered env, a callback class of the script's own,
+    EnvRunner worker processes, named actors reached from env code in those processes."""
+    result = run_script(tmp_path, """
+        import gymnasium as gym
+        import ray
+        from ray.rllib.algorithms.ppo import PPOConfig
+        from ray.rllib.callbacks.callbacks import RLlibCallback
+        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+        from ray.tune.registry import register_env
+
+        @ray.remote
+        class Counter:
+            def __init__(self):
+                self.resets = 0
+            def inc(self):
+                self.resets += 1
+            def get(self):
+                return self.resets
+
+        class CountingCartPole(gym.Wrapper):
+            def __init__(self, config):
+                super().__init__(gym.make("CartPole-v1"))
+            def reset(self, **kwargs):
+                ray.get_actor("resets").inc.remote()
+                return self.env.reset(**kwargs)
+
+        class Iterations(RLlibCallback):
+            def on_train_result(self, *, algorithm, result, **kwargs):
+                print("callback saw iteration", result["training_iteration"])
+
+        if __name__ == "__main__":
+            ray.init()
+            counter = Counter.options(name="resets").remote()
+            register_env("counting-cartpole", lambda cfg: CountingCartPole(cfg))
+            config = (PPOConfig().environment("counting-cartpole")
+                      .env_runners(num_env_runners=2, rollout_fragment_length=50)
+                      .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+                      .callbacks(Iterations))
+            algo = config.build()
+            result = algo.train()
+            algo.stop()
+            print("sampled", result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            print("resets counted", ray.get(counter.get.remote()) >= 2)
+            ray.shutdown()
+        """)
+    assert result.returncode == 0, result.stderr
+    assert "callback saw iteration 1" in result.stdout
+    assert "sampled 200" in result.stdout
+    assert "resets counted True" in result.stdout
+
+
+def test_system_exit_codes_pass_through(tmp_path):
+    assert run_script(tmp_path, "import sys\nsys.exit(7)\n").returncode == 7
+    assert run_script(tmp_path, "import sys\nsys.exit(0)\n").returncode == 0
+    assert run_script(tmp_path, "import sys\nsys.exit()\n").returncode == 0
+    message = run_script(tmp_path, "import sys\nsys.exit('bad input')\n")
+    assert message.returncode == 1 and "bad input" in message.stderr
+
+
+def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
+    result = run_script(tmp_path, """
+        def fail():
+            raise ValueError("boom in the script")
+
+        fail()
+        """)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "rllib_script.py" in lines[1]  # the script's frame first, as `python SCRIPT` shows
+    assert "runpy" not in result.stderr and "launcher/script.py" not in result.stderr
+    assert lines[-1] == "ValueError: boom in the script"
+
+
+def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_path):
+    report = tmp_path / "report.json"
+    script = tmp_path / "sac.py"
+    script.write_text("from ray.rllib.algorithms.sac import SACConfig\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
+    result = subprocess.run([sys.executable, "-m", "trainer", "run", str(script)], env=env,
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 1
+    assert ("RLlibNotAvailable: ray.rllib.algorithms.sac is not available in localrl: it needs "
+            "algorithms other than PPO and DQN") in result.stderr
+    assert "PPOConfig" in result.stderr.splitlines()[-1]
+    written = json.loads(report.read_text())
+    assert (written["outcome"], written["code"], written["type"], written["capability"]) == (
+        "error", 1, "RLlibNotAvailable", table.OTHER_ALGORITHMS)
+    assert written["message"].startswith("ray.rllib.algorithms.sac is not available")
+
+
+def test_missing_script_and_bad_flags(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    missing = subprocess.run([sys.executable, "-m", "trainer", "run", str(tmp_path / "no.py")],
+                             env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert missing.returncode == 2 and "no such script" in missing.stderr
+    no_script = subprocess.run([sys.executable, "-m", "trainer", "run"], env=env,
+                               capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert no_script.returncode == 2 and "script" in no_script.stderr
+
+
+def test_script_flags_named_like_the_launchers_go_to_the_script(tmp_path):
+    result = run_script(tmp_path, "import sys\nprint(sys.argv[1:])\n", "--ray", "-h")
+    assert result.returncode == 0, result.stderr
+    assert "['--ray', '-h']" in result.stdout
+
+
+def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
+    result = run_script(tmp_path, """
+        from ray.rllib.algorithms.ppo import PPOConfig
+        PPOConfig().env_runners(backend="ray")
+        """)
+    assert result.returncode == 1
+    assert "python -m trainer run --ray" in result.stderr
+
+
+@pytest.mark.skipif(importlib.machinery.PathFinder.find_spec("ray") is None,
+                    reason="needs the installed Ray (the test extra)")
+def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
+    result = run_script(tmp_path, """
+        import ray
+        import ray.rllib.algorithms.ppo as ppo
+        from ray.tune.registry import register_env
+        import trainer
+        print("real ray", hasattr(ray, "get_runtime_context"), ray.__file__ is not None)
+        print("mapped", ppo.PPOConfig is trainer.PPOConfig)
+        """, launcher_flags=("--ray",))
+    assert result.returncode == 0, result.stderr
+    assert "real ray True True" in result.stdout
+    assert "mapped True" in result.stdout
+
+
+def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):
+    """RLlib 2.60's own `examples/envs/custom_gym_env.py` (SimpleCorridor through
+    `get_trainable_cls`, `run_rllib_example_script_experiment`), one small iteration."""
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None:
+        pytest.skip("needs the installed Ray wheel (the test extra) for its example files")
+    example = Path(spec.submodule_search_locations[0]) / "rllib/examples/envs/custom_gym_env.py"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop(launcher.ENV_VAR, None)
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", str(example), "--stop-iters=1",
+         "--num-env-runners=1"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "iter 1:" in result.stdout
+
+
+# -- the notebook switch, in this process ---------------------------------------------------
+def test_notebook_switch_maps_rllib_modules_to_this_project(hook):
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+    from ray.rllib.examples.envs.classes.simple_corridor import SimpleCorridor
+    from ray.rllib.examples.utils import add_rllib_example_script_args
+    from ray.rllib.utils.annotations import override
+    from ray.rllib.utils.framework import try_import_torch
+
+    from trainer.callbacks import RLlibCallback as OurCallback
+    from trainer.examples.envs.classes.simple_corridor import SimpleCorridor as OurCorridor
+    from trainer.testing import add_rllib_example_script_args as our_args
+
+    assert PPOConfig is trainer.PPOConfig and AlgorithmConfig is trainer.AlgorithmConfig
+    assert RLlibCallback is OurCallback and SimpleCorridor is OurCorridor
+    assert DefaultModelConfig is trainer.DefaultModelConfig
+    assert SingleAgentEpisode is trainer.SingleAgentEpisode
+    assert add_rllib_example_script_args is our_args
+    assert callable(override) and len(try_import_torch()) == 2
+    import ray.rllib.algorithms.ppo as ppo_module
+
+    assert "PPOConfig" in dir(ppo_module)
+    star: dict = {}
+    exec("from ray.rllib.utils.metrics import *", star)
+    assert star["ENV_RUNNER_RESULTS"] == "env_runners"
+
+
+def test_notebook_switch_ray_named_actors_and_remote_functions(hook):
+    import ray
+
+    assert not ray.is_initialized()
+    ray.init()
+    assert ray.is_initialized()
+    with pytest.raises(RuntimeError, match="ray.init twice"):
+        ray.init()
+    ray.init(ignore_reinit_error=True)
+
+    @ray.remote
+    class Counter:
+        def __init__(self, start):
+            self.value = start
+
+        def inc(self, by):
+            self.value += by
+            return self.value
+
+    @ray.remote(num_cpus=1)
+    def square(x):
+        return x * x
+
+    try:
+        counter = Counter.options(name="launcher-test-counter").remote(10)
+        ray.get([counter.inc.remote(1), counter.inc.remote(2)])
+        assert ray.get(ray.get_actor("launcher-test-counter").inc.remote(0)) == 13
+        refs = [square.remote(3), square.remote(ray.put(4))]
+        ready, pending = ray.wait(refs, num_returns=2, timeout=5)
+        assert ray.get(ready) == [9, 16] and pending == []
+        with pytest.raises(TypeError, match=r"square.remote\(\)"):
+            square(2)
+        with pytest.raises(NotImplementedError, match="ray.shutdown"):
+            ray.kill(counter)
+        assert ray.cluster_resources()["CPU"] >= 1
+        from ray.exceptions import RayActorError, RayError
+
+        assert issubclass(RayActorError, RayError)
+    finally:
+        ray.shutdown()
+    assert not ray.is_initialized()
+
+
+def test_notebook_switch_off_restores_the_installed_ray(hook):
+    import ray as stand_in
+
+    assert getattr(stand_in, "__localrl_shim__", False)
+    launcher.uninstall()
+    assert "ray" not in sys.modules or not getattr(sys.modules["ray"], "__localrl_shim__", False)
+    assert os.environ.get(launcher.ENV_VAR) is None
+    assert not launcher.installed()
+    launcher.install()  # the fixture's uninstall() finds it on
+
+
+def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
+    with pytest.raises(RLlibNotAvailable) as sac:
+        from ray.rllib.algorithms.sac import SACConfig  # noqa: F401
+    assert sac.value.capability == table.OTHER_ALGORITHMS
+    assert sac.value.rllib_name == "ray.rllib.algorithms.sac"
+    assert "PPOConfig" in str(sac.value) and isinstance(sac.value, ImportError)
+
+    with pytest.raises(RLlibNotAvailable) as tuner:
+        from ray.tune import Tuner  # noqa: F401
+    assert tuner.value.capability == table.TUNE
+    assert "ray.tune.Tuner" in str(tuner.value) and "later issue" in str(tuner.value)
+
+    with pytest.raises(RLlibNotAvailable) as torch_module:
+        from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: F401
+    assert torch_module.value.capability == table.TORCH
+
+    with pytest.raises(RLlibNotAvailable) as policy:
+        from ray.rllib.policy.policy import PolicySpec  # noqa: F401
+    assert policy.value.capability == table.OLD_API_STACK
+
+    with pytest.raises(RLlibNotAvailable) as recsim:
+        import ray.rllib.env.wrappers.recsim  # noqa: F401
+    assert recsim.value.capability == table.THIRD_PARTY_ENVS
+    from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    with pytest.raises(RLlibNotAvailable) as atari:  # imported at the top, used for Atari only
+        wrap_atari_for_new_api_stack(None, framestack=4)({})
+    assert atari.value.capability == table.ATARI
+
+
+def test_unmapped_names_and_modules_fail_as_gaps(hook):
+    with pytest.raises(RLlibNotAvailable) as name:
+        from ray.rllib.utils.metrics import NOT_AN_RLLIB_CONSTANT  # noqa: F401
+    assert name.value.capability is None
+    assert "ray.rllib.utils.metrics.NOT_AN_RLLIB_CONSTANT" in str(name.value)
+    assert "trainer.metrics" in str(name.value)
+
+    with pytest.raises(RLlibNotAvailable) as module:
+        import ray.rllib.utils.not_a_module  # noqa: F401
+    assert module.value.capability is None and "trainer/launcher/table.py" in str(module.value)
+
+    with pytest.raises(RLlibNotAvailable) as example:
+        import ray.rllib.examples.envs.classes.not_an_example_env  # noqa: F401
+    assert "trainer.examples.envs.classes.not_an_example_env does not exist" in str(
+        example.value)
+
+
+def test_multi_agent_names_import_and_fail_when_used(hook):
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv, make_multi_agent
+
+    multi_cartpole = make_multi_agent("CartPole-v1")  # at module level in single-agent scripts
+
+    class MyMultiAgentEnv(MultiAgentEnv):  # a script's own class definition works
+        pass
+
+    assert not isinstance(object(), MultiAgentEnv)
+    for use in (lambda: multi_cartpole({}), MyMultiAgentEnv, MultiAgentEnv):
+        with pytest.raises(RLlibNotAvailable) as used:
+            use()
+        assert used.value.capability == table.MULTI_AGENT
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv as again
+
+    assert again is MultiAgentEnv  # one object per name: pickles by reference
+
+
+def test_every_mapped_rllib_module_imports(hook):
+    for rllib_path, targets in table.MODULES.items():
+        for target in targets:
+            importlib.import_module(target)
+        module = importlib.import_module(rllib_path)
+        assert module.__name__ == rllib_path
+
+
+def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):
+    pytest.importorskip("numpy")
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: try_import_torch gives the real one")
+    from ray.rllib.utils.framework import try_import_torch
+
+    torch, nn = try_import_torch()
+    assert not torch  # scripts test `if torch:`
+
+    class Model(nn.Module):  # a script's own torch class can be defined...
+        pass
+
+    for use in (lambda: torch.nn.init.xavier_uniform_, Model):  # ...and fails when used
+        with pytest.raises(RLlibNotAvailable) as used:
+            use()
+        assert used.value.capability == table.TORCH
+
+
+def test_tune_grid_variants_expand_every_combination():
+    from trainer.launcher.tune_api import grid_search, grid_variants
+
+    space = {"lr": grid_search([0.1, 0.01]), "gamma": 0.9,
+             "model": {"hidden": grid_search([8, 16])}}
+    variants = list(grid_variants(space))
+    assert len(variants) == 4
+    assert {(v["lr"], v["model"]["hidden"]) for v in variants} == {
+        (0.1, 8), (0.1, 16), (0.01, 8), (0.01, 16)}
+    assert all(v["gamma"] == 0.9 for v in variants)
+
+
+# -- bench/rllib_examples.py ------------------------------------------------------------------
+def _wheel_examples() -> Path:
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None:
+        pytest.skip("needs the installed Ray wheel (the test extra) for its example files")
+    return Path(spec.submodule_search_locations[0]) / "rllib" / "examples"
+
+
+def test_bench_ci_args_name_example_files_of_the_wheel():
+    sys.path.insert(0, str(REPO))
+    try:
+        from bench.rllib_example_args import CI_ARGS
+        from bench.rllib_examples import example_scripts
+    finally:
+        sys.path.remove(str(REPO))
+    scripts = example_scripts(_wheel_examples())
+    assert set(CI_ARGS) <= set(scripts)
+    assert "envs/custom_gym_env.py" in scripts
+    assert not any("/classes/" in s or s.endswith("__init__.py") for s in scripts)
+
+
+def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
+    _wheel_examples()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "rllib_examples.py"),
+                             "--only", "ray_tune/custom_logger.py", "--no-write",
+                             "--timeout", "120"], env=env, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert "out of scope" in result.stdout and table.TUNE in result.stdout
+    assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout

@@ -1,0 +1,225 @@
+"""Small RLlib utilities that RLlib scripts import next to the algorithms: the API annotations
+(`override`, `PublicAPI`, ...), `try_import_torch`/`try_import_tf` (which, as in RLlib, return
+stand-ins when the framework is not installed), the type aliases of `ray.rllib.utils.typing`,
+the constants of `ray.rllib.core` and RLlib's `Columns` names. The RLlib launcher
+(`trainer.launcher`) maps `ray.rllib.utils.annotations`, `.framework`, `.typing`,
+`ray.rllib.core` and `ray.rllib.core.columns` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# -- ray.rllib.utils.annotations --------------------------------------------------------------
+def override(parent_cls: type) -> Callable[[F], F]:
+    """RLlib's `@override(Parent)`: documents that a method overrides `Parent`'s, and checks it
+    when the class is made (a `TypeError` names the class and the method otherwise)."""
+
+    class OverrideCheck:
+        def __init__(self, func: Callable, expected_parent: type):
+            self.func = func
+            self.expected_parent = expected_parent
+
+        def __set_name__(self, owner: type, name: str) -> None:
+            if not isinstance(owner, type) or not issubclass(owner, self.expected_parent):
+                raise TypeError(f"@override({self.expected_parent.__name__}) on "
+                                f"{getattr(owner, '__name__', owner)}.{name}: the class is not "
+                                f"a subclass of {self.expected_parent.__name__}")
+            setattr(owner, name, self.func)
+
+    def decorator(method: F) -> F:
+        if not isinstance(parent_cls, type):
+            raise TypeError(f"@override takes the parent class, got {parent_cls!r}")
+        if not hasattr(parent_cls, method.__name__):
+            raise NameError(f"@override({parent_cls.__name__}) on {method.__name__}: "
+                            f"{parent_cls.__name__} has no method {method.__name__!r}")
+        return OverrideCheck(method, parent_cls)  # type: ignore[return-value]
+
+    return decorator
+
+
+def _marker(obj: F) -> F:
+    """The API-stability annotations only document: the object is returned unchanged."""
+    return obj
+
+
+PublicAPI = DeveloperAPI = ExperimentalAPI = OldAPIStack = _marker
+OverrideToImplementCustomLogic = OverrideToImplementCustomLogic_CallToSuperRecommended = _marker
+
+
+def is_overridden(obj: Callable[..., Any]) -> bool:
+    """Whether a method overrides a parent's (RLlib marks overridable ones; here: any method
+    whose class's bases define the same name)."""
+    owner_name, _, name = getattr(obj, "__qualname__", "").rpartition(".")
+    cls = getattr(obj, "__self__", None)
+    cls = cls if isinstance(cls, type) else type(cls) if cls is not None else None
+    if cls is None or not name:
+        return False
+    return any(name in vars(base) for base in cls.__mro__[1:])
+
+
+# -- ray.rllib.utils.framework ----------------------------------------------------------------
+def _torch_missing(what: str) -> ImportError:
+    from trainer.launcher.finder import RLlibNotAvailable
+    from trainer.launcher.table import TORCH
+
+    return RLlibNotAvailable(what, TORCH, "this project's numpy models (or pip install torch)",
+                             detail="torch is not installed")
+
+
+class _FrameworkClassStub:
+    """What `nn.Module` is when torch is missing: subclassing works, instantiating fails (as in
+    RLlib, with the launcher's typed error)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise _torch_missing(f"torch.nn.Module ({type(self).__name__})")
+
+
+class _NNStub:
+    def __init__(self) -> None:
+        self.functional = None
+        self.Module = _FrameworkClassStub
+        self.parallel = None
+
+
+class _MissingTorch:
+    """What `try_import_torch()` gives for `torch` when torch is not installed: false (RLlib
+    gives None, and scripts test `if torch:`), and any use fails with `RLlibNotAvailable`
+    naming what was used (instead of `'NoneType' object has no attribute ...`)."""
+
+    def __init__(self, path: str = "torch"):
+        self._path = path
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise _torch_missing(f"{self._path}.{name}")
+
+    def __repr__(self) -> str:
+        return "<torch: not installed>"
+
+
+def try_import_torch(error: bool = False) -> tuple[Any, Any]:
+    """(torch, torch.nn), or, when torch is not installed, a false stand-in for torch (using
+    it raises `RLlibNotAvailable`) and a stub `nn` whose `Module` can be subclassed (RLlib's
+    behaviour, with None for torch); `error=True` raises `ImportError` instead."""
+    try:
+        import torch
+        import torch.nn as nn
+
+        return torch, nn
+    except ImportError:
+        if error:
+            raise ImportError("Could not import PyTorch: pip install torch") from None
+        return _MissingTorch(), _NNStub()
+
+
+def try_import_tf(error: bool = False) -> tuple[Any, Any, Any]:
+    """(tf1, tf, version), or `(None, None, None)` when TensorFlow is not installed."""
+    try:
+        import tensorflow as tf
+
+        return tf.compat.v1, tf, 2
+    except ImportError:
+        if error:
+            raise ImportError("Could not import TensorFlow: pip install tensorflow") from None
+        return None, None, None
+
+
+def try_import_jax(error: bool = False) -> tuple[Any, Any]:
+    """(jax, flax), or `(None, None)` when they are not installed."""
+    try:
+        import flax
+        import jax
+
+        return jax, flax
+    except ImportError:
+        if error:
+            raise ImportError("Could not import JAX: pip install jax flax") from None
+        return None, None
+
+
+def try_import_tfp(error: bool = False) -> Any:
+    """tensorflow_probability, or None when it is not installed."""
+    try:
+        import tensorflow_probability as tfp
+
+        return tfp
+    except ImportError:
+        if error:
+            raise ImportError("Could not import tensorflow_probability") from None
+        return None
+
+
+# -- ray.rllib.core -----------------------------------------------------------------------------
+DEFAULT_AGENT_ID = "default_agent"
+DEFAULT_POLICY_ID = "default_policy"
+DEFAULT_MODULE_ID = DEFAULT_POLICY_ID
+ALL_MODULES = "__all_modules__"
+COMPONENT_ENV_RUNNER = "env_runner"
+COMPONENT_ENV_TO_MODULE_CONNECTOR = "env_to_module_connector"
+COMPONENT_EVAL_ENV_RUNNER = "eval_env_runner"
+COMPONENT_LEARNER = "learner"
+COMPONENT_LEARNER_GROUP = "learner_group"
+COMPONENT_METRICS_LOGGER = "metrics_logger"
+COMPONENT_MODULE_TO_ENV_CONNECTOR = "module_to_env_connector"
+COMPONENT_OPTIMIZER = "optimizer"
+COMPONENT_RL_MODULE = "rl_module"
+
+
+class Columns:
+    """RLlib's names of the columns of episodes and train batches (`ray.rllib.core.columns`)."""
+
+    OBS = "obs"
+    INFOS = "infos"
+    ACTIONS = "actions"
+    ACTIONS_FOR_ENV = "actions_for_env"
+    REWARDS = "rewards"
+    TERMINATEDS = "terminateds"
+    TRUNCATEDS = "truncateds"
+    NEXT_OBS = "new_obs"
+    EPS_ID = "eps_id"
+    AGENT_ID = "agent_id"
+    MODULE_ID = "module_id"
+    SEQ_LENS = "seq_lens"
+    T = "t"
+    STATE_IN = "state_in"
+    NEXT_STATE_IN = "next_state_in"
+    STATE_OUT = "state_out"
+    NEXT_STATE_OUT = "next_state_out"
+    EMBEDDINGS = "embeddings"
+    ACTION_DIST_INPUTS = "action_dist_inputs"
+    ACTION_PROB = "action_prob"
+    ACTION_LOGP = "action_logp"
+    VF_PREDS = "vf_preds"
+    VALUES_BOOTSTRAPPED = "values_bootstrapped"
+    ADVANTAGES = "advantages"
+    VALUE_TARGETS = "value_targets"
+    INTRINSIC_REWARDS = "intrinsic_rewards"
+    RETURNS_TO_GO = "returns_to_go"
+    LOSS_MASK = "loss_mask"
+
+
+# -- ray.rllib.utils.typing: type hints only, so each alias is `Any` ----------------------------
+TYPE_ALIASES = (
+    "TensorType", "TensorStructType", "TensorShape", "NetworkType", "DeviceType",
+    "RLModuleSpecType", "StateDict", "AlgorithmConfigDict", "PartialAlgorithmConfigDict",
+    "ModelConfigDict", "ConvFilterSpec", "FromConfigSpec", "EnvConfigDict", "EnvID", "EnvType",
+    "EnvCreator", "AgentID", "PolicyID", "ModuleID", "MultiAgentPolicyConfigDict",
+    "EpisodeType", "IsPolicyToTrain", "AgentToModuleMappingFn", "ShouldModuleBeUpdatedFn",
+    "PolicyState", "TFPolicyV2Type", "EpisodeID", "UnrollID", "MultiAgentDict", "MultiEnvDict",
+    "EnvObsType", "EnvActionType", "EnvInfoDict", "FileType", "ViewRequirementsDict",
+    "ResultDict", "LocalOptimizer", "Optimizer", "Param", "ParamRef", "ParamDict", "ParamList",
+    "NamedParamDict", "LearningRateOrSchedule", "GradInfoDict", "LearnerStatsDict",
+    "ModelGradients", "ModelWeights", "ModelInputDict", "SampleBatchType", "SpaceStruct",
+    "StateBatches", "PolicyOutputType",
+)
+globals().update({name: Any for name in TYPE_ALIASES})
+T = TypeVar("T")

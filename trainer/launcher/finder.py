@@ -1,0 +1,308 @@
+"""The import hook behind the RLlib launcher: a finder on `sys.meta_path` that answers
+`import ray...` with stand-in modules built from `trainer.launcher.table`.
+
+A stand-in module has no names of its own: an attribute is looked up in the table's target
+modules (in order), then as a submodule, then in `UNAVAILABLE_NAMES`; a name found nowhere
+raises `RLlibNotAvailable`, an `ImportError`, so `from ray.rllib.x import Name` fails at the
+import with the RLlib name, the capability it needs and what to use instead. Classes and
+functions are this project's own objects (`ray.rllib.algorithms.ppo.PPOConfig is
+trainer.PPOConfig`), so they pickle by their real module paths and EnvRunner processes need no
+hook to load them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from trainer.launcher import table
+from trainer.launcher.table import Unavailable
+
+#: Set in the environment by `install()` so that processes started by the script (EnvRunner
+#: workers, or anything that imports `trainer`) install the same hook: "1" (Ray's stand-in),
+#: "ray" (real Ray; only `ray.rllib`, `ray.tune`, `ray.air` mapped).
+ENV_VAR = "LOCALRL_RLLIB_LAUNCHER"
+#: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's).
+MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
+TABLE_FILE = "trainer/launcher/table.py"
+
+
+class RLlibNotAvailable(ImportError):
+    """An RLlib (or Ray) module or name with no counterpart in this project.
+
+    `rllib_name` is the dotted RLlib name, `capability` what it needs that this project does not
+    have (one of `trainer.launcher.table`'s capability words; None when the name is simply not
+    mapped yet: a gap), `instead` what to use (may be empty)."""
+
+    def __init__(self, rllib_name: str, capability: str | None, instead: str = "",
+                 detail: str = ""):
+        self.rllib_name = rllib_name
+        self.capability = capability
+        self.instead = instead
+        if capability is not None:
+            message = f"{rllib_name} is not available in localrl: it needs {capability}"
+        else:
+            message = f"{rllib_name} has no counterpart in localrl yet"
+            if not detail:
+                detail = f"no row for it in {TABLE_FILE}"
+        if detail:
+            message += f"; {detail}"
+        if instead:
+            message += f". Use instead: {instead}"
+        super().__init__(message, name=rllib_name.rpartition(".")[0] or rllib_name)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one module path is served: "map" (stand-in over `targets`), "namespace" (a package
+    that only holds mapped submodules; with `why`, its other names fail with it),
+    "unavailable" (`why`), or "unknown"."""
+
+    kind: str
+    targets: tuple[str, ...] = ()
+    why: Unavailable | None = None
+    detail: str = ""
+
+
+class _RefusedOnUse(type):
+    """The metaclass of placeholders: making an instance (of the placeholder or a subclass)
+    raises the placeholder's `RLlibNotAvailable`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        why: Unavailable = cls.__localrl_unavailable__
+        raise RLlibNotAvailable(cls.__localrl_rllib_name__, why.capability, why.instead)
+
+
+_placeholders: dict[str, Any] = {}
+
+
+def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) -> Any:
+    """The stand-in for an RLlib name that fails when used (`Unavailable(at="use")`): a class
+    (for a capitalized name) that can be subclassed and used in `isinstance` but not
+    instantiated, or a function returning such a class. The same object for the same name
+    (so it pickles by reference)."""
+    if rllib_name in _placeholders:
+        return _placeholders[rllib_name]
+    module, _, short = rllib_name.rpartition(".")
+    if short[:1].islower() and not as_class:
+        def function(*args: Any, **kwargs: Any) -> Any:
+            return placeholder(f"{rllib_name}()", why, as_class=True)
+
+        function.__name__ = function.__qualname__ = short
+        function.__module__ = module
+        function.__doc__ = f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."
+        made: Any = function
+    else:
+        made = _RefusedOnUse(short.rstrip("()"), (), {
+            "__module__": module, "__localrl_rllib_name__": rllib_name,
+            "__localrl_unavailable__": why,
+            "__doc__": f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."})
+    _placeholders[rllib_name] = made
+    return made
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _is_parent_of_table_entry(fullname: str) -> bool:
+    prefix = fullname + "."
+    return any(path.startswith(prefix) for path in
+               (*table.MODULES, *table.UNAVAILABLE_MODULES, *table.GENERIC_PREFIXES))
+
+
+def _longest_prefix(fullname: str, paths: Any) -> str | None:
+    matches = [p for p in paths if fullname == p or fullname.startswith(p + ".")]
+    return max(matches, key=len) if matches else None
+
+
+def plan_for(fullname: str) -> Plan:
+    """How `fullname` is served (see `trainer.launcher.table` for the precedence)."""
+    if fullname in table.MODULES:
+        return Plan("map", table.MODULES[fullname])
+    generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
+    generic_target = None
+    if generic is not None:
+        generic_target = table.GENERIC_PREFIXES[generic] + fullname[len(generic):]
+        if _module_exists(generic_target):
+            return Plan("map", (generic_target,))
+    unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
+    if unavailable is not None:
+        why = table.UNAVAILABLE_MODULES[unavailable]
+        if _is_parent_of_table_entry(fullname):  # holds more specific rows: importable, its
+            return Plan("namespace", why=why)    # own names fail with `why`
+        return Plan("unavailable", why=why)
+    if _is_parent_of_table_entry(fullname):
+        return Plan("namespace")
+    if generic_target is not None:
+        return Plan("unknown", detail=f"{generic_target} does not exist (RLlib's example "
+                                      f"modules map to trainer.examples by the same path)")
+    return Plan("unknown")
+
+
+def _is_module_path(fullname: str) -> bool:
+    """Whether `fullname` names a module (RLlib has it, or a table row names it or a module
+    below it, or the generic example mapping finds it), not a name in its parent."""
+    if (fullname in table.MODULES or fullname in table.UNAVAILABLE_MODULES
+            or _is_parent_of_table_entry(fullname) or _rllib_source_has(fullname)):
+        return True
+    generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
+    return generic is not None and _module_exists(
+        table.GENERIC_PREFIXES[generic] + fullname[len(generic):])
+
+
+def _rllib_source_has(fullname: str) -> bool:
+    """Whether the installed Ray wheel has this module (read from disk, never imported)."""
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    base = os.path.join(spec.submodule_search_locations[0], *fullname.split(".")[1:])
+    return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
+
+
+class RLlibStandIn(types.ModuleType):
+    """A module at an RLlib path whose names are looked up in this project's modules."""
+
+    __localrl_targets__: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        module_name = self.__name__
+        for target in self.__localrl_targets__:
+            module = importlib.import_module(target)
+            if hasattr(module, name):
+                return getattr(module, name)
+        submodule = f"{module_name}.{name}"
+        names = table.UNAVAILABLE_NAMES.get(module_name, {})
+        if name not in names and _is_module_path(submodule):
+            return importlib.import_module(submodule)
+        package_why = getattr(self, "__localrl_unavailable__", None)
+        if package_why is not None:
+            raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
+        why = names.get(name, names.get("*"))
+        if why is not None and why.at == "use":
+            return placeholder(submodule, why)
+        if why is not None:
+            raise RLlibNotAvailable(submodule, why.capability, why.instead)
+        where = ", ".join(self.__localrl_targets__) or "no module of localrl"
+        raise RLlibNotAvailable(submodule, None, detail=f"{module_name} maps to {where}, "
+                                                        f"which has no {name!r}")
+
+    def __reduce__(self) -> tuple:
+        # By name, as pickle treats modules: a process that unpickles it imports the RLlib path
+        # (EnvRunner processes of a launched script have the hook; see `ENV_VAR`).
+        return importlib.import_module, (self.__name__,)
+
+    def __dir__(self) -> list[str]:
+        names = set(super().__dir__())
+        for target in self.__localrl_targets__:
+            names.update(n for n in dir(importlib.import_module(target))
+                         if not n.startswith("_"))
+        return sorted(names)
+
+
+class _StandInLoader(importlib.abc.Loader):
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return RLlibStandIn(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        plan, name = self.plan, module.__name__
+        if plan.kind == "unavailable":
+            raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
+        if plan.kind == "unknown":
+            raise RLlibNotAvailable(name, None, detail=plan.detail)
+        module.__localrl_targets__ = plan.targets
+        module.__localrl_unavailable__ = plan.why
+        module.__path__ = []  # a package: its submodules come from this finder too
+        module.__localrl_shim__ = True
+        doc = f"RLlib's {name}, served by localrl from {', '.join(plan.targets) or 'its parts'}"
+        module.__doc__ = doc
+        exported: dict[str, None] = {}
+        for target in plan.targets:
+            found = importlib.import_module(target)  # a broken target fails here, not later
+            # RLlib's modules mostly have no __all__: a star import takes every public name
+            exported.update(dict.fromkeys(getattr(found, "__all__", ())))
+            exported.update(dict.fromkeys(
+                n for n, v in vars(found).items()
+                if not n.startswith("_") and not isinstance(v, types.ModuleType)))
+        module.__all__ = list(exported)  # what `from ray.rllib.x import *` takes
+
+
+class RLlibFinder(importlib.abc.MetaPathFinder):
+    """Serves `ray` and everything under it (with `real_ray`: only `ray.rllib`, `ray.tune` and
+    `ray.air`, leaving the rest to the installed Ray)."""
+
+    def __init__(self, real_ray: bool = False):
+        self.real_ray = real_ray
+
+    def serves(self, fullname: str) -> bool:
+        parts = fullname.split(".")
+        if parts[0] != "ray":
+            return False
+        if self.real_ray:
+            return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
+        return True
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        if not self.serves(fullname):
+            return None
+        return importlib.util.spec_from_loader(fullname, _StandInLoader(plan_for(fullname)),
+                                               is_package=True)
+
+
+#: Modules of the installed Ray that `install()` took out of `sys.modules` (put back by
+#: `uninstall()`, so that objects made from them before stay valid).
+_displaced: dict[str, types.ModuleType] = {}
+
+
+def installed_finder() -> RLlibFinder | None:
+    return next((f for f in sys.meta_path if isinstance(f, RLlibFinder)), None)
+
+
+def install(real_ray: bool = False) -> None:
+    """Puts the finder first on `sys.meta_path` (before the installed Ray) and records the mode
+    in the environment for child processes. With `real_ray`, `import ray` stays the installed
+    Ray. Modules of `ray` imported before (that the finder now serves) leave `sys.modules`, so
+    that the next import gets the stand-in."""
+    current = installed_finder()
+    if current is not None and current.real_ray == real_ray:
+        return
+    uninstall()
+    for name in [n for n in sys.modules if n == "ray" or n.startswith("ray.")]:
+        if RLlibFinder(real_ray).serves(name):
+            _displaced[name] = sys.modules.pop(name)
+    sys.meta_path.insert(0, RLlibFinder(real_ray))
+    os.environ[ENV_VAR] = "ray" if real_ray else "1"
+
+
+def uninstall() -> None:
+    """Removes the finder and the stand-in modules it made, and puts back the installed Ray's
+    modules that `install()` displaced (the notebook switch, off)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, RLlibFinder)]
+    for name, module in list(sys.modules.items()):
+        if (name == "ray" or name.startswith("ray.")) and isinstance(module, RLlibStandIn):
+            del sys.modules[name]
+    sys.modules.update(_displaced)  # the installed Ray's modules, as they were
+    _displaced.clear()
+    os.environ.pop(ENV_VAR, None)
+
+
+def install_from_environment() -> None:
+    """In a process started by a launched script: the same hook as its parent's."""
+    mode = os.environ.get(ENV_VAR)
+    if mode:
+        install(real_ray=(mode == "ray"))

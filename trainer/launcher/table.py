@@ -1,0 +1,309 @@
+"""The RLlib launcher's mapping: which Ray/RLlib module path imports which module of this
+project, and which paths and names have no counterpart (and what they need).
+
+Adding a module is one row:
+
+- `MODULES["ray.rllib.some.module"] = ("trainer.our.module",)`: the RLlib path imports a
+  stand-in module whose names are those of our module(s), looked up in the order given;
+- `UNAVAILABLE_MODULES["ray.rllib.some.package"] = Unavailable(CAPABILITY, "what instead")`:
+  importing that path, or anything under it, fails with `RLlibNotAvailable` naming the
+  capability;
+- `UNAVAILABLE_NAMES["ray.rllib.some.module"] = {"Name": Unavailable(...)}`: that name, from a
+  mapped module, fails the same way at `from ... import Name` (with `at="use"`: when used;
+  the key "*" stands for every name the module's targets lack).
+
+`ray.rllib.examples.*` maps generically by relative path onto `trainer.examples.*`
+(`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is found with no row here.
+The most specific entry wins: a `MODULES` row over a generic prefix over an
+`UNAVAILABLE_MODULES` prefix; a path in none of them fails with `RLlibNotAvailable` whose
+capability is None (a gap, not a deliberate difference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Capabilities that this project does not have (the `capability` of `RLlibNotAvailable`; the
+# bench's "out of scope" column and the deliberate-differences table use these words).
+MULTI_AGENT = "multi-agent"
+TORCH = "torch RLModules and Learners"
+OTHER_ALGORITHMS = "algorithms other than PPO and DQN"
+TUNE = "Ray Tune"
+OFFLINE = "offline data"
+ATARI = "Atari"
+OLD_API_STACK = "RLlib's old API stack (Policy, ModelV2, RolloutWorker)"
+EXTERNAL_ENV = "external env clients (RLlink over TCP)"
+SERVE = "Ray Serve"
+RAY_DATA = "Ray Data"
+RAY_INTERNALS = "Ray's cluster internals"
+THIRD_PARTY_ENVS = "third-party env wrappers (OpenSpiel, PettingZoo, DeepMind Control, RecSim)"
+META_LEARNING = "meta-learning (differentiable learners)"
+LEARNER_CONNECTORS = "learner connectors (custom Learner pipelines)"
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why an RLlib path or name has no counterpart: the capability it needs, and what to use
+    instead (empty when there is nothing). `at="use"` (names only) lets the import succeed and
+    fails when the name is used: a class can be subclassed and isinstance-checked but not
+    instantiated, a function returns such a class (for single-agent scripts that import, or
+    prepare at module level, what only their multi-agent branch uses)."""
+
+    capability: str
+    instead: str = ""
+    at: str = "import"
+
+
+def _at_use(capability: str, instead: str = "") -> Unavailable:
+    return Unavailable(capability, instead, at="use")
+
+
+_PPO_DQN = "PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)"
+_MODEL = ("the default numpy models, configured with rl_module(model_config=...) "
+          "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)")
+_TUNE_LATER = ("Ray Tune is not part of this project yet (a separate, later issue); run "
+               "algo.train() in a loop, or run_rllib_example_script_experiment()")
+
+#: RLlib (or Ray) module path -> the module(s) whose names it has, searched in order.
+MODULES: dict[str, tuple[str, ...]] = {
+    # Ray itself (the stand-in; `trainer.launcher.ray_api`) and the parts of Tune RLlib uses.
+    "ray": ("trainer.launcher.ray_api",),
+    "ray.exceptions": ("trainer.launcher.ray_exceptions",),
+    "ray.tune": ("trainer.launcher.tune_api",),
+    "ray.tune.registry": ("trainer.launcher.tune_api",),
+    "ray.tune.result": ("trainer.launcher.tune_api",),
+    "ray.air": ("trainer.launcher.tune_api",),
+    "ray.air.constants": ("trainer.launcher.tune_api",),
+    # RLlib
+    "ray.rllib": ("trainer",),
+    "ray.rllib.algorithms": ("trainer.algorithms", "trainer"),
+    "ray.rllib.algorithms.algorithm": ("trainer.algorithms.algorithm",),
+    "ray.rllib.algorithms.algorithm_config": ("trainer.algorithms.algorithm_config",),
+    "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
+    "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),
+    "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
+    "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),
+    "ray.rllib.algorithms.callbacks": ("trainer.callbacks",),
+    "ray.rllib.callbacks": ("trainer.callbacks",),
+    "ray.rllib.callbacks.callbacks": ("trainer.callbacks",),
+    "ray.rllib.connectors": ("trainer.connectors",),
+    "ray.rllib.connectors.connector_v2": ("trainer.connectors.connector_v2",),
+    "ray.rllib.connectors.env_to_module": ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.flatten_observations":
+        ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.frame_stacking": ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.mean_std_filter": ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.prev_actions_prev_rewards":
+        ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.observation_preprocessor":
+        ("trainer.connectors.env_to_module",),
+    "ray.rllib.core": ("trainer.compat.rllib_utils",),
+    "ray.rllib.core.columns": ("trainer.compat.rllib_utils",),
+    "ray.rllib.core.rl_module": ("trainer.core.models", "trainer"),
+    "ray.rllib.core.rl_module.default_model_config": ("trainer.core.models",),
+    "ray.rllib.core.rl_module.rl_module": ("trainer.core.models", "trainer"),
+    "ray.rllib.env": ("trainer.env.envs", "trainer"),
+    "ray.rllib.env.env_context": ("trainer.env.envs",),
+    "ray.rllib.env.apis": ("trainer.env.curriculum",),
+    "ray.rllib.env.apis.task_settable_env": ("trainer.env.curriculum",),
+    "ray.rllib.env.env_runner": ("trainer.env.env_runner", "trainer.errors"),
+    "ray.rllib.env.env_runner_group": ("trainer.runners.env_runner_group",),
+    "ray.rllib.env.single_agent_env_runner": ("trainer.env.env_runner",),
+    "ray.rllib.env.single_agent_episode": ("trainer.env.episode",),
+    "ray.rllib.env.utils": ("trainer.env.envs",),
+    "ray.rllib.env.utils.infinite_lookback_buffer": ("trainer.env.lookback_buffer",),
+    "ray.rllib.utils": ("trainer.compat.rllib_utils",),
+    "ray.rllib.utils.annotations": ("trainer.compat.rllib_utils",),
+    "ray.rllib.utils.error": ("trainer.errors",),
+    "ray.rllib.utils.exploration": ("trainer.core.exploration",),
+    "ray.rllib.utils.exploration.epsilon_greedy": ("trainer.core.exploration",),
+    "ray.rllib.utils.exploration.exploration": ("trainer.core.exploration",),
+    "ray.rllib.utils.exploration.soft_q": ("trainer.core.exploration",),
+    "ray.rllib.utils.exploration.stochastic_sampling": ("trainer.core.exploration",),
+    "ray.rllib.utils.framework": ("trainer.compat.rllib_utils",),
+    "ray.rllib.utils.metrics": ("trainer.metrics",),
+    "ray.rllib.utils.metrics.metrics_logger": ("trainer.metrics.metrics_logger",),
+    "ray.rllib.utils.metrics.stats": ("trainer.metrics.stats",),
+    "ray.rllib.utils.numpy": ("trainer.core.spaces",),
+    "ray.rllib.utils.replay_buffers": ("trainer.algorithms.dqn.replay_buffer",),
+    "ray.rllib.utils.replay_buffers.episode_replay_buffer":
+        ("trainer.algorithms.dqn.replay_buffer",),
+    "ray.rllib.utils.replay_buffers.prioritized_episode_buffer":
+        ("trainer.algorithms.dqn.replay_buffer",),
+    "ray.rllib.utils.schedules": ("trainer.core.schedules",),
+    "ray.rllib.utils.spaces": ("trainer.core.spaces",),
+    "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
+    "ray.rllib.utils.test_utils": ("trainer.testing",),
+    "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
+    "ray.rllib.examples.utils": ("trainer.testing",),
+    # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
+    "ray.rllib.env.multi_agent_env": (),
+    "ray.rllib.env.multi_agent_episode": (),
+    "ray.rllib.core.rl_module.multi_rl_module": (),
+    "ray.rllib.env.multi_agent_env_runner": (),
+    "ray.rllib.env.vector.vector_multi_agent_env": (),
+    # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
+    "ray.rllib.env.wrappers.atari_wrappers": (),
+}
+
+#: RLlib package -> our package with the same layout below it: `ray.rllib.examples.a.b` is
+#: `trainer.examples.a.b` when that module exists.
+GENERIC_PREFIXES: dict[str, str] = {
+    "ray.rllib.examples": "trainer.examples",
+}
+
+#: RLlib/Ray module path (and everything under it) -> why it has no counterpart.
+UNAVAILABLE_MODULES: dict[str, Unavailable] = {
+    # Algorithms
+    **{f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _PPO_DQN) for name in (
+        "appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")},
+    "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
+    **{f"ray.rllib.algorithms.{algo}.{algo}_{framework}_policy": Unavailable(OLD_API_STACK)
+       for algo in ("ppo", "dqn") for framework in ("tf", "torch")},
+    "ray.rllib.algorithms.dqn.torch": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.dqn.dqn_catalog": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.dqn.dqn_learner": Unavailable(TORCH, _MODEL),
+    "ray.rllib.algorithms.dqn.default_dqn_rl_module": Unavailable(TORCH, _MODEL),
+    # Torch modules, models, learners
+    "ray.rllib.core.learner": Unavailable(TORCH, "the built-in numpy learners of PPO and DQN"),
+    "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
+    "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
+    "ray.rllib.core.rl_module.torch": Unavailable(TORCH, _MODEL),
+    "ray.rllib.core.rl_module.apis": Unavailable(TORCH, _MODEL),
+    "ray.rllib.core.testing": Unavailable(TORCH),
+    "ray.rllib.utils.torch_utils": Unavailable(TORCH),
+    "ray.rllib.utils.tf_utils": Unavailable(TORCH),
+    "ray.rllib.connectors.learner": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's "
+                                                                    "built-in learner steps"),
+    "ray.rllib.connectors.common": Unavailable(TORCH, "env_to_module connectors "
+                                                      "(ray.rllib.connectors.env_to_module)"),
+    "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
+    "ray.rllib.examples.rl_modules": Unavailable(TORCH, _MODEL),
+    "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
+    "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
+    # Multi-agent
+    "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
+    "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
+    # Envs and wrappers
+    "ray.rllib.env.wrappers.pettingzoo_env": Unavailable(MULTI_AGENT),
+    "ray.rllib.env.wrappers.open_spiel": Unavailable(MULTI_AGENT),
+    "ray.rllib.env.wrappers": Unavailable(THIRD_PARTY_ENVS, "gymnasium's own wrappers"),
+    "ray.rllib.env.external": Unavailable(EXTERNAL_ENV),
+    "ray.rllib.env.external_env": Unavailable(EXTERNAL_ENV),
+    "ray.rllib.env.policy_client": Unavailable(EXTERNAL_ENV),
+    "ray.rllib.env.tcp_client_inference_env_runner": Unavailable(EXTERNAL_ENV),
+    "ray.rllib.examples.envs.classes.utils.dummy_external_client": Unavailable(EXTERNAL_ENV),
+    # Replay buffers of the old API stack (timestep-based) and of several agents
+    **{f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
+        OLD_API_STACK, "EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer") for name in (
+        "replay_buffer", "prioritized_replay_buffer", "reservoir_replay_buffer",
+        "fifo_replay_buffer", "simple_replay_buffer", "multi_agent_replay_buffer",
+        "multi_agent_prioritized_replay_buffer", "multi_agent_mixin_replay_buffer")},
+    "ray.rllib.utils.replay_buffers.multi_agent_episode_buffer": Unavailable(MULTI_AGENT),
+    "ray.rllib.utils.replay_buffers.multi_agent_prioritized_episode_buffer":
+        Unavailable(MULTI_AGENT),
+    # Offline data
+    "ray.rllib.offline": Unavailable(OFFLINE),
+    "ray.rllib.examples.offline_rl": Unavailable(OFFLINE),
+    "ray.data": Unavailable(RAY_DATA),
+    # The old API stack
+    "ray.rllib.policy": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
+    "ray.rllib.models": Unavailable(OLD_API_STACK, _MODEL),
+    "ray.rllib.evaluation": Unavailable(OLD_API_STACK, "SingleAgentEnvRunner"),
+    "ray.rllib.execution": Unavailable(OLD_API_STACK),
+    "ray.rllib.examples._old_api_stack": Unavailable(OLD_API_STACK),
+    # Ray Tune, Train, Serve and Ray's internals
+    "ray.tune.logger": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.search": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.schedulers": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.experiment": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.stopper": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.callback": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.utils": Unavailable(TUNE, _TUNE_LATER),
+    "ray.air.integrations": Unavailable(TUNE, _TUNE_LATER),
+    "ray.train": Unavailable(TUNE, _TUNE_LATER),
+    "ray.serve": Unavailable(SERVE),
+    "ray.util": Unavailable(RAY_INTERNALS, "import ray (init, remote, get, get_actor, ...)"),
+    "ray.actor": Unavailable(RAY_INTERNALS, "import ray (remote, get_actor)"),
+    "ray._private": Unavailable(RAY_INTERNALS),
+    "ray._common": Unavailable(RAY_INTERNALS),
+}
+
+_TUNE_NAMES = ("Tuner", "TuneConfig", "run", "run_experiments", "Experiment", "CLIReporter",
+               "JupyterNotebookReporter", "ProgressReporter", "Callback", "Trainable",
+               "with_parameters", "with_resources", "report", "get_checkpoint", "Stopper",
+               "ResultGrid", "SyncConfig", "uniform", "quniform", "loguniform", "qloguniform",
+               "randn", "qrandn", "randint", "qrandint", "lograndint", "qlograndint",
+               "choice", "sample_from", "PlacementGroupFactory", "Checkpoint")
+
+#: Names of mapped modules that have no counterpart (module -> name -> why).
+UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
+    "ray": {  # (ray.data, ray.serve, ray.train, ray.util: modules, in UNAVAILABLE_MODULES)
+        "get_runtime_context": Unavailable(RAY_INTERNALS),
+        "method": Unavailable(RAY_INTERNALS),
+        "ObjectRef": Unavailable(RAY_INTERNALS),
+    },
+    "ray.tune": {name: Unavailable(TUNE, _TUNE_LATER) for name in _TUNE_NAMES},
+    "ray.air": {name: Unavailable(TUNE, _TUNE_LATER) for name in (
+        "RunConfig", "CheckpointConfig", "FailureConfig", "ScalingConfig", "session")},
+    "ray.rllib.algorithms.algorithm_config": {
+        "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
+    },
+    "ray.rllib.algorithms": {
+        name: Unavailable(OTHER_ALGORITHMS, _PPO_DQN) for name in (
+            "APPO", "APPOConfig", "BC", "BCConfig", "CQL", "CQLConfig", "DreamerV3",
+            "DreamerV3Config", "IMPALA", "IMPALAConfig", "IQL", "IQLConfig", "MARWIL",
+            "MARWILConfig", "SAC", "SACConfig")},
+    "ray.rllib.core.rl_module": {
+        "RLModule": Unavailable(TORCH, _MODEL),
+        "MultiRLModule": _at_use(MULTI_AGENT),
+        "MultiRLModuleSpec": _at_use(MULTI_AGENT),
+    },
+    "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
+    "ray.rllib.env.multi_agent_env": {"*": _at_use(MULTI_AGENT, "a gymnasium.Env")},
+    "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
+    "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
+    "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
+    "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
+    "ray.rllib.core.rl_module.rl_module": {
+        "RLModule": Unavailable(TORCH, _MODEL),
+    },
+    "ray.rllib.env": {
+        "MultiAgentEnv": _at_use(MULTI_AGENT, "a gymnasium.Env"),
+        "MultiAgentEpisode": _at_use(MULTI_AGENT, "SingleAgentEpisode"),
+        "make_multi_agent": _at_use(MULTI_AGENT, "a gymnasium.Env"),
+        "ExternalEnv": Unavailable(EXTERNAL_ENV),
+        "ExternalMultiAgentEnv": Unavailable(EXTERNAL_ENV),
+        "PolicyClient": Unavailable(EXTERNAL_ENV),
+        "PolicyServerInput": Unavailable(EXTERNAL_ENV),
+        "BaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
+        "RemoteBaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
+        "PettingZooEnv": Unavailable(MULTI_AGENT),
+        "ParallelPettingZooEnv": Unavailable(MULTI_AGENT),
+    },
+    "ray.rllib.env.utils": {
+        "try_import_open_spiel": Unavailable(THIRD_PARTY_ENVS),
+        "try_import_pyspiel": Unavailable(THIRD_PARTY_ENVS),
+    },
+    "ray.rllib.connectors.env_to_module.observation_preprocessor": {
+        "MultiAgentObservationPreprocessor": Unavailable(MULTI_AGENT),
+    },
+    "ray.rllib.utils.replay_buffers": {
+        **{name: Unavailable(MULTI_AGENT) for name in (
+            "MultiAgentEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer")},
+        **{name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer") for name in (
+            "ReplayBuffer", "PrioritizedReplayBuffer", "ReservoirReplayBuffer",
+            "FifoReplayBuffer", "SimpleReplayBuffer", "StorageUnit", "MultiAgentReplayBuffer",
+            "MultiAgentPrioritizedReplayBuffer", "MultiAgentMixInReplayBuffer",
+            "ReplayMode")}},
+    "ray.rllib.utils.framework": {
+        "get_device": Unavailable(TORCH),
+        "convert_to_tensor": Unavailable(TORCH),
+        "get_activation_fn": Unavailable(TORCH),
+    },
+    # RLlib's multi-agent example envs that trainer.examples does not define (yet).
+    "ray.rllib.examples.envs.classes.multi_agent": {"*": _at_use(MULTI_AGENT)},
+}
