@@ -1,0 +1,301 @@
+"""`PrioritizedEpisodeReplayBuffer`: RLlib 2.60's prioritized replay of whole episodes
+(`ray.rllib.utils.replay_buffers.prioritized_episode_buffer`), proportional prioritization as
+in Schaul et al. (2016).
+
+Episodes are stored and evicted as in `EpisodeReplayBuffer`, with RLlib's eviction order for
+this class: all incoming steps are counted first, then the oldest episodes go until the steps
+fit `capacity` or one episode would be left (incoming chunks of an evicted episode are dropped
+with it). Every stored step owns a node of two segment trees (`_sum_segment`,
+`_min_segment`) holding its priority ** alpha; new steps get `weight` (by default the largest
+priority seen so far).
+
+`sample()` returns `batch_size_B` one-step episodes (o_t, a_t, sum_k gamma^k r_(t+k), o_(t+n)),
+drawing o_t with probability p_t^alpha / sum p^alpha; a draw whose n steps would run past its
+episode's stored steps is drawn again. Each episode's `extra_model_outputs` holds `weights`
+(the importance weight (N P(t))^-beta, divided by the largest possible one) and `n_step`.
+`update_priorities(priorities)` then sets the priorities of the steps last sampled (RLlib's
+`_last_sampled_indices`, the tree nodes of the last sample).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainer.env.episode import SingleAgentEpisode
+from trainer.replay_buffers.episode_replay_buffer import (
+    EpisodeReplayBuffer,
+    Transitions,
+    _as_episode_list,
+    _check_n_step,
+    _transition_arrays,
+    _transition_episode,
+)
+from trainer.replay_buffers.segment_tree import MinSegmentTree, SumSegmentTree
+
+
+class FreeNodes:
+    """The segment-tree nodes no step holds, handed out lowest first and taken back
+    last-in-first-out (RLlib's deque: `popleft()` to take, `appendleft()` to return)."""
+
+    def __init__(self, size: int):
+        self._nodes = np.arange(size, dtype=np.int64)
+        self._top = 0  # nodes[top:] are free, the next one to hand out first
+
+    def __len__(self) -> int:
+        return len(self._nodes) - self._top
+
+    def take(self, count: int) -> np.ndarray:
+        if count > len(self):
+            raise ValueError(f"no free segment-tree nodes left for {count} steps")
+        taken = self._nodes[self._top:self._top + count].copy()
+        self._top += count
+        return taken
+
+    def give_back(self, nodes: np.ndarray) -> None:
+        """Returns nodes in order: the last one returned is the first handed out again."""
+        count = len(nodes)
+        self._nodes[self._top - count:self._top] = np.asarray(nodes)[::-1]
+        self._top -= count
+
+    def get_state(self) -> np.ndarray:
+        return self._nodes[self._top:].copy()
+
+    def set_state(self, free: Any) -> None:
+        free = np.asarray(free, np.int64).reshape(-1)
+        if len(free) > len(self._nodes):
+            raise ValueError(f"{len(free)} free nodes for trees of {len(self._nodes)} nodes")
+        self._top = len(self._nodes) - len(free)
+        self._nodes[self._top:] = free
+
+
+class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
+    """Stores whole episodes and samples their steps in proportion to priority ** alpha; see
+    the module docstring."""
+
+    def __init__(self, capacity: int = 10000, *, batch_size_B: int = 16,
+                 batch_length_T: int = 1, alpha: float = 1.0,
+                 metrics_num_episodes_for_smoothing: int = 100, seed: int | None = None,
+                 **kwargs: Any):
+        super().__init__(capacity, batch_size_B=batch_size_B, batch_length_T=batch_length_T,
+                         metrics_num_episodes_for_smoothing=metrics_num_episodes_for_smoothing,
+                         seed=seed)
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
+            raise ValueError(f"PrioritizedEpisodeReplayBuffer(alpha={alpha!r}): must be a "
+                             "number >= 0 (0: uniform, 1: fully prioritized)")
+        self._alpha = float(alpha)
+        # Trees twice the capacity's power of two: while an oversized episode overflows the
+        # capacity, its steps still need nodes.
+        tree_capacity = int(2 ** np.ceil(np.log2(self.capacity)))
+        self._max_priority = 1.0
+        self._sum_segment = SumSegmentTree(2 * tree_capacity)
+        self._min_segment = MinSegmentTree(2 * tree_capacity)
+        self._free_nodes = FreeNodes(2 * tree_capacity)
+        self._max_idx = 0
+        #: Tree node -> position of its step in the timestep index (-1: a free node).
+        self._tree_idx_to_sample_idx = np.full(2 * tree_capacity, -1, np.int64)
+        self._last_sampled_indices: list[int] = []
+
+    @staticmethod
+    def _uses_nodes() -> bool:
+        return True
+
+    # -- adding ------------------------------------------------------------------------------
+    def add(self, episodes: SingleAgentEpisode | list[SingleAgentEpisode],
+            weight: float | None = None) -> None:
+        """Stores copies of `episodes` with priority `weight` (default: the largest priority
+        so far), after evicting the oldest episodes their steps would overflow `capacity`
+        (never down to fewer than one episode, counting the incoming ones)."""
+        if weight is None:
+            weight = self._max_priority
+        episodes = _as_episode_list(episodes)
+        incoming_ids = [episode.id_ for episode in episodes]
+        for episode in episodes:
+            self._num_timesteps += len(episode)
+            self._num_timesteps_added += len(episode)
+        evicted_ids: set[str] = set()
+        steps_evicted = 0
+        remaining = set(self.episode_id_to_index) | set(incoming_ids)
+        while self._num_timesteps > self.capacity and len(remaining) != 1 and self.episodes:
+            evicted = self._evict_oldest()
+            evicted_ids.add(evicted.id_)
+            remaining.discard(evicted.id_)
+            steps_evicted += len(evicted)
+            if evicted.id_ in incoming_ids:
+                # Its incoming chunk goes with it (and never counted as added).
+                dropped = len(episodes[incoming_ids.index(evicted.id_)])
+                self._num_timesteps -= dropped
+                self._num_timesteps_added -= dropped
+        if evicted_ids:
+            self._drop_evicted_indices()
+        episodes_added = steps_added = 0
+        for episode in episodes:
+            if episode.id_ in evicted_ids:
+                continue
+            start = len(self._indices)
+            nodes = self._assign_nodes(start, len(episode), weight)
+            if self._store(episode, np.arange(len(episode)), nodes):
+                episodes_added += 1
+            steps_added += len(episode)
+        self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
+                              episodes_evicted=len(evicted_ids), steps_evicted=steps_evicted)
+
+    def _drop_evicted_indices(self) -> None:
+        """Frees the evicted steps' nodes and renumbers the kept steps' positions."""
+        keep = self._indices.episodes >= self._num_episodes_evicted
+        freed = self._indices.nodes[~keep]
+        if len(freed):
+            self._free_nodes.give_back(freed)
+            # RLlib's running maximum: lowered by one when the freed node is the maximum.
+            max_idx = self._max_idx
+            for node in freed.tolist():
+                if node == max_idx:
+                    max_idx -= 1
+            self._max_idx = max_idx
+            self._sum_segment[freed] = 0.0
+            self._min_segment[freed] = float("inf")
+            self._tree_idx_to_sample_idx[freed] = -1
+        self._indices.keep(keep)
+        self._tree_idx_to_sample_idx[self._indices.nodes] = np.arange(len(self._indices))
+
+    def _assign_nodes(self, start: int, count: int, weight: float) -> np.ndarray:
+        """Nodes for `count` new steps at index positions `start`..., with priority
+        `weight`."""
+        nodes = self._free_nodes.take(count)
+        if count:
+            self._max_idx = max(self._max_idx, int(nodes.max()))
+            value = weight ** self._alpha
+            self._sum_segment[nodes] = value
+            self._min_segment[nodes] = value
+            self._tree_idx_to_sample_idx[nodes] = start + np.arange(count)
+        return nodes
+
+    # -- sampling ----------------------------------------------------------------------------
+    def sample(self, num_items: int | None = None, *, batch_size_B: int | None = None,
+               batch_length_T: int | None = None, n_step: int | tuple | None = None,
+               beta: float = 0.0, gamma: float = 0.99, include_infos: bool = False,
+               include_extra_model_outputs: bool = False, to_numpy: bool = False,
+               **kwargs: Any) -> list[SingleAgentEpisode]:
+        """`batch_size_B` one-step episodes of prioritized n-step transitions (always
+        episodes, whatever `sample_episodes` says; `batch_length_T` is not used, as in
+        RLlib)."""
+        draws = self._prioritized_draws(num_items, batch_size_B, n_step, gamma, beta)
+        episodes = [_transition_episode(draws, row, include_infos=include_infos,
+                                        include_extra_model_outputs=include_extra_model_outputs,
+                                        keep_id=False, to_numpy=to_numpy)
+                    for row in range(len(draws))]
+        return self._finish_sample(draws, episodes)
+
+    def sample_transitions(self, num_items: int | None = None, *,
+                           batch_size_B: int | None = None, n_step: int | tuple = 1,
+                           gamma: float = 0.99, beta: float = 0.0) -> dict[str, np.ndarray]:
+        draws = self._prioritized_draws(num_items, batch_size_B, n_step, gamma, beta)
+        return self._finish_sample(draws, _transition_arrays(draws))
+
+    sample_transitions.__doc__ = EpisodeReplayBuffer.sample_transitions.__doc__
+
+    def _prioritized_draws(self, num_items: int | None, batch_size_B: int | None,
+                           n_step: int | tuple | None, gamma: float, beta: float) -> Transitions:
+        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
+            raise ValueError(f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
+                             "number >= 0 (0: no importance correction, 1: full)")
+        batch_size = self._batch_size(num_items, batch_size_B)
+        self._check_not_empty()
+        return self._draw_transitions(batch_size, _check_n_step(n_step), gamma, float(beta))
+
+    def _draw_transitions(self, batch_size: int, n_step: int | tuple, gamma: float,
+                          beta: float) -> Transitions:
+        """Proportional draws of steps (in batches: the rows still missing are drawn again
+        together) until `batch_size` of them leave room for their n steps."""
+        draws = Transitions()
+        total = self._sum_segment.sum()
+        num_steps = self.get_num_timesteps()
+        p_min = self._min_segment.min() / total
+        max_weight = (p_min * num_steps) ** (-beta)
+        episodes, timesteps = self._indices.episodes, self._indices.timesteps
+        draw_rounds = 0
+        while len(draws) < batch_size:
+            draw_rounds += 1
+            if draw_rounds > 1000:
+                raise ValueError(
+                    f"PrioritizedEpisodeReplayBuffer.sample(n_step={n_step!r}): hardly any "
+                    f"stored step has that many steps after it in its episode (stored "
+                    f"episodes: {self.get_num_episodes()}, steps: {num_steps})")
+            missing = batch_size - len(draws)
+            nodes = self._sum_segment.find_prefixsum_idx(self.rng.random(missing) * total)
+            positions = self._tree_idx_to_sample_idx[nodes]
+            n_steps = self._draw_n_steps(n_step, missing)
+            priorities = self._sum_segment[nodes]
+            weights = ((priorities / total * num_steps) ** (-beta)) / max_weight
+            for node, position, n, w in zip(nodes.tolist(), positions.tolist(), n_steps,
+                                            weights.tolist(), strict=True):
+                if position < 0:  # a free node (rounding at a block's edge): draw again
+                    continue
+                stored = self._arrays[int(episodes[position])]
+                timestep = int(timesteps[position])
+                if timestep + n > stored.length:
+                    draws.resamples += 1
+                    continue
+                self._append_transition(draws, stored, timestep, n, gamma)
+                draws.weights.append(w)
+                draws.nodes.append(node)
+        return draws
+
+    def update_priorities(self, priorities: Any, module_id: str | None = None) -> None:
+        """Sets the priorities (usually |TD error|, floored at 1e-12) of the steps the last
+        `sample()` returned, in its order; the next update needs a new sample."""
+        priorities = np.asarray(priorities, dtype=np.float64).reshape(-1)
+        nodes = np.asarray(self._last_sampled_indices, dtype=np.int64)
+        if len(priorities) != len(nodes):
+            raise ValueError(
+                f"update_priorities(): {len(priorities)} priorities for the "
+                f"{len(nodes)} steps of the last sample (one per sampled row, in its order)")
+        if not np.all(np.isfinite(priorities)):
+            raise ValueError("update_priorities(): priorities must be finite numbers")
+        if len(nodes):
+            if nodes.min() < 0 or nodes.max() >= self._sum_segment.capacity:
+                raise ValueError("update_priorities(): a last-sampled index is not a node of "
+                                 "the segment trees")
+            priorities = np.maximum(priorities, 1e-12)
+            values = priorities ** self._alpha
+            self._sum_segment[nodes] = values
+            self._min_segment[nodes] = values
+            self._max_priority = max(self._max_priority, float(priorities.max()))
+        self._last_sampled_indices = []
+
+    # -- state -------------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        state.update({
+            "_sum_segment": self._sum_segment.get_state(),
+            "_min_segment": self._min_segment.get_state(),
+            "_free_nodes": self._free_nodes.get_state(),
+            "_max_priority": self._max_priority,
+            "_max_idx": self._max_idx,
+            "_tree_idx_to_sample_idx": self._tree_idx_to_sample_idx.copy(),
+            "_last_sampled_indices": list(self._last_sampled_indices),
+            "_alpha": self._alpha,
+        })
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        tree_size = self._sum_segment.capacity
+        mapping = np.asarray(state["_tree_idx_to_sample_idx"], np.int64).reshape(-1)
+        if mapping.shape != (tree_size,):
+            raise ValueError(f"PrioritizedEpisodeReplayBuffer.set_state(): the node map has "
+                             f"{mapping.size} entries, the trees {tree_size} nodes")
+        super().set_state(state)
+        nodes = self._indices.nodes
+        if len(nodes) and (nodes.min() < 0 or nodes.max() >= tree_size
+                           or np.any(mapping[nodes] != np.arange(len(nodes)))):
+            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the node map does "
+                             "not match the timestep index")
+        self._sum_segment.set_state(state["_sum_segment"])
+        self._min_segment.set_state(state["_min_segment"])
+        self._free_nodes.set_state(state["_free_nodes"])
+        self._max_priority = float(state["_max_priority"])
+        self._max_idx = int(state["_max_idx"])
+        self._tree_idx_to_sample_idx = mapping.copy()
+        self._last_sampled_indices = [int(i) for i in state["_last_sampled_indices"]]
+        self._alpha = float(state.get("_alpha", self._alpha))
