@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.core.spaces import batch, map_structure, space_from_dict, space_to_dict
 from trainer.env.episode import REWARD_SPACE, SingleAgentEpisode
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 from trainer.metrics import MetricsLogger
@@ -59,151 +59,199 @@ NUM_RESAMPLES = "num_resamples"
 
 
 class BufferMetrics:
-    """The buffer's metrics in its own (non-root) MetricsLogger, under RLlib's names: what
-    `add()` and `sample()` did since the last `get_metrics()`, lifetime totals, and smoothed
-    sizes. (RLlib also logs each number per agent and per module; with one agent and one
-    module those repeat the env-step numbers, and are left out.)"""
+    """The buffer's metrics under RLlib's names: what `add()` and `sample()` did since the last
+    `get_metrics()` (sums), lifetime totals, and sizes and ratios smoothed over a window.
+    (RLlib also logs each number per agent and per module; with one agent and one module those
+    repeat the env-step numbers, and are left out.)
 
-    # Sums reported per `get_metrics()` call, and sums over the buffer's life.
+    `add()` and `sample()` only update plain counters here; they reach the (non-root)
+    MetricsLogger when it is read, one `log_value` per key instead of one per key per call."""
+
+    # Sums reported per `reduce()` of the logger, and sums over the buffer's life.
     _PER_REDUCE = {"reduce": "sum", "clear_on_reduce": True}
     _LIFETIME = {"reduce": "sum"}
+    _WINDOWED = (NUM_EPISODES_STORED, NUM_ENV_STEPS_STORED, ENV_STEP_UTILIZATION, ACTUAL_N_STEP)
 
     def __init__(self, smoothing_window: int):
-        self.logger = MetricsLogger(root=False)
+        self._logger = MetricsLogger(root=False)
         self.window = smoothing_window
+        self._sums: dict[str, float] = {}  # per-reduce sums; "<key>_lifetime" also lifetime
+        self._windowed: dict[str, deque] = {key: deque(maxlen=smoothing_window)
+                                            for key in self._WINDOWED}
+
+    @property
+    def logger(self) -> MetricsLogger:
+        """The logger, with everything counted so far logged into it."""
+        log = self._logger.log_value
+        for key, values in self._windowed.items():
+            for value in values:
+                log(key, value, reduce="mean", window=self.window)
+            values.clear()
+        for key, value in self._sums.items():
+            log(key, value, **self._PER_REDUCE)
+            if key in _WITH_LIFETIME:
+                log(key + "_lifetime", value, **self._LIFETIME)
+        self._sums.clear()
+        return self._logger
+
+    def _count(self, key: str, value: float) -> None:
+        self._sums[key] = self._sums.get(key, 0) + value
 
     def log_add(self, buffer: EpisodeReplayBuffer, *, episodes_added: int, steps_added: int,
                 episodes_evicted: int, steps_evicted: int) -> None:
-        log = self.logger.log_value
-        log(NUM_EPISODES_STORED, buffer.get_num_episodes(), reduce="mean", window=self.window)
-        log(NUM_ENV_STEPS_STORED, buffer.get_num_timesteps(), reduce="mean", window=self.window)
-        for key, value in ((NUM_EPISODES_ADDED, episodes_added), (NUM_ENV_STEPS_ADDED, steps_added),
-                           (NUM_EPISODES_EVICTED, episodes_evicted),
-                           (NUM_ENV_STEPS_EVICTED, steps_evicted)):
-            log(key, value, **self._PER_REDUCE)
-            log(key + "_lifetime", value, **self._LIFETIME)
+        self._windowed[NUM_EPISODES_STORED].append(buffer.get_num_episodes())
+        self._windowed[NUM_ENV_STEPS_STORED].append(buffer.get_num_timesteps())
+        self._count(NUM_EPISODES_ADDED, episodes_added)
+        self._count(NUM_ENV_STEPS_ADDED, steps_added)
+        self._count(NUM_EPISODES_EVICTED, episodes_evicted)
+        self._count(NUM_ENV_STEPS_EVICTED, steps_evicted)
 
     def log_sample(self, *, steps_sampled: int, episodes_per_sample: int,
                    steps_per_sample: int, mean_n_step: float | None, resamples: int) -> None:
-        log = self.logger.log_value
-        log(NUM_EPISODES_PER_SAMPLE, episodes_per_sample, **self._PER_REDUCE)
-        log(NUM_ENV_STEPS_PER_SAMPLE, steps_per_sample, **self._PER_REDUCE)
-        log(NUM_ENV_STEPS_PER_SAMPLE_LIFETIME, steps_per_sample, **self._LIFETIME)
-        log(NUM_ENV_STEPS_SAMPLED, steps_sampled, **self._PER_REDUCE)
-        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps_sampled, **self._LIFETIME)
-        log(ENV_STEP_UTILIZATION, steps_per_sample / max(steps_sampled, 1), reduce="mean",
-            window=self.window)
+        self._count(NUM_EPISODES_PER_SAMPLE, episodes_per_sample)
+        self._count(NUM_ENV_STEPS_PER_SAMPLE, steps_per_sample)
+        self._count(NUM_ENV_STEPS_SAMPLED, steps_sampled)
+        self._windowed[ENV_STEP_UTILIZATION].append(steps_per_sample / max(steps_sampled, 1))
         if mean_n_step:
-            log(ACTUAL_N_STEP, mean_n_step, reduce="mean", window=self.window)
-        log(NUM_RESAMPLES, resamples, **self._PER_REDUCE)
+            self._windowed[ACTUAL_N_STEP].append(mean_n_step)
+        self._count(NUM_RESAMPLES, resamples)
 
 
-class TimestepIndex:
-    """One entry per stored env step: the episode's global index (its position in the order
-    episodes were first added) and the step's index within the episode, plus, for the
-    prioritized buffer, the step's node in the segment trees. Columns are numpy arrays that
-    grow by doubling."""
+# The per-reduce sums RLlib also keeps a lifetime total of ("<key>_lifetime").
+_WITH_LIFETIME = {NUM_EPISODES_ADDED, NUM_ENV_STEPS_ADDED, NUM_EPISODES_EVICTED,
+                  NUM_ENV_STEPS_EVICTED, NUM_ENV_STEPS_PER_SAMPLE, NUM_ENV_STEPS_SAMPLED}
 
-    def __init__(self, with_nodes: bool = False):
-        self.with_nodes = with_nodes
+
+class StepTable:
+    """One row per stored env step, in the order the steps were added: the step's episode
+    (its global index: the position among all episodes ever added), its timestep in the
+    episode, its segment-tree node (prioritized buffer), its reward, whether the episode
+    ended there (1 terminated, 2 truncated), the row of the episode's next step (-1: none
+    stored yet), and, while every step's observation and action are arrays of one shape, the
+    observation, the next observation and the action.
+
+    The sampler follows the `links` for n-step returns with a few numpy calls per batch
+    instead of reading episodes row by row. Columns grow by doubling."""
+
+    _INT_COLUMNS = ("episodes", "timesteps", "nodes", "links")
+
+    def __init__(self):
         self._size = 0
-        self._episodes = np.zeros(0, np.int64)
-        self._timesteps = np.zeros(0, np.int64)
-        self._nodes = np.zeros(0, np.int64)
+        self._capacity = 0
+        self._columns: dict[str, np.ndarray] = {
+            **{name: np.zeros(0, np.int64) for name in self._INT_COLUMNS},
+            "rewards": np.zeros(0, np.float64), "ends": np.zeros(0, np.int8)}
+        #: obs / next_obs / actions rows; None until the first rows, {} once they stop fitting.
+        self._data: dict[str, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self._size
 
-    @property
-    def episodes(self) -> np.ndarray:
-        return self._episodes[:self._size]
+    def __getattr__(self, name: str) -> np.ndarray:
+        columns = self.__dict__.get("_columns")
+        if columns is not None and name in columns:
+            return columns[name][:self._size]
+        data = self.__dict__.get("_data")
+        if data and name in data:
+            return data[name][:self._size]
+        raise AttributeError(name)
 
     @property
-    def timesteps(self) -> np.ndarray:
-        return self._timesteps[:self._size]
+    def has_data(self) -> bool:
+        """Whether observations and actions are held here (else read from the episodes)."""
+        return bool(self._data)
 
-    @property
-    def nodes(self) -> np.ndarray:
-        return self._nodes[:self._size]
-
-    def extend(self, episode: int, timesteps: np.ndarray, nodes: np.ndarray | None = None
-               ) -> None:
+    def extend(self, episode: int, timesteps: np.ndarray, nodes: np.ndarray | None,
+               rewards: np.ndarray, ends: np.ndarray, data: dict[str, np.ndarray] | None
+               ) -> np.ndarray:
+        """Appends rows; returns their positions."""
         count = len(timesteps)
-        needed = self._size + count
-        if needed > len(self._episodes):
-            grown = max(needed, 2 * len(self._episodes), 1024)
-            for name in ("_episodes", "_timesteps", "_nodes"):
-                column = np.zeros(grown, np.int64)
-                column[:self._size] = getattr(self, name)[:self._size]
-                setattr(self, name, column)
-        self._episodes[self._size:needed] = episode
-        self._timesteps[self._size:needed] = timesteps
-        if nodes is not None:
-            self._nodes[self._size:needed] = nodes
-        self._size = needed
+        if not count:
+            return np.zeros(0, np.int64)
+        start, stop = self._size, self._size + count
+        if stop > self._capacity:
+            self._grow(max(stop, 2 * self._capacity, 1024))
+        columns = self._columns
+        columns["episodes"][start:stop] = episode
+        columns["timesteps"][start:stop] = timesteps
+        columns["nodes"][start:stop] = -1 if nodes is None else nodes
+        columns["links"][start:stop - 1] = np.arange(start + 1, stop)
+        columns["links"][stop - 1:stop] = -1
+        columns["rewards"][start:stop] = rewards
+        columns["ends"][start:stop] = ends
+        self._extend_data(start, stop, data)
+        self._size = stop
+        return np.arange(start, stop)
 
-    def keep(self, mask: np.ndarray) -> None:
-        """Keeps the entries where `mask` is True, in their order."""
+    def _extend_data(self, start: int, stop: int, data: dict[str, np.ndarray] | None) -> None:
+        if self._data == {}:
+            return  # rows stopped fitting: observations come from the episodes
+        fits = data is not None and (self._data is None or all(
+            data[k].dtype == column.dtype and data[k].shape[1:] == column.shape[1:]
+            for k, column in self._data.items()))
+        if not fits:
+            self._data = {}
+            return
+        if self._data is None:
+            self._data = {k: np.zeros((self._capacity, *v.shape[1:]), v.dtype)
+                          for k, v in data.items()}
+        for k, column in self._data.items():
+            column[start:stop] = data[k]
+
+    def _grow(self, capacity: int) -> None:
+        for group in (self._columns, self._data or {}):
+            for name, column in group.items():
+                grown = np.zeros((capacity, *column.shape[1:]), column.dtype)
+                grown[:self._size] = column[:self._size]
+                group[name] = grown
+        self._capacity = capacity
+
+    def set_columns(self, **columns: np.ndarray) -> None:
+        """Overwrites whole integer columns (as many values as rows)."""
+        for name, values in columns.items():
+            self._columns[name][:self._size] = values
+
+    def link(self, from_position: int, to_position: int) -> None:
+        self._columns["links"][from_position] = to_position
+
+    def keep(self, mask: np.ndarray) -> np.ndarray:
+        """Keeps the rows where `mask` is True, in order; returns each old row's new position
+        (-1 for dropped rows). Links to dropped rows become -1."""
+        new_position = np.cumsum(mask) - 1
+        new_position[~mask] = -1
         kept = int(mask.sum())
-        for name in ("_episodes", "_timesteps", "_nodes"):
-            column = getattr(self, name)
-            column[:kept] = column[:self._size][mask]
+        for group in (self._columns, self._data or {}):
+            for column in group.values():
+                column[:kept] = column[:self._size][mask]
+        links = self._columns["links"][:kept]
+        links[:] = np.where(links >= 0, new_position[np.maximum(links, 0)], -1)
         self._size = kept
-
-    def get_state(self) -> dict:
-        state = {"episodes": self.episodes.copy(), "timesteps": self.timesteps.copy()}
-        if self.with_nodes:
-            state["nodes"] = self.nodes.copy()
-        return state
-
-    def set_state(self, state: dict) -> None:
-        episodes = np.asarray(state["episodes"], np.int64).reshape(-1)
-        timesteps = np.asarray(state["timesteps"], np.int64).reshape(-1)
-        nodes = (np.asarray(state["nodes"], np.int64).reshape(-1) if self.with_nodes
-                 else np.zeros(len(episodes), np.int64))
-        if not len(episodes) == len(timesteps) == len(nodes):
-            raise ValueError("the timestep index's columns differ in length")
-        self._size = 0
-        self.extend(0, timesteps, nodes)
-        self._episodes[:self._size] = episodes
+        return new_position
 
 
-class EpisodeArrays:
-    """A stored episode's columns as numpy arrays with their lookback offsets: the sampler
-    reads rows from these without going through `InfiniteLookbackBuffer.get` per item."""
+class Draws:
+    """One draw of n-step transitions, as arrays with a row per transition: where each starts
+    (`positions` in the step table, its episode's global index and the timestep), the n drawn
+    (`n_step`), the steps it spans (`steps`, < n where the stored steps end first), its
+    discounted return, its last step's flags, importance weights, tree nodes and (when the
+    table holds them) observations and actions."""
 
-    __slots__ = ("episode", "length", "observations", "obs_offset", "actions", "action_offset",
-                 "rewards", "reward_offset")
-
-    def __init__(self, episode: SingleAgentEpisode):
-        self.episode = episode
-        self.length = len(episode)
-        self.observations = episode.observations.data
-        self.obs_offset = episode.observations.lookback
-        self.actions = episode.actions.data
-        self.action_offset = episode.actions.lookback
-        self.rewards = np.asarray(episode.rewards.data, np.float64)
-        self.reward_offset = episode.rewards.lookback
-
-
-class Transitions:
-    """What one draw of n-step transitions picked, row by row (see `_draw_transitions`)."""
-
-    __slots__ = ("stored", "timesteps", "n_steps", "steps", "returns", "weights",
-                 "resamples", "nodes")
-
-    def __init__(self):
-        self.stored: list[EpisodeArrays] = []
-        self.timesteps: list[int] = []
-        self.n_steps: list[int] = []  # the n drawn for each row (RLlib's `n_step` column)
-        self.steps: list[int] = []  # the steps each row's transition really spans (<= n)
-        self.returns: list[float] = []
-        self.weights: list[float] = []
-        self.nodes: list[int] = []
+    def __init__(self, **columns: Any):
+        self.columns = columns
         self.resamples = 0
 
     def __len__(self) -> int:
-        return len(self.timesteps)
+        return len(self.columns["positions"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    @staticmethod
+    def concatenate(parts: list[Draws]) -> Draws:
+        joined = Draws(**{name: np.concatenate([part[name] for part in parts])
+                          for name in parts[0].columns})
+        joined.resamples = sum(part.resamples for part in parts)
+        return joined
 
 
 class EpisodeReplayBuffer:
@@ -225,8 +273,9 @@ class EpisodeReplayBuffer:
         #: `_num_episodes_evicted` it is the position in `episodes`).
         self.episode_id_to_index: dict[str, int] = {}
         self._num_episodes_evicted = 0
-        self._indices = TimestepIndex(with_nodes=self._uses_nodes())
-        self._arrays: dict[int, EpisodeArrays] = {}  # global index -> the episode's arrays
+        #: One row per stored step (RLlib's `_indices`, with the steps' data).
+        self._indices = StepTable()
+        self._last_row: dict[int, int] = {}  # global index -> row of its last stored step
         self._num_timesteps = 0
         self._num_timesteps_added = 0
         self.sampled_timesteps = 0
@@ -234,10 +283,6 @@ class EpisodeReplayBuffer:
         self.rng = np.random.default_rng(seed)
         self._metrics = BufferMetrics(metrics_num_episodes_for_smoothing)
         self._metrics_num_episodes_for_smoothing = metrics_num_episodes_for_smoothing
-
-    @staticmethod
-    def _uses_nodes() -> bool:
-        return False
 
     @property
     def metrics(self) -> MetricsLogger:
@@ -270,6 +315,10 @@ class EpisodeReplayBuffer:
         """The buffer's metrics since the last call (reduced; for `MetricsLogger.aggregate`)."""
         return self.metrics.reduce()
 
+    def _episode_at(self, index: int) -> SingleAgentEpisode:
+        """The stored episode of global index `index`."""
+        return self.episodes[index - self._num_episodes_evicted]
+
     # -- adding ------------------------------------------------------------------------------
     def add(self, episodes: SingleAgentEpisode | list[SingleAgentEpisode]) -> None:
         """Stores copies of `episodes` (chunks of stored episodes are appended to them), then
@@ -282,49 +331,57 @@ class EpisodeReplayBuffer:
             self._num_timesteps += length
             self._num_timesteps_added += length
             steps_added += length
-            if self._store(incoming, np.arange(length)):
+            if self._store(incoming):
                 episodes_added += 1
             while self._num_timesteps > self.capacity and len(self.episodes) > 1:
                 evicted = self._evict_oldest()
                 episodes_evicted += 1
                 steps_evicted += len(evicted)
         if episodes_evicted:
-            self._drop_evicted_indices()
+            self._drop_evicted_rows()
         self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
                               episodes_evicted=episodes_evicted, steps_evicted=steps_evicted)
 
-    def _store(self, incoming: SingleAgentEpisode, timesteps: np.ndarray,
-               nodes: np.ndarray | None = None) -> bool:
+    def _store(self, incoming: SingleAgentEpisode, nodes: np.ndarray | None = None) -> bool:
         """Stores a copy of `incoming` (appended to its stored episode when there is one) and
-        indexes its steps; returns whether it started a new episode."""
+        its steps' rows; returns whether it started a new episode."""
         stored_copy = _storable_copy(incoming)
         index = self.episode_id_to_index.get(incoming.id_)
-        if index is not None:
-            existing = self.episodes[index - self._num_episodes_evicted]
-            self._indices.extend(index, len(existing) + timesteps, nodes)
+        is_new = index is None
+        if not is_new:
+            existing = self._episode_at(index)
+            first_timestep = len(existing)
             existing.concat_episode(stored_copy)
-            existing.to_numpy()
-            self._arrays[index] = EpisodeArrays(existing)
-            return False
-        self.episodes.append(stored_copy)
-        index = len(self.episodes) - 1 + self._num_episodes_evicted
-        self.episode_id_to_index[incoming.id_] = index
-        self._indices.extend(index, timesteps, nodes)
-        self._arrays[index] = EpisodeArrays(stored_copy)
-        return True
+        else:
+            self.episodes.append(stored_copy)
+            index = len(self.episodes) - 1 + self._num_episodes_evicted
+            self.episode_id_to_index[incoming.id_] = index
+            first_timestep = 0
+        length = len(incoming)
+        if length:
+            rewards, ends, data = _step_rows(stored_copy)
+            rows = self._indices.extend(index, first_timestep + np.arange(length), nodes,
+                                        rewards, ends, data)
+            previous = self._last_row.get(index)
+            if previous is not None:
+                self._indices.link(previous, int(rows[0]))
+            self._last_row[index] = int(rows[-1])
+        return is_new
 
     def _evict_oldest(self) -> SingleAgentEpisode:
         evicted = self.episodes.popleft()
         index = self.episode_id_to_index.pop(evicted.id_)
-        del self._arrays[index]
+        self._last_row.pop(index, None)
         self._num_timesteps -= len(evicted)
         self._num_episodes_evicted += 1
         return evicted
 
-    def _drop_evicted_indices(self) -> None:
-        # Evicted episodes are always the oldest: exactly those with a global index below
-        # the number evicted.
-        self._indices.keep(self._indices.episodes >= self._num_episodes_evicted)
+    def _drop_evicted_rows(self) -> np.ndarray:
+        """Drops the rows of evicted episodes (always the oldest: exactly those with a global
+        index below the number evicted); returns the rows' new positions."""
+        new_position = self._indices.keep(self._indices.episodes >= self._num_episodes_evicted)
+        self._last_row = {index: int(new_position[row]) for index, row in self._last_row.items()}
+        return new_position
 
     # -- sampling ----------------------------------------------------------------------------
     def sample(self, num_items: int | None = None, *, batch_size_B: int | None = None,
@@ -341,9 +398,8 @@ class EpisodeReplayBuffer:
         if sample_episodes:
             return self._sample_episodes(
                 batch_size_B=batch_size_B, batch_length_T=batch_length_T, n_step=n_step,
-                gamma=gamma, include_infos=include_infos,
-                include_extra_model_outputs=include_extra_model_outputs, to_numpy=to_numpy,
-                lookback=lookback, min_batch_length_T=min_batch_length_T)
+                gamma=gamma, include_extra_model_outputs=include_extra_model_outputs,
+                to_numpy=to_numpy, lookback=lookback, min_batch_length_T=min_batch_length_T)
         return self._sample_batch(batch_size_B=batch_size_B, batch_length_T=batch_length_T)
 
     def sample_transitions(self, num_items: int | None = None, *,
@@ -356,8 +412,13 @@ class EpisodeReplayBuffer:
         stored steps end first), `weights` (importance weights)."""
         batch_size_B = self._batch_size(num_items, batch_size_B)
         self._check_not_empty()
-        draws = self._draw_transitions(batch_size_B, _check_n_step(n_step), gamma, beta)
-        return self._finish_sample(draws, _transition_arrays(draws))
+        draws = self._draw(batch_size_B, _check_n_step(n_step), gamma, beta)
+        return self._finish_sample(draws, {
+            "obs": draws["obs"], "actions": draws["actions"],
+            "rewards": draws["returns"].astype(np.float32), "new_obs": draws["new_obs"],
+            "terminateds": draws["terminateds"], "truncateds": draws["truncateds"],
+            "n_step": draws["n_step"], "n_steps_taken": draws["steps"],
+            "weights": draws["weights"].astype(np.float32)})
 
     def _batch_size(self, num_items: int | None, batch_size_B: int | None) -> int:
         if num_items is not None and batch_size_B is not None:
@@ -373,55 +434,82 @@ class EpisodeReplayBuffer:
             raise ValueError(f"{type(self).__name__}.sample(): the buffer holds no env steps "
                              "(add episodes first)")
 
-    def _draw_transitions(self, batch_size: int, n_step: int | tuple, gamma: float,
-                          beta: float) -> Transitions:
-        """Uniform draws of (episode, step) with the n drawn per row (from [low, high) for a
+    def _draw(self, batch_size: int, n_step: int | tuple, gamma: float, beta: float) -> Draws:
+        """Uniform draws of stored steps, each with its n (drawn from [low, high) for a
         tuple); a transition stops early where its episode's stored steps end."""
-        draws = Transitions()
         positions = self.rng.integers(len(self._indices), size=batch_size)
-        n_steps = self._draw_n_steps(n_step, batch_size)
-        episodes, timesteps = self._indices.episodes, self._indices.timesteps
-        for position, n in zip(positions.tolist(), n_steps, strict=True):
-            stored = self._arrays[int(episodes[position])]
-            self._append_transition(draws, stored, int(timesteps[position]), n, gamma)
-            draws.weights.append(1.0)
+        draws = self._transitions(positions, self._draw_n_steps(n_step, batch_size), gamma)
+        draws.columns["weights"] = np.ones(batch_size)
         return draws
 
-    def _draw_n_steps(self, n_step: int | tuple, count: int) -> list[int]:
+    def _draw_n_steps(self, n_step: int | tuple, count: int) -> np.ndarray:
         if isinstance(n_step, tuple):
-            return self.rng.integers(n_step[0], n_step[1], size=count).tolist()
-        return [n_step] * count
+            return self.rng.integers(n_step[0], n_step[1], size=count)
+        return np.full(count, n_step, np.int64)
 
-    @staticmethod
-    def _append_transition(draws: Transitions, stored: EpisodeArrays, timestep: int, n: int,
-                           gamma: float) -> None:
-        steps = min(n, stored.length - timestep)
-        start = stored.reward_offset + timestep
-        rewards = stored.rewards[start:start + steps]
-        draws.stored.append(stored)
-        draws.timesteps.append(timestep)
-        draws.n_steps.append(n)
-        draws.steps.append(steps)
-        draws.returns.append(float(rewards @ (gamma ** np.arange(steps))) if steps > 1
-                             else float(rewards[0]))
+    def _transitions(self, positions: np.ndarray, n_steps: np.ndarray, gamma: float) -> Draws:
+        """The n-step transitions starting at table rows `positions`: each step's successor
+        is followed (all rows at once) until n steps, the episode's end, or the last stored
+        step."""
+        table = self._indices
+        rewards, links, ends = table.rewards, table.links, table.ends
+        returns = rewards[positions].astype(np.float64)
+        last = positions.copy()
+        steps = np.ones(len(positions), np.int64)
+        ended = ends[positions] != 0
+        for k in range(1, int(n_steps.max(initial=1))):
+            following = links[last]
+            go = ~ended & (following >= 0) & (k < n_steps)
+            if not go.any():
+                break
+            last = np.where(go, following, last)
+            returns += np.where(go, gamma ** k * rewards[last], 0.0)
+            steps += go
+            ended |= go & (ends[last] != 0)
+        columns = {"positions": positions, "episodes": table.episodes[positions],
+                   "timesteps": table.timesteps[positions], "n_step": n_steps,
+                   "steps": steps, "returns": returns,
+                   "terminateds": ends[last] == 1, "truncateds": ends[last] == 2,
+                   "nodes": table.nodes[positions]}
+        if table.has_data:
+            columns.update(obs=table.obs[positions], new_obs=table.next_obs[last],
+                           actions=table.actions[positions])
+        else:
+            columns.update(self._rows_from_episodes(columns["episodes"], columns["timesteps"],
+                                                    steps))
+        return Draws(**columns)
 
-    def _finish_sample(self, draws: Transitions, result: Any,
-                       steps_sampled: int | None = None) -> Any:
+    def _rows_from_episodes(self, episodes: np.ndarray, timesteps: np.ndarray,
+                            steps: np.ndarray) -> dict[str, Any]:
+        """Observations and actions read from the episodes (when they are not arrays of one
+        shape, e.g. dict observations), batched."""
+        obs, new_obs, actions = [], [], []
+        for index, t, n in zip(episodes.tolist(), timesteps.tolist(), steps.tolist(),
+                               strict=True):
+            episode = self._episode_at(index)
+            obs.append(episode.get_observations(t))
+            new_obs.append(episode.get_observations(t + n))
+            actions.append(episode.get_actions(t))
+        return {"obs": batch(obs), "new_obs": batch(new_obs), "actions": batch(actions)}
+
+    def _finish_sample(self, draws: Draws, result: Any, steps_sampled: int | None = None,
+                       n_steps: np.ndarray | None = None) -> Any:
         """Bookkeeping every sample does: counters (`steps_sampled`: as RLlib counts them, by
         default one per row), the indices for priority updates, and the metrics."""
         count = len(draws) if steps_sampled is None else steps_sampled
         self.sampled_timesteps += count
-        self._last_sampled_indices = list(draws.nodes)
-        unique_steps = len({(id(s), t) for s, t in zip(draws.stored, draws.timesteps,
-                                                        strict=True)})
+        nodes = draws["nodes"]
+        self._last_sampled_indices = nodes[nodes >= 0].tolist()
+        n_steps = draws["n_step"] if n_steps is None else n_steps
         self._metrics.log_sample(
-            steps_sampled=count, episodes_per_sample=len({id(s) for s in draws.stored}),
-            steps_per_sample=unique_steps, mean_n_step=sum(draws.n_steps) / max(len(draws.n_steps), 1),
+            steps_sampled=count, episodes_per_sample=len(set(draws["episodes"].tolist())),
+            steps_per_sample=len(set(draws["positions"].tolist())),
+            mean_n_step=float(np.mean(n_steps)) if len(n_steps) else None,
             resamples=draws.resamples)
         return result
 
     def _sample_episodes(self, *, batch_size_B: int, batch_length_T: int | None,
-                         n_step: int | tuple | None, gamma: float, include_infos: bool,
+                         n_step: int | tuple | None, gamma: float,
                          include_extra_model_outputs: bool, to_numpy: bool, lookback: int,
                          min_batch_length_T: int) -> list[SingleAgentEpisode]:
         if n_step is None:
@@ -434,48 +522,78 @@ class EpisodeReplayBuffer:
                                  f"got n_step={n_step!r}")
             return self._sample_sequences(batch_size_B, batch_length_T, lookback,
                                           min_batch_length_T)
-        draws = self._draw_transitions(batch_size_B, _check_n_step(n_step), gamma, 0.0)
+        draws = self._draw(batch_size_B, _check_n_step(n_step), gamma, 0.0)
         # RLlib's uniform buffer always carries the infos of both ends.
-        episodes = [_transition_episode(draws, row, include_infos=True,
-                                        include_extra_model_outputs=include_extra_model_outputs,
-                                        keep_id=True, to_numpy=to_numpy)
+        episodes = [self._transition_episode(draws, row, include_infos=True,
+                                             include_extra_model_outputs=(
+                                                 include_extra_model_outputs),
+                                             keep_id=True, to_numpy=to_numpy)
                     for row in range(len(draws))]
         return self._finish_sample(draws, episodes)
+
+    def _transition_episode(self, draws: Draws, row: int, *, include_infos: bool,
+                            include_extra_model_outputs: bool, keep_id: bool,
+                            to_numpy: bool) -> SingleAgentEpisode:
+        """Row `row` of `draws` as a one-step episode (o_t, a_t, R, o_(t+steps))."""
+        episode = self._episode_at(int(draws["episodes"][row]))
+        t, steps = int(draws["timesteps"][row]), int(draws["steps"][row])
+        extra = {"weights": [float(draws["weights"][row])],
+                 "n_step": [int(draws["n_step"][row])]}
+        if include_extra_model_outputs:
+            extra.update({key: [episode.get_extra_model_outputs(key, t)]
+                          for key in episode.extra_model_outputs})
+        sampled = SingleAgentEpisode(
+            id_=episode.id_ if keep_id else None,
+            observations=[_row(draws["obs"], row), _row(draws["new_obs"], row)],
+            observation_space=episode.observation_space,
+            infos=([episode.get_infos(t), episode.get_infos(t + steps)] if include_infos
+                   else None),
+            actions=[_row(draws["actions"], row)],
+            action_space=episode.action_space,
+            rewards=[float(draws["returns"][row])],
+            terminated=bool(draws["terminateds"][row]),
+            truncated=bool(draws["truncateds"][row]),
+            extra_model_outputs=extra,
+            t_started=t, len_lookback_buffer=0,
+            agent_id=episode.agent_id, module_id=episode.module_id)
+        return sampled.to_numpy() if to_numpy else sampled
+
+    def _uniform_starts(self) -> tuple[SingleAgentEpisode, int, int]:
+        """One uniformly drawn stored step: its episode, global index and timestep."""
+        position = int(self.rng.integers(len(self._indices)))
+        index = int(self._indices.episodes[position])
+        return self._episode_at(index), index, int(self._indices.timesteps[position])
 
     def _sample_sequences(self, batch_size_B: int, batch_length_T: int, lookback: int,
                           min_batch_length_T: int) -> list[SingleAgentEpisode]:
         """Slices of up to `batch_length_T` steps from uniformly drawn starts, with `lookback`
         steps of history, until `batch_size_B` steps are gathered."""
-        draws = Transitions()
         sequences: list[SingleAgentEpisode] = []
-        gathered = attempts = 0
-        episodes, timesteps = self._indices.episodes, self._indices.timesteps
+        indices, starts = [], []
+        resamples = gathered = 0
         while gathered < batch_size_B:
-            attempts += 1
-            if attempts > 1000 * batch_size_B:
+            if resamples > 1000 * batch_size_B:
                 raise ValueError(
                     f"{type(self).__name__}.sample(min_batch_length_T={min_batch_length_T}): "
                     "no stored episode is long enough for that many steps after its start")
-            position = int(self.rng.integers(len(self._indices)))
-            stored = self._arrays[int(episodes[position])]
-            start = int(timesteps[position])
-            if min_batch_length_T > 0 and start + min_batch_length_T >= stored.length:
-                draws.resamples += 1
+            episode, index, start = self._uniform_starts()
+            if min_batch_length_T > 0 and start + min_batch_length_T >= len(episode):
+                resamples += 1
                 continue
-            stop = min(start + batch_length_T, stored.length)
-            sequence = stored.episode.slice(slice(start, stop), len_lookback_buffer=lookback)
+            stop = min(start + batch_length_T, len(episode))
+            sequence = episode.slice(slice(start, stop), len_lookback_buffer=lookback)
             length = len(sequence)
             sequence.extra_model_outputs["n_step"] = InfiniteLookbackBuffer(
                 np.full(length + lookback, 1), lookback=lookback)
             sequence.extra_model_outputs["weights"] = InfiniteLookbackBuffer(
                 np.ones(length + lookback), lookback=lookback)
             sequences.append(sequence)
-            draws.stored.append(stored)
-            draws.timesteps.append(start)
-            draws.n_steps.append(1)
+            indices.append(index)
+            starts.append(start)
             # RLlib's count: a sequence of T steps counts T + 1.
             gathered += length + 1
-        return self._finish_sample(draws, sequences, steps_sampled=batch_size_B)
+        return self._finish_sample(_started(indices, starts, resamples), sequences,
+                                   steps_sampled=batch_size_B)
 
     def _sample_batch(self, *, batch_size_B: int, batch_length_T: int | None) -> dict:
         """[B, T] arrays: each row a run of T steps from a uniformly drawn start; where an
@@ -486,17 +604,14 @@ class EpisodeReplayBuffer:
         rows = {key: [] for key in ("obs", "actions", "rewards")}
         flags = {key: np.zeros((batch_size_B, batch_length_T), bool)
                  for key in ("is_first", "is_last", "is_terminated", "is_truncated")}
-        draws = Transitions()
-        episodes, timesteps = self._indices.episodes, self._indices.timesteps
+        indices, starts = [], []
         for row in range(batch_size_B):
             observations: list = []
             actions: list = []
             rewards: list = []
             while len(observations) < batch_length_T:
-                position = int(self.rng.integers(len(self._indices)))
-                stored = self._arrays[int(episodes[position])]
-                episode = stored.episode
-                start = int(timesteps[position]) if not observations else 0
+                episode, index, start = self._uniform_starts()
+                start = start if not observations else 0
                 flags["is_first"][row, len(observations)] = True
                 rewards.append(0.0 if start == 0 else episode.get_rewards(start - 1))
                 observations.extend(episode.get_observations(slice(start, None)))
@@ -510,25 +625,30 @@ class EpisodeReplayBuffer:
                         flags["is_terminated"][row, filled - 1] = True
                     elif episode.is_truncated:
                         flags["is_truncated"][row, filled - 1] = True
-                draws.stored.append(stored)
-                draws.timesteps.append(start)
+                indices.append(index)
+                starts.append(start)
             rows["obs"].append(observations[:batch_length_T])
             rows["actions"].append(actions[:batch_length_T])
             rows["rewards"].append(rewards[:batch_length_T])
-        return self._finish_sample(draws, {
-            "obs": np.array(rows["obs"]), "actions": np.array(rows["actions"]),
-                "rewards": np.array(rows["rewards"]), **flags},
-            steps_sampled=batch_size_B * batch_length_T)
+        batch_ = {"obs": np.array(rows["obs"]), "actions": np.array(rows["actions"]),
+                  "rewards": np.array(rows["rewards"]), **flags}
+        return self._finish_sample(_started(indices, starts, 0), batch_,
+                                   steps_sampled=batch_size_B * batch_length_T,
+                                   n_steps=np.zeros(0))
 
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        """The buffer as plain data (a snapshot: later adds do not change it)."""
+        """The buffer as plain data (a snapshot: later adds do not change it). The steps'
+        rows are stored as (episode, timestep, node) only: the rest is rebuilt from the
+        episodes."""
+        table = self._indices
         return {
             "type": type(self).__name__, "capacity": self.capacity,
             "episodes": _episodes_state(list(self.episodes)),
             "episode_id_to_index": list(self.episode_id_to_index.items()),
             "_num_episodes_evicted": self._num_episodes_evicted,
-            "_indices": self._indices.get_state(),
+            "_indices": {"episodes": table.episodes.copy(),
+                         "timesteps": table.timesteps.copy(), "nodes": table.nodes.copy()},
             "_num_timesteps": self._num_timesteps,
             "_num_timesteps_added": self._num_timesteps_added,
             "sampled_timesteps": self.sampled_timesteps,
@@ -551,20 +671,27 @@ class EpisodeReplayBuffer:
                 range(evicted, evicted + len(episodes))):
             raise ValueError(f"{name}.set_state(): episode_id_to_index does not list the "
                              "episodes in order")
-        indices = TimestepIndex(with_nodes=self._uses_nodes())
-        indices.set_state(state["_indices"])
+        rows = state["_indices"]
+        indices = np.asarray(rows["episodes"], np.int64).reshape(-1)
+        timesteps = np.asarray(rows["timesteps"], np.int64).reshape(-1)
+        nodes = np.asarray(rows["nodes"], np.int64).reshape(-1)
+        if not len(indices) == len(timesteps) == len(nodes):
+            raise ValueError(f"{name}.set_state(): the step rows' columns differ in length")
         lengths = np.array([len(ep) for ep in episodes], np.int64)
-        local = indices.episodes - evicted
+        local = indices - evicted
         if len(local) and (local.min() < 0 or local.max() >= len(episodes)
-                           or np.any(indices.timesteps < 0)
-                           or np.any(indices.timesteps >= lengths[local])):
-            raise ValueError(f"{name}.set_state(): the timestep index points outside the "
-                             "stored episodes")
+                           or timesteps.min() < 0 or np.any(timesteps >= lengths[local])):
+            raise ValueError(f"{name}.set_state(): the step rows point outside the stored "
+                             "episodes")
+        if len(set(zip(indices.tolist(), timesteps.tolist(), strict=True))) != len(indices) \
+                or len(indices) != int(lengths.sum()):
+            raise ValueError(f"{name}.set_state(): the step rows do not list each stored step "
+                             "once")
         self.episodes = deque(episodes)
         self.episode_id_to_index = id_to_index
         self._num_episodes_evicted = evicted
-        self._indices = indices
-        self._arrays = {evicted + i: EpisodeArrays(ep) for i, ep in enumerate(episodes)}
+        self._indices, self._last_row = _rebuilt_table(episodes, evicted, indices, timesteps,
+                                                       nodes)
         self._num_timesteps = int(state["_num_timesteps"])
         self._num_timesteps_added = int(state["_num_timesteps_added"])
         self.sampled_timesteps = int(state["sampled_timesteps"])
@@ -601,56 +728,111 @@ def _as_episode_list(episodes: Any) -> list[SingleAgentEpisode]:
 
 
 def _storable_copy(episode: SingleAgentEpisode) -> SingleAgentEpisode:
-    """A copy the buffer may change (chunks are appended to it), numpy'ized for the sampler."""
-    return copy.deepcopy(episode).to_numpy()
+    """A copy the buffer may change (chunks are appended to it), numpy'ized for the sampler:
+    the columns' data copied (arrays, and the lists of items and info dicts), the episode's
+    identity, flags and `custom_data` kept. (A `copy.deepcopy` of the whole episode costs
+    several times more: it walks every slot and object the episode refers to.)"""
+    stored = SingleAgentEpisode(
+        episode.id_, observation_space=episode.observation_space,
+        action_space=episode.action_space, t_started=episode.t_started,
+        agent_id=episode.agent_id, module_id=episode.module_id,
+        multi_agent_episode_id=episode.multi_agent_episode_id, env_index=episode.env_index)
+    stored.observations = _column_copy(episode.observations)
+    stored.actions = _column_copy(episode.actions)
+    stored.rewards = _column_copy(episode.rewards)
+    stored.infos = InfiniteLookbackBuffer(
+        [dict(info) if isinstance(info, dict) else copy.deepcopy(info)
+         for info in episode.infos.data], episode.infos.lookback)
+    stored.extra_model_outputs = {key: _column_copy(column)
+                                  for key, column in episode.extra_model_outputs.items()}
+    stored.t = episode.t
+    stored.is_terminated, stored.is_truncated = episode.is_terminated, episode.is_truncated
+    if episode.custom_data:
+        stored.custom_data = copy.deepcopy(episode.custom_data)
+    return stored.to_numpy()
 
 
-def _transition_arrays(draws: Transitions) -> dict[str, np.ndarray]:
-    obs, new_obs, actions, terminateds, truncateds = [], [], [], [], []
-    for stored, t, steps in zip(draws.stored, draws.timesteps, draws.steps, strict=True):
-        obs.append(stored.observations[stored.obs_offset + t])
-        new_obs.append(stored.observations[stored.obs_offset + t + steps])
-        actions.append(stored.actions[stored.action_offset + t])
-        at_end = t + steps == stored.length
-        terminateds.append(at_end and stored.episode.is_terminated)
-        truncateds.append(at_end and stored.episode.is_truncated)
-    return {
-        "obs": np.asarray(obs), "actions": np.asarray(actions),
-        "rewards": np.asarray(draws.returns, np.float32), "new_obs": np.asarray(new_obs),
-        "terminateds": np.asarray(terminateds, bool), "truncateds": np.asarray(truncateds, bool),
-        "n_step": np.asarray(draws.n_steps, np.int64),
-        "n_steps_taken": np.asarray(draws.steps, np.int64),
-        "weights": np.asarray(draws.weights, np.float32),
-    }
+def _column_copy(column: InfiniteLookbackBuffer) -> InfiniteLookbackBuffer:
+    data = column.data
+    if isinstance(data, list):
+        data = [copy.deepcopy(item) if isinstance(item, (dict, list)) else item
+                for item in data]
+    else:
+        data = map_structure(np.copy, data)
+    copied = InfiniteLookbackBuffer(data, column.lookback, column.space)
+    return copied
 
 
-def _transition_episode(draws: Transitions, row: int, *, include_infos: bool,
-                        include_extra_model_outputs: bool, keep_id: bool,
-                        to_numpy: bool) -> SingleAgentEpisode:
-    """Row `row` of `draws` as a one-step episode (o_t, a_t, R, o_(t+steps))."""
-    stored, t, steps = draws.stored[row], draws.timesteps[row], draws.steps[row]
-    episode = stored.episode
-    at_end = t + steps == stored.length
-    extra = {"weights": [draws.weights[row]], "n_step": [draws.n_steps[row]]}
-    if include_extra_model_outputs:
-        extra.update({key: [episode.get_extra_model_outputs(key, t)]
-                      for key in episode.extra_model_outputs})
-    sampled = SingleAgentEpisode(
-        id_=episode.id_ if keep_id else None,
-        observations=[stored.observations[stored.obs_offset + t],
-                      stored.observations[stored.obs_offset + t + steps]],
-        observation_space=episode.observation_space,
-        infos=([episode.get_infos(t), episode.get_infos(t + steps)] if include_infos
-               else None),
-        actions=[stored.actions[stored.action_offset + t]],
-        action_space=episode.action_space,
-        rewards=[draws.returns[row]],
-        terminated=at_end and episode.is_terminated,
-        truncated=at_end and episode.is_truncated,
-        extra_model_outputs=extra,
-        t_started=t, len_lookback_buffer=0,
-        agent_id=episode.agent_id, module_id=episode.module_id)
-    return sampled.to_numpy() if to_numpy else sampled
+def _step_rows(episode: SingleAgentEpisode) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """A stored chunk's steps as table rows: rewards, end flags (the last step's, when the
+    chunk ends its episode), and observations / next observations / actions when they are
+    arrays (None otherwise)."""
+    length = len(episode)
+    rewards = np.asarray(episode.get_rewards(), np.float64).reshape(length)
+    ends = np.zeros(length, np.int8)
+    ends[-1] = 1 if episode.is_terminated else 2 if episode.is_truncated else 0
+    observations = episode.observations.data
+    actions = episode.actions.data
+    if not (isinstance(observations, np.ndarray) and isinstance(actions, np.ndarray)
+            and observations.dtype != object and actions.dtype != object):
+        return rewards, ends, None
+    first = episode.observations.lookback
+    first_action = episode.actions.lookback
+    return rewards, ends, {"obs": observations[first:first + length],
+                           "next_obs": observations[first + 1:first + length + 1],
+                           "actions": actions[first_action:first_action + length]}
+
+
+def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np.ndarray,
+                   timesteps: np.ndarray, nodes: np.ndarray) -> tuple[StepTable, dict]:
+    """The step table of restored episodes, its rows in the stored order (`indices`,
+    `timesteps`: each stored step once), read from the episodes' columns; and each episode's
+    last row."""
+    lengths = np.array([len(episode) for episode in episodes], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    # Every episode's rows, episode after episode ("sorted" order) ...
+    parts = [_step_rows(episode) for episode in episodes if len(episode)]
+    table = StepTable()
+    if not parts:
+        return table, {}
+    rewards = np.concatenate([part[0] for part in parts])
+    ends = np.concatenate([part[1] for part in parts])
+    data = None
+    if all(part[2] is not None for part in parts):
+        try:
+            data = {key: np.concatenate([part[2][key] for part in parts])
+                    for key in ("obs", "next_obs", "actions")}
+        except ValueError:  # rows of different shapes: read from the episodes
+            data = None
+    # ... and where each stored row sits among them, and the other way round.
+    local = indices - evicted
+    sorted_position = offsets[local] + timesteps
+    stored_position = np.empty(len(indices), np.int64)
+    stored_position[sorted_position] = np.arange(len(indices))
+    has_next = timesteps + 1 < lengths[local]
+    links = np.where(has_next, stored_position[np.minimum(sorted_position + 1,
+                                                          len(indices) - 1)], -1)
+    table.extend(0, timesteps, nodes, rewards[sorted_position], ends[sorted_position],
+                 None if data is None else {k: v[sorted_position] for k, v in data.items()})
+    table.set_columns(episodes=indices, links=links)
+    last_row = {evicted + i: int(stored_position[offsets[i] + lengths[i] - 1])
+                for i in range(len(episodes)) if lengths[i]}
+    return table, last_row
+
+
+def _started(indices: list[int], starts: list[int], resamples: int) -> Draws:
+    """The draws of the sequence and [B, T] samplers, for their metrics: the starts drawn."""
+    draws = Draws(positions=np.array([hash((i, t)) for i, t in zip(indices, starts,
+                                                                       strict=True)]),
+                  episodes=np.array(indices, np.int64), n_step=np.ones(len(indices), np.int64),
+                  nodes=np.zeros(0, np.int64))
+    draws.resamples = resamples
+    return draws
+
+
+def _row(column: Any, row: int) -> Any:
+    """Row `row` of an array or of a struct of arrays."""
+    return map_structure(lambda leaf: leaf[row], column)
 
 
 # -- episodes as plain data --------------------------------------------------------------------

@@ -25,12 +25,10 @@ import numpy as np
 
 from trainer.env.episode import SingleAgentEpisode
 from trainer.replay_buffers.episode_replay_buffer import (
+    Draws,
     EpisodeReplayBuffer,
-    Transitions,
     _as_episode_list,
     _check_n_step,
-    _transition_arrays,
-    _transition_episode,
 )
 from trainer.replay_buffers.segment_tree import MinSegmentTree, SumSegmentTree
 
@@ -97,10 +95,6 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._tree_idx_to_sample_idx = np.full(2 * tree_capacity, -1, np.int64)
         self._last_sampled_indices: list[int] = []
 
-    @staticmethod
-    def _uses_nodes() -> bool:
-        return True
-
     # -- adding ------------------------------------------------------------------------------
     def add(self, episodes: SingleAgentEpisode | list[SingleAgentEpisode],
             weight: float | None = None) -> None:
@@ -116,11 +110,13 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._num_timesteps_added += len(episode)
         evicted_ids: set[str] = set()
         steps_evicted = 0
-        remaining = set(self.episode_id_to_index) | set(incoming_ids)
-        while self._num_timesteps > self.capacity and len(remaining) != 1 and self.episodes:
+        # Episodes left once the incoming ones are in (RLlib stops evicting at one).
+        remaining = len(self.episode_id_to_index) + len(
+            {id_ for id_ in incoming_ids if id_ not in self.episode_id_to_index})
+        while self._num_timesteps > self.capacity and remaining != 1 and self.episodes:
             evicted = self._evict_oldest()
             evicted_ids.add(evicted.id_)
-            remaining.discard(evicted.id_)
+            remaining -= 1
             steps_evicted += len(evicted)
             if evicted.id_ in incoming_ids:
                 # Its incoming chunk goes with it (and never counted as added).
@@ -128,23 +124,22 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 self._num_timesteps -= dropped
                 self._num_timesteps_added -= dropped
         if evicted_ids:
-            self._drop_evicted_indices()
+            self._drop_evicted_rows()
         episodes_added = steps_added = 0
         for episode in episodes:
             if episode.id_ in evicted_ids:
                 continue
             start = len(self._indices)
             nodes = self._assign_nodes(start, len(episode), weight)
-            if self._store(episode, np.arange(len(episode)), nodes):
+            if self._store(episode, nodes):
                 episodes_added += 1
             steps_added += len(episode)
         self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
                               episodes_evicted=len(evicted_ids), steps_evicted=steps_evicted)
 
-    def _drop_evicted_indices(self) -> None:
-        """Frees the evicted steps' nodes and renumbers the kept steps' positions."""
-        keep = self._indices.episodes >= self._num_episodes_evicted
-        freed = self._indices.nodes[~keep]
+    def _drop_evicted_rows(self) -> np.ndarray:
+        """Frees the evicted steps' nodes and renumbers the kept steps' rows."""
+        freed = self._indices.nodes[self._indices.episodes < self._num_episodes_evicted]
         if len(freed):
             self._free_nodes.give_back(freed)
             # RLlib's running maximum: lowered by one when the freed node is the maximum.
@@ -156,8 +151,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._sum_segment[freed] = 0.0
             self._min_segment[freed] = float("inf")
             self._tree_idx_to_sample_idx[freed] = -1
-        self._indices.keep(keep)
+        new_position = super()._drop_evicted_rows()
         self._tree_idx_to_sample_idx[self._indices.nodes] = np.arange(len(self._indices))
+        return new_position
 
     def _assign_nodes(self, start: int, count: int, weight: float) -> np.ndarray:
         """Nodes for `count` new steps at index positions `start`..., with priority
@@ -181,65 +177,67 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         episodes, whatever `sample_episodes` says; `batch_length_T` is not used, as in
         RLlib)."""
         draws = self._prioritized_draws(num_items, batch_size_B, n_step, gamma, beta)
-        episodes = [_transition_episode(draws, row, include_infos=include_infos,
-                                        include_extra_model_outputs=include_extra_model_outputs,
-                                        keep_id=False, to_numpy=to_numpy)
-                    for row in range(len(draws))]
+        episodes = [self._transition_episode(
+            draws, row, include_infos=include_infos,
+            include_extra_model_outputs=include_extra_model_outputs, keep_id=False,
+            to_numpy=to_numpy) for row in range(len(draws))]
         return self._finish_sample(draws, episodes)
 
     def sample_transitions(self, num_items: int | None = None, *,
                            batch_size_B: int | None = None, n_step: int | tuple = 1,
                            gamma: float = 0.99, beta: float = 0.0) -> dict[str, np.ndarray]:
-        draws = self._prioritized_draws(num_items, batch_size_B, n_step, gamma, beta)
-        return self._finish_sample(draws, _transition_arrays(draws))
+        batch_size = self._batch_size(num_items, batch_size_B)
+        self._prioritized_draws(batch_size, None, n_step, gamma, beta, check_only=True)
+        return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma, beta=beta)
 
     sample_transitions.__doc__ = EpisodeReplayBuffer.sample_transitions.__doc__
 
     def _prioritized_draws(self, num_items: int | None, batch_size_B: int | None,
-                           n_step: int | tuple | None, gamma: float, beta: float) -> Transitions:
+                           n_step: int | tuple | None, gamma: float, beta: float,
+                           check_only: bool = False) -> Draws | None:
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
             raise ValueError(f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
                              "number >= 0 (0: no importance correction, 1: full)")
+        if check_only:
+            return None
         batch_size = self._batch_size(num_items, batch_size_B)
         self._check_not_empty()
-        return self._draw_transitions(batch_size, _check_n_step(n_step), gamma, float(beta))
+        return self._draw(batch_size, _check_n_step(n_step), gamma, float(beta))
 
-    def _draw_transitions(self, batch_size: int, n_step: int | tuple, gamma: float,
-                          beta: float) -> Transitions:
+    def _draw(self, batch_size: int, n_step: int | tuple, gamma: float, beta: float) -> Draws:
         """Proportional draws of steps (in batches: the rows still missing are drawn again
-        together) until `batch_size` of them leave room for their n steps."""
-        draws = Transitions()
+        together) until `batch_size` of them have their n steps stored after them."""
         total = self._sum_segment.sum()
         num_steps = self.get_num_timesteps()
         p_min = self._min_segment.min() / total
         max_weight = (p_min * num_steps) ** (-beta)
-        episodes, timesteps = self._indices.episodes, self._indices.timesteps
-        draw_rounds = 0
-        while len(draws) < batch_size:
-            draw_rounds += 1
-            if draw_rounds > 1000:
+        parts: list[Draws] = []
+        found = resamples = rounds = 0
+        while found < batch_size:
+            rounds += 1
+            if rounds > 1000:
                 raise ValueError(
                     f"PrioritizedEpisodeReplayBuffer.sample(n_step={n_step!r}): hardly any "
                     f"stored step has that many steps after it in its episode (stored "
                     f"episodes: {self.get_num_episodes()}, steps: {num_steps})")
-            missing = batch_size - len(draws)
+            missing = batch_size - found
             nodes = self._sum_segment.find_prefixsum_idx(self.rng.random(missing) * total)
             positions = self._tree_idx_to_sample_idx[nodes]
-            n_steps = self._draw_n_steps(n_step, missing)
-            priorities = self._sum_segment[nodes]
-            weights = ((priorities / total * num_steps) ** (-beta)) / max_weight
-            for node, position, n, w in zip(nodes.tolist(), positions.tolist(), n_steps,
-                                            weights.tolist(), strict=True):
-                if position < 0:  # a free node (rounding at a block's edge): draw again
-                    continue
-                stored = self._arrays[int(episodes[position])]
-                timestep = int(timesteps[position])
-                if timestep + n > stored.length:
-                    draws.resamples += 1
-                    continue
-                self._append_transition(draws, stored, timestep, n, gamma)
-                draws.weights.append(w)
-                draws.nodes.append(node)
+            # A free node (rounding at a block's edge) holds no step: drawn again.
+            positions = positions[positions >= 0]
+            draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)),
+                                      gamma)
+            full = draws["steps"] == draws["n_step"]
+            if not full.all():
+                resamples += int((~full).sum())
+                draws = Draws(**{name: column[full] for name, column in draws.columns.items()})
+            priorities = self._sum_segment[draws["nodes"]]
+            draws.columns["weights"] = ((np.asarray(priorities) / total * num_steps)
+                                        ** (-beta)) / max_weight
+            parts.append(draws)
+            found += len(draws)
+        draws = parts[0] if len(parts) == 1 else Draws.concatenate(parts)
+        draws.resamples = resamples
         return draws
 
     def update_priorities(self, priorities: Any, module_id: str | None = None) -> None:

@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 
 _FANOUT = 64
+# Levels up to this size are refolded whole after a write, and scanned whole by the search.
+_REFOLD_WHOLE = 4096
+_SCAN_WHOLE = 4096
 
 
 class SegmentTree:
@@ -44,6 +47,8 @@ class SegmentTree:
             if size == 1:
                 break
             size = -(-size // _FANOUT)
+        self._scan_level = min(k for k, level in enumerate(self._levels)
+                               if level.size <= _SCAN_WHOLE)
 
     # -- items -------------------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> Any:
@@ -57,8 +62,13 @@ class SegmentTree:
         indices = np.atleast_1d(np.asarray(idx, dtype=np.int64))
         self._levels[0][indices] = val
         for below, above in zip(self._levels[:-1], self._levels[1:], strict=True):
-            indices = indices // _FANOUT
-            above[indices] = self._ufunc.reduce(below.reshape(-1, _FANOUT)[indices], axis=1)
+            blocks = below.reshape(-1, _FANOUT)
+            if below.size <= _REFOLD_WHOLE:
+                # A small level: refolding all of it is one call, cheaper than picking blocks.
+                above[:len(blocks)] = self._ufunc.reduce(blocks, axis=1)
+            else:
+                indices = indices // _FANOUT
+                above[indices] = self._ufunc.reduce(blocks[indices], axis=1)
 
     def _check_indices(self, idx: Any) -> None:
         indices = np.asarray(idx)
@@ -113,8 +123,14 @@ class SumSegmentTree(SegmentTree):
         if np.any(prefix < 0) or np.any(prefix > total + 1e-5):
             raise ValueError(f"find_prefixsum_idx({prefixsum!r}): outside [0, {total}]")
         prefix = np.where(prefix >= total, total - 1e-5, prefix)
-        node = np.zeros(prefix.shape, np.int64)
-        for level in reversed(self._levels[:-1]):
+        # The largest level small enough to scan whole: its running sum is searched at once,
+        # then each level below is searched within the chosen node's block.
+        scan = self._scan_level
+        running = np.cumsum(self._levels[scan])
+        node = np.minimum(np.searchsorted(running, prefix, side="right"),
+                          self._levels[scan].size - 1)
+        prefix = prefix - np.where(node > 0, running[np.maximum(node - 1, 0)], 0.0)
+        for level in reversed(self._levels[:scan]):
             children = level.reshape(-1, _FANOUT)[node]
             running = np.cumsum(children, axis=1)
             # Children whose running sum stays <= the prefix are passed over (zero-valued ones
