@@ -879,6 +879,9 @@ def _pack_columns(episodes: list[SingleAgentEpisode]) -> dict | None:
         "columns": {name: {"data": np.concatenate([c[name].data for c in columns
                                                    if len(c[name].data)])
                            if name in layouts else np.zeros(0),
+                           # msgpack keeps numbers, not dtypes and shapes: stored alongside.
+                           "dtype": layouts[name][0] if name in layouts else "<f8",
+                           "row_shape": list(layouts[name][1]) if name in layouts else [],
                            "lengths": np.array([len(c[name].data) for c in columns], np.int64),
                            "lookbacks": np.array([c[name].lookback for c in columns], np.int64)}
                     for name in names},
@@ -900,7 +903,8 @@ def _episodes_from_state(state: Any) -> list[SingleAgentEpisode]:
     columns = {}
     for name, column in state["columns"].items():
         lengths = np.asarray(column["lengths"], np.int64)
-        data = np.asarray(column["data"])
+        data = np.asarray(column["data"], dtype=np.dtype(column["dtype"])).reshape(
+            (-1, *column["row_shape"]))
         if lengths.sum() != len(data):
             raise ValueError(f"the packed column {name!r} holds {len(data)} rows, its episodes "
                              f"{int(lengths.sum())}")

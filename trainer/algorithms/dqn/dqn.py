@@ -230,7 +230,6 @@ class DQN(Algorithm):
                 buffer.add(episodes)
         sampled = self.num_env_steps_sampled_lifetime
         if sampled < config.num_steps_sampled_before_learning_starts:
-            metrics.aggregate([buffer.get_metrics()], key=REPLAY_BUFFER_RESULTS)
             return
         # 2. Learn on n-step transitions replayed from the buffer; priorities follow the TD
         #    errors.
@@ -248,7 +247,6 @@ class DQN(Algorithm):
             update_results.append(results)
             metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                               config.train_batch_size, reduce="sum")
-        metrics.aggregate([buffer.get_metrics()], key=REPLAY_BUFFER_RESULTS)
         # The learner's statistics: their means over this iteration's updates.
         if update_results:
             metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))
@@ -257,6 +255,13 @@ class DQN(Algorithm):
         # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
         with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()
+
+    def _compile_result(self, time_this_iter: float) -> dict:
+        # The buffer's metrics (RLlib's "replay_buffer" results), once per iteration: the buffer
+        # counts its adds and samples itself, so one aggregate carries all training steps'.
+        self.metrics.aggregate([self.local_replay_buffer.get_metrics()],
+                               key=REPLAY_BUFFER_RESULTS)
+        return super()._compile_result(time_this_iter)
 
     # -- state (checkpoints) -----------------------------------------------------------------
     def get_state(self) -> dict:
