@@ -836,12 +836,12 @@ def _row(column: Any, row: int) -> Any:
 
 
 # -- episodes as plain data --------------------------------------------------------------------
-_COLUMNS = ("observations", "actions", "rewards")
+
 
 
 def _episodes_state(episodes: list[SingleAgentEpisode]) -> Any:
     """The stored episodes as plain data: concatenated columns plus one small record per
-    episode when they share a layout (numpy columns of one dtype and row shape, the same
+    episode field when they share a layout (numpy columns of one dtype and row shape, the same
     extra model output keys), else RLlib's form, a list of `episode.get_state()`."""
     packed = _pack_columns(episodes)
     if packed is None:
@@ -849,49 +849,65 @@ def _episodes_state(episodes: list[SingleAgentEpisode]) -> Any:
     return packed
 
 
-def _column_arrays(episode: SingleAgentEpisode) -> dict[str, InfiniteLookbackBuffer]:
-    columns = {name: getattr(episode, name) for name in _COLUMNS}
-    columns.update({f"extra:{key}": buffer
-                    for key, buffer in episode.extra_model_outputs.items()})
-    return columns
-
-
 def _pack_columns(episodes: list[SingleAgentEpisode]) -> dict | None:
+    """The episodes' columns concatenated (with per-episode lengths and lookbacks) and their
+    other fields as one list or array each; None when their columns do not share a layout."""
     if not episodes:
         return None
-    columns = [_column_arrays(episode) for episode in episodes]
-    names = list(columns[0])
-    layouts: dict[str, tuple] = {}
-    for episode_columns in columns:
-        if list(episode_columns) != names:
+    extra_keys = list(episodes[0].extra_model_outputs)
+    if any(list(episode.extra_model_outputs) != extra_keys for episode in episodes):
+        return None
+    buffers = {"observations": [episode.observations for episode in episodes],
+               "actions": [episode.actions for episode in episodes],
+               "rewards": [episode.rewards for episode in episodes]}
+    for key in extra_keys:
+        buffers[f"extra:{key}"] = [episode.extra_model_outputs[key] for episode in episodes]
+    columns = {}
+    for name, column_buffers in buffers.items():
+        datas = [buffer.data for buffer in column_buffers]
+        if not all(type(data) is np.ndarray for data in datas):
             return None
-        for name, buffer in episode_columns.items():
-            data = buffer.data
-            if not isinstance(data, np.ndarray) or data.dtype == object:
-                return None
-            if len(data):
-                layout = (data.dtype.str, data.shape[1:])
-                if layouts.setdefault(name, layout) != layout:
-                    return None
+        filled = [data for data in datas if len(data)]
+        layouts = {(data.dtype.str, data.shape[1:]) for data in filled}
+        if len(layouts) > 1 or any(layout[0][1] == "O" for layout in layouts):
+            return None
+        dtype, row_shape = layouts.pop() if layouts else ("<f8", ())
+        columns[name] = {
+            "data": np.concatenate(filled) if filled else np.zeros(0),
+            # msgpack keeps numbers, not dtypes and shapes: stored alongside.
+            "dtype": dtype, "row_shape": list(row_shape),
+            "lengths": np.fromiter(map(len, datas), np.int64, len(datas)),
+            "lookbacks": np.array([buffer.lookback for buffer in column_buffers], np.int64)}
     infos = [episode.infos.data for episode in episodes]
+    agent_ids = [episode.agent_id for episode in episodes]
+    module_ids = [episode.module_id for episode in episodes]
+    observation_spaces = [episode.observation_space for episode in episodes]
+    action_spaces = [episode.action_space for episode in episodes]
     return {
         "format": "columns",
-        "columns": {name: {"data": np.concatenate([c[name].data for c in columns
-                                                   if len(c[name].data)])
-                           if name in layouts else np.zeros(0),
-                           # msgpack keeps numbers, not dtypes and shapes: stored alongside.
-                           "dtype": layouts[name][0] if name in layouts else "<f8",
-                           "row_shape": list(layouts[name][1]) if name in layouts else [],
-                           "lengths": np.array([len(c[name].data) for c in columns], np.int64),
-                           "lookbacks": np.array([c[name].lookback for c in columns], np.int64)}
-                    for name in names},
-        "infos": None if not any(any(i) for i in infos) else [list(i) for i in infos],
-        "info_lookbacks": [episode.infos.lookback for episode in episodes],
-        "records": [[episode.id_, episode.t_started, episode.t, bool(episode.is_terminated),
-                     bool(episode.is_truncated), episode.env_index, episode.agent_id,
-                     episode.module_id, space_to_dict(episode.observation_space),
-                     space_to_dict(episode.action_space)] for episode in episodes],
+        "columns": columns,
+        # Most envs return empty infos: then only their counts (the observations') are kept.
+        "infos": [list(i) for i in infos] if any(any(i) for i in infos) else None,
+        "info_lookbacks": np.array([episode.infos.lookback for episode in episodes], np.int64),
+        "ids": [episode.id_ for episode in episodes],
+        "t_started": np.array([episode.t_started for episode in episodes], np.int64),
+        "t": np.array([episode.t for episode in episodes], np.int64),
+        "terminated": np.array([episode.is_terminated for episode in episodes], bool),
+        "truncated": np.array([episode.is_truncated for episode in episodes], bool),
+        "env_index": np.array([episode.env_index for episode in episodes], np.int64),
+        "agent_ids": agent_ids if any(a is not None for a in agent_ids) else None,
+        "module_ids": module_ids if any(m is not None for m in module_ids) else None,
+        "observation_spaces": ([space_to_dict(space) for space in observation_spaces]
+                               if any(observation_spaces) else None),
+        "action_spaces": ([space_to_dict(space) for space in action_spaces]
+                          if any(action_spaces) else None),
     }
+
+
+def _unpacked(column: tuple, i: int) -> InfiniteLookbackBuffer:
+    """Episode `i`'s part of a packed column (a copy: the episode may grow in place)."""
+    data, bounds, lookbacks = column
+    return InfiniteLookbackBuffer(data[bounds[i]:bounds[i + 1]].copy(), int(lookbacks[i]))
 
 
 def _episodes_from_state(state: Any) -> list[SingleAgentEpisode]:
@@ -910,31 +926,35 @@ def _episodes_from_state(state: Any) -> list[SingleAgentEpisode]:
                              f"{int(lengths.sum())}")
         bounds = np.concatenate([[0], np.cumsum(lengths)])
         columns[name] = (data, bounds, np.asarray(column["lookbacks"], np.int64))
-    records = state["records"]
+    ids = state["ids"]
+    count = len(ids)
     infos = state["infos"]
+    per_episode = {key: state[key] if state[key] is not None else [None] * count
+                   for key in ("agent_ids", "module_ids", "observation_spaces",
+                               "action_spaces")}
+    obs_bounds = columns["observations"][1]
     episodes = []
-    for i, (id_, t_started, t, terminated, truncated, env_index, agent_id, module_id,
-            observation_space, action_space) in enumerate(records):
-        def column(name: str, i: int = i) -> InfiniteLookbackBuffer:
-            data, bounds, lookbacks = columns[name]
-            return InfiniteLookbackBuffer(data[bounds[i]:bounds[i + 1]].copy(),
-                                          int(lookbacks[i]))
-        num_obs = int(columns["observations"][1][i + 1] - columns["observations"][1][i])
-        info_data = list(infos[i]) if infos is not None else [{} for _ in range(num_obs)]
-        episode = SingleAgentEpisode(str(id_), t_started=int(t_started),
-                                     env_index=int(env_index), agent_id=agent_id,
-                                     module_id=module_id)
-        episode.observations = column("observations")
-        episode.actions = column("actions")
-        episode.rewards = column("rewards")
+    for i in range(count):
+        num_obs = int(obs_bounds[i + 1] - obs_bounds[i])
+        episode = SingleAgentEpisode(str(ids[i]), t_started=int(state["t_started"][i]),
+                                     env_index=int(state["env_index"][i]),
+                                     agent_id=per_episode["agent_ids"][i],
+                                     module_id=per_episode["module_ids"][i])
+        episode.observations = _unpacked(columns["observations"], i)
+        episode.actions = _unpacked(columns["actions"], i)
+        episode.rewards = _unpacked(columns["rewards"], i)
         episode.rewards.space = REWARD_SPACE
-        episode.infos = InfiniteLookbackBuffer(info_data, int(state["info_lookbacks"][i]))
-        episode.extra_model_outputs = {name[len("extra:"):]: column(name) for name in columns
+        episode.infos = InfiniteLookbackBuffer(
+            list(infos[i]) if infos is not None else [{} for _ in range(num_obs)],
+            int(state["info_lookbacks"][i]))
+        episode.extra_model_outputs = {name[len("extra:"):]: _unpacked(column, i)
+                                       for name, column in columns.items()
                                        if name.startswith("extra:")}
-        episode.observation_space = space_from_dict(observation_space)
-        episode.action_space = space_from_dict(action_space)
-        episode.t = int(t)
-        episode.is_terminated, episode.is_truncated = bool(terminated), bool(truncated)
+        episode.observation_space = space_from_dict(per_episode["observation_spaces"][i])
+        episode.action_space = space_from_dict(per_episode["action_spaces"][i])
+        episode.t = int(state["t"][i])
+        episode.is_terminated = bool(state["terminated"][i])
+        episode.is_truncated = bool(state["truncated"][i])
         episode.validate()
         episodes.append(episode)
     return episodes

@@ -264,14 +264,15 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
+        """The buffer as plain data. The segment trees and the node map are kept as each
+        stored step's priority ** alpha (its node is in the step rows) and the free nodes in
+        order; `set_state` rebuilds them."""
         state = super().get_state()
         state.update({
-            "_sum_segment": self._sum_segment.get_state(),
-            "_min_segment": self._min_segment.get_state(),
+            "_priorities": self._sum_segment[self._indices.nodes],
             "_free_nodes": self._free_nodes.get_state(),
             "_max_priority": self._max_priority,
             "_max_idx": self._max_idx,
-            "_tree_idx_to_sample_idx": self._tree_idx_to_sample_idx.copy(),
             "_last_sampled_indices": list(self._last_sampled_indices),
             "_alpha": self._alpha,
         })
@@ -279,21 +280,31 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def set_state(self, state: dict[str, Any]) -> None:
         tree_size = self._sum_segment.capacity
-        mapping = np.asarray(state["_tree_idx_to_sample_idx"], np.int64).reshape(-1)
-        if mapping.shape != (tree_size,):
-            raise ValueError(f"PrioritizedEpisodeReplayBuffer.set_state(): the node map has "
-                             f"{mapping.size} entries, the trees {tree_size} nodes")
+        # Checked before anything changes: a bad state leaves the buffer as it was.
+        nodes = np.asarray(state["_indices"]["nodes"], np.int64).reshape(-1)
+        priorities = np.asarray(state["_priorities"], np.float64).reshape(-1)
+        free = np.asarray(state["_free_nodes"], np.int64).reshape(-1)
+        if len(priorities) != len(nodes) or len(nodes) + len(free) != tree_size:
+            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the priorities or "
+                             "free nodes do not match the stored steps")
+        held_and_free = np.concatenate([nodes, free])
+        if len(held_and_free) and (held_and_free.min() < 0 or held_and_free.max() >= tree_size
+                                   or len(np.unique(held_and_free)) != tree_size):
+            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the steps' nodes and "
+                             "the free nodes do not make up the trees' nodes once each")
+        if np.any(~np.isfinite(priorities)) or np.any(priorities < 0):
+            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): priorities must be "
+                             "finite numbers >= 0")
         super().set_state(state)
-        nodes = self._indices.nodes
-        if len(nodes) and (nodes.min() < 0 or nodes.max() >= tree_size
-                           or np.any(mapping[nodes] != np.arange(len(nodes)))):
-            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the node map does "
-                             "not match the timestep index")
-        self._sum_segment.set_state(state["_sum_segment"])
-        self._min_segment.set_state(state["_min_segment"])
-        self._free_nodes.set_state(state["_free_nodes"])
+        leaves = np.zeros(tree_size)
+        leaves[nodes] = priorities
+        self._sum_segment.set_state(leaves)
+        leaves[free] = float("inf")
+        self._min_segment.set_state(leaves)
+        self._free_nodes.set_state(free)
+        self._tree_idx_to_sample_idx = np.full(tree_size, -1, np.int64)
+        self._tree_idx_to_sample_idx[nodes] = np.arange(len(nodes))
         self._max_priority = float(state["_max_priority"])
         self._max_idx = int(state["_max_idx"])
-        self._tree_idx_to_sample_idx = mapping.copy()
         self._last_sampled_indices = [int(i) for i in state["_last_sampled_indices"]]
         self._alpha = float(state.get("_alpha", self._alpha))
