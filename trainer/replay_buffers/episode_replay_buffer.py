@@ -246,9 +246,17 @@ class Draws:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.columns[name]
 
+    def select(self, mask: np.ndarray) -> Draws:
+        """The rows where `mask` is True (columns may be structs of arrays)."""
+        selected = Draws(**{name: map_structure(lambda leaf: leaf[mask], column)
+                            for name, column in self.columns.items()})
+        selected.resamples = self.resamples
+        return selected
+
     @staticmethod
     def concatenate(parts: list[Draws]) -> Draws:
-        joined = Draws(**{name: np.concatenate([part[name] for part in parts])
+        joined = Draws(**{name: map_structure(lambda *leaves: np.concatenate(leaves),
+                                              *(part[name] for part in parts))
                           for name in parts[0].columns})
         joined.resamples = sum(part.resamples for part in parts)
         return joined
@@ -655,15 +663,21 @@ class EpisodeReplayBuffer:
             "rng": generator_state(self.rng),
         }
 
+    def _check_state_kind(self, state: dict[str, Any]) -> None:
+        name = type(self).__name__
+        if not isinstance(state, dict) or state.get("type", name) != name \
+                or state.get("capacity", self.capacity) != self.capacity:
+            kind = (f"{state.get('type')}(capacity={state.get('capacity')})"
+                    if isinstance(state, dict) else type(state).__name__)
+            raise ValueError(f"{name}(capacity={self.capacity}).set_state(): the state is of a "
+                             f"{kind}")
+
     def set_state(self, state: dict[str, Any]) -> None:
         """Replaces the buffer's contents with `state` (from `get_state`, also after a msgpack
         round trip). Raises ValueError for a state of another buffer type or capacity, or one
         whose parts do not fit together."""
         name = type(self).__name__
-        if state.get("type", name) != name or state.get("capacity", self.capacity) \
-                != self.capacity:
-            raise ValueError(f"{name}(capacity={self.capacity}).set_state(): the state is of a "
-                             f"{state.get('type')}(capacity={state.get('capacity')})")
+        self._check_state_kind(state)
         episodes = _episodes_from_state(state["episodes"])
         id_to_index = {str(k): int(v) for k, v in state["episode_id_to_index"]}
         evicted = int(state["_num_episodes_evicted"])

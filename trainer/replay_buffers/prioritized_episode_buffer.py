@@ -230,7 +230,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             full = draws["steps"] == draws["n_step"]
             if not full.all():
                 resamples += int((~full).sum())
-                draws = Draws(**{name: column[full] for name, column in draws.columns.items()})
+                draws = draws.select(full)
             priorities = self._sum_segment[draws["nodes"]]
             draws.columns["weights"] = ((np.asarray(priorities) / total * num_steps)
                                         ** (-beta)) / max_weight
@@ -281,6 +281,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def set_state(self, state: dict[str, Any]) -> None:
         tree_size = self._sum_segment.capacity
         # Checked before anything changes: a bad state leaves the buffer as it was.
+        self._check_state_kind(state)
         nodes = np.asarray(state["_indices"]["nodes"], np.int64).reshape(-1)
         priorities = np.asarray(state["_priorities"], np.float64).reshape(-1)
         free = np.asarray(state["_free_nodes"], np.int64).reshape(-1)
