@@ -175,3 +175,19 @@ def test_bad_arguments_name_the_setting():
         EpisodeReplayBuffer(capacity=0)
     with pytest.raises(ValueError, match="hardly any stored step"):
         buffer.sample(4, n_step=11)
+
+
+@pytest.mark.parametrize("cls", BUFFERS)
+def test_many_evictions_compact_the_rows_and_keep_the_contents(cls):
+    buffer = cls(capacity=1000, seed=0)
+    for i in range(1000):  # 10,000 steps: 900 episodes evicted, their rows compacted away
+        buffer.add(_chunks(str(i), 10, 10, base=1000 * i))
+    assert buffer.get_num_timesteps() == 1000 and buffer.get_num_episodes() == 100
+    assert [ep.id_ for ep in buffer.episodes] == [str(i) for i in range(900, 1000)]
+    batch = buffer.sample_transitions(300, n_step=2)
+    assert np.all(batch["obs"][:, 0] >= 900_000)
+    episodes = buffer.sample(50, n_step=1, sample_episodes=True)
+    assert all(ep.get_observations(0)[0] >= 900_000 for ep in episodes)
+    if cls is PrioritizedEpisodeReplayBuffer:
+        mapping = buffer._tree_idx_to_sample_idx
+        assert sorted(mapping[mapping >= 0]) == list(range(1000))

@@ -284,6 +284,8 @@ class EpisodeReplayBuffer:
         #: One row per stored step (RLlib's `_indices`, with the steps' data).
         self._indices = StepTable()
         self._last_row: dict[int, int] = {}  # global index -> row of its last stored step
+        # Rows of evicted episodes not yet compacted away (see `_drop_evicted_rows`).
+        self._dead_rows = 0
         self._num_timesteps = 0
         self._num_timesteps_added = 0
         self.sampled_timesteps = 0
@@ -309,7 +311,7 @@ class EpisodeReplayBuffer:
 
     def get_num_timesteps(self, module_id: str | None = None) -> int:
         """Env steps stored."""
-        return len(self._indices)
+        return len(self._indices) - self._dead_rows
 
     def get_sampled_timesteps(self, module_id: str | None = None) -> int:
         """Env steps sampled over the buffer's life."""
@@ -334,6 +336,7 @@ class EpisodeReplayBuffer:
         least one episode)."""
         episodes = _as_episode_list(episodes)
         episodes_added = steps_added = episodes_evicted = steps_evicted = 0
+        first_evicted = self._num_episodes_evicted
         for incoming in episodes:
             length = len(incoming)
             self._num_timesteps += length
@@ -346,7 +349,7 @@ class EpisodeReplayBuffer:
                 episodes_evicted += 1
                 steps_evicted += len(evicted)
         if episodes_evicted:
-            self._drop_evicted_rows()
+            self._drop_evicted_rows(first_evicted)
         self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
                               episodes_evicted=episodes_evicted, steps_evicted=steps_evicted)
 
@@ -384,12 +387,45 @@ class EpisodeReplayBuffer:
         self._num_episodes_evicted += 1
         return evicted
 
-    def _drop_evicted_rows(self) -> np.ndarray:
-        """Drops the rows of evicted episodes (always the oldest: exactly those with a global
-        index below the number evicted); returns the rows' new positions."""
+    def _drop_evicted_rows(self, first_evicted: int) -> None:
+        """Marks the rows of the episodes just evicted (global indices `first_evicted` up to
+        the number evicted) as dead. Dead rows are compacted away only once they are a
+        quarter of the live ones: an eviction per finished episode would otherwise move
+        every stored row each time."""
+        episodes = self._indices.episodes
+        evicted_rows = (episodes >= first_evicted) & (episodes < self._num_episodes_evicted)
+        self._on_rows_evicted(evicted_rows)
+        self._dead_rows += int(evicted_rows.sum())
+        if self._dead_rows > max(_COMPACT_AT_LEAST, self.get_num_timesteps() // 4):
+            self._compact()
+
+    def _on_rows_evicted(self, rows: np.ndarray) -> None:
+        """Hook for the prioritized buffer: frees the evicted rows' tree nodes."""
+
+    def _compact(self) -> None:
         new_position = self._indices.keep(self._indices.episodes >= self._num_episodes_evicted)
         self._last_row = {index: int(new_position[row]) for index, row in self._last_row.items()}
-        return new_position
+        self._dead_rows = 0
+        self._on_compacted()
+
+    def _on_compacted(self) -> None:
+        """Hook for the prioritized buffer: its node -> row map follows the rows."""
+
+    def _live_rows(self) -> np.ndarray:
+        return self._indices.episodes >= self._num_episodes_evicted
+
+    def _uniform_rows(self, count: int) -> np.ndarray:
+        """`count` rows drawn uniformly among the live ones (dead rows are drawn again)."""
+        rows = self.rng.integers(len(self._indices), size=count)
+        if not self._dead_rows:
+            return rows
+        episodes = self._indices.episodes
+        for _ in range(1000):
+            dead = episodes[rows] < self._num_episodes_evicted
+            if not dead.any():
+                return rows
+            rows[dead] = self.rng.integers(len(self._indices), size=int(dead.sum()))
+        raise RuntimeError("replay buffer: no live row drawn in 1000 rounds")
 
     # -- sampling ----------------------------------------------------------------------------
     def sample(self, num_items: int | None = None, *, batch_size_B: int | None = None,
@@ -438,14 +474,14 @@ class EpisodeReplayBuffer:
         return size
 
     def _check_not_empty(self) -> None:
-        if not len(self._indices):
+        if not self.get_num_timesteps():
             raise ValueError(f"{type(self).__name__}.sample(): the buffer holds no env steps "
                              "(add episodes first)")
 
     def _draw(self, batch_size: int, n_step: int | tuple, gamma: float, beta: float) -> Draws:
         """Uniform draws of stored steps, each with its n (drawn from [low, high) for a
         tuple); a transition stops early where its episode's stored steps end."""
-        positions = self.rng.integers(len(self._indices), size=batch_size)
+        positions = self._uniform_rows(batch_size)
         draws = self._transitions(positions, self._draw_n_steps(n_step, batch_size), gamma)
         draws.columns["weights"] = np.ones(batch_size)
         return draws
@@ -568,7 +604,7 @@ class EpisodeReplayBuffer:
 
     def _uniform_starts(self) -> tuple[SingleAgentEpisode, int, int]:
         """One uniformly drawn stored step: its episode, global index and timestep."""
-        position = int(self.rng.integers(len(self._indices)))
+        position = int(self._uniform_rows(1)[0])
         index = int(self._indices.episodes[position])
         return self._episode_at(index), index, int(self._indices.timesteps[position])
 
@@ -649,14 +685,17 @@ class EpisodeReplayBuffer:
         """The buffer as plain data (a snapshot: later adds do not change it). The steps'
         rows are stored as (episode, timestep, node) only: the rest is rebuilt from the
         episodes."""
-        table = self._indices
+        if self._dead_rows:
+            # Rows as a restored buffer lays them out, so that both draw alike from here on.
+            self._compact()
+        table, live = self._indices, self._live_rows()
         return {
             "type": type(self).__name__, "capacity": self.capacity,
             "episodes": _episodes_state(list(self.episodes)),
             "episode_id_to_index": list(self.episode_id_to_index.items()),
             "_num_episodes_evicted": self._num_episodes_evicted,
-            "_indices": {"episodes": table.episodes.copy(),
-                         "timesteps": table.timesteps.copy(), "nodes": table.nodes.copy()},
+            "_indices": {"episodes": table.episodes[live], "timesteps": table.timesteps[live],
+                         "nodes": table.nodes[live]},
             "_num_timesteps": self._num_timesteps,
             "_num_timesteps_added": self._num_timesteps_added,
             "sampled_timesteps": self.sampled_timesteps,
@@ -706,11 +745,16 @@ class EpisodeReplayBuffer:
         self._num_episodes_evicted = evicted
         self._indices, self._last_row = _rebuilt_table(episodes, evicted, indices, timesteps,
                                                        nodes)
+        self._dead_rows = 0
         self._num_timesteps = int(state["_num_timesteps"])
         self._num_timesteps_added = int(state["_num_timesteps_added"])
         self.sampled_timesteps = int(state["sampled_timesteps"])
         if "rng" in state:
             set_generator_state(self.rng, state["rng"])
+
+
+#: Dead rows are compacted away once there are more than this many (and a quarter of the live).
+_COMPACT_AT_LEAST = 4096
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -91,8 +91,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._min_segment = MinSegmentTree(2 * tree_capacity)
         self._free_nodes = FreeNodes(2 * tree_capacity)
         self._max_idx = 0
-        #: Tree node -> position of its step in the timestep index (-1: a free node).
-        self._tree_idx_to_sample_idx = np.full(2 * tree_capacity, -1, np.int64)
+        # Tree node -> row of its step in the step table (-1: a free node).
+        self._node_rows = np.full(2 * tree_capacity, -1, np.int64)
         self._last_sampled_indices: list[int] = []
 
     # -- adding ------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 self._num_timesteps -= dropped
                 self._num_timesteps_added -= dropped
         if evicted_ids:
-            self._drop_evicted_rows()
+            self._drop_evicted_rows(self._num_episodes_evicted - len(evicted_ids))
         episodes_added = steps_added = 0
         for episode in episodes:
             if episode.id_ in evicted_ids:
@@ -137,9 +137,19 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
                               episodes_evicted=len(evicted_ids), steps_evicted=steps_evicted)
 
-    def _drop_evicted_rows(self) -> np.ndarray:
-        """Frees the evicted steps' nodes and renumbers the kept steps' rows."""
-        freed = self._indices.nodes[self._indices.episodes < self._num_episodes_evicted]
+    @property
+    def _tree_idx_to_sample_idx(self) -> np.ndarray:
+        """RLlib's map: tree node -> position of its step among the stored steps (in the
+        order they were added), -1 for a free node."""
+        rank = np.cumsum(self._live_rows()) - 1
+        mapping = np.full(len(self._node_rows), -1, np.int64)
+        held = self._node_rows >= 0
+        mapping[held] = rank[self._node_rows[held]]
+        return mapping
+
+    def _on_rows_evicted(self, rows: np.ndarray) -> None:
+        """Frees the evicted steps' nodes."""
+        freed = self._indices.nodes[rows]
         if len(freed):
             self._free_nodes.give_back(freed)
             # RLlib's running maximum: lowered by one when the freed node is the maximum.
@@ -150,10 +160,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._max_idx = max_idx
             self._sum_segment[freed] = 0.0
             self._min_segment[freed] = float("inf")
-            self._tree_idx_to_sample_idx[freed] = -1
-        new_position = super()._drop_evicted_rows()
-        self._tree_idx_to_sample_idx[self._indices.nodes] = np.arange(len(self._indices))
-        return new_position
+            self._node_rows[freed] = -1
+
+    def _on_compacted(self) -> None:
+        self._node_rows[self._indices.nodes] = np.arange(len(self._indices))
 
     def _assign_nodes(self, start: int, count: int, weight: float) -> np.ndarray:
         """Nodes for `count` new steps at index positions `start`..., with priority
@@ -164,7 +174,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             value = weight ** self._alpha
             self._sum_segment[nodes] = value
             self._min_segment[nodes] = value
-            self._tree_idx_to_sample_idx[nodes] = start + np.arange(count)
+            self._node_rows[nodes] = start + np.arange(count)
         return nodes
 
     # -- sampling ----------------------------------------------------------------------------
@@ -222,7 +232,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                     f"episodes: {self.get_num_episodes()}, steps: {num_steps})")
             missing = batch_size - found
             nodes = self._sum_segment.find_prefixsum_idx(self.rng.random(missing) * total)
-            positions = self._tree_idx_to_sample_idx[nodes]
+            positions = self._node_rows[nodes]
             # A free node (rounding at a block's edge) holds no step: drawn again.
             positions = positions[positions >= 0]
             draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)),
@@ -269,7 +279,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         order; `set_state` rebuilds them."""
         state = super().get_state()
         state.update({
-            "_priorities": self._sum_segment[self._indices.nodes],
+            "_priorities": self._sum_segment[self._indices.nodes[self._live_rows()]],
             "_free_nodes": self._free_nodes.get_state(),
             "_max_priority": self._max_priority,
             "_max_idx": self._max_idx,
@@ -303,8 +313,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         leaves[free] = float("inf")
         self._min_segment.set_state(leaves)
         self._free_nodes.set_state(free)
-        self._tree_idx_to_sample_idx = np.full(tree_size, -1, np.int64)
-        self._tree_idx_to_sample_idx[nodes] = np.arange(len(nodes))
+        self._node_rows = np.full(tree_size, -1, np.int64)
+        self._node_rows[nodes] = np.arange(len(nodes))
         self._max_priority = float(state["_max_priority"])
         self._max_idx = int(state["_max_idx"])
         self._last_sampled_indices = [int(i) for i in state["_last_sampled_indices"]]
