@@ -356,21 +356,22 @@ class EpisodeReplayBuffer:
     def _store(self, incoming: SingleAgentEpisode, nodes: np.ndarray | None = None) -> bool:
         """Stores a copy of `incoming` (appended to its stored episode when there is one) and
         its steps' rows; returns whether it started a new episode."""
-        stored_copy = _storable_copy(incoming)
         index = self.episode_id_to_index.get(incoming.id_)
         is_new = index is None
         if not is_new:
+            # Appending copies the chunk's data: no copy of the chunk needed.
             existing = self._episode_at(index)
             first_timestep = len(existing)
-            existing.concat_episode(stored_copy)
+            existing.concat_episode(incoming)
+            existing.to_numpy()  # columns an episode without steps kept as lists
         else:
-            self.episodes.append(stored_copy)
+            self.episodes.append(_storable_copy(incoming))
             index = len(self.episodes) - 1 + self._num_episodes_evicted
             self.episode_id_to_index[incoming.id_] = index
             first_timestep = 0
         length = len(incoming)
         if length:
-            rewards, ends, data = _step_rows(stored_copy)
+            rewards, ends, data = _step_rows(incoming)
             rows = self._indices.extend(index, first_timestep + np.arange(length), nodes,
                                         rewards, ends, data)
             previous = self._last_row.get(index)
@@ -822,23 +823,32 @@ def _column_copy(column: InfiniteLookbackBuffer) -> InfiniteLookbackBuffer:
 
 
 def _step_rows(episode: SingleAgentEpisode) -> tuple[np.ndarray, np.ndarray, dict | None]:
-    """A stored chunk's steps as table rows: rewards, end flags (the last step's, when the
-    chunk ends its episode), and observations / next observations / actions when they are
-    arrays (None otherwise)."""
+    """A chunk's steps as table rows: rewards, end flags (the last step's, when the chunk ends
+    its episode), and observations / next observations / actions when they are arrays of
+    one shape (None otherwise: they are then read from the episodes)."""
     length = len(episode)
     rewards = np.asarray(episode.get_rewards(), np.float64).reshape(length)
     ends = np.zeros(length, np.int8)
     ends[-1] = 1 if episode.is_terminated else 2 if episode.is_truncated else 0
-    observations = episode.observations.data
-    actions = episode.actions.data
-    if not (isinstance(observations, np.ndarray) and isinstance(actions, np.ndarray)
-            and observations.dtype != object and actions.dtype != object):
+    observations = _as_rows(episode.get_observations())
+    actions = _as_rows(episode.get_actions())
+    if observations is None or actions is None:
         return rewards, ends, None
-    first = episode.observations.lookback
-    first_action = episode.actions.lookback
-    return rewards, ends, {"obs": observations[first:first + length],
-                           "next_obs": observations[first + 1:first + length + 1],
-                           "actions": actions[first_action:first_action + length]}
+    return rewards, ends, {"obs": observations[:-1], "next_obs": observations[1:],
+                           "actions": actions}
+
+
+def _as_rows(items: Any) -> np.ndarray | None:
+    """A column's items as one array (None for structs, or items of different shapes)."""
+    if isinstance(items, np.ndarray):
+        return items if items.dtype != object else None
+    if not isinstance(items, list) or any(isinstance(item, (dict, tuple)) for item in items):
+        return None
+    try:
+        rows = np.asarray(items)
+    except ValueError:
+        return None
+    return rows if rows.dtype != object else None
 
 
 def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np.ndarray,
