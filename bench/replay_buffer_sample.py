@@ -53,12 +53,12 @@ def main() -> None:
         print(f"  add() of a one-step chunk:                      {add_us:8.1f} us")
         prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
         for n_step in (1, 3):
-            def transitions(buffer=buffer, n_step=n_step):
+            def transitions(buffer=buffer, n_step=n_step, prioritized=prioritized):
                 buffer.sample_transitions(32, n_step=n_step, gamma=0.99, beta=0.4)
                 if prioritized:
                     buffer.update_priorities(np.random.random(32))
 
-            def episodes(buffer=buffer, n_step=n_step):
+            def episodes(buffer=buffer, n_step=n_step, prioritized=prioritized):
                 buffer.sample(32, n_step=n_step, gamma=0.99, beta=0.4, sample_episodes=True)
                 if prioritized:
                     buffer.update_priorities(np.random.random(32))

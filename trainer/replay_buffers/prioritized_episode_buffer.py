@@ -231,16 +231,23 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                     f"stored step has that many steps after it in its episode (stored "
                     f"episodes: {self.get_num_episodes()}, steps: {num_steps})")
             missing = batch_size - found
-            nodes = self._sum_segment.find_prefixsum_idx(self.rng.random(missing) * total)
+            # With n > 1 some draws lack n steps after them: a few more are drawn at once
+            # (the first `missing` that qualify are kept), which saves a second round.
+            extra = 0 if n_step == 1 else missing // 4 + 2
+            nodes = self._sum_segment.find_prefixsum_idx(
+                self.rng.random(missing + extra) * total)
             positions = self._node_rows[nodes]
             # A free node (rounding at a block's edge) holds no step: drawn again.
             positions = positions[positions >= 0]
             draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)),
                                       gamma)
             full = draws["steps"] == draws["n_step"]
-            if not full.all():
-                resamples += int((~full).sum())
-                draws = draws.select(full)
+            # Keep the first `missing` rows that qualify; count the ones passed over on the way.
+            kept = full & (np.cumsum(full) <= missing)
+            considered = len(full) if kept.sum() < missing else int(np.flatnonzero(kept)[-1]) + 1
+            resamples += int((~full[:considered]).sum())
+            if not kept.all():
+                draws = draws.select(kept)
             priorities = self._sum_segment[draws["nodes"]]
             draws.columns["weights"] = ((np.asarray(priorities) / total * num_steps)
                                         ** (-beta)) / max_weight
