@@ -10,8 +10,11 @@ Indexing (`get`, `set`, `[]`), for a buffer with `data=[4, 5, 6, 7, 8, 9]` and `
   `get(-4) == 6`. With `neg_index_as_lookback=True` they count back from index 0 instead:
   `get(-1, neg_index_as_lookback=True) == 6`, `get(slice(-2, 1), ...) == [5, 6, 7]`.
 - A list of indices gives a list (a batch, once numpy'ized); a slice gives a list (an array).
-- `fill=value` pads what lies outside `data` on either side with `value` (shaped like the
-  buffer's `space` when one is set) instead of raising `IndexError` or returning less.
+- `fill=value` stands in for what lies outside `data` (shaped like the buffer's `space` when one
+  is set) instead of raising `IndexError` or returning less, by RLlib's rules for slices: both
+  bounds left of `data` (or both right of it) give only fill, as many items as the bounds are
+  apart (`get(slice(-10, -12), fill=0)` gives two); otherwise the side the start lies past is
+  filled, else the side the stop lies past (one side only). Negative steps walk down.
 - `one_hot_discrete=True` turns the `Discrete` / `MultiDiscrete` parts (per `space`) into
   one-hot vectors.
 

@@ -109,8 +109,9 @@ class DQNConfig(AlgorithmConfig):
         "replay_buffer_config": (dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
                                  _check_replay_buffer_config,
                                  "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
-                                 "capacity, alpha, beta; updates the current one unless it "
-                                 "names another type"),
+                                 "capacity (env steps; whole episodes are evicted), alpha, "
+                                 "beta and the buffers' other arguments; updates the current "
+                                 "one unless it names another type"),
         "target_network_update_freq": (500, int_at_least(0),
                                        "env steps between target network updates"),
         "tau": (1.0, number_in(0.0, 1.0), "target update: tau * online + (1 - tau) * target"),
