@@ -26,6 +26,7 @@ are stored as concatenated columns (a handful of arrays, not a dict per episode)
 from __future__ import annotations
 
 import copy
+import platform
 from collections import deque
 from typing import Any
 
@@ -324,6 +325,10 @@ class EpisodeReplayBuffer:
     def get_metrics(self) -> dict:
         """The buffer's metrics since the last call (reduced; for `MetricsLogger.aggregate`)."""
         return self.metrics.reduce()
+
+    def get_host(self) -> str:
+        """The machine this buffer lives on (RLlib's `ReplayBufferInterface.get_host`)."""
+        return platform.node()
 
     def _episode_at(self, index: int) -> SingleAgentEpisode:
         """The stored episode of global index `index`."""

@@ -11,6 +11,7 @@ tree walked in Python per item.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,14 @@ class SegmentTree:
     _UFUNCS = {"sum": np.add, "min": np.minimum}
     _NEUTRAL = {"sum": 0.0, "min": float("inf")}
 
-    def __init__(self, capacity: int, operation: str, neutral_element: float | None = None):
+    def __init__(self, capacity: int, operation: Any, neutral_element: float | None = None):
+        # RLlib passes the fold as a function: operator.add or min.
+        operation = {operator.add: "sum", min: "min"}.get(operation, operation)
         if not (isinstance(capacity, int) and capacity > 0 and capacity & (capacity - 1) == 0):
             raise ValueError(f"SegmentTree(capacity={capacity!r}): must be a power of 2")
         if operation not in self._UFUNCS:
-            raise ValueError(f"SegmentTree(operation={operation!r}): must be 'sum' or 'min'")
+            raise ValueError(f"SegmentTree(operation={operation!r}): must be 'sum' or 'min' "
+                             "(operator.add or min)")
         self.capacity = capacity
         self.operation = operation
         self._ufunc = self._UFUNCS[operation]
