@@ -94,6 +94,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         # Tree node -> row of its step in the step table (-1: a free node).
         self._node_rows = np.full(2 * tree_capacity, -1, np.int64)
         self._last_sampled_indices: list[int] = []
+        # Whether draws need n steps after them (RLlib's sample()) or may stop at the end.
+        self._full_n_only = True
 
     # -- adding ------------------------------------------------------------------------------
     def add(self, episodes: SingleAgentEpisode | list[SingleAgentEpisode],
@@ -196,11 +198,19 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def sample_transitions(self, num_items: int | None = None, *,
                            batch_size_B: int | None = None, n_step: int | tuple = 1,
                            gamma: float = 0.99, beta: float = 0.0) -> dict[str, np.ndarray]:
+        """As `EpisodeReplayBuffer.sample_transitions`, drawn by priority. Unlike `sample()`,
+        a step with fewer than n steps stored after it is not drawn again: its transition
+        stops at the episode's last stored step (`n_steps_taken` < n), as in the uniform
+        buffer. (`sample()` redraws it, as RLlib does; then an episode's last n - 1 steps are
+        never a transition's start, and DQN learned CartPole markedly slower that way.)"""
         batch_size = self._batch_size(num_items, batch_size_B)
         self._prioritized_draws(batch_size, None, n_step, gamma, beta, check_only=True)
-        return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma, beta=beta)
-
-    sample_transitions.__doc__ = EpisodeReplayBuffer.sample_transitions.__doc__
+        self._full_n_only = False
+        try:
+            return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma,
+                                              beta=beta)
+        finally:
+            self._full_n_only = True
 
     def _prioritized_draws(self, num_items: int | None, batch_size_B: int | None,
                            n_step: int | tuple | None, gamma: float, beta: float,
@@ -233,7 +243,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             missing = batch_size - found
             # With n > 1 some draws lack n steps after them: a few more are drawn at once
             # (the first `missing` that qualify are kept), which saves a second round.
-            extra = 0 if n_step == 1 else missing // 4 + 2
+            extra = 0 if n_step == 1 or not self._full_n_only else missing // 4 + 2
             nodes = self._sum_segment.find_prefixsum_idx(
                 self.rng.random(missing + extra) * total)
             positions = self._node_rows[nodes]
@@ -241,7 +251,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             positions = positions[positions >= 0]
             draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)),
                                       gamma)
-            full = draws["steps"] == draws["n_step"]
+            full = (draws["steps"] == draws["n_step"] if self._full_n_only
+                    else np.ones(len(draws), bool))
             # Keep the first `missing` rows that qualify; count the ones passed over on the way.
             kept = full & (np.cumsum(full) <= missing)
             considered = len(full) if kept.sum() < missing else int(np.flatnonzero(kept)[-1]) + 1
