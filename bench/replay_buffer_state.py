@@ -2,8 +2,8 @@
 the callbacks doc's example does on every second iteration.
 
 The buffer is filled with real CartPole-v1 episodes (random actions). Baseline, measured in the
-same run: copying the buffer's raw arrays (`np.copy` of every column), the least any snapshot of
-the data costs. Prints milliseconds of each and the ratio.
+same run: copying the stored episodes' raw arrays (`np.copy` of every column of every episode),
+the least any snapshot of the data costs. Prints milliseconds of each and the ratio.
 
 Target (issue 3): get_state() + packb under 50 ms.   Run: python bench/replay_buffer_state.py
 """
@@ -16,8 +16,8 @@ import gymnasium as gym
 import numpy as np
 import ormsgpack
 
-from trainer.algorithms.dqn.replay_buffer import PrioritizedEpisodeReplayBuffer
 from trainer.env.episode import SingleAgentEpisode
+from trainer.replay_buffers import PrioritizedEpisodeReplayBuffer
 
 NUM_STEPS = 50_000
 
@@ -52,12 +52,14 @@ def best_ms(func, repeats: int = 7) -> float:
 def main() -> None:
     buffer = PrioritizedEpisodeReplayBuffer(capacity=NUM_STEPS, seed=0)
     fill(buffer)
-    arrays = buffer.get_state()["arrays"]
-    baseline = best_ms(lambda: [np.copy(column["data"]) for column in arrays.values()])
+    columns = [column.data for episode in buffer.episodes
+               for column in (episode.observations, episode.actions, episode.rewards)]
+    baseline = best_ms(lambda: [np.copy(data) for data in columns])
     packed = ormsgpack.packb(buffer.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY)
     ours = best_ms(lambda: ormsgpack.packb(buffer.get_state(),
                                            option=ormsgpack.OPT_SERIALIZE_NUMPY))
-    print(f"buffer: {len(buffer)} transitions, packed {len(packed) / 1e6:.1f} MB")
+    print(f"buffer: {len(buffer)} transitions in {buffer.get_num_episodes()} episodes, packed "
+          f"{len(packed) / 1e6:.1f} MB")
     print(f"baseline  copy of the raw arrays:      {baseline:6.2f} ms")
     print(f"get_state() + ormsgpack.packb:         {ours:6.2f} ms  ({ours / baseline:.1f}x the "
           "copy; target < 50 ms)")

@@ -386,13 +386,14 @@ def test_dqn_checkpoints_the_replay_buffer_when_asked(tmp_path):
     with config(True).build() as algo:
         algo.train()
         path = algo.save_to_path(tmp_path / "with")
-        expected = algo.local_replay_buffer.sample(8, n_step=1, gamma=0.99, beta=0.4)
+        expected = algo.local_replay_buffer.sample_transitions(8, n_step=1, gamma=0.99,
+                                                               beta=0.4)
     assert open_checkpoint(path).has("replay_buffer")
     with Algorithm.from_checkpoint(path) as restored:
         buffer = restored.local_replay_buffer
         assert len(buffer) >= 100
-        batch = buffer.sample(8, n_step=1, gamma=0.99, beta=0.4)
-        for key in ("obs", "actions", "rewards", "next_obs"):
+        batch = buffer.sample_transitions(8, n_step=1, gamma=0.99, beta=0.4)
+        for key in ("obs", "actions", "rewards", "new_obs", "weights"):
             np.testing.assert_array_equal(batch[key], expected[key])
     with config(False).build() as algo:
         algo.train()

@@ -39,7 +39,10 @@ def test_dqn_trains_and_reports_learner_buffer_and_epsilon_results():
     learner = last["learners"]["default_policy"]
     for key in ("qf_loss", "qf_mean", "td_error_mean"):
         assert np.isfinite(learner[key]), key
-    assert last["replay_buffer"]["num_entries"] == last["num_env_steps_sampled_lifetime"] == 400
+    # RLlib's buffer metrics; every sampled step is stored (no eviction below capacity).
+    assert last["replay_buffer"]["num_env_steps_added_lifetime"] == 400
+    assert last["num_env_steps_sampled_lifetime"] == 400
+    assert algo.local_replay_buffer.get_num_timesteps() == 400
     # Epsilon follows the schedule: 1.0 at t=0, 0.1 from t=300 on.
     epsilons = [r["env_runners"]["cur_epsilon"] for r in results]
     assert epsilons[0] == pytest.approx(1.0 - 0.9 * 99 / 300, abs=0.01)
@@ -55,9 +58,15 @@ def test_dqn_with_worker_processes_and_uniform_replay():
         result = algo.train()
     finally:
         algo.stop()
-    assert algo.local_replay_buffer.capacity == 150 and "alpha" not in algo.config.replay_buffer_config
-    assert result["replay_buffer"]["num_entries"] == 150  # full: the oldest steps were evicted
+    buffer = algo.local_replay_buffer
+    assert buffer.capacity == 150 and "alpha" not in algo.config.replay_buffer_config
     assert result["num_env_steps_sampled_lifetime"] >= 200
+    # Full: the oldest episodes were evicted whole (every stored episode still starts at its
+    # reset), down to at most the capacity.
+    assert result["replay_buffer"]["num_episodes_evicted_lifetime"] > 0
+    assert 0 < buffer.get_num_timesteps() <= 150
+    assert buffer.get_num_timesteps() == sum(len(ep) for ep in buffer.episodes)
+    assert all(ep.t_started == 0 for ep in buffer.episodes)
 
 
 def test_greedy_actions_with_explore_false():
@@ -83,8 +92,8 @@ def test_replay_buffer_state_round_trips_through_ormsgpack():
         for i in range(12):
             buffer.add([_episode(10, start=100 * i, terminated=i % 3 != 0)])
         if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-            batch = buffer.sample(8)
-            buffer.update_priorities(batch["indices"], np.linspace(0.1, 5.0, 8))
+            buffer.sample(8, n_step=1)
+            buffer.update_priorities(np.linspace(0.1, 5.0, 8))
         state = buffer.get_state()
         packed = ormsgpack.packb(state, option=ormsgpack.OPT_SERIALIZE_NUMPY)
         restored = cls(capacity=100)
@@ -92,9 +101,14 @@ def test_replay_buffer_state_round_trips_through_ormsgpack():
         assert len(restored) == len(buffer) == 100
         # Equal buffers: the same state, and the same samples from here on.
         assert ormsgpack.packb(restored.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY) == packed
-        a, b = buffer.sample(20, n_step=3), restored.sample(20, n_step=3)
+        a = buffer.sample_transitions(20, n_step=3)
+        b = restored.sample_transitions(20, n_step=3)
         for key in a:
             assert np.array_equal(a[key], b[key]), key
+        a = buffer.sample(5, n_step=2, sample_episodes=True)
+        b = restored.sample(5, n_step=2, sample_episodes=True)
+        assert [(ep.t_started, ep.get_return()) for ep in a] == [
+            (ep.t_started, ep.get_return()) for ep in b]
     with pytest.raises(ValueError, match="capacity=100"):
         EpisodeReplayBuffer(capacity=50).set_state(state)
 
@@ -103,32 +117,46 @@ def test_n_step_returns_follow_episodes_across_chunks():
     buffer = EpisodeReplayBuffer(capacity=1000, seed=0)
     first = _episode(3, terminated=False, id_="ep")
     buffer.add(first)
-    second = SingleAgentEpisode("ep")
-    second.add_env_reset(first.observations[-1])
+    second = first.cut()  # the successor chunk: same id, starting at t=3
     for t in range(2):
         second.add_env_step(np.full(4, 4 + t, np.float32), 0, 1.0, terminated=t == 1)
     buffer.add([second.to_numpy()])
-    batch = buffer.sample(200, n_step=3, gamma=0.5)
-    for start, next_obs, ret, discount, terminated in zip(
-            batch["obs"][:, 0], batch["next_obs"][:, 0], batch["rewards"], batch["discounts"],
-            batch["terminateds"], strict=True):
+    assert buffer.get_num_episodes() == 1 and len(buffer.episodes[0]) == 5
+    batch = buffer.sample_transitions(200, n_step=3, gamma=0.5)
+    for start, next_obs, ret, taken, n, terminated in zip(
+            batch["obs"][:, 0], batch["new_obs"][:, 0], batch["rewards"],
+            batch["n_steps_taken"], batch["n_step"], batch["terminateds"], strict=True):
         steps = min(3, 5 - int(start))  # the episode has 5 steps; it ends at observation 5
-        assert next_obs == start + steps
+        assert next_obs == start + steps and taken == steps and n == 3
         assert ret == pytest.approx(sum(0.5 ** k for k in range(steps)))
-        assert discount == pytest.approx(0.5 ** steps)
         assert terminated == (start + steps == 5)
+    # RLlib's episode list holds the same transitions.
+    for episode in buffer.sample(100, n_step=3, gamma=0.5, sample_episodes=True):
+        start = episode.t_started
+        steps = min(3, 5 - start)
+        assert episode.get_observations(-1)[0] == start + steps
+        assert episode.get_rewards(0) == pytest.approx(sum(0.5 ** k for k in range(steps)))
+        assert episode.is_terminated == (start + steps == 5)
+        assert episode.get_extra_model_outputs("n_step", 0) == 3
 
 
 def test_prioritized_replay_prefers_high_td_errors():
-    buffer = PrioritizedEpisodeReplayBuffer(capacity=1000, alpha=1.0, beta=1.0, seed=0)
+    buffer = PrioritizedEpisodeReplayBuffer(capacity=1000, alpha=1.0, seed=0)
     buffer.add([_episode(100)])
-    buffer.update_priorities(np.arange(100), np.where(np.arange(100) == 7, 99.0, 1.0))
-    batch = buffer.sample(1000)
-    share = np.mean(batch["indices"] == 7)
-    assert 0.4 < share < 0.6  # priority 99 of a total 198
+    # Priority 99 for the step at t=7 (drawn among 2000 draws), 1 for all others.
+    starts = [ep.t_started for ep in buffer.sample(2000, n_step=1)]
+    assert 7 in starts
+    buffer.update_priorities(np.where(np.array(starts) == 7, 99.0, 1.0))
+    episodes = buffer.sample(1000, n_step=1, beta=1.0)
+    starts = np.array([ep.t_started for ep in episodes])
+    weights = np.array([ep.get_extra_model_outputs("weights", 0) for ep in episodes])
+    assert 0.4 < np.mean(starts == 7) < 0.6  # priority 99 of a total 198
     # Importance weights: 1 for the least likely steps, (p_min / p_max) for the favoured one.
-    assert batch["weights"].max() == pytest.approx(1.0)
-    assert batch["weights"][batch["indices"] == 7] == pytest.approx(1.0 / 99.0, rel=1e-4)
+    assert weights.max() == pytest.approx(1.0)
+    assert weights[starts == 7] == pytest.approx(1.0 / 99.0, rel=1e-4)
+    # The arrays DQN trains on are drawn the same way.
+    transitions = buffer.sample_transitions(1000, n_step=1, beta=1.0)
+    assert 0.4 < np.mean(transitions["obs"][:, 0] == 7) < 0.6
 
 
 @pytest.mark.parametrize("setting, message", [
@@ -142,6 +170,7 @@ def test_prioritized_replay_prefers_high_td_errors():
     ({"epsilon": [(0, 1.0), (0, 0.1)]}, "timesteps must increase"),
     ({"epsilon": [(0, 1.0), (10, "low")]}, "values must be numbers"),
     ({"n_step": 0}, "n_step must be"),
+    ({"n_step": (3, 3)}, "low < high"),
     ({"td_error_loss_fn": "l1"}, r"one of \['huber', 'mse'\]"),
 ])
 def test_bad_dqn_settings_are_rejected_at_the_call(setting, message):

@@ -75,11 +75,12 @@ def test_dqn_writes_its_replay_buffer_with_ormsgpack(tmp_path):
     assert iterations == ["1", "2", "3", "4"]
     # Written at iterations 2 and 4: the file holds the buffer after the 4th (1000 steps each).
     state = ormsgpack.unpackb((tmp_path / "replay_buffer_contents.msgpack").read_bytes())
-    assert state["type"] == "PrioritizedEpisodeReplayBuffer" and state["num_added"] == 4000
+    assert state["type"] == "PrioritizedEpisodeReplayBuffer"
+    assert state["_num_timesteps_added"] == 4000
     buffer = PrioritizedEpisodeReplayBuffer(capacity=state["capacity"])
     buffer.set_state(state)
-    assert len(buffer) == 4000
-    batch = buffer.sample(64)
+    assert len(buffer) == 4000 and buffer.get_num_episodes() == len(state["episode_id_to_index"])
+    batch = buffer.sample_transitions(64)
     assert batch["obs"].shape == (64, 4) and set(batch["actions"].tolist()) <= {0, 1}
 
 

@@ -10,8 +10,11 @@ Indexing (`get`, `set`, `[]`), for a buffer with `data=[4, 5, 6, 7, 8, 9]` and `
   `get(-4) == 6`. With `neg_index_as_lookback=True` they count back from index 0 instead:
   `get(-1, neg_index_as_lookback=True) == 6`, `get(slice(-2, 1), ...) == [5, 6, 7]`.
 - A list of indices gives a list (a batch, once numpy'ized); a slice gives a list (an array).
-- `fill=value` pads what lies outside `data` on either side with `value` (shaped like the
-  buffer's `space` when one is set) instead of raising `IndexError` or returning less.
+- `fill=value` stands in for what lies outside `data` (shaped like the buffer's `space` when one
+  is set) instead of raising `IndexError` or returning less, by RLlib's rules for slices: both
+  bounds left of `data` (or both right of it) give only fill, as many items as the bounds are
+  apart (`get(slice(-10, -12), fill=0)` gives two); otherwise the side the start lies past is
+  filled, else the side the stop lies past (one side only). Negative steps walk down.
 - `one_hot_discrete=True` turns the `Discrete` / `MultiDiscrete` parts (per `space`) into
   one-hot vectors.
 
@@ -179,10 +182,18 @@ class InfiniteLookbackBuffer:
             item = self.data[position]
         return self._one_hot(item) if one_hot_discrete else item
 
-    def _bounds(self, slice_: slice, neg_index_as_lookback: bool) -> tuple[int, int]:
-        """A slice's start and stop as positions in `data` (possibly outside it)."""
+    def _resolve_slice(self, slice_: slice, neg_index_as_lookback: bool
+                       ) -> tuple[slice, int, int]:
+        """`slice_` as a slice of `data`, and how many fill items go left and right of it.
+
+        RLlib's rules: start and stop become positions in `data` (None: the first item after
+        the lookback buffer / the end). When both lie left of `data`, or both right of it, the
+        result is only fill, as many items as they are apart (in whichever order). Otherwise
+        the part left of `data` is filled when the start lies there, else the part right of
+        it when the stop lies there (one side only). A negative step walks from the start
+        down to the stop; a stop left of `data` then means "down to the first item"."""
         size = self.len_incl_lookback()
-        start, stop = slice_.start, slice_.stop
+        start, stop, step = slice_.start, slice_.stop, slice_.step or 1
         if start is None:
             start = self.lookback
         elif start < 0 and not neg_index_as_lookback:
@@ -195,35 +206,47 @@ class InfiniteLookbackBuffer:
             stop = size + stop
         else:
             stop = self.lookback + stop
-        return start, stop
+        fill_left = fill_right = 0
+        if start < 0 and stop < 0:
+            fill_left, start, stop = abs(start - stop), 0, 0
+        elif start >= size and stop >= size:
+            fill_right, start, stop = abs(start - stop), size, size
+        elif start < 0:
+            fill_left, start = -start, 0
+        elif stop >= size:
+            fill_right, stop = stop - size, size
+        elif stop < 0:
+            # Only a negative step reaches here with items to take (start >= 0 > stop).
+            if start >= size:
+                fill_left, start = start - size + 1, size - 1
+            # -(size + 1) as a stop: past the first item for a negative step (so it is
+            # included), and an empty range for a positive one.
+            fill_right, stop = -stop - 1, -(size + 1)
+        return slice(start, stop, step), fill_left, fill_right
 
     def _get_slice(self, slice_: slice, neg_index_as_lookback: bool, fill: Any,
                    one_hot_discrete: bool = False) -> Any:
-        step = slice_.step or 1
-        if step < 0:
-            raise ValueError(f"slice {slice_}: negative steps are not supported here")
-        size = self.len_incl_lookback()
-        start, stop = self._bounds(slice_, neg_index_as_lookback)
-        fill_left = fill_right = 0
-        if fill is not None:
-            fill_left = max(0, min(stop, 0) - start)
-            fill_right = max(0, stop - max(start, size))
-        start, stop = min(max(start, 0), size), min(max(stop, 0), size)
-        taken = self._take(self.data, slice(start, stop, step))
-        if one_hot_discrete:
+        target, fill_left, fill_right = self._resolve_slice(slice_, neg_index_as_lookback)
+        taken = self._take(self.data, target)
+        # One-hot what the slice spans (RLlib's count: a span past the data's end one-hots an
+        # empty selection, an empty span returns it as it is).
+        step = target.step
+        has_items = (target.stop - target.start + step - (1 if step > 0 else -1)) // step > 0
+        if one_hot_discrete and has_items:
             taken = self._one_hot_rows(taken)
-        if not (fill_left or fill_right):
+        if fill is None or not (fill_left or fill_right):
             return taken
         if self.finalized:
             parts = []
             if fill_left:
                 parts.append(self._fill_batch(fill, fill_left, one_hot_discrete, taken))
-            parts.append(taken)
+            if has_items:
+                parts.append(taken)
             if fill_right:
                 parts.append(self._fill_batch(fill, fill_right, one_hot_discrete, taken))
             return map_structure(lambda *arrays: np.concatenate(arrays), *parts)
         item = self._fill_item(fill, one_hot_discrete)
-        return [item] * fill_left + taken + [item] * fill_right
+        return [item] * fill_left + (taken if has_items else []) + [item] * fill_right
 
     def _take(self, data: Any, slice_: slice) -> Any:
         if self.finalized:
@@ -268,8 +291,7 @@ class InfiniteLookbackBuffer:
         if at_indices is None:
             at_indices = slice(0, None)
         if isinstance(at_indices, slice):
-            start, stop = self._bounds(at_indices, neg_index_as_lookback)
-            target = slice(max(start, 0), max(stop, 0), at_indices.step)
+            target, _, _ = self._resolve_slice(at_indices, neg_index_as_lookback)
             selected = len(range(*target.indices(self.len_incl_lookback())))
             if selected != _length(new_data):
                 raise IndexError(

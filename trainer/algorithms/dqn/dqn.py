@@ -17,7 +17,12 @@ import numpy as np
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
-from trainer.algorithms.dqn.replay_buffer import BUFFER_TYPES, make_replay_buffer
+from trainer.algorithms.dqn.replay_buffer import (
+    BUFFER_TYPES,
+    PrioritizedEpisodeReplayBuffer,
+    make_replay_buffer,
+    sample_train_batch,
+)
 from trainer.algorithms.settings import settings_of
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
@@ -37,14 +42,21 @@ from trainer.util.checks import (
 )
 from trainer.util.state_checks import check_loads
 
+#: RLlib's key of the replay buffer's metrics in the results.
+REPLAY_BUFFER_RESULTS = "replay_buffer"
+
 _BUFFER_DEFAULTS = {
     "EpisodeReplayBuffer": {"type": "EpisodeReplayBuffer", "capacity": 50_000},
     "PrioritizedEpisodeReplayBuffer": {"type": "PrioritizedEpisodeReplayBuffer",
                                        "capacity": 50_000, "alpha": 0.6, "beta": 0.4},
 }
+# Further keys each buffer's constructor takes (RLlib's), besides its defaults above.
+_BUFFER_OPTIONAL_KEYS = ("batch_size_B", "batch_length_T", "metrics_num_episodes_for_smoothing")
 
 _BUFFER_VALUE_CHECKS = {"capacity": int_at_least(1), "alpha": number_at_least(0),
-                        "beta": number_at_least(0)}
+                        "beta": number_at_least(0), "batch_size_B": int_at_least(1),
+                        "batch_length_T": int_at_least(0),
+                        "metrics_num_episodes_for_smoothing": int_at_least(1)}
 
 
 def _check_replay_buffer_config(value: Any) -> str | None:
@@ -55,7 +67,7 @@ def _check_replay_buffer_config(value: Any) -> str | None:
     type_ = value.get("type")
     if type_ not in BUFFER_TYPES:
         return f"a dict whose 'type' is one of {allowed_types} (got {type_!r})"
-    allowed_keys = sorted(_BUFFER_DEFAULTS[type_])
+    allowed_keys = sorted((*_BUFFER_DEFAULTS[type_], *_BUFFER_OPTIONAL_KEYS))
     for key, item in value.items():
         if key not in allowed_keys:
             return f"a dict with keys from {allowed_keys} for {type_} (got {key!r})"
@@ -79,9 +91,10 @@ def _check_n_step(value: Any) -> str | None:
     if positive_int(value) is None:
         return None
     if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(positive_int(v) is None for v in value) and value[0] <= value[1]):
+            and all(positive_int(v) is None for v in value) and value[0] < value[1]):
         return None
-    return "an int >= 1 or a (low, high) pair of ints with 1 <= low <= high"
+    return ("an int >= 1 or a (low, high) pair of ints with 1 <= low < high (each transition's "
+            "n is drawn from [low, high), as RLlib's replay buffers draw it)")
 
 
 class DQNConfig(AlgorithmConfig):
@@ -96,8 +109,9 @@ class DQNConfig(AlgorithmConfig):
         "replay_buffer_config": (dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
                                  _check_replay_buffer_config,
                                  "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
-                                 "capacity, alpha, beta; updates the current one unless it "
-                                 "names another type"),
+                                 "capacity (env steps; whole episodes are evicted), alpha, "
+                                 "beta and the buffers' other arguments; updates the current "
+                                 "one unless it names another type"),
         "target_network_update_freq": (500, int_at_least(0),
                                        "env steps between target network updates"),
         "tau": (1.0, number_in(0.0, 1.0), "target update: tau * online + (1 - tau) * target"),
@@ -106,7 +120,8 @@ class DQNConfig(AlgorithmConfig):
                                                      "update"),
         "double_q": (True, is_bool, "double Q-learning targets"),
         "dueling": (True, is_bool, "dueling value and advantage heads"),
-        "n_step": (1, _check_n_step, "n-step returns: an int, or (min, max) to draw from"),
+        "n_step": (1, _check_n_step, "n-step returns: an int, or (low, high) to draw n from "
+                   "[low, high) per transition"),
         "epsilon": ([(0, 1.0), (10000, 0.05)], _check_epsilon,
                     "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] "
                     "interpolated"),
@@ -214,7 +229,6 @@ class DQN(Algorithm):
                               sum(len(ep) for ep in episodes), reduce="sum")
             with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
                 buffer.add(episodes)
-        metrics.log_dict(buffer.get_metrics(), key="replay_buffer", window=1)
         sampled = self.num_env_steps_sampled_lifetime
         if sampled < config.num_steps_sampled_before_learning_starts:
             return
@@ -224,12 +238,13 @@ class DQN(Algorithm):
         update_results: list[dict] = []
         for _ in range(training_rounds):
             with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
-                batch = buffer.sample(config.train_batch_size, n_step=config.n_step,
-                                      gamma=config.gamma, beta=beta)
+                batch = sample_train_batch(buffer, config.train_batch_size,
+                                           n_step=config.n_step, gamma=config.gamma, beta=beta)
             with metrics.log_time((TIMERS, "learner_update_timer")):
                 results, td_errors = self.learner.update(
                     batch, num_env_steps_sampled_lifetime=sampled)
-            buffer.update_priorities(batch["indices"], td_errors)
+            if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+                buffer.update_priorities(np.abs(td_errors))
             update_results.append(results)
             metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                               config.train_batch_size, reduce="sum")
@@ -242,6 +257,13 @@ class DQN(Algorithm):
         with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()
 
+    def _compile_result(self, time_this_iter: float) -> dict:
+        # The buffer's metrics (RLlib's "replay_buffer" results), once per iteration: the buffer
+        # counts its adds and samples itself, so one aggregate carries all training steps'.
+        self.metrics.aggregate([self.local_replay_buffer.get_metrics()],
+                               key=REPLAY_BUFFER_RESULTS)
+        return super()._compile_result(time_this_iter)
+
     # -- state (checkpoints) -----------------------------------------------------------------
     def get_state(self) -> dict:
         """The Algorithm's state, plus the replay buffer with `store_buffer_in_checkpoints`."""
@@ -253,7 +275,9 @@ class DQN(Algorithm):
     def check_state(self, state: dict) -> None:
         super().check_state(state)
         if "replay_buffer" in state:
-            check_loads(self.local_replay_buffer, state["replay_buffer"], "replay_buffer")
+            # Loaded into an empty buffer of the same config (cheaper than copying this one).
+            check_loads(make_replay_buffer(self.config.replay_buffer_config),
+                        state["replay_buffer"], "replay_buffer")
 
     def _apply_state(self, state: dict, *, strict: bool = False) -> None:
         super()._apply_state(state, strict=strict)

@@ -30,7 +30,7 @@ class DQNLearner(Learner):
 
     def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
                ) -> tuple[dict[str, float], np.ndarray]:
-        """One Adam step on `batch` (as `EpisodeReplayBuffer.sample` returns it); returns the
+        """One Adam step on `batch` (as `replay_buffer.sample_train_batch` returns it); returns the
         metrics and the per-item TD errors (for prioritized replay)."""
         config, module = self.config, self.module
         preprocess = module.spaces.preprocess
