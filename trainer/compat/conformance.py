@@ -19,16 +19,19 @@ name, one line each, grouped by target.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import logging
 import math
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.compat.rllib_surface import UNEVALUATED, Member, Parameter, SurfaceReader
+from trainer.util import deprecation
 
 _RLLIB = "ray.rllib"
 
@@ -223,6 +226,24 @@ def _instance_attribute_names(cls: type) -> set[str]:
     return names
 
 
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """Builder probes pass RLlib's older names too: their once-per-process deprecation logs
+    are neither shown nor used up (a later real use still logs its warning)."""
+    warned = set(deprecation._warned)
+    logger = logging.getLogger("trainer")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ignored settings warn too
+            yield
+    finally:
+        logger.setLevel(level)
+        deprecation._warned.clear()
+        deprecation._warned.update(warned)
+
+
 class _NoValue:
     pass
 
@@ -309,7 +330,7 @@ class Checker:
         findings = []
         attributes = self.reader.keyword_attributes(method)
         for param in method.parameters:
-            if param.kind in ("var_positional", "var_keyword"):
+            if param.kind in ("var_positional", "var_keyword") or param.raises_when_given:
                 continue
             self.coverage.parameters += 1
             key = f"{target.name}.{method.name}({param.name}=...)"
@@ -325,8 +346,7 @@ class Checker:
             probe = rllib_default if rllib_default is not UNEVALUATED else (
                 None if current is _MISSING else current)
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # older names and ignored settings warn
+                with _quietly():
                     getattr(config, method.name)(**{param.name: probe})
             except TypeError as error:
                 findings.append(Finding(target.name, key,
@@ -362,7 +382,7 @@ class Checker:
             params.pop(first)
         findings = []
         for param in member.parameters:
-            if param.kind in ("var_positional", "var_keyword"):
+            if param.kind in ("var_positional", "var_keyword") or param.raises_when_given:
                 continue
             self.coverage.parameters += 1
             param_key = f"{key}({param.name}=...)"

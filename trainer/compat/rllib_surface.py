@@ -20,7 +20,7 @@ without its `logger` and the framework handles `try_import_tf()` and the like re
 from __future__ import annotations
 
 import ast
-import functools
+import dataclasses
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,10 @@ class Parameter:
     #: The default's value when it is a literal (or names a module-level literal constant),
     #: else `UNEVALUATED`.
     default: Any = field(default=UNEVALUATED, compare=False)
+
+    #: RLlib raises as soon as a value is given (`deprecation_warning(..., error=True)` when it
+    #: differs from `DEPRECATED_VALUE`): no working RLlib code passes it.
+    raises_when_given: bool = False
 
     @property
     def has_default(self) -> bool:
@@ -80,16 +84,10 @@ def ray_root() -> Path:
 
 
 def ray_version() -> str:
-    """`ray.__version__`, read from the wheel's `_version.py`-free `__init__` text."""
-    root = ray_root()
-    for line in (root / "_version.py").read_text().splitlines() if (
-            root / "_version.py").exists() else []:
-        if line.startswith("version"):
-            return ast.literal_eval(line.split("=", 1)[1].strip())
-    tree = ast.parse((root / "__init__.py").read_text())
+    """The installed Ray's version, read from `ray/_version.py` (without importing ray)."""
+    tree = ast.parse((ray_root() / "_version.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+        if isinstance(node, ast.Assign) and "version" in _targets(node):
             return ast.literal_eval(node.value)
     return "unknown"
 
@@ -99,6 +97,7 @@ class SourceIndex:
 
     def __init__(self, root: Path | None = None):
         self.root = root or ray_root()
+        self._parsed: dict[str, ast.Module | None] = {}
 
     def module_path(self, module: str) -> Path | None:
         parts = module.split(".")
@@ -110,10 +109,13 @@ class SourceIndex:
                 return candidate
         return None
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 (one index per run, kept for its life)
     def module(self, module: str) -> ast.Module | None:
-        path = self.module_path(module)
-        return None if path is None else ast.parse(path.read_text(), filename=str(path))
+        """The parsed module (parsed once per index), or None outside `ray`."""
+        if module not in self._parsed:
+            path = self.module_path(module)
+            self._parsed[module] = None if path is None else ast.parse(path.read_text(),
+                                                                       filename=str(path))
+        return self._parsed[module]
 
     def is_package(self, module: str) -> bool:
         path = self.module_path(module)
@@ -220,6 +222,25 @@ def _dotted(expr: ast.AST) -> str | None:
     return None
 
 
+def _raising_parameters(func: ast.FunctionDef) -> set[str]:
+    """Parameters whose `if <param> != DEPRECATED_VALUE:` block (or `is not NotProvided`)
+    calls `deprecation_warning(..., error=True)`."""
+    raising = set()
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and isinstance(node.test.left, ast.Name)
+                and len(node.test.ops) == 1 and isinstance(node.test.ops[0], (ast.NotEq,
+                                                                             ast.IsNot))):
+            continue
+        for inner in (n for statement in node.body for n in ast.walk(statement)):
+            if isinstance(inner, ast.Call) and (_dotted(inner.func) or "").endswith(
+                    "deprecation_warning") and any(
+                    k.arg == "error" and isinstance(k.value, ast.Constant)
+                    and k.value.value is True for k in inner.keywords):
+                raising.add(node.test.left.id)
+    return raising
+
+
 def _decorator_names(func: ast.FunctionDef) -> list[str]:
     names = []
     for dec in func.decorator_list:
@@ -261,7 +282,9 @@ class SurfaceReader:
             params.append(self._parameter(module, arg.arg, "keyword", default))
         if args.kwarg:
             params.append(Parameter(args.kwarg.arg, "var_keyword", None))
-        return tuple(params)
+        raising = _raising_parameters(func)
+        return tuple(dataclasses.replace(p, raises_when_given=True) if p.name in raising else p
+                     for p in params)
 
     def _parameter(self, module: str, name: str, kind: str, default: ast.AST | None
                    ) -> Parameter:

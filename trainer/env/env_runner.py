@@ -111,6 +111,9 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         # env_config, then calls make_env()).
         self.config = config = config.copy()
         self.worker_index = worker_index
+        if worker_index > 0:  # a worker process: python_environment()'s variables, before envs
+            os.environ.update({name: str(value) for name, value in getattr(
+                config, "extra_python_environs_for_worker", {}).items()})
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
         self.metrics = MetricsLogger()
         self._env_creator = env_creator or make_env_creator(config.env)
