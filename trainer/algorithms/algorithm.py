@@ -525,10 +525,26 @@ class Algorithm(OldAlgorithmNames):
                           env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME])
         return with_old_result_keys(result)
 
-    def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
-        """The action for one observation, from the learner's current policy through the
-        configured exploration. `explore=None` follows the config's `explore`; True explores
-        (at the current timestep of the exploration schedule), False acts greedily."""
+    def compute_single_action(self, observation: Any = None, *, explore: bool | None = None,
+                              input_dict: dict | None = None,
+                              policy_id: str = DEFAULT_MODULE_ID,
+                              unsquash_action: bool | None = None,
+                              clip_action: bool | None = None) -> Any:
+        """The action for one observation (or `input_dict["obs"]`), from the learner's current
+        policy through the configured exploration. `explore=None` follows the config's
+        `explore`; True explores (at the current timestep of the exploration schedule), False
+        acts greedily. `unsquash_action` / `clip_action` (None: the config's
+        `normalize_actions` / `clip_actions`) scale or clip a Box action to its bounds."""
+        if (input_dict is None) == (observation is None):
+            raise ValueError("compute_single_action(): give either observation or "
+                             "input_dict={'obs': observation}")
+        if input_dict is not None:
+            observation = input_dict["obs"]
+        if policy_id != DEFAULT_MODULE_ID:
+            raise KeyError(f"compute_single_action(policy_id={policy_id!r}): there is one "
+                           f"module here, {DEFAULT_MODULE_ID!r}")
+        normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
+        clip = self.config.clip_actions if clip_action is None else clip_action
         module = self.learner.module
         explore = self.config.explore if explore is None else explore
         observation = self.env_runner_group.local_env_runner.module_observation(observation)
@@ -537,8 +553,7 @@ class Algorithm(OldAlgorithmNames):
             action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
                                                    self._rng),
             timestep=self.num_env_steps_sampled_lifetime, explore=explore)
-        action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
-                                       clip=self.config.clip_actions)[0]
+        action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
 
     # -- state and checkpoints ---------------------------------------------------------------

@@ -759,6 +759,29 @@ class AlgorithmConfig(OldConfigNames):
             return lambda env: MeanStdFilter()
         return None
 
+    def build_env_to_module_connector(self, env: Any = None, spaces: Any = None,
+                                      device: Any = None) -> Any:
+        """The env-to-module pipeline an EnvRunner builds for `env` (a vector env or an env):
+        the configured connector pieces (`env_to_module_connector`, or `observation_filter`)
+        with their input spaces set to the env's; an empty pipeline when none is configured.
+        `device` is torch's and has no meaning here."""
+        from trainer.connectors.connector_v2 import (
+            ConnectorPipelineV2,
+            build_pipeline,
+            call_factory,
+        )
+
+        if env is None:
+            raise ConfigError(f"{type(self).__name__}.build_env_to_module_connector(env=None): "
+                              "give the env (the pipeline's input spaces are its spaces)")
+        obs_space = self.observation_space or getattr(env, "single_observation_space",
+                                                      env.observation_space)
+        act_space = self.action_space or getattr(env, "single_action_space", env.action_space)
+        factory = self.env_to_module_factory()
+        pieces = ConnectorPipelineV2(connectors=[]) if factory is None else call_factory(
+            factory, env, (obs_space, act_space))
+        return build_pipeline(pieces, obs_space, act_space)
+
     def get_exploration_config(self) -> dict:
         """The exploration the EnvRunners use: the user's `exploration_config` if it names a
         type, else the algorithm's default updated with it."""

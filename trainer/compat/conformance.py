@@ -382,7 +382,8 @@ class Checker:
             params.pop(first)
         findings = []
         for param in member.parameters:
-            if param.kind in ("var_positional", "var_keyword") or param.raises_when_given:
+            if param.kind in ("var_positional", "var_keyword") or param.raises_when_given \
+                    or param.name.startswith("_"):  # RLlib-internal (`_ignore_last_ts=`)
                 continue
             self.coverage.parameters += 1
             param_key = f"{key}({param.name}=...)"

@@ -73,7 +73,8 @@ class ConnectorV2:
         yield from episodes
 
     # -- state -------------------------------------------------------------------------------
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {}
 
     def set_state(self, state: dict) -> None:
@@ -128,7 +129,8 @@ class ConnectorPipelineV2(ConnectorV2):
     def _keys(self) -> list[str]:
         return [f"{i:02d}_{type(piece).__name__}" for i, piece in enumerate(self.connectors)]
 
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {key: piece.get_state() for key, piece in zip(self._keys(), self.connectors,
                                                              strict=True)
                 if piece.is_stateful}

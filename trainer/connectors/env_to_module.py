@@ -5,13 +5,15 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 
 from trainer.connectors.connector_v2 import ConnectorV2
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
-ORIG_OBS_KEY = "_obs"
+ORIG_OBS_KEY = "_orig_obs"
 PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
 
@@ -121,7 +123,8 @@ class MeanStdFilter(ConnectorV2):
                 at_indices=-1)
         return batch
 
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {"synced": self._synced.to_state(), "buffer": self._buffer.to_state()}
 
     def set_state(self, state: dict) -> None:
@@ -181,8 +184,13 @@ def _one_hot_or_flat(action, space: gym.Space) -> np.ndarray:
 
 class PrevActionsPrevRewards(ConnectorV2):
     """Adds the last `n_prev_actions` actions (one-hot for Discrete) and `n_prev_rewards`
-    rewards to the observation: `{"_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
+    rewards to the observation: `{"_orig_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
     (zeros before the episode's first steps). Follow it with `FlattenObservations` for the MLP."""
+
+    #: The keys of the dict observation it makes (RLlib's class attributes).
+    ORIG_OBS_KEY = ORIG_OBS_KEY
+    PREV_ACTIONS_KEY = PREV_ACTIONS_KEY
+    PREV_REWARDS_KEY = PREV_REWARDS_KEY
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  multi_agent: bool = False, n_prev_actions: int = 1, n_prev_rewards: int = 1,
