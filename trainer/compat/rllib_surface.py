@@ -296,6 +296,10 @@ class SurfaceReader:
     def class_node(self, qualified: str) -> tuple[str, ast.ClassDef]:
         module, _, name = qualified.rpartition(".")
         resolved = self.index.definition(module, name)
+        for _ in range(5):  # `ObservationPreprocessor = SingleAgentObservationPreprocessor`
+            if resolved is None or not isinstance(resolved[1], ast.Assign):
+                break
+            resolved = self.index.resolve_expression(resolved[0], resolved[1].value)
         if resolved is None or not isinstance(resolved[1], ast.ClassDef):
             raise LookupError(f"{qualified} is not a class in the installed Ray source")
         return resolved
@@ -422,6 +426,11 @@ class SurfaceReader:
                     members[name] = Member(name, "constant", module,
                                            value=self.index.literal(module, node.value),
                                            value_source=_source(node.value))
+        for name in sorted((exported or set()) - set(members)):  # re-exported by import
+            resolved = self.index.definition(module, name)
+            kind = "class" if resolved is not None and isinstance(resolved[1], ast.ClassDef) \
+                else "name"
+            members[name] = Member(name, kind, module)
         return {name: member for name, member in members.items()
                 if (name in exported if exported is not None else not name.startswith("_"))}
 

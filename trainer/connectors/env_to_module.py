@@ -5,12 +5,13 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from trainer.connectors.connector_v2 import ConnectorV2
+from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
 ORIG_OBS_KEY = "_orig_obs"
@@ -281,3 +282,33 @@ class FrameStackingEnvToModule(ConnectorV2):
             episode.connector_data[key] = stacked
             episode.set_observations(new_data=stacked, at_indices=-1)
         return batch
+
+
+class EnvToModulePipeline(ConnectorPipelineV2):
+    """RLlib's env-to-module pipeline: the pieces an EnvRunner runs over its episodes before
+    the module sees their observations (what `env_runner.env_to_module` is)."""
+
+    def __repr__(self) -> str:
+        return f"EnvToModulePipeline({self.connectors!r})"
+
+
+class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
+    """A piece that maps each episode's latest observation through `preprocess()`: override
+    `preprocess(observation, episode)` (and `recompute_output_observation_space` when the
+    observation changes its form)."""
+
+    @abc.abstractmethod
+    def preprocess(self, observation: Any, episode: Any) -> Any:
+        """The new observation for `observation`, the latest one of `episode`."""
+
+    def __call__(self, *, rl_module: Any, batch: dict, episodes: list,
+                 explore: bool | None = None, persistent_data: dict | None = None,
+                 **kwargs: Any) -> Any:
+        for episode in self.single_agent_episode_iterator(episodes):
+            new = self.preprocess(observation=episode.get_observations(-1), episode=episode)
+            episode.set_observations(at_indices=-1, new_data=new)
+        return batch
+
+
+#: RLlib's name for the single-agent preprocessor base.
+ObservationPreprocessor = SingleAgentObservationPreprocessor
