@@ -86,9 +86,11 @@ DIFFERENCES: tuple[Difference, ...] = (
            "AlgorithmConfig.callbacks_on_evaluate_offline_start",
            "AlgorithmConfig.callbacks_on_evaluate_offline_end",
            "AlgorithmConfig.callbacks_on_offline_eval_runners_recreated"),
+    Difference("AlgorithmConfig.dataset_num_iters_per_eval_runner",
+               "missing: evaluation(dataset_num_iters_per_offline_eval_runner=...) is taken "
+               "and kept under the keyword's name", _OFFLINE),
     *_same("missing", _OFFLINE + "; RLlib 2.60 has no builder keyword for these attributes "
                                  "(its offline evaluation code reads them)",
-           "AlgorithmConfig.dataset_num_iters_per_eval_runner",
            "AlgorithmConfig.offline_evaluation_duration",
            "AlgorithmConfig.offline_evaluation_parallel_to_training",
            "AlgorithmConfig.input_spaces_jsonable"),
