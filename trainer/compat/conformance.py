@@ -19,12 +19,14 @@ name, one line each, grouped by target.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import inspect
 import logging
 import math
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -222,9 +224,6 @@ def _shown(value: Any) -> str:
 
 def _instance_attribute_names(cls: type) -> set[str]:
     """`self.<name> = ...` anywhere in the source of `cls` and its bases (this project's)."""
-    import ast
-    import textwrap
-
     names: set[str] = set()
     for klass in cls.__mro__:
         if klass.__module__.split(".")[0] not in ("trainer", "callbacks", "checkpoints"):
@@ -262,7 +261,10 @@ def _quietly() -> Iterator[None]:
 
 
 class _NoValue:
-    pass
+    """An attribute that is not there (None can be a real value)."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
 
 
 _MISSING = _NoValue()
@@ -307,6 +309,9 @@ class Checker:
                     keyword_targets |= {a.lstrip("_") for a in attributes.values()}
         for name in sorted(members):
             member = members[name]
+            if member.kind == "constructor":
+                findings += self._check_parameters(target, target.name, member, ours)
+                continue
             self.coverage.names += 1
             key = f"{target.name}.{name}"
             if instance is not None:

@@ -5,8 +5,9 @@ each module's file is parsed, and names are resolved the way Python would, throu
 own `import` / `from ... import` statements (relative ones included, `__init__.py` re-exports
 followed). A class's surface is what a user can reach on it:
 
-- its public methods (with every parameter: name, kind, default as source text and, where the
-  default is a literal or a module-level literal constant, its value), public properties and
+- its constructor's parameters and its public methods (with every parameter: name, kind,
+  default as source text and, where the default is a literal or a module-level literal
+  constant, its value), public properties and
   class attributes, and the public attributes its `__init__` assigns (`self.x = ...`);
 - inherited members, from every base class that resolves to a class inside the `ray` package
   (bases outside it, such as `abc.ABC` or `gymnasium.Env`, end the walk);
@@ -57,8 +58,8 @@ class Member:
     """A public name of an RLlib class or module."""
 
     name: str
-    #: "method", "property", "attribute" (class-level or set in `__init__`), "function",
-    #: "class", "constant".
+    #: "method", "property", "attribute" (class-level or set in `__init__`), "constructor"
+    #: (`__init__`, named so), "function", "class", "constant".
     kind: str
     #: Qualified name of the class (or module) that defines it.
     owner: str
@@ -356,6 +357,10 @@ class SurfaceReader:
                 decorators = _decorator_names(node)
                 if node.name == "__init__":
                     init_attributes = self._init_attributes(module, node, owner)
+                    found["__init__"] = Member("__init__", "constructor", owner,
+                                               self.parameters(module, node, bound=True),
+                                               node=node)
+                    continue
                 if node.name.startswith("_"):
                     continue
                 if any(d.endswith(".setter") or d.endswith(".deleter") for d in decorators):
