@@ -132,6 +132,9 @@ class ShortBuffer(dict):
 
     lookback = 3
 
+    def __init__(self, data=None, lookback=1):
+        super().__init__()
+
 
 def test_checker_reports_missing_names_parameters_and_defaults_one_line_each():
     checker = Checker()
@@ -148,6 +151,8 @@ def test_checker_reports_missing_names_parameters_and_defaults_one_line_each():
     assert "`InfiniteLookbackBuffer.get(indices=...)`: missing here" in lines  # dict.get
     assert "`InfiniteLookbackBuffer.append`: missing here" in lines
     assert "`InfiniteLookbackBuffer.lookback`: missing here" not in lines
+    assert "`InfiniteLookbackBuffer(lookback=...)`: default 0 in RLlib, 1 here" in lines
+    assert "`InfiniteLookbackBuffer(space=...)`: missing here" in lines
     missing_module = Target("Nowhere", _ALGORITHM_CONFIG, "trainer.no_such_module.Config")
     (finding,) = checker.check(missing_module)
     assert finding.line().startswith("`Nowhere`: missing here (no trainer.no_such_module.Config")
