@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import small_ppo
 
-from trainer import ConfigError, DQNConfig, EnvRunner, PPOConfig
+from trainer import ConfigError, DQNConfig, EnvRunner, PPOConfig, SingleAgentEpisode
 from trainer.algorithms.ppo import PPO
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.connectors import (
@@ -256,3 +256,20 @@ def test_pipeline_pieces_are_inserted_and_removed_as_in_rllib():
     with pytest.raises(ValueError, match="no connector piece named or of type 'Nope'"):
         pipeline.insert_after("Nope", MeanStdFilter())
     assert isinstance(pipeline, ConnectorPipelineV2)
+
+
+def test_flatten_observations_drops_keys_and_refuses_other_forms():
+    space = gym.spaces.Dict({"pos": gym.spaces.Box(-1.0, 1.0, (2,)),
+                             "mask": gym.spaces.MultiBinary(3), "goal": gym.spaces.Discrete(4)})
+    piece = FlattenObservations(space, gym.spaces.Discrete(2), keys_to_remove=["mask"])
+    assert piece.observation_space.shape == (6,)  # goal one-hot (4) + pos (2)
+    episode = SingleAgentEpisode(observations=[{"pos": np.array([0.5, -0.5], np.float32),
+                                                "mask": np.array([1, 0, 1], np.int8),
+                                                "goal": 2}])
+    piece(rl_module=None, batch={}, episodes=[episode])
+    # gymnasium orders a Dict by key: goal (one-hot), then pos; mask is gone.
+    assert np.array_equal(episode.get_observations(-1), [0, 0, 1, 0, 0.5, -0.5])
+    with pytest.raises(ValueError, match="as_learner_connector=True.*not supported"):
+        FlattenObservations(as_learner_connector=True)
+    with pytest.raises(ValueError, match="only single-agent"):
+        FlattenObservations(agent_ids=["a"])
