@@ -30,6 +30,9 @@ import copy
 import datetime
 import logging
 import os
+import platform
+import socket
+import tempfile
 import threading
 import time
 from functools import partial
@@ -154,6 +157,9 @@ class Algorithm(OldAlgorithmNames):
         config.validate()
         config.ignored_settings_warnings()
         self.config = config.freeze()
+        # python_environment(extra_python_environs_for_driver=): this process's variables.
+        os.environ.update({name: str(value)
+                           for name, value in config.extra_python_environs_for_driver.items()})
         set_library_log_level(config.log_level)
         self.metrics = MetricsLogger(root=True)
         algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
@@ -195,7 +201,12 @@ class Algorithm(OldAlgorithmNames):
         """One round of sampling and learning; logs into `self.metrics`."""
         raise NotImplementedError(f"{type(self).__name__} must implement training_step()")
 
-    def get_weights(self) -> dict[str, np.ndarray]:
+    def get_weights(self, policies: list[str] | None = None) -> dict[str, np.ndarray]:
+        """The learner's weights. `policies` (RLlib's module ids) may only name the one
+        module, "default_policy"."""
+        if policies is not None and set(policies) - {DEFAULT_MODULE_ID}:
+            raise KeyError(f"get_weights(policies={policies!r}): there is one module here, "
+                           f"{DEFAULT_MODULE_ID!r}")
         return self.learner.module.get_weights()
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
@@ -258,10 +269,115 @@ class Algorithm(OldAlgorithmNames):
         `str()`) is the checkpoint directory; `restore()` takes it back."""
         return SavedCheckpoint(self.save_to_path(checkpoint_dir))
 
-    def restore(self, checkpoint: str | os.PathLike | SavedCheckpoint) -> None:
+    def restore(self, checkpoint_path: str | os.PathLike | SavedCheckpoint) -> None:
         """Tune's spelling of `restore_from_path` (a path, or what `save()` returned)."""
-        self.restore_from_path(getattr(getattr(checkpoint, "checkpoint", None), "path",
-                                       checkpoint))
+        self.restore_from_path(getattr(getattr(checkpoint_path, "checkpoint", None), "path",
+                                       checkpoint_path))
+
+    # -- the rest of Tune's Trainable API (RLlib's Algorithm is a Trainable) -----------------
+    def get_config(self) -> AlgorithmConfig:
+        """The (frozen) config this algorithm runs with."""
+        return self.config
+
+    def reset_config(self, new_config: Any) -> bool:
+        """Tune's hook to change the config without a rebuild: not supported (as in RLlib),
+        so it returns False; build a new algorithm with the new config instead."""
+        return False
+
+    def reset(self, new_config: Any, storage: Any = None) -> bool:
+        """Tune's reset for a new trial: `reset_config(new_config)`; on success the iteration
+        counters start again from zero. Returns whether it succeeded (False here)."""
+        if not self.reset_config(new_config):
+            return False
+        self.iteration = 0
+        self._iterations_since_restore = 0
+        self._time_total_s = 0.0
+        return True
+
+    @property
+    def logdir(self) -> str:
+        """Tune's per-trial directory: created on first use, in the system's temporary
+        folder, named `<Algo>_<env>_<date>_<time>` (nothing is written there unless you do)."""
+        if getattr(self, "_logdir", None) is None:
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+            env_name = self.config.env if isinstance(self.config.env, str) else "env"
+            self._logdir = tempfile.mkdtemp(prefix=f"{type(self).__name__}_{env_name}_{stamp}_")
+        return self._logdir
+
+    @property
+    def trial_name(self) -> str:
+        """Tune's trial name: "default", as for a Trainable run without Tune."""
+        return "default"
+
+    @property
+    def trial_id(self) -> str:
+        """Tune's trial id: "default", as for a Trainable run without Tune."""
+        return "default"
+
+    @property
+    def trial_resources(self) -> None:
+        """Tune's placement group of the trial: None without Tune."""
+        return None
+
+    @classmethod
+    def default_resource_request(cls, config: Any) -> None:
+        """Tune's resource request: None, nothing to reserve on one machine (EnvRunners are
+        processes started by the algorithm itself)."""
+        return None
+
+    @classmethod
+    def resource_help(cls, config: Any) -> str:
+        return ("EnvRunners are worker processes of this machine: "
+                "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved")
+
+    def get_current_ip_pid(self) -> tuple[str, int]:
+        """(this machine's IP address, this process's id)."""
+        try:
+            address = socket.gethostbyname(socket.gethostname())
+        except OSError:
+            address = "127.0.0.1"
+        return address, os.getpid()
+
+    def is_actor(self) -> bool:
+        """Whether this algorithm runs inside a Ray actor: never here."""
+        return False
+
+    def get_auto_filled_metrics(self, now: datetime.datetime | None = None,
+                                time_this_iter: float | None = None,
+                                timestamp: int | None = None,
+                                debug_metrics_only: bool = False) -> dict:
+        """The metrics Tune fills into every result: trial id, date, timestamp, timings,
+        pid, hostname, node IP, config (`debug_metrics_only`: those that need no iteration)."""
+        now = now or datetime.datetime.today()
+        address, pid = self.get_current_ip_pid()
+        metrics = {"trial_id": self.trial_id, "date": now.strftime("%Y-%m-%d_%H-%M-%S"),
+                   "timestamp": timestamp or int(time.mktime(now.timetuple())),
+                   "time_this_iter_s": time_this_iter, "time_total_s": self._time_total_s,
+                   "pid": pid, "hostname": platform.node(), "node_ip": address,
+                   "config": self.config, "time_since_restore": self._time_total_s,
+                   "iterations_since_restore": self._iterations_since_restore}
+        if debug_metrics_only:
+            debug = ("done", "timesteps_total", "episodes_total", "trial_id", "date",
+                     "timestamp", "time_this_iter_s", "time_total_s", "pid", "hostname",
+                     "node_ip", "config")
+            metrics = {key: value for key, value in metrics.items() if key in debug}
+        return metrics
+
+    #: RLlib's `algo.offline_data`: None, offline data is not supported here.
+    offline_data = None
+    #: RLlib's `algo.local_replay_buffer`: None unless the algorithm keeps one (DQN).
+    local_replay_buffer = None
+
+    @property
+    def eval_env_runner(self) -> Any:
+        """The local evaluation EnvRunner (None without evaluation runners)."""
+        group = self.eval_env_runner_group
+        return None if group is None else group.local_env_runner
+
+    @property
+    def evaluation_config(self) -> AlgorithmConfig:
+        """The config the evaluation EnvRunners run with (`evaluation_config` applied)."""
+        return self.config.get_evaluation_config_object()
 
     def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
         """RLlib's hook to bring restarted EnvRunners up to date. The group here restarts
@@ -331,11 +447,29 @@ class Algorithm(OldAlgorithmNames):
             result[EVALUATION_RESULTS] = evaluation
         if self.config.env_task_fn is not None:
             self._apply_env_task_fn(result)
-        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
-                             result=result)
+        self.log_result(result)
         logger.debug("iteration %d took %.2f s: %d env steps sampled", self.iteration,
                      time_this_iter, result[ENV_RUNNER_RESULTS].get(NUM_ENV_STEPS_SAMPLED, 0))
         return result
+
+    def log_result(self, result: dict) -> None:
+        """Tune's hook for each iteration's result, called by `train()`: fires
+        `on_train_result` (which may change `result`), as RLlib's does. Override it to log
+        results elsewhere (call `super().log_result(result)` to keep the callbacks)."""
+        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
+                             result=result)
+
+    def train_buffered(self, buffer_time_s: float, max_buffer_length: int = 1000) -> list[dict]:
+        """Tune's: `train()` repeatedly until `buffer_time_s` seconds passed (at least once)
+        or `max_buffer_length` results were collected, or a result says `done`; returns the
+        results."""
+        results: list[dict] = []
+        send_at = time.time() + buffer_time_s
+        while not results or (time.time() < send_at and len(results) < max_buffer_length):
+            results.append(self.train())
+            if results[-1].get("done"):
+                break
+        return results
 
     def _apply_env_task_fn(self, result: dict) -> None:
         """Curriculum: every sub-env of every training EnvRunner gets
@@ -391,10 +525,26 @@ class Algorithm(OldAlgorithmNames):
                           env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME])
         return with_old_result_keys(result)
 
-    def compute_single_action(self, observation: Any, *, explore: bool | None = None) -> Any:
-        """The action for one observation, from the learner's current policy through the
-        configured exploration. `explore=None` follows the config's `explore`; True explores
-        (at the current timestep of the exploration schedule), False acts greedily."""
+    def compute_single_action(self, observation: Any = None, *, explore: bool | None = None,
+                              input_dict: dict | None = None,
+                              policy_id: str = DEFAULT_MODULE_ID,
+                              unsquash_action: bool | None = None,
+                              clip_action: bool | None = None) -> Any:
+        """The action for one observation (or `input_dict["obs"]`), from the learner's current
+        policy through the configured exploration. `explore=None` follows the config's
+        `explore`; True explores (at the current timestep of the exploration schedule), False
+        acts greedily. `unsquash_action` / `clip_action` (None: the config's
+        `normalize_actions` / `clip_actions`) scale or clip a Box action to its bounds."""
+        if (input_dict is None) == (observation is None):
+            raise ValueError("compute_single_action(): give either observation or "
+                             "input_dict={'obs': observation}")
+        if input_dict is not None:
+            observation = input_dict["obs"]
+        if policy_id != DEFAULT_MODULE_ID:
+            raise KeyError(f"compute_single_action(policy_id={policy_id!r}): there is one "
+                           f"module here, {DEFAULT_MODULE_ID!r}")
+        normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
+        clip = self.config.clip_actions if clip_action is None else clip_action
         module = self.learner.module
         explore = self.config.explore if explore is None else explore
         observation = self.env_runner_group.local_env_runner.module_observation(observation)
@@ -403,17 +553,30 @@ class Algorithm(OldAlgorithmNames):
             action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
                                                    self._rng),
             timestep=self.num_env_steps_sampled_lifetime, explore=explore)
-        action = module.to_env_actions(actions, normalize=self.config.normalize_actions,
-                                       clip=self.config.clip_actions)[0]
+        action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
 
     # -- state and checkpoints ---------------------------------------------------------------
-    def get_state(self) -> dict:
+    def get_state(self, components: str | list[str] | None = None, *,
+                  not_components: str | list[str] | None = None, **kwargs: Any) -> dict:
         """The whole training state as component name -> plain data and numpy arrays:
         `algorithm` (counters, RNG, exploration), `learner` (weights, optimizer), `metrics`,
         `env_runner_<i>` for every healthy EnvRunner (RNG, exploration timestep, sub-env states,
         unfinished episodes; not the weights, which the learner holds), and with evaluation
-        runners `eval_env_runner_<i>` and `evaluation_metrics`."""
+        runners `eval_env_runner_<i>` and `evaluation_metrics`. `components` keeps only the
+        named components, `not_components` leaves the named ones out (RLlib's Checkpointable
+        arguments; a name or a list)."""
+        state = self._full_state()
+        if components is not None:
+            wanted = {components} if isinstance(components, str) else set(components)
+            state = {name: value for name, value in state.items() if name in wanted}
+        if not_components is not None:
+            unwanted = {not_components} if isinstance(not_components, str) else \
+                set(not_components)
+            state = {name: value for name, value in state.items() if name not in unwanted}
+        return state
+
+    def _full_state(self) -> dict:
         state = {
             "algorithm": {"iteration": self.iteration, "time_total_s": self._time_total_s,
                           "rng": generator_state(self._rng),
@@ -569,8 +732,13 @@ class Algorithm(OldAlgorithmNames):
     def stop(self) -> None:
         """Ends every EnvRunner process, releases the envs, and stops the named-object server
         (`trainer.named_objects`) if it was started after this algorithm was built (one that
-        existed before keeps its objects for the next algorithm). Safe to call more than
-        once."""
+        existed before keeps its objects for the next algorithm): `cleanup()` does it, as in
+        Tune's Trainable. Safe to call more than once."""
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
+        named-object server. A subclass that overrides it calls `super().cleanup()`."""
         self._stopped = True
         if self.env_runner_group is not None:
             self.env_runner_group.stop()

@@ -21,11 +21,12 @@ from trainer.callbacks.chain import callable_name
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
-    METHOD_OF,
-    RLLIB_SETTINGS,
+    DEFAULT_POLICY_ID,
     IgnoredSettingWarning,
     Unsupported,
+    methods_of,
     rule,
+    rules_of,
     warn_ignored,
 )
 from trainer.core.exploration import check_exploration_config
@@ -175,6 +176,12 @@ def adam_settings(optimizer: dict) -> dict:
     return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
+def _is_str_dict(v):
+    if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
+        return None
+    return "a dict of environment variable names to values"
+
+
 def _is_result_key(v):
     if isinstance(v, str) and v and all(v.split("/")):
         return None
@@ -297,7 +304,7 @@ class AlgorithmConfig(OldConfigNames):
             "num_epochs": (1, int_at_least(1), "passes over each train batch"),
             "minibatch_size": (None, optional(int_at_least(1)),
                                "rows per gradient step (None: the whole batch)"),
-            "shuffle_batch_per_epoch": (True, is_bool, "shuffle the batch before each epoch"),
+            "shuffle_batch_per_epoch": (False, is_bool, "shuffle the batch before each epoch"),
             "grad_clip": (None, optional(number_above(0)),
                           "clip gradients at this (None: no clipping)"),
             "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm"),
@@ -366,6 +373,14 @@ class AlgorithmConfig(OldConfigNames):
                                        "which end of the score is best"),
             "checkpoint_at_end": (False, is_bool, "also save after the last iteration"),
         }),
+        **settings_of("python_environment", {
+            "extra_python_environs_for_driver": (
+                {}, _is_str_dict, "environment variables set in the main process when the "
+                                  "Algorithm is built"),
+            "extra_python_environs_for_worker": (
+                {}, _is_str_dict, "environment variables set in each EnvRunner worker process "
+                                  "before its envs are made"),
+        }),
         # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
         # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
         **settings_of("framework", {
@@ -395,7 +410,7 @@ class AlgorithmConfig(OldConfigNames):
         self.in_evaluation = False
         # RLlib's settings without an effect here (`trainer.compat.rllib_settings`): readable as
         # attributes; the ones a script gave are remembered for the warning at build.
-        for table in RLLIB_SETTINGS.values():
+        for table in self._rllib_rules().values():
             for name, setting_rule in table.items():
                 setattr(self, name, copy.deepcopy(setting_rule.default))
         self._rllib_given: dict[str, Any] = {}
@@ -414,6 +429,19 @@ class AlgorithmConfig(OldConfigNames):
     @classmethod
     def _settings(cls) -> dict[str, Setting]:
         return {**AlgorithmConfig._BASE_SETTINGS, **cls._ALGO_SETTINGS}
+
+    #: The algorithm whose own RLlib settings without an effect here this class takes
+    #: (`trainer.compat.rllib_settings.ALGO_RLLIB_SETTINGS`).
+    _RLLIB_ALGO: str | None = None
+
+    @classmethod
+    def _rllib_rules(cls) -> dict[str, dict[str, Any]]:
+        """Builder method -> {RLlib setting: NoEffect | Unsupported} for this class."""
+        return rules_of(cls._RLLIB_ALGO)
+
+    @classmethod
+    def _rllib_method_of(cls) -> dict[str, str]:
+        return methods_of(cls._rllib_rules())
 
     # -- the mechanics of setting ------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -464,7 +492,7 @@ class AlgorithmConfig(OldConfigNames):
         """Stores RLlib's settings that have no effect here (see `trainer.compat.rllib_settings`);
         raises ConfigError for a value this trainer cannot honour."""
         for name, value in values.items():
-            setting_rule = rule(name)
+            setting_rule = rule(name, self._rllib_rules())
             if value is NotProvided or setting_rule is None:
                 continue
             if isinstance(value, bool) and isinstance(setting_rule.default, int) and not \
@@ -479,7 +507,7 @@ class AlgorithmConfig(OldConfigNames):
             self._rllib_given[name] = value
 
     def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
-        rllib_names = RLLIB_SETTINGS.get(method, {})
+        rllib_names = self._rllib_rules().get(method, {})
         taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
         self._take_rllib_settings(method, taken)
         if not unknown:
@@ -512,7 +540,7 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
                                                       "observation_space", "action_space"])
-        if env is not NotProvided:
+        if env is not NotProvided and env is not None:  # None: no env (as RLlib's default)
             try:
                 check_env_spec(env)
             except ValueError as error:
@@ -581,6 +609,10 @@ class AlgorithmConfig(OldConfigNames):
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib."""
+        if "model_config_dict" in unknown:  # RLlib's older name, accepted with its warning
+            warn_once("rl_module(model_config_dict=...)", "rl_module(model_config=...)")
+            given = unknown.pop("model_config_dict")
+            model_config = given if model_config is NotProvided else model_config
         self._reject_unknown("rl_module", unknown, ["model_config"])
         if model_config is not NotProvided:
             self._set_model("rl_module", "model_config", model_config, replace=True)
@@ -625,9 +657,10 @@ class AlgorithmConfig(OldConfigNames):
         event_names = [e for e in EVENTS]
         unknown = {k: v for k, v in on_events.items() if k not in event_names}
         self._reject_unknown("callbacks", unknown, ["callbacks_class"] + event_names)
+        on_events = {k: v for k, v in on_events.items() if k in event_names}
         new_on = dict(self.callbacks_on)
         for event, fns in on_events.items():
-            if fns is NotProvided:
+            if fns is NotProvided or fns is None:  # None: leave the event as it is (RLlib's)
                 continue
             fn_list = list(fns) if isinstance(fns, (list, tuple)) else [fns]
             for fn in fn_list:
@@ -732,6 +765,29 @@ class AlgorithmConfig(OldConfigNames):
 
             return lambda env: MeanStdFilter()
         return None
+
+    def build_env_to_module_connector(self, env: Any = None, spaces: Any = None,
+                                      device: Any = None) -> Any:
+        """The env-to-module pipeline an EnvRunner builds for `env` (a vector env or an env):
+        the configured connector pieces (`env_to_module_connector`, or `observation_filter`)
+        with their input spaces set to the env's; an empty pipeline when none is configured.
+        `device` is torch's and has no meaning here."""
+        from trainer.connectors.connector_v2 import (
+            ConnectorPipelineV2,
+            build_pipeline,
+            call_factory,
+        )
+
+        if env is None:
+            raise ConfigError(f"{type(self).__name__}.build_env_to_module_connector(env=None): "
+                              "give the env (the pipeline's input spaces are its spaces)")
+        obs_space = self.observation_space or getattr(env, "single_observation_space",
+                                                      env.observation_space)
+        act_space = self.action_space or getattr(env, "single_action_space", env.action_space)
+        factory = self.env_to_module_factory()
+        pieces = ConnectorPipelineV2(connectors=[]) if factory is None else call_factory(
+            factory, env, (obs_space, act_space))
+        return build_pipeline(pieces, obs_space, act_space)
 
     def get_exploration_config(self) -> dict:
         """The exploration the EnvRunners use: the user's `exploration_config` if it names a
@@ -856,6 +912,111 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("experimental", settings, [])
         return self
 
+    def offline_data(self, **settings) -> AlgorithmConfig:
+        """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
+        options, ...): offline RL is not supported here. RLlib's defaults (sample from the env,
+        write nothing) are accepted; reading or writing recorded data is refused at the call,
+        and the other options warn at build when set."""
+        self._reject_unknown("offline_data", settings, [])
+        return self
+
+    def python_environment(self, *, extra_python_environs_for_driver: dict = NotProvided,
+                           extra_python_environs_for_worker: dict = NotProvided,
+                           **unknown) -> AlgorithmConfig:
+        """Environment variables for the main process (set when the Algorithm is built) and
+        for each EnvRunner worker process (set before its envs are made)."""
+        values = {"extra_python_environs_for_driver": extra_python_environs_for_driver,
+                  "extra_python_environs_for_worker": extra_python_environs_for_worker}
+        self._reject_unknown("python_environment", unknown, values)
+        return self._set("python_environment", values)
+
+    # -- RLlib's dict-like and state accessors --------------------------------------------------
+    def keys(self):
+        """The setting names (`to_dict().keys()`, as RLlib's)."""
+        return self.to_dict().keys()
+
+    def values(self):
+        return self.to_dict().values()
+
+    def items(self):
+        return self.to_dict().items()
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        """RLlib's `pop`: reads the setting (the config is not changed), or `default`."""
+        return self.get(key, default)
+
+    def get_state(self) -> dict[str, Any]:
+        """The config as a dict with its class under "class" (`from_state` rebuilds it)."""
+        return {**self.to_dict(), "class": type(self)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> AlgorithmConfig:
+        """The config `get_state()` described (of the class it names)."""
+        state = dict(state)
+        config_cls = state.pop("class", cls)
+        return config_cls.from_dict(state)
+
+    def serialize(self) -> dict[str, Any]:
+        """The settings as plain JSON data (code as "module:name" strings), as `params.json`
+        holds them."""
+        from trainer.checkpoints.config_data import encode
+
+        unstored: list[str] = []  # values no JSON can hold are left out
+        return encode(self.to_dict(), "config", unstored)
+
+    @property
+    def train_batch_size_per_learner(self) -> int:
+        """`train_batch_size` (there is one learner)."""
+        return self.train_batch_size
+
+    @train_batch_size_per_learner.setter
+    def train_batch_size_per_learner(self, value: int) -> None:
+        self.training(train_batch_size=value)
+
+    @property
+    def total_train_batch_size(self) -> int:
+        """Env steps per training step over all learners: `train_batch_size` (one learner)."""
+        return self.train_batch_size
+
+    @property
+    def is_online(self) -> bool:
+        """Samples come from envs (always here: offline data is not supported)."""
+        return True
+
+    @property
+    def is_offline(self) -> bool:
+        return False
+
+    def validate_train_batch_size_vs_rollout_fragment_length(self) -> None:
+        """RLlib's check: with a fixed `rollout_fragment_length`, whole rounds of sampling
+        (runners x sub-envs x fragment) must come within 10% of `train_batch_size`."""
+        if self.rollout_fragment_length == "auto" or self.in_evaluation:
+            return
+        per_round = (max(self.num_env_runners, 1) * self.num_envs_per_env_runner
+                     * self.rollout_fragment_length)
+        rounds = max(1, -(-self.train_batch_size // per_round))
+        if per_round * rounds - self.train_batch_size > 0.1 * self.train_batch_size:
+            suggested = self.train_batch_size // (self.num_envs_per_env_runner
+                                                  * max(self.num_env_runners, 1))
+            raise ConfigError(
+                f"{type(self).__name__}: train_batch_size={self.train_batch_size} (or a value "
+                f"10% off of it) cannot be reached in whole sampling rounds of "
+                f"{per_round} env steps (num_env_runners={self.num_env_runners} x "
+                f"num_envs_per_env_runner={self.num_envs_per_env_runner} x "
+                f"rollout_fragment_length={self.rollout_fragment_length}); set "
+                f"rollout_fragment_length to \"auto\" or to {suggested}")
+
+    @staticmethod
+    def DEFAULT_AGENT_TO_MODULE_MAPPING_FN(agent_id: Any, episode: Any) -> str:  # noqa: N802
+        """RLlib's default agent-to-module mapping: every agent to "default_policy"."""
+        return DEFAULT_POLICY_ID
+
+    @staticmethod
+    def DEFAULT_POLICY_MAPPING_FN(aid: Any, episode: Any, worker: Any,  # noqa: N802
+                                  **kwargs: Any) -> str:
+        """RLlib's default policy mapping: every agent to "default_policy"."""
+        return DEFAULT_POLICY_ID
+
     def ignored_settings_warnings(self) -> list[str]:
         """Emits one `IgnoredSettingWarning` per RLlib setting this config was given that has
         no effect here (and for a framework other than numpy); returns the messages."""
@@ -863,7 +1024,7 @@ class AlgorithmConfig(OldConfigNames):
         if self.backend == "ray":  # Ray actors take these resources
             for name in RAY_RESOURCE_SETTINGS:
                 given.pop(name, None)
-        messages = warn_ignored(type(self).__name__, given)
+        messages = warn_ignored(type(self).__name__, given, self._rllib_rules())
         if self.framework_str != "numpy":
             message = (f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
                        "the networks and learners are numpy here (torch or TF models, "
@@ -963,14 +1124,21 @@ class AlgorithmConfig(OldConfigNames):
 
     def build(self, env: Any = None) -> Any:
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""
+        return self.build_algo(env)
+
+    def build_algo(self, env: Any = None, logger_creator: Any = None,
+                   use_copy: bool = True) -> Any:
+        """Validates the config and builds its Algorithm (EnvRunner processes included).
+        `logger_creator` is Tune's (stored, without effect here); the Algorithm always works
+        on a frozen copy of this config, whatever `use_copy` says."""
         if env is not None:
             self.environment(env)
+        if logger_creator is not None:
+            self.debugging(logger_creator=logger_creator)
         if self.algo_class is None:
             raise ConfigError(f"{type(self).__name__} has no algorithm class to build; use "
                               "PPOConfig or another algorithm's config")
         return self.algo_class(config=self)
-
-    build_algo = build
 
     def copy(self, copy_frozen: bool | None = None) -> AlgorithmConfig:
         """A deep copy (callbacks and env creators shared). Unfrozen unless `copy_frozen`."""
@@ -1004,7 +1172,7 @@ class AlgorithmConfig(OldConfigNames):
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
-        result.update({name: copy.copy(getattr(self, name)) for name in METHOD_OF})
+        result.update({name: copy.copy(getattr(self, name)) for name in self._rllib_method_of()})
         return result
 
     @classmethod
@@ -1020,11 +1188,12 @@ class AlgorithmConfig(OldConfigNames):
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
         config_dict = translate_config_dict(config_dict)
         settings = self._settings()
+        rllib_names = self._rllib_method_of()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
         self._take_rllib_settings("from_dict", {k: v for k, v in config_dict.items()
-                                                if k in METHOD_OF})
+                                                if k in rllib_names})
         unknown = {k: v for k, v in config_dict.items()
-                   if k not in settings and k not in extra and k not in METHOD_OF}
+                   if k not in settings and k not in extra and k not in rllib_names}
         self._reject_unknown("from_dict", unknown, list(settings) + sorted(extra))
         values = {k: v for k, v in config_dict.items() if k in settings}
         if "model" in values:
@@ -1045,16 +1214,17 @@ class AlgorithmConfig(OldConfigNames):
         """A dict of settings to override elsewhere (for example `evaluation_config`); the names
         and values are checked here."""
         settings = cls._settings()
+        rllib_names = cls._rllib_method_of()
         probe = cls()
         probe._take_rllib_settings("overrides", {k: v for k, v in kwargs.items()
-                                                 if k in METHOD_OF})
-        unknown = {k: v for k, v in kwargs.items() if k not in settings and k not in METHOD_OF}
+                                                 if k in rllib_names})
+        unknown = {k: v for k, v in kwargs.items() if k not in settings and k not in rllib_names}
         probe._reject_unknown("overrides", unknown, settings)
         probe._set("overrides", {k: v for k, v in kwargs.items() if k in settings})
         return dict(kwargs)
 
     def __getitem__(self, key: str) -> Any:
-        if key in self._settings() or key in METHOD_OF or key in (
+        if key in self._settings() or key in self._rllib_method_of() or key in (
                 "callbacks_class", "callbacks_on", "in_evaluation"):
             return getattr(self, key)
         raise KeyError(f"{type(self).__name__} has no setting {key!r}")
@@ -1066,10 +1236,23 @@ class AlgorithmConfig(OldConfigNames):
             return default
 
     def __contains__(self, key: str) -> bool:
-        return key in self._settings() or key in METHOD_OF
+        return key in self._settings() or key in self._rllib_method_of()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env!r}, num_env_runners={self.num_env_runners})"
 
+
+def _callbacks_on(event: str) -> property:
+    def read(self: AlgorithmConfig) -> Any:
+        fns = self.callbacks_on.get(event)
+        return None if not fns else (fns[0] if len(fns) == 1 else list(fns))
+
+    read.__doc__ = f"RLlib's `callbacks_on_{event[3:]}`: what callbacks({event}=...) set."
+    return property(read)
+
+
+# RLlib keeps each event's callables in `config.callbacks_on_<event>`.
+for _event in EVENTS:
+    setattr(AlgorithmConfig, f"callbacks_{_event}", _callbacks_on(_event))
 
 document_builders(AlgorithmConfig)

@@ -39,8 +39,8 @@ def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]
 
 #: Builder methods in the order the README lists them.
 BUILDER_METHODS = ("environment", "env_runners", "training", "evaluation", "exploration",
-                   "fault_tolerance", "reporting", "checkpointing", "debugging", "framework",
-                   "api_stack")
+                   "fault_tolerance", "reporting", "checkpointing", "debugging",
+                   "python_environment", "framework", "api_stack")
 
 
 def _shown(value: Any) -> str:

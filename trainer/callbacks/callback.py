@@ -160,7 +160,8 @@ class RLlibCallback:
         May mutate `samples` (drop or edit episodes) in place."""
 
     def on_sub_environment_created(
-        self, *, worker: Any, sub_environment: Any, env_context: Any, env_index: int, **kwargs
+        self, *, worker: Any, sub_environment: Any, env_context: Any,
+        env_index: int | None = None, **kwargs
     ) -> None:
         """RLlib's older event (use `on_environment_created`): fires after each sub-env was
         created, before the first reset, and again for a sub-env re-created after a failure."""

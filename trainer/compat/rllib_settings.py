@@ -83,6 +83,28 @@ _OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib'
 _TUNE = "Tune's loggers are not used here; results go to the train() result dict (and the " \
         "command line's run folder)"
 _MULTI_AGENT = "multi-agent training is not supported here; use one policy (\"default_policy\")"
+_OFFLINE = "offline RL (reading or writing recorded data with Ray Data) is not supported here"
+_OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
+_NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
+_DISTRIBUTIONAL = "distributional DQN (num_atoms > 1) is not implemented here"
+_NO_RNN = "there are no recurrent (stateful) modules here"
+_OLD_SCHEDULE = "an old-API-stack schedule; RLlib's new stack (and this trainer) ignore it"
+#: RLlib's TensorFlow session defaults (`framework(tf_session_args=...)`).
+_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 2, "inter_op_parallelism_threads": 2,
+                    "gpu_options": {"allow_growth": True}, "log_device_placement": False,
+                    "device_count": {"CPU": 1}, "allow_soft_placement": True}
+_LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_parallelism_threads": 8}
+
+#: Shared by `learners()` and `training()`, which both take them in RLlib.
+_LEARNER_CLASS = Unsupported(None, "custom Learner classes (torch) are not supported here; the "
+                                   "numpy learners of PPO and DQN run")
+_LEARNER_CONNECTOR = Unsupported(None, "learner connectors are not supported here")
+_LEARNER_DEFAULT_PIECES = Unsupported(True, "the learner's default pieces always run here")
+_LEARNER_CONFIG_DICT = NoEffect({}, "custom Learner classes are not supported here",
+                                fine=_is_none_or_empty)
+_AGGREGATORS = NoEffect(0, _ONE_LEARNER)
+_AGGREGATOR_REQUESTS = NoEffect(3, _ONE_LEARNER, fine=lambda v: True)
+_LOCAL_GPU_IDX = NoEffect(0, _GPU)
 
 #: builder method -> {setting: NoEffect | Unsupported}
 RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
@@ -110,7 +132,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "max_requests_in_flight_per_env_runner": NoEffect(
             1, "PPO and DQN sample synchronously here: one request per EnvRunner at a time"),
         "gym_env_vectorize_mode": NoEffect(
-            "SYNC", "sub-envs step in the EnvRunner process (gymnasium's SyncVectorEnv); "
+            "sync", "sub-envs step in the EnvRunner process (gymnasium's SyncVectorEnv); "
                     "for more parallelism use more EnvRunners",
             fine=lambda v: str(getattr(v, "value", v)).upper() == "SYNC"),
         "module_to_env_connector": Unsupported(
@@ -134,6 +156,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "sample_collector": NoEffect(None, _OLD_STACK, fine=lambda v: True),
         "enable_connectors": NoEffect(True, _OLD_STACK, fine=lambda v: True),
         "remote_worker_envs": NoEffect(False, _OLD_STACK),
+        "use_env_runner_state_server": NoEffect(
+            False, "EnvRunner states (connector filters) are merged by the main process here"),
+        "env_runner_state_server_max_concurrency": NoEffect(16, _RAY, fine=lambda v: True),
         "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
         "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
         "enable_tf1_exec_eagerly": NoEffect(False, _TF),
@@ -141,24 +166,27 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
     "learners": {
         "num_learners": NoEffect(0, _ONE_LEARNER, fine=lambda v: v in (0, 1)),
-        "num_cpus_per_learner": NoEffect(1, _ONE_LEARNER, fine=lambda v: True),
+        "num_cpus_per_learner": NoEffect("auto", _ONE_LEARNER, fine=lambda v: True),
         "num_gpus_per_learner": NoEffect(0, _GPU),
-        "local_gpu_idx": NoEffect(0, _GPU),
-        "num_aggregator_actors_per_learner": NoEffect(0, _ONE_LEARNER),
-        "max_requests_in_flight_per_aggregator_actor": NoEffect(3, _ONE_LEARNER,
-                                                                fine=lambda v: True),
+        "custom_resources_per_learner": NoEffect({}, _RAY, fine=_is_none_or_empty),
+        "local_gpu_idx": _LOCAL_GPU_IDX,
+        "num_aggregator_actors_per_learner": _AGGREGATORS,
+        "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
         "max_requests_in_flight_per_learner": NoEffect(3, _ONE_LEARNER, fine=lambda v: True),
+        "learner_class": _LEARNER_CLASS,
+        "learner_connector": _LEARNER_CONNECTOR,
+        "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
+        "learner_config_dict": _LEARNER_CONFIG_DICT,
     },
     "training": {
         "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER,
                                                               fine=lambda v: True),
-        "learner_class": Unsupported(None, "custom Learner classes (torch) are not supported "
-                                           "here; the numpy learners of PPO and DQN run"),
-        "learner_connector": Unsupported(None, "learner connectors are not supported here"),
-        "add_default_connectors_to_learner_pipeline": Unsupported(
-            True, "the learner's default pieces always run here"),
-        "learner_config_dict": NoEffect({}, "custom Learner classes are not supported here",
-                                        fine=_is_none_or_empty),
+        "learner_class": _LEARNER_CLASS,
+        "learner_connector": _LEARNER_CONNECTOR,
+        "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
+        "learner_config_dict": _LEARNER_CONFIG_DICT,
+        "num_aggregator_actors_per_learner": _AGGREGATORS,
+        "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
     },
     "evaluation": {
         "off_policy_estimation_methods": NoEffect({}, "off-policy estimation is for offline "
@@ -166,6 +194,80 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
                                                   fine=_is_none_or_empty),
         "ope_split_batch_by_episode": NoEffect(True, "off-policy estimation is not supported "
                                                      "here", fine=lambda v: True),
+        "evaluation_unhealthy_workers_timeout_s": NoEffect(
+            0.0, "a failed evaluation runner is restarted within the round that saw it fail "
+                 "(fault_tolerance() settings)"),
+        "evaluation_error_after_n_consecutive_skips": NoEffect(
+            None, "evaluation rounds are never skipped here: a round without healthy runners "
+                  "follows fault_tolerance()"),
+        "offline_evaluation_interval": Unsupported(None, _OFFLINE_EVAL),
+        "num_offline_eval_runners": Unsupported(0, _OFFLINE_EVAL),
+        "offline_evaluation_type": NoEffect("eval_loss", _OFFLINE_EVAL),
+        "offline_eval_runner_class": Unsupported(None, _OFFLINE_EVAL),
+        "offline_loss_for_module_fn": Unsupported(None, _OFFLINE_EVAL),
+        "offline_eval_batch_size_per_runner": NoEffect(256, _OFFLINE_EVAL),
+        "dataset_num_iters_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
+        "offline_eval_rl_module_inference_only": NoEffect(False, _OFFLINE_EVAL),
+        "num_cpus_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
+        "num_gpus_per_offline_eval_runner": NoEffect(0, _OFFLINE_EVAL),
+        "custom_resources_per_offline_eval_runner": NoEffect({}, _OFFLINE_EVAL,
+                                                             fine=_is_none_or_empty),
+        "offline_evaluation_timeout_s": NoEffect(120.0, _OFFLINE_EVAL),
+        "max_requests_in_flight_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
+        "broadcast_offline_eval_runner_states": NoEffect(False, _OFFLINE_EVAL),
+        "validate_offline_eval_runners_after_construction": NoEffect(True, _OFFLINE_EVAL),
+        "restart_failed_offline_eval_runners": NoEffect(True, _OFFLINE_EVAL),
+        "ignore_offline_eval_runner_failures": NoEffect(False, _OFFLINE_EVAL),
+        "max_num_offline_eval_runner_restarts": NoEffect(1000, _OFFLINE_EVAL),
+        "offline_eval_runner_health_probe_timeout_s": NoEffect(30.0, _OFFLINE_EVAL),
+        "offline_eval_runner_restore_timeout_s": NoEffect(1800.0, _OFFLINE_EVAL),
+    },
+    "offline_data": {
+        # `input_="sampler"`: RLlib's "sample from the env", which is what runs here.
+        "input_": Unsupported("sampler", _OFFLINE),
+        "offline_data_class": Unsupported(None, _OFFLINE),
+        "input_read_method": NoEffect("read_parquet", _OFFLINE),
+        "input_read_method_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "input_read_schema": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "input_read_episodes": NoEffect(False, _OFFLINE),
+        "input_read_sample_batches": NoEffect(False, _OFFLINE),
+        "input_read_batch_size": NoEffect(None, _OFFLINE),
+        "input_filesystem": NoEffect(None, _OFFLINE),
+        "input_filesystem_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "input_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
+        "materialize_data": NoEffect(False, _OFFLINE),
+        "materialize_mapped_data": NoEffect(True, _OFFLINE),
+        "map_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "iter_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "ignore_final_observation": NoEffect(False, _OFFLINE),
+        "prelearner_class": NoEffect(None, _OFFLINE),
+        "prelearner_buffer_class": NoEffect(None, _OFFLINE),
+        "prelearner_buffer_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "prelearner_module_synch_period": NoEffect(10, _OFFLINE),
+        "prelearner_use_recorded_module_states": NoEffect(False, _OFFLINE),
+        "dataset_num_iters_per_learner": NoEffect(None, _OFFLINE),
+        "input_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "actions_in_input_normalized": NoEffect(False, _OFFLINE),
+        "postprocess_inputs": NoEffect(False, _OFFLINE),
+        "shuffle_buffer_size": NoEffect(0, _OFFLINE),
+        "output": Unsupported(None, "writing sampled episodes to files is not supported here; "
+                                    "record them in on_episode_end or on_sample_end"),
+        "output_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "output_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
+        "output_max_file_size": NoEffect(64 * 1024 * 1024, _OFFLINE),
+        "output_max_rows_per_file": NoEffect(None, _OFFLINE),
+        "output_write_remaining_data": NoEffect(False, _OFFLINE),
+        "output_write_method": NoEffect("write_parquet", _OFFLINE),
+        "output_write_method_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "output_filesystem": NoEffect(None, _OFFLINE),
+        "output_filesystem_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
+        "output_write_episodes": NoEffect(True, _OFFLINE),
+        "offline_sampling": NoEffect(False, _OFFLINE),
+    },
+    "callbacks": {
+        "on_evaluate_offline_start": NoEffect(None, _NO_OFFLINE_EVENT),
+        "on_evaluate_offline_end": NoEffect(None, _NO_OFFLINE_EVENT),
+        "on_offline_eval_runners_recreated": NoEffect(None, _NO_OFFLINE_EVENT),
     },
     "fault_tolerance": {
         "num_consecutive_env_runner_failures_tolerance": NoEffect(
@@ -186,7 +288,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "keep_per_episode_custom_metrics": NoEffect(False, _OLD_STACK, fine=lambda v: True),
         "metrics_episode_collection_timeout_s": NoEffect(
             60.0, "metrics come back with every sample here", fine=lambda v: True),
-        "log_gradients": NoEffect(True, "gradient norms are always in the learner results "
+        "log_gradients": NoEffect(False, "gradient norms are always in the learner results "
                                         "here", fine=lambda v: True),
     },
     "checkpointing": {
@@ -206,6 +308,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
     "resources": {
         "num_gpus": NoEffect(0, _GPU),
+        "custom_resources_for_main_process": NoEffect({}, _RAY, fine=_is_none_or_empty),
+        "local_gpu_idx": _LOCAL_GPU_IDX,
+        "num_cpus_for_local_worker": NoEffect(1, _RAY, fine=lambda v: True),
         "_fake_gpus": NoEffect(False, _GPU),
         "num_cpus_for_main_process": NoEffect(1, _RAY, fine=lambda v: True),
         "placement_strategy": NoEffect("PACK", _RAY),
@@ -219,8 +324,8 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     "framework": {
         "eager_tracing": NoEffect(True, _TF, fine=lambda v: True),
         "eager_max_retraces": NoEffect(20, _TF, fine=lambda v: True),
-        "tf_session_args": NoEffect(None, _TF, fine=lambda v: True),
-        "local_tf_session_args": NoEffect(None, _TF, fine=lambda v: True),
+        "tf_session_args": NoEffect(_TF_SESSION_ARGS, _TF, fine=lambda v: True),
+        "local_tf_session_args": NoEffect(_LOCAL_TF_SESSION_ARGS, _TF, fine=lambda v: True),
         "torch_compile_learner": NoEffect(False, _TORCH),
         "torch_compile_learner_what_to_compile": NoEffect(None, _TORCH, fine=lambda v: True),
         "torch_compile_learner_dynamo_mode": NoEffect(None, _TORCH),
@@ -260,24 +365,79 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
 }
 
+#: RLlib's settings of one algorithm's config class (`PPOConfig.training(lr_schedule=...)`),
+#: by algorithm: builder method -> {setting: rule}. A config class names its table in
+#: `_RLLIB_ALGO_SETTINGS`.
+ALGO_RLLIB_SETTINGS: dict[str, dict[str, dict[str, NoEffect | Unsupported]]] = {
+    "PPO": {
+        "training": {
+            "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
+            "entropy_coeff_schedule": NoEffect(None, _OLD_SCHEDULE),
+            "vf_share_layers": NoEffect(None, "RLlib 2.60 ignores it as well; share layers with "
+                                              "rl_module(model_config={\"vf_share_layers\": "
+                                              "True})", fine=lambda v: v is None),
+        },
+    },
+    "DQN": {
+        "training": {
+            "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
+            "adam_epsilon": NoEffect(1e-8, "RLlib's new stack does not read it; Adam's eps is "
+                                           "training(optimizer={\"eps\": ...})"),
+            "num_atoms": Unsupported(1, _DISTRIBUTIONAL),
+            "v_min": NoEffect(-10.0, _DISTRIBUTIONAL),
+            "v_max": NoEffect(10.0, _DISTRIBUTIONAL),
+            "categorical_distribution_temperature": NoEffect(1.0, _DISTRIBUTIONAL),
+            "noisy": Unsupported(False, "noisy networks are not implemented here; explore with "
+                                        "EpsilonGreedy (the default)"),
+            "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
+            "hiddens": NoEffect([256], "RLlib's new stack sizes DQN's heads with "
+                                       "rl_module(model_config={\"head_fcnet_hiddens\": ...}), "
+                                       "as this trainer does"),
+            "before_learn_on_batch": NoEffect(None, _OLD_STACK),
+            "burn_in_len": NoEffect(0, _NO_RNN),
+        },
+    },
+}
+
+
+def rules_of(algo: str | None = None) -> dict[str, dict[str, NoEffect | Unsupported]]:
+    """Builder method -> {setting: rule}: the shared table, plus `algo`'s own settings."""
+    if algo is None:
+        return RLLIB_SETTINGS
+    merged = {method: dict(table) for method, table in RLLIB_SETTINGS.items()}
+    for method, table in ALGO_RLLIB_SETTINGS.get(algo, {}).items():
+        merged.setdefault(method, {}).update(table)
+    return merged
+
+
+def methods_of(rules: dict[str, dict[str, NoEffect | Unsupported]]) -> dict[str, str]:
+    """Setting -> its builder method (the last one that takes it)."""
+    return {name: method for method, table in rules.items() for name in table}
+
+
 #: setting -> its builder method, for `update_from_dict` and `overrides`.
-METHOD_OF: dict[str, str] = {name: method for method, table in RLLIB_SETTINGS.items()
-                             for name in table}
+METHOD_OF: dict[str, str] = methods_of(RLLIB_SETTINGS)
 
 
-def rule(name: str) -> NoEffect | Unsupported | None:
-    method = METHOD_OF.get(name)
-    return None if method is None else RLLIB_SETTINGS[method][name]
+def rule(name: str, rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS
+         ) -> NoEffect | Unsupported | None:
+    for table in rules.values():
+        if name in table:
+            return table[name]
+    return None
 
 
-def warn_ignored(config_name: str, given: dict[str, Any]) -> list[str]:
+def warn_ignored(config_name: str, given: dict[str, Any],
+                 rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS
+                 ) -> list[str]:
     """One `IgnoredSettingWarning` per `NoEffect` setting in `given` whose value does not match
     what runs here; returns the messages."""
+    method_of = methods_of(rules)
     messages = []
     for name, value in given.items():
-        setting_rule = rule(name)
+        setting_rule = rule(name, rules)
         if isinstance(setting_rule, NoEffect) and not setting_rule.is_fine(value):
-            message = (f"{config_name}.{METHOD_OF[name]}({name}={value!r}) has no effect: "
+            message = (f"{config_name}.{method_of[name]}({name}={value!r}) has no effect: "
                        f"{setting_rule.why}")
             messages.append(message)
             warnings.warn(message, IgnoredSettingWarning, stacklevel=3)

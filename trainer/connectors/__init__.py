@@ -18,15 +18,21 @@ merged state with the next weights (see `ConnectorPipelineV2.merge_states`).
 
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2, build_pipeline
 from trainer.connectors.env_to_module import (
+    EnvToModulePipeline,
     FlattenObservations,
     FrameStackingEnvToModule,
     MeanStdFilter,
+    ObservationPreprocessor,
     PrevActionsPrevRewards,
+    SingleAgentObservationPreprocessor,
 )
 
 __all__ = [
     "ConnectorPipelineV2",
     "ConnectorV2",
+    "EnvToModulePipeline",
+    "ObservationPreprocessor",
+    "SingleAgentObservationPreprocessor",
     "FlattenObservations",
     "FrameStackingEnvToModule",
     "MeanStdFilter",

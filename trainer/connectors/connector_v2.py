@@ -73,7 +73,8 @@ class ConnectorV2:
         yield from episodes
 
     # -- state -------------------------------------------------------------------------------
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {}
 
     def set_state(self, state: dict) -> None:
@@ -125,10 +126,65 @@ class ConnectorPipelineV2(ConnectorV2):
                           shared_data=shared_data, metrics=metrics, **kwargs)
         return batch
 
+    # -- changing the pieces (RLlib's pipeline API) ---------------------------------------------
+    def append(self, connector: ConnectorV2) -> None:
+        """Adds `connector` at the end."""
+        self._change(lambda pieces: pieces.append(connector))
+
+    def prepend(self, connector: ConnectorV2) -> None:
+        """Adds `connector` at the start."""
+        self._change(lambda pieces: pieces.insert(0, connector))
+
+    def insert_before(self, name_or_class: str | type, connector: ConnectorV2) -> ConnectorV2:
+        """Inserts `connector` before the first piece of that class (or class name); returns
+        that piece."""
+        index = self._index_of(name_or_class)
+        self._change(lambda pieces: pieces.insert(index, connector))
+        return self.connectors[index + 1]
+
+    def insert_after(self, name_or_class: str | type, connector: ConnectorV2) -> ConnectorV2:
+        """Inserts `connector` after the first piece of that class (or class name); returns
+        that piece."""
+        index = self._index_of(name_or_class)
+        self._change(lambda pieces: pieces.insert(index + 1, connector))
+        return self.connectors[index]
+
+    def remove(self, name_or_class: str | type) -> None:
+        """Removes the first piece of that class (or class name); nothing when there is none
+        (as RLlib, which logs a warning)."""
+        try:
+            index = self._index_of(name_or_class)
+        except ValueError:
+            return
+        self._change(lambda pieces: pieces.pop(index))
+
+    def _index_of(self, name_or_class: str | type) -> int:
+        for index, piece in enumerate(self.connectors):
+            if type(piece) is name_or_class or type(piece).__name__ == name_or_class:
+                return index
+        raise ValueError(f"no connector piece named or of type {name_or_class!r} in "
+                         f"{[type(p).__name__ for p in self.connectors]}")
+
+    def _change(self, mutate: Callable[[list], Any]) -> None:
+        """Changes the pieces, then gives each its input spaces from the one before it; a
+        piece that cannot take its new input (MeanStdFilter before a Dict observation is
+        flattened) raises and leaves the pipeline as it was."""
+        before = list(self.connectors)
+        mutate(self.connectors)
+        if self._input_observation_space is None and self._input_action_space is None:
+            return
+        try:
+            self.set_input_spaces(self._input_observation_space, self._input_action_space)
+        except Exception:
+            self.connectors[:] = before
+            self.set_input_spaces(self._input_observation_space, self._input_action_space)
+            raise
+
     def _keys(self) -> list[str]:
         return [f"{i:02d}_{type(piece).__name__}" for i, piece in enumerate(self.connectors)]
 
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {key: piece.get_state() for key, piece in zip(self._keys(), self.connectors,
                                                              strict=True)
                 if piece.is_stateful}

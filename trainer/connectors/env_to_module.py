@@ -5,13 +5,16 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 
 from __future__ import annotations
 
+import abc
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 
-from trainer.connectors.connector_v2 import ConnectorV2
+from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
-ORIG_OBS_KEY = "_obs"
+ORIG_OBS_KEY = "_orig_obs"
 PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
 
@@ -121,7 +124,8 @@ class MeanStdFilter(ConnectorV2):
                 at_indices=-1)
         return batch
 
-    def get_state(self, *args, **kwargs) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> dict:
         return {"synced": self._synced.to_state(), "buffer": self._buffer.to_state()}
 
     def set_state(self, state: dict) -> None:
@@ -145,28 +149,53 @@ class MeanStdFilter(ConnectorV2):
                 f"{self.de_std_to_one}, clip_by_value={self.clip_by_value})")
 
 
+def _single_agent_env_to_module(piece: str, multi_agent: bool, agent_ids: Any,
+                                as_learner_connector: bool) -> None:
+    """RLlib's pieces take these for multi-agent envs and for the learner's pipeline; only the
+    single-agent env-to-module form runs here."""
+    if multi_agent or agent_ids is not None:
+        raise ValueError(f"{piece}(multi_agent=..., agent_ids=...): only single-agent envs "
+                         "run here")
+    if as_learner_connector:
+        raise ValueError(f"{piece}(as_learner_connector=True): learner connectors are not "
+                         "supported here; the env-to-module piece's output is what the "
+                         "learner trains on")
+
+
 class FlattenObservations(ConnectorV2):
     """Flattens any gymnasium observation (Dict, Tuple, Discrete as one-hot, Box) into one
     float32 vector (`gymnasium.spaces.flatten`)."""
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 multi_agent: bool = False, **kwargs):
-        if multi_agent:
-            raise ValueError("FlattenObservations(multi_agent=True): only single-agent envs "
-                             "run here")
+                 multi_agent: bool = False, agent_ids: Any = None,
+                 as_learner_connector: bool = False, keys_to_remove: list | None = None,
+                 **kwargs):
+        _single_agent_env_to_module("FlattenObservations", multi_agent, agent_ids,
+                                    as_learner_connector)
+        #: Keys of a Dict observation dropped before flattening (RLlib's `keys_to_remove`).
+        self.keys_to_remove = list(keys_to_remove or [])
         super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def _kept_space(self, space: gym.Space) -> gym.Space:
+        if not self.keys_to_remove or not isinstance(space, gym.spaces.Dict):
+            return space
+        return gym.spaces.Dict({key: sub for key, sub in space.spaces.items()
+                                if key not in self.keys_to_remove})
 
     def recompute_output_observation_space(self, input_observation_space, input_action_space):
         if input_observation_space is None:
             return None
-        space = gym.spaces.flatten_space(input_observation_space)
+        space = gym.spaces.flatten_space(self._kept_space(input_observation_space))
         return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32),
                               space.shape, np.float32)
 
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
-        space = self.input_observation_space
+        space = self._kept_space(self.input_observation_space)
         for episode in self.single_agent_episode_iterator(episodes):
-            flat = gym.spaces.flatten(space, episode.get_observations(-1))
+            observation = episode.get_observations(-1)
+            if isinstance(space, gym.spaces.Dict):
+                observation = {key: observation[key] for key in space.spaces}
+            flat = gym.spaces.flatten(space, observation)
             episode.set_observations(new_data=np.asarray(flat, dtype=np.float32), at_indices=-1)
         return batch
 
@@ -181,8 +210,13 @@ def _one_hot_or_flat(action, space: gym.Space) -> np.ndarray:
 
 class PrevActionsPrevRewards(ConnectorV2):
     """Adds the last `n_prev_actions` actions (one-hot for Discrete) and `n_prev_rewards`
-    rewards to the observation: `{"_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
+    rewards to the observation: `{"_orig_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
     (zeros before the episode's first steps). Follow it with `FlattenObservations` for the MLP."""
+
+    #: The keys of the dict observation it makes (RLlib's class attributes).
+    ORIG_OBS_KEY = ORIG_OBS_KEY
+    PREV_ACTIONS_KEY = PREV_ACTIONS_KEY
+    PREV_REWARDS_KEY = PREV_REWARDS_KEY
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  multi_agent: bool = False, n_prev_actions: int = 1, n_prev_rewards: int = 1,
@@ -241,10 +275,10 @@ class FrameStackingEnvToModule(ConnectorV2):
     frames)."""
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 num_frames: int = 1, multi_agent: bool = False, **kwargs):
-        if multi_agent:
-            raise ValueError("FrameStackingEnvToModule(multi_agent=True): only single-agent "
-                             "envs run here")
+                 num_frames: int = 1, multi_agent: bool = False,
+                 as_learner_connector: bool = False, **kwargs):
+        _single_agent_env_to_module("FrameStackingEnvToModule", multi_agent, None,
+                                    as_learner_connector)
         if int(num_frames) < 1:
             raise ValueError(f"FrameStackingEnvToModule(num_frames={num_frames}): must be >= 1")
         self.num_frames = int(num_frames)
@@ -273,3 +307,33 @@ class FrameStackingEnvToModule(ConnectorV2):
             episode.connector_data[key] = stacked
             episode.set_observations(new_data=stacked, at_indices=-1)
         return batch
+
+
+class EnvToModulePipeline(ConnectorPipelineV2):
+    """RLlib's env-to-module pipeline: the pieces an EnvRunner runs over its episodes before
+    the module sees their observations (what `env_runner.env_to_module` is)."""
+
+    def __repr__(self) -> str:
+        return f"EnvToModulePipeline({self.connectors!r})"
+
+
+class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
+    """A piece that maps each episode's latest observation through `preprocess()`: override
+    `preprocess(observation, episode)` (and `recompute_output_observation_space` when the
+    observation changes its form)."""
+
+    @abc.abstractmethod
+    def preprocess(self, observation: Any, episode: Any) -> Any:
+        """The new observation for `observation`, the latest one of `episode`."""
+
+    def __call__(self, *, rl_module: Any, batch: dict, episodes: list,
+                 explore: bool | None = None, persistent_data: dict | None = None,
+                 **kwargs: Any) -> Any:
+        for episode in self.single_agent_episode_iterator(episodes):
+            new = self.preprocess(observation=episode.get_observations(-1), episode=episode)
+            episode.set_observations(at_indices=-1, new_data=new)
+        return batch
+
+
+#: RLlib's name for the single-agent preprocessor base.
+ObservationPreprocessor = SingleAgentObservationPreprocessor

@@ -111,6 +111,11 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         # env_config, then calls make_env()).
         self.config = config = config.copy()
         self.worker_index = worker_index
+        #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
+        self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
+        if worker_index > 0:  # a worker process: python_environment()'s variables, before envs
+            os.environ.update({name: str(value) for name, value in getattr(
+                config, "extra_python_environs_for_worker", {}).items()})
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
         self.metrics = MetricsLogger()
         self._env_creator = env_creator or make_env_creator(config.env)
@@ -366,6 +371,31 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def get_weights(self) -> dict[str, np.ndarray]:
         return self.module.get_weights()
+
+    def apply(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)`: RLlib's way to run code on a runner (what
+        `EnvRunnerGroup.foreach_env_runner` sends)."""
+        return func(self, *args, **kwargs)
+
+    def make_module(self) -> None:
+        """Builds the runner's policy module anew from its config (fresh weights: the next
+        weight sync brings the learner's)."""
+        self.module = self.config.build_module(self.spaces, seed=self.config.seed)
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int:
+        """Env steps this runner has sampled over its life."""
+        return self.num_env_steps_stepped
+
+    #: RLlib's `env_runners(episodes_to_numpy=)`: episodes always come back as numpy here.
+    episodes_to_numpy = True
+
+    def sample_get_state_and_metrics(self, **sample_kwargs: Any
+                                     ) -> tuple[list[SingleAgentEpisode], dict | None, dict]:
+        """`sample()`, then the connector state and the metrics, in one call (RLlib's, for
+        asynchronous algorithms)."""
+        episodes = self.sample(**sample_kwargs)
+        return episodes, self.get_connector_state(), self.get_metrics()
 
     def ping(self) -> str:
         return "pong"

@@ -34,12 +34,26 @@ logger = logging.getLogger("trainer")
 class RunnerStateMixin:
     """`get_state`, `check_state` and `set_state` of `EnvRunner`."""
 
-    def get_state(self, *, include_weights: bool = True, include_env: bool = True) -> dict:
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  include_weights: bool = True, include_env: bool = True, **kwargs: Any
+                  ) -> dict:
         """Everything this runner needs to continue exactly: its RNG, the global timestep, the
         exploration's and metrics' state, the weights, the sub-envs' tasks (for envs with tasks,
         see `trainer.env.curriculum`), and (with `include_env`) where sampling
         stands: each sub-env's captured state (see `trainer.env.env_state`), the current
-        observations and the unfinished episodes. Plain data and numpy arrays only."""
+        observations and the unfinished episodes. Plain data and numpy arrays only.
+        `components` keeps only the named top-level keys, `not_components` drops them
+        (RLlib's Checkpointable arguments; a name or a list)."""
+        state = self._full_runner_state(include_weights, include_env)
+        if components is not None:
+            keep = {components} if isinstance(components, str) else set(components)
+            state = {key: value for key, value in state.items() if key in keep}
+        if not_components is not None:
+            drop = {not_components} if isinstance(not_components, str) else set(not_components)
+            state = {key: value for key, value in state.items() if key not in drop}
+        return state
+
+    def _full_runner_state(self, include_weights: bool, include_env: bool) -> dict:
         state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
                  "exploration": self.exploration.get_state(),
                  "metrics": self.metrics.get_state()}

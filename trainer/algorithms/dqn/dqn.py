@@ -131,6 +131,7 @@ class DQNConfig(AlgorithmConfig):
         "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
         "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
     })
+    _RLLIB_ALGO = "DQN"
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,
         "train_batch_size": 32,
@@ -265,9 +266,9 @@ class DQN(Algorithm):
         return super()._compile_result(time_this_iter)
 
     # -- state (checkpoints) -----------------------------------------------------------------
-    def get_state(self) -> dict:
+    def _full_state(self) -> dict:
         """The Algorithm's state, plus the replay buffer with `store_buffer_in_checkpoints`."""
-        state = super().get_state()
+        state = super()._full_state()
         if self.config.store_buffer_in_checkpoints:
             state["replay_buffer"] = self.local_replay_buffer.get_state()
         return state

@@ -39,8 +39,10 @@ class PPOConfig(AlgorithmConfig):
                                       "from it)"),
         "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
     })
+    _RLLIB_ALGO = "PPO"
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
+        "shuffle_batch_per_epoch": True,
         "rollout_fragment_length": "auto",
         "train_batch_size": 4000,
         "num_epochs": 30,
