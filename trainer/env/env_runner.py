@@ -78,19 +78,33 @@ def _unbatch(batched: Any, n: int) -> Any:
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
-    """gymnasium's batched info dict (`key` arrays with `_key` masks) as one dict per sub-env."""
-    if not infos:
-        return [{} for _ in range(num_envs)]
+    """gymnasium's batched info dict (`key` batches with `_key` masks, nested dicts batched
+    the same way) as one dict per sub-env: for vector envs that batch their infos themselves
+    (gym_env_vectorize_mode="vector_entry_point"). A value without a mask that is not a batch
+    of `num_envs` rows goes to every sub-env as it is."""
     per_env: list[dict] = [{} for _ in range(num_envs)]
     for key, values in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get("_" + key)
+        if isinstance(key, str) and key.startswith("_") and key[1:] in infos:
+            continue  # the mask of `key[1:]`
+        mask = infos.get(f"_{key}")
+        if isinstance(values, dict):
+            rows = _unbatch_infos(values, num_envs)
+        elif mask is not None or (isinstance(values, (np.ndarray, list, tuple))
+                                  and len(values) == num_envs):
+            rows = values
+        else:
+            rows = [values] * num_envs
         for i in range(num_envs):
             if mask is None or mask[i]:
-                value = values[i]
-                per_env[i][key] = _unbatch_infos(value, 1)[0] if isinstance(value, dict) else value
+                per_env[i][key] = rows[i]
     return per_env
+
+
+def _sub_env_infos(env: Any, infos: dict, num_envs: int) -> list[dict]:
+    """Each sub-env's info dict of the last reset/step: as the sub-env returned it where the
+    vector env keeps them (`RawInfosMixin`), else unbatched from gymnasium's batched form."""
+    kept = getattr(env, "sub_env_infos", None)
+    return kept if kept is not None else _unbatch_infos(infos, num_envs)
 
 
 class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
@@ -522,7 +536,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         obs, infos = self._try_env_reset(seed=self._env_seed)
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         self._obs = obs
-        per_env_infos = _unbatch_infos(infos, self.num_envs)
+        per_env_infos = _sub_env_infos(self.env, infos, self.num_envs)
         obs_rows = _unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
@@ -550,7 +564,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         obs, rewards, terminateds, truncateds, infos = self._try_env_step(env_actions)
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)
-        per_env_infos = _unbatch_infos(infos, num_envs)
+        per_env_infos = _sub_env_infos(self.env, infos, num_envs)
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
         action_list = actions.tolist() if actions.ndim == 1 else list(actions)
