@@ -36,13 +36,23 @@ from trainer.core.models import (
     INPUT_ENV_SPACES,
     SpaceInfo,
 )
-from trainer.env.curriculum import is_task_settable
+from trainer.env.curriculum import check_task_settable, is_task_settable
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
 from trainer.env.runner_state import RunnerStateMixin
 from trainer.env.sub_env_guard import SubEnvRecoveryMixin
-from trainer.env.vector_env import FastSyncVectorEnv
+from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
+from trainer.env.vectorize import (
+    ASYNC,
+    SYNC,
+    VECTOR_ENTRY_POINT,
+    check_vector_env,
+    make_sub_env_in_child,
+    needs_sub_envs,
+    run_in_children,
+    vectorize_mode,
+)
 from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_DURATION_SEC_MEAN,
@@ -147,6 +157,16 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if spaces is None and config.observation_space is not None \
                 and config.action_space is not None:
             self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+        #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
+        self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
+        restart_sub_envs = bool(config.restart_failed_sub_environments)
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
+        #: "sync" mode, where each sub-env can be re-created alone).
+        self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
+        #: The other modes re-create the whole vector env when it raises (as RLlib does).
+        self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
+        #: The sub-envs' tasks as last read or set: a re-created vector env gets them back.
+        self._known_tasks: list | None = None
         self._set_env_context()
         if create_env:
             self.make_env()
@@ -167,8 +187,6 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         self.num_env_steps_stepped = 0
         #: Observations and rewards are checked for NaN and infinity (debugging(check_nan=)).
         self._check_nan = bool(config.check_nan)
-        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
-        self._guarded = bool(config.restart_failed_sub_environments)
 
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""
@@ -201,15 +219,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if self.env is not None:
             self.env.close()
         self._set_env_context()
-        contexts = [self.sub_env_context(i) for i in range(self.num_envs)]
-        self.env = FastSyncVectorEnv(
-            [partial(self._make_sub_env, ctx) for ctx in contexts],
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
-        )
-        for i, sub_env in enumerate(self.env.envs):
-            self._sub_env_created(i, sub_env, contexts[i])
-        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
-                           self.config.action_space or self.env.single_action_space)
+        self._build_vector_env()
         if self._env_to_module is None:  # kept when the env is re-created (its statistics)
             self._build_env_to_module()
         if self.spaces is None:
@@ -217,10 +227,72 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                                  if self._env_to_module is not None else self.env_spaces[0])
             self.spaces = SpaceInfo.from_spaces(observation_space, self.env_spaces[1])
         self._needs_reset = True
+        self._fire_environment_created()
+
+    def _fire_environment_created(self) -> None:
         if self._callbacks.has("on_environment_created"):
             self._callbacks.fire("on_environment_created", env_runner=self,
                                  metrics_logger=self.metrics, env=self.env,
                                  env_context=self.env_context)
+
+    def _build_vector_env(self, *, recreated: bool = False) -> None:
+        """`self.env` as `gym_env_vectorize_mode` says (see `trainer.env.vectorize`)."""
+        contexts = [self.sub_env_context(i).copy_with_overrides(
+            recreated_worker=recreated or self._recreated) for i in range(self.num_envs)]
+        next_step = gym.vector.AutoresetMode.NEXT_STEP
+        if self.vectorize_mode == SYNC:
+            self.env = FastSyncVectorEnv([partial(self._make_sub_env, ctx) for ctx in contexts],
+                                         autoreset_mode=next_step)
+            for i, sub_env in enumerate(self.env.envs):
+                self._sub_env_created(i, sub_env, contexts[i])
+        elif self.vectorize_mode == ASYNC:
+            # Each sub-env is made in its child process (the creator travels by cloudpickle
+            # where the start method needs it).
+            self.env = InfoKeepingAsyncVectorEnv(
+                [partial(make_sub_env_in_child, self._env_creator, ctx) for ctx in contexts],
+                autoreset_mode=next_step)
+            if self.config.env_task_fn is not None:
+                run_in_children(self.env, _check_task_settable_for_env_task_fn)
+        else:
+            if self.config.env_task_fn is not None:
+                raise needs_sub_envs("environment(env_task_fn=...)", self.vectorize_mode)
+            self.env = check_vector_env(
+                self._env_creator.make_vector(contexts[0], self.num_envs),
+                self._env_creator.description)
+            if self.env.num_envs != self.num_envs:
+                raise ValueError(
+                    f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
+                    f"{self._env_creator.description} has num_envs={self.env.num_envs}, but "
+                    f"num_envs_per_env_runner={self.num_envs}")
+        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
+                           self.config.action_space or self.env.single_action_space)
+
+    def _recreate_vector_env(self, error: BaseException, method: str) -> None:
+        """"async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
+        env raised in `method`; it is closed and made again (RLlib re-creates the whole env
+        too), with the sub-envs' tasks put back. Every episode under way is dropped; the caller
+        starts new ones."""
+        if not isinstance(error, StepFailedRecreateEnvError):
+            logger.exception("EnvRunner %d: the vector env (gym_env_vectorize_mode=%r) raised "
+                             "%s in %s(): %s; it is re-created and its episodes dropped "
+                             "(restart_failed_sub_environments=True)", self.worker_index,
+                             self.vectorize_mode, type(error).__name__, method, error,
+                             exc_info=error)
+        for episode in self._episodes:
+            if episode is not None and len(episode):
+                self.metrics.log_value("num_env_steps_lost_lifetime", len(episode),
+                                       reduce="sum")
+        self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs,
+                               reduce="sum")
+        self._prev_chunks.clear()
+        try:
+            self.env.close()
+        except Exception:
+            pass  # a broken vector env may fail to close too; it is dropped either way
+        self._build_vector_env(recreated=True)
+        if self._known_tasks is not None:
+            self.set_tasks(self._known_tasks)
+        self._fire_environment_created()
 
     def _build_env_to_module(self) -> None:
         factory = self.config.env_to_module_factory()
@@ -272,7 +344,14 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         """`env.reset()` of the vector env (RLlib's name). With
         `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
         failure is logged here and the sub-env re-created by the caller."""
-        results = self.env.reset(seed=seed, options=options)
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.reset(seed=seed, options=options)
+            except Exception as error:
+                self._recreate_vector_env(error, "reset")
+                results = self.env.reset(seed=seed, options=options)  # twice: the env is broken
+        else:
+            results = self.env.reset(seed=seed, options=options)
         if self._guarded:
             self._log_sub_env_failures("reset")
         if self._check_nan:
@@ -281,8 +360,17 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def _try_env_step(self, actions):
         """`env.step(actions)` of the vector env (RLlib's name); sub-env failures as in
-        `_try_env_reset`."""
-        results = self.env.step(actions)
+        `_try_env_reset`. In "async" and "vector_entry_point" mode a failure re-creates the
+        whole vector env and returns None (RLlib's ENV_STEP_FAILURE): the caller starts new
+        episodes."""
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.step(actions)
+            except Exception as error:
+                self._recreate_vector_env(error, "step")
+                return None
+        else:
+            results = self.env.step(actions)
         if self._guarded:
             self._log_sub_env_failures("step")
         if self._check_nan:
@@ -336,10 +424,23 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
-        methods such as `set_task` are reachable); returns the results in sub-env order."""
+        methods such as `set_task` are reachable); returns the results in sub-env order. In
+        "async" mode `func` runs in each sub-env's child process (it travels by cloudpickle;
+        its results must pickle); "vector_entry_point" mode has no sub-envs to run it on."""
         if self.env is None:
             return []
-        return [func(sub_env.unwrapped) for sub_env in self.env.envs]
+        return self.foreach_sub_env(lambda env, context: func(env), "foreach_env()")
+
+    def foreach_sub_env(self, func: Callable[[gym.Env, EnvContext], Any],
+                        what: str = "foreach_sub_env()") -> list:
+        """`func(raw_sub_env, its_env_context)` for every sub-env, in sub-env order (see
+        `foreach_env`); `what` names the caller in the error of "vector_entry_point" mode."""
+        if self.vectorize_mode == ASYNC:
+            return run_in_children(self.env, func)
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs(what, self.vectorize_mode)
+        return [func(sub_env.unwrapped, self.sub_env_context(i))
+                for i, sub_env in enumerate(self.env.envs)]
 
     # -- tasks (curriculum) ------------------------------------------------------------------
     @staticmethod
@@ -357,18 +458,33 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def get_tasks(self) -> list | None:
         """Each sub-env's current task (see `trainer.env.curriculum`), or None when the env has no
-        tasks (or this runner has no env)."""
-        if self.env is None or not is_task_settable(self.env.envs[0].unwrapped):
+        tasks (or this runner has no env, or its env no sub-envs: "vector_entry_point")."""
+        if self.env is None or self.vectorize_mode == VECTOR_ENTRY_POINT:
             return None
-        return [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+        if self.vectorize_mode == ASYNC:
+            tasks = run_in_children(self.env, _task_if_settable)
+            if any(isinstance(task, str) and task == _NO_TASK for task in tasks):
+                return None
+        elif not is_task_settable(self.env.envs[0].unwrapped):
+            return None
+        else:
+            tasks = [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+        self._known_tasks = list(tasks)
+        return list(tasks)
 
     def set_tasks(self, tasks: list) -> None:
         """Sets sub-env i's task to `tasks[i]`."""
         if len(tasks) != self.num_envs:
             raise ValueError(f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
                              f"{self.num_envs} sub-envs")
-        for sub_env, task in zip(self.env.envs, tasks, strict=True):
-            sub_env.unwrapped.set_task(task)
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs("setting the sub-envs' tasks", self.vectorize_mode)
+        if self.vectorize_mode == ASYNC:
+            self.env.set_attr("trainer_task", list(tasks))  # one value per child process
+        else:
+            for sub_env, task in zip(self.env.envs, tasks, strict=True):
+                sub_env.unwrapped.set_task(task)
+        self._known_tasks = list(tasks)
 
     # -- weights (the rest of the state: trainer.env.runner_state) --------------------------
     def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
@@ -561,7 +677,11 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                 timestep=self.global_timestep, explore=explore)
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
-        obs, rewards, terminateds, truncateds, infos = self._try_env_step(env_actions)
+        results = self._try_env_step(env_actions)
+        if results is None:  # the vector env was re-created: every sub-env starts afresh
+            self._reset_all()
+            return 0
+        obs, rewards, terminateds, truncateds, infos = results
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)
         per_env_infos = _sub_env_infos(self.env, infos, num_envs)
@@ -697,6 +817,20 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if self.env is not None:
             self.env.close()
             self.env = None
+
+
+#: `_task_if_settable`'s answer for a sub-env without tasks (a string: it travels back from
+#: the child processes of "async" mode by value).
+_NO_TASK = "<trainer: sub-env without tasks>"
+
+
+def _task_if_settable(env: gym.Env, env_context: EnvContext) -> Any:
+    """Runs in a sub-env's process: its task, or `_NO_TASK`."""
+    return env.get_task() if is_task_settable(env) else _NO_TASK
+
+
+def _check_task_settable_for_env_task_fn(env: gym.Env, env_context: EnvContext) -> None:
+    check_task_settable(env, "env_task_fn")
 
 
 def _float_leaves(values: Any) -> list[np.ndarray]:

@@ -105,13 +105,26 @@ class RunnerStateMixin:
             self._restore_sampling(state["sampling"])
 
     def _sampling_state(self) -> dict:
+        action_space_rng = self.env.action_space._np_random
+        if self.vectorize_mode != "sync":
+            # The sub-envs live in child processes ("async") or inside one vector env
+            # ("vector_entry_point"): their state is not captured, so the episodes under way
+            # restart after a restore (the rest of the runner's state is exact).
+            return {
+                "needs_reset": True, "env_seed": self._env_seed, "observations": None,
+                "awaiting_reset": [], "autoreset_envs": np.zeros(0, dtype=bool),
+                "action_space_rng": (None if action_space_rng is None
+                                     else generator_state(action_space_rng)),
+                "sub_envs": [], "uncaptured": {"all": f"gym_env_vectorize_mode="
+                                                      f"{self.vectorize_mode!r}"},
+                "episodes": [], "prev_chunks": {},
+            }
         sub_envs, uncaptured = [], {}
         for i, sub_env in enumerate(self.env.envs):
             captured, reason = capture_env_state(sub_env)
             sub_envs.append(captured)
             if reason is not None:
                 uncaptured[str(i)] = reason
-        action_space_rng = self.env.action_space._np_random
         return {
             "needs_reset": self._needs_reset, "env_seed": self._env_seed,
             "observations": self._obs, "awaiting_reset": list(self._awaiting_reset),
@@ -126,7 +139,17 @@ class RunnerStateMixin:
 
     def _restore_sampling(self, state: dict) -> None:
         """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
-        was not captured (or no longer fits) starts a new episode, with a warning."""
+        was not captured (or no longer fits) starts a new episode, with a warning. Outside
+        "sync" mode every episode starts anew (see `_sampling_state`)."""
+        if self.vectorize_mode != "sync" or not state["sub_envs"]:
+            if state["sub_envs"]:
+                logger.warning("EnvRunner %d: the checkpoint holds its sub-envs' state, but "
+                               "with gym_env_vectorize_mode=%r it cannot be put back; all "
+                               "episodes restart", self.worker_index, self.vectorize_mode)
+            if state["env_seed"] is not None:
+                self._env_seed = state["env_seed"]
+            self._needs_reset = True
+            return
         if len(state["sub_envs"]) != self.num_envs:
             logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
                            "all episodes restart", self.worker_index, len(state["sub_envs"]),

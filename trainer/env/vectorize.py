@@ -1,0 +1,112 @@
+"""`gym_env_vectorize_mode`: how an EnvRunner's sub-envs are vectorized, as in RLlib 2.60.
+
+- "sync" (the default): gymnasium's `SyncVectorEnv`; the sub-envs step one after the other in
+  the EnvRunner's process (`FastSyncVectorEnv`). Everything that reaches into a sub-env works:
+  `foreach_env`, tasks (curriculum), per-sub-env recovery (`restart_failed_sub_environments`
+  re-creates only the sub-env that raised), and checkpoints that resume the episodes under way.
+- "async": gymnasium's `AsyncVectorEnv`; each sub-env steps in its own child process of the
+  EnvRunner. `foreach_env` and tasks reach the sub-envs through `SubEnvInChild` (the function
+  travels by cloudpickle, its result comes back pickled). A sub-env that raises breaks the vector
+  env: with `restart_failed_sub_environments=True` the whole vector env is re-created and every
+  episode under way dropped, as RLlib does. Checkpoints hold everything but the episodes under
+  way, which start afresh after a restore.
+- "vector_entry_point": the env is one vector env that steps all its copies in numpy (for
+  example gymnasium's `CartPoleVectorEnv`): `gymnasium.make_vec(id,
+  vectorization_mode="vector_entry_point")` for a gymnasium id, or the creator called with
+  `num_envs` in its config (a `register_env` name or callable), as RLlib does. It has no sub-env
+  objects, so `foreach_env`, tasks and `env_task_fn` raise an error naming the mode; recovery
+  re-creates the whole vector env, as for "async".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+import gymnasium as gym
+
+SYNC = "sync"
+ASYNC = "async"
+VECTOR_ENTRY_POINT = "vector_entry_point"
+#: The modes, in RLlib's (gymnasium's `VectorizeMode`) spelling.
+VECTORIZE_MODES = (SYNC, ASYNC, VECTOR_ENTRY_POINT)
+
+
+def vectorize_mode(value: Any) -> str:
+    """`value` (a `gymnasium.VectorizeMode` or its string, any case) as one of
+    `VECTORIZE_MODES`; raises ValueError naming the setting otherwise."""
+    problem = check_vectorize_mode(value)
+    if problem is not None:
+        raise ValueError(f"env_runners(gym_env_vectorize_mode={value!r}): must be {problem}")
+    return str(getattr(value, "value", value)).lower()
+
+
+def check_vectorize_mode(value: Any) -> str | None:
+    """None when `value` names a mode, else what is allowed (for the config's checks)."""
+    raw = getattr(value, "value", value)
+    if isinstance(raw, str) and raw.lower() in VECTORIZE_MODES:
+        return None
+    return (f"one of {list(VECTORIZE_MODES)} or a gymnasium.VectorizeMode (sub-envs stepped "
+            "in the EnvRunner, in child processes, or by one numpy-vectorized env)")
+
+
+def needs_sub_envs(what: str, mode: str) -> ValueError:
+    """The error for `what` (something that reaches into single sub-envs) in a mode without
+    sub-env objects."""
+    return ValueError(
+        f"{what} needs the EnvRunner's sub-envs, but with "
+        f"env_runners(gym_env_vectorize_mode={mode!r}) the env is one vector env without "
+        f"sub-env objects; {what} is allowed with gym_env_vectorize_mode='sync' or 'async'")
+
+
+class SubEnvInChild(gym.Wrapper):
+    """A sub-env of an "async" vector env, in its child process: what the EnvRunner reaches
+    through gymnasium's `call` / `set_attr` / `get_attr` (functions, tasks)."""
+
+    def __init__(self, env: gym.Env, env_context: Any):
+        super().__init__(env)
+        self.env_context = env_context
+
+    def run_on_sub_env(self, payload: bytes) -> Any:
+        """`func(raw_env, env_context)` for a cloudpickled `func` (lambdas and closures travel)."""
+        func = cloudpickle.loads(payload)
+        return func(self.env.unwrapped, self.env_context)
+
+    @property
+    def trainer_task(self) -> Any:
+        return self.env.unwrapped.get_task()
+
+    @trainer_task.setter
+    def trainer_task(self, task: Any) -> None:
+        # gymnasium's set_attr sends each sub-env its own value: one task per sub-env.
+        self.env.unwrapped.set_task(task)
+
+
+def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any) -> gym.Env:
+    """Runs in an "async" sub-env's child process: the sub-env, wrapped in `SubEnvInChild`."""
+    return SubEnvInChild(make_sub_env(env_context), env_context)
+
+
+def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any], Any]
+                    ) -> list:
+    """`func(raw_env, env_context)` in each child process of an "async" vector env."""
+    return list(env.call("run_on_sub_env", cloudpickle.dumps(func)))
+
+
+def check_vector_env(env: Any, description: str) -> gym.vector.VectorEnv:
+    """`env` if it is a gymnasium vector env that autoresets in NEXT_STEP mode (the EnvRunner's
+    episodes assume it, as RLlib's do); a clear error otherwise."""
+    if not isinstance(env, gym.vector.VectorEnv):
+        raise TypeError(
+            f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the env {description} "
+            f"gave {type(env).__name__}, not a gymnasium.vector.VectorEnv; give a vector env "
+            "(a creator called with config['num_envs'], or a gymnasium id registered with a "
+            "vector_entry_point), or use gym_env_vectorize_mode='sync' or 'async'")
+    mode = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+    if str(getattr(mode, "value", mode)) != gym.vector.AutoresetMode.NEXT_STEP.value:
+        raise ValueError(
+            f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
+            f"{type(env).__name__} autoresets in {mode} mode; the EnvRunner needs "
+            "AutoresetMode.NEXT_STEP (metadata['autoreset_mode']), as RLlib's does")
+    return env
