@@ -91,7 +91,16 @@ def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: A
 def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any], Any]
                     ) -> list:
     """`func(raw_env, env_context)` in each child process of an "async" vector env."""
-    return list(env.call("run_on_sub_env", cloudpickle.dumps(func)))
+    try:
+        payload = cloudpickle.dumps(func)
+    except Exception as error:
+        raise TypeError(
+            "with env_runners(gym_env_vectorize_mode='async') a function given to the sub-envs "
+            "(foreach_env, env_task_fn) runs in each sub-env's child process and travels there "
+            f"by cloudpickle, which failed: {type(error).__name__}: {error}. Let it capture "
+            "plain values (for example `index = runner.worker_index` taken outside it), not "
+            "the EnvRunner or other live objects") from error
+    return list(env.call("run_on_sub_env", payload))
 
 
 def check_vector_env(env: Any, description: str) -> gym.vector.VectorEnv:

@@ -1,0 +1,181 @@
+"""`env_runners(gym_env_vectorize_mode=...)`: "sync", "async" (gymnasium's AsyncVectorEnv)
+and "vector_entry_point" (one numpy-vectorized env), through the public API with real worker
+processes: training, curriculum (tasks per sub-env), sub-env recovery, checkpoints, and the
+errors where a mode cannot do what is asked."""
+
+import gymnasium as gym
+import pytest
+from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
+from helpers import LevelEnv, level_return, small_ppo
+
+from trainer import Algorithm, AlgorithmConfig, register_env
+from trainer.algorithms.algorithm_config import ConfigError
+from trainer.env.env_runner import SingleAgentEnvRunner
+
+
+def runner_info(algo, func):
+    return algo.env_runner_group.foreach_env_runner(func, local_env_runner=False)
+
+
+@pytest.mark.parametrize("mode", ["async", "vector_entry_point", gym.VectorizeMode.ASYNC])
+def test_training_with_workers_in_each_mode(mode):
+    config = small_ppo(2).env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode=mode)
+    with config.build() as algo:
+        kinds = runner_info(algo, lambda r: type(r.env).__mro__)
+        expected = (CartPoleVectorEnv if mode == "vector_entry_point"
+                    else gym.vector.AsyncVectorEnv)
+        assert all(expected in mro for mro in kinds)
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] >= 200
+        assert result["env_runners"]["num_episodes"] > 0
+
+
+def test_async_sub_envs_step_in_their_own_processes():
+    import os
+
+    config = (AlgorithmConfig().environment("CartPole-v1")
+              .env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode="async"))
+    runner = SingleAgentEnvRunner(config=config)
+    try:
+        pids = runner.foreach_env(lambda env: os.getpid())
+        assert len(set(pids)) == 3 and os.getpid() not in pids
+        # The function travels to the sub-envs' processes: it may not capture the runner.
+        with pytest.raises(TypeError, match="runs in each sub-env's child process and travels "
+                                            "there by cloudpickle"):
+            runner.foreach_env(lambda env: (env, runner))
+        assert len(runner.sample(num_timesteps=30, random_actions=True)) >= 3
+    finally:
+        runner.stop()
+
+
+def test_env_task_fn_sets_each_async_sub_env_its_own_task():
+    def task_fn(train_results, task_settable_env, env_ctx):
+        assert isinstance(task_settable_env, LevelEnv)
+        return (train_results["training_iteration"] * 100 + env_ctx.worker_index * 10
+                + env_ctx.vector_index)
+
+    config = (small_ppo(2).environment(LevelEnv, env_task_fn=task_fn)
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async"))
+    with config.build() as algo:
+        assert runner_info(algo, lambda r: r.get_tasks()) == [[0, 0], [0, 0]]
+        algo.train()
+        assert runner_info(algo, lambda r: r.get_tasks()) == [[110, 111], [120, 121]]
+        # foreach_env reaches the sub-envs in their child processes too.
+        algo.env_runner_group.foreach_env_runner(
+            lambda r: r.foreach_env(lambda env: env.set_task(3)))
+        assert runner_info(algo, lambda r: r.get_tasks()) == [[3, 3], [3, 3]]
+
+
+def test_async_checkpoint_keeps_tasks_and_restarts_episodes(tmp_path):
+    config = (small_ppo(2).environment(LevelEnv)
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async")
+              .reporting(metrics_num_episodes_for_smoothing=1))
+    with config.build() as algo:
+        algo.env_runner_group.foreach_env_runner(
+            lambda er: (lambda task: er.foreach_env(lambda env: env.set_task(task)))(
+                er.worker_index * 4), local_env_runner=False)
+        algo.train()
+        path = algo.save_to_path(tmp_path / "checkpoint")
+    with Algorithm.from_checkpoint(path) as restored:
+        assert runner_info(restored, lambda r: r.get_tasks()) == [[4, 4], [8, 8]]
+        assert runner_info(restored, lambda r: r.vectorize_mode) == ["async", "async"]
+        result = restored.train()
+        low, high = sorted((level_return(4), level_return(8)))
+        assert low - 1e-9 <= result["env_runners"]["episode_return_mean"] <= high + 1e-9
+
+
+@pytest.mark.parametrize("mode", ["async", "vector_entry_point"])
+def test_restart_failed_sub_environments_recreates_the_vector_env(mode):
+    if mode == "async":
+        env, env_config = LevelEnv, {"crash_at_step": 25}
+    else:
+        env, env_config = "crash-vec", {"crash_at_step": 25}
+    config = (small_ppo(2).environment(env, env_config=env_config)
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode)
+              .fault_tolerance(restart_failed_sub_environments=True))
+    with config.build() as algo:
+        if mode == "async":
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: er.foreach_env(lambda env: env.set_task(2)))
+        pids = algo.env_runner_group.remote_pids()
+        result = algo.train()
+        assert algo.env_runner_group.remote_pids() == pids  # no runner restarted
+        if mode == "async":  # the re-created sub-envs are back on their task
+            assert runner_info(algo, lambda r: r.get_tasks()) == [[2, 2], [2, 2]]
+    tolerance = result["fault_tolerance"]
+    assert tolerance["num_sub_environment_restarts"] >= 2 * 2  # the whole vector env, twice
+    assert tolerance["num_env_steps_lost"] > 0
+    assert tolerance["num_remote_worker_restarts"] == 0
+    assert result["env_runners"]["num_env_steps_sampled"] >= 200
+
+
+def test_without_restart_failed_sub_environments_an_async_failure_fails_the_runner():
+    config = (AlgorithmConfig().environment(LevelEnv, env_config={"crash_at_step": 5})
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async"))
+    runner = SingleAgentEnvRunner(config=config)
+    try:
+        with pytest.raises(RuntimeError, match="LevelEnv crashed at step 5"):
+            runner.sample(num_timesteps=40, random_actions=True)
+    finally:
+        runner.stop()
+
+
+def test_what_needs_sub_envs_fails_clearly_in_vector_entry_point_mode():
+    config = (AlgorithmConfig().environment("CartPole-v1")
+              .env_runners(num_envs_per_env_runner=2,
+                           gym_env_vectorize_mode="vector_entry_point"))
+    runner = SingleAgentEnvRunner(config=config)
+    with pytest.raises(ValueError, match=r"foreach_env\(\) needs the EnvRunner's sub-envs, but "
+                                         r"with env_runners\(gym_env_vectorize_mode="
+                                         r"'vector_entry_point'\).*allowed with "
+                                         r"gym_env_vectorize_mode='sync' or 'async'"):
+        runner.foreach_env(lambda env: env)
+    assert runner.get_tasks() is None
+    with pytest.raises(ValueError, match="setting the sub-envs' tasks needs"):
+        runner.set_tasks([1, 1])
+    runner.stop()
+    task_fn_config = (small_ppo(0).environment(LevelEnv, env_task_fn=lambda r, e, c: 1)
+                      .env_runners(gym_env_vectorize_mode="vector_entry_point"))
+    with pytest.raises(ValueError, match=r"environment\(env_task_fn=...\) needs the "
+                                         r"EnvRunner's sub-envs"):
+        task_fn_config.build()
+
+
+def test_vector_entry_point_errors_name_the_setting():
+    # A gymnasium id without a vector entry point.
+    config = (AlgorithmConfig().environment("Pendulum-v1")
+              .env_runners(gym_env_vectorize_mode="vector_entry_point"))
+    with pytest.raises(ValueError, match=r"gym_env_vectorize_mode='vector_entry_point'\): the "
+                                         r"gymnasium env 'Pendulum-v1' has no "
+                                         r"vector_entry_point.*'sync' or 'async'"):
+        SingleAgentEnvRunner(config=config)
+    # A creator that gives a single env.
+    config = (AlgorithmConfig().environment(LevelEnv)
+              .env_runners(gym_env_vectorize_mode="vector_entry_point"))
+    with pytest.raises(TypeError, match="gave LevelEnv, not a gymnasium.vector.VectorEnv"):
+        SingleAgentEnvRunner(config=config)
+    with pytest.raises(ConfigError, match=r"gym_env_vectorize_mode='threads'.*one of \['sync', "
+                                          r"'async', 'vector_entry_point'\]"):
+        AlgorithmConfig().env_runners(gym_env_vectorize_mode="threads")
+
+
+class CrashingCartPoleVectorEnv(CartPoleVectorEnv):
+    """CartPole's numpy-vectorized env whose `crash_at_step`-th step raises, unless it was
+    re-created."""
+
+    def __init__(self, config):
+        recreated = getattr(config, "recreated_worker", False)
+        kwargs = dict(config)
+        crash_at = kwargs.pop("crash_at_step", None)
+        self._crash_at = None if recreated else crash_at
+        super().__init__(**kwargs)
+        self._steps = 0
+
+    def step(self, action):
+        self._steps += 1
+        if self._steps == self._crash_at:
+            raise RuntimeError("the vector env crashed")
+        return super().step(action)
+
+
+register_env("crash-vec", CrashingCartPoleVectorEnv)
