@@ -41,7 +41,7 @@ from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import RL_MODULE_STATE
 from trainer.env.env_runner import EnvRunner
-from trainer.env.envs import EnvCreator
+from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
@@ -50,6 +50,7 @@ from trainer.errors import (
     RunnerStateRejected,
 )
 from trainer.runners import protocol, restart_policy
+from trainer.runners.async_requests import AsyncRequestsMixin
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
@@ -105,6 +106,20 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
     return func(runner, **kwargs), runner.get_tasks()
 
 
+def _group_config(config: Any, num_env_runners: int | None) -> Any:
+    """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
+    or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+
+    if config is None:
+        config = AlgorithmConfig()
+    elif isinstance(config, dict):
+        config = AlgorithmConfig.from_dict(config)
+    if num_env_runners is not None and num_env_runners != config.num_env_runners:
+        config = config.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
+    return config
+
+
 def backend_for(config: Any) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
@@ -114,10 +129,29 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
-class EnvRunnerGroup(OldEnvRunnerGroupNames):
-    def __init__(self, config: Any, env_creator: EnvCreator, *,
+class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
+    """The EnvRunners of one algorithm (or of its evaluation). Built by the Algorithm, or by
+    hand as RLlib's: `EnvRunnerGroup(config=config)` (a config or config dict; the env comes
+    from `config.env` unless `env_creator` is given; `num_env_runners` overrides the config's).
+    RLlib's other arguments are accepted: `local_env_runner` (the local runner always exists
+    here: restarted runners are synced from it), `validate_env`, `default_policy_class`,
+    `logdir`, `tune_trial_id` and `pg_offset` (old-stack and Ray/Tune placement arguments, unused
+    by RLlib's new stack as here); `_setup=False` builds the group without any runner."""
+
+    def __init__(self, config: Any = None, env_creator: EnvCreator | None = None, *,
+                 validate_env: Callable | None = None, default_policy_class: Any = None,
+                 local_env_runner: bool = True, logdir: str | None = None,
+                 _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,
+                 num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  backend: RunnerBackend | None = None):
+        config = _group_config(config, num_env_runners)
+        if env_creator is None and _setup:
+            if config.env is None:
+                raise ValueError("EnvRunnerGroup(config=...): the config has no env; set it "
+                                 "with config.environment(env) or give env_creator=")
+            env_creator = make_env_creator(config.env)
+        self._init_async()
         self.config = config
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
@@ -139,6 +173,9 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         self.env_spaces = None  # the env's spaces, before the env-to-module connectors
         runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
+        if not _setup:  # RLlib's testing switch: a group without runners
+            self.local_env_runner = None
+            return
         if num == 0:
             self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=0)
             self.spaces = self.local_env_runner.spaces
@@ -225,6 +262,36 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def num_remote_workers(self) -> int:
         return len(self.pool)
 
+    def num_remote_env_runners(self) -> int:
+        return len(self.pool)
+
+    def num_healthy_remote_env_runners(self) -> int:
+        return len(self.healthy_env_runner_ids())
+
+    def num_healthy_env_runners(self) -> int:
+        """The healthy runners, the local one included."""
+        return int(self.local_env_runner is not None) + self.num_healthy_remote_env_runners()
+
+    def num_healthy_workers(self) -> int:
+        return self.num_healthy_env_runners()
+
+    def probe_unhealthy_env_runners(self, timeout_seconds: float | None = None) -> list[int]:
+        """Tries to bring back the remote runners that failed and were left out
+        (`ignore_env_runner_failures`): each is restarted (its process started anew, synced
+        from the local runner, within `timeout_seconds` or
+        `env_runner_health_probe_timeout_s`) if the restart settings still allow it. Returns
+        the indices restored. (Runners whose restart was allowed were restarted when they
+        failed.)"""
+        unhealthy = [index for index, handle in self.pool.items() if not handle.healthy]
+        if not unhealthy or not self.config.restart_failed_env_runners:
+            return []
+        timeout = timeout_seconds or self.config.env_runner_health_probe_timeout_s
+        budget = self.config.max_num_env_runner_restarts
+        allowed = [i for i in unhealthy if self._restarts[i] < budget]
+        if not allowed:
+            return []
+        return self._restart(allowed, timeout=timeout)
+
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
 
@@ -280,7 +347,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         """A runner completed a sample: it makes progress."""
         self._failures_without_progress.pop(index, None)
 
-    def _restart(self, indices: list[int]) -> list[int]:
+    def _restart(self, indices: list[int], timeout: float | None = None) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
         timestep), put back on its sub-envs' tasks, starting within
         `env_runner_health_probe_timeout_s`, and taking its state and answering a ping within
@@ -291,6 +358,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             time.sleep(delay)
         for index in indices:
             self._restarts[index] += 1
+        self._forget_async(indices)
         local = self.local_env_runner
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
@@ -300,7 +368,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             return state if tasks is None else {**state, "tasks": tasks}
 
         _, failed = self._start(indices, recreated=True, state_for=state_for,
-                                timeout=self.config.env_runner_health_probe_timeout_s,
+                                timeout=timeout or self.config.env_runner_health_probe_timeout_s,
                                 state_timeout=self.config.env_runner_restore_timeout_s)
         restarted = [index for index in indices if index not in failed]
         if restarted:
@@ -334,6 +402,8 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             i for i in remote_worker_ids if i in self.pool]
         if not ids:
             return results
+        self._settle_async(ids)
+        ids = [i for i in ids if i in self.healthy_env_runner_ids()]
         watch_tasks = bool(self._tasks)
         if isinstance(func, str) and not watch_tasks:
             request = protocol.call(func, **kwargs)
@@ -369,6 +439,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         each applies it before its next request (the reply is read with that one's)."""
         if not self.pool:
             return
+        self._settle_async()
         self.handle_failures(self.pool.broadcast(self.healthy_env_runner_ids(),
                                                  protocol.call(method, **kwargs)))
 
@@ -406,6 +477,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
                 if strict:
                     raise RunnerStateRejected(f"{prefix}0", error) from error
                 raise
+        self._settle_async()
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
         _, failures = self.pool.call(
             ids, lambda index: protocol.call("set_state", state=states[index]),
@@ -438,6 +510,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             if not self.pool:
                 replies = {0: self._sample_locally(explore)}
             else:
+                self._settle_async()
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
                 if not ids:
