@@ -151,3 +151,54 @@ def test_ignored_failures_leave_the_runner_out_until_probed():
         assert group.healthy_env_runner_ids() == [1, 2]
     finally:
         group.stop()
+
+
+def test_rllib_group_helpers(group):
+    spaces = group.get_spaces()
+    assert spaces["default_policy"][0].shape == (4,)
+    assert spaces["__env_single__"][1].n == 2
+    # The local runner has no env (num_env_runners > 0): an empty list first.
+    assert group.foreach_env(lambda env: type(env).__name__) == [[], ["CartPoleEnv"],
+                                                                  ["CartPoleEnv"]]
+    assert group.foreach_env_with_context(lambda env, ctx: (ctx.worker_index,
+                                                            ctx.vector_index)) == [
+        [], [(1, 0)], [(2, 0)]]
+    with pytest.raises(ValueError, match="foreach_env_runner.return_obj_refs=True"):
+        group.foreach_env_runner(lambda r: 1, return_obj_refs=True)
+    # RLlib's sync_weights form: from a worker, to some runners, with global_vars.
+    weights = {k: v * 0 + 0.5 for k, v in group.local_env_runner.get_weights().items()}
+    group.local_env_runner.set_weights(weights)
+    group.sync_weights(from_worker_or_learner_group=group.local_env_runner,
+                       to_worker_indices=[2], global_vars={"timestep": 123})
+    sums = group.foreach_env_runner(
+        lambda r: (r.global_timestep, round(sum(float(v.sum()) for v in
+                                                r.get_weights().values()), 3)),
+        local_env_runner=False)
+    expected = round(sum(float(v.sum()) for v in weights.values()), 3)
+    assert sums[1] == (123, expected) and sums[0] != (123, expected)
+
+
+def test_add_workers_starts_synced_runners(group):
+    weights = {k: v * 0 + 0.25 for k, v in group.local_env_runner.get_weights().items()}
+    group.sync_weights(weights, global_timestep=77)
+    group.add_workers(2, validate=True)
+    assert group.healthy_env_runner_ids() == [1, 2, 3, 4]
+    states = group.foreach_env_runner(
+        lambda r: (r.worker_index, r.global_timestep,
+                   round(sum(float(v.sum()) for v in r.get_weights().values()), 3)),
+        local_env_runner=False)
+    expected = round(sum(float(v.sum()) for v in weights.values()), 3)
+    assert states == [(i, 77, expected) for i in (1, 2, 3, 4)]
+    episodes, metrics = group.sample(min_env_steps=400)
+    assert len(metrics) >= 4
+    with pytest.raises(ValueError, match="add_workers.num_workers=-1."):
+        group.add_workers(-1)
+
+
+def test_timed_out_replies_count_as_dropped(group):
+    assert group.num_env_runners_dropped_lifetime() == 0
+    results = group.foreach_env_runner(lambda r: time.sleep(30) if r.worker_index == 2 else 1,
+                                       local_env_runner=False, timeout_seconds=1.0)
+    assert results == [1]
+    assert group.num_env_runners_dropped_lifetime() == 1
+    assert group.num_remote_worker_restarts() == 1  # the silent runner was a timeout

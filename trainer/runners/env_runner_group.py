@@ -39,7 +39,7 @@ import cloudpickle
 from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
-from trainer.core.models import RL_MODULE_STATE
+from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
 from trainer.env.env_runner import EnvRunner
 from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
@@ -152,6 +152,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                                  "with config.environment(env) or give env_creator=")
             env_creator = make_env_creator(config.env)
         self._init_async()
+        #: Remote replies dropped because a call's timeout passed (RLlib's counter).
+        self._num_env_runners_dropped_lifetime = 0
         self.config = config
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
@@ -386,24 +388,36 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
                            timeout_seconds: float | None = None,
-                           kwargs: dict | None = None) -> list:
+                           kwargs: dict | None = None, healthy_only: bool = True,
+                           return_obj_refs: bool = False, mark_healthy: bool = False) -> list:
         """Calls `func(env_runner, **kwargs)` (or the EnvRunner method named `func`) on the local
         runner (first, if `local_env_runner`) and on every healthy remote runner (or those in
         `remote_worker_ids`), in index order; returns the results. Remote calls run in parallel,
         in the worker processes: `func` travels with cloudpickle, so lambdas work. A runner that
         fails is handled per `fault_tolerance()` (restarted, ignored, or its error raised) and
-        gives no result."""
+        gives no result; one that does not answer within `timeout_seconds` counts in
+        `num_env_runners_dropped_lifetime()`. `healthy_only=False` includes runners left out
+        after a failure whose process still runs; `mark_healthy` has nothing to do here (a
+        failed runner is restarted or left out at once); `return_obj_refs=True` is an error
+        (no Ray object store)."""
+        if return_obj_refs:
+            raise ValueError("foreach_env_runner(return_obj_refs=True): there is no Ray object "
+                             "store here; results come back as values (return_obj_refs=False)")
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
             target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
             results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
-        ids = self.healthy_env_runner_ids() if remote_worker_ids is None else [
-            i for i in remote_worker_ids if i in self.pool]
+        if remote_worker_ids is None:
+            ids = self.healthy_env_runner_ids() if healthy_only else [
+                i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
+        else:
+            ids = [i for i in remote_worker_ids if i in self.pool]
         if not ids:
             return results
         self._settle_async(ids)
-        ids = [i for i in ids if i in self.healthy_env_runner_ids()]
+        if healthy_only:
+            ids = [i for i in ids if i in self.healthy_env_runner_ids()]
         watch_tasks = bool(self._tasks)
         if isinstance(func, str) and not watch_tasks:
             request = protocol.call(func, **kwargs)
@@ -416,6 +430,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             request = protocol.apply(cloudpickle.dumps(func), **kwargs)
         replies, failures = self.pool.call(ids, request,
                                            self._timeout(timeout_seconds))
+        self._num_env_runners_dropped_lifetime += sum(
+            1 for failure in failures.values() if failure_kind(failure) == "timeout")
         if watch_tasks:
             for index, (_, tasks) in replies.items():
                 self._tasks[index] = tasks
@@ -423,25 +439,44 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
-    def sync_weights(self, weights: dict, global_timestep: int | None = None,
-                     connector_state: dict | None = None) -> None:
+    def sync_weights(self, weights: dict | None = None, global_timestep: int | None = None,
+                     connector_state: dict | None = None, *, policies: Any = None,
+                     from_worker_or_learner_group: Any = None,
+                     to_worker_indices: list[int] | None = None,
+                     global_vars: dict | None = None, timeout_seconds: float | None = 0.0,
+                     inference_only: bool = False) -> None:
         """Sends `weights` (and the env steps sampled so far, for exploration schedules, and a
-        merged env-to-module connector state) to every runner. Remote runners apply them before
-        their next request; a failure to apply surfaces with that request's reply."""
-        if self.local_env_runner is not None:
+        merged env-to-module connector state) to every runner (or those of
+        `to_worker_indices`). Remote runners apply them before their next request; a failure
+        to apply surfaces with that request's reply. RLlib's form works too: without
+        `weights`, they are taken from `from_worker_or_learner_group` (an EnvRunner or
+        `algo.learner_group`; default: the local runner), and `global_vars["timestep"]` is the
+        global timestep. (`policies`, `timeout_seconds` and `inference_only` change nothing:
+        there is one module, the send does not wait, and runners hold the whole module.)"""
+        if weights is None:
+            source = from_worker_or_learner_group or self.local_env_runner
+            weights = source.get_weights()
+            if isinstance(weights, dict) and isinstance(weights.get(DEFAULT_MODULE_ID), dict):
+                weights = weights[DEFAULT_MODULE_ID]  # a learner group's {module id: weights}
+        if global_timestep is None and global_vars:
+            global_timestep = global_vars.get("timestep")
+        if self.local_env_runner is not None and to_worker_indices is None:
             self.local_env_runner.set_weights(weights, global_timestep, connector_state)
         # A restarted runner gets these weights from the local one.
         self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
-                                        "connector_state": connector_state})
+                                        "connector_state": connector_state},
+                        ids=to_worker_indices)
 
-    def _broadcast(self, method: str, kwargs: dict) -> None:
-        """Calls `method(**kwargs)` on every healthy remote runner, the request pickled once;
-        each applies it before its next request (the reply is read with that one's)."""
+    def _broadcast(self, method: str, kwargs: dict, ids: list[int] | None = None) -> None:
+        """Calls `method(**kwargs)` on every healthy remote runner (of `ids`), the request
+        pickled once; each applies it before its next request (the reply is read with that
+        one's)."""
         if not self.pool:
             return
         self._settle_async()
-        self.handle_failures(self.pool.broadcast(self.healthy_env_runner_ids(),
-                                                 protocol.call(method, **kwargs)))
+        healthy = self.healthy_env_runner_ids()
+        targets = healthy if ids is None else [i for i in ids if i in healthy]
+        self.handle_failures(self.pool.broadcast(targets, protocol.call(method, **kwargs)))
 
     def _sample_locally(self, explore: bool | None) -> Any:
         """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
@@ -521,6 +556,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 request_size = (self.config.get_rollout_fragment_length()
                                 * self.config.num_envs_per_env_runner)
                 self.num_env_steps_lost += request_size * len(failures)
+                self._num_env_runners_dropped_lifetime += sum(
+                    1 for failure in failures.values() if failure_kind(failure) == "timeout")
                 self.handle_failures(failures)
             for index in sorted(replies):
                 batch, metrics, connector_state = replies[index]
@@ -543,6 +580,56 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
+
+    def num_env_runners_dropped_lifetime(self) -> int:
+        """Remote replies dropped since the group started because a call's timeout passed
+        (`sample_timeout_s` in sampling; those runners were timeouts, see the module doc)."""
+        return self._num_env_runners_dropped_lifetime
+
+    def get_spaces(self) -> dict:
+        """RLlib's spaces dict (`EnvRunner.get_spaces()`) of the first remote runner, or of the
+        local runner when there is none."""
+        ids = self.healthy_env_runner_ids()[:1]
+        return self.foreach_env_runner(lambda runner: runner.get_spaces(),
+                                       remote_worker_ids=ids, local_env_runner=not ids)[0]
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[list]:
+        """`func(sub_env)` for every sub-env of every runner (the local one first, [] when it
+        has no env): one list per runner (see `EnvRunner.foreach_env`)."""
+        return self.foreach_env_runner(lambda runner: runner.foreach_env(func))
+
+    def foreach_env_with_context(self, func: Callable[[Any, Any], Any]) -> list[list]:
+        """`func(sub_env, env_context)` for every sub-env of every runner: one list per
+        runner."""
+        return self.foreach_env_runner(
+            lambda runner: [] if runner.env is None else runner.foreach_sub_env(
+                func, "foreach_env_with_context()"))
+
+    def add_workers(self, num_workers: int, validate: bool = False) -> None:
+        """Starts `num_workers` more remote runners (the next indices), synced from the local
+        runner before they sample. With `validate`, one that does not start raises; without,
+        it is handled per `fault_tolerance()`."""
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"add_workers(num_workers={num_workers!r}): a count of 0 or more")
+        if num_workers == 0:
+            return
+        first = max((index for index, _ in self.pool.items()), default=0) + 1
+        indices = list(range(first, first + num_workers))
+        if self.spaces is None and self.local_env_runner is not None:
+            self.spaces = self.local_env_runner.spaces
+            self.env_spaces = self.local_env_runner.env_spaces
+        local = self.local_env_runner
+        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
+                 "connector_state": local.get_connector_state()}
+        replies, failures = self._start(
+            indices, recreated=False, timeout=STARTUP_TIMEOUT_S, state_for=lambda index: state,
+            state_timeout=self.config.env_runner_restore_timeout_s)
+        for index, reply in replies.items():
+            if reply.get("tasks") is not None:
+                self._tasks[index] = reply["tasks"]
+        if failures and validate:
+            raise failures[min(failures)]
+        self.handle_failures(failures)
 
     def remote_runner(self, index: int) -> RunnerHandle:
         """The handle on remote runner `index` (its `pid`, `is_alive()`, `kill()`)."""
