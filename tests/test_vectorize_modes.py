@@ -154,6 +154,12 @@ def test_vector_entry_point_errors_name_the_setting():
               .env_runners(gym_env_vectorize_mode="vector_entry_point"))
     with pytest.raises(TypeError, match="gave LevelEnv, not a gymnasium.vector.VectorEnv"):
         SingleAgentEnvRunner(config=config)
+    # A vector env in "sync" mode: the error says which mode takes it.
+    config = AlgorithmConfig().environment(lambda cfg: CartPoleVectorEnv(num_envs=2))
+    with pytest.raises(TypeError, match=r"returned CartPoleVectorEnv, not a gymnasium.Env \(a "
+                                        r"vector env: set env_runners\(gym_env_vectorize_mode="
+                                        r"'vector_entry_point'\)\)"):
+        SingleAgentEnvRunner(config=config)
     with pytest.raises(ConfigError, match=r"gym_env_vectorize_mode='threads'.*one of \['sync', "
                                           r"'async', 'vector_entry_point'\]"):
         AlgorithmConfig().env_runners(gym_env_vectorize_mode="threads")

@@ -118,8 +118,10 @@ class EnvCreator:
         else:  # an Env class (built as cls(env_config)) or a creator callable
             env = self.target(env_context)
         if not isinstance(env, gym.Env):
+            hint = (" (a vector env: set env_runners(gym_env_vectorize_mode="
+                    "'vector_entry_point'))" if isinstance(env, gym.vector.VectorEnv) else "")
             raise TypeError(f"env {self.description} returned {type(env).__name__}, not a "
-                            "gymnasium.Env")
+                            f"gymnasium.Env{hint}")
         return env
 
     def make_vector(self, env_context: EnvContext, num_envs: int) -> Any:
@@ -169,9 +171,10 @@ def check_env_spec(env: Any) -> None:
         raise ValueError(f"environment(env={env!r}): no env of that name, neither registered "
                          f"with register_env nor a gymnasium id{hint}")
     if isinstance(env, type):
-        if not issubclass(env, gym.Env):
+        if not issubclass(env, (gym.Env, gym.vector.VectorEnv)):
             raise ValueError(f"environment(env={env.__qualname__}): a class must subclass "
-                             "gymnasium.Env")
+                             "gymnasium.Env (or gymnasium.vector.VectorEnv, with "
+                             "env_runners(gym_env_vectorize_mode='vector_entry_point'))")
         return
     if not callable(env):
         raise ValueError(f"environment(env={env!r}): must be a gymnasium id, a registered name, "
