@@ -11,6 +11,7 @@ from helpers import LevelEnv, level_return, small_ppo
 from trainer import Algorithm, AlgorithmConfig, register_env
 from trainer.algorithms.algorithm_config import ConfigError
 from trainer.env.env_runner import SingleAgentEnvRunner
+from trainer.env.vectorize import SUB_ENV_FAILURE_KEY
 
 
 def runner_info(algo, func):
@@ -85,7 +86,9 @@ def test_async_checkpoint_keeps_tasks_and_restarts_episodes(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["async", "vector_entry_point"])
-def test_restart_failed_sub_environments_recreates_the_vector_env(mode):
+def test_restart_failed_sub_environments_with_workers(mode):
+    # "async": each sub-env is re-created in its child process; "vector_entry_point": the
+    # whole vector env (both sub-envs crash at their 25th step here).
     if mode == "async":
         env, env_config = LevelEnv, {"crash_at_step": 25}
     else:
@@ -103,10 +106,48 @@ def test_restart_failed_sub_environments_recreates_the_vector_env(mode):
         if mode == "async":  # the re-created sub-envs are back on their task
             assert runner_info(algo, lambda r: r.get_tasks()) == [[2, 2], [2, 2]]
     tolerance = result["fault_tolerance"]
-    assert tolerance["num_sub_environment_restarts"] >= 2 * 2  # the whole vector env, twice
+    assert tolerance["num_sub_environment_restarts"] >= 2 * 2  # 2 sub-envs in each runner
     assert tolerance["num_env_steps_lost"] > 0
     assert tolerance["num_remote_worker_restarts"] == 0
     assert result["env_runners"]["num_env_steps_sampled"] >= 200
+
+
+class CrashInSubEnvOne(LevelEnv):
+    """LevelEnv (10-step episodes) whose sub-env 1 raises at its `crash_at_step`-th step,
+    unless re-created."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        if getattr(config, "vector_index", 0) != 1:
+            self._crash_at = None
+
+
+def test_async_recreates_only_the_sub_env_that_raised(caplog):
+    config = (AlgorithmConfig().environment(CrashInSubEnvOne, env_config={"crash_at_step": 5})
+              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async")
+              .fault_tolerance(restart_failed_sub_environments=True))
+    runner = SingleAgentEnvRunner(config=config)
+    try:
+        runner.set_tasks([3, 4])
+        episodes = runner.sample(num_timesteps=40, random_actions=True)
+        assert runner.metrics.peek("num_sub_environment_restarts_lifetime") == 1
+        assert runner.metrics.peek("num_env_steps_lost_lifetime") == 4
+        # Sub-env 0 was not touched: its episodes run their 10 steps; sub-env 1's dropped
+        # episode is not returned, and the re-created sub-env kept its task.
+        by_env = {0: [], 1: []}
+        for episode in episodes:
+            by_env[episode.env_index].append(episode)
+        assert [len(ep) for ep in by_env[0]] == [10, 10]
+        # The 40 steps sampled count the 4 that were dropped with the episode.
+        assert sum(len(ep) for ep in by_env[1]) == 40 - 20 - 4
+        assert all(ep.t_started == 0 for ep in by_env[1])
+        assert runner.get_tasks() == [3, 4]
+        assert all(SUB_ENV_FAILURE_KEY not in info for ep in episodes
+                   for info in ep.get_infos())
+        assert "sub-env 1 raised RuntimeError in step(): LevelEnv crashed at step 5" in \
+            caplog.text
+    finally:
+        runner.stop()
 
 
 def test_without_restart_failed_sub_environments_an_async_failure_fails_the_runner():

@@ -347,9 +347,9 @@ class AlgorithmConfig(OldConfigNames):
                                                   "a restarted runner must start within this"),
             "restart_failed_sub_environments": (False, is_bool,
                                                 "an exception in one sub-env re-creates only "
-                                                "that sub-env and drops its episode (outside "
-                                                "vectorize mode \"sync\": the whole vector env "
-                                                "and all its episodes)"),
+                                                "that sub-env and drops its episode (with "
+                                                "\"vector_entry_point\" vectorizing: the whole "
+                                                "vector env and all its episodes)"),
             "env_runner_restore_timeout_s": (1800.0, number_above(0),
                                              "a restarted runner must take its state and "
                                              "answer a ping within this after it started"),

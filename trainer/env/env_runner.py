@@ -45,6 +45,7 @@ from trainer.env.sub_env_guard import SubEnvRecoveryMixin
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
     ASYNC,
+    SUB_ENV_FAILURE_KEY,
     SYNC,
     VECTOR_ENTRY_POINT,
     check_vector_env,
@@ -163,7 +164,11 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
         #: "sync" mode, where each sub-env can be re-created alone).
         self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
-        #: The other modes re-create the whole vector env when it raises (as RLlib does).
+        #: "async": a sub-env that raises is re-created in its child process, which says so
+        #: in its info (`SubEnvInChild`); the runner drops that sub-env's episode.
+        self._child_guarded = restart_sub_envs and self.vectorize_mode == ASYNC
+        #: The other modes re-create the whole vector env when it raises (as RLlib does); in
+        #: "async" mode this is the fallback when the vector env itself fails.
         self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
         #: The sub-envs' tasks as last read or set: a re-created vector env gets them back.
         self._known_tasks: list | None = None
@@ -249,7 +254,9 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             # Each sub-env is made in its child process (the creator travels by cloudpickle
             # where the start method needs it).
             self.env = InfoKeepingAsyncVectorEnv(
-                [partial(make_sub_env_in_child, self._env_creator, ctx) for ctx in contexts],
+                [partial(make_sub_env_in_child, self._env_creator, ctx,
+                         bool(self.config.restart_failed_sub_environments))
+                 for ctx in contexts],
                 autoreset_mode=next_step)
             if self.config.env_task_fn is not None:
                 run_in_children(self.env, _check_task_settable_for_env_task_fn)
@@ -421,6 +428,34 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                              "and its episode dropped (restart_failed_sub_environments=True)",
                              self.worker_index, i, type(error).__name__, method, error,
                              exc_info=error)
+
+    def _take_child_failures(self, per_env_infos: list[dict]) -> set[int]:
+        """"async" mode with restart_failed_sub_environments: the sub-envs that raised in the
+        last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
+        failure is taken out of the sub-env's info, logged (except
+        `StepFailedRecreateEnvError`) and counted; returns their indices."""
+        recreated = set()
+        for i, info in enumerate(per_env_infos):
+            failure = info.pop(SUB_ENV_FAILURE_KEY, None) if info else None
+            if failure is None:
+                continue
+            recreated.add(i)
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            if failure["quiet"]:
+                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                             self.worker_index, i, failure["message"])
+                continue
+            logger.error("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                         "and its episode dropped (restart_failed_sub_environments=True)\n%s",
+                         self.worker_index, i, failure["type"], failure["method"],
+                         failure["message"], failure["traceback"])
+        return recreated
+
+    def _drop_episode(self, env_index: int) -> None:
+        """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
+        episode = self._episodes[env_index]
+        self._prev_chunks.pop(episode.id_, None)
+        self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
@@ -653,6 +688,8 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         self._obs = obs
         per_env_infos = _sub_env_infos(self.env, infos, self.num_envs)
+        if self._child_guarded:
+            self._take_child_failures(per_env_infos)  # fresh episodes: nothing to drop
         obs_rows = _unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
@@ -685,6 +722,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)
         per_env_infos = _sub_env_infos(self.env, infos, num_envs)
+        recreated = self._take_child_failures(per_env_infos) if self._child_guarded else ()
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
         action_list = actions.tolist() if actions.ndim == 1 else list(actions)
@@ -705,6 +743,15 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                 continue
             if guarded and self.env.envs[i].failure is not None:
                 awaiting_reset[i] = False  # re-created after this loop
+                continue
+            if recreated and i in recreated:
+                # Re-created in its child process ("async"): this step was the new sub-env's
+                # reset. Its episode is dropped (unless it had not started) and one begins.
+                if not awaiting_reset[i]:
+                    self._drop_episode(i)
+                    self._create_episode(i)
+                awaiting_reset[i] = False
+                self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
             if awaiting_reset[i]:
                 # This step was the sub-env's autoreset: its new episode starts here.

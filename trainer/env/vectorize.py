@@ -6,10 +6,12 @@
   re-creates only the sub-env that raised), and checkpoints that resume the episodes under way.
 - "async": gymnasium's `AsyncVectorEnv`; each sub-env steps in its own child process of the
   EnvRunner. `foreach_env` and tasks reach the sub-envs through `SubEnvInChild` (the function
-  travels by cloudpickle, its result comes back pickled). A sub-env that raises breaks the vector
-  env: with `restart_failed_sub_environments=True` the whole vector env is re-created and every
-  episode under way dropped, as RLlib does. Checkpoints hold everything but the episodes under
-  way, which start afresh after a restore.
+  travels by cloudpickle, its result comes back pickled). With
+  `restart_failed_sub_environments=True` a sub-env that raises is re-created in its child
+  process and only its episode dropped, as in "sync" mode (`SubEnvInChild`); should the vector
+  env itself fail (a child process dies), the whole vector env is re-created and every episode
+  under way dropped, as RLlib does. Checkpoints hold everything but the episodes under way, which
+  start afresh after a restore.
 - "vector_entry_point": the env is one vector env that steps all its copies in numpy (for
   example gymnasium's `CartPoleVectorEnv`): `gymnasium.make_vec(id,
   vectorization_mode="vector_entry_point")` for a gymnasium id, or the creator called with
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -60,13 +63,72 @@ def needs_sub_envs(what: str, mode: str) -> ValueError:
         f"sub-env objects; {what} is allowed with gym_env_vectorize_mode='sync' or 'async'")
 
 
+#: The info key under which a sub-env of an "async" vector env reports that it raised and was
+#: re-created in its child process (`SubEnvInChild`); the EnvRunner takes it out of the info.
+SUB_ENV_FAILURE_KEY = "__trainer_sub_env_failure__"
+
+
 class SubEnvInChild(gym.Wrapper):
     """A sub-env of an "async" vector env, in its child process: what the EnvRunner reaches
-    through gymnasium's `call` / `set_attr` / `get_attr` (functions, tasks)."""
+    through gymnasium's `call` / `set_attr` / `get_attr` (functions, tasks).
 
-    def __init__(self, env: gym.Env, env_context: Any):
+    With `restart_failed_sub_environments=True` (`make_sub_env` given) an exception in the
+    sub-env's `reset()` or `step()` stays in the child: the sub-env is closed and made again
+    (`recreated_worker=True` in its context, its task kept), and the reset of the new one is
+    returned as the transition (reward 0, neither terminated nor truncated), its info carrying
+    `SUB_ENV_FAILURE_KEY` (what raised, with the traceback). The EnvRunner then logs it, drops
+    that sub-env's episode and starts a new one there: as in "sync" mode, only the sub-env
+    that raised is re-created. A new sub-env that raises at once raises out of the vector env.
+    """
+
+    def __init__(self, env: gym.Env, env_context: Any,
+                 make_sub_env: Callable[[Any], gym.Env] | None = None):
         super().__init__(env)
         self.env_context = env_context
+        self._make_sub_env = make_sub_env
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self._make_sub_env is None:
+            return self.env.reset(seed=seed, options=options)
+        try:
+            return self.env.reset(seed=seed, options=options)
+        except Exception as error:
+            observation, info = self._recreate(error, "reset")
+            return observation, info
+
+    def step(self, action):
+        if self._make_sub_env is None:
+            return self.env.step(action)
+        try:
+            return self.env.step(action)
+        except Exception as error:
+            observation, info = self._recreate(error, "step")
+            return observation, 0.0, False, False, info
+
+    def _recreate(self, error: Exception, method: str) -> tuple[Any, dict]:
+        from trainer.env.curriculum import is_task_settable
+        from trainer.errors import StepFailedRecreateEnvError
+
+        failure = {"method": method, "type": type(error).__name__, "message": str(error),
+                   "traceback": traceback.format_exc(),
+                   "quiet": isinstance(error, StepFailedRecreateEnvError)}
+        old = self.env.unwrapped
+        task = None
+        if is_task_settable(old):
+            try:
+                task = (old.get_task(),)
+            except Exception:
+                task = None
+        try:
+            self.env.close()
+        except Exception:
+            pass  # a broken env may fail to close too; it is dropped either way
+        self.env_context = self.env_context.copy_with_overrides(recreated_worker=True)
+        self.env = self._make_sub_env(self.env_context)
+        if task is not None:
+            self.env.unwrapped.set_task(task[0])
+        observation, info = self.env.reset()
+        return observation, {**info, SUB_ENV_FAILURE_KEY: failure}
 
     def run_on_sub_env(self, payload: bytes) -> Any:
         """`func(raw_env, env_context)` for a cloudpickled `func` (lambdas and closures travel)."""
@@ -83,9 +145,12 @@ class SubEnvInChild(gym.Wrapper):
         self.env.unwrapped.set_task(task)
 
 
-def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any) -> gym.Env:
-    """Runs in an "async" sub-env's child process: the sub-env, wrapped in `SubEnvInChild`."""
-    return SubEnvInChild(make_sub_env(env_context), env_context)
+def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any,
+                          restart_failed: bool = False) -> gym.Env:
+    """Runs in an "async" sub-env's child process: the sub-env, wrapped in `SubEnvInChild`
+    (which re-creates it when it raises, with `restart_failed`)."""
+    return SubEnvInChild(make_sub_env(env_context), env_context,
+                         make_sub_env if restart_failed else None)
 
 
 def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any], Any]
