@@ -3,6 +3,9 @@ and "vector_entry_point" (one numpy-vectorized env), through the public API with
 processes: training, curriculum (tasks per sub-env), sub-env recovery, checkpoints, and the
 errors where a mode cannot do what is asked."""
 
+import os
+import time
+
 import gymnasium as gym
 import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
@@ -226,3 +229,40 @@ class CrashingCartPoleVectorEnv(CartPoleVectorEnv):
 
 
 register_env("crash-vec", CrashingCartPoleVectorEnv)
+
+
+class StallOnceEnv(LevelEnv):
+    """LevelEnv whose 3rd step sleeps 600 s the first time (across processes: a marker file)."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._marker = config["marker"]
+
+    def step(self, action):
+        if self._steps == 2 and not os.path.exists(self._marker):
+            open(self._marker, "w").close()
+            time.sleep(600)
+        return super().step(action)
+
+
+def test_a_local_async_sample_past_its_deadline_leaves_a_working_runner(tmp_path):
+    from trainer.errors import EnvRunnerTimeout
+    from trainer.runners.env_runner_group import EnvRunnerGroup
+
+    config = (AlgorithmConfig().environment(StallOnceEnv,
+                                            env_config={"marker": str(tmp_path / "stalled")})
+              .env_runners(num_env_runners=0, num_envs_per_env_runner=2,
+                           gym_env_vectorize_mode="async", sample_timeout_s=2.0,
+                           rollout_fragment_length=10))
+    group = EnvRunnerGroup(config=config)
+    try:
+        group.local_env_runner.set_tasks([5, 6])
+        started = time.monotonic()
+        with pytest.raises(EnvRunnerTimeout):
+            group.sample(min_env_steps=20)
+        assert time.monotonic() - started < 30
+        episodes, _ = group.sample(min_env_steps=20)
+        assert sum(len(ep) for ep in episodes) >= 20
+        assert group.local_env_runner.get_tasks() == [5, 6]
+    finally:
+        group.stop()

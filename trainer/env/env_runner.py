@@ -301,6 +301,20 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self.set_tasks(self._known_tasks)
         self._fire_environment_created()
 
+    def abandon_episodes(self) -> None:
+        """After a sample was interrupted mid-step (its deadline passed): the next sample starts
+        fresh episodes. An "async" vector env left waiting for its children's answers cannot
+        take another call, so it is closed (its children ended) and made again."""
+        self._needs_reset = True
+        waiting = getattr(self.env, "_state", None)
+        if self.vectorize_mode == ASYNC and waiting is not None and \
+                waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
+            tasks = self._known_tasks
+            self.env.close(terminate=True)
+            self._build_vector_env(recreated=True)
+            if tasks is not None:
+                self.set_tasks(tasks)
+
     def _build_env_to_module(self) -> None:
         factory = self.config.env_to_module_factory()
         if factory is not None:

@@ -488,7 +488,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                                       self.config.sample_timeout_s, worker_index=0,
                                       method="sample")
         except EnvRunnerTimeout:
-            local._needs_reset = True  # its episodes stopped mid-step
+            local.abandon_episodes()  # its episodes stopped mid-step
             raise
 
     def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
