@@ -70,7 +70,7 @@ def test_env_task_fn_sets_each_async_sub_env_its_own_task():
         assert runner_info(algo, lambda r: r.get_tasks()) == [[3, 3], [3, 3]]
 
 
-def test_async_checkpoint_keeps_tasks_and_restarts_episodes(tmp_path):
+def test_async_checkpoint_keeps_tasks(tmp_path):
     config = (small_ppo(2).environment(LevelEnv)
               .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async")
               .reporting(metrics_num_episodes_for_smoothing=1))
@@ -266,3 +266,36 @@ def test_a_local_async_sample_past_its_deadline_leaves_a_working_runner(tmp_path
         assert group.local_env_runner.get_tasks() == [5, 6]
     finally:
         group.stop()
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_restored_runner_continues_the_episodes_exactly(mode):
+    def runner():
+        config = (AlgorithmConfig().environment("CartPole-v1").debugging(seed=7)
+                  .env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode=mode))
+        return SingleAgentEnvRunner(config=config)
+
+    def trajectories(episodes):
+        return sorted((ep.env_index, ep.t_started, ep.get_observations().round(6).tobytes(),
+                       tuple(ep.get_actions().tolist()), ep.is_done) for ep in episodes)
+
+    original = runner()
+    try:
+        # Sample until a state holds both: a sub-env whose episode just ended (its autoreset
+        # is owed at the next step) and episodes under way.
+        for _ in range(300):
+            original.sample(num_timesteps=3, random_actions=True)
+            state = original.get_state()
+            if state["sampling"]["autoreset_envs"].any():
+                break
+        assert state["sampling"]["autoreset_envs"].any()
+        assert not state["sampling"]["autoreset_envs"].all()
+        expected = trajectories(original.sample(num_timesteps=60, random_actions=True))
+    finally:
+        original.stop()
+    restored = runner()
+    try:
+        restored.set_state(state)
+        assert trajectories(restored.sample(num_timesteps=60, random_actions=True)) == expected
+    finally:
+        restored.stop()

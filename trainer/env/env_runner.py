@@ -209,6 +209,9 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         self._idle: list[bool] = [False] * self.num_envs
         self._draining = False
         self._obs: np.ndarray | None = None
+        #: "async": which sub-envs ended their episode in the last step, so that their child
+        #: autoresets them at the next (a checkpoint records it: `trainer.env.runner_state`).
+        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
         #: (return, length, duration) of each episode ended in this sample() call, logged
@@ -700,6 +703,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self._create_episode(i)
         obs, infos = self._try_env_reset(seed=self._env_seed)
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
         self._obs = obs
         per_env_infos = _sub_env_infos(self.env, infos, self.num_envs)
         if self._child_guarded:
@@ -733,6 +737,8 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self._reset_all()
             return 0
         obs, rewards, terminateds, truncateds, infos = results
+        if self.vectorize_mode == ASYNC:
+            self._child_autoreset = terminateds | truncateds
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)
         per_env_infos = _sub_env_infos(self.env, infos, num_envs)

@@ -10,14 +10,16 @@
   `restart_failed_sub_environments=True` a sub-env that raises is re-created in its child
   process and only its episode dropped, as in "sync" mode (`SubEnvInChild`); should the vector
   env itself fail (a child process dies), the whole vector env is re-created and every episode
-  under way dropped, as RLlib does. Checkpoints hold everything but the episodes under way, which
-  start afresh after a restore.
+  under way dropped, as RLlib does. Checkpoints resume the episodes under way as in "sync"
+  mode: each child captures its sub-env's state, and a restored runner's new children are told
+  which sub-envs owe an autoreset.
 - "vector_entry_point": the env is one vector env that steps all its copies in numpy (for
   example gymnasium's `CartPoleVectorEnv`): `gymnasium.make_vec(id,
   vectorization_mode="vector_entry_point")` for a gymnasium id, or the creator called with
   `num_envs` in its config (a `register_env` name or callable), as RLlib does. It has no sub-env
   objects, so `foreach_env`, tasks and `env_task_fn` raise an error naming the mode; recovery
-  re-creates the whole vector env, as for "async".
+  re-creates the whole vector env, as RLlib does; checkpoints hold everything but the episodes
+  under way, which start afresh after a restore (the env's own state is not reachable).
 """
 
 from __future__ import annotations
@@ -87,6 +89,37 @@ class SubEnvInChild(gym.Wrapper):
         self.env_context = env_context
         self._make_sub_env = make_sub_env
 
+    #: True: the next `step()` resets the sub-env instead: the autoreset a runner restored
+    #: from a checkpoint owes it (its child process is new and knows of no episode end).
+    trainer_pending_reset = False
+    #: Set (per child, through `set_attr`) before `trainer_reset_if_flagged()`.
+    trainer_reset_flag = False
+    #: Why the last `trainer_env_state` restore did not fit, or None.
+    trainer_restore_reason: str | None = None
+
+    @property
+    def trainer_env_state(self) -> tuple[list | None, str | None]:
+        """The sub-env's state as plain data (`trainer.env.env_state`), for checkpoints."""
+        from trainer.env.env_state import capture_env_state
+
+        return capture_env_state(self.env)
+
+    @trainer_env_state.setter
+    def trainer_env_state(self, captured: list | None) -> None:
+        from trainer.env.env_state import restore_env_state
+
+        self.trainer_restore_reason = (None if captured is None
+                                       else restore_env_state(self.env, captured))
+
+    def trainer_reset_if_flagged(self) -> tuple[Any, dict] | None:
+        """Resets the sub-env if `trainer_reset_flag` is set (a restored episode that cannot
+        continue); returns the reset's (observation, info), else None."""
+        if not self.trainer_reset_flag:
+            return None
+        self.trainer_reset_flag = False
+        self.trainer_pending_reset = False
+        return self.reset()
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if self._make_sub_env is None:
             return self.env.reset(seed=seed, options=options)
@@ -97,6 +130,10 @@ class SubEnvInChild(gym.Wrapper):
             return observation, info
 
     def step(self, action):
+        if self.trainer_pending_reset:  # gymnasium's NEXT_STEP autoreset, owed after a restore
+            self.trainer_pending_reset = False
+            observation, info = self.reset()
+            return observation, 0.0, False, False, info
         if self._make_sub_env is None:
             return self.env.step(action)
         try:
