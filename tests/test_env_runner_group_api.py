@@ -202,3 +202,16 @@ def test_timed_out_replies_count_as_dropped(group):
     assert results == [1]
     assert group.num_env_runners_dropped_lifetime() == 1
     assert group.num_remote_worker_restarts() == 1  # the silent runner was a timeout
+
+
+def test_sync_env_runner_states_as_rllib_calls_it(group):
+    weights = {k: v * 0 + 0.75 for k, v in group.local_env_runner.get_weights().items()}
+    group.sync_env_runner_states(config=group.config, env_steps_sampled=321.0,
+                                 rl_module_state={"rl_module": {"default_policy": weights}},
+                                 env_runner_indices_to_update=[1])
+    expected = round(sum(float(v.sum()) for v in weights.values()), 3)
+    states = group.foreach_env_runner(
+        lambda r: (r.global_timestep, round(sum(float(v.sum()) for v in
+                                                r.get_weights().values()), 3)))
+    assert states[0] == (321, expected) and states[1] == (321, expected)
+    assert states[2] != (321, expected)  # not among the runners to update

@@ -467,6 +467,36 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                                         "connector_state": connector_state},
                         ids=to_worker_indices)
 
+    def sync_env_runner_states(self, *, config: Any, from_worker: Any = None,
+                               env_steps_sampled: int | None = None,
+                               connector_states: list[dict] | None = None,
+                               rl_module_state: dict | None = None,
+                               env_runner_indices_to_update: list[int] | None = None,
+                               env_to_module: Any = None, module_to_env: Any = None) -> None:
+        """RLlib's state sync after a training step: the module's weights (`rl_module_state`:
+        `{"rl_module": {"default_policy": weights}}` as RLlib passes it, or the weights; else
+        those of `from_worker`, default the local runner), the global env-step count
+        (`env_steps_sampled`) and the env-to-module connectors' states (`connector_states`,
+        merged) go to the local runner and the remote runners (all, or
+        `env_runner_indices_to_update`). `config`, `env_to_module` and `module_to_env` are
+        accepted as RLlib's (this group's config and pipelines are used)."""
+        if rl_module_state:
+            weights = rl_module_state.get(RL_MODULE_STATE, rl_module_state)
+            if isinstance(weights.get(DEFAULT_MODULE_ID), dict):
+                weights = weights[DEFAULT_MODULE_ID]
+        else:
+            weights = (from_worker or self.local_env_runner).get_weights()
+        connector_state = None
+        pipeline = self.local_env_runner.env_to_module if self.local_env_runner else None
+        if connector_states and pipeline is not None:
+            connector_state = pipeline.merge_states([c for c in connector_states if c])
+        global_timestep = None if env_steps_sampled is None else int(env_steps_sampled)
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_weights(weights, global_timestep, connector_state)
+        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
+                                        "connector_state": connector_state},
+                        ids=env_runner_indices_to_update)
+
     def _broadcast(self, method: str, kwargs: dict, ids: list[int] | None = None) -> None:
         """Calls `method(**kwargs)` on every healthy remote runner (of `ids`), the request
         pickled once; each applies it before its next request (the reply is read with that
