@@ -49,6 +49,11 @@ def test_built_from_a_config_as_in_rllib():
     with pytest.raises(ValueError, match=r"EnvRunnerGroup\(config=...\): the config has no "
                                          r"env"):
         EnvRunnerGroup(config=PPOConfig())
+    # RLlib's testing switch: no runner at all (and no env needed).
+    empty = EnvRunnerGroup(config=PPOConfig(), _setup=False)
+    assert empty.local_env_runner is None and empty.num_remote_env_runners() == 0
+    assert empty.num_healthy_env_runners() == 0
+    empty.stop()
 
 
 def test_async_calls_come_back_by_tag(group):
