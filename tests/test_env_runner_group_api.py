@@ -220,3 +220,16 @@ def test_sync_env_runner_states_as_rllib_calls_it(group):
                                                 r.get_weights().values()), 3)))
     assert states[0] == (321, expected) and states[1] == (321, expected)
     assert states[2] != (321, expected)  # not among the runners to update
+
+
+def test_max_requests_in_flight_per_env_runner_limits_async_requests():
+    config = group_config().env_runners(max_requests_in_flight_per_env_runner=2)
+    group = EnvRunnerGroup(config=config)
+    try:
+        slow = lambda r: (time.sleep(0.3), r.worker_index)[1]  # noqa: E731
+        assert [group.foreach_env_runner_async(slow, tag=t) for t in "abc"] == [2, 2, 0]
+        assert group.num_in_flight_async_reqs() == 4
+        results = group.fetch_ready_async_reqs(timeout_seconds=20.0)
+        assert sorted(results) == [(1, 1), (1, 1), (2, 2), (2, 2)]
+    finally:
+        group.stop()
