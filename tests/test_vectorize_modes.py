@@ -35,8 +35,6 @@ def test_training_with_workers_in_each_mode(mode):
 
 
 def test_async_sub_envs_step_in_their_own_processes():
-    import os
-
     config = (AlgorithmConfig().environment("CartPole-v1")
               .env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode="async"))
     runner = SingleAgentEnvRunner(config=config)
