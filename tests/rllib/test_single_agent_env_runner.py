@@ -5,20 +5,19 @@
 #   the EnvRunner class a Ray actor itself. `setUpClass` starts Ray with `num_cpus=5` (RLlib's
 #   `ray.init()` sizes Ray to the machine; that test needs 5 actors of 1 CPU each, more than
 #   this 2-core machine has). Its `remote_worker_envs=True` round steps the sub-envs in the
-#   actor, as the False round does (async sub-envs are not supported here, see
-#   `test_vectorize_mode` below), so both rounds check the same.
-# - `test_vectorize_mode` is dropped: `gym_env_vectorize_mode` other than "SYNC" (AsyncVectorEnv,
-#   a vector entry point such as CartPoleVectorEnv) is not supported here (README: sub-envs step
-#   in the EnvRunner process; use more EnvRunners for parallelism). So are its CartPoleVectorEnv
-#   import and the "tune-registered-vector" env it registers.
+#   actor, as the False round does (RLlib's old-stack flag; RLlib's new stack steps them in the
+#   actor too), so both rounds check the same.
+# - `test_vectorize_mode` (and `test_env_context`): `env_runner.env.env` reads `env_runner.env`:
+#   RLlib wraps the vector env once more (a DictInfoToList wrapper), here `env_runner.env` is
+#   the vector env (gymnasium's SyncVectorEnv / AsyncVectorEnv subclasses, or the
+#   vector_entry_point env itself).
 # - `test_env_context`: the "Swimmer-v4" parts are dropped (MuJoCo is not installed by this
-#   project), with the SwimmerEnv import and the "TestEnv-v1" registration;
-#   `env_runner.env.env.get_attr(...)` reads `env_runner.env.get_attr(...)`: RLlib wraps the
-#   vector env once more (a DictInfoToList wrapper), here `env_runner.env` is the vector env.
+#   project), with the SwimmerEnv import and the "TestEnv-v1" registration.
 import unittest
 from unittest.mock import patch
 
 import gymnasium as gym
+from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
 import ray
 import trainer as tune  # was: from ray import tune
@@ -39,6 +38,11 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
             lambda cfg: SimpleCorridor({"corridor_length": 10} | cfg),
         )
 
+        tune.register_env(
+            "tune-registered-vector",
+            lambda cfg: CartPoleVectorEnv(**cfg),
+        )
+
         gym.register(
             "TestEnv-v0",
             entry_point=SimpleCorridor,
@@ -50,6 +54,7 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
         ray.shutdown()
 
         _global_registry.unregister(ENV_CREATOR, "tune-registered")
+        _global_registry.unregister(ENV_CREATOR, "tune-registered-vector")
         gym.registry.pop("TestEnv-v0")
 
     def test_distributed_env_runner(self):
@@ -300,6 +305,86 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
         )
         env_runner = SingleAgentEnvRunner(config=config)
         assert env_runner.env.get_attr("end_pos") == (5.0,)
+
+    def test_vectorize_mode(self):
+        """Test different vectorize mode for creating the environment."""
+
+        # default
+        config = (
+            AlgorithmConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_envs_per_env_runner=3)
+        )
+        env_runner = SingleAgentEnvRunner(config=config)
+        assert isinstance(env_runner.env, gym.vector.SyncVectorEnv)
+
+        # different vectorize mode options contained in gymnasium registry
+        for env_name, mode, expected_env_type in [
+            ("CartPole-v1", "sync", gym.vector.SyncVectorEnv),
+            ("CartPole-v1", gym.VectorizeMode.SYNC, gym.vector.SyncVectorEnv),
+            ("CartPole-v1", "async", gym.vector.AsyncVectorEnv),
+            ("CartPole-v1", gym.VectorizeMode.ASYNC, gym.vector.AsyncVectorEnv),
+            ("CartPole-v1", "vector_entry_point", CartPoleVectorEnv),
+            ("CartPole-v1", gym.VectorizeMode.VECTOR_ENTRY_POINT, CartPoleVectorEnv),
+            # TODO (mark) re-add with ale-py 0.11 support
+            # ("ALE/Pong-v5", "vector_entry_point", AtariVectorEnv),
+            # ("ALE/Pong-v5", gym.VectorizeMode.VECTOR_ENTRY_POINT, AtariVectorEnv),
+        ]:
+            config = (
+                AlgorithmConfig()
+                .environment(env_name)
+                .env_runners(gym_env_vectorize_mode=mode, num_envs_per_env_runner=3)
+            )
+            env_runner = SingleAgentEnvRunner(config=config)
+            assert isinstance(env_runner.env, expected_env_type)
+
+        # test with tune registered vector environment
+        config = (
+            AlgorithmConfig()
+            .environment(
+                "tune-registered-vector", env_config={"sutton_barto_reward": True}
+            )
+            .env_runners(
+                gym_env_vectorize_mode="vector_entry_point", num_envs_per_env_runner=3
+            )
+        )
+        env_runner = SingleAgentEnvRunner(config=config)
+        assert isinstance(env_runner.env, CartPoleVectorEnv)
+        assert env_runner.env._sutton_barto_reward is True
+
+        # test with callable vector environment
+        config = (
+            AlgorithmConfig()
+            .environment(
+                lambda cfg: CartPoleVectorEnv(**cfg),
+                env_config={"sutton_barto_reward": True},
+            )
+            .env_runners(
+                gym_env_vectorize_mode="vector_entry_point", num_envs_per_env_runner=3
+            )
+        )
+        env_runner = SingleAgentEnvRunner(config=config)
+        assert isinstance(env_runner.env, CartPoleVectorEnv)
+        assert env_runner.env._sutton_barto_reward is True
+
+        # check passing the env config with a gym_env_vectorize_mode
+        config = (
+            AlgorithmConfig()
+            .environment("CartPole-v1", env_config={"sutton_barto_reward": True})
+            .env_runners(gym_env_vectorize_mode="sync", num_envs_per_env_runner=3)
+        )
+        env_runner = SingleAgentEnvRunner(config=config)
+        assert env_runner.env.get_attr("_sutton_barto_reward") == (True, True, True)
+
+        config = (
+            AlgorithmConfig()
+            .environment("CartPole-v1", env_config={"sutton_barto_reward": True})
+            .env_runners(
+                gym_env_vectorize_mode="vector_entry_point", num_envs_per_env_runner=3
+            )
+        )
+        env_runner = SingleAgentEnvRunner(config=config)
+        assert env_runner.env._sutton_barto_reward is True
 
     def test_get_spaces(self):
         """Test that get_spaces returns the correct observation and action spaces."""

@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
+
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
@@ -32,6 +34,7 @@ from trainer.compat.rllib_settings import (
 from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
+from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
 from trainer.util.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -222,6 +225,10 @@ class AlgorithmConfig(OldConfigNames):
                                 "EnvRunner worker processes (0: sample in the main process)"),
             "num_envs_per_env_runner": (1, int_at_least(1), "sub-envs in each EnvRunner's "
                                                             "vector env"),
+            "gym_env_vectorize_mode": (
+                gym.VectorizeMode.SYNC, _vectorize_mode_problem,
+                "\"sync\": sub-envs step in the EnvRunner; \"async\": each in a child process; "
+                "\"vector_entry_point\": one numpy-vectorized env (trainer.env.vectorize)"),
             "rollout_fragment_length": (200, auto_or_int_at_least(1),
                                         "env steps per sub-env per sample() call; \"auto\" "
                                         "splits train_batch_size evenly"),
@@ -354,7 +361,9 @@ class AlgorithmConfig(OldConfigNames):
                                                   "a restarted runner must start within this"),
             "restart_failed_sub_environments": (False, is_bool,
                                                 "an exception in one sub-env re-creates only "
-                                                "that sub-env and drops its episode"),
+                                                "that sub-env and drops its episode (with "
+                                                "\"vector_entry_point\" vectorizing: the whole "
+                                                "vector env and all its episodes)"),
             "env_runner_restore_timeout_s": (1800.0, number_above(0),
                                              "a restarted runner must take its state and "
                                              "answer a ping within this after it started"),
@@ -552,6 +561,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
+                    gym_env_vectorize_mode: Any = NotProvided,
                     rollout_fragment_length: int | str = NotProvided,
                     batch_mode: str = NotProvided, sample_timeout_s: float = NotProvided,
                     explore: bool = NotProvided, exploration_config: dict = NotProvided,
@@ -567,6 +577,7 @@ class AlgorithmConfig(OldConfigNames):
         are accepted."""
         values = {"num_env_runners": num_env_runners,
                   "num_envs_per_env_runner": num_envs_per_env_runner,
+                  "gym_env_vectorize_mode": gym_env_vectorize_mode,
                   "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
                   "sample_timeout_s": sample_timeout_s, "explore": explore,
                   "env_runner_cls": env_runner_cls,

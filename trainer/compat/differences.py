@@ -218,14 +218,15 @@ DIFFERENCES: tuple[Difference, ...] = (
                "other round (a register_env name travels inside the pickled config, as "
                "RLlib's registry does through Ray)",
                "remote_worker_envs (sub-envs as Ray actors) is an old-stack feature", TEST),
-    Difference("tests/rllib/test_single_agent_env_runner.py::test_vectorize_mode", "left out",
-               "gym_env_vectorize_mode other than \"SYNC\" is not supported: sub-envs step in "
-               "the runner's process; use more EnvRunners for parallelism", TEST),
     Difference("tests/rllib/test_single_agent_env_runner.py::test_env_context",
                "the \"Swimmer-v4\" parts left out; env_runner.env.env.get_attr reads "
                "env_runner.env.get_attr",
-               "MuJoCo is not installed here; RLlib wraps the vector env once more (here "
-               "env_runner.env is the vector env)", TEST),
+               "MuJoCo is not installed here; RLlib wraps the vector env once more in "
+               "DictInfoToList (here env_runner.env is the vector env)", TEST),
+    Difference("tests/rllib/test_single_agent_env_runner.py::test_vectorize_mode",
+               "env_runner.env.env reads env_runner.env",
+               "RLlib wraps the vector env once more in DictInfoToList (here env_runner.env "
+               "is the vector env)", TEST),
     Difference("tests/rllib/test_env_runner_failures.py::the multi-agent cases",
                "left out (3 cases, and the multi-agent half of the sub-env crash case)",
                "no multi-agent envs here", TEST),

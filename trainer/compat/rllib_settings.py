@@ -130,11 +130,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             True, "the local EnvRunner always exists here: it holds the weights a restarted "
                   "runner is synced from (it has envs only with create_env_on_local_worker)"),
         "max_requests_in_flight_per_env_runner": NoEffect(
-            1, "PPO and DQN sample synchronously here: one request per EnvRunner at a time"),
-        "gym_env_vectorize_mode": NoEffect(
-            "sync", "sub-envs step in the EnvRunner process (gymnasium's SyncVectorEnv); "
-                    "for more parallelism use more EnvRunners",
-            fine=lambda v: str(getattr(v, "value", v)).upper() == "SYNC"),
+            1, "it limits only EnvRunnerGroup.foreach_env_runner_async's requests per "
+               "EnvRunner here; PPO and DQN sample with one request per EnvRunner at a time",
+            fine=lambda v: isinstance(v, int) and v >= 1),
         "module_to_env_connector": Unsupported(
             None, "module-to-env connectors are not supported here; transform actions in a "
                   "gymnasium ActionWrapper in the env creator"),

@@ -36,13 +36,24 @@ from trainer.core.models import (
     INPUT_ENV_SPACES,
     SpaceInfo,
 )
-from trainer.env.curriculum import is_task_settable
+from trainer.env.curriculum import check_task_settable, is_task_settable
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
 from trainer.env.runner_state import RunnerStateMixin
 from trainer.env.sub_env_guard import SubEnvRecoveryMixin
-from trainer.env.vector_env import FastSyncVectorEnv
+from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
+from trainer.env.vectorize import (
+    ASYNC,
+    SUB_ENV_FAILURE_KEY,
+    SYNC,
+    VECTOR_ENTRY_POINT,
+    check_vector_env,
+    make_sub_env_in_child,
+    needs_sub_envs,
+    run_in_children,
+    vectorize_mode,
+)
 from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_DURATION_SEC_MEAN,
@@ -78,19 +89,33 @@ def _unbatch(batched: Any, n: int) -> Any:
 
 
 def _unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
-    """gymnasium's batched info dict (`key` arrays with `_key` masks) as one dict per sub-env."""
-    if not infos:
-        return [{} for _ in range(num_envs)]
+    """gymnasium's batched info dict (`key` batches with `_key` masks, nested dicts batched
+    the same way) as one dict per sub-env: for vector envs that batch their infos themselves
+    (gym_env_vectorize_mode="vector_entry_point"). A value without a mask that is not a batch
+    of `num_envs` rows goes to every sub-env as it is."""
     per_env: list[dict] = [{} for _ in range(num_envs)]
     for key, values in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get("_" + key)
+        if isinstance(key, str) and key.startswith("_") and key[1:] in infos:
+            continue  # the mask of `key[1:]`
+        mask = infos.get(f"_{key}")
+        if isinstance(values, dict):
+            rows = _unbatch_infos(values, num_envs)
+        elif mask is not None or (isinstance(values, (np.ndarray, list, tuple))
+                                  and len(values) == num_envs):
+            rows = values
+        else:
+            rows = [values] * num_envs
         for i in range(num_envs):
             if mask is None or mask[i]:
-                value = values[i]
-                per_env[i][key] = _unbatch_infos(value, 1)[0] if isinstance(value, dict) else value
+                per_env[i][key] = rows[i]
     return per_env
+
+
+def _sub_env_infos(env: Any, infos: dict, num_envs: int) -> list[dict]:
+    """Each sub-env's info dict of the last reset/step: as the sub-env returned it where the
+    vector env keeps them (`RawInfosMixin`), else unbatched from gymnasium's batched form."""
+    kept = getattr(env, "sub_env_infos", None)
+    return kept if kept is not None else _unbatch_infos(infos, num_envs)
 
 
 class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
@@ -138,6 +163,20 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if spaces is None and config.observation_space is not None \
                 and config.action_space is not None:
             self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+        #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
+        self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
+        restart_sub_envs = bool(config.restart_failed_sub_environments)
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
+        #: "sync" mode, where each sub-env can be re-created alone).
+        self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
+        #: "async": a sub-env that raises is re-created in its child process, which says so
+        #: in its info (`SubEnvInChild`); the runner drops that sub-env's episode.
+        self._child_guarded = restart_sub_envs and self.vectorize_mode == ASYNC
+        #: The other modes re-create the whole vector env when it raises (as RLlib does); in
+        #: "async" mode this is the fallback when the vector env itself fails.
+        self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
+        #: The sub-envs' tasks as last read or set: a re-created vector env gets them back.
+        self._known_tasks: list | None = None
         self._set_env_context()
         if create_env:
             self.make_env()
@@ -158,8 +197,6 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         self.num_env_steps_stepped = 0
         #: Observations and rewards are checked for NaN and infinity (debugging(check_nan=)).
         self._check_nan = bool(config.check_nan)
-        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True).
-        self._guarded = bool(config.restart_failed_sub_environments)
 
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""
@@ -177,6 +214,9 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         self._idle: list[bool] = [False] * self.num_envs
         self._draining = False
         self._obs: np.ndarray | None = None
+        #: "async": which sub-envs ended their episode in the last step, so that their child
+        #: autoresets them at the next (a checkpoint records it: `trainer.env.runner_state`).
+        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
         self._needs_reset = True
         self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
         #: (return, length, duration) of each episode ended in this sample() call, logged
@@ -192,15 +232,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if self.env is not None:
             self.env.close()
         self._set_env_context()
-        contexts = [self.sub_env_context(i) for i in range(self.num_envs)]
-        self.env = FastSyncVectorEnv(
-            [partial(self._make_sub_env, ctx) for ctx in contexts],
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
-        )
-        for i, sub_env in enumerate(self.env.envs):
-            self._sub_env_created(i, sub_env, contexts[i])
-        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
-                           self.config.action_space or self.env.single_action_space)
+        self._build_vector_env()
         if self._env_to_module is None:  # kept when the env is re-created (its statistics)
             self._build_env_to_module()
         if self.spaces is None:
@@ -208,10 +240,88 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                                  if self._env_to_module is not None else self.env_spaces[0])
             self.spaces = SpaceInfo.from_spaces(observation_space, self.env_spaces[1])
         self._needs_reset = True
+        self._fire_environment_created()
+
+    def _fire_environment_created(self) -> None:
         if self._callbacks.has("on_environment_created"):
             self._callbacks.fire("on_environment_created", env_runner=self,
                                  metrics_logger=self.metrics, env=self.env,
                                  env_context=self.env_context)
+
+    def _build_vector_env(self, *, recreated: bool = False) -> None:
+        """`self.env` as `gym_env_vectorize_mode` says (see `trainer.env.vectorize`)."""
+        contexts = [self.sub_env_context(i).copy_with_overrides(
+            recreated_worker=recreated or self._recreated) for i in range(self.num_envs)]
+        next_step = gym.vector.AutoresetMode.NEXT_STEP
+        if self.vectorize_mode == SYNC:
+            self.env = FastSyncVectorEnv([partial(self._make_sub_env, ctx) for ctx in contexts],
+                                         autoreset_mode=next_step)
+            for i, sub_env in enumerate(self.env.envs):
+                self._sub_env_created(i, sub_env, contexts[i])
+        elif self.vectorize_mode == ASYNC:
+            # Each sub-env is made in its child process (the creator travels by cloudpickle
+            # where the start method needs it).
+            self.env = InfoKeepingAsyncVectorEnv(
+                [partial(make_sub_env_in_child, self._env_creator, ctx,
+                         bool(self.config.restart_failed_sub_environments))
+                 for ctx in contexts],
+                autoreset_mode=next_step)
+            if self.config.env_task_fn is not None:
+                run_in_children(self.env, _check_task_settable_for_env_task_fn)
+        else:
+            if self.config.env_task_fn is not None:
+                raise needs_sub_envs("environment(env_task_fn=...)", self.vectorize_mode)
+            self.env = check_vector_env(
+                self._env_creator.make_vector(contexts[0], self.num_envs),
+                self._env_creator.description)
+            if self.env.num_envs != self.num_envs:
+                raise ValueError(
+                    f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
+                    f"{self._env_creator.description} has num_envs={self.env.num_envs}, but "
+                    f"num_envs_per_env_runner={self.num_envs}")
+        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
+                           self.config.action_space or self.env.single_action_space)
+
+    def _recreate_vector_env(self, error: BaseException, method: str) -> None:
+        """"async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
+        env raised in `method`; it is closed and made again (RLlib re-creates the whole env
+        too), with the sub-envs' tasks put back. Every episode under way is dropped; the caller
+        starts new ones."""
+        if not isinstance(error, StepFailedRecreateEnvError):
+            logger.exception("EnvRunner %d: the vector env (gym_env_vectorize_mode=%r) raised "
+                             "%s in %s(): %s; it is re-created and its episodes dropped "
+                             "(restart_failed_sub_environments=True)", self.worker_index,
+                             self.vectorize_mode, type(error).__name__, method, error,
+                             exc_info=error)
+        for episode in self._episodes:
+            if episode is not None and len(episode):
+                self.metrics.log_value("num_env_steps_lost_lifetime", len(episode),
+                                       reduce="sum")
+        self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs,
+                               reduce="sum")
+        self._prev_chunks.clear()
+        try:
+            self.env.close()
+        except Exception:
+            pass  # a broken vector env may fail to close too; it is dropped either way
+        self._build_vector_env(recreated=True)
+        if self._known_tasks is not None:
+            self.set_tasks(self._known_tasks)
+        self._fire_environment_created()
+
+    def abandon_episodes(self) -> None:
+        """After a sample was interrupted mid-step (its deadline passed): the next sample starts
+        fresh episodes. An "async" vector env left waiting for its children's answers cannot
+        take another call, so it is closed (its children ended) and made again."""
+        self._needs_reset = True
+        waiting = getattr(self.env, "_state", None)
+        if self.vectorize_mode == ASYNC and waiting is not None and \
+                waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
+            tasks = self._known_tasks
+            self.env.close(terminate=True)
+            self._build_vector_env(recreated=True)
+            if tasks is not None:
+                self.set_tasks(tasks)
 
     def _build_env_to_module(self) -> None:
         factory = self.config.env_to_module_factory()
@@ -263,7 +373,14 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         """`env.reset()` of the vector env (RLlib's name). With
         `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
         failure is logged here and the sub-env re-created by the caller."""
-        results = self.env.reset(seed=seed, options=options)
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.reset(seed=seed, options=options)
+            except Exception as error:
+                self._recreate_vector_env(error, "reset")
+                results = self.env.reset(seed=seed, options=options)  # twice: the env is broken
+        else:
+            results = self.env.reset(seed=seed, options=options)
         if self._guarded:
             self._log_sub_env_failures("reset")
         if self._check_nan:
@@ -272,8 +389,17 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def _try_env_step(self, actions):
         """`env.step(actions)` of the vector env (RLlib's name); sub-env failures as in
-        `_try_env_reset`."""
-        results = self.env.step(actions)
+        `_try_env_reset`. In "async" and "vector_entry_point" mode a failure re-creates the
+        whole vector env and returns None (RLlib's ENV_STEP_FAILURE): the caller starts new
+        episodes."""
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.step(actions)
+            except Exception as error:
+                self._recreate_vector_env(error, "step")
+                return None
+        else:
+            results = self.env.step(actions)
         if self._guarded:
             self._log_sub_env_failures("step")
         if self._check_nan:
@@ -325,12 +451,53 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                              self.worker_index, i, type(error).__name__, method, error,
                              exc_info=error)
 
+    def _take_child_failures(self, per_env_infos: list[dict]) -> set[int]:
+        """"async" mode with restart_failed_sub_environments: the sub-envs that raised in the
+        last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
+        failure is taken out of the sub-env's info, logged (except
+        `StepFailedRecreateEnvError`) and counted; returns their indices."""
+        recreated = set()
+        for i, info in enumerate(per_env_infos):
+            failure = info.pop(SUB_ENV_FAILURE_KEY, None) if info else None
+            if failure is None:
+                continue
+            recreated.add(i)
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            if failure["quiet"]:
+                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                             self.worker_index, i, failure["message"])
+                continue
+            logger.error("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                         "and its episode dropped (restart_failed_sub_environments=True)\n%s",
+                         self.worker_index, i, failure["type"], failure["method"],
+                         failure["message"], failure["traceback"])
+        return recreated
+
+    def _drop_episode(self, env_index: int) -> None:
+        """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
+        episode = self._episodes[env_index]
+        self._prev_chunks.pop(episode.id_, None)
+        self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
+
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
-        methods such as `set_task` are reachable); returns the results in sub-env order."""
+        methods such as `set_task` are reachable); returns the results in sub-env order. In
+        "async" mode `func` runs in each sub-env's child process (it travels by cloudpickle;
+        its results must pickle); "vector_entry_point" mode has no sub-envs to run it on."""
         if self.env is None:
             return []
-        return [func(sub_env.unwrapped) for sub_env in self.env.envs]
+        return self.foreach_sub_env(lambda env, context: func(env), "foreach_env()")
+
+    def foreach_sub_env(self, func: Callable[[gym.Env, EnvContext], Any],
+                        what: str = "foreach_sub_env()") -> list:
+        """`func(raw_sub_env, its_env_context)` for every sub-env, in sub-env order (see
+        `foreach_env`); `what` names the caller in the error of "vector_entry_point" mode."""
+        if self.vectorize_mode == ASYNC:
+            return run_in_children(self.env, func)
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs(what, self.vectorize_mode)
+        return [func(sub_env.unwrapped, self.sub_env_context(i))
+                for i, sub_env in enumerate(self.env.envs)]
 
     # -- tasks (curriculum) ------------------------------------------------------------------
     @staticmethod
@@ -348,18 +515,33 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
 
     def get_tasks(self) -> list | None:
         """Each sub-env's current task (see `trainer.env.curriculum`), or None when the env has no
-        tasks (or this runner has no env)."""
-        if self.env is None or not is_task_settable(self.env.envs[0].unwrapped):
+        tasks (or this runner has no env, or its env no sub-envs: "vector_entry_point")."""
+        if self.env is None or self.vectorize_mode == VECTOR_ENTRY_POINT:
             return None
-        return [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+        if self.vectorize_mode == ASYNC:
+            tasks = run_in_children(self.env, _task_if_settable)
+            if any(isinstance(task, str) and task == _NO_TASK for task in tasks):
+                return None
+        elif not is_task_settable(self.env.envs[0].unwrapped):
+            return None
+        else:
+            tasks = [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+        self._known_tasks = list(tasks)
+        return list(tasks)
 
     def set_tasks(self, tasks: list) -> None:
         """Sets sub-env i's task to `tasks[i]`."""
         if len(tasks) != self.num_envs:
             raise ValueError(f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
                              f"{self.num_envs} sub-envs")
-        for sub_env, task in zip(self.env.envs, tasks, strict=True):
-            sub_env.unwrapped.set_task(task)
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs("setting the sub-envs' tasks", self.vectorize_mode)
+        if self.vectorize_mode == ASYNC:
+            self.env.set_attr("trainer_task", list(tasks))  # one value per child process
+        else:
+            for sub_env, task in zip(self.env.envs, tasks, strict=True):
+                sub_env.unwrapped.set_task(task)
+        self._known_tasks = list(tasks)
 
     # -- weights (the rest of the state: trainer.env.runner_state) --------------------------
     def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
@@ -551,8 +733,11 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             self._create_episode(i)
         obs, infos = self._try_env_reset(seed=self._env_seed)
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
         self._obs = obs
-        per_env_infos = _unbatch_infos(infos, self.num_envs)
+        per_env_infos = _sub_env_infos(self.env, infos, self.num_envs)
+        if self._child_guarded:
+            self._take_child_failures(per_env_infos)  # fresh episodes: nothing to drop
         obs_rows = _unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
@@ -577,10 +762,17 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                 timestep=self.global_timestep, explore=explore)
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
-        obs, rewards, terminateds, truncateds, infos = self._try_env_step(env_actions)
+        results = self._try_env_step(env_actions)
+        if results is None:  # the vector env was re-created: every sub-env starts afresh
+            self._reset_all()
+            return 0
+        obs, rewards, terminateds, truncateds, infos = results
+        if self.vectorize_mode == ASYNC:
+            self._child_autoreset = terminateds | truncateds
         num_envs = self.num_envs
         obs_rows = _unbatch(obs, num_envs)
-        per_env_infos = _unbatch_infos(infos, num_envs)
+        per_env_infos = _sub_env_infos(self.env, infos, num_envs)
+        recreated = self._take_child_failures(per_env_infos) if self._child_guarded else ()
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
         action_list = actions.tolist() if actions.ndim == 1 else list(actions)
@@ -601,6 +793,15 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
                 continue
             if guarded and self.env.envs[i].failure is not None:
                 awaiting_reset[i] = False  # re-created after this loop
+                continue
+            if recreated and i in recreated:
+                # Re-created in its child process ("async"): this step was the new sub-env's
+                # reset. Its episode is dropped (unless it had not started) and one begins.
+                if not awaiting_reset[i]:
+                    self._drop_episode(i)
+                    self._create_episode(i)
+                awaiting_reset[i] = False
+                self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
             if awaiting_reset[i]:
                 # This step was the sub-env's autoreset: its new episode starts here.
@@ -713,6 +914,20 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         if self.env is not None:
             self.env.close()
             self.env = None
+
+
+#: `_task_if_settable`'s answer for a sub-env without tasks (a string: it travels back from
+#: the child processes of "async" mode by value).
+_NO_TASK = "<trainer: sub-env without tasks>"
+
+
+def _task_if_settable(env: gym.Env, env_context: EnvContext) -> Any:
+    """Runs in a sub-env's process: its task, or `_NO_TASK`."""
+    return env.get_task() if is_task_settable(env) else _NO_TASK
+
+
+def _check_task_settable_for_env_task_fn(env: gym.Env, env_context: EnvContext) -> None:
+    check_task_settable(env, "env_task_fn")
 
 
 def _float_leaves(values: Any) -> list[np.ndarray]:

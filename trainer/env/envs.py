@@ -105,19 +105,44 @@ class EnvCreator:
         self.description = description
         self.gym_spec = gym_spec
 
+    def _register_gym_id(self) -> None:
+        if self.target not in gym.registry and self.gym_spec is not None:
+            # Registered with gymnasium.register() in the user's script: repeat it here.
+            gym.register(**{k: v for k, v in vars(self.gym_spec).items()
+                            if k in _GYM_REGISTER_FIELDS})
+
     def __call__(self, env_context: EnvContext) -> gym.Env:
         if self.kind == "gym_id":
-            if self.target not in gym.registry and self.gym_spec is not None:
-                # Registered with gymnasium.register() in the user's script: repeat it here.
-                gym.register(**{k: v for k, v in vars(self.gym_spec).items()
-                                if k in _GYM_REGISTER_FIELDS})
+            self._register_gym_id()
             env = gym.make(self.target, **dict(env_context))
         else:  # an Env class (built as cls(env_config)) or a creator callable
             env = self.target(env_context)
         if not isinstance(env, gym.Env):
+            hint = (" (a vector env: set env_runners(gym_env_vectorize_mode="
+                    "'vector_entry_point'))" if isinstance(env, gym.vector.VectorEnv) else "")
             raise TypeError(f"env {self.description} returned {type(env).__name__}, not a "
-                            "gymnasium.Env")
+                            f"gymnasium.Env{hint}")
         return env
+
+    def make_vector(self, env_context: EnvContext, num_envs: int) -> Any:
+        """The env as one vector env of `num_envs` copies
+        (`gym_env_vectorize_mode="vector_entry_point"`), as RLlib 2.60 makes it: a gymnasium id
+        through `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")` with the
+        env_config as keyword arguments; a registered name or callable called with the
+        env_config plus `num_envs`. The caller checks that the result is a vector env."""
+        if self.kind == "gym_id":
+            self._register_gym_id()
+            spec = gym.spec(self.target)
+            if spec.vector_entry_point is None:
+                raise ValueError(
+                    f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the gymnasium "
+                    f"env {self.description} has no vector_entry_point in gymnasium's registry; "
+                    "allowed for it: gym_env_vectorize_mode='sync' or 'async'")
+            return gym.make_vec(self.target, num_envs=num_envs,
+                                vectorization_mode="vector_entry_point", **dict(env_context))
+        vector_context = env_context.copy_with_overrides()
+        vector_context["num_envs"] = num_envs
+        return self.target(vector_context)
 
 
 _GYM_REGISTER_FIELDS = ("id", "entry_point", "reward_threshold", "nondeterministic",
@@ -146,9 +171,10 @@ def check_env_spec(env: Any) -> None:
         raise ValueError(f"environment(env={env!r}): no env of that name, neither registered "
                          f"with register_env nor a gymnasium id{hint}")
     if isinstance(env, type):
-        if not issubclass(env, gym.Env):
+        if not issubclass(env, (gym.Env, gym.vector.VectorEnv)):
             raise ValueError(f"environment(env={env.__qualname__}): a class must subclass "
-                             "gymnasium.Env")
+                             "gymnasium.Env (or gymnasium.vector.VectorEnv, with "
+                             "env_runners(gym_env_vectorize_mode='vector_entry_point'))")
         return
     if not callable(env):
         raise ValueError(f"environment(env={env!r}): must be a gymnasium id, a registered name, "

@@ -119,19 +119,35 @@ class RunnerStateMixin:
             self._restore_sampling(state["sampling"])
 
     def _sampling_state(self) -> dict:
+        action_space_rng = self.env.action_space._np_random
+        rng_state = None if action_space_rng is None else generator_state(action_space_rng)
+        if self.vectorize_mode == "vector_entry_point":
+            # One vector env, whose copies are not reachable one by one: its state is not
+            # captured, so the episodes under way restart after a restore (the rest of the
+            # runner's state is exact).
+            return {
+                "needs_reset": True, "env_seed": self._env_seed, "observations": None,
+                "awaiting_reset": [], "autoreset_envs": np.zeros(0, dtype=bool),
+                "action_space_rng": rng_state, "sub_envs": [],
+                "uncaptured": {"all": f"gym_env_vectorize_mode={self.vectorize_mode!r}"},
+                "episodes": [], "prev_chunks": {},
+            }
+        if self.vectorize_mode == "async":  # captured in each sub-env's child process
+            captures = list(self.env.get_attr("trainer_env_state"))
+            autoreset = self._child_autoreset
+        else:
+            captures = [capture_env_state(sub_env) for sub_env in self.env.envs]
+            autoreset = self.env._autoreset_envs
         sub_envs, uncaptured = [], {}
-        for i, sub_env in enumerate(self.env.envs):
-            captured, reason = capture_env_state(sub_env)
+        for i, (captured, reason) in enumerate(captures):
             sub_envs.append(captured)
             if reason is not None:
                 uncaptured[str(i)] = reason
-        action_space_rng = self.env.action_space._np_random
         return {
             "needs_reset": self._needs_reset, "env_seed": self._env_seed,
             "observations": self._obs, "awaiting_reset": list(self._awaiting_reset),
-            "autoreset_envs": np.asarray(self.env._autoreset_envs, dtype=bool),
-            "action_space_rng": (None if action_space_rng is None
-                                 else generator_state(action_space_rng)),
+            "autoreset_envs": np.asarray(autoreset, dtype=bool),
+            "action_space_rng": rng_state,
             "sub_envs": sub_envs, "uncaptured": uncaptured,
             "episodes": [None if ep is None else ep.get_state() for ep in self._episodes],
             "prev_chunks": {id_: [chunk.get_state() for chunk in chunks]
@@ -140,7 +156,17 @@ class RunnerStateMixin:
 
     def _restore_sampling(self, state: dict) -> None:
         """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
-        was not captured (or no longer fits) starts a new episode, with a warning."""
+        was not captured (or no longer fits) starts a new episode, with a warning. Outside
+        "vector_entry_point" mode every episode starts anew (see `_sampling_state`)."""
+        if self.vectorize_mode == "vector_entry_point" or not state["sub_envs"]:
+            if state["sub_envs"]:
+                logger.warning("EnvRunner %d: the checkpoint holds its sub-envs' state, but "
+                               "with gym_env_vectorize_mode=%r it cannot be put back; all "
+                               "episodes restart", self.worker_index, self.vectorize_mode)
+            if state["env_seed"] is not None:
+                self._env_seed = state["env_seed"]
+            self._needs_reset = True
+            return
         if len(state["sub_envs"]) != self.num_envs:
             logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
                            "all episodes restart", self.worker_index, len(state["sub_envs"]),
@@ -150,11 +176,17 @@ class RunnerStateMixin:
         self._env_seed = state["env_seed"]
         if state["action_space_rng"] is not None:
             self.env.action_space._np_random = new_generator(state["action_space_rng"])
+        in_children = self.vectorize_mode == "async"
+        if in_children:
+            self.env.set_attr("trainer_env_state", list(state["sub_envs"]))
+            reasons = self.env.get_attr("trainer_restore_reason")
+        else:
+            reasons = [None if captured is None else restore_env_state(sub_env, captured)
+                       for sub_env, captured in zip(self.env.envs, state["sub_envs"],
+                                                    strict=True)]
         restart = []
-        for i, (sub_env, captured) in enumerate(zip(self.env.envs, state["sub_envs"],
-                                                    strict=True)):
-            reason = state["uncaptured"].get(str(i)) if captured is None else (
-                restore_env_state(sub_env, captured))
+        for i, captured in enumerate(state["sub_envs"]):
+            reason = state["uncaptured"].get(str(i)) if captured is None else reasons[i]
             if reason is not None:
                 restart.append(i)
                 logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
@@ -165,18 +197,30 @@ class RunnerStateMixin:
             return  # the next sample() starts fresh episodes anyway
         self._obs = np.array(state["observations"])
         self._awaiting_reset = [bool(flag) for flag in state["awaiting_reset"]]
-        self.env._autoreset_envs = np.array(state["autoreset_envs"], dtype=bool)
+        autoreset = np.array(state["autoreset_envs"], dtype=bool)
+        if in_children:  # the new children owe the autoresets the old ones would have done
+            self._child_autoreset = autoreset
+            self.env.set_attr("trainer_pending_reset", autoreset.tolist())
+        else:
+            self.env._autoreset_envs = autoreset
         for i, episode_state in enumerate(state["episodes"]):
             self._create_episode(i, _resumed_episode(episode_state))
         self._prev_chunks = {id_: [_resumed_episode(c) for c in chunks]
                              for id_, chunks in state["prev_chunks"].items()}
+        if in_children and restart:
+            self.env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
+            resets = self.env.call("trainer_reset_if_flagged")
         for i in restart:
             self._prev_chunks.pop(self._episodes[i].id_, None)
             self._create_episode(i)
-            observation, infos = self.env.envs[i].reset()
+            if in_children:
+                observation, infos = resets[i]
+                self._child_autoreset[i] = False
+            else:
+                observation, infos = self.env.envs[i].reset()
+                self.env._autoreset_envs[i] = False
             self._obs[i] = observation
             self._awaiting_reset[i] = False
-            self.env._autoreset_envs[i] = False
             self._begin_episode(i, observation, infos)
 
 

@@ -1,4 +1,10 @@
-"""`FastSyncVectorEnv`: gymnasium's `SyncVectorEnv` with a leaner `step` for the common case.
+"""The vector envs an EnvRunner steps: `FastSyncVectorEnv` (gym_env_vectorize_mode="sync", the
+default) and `InfoKeepingAsyncVectorEnv` ("async"). Both keep each sub-env's info dict of the
+last reset or step as the sub-env returned it (`sub_env_infos`, `RawInfosMixin`), so the
+EnvRunner's episodes store infos of any nesting untouched, whatever gymnasium's batched info
+dict can or cannot hold.
+
+`FastSyncVectorEnv`: gymnasium's `SyncVectorEnv` with a leaner `step` for the common case.
 
 An EnvRunner steps its sub-envs through this class. It is a `SyncVectorEnv` (callbacks, connectors
 and `foreach_env` see the same object, `env.envs[i]` the same sub-envs), and its `step` returns
@@ -19,19 +25,53 @@ import gymnasium as gym
 import numpy as np
 
 
-class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
+class RawInfosMixin:
+    """Records, in `sub_env_infos`, the info dict each sub-env returned in the last reset or
+    step (gymnasium's vector envs pass each one to `_add_info`, in this process, to batch it).
+    Batching stays best effort: an info gymnasium cannot batch (arrays whose shapes differ
+    between sub-envs, a key that is a dict in one sub-env and a number in another) is left
+    out of the batched dict, not raised; `sub_env_infos` has it."""
+
+    num_envs: int
+
+    _batching_info = False
+
+    def _clear_sub_env_infos(self) -> None:
+        self.sub_env_infos: list[dict] = [{} for _ in range(self.num_envs)]
+
+    def _add_info(self, vector_infos: dict, env_info: dict, env_num: int) -> dict:
+        if self._batching_info:  # gymnasium's call for a nested dict of the info
+            return super()._add_info(vector_infos, env_info, env_num)
+        self.sub_env_infos[env_num] = env_info
+        self._batching_info = True
+        try:
+            return super()._add_info(vector_infos, env_info, env_num)
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+            return vector_infos
+        finally:
+            self._batching_info = False
+
+
+class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
     def __init__(self, env_fns, **kwargs: Any):
         super().__init__(env_fns, **kwargs)
+        self._clear_sub_env_infos()
         self._fast = (self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
                       and isinstance(self.single_observation_space, gym.spaces.Box)
                       and isinstance(self.single_action_space,
                                      (gym.spaces.Box, gym.spaces.Discrete))
                       and isinstance(self._observations, np.ndarray))
 
+    def reset(self, *, seed=None, options=None):
+        self._clear_sub_env_infos()
+        return super().reset(seed=seed, options=options)
+
     def step(self, actions):
         if not self._fast:
+            self._clear_sub_env_infos()
             return super().step(actions)
         infos: dict = {}
+        raw_infos: list[dict] = []
         observations, rewards, terminations, truncations = [], [], [], []
         autoreset = self._autoreset_envs.tolist()
         # Iterating the batch yields what gymnasium's `iterate` yields for Box / Discrete
@@ -46,8 +86,10 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
             rewards.append(reward)
             terminations.append(terminated)
             truncations.append(truncated)
+            raw_infos.append(env_info)
             if env_info:
                 infos = self._add_info(infos, env_info, i)
+        self.sub_env_infos = raw_infos
         self._env_obs = observations
         batch = np.array(observations, dtype=self._observations.dtype)
         if batch.shape != self._observations.shape:
@@ -58,6 +100,23 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
         self._autoreset_envs = terminated_column | truncated_column
         return (batch, _column(rewards, np.float64), terminated_column,
                 truncated_column, infos)
+
+
+class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
+    """gymnasium's `AsyncVectorEnv` (each sub-env in its own process), keeping the sub-envs'
+    info dicts as they arrived (`RawInfosMixin`)."""
+
+    def __init__(self, env_fns, **kwargs: Any):
+        super().__init__(env_fns, **kwargs)
+        self._clear_sub_env_infos()
+
+    def reset_wait(self, *args, **kwargs):
+        self._clear_sub_env_infos()
+        return super().reset_wait(*args, **kwargs)
+
+    def step_wait(self, *args, **kwargs):
+        self._clear_sub_env_infos()
+        return super().step_wait(*args, **kwargs)
 
 
 def _column(values: list, dtype: type) -> np.ndarray:

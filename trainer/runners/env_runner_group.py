@@ -39,9 +39,9 @@ import cloudpickle
 from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
-from trainer.core.models import RL_MODULE_STATE
+from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
 from trainer.env.env_runner import EnvRunner
-from trainer.env.envs import EnvCreator
+from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
@@ -50,6 +50,7 @@ from trainer.errors import (
     RunnerStateRejected,
 )
 from trainer.runners import protocol, restart_policy
+from trainer.runners.async_requests import AsyncRequestsMixin
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
@@ -105,6 +106,20 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[
     return func(runner, **kwargs), runner.get_tasks()
 
 
+def _group_config(config: Any, num_env_runners: int | None) -> Any:
+    """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
+    or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+
+    if config is None:
+        config = AlgorithmConfig()
+    elif isinstance(config, dict):
+        config = AlgorithmConfig.from_dict(config)
+    if num_env_runners is not None and num_env_runners != config.num_env_runners:
+        config = config.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
+    return config
+
+
 def backend_for(config: Any) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
@@ -114,10 +129,31 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
-class EnvRunnerGroup(OldEnvRunnerGroupNames):
-    def __init__(self, config: Any, env_creator: EnvCreator, *,
+class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
+    """The EnvRunners of one algorithm (or of its evaluation). Built by the Algorithm, or by
+    hand as RLlib's: `EnvRunnerGroup(config=config)` (a config or config dict; the env comes
+    from `config.env` unless `env_creator` is given; `num_env_runners` overrides the config's).
+    RLlib's other arguments are accepted: `local_env_runner` (the local runner always exists
+    here: restarted runners are synced from it), `validate_env`, `default_policy_class`,
+    `logdir`, `tune_trial_id` and `pg_offset` (old-stack and Ray/Tune placement arguments, unused
+    by RLlib's new stack as here); `_setup=False` builds the group without any runner."""
+
+    def __init__(self, config: Any = None, env_creator: EnvCreator | None = None, *,
+                 validate_env: Callable | None = None, default_policy_class: Any = None,
+                 local_env_runner: bool = True, logdir: str | None = None,
+                 _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,
+                 num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
                  backend: RunnerBackend | None = None):
+        config = _group_config(config, num_env_runners)
+        if env_creator is None and _setup:
+            if config.env is None:
+                raise ValueError("EnvRunnerGroup(config=...): the config has no env; set it "
+                                 "with config.environment(env) or give env_creator=")
+            env_creator = make_env_creator(config.env)
+        self._init_async()
+        #: Remote replies dropped because a call's timeout passed (RLlib's counter).
+        self._num_env_runners_dropped_lifetime = 0
         self.config = config
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
@@ -139,6 +175,9 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         self.env_spaces = None  # the env's spaces, before the env-to-module connectors
         runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
+        if not _setup:  # RLlib's testing switch: a group without runners
+            self.local_env_runner = None
+            return
         if num == 0:
             self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=0)
             self.spaces = self.local_env_runner.spaces
@@ -225,6 +264,36 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def num_remote_workers(self) -> int:
         return len(self.pool)
 
+    def num_remote_env_runners(self) -> int:
+        return len(self.pool)
+
+    def num_healthy_remote_env_runners(self) -> int:
+        return len(self.healthy_env_runner_ids())
+
+    def num_healthy_env_runners(self) -> int:
+        """The healthy runners, the local one included."""
+        return int(self.local_env_runner is not None) + self.num_healthy_remote_env_runners()
+
+    def num_healthy_workers(self) -> int:
+        return self.num_healthy_env_runners()
+
+    def probe_unhealthy_env_runners(self, timeout_seconds: float | None = None) -> list[int]:
+        """Tries to bring back the remote runners that failed and were left out
+        (`ignore_env_runner_failures`): each is restarted (its process started anew, synced
+        from the local runner, within `timeout_seconds` or
+        `env_runner_health_probe_timeout_s`) if the restart settings still allow it. Returns
+        the indices restored. (Runners whose restart was allowed were restarted when they
+        failed.)"""
+        unhealthy = [index for index, handle in self.pool.items() if not handle.healthy]
+        if not unhealthy or not self.config.restart_failed_env_runners:
+            return []
+        timeout = timeout_seconds or self.config.env_runner_health_probe_timeout_s
+        budget = self.config.max_num_env_runner_restarts
+        allowed = [i for i in unhealthy if self._restarts[i] < budget]
+        if not allowed:
+            return []
+        return self._restart(allowed, timeout=timeout)
+
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
 
@@ -280,7 +349,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         """A runner completed a sample: it makes progress."""
         self._failures_without_progress.pop(index, None)
 
-    def _restart(self, indices: list[int]) -> list[int]:
+    def _restart(self, indices: list[int], timeout: float | None = None) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
         timestep), put back on its sub-envs' tasks, starting within
         `env_runner_health_probe_timeout_s`, and taking its state and answering a ping within
@@ -291,6 +360,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             time.sleep(delay)
         for index in indices:
             self._restarts[index] += 1
+        self._forget_async(indices)
         local = self.local_env_runner
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
@@ -300,7 +370,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             return state if tasks is None else {**state, "tasks": tasks}
 
         _, failed = self._start(indices, recreated=True, state_for=state_for,
-                                timeout=self.config.env_runner_health_probe_timeout_s,
+                                timeout=timeout or self.config.env_runner_health_probe_timeout_s,
                                 state_timeout=self.config.env_runner_restore_timeout_s)
         restarted = [index for index in indices if index not in failed]
         if restarted:
@@ -318,22 +388,36 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
                            remote_worker_ids: list[int] | None = None,
                            timeout_seconds: float | None = None,
-                           kwargs: dict | None = None) -> list:
+                           kwargs: dict | None = None, healthy_only: bool = True,
+                           return_obj_refs: bool = False, mark_healthy: bool = False) -> list:
         """Calls `func(env_runner, **kwargs)` (or the EnvRunner method named `func`) on the local
         runner (first, if `local_env_runner`) and on every healthy remote runner (or those in
         `remote_worker_ids`), in index order; returns the results. Remote calls run in parallel,
         in the worker processes: `func` travels with cloudpickle, so lambdas work. A runner that
         fails is handled per `fault_tolerance()` (restarted, ignored, or its error raised) and
-        gives no result."""
+        gives no result; one that does not answer within `timeout_seconds` counts in
+        `num_env_runners_dropped_lifetime()`. `healthy_only=False` includes runners left out
+        after a failure whose process still runs; `mark_healthy` has nothing to do here (a
+        failed runner is restarted or left out at once); `return_obj_refs=True` is an error
+        (no Ray object store)."""
+        if return_obj_refs:
+            raise ValueError("foreach_env_runner(return_obj_refs=True): there is no Ray object "
+                             "store here; results come back as values (return_obj_refs=False)")
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
             target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
             results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
-        ids = self.healthy_env_runner_ids() if remote_worker_ids is None else [
-            i for i in remote_worker_ids if i in self.pool]
+        if remote_worker_ids is None:
+            ids = self.healthy_env_runner_ids() if healthy_only else [
+                i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
+        else:
+            ids = [i for i in remote_worker_ids if i in self.pool]
         if not ids:
             return results
+        self._settle_async(ids)
+        if healthy_only:
+            ids = [i for i in ids if i in self.healthy_env_runner_ids()]
         watch_tasks = bool(self._tasks)
         if isinstance(func, str) and not watch_tasks:
             request = protocol.call(func, **kwargs)
@@ -346,6 +430,8 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             request = protocol.apply(cloudpickle.dumps(func), **kwargs)
         replies, failures = self.pool.call(ids, request,
                                            self._timeout(timeout_seconds))
+        self._num_env_runners_dropped_lifetime += sum(
+            1 for failure in failures.values() if failure_kind(failure) == "timeout")
         if watch_tasks:
             for index, (_, tasks) in replies.items():
                 self._tasks[index] = tasks
@@ -353,24 +439,74 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
-    def sync_weights(self, weights: dict, global_timestep: int | None = None,
-                     connector_state: dict | None = None) -> None:
+    def sync_weights(self, weights: dict | None = None, global_timestep: int | None = None,
+                     connector_state: dict | None = None, *, policies: Any = None,
+                     from_worker_or_learner_group: Any = None,
+                     to_worker_indices: list[int] | None = None,
+                     global_vars: dict | None = None, timeout_seconds: float | None = 0.0,
+                     inference_only: bool = False) -> None:
         """Sends `weights` (and the env steps sampled so far, for exploration schedules, and a
-        merged env-to-module connector state) to every runner. Remote runners apply them before
-        their next request; a failure to apply surfaces with that request's reply."""
-        if self.local_env_runner is not None:
+        merged env-to-module connector state) to every runner (or those of
+        `to_worker_indices`). Remote runners apply them before their next request; a failure
+        to apply surfaces with that request's reply. RLlib's form works too: without
+        `weights`, they are taken from `from_worker_or_learner_group` (an EnvRunner or
+        `algo.learner_group`; default: the local runner), and `global_vars["timestep"]` is the
+        global timestep. (`policies`, `timeout_seconds` and `inference_only` change nothing:
+        there is one module, the send does not wait, and runners hold the whole module.)"""
+        if weights is None:
+            source = from_worker_or_learner_group or self.local_env_runner
+            weights = source.get_weights()
+            if isinstance(weights, dict) and isinstance(weights.get(DEFAULT_MODULE_ID), dict):
+                weights = weights[DEFAULT_MODULE_ID]  # a learner group's {module id: weights}
+        if global_timestep is None and global_vars:
+            global_timestep = global_vars.get("timestep")
+        if self.local_env_runner is not None and to_worker_indices is None:
             self.local_env_runner.set_weights(weights, global_timestep, connector_state)
         # A restarted runner gets these weights from the local one.
         self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
-                                        "connector_state": connector_state})
+                                        "connector_state": connector_state},
+                        ids=to_worker_indices)
 
-    def _broadcast(self, method: str, kwargs: dict) -> None:
-        """Calls `method(**kwargs)` on every healthy remote runner, the request pickled once;
-        each applies it before its next request (the reply is read with that one's)."""
+    def sync_env_runner_states(self, *, config: Any, from_worker: Any = None,
+                               env_steps_sampled: int | None = None,
+                               connector_states: list[dict] | None = None,
+                               rl_module_state: dict | None = None,
+                               env_runner_indices_to_update: list[int] | None = None,
+                               env_to_module: Any = None, module_to_env: Any = None) -> None:
+        """RLlib's state sync after a training step: the module's weights (`rl_module_state`:
+        `{"rl_module": {"default_policy": weights}}` as RLlib passes it, or the weights; else
+        those of `from_worker`, default the local runner), the global env-step count
+        (`env_steps_sampled`) and the env-to-module connectors' states (`connector_states`,
+        merged) go to the local runner and the remote runners (all, or
+        `env_runner_indices_to_update`). `config`, `env_to_module` and `module_to_env` are
+        accepted as RLlib's (this group's config and pipelines are used)."""
+        if rl_module_state:
+            weights = rl_module_state.get(RL_MODULE_STATE, rl_module_state)
+            if isinstance(weights.get(DEFAULT_MODULE_ID), dict):
+                weights = weights[DEFAULT_MODULE_ID]
+        else:
+            weights = (from_worker or self.local_env_runner).get_weights()
+        connector_state = None
+        pipeline = self.local_env_runner.env_to_module if self.local_env_runner else None
+        if connector_states and pipeline is not None:
+            connector_state = pipeline.merge_states([c for c in connector_states if c])
+        global_timestep = None if env_steps_sampled is None else int(env_steps_sampled)
+        if self.local_env_runner is not None:
+            self.local_env_runner.set_weights(weights, global_timestep, connector_state)
+        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
+                                        "connector_state": connector_state},
+                        ids=env_runner_indices_to_update)
+
+    def _broadcast(self, method: str, kwargs: dict, ids: list[int] | None = None) -> None:
+        """Calls `method(**kwargs)` on every healthy remote runner (of `ids`), the request
+        pickled once; each applies it before its next request (the reply is read with that
+        one's)."""
         if not self.pool:
             return
-        self.handle_failures(self.pool.broadcast(self.healthy_env_runner_ids(),
-                                                 protocol.call(method, **kwargs)))
+        self._settle_async()
+        healthy = self.healthy_env_runner_ids()
+        targets = healthy if ids is None else [i for i in ids if i in healthy]
+        self.handle_failures(self.pool.broadcast(targets, protocol.call(method, **kwargs)))
 
     def _sample_locally(self, explore: bool | None) -> Any:
         """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
@@ -382,7 +518,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
                                       self.config.sample_timeout_s, worker_index=0,
                                       method="sample")
         except EnvRunnerTimeout:
-            local._needs_reset = True  # its episodes stopped mid-step
+            local.abandon_episodes()  # its episodes stopped mid-step
             raise
 
     def get_runner_states(self, timeout_seconds: float | None = None) -> dict[int, dict]:
@@ -406,6 +542,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
                 if strict:
                     raise RunnerStateRejected(f"{prefix}0", error) from error
                 raise
+        self._settle_async()
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
         _, failures = self.pool.call(
             ids, lambda index: protocol.call("set_state", state=states[index]),
@@ -438,6 +575,7 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
             if not self.pool:
                 replies = {0: self._sample_locally(explore)}
             else:
+                self._settle_async()
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
                 if not ids:
@@ -448,6 +586,8 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
                 request_size = (self.config.get_rollout_fragment_length()
                                 * self.config.num_envs_per_env_runner)
                 self.num_env_steps_lost += request_size * len(failures)
+                self._num_env_runners_dropped_lifetime += sum(
+                    1 for failure in failures.values() if failure_kind(failure) == "timeout")
                 self.handle_failures(failures)
             for index in sorted(replies):
                 batch, metrics, connector_state = replies[index]
@@ -470,6 +610,56 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
+
+    def num_env_runners_dropped_lifetime(self) -> int:
+        """Remote replies dropped since the group started because a call's timeout passed
+        (`sample_timeout_s` in sampling; those runners were timeouts, see the module doc)."""
+        return self._num_env_runners_dropped_lifetime
+
+    def get_spaces(self) -> dict:
+        """RLlib's spaces dict (`EnvRunner.get_spaces()`) of the first remote runner, or of the
+        local runner when there is none."""
+        ids = self.healthy_env_runner_ids()[:1]
+        return self.foreach_env_runner(lambda runner: runner.get_spaces(),
+                                       remote_worker_ids=ids, local_env_runner=not ids)[0]
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[list]:
+        """`func(sub_env)` for every sub-env of every runner (the local one first, [] when it
+        has no env): one list per runner (see `EnvRunner.foreach_env`)."""
+        return self.foreach_env_runner(lambda runner: runner.foreach_env(func))
+
+    def foreach_env_with_context(self, func: Callable[[Any, Any], Any]) -> list[list]:
+        """`func(sub_env, env_context)` for every sub-env of every runner: one list per
+        runner."""
+        return self.foreach_env_runner(
+            lambda runner: [] if runner.env is None else runner.foreach_sub_env(
+                func, "foreach_env_with_context()"))
+
+    def add_workers(self, num_workers: int, validate: bool = False) -> None:
+        """Starts `num_workers` more remote runners (the next indices), synced from the local
+        runner before they sample. With `validate`, one that does not start raises; without,
+        it is handled per `fault_tolerance()`."""
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"add_workers(num_workers={num_workers!r}): a count of 0 or more")
+        if num_workers == 0:
+            return
+        first = max((index for index, _ in self.pool.items()), default=0) + 1
+        indices = list(range(first, first + num_workers))
+        if self.spaces is None and self.local_env_runner is not None:
+            self.spaces = self.local_env_runner.spaces
+            self.env_spaces = self.local_env_runner.env_spaces
+        local = self.local_env_runner
+        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
+                 "connector_state": local.get_connector_state()}
+        replies, failures = self._start(
+            indices, recreated=False, timeout=STARTUP_TIMEOUT_S, state_for=lambda index: state,
+            state_timeout=self.config.env_runner_restore_timeout_s)
+        for index, reply in replies.items():
+            if reply.get("tasks") is not None:
+                self._tasks[index] = reply["tasks"]
+        if failures and validate:
+            raise failures[min(failures)]
+        self.handle_failures(failures)
 
     def remote_runner(self, index: int) -> RunnerHandle:
         """The handle on remote runner `index` (its `pid`, `is_alive()`, `kill()`)."""
