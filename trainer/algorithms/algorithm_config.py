@@ -124,7 +124,6 @@ def _check_log_level(v):
 
 
 def _is_space_or_none(v):
-    import gymnasium as gym
 
     return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
 
@@ -226,7 +225,7 @@ class AlgorithmConfig(OldConfigNames):
             "num_envs_per_env_runner": (1, int_at_least(1), "sub-envs in each EnvRunner's "
                                                             "vector env"),
             "gym_env_vectorize_mode": (
-                gym.VectorizeMode.SYNC, _vectorize_mode_problem,
+                "sync", _vectorize_mode_problem,
                 "\"sync\": sub-envs step in the EnvRunner; \"async\": each in a child process; "
                 "\"vector_entry_point\": one numpy-vectorized env (trainer.env.vectorize)"),
             "rollout_fragment_length": (200, auto_or_int_at_least(1),

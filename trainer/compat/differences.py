@@ -153,6 +153,15 @@ DIFFERENCES: tuple[Difference, ...] = (
            "SingleAgentEnvRunner.get_checkpointable_components",
            "SingleAgentEnvRunner.get_ctor_args_and_kwargs", "SingleAgentEnvRunner.get_metadata",
            "SingleAgentEnvRunner.restore_from_path", "SingleAgentEnvRunner.save_to_path"),
+    # -- EnvRunnerGroup ------------------------------------------------------------------------
+    *_same("missing", _OLD_STACK, "EnvRunnerGroup.add_policy", "EnvRunnerGroup.foreach_policy",
+           "EnvRunnerGroup.foreach_policy_to_train", "EnvRunnerGroup.is_policy_to_train"),
+    Difference("EnvRunnerGroup.reset", "missing",
+               "it replaces the group's runners with Ray actor handles made elsewhere; runners "
+               "here are worker processes the group starts itself (add_workers() adds more)"),
+    Difference("EnvRunnerGroup.get_merged_env_runner_state", "missing",
+               "it serves RLlib's EnvRunner state server for aggregator actors; "
+               "sync_env_runner_states() merges and broadcasts the runners' states here"),
     # -- SingleAgentEpisode -------------------------------------------------------------------------
     *_same("missing", _OLD_STACK + " and offline data (SampleBatch conversions)",
            "SingleAgentEpisode.get_sample_batch", "SingleAgentEpisode.get_data_dict"),

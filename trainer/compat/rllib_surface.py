@@ -228,17 +228,21 @@ def _raising_parameters(func: ast.FunctionDef) -> set[str]:
     calls `deprecation_warning(..., error=True)`."""
     raising = set()
     for node in ast.walk(func):
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-                and isinstance(node.test.left, ast.Name)
-                and len(node.test.ops) == 1 and isinstance(node.test.ops[0], (ast.NotEq,
-                                                                             ast.IsNot))):
+        if not isinstance(node, ast.If):
+            continue
+        # `if a != DEPRECATED_VALUE:` or `if a != DEPRECATED_VALUE or b != DEPRECATED_VALUE:`
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+        names = [t.left.id for t in tests
+                 if isinstance(t, ast.Compare) and isinstance(t.left, ast.Name)
+                 and len(t.ops) == 1 and isinstance(t.ops[0], (ast.NotEq, ast.IsNot))]
+        if not names:
             continue
         for inner in (n for statement in node.body for n in ast.walk(statement)):
             if isinstance(inner, ast.Call) and (_dotted(inner.func) or "").endswith(
                     "deprecation_warning") and any(
                     k.arg == "error" and isinstance(k.value, ast.Constant)
                     and k.value.value is True for k in inner.keywords):
-                raising.add(node.test.left.id)
+                raising.update(names)
     return raising
 
 

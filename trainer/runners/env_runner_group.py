@@ -173,7 +173,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.num_env_steps_lost = 0
         self.spaces = None
         self.env_spaces = None  # the env's spaces, before the env-to-module connectors
-        runner_cls = config.env_runner_cls or EnvRunner
+        #: The class each EnvRunner is made of (RLlib's attribute).
+        self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
         if not _setup:  # RLlib's testing switch: a group without runners
             self.local_env_runner = None
