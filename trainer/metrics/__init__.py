@@ -1,13 +1,14 @@
-"""Metrics under RLlib's names (`ray.rllib.utils.metrics`): the result keys, `Stats` (one
-statistic; `trainer.metrics.stats`) and `MetricsLogger` (named stats; `.metrics_logger`).
+"""Metrics under RLlib's names (`ray.rllib.utils.metrics`): the result keys, the stats classes
+(`trainer.metrics.stats`) and `MetricsLogger` (named stats; `.metrics_logger`).
 """
 
 from __future__ import annotations
 
-from trainer.metrics.metrics_logger import MetricsLogger
-from trainer.metrics.stats import Stats, merge_stats
+from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, MetricsLogger
+from trainer.metrics.stats import Stats, StatsBase, merge_stats
 
-__all__ = ["MetricsLogger", "Stats", "add_episode_defaults", "merge_stats"]
+__all__ = ["DEFAULT_STATS_CLS_LOOKUP", "MetricsLogger", "Stats", "StatsBase",
+           "add_episode_defaults", "merge_stats"]
 
 # Result keys under RLlib's names (`ray.rllib.utils.metrics`), for code that indexes results.
 TRAINING_ITERATION = "training_iteration"
@@ -16,6 +17,8 @@ EVALUATION_RESULTS = "evaluation"
 LEARNER_RESULTS = "learners"
 FAULT_TOLERANCE_STATS = "fault_tolerance"
 TIMERS = "timers"
+#: The timer of a whole `train()` iteration, under `TIMERS` (RLlib's name and value).
+TRAINING_ITERATION_TIMER = "training_iteration"
 ALL_MODULES = "__all_modules__"
 EPISODE_RETURN_MEAN = "episode_return_mean"
 EPISODE_RETURN_MIN = "episode_return_min"

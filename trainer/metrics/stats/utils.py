@@ -1,0 +1,32 @@
+"""Value helpers of the stats classes (RLlib 2.60's `ray.rllib.utils.metrics.stats.utils`).
+
+RLlib's versions also move torch and tf tensors to the CPU; values here are Python and numpy
+numbers (there is no torch), so only numpy's scalars are turned into Python numbers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+
+def safe_isnan(value: Any) -> bool:
+    """Whether `value` is NaN (False for anything that is not a number)."""
+    try:
+        return bool(np.isnan(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def single_value_to_cpu(value: Any) -> Any:
+    """`value` as a plain Python number where it is a numpy scalar or 0-d array."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return value.item()
+    return value
+
+
+def batch_values_to_cpu(values: list | deque) -> list:
+    """`values` as a new list of plain values."""
+    return [single_value_to_cpu(value) for value in values] if values else []
