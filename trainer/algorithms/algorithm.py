@@ -62,6 +62,7 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
     TRAINING_ITERATION,
+    TRAINING_ITERATION_TIMER,
     MetricsLogger,
     add_episode_defaults,
 )
@@ -155,7 +156,7 @@ class Algorithm(OldAlgorithmNames):
         config.ignored_settings_warnings()
         self.config = config.freeze()
         set_library_log_level(config.log_level)
-        self.metrics = MetricsLogger(root=True)
+        self.metrics = MetricsLogger(root=True, stats_cls_lookup=config.stats_cls_lookup)
         algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
                                if e in ALGORITHM_EVENTS}
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
@@ -351,7 +352,7 @@ class Algorithm(OldAlgorithmNames):
         config, peek = self.config, self.metrics.peek
         sampled_before = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0)
         trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
-        with self.metrics.log_time((TIMERS, TRAINING_ITERATION)):
+        with self.metrics.log_time((TIMERS, TRAINING_ITERATION_TIMER)):
             while True:
                 with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
@@ -364,7 +365,7 @@ class Algorithm(OldAlgorithmNames):
                     break
 
     def _compile_result(self, time_this_iter: float) -> dict:
-        result = self.metrics.reduce()
+        result = self.metrics.compile()
         env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
         group = self.env_runner_group
         result.update({
@@ -443,7 +444,7 @@ class Algorithm(OldAlgorithmNames):
             self.learner.check_state(state["learner"], "learner")
         for key in ("metrics", "evaluation_metrics"):
             if key in state:
-                MetricsLogger.check_state(state[key], key)
+                MetricsLogger.check_state(state[key], key, self.config.stats_cls_lookup)
         training_runner = self.env_runner_group.local_env_runner
         evaluation_group = self._evaluation.group
         evaluation_runner = (evaluation_group.local_env_runner

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from trainer.metrics.stats.base import StatsBase
-from trainer.metrics.stats.utils import safe_isnan, single_value_to_cpu
+from trainer.metrics.stats.utils import number_value, safe_isnan, single_value_to_cpu
 
 logger = logging.getLogger("trainer")
 
@@ -55,7 +55,7 @@ class EmaStats(StatsBase):
         self.latest_merged = incoming
 
     def push(self, value: Any) -> None:
-        value = single_value_to_cpu(value)
+        value = number_value(value, "EmaStats")
         if safe_isnan(value):
             return
         if safe_isnan(self._value):

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from trainer.metrics.stats.base import StatsBase
-from trainer.metrics.stats.utils import safe_isnan, single_value_to_cpu
+from trainer.metrics.stats.utils import number_value, safe_isnan, single_value_to_cpu
 
 
 class LifetimeSumStats(StatsBase):
@@ -92,7 +92,7 @@ class LifetimeSumStats(StatsBase):
         return value if compile else [value]
 
     def push(self, value: Any) -> None:
-        value = single_value_to_cpu(value)
+        value = number_value(value, "LifetimeSumStats")
         if safe_isnan(value):
             return
         self._lifetime_sum += value

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.metrics.stats.series import SeriesStats
+from trainer.metrics.stats.series import SeriesStats, register_python_equivalent
 
 
 class MaxStats(SeriesStats):
@@ -17,9 +17,9 @@ class MaxStats(SeriesStats):
     def _np_reduce_fn(self, values: Any) -> Any:
         return np.nanmax(values)
 
-    @staticmethod
-    def _python_reduce_fn(numbers: list) -> Any:
-        return max(numbers)
-
     def __repr__(self) -> str:
         return f"MaxStats({self.peek()}; window={self._window}; len={len(self)})"
+
+
+# Python numbers skip numpy (the common case).
+register_python_equivalent(MaxStats._np_reduce_fn, max)

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from trainer.metrics.stats.series import SeriesStats
-from trainer.metrics.stats.utils import single_value_to_cpu
+from trainer.metrics.stats.series import SeriesStats, register_python_equivalent
+from trainer.metrics.stats.utils import number_value
 
 
 class MeanStats(SeriesStats):
@@ -24,16 +24,12 @@ class MeanStats(SeriesStats):
     def _np_reduce_fn(self, values: Any) -> Any:
         return np.nanmean(values)
 
-    @staticmethod
-    def _python_reduce_fn(numbers: list) -> float:
-        return math.fsum(numbers) / len(numbers)
-
     def push(self, value: Any) -> None:
         # Every value is kept (no running value): a mean needs them all.
-        self.values.append(single_value_to_cpu(value))
+        self.values.append(number_value(value, "MeanStats"))
 
     def push_many(self, values: list) -> None:
-        self.values.extend(single_value_to_cpu(value) for value in values)
+        self.values.extend(number_value(value, "MeanStats") for value in values)
 
     def reduce(self, compile: bool = True) -> Any:
         reduced = self.window_reduce()
@@ -46,3 +42,11 @@ class MeanStats(SeriesStats):
 
     def __repr__(self) -> str:
         return f"MeanStats({self.peek()}; window={self._window}; len={len(self)})"
+
+
+def _python_mean(numbers: list) -> float:
+    return math.fsum(numbers) / len(numbers)
+
+
+# Python numbers skip numpy (the common case).
+register_python_equivalent(MeanStats._np_reduce_fn, _python_mean)

@@ -12,7 +12,7 @@ from itertools import chain
 from typing import Any
 
 from trainer.metrics.stats.base import StatsBase
-from trainer.metrics.stats.utils import batch_values_to_cpu, safe_isnan, single_value_to_cpu
+from trainer.metrics.stats.utils import batch_values_to_cpu, number_value, safe_isnan
 
 DEFAULT_PERCENTILES = [0, 50, 75, 90, 95, 99, 100]
 
@@ -96,7 +96,7 @@ class PercentilesStats(StatsBase):
                          "to a single value.")
 
     def push(self, value: Any) -> None:
-        value = single_value_to_cpu(value)
+        value = number_value(value, "PercentilesStats")
         if safe_isnan(value):
             raise ValueError("NaN values are not allowed in PercentilesStats")
         self.values.append(value)

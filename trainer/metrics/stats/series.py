@@ -16,7 +16,20 @@ from typing import Any
 import numpy as np
 
 from trainer.metrics.stats.base import StatsBase
-from trainer.metrics.stats.utils import batch_values_to_cpu, single_value_to_cpu
+from trainer.metrics.stats.utils import (
+    batch_values_to_cpu,
+    number_value,
+    single_value_to_cpu,
+)
+
+#: `_np_reduce_fn` -> the same reduction of a non-empty list of Python numbers without NaN
+#: (registered by the built-in classes next to their numpy reductions).
+_PYTHON_EQUIVALENTS: dict = {}
+
+
+def register_python_equivalent(np_reduce_fn: Any, python_fn: Any) -> None:
+    """Lets `window_reduce` use `python_fn` instead of `np_reduce_fn` for plain numbers."""
+    _PYTHON_EQUIVALENTS[np_reduce_fn] = python_fn
 
 
 class SeriesStats(StatsBase, metaclass=ABCMeta):
@@ -32,12 +45,6 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
     @abstractmethod
     def _np_reduce_fn(self, values: Any) -> Any:
         """The NaN-ignoring reduction of a sequence of numbers (numpy's `nan*`)."""
-
-    @staticmethod
-    def _python_reduce_fn(numbers: list) -> Any:
-        """The same reduction of a non-empty list of Python numbers without NaN (subclasses
-        give one to skip numpy for the common case; None: always numpy)."""
-        return None
 
     # -- state ---------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
@@ -69,7 +76,7 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
         return len(self.values)
 
     def push(self, value: Any) -> None:
-        value = single_value_to_cpu(value)
+        value = number_value(value, type(self).__name__)
         if self._window is None:
             if not self.values:
                 self._set_values([value])
@@ -79,10 +86,12 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
             self.values.append(value)
 
     def push_many(self, values: list) -> None:
+        name = type(self).__name__
         if self._window is not None:
-            self.values.extend(single_value_to_cpu(value) for value in values)
+            self.values.extend(number_value(value, name) for value in values)
         elif values:
-            self._set_values(self.window_reduce(list(self.values) + list(values)))
+            self._set_values(self.window_reduce(
+                list(self.values) + [number_value(value, name) for value in values]))
 
     def merge(self, incoming_stats: list[SeriesStats]) -> None:
         """Appends the incoming stats' values (each incoming value weighs the same)."""
@@ -133,10 +142,12 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
         values = self.values if values is None else values
         if len(values) == 0:
             return [np.nan]
-        if all(type(v) is int or (type(v) is float and v == v) for v in values):
-            fast = self._python_reduce_fn(list(values))  # the common case, without numpy
-            if fast is not None:
-                return [fast]
+        # The common case (Python numbers, no NaN) without numpy, for the classes' own
+        # reductions only (a subclass with another `_np_reduce_fn` takes numpy's way).
+        python_fn = _PYTHON_EQUIVALENTS.get(type(self)._np_reduce_fn)
+        if python_fn is not None and all(type(v) is int or (type(v) is float and v == v)
+                                         for v in values):
+            return [python_fn(list(values))]
         if np.all(np.isnan(np.asarray(values, dtype=float))):
             return [np.nan]
         return [single_value_to_cpu(self._np_reduce_fn(values))]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from trainer.metrics.stats.base import StatsBase
-from trainer.metrics.stats.series import SeriesStats
+from trainer.metrics.stats.series import SeriesStats, register_python_equivalent
 
 
 class SumStats(SeriesStats):
@@ -28,10 +28,6 @@ class SumStats(SeriesStats):
 
     def _np_reduce_fn(self, values: Any) -> Any:
         return np.nansum(values)
-
-    @staticmethod
-    def _python_reduce_fn(numbers: list) -> Any:
-        return sum(numbers)
 
     def initialize_throughput_reference_time(self, time: float) -> None:
         if not self.is_root:
@@ -79,3 +75,7 @@ class SumStats(SeriesStats):
 
     def __repr__(self) -> str:
         return f"SumStats({self.peek()}; window={self._window}; len={len(self)})"
+
+
+# Python numbers skip numpy (the common case).
+register_python_equivalent(SumStats._np_reduce_fn, sum)

@@ -6,6 +6,7 @@ numbers (there is no torch), so only numpy's scalars are turned into Python numb
 
 from __future__ import annotations
 
+import numbers
 from collections import deque
 from typing import Any
 
@@ -24,6 +25,16 @@ def single_value_to_cpu(value: Any) -> Any:
     """`value` as a plain Python number where it is a numpy scalar or 0-d array."""
     if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
         return value.item()
+    return value
+
+
+def number_value(value: Any, stats_cls_name: str) -> Any:
+    """`value` as a plain number; ValueError naming the class for anything else (RLlib's
+    numeric stats fail later and less clearly on lists, dicts and strings)."""
+    value = single_value_to_cpu(value)
+    if not isinstance(value, numbers.Number):
+        raise ValueError(f"{stats_cls_name}: logged value {value!r} is not a number; log "
+                         "structured values or items with reduce='item' or 'item_series'")
     return value
 
 
