@@ -54,9 +54,16 @@ class _NotGiven:
 
 DEPRECATED_VALUE: Any = _NotGiven()
 
+class _DefaultLookup(dict):
+    """A dict that shows as its name (the settings table prints defaults with `repr`)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT_STATS_CLS_LOOKUP"
+
+
 #: The stats class of each `reduce=` kind (RLlib's lookup; extend it through
 #: `AlgorithmConfig.reporting(custom_stats_cls_lookup=...)`).
-DEFAULT_STATS_CLS_LOOKUP: dict[str, type[StatsBase]] = {
+DEFAULT_STATS_CLS_LOOKUP: dict[str, type[StatsBase]] = _DefaultLookup({
     "mean": MeanStats,
     "ema": EmaStats,
     "min": MinStats,
@@ -66,7 +73,7 @@ DEFAULT_STATS_CLS_LOOKUP: dict[str, type[StatsBase]] = {
     "percentiles": PercentilesStats,
     "item": ItemStats,
     "item_series": ItemSeriesStats,
-}
+})
 
 #: Deprecation messages given once per process.
 _warned: set[str] = set()
