@@ -10,11 +10,14 @@ others reset on `reduce()`, such as lifetime sums. Each subclass names itself wi
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from abc import ABCMeta, abstractmethod
 from collections import deque
 from typing import Any
+
+import cloudpickle
 
 
 class StatsBase(metaclass=ABCMeta):
@@ -158,6 +161,15 @@ class StatsBase(metaclass=ABCMeta):
         state["_start_times"] = {}
         return state
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        # A reduce() result travels from the EnvRunner processes by plain pickle, which names a
+        # class by its import path. A custom stats class that has none (defined in a function,
+        # sent to the runners by value with the config) travels by value here too.
+        cls = type(self)
+        if _importable(cls):
+            return (_new_stats, (cls,), self.__getstate__())
+        return (_new_stats_of_pickled_class, (cloudpickle.dumps(cls),), self.__getstate__())
+
     # -- the statistic -------------------------------------------------------------------------
     @abstractmethod
     def __repr__(self) -> str:
@@ -197,3 +209,26 @@ class StatsBase(metaclass=ABCMeta):
         if self.is_leaf:
             raise ValueError("latest_merged_only can only be used on aggregation stats objects "
                              "(is_leaf=False)")
+
+
+#: Whether a class can be pickled by its import path (checked once per class).
+_importable_classes: dict[type, bool] = {}
+
+
+def _importable(cls: type) -> bool:
+    known = _importable_classes.get(cls)
+    if known is None:
+        node: Any = sys.modules.get(cls.__module__)
+        for part in cls.__qualname__.split("."):
+            node = getattr(node, part, None)
+        known = _importable_classes[cls] = node is cls
+    return known
+
+
+def _new_stats(cls: type) -> StatsBase:
+    return cls.__new__(cls)
+
+
+def _new_stats_of_pickled_class(pickled_cls: bytes) -> StatsBase:
+    cls = cloudpickle.loads(pickled_cls)
+    return cls.__new__(cls)
