@@ -64,6 +64,7 @@ from trainer.metrics import (
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
     MetricsLogger,
+    StatsBase,
     add_episode_defaults,
 )
 from trainer.named_objects import server_running as named_objects_running
@@ -365,8 +366,15 @@ class Algorithm(OldAlgorithmNames):
                     break
 
     def _compile_result(self, time_this_iter: float) -> dict:
+        # The exploration's values (cur_epsilon, ...) are the runners' current ones: those of
+        # the newest sampling round, not the mean over the iteration's rounds.
+        current = {key: self.metrics.peek((ENV_RUNNER_RESULTS, key), latest_merged_only=True)
+                   for key in self.exploration.get_info()
+                   if isinstance(self.metrics.stats.get(ENV_RUNNER_RESULTS, {}).get(key),
+                                 StatsBase)}
         result = self.metrics.compile()
         env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
+        env_runners.update(current)
         group = self.env_runner_group
         result.update({
             TRAINING_ITERATION: self.iteration,

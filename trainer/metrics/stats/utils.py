@@ -31,6 +31,8 @@ def single_value_to_cpu(value: Any) -> Any:
 def number_value(value: Any, stats_cls_name: str) -> Any:
     """`value` as a plain number; ValueError naming the class for anything else (RLlib's
     numeric stats fail later and less clearly on lists, dicts and strings)."""
+    if type(value) is float or type(value) is int:  # the common case, without ABC checks
+        return value
     value = single_value_to_cpu(value)
     if not isinstance(value, numbers.Number):
         raise ValueError(f"{stats_cls_name}: logged value {value!r} is not a number; log "
