@@ -1,4 +1,6 @@
 # Ported from RLlib 2.60: rllib/utils/metrics/tests/test_metrics_logger.py
+# (The wheel of Ray 2.60 ships no tests: this is the ray-project/ray copy whose API matches the
+# wheel's stats classes: is_root/is_leaf, latest_merged_only, legacy_stats.)
 #
 # Changes besides the imports (no case is left out):
 # - `test_edge_cases` is marked xfail(strict=True): its last check expects a leaf EMA to be NaN

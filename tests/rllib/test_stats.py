@@ -1,4 +1,6 @@
 # Ported from RLlib 2.60: rllib/utils/metrics/tests/test_stats.py
+# (The wheel of Ray 2.60 ships no tests: this is the ray-project/ray copy whose API matches the
+# wheel's stats classes: is_root/is_leaf, latest_merged_only, legacy_stats.)
 #
 # Changes besides the imports:
 # - `try_import_torch` is a two-line stand-in that reports torch missing (torch is not a
