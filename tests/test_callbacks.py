@@ -5,11 +5,14 @@ import threading
 from collections import defaultdict
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from helpers import small_ppo
 
 from callbacks import CallbackError, DefaultCallbacks, RLlibCallback, make_multi_callbacks
 from trainer import ConfigError, EnvContext, EnvRunner, MetricsLogger, SingleAgentEpisode
+from trainer.metrics import DEFAULT_STATS_CLS_LOOKUP
+from trainer.metrics.stats import MeanStats
 
 
 def make_recorder(log_path):
@@ -245,6 +248,62 @@ def test_a_callback_raising_in_a_worker_names_event_callback_runner_and_tracebac
     message = str(error)
     assert "ZeroDivisionError" in message and "EnvRunner 2" in message
     assert "1 / 0" in error.remote_traceback  # the user's source line, from the worker
+
+
+def test_a_callback_the_logger_rejects_is_a_callback_error_not_a_broken_env():
+    class BadReduce(RLlibCallback):
+        def on_episode_end(self, *, metrics_logger, **kwargs):
+            metrics_logger.log_value("actions", 1.0, reduce="median_of_everything")
+
+    algo = small_ppo(1).callbacks(BadReduce).build()  # restarts on: it is retried, then given up
+    with pytest.raises(CallbackError) as info:
+        algo.train()
+    algo.stop()
+    error = info.value
+    assert isinstance(error, ValueError)  # the original exception type, still catchable
+    assert (error.event, error.env_runner_index, error.error_type) == (
+        "on_episode_end", 1, "ValueError")
+    assert "BadReduce.on_episode_end" in error.callback_name
+    assert "could not be found in stats_cls_lookup" in str(error)
+    note = " ".join(getattr(error, "__notes__", []))
+    assert "EnvRunner 1 was not restarted" in note
+    assert "callback error, not an env failure" in note and "BadReduce.on_episode_end" in note
+    assert "broken" not in note
+
+
+def test_callbacks_log_with_rllib_2_60_reduce_kinds_and_a_custom_stats_class():
+    class MedianStats(MeanStats):  # local: cloudpickle sends it to the workers by value
+        stats_cls_identifier = "median"
+
+        def _np_reduce_fn(self, values):
+            return np.nanmedian(values)
+
+    def log_kinds(episode, metrics_logger, **kwargs):
+        metrics_logger.log_value("lens", len(episode), reduce="item_series")
+        metrics_logger.log_value("steps_total", len(episode), reduce="lifetime_sum")
+        metrics_logger.log_value("len_percentiles", len(episode), reduce="percentiles",
+                                 window=50, percentiles=[0, 100])
+        metrics_logger.log_value("len_median", len(episode), reduce="median")
+        metrics_logger.log_value("last_len", len(episode), reduce="ema", ema_coeff=1.0)
+
+    lookup = {**DEFAULT_STATS_CLS_LOOKUP, "median": MedianStats}
+    algo = (small_ppo(2).callbacks(on_episode_end=log_kinds)
+            .reporting(custom_stats_cls_lookup=lookup).build())
+    assert algo.config.stats_cls_lookup["median"] is MedianStats
+    first, second = algo.train(), algo.train()
+    algo.stop()
+    lens = second["env_runners"]["lens"]
+    # The iteration's episodes, from both runners (a series starts over each iteration).
+    assert isinstance(lens, list) and len(lens) == second["env_runners"]["num_episodes"]
+    total = sum(first["env_runners"]["lens"]) + sum(lens)
+    assert second["env_runners"]["steps_total"] == total  # lifetime: never counted twice
+    percentiles = second["env_runners"]["len_percentiles"]
+    assert percentiles == {0: min(lens), 100: max(lens)}
+    assert min(lens) <= second["env_runners"]["len_median"] <= max(lens)
+    assert second["env_runners"]["last_len"] in lens or min(lens) <= (
+        second["env_runners"]["last_len"]) <= max(lens)
+    with pytest.raises(ConfigError, match="custom_stats_cls_lookup"):
+        small_ppo(0).reporting(custom_stats_cls_lookup={"median": dict})
 
 
 def test_a_lambda_raising_is_reported_with_its_location():

@@ -28,8 +28,9 @@ from trainer import DQNConfig, PPOConfig
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.ppo import PPO
 
-#: Episode durations are wall-clock times; every other env_runners metric must match exactly.
-_CLOCK_KEYS = ("episode_duration_sec_mean",)
+#: Episode durations and throughputs are wall-clock measures; every other env_runners metric
+#: must match exactly.
+_CLOCK_KEYS = ("episode_duration_sec_mean", "num_env_steps_sampled_lifetime_throughput")
 
 
 def _env_runner_metrics(result: dict) -> dict:
@@ -53,7 +54,9 @@ _RESUME_SCRIPT = textwrap.dedent("""
     np.savez(out + ".npz", **algo.get_weights())
     with open(out + ".json", "w") as f:
         json.dump([{k: v for k, v in r["env_runners"].items()
-                    if k != "episode_duration_sec_mean"} for r in results], f)
+                    if k not in ("episode_duration_sec_mean",
+                                 "num_env_steps_sampled_lifetime_throughput")}
+               for r in results], f)
     algo.stop()
 """)
 

@@ -141,7 +141,8 @@ def test_every_setting_is_a_documented_keyword_of_its_builder_method():
     from trainer import AlgorithmConfig, DQNConfig, PPOConfig
     from trainer.algorithms.settings import BUILDER_METHODS
 
-    keyword = {"framework_str": "framework"}  # RLlib's builder argument for that setting
+    # RLlib's builder arguments for these settings.
+    keyword = {"framework_str": "framework", "stats_cls_lookup": "custom_stats_cls_lookup"}
     for cls in (AlgorithmConfig, PPOConfig, DQNConfig):
         for name, setting in cls._settings().items():
             assert setting.method in BUILDER_METHODS and setting.doc, name

@@ -203,12 +203,15 @@ CRAFTED = {
         s, ["optimizer", "lr"], -0.1)), "learner['optimizer']['lr']: must be at least 0"),
     "step_count a string": (lambda p: _replace_state(p, "learner", lambda s: _set(
         s, ["optimizer", "step_count"], "7")), "expected an integer"),
-    "metric without reduce": (lambda p: _replace_state(p, "metrics", lambda s: {
-        "stats": {key: {k: v for k, v in stats.items() if k != "reduce"}
-                  for key, stats in s["stats"].items()}}), "has no 'reduce'"),
+    "metric without its stats class": (lambda p: _replace_state(p, "metrics", lambda s: {
+        "stats": {key: {k: v for k, v in stats.items() if k != "stats_cls_identifier"}
+                  for key, stats in s["stats"].items()}}), "has no 'stats_cls_identifier'"),
+    "metric of an unknown stats class": (lambda p: _replace_state(p, "metrics", lambda s: _set(
+        s, ["stats", next(iter(s["stats"])), "stats_cls_identifier"], "median")),
+        "stats class 'median' is not in stats_cls_lookup"),
     "non-numeric metric": (lambda p: _replace_state(p, "metrics", lambda s: _set(
-        s, ["stats", next(iter(s["stats"])), "values"], ["lots"])),
-        "a metric value must be a number"),
+        s, ["stats", next(k for k, v in s["stats"].items() if "values" in v), "values"],
+        ["lots"])), "a metric value must be a number"),
     "bad runner state": (lambda p: _replace_state(p, "env_runner_1", lambda s: _set(
         s, ["global_timestep"], "soon")), "env_runner_1['global_timestep']"),
     "bad runner episode": (lambda p: _replace_state(p, "env_runner_1", lambda s: _set(

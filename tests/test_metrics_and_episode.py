@@ -6,6 +6,9 @@ import pytest
 
 from trainer import MetricsLogger, SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
+from trainer.metrics import DEFAULT_STATS_CLS_LOOKUP
+from trainer.metrics.stats import LifetimeSumStats, MeanStats, Stats
+from trainer.util.state_checks import StateError
 
 
 def test_mean_defaults_to_ema_with_coefficient_0_01():
@@ -15,22 +18,24 @@ def test_mean_defaults_to_ema_with_coefficient_0_01():
     assert logger.peek("x") == pytest.approx(0.99 * 10.0 + 0.01 * 20.0)
 
 
-def test_window_min_max_sum_and_clear_on_reduce():
+def test_reduce_kinds_and_what_starts_over_at_each_reduce():
     logger = MetricsLogger(root=True)
     for v in [1, 2, 3, 4, 5]:
-        logger.log_value("win", v, window=3)
+        logger.log_value("win", v, window=3)  # no reduce, a window: "mean"
         logger.log_value("lo", v, reduce="min", window=2)
         logger.log_value("hi", v, reduce="max")
-        logger.log_value("total", v, reduce="sum")
-        logger.log_value("per_iter", v, reduce="sum", clear_on_reduce=True)
-        logger.log_value("all", v, reduce=None, clear_on_reduce=True)
-    first = logger.reduce()
+        logger.log_value("total", v, reduce="lifetime_sum")
+        logger.log_value("per_iter", v, reduce="sum")
+        logger.log_value("all", v, reduce="item_series")
+    assert isinstance(logger.stats["win"], MeanStats)
+    first = logger.reduce(compile=True)
     assert first == {"win": 4.0, "lo": 4, "hi": 5, "total": 15, "per_iter": 15,
                      "all": [1, 2, 3, 4, 5]}
-    logger.log_value("total", 1, reduce="sum")
-    second = logger.reduce()
-    assert second["total"] == 16 and second["per_iter"] == 0 and second["all"] == []
-    assert second["win"] == 4.0  # windows live on across reduce()
+    logger.log_value("total", 1, reduce="lifetime_sum")
+    second = logger.reduce(compile=True)
+    # Only the root's lifetime sum lives on; windows, sums and series start over (RLlib 2.60).
+    assert second["total"] == 16 and second["all"] == []
+    assert all(math.isnan(second[key]) for key in ("win", "lo", "hi", "per_iter"))
 
 
 def test_nested_keys_log_dict_and_peek_subtrees():
@@ -38,7 +43,7 @@ def test_nested_keys_log_dict_and_peek_subtrees():
     logger.log_dict({"a": {"b": 1.0, "c": 2.0}}, key="top", window=1)
     logger.log_value(("top", "d"), 3.0, window=1)
     assert logger.peek(("top", "a")) == {"b": 1.0, "c": 2.0}
-    assert logger.reduce() == {"top": {"a": {"b": 1.0, "c": 2.0}, "d": 3.0}}
+    assert logger.reduce(compile=True) == {"top": {"a": {"b": 1.0, "c": 2.0}, "d": 3.0}}
     assert logger.peek("missing", default=0) == 0
     with pytest.raises(KeyError):
         logger.peek("missing")  # default=None means "raise", as in RLlib
@@ -48,22 +53,30 @@ def test_nested_keys_log_dict_and_peek_subtrees():
 
 def test_log_time_and_bad_settings():
     logger = MetricsLogger()
-    with logger.log_time("t", window=1):
+    with logger.log_time("t", reduce="mean", window=1):
         pass
     assert 0 <= logger.peek("t") < 1
-    with pytest.raises(ValueError, match="reduce must be one of"):
+    with pytest.raises(ValueError, match="could not be found in stats_cls_lookup"):
         logger.log_value("y", 1, reduce="median")
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="ema_coeff is not supported for mean"):
         logger.log_value("y", 1, window=3, ema_coeff=0.1)
+    with pytest.raises(ValueError, match="window is not supported for ema"):
+        logger.log_value("y", 1, reduce="ema", window=3)
     with pytest.raises(ValueError, match="window must be an int >= 1"):
         logger.log_value("y", 1, window=0)
+    with pytest.raises(ValueError, match="only supported for reduce='percentiles'"):
+        logger.log_value("y", 1, reduce="mean", window=3, percentiles=[50])
     with pytest.raises(ValueError, match="not a number"):
         logger.log_value("z", 1.0)
         logger.log_value("z", [1.0, 2.0])
+    with pytest.raises(ValueError, match="MeanStats does not take these settings"):
+        logger.log_value("w", 1.0, reduce="mean", colour="blue")
+    with pytest.raises(ValueError, match="set_value.*deprecated"):
+        logger.set_value("v", 1)
 
 
 def test_parallel_runners_merge_with_rllibs_numbers():
-    # The examples of RLlib's MetricsLogger.aggregate() docstring, from non-root loggers.
+    # Each runner sends the reduction of its window; the receiver reduces what came in.
     main = MetricsLogger(root=True)
     runners = [MetricsLogger(), MetricsLogger()]
     for runner, returns in zip(runners, ([100.0, 200.0, 300.0, 400.0],
@@ -71,8 +84,8 @@ def test_parallel_runners_merge_with_rllibs_numbers():
         for value in returns:
             runner.log_value("mean_ret", value, window=3)
     main.aggregate([r.reduce() for r in runners], key="env_runners")
-    # Walking back per index: (400+450)/2 twice, (300+350)/2 twice, cut to the window of 3.
-    assert list(main.stats["env_runners"]["mean_ret"].values) == [325, 425, 425]
+    assert list(main.stats["env_runners"]["mean_ret"].values) == [300.0, 350.0]
+    assert main.peek(("env_runners", "mean_ret")) == 325.0
     windowed = MetricsLogger(root=True)
     first, second = MetricsLogger(), MetricsLogger()
     for value in (50, 25, 10, 5):
@@ -80,7 +93,10 @@ def test_parallel_runners_merge_with_rllibs_numbers():
     for value in (75, 100):
         second.log_value("some_stat", value, reduce="sum", window=3)
     windowed.aggregate([first.reduce(), second.reduce()])
-    assert windowed.peek("some_stat") == 147.5
+    assert windowed.peek("some_stat") == 40 + 175
+    with pytest.raises(ValueError, match="created by direct logging"):
+        windowed.log_value("direct", 1.0)
+        windowed.aggregate([{"direct": first.reduce()["some_stat"]}])
 
 
 def test_lifetime_sums_count_each_runners_growth_once_across_aggregations():
@@ -88,38 +104,70 @@ def test_lifetime_sums_count_each_runners_growth_once_across_aggregations():
     runners = [MetricsLogger(), MetricsLogger()]
     for rounds in range(3):
         for i, runner in enumerate(runners):
-            runner.log_value("steps", 10 * (i + 1), reduce="sum")
-            runner.log_value("episodes", 1, reduce="sum", clear_on_reduce=True)
+            runner.log_value("steps", 10 * (i + 1), reduce="lifetime_sum")
+            runner.log_value("episodes", 1, reduce="sum")
         main.aggregate([r.reduce() for r in runners], key="env_runners")
         assert main.peek(("env_runners", "steps")) == 30 * (rounds + 1)
     # Integers stay integers (results print and compare as counts).
     assert isinstance(main.peek(("env_runners", "steps")), int)
-    assert main.reduce()["env_runners"]["episodes"] == 6
-    # A runner that is replaced starts from zero under a new id: nothing is lost or doubled.
+    assert main.reduce(compile=True)["env_runners"]["episodes"] == 6
+    # A runner that is replaced starts from zero: nothing is lost or doubled.
     runners[1] = MetricsLogger()
-    runners[1].log_value("steps", 5, reduce="sum")
+    runners[1].log_value("steps", 5, reduce="lifetime_sum")
     main.aggregate([r.reduce() for r in runners], key="env_runners")
     assert main.peek(("env_runners", "steps")) == 90 + 5  # runner 0 reported no growth
 
 
-def test_state_round_trip():
+def test_state_round_trip_and_earlier_formats():
     logger = MetricsLogger(root=True)
     for v in range(10):
         logger.log_value("a", v, window=3)
         logger.log_value("b", v)
+        logger.log_value("c", v, reduce="lifetime_sum")
     clone = MetricsLogger(root=True)
     clone.set_state(logger.get_state())
-    assert clone.reduce() == logger.reduce()
+    assert clone.reduce(compile=True) == logger.reduce(compile=True)
+    # A state of the earlier single Stats class (RLlib's legacy_stats) converts as RLlib's.
+    earlier = {"stats": {"steps": Stats([4, 5], reduce="sum").get_state(),
+                         "loss": Stats([1.0, 3.0], reduce="mean", window=5).get_state(),
+                         "hist": Stats([[1, 2]], reduce=None, window=10).get_state()}}
+    restored = MetricsLogger(root=True)
+    restored.set_state(earlier)
+    assert isinstance(restored.stats["steps"], LifetimeSumStats)
+    assert restored.peek("steps") == 9 and restored.peek("loss") == 2.0
+    assert restored.peek("hist") == [[1, 2]]
+
+
+def test_custom_stats_class_through_the_lookup():
+    class MedianStats(MeanStats):
+        stats_cls_identifier = "median"
+
+        def _np_reduce_fn(self, values):
+            return np.nanmedian(values)
+
+    lookup = {**DEFAULT_STATS_CLS_LOOKUP, "median": MedianStats}
+    runner = MetricsLogger(stats_cls_lookup=lookup)
+    for value in (1.0, 2.0, 10.0):
+        runner.log_value("m", value, reduce="median")
+    main = MetricsLogger(root=True, stats_cls_lookup=lookup)
+    main.aggregate([runner.reduce()])
+    assert main.peek("m") == 2.0
+    state = main.get_state()
+    with pytest.raises(StateError, match="'median' is not in stats_cls_lookup"):
+        MetricsLogger.check_state(state)
+    MetricsLogger.check_state(state, stats_cls_lookup=lookup)
+    with pytest.raises(ValueError, match="must map a str to a subclass"):
+        MetricsLogger(stats_cls_lookup={"median": dict})
 
 
 def test_reduced_stats_travel_by_pickle():
     runner = MetricsLogger()
-    runner.log_value("steps", 3, reduce="sum", with_throughput=True)
+    runner.log_value("steps", 3, reduce="lifetime_sum", with_throughput=True)
     runner.log_value("ret", 1.5, window=10)
     reduced = pickle.loads(pickle.dumps(runner.reduce()))
     main = MetricsLogger(root=True)
     main.aggregate([reduced])
-    assert main.reduce() == {"steps": 3, "ret": 1.5}
+    assert main.reduce(compile=True) == {"steps": 3, "ret": 1.5}
 
 
 def test_episode_recording_chunks_and_temporary_data():

@@ -143,7 +143,7 @@ def test_old_callback_signatures_and_episode_attributes_in_two_runners(warnings_
             ("OldStyleCallbacks.on_learn_on_batch (never called here)", "on_sample_end"),
             ("episode.user_data", "episode.custom_data"),
             ("episode.custom_metrics", "metrics_logger.log_value"),
-            ("episode.hist_data", "reduce=None"),
+            ("episode.hist_data", "reduce='item_series'"),
             ("episode.length", "episode.t"),
             ("episode.total_reward", "get_return()"),
             ("episode.last_observation_for()", "get_observations(-1)"),

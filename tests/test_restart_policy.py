@@ -43,11 +43,20 @@ def test_kills_never_count_toward_giving_up():
     assert all(d.restart for d in run([Failure("crashed")] * 50))
 
 
-@pytest.mark.parametrize("kind", ["exception", "callback", "timeout"])
+@pytest.mark.parametrize("kind", ["exception", "timeout"])
 def test_failures_without_an_env_step_give_up_after_the_limit(kind):
     decisions = run([Failure(kind, env_steps=0, method="sample", timeout_s=2.0)] * 10)
     assert len(decisions) == NO_PROGRESS_LIMIT and not decisions[-1].restart
     assert "3 times in a row without stepping its env (env 'CartPole-v1')" in decisions[-1].reason
+
+
+def test_callback_errors_give_up_after_the_limit_naming_the_callback_not_the_env():
+    callback = "callback 'Mine.on_episode_end' raised ValueError in on_episode_end"
+    decisions = run([Failure("callback", env_steps=0, callback=callback)] * 10)
+    assert len(decisions) == NO_PROGRESS_LIMIT and not decisions[-1].restart
+    assert decisions[-1].reason.startswith(f"its {callback} 3 times in a row")
+    assert "a callback error, not an env failure" in decisions[-1].reason
+    assert "broken" not in decisions[-1].reason
 
 
 def test_a_failure_after_env_steps_resets_the_streak():

@@ -34,7 +34,7 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TRAINING_ITERATION,
 )
-from trainer.metrics.stats import Stats
+from trainer.metrics.stats import Stats, StatsBase
 
 
 class InjectedFault(RuntimeError):
@@ -320,9 +320,9 @@ def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None,
 def _check_equal(x: Any, y: Any, decimals: int, atol: float | None,
                  rtol: float | None) -> None:
     # Stats objects (a non-root MetricsLogger's reduce() results) compare by their value.
-    if isinstance(x, Stats):
+    if isinstance(x, (StatsBase, Stats)):
         x = x.peek()
-    if isinstance(y, Stats):
+    if isinstance(y, (StatsBase, Stats)):
         y = y.peek()
     if isinstance(x, dict):
         assert isinstance(y, dict) and set(x) == set(y), f"keys differ: {x!r} vs {y!r}"
@@ -332,7 +332,9 @@ def _check_equal(x: Any, y: Any, decimals: int, atol: float | None,
         assert isinstance(y, (list, tuple)) and len(x) == len(y), f"{x!r} vs {y!r}"
         for a, b in zip(x, y, strict=True):
             _check_equal(a, b, decimals, atol, rtol)
-    elif isinstance(x, (str, bool)) or x is None:
+    elif isinstance(x, (bool, np.bool_)):
+        assert bool(x) is bool(y), f"{x!r} is not {y!r}"
+    elif isinstance(x, str) or x is None:
         assert x == y, f"{x!r} != {y!r}"
     elif atol is None and rtol is None:
         np.testing.assert_almost_equal(x, y, decimal=decimals)

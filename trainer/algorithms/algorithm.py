@@ -65,7 +65,9 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
     TRAINING_ITERATION,
+    TRAINING_ITERATION_TIMER,
     MetricsLogger,
+    StatsBase,
     add_episode_defaults,
 )
 from trainer.named_objects import server_running as named_objects_running
@@ -161,7 +163,7 @@ class Algorithm(OldAlgorithmNames):
         os.environ.update({name: str(value)
                            for name, value in config.extra_python_environs_for_driver.items()})
         set_library_log_level(config.log_level)
-        self.metrics = MetricsLogger(root=True)
+        self.metrics = MetricsLogger(root=True, stats_cls_lookup=config.stats_cls_lookup)
         algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
                                if e in ALGORITHM_EVENTS}
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
@@ -485,7 +487,7 @@ class Algorithm(OldAlgorithmNames):
         config, peek = self.config, self.metrics.peek
         sampled_before = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0)
         trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
-        with self.metrics.log_time((TIMERS, TRAINING_ITERATION)):
+        with self.metrics.log_time((TIMERS, TRAINING_ITERATION_TIMER)):
             while True:
                 with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
@@ -498,8 +500,15 @@ class Algorithm(OldAlgorithmNames):
                     break
 
     def _compile_result(self, time_this_iter: float) -> dict:
-        result = self.metrics.reduce()
+        # The exploration's values (cur_epsilon, ...) are the runners' current ones: those of
+        # the newest sampling round, not the mean over the iteration's rounds.
+        current = {key: self.metrics.peek((ENV_RUNNER_RESULTS, key), latest_merged_only=True)
+                   for key in self.exploration.get_info()
+                   if isinstance(self.metrics.stats.get(ENV_RUNNER_RESULTS, {}).get(key),
+                                 StatsBase)}
+        result = self.metrics.compile()
         env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
+        env_runners.update(current)
         group = self.env_runner_group
         result.update({
             TRAINING_ITERATION: self.iteration,
@@ -606,7 +615,7 @@ class Algorithm(OldAlgorithmNames):
             self.learner.check_state(state["learner"], "learner")
         for key in ("metrics", "evaluation_metrics"):
             if key in state:
-                MetricsLogger.check_state(state[key], key)
+                MetricsLogger.check_state(state[key], key, self.config.stats_cls_lookup)
         training_runner = self.env_runner_group.local_env_runner
         evaluation_group = self._evaluation.group
         evaluation_runner = (evaluation_group.local_env_runner

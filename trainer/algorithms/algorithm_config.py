@@ -35,6 +35,7 @@ from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
 from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
+from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
 from trainer.util.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -182,6 +183,16 @@ def _is_str_dict(v):
     if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
         return None
     return "a dict of environment variable names to values"
+
+
+def _check_stats_cls_lookup(v):
+    if v is None:  # the loggers' default lookup
+        return None
+    try:
+        check_stats_cls_lookup(v, "custom_stats_cls_lookup")
+    except ValueError as error:
+        return f"a dict of reduce kind -> StatsBase subclass ({error})"
+    return None
 
 
 def _is_result_key(v):
@@ -345,6 +356,11 @@ class AlgorithmConfig(OldConfigNames):
             "min_train_timesteps_per_iteration": (0, int_at_least(0),
                                                   "... and this many env steps were trained "
                                                   "on"),
+            # RLlib's attribute name; its builder keyword is custom_stats_cls_lookup.
+            "stats_cls_lookup": (DEFAULT_STATS_CLS_LOOKUP, _check_stats_cls_lookup,
+                                 "the MetricsLogger's stats class of each reduce= kind "
+                                 "(reporting(custom_stats_cls_lookup=...)); every logger of "
+                                 "the Algorithm and its EnvRunners uses it"),
         }),
         **settings_of("fault_tolerance", {
             "restart_failed_env_runners": (True, is_bool,
@@ -696,13 +712,17 @@ class AlgorithmConfig(OldConfigNames):
                   min_time_s_per_iteration: float | None = NotProvided,
                   min_sample_timesteps_per_iteration: int = NotProvided,
                   min_train_timesteps_per_iteration: int = NotProvided,
+                  custom_stats_cls_lookup: dict | None = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """How episode metrics are smoothed, and the least one `train()` call does: it repeats
-        its training step until all three minimums are reached."""
+        its training step until all three minimums are reached. `custom_stats_cls_lookup`
+        replaces the metrics loggers' stats classes (`config.stats_cls_lookup`; start from
+        `DEFAULT_STATS_CLS_LOOKUP` to override or add `reduce=` kinds)."""
         values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
                   "min_time_s_per_iteration": min_time_s_per_iteration,
                   "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
-                  "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration}
+                  "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration,
+                  "stats_cls_lookup": custom_stats_cls_lookup}
         self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)

@@ -57,7 +57,8 @@ class Evaluator:
         self.config = config.get_evaluation_config_object()
         self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
                                     on_recreated=on_recreated)
-        self.metrics = MetricsLogger(root=True)
+        self.metrics = MetricsLogger(root=True,
+                                     stats_cls_lookup=self.config.stats_cls_lookup)
         self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
 
     # -- one round ---------------------------------------------------------------------------
@@ -107,7 +108,7 @@ class Evaluator:
     def _results(self, replies: list, failed: dict[int, Any]) -> dict:
         if replies:
             self.metrics.aggregate(list(replies), key=ENV_RUNNER_RESULTS)
-        results = self.metrics.reduce()
+        results = self.metrics.compile()
         add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
         if failed:
             results["env_runner_failures"] = [str(failed[i]) for i in sorted(failed)]

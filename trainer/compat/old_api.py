@@ -169,7 +169,8 @@ class OldEpisodeAPI:
     @property
     def hist_data(self) -> dict:
         warn_once("episode.hist_data",
-                  "metrics_logger.log_value(key, value, reduce=None) in on_episode_end")
+                  "metrics_logger.log_value(key, value, reduce='item_series') in "
+                  "on_episode_end")
         return self._old_dicts()["hist_data"]
 
     @property

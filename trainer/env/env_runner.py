@@ -142,7 +142,7 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             os.environ.update({name: str(value) for name, value in getattr(
                 config, "extra_python_environs_for_worker", {}).items()})
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
-        self.metrics = MetricsLogger()
+        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
         self._env_creator = env_creator or make_env_creator(config.env)
         self._callbacks = CallbackChain(config.callback_classes(),
                                         config.env_runner_callables(),
@@ -857,7 +857,10 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
         returns, lengths, durations = (
             list(column) for column in zip(*self._ended_episodes, strict=True))
         self._ended_episodes.clear()
-        window = self.config.metrics_num_episodes_for_smoothing
+        # RLlib's window: the configured one shared by the runners, whose windows the
+        # Algorithm's logger merges.
+        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing
+                                  / (self.config.num_env_runners or 1)))
         log = self.metrics.log_values
         log(EPISODE_RETURN_MEAN, returns, window=window)
         log(EPISODE_RETURN_MIN, returns, reduce="min", window=window)
@@ -880,15 +883,16 @@ class EnvRunner(RunnerStateMixin, SubEnvRecoveryMixin, OldEnvRunnerNames):
             # One item per episode, so that merging runners keeps each episode's values
             # together (`old_api.flatten_hist_stats` joins them for the results).
             values = values if isinstance(values, (list, tuple, np.ndarray)) else [values]
-            log(("hist_stats", key), list(values), reduce=None, clear_on_reduce=True)
+            log(("hist_stats", key), list(values), reduce="item_series")
 
     def _log_sample_metrics(self, steps: int, episodes: int) -> None:
         self._log_episode_metrics()
         log = self.metrics.log_value
-        log(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum", clear_on_reduce=True)
-        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum")
-        log(NUM_EPISODES, episodes, reduce="sum", clear_on_reduce=True)
-        log(NUM_EPISODES_LIFETIME, episodes, reduce="sum")
+        # Per sample() call (RLlib's "sum" starts over at each reduce) and lifetime counts.
+        log(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+        log(NUM_EPISODES, episodes, reduce="sum")
+        log(NUM_EPISODES_LIFETIME, episodes, reduce="lifetime_sum")
         for key, value in self.exploration.get_info().items():
             log(key, value, window=1)
 

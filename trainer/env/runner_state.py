@@ -85,7 +85,8 @@ class RunnerStateMixin:
         if RL_MODULE_STATE in state:
             self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
         if "metrics" in state:
-            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']")
+            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']",
+                                      self.config.stats_cls_lookup)
         for key, component in (("exploration", self.exploration),
                                ("connector_state", self._env_to_module)):
             if state.get(key) is not None and component is not None:

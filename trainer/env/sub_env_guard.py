@@ -79,8 +79,10 @@ class SubEnvRecoveryMixin:
                 continue
             episode = self._episodes[i]
             self._prev_chunks.pop(episode.id_, None)
-            self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
-            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            self.metrics.log_value("num_env_steps_lost_lifetime", len(episode),
+                                   reduce="lifetime_sum")
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1,
+                                   reduce="lifetime_sum")
             task = self._task_of(sub_env)
             try:
                 sub_env.close()

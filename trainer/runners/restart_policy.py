@@ -13,7 +13,8 @@ The rules, in order: restarts off -> give up; budget used up -> give up; a crash
 outside) -> restart, the record unchanged; a failure whose process stepped its env -> restart,
 the streak reset (flaky, not broken); an exception or callback error while the user set the
 budget explicitly -> restart (their budget to spend); otherwise the failure adds to the streak,
-and `NO_PROGRESS_LIMIT` failures in a row give up.
+and `NO_PROGRESS_LIMIT` failures in a row give up. A streak of callback errors gives up naming
+the callback (its event and exception type): the user's callback failed, not the env.
 """
 
 from __future__ import annotations
@@ -47,12 +48,21 @@ class Failure:
     method: str = "a request"
     timeout_s: float = 0.0
     has_stack: bool = False
+    #: For kind "callback": which callback raised what, where (e.g. "callback
+    #: 'MyCallbacks.on_episode_end' raised ValueError in on_episode_end").
+    callback: str = ""
 
     @classmethod
     def of(cls, kind: str, error: BaseException) -> Failure:
+        callback = ""
+        if kind == "callback":
+            callback = (f"callback {getattr(error, 'callback_name', '?')!r} raised "
+                        f"{getattr(error, 'error_type', type(error).__name__)} in "
+                        f"{getattr(error, 'event', '?')}")
         return cls(kind, getattr(error, "env_steps", None),
                    getattr(error, "method", None) or "a request",
-                   getattr(error, "timeout_s", 0.0) or 0.0, bool(getattr(error, "stack", "")))
+                   getattr(error, "timeout_s", 0.0) or 0.0, bool(getattr(error, "stack", "")),
+                   callback)
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,11 @@ def decide(failure: Failure, record: RunnerRecord, settings: Settings) -> Decisi
     record = replace(record, failures_without_progress=streak)
     if streak < NO_PROGRESS_LIMIT:
         return Decision(True, None, record)
+    if failure.kind == "callback":
+        # The user's callback raised, every time: a bug in the callback, not a broken env.
+        return Decision(False, f"its {failure.callback or 'callback'} {streak} times in a row "
+                               "without the runner stepping its env once in between: a callback "
+                               "error, not an env failure (fix the callback)", record)
     how = (f"did not answer {failure.method}() within {failure.timeout_s:g} s"
            if failure.kind == "timeout" else "failed")
     return Decision(False, f"it {how} {streak} times in a row without stepping its env (env "

@@ -227,7 +227,7 @@ class DQN(Algorithm):
                 episodes, runner_metrics = self.env_runner_group.sample(min_env_steps=1)
             metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
             metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME,
-                              sum(len(ep) for ep in episodes), reduce="sum")
+                              sum(len(ep) for ep in episodes), reduce="lifetime_sum")
             with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
                 buffer.add(episodes)
         sampled = self.num_env_steps_sampled_lifetime
@@ -248,7 +248,7 @@ class DQN(Algorithm):
                 buffer.update_priorities(np.abs(td_errors))
             update_results.append(results)
             metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
-                              config.train_batch_size, reduce="sum")
+                              config.train_batch_size, reduce="lifetime_sum")
         # The learner's statistics: their means over this iteration's updates.
         if update_results:
             metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))

@@ -92,13 +92,13 @@ class PPO(Algorithm):
                 min_env_steps=self.config.train_batch_size)
         metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
-        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="sum")
+        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
         # 2. Update the policy and value function.
         with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(episodes)
         metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
         metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
-                          env_steps, reduce="sum")
+                          env_steps, reduce="lifetime_sum")
         # 3. Send the new weights to the EnvRunners.
         with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()

@@ -1,5 +1,7 @@
-"""`Stats`: one named statistic, its settings and the values its reduction works on, with RLlib
-2.60's semantics (`ray.rllib.utils.metrics.stats`).
+"""`Stats`: the earlier single statistic class (RLlib 2.60's
+`ray.rllib.utils.metrics.legacy_stats`, which it keeps for older code and checkpoints; the
+`MetricsLogger` uses the classes of `trainer.metrics.stats` instead). A logger state written
+with these stats is converted on `MetricsLogger.set_state()`.
 
 - `reduce="mean"` with neither `window` nor `ema_coeff` is an exponential moving average with
   coefficient 0.01 (`new = c * value + (1 - c) * old`); with `window=n` the mean of the last n
