@@ -12,8 +12,10 @@ Adding a module is one row:
   mapped module, fails the same way at `from ... import Name` (with `at="use"`: when used;
   the key "*" stands for every name the module's targets lack).
 
-`ray.rllib.examples.*` maps generically by relative path onto `trainer.examples.*`
-(`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is found with no row here.
+`ray.rllib.examples.*`, `ray.rllib.utils.metrics.stats.*` and `ray.rllib.utils.replay_buffers.*`
+map generically by relative path onto `trainer.examples.*`, `trainer.metrics.stats.*` and
+`trainer.replay_buffers.*` (`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is
+found with no row here.
 The most specific entry wins: a `MODULES` row over a generic prefix over an
 `UNAVAILABLE_MODULES` prefix; a path in none of them fails with `RLlibNotAvailable` whose
 capability is None (a gap, not a deliberate difference).
@@ -125,11 +127,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.metrics.metrics_logger": ("trainer.metrics.metrics_logger",),
     "ray.rllib.utils.metrics.stats": ("trainer.metrics.stats",),
     "ray.rllib.utils.numpy": ("trainer.core.spaces",),
-    "ray.rllib.utils.replay_buffers": ("trainer.algorithms.dqn.replay_buffer",),
-    "ray.rllib.utils.replay_buffers.episode_replay_buffer":
-        ("trainer.algorithms.dqn.replay_buffer",),
-    "ray.rllib.utils.replay_buffers.prioritized_episode_buffer":
-        ("trainer.algorithms.dqn.replay_buffer",),
+    "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
+    "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
+    "ray.rllib.utils.images": ("trainer.examples.envs.env_rendering_and_recording",),
+    "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
     "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
@@ -150,6 +151,8 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: `trainer.examples.a.b` when that module exists.
 GENERIC_PREFIXES: dict[str, str] = {
     "ray.rllib.examples": "trainer.examples",
+    "ray.rllib.utils.metrics.stats": "trainer.metrics.stats",
+    "ray.rllib.utils.replay_buffers": "trainer.replay_buffers",
 }
 
 #: RLlib/Ray module path (and everything under it) -> why it has no counterpart.
