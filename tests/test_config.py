@@ -36,7 +36,7 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
     (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
     (lambda c: c.rl_module(rl_module_spec=object()), r"custom RLModules"),
     (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
-    (lambda c: c.api_stack(enable_rl_module_and_learner=False), r"old API stack"),
+    (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
     (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
 ])
 def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):

@@ -32,6 +32,7 @@ import logging
 import os
 import threading
 import time
+from collections import defaultdict
 from functools import partial
 from typing import Any
 
@@ -160,6 +161,10 @@ class Algorithm(OldAlgorithmNames):
                                if e in ALGORITHM_EVENTS}
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
         self.iteration = 0
+        #: RLlib's mutable counter dict (a `defaultdict(int)`): scripts keep their own counters
+        #: in it (RLlib's curriculum example stores its current task there); the step counters
+        #: below are refreshed after every training step and state load (`_refresh_counters`).
+        self._counters: defaultdict[str, Any] = defaultdict(int)
         self._iterations_since_restore = 0
         self._time_total_s = 0.0
         self._stopped = False
@@ -182,6 +187,7 @@ class Algorithm(OldAlgorithmNames):
                                                 self.env_runner_group.spaces.action_space())
             self.setup_learner()
             self.sync_weights()
+            self._refresh_counters()
             self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
         except BaseException:
             self.stop()
@@ -240,14 +246,15 @@ class Algorithm(OldAlgorithmNames):
                            f"{DEFAULT_MODULE_ID!r}")
         return self.learner.module
 
-    @property
-    def _counters(self) -> dict[str, int]:
-        """RLlib's counters (read by its examples): env steps sampled and trained so far."""
+    def _refresh_counters(self) -> None:
+        """Writes the env steps sampled and trained so far and the iteration into `_counters`
+        (RLlib's counter names); every other key of the dict is the script's own."""
         sampled = self.num_env_steps_sampled_lifetime
         trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
-        return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
-                "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
-                NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration}
+        self._counters.update({
+            "num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
+            "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration})
 
     def step(self) -> dict:
         """One iteration (Tune's Trainable spelling): the same as `train()`."""
@@ -324,6 +331,7 @@ class Algorithm(OldAlgorithmNames):
             evaluation = self.evaluate()
         self.iteration += 1
         self._iterations_since_restore += 1
+        self._refresh_counters()
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
         result = self._compile_result(time_this_iter)
@@ -355,6 +363,7 @@ class Algorithm(OldAlgorithmNames):
             while True:
                 with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
+                self._refresh_counters()
                 elapsed = time.perf_counter() - start
                 sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
                 trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
@@ -476,6 +485,7 @@ class Algorithm(OldAlgorithmNames):
             self.learner.set_state(state["learner"])
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+        self._refresh_counters()
         self.sync_weights()
         self.env_runner_group.set_runner_states(runner_states(state, "env_runner_"),
                                                 strict=strict, prefix="env_runner_")

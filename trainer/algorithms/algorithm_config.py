@@ -813,17 +813,21 @@ class AlgorithmConfig(OldConfigNames):
                   enable_env_runner_and_connector_v2: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
-        here; the old one (RolloutWorker, Policy) is not available."""
+        here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
+        warning and run on the new stack, where the old stack's callback signatures, config
+        keys and result keys work (`trainer.compat`); both settings then still read True,
+        since that is what runs."""
         values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
                   "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
         self._reject_unknown("api_stack", unknown, values)
-        for name, value in values.items():
-            if value is False:  # checked before anything is set: a refused call changes nothing
-                raise ConfigError(
-                    f"{type(self).__name__}.api_stack({name}=False): RLlib's old API stack "
-                    "(RolloutWorker, Policy) is not available here; remove the call (the new "
-                    "stack runs), or set it to True")
-        return self._set("api_stack", values)
+        if any(value is False for value in values.values()):
+            # One warning per process, whichever of the two settings a script turns off.
+            warn_once("api_stack(...=False) (RLlib's old API stack)",
+                      "RLlib's new API stack, which runs here either way (the old stack's "
+                      "callback signatures, config keys and result keys work on it), and "
+                      "remove the call")
+        return self._set("api_stack", {name: True if value is False else value
+                                       for name, value in values.items()})
 
     def learners(self, **settings) -> AlgorithmConfig:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
@@ -1024,6 +1028,10 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("from_dict", "model", values.pop("model"))
         if "env" in values and values["env"] is not None:
             self.environment(values.pop("env"))
+        stack = {k: values.pop(k) for k in ("enable_rl_module_and_learner",
+                                            "enable_env_runner_and_connector_v2") if k in values}
+        if stack:
+            self.api_stack(**stack)  # the old stack's False: one warning, the new stack runs
         self._set("from_dict", values)
         if "callbacks_class" in config_dict or "callbacks" in config_dict:
             self.callbacks(config_dict.get("callbacks_class", config_dict.get("callbacks")))
