@@ -34,3 +34,29 @@ def test_counters_are_one_mutable_dict_that_keeps_script_writes():
         assert counters["num_env_steps_trained"] > 0
     finally:
         algo.stop()
+
+
+def test_evaluate_without_evaluation_runners_samples_on_the_local_runner():
+    events = []
+    config = (small_ppo(0).environment(LevelEnv)
+              .callbacks(on_evaluate_start=lambda **kw: events.append("start"),
+                         on_evaluate_end=lambda **kw: events.append("end"))
+              .evaluation(evaluation_duration=3))
+    algo = config.build()
+    try:
+        first = algo.train()["env_runners"]
+        evaluation = algo.evaluate()["env_runners"]
+        assert events == ["start", "end"] and algo.eval_env_runner_group is None
+        assert evaluation["num_episodes"] == 3 and evaluation["episode_len_mean"] == 10
+        second = algo.train()["env_runners"]
+        # Evaluation episodes stay out of the training counts.
+        assert second["num_episodes_lifetime"] == first["num_episodes_lifetime"] + \
+            second["num_episodes"]
+    finally:
+        algo.stop()
+    algo = small_ppo(1).environment(LevelEnv).build()
+    try:
+        with pytest.raises(ValueError, match="create_env_on_local_worker=True"):
+            algo.evaluate()
+    finally:
+        algo.stop()
