@@ -7,10 +7,11 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number > 0"),
-    (lambda c: c.training(gamma=1.5), r"gamma=1.5\): gamma must be a number in \[0.0, 1.0\]"),
+    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number >= 0"),
+    (lambda c: c.training(gamma=float("nan")), r"gamma=nan\): gamma must be a finite number"),
     (lambda c: c.training(num_epochs=0), r"num_epochs=0\): num_epochs must be an int >= 1"),
-    (lambda c: c.training(clip_param=0), r"clip_param=0\): clip_param must be a number > 0"),
+    (lambda c: c.training(clip_param=-0.1),
+     r"clip_param=-0.1\): clip_param must be a number >= 0 or float\(\"inf\"\)"),
     (lambda c: c.training(lrr=0.1), r"unknown setting lrr=0.1\. Did you mean 'lr'\?"),
     (lambda c: c.training(model={"fcnet_activation": "bogus"}),
      r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'"),

@@ -10,6 +10,7 @@ import pytest
 from helpers import LevelEnv, small_ppo
 
 from callbacks import RLlibCallback
+from trainer import DQNConfig
 
 
 class TaskCounter(RLlibCallback):
@@ -58,5 +59,56 @@ def test_evaluate_without_evaluation_runners_samples_on_the_local_runner():
     try:
         with pytest.raises(ValueError, match="create_env_on_local_worker=True"):
             algo.evaluate()
+    finally:
+        algo.stop()
+
+
+def _finite_numbers(tree, path=""):
+    """Every number in a nested result dict, with its path."""
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _finite_numbers(value, f"{path}/{key}")
+    elif isinstance(tree, (int, float, np.number)) and not isinstance(tree, bool):
+        yield path, float(tree)
+
+
+@pytest.mark.parametrize("make_config", [
+    lambda: small_ppo(1, lr=0.0),
+    lambda: (DQNConfig().environment("CartPole-v1")
+             .env_runners(num_env_runners=1)
+             .training(lr=0.0, num_steps_sampled_before_learning_starts=100,
+                       train_batch_size=32)
+             .reporting(min_sample_timesteps_per_iteration=300)
+             .rl_module(model_config={"fcnet_hiddens": [16]})),
+])
+def test_a_learning_rate_of_zero_trains_and_keeps_the_weights(make_config):
+    algo = make_config().build()
+    try:
+        before = {k: v.copy() for k, v in algo.get_weights().items()}
+        for _ in range(2):
+            result = algo.train()
+        after = algo.get_weights()
+        assert all(np.array_equal(before[k], after[k]) for k in before)
+        learner = result["learners"]["default_policy"]
+        assert learner["curr_lr"] == 0.0
+        assert result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+        bad = [(path, value) for path, value in _finite_numbers(result)
+               if not math.isfinite(value)]
+        assert not bad, bad
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("settings", [
+    {"vf_clip_param": float("inf"), "clip_param": 0.0, "grad_clip": float("inf")},
+    {"gamma": 1.0, "lambda_": 1.0, "kl_target": 0.0},
+])
+def test_rllib_value_ranges_train(settings):
+    config = small_ppo(0, **settings).evaluation(evaluation_interval=0)
+    algo = config.build()
+    try:
+        result = algo.train()
+        assert "evaluation" not in result  # evaluation_interval=0: never, as in RLlib
+        assert all(math.isfinite(v) for _, v in _finite_numbers(result["learners"]))
     finally:
         algo.stop()

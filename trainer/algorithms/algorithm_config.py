@@ -33,12 +33,14 @@ from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
 from trainer.util.checks import (
     auto_or_int_at_least,
+    finite_number,
     int_at_least,
     is_bool,
     is_callable_or_none,
     is_dict,
     number_above,
     number_at_least,
+    number_at_least_or_inf,
     number_in,
     one_of,
     optional,
@@ -250,9 +252,9 @@ class AlgorithmConfig(OldConfigNames):
                                    "without \"type\", updates the algorithm's default"),
         }),
         **settings_of("evaluation", {
-            "evaluation_interval": (None, optional(int_at_least(1)),
-                                    "evaluate every this many train() calls (None: only when "
-                                    "evaluate() is called)"),
+            "evaluation_interval": (None, optional(int_at_least(0)),
+                                    "evaluate every this many train() calls (None or 0: only "
+                                    "when evaluate() is called)"),
             "evaluation_duration": (10, auto_or_int_at_least(1),
                                     "episodes or timesteps per round; \"auto\": as long as the "
                                     "parallel training step runs"),
@@ -282,8 +284,11 @@ class AlgorithmConfig(OldConfigNames):
                 2000, int_at_least(1), "\"auto\" rounds in timesteps: the largest request"),
         }),
         **settings_of("training", {
-            "gamma": (0.99, number_in(0.0, 1.0), "discount factor"),
-            "lr": (0.001, number_above(0), "Adam's learning rate"),
+            # RLlib checks no range for gamma; NaN and inf cannot train.
+            "gamma": (0.99, finite_number, "discount factor"),
+            # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
+            # would climb the loss, and checkpoints hold only non-negative rates.
+            "lr": (0.001, number_at_least(0), "Adam's learning rate (0: the weights stay)"),
             "train_batch_size": (32, int_at_least(1),
                                  "env steps per training step (train_batch_size_per_learner "
                                  "is the same setting: there is one learner)"),
@@ -291,7 +296,7 @@ class AlgorithmConfig(OldConfigNames):
             "minibatch_size": (None, optional(int_at_least(1)),
                                "rows per gradient step (None: the whole batch)"),
             "shuffle_batch_per_epoch": (True, is_bool, "shuffle the batch before each epoch"),
-            "grad_clip": (None, optional(number_above(0)),
+            "grad_clip": (None, optional(number_at_least_or_inf(0)),
                           "clip gradients at this (None: no clipping)"),
             "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm"),
                              "\"value\": each element, \"norm\": each parameter tensor's L2 "
