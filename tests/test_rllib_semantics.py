@@ -4,13 +4,16 @@ filesystems, `RLModuleSpec` for the default modules, and RLlib's value ranges (a
 of 0). Real builds, worker processes, envs and files throughout."""
 
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
 from helpers import LevelEnv, small_ppo
 
 from callbacks import RLlibCallback
-from trainer import DQNConfig
+from trainer import PPO, DQNConfig
+from trainer.checkpoints import CheckpointError
 
 
 class TaskCounter(RLlibCallback):
@@ -110,5 +113,87 @@ def test_rllib_value_ranges_train(settings):
         result = algo.train()
         assert "evaluation" not in result  # evaluation_interval=0: never, as in RLlib
         assert all(math.isfinite(v) for _, v in _finite_numbers(result["learners"]))
+    finally:
+        algo.stop()
+
+
+# -- checkpoint locations: file:// URIs and pyarrow filesystems ------------------------------
+def _weights_equal(a, b):
+    return all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_file_uris_save_restore_and_build_from_the_named_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a folder named "file:" would appear here
+    target = tmp_path / "runs" / "my ckpt"
+    algo = small_ppo(1).build()
+    try:
+        algo.train()
+        weights = algo.get_weights()
+        written = algo.save_to_path(target.as_uri())  # file:///.../runs/my%20ckpt
+        assert written == str(target) and (target / "metadata.json").is_file()
+        assert not (tmp_path / "file:").exists()
+        state = algo.get_state()
+        algo.train()
+        algo.restore_from_path(f"file://localhost{target}")
+        assert _weights_equal(weights, algo.get_weights())
+        algo.train()
+        # state=: that state is saved, not the current one (RLlib's save_to_path(state=)).
+        algo.save_to_path(str(tmp_path / "from_state"), state=state)
+        algo.restore_from_path(tmp_path / "from_state")
+        assert _weights_equal(weights, algo.get_weights()) and algo.iteration == 1
+        with PPO.from_checkpoint(target.as_uri()) as restored:
+            assert restored.iteration == 1 and _weights_equal(weights, restored.get_weights())
+        with pytest.raises(CheckpointError, match="not on host 'elsewhere'"):
+            algo.restore_from_path(f"file://elsewhere{target}")
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("call", [
+    lambda algo: algo.save_to_path("s3://bucket/ckpt"),
+    lambda algo: algo.restore_from_path("gs://bucket/ckpt"),
+    lambda algo: PPO.from_checkpoint("hdfs://node/ckpt"),
+])
+def test_other_schemes_need_a_filesystem(call, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    algo = small_ppo(0).build()
+    try:
+        with pytest.raises(CheckpointError, match=r"needs a filesystem: pass filesystem="):
+            call(algo)
+        # Without pyarrow, the error says so.
+        monkeypatch.setitem(sys.modules, "pyarrow", None)
+        monkeypatch.setitem(sys.modules, "pyarrow.fs", None)
+        with pytest.raises(CheckpointError, match=r"pyarrow is not installed: pip install"):
+            call(algo)
+    finally:
+        algo.stop()
+    assert os.listdir(tmp_path) == []  # nothing written under the working directory
+
+
+def test_a_pyarrow_filesystem_holds_the_checkpoint(tmp_path):
+    fs_module = pytest.importorskip("pyarrow.fs")
+    # A filesystem rooted elsewhere: the path is the filesystem's own, as in RLlib.
+    filesystem = fs_module.SubTreeFileSystem(str(tmp_path / "bucket_root"),
+                                             fs_module.LocalFileSystem())
+    (tmp_path / "bucket_root").mkdir()
+    algo = small_ppo(1).build()
+    try:
+        algo.train()
+        weights = algo.get_weights()
+        assert algo.save_to_path("s3://bucket/run", filesystem=filesystem) == "s3://bucket/run"
+        assert (tmp_path / "bucket_root" / "bucket" / "run" / "metadata.json").is_file()
+        algo.train()
+        algo.save_to_path("bucket/run", filesystem=filesystem)  # replaces the first one
+        second = algo.get_weights()
+        algo.restore_from_path("s3://bucket/run", filesystem=filesystem)
+        assert _weights_equal(second, algo.get_weights())
+        with PPO.from_checkpoint("bucket/run", filesystem) as restored:
+            assert restored.iteration == 2 and not _weights_equal(weights, second)
+        with pytest.raises(CheckpointError, match="no such directory"):
+            algo.restore_from_path("bucket/missing", filesystem=filesystem)
+        with pytest.raises(CheckpointError, match="must be a pyarrow.fs.FileSystem"):
+            algo.save_to_path("bucket/run", filesystem="s3")
+        with pytest.raises(TypeError, match="pass the config as config="):
+            PPO.from_checkpoint("bucket/run", algo.config)
     finally:
         algo.stop()

@@ -48,6 +48,7 @@ from trainer.algorithms.checkpointing import (
 from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -507,18 +508,25 @@ class Algorithm(OldAlgorithmNames):
                             "travel); save a checkpoint and use Algorithm.from_checkpoint(path)")
         self.set_state(state)
 
-    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+    def save_to_path(self, path: str | os.PathLike | None = None, *, state: dict | None = None,
+                     filesystem: Any = None, use_msgpack: bool = True) -> str:
         """Writes a checkpoint directory at `path` (a new temporary directory when None) and
-        returns its absolute path. The save is atomic: a checkpoint already at `path` is
-        replaced only once the new one is complete on disk."""
-        return save_algorithm(self, path)
+        returns its absolute path. `path` may be a `file://` URI; a URI of another scheme
+        (`s3://...`) needs `filesystem=` (a `pyarrow.fs.FileSystem`, as in RLlib; the path is
+        then that filesystem's, and is returned as given). `state`: save this state (what
+        `get_state()` returns) instead of the current one. The files are always msgpack here
+        (`use_msgpack` is accepted for RLlib's scripts). The save is atomic on local paths: a
+        checkpoint already at `path` is replaced only once the new one is complete on disk."""
+        return save_algorithm(self, path, state=state, filesystem=filesystem)
 
-    def restore_from_path(self, path: str | os.PathLike) -> None:
-        """Loads the checkpoint at `path` into this algorithm (reading only msgpack and JSON),
-        pushes weights and runner states to every EnvRunner, then fires
+    def restore_from_path(self, path: str | os.PathLike, *, filesystem: Any = None) -> None:
+        """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
+        a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
+        JSON), pushes weights and runner states to every EnvRunner, then fires
         `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
         foreign or incompatible checkpoint, before anything is changed."""
-        self._restore(open_checkpoint(path))
+        with fetched(path, filesystem) as local:
+            self._restore(open_checkpoint(local))
 
     def _restore(self, checkpoint: Checkpoint) -> None:
         """All or nothing: every component is read and checked before any is applied; if a
@@ -546,34 +554,41 @@ class Algorithm(OldAlgorithmNames):
         self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike,
-                        config: AlgorithmConfig | dict | None = None, *,
+    def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, *,
+                        config: AlgorithmConfig | dict | None = None,
                         allow_pickle: bool = False) -> Algorithm:
-        """A new algorithm with the checkpoint's state. Without `config`, the class and config
-        come from the checkpoint's `config.json` (plain data; callbacks, env classes and other
-        code re-imported by their `module:name` paths); with one, the algorithm is built from
+        """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
+        `restore_from_path`. Without `config`, the class and config come from the
+        checkpoint's `config.json` (plain data; callbacks, env classes and other code
+        re-imported by their `module:name` paths); with one, the algorithm is built from
         `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
         unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
         file, which also carries lambdas and classes defined in `__main__`, and runs whatever
         code it holds (use it only for checkpoints you trust)."""
-        checkpoint = open_checkpoint(path)
-        if config is None:
-            algorithm_class, config = load_class_and_config(checkpoint,
-                                                            allow_pickle=allow_pickle)
-        elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
-            algorithm_class = config.algo_class
-        else:
-            algorithm_class = cls
-        if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
-            raise CheckpointError(checkpoint.path, f"a checkpoint of "
-                                                   f"{checkpoint.metadata.get('algorithm_class')} "
-                                                   f"cannot be loaded with {cls.__name__}")
-        algorithm = algorithm_class(config=config)
-        try:
-            algorithm._restore(checkpoint)
-        except BaseException:
-            algorithm.stop()
-            raise
+        if isinstance(filesystem, (AlgorithmConfig, dict)):
+            raise TypeError(f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
+                            "): the second argument is RLlib's filesystem (a "
+                            "pyarrow.fs.FileSystem); pass the config as config=...")
+        with fetched(path, filesystem) as local:
+            checkpoint = open_checkpoint(local)
+            if config is None:
+                algorithm_class, config = load_class_and_config(checkpoint,
+                                                                allow_pickle=allow_pickle)
+            elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
+                algorithm_class = config.algo_class
+            else:
+                algorithm_class = cls
+            if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
+                raise CheckpointError(checkpoint.path,
+                                      f"a checkpoint of "
+                                      f"{checkpoint.metadata.get('algorithm_class')} cannot be "
+                                      f"loaded with {cls.__name__}")
+            algorithm = algorithm_class(config=config)
+            try:
+                algorithm._restore(checkpoint)
+            except BaseException:
+                algorithm.stop()
+                raise
         return algorithm
 
     def stop(self) -> None:
