@@ -35,7 +35,7 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
     (lambda c: c.framework("jax"), r"framework_str='jax'"),
     (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
     (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
-    (lambda c: c.rl_module(rl_module_spec=object()), r"custom RLModules"),
+    (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
     (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
     (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
     (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),

@@ -397,6 +397,8 @@ class AlgorithmConfig(OldConfigNames):
             for name, setting_rule in table.items():
                 setattr(self, name, copy.deepcopy(setting_rule.default))
         self._rllib_given: dict[str, Any] = {}
+        #: The model_config keys an `rl_module(rl_module_spec=...)` gave (merged over the rest).
+        self._spec_model: dict[str, Any] = {}
         #: Names of the settings a builder call (or from_dict) set, whatever the value: a
         #: default the user chose explicitly can mean more than the same default left alone
         #: (`is_given`).
@@ -575,14 +577,63 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("training", "model", model)
         return self._set("training", values)
 
-    def rl_module(self, *, model_config: dict | Any = NotProvided, **unknown) -> AlgorithmConfig:
+    def rl_module(self, *, model_config: dict | Any = NotProvided,
+                  rl_module_spec: Any = NotProvided, **unknown) -> AlgorithmConfig:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
-        replaces the model config given before, as in RLlib."""
-        self._reject_unknown("rl_module", unknown, ["model_config"])
+        replaces the model config given before, as in RLlib. `rl_module_spec` is an
+        `RLModuleSpec` for the default module: its `model_config` is merged over the config's
+        (as RLlib merges them) and its spaces are the ones the networks are built for; custom
+        module classes are not supported."""
+        self._reject_unknown("rl_module", unknown, ["model_config", "rl_module_spec"])
+        if rl_module_spec is not NotProvided:
+            self._set_rl_module_spec(rl_module_spec)
         if model_config is not NotProvided:
             self._set_model("rl_module", "model_config", model_config, replace=True)
         return self
+
+    def _set_rl_module_spec(self, spec: Any) -> None:
+        """Checks an `RLModuleSpec` for the default module and applies it (see `rl_module`)."""
+        from trainer.core.rl_module import RLModuleSpec
+
+        name = f"{type(self).__name__}.rl_module(rl_module_spec={type(spec).__name__}(...))"
+        if spec is None:
+            self.rl_module_spec, self._spec_model = None, {}
+            self._set_model("rl_module", "model_config", self.model)
+            return
+        if not isinstance(spec, RLModuleSpec):
+            raise ConfigError(f"{name}: must be an RLModuleSpec (ray.rllib.core.rl_module."
+                              "rl_module.RLModuleSpec, here trainer.RLModuleSpec); a "
+                              "MultiRLModuleSpec is multi-agent, which is not supported here")
+        refusals = {
+            "module_class": "custom RLModules are not supported yet (only the algorithm's "
+                            "default numpy module runs here): leave module_class=None and "
+                            "configure the default module with model_config",
+            "catalog_class": "catalogs build torch models, which do not exist here: leave "
+                             "catalog_class=None and configure the networks with model_config",
+            "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
+                               "restore a checkpoint of this library with restore_from_path",
+            "inference_only": "the default module here has no inference-only form (it is "
+                              "the same on the EnvRunners and the learner)",
+            "learner_only": "the default module here always runs on the EnvRunners too",
+        }
+        for field_name, why in refusals.items():
+            value = getattr(spec, field_name)
+            if value not in (None, False):
+                shown = value.__qualname__ if isinstance(value, type) else repr(value)
+                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}")
+        spec_model = spec.model_config or {}
+        try:
+            check_model_config(spec_model, setting=f"{name}.model_config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        spaces = {"observation_space": spec.observation_space,
+                  "action_space": spec.action_space}
+        self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
+        self.rl_module_spec = copy.deepcopy(spec)
+        self._spec_model = (dataclasses.asdict(spec_model) if dataclasses.is_dataclass(spec_model)
+                            else dict(spec_model))
+        self._set_model("rl_module", "model_config", self.model)
 
     @property
     def model_config(self) -> dict:
@@ -597,7 +648,12 @@ class AlgorithmConfig(OldConfigNames):
         given = {key: merged[key] for key in (
             dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
             if key in MODEL_DEFAULTS}
-        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given}
+        # An RLModuleSpec's model_config wins over the config's, whichever came first (RLlib
+        # merges the two when it builds the module).
+        given_by_spec = self.__dict__.get("_spec_model") or {}
+        spec_model = check_model_config(given_by_spec) if given_by_spec else {}
+        from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
+        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
 
     def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
@@ -1006,7 +1062,9 @@ class AlgorithmConfig(OldConfigNames):
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
-        result.update({name: copy.copy(getattr(self, name)) for name in METHOD_OF})
+        # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it.
+        result.update({name: copy.copy(getattr(self, name)) for name in METHOD_OF
+                       if name != "rl_module_spec"})
         return result
 
     @classmethod
@@ -1021,6 +1079,9 @@ class AlgorithmConfig(OldConfigNames):
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
         config_dict = translate_config_dict(config_dict)
+        if "rl_module_spec" in config_dict:
+            config_dict = dict(config_dict)
+            self.rl_module(rl_module_spec=config_dict.pop("rl_module_spec"))
         settings = self._settings()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
         self._take_rllib_settings("from_dict", {k: v for k, v in config_dict.items()
