@@ -248,3 +248,20 @@ class MyTorchModule:
 def test_rl_module_spec_refusals_say_why(spec, message):
     with pytest.raises(ConfigError, match=message):
         PPOConfig().rl_module(rl_module_spec=spec)
+
+
+def test_learning_rate_schedules_follow_env_steps_sampled():
+    # RLlib's lr schedule: piecewise linear in env steps sampled, the last rate after it.
+    schedule = [[0, 0.01], [400, 0.0]]
+    algo = small_ppo(0, lr=schedule).build()
+    try:
+        rates = [algo.train()["learners"]["default_policy"]["curr_lr"] for _ in range(3)]
+        weights = algo.get_weights()
+        algo.train()  # the rate is 0 from 400 steps on: the weights stay
+        assert _weights_equal(weights, algo.get_weights())
+    finally:
+        algo.stop()
+    # Updates after 200, 400 and 600 sampled steps.
+    assert rates == [pytest.approx(0.005), 0.0, 0.0]
+    with pytest.raises(ConfigError, match=r"lr must be a number >= 0 or a schedule"):
+        PPOConfig().training(lr=[[10, 0.1]])

@@ -105,6 +105,25 @@ def _check_backend(v):
     return '"processes" or "ray"'
 
 
+def _check_lr(v):
+    from trainer.core.schedules import Schedule
+
+    if isinstance(v, (list, tuple)):
+        try:
+            Schedule(v, setting="lr", low=0.0)
+        except ValueError as error:
+            return f"a number >= 0 or a schedule [[timestep, lr], ...] ({error})"
+        return None
+    return None if number_at_least(0)(v) is None else \
+        "a number >= 0 or a schedule [[timestep, lr], ...]"
+
+
+def _check_seed(v):
+    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
+    return None if int_at_least(0)(v) is None else \
+        "an int >= 0 (numpy's random generators take no negative seed)"
+
+
 def is_str(v):
     return None if isinstance(v, str) and v else "a non-empty string"
 
@@ -288,7 +307,9 @@ class AlgorithmConfig(OldConfigNames):
             "gamma": (0.99, finite_number, "discount factor"),
             # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
             # would climb the loss, and checkpoints hold only non-negative rates.
-            "lr": (0.001, number_at_least(0), "Adam's learning rate (0: the weights stay)"),
+            "lr": (0.001, _check_lr, "Adam's learning rate (0: the weights stay), or RLlib's "
+                                     "schedule [[timestep, lr], ...], linear in env steps "
+                                     "sampled"),
             "train_batch_size": (32, int_at_least(1),
                                  "env steps per training step (train_batch_size_per_learner "
                                  "is the same setting: there is one learner)"),
@@ -307,7 +328,7 @@ class AlgorithmConfig(OldConfigNames):
                       "the networks (RLlib's older place of rl_module(model_config=...))"),
         }),
         **settings_of("debugging", {
-            "seed": (None, optional(int_at_least(0)),
+            "seed": (None, optional(_check_seed),
                      "repeatable runs: env seeds, action sampling and network init derive from "
                      "it and each runner's index"),
             "log_level": ("WARN", _check_log_level,

@@ -96,7 +96,8 @@ class PPO(Algorithm):
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="sum")
         # 2. Update the policy and value function.
         with metrics.log_time((TIMERS, "learner_update_timer")):
-            learner_results = self.learner.update(episodes)
+            learner_results = self.learner.update(
+                episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime)
         metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
         metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                           env_steps, reduce="sum")
