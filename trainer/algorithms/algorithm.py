@@ -286,11 +286,18 @@ class Algorithm(OldAlgorithmNames):
         return self._evaluation.group if self._evaluation is not None else None
 
     # -- evaluation --------------------------------------------------------------------------
-    def evaluate(self) -> dict:
+    def evaluate(self, parallel_train_future: Any = None) -> dict:
         """One evaluation round now, with the current weights: fires `on_evaluate_start`, runs
         `custom_evaluation_function(algorithm, eval_env_runner_group)` or samples the
         configured duration on the evaluation runners, fires `on_evaluate_end` (which may
-        change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
+        change the metrics) and returns them (`{"env_runners": {...}}` by default). Without
+        evaluation runners configured, the round samples on the local EnvRunner, as in
+        RLlib (which needs envs there). `parallel_train_future` is RLlib's internal hook for
+        rounds in parallel to training; here `train()` runs those itself."""
+        if parallel_train_future is not None:
+            raise ValueError("evaluate(parallel_train_future=...): rounds in parallel to "
+                             "training run inside train() here; set "
+                             ".evaluation(evaluation_parallel_to_training=True)")
         return self._evaluation.evaluate()
 
     def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
