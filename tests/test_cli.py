@@ -337,7 +337,7 @@ def test_an_existing_run_folder_is_not_overwritten(trained_run):
 @pytest.mark.parametrize("argv, message", [
     (["--env-config", "{bad"], "argument --env-config: not valid JSON"),
     (["--env-config", "[1]"], "argument --env-config: must be a JSON object"),
-    (["--lr", "-1"], "argument --lr: PPOConfig.training(lr=-1.0): lr must be a number > 0"),
+    (["--lr", "-1"], "argument --lr: PPOConfig.training(lr=-1.0): lr must be a number >= 0"),
     (["--stop-iters", "x"], "argument --stop-iters: 'x' is not a whole number"),
     (["--num-to-keep", "0"], "argument --num-to-keep: 0 must be >= 1"),
     (["--algo", "a2c"], "argument --algo: invalid choice: 'A2C'"),

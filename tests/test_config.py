@@ -7,10 +7,11 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number > 0"),
-    (lambda c: c.training(gamma=1.5), r"gamma=1.5\): gamma must be a number in \[0.0, 1.0\]"),
+    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number >= 0"),
+    (lambda c: c.training(gamma=float("nan")), r"gamma=nan\): gamma must be a finite number"),
     (lambda c: c.training(num_epochs=0), r"num_epochs=0\): num_epochs must be an int >= 1"),
-    (lambda c: c.training(clip_param=0), r"clip_param=0\): clip_param must be a number > 0"),
+    (lambda c: c.training(clip_param=-0.1),
+     r"clip_param=-0.1\): clip_param must be a number >= 0 or float\(\"inf\"\)"),
     (lambda c: c.training(lrr=0.1), r"unknown setting lrr=0.1\. Did you mean 'lr'\?"),
     (lambda c: c.training(model={"fcnet_activation": "bogus"}),
      r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'"),
@@ -34,9 +35,9 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
     (lambda c: c.framework("jax"), r"framework_str='jax'"),
     (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
     (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
-    (lambda c: c.rl_module(rl_module_spec=object()), r"custom RLModules"),
+    (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
     (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
-    (lambda c: c.api_stack(enable_rl_module_and_learner=False), r"old API stack"),
+    (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
     (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
 ])
 def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):

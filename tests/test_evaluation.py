@@ -262,8 +262,8 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
     try:
         during = []
         original_update = algo.learner.update
-        algo.learner.update = lambda episodes: (during.append(blas_threads()),
-                                                original_update(episodes))[1]
+        algo.learner.update = lambda episodes, **kwargs: (during.append(blas_threads()),
+                                                          original_update(episodes, **kwargs))[1]
         algo.train()
     finally:
         algo.stop()

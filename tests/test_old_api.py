@@ -194,3 +194,31 @@ def test_evaluation_results_answer_the_old_keys(parallel, warnings_seen):
     with config.build() as algo:
         evaluation = algo.train()["evaluation"]
     assert evaluation["episode_reward_mean"] == evaluation["env_runners"]["episode_return_mean"]
+
+
+class EpisodeLengthsOldForm(RLlibCallback):
+    """The old stack's callback signatures: `worker=`, `base_env=`, `episode.length`."""
+
+    def on_episode_end(self, *, worker, base_env, policies, episode, env_index, **kwargs):
+        episode.custom_metrics["length"] = episode.length
+        episode.custom_metrics["worker"] = worker.worker_index
+
+
+@pytest.mark.parametrize("switch", [
+    lambda c: c.api_stack(enable_rl_module_and_learner=False,
+                          enable_env_runner_and_connector_v2=False),
+    lambda c: c.update_from_dict({"enable_rl_module_and_learner": False,
+                                  "enable_env_runner_and_connector_v2": False}),
+])
+def test_old_api_stack_switch_runs_the_new_stack_with_one_warning(switch, warnings_seen):
+    config = switch(small_ppo(1).environment(LevelEnv).callbacks(EpisodeLengthsOldForm))
+    # What runs is the new stack: scripts that branch on these settings take its path.
+    assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
+    config.api_stack(enable_rl_module_and_learner=False)  # again: no second warning
+    with config.build() as algo:
+        result = algo.train()
+    assert result["custom_metrics"]["length_mean"] == 10.0
+    assert result["custom_metrics"]["worker_mean"] == 1.0
+    assert result["episode_reward_mean"] == result["env_runners"]["episode_return_mean"]
+    stack_lines = [line for line in warnings_seen() if "api_stack(...=False)" in line]
+    assert len(stack_lines) == 1 and "new API stack" in stack_lines[0]

@@ -15,6 +15,7 @@ from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.compat import moved_modules as _moved_modules
 from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.core.models import DefaultModelConfig
+from trainer.core.rl_module import RLModuleSpec
 from trainer.env.curriculum import TaskSettableEnv
 from trainer.env.env_runner import EnvRunner, SingleAgentEnvRunner
 from trainer.env.envs import EnvContext, register_env
@@ -63,6 +64,7 @@ __all__ = [
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",
+    "RLModuleSpec",
     "SingleAgentEnvRunner",
     "SingleAgentEpisode",
     "SoftQ",

@@ -29,10 +29,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from trainer.checkpoints.manager import result_value
-from trainer.metrics import (
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    TRAINING_ITERATION,
+# RLlib's example-script helpers (`ray.rllib.utils.test_utils` re-exports them too).
+from trainer.example_scripts import (  # noqa: F401 - re-exported
+    add_rllib_example_script_args,
+    run_rllib_example_script_experiment,
+    should_stop,
 )
 from trainer.metrics.stats import Stats, StatsBase
 
@@ -186,120 +187,6 @@ if pytest is not None:
         yield
         gc.collect()
         assert_no_env_runner_processes()
-
-
-# -- RLlib's example-script helpers (`ray.rllib.utils.test_utils`) ------------------------------
-def add_rllib_example_script_args(parser: Any = None, default_reward: float = 100.0,
-                                  default_timesteps: int = 100_000,
-                                  default_iters: int = 200) -> Any:
-    """RLlib's command line for its example scripts: an `argparse.ArgumentParser` (or `parser`,
-    extended) with `--algo`, `--env`, `--num-env-runners`, `--num-envs-per-env-runner`,
-    `--num-agents`, the `--evaluation-*` options, `--stop-reward/-timesteps/-iters`,
-    `--as-test`, `--no-tune` and the options that mean nothing on one machine (`--framework`,
-    `--num-learners`, `--num-gpus-per-learner`, `--num-cpus`, `--local-mode`, `--wandb-*`, ...;
-    accepted so RLlib's command lines work, and reported by the config's warnings)."""
-    import argparse
-
-    parser = parser or argparse.ArgumentParser()
-    add = parser.add_argument
-    add("--algo", type=str, default="PPO", help="the algorithm (PPO or DQN)")
-    add("--enable-new-api-stack", action="store_true", help="always on here")
-    add("--framework", choices=["torch", "tf2"], default="torch", help="no effect here (numpy)")
-    add("--env", type=str, default=None, help="the env (a gymnasium id or registered name)")
-    add("--num-env-runners", type=int, default=None)
-    add("--num-envs-per-env-runner", type=int, default=None)
-    add("--num-agents", type=int, default=0, help="multi-agent envs do not run here")
-    add("--evaluation-num-env-runners", type=int, default=0)
-    add("--evaluation-interval", type=int, default=0)
-    add("--evaluation-duration", type=lambda v: v if v == "auto" else int(v), default=10)
-    add("--evaluation-duration-unit", type=str, default="episodes",
-        choices=["episodes", "timesteps"])
-    add("--evaluation-parallel-to-training", action="store_true")
-    add("--output", type=str, default=None, help="no effect here (no offline output)")
-    add("--log-level", type=str, default=None,
-        choices=["INFO", "DEBUG", "WARN", "ERROR"])
-    add("--no-tune", action="store_true", help="always: a plain train() loop runs here")
-    add("--num-samples", type=int, default=1)
-    add("--max-concurrent-trials", type=int, default=None)
-    add("--verbose", type=int, default=2)
-    add("--checkpoint-freq", type=int, default=0)
-    add("--checkpoint-at-end", action="store_true")
-    add("--wandb-key", type=str, default=None)
-    add("--wandb-project", type=str, default=None)
-    add("--wandb-run-name", type=str, default=None)
-    add("--stop-reward", type=float, default=default_reward)
-    add("--stop-iters", type=int, default=default_iters)
-    add("--stop-timesteps", type=int, default=default_timesteps)
-    add("--as-test", action="store_true")
-    add("--as-release-test", action="store_true")
-    add("--num-learners", type=int, default=None)
-    add("--num-cpus-per-learner", type=int, default=None)
-    add("--num-gpus-per-learner", type=float, default=None)
-    add("--num-aggregator-actors-per-learner", type=int, default=None)
-    add("--num-cpus", type=int, default=0)
-    add("--local-mode", action="store_true")
-    add("--num-gpus", type=int, default=None)
-    return parser
-
-
-def _reached(value: Any, target: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and np.isnan(value)) \
-        and value >= target
-
-
-def run_rllib_example_script_experiment(base_config: Any, args: Any = None, *,
-                                        stop: dict | None = None,
-                                        success_metric: dict | None = None,
-                                        **kwargs: Any) -> dict:
-    """RLlib's driver of its example scripts, as a plain `train()` loop (no Tune): applies the
-    command line's settings to `base_config`, trains until a `stop` criterion is reached
-    (keys are result paths such as "env_runners/episode_return_mean", a stop when the value
-    reaches the number), prints one line per iteration and returns the last result. With
-    `--as-test`, raises `ValueError` unless `success_metric` (default: the episode return
-    reaching `--stop-reward`) was reached."""
-    if args is None:
-        args = add_rllib_example_script_args().parse_args([])
-    config = base_config
-    if args.env is not None and config.env is None:
-        config.environment(args.env)
-    if args.num_agents:
-        raise ValueError(f"--num-agents={args.num_agents}: multi-agent envs do not run here")
-    if args.num_env_runners is not None:
-        config.env_runners(num_env_runners=args.num_env_runners)
-    if args.num_envs_per_env_runner is not None:
-        config.env_runners(num_envs_per_env_runner=args.num_envs_per_env_runner)
-    if args.evaluation_num_env_runners or args.evaluation_interval:
-        config.evaluation(
-            evaluation_num_env_runners=args.evaluation_num_env_runners,
-            evaluation_interval=args.evaluation_interval,
-            evaluation_duration=args.evaluation_duration,
-            evaluation_duration_unit=args.evaluation_duration_unit,
-            evaluation_parallel_to_training=args.evaluation_parallel_to_training)
-    if stop is None:
-        stop = {"env_runners/episode_return_mean": args.stop_reward,
-                NUM_ENV_STEPS_SAMPLED_LIFETIME: args.stop_timesteps,
-                TRAINING_ITERATION: args.stop_iters}
-    if success_metric is None:
-        success_metric = {"env_runners/episode_return_mean": args.stop_reward}
-    algo = config.build()
-    result: dict = {}
-    try:
-        while True:
-            result = algo.train()
-            progress = "  ".join(f"{key}={result_value(result, key)}" for key in stop)
-            print(f"iter {result['training_iteration']}: {progress}", flush=True)
-            if any(_reached(result_value(result, key), target) for key, target in stop.items()):
-                break
-    finally:
-        algo.stop()
-    if args.as_test:
-        missed = {key: result_value(result, key) for key, target in success_metric.items()
-                  if not _reached(result_value(result, key), target)}
-        if missed:
-            raise ValueError(f"the test did not reach its success metric {success_metric}: "
-                             f"{missed}")
-        print(f"success: {success_metric} reached")
-    return result
 
 
 def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None,

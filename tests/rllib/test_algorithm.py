@@ -3,11 +3,9 @@
 # Changes besides the imports:
 # - Dropped: `test_add_module_and_remove_module` and its helper `_assert_modules_added`
 #   (multi-agent modules; multi-agent envs do not run here), `test_add_policy_and_remove_policy`
-#   (the old API stack, refused here), `test_no_env_but_eval_workers_do_have_env` (BC and offline
+#   (the old API stack's Policy objects, which do not exist here), `test_no_env_but_eval_workers_do_have_env` (BC and offline
 #   data do not exist here).
-# - Left out, named in the README: `test_evaluation_wo_evaluation_env_runner_group` expects
-#   `evaluate()` without evaluation runners and without an env on the local EnvRunner to raise;
-#   here it evaluates on a local evaluation EnvRunner with its own envs.
+# - Left out, named in the README:
 #   `test_space_inference_from_remote_workers` asserts that building with an env on the local
 #   EnvRunner, or with the spaces given, is faster than without: here the spaces come with the
 #   worker processes' start-up reply, so the three builds take the same time and the assertion
@@ -106,6 +104,39 @@ class TestAlgorithm(unittest.TestCase):
         self.assertTrue(EVALUATION_RESULTS in r1)
         self.assertTrue(EVALUATION_RESULTS not in r2)
         self.assertTrue(EVALUATION_RESULTS in r3)
+
+    def test_evaluation_wo_evaluation_env_runner_group(self):
+        # Use a custom callback that asserts that we are running the
+        # configured exact number of episodes per evaluation.
+        config = (
+            ppo.PPOConfig()
+            .environment(env="CartPole-v1")
+            .callbacks(callbacks_class=AssertEvalCallback)
+        )
+
+        # Setup algorithm w/o evaluation worker set and still call
+        # evaluate() -> Expect error.
+        algo_wo_env_on_local_worker = config.build()
+        self.assertRaisesRegex(
+            ValueError,
+            "Can't evaluate on a local worker",
+            algo_wo_env_on_local_worker.evaluate,
+        )
+        algo_wo_env_on_local_worker.stop()
+
+        # Try again using `create_env_on_driver=True`.
+        # This force-adds the env on the local-worker, so this Algorithm
+        # can `evaluate` even though it doesn't have an evaluation-worker
+        # set.
+        config.create_env_on_local_worker = True
+        algo_w_env_on_local_worker = config.build()
+        results = algo_w_env_on_local_worker.evaluate()
+        assert (
+            ENV_RUNNER_RESULTS in results
+            and EPISODE_RETURN_MEAN in results[ENV_RUNNER_RESULTS]
+        )
+        algo_w_env_on_local_worker.stop()
+        config.create_env_on_local_worker = False
 
     def test_counters_after_checkpoint(self):
         # We expect algorithm to no start counters from zero after loading a

@@ -45,7 +45,9 @@ def test_example_driver_as_test_fails_when_the_success_metric_is_missed():
                             "--stop-iters", "1", "--as-test", "--evaluation-num-env-runners",
                             "1")
     assert completed.returncode != 0
-    assert "did not reach its success metric" in completed.stderr
+    # RLlib's message: the success metric, its target and the best value over the run.
+    assert "`evaluation/env_runners/episode_return_mean` of 500.0 not reached! Best value " \
+           "reached is" in completed.stderr
 
 
 def test_single_agent_episode_docs_example_runs_as_a_script():

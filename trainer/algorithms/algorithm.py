@@ -35,6 +35,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from functools import partial
 from typing import Any
 
@@ -50,6 +51,7 @@ from trainer.algorithms.checkpointing import (
 from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -168,6 +170,10 @@ class Algorithm(OldAlgorithmNames):
                                if e in ALGORITHM_EVENTS}
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
         self.iteration = 0
+        #: RLlib's mutable counter dict (a `defaultdict(int)`): scripts keep their own counters
+        #: in it (RLlib's curriculum example stores its current task there); the step counters
+        #: below are refreshed after every training step and state load (`_refresh_counters`).
+        self._counters: defaultdict[str, Any] = defaultdict(int)
         self._iterations_since_restore = 0
         self._time_total_s = 0.0
         self._stopped = False
@@ -190,6 +196,7 @@ class Algorithm(OldAlgorithmNames):
                                                 self.env_runner_group.spaces.action_space())
             self.setup_learner()
             self.sync_weights()
+            self._refresh_counters()
             self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
         except BaseException:
             self.stop()
@@ -253,14 +260,15 @@ class Algorithm(OldAlgorithmNames):
                            f"{DEFAULT_MODULE_ID!r}")
         return self.learner.module
 
-    @property
-    def _counters(self) -> dict[str, int]:
-        """RLlib's counters (read by its examples): env steps sampled and trained so far."""
+    def _refresh_counters(self) -> None:
+        """Writes the env steps sampled and trained so far and the iteration into `_counters`
+        (RLlib's counter names); every other key of the dict is the script's own."""
         sampled = self.num_env_steps_sampled_lifetime
         trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
-        return {"num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
-                "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
-                NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration}
+        self._counters.update({
+            "num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
+            "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration})
 
     def step(self) -> dict:
         """One iteration (Tune's Trainable spelling): the same as `train()`."""
@@ -396,11 +404,18 @@ class Algorithm(OldAlgorithmNames):
         return self._evaluation.group if self._evaluation is not None else None
 
     # -- evaluation --------------------------------------------------------------------------
-    def evaluate(self) -> dict:
+    def evaluate(self, parallel_train_future: Any = None) -> dict:
         """One evaluation round now, with the current weights: fires `on_evaluate_start`, runs
         `custom_evaluation_function(algorithm, eval_env_runner_group)` or samples the
         configured duration on the evaluation runners, fires `on_evaluate_end` (which may
-        change the metrics) and returns them (`{"env_runners": {...}}` by default)."""
+        change the metrics) and returns them (`{"env_runners": {...}}` by default). Without
+        evaluation runners configured, the round samples on the local EnvRunner, as in
+        RLlib (which needs envs there). `parallel_train_future` is RLlib's internal hook for
+        rounds in parallel to training; here `train()` runs those itself."""
+        if parallel_train_future is not None:
+            raise ValueError("evaluate(parallel_train_future=...): rounds in parallel to "
+                             "training run inside train() here; set "
+                             ".evaluation(evaluation_parallel_to_training=True)")
         return self._evaluation.evaluate()
 
     def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
@@ -442,6 +457,7 @@ class Algorithm(OldAlgorithmNames):
             evaluation = self.evaluate()
         self.iteration += 1
         self._iterations_since_restore += 1
+        self._refresh_counters()
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
         result = self._compile_result(time_this_iter)
@@ -491,6 +507,7 @@ class Algorithm(OldAlgorithmNames):
             while True:
                 with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
+                self._refresh_counters()
                 elapsed = time.perf_counter() - start
                 sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
                 trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
@@ -648,6 +665,7 @@ class Algorithm(OldAlgorithmNames):
             self.learner.set_state(state["learner"])
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+        self._refresh_counters()
         self.sync_weights()
         self.env_runner_group.set_runner_states(runner_states(state, "env_runner_"),
                                                 strict=strict, prefix="env_runner_")
@@ -669,18 +687,25 @@ class Algorithm(OldAlgorithmNames):
                             "travel); save a checkpoint and use Algorithm.from_checkpoint(path)")
         self.set_state(state)
 
-    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+    def save_to_path(self, path: str | os.PathLike | None = None, *, state: dict | None = None,
+                     filesystem: Any = None, use_msgpack: bool = True) -> str:
         """Writes a checkpoint directory at `path` (a new temporary directory when None) and
-        returns its absolute path. The save is atomic: a checkpoint already at `path` is
-        replaced only once the new one is complete on disk."""
-        return save_algorithm(self, path)
+        returns its absolute path. `path` may be a `file://` URI; a URI of another scheme
+        (`s3://...`) needs `filesystem=` (a `pyarrow.fs.FileSystem`, as in RLlib; the path is
+        then that filesystem's, and is returned as given). `state`: save this state (what
+        `get_state()` returns) instead of the current one. The files are always msgpack here
+        (`use_msgpack` is accepted for RLlib's scripts). The save is atomic on local paths: a
+        checkpoint already at `path` is replaced only once the new one is complete on disk."""
+        return save_algorithm(self, path, state=state, filesystem=filesystem)
 
-    def restore_from_path(self, path: str | os.PathLike) -> None:
-        """Loads the checkpoint at `path` into this algorithm (reading only msgpack and JSON),
-        pushes weights and runner states to every EnvRunner, then fires
+    def restore_from_path(self, path: str | os.PathLike, *, filesystem: Any = None) -> None:
+        """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
+        a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
+        JSON), pushes weights and runner states to every EnvRunner, then fires
         `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
         foreign or incompatible checkpoint, before anything is changed."""
-        self._restore(open_checkpoint(path))
+        with fetched(path, filesystem) as local:
+            self._restore(open_checkpoint(local))
 
     def _restore(self, checkpoint: Checkpoint) -> None:
         """All or nothing: every component is read and checked before any is applied; if a
@@ -708,34 +733,41 @@ class Algorithm(OldAlgorithmNames):
         self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike,
-                        config: AlgorithmConfig | dict | None = None, *,
+    def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, *,
+                        config: AlgorithmConfig | dict | None = None,
                         allow_pickle: bool = False) -> Algorithm:
-        """A new algorithm with the checkpoint's state. Without `config`, the class and config
-        come from the checkpoint's `config.json` (plain data; callbacks, env classes and other
-        code re-imported by their `module:name` paths); with one, the algorithm is built from
+        """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
+        `restore_from_path`. Without `config`, the class and config come from the
+        checkpoint's `config.json` (plain data; callbacks, env classes and other code
+        re-imported by their `module:name` paths); with one, the algorithm is built from
         `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
         unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
         file, which also carries lambdas and classes defined in `__main__`, and runs whatever
         code it holds (use it only for checkpoints you trust)."""
-        checkpoint = open_checkpoint(path)
-        if config is None:
-            algorithm_class, config = load_class_and_config(checkpoint,
-                                                            allow_pickle=allow_pickle)
-        elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
-            algorithm_class = config.algo_class
-        else:
-            algorithm_class = cls
-        if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
-            raise CheckpointError(checkpoint.path, f"a checkpoint of "
-                                                   f"{checkpoint.metadata.get('algorithm_class')} "
-                                                   f"cannot be loaded with {cls.__name__}")
-        algorithm = algorithm_class(config=config)
-        try:
-            algorithm._restore(checkpoint)
-        except BaseException:
-            algorithm.stop()
-            raise
+        if isinstance(filesystem, (AlgorithmConfig, dict)):
+            raise TypeError(f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
+                            "): the second argument is RLlib's filesystem (a "
+                            "pyarrow.fs.FileSystem); pass the config as config=...")
+        with fetched(path, filesystem) as local:
+            checkpoint = open_checkpoint(local)
+            if config is None:
+                algorithm_class, config = load_class_and_config(checkpoint,
+                                                                allow_pickle=allow_pickle)
+            elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
+                algorithm_class = config.algo_class
+            else:
+                algorithm_class = cls
+            if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
+                raise CheckpointError(checkpoint.path,
+                                      f"a checkpoint of "
+                                      f"{checkpoint.metadata.get('algorithm_class')} cannot be "
+                                      f"loaded with {cls.__name__}")
+            algorithm = algorithm_class(config=config)
+            try:
+                algorithm._restore(checkpoint)
+            except BaseException:
+                algorithm.stop()
+                raise
         return algorithm
 
     def stop(self) -> None:

@@ -38,12 +38,14 @@ from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_proble
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
 from trainer.util.checks import (
     auto_or_int_at_least,
+    finite_number,
     int_at_least,
     is_bool,
     is_callable_or_none,
     is_dict,
     number_above,
     number_at_least,
+    number_at_least_or_inf,
     number_in,
     one_of,
     optional,
@@ -113,6 +115,25 @@ def _check_backend(v):
         return None if ray_installed() else \
             f'"processes", or "ray" once Ray is installed: {RAY_INSTALL_HINT}'
     return '"processes" or "ray"'
+
+
+def _check_lr(v):
+    from trainer.core.schedules import Schedule
+
+    if isinstance(v, (list, tuple)):
+        try:
+            Schedule(v, setting="lr", low=0.0)
+        except ValueError as error:
+            return f"a number >= 0 or a schedule [[timestep, lr], ...] ({error})"
+        return None
+    return None if number_at_least(0)(v) is None else \
+        "a number >= 0 or a schedule [[timestep, lr], ...]"
+
+
+def _check_seed(v):
+    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
+    return None if int_at_least(0)(v) is None else \
+        "an int >= 0 (numpy's random generators take no negative seed)"
 
 
 def is_str(v):
@@ -281,9 +302,9 @@ class AlgorithmConfig(OldConfigNames):
                                    "without \"type\", updates the algorithm's default"),
         }),
         **settings_of("evaluation", {
-            "evaluation_interval": (None, optional(int_at_least(1)),
-                                    "evaluate every this many train() calls (None: only when "
-                                    "evaluate() is called)"),
+            "evaluation_interval": (None, optional(int_at_least(0)),
+                                    "evaluate every this many train() calls (None or 0: only "
+                                    "when evaluate() is called)"),
             "evaluation_duration": (10, auto_or_int_at_least(1),
                                     "episodes or timesteps per round; \"auto\": as long as the "
                                     "parallel training step runs"),
@@ -313,8 +334,13 @@ class AlgorithmConfig(OldConfigNames):
                 2000, int_at_least(1), "\"auto\" rounds in timesteps: the largest request"),
         }),
         **settings_of("training", {
-            "gamma": (0.99, number_in(0.0, 1.0), "discount factor"),
-            "lr": (0.001, number_above(0), "Adam's learning rate"),
+            # RLlib checks no range for gamma; NaN and inf cannot train.
+            "gamma": (0.99, finite_number, "discount factor"),
+            # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
+            # would climb the loss, and checkpoints hold only non-negative rates.
+            "lr": (0.001, _check_lr, "Adam's learning rate (0: the weights stay), or RLlib's "
+                                     "schedule [[timestep, lr], ...], linear in env steps "
+                                     "sampled"),
             "train_batch_size": (32, int_at_least(1),
                                  "env steps per training step (train_batch_size_per_learner "
                                  "is the same setting: there is one learner)"),
@@ -322,7 +348,7 @@ class AlgorithmConfig(OldConfigNames):
             "minibatch_size": (None, optional(int_at_least(1)),
                                "rows per gradient step (None: the whole batch)"),
             "shuffle_batch_per_epoch": (False, is_bool, "shuffle the batch before each epoch"),
-            "grad_clip": (None, optional(number_above(0)),
+            "grad_clip": (None, optional(number_at_least_or_inf(0)),
                           "clip gradients at this (None: no clipping)"),
             "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm"),
                              "\"value\": each element, \"norm\": each parameter tensor's L2 "
@@ -333,7 +359,7 @@ class AlgorithmConfig(OldConfigNames):
                       "the networks (RLlib's older place of rl_module(model_config=...))"),
         }),
         **settings_of("debugging", {
-            "seed": (None, optional(int_at_least(0)),
+            "seed": (None, optional(_check_seed),
                      "repeatable runs: env seeds, action sampling and network init derive from "
                      "it and each runner's index"),
             "log_level": ("WARN", _check_log_level,
@@ -438,6 +464,8 @@ class AlgorithmConfig(OldConfigNames):
             for name, setting_rule in table.items():
                 setattr(self, name, copy.deepcopy(setting_rule.default))
         self._rllib_given: dict[str, Any] = {}
+        #: The model_config keys an `rl_module(rl_module_spec=...)` gave (merged over the rest).
+        self._spec_model: dict[str, Any] = {}
         #: Names of the settings a builder call (or from_dict) set, whatever the value: a
         #: default the user chose explicitly can mean more than the same default left alone
         #: (`is_given`).
@@ -631,18 +659,67 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("training", "model", model)
         return self._set("training", values)
 
-    def rl_module(self, *, model_config: dict | Any = NotProvided, **unknown) -> AlgorithmConfig:
+    def rl_module(self, *, model_config: dict | Any = NotProvided,
+                  rl_module_spec: Any = NotProvided, **unknown) -> AlgorithmConfig:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
-        replaces the model config given before, as in RLlib."""
+        replaces the model config given before, as in RLlib. `rl_module_spec` is an
+        `RLModuleSpec` for the default module: its `model_config` is merged over the config's
+        (as RLlib merges them) and its spaces are the ones the networks are built for; custom
+        module classes are not supported."""
         if "model_config_dict" in unknown:  # RLlib's older name, accepted with its warning
             warn_once("rl_module(model_config_dict=...)", "rl_module(model_config=...)")
             given = unknown.pop("model_config_dict")
             model_config = given if model_config is NotProvided else model_config
-        self._reject_unknown("rl_module", unknown, ["model_config"])
+        self._reject_unknown("rl_module", unknown, ["model_config", "rl_module_spec"])
+        if rl_module_spec is not NotProvided:
+            self._set_rl_module_spec(rl_module_spec)
         if model_config is not NotProvided:
             self._set_model("rl_module", "model_config", model_config, replace=True)
         return self
+
+    def _set_rl_module_spec(self, spec: Any) -> None:
+        """Checks an `RLModuleSpec` for the default module and applies it (see `rl_module`)."""
+        from trainer.core.rl_module import RLModuleSpec
+
+        name = f"{type(self).__name__}.rl_module(rl_module_spec={type(spec).__name__}(...))"
+        if spec is None:
+            self.rl_module_spec, self._spec_model = None, {}
+            self._set_model("rl_module", "model_config", self.model)
+            return
+        if not isinstance(spec, RLModuleSpec):
+            raise ConfigError(f"{name}: must be an RLModuleSpec (ray.rllib.core.rl_module."
+                              "rl_module.RLModuleSpec, here trainer.RLModuleSpec); a "
+                              "MultiRLModuleSpec is multi-agent, which is not supported here")
+        refusals = {
+            "module_class": "custom RLModules are not supported yet (only the algorithm's "
+                            "default numpy module runs here): leave module_class=None and "
+                            "configure the default module with model_config",
+            "catalog_class": "catalogs build torch models, which do not exist here: leave "
+                             "catalog_class=None and configure the networks with model_config",
+            "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
+                               "restore a checkpoint of this library with restore_from_path",
+            "inference_only": "the default module here has no inference-only form (it is "
+                              "the same on the EnvRunners and the learner)",
+            "learner_only": "the default module here always runs on the EnvRunners too",
+        }
+        for field_name, why in refusals.items():
+            value = getattr(spec, field_name)
+            if value not in (None, False):
+                shown = value.__qualname__ if isinstance(value, type) else repr(value)
+                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}")
+        spec_model = spec.model_config or {}
+        try:
+            check_model_config(spec_model, setting=f"{name}.model_config")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        spaces = {"observation_space": spec.observation_space,
+                  "action_space": spec.action_space}
+        self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
+        self.rl_module_spec = copy.deepcopy(spec)
+        self._spec_model = (dataclasses.asdict(spec_model) if dataclasses.is_dataclass(spec_model)
+                            else dict(spec_model))
+        self._set_model("rl_module", "model_config", self.model)
 
     @property
     def model_config(self) -> dict:
@@ -657,7 +734,12 @@ class AlgorithmConfig(OldConfigNames):
         given = {key: merged[key] for key in (
             dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
             if key in MODEL_DEFAULTS}
-        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given}
+        # An RLModuleSpec's model_config wins over the config's, whichever came first (RLlib
+        # merges the two when it builds the module).
+        given_by_spec = self.__dict__.get("_spec_model") or {}
+        spec_model = check_model_config(given_by_spec) if given_by_spec else {}
+        from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
+        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
 
     def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
@@ -906,17 +988,21 @@ class AlgorithmConfig(OldConfigNames):
                   enable_env_runner_and_connector_v2: bool = NotProvided,
                   **unknown) -> AlgorithmConfig:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
-        here; the old one (RolloutWorker, Policy) is not available."""
+        here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
+        warning and run on the new stack, where the old stack's callback signatures, config
+        keys and result keys work (`trainer.compat`); both settings then still read True,
+        since that is what runs."""
         values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
                   "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
         self._reject_unknown("api_stack", unknown, values)
-        for name, value in values.items():
-            if value is False:  # checked before anything is set: a refused call changes nothing
-                raise ConfigError(
-                    f"{type(self).__name__}.api_stack({name}=False): RLlib's old API stack "
-                    "(RolloutWorker, Policy) is not available here; remove the call (the new "
-                    "stack runs), or set it to True")
-        return self._set("api_stack", values)
+        if any(value is False for value in values.values()):
+            # One warning per process, whichever of the two settings a script turns off.
+            warn_once("api_stack(...=False) (RLlib's old API stack)",
+                      "RLlib's new API stack, which runs here either way (the old stack's "
+                      "callback signatures, config keys and result keys work on it), and "
+                      "remove the call")
+        return self._set("api_stack", {name: True if value is False else value
+                                       for name, value in values.items()})
 
     def learners(self, **settings) -> AlgorithmConfig:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
@@ -1202,7 +1288,9 @@ class AlgorithmConfig(OldConfigNames):
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
-        result.update({name: copy.copy(getattr(self, name)) for name in self._rllib_method_of()})
+        # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it.
+        result.update({name: copy.copy(getattr(self, name)) for name in self._rllib_method_of()
+                       if name != "rl_module_spec"})
         return result
 
     @classmethod
@@ -1217,6 +1305,9 @@ class AlgorithmConfig(OldConfigNames):
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
         config_dict = translate_config_dict(config_dict)
+        if "rl_module_spec" in config_dict:
+            config_dict = dict(config_dict)
+            self.rl_module(rl_module_spec=config_dict.pop("rl_module_spec"))
         settings = self._settings()
         rllib_names = self._rllib_method_of()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
@@ -1230,6 +1321,10 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("from_dict", "model", values.pop("model"))
         if "env" in values and values["env"] is not None:
             self.environment(values.pop("env"))
+        stack = {k: values.pop(k) for k in ("enable_rl_module_and_learner",
+                                            "enable_env_runner_and_connector_v2") if k in values}
+        if stack:
+            self.api_stack(**stack)  # the old stack's False: one warning, the new stack runs
         self._set("from_dict", values)
         if "callbacks_class" in config_dict or "callbacks" in config_dict:
             self.callbacks(config_dict.get("callbacks_class", config_dict.get("callbacks")))

@@ -33,6 +33,7 @@ from trainer.checkpoints import (
 )
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
+from trainer.checkpoints.location import local_path, staged_for_upload
 
 
 def runner_states(state: dict, prefix: str) -> dict[int, dict]:
@@ -82,10 +83,27 @@ def default_checkpoint_path(algorithm: Any) -> str:
     return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
 
 
-def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
-    path = os.path.abspath(os.fspath(path)) if path is not None else default_checkpoint_path(
-        algorithm)
-    state = algorithm.get_state()
+def save_algorithm(algorithm: Any, path: str | os.PathLike | None, *,
+                   state: dict | None = None, filesystem: Any = None) -> str:
+    """Writes `algorithm`'s checkpoint (of `state`, default its current state) at `path`: a
+    local path or `file://` URI, or with `filesystem` a path on that pyarrow filesystem
+    (written locally first, then copied there; see `trainer.checkpoints.location`)."""
+    if filesystem is not None and path is not None:
+        with staged_for_upload(path, filesystem) as local:
+            _save_locally(algorithm, local, state)
+        return os.fspath(path)
+    path = local_path(path) if path is not None else default_checkpoint_path(algorithm)
+    return _save_locally(algorithm, path, state)
+
+
+def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
+    if state is None:
+        state = algorithm.get_state()
+    else:
+        try:
+            algorithm.check_state(state)
+        except Exception as error:
+            raise CheckpointError(path, f"state= does not fit this algorithm: {error}") from None
     files = {}
     for component, component_state in state.items():
         try:
@@ -110,7 +128,8 @@ def save_algorithm(algorithm: Any, path: str | os.PathLike | None) -> str:
         "library_version": library_version(),
         "algorithm_class": type(algorithm).__name__,
         "algorithm": algorithm_family(type(algorithm)),
-        "training_iteration": algorithm.iteration,
+        "training_iteration": (state.get("algorithm") or {}).get("iteration",
+                                                                 algorithm.iteration),
         "num_env_steps_sampled_lifetime": algorithm.num_env_steps_sampled_lifetime,
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "env": algorithm.config.env if isinstance(algorithm.config.env, str) else repr(

@@ -299,6 +299,55 @@ class ParallelEvaluation:
         return self._result
 
 
+class LocalRunnerEvaluation:
+    """RLlib's `evaluate()` when no evaluation EnvRunners are configured (no
+    `evaluation_interval`, `evaluation_num_env_runners=0`): the round samples on the training
+    Algorithm's local EnvRunner, with its settings (as RLlib's `_evaluate_on_local_env_runner`
+    does). That runner needs envs: `num_env_runners=0`, or `create_env_on_local_worker=True`.
+
+    The round's metrics go to a logger of their own (swapped in on the runner while it samples),
+    so evaluation episodes stay out of the training metrics and the other way round; the round
+    starts fresh episodes and the next training sample starts fresh ones again."""
+
+    def __init__(self, config: Any):
+        self.config = config
+        self.runner_metrics = MetricsLogger()
+        self.metrics = MetricsLogger(root=True)
+
+    @staticmethod
+    def check_runner(runner: Any) -> None:
+        """Raises RLlib's ValueError when the local EnvRunner has no env to evaluate on."""
+        if runner.env is None:
+            raise ValueError(
+                "Can't evaluate on a local worker if this local worker does not have an "
+                "environment! Try one of the following: 1) set `evaluation_interval` > 0 or "
+                "`evaluation_num_env_runners` > 0 (evaluation EnvRunners of their own); 2) set "
+                "`.env_runners(create_env_on_local_worker=True)` (the local EnvRunner gets envs "
+                "to evaluate on)")
+
+    def run(self, runner: Any) -> dict:
+        config = self.config
+        duration = config.evaluation_duration
+        if duration == "auto":  # only meaningful in parallel to training (refused there)
+            duration = 10 if config.evaluation_duration_unit == "episodes" else 100
+        training_metrics, runner.metrics = runner.metrics, self.runner_metrics
+        try:
+            if config.evaluation_duration_unit == "episodes":
+                runner.sample(num_episodes=duration)
+            else:
+                runner.sample(num_timesteps=duration,
+                              force_reset=config.evaluation_force_reset_envs_before_iteration)
+            replies = [runner.get_metrics()]
+        finally:
+            runner.metrics = training_metrics
+            # The sub-envs hold evaluation episodes now: training starts fresh ones.
+            runner._needs_reset = True
+        self.metrics.aggregate(replies, key=ENV_RUNNER_RESULTS)
+        results = self.metrics.reduce()
+        add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
+        return results
+
+
 class EvaluationRounds:
     """An Algorithm's evaluation rounds (see the module docstring). The Evaluator is built with
     the Algorithm when `evaluation_interval` is set, else at the first round."""
@@ -307,6 +356,8 @@ class EvaluationRounds:
         self._algorithm = algorithm
         self.config = algorithm.config
         self.evaluator: Evaluator | None = None
+        #: Rounds on the training local EnvRunner (no evaluation runners configured).
+        self.local_round: LocalRunnerEvaluation | None = None
         #: Evaluation runner states from a checkpoint, for when the evaluation runners exist.
         self.pending_state: dict | None = None
         if self.config.evaluation_interval:
@@ -328,9 +379,28 @@ class EvaluationRounds:
 
     # -- rounds ------------------------------------------------------------------------------
     def evaluate(self) -> dict:
-        """One round now, with the current weights."""
+        """One round now, with the current weights. Without evaluation runners configured
+        (and without a custom evaluation function), the round runs on the training local
+        EnvRunner, as in RLlib (`LocalRunnerEvaluation`)."""
+        config = self.config
+        if (self.evaluator is None and not config.evaluation_interval
+                and config.evaluation_num_env_runners == 0
+                and config.custom_evaluation_function is None):
+            return self._evaluate_on_training_runner()
         self._begin()
         return self._end(self._run())
+
+    def _evaluate_on_training_runner(self) -> dict:
+        algorithm = self._algorithm
+        runner = algorithm.env_runner_group.local_env_runner
+        LocalRunnerEvaluation.check_runner(runner)
+        if self.local_round is None:
+            self.local_round = LocalRunnerEvaluation(self.config)
+        runner.set_weights(algorithm.learner.module.get_weights(),
+                           global_timestep=algorithm.num_env_steps_sampled_lifetime)
+        algorithm._callbacks.fire("on_evaluate_start", algorithm=algorithm,
+                                  metrics_logger=algorithm.metrics)
+        return self._end(self.local_round.run(runner))
 
     def start_parallel(self, iteration: int) -> ParallelEvaluation | ThreadlessEvaluation | None:
         """When iteration `iteration` is due a round and evaluation runs in parallel to

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from trainer.core.nn import Adam
+from trainer.core.schedules import Schedule
 
 
 class Learner(ABC):
@@ -38,3 +39,21 @@ class Learner(ABC):
     @abstractmethod
     def set_state(self, state: dict) -> None:
         """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""
+
+
+class LearningRate:
+    """`training(lr=...)`: a constant, or RLlib's schedule `[[timestep, lr], ...]`, piecewise
+    linear in the env steps sampled so far (the last rate after the last point)."""
+
+    def __init__(self, lr: float | list):
+        self.schedule = Schedule(lr, setting="lr", low=0.0)
+
+    def apply(self, optimizer: Adam, num_env_steps_sampled_lifetime: int | None) -> None:
+        """Sets the optimizer's rate for the update about to run (a constant rate is left as
+        it is: it may have come from a checkpoint)."""
+        if len(self.schedule.points) > 1 and num_env_steps_sampled_lifetime is not None:
+            optimizer.lr = self.schedule.value(num_env_steps_sampled_lifetime)
+
+    @property
+    def initial(self) -> float:
+        return self.schedule.value(0)

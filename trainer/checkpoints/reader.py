@@ -27,6 +27,7 @@ from trainer.checkpoints.format import (
     CheckpointError,
     backup_path,
 )
+from trainer.checkpoints.location import local_path
 from trainer.checkpoints.writer import file_digest
 
 
@@ -198,7 +199,7 @@ def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = N
     """Reads and verifies the checkpoint at `path`: metadata, then every msgpack state file (or
     only `components`). While a save without atomic exchange is between its two renames, the
     previous checkpoint is read from its backup."""
-    path = os.path.abspath(os.fspath(path))
+    path = local_path(path)  # a path or a file:// URI
     if not os.path.exists(path):
         backup = backup_path(path)
         if os.path.isfile(os.path.join(backup, METADATA_FILE)):

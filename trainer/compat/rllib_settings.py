@@ -298,9 +298,10 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
                                                        fine=lambda v: True),
     },
     "rl_module": {
-        "rl_module_spec": Unsupported(None, "custom RLModules (torch) are not supported here; "
-                                            "configure the numpy networks with "
-                                            "rl_module(model_config=...)"),
+        # Taken by `AlgorithmConfig.rl_module()` itself: an RLModuleSpec of the default module.
+        "rl_module_spec": Unsupported(None, "pass an RLModuleSpec without a module_class to "
+                                            "rl_module(rl_module_spec=...); custom RLModules "
+                                            "(torch) are not supported yet"),
         "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
                                                              fine=_is_none_or_empty),
     },

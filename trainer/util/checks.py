@@ -33,6 +33,17 @@ def number_at_least(low: float) -> Check:
     return lambda v: None if is_number(v) and v >= low else f"a number >= {low}"
 
 
+def finite_number(v: Any) -> str | None:
+    """Any finite number (RLlib checks no range for settings such as `gamma`)."""
+    return None if is_number(v) else "a finite number"
+
+
+def number_at_least_or_inf(low: float) -> Check:
+    """A number >= `low`, or infinity (RLlib scripts turn a clip off with `float("inf")`)."""
+    return lambda v: None if (is_number(v) and v >= low) or v == math.inf else \
+        f'a number >= {low} or float("inf")'
+
+
 def number_in(low: float, high: float) -> Check:
     return lambda v: None if is_number(v) and low <= v <= high else f"a number in [{low}, {high}]"
 

@@ -32,11 +32,11 @@ from trainer.metrics import (
     TIMERS,
 )
 from trainer.util.checks import (
+    finite_number,
     int_at_least,
     is_bool,
     number_above,
     number_at_least,
-    number_in,
     one_of,
     optional,
 )
@@ -114,7 +114,8 @@ class DQNConfig(AlgorithmConfig):
                                  "one unless it names another type"),
         "target_network_update_freq": (500, int_at_least(0),
                                        "env steps between target network updates"),
-        "tau": (1.0, number_in(0.0, 1.0), "target update: tau * online + (1 - tau) * target"),
+        "tau": (1.0, finite_number,  # RLlib checks no range
+                "target update: tau * online + (1 - tau) * target"),
         "num_steps_sampled_before_learning_starts": (1000, int_at_least(0),
                                                      "env steps sampled before the first "
                                                      "update"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner
+from trainer.algorithms.learner import Learner, LearningRate
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.util.state_checks import require_int, require_map
 
@@ -23,7 +23,8 @@ class DQNLearner(Learner):
         self.module = config.build_module(spaces, seed=config.seed)
         self.target = config.build_module(spaces, seed=config.seed)
         self.target.flat_params[:] = self.module.flat_params
-        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+        self.learning_rate = LearningRate(config.lr)
+        self.optimizer = Adam(self.module.flat_params, lr=self.learning_rate.initial,
                               **adam_settings(config.optimizer))
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self._last_target_update_step = 0
@@ -33,6 +34,7 @@ class DQNLearner(Learner):
         """One Adam step on `batch` (as `replay_buffer.sample_train_batch` returns it); returns the
         metrics and the per-item TD errors (for prioritized replay)."""
         config, module = self.config, self.module
+        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
         actions = batch["actions"].astype(np.int64)

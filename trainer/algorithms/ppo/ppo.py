@@ -16,7 +16,7 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
-from trainer.util.checks import is_bool, number_above, number_at_least, number_in
+from trainer.util.checks import finite_number, is_bool, number_at_least, number_at_least_or_inf
 
 
 class PPOConfig(AlgorithmConfig):
@@ -26,13 +26,16 @@ class PPOConfig(AlgorithmConfig):
     `num_env_runners=2`, `rollout_fragment_length="auto"`."""
 
     _ALGO_SETTINGS = settings_of("training", {
-        "lambda_": (1.0, number_in(0.0, 1.0), "GAE's lambda"),
-        "clip_param": (0.3, number_above(0), "PPO's clip of the probability ratio"),
-        "vf_clip_param": (10.0, number_above(0), "clip of the value function's loss"),
+        # RLlib checks no range for these: only what cannot train is refused (NaN; a
+        # negative clip). float("inf") turns a clip off.
+        "lambda_": (1.0, finite_number, "GAE's lambda"),
+        "clip_param": (0.3, number_at_least_or_inf(0), "PPO's clip of the probability ratio"),
+        "vf_clip_param": (10.0, number_at_least_or_inf(0),
+                          "clip of the value function's loss (float(\"inf\"): none)"),
         "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
         "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
         "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
-        "kl_target": (0.01, number_above(0), "the KL the penalty's weight adapts toward"),
+        "kl_target": (0.01, number_at_least(0), "the KL the penalty's weight adapts toward"),
         "use_gae": (True, is_bool, "generalized advantage estimation (False: discounted "
                                    "returns minus the value)"),
         "use_critic": (True, is_bool, "a value function (truncated episodes bootstrap "
@@ -95,7 +98,8 @@ class PPO(Algorithm):
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
         # 2. Update the policy and value function.
         with metrics.log_time((TIMERS, "learner_update_timer")):
-            learner_results = self.learner.update(episodes)
+            learner_results = self.learner.update(
+                episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime)
         metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
         metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
                           env_steps, reduce="lifetime_sum")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner
+from trainer.algorithms.learner import Learner, LearningRate
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.env.episode import SingleAgentEpisode
@@ -33,7 +33,8 @@ class PPOLearner(Learner):
     def __init__(self, config, spaces: SpaceInfo):
         self.config = config
         self.module = config.build_module(spaces, seed=config.seed)
-        self.optimizer = Adam(self.module.flat_params, lr=config.lr,
+        self.learning_rate = LearningRate(config.lr)
+        self.optimizer = Adam(self.module.flat_params, lr=self.learning_rate.initial,
                               **adam_settings(config.optimizer))
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
@@ -176,9 +177,12 @@ class PPOLearner(Learner):
         return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
-    def update(self, episodes: list[SingleAgentEpisode]) -> dict[str, float]:
-        """One PPO update on the given episodes; returns the iteration's mean loss statistics."""
+    def update(self, episodes: list[SingleAgentEpisode], *,
+               num_env_steps_sampled_lifetime: int | None = None) -> dict[str, float]:
+        """One PPO update on the given episodes; returns the iteration's mean loss statistics.
+        `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
         cfg = self.config
+        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
         # Standardised advantages (as RLlib does, over the whole train batch).
         adv = batch["advantages"]
