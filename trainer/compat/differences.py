@@ -195,6 +195,11 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same("missing", _OFFLINE + ", so the event never fires",
            "RLlibCallback.on_evaluate_offline_start", "RLlibCallback.on_evaluate_offline_end",
            "RLlibCallback.on_offline_eval_runners_recreated"),
+    # -- test_utils -----------------------------------------------------------------------------
+    Difference("test_utils.ModelChecker", "missing",
+               "it compares one model built by torch, TF and JAX for equal parameter counts "
+               "and outputs; the modules here are numpy only, so there is nothing to compare"),
+    Difference("test_utils.get_cartpole_dataset_reader", "missing", _OFFLINE),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference("tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
                "left out", "no multi-agent envs here", TEST),
