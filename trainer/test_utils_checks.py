@@ -7,6 +7,7 @@ Re-exported by `trainer.testing`, where RLlib's scripts and tests import them fr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -204,8 +205,10 @@ def check_compute_single_action(algorithm: Any, include_state: bool = False,
         raise ValueError("check_compute_single_action(include_prev_action_reward=True): "
                          "compute_single_action here takes no prev_action / prev_reward (the "
                          "modules are feed-forward); use False")
-    module = algorithm.get_module()
-    obs_space, action_space = module.observation_space, module.action_space
+    # The env's own spaces (before the env-to-module connectors), as RLlib takes them.
+    group = algorithm.env_runner_group
+    env_spaces = group.env_spaces or group.local_env_runner.env_spaces
+    obs_space, action_space = env_spaces[0], env_spaces[1]
     config = algorithm.config
     for explore in (True, False):
         for unsquash in (True, False, None):
@@ -386,11 +389,12 @@ def check_supported_spaces(alg: str, config: Any, train: bool = True,
             "reward_space": Box(1.0, 1.0, shape=(), dtype=np.float32),
             "p_terminated": 1.0, "check_action_bounds": check_bounds})
         print(f"=== Testing {alg} action_space={a_name} obs_space={o_name} ===")
+        started = time.perf_counter()
         try:
             algo = trial.build()
         except ValueError as error:
-            print(f"unsupported: {error}")
             statuses[(a_name, o_name)] = "unsupported"
+            print(f"Test: unsupported ({error}), ran in {time.perf_counter() - started:.2f}s")
             return
         try:
             if train:
@@ -398,6 +402,7 @@ def check_supported_spaces(alg: str, config: Any, train: bool = True,
         finally:
             algo.stop()
         statuses[(a_name, o_name)] = "ok"
+        print(f"Test: ok, ran in {time.perf_counter() - started:.2f}s")
 
     for a_name in NEW_STACK_ACTION_SPACES:
         do_check(a_name, "discrete")
