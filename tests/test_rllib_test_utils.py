@@ -28,11 +28,14 @@ def test_example_script_args_parse_rllib_command_lines():
 
 
 # -- RLlib's test_utils checks, driven on real algorithms with one worker process ------------------
+from types import SimpleNamespace  # noqa: E402
+
 import gymnasium as gym  # noqa: E402
 
 from trainer.algorithms.dqn import DQNConfig  # noqa: E402
 from trainer.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from trainer.examples.envs.classes.random_env import RandomEnv  # noqa: E402
+from trainer.launcher import ray_api  # noqa: E402
 from trainer.testing import (  # noqa: E402
     check_compute_single_action,
     check_inference_w_connectors,
@@ -78,6 +81,12 @@ def test_should_stop_reads_nested_metric_paths(ppo_run):
     # Missing keys, NaN and non-numeric values meet nothing.
     assert not should_stop({"env_runners/nope": 0, "date": 0}, result, keep_ray_up=True)
     assert not should_stop({"a/b": 0.0}, {"a": {"b": float("nan")}}, keep_ray_up=True)
+    # Without keep_ray_up a met criterion shuts down what ray.init() started (the launcher's).
+    ray_api.init(ignore_reinit_error=True)
+    assert not should_stop({"training_iteration": 3}, result)
+    assert ray_api.is_initialized()
+    assert should_stop({"training_iteration": 2}, result)
+    assert not ray_api.is_initialized()
 
 
 def test_check_learning_achieved_takes_the_best_row(ppo_run):
@@ -87,6 +96,8 @@ def test_check_learning_achieved_takes_the_best_row(ppo_run):
     with pytest.raises(ValueError, match="episode_return_mean` of"):
         check_learning_achieved(results, best + 0.5)
     check_learning_achieved(results, 2, metric="training_iteration")
+    # Tune's Result objects (`.metrics`) count as rows too.
+    check_learning_achieved([SimpleNamespace(metrics=r) for r in results], best)
     # evaluation=None prefers the evaluation value where a row has one.
     row = {"env_runners": {"episode_return_mean": 5.0},
            "evaluation": {"env_runners": {"episode_return_mean": 50.0}}}
