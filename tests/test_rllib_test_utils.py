@@ -113,6 +113,8 @@ def test_train_results_layout_of_ppo_and_dqn(ppo_run):
     with _tiny_dqn().build() as dqn:
         dqn_result = dqn.train()
         dqn_result = dqn.train()
+        check_compute_single_action(dqn)
+        check_inference_w_connectors(dqn, "CartPole-v1", max_steps=20)
     check_train_results_new_api_stack(dqn_result)
     check_train_results(dqn_result)
     broken = dict(results[-1])
@@ -148,6 +150,12 @@ def test_compute_single_action_checks_discrete_and_box_actions(ppo_run):
     check_compute_single_action(algo, include_state=True)
     with pytest.raises(ValueError, match="include_prev_action_reward"):
         check_compute_single_action(algo, include_prev_action_reward=True)
+    # An algorithm whose actions leave CartPole's Discrete(2) fails the check.
+    real = algo.compute_single_action
+    algo.compute_single_action = lambda *args, **kwargs: real(*args, **kwargs) + 2
+    with pytest.raises(ValueError, match="not in Env's action_space"):
+        check_compute_single_action(algo)
+    del algo.compute_single_action
     with _tiny_ppo("Pendulum-v1").build() as pendulum:
         check_compute_single_action(pendulum)
 
