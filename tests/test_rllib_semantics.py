@@ -265,3 +265,21 @@ def test_learning_rate_schedules_follow_env_steps_sampled():
     assert rates == [pytest.approx(0.005), 0.0, 0.0]
     with pytest.raises(ConfigError, match=r"lr must be a number >= 0 or a schedule"):
         PPOConfig().training(lr=[[10, 0.1]])
+
+
+def test_get_rl_module_spec_fills_spaces_and_model_config_as_rllib():
+    import gymnasium as gym
+
+    from trainer import RLModuleSpec
+    from trainer.algorithms.ppo import PPOConfig
+
+    config = PPOConfig().rl_module(rl_module_spec=RLModuleSpec(model_config={"fcnet_hiddens": [8]}))
+    assert config.get_default_rl_module_spec().module_class is None
+    box, discrete = gym.spaces.Box(0.0, 1.0, (3,)), gym.spaces.Discrete(2)
+    spec = config.get_rl_module_spec(spaces={"default_policy": (box, discrete)})
+    assert (spec.observation_space, spec.action_space) == (box, discrete)
+    assert spec.model_config["fcnet_hiddens"] == [8]
+    env = gym.make("CartPole-v1")
+    assert config.get_rl_module_spec(env=env).observation_space == env.observation_space
+    with pytest.raises(ValueError, match="no observation_space"):
+        config.get_rl_module_spec()

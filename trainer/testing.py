@@ -227,3 +227,18 @@ def _check_equal(x: Any, y: Any, decimals: int, atol: float | None,
         np.testing.assert_almost_equal(x, y, decimal=decimals)
     else:
         np.testing.assert_allclose(x, y, atol=atol or 0.0, rtol=rtol or 1e-7)
+
+
+# RLlib's test_utils checks (their own module, re-exported here where RLlib's code imports them).
+from trainer.test_utils_checks import (  # noqa: E402, F401
+    check_compute_single_action,
+    check_inference_w_connectors,
+    check_learning_achieved,
+    check_off_policyness,
+    check_reproducibilty,
+    check_same_batch,
+    check_supported_spaces,
+    check_train_results,
+    check_train_results_new_api_stack,
+    should_stop,
+)

@@ -721,6 +721,42 @@ class AlgorithmConfig(OldConfigNames):
                             else dict(spec_model))
         self._set_model("rl_module", "model_config", self.model)
 
+    def get_default_rl_module_spec(self) -> Any:
+        """The spec of this algorithm's default module: an `RLModuleSpec` with no module class
+        (the built-in numpy policy or Q network; RLlib names its torch class here)."""
+        from trainer.core.rl_module import RLModuleSpec
+
+        return RLModuleSpec()
+
+    def get_rl_module_spec(self, env: gym.Env | None = None,
+                           spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
+                           inference_only: bool | None = None) -> Any:
+        """The `RLModuleSpec` the default module is built from, as RLlib fills it in: the
+        spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
+        `EnvRunner.get_spaces()` returns), else `env`, else the config's
+        `observation_space`/`action_space`; `model_config` is this config's."""
+        spec = copy.deepcopy(self.rl_module_spec) if self.rl_module_spec is not None \
+            else self.get_default_rl_module_spec()
+        for index, name in enumerate(("observation_space", "action_space")):
+            if getattr(spec, name) is not None:
+                continue
+            if spaces is not None:
+                value = spaces[DEFAULT_POLICY_ID][index]
+            elif env is not None:
+                value = getattr(getattr(env, "unwrapped", env), "single_" + name,
+                                getattr(env, name))
+            else:
+                value = getattr(self, name)
+            if value is None:
+                raise ValueError(f"{type(self).__name__}.get_rl_module_spec(): no {name} to "
+                                 "build the module for: pass env= or spaces=, or set "
+                                 f"environment({name}=...)")
+            setattr(spec, name, value)
+        spec.model_config = self.model_config
+        if inference_only is not None:
+            spec.inference_only = inference_only
+        return spec
+
     @property
     def model_config(self) -> dict:
         """The model config the networks are built from (RLlib's property)."""

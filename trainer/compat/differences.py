@@ -153,6 +153,10 @@ DIFFERENCES: tuple[Difference, ...] = (
            "SingleAgentEnvRunner.get_checkpointable_components",
            "SingleAgentEnvRunner.get_ctor_args_and_kwargs", "SingleAgentEnvRunner.get_metadata",
            "SingleAgentEnvRunner.restore_from_path", "SingleAgentEnvRunner.save_to_path"),
+    Difference("Algorithm.save_to_path(use_msgpack=...)", "True by default; False is accepted "
+               "and also writes msgpack",
+               "checkpoints here are always msgpack and JSON, checksummed and read without "
+               "unpickling; RLlib's default pickles the state"),
     # -- EnvRunnerGroup ------------------------------------------------------------------------
     *_same("missing", _OLD_STACK, "EnvRunnerGroup.add_policy", "EnvRunnerGroup.foreach_policy",
            "EnvRunnerGroup.foreach_policy_to_train", "EnvRunnerGroup.is_policy_to_train"),
@@ -204,6 +208,11 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same("missing", _OFFLINE + ", so the event never fires",
            "RLlibCallback.on_evaluate_offline_start", "RLlibCallback.on_evaluate_offline_end",
            "RLlibCallback.on_offline_eval_runners_recreated"),
+    # -- test_utils -----------------------------------------------------------------------------
+    Difference("test_utils.ModelChecker", "missing",
+               "it compares one model built by torch, TF and JAX for equal parameter counts "
+               "and outputs; the modules here are numpy only, so there is nothing to compare"),
+    Difference("test_utils.get_cartpole_dataset_reader", "missing", _OFFLINE),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference("tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
                "left out", "no multi-agent envs here", TEST),

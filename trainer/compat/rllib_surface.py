@@ -186,6 +186,19 @@ class SourceIndex:
             resolved = self.resolve_expression(module, expr)
             if resolved is not None and isinstance(resolved[1], (ast.Assign, ast.AnnAssign)):
                 return self.literal(resolved[0], resolved[1].value, depth + 1)
+        if depth < 5 and isinstance(expr, ast.JoinedStr):
+            # f"{ENV_RUNNER_RESULTS}/episode_return_mean": plain fields of literal constants.
+            parts = []
+            for part in expr.values:
+                if isinstance(part, ast.FormattedValue):
+                    if part.conversion != -1 or part.format_spec is not None:
+                        return UNEVALUATED
+                    part = part.value
+                value = self.literal(module, part, depth + 1)
+                if value is UNEVALUATED:
+                    return UNEVALUATED
+                parts.append(str(value))
+            return "".join(parts)
         return UNEVALUATED
 
 
