@@ -163,9 +163,10 @@ def _reached(value: Any, threshold: Any) -> bool:
 
 
 def _shutdown() -> None:
-    from trainer.named_objects import shutdown_named_objects
+    # Ray's ray.shutdown(): the named objects end, and the launcher's ray.init() may run again.
+    from trainer.launcher import ray_api
 
-    shutdown_named_objects()
+    ray_api.shutdown()
 
 
 def run_rllib_example_script_experiment(

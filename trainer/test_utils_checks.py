@@ -25,6 +25,7 @@ from trainer.metrics import (
     TIMERS,
     TRAINING_ITERATION,
 )
+from trainer.result_grid import metric_value
 
 DEFAULT_MODULE_ID = "default_policy"
 ALL_MODULES = "__all_modules__"
@@ -36,40 +37,6 @@ def _check(x: Any, y: Any, **kwargs: Any) -> None:
     # Imported late: trainer.testing re-exports this module at its end.
     from trainer.testing import check
     check(x, y, **kwargs)
-
-
-def _value_at(results: Any, path: str) -> Any:
-    """`results["a"]["b"]` for "a/b" (RLlib's nested-key spelling), or None when absent."""
-    value = results
-    for part in path.split("/"):
-        part = part.strip()
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        else:
-            return None
-    return value
-
-
-def should_stop(stop: dict[str, Any], results: dict, keep_ray_up: bool = False) -> bool:
-    """True when any criterion of `stop` ("a/b" metric path -> threshold) is met by `results`
-    (value >= threshold; missing, NaN and non-numeric values meet nothing). Unless
-    `keep_ray_up`, a met criterion shuts down what `ray.init()` started through the launcher
-    (the named objects), as RLlib shuts down Ray."""
-    for key, threshold in stop.items():
-        value = _value_at(results, key)
-        if value is None:
-            continue
-        try:
-            reached = not np.isnan(value) and value >= threshold
-        except TypeError:
-            continue
-        if reached:
-            print(f"Stop criterion ({key}={threshold}) fulfilled!")
-            if not keep_ray_up:
-                from trainer.launcher import ray_api
-                ray_api.shutdown()
-            return True
-    return False
 
 
 def _result_rows(tune_results: Any) -> list[Mapping]:
@@ -88,7 +55,7 @@ def _result_rows(tune_results: Any) -> list[Mapping]:
 
 def _row_value(row: Mapping, key: str) -> Any:
     # Dataframe rows spell nested keys flat ("env_runners/episode_return_mean").
-    return row[key] if key in row else _value_at(row, key)
+    return metric_value(row, key)
 
 
 def check_learning_achieved(tune_results: Any, min_value: float,
@@ -121,7 +88,7 @@ def check_off_policyness(results: dict, upper_limit: float,
     value = None
     for path in (f"{LEARNER_RESULTS}/{DEFAULT_MODULE_ID}",
                  f"info/learner/{DEFAULT_MODULE_ID}"):
-        stats = _value_at(results, path)
+        stats = metric_value(results, path)
         if isinstance(stats, Mapping) and DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY in stats:
             value = stats[DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY]
             break
@@ -414,5 +381,5 @@ def check_supported_spaces(alg: str, config: Any, train: bool = True,
 __all__ = [
     "check_compute_single_action", "check_inference_w_connectors", "check_learning_achieved",
     "check_off_policyness", "check_reproducibilty", "check_same_batch", "check_supported_spaces",
-    "check_train_results", "check_train_results_new_api_stack", "should_stop",
+    "check_train_results", "check_train_results_new_api_stack",
 ]

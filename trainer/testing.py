@@ -240,5 +240,4 @@ from trainer.test_utils_checks import (  # noqa: E402, F401
     check_supported_spaces,
     check_train_results,
     check_train_results_new_api_stack,
-    should_stop,
 )

@@ -142,22 +142,6 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-#: Names of a target whose gap another part of the work closes (printed with the finding).
-AREA_OF: dict[str, str] = {
-    "AlgorithmConfig.reporting(custom_stats_cls_lookup=...)": _METRICS,
-    "AlgorithmConfig.stats_cls_lookup": _METRICS,
-    "AlgorithmConfig.get_default_rl_module_spec": "RLModuleSpec",
-    "AlgorithmConfig.get_rl_module_spec": "RLModuleSpec",
-    "PPOConfig.get_default_rl_module_spec": "RLModuleSpec",
-    "DQNConfig.get_default_rl_module_spec": "RLModuleSpec",
-    "Algorithm.evaluate(parallel_train_future=...)": "evaluate()",
-    "Algorithm.from_checkpoint(filesystem=...)": "checkpoint paths and URIs",
-    "Algorithm.save_to_path(filesystem=...)": "checkpoint paths and URIs",
-    "Algorithm.save_to_path(state=...)": "checkpoint paths and URIs",
-    "Algorithm.save_to_path(use_msgpack=...)": "checkpoint paths and URIs",
-}
-
-
 @dataclass(frozen=True)
 class Finding:
     """A name of RLlib's that is missing here or differs."""
@@ -169,8 +153,7 @@ class Finding:
     problem: str
 
     def line(self) -> str:
-        area = AREA_OF.get(self.key)
-        return f"`{self.key}`: {self.problem}" + (f" [{area}]" if area else "")
+        return f"`{self.key}`: {self.problem}"
 
 
 @dataclass
