@@ -446,3 +446,34 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "out of scope" in result.stdout and table.TUNE in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
+
+
+def test_torch_init_stand_ins_select_the_numpy_initializers_without_torch():
+    """RLlib examples pass `nn.init.xavier_uniform_` (from try_import_torch()) as model-config
+    initializers; without torch the stand-in names the numpy initializer of the same name."""
+    from trainer.compat.rllib_utils import try_import_torch
+    from trainer.core.initializers import make_initializer
+    from trainer.launcher.finder import RLlibNotAvailable
+
+    torch, nn = try_import_torch()
+    if torch:
+        pytest.skip("torch is installed: nn.init is torch's own")
+    initializer = make_initializer(nn.init.xavier_uniform_, None, where="model_config",
+                                   key="fcnet_kernel_initializer", for_bias=False)
+    assert initializer.name == "xavier_uniform_"
+    with pytest.raises(RLlibNotAvailable, match="torch.nn.init.xavier_uniform_"):
+        nn.init.xavier_uniform_([[0.0]])
+    with pytest.raises(RLlibNotAvailable, match="torch.nn.init.no_such_init_"):
+        nn.init.no_such_init_  # noqa: B018
+
+
+def test_a_recurrent_model_config_is_reported_as_needing_torch_modules():
+    from trainer.algorithms.algorithm_config import ConfigError
+    from trainer.algorithms.ppo import PPOConfig
+    from trainer.launcher.script import _exception_report
+    from trainer.launcher.table import TORCH
+
+    with pytest.raises(ConfigError, match="use_lstm") as raised:
+        PPOConfig().rl_module(model_config={"use_lstm": True})
+    assert raised.value.capability == TORCH
+    assert _exception_report(raised.value)["capability"] == TORCH

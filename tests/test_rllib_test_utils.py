@@ -484,3 +484,33 @@ def test_supported_spaces_of_ppo_and_dqn():
     dqn = check_supported_spaces("DQN", _tiny_dqn().env_runners(num_env_runners=0), train=False)
     assert dqn[("discrete", "discrete")] == "ok"
     assert dqn[("continuous", "discrete")] == "unsupported"
+
+
+def test_grid_search_runs_one_trial_per_value_and_build_refuses_the_marker(tmp_path,
+                                                                            monkeypatch):
+    """RLlib's async_gym_env_vectorization example puts tune.grid_search(["sync", "async"])
+    into env_runners(); the driver runs one trial per value, in the grid's order."""
+    from trainer.algorithms.algorithm_config import ConfigError
+    from trainer.algorithms.ppo import PPOConfig
+    from trainer.launcher.tune_api import grid_search
+    from trainer.testing import (
+        add_rllib_example_script_args,
+        run_rllib_example_script_experiment,
+    )
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = (PPOConfig().environment("CartPole-v1")
+              .env_runners(num_envs_per_env_runner=2,
+                           gym_env_vectorize_mode=grid_search(["sync", "async"]))
+              .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+              .rl_module(model_config={"fcnet_hiddens": [8]}))
+    assert config.grid_settings() == {"gym_env_vectorize_mode": ["sync", "async"]}
+    with pytest.raises(ConfigError, match="gym_env_vectorize_mode=grid_search"):
+        config.build()
+    with pytest.raises(ConfigError, match="gym_env_vectorize_mode must be"):
+        PPOConfig().env_runners(gym_env_vectorize_mode=grid_search(["sync", "nope"]))
+    args = add_rllib_example_script_args().parse_args(["--stop-iters=1", "--num-env-runners=0"])
+    results = run_rllib_example_script_experiment(config, args)
+    assert len(results) == 2 and results.num_errors == 0
+    assert [r.metrics["training_iteration"] for r in results] == [1, 1]
+    assert [r.config["gym_env_vectorize_mode"] for r in results] == ["sync", "async"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import logging
 import math
@@ -384,10 +385,18 @@ def _run_trials(config: Any, args: Any, stop: dict, trainable: type | None) -> R
     experiment_path = os.path.join(os.path.expanduser(DEFAULT_STORAGE), f"{name}_{stamp}")
     env_name = config.env if isinstance(config.env, str) else getattr(config.env, "__name__",
                                                                       "env")
+    # Tune's trials: the grid of every grid_search setting (the first setting's values vary
+    # slowest), repeated num_samples times; one after another here.
+    grid = config.grid_settings()
+    variants = [dict(zip(grid, values, strict=True))
+                for values in itertools.product(*grid.values())]
     results = []
-    for index in range(max(args.num_samples, 1)):
+    for index in range(max(args.num_samples, 1) * len(variants)):
+        trial_config = config.copy()
+        for setting, value in variants[index % len(variants)].items():
+            setattr(trial_config, setting, value)
         trial_path = os.path.join(experiment_path, f"{name}_{env_name}_{index:05d}")
-        runner = _TrialRunner(algo_class, config.copy(), args, stop, trial_path)
+        runner = _TrialRunner(algo_class, trial_config, args, stop, trial_path)
         results.append(runner.run())
     return ResultGrid(results, experiment_path=experiment_path)
 

@@ -66,8 +66,19 @@ class _NotProvided:
 NotProvided: Any = _NotProvided()
 
 
+def is_grid_search(value: Any) -> bool:
+    """Whether `value` is Tune's `grid_search([...])` marker, `{"grid_search": [...]}`."""
+    return isinstance(value, dict) and set(value) == {"grid_search"}
+
+
 class ConfigError(ValueError):
-    """A config value is wrong: the message names the setting, the value and what is allowed."""
+    """A config value is wrong: the message names the setting, the value and what is allowed.
+    `capability`: set when the value needs something this project does not have (a
+    `trainer.launcher.table` capability word, as `RLlibNotAvailable` carries), else None."""
+
+    def __init__(self, message: str, capability: str | None = None):
+        super().__init__(message)
+        self.capability = capability
 
 
 class UnknownSettingError(ConfigError, TypeError):
@@ -527,14 +538,21 @@ class AlgorithmConfig(OldConfigNames):
         for name, value in values.items():
             if value is NotProvided:
                 continue
-            problem = settings[name].check(value)
-            if problem is not None:
-                raise ConfigError(
-                    f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {problem}"
-                )
+            # Tune's grid_search marker: every value is checked now; the example driver runs
+            # one trial per value (grid_settings()), and build() refuses the marker itself.
+            for option in (value["grid_search"] if is_grid_search(value) else [value]):
+                problem = settings[name].check(option)
+                if problem is not None:
+                    raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}): "
+                                      f"{name} must be {problem}")
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
             self._given.add(name)
         return self
+
+    def grid_settings(self) -> dict[str, list]:
+        """The settings given as Tune's `grid_search([...])`, each with its values."""
+        return {name: list(value["grid_search"]) for name in self._settings()
+                if is_grid_search(value := getattr(self, name, None))}
 
     def is_given(self, name: str) -> bool:
         """Whether a builder call set `name` (even to its default value)."""
@@ -596,7 +614,7 @@ class AlgorithmConfig(OldConfigNames):
             try:
                 check_env_spec(env)
             except ValueError as error:
-                raise ConfigError(str(error)) from None
+                raise ConfigError(str(error), getattr(error, "capability", None)) from None
         return self._set("environment", {
             "env": env, "env_config": env_config, "env_task_fn": env_task_fn,
             "normalize_actions": normalize_actions, "clip_actions": clip_actions,
@@ -712,7 +730,7 @@ class AlgorithmConfig(OldConfigNames):
         try:
             check_model_config(spec_model, setting=f"{name}.model_config")
         except ValueError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), getattr(error, "capability", None)) from None
         spaces = {"observation_space": spec.observation_space,
                   "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
@@ -766,7 +784,7 @@ class AlgorithmConfig(OldConfigNames):
         try:
             merged = check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
         except ValueError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), getattr(error, "capability", None)) from None
         given = {key: merged[key] for key in (
             dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
             if key in MODEL_DEFAULTS}
@@ -896,7 +914,7 @@ class AlgorithmConfig(OldConfigNames):
                                          setting=f"{type(self).__name__}.exploration("
                                                  "exploration_config=...)")
             except ValueError as error:
-                raise ConfigError(str(error)) from None
+                raise ConfigError(str(error), getattr(error, "capability", None)) from None
         return self._set("exploration", {"explore": explore,
                                          "exploration_config": exploration_config})
 
@@ -1189,14 +1207,19 @@ class AlgorithmConfig(OldConfigNames):
     def validate(self) -> None:
         """Checks the settings together; raises ConfigError on the first problem."""
         name = type(self).__name__
+        for setting, values in self.grid_settings().items():
+            raise ConfigError(
+                f"{name}: {setting}=grid_search({values!r}): one Algorithm runs one value; "
+                "run_rllib_example_script_experiment runs one trial per value (Ray Tune's "
+                "Tuner is not available here)")
         try:
             check_env_spec(self.env)
         except ValueError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), getattr(error, "capability", None)) from None
         try:
             check_model_config(self.model, setting=f"{name} model config")
         except ValueError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
@@ -1216,7 +1239,7 @@ class AlgorithmConfig(OldConfigNames):
             check_exploration_config(self.get_exploration_config(),
                                      setting=f"{name} exploration_config")
         except ValueError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.env_to_module_connector is not None and self.observation_filter != "NoFilter":
             raise ConfigError(
                 f"{name}: env_to_module_connector and observation_filter="

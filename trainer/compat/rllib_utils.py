@@ -79,11 +79,34 @@ class _FrameworkClassStub:
         raise _torch_missing(f"torch.nn.Module ({type(self).__name__})")
 
 
+class _TorchInitNames:
+    """`nn.init` when torch is missing: `nn.init.xavier_uniform_` names the numpy initializer
+    of that name, so a model config given `fcnet_kernel_initializer=nn.init.xavier_uniform_`
+    builds the same network as with torch's function (`trainer.core.initializers`); calling
+    one, as code that fills torch tensors does, fails with the launcher's typed error."""
+
+    def __getattr__(self, name: str) -> Any:
+        from trainer.core.initializers import INITIALIZERS
+
+        if name.startswith("__") or name.lower() not in INITIALIZERS:
+            if name.startswith("__") and name.endswith("__"):
+                raise AttributeError(name)
+            raise _torch_missing(f"torch.nn.init.{name}")
+
+        def initializer(*args: Any, **kwargs: Any) -> Any:
+            raise _torch_missing(f"torch.nn.init.{name}")
+
+        initializer.__name__ = initializer.__qualname__ = name
+        initializer.torch_init_name = name
+        return initializer
+
+
 class _NNStub:
     def __init__(self) -> None:
         self.functional = None
         self.Module = _FrameworkClassStub
         self.parallel = None
+        self.init = _TorchInitNames()
 
 
 class _MissingTorch:

@@ -206,7 +206,8 @@ def make_initializer(value, kwargs, *, where: str, key: str, for_bias: bool
 
 
 def _torch_init_name(value) -> str | None:
-    """The name of a function from `torch.nn.init`, without importing torch."""
+    """The name of a function from `torch.nn.init` (or of its stand-in that
+    `try_import_torch()` gives without torch), without importing torch."""
     if callable(value) and getattr(value, "__module__", "") == "torch.nn.init":
         return value.__name__
-    return None
+    return getattr(value, "torch_init_name", None) if callable(value) else None

@@ -127,8 +127,14 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     for key, default in DEFAULT_ONLY_KEYS.items():
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
-            raise ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's default "
-                             f"{default!r} is accepted: {why}")
+            error = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
+                               f"default {default!r} is accepted: {why}")
+            if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
+                from trainer.launcher.table import TORCH
+
+                # What RLlib builds for it is a torch network (the launcher reports it so).
+                error.capability = TORCH
+            raise error
     merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
     for prefix in ("fcnet", "head_fcnet"):
         hiddens = merged[f"{prefix}_hiddens"]

@@ -8,11 +8,11 @@ import runpy
 import sys
 import traceback
 
-from trainer.launcher.finder import RLlibNotAvailable, install
+from trainer.launcher.finder import install
 
 #: When set to a file path, `run_script` writes there how the script ended (JSON: "outcome"
 #: "ok" | "exit" | "error", "code", and for errors "type", "message", "capability" (from
-#: `RLlibNotAvailable`, else null)). `bench/rllib_examples.py` reads it.
+#: `RLlibNotAvailable` or a `ConfigError` that names one, else null)). `bench/rllib_examples.py` reads it.
 REPORT_ENV_VAR = "LOCALRL_LAUNCHER_REPORT"
 
 
@@ -22,7 +22,8 @@ def _exception_report(error: BaseException) -> dict:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:  # the typed error may be a cause
         seen.add(id(cause))
-        if isinstance(cause, RLlibNotAvailable):
+        # RLlibNotAvailable, or an error of a value that needs a capability (ConfigError)
+        if getattr(cause, "capability", None) is not None:
             capability = cause.capability
             break
         cause = cause.__cause__ or cause.__context__
