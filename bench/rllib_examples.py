@@ -50,6 +50,7 @@ from bench.rllib_example_args import CI_ARGS  # noqa: E402
 from trainer.launcher import table  # noqa: E402
 
 PAGE = REPO / "docs" / "rllib_compatibility.md"
+README = REPO / "README.md"
 SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
 SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
 #: A script that stops on `ModuleNotFoundError` for one of these packages (it imports the
@@ -286,6 +287,19 @@ def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, starte
                      f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |")
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_readme_summary(runs, started)
+
+
+def write_readme_summary(runs: list[Run], started: str) -> None:
+    """The README's pass count: the line between its `rllib examples` markers."""
+    begin, end = "<!-- rllib examples: begin -->\n", "\n<!-- rllib examples: end -->"
+    readme = README.read_text(encoding="utf-8")
+    start, stop = readme.index(begin) + len(begin), readme.index(end)
+    counts = {kind: sum(r.result == kind for r in runs) for kind in ("pass", "fail")}
+    line = (f"RLlib 2.60's own examples, unmodified through the launcher ({started}): "
+            f"**{counts['pass']} of {counts['pass'] + counts['fail']} in-scope runs pass**; "
+            f"{summary(runs)}.")
+    README.write_text(readme[:start] + line + readme[stop:], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=1,
                         help="runs at a time (default 1)")
     parser.add_argument("--no-write", action="store_true",
-                        help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)})")
+                        help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)} and "
+                             "the README's count; --only never rewrites them)")
     parser.add_argument("--verbose", action="store_true",
                         help="print the last lines of output of runs that did not pass")
     args = parser.parse_args(argv)
@@ -324,9 +339,12 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(one, runs))
-    if not args.no_write:
+    if args.only is not None:
+        print(f"not written: {PAGE.relative_to(REPO)} and the README's count cover every "
+              "example (--only ran some)")
+    elif not args.no_write:
         write_page(runs, args.timeout, args.jobs, commit, started, load)
-        print(f"wrote {PAGE.relative_to(REPO)}")
+        print(f"wrote {PAGE.relative_to(REPO)} and the README's count")
     print(summary(runs))
     return 0
 

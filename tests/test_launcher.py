@@ -477,3 +477,24 @@ def test_a_recurrent_model_config_is_reported_as_needing_torch_modules():
         PPOConfig().rl_module(model_config={"use_lstm": True})
     assert raised.value.capability == TORCH
     assert _exception_report(raised.value)["capability"] == TORCH
+
+
+def test_bench_writes_the_readme_count_between_its_markers(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO))
+    try:
+        import bench.rllib_examples as bench
+    finally:
+        sys.path.remove(str(REPO))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- rllib examples: begin -->\nold\n<!-- rllib examples: end -->"
+                      "\nrest\n")
+    monkeypatch.setattr(bench, "README", readme)
+    runs = [bench.Run("a.py", "a", [], ()), bench.Run("b.py", "b", [], ()),
+            bench.Run("c.py", "c", [], ())]
+    for run, result in zip(runs, ("pass", "fail", "out of scope"), strict=True):
+        run.result = result
+    bench.write_readme_summary(runs, "2026-11-23 19:00 UTC")
+    text = readme.read_text()
+    assert text.startswith("intro\n<!-- rllib examples: begin -->\nRLlib 2.60's own examples")
+    assert "**1 of 2 in-scope runs pass**" in text and "old" not in text
+    assert text.endswith("<!-- rllib examples: end -->\nrest\n")
