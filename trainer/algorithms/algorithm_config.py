@@ -572,7 +572,8 @@ class AlgorithmConfig(OldConfigNames):
                                   f"{setting_rule.default}), not a bool")
             if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
                 raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}) is not "
-                                  f"supported here: {setting_rule.instead}")
+                                  f"supported here: {setting_rule.instead}",
+                                  setting_rule.capability)
             setattr(self, name, value)
             self._rllib_given[name] = value
 

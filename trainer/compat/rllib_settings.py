@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.capabilities import LEARNER_CONNECTORS, MULTI_AGENT, OFFLINE, TORCH
+
 DEFAULT_POLICY_ID = "default_policy"
 
 
@@ -51,6 +53,8 @@ class Unsupported(_Rule):
     default: Any
     instead: str
     fine: Callable[[Any], bool] | None = field(default=None)
+    #: What a value other than the default needs (a `trainer.capabilities` word), if anything.
+    capability: str | None = None
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -97,8 +101,9 @@ _LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_paralleli
 
 #: Shared by `learners()` and `training()`, which both take them in RLlib.
 _LEARNER_CLASS = Unsupported(None, "custom Learner classes (torch) are not supported here; the "
-                                   "numpy learners of PPO and DQN run")
-_LEARNER_CONNECTOR = Unsupported(None, "learner connectors are not supported here")
+                                   "numpy learners of PPO and DQN run", capability=TORCH)
+_LEARNER_CONNECTOR = Unsupported(None, "learner connectors are not supported here",
+                                 capability=LEARNER_CONNECTORS)
 _LEARNER_DEFAULT_PIECES = Unsupported(True, "the learner's default pieces always run here")
 _LEARNER_CONFIG_DICT = NoEffect({}, "custom Learner classes are not supported here",
                                 fine=_is_none_or_empty)
@@ -198,11 +203,11 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "evaluation_error_after_n_consecutive_skips": NoEffect(
             None, "evaluation rounds are never skipped here: a round without healthy runners "
                   "follows fault_tolerance()"),
-        "offline_evaluation_interval": Unsupported(None, _OFFLINE_EVAL),
-        "num_offline_eval_runners": Unsupported(0, _OFFLINE_EVAL),
+        "offline_evaluation_interval": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
+        "num_offline_eval_runners": Unsupported(0, _OFFLINE_EVAL, capability=OFFLINE),
         "offline_evaluation_type": NoEffect("eval_loss", _OFFLINE_EVAL),
-        "offline_eval_runner_class": Unsupported(None, _OFFLINE_EVAL),
-        "offline_loss_for_module_fn": Unsupported(None, _OFFLINE_EVAL),
+        "offline_eval_runner_class": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
+        "offline_loss_for_module_fn": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
         "offline_eval_batch_size_per_runner": NoEffect(256, _OFFLINE_EVAL),
         "dataset_num_iters_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
         "offline_eval_rl_module_inference_only": NoEffect(False, _OFFLINE_EVAL),
@@ -222,8 +227,8 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
     "offline_data": {
         # `input_="sampler"`: RLlib's "sample from the env", which is what runs here.
-        "input_": Unsupported("sampler", _OFFLINE),
-        "offline_data_class": Unsupported(None, _OFFLINE),
+        "input_": Unsupported("sampler", _OFFLINE, capability=OFFLINE),
+        "offline_data_class": Unsupported(None, _OFFLINE, capability=OFFLINE),
         "input_read_method": NoEffect("read_parquet", _OFFLINE),
         "input_read_method_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "input_read_schema": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
@@ -249,7 +254,8 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "postprocess_inputs": NoEffect(False, _OFFLINE),
         "shuffle_buffer_size": NoEffect(0, _OFFLINE),
         "output": Unsupported(None, "writing sampled episodes to files is not supported here; "
-                                    "record them in on_episode_end or on_sample_end"),
+                                    "record them in on_episode_end or on_sample_end",
+                              capability=OFFLINE),
         "output_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "output_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
         "output_max_file_size": NoEffect(64 * 1024 * 1024, _OFFLINE),
@@ -301,9 +307,11 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         # Taken by `AlgorithmConfig.rl_module()` itself: an RLModuleSpec of the default module.
         "rl_module_spec": Unsupported(None, "pass an RLModuleSpec without a module_class to "
                                             "rl_module(rl_module_spec=...); custom RLModules "
-                                            "(torch) are not supported yet"),
+                                            "(torch) are not supported yet",
+                                      capability=TORCH),
         "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
-                                                             fine=_is_none_or_empty),
+                                                             fine=_is_none_or_empty,
+                                                             capability=MULTI_AGENT),
     },
     "resources": {
         "num_gpus": NoEffect(0, _GPU),
@@ -336,18 +344,22 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "torch_skip_nan_gradients": NoEffect(False, _TORCH),
     },
     "multi_agent": {
-        "policies": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies),
+        "policies": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies,
+                                capability=MULTI_AGENT),
         "policy_mapping_fn": NoEffect(None, "with one policy every agent maps to it",
                                       fine=lambda v: True),
-        "policies_to_train": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies),
+        "policies_to_train": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies,
+                                capability=MULTI_AGENT),
         "policy_map_capacity": NoEffect(100, "there is one policy", fine=lambda v: True),
         "policy_states_are_swappable": NoEffect(False, "there is one policy",
                                                 fine=lambda v: True),
-        "observation_fn": Unsupported(None, _MULTI_AGENT),
+        "observation_fn": Unsupported(None, _MULTI_AGENT, capability=MULTI_AGENT),
         "count_steps_by": Unsupported("env_steps", _MULTI_AGENT,
-                                      fine=lambda v: v in ("env_steps", "agent_steps")),
+                                      fine=lambda v: v in ("env_steps", "agent_steps"),
+                                      capability=MULTI_AGENT),
         "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
-                                                             fine=_is_none_or_empty),
+                                                             fine=_is_none_or_empty,
+                                                             capability=MULTI_AGENT),
     },
     "experimental": {
         "_torch_grad_scaler_class": NoEffect(None, _TORCH),

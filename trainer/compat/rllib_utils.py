@@ -123,6 +123,8 @@ class _MissingTorch:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        if name == "nn" and self._path == "torch":  # torch.nn.init names initializers too
+            return _NNStub()
         raise _torch_missing(f"{self._path}.{name}")
 
     def __repr__(self) -> str:

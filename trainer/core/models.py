@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer import capabilities
 from trainer.core.initializers import make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
@@ -130,10 +131,8 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
             error = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                                f"default {default!r} is accepted: {why}")
             if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
-                from trainer.launcher.table import TORCH
-
                 # What RLlib builds for it is a torch network (the launcher reports it so).
-                error.capability = TORCH
+                error.capability = capabilities.TORCH
             raise error
     merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
     for prefix in ("fcnet", "head_fcnet"):

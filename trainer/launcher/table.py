@@ -25,22 +25,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Capabilities that this project does not have (the `capability` of `RLlibNotAvailable`; the
-# bench's "out of scope" column and the deliberate-differences table use these words).
-MULTI_AGENT = "multi-agent"
-TORCH = "torch RLModules and Learners"
-OTHER_ALGORITHMS = "algorithms other than PPO and DQN"
-TUNE = "Ray Tune"
-OFFLINE = "offline data"
-ATARI = "Atari"
-OLD_API_STACK = "RLlib's old API stack (Policy, ModelV2, RolloutWorker)"
-EXTERNAL_ENV = "external env clients (RLlink over TCP)"
-SERVE = "Ray Serve"
-RAY_DATA = "Ray Data"
-RAY_INTERNALS = "Ray's cluster internals"
-THIRD_PARTY_ENVS = "third-party env wrappers (OpenSpiel, PettingZoo, DeepMind Control, RecSim)"
-META_LEARNING = "meta-learning (differentiable learners)"
-LEARNER_CONNECTORS = "learner connectors (custom Learner pipelines)"
+from trainer.capabilities import (  # noqa: F401 - the table's words, re-exported
+    ATARI,
+    EXTERNAL_ENV,
+    LEARNER_CONNECTORS,
+    META_LEARNING,
+    MULTI_AGENT,
+    OFFLINE,
+    OLD_API_STACK,
+    OTHER_ALGORITHMS,
+    RAY_DATA,
+    RAY_INTERNALS,
+    SERVE,
+    THIRD_PARTY_ENVS,
+    TORCH,
+    TUNE,
+)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,19 @@
+"""What this project does not have, in words: the capability a missing RLlib name or an
+unsupported setting needs. `RLlibNotAvailable` and `ConfigError` carry one of these as
+`.capability`; the examples bench reports a run stopped by one as "out of scope" with it, and
+the deliberate-differences table uses the same words."""
+
+MULTI_AGENT = "multi-agent"
+TORCH = "torch RLModules and Learners"
+OTHER_ALGORITHMS = "algorithms other than PPO and DQN"
+TUNE = "Ray Tune"
+OFFLINE = "offline data"
+ATARI = "Atari"
+OLD_API_STACK = "RLlib's old API stack (Policy, ModelV2, RolloutWorker)"
+EXTERNAL_ENV = "external env clients (RLlink over TCP)"
+SERVE = "Ray Serve"
+RAY_DATA = "Ray Data"
+RAY_INTERNALS = "Ray's cluster internals"
+THIRD_PARTY_ENVS = "third-party env wrappers (OpenSpiel, PettingZoo, DeepMind Control, RecSim)"
+META_LEARNING = "meta-learning (differentiable learners)"
+LEARNER_CONNECTORS = "learner connectors (custom Learner pipelines)"
