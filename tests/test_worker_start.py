@@ -160,6 +160,23 @@ def test_a_template_that_does_not_answer_in_time_means_spawned_workers(monkeypat
         worker_forkserver.stop_template()
 
 
+def test_a_fork_not_answered_in_time_means_a_spawned_worker_on_fresh_descriptors(
+        monkeypatch, caplog):
+    monkeypatch.setattr(worker_forkserver, "_forking", worker_forkserver._Forking())
+    monkeypatch.setattr(worker_forkserver, "FORK_TIMEOUT_S", 0.0)
+    try:
+        with small_ppo(2).build() as algo:
+            pids = list(algo.env_runner_group.remote_pids().values())
+            assert all(" -m trainer.runners.worker " in _cmdline(pid) for pid in pids)
+            assert _remote(algo, lambda runner: runner.worker_index) == [1, 2]
+            algo.train()
+        assert "did not answer within 0 s" in caplog.text
+    finally:
+        worker_forkserver.stop_template()
+    # A worker the template forked after the main process gave up has ended (the autouse
+    # fixture checks that no worker process outlives the test).
+
+
 def test_spawned_workers_where_fork_is_not_available(monkeypatch):
     monkeypatch.setattr(worker_forkserver, "forking_available", lambda: False)
     with small_ppo(2).build() as algo:

@@ -81,21 +81,29 @@ class ProcessRunner(RunnerHandle):
 
     def __init__(self, worker_index: int, *, background: bool = False):
         self.worker_index = worker_index
-        parent_end, child_end = Pipe(duplex=True)
-        # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
-        stack_read, stack_write = os.pipe()
-        os.set_blocking(stack_read, False)
-        try:
-            # Forked from the worker template where possible: start-up does not grow with the
-            # number of workers (see `worker_forkserver`).
-            self.process = start_worker(worker_index, child_end.fileno(), stack_write)
-        except BaseException:
+        # Forked from the worker template where possible: start-up does not grow with the
+        # number of workers (see `worker_forkserver`); spawned if that fails.
+        for fork in (True, False):
+            parent_end, child_end = Pipe(duplex=True)
+            # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
+            stack_read, stack_write = os.pipe()
+            os.set_blocking(stack_read, False)
+            try:
+                process = start_worker(worker_index, child_end.fileno(), stack_write,
+                                       fork=fork)
+            except BaseException:
+                parent_end.close()
+                os.close(stack_read)
+                raise
+            finally:  # the worker has its own copies
+                child_end.close()
+                os.close(stack_write)
+            if process is not None:
+                break
+            # A failed fork: a worker forked late may hold these ends; they are not reused.
             parent_end.close()
             os.close(stack_read)
-            raise
-        finally:  # the worker has its own copies
-            child_end.close()
-            os.close(stack_write)
+        self.process = process
         self._stack_fd = stack_read
         if background:
             _run_in_background(self.process.pid)

@@ -108,6 +108,9 @@ MESSAGE_MAX = 4096
 class TemplateFailed(RuntimeError):
     """The template did not start, or did not fork a worker."""
 
+    #: Whether the template got the worker's descriptors before it failed.
+    sent = False
+
 
 def forking_available() -> bool:
     """Whether workers can be forked from a template here (Linux: fork, descriptor passing
@@ -202,7 +205,9 @@ class WorkerTemplate:
     def fork(self, worker_index: int, conn_fd: int, stack_fd: int) -> AdoptedChild:
         """A worker forked from the template, serving the runner's protocol on `conn_fd` and
         writing its stack to `stack_fd` (see `trainer.runners.worker.run`); this process is
-        its parent. The caller has made this process a child subreaper."""
+        its parent. The caller has made this process a child subreaper. Raises
+        `TemplateFailed`, with `sent` telling whether the template may have got the
+        descriptors (then a worker forked late could hold them: they are not used again)."""
         if not self._ready:
             self._receive(STARTUP_TIMEOUT_S)
             self._ready = True
@@ -213,7 +218,11 @@ class WorkerTemplate:
         except OSError as error:
             raise TemplateFailed(f"the worker template (pid {self.pid}) is gone: "
                                  f"{error}") from None
-        return AdoptedChild(int(self._receive(FORK_TIMEOUT_S)["pid"]))
+        try:
+            return AdoptedChild(int(self._receive(FORK_TIMEOUT_S)["pid"]))
+        except TemplateFailed as error:
+            error.sent = True
+            raise
 
 
 class _Forking:
@@ -233,7 +242,8 @@ class _Forking:
             return template.pid if template is not None and template.alive() else None
 
     def fork(self, worker_index: int, conn_fd: int, stack_fd: int) -> AdoptedChild | None:
-        """A forked worker, or None where the template failed (the caller spawns one)."""
+        """A forked worker, or None where the template failed (the caller spawns one, on
+        descriptors of its own: see `TemplateFailed.sent`)."""
         with self._lock:
             key = _environment_key()
             if key == self._failed_key:
@@ -247,22 +257,23 @@ class _Forking:
                 # Before the template starts too: it inherits the kernel's note that an
                 # ancestor adopts orphans, which the re-parenting of its grandchildren needs.
                 set_child_subreaper(True)
-                for _ in range(2):
+                while True:
                     fresh = self._template is None
                     if fresh:
                         self._template = WorkerTemplate()
                     try:
                         return self._template.fork(worker_index, conn_fd, stack_fd)
                     except TemplateFailed as error:
-                        logger.warning("%s; %s", error, "EnvRunner workers are started as "
-                                       "processes of their own" if fresh else
-                                       "starting a fresh one")
                         self._template.close()
                         self._template = None
-                        if fresh:
-                            break
-                self._failed_key = key
-                return None
+                        if fresh or error.sent:
+                            logger.warning("%s; this EnvRunner's worker is started as a "
+                                           "process of its own", error)
+                            if fresh:  # not again in this environment
+                                self._failed_key = key
+                            return None
+                        # It died since its last fork, before taking this one: a fresh one.
+                        logger.warning("%s; starting a fresh one", error)
             finally:
                 if not was_subreaper:  # adopting orphans is for forks only
                     set_child_subreaper(False)
@@ -277,15 +288,14 @@ class _Forking:
 _forking = _Forking()
 
 
-def start_worker(worker_index: int, conn_fd: int, stack_fd: int
-                 ) -> subprocess.Popen | AdoptedChild:
+def start_worker(worker_index: int, conn_fd: int, stack_fd: int, *, fork: bool = True
+                 ) -> subprocess.Popen | AdoptedChild | None:
     """A worker process serving EnvRunner `worker_index` on `conn_fd` (see
-    `trainer.runners.worker`): forked from the template, or spawned where that is not
-    available (see the module docstring). The caller closes its copies of both descriptors."""
-    if forking_available():
-        process = _forking.fork(worker_index, conn_fd, stack_fd)
-        if process is not None:
-            return process
+    `trainer.runners.worker`): forked from the template (with `fork`, where available), else
+    spawned. None when the fork failed: the caller tries again with `fork=False` on fresh
+    descriptors. The caller closes its copies of both descriptors."""
+    if fork and forking_available():
+        return _forking.fork(worker_index, conn_fd, stack_fd)
     return spawn("trainer.runners.worker", str(conn_fd), str(stack_fd), str(worker_index),
                  pass_fds=(conn_fd, stack_fd), env=worker_environment())
 
