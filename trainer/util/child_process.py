@@ -18,6 +18,12 @@ process:
   by the parallel-evaluation thread would otherwise die when that thread ends).
 - Everywhere, a watchdog thread that exits the process once it was re-parented (its parent
   died), checking twice a second.
+
+EnvRunner workers are mostly not spawned but forked from a template process
+(`trainer.runners.worker_forkserver`) and adopted: the main process is a child subreaper
+(`set_child_subreaper`) while the template forks, so the worker is re-parented to it
+(`wait_until_adopted`), takes the same two guards, and the main process holds it as an
+`AdoptedChild` (the part of `Popen` used here).
 """
 
 from __future__ import annotations
