@@ -92,7 +92,7 @@ def _become_worker(sock: socket.socket, parent_pid: int, request: dict, fds: lis
 
         worker.run(conn_fd, stack_fd, int(request["index"]), parent_pid)
     except SystemExit as error:
-        code = error.code if isinstance(error.code, int) else 1
+        code = 0 if error.code is None else error.code if isinstance(error.code, int) else 1
     except BaseException:  # noqa: BLE001 - a worker's failure is its exit code, never the template's
         traceback.print_exc()
         code = 1
