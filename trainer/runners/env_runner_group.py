@@ -114,11 +114,25 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
+def _weights_fully_synced(config: Any) -> bool:
+    """Whether a weight sync overwrites every parameter of a runner's networks: true of this
+    package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
+    known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
+    builds its own module."""
+    runner_cls = config.env_runner_cls or EnvRunner
+    return (runner_cls.set_weights is EnvRunner.set_weights
+            and type(config).build_module.__module__.startswith("trainer."))
+
+
 class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def __init__(self, config: Any, env_creator: EnvCreator, *,
                  on_recreated: Callable[[list[int]], None] | None = None,
-                 backend: RunnerBackend | None = None):
+                 backend: RunnerBackend | None = None, weights_synced_at_start: bool = False):
+        """`weights_synced_at_start`: the caller syncs weights to every runner right after
+        this group is built, before anything uses them (the Algorithm does, from its
+        learner); the remote runners then skip their networks' random initialisation."""
         self.config = config
+        self._skip_initial_weights = weights_synced_at_start and _weights_fully_synced(config)
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
         #: The remote runners: every send and gather goes through it.
@@ -174,7 +188,8 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
         spec = {"config": self.config, "env_creator": self._env_creator, "worker_index": index,
                 "num_workers": self.config.num_env_runners, "spaces": self.spaces,
                 "env_spaces": self.env_spaces, "recreated": recreated,
-                "named_objects": named_objects.client_settings()}
+                "named_objects": named_objects.client_settings(),
+                "weights_set_later": self._skip_initial_weights and not recreated}
         named = {id(obj): label for label, obj in self.config.callback_labels()}
         return protocol.Init(protocol.next_request_id(), list(sys.path),
                              travel_dumps(spec, named))

@@ -20,6 +20,7 @@ runner that stopped answering).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import os
@@ -69,14 +70,19 @@ def _build_runner(request: protocol.Init) -> Any:
     add_import_paths(request.sys_path)
     spec = cloudpickle.loads(request.payload)
     from trainer import named_objects
+    from trainer.core.nn import weights_set_later
     from trainer.env.env_runner import EnvRunner
 
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])
     runner_cls = spec["config"].env_runner_cls or EnvRunner
-    return runner_cls(spec["config"], spec["env_creator"], worker_index=spec["worker_index"],
-                      num_workers=spec["num_workers"], spaces=spec.get("spaces"),
-                      recreated=spec.get("recreated", False), env_spaces=spec.get("env_spaces"))
+    # The learner's weights reach this runner before its first request: its networks skip
+    # their random initialisation (see `EnvRunnerGroup`'s `weights_synced_at_start`).
+    with weights_set_later() if spec.get("weights_set_later") else contextlib.nullcontext():
+        return runner_cls(spec["config"], spec["env_creator"], worker_index=spec["worker_index"],
+                          num_workers=spec["num_workers"], spaces=spec.get("spaces"),
+                          recreated=spec.get("recreated", False),
+                          env_spaces=spec.get("env_spaces"))
 
 
 class RunnerServer:
