@@ -197,17 +197,21 @@ class EnvRunnerGroup(OldEnvRunnerGroupNames):
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
                state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
                ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """Starts a runner per index (all first, so they boot in parallel), sends each its
-        `Init` (and `state_for(index)`, then a ping); returns the init replies and the
-        failures. The init replies must come within `timeout`, the state's and ping's within
-        `state_timeout` more."""
+        """Starts a runner per index and sends it its `Init` at once, so each builds its
+        EnvRunner while the next ones start; then `state_for(index)` and a ping to each.
+        Returns the init replies and the failures. The init replies must come within
+        `timeout`, the state's and ping's within `state_timeout` more."""
         # Evaluation runners run in the background: in parallel evaluation they take the cycles
         # the training processes leave idle instead of slowing training.
         background = bool(self.config.in_evaluation)
+        sent: list[int] = []
+        failures: dict[int, Failure] = {}
         for index in indices:
             self.pool.put(self._backend.start(index, background=background))
-        sent, failures = self.pool.send(
-            indices, lambda index: self._init_request(index, recreated=recreated))
+            sent_now, failed_now = self.pool.send(
+                [index], self._init_request(index, recreated=recreated))
+            sent += sent_now
+            failures.update(failed_now)
         replies, init_failures = self.pool.gather(sent, timeout)
         failures.update(init_failures)
         if state_for is not None and replies:
