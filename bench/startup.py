@@ -17,6 +17,7 @@ Run: python bench/startup.py [--repeats 5] [--spawn]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -78,7 +79,9 @@ def main() -> None:
     build2 = statistics.median(build_s(2) for _ in range(args.repeats))
     build0 = statistics.median(build_s(0) for _ in range(args.repeats))
     how = "forked from the template" if forking else "spawned (no fork here)"
-    print(f"workers: {how}")
+    # The machine's load: on few shared cores the 5 workers' start-up competes with it.
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"workers: {how}; load average {load}")
     print(f"first build(), 1 EnvRunner (starts the template)    {first:6.3f} s")
     print(f"build(), 1 EnvRunner                                {one:6.3f} s")
     print(f"build(), 5 EnvRunners                               {five:6.3f} s  "
