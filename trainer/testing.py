@@ -36,6 +36,7 @@ from trainer.example_scripts import (  # noqa: F401 - re-exported
     should_stop,
 )
 from trainer.metrics.stats import Stats, StatsBase
+from trainer.runners.worker_forkserver import TEMPLATE_NAME
 
 
 class InjectedFault(RuntimeError):
@@ -154,9 +155,12 @@ def env_runner_pids(parent_pid: int | None = None) -> list[int]:
                 cmdline = handle.read()
         except OSError:
             continue
-        # Fields after the parenthesised command name: state, then the parent pid.
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == parent and fields[0] != "Z" and any(
+        # The parenthesised process name, then the state and the parent pid. The worker
+        # template shares its command line with the workers forked from it (see
+        # `trainer.runners.worker_forkserver`) and is no EnvRunner: its name tells it apart.
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        fields = rest.split()
+        if int(fields[1]) == parent and fields[0] != "Z" and name != TEMPLATE_NAME and any(
                 marker in cmdline for marker in _PROCESS_MARKERS):
             pids.append(int(entry))
     return pids

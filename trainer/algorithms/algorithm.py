@@ -189,7 +189,8 @@ class Algorithm(OldAlgorithmNames):
         try:
             self.env_runner_group = EnvRunnerGroup(
                 config, make_env_creator(config.env),
-                on_recreated=lambda indices: self._runners_recreated(indices, False))
+                on_recreated=lambda indices: self._runners_recreated(indices, False),
+                weights_synced_at_start=True)  # sync_weights() below, before any use
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(config.get_exploration_config(),

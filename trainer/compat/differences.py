@@ -278,10 +278,6 @@ DIFFERENCES: tuple[Difference, ...] = (
                "left out",
                "it asserts one build is faster than another; here the spaces come with the "
                "workers' start-up reply, so all three take the same time", TEST),
-    Difference("tests/rllib/test_algorithm.py::test_worker_validation_time", "left out",
-               "it expects 5 runners to start within 2x the time of one; each worker process "
-               "boots its own Python with numpy and gymnasium (1.05 s vs 0.36 s on 2 cores)",
-               TEST),
 )
 
 

@@ -4,8 +4,11 @@ learners need. float32 throughout."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -19,6 +22,26 @@ from trainer.util.state_checks import (
 )
 
 ACTIVATIONS = ("tanh", "relu", "linear", "swish", "silu", "elu", "sigmoid")
+
+#: True while networks are built whose every parameter is overwritten before first use (see
+#: `weights_set_later`). A context variable: a runner built on a thread of the training process
+#: (the thread backend) never affects the learner's networks built on another thread.
+_WEIGHTS_SET_LATER: ContextVar[bool] = ContextVar("weights_set_later", default=False)
+
+
+@contextlib.contextmanager
+def weights_set_later() -> Iterator[None]:
+    """Within it, an `MLP` starts with zero weights and biases and draws nothing from its
+    generator: for a network whose every parameter is overwritten before it computes anything
+    (a remote EnvRunner's, which the learner's weights reach before its first request). Its
+    random initialisation (a QR decomposition per layer) was most of such a runner's start-up
+    CPU, and the values were thrown away. Every network is built from a generator of its own
+    (`seeding`), so leaving these draws out shifts no other random stream."""
+    token = _WEIGHTS_SET_LATER.set(True)
+    try:
+        yield
+    finally:
+        _WEIGHTS_SET_LATER.reset(token)
 
 
 def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
@@ -142,6 +165,11 @@ class MLP:
             self.activations[-1] if self.activations else "linear")
         initializers = initializers or [(None, None)] * num_layers
         self.params: list[np.ndarray] = []
+        if _WEIGHTS_SET_LATER.get():
+            for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
+                self.params += [np.zeros((n_in, n_out), dtype=np.float32),
+                                np.zeros(n_out, dtype=np.float32)]
+            return
         for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             kernel_init, bias_init = initializers[i]
             if kernel_init is not None:

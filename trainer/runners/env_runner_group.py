@@ -129,6 +129,16 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
+def _weights_fully_synced(config: Any) -> bool:
+    """Whether a weight sync overwrites every parameter of a runner's networks: true of this
+    package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
+    known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
+    builds its own module."""
+    runner_cls = config.env_runner_cls or EnvRunner
+    return (runner_cls.set_weights is EnvRunner.set_weights
+            and type(config).build_module.__module__.startswith("trainer."))
+
+
 class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     """The EnvRunners of one algorithm (or of its evaluation). Built by the Algorithm, or by
     hand as RLlib's: `EnvRunnerGroup(config=config)` (a config or config dict; the env comes
@@ -136,7 +146,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     RLlib's other arguments are accepted: `local_env_runner` (the local runner always exists
     here: restarted runners are synced from it), `validate_env`, `default_policy_class`,
     `logdir`, `tune_trial_id` and `pg_offset` (old-stack and Ray/Tune placement arguments, unused
-    by RLlib's new stack as here); `_setup=False` builds the group without any runner."""
+    by RLlib's new stack as here); `_setup=False` builds the group without any runner.
+    `weights_synced_at_start`: the caller syncs weights to every runner right after this group
+    is built, before anything uses them (the Algorithm does, from its learner); the remote
+    runners then skip their networks' random initialisation."""
 
     def __init__(self, config: Any = None, env_creator: EnvCreator | None = None, *,
                  validate_env: Callable | None = None, default_policy_class: Any = None,
@@ -144,7 +157,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                  _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,
                  num_env_runners: int | None = None,
                  on_recreated: Callable[[list[int]], None] | None = None,
-                 backend: RunnerBackend | None = None):
+                 backend: RunnerBackend | None = None, weights_synced_at_start: bool = False):
         config = _group_config(config, num_env_runners)
         if env_creator is None and _setup:
             if config.env is None:
@@ -155,6 +168,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: Remote replies dropped because a call's timeout passed (RLlib's counter).
         self._num_env_runners_dropped_lifetime = 0
         self.config = config
+        self._skip_initial_weights = weights_synced_at_start and _weights_fully_synced(config)
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
         #: The remote runners: every send and gather goes through it.
@@ -214,7 +228,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         spec = {"config": self.config, "env_creator": self._env_creator, "worker_index": index,
                 "num_workers": self.config.num_env_runners, "spaces": self.spaces,
                 "env_spaces": self.env_spaces, "recreated": recreated,
-                "named_objects": named_objects.client_settings()}
+                "named_objects": named_objects.client_settings(),
+                "weights_set_later": self._skip_initial_weights and not recreated}
         named = {id(obj): label for label, obj in self.config.callback_labels()}
         return protocol.Init(protocol.next_request_id(), list(sys.path),
                              travel_dumps(spec, named))
@@ -222,17 +237,21 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
                state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
                ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """Starts a runner per index (all first, so they boot in parallel), sends each its
-        `Init` (and `state_for(index)`, then a ping); returns the init replies and the
-        failures. The init replies must come within `timeout`, the state's and ping's within
-        `state_timeout` more."""
+        """Starts a runner per index and sends it its `Init` at once, so each builds its
+        EnvRunner while the next ones start; then `state_for(index)` and a ping to each.
+        Returns the init replies and the failures. The init replies must come within
+        `timeout`, the state's and ping's within `state_timeout` more."""
         # Evaluation runners run in the background: in parallel evaluation they take the cycles
         # the training processes leave idle instead of slowing training.
         background = bool(self.config.in_evaluation)
+        sent: list[int] = []
+        failures: dict[int, Failure] = {}
         for index in indices:
             self.pool.put(self._backend.start(index, background=background))
-        sent, failures = self.pool.send(
-            indices, lambda index: self._init_request(index, recreated=recreated))
+            sent_now, failed_now = self.pool.send(
+                [index], self._init_request(index, recreated=recreated))
+            sent += sent_now
+            failures.update(failed_now)
         replies, init_failures = self.pool.gather(sent, timeout)
         failures.update(init_failures)
         if state_for is not None and replies:

@@ -25,11 +25,9 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
-from trainer.util.child_process import end_process, spawn
+from trainer.runners.worker_forkserver import start_worker
+from trainer.util.child_process import AdoptedChild, end_process
 
-#: BLAS thread pools in the workers: they run small batches, where extra threads only contend
-#: for the cores (measured in bench/threads.py). A user's explicit setting wins.
-_WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: Niceness of a background worker where the idle scheduling class is not available.
 BACKGROUND_NICENESS = 10
 #: Longest wait for a stalled worker's stack dump before it is killed.
@@ -54,7 +52,7 @@ def _run_in_background(pid: int) -> None:
         pass  # not allowed either: the runner runs at normal priority
 
 
-def _end_worker(process: subprocess.Popen, stack_fd: int) -> None:
+def _end_worker(process: subprocess.Popen | AdoptedChild, stack_fd: int) -> None:
     """Ends a worker process for good (used by kill(), garbage collection and at exit)."""
     try:
         os.close(stack_fd)
@@ -83,18 +81,29 @@ class ProcessRunner(RunnerHandle):
 
     def __init__(self, worker_index: int, *, background: bool = False):
         self.worker_index = worker_index
-        parent_end, child_end = Pipe(duplex=True)
-        env = dict(os.environ)
-        for var in _WORKER_THREAD_VARS:
-            env.setdefault(var, "1")
-        # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
-        stack_read, stack_write = os.pipe()
-        os.set_blocking(stack_read, False)
-        self.process = spawn("trainer.runners.worker", str(child_end.fileno()), str(stack_write),
-                             str(worker_index),
-                             pass_fds=(child_end.fileno(), stack_write), env=env)
-        child_end.close()
-        os.close(stack_write)
+        # Forked from the worker template where possible: start-up does not grow with the
+        # number of workers (see `worker_forkserver`); spawned if that fails.
+        for fork in (True, False):
+            parent_end, child_end = Pipe(duplex=True)
+            # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
+            stack_read, stack_write = os.pipe()
+            os.set_blocking(stack_read, False)
+            try:
+                process = start_worker(worker_index, child_end.fileno(), stack_write,
+                                       fork=fork)
+            except BaseException:
+                parent_end.close()
+                os.close(stack_read)
+                raise
+            finally:  # the worker has its own copies
+                child_end.close()
+                os.close(stack_write)
+            if process is not None:
+                break
+            # A failed fork: a worker forked late may hold these ends; they are not reused.
+            parent_end.close()
+            os.close(stack_read)
+        self.process = process
         self._stack_fd = stack_read
         if background:
             _run_in_background(self.process.pid)

@@ -1,4 +1,6 @@
-"""The EnvRunner worker process: `python -m trainer.runners.worker PARENT_PID KERNEL FD STACK_FD INDEX`.
+"""The EnvRunner worker process: forked from the worker template
+(`trainer.runners.worker_forkserver`), or where that is not available started as
+`python -m trainer.runners.worker PARENT_PID KERNEL FD STACK_FD INDEX`.
 
 It is started by `trainer.runners.process_runner.ProcessRunner` with one end of a socket pair (a
 `multiprocessing.connection.Connection`) and serves the requests of `trainer.runners.protocol`
@@ -18,6 +20,7 @@ runner that stopped answering).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import os
@@ -67,14 +70,19 @@ def _build_runner(request: protocol.Init) -> Any:
     add_import_paths(request.sys_path)
     spec = cloudpickle.loads(request.payload)
     from trainer import named_objects
+    from trainer.core.nn import weights_set_later
     from trainer.env.env_runner import EnvRunner
 
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])
     runner_cls = spec["config"].env_runner_cls or EnvRunner
-    return runner_cls(spec["config"], spec["env_creator"], worker_index=spec["worker_index"],
-                      num_workers=spec["num_workers"], spaces=spec.get("spaces"),
-                      recreated=spec.get("recreated", False), env_spaces=spec.get("env_spaces"))
+    # The learner's weights reach this runner before its first request: its networks skip
+    # their random initialisation (see `EnvRunnerGroup`'s `weights_synced_at_start`).
+    with weights_set_later() if spec.get("weights_set_later") else contextlib.nullcontext():
+        return runner_cls(spec["config"], spec["env_creator"], worker_index=spec["worker_index"],
+                          num_workers=spec["num_workers"], spaces=spec.get("spaces"),
+                          recreated=spec.get("recreated", False),
+                          env_spaces=spec.get("env_spaces"))
 
 
 class RunnerServer:
@@ -170,15 +178,21 @@ def _label(request: Any) -> str:
     return getattr(request, "label", "request")
 
 
-def main(argv: list[str]) -> None:
+def run(fd: int, stack_fd: int, worker_index: int, main_pid: int) -> None:
+    """Serves the main process `main_pid` on the connection of file descriptor `fd` (in a
+    process of its own, spawned or forked: see `trainer.runners.worker_forkserver`)."""
     from multiprocessing.connection import Connection
 
-    fd, stack_fd, worker_index = (int(arg) for arg in start_child(argv))
     # On SIGUSR1, every thread's stack goes to the main process (what a stalled runner was
     # doing when it was given up). faulthandler writes from C: it works while Python code is
     # stuck holding the GIL.
     faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
-    serve(Connection(fd), worker_index, main_pid=os.getppid())
+    serve(Connection(fd), worker_index, main_pid=main_pid)
+
+
+def main(argv: list[str]) -> None:
+    fd, stack_fd, worker_index = (int(arg) for arg in start_child(argv))
+    run(fd, stack_fd, worker_index, os.getppid())
 
 
 if __name__ == "__main__":

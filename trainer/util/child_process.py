@@ -18,6 +18,12 @@ process:
   by the parallel-evaluation thread would otherwise die when that thread ends).
 - Everywhere, a watchdog thread that exits the process once it was re-parented (its parent
   died), checking twice a second.
+
+EnvRunner workers are mostly not spawned but forked from a template process
+(`trainer.runners.worker_forkserver`) and adopted: the main process is a child subreaper
+(`set_child_subreaper`) while the template forks, so the worker is re-parented to it
+(`wait_until_adopted`), takes the same two guards, and the main process holds it as an
+`AdoptedChild` (the part of `Popen` used here).
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ from collections.abc import Iterable
 
 #: prctl's option number for the parent-death signal (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
+#: prctl's options for the child subreaper and the process name (linux/prctl.h).
+_PR_SET_NAME = 15
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 #: Exit code of a child that found its parent gone.
 PARENT_GONE_EXIT_CODE = 3
 #: Longest wait for a child to exit once it was told to (terminated, killed).
@@ -77,9 +87,10 @@ def end_process(process: subprocess.Popen, *, terminate_first: bool = False) -> 
 
 
 # -- in the child ----------------------------------------------------------------------------
-def start_child(argv: list[str]) -> list[str]:
+def start_child(argv: list[str], *, watch_thread: bool = True) -> list[str]:
     """Sets up a child started by `spawn` (see the module docstring); returns its own
-    arguments (those after PARENT_PID and KERNEL)."""
+    arguments (those after PARENT_PID and KERNEL). Without `watch_thread` the child stays
+    single-threaded (a fork server) and checks `parent_alive` itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -88,7 +99,7 @@ def start_child(argv: list[str]) -> list[str]:
         except (AttributeError, ValueError):
             pass
     parent_pid, kernel_signal = int(argv[1]), bool(int(argv[2]))
-    die_with_parent(parent_pid, kernel_signal)
+    die_with_parent(parent_pid, kernel_signal, watch_thread=watch_thread)
     return argv[3:]
 
 
@@ -101,15 +112,8 @@ def add_import_paths(paths: Iterable[str]) -> None:
 
 def set_parent_death_signal() -> bool:
     """Asks the kernel to SIGKILL this process when its parent dies; False where unavailable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    libc = _libc()
+    return libc is not None and libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
 
 
 def _watch(parent_pid: int) -> None:
@@ -119,11 +123,124 @@ def _watch(parent_pid: int) -> None:
             os._exit(PARENT_GONE_EXIT_CODE)
 
 
-def die_with_parent(parent_pid: int, kernel_signal: bool) -> None:
+def die_with_parent(parent_pid: int, kernel_signal: bool, *, watch_thread: bool = True) -> None:
     """Guards this process against outliving `parent_pid` (see the module docstring)."""
     if kernel_signal:
         set_parent_death_signal()
     if os.getppid() != parent_pid:  # the parent died before the guards were set
         os._exit(PARENT_GONE_EXIT_CODE)
-    threading.Thread(target=_watch, args=(parent_pid,), name="localrl-parent-watch",
-                     daemon=True).start()
+    if watch_thread:
+        threading.Thread(target=_watch, args=(parent_pid,), name="localrl-parent-watch",
+                         daemon=True).start()
+
+
+def _libc():
+    """The C library, for prctl; None where there is no prctl (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def child_subreaper() -> bool | None:
+    """Whether this process adopts its orphaned descendants (Linux's child subreaper: a
+    process whose parent died is re-parented to its nearest subreaper ancestor instead of
+    init); None where that is not available."""
+    import ctypes
+
+    libc, flag = _libc(), ctypes.c_int(0)
+    if libc is None or libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+        return None
+    return bool(flag.value)
+
+
+def set_child_subreaper(enabled: bool) -> bool:
+    """Makes this process a child subreaper (`enabled`), or gives that up; False where not
+    possible."""
+    libc = _libc()
+    return libc is not None and libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enabled), 0, 0, 0) == 0
+
+
+def set_process_name(name: str) -> None:
+    """Sets this process's name as `ps` and /proc/PID/stat show it (at most 15 bytes)."""
+    import ctypes
+
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def process_name() -> str:
+    """This process's name as /proc/self/comm has it ("" where there is none)."""
+    try:
+        with open("/proc/self/comm") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def wait_until_adopted(parent_pid: int, timeout_s: float) -> bool:
+    """In a process forked by a fork server for `parent_pid` (see
+    `trainer.runners.worker_forkserver`): waits until it has been re-parented to `parent_pid`
+    (its intermediate parent exits at once); False if that did not happen within
+    `timeout_s` (the training process is gone, or it is no subreaper)."""
+    deadline = time.monotonic() + timeout_s
+    while os.getppid() != parent_pid:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+class AdoptedChild:
+    """A child process this process did not start itself but adopted (a fork server's
+    grandchild, re-parented here as to a child subreaper), with the part of
+    `subprocess.Popen`'s interface `end_process` and the runners use: `pid`, `returncode`,
+    `poll()`, `wait(timeout)`, `send_signal`, `terminate()`, `kill()`. Being its parent, this
+    process reaps it, so its pid is not reused while this object can still signal it."""
+
+    #: Longest sleep between two looks while waiting for the child to exit.
+    _MAX_POLL_S = 0.02
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._lock = threading.Lock()  # one waitpid at a time (two would lose the status)
+
+    def poll(self) -> int | None:
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:  # reaped by someone else: its status is lost
+                    self.returncode = 0
+                else:
+                    if pid:
+                        self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.001
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            remaining = self._MAX_POLL_S if deadline is None else deadline - time.monotonic()
+            time.sleep(max(0.0, min(pause, remaining)))
+            pause = min(pause * 2, self._MAX_POLL_S)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        with self._lock:  # never after the reap: the pid could belong to another process
+            if self.returncode is None:
+                os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)

@@ -1,0 +1,224 @@
+"""EnvRunner worker processes forked from the worker template (`trainer.runners.worker_forkserver`):
+they are the main process's children, get its environment, working directory and stdout at build
+time, die with it (even by SIGKILL, even stuck in C code), outlive a dead template, and are
+spawned as processes of their own where the template cannot be used."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from helpers import small_ppo
+
+from trainer.runners import worker_forkserver
+from trainer.runners.worker_forkserver import TEMPLATE_NAME, template_pid
+from trainer.testing import env_runner_pids, kill_env_runner
+
+pytestmark = pytest.mark.skipif(not worker_forkserver.forking_available(),
+                                reason="workers are forked on Linux only")
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def _name(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as handle:
+        return handle.read().strip()
+
+
+def _cmdline(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode()
+
+
+def _remote(algo, func):
+    return algo.env_runner_group.foreach_env_runner(func, local_env_runner=False)
+
+
+def _wait_gone(pids, timeout_s=5.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}") and _state(p) != "Z"]
+    return alive
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_workers_are_forked_from_one_template_and_are_children_of_the_main_process():
+    with small_ppo(2).build() as algo:
+        pids = sorted(algo.env_runner_group.remote_pids().values())
+        template = template_pid()
+        assert template is not None and _name(template) == TEMPLATE_NAME
+        assert _parent(template) == os.getpid()
+        for pid in pids:
+            assert _parent(pid) == os.getpid()
+            assert "trainer.runners.worker_template" in _cmdline(pid)
+            assert _name(pid) != TEMPLATE_NAME
+        assert sorted(env_runner_pids()) == pids  # the template is no EnvRunner
+        assert _remote(algo, lambda runner: os.getppid()) == [os.getpid()] * 2
+        algo.train()
+    with small_ppo(1).build() as algo:
+        assert template_pid() == template  # reused: no Python boots for the second build
+        assert _parent(algo.env_runner_group.remote_pids()[1]) == os.getpid()
+
+
+def test_environment_and_working_directory_at_build_time_reach_the_workers(monkeypatch, tmp_path):
+    with small_ppo(1).build():
+        pass
+    before = template_pid()
+    monkeypatch.setenv("LOCALRL_TEST_BUILD_TIME_VAR", "set after the template started")
+    monkeypatch.chdir(tmp_path)
+    with small_ppo(1).build() as algo:
+        assert _remote(algo, lambda runner: (os.environ.get("LOCALRL_TEST_BUILD_TIME_VAR"),
+                                             os.getcwd())) == [
+            ("set after the template started", str(tmp_path))]
+        assert template_pid() != before  # a fresh template: the old one's were stale
+    assert _wait_gone([before]) == []  # and the stale one ended
+
+
+def test_worker_output_goes_to_the_main_process_current_stdout(capfd):
+    with capfd.disabled():  # the template starts while stdout is another file
+        worker_forkserver.stop_template()
+        with small_ppo(1).build():
+            pass
+    with small_ppo(1).build() as algo:
+        _remote(algo, lambda runner: print("printed in a forked worker", flush=True))
+        _remote(algo, lambda runner: print("and to stderr", file=sys.stderr, flush=True))
+    captured = capfd.readouterr()
+    assert "printed in a forked worker" in captured.out
+    assert "and to stderr" in captured.err
+
+
+def test_each_worker_draws_its_own_numpy_global_seed():
+    with small_ppo(3).build() as algo:
+        draws = _remote(algo, lambda runner: int(np.random.randint(2**62)))
+    assert len(set(draws)) == 3
+
+
+def _blas_threads(runner) -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_workers_run_one_blas_thread_unless_the_user_set_more(monkeypatch):
+    with small_ppo(1).build() as algo:
+        assert set(_remote(algo, _blas_threads)[0]) == {1}
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with small_ppo(1).build() as algo:
+        assert set(_remote(algo, _blas_threads)[0]) == {2}
+        assert _remote(algo, lambda runner: os.environ["OPENBLAS_NUM_THREADS"]) == ["2"]
+
+
+def test_workers_outlive_a_dead_template_and_restarts_fork_from_a_fresh_one():
+    config = small_ppo(2).fault_tolerance(restart_failed_env_runners=True)
+    with config.build() as algo:
+        template = template_pid()
+        os.kill(template, signal.SIGKILL)
+        assert _wait_gone([template]) == []
+        assert _remote(algo, lambda runner: "alive") == ["alive", "alive"]
+        old = kill_env_runner(algo, 1)
+        start = time.monotonic()
+        algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() == 1
+        new = algo.env_runner_group.remote_pids()[1]
+        assert new != old and _parent(new) == os.getpid()
+        assert "trainer.runners.worker_template" in _cmdline(new)
+        assert template_pid() not in (None, template)
+        assert time.monotonic() - start < 30  # bounded, not hung on the dead template
+
+
+def test_a_template_that_does_not_answer_in_time_means_spawned_workers(monkeypatch, caplog):
+    monkeypatch.setattr(worker_forkserver, "_forking", worker_forkserver._Forking())
+    monkeypatch.setattr(worker_forkserver, "STARTUP_TIMEOUT_S", 0.0)
+    try:
+        with small_ppo(2).build() as algo:
+            pids = list(algo.env_runner_group.remote_pids().values())
+            assert all(" -m trainer.runners.worker " in _cmdline(pid) for pid in pids)
+            algo.train()
+        assert "did not answer within 0 s" in caplog.text
+        # The same environment: no second wait on a failing template.
+        caplog.clear()
+        with small_ppo(1).build():
+            pass
+        assert "did not answer" not in caplog.text
+    finally:
+        worker_forkserver.stop_template()
+
+
+def test_a_fork_not_answered_in_time_means_a_spawned_worker_on_fresh_descriptors(
+        monkeypatch, caplog):
+    monkeypatch.setattr(worker_forkserver, "_forking", worker_forkserver._Forking())
+    monkeypatch.setattr(worker_forkserver, "FORK_TIMEOUT_S", 0.0)
+    try:
+        with small_ppo(2).build() as algo:
+            pids = list(algo.env_runner_group.remote_pids().values())
+            assert all(" -m trainer.runners.worker " in _cmdline(pid) for pid in pids)
+            assert _remote(algo, lambda runner: runner.worker_index) == [1, 2]
+            algo.train()
+        assert "did not answer within 0 s" in caplog.text
+    finally:
+        worker_forkserver.stop_template()
+    # A worker the template forked after the main process gave up has ended (the autouse
+    # fixture checks that no worker process outlives the test).
+
+
+def test_spawned_workers_where_fork_is_not_available(monkeypatch):
+    monkeypatch.setattr(worker_forkserver, "forking_available", lambda: False)
+    with small_ppo(2).build() as algo:
+        pids = list(algo.env_runner_group.remote_pids().values())
+        assert all(" -m trainer.runners.worker " in _cmdline(pid) for pid in pids)
+        assert all(_parent(pid) == os.getpid() for pid in pids)
+        algo.train()
+
+
+_SCRIPT = textwrap.dedent("""
+    import ctypes, sys
+    from helpers import small_ppo
+    from trainer.runners.worker_forkserver import template_pid
+
+    algo = small_ppo(2).build()
+    pids = list(algo.env_runner_group.remote_pids().values()) + [template_pid()]
+    print(" ".join(map(str, pids)), flush=True)
+    if sys.argv[1] == "stuck":
+        # Runner 1 sleeps in C holding the GIL (no Python thread of it can run); the main
+        # process waits for it.
+        algo.env_runner_group.foreach_env_runner(
+            lambda runner: ctypes.PyDLL(None).sleep(120), local_env_runner=False,
+            remote_worker_ids=[1], timeout_seconds=120)
+""")
+
+
+@pytest.mark.parametrize("how", ["exit", "stuck"])
+def test_workers_and_template_end_with_the_main_process(tmp_path, how):
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    main = subprocess.Popen([sys.executable, str(script), how], stdout=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        pids = [int(pid) for pid in main.stdout.readline().split()]
+        assert len(pids) == 3
+        if how == "stuck":
+            time.sleep(1.0)  # the runner is in its sleep
+            main.kill()  # SIGKILL: no finalizer, no atexit runs in the main process
+        assert main.wait(timeout=60) == (-signal.SIGKILL if how == "stuck" else 0)
+    finally:
+        main.kill()
+        main.wait()
+    assert _wait_gone(pids) == []
