@@ -128,8 +128,8 @@ def test_a_checkpoint_moves_between_backends_with_exact_resume(cluster, tmp_path
     on_ray = on_processes.copy().env_runners(backend="ray")
 
     def metrics(result):
-        return {k: v for k, v in result["env_runners"].items()
-                if k != "episode_duration_sec_mean"}  # wall-clock time
+        return {k: v for k, v in result["env_runners"].items()  # without wall-clock times
+                if k != "episode_duration_sec_mean" and "throughput" not in k}
 
     with on_processes.build() as straight:
         expected = [metrics(straight.train()) for _ in range(4)]

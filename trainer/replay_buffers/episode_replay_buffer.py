@@ -69,8 +69,8 @@ class BufferMetrics:
     MetricsLogger when it is read, one `log_value` per key instead of one per key per call."""
 
     # Sums reported per `reduce()` of the logger, and sums over the buffer's life.
-    _PER_REDUCE = {"reduce": "sum", "clear_on_reduce": True}
-    _LIFETIME = {"reduce": "sum"}
+    _PER_REDUCE = {"reduce": "sum"}
+    _LIFETIME = {"reduce": "lifetime_sum"}
     _WINDOWED = (NUM_EPISODES_STORED, NUM_ENV_STEPS_STORED, ENV_STEP_UTILIZATION, ACTUAL_N_STEP)
 
     def __init__(self, smoothing_window: int):
