@@ -142,18 +142,13 @@ def should_stop(stop: dict[str, Any], results: dict, keep_ray_up: bool = False) 
     missing or non-numeric values are skipped). Without `keep_ray_up`, a met criterion also
     ends the named-object server (RLlib's `ray.shutdown()`)."""
     for key, threshold in stop.items():
-        value = _lookup(results, key)
+        value = metric_value(results, key)
         if _reached(value, threshold):
             print(f"Stop criterion ({key}={threshold}) fulfilled!")
             if not keep_ray_up:
                 _shutdown()
             return True
     return False
-
-
-def _lookup(result: dict, key: str) -> Any:
-    """A result's value of a stop key ("a/b" nested, or a top-level key), or None."""
-    return metric_value(result, key)
 
 
 def _reached(value: Any, threshold: Any) -> bool:
@@ -338,7 +333,7 @@ class _TrialRunner:
         if result.get("done"):
             return True
         for key, threshold in self.stop.items():
-            value = _lookup(result, key)
+            value = metric_value(result, key)
             if value is None:
                 if key not in self._missing_warned:
                     self._missing_warned.add(key)
