@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from helpers import small_ppo
 
-from trainer.runners import worker_forkserver
+from trainer.errors import EnvRunnerCrashed
+from trainer.runners import protocol, worker_forkserver
 from trainer.runners.worker_forkserver import TEMPLATE_NAME, template_pid
 from trainer.testing import env_runner_pids, kill_env_runner
 
@@ -74,6 +75,66 @@ def test_workers_are_forked_from_one_template_and_are_children_of_the_main_proce
     with small_ppo(1).build() as algo:
         assert template_pid() == template  # reused: no Python boots for the second build
         assert _parent(algo.env_runner_group.remote_pids()[1]) == os.getpid()
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:"):
+            inodes.add(target)
+    return inodes
+
+
+def test_the_workers_of_one_build_are_forked_in_one_request_each_holding_only_its_own_ends(
+        monkeypatch):
+    requests = []
+    fork = worker_forkserver.WorkerTemplate.fork
+
+    def counted(self, workers):
+        requests.append([worker.index for worker in workers])
+        return fork(self, workers)
+
+    monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)
+    with small_ppo(4).build() as algo:
+        assert requests == [[1, 2, 3, 4]]
+        pids = algo.env_runner_group.remote_pids()
+        assert all(_parent(pid) == os.getpid() for pid in pids.values())
+        # No worker holds another's socket end: the main process sees each one's end alone.
+        sockets = {index: _socket_inodes(pid) for index, pid in pids.items()}
+        for index, inodes in sockets.items():
+            others = set().union(*(sockets[other] for other in sockets if other != index))
+            assert not inodes & others, f"EnvRunner {index} shares {inodes & others}"
+        # A killed worker's socket closes with it: a request to it fails as a crash at once,
+        # not after the reply's timeout.
+        handle = algo.env_runner_group.remote_runner(2)
+        os.kill(pids[2], signal.SIGKILL)
+        start = time.monotonic()
+        with pytest.raises(EnvRunnerCrashed):
+            handle.send(protocol.call("ping"))
+            while handle.has_pending():  # replies to requests of the build, then the ping's
+                handle.read_reply(timeout=30.0)
+        assert time.monotonic() - start < 10.0
+
+
+def test_more_workers_than_one_request_takes_are_forked_in_several(monkeypatch):
+    monkeypatch.setattr(worker_forkserver, "FORK_BATCH_MAX", 2)
+    requests = []
+    fork = worker_forkserver.WorkerTemplate.fork
+
+    def counted(self, workers):
+        requests.append([worker.index for worker in workers])
+        return fork(self, workers)
+
+    monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)
+    with small_ppo(5).build() as algo:
+        assert requests == [[1, 2], [3, 4], [5]]
+        assert _remote(algo, lambda runner: (runner.worker_index, os.getppid())) == [
+            (index, os.getpid()) for index in range(1, 6)]
+        algo.train()
 
 
 def test_environment_and_working_directory_at_build_time_reach_the_workers(monkeypatch, tmp_path):

@@ -237,8 +237,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def _start(self, indices: list[int], *, recreated: bool, timeout: float,
                state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
                ) -> tuple[dict[int, Any], dict[int, Failure]]:
-        """Starts a runner per index and sends it its `Init` at once, so each builds its
-        EnvRunner while the next ones start; then `state_for(index)` and a ping to each.
+        """Starts the runners of `indices` together (one fork request for all: see
+        `worker_forkserver`) and sends each its `Init`, so they build their EnvRunners in
+        parallel; then `state_for(index)` and a ping to each.
         Returns the init replies and the failures. The init replies must come within
         `timeout`, the state's and ping's within `state_timeout` more."""
         # Evaluation runners run in the background: in parallel evaluation they take the cycles
@@ -246,8 +247,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         background = bool(self.config.in_evaluation)
         sent: list[int] = []
         failures: dict[int, Failure] = {}
+        for handle in self._backend.start_many(indices, background=background):
+            self.pool.put(handle)
         for index in indices:
-            self.pool.put(self._backend.start(index, background=background))
             sent_now, failed_now = self.pool.send(
                 [index], self._init_request(index, recreated=recreated))
             sent += sent_now

@@ -87,3 +87,9 @@ class RunnerBackend(ABC):
     def start(self, worker_index: int, *, background: bool = False) -> RunnerHandle:
         """Starts runner `worker_index` (its EnvRunner is built by the `Init` request sent
         next); `background` runners (evaluation) yield the CPU to the training processes."""
+
+    def start_many(self, worker_indices: Sequence[int], *, background: bool = False
+                   ) -> list[RunnerHandle]:
+        """Starts a runner per index, as `start` does; a backend that can start several
+        at once for less than each alone overrides it."""
+        return [self.start(index, background=background) for index in worker_indices]

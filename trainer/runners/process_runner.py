@@ -25,7 +25,7 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
-from trainer.runners.worker_forkserver import start_worker
+from trainer.runners.worker_forkserver import WorkerFds, start_workers
 from trainer.util.child_process import AdoptedChild, end_process
 
 #: Niceness of a background worker where the idle scheduling class is not available.
@@ -76,43 +76,70 @@ def _main_thread_stack(dump: str) -> str:
     return ""
 
 
-class ProcessRunner(RunnerHandle):
-    """One worker process holding one `EnvRunner` (see `trainer.runners.worker`)."""
+class _WorkerEnds:
+    """The main process's and the worker's ends of one worker's socket and stack pipe."""
 
-    def __init__(self, worker_index: int, *, background: bool = False):
+    def __init__(self):
+        self.conn, self.child_conn = Pipe(duplex=True)
+        # The worker writes its threads' stacks here on SIGUSR1 (see `ProcessRunner.stack`).
+        self.stack_read, self.stack_write = os.pipe()
+        os.set_blocking(self.stack_read, False)
+
+    def close_child_ends(self) -> None:
+        """After the worker is started: it has its own copies."""
+        self.child_conn.close()
+        os.close(self.stack_write)
+
+    def close_parent_ends(self) -> None:
+        self.conn.close()
+        os.close(self.stack_read)
+
+
+def start_runners(indices: Sequence[int], *, background: bool = False) -> list[ProcessRunner]:
+    """A worker process per EnvRunner index, started together: forked from the worker
+    template in one request where possible (start-up does not grow with the number of
+    workers: see `worker_forkserver`), spawned if that fails."""
+    for fork in (True, False):
+        ends = [_WorkerEnds() for _ in indices]
+        try:
+            processes = start_workers(
+                [WorkerFds(index, end.child_conn.fileno(), end.stack_write)
+                 for index, end in zip(indices, ends, strict=True)], fork=fork)
+        except BaseException:
+            for end in ends:
+                end.close_parent_ends()
+            raise
+        finally:
+            for end in ends:
+                end.close_child_ends()
+        if processes is not None:
+            return [ProcessRunner(index, process, end.conn, end.stack_read,
+                                  background=background)
+                    for index, process, end in zip(indices, processes, ends, strict=True)]
+        # A failed fork: workers forked late may hold these ends; they are not reused.
+        for end in ends:
+            end.close_parent_ends()
+    raise AssertionError("unreachable: spawning returns the processes or raises")
+
+
+class ProcessRunner(RunnerHandle):
+    """One worker process holding one `EnvRunner` (see `trainer.runners.worker`), started
+    by `start_runners`: `process`, talking on `conn`, its stack dumps readable on
+    `stack_fd`."""
+
+    def __init__(self, worker_index: int, process: subprocess.Popen | AdoptedChild,
+                 conn: Connection, stack_fd: int, *, background: bool = False):
         self.worker_index = worker_index
-        # Forked from the worker template where possible: start-up does not grow with the
-        # number of workers (see `worker_forkserver`); spawned if that fails.
-        for fork in (True, False):
-            parent_end, child_end = Pipe(duplex=True)
-            # The worker writes its threads' stacks here on SIGUSR1 (see `stack()`).
-            stack_read, stack_write = os.pipe()
-            os.set_blocking(stack_read, False)
-            try:
-                process = start_worker(worker_index, child_end.fileno(), stack_write,
-                                       fork=fork)
-            except BaseException:
-                parent_end.close()
-                os.close(stack_read)
-                raise
-            finally:  # the worker has its own copies
-                child_end.close()
-                os.close(stack_write)
-            if process is not None:
-                break
-            # A failed fork: a worker forked late may hold these ends; they are not reused.
-            parent_end.close()
-            os.close(stack_read)
         self.process = process
-        self._stack_fd = stack_read
+        self._stack_fd = stack_fd
         if background:
             _run_in_background(self.process.pid)
-        self.conn: Connection = parent_end
+        self.conn: Connection = conn
         #: (request id, label) of each request sent and not yet answered, oldest first.
         self._pending: deque[tuple[int, str]] = deque()
         self.pid = self.process.pid
         self.healthy = True
-        self._finalizer = weakref.finalize(self, _end_worker, self.process, stack_read)
+        self._finalizer = weakref.finalize(self, _end_worker, self.process, stack_fd)
 
     # -- requests ----------------------------------------------------------------------------
     def send(self, request: protocol.Request, *, pickled: bytes | None = None) -> None:
@@ -234,4 +261,8 @@ class ProcessBackend(RunnerBackend):
     """Remote runners as worker processes of this machine."""
 
     def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
-        return ProcessRunner(worker_index, background=background)
+        return start_runners([worker_index], background=background)[0]
+
+    def start_many(self, worker_indices: Sequence[int], *, background: bool = False
+                   ) -> list[ProcessRunner]:
+        return start_runners(worker_indices, background=background)

@@ -8,28 +8,35 @@ imports all of that once, and each worker is forked from it, its imports done.
     main process (training)                     template (`trainer.runners.worker_template`):
                                                 python -m trainer.runners.worker_template
                                                           PARENT_PID KERNEL FD BLAS_THREADS
-    start_worker(index, conn_fd, stack_fd)
+    start_workers([(index, conn_fd, stack_fd), ...])
       first call, or os.environ / cwd changed
       since the template started: spawn one ->  imports numpy, gymnasium, cloudpickle and the
                                                 trainer (`PRELOAD`); gc.freeze(); checks it
                                                 runs a single thread
                                  <-----------   {"ready": true}
-      subreaper on (prctl, for this fork only)
-      {"index": i, "std": [1, 2]} + file
-      descriptors (SCM_RIGHTS): the runner's
-      socket end, the stack pipe, the current
-      stdout and stderr           ----------->  fork: intermediate process --fork--> worker;
-                                                the intermediate exits at once, so the
-                                                worker is re-parented to the main process
-                                                (the nearest child subreaper)
-                                 <-----------   {"pid": worker pid}, the intermediate reaped
-      subreaper back off; the worker is the
-      main process's child: AdoptedChild(pid)   worker: waits until adopted, then the guards
-                                                of `trainer.util.child_process` (kernel
-                                                parent-death signal, parent watch), its
-                                                stdout/stderr, a fresh numpy seed, the
+      subreaper on (prctl, for this batch only)
+      {"indices": [i, ...], "std": [1, 2]} +
+      file descriptors (SCM_RIGHTS): each
+      runner's socket end and stack pipe, the
+      current stdout and stderr   ----------->  fork: one intermediate process --fork--> a
+                                                worker per index, back to back; then the
+                                                intermediate exits, so the workers are
+                                                re-parented to the main process (the
+                                                nearest child subreaper)
+                                 <-----------   {"pids": [worker pid, ...]}, the intermediate
+                                                reaped
+      subreaper back off; each worker is the
+      main process's child: AdoptedChild(pid)   worker: closes the other workers'
+                                                descriptors, waits until adopted, then the
+                                                guards of `trainer.util.child_process`
+                                                (kernel parent-death signal, parent watch),
+                                                its stdout/stderr, a fresh numpy seed, the
                                                 user's BLAS threads, then `worker.run`: the
                                                 protocol, exactly as a spawned worker
+
+All the workers of one `build()` (or one restart) are one request: one round trip to the
+template and one intermediate process, whatever their number, so starting 5 costs little more
+than starting 1 (`bench/startup.py`).
 
 What holds for forked workers as for spawned ones:
 - They are children of the main process: `end_process`, exit codes (-9 for SIGKILL), the
@@ -53,7 +60,7 @@ What holds for forked workers as for spawned ones:
   `OMP_NUM_THREADS` / `MKL_NUM_THREADS` back through threadpoolctl, and one thread by default,
   as spawned workers have.
 - Every wait is bounded: the template's start (`STARTUP_TIMEOUT_S`), each fork
-  (`FORK_TIMEOUT_S`), the worker's adoption (`ADOPTION_TIMEOUT_S`). A template that died or
+  (`FORK_TIMEOUT_S`, per request), the worker's adoption (`ADOPTION_TIMEOUT_S`). A template that died or
   does not answer is replaced once; a fresh one that fails too makes the workers spawned as
   `python -m trainer.runners.worker` (logged), until the environment changes.
 - Where fork, file-descriptor passing or the child subreaper are not available (not Linux),
@@ -71,7 +78,8 @@ import subprocess
 import sys
 import threading
 import weakref
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from trainer.util.child_process import (
     AdoptedChild,
@@ -103,6 +111,18 @@ ADOPTION_TIMEOUT_S = 5.0
 PARENT_CHECK_S = 0.5
 #: Largest message between the main process and the template.
 MESSAGE_MAX = 4096
+#: Most workers forked by one request (each passes 2 descriptors; the kernel takes at most
+#: 253 in one message, and the reply's pids must fit `MESSAGE_MAX`).
+FORK_BATCH_MAX = 64
+
+
+class WorkerFds(NamedTuple):
+    """What one worker to be started serves: EnvRunner `index` on the socket `conn_fd`,
+    writing its stack to `stack_fd` (see `trainer.runners.worker.run`)."""
+
+    index: int
+    conn_fd: int
+    stack_fd: int
 
 
 class TemplateFailed(RuntimeError):
@@ -202,32 +222,35 @@ class WorkerTemplate:
             raise TemplateFailed(f"the worker template (pid {self.pid}): {message['error']}")
         return message
 
-    def fork(self, worker_index: int, conn_fd: int, stack_fd: int) -> AdoptedChild:
-        """A worker forked from the template, serving the runner's protocol on `conn_fd` and
-        writing its stack to `stack_fd` (see `trainer.runners.worker.run`); this process is
-        its parent. The caller has made this process a child subreaper. Raises
-        `TemplateFailed`, with `sent` telling whether the template may have got the
-        descriptors (then a worker forked late could hold them: they are not used again)."""
+    def fork(self, workers: Sequence[WorkerFds]) -> list[AdoptedChild]:
+        """Workers forked from the template, one per entry of `workers` (at most
+        `FORK_BATCH_MAX`), in one request; this process is their parent. The caller has made
+        this process a child subreaper. Raises `TemplateFailed`, with `sent` telling whether
+        the template may have got the descriptors (then workers forked late could hold them:
+        they are not used again)."""
         if not self._ready:
             self._receive(STARTUP_TIMEOUT_S)
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
-        request = json.dumps({"index": worker_index, "std": std}).encode()
+        request = json.dumps({"indices": [worker.index for worker in workers],
+                              "std": std}).encode()
+        fds = [fd for worker in workers for fd in (worker.conn_fd, worker.stack_fd)]
         try:
-            socket.send_fds(self._sock, [request], [conn_fd, stack_fd, *std])
+            socket.send_fds(self._sock, [request], [*fds, *std])
         except OSError as error:
             raise TemplateFailed(f"the worker template (pid {self.pid}) is gone: "
                                  f"{error}") from None
         try:
-            return AdoptedChild(int(self._receive(FORK_TIMEOUT_S)["pid"]))
+            pids = self._receive(FORK_TIMEOUT_S)["pids"]
         except TemplateFailed as error:
             error.sent = True
             raise
+        return [AdoptedChild(int(pid)) for pid in pids]
 
 
 class _Forking:
     """The one template of this process, started when first needed, replaced when stale or
-    failed; forks are one at a time (each in its own child-subreaper window)."""
+    failed; fork requests are one at a time (each in its own child-subreaper window)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -241,9 +264,10 @@ class _Forking:
             template = self._template
             return template.pid if template is not None and template.alive() else None
 
-    def fork(self, worker_index: int, conn_fd: int, stack_fd: int) -> AdoptedChild | None:
-        """A forked worker, or None where the template failed (the caller spawns one, on
-        descriptors of its own: see `TemplateFailed.sent`)."""
+    def fork(self, workers: Sequence[WorkerFds]) -> list[AdoptedChild] | None:
+        """Forked workers, one per entry of `workers` (at most `FORK_BATCH_MAX`), or None
+        where the template failed (the caller spawns them, on descriptors of their own: see
+        `TemplateFailed.sent`)."""
         with self._lock:
             key = _environment_key()
             if key == self._failed_key:
@@ -262,13 +286,13 @@ class _Forking:
                     if fresh:
                         self._template = WorkerTemplate()
                     try:
-                        return self._template.fork(worker_index, conn_fd, stack_fd)
+                        return self._template.fork(workers)
                     except TemplateFailed as error:
                         self._template.close()
                         self._template = None
                         if fresh or error.sent:
-                            logger.warning("%s; this EnvRunner's worker is started as a "
-                                           "process of its own", error)
+                            logger.warning("%s; %s started as processes of their own",
+                                           error, _workers_named(workers))
                             if fresh:  # not again in this environment
                                 self._failed_key = key
                             return None
@@ -288,16 +312,40 @@ class _Forking:
 _forking = _Forking()
 
 
-def start_worker(worker_index: int, conn_fd: int, stack_fd: int, *, fork: bool = True
-                 ) -> subprocess.Popen | AdoptedChild | None:
-    """A worker process serving EnvRunner `worker_index` on `conn_fd` (see
-    `trainer.runners.worker`): forked from the template (with `fork`, where available), else
-    spawned. None when the fork failed: the caller tries again with `fork=False` on fresh
-    descriptors. The caller closes its copies of both descriptors."""
-    if fork and forking_available():
-        return _forking.fork(worker_index, conn_fd, stack_fd)
-    return spawn("trainer.runners.worker", str(conn_fd), str(stack_fd), str(worker_index),
-                 pass_fds=(conn_fd, stack_fd), env=worker_environment())
+def _workers_named(workers: Sequence[WorkerFds]) -> str:
+    indices = ", ".join(str(worker.index) for worker in workers)
+    return f"the workers of EnvRunners {indices} are" if len(workers) > 1 else \
+        f"the worker of EnvRunner {indices} is"
+
+
+def start_workers(workers: Sequence[WorkerFds], *, fork: bool = True
+                  ) -> list[subprocess.Popen | AdoptedChild] | None:
+    """A worker process per entry of `workers`, serving its EnvRunner on its `conn_fd` (see
+    `trainer.runners.worker`): forked from the template (with `fork`, where available; in
+    requests of at most `FORK_BATCH_MAX`), else spawned. None when a fork request failed: the
+    workers of earlier requests are ended, and the caller tries again with `fork=False` on
+    fresh descriptors. The caller closes its copies of the descriptors."""
+    started: list[subprocess.Popen | AdoptedChild] = []
+    try:
+        if fork and forking_available():
+            for first in range(0, len(workers), FORK_BATCH_MAX):
+                forked = _forking.fork(workers[first:first + FORK_BATCH_MAX])
+                if forked is None:
+                    for process in started:
+                        end_process(process)
+                    return None
+                started += forked
+            return started
+        for worker in workers:
+            started.append(spawn("trainer.runners.worker", str(worker.conn_fd),
+                                 str(worker.stack_fd), str(worker.index),
+                                 pass_fds=(worker.conn_fd, worker.stack_fd),
+                                 env=worker_environment()))
+        return started
+    except BaseException:
+        for process in started:
+            end_process(process)
+        raise
 
 
 def template_pid() -> int | None:

@@ -19,10 +19,12 @@ import select
 import socket
 import sys
 import threading
+import time
 import traceback
 
 from trainer.runners.worker_forkserver import (
     ADOPTION_TIMEOUT_S,
+    FORK_BATCH_MAX,
     FORK_TIMEOUT_S,
     MESSAGE_MAX,
     PARENT_CHECK_S,
@@ -66,19 +68,26 @@ def _apply_blas_threads(user_threads: dict[str, str]) -> None:
         pass  # not a number: numpy ignores such a value too
 
 
-def _become_worker(sock: socket.socket, parent_pid: int, request: dict, fds: list[int],
-                   worker_name: str, user_threads: dict[str, str]) -> None:
-    """The forked worker: never returns into the template's loop (its own exit)."""
+def _become_worker(sock: socket.socket, parent_pid: int, index: int, std_targets: list[int],
+                   fds: list[int], others: list[int], worker_name: str,
+                   user_threads: dict[str, str]) -> None:
+    """The forked worker of EnvRunner `index`, on `fds` (its socket end, its stack pipe, the
+    main process's stdout/stderr for `std_targets`): never returns into the template's loop
+    (its own exit). `others` are the descriptors of the workers forked with it."""
     code = 0
     try:
         sock.close()  # the template's socket is the template's: its end must not linger here
+        for fd in others:
+            # Another worker's socket end held here would keep the main process from seeing
+            # that worker's end (its reads would wait for this process instead).
+            os.close(fd)
         if not wait_until_adopted(parent_pid, ADOPTION_TIMEOUT_S):
             os._exit(PARENT_GONE_EXIT_CODE)
         # Re-parented to the main process: the kernel's signal now follows it, not the
         # template.
         die_with_parent(parent_pid, kernel_signal=True)
         conn_fd, stack_fd, *std = fds
-        for target, fd in zip(request["std"], std, strict=True):
+        for target, fd in zip(std_targets, std, strict=True):
             os.dup2(fd, target)
             os.close(fd)
         set_process_name(worker_name)
@@ -89,8 +98,7 @@ def _become_worker(sock: socket.socket, parent_pid: int, request: dict, fds: lis
         numpy.random.seed()
         _apply_blas_threads(user_threads)
         from trainer.runners import worker
-
-        worker.run(conn_fd, stack_fd, int(request["index"]), parent_pid)
+        worker.run(conn_fd, stack_fd, index, parent_pid)
     except SystemExit as error:
         code = 0 if error.code is None else error.code if isinstance(error.code, int) else 1
     except BaseException:  # noqa: BLE001 - a worker's failure is its exit code, never the template's
@@ -105,12 +113,18 @@ def _become_worker(sock: socket.socket, parent_pid: int, request: dict, fds: lis
             os._exit(code)
 
 
-def _fork_worker(sock: socket.socket, parent_pid: int, request: dict, fds: list[int],
-                 worker_name: str, user_threads: dict[str, str]) -> int:
-    """Forks a worker through an intermediate process (see the module docstring); its pid."""
+def _fork_workers(sock: socket.socket, parent_pid: int, request: dict, fds: list[int],
+                  worker_name: str, user_threads: dict[str, str]) -> list[int]:
+    """Forks a worker per index of `request` through one intermediate process (see the
+    module docstring); their pids."""
     threads = _thread_count()
     if threads != 1:
         raise RuntimeError(f"it runs {threads} threads: forking it is not safe")
+    indices = [int(index) for index in request["indices"]]
+    worker_fds, std = fds[:2 * len(indices)], fds[2 * len(indices):]
+    if len(worker_fds) != 2 * len(indices) or len(std) != len(request["std"]):
+        raise RuntimeError(f"{len(fds)} descriptors for {len(indices)} workers and "
+                           f"{len(request['std'])} standard streams")
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
@@ -119,25 +133,47 @@ def _fork_worker(sock: socket.socket, parent_pid: int, request: dict, fds: list[
         code = 0
         try:
             os.close(read_end)
-            worker = os.fork()
-            if worker == 0:
-                os.close(write_end)
-                _become_worker(sock, parent_pid, request, fds, worker_name, user_threads)
-            os.write(write_end, str(worker).encode())
+            pids = []
+            for k, index in enumerate(indices):
+                own = worker_fds[2 * k:2 * k + 2]
+                worker = os.fork()
+                if worker == 0:
+                    os.close(write_end)
+                    others = [fd for fd in worker_fds if fd not in own]
+                    _become_worker(sock, parent_pid, index, request["std"], [*own, *std],
+                                   others, worker_name, user_threads)
+                pids.append(worker)
+            os.write(write_end, json.dumps(pids).encode())
         except BaseException:  # noqa: BLE001 - reported to the template by the empty pipe
             code = 1
         finally:
             os._exit(code)
     os.close(write_end)
     try:
-        ready, _, _ = select.select([read_end], [], [], FORK_TIMEOUT_S)
-        data = os.read(read_end, 64) if ready else b""
+        data = _read_until_closed(read_end, FORK_TIMEOUT_S)
     finally:
         os.close(read_end)
-        os.waitpid(intermediate, 0)  # it exits right after writing: the worker is adopted
-    if not data:
-        raise RuntimeError("the intermediate process could not fork the worker")
-    return int(data)
+        os.waitpid(intermediate, 0)  # it exits right after writing: the workers are adopted
+    pids = json.loads(data) if data else []
+    if len(pids) != len(indices):
+        raise RuntimeError("the intermediate process could not fork the workers")
+    return pids
+
+
+def _read_until_closed(fd: int, timeout_s: float) -> bytes:
+    """What is written to pipe `fd` until its write end closes, or what came within
+    `timeout_s`."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
@@ -149,14 +185,14 @@ def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
         if not ready:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 8)
+            data, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 2 * FORK_BATCH_MAX + 2)
         except OSError:
             return
         if not data:
             return  # the main process closed its end: no more workers
         try:
-            reply = {"pid": _fork_worker(sock, parent_pid, json.loads(data), fds,
-                                         worker_name, user_threads)}
+            reply = {"pids": _fork_workers(sock, parent_pid, json.loads(data), fds,
+                                           worker_name, user_threads)}
         except Exception as error:  # noqa: BLE001 - answered, the main process spawns instead
             reply = {"error": f"{type(error).__name__}: {error}"}
         finally:
