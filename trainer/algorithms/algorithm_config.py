@@ -162,7 +162,7 @@ def _is_space_or_none(v):
 
 
 def _is_env_runner_class(v):
-    from trainer.env.env_runner import EnvRunner
+    from trainer.runners.env_runner import EnvRunner
 
     if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
         return None

@@ -69,3 +69,18 @@ def apply_env_task_fn(env_runner: Any, env_task_fn: Callable, train_results: dic
     tasks = env_runner.foreach_sub_env(set_task, "environment(env_task_fn=...)")
     env_runner._known_tasks = list(tasks)
     return tasks
+
+
+#: `task_if_settable`'s answer for a sub-env without tasks (a string: it travels back from
+#: the child processes of "async" mode by value).
+NO_TASK = "<trainer: sub-env without tasks>"
+
+
+def task_if_settable(env: gym.Env, env_context: Any) -> Any:
+    """Runs in a sub-env's process: its task, or `NO_TASK`."""
+    return env.get_task() if is_task_settable(env) else NO_TASK
+
+
+def check_task_settable_for_env_task_fn(env: gym.Env, env_context: Any) -> None:
+    """Runs in a sub-env's process: `check_task_settable` for `env_task_fn`."""
+    check_task_settable(env, "env_task_fn")
