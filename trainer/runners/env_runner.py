@@ -21,6 +21,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -93,6 +94,40 @@ from trainer.util.state_checks import (
 logger = logging.getLogger("trainer")
 
 
+@dataclass(slots=True)
+class SubEnvRecord:
+    """What an EnvRunner keeps about one sub-env between steps. The sampling loop, the
+    checkpoint state (`EnvRunner.get_state` / `set_state`) and sub-env recovery all read and
+    write these records; the batched arrays the policy's forward pass needs (the current
+    observations, the module inputs) stay whole on the runner."""
+
+    #: The episode under way (None before the first reset).
+    episode: SingleAgentEpisode | None = None
+    #: The keyword arguments of the episode's callback events, built once per episode.
+    event_kwargs: dict = field(default_factory=dict)
+    #: The episode ended: the next `env.step()` resets this sub-env (gymnasium's NEXT_STEP
+    #: autoreset) and that step starts the next episode.
+    awaiting_reset: bool = False
+    #: Starts no new episode: its episode ended while a complete-episodes sample lets the
+    #: other sub-envs finish theirs (`EnvRunner._draining`); its steps are not recorded.
+    idle: bool = False
+    #: "async" mode: the episode ended in the last step, so the sub-env's child process
+    #: autoresets it at the next (the runner's copy of what the child keeps out of reach).
+    child_autoreset: bool = False
+    #: The episode's earlier chunks, returned by earlier `sample()` calls: `on_episode_end`
+    #: gets them (`prev_episode_chunks`) and the episode's return and length count them.
+    prev_chunks: list[SingleAgentEpisode] = field(default_factory=list)
+    #: `(task,)` as last read or set (curriculum), None when not known: a re-created vector
+    #: env gets it back.
+    task: tuple | None = None
+
+    def start(self, episode: SingleAgentEpisode, event_kwargs: dict) -> None:
+        """`episode` is now under way here, with no earlier chunks."""
+        self.episode = episode
+        self.event_kwargs = event_kwargs
+        self.prev_chunks = []
+
+
 class EnvRunner(OldEnvRunnerNames):
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 
@@ -150,8 +185,8 @@ class EnvRunner(OldEnvRunnerNames):
         #: The other modes re-create the whole vector env when it raises (as RLlib does); in
         #: "async" mode this is the fallback when the vector env itself fails.
         self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
-        #: The sub-envs' tasks as last read or set: a re-created vector env gets them back.
-        self._known_tasks: list | None = None
+        #: One record per sub-env (see `SubEnvRecord`), made anew with the vector env.
+        self._sub_env_records: list[SubEnvRecord] = []
         self._set_env_context()
         if create_env:
             self.make_env()
@@ -179,21 +214,16 @@ class EnvRunner(OldEnvRunnerNames):
         self.env_context = EnvContext(self.config.env_config, worker_index=self.worker_index,
                                       num_workers=self.num_workers,
                                       recreated_worker=self._recreated)
-        self._episodes: list[SingleAgentEpisode | None] = [None] * self.num_envs
-        # Per sub-env: the keyword arguments of its current episode's events, built once.
-        self._event_kwargs: list[dict] = [{} for _ in range(self.num_envs)]
-        # Sub-envs that finished: the next env.step() resets them (NEXT_STEP autoreset).
-        self._awaiting_reset: list[bool] = [False] * self.num_envs
-        # Sub-envs that start no new episode: their episode ended while a complete-episodes
-        # sample let the others finish (`_draining`). Their steps are not recorded.
-        self._idle: list[bool] = [False] * self.num_envs
+        previous = self._sub_env_records
+        self._sub_env_records = [SubEnvRecord() for _ in range(self.num_envs)]
+        if len(previous) == self.num_envs:  # the known tasks outlive a re-made env
+            for record, old in zip(self._sub_env_records, previous, strict=True):
+                record.task = old.task
+        #: A complete-episodes sample lets the running episodes finish (see `SubEnvRecord.idle`).
         self._draining = False
+        #: The vector env's last observations, batched (the policy's input).
         self._obs: np.ndarray | None = None
-        #: "async": which sub-envs ended their episode in the last step, so that their child
-        #: autoresets them at the next (a checkpoint records it: `_sampling_state`).
-        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
         self._needs_reset = True
-        self._prev_chunks: dict[str, list[SingleAgentEpisode]] = {}
         #: (return, length, duration) of each episode ended in this sample() call, logged
         #: into the metrics together when it returns (as RLlib logs them in get_metrics()).
         self._ended_episodes: list[tuple[float, int, float]] = []
@@ -268,20 +298,22 @@ class EnvRunner(OldEnvRunnerNames):
                              "(restart_failed_sub_environments=True)", self.worker_index,
                              self.vectorize_mode, type(error).__name__, method, error,
                              exc_info=error)
-        for episode in self._episodes:
-            if episode is not None and len(episode):
-                self.metrics.log_value("num_env_steps_lost_lifetime", len(episode),
+        for record in self._sub_env_records:
+            if record.episode is not None and len(record.episode):
+                self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
                                        reduce="sum")
         self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs,
                                reduce="sum")
-        self._prev_chunks.clear()
+        for record in self._sub_env_records:
+            record.prev_chunks = []
         try:
             self.env.close()
         except Exception:
             pass  # a broken vector env may fail to close too; it is dropped either way
         self._build_vector_env(recreated=True)
-        if self._known_tasks is not None:
-            self.set_tasks(self._known_tasks)
+        known_tasks = self._known_tasks()
+        if known_tasks is not None:
+            self.set_tasks(known_tasks)
         self._fire_environment_created()
 
     def abandon_episodes(self) -> None:
@@ -292,7 +324,7 @@ class EnvRunner(OldEnvRunnerNames):
         waiting = getattr(self.env, "_state", None)
         if self.vectorize_mode == ASYNC and waiting is not None and \
                 waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
-            tasks = self._known_tasks
+            tasks = self._known_tasks()
             self.env.close(terminate=True)
             self._build_vector_env(recreated=True)
             if tasks is not None:
@@ -400,7 +432,8 @@ class EnvRunner(OldEnvRunnerNames):
             rows = leaf.reshape(len(leaf), -1) if leaf.ndim else leaf.reshape(1, 1)
             sub_env = int(np.flatnonzero(~np.isfinite(rows).all(axis=1))[0])
             bad = rows[sub_env][~np.isfinite(rows[sub_env])][0]
-            episode = self._episodes[sub_env] if sub_env < len(self._episodes) else None
+            records = self._sub_env_records
+            episode = records[sub_env].episode if sub_env < len(records) else None
             at = "at reset" if method == "reset" else (
                 f"at step {len(episode) + 1} of its episode" if episode is not None
                 else "in a step")
@@ -448,11 +481,10 @@ class EnvRunner(OldEnvRunnerNames):
                          failure["message"], failure["traceback"])
         return recreated
 
-    def _drop_episode(self, env_index: int) -> None:
+    def _drop_episode(self, record: SubEnvRecord) -> None:
         """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
-        episode = self._episodes[env_index]
-        self._prev_chunks.pop(episode.id_, None)
-        self.metrics.log_value("num_env_steps_lost_lifetime", len(episode), reduce="sum")
+        record.prev_chunks = []
+        self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
 
     def _make_sub_env(self, context: EnvContext) -> gym.Env:
         env = self._env_creator(context)
@@ -474,9 +506,9 @@ class EnvRunner(OldEnvRunnerNames):
             error = getattr(sub_env, "failure", None)
             if error is None:
                 continue
-            episode = self._episodes[i]
-            self._prev_chunks.pop(episode.id_, None)
-            self.metrics.log_value("num_env_steps_lost_lifetime", len(episode),
+            record = self._sub_env_records[i]
+            record.prev_chunks = []
+            self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
                                    reduce="lifetime_sum")
             self.metrics.log_value("num_sub_environment_restarts_lifetime", 1,
                                    reduce="lifetime_sum")
@@ -497,7 +529,7 @@ class EnvRunner(OldEnvRunnerNames):
                                    f"{type(new_env.failure).__name__}: {new_env.failure}"
                                    ) from new_env.failure
             self._obs[i] = observation
-            self._awaiting_reset[i] = False
+            record.awaiting_reset = False
             self.env._autoreset_envs[i] = False
             self._create_episode(i)
             self._begin_episode(i, observation, infos)
@@ -549,7 +581,7 @@ class EnvRunner(OldEnvRunnerNames):
             return None
         else:
             tasks = [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
-        self._known_tasks = list(tasks)
+        self._remember_tasks(tasks)
         return list(tasks)
 
     def set_tasks(self, tasks: list) -> None:
@@ -564,7 +596,31 @@ class EnvRunner(OldEnvRunnerNames):
         else:
             for sub_env, task in zip(self.env.envs, tasks, strict=True):
                 sub_env.unwrapped.set_task(task)
-        self._known_tasks = list(tasks)
+        self._remember_tasks(tasks)
+
+    def apply_env_task_fn(self, env_task_fn: Callable, train_results: dict) -> list:
+        """Sets each sub-env's task to `env_task_fn(train_results, sub_env, env_context)`
+        (`config.environment(env_task_fn=...)`, after every `train()`); returns the new
+        tasks. In "async" vectorize mode the function runs in each sub-env's own process."""
+
+        def set_task(env: Any, env_context: Any) -> Any:
+            task = env_task_fn(train_results, env, env_context)
+            env.set_task(task)
+            return task
+
+        tasks = self.foreach_sub_env(set_task, "environment(env_task_fn=...)")
+        self._remember_tasks(tasks)
+        return tasks
+
+    def _remember_tasks(self, tasks: list) -> None:
+        for record, task in zip(self._sub_env_records, tasks, strict=True):
+            record.task = (task,)
+
+    def _known_tasks(self) -> list | None:
+        """The sub-envs' tasks as last read or set, or None when not known."""
+        if any(record.task is None for record in self._sub_env_records):
+            return None
+        return [record.task[0] for record in self._sub_env_records]
 
     # -- state (checkpoints, exact resume; its format: trainer.runners.runner_state) ---------
     def get_state(self, components: Any = None, *, not_components: Any = None,
@@ -668,10 +724,11 @@ class EnvRunner(OldEnvRunnerNames):
             }
         if self.vectorize_mode == "async":  # captured in each sub-env's child process
             captures = list(self.env.get_attr("trainer_env_state"))
-            autoreset = self._child_autoreset
+            autoreset = [record.child_autoreset for record in self._sub_env_records]
         else:
             captures = [capture_env_state(sub_env) for sub_env in self.env.envs]
             autoreset = self.env._autoreset_envs
+        records = self._sub_env_records
         sub_envs, uncaptured = [], {}
         for i, (captured, reason) in enumerate(captures):
             sub_envs.append(captured)
@@ -679,13 +736,15 @@ class EnvRunner(OldEnvRunnerNames):
                 uncaptured[str(i)] = reason
         return {
             "needs_reset": self._needs_reset, "env_seed": self._env_seed,
-            "observations": self._obs, "awaiting_reset": list(self._awaiting_reset),
+            "observations": self._obs,
+            "awaiting_reset": [record.awaiting_reset for record in records],
             "autoreset_envs": np.asarray(autoreset, dtype=bool),
             "action_space_rng": rng_state,
             "sub_envs": sub_envs, "uncaptured": uncaptured,
-            "episodes": [None if ep is None else ep.get_state() for ep in self._episodes],
-            "prev_chunks": {id_: [chunk.get_state() for chunk in chunks]
-                            for id_, chunks in self._prev_chunks.items()},
+            "episodes": [None if record.episode is None else record.episode.get_state()
+                         for record in records],
+            "prev_chunks": {record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
+                            for record in records if record.prev_chunks},
         }
 
     def _restore_sampling(self, state: dict) -> None:
@@ -725,36 +784,44 @@ class EnvRunner(OldEnvRunnerNames):
                 restart.append(i)
                 logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
                                "its episode restarts", self.worker_index, i, reason)
+        records = self._sub_env_records
         self._needs_reset = state["needs_reset"]
-        self._prev_chunks = {}
+        for record in records:
+            record.prev_chunks = []
         if self._needs_reset:
             return  # the next sample() starts fresh episodes anyway
         self._obs = np.array(state["observations"])
-        self._awaiting_reset = [bool(flag) for flag in state["awaiting_reset"]]
+        for record, flag in zip(records, state["awaiting_reset"], strict=False):
+            record.awaiting_reset = bool(flag)
         autoreset = np.array(state["autoreset_envs"], dtype=bool)
         if in_children:  # the new children owe the autoresets the old ones would have done
-            self._child_autoreset = autoreset
+            for record, flag in zip(records, autoreset.tolist(), strict=False):
+                record.child_autoreset = flag
             self.env.set_attr("trainer_pending_reset", autoreset.tolist())
         else:
             self.env._autoreset_envs = autoreset
         for i, episode_state in enumerate(state["episodes"]):
             self._create_episode(i, resumed_episode(episode_state))
-        self._prev_chunks = {id_: [resumed_episode(c) for c in chunks]
-                             for id_, chunks in state["prev_chunks"].items()}
+        # The chunks are saved by episode id: each goes back to the sub-env running that episode.
+        chunks_by_id = {id_: [resumed_episode(c) for c in chunks]
+                        for id_, chunks in state["prev_chunks"].items()}
+        for record in records:
+            if record.episode is not None:
+                record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
         if in_children and restart:
             self.env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
             resets = self.env.call("trainer_reset_if_flagged")
         for i in restart:
-            self._prev_chunks.pop(self._episodes[i].id_, None)
-            self._create_episode(i)
+            record = records[i]
+            self._create_episode(i)  # the restored episode and its chunks are dropped
             if in_children:
                 observation, infos = resets[i]
-                self._child_autoreset[i] = False
+                record.child_autoreset = False
             else:
                 observation, infos = self.env.envs[i].reset()
                 self.env._autoreset_envs[i] = False
             self._obs[i] = observation
-            self._awaiting_reset[i] = False
+            record.awaiting_reset = False
             self._begin_episode(i, observation, infos)
 
     # -- weights -------------------------------------------------------------------------------
@@ -881,14 +948,15 @@ class EnvRunner(OldEnvRunnerNames):
         self._log_sample_metrics(steps, len(done))
         # Cut the unfinished episodes: the chunks so far go out, the successors continue.
         chunks = []
-        for i, episode in enumerate(self._episodes):
+        for record in self._sub_env_records:
+            episode = record.episode
             if len(episode) == 0:
                 continue
             successor = episode.cut()
-            self._episodes[i] = successor
-            self._event_kwargs[i]["episode"] = successor
+            record.episode = successor
+            record.event_kwargs["episode"] = successor
             chunks.append(episode.to_numpy())
-            self._prev_chunks.setdefault(episode.id_, []).append(episode)
+            record.prev_chunks.append(episode)
         return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
 
     def _sample_complete_episodes(self, min_timesteps, explore, random_actions):
@@ -900,7 +968,7 @@ class EnvRunner(OldEnvRunnerNames):
         # Let the running episodes finish; sub-envs that are done stay idle.
         self._draining = True
         try:
-            while not all(self._idle):
+            while not all(record.idle for record in self._sub_env_records):
                 steps += self._step(explore, random_actions, done)
         finally:
             self._draining = False
@@ -917,7 +985,8 @@ class EnvRunner(OldEnvRunnerNames):
         self._log_sample_metrics(steps, len(done))
         # Episodes still running are dropped; the next sample() starts fresh ones.
         self._needs_reset = True
-        self._prev_chunks.clear()
+        for record in self._sub_env_records:
+            record.prev_chunks = []
         return EpisodeList(done[:num_episodes])
 
     def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
@@ -925,29 +994,30 @@ class EnvRunner(OldEnvRunnerNames):
         one from a checkpoint, which continues without events."""
         episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
         episode._env_runner = self
-        self._episodes[env_index] = episode
-        self._event_kwargs[env_index] = {"episode": episode, "env_runner": self,
-                                         "metrics_logger": self.metrics, "env": self.env,
-                                         "rl_module": self.module, "env_index": env_index}
+        record = self._sub_env_records[env_index]
+        record.start(episode, {"episode": episode, "env_runner": self,
+                               "metrics_logger": self.metrics, "env": self.env,
+                               "rl_module": self.module, "env_index": env_index})
         if restored is None and self._callbacks.has("on_episode_created"):
-            self._callbacks.fire_with("on_episode_created", self._event_kwargs[env_index])
+            self._callbacks.fire_with("on_episode_created", record.event_kwargs)
 
     def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
         """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
-        self._episodes[env_index].add_env_reset(observation, infos)
+        record = self._sub_env_records[env_index]
+        record.episode.add_env_reset(observation, infos)
         if self._env_to_module is not None:
-            self._to_module([self._episodes[env_index]], [env_index])
+            self._to_module([record.episode], [env_index])
         if self._callbacks.has("on_episode_start"):
-            self._callbacks.fire_with("on_episode_start", self._event_kwargs[env_index])
+            self._callbacks.fire_with("on_episode_start", record.event_kwargs)
 
     def _reset_all(self) -> None:
         """Fresh episodes in every sub-env: created -> reset -> start."""
-        self._prev_chunks.clear()
         for i in range(self.num_envs):
             self._create_episode(i)
         obs, infos = self._try_env_reset(seed=self._env_seed)
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
-        self._child_autoreset = np.zeros(self.num_envs, dtype=bool)
+        for record in self._sub_env_records:
+            record.child_autoreset = False
         self._obs = obs
         per_env_infos = sub_env_infos(self.env, infos, self.num_envs)
         if self._child_guarded:
@@ -955,8 +1025,9 @@ class EnvRunner(OldEnvRunnerNames):
         obs_rows = unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
-        self._awaiting_reset = [False] * self.num_envs
-        self._idle = [False] * self.num_envs
+        for record in self._sub_env_records:
+            record.awaiting_reset = False
+            record.idle = False
         self._needs_reset = False
         if self._guarded:
             self._recover_sub_envs()
@@ -981,8 +1052,10 @@ class EnvRunner(OldEnvRunnerNames):
             self._reset_all()
             return 0
         obs, rewards, terminateds, truncateds, infos = results
+        records = self._sub_env_records
         if self.vectorize_mode == ASYNC:
-            self._child_autoreset = terminateds | truncateds
+            for record, ended in zip(records, (terminateds | truncateds).tolist(), strict=True):
+                record.child_autoreset = ended
         num_envs = self.num_envs
         obs_rows = unbatch(obs, num_envs)
         per_env_infos = sub_env_infos(self.env, infos, num_envs)
@@ -995,54 +1068,52 @@ class EnvRunner(OldEnvRunnerNames):
         truncated_list = truncateds.tolist()
         logp_list = logp.tolist()
         dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
-        episodes, event_kwargs = self._episodes, self._event_kwargs
         fire_with = self._callbacks.fire_with if self._callbacks.has("on_episode_step") else None
-        awaiting_reset = self._awaiting_reset
-        idle = self._idle
         stepped_indices: list[int] = []
         ended_indices: list[int] = []
         guarded = self._guarded
-        for i in range(num_envs):
-            if idle[i]:
+        for i, record in enumerate(records):
+            if record.idle:
                 continue
             if guarded and self.env.envs[i].failure is not None:
-                awaiting_reset[i] = False  # re-created after this loop
+                record.awaiting_reset = False  # re-created after this loop
                 continue
             if recreated and i in recreated:
                 # Re-created in its child process ("async"): this step was the new sub-env's
                 # reset. Its episode is dropped (unless it had not started) and one begins.
-                if not awaiting_reset[i]:
-                    self._drop_episode(i)
+                if not record.awaiting_reset:
+                    self._drop_episode(record)
                     self._create_episode(i)
-                awaiting_reset[i] = False
+                record.awaiting_reset = False
                 self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
-            if awaiting_reset[i]:
+            if record.awaiting_reset:
                 # This step was the sub-env's autoreset: its new episode starts here.
-                awaiting_reset[i] = False
+                record.awaiting_reset = False
                 self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
-            episodes[i].record_sampled_step(
+            record.episode.record_sampled_step(
                 obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
                 terminated_list[i], truncated_list[i], logp_list[i], dist_rows[i])
             if fire_with is not None:
-                fire_with("on_episode_step", event_kwargs[i])
+                fire_with("on_episode_step", record.event_kwargs)
             stepped_indices.append(i)
             if terminated_list[i] or truncated_list[i]:
                 ended_indices.append(i)
         if self._env_to_module is not None and stepped_indices:
-            self._to_module([episodes[i] for i in stepped_indices], stepped_indices)
+            self._to_module([records[i].episode for i in stepped_indices], stepped_indices)
         for i in ended_indices:
-            episode = episodes[i]
-            self._finish_episode(episode, i)
+            record = records[i]
+            episode = record.episode
+            self._finish_episode(record)
             # Numpy'ized now, as RLlib does, while its rows are still in the CPU's caches (at
             # the end of a 10k-step sample, converting ~500 episodes cost twice as much).
             done.append(episode.to_numpy())
             if self._draining:
-                idle[i] = True
+                record.idle = True
             else:
                 self._create_episode(i)
-                awaiting_reset[i] = True
+                record.awaiting_reset = True
         self._obs = obs
         self.global_timestep += len(stepped_indices)
         self.num_env_steps_stepped += len(stepped_indices)
@@ -1050,10 +1121,13 @@ class EnvRunner(OldEnvRunnerNames):
             self._recover_sub_envs()
         return len(stepped_indices)
 
-    def _finish_episode(self, episode: SingleAgentEpisode, env_index: int) -> None:
-        prev_chunks = self._prev_chunks.pop(episode.id_, [])
+    def _finish_episode(self, record: SubEnvRecord) -> None:
+        """The episode under way in `record` ended: fires `on_episode_end` (with its earlier
+        chunks) and notes its return, length and duration for the metrics."""
+        episode, prev_chunks = record.episode, record.prev_chunks
+        record.prev_chunks = []
         if self._callbacks.has("on_episode_end"):
-            self._callbacks.fire_with("on_episode_end", {**self._event_kwargs[env_index],
+            self._callbacks.fire_with("on_episode_end", {**record.event_kwargs,
                                                          "prev_episode_chunks": prev_chunks})
         episode_return, episode_len = episode.get_return(), len(episode)
         if prev_chunks:
