@@ -22,8 +22,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.checkpoints.codec import PlacedError
 from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.errors import ConfigDataError as ConfigDataError
 
 IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
@@ -31,10 +31,6 @@ SPACE_TAG = "__space__"
 FLOAT_TAG = "__float__"  # inf, -inf and nan, which JSON has no spelling for
 #: Version of this encoding, stored with the data.
 CONFIG_DATA_VERSION = 1
-
-
-class ConfigDataError(PlacedError):
-    """A config that cannot be rebuilt from plain data; `where` names the setting."""
 
 
 def import_path(obj: Any) -> str | None:

@@ -105,6 +105,7 @@ PARENT_CHECK_S = 0.5
 MESSAGE_MAX = 4096
 
 
+# Internal: the pool falls back to starting the worker without the template.
 class TemplateFailed(RuntimeError):
     """The template did not start, or did not fork a worker."""
 
