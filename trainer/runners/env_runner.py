@@ -8,9 +8,11 @@ episode at once; the next `env.step()` resets that sub-env (its action is ignore
 not counted), after which the runner logs the reset observation and fires `on_episode_start`. So
 the event order is exactly created < reset < start < step ... < end, with no extra env calls.
 
-The runner's state for checkpoints and exact resume (`get_state` / `set_state`) and sub-env
-recovery are methods of the same class. Pieces that need none of the runner's state live beside
-it: the state format and its checks (`trainer.runners.runner_state`), the wrapper that catches a
+What the runner knows about each sub-env between steps is one `SubEnvRecord` (its episode,
+whether it awaits its reset, the episode's earlier chunks, its task, ...): the sampling loop, the
+state for checkpoints and exact resume (`get_state` / `set_state`) and sub-env recovery, all
+methods of `EnvRunner`, read and write the same records. Pieces that need none of the runner's
+state live beside it: the state format and its checks (`trainer.runners.runner_state`), the wrapper that catches a
 sub-env's exceptions (`trainer.runners.sub_env_guard`), the per-sub-env rows of batched outputs
 (`trainer.runners.vector_rows`).
 """
@@ -29,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.callbacks import CallbackChain
-from trainer.compat.old_names import OldEnvRunnerNames
+from trainer.compat.old_names import old_worker_callbacks
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -128,7 +130,7 @@ class SubEnvRecord:
         self.prev_chunks = []
 
 
-class EnvRunner(OldEnvRunnerNames):
+class EnvRunner:
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 
     Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
@@ -844,6 +846,12 @@ class EnvRunner(OldEnvRunnerNames):
         """Builds the runner's policy module anew from its config (fresh weights: the next
         weight sync brings the learner's)."""
         self.module = self.config.build_module(self.spaces, seed=self.config.seed)
+
+    @property
+    def callbacks(self) -> Any:
+        """RLlib's older name (the old stack's `worker.callbacks`): this process's callback
+        object, or a list of them when several classes are configured."""
+        return old_worker_callbacks(self._callbacks.instances)
 
     @property
     def num_env_steps_sampled_lifetime(self) -> int:
