@@ -32,6 +32,7 @@ MOVED_MODULES = {
     "trainer.curriculum": "trainer.env.curriculum",
     "trainer.env_runner": "trainer.runners.env_runner",
     "trainer.env_runner_group": "trainer.runners.env_runner_group",
+    "trainer.env.sub_env_guard": "trainer.runners.sub_env_guard",
     "trainer.env_state": "trainer.env.env_state",
     "trainer.envs": "trainer.env.envs",
     "trainer.episode": "trainer.env.episode",
