@@ -17,7 +17,6 @@ from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, Stochast
 from trainer.core.models import DefaultModelConfig
 from trainer.core.rl_module import RLModuleSpec
 from trainer.env.curriculum import TaskSettableEnv
-from trainer.env.env_runner import EnvRunner, SingleAgentEnvRunner
 from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
@@ -36,6 +35,7 @@ from trainer.named_objects import (
     get_named_object,
     shutdown_named_objects,
 )
+from trainer.runners.env_runner import EnvRunner, SingleAgentEnvRunner
 from trainer.runners.env_runner_group import EnvRunnerGroup
 
 __version__ = "0.1.0"

@@ -1,13 +1,37 @@
-"""The ways an EnvRunner process can fail, as exceptions the main process raises.
+"""The errors a user may catch, in one module: everything the public API raises on purpose.
+The modules that raise them import them from here (their older import paths, such as
+`trainer.callbacks.CallbackError` or `checkpoints.CheckpointError`, name the same classes).
 
-- `EnvRunnerCrashed`: the process exited (an exception escaped its loop, `os._exit`, a signal).
-- `EnvRunnerTimeout`: it did not answer within the timeout; the process is killed and counted as
-  failed.
-- `EnvRunnerError`: an exception in env code or in the runner, reported with the original
-  traceback; the process is still alive.
-- `callbacks.CallbackError`: a user callback raised (event, callback name, runner index).
+By what raises them:
 
-All but the last are `RemoteError`s (Ray's `RayError`).
+- Building a config (`AlgorithmConfig` builder methods, `validate()`, `build()`):
+  `ConfigError` (a value that is wrong: names the setting, the value and what is allowed),
+  `UnknownSettingError` (a keyword that is no setting; also a `TypeError`), `ProcessBoundObject`
+  (a config value that cannot travel to the worker processes, such as an open file; a
+  `TypeError`).
+- Sampling and training (`Algorithm.train()`, `EnvRunnerGroup.sample()`, `EnvRunner.sample()`):
+  `RemoteError` (the base of the errors about work in other processes), `EnvRunnerFailure` and
+  its kinds `EnvRunnerCrashed` (the process exited), `EnvRunnerTimeout` (it did not answer in
+  time; it is killed) and `EnvRunnerError` (env or runner code raised; the process is alive),
+  `NoHealthyEnvRunners` (none left to sample), `CallbackError` (a user callback raised: event,
+  callback name, runner index), `SampleRequestError` (`sample()` asked for something it cannot
+  do), `EnvDataError` (an env returned NaN or infinity), `NonFiniteUpdateError` (a learner
+  update went NaN or infinite).
+- Raised by env code, for the runner to handle: `StepFailedRecreateEnvError` (re-create this
+  sub-env quietly), `EnvError` (RLlib's name for an env's own error), `InjectedFault` (what
+  `trainer.testing.FaultInjectionEnv` raises on purpose).
+- Checkpoints (`save_to_path`, `restore_from_path`, `from_checkpoint`, `set_state`,
+  `python -m checkpoints`): `CheckpointError` (a checkpoint that cannot be read or written:
+  path and cause), `PlacedError` (the base of the errors that name a place in a state or
+  config) and its kinds `StateError` (a state that does not fit its component),
+  `MalformedState` (stored data that is not what the writer writes) and `ConfigDataError` (a
+  config that cannot be rebuilt from its stored data), `NotPlainData` (a state value that a
+  checkpoint cannot hold), `RunnerStateRejected` (a runner refused its part of a restored state;
+  the restore is rolled back).
+- Named objects (`create_named_object`, `get_named_object` and their handles):
+  `NamedObjectError` (a named object's method raised, or its server is gone).
+- RLlib scripts run by `python -m trainer run` (importing an RLlib name):
+  `RLlibNotAvailable` (an RLlib or Ray name with no counterpart here; an `ImportError`).
 """
 
 from __future__ import annotations
@@ -134,3 +158,164 @@ class StepFailedRecreateEnvError(Exception):
     `restart_failed_sub_environments=True` the EnvRunner re-creates the sub-env and starts a new
     episode in it, as for any other exception, but logs nothing (RLlib's class of the same name,
     for envs that fail routinely, such as a connection to an external simulator)."""
+
+
+# -- Config ------------------------------------------------------------------------------------
+
+
+class ConfigError(ValueError):
+    """A config value is wrong: the message names the setting, the value and what is allowed.
+    `capability`: set when the value needs something this project does not have (a
+    `trainer.launcher.table` capability word, as `RLlibNotAvailable` carries), else None."""
+
+    def __init__(self, message: str, capability: str | None = None):
+        super().__init__(message)
+        self.capability = capability
+
+
+class UnknownSettingError(ConfigError, TypeError):
+    """A builder method got a keyword that is no setting of RLlib's either (a `TypeError` too,
+    as Python and RLlib raise for an unexpected keyword argument)."""
+
+
+class ProcessBoundObject(TypeError):
+    """An object that cannot travel to another process (an open file)."""
+
+
+# -- Callbacks ---------------------------------------------------------------------------------
+
+
+class CallbackError(RuntimeError):
+    """A user callback raised. Names the event, the callback, and where it ran.
+
+    `env_runner_index` is None for callbacks that ran in the main process (Algorithm events, or
+    the local EnvRunner when `num_env_runners=0`, which has index 0). `remote_traceback` is the
+    original traceback as text, so it survives the trip from a worker process.
+    """
+
+    def __init__(
+        self,
+        event: str,
+        callback_name: str,
+        error_type: str,
+        error_message: str,
+        remote_traceback: str,
+        env_runner_index: int | None = None,
+    ):
+        self.event = event
+        self.callback_name = callback_name
+        self.error_type = error_type
+        self.error_message = error_message
+        self.remote_traceback = remote_traceback
+        self.env_runner_index = env_runner_index
+        where = (
+            "in the main process"
+            if env_runner_index is None
+            else f"in EnvRunner {env_runner_index}"
+        )
+        super().__init__(
+            f"Callback {callback_name!r} raised {error_type}: {error_message} "
+            f"(event {event!r}, {where}).\nOriginal traceback:\n{remote_traceback.rstrip()}"
+        )
+
+    def __reduce__(self):
+        return (
+            CallbackError,
+            (
+                self.event,
+                self.callback_name,
+                self.error_type,
+                self.error_message,
+                self.remote_traceback,
+                self.env_runner_index,
+            ),
+        )
+
+
+# -- Env code ----------------------------------------------------------------------------------
+
+
+class InjectedFault(RuntimeError):
+    """The exception a `FaultInjectionEnv` raises on purpose."""
+
+
+# -- Checkpoints -------------------------------------------------------------------------------
+
+
+class CheckpointError(Exception):
+    """A checkpoint cannot be read or written: names the path and what is wrong."""
+
+    def __init__(self, path, cause: str):
+        self.path = str(path)
+        self.cause = cause
+        super().__init__(f"checkpoint {self.path}: {cause}")
+
+
+class PlacedError(ValueError):
+    """A value that is wrong where it sits: `where` is its place (`learner['optimizer']['m']`),
+    `problem` what is wrong; the message is "where: problem"."""
+
+    def __init__(self, where: str, problem: str):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class StateError(PlacedError):
+    """A state that does not fit its component; `where` is its place in the state."""
+
+
+class MalformedState(PlacedError):
+    """Stored data that is not what `pack` writes."""
+
+
+class ConfigDataError(PlacedError):
+    """A config that cannot be rebuilt from plain data; `where` names the setting."""
+
+
+class NotPlainData(TypeError):
+    """A value that msgpack state cannot hold; `where` is its place in the state."""
+
+    def __init__(self, where: str, problem: str):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+# -- Named objects -----------------------------------------------------------------------------
+
+
+class NamedObjectError(RemoteError):
+    """A named object's method raised (the message carries the original traceback), or the
+    server is gone."""
+
+
+# -- RLlib scripts -----------------------------------------------------------------------------
+
+
+class RLlibNotAvailable(ImportError):
+    """An RLlib (or Ray) module or name with no counterpart in this project.
+
+    `rllib_name` is the dotted RLlib name, `capability` what it needs that this project does not
+    have (one of `trainer.launcher.table`'s capability words; None when the name is simply not
+    mapped yet: a gap), `instead` what to use (may be empty)."""
+
+    #: The table of RLlib names and their counterparts (`trainer.launcher.table`), by path.
+    table_file = "trainer/launcher/table.py"
+
+    def __init__(self, rllib_name: str, capability: str | None, instead: str = "",
+                 detail: str = ""):
+        self.rllib_name = rllib_name
+        self.capability = capability
+        self.instead = instead
+        if capability is not None:
+            message = f"{rllib_name} is not available in localrl: it needs {capability}"
+        else:
+            message = f"{rllib_name} has no counterpart in localrl yet"
+            if not detail:
+                detail = f"no row for it in {self.table_file}"
+        if detail:
+            message += f"; {detail}"
+        if instead:
+            message += f". Use instead: {instead}"
+        super().__init__(message, name=rllib_name.rpartition(".")[0] or rllib_name)

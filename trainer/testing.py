@@ -29,6 +29,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.errors import InjectedFault as InjectedFault
+
 # RLlib's example-script helpers (`ray.rllib.utils.test_utils` re-exports them too).
 from trainer.example_scripts import (  # noqa: F401 - re-exported
     add_rllib_example_script_args,
@@ -37,10 +39,6 @@ from trainer.example_scripts import (  # noqa: F401 - re-exported
 )
 from trainer.metrics.stats import Stats, StatsBase
 from trainer.runners.worker_forkserver import TEMPLATE_NAME
-
-
-class InjectedFault(RuntimeError):
-    """The exception a `FaultInjectionEnv` raises on purpose."""
 
 
 class FaultInjectionEnv(gym.Env):

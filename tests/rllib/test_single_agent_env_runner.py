@@ -205,7 +205,7 @@ class TestSingleAgentEnvRunner(unittest.TestCase):
         )
         self.assertTrue(any(e.t_started > 0 for e in episodes))
 
-    @patch(target="trainer.env.env_runner.logger")  # was: "ray.rllib.env.env_runner.logger"
+    @patch(target="trainer.runners.env_runner.logger")  # was: "ray.rllib.env.env_runner.logger"
     def test_step_failed_reset_required(self, mock_logger):
         """Tests, whether SingleAgentEnvRunner can handle StepFailedResetRequired."""
 

@@ -35,6 +35,8 @@ from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
 from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
+from trainer.errors import ConfigError as ConfigError
+from trainer.errors import UnknownSettingError as UnknownSettingError
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
 from trainer.util.checks import (
     auto_or_int_at_least,
@@ -69,21 +71,6 @@ NotProvided: Any = _NotProvided()
 def is_grid_search(value: Any) -> bool:
     """Whether `value` is Tune's `grid_search([...])` marker, `{"grid_search": [...]}`."""
     return isinstance(value, dict) and set(value) == {"grid_search"}
-
-
-class ConfigError(ValueError):
-    """A config value is wrong: the message names the setting, the value and what is allowed.
-    `capability`: set when the value needs something this project does not have (a
-    `trainer.launcher.table` capability word, as `RLlibNotAvailable` carries), else None."""
-
-    def __init__(self, message: str, capability: str | None = None):
-        super().__init__(message)
-        self.capability = capability
-
-
-class UnknownSettingError(ConfigError, TypeError):
-    """A builder method got a keyword that is no setting of RLlib's either (a `TypeError` too,
-    as Python and RLlib raise for an unexpected keyword argument)."""
 
 
 class _FalseFlag:
@@ -162,7 +149,7 @@ def _is_space_or_none(v):
 
 
 def _is_env_runner_class(v):
-    from trainer.env.env_runner import EnvRunner
+    from trainer.runners.env_runner import EnvRunner
 
     if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
         return None

@@ -196,8 +196,12 @@ def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
                                                "configs): pass config= to from_checkpoint, or, "
                                                "if you trust this checkpoint, allow_pickle=True "
                                                "(--trust-pickle on the command line)")
+    # Imported here: the algorithm module imports this one.
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+
     try:
-        return config_from_data(data)
+        return config_from_data(data, config_base=AlgorithmConfig, algorithm_base=Algorithm)
     except ConfigDataError as error:
         raise CheckpointError(checkpoint.path, f"its config cannot be rebuilt without "
                                                f"unpickling: {error}. Pass config= to "

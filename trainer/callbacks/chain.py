@@ -17,53 +17,7 @@ from trainer.compat.old_callbacks import (
     warn_never_called,
     warn_once,
 )
-
-
-class CallbackError(RuntimeError):
-    """A user callback raised. Names the event, the callback, and where it ran.
-
-    `env_runner_index` is None for callbacks that ran in the main process (Algorithm events, or
-    the local EnvRunner when `num_env_runners=0`, which has index 0). `remote_traceback` is the
-    original traceback as text, so it survives the trip from a worker process.
-    """
-
-    def __init__(
-        self,
-        event: str,
-        callback_name: str,
-        error_type: str,
-        error_message: str,
-        remote_traceback: str,
-        env_runner_index: int | None = None,
-    ):
-        self.event = event
-        self.callback_name = callback_name
-        self.error_type = error_type
-        self.error_message = error_message
-        self.remote_traceback = remote_traceback
-        self.env_runner_index = env_runner_index
-        where = (
-            "in the main process"
-            if env_runner_index is None
-            else f"in EnvRunner {env_runner_index}"
-        )
-        super().__init__(
-            f"Callback {callback_name!r} raised {error_type}: {error_message} "
-            f"(event {event!r}, {where}).\nOriginal traceback:\n{remote_traceback.rstrip()}"
-        )
-
-    def __reduce__(self):
-        return (
-            CallbackError,
-            (
-                self.event,
-                self.callback_name,
-                self.error_type,
-                self.error_message,
-                self.remote_traceback,
-                self.env_runner_index,
-            ),
-        )
+from trainer.errors import CallbackError as CallbackError
 
 
 def callable_name(fn: Callable) -> str:

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 import ormsgpack
 
+from trainer.errors import MalformedState as MalformedState
+from trainer.errors import NotPlainData as NotPlainData
+from trainer.errors import PlacedError as PlacedError
 from trainer.util.rng import (  # noqa: F401 (their older import path)
     generator_state,
     new_generator,
@@ -29,15 +32,6 @@ _ARRAY_KINDS = "biufc"
 #: Deepest nesting of maps and lists a stored state may have (the deepest real one, a runner's
 #: unfinished episodes, is under 15); deeper data is refused before Python's recursion limit.
 MAX_DEPTH = 64
-
-
-class NotPlainData(TypeError):
-    """A value that msgpack state cannot hold; `where` is its place in the state."""
-
-    def __init__(self, where: str, problem: str):
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{where}: {problem}")
 
 
 def _encode(value: Any) -> Any:
@@ -97,20 +91,6 @@ def find_problem(value: Any, where: str = "state") -> NotPlainData | None:
 
 def is_plain_data(value: Any) -> bool:
     return find_problem(value) is None
-
-
-class PlacedError(ValueError):
-    """A value that is wrong where it sits: `where` is its place (`learner['optimizer']['m']`),
-    `problem` what is wrong; the message is "where: problem"."""
-
-    def __init__(self, where: str, problem: str):
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{where}: {problem}")
-
-
-class MalformedState(PlacedError):
-    """Stored data that is not what `pack` writes."""
 
 
 def decode(value: Any, where: str = "state", depth: int = 0) -> Any:

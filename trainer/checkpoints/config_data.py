@@ -8,9 +8,10 @@ importing that path gives back the same object. Code that has no such path (defi
 `__main__`, a lambda, a class made inside a function, a `functools.partial`) cannot be named;
 its place is listed under `"unstored"`, and only the checkpoint's pickle file (opt-in) carries it.
 
-`config_from_data(data)` imports the algorithm and config classes and every recorded path (each
-must be a class or a function; the algorithm and config classes must be this library's kinds)
-and rebuilds the config with `from_dict`. Every problem is a `ConfigDataError` naming the
+`config_from_data(data, config_base, algorithm_base)` imports the algorithm and config classes
+and every recorded path (each must be a class or a function; the algorithm and config classes
+must derive from the bases the caller gives: this format does not know the algorithms) and
+rebuilds the config with `from_dict`. Every problem is a `ConfigDataError` naming the
 setting.
 """
 
@@ -22,8 +23,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.checkpoints.codec import PlacedError
 from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.errors import ConfigDataError as ConfigDataError
 
 IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
@@ -31,10 +32,6 @@ SPACE_TAG = "__space__"
 FLOAT_TAG = "__float__"  # inf, -inf and nan, which JSON has no spelling for
 #: Version of this encoding, stored with the data.
 CONFIG_DATA_VERSION = 1
-
-
-class ConfigDataError(PlacedError):
-    """A config that cannot be rebuilt from plain data; `where` names the setting."""
 
 
 def import_path(obj: Any) -> str | None:
@@ -150,13 +147,11 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def config_from_data(data: Any) -> tuple[type, Any]:
+def config_from_data(data: Any, config_base: type, algorithm_base: type) -> tuple[type, Any]:
     """(algorithm class, config) rebuilt from `config_to_data`'s output. Raises
-    `ConfigDataError` if a setting was not stored, a path does not import, or the classes are
-    not an Algorithm and its AlgorithmConfig."""
-    from trainer.algorithms.algorithm import Algorithm
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
+    `ConfigDataError` if a setting was not stored, a path does not import, or the stored
+    classes do not derive from `config_base` and `algorithm_base` (`AlgorithmConfig` and
+    `Algorithm`, which the caller passes in)."""
     if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
         raise ConfigDataError("config", "not a stored config")
     if data.get("unstored"):
@@ -164,7 +159,7 @@ def config_from_data(data: Any) -> tuple[type, Any]:
                               "stored only in the pickle file (code defined in __main__, a "
                               "lambda, a local class or a partial has no import path)")
     classes = {}
-    for key, base in (("config_class", AlgorithmConfig), ("algorithm_class", Algorithm)):
+    for key, base in (("config_class", config_base), ("algorithm_class", algorithm_base)):
         cls = decode({IMPORT_TAG: data.get(key)}, key) if isinstance(data.get(key), str) else None
         if not (isinstance(cls, type) and issubclass(cls, base)):
             raise ConfigDataError(key, f"{data.get(key)!r} is not a subclass of "

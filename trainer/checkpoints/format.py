@@ -4,6 +4,8 @@
 
 import os
 
+from trainer.errors import CheckpointError as CheckpointError
+
 #: Name and version of the on-disk layout; a reader refuses checkpoints of a newer version.
 FORMAT_NAME = "localrl-checkpoint"
 FORMAT_VERSION = 1
@@ -11,15 +13,6 @@ METADATA_FILE = "metadata.json"
 CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
 CONFIG_FILE = "config.json"
 STATE_FILE_SUFFIX = ".msgpack"
-
-
-class CheckpointError(Exception):
-    """A checkpoint cannot be read or written: names the path and what is wrong."""
-
-    def __init__(self, path, cause: str):
-        self.path = str(path)
-        self.cause = cause
-        super().__init__(f"checkpoint {self.path}: {cause}")
 
 
 def backup_path(path: str) -> str:

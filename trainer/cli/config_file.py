@@ -43,6 +43,7 @@ STOP_KEYS = {TRAINING_ITERATION: "iterations", NUM_ENV_STEPS_SAMPLED_LIFETIME: "
              "evaluation/env_runners/episode_return_mean": "evaluation_return"}
 
 
+# Internal to the command line: it prints the message and exits (not raised by the API).
 class ConfigFileError(ValueError):
     """The `--config` file cannot be read or applied; names the file and the key."""
 

@@ -21,6 +21,7 @@ INSTALL_HINT = "pip install 'localrl[video]'"
 FFMPEG_FINISH_TIMEOUT_S = 120
 
 
+# Internal to the command line: it prints the message and exits (not raised by the API).
 class VideoError(Exception):
     """The video cannot be written: says why and what to install or change."""
 

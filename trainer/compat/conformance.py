@@ -90,7 +90,7 @@ TARGETS: tuple[Target, ...] = (
     Target("PPO", f"{_RLLIB}.algorithms.ppo.ppo.PPO", "trainer.algorithms.ppo.PPO"),
     Target("DQN", f"{_RLLIB}.algorithms.dqn.dqn.DQN", "trainer.algorithms.dqn.DQN"),
     Target("SingleAgentEnvRunner", f"{_RLLIB}.env.single_agent_env_runner.SingleAgentEnvRunner",
-           "trainer.env.env_runner.SingleAgentEnvRunner", area="EnvRunner"),
+           "trainer.runners.env_runner.SingleAgentEnvRunner", area="EnvRunner"),
     Target("EnvRunnerGroup", f"{_RLLIB}.env.env_runner_group.EnvRunnerGroup",
            "trainer.runners.env_runner_group.EnvRunnerGroup", area=_GROUP),
     Target("SingleAgentEpisode", f"{_RLLIB}.env.single_agent_episode.SingleAgentEpisode",

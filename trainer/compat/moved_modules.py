@@ -30,8 +30,9 @@ MOVED_MODULES = {
     "trainer.config": "trainer.algorithms.algorithm_config",
     "trainer.config_data": "trainer.checkpoints.config_data",
     "trainer.curriculum": "trainer.env.curriculum",
-    "trainer.env_runner": "trainer.env.env_runner",
+    "trainer.env_runner": "trainer.runners.env_runner",
     "trainer.env_runner_group": "trainer.runners.env_runner_group",
+    "trainer.env.sub_env_guard": "trainer.runners.sub_env_guard",
     "trainer.env_state": "trainer.env.env_state",
     "trainer.envs": "trainer.env.envs",
     "trainer.episode": "trainer.env.episode",
@@ -56,7 +57,7 @@ MOVED_MODULES = {
     "trainer.seeding": "trainer.util.seeding",
     "trainer.spaces": "trainer.core.spaces",
     "trainer.state_checks": "trainer.util.state_checks",
-    "trainer.sub_env_guard": "trainer.env.sub_env_guard",
+    "trainer.sub_env_guard": "trainer.runners.sub_env_guard",
     "trainer.worker_process": "trainer.runners.worker",
 }
 

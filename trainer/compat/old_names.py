@@ -2,11 +2,11 @@
 one deprecation warning per process naming its replacement (`trainer.util.deprecation`), then
 does exactly what the new name does.
 
-    mixin                       on                   older names
+    mixin (or function)         on                   older names
     OldAlgorithmNames           Algorithm            workers, save_checkpoint, load_checkpoint
     OldConfigNames              AlgorithmConfig      rollouts(...)
     OldEnvRunnerGroupNames      EnvRunnerGroup       local_worker(), foreach_worker(...)
-    OldEnvRunnerNames           EnvRunner            callbacks (the old stack's worker.callbacks)
+    old_worker_callbacks()      EnvRunner.callbacks  (the old stack's worker.callbacks)
 
 Older config keys, result keys and episode attributes are in `trainer.compat.old_api`, older
 callback forms in `trainer.compat.old_callbacks`.
@@ -60,12 +60,9 @@ class OldEnvRunnerGroupNames:
         return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
 
 
-class OldEnvRunnerNames:
-    @property
-    def callbacks(self) -> Any:
-        """The old stack's `worker.callbacks`: the callback object of this process (a list when
-        several classes are configured)."""
-        warn_once("env_runner.callbacks", "a callback's own state, reached through the events' "
-                  "arguments")
-        instances = self._callbacks.instances
-        return instances[0] if len(instances) == 1 else list(instances)
+def old_worker_callbacks(instances: list) -> Any:
+    """What the old stack's `worker.callbacks` gave (`EnvRunner.callbacks`), from the callback
+    objects of this process: the one object, or a list when several classes are configured."""
+    warn_once("env_runner.callbacks", "a callback's own state, reached through the events' "
+              "arguments")
+    return instances[0] if len(instances) == 1 else list(instances)

@@ -57,15 +57,22 @@ def check_task_settable(env: Any, setting: str) -> None:
 
 
 def apply_env_task_fn(env_runner: Any, env_task_fn: Callable, train_results: dict) -> list:
-    """Runs inside an EnvRunner: sets each sub-env's task to
-    `env_task_fn(train_results, sub_env, env_context)`; returns the new tasks. (In "async"
-    vectorize mode the function runs in each sub-env's own process.)"""
+    """Runs inside an EnvRunner (the Algorithm sends it to each training runner after every
+    `train()`): sets each sub-env's task to `env_task_fn(train_results, sub_env, env_context)`;
+    returns the new tasks (see `EnvRunner.apply_env_task_fn`)."""
+    return env_runner.apply_env_task_fn(env_task_fn, train_results)
 
-    def set_task(env: Any, env_context: Any) -> Any:
-        task = env_task_fn(train_results, env, env_context)
-        env.set_task(task)
-        return task
 
-    tasks = env_runner.foreach_sub_env(set_task, "environment(env_task_fn=...)")
-    env_runner._known_tasks = list(tasks)
-    return tasks
+#: `task_if_settable`'s answer for a sub-env without tasks (a string: it travels back from
+#: the child processes of "async" mode by value).
+NO_TASK = "<trainer: sub-env without tasks>"
+
+
+def task_if_settable(env: gym.Env, env_context: Any) -> Any:
+    """Runs in a sub-env's process: its task, or `NO_TASK`."""
+    return env.get_task() if is_task_settable(env) else NO_TASK
+
+
+def check_task_settable_for_env_task_fn(env: gym.Env, env_context: Any) -> None:
+    """Runs in a sub-env's process: `check_task_settable` for `env_task_fn`."""
+    check_task_settable(env, "env_task_fn")

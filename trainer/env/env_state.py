@@ -32,6 +32,7 @@ _STRUCTURE_TYPES = (gym.Space, gym.Env, EnvSpec, types.ModuleType, type)
 _TAG = "__env_value__"
 
 
+# Internal: capture_env_state turns it into the reason a sub-env's state is not captured.
 class _NotData(Exception):
     pass
 

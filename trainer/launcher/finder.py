@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.errors import RLlibNotAvailable as RLlibNotAvailable
 from trainer.launcher import table
 from trainer.launcher.table import Unavailable
 
@@ -31,32 +32,7 @@ from trainer.launcher.table import Unavailable
 ENV_VAR = "LOCALRL_RLLIB_LAUNCHER"
 #: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's).
 MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
-TABLE_FILE = "trainer/launcher/table.py"
-
-
-class RLlibNotAvailable(ImportError):
-    """An RLlib (or Ray) module or name with no counterpart in this project.
-
-    `rllib_name` is the dotted RLlib name, `capability` what it needs that this project does not
-    have (one of `trainer.launcher.table`'s capability words; None when the name is simply not
-    mapped yet: a gap), `instead` what to use (may be empty)."""
-
-    def __init__(self, rllib_name: str, capability: str | None, instead: str = "",
-                 detail: str = ""):
-        self.rllib_name = rllib_name
-        self.capability = capability
-        self.instead = instead
-        if capability is not None:
-            message = f"{rllib_name} is not available in localrl: it needs {capability}"
-        else:
-            message = f"{rllib_name} has no counterpart in localrl yet"
-            if not detail:
-                detail = f"no row for it in {TABLE_FILE}"
-        if detail:
-            message += f"; {detail}"
-        if instead:
-            message += f". Use instead: {instead}"
-        super().__init__(message, name=rllib_name.rpartition(".")[0] or rllib_name)
+TABLE_FILE = RLlibNotAvailable.table_file
 
 
 @dataclass(frozen=True)

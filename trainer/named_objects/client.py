@@ -45,6 +45,7 @@ from typing import Any
 import cloudpickle
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
+from trainer.errors import NamedObjectError as NamedObjectError
 from trainer.named_objects import on_ray
 from trainer.util.child_process import end_process, spawn
 
@@ -108,11 +109,6 @@ def connect(address: str, authkey: bytes) -> Connection:
         sock.close()
         raise
     return handshake(sock, authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S)
-
-
-class NamedObjectError(RemoteError):
-    """A named object's method raised (the message carries the original traceback), or the
-    server is gone."""
 
 
 class exceptions:  # noqa: N801 (a namespace: Ray's `ray.exceptions` module)

@@ -40,7 +40,6 @@ from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
-from trainer.env.env_runner import EnvRunner
 from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
@@ -51,6 +50,7 @@ from trainer.errors import (
 )
 from trainer.runners import protocol, restart_policy
 from trainer.runners.async_requests import AsyncRequestsMixin
+from trainer.runners.env_runner import EnvRunner
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend

@@ -96,6 +96,7 @@ class Reply(NamedTuple):
     warnings: tuple = ()
 
 
+# Internal: a broken request/reply pairing between the main process and a worker (a bug).
 class ProtocolError(RuntimeError):
     """A reply that does not answer the request waiting for it (a bug, never expected)."""
 

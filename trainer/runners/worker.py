@@ -71,7 +71,7 @@ def _build_runner(request: protocol.Init) -> Any:
     spec = cloudpickle.loads(request.payload)
     from trainer import named_objects
     from trainer.core.nn import weights_set_later
-    from trainer.env.env_runner import EnvRunner
+    from trainer.runners.env_runner import EnvRunner
 
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])

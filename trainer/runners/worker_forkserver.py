@@ -96,7 +96,7 @@ logger = logging.getLogger("trainer")
 WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: What the template imports before it forks: what every worker imports to build its EnvRunner
 #: (gymnasium's classic-control envs are the ones most scripts use).
-PRELOAD = ("numpy", "gymnasium", "cloudpickle", "trainer", "trainer.env.env_runner",
+PRELOAD = ("numpy", "gymnasium", "cloudpickle", "trainer", "trainer.runners.env_runner",
            "trainer.runners.worker", "trainer.named_objects", "trainer.util.log",
            "gymnasium.envs.classic_control")
 #: The template's process name (/proc/PID/comm, `ps`); its workers take back the usual name.
@@ -125,6 +125,7 @@ class WorkerFds(NamedTuple):
     stack_fd: int
 
 
+# Internal: the pool falls back to starting the worker without the template.
 class TemplateFailed(RuntimeError):
     """The template did not start, or did not fork a worker."""
 

@@ -15,11 +15,10 @@ from typing import Any
 
 import cloudpickle
 
-
-class ProcessBoundObject(TypeError):
-    """An object that cannot travel to another process (an open file)."""
+from trainer.errors import ProcessBoundObject as ProcessBoundObject
 
 
+# Internal: the worker turns it into the CallbackError the user sees (trainer.runners.worker).
 class UnpicklingFailed(Exception):
     """A named object (a callback) could not be unpickled in the receiving process; `label`
     names it, `error` is what unpickling raised."""

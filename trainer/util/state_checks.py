@@ -15,12 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from trainer.checkpoints.codec import PlacedError
+from trainer.errors import StateError as StateError
 from trainer.util.rng import new_generator
-
-
-class StateError(PlacedError):
-    """A state that does not fit its component; `where` is its place in the state."""
 
 
 def require_map(value: Any, where: str, keys: Iterable[str] = ()) -> dict:

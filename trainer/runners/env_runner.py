@@ -1,0 +1,1220 @@
+"""`EnvRunner`: steps a `gymnasium.vector.SyncVectorEnv` with the current policy, records
+`SingleAgentEpisode`s and fires the EnvRunner callbacks.
+
+One EnvRunner lives in each worker process (`trainer.runners.worker`); with `num_env_runners=0` the
+single EnvRunner lives in the main process. The vector env autoresets in gymnasium's NEXT_STEP mode
+(as RLlib's does): when a sub-env finishes, the runner fires `on_episode_created` for its next
+episode at once; the next `env.step()` resets that sub-env (its action is ignored and the step is
+not counted), after which the runner logs the reset observation and fires `on_episode_start`. So
+the event order is exactly created < reset < start < step ... < end, with no extra env calls.
+
+What the runner knows about each sub-env between steps is one `SubEnvRecord` (its episode,
+whether it awaits its reset, the episode's earlier chunks, its task, ...): the sampling loop, the
+state for checkpoints and exact resume (`get_state` / `set_state`) and sub-env recovery, all
+methods of `EnvRunner`, read and write the same records. Pieces that need none of the runner's
+state live beside it: the state format and its checks (`trainer.runners.runner_state`), the wrapper that catches a
+sub-env's exceptions (`trainer.runners.sub_env_guard`), the per-sub-env rows of batched outputs
+(`trainer.runners.vector_rows`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.callbacks import CallbackChain
+from trainer.compat.old_names import old_worker_callbacks
+from trainer.connectors import ConnectorPipelineV2
+from trainer.connectors.connector_v2 import build_pipeline, call_factory
+from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.models import (
+    DEFAULT_MODULE_ID,
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
+    RL_MODULE_STATE,
+    SpaceInfo,
+)
+from trainer.env.curriculum import (
+    NO_TASK,
+    check_task_settable,
+    check_task_settable_for_env_task_fn,
+    is_task_settable,
+    task_if_settable,
+)
+from trainer.env.env_state import capture_env_state, restore_env_state
+from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.episode import SingleAgentEpisode
+from trainer.env.episode_list import EpisodeList
+from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
+from trainer.env.vectorize import (
+    ASYNC,
+    SUB_ENV_FAILURE_KEY,
+    SYNC,
+    VECTOR_ENTRY_POINT,
+    check_vector_env,
+    make_sub_env_in_child,
+    needs_sub_envs,
+    run_in_children,
+    vectorize_mode,
+)
+from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
+from trainer.metrics import (
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    MetricsLogger,
+)
+from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
+from trainer.runners.sub_env_guard import SubEnvGuard
+from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
+from trainer.util import seeding
+from trainer.util.rng import generator_state, new_generator, set_generator_state
+from trainer.util.state_checks import (
+    StateError,
+    check_loads,
+    require_generator_state,
+    require_int,
+    require_map,
+)
+
+logger = logging.getLogger("trainer")
+
+
+@dataclass(slots=True)
+class SubEnvRecord:
+    """What an EnvRunner keeps about one sub-env between steps. The sampling loop, the
+    checkpoint state (`EnvRunner.get_state` / `set_state`) and sub-env recovery all read and
+    write these records; the batched arrays the policy's forward pass needs (the current
+    observations, the module inputs) stay whole on the runner."""
+
+    #: The episode under way (None before the first reset).
+    episode: SingleAgentEpisode | None = None
+    #: The keyword arguments of the episode's callback events, built once per episode.
+    event_kwargs: dict = field(default_factory=dict)
+    #: The episode ended: the next `env.step()` resets this sub-env (gymnasium's NEXT_STEP
+    #: autoreset) and that step starts the next episode.
+    awaiting_reset: bool = False
+    #: Starts no new episode: its episode ended while a complete-episodes sample lets the
+    #: other sub-envs finish theirs (`EnvRunner._draining`); its steps are not recorded.
+    idle: bool = False
+    #: "async" mode: the episode ended in the last step, so the sub-env's child process
+    #: autoresets it at the next (the runner's copy of what the child keeps out of reach).
+    child_autoreset: bool = False
+    #: The episode's earlier chunks, returned by earlier `sample()` calls: `on_episode_end`
+    #: gets them (`prev_episode_chunks`) and the episode's return and length count them.
+    prev_chunks: list[SingleAgentEpisode] = field(default_factory=list)
+    #: `(task,)` as last read or set (curriculum), None when not known: a re-created vector
+    #: env gets it back.
+    task: tuple | None = None
+
+    def start(self, episode: SingleAgentEpisode, event_kwargs: dict) -> None:
+        """`episode` is now under way here, with no earlier chunks."""
+        self.episode = episode
+        self.event_kwargs = event_kwargs
+        self.prev_chunks = []
+
+
+class EnvRunner:
+    """Collects episodes from `num_envs_per_env_runner` copies of the env.
+
+    Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
+    process, 1..N for worker processes), `num_workers`, `env` (the vector env: `env.envs[i]` is a
+    sub-env, `env.envs[i].unwrapped` the raw env), `module` (the policy), `metrics`.
+    """
+
+    def __init__(self, config: Any, env_creator: EnvCreator | None = None, *,
+                 worker_index: int = 0, num_workers: int | None = None, create_env: bool = True,
+                 spaces: SpaceInfo | None = None, recreated: bool = False,
+                 env_spaces: tuple | None = None, **kwargs):
+        # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
+        # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
+        # The runner's config is its own mutable copy (RLlib's curriculum example changes its
+        # env_config, then calls make_env()).
+        self.config = config = config.copy()
+        self.worker_index = worker_index
+        #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
+        self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
+        if worker_index > 0:  # a worker process: python_environment()'s variables, before envs
+            os.environ.update({name: str(value) for name, value in getattr(
+                config, "extra_python_environs_for_worker", {}).items()})
+        self.num_workers = config.num_env_runners if num_workers is None else num_workers
+        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
+        self._env_creator = env_creator or make_env_creator(config.env)
+        self._callbacks = CallbackChain(config.callback_classes(),
+                                        config.env_runner_callables(),
+                                        env_runner_index=worker_index)
+        seed = config.seed
+        # Evaluation runners draw from their own streams (and envs), not the training ones'.
+        self._rng = np.random.default_rng(
+            seeding.runner_stream(seed, worker_index, config.in_evaluation))
+        self._env_seed = seeding.runner_env_seed(seed, worker_index, config.in_evaluation)
+        self.env: gym.vector.SyncVectorEnv | None = None
+        self._recreated = recreated
+        #: (observation space, action space) as the env gives them, before the connectors.
+        self.env_spaces = env_spaces
+        #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
+        self._env_to_module: ConnectorPipelineV2 | None = None
+        self._module_obs: np.ndarray | None = None  # the pipeline's output per sub-env
+        self.spaces = spaces
+        if spaces is None and config.observation_space is not None \
+                and config.action_space is not None:
+            self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+        #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
+        self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
+        restart_sub_envs = bool(config.restart_failed_sub_environments)
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
+        #: "sync" mode, where each sub-env can be re-created alone).
+        self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
+        #: "async": a sub-env that raises is re-created in its child process, which says so
+        #: in its info (`SubEnvInChild`); the runner drops that sub-env's episode.
+        self._child_guarded = restart_sub_envs and self.vectorize_mode == ASYNC
+        #: The other modes re-create the whole vector env when it raises (as RLlib does); in
+        #: "async" mode this is the fallback when the vector env itself fails.
+        self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
+        #: One record per sub-env (see `SubEnvRecord`), made anew with the vector env.
+        self._sub_env_records: list[SubEnvRecord] = []
+        self._set_env_context()
+        if create_env:
+            self.make_env()
+        if self._env_to_module is None and self.env_spaces is not None:
+            self._build_env_to_module()
+        if self.spaces is None:
+            raise ValueError("an EnvRunner without env needs the spaces")
+        self.module = config.build_module(self.spaces, seed=seed)
+        self.exploration = make_exploration(config.get_exploration_config(),
+                                            self.spaces.action_space(),
+                                            worker_index=worker_index, num_workers=num_workers)
+        #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
+        #: this runner's own steps in between (exploration schedules read it).
+        self.global_timestep = 0
+        #: Env steps this runner (this process) has stepped: its progress, which the group's
+        #: restart policy reads from a failure (a runner that fails having stepped its env is
+        #: flaky, one that fails before any step is broken).
+        self.num_env_steps_stepped = 0
+        #: Observations and rewards are checked for NaN and infinity (debugging(check_nan=)).
+        self._check_nan = bool(config.check_nan)
+
+    def _set_env_context(self) -> None:
+        """The sub-env count and `EnvContext` from the runner's current config."""
+        self.num_envs = self.config.num_envs_per_env_runner
+        self.env_context = EnvContext(self.config.env_config, worker_index=self.worker_index,
+                                      num_workers=self.num_workers,
+                                      recreated_worker=self._recreated)
+        previous = self._sub_env_records
+        self._sub_env_records = [SubEnvRecord() for _ in range(self.num_envs)]
+        if len(previous) == self.num_envs:  # the known tasks outlive a re-made env
+            for record, old in zip(self._sub_env_records, previous, strict=True):
+                record.task = old.task
+        #: A complete-episodes sample lets the running episodes finish (see `SubEnvRecord.idle`).
+        self._draining = False
+        #: The vector env's last observations, batched (the policy's input).
+        self._obs: np.ndarray | None = None
+        self._needs_reset = True
+        #: (return, length, duration) of each episode ended in this sample() call, logged
+        #: into the metrics together when it returns (as RLlib logs them in get_metrics()).
+        self._ended_episodes: list[tuple[float, int, float]] = []
+
+    # -- env ---------------------------------------------------------------------------------
+    def make_env(self) -> None:
+        """(Re)creates the vector env from the runner's current config (`self.config.env_config`
+        and `num_envs_per_env_runner`, which code in the runner may have changed), then fires
+        `on_environment_created`. Episodes under way are dropped; the next sample starts new
+        ones."""
+        if self.env is not None:
+            self.env.close()
+        self._set_env_context()
+        self._build_vector_env()
+        if self._env_to_module is None:  # kept when the env is re-created (its statistics)
+            self._build_env_to_module()
+        if self.spaces is None:
+            observation_space = (self._env_to_module.observation_space
+                                 if self._env_to_module is not None else self.env_spaces[0])
+            self.spaces = SpaceInfo.from_spaces(observation_space, self.env_spaces[1])
+        self._needs_reset = True
+        self._fire_environment_created()
+
+    def _fire_environment_created(self) -> None:
+        if self._callbacks.has("on_environment_created"):
+            self._callbacks.fire("on_environment_created", env_runner=self,
+                                 metrics_logger=self.metrics, env=self.env,
+                                 env_context=self.env_context)
+
+    def _build_vector_env(self, *, recreated: bool = False) -> None:
+        """`self.env` as `gym_env_vectorize_mode` says (see `trainer.env.vectorize`)."""
+        contexts = [self.sub_env_context(i).copy_with_overrides(
+            recreated_worker=recreated or self._recreated) for i in range(self.num_envs)]
+        next_step = gym.vector.AutoresetMode.NEXT_STEP
+        if self.vectorize_mode == SYNC:
+            self.env = FastSyncVectorEnv([partial(self._make_sub_env, ctx) for ctx in contexts],
+                                         autoreset_mode=next_step)
+            for i, sub_env in enumerate(self.env.envs):
+                self._sub_env_created(i, sub_env, contexts[i])
+        elif self.vectorize_mode == ASYNC:
+            # Each sub-env is made in its child process (the creator travels by cloudpickle
+            # where the start method needs it).
+            self.env = InfoKeepingAsyncVectorEnv(
+                [partial(make_sub_env_in_child, self._env_creator, ctx,
+                         bool(self.config.restart_failed_sub_environments))
+                 for ctx in contexts],
+                autoreset_mode=next_step)
+            if self.config.env_task_fn is not None:
+                run_in_children(self.env, check_task_settable_for_env_task_fn)
+        else:
+            if self.config.env_task_fn is not None:
+                raise needs_sub_envs("environment(env_task_fn=...)", self.vectorize_mode)
+            self.env = check_vector_env(
+                self._env_creator.make_vector(contexts[0], self.num_envs),
+                self._env_creator.description)
+            if self.env.num_envs != self.num_envs:
+                raise ValueError(
+                    f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
+                    f"{self._env_creator.description} has num_envs={self.env.num_envs}, but "
+                    f"num_envs_per_env_runner={self.num_envs}")
+        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
+                           self.config.action_space or self.env.single_action_space)
+
+    def _recreate_vector_env(self, error: BaseException, method: str) -> None:
+        """"async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
+        env raised in `method`; it is closed and made again (RLlib re-creates the whole env
+        too), with the sub-envs' tasks put back. Every episode under way is dropped; the caller
+        starts new ones."""
+        if not isinstance(error, StepFailedRecreateEnvError):
+            logger.exception("EnvRunner %d: the vector env (gym_env_vectorize_mode=%r) raised "
+                             "%s in %s(): %s; it is re-created and its episodes dropped "
+                             "(restart_failed_sub_environments=True)", self.worker_index,
+                             self.vectorize_mode, type(error).__name__, method, error,
+                             exc_info=error)
+        for record in self._sub_env_records:
+            if record.episode is not None and len(record.episode):
+                self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
+                                       reduce="sum")
+        self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs,
+                               reduce="sum")
+        for record in self._sub_env_records:
+            record.prev_chunks = []
+        try:
+            self.env.close()
+        except Exception:
+            pass  # a broken vector env may fail to close too; it is dropped either way
+        self._build_vector_env(recreated=True)
+        known_tasks = self._known_tasks()
+        if known_tasks is not None:
+            self.set_tasks(known_tasks)
+        self._fire_environment_created()
+
+    def abandon_episodes(self) -> None:
+        """After a sample was interrupted mid-step (its deadline passed): the next sample starts
+        fresh episodes. An "async" vector env left waiting for its children's answers cannot
+        take another call, so it is closed (its children ended) and made again."""
+        self._needs_reset = True
+        waiting = getattr(self.env, "_state", None)
+        if self.vectorize_mode == ASYNC and waiting is not None and \
+                waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
+            tasks = self._known_tasks()
+            self.env.close(terminate=True)
+            self._build_vector_env(recreated=True)
+            if tasks is not None:
+                self.set_tasks(tasks)
+
+    def _build_env_to_module(self) -> None:
+        factory = self.config.env_to_module_factory()
+        if factory is not None:
+            pieces = call_factory(factory, self.env, self.env_spaces)
+            self._env_to_module = build_pipeline(pieces, *self.env_spaces)
+
+    def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
+        """Runs the env-to-module pipeline over the episodes that just got an observation and
+        keeps each one's result as its sub-env's next module input."""
+        self._env_to_module(rl_module=self.module, batch={}, episodes=episodes,
+                            explore=self.config.explore, shared_data={}, metrics=self.metrics)
+        rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
+        if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
+            self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
+        for index, row in zip(env_indices, rows, strict=True):
+            self._module_obs[index] = row
+
+    @property
+    def env_to_module(self) -> ConnectorPipelineV2 | None:
+        """The env-to-module connector pipeline (RLlib's `env_runner._env_to_module`)."""
+        return self._env_to_module
+
+    def module_observation(self, observation: Any) -> Any:
+        """One observation as the module sees it: through the env-to-module pipeline as the
+        first of a new episode, statistics left unchanged (for `compute_single_action`)."""
+        if self._env_to_module is None:
+            return observation
+        episode = SingleAgentEpisode()
+        episode.add_env_reset(observation)
+        self._env_to_module(rl_module=self.module, batch={}, episodes=[episode], explore=False,
+                            shared_data={}, metrics=None, update_stats=False)
+        return episode.observations[-1]
+
+    def get_connector_state(self) -> dict | None:
+        """The env-to-module pipeline's state, or None without a stateful pipeline."""
+        pipeline = self._env_to_module
+        return pipeline.get_state() if pipeline is not None and pipeline.is_stateful else None
+
+    def set_connector_state(self, state: dict | None) -> None:
+        if state is not None and self._env_to_module is not None:
+            self._env_to_module.set_state(state)
+
+    def sub_env_context(self, index: int) -> EnvContext:
+        """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
+        return self.env_context.copy_with_overrides(vector_index=index)
+
+    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None):
+        """`env.reset()` of the vector env (RLlib's name). With
+        `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
+        failure is logged here and the sub-env re-created by the caller."""
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.reset(seed=seed, options=options)
+            except Exception as error:
+                self._recreate_vector_env(error, "reset")
+                results = self.env.reset(seed=seed, options=options)  # twice: the env is broken
+        else:
+            results = self.env.reset(seed=seed, options=options)
+        if self._guarded:
+            self._log_sub_env_failures("reset")
+        if self._check_nan:
+            self._check_finite(results[0], "observation", "reset")
+        return results
+
+    def _try_env_step(self, actions):
+        """`env.step(actions)` of the vector env (RLlib's name); sub-env failures as in
+        `_try_env_reset`. In "async" and "vector_entry_point" mode a failure re-creates the
+        whole vector env and returns None (RLlib's ENV_STEP_FAILURE): the caller starts new
+        episodes."""
+        if self._recreate_env_on_failure:
+            try:
+                results = self.env.step(actions)
+            except Exception as error:
+                self._recreate_vector_env(error, "step")
+                return None
+        else:
+            results = self.env.step(actions)
+        if self._guarded:
+            self._log_sub_env_failures("step")
+        if self._check_nan:
+            obs, rewards = results[0], results[1]
+            # The common case in one dot product, the cheapest numpy reduction here, and a sum
+            # of the rewards as Python floats: NaN or inf anywhere makes them non-finite; a
+            # finite overflow to inf only costs the exact check, which then finds nothing.
+            if not (type(obs) is np.ndarray and obs.dtype.kind == "f"
+                    and math.isfinite(np.vdot(obs, obs) + sum(rewards.tolist()))):
+                self._check_finite(obs, "observation", "step")
+                self._check_finite(rewards, "reward", "step")
+        return results
+
+    def _check_finite(self, values: Any, field: str, method: str) -> None:
+        """Raises `EnvDataError` if a float array of `values` (a batch over the sub-envs, or a
+        dict/tuple of them) holds NaN or infinity: one vectorised check per batch; the loop
+        that names the sub-env runs only on failure."""
+        for leaf in float_leaves(values):
+            # A sum is finite when every element is (an overflow to inf falls through to the
+            # exact check below, which then finds nothing): half the cost of isfinite().all().
+            if math.isfinite(leaf.sum()) or np.isfinite(leaf).all():
+                continue
+            rows = leaf.reshape(len(leaf), -1) if leaf.ndim else leaf.reshape(1, 1)
+            sub_env = int(np.flatnonzero(~np.isfinite(rows).all(axis=1))[0])
+            bad = rows[sub_env][~np.isfinite(rows[sub_env])][0]
+            records = self._sub_env_records
+            episode = records[sub_env].episode if sub_env < len(records) else None
+            at = "at reset" if method == "reset" else (
+                f"at step {len(episode) + 1} of its episode" if episode is not None
+                else "in a step")
+            raise EnvDataError(
+                f"EnvRunner {self.worker_index}: sub-env {sub_env} returned a"
+                f"{'n infinite' if np.isinf(bad) else ' NaN'} {field} {at}; NaN and infinite "
+                "values would train the networks to NaN. Fix the env, or turn this check off "
+                "with config.debugging(check_nan=False)")
+
+    def _log_sub_env_failures(self, method: str) -> None:
+        """Logs each sub-env failure of the last reset/step with its traceback, except
+        `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
+        for i, sub_env in enumerate(self.env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            if isinstance(error, StepFailedRecreateEnvError):
+                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                             self.worker_index, i, error)
+                continue
+            logger.exception("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                             "and its episode dropped (restart_failed_sub_environments=True)",
+                             self.worker_index, i, type(error).__name__, method, error,
+                             exc_info=error)
+
+    def _take_child_failures(self, per_env_infos: list[dict]) -> set[int]:
+        """"async" mode with restart_failed_sub_environments: the sub-envs that raised in the
+        last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
+        failure is taken out of the sub-env's info, logged (except
+        `StepFailedRecreateEnvError`) and counted; returns their indices."""
+        recreated = set()
+        for i, info in enumerate(per_env_infos):
+            failure = info.pop(SUB_ENV_FAILURE_KEY, None) if info else None
+            if failure is None:
+                continue
+            recreated.add(i)
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
+            if failure["quiet"]:
+                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                             self.worker_index, i, failure["message"])
+                continue
+            logger.error("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                         "and its episode dropped (restart_failed_sub_environments=True)\n%s",
+                         self.worker_index, i, failure["type"], failure["method"],
+                         failure["message"], failure["traceback"])
+        return recreated
+
+    def _drop_episode(self, record: SubEnvRecord) -> None:
+        """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
+        record.prev_chunks = []
+        self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
+
+    def _make_sub_env(self, context: EnvContext) -> gym.Env:
+        env = self._env_creator(context)
+        return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
+
+    def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
+        """Checks a new sub-env against `env_task_fn`; fires `on_sub_environment_created`."""
+        if self.config.env_task_fn is not None:
+            check_task_settable(sub_env.unwrapped, "env_task_fn")
+        if self._callbacks.has("on_sub_environment_created"):
+            self._callbacks.fire("on_sub_environment_created", worker=self,
+                                 sub_environment=sub_env.unwrapped, env_context=context,
+                                 env_index=index)
+
+    def _recover_sub_envs(self) -> None:
+        """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
+        episode, and starts a new one in the new sub-env."""
+        for i, sub_env in enumerate(self.env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            record = self._sub_env_records[i]
+            record.prev_chunks = []
+            self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
+                                   reduce="lifetime_sum")
+            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1,
+                                   reduce="lifetime_sum")
+            task = self._task_of(sub_env)
+            try:
+                sub_env.close()
+            except Exception:
+                pass  # a broken env may fail to close too; it is dropped either way
+            context = self.env_context.copy_with_overrides(vector_index=i, recreated_worker=True)
+            new_env = self._make_sub_env(context)
+            self.env.envs[i] = new_env
+            self._sub_env_created(i, new_env, context)
+            if task is not None:
+                new_env.unwrapped.set_task(task[0])  # the new sub-env keeps the current task
+            observation, infos = new_env.reset()
+            if new_env.failure is not None:  # an env that cannot even start: the runner fails
+                raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
+                                   f"{type(new_env.failure).__name__}: {new_env.failure}"
+                                   ) from new_env.failure
+            self._obs[i] = observation
+            record.awaiting_reset = False
+            self.env._autoreset_envs[i] = False
+            self._create_episode(i)
+            self._begin_episode(i, observation, infos)
+
+    def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
+        """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
+        methods such as `set_task` are reachable); returns the results in sub-env order. In
+        "async" mode `func` runs in each sub-env's child process (it travels by cloudpickle;
+        its results must pickle); "vector_entry_point" mode has no sub-envs to run it on."""
+        if self.env is None:
+            return []
+        return self.foreach_sub_env(lambda env, context: func(env), "foreach_env()")
+
+    def foreach_sub_env(self, func: Callable[[gym.Env, EnvContext], Any],
+                        what: str = "foreach_sub_env()") -> list:
+        """`func(raw_sub_env, its_env_context)` for every sub-env, in sub-env order (see
+        `foreach_env`); `what` names the caller in the error of "vector_entry_point" mode."""
+        if self.vectorize_mode == ASYNC:
+            return run_in_children(self.env, func)
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs(what, self.vectorize_mode)
+        return [func(sub_env.unwrapped, self.sub_env_context(i))
+                for i, sub_env in enumerate(self.env.envs)]
+
+    # -- tasks (curriculum) ------------------------------------------------------------------
+    @staticmethod
+    def _task_of(sub_env: gym.Env) -> tuple | None:
+        """(task,) of a task-settable sub-env, None for others or when get_task() fails."""
+        env = sub_env.unwrapped
+        if not is_task_settable(env):
+            return None
+        try:
+            return (env.get_task(),)
+        except Exception as error:
+            logger.warning("%s.get_task() raised %s: %s", type(env).__qualname__,
+                           type(error).__name__, error)
+            return None
+
+    def get_tasks(self) -> list | None:
+        """Each sub-env's current task (see `trainer.env.curriculum`), or None when the env has no
+        tasks (or this runner has no env, or its env no sub-envs: "vector_entry_point")."""
+        if self.env is None or self.vectorize_mode == VECTOR_ENTRY_POINT:
+            return None
+        if self.vectorize_mode == ASYNC:
+            tasks = run_in_children(self.env, task_if_settable)
+            if any(isinstance(task, str) and task == NO_TASK for task in tasks):
+                return None
+        elif not is_task_settable(self.env.envs[0].unwrapped):
+            return None
+        else:
+            tasks = [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+        self._remember_tasks(tasks)
+        return list(tasks)
+
+    def set_tasks(self, tasks: list) -> None:
+        """Sets sub-env i's task to `tasks[i]`."""
+        if len(tasks) != self.num_envs:
+            raise ValueError(f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
+                             f"{self.num_envs} sub-envs")
+        if self.vectorize_mode == VECTOR_ENTRY_POINT:
+            raise needs_sub_envs("setting the sub-envs' tasks", self.vectorize_mode)
+        if self.vectorize_mode == ASYNC:
+            self.env.set_attr("trainer_task", list(tasks))  # one value per child process
+        else:
+            for sub_env, task in zip(self.env.envs, tasks, strict=True):
+                sub_env.unwrapped.set_task(task)
+        self._remember_tasks(tasks)
+
+    def apply_env_task_fn(self, env_task_fn: Callable, train_results: dict) -> list:
+        """Sets each sub-env's task to `env_task_fn(train_results, sub_env, env_context)`
+        (`config.environment(env_task_fn=...)`, after every `train()`); returns the new
+        tasks. In "async" vectorize mode the function runs in each sub-env's own process."""
+
+        def set_task(env: Any, env_context: Any) -> Any:
+            task = env_task_fn(train_results, env, env_context)
+            env.set_task(task)
+            return task
+
+        tasks = self.foreach_sub_env(set_task, "environment(env_task_fn=...)")
+        self._remember_tasks(tasks)
+        return tasks
+
+    def _remember_tasks(self, tasks: list) -> None:
+        for record, task in zip(self._sub_env_records, tasks, strict=True):
+            record.task = (task,)
+
+    def _known_tasks(self) -> list | None:
+        """The sub-envs' tasks as last read or set, or None when not known."""
+        if any(record.task is None for record in self._sub_env_records):
+            return None
+        return [record.task[0] for record in self._sub_env_records]
+
+    # -- state (checkpoints, exact resume; its format: trainer.runners.runner_state) ---------
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  include_weights: bool = True, include_env: bool = True, **kwargs: Any
+                  ) -> dict:
+        """Everything this runner needs to continue exactly: its RNG, the global timestep, the
+        exploration's and metrics' state, the weights, the sub-envs' tasks (for envs with tasks,
+        see `trainer.env.curriculum`), and (with `include_env`) where sampling
+        stands: each sub-env's captured state (see `trainer.env.env_state`), the current
+        observations and the unfinished episodes. Plain data and numpy arrays only.
+        `components` keeps only the named top-level keys, `not_components` drops them
+        (RLlib's Checkpointable arguments; a name or a list)."""
+        state = self._full_runner_state(include_weights, include_env)
+        if components is not None:
+            keep = {components} if isinstance(components, str) else set(components)
+            state = {key: value for key, value in state.items() if key in keep}
+        if not_components is not None:
+            drop = {not_components} if isinstance(not_components, str) else set(not_components)
+            state = {key: value for key, value in state.items() if key not in drop}
+        return state
+
+    def _full_runner_state(self, include_weights: bool, include_env: bool) -> dict:
+        state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
+                 "exploration": self.exploration.get_state(),
+                 "metrics": self.metrics.get_state()}
+        if include_weights:
+            state[RL_MODULE_STATE] = self.module.get_weights()
+        connector_state = self.get_connector_state()
+        if connector_state is not None:
+            state["connector_state"] = connector_state
+        tasks = self.get_tasks()
+        if tasks is not None:
+            state["tasks"] = tasks
+        if include_env and self.env is not None:
+            state["sampling"] = self._sampling_state()
+        return state
+
+    def check_state(self, state: Any, where: str = "env_runner") -> None:
+        """Raises `StateError` unless `state` is a runner state this runner can take: every key
+        `get_state()` writes has the right kind of value, the exploration, metrics and
+        connector states load into scratch copies, and the unfinished episodes rebuild. Nothing
+        here changes."""
+        require_map(state, where)
+        unknown = sorted(set(state) - RUNNER_STATE_KEYS)
+        if unknown:
+            raise StateError(where, f"has keys a runner state does not: {unknown[:4]}")
+        if "rng" in state:
+            require_generator_state(state["rng"], f"{where}['rng']")
+        if "global_timestep" in state:
+            require_int(state["global_timestep"], f"{where}['global_timestep']")
+        if RL_MODULE_STATE in state:
+            self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
+        if "metrics" in state:
+            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']",
+                                      self.config.stats_cls_lookup)
+        for key, component in (("exploration", self.exploration),
+                               ("connector_state", self._env_to_module)):
+            if state.get(key) is not None and component is not None:
+                check_loads(component, state[key], f"{where}[{key!r}]")
+        if "tasks" in state and not isinstance(state["tasks"], list):
+            raise StateError(f"{where}['tasks']", f"expected a list, got "
+                                                  f"{type(state['tasks']).__name__}")
+        if "sampling" in state:
+            check_sampling_state(state["sampling"], f"{where}['sampling']")
+
+    def set_state(self, state: dict) -> None:
+        """Takes back what `get_state()` returned (any subset of its keys), after `check_state`:
+        a state that does not fit raises `StateError` and changes nothing."""
+        self.check_state(state)
+        if "rng" in state:
+            set_generator_state(self._rng, state["rng"])
+        if RL_MODULE_STATE in state:
+            self.module.set_weights(state[RL_MODULE_STATE])
+        if "global_timestep" in state:
+            self.global_timestep = state["global_timestep"]
+        if "connector_state" in state:
+            self.set_connector_state(state["connector_state"])
+        if "exploration" in state:
+            self.exploration.set_state(state["exploration"])
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+            self._ended_episodes.clear()  # ended before the state was taken: in it already
+        if "tasks" in state and self.env is not None:
+            self.set_tasks(state["tasks"])  # before the sub-envs' own state, which may refine it
+        if "sampling" in state and self.env is not None:
+            self._restore_sampling(state["sampling"])
+
+    def _sampling_state(self) -> dict:
+        action_space_rng = self.env.action_space._np_random
+        rng_state = None if action_space_rng is None else generator_state(action_space_rng)
+        if self.vectorize_mode == "vector_entry_point":
+            # One vector env, whose copies are not reachable one by one: its state is not
+            # captured, so the episodes under way restart after a restore (the rest of the
+            # runner's state is exact).
+            return {
+                "needs_reset": True, "env_seed": self._env_seed, "observations": None,
+                "awaiting_reset": [], "autoreset_envs": np.zeros(0, dtype=bool),
+                "action_space_rng": rng_state, "sub_envs": [],
+                "uncaptured": {"all": f"gym_env_vectorize_mode={self.vectorize_mode!r}"},
+                "episodes": [], "prev_chunks": {},
+            }
+        if self.vectorize_mode == "async":  # captured in each sub-env's child process
+            captures = list(self.env.get_attr("trainer_env_state"))
+            autoreset = [record.child_autoreset for record in self._sub_env_records]
+        else:
+            captures = [capture_env_state(sub_env) for sub_env in self.env.envs]
+            autoreset = self.env._autoreset_envs
+        records = self._sub_env_records
+        sub_envs, uncaptured = [], {}
+        for i, (captured, reason) in enumerate(captures):
+            sub_envs.append(captured)
+            if reason is not None:
+                uncaptured[str(i)] = reason
+        return {
+            "needs_reset": self._needs_reset, "env_seed": self._env_seed,
+            "observations": self._obs,
+            "awaiting_reset": [record.awaiting_reset for record in records],
+            "autoreset_envs": np.asarray(autoreset, dtype=bool),
+            "action_space_rng": rng_state,
+            "sub_envs": sub_envs, "uncaptured": uncaptured,
+            "episodes": [None if record.episode is None else record.episode.get_state()
+                         for record in records],
+            "prev_chunks": {record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
+                            for record in records if record.prev_chunks},
+        }
+
+    def _restore_sampling(self, state: dict) -> None:
+        """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
+        was not captured (or no longer fits) starts a new episode, with a warning. Outside
+        "vector_entry_point" mode every episode starts anew (see `_sampling_state`)."""
+        if self.vectorize_mode == "vector_entry_point" or not state["sub_envs"]:
+            if state["sub_envs"]:
+                logger.warning("EnvRunner %d: the checkpoint holds its sub-envs' state, but "
+                               "with gym_env_vectorize_mode=%r it cannot be put back; all "
+                               "episodes restart", self.worker_index, self.vectorize_mode)
+            if state["env_seed"] is not None:
+                self._env_seed = state["env_seed"]
+            self._needs_reset = True
+            return
+        if len(state["sub_envs"]) != self.num_envs:
+            logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
+                           "all episodes restart", self.worker_index, len(state["sub_envs"]),
+                           self.num_envs)
+            self._needs_reset = True
+            return
+        self._env_seed = state["env_seed"]
+        if state["action_space_rng"] is not None:
+            self.env.action_space._np_random = new_generator(state["action_space_rng"])
+        in_children = self.vectorize_mode == "async"
+        if in_children:
+            self.env.set_attr("trainer_env_state", list(state["sub_envs"]))
+            reasons = self.env.get_attr("trainer_restore_reason")
+        else:
+            reasons = [None if captured is None else restore_env_state(sub_env, captured)
+                       for sub_env, captured in zip(self.env.envs, state["sub_envs"],
+                                                    strict=True)]
+        restart = []
+        for i, captured in enumerate(state["sub_envs"]):
+            reason = state["uncaptured"].get(str(i)) if captured is None else reasons[i]
+            if reason is not None:
+                restart.append(i)
+                logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
+                               "its episode restarts", self.worker_index, i, reason)
+        records = self._sub_env_records
+        self._needs_reset = state["needs_reset"]
+        for record in records:
+            record.prev_chunks = []
+        if self._needs_reset:
+            return  # the next sample() starts fresh episodes anyway
+        self._obs = np.array(state["observations"])
+        for record, flag in zip(records, state["awaiting_reset"], strict=False):
+            record.awaiting_reset = bool(flag)
+        autoreset = np.array(state["autoreset_envs"], dtype=bool)
+        if in_children:  # the new children owe the autoresets the old ones would have done
+            for record, flag in zip(records, autoreset.tolist(), strict=False):
+                record.child_autoreset = flag
+            self.env.set_attr("trainer_pending_reset", autoreset.tolist())
+        else:
+            self.env._autoreset_envs = autoreset
+        for i, episode_state in enumerate(state["episodes"]):
+            self._create_episode(i, resumed_episode(episode_state))
+        # The chunks are saved by episode id: each goes back to the sub-env running that episode.
+        chunks_by_id = {id_: [resumed_episode(c) for c in chunks]
+                        for id_, chunks in state["prev_chunks"].items()}
+        for record in records:
+            if record.episode is not None:
+                record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
+        if in_children and restart:
+            self.env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
+            resets = self.env.call("trainer_reset_if_flagged")
+        for i in restart:
+            record = records[i]
+            self._create_episode(i)  # the restored episode and its chunks are dropped
+            if in_children:
+                observation, infos = resets[i]
+                record.child_autoreset = False
+            else:
+                observation, infos = self.env.envs[i].reset()
+                self.env._autoreset_envs[i] = False
+            self._obs[i] = observation
+            record.awaiting_reset = False
+            self._begin_episode(i, observation, infos)
+
+    # -- weights -------------------------------------------------------------------------------
+    def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
+                    connector_state: dict | None = None) -> None:
+        self.module.set_weights(weights)
+        if global_timestep is not None:
+            self.global_timestep = global_timestep
+        self.set_connector_state(connector_state)
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.module.get_weights()
+
+    def apply(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)`: RLlib's way to run code on a runner (what
+        `EnvRunnerGroup.foreach_env_runner` sends)."""
+        return func(self, *args, **kwargs)
+
+    def make_module(self) -> None:
+        """Builds the runner's policy module anew from its config (fresh weights: the next
+        weight sync brings the learner's)."""
+        self.module = self.config.build_module(self.spaces, seed=self.config.seed)
+
+    @property
+    def callbacks(self) -> Any:
+        """RLlib's older name (the old stack's `worker.callbacks`): this process's callback
+        object, or a list of them when several classes are configured."""
+        return old_worker_callbacks(self._callbacks.instances)
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int:
+        """Env steps this runner has sampled over its life."""
+        return self.num_env_steps_stepped
+
+    #: RLlib's `env_runners(episodes_to_numpy=)`: episodes always come back as numpy here.
+    episodes_to_numpy = True
+
+    def sample_get_state_and_metrics(self, **sample_kwargs: Any
+                                     ) -> tuple[list[SingleAgentEpisode], dict | None, dict]:
+        """`sample()`, then the connector state and the metrics, in one call (RLlib's, for
+        asynchronous algorithms)."""
+        episodes = self.sample(**sample_kwargs)
+        return episodes, self.get_connector_state(), self.get_metrics()
+
+    def ping(self) -> str:
+        return "pong"
+
+    def get_spaces(self) -> dict[str, tuple[gym.Space, gym.Space]]:
+        """RLlib's spaces dict: "__env__" (the vector env's batched spaces, when this runner has
+        envs), "__env_single__" (one sub-env's spaces) and the module's id (the module's
+        observation space, after the env-to-module connectors, and the action space)."""
+        if self._env_to_module is not None:
+            module_observation_space = self._env_to_module.observation_space
+        elif self.env_spaces is not None:
+            module_observation_space = self.env_spaces[0]
+        else:
+            module_observation_space = self.spaces.observation_space()
+        spaces = {DEFAULT_MODULE_ID: (module_observation_space, self.spaces.action_space())}
+        if self.env_spaces is not None:
+            spaces[INPUT_ENV_SINGLE_SPACES] = tuple(self.env_spaces)
+        if self.env is not None:
+            spaces[INPUT_ENV_SPACES] = (self.env.observation_space, self.env.action_space)
+        return spaces
+
+    def assert_healthy(self) -> None:
+        """Raises `AssertionError` unless this runner has its envs (RLlib's health check; its
+        module always exists here; the worker processes answer `ping()`)."""
+        if self.env is None:
+            raise AssertionError(f"EnvRunner {self.worker_index} is not healthy: it has no env "
+                                 "(stopped, or a local runner without "
+                                 "create_env_on_local_worker)")
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    # -- sampling ----------------------------------------------------------------------------
+    def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
+               explore: bool | None = None, random_actions: bool = False,
+               force_reset: bool = False) -> list[SingleAgentEpisode]:
+        """Steps the env and returns episodes.
+
+        - `num_timesteps` (counted over all sub-envs): unfinished episodes are cut and returned
+          as chunks and continue next call (as RLlib does, whatever the `batch_mode`).
+        - `num_episodes`: starts fresh episodes and returns exactly that many finished ones.
+        - Neither: `rollout_fragment_length` steps per sub-env. With
+          `batch_mode="complete_episodes"`, only complete episodes: every sub-env starts a fresh
+          episode, and once that many steps are sampled no new episode starts while the running
+          ones play out, so each episode's start and end events fire within this call.
+        """
+        if num_timesteps is not None and num_episodes is not None:
+            raise SampleRequestError(f"EnvRunner.sample(num_timesteps={num_timesteps}, "
+                                     f"num_episodes={num_episodes}): give at most one of them")
+        for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
+            if count is not None and (not isinstance(count, int) or count < 0):
+                raise SampleRequestError(f"EnvRunner.sample({name}={count!r}): a count of 0 "
+                                         "or more")
+        if self.env is None:
+            raise RuntimeError(
+                f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
+                "EnvRunner does not sample unless "
+                ".env_runners(create_env_on_local_worker=True); the worker processes do"
+            )
+        explore = self.config.explore if explore is None else explore
+        if num_episodes is not None:
+            samples = self._sample_episodes(num_episodes, explore, random_actions)
+        elif num_timesteps is not None:
+            samples = self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
+        else:
+            num_timesteps = (self.config.get_rollout_fragment_length(self.worker_index)
+                             * self.num_envs)
+            if self.config.batch_mode == "complete_episodes":
+                samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
+            else:
+                samples = self._sample_timesteps(num_timesteps, explore, random_actions,
+                                                 force_reset)
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire("on_sample_end", env_runner=self, metrics_logger=self.metrics,
+                                 samples=samples)
+        for episode in samples:
+            episode.drop_temporary_timestep_data()
+        return samples
+
+    def _sample_timesteps(self, num_timesteps, explore, random_actions, force_reset):
+        if force_reset or self._needs_reset:
+            self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while steps < num_timesteps:
+            steps += self._step(explore, random_actions, done)
+        self._log_sample_metrics(steps, len(done))
+        # Cut the unfinished episodes: the chunks so far go out, the successors continue.
+        chunks = []
+        for record in self._sub_env_records:
+            episode = record.episode
+            if len(episode) == 0:
+                continue
+            successor = episode.cut()
+            record.episode = successor
+            record.event_kwargs["episode"] = successor
+            chunks.append(episode.to_numpy())
+            record.prev_chunks.append(episode)
+        return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
+
+    def _sample_complete_episodes(self, min_timesteps, explore, random_actions):
+        self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while steps < min_timesteps:
+            steps += self._step(explore, random_actions, done)
+        # Let the running episodes finish; sub-envs that are done stay idle.
+        self._draining = True
+        try:
+            while not all(record.idle for record in self._sub_env_records):
+                steps += self._step(explore, random_actions, done)
+        finally:
+            self._draining = False
+        self._log_sample_metrics(steps, len(done))
+        self._needs_reset = True
+        return EpisodeList(done)
+
+    def _sample_episodes(self, num_episodes, explore, random_actions):
+        self._reset_all()
+        done: list[SingleAgentEpisode] = []
+        steps = 0
+        while len(done) < num_episodes:
+            steps += self._step(explore, random_actions, done)
+        self._log_sample_metrics(steps, len(done))
+        # Episodes still running are dropped; the next sample() starts fresh ones.
+        self._needs_reset = True
+        for record in self._sub_env_records:
+            record.prev_chunks = []
+        return EpisodeList(done[:num_episodes])
+
+    def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
+        """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`
+        one from a checkpoint, which continues without events."""
+        episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
+        episode._env_runner = self
+        record = self._sub_env_records[env_index]
+        record.start(episode, {"episode": episode, "env_runner": self,
+                               "metrics_logger": self.metrics, "env": self.env,
+                               "rl_module": self.module, "env_index": env_index})
+        if restored is None and self._callbacks.has("on_episode_created"):
+            self._callbacks.fire_with("on_episode_created", record.event_kwargs)
+
+    def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
+        """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
+        record = self._sub_env_records[env_index]
+        record.episode.add_env_reset(observation, infos)
+        if self._env_to_module is not None:
+            self._to_module([record.episode], [env_index])
+        if self._callbacks.has("on_episode_start"):
+            self._callbacks.fire_with("on_episode_start", record.event_kwargs)
+
+    def _reset_all(self) -> None:
+        """Fresh episodes in every sub-env: created -> reset -> start."""
+        for i in range(self.num_envs):
+            self._create_episode(i)
+        obs, infos = self._try_env_reset(seed=self._env_seed)
+        self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        for record in self._sub_env_records:
+            record.child_autoreset = False
+        self._obs = obs
+        per_env_infos = sub_env_infos(self.env, infos, self.num_envs)
+        if self._child_guarded:
+            self._take_child_failures(per_env_infos)  # fresh episodes: nothing to drop
+        obs_rows = unbatch(obs, self.num_envs)
+        for i in range(self.num_envs):
+            self._begin_episode(i, obs_rows[i], per_env_infos[i])
+        for record in self._sub_env_records:
+            record.awaiting_reset = False
+            record.idle = False
+        self._needs_reset = False
+        if self._guarded:
+            self._recover_sub_envs()
+
+    def _step(self, explore: bool, random_actions: bool, done: list) -> int:
+        """One step of every sub-env; finished episodes are appended to `done`."""
+        if random_actions:
+            actions = self.env.action_space.sample()
+            env_actions = actions
+            logp = np.zeros(self.num_envs, dtype=np.float32)
+            dist_inputs = None
+        else:
+            observations = self._obs if self._env_to_module is None else self._module_obs
+            dist_inputs = self.module.dist_inputs(self.spaces.preprocess(observations))
+            actions, logp = self.exploration.get_exploration_action(
+                action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
+                timestep=self.global_timestep, explore=explore)
+            env_actions = self.module.to_env_actions(
+                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
+        results = self._try_env_step(env_actions)
+        if results is None:  # the vector env was re-created: every sub-env starts afresh
+            self._reset_all()
+            return 0
+        obs, rewards, terminateds, truncateds, infos = results
+        records = self._sub_env_records
+        if self.vectorize_mode == ASYNC:
+            for record, ended in zip(records, (terminateds | truncateds).tolist(), strict=True):
+                record.child_autoreset = ended
+        num_envs = self.num_envs
+        obs_rows = unbatch(obs, num_envs)
+        per_env_infos = sub_env_infos(self.env, infos, num_envs)
+        recreated = self._take_child_failures(per_env_infos) if self._child_guarded else ()
+        # Python scalars once per step, not numpy scalars per sub-env.
+        # Discrete actions as ints; Box actions keep their float32 rows.
+        action_list = actions.tolist() if actions.ndim == 1 else list(actions)
+        reward_list = rewards.tolist()
+        terminated_list = terminateds.tolist()
+        truncated_list = truncateds.tolist()
+        logp_list = logp.tolist()
+        dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
+        fire_with = self._callbacks.fire_with if self._callbacks.has("on_episode_step") else None
+        stepped_indices: list[int] = []
+        ended_indices: list[int] = []
+        guarded = self._guarded
+        for i, record in enumerate(records):
+            if record.idle:
+                continue
+            if guarded and self.env.envs[i].failure is not None:
+                record.awaiting_reset = False  # re-created after this loop
+                continue
+            if recreated and i in recreated:
+                # Re-created in its child process ("async"): this step was the new sub-env's
+                # reset. Its episode is dropped (unless it had not started) and one begins.
+                if not record.awaiting_reset:
+                    self._drop_episode(record)
+                    self._create_episode(i)
+                record.awaiting_reset = False
+                self._begin_episode(i, obs_rows[i], per_env_infos[i])
+                continue
+            if record.awaiting_reset:
+                # This step was the sub-env's autoreset: its new episode starts here.
+                record.awaiting_reset = False
+                self._begin_episode(i, obs_rows[i], per_env_infos[i])
+                continue
+            record.episode.record_sampled_step(
+                obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
+                terminated_list[i], truncated_list[i], logp_list[i], dist_rows[i])
+            if fire_with is not None:
+                fire_with("on_episode_step", record.event_kwargs)
+            stepped_indices.append(i)
+            if terminated_list[i] or truncated_list[i]:
+                ended_indices.append(i)
+        if self._env_to_module is not None and stepped_indices:
+            self._to_module([records[i].episode for i in stepped_indices], stepped_indices)
+        for i in ended_indices:
+            record = records[i]
+            episode = record.episode
+            self._finish_episode(record)
+            # Numpy'ized now, as RLlib does, while its rows are still in the CPU's caches (at
+            # the end of a 10k-step sample, converting ~500 episodes cost twice as much).
+            done.append(episode.to_numpy())
+            if self._draining:
+                record.idle = True
+            else:
+                self._create_episode(i)
+                record.awaiting_reset = True
+        self._obs = obs
+        self.global_timestep += len(stepped_indices)
+        self.num_env_steps_stepped += len(stepped_indices)
+        if guarded:
+            self._recover_sub_envs()
+        return len(stepped_indices)
+
+    def _finish_episode(self, record: SubEnvRecord) -> None:
+        """The episode under way in `record` ended: fires `on_episode_end` (with its earlier
+        chunks) and notes its return, length and duration for the metrics."""
+        episode, prev_chunks = record.episode, record.prev_chunks
+        record.prev_chunks = []
+        if self._callbacks.has("on_episode_end"):
+            self._callbacks.fire_with("on_episode_end", {**record.event_kwargs,
+                                                         "prev_episode_chunks": prev_chunks})
+        episode_return, episode_len = episode.get_return(), len(episode)
+        if prev_chunks:
+            episode_return += sum(c.get_return() for c in prev_chunks)
+            episode_len += sum(len(c) for c in prev_chunks)
+        self._ended_episodes.append((episode_return, episode_len, episode.get_duration_s()))
+        if episode._old is not None:
+            self._log_old_episode_data(episode._old, self.config.metrics_num_episodes_for_smoothing)
+
+    def _log_episode_metrics(self) -> None:
+        """Logs the return, length and duration of the episodes ended since the last call:
+        one `log_values` per metric, not seven `log_value` calls per episode."""
+        if not self._ended_episodes:
+            return
+        returns, lengths, durations = (
+            list(column) for column in zip(*self._ended_episodes, strict=True))
+        self._ended_episodes.clear()
+        # RLlib's window: the configured one shared by the runners, whose windows the
+        # Algorithm's logger merges.
+        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing
+                                  / (self.config.num_env_runners or 1)))
+        log = self.metrics.log_values
+        log(EPISODE_RETURN_MEAN, returns, window=window)
+        log(EPISODE_RETURN_MIN, returns, reduce="min", window=window)
+        log(EPISODE_RETURN_MAX, returns, reduce="max", window=window)
+        log(EPISODE_LEN_MEAN, lengths, window=window)
+        log(EPISODE_LEN_MIN, lengths, reduce="min", window=window)
+        log(EPISODE_LEN_MAX, lengths, reduce="max", window=window)
+        log(EPISODE_DURATION_SEC_MEAN, durations, window=window)
+
+    def _log_old_episode_data(self, old: dict, window: int) -> None:
+        """The old API's per-episode `custom_metrics` (scalars: mean/min/max over the smoothing
+        window, as RLlib's old stack reported them) and `hist_data` (lists: this iteration's
+        values) into the metrics."""
+        log = self.metrics.log_value
+        for key, value in old["custom_metrics"].items():
+            log(("custom_metrics", f"{key}_mean"), value, window=window)
+            log(("custom_metrics", f"{key}_min"), value, reduce="min", window=window)
+            log(("custom_metrics", f"{key}_max"), value, reduce="max", window=window)
+        for key, values in old["hist_data"].items():
+            # One item per episode, so that merging runners keeps each episode's values
+            # together (`old_api.flatten_hist_stats` joins them for the results).
+            values = values if isinstance(values, (list, tuple, np.ndarray)) else [values]
+            log(("hist_stats", key), list(values), reduce="item_series")
+
+    def _log_sample_metrics(self, steps: int, episodes: int) -> None:
+        self._log_episode_metrics()
+        log = self.metrics.log_value
+        # Per sample() call (RLlib's "sum" starts over at each reduce) and lifetime counts.
+        log(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+        log(NUM_EPISODES, episodes, reduce="sum")
+        log(NUM_EPISODES_LIFETIME, episodes, reduce="lifetime_sum")
+        for key, value in self.exploration.get_info().items():
+            log(key, value, window=1)
+
+    def get_metrics(self) -> dict:
+        """This runner's metrics reduced, as RLlib's `EnvRunner.get_metrics()`: a nested dict
+        of `Stats` for the Algorithm's `MetricsLogger.aggregate()` (`check()` and
+        `MetricsLogger.peek_results()` read their values). Per-call counters (`num_episodes`,
+        `num_env_steps_sampled`) start over."""
+        return self.metrics.reduce()
+
+    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], dict,
+                                                            dict | None]:
+        """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
+        the group to merge) in one request: one round trip per iteration."""
+        return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
+
+    def sample_metrics_only(self, **sample_kwargs) -> dict:
+        """`sample()`, returning only `get_metrics()` (evaluation needs no episodes)."""
+        self.sample(**sample_kwargs)
+        return self.get_metrics()
+
+    def stop(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+#: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
+SingleAgentEnvRunner = EnvRunner

@@ -1,0 +1,47 @@
+"""`SubEnvGuard`: with `restart_failed_sub_environments=True`, each sub-env is wrapped in one.
+
+An exception in the wrapped env's `reset()` or `step()` does not escape into the vector env (which
+would abort the whole runner's step): the guard records it in `failure` (the exception keeps its
+traceback) and returns a placeholder transition (the last observation, reward 0, neither
+terminated nor truncated). After each vector step the EnvRunner logs the failures, re-creates
+every sub-env whose guard holds one and drops its episode (`EnvRunner._recover_sub_envs` in
+`trainer.runners.env_runner`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+
+class SubEnvGuard(gym.Wrapper):
+    """Catches the wrapped sub-env's exceptions: `failure` holds the last one until the runner
+    replaces this sub-env."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.failure: BaseException | None = None
+        self._last_observation: Any = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        try:
+            observation, info = self.env.reset(seed=seed, options=options)
+        except Exception as error:
+            return self._failed(error), {}
+        self._last_observation = observation
+        return observation, info
+
+    def step(self, action):
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as error:
+            return self._failed(error), 0.0, False, False, {}
+        self._last_observation = observation
+        return observation, reward, terminated, truncated, info
+
+    def _failed(self, error: BaseException):
+        self.failure = error
+        if self._last_observation is not None:
+            return self._last_observation
+        return self.observation_space.sample()
