@@ -134,3 +134,46 @@ def test_ppo_improves_cartpole_within_a_few_iterations():
     returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(12)]
     algo.stop()
     assert returns[-1] > 2 * returns[0] and returns[-1] > 60
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def _blas_threads_during_updates(monkeypatch) -> list[list[int]]:
+    """Trains one PPO iteration with numpy's pools at 2 threads; returns the pool sizes each
+    minibatch step saw. The pools are back at 2 afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    seen = []
+    original = PPOLearner.loss_and_grads
+
+    def recording(self, minibatch):
+        seen.append(_blas_threads())
+        return original(self, minibatch)
+
+    monkeypatch.setattr(PPOLearner, "loss_and_grads", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        algo = small_ppo(0, env="Pendulum-v1", num_epochs=2).build()
+        try:
+            algo.train()
+        finally:
+            algo.stop()
+        assert _blas_threads() and set(_blas_threads()) == {2}
+    return seen
+
+
+def test_ppo_update_runs_on_one_blas_thread(monkeypatch):
+    # A pool of one thread per core waits for its descheduled threads after every small
+    # product on a busy machine (an update 20x slower); RLlib's learner runs on one thread.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    seen = _blas_threads_during_updates(monkeypatch)
+    assert len(seen) == 4 and all(threads == [1] * len(threads) for threads in seen)
+
+
+def test_ppo_update_keeps_a_blas_pool_the_user_sized(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    seen = _blas_threads_during_updates(monkeypatch)
+    assert seen and all(threads == [2] * len(threads) for threads in seen)

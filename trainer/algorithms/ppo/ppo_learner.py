@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate
+from trainer.algorithms.learner import Learner, LearningRate, UpdateThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.env.episode import SingleAgentEpisode
@@ -39,6 +39,8 @@ class PPOLearner(Learner):
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+        #: Updates run on one BLAS thread unless the user sized the pools (see UpdateThreads).
+        self.update_threads = UpdateThreads()
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
@@ -181,6 +183,11 @@ class PPOLearner(Learner):
                num_env_steps_sampled_lifetime: int | None = None) -> dict[str, float]:
         """One PPO update on the given episodes; returns the iteration's mean loss statistics.
         `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
+        with self.update_threads():
+            return self._update(episodes, num_env_steps_sampled_lifetime)
+
+    def _update(self, episodes: list[SingleAgentEpisode],
+                num_env_steps_sampled_lifetime: int | None) -> dict[str, float]:
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
