@@ -181,8 +181,10 @@ class PPOLearner(Learner):
     # -- 3. epochs of minibatches ------------------------------------------------------------
     def update(self, episodes: list[SingleAgentEpisode], *,
                num_env_steps_sampled_lifetime: int | None = None) -> dict[str, float]:
-        """One PPO update on the given episodes; returns the iteration's mean loss statistics.
-        `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
+        """One PPO update on the given episodes; returns the loss statistics of its last
+        minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
+        the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
+        learning-rate schedule."""
         with self.update_threads():
             return self._update(episodes, num_env_steps_sampled_lifetime)
 
@@ -199,8 +201,7 @@ class PPOLearner(Learner):
         # Each minibatch is gathered into the same preallocated arrays.
         minibatch = {key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
                      for key, value in batch.items()}
-        totals: dict[str, float] = {}
-        num_steps = 0
+        step_stats: dict[str, float] = {}
         for _ in range(cfg.num_epochs):
             order = self.rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
             for start in range(0, size, minibatch_size):
@@ -213,19 +214,18 @@ class PPOLearner(Learner):
                     step_stats = self._minibatch_step(minibatch)
                 else:
                     step_stats = self._minibatch_step({k: v[idx] for k, v in batch.items()})
-                for key, value in step_stats.items():
-                    totals[key] = totals.get(key, 0.0) + value
-                num_steps += 1
-        results = {key: total / num_steps for key, total in totals.items()}
-        results["curr_kl_coeff"] = self.kl_coeff
-        results["curr_lr"] = self.optimizer.lr
-        results["num_env_steps_trained"] = size
-        # Adapt the KL coefficient towards kl_target (RLlib's schedule).
+        # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
+        # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
+        # KL, the policy's distance from the behaviour policy after all epochs.
+        results = dict(step_stats)
         if cfg.use_kl_loss:
             if results["mean_kl_loss"] > 2.0 * cfg.kl_target:
                 self.kl_coeff *= 1.5
             elif results["mean_kl_loss"] < 0.5 * cfg.kl_target:
                 self.kl_coeff *= 0.5
+        results["curr_kl_coeff"] = self.kl_coeff
+        results["curr_lr"] = self.optimizer.lr
+        results["num_env_steps_trained"] = size
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
