@@ -77,7 +77,7 @@ class UpdateThreads:
     each one. When anything else runs on the machine, a descheduled pool thread holds up every
     product: a PPO update of 520 steps (30 epochs, minibatch 64, 256x256) took 4.9-15.4 s with
     numpy's 2 threads on 2 busy cores and 0.23-0.66 s with one. On an idle machine the second
-    thread saves at most a quarter of an update (README, `bench/threads.py`).
+    thread saved about a quarter of a 4000-step update (0.74x, `bench/threads.py`).
 
     A user's explicit `OPENBLAS_NUM_THREADS` / `OMP_NUM_THREADS` / `MKL_NUM_THREADS` wins: the
     pools are then left as the user sized them.
