@@ -11,7 +11,7 @@ import pytest
 from helpers import small_ppo
 
 from callbacks import RLlibCallback
-from trainer import ConfigError
+from trainer import ConfigError, SingleAgentEpisode
 from trainer.connectors import (
     ConnectorV2,
     FlattenObservations,
@@ -37,6 +37,27 @@ def test_running_stats_merge_exactly():
     np.testing.assert_allclose(merged.mean, data.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(merged.std, data.std(axis=0, ddof=1), rtol=1e-12)
 
+
+
+def test_mean_std_filter_divides_by_rllibs_std_below_two_observations():
+    """RLlib 2.60's RunningStat has std 0 until it has seen two values: a de-std'ed first
+    observation is divided by 1e-8 alone and clipped; from the second on, by the sample std."""
+    space = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+    piece = MeanStdFilter(input_observation_space=space, input_action_space=space,
+                          de_mean_to_zero=False, clip_by_value=5.0)
+    episode = SingleAgentEpisode()
+    outputs = []
+    for observation in ([0.5, -2.0], [1.5, 2.0]):
+        observation = np.array(observation, np.float32)
+        if len(episode.observations) == 0:
+            episode.add_env_reset(observation)
+        else:
+            episode.add_env_step(observation, np.zeros(2, np.float32), 0.0)
+        piece(rl_module=None, batch={}, episodes=[episode])
+        outputs.append(episode.get_observations(-1))
+    np.testing.assert_array_equal(outputs[0], [5.0, -5.0])
+    std = np.array([[0.5, -2.0], [1.5, 2.0]]).std(axis=0, ddof=1)
+    np.testing.assert_allclose(outputs[1], np.array([1.5, 2.0]) / std, rtol=1e-6)
 
 class RecordObservations(RLlibCallback):
     """Reports the largest absolute observation the module saw (the episodes hold it)."""

@@ -134,3 +134,104 @@ def test_ppo_improves_cartpole_within_a_few_iterations():
     returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(12)]
     algo.stop()
     assert returns[-1] > 2 * returns[0] and returns[-1] > 60
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def _blas_threads_during_updates(monkeypatch) -> list[list[int]]:
+    """Trains one PPO iteration with numpy's pools at 2 threads; returns the pool sizes each
+    minibatch step saw. The pools are back at 2 afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    seen = []
+    original = PPOLearner.loss_and_grads
+
+    def recording(self, minibatch):
+        seen.append(_blas_threads())
+        return original(self, minibatch)
+
+    monkeypatch.setattr(PPOLearner, "loss_and_grads", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        algo = small_ppo(0, env="Pendulum-v1", num_epochs=2).build()
+        try:
+            algo.train()
+        finally:
+            algo.stop()
+        assert _blas_threads() and set(_blas_threads()) == {2}
+    return seen
+
+
+def test_ppo_update_runs_on_one_blas_thread(monkeypatch):
+    # A pool of one thread per core waits for its descheduled threads after every small
+    # product on a busy machine (an update 20x slower); RLlib's learner runs on one thread.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    seen = _blas_threads_during_updates(monkeypatch)
+    assert len(seen) == 4 and all(threads == [1] * len(threads) for threads in seen)
+
+
+def test_ppo_update_keeps_a_blas_pool_the_user_sized(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    seen = _blas_threads_during_updates(monkeypatch)
+    assert seen and all(threads == [2] * len(threads) for threads in seen)
+
+
+def _pendulum_episodes(num_episodes: int = 4, length: int = 30) -> list:
+    from trainer import SingleAgentEpisode
+
+    rng = np.random.default_rng(0)
+    episodes = []
+    for _ in range(num_episodes):
+        episode = SingleAgentEpisode()
+        episode.add_env_reset(rng.standard_normal(3).astype(np.float32))
+        for _ in range(length):
+            episode.add_env_step(
+                rng.standard_normal(3).astype(np.float32),
+                rng.standard_normal(1).astype(np.float32), float(rng.normal(-5.0, 2.0)),
+                extra_model_outputs={"action_logp": -1.0,
+                                     "action_dist_inputs": np.array([0.0, -0.5], np.float32)})
+        episodes.append(episode.to_numpy())
+    return episodes
+
+
+def _recorded_update(kl_target: float) -> tuple[PPOLearner, dict, list[dict]]:
+    """A seeded learner's update (4 epochs of 3 minibatches) and each minibatch's stats."""
+    config = (PPOConfig().environment("Pendulum-v1").debugging(seed=3)
+              .rl_module(model_config={"fcnet_hiddens": [8]})
+              .training(num_epochs=4, minibatch_size=40, lr=3e-3, kl_target=kl_target))
+    env = gym.make("Pendulum-v1")
+    learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
+    seen = []
+    original = learner.loss_and_grads
+
+    def recording(minibatch):
+        grads, stats = original(minibatch)
+        seen.append(dict(stats))
+        return grads, stats
+
+    learner.loss_and_grads = recording
+    return learner, learner.update(_pendulum_episodes()), seen
+
+
+def test_ppo_reports_the_last_minibatch_and_adapts_kl_on_it():
+    """As RLlib 2.60's learner: loss statistics are logged per minibatch with window=1 (the
+    last one is reported), `after_gradient_based_update` adapts the KL coefficient on that
+    last KL, and `curr_kl_coeff` is the adapted value."""
+    _, results, seen = _recorded_update(kl_target=0.01)
+    assert len(seen) == 12
+    for key in ("policy_loss", "vf_loss", "entropy", "mean_kl_loss", "total_loss"):
+        assert results[key] == seen[-1][key]
+    # A target between the rules' outcomes for the last and for the mean KL tells them apart
+    # (the loss does not depend on kl_target, so the same seed gives the same minibatches).
+    last = seen[-1]["mean_kl_loss"]
+    mean = sum(stats["mean_kl_loss"] for stats in seen) / len(seen)
+    assert last != mean
+    target = (mean + last) / 4 if last > mean else last + mean
+    learner, results, again = _recorded_update(kl_target=target)
+    assert [s["mean_kl_loss"] for s in again] == [s["mean_kl_loss"] for s in seen]
+    expected = 0.2 * (1.5 if last > mean else 0.5)
+    assert learner.kl_coeff == pytest.approx(expected)
+    assert results["curr_kl_coeff"] == learner.kl_coeff

@@ -46,9 +46,11 @@ class RunningStat:
 
     @property
     def std(self) -> np.ndarray:
-        # RLlib's RunningStat: the sample variance, or mean^2 for a single value.
-        var = self.m2 / (self.n - 1) if self.n > 1 else np.square(self.mean)
-        return np.sqrt(var)
+        # RLlib 2.60's RunningStat: the sample standard deviation, 0 below two values (a
+        # de-std'ed first observation is then divided by 1e-8 alone, and clipped).
+        if self.n <= 1:
+            return np.zeros_like(self.mean)
+        return np.sqrt(np.maximum(self.m2 / (self.n - 1), 0.0))
 
     def to_state(self) -> dict:
         return {"n": self.n, "mean": self.mean.copy(), "m2": self.m2.copy()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate
+from trainer.algorithms.learner import Learner, LearningRate, UpdateThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.env.episode import SingleAgentEpisode
@@ -39,6 +39,8 @@ class PPOLearner(Learner):
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+        #: Updates run on one BLAS thread unless the user sized the pools (see UpdateThreads).
+        self.update_threads = UpdateThreads()
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
@@ -179,8 +181,15 @@ class PPOLearner(Learner):
     # -- 3. epochs of minibatches ------------------------------------------------------------
     def update(self, episodes: list[SingleAgentEpisode], *,
                num_env_steps_sampled_lifetime: int | None = None) -> dict[str, float]:
-        """One PPO update on the given episodes; returns the iteration's mean loss statistics.
-        `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
+        """One PPO update on the given episodes; returns the loss statistics of its last
+        minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
+        the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
+        learning-rate schedule."""
+        with self.update_threads():
+            return self._update(episodes, num_env_steps_sampled_lifetime)
+
+    def _update(self, episodes: list[SingleAgentEpisode],
+                num_env_steps_sampled_lifetime: int | None) -> dict[str, float]:
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
@@ -192,8 +201,7 @@ class PPOLearner(Learner):
         # Each minibatch is gathered into the same preallocated arrays.
         minibatch = {key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
                      for key, value in batch.items()}
-        totals: dict[str, float] = {}
-        num_steps = 0
+        step_stats: dict[str, float] = {}
         for _ in range(cfg.num_epochs):
             order = self.rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
             for start in range(0, size, minibatch_size):
@@ -206,19 +214,18 @@ class PPOLearner(Learner):
                     step_stats = self._minibatch_step(minibatch)
                 else:
                     step_stats = self._minibatch_step({k: v[idx] for k, v in batch.items()})
-                for key, value in step_stats.items():
-                    totals[key] = totals.get(key, 0.0) + value
-                num_steps += 1
-        results = {key: total / num_steps for key, total in totals.items()}
-        results["curr_kl_coeff"] = self.kl_coeff
-        results["curr_lr"] = self.optimizer.lr
-        results["num_env_steps_trained"] = size
-        # Adapt the KL coefficient towards kl_target (RLlib's schedule).
+        # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
+        # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
+        # KL, the policy's distance from the behaviour policy after all epochs.
+        results = dict(step_stats)
         if cfg.use_kl_loss:
             if results["mean_kl_loss"] > 2.0 * cfg.kl_target:
                 self.kl_coeff *= 1.5
             elif results["mean_kl_loss"] < 0.5 * cfg.kl_target:
                 self.kl_coeff *= 0.5
+        results["curr_kl_coeff"] = self.kl_coeff
+        results["curr_lr"] = self.optimizer.lr
+        results["num_env_steps_trained"] = size
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
