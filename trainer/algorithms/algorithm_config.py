@@ -11,9 +11,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import sys
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
@@ -52,6 +53,11 @@ from trainer.util.checks import (
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 #: The key under which a pickled config carries its `register_env` creator (`__getstate__`).
 _REGISTERED_ENV_CREATOR = "_registered_env_creator"
@@ -460,6 +466,90 @@ class AlgorithmConfig(OldConfigNames):
     _ALGO_SETTINGS: dict[str, Setting] = {}
     _DEFAULT_OVERRIDES: dict[str, Any] = {}
 
+    # The settings' types (`__init__` sets them from the table above; a test keeps the two
+    # equal). A value may also be Tune's `{"grid_search": [...]}` until build() refuses it.
+    # environment()
+    env: str | type[gym.Env] | Callable[..., gym.Env] | None
+    env_config: dict[str, Any]
+    env_task_fn: Callable[..., Any] | None
+    normalize_actions: bool
+    clip_actions: bool
+    observation_space: gym.Space | None
+    action_space: gym.Space | None
+    # env_runners()
+    num_env_runners: int
+    num_envs_per_env_runner: int
+    gym_env_vectorize_mode: str
+    rollout_fragment_length: int | Literal["auto"]
+    batch_mode: str
+    sample_timeout_s: float
+    explore: bool
+    env_runner_cls: type | None
+    create_env_on_local_worker: bool
+    validate_env_runners_after_construction: bool
+    env_to_module_connector: Callable[..., Any] | None
+    observation_filter: str
+    backend: str
+    ray_address: str | None
+    # exploration()
+    exploration_config: dict[str, Any]
+    # evaluation()
+    evaluation_interval: int | None
+    evaluation_duration: int | Literal["auto"]
+    evaluation_duration_unit: str
+    evaluation_num_env_runners: int
+    evaluation_parallel_to_training: bool
+    evaluation_config: dict[str, Any] | None
+    custom_evaluation_function: Callable[..., Any] | None
+    evaluation_force_reset_envs_before_iteration: bool
+    evaluation_sample_timeout_s: float
+    evaluation_auto_duration_min_env_steps_per_sample: int
+    evaluation_auto_duration_max_env_steps_per_sample: int
+    # training()
+    gamma: float
+    lr: float | list[list[float]]
+    train_batch_size: int
+    num_epochs: int
+    minibatch_size: int | None
+    shuffle_batch_per_epoch: bool
+    grad_clip: float | None
+    grad_clip_by: str
+    optimizer: dict[str, Any]
+    model: dict[str, Any]
+    # debugging()
+    seed: int | None
+    log_level: str
+    check_nan: bool
+    _evaluation_parallel_to_training_wo_thread: bool
+    # reporting()
+    metrics_num_episodes_for_smoothing: int
+    min_time_s_per_iteration: float | None
+    min_sample_timesteps_per_iteration: int
+    min_train_timesteps_per_iteration: int
+    stats_cls_lookup: dict[str, type]
+    # fault_tolerance()
+    restart_failed_env_runners: bool
+    ignore_env_runner_failures: bool
+    max_num_env_runner_restarts: int
+    delay_between_env_runner_restarts_s: float
+    env_runner_health_probe_timeout_s: float
+    restart_failed_sub_environments: bool
+    env_runner_restore_timeout_s: float
+    # checkpointing()
+    checkpoint_frequency: int
+    num_to_keep: int | None
+    checkpoint_score_attribute: str | None
+    checkpoint_score_order: str
+    checkpoint_at_end: bool
+    # python_environment()
+    extra_python_environs_for_driver: dict[str, str]
+    extra_python_environs_for_worker: dict[str, str]
+    # framework() / api_stack()
+    framework_str: str
+    enable_rl_module_and_learner: bool
+    enable_env_runner_and_connector_v2: bool
+    _frozen: bool
+
     def __init__(self, algo_class: type | None = None):
         object.__setattr__(self, "_frozen", False)
         self.algo_class = algo_class
@@ -532,7 +622,7 @@ class AlgorithmConfig(OldConfigNames):
         if creator is not None:
             register_env_if_missing(self.env, creator)
 
-    def _set(self, method: str, values: dict[str, Any]) -> AlgorithmConfig:
+    def _set(self, method: str, values: dict[str, Any]) -> Self:
         """Checks and stores every provided value of a builder call."""
         settings = self._settings()
         for name, value in values.items():
@@ -606,7 +696,7 @@ class AlgorithmConfig(OldConfigNames):
                     env_task_fn: Callable | None = NotProvided,
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
                     observation_space: Any = NotProvided, action_space: Any = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    **unknown) -> Self:
         """The env and its spaces."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
@@ -633,7 +723,7 @@ class AlgorithmConfig(OldConfigNames):
                     env_to_module_connector: Callable | None = NotProvided,
                     observation_filter: str = NotProvided, backend: str = NotProvided,
                     ray_address: str | None = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    **unknown) -> Self:
         """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
         call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
         are accepted."""
@@ -662,7 +752,7 @@ class AlgorithmConfig(OldConfigNames):
                  shuffle_batch_per_epoch: bool = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  model: dict = NotProvided, optimizer: dict = NotProvided,
-                 **unknown) -> AlgorithmConfig:
+                 **unknown) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
         `train_batch_size` (there is one learner)."""
         values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
@@ -679,7 +769,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("training", values)
 
     def rl_module(self, *, model_config: dict | Any = NotProvided,
-                  rl_module_spec: Any = NotProvided, **unknown) -> AlgorithmConfig:
+                  rl_module_spec: Any = NotProvided, **unknown) -> Self:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib. `rl_module_spec` is an
@@ -796,7 +886,7 @@ class AlgorithmConfig(OldConfigNames):
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
         self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
 
-    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
+    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> Self:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
         a list of callables (called after the classes, in list order)."""
         if callbacks_class is not NotProvided:
@@ -837,7 +927,7 @@ class AlgorithmConfig(OldConfigNames):
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
                   check_nan: bool = NotProvided,
                   _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown) -> Self:
         """Seeding, logging and checks of env data."""
         values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
                   "_evaluation_parallel_to_training_wo_thread":
@@ -850,7 +940,7 @@ class AlgorithmConfig(OldConfigNames):
                   min_sample_timesteps_per_iteration: int = NotProvided,
                   min_train_timesteps_per_iteration: int = NotProvided,
                   custom_stats_cls_lookup: dict | None = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown) -> Self:
         """How episode metrics are smoothed, and the least one `train()` call does: it repeats
         its training step until all three minimums are reached. `custom_stats_cls_lookup`
         replaces the metrics loggers' stats classes (`config.stats_cls_lookup`; start from
@@ -871,7 +961,7 @@ class AlgorithmConfig(OldConfigNames):
                         env_runner_health_probe_timeout_s: float = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
                         env_runner_restore_timeout_s: float = NotProvided,
-                        **unknown) -> AlgorithmConfig:
+                        **unknown) -> Self:
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
@@ -893,7 +983,7 @@ class AlgorithmConfig(OldConfigNames):
                       num_to_keep: int | None = NotProvided,
                       checkpoint_score_attribute: str | None = NotProvided,
                       checkpoint_score_order: str = NotProvided,
-                      checkpoint_at_end: bool = NotProvided, **unknown) -> AlgorithmConfig:
+                      checkpoint_at_end: bool = NotProvided, **unknown) -> Self:
         """When a `checkpoints.CheckpointManager` (the main job uses one) saves, and which
         checkpoints it keeps."""
         values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
@@ -904,7 +994,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("checkpointing", values)
 
     def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    **unknown) -> Self:
         """Whether and how the EnvRunners explore."""
         self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
         if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
@@ -980,7 +1070,7 @@ class AlgorithmConfig(OldConfigNames):
                    evaluation_sample_timeout_s: float = NotProvided,
                    evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
                    evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
-                   **unknown) -> AlgorithmConfig:
+                   **unknown) -> Self:
         """Evaluation rounds: when, how long, on which runners, with which settings.
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
@@ -1017,7 +1107,7 @@ class AlgorithmConfig(OldConfigNames):
                     f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
                     f"{name} must be {problem}")
 
-    def get_evaluation_config_object(self) -> AlgorithmConfig:
+    def get_evaluation_config_object(self) -> Self:
         """The config the evaluation EnvRunners see: this one with `evaluation_config` applied
         (an `env_config` there updates the training one), `in_evaluation=True`, and
         `num_env_runners` / `sample_timeout_s` from the evaluation settings."""
@@ -1032,7 +1122,7 @@ class AlgorithmConfig(OldConfigNames):
         eval_config.evaluation_interval = None
         return eval_config.freeze()
 
-    def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
+    def framework(self, framework: str = NotProvided, **unknown) -> Self:
         """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
         (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
         with a warning at build when set."""
@@ -1041,7 +1131,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
                   enable_env_runner_and_connector_v2: bool = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown) -> Self:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
         here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
         warning and run on the new stack, where the old stack's callback signatures, config
@@ -1059,31 +1149,31 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("api_stack", {name: True if value is False else value
                                        for name, value in values.items()})
 
-    def learners(self, **settings) -> AlgorithmConfig:
+    def learners(self, **settings) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         numpy learner in the main process; other values warn at build."""
         self._reject_unknown("learners", settings, [])
         return self
 
-    def resources(self, **settings) -> AlgorithmConfig:
+    def resources(self, **settings) -> Self:
         """RLlib's resource settings (`num_gpus`, `placement_strategy`, ...): no effect on one
         machine; values other than RLlib's defaults warn at build."""
         self._reject_unknown("resources", settings, [])
         return self
 
-    def multi_agent(self, **settings) -> AlgorithmConfig:
+    def multi_agent(self, **settings) -> Self:
         """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
         {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
         self._reject_unknown("multi_agent", settings, [])
         return self
 
-    def experimental(self, **settings) -> AlgorithmConfig:
+    def experimental(self, **settings) -> Self:
         """RLlib's experimental switches: accepted, none has an effect here (warned at build
         where set to another value than RLlib's default)."""
         self._reject_unknown("experimental", settings, [])
         return self
 
-    def offline_data(self, **settings) -> AlgorithmConfig:
+    def offline_data(self, **settings) -> Self:
         """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
         options, ...): offline RL is not supported here. RLlib's defaults (sample from the env,
         write nothing) are accepted; reading or writing recorded data is refused at the call,
@@ -1093,7 +1183,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def python_environment(self, *, extra_python_environs_for_driver: dict = NotProvided,
                            extra_python_environs_for_worker: dict = NotProvided,
-                           **unknown) -> AlgorithmConfig:
+                           **unknown) -> Self:
         """Environment variables for the main process (set when the Algorithm is built) and
         for each EnvRunner worker process (set before its envs are made)."""
         values = {"extra_python_environs_for_driver": extra_python_environs_for_driver,
@@ -1316,7 +1406,7 @@ class AlgorithmConfig(OldConfigNames):
                               "PPOConfig or another algorithm's config")
         return self.algo_class(config=self)
 
-    def copy(self, copy_frozen: bool | None = None) -> AlgorithmConfig:
+    def copy(self, copy_frozen: bool | None = None) -> Self:
         """A deep copy (callbacks and env creators shared). Unfrozen unless `copy_frozen`."""
         clone = object.__new__(type(self))
         object.__setattr__(clone, "_frozen", False)
@@ -1333,7 +1423,7 @@ class AlgorithmConfig(OldConfigNames):
             clone.freeze()
         return clone
 
-    def freeze(self) -> AlgorithmConfig:
+    def freeze(self) -> Self:
         """Makes the config read-only (a built Algorithm's config is frozen)."""
         object.__setattr__(self, "_frozen", True)
         return self
@@ -1354,13 +1444,13 @@ class AlgorithmConfig(OldConfigNames):
         return result
 
     @classmethod
-    def from_dict(cls, config_dict: dict[str, Any]) -> AlgorithmConfig:
+    def from_dict(cls, config_dict: dict[str, Any]) -> Self:
         """A config of this class from a dict of setting names (as `to_dict` writes them)."""
         config = cls()
         config.update_from_dict(config_dict)
         return config
 
-    def update_from_dict(self, config_dict: dict[str, Any]) -> AlgorithmConfig:
+    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
         """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""

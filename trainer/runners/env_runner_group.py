@@ -39,7 +39,7 @@ import cloudpickle
 from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
-from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
+from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE, SpaceInfo
 from trainer.env.env_runner import EnvRunner
 from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
@@ -185,11 +185,14 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
-        self.spaces = None
-        self.env_spaces = None  # the env's spaces, before the env-to-module connectors
+        #: The spaces the module sees (None only in a group built with `_setup=False`).
+        self.spaces: SpaceInfo | None = None
+        self.env_spaces: SpaceInfo | None = None  # the env's, before the env-to-module connectors
         #: The class each EnvRunner is made of (RLlib's attribute).
         self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
+        #: The runner in this process (index 0); None only with `_setup=False`.
+        self.local_env_runner: EnvRunner | None
         if not _setup:  # RLlib's testing switch: a group without runners
             self.local_env_runner = None
             return
@@ -694,3 +697,19 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.pool.stop()
         if getattr(self, "local_env_runner", None) is not None:
             self.local_env_runner.stop()
+
+
+def local_runner_of(group: EnvRunnerGroup) -> EnvRunner:
+    """`group.local_env_runner` of a group built with its runners (every group an Algorithm
+    builds; only RLlib's `_setup=False` testing switch leaves it None)."""
+    if group.local_env_runner is None:
+        raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no local "
+                           "EnvRunner")
+    return group.local_env_runner
+
+
+def spaces_of(group: EnvRunnerGroup) -> SpaceInfo:
+    """`group.spaces` of a group built with its runners (see `local_runner_of`)."""
+    if group.spaces is None:
+        raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no spaces")
+    return group.spaces
