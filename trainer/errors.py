@@ -12,6 +12,8 @@ All but the last are `RemoteError`s (Ray's `RayError`).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RemoteError(RuntimeError):
     """Base of the errors about work in other processes: EnvRunner failures, no healthy
@@ -69,7 +71,7 @@ class EnvRunnerTimeout(EnvRunnerFailure):
                                        f"{timeout_s:g} s; its process was killed."
                                        f"{' ' + hint if hint else ''}{where}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvRunnerTimeout], tuple[Any, ...]]:
         return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack,
                                    self.hint))
 
@@ -89,7 +91,7 @@ class EnvRunnerError(EnvRunnerFailure):
                                        f"{error_message} (in {method}()).\nOriginal traceback:\n"
                                        f"{remote_traceback.rstrip()}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvRunnerError], tuple[Any, ...]]:
         return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
                                  self.error_message, self.remote_traceback, self.env_steps))
 

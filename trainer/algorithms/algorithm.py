@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -132,7 +133,7 @@ class LearnerGroup:
         self._algorithm.learner.set_state(state)
         self._algorithm.sync_weights()
 
-    def foreach_learner(self, func: Any, **kwargs) -> list:
+    def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
         return [func(self._algorithm.learner, **kwargs)]
 
 
@@ -152,7 +153,8 @@ class Algorithm(OldAlgorithmNames):
     def get_default_config(cls) -> AlgorithmConfig:
         return AlgorithmConfig(algo_class=cls)
 
-    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs):
+    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None,
+                 **kwargs: Any):
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(kwargs)}")
         if config is None:
@@ -805,7 +807,7 @@ class Algorithm(OldAlgorithmNames):
     def __enter__(self) -> Algorithm:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -106,7 +106,7 @@ class _FalseFlag:
         return "False"
 
 
-def _check_exploration_config(v):
+def _check_exploration_config(v: Any) -> str | None:
     if isinstance(v, dict) and "type" not in v:
         return None  # updates the algorithm's default; checked merged in exploration()
     try:
@@ -116,7 +116,7 @@ def _check_exploration_config(v):
     return None
 
 
-def _check_backend(v):
+def _check_backend(v: Any) -> str | None:
     if v == "processes":
         return None
     if v == "ray":
@@ -134,7 +134,7 @@ def _check_backend(v):
     return '"processes" or "ray"'
 
 
-def _check_lr(v):
+def _check_lr(v: Any) -> str | None:
     from trainer.core.schedules import Schedule
 
     if isinstance(v, (list, tuple)):
@@ -147,27 +147,27 @@ def _check_lr(v):
         "a number >= 0 or a schedule [[timestep, lr], ...]"
 
 
-def _check_seed(v):
+def _check_seed(v: Any) -> str | None:
     # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
     return None if int_at_least(0)(v) is None else \
         "an int >= 0 (numpy's random generators take no negative seed)"
 
 
-def is_str(v):
+def is_str(v: Any) -> str | None:
     return None if isinstance(v, str) and v else "a non-empty string"
 
 
-def _check_log_level(v):
+def _check_log_level(v: Any) -> str | None:
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
 
 
-def _is_space_or_none(v):
+def _is_space_or_none(v: Any) -> str | None:
 
     return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
 
 
-def _is_env_runner_class(v):
+def _is_env_runner_class(v: Any) -> str | None:
     from trainer.env.env_runner import EnvRunner
 
     if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
@@ -175,7 +175,7 @@ def _is_env_runner_class(v):
     return "None or a subclass of trainer.EnvRunner"
 
 
-def _is_connector_factory(v):
+def _is_connector_factory(v: Any) -> str | None:
     return None if v is None or callable(v) else \
         "None or a callable (env) -> connector piece or list of pieces"
 
@@ -190,7 +190,7 @@ RAY_RESOURCE_SETTINGS = ("num_cpus_per_env_runner", "num_gpus_per_env_runner",
 OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
 
 
-def _check_optimizer(v):
+def _check_optimizer(v: Any) -> str | None:
     allowed = f"a dict with keys from {list(OPTIMIZER_KEYS)} (the learner's optimizer is Adam)"
     if not isinstance(v, dict):
         return allowed
@@ -217,13 +217,13 @@ def adam_settings(optimizer: dict) -> dict:
     return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
-def _is_str_dict(v):
+def _is_str_dict(v: Any) -> str | None:
     if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
         return None
     return "a dict of environment variable names to values"
 
 
-def _check_stats_cls_lookup(v):
+def _check_stats_cls_lookup(v: Any) -> str | None:
     if v is None:  # the loggers' default lookup
         return None
     try:
@@ -233,7 +233,7 @@ def _check_stats_cls_lookup(v):
     return None
 
 
-def _is_result_key(v):
+def _is_result_key(v: Any) -> str | None:
     if isinstance(v, str) and v and all(v.split("/")):
         return None
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
@@ -619,7 +619,7 @@ class AlgorithmConfig(OldConfigNames):
     def __setstate__(self, state: dict[str, Any]) -> None:
         creator = state.pop(_REGISTERED_ENV_CREATOR, None)
         self.__dict__.update(state)
-        if creator is not None:
+        if creator is not None and isinstance(self.env, str):  # only a name has a creator
             register_env_if_missing(self.env, creator)
 
     def _set(self, method: str, values: dict[str, Any]) -> Self:
@@ -641,8 +641,8 @@ class AlgorithmConfig(OldConfigNames):
 
     def grid_settings(self) -> dict[str, list]:
         """The settings given as Tune's `grid_search([...])`, each with its values."""
-        return {name: list(value["grid_search"]) for name in self._settings()
-                if is_grid_search(value := getattr(self, name, None))}
+        return {name: list(getattr(self, name)["grid_search"]) for name in self._settings()
+                if is_grid_search(getattr(self, name, None))}
 
     def is_given(self, name: str) -> bool:
         """Whether a builder call set `name` (even to its default value)."""
@@ -667,7 +667,8 @@ class AlgorithmConfig(OldConfigNames):
             setattr(self, name, value)
             self._rllib_given[name] = value
 
-    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
+    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed: Iterable[str]
+                        ) -> None:
         rllib_names = self._rllib_rules().get(method, {})
         taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
         self._take_rllib_settings(method, taken)
@@ -696,7 +697,7 @@ class AlgorithmConfig(OldConfigNames):
                     env_task_fn: Callable | None = NotProvided,
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
                     observation_space: Any = NotProvided, action_space: Any = NotProvided,
-                    **unknown) -> Self:
+                    **unknown: Any) -> Self:
         """The env and its spaces."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
@@ -723,7 +724,7 @@ class AlgorithmConfig(OldConfigNames):
                     env_to_module_connector: Callable | None = NotProvided,
                     observation_filter: str = NotProvided, backend: str = NotProvided,
                     ray_address: str | None = NotProvided,
-                    **unknown) -> Self:
+                    **unknown: Any) -> Self:
         """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
         call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
         are accepted."""
@@ -752,7 +753,7 @@ class AlgorithmConfig(OldConfigNames):
                  shuffle_batch_per_epoch: bool = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  model: dict = NotProvided, optimizer: dict = NotProvided,
-                 **unknown) -> Self:
+                 **unknown: Any) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
         `train_batch_size` (there is one learner)."""
         values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
@@ -769,7 +770,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("training", values)
 
     def rl_module(self, *, model_config: dict | Any = NotProvided,
-                  rl_module_spec: Any = NotProvided, **unknown) -> Self:
+                  rl_module_spec: Any = NotProvided, **unknown: Any) -> Self:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib. `rl_module_spec` is an
@@ -826,8 +827,9 @@ class AlgorithmConfig(OldConfigNames):
                   "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
         self.rl_module_spec = copy.deepcopy(spec)
-        self._spec_model = (dataclasses.asdict(spec_model) if dataclasses.is_dataclass(spec_model)
-                            else dict(spec_model))
+        # A dict or a DefaultModelConfig: check_model_config took nothing else.
+        self._spec_model = (dict(spec_model) if isinstance(spec_model, dict)
+                            else dataclasses.asdict(spec_model))
         self._set_model("rl_module", "model_config", self.model)
 
     def get_default_rl_module_spec(self) -> Any:
@@ -886,7 +888,7 @@ class AlgorithmConfig(OldConfigNames):
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
         self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
 
-    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> Self:
+    def callbacks(self, callbacks_class: Any = NotProvided, **on_events: Any) -> Self:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
         a list of callables (called after the classes, in list order)."""
         if callbacks_class is not NotProvided:
@@ -927,7 +929,7 @@ class AlgorithmConfig(OldConfigNames):
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
                   check_nan: bool = NotProvided,
                   _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
-                  **unknown) -> Self:
+                  **unknown: Any) -> Self:
         """Seeding, logging and checks of env data."""
         values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
                   "_evaluation_parallel_to_training_wo_thread":
@@ -940,7 +942,7 @@ class AlgorithmConfig(OldConfigNames):
                   min_sample_timesteps_per_iteration: int = NotProvided,
                   min_train_timesteps_per_iteration: int = NotProvided,
                   custom_stats_cls_lookup: dict | None = NotProvided,
-                  **unknown) -> Self:
+                  **unknown: Any) -> Self:
         """How episode metrics are smoothed, and the least one `train()` call does: it repeats
         its training step until all three minimums are reached. `custom_stats_cls_lookup`
         replaces the metrics loggers' stats classes (`config.stats_cls_lookup`; start from
@@ -961,7 +963,7 @@ class AlgorithmConfig(OldConfigNames):
                         env_runner_health_probe_timeout_s: float = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
                         env_runner_restore_timeout_s: float = NotProvided,
-                        **unknown) -> Self:
+                        **unknown: Any) -> Self:
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
@@ -983,7 +985,7 @@ class AlgorithmConfig(OldConfigNames):
                       num_to_keep: int | None = NotProvided,
                       checkpoint_score_attribute: str | None = NotProvided,
                       checkpoint_score_order: str = NotProvided,
-                      checkpoint_at_end: bool = NotProvided, **unknown) -> Self:
+                      checkpoint_at_end: bool = NotProvided, **unknown: Any) -> Self:
         """When a `checkpoints.CheckpointManager` (the main job uses one) saves, and which
         checkpoints it keeps."""
         values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
@@ -994,7 +996,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("checkpointing", values)
 
     def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
-                    **unknown) -> Self:
+                    **unknown: Any) -> Self:
         """Whether and how the EnvRunners explore."""
         self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
         if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
@@ -1070,7 +1072,7 @@ class AlgorithmConfig(OldConfigNames):
                    evaluation_sample_timeout_s: float = NotProvided,
                    evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
                    evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
-                   **unknown) -> Self:
+                   **unknown: Any) -> Self:
         """Evaluation rounds: when, how long, on which runners, with which settings.
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
@@ -1122,7 +1124,7 @@ class AlgorithmConfig(OldConfigNames):
         eval_config.evaluation_interval = None
         return eval_config.freeze()
 
-    def framework(self, framework: str = NotProvided, **unknown) -> Self:
+    def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
         """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
         (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
         with a warning at build when set."""
@@ -1131,7 +1133,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
                   enable_env_runner_and_connector_v2: bool = NotProvided,
-                  **unknown) -> Self:
+                  **unknown: Any) -> Self:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
         here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
         warning and run on the new stack, where the old stack's callback signatures, config
@@ -1149,31 +1151,31 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("api_stack", {name: True if value is False else value
                                        for name, value in values.items()})
 
-    def learners(self, **settings) -> Self:
+    def learners(self, **settings: Any) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         numpy learner in the main process; other values warn at build."""
         self._reject_unknown("learners", settings, [])
         return self
 
-    def resources(self, **settings) -> Self:
+    def resources(self, **settings: Any) -> Self:
         """RLlib's resource settings (`num_gpus`, `placement_strategy`, ...): no effect on one
         machine; values other than RLlib's defaults warn at build."""
         self._reject_unknown("resources", settings, [])
         return self
 
-    def multi_agent(self, **settings) -> Self:
+    def multi_agent(self, **settings: Any) -> Self:
         """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
         {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
         self._reject_unknown("multi_agent", settings, [])
         return self
 
-    def experimental(self, **settings) -> Self:
+    def experimental(self, **settings: Any) -> Self:
         """RLlib's experimental switches: accepted, none has an effect here (warned at build
         where set to another value than RLlib's default)."""
         self._reject_unknown("experimental", settings, [])
         return self
 
-    def offline_data(self, **settings) -> Self:
+    def offline_data(self, **settings: Any) -> Self:
         """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
         options, ...): offline RL is not supported here. RLlib's defaults (sample from the env,
         write nothing) are accepted; reading or writing recorded data is refused at the call,
@@ -1183,7 +1185,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def python_environment(self, *, extra_python_environs_for_driver: dict = NotProvided,
                            extra_python_environs_for_worker: dict = NotProvided,
-                           **unknown) -> Self:
+                           **unknown: Any) -> Self:
         """Environment variables for the main process (set when the Algorithm is built) and
         for each EnvRunner worker process (set before its envs are made)."""
         values = {"extra_python_environs_for_driver": extra_python_environs_for_driver,
@@ -1192,14 +1194,14 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("python_environment", values)
 
     # -- RLlib's dict-like and state accessors --------------------------------------------------
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         """The setting names (`to_dict().keys()`, as RLlib's)."""
         return self.to_dict().keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Any]:
         return self.to_dict().values()
 
-    def items(self):
+    def items(self) -> ItemsView[str, Any]:
         return self.to_dict().items()
 
     def pop(self, key: str, default: Any = None) -> Any:
@@ -1348,7 +1350,8 @@ class AlgorithmConfig(OldConfigNames):
     def callback_labels(self) -> list[tuple[str, Any]]:
         """(label, callback) for every configured callback class and callable, the label as
         the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
-        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()]
+        items: list[tuple[str, Any]] = [(f"callbacks_class={cls.__qualname__}", cls)
+                                        for cls in self.callback_classes()]
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
         return items
@@ -1485,7 +1488,7 @@ class AlgorithmConfig(OldConfigNames):
         return self
 
     @classmethod
-    def overrides(cls, **kwargs) -> dict[str, Any]:
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
         """A dict of settings to override elsewhere (for example `evaluation_config`); the names
         and values are checked here."""
         settings = cls._settings()

@@ -47,6 +47,13 @@ Indices = int | slice | list[int] | None
 class InfiniteLookbackBuffer:
     __slots__ = ("data", "lookback", "finalized", "_space", "space_struct")
 
+    #: A list of items while recording; after `finalize()` an array, or a dict/tuple of arrays
+    #: for `Dict`/`Tuple` spaces. `finalized` says which: a flag a type checker cannot follow,
+    #: so the data is typed Any and each method branches on `finalized`.
+    data: Any
+    finalized: bool
+    lookback: int
+
     def __init__(self, data: list | np.ndarray | dict | tuple | None = None, lookback: int = 0,
                  space: gym.Space | None = None):
         self.data = data if data is not None else []
@@ -332,7 +339,8 @@ class InfiniteLookbackBuffer:
         return (self.lookback == other.lookback and self.finalized == other.finalized
                 and self.space == other.space and structs_equal(self.data, other.data))
 
-    __hash__ = None  # mutable
+    # Mutable, so unhashable (as list is); object's __hash__ is a method, hence the ignore.
+    __hash__ = None  # type: ignore[assignment]
 
     def __add__(self, other: Any) -> InfiniteLookbackBuffer:
         """A new buffer: this one's data followed by `other`'s items (a buffer without its

@@ -176,7 +176,8 @@ class DQNConfig(AlgorithmConfig):
                  epsilon: float | list = NotProvided,
                  training_intensity: float | None = NotProvided,
                  td_error_loss_fn: str = NotProvided,
-                 store_buffer_in_checkpoints: bool = NotProvided, **kwargs) -> Self:
+                 store_buffer_in_checkpoints: bool = NotProvided,
+                 **kwargs: Any) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
         type's defaults)."""

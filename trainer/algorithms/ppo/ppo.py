@@ -7,6 +7,7 @@ weights, the learner runs its update on them, and the new weights go to every En
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
@@ -81,7 +82,7 @@ class PPOConfig(AlgorithmConfig):
                  entropy_coeff: float = NotProvided, kl_coeff: float = NotProvided,
                  kl_target: float = NotProvided, use_gae: bool = NotProvided,
                  use_critic: bool = NotProvided, use_kl_loss: bool = NotProvided,
-                 **kwargs) -> Self:
+                 **kwargs: Any) -> Self:
         """Learning settings: PPO's own and those every algorithm has."""
         super().training(**kwargs)
         return self._set("training", {

@@ -47,6 +47,11 @@ class StatsBase(metaclass=ABCMeta):
         """Whether this stat estimates a throughput (sums can)."""
         return False
 
+    @property
+    def throughputs(self) -> float | dict[str, float]:
+        """The throughput estimate(s) of a stat that has them (`has_throughputs`)."""
+        raise ValueError(f"{type(self).__name__} does not track throughputs")
+
     def initialize_throughput_reference_time(self, time: float) -> None:
         """Sets the time the first throughput is measured from (the logger knows it, the stat
         does not). Stats with throughputs override this."""
