@@ -157,6 +157,7 @@ class Stats:
             self._last_reduced = list(reduced)
         else:
             self._has_new_values = True
+        result: Any
         if not compile and not self._inf_window:
             result = list(window_values if window_values is not None
                           else self._reduced_values()[1])
@@ -263,7 +264,7 @@ class Stats:
         now = time.perf_counter()
         if self._last_throughput_time >= 0:
             elapsed = now - self._last_throughput_time
-            if elapsed > 0:
+            if elapsed > 0 and self._throughput_stats is not None:
                 self._throughput_stats.push(value / elapsed)
         self._last_throughput_time = now
 
@@ -352,11 +353,13 @@ class Stats:
 
     # -- internals ---------------------------------------------------------------------------
     def _set_values(self, values: Any) -> None:
-        self.values = list(values) if self._inf_window else deque(values, maxlen=int(self.window))
+        window = self.window
+        self.values = (list(values) if self._inf_window or window is None
+                       else deque(values, maxlen=int(window)))
         self._has_new_values = True
 
 
-    def _reduced_values(self) -> tuple[list, Any]:
+    def _reduced_values(self) -> tuple[list | deque, Any]:
         """(The reduction as a one-item list, the values to keep), without changing anything.
         For `reduce=None`: (the values, the values; sorted for percentiles)."""
         values = self.values

@@ -97,11 +97,12 @@ def call_with_deadline(func: Callable[[], Any], timeout_s: float | None, *, work
         signal.signal(signal.SIGALRM, previous)
 
 
-def _call_method(name: str, runner: EnvRunner, **kwargs) -> Any:
+def _call_method(name: str, runner: EnvRunner, **kwargs: Any) -> Any:
     return getattr(runner, name)(**kwargs)
 
 
-def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[Any, list]:
+def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs: Any
+                          ) -> tuple[Any, list | None]:
     """Runs in a worker: `func`'s result and the runner's tasks after it."""
     return func(runner, **kwargs), runner.get_tasks()
 
@@ -187,7 +188,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.num_env_steps_lost = 0
         #: The spaces the module sees (None only in a group built with `_setup=False`).
         self.spaces: SpaceInfo | None = None
-        self.env_spaces: SpaceInfo | None = None  # the env's, before the env-to-module connectors
+        #: The env's spaces (observation, action), before the env-to-module connectors.
+        self.env_spaces: tuple | None = None
         #: The class each EnvRunner is made of (RLlib's attribute).
         self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
@@ -384,7 +386,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         for index in indices:
             self._restarts[index] += 1
         self._forget_async(indices)
-        local = self.local_env_runner
+        local = local_runner_of(self)
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
 
@@ -429,8 +431,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
-            target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
-            results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
+            if isinstance(func, str):
+                results.append(getattr(self.local_env_runner, func)(**kwargs))
+            else:
+                results.append(func(self.local_env_runner, **kwargs))
         if remote_worker_ids is None:
             ids = self.healthy_env_runner_ids() if healthy_only else [
                 i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
@@ -442,6 +446,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if healthy_only:
             ids = [i for i in ids if i in self.healthy_env_runner_ids()]
         watch_tasks = bool(self._tasks)
+        request: protocol.Call | protocol.Apply
         if isinstance(func, str) and not watch_tasks:
             request = protocol.call(func, **kwargs)
         else:
@@ -477,7 +482,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         global timestep. (`policies`, `timeout_seconds` and `inference_only` change nothing:
         there is one module, the send does not wait, and runners hold the whole module.)"""
         if weights is None:
-            source = from_worker_or_learner_group or self.local_env_runner
+            source = from_worker_or_learner_group or local_runner_of(self)
             weights = source.get_weights()
             if isinstance(weights, dict) and isinstance(weights.get(DEFAULT_MODULE_ID), dict):
                 weights = weights[DEFAULT_MODULE_ID]  # a learner group's {module id: weights}
@@ -508,7 +513,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             if isinstance(weights.get(DEFAULT_MODULE_ID), dict):
                 weights = weights[DEFAULT_MODULE_ID]
         else:
-            weights = (from_worker or self.local_env_runner).get_weights()
+            weights = (from_worker or local_runner_of(self)).get_weights()
         connector_state = None
         pipeline = self.local_env_runner.env_to_module if self.local_env_runner else None
         if connector_states and pipeline is not None:
@@ -535,7 +540,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
         remote one: an env that hangs raises `EnvRunnerTimeout` with where it hung (see
         `call_with_deadline`), and the runner starts fresh episodes on its next sample."""
-        local = self.local_env_runner
+        local = local_runner_of(self)
         try:
             return call_with_deadline(partial(local.sample_with_metrics, explore=explore),
                                       self.config.sample_timeout_s, worker_index=0,
@@ -629,7 +634,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         observations) into the local runner's and sends the result to every remote runner,
         which applies it before its next request. Each runner's new observations are counted
         once: a runner's state starts collecting anew when it takes the merged one."""
-        local = self.local_env_runner
+        local = local_runner_of(self)
+        if local.env_to_module is None:  # it is built with the runner's spaces
+            raise RuntimeError("the local EnvRunner has no env-to-module pipeline to merge the "
+                               "runners' connector states into")
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
@@ -671,7 +679,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if self.spaces is None and self.local_env_runner is not None:
             self.spaces = self.local_env_runner.spaces
             self.env_spaces = self.local_env_runner.env_spaces
-        local = self.local_env_runner
+        local = local_runner_of(self)
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
         replies, failures = self._start(
@@ -695,8 +703,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             return
         self._stopped = True
         self.pool.stop()
-        if getattr(self, "local_env_runner", None) is not None:
-            self.local_env_runner.stop()
+        local: EnvRunner | None = getattr(self, "local_env_runner", None)
+        if local is not None:
+            local.stop()
 
 
 def local_runner_of(group: EnvRunnerGroup) -> EnvRunner:

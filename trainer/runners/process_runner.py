@@ -103,7 +103,9 @@ class ProcessRunner(RunnerHandle):
             # A failed fork: a worker forked late may hold these ends; they are not reused.
             parent_end.close()
             os.close(stack_read)
-        self.process = process
+        if process is None:  # a spawn (fork=False) always gives a process
+            raise RuntimeError(f"EnvRunner {worker_index}: no worker process was started")
+        self.process: subprocess.Popen | AdoptedChild = process
         self._stack_fd = stack_read
         if background:
             _run_in_background(self.process.pid)
@@ -199,8 +201,10 @@ class ProcessRunner(RunnerHandle):
         return _main_thread_stack(b"".join(chunks).decode(errors="replace"))
 
     @staticmethod
-    def wait(handles: Sequence[ProcessRunner], timeout: float) -> list[ProcessRunner]:
-        by_conn = {handle.conn: handle for handle in handles}
+    def wait(handles: Sequence[RunnerHandle], timeout: float) -> list[RunnerHandle]:
+        # A pool holds runners of one backend: these handles are all ProcessRunners.
+        by_conn: dict[Any, RunnerHandle] = {handle.conn: handle for handle in handles
+                                            if isinstance(handle, ProcessRunner)}
         return [by_conn[conn] for conn in wait(list(by_conn), timeout=max(timeout, 0))]
 
     # -- lifetime ----------------------------------------------------------------------------

@@ -259,12 +259,11 @@ class _Forking:
                 set_child_subreaper(True)
                 while True:
                     fresh = self._template is None
-                    if fresh:
-                        self._template = WorkerTemplate()
+                    template = self._template = self._template or WorkerTemplate()
                     try:
-                        return self._template.fork(worker_index, conn_fd, stack_fd)
+                        return template.fork(worker_index, conn_fd, stack_fd)
                     except TemplateFailed as error:
-                        self._template.close()
+                        template.close()
                         self._template = None
                         if fresh or error.sent:
                             logger.warning("%s; this EnvRunner's worker is started as a "

@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import traceback
+from typing import Any
 
 from trainer.runners.worker_forkserver import (
     ADOPTION_TIMEOUT_S,
@@ -154,6 +155,7 @@ def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
             return
         if not data:
             return  # the main process closed its end: no more workers
+        reply: dict[str, Any]
         try:
             reply = {"pid": _fork_worker(sock, parent_pid, json.loads(data), fds,
                                          worker_name, user_threads)}
