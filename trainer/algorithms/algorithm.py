@@ -436,7 +436,9 @@ class Algorithm(OldAlgorithmNames):
         if threading.current_thread() is not self._owner_thread:
             self._queued_recoveries.append((indices, is_evaluation))
             return
-        group = self.eval_env_runner_group if is_evaluation else self.env_runner_group
+        # None for a recovery while the group is still being built (in __init__).
+        group = (self.eval_env_runner_group if is_evaluation
+                 else getattr(self, "env_runner_group", None))
         self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
                              env_runner_indices=list(indices), is_evaluation=is_evaluation)
 

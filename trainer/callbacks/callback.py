@@ -79,13 +79,14 @@ class RLlibCallback:
         self,
         *,
         algorithm: Algorithm,
-        env_runner_group: EnvRunnerGroup,
+        env_runner_group: EnvRunnerGroup | None,
         env_runner_indices: list[int],
         is_evaluation: bool,
         **kwargs: Any,
     ) -> None:
         """Fires once per recovery, in the main process, after failed EnvRunner processes were
-        restarted and re-synced; `env_runner_indices` are exactly the restarted ones."""
+        restarted and re-synced; `env_runner_indices` are exactly the restarted ones.
+        `env_runner_group` is None for a recovery while the group is still being built."""
 
     def on_checkpoint_loaded(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
         """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
