@@ -19,11 +19,12 @@ class ConnectorV2:
     """
 
     def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, **kwargs):
-        self._input_observation_space = None
-        self._input_action_space = None
-        self.observation_space = None
-        self.action_space = None
+                 input_action_space: gym.Space | None = None, **kwargs: Any):
+        self._input_observation_space: gym.Space | None = None
+        self._input_action_space: gym.Space | None = None
+        #: The spaces this piece outputs (None until its input spaces are set).
+        self.observation_space: gym.Space | None = None
+        self.action_space: gym.Space | None = None
         if input_observation_space is not None or input_action_space is not None:
             self.set_input_spaces(input_observation_space, input_action_space)
 
@@ -52,13 +53,16 @@ class ConnectorV2:
                                                                          action_space)
         self.action_space = self.recompute_output_action_space(observation_space, action_space)
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space,
-                                           input_action_space: gym.Space) -> gym.Space:
-        """The observation space this piece outputs (the input's, unless overridden)."""
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
+        """The observation space this piece outputs (the input's, unless overridden); the
+        input spaces are None until they are known."""
         return input_observation_space
 
-    def recompute_output_action_space(self, input_observation_space: gym.Space,
-                                      input_action_space: gym.Space) -> gym.Space:
+    def recompute_output_action_space(self, input_observation_space: gym.Space | None,
+                                      input_action_space: gym.Space | None
+                                      ) -> gym.Space | None:
         return input_action_space
 
     # -- data --------------------------------------------------------------------------------

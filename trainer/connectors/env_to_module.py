@@ -102,15 +102,22 @@ class MeanStdFilter(ConnectorV2):
         self._synced, self._buffer, self._stats = (RunningStat(shape), RunningStat(shape),
                                                    RunningStat(shape))
 
+    def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
+        """(synced, buffer, stats): made once the input observation space is known."""
+        if self._synced is None or self._buffer is None or self._stats is None:
+            raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
+        return self._synced, self._buffer, self._stats
+
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
+        _, buffer, stats = self._statistics()
         x = np.asarray(observation, dtype=np.float64)
         if update:
-            self._stats.push(x)
-            self._buffer.push(x)
+            stats.push(x)
+            buffer.push(x)
         if self.de_mean_to_zero:
-            x = x - self._stats.mean
+            x = x - stats.mean
         if self.de_std_to_one:
-            x = x / (self._stats.std + 1e-8)
+            x = x / (stats.std + 1e-8)
         if self.clip_by_value is not None:
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
         return x.astype(np.float32)
@@ -126,7 +133,8 @@ class MeanStdFilter(ConnectorV2):
 
     def get_state(self, components: Any = None, *, not_components: Any = None,
                   **kwargs: Any) -> dict:
-        return {"synced": self._synced.to_state(), "buffer": self._buffer.to_state()}
+        synced, buffer, _ = self._statistics()
+        return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
     def set_state(self, state: dict) -> None:
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
@@ -139,7 +147,7 @@ class MeanStdFilter(ConnectorV2):
     def merge_states(self, states: list[dict]) -> dict:
         """This piece's synced statistics plus every runner's new observations (each state's
         `buffer`), once each: the statistics of all observations seen so far."""
-        merged = self._synced
+        merged, _, _ = self._statistics()
         for state in states:
             merged = merged.merged(RunningStat.from_state(state["buffer"]))
         return {"synced": merged.to_state()}

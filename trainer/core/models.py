@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -128,7 +128,8 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     for key, default in DEFAULT_ONLY_KEYS.items():
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
-            error = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
+            # Any: it carries a `capability` attribute, as a ConfigError does.
+            error: Any = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                                f"default {default!r} is accepted: {why}")
             if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
@@ -236,6 +237,8 @@ class SpaceInfo:
         """The env's action space, rebuilt from what is recorded here."""
         if self.action_discrete_n is not None:
             return gym.spaces.Discrete(self.action_discrete_n)
+        if self.action_low is None or self.action_high is None:  # recorded for every Box
+            raise ValueError("SpaceInfo: a Box action space without recorded bounds")
         return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
 
     def preprocess(self, observations) -> np.ndarray:
@@ -261,6 +264,12 @@ class FlatParameterModule:
     backward passes write each parameter's gradient into its view of it, so the optimiser
     reads one vector with no gathering.
     """
+
+    #: The spaces the networks are built for (set by every subclass).
+    spaces: SpaceInfo
+
+    if TYPE_CHECKING:  # defined by every subclass
+        def dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
         raise NotImplementedError
@@ -353,9 +362,9 @@ class FlatParameterModule:
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
         """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
         in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
-        if self.spaces.action_discrete_n is not None:
-            return actions
         low, high = self.spaces.action_low, self.spaces.action_high
+        if self.spaces.action_discrete_n is not None or low is None or high is None:
+            return actions  # Discrete (only Box spaces record bounds)
         bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
         if normalize and bounded:
             return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
@@ -383,6 +392,7 @@ class PolicyModule(FlatParameterModule):
         rng = np.random.default_rng(seed)
         self.shared = config["vf_share_layers"]
         head_out = n_actions if free_log_std else n_dist_inputs
+        self.encoder: MLP | None
         if self.shared and hiddens:
             # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
             self.encoder = encoder_mlp(spaces.obs_dim, config, rng)
@@ -446,7 +456,8 @@ class PolicyModule(FlatParameterModule):
         _, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs, grads["pi"], input_grad=shared)
         _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"],
                                         input_grad=shared)
-        if shared:
+        # Input gradients exist exactly when there is a shared encoder.
+        if self.encoder is not None and d_feat_pi is not None and d_feat_vf is not None:
             d_feat_pi += d_feat_vf
             activated_backward(self.encoder, enc_cache, d_feat_pi, grads["encoder"])
         return views
@@ -459,8 +470,8 @@ def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
 
 def activated_train(mlp: MLP, x: np.ndarray):
     pre, cache = mlp.forward_train(x)
-    out, pre = activate_for_backward(mlp.activation, pre)
-    return out, (cache, pre, out)
+    out, kept_pre = activate_for_backward(mlp.activation, pre)
+    return out, (cache, kept_pre, out)
 
 
 def activated_backward(mlp: MLP, cache, d_out: np.ndarray,

@@ -146,10 +146,14 @@ class SubEnvInChild(gym.Wrapper):
         from trainer.env.curriculum import is_task_settable
         from trainer.errors import StepFailedRecreateEnvError
 
+        make_sub_env = self._make_sub_env
+        if make_sub_env is None:  # reset() and step() only recreate with a factory
+            raise error
+
         failure = {"method": method, "type": type(error).__name__, "message": str(error),
                    "traceback": traceback.format_exc(),
                    "quiet": isinstance(error, StepFailedRecreateEnvError)}
-        old = self.env.unwrapped
+        old: Any = self.env.unwrapped  # tasks are duck-typed: get_task()/set_task()
         task = None
         if is_task_settable(old):
             try:
@@ -161,9 +165,10 @@ class SubEnvInChild(gym.Wrapper):
         except Exception:
             pass  # a broken env may fail to close too; it is dropped either way
         self.env_context = self.env_context.copy_with_overrides(recreated_worker=True)
-        self.env = self._make_sub_env(self.env_context)
+        self.env = make_sub_env(self.env_context)
         if task is not None:
-            self.env.unwrapped.set_task(task[0])
+            new: Any = self.env.unwrapped
+            new.set_task(task[0])
         observation, info = self.env.reset()
         return observation, {**info, SUB_ENV_FAILURE_KEY: failure}
 
@@ -174,12 +179,14 @@ class SubEnvInChild(gym.Wrapper):
 
     @property
     def trainer_task(self) -> Any:
-        return self.env.unwrapped.get_task()
+        env: Any = self.env.unwrapped  # a task-settable env (trainer.env.curriculum)
+        return env.get_task()
 
     @trainer_task.setter
     def trainer_task(self, task: Any) -> None:
         # gymnasium's set_attr sends each sub-env its own value: one task per sub-env.
-        self.env.unwrapped.set_task(task)
+        env: Any = self.env.unwrapped  # a task-settable env (trainer.env.curriculum)
+        env.set_task(task)
 
 
 def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any,

@@ -75,6 +75,9 @@ class _RefusedOnUse(type):
     """The metaclass of placeholders: making an instance (of the placeholder or a subclass)
     raises the placeholder's `RLlibNotAvailable`."""
 
+    __localrl_unavailable__: Unavailable
+    __localrl_rllib_name__: str
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         why: Unavailable = cls.__localrl_unavailable__
         raise RLlibNotAvailable(cls.__localrl_rllib_name__, why.capability, why.instead)
@@ -174,6 +177,9 @@ class RLlibStandIn(types.ModuleType):
     """A module at an RLlib path whose names are looked up in this project's modules."""
 
     __localrl_targets__: tuple[str, ...] = ()
+    __localrl_unavailable__: Unavailable | None = None
+    __localrl_shim__: bool = False
+    __all__: list[str]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
@@ -221,7 +227,9 @@ class _StandInLoader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         plan, name = self.plan, module.__name__
-        if plan.kind == "unavailable":
+        if not isinstance(module, RLlibStandIn):  # create_module made it
+            raise TypeError(f"{name}: not a module this finder created")
+        if plan.kind == "unavailable" and plan.why is not None:
             raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
         if plan.kind == "unknown":
             raise RLlibNotAvailable(name, None, detail=plan.detail)

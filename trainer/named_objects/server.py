@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 
 
 class Registry:
@@ -61,8 +62,8 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
     try:
         if kind == "batch":
             return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
-        handler = {"create": registry.create, "call": registry.call,
-                   "names": registry.names}[kind]
+        handler: Callable[..., object] = {"create": registry.create, "call": registry.call,
+                                          "names": registry.names}[kind]
         return ("ok", handler(*args))
     except Exception as error:
         where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
