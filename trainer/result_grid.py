@@ -8,7 +8,7 @@ trial, with Tune's attributes scripts read (`metrics`, `metrics_dataframe`, `con
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ def flatten_result(result: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def metric_value(result: dict, metric: str) -> Any:
+def metric_value(result: Mapping[str, Any], metric: str) -> Any:
     """A result's value of a Tune metric name (nested keys joined with "/"), or None."""
     if metric in result:
         return result[metric]

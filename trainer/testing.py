@@ -180,9 +180,11 @@ def assert_no_env_runner_processes(timeout_s: float = 5.0, parent_pid: int | Non
 try:
     import pytest
 except ImportError:  # pytest is only needed for the fixture
-    pytest = None
+    _have_pytest = False
+else:
+    _have_pytest = True
 
-if pytest is not None:
+if _have_pytest:
     @pytest.fixture(autouse=True)
     def no_env_runner_orphans():
         """Autouse fixture: fails a test whose EnvRunner processes outlive it. An algorithm the

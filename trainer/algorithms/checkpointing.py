@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 from importlib import metadata as package_metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -34,6 +34,9 @@ from trainer.checkpoints import (
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
 from trainer.checkpoints.location import local_path, staged_for_upload
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
 
 
 def runner_states(state: dict, prefix: str) -> dict[int, dict]:
@@ -183,7 +186,7 @@ def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
 
 
 def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
-                          ) -> tuple[type, Any]:
+                          ) -> tuple[type[Algorithm], Any]:
     """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
     data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
     (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted

@@ -111,10 +111,10 @@ def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: i
     """(return, length) of each episode."""
     outcomes = []
     for episode in range(episodes):
-        recording = video is not None and episode < video_episodes
+        recording = video if video is not None and episode < video_episodes else None
         observation, _ = env.reset(seed=None if seed is None else seed + episode)
-        if recording:
-            video.add(_render(env))
+        if recording is not None:
+            recording.add(_render(env))
         episode_return, length, done = 0.0, 0, False
         while not done:
             action = algorithm.compute_single_action(observation, explore=explore)
@@ -122,8 +122,8 @@ def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: i
             episode_return += float(reward)
             length += 1
             done = terminated or truncated
-            if recording:
-                video.add(_render(env))
+            if recording is not None:
+                recording.add(_render(env))
         outcomes.append((episode_return, length))
         if on_episode is not None:
             on_episode(episode, episode_return, length)

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
@@ -40,6 +40,9 @@ from trainer.cli.run_folder import RESULT_FILE, RunFolder
 from trainer.cli.stop import Progress, StopCriteria
 from trainer.cli.tensorboard import create_writer, import_in_background
 from trainer.util.log import log_formatter, set_library_log_level
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
 
 ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
 RESULTS_ROOT = "localrl_results"
@@ -350,7 +353,7 @@ class RunPlan:
     stop: StopCriteria
     stop_source: str
     resume_from: str | None = None
-    algorithm_class: type | None = None
+    algorithm_class: type[Algorithm] | None = None
     preset_line: str | None = None
 
 
@@ -449,7 +452,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     status = 0
     try:
         with StopRequest(on_request) as request:
-            if plan.resume_from is not None:
+            if plan.resume_from is not None and plan.algorithm_class is not None:  # both or none
                 algorithm = plan.algorithm_class.from_checkpoint(plan.resume_from, config=config)
                 dropped = folder.drop_after(algorithm.iteration)
                 display.line(f"resumed from {plan.resume_from} at iteration "
@@ -498,7 +501,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return status
 
 
-def _summary(display: ProgressDisplay, reason: str, algorithm: Any, manager: Any,
+def _summary(display: ProgressDisplay, reason: str | None, algorithm: Any, manager: Any,
              directory: str, seconds: float) -> None:
     iterations = algorithm.iteration if algorithm is not None else 0
     steps = algorithm.num_env_steps_sampled_lifetime if algorithm is not None else 0

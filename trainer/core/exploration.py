@@ -88,6 +88,8 @@ class Exploration:
         space = self.action_space
         if isinstance(space, gym.spaces.Discrete):
             return rng.integers(space.n, size=n) + int(space.start)
+        if not isinstance(space, gym.spaces.Box):  # the constructors take Discrete or Box
+            raise ValueError(f"random actions need a Discrete or Box space, not {space}")
         low, high = space.low.ravel(), space.high.ravel()
         bounded = np.isfinite(low) & np.isfinite(high)
         low, high = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
@@ -137,16 +139,16 @@ class EpsilonGreedy(Exploration):
                 problem = int_at_least(0)(value)
                 if problem is not None:
                     raise ValueError(f"EpsilonGreedy({name}={value!r}): must be {problem}")
-            points = [(0, initial_epsilon)]
+            points: list[tuple[int, float]] = [(0, initial_epsilon)]
             if warmup_timesteps:
                 points.append((warmup_timesteps, initial_epsilon))
             if epsilon_timesteps:
                 points.append((warmup_timesteps + epsilon_timesteps, final_epsilon))
             else:
                 points[-1] = (points[-1][0], final_epsilon)
-            for name, value in (("initial_epsilon", initial_epsilon),
-                                ("final_epsilon", final_epsilon)):
-                Schedule(value, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
+            for name, rate in (("initial_epsilon", initial_epsilon),
+                               ("final_epsilon", final_epsilon)):
+                Schedule(rate, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
             epsilon_schedule = points
         self.schedule = Schedule(epsilon_schedule, setting="EpsilonGreedy(epsilon_schedule)",
                                  low=0.0, high=1.0)
@@ -191,7 +193,8 @@ BUILT_IN_TYPES = {"StochasticSampling": StochasticSampling, "EpsilonGreedy": Eps
                   "SoftQ": SoftQ}
 
 
-def resolve_type(type_: Any, setting: str = "exploration_config['type']") -> type:
+def resolve_type(type_: Any, setting: str = "exploration_config['type']"
+                 ) -> type[Exploration]:
     """The Exploration class that `type_` names: a built-in name, RLlib's full path to a
     built-in, an importable "module.Class" path, or the class itself."""
     if isinstance(type_, type):

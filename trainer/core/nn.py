@@ -137,6 +137,8 @@ def backprop_activation(name: str, d: np.ndarray, x: np.ndarray | None, y: np.nd
         slope *= y
         d *= slope
         return d
+    if x is None:
+        raise ValueError(f"the {name!r} activation's gradient needs its pre-activation")
     d *= activate_grad(name, x, y)
     return d
 
@@ -203,7 +205,7 @@ class MLP:
         """Forward pass that keeps what `backward` needs: per layer its input, its
         pre-activation (None when the activation's gradient needs only the output) and its
         output."""
-        cache = []
+        cache: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
         num_layers = len(self.params) // 2
         last = num_layers - 1
         for i in range(num_layers):

@@ -43,7 +43,7 @@ def _check(spec, setting: str, low, high) -> list[tuple[float, float]]:
         return [(0, float(spec))]
     if not isinstance(spec, (list, tuple)) or not spec:
         raise ValueError(f"{setting}={spec!r}: must be {allowed}")
-    points = []
+    points: list[tuple[float, float]] = []
     for i, point in enumerate(spec):
         if not (isinstance(point, (list, tuple)) and len(point) == 2):
             raise ValueError(f"{setting}={spec!r}: entry {i} ({point!r}) is not a "

@@ -101,8 +101,9 @@ def _unpack(observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys
             records: list) -> EpisodeList:
     episodes = EpisodeList()
     obs_start = step_start = 0
-    actions, rewards = columns.get("actions"), columns.get("rewards")
-    extras = {key: columns.get("extra:" + key) for key in extra_keys}
+    # Absent when no episode has steps of its own (every slice of them is then empty).
+    actions, rewards = columns.get("actions", _NO_ROWS), columns.get("rewards", _NO_ROWS)
+    extras = {key: columns.get("extra:" + key, _NO_ROWS) for key in extra_keys}
     for (id_, length, num_obs, t_started, env_index, terminated, truncated, custom_data, temporary,
          start_time, last_step_time, infos, own_steps) in records:
         obs_stop, step_stop = obs_start + num_obs, step_start + length

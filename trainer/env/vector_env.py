@@ -19,13 +19,18 @@ mode takes gymnasium's `step`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
+if TYPE_CHECKING:  # the mixin goes on gymnasium's vector envs, whose _add_info it extends
+    _VectorEnvBase = gym.vector.VectorEnv
+else:
+    _VectorEnvBase = object
 
-class RawInfosMixin:
+
+class RawInfosMixin(_VectorEnvBase):
     """Records, in `sub_env_infos`, the info dict each sub-env returned in the last reset or
     step (gymnasium's vector envs pass each one to `_add_info`, in this process, to batch it).
     Batching stays best effort: an info gymnasium cannot batch (arrays whose shapes differ
@@ -122,7 +127,7 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
 def _column(values: list, dtype: type) -> np.ndarray:
     """`values` (numbers or numpy scalars) as a fresh 1-D array of `dtype`: what gymnasium's
     element-wise writes into such an array give, and the error they raise for anything else."""
-    column = np.array(values, dtype=dtype)
+    column: np.ndarray = np.array(values, dtype=dtype)
     if column.ndim != 1:  # every value an array of one shape: not a number per sub-env
         raise ValueError("setting an array element with a sequence: a sub-env's step returned "
                          f"{values[0]!r} where a {np.dtype(dtype).name} number belongs")

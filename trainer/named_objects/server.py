@@ -62,8 +62,9 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
     try:
         if kind == "batch":
             return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
-        handler: Callable[..., object] = {"create": registry.create, "call": registry.call,
-                                          "names": registry.names}[kind]
+        handlers: dict[str, Callable[..., object]] = {
+            "create": registry.create, "call": registry.call, "names": registry.names}
+        handler = handlers[kind]
         return ("ok", handler(*args))
     except Exception as error:
         where = f"{args[0]}.{args[1]}()" if kind == "call" else kind

@@ -230,13 +230,13 @@ class AdoptedChild:
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.001
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             if timeout is not None and deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
             remaining = self._MAX_POLL_S if deadline is None else deadline - time.monotonic()
             time.sleep(max(0.0, min(pause, remaining)))
             pause = min(pause * 2, self._MAX_POLL_S)
-        return int(self.returncode)  # poll() set it
+        return code
 
     def send_signal(self, signum: int) -> None:
         with self._lock:  # never after the reap: the pid could belong to another process
