@@ -4,6 +4,7 @@ used with action masking and MCTS-style state get/set)."""
 from __future__ import annotations
 
 from copy import deepcopy
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -45,7 +46,8 @@ class CartPoleSparseRewards(gym.Env):
     def set_state(self, state: tuple) -> dict:
         self.running_reward = state[1]
         self.env = deepcopy(state[0])
-        return self._with_mask(np.array(list(self.env.unwrapped.state)))
+        cartpole: Any = self.env.unwrapped  # CartPoleEnv keeps its state in `state`
+        return self._with_mask(np.array(list(cartpole.state)))
 
     def get_state(self) -> tuple:
         return deepcopy(self.env), self.running_reward

@@ -37,7 +37,7 @@ class ParametricRecSys(gym.Env):
         self.user_time_budget = user_time_budget
         self.current_user_budget = user_time_budget
         embedding = gym.spaces.Box(-1.0, 1.0, shape=(self.embedding_size,), dtype=np.float32)
-        self.observation_space = gym.spaces.Dict({
+        self.observation_space: gym.spaces.Dict = gym.spaces.Dict({
             "doc": gym.spaces.Dict({str(i): embedding
                                     for i in range(self.num_docs_to_select_from)}),
             "user": embedding,
@@ -99,6 +99,8 @@ class ParametricRecSys(gym.Env):
                                              for _ in range(self.num_docs_to_select_from)]
         if not response:
             response = self.observation_space["response"].sample()
+        if self.current_user is None:  # reset() draws one
+            raise RuntimeError("call reset() before the first observation")
         return {"user": self.current_user.astype(np.float32),
                 "doc": {str(i): d for i, d in enumerate(self.currently_suggested_docs)},
                 "response": response}
