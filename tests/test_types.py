@@ -14,6 +14,7 @@ from typing import Any, Literal, Union
 
 import pytest
 
+from trainer import EnvRunner
 from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.dqn import DQNConfig
 from trainer.algorithms.ppo import PPOConfig
@@ -62,7 +63,8 @@ def _fits(value: Any, hint: Any) -> bool:
 
 @pytest.mark.parametrize("config_cls", CONFIG_CLASSES, ids=lambda cls: cls.__name__)
 def test_every_setting_has_a_declared_type_that_its_default_fits(config_cls):
-    hints = typing.get_type_hints(config_cls)
+    # Names the config module imports for the type checker only.
+    hints = typing.get_type_hints(config_cls, localns={"EnvRunner": EnvRunner})
     settings = config_cls._settings()
     assert sorted(set(settings) - set(hints)) == [], "settings without a declared type"
     assert sorted(set(hints) - set(settings) - NOT_SETTINGS) == [], \

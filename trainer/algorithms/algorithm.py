@@ -38,7 +38,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -88,6 +88,9 @@ from trainer.util.state_checks import (
     require_map,
     require_number,
 )
+
+if TYPE_CHECKING:
+    from trainer.env.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.
@@ -254,10 +257,10 @@ class Algorithm(OldAlgorithmNames):
         return self._callbacks.instances
 
     @property
-    def env_runner(self) -> Any:
+    def env_runner(self) -> EnvRunner:
         """The local EnvRunner (index 0, in this process): it has envs when
         `num_env_runners=0` or `create_env_on_local_worker=True`."""
-        return self.env_runner_group.local_env_runner
+        return local_runner_of(self.env_runner_group)
 
     @property
     def learner_group(self) -> LearnerGroup:
@@ -300,12 +303,12 @@ class Algorithm(OldAlgorithmNames):
         """The (frozen) config this algorithm runs with."""
         return self.config
 
-    def reset_config(self, new_config: Any) -> bool:
+    def reset_config(self, new_config: AlgorithmConfig | dict) -> bool:
         """Tune's hook to change the config without a rebuild: not supported (as in RLlib),
         so it returns False; build a new algorithm with the new config instead."""
         return False
 
-    def reset(self, new_config: Any, storage: Any = None) -> bool:
+    def reset(self, new_config: AlgorithmConfig | dict, storage: Any = None) -> bool:
         """Tune's reset for a new trial: `reset_config(new_config)`; on success the iteration
         counters start again from zero. Returns whether it succeeded (False here)."""
         if not self.reset_config(new_config):
@@ -341,13 +344,13 @@ class Algorithm(OldAlgorithmNames):
         return None
 
     @classmethod
-    def default_resource_request(cls, config: Any) -> None:
+    def default_resource_request(cls, config: AlgorithmConfig | dict) -> None:
         """Tune's resource request: None, nothing to reserve on one machine (EnvRunners are
         processes started by the algorithm itself)."""
         return None
 
     @classmethod
-    def resource_help(cls, config: Any) -> str:
+    def resource_help(cls, config: AlgorithmConfig | dict) -> str:
         return ("EnvRunners are worker processes of this machine: "
                 "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved")
 
@@ -390,7 +393,7 @@ class Algorithm(OldAlgorithmNames):
     local_replay_buffer: Any = None
 
     @property
-    def eval_env_runner(self) -> Any:
+    def eval_env_runner(self) -> EnvRunner | None:
         """The local evaluation EnvRunner (None without evaluation runners)."""
         group = self.eval_env_runner_group
         return None if group is None else group.local_env_runner

@@ -14,7 +14,7 @@ import difflib
 import sys
 import warnings
 from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 
@@ -53,6 +53,11 @@ from trainer.util.checks import (
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.core.rl_module import RLModuleSpec
+    from trainer.env.env_runner import EnvRunner
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -484,7 +489,7 @@ class AlgorithmConfig(OldConfigNames):
     batch_mode: str
     sample_timeout_s: float
     explore: bool
-    env_runner_cls: type | None
+    env_runner_cls: type[EnvRunner] | None
     create_env_on_local_worker: bool
     validate_env_runners_after_construction: bool
     env_to_module_connector: Callable[..., Any] | None
@@ -550,7 +555,7 @@ class AlgorithmConfig(OldConfigNames):
     enable_env_runner_and_connector_v2: bool
     _frozen: bool
 
-    def __init__(self, algo_class: type | None = None):
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
         self.algo_class = algo_class
         for name, setting in self._settings().items():
@@ -693,10 +698,12 @@ class AlgorithmConfig(OldConfigNames):
             values[new_name] = unknown.pop(old_name)
 
     # -- builder methods ---------------------------------------------------------------------
-    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
+    def environment(self, env: str | type[gym.Env] | Callable[..., gym.Env] | None = NotProvided,
+                    *, env_config: dict = NotProvided,
                     env_task_fn: Callable | None = NotProvided,
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
-                    observation_space: Any = NotProvided, action_space: Any = NotProvided,
+                    observation_space: gym.Space | None = NotProvided,
+                    action_space: gym.Space | None = NotProvided,
                     **unknown: Any) -> Self:
         """The env and its spaces."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
@@ -832,7 +839,7 @@ class AlgorithmConfig(OldConfigNames):
                             else dataclasses.asdict(spec_model))
         self._set_model("rl_module", "model_config", self.model)
 
-    def get_default_rl_module_spec(self) -> Any:
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The spec of this algorithm's default module: an `RLModuleSpec` with no module class
         (the built-in numpy policy or Q network; RLlib names its torch class here)."""
         from trainer.core.rl_module import RLModuleSpec
@@ -841,7 +848,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def get_rl_module_spec(self, env: gym.Env | None = None,
                            spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
-                           inference_only: bool | None = None) -> Any:
+                           inference_only: bool | None = None) -> RLModuleSpec:
         """The `RLModuleSpec` the default module is built from, as RLlib fills it in: the
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
@@ -1391,12 +1398,12 @@ class AlgorithmConfig(OldConfigNames):
                 length += 1
         return max(length, 1)
 
-    def build(self, env: Any = None) -> Any:
+    def build(self, env: Any = None) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""
         return self.build_algo(env)
 
     def build_algo(self, env: Any = None, logger_creator: Any = None,
-                   use_copy: bool = True) -> Any:
+                   use_copy: bool = True) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included).
         `logger_creator` is Tune's (stored, without effect here); the Algorithm always works
         on a frozen copy of this config, whatever `use_copy` says."""

@@ -32,7 +32,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -55,6 +55,9 @@ from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
 from trainer.util.pickling import travel_dumps
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 logger = logging.getLogger("trainer")
 
@@ -107,7 +110,8 @@ def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs: Any
     return func(runner, **kwargs), runner.get_tasks()
 
 
-def _group_config(config: Any, num_env_runners: int | None) -> Any:
+def _group_config(config: AlgorithmConfig | dict | None, num_env_runners: int | None
+                  ) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -121,7 +125,7 @@ def _group_config(config: Any, num_env_runners: int | None) -> Any:
     return config
 
 
-def backend_for(config: Any) -> RunnerBackend:
+def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
         from trainer.runners.ray_runner import RayBackend
@@ -130,7 +134,7 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
-def _weights_fully_synced(config: Any) -> bool:
+def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     """Whether a weight sync overwrites every parameter of a runner's networks: true of this
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
     known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
@@ -152,7 +156,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     is built, before anything uses them (the Algorithm does, from its learner); the remote
     runners then skip their networks' random initialisation."""
 
-    def __init__(self, config: Any = None, env_creator: EnvCreator | None = None, *,
+    def __init__(self, config: AlgorithmConfig | dict | None = None,
+                 env_creator: EnvCreator | None = None, *,
                  validate_env: Callable | None = None, default_policy_class: Any = None,
                  local_env_runner: bool = True, logdir: str | None = None,
                  _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,

@@ -165,7 +165,7 @@ class DQNConfig(AlgorithmConfig):
     td_error_loss_fn: str
     store_buffer_in_checkpoints: bool
 
-    def __init__(self, algo_class: type | None = None):
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or DQN)
 
     def training(self, *, replay_buffer_config: dict = NotProvided,

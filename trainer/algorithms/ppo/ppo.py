@@ -74,7 +74,7 @@ class PPOConfig(AlgorithmConfig):
     use_critic: bool
     use_kl_loss: bool
 
-    def __init__(self, algo_class: type | None = None):
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or PPO)
 
     def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
