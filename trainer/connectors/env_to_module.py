@@ -194,10 +194,15 @@ class FlattenObservations(ConnectorV2):
         if input_observation_space is None:
             return None
         space = gym.spaces.flatten_space(self._kept_space(input_observation_space))
+        if not isinstance(space, gym.spaces.Box):
+            raise ValueError(f"FlattenObservations: {input_observation_space} does not flatten "
+                             "into a Box")
         return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32),
                               space.shape, np.float32)
 
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        if self.input_observation_space is None:
+            raise RuntimeError("FlattenObservations: its input observation space is not set")
         space = self._kept_space(self.input_observation_space)
         for episode in self.single_agent_episode_iterator(episodes):
             observation = episode.get_observations(-1)
@@ -258,6 +263,8 @@ class PrevActionsPrevRewards(ConnectorV2):
 
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         action_space = self.input_action_space
+        if action_space is None and self.n_prev_actions:
+            raise RuntimeError("PrevActionsPrevRewards: its input action space is not set")
         for episode in self.single_agent_episode_iterator(episodes):
             # The latest steps (from the lookback buffer, too); fewer at an episode's start.
             actions = episode.get_actions(slice(-self.n_prev_actions, None)) \
@@ -265,7 +272,7 @@ class PrevActionsPrevRewards(ConnectorV2):
             rewards = episode.get_rewards(slice(-self.n_prev_rewards, None)) \
                 if self.n_prev_rewards else []
             new = {ORIG_OBS_KEY: episode.get_observations(-1)}
-            if self.n_prev_actions:
+            if self.n_prev_actions and action_space is not None:  # set, checked above
                 width = self._action_size(action_space)
                 rows = [np.zeros(width, np.float32)] * (self.n_prev_actions - len(actions))
                 rows += [_one_hot_or_flat(a, action_space) for a in actions]

@@ -19,7 +19,7 @@ mode takes gymnasium's `step`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -84,7 +84,8 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if autoreset[i]:
                 observation, env_info = env.reset()
-                reward, terminated, truncated = 0.0, False, False
+                reward: SupportsFloat = 0.0
+                terminated, truncated = False, False
             else:
                 observation, reward, terminated, truncated, env_info = env.step(action)
             observations.append(observation)

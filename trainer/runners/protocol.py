@@ -182,7 +182,7 @@ def keep_type(error: BaseException, cause: BaseException) -> BaseException:
     return typed
 
 
-def _combine(error_cls: type, cause_cls: type) -> type | None:
+def _combine(error_cls: type[BaseException], cause_cls: type[BaseException]) -> type | None:
     def __reduce__(self):  # noqa: N807 - pickles as the plain error class
         return error_cls.__reduce__(self)
 

@@ -29,17 +29,17 @@ class CartPoleSparseRewards(gym.Env):
             "action_mask": gym.spaces.Box(low=0, high=1, shape=(self.action_space.n,),
                                           dtype=np.int8),
         })
-        self.running_reward = 0
+        self.running_reward = 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.running_reward = 0
+        self.running_reward = 0.0
         observation, info = self.env.reset(seed=seed, options=options)
         return self._with_mask(observation), info
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self.running_reward += reward
+        self.running_reward += float(reward)
         score = self.running_reward if terminated else 0
         return self._with_mask(observation), score, terminated, truncated, info
 

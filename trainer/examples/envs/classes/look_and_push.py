@@ -37,6 +37,8 @@ class LookAndPush(gym.Env):
             raise ValueError(f"LookAndPush: action {action!r} is not in {self.action_space}")
         if self._state == 4:
             return self._state, 10.0 if action and self._case else -10.0, True, False, {}
+        if self._state is None:
+            raise RuntimeError("LookAndPush: call reset() before step()")
         if action:
             self._state = 2 if self._state == 0 else self._state + 1
         elif self._state == 2:

@@ -26,6 +26,8 @@ class SimpleContextualBandit(gym.Env):
         return np.array([self.cur_context, -self.cur_context], dtype=np.float32), {}
 
     def step(self, action):
+        if self.cur_context is None:
+            raise RuntimeError("SimpleContextualBandit: call reset() before step()")
         rewards_for_context = {-1.0: [-10, 0, 10], 1.0: [10, 0, -10]}
         reward = rewards_for_context[self.cur_context][action]
         observation = np.array([-self.cur_context, self.cur_context], dtype=np.float32)

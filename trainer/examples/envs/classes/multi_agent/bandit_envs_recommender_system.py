@@ -69,8 +69,10 @@ class ParametricRecSys(gym.Env):
         return self._get_obs(), {}
 
     def step(self, action):
-        scores = softmax([np.dot(self.current_user, doc)
-                          for doc in self.currently_suggested_docs])
+        if self.current_user is None:
+            raise RuntimeError("ParametricRecSys: call reset() before step()")
+        user = self.current_user
+        scores = softmax(np.array([np.dot(user, doc) for doc in self.currently_suggested_docs]))
         best_reward = np.max(scores)
         user_doc_overlaps = np.array([scores[a] for a in action] + [0.0])
         which_clicked = self.np_random.choice(np.arange(self.slate_size + 1),
