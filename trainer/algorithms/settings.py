@@ -89,7 +89,7 @@ def document_builders(config_cls: type[AlgorithmConfig]) -> None:
 
 def _inherited(func: Callable) -> Callable:
     @functools.wraps(func)
-    def method(self, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return func(self, *args, **kwargs)
 
     return method

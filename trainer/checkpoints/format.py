@@ -16,7 +16,7 @@ STATE_FILE_SUFFIX = ".msgpack"
 class CheckpointError(Exception):
     """A checkpoint cannot be read or written: names the path and what is wrong."""
 
-    def __init__(self, path, cause: str):
+    def __init__(self, path: str | os.PathLike, cause: str):
         self.path = str(path)
         self.cause = cause
         super().__init__(f"checkpoint {self.path}: {cause}")

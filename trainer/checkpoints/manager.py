@@ -124,7 +124,7 @@ class CheckpointManager:
         """Best first: by score (NaN / missing last), newer first among equals."""
         sign = 1.0 if self.checkpoint_score_order == "max" else -1.0
 
-        def rank(entry):
+        def rank(entry: dict) -> tuple[bool, float, int]:
             score = entry["score"] if self.checkpoint_score_attribute else None
             return (score is not None, 0.0 if score is None else sign * score,
                     entry["iteration"])

@@ -611,11 +611,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode.validate()
         return episode
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__
                 if name not in self._LOCAL_SLOTS}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._env_runner = None
         for name, value in state.items():
             setattr(self, name, value)

@@ -31,6 +31,7 @@ import os
 import threading
 import time
 from collections import deque
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -123,7 +124,8 @@ class Stats:
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type, exc_value, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 tb: TracebackType | None) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
@@ -445,8 +447,9 @@ def compute_percentiles(sorted_values: Any, percentiles: list) -> dict:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _check_settings(reduce, window, ema_coeff, percentiles, reduce_per_index_on_aggregate,
-                    clear_on_reduce) -> None:
+def _check_settings(reduce: str | None, window: float | None, ema_coeff: float | None,
+                    percentiles: bool | list, reduce_per_index_on_aggregate: bool,
+                    clear_on_reduce: bool) -> None:
     if reduce not in REDUCE_METHODS:
         raise ValueError(f"log_value(reduce={reduce!r}): reduce must be one of "
                          f"{list(REDUCE_METHODS)}")

@@ -15,6 +15,7 @@ import threading
 import time
 from abc import ABCMeta, abstractmethod
 from collections import deque
+from types import TracebackType
 from typing import Any, SupportsIndex, TypeVar
 
 import cloudpickle
@@ -118,7 +119,8 @@ class StatsBase(metaclass=ABCMeta):
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type, exc_value, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 tb: TracebackType | None) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
