@@ -67,12 +67,12 @@ class ConnectorV2:
 
     # -- data --------------------------------------------------------------------------------
     def __call__(self, *, rl_module: Any, batch: dict, episodes: list, explore: bool | None = None,
-                 shared_data: dict | None = None, metrics: Any = None, **kwargs) -> Any:
+                 shared_data: dict | None = None, metrics: Any = None, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__")
 
     @staticmethod
     def single_agent_episode_iterator(episodes: Iterable, agents_that_stepped_only: bool = True,
-                                      **kwargs) -> Iterator:
+                                      **kwargs: Any) -> Iterator:
         """The single-agent episodes in `episodes` (RLlib's helper; every episode here is one)."""
         yield from episodes
 
@@ -104,7 +104,7 @@ class ConnectorPipelineV2(ConnectorV2):
 
     def __init__(self, input_observation_space: gym.Space | None = None,
                  input_action_space: gym.Space | None = None,
-                 connectors: list[ConnectorV2] | None = None, **kwargs):
+                 connectors: list[ConnectorV2] | None = None, **kwargs: Any):
         self.connectors = list(connectors or [])
         for piece in self.connectors:
             if not isinstance(piece, ConnectorV2):
@@ -112,7 +112,8 @@ class ConnectorPipelineV2(ConnectorV2):
                                 f"{piece!r}")
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def set_input_spaces(self, observation_space, action_space) -> None:
+    def set_input_spaces(self, observation_space: gym.Space | None,
+                         action_space: gym.Space | None) -> None:
         self._input_observation_space = observation_space
         self._input_action_space = action_space
         for piece in self.connectors:
@@ -122,7 +123,7 @@ class ConnectorPipelineV2(ConnectorV2):
 
     def __call__(self, *, rl_module: Any, batch: dict | None = None, episodes: list,
                  explore: bool | None = None, shared_data: dict | None = None,
-                 metrics: Any = None, **kwargs) -> Any:
+                 metrics: Any = None, **kwargs: Any) -> Any:
         batch = {} if batch is None else batch
         shared_data = {} if shared_data is None else shared_data
         for piece in self.connectors:

@@ -60,7 +60,7 @@ class Exploration:
     under `env_runners`)."""
 
     def __init__(self, action_space: gym.Space, *, worker_index: int = 0, num_workers: int = 0,
-                 **kwargs):
+                 **kwargs: Any):
         self.action_space = action_space
         self.worker_index = worker_index
         self.num_workers = num_workers
@@ -106,7 +106,7 @@ class StochasticSampling(Exploration):
     """Samples from the action distribution; uniformly random actions for the first
     `random_timesteps` env steps."""
 
-    def __init__(self, action_space: gym.Space, *, random_timesteps: int = 0, **kwargs):
+    def __init__(self, action_space: gym.Space, *, random_timesteps: int = 0, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         problem = int_at_least(0)(random_timesteps)
         if problem is not None:
@@ -114,7 +114,8 @@ class StochasticSampling(Exploration):
                              f"{problem}")
         self.random_timesteps = random_timesteps
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         if explore and timestep < self.random_timesteps:
             actions = self._random_actions(len(action_distribution.inputs),
                                            action_distribution.rng)
@@ -130,7 +131,7 @@ class EpsilonGreedy(Exploration):
 
     def __init__(self, action_space: gym.Space, *, initial_epsilon: float = 1.0,
                  final_epsilon: float = 0.05, epsilon_timesteps: int = 100_000,
-                 warmup_timesteps: int = 0, epsilon_schedule: Any = None, **kwargs):
+                 warmup_timesteps: int = 0, epsilon_schedule: Any = None, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         _require_discrete("EpsilonGreedy", action_space)
         if epsilon_schedule is None:
@@ -154,7 +155,8 @@ class EpsilonGreedy(Exploration):
                                  low=0.0, high=1.0)
         self.cur_epsilon = self.schedule.value(0)
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         greedy = action_distribution.deterministic_sample()
         if not explore:
             return greedy, action_distribution.logp(greedy)
@@ -172,7 +174,7 @@ class EpsilonGreedy(Exploration):
 class SoftQ(Exploration):
     """Boltzmann exploration: samples from softmax(inputs / temperature)."""
 
-    def __init__(self, action_space: gym.Space, *, temperature: float = 1.0, **kwargs):
+    def __init__(self, action_space: gym.Space, *, temperature: float = 1.0, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         _require_discrete("SoftQ", action_space)
         problem = number_above(0)(temperature)
@@ -180,7 +182,8 @@ class SoftQ(Exploration):
             raise ValueError(f"SoftQ(temperature={temperature!r}): must be {problem}")
         self.temperature = float(temperature)
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         if not explore:
             return super().get_exploration_action(action_distribution=action_distribution,
                                                   timestep=timestep, explore=False)

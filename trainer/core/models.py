@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
-from trainer.core.initializers import make_initializer
+from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
     MLP,
@@ -156,7 +156,8 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     return merged
 
 
-def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"):
+def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"
+                       ) -> tuple[Initializer | None, ...]:
     """The `(kernel, bias)` initializers `prefix` ("fcnet" or "head_fcnet") selects; None for the
     default of each."""
     return tuple(make_initializer(model_config[f"{prefix}_{part}_initializer"],
@@ -241,7 +242,7 @@ class SpaceInfo:
             raise ValueError("SpaceInfo: a Box action space without recorded bounds")
         return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
 
-    def preprocess(self, observations) -> np.ndarray:
+    def preprocess(self, observations: Any) -> np.ndarray:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
         if type(observations) is np.ndarray and observations.dtype == np.float32 \
                 and observations.ndim == 2 and observations.shape[1] == self.obs_dim:
@@ -298,7 +299,7 @@ class FlatParameterModule:
         flat, views, _ = self._gradient_views()
         return flat, views
 
-    def _gradient_views(self):
+    def _gradient_views(self) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
         """(flat buffer, per-parameter views, the views by net: each net's slice under its
         attribute name, loose parameters' under their own names), cached per dtype."""
         dtype = next(net.params[0].dtype for _, net in self._named_nets() if net is not None)
@@ -411,10 +412,10 @@ class PolicyModule(FlatParameterModule):
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
         self._flatten_parameters()
 
-    def _named_nets(self):
+    def _named_nets(self) -> list[tuple[str, MLP | None]]:
         return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]
 
-    def _loose_parameters(self):
+    def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
         return [("log_std", self.log_std)] if self.log_std is not None else []
 
     # -- inference ---------------------------------------------------------------------------
@@ -431,7 +432,7 @@ class PolicyModule(FlatParameterModule):
         return self.vf.forward(self._encode(obs))[:, 0]
 
     # -- training ----------------------------------------------------------------------------
-    def forward_train(self, obs: np.ndarray):
+    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
         """Distribution inputs and values with the caches `backward` needs."""
         if self.encoder is not None:
             features, enc_cache = activated_train(self.encoder, obs)
@@ -443,7 +444,8 @@ class PolicyModule(FlatParameterModule):
         vf_out, vf_cache = self.vf.forward_train(features)
         return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
 
-    def backward(self, cache, d_dist_inputs: np.ndarray, d_values: np.ndarray) -> list[np.ndarray]:
+    def backward(self, cache: tuple, d_dist_inputs: np.ndarray, d_values: np.ndarray
+                 ) -> list[np.ndarray]:
         """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
         overwritten by the next call."""
         enc_cache, pi_cache, vf_cache = cache
@@ -468,13 +470,13 @@ def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
     return activate_layer(mlp.activation, mlp.forward(x))
 
 
-def activated_train(mlp: MLP, x: np.ndarray):
+def activated_train(mlp: MLP, x: np.ndarray) -> tuple[np.ndarray, tuple]:
     pre, cache = mlp.forward_train(x)
     out, kept_pre = activate_for_backward(mlp.activation, pre)
     return out, (cache, kept_pre, out)
 
 
-def activated_backward(mlp: MLP, cache, d_out: np.ndarray,
+def activated_backward(mlp: MLP, cache: tuple, d_out: np.ndarray,
                        grads: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """The encoder's parameter gradients (into `grads` when given); `d_out` is overwritten."""
     inner_cache, pre, out = cache
