@@ -16,7 +16,10 @@ import os
 import signal
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
 from trainer.cli.video import VideoError, VideoWriter, check_video_path
@@ -107,7 +110,8 @@ def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
 
 def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: int | None,
                  video: VideoWriter | None, video_episodes: int,
-                 on_episode=None) -> list[tuple[float, int]]:
+                 on_episode: Callable[[int, float, int], Any] | None = None
+                 ) -> list[tuple[float, int]]:
     """(return, length) of each episode."""
     outcomes = []
     for episode in range(episodes):
@@ -130,7 +134,7 @@ def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: i
     return outcomes
 
 
-def _render(env: Any):
+def _render(env: Any) -> np.ndarray:
     try:
         return env.render()
     except ImportError as error:  # gymnasium's DependencyNotInstalled is an ImportError

@@ -33,12 +33,12 @@ class StopRequest:
                 self._previous[number] = signal.signal(number, self._handle)
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()
 
-    def _handle(self, number: int, frame) -> None:
+    def _handle(self, number: int, frame: FrameType | None) -> None:
         if self.requested is not None:
             raise KeyboardInterrupt
         self.requested = signal.Signals(number).name

@@ -21,6 +21,8 @@ import logging
 import os
 import time
 import traceback
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trainer.cli import learning_curve
@@ -174,6 +176,17 @@ def choose_preset(args: argparse.Namespace, algo: str, env: Any) -> PresetChoice
                                 "defaults)")
 
 
+def _set_model_key(config: Any, key: str, value: Any) -> None:
+    """`--model.KEY`: into the model config so far (the preset's, the file's, the other
+    flags'); rl_module(model_config=...) replaces the whole dict, as RLlib's does."""
+    config.rl_module(model_config={**config.model_config, key: value})
+
+
+def _call_builder(config: Any, method: str, setting: str, value: Any) -> None:
+    """A setting flag: `config.<method>(<setting>=value)`."""
+    getattr(config, method)(**{setting: value})
+
+
 def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     """The config from defaults, the preset, `--config` and the flags; the file's stop criteria;
     the preset chosen. Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the
@@ -198,7 +211,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         choice.preset.apply(config)
     file_stop = apply_config_file(config, content, args.config) if args.config else {}
 
-    def apply(flag: str, change) -> None:
+    def apply(flag: str, change: Callable[[], Any]) -> None:
         try:
             change()
         except ConfigError as error:
@@ -218,10 +231,9 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         if method == "rl_module":
             # Into the model config so far (the preset's, the file's, the other flag's):
             # rl_module(model_config=...) replaces the whole dict, as RLlib's does.
-            apply(flag, lambda s=setting, v=value: config.rl_module(
-                model_config={**config.model_config, s: v}))
+            apply(flag, partial(_set_model_key, config, setting, value))
         else:
-            apply(flag, lambda m=method, s=setting, v=value: getattr(config, m)(**{s: v}))
+            apply(flag, partial(_call_builder, config, method, setting, value))
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
     checkpointing = {k: v for k, v in (("checkpoint_frequency", args.checkpoint_frequency),

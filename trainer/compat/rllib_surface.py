@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,7 +203,7 @@ class SourceIndex:
         return UNEVALUATED
 
 
-def _top_level(tree: ast.Module):
+def _top_level(tree: ast.Module) -> Iterator[ast.stmt]:
     """Top-level statements, including those inside `if TYPE_CHECKING:` / `try:` blocks."""
     for node in tree.body:
         if isinstance(node, ast.If):

@@ -91,7 +91,7 @@ class EnvContext(dict):
         fields.update(overrides)
         return EnvContext(dict(self), **fields)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvContext], tuple[Any, ...]]:
         return (EnvContext, (dict(self), self.worker_index, self.num_workers, self.vector_index,
                              self.recreated_worker))
 

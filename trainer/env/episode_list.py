@@ -14,6 +14,8 @@ or row shape differ between episodes, different extra-output keys) pickle one by
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from trainer.env.episode import SingleAgentEpisode
@@ -22,7 +24,7 @@ from trainer.env.episode import SingleAgentEpisode
 class EpisodeList(list):
     """A `list` of `SingleAgentEpisode`s; only its pickled form differs from a plain list."""
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         packed = _pack(self)
         if packed is None:
             return EpisodeList, (list(self),)
@@ -62,7 +64,7 @@ def _packable(ep: SingleAgentEpisode) -> bool:
     return True
 
 
-def _pack(episodes: list[SingleAgentEpisode]):
+def _pack(episodes: list[SingleAgentEpisode]) -> Any:
     if not episodes or not all(_packable(ep) for ep in episodes):
         return None
     stepped = [ep for ep in episodes if ep.t != ep.t_started]

@@ -24,6 +24,7 @@ array, or a dict/tuple of arrays for `Dict`/`Tuple` spaces (`finalized` is then 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -154,7 +155,7 @@ class InfiniteLookbackBuffer:
     def __getitem__(self, item: Indices) -> Any:
         return self.get(item)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.get())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

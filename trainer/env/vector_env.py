@@ -19,6 +19,7 @@ mode takes gymnasium's `step`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -58,7 +59,7 @@ class RawInfosMixin(_VectorEnvBase):
 
 
 class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
-    def __init__(self, env_fns, **kwargs: Any):
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
         super().__init__(env_fns, **kwargs)
         self._clear_sub_env_infos()
         self._fast = (self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
@@ -67,11 +68,12 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
                                      (gym.spaces.Box, gym.spaces.Discrete))
                       and isinstance(self._observations, np.ndarray))
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+              ) -> tuple[Any, dict]:
         self._clear_sub_env_infos()
         return super().reset(seed=seed, options=options)
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict]:
         if not self._fast:
             self._clear_sub_env_infos()
             return super().step(actions)
@@ -112,15 +114,15 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
     """gymnasium's `AsyncVectorEnv` (each sub-env in its own process), keeping the sub-envs'
     info dicts as they arrived (`RawInfosMixin`)."""
 
-    def __init__(self, env_fns, **kwargs: Any):
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
         super().__init__(env_fns, **kwargs)
         self._clear_sub_env_infos()
 
-    def reset_wait(self, *args, **kwargs):
+    def reset_wait(self, *args: Any, **kwargs: Any) -> Any:
         self._clear_sub_env_infos()
         return super().reset_wait(*args, **kwargs)
 
-    def step_wait(self, *args, **kwargs):
+    def step_wait(self, *args: Any, **kwargs: Any) -> Any:
         self._clear_sub_env_infos()
         return super().step_wait(*args, **kwargs)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsFloat
 
 import cloudpickle
 import gymnasium as gym
@@ -120,7 +120,8 @@ class SubEnvInChild(gym.Wrapper):
         self.trainer_pending_reset = False
         return self.reset()
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None
+              ) -> tuple[Any, dict]:
         if self._make_sub_env is None:
             return self.env.reset(seed=seed, options=options)
         try:
@@ -129,7 +130,7 @@ class SubEnvInChild(gym.Wrapper):
             observation, info = self._recreate(error, "reset")
             return observation, info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
         if self.trainer_pending_reset:  # gymnasium's NEXT_STEP autoreset, owed after a restore
             self.trainer_pending_reset = False
             observation, info = self.reset()

@@ -265,7 +265,8 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
             return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
         return True
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
         if not self.serves(fullname):
             return None
         return importlib.util.spec_from_loader(fullname, _StandInLoader(plan_for(fullname)),

@@ -153,7 +153,7 @@ class ObjectRef:
             raise NamedObjectError(self._value)
         return self._value
 
-    def __del__(self):
+    def __del__(self) -> None:
         if self._done and not self._read and self._status == "error":
             logger.warning("a named-object call made with .remote() failed and its result was "
                            "never read: %s", self._value)
@@ -478,7 +478,7 @@ class NamedObject:
             raise AttributeError(method)
         return _Method(self.name, method)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[NamedObject], tuple[str]]:
         return (NamedObject, (self.name,))
 
     def __repr__(self) -> str:

@@ -27,10 +27,14 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 
 class Registry:
-    def __init__(self):
+    def __init__(self) -> None:
         self._objects: dict[str, tuple[object, threading.Lock]] = {}
         self._lock = threading.Lock()
 
@@ -44,7 +48,7 @@ class Registry:
             self._objects[name] = (factory(*args, **kwargs), threading.Lock())
             return True
 
-    def call(self, name: str, method: str, args: tuple, kwargs: dict):
+    def call(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
         try:
             obj, lock = self._objects[name]
         except KeyError:
@@ -72,7 +76,7 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
                          f"{traceback.format_exc().rstrip()}")
 
 
-def _serve_client(sock, authkey: bytes, registry: Registry) -> None:
+def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
     from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
 
     conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)

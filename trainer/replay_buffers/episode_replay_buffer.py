@@ -136,7 +136,7 @@ class StepTable:
 
     _INT_COLUMNS = ("episodes", "timesteps", "nodes", "links")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._size = 0
         self._capacity = 0
         self._columns: dict[str, np.ndarray] = {

@@ -227,5 +227,5 @@ class _Method:
     def __init__(self, name: str):
         self.name = name
 
-    def __call__(self, runner: Any, **kwargs) -> Any:
+    def __call__(self, runner: Any, **kwargs: Any) -> Any:
         return _call_method(self.name, runner, **kwargs)

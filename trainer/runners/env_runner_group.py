@@ -327,7 +327,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
 
-    def remote_pids(self) -> dict[int, int]:
+    def remote_pids(self) -> dict[int, int | None]:
         return {i: r.pid for i, r in self.pool.items()}
 
     def collect_exited(self) -> list[EnvRunnerCrashed]:

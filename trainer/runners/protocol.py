@@ -183,10 +183,10 @@ def keep_type(error: BaseException, cause: BaseException) -> BaseException:
 
 
 def _combine(error_cls: type[BaseException], cause_cls: type[BaseException]) -> type | None:
-    def __reduce__(self):  # noqa: N807 - pickles as the plain error class
+    def __reduce__(self: BaseException) -> Any:  # noqa: N807 - pickles as the plain error class
         return error_cls.__reduce__(self)
 
-    def __str__(self) -> str:  # noqa: N807 - the error's message, not the cause's formatting
+    def __str__(self: BaseException) -> str:  # noqa: N807 - the error's message, not the cause's formatting
         return str(self.args[0]) if self.args else ""
 
     try:

@@ -162,7 +162,7 @@ def _close_template(sock: socket.socket, process: subprocess.Popen) -> None:
 class WorkerTemplate:
     """The main process's side of one template process: `fork(...)` starts a worker."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -229,7 +229,7 @@ class _Forking:
     """The one template of this process, started when first needed, replaced when stale or
     failed; forks are one at a time (each in its own child-subreaper window)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._template: WorkerTemplate | None = None
         #: The environment in which a fresh template failed: workers are spawned until it

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 #: prctl's option number for the parent-death signal (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
@@ -138,7 +139,7 @@ def die_with_parent(parent_pid: int, kernel_signal: bool, *, watch_thread: bool 
                          daemon=True).start()
 
 
-def _libc():
+def _libc() -> Any:
     """The C library, for prctl; None where there is no prctl (not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
