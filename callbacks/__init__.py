@@ -5,6 +5,7 @@ lives in `trainer.callbacks`, which the trainer itself imports, so that a user's
 the very modules of `trainer.callbacks` (one class, one state, whichever path imports them)."""
 
 import sys as _sys
+from typing import Any
 
 from trainer import callbacks as _impl
 from trainer.callbacks import (  # noqa: F401
@@ -27,5 +28,5 @@ for _name in ("callback", "chain", "old_api"):
     _sys.modules[f"{__name__}.{_name}"] = getattr(_impl, _name)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     return getattr(_impl, name)  # `DefaultCallbacks` (with its warning), and the rest

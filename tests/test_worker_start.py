@@ -95,7 +95,7 @@ def test_the_workers_of_one_build_are_forked_in_one_request_each_holding_only_it
     fork = worker_forkserver.WorkerTemplate.fork
 
     def counted(self, workers):
-        requests.append([worker.index for worker in workers])
+        requests.append([worker.worker_index for worker in workers])
         return fork(self, workers)
 
     monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)
@@ -126,7 +126,7 @@ def test_more_workers_than_one_request_takes_are_forked_in_several(monkeypatch):
     fork = worker_forkserver.WorkerTemplate.fork
 
     def counted(self, workers):
-        requests.append([worker.index for worker in workers])
+        requests.append([worker.worker_index for worker in workers])
         return fork(self, workers)
 
     monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)

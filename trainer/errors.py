@@ -36,6 +36,9 @@ By what raises them:
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 
 class RemoteError(RuntimeError):
     """Base of the errors about work in other processes: EnvRunner failures, no healthy
@@ -93,7 +96,7 @@ class EnvRunnerTimeout(EnvRunnerFailure):
                                        f"{timeout_s:g} s; its process was killed."
                                        f"{' ' + hint if hint else ''}{where}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvRunnerTimeout], tuple[Any, ...]]:
         return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack,
                                    self.hint))
 
@@ -113,7 +116,7 @@ class EnvRunnerError(EnvRunnerFailure):
                                        f"{error_message} (in {method}()).\nOriginal traceback:\n"
                                        f"{remote_traceback.rstrip()}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvRunnerError], tuple[Any, ...]]:
         return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
                                  self.error_message, self.remote_traceback, self.env_steps))
 
@@ -218,7 +221,7 @@ class CallbackError(RuntimeError):
             f"(event {event!r}, {where}).\nOriginal traceback:\n{remote_traceback.rstrip()}"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[CallbackError], tuple[Any, ...]]:
         return (
             CallbackError,
             (
@@ -245,7 +248,7 @@ class InjectedFault(RuntimeError):
 class CheckpointError(Exception):
     """A checkpoint cannot be read or written: names the path and what is wrong."""
 
-    def __init__(self, path, cause: str):
+    def __init__(self, path: str | os.PathLike, cause: str):
         self.path = str(path)
         self.cause = cause
         super().__init__(f"checkpoint {self.path}: {cause}")

@@ -8,7 +8,7 @@ trial, with Tune's attributes scripts read (`metrics`, `metrics_dataframe`, `con
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ def flatten_result(result: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def metric_value(result: dict, metric: str) -> Any:
+def metric_value(result: Mapping[str, Any], metric: str) -> Any:
     """A result's value of a Tune metric name (nested keys joined with "/"), or None."""
     if metric in result:
         return result[metric]
@@ -147,8 +147,8 @@ class ResultGrid:
                              f"{list(scopes)}")
         best, best_score = None, None
         for result in self._results:
-            values = [_number(metric_value(r, metric)) for r in result.all_metrics]
-            values = [v for v in values if v is not None
+            reported = [_number(metric_value(r, metric)) for r in result.all_metrics]
+            values = [v for v in reported if v is not None
                       and (not filter_nan_and_inf or math.isfinite(v))]
             if not values:
                 continue
@@ -177,8 +177,9 @@ class ResultGrid:
         for result in self._results:
             chosen = result.metrics or {}
             if filter_metric and filter_mode:
-                scored = [(r, _number(metric_value(r, filter_metric))) for r in result.all_metrics]
-                scored = [(r, v) for r, v in scored if v is not None and not math.isnan(v)]
+                reported = [(r, _number(metric_value(r, filter_metric)))
+                            for r in result.all_metrics]
+                scored = [(r, v) for r, v in reported if v is not None and not math.isnan(v)]
                 if scored:
                     pick = max if filter_mode == "max" else min
                     chosen = pick(scored, key=lambda item: item[1])[0]

@@ -39,7 +39,7 @@ def _check(x: Any, y: Any, **kwargs: Any) -> None:
     check(x, y, **kwargs)
 
 
-def _result_rows(tune_results: Any) -> list[Mapping]:
+def _result_rows(tune_results: Any) -> list[Any]:
     """The per-iteration rows of `tune_results`: a ResultGrid-like object (`get_dataframe()`),
     a result dict, or an iterable of result dicts (or of objects with `.metrics`)."""
     if hasattr(tune_results, "get_dataframe"):

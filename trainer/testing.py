@@ -24,7 +24,8 @@ import gc
 import os
 import signal as signals
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -100,19 +101,20 @@ class FaultInjectionEnv(gym.Env):
         raise InjectedFault(f"injected crash in {where}() (EnvRunner {self.worker_index}, "
                             f"{where} number {count})")
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None
+              ) -> tuple[Any, dict]:
         self.num_resets += 1
         if self.crash_on_reset:
             self._fault("reset", self.num_resets)
         return self.inner.reset(seed=seed, options=options)
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
         self.num_steps += 1
         if not self.crash_on_reset:
             self._fault("step", self.num_steps)
         return self.inner.step(action)
 
-    def close(self):
+    def close(self) -> None:
         self.inner.close()
 
 
@@ -178,11 +180,13 @@ def assert_no_env_runner_processes(timeout_s: float = 5.0, parent_pid: int | Non
 try:
     import pytest
 except ImportError:  # pytest is only needed for the fixture
-    pytest = None
+    _have_pytest = False
+else:
+    _have_pytest = True
 
-if pytest is not None:
+if _have_pytest:
     @pytest.fixture(autouse=True)
-    def no_env_runner_orphans():
+    def no_env_runner_orphans() -> Iterator[None]:
         """Autouse fixture: fails a test whose EnvRunner processes outlive it. An algorithm the
         test dropped without `stop()` counts as ended once garbage-collected (its runners end
         then), so a collection runs first."""

@@ -36,8 +36,9 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from trainer.algorithms.checkpointing import (
     save_algorithm,
 )
 from trainer.algorithms.evaluation import EvaluationRounds
+from trainer.algorithms.learner import Learner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from trainer.checkpoints.location import fetched
@@ -74,7 +76,7 @@ from trainer.metrics import (
 )
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
-from trainer.runners.env_runner_group import EnvRunnerGroup
+from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of, spaces_of
 from trainer.util.deprecation import warn_once
 from trainer.util.log import set_library_log_level
 from trainer.util.rng import generator_state, set_generator_state
@@ -86,6 +88,9 @@ from trainer.util.state_checks import (
     require_map,
     require_number,
 )
+
+if TYPE_CHECKING:
+    from trainer.env.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
 #: Where the learners log the env steps trained so far.
@@ -131,18 +136,28 @@ class LearnerGroup:
         self._algorithm.learner.set_state(state)
         self._algorithm.sync_weights()
 
-    def foreach_learner(self, func: Any, **kwargs) -> list:
+    def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
         return [func(self._algorithm.learner, **kwargs)]
 
 
 class Algorithm(OldAlgorithmNames):
     """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
 
+    #: The (frozen) config this algorithm runs with.
+    config: AlgorithmConfig
+    #: The training EnvRunners (set in `__init__`).
+    env_runner_group: EnvRunnerGroup
+    #: The one learner (`setup_learner()` sets it).
+    learner: Learner
+    metrics: MetricsLogger
+    _evaluation: EvaluationRounds
+
     @classmethod
     def get_default_config(cls) -> AlgorithmConfig:
         return AlgorithmConfig(algo_class=cls)
 
-    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs):
+    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None,
+                 **kwargs: Any):
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(kwargs)}")
         if config is None:
@@ -178,8 +193,6 @@ class Algorithm(OldAlgorithmNames):
         self._time_total_s = 0.0
         self._stopped = False
         self._rng = np.random.default_rng(config.seed)
-        self.env_runner_group: EnvRunnerGroup | None = None
-        self._evaluation: EvaluationRounds | None = None
         # Restarts seen on the evaluation thread: their callbacks fire on this thread.
         self._owner_thread = threading.current_thread()
         # Named objects created before this algorithm outlive it (RLlib's fault-tolerance tests
@@ -194,7 +207,7 @@ class Algorithm(OldAlgorithmNames):
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(config.get_exploration_config(),
-                                                self.env_runner_group.spaces.action_space())
+                                                spaces_of(self.env_runner_group).action_space())
             self.setup_learner()
             self.sync_weights()
             self._refresh_counters()
@@ -244,10 +257,10 @@ class Algorithm(OldAlgorithmNames):
         return self._callbacks.instances
 
     @property
-    def env_runner(self) -> Any:
+    def env_runner(self) -> EnvRunner:
         """The local EnvRunner (index 0, in this process): it has envs when
         `num_env_runners=0` or `create_env_on_local_worker=True`."""
-        return self.env_runner_group.local_env_runner
+        return local_runner_of(self.env_runner_group)
 
     @property
     def learner_group(self) -> LearnerGroup:
@@ -290,12 +303,12 @@ class Algorithm(OldAlgorithmNames):
         """The (frozen) config this algorithm runs with."""
         return self.config
 
-    def reset_config(self, new_config: Any) -> bool:
+    def reset_config(self, new_config: AlgorithmConfig | dict) -> bool:
         """Tune's hook to change the config without a rebuild: not supported (as in RLlib),
         so it returns False; build a new algorithm with the new config instead."""
         return False
 
-    def reset(self, new_config: Any, storage: Any = None) -> bool:
+    def reset(self, new_config: AlgorithmConfig | dict, storage: Any = None) -> bool:
         """Tune's reset for a new trial: `reset_config(new_config)`; on success the iteration
         counters start again from zero. Returns whether it succeeded (False here)."""
         if not self.reset_config(new_config):
@@ -331,13 +344,13 @@ class Algorithm(OldAlgorithmNames):
         return None
 
     @classmethod
-    def default_resource_request(cls, config: Any) -> None:
+    def default_resource_request(cls, config: AlgorithmConfig | dict) -> None:
         """Tune's resource request: None, nothing to reserve on one machine (EnvRunners are
         processes started by the algorithm itself)."""
         return None
 
     @classmethod
-    def resource_help(cls, config: Any) -> str:
+    def resource_help(cls, config: AlgorithmConfig | dict) -> str:
         return ("EnvRunners are worker processes of this machine: "
                 "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved")
 
@@ -377,10 +390,10 @@ class Algorithm(OldAlgorithmNames):
     #: RLlib's `algo.offline_data`: None, offline data is not supported here.
     offline_data = None
     #: RLlib's `algo.local_replay_buffer`: None unless the algorithm keeps one (DQN).
-    local_replay_buffer = None
+    local_replay_buffer: Any = None
 
     @property
-    def eval_env_runner(self) -> Any:
+    def eval_env_runner(self) -> EnvRunner | None:
         """The local evaluation EnvRunner (None without evaluation runners)."""
         group = self.eval_env_runner_group
         return None if group is None else group.local_env_runner
@@ -402,7 +415,8 @@ class Algorithm(OldAlgorithmNames):
     def eval_env_runner_group(self) -> EnvRunnerGroup | None:
         """The evaluation EnvRunners (built with the Algorithm when `evaluation_interval` is
         set, else at the first `evaluate()`)."""
-        return self._evaluation.group if self._evaluation is not None else None
+        evaluation: EvaluationRounds | None = getattr(self, "_evaluation", None)  # in __init__
+        return evaluation.group if evaluation is not None else None
 
     # -- evaluation --------------------------------------------------------------------------
     def evaluate(self, parallel_train_future: Any = None) -> dict:
@@ -425,7 +439,9 @@ class Algorithm(OldAlgorithmNames):
         if threading.current_thread() is not self._owner_thread:
             self._queued_recoveries.append((indices, is_evaluation))
             return
-        group = self.eval_env_runner_group if is_evaluation else self.env_runner_group
+        # None for a recovery while the group is still being built (in __init__).
+        group = (self.eval_env_runner_group if is_evaluation
+                 else getattr(self, "env_runner_group", None))
         self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
                              env_runner_indices=list(indices), is_evaluation=is_evaluation)
 
@@ -493,11 +509,12 @@ class Algorithm(OldAlgorithmNames):
     def _apply_env_task_fn(self, result: dict) -> None:
         """Curriculum: every sub-env of every training EnvRunner gets
         `set_task(env_task_fn(result, sub_env, env_context))` (see `trainer.env.curriculum`)."""
-        group = self.env_runner_group
+        group, env_task_fn = self.env_runner_group, self.config.env_task_fn
+        if env_task_fn is None:
+            return
         group.foreach_env_runner(
-            partial(apply_env_task_fn, env_task_fn=self.config.env_task_fn,
-                    train_results=result),
-            local_env_runner=group.local_env_runner.env is not None)
+            partial(apply_env_task_fn, env_task_fn=env_task_fn, train_results=result),
+            local_env_runner=local_runner_of(group).env is not None)
 
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
@@ -574,7 +591,7 @@ class Algorithm(OldAlgorithmNames):
         clip = self.config.clip_actions if clip_action is None else clip_action
         module = self.learner.module
         explore = self.config.explore if explore is None else explore
-        observation = self.env_runner_group.local_env_runner.module_observation(observation)
+        observation = local_runner_of(self.env_runner_group).module_observation(observation)
         batch = module.spaces.preprocess(np.asarray(observation)[None])
         actions, _ = self.exploration.get_exploration_action(
             action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
@@ -634,9 +651,9 @@ class Algorithm(OldAlgorithmNames):
         for key in ("metrics", "evaluation_metrics"):
             if key in state:
                 MetricsLogger.check_state(state[key], key, self.config.stats_cls_lookup)
-        training_runner = self.env_runner_group.local_env_runner
+        training_runner = local_runner_of(self.env_runner_group)
         evaluation_group = self._evaluation.group
-        evaluation_runner = (evaluation_group.local_env_runner
+        evaluation_runner = (local_runner_of(evaluation_group)
                              if evaluation_group is not None else training_runner)
         for prefix, runner in (("env_runner_", training_runner),
                                ("eval_env_runner_", evaluation_runner)):
@@ -782,17 +799,20 @@ class Algorithm(OldAlgorithmNames):
         """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
         named-object server. A subclass that overrides it calls `super().cleanup()`."""
         self._stopped = True
-        if self.env_runner_group is not None:
-            self.env_runner_group.stop()
-        if getattr(self, "_evaluation", None) is not None:
-            self._evaluation.stop()
+        # Either may be missing when __init__ failed before making it.
+        group: EnvRunnerGroup | None = getattr(self, "env_runner_group", None)
+        if group is not None:
+            group.stop()
+        evaluation: EvaluationRounds | None = getattr(self, "_evaluation", None)
+        if evaluation is not None:
+            evaluation.stop()
         if getattr(self, "_stops_named_objects", True):
             shutdown_named_objects()
 
     def __enter__(self) -> Algorithm:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

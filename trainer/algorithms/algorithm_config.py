@@ -11,9 +11,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import sys
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 
@@ -55,6 +56,16 @@ from trainer.util.checks import (
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
 
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.core.rl_module import RLModuleSpec
+    from trainer.env.env_runner import EnvRunner
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
 #: The key under which a pickled config carries its `register_env` creator (`__getstate__`).
 _REGISTERED_ENV_CREATOR = "_registered_env_creator"
 
@@ -87,7 +98,7 @@ class _FalseFlag:
         return "False"
 
 
-def _check_exploration_config(v):
+def _check_exploration_config(v: Any) -> str | None:
     if isinstance(v, dict) and "type" not in v:
         return None  # updates the algorithm's default; checked merged in exploration()
     try:
@@ -97,7 +108,7 @@ def _check_exploration_config(v):
     return None
 
 
-def _check_backend(v):
+def _check_backend(v: Any) -> str | None:
     if v == "processes":
         return None
     if v == "ray":
@@ -115,7 +126,7 @@ def _check_backend(v):
     return '"processes" or "ray"'
 
 
-def _check_lr(v):
+def _check_lr(v: Any) -> str | None:
     from trainer.core.schedules import Schedule
 
     if isinstance(v, (list, tuple)):
@@ -128,27 +139,27 @@ def _check_lr(v):
         "a number >= 0 or a schedule [[timestep, lr], ...]"
 
 
-def _check_seed(v):
+def _check_seed(v: Any) -> str | None:
     # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
     return None if int_at_least(0)(v) is None else \
         "an int >= 0 (numpy's random generators take no negative seed)"
 
 
-def is_str(v):
+def is_str(v: Any) -> str | None:
     return None if isinstance(v, str) and v else "a non-empty string"
 
 
-def _check_log_level(v):
+def _check_log_level(v: Any) -> str | None:
     levels = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
 
 
-def _is_space_or_none(v):
+def _is_space_or_none(v: Any) -> str | None:
 
     return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
 
 
-def _is_env_runner_class(v):
+def _is_env_runner_class(v: Any) -> str | None:
     from trainer.runners.env_runner import EnvRunner
 
     if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
@@ -156,7 +167,7 @@ def _is_env_runner_class(v):
     return "None or a subclass of trainer.EnvRunner"
 
 
-def _is_connector_factory(v):
+def _is_connector_factory(v: Any) -> str | None:
     return None if v is None or callable(v) else \
         "None or a callable (env) -> connector piece or list of pieces"
 
@@ -171,7 +182,7 @@ RAY_RESOURCE_SETTINGS = ("num_cpus_per_env_runner", "num_gpus_per_env_runner",
 OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
 
 
-def _check_optimizer(v):
+def _check_optimizer(v: Any) -> str | None:
     allowed = f"a dict with keys from {list(OPTIMIZER_KEYS)} (the learner's optimizer is Adam)"
     if not isinstance(v, dict):
         return allowed
@@ -198,13 +209,13 @@ def adam_settings(optimizer: dict) -> dict:
     return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
-def _is_str_dict(v):
+def _is_str_dict(v: Any) -> str | None:
     if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
         return None
     return "a dict of environment variable names to values"
 
 
-def _check_stats_cls_lookup(v):
+def _check_stats_cls_lookup(v: Any) -> str | None:
     if v is None:  # the loggers' default lookup
         return None
     try:
@@ -214,7 +225,7 @@ def _check_stats_cls_lookup(v):
     return None
 
 
-def _is_result_key(v):
+def _is_result_key(v: Any) -> str | None:
     if isinstance(v, str) and v and all(v.split("/")):
         return None
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
@@ -447,7 +458,91 @@ class AlgorithmConfig(OldConfigNames):
     _ALGO_SETTINGS: dict[str, Setting] = {}
     _DEFAULT_OVERRIDES: dict[str, Any] = {}
 
-    def __init__(self, algo_class: type | None = None):
+    # The settings' types (`__init__` sets them from the table above; a test keeps the two
+    # equal). A value may also be Tune's `{"grid_search": [...]}` until build() refuses it.
+    # environment()
+    env: str | type[gym.Env] | Callable[..., gym.Env] | None
+    env_config: dict[str, Any]
+    env_task_fn: Callable[..., Any] | None
+    normalize_actions: bool
+    clip_actions: bool
+    observation_space: gym.Space | None
+    action_space: gym.Space | None
+    # env_runners()
+    num_env_runners: int
+    num_envs_per_env_runner: int
+    gym_env_vectorize_mode: str
+    rollout_fragment_length: int | Literal["auto"]
+    batch_mode: str
+    sample_timeout_s: float
+    explore: bool
+    env_runner_cls: type[EnvRunner] | None
+    create_env_on_local_worker: bool
+    validate_env_runners_after_construction: bool
+    env_to_module_connector: Callable[..., Any] | None
+    observation_filter: str
+    backend: str
+    ray_address: str | None
+    # exploration()
+    exploration_config: dict[str, Any]
+    # evaluation()
+    evaluation_interval: int | None
+    evaluation_duration: int | Literal["auto"]
+    evaluation_duration_unit: str
+    evaluation_num_env_runners: int
+    evaluation_parallel_to_training: bool
+    evaluation_config: dict[str, Any] | None
+    custom_evaluation_function: Callable[..., Any] | None
+    evaluation_force_reset_envs_before_iteration: bool
+    evaluation_sample_timeout_s: float
+    evaluation_auto_duration_min_env_steps_per_sample: int
+    evaluation_auto_duration_max_env_steps_per_sample: int
+    # training()
+    gamma: float
+    lr: float | list[list[float]]
+    train_batch_size: int
+    num_epochs: int
+    minibatch_size: int | None
+    shuffle_batch_per_epoch: bool
+    grad_clip: float | None
+    grad_clip_by: str
+    optimizer: dict[str, Any]
+    model: dict[str, Any]
+    # debugging()
+    seed: int | None
+    log_level: str
+    check_nan: bool
+    _evaluation_parallel_to_training_wo_thread: bool
+    # reporting()
+    metrics_num_episodes_for_smoothing: int
+    min_time_s_per_iteration: float | None
+    min_sample_timesteps_per_iteration: int
+    min_train_timesteps_per_iteration: int
+    stats_cls_lookup: dict[str, type]
+    # fault_tolerance()
+    restart_failed_env_runners: bool
+    ignore_env_runner_failures: bool
+    max_num_env_runner_restarts: int
+    delay_between_env_runner_restarts_s: float
+    env_runner_health_probe_timeout_s: float
+    restart_failed_sub_environments: bool
+    env_runner_restore_timeout_s: float
+    # checkpointing()
+    checkpoint_frequency: int
+    num_to_keep: int | None
+    checkpoint_score_attribute: str | None
+    checkpoint_score_order: str
+    checkpoint_at_end: bool
+    # python_environment()
+    extra_python_environs_for_driver: dict[str, str]
+    extra_python_environs_for_worker: dict[str, str]
+    # framework() / api_stack()
+    framework_str: str
+    enable_rl_module_and_learner: bool
+    enable_env_runner_and_connector_v2: bool
+    _frozen: bool
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
         self.algo_class = algo_class
         for name, setting in self._settings().items():
@@ -516,10 +611,10 @@ class AlgorithmConfig(OldConfigNames):
     def __setstate__(self, state: dict[str, Any]) -> None:
         creator = state.pop(_REGISTERED_ENV_CREATOR, None)
         self.__dict__.update(state)
-        if creator is not None:
+        if creator is not None and isinstance(self.env, str):  # only a name has a creator
             register_env_if_missing(self.env, creator)
 
-    def _set(self, method: str, values: dict[str, Any]) -> AlgorithmConfig:
+    def _set(self, method: str, values: dict[str, Any]) -> Self:
         """Checks and stores every provided value of a builder call."""
         settings = self._settings()
         for name, value in values.items():
@@ -538,8 +633,8 @@ class AlgorithmConfig(OldConfigNames):
 
     def grid_settings(self) -> dict[str, list]:
         """The settings given as Tune's `grid_search([...])`, each with its values."""
-        return {name: list(value["grid_search"]) for name in self._settings()
-                if is_grid_search(value := getattr(self, name, None))}
+        return {name: list(getattr(self, name)["grid_search"]) for name in self._settings()
+                if is_grid_search(getattr(self, name, None))}
 
     def is_given(self, name: str) -> bool:
         """Whether a builder call set `name` (even to its default value)."""
@@ -564,7 +659,8 @@ class AlgorithmConfig(OldConfigNames):
             setattr(self, name, value)
             self._rllib_given[name] = value
 
-    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed) -> None:
+    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed: Iterable[str]
+                        ) -> None:
         rllib_names = self._rllib_rules().get(method, {})
         taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
         self._take_rllib_settings(method, taken)
@@ -589,11 +685,13 @@ class AlgorithmConfig(OldConfigNames):
             values[new_name] = unknown.pop(old_name)
 
     # -- builder methods ---------------------------------------------------------------------
-    def environment(self, env: Any = NotProvided, *, env_config: dict = NotProvided,
+    def environment(self, env: str | type[gym.Env] | Callable[..., gym.Env] | None = NotProvided,
+                    *, env_config: dict = NotProvided,
                     env_task_fn: Callable | None = NotProvided,
                     normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
-                    observation_space: Any = NotProvided, action_space: Any = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    observation_space: gym.Space | None = NotProvided,
+                    action_space: gym.Space | None = NotProvided,
+                    **unknown: Any) -> Self:
         """The env and its spaces."""
         self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
                                                       "normalize_actions", "clip_actions",
@@ -620,7 +718,7 @@ class AlgorithmConfig(OldConfigNames):
                     env_to_module_connector: Callable | None = NotProvided,
                     observation_filter: str = NotProvided, backend: str = NotProvided,
                     ray_address: str | None = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    **unknown: Any) -> Self:
         """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
         call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
         are accepted."""
@@ -649,7 +747,7 @@ class AlgorithmConfig(OldConfigNames):
                  shuffle_batch_per_epoch: bool = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  model: dict = NotProvided, optimizer: dict = NotProvided,
-                 **unknown) -> AlgorithmConfig:
+                 **unknown: Any) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
         `train_batch_size` (there is one learner)."""
         values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
@@ -666,7 +764,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("training", values)
 
     def rl_module(self, *, model_config: dict | Any = NotProvided,
-                  rl_module_spec: Any = NotProvided, **unknown) -> AlgorithmConfig:
+                  rl_module_spec: Any = NotProvided, **unknown: Any) -> Self:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib. `rl_module_spec` is an
@@ -723,11 +821,12 @@ class AlgorithmConfig(OldConfigNames):
                   "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
         self.rl_module_spec = copy.deepcopy(spec)
-        self._spec_model = (dataclasses.asdict(spec_model) if dataclasses.is_dataclass(spec_model)
-                            else dict(spec_model))
+        # A dict or a DefaultModelConfig: check_model_config took nothing else.
+        self._spec_model = (dict(spec_model) if isinstance(spec_model, dict)
+                            else dataclasses.asdict(spec_model))
         self._set_model("rl_module", "model_config", self.model)
 
-    def get_default_rl_module_spec(self) -> Any:
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The spec of this algorithm's default module: an `RLModuleSpec` with no module class
         (the built-in numpy policy or Q network; RLlib names its torch class here)."""
         from trainer.core.rl_module import RLModuleSpec
@@ -736,7 +835,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def get_rl_module_spec(self, env: gym.Env | None = None,
                            spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
-                           inference_only: bool | None = None) -> Any:
+                           inference_only: bool | None = None) -> RLModuleSpec:
         """The `RLModuleSpec` the default module is built from, as RLlib fills it in: the
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
@@ -783,7 +882,7 @@ class AlgorithmConfig(OldConfigNames):
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
         self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
 
-    def callbacks(self, callbacks_class: Any = NotProvided, **on_events) -> AlgorithmConfig:
+    def callbacks(self, callbacks_class: Any = NotProvided, **on_events: Any) -> Self:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
         a list of callables (called after the classes, in list order)."""
         if callbacks_class is not NotProvided:
@@ -824,7 +923,7 @@ class AlgorithmConfig(OldConfigNames):
     def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
                   check_nan: bool = NotProvided,
                   _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown: Any) -> Self:
         """Seeding, logging and checks of env data."""
         values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
                   "_evaluation_parallel_to_training_wo_thread":
@@ -837,7 +936,7 @@ class AlgorithmConfig(OldConfigNames):
                   min_sample_timesteps_per_iteration: int = NotProvided,
                   min_train_timesteps_per_iteration: int = NotProvided,
                   custom_stats_cls_lookup: dict | None = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown: Any) -> Self:
         """How episode metrics are smoothed, and the least one `train()` call does: it repeats
         its training step until all three minimums are reached. `custom_stats_cls_lookup`
         replaces the metrics loggers' stats classes (`config.stats_cls_lookup`; start from
@@ -858,7 +957,7 @@ class AlgorithmConfig(OldConfigNames):
                         env_runner_health_probe_timeout_s: float = NotProvided,
                         restart_failed_sub_environments: bool = NotProvided,
                         env_runner_restore_timeout_s: float = NotProvided,
-                        **unknown) -> AlgorithmConfig:
+                        **unknown: Any) -> Self:
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
@@ -880,7 +979,7 @@ class AlgorithmConfig(OldConfigNames):
                       num_to_keep: int | None = NotProvided,
                       checkpoint_score_attribute: str | None = NotProvided,
                       checkpoint_score_order: str = NotProvided,
-                      checkpoint_at_end: bool = NotProvided, **unknown) -> AlgorithmConfig:
+                      checkpoint_at_end: bool = NotProvided, **unknown: Any) -> Self:
         """When a `checkpoints.CheckpointManager` (the main job uses one) saves, and which
         checkpoints it keeps."""
         values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
@@ -891,7 +990,7 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("checkpointing", values)
 
     def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
-                    **unknown) -> AlgorithmConfig:
+                    **unknown: Any) -> Self:
         """Whether and how the EnvRunners explore."""
         self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
         if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
@@ -967,7 +1066,7 @@ class AlgorithmConfig(OldConfigNames):
                    evaluation_sample_timeout_s: float = NotProvided,
                    evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
                    evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
-                   **unknown) -> AlgorithmConfig:
+                   **unknown: Any) -> Self:
         """Evaluation rounds: when, how long, on which runners, with which settings.
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
@@ -1004,7 +1103,7 @@ class AlgorithmConfig(OldConfigNames):
                     f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
                     f"{name} must be {problem}")
 
-    def get_evaluation_config_object(self) -> AlgorithmConfig:
+    def get_evaluation_config_object(self) -> Self:
         """The config the evaluation EnvRunners see: this one with `evaluation_config` applied
         (an `env_config` there updates the training one), `in_evaluation=True`, and
         `num_env_runners` / `sample_timeout_s` from the evaluation settings."""
@@ -1019,7 +1118,7 @@ class AlgorithmConfig(OldConfigNames):
         eval_config.evaluation_interval = None
         return eval_config.freeze()
 
-    def framework(self, framework: str = NotProvided, **unknown) -> AlgorithmConfig:
+    def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
         """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
         (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
         with a warning at build when set."""
@@ -1028,7 +1127,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
                   enable_env_runner_and_connector_v2: bool = NotProvided,
-                  **unknown) -> AlgorithmConfig:
+                  **unknown: Any) -> Self:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
         here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
         warning and run on the new stack, where the old stack's callback signatures, config
@@ -1046,31 +1145,31 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("api_stack", {name: True if value is False else value
                                        for name, value in values.items()})
 
-    def learners(self, **settings) -> AlgorithmConfig:
+    def learners(self, **settings: Any) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         numpy learner in the main process; other values warn at build."""
         self._reject_unknown("learners", settings, [])
         return self
 
-    def resources(self, **settings) -> AlgorithmConfig:
+    def resources(self, **settings: Any) -> Self:
         """RLlib's resource settings (`num_gpus`, `placement_strategy`, ...): no effect on one
         machine; values other than RLlib's defaults warn at build."""
         self._reject_unknown("resources", settings, [])
         return self
 
-    def multi_agent(self, **settings) -> AlgorithmConfig:
+    def multi_agent(self, **settings: Any) -> Self:
         """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
         {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
         self._reject_unknown("multi_agent", settings, [])
         return self
 
-    def experimental(self, **settings) -> AlgorithmConfig:
+    def experimental(self, **settings: Any) -> Self:
         """RLlib's experimental switches: accepted, none has an effect here (warned at build
         where set to another value than RLlib's default)."""
         self._reject_unknown("experimental", settings, [])
         return self
 
-    def offline_data(self, **settings) -> AlgorithmConfig:
+    def offline_data(self, **settings: Any) -> Self:
         """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
         options, ...): offline RL is not supported here. RLlib's defaults (sample from the env,
         write nothing) are accepted; reading or writing recorded data is refused at the call,
@@ -1080,7 +1179,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def python_environment(self, *, extra_python_environs_for_driver: dict = NotProvided,
                            extra_python_environs_for_worker: dict = NotProvided,
-                           **unknown) -> AlgorithmConfig:
+                           **unknown: Any) -> Self:
         """Environment variables for the main process (set when the Algorithm is built) and
         for each EnvRunner worker process (set before its envs are made)."""
         values = {"extra_python_environs_for_driver": extra_python_environs_for_driver,
@@ -1089,14 +1188,14 @@ class AlgorithmConfig(OldConfigNames):
         return self._set("python_environment", values)
 
     # -- RLlib's dict-like and state accessors --------------------------------------------------
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         """The setting names (`to_dict().keys()`, as RLlib's)."""
         return self.to_dict().keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Any]:
         return self.to_dict().values()
 
-    def items(self):
+    def items(self) -> ItemsView[str, Any]:
         return self.to_dict().items()
 
     def pop(self, key: str, default: Any = None) -> Any:
@@ -1245,7 +1344,8 @@ class AlgorithmConfig(OldConfigNames):
     def callback_labels(self) -> list[tuple[str, Any]]:
         """(label, callback) for every configured callback class and callable, the label as
         the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
-        items = [(f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()]
+        items: list[tuple[str, Any]] = [(f"callbacks_class={cls.__qualname__}", cls)
+                                        for cls in self.callback_classes()]
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
         return items
@@ -1285,12 +1385,12 @@ class AlgorithmConfig(OldConfigNames):
                 length += 1
         return max(length, 1)
 
-    def build(self, env: Any = None) -> Any:
+    def build(self, env: Any = None) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""
         return self.build_algo(env)
 
     def build_algo(self, env: Any = None, logger_creator: Any = None,
-                   use_copy: bool = True) -> Any:
+                   use_copy: bool = True) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included).
         `logger_creator` is Tune's (stored, without effect here); the Algorithm always works
         on a frozen copy of this config, whatever `use_copy` says."""
@@ -1303,7 +1403,7 @@ class AlgorithmConfig(OldConfigNames):
                               "PPOConfig or another algorithm's config")
         return self.algo_class(config=self)
 
-    def copy(self, copy_frozen: bool | None = None) -> AlgorithmConfig:
+    def copy(self, copy_frozen: bool | None = None) -> Self:
         """A deep copy (callbacks and env creators shared). Unfrozen unless `copy_frozen`."""
         clone = object.__new__(type(self))
         object.__setattr__(clone, "_frozen", False)
@@ -1320,7 +1420,7 @@ class AlgorithmConfig(OldConfigNames):
             clone.freeze()
         return clone
 
-    def freeze(self) -> AlgorithmConfig:
+    def freeze(self) -> Self:
         """Makes the config read-only (a built Algorithm's config is frozen)."""
         object.__setattr__(self, "_frozen", True)
         return self
@@ -1341,13 +1441,13 @@ class AlgorithmConfig(OldConfigNames):
         return result
 
     @classmethod
-    def from_dict(cls, config_dict: dict[str, Any]) -> AlgorithmConfig:
+    def from_dict(cls, config_dict: dict[str, Any]) -> Self:
         """A config of this class from a dict of setting names (as `to_dict` writes them)."""
         config = cls()
         config.update_from_dict(config_dict)
         return config
 
-    def update_from_dict(self, config_dict: dict[str, Any]) -> AlgorithmConfig:
+    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
         """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
@@ -1382,7 +1482,7 @@ class AlgorithmConfig(OldConfigNames):
         return self
 
     @classmethod
-    def overrides(cls, **kwargs) -> dict[str, Any]:
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
         """A dict of settings to override elsewhere (for example `evaluation_config`); the names
         and values are checked here."""
         settings = cls._settings()

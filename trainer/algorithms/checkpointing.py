@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 from importlib import metadata as package_metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -34,6 +34,9 @@ from trainer.checkpoints import (
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
 from trainer.checkpoints.location import local_path, staged_for_upload
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
 
 
 def runner_states(state: dict, prefix: str) -> dict[int, dict]:
@@ -78,12 +81,12 @@ def parameter_shapes(module: Any) -> dict[str, list[int]]:
             for name, param in zip(module.parameter_names(), module.parameters(), strict=True)}
 
 
-def default_checkpoint_path(algorithm: Any) -> str:
+def default_checkpoint_path(algorithm: Algorithm) -> str:
     """A new directory in the system's temporary folder (RLlib's behaviour for path=None)."""
     return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
 
 
-def save_algorithm(algorithm: Any, path: str | os.PathLike | None, *,
+def save_algorithm(algorithm: Algorithm, path: str | os.PathLike | None, *,
                    state: dict | None = None, filesystem: Any = None) -> str:
     """Writes `algorithm`'s checkpoint (of `state`, default its current state) at `path`: a
     local path or `file://` URI, or with `filesystem` a path on that pyarrow filesystem
@@ -145,7 +148,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     return written
 
 
-def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
+def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
     """Raises `CheckpointError` unless the checkpoint is of this algorithm, its spaces and its
     network shapes."""
     meta = checkpoint.metadata
@@ -172,7 +175,7 @@ def check_compatible(algorithm: Any, checkpoint: Checkpoint) -> None:
                                                "model_config): " + "; ".join(differences[:4]))
 
 
-def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
+def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
     """Every component's state from a verified checkpoint, after the compatibility checks."""
     check_compatible(algorithm, checkpoint)
     for component in REQUIRED_COMPONENTS:
@@ -183,7 +186,7 @@ def load_algorithm_state(algorithm: Any, checkpoint: Checkpoint) -> dict:
 
 
 def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
-                          ) -> tuple[type, Any]:
+                          ) -> tuple[type[Algorithm], Any]:
     """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
     data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
     (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted
@@ -210,7 +213,7 @@ def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
                                                "on the command line)") from None
 
 
-def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type, Any]:
+def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], Any]:
     data = checkpoint.class_and_config_bytes()
     try:
         algorithm_class, config = cloudpickle.loads(data)

@@ -48,7 +48,7 @@ from trainer.metrics import (
     add_episode_defaults,
 )
 from trainer.runners import protocol
-from trainer.runners.env_runner_group import EnvRunnerGroup
+from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of
 
 
 class Evaluator:
@@ -68,7 +68,7 @@ class Evaluator:
         failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
         replies: list = []
         if not self.group.num_remote_workers():
-            replies = [self.group.local_env_runner.sample_metrics_only(**request)
+            replies = [local_runner_of(self.group).sample_metrics_only(**request)
                       for request in self._fixed_requests([0]).values()]
         else:
             ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
@@ -296,7 +296,7 @@ class ParallelEvaluation:
             raise RuntimeError("the parallel evaluation round did not end in time")
         if self._error is not None:
             raise self._error
-        return self._result
+        return self._result or {}
 
 
 class LocalRunnerEvaluation:
@@ -363,6 +363,12 @@ class EvaluationRounds:
         if self.config.evaluation_interval:
             self.evaluator = self._make_evaluator()
 
+    def _built_evaluator(self) -> Evaluator:
+        """The evaluator, which `_begin()` (or a state taken before it) has built by now."""
+        if self.evaluator is None:
+            raise RuntimeError("the evaluation runners are not built yet")
+        return self.evaluator
+
     def _make_evaluator(self) -> Evaluator:
         algorithm = self._algorithm
         return Evaluator(self.config,
@@ -413,7 +419,7 @@ class EvaluationRounds:
         learner_threads = learner_blas_threads(config.evaluation_num_env_runners)
         if (config._evaluation_parallel_to_training_wo_thread
                 and config.custom_evaluation_function is None):
-            return ThreadlessEvaluation(self.evaluator.begin(), learner_threads)
+            return ThreadlessEvaluation(self._built_evaluator().begin(), learner_threads)
         return ParallelEvaluation(self._run, timeout_s=4 * config.evaluation_sample_timeout_s,
                                   learner_threads=learner_threads)
 
@@ -442,14 +448,14 @@ class EvaluationRounds:
         """The learner's weights, the env steps so far and the training runners' merged
         env-to-module connector state, to the evaluation runners."""
         algorithm = self._algorithm
-        self.evaluator.sync_weights(
+        self._built_evaluator().sync_weights(
             algorithm.learner.module.get_weights(), algorithm.num_env_steps_sampled_lifetime,
-            algorithm.env_runner_group.local_env_runner.get_connector_state())
+            local_runner_of(algorithm.env_runner_group).get_connector_state())
 
     def _run(self, stop: threading.Event | None = None) -> dict:
         function = self.config.custom_evaluation_function
         if function is None:
-            return self.evaluator.run(stop)
+            return self._built_evaluator().run(stop)
         metrics = function(self._algorithm, self.group)
         # RLlib's new stack returns (metrics, env_steps, agent_steps); the old one a dict.
         if isinstance(metrics, tuple):
@@ -473,7 +479,7 @@ class EvaluationRounds:
         if self.evaluator is None:
             return dict(self.pending_state or {})
         state = {f"eval_env_runner_{index}": runner_state
-                 for index, runner_state in self.group.get_runner_states().items()}
+                 for index, runner_state in self.evaluator.group.get_runner_states().items()}
         state["evaluation_metrics"] = self.evaluator.metrics.get_state()
         return state
 
@@ -489,10 +495,11 @@ class EvaluationRounds:
         state, self.pending_state = self.pending_state, None
         if state is None:
             return
+        evaluator = self._built_evaluator()
         if "evaluation_metrics" in state:
-            self.evaluator.metrics.set_state(state["evaluation_metrics"])
+            evaluator.metrics.set_state(state["evaluation_metrics"])
         # Weights are not runner state: set_state() and _begin() send them.
-        self.group.set_runner_states(runner_states(state, "eval_env_runner_"),
+        evaluator.group.set_runner_states(runner_states(state, "eval_env_runner_"),
                                      strict=strict, prefix="eval_env_runner_")
 
     def stop(self) -> None:

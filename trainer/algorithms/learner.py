@@ -13,20 +13,31 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from trainer.core.nn import Adam
 from trainer.core.schedules import Schedule
 
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+
+#: What `Learner.update` returns: statistic name -> value. Each is a float, except per-row
+#: arrays that the algorithm takes out before logging them (DQN's TD errors under
+#: `trainer.metrics.TD_ERROR_KEY`, as in RLlib's learner results).
+UpdateResults = dict[str, float | np.ndarray]
+
 
 class Learner(ABC):
-    config: Any
+    config: AlgorithmConfig
     module: Any
     optimizer: Adam
 
     @abstractmethod
-    def update(self, data: Any, **kwargs: Any) -> dict[str, float]:
-        """One training update on `data` (PPO: the sampled episodes; DQN: a replay batch);
+    def update(self, data: Any, /, *, num_env_steps_sampled_lifetime: int) -> UpdateResults:
+        """One training update on `data` (PPO: the sampled episodes; DQN: a replay batch), with
+        the env steps sampled so far (for the learning-rate schedule and target updates);
         returns the update's statistics (losses, gradient norm, current lr, ...). Raises
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
@@ -87,7 +98,7 @@ class UpdateThreads:
         self.num_threads = num_threads
         #: True when the user sized the pools (see `BLAS_THREAD_VARS`): updates leave them.
         self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
-        self._controller = None  # made on first use (it scans the loaded libraries once)
+        self._controller: Any = None  # made on first use (it scans the loaded libraries once)
 
     @contextmanager
     def __call__(self) -> Iterator[None]:

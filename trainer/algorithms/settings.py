@@ -16,7 +16,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 
 class Setting(NamedTuple):
@@ -48,14 +51,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def defaults_of(config_cls: type) -> dict[str, Any]:
+def defaults_of(config_cls: type[AlgorithmConfig]) -> dict[str, Any]:
     """Each setting's default in `config_cls` (its `_DEFAULT_OVERRIDES` applied)."""
     overrides = config_cls._DEFAULT_OVERRIDES
     return {name: overrides.get(name, setting.default)
             for name, setting in config_cls._settings().items()}
 
 
-def builder_doc(config_cls: type, method: str, intro: str, defaults: dict[str, Any]) -> str:
+def builder_doc(config_cls: type[AlgorithmConfig], method: str, intro: str, defaults: dict[str, Any]) -> str:
     """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
     `defaults` (`defaults_of(config_cls)`)."""
     lines = [f"    {name} ({_shown(defaults[name])}): {setting.doc}"
@@ -66,7 +69,7 @@ def builder_doc(config_cls: type, method: str, intro: str, defaults: dict[str, A
     return f"{intro}\n\nSettings ({config_cls.__name__} defaults):\n" + "\n".join(lines)
 
 
-def document_builders(config_cls: type) -> None:
+def document_builders(config_cls: type[AlgorithmConfig]) -> None:
     """Gives `config_cls` builder methods whose docstrings list its own settings and defaults
     (a thin wrapper where the method is inherited, so the parent's docstring stays its own)."""
     defaults = defaults_of(config_cls)
@@ -74,7 +77,8 @@ def document_builders(config_cls: type) -> None:
         func = getattr(config_cls, method, None)
         if func is None:
             continue
-        own = config_cls.__dict__.get(method)
+        # A function (the class's own) or the wrapper below; both take attributes.
+        own: Any = config_cls.__dict__.get(method)
         intro = getattr(func, "__intro__", None) or func.__doc__ or ""
         if own is None:
             own = _inherited(func)
@@ -85,13 +89,13 @@ def document_builders(config_cls: type) -> None:
 
 def _inherited(func: Callable) -> Callable:
     @functools.wraps(func)
-    def method(self, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return func(self, *args, **kwargs)
 
     return method
 
 
-def markdown(config_cls: type, *, methods: tuple[str, ...] = BUILDER_METHODS,
+def markdown(config_cls: type[AlgorithmConfig], *, methods: tuple[str, ...] = BUILDER_METHODS,
              only: Callable[[str], bool] = lambda name: True) -> str:
     """A markdown table per builder method: setting, default in `config_cls`, what it does."""
     defaults = defaults_of(config_cls)

@@ -8,9 +8,20 @@ are per-runner state.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from trainer.compat.old_callbacks import warn_once
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.env.env_runner import EnvRunner
+    from trainer.env.envs import EnvContext
+    from trainer.env.episode import SingleAgentEpisode
+    from trainer.metrics.metrics_logger import MetricsLogger
+    from trainer.runners.env_runner_group import EnvRunnerGroup
 
 #: Events fired in the main process, on the Algorithm.
 ALGORITHM_EVENTS = (
@@ -45,21 +56,21 @@ class RLlibCallback:
     # ----------------------------------------------------------------------------------------
     # Algorithm-bound events (main process).
     # ----------------------------------------------------------------------------------------
-    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+    def on_algorithm_init(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
         """Fires once, at the end of `Algorithm.__init__`, after the EnvRunners are up and the
         first weights were sent to them. May change the algorithm (for example set weights)."""
 
     def on_train_result(
-        self, *, algorithm: Any, metrics_logger: Any = None, result: dict, **kwargs
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, result: dict, **kwargs: Any
     ) -> None:
         """Fires at the end of every `Algorithm.train()`, before the result is returned.
         May mutate `result` in place: the caller sees the changes."""
 
-    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+    def on_evaluate_start(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
         """Fires at the start of `Algorithm.evaluate()`, before evaluation EnvRunners sample."""
 
     def on_evaluate_end(
-        self, *, algorithm: Any, metrics_logger: Any = None, evaluation_metrics: dict, **kwargs
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, evaluation_metrics: dict, **kwargs: Any
     ) -> None:
         """Fires at the end of `Algorithm.evaluate()`. May mutate `evaluation_metrics`: the
         changes show in the returned results."""
@@ -67,16 +78,17 @@ class RLlibCallback:
     def on_env_runners_recreated(
         self,
         *,
-        algorithm: Any,
-        env_runner_group: Any,
+        algorithm: Algorithm,
+        env_runner_group: EnvRunnerGroup | None,
         env_runner_indices: list[int],
         is_evaluation: bool,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         """Fires once per recovery, in the main process, after failed EnvRunner processes were
-        restarted and re-synced; `env_runner_indices` are exactly the restarted ones."""
+        restarted and re-synced; `env_runner_indices` are exactly the restarted ones.
+        `env_runner_group` is None for a recovery while the group is still being built."""
 
-    def on_checkpoint_loaded(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs) -> None:
+    def on_checkpoint_loaded(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
         """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
         the algorithm and pushed it to every EnvRunner. Not fired by saving."""
 
@@ -86,11 +98,11 @@ class RLlibCallback:
     def on_environment_created(
         self,
         *,
-        env_runner: Any,
-        metrics_logger: Any = None,
-        env: Any,
-        env_context: Any,
-        **kwargs,
+        env_runner: EnvRunner,
+        metrics_logger: MetricsLogger | None = None,
+        env: gym.vector.VectorEnv,
+        env_context: EnvContext,
+        **kwargs: Any,
     ) -> None:
         """Fires when an EnvRunner has created its vector env (`gymnasium.vector.SyncVectorEnv`),
         before the first reset. May configure the sub-envs (`env.envs[i]`)."""
@@ -98,13 +110,13 @@ class RLlibCallback:
     def on_episode_created(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
-        env: Any = None,
+        episode: SingleAgentEpisode,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
+        env: gym.Env | None = None,
         rl_module: Any = None,
         env_index: int,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         """Fires when a new episode object exists, before its sub-env is reset. The episode is
         still empty; a good place to initialise `episode.custom_data`."""
@@ -112,13 +124,13 @@ class RLlibCallback:
     def on_episode_start(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
-        env: Any = None,
+        episode: SingleAgentEpisode,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
+        env: gym.Env | None = None,
         rl_module: Any = None,
         env_index: int,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         """Fires after the sub-env was reset and the first observation was logged into
         `episode`."""
@@ -126,13 +138,13 @@ class RLlibCallback:
     def on_episode_step(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
-        env: Any = None,
+        episode: SingleAgentEpisode,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
+        env: gym.Env | None = None,
         rl_module: Any = None,
         env_index: int,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         """Fires after every env step was logged into `episode`, the episode's final step
         included. May add data to the episode (`custom_data`, temporary timestep data)."""
@@ -140,28 +152,28 @@ class RLlibCallback:
     def on_episode_end(
         self,
         *,
-        episode: Any,
-        prev_episode_chunks: list | None = None,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
-        env: Any = None,
+        episode: SingleAgentEpisode,
+        prev_episode_chunks: list[SingleAgentEpisode] | None = None,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
+        env: gym.Env | None = None,
         rl_module: Any = None,
         env_index: int,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         """Fires once per episode, after its final (terminated or truncated) step was logged
         and `on_episode_step` ran for it. `episode` is the last chunk; `prev_episode_chunks`
         holds the earlier chunks of the same episode returned by previous `sample()` calls."""
 
     def on_sample_end(
-        self, *, env_runner: Any = None, metrics_logger: Any = None, samples: list, **kwargs
+        self, *, env_runner: EnvRunner | None = None, metrics_logger: MetricsLogger | None = None, samples: list[SingleAgentEpisode], **kwargs: Any
     ) -> None:
         """Fires last in `EnvRunner.sample()`, with the list of episodes about to be returned.
         May mutate `samples` (drop or edit episodes) in place."""
 
     def on_sub_environment_created(
-        self, *, worker: Any, sub_environment: Any, env_context: Any,
-        env_index: int | None = None, **kwargs
+        self, *, worker: Any, sub_environment: gym.Env, env_context: EnvContext,
+        env_index: int | None = None, **kwargs: Any
     ) -> None:
         """RLlib's older event (use `on_environment_created`): fires after each sub-env was
         created, before the first reset, and again for a sub-env re-created after a failure."""
@@ -190,12 +202,12 @@ def _combined(callback_class_list: list[type], caller: str) -> type[RLlibCallbac
             )
 
     class MultiCallbacks(RLlibCallback):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self._callback_list = [cls() for cls in classes]
 
-    def _forward(event: str):
-        def call_all(self, **kwargs):
+    def _forward(event: str) -> Callable[..., None]:
+        def call_all(self: MultiCallbacks, **kwargs: Any) -> None:
             for callback in self._callback_list:
                 getattr(callback, event)(**kwargs)
 

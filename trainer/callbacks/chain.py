@@ -7,7 +7,7 @@ order, then every callable given for that event in list order.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainer.callbacks.callback import EVENTS, RLlibCallback
@@ -40,7 +40,7 @@ class CallbackChain:
         event_callables: dict[str, list[Callable]] | None = None,
         *,
         env_runner_index: int | None = None,
-    ):
+    ) -> None:
         self.env_runner_index = env_runner_index
         self.instances: list[Any] = [cls() for cls in callback_classes]
         event_callables = event_callables or {}
@@ -75,7 +75,7 @@ class CallbackChain:
     def __len__(self) -> int:
         return len(self.instances)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.instances)
 
     @staticmethod
@@ -89,7 +89,7 @@ class CallbackChain:
         """Whether anything is registered for `event` (lets hot loops skip building kwargs)."""
         return bool(self._handlers[event])
 
-    def fire(self, event: str, **kwargs) -> None:
+    def fire(self, event: str, **kwargs: Any) -> None:
         self.fire_with(event, kwargs)
 
     def fire_with(self, event: str, kwargs: dict) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from trainer.checkpoints import METADATA_FILE, CheckpointError, open_checkpoint
 
 
-def _size(num_bytes: int) -> str:
+def _size(num_bytes: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if num_bytes < 1024 or unit == "GB":
             return f"{num_bytes:.0f} {unit}" if unit == "B" else f"{num_bytes:.1f} {unit}"

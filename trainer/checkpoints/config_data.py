@@ -158,7 +158,7 @@ def config_from_data(data: Any, config_base: type, algorithm_base: type) -> tupl
         raise ConfigDataError(", ".join(map(str, data["unstored"])),
                               "stored only in the pickle file (code defined in __main__, a "
                               "lambda, a local class or a partial has no import path)")
-    classes = {}
+    classes: dict[str, type] = {}
     for key, base in (("config_class", config_base), ("algorithm_class", algorithm_base)):
         cls = decode({IMPORT_TAG: data.get(key)}, key) if isinstance(data.get(key), str) else None
         if not (isinstance(cls, type) and issubclass(cls, base)):

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from typing import Any
 
 from trainer.checkpoints.format import METADATA_FILE
@@ -26,7 +27,15 @@ INDEX_FILE = "checkpoints.json"
 _NAME = re.compile(r"^checkpoint_(\d+)$")
 
 
-def result_value(result: dict, key: str) -> Any:
+def _iteration_of(name: str) -> int:
+    """The iteration in a checkpoint directory's name (`checkpoint_000012` -> 12)."""
+    match = _NAME.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a checkpoint directory name")
+    return int(match[1])
+
+
+def result_value(result: Mapping[str, Any], key: str) -> Any:
     """`result["a"]["b"]` for the key "a/b"; None when absent."""
     node: Any = result
     for part in key.split("/"):
@@ -115,7 +124,7 @@ class CheckpointManager:
         """Best first: by score (NaN / missing last), newer first among equals."""
         sign = 1.0 if self.checkpoint_score_order == "max" else -1.0
 
-        def rank(entry):
+        def rank(entry: dict) -> tuple[bool, float, int]:
             score = entry["score"] if self.checkpoint_score_attribute else None
             return (score is not None, 0.0 if score is None else sign * score,
                     entry["iteration"])
@@ -126,7 +135,9 @@ class CheckpointManager:
         if self.num_to_keep is None:
             return
         keep = {e["name"] for e in self._ranked()[:self.num_to_keep]}
-        keep.add(self.latest_entry()["name"])
+        latest = self.latest_entry()
+        if latest is not None:
+            keep.add(latest["name"])
         for entry in [e for e in self.entries if e["name"] not in keep]:
             shutil.rmtree(os.path.join(self.directory, entry["name"]), ignore_errors=True)
         self.entries = [e for e in self.entries if e["name"] in keep]
@@ -148,7 +159,7 @@ class CheckpointManager:
             self.checkpoint_score_attribute = index["score_attribute"]
             self.checkpoint_score_order = index.get("score_order", "max")
         # Directories are the truth; the index adds the scores it knows.
-        return [indexed.get(name) or {"name": name, "iteration": int(_NAME.match(name)[1]),
+        return [indexed.get(name) or {"name": name, "iteration": _iteration_of(name),
                                       "score": None}
                 for name in sorted(present)]
 

@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError, backup_path
 from trainer.util.files import replace_file  # noqa: F401 (its older import path)
@@ -51,7 +52,7 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _renameat2():
+def _renameat2() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -16,7 +16,10 @@ import os
 import signal
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
 from trainer.cli.video import VideoError, VideoWriter, check_video_path
@@ -107,14 +110,15 @@ def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
 
 def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: int | None,
                  video: VideoWriter | None, video_episodes: int,
-                 on_episode=None) -> list[tuple[float, int]]:
+                 on_episode: Callable[[int, float, int], Any] | None = None
+                 ) -> list[tuple[float, int]]:
     """(return, length) of each episode."""
     outcomes = []
     for episode in range(episodes):
-        recording = video is not None and episode < video_episodes
+        recording = video if video is not None and episode < video_episodes else None
         observation, _ = env.reset(seed=None if seed is None else seed + episode)
-        if recording:
-            video.add(_render(env))
+        if recording is not None:
+            recording.add(_render(env))
         episode_return, length, done = 0.0, 0, False
         while not done:
             action = algorithm.compute_single_action(observation, explore=explore)
@@ -122,15 +126,15 @@ def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: i
             episode_return += float(reward)
             length += 1
             done = terminated or truncated
-            if recording:
-                video.add(_render(env))
+            if recording is not None:
+                recording.add(_render(env))
         outcomes.append((episode_return, length))
         if on_episode is not None:
             on_episode(episode, episode_return, length)
     return outcomes
 
 
-def _render(env: Any):
+def _render(env: Any) -> np.ndarray:
     try:
         return env.render()
     except ImportError as error:  # gymnasium's DependencyNotInstalled is an ImportError

@@ -12,6 +12,8 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -23,7 +25,7 @@ class StopRequest:
         self.on_request = on_request
         self.requested: str | None = None  # the signal's name, once one arrived
         self.signal_number: int | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():
@@ -31,12 +33,12 @@ class StopRequest:
                 self._previous[number] = signal.signal(number, self._handle)
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()
 
-    def _handle(self, number: int, frame) -> None:
+    def _handle(self, number: int, frame: FrameType | None) -> None:
         if self.requested is not None:
             raise KeyboardInterrupt
         self.requested = signal.Signals(number).name

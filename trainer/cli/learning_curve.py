@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
+from typing import Any
 
 from trainer.metrics import (
     EPISODE_RETURN_MAX,
@@ -48,9 +49,10 @@ def import_in_background() -> threading.Thread:
 
 
 def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
-    xs, ys = [], []
+    xs: list[float] = []
+    ys: list[float] = []
     for result in results:
-        node = result
+        node: Any = result
         for key in keys:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, (int, float)):

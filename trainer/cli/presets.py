@@ -16,14 +16,18 @@ train with the defaults and the first line says so.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainer.connectors import MeanStdFilter
 
 #: The `--preset` choices.
 PRESET_RLLIB = "rllib"
 PRESET_NONE = "none"
 
 
-def mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None):
+def mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None
+                    ) -> MeanStdFilter:
     """RLlib's `lambda env, spaces, device: MeanStdFilter()`, as a named function so that the
     config pickles by reference."""
     from trainer.connectors import MeanStdFilter

@@ -14,6 +14,7 @@ import io
 import math
 import os
 import sys
+from collections.abc import Iterator
 from typing import TextIO
 
 from trainer.cli.stop import Progress
@@ -91,7 +92,7 @@ class ProgressDisplay:
             self.stream.write(data)
 
     @contextlib.contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """Takes the status line down while other output (a log record) is written."""
         shown = self._take_down_status()
         try:

@@ -21,7 +21,9 @@ import logging
 import os
 import time
 import traceback
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
@@ -40,6 +42,9 @@ from trainer.cli.run_folder import RESULT_FILE, RunFolder
 from trainer.cli.stop import Progress, StopCriteria
 from trainer.cli.tensorboard import create_writer, import_in_background
 from trainer.util.log import log_formatter, set_library_log_level
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm import Algorithm
 
 ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
 RESULTS_ROOT = "localrl_results"
@@ -171,6 +176,17 @@ def choose_preset(args: argparse.Namespace, algo: str, env: Any) -> PresetChoice
                                 "defaults)")
 
 
+def _set_model_key(config: Any, key: str, value: Any) -> None:
+    """`--model.KEY`: into the model config so far (the preset's, the file's, the other
+    flags'); rl_module(model_config=...) replaces the whole dict, as RLlib's does."""
+    config.rl_module(model_config={**config.model_config, key: value})
+
+
+def _call_builder(config: Any, method: str, setting: str, value: Any) -> None:
+    """A setting flag: `config.<method>(<setting>=value)`."""
+    getattr(config, method)(**{setting: value})
+
+
 def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     """The config from defaults, the preset, `--config` and the flags; the file's stop criteria;
     the preset chosen. Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the
@@ -195,7 +211,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         choice.preset.apply(config)
     file_stop = apply_config_file(config, content, args.config) if args.config else {}
 
-    def apply(flag: str, change) -> None:
+    def apply(flag: str, change: Callable[[], Any]) -> None:
         try:
             change()
         except ConfigError as error:
@@ -215,10 +231,9 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         if method == "rl_module":
             # Into the model config so far (the preset's, the file's, the other flag's):
             # rl_module(model_config=...) replaces the whole dict, as RLlib's does.
-            apply(flag, lambda s=setting, v=value: config.rl_module(
-                model_config={**config.model_config, s: v}))
+            apply(flag, partial(_set_model_key, config, setting, value))
         else:
-            apply(flag, lambda m=method, s=setting, v=value: getattr(config, m)(**{s: v}))
+            apply(flag, partial(_call_builder, config, method, setting, value))
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
     checkpointing = {k: v for k, v in (("checkpoint_frequency", args.checkpoint_frequency),
@@ -350,7 +365,7 @@ class RunPlan:
     stop: StopCriteria
     stop_source: str
     resume_from: str | None = None
-    algorithm_class: type | None = None
+    algorithm_class: type[Algorithm] | None = None
     preset_line: str | None = None
 
 
@@ -449,7 +464,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     status = 0
     try:
         with StopRequest(on_request) as request:
-            if plan.resume_from is not None:
+            if plan.resume_from is not None and plan.algorithm_class is not None:  # both or none
                 algorithm = plan.algorithm_class.from_checkpoint(plan.resume_from, config=config)
                 dropped = folder.drop_after(algorithm.iteration)
                 display.line(f"resumed from {plan.resume_from} at iteration "
@@ -498,7 +513,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return status
 
 
-def _summary(display: ProgressDisplay, reason: str, algorithm: Any, manager: Any,
+def _summary(display: ProgressDisplay, reason: str | None, algorithm: Any, manager: Any,
              directory: str, seconds: float) -> None:
     iterations = algorithm.iteration if algorithm is not None else 0
     steps = algorithm.num_env_steps_sampled_lifetime if algorithm is not None else 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from typing import IO
 
 import numpy as np
 
@@ -89,13 +90,16 @@ class VideoWriter:
             if self._ffmpeg is None:
                 self._ffmpeg = self._start_ffmpeg(*self._size)
             try:
-                self._ffmpeg.stdin.write(frame.tobytes())
+                _input_of(self._ffmpeg).write(frame.tobytes())
             except BrokenPipeError:
-                raise VideoError(f"ffmpeg stopped: {self._ffmpeg_errors()}") from None
+                raise VideoError(f"ffmpeg stopped: {_errors_of(self._ffmpeg)}") from None
         self.num_frames += 1
 
     def _start_ffmpeg(self, height: int, width: int) -> subprocess.Popen:
-        command = [ffmpeg_executable(), "-y", "-loglevel", "error",
+        executable = ffmpeg_executable()
+        if executable is None:  # checked before the writer is made; gone since
+            raise VideoError("an MP4 needs ffmpeg: pip install imageio-ffmpeg")
+        command = [executable, "-y", "-loglevel", "error",
                    "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
                    "-r", f"{self.fps:g}", "-i", "-",
                    # H.264 in yuv420p wants even sizes; players expect yuv420p.
@@ -104,13 +108,6 @@ class VideoWriter:
         return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
 
-    def _ffmpeg_errors(self) -> str:
-        try:
-            _, errors = self._ffmpeg.communicate(timeout=FFMPEG_FINISH_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self._ffmpeg.kill()
-            return "it did not finish in time"
-        return errors.decode(errors="replace").strip() or f"exit code {self._ffmpeg.returncode}"
 
     def close(self) -> None:
         """Finishes the file; raises VideoError when there were no frames or encoding failed."""
@@ -122,15 +119,16 @@ class VideoWriter:
             first.save(self._temporary, save_all=True, append_images=rest, loop=0,
                        duration=max(20, round(1000 / self.fps / 10) * 10))
             self._gif_frames = []
-        else:
-            self._ffmpeg.stdin.close()
+        elif self._ffmpeg is not None:  # frames were written, so it was started
+            ffmpeg = self._ffmpeg
+            _input_of(ffmpeg).close()
             try:
-                self._ffmpeg.wait(timeout=FFMPEG_FINISH_TIMEOUT_S)
+                ffmpeg.wait(timeout=FFMPEG_FINISH_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                self._ffmpeg.kill()
+                ffmpeg.kill()
                 raise VideoError("ffmpeg did not finish the MP4 in time") from None
-            if self._ffmpeg.returncode != 0:
-                raise VideoError(f"ffmpeg failed: {self._ffmpeg_errors()}")
+            if ffmpeg.returncode != 0:
+                raise VideoError(f"ffmpeg failed: {_errors_of(ffmpeg)}")
         os.replace(self._temporary, self.path)
 
     def abort(self) -> None:
@@ -141,3 +139,20 @@ class VideoWriter:
         self._gif_frames = []
         if os.path.exists(self._temporary):
             os.remove(self._temporary)
+
+
+def _input_of(ffmpeg: subprocess.Popen) -> IO[bytes]:
+    """The input pipe of an ffmpeg started with `stdin=PIPE`."""
+    if ffmpeg.stdin is None:
+        raise VideoError("ffmpeg was started without an input pipe")
+    return ffmpeg.stdin
+
+
+def _errors_of(ffmpeg: subprocess.Popen) -> str:
+    """What a failed ffmpeg wrote to stderr (or its exit code)."""
+    try:
+        _, errors = ffmpeg.communicate(timeout=FFMPEG_FINISH_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        ffmpeg.kill()
+        return "it did not finish in time"
+    return errors.decode(errors="replace").strip() or f"exit code {ffmpeg.returncode}"

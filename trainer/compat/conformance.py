@@ -191,9 +191,11 @@ def _same(ours: Any, theirs: Any) -> bool:
         return False
 
 
-def _named_like(value: Any, source: str) -> bool:
+def _named_like(value: Any, source: str | None) -> bool:
     """Whether a default here matches a non-literal RLlib default by name (`NotProvided`,
     `RLlibCallback`, `DEFAULT_MODULE_ID`)."""
+    if source is None:  # RLlib's default has no source text
+        return False
     wanted = source.rsplit(".", 1)[-1]
     names = {repr(value), getattr(value, "__name__", None), getattr(value, "__qualname__", None),
              type(value).__name__.lstrip("_")}
@@ -332,6 +334,8 @@ class Checker:
                        ) -> list[Finding]:
         """Each keyword is passed to the builder method of a fresh config: taken or rejected as
         unknown; its default is RLlib's initial value of the attribute the keyword sets."""
+        if target.instance is None:
+            raise ValueError(f"{target.name}: a target with builders needs `instance`")
         findings = []
         attributes = self.reader.keyword_attributes(method)
         for param in method.parameters:
@@ -433,7 +437,7 @@ class Checker:
             self.coverage.names += 1
             key = f"{target.name}.{name}"
             here = getattr(ours, name, _MISSING)
-            if here is _MISSING:
+            if isinstance(here, _NoValue):
                 findings.append(Finding(target.name, key, "missing here"))
             elif member.kind == "function":
                 findings += self._check_parameters(target, key, member, here)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import logging
 import sys
+import types
+from typing import Any
 
 logger = logging.getLogger("trainer")
 _warned: set[str] = set()
@@ -66,19 +69,20 @@ class _MovedModuleLoader(importlib.abc.Loader):
     def __init__(self, new_name: str):
         self.new_name = new_name
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         # The module at its new place, registered under the old name too (import machinery
         # puts what this returns into sys.modules[old name]).
         return importlib.import_module(self.new_name)
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: types.ModuleType) -> None:
         pass  # already executed under its new name
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):
     """Finds an old module path of `MOVED_MODULES` and loads the module from its new place."""
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
         new_name = MOVED_MODULES.get(fullname)
         if new_name is None:
             return None

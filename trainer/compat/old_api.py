@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -17,6 +17,9 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
 )
 from trainer.util.deprecation import warn_once
+
+if TYPE_CHECKING:
+    from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 
 #: Old config dict keys -> current setting names (for `AlgorithmConfig.from_dict`,
 #: `Algorithm(config={...})` and `PPO(config={...})`).
@@ -154,6 +157,21 @@ class OldEpisodeAPI:
     `last_reward_for()`. Mixed into `SingleAgentEpisode`, which holds the three dicts."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # what the mixin uses of `SingleAgentEpisode`
+        id_: str
+        t: int
+        env_index: int
+        _env_runner: Any
+        _return_before: float
+        observations: InfiniteLookbackBuffer
+        infos: InfiniteLookbackBuffer
+        actions: InfiniteLookbackBuffer
+        rewards: InfiniteLookbackBuffer
+
+        def _old_dicts(self) -> dict[str, dict]: ...
+
+        def get_return(self) -> float: ...
 
     @property
     def user_data(self) -> dict:

@@ -70,7 +70,7 @@ def adapt_old_arguments(name: str, fn: Callable) -> Callable:
     warn_once(f"{name}({', '.join(a + '=' for a in old)})",
               ", ".join(OLD_ARGUMENTS[a] + "=" for a in old))
 
-    def with_old_arguments(**kwargs):
+    def with_old_arguments(**kwargs: Any) -> Any:
         if "worker" in old:
             kwargs["worker"] = kwargs.get("env_runner")
         if "base_env" in old:
@@ -95,8 +95,8 @@ def old_event_handlers(instance: Any, event: str, *, on_algorithm_side: bool
             warn_once(f"{name}.on_workers_recreated(worker_set=, worker_ids=)",
                       "on_env_runners_recreated(env_runner_group=, env_runner_indices=)")
 
-        def recreated(*, algorithm, env_runner_group, env_runner_indices, is_evaluation,
-                      **kwargs):
+        def recreated(*, algorithm: Any, env_runner_group: Any, env_runner_indices: list[int],
+                      is_evaluation: bool, **kwargs: Any) -> None:
             method(algorithm=algorithm, worker_set=env_runner_group,
                    worker_ids=env_runner_indices, is_evaluation=is_evaluation, **kwargs)
         return [(f"{name}.on_workers_recreated", recreated)]

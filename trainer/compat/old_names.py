@@ -16,12 +16,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.util.deprecation import warn_once
 
+if TYPE_CHECKING:
+    from trainer.env.env_runner import EnvRunner
+    from trainer.runners.env_runner_group import EnvRunnerGroup
+
 
 class OldAlgorithmNames:
+    if TYPE_CHECKING:  # what the mixin uses of `Algorithm`
+        env_runner_group: EnvRunnerGroup
+
+        def save_to_path(self, path: str | os.PathLike | None = None) -> str: ...
+
+        def restore_from_path(self, path: str | os.PathLike) -> None: ...
+
     @property
     def workers(self) -> Any:
         """RLlib's older name for `env_runner_group`."""
@@ -40,6 +51,9 @@ class OldAlgorithmNames:
 
 
 class OldConfigNames:
+    if TYPE_CHECKING:  # what the mixin uses of `AlgorithmConfig`
+        def env_runners(self, **kwargs: Any) -> Any: ...
+
     def rollouts(self, **kwargs: Any) -> Any:
         """RLlib's older name of `env_runners()` (with `num_rollout_workers`,
         `num_envs_per_worker`)."""
@@ -48,6 +62,16 @@ class OldConfigNames:
 
 
 class OldEnvRunnerGroupNames:
+    if TYPE_CHECKING:  # what the mixin uses of `EnvRunnerGroup`
+        local_env_runner: EnvRunner | None
+
+        def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
+                               remote_worker_ids: list[int] | None = None,
+                               timeout_seconds: float | None = None,
+                               kwargs: dict | None = None, healthy_only: bool = True,
+                               return_obj_refs: bool = False, mark_healthy: bool = False
+                               ) -> list: ...
+
     def local_worker(self) -> Any:
         """RLlib's older name of `local_env_runner` (a method there)."""
         warn_once("env_runner_group.local_worker()", "env_runner_group.local_env_runner")

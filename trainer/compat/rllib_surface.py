@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ class SourceIndex:
         tree = self.module(module)
         if tree is None:
             return None
-        found = None
+        found: tuple[str, ast.AST] | None = None
         for node in _top_level(tree):
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and \
                     node.name == name:
@@ -202,7 +203,7 @@ class SourceIndex:
         return UNEVALUATED
 
 
-def _top_level(tree: ast.Module):
+def _top_level(tree: ast.Module) -> Iterator[ast.stmt]:
     """Top-level statements, including those inside `if TYPE_CHECKING:` / `try:` blocks."""
     for node in tree.body:
         if isinstance(node, ast.If):
@@ -236,7 +237,7 @@ def _dotted(expr: ast.AST) -> str | None:
     return None
 
 
-def _raising_parameters(func: ast.FunctionDef) -> set[str]:
+def _raising_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Parameters whose `if <param> != DEPRECATED_VALUE:` block (or `is not NotProvided`)
     calls `deprecation_warning(..., error=True)`."""
     raising = set()
@@ -259,7 +260,7 @@ def _raising_parameters(func: ast.FunctionDef) -> set[str]:
     return raising
 
 
-def _decorator_names(func: ast.FunctionDef) -> list[str]:
+def _decorator_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     names = []
     for dec in func.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
@@ -267,7 +268,7 @@ def _decorator_names(func: ast.FunctionDef) -> list[str]:
     return names
 
 
-def raises_when_called(func: ast.FunctionDef) -> bool:
+def raises_when_called(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """`@Deprecated(..., error=True)`: RLlib raises on every call."""
     for dec in func.decorator_list:
         if isinstance(dec, ast.Call) and (_dotted(dec.func) or "").endswith("Deprecated"):
@@ -285,7 +286,8 @@ class SurfaceReader:
         self.index = index or SourceIndex()
 
     # -- functions ---------------------------------------------------------------------------
-    def parameters(self, module: str, func: ast.FunctionDef, *, bound: bool) -> tuple:
+    def parameters(self, module: str, func: ast.FunctionDef | ast.AsyncFunctionDef, *,
+                   bound: bool) -> tuple:
         args = func.args
         positional = list(args.posonlyargs) + list(args.args)
         defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -320,7 +322,7 @@ class SurfaceReader:
             resolved = self.index.resolve_expression(resolved[0], resolved[1].value)
         if resolved is None or not isinstance(resolved[1], ast.ClassDef):
             raise LookupError(f"{qualified} is not a class in the installed Ray source")
-        return resolved
+        return resolved[0], resolved[1]
 
     def class_chain(self, qualified: str) -> list[tuple[str, ast.ClassDef]]:
         """The class and its bases inside `ray`, in method resolution order (C3 for the plain
@@ -333,7 +335,7 @@ class SurfaceReader:
             for base in cls.bases:
                 resolved = self.index.resolve_expression(mod, base)
                 if resolved is not None and isinstance(resolved[1], ast.ClassDef):
-                    walk(*resolved)
+                    walk(resolved[0], resolved[1])
 
         walk(module, node)
         seen: dict[tuple[str, str], int] = {}
@@ -404,8 +406,8 @@ class SurfaceReader:
             found.setdefault(name, None if member.value_source == "DEPRECATED_VALUE" else member)
         return found
 
-    def _init_attributes(self, module: str, init: ast.FunctionDef, owner: str
-                         ) -> dict[str, Member]:
+    def _init_attributes(self, module: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
+                         owner: str) -> dict[str, Member]:
         """`self.<public> = value` in `__init__` (the last assignment of a name wins, as at
         run time; nested blocks included)."""
         attributes: dict[str, Member] = {}

@@ -97,7 +97,7 @@ class _TorchInitNames:
             raise _torch_missing(f"torch.nn.init.{name}")
 
         initializer.__name__ = initializer.__qualname__ = name
-        initializer.torch_init_name = name
+        vars(initializer)["torch_init_name"] = name  # a function attribute, read by name
         return initializer
 
 

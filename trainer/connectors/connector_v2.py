@@ -19,11 +19,12 @@ class ConnectorV2:
     """
 
     def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, **kwargs):
-        self._input_observation_space = None
-        self._input_action_space = None
-        self.observation_space = None
-        self.action_space = None
+                 input_action_space: gym.Space | None = None, **kwargs: Any):
+        self._input_observation_space: gym.Space | None = None
+        self._input_action_space: gym.Space | None = None
+        #: The spaces this piece outputs (None until its input spaces are set).
+        self.observation_space: gym.Space | None = None
+        self.action_space: gym.Space | None = None
         if input_observation_space is not None or input_action_space is not None:
             self.set_input_spaces(input_observation_space, input_action_space)
 
@@ -52,23 +53,26 @@ class ConnectorV2:
                                                                          action_space)
         self.action_space = self.recompute_output_action_space(observation_space, action_space)
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space,
-                                           input_action_space: gym.Space) -> gym.Space:
-        """The observation space this piece outputs (the input's, unless overridden)."""
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
+        """The observation space this piece outputs (the input's, unless overridden); the
+        input spaces are None until they are known."""
         return input_observation_space
 
-    def recompute_output_action_space(self, input_observation_space: gym.Space,
-                                      input_action_space: gym.Space) -> gym.Space:
+    def recompute_output_action_space(self, input_observation_space: gym.Space | None,
+                                      input_action_space: gym.Space | None
+                                      ) -> gym.Space | None:
         return input_action_space
 
     # -- data --------------------------------------------------------------------------------
     def __call__(self, *, rl_module: Any, batch: dict, episodes: list, explore: bool | None = None,
-                 shared_data: dict | None = None, metrics: Any = None, **kwargs) -> Any:
+                 shared_data: dict | None = None, metrics: Any = None, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__")
 
     @staticmethod
     def single_agent_episode_iterator(episodes: Iterable, agents_that_stepped_only: bool = True,
-                                      **kwargs) -> Iterator:
+                                      **kwargs: Any) -> Iterator:
         """The single-agent episodes in `episodes` (RLlib's helper; every episode here is one)."""
         yield from episodes
 
@@ -100,7 +104,7 @@ class ConnectorPipelineV2(ConnectorV2):
 
     def __init__(self, input_observation_space: gym.Space | None = None,
                  input_action_space: gym.Space | None = None,
-                 connectors: list[ConnectorV2] | None = None, **kwargs):
+                 connectors: list[ConnectorV2] | None = None, **kwargs: Any):
         self.connectors = list(connectors or [])
         for piece in self.connectors:
             if not isinstance(piece, ConnectorV2):
@@ -108,7 +112,8 @@ class ConnectorPipelineV2(ConnectorV2):
                                 f"{piece!r}")
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def set_input_spaces(self, observation_space, action_space) -> None:
+    def set_input_spaces(self, observation_space: gym.Space | None,
+                         action_space: gym.Space | None) -> None:
         self._input_observation_space = observation_space
         self._input_action_space = action_space
         for piece in self.connectors:
@@ -118,7 +123,7 @@ class ConnectorPipelineV2(ConnectorV2):
 
     def __call__(self, *, rl_module: Any, batch: dict | None = None, episodes: list,
                  explore: bool | None = None, shared_data: dict | None = None,
-                 metrics: Any = None, **kwargs) -> Any:
+                 metrics: Any = None, **kwargs: Any) -> Any:
         batch = {} if batch is None else batch
         shared_data = {} if shared_data is None else shared_data
         for piece in self.connectors:

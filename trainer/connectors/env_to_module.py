@@ -74,10 +74,11 @@ class MeanStdFilter(ConnectorV2):
     with the next weights, into checkpoints, and to restarted runners.
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None, *,
                  multi_agent: bool = False, de_mean_to_zero: bool = True,
                  de_std_to_one: bool = True, clip_by_value: float | None = 10.0,
-                 update_stats: bool = True, **kwargs):
+                 update_stats: bool = True, **kwargs: Any):
         if multi_agent:
             raise ValueError("MeanStdFilter(multi_agent=True): only single-agent envs run here")
         self.de_mean_to_zero = de_mean_to_zero
@@ -89,7 +90,9 @@ class MeanStdFilter(ConnectorV2):
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
         if not isinstance(input_observation_space, gym.spaces.Box):
             raise ValueError(f"MeanStdFilter filters Box observations; this env's are "
                              f"{input_observation_space} (add FlattenObservations before it)")
@@ -100,25 +103,33 @@ class MeanStdFilter(ConnectorV2):
         return gym.spaces.Box(-self.clip_by_value, self.clip_by_value,
                               input_observation_space.shape, np.float32)
 
-    def _reset(self, shape) -> None:
+    def _reset(self, shape: tuple[int, ...]) -> None:
         self._synced, self._buffer, self._stats = (RunningStat(shape), RunningStat(shape),
                                                    RunningStat(shape))
 
+    def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
+        """(synced, buffer, stats): made once the input observation space is known."""
+        if self._synced is None or self._buffer is None or self._stats is None:
+            raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
+        return self._synced, self._buffer, self._stats
+
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
+        _, buffer, stats = self._statistics()
         x = np.asarray(observation, dtype=np.float64)
         if update:
-            self._stats.push(x)
-            self._buffer.push(x)
+            stats.push(x)
+            buffer.push(x)
         if self.de_mean_to_zero:
-            x = x - self._stats.mean
+            x = x - stats.mean
         if self.de_std_to_one:
-            x = x / (self._stats.std + 1e-8)
+            x = x / (stats.std + 1e-8)
         if self.clip_by_value is not None:
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
         return x.astype(np.float32)
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, update_stats: bool | None = None, **kwargs):
+    def __call__(self, *, rl_module: Any, batch: Any, episodes: list, explore: bool | None = None,
+                 shared_data: dict | None = None, metrics: Any = None,
+                 update_stats: bool | None = None, **kwargs: Any) -> Any:
         update = self._update_stats if update_stats is None else update_stats
         for episode in self.single_agent_episode_iterator(episodes):
             episode.set_observations(
@@ -128,7 +139,8 @@ class MeanStdFilter(ConnectorV2):
 
     def get_state(self, components: Any = None, *, not_components: Any = None,
                   **kwargs: Any) -> dict:
-        return {"synced": self._synced.to_state(), "buffer": self._buffer.to_state()}
+        synced, buffer, _ = self._statistics()
+        return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
     def set_state(self, state: dict) -> None:
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
@@ -141,7 +153,7 @@ class MeanStdFilter(ConnectorV2):
     def merge_states(self, states: list[dict]) -> dict:
         """This piece's synced statistics plus every runner's new observations (each state's
         `buffer`), once each: the statistics of all observations seen so far."""
-        merged = self._synced
+        merged, _, _ = self._statistics()
         for state in states:
             merged = merged.merged(RunningStat.from_state(state["buffer"]))
         return {"synced": merged.to_state()}
@@ -168,10 +180,11 @@ class FlattenObservations(ConnectorV2):
     """Flattens any gymnasium observation (Dict, Tuple, Discrete as one-hot, Box) into one
     float32 vector (`gymnasium.spaces.flatten`)."""
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None, *,
                  multi_agent: bool = False, agent_ids: Any = None,
                  as_learner_connector: bool = False, keys_to_remove: list | None = None,
-                 **kwargs):
+                 **kwargs: Any):
         _single_agent_env_to_module("FlattenObservations", multi_agent, agent_ids,
                                     as_learner_connector)
         #: Keys of a Dict observation dropped before flattening (RLlib's `keys_to_remove`).
@@ -184,14 +197,21 @@ class FlattenObservations(ConnectorV2):
         return gym.spaces.Dict({key: sub for key, sub in space.spaces.items()
                                 if key not in self.keys_to_remove})
 
-    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
         if input_observation_space is None:
             return None
         space = gym.spaces.flatten_space(self._kept_space(input_observation_space))
+        if not isinstance(space, gym.spaces.Box):
+            raise ValueError(f"FlattenObservations: {input_observation_space} does not flatten "
+                             "into a Box")
         return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32),
                               space.shape, np.float32)
 
-    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+    def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
+        if self.input_observation_space is None:
+            raise RuntimeError("FlattenObservations: its input observation space is not set")
         space = self._kept_space(self.input_observation_space)
         for episode in self.single_agent_episode_iterator(episodes):
             observation = episode.get_observations(-1)
@@ -202,7 +222,7 @@ class FlattenObservations(ConnectorV2):
         return batch
 
 
-def _one_hot_or_flat(action, space: gym.Space) -> np.ndarray:
+def _one_hot_or_flat(action: Any, space: gym.Space) -> np.ndarray:
     if isinstance(space, gym.spaces.Discrete):
         row = np.zeros(space.n, dtype=np.float32)
         row[int(action) - space.start] = 1.0
@@ -220,9 +240,10 @@ class PrevActionsPrevRewards(ConnectorV2):
     PREV_ACTIONS_KEY = PREV_ACTIONS_KEY
     PREV_REWARDS_KEY = PREV_REWARDS_KEY
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None, *,
                  multi_agent: bool = False, n_prev_actions: int = 1, n_prev_rewards: int = 1,
-                 **kwargs):
+                 **kwargs: Any):
         if multi_agent:
             raise ValueError("PrevActionsPrevRewards(multi_agent=True): only single-agent envs "
                              "run here")
@@ -230,18 +251,23 @@ class PrevActionsPrevRewards(ConnectorV2):
         self.n_prev_rewards = int(n_prev_rewards)
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def _action_size(self, action_space) -> int:
+    def _action_size(self, action_space: gym.Space) -> int:
         if isinstance(action_space, gym.spaces.Discrete):
             return int(action_space.n)
+        if not isinstance(action_space, gym.spaces.Box):
+            raise ValueError(f"PrevActionsPrevRewards: Discrete or Box actions, not "
+                             f"{action_space}")
         return int(np.prod(action_space.shape))
 
-    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
         if input_observation_space is None or input_action_space is None:
             return input_observation_space
         spaces = {ORIG_OBS_KEY: input_observation_space}
         if self.n_prev_actions:
             size = self.n_prev_actions * self._action_size(input_action_space)
-            low, high = (0.0, 1.0) if isinstance(input_action_space, gym.spaces.Discrete) else (
+            low, high = (0.0, 1.0) if not isinstance(input_action_space, gym.spaces.Box) else (
                 np.tile(input_action_space.low.ravel(), self.n_prev_actions),
                 np.tile(input_action_space.high.ravel(), self.n_prev_actions))
             spaces[PREV_ACTIONS_KEY] = gym.spaces.Box(low, high, (size,), np.float32)
@@ -250,8 +276,10 @@ class PrevActionsPrevRewards(ConnectorV2):
                                                       np.float32)
         return gym.spaces.Dict(spaces)
 
-    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+    def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         action_space = self.input_action_space
+        if action_space is None and self.n_prev_actions:
+            raise RuntimeError("PrevActionsPrevRewards: its input action space is not set")
         for episode in self.single_agent_episode_iterator(episodes):
             # The latest steps (from the lookback buffer, too); fewer at an episode's start.
             actions = episode.get_actions(slice(-self.n_prev_actions, None)) \
@@ -259,7 +287,7 @@ class PrevActionsPrevRewards(ConnectorV2):
             rewards = episode.get_rewards(slice(-self.n_prev_rewards, None)) \
                 if self.n_prev_rewards else []
             new = {ORIG_OBS_KEY: episode.get_observations(-1)}
-            if self.n_prev_actions:
+            if self.n_prev_actions and action_space is not None:  # set, checked above
                 width = self._action_size(action_space)
                 rows = [np.zeros(width, np.float32)] * (self.n_prev_actions - len(actions))
                 rows += [_one_hot_or_flat(a, action_space) for a in actions]
@@ -276,9 +304,10 @@ class FrameStackingEnvToModule(ConnectorV2):
     `(..., C)` becomes `(..., C * num_frames)`, oldest first; zeros before the episode's first
     frames)."""
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
+    def __init__(self, input_observation_space: gym.Space | None = None,
+                 input_action_space: gym.Space | None = None, *,
                  num_frames: int = 1, multi_agent: bool = False,
-                 as_learner_connector: bool = False, **kwargs):
+                 as_learner_connector: bool = False, **kwargs: Any):
         _single_agent_env_to_module("FrameStackingEnvToModule", multi_agent, None,
                                     as_learner_connector)
         if int(num_frames) < 1:
@@ -286,7 +315,9 @@ class FrameStackingEnvToModule(ConnectorV2):
         self.num_frames = int(num_frames)
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None
+                                           ) -> gym.Space | None:
         if input_observation_space is None:
             return None
         if not isinstance(input_observation_space, gym.spaces.Box):
@@ -297,7 +328,7 @@ class FrameStackingEnvToModule(ConnectorV2):
         high = np.concatenate([np.broadcast_to(space.high, space.shape)] * self.num_frames, -1)
         return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
-    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+    def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         key = "FrameStackingEnvToModule"
         for episode in self.single_agent_episode_iterator(episodes):
             frame = np.asarray(episode.get_observations(-1), dtype=np.float32)

@@ -60,7 +60,7 @@ class Exploration:
     under `env_runners`)."""
 
     def __init__(self, action_space: gym.Space, *, worker_index: int = 0, num_workers: int = 0,
-                 **kwargs):
+                 **kwargs: Any):
         self.action_space = action_space
         self.worker_index = worker_index
         self.num_workers = num_workers
@@ -88,6 +88,8 @@ class Exploration:
         space = self.action_space
         if isinstance(space, gym.spaces.Discrete):
             return rng.integers(space.n, size=n) + int(space.start)
+        if not isinstance(space, gym.spaces.Box):  # the constructors take Discrete or Box
+            raise ValueError(f"random actions need a Discrete or Box space, not {space}")
         low, high = space.low.ravel(), space.high.ravel()
         bounded = np.isfinite(low) & np.isfinite(high)
         low, high = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
@@ -104,7 +106,7 @@ class StochasticSampling(Exploration):
     """Samples from the action distribution; uniformly random actions for the first
     `random_timesteps` env steps."""
 
-    def __init__(self, action_space: gym.Space, *, random_timesteps: int = 0, **kwargs):
+    def __init__(self, action_space: gym.Space, *, random_timesteps: int = 0, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         problem = int_at_least(0)(random_timesteps)
         if problem is not None:
@@ -112,7 +114,8 @@ class StochasticSampling(Exploration):
                              f"{problem}")
         self.random_timesteps = random_timesteps
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         if explore and timestep < self.random_timesteps:
             actions = self._random_actions(len(action_distribution.inputs),
                                            action_distribution.rng)
@@ -128,7 +131,7 @@ class EpsilonGreedy(Exploration):
 
     def __init__(self, action_space: gym.Space, *, initial_epsilon: float = 1.0,
                  final_epsilon: float = 0.05, epsilon_timesteps: int = 100_000,
-                 warmup_timesteps: int = 0, epsilon_schedule: Any = None, **kwargs):
+                 warmup_timesteps: int = 0, epsilon_schedule: Any = None, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         _require_discrete("EpsilonGreedy", action_space)
         if epsilon_schedule is None:
@@ -137,22 +140,23 @@ class EpsilonGreedy(Exploration):
                 problem = int_at_least(0)(value)
                 if problem is not None:
                     raise ValueError(f"EpsilonGreedy({name}={value!r}): must be {problem}")
-            points = [(0, initial_epsilon)]
+            points: list[tuple[int, float]] = [(0, initial_epsilon)]
             if warmup_timesteps:
                 points.append((warmup_timesteps, initial_epsilon))
             if epsilon_timesteps:
                 points.append((warmup_timesteps + epsilon_timesteps, final_epsilon))
             else:
                 points[-1] = (points[-1][0], final_epsilon)
-            for name, value in (("initial_epsilon", initial_epsilon),
-                                ("final_epsilon", final_epsilon)):
-                Schedule(value, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
+            for name, rate in (("initial_epsilon", initial_epsilon),
+                               ("final_epsilon", final_epsilon)):
+                Schedule(rate, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
             epsilon_schedule = points
         self.schedule = Schedule(epsilon_schedule, setting="EpsilonGreedy(epsilon_schedule)",
                                  low=0.0, high=1.0)
         self.cur_epsilon = self.schedule.value(0)
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         greedy = action_distribution.deterministic_sample()
         if not explore:
             return greedy, action_distribution.logp(greedy)
@@ -170,7 +174,7 @@ class EpsilonGreedy(Exploration):
 class SoftQ(Exploration):
     """Boltzmann exploration: samples from softmax(inputs / temperature)."""
 
-    def __init__(self, action_space: gym.Space, *, temperature: float = 1.0, **kwargs):
+    def __init__(self, action_space: gym.Space, *, temperature: float = 1.0, **kwargs: Any):
         super().__init__(action_space, **kwargs)
         _require_discrete("SoftQ", action_space)
         problem = number_above(0)(temperature)
@@ -178,7 +182,8 @@ class SoftQ(Exploration):
             raise ValueError(f"SoftQ(temperature={temperature!r}): must be {problem}")
         self.temperature = float(temperature)
 
-    def get_exploration_action(self, *, action_distribution, timestep, explore=True):
+    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
+                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
         if not explore:
             return super().get_exploration_action(action_distribution=action_distribution,
                                                   timestep=timestep, explore=False)
@@ -191,7 +196,8 @@ BUILT_IN_TYPES = {"StochasticSampling": StochasticSampling, "EpsilonGreedy": Eps
                   "SoftQ": SoftQ}
 
 
-def resolve_type(type_: Any, setting: str = "exploration_config['type']") -> type:
+def resolve_type(type_: Any, setting: str = "exploration_config['type']"
+                 ) -> type[Exploration]:
     """The Exploration class that `type_` names: a built-in name, RLlib's full path to a
     built-in, an importable "module.Class" path, or the class itself."""
     if isinstance(type_, type):

@@ -18,10 +18,15 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.random import Generator
 
 from trainer.core.nn import orthogonal
+
+#: A torch tensor's shape (a weight is `(out, in)`).
+Shape = tuple[int, ...]
 
 #: Activation names of `torch.nn.init.calculate_gain`.
 _GAIN_OF_ACTIVATION = {
@@ -53,16 +58,16 @@ def _fan(shape: tuple[int, ...], mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(rng, shape, a: float = 0.0, b: float = 1.0):
+def uniform_(rng: Generator, shape: Shape, a: float = 0.0, b: float = 1.0) -> np.ndarray:
     return rng.uniform(a, b, shape)
 
 
-def normal_(rng, shape, mean: float = 0.0, std: float = 1.0):
+def normal_(rng: Generator, shape: Shape, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
     return rng.normal(mean, std, shape)
 
 
-def trunc_normal_(rng, shape, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0):
+def trunc_normal_(rng: Generator, shape: Shape, mean: float = 0.0, std: float = 1.0,
+                  a: float = -2.0, b: float = 2.0) -> np.ndarray:
     # Redraw the values outside [a, b] until none is left (as scipy's truncnorm would give).
     values = rng.normal(mean, std, shape)
     outside = (values < a) | (values > b)
@@ -72,50 +77,51 @@ def trunc_normal_(rng, shape, mean: float = 0.0, std: float = 1.0, a: float = -2
     return values
 
 
-def constant_(rng, shape, val: float):
+def constant_(rng: Generator, shape: Shape, val: float) -> np.ndarray:
     return np.full(shape, val)
 
 
-def ones_(rng, shape):
+def ones_(rng: Generator, shape: Shape) -> np.ndarray:
     return np.ones(shape)
 
 
-def zeros_(rng, shape):
+def zeros_(rng: Generator, shape: Shape) -> np.ndarray:
     return np.zeros(shape)
 
 
-def eye_(rng, shape):
-    return np.eye(*shape)
+def eye_(rng: Generator, shape: Shape) -> np.ndarray:
+    rows, cols = shape
+    return np.eye(rows, cols)
 
 
-def xavier_uniform_(rng, shape, gain: float = 1.0):
+def xavier_uniform_(rng: Generator, shape: Shape, gain: float = 1.0) -> np.ndarray:
     fan_in, fan_out = _fans(shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-bound, bound, shape)
 
 
-def xavier_normal_(rng, shape, gain: float = 1.0):
+def xavier_normal_(rng: Generator, shape: Shape, gain: float = 1.0) -> np.ndarray:
     fan_in, fan_out = _fans(shape)
     return rng.normal(0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), shape)
 
 
-def kaiming_uniform_(rng, shape, a: float = 0.0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu"):
+def kaiming_uniform_(rng: Generator, shape: Shape, a: float = 0.0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu") -> np.ndarray:
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode))
     bound = math.sqrt(3.0) * std
     return rng.uniform(-bound, bound, shape)
 
 
-def kaiming_normal_(rng, shape, a: float = 0.0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu"):
+def kaiming_normal_(rng: Generator, shape: Shape, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu") -> np.ndarray:
     return rng.normal(0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode)), shape)
 
 
-def orthogonal_(rng, shape, gain: float = 1.0):
+def orthogonal_(rng: Generator, shape: Shape, gain: float = 1.0) -> np.ndarray:
     return orthogonal(rng, shape[0], shape[1], gain)
 
 
-def sparse_(rng, shape, sparsity: float, std: float = 0.01):
+def sparse_(rng: Generator, shape: Shape, sparsity: float, std: float = 0.01) -> np.ndarray:
     rows, cols = shape
     values = rng.normal(0.0, std, shape)
     zeros_per_column = int(math.ceil(sparsity * rows))
@@ -143,7 +149,7 @@ class Initializer:
     kwargs: dict = field(default_factory=dict)
     numpy_native: bool = True  # False: a user callable with torch's calling convention
 
-    def __call__(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    def __call__(self, rng: Generator, shape: Shape) -> np.ndarray:
         """A float32 array of torch's `shape` (a weight is `(out, in)`)."""
         if self.numpy_native:
             values = self.fn(rng, shape, **self.kwargs)
@@ -158,7 +164,7 @@ class Initializer:
         return np.asarray(values, dtype=np.float32)
 
 
-def make_initializer(value, kwargs, *, where: str, key: str, for_bias: bool
+def make_initializer(value: Any, kwargs: dict | None, *, where: str, key: str, for_bias: bool
                      ) -> Initializer | None:
     """The `Initializer` the model config `where` asks for under `key` (and `key + "_kwargs"`), or
     None for the default. Raises ValueError naming the key for anything torch would refuse."""
@@ -205,7 +211,7 @@ def make_initializer(value, kwargs, *, where: str, key: str, for_bias: bool
     return initializer
 
 
-def _torch_init_name(value) -> str | None:
+def _torch_init_name(value: Any) -> str | None:
     """The name of a function from `torch.nn.init` (or of its stand-in that
     `try_import_torch()` gives without torch), without importing torch."""
     if callable(value) and getattr(value, "__module__", "") == "torch.nn.init":

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
-from trainer.core.initializers import make_initializer
+from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
     MLP,
@@ -128,7 +128,8 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     for key, default in DEFAULT_ONLY_KEYS.items():
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
-            error = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
+            # Any: it carries a `capability` attribute, as a ConfigError does.
+            error: Any = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                                f"default {default!r} is accepted: {why}")
             if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
@@ -155,7 +156,8 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     return merged
 
 
-def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"):
+def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"
+                       ) -> tuple[Initializer | None, ...]:
     """The `(kernel, bias)` initializers `prefix` ("fcnet" or "head_fcnet") selects; None for the
     default of each."""
     return tuple(make_initializer(model_config[f"{prefix}_{part}_initializer"],
@@ -236,9 +238,11 @@ class SpaceInfo:
         """The env's action space, rebuilt from what is recorded here."""
         if self.action_discrete_n is not None:
             return gym.spaces.Discrete(self.action_discrete_n)
+        if self.action_low is None or self.action_high is None:  # recorded for every Box
+            raise ValueError("SpaceInfo: a Box action space without recorded bounds")
         return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
 
-    def preprocess(self, observations) -> np.ndarray:
+    def preprocess(self, observations: Any) -> np.ndarray:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
         if type(observations) is np.ndarray and observations.dtype == np.float32 \
                 and observations.ndim == 2 and observations.shape[1] == self.obs_dim:
@@ -261,6 +265,12 @@ class FlatParameterModule:
     backward passes write each parameter's gradient into its view of it, so the optimiser
     reads one vector with no gathering.
     """
+
+    #: The spaces the networks are built for (set by every subclass).
+    spaces: SpaceInfo
+
+    if TYPE_CHECKING:  # defined by every subclass
+        def dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
         raise NotImplementedError
@@ -289,7 +299,7 @@ class FlatParameterModule:
         flat, views, _ = self._gradient_views()
         return flat, views
 
-    def _gradient_views(self):
+    def _gradient_views(self) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
         """(flat buffer, per-parameter views, the views by net: each net's slice under its
         attribute name, loose parameters' under their own names), cached per dtype."""
         dtype = next(net.params[0].dtype for _, net in self._named_nets() if net is not None)
@@ -353,9 +363,9 @@ class FlatParameterModule:
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
         """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
         in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
-        if self.spaces.action_discrete_n is not None:
-            return actions
         low, high = self.spaces.action_low, self.spaces.action_high
+        if self.spaces.action_discrete_n is not None or low is None or high is None:
+            return actions  # Discrete (only Box spaces record bounds)
         bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
         if normalize and bounded:
             return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
@@ -383,6 +393,7 @@ class PolicyModule(FlatParameterModule):
         rng = np.random.default_rng(seed)
         self.shared = config["vf_share_layers"]
         head_out = n_actions if free_log_std else n_dist_inputs
+        self.encoder: MLP | None
         if self.shared and hiddens:
             # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
             self.encoder = encoder_mlp(spaces.obs_dim, config, rng)
@@ -401,10 +412,10 @@ class PolicyModule(FlatParameterModule):
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
         self._flatten_parameters()
 
-    def _named_nets(self):
+    def _named_nets(self) -> list[tuple[str, MLP | None]]:
         return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]
 
-    def _loose_parameters(self):
+    def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
         return [("log_std", self.log_std)] if self.log_std is not None else []
 
     # -- inference ---------------------------------------------------------------------------
@@ -421,7 +432,7 @@ class PolicyModule(FlatParameterModule):
         return self.vf.forward(self._encode(obs))[:, 0]
 
     # -- training ----------------------------------------------------------------------------
-    def forward_train(self, obs: np.ndarray):
+    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
         """Distribution inputs and values with the caches `backward` needs."""
         if self.encoder is not None:
             features, enc_cache = activated_train(self.encoder, obs)
@@ -433,7 +444,8 @@ class PolicyModule(FlatParameterModule):
         vf_out, vf_cache = self.vf.forward_train(features)
         return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
 
-    def backward(self, cache, d_dist_inputs: np.ndarray, d_values: np.ndarray) -> list[np.ndarray]:
+    def backward(self, cache: tuple, d_dist_inputs: np.ndarray, d_values: np.ndarray
+                 ) -> list[np.ndarray]:
         """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
         overwritten by the next call."""
         enc_cache, pi_cache, vf_cache = cache
@@ -446,7 +458,8 @@ class PolicyModule(FlatParameterModule):
         _, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs, grads["pi"], input_grad=shared)
         _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"],
                                         input_grad=shared)
-        if shared:
+        # Input gradients exist exactly when there is a shared encoder.
+        if self.encoder is not None and d_feat_pi is not None and d_feat_vf is not None:
             d_feat_pi += d_feat_vf
             activated_backward(self.encoder, enc_cache, d_feat_pi, grads["encoder"])
         return views
@@ -457,13 +470,13 @@ def activated(mlp: MLP, x: np.ndarray) -> np.ndarray:
     return activate_layer(mlp.activation, mlp.forward(x))
 
 
-def activated_train(mlp: MLP, x: np.ndarray):
+def activated_train(mlp: MLP, x: np.ndarray) -> tuple[np.ndarray, tuple]:
     pre, cache = mlp.forward_train(x)
-    out, pre = activate_for_backward(mlp.activation, pre)
-    return out, (cache, pre, out)
+    out, kept_pre = activate_for_backward(mlp.activation, pre)
+    return out, (cache, kept_pre, out)
 
 
-def activated_backward(mlp: MLP, cache, d_out: np.ndarray,
+def activated_backward(mlp: MLP, cache: tuple, d_out: np.ndarray,
                        grads: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """The encoder's parameter gradients (into `grads` when given); `d_out` is overwritten."""
     inner_cache, pre, out = cache

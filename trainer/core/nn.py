@@ -137,6 +137,8 @@ def backprop_activation(name: str, d: np.ndarray, x: np.ndarray | None, y: np.nd
         slope *= y
         d *= slope
         return d
+    if x is None:
+        raise ValueError(f"the {name!r} activation's gradient needs its pre-activation")
     d *= activate_grad(name, x, y)
     return d
 
@@ -203,7 +205,7 @@ class MLP:
         """Forward pass that keeps what `backward` needs: per layer its input, its
         pre-activation (None when the activation's gradient needs only the output) and its
         output."""
-        cache = []
+        cache: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
         num_layers = len(self.params) // 2
         last = num_layers - 1
         for i in range(num_layers):
@@ -259,7 +261,8 @@ class Adam:
     vectorised update covers every layer.
     """
 
-    def __init__(self, params: np.ndarray, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params: np.ndarray, lr: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.params = params
         self.lr = lr
         self.beta1, self.beta2 = betas
@@ -420,7 +423,8 @@ class Categorical:
     SMALL = 64
 
     @staticmethod
-    def act(logits: np.ndarray, rng: np.random.Generator, explore: bool):
+    def act(logits: np.ndarray, rng: np.random.Generator, explore: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
         """Actions and their log-probabilities from one softmax (the sampling hot path)."""
         if logits.size <= Categorical.SMALL and logits.ndim == 2:
             return _act_small(logits, rng, explore)
@@ -449,7 +453,8 @@ class Categorical:
         return (np.exp(old_logp) * (old_logp - log_softmax(new_logits))).sum(axis=-1)
 
     @staticmethod
-    def loss_grads(logits, actions, old_logits):
+    def loss_grads(logits: np.ndarray, actions: np.ndarray, old_logits: np.ndarray
+                   ) -> LossTerms:
         """d logp(a)/d logits, d entropy/d logits, d KL(old||new)/d logits, plus logp, entropy
         and kl values: everything PPO's loss needs, from one softmax."""
         logp_all = log_softmax(logits)
@@ -468,7 +473,8 @@ class Categorical:
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
 
 
-def _act_small(logits: np.ndarray, rng: np.random.Generator, explore: bool):
+def _act_small(logits: np.ndarray, rng: np.random.Generator, explore: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
     """`Categorical.act` for a few rows, row by row on Python floats (float64): the same
     inverse-CDF draw from the same uniforms (one per row, as the array path takes them). An
     action can differ from the float32 array path only where a uniform falls within rounding
@@ -534,7 +540,7 @@ class DiagGaussian:
         return 2 * n
 
     @staticmethod
-    def _split(inputs):
+    def _split(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean, log_std = np.split(inputs, 2, axis=-1)
         return mean, np.clip(log_std, -20.0, 2.0)
 
@@ -548,7 +554,8 @@ class DiagGaussian:
         return cls._split(inputs)[0]
 
     @classmethod
-    def act(cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool):
+    def act(cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
         actions = cls.sample(inputs, rng) if explore else cls.deterministic(inputs)
         return actions, cls.logp(inputs, actions)
 
@@ -572,7 +579,8 @@ class DiagGaussian:
                 / (2 * var) - 0.5).sum(axis=-1)
 
     @classmethod
-    def loss_grads(cls, inputs, actions, old_inputs):
+    def loss_grads(cls, inputs: np.ndarray, actions: np.ndarray, old_inputs: np.ndarray
+                   ) -> LossTerms:
         mean, log_std = cls._split(inputs)
         # Gradients through the clip of log_std are zero outside the clip range.
         raw_log_std = np.split(inputs, 2, axis=-1)[1]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainer.util.checks import int_at_least, is_number
 
 
@@ -27,14 +29,15 @@ class Schedule:
         return f"Schedule({self.spec!r})"
 
 
-def _check(spec, setting: str, low, high) -> list[tuple[float, float]]:
+def _check(spec: Any, setting: str, low: float | None, high: float | None
+           ) -> list[tuple[float, float]]:
     bounds = ""
     if low is not None and high is not None:
         bounds = f" in [{low}, {high}]"
     allowed = (f"a number{bounds}, or a schedule [(timestep, value), ...] starting at timestep 0 "
                "with increasing timesteps")
 
-    def fits(v) -> bool:
+    def fits(v: Any) -> bool:
         return is_number(v) and (low is None or v >= low) and (high is None or v <= high)
 
     if is_number(spec):
@@ -43,7 +46,7 @@ def _check(spec, setting: str, low, high) -> list[tuple[float, float]]:
         return [(0, float(spec))]
     if not isinstance(spec, (list, tuple)) or not spec:
         raise ValueError(f"{setting}={spec!r}: must be {allowed}")
-    points = []
+    points: list[tuple[float, float]] = []
     for i, point in enumerate(spec):
         if not (isinstance(point, (list, tuple)) and len(point) == 2):
             raise ValueError(f"{setting}={spec!r}: entry {i} ({point!r}) is not a "

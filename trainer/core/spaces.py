@@ -82,6 +82,8 @@ def get_dummy_batch_for_space(space: gym.Space | Any, batch_size: int = 32, *,
         shape, dtype = (int(space.n),), np.float32
     elif one_hot_discrete and isinstance(space, gym.spaces.MultiDiscrete):
         shape, dtype = (int(np.sum(space.nvec)),), np.float32
+    if shape is None:
+        raise ValueError(f"get_dummy_batch_for_space: {space} has no fixed shape")
     leading = (batch_size,) if batch_size > 0 else ()
     return np.full(leading + tuple(shape), fill_value, dtype=dtype)
 
@@ -135,8 +137,10 @@ def space_to_dict(space: gym.Space | None) -> dict | None:
 
 def space_from_dict(data: dict | None) -> gym.Space | None:
     """The space `space_to_dict` described."""
-    if data is None:
-        return None
+    return None if data is None else _space_from(data)
+
+
+def _space_from(data: dict) -> gym.Space:
     kind = data.get("space")
     if kind == "box":
         return gym.spaces.Box(np.asarray(data["low"]), np.asarray(data["high"]),
@@ -150,8 +154,7 @@ def space_from_dict(data: dict | None) -> gym.Space | None:
     if kind == "text":
         return gym.spaces.Text(data["max_length"], min_length=data["min_length"])
     if kind == "dict":
-        return gym.spaces.Dict({key: space_from_dict(sub)
-                                for key, sub in data["spaces"].items()})
+        return gym.spaces.Dict({key: _space_from(sub) for key, sub in data["spaces"].items()})
     if kind == "tuple":
-        return gym.spaces.Tuple([space_from_dict(sub) for sub in data["spaces"]])
+        return gym.spaces.Tuple([_space_from(sub) for sub in data["spaces"]])
     raise ValueError(f"space_from_dict: unknown space description {data!r}")

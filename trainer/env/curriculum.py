@@ -68,8 +68,8 @@ def apply_env_task_fn(env_runner: Any, env_task_fn: Callable, train_results: dic
 NO_TASK = "<trainer: sub-env without tasks>"
 
 
-def task_if_settable(env: gym.Env, env_context: Any) -> Any:
-    """Runs in a sub-env's process: its task, or `NO_TASK`."""
+def task_if_settable(env: Any, env_context: Any) -> Any:
+    """Runs in a sub-env's process: its task, or `NO_TASK` (`env`: any gymnasium env)."""
     return env.get_task() if is_task_settable(env) else NO_TASK
 
 

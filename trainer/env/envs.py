@@ -85,13 +85,13 @@ class EnvContext(dict):
         self.vector_index = vector_index
         self.recreated_worker = recreated_worker
 
-    def copy_with_overrides(self, **overrides) -> EnvContext:
-        fields = {"worker_index": self.worker_index, "num_workers": self.num_workers,
+    def copy_with_overrides(self, **overrides: Any) -> EnvContext:
+        fields: dict[str, Any] = {"worker_index": self.worker_index, "num_workers": self.num_workers,
                   "vector_index": self.vector_index, "recreated_worker": self.recreated_worker}
         fields.update(overrides)
         return EnvContext(dict(self), **fields)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[EnvContext], tuple[Any, ...]]:
         return (EnvContext, (dict(self), self.worker_index, self.num_workers, self.vector_index,
                              self.recreated_worker))
 

@@ -15,9 +15,10 @@ the env-to-module connectors' per-episode data, and the old API's per-episode di
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -136,19 +137,21 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.actions = InfiniteLookbackBuffer.of_list([])
         self.rewards = InfiniteLookbackBuffer.of_list([])
         self.rewards._space = self.rewards.space_struct = REWARD_SPACE
-        self._observation_space = self._action_space = None
+        self._observation_space: gym.Space | None = None
+        self._action_space: gym.Space | None = None
         if observation_space is not None:
             self.observation_space = observation_space
         if action_space is not None:
             self.action_space = action_space
-        self.extra_model_outputs = {}
+        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {}
 
     def _columns_from_data(self, observations: Any, infos: Any, actions: Any, rewards: Any,
                            extra_model_outputs: dict[str, Any] | None,
                            len_lookback_buffer: int | str, observation_space: gym.Space | None,
                            action_space: gym.Space | None) -> None:
         num_steps = len(rewards) if rewards is not None else 0
-        if len_lookback_buffer == "auto" or len_lookback_buffer > num_steps:
+        if len_lookback_buffer == "auto" or (isinstance(len_lookback_buffer, int)
+                                             and len_lookback_buffer > num_steps):
             len_lookback_buffer = num_steps
         elif not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
             raise ValueError(f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
@@ -162,7 +165,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.rewards = _buffer(rewards, lookback, REWARD_SPACE)
         self._observation_space = observation_space
         self._action_space = action_space
-        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {
+        self.extra_model_outputs = {
             key: _buffer(values, lookback) for key, values in (extra_model_outputs or {}).items()
         }
 
@@ -369,7 +372,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
             multi_agent_episode_id=self.multi_agent_episode_id, env_index=self.env_index)
         return episode
 
-    def __getitem__(self, item: slice) -> SingleAgentEpisode:
+    def __getitem__(self, item: builtins.slice) -> SingleAgentEpisode:
         if isinstance(item, slice):
             return self.slice(item)
         raise TypeError(f"SingleAgentEpisode[{item!r}]: only slices (episode[a:b]) are "
@@ -451,7 +454,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         """Wall seconds from the reset to the final step (to now while the episode runs)."""
         if self._start_time is None:
             return 0.0
-        if self.is_done or self.is_numpy:
+        if (self.is_done or self.is_numpy) and self._last_step_time is not None:
             return self._last_step_time - self._start_time
         return time.perf_counter() - self._start_time
 
@@ -608,11 +611,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode.validate()
         return episode
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__
                 if name not in self._LOCAL_SLOTS}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._env_runner = None
         for name, value in state.items():
             setattr(self, name, value)
@@ -654,7 +657,7 @@ def _space_state(space: gym.Space | None) -> dict | None:
         return None  # a space without a plain-data form is left out of the state
 
 
-def _column(values: Iterable) -> Any:
+def _column(values: Sequence) -> Any:
     """A recorded column as one array where its entries stack into numbers, else as is."""
     if isinstance(values, np.ndarray):
         return values

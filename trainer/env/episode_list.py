@@ -14,6 +14,8 @@ or row shape differ between episodes, different extra-output keys) pickle one by
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from trainer.env.episode import SingleAgentEpisode
@@ -22,7 +24,7 @@ from trainer.env.episode import SingleAgentEpisode
 class EpisodeList(list):
     """A `list` of `SingleAgentEpisode`s; only its pickled form differs from a plain list."""
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         packed = _pack(self)
         if packed is None:
             return EpisodeList, (list(self),)
@@ -62,7 +64,7 @@ def _packable(ep: SingleAgentEpisode) -> bool:
     return True
 
 
-def _pack(episodes: list[SingleAgentEpisode]):
+def _pack(episodes: list[SingleAgentEpisode]) -> Any:
     if not episodes or not all(_packable(ep) for ep in episodes):
         return None
     stepped = [ep for ep in episodes if ep.t != ep.t_started]
@@ -101,8 +103,9 @@ def _unpack(observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys
             records: list) -> EpisodeList:
     episodes = EpisodeList()
     obs_start = step_start = 0
-    actions, rewards = columns.get("actions"), columns.get("rewards")
-    extras = {key: columns.get("extra:" + key) for key in extra_keys}
+    # Absent when no episode has steps of its own (every slice of them is then empty).
+    actions, rewards = columns.get("actions", _NO_ROWS), columns.get("rewards", _NO_ROWS)
+    extras = {key: columns.get("extra:" + key, _NO_ROWS) for key in extra_keys}
     for (id_, length, num_obs, t_started, env_index, terminated, truncated, custom_data, temporary,
          start_time, last_step_time, infos, own_steps) in records:
         obs_stop, step_stop = obs_start + num_obs, step_start + length

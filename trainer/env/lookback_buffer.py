@@ -24,6 +24,7 @@ array, or a dict/tuple of arrays for `Dict`/`Tuple` spaces (`finalized` is then 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -46,6 +47,13 @@ Indices = int | slice | list[int] | None
 
 class InfiniteLookbackBuffer:
     __slots__ = ("data", "lookback", "finalized", "_space", "space_struct")
+
+    #: A list of items while recording; after `finalize()` an array, or a dict/tuple of arrays
+    #: for `Dict`/`Tuple` spaces. `finalized` says which: a flag a type checker cannot follow,
+    #: so the data is typed Any and each method branches on `finalized`.
+    data: Any
+    finalized: bool
+    lookback: int
 
     def __init__(self, data: list | np.ndarray | dict | tuple | None = None, lookback: int = 0,
                  space: gym.Space | None = None):
@@ -147,7 +155,7 @@ class InfiniteLookbackBuffer:
     def __getitem__(self, item: Indices) -> Any:
         return self.get(item)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.get())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -332,7 +340,8 @@ class InfiniteLookbackBuffer:
         return (self.lookback == other.lookback and self.finalized == other.finalized
                 and self.space == other.space and structs_equal(self.data, other.data))
 
-    __hash__ = None  # mutable
+    # Mutable, so unhashable (as list is); object's __hash__ is a method, hence the ignore.
+    __hash__ = None  # type: ignore[assignment]
 
     def __add__(self, other: Any) -> InfiniteLookbackBuffer:
         """A new buffer: this one's data followed by `other`'s items (a buffer without its

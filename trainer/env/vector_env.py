@@ -19,13 +19,19 @@ mode takes gymnasium's `step`.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 
+if TYPE_CHECKING:  # the mixin goes on gymnasium's vector envs, whose _add_info it extends
+    _VectorEnvBase = gym.vector.VectorEnv
+else:
+    _VectorEnvBase = object
 
-class RawInfosMixin:
+
+class RawInfosMixin(_VectorEnvBase):
     """Records, in `sub_env_infos`, the info dict each sub-env returned in the last reset or
     step (gymnasium's vector envs pass each one to `_add_info`, in this process, to batch it).
     Batching stays best effort: an info gymnasium cannot batch (arrays whose shapes differ
@@ -53,7 +59,7 @@ class RawInfosMixin:
 
 
 class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
-    def __init__(self, env_fns, **kwargs: Any):
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
         super().__init__(env_fns, **kwargs)
         self._clear_sub_env_infos()
         self._fast = (self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
@@ -62,11 +68,12 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
                                      (gym.spaces.Box, gym.spaces.Discrete))
                       and isinstance(self._observations, np.ndarray))
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+              ) -> tuple[Any, dict]:
         self._clear_sub_env_infos()
         return super().reset(seed=seed, options=options)
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict]:
         if not self._fast:
             self._clear_sub_env_infos()
             return super().step(actions)
@@ -79,7 +86,8 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if autoreset[i]:
                 observation, env_info = env.reset()
-                reward, terminated, truncated = 0.0, False, False
+                reward: SupportsFloat = 0.0
+                terminated, truncated = False, False
             else:
                 observation, reward, terminated, truncated, env_info = env.step(action)
             observations.append(observation)
@@ -106,15 +114,15 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
     """gymnasium's `AsyncVectorEnv` (each sub-env in its own process), keeping the sub-envs'
     info dicts as they arrived (`RawInfosMixin`)."""
 
-    def __init__(self, env_fns, **kwargs: Any):
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
         super().__init__(env_fns, **kwargs)
         self._clear_sub_env_infos()
 
-    def reset_wait(self, *args, **kwargs):
+    def reset_wait(self, *args: Any, **kwargs: Any) -> Any:
         self._clear_sub_env_infos()
         return super().reset_wait(*args, **kwargs)
 
-    def step_wait(self, *args, **kwargs):
+    def step_wait(self, *args: Any, **kwargs: Any) -> Any:
         self._clear_sub_env_infos()
         return super().step_wait(*args, **kwargs)
 
@@ -122,7 +130,7 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
 def _column(values: list, dtype: type) -> np.ndarray:
     """`values` (numbers or numpy scalars) as a fresh 1-D array of `dtype`: what gymnasium's
     element-wise writes into such an array give, and the error they raise for anything else."""
-    column = np.array(values, dtype=dtype)
+    column: np.ndarray = np.array(values, dtype=dtype)
     if column.ndim != 1:  # every value an array of one shape: not a number per sub-env
         raise ValueError("setting an array element with a sequence: a sub-env's step returned "
                          f"{values[0]!r} where a {np.dtype(dtype).name} number belongs")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsFloat
 
 import cloudpickle
 import gymnasium as gym
@@ -120,7 +120,8 @@ class SubEnvInChild(gym.Wrapper):
         self.trainer_pending_reset = False
         return self.reset()
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None
+              ) -> tuple[Any, dict]:
         if self._make_sub_env is None:
             return self.env.reset(seed=seed, options=options)
         try:
@@ -129,7 +130,7 @@ class SubEnvInChild(gym.Wrapper):
             observation, info = self._recreate(error, "reset")
             return observation, info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
         if self.trainer_pending_reset:  # gymnasium's NEXT_STEP autoreset, owed after a restore
             self.trainer_pending_reset = False
             observation, info = self.reset()
@@ -146,10 +147,14 @@ class SubEnvInChild(gym.Wrapper):
         from trainer.env.curriculum import is_task_settable
         from trainer.errors import StepFailedRecreateEnvError
 
+        make_sub_env = self._make_sub_env
+        if make_sub_env is None:  # reset() and step() only recreate with a factory
+            raise error
+
         failure = {"method": method, "type": type(error).__name__, "message": str(error),
                    "traceback": traceback.format_exc(),
                    "quiet": isinstance(error, StepFailedRecreateEnvError)}
-        old = self.env.unwrapped
+        old: Any = self.env.unwrapped  # tasks are duck-typed: get_task()/set_task()
         task = None
         if is_task_settable(old):
             try:
@@ -161,9 +166,10 @@ class SubEnvInChild(gym.Wrapper):
         except Exception:
             pass  # a broken env may fail to close too; it is dropped either way
         self.env_context = self.env_context.copy_with_overrides(recreated_worker=True)
-        self.env = self._make_sub_env(self.env_context)
+        self.env = make_sub_env(self.env_context)
         if task is not None:
-            self.env.unwrapped.set_task(task[0])
+            new: Any = self.env.unwrapped
+            new.set_task(task[0])
         observation, info = self.env.reset()
         return observation, {**info, SUB_ENV_FAILURE_KEY: failure}
 
@@ -174,12 +180,14 @@ class SubEnvInChild(gym.Wrapper):
 
     @property
     def trainer_task(self) -> Any:
-        return self.env.unwrapped.get_task()
+        env: Any = self.env.unwrapped  # a task-settable env (trainer.env.curriculum)
+        return env.get_task()
 
     @trainer_task.setter
     def trainer_task(self, task: Any) -> None:
         # gymnasium's set_attr sends each sub-env its own value: one task per sub-env.
-        self.env.unwrapped.set_task(task)
+        env: Any = self.env.unwrapped  # a task-settable env (trainer.env.curriculum)
+        env.set_task(task)
 
 
 def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any,

@@ -51,6 +51,9 @@ class _RefusedOnUse(type):
     """The metaclass of placeholders: making an instance (of the placeholder or a subclass)
     raises the placeholder's `RLlibNotAvailable`."""
 
+    __localrl_unavailable__: Unavailable
+    __localrl_rllib_name__: str
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         why: Unavailable = cls.__localrl_unavailable__
         raise RLlibNotAvailable(cls.__localrl_rllib_name__, why.capability, why.instead)
@@ -150,6 +153,9 @@ class RLlibStandIn(types.ModuleType):
     """A module at an RLlib path whose names are looked up in this project's modules."""
 
     __localrl_targets__: tuple[str, ...] = ()
+    __localrl_unavailable__: Unavailable | None = None
+    __localrl_shim__: bool = False
+    __all__: list[str]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
@@ -197,7 +203,9 @@ class _StandInLoader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         plan, name = self.plan, module.__name__
-        if plan.kind == "unavailable":
+        if not isinstance(module, RLlibStandIn):  # create_module made it
+            raise TypeError(f"{name}: not a module this finder created")
+        if plan.kind == "unavailable" and plan.why is not None:
             raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
         if plan.kind == "unknown":
             raise RLlibNotAvailable(name, None, detail=plan.detail)
@@ -233,7 +241,8 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
             return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
         return True
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
         if not self.serves(fullname):
             return None
         return importlib.util.spec_from_loader(fullname, _StandInLoader(plan_for(fullname)),

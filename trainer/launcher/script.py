@@ -23,8 +23,8 @@ def _exception_report(error: BaseException) -> dict:
     while cause is not None and id(cause) not in seen:  # the typed error may be a cause
         seen.add(id(cause))
         # RLlibNotAvailable, or an error of a value that needs a capability (ConfigError)
-        if getattr(cause, "capability", None) is not None:
-            capability = cause.capability
+        capability = getattr(cause, "capability", None)
+        if capability is not None:
             break
         cause = cause.__cause__ or cause.__context__
     first_line = (str(error).strip().splitlines() or [""])[0]

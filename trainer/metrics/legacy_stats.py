@@ -31,6 +31,7 @@ import os
 import threading
 import time
 from collections import deque
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -123,7 +124,8 @@ class Stats:
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type, exc_value, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 tb: TracebackType | None) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
@@ -157,6 +159,7 @@ class Stats:
             self._last_reduced = list(reduced)
         else:
             self._has_new_values = True
+        result: Any
         if not compile and not self._inf_window:
             result = list(window_values if window_values is not None
                           else self._reduced_values()[1])
@@ -263,7 +266,7 @@ class Stats:
         now = time.perf_counter()
         if self._last_throughput_time >= 0:
             elapsed = now - self._last_throughput_time
-            if elapsed > 0:
+            if elapsed > 0 and self._throughput_stats is not None:
                 self._throughput_stats.push(value / elapsed)
         self._last_throughput_time = now
 
@@ -352,11 +355,13 @@ class Stats:
 
     # -- internals ---------------------------------------------------------------------------
     def _set_values(self, values: Any) -> None:
-        self.values = list(values) if self._inf_window else deque(values, maxlen=int(self.window))
+        window = self.window
+        self.values = (list(values) if self._inf_window or window is None
+                       else deque(values, maxlen=int(window)))
         self._has_new_values = True
 
 
-    def _reduced_values(self) -> tuple[list, Any]:
+    def _reduced_values(self) -> tuple[list | deque, Any]:
         """(The reduction as a one-item list, the values to keep), without changing anything.
         For `reduce=None`: (the values, the values; sorted for percentiles)."""
         values = self.values
@@ -442,8 +447,9 @@ def compute_percentiles(sorted_values: Any, percentiles: list) -> dict:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _check_settings(reduce, window, ema_coeff, percentiles, reduce_per_index_on_aggregate,
-                    clear_on_reduce) -> None:
+def _check_settings(reduce: str | None, window: float | None, ema_coeff: float | None,
+                    percentiles: bool | list, reduce_per_index_on_aggregate: bool,
+                    clear_on_reduce: bool) -> None:
     if reduce not in REDUCE_METHODS:
         raise ValueError(f"log_value(reduce={reduce!r}): reduce must be one of "
                          f"{list(REDUCE_METHODS)}")

@@ -213,8 +213,9 @@ class MetricsLogger:
         if not len(values):
             return
         self.log_value(key, values[0], **settings)
-        if len(values) > 1:
-            self._find(_path(key)).push_many(list(values[1:]))
+        stats = self._find(_path(key))
+        if len(values) > 1 and stats is not None:  # log_value just made it
+            stats.push_many(list(values[1:]))
 
     def _warn_on_other_kind(self, key: Key, stats: StatsBase, reduce: str) -> None:
         # RLlib ignores a later call's settings silently; one warning per key says so.

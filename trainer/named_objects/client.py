@@ -133,7 +133,7 @@ class ObjectRef:
 
     __slots__ = ("_connection", "_done", "_status", "_value", "_read")
 
-    def __init__(self, connection: _Connection):
+    def __init__(self, connection: _Connection | on_ray.RayConnection):
         self._connection = connection
         self._done = False
         self._read = False
@@ -149,7 +149,7 @@ class ObjectRef:
             raise NamedObjectError(self._value)
         return self._value
 
-    def __del__(self):
+    def __del__(self) -> None:
         if self._done and not self._read and self._status == "error":
             logger.warning("a named-object call made with .remote() failed and its result was "
                            "never read: %s", self._value)
@@ -164,7 +164,7 @@ class _Connection:
     def __init__(self, address: Any, authkey: bytes):
         self.address = address
         self.authkey = authkey
-        self._conn = None
+        self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._batch: list[tuple] = []
         self._batch_refs: list[ObjectRef] = []
@@ -179,6 +179,8 @@ class _Connection:
         self._conn.send(message)
 
     def _read_one(self) -> tuple[str, Any]:
+        if self._conn is None:  # only read after a send, which connects
+            raise NamedObjectError("no connection to the named-object server to read from")
         if not self._conn.poll(CALL_TIMEOUT_S):
             raise TimeoutError(f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
                                "return, or a stuck server)")
@@ -196,7 +198,7 @@ class _Connection:
         if not self._batch:
             return
         while self._in_flight and (len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT
-                                   or self._conn.poll(0)):
+                                   or (self._conn is not None and self._conn.poll(0))):
             self._read_one()
         batch, refs = self._batch, self._batch_refs
         self._batch, self._batch_refs = [], []
@@ -291,8 +293,11 @@ class _Server:
     def __init__(self, address: Any, authkey: bytes):
         self.process = spawn("trainer.named_objects.server", stdin=subprocess.PIPE)
         # The address, key and import path go through stdin: the key never shows in `ps`.
-        self.process.stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
-        self.process.stdin.close()
+        stdin = self.process.stdin
+        if stdin is None:  # spawned with stdin=PIPE
+            raise NamedObjectError("the named-object server has no input pipe")
+        stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
+        stdin.close()
         self._finalizer = weakref.finalize(self, end_process, self.process,
                                            terminate_first=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -379,8 +384,10 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
     settings = client_settings()
     payload = cloudpickle.dumps((factory, args, kwargs))
     if settings["ray"]:  # a Ray named actor, reachable from every node
-        return _named_handle(name, _get_connection().create(name, factory, payload),
-                             get_if_exists)
+        connection = _get_connection()
+        if not isinstance(connection, on_ray.RayConnection):  # settings["ray"] makes one
+            raise NamedObjectError("named objects on Ray: no Ray connection")
+        return _named_handle(name, connection.create(name, factory, payload), get_if_exists)
     with _lock:
         if _server is not None and not _server.is_alive():
             # It died (killed, crashed): its objects are gone; start a new one at the same
@@ -467,7 +474,7 @@ class NamedObject:
             raise AttributeError(method)
         return _Method(self.name, method)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[NamedObject], tuple[str]]:
         return (NamedObject, (self.name,))
 
     def __repr__(self) -> str:

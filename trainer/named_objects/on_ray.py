@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
@@ -52,8 +53,8 @@ def settings_of_this_process() -> dict:
     return {"address": context.gcs_address, "namespace": context.namespace}
 
 
-def _forward(method: str):
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
+def _forward(method: str) -> Callable[..., Any]:
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         return getattr(self._object, method)(*args, **kwargs)
 
     forward.__name__ = method

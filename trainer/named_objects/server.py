@@ -26,10 +26,15 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 
 class Registry:
-    def __init__(self):
+    def __init__(self) -> None:
         self._objects: dict[str, tuple[object, threading.Lock]] = {}
         self._lock = threading.Lock()
 
@@ -43,7 +48,7 @@ class Registry:
             self._objects[name] = (factory(*args, **kwargs), threading.Lock())
             return True
 
-    def call(self, name: str, method: str, args: tuple, kwargs: dict):
+    def call(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
         try:
             obj, lock = self._objects[name]
         except KeyError:
@@ -61,8 +66,9 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
     try:
         if kind == "batch":
             return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
-        handler = {"create": registry.create, "call": registry.call,
-                   "names": registry.names}[kind]
+        handlers: dict[str, Callable[..., object]] = {
+            "create": registry.create, "call": registry.call, "names": registry.names}
+        handler = handlers[kind]
         return ("ok", handler(*args))
     except Exception as error:
         where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
@@ -70,7 +76,7 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
                          f"{traceback.format_exc().rstrip()}")
 
 
-def _serve_client(sock, authkey: bytes, registry: Registry) -> None:
+def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
     from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
 
     conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)

@@ -69,8 +69,8 @@ class BufferMetrics:
     MetricsLogger when it is read, one `log_value` per key instead of one per key per call."""
 
     # Sums reported per `reduce()` of the logger, and sums over the buffer's life.
-    _PER_REDUCE = {"reduce": "sum"}
-    _LIFETIME = {"reduce": "lifetime_sum"}
+    _PER_REDUCE: dict[str, Any] = {"reduce": "sum"}
+    _LIFETIME: dict[str, Any] = {"reduce": "lifetime_sum"}
     _WINDOWED = (NUM_EPISODES_STORED, NUM_ENV_STEPS_STORED, ENV_STEP_UTILIZATION, ACTUAL_N_STEP)
 
     def __init__(self, smoothing_window: int):
@@ -136,7 +136,7 @@ class StepTable:
 
     _INT_COLUMNS = ("episodes", "timesteps", "nodes", "links")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._size = 0
         self._capacity = 0
         self._columns: dict[str, np.ndarray] = {
@@ -190,7 +190,7 @@ class StepTable:
         fits = data is not None and (self._data is None or all(
             data[k].dtype == column.dtype and data[k].shape[1:] == column.shape[1:]
             for k, column in self._data.items()))
-        if not fits:
+        if not fits or data is None:
             self._data = {}
             return
         if self._data is None:
@@ -363,7 +363,7 @@ class EpisodeReplayBuffer:
         its steps' rows; returns whether it started a new episode."""
         index = self.episode_id_to_index.get(incoming.id_)
         is_new = index is None
-        if not is_new:
+        if index is not None:
             # Appending copies the chunk's data: no copy of the chunk needed.
             existing = self._episode_at(index)
             first_timestep = len(existing)
@@ -651,7 +651,7 @@ class EpisodeReplayBuffer:
         of an episode carries reward 0.0; its last index repeats the last action and has
         `is_last` (plus `is_terminated` or `is_truncated`)."""
         batch_length_T = batch_length_T or self.batch_length_T
-        rows = {key: [] for key in ("obs", "actions", "rewards")}
+        rows: dict[str, list] = {key: [] for key in ("obs", "actions", "rewards")}
         flags = {key: np.zeros((batch_size_B, batch_length_T), bool)
                  for key in ("is_first", "is_last", "is_terminated", "is_truncated")}
         indices, starts = [], []
@@ -871,9 +871,10 @@ def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np
     rewards = np.concatenate([part[0] for part in parts])
     ends = np.concatenate([part[1] for part in parts])
     data = None
-    if all(part[2] is not None for part in parts):
+    columns = [part[2] for part in parts if part[2] is not None]
+    if len(columns) == len(parts):
         try:
-            data = {key: np.concatenate([part[2][key] for part in parts])
+            data = {key: np.concatenate([column[key] for column in columns])
                     for key in ("obs", "next_obs", "actions")}
         except ValueError:  # rows of different shapes: read from the episodes
             data = None

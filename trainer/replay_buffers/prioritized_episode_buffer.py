@@ -204,7 +204,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         buffer. (`sample()` redraws it, as RLlib does; then an episode's last n - 1 steps are
         never a transition's start, and DQN learned CartPole markedly slower that way.)"""
         batch_size = self._batch_size(num_items, batch_size_B)
-        self._prioritized_draws(batch_size, None, n_step, gamma, beta, check_only=True)
+        _check_beta(beta)
         self._full_n_only = False
         try:
             return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma,
@@ -213,13 +213,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._full_n_only = True
 
     def _prioritized_draws(self, num_items: int | None, batch_size_B: int | None,
-                           n_step: int | tuple | None, gamma: float, beta: float,
-                           check_only: bool = False) -> Draws | None:
-        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
-            raise ValueError(f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
-                             "number >= 0 (0: no importance correction, 1: full)")
-        if check_only:
-            return None
+                           n_step: int | tuple | None, gamma: float, beta: float) -> Draws:
+        _check_beta(beta)
         batch_size = self._batch_size(num_items, batch_size_B)
         self._check_not_empty()
         return self._draw(batch_size, _check_n_step(n_step), gamma, float(beta))
@@ -337,3 +332,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._max_idx = int(state["_max_idx"])
         self._last_sampled_indices = [int(i) for i in state["_last_sampled_indices"]]
         self._alpha = float(state.get("_alpha", self._alpha))
+
+
+def _check_beta(beta: float) -> None:
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
+        raise ValueError(f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
+                         "number >= 0 (0: no importance correction, 1: full)")

@@ -22,21 +22,35 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
 from trainer.runners import protocol
 from trainer.runners.pool import FAILURES, Failure
 
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.runners.pool import RunnerPool
 
-def _call_method(name: str, runner: Any, **kwargs) -> Any:
+
+def _call_method(name: str, runner: Any, **kwargs: Any) -> Any:
     return getattr(runner, name)(**kwargs)
 
 
 class AsyncRequestsMixin:
     """The async half of `EnvRunnerGroup` (which provides `pool`, `config`, `_timeout`,
     `healthy_env_runner_ids` and `handle_failures`)."""
+
+    if TYPE_CHECKING:  # what the mixin uses of `EnvRunnerGroup`
+        pool: RunnerPool
+        config: AlgorithmConfig
+
+        def _timeout(self, timeout_seconds: float | None) -> float: ...
+
+        def healthy_env_runner_ids(self) -> list[int]: ...
+
+        def handle_failures(self, failures: dict[int, Failure]) -> list[int]: ...
 
     def _init_async(self) -> None:
         #: Per remote runner: the tags of its async requests in flight, oldest first.
@@ -105,7 +119,8 @@ class AsyncRequestsMixin:
                              "(return_obj_refs=False)")
         wanted = None if tags is None else ({tags} if isinstance(tags, str) else set(tags))
         bounded = timeout_seconds is None
-        wait_s = self._timeout(None) if bounded else max(float(timeout_seconds), 0.0)
+        wait_s = (self._timeout(None) if timeout_seconds is None
+                  else max(float(timeout_seconds), 0.0))
         self._read_async(wanted, deadline=time.monotonic() + wait_s, kill_late=bounded)
         results, kept = [], []
         for index, tag, value in self._async_ready:
@@ -212,5 +227,5 @@ class _Method:
     def __init__(self, name: str):
         self.name = name
 
-    def __call__(self, runner: Any, **kwargs) -> Any:
+    def __call__(self, runner: Any, **kwargs: Any) -> Any:
         return _call_method(self.name, runner, **kwargs)

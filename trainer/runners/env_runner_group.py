@@ -32,14 +32,14 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
 from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
-from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
+from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE, SpaceInfo
 from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
@@ -55,6 +55,9 @@ from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
 from trainer.util.pickling import travel_dumps
+
+if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 logger = logging.getLogger("trainer")
 
@@ -97,16 +100,18 @@ def call_with_deadline(func: Callable[[], Any], timeout_s: float | None, *, work
         signal.signal(signal.SIGALRM, previous)
 
 
-def _call_method(name: str, runner: EnvRunner, **kwargs) -> Any:
+def _call_method(name: str, runner: EnvRunner, **kwargs: Any) -> Any:
     return getattr(runner, name)(**kwargs)
 
 
-def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs) -> tuple[Any, list]:
+def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs: Any
+                          ) -> tuple[Any, list | None]:
     """Runs in a worker: `func`'s result and the runner's tasks after it."""
     return func(runner, **kwargs), runner.get_tasks()
 
 
-def _group_config(config: Any, num_env_runners: int | None) -> Any:
+def _group_config(config: AlgorithmConfig | dict | None, num_env_runners: int | None
+                  ) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -120,7 +125,7 @@ def _group_config(config: Any, num_env_runners: int | None) -> Any:
     return config
 
 
-def backend_for(config: Any) -> RunnerBackend:
+def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
         from trainer.runners.ray_runner import RayBackend
@@ -129,7 +134,7 @@ def backend_for(config: Any) -> RunnerBackend:
     return ProcessBackend()
 
 
-def _weights_fully_synced(config: Any) -> bool:
+def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     """Whether a weight sync overwrites every parameter of a runner's networks: true of this
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
     known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
@@ -151,7 +156,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     is built, before anything uses them (the Algorithm does, from its learner); the remote
     runners then skip their networks' random initialisation."""
 
-    def __init__(self, config: Any = None, env_creator: EnvCreator | None = None, *,
+    def __init__(self, config: AlgorithmConfig | dict | None = None,
+                 env_creator: EnvCreator | None = None, *,
                  validate_env: Callable | None = None, default_policy_class: Any = None,
                  local_env_runner: bool = True, logdir: str | None = None,
                  _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,
@@ -185,11 +191,15 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
-        self.spaces = None
-        self.env_spaces = None  # the env's spaces, before the env-to-module connectors
+        #: The spaces the module sees (None only in a group built with `_setup=False`).
+        self.spaces: SpaceInfo | None = None
+        #: The env's spaces (observation, action), before the env-to-module connectors.
+        self.env_spaces: tuple | None = None
         #: The class each EnvRunner is made of (RLlib's attribute).
         self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
         num = config.num_env_runners
+        #: The runner in this process (index 0); None only with `_setup=False`.
+        self.local_env_runner: EnvRunner | None
         if not _setup:  # RLlib's testing switch: a group without runners
             self.local_env_runner = None
             return
@@ -319,7 +329,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
 
-    def remote_pids(self) -> dict[int, int]:
+    def remote_pids(self) -> dict[int, int | None]:
         return {i: r.pid for i, r in self.pool.items()}
 
     def collect_exited(self) -> list[EnvRunnerCrashed]:
@@ -383,7 +393,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         for index in indices:
             self._restarts[index] += 1
         self._forget_async(indices)
-        local = self.local_env_runner
+        local = local_runner_of(self)
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
 
@@ -428,8 +438,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
-            target = getattr(self.local_env_runner, func) if isinstance(func, str) else None
-            results.append(target(**kwargs) if target else func(self.local_env_runner, **kwargs))
+            if isinstance(func, str):
+                results.append(getattr(self.local_env_runner, func)(**kwargs))
+            else:
+                results.append(func(self.local_env_runner, **kwargs))
         if remote_worker_ids is None:
             ids = self.healthy_env_runner_ids() if healthy_only else [
                 i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
@@ -441,6 +453,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if healthy_only:
             ids = [i for i in ids if i in self.healthy_env_runner_ids()]
         watch_tasks = bool(self._tasks)
+        request: protocol.Call | protocol.Apply
         if isinstance(func, str) and not watch_tasks:
             request = protocol.call(func, **kwargs)
         else:
@@ -476,7 +489,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         global timestep. (`policies`, `timeout_seconds` and `inference_only` change nothing:
         there is one module, the send does not wait, and runners hold the whole module.)"""
         if weights is None:
-            source = from_worker_or_learner_group or self.local_env_runner
+            source = from_worker_or_learner_group or local_runner_of(self)
             weights = source.get_weights()
             if isinstance(weights, dict) and isinstance(weights.get(DEFAULT_MODULE_ID), dict):
                 weights = weights[DEFAULT_MODULE_ID]  # a learner group's {module id: weights}
@@ -507,7 +520,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             if isinstance(weights.get(DEFAULT_MODULE_ID), dict):
                 weights = weights[DEFAULT_MODULE_ID]
         else:
-            weights = (from_worker or self.local_env_runner).get_weights()
+            weights = (from_worker or local_runner_of(self)).get_weights()
         connector_state = None
         pipeline = self.local_env_runner.env_to_module if self.local_env_runner else None
         if connector_states and pipeline is not None:
@@ -534,7 +547,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """The local runner's sample (num_env_runners=0), bounded by `sample_timeout_s` like a
         remote one: an env that hangs raises `EnvRunnerTimeout` with where it hung (see
         `call_with_deadline`), and the runner starts fresh episodes on its next sample."""
-        local = self.local_env_runner
+        local = local_runner_of(self)
         try:
             return call_with_deadline(partial(local.sample_with_metrics, explore=explore),
                                       self.config.sample_timeout_s, worker_index=0,
@@ -628,7 +641,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         observations) into the local runner's and sends the result to every remote runner,
         which applies it before its next request. Each runner's new observations are counted
         once: a runner's state starts collecting anew when it takes the merged one."""
-        local = self.local_env_runner
+        local = local_runner_of(self)
+        if local.env_to_module is None:  # it is built with the runner's spaces
+            raise RuntimeError("the local EnvRunner has no env-to-module pipeline to merge the "
+                               "runners' connector states into")
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
@@ -670,7 +686,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if self.spaces is None and self.local_env_runner is not None:
             self.spaces = self.local_env_runner.spaces
             self.env_spaces = self.local_env_runner.env_spaces
-        local = self.local_env_runner
+        local = local_runner_of(self)
         state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
                  "connector_state": local.get_connector_state()}
         replies, failures = self._start(
@@ -694,5 +710,22 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             return
         self._stopped = True
         self.pool.stop()
-        if getattr(self, "local_env_runner", None) is not None:
-            self.local_env_runner.stop()
+        local: EnvRunner | None = getattr(self, "local_env_runner", None)
+        if local is not None:
+            local.stop()
+
+
+def local_runner_of(group: EnvRunnerGroup) -> EnvRunner:
+    """`group.local_env_runner` of a group built with its runners (every group an Algorithm
+    builds; only RLlib's `_setup=False` testing switch leaves it None)."""
+    if group.local_env_runner is None:
+        raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no local "
+                           "EnvRunner")
+    return group.local_env_runner
+
+
+def spaces_of(group: EnvRunnerGroup) -> SpaceInfo:
+    """`group.spaces` of a group built with its runners (see `local_runner_of`)."""
+    if group.spaces is None:
+        raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no spaces")
+    return group.spaces

@@ -89,7 +89,7 @@ class RunnerBackend(ABC):
         next); `background` runners (evaluation) yield the CPU to the training processes."""
 
     def start_many(self, worker_indices: Sequence[int], *, background: bool = False
-                   ) -> list[RunnerHandle]:
+                   ) -> Sequence[RunnerHandle]:
         """Starts a runner per index, as `start` does; a backend that can start several
         at once for less than each alone overrides it."""
         return [self.start(index, background=background) for index in worker_indices]

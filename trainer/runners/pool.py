@@ -15,7 +15,7 @@ applies no policy (the `EnvRunnerGroup` decides what a failure means: `restart_p
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, ItemsView
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -30,7 +30,7 @@ FAILURES = (EnvRunnerFailure, CallbackError)
 
 
 class RunnerPool:
-    def __init__(self):
+    def __init__(self) -> None:
         self._handles: dict[int, RunnerHandle] = {}
 
     # -- who is there ------------------------------------------------------------------------
@@ -43,7 +43,7 @@ class RunnerPool:
     def __len__(self) -> int:
         return len(self._handles)
 
-    def items(self):
+    def items(self) -> ItemsView[int, RunnerHandle]:
         return self._handles.items()
 
     def put(self, handle: RunnerHandle) -> None:

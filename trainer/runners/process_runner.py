@@ -79,7 +79,7 @@ def _main_thread_stack(dump: str) -> str:
 class _WorkerEnds:
     """The main process's and the worker's ends of one worker's socket and stack pipe."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.conn, self.child_conn = Pipe(duplex=True)
         # The worker writes its threads' stacks here on SIGUSR1 (see `ProcessRunner.stack`).
         self.stack_read, self.stack_write = os.pipe()
@@ -226,8 +226,10 @@ class ProcessRunner(RunnerHandle):
         return _main_thread_stack(b"".join(chunks).decode(errors="replace"))
 
     @staticmethod
-    def wait(handles: Sequence[ProcessRunner], timeout: float) -> list[ProcessRunner]:
-        by_conn = {handle.conn: handle for handle in handles}
+    def wait(handles: Sequence[RunnerHandle], timeout: float) -> list[RunnerHandle]:
+        # A pool holds runners of one backend: these handles are all ProcessRunners.
+        by_conn: dict[Any, RunnerHandle] = {handle.conn: handle for handle in handles
+                                            if isinstance(handle, ProcessRunner)}
         return [by_conn[conn] for conn in wait(list(by_conn), timeout=max(timeout, 0))]
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -264,5 +266,5 @@ class ProcessBackend(RunnerBackend):
         return start_runners([worker_index], background=background)[0]
 
     def start_many(self, worker_indices: Sequence[int], *, background: bool = False
-                   ) -> list[ProcessRunner]:
+                   ) -> Sequence[ProcessRunner]:
         return start_runners(worker_indices, background=background)

@@ -44,7 +44,10 @@ class Init(NamedTuple):
     request_id: int
     sys_path: list[str]
     payload: bytes
-    label = "__init__"
+
+    @property
+    def label(self) -> str:
+        return "__init__"
 
 
 class Call(NamedTuple):
@@ -62,12 +65,18 @@ class Apply(NamedTuple):
     request_id: int
     func_bytes: bytes
     kwargs: dict
-    label = "foreach_env_runner"
+
+    @property
+    def label(self) -> str:
+        return "foreach_env_runner"
 
 
 class Stop(NamedTuple):
     request_id: int
-    label = "stop"
+
+    @property
+    def label(self) -> str:
+        return "stop"
 
 
 Request = Init | Call | Apply | Stop
@@ -134,6 +143,8 @@ def raise_error(reply: Reply) -> None:
     """Raises the reply's error in the main process, its original exception attached as
     `__cause__` and its type kept where possible (see the module docstring)."""
     error = reply.error
+    if error is None:
+        raise ProtocolError(f"reply {reply.request_id} carries no error to raise")
     cause = None
     if reply.cause is not None:
         try:
@@ -164,7 +175,7 @@ def keep_type(error: BaseException, cause: BaseException) -> BaseException:
         return error
     try:
         # The cause class's __new__ makes the instance: OSError's lays it out its own way.
-        typed = cause_cls.__new__(typed_cls)
+        typed: BaseException = cause_cls.__new__(typed_cls)
         typed.args = error.args
         typed.__dict__.update(error.__dict__)
     except Exception:  # noqa: BLE001 - a cause class whose instances cannot be made bare
@@ -172,11 +183,11 @@ def keep_type(error: BaseException, cause: BaseException) -> BaseException:
     return typed
 
 
-def _combine(error_cls: type, cause_cls: type) -> type | None:
-    def __reduce__(self):  # noqa: N807 - pickles as the plain error class
+def _combine(error_cls: type[BaseException], cause_cls: type[BaseException]) -> type | None:
+    def __reduce__(self: BaseException) -> Any:  # noqa: N807 - pickles as the plain error class
         return error_cls.__reduce__(self)
 
-    def __str__(self) -> str:  # noqa: N807 - the error's message, not the cause's formatting
+    def __str__(self: BaseException) -> str:  # noqa: N807 - the error's message, not the cause's formatting
         return str(self.args[0]) if self.args else ""
 
     try:

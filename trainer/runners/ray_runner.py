@@ -248,11 +248,12 @@ class RayRunner(RunnerHandle):
         self.kill()
 
     @staticmethod
-    def wait(handles: Sequence[RayRunner], timeout: float) -> list[RayRunner]:
+    def wait(handles: Sequence[RunnerHandle], timeout: float) -> list[RunnerHandle]:
         import ray
 
-        by_ref = {}
-        for handle in handles:
+        by_ref: dict[Any, RunnerHandle] = {}
+        # A pool holds runners of one backend: these handles are all RayRunners.
+        for handle in (h for h in handles if isinstance(h, RayRunner)):
             by_ref[handle._watch] = handle
             if handle._pending:
                 by_ref[handle._pending[0][2]] = handle

@@ -27,10 +27,13 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.runners import protocol
 from trainer.util.child_process import add_import_paths, start_child
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 def _failure(worker_index: int, label: str, error: BaseException, runner: Any
@@ -156,7 +159,7 @@ class RunnerServer:
                                               self.runner))
 
 
-def serve(conn, worker_index: int, main_pid: int | None = None) -> None:
+def serve(conn: Connection, worker_index: int, main_pid: int | None = None) -> None:
     """Answers the requests arriving on `conn`, one at a time, until `Stop` or until the main
     process (`main_pid`) closes the connection."""
     server = RunnerServer(worker_index, main_pid=main_pid)

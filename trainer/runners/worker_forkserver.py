@@ -117,10 +117,10 @@ FORK_BATCH_MAX = 64
 
 
 class WorkerFds(NamedTuple):
-    """What one worker to be started serves: EnvRunner `index` on the socket `conn_fd`,
+    """What one worker to be started serves: EnvRunner `worker_index` on the socket `conn_fd`,
     writing its stack to `stack_fd` (see `trainer.runners.worker.run`)."""
 
-    index: int
+    worker_index: int
     conn_fd: int
     stack_fd: int
 
@@ -183,7 +183,7 @@ def _close_template(sock: socket.socket, process: subprocess.Popen) -> None:
 class WorkerTemplate:
     """The main process's side of one template process: `fork(...)` starts a worker."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -233,7 +233,7 @@ class WorkerTemplate:
             self._receive(STARTUP_TIMEOUT_S)
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
-        request = json.dumps({"indices": [worker.index for worker in workers],
+        request = json.dumps({"indices": [worker.worker_index for worker in workers],
                               "std": std}).encode()
         fds = [fd for worker in workers for fd in (worker.conn_fd, worker.stack_fd)]
         try:
@@ -253,7 +253,7 @@ class _Forking:
     """The one template of this process, started when first needed, replaced when stale or
     failed; fork requests are one at a time (each in its own child-subreaper window)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._template: WorkerTemplate | None = None
         #: The environment in which a fresh template failed: workers are spawned until it
@@ -284,12 +284,11 @@ class _Forking:
                 set_child_subreaper(True)
                 while True:
                     fresh = self._template is None
-                    if fresh:
-                        self._template = WorkerTemplate()
+                    template = self._template = self._template or WorkerTemplate()
                     try:
-                        return self._template.fork(workers)
+                        return template.fork(workers)
                     except TemplateFailed as error:
-                        self._template.close()
+                        template.close()
                         self._template = None
                         if fresh or error.sent:
                             logger.warning("%s; %s started as processes of their own",
@@ -314,7 +313,7 @@ _forking = _Forking()
 
 
 def _workers_named(workers: Sequence[WorkerFds]) -> str:
-    indices = ", ".join(str(worker.index) for worker in workers)
+    indices = ", ".join(str(worker.worker_index) for worker in workers)
     return f"the workers of EnvRunners {indices} are" if len(workers) > 1 else \
         f"the worker of EnvRunner {indices} is"
 
@@ -339,7 +338,7 @@ def start_workers(workers: Sequence[WorkerFds], *, fork: bool = True
             return started
         for worker in workers:
             started.append(spawn("trainer.runners.worker", str(worker.conn_fd),
-                                 str(worker.stack_fd), str(worker.index),
+                                 str(worker.stack_fd), str(worker.worker_index),
                                  pass_fds=(worker.conn_fd, worker.stack_fd),
                                  env=worker_environment()))
         return started

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import Any
 
 from trainer.runners.worker_forkserver import (
     ADOPTION_TIMEOUT_S,
@@ -190,6 +191,7 @@ def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
             return
         if not data:
             return  # the main process closed its end: no more workers
+        reply: dict[str, Any]
         try:
             reply = {"pids": _fork_workers(sock, parent_pid, json.loads(data), fds,
                                            worker_name, user_threads)}

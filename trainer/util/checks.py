@@ -53,12 +53,12 @@ def auto_or_int_at_least(low: int) -> Check:
         f'"auto" or an int >= {low}'
 
 
-def one_of(*options) -> Check:
+def one_of(*options: Any) -> Check:
     return lambda v: None if v in options else f"one of {list(options)}"
 
 
 def optional(check: Check) -> Check:
-    def checked(v):
+    def checked(v: Any) -> str | None:
         if v is None:
             return None
         problem = check(v)

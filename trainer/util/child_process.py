@@ -28,6 +28,7 @@ EnvRunner workers are mostly not spawned but forked from a template process
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 #: prctl's option number for the parent-death signal (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
@@ -65,7 +67,8 @@ def spawn(module: str, *args: str, pass_fds: Iterable[int] = (), env: dict | Non
         pass_fds=tuple(pass_fds), env=env, stdin=stdin)
 
 
-def end_process(process: subprocess.Popen, *, terminate_first: bool = False) -> None:
+def end_process(process: subprocess.Popen | AdoptedChild, *, terminate_first: bool = False
+                ) -> None:
     """Ends a child for good: SIGKILL (after SIGTERM and up to `EXIT_WAIT_S` for it to exit, with
     `terminate_first`), then reaps it, waiting at most `EXIT_WAIT_S`."""
     if process.poll() is None:
@@ -93,10 +96,12 @@ def start_child(argv: list[str], *, watch_thread: bool = True) -> list[str]:
     single-threaded (a fork server) and checks `parent_alive` itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, io.TextIOWrapper):
+            continue  # replaced by something without reconfigure()
         try:
             # Also under PYTHONUNBUFFERED, which writes text and newline separately.
             stream.reconfigure(line_buffering=True, write_through=False)
-        except (AttributeError, ValueError):
+        except ValueError:
             pass
     parent_pid, kernel_signal = int(argv[1]), bool(int(argv[2]))
     die_with_parent(parent_pid, kernel_signal, watch_thread=watch_thread)
@@ -134,7 +139,7 @@ def die_with_parent(parent_pid: int, kernel_signal: bool, *, watch_thread: bool 
                          daemon=True).start()
 
 
-def _libc():
+def _libc() -> Any:
     """The C library, for prctl; None where there is no prctl (not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -226,13 +231,13 @@ class AdoptedChild:
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.001
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
+        while (code := self.poll()) is None:
+            if timeout is not None and deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
             remaining = self._MAX_POLL_S if deadline is None else deadline - time.monotonic()
             time.sleep(max(0.0, min(pause, remaining)))
             pause = min(pause * 2, self._MAX_POLL_S)
-        return self.returncode
+        return code
 
     def send_signal(self, signum: int) -> None:
         with self._lock:  # never after the reap: the pid could belong to another process

@@ -10,6 +10,7 @@ steps are trained on per sampled step (RLlib's round-robin weights).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, No
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.replay_buffer import (
     BUFFER_TYPES,
+    EpisodeReplayBuffer,
     PrioritizedEpisodeReplayBuffer,
     make_replay_buffer,
     sample_train_batch,
@@ -29,8 +31,10 @@ from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TD_ERROR_KEY,
     TIMERS,
 )
+from trainer.runners.env_runner_group import spaces_of
 from trainer.util.checks import (
     finite_number,
     int_at_least,
@@ -41,6 +45,11 @@ from trainer.util.checks import (
     optional,
 )
 from trainer.util.state_checks import check_loads
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 #: RLlib's key of the replay buffer's metrics in the results.
 REPLAY_BUFFER_RESULTS = "replay_buffer"
@@ -143,7 +152,20 @@ class DQNConfig(AlgorithmConfig):
         "evaluation_config": {"explore": False},
     }
 
-    def __init__(self, algo_class: type | None = None):
+    # DQN's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
+    replay_buffer_config: dict[str, Any]
+    target_network_update_freq: int
+    tau: float
+    num_steps_sampled_before_learning_starts: int
+    double_q: bool
+    dueling: bool
+    n_step: int | tuple[int, int]
+    epsilon: float | list[tuple[int, float]]
+    training_intensity: float | None
+    td_error_loss_fn: str
+    store_buffer_in_checkpoints: bool
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or DQN)
 
     def training(self, *, replay_buffer_config: dict = NotProvided,
@@ -154,7 +176,8 @@ class DQNConfig(AlgorithmConfig):
                  epsilon: float | list = NotProvided,
                  training_intensity: float | None = NotProvided,
                  td_error_loss_fn: str = NotProvided,
-                 store_buffer_in_checkpoints: bool = NotProvided, **kwargs) -> DQNConfig:
+                 store_buffer_in_checkpoints: bool = NotProvided,
+                 **kwargs: Any) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
         type's defaults)."""
@@ -210,12 +233,17 @@ def round_robin_weights(config: DQNConfig) -> tuple[int, int]:
 
 
 class DQN(Algorithm):
+    config: DQNConfig
+    learner: DQNLearner
+    #: RLlib's name: the replay buffer the training step samples into and learns from.
+    local_replay_buffer: EpisodeReplayBuffer
+
     @classmethod
     def get_default_config(cls) -> DQNConfig:
         return DQNConfig()
 
     def setup_learner(self) -> None:
-        self.learner = DQNLearner(self.config, self.env_runner_group.spaces)
+        self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
         self.local_replay_buffer = make_replay_buffer(self.config.replay_buffer_config,
                                                       seed=self.config.seed)
 
@@ -243,8 +271,9 @@ class DQN(Algorithm):
                 batch = sample_train_batch(buffer, config.train_batch_size,
                                            n_step=config.n_step, gamma=config.gamma, beta=beta)
             with metrics.log_time((TIMERS, "learner_update_timer")):
-                results, td_errors = self.learner.update(
-                    batch, num_env_steps_sampled_lifetime=sampled)
+                results = self.learner.update(batch, num_env_steps_sampled_lifetime=sampled)
+            # The TD errors are per replayed row: they set priorities and are not logged.
+            td_errors = results.pop(TD_ERROR_KEY)
             if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
                 buffer.update_priorities(np.abs(td_errors))
             update_results.append(results)

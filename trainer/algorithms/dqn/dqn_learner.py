@@ -9,16 +9,25 @@ target <- tau * online + (1 - tau) * target.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate
+from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
+from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
+from trainer.metrics import TD_ERROR_KEY
 from trainer.util.state_checks import require_int, require_map
+
+if TYPE_CHECKING:
+    from trainer.algorithms.dqn.dqn import DQNConfig
 
 
 class DQNLearner(Learner):
-    def __init__(self, config, spaces):
+    config: DQNConfig
+
+    def __init__(self, config: DQNConfig, spaces: SpaceInfo):
         self.config = config
         self.module = config.build_module(spaces, seed=config.seed)
         self.target = config.build_module(spaces, seed=config.seed)
@@ -30,9 +39,10 @@ class DQNLearner(Learner):
         self._last_target_update_step = 0
 
     def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
-               ) -> tuple[dict[str, float], np.ndarray]:
+               ) -> UpdateResults:
         """One Adam step on `batch` (as `replay_buffer.sample_train_batch` returns it); returns the
-        metrics and the per-item TD errors (for prioritized replay)."""
+        metrics and, under `TD_ERROR_KEY`, the per-item TD errors (for prioritized replay; the
+        algorithm takes them out before logging, as RLlib's DQN does)."""
         config, module = self.config, self.module
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         preprocess = module.spaces.preprocess
@@ -93,7 +103,8 @@ class DQNLearner(Learner):
             "td_error_mean": float(td_errors.mean()),
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
-        }, td_errors
+            TD_ERROR_KEY: td_errors,
+        }
 
     def get_state(self) -> dict:
         return {"module": self.module.get_weights(), "target": self.target.get_weights(),

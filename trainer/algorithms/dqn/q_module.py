@@ -9,6 +9,8 @@ argmax Q).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from trainer.core.models import (
@@ -21,7 +23,7 @@ from trainer.core.models import (
     encoder_mlp,
     head_mlp,
 )
-from trainer.core.nn import Categorical
+from trainer.core.nn import MLP, Categorical
 
 
 class QModule(FlatParameterModule):
@@ -41,7 +43,10 @@ class QModule(FlatParameterModule):
         rng = np.random.default_rng(seed)
         self.encoder = encoder_mlp(spaces.obs_dim, config, rng) if hiddens else None
         features = hiddens[-1] if hiddens else spaces.obs_dim
-        self.advantage = self.value = self.q = None
+        # Dueling: the advantage and value heads; else the one Q head.
+        self.advantage: MLP | None = None
+        self.value: MLP | None = None
+        self.q: MLP | None = None
         if dueling:
             self.advantage = head_mlp(features, n_actions, config, rng)
             self.value = head_mlp(features, 1, config, rng)
@@ -49,56 +54,65 @@ class QModule(FlatParameterModule):
             self.q = head_mlp(features, n_actions, config, rng)
         self._flatten_parameters()
 
-    def _named_nets(self):
+    def _named_nets(self) -> list[tuple[str, MLP | None]]:
         return [("encoder", self.encoder), ("advantage", self.advantage), ("value", self.value),
                 ("q", self.q)]
+
+    def _dueling_heads(self) -> tuple[MLP, MLP]:
+        """The advantage and value heads of a dueling module."""
+        if self.advantage is None or self.value is None:
+            raise RuntimeError("QModule: this module has one Q head, not dueling heads")
+        return self.advantage, self.value
 
     # -- inference ---------------------------------------------------------------------------
     def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Q-values, shape (batch, num_actions), of preprocessed observations."""
         features = activated(self.encoder, obs) if self.encoder is not None else obs
-        if not self.dueling:
+        if self.q is not None:
             return self.q.forward(features)
-        advantages = self.advantage.forward(features)
-        return self.value.forward(features) + advantages - advantages.mean(axis=1, keepdims=True)
+        advantage_head, value_head = self._dueling_heads()
+        advantages = advantage_head.forward(features)
+        return value_head.forward(features) + advantages - advantages.mean(axis=1, keepdims=True)
 
     q_values = dist_inputs
 
     # -- training ----------------------------------------------------------------------------
-    def forward_train(self, obs: np.ndarray):
+    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, tuple[Any, Any]]:
         """Q-values with the caches `backward` needs."""
         if self.encoder is not None:
             features, encoder_cache = activated_train(self.encoder, obs)
         else:
             features, encoder_cache = obs, None
-        if not self.dueling:
+        if self.q is not None:
             q_values, head_cache = self.q.forward_train(features)
             return q_values, (encoder_cache, head_cache)
-        advantages, advantage_cache = self.advantage.forward_train(features)
-        values, value_cache = self.value.forward_train(features)
+        advantage_head, value_head = self._dueling_heads()
+        advantages, advantage_cache = advantage_head.forward_train(features)
+        values, value_cache = value_head.forward_train(features)
         q_values = values + advantages - advantages.mean(axis=1, keepdims=True)
         return q_values, (encoder_cache, (advantage_cache, value_cache))
 
-    def backward(self, cache, d_q_values: np.ndarray) -> list[np.ndarray]:
+    def backward(self, cache: tuple[Any, Any], d_q_values: np.ndarray) -> list[np.ndarray]:
         """Gradients of all parameters (in `parameters()` order) given dLoss/dQ: views of
         `gradient_buffer()`, overwritten by the next call."""
         encoder_cache, head_cache = cache
         _, views, grads = self._gradient_views()
         has_encoder = self.encoder is not None
-        if not self.dueling:
+        if self.q is not None:
             _, d_features = self.q.backward(head_cache, d_q_values, grads["q"],
                                             input_grad=has_encoder)
         else:
+            advantage_head, value_head = self._dueling_heads()
             advantage_cache, value_cache = head_cache
             # Q_j = V + A_j - mean_k A_k  =>  dA_k = dQ_k - mean_j dQ_j,  dV = sum_j dQ_j.
             d_advantages = d_q_values - d_q_values.mean(axis=1, keepdims=True)
             d_values = d_q_values.sum(axis=1, keepdims=True)
-            _, d_features = self.advantage.backward(advantage_cache, d_advantages,
+            _, d_features = advantage_head.backward(advantage_cache, d_advantages,
                                                     grads["advantage"], input_grad=has_encoder)
-            _, d_features_v = self.value.backward(value_cache, d_values, grads["value"],
+            _, d_features_v = value_head.backward(value_cache, d_values, grads["value"],
                                                   input_grad=has_encoder)
-            if has_encoder:
+            if d_features is not None and d_features_v is not None:  # with an encoder
                 d_features += d_features_v
-        if has_encoder:
+        if self.encoder is not None and d_features is not None:
             activated_backward(self.encoder, encoder_cache, d_features, grads["encoder"])
         return views

@@ -6,6 +6,9 @@ weights, the learner runs its update on them, and the new weights go to every En
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
@@ -16,7 +19,13 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
+from trainer.runners.env_runner_group import spaces_of
 from trainer.util.checks import finite_number, is_bool, number_at_least, number_at_least_or_inf
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 
 class PPOConfig(AlgorithmConfig):
@@ -53,7 +62,19 @@ class PPOConfig(AlgorithmConfig):
         "num_env_runners": 2,
     }
 
-    def __init__(self, algo_class: type | None = None):
+    # PPO's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
+    lambda_: float
+    clip_param: float
+    vf_clip_param: float
+    vf_loss_coeff: float
+    entropy_coeff: float
+    kl_coeff: float
+    kl_target: float
+    use_gae: bool
+    use_critic: bool
+    use_kl_loss: bool
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or PPO)
 
     def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
@@ -61,7 +82,7 @@ class PPOConfig(AlgorithmConfig):
                  entropy_coeff: float = NotProvided, kl_coeff: float = NotProvided,
                  kl_target: float = NotProvided, use_gae: bool = NotProvided,
                  use_critic: bool = NotProvided, use_kl_loss: bool = NotProvided,
-                 **kwargs) -> PPOConfig:
+                 **kwargs: Any) -> Self:
         """Learning settings: PPO's own and those every algorithm has."""
         super().training(**kwargs)
         return self._set("training", {
@@ -80,12 +101,15 @@ class PPOConfig(AlgorithmConfig):
 
 
 class PPO(Algorithm):
+    config: PPOConfig
+    learner: PPOLearner
+
     @classmethod
     def get_default_config(cls) -> PPOConfig:
         return PPOConfig()
 
     def setup_learner(self) -> None:
-        self.learner = PPOLearner(self.config, self.env_runner_group.spaces)
+        self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
 
     def training_step(self) -> None:
         metrics = self.metrics

@@ -8,16 +8,21 @@ runs `num_epochs` passes of shuffled minibatch Adam steps.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateThreads
+from trainer.algorithms.learner import Learner, LearningRate, UpdateResults, UpdateThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.env.episode import SingleAgentEpisode
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import require_generator_state, require_map, require_number
+
+if TYPE_CHECKING:
+    from trainer.algorithms.ppo.ppo import PPOConfig
 
 #: Sums through the ufunc itself: `array.sum()` adds a Python wrapper call (the statistics of a
 #: minibatch step are a dozen small sums).
@@ -30,7 +35,9 @@ def _variance(x: np.ndarray) -> float:
 
 
 class PPOLearner(Learner):
-    def __init__(self, config, spaces: SpaceInfo):
+    config: PPOConfig
+
+    def __init__(self, config: PPOConfig, spaces: SpaceInfo):
         self.config = config
         self.module = config.build_module(spaces, seed=config.seed)
         self.learning_rate = LearningRate(config.lr)
@@ -54,25 +61,29 @@ class PPOLearner(Learner):
         all_obs = module.spaces.preprocess(np.concatenate([ep.get_observations() for ep in episodes]))
         all_values = (module.values(all_obs) if cfg.use_critic
                       else np.zeros(len(all_obs), dtype=np.float32))
-        obs, values, next_values, rewards, chunk_end = [], [], [], [], []
+        obs_chunks: list[np.ndarray] = []
+        value_chunks: list[np.ndarray] = []
+        next_value_chunks: list[np.ndarray] = []
+        reward_chunks: list[np.ndarray] = []
+        end_chunks: list[np.ndarray] = []
         offset = 0
         for ep in episodes:
             n = len(ep)
             v = all_values[offset:offset + n + 1].copy()
             if ep.is_terminated:
                 v[-1] = 0.0  # no value after a terminal state
-            obs.append(all_obs[offset:offset + n])
-            values.append(v[:-1])
-            next_values.append(v[1:])
-            rewards.append(np.asarray(ep.get_rewards(), dtype=np.float32))
+            obs_chunks.append(all_obs[offset:offset + n])
+            value_chunks.append(v[:-1])
+            next_value_chunks.append(v[1:])
+            reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
             end = np.zeros(n, dtype=bool)
             end[-1] = True
-            chunk_end.append(end)
+            end_chunks.append(end)
             offset += n + 1
-        values = np.concatenate(values)
-        next_values = np.concatenate(next_values)
-        rewards = np.concatenate(rewards)
-        chunk_end = np.concatenate(chunk_end)
+        values = np.concatenate(value_chunks)
+        next_values = np.concatenate(next_value_chunks)
+        rewards = np.concatenate(reward_chunks)
+        chunk_end = np.concatenate(end_chunks)
         # TD residuals, then the exponentially weighted sum of them, restarted at each chunk end.
         deltas = rewards + cfg.gamma * next_values - values
         decay = cfg.gamma * (cfg.lambda_ if cfg.use_gae else 1.0)
@@ -88,7 +99,7 @@ class PPOLearner(Learner):
         advantages = np.asarray(advantages_list, dtype=deltas.dtype)
         value_targets = advantages + values
         return {
-            "obs": np.concatenate(obs),
+            "obs": np.concatenate(obs_chunks),
             "actions": np.concatenate([ep.get_actions() for ep in episodes]),
             "action_logp": np.concatenate(
                 [ep.get_extra_model_outputs("action_logp") for ep in episodes]).astype(np.float32),
@@ -180,7 +191,7 @@ class PPOLearner(Learner):
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
     def update(self, episodes: list[SingleAgentEpisode], *,
-               num_env_steps_sampled_lifetime: int | None = None) -> dict[str, float]:
+               num_env_steps_sampled_lifetime: int | None = None) -> UpdateResults:
         """One PPO update on the given episodes; returns the loss statistics of its last
         minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
         the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
@@ -189,7 +200,7 @@ class PPOLearner(Learner):
             return self._update(episodes, num_env_steps_sampled_lifetime)
 
     def _update(self, episodes: list[SingleAgentEpisode],
-                num_env_steps_sampled_lifetime: int | None) -> dict[str, float]:
+                num_env_steps_sampled_lifetime: int | None) -> UpdateResults:
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
@@ -217,7 +228,7 @@ class PPOLearner(Learner):
         # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
         # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
         # KL, the policy's distance from the behaviour policy after all epochs.
-        results = dict(step_stats)
+        results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
             if results["mean_kl_loss"] > 2.0 * cfg.kl_target:
                 self.kl_coeff *= 1.5

@@ -77,13 +77,13 @@ class EnvRenderCallback(RLlibCallback):
         if not self._records(env_runner):
             return
         unwrapped = env.unwrapped
-        if isinstance(unwrapped, gym.vector.VectorEnv):
+        if isinstance(unwrapped, gym.vector.SyncVectorEnv):
             image = unwrapped.envs[env_index].render()
         else:
             image = unwrapped.render()
-        if image is None:
-            raise ValueError("EnvRenderCallback: env.render() returned None; create the env "
-                             "with render_mode='rgb_array'")
+        if not isinstance(image, np.ndarray):
+            raise ValueError(f"EnvRenderCallback: env.render() returned {type(image).__name__}, "
+                             "not an image; create the env with render_mode='rgb_array'")
         image = np.transpose(resize(image, VIDEO_HEIGHT, VIDEO_WIDTH), axes=[2, 0, 1])
         episode.custom_data.setdefault("render_images", []).append(image)
 

@@ -15,16 +15,22 @@ import threading
 import time
 from abc import ABCMeta, abstractmethod
 from collections import deque
-from typing import Any
+from types import TracebackType
+from typing import Any, SupportsIndex, TypeVar
 
 import cloudpickle
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 
 class StatsBase(metaclass=ABCMeta):
     """One statistic: settings, the values its reduction works on, and how it merges."""
 
     #: The name a logger state stores this class under (set by each subclass).
-    stats_cls_identifier: str = None
+    stats_cls_identifier: str | None = None
 
     def __init__(self, is_root: bool = False, is_leaf: bool = True):
         """`is_root`: this stat is on the root logger; `is_leaf`: values are pushed into it
@@ -46,6 +52,11 @@ class StatsBase(metaclass=ABCMeta):
     def has_throughputs(self) -> bool:
         """Whether this stat estimates a throughput (sums can)."""
         return False
+
+    @property
+    def throughputs(self) -> float | dict[str, float]:
+        """The throughput estimate(s) of a stat that has them (`has_throughputs`)."""
+        raise ValueError(f"{type(self).__name__} does not track throughputs")
 
     def initialize_throughput_reference_time(self, time: float) -> None:
         """Sets the time the first throughput is measured from (the logger knows it, the stat
@@ -75,7 +86,8 @@ class StatsBase(metaclass=ABCMeta):
     def __eq__(self, other: Any) -> bool:
         return float(self) == float(other)
 
-    __hash__ = None  # equal by value, so not hashable
+    # Equal by value, so not hashable; object's __hash__ is a method, hence the ignore.
+    __hash__ = None  # type: ignore[assignment]
 
     def __le__(self, other: Any) -> bool:
         return float(self) <= float(other)
@@ -107,19 +119,20 @@ class StatsBase(metaclass=ABCMeta):
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type, exc_value, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 tb: TracebackType | None) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
     # -- copies and state ----------------------------------------------------------------------
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> StatsBase:
+    def from_state(cls, state: dict[str, Any]) -> Self:
         """A stat of this class rebuilt from `get_state()`."""
         stats = cls(**cls._get_init_args(state=state))
         stats.set_state(state)
         return stats
 
-    def clone(self, init_overrides: dict[str, Any] | None = None) -> StatsBase:
+    def clone(self, init_overrides: dict[str, Any] | None = None) -> Self:
         """A new stat with this one's settings (overridden by `init_overrides`) and no
         values."""
         init_args = type(self)._get_init_args(stats_object=self)
@@ -161,7 +174,7 @@ class StatsBase(metaclass=ABCMeta):
         state["_start_times"] = {}
         return state
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         # A reduce() result travels from the EnvRunner processes by plain pickle, which names a
         # class by its import path. A custom stats class that has none (defined in a function,
         # sent to the runners by value with the config) travels by value here too.
@@ -176,7 +189,7 @@ class StatsBase(metaclass=ABCMeta):
         ...
 
     @abstractmethod
-    def merge(self, incoming_stats: list[StatsBase]) -> None:
+    def merge(self, incoming_stats: list[Self]) -> None:
         """Merges stats of parallel components (their `reduce(compile=False)` results) into
         this aggregating stat."""
 
@@ -225,10 +238,21 @@ def _importable(cls: type) -> bool:
     return known
 
 
-def _new_stats(cls: type) -> StatsBase:
+def _new_stats(cls: type[StatsBase]) -> StatsBase:
     return cls.__new__(cls)
 
 
 def _new_stats_of_pickled_class(pickled_cls: bytes) -> StatsBase:
     cls = cloudpickle.loads(pickled_cls)
     return cls.__new__(cls)
+
+
+_Stats = TypeVar("_Stats", bound=StatsBase)
+
+
+def settings_source(stats_object: StatsBase | None, cls: type[_Stats]) -> _Stats:
+    """`stats_object` as the `cls` whose settings a new stat copies (`_get_init_args`)."""
+    if not isinstance(stats_object, cls):
+        raise TypeError(f"{cls.__name__}: the stat to copy settings from is "
+                        f"{type(stats_object).__name__}, not {cls.__name__}")
+    return stats_object

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.metrics.stats.base import StatsBase
+from trainer.metrics.stats.base import StatsBase, settings_source
 from trainer.metrics.stats.utils import number_value, safe_isnan, single_value_to_cpu
 
 logger = logging.getLogger("trainer")
@@ -122,5 +122,5 @@ class EmaStats(StatsBase):
                        state: dict[str, Any] | None = None) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
         args["ema_coeff"] = (state["ema_coeff"] if state is not None
-                             else stats_object._ema_coeff)
+                             else settings_source(stats_object, EmaStats)._ema_coeff)
         return args

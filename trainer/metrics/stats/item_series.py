@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.metrics.stats.base import StatsBase
+from trainer.metrics.stats.base import StatsBase, settings_source
 from trainer.metrics.stats.utils import batch_values_to_cpu
 
 
@@ -86,7 +86,8 @@ class ItemSeriesStats(StatsBase):
     def _get_init_args(stats_object: StatsBase | None = None,
                        state: dict[str, Any] | None = None) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
-        args["window"] = state["window"] if state is not None else stats_object._window
+        args["window"] = (state["window"] if state is not None
+                          else settings_source(stats_object, ItemSeriesStats)._window)
         return args
 
     def __repr__(self) -> str:

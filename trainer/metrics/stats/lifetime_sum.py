@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from trainer.metrics.stats.base import StatsBase
+from trainer.metrics.stats.base import StatsBase, settings_source
 from trainer.metrics.stats.utils import number_value, safe_isnan, single_value_to_cpu
 
 
@@ -48,7 +48,8 @@ class LifetimeSumStats(StatsBase):
                        state: dict[str, Any] | None = None) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
         args["with_throughput"] = (state["track_throughputs"] if state is not None
-                                   else stats_object.track_throughputs)
+                                   else settings_source(stats_object,
+                                                        LifetimeSumStats).track_throughputs)
         return args
 
     @property

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import chain
-from typing import Any
+from typing import Any, NoReturn
 
-from trainer.metrics.stats.base import StatsBase
+from trainer.metrics.stats.base import StatsBase, settings_source
 from trainer.metrics.stats.utils import batch_values_to_cpu, number_value, safe_isnan
 
 DEFAULT_PERCENTILES = [0, 50, 75, 90, 95, 99, 100]
@@ -61,14 +61,14 @@ class PercentilesStats(StatsBase):
         raise ValueError("Cannot convert to float because percentiles are not reduced to a "
                          "single value.")
 
-    def _comp_error(self, operation: str) -> None:
+    def _comp_error(self, operation: str) -> NoReturn:
         raise NotImplementedError(f"PercentilesStats does not support {operation} (percentiles "
                                   "are not reduced to a single value)")
 
     def __eq__(self, other: Any) -> bool:
         self._comp_error("__eq__")
 
-    __hash__ = None
+    __hash__ = None  # not hashable, as StatsBase
 
     def __le__(self, other: Any) -> bool:
         self._comp_error("__le__")
@@ -144,8 +144,8 @@ class PercentilesStats(StatsBase):
         if state is not None:
             args.update(percentiles=list(state["percentiles"]), window=state["window"])
         else:
-            args.update(percentiles=list(stats_object._percentiles),
-                        window=stats_object._window)
+            like = settings_source(stats_object, PercentilesStats)
+            args.update(percentiles=list(like._percentiles), window=like._window)
         return args
 
 

@@ -60,7 +60,13 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
     def _get_init_args(stats_object: StatsBase | None = None,
                        state: dict[str, Any] | None = None) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
-        args["window"] = state["window"] if state is not None else stats_object._window
+        if state is not None:
+            args["window"] = state["window"]
+        elif isinstance(stats_object, SeriesStats):  # (abstract: settings_source takes no such)
+            args["window"] = stats_object._window
+        else:
+            raise TypeError(f"SeriesStats: the stat to copy settings from is "
+                            f"{type(stats_object).__name__}, not a SeriesStats")
         return args
 
     # -- values --------------------------------------------------------------------------------

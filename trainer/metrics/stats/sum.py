@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.metrics.stats.base import StatsBase
+from trainer.metrics.stats.base import StatsBase, settings_source
 from trainer.metrics.stats.series import SeriesStats, register_python_equivalent
 
 
@@ -63,7 +63,7 @@ class SumStats(SeriesStats):
                        state: dict[str, Any] | None = None) -> dict[str, Any]:
         args = SeriesStats._get_init_args(stats_object=stats_object, state=state)
         args["with_throughput"] = (state["track_throughput"] if state is not None
-                                   else stats_object.track_throughput)
+                                   else settings_source(stats_object, SumStats).track_throughput)
         return args
 
     def get_state(self) -> dict[str, Any]:

@@ -27,8 +27,8 @@ class ProtobufCartPoleObservationDecoder(ConnectorV2):
     Input space: a 1D uint8 Box (the bytes). Output space: `Box(-inf, inf, (4,), float32)`.
     """
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space,
-                                           input_action_space: gym.Space) -> gym.Space:
+    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
+                                           input_action_space: gym.Space | None) -> gym.Space:
         if not (isinstance(input_observation_space, gym.spaces.Box)
                 and len(input_observation_space.shape) == 1
                 and input_observation_space.dtype == np.uint8):

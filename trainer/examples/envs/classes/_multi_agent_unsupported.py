@@ -32,7 +32,7 @@ class MultiAgentEnvPlaceholder(gym.Env):
         raise NotImplementedError(f"{name}: {MULTI_AGENT_UNSUPPORTED}")
 
 
-def multi_agent_placeholder(name: str, doc: str) -> type:
+def multi_agent_placeholder(name: str, doc: str) -> type[MultiAgentEnvPlaceholder]:
     """A stand-in class called `name` for RLlib's multi-agent env class of that name."""
     return type(name, (MultiAgentEnvPlaceholder,), {
         "__doc__": f"RLlib's `{name}` ({doc}); {MULTI_AGENT_UNSUPPORTED}.",
@@ -40,7 +40,8 @@ def multi_agent_placeholder(name: str, doc: str) -> type:
     })
 
 
-def make_multi_agent(env_name_or_creator: str | Callable[[Any], Any]) -> type:
+def make_multi_agent(env_name_or_creator: str | Callable[[Any], Any]
+                     ) -> type[MultiAgentEnvPlaceholder]:
     """RLlib's `make_multi_agent`: returns a class, as RLlib's does (so module-level
     `MultiAgentCartPole = make_multi_agent("CartPole-v1")` imports), whose construction raises
     `NotImplementedError`."""
@@ -52,7 +53,8 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], Any]) -> type:
     })
 
 
-def named_multi_agent_env(name: str, env_name_or_creator: str | Callable[[Any], Any]) -> type:
+def named_multi_agent_env(name: str, env_name_or_creator: str | Callable[[Any], Any]
+                          ) -> type[MultiAgentEnvPlaceholder]:
     """`make_multi_agent(env_name_or_creator)` as a module-level class called `name` (RLlib's
     `MultiAgentCartPole = make_multi_agent("CartPole-v1")`), whose error names it."""
     cls = make_multi_agent(env_name_or_creator)

@@ -31,6 +31,8 @@ class ActionMaskEnv(RandomEnv):
         return observation, info
 
     def step(self, action):
+        if self.valid_actions is None:
+            raise RuntimeError("ActionMaskEnv: call reset() before step()")
         if not self.valid_actions[action]:
             raise ValueError(f"Invalid action ({action}) sent to env! "
                              f"valid_actions={self.valid_actions}")

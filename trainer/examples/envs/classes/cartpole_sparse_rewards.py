@@ -4,6 +4,7 @@ used with action masking and MCTS-style state get/set)."""
 from __future__ import annotations
 
 from copy import deepcopy
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -28,24 +29,25 @@ class CartPoleSparseRewards(gym.Env):
             "action_mask": gym.spaces.Box(low=0, high=1, shape=(self.action_space.n,),
                                           dtype=np.int8),
         })
-        self.running_reward = 0
+        self.running_reward = 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.running_reward = 0
+        self.running_reward = 0.0
         observation, info = self.env.reset(seed=seed, options=options)
         return self._with_mask(observation), info
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self.running_reward += reward
+        self.running_reward += float(reward)
         score = self.running_reward if terminated else 0
         return self._with_mask(observation), score, terminated, truncated, info
 
     def set_state(self, state: tuple) -> dict:
         self.running_reward = state[1]
         self.env = deepcopy(state[0])
-        return self._with_mask(np.array(list(self.env.unwrapped.state)))
+        cartpole: Any = self.env.unwrapped  # CartPoleEnv keeps its state in `state`
+        return self._with_mask(np.array(list(cartpole.state)))
 
     def get_state(self) -> tuple:
         return deepcopy(self.env), self.running_reward

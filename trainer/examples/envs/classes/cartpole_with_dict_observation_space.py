@@ -18,9 +18,16 @@ class CartPoleWithDictObservationSpace(CartPoleEnv):
     `some_random_stuff` is noise (a uniform draw from the env's generator each step).
     """
 
+    # Dict observations where CartPoleEnv's are arrays: a subclass that changes its base's
+    # observation type, which typing cannot express, hence the ignore.
+    observation_space: gym.spaces.Dict  # type: ignore[assignment]
+
     def __init__(self, config: dict | None = None):
         super().__init__()
-        low, high = self.observation_space.low, self.observation_space.high
+        cartpole_space = CartPoleEnv().observation_space  # the bounds, before replacing it
+        if not isinstance(cartpole_space, gym.spaces.Box):
+            raise TypeError(f"CartPole's observation space is {cartpole_space}, not a Box")
+        low, high = cartpole_space.low, cartpole_space.high
         self.observation_space = gym.spaces.Dict({
             "x-pos": gym.spaces.Box(low[0], high[0], (1,), dtype=np.float32),
             "angular-pos": gym.spaces.Dict({

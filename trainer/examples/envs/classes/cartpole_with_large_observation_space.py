@@ -20,10 +20,17 @@ class CartPoleWithLargeObservationSpace(CartPoleEnv):
     CartPole's observation (its bounds, as RLlib's, are those of the cart position).
     """
 
+    # Dict observations where CartPoleEnv's are arrays: a subclass that changes its base's
+    # observation type, which typing cannot express, hence the ignore.
+    observation_space: gym.spaces.Dict  # type: ignore[assignment]
+
     def __init__(self, config: dict | None = None):
         super().__init__()
-        low, high = self.observation_space.low, self.observation_space.high
-        spaces = {
+        cartpole_space = CartPoleEnv().observation_space  # the bounds, before replacing it
+        if not isinstance(cartpole_space, gym.spaces.Box):
+            raise TypeError(f"CartPole's observation space is {cartpole_space}, not a Box")
+        low, high = cartpole_space.low, cartpole_space.high
+        spaces: dict[str, gym.Space] = {
             str(i): gym.spaces.Tuple((gym.spaces.Discrete(100),
                                       gym.spaces.Box(0, 256, shape=(30,), dtype=np.float32)))
             for i in range(NUM_NOISE_ENTRIES)

@@ -27,6 +27,8 @@ class CorrelatedActionsEnv(gym.Env):
         return self.obs, {}
 
     def step(self, action):
+        if self.obs is None:
+            raise RuntimeError("CorrelatedActionsEnv: call reset() before step()")
         a1, a2 = action
         a2 = a2[0]
         r1 = -abs(1.0 - (self.obs[0] + a1))

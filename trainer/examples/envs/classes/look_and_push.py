@@ -37,6 +37,8 @@ class LookAndPush(gym.Env):
             raise ValueError(f"LookAndPush: action {action!r} is not in {self.action_space}")
         if self._state == 4:
             return self._state, 10.0 if action and self._case else -10.0, True, False, {}
+        if self._state is None:
+            raise RuntimeError("LookAndPush: call reset() before step()")
         if action:
             self._state = 2 if self._state == 0 else self._state + 1
         elif self._state == 2:
@@ -50,8 +52,11 @@ class OneHot(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (env.observation_space.n,),
-                                                dtype=np.float32)
+        if not isinstance(env.observation_space, gym.spaces.Discrete):
+            raise ValueError(f"OneHot encodes Discrete observations; this env's are "
+                             f"{env.observation_space}")
+        self._n = int(env.observation_space.n)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self._n,), dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
@@ -62,6 +67,6 @@ class OneHot(gym.Wrapper):
         return self._encode_obs(observation), reward, terminated, truncated, info
 
     def _encode_obs(self, observation: int) -> np.ndarray:
-        encoded = np.zeros(self.env.observation_space.n, dtype=np.float32)
+        encoded = np.zeros(self._n, dtype=np.float32)
         encoded[observation] = 1.0
         return encoded

@@ -24,7 +24,7 @@ class ParametricActionsCartPole(gym.Env):
     def __init__(self, max_avail_actions: int):
         self.left_action_embed = self.np_random.standard_normal(2)
         self.right_action_embed = self.np_random.standard_normal(2)
-        self.action_space = Discrete(max_avail_actions)
+        self.action_space: Discrete = Discrete(max_avail_actions)
         self.wrapped = gym.make("CartPole-v1")
         self.observation_space = Dict({
             "action_mask": Box(0, 1, shape=(max_avail_actions,), dtype=np.int8),
@@ -33,7 +33,7 @@ class ParametricActionsCartPole(gym.Env):
         })
 
     def update_avail_actions(self) -> None:
-        n = self.action_space.n
+        n = int(self.action_space.n)
         self.action_assignments = np.zeros((n, 2), dtype=np.float32)
         self.action_mask = np.zeros(n, dtype=np.int8)
         self.left_idx, self.right_idx = (int(i) for i in

@@ -31,9 +31,9 @@ class RandomEnv(gym.Env):
         if self.static_samples:
             self.observation_sample = self.observation_space.sample()
             self.reward_sample = self.reward_space.sample()
-        self.p_terminated = config.get("p_terminated")
-        if self.p_terminated is None:
-            self.p_terminated = config.get("p_done", 0.1)
+        p_terminated = config.get("p_terminated")
+        self.p_terminated: float = (config.get("p_done", 0.1) if p_terminated is None
+                                    else p_terminated)
         self.max_episode_len = config.get("max_episode_len")
         self.check_action_bounds = config.get("check_action_bounds", False)
         self.steps = 0

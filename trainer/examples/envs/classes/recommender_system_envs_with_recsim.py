@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
+
 from trainer import register_env
 
 
-class _RecSimEnvUnavailable:
-    """Stands for one of RLlib's RecSim envs; refused when constructed."""
+class _RecSimEnvUnavailable(gym.Env):
+    """Stands for one of RLlib's RecSim envs; refused when constructed. A `gymnasium.Env`
+    subclass, as RLlib's are, so `config.environment(cls)` is accepted and the run stops on
+    this class's own message when the env is built."""
 
     recsim_env: str = ""
 

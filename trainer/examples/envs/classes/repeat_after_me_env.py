@@ -44,6 +44,7 @@ class RepeatAfterMeEnv(gym.Env):
         return self._next_obs(), reward, done, done, {}
 
     def _next_obs(self):
+        token: np.ndarray | int
         if isinstance(self.observation_space, Box):
             token = self.np_random.random(size=(2,)).astype(np.float32)
         else:

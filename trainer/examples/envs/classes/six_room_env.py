@@ -75,7 +75,7 @@ class SixRoomEnv(gym.Env):
     def __init__(self, config: dict | None = None):
         super().__init__()
         config = config or {}
-        self.map = config.get("custom_map", MAPS.get(config.get("map"), MAPS["small"]))
+        self.map = config.get("custom_map", MAPS.get(config.get("map", "small"), MAPS["small"]))
         self.time_limit = config.get("time_limit", 50)
         self.observation_space = gym.spaces.Discrete(len(self.map) * len(self.map[0]))
         self.action_space = gym.spaces.Discrete(4)

@@ -17,13 +17,20 @@ class ActionTransform(gym.ActionWrapper):
         super().__init__(env)
         self._low = low
         self._high = high
-        self.action_space = type(env.action_space)(
-            self._low, self._high, env.action_space.shape, env.action_space.dtype)
+        inner = _box_of(env)
+        self.action_space = type(inner)(self._low, self._high, inner.shape, inner.dtype)
 
     def action(self, action):
-        inner = self.env.action_space
+        inner = _box_of(self.env)
         return (action - self._low) / (self._high - self._low) * (inner.high - inner.low) + (
             inner.low)
+
+
+def _box_of(env: gym.Env) -> gym.spaces.Box:
+    if not isinstance(env.action_space, gym.spaces.Box):
+        raise ValueError(f"ActionTransform rescales Box action spaces; this env's is "
+                         f"{env.action_space}")
+    return env.action_space
 
 
 def transform_action_space(env_name_or_creator: str | Callable[[Any], gym.Env],

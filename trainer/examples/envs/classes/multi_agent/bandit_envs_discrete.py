@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +26,8 @@ class SimpleContextualBandit(gym.Env):
         return np.array([self.cur_context, -self.cur_context], dtype=np.float32), {}
 
     def step(self, action):
+        if self.cur_context is None:
+            raise RuntimeError("SimpleContextualBandit: call reset() before step()")
         rewards_for_context = {-1.0: [-10, 0, 10], 1.0: [10, 0, -10]}
         reward = rewards_for_context[self.cur_context][action]
         observation = np.array([-self.cur_context, self.cur_context], dtype=np.float32)
@@ -37,7 +40,7 @@ class LinearDiscreteEnv(gym.Env):
     (std 1/3). `env_config`: `feature_dim` (8), `num_actions` (4), `reward_noise_std` (0.01).
     Infos: `regret`, `opt_action`."""
 
-    DEFAULT_CONFIG_LINEAR = {"feature_dim": 8, "num_actions": 4, "reward_noise_std": 0.01}
+    DEFAULT_CONFIG_LINEAR: dict[str, Any] = {"feature_dim": 8, "num_actions": 4, "reward_noise_std": 0.01}
 
     def __init__(self, config: dict | None = None):
         self.config = copy.copy(self.DEFAULT_CONFIG_LINEAR)
@@ -82,7 +85,7 @@ class WheelBanditEnv(gym.Env):
     `delta` the arm of the context's quadrant pays about `mu_3` (noise std `std`). Infos:
     `regret`, `opt_action`."""
 
-    DEFAULT_CONFIG_WHEEL = {"delta": 0.5, "mu_1": 1.2, "mu_2": 1, "mu_3": 50, "std": 0.01}
+    DEFAULT_CONFIG_WHEEL: dict[str, Any] = {"delta": 0.5, "mu_1": 1.2, "mu_2": 1, "mu_3": 50, "std": 0.01}
     feature_dim = 2
     num_actions = 5
 

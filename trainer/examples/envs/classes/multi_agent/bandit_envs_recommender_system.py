@@ -37,7 +37,7 @@ class ParametricRecSys(gym.Env):
         self.user_time_budget = user_time_budget
         self.current_user_budget = user_time_budget
         embedding = gym.spaces.Box(-1.0, 1.0, shape=(self.embedding_size,), dtype=np.float32)
-        self.observation_space = gym.spaces.Dict({
+        self.observation_space: gym.spaces.Dict = gym.spaces.Dict({
             "doc": gym.spaces.Dict({str(i): embedding
                                     for i in range(self.num_docs_to_select_from)}),
             "user": embedding,
@@ -69,8 +69,10 @@ class ParametricRecSys(gym.Env):
         return self._get_obs(), {}
 
     def step(self, action):
-        scores = softmax([np.dot(self.current_user, doc)
-                          for doc in self.currently_suggested_docs])
+        if self.current_user is None:
+            raise RuntimeError("ParametricRecSys: call reset() before step()")
+        user = self.current_user
+        scores = softmax(np.array([np.dot(user, doc) for doc in self.currently_suggested_docs]))
         best_reward = np.max(scores)
         user_doc_overlaps = np.array([scores[a] for a in action] + [0.0])
         which_clicked = self.np_random.choice(np.arange(self.slate_size + 1),
@@ -99,6 +101,8 @@ class ParametricRecSys(gym.Env):
                                              for _ in range(self.num_docs_to_select_from)]
         if not response:
             response = self.observation_space["response"].sample()
+        if self.current_user is None:  # reset() draws one
+            raise RuntimeError("call reset() before the first observation")
         return {"user": self.current_user.astype(np.float32),
                 "doc": {str(i): d for i, d in enumerate(self.currently_suggested_docs)},
                 "response": response}
