@@ -185,3 +185,44 @@ def test_fragment_shorter_than_n_step_and_box_actions_fail_at_build():
             .training(n_step=3).validate()
     with pytest.raises(ValueError, match="DQN needs a Discrete action space"):
         DQNConfig().environment("Pendulum-v1").build()
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def _blas_threads_during_dqn_updates(monkeypatch) -> list[list[int]]:
+    """Trains one DQN iteration with numpy's pools at 2 threads; the pool sizes each update
+    saw. The pools are back at 2 afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    from trainer.algorithms.dqn.dqn_learner import DQNLearner
+
+    seen = []
+    original = DQNLearner.update
+
+    def recording(self, batch, **kwargs):
+        seen.append(_blas_threads())
+        return original(self, batch, **kwargs)
+
+    monkeypatch.setattr(DQNLearner, "update", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        with small_dqn().training(training_intensity=None).build() as algo:
+            algo.train()
+        assert _blas_threads() and set(_blas_threads()) == {2}
+    return seen
+
+
+def test_dqn_updates_run_on_one_blas_thread(monkeypatch):
+    # As PPO's (see UpdateThreads): numpy's pool of one thread per core stalls on a busy machine.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    seen = _blas_threads_during_dqn_updates(monkeypatch)
+    assert seen and all(threads == [1] * len(threads) for threads in seen)
+
+
+def test_dqn_updates_keep_a_blas_pool_the_user_sized(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    seen = _blas_threads_during_dqn_updates(monkeypatch)
+    assert seen and all(threads == [2] * len(threads) for threads in seen)
