@@ -197,3 +197,18 @@ def test_complete_episodes_mode_returns_only_finished_episodes():
         algo.stop()
     assert episodes and all(done and t0 == 0 for done, t0 in episodes)
     assert len(more) == 3 and all(done for done, _ in more)
+
+
+def test_a_stopped_runner_says_it_has_no_env_for_calls_that_need_one():
+    from trainer.runners.env_runner import EnvRunner
+
+    runner = EnvRunner(small_ppo(0).env_runners(num_envs_per_env_runner=2))
+    assert runner.foreach_sub_env(lambda env, context: context.vector_index) == [0, 1]
+    runner.stop()
+    assert runner.foreach_env(lambda env: env) == []  # no sub-envs to run it on
+    for call in (lambda: runner.foreach_sub_env(lambda env, context: None),
+                 lambda: runner.set_tasks([1, 2])):
+        with pytest.raises(RuntimeError, match=r"EnvRunner 0 has no env \(it was stopped"):
+            call()
+    with pytest.raises(RuntimeError, match="EnvRunner 0 has no env"):
+        runner.sample(num_timesteps=10)

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
@@ -95,6 +95,45 @@ from trainer.util.state_checks import (
 
 logger = logging.getLogger("trainer")
 
+#: Why the vector env exists where the sampling code reads it: `sample()` raises before any
+#: step when the runner has none.
+_SAMPLING_HAS_ENV = "the EnvRunner samples only with a vector env (sample() checks)"
+#: Why a sub-env's episode exists where the sampling code reads it: every sub-env gets one
+#: at the first reset, and each ended or dropped episode is replaced at once.
+_RECORD_HAS_EPISODE = "a sub-env records an episode from the first reset on"
+#: Why the vector env holds its sub-envs in this process where the sub-env guards are read:
+#: `SubEnvGuard`s wrap sub-envs in "sync" mode only, whose vector env is a `FastSyncVectorEnv`.
+_GUARDED_IS_SYNC = "sub-envs are guarded in 'sync' mode only, in a SyncVectorEnv"
+#: Why a guarded sub-env is a `SubEnvGuard`: `_make_sub_env` wraps each one in it.
+_SUB_ENV_IS_GUARDED = "restart_failed_sub_environments wraps each sub-env in a SubEnvGuard"
+
+
+class _TaskSettable(Protocol):
+    """A raw sub-env with tasks (`trainer.env.curriculum.is_task_settable`): duck-typed, as
+    RLlib's curriculum envs are, so not necessarily a `TaskSettableEnv` subclass."""
+
+    def get_task(self) -> Any: ...
+
+    def set_task(self, task: Any) -> None: ...
+
+
+def _output_observation_space(pipeline: ConnectorPipelineV2) -> gym.Space:
+    """The observation space the env-to-module pipeline gives the module (set with its input
+    spaces); a clear error for a piece that computed none."""
+    space = pipeline.observation_space
+    if space is None:
+        raise ValueError(
+            "the env-to-module connector pipeline outputs no observation space: each piece's "
+            "recompute_output_observation_space() must return a gymnasium space")
+    return space
+
+
+def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
+    """The raw env of a sub-env whose tasks the caller knows of (checked with
+    `is_task_settable`, or required by `set_tasks`, where a sub-env without them fails on the
+    missing method)."""
+    return cast(_TaskSettable, sub_env.unwrapped)
+
 
 @dataclass(slots=True)
 class SubEnvRecord:
@@ -141,7 +180,7 @@ class EnvRunner:
     def __init__(self, config: Any, env_creator: EnvCreator | None = None, *,
                  worker_index: int = 0, num_workers: int | None = None, create_env: bool = True,
                  spaces: SpaceInfo | None = None, recreated: bool = False,
-                 env_spaces: tuple | None = None, **kwargs):
+                 env_spaces: tuple[gym.Space, gym.Space] | None = None, **kwargs: Any):
         # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
         # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
         # The runner's config is its own mutable copy (RLlib's curriculum example changes its
@@ -164,13 +203,18 @@ class EnvRunner:
         self._rng = np.random.default_rng(
             seeding.runner_stream(seed, worker_index, config.in_evaluation))
         self._env_seed = seeding.runner_env_seed(seed, worker_index, config.in_evaluation)
-        self.env: gym.vector.SyncVectorEnv | None = None
+        #: The vector env: a `FastSyncVectorEnv` ("sync"), an `InfoKeepingAsyncVectorEnv`
+        #: ("async"), or the env creator's own ("vector_entry_point"); None without env.
+        self.env: gym.vector.VectorEnv | None = None
         self._recreated = recreated
         #: (observation space, action space) as the env gives them, before the connectors.
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
         self._module_obs: np.ndarray | None = None  # the pipeline's output per sub-env
+        #: The vector env's last observations, batched (the policy's input): an array, or a
+        #: dict / tuple of arrays for Dict / Tuple spaces; None before the first reset.
+        self._obs: Any = None
         self.spaces = spaces
         if spaces is None and config.observation_space is not None \
                 and config.action_space is not None:
@@ -199,7 +243,8 @@ class EnvRunner:
         self.module = config.build_module(self.spaces, seed=seed)
         self.exploration = make_exploration(config.get_exploration_config(),
                                             self.spaces.action_space(),
-                                            worker_index=worker_index, num_workers=num_workers)
+                                            worker_index=worker_index,
+                                            num_workers=self.num_workers)
         #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
         #: this runner's own steps in between (exploration schedules read it).
         self.global_timestep = 0
@@ -223,8 +268,7 @@ class EnvRunner:
                 record.task = old.task
         #: A complete-episodes sample lets the running episodes finish (see `SubEnvRecord.idle`).
         self._draining = False
-        #: The vector env's last observations, batched (the policy's input).
-        self._obs: np.ndarray | None = None
+        self._obs = None
         self._needs_reset = True
         #: (return, length, duration) of each episode ended in this sample() call, logged
         #: into the metrics together when it returns (as RLlib logs them in get_metrics()).
@@ -243,9 +287,11 @@ class EnvRunner:
         if self._env_to_module is None:  # kept when the env is re-created (its statistics)
             self._build_env_to_module()
         if self.spaces is None:
-            observation_space = (self._env_to_module.observation_space
-                                 if self._env_to_module is not None else self.env_spaces[0])
-            self.spaces = SpaceInfo.from_spaces(observation_space, self.env_spaces[1])
+            env_spaces = self.env_spaces
+            assert env_spaces is not None, "_build_vector_env() sets env_spaces"
+            observation_space = (_output_observation_space(self._env_to_module)
+                                 if self._env_to_module is not None else env_spaces[0])
+            self.spaces = SpaceInfo.from_spaces(observation_space, env_spaces[1])
         self._needs_reset = True
         self._fire_environment_created()
 
@@ -260,34 +306,35 @@ class EnvRunner:
         contexts = [self.sub_env_context(i).copy_with_overrides(
             recreated_worker=recreated or self._recreated) for i in range(self.num_envs)]
         next_step = gym.vector.AutoresetMode.NEXT_STEP
+        env: gym.vector.VectorEnv
         if self.vectorize_mode == SYNC:
-            self.env = FastSyncVectorEnv([partial(self._make_sub_env, ctx) for ctx in contexts],
-                                         autoreset_mode=next_step)
-            for i, sub_env in enumerate(self.env.envs):
+            self.env = env = FastSyncVectorEnv(
+                [partial(self._make_sub_env, ctx) for ctx in contexts], autoreset_mode=next_step)
+            for i, sub_env in enumerate(env.envs):
                 self._sub_env_created(i, sub_env, contexts[i])
         elif self.vectorize_mode == ASYNC:
             # Each sub-env is made in its child process (the creator travels by cloudpickle
             # where the start method needs it).
-            self.env = InfoKeepingAsyncVectorEnv(
+            self.env = env = InfoKeepingAsyncVectorEnv(
                 [partial(make_sub_env_in_child, self._env_creator, ctx,
                          bool(self.config.restart_failed_sub_environments))
                  for ctx in contexts],
                 autoreset_mode=next_step)
             if self.config.env_task_fn is not None:
-                run_in_children(self.env, check_task_settable_for_env_task_fn)
+                run_in_children(env, check_task_settable_for_env_task_fn)
         else:
             if self.config.env_task_fn is not None:
                 raise needs_sub_envs("environment(env_task_fn=...)", self.vectorize_mode)
-            self.env = check_vector_env(
+            self.env = env = check_vector_env(
                 self._env_creator.make_vector(contexts[0], self.num_envs),
                 self._env_creator.description)
-            if self.env.num_envs != self.num_envs:
+            if env.num_envs != self.num_envs:
                 raise ValueError(
                     f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
-                    f"{self._env_creator.description} has num_envs={self.env.num_envs}, but "
+                    f"{self._env_creator.description} has num_envs={env.num_envs}, but "
                     f"num_envs_per_env_runner={self.num_envs}")
-        self.env_spaces = (self.config.observation_space or self.env.single_observation_space,
-                           self.config.action_space or self.env.single_action_space)
+        self.env_spaces = (self.config.observation_space or env.single_observation_space,
+                           self.config.action_space or env.single_action_space)
 
     def _recreate_vector_env(self, error: BaseException, method: str) -> None:
         """"async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
@@ -308,6 +355,7 @@ class EnvRunner:
                                reduce="sum")
         for record in self._sub_env_records:
             record.prev_chunks = []
+        assert self.env is not None, _SAMPLING_HAS_ENV
         try:
             self.env.close()
         except Exception:
@@ -323,11 +371,12 @@ class EnvRunner:
         fresh episodes. An "async" vector env left waiting for its children's answers cannot
         take another call, so it is closed (its children ended) and made again."""
         self._needs_reset = True
-        waiting = getattr(self.env, "_state", None)
-        if self.vectorize_mode == ASYNC and waiting is not None and \
+        env = self.env
+        waiting = getattr(env, "_state", None)
+        if self.vectorize_mode == ASYNC and env is not None and waiting is not None and \
                 waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
             tasks = self._known_tasks()
-            self.env.close(terminate=True)
+            env.close(terminate=True)
             self._build_vector_env(recreated=True)
             if tasks is not None:
                 self.set_tasks(tasks)
@@ -335,12 +384,15 @@ class EnvRunner:
     def _build_env_to_module(self) -> None:
         factory = self.config.env_to_module_factory()
         if factory is not None:
-            pieces = call_factory(factory, self.env, self.env_spaces)
-            self._env_to_module = build_pipeline(pieces, *self.env_spaces)
+            env_spaces = self.env_spaces
+            assert env_spaces is not None, "built once the env's spaces are known"
+            pieces = call_factory(factory, self.env, env_spaces)
+            self._env_to_module = build_pipeline(pieces, *env_spaces)
 
     def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
         """Runs the env-to-module pipeline over the episodes that just got an observation and
         keeps each one's result as its sub-env's next module input."""
+        assert self._env_to_module is not None, "called only with an env-to-module pipeline"
         self._env_to_module(rl_module=self.module, batch={}, episodes=episodes,
                             explore=self.config.explore, shared_data={}, metrics=self.metrics)
         rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
@@ -378,37 +430,44 @@ class EnvRunner:
         """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
         return self.env_context.copy_with_overrides(vector_index=index)
 
-    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None):
+    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None
+                       ) -> tuple[Any, dict[str, Any]]:
         """`env.reset()` of the vector env (RLlib's name). With
         `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
         failure is logged here and the sub-env re-created by the caller."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
         if self._recreate_env_on_failure:
             try:
-                results = self.env.reset(seed=seed, options=options)
+                results = env.reset(seed=seed, options=options)
             except Exception as error:
                 self._recreate_vector_env(error, "reset")
-                results = self.env.reset(seed=seed, options=options)  # twice: the env is broken
+                env = self.env  # the new one
+                assert env is not None, "_recreate_vector_env() makes a vector env"
+                results = env.reset(seed=seed, options=options)  # twice: the env is broken
         else:
-            results = self.env.reset(seed=seed, options=options)
+            results = env.reset(seed=seed, options=options)
         if self._guarded:
             self._log_sub_env_failures("reset")
         if self._check_nan:
             self._check_finite(results[0], "observation", "reset")
         return results
 
-    def _try_env_step(self, actions):
+    def _try_env_step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]] | None:
         """`env.step(actions)` of the vector env (RLlib's name); sub-env failures as in
         `_try_env_reset`. In "async" and "vector_entry_point" mode a failure re-creates the
         whole vector env and returns None (RLlib's ENV_STEP_FAILURE): the caller starts new
         episodes."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
         if self._recreate_env_on_failure:
             try:
-                results = self.env.step(actions)
+                results = env.step(actions)
             except Exception as error:
                 self._recreate_vector_env(error, "step")
                 return None
         else:
-            results = self.env.step(actions)
+            results = env.step(actions)
         if self._guarded:
             self._log_sub_env_failures("step")
         if self._check_nan:
@@ -448,7 +507,9 @@ class EnvRunner:
     def _log_sub_env_failures(self, method: str) -> None:
         """Logs each sub-env failure of the last reset/step with its traceback, except
         `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
-        for i, sub_env in enumerate(self.env.envs):
+        env = self.env
+        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+        for i, sub_env in enumerate(env.envs):
             error = getattr(sub_env, "failure", None)
             if error is None:
                 continue
@@ -466,7 +527,7 @@ class EnvRunner:
         last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
         failure is taken out of the sub-env's info, logged (except
         `StepFailedRecreateEnvError`) and counted; returns their indices."""
-        recreated = set()
+        recreated: set[int] = set()
         for i, info in enumerate(per_env_infos):
             failure = info.pop(SUB_ENV_FAILURE_KEY, None) if info else None
             if failure is None:
@@ -485,6 +546,7 @@ class EnvRunner:
 
     def _drop_episode(self, record: SubEnvRecord) -> None:
         """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
+        assert record.episode is not None, _RECORD_HAS_EPISODE
         record.prev_chunks = []
         self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
 
@@ -504,11 +566,14 @@ class EnvRunner:
     def _recover_sub_envs(self) -> None:
         """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
         episode, and starts a new one in the new sub-env."""
-        for i, sub_env in enumerate(self.env.envs):
+        env = self.env
+        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+        for i, sub_env in enumerate(env.envs):
             error = getattr(sub_env, "failure", None)
             if error is None:
                 continue
             record = self._sub_env_records[i]
+            assert record.episode is not None, _RECORD_HAS_EPISODE
             record.prev_chunks = []
             self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
                                    reduce="lifetime_sum")
@@ -521,10 +586,11 @@ class EnvRunner:
                 pass  # a broken env may fail to close too; it is dropped either way
             context = self.env_context.copy_with_overrides(vector_index=i, recreated_worker=True)
             new_env = self._make_sub_env(context)
-            self.env.envs[i] = new_env
+            assert isinstance(new_env, SubEnvGuard), _SUB_ENV_IS_GUARDED
+            env.envs[i] = new_env
             self._sub_env_created(i, new_env, context)
-            if task is not None:
-                new_env.unwrapped.set_task(task[0])  # the new sub-env keeps the current task
+            if task is not None:  # the new sub-env keeps the current task
+                _with_tasks(new_env).set_task(task[0])
             observation, infos = new_env.reset()
             if new_env.failure is not None:  # an env that cannot even start: the runner fails
                 raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
@@ -532,9 +598,32 @@ class EnvRunner:
                                    ) from new_env.failure
             self._obs[i] = observation
             record.awaiting_reset = False
-            self.env._autoreset_envs[i] = False
+            env._autoreset_envs[i] = False
             self._create_episode(i)
             self._begin_episode(i, observation, infos)
+
+    def _require_env(self, what: str) -> gym.vector.VectorEnv:
+        """The vector env, for `what`; a clear error when this runner has none."""
+        if self.env is None:
+            raise RuntimeError(
+                f"EnvRunner {self.worker_index} has no env (it was stopped, or it is the local "
+                "runner of worker processes without "
+                f".env_runners(create_env_on_local_worker=True)): {what} needs one")
+        return self.env
+
+    def _sync_env(self, what: str) -> gym.vector.SyncVectorEnv:
+        """The vector env of "sync" mode, whose sub-envs live in this process (`env.envs`)."""
+        env = self._require_env(what)
+        assert isinstance(env, gym.vector.SyncVectorEnv), (
+            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps a SyncVectorEnv")
+        return env
+
+    def _async_env(self, what: str) -> gym.vector.AsyncVectorEnv:
+        """The vector env of "async" mode, whose sub-envs live in child processes."""
+        env = self._require_env(what)
+        assert isinstance(env, gym.vector.AsyncVectorEnv), (
+            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps an AsyncVectorEnv")
+        return env
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
         """`func(sub_env)` for every sub-env (the raw env, `env.envs[i].unwrapped`, so its own
@@ -550,11 +639,11 @@ class EnvRunner:
         """`func(raw_sub_env, its_env_context)` for every sub-env, in sub-env order (see
         `foreach_env`); `what` names the caller in the error of "vector_entry_point" mode."""
         if self.vectorize_mode == ASYNC:
-            return run_in_children(self.env, func)
+            return run_in_children(self._async_env(what), func)
         if self.vectorize_mode == VECTOR_ENTRY_POINT:
             raise needs_sub_envs(what, self.vectorize_mode)
         return [func(sub_env.unwrapped, self.sub_env_context(i))
-                for i, sub_env in enumerate(self.env.envs)]
+                for i, sub_env in enumerate(self._sync_env(what).envs)]
 
     # -- tasks (curriculum) ------------------------------------------------------------------
     @staticmethod
@@ -564,7 +653,7 @@ class EnvRunner:
         if not is_task_settable(env):
             return None
         try:
-            return (env.get_task(),)
+            return (_with_tasks(sub_env).get_task(),)
         except Exception as error:
             logger.warning("%s.get_task() raised %s: %s", type(env).__qualname__,
                            type(error).__name__, error)
@@ -576,13 +665,14 @@ class EnvRunner:
         if self.env is None or self.vectorize_mode == VECTOR_ENTRY_POINT:
             return None
         if self.vectorize_mode == ASYNC:
-            tasks = run_in_children(self.env, task_if_settable)
+            tasks = run_in_children(self._async_env("get_tasks()"), task_if_settable)
             if any(isinstance(task, str) and task == NO_TASK for task in tasks):
                 return None
-        elif not is_task_settable(self.env.envs[0].unwrapped):
-            return None
         else:
-            tasks = [sub_env.unwrapped.get_task() for sub_env in self.env.envs]
+            sub_envs = self._sync_env("get_tasks()").envs
+            if not is_task_settable(sub_envs[0].unwrapped):
+                return None
+            tasks = [_with_tasks(sub_env).get_task() for sub_env in sub_envs]
         self._remember_tasks(tasks)
         return list(tasks)
 
@@ -593,11 +683,11 @@ class EnvRunner:
                              f"{self.num_envs} sub-envs")
         if self.vectorize_mode == VECTOR_ENTRY_POINT:
             raise needs_sub_envs("setting the sub-envs' tasks", self.vectorize_mode)
-        if self.vectorize_mode == ASYNC:
-            self.env.set_attr("trainer_task", list(tasks))  # one value per child process
+        if self.vectorize_mode == ASYNC:  # one value per child process
+            self._async_env("set_tasks()").set_attr("trainer_task", list(tasks))
         else:
-            for sub_env, task in zip(self.env.envs, tasks, strict=True):
-                sub_env.unwrapped.set_task(task)
+            for sub_env, task in zip(self._sync_env("set_tasks()").envs, tasks, strict=True):
+                _with_tasks(sub_env).set_task(task)
         self._remember_tasks(tasks)
 
     def apply_env_task_fn(self, env_task_fn: Callable, train_results: dict) -> list:
@@ -620,9 +710,8 @@ class EnvRunner:
 
     def _known_tasks(self) -> list | None:
         """The sub-envs' tasks as last read or set, or None when not known."""
-        if any(record.task is None for record in self._sub_env_records):
-            return None
-        return [record.task[0] for record in self._sub_env_records]
+        known = [record.task[0] for record in self._sub_env_records if record.task is not None]
+        return known if len(known) == len(self._sub_env_records) else None
 
     # -- state (checkpoints, exact resume; its format: trainer.runners.runner_state) ---------
     def get_state(self, components: Any = None, *, not_components: Any = None,
@@ -711,7 +800,7 @@ class EnvRunner:
             self._restore_sampling(state["sampling"])
 
     def _sampling_state(self) -> dict:
-        action_space_rng = self.env.action_space._np_random
+        action_space_rng = self._require_env("the sampling state").action_space._np_random
         rng_state = None if action_space_rng is None else generator_state(action_space_rng)
         if self.vectorize_mode == "vector_entry_point":
             # One vector env, whose copies are not reachable one by one: its state is not
@@ -724,14 +813,17 @@ class EnvRunner:
                 "uncaptured": {"all": f"gym_env_vectorize_mode={self.vectorize_mode!r}"},
                 "episodes": [], "prev_chunks": {},
             }
+        autoreset: list[bool] | np.ndarray
         if self.vectorize_mode == "async":  # captured in each sub-env's child process
-            captures = list(self.env.get_attr("trainer_env_state"))
+            captures = list(self._async_env("the sampling state").get_attr("trainer_env_state"))
             autoreset = [record.child_autoreset for record in self._sub_env_records]
         else:
-            captures = [capture_env_state(sub_env) for sub_env in self.env.envs]
-            autoreset = self.env._autoreset_envs
+            env = self._sync_env("the sampling state")
+            captures = [capture_env_state(sub_env) for sub_env in env.envs]
+            autoreset = env._autoreset_envs
         records = self._sub_env_records
-        sub_envs, uncaptured = [], {}
+        sub_envs: list[list[dict] | None] = []
+        uncaptured: dict[str, str] = {}
         for i, (captured, reason) in enumerate(captures):
             sub_envs.append(captured)
             if reason is not None:
@@ -745,8 +837,10 @@ class EnvRunner:
             "sub_envs": sub_envs, "uncaptured": uncaptured,
             "episodes": [None if record.episode is None else record.episode.get_state()
                          for record in records],
+            # Only an episode under way has earlier chunks.
             "prev_chunks": {record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
-                            for record in records if record.prev_chunks},
+                            for record in records
+                            if record.prev_chunks and record.episode is not None},
         }
 
     def _restore_sampling(self, state: dict) -> None:
@@ -769,15 +863,21 @@ class EnvRunner:
             self._needs_reset = True
             return
         self._env_seed = state["env_seed"]
+        what = "restoring the sampling state"
         if state["action_space_rng"] is not None:
-            self.env.action_space._np_random = new_generator(state["action_space_rng"])
+            self._require_env(what).action_space._np_random = new_generator(
+                state["action_space_rng"])
         in_children = self.vectorize_mode == "async"
+        reasons: tuple[str | None, ...] | list[str | None]
+        # `async_env` in "async" mode, `sync_env` in the others (each used under its mode).
         if in_children:
-            self.env.set_attr("trainer_env_state", list(state["sub_envs"]))
-            reasons = self.env.get_attr("trainer_restore_reason")
+            async_env = self._async_env(what)
+            async_env.set_attr("trainer_env_state", list(state["sub_envs"]))
+            reasons = async_env.get_attr("trainer_restore_reason")
         else:
+            sync_env = self._sync_env(what)
             reasons = [None if captured is None else restore_env_state(sub_env, captured)
-                       for sub_env, captured in zip(self.env.envs, state["sub_envs"],
+                       for sub_env, captured in zip(sync_env.envs, state["sub_envs"],
                                                     strict=True)]
         restart = []
         for i, captured in enumerate(state["sub_envs"]):
@@ -799,9 +899,9 @@ class EnvRunner:
         if in_children:  # the new children owe the autoresets the old ones would have done
             for record, flag in zip(records, autoreset.tolist(), strict=False):
                 record.child_autoreset = flag
-            self.env.set_attr("trainer_pending_reset", autoreset.tolist())
+            async_env.set_attr("trainer_pending_reset", autoreset.tolist())
         else:
-            self.env._autoreset_envs = autoreset
+            sync_env._autoreset_envs = autoreset
         for i, episode_state in enumerate(state["episodes"]):
             self._create_episode(i, resumed_episode(episode_state))
         # The chunks are saved by episode id: each goes back to the sub-env running that episode.
@@ -811,8 +911,8 @@ class EnvRunner:
             if record.episode is not None:
                 record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
         if in_children and restart:
-            self.env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
-            resets = self.env.call("trainer_reset_if_flagged")
+            async_env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
+            resets = async_env.call("trainer_reset_if_flagged")
         for i in restart:
             record = records[i]
             self._create_episode(i)  # the restored episode and its chunks are dropped
@@ -820,8 +920,8 @@ class EnvRunner:
                 observation, infos = resets[i]
                 record.child_autoreset = False
             else:
-                observation, infos = self.env.envs[i].reset()
-                self.env._autoreset_envs[i] = False
+                observation, infos = sync_env.envs[i].reset()
+                sync_env._autoreset_envs[i] = False
             self._obs[i] = observation
             record.awaiting_reset = False
             self._begin_episode(i, observation, infos)
@@ -845,6 +945,7 @@ class EnvRunner:
     def make_module(self) -> None:
         """Builds the runner's policy module anew from its config (fresh weights: the next
         weight sync brings the learner's)."""
+        assert self.spaces is not None, "__init__ sets the spaces"
         self.module = self.config.build_module(self.spaces, seed=self.config.seed)
 
     @property
@@ -875,15 +976,17 @@ class EnvRunner:
         """RLlib's spaces dict: "__env__" (the vector env's batched spaces, when this runner has
         envs), "__env_single__" (one sub-env's spaces) and the module's id (the module's
         observation space, after the env-to-module connectors, and the action space)."""
+        assert self.spaces is not None, "__init__ sets the spaces"
+        env_spaces = self.env_spaces
         if self._env_to_module is not None:
-            module_observation_space = self._env_to_module.observation_space
-        elif self.env_spaces is not None:
-            module_observation_space = self.env_spaces[0]
+            module_observation_space = _output_observation_space(self._env_to_module)
+        elif env_spaces is not None:
+            module_observation_space = env_spaces[0]
         else:
             module_observation_space = self.spaces.observation_space()
         spaces = {DEFAULT_MODULE_ID: (module_observation_space, self.spaces.action_space())}
-        if self.env_spaces is not None:
-            spaces[INPUT_ENV_SINGLE_SPACES] = tuple(self.env_spaces)
+        if env_spaces is not None:
+            spaces[INPUT_ENV_SINGLE_SPACES] = (env_spaces[0], env_spaces[1])
         if self.env is not None:
             spaces[INPUT_ENV_SPACES] = (self.env.observation_space, self.env.action_space)
         return spaces
@@ -946,7 +1049,8 @@ class EnvRunner:
             episode.drop_temporary_timestep_data()
         return samples
 
-    def _sample_timesteps(self, num_timesteps, explore, random_actions, force_reset):
+    def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool,
+                          force_reset: bool) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
         done: list[SingleAgentEpisode] = []
@@ -958,6 +1062,7 @@ class EnvRunner:
         chunks = []
         for record in self._sub_env_records:
             episode = record.episode
+            assert episode is not None, _RECORD_HAS_EPISODE
             if len(episode) == 0:
                 continue
             successor = episode.cut()
@@ -967,7 +1072,8 @@ class EnvRunner:
             record.prev_chunks.append(episode)
         return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
 
-    def _sample_complete_episodes(self, min_timesteps, explore, random_actions):
+    def _sample_complete_episodes(self, min_timesteps: int, explore: bool,
+                                  random_actions: bool) -> list[SingleAgentEpisode]:
         self._reset_all()
         done: list[SingleAgentEpisode] = []
         steps = 0
@@ -984,7 +1090,8 @@ class EnvRunner:
         self._needs_reset = True
         return EpisodeList(done)
 
-    def _sample_episodes(self, num_episodes, explore, random_actions):
+    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool
+                         ) -> list[SingleAgentEpisode]:
         self._reset_all()
         done: list[SingleAgentEpisode] = []
         steps = 0
@@ -1009,12 +1116,14 @@ class EnvRunner:
         if restored is None and self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", record.event_kwargs)
 
-    def _begin_episode(self, env_index: int, observation, infos: dict) -> None:
+    def _begin_episode(self, env_index: int, observation: Any, infos: dict) -> None:
         """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
         record = self._sub_env_records[env_index]
-        record.episode.add_env_reset(observation, infos)
+        episode = record.episode
+        assert episode is not None, "_create_episode() comes first"
+        episode.add_env_reset(observation, infos)
         if self._env_to_module is not None:
-            self._to_module([record.episode], [env_index])
+            self._to_module([episode], [env_index])
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", record.event_kwargs)
 
@@ -1040,16 +1149,21 @@ class EnvRunner:
         if self._guarded:
             self._recover_sub_envs()
 
-    def _step(self, explore: bool, random_actions: bool, done: list) -> int:
+    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]
+              ) -> int:
         """One step of every sub-env; finished episodes are appended to `done`."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
         if random_actions:
-            actions = self.env.action_space.sample()
+            actions = env.action_space.sample()
             env_actions = actions
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
         else:
             observations = self._obs if self._env_to_module is None else self._module_obs
-            dist_inputs = self.module.dist_inputs(self.spaces.preprocess(observations))
+            spaces = self.spaces
+            assert spaces is not None, "__init__ sets the spaces"
+            dist_inputs = self.module.dist_inputs(spaces.preprocess(observations))
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
                 timestep=self.global_timestep, explore=explore)
@@ -1066,7 +1180,7 @@ class EnvRunner:
                 record.child_autoreset = ended
         num_envs = self.num_envs
         obs_rows = unbatch(obs, num_envs)
-        per_env_infos = sub_env_infos(self.env, infos, num_envs)
+        per_env_infos = sub_env_infos(env, infos, num_envs)
         recreated = self._take_child_failures(per_env_infos) if self._child_guarded else ()
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
@@ -1080,12 +1194,18 @@ class EnvRunner:
         stepped_indices: list[int] = []
         ended_indices: list[int] = []
         guarded = self._guarded
+        if guarded:
+            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+            sub_envs = env.envs  # read only when guarded
         for i, record in enumerate(records):
             if record.idle:
                 continue
-            if guarded and self.env.envs[i].failure is not None:
-                record.awaiting_reset = False  # re-created after this loop
-                continue
+            if guarded:
+                guard = sub_envs[i]
+                assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
+                if guard.failure is not None:
+                    record.awaiting_reset = False  # re-created after this loop
+                    continue
             if recreated and i in recreated:
                 # Re-created in its child process ("async"): this step was the new sub-env's
                 # reset. Its episode is dropped (unless it had not started) and one begins.
@@ -1100,7 +1220,9 @@ class EnvRunner:
                 record.awaiting_reset = False
                 self._begin_episode(i, obs_rows[i], per_env_infos[i])
                 continue
-            record.episode.record_sampled_step(
+            episode = record.episode
+            assert episode is not None, _RECORD_HAS_EPISODE
+            episode.record_sampled_step(
                 obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
                 terminated_list[i], truncated_list[i], logp_list[i], dist_rows[i])
             if fire_with is not None:
@@ -1109,10 +1231,16 @@ class EnvRunner:
             if terminated_list[i] or truncated_list[i]:
                 ended_indices.append(i)
         if self._env_to_module is not None and stepped_indices:
-            self._to_module([records[i].episode for i in stepped_indices], stepped_indices)
+            stepped_episodes: list[SingleAgentEpisode] = []
+            for i in stepped_indices:
+                episode = records[i].episode
+                assert episode is not None, _RECORD_HAS_EPISODE
+                stepped_episodes.append(episode)
+            self._to_module(stepped_episodes, stepped_indices)
         for i in ended_indices:
             record = records[i]
             episode = record.episode
+            assert episode is not None, _RECORD_HAS_EPISODE
             self._finish_episode(record)
             # Numpy'ized now, as RLlib does, while its rows are still in the CPU's caches (at
             # the end of a 10k-step sample, converting ~500 episodes cost twice as much).
@@ -1133,6 +1261,7 @@ class EnvRunner:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier
         chunks) and notes its return, length and duration for the metrics."""
         episode, prev_chunks = record.episode, record.prev_chunks
+        assert episode is not None, _RECORD_HAS_EPISODE
         record.prev_chunks = []
         if self._callbacks.has("on_episode_end"):
             self._callbacks.fire_with("on_episode_end", {**record.event_kwargs,
@@ -1199,13 +1328,13 @@ class EnvRunner:
         `num_env_steps_sampled`) start over."""
         return self.metrics.reduce()
 
-    def sample_with_metrics(self, **sample_kwargs) -> tuple[list[SingleAgentEpisode], dict,
+    def sample_with_metrics(self, **sample_kwargs: Any) -> tuple[list[SingleAgentEpisode], dict,
                                                             dict | None]:
         """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
         return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
 
-    def sample_metrics_only(self, **sample_kwargs) -> dict:
+    def sample_metrics_only(self, **sample_kwargs: Any) -> dict:
         """`sample()`, returning only `get_metrics()` (evaluation needs no episodes)."""
         self.sample(**sample_kwargs)
         return self.get_metrics()

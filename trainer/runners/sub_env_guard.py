@@ -10,7 +10,7 @@ every sub-env whose guard holds one and drops its episode (`EnvRunner._recover_s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -24,7 +24,8 @@ class SubEnvGuard(gym.Wrapper):
         self.failure: BaseException | None = None
         self._last_observation: Any = None
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[Any, dict[str, Any]]:
         try:
             observation, info = self.env.reset(seed=seed, options=options)
         except Exception as error:
@@ -32,7 +33,7 @@ class SubEnvGuard(gym.Wrapper):
         self._last_observation = observation
         return observation, info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         try:
             observation, reward, terminated, truncated, info = self.env.step(action)
         except Exception as error:
@@ -40,7 +41,8 @@ class SubEnvGuard(gym.Wrapper):
         self._last_observation = observation
         return observation, reward, terminated, truncated, info
 
-    def _failed(self, error: BaseException):
+    def _failed(self, error: BaseException) -> Any:
+        """Records `error`; the observation to return in place of the failed call's."""
         self.failure = error
         if self._last_observation is not None:
             return self._last_observation

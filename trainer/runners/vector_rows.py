@@ -18,8 +18,8 @@ def unbatch(batched: Any, n: int) -> Any:
         columns = {key: unbatch(value, n) for key, value in batched.items()}
         return [{key: column[i] for key, column in columns.items()} for i in range(n)]
     if isinstance(batched, tuple):
-        columns = [unbatch(value, n) for value in batched]
-        return [tuple(column[i] for column in columns) for i in range(n)]
+        parts = [unbatch(value, n) for value in batched]
+        return [tuple(part[i] for part in parts) for i in range(n)]
     return list(batched)  # a column inside a dict or tuple
 
 
