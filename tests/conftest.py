@@ -3,7 +3,6 @@
 import pytest
 
 from trainer.named_objects import shutdown_named_objects
-from trainer.testing import env_runner_pids as live_worker_pids  # noqa: F401
 from trainer.testing import no_env_runner_orphans  # noqa: F401
 
 

@@ -6,10 +6,10 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import live_worker_pids
 from helpers import small_ppo
 
 from trainer import EnvRunnerTimeout, register_env
+from trainer.testing import env_runner_pids as live_worker_pids
 
 
 class CorridorEnv(gym.Env):

@@ -21,6 +21,8 @@ import trainer
 from trainer import launcher
 from trainer.launcher import RLlibNotAvailable, table
 
+pytestmark = pytest.mark.cli
+
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 240
 
@@ -196,6 +198,7 @@ def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
     assert "python -m trainer run --ray" in result.stderr
 
 
+@pytest.mark.ray
 @pytest.mark.skipif(importlib.machinery.PathFinder.find_spec("ray") is None,
                     reason="needs the installed Ray (the test extra)")
 def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
@@ -212,6 +215,7 @@ def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
     assert "mapped True" in result.stdout
 
 
+@pytest.mark.ray
 def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):
     """RLlib 2.60's own `examples/envs/custom_gym_env.py` (SimpleCorridor through
     `get_trainable_cls`, `run_rllib_example_script_experiment`), one small iteration."""
@@ -426,6 +430,7 @@ def _wheel_examples() -> Path:
     return Path(spec.submodule_search_locations[0]) / "rllib" / "examples"
 
 
+@pytest.mark.ray
 def test_bench_ci_args_name_example_files_of_the_wheel():
     sys.path.insert(0, str(REPO))
     try:
@@ -439,6 +444,7 @@ def test_bench_ci_args_name_example_files_of_the_wheel():
     assert not any("/classes/" in s or s.endswith("__init__.py") for s in scripts)
 
 
+@pytest.mark.ray
 def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
     _wheel_examples()
     env = dict(os.environ, PYTHONPATH=str(REPO))
