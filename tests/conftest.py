@@ -1,9 +1,34 @@
-"""Every test must end every worker process it started: the toolkit's own fixture checks it."""
+"""Every test must end every worker process it started: the toolkit's own fixture checks it.
+
+The markers of the test tiers (registered in pyproject.toml) are set in the test files, except
+in tests/rllib/, whose files stay as RLlib wrote them: every test there is marked `rllib` here,
+and those of the slow files `slow`."""
+
+from pathlib import Path
 
 import pytest
 
 from trainer.named_objects import shutdown_named_objects
 from trainer.testing import no_env_runner_orphans  # noqa: F401
+
+RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
+#: Files of tests/rllib/ whose tests start Ray (`ray.init()`): marked `ray` and `slow`.
+RLLIB_RAY_FILES = {"test_single_agent_env_runner.py"}
+#: Files of tests/rllib/ left out of the fast tier: trainings of many iterations with failing
+#: EnvRunners, evaluation rounds, RLlib's example scripts in subprocesses.
+RLLIB_SLOW_FILES = {"test_algorithm.py", "test_env_runner_failures.py", "test_examples.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if RLLIB_TESTS not in item.path.parents:
+            continue
+        item.add_marker(pytest.mark.rllib)
+        if item.path.name in RLLIB_RAY_FILES:
+            item.add_marker(pytest.mark.ray)
+        if item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -90,7 +90,7 @@ def run_cli(*args: str, cwd, timeout: float = 120,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _gone(pids: list[int], timeout: float = 5.0) -> bool:
+def _gone(pids: list[int], timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not any(os.path.exists(f"/proc/{pid}") for pid in pids):

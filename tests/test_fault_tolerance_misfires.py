@@ -109,6 +109,11 @@ _STUCK_IN_C = textwrap.dedent("""
 """)
 
 
+def _cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def _alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as stat:
@@ -124,11 +129,14 @@ def test_a_worker_stuck_in_c_code_dies_with_a_killed_training_process(tmp_path):
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         worker_pid = int(process.stdout.readline())
-        time.sleep(1.5)  # the worker is inside the regex now
-        assert _alive(worker_pid)
+        # A second of CPU since it was built: nothing but the regex takes the worker that long.
+        started, deadline = _cpu_seconds(worker_pid), time.monotonic() + 120
+        while _cpu_seconds(worker_pid) < started + 1.0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _cpu_seconds(worker_pid) >= started + 1.0, "the worker never reached the regex"
         os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-        deadline = time.monotonic() + 5
+        process.wait(timeout=60)
+        deadline = time.monotonic() + 30
         while _alive(worker_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(worker_pid), "the worker outlived the killed training process"

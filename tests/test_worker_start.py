@@ -41,7 +41,7 @@ def _remote(algo, func):
     return algo.env_runner_group.foreach_env_runner(func, local_env_runner=False)
 
 
-def _wait_gone(pids, timeout_s=5.0) -> list[int]:
+def _wait_gone(pids, timeout_s=30.0) -> list[int]:
     deadline = time.monotonic() + timeout_s
     alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
     while alive and time.monotonic() < deadline:
