@@ -2,8 +2,9 @@
 
 The markers of the test tiers (registered in pyproject.toml) are set in the test files, except
 in tests/rllib/, whose files stay as RLlib wrote them: every test there is marked `rllib` here,
-and those of the slow files `slow`."""
+and the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is not installed."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,18 +18,31 @@ RLLIB_RAY_FILES = {"test_single_agent_env_runner.py"}
 #: Files of tests/rllib/ left out of the fast tier: trainings of many iterations with failing
 #: EnvRunners, evaluation rounds, RLlib's example scripts in subprocesses.
 RLLIB_SLOW_FILES = {"test_algorithm.py", "test_env_runner_failures.py", "test_examples.py"}
+#: Single slow tests of the other files of tests/rllib/ (file name, test name).
+RLLIB_SLOW_TESTS = {
+    ("test_episode_replay_buffer.py", "test_episode_replay_buffer_sample_logic"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
+    ("test_prioritized_episode_buffer.py",
+     "test_buffer_sample_logic_with_infos_and_extra_model_output"),
+}
+NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if RLLIB_TESTS not in item.path.parents:
-            continue
-        item.add_marker(pytest.mark.rllib)
-        if item.path.name in RLLIB_RAY_FILES:
-            item.add_marker(pytest.mark.ray)
-        if item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES:
-            item.add_marker(pytest.mark.slow)
+        if RLLIB_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.rllib)
+            if item.path.name in RLLIB_RAY_FILES:
+                item.add_marker(pytest.mark.ray)
+            if (item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES
+                    or (item.path.name, item.originalname) in RLLIB_SLOW_TESTS):
+                item.add_marker(pytest.mark.slow)
+    if importlib.util.find_spec("ray") is None:
+        for item in items:
+            if item.get_closest_marker("ray"):
+                item.add_marker(NO_RAY)
 
 
 @pytest.fixture(autouse=True)

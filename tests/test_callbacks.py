@@ -70,6 +70,7 @@ def read_log(path):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, num_env_runners):
     log_path = tmp_path / "events.jsonl"

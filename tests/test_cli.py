@@ -142,6 +142,7 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
         assert (run / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues(tmp_path):
     # The README's main job: PPO on CartPole with RLlib's tuned-example settings.
     cli = Cli(cwd=tmp_path)
@@ -182,6 +183,7 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
     assert results[-1]["iterations_since_restore"] == 1
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
     # RLlib's default PPO settings: iterations of a few seconds.
     cli = Cli("--output-dir", "run", "--preset", "none", cwd=tmp_path)
@@ -201,6 +203,7 @@ def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
             "reward_threshold)") in cli.output
 
 
+@pytest.mark.slow
 def test_sigterm_saves_like_ctrl_c(tmp_path):
     cli = Cli(*SMALL_PPO, "--output-dir", "run", "--checkpoint-frequency", "0", cwd=tmp_path)
     cli.wait_for(r"^iter +2 \|")
@@ -210,6 +213,7 @@ def test_sigterm_saves_like_ctrl_c(tmp_path):
     assert (tmp_path / "run" / f"checkpoint_{last:06d}" / "metadata.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
     controller, terminal = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "trainer", *SMALL_PPO, "--stop-iters", "3",
@@ -240,6 +244,7 @@ def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
                                   f"{tmp_path / 'run' / 'checkpoint_000003'}")
 
 
+@pytest.mark.slow
 def test_evaluate_runs_episodes_greedy_or_exploring(trained_run):
     run, _ = trained_run
     greedy = [json.loads(run_cli("evaluate", str(run), "--episodes", "3", "--seed", "7",
@@ -262,6 +267,7 @@ def test_evaluate_runs_episodes_greedy_or_exploring(trained_run):
                      done.stdout, re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["gif", "mp4"])
 def test_evaluate_records_a_video(trained_run, tmp_path, suffix):
     pytest.importorskip("pygame", reason=NEEDS_VIDEO)
@@ -288,6 +294,7 @@ def test_evaluate_records_a_video(trained_run, tmp_path, suffix):
     assert not list(tmp_path.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 def test_inspect_a_run_folder_and_a_checkpoint(trained_run, tmp_path):
     run, _ = trained_run
     done = run_cli("inspect", str(run), cwd=tmp_path)
@@ -313,6 +320,7 @@ def test_inspect_a_run_folder_and_a_checkpoint(trained_run, tmp_path):
     assert "learner.msgpack" in done.stderr
 
 
+@pytest.mark.slow
 def test_config_file_in_toml_with_tables_callbacks_and_stop(tmp_path):
     (tmp_path / "my_callbacks.py").write_text(
         "from callbacks import RLlibCallback\n"
@@ -338,6 +346,7 @@ def test_config_file_in_toml_with_tables_callbacks_and_stop(tmp_path):
     assert json.loads(results[-1])["env_runners"]["episodes_seen"] > 0
 
 
+@pytest.mark.slow
 def test_config_file_in_json_with_algo_and_flat_keys(tmp_path):
     (tmp_path / "dqn.json").write_text(json.dumps({
         "algo": "DQN", "num_env_runners": 0, "model": {"fcnet_hiddens": [8]},
@@ -350,6 +359,7 @@ def test_config_file_in_json_with_algo_and_flat_keys(tmp_path):
                      done.stdout)
 
 
+@pytest.mark.slow
 def test_an_existing_run_folder_is_not_overwritten(trained_run):
     run, _ = trained_run
     done = run_cli(*SMALL_PPO, "--output-dir", str(run), cwd=run.parent)
@@ -414,6 +424,7 @@ def test_resume_refuses_flags_that_change_settings(trained_run, capsys):
     assert "argument --lr: a resumed run keeps its own settings" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
     code = ("import sys; sys.modules['matplotlib'] = None; from trainer.cli import main; "
             f"sys.exit(main({[*SMALL_PPO, '--stop-iters', '1', '--output-dir', 'run']!r}))")
@@ -424,6 +435,7 @@ def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
     assert not (tmp_path / "run" / "learning_curve.png").exists()
 
 
+@pytest.mark.slow
 def test_log_level_reaches_the_standard_logging_module(tmp_path):
     done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", "--log-level", "INFO",
                    cwd=tmp_path)
@@ -434,6 +446,7 @@ def test_log_level_reaches_the_standard_logging_module(tmp_path):
     assert "INFO" not in quiet.stderr  # the default is WARN
 
 
+@pytest.mark.slow
 def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "localrl")
     assert os.path.exists(script), "pip install -e . installs the localrl command"
@@ -488,6 +501,7 @@ def _children(pid: int) -> list[int]:
         return [int(child) for child in handle.read().split()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trained_run, tmp_path,
                                                                  signal_number):
@@ -506,6 +520,7 @@ def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trai
     assert _gone(encoders)
 
 
+@pytest.mark.slow
 def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle(
         tmp_path):
     # DQN on CartPole: RLlib's cartpole_dqn.py (prioritized replay, n-step (2, 5), 256 + 256).
@@ -546,6 +561,7 @@ def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_withou
         algo.stop()
 
 
+@pytest.mark.slow
 def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_path):
     done = run_cli("--env", "Acrobot-v1", "--stop-iters", "1", "--train-batch-size", "200",
                    "--minibatch-size", "100", "--num-epochs", "1", "--output-dir", "run",
@@ -581,6 +597,7 @@ def _tensorboard_scalars(run) -> dict[str, list[tuple[int, float]]]:
     return scalars
 
 
+@pytest.mark.slow
 def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(tmp_path):
     pytest.importorskip("tensorboardX", reason=NEEDS_TENSORBOARD)
     done = run_cli(*SMALL_PPO, "--stop-iters", "3", "--output-dir", "run", cwd=tmp_path)
@@ -601,6 +618,7 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
             "env_steps/env_runners/episode_len_mean"} <= set(scalars)
 
 
+@pytest.mark.slow
 def test_tensorboard_event_files_without_importing_torch_or_boto3(tmp_path):
     pytest.importorskip("tensorboardX", reason=NEEDS_TENSORBOARD)
     # Stand-ins for torch and boto3 that leave a file when imported: tensorboardX imports the
@@ -641,6 +659,7 @@ def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
     assert not any(isinstance(finder, _KeepOut) for finder in sys.meta_path)
 
 
+@pytest.mark.slow
 def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
     # Stand-ins: a tensorboardX that imports torch unconditionally, and a torch.
     (tmp_path / "tensorboardX").mkdir()
@@ -656,6 +675,7 @@ def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
     assert done.stdout.split() == [str(tmp_path / "tensorboardX" / "__init__.py"), "True"]
 
 
+@pytest.mark.slow
 def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):
     # --hiddens and --activation both apply (each used to replace the other's model config),
     # and over the CartPole preset they keep its vf_share_layers=True.

@@ -158,6 +158,7 @@ def test_env_task_fn_on_an_env_without_tasks_fails_at_build():
         config.build()
 
 
+@pytest.mark.slow
 def test_the_docs_dict_config_with_env_task_fn():
     def curriculum_fn(train_results, task_settable_env, env_ctx):
         current_task = task_settable_env.get_task()

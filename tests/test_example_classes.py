@@ -482,6 +482,7 @@ def test_protobuf_cartpole_trains_through_its_decoder_connector():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_env_using_a_named_parameter_server_on_a_worker_process():
     env_using_remote_actor.ParameterStorage.options(name="param-server").remote()
     algo = _tiny_ppo(env_using_remote_actor.CartPoleWithRemoteParamServer).build()
@@ -511,6 +512,7 @@ class RenderedFrames(EnvRenderCallback):
         self.worst_episode_and_return = (None, float("inf"))
 
 
+@pytest.mark.slow
 def test_env_render_callback_keeps_the_best_and_worst_episodes_frames():
     algo = (_tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"})
             .callbacks(RenderedFrames)).build()
@@ -533,6 +535,7 @@ def _metrics_logger_has_item_series() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _metrics_logger_has_item_series(),
                     reason="EnvRenderCallback logs with reduce='item_series', which this "
                            "MetricsLogger does not have yet")

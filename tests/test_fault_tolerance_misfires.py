@@ -19,6 +19,7 @@ from trainer.errors import EnvRunnerTimeout
 from trainer.testing import FaultInjectionEnv, kill_env_runner
 
 
+@pytest.mark.slow
 def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
     """p=0.003 per step and 400-step samples: most samples fail before they finish, often 3
     times in a row; with max_num_env_runner_restarts set, RLlib keeps restarting, and so does
@@ -57,6 +58,7 @@ class HangingResetEnv(gym.Env):
         raise AssertionError("never reached")
 
 
+@pytest.mark.slow
 def test_a_hanging_reset_is_reported_after_a_few_attempts_with_where_it_hung():
     config = (small_ppo(1).environment(HangingResetEnv)
               .env_runners(sample_timeout_s=1.0)
@@ -122,6 +124,7 @@ def _alive(pid):
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_worker_stuck_in_c_code_dies_with_a_killed_training_process(tmp_path):
     script = tmp_path / "stuck.py"

@@ -130,6 +130,7 @@ def test_compute_single_action_follows_explore_setting():
     assert sampled == {0, 1}  # an untrained policy is close to uniform
 
 
+@pytest.mark.slow
 def test_ppo_improves_cartpole_within_a_few_iterations():
     algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
             .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, train_batch_size=2000)

@@ -76,6 +76,7 @@ def _finite_numbers(tree, path=""):
         yield path, float(tree)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_config", [
     lambda: small_ppo(1, lr=0.0),
     lambda: (DQNConfig().environment("CartPole-v1")

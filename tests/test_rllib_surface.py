@@ -122,6 +122,7 @@ def crash_on_runner_2(config):
     return gym.make("CartPole-v1")
 
 
+@pytest.mark.slow
 def test_validate_env_runners_after_construction():
     with pytest.raises(Exception, match="runner 2 cannot start"):
         small_ppo(num_env_runners=2).environment(crash_on_runner_2).build()
