@@ -251,6 +251,7 @@ def test_a_callback_raising_in_a_worker_names_event_callback_runner_and_tracebac
     assert "1 / 0" in error.remote_traceback  # the user's source line, from the worker
 
 
+@pytest.mark.slow
 def test_a_callback_the_logger_rejects_is_a_callback_error_not_a_broken_env():
     class BadReduce(RLlibCallback):
         def on_episode_end(self, *, metrics_logger, **kwargs):

@@ -347,6 +347,7 @@ _SAVE_FOREVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.05, 0.13, 0.21])
 def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path, delay):
     script = tmp_path / "save_forever.py"

@@ -89,6 +89,7 @@ def test_foreach_env_runner_by_method_name_kwargs_and_ids():
         assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_a_runner_that_times_out_in_foreach_is_restarted_on_its_task():
     config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
     with config.build() as algo:

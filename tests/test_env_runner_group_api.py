@@ -26,6 +26,7 @@ def group():
     group.stop()
 
 
+@pytest.mark.slow
 def test_built_from_a_config_as_in_rllib():
     group = EnvRunnerGroup(config=group_config(), local_env_runner=True, logdir=None,
                            tune_trial_id=None, pg_offset=0)

@@ -133,6 +133,7 @@ def test_context_manager_and_garbage_collection_end_the_workers():
     assert live_worker_pids() == []
 
 
+@pytest.mark.slow
 def test_workers_exit_when_the_training_process_dies(tmp_path):
     import signal
     import subprocess

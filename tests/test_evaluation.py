@@ -101,6 +101,7 @@ def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
         assert evaluation[key] == value, key
 
 
+@pytest.mark.slow
 def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
     algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
                     evaluation_parallel_to_training=True, evaluation_duration="auto",
@@ -220,6 +221,7 @@ def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
         small_ppo().evaluation(**evaluation)
 
 
+@pytest.mark.slow
 def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goes_on():
     def stall_in_evaluation(env_runner, **kwargs):
         if env_runner.config.in_evaluation:
@@ -240,6 +242,7 @@ def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goe
         algo.stop()
 
 
+@pytest.mark.slow
 def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back():
     """Evaluation runners run in the idle scheduling class; while a parallel round runs, the
     learner's BLAS pool leaves one core per evaluation runner, and afterwards has its size back

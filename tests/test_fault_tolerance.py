@@ -272,6 +272,7 @@ _EXIT_WITHOUT_STOP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["exit", "raise"])
 def test_no_orphans_when_the_script_ends_without_stop(tmp_path, how):
     script = tmp_path / "script.py"

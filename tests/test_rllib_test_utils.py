@@ -335,6 +335,7 @@ def ppo_run():
         yield algo, results
 
 
+@pytest.mark.slow
 def test_should_stop_reads_nested_metric_paths(ppo_run):
     _, results = ppo_run
     result = results[-1]
@@ -354,6 +355,7 @@ def test_should_stop_reads_nested_metric_paths(ppo_run):
     assert not ray_api.is_initialized()
 
 
+@pytest.mark.slow
 def test_check_learning_achieved_takes_the_best_row(ppo_run):
     _, results = ppo_run
     best = max(r["env_runners"]["episode_return_mean"] for r in results)
@@ -428,6 +430,7 @@ def test_compute_single_action_checks_discrete_and_box_actions(ppo_run):
         check_compute_single_action(pendulum)
 
 
+@pytest.mark.slow
 def test_inference_with_connectors_runs_an_episode(ppo_run):
     algo, _ = ppo_run
     check_inference_w_connectors(algo, "CartPole-v1", max_steps=20)
