@@ -29,6 +29,8 @@ RLLIB_SLOW_TESTS = {
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
     ("test_prioritized_episode_buffer.py",
      "test_buffer_sample_logic_with_infos_and_extra_model_output"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
+    ("test_prioritized_episode_buffer.py", "test_update_priorities"),
 }
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s

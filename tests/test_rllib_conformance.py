@@ -22,6 +22,9 @@ from trainer.compat.conformance import TARGETS, Checker, Finding, Target
 from trainer.compat.differences import DIFFERENCES, api_keys, render
 from trainer.compat.rllib_surface import UNEVALUATED, SurfaceReader, ray_version
 
+#: Reads RLlib's source in the Ray 2.60 wheel (the test extra); skips where it is missing.
+pytestmark = pytest.mark.ray
+
 _ALGORITHM_CONFIG = "ray.rllib.algorithms.algorithm_config.AlgorithmConfig"
 
 
