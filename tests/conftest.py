@@ -1,10 +1,61 @@
-"""Every test must end every worker process it started: the toolkit's own fixture checks it."""
+"""Every test must end every worker process it started: the toolkit's own fixture checks it.
+
+The markers of the test tiers (registered in pyproject.toml) are set in the test files, except
+in tests/rllib/, whose files stay as RLlib wrote them: every test there is marked `rllib` here,
+and the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is not installed."""
+
+import importlib.util
+from pathlib import Path
 
 import pytest
 
 from trainer.named_objects import shutdown_named_objects
-from trainer.testing import env_runner_pids as live_worker_pids  # noqa: F401
 from trainer.testing import no_env_runner_orphans  # noqa: F401
+
+RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
+#: Files of tests/rllib/ whose tests start Ray (`ray.init()`): marked `ray` and `slow`.
+RLLIB_RAY_FILES = {"test_single_agent_env_runner.py"}
+#: Files of tests/rllib/ left out of the fast tier: trainings of many iterations with failing
+#: EnvRunners, evaluation rounds, RLlib's example scripts in subprocesses.
+RLLIB_SLOW_FILES = {"test_algorithm.py", "test_callbacks_on_algorithm.py",
+                    "test_env_runner_failures.py", "test_examples.py"}
+#: Single slow tests of the other files of tests/rllib/ (file name, test name).
+RLLIB_SLOW_TESTS = {
+    ("test_callbacks_old_api_stack.py", "test_episode_and_sample_callbacks"),
+    ("test_callbacks_old_api_stack.py", "test_on_episode_created"),
+    ("test_callbacks_old_api_stack.py", "test_on_sub_environment_created"),
+    ("test_episode_replay_buffer.py", "test_episode_replay_buffer_sample_logic"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
+    ("test_prioritized_episode_buffer.py",
+     "test_buffer_sample_logic_with_infos_and_extra_model_output"),
+    ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
+    ("test_prioritized_episode_buffer.py", "test_update_priorities"),
+}
+NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
+#: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s
+#: per test is near what they took on a busy 2-core machine (a Ray cluster starts in a minute).
+LONG_TIMEOUT = pytest.mark.timeout(900)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if RLLIB_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.rllib)
+            if item.path.name in RLLIB_RAY_FILES:
+                item.add_marker(pytest.mark.ray)
+            if (item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES
+                    or (item.path.name, item.originalname) in RLLIB_SLOW_TESTS):
+                item.add_marker(pytest.mark.slow)
+            if item.path.name in RLLIB_SLOW_FILES:
+                item.add_marker(LONG_TIMEOUT)
+        if item.get_closest_marker("ray") and not item.get_closest_marker("timeout"):
+            item.add_marker(LONG_TIMEOUT)
+    if importlib.util.find_spec("ray") is None:
+        for item in items:
+            if item.get_closest_marker("ray"):
+                item.add_marker(NO_RAY)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import ray
 from helpers import EpisodeReturn, LevelEnv, RecordRecreated, small_ppo
 from test_curriculum import TaskFromIteration
 from test_evaluation import eval_ppo, weights_sum
@@ -20,6 +19,9 @@ from trainer import create_named_object, get_named_object
 from trainer.callbacks import RLlibCallback
 from trainer.named_objects import NamedObjectError, server_running, shutdown_named_objects
 from trainer.testing import kill_env_runner
+
+ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 BACKENDS = ["processes", "ray"]
 

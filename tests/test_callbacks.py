@@ -70,6 +70,7 @@ def read_log(path):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, num_env_runners):
     log_path = tmp_path / "events.jsonl"
@@ -250,6 +251,7 @@ def test_a_callback_raising_in_a_worker_names_event_callback_runner_and_tracebac
     assert "1 / 0" in error.remote_traceback  # the user's source line, from the worker
 
 
+@pytest.mark.slow
 def test_a_callback_the_logger_rejects_is_a_callback_error_not_a_broken_env():
     class BadReduce(RLlibCallback):
         def on_episode_end(self, *, metrics_logger, **kwargs):

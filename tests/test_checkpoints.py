@@ -61,6 +61,7 @@ _RESUME_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_resume_in_a_fresh_process_is_exact(tmp_path, num_env_runners):
     config = _exact_config(num_env_runners)
@@ -92,6 +93,7 @@ def _dqn_with_buffer_in_state() -> DQNConfig:
             .reporting(min_sample_timesteps_per_iteration=100).debugging(seed=2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_config", [lambda: _exact_config(1), _dqn_with_buffer_in_state],
                          ids=["PPO", "DQN"])
 def test_get_state_is_a_snapshot_that_set_state_resumes_exactly(make_config):
@@ -345,6 +347,7 @@ _SAVE_FOREVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.05, 0.13, 0.21])
 def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path, delay):
     script = tmp_path / "save_forever.py"
@@ -491,6 +494,7 @@ def test_bad_checkpointing_settings_are_named(settings, message):
         PPOConfig().checkpointing(**settings)
 
 
+@pytest.mark.slow
 def test_inspect_prints_metadata_components_and_sizes(saved_ppo, tmp_path):
     done = subprocess.run([sys.executable, "-m", "checkpoints", "inspect", str(saved_ppo)],
                           capture_output=True, text=True, timeout=60)

@@ -79,6 +79,7 @@ def _synced(runner_state):
     return runner_state["connector_state"][FILTER]["synced"]
 
 
+@pytest.mark.slow
 def test_mean_std_filter_merges_runner_statistics_and_syncs_them():
     algo = _filtered().evaluation(
         evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=1).build()
@@ -104,6 +105,7 @@ def test_mean_std_filter_merges_runner_statistics_and_syncs_them():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_mean_std_filter_state_in_checkpoints_and_after_a_restart(tmp_path):
     algo = _filtered().fault_tolerance(restart_failed_env_runners=True).build()
     try:

@@ -89,6 +89,7 @@ def test_foreach_env_runner_by_method_name_kwargs_and_ids():
         assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_a_runner_that_times_out_in_foreach_is_restarted_on_its_task():
     config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
     with config.build() as algo:
@@ -158,6 +159,7 @@ def test_env_task_fn_on_an_env_without_tasks_fails_at_build():
         config.build()
 
 
+@pytest.mark.slow
 def test_the_docs_dict_config_with_env_task_fn():
     def curriculum_fn(train_results, task_settable_env, env_ctx):
         current_task = task_settable_env.get_task()

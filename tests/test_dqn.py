@@ -50,6 +50,7 @@ def test_dqn_trains_and_reports_learner_buffer_and_epsilon_results():
     assert np.isfinite(last["env_runners"]["episode_return_mean"])
 
 
+@pytest.mark.slow
 def test_dqn_with_worker_processes_and_uniform_replay():
     algo = small_dqn(num_env_runners=2, replay_buffer_config={"type": "EpisodeReplayBuffer",
                                                               "capacity": 150}).build()

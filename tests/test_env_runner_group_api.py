@@ -26,6 +26,7 @@ def group():
     group.stop()
 
 
+@pytest.mark.slow
 def test_built_from_a_config_as_in_rllib():
     group = EnvRunnerGroup(config=group_config(), local_env_runner=True, logdir=None,
                            tune_trial_id=None, pg_offset=0)
@@ -56,6 +57,7 @@ def test_built_from_a_config_as_in_rllib():
     empty.stop()
 
 
+@pytest.mark.slow
 def test_async_calls_come_back_by_tag(group):
     assert group.foreach_env_runner_async(lambda r: r.worker_index * 10, tag="a") == 2
     # One request in flight per runner (max_requests_in_flight_per_env_runner=1).
@@ -77,6 +79,7 @@ def test_async_calls_come_back_by_tag(group):
         group.fetch_ready_async_reqs(return_obj_refs=True)
 
 
+@pytest.mark.slow
 def test_a_fetch_waits_at_most_its_timeout_and_leaves_slow_requests_in_flight(group):
     group.foreach_env_runner_async(lambda r: (time.sleep(3.0), r.worker_index)[1])
     started = time.monotonic()
@@ -87,6 +90,7 @@ def test_a_fetch_waits_at_most_its_timeout_and_leaves_slow_requests_in_flight(gr
     assert group.num_remote_worker_restarts() == 0
 
 
+@pytest.mark.slow
 def test_a_synchronous_call_in_between_keeps_the_async_results(group):
     group.foreach_env_runner_async(lambda r: (time.sleep(0.5), "late")[1], tag="slow")
     assert group.foreach_env_runner(lambda r: r.worker_index, local_env_runner=False) == [1, 2]
@@ -103,6 +107,7 @@ def test_a_synchronous_call_in_between_keeps_the_async_results(group):
     assert all(value == pytest.approx(expected, rel=1e-5) for _, value in results)
 
 
+@pytest.mark.slow
 def test_fetch_ready_variant_returns_earlier_results_and_sends_again(group):
     assert group.foreach_env_runner_async_fetch_ready(lambda r: r.worker_index, tag="t") == []
     time.sleep(0.5)
@@ -120,6 +125,7 @@ def raise_in_runner_1(runner):
     return runner.worker_index
 
 
+@pytest.mark.slow
 def test_a_failing_async_call_restarts_the_runner_by_default(group):
     group.foreach_env_runner_async(raise_in_runner_1)
     assert group.fetch_ready_async_reqs(timeout_seconds=20.0) == [(2, 2)]
@@ -129,6 +135,7 @@ def test_a_failing_async_call_restarts_the_runner_by_default(group):
     assert group.foreach_env_runner(lambda r: r.worker_index, local_env_runner=False) == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_failing_async_call_raises_without_restarts():
     group = EnvRunnerGroup(config=group_config(restart_failed_env_runners=False))
     try:
@@ -139,6 +146,7 @@ def test_a_failing_async_call_raises_without_restarts():
         group.stop()
 
 
+@pytest.mark.slow
 def test_ignored_failures_leave_the_runner_out_until_probed():
     group = EnvRunnerGroup(config=group_config(restart_failed_env_runners=False,
                                                ignore_env_runner_failures=True))
@@ -158,6 +166,7 @@ def test_ignored_failures_leave_the_runner_out_until_probed():
         group.stop()
 
 
+@pytest.mark.slow
 def test_rllib_group_helpers(group):
     spaces = group.get_spaces()
     assert spaces["default_policy"][0].shape == (4,)
@@ -183,6 +192,7 @@ def test_rllib_group_helpers(group):
     assert sums[1] == (123, expected) and sums[0] != (123, expected)
 
 
+@pytest.mark.slow
 def test_add_workers_starts_synced_runners(group):
     weights = {k: v * 0 + 0.25 for k, v in group.local_env_runner.get_weights().items()}
     group.sync_weights(weights, global_timestep=77)
@@ -200,6 +210,7 @@ def test_add_workers_starts_synced_runners(group):
         group.add_workers(-1)
 
 
+@pytest.mark.slow
 def test_timed_out_replies_count_as_dropped(group):
     assert group.num_env_runners_dropped_lifetime() == 0
     results = group.foreach_env_runner(lambda r: time.sleep(30) if r.worker_index == 2 else 1,
@@ -209,6 +220,7 @@ def test_timed_out_replies_count_as_dropped(group):
     assert group.num_remote_worker_restarts() == 1  # the silent runner was a timeout
 
 
+@pytest.mark.slow
 def test_sync_env_runner_states_as_rllib_calls_it(group):
     weights = {k: v * 0 + 0.75 for k, v in group.local_env_runner.get_weights().items()}
     group.sync_env_runner_states(config=group.config, env_steps_sampled=321.0,
@@ -222,6 +234,7 @@ def test_sync_env_runner_states_as_rllib_calls_it(group):
     assert states[2] != (321, expected)  # not among the runners to update
 
 
+@pytest.mark.slow
 def test_max_requests_in_flight_per_env_runner_limits_async_requests():
     config = group_config().env_runners(max_requests_in_flight_per_env_runner=2)
     group = EnvRunnerGroup(config=config)

@@ -84,6 +84,7 @@ def test_schedule_overrides_flag_and_sequential_weights():
             assert evaluation["num_episodes"] == 10  # the default duration
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit, duration, expected", [
     ("episodes", 7, {"episodes_of_runner_1": 3, "episodes_of_runner_2": 2,
                      "episodes_of_runner_3": 2, "num_episodes": 7}),
@@ -100,6 +101,7 @@ def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
         assert evaluation[key] == value, key
 
 
+@pytest.mark.slow
 def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
     algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
                     evaluation_parallel_to_training=True, evaluation_duration="auto",
@@ -118,6 +120,7 @@ def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
     assert all(e["num_env_steps_sampled"] >= 100 for e in evaluated)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("duration", ["auto", 300])
 def test_parallel_evaluation_without_thread(duration):
     """RLlib's `_evaluation_parallel_to_training_wo_thread`: same lag of one iteration, no
@@ -148,6 +151,7 @@ def test_parallel_evaluation_without_thread(duration):
         assert steps == [300, 300, 300]
 
 
+@pytest.mark.slow
 def test_custom_function_and_evaluate_callbacks():
     events = []
 
@@ -174,6 +178,7 @@ def test_custom_function_and_evaluate_callbacks():
     assert result["evaluation"] == {"my_score": 42, "runners": [1, 2], "added_by_callback": True}
 
 
+@pytest.mark.slow
 def test_without_restarts_a_killed_evaluation_runner_is_dropped():
     algo = eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4).fault_tolerance(
         restart_failed_env_runners=False, ignore_env_runner_failures=True).build()
@@ -216,6 +221,7 @@ def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
         small_ppo().evaluation(**evaluation)
 
 
+@pytest.mark.slow
 def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goes_on():
     def stall_in_evaluation(env_runner, **kwargs):
         if env_runner.config.in_evaluation:
@@ -236,6 +242,7 @@ def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goe
         algo.stop()
 
 
+@pytest.mark.slow
 def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back():
     """Evaluation runners run in the idle scheduling class; while a parallel round runs, the
     learner's BLAS pool leaves one core per evaluation runner, and afterwards has its size back

@@ -22,15 +22,11 @@ from trainer.examples.connectors.classes.count_based_curiosity import CountBased
 from trainer.examples.connectors.classes.euclidian_distance_based_curiosity import (
     EuclidianDistanceBasedCuriosity,
 )
-from trainer.examples.connectors.classes.protobuf_cartpole_observation_decoder import (
-    ProtobufCartPoleObservationDecoder,
-)
 from trainer.examples.envs.classes import (
     action_mask_env,
     cartpole_sparse_rewards,
     cartpole_with_dict_observation_space,
     cartpole_with_large_observation_space,
-    cartpole_with_protobuf_observation_space,
     cliff_walking_wall_env,
     correlated_actions_env,
     d4rl_env,
@@ -67,6 +63,19 @@ from trainer.examples.envs.classes.multi_agent import (
 from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
 from trainer.examples.envs.env_rendering_and_recording import EnvRenderCallback, resize
 
+try:  # the protobuf CartPole's messages need protobuf (in the test extra)
+    from trainer.examples.connectors.classes.protobuf_cartpole_observation_decoder import (
+        ProtobufCartPoleObservationDecoder,
+    )
+    from trainer.examples.envs.classes import cartpole_with_protobuf_observation_space
+except ModuleNotFoundError as missing:
+    if not (missing.name or "").startswith("google"):
+        raise
+    ProtobufCartPoleObservationDecoder = cartpole_with_protobuf_observation_space = None
+needs_protobuf = pytest.mark.skipif(
+    ProtobufCartPoleObservationDecoder is None,
+    reason="needs protobuf (the test extra: pip install -e '.[test]')")
+
 # Every single-agent env, as (constructor, arguments). RLlib's own versions of the first four
 # pass gymnasium's checker; the others here pass it too (they call `super().reset(seed=seed)`,
 # draw from the env's generator and return data inside their declared spaces).
@@ -74,7 +83,8 @@ CHECKED_ENVS = {
     "CartPoleWithDictObservationSpace": (
         cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace, ()),
     "CartPoleWithProtobufObservationSpace": (
-        cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace, ()),
+        lambda: cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace(),
+        ()),
     "StatelessCartPole": (stateless_cartpole.StatelessCartPole, ()),
     "StatelessPendulum": (stateless_pendulum.StatelessPendulum, ({"g": 9.8},)),
     "CartPoleSparseRewards": (cartpole_sparse_rewards.CartPoleSparseRewards, ()),
@@ -106,7 +116,9 @@ CHECKED_ENVS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CHECKED_ENVS))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=needs_protobuf) if "Protobuf" in name else name
+    for name in sorted(CHECKED_ENVS)])
 def test_env_passes_gymnasium_env_checker(name):
     cls, args = CHECKED_ENVS[name]
     env = cls(*args)
@@ -123,6 +135,7 @@ def _rollout(env, actions, seed=0):
     return observation, steps
 
 
+@needs_protobuf
 def test_cartpole_variants_carry_cartpoles_observations():
     _, plain = _rollout(gym.make("CartPole-v1").unwrapped, [0, 1, 1])
     _, stateless = _rollout(stateless_cartpole.StatelessCartPole(), [0, 1, 1])
@@ -451,6 +464,7 @@ def test_env_trains_through_ppo_on_a_worker_process(env, env_config, connector):
         algo.stop()
 
 
+@needs_protobuf
 def test_protobuf_cartpole_trains_through_its_decoder_connector():
     algo = (_tiny_ppo(
         cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace,
@@ -468,6 +482,7 @@ def test_protobuf_cartpole_trains_through_its_decoder_connector():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_env_using_a_named_parameter_server_on_a_worker_process():
     env_using_remote_actor.ParameterStorage.options(name="param-server").remote()
     algo = _tiny_ppo(env_using_remote_actor.CartPoleWithRemoteParamServer).build()
@@ -497,6 +512,7 @@ class RenderedFrames(EnvRenderCallback):
         self.worst_episode_and_return = (None, float("inf"))
 
 
+@pytest.mark.slow
 def test_env_render_callback_keeps_the_best_and_worst_episodes_frames():
     algo = (_tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"})
             .callbacks(RenderedFrames)).build()
@@ -519,6 +535,7 @@ def _metrics_logger_has_item_series() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _metrics_logger_has_item_series(),
                     reason="EnvRenderCallback logs with reduce='item_series', which this "
                            "MetricsLogger does not have yet")

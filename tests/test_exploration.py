@@ -64,6 +64,7 @@ def test_built_in_explorations_through_their_action_distributions():
         assert np.all(actions == 1)
 
 
+@pytest.mark.slow
 def test_user_exploration_subclass_runs_in_the_worker_processes():
     config = small_ppo(1).exploration(exploration_config={"type": AlwaysAction, "action": 1})
     algo = config.build()

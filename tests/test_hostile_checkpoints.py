@@ -274,6 +274,7 @@ def test_the_untouched_checkpoint_loads(saved, algo, tmp_path):
         assert fresh.train()["training_iteration"] == 3
 
 
+@pytest.mark.slow
 def test_a_runner_that_refuses_its_state_rolls_everything_back(tmp_path, saved):
     """A runner state that passes the driver's checks but that the runner's env refuses (here:
     a task its set_task rejects) ends in CheckpointError naming the component; the learner,

@@ -21,6 +21,8 @@ import trainer
 from trainer import launcher
 from trainer.launcher import RLlibNotAvailable, table
 
+pytestmark = pytest.mark.cli
+
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 240
 
@@ -47,6 +49,7 @@ def hook():
 
 
 # -- the command ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
     result = run_script(tmp_path, """
         import sys
@@ -79,6 +82,7 @@ def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
     assert "initialized True" in result.stdout
 
 
+@pytest.mark.slow
 def test_script_trains_ppo_with_env_runner_processes(tmp_path):
     """A whole RLlib-style script: a registered env, a callback class of the script's own,
     EnvRunner worker processes, named actors reached from env code in those processes."""
@@ -131,6 +135,7 @@ def test_script_trains_ppo_with_env_runner_processes(tmp_path):
     assert "resets counted True" in result.stdout
 
 
+@pytest.mark.slow
 def test_system_exit_codes_pass_through(tmp_path):
     assert run_script(tmp_path, "import sys\nsys.exit(7)\n").returncode == 7
     assert run_script(tmp_path, "import sys\nsys.exit(0)\n").returncode == 0
@@ -139,6 +144,7 @@ def test_system_exit_codes_pass_through(tmp_path):
     assert message.returncode == 1 and "bad input" in message.stderr
 
 
+@pytest.mark.slow
 def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
     result = run_script(tmp_path, """
         def fail():
@@ -154,6 +160,7 @@ def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
     assert lines[-1] == "ValueError: boom in the script"
 
 
+@pytest.mark.slow
 def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_path):
     report = tmp_path / "report.json"
     script = tmp_path / "sac.py"
@@ -171,6 +178,7 @@ def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_pa
     assert written["message"].startswith("ray.rllib.algorithms.sac is not available")
 
 
+@pytest.mark.slow
 def test_missing_script_and_bad_flags(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     missing = subprocess.run([sys.executable, "-m", "trainer", "run", str(tmp_path / "no.py")],
@@ -181,12 +189,14 @@ def test_missing_script_and_bad_flags(tmp_path):
     assert no_script.returncode == 2 and "script" in no_script.stderr
 
 
+@pytest.mark.slow
 def test_script_flags_named_like_the_launchers_go_to_the_script(tmp_path):
     result = run_script(tmp_path, "import sys\nprint(sys.argv[1:])\n", "--ray", "-h")
     assert result.returncode == 0, result.stderr
     assert "['--ray', '-h']" in result.stdout
 
 
+@pytest.mark.slow
 def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
     result = run_script(tmp_path, """
         from ray.rllib.algorithms.ppo import PPOConfig
@@ -196,6 +206,8 @@ def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
     assert "python -m trainer run --ray" in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.ray
 @pytest.mark.skipif(importlib.machinery.PathFinder.find_spec("ray") is None,
                     reason="needs the installed Ray (the test extra)")
 def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
@@ -212,6 +224,8 @@ def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
     assert "mapped True" in result.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.ray
 def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):
     """RLlib 2.60's own `examples/envs/custom_gym_env.py` (SimpleCorridor through
     `get_trainable_cls`, `run_rllib_example_script_experiment`), one small iteration."""
@@ -426,6 +440,7 @@ def _wheel_examples() -> Path:
     return Path(spec.submodule_search_locations[0]) / "rllib" / "examples"
 
 
+@pytest.mark.ray
 def test_bench_ci_args_name_example_files_of_the_wheel():
     sys.path.insert(0, str(REPO))
     try:
@@ -439,6 +454,8 @@ def test_bench_ci_args_name_example_files_of_the_wheel():
     assert not any("/classes/" in s or s.endswith("__init__.py") for s in scripts)
 
 
+@pytest.mark.slow
+@pytest.mark.ray
 def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
     _wheel_examples()
     env = dict(os.environ, PYTHONPATH=str(REPO))

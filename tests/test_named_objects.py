@@ -61,6 +61,7 @@ class CountEpisodes(RLlibCallback):
         get_named_object("episodes").inc(1)
 
 
+@pytest.mark.slow
 def test_the_counter_counts_every_env_step_of_two_runners_exactly():
     steps = create_named_object("env_steps", Counter)
     episodes = create_named_object("episodes", Counter)
@@ -75,6 +76,7 @@ def test_the_counter_counts_every_env_step_of_two_runners_exactly():
         assert steps.get() >= 600
 
 
+@pytest.mark.slow
 def test_calls_from_two_runners_run_one_at_a_time():
     create_named_object("slow", Counter)
     with small_ppo(2).environment(LevelEnv).build() as algo:
@@ -89,6 +91,7 @@ def test_calls_from_two_runners_run_one_at_a_time():
         get_named_object("slow")
 
 
+@pytest.mark.slow
 def test_the_value_read_before_stop_is_exact():
     counter = create_named_object("slow2", Counter, start=5)
     with small_ppo(2).environment(LevelEnv).build() as algo:
@@ -99,6 +102,7 @@ def test_the_value_read_before_stop_is_exact():
     shutdown_named_objects()
 
 
+@pytest.mark.slow
 def test_the_server_starts_on_first_use_and_stops_with_the_algorithm():
     with small_ppo(1).environment(LevelEnv).build() as algo:
         assert server_pids() == []  # nothing created: no server
@@ -136,6 +140,7 @@ def test_an_env_runner_without_a_server_gets_a_clear_error():
                 lambda r: get_named_object("anything"), local_env_runner=False)
 
 
+@pytest.mark.slow
 def test_rays_spelling_async_calls_from_two_runners_are_all_counted():
     from trainer import named_objects as ray
 
@@ -168,6 +173,7 @@ def _address():
     return client_settings()["address"]
 
 
+@pytest.mark.slow
 def test_a_silent_client_blocks_nobody():
     """A local process that connects and sends nothing used to hold the server's one
     accept-and-handshake loop, so every later connection (the runners') hung. Now each
@@ -228,18 +234,33 @@ def test_another_user_cannot_connect():
     assert os.waitstatus_to_exitcode(status) == 1
 
 
+@pytest.mark.slow
 def test_a_dead_server_fails_calls_with_a_clear_error_and_comes_back_on_create():
     import signal
 
     counter = create_named_object("c", Counter)
     counter.inc(2)
     (pid,) = server_pids()
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while server_pids() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)  # returns once the kill is certain: no code of it runs again
     with pytest.raises(NamedObjectError, match="not running"):
         counter.get()
     # No shutdown_named_objects() needed: the next create starts a new server.
     again = create_named_object("c", Counter, 5)
     assert again.get() == 5
+    assert len(server_pids()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_create_right_after_the_server_was_killed_starts_a_new_one(attempt):
+    # The killed server still looks alive for a moment (its exit is not yet visible to the
+    # parent), and on a busy machine that moment is long: the create must wait for the end it
+    # can see coming (refused connections), not fail on it.
+    import signal
+
+    create_named_object("c", Counter, 1)
+    (pid,) = server_pids()
+    os.kill(pid, signal.SIGKILL)
+    again = create_named_object("c", Counter, 5)
+    assert again.get() == 5
+    assert server_pids() != [pid]

@@ -52,6 +52,7 @@ def check_episode_infos(episode):
         assert set(info) == {"a", "c", "ragged", "items"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_envs", [1, 3])
 def test_nested_infos_reach_episodes_from_worker_processes(num_envs):
     config = (PPOConfig().environment(NestedInfoEnv)
@@ -75,6 +76,7 @@ def test_nested_infos_reach_episodes_from_worker_processes(num_envs):
         assert result["env_runners"]["num_episodes"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_nested_infos_in_each_vectorize_mode(mode):
     config = (AlgorithmConfig().environment(NestedInfoEnv)

@@ -98,6 +98,7 @@ def run_folder(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_evaluate_and_resume_never_unpickle_a_planted_file(run_folder, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_folder, run)

@@ -5,7 +5,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import small_ppo
+from helpers import LevelEnv, level_return, small_ppo
 
 from trainer import PPOConfig
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
@@ -93,14 +93,19 @@ def test_results_have_rllibs_keys():
 
 
 def test_episode_metrics_are_nan_until_an_episode_ends():
-    # 10 steps of CartPole-v1 rarely end an episode with a seed where the first lasts longer.
-    algo = (small_ppo(0, train_batch_size=8, minibatch_size=8)
+    # LevelEnv's episodes last exactly 10 steps (reward 1 each at level 0): the first 8 steps
+    # end none, the next 8 end the first.
+    algo = (small_ppo(0, env=LevelEnv, train_batch_size=8, minibatch_size=8)
             .env_runners(rollout_fragment_length=8).debugging(seed=1).build())
-    result = algo.train()
-    algo.stop()
-    if result["env_runners"]["num_episodes"] == 0:
-        assert math.isnan(result["env_runners"]["episode_return_mean"])
-    assert result["env_runners"]["num_env_steps_sampled"] == 8
+    try:
+        first, second = algo.train(), algo.train()
+    finally:
+        algo.stop()
+    assert first["env_runners"]["num_env_steps_sampled"] == 8
+    assert first["env_runners"]["num_episodes"] == 0
+    assert math.isnan(first["env_runners"]["episode_return_mean"])
+    assert second["env_runners"]["num_episodes"] == 1
+    assert second["env_runners"]["episode_return_mean"] == level_return(0)
 
 
 def test_continuous_actions_train_and_act_within_bounds():
@@ -125,6 +130,7 @@ def test_compute_single_action_follows_explore_setting():
     assert sampled == {0, 1}  # an untrained policy is close to uniform
 
 
+@pytest.mark.slow
 def test_ppo_improves_cartpole_within_a_few_iterations():
     algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
             .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, train_batch_size=2000)

@@ -87,6 +87,7 @@ def test_a_callback_error_keeps_the_callbacks_exception_type():
     assert (raised.value.event, raised.value.env_runner_index) == ("on_episode_end", 3)
 
 
+@pytest.mark.slow
 def test_an_env_error_in_a_worker_process_arrives_as_its_own_type():
     algo = (PPOConfig().environment(RaisingStepEnv)
             .env_runners(num_env_runners=1, rollout_fragment_length=10)
@@ -263,6 +264,7 @@ class ThreadBackend(RunnerBackend):
         return ThreadRunner(worker_index)
 
 
+@pytest.mark.slow
 def test_a_group_runs_on_any_backend_that_implements_the_handle(monkeypatch):
     # The serving loop would keep this process's deprecation warnings for a main process, and
     # set this process's log handlers as a worker's.

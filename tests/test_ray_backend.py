@@ -9,12 +9,14 @@ import os
 import warnings
 
 import pytest
-import ray  # noqa: E402 - installed by the test extra (setup.cfg), so CI runs these
 from helpers import RaisingStepEnv
 
 from trainer import EnvRunnerError, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
 from trainer.compat.rllib_settings import IgnoredSettingWarning
+
+ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -85,6 +87,7 @@ def test_backend_ray_without_ray_says_how_to_install_it(monkeypatch):
         PPOConfig().env_runners(backend="threads")
 
 
+@pytest.mark.cli
 def test_the_main_job_trains_on_ray_actors(tmp_path):
     import json
     import subprocess

@@ -14,13 +14,15 @@ import time
 
 import numpy as np
 import pytest
-import ray
 from helpers import LevelEnv, RecordRecreated, StallOnceEnv, small_ppo
-from ray.cluster_utils import Cluster
 from test_named_objects import Counter
 
 from trainer import PPOConfig, create_named_object
 from trainer.named_objects import shutdown_named_objects
+
+ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
+Cluster = pytest.importorskip("ray.cluster_utils").Cluster
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

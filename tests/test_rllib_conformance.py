@@ -22,6 +22,9 @@ from trainer.compat.conformance import TARGETS, Checker, Finding, Target
 from trainer.compat.differences import DIFFERENCES, api_keys, render
 from trainer.compat.rllib_surface import UNEVALUATED, SurfaceReader, ray_version
 
+#: Reads RLlib's source in the Ray 2.60 wheel (the test extra); skips where it is missing.
+pytestmark = pytest.mark.ray
+
 _ALGORITHM_CONFIG = "ray.rllib.algorithms.algorithm_config.AlgorithmConfig"
 
 
@@ -170,6 +173,7 @@ def test_checker_compares_defaults_by_value():
     assert "`AlgorithmConfig.training(gamma=...)`: default 0.99 in RLlib, 0.5 here" in lines
 
 
+@pytest.mark.slow
 def test_command_line_prints_open_findings_for_one_target():
     done = subprocess.run([sys.executable, "-m", "trainer.compat.conformance", "PPO"],
                           capture_output=True, text=True, timeout=120)
@@ -177,6 +181,7 @@ def test_command_line_prints_open_findings_for_one_target():
     assert "findings not in the table" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_extractor_never_imports_ray_rllib():
     # The extractor must work where ray.rllib cannot be imported (no dm-tree, torch).
     code = ("import sys; import trainer.compat.conformance as c; c.check_all(); "

@@ -76,6 +76,7 @@ def _finite_numbers(tree, path=""):
         yield path, float(tree)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_config", [
     lambda: small_ppo(1, lr=0.0),
     lambda: (DQNConfig().environment("CartPole-v1")
@@ -172,7 +173,8 @@ def test_other_schemes_need_a_filesystem(call, tmp_path, monkeypatch):
 
 
 def test_a_pyarrow_filesystem_holds_the_checkpoint(tmp_path):
-    fs_module = pytest.importorskip("pyarrow.fs")
+    fs_module = pytest.importorskip(
+        "pyarrow.fs", reason="needs pyarrow (the test extra: pip install -e '.[test]')")
     # A filesystem rooted elsewhere: the path is the filesystem's own, as in RLlib.
     filesystem = fs_module.SubTreeFileSystem(str(tmp_path / "bucket_root"),
                                              fs_module.LocalFileSystem())

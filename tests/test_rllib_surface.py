@@ -101,6 +101,7 @@ class CountingRunner(EnvRunner):
         return super().sample(**kwargs)
 
 
+@pytest.mark.slow
 def test_env_runner_cls_runs_in_worker_processes_and_local_runner_gets_envs():
     algo = (small_ppo(num_env_runners=2)
             .env_runners(env_runner_cls=CountingRunner, create_env_on_local_worker=True)
@@ -122,6 +123,7 @@ def crash_on_runner_2(config):
     return gym.make("CartPole-v1")
 
 
+@pytest.mark.slow
 def test_validate_env_runners_after_construction():
     with pytest.raises(Exception, match="runner 2 cannot start"):
         small_ppo(num_env_runners=2).environment(crash_on_runner_2).build()
@@ -221,6 +223,7 @@ class PairingCallback(RLlibCallback):
         env_runner.metrics.log_value("unpaired", self.started - self.ended, reduce="sum")
 
 
+@pytest.mark.slow
 def test_complete_episodes_sample_pairs_start_and_end_within_one_train():
     config = (small_ppo(num_env_runners=2)
               .env_runners(num_envs_per_env_runner=3, batch_mode="complete_episodes")

@@ -99,6 +99,7 @@ def _returned(completed):
     return next(line for line in completed.stdout.splitlines() if line.startswith("RETURNED"))
 
 
+@pytest.mark.slow
 def test_driver_stops_on_any_stop_metric_and_returns_a_result_grid(tmp_path):
     # Tune's rule: the first stop metric reached ends the trial; "task_solved" is the script's.
     completed = _run_script(tmp_path, "--stop-json", json.dumps(
@@ -115,12 +116,14 @@ def test_driver_stops_on_any_stop_metric_and_returns_a_result_grid(tmp_path):
     assert len([line for line in completed.stdout.splitlines() if line.startswith("iter")]) == 6
 
 
+@pytest.mark.slow
 def test_driver_default_stop_uses_rllib_keys(tmp_path):
     # RLlib's default stop dict: env_runners/num_env_steps_sampled_lifetime among them.
     returned = _returned(_run_script(tmp_path, "--stop-timesteps", "400"))
     assert returned == "RETURNED ResultGrid 1 0 1 [] [2] 2 None 0"
 
 
+@pytest.mark.slow
 def test_as_test_checks_the_best_value_over_the_run(tmp_path):
     # "score" is 10 in the first iteration and 0 after it: RLlib's rule takes the best value.
     stop = json.dumps({"training_iteration": 3})
@@ -134,6 +137,7 @@ def test_as_test_checks_the_best_value_over_the_run(tmp_path):
     assert "ValueError: `score` of 20.0 not reached! Best value reached is 10.0" in failed.stderr
 
 
+@pytest.mark.slow
 def test_as_release_test_writes_rllib_summary(tmp_path):
     out = tmp_path / "summary.json"
     completed = _run_script(tmp_path, "--as-release-test", "--stop-iters", "1",
@@ -145,6 +149,7 @@ def test_as_release_test_writes_rllib_summary(tmp_path):
     assert summary["success_metric"] == "score" and summary["stats"]["training_iteration"] == 1
 
 
+@pytest.mark.slow
 def test_no_tune_returns_the_last_result_and_flags_like_rllib(tmp_path):
     completed = _run_script(tmp_path, "--no-tune", "--stop-json",
                             json.dumps({"training_iteration": 5, "task_solved": 1.0}))
@@ -243,6 +248,7 @@ CURRICULUM = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_curriculum_example_keeps_its_task_in_the_counters(tmp_path):
     script = tmp_path / "curriculum.py"
     script.write_text(CURRICULUM)
@@ -329,6 +335,7 @@ def ppo_run():
         yield algo, results
 
 
+@pytest.mark.slow
 def test_should_stop_reads_nested_metric_paths(ppo_run):
     _, results = ppo_run
     result = results[-1]
@@ -348,6 +355,7 @@ def test_should_stop_reads_nested_metric_paths(ppo_run):
     assert not ray_api.is_initialized()
 
 
+@pytest.mark.slow
 def test_check_learning_achieved_takes_the_best_row(ppo_run):
     _, results = ppo_run
     best = max(r["env_runners"]["episode_return_mean"] for r in results)
@@ -365,6 +373,7 @@ def test_check_learning_achieved_takes_the_best_row(ppo_run):
         check_learning_achieved(row, 50.0, evaluation=False)
 
 
+@pytest.mark.slow
 def test_train_results_layout_of_ppo_and_dqn(ppo_run):
     _, results = ppo_run
     assert check_train_results_new_api_stack(results[-1]) is results[-1]
@@ -391,6 +400,7 @@ def test_train_results_layout_of_ppo_and_dqn(ppo_run):
         check_train_results({k: v for k, v in results[-1].items() if k != "time_total_s"})
 
 
+@pytest.mark.slow
 def test_off_policyness_is_read_from_the_learner_results(ppo_run):
     _, results = ppo_run
     # The learners here sample with the current weights: they log no such metric.
@@ -403,6 +413,7 @@ def test_off_policyness_is_read_from_the_learner_results(ppo_run):
         check_off_policyness(result, upper_limit=1.0, lower_limit=0.5)
 
 
+@pytest.mark.slow
 def test_compute_single_action_checks_discrete_and_box_actions(ppo_run):
     algo, _ = ppo_run
     check_compute_single_action(algo)
@@ -419,6 +430,7 @@ def test_compute_single_action_checks_discrete_and_box_actions(ppo_run):
         check_compute_single_action(pendulum)
 
 
+@pytest.mark.slow
 def test_inference_with_connectors_runs_an_episode(ppo_run):
     algo, _ = ppo_run
     check_inference_w_connectors(algo, "CartPole-v1", max_steps=20)
@@ -435,6 +447,7 @@ class _OneActionCartPole(gym.Wrapper):
         self.action_space = gym.spaces.Discrete(1)
 
 
+@pytest.mark.slow
 def test_same_batch_compares_sampled_columns(ppo_run):
     algo, _ = ppo_run
     episodes, _ = algo.env_runner_group.sample(min_env_steps=20, explore=False)
@@ -458,6 +471,7 @@ def test_same_batch_compares_sampled_columns(ppo_run):
         check_same_batch([1], [1])
 
 
+@pytest.mark.slow
 def test_reproducibility_of_seeded_runs_and_its_failure():
     config = _tiny_ppo().training(train_batch_size=32, minibatch_size=16)
     check_reproducibilty(PPO, config, fw_kwargs={"frameworks": ("torch",)},
@@ -469,6 +483,7 @@ def test_reproducibility_of_seeded_runs_and_its_failure():
         check_reproducibilty(PPO, unseeded, fw_kwargs={})
 
 
+@pytest.mark.slow
 def test_supported_spaces_of_ppo_and_dqn():
     ppo = check_supported_spaces("PPO", _tiny_ppo(runners=1).training(
         train_batch_size=16, minibatch_size=16))

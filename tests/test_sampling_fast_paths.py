@@ -129,6 +129,7 @@ def test_log_values_is_log_value_for_each_value(settings):
     assert one_by_one.reduce() == together.reduce()
 
 
+@pytest.mark.slow
 def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes():
     config = (PPOConfig().environment("CartPole-v1")
               .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
@@ -150,7 +151,8 @@ def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes
         algo.stop()
 
 
-@pytest.mark.parametrize("backend", ["processes", "ray"])
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["processes", pytest.param("ray", marks=pytest.mark.ray)])
 def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend):
     before = gc.get_freeze_count()
     algo = (PPOConfig().environment("CartPole-v1")

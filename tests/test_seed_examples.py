@@ -15,6 +15,8 @@ from trainer.algorithms.dqn.replay_buffer import PrioritizedEpisodeReplayBuffer
 sys.setrecursionlimit(10000)
 
 EXAMPLES = Path(__file__).parent / "seed_examples"
+#: Each runs a training script of the docs in a fresh interpreter.
+pytestmark = pytest.mark.slow
 
 
 def run_example(name: str, timeout: float = 240, cwd: Path | None = None) -> str:

@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
+
+@pytest.mark.slow
 def test_a_users_callbacks_py_and_checkpoints_py_do_not_shadow_the_trainer(tmp_path):
     (tmp_path / "callbacks.py").write_text(textwrap.dedent("""
         from trainer.callbacks import RLlibCallback

@@ -123,6 +123,7 @@ class CrashInSubEnvOne(LevelEnv):
             self._crash_at = None
 
 
+@pytest.mark.slow
 def test_async_recreates_only_the_sub_env_that_raised(caplog):
     config = (AlgorithmConfig().environment(CrashInSubEnvOne, env_config={"crash_at_step": 5})
               .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async")
@@ -151,6 +152,7 @@ def test_async_recreates_only_the_sub_env_that_raised(caplog):
         runner.stop()
 
 
+@pytest.mark.slow
 def test_without_restart_failed_sub_environments_an_async_failure_fails_the_runner():
     config = (AlgorithmConfig().environment(LevelEnv, env_config={"crash_at_step": 5})
               .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="async"))
@@ -162,6 +164,7 @@ def test_without_restart_failed_sub_environments_an_async_failure_fails_the_runn
         runner.stop()
 
 
+@pytest.mark.slow
 def test_what_needs_sub_envs_fails_clearly_in_vector_entry_point_mode():
     config = (AlgorithmConfig().environment("CartPole-v1")
               .env_runners(num_envs_per_env_runner=2,
@@ -243,6 +246,7 @@ class StallOnceEnv(LevelEnv):
         return super().step(action)
 
 
+@pytest.mark.slow
 def test_a_local_async_sample_past_its_deadline_leaves_a_working_runner(tmp_path):
     from trainer.errors import EnvRunnerTimeout
     from trainer.runners.env_runner_group import EnvRunnerGroup
@@ -266,6 +270,7 @@ def test_a_local_async_sample_past_its_deadline_leaves_a_working_runner(tmp_path
         group.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_a_restored_runner_continues_the_episodes_exactly(mode):
     def runner():

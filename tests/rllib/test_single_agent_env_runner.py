@@ -19,7 +19,9 @@ from unittest.mock import patch
 import gymnasium as gym
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
-import ray
+import pytest
+ray = pytest.importorskip(  # was: import ray
+    "ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
 import trainer as tune  # was: from ray import tune
 from trainer import AlgorithmConfig  # was: from ray.rllib.algorithms.algorithm_config import ...
 from trainer.errors import StepFailedRecreateEnvError  # was: from ray.rllib.env.env_runner import ...

@@ -291,6 +291,7 @@ class _Server:
     """The main process's handle on the server process."""
 
     def __init__(self, address: Any, authkey: bytes):
+        self.address, self.authkey = address, authkey
         self.process = spawn("trainer.named_objects.server", stdin=subprocess.PIPE)
         # The address, key and import path go through stdin: the key never shows in `ps`.
         stdin = self.process.stdin
@@ -318,6 +319,23 @@ class _Server:
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
+
+    def is_ending(self) -> bool:
+        """Whether the server process has exited or is exiting: it no longer accepts
+        connections (it listens for as long as it lives), so this waits up to
+        `STARTUP_TIMEOUT_S` for its exit to show. False if it accepts connections."""
+        if not self.is_alive():
+            return True
+        try:
+            connect(self.address, self.authkey).close()
+            return False
+        except (OSError, EOFError, AuthenticationError):
+            pass
+        try:
+            self.process.wait(timeout=STARTUP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False  # refuses connections yet runs on: the caller's retry reports it
+        return True
 
 
 # -- this process's state --------------------------------------------------------------------
@@ -373,12 +391,28 @@ def _get_connection() -> _Connection | on_ray.RayConnection:
         return _connection
 
 
+def _replace_server_if_dead(settings: dict) -> None:
+    """Starts the server if there is none, or a new one in place of one that exited (killed,
+    crashed: its objects are gone) at the same address, which every EnvRunner already knows.
+    Called under `_lock`."""
+    global _server, _connection
+    if _server is not None and not _server.is_alive():
+        logger.warning("the named-object server had exited (code %s); starting a new one",
+                       _server.process.returncode)
+        _server.stop()
+        _server = None
+        if _connection is not None:
+            _connection.close()
+            _connection = None
+    if _server is None:
+        _server = _Server(settings["address"], settings["authkey"])
+
+
 def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool = False,
                         **kwargs: Any) -> NamedObject:
     """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
     `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
     `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
-    global _server, _connection
     if not isinstance(name, str) or not name:
         raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
     settings = client_settings()
@@ -389,34 +423,32 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
             raise NamedObjectError("named objects on Ray: no Ray connection")
         return _named_handle(name, connection.create(name, factory, payload), get_if_exists)
     with _lock:
-        if _server is not None and not _server.is_alive():
-            # It died (killed, crashed): its objects are gone; start a new one at the same
-            # address, which every EnvRunner already knows.
-            logger.warning("the named-object server had exited (code %s); starting a new one",
-                           _server.process.returncode)
-            _server.stop()
-            _server = None
-            if _connection is not None:
-                _connection.close()
-                _connection = None
-        if _server is None:
-            _server = _Server(settings["address"], settings["authkey"])
+        _replace_server_if_dead(settings)
     try:
         created = _get_connection().request("create", name, payload, get_if_exists)
     except NamedObjectError as error:
-        server = _server
-        if server is None or not server.is_alive():
-            raise NamedObjectError(f"{error} (the server process exited with code "
-                                   f"{None if server is None else server.process.returncode})"
-                                   ) from None
         if not isinstance(error.__context__, (OSError, EOFError)) and "not running" not in str(
                 error):
-            raise
-        # The connection broke while the server lives (seen once in CI right after a restart,
-        # cause not found): one new connection, said out loud.
+            raise  # the factory raised: the server answered
+        # The connection failed. A server killed just before this call still looks alive to
+        # poll() until the kernel has finished ending it, so the check above passed: wait for
+        # its end if it is ending, then start a new one. A live server with a broken connection
+        # gets one new connection.
+        with _lock:
+            server = _server
+            if server is not None and server.is_ending():
+                _replace_server_if_dead(settings)
         logger.warning("create_named_object(%r): the connection to the named-object server "
-                       "broke (%s); retrying once on a new connection", name, error)
-        created = _get_connection().request("create", name, payload, get_if_exists)
+                       "failed (%s); retrying once on a new connection", name, error)
+        try:
+            created = _get_connection().request("create", name, payload, get_if_exists)
+        except NamedObjectError as second:
+            server = _server
+            if server is None or not server.is_alive():
+                raise NamedObjectError(
+                    f"{second} (the server process exited with code "
+                    f"{None if server is None else server.process.returncode})") from None
+            raise
     return _named_handle(name, created, get_if_exists)
 
 
