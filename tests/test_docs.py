@@ -227,3 +227,14 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
     assert (tmp_path / "site" / "api" / "algorithm" / "index.html").exists()
     assert "save_to_path" in (tmp_path / "site" / "api" / "algorithm" / "index.html").read_text()
+
+
+def test_the_readme_links_resolve():
+    """The README is read on the repository's page, outside the site: its relative links must
+    name files that exist (the site's own links are checked by the strict build)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    relative = [target for target in targets if "://" not in target]
+    assert relative, "the README links to no docs page"
+    missing = [target for target in relative if not (REPO / target).exists()]
+    assert not missing, f"README links to missing files: {missing}"
