@@ -69,6 +69,7 @@ BENCHMARKS = (
     Benchmark("dqn_cartpole", "DQN solves CartPole-v1 (RLlib's tuned settings: double dueling, "
               "prioritized replay, n-step 2-5), wall time including build",
               ("bench/cartpole_dqn.py",), r"^(seed|median)", "< 90 s and < 100k env steps",
+              quick=("bench/cartpole_dqn.py", "--seeds", "0"),
               summary="DQN solves CartPole-v1"),
     Benchmark("sampling", "sampling: 1 EnvRunner process with 1 and 8 envs, the default "
               "256x256 policy and a callback, against a plain SyncVectorEnv loop with the same "
