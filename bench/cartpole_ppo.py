@@ -48,8 +48,7 @@ def main() -> None:
         times.append(seconds)
         print(f"seed {seed}: {'solved' if solved else 'NOT solved'} in {seconds:5.1f} s, "
               f"{steps} env steps", flush=True)
-    print(f"median {statistics.median(times):.1f} s  (target < 7 s; RLlib 2.60: ~330 s, "
-          f"SB3: ~15 s on this machine)")
+    print(f"median {statistics.median(times):.1f} s  (target < 7 s)")
 
 
 if __name__ == "__main__":

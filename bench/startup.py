@@ -93,7 +93,7 @@ def main() -> None:
     print(f"import trainer                                      {imports:6.3f} s")
     print(f"build(), 0 EnvRunners (samples in-process)          {build0:6.3f} s")
     print(f"build(), 2 EnvRunner processes                      {build2:6.3f} s  "
-          f"= {build2 / bare:.1f}x the baseline  (target < 2 s; RLlib 2.60: ~20 s)")
+          f"= {build2 / bare:.1f}x the baseline  (target < 2 s)")
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
 
 @pytest.mark.slow
 def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues(tmp_path):
-    # The README's main job: PPO on CartPole with RLlib's tuned-example settings.
+    # The main job of the README: PPO on CartPole with RLlib's tuned-example settings.
     cli = Cli(cwd=tmp_path)
     cli.wait_for(r"^ready in ")
     workers = env_runner_pids(cli.process.pid)

@@ -119,21 +119,20 @@ def test_porting_no_ops_are_accepted():
 
 
 # -- the settings table: one source of names, defaults, checks and docs ----------------------
-def test_the_readme_settings_tables_are_the_settings_table():
-    import pathlib
+def test_the_docs_settings_page_is_the_settings_table():
     import subprocess
     import sys
 
     from trainer.algorithms.settings import readme_tables
+    from trainer.cli.settings_page import SETTINGS_PAGE, settings_page
 
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    begin = readme.index("<!-- settings tables: begin (python -m trainer settings) -->\n")
-    end = readme.index("\n<!-- settings tables: end -->")
-    tables = readme[readme.index("\n", begin) + 1:end]
-    assert tables == readme_tables(), "README is stale: paste `python -m trainer settings`"
+    page = SETTINGS_PAGE.read_text()
+    assert page == settings_page(), "docs/settings.md is stale: run " \
+        "python -m trainer.cli.settings_page"
+    assert readme_tables() in page
     printed = subprocess.run([sys.executable, "-m", "trainer", "settings"], capture_output=True,
                              text=True, timeout=60, check=True).stdout
-    assert printed.rstrip("\n") == tables
+    assert printed.rstrip("\n") == readme_tables()
 
 
 def test_every_setting_is_a_documented_keyword_of_its_builder_method():

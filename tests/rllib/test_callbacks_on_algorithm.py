@@ -4,8 +4,8 @@
 # - `test_on_env_runners_recreated_callback` (with its CartPoleCrashing env and the `check`
 #   helper) is left out: its env crashes on its first step (p_crash=1.0) and RLlib restarts such
 #   a runner up to 1000 times, while here a runner failing 3 times in a row without one env step
-#   in between is not restarted again unless the restart budget was set explicitly (README,
-#   "Fault tolerance"); the case also sleeps 45 s. `on_env_runners_recreated` itself is tested in tests/test_fault_tolerance.py.
+#   in between is not restarted again unless the restart budget was set explicitly
+#   (docs/fault-tolerance.md); the case also sleeps 45 s. `on_env_runners_recreated` itself is tested in tests/test_fault_tolerance.py.
 import tempfile
 import time  # noqa: F401  (used by the case left out)
 import unittest

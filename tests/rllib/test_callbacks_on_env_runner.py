@@ -2,7 +2,7 @@
 #
 # Changes besides the imports:
 # - The multi-agent halves of the two episode tests (`for multi_agent in [False, True]` with
-#   MultiAgentCartPole) are dropped: multi-agent envs do not run here (README, "RLlib's tests").
+#   MultiAgentCartPole) are dropped: multi-agent envs do not run here (docs/rllib-names.md, "RLlib's tests and examples").
 # - `VectorMultiAgentEnv` is dropped from the isinstance checks (it does not exist here).
 # - `test_tune_trial_id_visible_in_callbacks` (and its OnEnvironmentCreatedCallback) is dropped:
 #   it needs Ray Tune's Tuner.

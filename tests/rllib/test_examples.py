@@ -1,5 +1,5 @@
 """RLlib's example scripts under examples/rllib/, run as a user runs them (short: the stop
-criteria cut them after two iterations; bench-length runs are in the README)."""
+criteria cut them after two iterations; bench-length runs are in bench/)."""
 
 import subprocess
 import sys

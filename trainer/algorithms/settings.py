@@ -5,8 +5,9 @@ method that sets it and a one-line doc. It is the single source of all four:
 - every builder method checks each value with the setting's check (`AlgorithmConfig._set`);
 - each builder method's docstring lists its settings with this class's defaults
   (`document_builders`, run for every config class);
-- the README's settings tables are `readme_tables()` (`python -m trainer settings` prints
-  them; a test keeps the README equal to it).
+- the docs' settings page is `readme_tables()` with an introduction
+  (`python -m trainer settings` prints the tables; `python -m trainer.cli.settings_page`
+  writes docs/settings.md, and a test keeps that page equal to the render).
 
 A check returns None when the value is fine, else what is allowed (`trainer.util.checks`).
 """
@@ -40,7 +41,7 @@ def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]
             for name, (default, check, doc) in settings.items()}
 
 
-#: Builder methods in the order the README lists them.
+#: Builder methods in the order the docs list them.
 BUILDER_METHODS = ("environment", "env_runners", "training", "evaluation", "exploration",
                    "fault_tolerance", "reporting", "checkpointing", "debugging",
                    "python_environment", "framework", "api_stack")
@@ -114,7 +115,7 @@ def markdown(config_cls: type[AlgorithmConfig], *, methods: tuple[str, ...] = BU
 
 
 def readme_tables() -> str:
-    """The README's settings section body: the shared settings (with AlgorithmConfig's
+    """The tables of the docs' settings page: the shared settings (with AlgorithmConfig's
     defaults), then PPO's and DQN's own settings and changed defaults."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.algorithms.dqn import DQNConfig

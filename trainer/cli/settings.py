@@ -1,5 +1,5 @@
 """`python -m trainer settings`: every setting of the configs with its default and what it does
-(the README's settings tables, from the settings table: `trainer.algorithms.settings`)."""
+(the tables of docs/settings.md, from the settings table: `trainer.algorithms.settings`)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ _TORCH_LEARNERS = ("the learners are this project's numpy PPO and DQN learners, 
                    "Algorithm; there are no torch Learner classes, LearnerGroups or learner "
                    "connectors (training(learner_class=...) is refused with what to do)")
 _CHECKPOINTABLE = ("checkpoints are this project's format (a folder of msgpack state files, "
-                   "config.json and a SHA-256 manifest, see the README's Checkpoints), written "
+                   "config.json and a SHA-256 manifest, see docs/checkpoints.md), written "
                    "and read by save_to_path / restore_from_path / from_checkpoint of the "
                    "Algorithm; RLlib's per-component Checkpointable protocol is not implemented")
 _RUNNER_CHECKPOINTS = ("an EnvRunner's state is a component of the Algorithm's checkpoint "

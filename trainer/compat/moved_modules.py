@@ -2,7 +2,7 @@
 path still imports (the very module at its new place, so a class is the same class either way)
 and warns once with the new path.
 
-Old paths matter in two places: scripts written against the README's porting table before the
+Old paths matter in two places: scripts written against the porting table (docs/rllib-names.md) before the
 move (`trainer.exploration`, `trainer.spaces`, `trainer.lookback_buffer`, `trainer.env_runner`),
 and checkpoints whose `config.json` names code by import path (`trainer.config:...`). A finder
 on `sys.meta_path` maps them; nothing is imported until an old path is asked for.

@@ -12,7 +12,7 @@ rest are listed below, by builder method, each as one of:
   any other value would change results silently if ignored, so the builder call raises
   `ConfigError` saying what to do instead.
 
-The README's "RLlib's settings" table lists the same three groups.
+docs/config.md's "RLlib's settings" table lists the same three groups.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
 
 #: `model_config` keys the numpy networks implement, with this project's defaults. They are
-#: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see the README's model section).
+#: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see docs/config.md, "Model config").
 MODEL_DEFAULTS: dict = {
     "fcnet_hiddens": [256, 256],
     "fcnet_activation": "tanh",
@@ -71,7 +71,7 @@ _WHY_DEFAULT_ONLY["use_lstm"] = _WHY_DEFAULT_ONLY["max_seq_len"] = _WHY_DEFAULT_
 class DefaultModelConfig:
     """RLlib's `DefaultModelConfig` (`ray.rllib.core.rl_module.default_model_config`): pass it as
     `rl_module(model_config=DefaultModelConfig(...))`. Its defaults are RLlib's, so
-    `vf_share_layers` is True here as there (a plain dict defaults to False; see the README)."""
+    `vf_share_layers` is True here as there (a plain dict defaults to False; see docs/config.md)."""
 
     fcnet_hiddens: list = field(default_factory=lambda: [256, 256])
     fcnet_activation: str = "tanh"

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 MULTI_AGENT_UNSUPPORTED = (
     "multi-agent envs are not supported yet (one agent and one module per Algorithm here); run "
-    "the single-agent variant (e.g. `--num-agents=0`), see the README, \"RLlib's tests and "
+    "the single-agent variant (e.g. `--num-agents=0`), see docs/rllib-names.md, \"RLlib's tests and "
     "examples\"")
 
 
