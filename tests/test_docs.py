@@ -157,6 +157,7 @@ def _runnable(block: Block) -> dict:
     return entry
 
 
+@pytest.mark.slow  # the pages' trainings, each page in a process of its own
 @pytest.mark.parametrize("page", _pages_with_runnable_blocks(),
                          ids=lambda page: str(page.relative_to(REPO)))
 def test_the_code_blocks_of_the_page_run(page, tmp_path):
@@ -216,6 +217,7 @@ def test_the_readme_is_a_product_page_not_the_manual():
     assert first.code.startswith("pip install -e '.[plot,tensorboard]' && python -m trainer")
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e "
                                          "'.[docs]'")

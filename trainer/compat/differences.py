@@ -10,6 +10,8 @@ Two kinds of entries:
   here that is no longer a finding (the name now matches: the entry is stale).
 - RLlib test cases left out of `tests/rllib/` (where RLlib's own test files run with only their
   imports changed), keyed `file::case`.
+- Behaviour: a name that exists here with RLlib's signature but computes something else on
+  purpose, keyed by the name; `here` names the test that shows what happens here.
 
 `python -m trainer.compat.differences` writes `docs/deliberate_differences.md` from this table
 (`--check` exits 1 when the committed page differs from it; a test checks the same).
@@ -23,6 +25,7 @@ from pathlib import Path
 
 API = "api"
 TEST = "test"
+BEHAVIOUR = "behaviour"
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class Difference:
     here: str
     #: Why.
     why: str
-    #: API or TEST.
+    #: API, TEST or BEHAVIOUR.
     kind: str = API
 
 
@@ -278,6 +281,16 @@ DIFFERENCES: tuple[Difference, ...] = (
                "left out",
                "it asserts one build is faster than another; here the spaces come with the "
                "workers' start-up reply, so all three take the same time", TEST),
+    # -- behaviour ----------------------------------------------------------------------------
+    Difference("MeanStdFilter (merging the EnvRunners' statistics)",
+               "each sampling round's new observations of every EnvRunner are merged into the "
+               "filter's running mean and std exactly, then broadcast "
+               "(tests/test_connectors.py::test_mean_std_filter_merges_runner_statistics_and_"
+               "syncs_them)",
+               "RLlib 2.60 merges from bookkeeping fields that its own broadcast resets every "
+               "iteration: run with 2 EnvRunners of 260 observations each, its filter's mean "
+               "drifts towards 0 and its std grows (mean -2627, -413, -18 and std 858, 2051, "
+               "2777 at iterations 1, 10, 500 on lopsided Pendulum observations)", BEHAVIOUR),
 )
 
 
@@ -298,6 +311,7 @@ def render() -> str:
     """The docs page: every entry, API names grouped by class or module, then the tests."""
     api = [d for d in DIFFERENCES if d.kind == API]
     tests = [d for d in DIFFERENCES if d.kind == TEST]
+    behaviour = [d for d in DIFFERENCES if d.kind == BEHAVIOUR]
     lines = [
         "# Deliberate differences from RLlib 2.60",
         "",
@@ -327,6 +341,11 @@ def render() -> str:
     for d in tests:
         file, _, case = d.rllib.partition("::")
         lines.append(f"| `{_cell(file)}`: {_cell(case)} | {_cell(d.here)} | {_cell(d.why)} |")
+    lines += ["", f"## Behaviour ({len(behaviour)})", "",
+              "Names that exist here with RLlib's signature and compute something else on "
+              "purpose; each names the test that shows what happens here.", "",
+              "| RLlib | here | why |", "|---|---|---|"]
+    lines += [f"| {_cell(d.rllib)} | {_cell(d.here)} | {_cell(d.why)} |" for d in behaviour]
     return "\n".join(lines) + "\n"
 
 
