@@ -216,7 +216,7 @@ def _blas_threads_during_dqn_updates(monkeypatch) -> list[list[int]]:
 
 
 def test_dqn_updates_run_on_one_blas_thread(monkeypatch):
-    # As PPO's (see UpdateThreads): numpy's pool of one thread per core stalls on a busy machine.
+    # As PPO's (see BlasThreads): numpy's pool of one thread per core stalls on a busy machine.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
     seen = _blas_threads_during_dqn_updates(monkeypatch)

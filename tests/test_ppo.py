@@ -241,3 +241,28 @@ def test_ppo_reports_the_last_minibatch_and_adapts_kl_on_it():
     expected = 0.2 * (1.5 if last > mean else 0.5)
     assert learner.kl_coeff == pytest.approx(expected)
     assert results["curr_kl_coeff"] == learner.kl_coeff
+
+
+def test_module_weights_are_initialised_on_one_blas_thread(monkeypatch):
+    # Each layer's orthogonal initialisation is a QR decomposition: with numpy's pool of one
+    # thread per core on a busy machine, a build took 0.2-0.4 s instead of a few ms.
+    from threadpoolctl import threadpool_limits
+
+    from trainer.core import nn
+    from trainer.core.blas import BlasThreads
+
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(nn, "_INIT_THREADS", BlasThreads())
+    seen = []
+    original = nn.orthogonal
+
+    def recording(*args, **kwargs):
+        seen.append(_blas_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(nn, "orthogonal", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        small_ppo(0).build().stop()
+        assert set(_blas_threads()) == {2}
+    assert seen and all(threads == [1] * len(threads) for threads in seen)

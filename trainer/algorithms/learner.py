@@ -9,10 +9,7 @@ through this interface: `update(...)` in its training step, the state methods fo
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,45 +70,3 @@ class LearningRate:
         return self.schedule.value(0)
 
 
-#: The environment variables by which a user sizes numpy's BLAS pools (OpenBLAS reads all
-#: three); one set explicitly is the user's choice and is left alone.
-BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-class UpdateThreads:
-    """Runs a learner's updates on one BLAS thread, as RLlib's learner runs: Ray gives an actor
-    `OMP_NUM_THREADS` = its CPUs (`set_omp_num_threads_if_unset`), one for the Algorithm whose
-    local learner trains.
-
-    Why not numpy's default pool (one thread per core): an update is thousands of small products
-    (a minibatch of 64-128 rows through 256-wide layers), and OpenBLAS's threads meet after
-    each one. When anything else runs on the machine, a descheduled pool thread holds up every
-    product: a PPO update of 520 steps (30 epochs, minibatch 64, 256x256) took 4.9-15.4 s with
-    numpy's 2 threads on 2 busy cores and 0.23-0.66 s with one. On an idle machine the second
-    thread saved about a quarter of a 4000-step update (0.74x, `bench/threads.py`).
-
-    A user's explicit `OPENBLAS_NUM_THREADS` / `OMP_NUM_THREADS` / `MKL_NUM_THREADS` wins: the
-    pools are then left as the user sized them.
-    """
-
-    def __init__(self, num_threads: int = 1):
-        self.num_threads = num_threads
-        #: True when the user sized the pools (see `BLAS_THREAD_VARS`): updates leave them.
-        self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
-        self._controller: Any = None  # made on first use (it scans the loaded libraries once)
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        """The BLAS pools capped at `num_threads` for the `with` block, then as they were."""
-        if self.user_sized:
-            yield
-            return
-        if self._controller is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._controller = ThreadpoolController()
-        limiter = self._controller.limit(limits=self.num_threads, user_api="blas")
-        try:
-            yield
-        finally:
-            limiter.restore_original_limits()

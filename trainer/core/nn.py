@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from trainer.core.blas import BlasThreads
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
@@ -42,6 +43,10 @@ def weights_set_later() -> Iterator[None]:
         yield
     finally:
         _WEIGHTS_SET_LATER.reset(token)
+
+
+#: A module's weight initialisation runs on one BLAS thread (see `BlasThreads`).
+_INIT_THREADS = BlasThreads()
 
 
 def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
@@ -172,6 +177,12 @@ class MLP:
                 self.params += [np.zeros((n_in, n_out), dtype=np.float32),
                                 np.zeros(n_out, dtype=np.float32)]
             return
+        with _INIT_THREADS():  # QR per layer: one BLAS thread (see BlasThreads)
+            self._initialise(sizes, rng, output_gain, initializers)
+
+    def _initialise(self, sizes: list[int], rng: np.random.Generator, output_gain: float,
+                    initializers: list) -> None:
+        num_layers = len(sizes) - 1
         for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             kernel_init, bias_init = initializers[i]
             if kernel_init is not None:

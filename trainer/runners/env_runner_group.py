@@ -257,13 +257,18 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         background = bool(self.config.in_evaluation)
         sent: list[int] = []
         failures: dict[int, Failure] = {}
-        for handle in self._backend.start_many(indices, background=background):
+        def init_request(index: int) -> protocol.Init:
+            return self._init_request(index, recreated=recreated)
+
+        for handle in self._backend.start_many(indices, background=background,
+                                               first_request=init_request):
             self.pool.put(handle)
-        for index in indices:
-            sent_now, failed_now = self.pool.send(
-                [index], self._init_request(index, recreated=recreated))
-            sent += sent_now
-            failures.update(failed_now)
+            if handle.has_pending():  # its Init went with the start
+                sent.append(handle.worker_index)
+        late = [index for index in indices if index not in sent]
+        sent_now, failed_now = self.pool.send(late, init_request)
+        sent += sent_now
+        failures.update(failed_now)
         replies, init_failures = self.pool.gather(sent, timeout)
         failures.update(init_failures)
         if state_for is not None and replies:

@@ -12,7 +12,7 @@ killed), `EnvRunnerError` / `CallbackError` (code in the runner raised; the runn
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trainer.errors import EnvRunnerTimeout
@@ -88,8 +88,11 @@ class RunnerBackend(ABC):
         """Starts runner `worker_index` (its EnvRunner is built by the `Init` request sent
         next); `background` runners (evaluation) yield the CPU to the training processes."""
 
-    def start_many(self, worker_indices: Sequence[int], *, background: bool = False
+    def start_many(self, worker_indices: Sequence[int], *, background: bool = False,
+                   first_request: Callable[[int], Request] | None = None
                    ) -> Sequence[RunnerHandle]:
         """Starts a runner per index, as `start` does; a backend that can start several
-        at once for less than each alone overrides it."""
+        at once for less than each alone overrides it. A backend may send
+        `first_request(index)` (the `Init`) as it starts each: the runners it was sent to
+        have it pending (`has_pending`); the caller sends it to the others."""
         return [self.start(index, background=background) for index in worker_indices]

@@ -17,9 +17,10 @@ import subprocess
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
@@ -32,6 +33,10 @@ from trainer.util.child_process import AdoptedChild, end_process
 BACKGROUND_NICENESS = 10
 #: Longest wait for a stalled worker's stack dump before it is killed.
 STACK_WAIT_S = 0.5
+#: Largest first request written to a worker's socket before the worker runs: the socket's
+#: buffer takes it whole (Linux's smallest default is 208 KiB), so the write cannot wait for a
+#: reader that is not there yet.
+EARLY_REQUEST_MAX = 64 * 1024
 #: Innermost frames of a stalled worker's stack kept in the timeout's message.
 STACK_FRAMES = 8
 
@@ -95,12 +100,28 @@ class _WorkerEnds:
         os.close(self.stack_read)
 
 
-def start_runners(indices: Sequence[int], *, background: bool = False) -> list[ProcessRunner]:
+def start_runners(indices: Sequence[int], *, background: bool = False,
+                  first_request: Callable[[int], protocol.Request] | None = None
+                  ) -> list[ProcessRunner]:
     """A worker process per EnvRunner index, started together: forked from the worker
     template in one request where possible (start-up does not grow with the number of
-    workers: see `worker_forkserver`), spawned if that fails."""
+    workers: see `worker_forkserver`), spawned if that fails. `first_request(index)` (the
+    `Init`), where it fits the socket's buffer (`EARLY_REQUEST_MAX`), is written before the
+    worker starts: a forked worker finds it waiting and builds its EnvRunner while the next
+    workers are forked. The runners it was sent to have it pending; the caller sends it to
+    the others."""
+    early: dict[int, tuple[protocol.Request, bytes]] = {}
+    if first_request is not None:
+        for index in indices:
+            request = first_request(index)
+            pickled = bytes(ForkingPickler.dumps(request))
+            if len(pickled) <= EARLY_REQUEST_MAX:
+                early[index] = (request, pickled)
     for fork in (True, False):
         ends = [_WorkerEnds() for _ in indices]
+        for index, end in zip(indices, ends, strict=True):
+            if index in early:
+                end.conn.send_bytes(early[index][1])
         try:
             processes = start_workers(
                 [WorkerFds(index, end.child_conn.fileno(), end.stack_write)
@@ -113,9 +134,13 @@ def start_runners(indices: Sequence[int], *, background: bool = False) -> list[P
             for end in ends:
                 end.close_child_ends()
         if processes is not None:
-            return [ProcessRunner(index, process, end.conn, end.stack_read,
-                                  background=background)
-                    for index, process, end in zip(indices, processes, ends, strict=True)]
+            runners = [ProcessRunner(index, process, end.conn, end.stack_read,
+                                     background=background)
+                       for index, process, end in zip(indices, processes, ends, strict=True)]
+            for runner in runners:
+                if runner.worker_index in early:
+                    runner.expect_reply(early[runner.worker_index][0])
+            return runners
         # A failed fork: workers forked late may hold these ends; they are not reused.
         for end in ends:
             end.close_parent_ends()
@@ -152,6 +177,11 @@ class ProcessRunner(RunnerHandle):
             self.healthy = False
             raise EnvRunnerCrashed(self.worker_index, request.label, self.exitcode(1.0)) \
                 from None
+        self.expect_reply(request)
+
+    def expect_reply(self, request: protocol.Request) -> None:
+        """Notes `request` as sent (`send` does; `start_runners` wrote it before the worker
+        started)."""
         self._pending.append((request.request_id, request.label))
 
     def has_pending(self) -> bool:
@@ -265,6 +295,8 @@ class ProcessBackend(RunnerBackend):
     def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
         return start_runners([worker_index], background=background)[0]
 
-    def start_many(self, worker_indices: Sequence[int], *, background: bool = False
+    def start_many(self, worker_indices: Sequence[int], *, background: bool = False,
+                   first_request: Callable[[int], protocol.Request] | None = None
                    ) -> Sequence[ProcessRunner]:
-        return start_runners(worker_indices, background=background)
+        return start_runners(worker_indices, background=background,
+                             first_request=first_request)

@@ -148,6 +148,13 @@ def worker_environment() -> dict[str, str]:
     return env
 
 
+#: Environment variables a library sets on itself when imported, which do not make a template
+#: stale: threadpoolctl (imported by the first BLAS-capped product, see `trainer.core.blas`)
+#: does `os.environ.setdefault("KMP_DUPLICATE_LIB_OK", "True")`, and the worker that imports
+#: it sets the same.
+SELF_SET_VARIABLES = frozenset({"KMP_DUPLICATE_LIB_OK"})
+
+
 def _environment_key() -> tuple:
     """What a template takes from the main process when it starts (environment variables,
     working directory): a template whose key differs from the current one is stale."""
@@ -155,7 +162,8 @@ def _environment_key() -> tuple:
         cwd = os.getcwd()
     except OSError:  # the working directory was deleted
         cwd = None
-    return tuple(sorted(os.environ.items())), cwd
+    return tuple(sorted(item for item in os.environ.items()
+                        if item[0] not in SELF_SET_VARIABLES)), cwd
 
 
 def _is_open(fd: int) -> bool:

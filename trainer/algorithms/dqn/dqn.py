@@ -266,7 +266,7 @@ class DQN(Algorithm):
         #    errors.
         beta = config.replay_buffer_config.get("beta")
         update_results: list[dict] = []
-        # One BLAS thread for the whole round of updates (see UpdateThreads; entering it for
+        # One BLAS thread for the whole round of updates (see BlasThreads; entering it for
         # each update of about 0.5 ms would add a quarter to it).
         with self.learner.update_threads():
             for _ in range(training_rounds):

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateResults, UpdateThreads
+from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
+from trainer.core.blas import BlasThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.metrics import TD_ERROR_KEY
@@ -37,8 +38,8 @@ class DQNLearner(Learner):
                               **adam_settings(config.optimizer))
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self._last_target_update_step = 0
-        #: Updates run on one BLAS thread unless the user sized the pools (see UpdateThreads).
-        self.update_threads = UpdateThreads()
+        #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
+        self.update_threads = BlasThreads()
 
     def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
                ) -> UpdateResults:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateResults, UpdateThreads
+from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
+from trainer.core.blas import BlasThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.env.episode import SingleAgentEpisode
@@ -46,8 +47,8 @@ class PPOLearner(Learner):
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
-        #: Updates run on one BLAS thread unless the user sized the pools (see UpdateThreads).
-        self.update_threads = UpdateThreads()
+        #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
+        self.update_threads = BlasThreads()
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
