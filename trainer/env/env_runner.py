@@ -1,6 +1,7 @@
-"""The EnvRunner's import path of earlier releases: `EnvRunner` and RLlib's names for it live
-in `trainer.runners.env_runner` (next to the rest of the runner code); this module names the
-same classes, so `from trainer.env.env_runner import SingleAgentEnvRunner` keeps working."""
+"""A second import path for the EnvRunner, kept for user code that imports it from here
+(`from trainer.env.env_runner import SingleAgentEnvRunner`). The class lives in
+`trainer.runners.env_runner`, next to the rest of the runner code; the names here are the same
+objects."""
 
 from trainer.errors import StepFailedRecreateEnvError
 from trainer.runners.env_runner import EnvRunner, SingleAgentEnvRunner
