@@ -29,8 +29,14 @@ RATIO_LINE = re.compile(r"ratio\s+([0-9.]+)")
 
 def run(tree: Path, script: Path, args: list[str]) -> tuple[float, str]:
     env = {**os.environ, "PYTHONPATH": str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    completed = subprocess.run([sys.executable, str(script), *args], cwd=tree, env=env,
-                               capture_output=True, text=True, timeout=1800)
+    completed = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if completed.returncode != 0:
         raise SystemExit(f"{script} failed in {tree}:\n{completed.stderr[-3000:]}")
     lines = [line for line in completed.stdout.splitlines() if RATIO_LINE.search(line)]
@@ -44,21 +50,32 @@ def main() -> None:
     parser.add_argument("commit", help="the baseline commit (e.g. HEAD~1)")
     parser.add_argument("script", help="a bench script that prints 'ratio X'")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--same-script", action="store_true",
-                        help="run this tree's script on both trees' code (for a script the "
-                             "earlier commit does not have)")
+    parser.add_argument(
+        "--same-script",
+        action="store_true",
+        help="run this tree's script on both trees' code (for a script the "
+        "earlier commit does not have)",
+    )
     argv = sys.argv[1:]
     # Everything after "--" is the script's.
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
-    script_args = argv[split + 1:]
+    script_args = argv[split + 1 :]
     with tempfile.TemporaryDirectory(prefix="localrl_baseline_") as scratch:
         baseline = Path(scratch) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(baseline),
-                        args.commit], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(baseline), args.commit],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         try:
-            commit = subprocess.run(["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"],
-                                    capture_output=True, text=True, check=True).stdout.strip()
+            commit = subprocess.run(
+                ["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             results: dict[str, list[float]] = {"this tree": [], f"commit {commit}": []}
             for round_index in range(args.rounds):
                 for name, tree in (("this tree", ROOT), (f"commit {commit}", baseline)):
@@ -67,17 +84,24 @@ def main() -> None:
                     results[name].append(ratio)
                     print(f"round {round_index + 1}, {name:>16}: {line}", flush=True)
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(baseline)], capture_output=True, timeout=120)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
+                capture_output=True,
+                timeout=120,
+            )
     (mine, theirs) = (max(r) for r in results.values())
-    print(f"best ratio: this tree {mine:.2f}, {list(results)[1]} {theirs:.2f}, "
-          f"change {mine / theirs:.3f}x")
+    print(
+        f"best ratio: this tree {mine:.2f}, {list(results)[1]} {theirs:.2f}, "
+        f"change {mine / theirs:.3f}x"
+    )
     # Each round's two runs are neighbours in time: their quotient cancels the machine's drift,
     # and the median of the quotients is not pulled by one disturbed run as the best is (a
     # floor measured during a slow spell inflates a ratio).
     pairs = sorted(a / b for a, b in zip(*results.values(), strict=True))
-    print(f"median change over the rounds' pairs: {statistics.median(pairs):.3f}x "
-          f"(from {pairs[0]:.3f}x to {pairs[-1]:.3f}x)")
+    print(
+        f"median change over the rounds' pairs: {statistics.median(pairs):.3f}x "
+        f"(from {pairs[0]:.3f}x to {pairs[-1]:.3f}x)"
+    )
 
 
 if __name__ == "__main__":

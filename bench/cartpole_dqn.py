@@ -24,15 +24,25 @@ def config(seed: int) -> DQNConfig:
         .training(
             lr=0.0005,
             train_batch_size_per_learner=32,
-            replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50000,
-                                  "alpha": 0.6, "beta": 0.4},
+            replay_buffer_config={
+                "type": "PrioritizedEpisodeReplayBuffer",
+                "capacity": 50000,
+                "alpha": 0.6,
+                "beta": 0.4,
+            },
             n_step=(2, 5),
             double_q=True,
             dueling=True,
             epsilon=[(0, 1.0), (10000, 0.02)],
         )
-        .rl_module(model_config={"fcnet_hiddens": [256], "fcnet_activation": "tanh",
-                                 "head_fcnet_hiddens": [256], "head_fcnet_activation": "tanh"})
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [256],
+                "fcnet_activation": "tanh",
+                "head_fcnet_hiddens": [256],
+                "head_fcnet_activation": "tanh",
+            }
+        )
         .debugging(seed=seed)
     )
 
@@ -46,9 +56,12 @@ def run(seed: int, max_steps: int, verbose: bool) -> tuple[float, int, bool]:
             ret = result["env_runners"]["episode_return_mean"]
             steps = result["num_env_steps_sampled_lifetime"]
             if verbose:
-                print(f"  iter {result['training_iteration']:3d}  steps {steps:6d}  "
-                      f"return {ret:6.1f}  epsilon {result['env_runners'].get('cur_epsilon', 0):.3f}"
-                      f"  {time.perf_counter() - start:5.1f} s", flush=True)
+                print(
+                    f"  iter {result['training_iteration']:3d}  steps {steps:6d}  "
+                    f"return {ret:6.1f}  epsilon {result['env_runners'].get('cur_epsilon', 0):.3f}"
+                    f"  {time.perf_counter() - start:5.1f} s",
+                    flush=True,
+                )
             if ret >= 450 or steps >= max_steps:
                 return time.perf_counter() - start, steps, ret >= 450
     finally:
@@ -68,8 +81,10 @@ def main() -> None:
         print(f"seed {seed}: {status} in {seconds:6.1f} s, {steps} env steps", flush=True)
         times.append(seconds)
         steps_list.append(steps)
-    print(f"median {statistics.median(times):.1f} s, {int(statistics.median(steps_list))} env "
-          "steps  (target: < 90 s and < 100k env steps)")
+    print(
+        f"median {statistics.median(times):.1f} s, {int(statistics.median(steps_list))} env "
+        "steps  (target: < 90 s and < 100k env steps)"
+    )
 
 
 if __name__ == "__main__":

@@ -20,14 +20,21 @@ from trainer import PPOConfig
 
 def solve(seed: int, max_iterations: int = 100) -> tuple[float, int, bool]:
     start = time.perf_counter()
-    algo = (PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_env_runners=2)
-            .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
-            .rl_module(model_config={"fcnet_hiddens": [32], "fcnet_activation": "linear",
-                                     "vf_share_layers": True})
-            .debugging(seed=seed)
-            .build())
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2)
+        .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [32],
+                "fcnet_activation": "linear",
+                "vf_share_layers": True,
+            }
+        )
+        .debugging(seed=seed)
+        .build()
+    )
     solved = False
     for _ in range(max_iterations):
         result = algo.train()
@@ -46,8 +53,11 @@ def main() -> None:
     for seed in args.seeds:
         seconds, steps, solved = solve(seed)
         times.append(seconds)
-        print(f"seed {seed}: {'solved' if solved else 'NOT solved'} in {seconds:5.1f} s, "
-              f"{steps} env steps", flush=True)
+        print(
+            f"seed {seed}: {'solved' if solved else 'NOT solved'} in {seconds:5.1f} s, "
+            f"{steps} env steps",
+            flush=True,
+        )
     print(f"median {statistics.median(times):.1f} s  (target < 7 s)")
 
 

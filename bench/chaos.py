@@ -52,18 +52,26 @@ class FirstStepAfterRestart(RLlibCallback):
 
 
 def config(seed: int, chaos: bool, backend: str) -> PPOConfig:
-    config = (PPOConfig()
-              .env_runners(num_env_runners=2, backend=backend)
-              .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
-              .rl_module(model_config={"fcnet_hiddens": [32], "fcnet_activation": "linear",
-                                       "vf_share_layers": True})
-              .debugging(seed=seed))
+    config = (
+        PPOConfig()
+        .env_runners(num_env_runners=2, backend=backend)
+        .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [32],
+                "fcnet_activation": "linear",
+                "vf_share_layers": True,
+            }
+        )
+        .debugging(seed=seed)
+    )
     if not chaos:
         return config.environment("CartPole-v1")
-    return (config.environment(FaultInjectionEnv, env_config={"env": "CartPole-v1",
-                                                              "p_crash": 0.001})
-            .fault_tolerance(restart_failed_sub_environments=True)
-            .callbacks(FirstStepAfterRestart))
+    return (
+        config.environment(FaultInjectionEnv, env_config={"env": "CartPole-v1", "p_crash": 0.001})
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .callbacks(FirstStepAfterRestart)
+    )
 
 
 def kill_runner(algo, index: int, how: str) -> int:
@@ -129,6 +137,7 @@ def train(seed: int, chaos: bool, backend: str) -> dict:
                             return
                         except ValueError:
                             time.sleep(0.01)
+
                 killer = threading.Timer(rng.uniform(0, iteration_time), kill)
                 killer.start()
             result = algo.train()
@@ -155,8 +164,12 @@ def train(seed: int, chaos: bool, backend: str) -> dict:
         algo.stop()
     assert_no_env_runner_processes()
     assert_no_actors_alive(actors)
-    return {"seconds": time.perf_counter() - start, "result": result, "kills": kills,
-            "restarts": restarts}
+    return {
+        "seconds": time.perf_counter() - start,
+        "result": result,
+        "kills": kills,
+        "restarts": restarts,
+    }
 
 
 def kill_to_first_step(kills: list[tuple[int, float, int]], path: str) -> list[float]:
@@ -191,19 +204,27 @@ def main() -> None:
     tolerance = result["fault_tolerance"]
     reached = result["env_runners"]["episode_return_mean"]
     print(f"backend: {args.backend}")
-    print(f"without faults: {baseline['seconds']:5.1f} s, "
-          f"{baseline['result']['training_iteration']} iterations")
-    print(f"under chaos:    {chaos['seconds']:5.1f} s, {result['training_iteration']} iterations "
-          f"({chaos['seconds'] / baseline['seconds']:.2f}x), episode_return_mean {reached:.1f} "
-          f"(target >= 450: {'yes' if reached >= 450 else 'NO'})")
-    print(f"kills {len(chaos['kills'])}, runner restarts {chaos['restarts']} "
-          f"(equal: {'yes' if len(chaos['kills']) == chaos['restarts'] else 'NO'}), "
-          f"sub-env restarts {tolerance['num_sub_environment_restarts']}, "
-          f"env steps lost {tolerance['num_env_steps_lost']}, orphans: none")
+    print(
+        f"without faults: {baseline['seconds']:5.1f} s, "
+        f"{baseline['result']['training_iteration']} iterations"
+    )
+    print(
+        f"under chaos:    {chaos['seconds']:5.1f} s, {result['training_iteration']} iterations "
+        f"({chaos['seconds'] / baseline['seconds']:.2f}x), episode_return_mean {reached:.1f} "
+        f"(target >= 450: {'yes' if reached >= 450 else 'NO'})"
+    )
+    print(
+        f"kills {len(chaos['kills'])}, runner restarts {chaos['restarts']} "
+        f"(equal: {'yes' if len(chaos['kills']) == chaos['restarts'] else 'NO'}), "
+        f"sub-env restarts {tolerance['num_sub_environment_restarts']}, "
+        f"env steps lost {tolerance['num_env_steps_lost']}, orphans: none"
+    )
     if delays:
-        print(f"kill -> restarted runner's first env step: median {statistics.median(delays):.2f} s, "
-              f"max {max(delays):.2f} s over {len(delays)} kills (target median < "
-              f"{'2 s, issue 19' if args.backend == 'ray' else '1 s'})")
+        print(
+            f"kill -> restarted runner's first env step: median {statistics.median(delays):.2f} s, "
+            f"max {max(delays):.2f} s over {len(delays)} kills (target median < "
+            f"{'2 s, issue 19' if args.backend == 'ray' else '1 s'})"
+        )
 
 
 if __name__ == "__main__":

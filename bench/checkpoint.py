@@ -56,8 +56,12 @@ def rllib_times(directory: str) -> str:
         from ray.rllib.algorithms.ppo import PPOConfig as RLlibPPOConfig
     except ImportError:
         return "RLlib: not installed here (pip install 'ray[rllib]' torch to compare)"
-    config = (RLlibPPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
-              .training(train_batch_size=400, num_epochs=1))
+    config = (
+        RLlibPPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2)
+        .training(train_batch_size=400, num_epochs=1)
+    )
     algo = config.build_algo()
     algo.train()
     path = os.path.join(directory, "rllib")
@@ -68,8 +72,13 @@ def rllib_times(directory: str) -> str:
 
 
 def main() -> None:
-    config = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
-              .training(train_batch_size=400, num_epochs=1).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2)
+        .training(train_batch_size=400, num_epochs=1)
+        .debugging(seed=0)
+    )
     with tempfile.TemporaryDirectory() as directory, config.build() as algo:
         algo.train()
         path = os.path.join(directory, "checkpoint")
@@ -84,11 +93,15 @@ def main() -> None:
         baseline = median_ms(lambda: numpy_save_baseline(arrays, baseline_dir))
         parameters = algo.learner.module.flat_params.size
         print(f"PPO, 256x256 policy and value nets ({parameters:,} parameters), 2 EnvRunners")
-        print(f"save     {save:6.1f} ms  ({save / baseline:4.1f}x numpy.save + fsync of the raw "
-              f"arrays, {baseline:.1f} ms)   target < 100 ms")
+        print(
+            f"save     {save:6.1f} ms  ({save / baseline:4.1f}x numpy.save + fsync of the raw "
+            f"arrays, {baseline:.1f} ms)   target < 100 ms"
+        )
         print(f"restore  {restore:6.1f} ms   target < 100 ms")
-        print(f"size     {size / 1e6:6.2f} MB  ({size / raw:.3f}x the raw weights + Adam moments, "
-              f"{raw / 1e6:.2f} MB)   target <= 1.2x")
+        print(
+            f"size     {size / 1e6:6.2f} MB  ({size / raw:.3f}x the raw weights + Adam moments, "
+            f"{raw / 1e6:.2f} MB)   target <= 1.2x"
+        )
         print(rllib_times(directory))
 
 

@@ -57,8 +57,11 @@ def run_localrl(task: Task, seed: int) -> Run:
     preset = find_preset(task.algo, task.env)
     preset.apply(config)
     # The preset's evaluation runner is not needed: the target is on the training return.
-    config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0,
-                      evaluation_parallel_to_training=False)
+    config.evaluation(
+        evaluation_interval=None,
+        evaluation_num_env_runners=0,
+        evaluation_parallel_to_training=False,
+    )
     algo = config.debugging(seed=seed).build()
     try:
         while True:
@@ -78,22 +81,57 @@ def sb3_model(task: Task, seed: int):
     from stable_baselines3.common.env_util import make_vec_env
 
     if task.algo == "DQN":
-        return DQN("MlpPolicy", task.env, learning_rate=2.3e-3, batch_size=64,
-                   buffer_size=100_000, learning_starts=1000, gamma=0.99,
-                   target_update_interval=10, train_freq=256, gradient_steps=128,
-                   exploration_fraction=0.16, exploration_final_eps=0.04,
-                   policy_kwargs={"net_arch": [256, 256]}, seed=seed, device="cpu")
+        return DQN(
+            "MlpPolicy",
+            task.env,
+            learning_rate=2.3e-3,
+            batch_size=64,
+            buffer_size=100_000,
+            learning_starts=1000,
+            gamma=0.99,
+            target_update_interval=10,
+            train_freq=256,
+            gradient_steps=128,
+            exploration_fraction=0.16,
+            exploration_final_eps=0.04,
+            policy_kwargs={"net_arch": [256, 256]},
+            seed=seed,
+            device="cpu",
+        )
     if task.env == "CartPole-v1":
+
         def linear(start):
             return lambda remaining: remaining * start
 
-        return PPO("MlpPolicy", make_vec_env(task.env, n_envs=8, seed=seed), n_steps=32,
-                   batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-                   learning_rate=linear(0.001), clip_range=linear(0.2), seed=seed,
-                   device="cpu")
-    return PPO("MlpPolicy", make_vec_env(task.env, n_envs=4, seed=seed), n_steps=1024,
-               gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3,
-               clip_range=0.2, use_sde=True, sde_sample_freq=4, seed=seed, device="cpu")
+        return PPO(
+            "MlpPolicy",
+            make_vec_env(task.env, n_envs=8, seed=seed),
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate=linear(0.001),
+            clip_range=linear(0.2),
+            seed=seed,
+            device="cpu",
+        )
+    return PPO(
+        "MlpPolicy",
+        make_vec_env(task.env, n_envs=4, seed=seed),
+        n_steps=1024,
+        gae_lambda=0.95,
+        gamma=0.9,
+        n_epochs=10,
+        ent_coef=0.0,
+        learning_rate=1e-3,
+        clip_range=0.2,
+        use_sde=True,
+        sde_sample_freq=4,
+        seed=seed,
+        device="cpu",
+    )
 
 
 def run_sb3(task: Task, seed: int) -> Run:
@@ -127,9 +165,11 @@ def sb3_available() -> bool:
 
 def summary(runs: list[Run]) -> str:
     reached = sum(run.reached for run in runs)
-    return (f"{statistics.median(run.seconds for run in runs):7.1f} s "
-            f"{statistics.median(run.env_steps for run in runs):9.0f} steps "
-            f"({reached}/{len(runs)} reached)")
+    return (
+        f"{statistics.median(run.seconds for run in runs):7.1f} s "
+        f"{statistics.median(run.env_steps for run in runs):9.0f} steps "
+        f"({reached}/{len(runs)} reached)"
+    )
 
 
 def main() -> None:
@@ -139,8 +179,10 @@ def main() -> None:
     args = parser.parse_args()
     with_sb3 = sb3_available()
     if not with_sb3:
-        print("Stable-Baselines3 is not installed: only this project runs "
-              "(pip install stable-baselines3)")
+        print(
+            "Stable-Baselines3 is not installed: only this project runs "
+            "(pip install stable-baselines3)"
+        )
     table = []
     for name in args.tasks:
         task = TASKS[name]
@@ -152,15 +194,25 @@ def main() -> None:
                 theirs.append(run_sb3(task, seed))
                 print(f"{name} seed {seed}: SB3     {theirs[-1]}", flush=True)
         table.append((name, task, ours, theirs))
-    print(f"\n{'task':<14} {'target':>7} | {'localrl (median)':<36} | "
-          f"{'Stable-Baselines3 (median)':<36} | ratio SB3/localrl")
+    print(
+        f"\n{'task':<14} {'target':>7} | {'localrl (median)':<36} | "
+        f"{'Stable-Baselines3 (median)':<36} | ratio SB3/localrl"
+    )
     for name, task, ours, theirs in table:
-        ratio = (statistics.median(r.seconds for r in theirs)
-                 / statistics.median(r.seconds for r in ours)) if theirs else float("nan")
+        ratio = (
+            (
+                statistics.median(r.seconds for r in theirs)
+                / statistics.median(r.seconds for r in ours)
+            )
+            if theirs
+            else float("nan")
+        )
         # A library that stopped at the cap took at least that long: the ratio is a bound.
         bound = ">=" if theirs and not all(r.reached for r in theirs) else ""
-        print(f"{name:<14} {task.target:>7g} | {summary(ours):<36} | "
-              f"{summary(theirs) if theirs else 'not installed':<36} | {bound}{ratio:.2f}")
+        print(
+            f"{name:<14} {task.target:>7g} | {summary(ours):<36} | "
+            f"{summary(theirs) if theirs else 'not installed':<36} | {bound}{ratio:.2f}"
+        )
 
 
 if __name__ == "__main__":

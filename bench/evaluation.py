@@ -23,9 +23,13 @@ from trainer import PPOConfig
 def iteration_seconds(evaluate: bool, iters: int, eval_runners: int) -> tuple[float, int]:
     config = PPOConfig().environment("CartPole-v1").debugging(seed=0)
     if evaluate:
-        config.evaluation(evaluation_interval=1, evaluation_parallel_to_training=True,
-                          evaluation_duration="auto", evaluation_duration_unit="timesteps",
-                          evaluation_num_env_runners=eval_runners)
+        config.evaluation(
+            evaluation_interval=1,
+            evaluation_parallel_to_training=True,
+            evaluation_duration="auto",
+            evaluation_duration_unit="timesteps",
+            evaluation_num_env_runners=eval_runners,
+        )
     algo = config.build()
     try:
         algo.train()  # warm-up
@@ -54,9 +58,11 @@ def main() -> None:
         with_eval.append(seconds)
     base, ours = min(plain), min(with_eval)
     print(f"iteration without evaluation:               {base:6.3f} s")
-    print(f"iteration with parallel 'auto' evaluation on {args.eval_runners} runner(s): "
-          f"{ours:6.3f} s  "
-          f"({steps / args.iters:.0f} evaluation env steps per iteration)")
+    print(
+        f"iteration with parallel 'auto' evaluation on {args.eval_runners} runner(s): "
+        f"{ours:6.3f} s  "
+        f"({steps / args.iters:.0f} evaluation env steps per iteration)"
+    )
     target = 1.2 if args.eval_runners == 1 else 1.3
     print(f"ratio {ours / base:.2f}  (target <= {target})")
 

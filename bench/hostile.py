@@ -50,8 +50,12 @@ _SAVER = textwrap.dedent("""
 def _small_config():
     from trainer import PPOConfig
 
-    return (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
-            .training(train_batch_size=400, minibatch_size=200, num_epochs=1))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2)
+        .training(train_batch_size=400, minibatch_size=200, num_epochs=1)
+    )
 
 
 def sigkills_during_saves(kills: int, directory: str) -> None:
@@ -64,14 +68,16 @@ def sigkills_during_saves(kills: int, directory: str) -> None:
     damaged, checked, rng = 0, 0, random.Random(0)
     with _small_config().build() as reader:
         for _ in range(kills):
-            saver = subprocess.Popen([sys.executable, script, path], stdout=subprocess.PIPE,
-                                     text=True)
+            saver = subprocess.Popen(
+                [sys.executable, script, path], stdout=subprocess.PIPE, text=True
+            )
             saver.stdout.readline()
             time.sleep(rng.uniform(0.0, 0.4))
             saver.send_signal(signal.SIGKILL)
             saver.wait(timeout=10)
             if not os.path.exists(path) and not os.path.exists(
-                    os.path.join(directory, ".checkpoint.previous")):
+                os.path.join(directory, ".checkpoint.previous")
+            ):
                 continue  # killed before its first save completed: nothing to check yet
             checked += 1
             try:
@@ -79,8 +85,7 @@ def sigkills_during_saves(kills: int, directory: str) -> None:
             except CheckpointError as error:
                 damaged += 1
                 print(f"  damaged: {error}")
-    print(f"SIGKILL during save: {kills} kills, {checked} checkpoints checked, "
-          f"{damaged} damaged")
+    print(f"SIGKILL during save: {kills} kills, {checked} checkpoints checked, {damaged} damaged")
 
 
 def crafted_checkpoints(directory: str) -> None:
@@ -117,11 +122,15 @@ def crafted_checkpoints(directory: str) -> None:
             if pack(algo.get_state()) != before:
                 failures.append(f"{name}: the state changed")
     slowest = max(times, key=times.get)
-    print(f"crafted checkpoints: {len(times)} cases, {len(failures)} not refused cleanly "
-          f"{failures}; slowest {slowest!r} {1000 * times[slowest]:.1f} ms "
-          f"(all under 1 s: {max(times.values()) < 1.0})")
-    print(f"ratio (slowest refusal / good restore {1000 * statistics.median(good):.1f} ms): "
-          f"{times[slowest] / statistics.median(good):.2f}")
+    print(
+        f"crafted checkpoints: {len(times)} cases, {len(failures)} not refused cleanly "
+        f"{failures}; slowest {slowest!r} {1000 * times[slowest]:.1f} ms "
+        f"(all under 1 s: {max(times.values()) < 1.0})"
+    )
+    print(
+        f"ratio (slowest refusal / good restore {1000 * statistics.median(good):.1f} ms): "
+        f"{times[slowest] / statistics.median(good):.2f}"
+    )
 
 
 def silent_client() -> None:
@@ -163,11 +172,15 @@ def silent_client() -> None:
     for sock in silent:
         sock.close()
     shutdown_named_objects()
-    print(f"silent clients: call {alone:.3f} ms alone, {crowded:.3f} ms beside 3 silent "
-          f"clients; a new authenticated connection {connect_alone:.1f} ms alone, "
-          f"{connect_crowded:.1f} ms beside them (deadline {HANDSHAKE_TIMEOUT_S:g} s)")
-    print(f"ratio (new connection beside silent clients / alone): "
-          f"{connect_crowded / connect_alone:.2f}")
+    print(
+        f"silent clients: call {alone:.3f} ms alone, {crowded:.3f} ms beside 3 silent "
+        f"clients; a new authenticated connection {connect_alone:.1f} ms alone, "
+        f"{connect_crowded:.1f} ms beside them (deadline {HANDSHAKE_TIMEOUT_S:g} s)"
+    )
+    print(
+        f"ratio (new connection beside silent clients / alone): "
+        f"{connect_crowded / connect_alone:.2f}"
+    )
 
 
 def main() -> None:

@@ -29,9 +29,14 @@ def matmul_floor(shapes: list[tuple[int, int]], rows: int, steps: int) -> float:
     """Seconds for `steps` training steps' matrix products: per layer (n_in, n_out), the
     forward x @ W, and the backward x.T @ d and d @ W.T."""
     rng = np.random.default_rng(0)
-    layers = [(rng.standard_normal((rows, n_in), dtype=np.float32),
-               rng.standard_normal((n_in, n_out), dtype=np.float32),
-               rng.standard_normal((rows, n_out), dtype=np.float32)) for n_in, n_out in shapes]
+    layers = [
+        (
+            rng.standard_normal((rows, n_in), dtype=np.float32),
+            rng.standard_normal((n_in, n_out), dtype=np.float32),
+            rng.standard_normal((rows, n_out), dtype=np.float32),
+        )
+        for n_in, n_out in shapes
+    ]
     start = time.perf_counter()
     for _ in range(steps):
         for x, w, d in layers:
@@ -70,12 +75,15 @@ def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
     learner = algo.learner
     rng = np.random.default_rng(0)
     n = config.train_batch_size
-    batch = {"obs": rng.standard_normal((n, 4), dtype=np.float32),
-             "next_obs": rng.standard_normal((n, 4), dtype=np.float32),
-             "actions": rng.integers(0, 2, n), "rewards": np.ones(n, dtype=np.float32),
-             "terminateds": rng.random(n) < 0.05,
-             "discounts": np.full(n, config.gamma, dtype=np.float32),
-             "weights": np.ones(n, dtype=np.float32)}
+    batch = {
+        "obs": rng.standard_normal((n, 4), dtype=np.float32),
+        "next_obs": rng.standard_normal((n, 4), dtype=np.float32),
+        "actions": rng.integers(0, 2, n),
+        "rewards": np.ones(n, dtype=np.float32),
+        "terminateds": rng.random(n) < 0.05,
+        "discounts": np.full(n, config.gamma, dtype=np.float32),
+        "weights": np.ones(n, dtype=np.float32),
+    }
     state = learner.get_state()
     shapes = layer_shapes(learner.module)
     times, floors = [], []

@@ -23,8 +23,22 @@ import sys
 import tempfile
 import time
 
-FLAGS = ["--preset", "none", "--lr", "0.0003", "--num-epochs", "6", "--hiddens", "32",
-         "--activation", "linear", "--seed", "0", "--checkpoint-frequency", "10"]
+FLAGS = [
+    "--preset",
+    "none",
+    "--lr",
+    "0.0003",
+    "--num-epochs",
+    "6",
+    "--hiddens",
+    "32",
+    "--activation",
+    "linear",
+    "--seed",
+    "0",
+    "--checkpoint-frequency",
+    "10",
+]
 
 BASELINE = """
 import os, sys
@@ -42,8 +56,10 @@ for _ in range(iterations):
 algo.stop()
 """
 
-WITHOUT_MATPLOTLIB = ("import sys; sys.modules['matplotlib'] = None; from trainer.cli import main;"
-                      " sys.exit(main(sys.argv[1:]))")
+WITHOUT_MATPLOTLIB = (
+    "import sys; sys.modules['matplotlib'] = None; from trainer.cli import main;"
+    " sys.exit(main(sys.argv[1:]))"
+)
 
 
 def timed(command: list[str]) -> float:
@@ -61,21 +77,46 @@ def main() -> None:
     for repeat in range(args.repeats):
         with tempfile.TemporaryDirectory() as root:
             stop = ["--stop-iters", str(args.iterations)]
-            times["baseline"].append(timed(
-                [sys.executable, "-c", BASELINE, str(args.iterations), root]))
-            times["cli"].append(timed(
-                [sys.executable, "-c", WITHOUT_MATPLOTLIB, *FLAGS, *stop,
-                 "--output-dir", os.path.join(root, "cli")]))
-            times["cli+plot"].append(timed(
-                [sys.executable, "-m", "trainer", *FLAGS, *stop,
-                 "--output-dir", os.path.join(root, "cli_plot")]))
-        print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
-              flush=True)
+            times["baseline"].append(
+                timed([sys.executable, "-c", BASELINE, str(args.iterations), root])
+            )
+            times["cli"].append(
+                timed(
+                    [
+                        sys.executable,
+                        "-c",
+                        WITHOUT_MATPLOTLIB,
+                        *FLAGS,
+                        *stop,
+                        "--output-dir",
+                        os.path.join(root, "cli"),
+                    ]
+                )
+            )
+            times["cli+plot"].append(
+                timed(
+                    [
+                        sys.executable,
+                        "-m",
+                        "trainer",
+                        *FLAGS,
+                        *stop,
+                        "--output-dir",
+                        os.path.join(root, "cli_plot"),
+                    ]
+                )
+            )
+        print(
+            f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+            flush=True,
+        )
     baseline = statistics.median(times["baseline"])
     print(f"{args.iterations} PPO iterations, median of {args.repeats}:")
     print(f"  baseline script (train + save_to_path)       {baseline:6.2f} s")
-    for name, label in (("cli", "python -m trainer, no matplotlib"),
-                        ("cli+plot", "python -m trainer, learning_curve.png")):
+    for name, label in (
+        ("cli", "python -m trainer, no matplotlib"),
+        ("cli+plot", "python -m trainer, learning_curve.png"),
+    ):
         median = statistics.median(times[name])
         print(f"  {label:<45}{median:6.2f} s = {median / baseline:.2f}x the baseline")
 

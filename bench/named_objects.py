@@ -47,8 +47,11 @@ class CountingCartPole(gym.Wrapper):
 def steps_per_s(mode: str | None, steps: int) -> tuple[float, int, int]:
     """(env steps per second, steps sampled, counter value)."""
     counter = create_named_object("global_counter", Counter) if mode else None
-    config = (PPOConfig().environment(CountingCartPole, env_config={"mode": mode})
-              .env_runners(num_env_runners=2, num_envs_per_env_runner=4))
+    config = (
+        PPOConfig()
+        .environment(CountingCartPole, env_config={"mode": mode})
+        .env_runners(num_env_runners=2, num_envs_per_env_runner=4)
+    )
     with config.build() as algo:
         group = algo.env_runner_group
         group.sample(min_env_steps=2000)  # warm up
@@ -83,8 +86,10 @@ def main() -> None:
     print(f"no counter: {baseline:,.0f} env steps/s (median of {args.repeats})")
     for mode, label in (("wait", "counter.inc(1)"), ("remote", "counter.inc.remote(1)")):
         rate = statistics.median(rates[mode])
-        print(f"{label:>22}: {rate:,.0f} env steps/s = {rate / baseline:.2f} of the baseline; "
-              "count exact")
+        print(
+            f"{label:>22}: {rate:,.0f} env steps/s = {rate / baseline:.2f} of the baseline; "
+            "count exact"
+        )
 
 
 if __name__ == "__main__":

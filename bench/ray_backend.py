@@ -28,10 +28,18 @@ MODEL = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
 
 
 def config(backend: str, steps: int, rounds: int) -> PPOConfig:
-    return (PPOConfig().environment("CartPole-v1")
-            .env_runners(backend=backend, num_env_runners=2, num_envs_per_env_runner=NUM_ENVS,
-                         rollout_fragment_length=steps // rounds // NUM_ENVS // 2)
-            .rl_module(model_config=MODEL).debugging(seed=0))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            backend=backend,
+            num_env_runners=2,
+            num_envs_per_env_runner=NUM_ENVS,
+            rollout_fragment_length=steps // rounds // NUM_ENVS // 2,
+        )
+        .rl_module(model_config=MODEL)
+        .debugging(seed=0)
+    )
 
 
 def restart_seconds(kills: int) -> list[float]:
@@ -82,8 +90,10 @@ def main() -> None:
     ray.shutdown()
     ours, base = max(ray_runs), max(process_runs)
     print(f"build(), 2 Ray actors (Ray started):      {build_s:6.2f} s   (target < 2 s)")
-    print(f"actor killed -> replacement sampled:      median {statistics.median(restarts):.2f} s, "
-          f"max {max(restarts):.2f} s over {len(restarts)} kills   (target median < 2 s)")
+    print(
+        f"actor killed -> replacement sampled:      median {statistics.median(restarts):.2f} s, "
+        f"max {max(restarts):.2f} s over {len(restarts)} kills   (target median < 2 s)"
+    )
     print(f"sampling, 2 worker processes:             {base:9.0f} env steps/s")
     print(f"sampling, 2 Ray actors:                   {ours:9.0f} env steps/s")
     print(f"ratio {ours / base:.2f}  (Ray / processes, target >= 0.8)")

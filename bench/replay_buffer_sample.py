@@ -53,6 +53,7 @@ def main() -> None:
         print(f"  add() of a one-step chunk:                      {add_us:8.1f} us")
         prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
         for n_step in (1, 3):
+
             def transitions(buffer=buffer, n_step=n_step, prioritized=prioritized):
                 buffer.sample_transitions(32, n_step=n_step, gamma=0.99, beta=0.4)
                 if prioritized:
@@ -62,9 +63,12 @@ def main() -> None:
                 buffer.sample(32, n_step=n_step, gamma=0.99, beta=0.4, sample_episodes=True)
                 if prioritized:
                     buffer.update_priorities(np.random.random(32))
-            print(f"  n_step={n_step}: sample_transitions(32) + update: "
-                  f"{median_us(transitions):8.1f} us;  sample(32, sample_episodes=True) + "
-                  f"update: {median_us(episodes):8.1f} us")
+
+            print(
+                f"  n_step={n_step}: sample_transitions(32) + update: "
+                f"{median_us(transitions):8.1f} us;  sample(32, sample_episodes=True) + "
+                f"update: {median_us(episodes):8.1f} us"
+            )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def fill(buffer: PrioritizedEpisodeReplayBuffer) -> None:
         while not done:
             action = int(rng.integers(2))
             obs, reward, terminated, truncated, _ = env.step(action)
-            episode.add_env_step(obs, action, float(reward), terminated=terminated,
-                                 truncated=truncated)
+            episode.add_env_step(
+                obs, action, float(reward), terminated=terminated, truncated=truncated
+            )
             done = terminated or truncated
         buffer.add([episode.to_numpy()])
         obs, _ = env.reset()
@@ -52,17 +53,25 @@ def best_ms(func, repeats: int = 7) -> float:
 def main() -> None:
     buffer = PrioritizedEpisodeReplayBuffer(capacity=NUM_STEPS, seed=0)
     fill(buffer)
-    columns = [column.data for episode in buffer.episodes
-               for column in (episode.observations, episode.actions, episode.rewards)]
+    columns = [
+        column.data
+        for episode in buffer.episodes
+        for column in (episode.observations, episode.actions, episode.rewards)
+    ]
     baseline = best_ms(lambda: [np.copy(data) for data in columns])
     packed = ormsgpack.packb(buffer.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY)
-    ours = best_ms(lambda: ormsgpack.packb(buffer.get_state(),
-                                           option=ormsgpack.OPT_SERIALIZE_NUMPY))
-    print(f"buffer: {len(buffer)} transitions in {buffer.get_num_episodes()} episodes, packed "
-          f"{len(packed) / 1e6:.1f} MB")
+    ours = best_ms(
+        lambda: ormsgpack.packb(buffer.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY)
+    )
+    print(
+        f"buffer: {len(buffer)} transitions in {buffer.get_num_episodes()} episodes, packed "
+        f"{len(packed) / 1e6:.1f} MB"
+    )
     print(f"baseline  copy of the raw arrays:      {baseline:6.2f} ms")
-    print(f"get_state() + ormsgpack.packb:         {ours:6.2f} ms  ({ours / baseline:.1f}x the "
-          "copy; target < 50 ms)")
+    print(
+        f"get_state() + ormsgpack.packb:         {ours:6.2f} ms  ({ours / baseline:.1f}x the "
+        "copy; target < 50 ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,84 +57,173 @@ class Benchmark:
 
 
 BENCHMARKS = (
-    Benchmark("main_job", "`python -m trainer`, no flags: PPO on CartPole-v1 with RLlib's tuned "
-              "settings until the evaluation's mean return reaches 475",
-              ("-m", "trainer", "--output-dir", "{tmp}/run"), r"^stopped", "< 20 s",
-              quick=("-m", "trainer", "--output-dir", "{tmp}/run"), summary="the main job, `python -m trainer`"),
-    Benchmark("ppo_cartpole", "PPO solves CartPole-v1 (return 450; RLlib's tuned settings, "
-              "2 EnvRunners), wall time including build", ("bench/cartpole_ppo.py",),
-              r"^(seed|median)", "< 7 s (median of 3 seeds)", quick=("bench/cartpole_ppo.py",
-                                                                     "--seeds", "0"),
-              summary="PPO solves CartPole-v1"),
-    Benchmark("dqn_cartpole", "DQN solves CartPole-v1 (RLlib's tuned settings: double dueling, "
-              "prioritized replay, n-step 2-5), wall time including build",
-              ("bench/cartpole_dqn.py",), r"^(seed|median)", "< 90 s and < 100k env steps",
-              quick=("bench/cartpole_dqn.py", "--seeds", "0"),
-              summary="DQN solves CartPole-v1"),
-    Benchmark("sampling", "sampling: 1 EnvRunner process with 1 and 8 envs, the default "
-              "256x256 policy and a callback, against a plain SyncVectorEnv loop with the same "
-              "forward pass", ("bench/sampling.py",), r"sub-env|^ratio", "ratio >= 0.8",
-              quick=("bench/sampling.py", "--steps", "10000", "--repeats", "2"),
-              summary="sampling against a plain gymnasium loop"),
-    Benchmark("startup", "`build()` with 0, 2, and 1 against 5 EnvRunners (forked workers), "
-              "against a bare Python process", ("bench/startup.py", "--spawn"),
-              r"build\(\)|baseline|import trainer",
-              "2 EnvRunners < 2 s; 5 within 1.5x of 1",
-              quick=("bench/startup.py", "--repeats", "3"), summary="`build()` with EnvRunner processes",
-              summary_keep=r"2 EnvRunner processes"),
-    Benchmark("checkpoint", "`save_to_path` / `restore_from_path`, PPO 256x256 with 2 "
-              "EnvRunners, against `numpy.save` of the raw arrays", ("bench/checkpoint.py",),
-              r"^(save|restore|size)", "< 100 ms each; size <= 1.2x the raw arrays",
-              quick=("bench/checkpoint.py",), summary="checkpoint save / restore",
-              summary_keep=r"^(save|restore)"),
-    Benchmark("learner_ppo", "one default PPO update (4000 steps, 30 epochs of 128, 256x256) "
-              "against its matrix products alone", ("bench/learner.py",),
-              r"ms; matrix|^ratio", "ratio as high as it goes (1.0 is the limit)",
-              quick=("bench/learner.py", "--repeats", "1")),
-    Benchmark("learner_dqn", "2000 DQN updates of 32 against their matrix products alone",
-              ("bench/learner.py", "--algo", "DQN"), r"ms; matrix|^ratio",
-              "ratio as high as it goes (1.0 is the limit)"),
-    Benchmark("evaluation", "a PPO iteration with parallel `\"auto\"` evaluation on 2 runners "
-              "against one without", ("bench/evaluation.py",), r"^iteration|^ratio",
-              "<= 1.3x", quick=("bench/evaluation.py", "--iters", "2", "--repeats", "1")),
-    Benchmark("replay_buffer_state", "replay buffer `get_state()` + `ormsgpack.packb`, 50k "
-              "CartPole transitions", ("bench/replay_buffer_state.py",),
-              r"^buffer|^baseline|get_state", "< 50 ms",
-              quick=("bench/replay_buffer_state.py",)),
-    Benchmark("replay_buffer_sample", "DQN's replay path on a full 50k-step buffer: `add()`, "
-              "`sample_transitions(32)` + `update_priorities`",
-              ("bench/replay_buffer_sample.py",), r"Buffer:|add\(\)|n_step", "",
-              quick=("bench/replay_buffer_sample.py",)),
-    Benchmark("named_objects", "a shared counter incremented on every env step of 2 "
-              "EnvRunners against the same sampling without it", ("bench/named_objects.py",),
-              r"server start|no counter|of the baseline", "the count exact",
-              quick=("bench/named_objects.py", "--steps", "5000", "--repeats", "1")),
-    Benchmark("main_job_overhead", "what the command line adds: 30 tuned PPO iterations and a "
-              "checkpoint every 10, against a script calling `train()` and `save_to_path()`",
-              ("bench/main_job.py",), r"^\s+(baseline script|python -m trainer)",
-              "<= 1.1x without the plot",
-              quick=("bench/main_job.py", "--iterations", "10", "--repeats", "1")),
-    Benchmark("chaos", "PPO CartPole (tuned, 2 EnvRunners) with a random runner SIGKILLed "
-              "every iteration and envs crashing with p=0.001 per step",
-              ("bench/chaos.py", "--seed", "0"), r"^without|^under chaos|^kills|^kill ->",
-              "reaches 450; restarts == kills; median restart < 1 s", summary="training while runners are killed",
-              summary_keep=r"^(under chaos|kills)"),
-    Benchmark("hostile", "SIGKILLs during saves, crafted checkpoints, silent clients of the "
-              "named-object server", ("bench/hostile.py", "--kills", "100"),
-              r"^SIGKILL|^crafted|^silent|^ratio",
-              "0 damaged; every crafted case refused in < 1 s",
-              quick=("bench/hostile.py", "--kills", "25")),
-    Benchmark("threads", "BLAS threads of the learner and the EnvRunner workers",
-              ("bench/threads.py",), r"^learner update|^PPO iteration", "decide by measurement"),
-    Benchmark("ray_backend", "the Ray backend: `build()` with 2 actors, an actor killed until "
-              "its replacement samples, sampling against worker processes",
-              ("bench/ray_backend.py",), r"^build|^actor|^sampling|^ratio",
-              "build < 2 s; restart median < 2 s; ratio >= 0.8", requires=("ray",)),
-    Benchmark("compare_sb3", "against Stable-Baselines3 (rl-zoo's settings) on PPO CartPole, "
-              "DQN CartPole and PPO Pendulum, seeds 0-2", ("bench/compare.py",),
-              r"^(ppo_|dqn_)\w+ +[-\d]", "ratio SB3 / localrl > 1",
-              requires=("stable_baselines3",), summary="against Stable-Baselines3",
-              summary_keep=r"."),
+    Benchmark(
+        "main_job",
+        "`python -m trainer`, no flags: PPO on CartPole-v1 with RLlib's tuned "
+        "settings until the evaluation's mean return reaches 475",
+        ("-m", "trainer", "--output-dir", "{tmp}/run"),
+        r"^stopped",
+        "< 20 s",
+        quick=("-m", "trainer", "--output-dir", "{tmp}/run"),
+        summary="the main job, `python -m trainer`",
+    ),
+    Benchmark(
+        "ppo_cartpole",
+        "PPO solves CartPole-v1 (return 450; RLlib's tuned settings, "
+        "2 EnvRunners), wall time including build",
+        ("bench/cartpole_ppo.py",),
+        r"^(seed|median)",
+        "< 7 s (median of 3 seeds)",
+        quick=("bench/cartpole_ppo.py", "--seeds", "0"),
+        summary="PPO solves CartPole-v1",
+    ),
+    Benchmark(
+        "dqn_cartpole",
+        "DQN solves CartPole-v1 (RLlib's tuned settings: double dueling, "
+        "prioritized replay, n-step 2-5), wall time including build",
+        ("bench/cartpole_dqn.py",),
+        r"^(seed|median)",
+        "< 90 s and < 100k env steps",
+        quick=("bench/cartpole_dqn.py", "--seeds", "0"),
+        summary="DQN solves CartPole-v1",
+    ),
+    Benchmark(
+        "sampling",
+        "sampling: 1 EnvRunner process with 1 and 8 envs, the default "
+        "256x256 policy and a callback, against a plain SyncVectorEnv loop with the same "
+        "forward pass",
+        ("bench/sampling.py",),
+        r"sub-env|^ratio",
+        "ratio >= 0.8",
+        quick=("bench/sampling.py", "--steps", "10000", "--repeats", "2"),
+        summary="sampling against a plain gymnasium loop",
+    ),
+    Benchmark(
+        "startup",
+        "`build()` with 0, 2, and 1 against 5 EnvRunners (forked workers), "
+        "against a bare Python process",
+        ("bench/startup.py", "--spawn"),
+        r"build\(\)|baseline|import trainer",
+        "2 EnvRunners < 2 s; 5 within 1.5x of 1",
+        quick=("bench/startup.py", "--repeats", "3"),
+        summary="`build()` with EnvRunner processes",
+        summary_keep=r"2 EnvRunner processes",
+    ),
+    Benchmark(
+        "checkpoint",
+        "`save_to_path` / `restore_from_path`, PPO 256x256 with 2 "
+        "EnvRunners, against `numpy.save` of the raw arrays",
+        ("bench/checkpoint.py",),
+        r"^(save|restore|size)",
+        "< 100 ms each; size <= 1.2x the raw arrays",
+        quick=("bench/checkpoint.py",),
+        summary="checkpoint save / restore",
+        summary_keep=r"^(save|restore)",
+    ),
+    Benchmark(
+        "learner_ppo",
+        "one default PPO update (4000 steps, 30 epochs of 128, 256x256) "
+        "against its matrix products alone",
+        ("bench/learner.py",),
+        r"ms; matrix|^ratio",
+        "ratio as high as it goes (1.0 is the limit)",
+        quick=("bench/learner.py", "--repeats", "1"),
+    ),
+    Benchmark(
+        "learner_dqn",
+        "2000 DQN updates of 32 against their matrix products alone",
+        ("bench/learner.py", "--algo", "DQN"),
+        r"ms; matrix|^ratio",
+        "ratio as high as it goes (1.0 is the limit)",
+    ),
+    Benchmark(
+        "evaluation",
+        'a PPO iteration with parallel `"auto"` evaluation on 2 runners against one without',
+        ("bench/evaluation.py",),
+        r"^iteration|^ratio",
+        "<= 1.3x",
+        quick=("bench/evaluation.py", "--iters", "2", "--repeats", "1"),
+    ),
+    Benchmark(
+        "replay_buffer_state",
+        "replay buffer `get_state()` + `ormsgpack.packb`, 50k CartPole transitions",
+        ("bench/replay_buffer_state.py",),
+        r"^buffer|^baseline|get_state",
+        "< 50 ms",
+        quick=("bench/replay_buffer_state.py",),
+    ),
+    Benchmark(
+        "replay_buffer_sample",
+        "DQN's replay path on a full 50k-step buffer: `add()`, "
+        "`sample_transitions(32)` + `update_priorities`",
+        ("bench/replay_buffer_sample.py",),
+        r"Buffer:|add\(\)|n_step",
+        "",
+        quick=("bench/replay_buffer_sample.py",),
+    ),
+    Benchmark(
+        "named_objects",
+        "a shared counter incremented on every env step of 2 "
+        "EnvRunners against the same sampling without it",
+        ("bench/named_objects.py",),
+        r"server start|no counter|of the baseline",
+        "the count exact",
+        quick=("bench/named_objects.py", "--steps", "5000", "--repeats", "1"),
+    ),
+    Benchmark(
+        "main_job_overhead",
+        "what the command line adds: 30 tuned PPO iterations and a "
+        "checkpoint every 10, against a script calling `train()` and `save_to_path()`",
+        ("bench/main_job.py",),
+        r"^\s+(baseline script|python -m trainer)",
+        "<= 1.1x without the plot",
+        quick=("bench/main_job.py", "--iterations", "10", "--repeats", "1"),
+    ),
+    Benchmark(
+        "chaos",
+        "PPO CartPole (tuned, 2 EnvRunners) with a random runner SIGKILLed "
+        "every iteration and envs crashing with p=0.001 per step",
+        ("bench/chaos.py", "--seed", "0"),
+        r"^without|^under chaos|^kills|^kill ->",
+        "reaches 450; restarts == kills; median restart < 1 s",
+        summary="training while runners are killed",
+        summary_keep=r"^(under chaos|kills)",
+    ),
+    Benchmark(
+        "hostile",
+        "SIGKILLs during saves, crafted checkpoints, silent clients of the named-object server",
+        ("bench/hostile.py", "--kills", "100"),
+        r"^SIGKILL|^crafted|^silent|^ratio",
+        "0 damaged; every crafted case refused in < 1 s",
+        quick=("bench/hostile.py", "--kills", "25"),
+    ),
+    Benchmark(
+        "threads",
+        "BLAS threads of the learner and the EnvRunner workers",
+        ("bench/threads.py",),
+        r"^learner update|^PPO iteration",
+        "decide by measurement",
+    ),
+    Benchmark(
+        "ray_backend",
+        "the Ray backend: `build()` with 2 actors, an actor killed until "
+        "its replacement samples, sampling against worker processes",
+        ("bench/ray_backend.py",),
+        r"^build|^actor|^sampling|^ratio",
+        "build < 2 s; restart median < 2 s; ratio >= 0.8",
+        requires=("ray",),
+    ),
+    Benchmark(
+        "compare_sb3",
+        "against Stable-Baselines3 (rl-zoo's settings) on PPO CartPole, "
+        "DQN CartPole and PPO Pendulum, seeds 0-2",
+        ("bench/compare.py",),
+        r"^(ppo_|dqn_)\w+ +[-\d]",
+        "ratio SB3 / localrl > 1",
+        requires=("stable_baselines3",),
+        summary="against Stable-Baselines3",
+        summary_keep=r".",
+    ),
 )
 BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 
@@ -165,14 +254,17 @@ def parse_rows(page: str) -> dict[str, dict[str, str]]:
 def render_page(rows: dict[str, dict[str, str]]) -> str:
     """The whole page: every benchmark in BENCHMARKS' order, its latest row or 'not run yet'."""
     lines = [
-        "# Benchmarks", "",
-        "<!-- Generated by `python bench/report.py`; do not edit. -->", "",
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python bench/report.py`; do not edit. -->",
+        "",
         "One row per benchmark: its latest run, with the date, the commit and the machine it ran "
         "on. `python bench/report.py` runs them all and rewrites this page and the README's "
         "summary; `--quick` runs a short subset with smaller arguments (the command column "
         "shows which ran), `--only NAME ...` the named ones; the other rows stay as they are. "
         "Each script prints its result against a baseline measured in the same run where it "
-        "has one, so a ratio means more than a time on a busy machine.", "",
+        "has one, so a ratio means more than a time on a busy machine.",
+        "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
     ]
@@ -183,9 +275,16 @@ def render_page(rows: dict[str, dict[str, str]]) -> str:
 
 
 def _not_run_row(benchmark: Benchmark) -> dict[str, str]:
-    return {"benchmark": f"`{benchmark.name}`", "what": benchmark.what,
-            "command": _command(benchmark.args), "result": NOT_RUN,
-            "target": benchmark.target, "date": "", "commit": "", "machine": ""}
+    return {
+        "benchmark": f"`{benchmark.name}`",
+        "what": benchmark.what,
+        "command": _command(benchmark.args),
+        "result": NOT_RUN,
+        "target": benchmark.target,
+        "date": "",
+        "commit": "",
+        "machine": "",
+    }
 
 
 def readme_summary(rows: dict[str, dict[str, str]]) -> str:
@@ -194,9 +293,11 @@ def readme_summary(rows: dict[str, dict[str, str]]) -> str:
     for benchmark in BENCHMARKS:
         row = rows.get(benchmark.name)
         if benchmark.summary and row is not None and row["result"] != NOT_RUN:
-            lines.append(f"| {_cell(benchmark.summary)} | "
-                         f"{_cell(_short(benchmark, row['result']))} | {_cell(row['target'])} | "
-                         f"{row['date'].split(' ')[0]} |")
+            lines.append(
+                f"| {_cell(benchmark.summary)} | "
+                f"{_cell(_short(benchmark, row['result']))} | {_cell(row['target'])} | "
+                f"{row['date'].split(' ')[0]} |"
+            )
     return "\n".join(lines)
 
 
@@ -217,8 +318,7 @@ def write_readme_summary(rows: dict[str, dict[str, str]]) -> None:
 
 # -- running --------------------------------------------------------------------------------
 def _command(args: tuple[str, ...]) -> str:
-    shown = ["python", *("DIR" + a[len("{tmp}"):] if a.startswith("{tmp}") else a
-                         for a in args)]
+    shown = ["python", *("DIR" + a[len("{tmp}") :] if a.startswith("{tmp}") else a for a in args)]
     return "`" + " ".join(shown) + "`"
 
 
@@ -226,20 +326,24 @@ def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            names = [line.split(":", 1)[1].strip() for line in info
-                     if line.startswith("model name")]
+            names = [
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            ]
         cpu = names[0] if names else cpu
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), "
-            f"Python {platform.python_version()}, load {load:.1f} at the start")
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), "
+        f"Python {platform.python_version()}, load {load:.1f} at the start"
+    )
 
 
 def commit() -> str:
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                              timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain", "--untracked-files=no")
@@ -250,21 +354,39 @@ def run(benchmark: Benchmark, quick: bool, timeout: float) -> dict[str, str]:
     """Runs one benchmark in a fresh process; returns its row."""
     args = benchmark.quick if quick and benchmark.quick is not None else benchmark.args
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    row = {"benchmark": f"`{benchmark.name}`", "what": benchmark.what,
-           "command": _command(args), "target": benchmark.target, "date": started,
-           "commit": commit(), "machine": machine()}
+    row = {
+        "benchmark": f"`{benchmark.name}`",
+        "what": benchmark.what,
+        "command": _command(args),
+        "target": benchmark.target,
+        "date": started,
+        "commit": commit(),
+        "machine": machine(),
+    }
     with tempfile.TemporaryDirectory(prefix="bench_") as tmp:
         argv = [sys.executable, *(a.replace("{tmp}", tmp) for a in args)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
         try:
-            done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                argv,
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             row["result"] = f"failed: no result within the {timeout:.0f} s limit"
             return row
-    kept = [" ".join(line.split()) for line in done.stdout.splitlines()
-            if re.search(benchmark.keep, line)]
+    kept = [
+        " ".join(line.split())
+        for line in done.stdout.splitlines()
+        if re.search(benchmark.keep, line)
+    ]
     if done.returncode != 0 or not kept:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
         row["result"] = f"failed: exit status {done.returncode}: {last}"
@@ -275,12 +397,18 @@ def run(benchmark: Benchmark, quick: bool, timeout: float) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="only the short subset, with smaller arguments")
-    parser.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(BY_NAME),
-                        help="only these benchmarks")
-    parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds each benchmark may take (default 1800)")
+    parser.add_argument(
+        "--quick", action="store_true", help="only the short subset, with smaller arguments"
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", choices=sorted(BY_NAME), help="only these benchmarks"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds each benchmark may take (default 1800)",
+    )
     parser.add_argument("--list", action="store_true", help="print the benchmarks and exit")
     args = parser.parse_args(argv)
     if args.timeout <= 0:
@@ -290,8 +418,11 @@ def main(argv: list[str] | None = None) -> int:
             quick = _command(benchmark.quick) if benchmark.quick else "(not in --quick)"
             print(f"{benchmark.name:<22} {_command(benchmark.args)}   --quick: {quick}")
         return 0
-    chosen = [BY_NAME[name] for name in args.only] if args.only else [
-        b for b in BENCHMARKS if not args.quick or b.quick is not None]
+    chosen = (
+        [BY_NAME[name] for name in args.only]
+        if args.only
+        else [b for b in BENCHMARKS if not args.quick or b.quick is not None]
+    )
     rows = parse_rows(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else {}
     for benchmark in chosen:
         missing = [m for m in benchmark.requires if importlib.util.find_spec(m) is None]

@@ -55,20 +55,34 @@ SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
 SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
 #: A script that stops on `ModuleNotFoundError` for one of these packages (it imports the
 #: framework itself, not through RLlib) needs the capability.
-MISSING_PACKAGES = {"torch": table.TORCH, "tensorflow": table.TORCH, "tree": table.TORCH,
-                    "ale_py": table.ATARI, "pyspiel": table.THIRD_PARTY_ENVS,
-                    "open_spiel": table.THIRD_PARTY_ENVS, "pettingzoo": table.MULTI_AGENT}
+MISSING_PACKAGES = {
+    "torch": table.TORCH,
+    "tensorflow": table.TORCH,
+    "tree": table.TORCH,
+    "ale_py": table.ATARI,
+    "pyspiel": table.THIRD_PARTY_ENVS,
+    "open_spiel": table.THIRD_PARTY_ENVS,
+    "pettingzoo": table.MULTI_AGENT,
+}
 #: Folders of `rllib/examples` whose every script shows a capability this project does not
 #: have (applied to runs that do not pass).
-FOLDER_RULES = {"_old_api_stack/": table.OLD_API_STACK, "multi_agent/": table.MULTI_AGENT,
-                "rl_modules/": table.TORCH}
+FOLDER_RULES = {
+    "_old_api_stack/": table.OLD_API_STACK,
+    "multi_agent/": table.MULTI_AGENT,
+    "rl_modules/": table.TORCH,
+}
 STATIC_RULES = (
-    ("a script under `_old_api_stack/`, `multi_agent/` or `rl_modules/`",
-     "RLlib's old API stack, multi-agent, torch RLModules (custom RLModules)"),
-    ("stopped on `ModuleNotFoundError` for "
-     + ", ".join(f"`{name}`" for name in MISSING_PACKAGES), "the capability that package "
-     "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
-     "third-party envs; pettingzoo: multi-agent)"),
+    (
+        "a script under `_old_api_stack/`, `multi_agent/` or `rl_modules/`",
+        "RLlib's old API stack, multi-agent, torch RLModules (custom RLModules)",
+    ),
+    (
+        "stopped on `ModuleNotFoundError` for "
+        + ", ".join(f"`{name}`" for name in MISSING_PACKAGES),
+        "the capability that package "
+        "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
+        "third-party envs; pettingzoo: multi-agent)",
+    ),
     ("`--num-agents=N`, N > 0", table.MULTI_AGENT),
     ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
     ("`--old-api-stack`", table.OLD_API_STACK),
@@ -161,16 +175,28 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
     working folder."""
     with tempfile.TemporaryDirectory(prefix="rllib-example-") as work:
         report_path = os.path.join(work, "launcher-report.json")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-            LOCALRL_LAUNCHER_REPORT=report_path, PYTHONUNBUFFERED="1")
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(
+                [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
+            LOCALRL_LAUNCHER_REPORT=report_path,
+            PYTHONUNBUFFERED="1",
+        )
         env.pop("LOCALRL_RLLIB_LAUNCHER", None)
         command = [sys.executable, "-m", "trainer", "run", str(root / run.example), *run.args]
         start = time.monotonic()
-        with open(os.path.join(work, "output.txt"), "w+", encoding="utf-8",
-                  errors="replace") as output:
-            process = subprocess.Popen(command, cwd=work, env=env, stdout=output,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+        with open(
+            os.path.join(work, "output.txt"), "w+", encoding="utf-8", errors="replace"
+        ) as output:
+            process = subprocess.Popen(
+                command,
+                cwd=work,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             timed_out = False
             try:
                 process.wait(timeout=timeout_s)
@@ -195,8 +221,9 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
     return run
 
 
-def classify(run: Run, returncode: int, timed_out: bool, report: dict | None, text: str,
-             timeout_s: float) -> None:
+def classify(
+    run: Run, returncode: int, timed_out: bool, report: dict | None, text: str, timeout_s: float
+) -> None:
     if not timed_out and returncode == 0:
         run.result, run.detail = "pass", ""
         return
@@ -223,33 +250,49 @@ def classify(run: Run, returncode: int, timed_out: bool, report: dict | None, te
 
 def git_commit() -> str:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                                capture_output=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=REPO, text=True, capture_output=True, timeout=10).stdout
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "?"
     return commit + (" (with uncommitted changes)" if dirty.strip() else "")
 
 
 def summary(runs: list[Run]) -> str:
-    counts = {kind: sum(r.result == kind for r in runs) for kind in
-              ("pass", "fail", "out of scope")}
+    counts = {
+        kind: sum(r.result == kind for r in runs) for kind in ("pass", "fail", "out of scope")
+    }
     examples = len({r.example for r in runs})
     in_scope = counts["pass"] + counts["fail"]
-    return (f"{len(runs)} runs of {examples} examples: {counts['pass']} pass, "
-            f"{counts['fail']} fail, {counts['out of scope']} out of scope "
-            f"({counts['pass']}/{in_scope} of the in-scope runs pass)")
+    return (
+        f"{len(runs)} runs of {examples} examples: {counts['pass']} pass, "
+        f"{counts['fail']} fail, {counts['out of scope']} out of scope "
+        f"({counts['pass']}/{in_scope} of the in-scope runs pass)"
+    )
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str,
-               load: float) -> None:
-    machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs (load "
-               f"average {load:.1f} at the start), Python {platform.python_version()}")
+def write_page(
+    runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str, load: float
+) -> None:
+    machine = (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs (load "
+        f"average {load:.1f} at the start), Python {platform.python_version()}"
+    )
     lines = [
         "# RLlib 2.60's examples, run unmodified",
         "",
@@ -267,7 +310,7 @@ def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, starte
         "",
         "Result: *pass* is exit status 0 within the limit; *out of scope* is a run stopped by "
         "the launcher's typed error (`RLlibNotAvailable`, whose capability is shown) or, when "
-        "it did not pass otherwise, one matched by a static rule (marked \"static rule\"):",
+        'it did not pass otherwise, one matched by a static rule (marked "static rule"):',
         "",
         *(f"- {rule}: {capability}" for rule, capability in STATIC_RULES),
         "",
@@ -283,8 +326,10 @@ def write_page(runs: list[Run], timeout_s: float, jobs: int, commit: str, starte
     for run in runs:
         tags = f" ({', '.join(run.tags)})" if run.tags else ""
         args = " ".join(run.args) or "(none)"
-        lines.append(f"| `{run.example}` | {_cell(run.ci_name)}{tags} | `{_cell(args)}` | "
-                     f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |")
+        lines.append(
+            f"| `{run.example}` | {_cell(run.ci_name)}{tags} | `{_cell(args)}` | "
+            f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |"
+        )
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text("\n".join(lines) + "\n", encoding="utf-8")
     write_readme_summary(runs, started)
@@ -296,26 +341,37 @@ def write_readme_summary(runs: list[Run], started: str) -> None:
     readme = README.read_text(encoding="utf-8")
     start, stop = readme.index(begin) + len(begin), readme.index(end)
     counts = {kind: sum(r.result == kind for r in runs) for kind in ("pass", "fail")}
-    line = (f"RLlib 2.60's own examples, unmodified through the launcher ({started}): "
-            f"**{counts['pass']} of {counts['pass'] + counts['fail']} in-scope runs pass**; "
-            f"{summary(runs)}.")
+    line = (
+        f"RLlib 2.60's own examples, unmodified through the launcher ({started}): "
+        f"**{counts['pass']} of {counts['pass'] + counts['fail']} in-scope runs pass**; "
+        f"{summary(runs)}."
+    )
     README.write_text(readme[:start] + line + readme[stop:], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds each run may take (default 120)")
-    parser.add_argument("--only", metavar="PATTERN",
-                        help="only examples whose path (relative to rllib/examples) matches "
-                             "this glob or contains this text")
-    parser.add_argument("-j", "--jobs", type=int, default=1,
-                        help="runs at a time (default 1)")
-    parser.add_argument("--no-write", action="store_true",
-                        help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)} and "
-                             "the README's count; --only never rewrites them)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="print the last lines of output of runs that did not pass")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds each run may take (default 120)"
+    )
+    parser.add_argument(
+        "--only",
+        metavar="PATTERN",
+        help="only examples whose path (relative to rllib/examples) matches "
+        "this glob or contains this text",
+    )
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)} and "
+        "the README's count; --only never rewrites them)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the last lines of output of runs that did not pass",
+    )
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
@@ -331,8 +387,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def one(run: Run) -> Run:
         execute(run, root, args.timeout)
-        print(f"{run.result:>12}  {run.seconds:6.1f} s  {run.example} [{run.ci_name}]"
-              + (f"  {run.detail}" if run.detail else ""), flush=True)
+        print(
+            f"{run.result:>12}  {run.seconds:6.1f} s  {run.example} [{run.ci_name}]"
+            + (f"  {run.detail}" if run.detail else ""),
+            flush=True,
+        )
         if args.verbose and run.result != "pass":
             print("    " + "\n    ".join(run.log[-15:]), flush=True)
         return run
@@ -340,8 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(one, runs))
     if args.only is not None:
-        print(f"not written: {PAGE.relative_to(REPO)} and the README's count cover every "
-              "example (--only ran some)")
+        print(
+            f"not written: {PAGE.relative_to(REPO)} and the README's count cover every "
+            "example (--only ran some)"
+        )
     elif not args.no_write:
         write_page(runs, args.timeout, args.jobs, commit, started, load)
         print(f"wrote {PAGE.relative_to(REPO)} and the README's count")

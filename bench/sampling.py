@@ -39,8 +39,10 @@ def baseline_steps_per_s(total_steps: int, num_envs: int) -> float:
 
 
 def _baseline_steps_per_s(total_steps: int, num_envs: int) -> float:
-    env = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)],
-                                   autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    env = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1") for _ in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
     spaces = SpaceInfo.from_spaces(env.single_observation_space, env.single_action_space)
     module = PolicyModule(spaces, MODEL, seed=0)
     rng = np.random.default_rng(0)
@@ -61,12 +63,19 @@ def build_runner(total_steps: int, rounds: int, num_envs: int):
     def on_episode_step(episode, **kwargs):
         episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
-    algo = (PPOConfig().environment("CartPole-v1")
-            .env_runners(num_env_runners=1, num_envs_per_env_runner=num_envs,
-                         rollout_fragment_length=total_steps // rounds // num_envs)
-            .rl_module(model_config=MODEL)
-            .callbacks(on_episode_step=on_episode_step)
-            .debugging(seed=0).build())
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_env_runners=1,
+            num_envs_per_env_runner=num_envs,
+            rollout_fragment_length=total_steps // rounds // num_envs,
+        )
+        .rl_module(model_config=MODEL)
+        .callbacks(on_episode_step=on_episode_step)
+        .debugging(seed=0)
+        .build()
+    )
     algo.env_runner_group.sample(min_env_steps=num_envs)  # warm up the worker
     return algo
 
@@ -83,8 +92,12 @@ def env_runner_steps_per_s(algo, total_steps: int, rounds: int = 4) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=40_000)
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="measurements of each side, interleaved; the best of each counts")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="measurements of each side, interleaved; the best of each counts",
+    )
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 8])
     args = parser.parse_args()
     ratios = []
@@ -97,9 +110,12 @@ def main() -> None:
         algo.stop()
         base, ours = max(base_runs), max(our_runs)
         ratios.append(ours / base)
-        print(f"{num_envs} sub-env(s): plain loop {base:7.0f} env steps/s, EnvRunner process "
-              f"(on_episode_step callback) {ours:7.0f} env steps/s: {ours / base:.2f} of the "
-              "plain loop", flush=True)
+        print(
+            f"{num_envs} sub-env(s): plain loop {base:7.0f} env steps/s, EnvRunner process "
+            f"(on_episode_step callback) {ours:7.0f} env steps/s: {ours / base:.2f} of the "
+            "plain loop",
+            flush=True,
+        )
     print(f"ratio {min(ratios):.2f}  (the lower of the cases; target >= 0.8)")
 
 

@@ -31,8 +31,7 @@ def bare_interpreter_s() -> float:
 
 
 def import_s() -> float:
-    code = ("import time; t = time.perf_counter(); import trainer; "
-            "print(time.perf_counter() - t)")
+    code = "import time; t = time.perf_counter(); import trainer; print(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(out.stdout)
 
@@ -61,8 +60,11 @@ def one_and_five(repeats: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--spawn", action="store_true",
-                        help="also measure 1 vs 5 EnvRunners spawned without the template")
+    parser.add_argument(
+        "--spawn",
+        action="store_true",
+        help="also measure 1 vs 5 EnvRunners spawned without the template",
+    )
     args = parser.parse_args()
     from trainer.runners import worker_forkserver
 
@@ -84,16 +86,22 @@ def main() -> None:
     print(f"workers: {how}; load average {load}")
     print(f"first build(), 1 EnvRunner (starts the template)    {first:6.3f} s")
     print(f"build(), 1 EnvRunner                                {one:6.3f} s")
-    print(f"build(), 5 EnvRunners                               {five:6.3f} s  "
-          f"= {five / one:.2f}x 1 EnvRunner  (target <= 1.5x; RLlib's test: <= 2x)")
+    print(
+        f"build(), 5 EnvRunners                               {five:6.3f} s  "
+        f"= {five / one:.2f}x 1 EnvRunner  (target <= 1.5x; RLlib's test: <= 2x)"
+    )
     if args.spawn:
-        print(f"spawned: build(), 1 / 5 EnvRunners                  {spawned_one:6.3f} / "
-              f"{spawned_five:.3f} s = {spawned_five / spawned_one:.2f}x")
+        print(
+            f"spawned: build(), 1 / 5 EnvRunners                  {spawned_one:6.3f} / "
+            f"{spawned_five:.3f} s = {spawned_five / spawned_one:.2f}x"
+        )
     print(f"baseline: bare python + numpy + gymnasium process   {bare:6.3f} s")
     print(f"import trainer                                      {imports:6.3f} s")
     print(f"build(), 0 EnvRunners (samples in-process)          {build0:6.3f} s")
-    print(f"build(), 2 EnvRunner processes                      {build2:6.3f} s  "
-          f"= {build2 / bare:.1f}x the baseline  (target < 2 s)")
+    print(
+        f"build(), 2 EnvRunner processes                      {build2:6.3f} s  "
+        f"= {build2 / bare:.1f}x the baseline  (target < 2 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -62,20 +62,25 @@ def run(code: str, threads: int, *args: str, worker_threads: int | None = None) 
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
-    out = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     for hiddens in ("256,256", "64,64"):
         one, two = run(LEARNER_CODE, 1, hiddens), run(LEARNER_CODE, 2, hiddens)
-        print(f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s, "
-              f"ratio 2/1 = {two / one:.2f}")
+        print(
+            f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s, "
+            f"ratio 2/1 = {two / one:.2f}"
+        )
     # Worker threads follow the environment (trainer/runners/process_runner.py only sets a default of 1).
     one, two = run(ITERATION_CODE, 1), run(ITERATION_CODE, 2)
-    print(f"PPO iteration, 2 runners x 8 envs, all processes at 1 thread {one:.3f} s, "
-          f"at 2 threads {two:.3f} s, ratio 2/1 = {two / one:.2f}")
+    print(
+        f"PPO iteration, 2 runners x 8 envs, all processes at 1 thread {one:.3f} s, "
+        f"at 2 threads {two:.3f} s, ratio 2/1 = {two / one:.2f}"
+    )
 
 
 if __name__ == "__main__":

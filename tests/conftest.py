@@ -17,8 +17,12 @@ RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
 RLLIB_RAY_FILES = {"test_single_agent_env_runner.py"}
 #: Files of tests/rllib/ left out of the fast tier: trainings of many iterations with failing
 #: EnvRunners, evaluation rounds, RLlib's example scripts in subprocesses.
-RLLIB_SLOW_FILES = {"test_algorithm.py", "test_callbacks_on_algorithm.py",
-                    "test_env_runner_failures.py", "test_examples.py"}
+RLLIB_SLOW_FILES = {
+    "test_algorithm.py",
+    "test_callbacks_on_algorithm.py",
+    "test_env_runner_failures.py",
+    "test_examples.py",
+}
 #: Single slow tests of the other files of tests/rllib/ (file name, test name).
 RLLIB_SLOW_TESTS = {
     ("test_callbacks_old_api_stack.py", "test_episode_and_sample_callbacks"),
@@ -27,8 +31,10 @@ RLLIB_SLOW_TESTS = {
     ("test_episode_replay_buffer.py", "test_episode_replay_buffer_sample_logic"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
-    ("test_prioritized_episode_buffer.py",
-     "test_buffer_sample_logic_with_infos_and_extra_model_output"),
+    (
+        "test_prioritized_episode_buffer.py",
+        "test_buffer_sample_logic_with_infos_and_extra_model_output",
+    ),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
     ("test_prioritized_episode_buffer.py", "test_update_priorities"),
 }
@@ -45,8 +51,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.rllib)
             if item.path.name in RLLIB_RAY_FILES:
                 item.add_marker(pytest.mark.ray)
-            if (item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES
-                    or (item.path.name, item.originalname) in RLLIB_SLOW_TESTS):
+            if (
+                item.path.name in RLLIB_SLOW_FILES | RLLIB_RAY_FILES
+                or (item.path.name, item.originalname) in RLLIB_SLOW_TESTS
+            ):
                 item.add_marker(pytest.mark.slow)
             if item.path.name in RLLIB_SLOW_FILES:
                 item.add_marker(LONG_TIMEOUT)

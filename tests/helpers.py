@@ -10,10 +10,13 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
     """A PPO config that trains in a fraction of a second: small batch, small net, one epoch."""
     settings = {"train_batch_size": 200, "minibatch_size": 100, "num_epochs": 1}
     settings.update(training)
-    return (PPOConfig().environment(env)
-            .env_runners(num_env_runners=num_env_runners)
-            .training(**settings)
-            .rl_module(model_config={"fcnet_hiddens": [16]}))
+    return (
+        PPOConfig()
+        .environment(env)
+        .env_runners(num_env_runners=num_env_runners)
+        .training(**settings)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+    )
 
 
 class LevelEnv(TaskSettableEnv):
@@ -108,8 +111,10 @@ class StallOnceEnv(gym.Env):
 
     def __init__(self, config=None):
         self.inner = gym.make("CartPole-v1")
-        self.observation_space, self.action_space = (self.inner.observation_space,
-                                                     self.inner.action_space)
+        self.observation_space, self.action_space = (
+            self.inner.observation_space,
+            self.inner.action_space,
+        )
         self.stalls = config.worker_index == 1 and not config.recreated_worker
         self.steps = 0
 

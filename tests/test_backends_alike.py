@@ -45,8 +45,12 @@ class EpisodeLevel(RLlibCallback):
     """The first class of the chain: the level each episode ran on, as a custom metric."""
 
     def on_episode_end(self, *, episode, env, env_index, metrics_logger, **kwargs):
-        metrics_logger.log_value("episode_level", env.envs[env_index].unwrapped.get_task(),
-                                 reduce="max", clear_on_reduce=True)
+        metrics_logger.log_value(
+            "episode_level",
+            env.envs[env_index].unwrapped.get_task(),
+            reduce="max",
+            clear_on_reduce=True,
+        )
 
 
 def _deterministic(result: dict) -> dict:
@@ -62,16 +66,24 @@ def _deterministic(result: dict) -> dict:
 
 def _run(backend: str) -> dict:
     steps = create_named_object("steps", Counter)
-    config = (small_ppo(2, train_batch_size=200, num_epochs=2).environment(
-                  LevelEnv, env_config={"count_steps_in": "steps", "count_with_remote": True})
-              .env_runners(backend=backend, num_envs_per_env_runner=2,
-                           rollout_fragment_length=50)
-              .callbacks([EpisodeLevel, EpisodeReturn, TaskFromIteration],
-                         on_sample_end=lambda *, metrics_logger, samples, **kw:
-                         metrics_logger.log_value("samples_seen", len(samples), reduce="sum"))
-              .evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
-                          evaluation_duration=4, evaluation_duration_unit="episodes")
-              .debugging(seed=7))
+    config = (
+        small_ppo(2, train_batch_size=200, num_epochs=2)
+        .environment(LevelEnv, env_config={"count_steps_in": "steps", "count_with_remote": True})
+        .env_runners(backend=backend, num_envs_per_env_runner=2, rollout_fragment_length=50)
+        .callbacks(
+            [EpisodeLevel, EpisodeReturn, TaskFromIteration],
+            on_sample_end=lambda *, metrics_logger, samples, **kw: metrics_logger.log_value(
+                "samples_seen", len(samples), reduce="sum"
+            ),
+        )
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=1,
+            evaluation_duration=4,
+            evaluation_duration_unit="episodes",
+        )
+        .debugging(seed=7)
+    )
     try:
         with config.build() as algo:
             results = [_deterministic(algo.train()) for _ in range(3)]
@@ -79,14 +91,18 @@ def _run(backend: str) -> dict:
             weights = algo.get_weights()
             return {
                 "results": results,
-                "tasks": group.foreach_env_runner(lambda runner: runner.get_tasks(),
-                                                  local_env_runner=False),
+                "tasks": group.foreach_env_runner(
+                    lambda runner: runner.get_tasks(), local_env_runner=False
+                ),
                 "env_levels": group.foreach_env_runner(
                     lambda runner: runner.foreach_env(lambda env: env.get_task()),
-                    local_env_runner=False),
+                    local_env_runner=False,
+                ),
                 # Weight sync: every runner holds the learner's weights after train().
-                "synced": [all(np.array_equal(w[name], weights[name]) for name in weights)
-                           for w in group.foreach_env_runner(lambda runner: runner.get_weights())],
+                "synced": [
+                    all(np.array_equal(w[name], weights[name]) for name in weights)
+                    for w in group.foreach_env_runner(lambda runner: runner.get_weights())
+                ],
                 "steps_counted": steps.get(),
                 "weights": {name: value.tolist() for name, value in weights.items()},
             }
@@ -111,11 +127,17 @@ def test_a_seeded_run_is_the_same_on_both_backends():
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("duration, thread", [("auto", True), (300, False)])
 def test_parallel_evaluation_lags_one_iteration(backend, duration, thread):
-    config = (eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
-                       evaluation_parallel_to_training=True, evaluation_duration=duration,
-                       evaluation_duration_unit="timesteps")
-              .env_runners(backend=backend)
-              .debugging(_evaluation_parallel_to_training_wo_thread=not thread))
+    config = (
+        eval_ppo(
+            evaluation_interval=1,
+            evaluation_num_env_runners=2,
+            evaluation_parallel_to_training=True,
+            evaluation_duration=duration,
+            evaluation_duration_unit="timesteps",
+        )
+        .env_runners(backend=backend)
+        .debugging(_evaluation_parallel_to_training_wo_thread=not thread)
+    )
     with config.build() as algo:
         sums, evaluated = [weights_sum(algo)], []
         for _ in range(3):
@@ -133,12 +155,19 @@ def test_a_killed_runner_comes_back_with_its_task_and_the_weights(backend):
     process too): each restarted once, the callback fired with its index, the restarted runner
     on its sub-envs' tasks and the current weights."""
     RecordRecreated.calls = []
-    config = (small_ppo(2).environment(LevelEnv)
-              .env_runners(backend=backend, num_envs_per_env_runner=2)
-              .callbacks([RecordRecreated, TaskFromIteration])
-              .evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
-                          evaluation_duration=2, evaluation_duration_unit="episodes")
-              .fault_tolerance(delay_between_env_runner_restarts_s=0))
+    config = (
+        small_ppo(2)
+        .environment(LevelEnv)
+        .env_runners(backend=backend, num_envs_per_env_runner=2)
+        .callbacks([RecordRecreated, TaskFromIteration])
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=1,
+            evaluation_duration=2,
+            evaluation_duration_unit="episodes",
+        )
+        .fault_tolerance(delay_between_env_runner_restarts_s=0)
+    )
     with config.build() as algo:
         algo.train()
         kill_env_runner(algo, 1)
@@ -149,8 +178,10 @@ def test_a_killed_runner_comes_back_with_its_task_and_the_weights(backend):
         assert sorted(RecordRecreated.calls) == [([1], False), ([1], True)]
         assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
         assert group.healthy_env_runner_ids() == [1, 2]
-        assert group.foreach_env_runner(lambda r: r.get_tasks(), local_env_runner=False) == \
-            [[3, 3], [3, 3]]
+        assert group.foreach_env_runner(lambda r: r.get_tasks(), local_env_runner=False) == [
+            [3, 3],
+            [3, 3],
+        ]
         weights = algo.get_weights()
         for runner_weights in group.foreach_env_runner(lambda r: r.get_weights()):
             for name, value in weights.items():
@@ -163,8 +194,11 @@ def test_named_objects_are_ray_named_actors_while_connected_to_ray():
     actor = ray.get_actor("counter")
     assert ray.get(actor.inc.remote(2)) is None and counter.get() == 7
     assert "counter" in ray.util.list_named_actors()
-    with pytest.raises(NamedObjectError, match=r"counter\.fail\(\) raised ArithmeticError: the "
-                                               r"counter overflowed"):
+    with pytest.raises(
+        NamedObjectError,
+        match=r"counter\.fail\(\) raised ArithmeticError: the "
+        r"counter overflowed",
+    ):
         counter.fail()
     with pytest.raises(ValueError, match=r"no named object by that name; existing: \['counter'\]"):
         get_named_object("missing")

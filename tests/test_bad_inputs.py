@@ -42,20 +42,28 @@ class BadNumbersEnv(gym.Env):
 
 
 def _config(num_env_runners=0, **env_config):
-    return (small_ppo(num_env_runners).environment(BadNumbersEnv, env_config=env_config)
-            .fault_tolerance(restart_failed_env_runners=False))
+    return (
+        small_ppo(num_env_runners)
+        .environment(BadNumbersEnv, env_config=env_config)
+        .fault_tolerance(restart_failed_env_runners=False)
+    )
 
 
 def test_a_nan_observation_is_refused_naming_runner_sub_env_step_and_field():
     with _config(at=5).build() as algo:
-        with pytest.raises(EnvDataError, match="EnvRunner 0: sub-env 0 returned a NaN "
-                                               "observation at step 5 of its episode"):
+        with pytest.raises(
+            EnvDataError,
+            match="EnvRunner 0: sub-env 0 returned a NaN observation at step 5 of its episode",
+        ):
             algo.train()
 
 
 def test_an_infinite_reward_in_a_remote_runner_is_reported_with_its_index():
-    with (_config(1, at=3, field="reward", value=np.inf)
-          .env_runners(num_envs_per_env_runner=2).build()) as algo:
+    with (
+        _config(1, at=3, field="reward", value=np.inf)
+        .env_runners(num_envs_per_env_runner=2)
+        .build()
+    ) as algo:
         with pytest.raises(EnvRunnerError) as error:
             algo.train()
         assert error.value.error_type == "EnvDataError"
@@ -80,10 +88,13 @@ def test_check_nan_is_a_bool_setting():
     assert small_ppo().check_nan is True
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda c: c.learners(num_learners=True), "num_learners"),
-    (lambda c: c.resources(num_gpus=False), "num_gpus"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda c: c.learners(num_learners=True), "num_learners"),
+        (lambda c: c.resources(num_gpus=False), "num_gpus"),
+    ],
+)
 def test_counts_given_as_bools_are_refused(call, name):
     with pytest.raises(ConfigError, match=f"{name} is a count; give an int"):
         call(small_ppo())

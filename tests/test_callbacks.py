@@ -22,28 +22,42 @@ def make_recorder(log_path):
     class Recorder(RLlibCallback):
         def _write(self, event, env_runner, **fields):
             with open(log_path, "a") as f:
-                f.write(json.dumps({"event": event, "worker": env_runner.worker_index,
-                                    **fields}) + "\n")
+                f.write(
+                    json.dumps({"event": event, "worker": env_runner.worker_index, **fields}) + "\n"
+                )
 
-        def _episode_event(self, event, episode, env_runner, metrics_logger, env, rl_module,
-                           env_index, **kwargs):
-            types_ok = (isinstance(episode, SingleAgentEpisode)
-                        and isinstance(env_runner, EnvRunner)
-                        and isinstance(metrics_logger, MetricsLogger)
-                        and isinstance(env, gym.vector.SyncVectorEnv)
-                        and rl_module is env_runner.module
-                        and isinstance(env_index, int))
-            self._write(event, env_runner, episode=episode.id_, env_index=env_index,
-                        len=len(episode), num_obs=len(episode.get_observations()),
-                        done=episode.is_done, types_ok=types_ok,
-                        in_evaluation=env_runner.config.in_evaluation, **kwargs)
+        def _episode_event(
+            self, event, episode, env_runner, metrics_logger, env, rl_module, env_index, **kwargs
+        ):
+            types_ok = (
+                isinstance(episode, SingleAgentEpisode)
+                and isinstance(env_runner, EnvRunner)
+                and isinstance(metrics_logger, MetricsLogger)
+                and isinstance(env, gym.vector.SyncVectorEnv)
+                and rl_module is env_runner.module
+                and isinstance(env_index, int)
+            )
+            self._write(
+                event,
+                env_runner,
+                episode=episode.id_,
+                env_index=env_index,
+                len=len(episode),
+                num_obs=len(episode.get_observations()),
+                done=episode.is_done,
+                types_ok=types_ok,
+                in_evaluation=env_runner.config.in_evaluation,
+                **kwargs,
+            )
 
-        def on_environment_created(self, *, env_runner, metrics_logger, env, env_context,
-                                   **kwargs):
-            self._write("on_environment_created", env_runner,
-                        types_ok=isinstance(env_context, EnvContext)
-                        and env_context.worker_index == env_runner.worker_index
-                        and isinstance(env, gym.vector.SyncVectorEnv))
+        def on_environment_created(self, *, env_runner, metrics_logger, env, env_context, **kwargs):
+            self._write(
+                "on_environment_created",
+                env_runner,
+                types_ok=isinstance(env_context, EnvContext)
+                and env_context.worker_index == env_runner.worker_index
+                and isinstance(env, gym.vector.SyncVectorEnv),
+            )
 
         def on_episode_created(self, **kw):
             self._episode_event("on_episode_created", **kw)
@@ -55,12 +69,20 @@ def make_recorder(log_path):
             self._episode_event("on_episode_step", **kw)
 
         def on_episode_end(self, *, prev_episode_chunks, **kw):
-            self._episode_event("on_episode_end", prev_chunks=len(prev_episode_chunks),
-                                prev_len=sum(len(c) for c in prev_episode_chunks), **kw)
+            self._episode_event(
+                "on_episode_end",
+                prev_chunks=len(prev_episode_chunks),
+                prev_len=sum(len(c) for c in prev_episode_chunks),
+                **kw,
+            )
 
         def on_sample_end(self, *, env_runner, metrics_logger, samples, **kwargs):
-            self._write("on_sample_end", env_runner, num_samples=len(samples),
-                        types_ok=all(isinstance(s, SingleAgentEpisode) for s in samples))
+            self._write(
+                "on_sample_end",
+                env_runner,
+                num_samples=len(samples),
+                types_ok=all(isinstance(s, SingleAgentEpisode) for s in samples),
+            )
 
     return Recorder
 
@@ -74,9 +96,12 @@ def read_log(path):
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, num_env_runners):
     log_path = tmp_path / "events.jsonl"
-    algo = (small_ppo(num_env_runners)
-            .env_runners(num_envs_per_env_runner=2)
-            .callbacks(make_recorder(str(log_path))).build())
+    algo = (
+        small_ppo(num_env_runners)
+        .env_runners(num_envs_per_env_runner=2)
+        .callbacks(make_recorder(str(log_path)))
+        .build()
+    )
     for _ in range(3):
         algo.train()
     algo.stop()
@@ -111,7 +136,7 @@ def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, nu
                 continue
             assert names[1] == "on_episode_start" and episode_events[1]["num_obs"] == 1
             steps = [r for r in episode_events if r["event"] == "on_episode_step"]
-            assert names[2:2 + len(steps)] == ["on_episode_step"] * len(steps)
+            assert names[2 : 2 + len(steps)] == ["on_episode_step"] * len(steps)
             # Each step event sees one more step in the episode chunk (chunks restart at 1).
             lengths = [r["len"] for r in steps]
             assert all(b == a + 1 or b == 1 for a, b in zip(lengths, lengths[1:], strict=False))
@@ -120,7 +145,8 @@ def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, nu
                 end = episode_events[-1]
                 assert end["done"] and steps[-1]["done"]
                 assert names == ["on_episode_created", "on_episode_start"] + [
-                    "on_episode_step"] * len(steps) + ["on_episode_end"]
+                    "on_episode_step"
+                ] * len(steps) + ["on_episode_end"]
                 assert end["len"] + end["prev_len"] == len(steps)
             else:
                 assert "on_episode_end" not in names
@@ -131,9 +157,12 @@ def test_env_runner_events_fire_in_order_with_the_documented_kwargs(tmp_path, nu
 def test_episodes_spanning_sample_calls_report_their_earlier_chunks(tmp_path):
     log_path = tmp_path / "events.jsonl"
     # 20 steps per sample() call: CartPole episodes are longer, so they are cut into chunks.
-    algo = (small_ppo(0, train_batch_size=20, minibatch_size=20)
-            .env_runners(rollout_fragment_length=20)
-            .callbacks(make_recorder(str(log_path))).build())
+    algo = (
+        small_ppo(0, train_batch_size=20, minibatch_size=20)
+        .env_runners(rollout_fragment_length=20)
+        .callbacks(make_recorder(str(log_path)))
+        .build()
+    )
     for _ in range(6):
         algo.train()
     algo.stop()
@@ -161,7 +190,8 @@ def test_callback_instances_are_per_process_and_algorithm_side_instances_are_exp
     for _ in range(2):
         result = algo.train()
     per_runner_counts = algo.env_runner_group.foreach_env_runner(
-        lambda runner: runner._callbacks.instances[0].episodes, local_env_runner=False)
+        lambda runner: runner._callbacks.instances[0].episodes, local_env_runner=False
+    )
     algo.stop()
     assert result["callback_iterations"] == 2
     assert [type(c) for c in algo.callbacks] == [Counter] and algo.callbacks[0].iterations == 2
@@ -193,6 +223,7 @@ def test_chain_order_classes_then_callables_for_env_runner_events_too(tmp_path):
         def write(**kwargs):
             with open(log_path, "a") as f:
                 f.write(tag + "\n")
+
         return write
 
     class A(RLlibCallback):
@@ -203,8 +234,11 @@ def test_chain_order_classes_then_callables_for_env_runner_events_too(tmp_path):
         def on_sample_end(self, **kwargs):
             writer("B")()
 
-    algo = small_ppo(1).callbacks(callbacks_class=[B, A],
-                                  on_sample_end=[writer("f1"), writer("f2")]).build()
+    algo = (
+        small_ppo(1)
+        .callbacks(callbacks_class=[B, A], on_sample_end=[writer("f1"), writer("f2")])
+        .build()
+    )
     algo.train()
     algo.stop()
     with open(log_path) as f:
@@ -264,7 +298,10 @@ def test_a_callback_the_logger_rejects_is_a_callback_error_not_a_broken_env():
     error = info.value
     assert isinstance(error, ValueError)  # the original exception type, still catchable
     assert (error.event, error.env_runner_index, error.error_type) == (
-        "on_episode_end", 1, "ValueError")
+        "on_episode_end",
+        1,
+        "ValueError",
+    )
     assert "BadReduce.on_episode_end" in error.callback_name
     assert "could not be found in stats_cls_lookup" in str(error)
     note = " ".join(getattr(error, "__notes__", []))
@@ -283,14 +320,19 @@ def test_callbacks_log_with_rllib_2_60_reduce_kinds_and_a_custom_stats_class():
     def log_kinds(episode, metrics_logger, **kwargs):
         metrics_logger.log_value("lens", len(episode), reduce="item_series")
         metrics_logger.log_value("steps_total", len(episode), reduce="lifetime_sum")
-        metrics_logger.log_value("len_percentiles", len(episode), reduce="percentiles",
-                                 window=50, percentiles=[0, 100])
+        metrics_logger.log_value(
+            "len_percentiles", len(episode), reduce="percentiles", window=50, percentiles=[0, 100]
+        )
         metrics_logger.log_value("len_median", len(episode), reduce="median")
         metrics_logger.log_value("last_len", len(episode), reduce="ema", ema_coeff=1.0)
 
     lookup = {**DEFAULT_STATS_CLS_LOOKUP, "median": MedianStats}
-    algo = (small_ppo(2).callbacks(on_episode_end=log_kinds)
-            .reporting(custom_stats_cls_lookup=lookup).build())
+    algo = (
+        small_ppo(2)
+        .callbacks(on_episode_end=log_kinds)
+        .reporting(custom_stats_cls_lookup=lookup)
+        .build()
+    )
     assert algo.config.stats_cls_lookup["median"] is MedianStats
     first, second = algo.train(), algo.train()
     algo.stop()
@@ -303,7 +345,8 @@ def test_callbacks_log_with_rllib_2_60_reduce_kinds_and_a_custom_stats_class():
     assert percentiles == {0: min(lens), 100: max(lens)}
     assert min(lens) <= second["env_runners"]["len_median"] <= max(lens)
     assert second["env_runners"]["last_len"] in lens or min(lens) <= (
-        second["env_runners"]["last_len"]) <= max(lens)
+        second["env_runners"]["last_len"]
+    ) <= max(lens)
     with pytest.raises(ConfigError, match="custom_stats_cls_lookup"):
         small_ppo(0).reporting(custom_stats_cls_lookup={"median": dict})
 
@@ -315,7 +358,8 @@ def test_a_lambda_raising_is_reported_with_its_location():
     algo.stop()
     assert info.value.event == "on_episode_end"
     assert "<lambda>" in info.value.callback_name and "test_callbacks.py" in (
-        info.value.callback_name)
+        info.value.callback_name
+    )
     assert "KeyError" in str(info.value)
 
 
@@ -357,8 +401,7 @@ def test_on_algorithm_init_and_on_train_result_see_the_algorithm_and_may_mutate_
 
     class Init(RLlibCallback):
         def on_algorithm_init(self, *, algorithm, metrics_logger, **kwargs):
-            seen["init"] = (algorithm.training_iteration, isinstance(metrics_logger,
-                                                                     MetricsLogger))
+            seen["init"] = (algorithm.training_iteration, isinstance(metrics_logger, MetricsLogger))
 
         def on_train_result(self, *, algorithm, metrics_logger, result, **kwargs):
             result["extra"] = algorithm.training_iteration

@@ -38,9 +38,11 @@ def _env_runner_metrics(result: dict) -> dict:
 
 
 def _exact_config(num_env_runners: int) -> PPOConfig:
-    return (small_ppo(num_env_runners, train_batch_size=300, num_epochs=2)
-            .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
-            .debugging(seed=11))
+    return (
+        small_ppo(num_env_runners, train_batch_size=300, num_epochs=2)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
+        .debugging(seed=11)
+    )
 
 
 _RESUME_SCRIPT = textwrap.dedent("""
@@ -86,16 +88,21 @@ def test_resume_in_a_fresh_process_is_exact(tmp_path, num_env_runners):
 
 
 def _dqn_with_buffer_in_state() -> DQNConfig:
-    return (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
-            .rl_module(model_config={"fcnet_hiddens": [16]})
-            .training(num_steps_sampled_before_learning_starts=50,
-                      store_buffer_in_checkpoints=True)
-            .reporting(min_sample_timesteps_per_iteration=100).debugging(seed=2))
+    return (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .training(num_steps_sampled_before_learning_starts=50, store_buffer_in_checkpoints=True)
+        .reporting(min_sample_timesteps_per_iteration=100)
+        .debugging(seed=2)
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make_config", [lambda: _exact_config(1), _dqn_with_buffer_in_state],
-                         ids=["PPO", "DQN"])
+@pytest.mark.parametrize(
+    "make_config", [lambda: _exact_config(1), _dqn_with_buffer_in_state], ids=["PPO", "DQN"]
+)
 def test_get_state_is_a_snapshot_that_set_state_resumes_exactly(make_config):
     # get_state() in memory, with no file between: later training must not change what it
     # returned (Adam's moments, the replay buffer's steps and priorities are updated in place).
@@ -122,8 +129,13 @@ class LoadRecorder(RLlibCallback):
 
 def test_on_checkpoint_loaded_fires_after_both_restore_paths_not_after_save(tmp_path):
     calls = []
-    config = small_ppo().callbacks(LoadRecorder, on_checkpoint_loaded=lambda **kw: calls.append(
-        kw["algorithm"].iteration)).debugging(seed=0)
+    config = (
+        small_ppo()
+        .callbacks(
+            LoadRecorder, on_checkpoint_loaded=lambda **kw: calls.append(kw["algorithm"].iteration)
+        )
+        .debugging(seed=0)
+    )
     with config.build() as algo:
         algo.train()
         algo.train()
@@ -182,6 +194,7 @@ def _replace_file(path, name, data):
 
     def fix(metadata):
         metadata["files"][name] = {"size": len(data), "sha256": file_digest(data)}
+
     _rewrite_metadata(path, fix)
 
 
@@ -195,30 +208,53 @@ _DAMAGES = {
     "missing directory": (lambda p: shutil.rmtree(p), "no such directory"),
     "a file": (lambda p: (shutil.rmtree(p), p.write_text("x")), "not a directory"),
     "no metadata": (lambda p: (p / "metadata.json").unlink(), "no metadata.json"),
-    "damaged metadata": (lambda p: (p / "metadata.json").write_text('{"format": "loc'),
-                         "metadata.json is damaged"),
-    "foreign metadata": (lambda p: (p / "metadata.json").write_text('{"version": 3}'),
-                         "not a checkpoint of this library"),
-    "newer format": (lambda p: _rewrite_metadata(p, lambda m: m.update(format_version=99)),
-                     "format version 99, newer than this library reads"),
+    "damaged metadata": (
+        lambda p: (p / "metadata.json").write_text('{"format": "loc'),
+        "metadata.json is damaged",
+    ),
+    "foreign metadata": (
+        lambda p: (p / "metadata.json").write_text('{"version": 3}'),
+        "not a checkpoint of this library",
+    ),
+    "newer format": (
+        lambda p: _rewrite_metadata(p, lambda m: m.update(format_version=99)),
+        "format version 99, newer than this library reads",
+    ),
     "missing file": (lambda p: (p / "learner.msgpack").unlink(), "learner.msgpack is missing"),
-    "truncated file": (lambda p: (p / "learner.msgpack").write_bytes(
-        (p / "learner.msgpack").read_bytes()[:100]), "learner.msgpack is truncated"),
-    "altered file": (lambda p: _flip_middle_byte(p / "learner.msgpack"),
-                     "learner.msgpack was altered"),
-    "not msgpack": (lambda p: _replace_file(p, "metrics.msgpack", b"\xc1\xc1 not msgpack"),
-                    "metrics.msgpack is not valid msgpack"),
-    "component left out": (lambda p: (_rewrite_metadata(p, lambda m: m["files"].pop(
-        "learner.msgpack")), (p / "learner.msgpack").unlink()), "has no learner.msgpack"),
-    "state that does not fit": (lambda p: _replace_file(p, "learner.msgpack", pack(
-        {**unpack((p / "learner.msgpack").read_bytes()), "optimizer": {"m": [1.0]}})),
-        "its state does not fit this algorithm"),
+    "truncated file": (
+        lambda p: (p / "learner.msgpack").write_bytes((p / "learner.msgpack").read_bytes()[:100]),
+        "learner.msgpack is truncated",
+    ),
+    "altered file": (
+        lambda p: _flip_middle_byte(p / "learner.msgpack"),
+        "learner.msgpack was altered",
+    ),
+    "not msgpack": (
+        lambda p: _replace_file(p, "metrics.msgpack", b"\xc1\xc1 not msgpack"),
+        "metrics.msgpack is not valid msgpack",
+    ),
+    "component left out": (
+        lambda p: (
+            _rewrite_metadata(p, lambda m: m["files"].pop("learner.msgpack")),
+            (p / "learner.msgpack").unlink(),
+        ),
+        "has no learner.msgpack",
+    ),
+    "state that does not fit": (
+        lambda p: _replace_file(
+            p,
+            "learner.msgpack",
+            pack({**unpack((p / "learner.msgpack").read_bytes()), "optimizer": {"m": [1.0]}}),
+        ),
+        "its state does not fit this algorithm",
+    ),
 }
 
 
 @pytest.mark.parametrize("damage", sorted(_DAMAGES))
 def test_every_bad_checkpoint_raises_checkpoint_error_naming_path_and_cause(
-        tmp_path, saved_ppo, damage):
+    tmp_path, saved_ppo, damage
+):
     path = tmp_path / "damaged"
     shutil.copytree(saved_ppo, path)
     apply, cause = _DAMAGES[damage]
@@ -235,13 +271,20 @@ def test_every_bad_checkpoint_raises_checkpoint_error_naming_path_and_cause(
         Algorithm.from_checkpoint(path)
 
 
-@pytest.mark.parametrize("config, cause", [
-    (DQNConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": [16]}),
-     "a checkpoint of PPO cannot be loaded into DQN"),
-    (small_ppo().rl_module(model_config={"fcnet_hiddens": [32]}),
-     "incompatible network shapes"),
-    (small_ppo(env="Acrobot-v1"), "incompatible spaces"),
-])
+@pytest.mark.parametrize(
+    "config, cause",
+    [
+        (
+            DQNConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": [16]}),
+            "a checkpoint of PPO cannot be loaded into DQN",
+        ),
+        (
+            small_ppo().rl_module(model_config={"fcnet_hiddens": [32]}),
+            "incompatible network shapes",
+        ),
+        (small_ppo(env="Acrobot-v1"), "incompatible spaces"),
+    ],
+)
 def test_a_checkpoint_of_another_algorithm_or_shape_is_refused(saved_ppo, config, cause):
     with config.build() as algo:
         with pytest.raises(CheckpointError, match=cause):
@@ -284,7 +327,8 @@ def test_restore_from_path_and_from_checkpoint_with_config_never_unpickle(tmp_pa
 
 
 def test_a_save_that_fails_between_file_writes_leaves_the_previous_checkpoint(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     path = tmp_path / "c"
     with small_ppo().build() as algo:
         algo.train()
@@ -296,6 +340,7 @@ def test_a_save_that_fails_between_file_writes_leaves_the_previous_checkpoint(
             written.append(name)
             if len(written) == 3:
                 raise OSError("disk full (injected)")
+
         monkeypatch.setattr(checkpoints.writer, "after_file_written", fail_on_third_file)
         with pytest.raises(CheckpointError, match="disk full"):
             algo.save_to_path(path)
@@ -354,8 +399,9 @@ def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path, delay):
     script.write_text(_SAVE_FOREVER)
     path = tmp_path / "c"
     env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
-    process = subprocess.Popen([sys.executable, str(script), str(path)], env=env,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(path)], env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout.readline().strip() == "saved"
         time.sleep(delay)
@@ -384,16 +430,21 @@ def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path, delay):
 
 def test_dqn_checkpoints_the_replay_buffer_when_asked(tmp_path):
     def config(store):
-        return (DQNConfig().environment("CartPole-v1")
-                .rl_module(model_config={"fcnet_hiddens": [16]})
-                .training(num_steps_sampled_before_learning_starts=50,
-                          store_buffer_in_checkpoints=store)
-                .reporting(min_sample_timesteps_per_iteration=100).debugging(seed=2))
+        return (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+            .training(
+                num_steps_sampled_before_learning_starts=50, store_buffer_in_checkpoints=store
+            )
+            .reporting(min_sample_timesteps_per_iteration=100)
+            .debugging(seed=2)
+        )
+
     with config(True).build() as algo:
         algo.train()
         path = algo.save_to_path(tmp_path / "with")
-        expected = algo.local_replay_buffer.sample_transitions(8, n_step=1, gamma=0.99,
-                                                               beta=0.4)
+        expected = algo.local_replay_buffer.sample_transitions(8, n_step=1, gamma=0.99, beta=0.4)
     assert open_checkpoint(path).has("replay_buffer")
     with Algorithm.from_checkpoint(path) as restored:
         buffer = restored.local_replay_buffer
@@ -410,21 +461,30 @@ def test_dqn_checkpoints_the_replay_buffer_when_asked(tmp_path):
 
 
 def test_evaluation_runners_get_weights_and_state_on_restore(tmp_path):
-    config = small_ppo(1).evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
-                                     evaluation_duration=2).debugging(seed=4)
+    config = (
+        small_ppo(1)
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=2)
+        .debugging(seed=4)
+    )
     with config.build() as algo:
         algo.train()
         path = algo.save_to_path(tmp_path / "c")
         saved_rng = algo.eval_env_runner_group.foreach_env_runner(
-            lambda runner: runner.get_state()["rng"], local_env_runner=False)
+            lambda runner: runner.get_state()["rng"], local_env_runner=False
+        )
         algo.train()
     assert open_checkpoint(path).has("eval_env_runner_1")
     with PPO.from_checkpoint(path) as restored:
         group = restored.eval_env_runner_group
-        assert group.foreach_env_runner(lambda runner: runner.get_state()["rng"],
-                                        local_env_runner=False) == saved_rng
-        [weights] = group.foreach_env_runner(lambda runner: runner.get_weights(),
-                                             local_env_runner=False)
+        assert (
+            group.foreach_env_runner(
+                lambda runner: runner.get_state()["rng"], local_env_runner=False
+            )
+            == saved_rng
+        )
+        [weights] = group.foreach_env_runner(
+            lambda runner: runner.get_weights(), local_env_runner=False
+        )
         for name, value in restored.get_weights().items():
             np.testing.assert_array_equal(weights[name], value)
 
@@ -464,8 +524,9 @@ def test_an_env_that_cannot_be_captured_restarts_its_episode_with_a_warning(tmp_
 
 
 def test_checkpoint_manager_keeps_the_best_and_the_latest(tmp_path):
-    config = small_ppo().checkpointing(checkpoint_frequency=1, num_to_keep=2,
-                                       checkpoint_score_attribute="score/value")
+    config = small_ppo().checkpointing(
+        checkpoint_frequency=1, num_to_keep=2, checkpoint_score_attribute="score/value"
+    )
     manager = CheckpointManager.from_config(tmp_path / "run", config)
     scores = [5.0, 9.0, float("nan"), 7.0, 1.0]
     with config.build() as algo:
@@ -483,12 +544,15 @@ def test_checkpoint_manager_keeps_the_best_and_the_latest(tmp_path):
     assert again.best() == manager.best() and again.latest() == manager.latest()
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"checkpoint_frequency": -1}, "checkpoint_frequency must be an int >= 0"),
-    ({"num_to_keep": 0}, "num_to_keep must be None or an int >= 1"),
-    ({"checkpoint_score_order": "best"}, "checkpoint_score_order must be one of"),
-    ({"checkpoint_score_attribute": "a//b"}, "checkpoint_score_attribute must be None or"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"checkpoint_frequency": -1}, "checkpoint_frequency must be an int >= 0"),
+        ({"num_to_keep": 0}, "num_to_keep must be None or an int >= 1"),
+        ({"checkpoint_score_order": "best"}, "checkpoint_score_order must be one of"),
+        ({"checkpoint_score_attribute": "a//b"}, "checkpoint_score_attribute must be None or"),
+    ],
+)
 def test_bad_checkpointing_settings_are_named(settings, message):
     with pytest.raises(ValueError, match=message):
         PPOConfig().checkpointing(**settings)
@@ -496,13 +560,26 @@ def test_bad_checkpointing_settings_are_named(settings, message):
 
 @pytest.mark.slow
 def test_inspect_prints_metadata_components_and_sizes(saved_ppo, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "checkpoints", "inspect", str(saved_ppo)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "checkpoints", "inspect", str(saved_ppo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    for expected in ("algorithm   PPO", "iteration 1", "env         CartPole-v1",
-                     "learner.msgpack", "learner: module=", "checksums verified"):
+    for expected in (
+        "algorithm   PPO",
+        "iteration 1",
+        "env         CartPole-v1",
+        "learner.msgpack",
+        "learner: module=",
+        "checksums verified",
+    ):
         assert expected in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "checkpoints", "inspect",
-                              str(tmp_path / "nothing")], capture_output=True, text=True,
-                             timeout=60)
+    missing = subprocess.run(
+        [sys.executable, "-m", "checkpoints", "inspect", str(tmp_path / "nothing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert missing.returncode == 1 and "no such directory" in missing.stderr

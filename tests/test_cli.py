@@ -25,8 +25,20 @@ NEEDS_VIDEO = "needs the video extra (pip install -e '.[video]'): Pillow, imagei
 NEEDS_TENSORBOARD = "needs the tensorboard extra (pip install -e '.[tensorboard]'): tensorboardX"
 
 #: A PPO run small enough for a few iterations in a second or two.
-SMALL_PPO = ["--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
-             "--hiddens", "16", "--num-env-runners", "1", "--seed", "3"]
+SMALL_PPO = [
+    "--train-batch-size",
+    "200",
+    "--minibatch-size",
+    "100",
+    "--num-epochs",
+    "1",
+    "--hiddens",
+    "16",
+    "--num-env-runners",
+    "1",
+    "--seed",
+    "3",
+]
 
 
 class Cli:
@@ -35,9 +47,13 @@ class Cli:
 
     def __init__(self, *args: str, cwd, env=None):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainer", *args], cwd=cwd, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})})
+            [sys.executable, "-m", "trainer", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})},
+        )
         self.lines: list[str] = []
         self._queue: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -84,10 +100,17 @@ class Cli:
         return "".join(self.lines)
 
 
-def run_cli(*args: str, cwd, timeout: float = 120,
-            env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(
+    *args: str, cwd, timeout: float = 120, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _gone(pids: list[int], timeout: float = 30.0) -> bool:
@@ -103,8 +126,16 @@ def _gone(pids: list[int], timeout: float = 30.0) -> bool:
 def trained_run(tmp_path_factory):
     """A 4-iteration PPO run, checkpoints at 2 and 4: shared by the read-only tests."""
     directory = tmp_path_factory.mktemp("cli") / "run"
-    done = run_cli(*SMALL_PPO, "--stop-iters", "4", "--checkpoint-frequency", "2",
-                   "--output-dir", str(directory), cwd=directory.parent)
+    done = run_cli(
+        *SMALL_PPO,
+        "--stop-iters",
+        "4",
+        "--checkpoint-frequency",
+        "2",
+        "--output-dir",
+        str(directory),
+        cwd=directory.parent,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return directory, done.stdout
 
@@ -113,7 +144,11 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
     run, out = trained_run
     # Not a terminal: one plain line per iteration, no status line or escape codes.
     assert re.findall(r"^iter +(\d+) \| env steps +\d+ \| return mean", out, re.M) == [
-        "1", "2", "3", "4"]
+        "1",
+        "2",
+        "3",
+        "4",
+    ]
     assert "\x1b[" not in out and "\r" not in out
     assert re.search(r"^iter +4 .*\| left 0s \(4 iterations\)$", out, re.M)
     assert "stopped (reached 4 iterations) after 4 iterations, 800 env steps" in out
@@ -122,7 +157,10 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
     assert params["model"]["fcnet_hiddens"] == [16]
     assert params["callbacks_class"] == "trainer.callbacks.callback:RLlibCallback"
     assert json.loads((run / "run.json").read_text()) == {
-        "algo": "PPO", "env": "CartPole-v1", "stop": {"iterations": 4}}
+        "algo": "PPO",
+        "env": "CartPole-v1",
+        "stop": {"iterations": 4},
+    }
     lines = (run / "result.json").read_text().splitlines()
     results = [json.loads(line) for line in lines]  # strict JSON: NaN would fail here
     assert [r["training_iteration"] for r in results] == [1, 2, 3, 4]
@@ -130,12 +168,13 @@ def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
     assert "episode_return_mean" in results[0]["env_runners"]
     header, *rows = (run / "progress.csv").read_text().splitlines()
     columns = header.split(",")
-    assert columns[:3] == ["training_iteration", "time_total_s",
-                           "num_env_steps_sampled_lifetime"]
+    assert columns[:3] == ["training_iteration", "time_total_s", "num_env_steps_sampled_lifetime"]
     assert "env_runners/episode_return_mean" in columns and "timers/training_step" in columns
     assert [row.split(",")[0] for row in rows] == ["1", "2", "3", "4"]
-    assert sorted(p.name for p in run.glob("checkpoint_*")) == ["checkpoint_000002",
-                                                                "checkpoint_000004"]
+    assert sorted(p.name for p in run.glob("checkpoint_*")) == [
+        "checkpoint_000002",
+        "checkpoint_000004",
+    ]
     if importlib.util.find_spec("matplotlib") is None:  # without the plot extra: no plot
         assert not (run / "learning_curve.png").exists()
     else:
@@ -156,12 +195,15 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
     out = cli.output
     assert out.splitlines()[0].startswith(
         "preset: RLlib's tuned example rllib/tuned_examples/ppo/cartpole_ppo.py: gamma=0.99, "
-        "lr=0.0003, num_epochs=6, vf_loss_coeff=0.01")
+        "lr=0.0003, num_epochs=6, vf_loss_coeff=0.01"
+    )
     assert "PPO on 'CartPole-v1': num_env_runners=2" in out
     assert "lr=0.0003, train_batch_size=4000, minibatch_size=128, num_epochs=6" in out
-    assert ("stop at: evaluation mean return >= 475 or 200000 env steps or 200 iterations "
-            "(default: the env's reward_threshold (evaluation) and the preset's 200000 env "
-            "steps)") in out
+    assert (
+        "stop at: evaluation mean return >= 475 or 200000 env steps or 200 iterations "
+        "(default: the env's reward_threshold (evaluation) and the preset's 200000 env "
+        "steps)"
+    ) in out
     assert "SIGINT: finishing this iteration, then saving a checkpoint" in out
     # The iteration under way when Ctrl-C came is finished and saved.
     last = int(re.findall(r"^iter +(\d+)", out, re.M)[-1])
@@ -174,8 +216,10 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
     resumed = Cli("--resume", "--stop-iters", str(last + 1), cwd=tmp_path)
     assert resumed.finish() == 0, resumed.output
     assert f"resumed from {run}/checkpoint_{last:06d} at iteration {last}" in resumed.output
-    assert (f"stop at: evaluation mean return >= 475 or 200000 env steps or {last + 1} "
-            "iterations (flags and run.json)") in resumed.output
+    assert (
+        f"stop at: evaluation mean return >= 475 or 200000 env steps or {last + 1} "
+        "iterations (flags and run.json)"
+    ) in resumed.output
     assert "preset:" not in resumed.output  # a resumed run keeps its own settings
     assert re.findall(r"^iter +(\d+)", resumed.output, re.M) == [str(last + 1)]
     results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
@@ -193,14 +237,17 @@ def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
     cli.wait_for(r"^SIGINT: finishing this iteration")
     cli.process.send_signal(signal.SIGINT)
     assert cli.finish() == 130, cli.output
-    assert "stopped (interrupted twice: stopped at once, without saving) after 1 iterations" \
+    assert (
+        "stopped (interrupted twice: stopped at once, without saving) after 1 iterations"
         in cli.output
+    )
     assert not list((tmp_path / "run").glob("checkpoint_*"))
     assert _gone(workers)
     assert cli.output.splitlines()[0] == "preset: none (--preset none): RLlib's default settings"
     assert "lr=5e-05, train_batch_size=4000, minibatch_size=128, num_epochs=30" in cli.output
-    assert ("stop at: mean return >= 475 or 200 iterations (default: the env's "
-            "reward_threshold)") in cli.output
+    assert (
+        "stop at: mean return >= 475 or 200 iterations (default: the env's reward_threshold)"
+    ) in cli.output
 
 
 @pytest.mark.slow
@@ -216,9 +263,13 @@ def test_sigterm_saves_like_ctrl_c(tmp_path):
 @pytest.mark.slow
 def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "trainer", *SMALL_PPO, "--stop-iters", "3",
-                                "--output-dir", "run"], cwd=tmp_path, stdin=terminal,
-                               stdout=terminal, stderr=terminal)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trainer", *SMALL_PPO, "--stop-iters", "3", "--output-dir", "run"],
+        cwd=tmp_path,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+    )
     os.close(terminal)
     output = b""
     deadline = time.monotonic() + 120
@@ -238,33 +289,47 @@ def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
     assert process.wait(timeout=30) == 0
     text = output.decode()
     # Each row is written after erasing the status line, which is then drawn again under it.
-    assert re.search(r"\r\x1b\[Kiter +3 \|[^\n]*\n\[#+\.*\] +\d+% \| \d+s left to 3 iterations "
-                     r"\| Ctrl-C: save and stop", text.replace("\r\n", "\n")), text
-    assert text.rstrip().endswith(f"evaluate:  python -m trainer evaluate "
-                                  f"{tmp_path / 'run' / 'checkpoint_000003'}")
+    assert re.search(
+        r"\r\x1b\[Kiter +3 \|[^\n]*\n\[#+\.*\] +\d+% \| \d+s left to 3 iterations "
+        r"\| Ctrl-C: save and stop",
+        text.replace("\r\n", "\n"),
+    ), text
+    assert text.rstrip().endswith(
+        f"evaluate:  python -m trainer evaluate {tmp_path / 'run' / 'checkpoint_000003'}"
+    )
 
 
 @pytest.mark.slow
 def test_evaluate_runs_episodes_greedy_or_exploring(trained_run):
     run, _ = trained_run
-    greedy = [json.loads(run_cli("evaluate", str(run), "--episodes", "3", "--seed", "7",
-                                 "--json", cwd=run.parent).stdout) for _ in range(2)]
+    greedy = [
+        json.loads(
+            run_cli(
+                "evaluate", str(run), "--episodes", "3", "--seed", "7", "--json", cwd=run.parent
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     assert greedy[0] == greedy[1]  # greedy actions and seeded resets: the same episodes
     summary = greedy[0]
-    assert summary["checkpoint"] == str(run / "checkpoint_000004") or summary[
-        "checkpoint"] == str(run / "checkpoint_000002")  # the run's best
+    assert summary["checkpoint"] == str(run / "checkpoint_000004") or summary["checkpoint"] == str(
+        run / "checkpoint_000002"
+    )  # the run's best
     assert summary["num_episodes"] == 3 and summary["explore"] is False
     assert summary["episode_return_mean"] == pytest.approx(sum(summary["episode_returns"]) / 3)
     # CartPole pays 1 per step.
     assert summary["episode_returns"] == [float(n) for n in summary["episode_lengths"]]
-    done = run_cli("evaluate", str(run / "checkpoint_000002"), "--episodes", "2", "--explore",
-                   cwd=run.parent)
+    done = run_cli(
+        "evaluate", str(run / "checkpoint_000002"), "--episodes", "2", "--explore", cwd=run.parent
+    )
     assert done.returncode == 0, done.stderr
     assert "2 episodes, exploring actions" in done.stdout
-    assert len(re.findall(r"^episode +\d: return +\d+\.\d\d, length \d+$", done.stdout,
-                          re.M)) == 2
-    assert re.search(r"^mean return [\d.]+ ± [\d.]+ \(min [\d.]+, max [\d.]+\) over 2 episodes",
-                     done.stdout, re.M)
+    assert len(re.findall(r"^episode +\d: return +\d+\.\d\d, length \d+$", done.stdout, re.M)) == 2
+    assert re.search(
+        r"^mean return [\d.]+ ± [\d.]+ \(min [\d.]+, max [\d.]+\) over 2 episodes",
+        done.stdout,
+        re.M,
+    )
 
 
 @pytest.mark.slow
@@ -274,8 +339,18 @@ def test_evaluate_records_a_video(trained_run, tmp_path, suffix):
     pytest.importorskip("PIL" if suffix == "gif" else "imageio_ffmpeg", reason=NEEDS_VIDEO)
     run, _ = trained_run
     video = tmp_path / f"episode.{suffix}"
-    done = run_cli("evaluate", str(run), "--episodes", "2", "--seed", "0", "--video", str(video),
-                   "--json", cwd=tmp_path)
+    done = run_cli(
+        "evaluate",
+        str(run),
+        "--episodes",
+        "2",
+        "--seed",
+        "0",
+        "--video",
+        str(video),
+        "--json",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     # One frame after the reset and one per step, of the first episode only (--video-episodes 1).
@@ -304,8 +379,9 @@ def test_inspect_a_run_folder_and_a_checkpoint(trained_run, tmp_path):
     assert "4 iterations logged; the last: iteration 4, 800 env steps" in done.stdout
     assert re.search(r"checkpoint_000004  score +[\d.]+  \(latest", done.stdout)
     assert "files (all sizes and SHA-256 checksums verified)" in done.stdout
-    as_json = json.loads(run_cli("inspect", str(run / "checkpoint_000002"), "--json",
-                                 cwd=tmp_path).stdout)
+    as_json = json.loads(
+        run_cli("inspect", str(run / "checkpoint_000002"), "--json", cwd=tmp_path).stdout
+    )
     assert as_json["checkpoint"]["metadata"]["training_iteration"] == 2
     # A damaged copy is refused, naming the file.
     import shutil
@@ -326,14 +402,16 @@ def test_config_file_in_toml_with_tables_callbacks_and_stop(tmp_path):
         "from callbacks import RLlibCallback\n"
         "class CountEpisodes(RLlibCallback):\n"
         "    def on_episode_end(self, *, metrics_logger, **kwargs):\n"
-        "        metrics_logger.log_value('episodes_seen', 1, reduce='sum')\n")
+        "        metrics_logger.log_value('episodes_seen', 1, reduce='sum')\n"
+    )
     (tmp_path / "run.toml").write_text(
-        'lr = 0.0003\n'
-        '[training]\ntrain_batch_size = 200\nminibatch_size = 100\nnum_epochs = 1\n'
-        '[rl_module.model_config]\nfcnet_hiddens = [8]\n'
-        '[env_runners]\nnum_env_runners = 1\n'
+        "lr = 0.0003\n"
+        "[training]\ntrain_batch_size = 200\nminibatch_size = 100\nnum_epochs = 1\n"
+        "[rl_module.model_config]\nfcnet_hiddens = [8]\n"
+        "[env_runners]\nnum_env_runners = 1\n"
         '[callbacks]\ncallbacks_class = "my_callbacks:CountEpisodes"\n'
-        '[stop]\ntraining_iteration = 3\n')
+        "[stop]\ntraining_iteration = 3\n"
+    )
     done = run_cli("--config", "run.toml", "--lr", "0.001", "--output-dir", "run", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stop at: 3 iterations (--config)" in done.stdout
@@ -348,15 +426,21 @@ def test_config_file_in_toml_with_tables_callbacks_and_stop(tmp_path):
 
 @pytest.mark.slow
 def test_config_file_in_json_with_algo_and_flat_keys(tmp_path):
-    (tmp_path / "dqn.json").write_text(json.dumps({
-        "algo": "DQN", "num_env_runners": 0, "model": {"fcnet_hiddens": [8]},
-        "training": {"num_steps_sampled_before_learning_starts": 100},
-        "stop": {"num_env_steps_sampled_lifetime": 1500}}))
+    (tmp_path / "dqn.json").write_text(
+        json.dumps(
+            {
+                "algo": "DQN",
+                "num_env_runners": 0,
+                "model": {"fcnet_hiddens": [8]},
+                "training": {"num_steps_sampled_before_learning_starts": 100},
+                "stop": {"num_env_steps_sampled_lifetime": 1500},
+            }
+        )
+    )
     done = run_cli("--config", "dqn.json", "--output-dir", "run", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "DQN on 'CartPole-v1'" in done.stdout
-    assert re.search(r"stopped \(reached \d+ env steps >= 1500\) after 2 iterations",
-                     done.stdout)
+    assert re.search(r"stopped \(reached \d+ env steps >= 1500\) after 2 iterations", done.stdout)
 
 
 @pytest.mark.slow
@@ -367,25 +451,32 @@ def test_an_existing_run_folder_is_not_overwritten(trained_run):
     assert "argument --output-dir" in done.stderr and "continue it with --resume" in done.stderr
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--env-config", "{bad"], "argument --env-config: not valid JSON"),
-    (["--env-config", "[1]"], "argument --env-config: must be a JSON object"),
-    (["--lr", "-1"], "argument --lr: PPOConfig.training(lr=-1.0): lr must be a number >= 0"),
-    (["--stop-iters", "x"], "argument --stop-iters: 'x' is not a whole number"),
-    (["--num-to-keep", "0"], "argument --num-to-keep: 0 must be >= 1"),
-    (["--algo", "a2c"], "argument --algo: invalid choice: 'A2C'"),
-    (["--env", "CartPoel-v1"], "argument --env: environment(env='CartPoel-v1'): no env of that "
-                               "name"),
-    (["--hiddens", "8,x"], "argument --hiddens: '8,x': give layer sizes"),
-    (["--minibatch-size", "64", "--algo", "dqn"], "(set by --minibatch-size)"),
-    (["--bogus"], "unrecognized arguments: --bogus"),
-    (["evalute", "x"], "unknown command 'evalute'; did you mean 'evaluate'?"),
-    (["evaluate", "nowhere"], "argument checkpoint: checkpoint"),
-    (["evaluate", "nowhere", "--video", "out.avi"], "argument --video: 'out.avi': give a file "
-                                                    "ending in .gif or .mp4"),
-    (["evaluate", "nowhere", "--episodes", "0"], "argument --episodes: 0 must be >= 1"),
-    (["--resume", "--output-dir", "nowhere"], "argument --resume: "),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--env-config", "{bad"], "argument --env-config: not valid JSON"),
+        (["--env-config", "[1]"], "argument --env-config: must be a JSON object"),
+        (["--lr", "-1"], "argument --lr: PPOConfig.training(lr=-1.0): lr must be a number >= 0"),
+        (["--stop-iters", "x"], "argument --stop-iters: 'x' is not a whole number"),
+        (["--num-to-keep", "0"], "argument --num-to-keep: 0 must be >= 1"),
+        (["--algo", "a2c"], "argument --algo: invalid choice: 'A2C'"),
+        (
+            ["--env", "CartPoel-v1"],
+            "argument --env: environment(env='CartPoel-v1'): no env of that name",
+        ),
+        (["--hiddens", "8,x"], "argument --hiddens: '8,x': give layer sizes"),
+        (["--minibatch-size", "64", "--algo", "dqn"], "(set by --minibatch-size)"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["evalute", "x"], "unknown command 'evalute'; did you mean 'evaluate'?"),
+        (["evaluate", "nowhere"], "argument checkpoint: checkpoint"),
+        (
+            ["evaluate", "nowhere", "--video", "out.avi"],
+            "argument --video: 'out.avi': give a file ending in .gif or .mp4",
+        ),
+        (["evaluate", "nowhere", "--episodes", "0"], "argument --episodes: 0 must be >= 1"),
+        (["--resume", "--output-dir", "nowhere"], "argument --resume: "),
+    ],
+)
 def test_bad_flags_are_rejected_naming_the_flag(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
@@ -394,21 +485,37 @@ def test_bad_flags_are_rejected_naming_the_flag(argv, message, capsys, tmp_path,
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content, suffix, message", [
-    ("lr = [0.1\n", "toml", "not valid TOML"),
-    ('{"lr": 0.1,}', "json", "not valid JSON"),
-    ('{"lrr": 0.1}', "json", "lrr: PPOConfig.from_dict() got an unknown setting lrr=0.1. Did "
-                             "you mean 'lr'?"),
-    ("[training]\nnum_epochz = 3\n", "toml", "[training]: PPOConfig.training() got an unknown "
-                                             "setting num_epochz=3"),
-    ('{"stop": {"episode_reward_mean": 1}}', "json", "[stop] episode_reward_mean: not a stop "
-                                                     "key"),
-    ('{"callbacks": "no_such_module:Thing"}', "json", "callbacks='no_such_module:Thing': "
-                                                      "cannot import it"),
-    ('{"algo": "A3C"}', "json", "algo='A3C'; allowed: DQN, PPO"),
-])
-def test_bad_config_files_are_rejected_naming_the_file_and_key(content, suffix, message, capsys,
-                                                              tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "content, suffix, message",
+    [
+        ("lr = [0.1\n", "toml", "not valid TOML"),
+        ('{"lr": 0.1,}', "json", "not valid JSON"),
+        (
+            '{"lrr": 0.1}',
+            "json",
+            "lrr: PPOConfig.from_dict() got an unknown setting lrr=0.1. Did you mean 'lr'?",
+        ),
+        (
+            "[training]\nnum_epochz = 3\n",
+            "toml",
+            "[training]: PPOConfig.training() got an unknown setting num_epochz=3",
+        ),
+        (
+            '{"stop": {"episode_reward_mean": 1}}',
+            "json",
+            "[stop] episode_reward_mean: not a stop key",
+        ),
+        (
+            '{"callbacks": "no_such_module:Thing"}',
+            "json",
+            "callbacks='no_such_module:Thing': cannot import it",
+        ),
+        ('{"algo": "A3C"}', "json", "algo='A3C'; allowed: DQN, PPO"),
+    ],
+)
+def test_bad_config_files_are_rejected_naming_the_file_and_key(
+    content, suffix, message, capsys, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / f"c.{suffix}").write_text(content)
     with pytest.raises(SystemExit):
@@ -426,10 +533,13 @@ def test_resume_refuses_flags_that_change_settings(trained_run, capsys):
 
 @pytest.mark.slow
 def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None; from trainer.cli import main; "
-            f"sys.exit(main({[*SMALL_PPO, '--stop-iters', '1', '--output-dir', 'run']!r}))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from trainer.cli import main; "
+        f"sys.exit(main({[*SMALL_PPO, '--stop-iters', '1', '--output-dir', 'run']!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "run" / "result.json").is_file()
     assert not (tmp_path / "run" / "learning_curve.png").exists()
@@ -437,8 +547,9 @@ def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
 
 @pytest.mark.slow
 def test_log_level_reaches_the_standard_logging_module(tmp_path):
-    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", "--log-level", "INFO",
-                   cwd=tmp_path)
+    done = run_cli(
+        *SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", "--log-level", "INFO", cwd=tmp_path
+    )
     assert done.returncode == 0
     assert re.search(r"INFO trainer: started 1 EnvRunner process in [\d.]+ s", done.stderr)
     assert re.search(r"INFO trainer: saved checkpoint .*checkpoint_000001", done.stderr)
@@ -450,8 +561,13 @@ def test_log_level_reaches_the_standard_logging_module(tmp_path):
 def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "localrl")
     assert os.path.exists(script), "pip install -e . installs the localrl command"
-    done = subprocess.run([script, "inspect", str(trained_run[0] / "checkpoint_000004")],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run(
+        [script, "inspect", str(trained_run[0] / "checkpoint_000004")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "progress    iteration 4, 800 env steps" in done.stdout
     usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
@@ -459,9 +575,12 @@ def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
 
 
 def _result(iteration: int, seconds: float, steps: int, mean_return: float) -> dict:
-    return {"training_iteration": iteration, "time_total_s": seconds,
-            "num_env_steps_sampled_lifetime": steps,
-            "env_runners": {"episode_return_mean": mean_return}}
+    return {
+        "training_iteration": iteration,
+        "time_total_s": seconds,
+        "num_env_steps_sampled_lifetime": steps,
+        "env_runners": {"episode_return_mean": mean_return},
+    }
 
 
 def test_time_left_is_estimated_for_the_criterion_expected_first():
@@ -492,7 +611,8 @@ def test_progress_toward_a_negative_return_counts_from_the_first_return():
     progress.add(_result(2, 2.0, 2000, -200.0))
     assert progress.fraction_done() == pytest.approx(0.75)
     assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, -99.0)) == (
-        "reached mean return -99.00 >= -100")
+        "reached mean return -99.00 >= -100"
+    )
     assert StopCriteria(mean_return=-100.0).reason(_result(3, 3.0, 3000, float("nan"))) is None
 
 
@@ -503,13 +623,23 @@ def _children(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trained_run, tmp_path,
-                                                                 signal_number):
+def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(
+    trained_run, tmp_path, signal_number
+):
     pytest.importorskip("pygame", reason=NEEDS_VIDEO)
     pytest.importorskip("imageio_ffmpeg", reason=NEEDS_VIDEO)
     run, _ = trained_run
-    cli = Cli("evaluate", str(run), "--episodes", "1000", "--video", "long.mp4",
-              "--video-episodes", "1000", cwd=tmp_path)
+    cli = Cli(
+        "evaluate",
+        str(run),
+        "--episodes",
+        "1000",
+        "--video",
+        "long.mp4",
+        "--video-episodes",
+        "1000",
+        cwd=tmp_path,
+    )
     cli.wait_for(r"^episode +2:")
     encoders = _children(cli.process.pid)
     assert len(encoders) == 1  # ffmpeg, fed frame by frame
@@ -521,31 +651,41 @@ def test_ctrl_c_or_sigterm_during_a_recording_leaves_no_video_and_no_ffmpeg(trai
 
 
 @pytest.mark.slow
-def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle(
-        tmp_path):
+def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle(tmp_path):
     # DQN on CartPole: RLlib's cartpole_dqn.py (prioritized replay, n-step (2, 5), 256 + 256).
     done = run_cli("--algo", "DQN", "--stop-iters", "2", "--output-dir", "dqn", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
-    assert first.startswith("preset: RLlib's tuned example rllib/tuned_examples/dqn/"
-                            "cartpole_dqn.py: lr=0.0005, train_batch_size_per_learner=32, "
-                            "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'")
+    assert first.startswith(
+        "preset: RLlib's tuned example rllib/tuned_examples/dqn/"
+        "cartpole_dqn.py: lr=0.0005, train_batch_size_per_learner=32, "
+        "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'"
+    )
     params = json.loads((tmp_path / "dqn" / "params.json").read_text())
     assert params["n_step"] == [2, 5] and params["lr"] == 0.0005
     assert params["replay_buffer_config"]["type"] == "PrioritizedEpisodeReplayBuffer"
     # PPO on Pendulum: RLlib's pendulum_ppo.py, with its MeanStdFilter connector; RLlib's
     # stop (-300) since Pendulum has no reward threshold.
-    done = run_cli("--env", "Pendulum-v1", "--stop-iters", "1", "--output-dir", "pendulum",
-                   "--num-envs-per-env-runner", "2", cwd=tmp_path)
+    done = run_cli(
+        "--env",
+        "Pendulum-v1",
+        "--stop-iters",
+        "1",
+        "--output-dir",
+        "pendulum",
+        "--num-envs-per-env-runner",
+        "2",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith(
         "preset: RLlib's tuned example rllib/tuned_examples/ppo/pendulum_ppo.py: "
         "num_env_runners=2, num_envs_per_env_runner=20, env_to_module_connector="
-        "mean_std_filter, train_batch_size_per_learner=1024, minibatch_size=128, lr=0.0002")
+        "mean_std_filter, train_batch_size_per_learner=1024, minibatch_size=128, lr=0.0002"
+    )
     assert "num_envs_per_env_runner=2, lr=0.0002, train_batch_size=1024" in done.stdout
     run = tmp_path / "pendulum"
-    assert json.loads((run / "run.json").read_text())["stop"] == {
-        "iterations": 1}
+    assert json.loads((run / "run.json").read_text())["stop"] == {"iterations": 1}
     # The connector is a named function: the run resumes without unpickling anything.
     resumed = run_cli("--resume", "--output-dir", str(run), "--stop-iters", "2", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
@@ -563,13 +703,26 @@ def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_withou
 
 @pytest.mark.slow
 def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_path):
-    done = run_cli("--env", "Acrobot-v1", "--stop-iters", "1", "--train-batch-size", "200",
-                   "--minibatch-size", "100", "--num-epochs", "1", "--output-dir", "run",
-                   cwd=tmp_path)
+    done = run_cli(
+        "--env",
+        "Acrobot-v1",
+        "--stop-iters",
+        "1",
+        "--train-batch-size",
+        "200",
+        "--minibatch-size",
+        "100",
+        "--num-epochs",
+        "1",
+        "--output-dir",
+        "run",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
         "no preset: RLlib 2.60 has no tuned example for PPO on 'Acrobot-v1' (it has: PPO on "
-        "CartPole-v1, DQN on CartPole-v1, PPO on Pendulum-v1); RLlib's default settings")
+        "CartPole-v1, DQN on CartPole-v1, PPO on Pendulum-v1); RLlib's default settings"
+    )
     assert "lr=5e-05" in done.stdout
     # --preset changes settings: a resumed run keeps its own.
     resumed = run_cli("--resume", "--output-dir", "run", "--preset", "none", cwd=tmp_path)
@@ -590,7 +743,7 @@ def _tensorboard_scalars(run) -> dict[str, list[tuple[int, float]]]:
         offset = 0
         while offset < len(data):
             (length,) = struct.unpack_from("<Q", data, offset)
-            event = Event.FromString(data[offset + 12:offset + 12 + length])
+            event = Event.FromString(data[offset + 12 : offset + 12 + length])
             offset += 12 + length + 4
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
@@ -604,8 +757,9 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
     assert done.returncode == 0, done.stderr
     assert "TensorBoard event files" in done.stdout
     scalars = _tensorboard_scalars(tmp_path / "run")
-    results = [json.loads(line) for line in (tmp_path / "run" / "result.json").read_text()
-               .splitlines()]
+    results = [
+        json.loads(line) for line in (tmp_path / "run" / "result.json").read_text().splitlines()
+    ]
     by_iteration = scalars["ray/tune/env_runners/episode_return_mean"]
     assert [step for step, _ in by_iteration] == [1, 2, 3]
     for (_, value), result in zip(by_iteration, results, strict=True):
@@ -613,9 +767,12 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
     by_steps = scalars["env_steps/learners/default_policy/policy_loss"]
     assert [step for step, _ in by_steps] == [200, 400, 600]
     # Every number of the result dict, as Tune writes them.
-    assert {"ray/tune/timers/training_step", "ray/tune/num_env_steps_sampled_lifetime",
-            "ray/tune/fault_tolerance/num_healthy_workers",
-            "env_steps/env_runners/episode_len_mean"} <= set(scalars)
+    assert {
+        "ray/tune/timers/training_step",
+        "ray/tune/num_env_steps_sampled_lifetime",
+        "ray/tune/fault_tolerance/num_healthy_workers",
+        "env_steps/env_runners/episode_len_mean",
+    } <= set(scalars)
 
 
 @pytest.mark.slow
@@ -628,11 +785,13 @@ def test_tensorboard_event_files_without_importing_torch_or_boto3(tmp_path):
     for name in ("torch", "boto3"):
         (fakes / name).mkdir(parents=True)
         (fakes / name / "__init__.py").write_text(
-            f"open({str(tmp_path / (name + '.imported'))!r}, 'w').close()\n")
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join([str(fakes), os.environ.get("PYTHONPATH", "")])}
-    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", cwd=tmp_path,
-                   env=env)
+            f"open({str(tmp_path / (name + '.imported'))!r}, 'w').close()\n"
+        )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(fakes), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert _tensorboard_scalars(tmp_path / "run")["ray/tune/training_iteration"] == [(1, 1.0)]
     assert not list(tmp_path.glob("*.imported"))
@@ -666,11 +825,20 @@ def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
     (tmp_path / "tensorboardX" / "__init__.py").write_text("import torch\n")
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("")
-    code = ("import sys; from trainer.cli.tensorboard import import_tensorboardx; "
-            "module = import_tensorboardx(); print(module.__file__, 'torch' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(tmp_path), os.environ.get("PYTHONPATH", "")])})
+    code = (
+        "import sys; from trainer.cli.tensorboard import import_tensorboardx; "
+        "module = import_tensorboardx(); print(module.__file__, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        },
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(tmp_path / "tensorboardX" / "__init__.py"), "True"]
 
@@ -679,10 +847,25 @@ def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
 def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):
     # --hiddens and --activation both apply (each used to replace the other's model config),
     # and over the CartPole preset they keep its vf_share_layers=True.
-    done = run_cli("--hiddens", "24", "--activation", "tanh", "--stop-iters", "1",
-                   "--train-batch-size", "200", "--minibatch-size", "100", "--output-dir",
-                   "run", cwd=tmp_path)
+    done = run_cli(
+        "--hiddens",
+        "24",
+        "--activation",
+        "tanh",
+        "--stop-iters",
+        "1",
+        "--train-batch-size",
+        "200",
+        "--minibatch-size",
+        "100",
+        "--output-dir",
+        "run",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     model = json.loads((tmp_path / "run" / "params.json").read_text())["model"]
     assert (model["fcnet_hiddens"], model["fcnet_activation"], model["vf_share_layers"]) == (
-        [24], "tanh", True)
+        [24],
+        "tanh",
+        True,
+    )

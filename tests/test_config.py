@@ -6,40 +6,57 @@ from helpers import small_ppo
 from trainer import AlgorithmConfig, ConfigError, PPOConfig
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number >= 0"),
-    (lambda c: c.training(gamma=float("nan")), r"gamma=nan\): gamma must be a finite number"),
-    (lambda c: c.training(num_epochs=0), r"num_epochs=0\): num_epochs must be an int >= 1"),
-    (lambda c: c.training(clip_param=-0.1),
-     r"clip_param=-0.1\): clip_param must be a number >= 0 or float\(\"inf\"\)"),
-    (lambda c: c.training(lrr=0.1), r"unknown setting lrr=0.1\. Did you mean 'lr'\?"),
-    (lambda c: c.training(model={"fcnet_activation": "bogus"}),
-     r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'"),
-    (lambda c: c.training(model={"use_lstm": True}), r"\['use_lstm'\]=True: only RLlib's default False"),
-    (lambda c: c.training(model={"use_lsmt": True}), r"unknown key\(s\) \['use_lsmt'\]"),
-    (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
-    (lambda c: c.env_runners(num_env_runners=-1),
-     r"num_env_runners=-1\): num_env_runners must be an int >= 0"),
-    (lambda c: c.env_runners(num_env_runners=1.5), r"num_env_runners=1.5\)"),
-    (lambda c: c.env_runners(rollout_fragment_length=0), r'"auto" or an int >= 1'),
-    (lambda c: c.env_runners(batch_mode="episodes"),
-     r"batch_mode='episodes'\): batch_mode must be one of \['truncate_episodes', "
-     r"'complete_episodes'\]"),
-    (lambda c: c.env_runners(sample_timeout_s=0), r"sample_timeout_s=0\)"),
-    (lambda c: c.environment("CartPoel-v1"), r"env='CartPoel-v1'.*did you mean 'CartPole-v1'"),
-    (lambda c: c.environment(42), r"env=42\): must be a gymnasium id"),
-    (lambda c: c.environment(dict), r"a class must subclass gymnasium.Env"),
-    (lambda c: c.environment("CartPole-v1", env_config=[1]), r"env_config=\[1\]\): env_config must be a dict"),
-    (lambda c: c.debugging(seed=-3), r"seed=-3\): seed must be None or an int >= 0"),
-    (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
-    (lambda c: c.framework("jax"), r"framework_str='jax'"),
-    (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
-    (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
-    (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
-    (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
-    (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
-    (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda c: c.training(lr=-1), r"training\(lr=-1\): lr must be a number >= 0"),
+        (lambda c: c.training(gamma=float("nan")), r"gamma=nan\): gamma must be a finite number"),
+        (lambda c: c.training(num_epochs=0), r"num_epochs=0\): num_epochs must be an int >= 1"),
+        (
+            lambda c: c.training(clip_param=-0.1),
+            r"clip_param=-0.1\): clip_param must be a number >= 0 or float\(\"inf\"\)",
+        ),
+        (lambda c: c.training(lrr=0.1), r"unknown setting lrr=0.1\. Did you mean 'lr'\?"),
+        (
+            lambda c: c.training(model={"fcnet_activation": "bogus"}),
+            r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'",
+        ),
+        (
+            lambda c: c.training(model={"use_lstm": True}),
+            r"\['use_lstm'\]=True: only RLlib's default False",
+        ),
+        (lambda c: c.training(model={"use_lsmt": True}), r"unknown key\(s\) \['use_lsmt'\]"),
+        (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
+        (
+            lambda c: c.env_runners(num_env_runners=-1),
+            r"num_env_runners=-1\): num_env_runners must be an int >= 0",
+        ),
+        (lambda c: c.env_runners(num_env_runners=1.5), r"num_env_runners=1.5\)"),
+        (lambda c: c.env_runners(rollout_fragment_length=0), r'"auto" or an int >= 1'),
+        (
+            lambda c: c.env_runners(batch_mode="episodes"),
+            r"batch_mode='episodes'\): batch_mode must be one of \['truncate_episodes', "
+            r"'complete_episodes'\]",
+        ),
+        (lambda c: c.env_runners(sample_timeout_s=0), r"sample_timeout_s=0\)"),
+        (lambda c: c.environment("CartPoel-v1"), r"env='CartPoel-v1'.*did you mean 'CartPole-v1'"),
+        (lambda c: c.environment(42), r"env=42\): must be a gymnasium id"),
+        (lambda c: c.environment(dict), r"a class must subclass gymnasium.Env"),
+        (
+            lambda c: c.environment("CartPole-v1", env_config=[1]),
+            r"env_config=\[1\]\): env_config must be a dict",
+        ),
+        (lambda c: c.debugging(seed=-3), r"seed=-3\): seed must be None or an int >= 0"),
+        (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
+        (lambda c: c.framework("jax"), r"framework_str='jax'"),
+        (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
+        (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
+        (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
+        (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
+        (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
+        (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
+    ],
+)
 def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):
     with pytest.raises(ConfigError, match=message):
         call(PPOConfig())
@@ -80,11 +97,17 @@ def test_to_dict_from_dict_round_trip_and_overrides():
 
     config = small_ppo(1, lr=0.004).callbacks(on_episode_end=on_end).debugging(seed=5)
     data = config.to_dict()
-    assert data["lr"] == 0.004 and data["seed"] == 5 and data["callbacks_on"]["on_episode_end"] == [on_end]
+    assert (
+        data["lr"] == 0.004
+        and data["seed"] == 5
+        and data["callbacks_on"]["on_episode_end"] == [on_end]
+    )
     again = PPOConfig.from_dict(data)
     assert again.to_dict() == data
     assert AlgorithmConfig.overrides(explore=False, env_config={"a": 1}) == {
-        "explore": False, "env_config": {"a": 1}}
+        "explore": False,
+        "env_config": {"a": 1},
+    }
     with pytest.raises(ConfigError, match="unknown setting expolre"):
         AlgorithmConfig.overrides(expolre=False)
     with pytest.raises(ConfigError, match="explore must be True or False"):
@@ -101,8 +124,11 @@ def test_built_algorithm_config_is_frozen():
 
 
 def test_rollout_fragment_length_auto_splits_the_batch_over_runners_and_envs():
-    config = (PPOConfig().training(train_batch_size=4000)
-              .env_runners(num_env_runners=3, num_envs_per_env_runner=2))
+    config = (
+        PPOConfig()
+        .training(train_batch_size=4000)
+        .env_runners(num_env_runners=3, num_envs_per_env_runner=2)
+    )
     lengths = [config.get_rollout_fragment_length(i) for i in (1, 2, 3)]
     assert lengths == [667, 667, 666]
     assert sum(n * 2 for n in lengths) == 4000
@@ -111,10 +137,13 @@ def test_rollout_fragment_length_auto_splits_the_batch_over_runners_and_envs():
 
 
 def test_porting_no_ops_are_accepted():
-    config = (PPOConfig().framework("torch")
-              .api_stack(enable_rl_module_and_learner=True,
-                         enable_env_runner_and_connector_v2=True)
-              .learners(num_learners=0).resources(num_gpus=0))
+    config = (
+        PPOConfig()
+        .framework("torch")
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+        .learners(num_learners=0)
+        .resources(num_gpus=0)
+    )
     assert config.framework_str == "torch"
 
 
@@ -127,11 +156,17 @@ def test_the_docs_settings_page_is_the_settings_table():
     from trainer.cli.settings_page import SETTINGS_PAGE, settings_page
 
     page = SETTINGS_PAGE.read_text()
-    assert page == settings_page(), "docs/settings.md is stale: run " \
-        "python -m trainer.cli.settings_page"
+    assert page == settings_page(), (
+        "docs/settings.md is stale: run python -m trainer.cli.settings_page"
+    )
     assert readme_tables() in page
-    printed = subprocess.run([sys.executable, "-m", "trainer", "settings"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
+    printed = subprocess.run(
+        [sys.executable, "-m", "trainer", "settings"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert printed.rstrip("\n") == readme_tables()
 
 
@@ -147,8 +182,10 @@ def test_every_setting_is_a_documented_keyword_of_its_builder_method():
         for name, setting in cls._settings().items():
             assert setting.method in BUILDER_METHODS and setting.doc, name
             # PPO's and DQN's training() pass what is not theirs on to AlgorithmConfig's.
-            parameters = {**inspect.signature(getattr(AlgorithmConfig, setting.method)).parameters,
-                          **inspect.signature(getattr(cls, setting.method)).parameters}
+            parameters = {
+                **inspect.signature(getattr(AlgorithmConfig, setting.method)).parameters,
+                **inspect.signature(getattr(cls, setting.method)).parameters,
+            }
             assert keyword.get(name, name) in parameters, (cls.__name__, name)
             assert setting.check(setting.default) is None, (name, setting.default)
 

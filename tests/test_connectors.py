@@ -38,13 +38,16 @@ def test_running_stats_merge_exactly():
     np.testing.assert_allclose(merged.std, data.std(axis=0, ddof=1), rtol=1e-12)
 
 
-
 def test_mean_std_filter_divides_by_rllibs_std_below_two_observations():
     """RLlib 2.60's RunningStat has std 0 until it has seen two values: a de-std'ed first
     observation is divided by 1e-8 alone and clipped; from the second on, by the sample std."""
     space = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
-    piece = MeanStdFilter(input_observation_space=space, input_action_space=space,
-                          de_mean_to_zero=False, clip_by_value=5.0)
+    piece = MeanStdFilter(
+        input_observation_space=space,
+        input_action_space=space,
+        de_mean_to_zero=False,
+        clip_by_value=5.0,
+    )
     episode = SingleAgentEpisode()
     outputs = []
     for observation in ([0.5, -2.0], [1.5, 2.0]):
@@ -59,20 +62,24 @@ def test_mean_std_filter_divides_by_rllibs_std_below_two_observations():
     std = np.array([[0.5, -2.0], [1.5, 2.0]]).std(axis=0, ddof=1)
     np.testing.assert_allclose(outputs[1], np.array([1.5, 2.0]) / std, rtol=1e-6)
 
+
 class RecordObservations(RLlibCallback):
     """Reports the largest absolute observation the module saw (the episodes hold it)."""
 
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
-        metrics_logger.log_value("max_abs_obs", float(np.abs(episode.get_observations()).max()),
-                                 reduce="max")
+        metrics_logger.log_value(
+            "max_abs_obs", float(np.abs(episode.get_observations()).max()), reduce="max"
+        )
 
 
 def _filtered(num_env_runners=2, **kwargs):
-    return (small_ppo(num_env_runners).environment("Pendulum-v1")
-            .env_runners(env_to_module_connector=lambda env: MeanStdFilter(clip_by_value=3.0),
-                         **kwargs)
-            .training(train_batch_size=400, minibatch_size=100, num_epochs=1)
-            .callbacks(RecordObservations))
+    return (
+        small_ppo(num_env_runners)
+        .environment("Pendulum-v1")
+        .env_runners(env_to_module_connector=lambda env: MeanStdFilter(clip_by_value=3.0), **kwargs)
+        .training(train_batch_size=400, minibatch_size=100, num_epochs=1)
+        .callbacks(RecordObservations)
+    )
 
 
 def _synced(runner_state):
@@ -81,8 +88,11 @@ def _synced(runner_state):
 
 @pytest.mark.slow
 def test_mean_std_filter_merges_runner_statistics_and_syncs_them():
-    algo = _filtered().evaluation(
-        evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=1).build()
+    algo = (
+        _filtered()
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=1)
+        .build()
+    )
     try:
         result = None
         for _ in range(2):
@@ -92,14 +102,15 @@ def test_mean_std_filter_merges_runner_statistics_and_syncs_them():
         # 2 iterations x 2 runners x (200 steps + 1 reset observation).
         assert _synced(states[0])["n"] == 804
         for index in (1, 2):
-            np.testing.assert_array_equal(_synced(states[index])["mean"],
-                                          _synced(states[0])["mean"])
+            np.testing.assert_array_equal(
+                _synced(states[index])["mean"], _synced(states[0])["mean"]
+            )
             assert states[index]["connector_state"][FILTER]["buffer"]["n"] == 0
         eval_n = algo.eval_env_runner_group.foreach_env_runner(
-            lambda r: r.get_connector_state()[FILTER]["synced"]["n"], local_env_runner=False)
+            lambda r: r.get_connector_state()[FILTER]["synced"]["n"], local_env_runner=False
+        )
         assert eval_n == [804]
-        action = algo.compute_single_action(np.array([1.0, 0.0, 0.5], np.float32),
-                                            explore=False)
+        action = algo.compute_single_action(np.array([1.0, 0.0, 0.5], np.float32), explore=False)
         assert action.shape == (1,)
     finally:
         algo.stop()
@@ -112,8 +123,9 @@ def test_mean_std_filter_state_in_checkpoints_and_after_a_restart(tmp_path):
         algo.train()
         expected = _synced(algo.env_runner_group.get_runner_states()[0])
         algo.save_to_path(str(tmp_path / "ckpt"))
-        pid = algo.env_runner_group.foreach_env_runner(lambda r: os.getpid(),
-                                                       local_env_runner=False)[0]
+        pid = algo.env_runner_group.foreach_env_runner(
+            lambda r: os.getpid(), local_env_runner=False
+        )[0]
         os.kill(pid, signal.SIGKILL)
         algo.train()  # runner 1 is restarted with the merged statistics, then samples
         states = algo.env_runner_group.get_runner_states()
@@ -131,8 +143,11 @@ def test_mean_std_filter_state_in_checkpoints_and_after_a_restart(tmp_path):
 
 
 def test_observation_filter_is_rllib_older_spelling():
-    algo = (small_ppo(0).env_runners(observation_filter="MeanStdFilter")
-            .training(train_batch_size=100, minibatch_size=50, num_epochs=1)).build()
+    algo = (
+        small_ppo(0)
+        .env_runners(observation_filter="MeanStdFilter")
+        .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
+    ).build()
     try:
         algo.train()
         assert algo.env_runner.get_connector_state()[FILTER]["synced"]["n"] > 100
@@ -143,8 +158,9 @@ def test_observation_filter_is_rllib_older_spelling():
 
 
 class DictObsEnv(gym.Env):
-    observation_space = gym.spaces.Dict({"position": gym.spaces.Box(-1, 1, (2,), np.float32),
-                                         "mode": gym.spaces.Discrete(3)})
+    observation_space = gym.spaces.Dict(
+        {"position": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}
+    )
     action_space = gym.spaces.Discrete(2)
 
     def __init__(self, config=None):
@@ -160,15 +176,28 @@ class DictObsEnv(gym.Env):
         return self.observation_space.sample(), float(action), False, self.t >= 10, {}
 
 
-@pytest.mark.parametrize("env, factory, obs_dim", [
-    (DictObsEnv, lambda env: FlattenObservations(), 5),
-    ("CartPole-v1", lambda env: [PrevActionsPrevRewards(n_prev_actions=2, n_prev_rewards=3),
-                                 FlattenObservations()], 4 + 2 * 2 + 3),
-    ("CartPole-v1", lambda env, spaces, device: FrameStackingEnvToModule(num_frames=4), 16),
-])
+@pytest.mark.parametrize(
+    "env, factory, obs_dim",
+    [
+        (DictObsEnv, lambda env: FlattenObservations(), 5),
+        (
+            "CartPole-v1",
+            lambda env: [
+                PrevActionsPrevRewards(n_prev_actions=2, n_prev_rewards=3),
+                FlattenObservations(),
+            ],
+            4 + 2 * 2 + 3,
+        ),
+        ("CartPole-v1", lambda env, spaces, device: FrameStackingEnvToModule(num_frames=4), 16),
+    ],
+)
 def test_reshaping_pieces_set_the_module_input(env, factory, obs_dim):
-    algo = (small_ppo(1).environment(env).env_runners(env_to_module_connector=factory)
-            .training(train_batch_size=100, minibatch_size=50, num_epochs=1)).build()
+    algo = (
+        small_ppo(1)
+        .environment(env)
+        .env_runners(env_to_module_connector=factory)
+        .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
+    ).build()
     try:
         assert algo.env_runner_group.spaces.obs_dim == obs_dim
         assert algo.train()["env_runners"]["num_env_steps_sampled"] >= 100
@@ -179,8 +208,9 @@ def test_reshaping_pieces_set_the_module_input(env, factory, obs_dim):
 def test_frame_stacking_and_prev_actions_values():
     from trainer import SingleAgentEpisode
 
-    stack = FrameStackingEnvToModule(gym.spaces.Box(-5, 5, (2,)), gym.spaces.Discrete(2),
-                                     num_frames=3)
+    stack = FrameStackingEnvToModule(
+        gym.spaces.Box(-5, 5, (2,)), gym.spaces.Discrete(2), num_frames=3
+    )
     prev = PrevActionsPrevRewards(gym.spaces.Box(-5, 5, (2,)), gym.spaces.Discrete(2))
     episode = SingleAgentEpisode()
     episode.add_env_reset(np.array([1.0, 2.0], np.float32))
@@ -205,24 +235,28 @@ class AddOffset(ConnectorV2):
         super().__init__(*args, **kwargs)
         self.offset = offset
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=True):
-            episode.set_observations(new_data=episode.get_observations(-1) + self.offset,
-                                     at_indices=-1)
+            episode.set_observations(
+                new_data=episode.get_observations(-1) + self.offset, at_indices=-1
+            )
         return batch
 
 
 class SmallestObservation(RLlibCallback):
     def on_episode_end(self, *, episode, metrics_logger, **kwargs):
-        metrics_logger.log_value("min_obs", float(np.min(episode.get_observations())),
-                                 reduce="min")
+        metrics_logger.log_value("min_obs", float(np.min(episode.get_observations())), reduce="min")
 
 
 def test_user_connector_piece_runs_in_worker_processes():
-    algo = (small_ppo(2).env_runners(env_to_module_connector=lambda env: AddOffset())
-            .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-            .callbacks(SmallestObservation)).build()
+    algo = (
+        small_ppo(2)
+        .env_runners(env_to_module_connector=lambda env: AddOffset())
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+        .callbacks(SmallestObservation)
+    ).build()
     try:
         assert algo.train()["env_runners"]["min_obs"] > 90.0
     finally:

@@ -13,13 +13,16 @@ from trainer.testing import kill_env_runner
 
 def level_ppo(num_env_runners=2, **env_runners):
     # The last episode's return is the mean over a window of 1: it shows the current level.
-    return (small_ppo(num_env_runners).environment(LevelEnv)
-            .env_runners(**env_runners).reporting(metrics_num_episodes_for_smoothing=1))
+    return (
+        small_ppo(num_env_runners)
+        .environment(LevelEnv)
+        .env_runners(**env_runners)
+        .reporting(metrics_num_episodes_for_smoothing=1)
+    )
 
 
 def runner_tasks(algo):
-    return algo.env_runner_group.foreach_env_runner(lambda r: r.get_tasks(),
-                                                    local_env_runner=False)
+    return algo.env_runner_group.foreach_env_runner(lambda r: r.get_tasks(), local_env_runner=False)
 
 
 def test_env_task_fn_gets_results_env_and_context_for_every_sub_env():
@@ -28,8 +31,11 @@ def test_env_task_fn_gets_results_env_and_context_for_every_sub_env():
     def task_fn(train_results, task_settable_env, env_ctx):
         assert isinstance(task_settable_env, LevelEnv)
         seen_results.append(train_results["training_iteration"])
-        return (train_results["training_iteration"] * 100 + env_ctx.worker_index * 10
-                + env_ctx.vector_index)
+        return (
+            train_results["training_iteration"] * 100
+            + env_ctx.worker_index * 10
+            + env_ctx.vector_index
+        )
 
     config = level_ppo(2, num_envs_per_env_runner=2).environment(env_task_fn=task_fn)
     with config.build() as algo:
@@ -51,7 +57,8 @@ def test_env_task_fn_raises_the_level_and_the_returns_follow():
             result = algo.train()
             # Episodes of this iteration ran on `level`; afterwards the level went up.
             assert result["env_runners"]["episode_return_mean"] == pytest.approx(
-                level_return(level))
+                level_return(level)
+            )
             assert algo.env_runner_group.local_env_runner.get_tasks() == [level + 1]
 
 
@@ -59,7 +66,8 @@ class TaskFromIteration(RLlibCallback):
     def on_train_result(self, *, algorithm, result, **kwargs):
         task = result["training_iteration"]
         algorithm.env_runner_group.foreach_env_runner(
-            lambda er: er.foreach_env(lambda env: env.set_task(task)))
+            lambda er: er.foreach_env(lambda env: env.set_task(task))
+        )
 
 
 class OldStyleTaskFromIteration(RLlibCallback):
@@ -82,8 +90,9 @@ def test_on_train_result_sets_the_task_on_every_runner(callback):
 def test_foreach_env_runner_by_method_name_kwargs_and_ids():
     with level_ppo(2).build() as algo:
         group = algo.env_runner_group
-        assert group.foreach_env_runner("set_tasks", kwargs={"tasks": [5]},
-                                        local_env_runner=False, remote_worker_ids=[2]) == [None]
+        assert group.foreach_env_runner(
+            "set_tasks", kwargs={"tasks": [5]}, local_env_runner=False, remote_worker_ids=[2]
+        ) == [None]
         assert runner_tasks(algo) == [[0], [5]]
         # The local runner (index 0, no env with remote runners) answers first.
         assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
@@ -94,17 +103,20 @@ def test_a_runner_that_times_out_in_foreach_is_restarted_on_its_task():
     config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
     with config.build() as algo:
         group = algo.env_runner_group
-        group.foreach_env_runner(lambda r: r.set_tasks([r.worker_index + 2]),
-                                 local_env_runner=False)
+        group.foreach_env_runner(
+            lambda r: r.set_tasks([r.worker_index + 2]), local_env_runner=False
+        )
 
         def stall_runner_1(runner):
             if runner.worker_index == 1:
                 import time
+
                 time.sleep(30)
             return runner.worker_index
 
-        results = group.foreach_env_runner(stall_runner_1, local_env_runner=False,
-                                           timeout_seconds=0.5)
+        results = group.foreach_env_runner(
+            stall_runner_1, local_env_runner=False, timeout_seconds=0.5
+        )
         assert results == [2]  # runner 1 timed out and was restarted
         assert group.num_remote_worker_restarts() == 1
         assert runner_tasks(algo) == [[3], [4]]
@@ -113,15 +125,17 @@ def test_a_runner_that_times_out_in_foreach_is_restarted_on_its_task():
 def test_without_restarts_a_foreach_timeout_raises():
     config = level_ppo(1).fault_tolerance(restart_failed_env_runners=False)
     with config.build() as algo, pytest.raises(EnvRunnerTimeout):
-        algo.env_runner_group.foreach_env_runner(lambda r: __import__("time").sleep(30),
-                                                 local_env_runner=False, timeout_seconds=0.3)
+        algo.env_runner_group.foreach_env_runner(
+            lambda r: __import__("time").sleep(30), local_env_runner=False, timeout_seconds=0.3
+        )
 
 
 def test_a_killed_runner_comes_back_on_the_current_task():
     config = level_ppo(2).fault_tolerance(delay_between_env_runner_restarts_s=0)
     with config.build() as algo:
         algo.env_runner_group.foreach_env_runner(
-            lambda er: er.foreach_env(lambda env: env.set_task(3)))
+            lambda er: er.foreach_env(lambda env: env.set_task(3))
+        )
         algo.train()
         kill_env_runner(algo, 1)
         result = algo.train()
@@ -136,7 +150,8 @@ def test_a_killed_runner_comes_back_on_the_current_task():
 def test_a_checkpoint_restores_the_current_task(tmp_path):
     with level_ppo(2, num_envs_per_env_runner=2).build() as algo:
         algo.env_runner_group.foreach_env_runner(
-            lambda er: er.foreach_env(lambda env: env.set_task(er.worker_index * 4)))
+            lambda er: er.foreach_env(lambda env: env.set_task(er.worker_index * 4))
+        )
         algo.train()
         path = algo.save_to_path(tmp_path / "checkpoint")
     with Algorithm.from_checkpoint(path) as restored:
@@ -154,8 +169,11 @@ def test_a_checkpoint_restores_the_current_task(tmp_path):
 
 def test_env_task_fn_on_an_env_without_tasks_fails_at_build():
     config = small_ppo(0).environment(env_task_fn=lambda results, env, ctx: 1)
-    with pytest.raises(TypeError, match=r"env_task_fn is set, but the env CartPoleEnv has no "
-                                        r"tasks: it must implement get_task\(\) and set_task"):
+    with pytest.raises(
+        TypeError,
+        match=r"env_task_fn is set, but the env CartPoleEnv has no "
+        r"tasks: it must implement get_task\(\) and set_task",
+    ):
         config.build()
 
 
@@ -165,8 +183,16 @@ def test_the_docs_dict_config_with_env_task_fn():
         current_task = task_settable_env.get_task()
         return current_task + 1
 
-    algo = PPO(config={"env": LevelEnv, "env_task_fn": curriculum_fn, "num_workers": 1,
-                       "train_batch_size": 200, "minibatch_size": 100, "num_epochs": 1})
+    algo = PPO(
+        config={
+            "env": LevelEnv,
+            "env_task_fn": curriculum_fn,
+            "num_workers": 1,
+            "train_batch_size": 200,
+            "minibatch_size": 100,
+            "num_epochs": 1,
+        }
+    )
     try:
         algo.train()
         algo.train()
@@ -176,11 +202,15 @@ def test_the_docs_dict_config_with_env_task_fn():
 
 
 def test_a_re_created_sub_env_keeps_its_task():
-    config = (level_ppo(0).environment(env_config={"crash_at_step": 25})
-              .fault_tolerance(restart_failed_sub_environments=True))
+    config = (
+        level_ppo(0)
+        .environment(env_config={"crash_at_step": 25})
+        .fault_tolerance(restart_failed_sub_environments=True)
+    )
     with config.build() as algo:
         algo.env_runner_group.foreach_env_runner(
-            lambda er: er.foreach_env(lambda env: env.set_task(2)))
+            lambda er: er.foreach_env(lambda env: env.set_task(2))
+        )
         result = algo.train()
         assert result["fault_tolerance"]["num_sub_environment_restarts"] == 1
         assert algo.env_runner_group.local_env_runner.get_tasks() == [2]

@@ -78,29 +78,44 @@ def blocks_of(page: Path) -> list[Block]:
             if action == "skip":
                 argument = argument.strip()
                 if not (argument.startswith("(") and argument.endswith(")") and argument[1:-1]):
-                    raise AssertionError(f"{name}:{index}: a skip marker without a reason "
-                                         "in parentheses: <!-- docs-test: skip (REASON) -->")
+                    raise AssertionError(
+                        f"{name}:{index}: a skip marker without a reason "
+                        "in parentheses: <!-- docs-test: skip (REASON) -->"
+                    )
         elif language in RUN_LANGUAGES:
             action, argument = "run", ""
         else:
             action, argument = "data", ""
-        blocks.append(Block(name, index + 2, language, "\n".join(lines[index + 1:end]) + "\n",
-                            action, argument))
+        blocks.append(
+            Block(
+                name,
+                index + 2,
+                language,
+                "\n".join(lines[index + 1 : end]) + "\n",
+                action,
+                argument,
+            )
+        )
         index = end + 1
     return blocks
 
 
 def _pages_with_runnable_blocks() -> list[Path]:
-    return [page for page in PAGES
-            if any(block.action in ("run", "file") for block in blocks_of(page))]
+    return [
+        page for page in PAGES if any(block.action in ("run", "file") for block in blocks_of(page))
+    ]
 
 
 def test_every_block_names_a_known_language():
-    unknown = [f"{block.page}:{block.line - 1}: ```{block.language}"
-               for page in PAGES for block in blocks_of(page)
-               if block.language not in RUN_LANGUAGES | DATA_LANGUAGES]
-    assert not unknown, ("code blocks must be python or bash (run), or toml or text (data): "
-                         + "; ".join(unknown))
+    unknown = [
+        f"{block.page}:{block.line - 1}: ```{block.language}"
+        for page in PAGES
+        for block in blocks_of(page)
+        if block.language not in RUN_LANGUAGES | DATA_LANGUAGES
+    ]
+    assert not unknown, (
+        "code blocks must be python or bash (run), or toml or text (data): " + "; ".join(unknown)
+    )
 
 
 def test_every_skipped_block_says_why():
@@ -158,8 +173,9 @@ def _runnable(block: Block) -> dict:
 
 
 @pytest.mark.slow  # the pages' trainings, each page in a process of its own
-@pytest.mark.parametrize("page", _pages_with_runnable_blocks(),
-                         ids=lambda page: str(page.relative_to(REPO)))
+@pytest.mark.parametrize(
+    "page", _pages_with_runnable_blocks(), ids=lambda page: str(page.relative_to(REPO))
+)
 def test_the_code_blocks_of_the_page_run(page, tmp_path):
     blocks = [_runnable(block) for block in blocks_of(page) if block.action in ("run", "file")]
     (tmp_path / "blocks.json").write_text(json.dumps(blocks))
@@ -170,23 +186,34 @@ def test_the_code_blocks_of_the_page_run(page, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
-                                                       os.environ.get("PYTHONPATH")])),
-           "HOME": str(tmp_path / "home"), "MPLBACKEND": "Agg"}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "HOME": str(tmp_path / "home"),
+        "MPLBACKEND": "Agg",
+    }
     process = subprocess.Popen(
         [sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "blocks.json")],
-        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        stdin=subprocess.DEVNULL, start_new_session=True)
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         output, _ = process.communicate(timeout=PAGE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         output, _ = process.communicate(timeout=60)
-        pytest.fail(f"{page.name}: its blocks did not finish within {PAGE_TIMEOUT_S} s:\n"
-                    + output[-6000:])
-    assert process.returncode == 0 and output.rstrip().endswith("ALL BLOCKS RAN"), \
+        pytest.fail(
+            f"{page.name}: its blocks did not finish within {PAGE_TIMEOUT_S} s:\n" + output[-6000:]
+        )
+    assert process.returncode == 0 and output.rstrip().endswith("ALL BLOCKS RAN"), (
         f"{page.name}:\n{output[-8000:]}"
+    )
 
 
 # -- generated pages and the site ----------------------------------------------------------
@@ -198,14 +225,17 @@ def test_the_readme_benchmark_summary_is_rendered_from_the_benchmarks_page():
         sys.path.remove(str(REPO / "bench"))
     page = report.PAGE.read_text(encoding="utf-8")
     rows = report.parse_rows(page)
-    assert page == report.render_page(rows), "docs/BENCHMARKS.md is not as bench/report.py " \
-        "writes it: run python bench/report.py"
+    assert page == report.render_page(rows), (
+        "docs/BENCHMARKS.md is not as bench/report.py writes it: run python bench/report.py"
+    )
     readme = report.README.read_text(encoding="utf-8")
     start = readme.index(report.README_BEGIN) + len(report.README_BEGIN)
-    assert readme[start:readme.index(report.README_END)] == report.readme_summary(rows), \
+    assert readme[start : readme.index(report.README_END)] == report.readme_summary(rows), (
         "the README's benchmark summary is stale: run python bench/report.py"
-    assert {name for name, row in rows.items() if row["result"] != report.NOT_RUN}, \
+    )
+    assert {name for name, row in rows.items() if row["result"] != report.NOT_RUN}, (
         "docs/BENCHMARKS.md holds no result"
+    )
 
 
 def test_the_readme_is_a_product_page_not_the_manual():
@@ -219,13 +249,18 @@ def test_the_readme_is_a_product_page_not_the_manual():
 
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e "
-                                         "'.[docs]'")
+    pytest.importorskip(
+        "mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'"
+    )
     pytest.importorskip("material", reason="mkdocs-material is not installed")
     pytest.importorskip("mkdocstrings", reason="mkdocstrings is not installed")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(tmp_path / "site")], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
     assert (tmp_path / "site" / "api" / "algorithm" / "index.html").exists()
     assert "save_to_path" in (tmp_path / "site" / "api" / "algorithm" / "index.html").read_text()

@@ -11,21 +11,29 @@ from trainer.algorithms.dqn.replay_buffer import EpisodeReplayBuffer, Prioritize
 def small_dqn(num_env_runners: int = 0, **training) -> DQNConfig:
     settings = {"num_steps_sampled_before_learning_starts": 0, "train_batch_size": 16}
     settings.update(training)
-    return (DQNConfig().environment("CartPole-v1")
-            .env_runners(num_env_runners=num_env_runners)
-            .training(**settings)
-            .rl_module(model_config={"fcnet_hiddens": [16]})
-            .reporting(min_sample_timesteps_per_iteration=100)
-            .debugging(seed=0))
+    return (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=num_env_runners)
+        .training(**settings)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .reporting(min_sample_timesteps_per_iteration=100)
+        .debugging(seed=0)
+    )
 
 
-def _episode(length: int, *, start: float = 0.0, terminated: bool = True,
-             id_: str | None = None) -> SingleAgentEpisode:
+def _episode(
+    length: int, *, start: float = 0.0, terminated: bool = True, id_: str | None = None
+) -> SingleAgentEpisode:
     episode = SingleAgentEpisode(id_)
     episode.add_env_reset(np.full(4, start, np.float32))
     for t in range(length):
-        episode.add_env_step(np.full(4, start + t + 1, np.float32), t % 2, 1.0,
-                             terminated=terminated and t == length - 1)
+        episode.add_env_step(
+            np.full(4, start + t + 1, np.float32),
+            t % 2,
+            1.0,
+            terminated=terminated and t == length - 1,
+        )
     return episode.to_numpy()
 
 
@@ -52,8 +60,9 @@ def test_dqn_trains_and_reports_learner_buffer_and_epsilon_results():
 
 @pytest.mark.slow
 def test_dqn_with_worker_processes_and_uniform_replay():
-    algo = small_dqn(num_env_runners=2, replay_buffer_config={"type": "EpisodeReplayBuffer",
-                                                              "capacity": 150}).build()
+    algo = small_dqn(
+        num_env_runners=2, replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 150}
+    ).build()
     try:
         result = algo.train()
         result = algo.train()
@@ -109,7 +118,8 @@ def test_replay_buffer_state_round_trips_through_ormsgpack():
         a = buffer.sample(5, n_step=2, sample_episodes=True)
         b = restored.sample(5, n_step=2, sample_episodes=True)
         assert [(ep.t_started, ep.get_return()) for ep in a] == [
-            (ep.t_started, ep.get_return()) for ep in b]
+            (ep.t_started, ep.get_return()) for ep in b
+        ]
     with pytest.raises(ValueError, match="capacity=100"):
         EpisodeReplayBuffer(capacity=50).set_state(state)
 
@@ -125,18 +135,24 @@ def test_n_step_returns_follow_episodes_across_chunks():
     assert buffer.get_num_episodes() == 1 and len(buffer.episodes[0]) == 5
     batch = buffer.sample_transitions(200, n_step=3, gamma=0.5)
     for start, next_obs, ret, taken, n, terminated in zip(
-            batch["obs"][:, 0], batch["new_obs"][:, 0], batch["rewards"],
-            batch["n_steps_taken"], batch["n_step"], batch["terminateds"], strict=True):
+        batch["obs"][:, 0],
+        batch["new_obs"][:, 0],
+        batch["rewards"],
+        batch["n_steps_taken"],
+        batch["n_step"],
+        batch["terminateds"],
+        strict=True,
+    ):
         steps = min(3, 5 - int(start))  # the episode has 5 steps; it ends at observation 5
         assert next_obs == start + steps and taken == steps and n == 3
-        assert ret == pytest.approx(sum(0.5 ** k for k in range(steps)))
+        assert ret == pytest.approx(sum(0.5**k for k in range(steps)))
         assert terminated == (start + steps == 5)
     # RLlib's episode list holds the same transitions.
     for episode in buffer.sample(100, n_step=3, gamma=0.5, sample_episodes=True):
         start = episode.t_started
         steps = min(3, 5 - start)
         assert episode.get_observations(-1)[0] == start + steps
-        assert episode.get_rewards(0) == pytest.approx(sum(0.5 ** k for k in range(steps)))
+        assert episode.get_rewards(0) == pytest.approx(sum(0.5**k for k in range(steps)))
         assert episode.is_terminated == (start + steps == 5)
         assert episode.get_extra_model_outputs("n_step", 0) == 3
 
@@ -160,20 +176,23 @@ def test_prioritized_replay_prefers_high_td_errors():
     assert 0.4 < np.mean(transitions["obs"][:, 0] == 7) < 0.6
 
 
-@pytest.mark.parametrize("setting, message", [
-    ({"replay_buffer_config": {"type": "FancyBuffer"}}, "'type' is one of"),
-    ({"replay_buffer_config": {"capacity": 0}}, "'capacity' is an int >= 1"),
-    ({"replay_buffer_config": {"alpha": -1}}, "'alpha' is a number >= 0"),
-    ({"replay_buffer_config": {"size": 10}}, "keys from"),
-    ({"replay_buffer_config": {"type": "EpisodeReplayBuffer", "beta": 0.4}}, "keys from"),
-    ({"epsilon": 1.5}, r"epsilon=1\.5"),
-    ({"epsilon": [(100, 1.0), (200, 0.1)]}, "must start at timestep 0"),
-    ({"epsilon": [(0, 1.0), (0, 0.1)]}, "timesteps must increase"),
-    ({"epsilon": [(0, 1.0), (10, "low")]}, "values must be numbers"),
-    ({"n_step": 0}, "n_step must be"),
-    ({"n_step": (3, 3)}, "low < high"),
-    ({"td_error_loss_fn": "l1"}, r"one of \['huber', 'mse'\]"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"replay_buffer_config": {"type": "FancyBuffer"}}, "'type' is one of"),
+        ({"replay_buffer_config": {"capacity": 0}}, "'capacity' is an int >= 1"),
+        ({"replay_buffer_config": {"alpha": -1}}, "'alpha' is a number >= 0"),
+        ({"replay_buffer_config": {"size": 10}}, "keys from"),
+        ({"replay_buffer_config": {"type": "EpisodeReplayBuffer", "beta": 0.4}}, "keys from"),
+        ({"epsilon": 1.5}, r"epsilon=1\.5"),
+        ({"epsilon": [(100, 1.0), (200, 0.1)]}, "must start at timestep 0"),
+        ({"epsilon": [(0, 1.0), (0, 0.1)]}, "timesteps must increase"),
+        ({"epsilon": [(0, 1.0), (10, "low")]}, "values must be numbers"),
+        ({"n_step": 0}, "n_step must be"),
+        ({"n_step": (3, 3)}, "low < high"),
+        ({"td_error_loss_fn": "l1"}, r"one of \['huber', 'mse'\]"),
+    ],
+)
 def test_bad_dqn_settings_are_rejected_at_the_call(setting, message):
     with pytest.raises(ConfigError, match=message) as error:
         DQNConfig().training(**setting)
@@ -182,14 +201,16 @@ def test_bad_dqn_settings_are_rejected_at_the_call(setting, message):
 
 def test_fragment_shorter_than_n_step_and_box_actions_fail_at_build():
     with pytest.raises(ConfigError, match="smaller than n_step"):
-        DQNConfig().environment("CartPole-v1").env_runners(rollout_fragment_length=2) \
-            .training(n_step=3).validate()
+        DQNConfig().environment("CartPole-v1").env_runners(rollout_fragment_length=2).training(
+            n_step=3
+        ).validate()
     with pytest.raises(ValueError, match="DQN needs a Discrete action space"):
         DQNConfig().environment("Pendulum-v1").build()
 
 
 def _blas_threads() -> list[int]:
     from threadpoolctl import threadpool_info
+
     return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
 

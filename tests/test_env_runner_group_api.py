@@ -14,9 +14,12 @@ from trainer.runners.env_runner_group import EnvRunnerGroup
 
 
 def group_config(**fault_tolerance):
-    return (PPOConfig().environment("CartPole-v1")
-            .env_runners(num_env_runners=2, sample_timeout_s=20.0)
-            .fault_tolerance(**fault_tolerance))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2, sample_timeout_s=20.0)
+        .fault_tolerance(**fault_tolerance)
+    )
 
 
 @pytest.fixture
@@ -28,8 +31,9 @@ def group():
 
 @pytest.mark.slow
 def test_built_from_a_config_as_in_rllib():
-    group = EnvRunnerGroup(config=group_config(), local_env_runner=True, logdir=None,
-                           tune_trial_id=None, pg_offset=0)
+    group = EnvRunnerGroup(
+        config=group_config(), local_env_runner=True, logdir=None, tune_trial_id=None, pg_offset=0
+    )
     try:
         assert group.num_remote_env_runners() == group.num_remote_workers() == 2
         assert group.num_healthy_remote_env_runners() == 2
@@ -40,15 +44,17 @@ def test_built_from_a_config_as_in_rllib():
     finally:
         group.stop()
     # A config dict, and num_env_runners overriding the config's.
-    group = EnvRunnerGroup(config={"env": "CartPole-v1", "num_env_runners": 2},
-                           num_env_runners=1)
+    group = EnvRunnerGroup(config={"env": "CartPole-v1", "num_env_runners": 2}, num_env_runners=1)
     try:
         assert group.num_remote_env_runners() == 1
         assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1]
     finally:
         group.stop()
-    with pytest.raises(ValueError, match=r"EnvRunnerGroup\(config=...\): the config has no "
-                                         r"env"):
+    with pytest.raises(
+        ValueError,
+        match=r"EnvRunnerGroup\(config=...\): the config has no "
+        r"env",
+    ):
         EnvRunnerGroup(config=PPOConfig())
     # RLlib's testing switch: no runner at all (and no env needed).
     empty = EnvRunnerGroup(config=PPOConfig(), _setup=False)
@@ -63,17 +69,25 @@ def test_async_calls_come_back_by_tag(group):
     # One request in flight per runner (max_requests_in_flight_per_env_runner=1).
     assert group.foreach_env_runner_async(lambda r: -1, tag="a") == 0
     assert group.num_in_flight_async_reqs() == group.num_in_flight_async_reqs("a") == 2
-    assert sorted(group.fetch_ready_async_reqs(tags="a", timeout_seconds=20.0)) == [(1, 10),
-                                                                                     (2, 20)]
+    assert sorted(group.fetch_ready_async_reqs(tags="a", timeout_seconds=20.0)) == [
+        (1, 10),
+        (2, 20),
+    ]
     assert group.num_in_flight_async_reqs() == 0
     assert group.fetch_ready_async_reqs(timeout_seconds=0.0) == []
     # A method name, kwargs, and another tag left for a later fetch.
     assert group.foreach_env_runner_async("ping", tag="b") == 2
     assert group.fetch_ready_async_reqs(tags=["a"], timeout_seconds=1.0) == []
     assert sorted(group.fetch_ready_async_reqs(tags=("b",), timeout_seconds=20.0)) == [
-        (1, "pong"), (2, "pong")]
-    assert group.foreach_env_runner_async(lambda r, x: x + r.worker_index, kwargs={"x": 5},
-                                          remote_worker_ids=[2]) == 1
+        (1, "pong"),
+        (2, "pong"),
+    ]
+    assert (
+        group.foreach_env_runner_async(
+            lambda r, x: x + r.worker_index, kwargs={"x": 5}, remote_worker_ids=[2]
+        )
+        == 1
+    )
     assert group.fetch_ready_async_reqs(timeout_seconds=20.0) == [(2, 7)]
     with pytest.raises(ValueError, match="return_obj_refs=True"):
         group.fetch_ready_async_reqs(return_obj_refs=True)
@@ -99,8 +113,7 @@ def test_a_synchronous_call_in_between_keeps_the_async_results(group):
     # Weights broadcast before an async call are applied before it.
     weights = {k: v + 1.0 for k, v in group.local_env_runner.get_weights().items()}
     group.sync_weights(weights)
-    group.foreach_env_runner_async(lambda r: sum(float(v.sum()) for v in
-                                                 r.get_weights().values()))
+    group.foreach_env_runner_async(lambda r: sum(float(v.sum()) for v in r.get_weights().values()))
     expected = sum(float(v.sum()) for v in weights.values())
     results = group.fetch_ready_async_reqs(timeout_seconds=20.0)
     assert [index for index, _ in results] == [1, 2]
@@ -112,11 +125,11 @@ def test_fetch_ready_variant_returns_earlier_results_and_sends_again(group):
     assert group.foreach_env_runner_async_fetch_ready(lambda r: r.worker_index, tag="t") == []
     time.sleep(0.5)
     results = group.foreach_env_runner_async_fetch_ready(
-        lambda r: r.worker_index, tag="t", timeout_seconds=20.0, return_actor_ids=True)
+        lambda r: r.worker_index, tag="t", timeout_seconds=20.0, return_actor_ids=True
+    )
     assert sorted(results) == [(1, 1), (2, 2)]
     assert group.num_in_flight_async_reqs("t") == 2  # sent again
-    assert sorted(group.fetch_ready_async_reqs(tags="t", timeout_seconds=20.0)) == [(1, 1),
-                                                                                   (2, 2)]
+    assert sorted(group.fetch_ready_async_reqs(tags="t", timeout_seconds=20.0)) == [(1, 1), (2, 2)]
 
 
 def raise_in_runner_1(runner):
@@ -148,8 +161,9 @@ def test_a_failing_async_call_raises_without_restarts():
 
 @pytest.mark.slow
 def test_ignored_failures_leave_the_runner_out_until_probed():
-    group = EnvRunnerGroup(config=group_config(restart_failed_env_runners=False,
-                                               ignore_env_runner_failures=True))
+    group = EnvRunnerGroup(
+        config=group_config(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    )
     try:
         group.foreach_env_runner_async(raise_in_runner_1)
         assert group.fetch_ready_async_reqs(timeout_seconds=20.0) == [(2, 2)]
@@ -159,7 +173,8 @@ def test_ignored_failures_leave_the_runner_out_until_probed():
         # Restarts are off: probing restores nothing.
         assert group.probe_unhealthy_env_runners() == []
         group.config = group.config.copy(copy_frozen=False).fault_tolerance(
-            restart_failed_env_runners=True)
+            restart_failed_env_runners=True
+        )
         assert group.probe_unhealthy_env_runners(timeout_seconds=60.0) == [1]
         assert group.healthy_env_runner_ids() == [1, 2]
     finally:
@@ -172,22 +187,31 @@ def test_rllib_group_helpers(group):
     assert spaces["default_policy"][0].shape == (4,)
     assert spaces["__env_single__"][1].n == 2
     # The local runner has no env (num_env_runners > 0): an empty list first.
-    assert group.foreach_env(lambda env: type(env).__name__) == [[], ["CartPoleEnv"],
-                                                                  ["CartPoleEnv"]]
-    assert group.foreach_env_with_context(lambda env, ctx: (ctx.worker_index,
-                                                            ctx.vector_index)) == [
-        [], [(1, 0)], [(2, 0)]]
+    assert group.foreach_env(lambda env: type(env).__name__) == [
+        [],
+        ["CartPoleEnv"],
+        ["CartPoleEnv"],
+    ]
+    assert group.foreach_env_with_context(
+        lambda env, ctx: (ctx.worker_index, ctx.vector_index)
+    ) == [[], [(1, 0)], [(2, 0)]]
     with pytest.raises(ValueError, match="foreach_env_runner.return_obj_refs=True"):
         group.foreach_env_runner(lambda r: 1, return_obj_refs=True)
     # RLlib's sync_weights form: from a worker, to some runners, with global_vars.
     weights = {k: v * 0 + 0.5 for k, v in group.local_env_runner.get_weights().items()}
     group.local_env_runner.set_weights(weights)
-    group.sync_weights(from_worker_or_learner_group=group.local_env_runner,
-                       to_worker_indices=[2], global_vars={"timestep": 123})
+    group.sync_weights(
+        from_worker_or_learner_group=group.local_env_runner,
+        to_worker_indices=[2],
+        global_vars={"timestep": 123},
+    )
     sums = group.foreach_env_runner(
-        lambda r: (r.global_timestep, round(sum(float(v.sum()) for v in
-                                                r.get_weights().values()), 3)),
-        local_env_runner=False)
+        lambda r: (
+            r.global_timestep,
+            round(sum(float(v.sum()) for v in r.get_weights().values()), 3),
+        ),
+        local_env_runner=False,
+    )
     expected = round(sum(float(v.sum()) for v in weights.values()), 3)
     assert sums[1] == (123, expected) and sums[0] != (123, expected)
 
@@ -199,9 +223,13 @@ def test_add_workers_starts_synced_runners(group):
     group.add_workers(2, validate=True)
     assert group.healthy_env_runner_ids() == [1, 2, 3, 4]
     states = group.foreach_env_runner(
-        lambda r: (r.worker_index, r.global_timestep,
-                   round(sum(float(v.sum()) for v in r.get_weights().values()), 3)),
-        local_env_runner=False)
+        lambda r: (
+            r.worker_index,
+            r.global_timestep,
+            round(sum(float(v.sum()) for v in r.get_weights().values()), 3),
+        ),
+        local_env_runner=False,
+    )
     expected = round(sum(float(v.sum()) for v in weights.values()), 3)
     assert states == [(i, 77, expected) for i in (1, 2, 3, 4)]
     episodes, metrics = group.sample(min_env_steps=400)
@@ -213,8 +241,11 @@ def test_add_workers_starts_synced_runners(group):
 @pytest.mark.slow
 def test_timed_out_replies_count_as_dropped(group):
     assert group.num_env_runners_dropped_lifetime() == 0
-    results = group.foreach_env_runner(lambda r: time.sleep(30) if r.worker_index == 2 else 1,
-                                       local_env_runner=False, timeout_seconds=1.0)
+    results = group.foreach_env_runner(
+        lambda r: time.sleep(30) if r.worker_index == 2 else 1,
+        local_env_runner=False,
+        timeout_seconds=1.0,
+    )
     assert results == [1]
     assert group.num_env_runners_dropped_lifetime() == 1
     assert group.num_remote_worker_restarts() == 1  # the silent runner was a timeout
@@ -223,13 +254,19 @@ def test_timed_out_replies_count_as_dropped(group):
 @pytest.mark.slow
 def test_sync_env_runner_states_as_rllib_calls_it(group):
     weights = {k: v * 0 + 0.75 for k, v in group.local_env_runner.get_weights().items()}
-    group.sync_env_runner_states(config=group.config, env_steps_sampled=321.0,
-                                 rl_module_state={"rl_module": {"default_policy": weights}},
-                                 env_runner_indices_to_update=[1])
+    group.sync_env_runner_states(
+        config=group.config,
+        env_steps_sampled=321.0,
+        rl_module_state={"rl_module": {"default_policy": weights}},
+        env_runner_indices_to_update=[1],
+    )
     expected = round(sum(float(v.sum()) for v in weights.values()), 3)
     states = group.foreach_env_runner(
-        lambda r: (r.global_timestep, round(sum(float(v.sum()) for v in
-                                                r.get_weights().values()), 3)))
+        lambda r: (
+            r.global_timestep,
+            round(sum(float(v.sum()) for v in r.get_weights().values()), 3),
+        )
+    )
     assert states[0] == (321, expected) and states[1] == (321, expected)
     assert states[2] != (321, expected)  # not among the runners to update
 

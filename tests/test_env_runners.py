@@ -52,8 +52,11 @@ def test_env_forms_reach_worker_processes_with_env_config_and_context(form):
         # Registered with gymnasium in this process only: the worker must learn it too.
         gym.register("CorridorTest-v0", entry_point=lambda **kw: CorridorEnv(kw))
         env = "CorridorTest-v0"
-    config = (small_ppo(2).environment(env, env_config={"length": 7})
-              .env_runners(num_envs_per_env_runner=2))
+    config = (
+        small_ppo(2)
+        .environment(env, env_config={"length": 7})
+        .env_runners(num_envs_per_env_runner=2)
+    )
     algo = config.build()
     try:
         facts = algo.env_runner_group.foreach_env_runner(env_facts, local_env_runner=False)
@@ -73,8 +76,9 @@ def test_group_operations_foreach_healthy_ids_method_names_and_stop():
     assert group.healthy_env_runner_ids() == [1, 2]
     assert group.num_healthy_remote_workers() == 2
     assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
-    assert group.foreach_env_runner(lambda r: r.worker_index, local_env_runner=False,
-                                    remote_worker_ids=[2]) == [2]
+    assert group.foreach_env_runner(
+        lambda r: r.worker_index, local_env_runner=False, remote_worker_ids=[2]
+    ) == [2]
     assert group.foreach_env_runner("ping") == ["pong"] * 3
     # The local runner has no env when worker processes sample.
     envs = group.foreach_env_runner(lambda r: r.foreach_env(lambda e: type(e).__name__))
@@ -108,8 +112,11 @@ def test_a_call_that_does_not_answer_in_time_kills_the_runner():
     try:
         with pytest.raises(EnvRunnerTimeout, match="EnvRunner 1 did not answer"):
             algo.env_runner_group.foreach_env_runner(
-                lambda r: time.sleep(30), local_env_runner=False, remote_worker_ids=[1],
-                timeout_seconds=0.5)
+                lambda r: time.sleep(30),
+                local_env_runner=False,
+                remote_worker_ids=[1],
+                timeout_seconds=0.5,
+            )
         assert algo.env_runner_group.healthy_env_runner_ids() == [2]
         assert len(live_worker_pids()) == 1
     finally:
@@ -146,7 +153,8 @@ def test_workers_exit_when_the_training_process_dies(tmp_path):
         "from helpers import small_ppo\n"
         "algo = small_ppo(2).build()\n"
         "print(' '.join(map(str, algo.env_runner_group.remote_pids().values())), flush=True)\n"
-        "time.sleep(60)\n")
+        "time.sleep(60)\n"
+    )
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     worker_pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(worker_pids) == 2
@@ -156,8 +164,12 @@ def test_workers_exit_when_the_training_process_dies(tmp_path):
     alive = worker_pids
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
-        alive = [p for p in worker_pids if os.path.exists(f"/proc/{p}")
-                 and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        alive = [
+            p
+            for p in worker_pids
+            if os.path.exists(f"/proc/{p}")
+            and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        ]
     assert alive == [], "worker processes outlived their SIGKILLed parent"
 
 
@@ -189,11 +201,12 @@ def test_complete_episodes_mode_returns_only_finished_episodes():
     algo = small_ppo(1).env_runners(batch_mode="complete_episodes").build()
     try:
         episodes = algo.env_runner_group.foreach_env_runner(
-            lambda r: [(ep.is_done, ep.t_started) for ep in r.sample()],
-            local_env_runner=False)[0]
+            lambda r: [(ep.is_done, ep.t_started) for ep in r.sample()], local_env_runner=False
+        )[0]
         more = algo.env_runner_group.foreach_env_runner(
             lambda r: [(ep.is_done, len(ep)) for ep in r.sample(num_episodes=3)],
-            local_env_runner=False)[0]
+            local_env_runner=False,
+        )[0]
     finally:
         algo.stop()
     assert episodes and all(done and t0 == 0 for done, t0 in episodes)
@@ -207,8 +220,10 @@ def test_a_stopped_runner_says_it_has_no_env_for_calls_that_need_one():
     assert runner.foreach_sub_env(lambda env, context: context.vector_index) == [0, 1]
     runner.stop()
     assert runner.foreach_env(lambda env: env) == []  # no sub-envs to run it on
-    for call in (lambda: runner.foreach_sub_env(lambda env, context: None),
-                 lambda: runner.set_tasks([1, 2])):
+    for call in (
+        lambda: runner.foreach_sub_env(lambda env, context: None),
+        lambda: runner.set_tasks([1, 2]),
+    ):
         with pytest.raises(RuntimeError, match=r"EnvRunner 0 has no env \(it was stopped"):
             call()
     with pytest.raises(RuntimeError, match="EnvRunner 0 has no env"):

@@ -37,22 +37,27 @@ class Report(RLlibCallback):
     actions were greedy, the weights it acted with, and its episode count."""
 
     def on_episode_end(self, *, episode, env_runner, metrics_logger, env, env_index, **kwargs):
-        metrics_logger.log_value("in_evaluation", float(env_runner.config.in_evaluation),
-                                 window=1)
+        metrics_logger.log_value("in_evaluation", float(env_runner.config.in_evaluation), window=1)
         metrics_logger.log_value("flag", env.envs[env_index].unwrapped.flag, window=1)
         logits = np.asarray(episode.get_extra_model_outputs("action_dist_inputs"))
         greedy = np.mean(np.asarray(episode.get_actions()) == logits.argmax(axis=1))
         metrics_logger.log_value("greedy_fraction", greedy, reduce="min", clear_on_reduce=True)
-        metrics_logger.log_value("weights_sum", float(env_runner.module.flat_params.sum(
-            dtype=np.float64)), window=1)
-        metrics_logger.log_value(f"episodes_of_runner_{env_runner.worker_index}", 1,
-                                 reduce="sum", clear_on_reduce=True)
+        metrics_logger.log_value(
+            "weights_sum", float(env_runner.module.flat_params.sum(dtype=np.float64)), window=1
+        )
+        metrics_logger.log_value(
+            f"episodes_of_runner_{env_runner.worker_index}", 1, reduce="sum", clear_on_reduce=True
+        )
 
 
 def eval_ppo(**evaluation) -> PPOConfig:
-    return (small_ppo(1).environment(FlagEnv, env_config={"flag": 0}).callbacks(Report)
-            .training(train_batch_size=100, minibatch_size=50, lr=0.01)
-            .evaluation(**evaluation))
+    return (
+        small_ppo(1)
+        .environment(FlagEnv, env_config={"flag": 0})
+        .callbacks(Report)
+        .training(train_batch_size=100, minibatch_size=50, lr=0.01)
+        .evaluation(**evaluation)
+    )
 
 
 def weights_sum(algo) -> float:
@@ -60,9 +65,11 @@ def weights_sum(algo) -> float:
 
 
 def test_schedule_overrides_flag_and_sequential_weights():
-    algo = eval_ppo(evaluation_interval=2, evaluation_num_env_runners=1,
-                    evaluation_config=PPOConfig.overrides(explore=False,
-                                                          env_config={"flag": 7})).build()
+    algo = eval_ppo(
+        evaluation_interval=2,
+        evaluation_num_env_runners=1,
+        evaluation_config=PPOConfig.overrides(explore=False, env_config={"flag": 7}),
+    ).build()
     try:
         results = []
         for _ in range(4):
@@ -85,14 +92,26 @@ def test_schedule_overrides_flag_and_sequential_weights():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("unit, duration, expected", [
-    ("episodes", 7, {"episodes_of_runner_1": 3, "episodes_of_runner_2": 2,
-                     "episodes_of_runner_3": 2, "num_episodes": 7}),
-    ("timesteps", 10, {"num_env_steps_sampled": 12}),  # ceil(10 / 3) = 4 per runner
-])
+@pytest.mark.parametrize(
+    "unit, duration, expected",
+    [
+        (
+            "episodes",
+            7,
+            {
+                "episodes_of_runner_1": 3,
+                "episodes_of_runner_2": 2,
+                "episodes_of_runner_3": 2,
+                "num_episodes": 7,
+            },
+        ),
+        ("timesteps", 10, {"num_env_steps_sampled": 12}),  # ceil(10 / 3) = 4 per runner
+    ],
+)
 def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
-    algo = eval_ppo(evaluation_num_env_runners=3, evaluation_duration=duration,
-                    evaluation_duration_unit=unit).build()
+    algo = eval_ppo(
+        evaluation_num_env_runners=3, evaluation_duration=duration, evaluation_duration_unit=unit
+    ).build()
     try:
         evaluation = algo.evaluate()["env_runners"]
     finally:
@@ -103,9 +122,13 @@ def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
 
 @pytest.mark.slow
 def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
-    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
-                    evaluation_parallel_to_training=True, evaluation_duration="auto",
-                    evaluation_duration_unit="timesteps").build()
+    algo = eval_ppo(
+        evaluation_interval=1,
+        evaluation_num_env_runners=1,
+        evaluation_parallel_to_training=True,
+        evaluation_duration="auto",
+        evaluation_duration_unit="timesteps",
+    ).build()
     try:
         before = weights_sum(algo)
         sums, evaluated = [], []
@@ -127,10 +150,17 @@ def test_parallel_evaluation_without_thread(duration):
     thread; "auto" requests grow while the runners answer before training ends."""
     import threading
 
-    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
-                    evaluation_parallel_to_training=True, evaluation_duration=duration,
-                    evaluation_duration_unit="timesteps",
-                    ).debugging(_evaluation_parallel_to_training_wo_thread=True).build()
+    algo = (
+        eval_ppo(
+            evaluation_interval=1,
+            evaluation_num_env_runners=2,
+            evaluation_parallel_to_training=True,
+            evaluation_duration=duration,
+            evaluation_duration_unit="timesteps",
+        )
+        .debugging(_evaluation_parallel_to_training_wo_thread=True)
+        .build()
+    )
     try:
         before = weights_sum(algo)
         threads = threading.active_count()
@@ -157,18 +187,21 @@ def test_custom_function_and_evaluate_callbacks():
 
     def custom(algorithm, eval_workers):
         events.append("custom")
-        indices = eval_workers.foreach_env_runner(lambda runner: runner.worker_index,
-                                                  local_env_runner=False)
+        indices = eval_workers.foreach_env_runner(
+            lambda runner: runner.worker_index, local_env_runner=False
+        )
         return {"my_score": 42, "runners": indices}
 
     def on_end(algorithm, metrics_logger, evaluation_metrics):
         events.append("end")
         evaluation_metrics["added_by_callback"] = True
 
-    config = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=2,
-                      custom_evaluation_function=custom).callbacks(
+    config = eval_ppo(
+        evaluation_interval=1, evaluation_num_env_runners=2, custom_evaluation_function=custom
+    ).callbacks(
         on_evaluate_start=lambda algorithm, metrics_logger: events.append("start"),
-        on_evaluate_end=on_end)
+        on_evaluate_end=on_end,
+    )
     algo = config.build()
     try:
         result = algo.train()
@@ -180,8 +213,11 @@ def test_custom_function_and_evaluate_callbacks():
 
 @pytest.mark.slow
 def test_without_restarts_a_killed_evaluation_runner_is_dropped():
-    algo = eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4).fault_tolerance(
-        restart_failed_env_runners=False, ignore_env_runner_failures=True).build()
+    algo = (
+        eval_ppo(evaluation_num_env_runners=2, evaluation_duration=4)
+        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        .build()
+    )
     try:
         assert algo.eval_env_runner_group is None
         assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # built on first use
@@ -190,8 +226,10 @@ def test_without_restarts_a_killed_evaluation_runner_is_dropped():
         # Dead before the round starts: still reported as a failure, not silently skipped.
         algo.eval_env_runner_group.remote_runner(1).process.wait(timeout=10)
         evaluation = algo.evaluate()
-        assert evaluation["env_runner_failures"] and "EnvRunner 1" in \
-            evaluation["env_runner_failures"][0]
+        assert (
+            evaluation["env_runner_failures"]
+            and "EnvRunner 1" in evaluation["env_runner_failures"][0]
+        )
         assert algo.train()["training_iteration"] == 1  # training goes on
         assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # on the runner left
         os.kill(pids[2], signal.SIGKILL)
@@ -201,21 +239,27 @@ def test_without_restarts_a_killed_evaluation_runner_is_dropped():
         algo.stop()
 
 
-@pytest.mark.parametrize("evaluation, message", [
-    ({"evaluation_duration": "auto"}, "needs evaluation_parallel_to_training=True"),
-    ({"evaluation_parallel_to_training": True}, "needs evaluation_num_env_runners >= 1"),
-])
+@pytest.mark.parametrize(
+    "evaluation, message",
+    [
+        ({"evaluation_duration": "auto"}, "needs evaluation_parallel_to_training=True"),
+        ({"evaluation_parallel_to_training": True}, "needs evaluation_num_env_runners >= 1"),
+    ],
+)
 def test_inconsistent_evaluation_settings_fail_validate(evaluation, message):
     with pytest.raises(ConfigError, match=message):
         small_ppo().evaluation(**evaluation).validate()
 
 
-@pytest.mark.parametrize("evaluation, message", [
-    ({"evaluation_config": {"explor": False}}, "Did you mean 'explore'"),
-    ({"evaluation_config": {"lr": -1}}, r"evaluation_config=\{'lr': -1\}\): lr must be"),
-    ({"evaluation_duration": 0}, 'evaluation_duration must be "auto" or an int >= 1'),
-    ({"evaluation_duration_unit": "steps"}, r"one of \['episodes', 'timesteps'\]"),
-])
+@pytest.mark.parametrize(
+    "evaluation, message",
+    [
+        ({"evaluation_config": {"explor": False}}, "Did you mean 'explore'"),
+        ({"evaluation_config": {"lr": -1}}, r"evaluation_config=\{'lr': -1\}\): lr must be"),
+        ({"evaluation_duration": 0}, 'evaluation_duration must be "auto" or an int >= 1'),
+        ({"evaluation_duration_unit": "steps"}, r"one of \['episodes', 'timesteps'\]"),
+    ],
+)
 def test_bad_evaluation_values_fail_at_the_call(evaluation, message):
     with pytest.raises(ConfigError, match=message):
         small_ppo().evaluation(**evaluation)
@@ -226,16 +270,23 @@ def test_without_restarts_a_stalled_evaluation_runner_times_out_and_training_goe
     def stall_in_evaluation(env_runner, **kwargs):
         if env_runner.config.in_evaluation:
             import time
+
             time.sleep(30)
 
-    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
-                    evaluation_sample_timeout_s=0.5).callbacks(
-        on_episode_start=stall_in_evaluation).fault_tolerance(
-        restart_failed_env_runners=False, ignore_env_runner_failures=True).build()
+    algo = (
+        eval_ppo(
+            evaluation_interval=1, evaluation_num_env_runners=1, evaluation_sample_timeout_s=0.5
+        )
+        .callbacks(on_episode_start=stall_in_evaluation)
+        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        .build()
+    )
     try:
         result = algo.train()
-        assert "did not answer sample_metrics_only() within 0.5 s" in \
-            result["evaluation"]["env_runner_failures"][0]
+        assert (
+            "did not answer sample_metrics_only() within 0.5 s"
+            in result["evaluation"]["env_runner_failures"][0]
+        )
         assert result["evaluation"]["skipped"]
         assert algo.train()["evaluation"]["skipped"].startswith("no healthy evaluation")
     finally:
@@ -259,18 +310,30 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
             seen_during.append([os.sched_getscheduler(pid) for pid in pids])
 
     def blas_threads():
-        return [pool.num_threads for pool in ThreadpoolController().select(user_api="blas")
-                .lib_controllers]
+        return [
+            pool.num_threads
+            for pool in ThreadpoolController().select(user_api="blas").lib_controllers
+        ]
 
     before = blas_threads()
-    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1,
-                    evaluation_parallel_to_training=True, evaluation_duration="auto",
-                    evaluation_duration_unit="timesteps").callbacks(SeeThreads).build()
+    algo = (
+        eval_ppo(
+            evaluation_interval=1,
+            evaluation_num_env_runners=1,
+            evaluation_parallel_to_training=True,
+            evaluation_duration="auto",
+            evaluation_duration_unit="timesteps",
+        )
+        .callbacks(SeeThreads)
+        .build()
+    )
     try:
         during = []
         original_update = algo.learner.update
-        algo.learner.update = lambda episodes, **kwargs: (during.append(blas_threads()),
-                                                          original_update(episodes, **kwargs))[1]
+        algo.learner.update = lambda episodes, **kwargs: (
+            during.append(blas_threads()),
+            original_update(episodes, **kwargs),
+        )[1]
         algo.train()
     finally:
         algo.stop()

@@ -74,22 +74,28 @@ except ModuleNotFoundError as missing:
     ProtobufCartPoleObservationDecoder = cartpole_with_protobuf_observation_space = None
 needs_protobuf = pytest.mark.skipif(
     ProtobufCartPoleObservationDecoder is None,
-    reason="needs protobuf (the test extra: pip install -e '.[test]')")
+    reason="needs protobuf (the test extra: pip install -e '.[test]')",
+)
 
 # Every single-agent env, as (constructor, arguments). RLlib's own versions of the first four
 # pass gymnasium's checker; the others here pass it too (they call `super().reset(seed=seed)`,
 # draw from the env's generator and return data inside their declared spaces).
 CHECKED_ENVS = {
     "CartPoleWithDictObservationSpace": (
-        cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace, ()),
+        cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace,
+        (),
+    ),
     "CartPoleWithProtobufObservationSpace": (
         lambda: cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace(),
-        ()),
+        (),
+    ),
     "StatelessCartPole": (stateless_cartpole.StatelessCartPole, ()),
     "StatelessPendulum": (stateless_pendulum.StatelessPendulum, ({"g": 9.8},)),
     "CartPoleSparseRewards": (cartpole_sparse_rewards.CartPoleSparseRewards, ()),
     "CartPoleWithLargeObservationSpace": (
-        cartpole_with_large_observation_space.CartPoleWithLargeObservationSpace, ()),
+        cartpole_with_large_observation_space.CartPoleWithLargeObservationSpace,
+        (),
+    ),
     "CliffWalkingWallEnv": (cliff_walking_wall_env.CliffWalkingWallEnv, ()),
     "CorrelatedActionsEnv": (correlated_actions_env.CorrelatedActionsEnv, ()),
     "DebugCounterEnv": (debug_counter_env.DebugCounterEnv, ({"start_at_t": 3},)),
@@ -99,10 +105,11 @@ CHECKED_ENVS = {
     "MockEnv2": (mock_env.MockEnv2, (10,)),
     "MockEnv3": (mock_env.MockEnv3, (10,)),
     "NestedSpaceRepeatAfterMeEnv": (
-        nested_space_repeat_after_me_env.NestedSpaceRepeatAfterMeEnv, ()),
+        nested_space_repeat_after_me_env.NestedSpaceRepeatAfterMeEnv,
+        (),
+    ),
     "RepeatAfterMeEnv": (repeat_after_me_env.RepeatAfterMeEnv, ()),
-    "RepeatAfterMeEnv-continuous": (repeat_after_me_env.RepeatAfterMeEnv,
-                                    ({"continuous": True},)),
+    "RepeatAfterMeEnv-continuous": (repeat_after_me_env.RepeatAfterMeEnv, ({"continuous": True},)),
     "RepeatInitialObsEnv": (repeat_initial_obs_env.RepeatInitialObsEnv, ()),
     "SimpleRPG": (simple_rpg.SimpleRPG, ({},)),
     "SixRoomEnv": (six_room_env.SixRoomEnv, ({"map": "medium"},)),
@@ -116,9 +123,13 @@ CHECKED_ENVS = {
 }
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=needs_protobuf) if "Protobuf" in name else name
-    for name in sorted(CHECKED_ENVS)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=needs_protobuf) if "Protobuf" in name else name
+        for name in sorted(CHECKED_ENVS)
+    ],
+)
 def test_env_passes_gymnasium_env_checker(name):
     cls, args = CHECKED_ENVS[name]
     env = cls(*args)
@@ -139,15 +150,18 @@ def _rollout(env, actions, seed=0):
 def test_cartpole_variants_carry_cartpoles_observations():
     _, plain = _rollout(gym.make("CartPole-v1").unwrapped, [0, 1, 1])
     _, stateless = _rollout(stateless_cartpole.StatelessCartPole(), [0, 1, 1])
-    _, nested = _rollout(cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace(),
-                         [0, 1, 1])
+    _, nested = _rollout(
+        cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace(), [0, 1, 1]
+    )
     _, large = _rollout(
-        cartpole_with_large_observation_space.CartPoleWithLargeObservationSpace(), [0, 1, 1])
+        cartpole_with_large_observation_space.CartPoleWithLargeObservationSpace(), [0, 1, 1]
+    )
     _, proto = _rollout(
-        cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace(),
-        [0, 1, 1])
+        cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace(), [0, 1, 1]
+    )
     decoder = ProtobufCartPoleObservationDecoder(
-        input_observation_space=gym.spaces.Box(0, 255, (36,), np.uint8))
+        input_observation_space=gym.spaces.Box(0, 255, (36,), np.uint8)
+    )
     for p, s, n, big, pb in zip(plain, stateless, nested, large, proto, strict=True):
         obs = p[0]
         np.testing.assert_allclose(s[0], obs[[0, 2]])
@@ -162,7 +176,8 @@ def test_cartpole_variants_carry_cartpoles_observations():
     assert decoder.observation_space == gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
     with pytest.raises(ValueError, match="1D uint8 Box"):
         ProtobufCartPoleObservationDecoder(
-            input_observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32))
+            input_observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+        )
 
 
 def test_sparse_rewards_pay_the_return_on_termination_and_restore_state():
@@ -226,8 +241,12 @@ def test_memory_envs_reward_remembering():
         for _ in range(3):
             push.step(1)
         observation, reward, terminated, truncated, _ = push.step(case)
-        assert (observation, reward, terminated, truncated) == (4, 10.0 if case else -10.0,
-                                                                True, False)
+        assert (observation, reward, terminated, truncated) == (
+            4,
+            10.0 if case else -10.0,
+            True,
+            False,
+        )
     assert look_and_push.OneHot(push).reset(seed=0)[0].tolist() == [0, 0, 1, 0, 0]
 
 
@@ -237,8 +256,9 @@ def test_action_masks_and_parametric_actions_refuse_invalid_actions():
     for _ in range(5):
         valid = np.flatnonzero(observation["action_mask"])
         assert len(valid) == 2 and env.observation_space.contains(observation)
-        np.testing.assert_array_equal(np.flatnonzero(observation["avail_actions"].any(axis=1)),
-                                      valid)
+        np.testing.assert_array_equal(
+            np.flatnonzero(observation["avail_actions"].any(axis=1)), valid
+        )
         observation, reward, *_ = env.step(int(valid[0]))
         assert reward == 1.0
     with pytest.raises(ValueError, match="not one of the non-zero action embeddings"):
@@ -299,7 +319,8 @@ def test_transformed_action_space_maps_actions_linearly():
     np.testing.assert_allclose(env.action(np.array([-15.0])), [-2.0])
     np.testing.assert_allclose(env.action(np.array([5.0])), [2.0])
     default = transformed_action_space_env.transform_action_space(
-        lambda config: gym.make("Pendulum-v1"))({})
+        lambda config: gym.make("Pendulum-v1")
+    )({})
     np.testing.assert_allclose(default.action(np.array([0.0])), [0.0])
 
 
@@ -339,8 +360,12 @@ def test_simple_rpg_observations_are_repeated_structures():
 
 def test_recommender_env_budget_ends_the_episode():
     env = bandit_envs_recommender_system.ParametricRecSys(
-        num_docs_to_select_from=4, slate_size=2, num_docs_in_db=10, num_users_in_db=2,
-        user_time_budget=3.0)
+        num_docs_to_select_from=4,
+        slate_size=2,
+        num_docs_in_db=10,
+        num_users_in_db=2,
+        user_time_budget=3.0,
+    )
     env.reset(seed=0)
     for _ in range(200):
         observation, reward, done, _, _ = env.step(np.array([0, 1]))
@@ -366,10 +391,16 @@ def test_env_with_subprocess_deletes_its_close_file(tmp_path):
 
 def test_multi_agent_stand_ins_import_and_refuse_to_run():
     message = "multi-agent envs are not supported yet"
-    for cls in (MultiAgentCartPole, MultiAgentPendulum, TwoStepGame, TicTacToe,
-                six_room_env.HierarchicalSixRoomEnv, windy_maze_env.HierarchicalWindyMazeEnv,
-                debug_counter_env.MultiAgentDebugCounterEnv,
-                make_multi_agent(lambda config: gym.make("CartPole-v1"))):
+    for cls in (
+        MultiAgentCartPole,
+        MultiAgentPendulum,
+        TwoStepGame,
+        TicTacToe,
+        six_room_env.HierarchicalSixRoomEnv,
+        windy_maze_env.HierarchicalWindyMazeEnv,
+        debug_counter_env.MultiAgentDebugCounterEnv,
+        make_multi_agent(lambda config: gym.make("CartPole-v1")),
+    ):
         with pytest.raises(NotImplementedError, match=message):
             cls({"num_agents": 2})
     with pytest.raises(NotImplementedError, match=f"MultiAgentCartPole .*{message}"):
@@ -393,13 +424,19 @@ def test_envs_needing_absent_packages_name_them(monkeypatch):
 def test_curiosity_pieces_add_intrinsic_rewards_but_learner_connectors_are_refused():
     def episode():
         return SingleAgentEpisode(
-            observations=[np.array([0.0, 0.0]), np.array([1.0, 0.0]), np.array([0.0, 0.0]),
-                          np.array([3.0, 4.0])],
-            actions=[0, 0, 0], rewards=[1.0, 1.0, 1.0], len_lookback_buffer=0)
+            observations=[
+                np.array([0.0, 0.0]),
+                np.array([1.0, 0.0]),
+                np.array([0.0, 0.0]),
+                np.array([3.0, 4.0]),
+            ],
+            actions=[0, 0, 0],
+            rewards=[1.0, 1.0, 1.0],
+            len_lookback_buffer=0,
+        )
 
     counted = episode()
-    CountBasedCuriosity(intrinsic_reward_coeff=0.5)(rl_module=None, batch={},
-                                                     episodes=[counted])
+    CountBasedCuriosity(intrinsic_reward_coeff=0.5)(rl_module=None, batch={}, episodes=[counted])
     # Observation counts 1, 1, 2 (the first one repeats): rewards + 0.5 / count.
     np.testing.assert_allclose(counted.get_rewards(), [1.5, 1.5, 1.25])
 
@@ -436,24 +473,40 @@ class ObservationRange(RLlibCallback):
 
 
 def _tiny_ppo(env, env_config=None, **env_runners):
-    return (PPOConfig().environment(env, env_config=env_config or {})
-            .env_runners(num_env_runners=1, **env_runners)
-            .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
-            .rl_module(model_config={"fcnet_hiddens": [16]}))
+    return (
+        PPOConfig()
+        .environment(env, env_config=env_config or {})
+        .env_runners(num_env_runners=1, **env_runners)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+    )
 
 
-@pytest.mark.parametrize("env, env_config, connector", [
-    (stateless_cartpole.StatelessCartPole, {}, None),
-    (stateless_pendulum.StatelessPendulum, {"g": 9.0}, None),
-    (repeat_after_me_env.RepeatAfterMeEnv, {"repeat_delay": 1, "episode_len": 20}, None),
-    (bandit_envs_discrete.SimpleContextualBandit, {}, None),
-    (cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace, {},
-     lambda env, spaces, device: FlattenObservations()),
-], ids=["StatelessCartPole", "StatelessPendulum", "RepeatAfterMeEnv",
-        "SimpleContextualBandit", "CartPoleWithDictObservationSpace"])
+@pytest.mark.parametrize(
+    "env, env_config, connector",
+    [
+        (stateless_cartpole.StatelessCartPole, {}, None),
+        (stateless_pendulum.StatelessPendulum, {"g": 9.0}, None),
+        (repeat_after_me_env.RepeatAfterMeEnv, {"repeat_delay": 1, "episode_len": 20}, None),
+        (bandit_envs_discrete.SimpleContextualBandit, {}, None),
+        (
+            cartpole_with_dict_observation_space.CartPoleWithDictObservationSpace,
+            {},
+            lambda env, spaces, device: FlattenObservations(),
+        ),
+    ],
+    ids=[
+        "StatelessCartPole",
+        "StatelessPendulum",
+        "RepeatAfterMeEnv",
+        "SimpleContextualBandit",
+        "CartPoleWithDictObservationSpace",
+    ],
+)
 def test_env_trains_through_ppo_on_a_worker_process(env, env_config, connector):
-    config = _tiny_ppo(env, env_config, **({"env_to_module_connector": connector}
-                                            if connector else {}))
+    config = _tiny_ppo(
+        env, env_config, **({"env_to_module_connector": connector} if connector else {})
+    )
     algo = config.build()
     try:
         result = algo.train()
@@ -466,10 +519,14 @@ def test_env_trains_through_ppo_on_a_worker_process(env, env_config, connector):
 
 @needs_protobuf
 def test_protobuf_cartpole_trains_through_its_decoder_connector():
-    algo = (_tiny_ppo(
-        cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace,
-        env_to_module_connector=lambda env, spaces, device: ProtobufCartPoleObservationDecoder())
-        .callbacks(ObservationRange)).build()
+    algo = (
+        _tiny_ppo(
+            cartpole_with_protobuf_observation_space.CartPoleWithProtobufObservationSpace,
+            env_to_module_connector=lambda env, spaces, device: (
+                ProtobufCartPoleObservationDecoder()
+            ),
+        ).callbacks(ObservationRange)
+    ).build()
     try:
         result = algo.train()
         runners = result["env_runners"]
@@ -489,7 +546,8 @@ def test_env_using_a_named_parameter_server_on_a_worker_process():
     try:
         masses = algo.env_runner_group.foreach_env_runner(
             lambda runner: [float(env.unwrapped.masscart) for env in runner.env.envs],
-            local_env_runner=False)
+            local_env_runner=False,
+        )
         assert all(0.5 <= mass <= 2.0 for mass in masses[0])
         assert algo.train()["env_runners"]["num_env_steps_sampled"] >= 128
     finally:
@@ -501,8 +559,10 @@ class RenderedFrames(EnvRenderCallback):
     on the MetricsLogger's `item_series`)."""
 
     def on_sample_end(self, *, metrics_logger, **kwargs):
-        for key, (video, episode_return) in (("best", self.best_episode_and_return),
-                                             ("worst", self.worst_episode_and_return)):
+        for key, (video, episode_return) in (
+            ("best", self.best_episode_and_return),
+            ("worst", self.worst_episode_and_return),
+        ):
             if video is not None:
                 metrics_logger.log_value(f"{key}_video_frames", video.shape[1], reduce="max")
                 metrics_logger.log_value(f"{key}_video_return", episode_return, reduce="max")
@@ -514,8 +574,9 @@ class RenderedFrames(EnvRenderCallback):
 
 @pytest.mark.slow
 def test_env_render_callback_keeps_the_best_and_worst_episodes_frames():
-    algo = (_tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"})
-            .callbacks(RenderedFrames)).build()
+    algo = (
+        _tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"}).callbacks(RenderedFrames)
+    ).build()
     try:
         runners = algo.train()["env_runners"]
         # CartPole pays 1 per step: an episode's video has one frame per step.
@@ -528,6 +589,7 @@ def test_env_render_callback_keeps_the_best_and_worst_episodes_frames():
 
 def _metrics_logger_has_item_series() -> bool:
     from trainer.metrics import MetricsLogger
+
     try:
         MetricsLogger().log_value("probe", 1, reduce="item_series")
     except ValueError:
@@ -536,12 +598,15 @@ def _metrics_logger_has_item_series() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _metrics_logger_has_item_series(),
-                    reason="EnvRenderCallback logs with reduce='item_series', which this "
-                           "MetricsLogger does not have yet")
+@pytest.mark.skipif(
+    not _metrics_logger_has_item_series(),
+    reason="EnvRenderCallback logs with reduce='item_series', which this "
+    "MetricsLogger does not have yet",
+)
 def test_env_render_callback_logs_best_and_worst_videos():
-    algo = (_tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"})
-            .callbacks(EnvRenderCallback)).build()
+    algo = (
+        _tiny_ppo("CartPole-v1", {"render_mode": "rgb_array"}).callbacks(EnvRenderCallback)
+    ).build()
     try:
         result = algo.train()
         videos = result["env_runners"]["episode_videos_best"]

@@ -32,10 +32,12 @@ class RecordRecreated(RLlibCallback):
     def __init__(self):
         self.recoveries = []
 
-    def on_env_runners_recreated(self, *, algorithm, env_runner_group, env_runner_indices,
-                                 is_evaluation, **kwargs):
-        assert env_runner_group is (algorithm.eval_env_runner_group if is_evaluation
-                                    else algorithm.env_runner_group)
+    def on_env_runners_recreated(
+        self, *, algorithm, env_runner_group, env_runner_indices, is_evaluation, **kwargs
+    ):
+        assert env_runner_group is (
+            algorithm.eval_env_runner_group if is_evaluation else algorithm.env_runner_group
+        )
         self.recoveries.append((list(env_runner_indices), is_evaluation))
 
 
@@ -43,14 +45,14 @@ class OldStyleRecreated(RLlibCallback):
     def __init__(self):
         self.worker_ids = []
 
-    def on_workers_recreated(self, *, algorithm, worker_set, worker_ids, is_evaluation,
-                             **kwargs):
+    def on_workers_recreated(self, *, algorithm, worker_set, worker_ids, is_evaluation, **kwargs):
         self.worker_ids.append(list(worker_ids))
 
 
 def test_without_restarts_a_failure_is_fatal_and_names_runner_kind_and_traceback():
     config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
-        restart_failed_env_runners=False)
+        restart_failed_env_runners=False
+    )
     with config.build() as algo:
         with pytest.raises(EnvRunnerError) as info:
             algo.train()
@@ -58,14 +60,17 @@ def test_without_restarts_a_failure_is_fatal_and_names_runner_kind_and_traceback
     assert error.worker_index == 1 and error.kind == "exception"
     assert "EnvRunner 1 raised InjectedFault" in str(error)
     assert "injected crash in step()" in error.remote_traceback
-    assert any("restart_failed_env_runners=False" in note
-               for note in getattr(error, "__notes__", ["restart_failed_env_runners=False"]))
+    assert any(
+        "restart_failed_env_runners=False" in note
+        for note in getattr(error, "__notes__", ["restart_failed_env_runners=False"])
+    )
 
 
 @pytest.mark.slow
 def test_ignore_mode_goes_on_with_the_healthy_runners_until_none_is_left():
     config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
-        restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        restart_failed_env_runners=False, ignore_env_runner_failures=True
+    )
     with config.build() as algo:
         result = algo.train()
         assert result["fault_tolerance"]["num_healthy_workers"] == 1
@@ -81,8 +86,11 @@ def test_ignore_mode_goes_on_with_the_healthy_runners_until_none_is_left():
 @pytest.mark.slow
 def test_failed_runners_are_restarted_resynced_and_reported_per_recovery():
     # Each sub-env crashes at its 150th step: every runner fails about every other sample.
-    config = faulty_ppo(crash_after_n_steps=150).callbacks(
-        [RecordRecreated, OldStyleRecreated]).debugging(seed=1)
+    config = (
+        faulty_ppo(crash_after_n_steps=150)
+        .callbacks([RecordRecreated, OldStyleRecreated])
+        .debugging(seed=1)
+    )
     with config.build() as algo:
         first_pids = algo.env_runner_group.remote_pids()
         results = [algo.train() for _ in range(4)]
@@ -99,14 +107,17 @@ def test_failed_runners_are_restarted_resynced_and_reported_per_recovery():
             for name, value in algo.get_weights().items():
                 np.testing.assert_array_equal(weights[name], value)
         assert algo.env_runner_group.foreach_env_runner(
-            lambda r: r.env_context.recreated_worker, local_env_runner=False) == [True, True]
+            lambda r: r.env_context.recreated_worker, local_env_runner=False
+        ) == [True, True]
 
 
 @pytest.mark.slow
 def test_a_hanging_runner_times_out_is_restarted_and_then_left_out():
-    config = (faulty_ppo(p_stall=1.0, stall_time_s=30, crash_on_worker_indices=[1])
-              .env_runners(sample_timeout_s=1.0)
-              .fault_tolerance(max_num_env_runner_restarts=1, ignore_env_runner_failures=True))
+    config = (
+        faulty_ppo(p_stall=1.0, stall_time_s=30, crash_on_worker_indices=[1])
+        .env_runners(sample_timeout_s=1.0)
+        .fault_tolerance(max_num_env_runner_restarts=1, ignore_env_runner_failures=True)
+    )
     with config.build() as algo:
         start = time.monotonic()
         result = algo.train()
@@ -119,8 +130,9 @@ def test_a_hanging_runner_times_out_is_restarted_and_then_left_out():
 
 @pytest.mark.slow
 def test_an_exhausted_restart_budget_raises_the_failure():
-    config = faulty_ppo(crash_after_n_steps=30, crash_on_worker_indices=[1], hard=True
-                        ).fault_tolerance(max_num_env_runner_restarts=2)
+    config = faulty_ppo(
+        crash_after_n_steps=30, crash_on_worker_indices=[1], hard=True
+    ).fault_tolerance(max_num_env_runner_restarts=2)
     with config.build() as algo:
         with pytest.raises(EnvRunnerCrashed, match="EnvRunner 1 crashed .*SIGKILL") as info:
             for _ in range(10):
@@ -155,8 +167,11 @@ def test_sigkill_in_the_middle_of_sample_costs_only_that_request():
 @pytest.mark.slow
 def test_a_crash_in_on_episode_step_restarts_the_runner():
     def crash_once(env_runner, episode, **kwargs):
-        if env_runner.worker_index == 2 and not env_runner.env_context.recreated_worker \
-                and len(episode) == 5:
+        if (
+            env_runner.worker_index == 2
+            and not env_runner.env_context.recreated_worker
+            and len(episode) == 5
+        ):
             raise ValueError("callback bug in the first process")
 
     config = small_ppo(2).callbacks(RecordRecreated, on_episode_step=crash_once)
@@ -185,9 +200,11 @@ def test_a_callback_that_always_raises_stops_after_a_few_restarts():
 
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_restart_failed_sub_environments_recreates_only_the_broken_sub_env(num_env_runners):
-    config = (faulty_ppo(num_env_runners, crash_after_n_steps=40)
-              .env_runners(num_envs_per_env_runner=2)
-              .fault_tolerance(restart_failed_sub_environments=True))
+    config = (
+        faulty_ppo(num_env_runners, crash_after_n_steps=40)
+        .env_runners(num_envs_per_env_runner=2)
+        .fault_tolerance(restart_failed_sub_environments=True)
+    )
     with config.build() as algo:
         pids = algo.env_runner_group.remote_pids()
         result = algo.train()
@@ -221,17 +238,24 @@ class AsksToBeRecreated(gym.Env):
 
 
 def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
-    config = (small_ppo(1).environment(AsksToBeRecreated)
-              .fault_tolerance(restart_failed_sub_environments=True))
+    config = (
+        small_ppo(1)
+        .environment(AsksToBeRecreated)
+        .fault_tolerance(restart_failed_sub_environments=True)
+    )
     with config.build() as algo:
         result = algo.train()
     assert result["fault_tolerance"]["num_sub_environment_restarts"] >= 1
     assert result["fault_tolerance"]["num_remote_worker_restarts"] == 0
     # The same in the main process (num_env_runners=0): nothing is logged as an error.
     with caplog.at_level("DEBUG", logger="trainer"):
-        with small_ppo(0).environment(AsksToBeRecreated).fault_tolerance(
-                restart_failed_sub_environments=True).debugging(log_level="DEBUG").build(
-                ) as algo:
+        with (
+            small_ppo(0)
+            .environment(AsksToBeRecreated)
+            .fault_tolerance(restart_failed_sub_environments=True)
+            .debugging(log_level="DEBUG")
+            .build() as algo
+        ):
             result = algo.train()
     assert result["fault_tolerance"]["num_sub_environment_restarts"] >= 1
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
@@ -240,8 +264,11 @@ def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
 
 @pytest.mark.slow
 def test_evaluation_runners_fail_and_recover():
-    config = small_ppo(1).callbacks(RecordRecreated).evaluation(
-        evaluation_interval=1, evaluation_num_env_runners=2, evaluation_duration=4)
+    config = (
+        small_ppo(1)
+        .callbacks(RecordRecreated)
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=2, evaluation_duration=4)
+    )
     with config.build() as algo:
         algo.train()
         kill_env_runner(algo, 2, evaluation=True)
@@ -278,8 +305,9 @@ def test_no_orphans_when_the_script_ends_without_stop(tmp_path, how):
     script = tmp_path / "script.py"
     script.write_text(_EXIT_WITHOUT_STOP)
     env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
-    done = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True,
-                          env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script), how], capture_output=True, text=True, env=env, timeout=60
+    )
     assert done.returncode == (1 if how == "raise" else 0), done.stderr
     if how == "raise":
         assert "InjectedFault" in done.stderr

@@ -24,12 +24,13 @@ def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
     """p=0.003 per step and 400-step samples: most samples fail before they finish, often 3
     times in a row; with max_num_env_runner_restarts set, RLlib keeps restarting, and so does
     this trainer, and PPO still learns."""
-    config = (small_ppo(2, train_batch_size=800, minibatch_size=200, num_epochs=6, lr=0.003)
-              .environment(FaultInjectionEnv, env_config={"p_crash": 0.003})
-              .env_runners(rollout_fragment_length=400)
-              .fault_tolerance(max_num_env_runner_restarts=1000,
-                               delay_between_env_runner_restarts_s=0.0)
-              .debugging(seed=2))
+    config = (
+        small_ppo(2, train_batch_size=800, minibatch_size=200, num_epochs=6, lr=0.003)
+        .environment(FaultInjectionEnv, env_config={"p_crash": 0.003})
+        .env_runners(rollout_fragment_length=400)
+        .fault_tolerance(max_num_env_runner_restarts=1000, delay_between_env_runner_restarts_s=0.0)
+        .debugging(seed=2)
+    )
     best = 0.0
     with config.build() as algo:
         for _ in range(60):
@@ -60,9 +61,12 @@ class HangingResetEnv(gym.Env):
 
 @pytest.mark.slow
 def test_a_hanging_reset_is_reported_after_a_few_attempts_with_where_it_hung():
-    config = (small_ppo(1).environment(HangingResetEnv)
-              .env_runners(sample_timeout_s=1.0)
-              .fault_tolerance(delay_between_env_runner_restarts_s=0.0))
+    config = (
+        small_ppo(1)
+        .environment(HangingResetEnv)
+        .env_runners(sample_timeout_s=1.0)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0.0)
+    )
     started = time.monotonic()
     with config.build() as algo:
         with pytest.raises(EnvRunnerTimeout) as error:
@@ -71,16 +75,21 @@ def test_a_hanging_reset_is_reported_after_a_few_attempts_with_where_it_hung():
     assert time.monotonic() - started < 30
     assert "in reset" in error.value.stack and "time.sleep" not in error.value.stack
     notes = " ".join(getattr(error.value, "__notes__", []))
-    assert "did not answer sample() within 1 s 3 times in a row without stepping its env " \
-           "(env 'HangingResetEnv') once in between" in notes
+    assert (
+        "did not answer sample() within 1 s 3 times in a row without stepping its env "
+        "(env 'HangingResetEnv') once in between" in notes
+    )
 
 
 def test_sample_timeout_s_bounds_the_local_runner_too():
     config = small_ppo(0).environment(HangingResetEnv).env_runners(sample_timeout_s=1.0)
     with config.build() as algo:
         started = time.monotonic()
-        with pytest.raises(EnvRunnerTimeout, match="EnvRunner 0 did not answer sample"
-                                                   r"\(\) within 1 s") as error:
+        with pytest.raises(
+            EnvRunnerTimeout,
+            match="EnvRunner 0 did not answer sample"
+            r"\(\) within 1 s",
+        ) as error:
             algo.train()
         assert time.monotonic() - started < 10
         assert "in reset" in error.value.stack
@@ -160,6 +169,7 @@ def test_a_restarted_runner_samples_with_the_current_weights():
         assert group.handle_failures({e.worker_index: e for e in exited}) == [1]
         local = algo.get_weights()
         (remote,) = algo.env_runner_group.foreach_env_runner(
-            lambda runner: runner.get_weights(), local_env_runner=False)
+            lambda runner: runner.get_weights(), local_env_runner=False
+        )
         for name, value in local.items():
             np.testing.assert_array_equal(remote[name], value, err_msg=name)

@@ -148,6 +148,7 @@ def _bad_name(name):
     def craft(path):
         _outside_file(path)
         _rename_entry(path, "learner.msgpack", name)
+
     return craft
 
 
@@ -161,61 +162,153 @@ def _huge_declared_size(path):
 CRAFTED = {
     # -- the reader stays inside the checkpoint --
     "dotdot name": (_bad_name("../outside.msgpack"), "must be plain names"),
-    "absolute name": (lambda p: (_outside_file(p), _rename_entry(
-        p, "learner.msgpack", str(p.parent / "outside.msgpack"))), "must be plain names"),
+    "absolute name": (
+        lambda p: (
+            _outside_file(p),
+            _rename_entry(p, "learner.msgpack", str(p.parent / "outside.msgpack")),
+        ),
+        "must be plain names",
+    ),
     "NUL in name": (_bad_name("learner.msgpack\0x"), "must be plain names"),
     "subdirectory name": (_bad_name("sub/learner.msgpack"), "must be plain names"),
     "symlink outside": (_symlink_out, "symlink leading outside the checkpoint"),
     "symlink to /dev/zero": (_symlink_dev_zero, "symlink leading outside the checkpoint"),
     "FIFO": (_fifo, "not a regular file (a FIFO)"),
     "device file": (_device_file, "not a regular file (a character device)"),
-    "metadata.json a FIFO": (lambda p: ((p / "metadata.json").unlink(),
-                                        os.mkfifo(p / "metadata.json")), "a FIFO"),
+    "metadata.json a FIFO": (
+        lambda p: ((p / "metadata.json").unlink(), os.mkfifo(p / "metadata.json")),
+        "a FIFO",
+    ),
     "declared size 1 TB": (_huge_declared_size, "learner.msgpack is truncated"),
-    "metadata names another algorithm": (lambda p: _write_metadata(p, {
-        **_metadata(p), "algorithm": "DQN"}), "a checkpoint of DQN (class PPO) cannot be "
-                                              "loaded into PPO (a PPO)"),
+    "metadata names another algorithm": (
+        lambda p: _write_metadata(p, {**_metadata(p), "algorithm": "DQN"}),
+        "a checkpoint of DQN (class PPO) cannot be loaded into PPO (a PPO)",
+    ),
     # -- every malformed state --
-    "shape larger than data": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s), "shape"], [10 ** 6, 10])), "needs 40000000 bytes"),
-    "object dtype": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s), ARRAY_TAG], "|O")), "array dtype '|O'"),
-    "unknown dtype": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s), ARRAY_TAG], "<q99")), "array dtype '<q99'"),
-    "array map without data": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s)], {ARRAY_TAG: "<f4", "shape": [2]})),
-        "needs exactly '__ndarray__', 'shape' and 'data'"),
-    "nesting too deep": (lambda p: _replace_state(p, "metrics", lambda s: _set(
-        s, ["deep"], _deep(120))), "nested deeper than 64 levels"),
+    "shape larger than data": (
+        lambda p: _replace_state(
+            p, "learner", lambda s: _set(s, ["module", _first_weight(s), "shape"], [10**6, 10])
+        ),
+        "needs 40000000 bytes",
+    ),
+    "object dtype": (
+        lambda p: _replace_state(
+            p, "learner", lambda s: _set(s, ["module", _first_weight(s), ARRAY_TAG], "|O")
+        ),
+        "array dtype '|O'",
+    ),
+    "unknown dtype": (
+        lambda p: _replace_state(
+            p, "learner", lambda s: _set(s, ["module", _first_weight(s), ARRAY_TAG], "<q99")
+        ),
+        "array dtype '<q99'",
+    ),
+    "array map without data": (
+        lambda p: _replace_state(
+            p,
+            "learner",
+            lambda s: _set(s, ["module", _first_weight(s)], {ARRAY_TAG: "<f4", "shape": [2]}),
+        ),
+        "needs exactly '__ndarray__', 'shape' and 'data'",
+    ),
+    "nesting too deep": (
+        lambda p: _replace_state(p, "metrics", lambda s: _set(s, ["deep"], _deep(120))),
+        "nested deeper than 64 levels",
+    ),
     # -- inconsistent states --
-    "integer weights": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s)], _array_map(np.zeros(
-            s["module"][_first_weight(s)]["shape"], np.int32)))), "expected a float array"),
-    "NaN weights": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["module", _first_weight(s)], _array_map(np.full(
-            s["module"][_first_weight(s)]["shape"], np.nan, np.float32)))), "NaN or infinite"),
-    "infinite optimizer moment": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["optimizer", "v"], _array_map(np.full(s["optimizer"]["v"]["shape"], np.inf,
-                                                  np.float32)))), "NaN or infinite"),
-    "moments of another shape": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["optimizer", "m"], _array_map(np.ones(1, np.float32)))), "does not match"),
-    "negative learning rate": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["optimizer", "lr"], -0.1)), "learner['optimizer']['lr']: must be at least 0"),
-    "step_count a string": (lambda p: _replace_state(p, "learner", lambda s: _set(
-        s, ["optimizer", "step_count"], "7")), "expected an integer"),
-    "metric without its stats class": (lambda p: _replace_state(p, "metrics", lambda s: {
-        "stats": {key: {k: v for k, v in stats.items() if k != "stats_cls_identifier"}
-                  for key, stats in s["stats"].items()}}), "has no 'stats_cls_identifier'"),
-    "metric of an unknown stats class": (lambda p: _replace_state(p, "metrics", lambda s: _set(
-        s, ["stats", next(iter(s["stats"])), "stats_cls_identifier"], "median")),
-        "stats class 'median' is not in stats_cls_lookup"),
-    "non-numeric metric": (lambda p: _replace_state(p, "metrics", lambda s: _set(
-        s, ["stats", next(k for k, v in s["stats"].items() if "values" in v), "values"],
-        ["lots"])), "a metric value must be a number"),
-    "bad runner state": (lambda p: _replace_state(p, "env_runner_1", lambda s: _set(
-        s, ["global_timestep"], "soon")), "env_runner_1['global_timestep']"),
-    "bad runner episode": (lambda p: _replace_state(p, "env_runner_1", lambda s: _set(
-        s, ["sampling", "episodes"], [{"id_": 3}])), "env_runner_1['sampling']['episodes'][0]"),
+    "integer weights": (
+        lambda p: _replace_state(
+            p,
+            "learner",
+            lambda s: _set(
+                s,
+                ["module", _first_weight(s)],
+                _array_map(np.zeros(s["module"][_first_weight(s)]["shape"], np.int32)),
+            ),
+        ),
+        "expected a float array",
+    ),
+    "NaN weights": (
+        lambda p: _replace_state(
+            p,
+            "learner",
+            lambda s: _set(
+                s,
+                ["module", _first_weight(s)],
+                _array_map(np.full(s["module"][_first_weight(s)]["shape"], np.nan, np.float32)),
+            ),
+        ),
+        "NaN or infinite",
+    ),
+    "infinite optimizer moment": (
+        lambda p: _replace_state(
+            p,
+            "learner",
+            lambda s: _set(
+                s,
+                ["optimizer", "v"],
+                _array_map(np.full(s["optimizer"]["v"]["shape"], np.inf, np.float32)),
+            ),
+        ),
+        "NaN or infinite",
+    ),
+    "moments of another shape": (
+        lambda p: _replace_state(
+            p, "learner", lambda s: _set(s, ["optimizer", "m"], _array_map(np.ones(1, np.float32)))
+        ),
+        "does not match",
+    ),
+    "negative learning rate": (
+        lambda p: _replace_state(p, "learner", lambda s: _set(s, ["optimizer", "lr"], -0.1)),
+        "learner['optimizer']['lr']: must be at least 0",
+    ),
+    "step_count a string": (
+        lambda p: _replace_state(p, "learner", lambda s: _set(s, ["optimizer", "step_count"], "7")),
+        "expected an integer",
+    ),
+    "metric without its stats class": (
+        lambda p: _replace_state(
+            p,
+            "metrics",
+            lambda s: {
+                "stats": {
+                    key: {k: v for k, v in stats.items() if k != "stats_cls_identifier"}
+                    for key, stats in s["stats"].items()
+                }
+            },
+        ),
+        "has no 'stats_cls_identifier'",
+    ),
+    "metric of an unknown stats class": (
+        lambda p: _replace_state(
+            p,
+            "metrics",
+            lambda s: _set(s, ["stats", next(iter(s["stats"])), "stats_cls_identifier"], "median"),
+        ),
+        "stats class 'median' is not in stats_cls_lookup",
+    ),
+    "non-numeric metric": (
+        lambda p: _replace_state(
+            p,
+            "metrics",
+            lambda s: _set(
+                s,
+                ["stats", next(k for k, v in s["stats"].items() if "values" in v), "values"],
+                ["lots"],
+            ),
+        ),
+        "a metric value must be a number",
+    ),
+    "bad runner state": (
+        lambda p: _replace_state(p, "env_runner_1", lambda s: _set(s, ["global_timestep"], "soon")),
+        "env_runner_1['global_timestep']",
+    ),
+    "bad runner episode": (
+        lambda p: _replace_state(
+            p, "env_runner_1", lambda s: _set(s, ["sampling", "episodes"], [{"id_": 3}])
+        ),
+        "env_runner_1['sampling']['episodes'][0]",
+    ),
 }
 
 
@@ -228,6 +321,7 @@ def _run_with_deadline(func, seconds=20.0):
             outcome["value"] = func()
         except BaseException as error:  # noqa: BLE001 - handed to the test
             outcome["error"] = error
+
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
@@ -243,7 +337,8 @@ def _state_bytes(algorithm):
 
 @pytest.mark.parametrize("case", sorted(CRAFTED))
 def test_a_crafted_checkpoint_is_a_checkpoint_error_and_changes_nothing(
-        tmp_path, saved, algo, case):
+    tmp_path, saved, algo, case
+):
     path = tmp_path / "crafted"
     shutil.copytree(saved, path, symlinks=True)
     craft, cause = CRAFTED[case]
@@ -255,8 +350,10 @@ def test_a_crafted_checkpoint_is_a_checkpoint_error_and_changes_nothing(
     assert cause in str(error.value)
     assert _state_bytes(algo) == before
     assert algo.env_runner_group.num_remote_worker_restarts() == restarts
-    with pytest.raises(CheckpointError, match=cause.replace("(", r"\(").replace(")", r"\)")
-                       .replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(
+        CheckpointError,
+        match=cause.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]"),
+    ):
         _run_with_deadline(lambda: Algorithm.from_checkpoint(path, config=small_ppo(1)))
 
 
@@ -269,8 +366,10 @@ def test_the_untouched_checkpoint_loads(saved, algo, tmp_path):
         fresh.restore_from_path(path)
         assert fresh.iteration == 2
         runner_state = fresh.get_state()["env_runner_1"]
-        assert runner_state["global_timestep"] == unpack(
-            (path / "env_runner_1.msgpack").read_bytes())["global_timestep"]
+        assert (
+            runner_state["global_timestep"]
+            == unpack((path / "env_runner_1.msgpack").read_bytes())["global_timestep"]
+        )
         assert fresh.train()["training_iteration"] == 3
 
 
@@ -299,13 +398,15 @@ def test_a_runner_that_refuses_its_state_rolls_everything_back(tmp_path, saved):
     with config.debugging(seed=4).build() as target:
         target.train()
         target.train()
-        before = pack({k: v for k, v in target.get_state().items()
-                       if not k.startswith("env_runner_")})
+        before = pack(
+            {k: v for k, v in target.get_state().items() if not k.startswith("env_runner_")}
+        )
         with pytest.raises(CheckpointError, match="env_runner_1 could not be applied") as error:
             target.restore_from_path(path)
         assert "level 99 does not exist" in str(error.value)
-        after = pack({k: v for k, v in target.get_state().items()
-                      if not k.startswith("env_runner_")})
+        after = pack(
+            {k: v for k, v in target.get_state().items() if not k.startswith("env_runner_")}
+        )
         assert after == before
         assert target.iteration == 2
         assert target.train()["training_iteration"] == 3

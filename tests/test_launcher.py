@@ -27,15 +27,25 @@ REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 240
 
 
-def run_script(tmp_path: Path, body: str, *args: str, launcher_flags: tuple[str, ...] = (),
-               timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+def run_script(
+    tmp_path: Path,
+    body: str,
+    *args: str,
+    launcher_flags: tuple[str, ...] = (),
+    timeout: float = RUN_TIMEOUT_S,
+) -> subprocess.CompletedProcess:
     script = tmp_path / "rllib_script.py"
     script.write_text(textwrap.dedent(body))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop(launcher.ENV_VAR, None)
-    return subprocess.run([sys.executable, "-m", "trainer", "run", *launcher_flags, str(script),
-                           *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", "run", *launcher_flags, str(script), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -51,7 +61,9 @@ def hook():
 # -- the command ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
-    result = run_script(tmp_path, """
+    result = run_script(
+        tmp_path,
+        """
         import sys
         import ray
         from ray import tune
@@ -73,11 +85,14 @@ def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
             ray.init()
             print("initialized", ray.is_initialized())
             ray.shutdown()
-        """, "--stop-iters", "3", "positional")
+        """,
+        "--stop-iters",
+        "3",
+        "positional",
+    )
     assert result.returncode == 0, result.stderr
     assert "argv ['--stop-iters', '3', 'positional'] path0 True" in result.stdout
-    assert ("keys env_runners episode_return_mean training_iteration time_total_s"
-            in result.stdout)
+    assert "keys env_runners episode_return_mean training_iteration time_total_s" in result.stdout
     assert "grid {'grid_search': [1, 2]}" in result.stdout
     assert "initialized True" in result.stdout
 
@@ -86,7 +101,9 @@ def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):
 def test_script_trains_ppo_with_env_runner_processes(tmp_path):
     """A whole RLlib-style script: a registered env, a callback class of the script's own,
     EnvRunner worker processes, named actors reached from env code in those processes."""
-    result = run_script(tmp_path, """
+    result = run_script(
+        tmp_path,
+        """
         import gymnasium as gym
         import ray
         from ray.rllib.algorithms.ppo import PPOConfig
@@ -128,7 +145,8 @@ def test_script_trains_ppo_with_env_runner_processes(tmp_path):
             print("sampled", result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
             print("resets counted", ray.get(counter.get.remote()) >= 2)
             ray.shutdown()
-        """)
+        """,
+    )
     assert result.returncode == 0, result.stderr
     assert "callback saw iteration 1" in result.stdout
     assert "sampled 200" in result.stdout
@@ -146,12 +164,15 @@ def test_system_exit_codes_pass_through(tmp_path):
 
 @pytest.mark.slow
 def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
-    result = run_script(tmp_path, """
+    result = run_script(
+        tmp_path,
+        """
         def fail():
             raise ValueError("boom in the script")
 
         fail()
-        """)
+        """,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines[0] == "Traceback (most recent call last):"
@@ -166,26 +187,47 @@ def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_pa
     script = tmp_path / "sac.py"
     script.write_text("from ray.rllib.algorithms.sac import SACConfig\n")
     env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
-    result = subprocess.run([sys.executable, "-m", "trainer", "run", str(script)], env=env,
-                            capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert result.returncode == 1
-    assert ("RLlibNotAvailable: ray.rllib.algorithms.sac is not available in localrl: it needs "
-            "algorithms other than PPO and DQN") in result.stderr
+    assert (
+        "RLlibNotAvailable: ray.rllib.algorithms.sac is not available in localrl: it needs "
+        "algorithms other than PPO and DQN"
+    ) in result.stderr
     assert "PPOConfig" in result.stderr.splitlines()[-1]
     written = json.loads(report.read_text())
     assert (written["outcome"], written["code"], written["type"], written["capability"]) == (
-        "error", 1, "RLlibNotAvailable", table.OTHER_ALGORITHMS)
+        "error",
+        1,
+        "RLlibNotAvailable",
+        table.OTHER_ALGORITHMS,
+    )
     assert written["message"].startswith("ray.rllib.algorithms.sac is not available")
 
 
 @pytest.mark.slow
 def test_missing_script_and_bad_flags(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    missing = subprocess.run([sys.executable, "-m", "trainer", "run", str(tmp_path / "no.py")],
-                             env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    missing = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", str(tmp_path / "no.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert missing.returncode == 2 and "no such script" in missing.stderr
-    no_script = subprocess.run([sys.executable, "-m", "trainer", "run"], env=env,
-                               capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    no_script = subprocess.run(
+        [sys.executable, "-m", "trainer", "run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert no_script.returncode == 2 and "script" in no_script.stderr
 
 
@@ -198,27 +240,36 @@ def test_script_flags_named_like_the_launchers_go_to_the_script(tmp_path):
 
 @pytest.mark.slow
 def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
-    result = run_script(tmp_path, """
+    result = run_script(
+        tmp_path,
+        """
         from ray.rllib.algorithms.ppo import PPOConfig
         PPOConfig().env_runners(backend="ray")
-        """)
+        """,
+    )
     assert result.returncode == 1
     assert "python -m trainer run --ray" in result.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.ray
-@pytest.mark.skipif(importlib.machinery.PathFinder.find_spec("ray") is None,
-                    reason="needs the installed Ray (the test extra)")
+@pytest.mark.skipif(
+    importlib.machinery.PathFinder.find_spec("ray") is None,
+    reason="needs the installed Ray (the test extra)",
+)
 def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
-    result = run_script(tmp_path, """
+    result = run_script(
+        tmp_path,
+        """
         import ray
         import ray.rllib.algorithms.ppo as ppo
         from ray.tune.registry import register_env
         import trainer
         print("real ray", hasattr(ray, "get_runtime_context"), ray.__file__ is not None)
         print("mapped", ppo.PPOConfig is trainer.PPOConfig)
-        """, launcher_flags=("--ray",))
+        """,
+        launcher_flags=("--ray",),
+    )
     assert result.returncode == 0, result.stderr
     assert "real ray True True" in result.stdout
     assert "mapped True" in result.stdout
@@ -236,9 +287,21 @@ def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path))  # ~/ray_results
     env.pop(launcher.ENV_VAR, None)
     result = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(example), "--stop-iters=1",
-         "--num-env-runners=1"], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=RUN_TIMEOUT_S)
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "run",
+            str(example),
+            "--stop-iters=1",
+            "--num-env-runners=1",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"^iter +1 \| ", result.stdout, re.MULTILINE), result.stdout
 
@@ -370,8 +433,7 @@ def test_unmapped_names_and_modules_fail_as_gaps(hook):
 
     with pytest.raises(RLlibNotAvailable) as example:
         import ray.rllib.examples.envs.classes.not_an_example_env  # noqa: F401
-    assert "trainer.examples.envs.classes.not_an_example_env does not exist" in str(
-        example.value)
+    assert "trainer.examples.envs.classes.not_an_example_env does not exist" in str(example.value)
 
 
 def test_multi_agent_names_import_and_fail_when_used(hook):
@@ -413,8 +475,7 @@ def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):
         pass
 
     # ...and fails when used; torch.nn.init's names select numpy initializers, calling one fails
-    for use in (lambda: torch.tensor([1.0]), lambda: torch.nn.init.xavier_uniform_([[1.0]]),
-                Model):
+    for use in (lambda: torch.tensor([1.0]), lambda: torch.nn.init.xavier_uniform_([[1.0]]), Model):
         with pytest.raises(RLlibNotAvailable) as used:
             use()
         assert used.value.capability == table.TORCH
@@ -423,12 +484,19 @@ def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):
 def test_tune_grid_variants_expand_every_combination():
     from trainer.launcher.tune_api import grid_search, grid_variants
 
-    space = {"lr": grid_search([0.1, 0.01]), "gamma": 0.9,
-             "model": {"hidden": grid_search([8, 16])}}
+    space = {
+        "lr": grid_search([0.1, 0.01]),
+        "gamma": 0.9,
+        "model": {"hidden": grid_search([8, 16])},
+    }
     variants = list(grid_variants(space))
     assert len(variants) == 4
     assert {(v["lr"], v["model"]["hidden"]) for v in variants} == {
-        (0.1, 8), (0.1, 16), (0.01, 8), (0.01, 16)}
+        (0.1, 8),
+        (0.1, 16),
+        (0.01, 8),
+        (0.01, 16),
+    }
     assert all(v["gamma"] == 0.9 for v in variants)
 
 
@@ -459,10 +527,21 @@ def test_bench_ci_args_name_example_files_of_the_wheel():
 def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
     _wheel_examples()
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    result = subprocess.run([sys.executable, str(REPO / "bench" / "rllib_examples.py"),
-                             "--only", "ray_tune/custom_logger.py", "--no-write",
-                             "--timeout", "120"], env=env, capture_output=True, text=True,
-                            timeout=RUN_TIMEOUT_S)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "rllib_examples.py"),
+            "--only",
+            "ray_tune/custom_logger.py",
+            "--no-write",
+            "--timeout",
+            "120",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stderr
     assert "out of scope" in result.stdout and table.TUNE in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
@@ -478,8 +557,13 @@ def test_torch_init_stand_ins_select_the_numpy_initializers_without_torch():
     torch, nn = try_import_torch()
     if torch:
         pytest.skip("torch is installed: nn.init is torch's own")
-    initializer = make_initializer(nn.init.xavier_uniform_, None, where="model_config",
-                                   key="fcnet_kernel_initializer", for_bias=False)
+    initializer = make_initializer(
+        nn.init.xavier_uniform_,
+        None,
+        where="model_config",
+        key="fcnet_kernel_initializer",
+        for_bias=False,
+    )
     assert initializer.name == "xavier_uniform_"
     with pytest.raises(RLlibNotAvailable, match="torch.nn.init.xavier_uniform_"):
         nn.init.xavier_uniform_([[0.0]])
@@ -506,11 +590,15 @@ def test_bench_writes_the_readme_count_between_its_markers(tmp_path, monkeypatch
     finally:
         sys.path.remove(str(REPO))
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- rllib examples: begin -->\nold\n<!-- rllib examples: end -->"
-                      "\nrest\n")
+    readme.write_text(
+        "intro\n<!-- rllib examples: begin -->\nold\n<!-- rllib examples: end -->\nrest\n"
+    )
     monkeypatch.setattr(bench, "README", readme)
-    runs = [bench.Run("a.py", "a", [], ()), bench.Run("b.py", "b", [], ()),
-            bench.Run("c.py", "c", [], ())]
+    runs = [
+        bench.Run("a.py", "a", [], ()),
+        bench.Run("b.py", "b", [], ()),
+        bench.Run("c.py", "c", [], ()),
+    ]
     for run, result in zip(runs, ("pass", "fail", "out of scope"), strict=True):
         run.result = result
     bench.write_readme_summary(runs, "2026-11-23 19:00 UTC")

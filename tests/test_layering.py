@@ -37,13 +37,14 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: `from ..x import y` climbs level - 1 packages
                 parts = package.split(".")
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
             found.append((node.lineno, base))
-            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names
-                      if alias.name != "*"]
+            found += [
+                (node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"
+            ]
     return found
 
 
@@ -51,8 +52,7 @@ def within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def violations(package: str, allowed: Callable[[str], bool], root: Path = SOURCE_ROOT
-               ) -> list[str]:
+def violations(package: str, allowed: Callable[[str], bool], root: Path = SOURCE_ROOT) -> list[str]:
     """Every import of `trainer` in the modules of `package` (under `root`) that `allowed`
     refuses, as "path:line imports name"."""
     found = []
@@ -64,23 +64,37 @@ def violations(package: str, allowed: Callable[[str], bool], root: Path = SOURCE
 
 
 def test_util_imports_only_util_and_errors():
-    assert violations("trainer.util", lambda name: within(name, "trainer.util")
-                      or within(name, "trainer.errors")) == []
+    assert (
+        violations(
+            "trainer.util",
+            lambda name: within(name, "trainer.util") or within(name, "trainer.errors"),
+        )
+        == []
+    )
 
 
 def test_checkpoints_do_not_import_algorithms():
-    assert violations("trainer.checkpoints",
-                      lambda name: not within(name, "trainer.algorithms")) == []
+    assert (
+        violations("trainer.checkpoints", lambda name: not within(name, "trainer.algorithms")) == []
+    )
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("import trainer.checkpoints.codec\n", ["trainer.checkpoints.codec"]),
-    ("def f():\n    from trainer.algorithms import algorithm\n",
-     ["trainer.algorithms", "trainer.algorithms.algorithm"]),
-    ("from ..algorithms.ppo import PPO\n", ["trainer.algorithms.ppo", "trainer.algorithms.ppo.PPO"]),
-    ("from . import rng\n", ["trainer.util", "trainer.util.rng"]),
-    ("from trainer import *\n", ["trainer"]),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import trainer.checkpoints.codec\n", ["trainer.checkpoints.codec"]),
+        (
+            "def f():\n    from trainer.algorithms import algorithm\n",
+            ["trainer.algorithms", "trainer.algorithms.algorithm"],
+        ),
+        (
+            "from ..algorithms.ppo import PPO\n",
+            ["trainer.algorithms.ppo", "trainer.algorithms.ppo.PPO"],
+        ),
+        ("from . import rng\n", ["trainer.util", "trainer.util.rng"]),
+        ("from trainer import *\n", ["trainer"]),
+    ],
+)
 def test_the_import_reader_sees_every_kind_of_import(tmp_path, source, expected):
     probe = tmp_path / "trainer" / "util" / "probe.py"
     probe.parent.mkdir(parents=True)
@@ -95,7 +109,8 @@ def test_a_violation_is_reported_with_its_place(tmp_path):
     probe.write_text("import os\n\n\ndef f():\n    from trainer.checkpoints import codec\n")
     assert violations("trainer.util", lambda name: within(name, "trainer.util"), tmp_path) == [
         "trainer/util/probe.py:5 imports trainer.checkpoints",
-        "trainer/util/probe.py:5 imports trainer.checkpoints.codec"]
+        "trainer/util/probe.py:5 imports trainer.checkpoints.codec",
+    ]
 
 
 def test_the_env_runner_keeps_its_earlier_import_path():

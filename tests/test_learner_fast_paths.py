@@ -13,8 +13,9 @@ from trainer.core import nn
 
 
 def _two_column_logits(rng: np.random.Generator, rows: int) -> np.ndarray:
-    logits = (rng.standard_normal((rows, 2)) * rng.choice([1e-4, 1.0, 30.0, 1e4])
-              ).astype(np.float32)
+    logits = (rng.standard_normal((rows, 2)) * rng.choice([1e-4, 1.0, 30.0, 1e4])).astype(
+        np.float32
+    )
     logits[::7, 1] = logits[::7, 0]  # ties
     return logits
 
@@ -28,8 +29,9 @@ def test_two_column_reductions_match_numpys_reductions_bit_for_bit():
     rng = np.random.default_rng(0)
     for _ in range(300):
         logits = _two_column_logits(rng, int(rng.integers(1, 300)))
-        np.testing.assert_array_equal(nn._row_max(logits),
-                                      np.maximum.reduce(logits, axis=-1, keepdims=True))
+        np.testing.assert_array_equal(
+            nn._row_max(logits), np.maximum.reduce(logits, axis=-1, keepdims=True)
+        )
         np.testing.assert_array_equal(nn._row_sum(logits), np.add.reduce(logits, axis=-1))
         np.testing.assert_array_equal(nn.log_softmax(logits), _log_softmax_by_reductions(logits))
     special = np.array([[np.inf, 0.0], [-np.inf, 1.0], [np.nan, 2.0], [3.0, np.nan]], np.float32)
@@ -46,9 +48,11 @@ def test_two_action_loss_terms_match_the_reductions_bit_for_bit():
         logp_all = _log_softmax_by_reductions(logits)
         old_logp_all = _log_softmax_by_reductions(old_logits)
         np.testing.assert_array_equal(
-            terms.entropy, -np.add.reduce(np.exp(logp_all) * logp_all, axis=-1))
+            terms.entropy, -np.add.reduce(np.exp(logp_all) * logp_all, axis=-1)
+        )
         np.testing.assert_array_equal(
-            terms.kl, np.add.reduce(np.exp(old_logp_all) * (old_logp_all - logp_all), axis=-1))
+            terms.kl, np.add.reduce(np.exp(old_logp_all) * (old_logp_all - logp_all), axis=-1)
+        )
         np.testing.assert_array_equal(terms.logp, logp_all[np.arange(128), actions])
     # Three actions take the reductions themselves.
     logits = rng.standard_normal((64, 3)).astype(np.float32)
@@ -68,7 +72,7 @@ def test_adam_steps_in_float32_as_the_textbook_update_and_its_state_is_a_snapsho
         adam.step(grad.copy())
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad.astype(np.float64) ** 2
-        m_hat, v_hat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+        m_hat, v_hat = m / (1 - 0.9**t), v / (1 - 0.999**t)
         reference -= 3e-4 * m_hat / (np.sqrt(v_hat) + 1e-8)
         if t == 10:
             snapshot = adam.get_state()

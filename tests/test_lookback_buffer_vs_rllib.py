@@ -35,10 +35,18 @@ def _rllib_source() -> Path:
     # already in sys.modules (such as a stand-in for RLlib scripts).
     spec = importlib.machinery.PathFinder.find_spec("ray")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the Ray 2.60 wheel (the test extra: pip install -e '.[test]') for "
-                    "RLlib's source", allow_module_level=True)
-    return (Path(next(iter(spec.submodule_search_locations)))
-            / "rllib" / "env" / "utils" / "infinite_lookback_buffer.py")
+        pytest.skip(
+            "needs the Ray 2.60 wheel (the test extra: pip install -e '.[test]') for "
+            "RLlib's source",
+            allow_module_level=True,
+        )
+    return (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "rllib"
+        / "env"
+        / "utils"
+        / "infinite_lookback_buffer.py"
+    )
 
 
 def _load_rllib_class() -> type:
@@ -46,16 +54,25 @@ def _load_rllib_class() -> type:
     module body runs: `sys.modules` is left as it was)."""
     fake_modules = {
         "tree": {"map_structure": our_spaces.map_structure},
-        "ray": {}, "ray.rllib": {}, "ray.rllib.utils": {}, "ray.rllib.utils.spaces": {},
+        "ray": {},
+        "ray.rllib": {},
+        "ray.rllib.utils": {},
+        "ray.rllib.utils.spaces": {},
         "ray.util": {},
-        "ray.rllib.utils.numpy": {"LARGE_INTEGER": 100000000, "one_hot": our_spaces.one_hot,
-                                  "one_hot_multidiscrete": our_spaces.one_hot_multidiscrete},
-        "ray.rllib.utils.serialization": {"gym_space_from_dict": our_spaces.space_from_dict,
-                                          "gym_space_to_dict": our_spaces.space_to_dict},
+        "ray.rllib.utils.numpy": {
+            "LARGE_INTEGER": 100000000,
+            "one_hot": our_spaces.one_hot,
+            "one_hot_multidiscrete": our_spaces.one_hot_multidiscrete,
+        },
+        "ray.rllib.utils.serialization": {
+            "gym_space_from_dict": our_spaces.space_from_dict,
+            "gym_space_to_dict": our_spaces.space_to_dict,
+        },
         "ray.rllib.utils.spaces.space_utils": {
             "batch": our_spaces.batch,
             "get_base_struct_from_space": our_spaces.get_base_struct_from_space,
-            "get_dummy_batch_for_space": our_spaces.get_dummy_batch_for_space},
+            "get_dummy_batch_for_space": our_spaces.get_dummy_batch_for_space,
+        },
         "ray.util.annotations": {"DeveloperAPI": lambda cls: cls},
     }
     path = _rllib_source()
@@ -89,8 +106,12 @@ def _outcome(method, *args, **kwargs):
 
 def _same(a, b) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
-        return (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
-                and all(_same(a[k], b[k]) for k in a))
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same(a[k], b[k]) for k in a)
+        )
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, np.ndarray) != isinstance(b, np.ndarray):
@@ -115,13 +136,18 @@ def _buffers(size: int, lookback: int, finalized: bool, space):
         if finalized:
             buffer.finalize()
         return buffer
+
     return make(InfiniteLookbackBuffer), make(RLlibBuffer)
 
 
-BUFFER_CASES = [(size, lookback, finalized, space)
-                for size in (0, 1, 3, 6) for lookback in (0, 2, 4) if lookback <= size
-                for finalized in (False, True)
-                for space in (None, gym.spaces.Discrete(8))]
+BUFFER_CASES = [
+    (size, lookback, finalized, space)
+    for size in (0, 1, 3, 6)
+    for lookback in (0, 2, 4)
+    if lookback <= size
+    for finalized in (False, True)
+    for space in (None, gym.spaces.Discrete(8))
+]
 
 
 def _requests():
@@ -140,15 +166,17 @@ def test_get_matches_rllib(size, lookback, finalized, space):
         for neg_index_as_lookback, fill in itertools.product((False, True), (None, 7)):
             one_hots = (False, True) if space is not None else (False,)
             for one_hot_discrete in one_hots:
-                kwargs = {"neg_index_as_lookback": neg_index_as_lookback, "fill": fill,
-                          "one_hot_discrete": one_hot_discrete}
+                kwargs = {
+                    "neg_index_as_lookback": neg_index_as_lookback,
+                    "fill": fill,
+                    "one_hot_discrete": one_hot_discrete,
+                }
                 expected = _outcome(theirs.get, request, **kwargs)
                 if _wraps_around_in_rllib(request, lookback, finalized, kwargs):
                     # The deliberate difference: RLlib's numpy fast path wraps such an index
                     # around to the end of the data (its list path raises IndexError); here
                     # both raise IndexError.
-                    assert _outcome(ours.get, request, **kwargs) == (
-                        "error", "IndexError")
+                    assert _outcome(ours.get, request, **kwargs) == ("error", "IndexError")
                     continue
                 if expected == ("error", "AssertionError"):
                     # RLlib's internal assert (start >= 0) trips on reversed ranges of an
@@ -158,21 +186,31 @@ def test_get_matches_rllib(size, lookback, finalized, space):
                 if expected[0] == "error":
                     # RLlib refuses (an index out of range): ours must refuse as well.
                     assert _outcome(ours.get, request, **kwargs)[0] == "error", (
-                        request, kwargs, expected)
+                        request,
+                        kwargs,
+                        expected,
+                    )
                     continue
                 got = _outcome(ours.get, request, **kwargs)
                 assert got[0] == "value" and _same(got[1], expected[1]), (
                     f"get({request!r}, {kwargs}) on data={list(range(size))} "
                     f"lookback={lookback} finalized={finalized}: RLlib gives {expected[1]!r}, "
-                    f"this project {got[1]!r}")
+                    f"this project {got[1]!r}"
+                )
                 compared += 1
     assert compared > 1000
     assert size == 0 or rllib_asserts == 0, rllib_asserts
 
 
-@pytest.mark.parametrize("size,lookback,finalized", [
-    (size, lookback, finalized) for size in (3, 6) for lookback in (0, 2)
-    for finalized in (False, True)])
+@pytest.mark.parametrize(
+    "size,lookback,finalized",
+    [
+        (size, lookback, finalized)
+        for size in (3, 6)
+        for lookback in (0, 2)
+        for finalized in (False, True)
+    ],
+)
 def test_set_matches_rllib(size, lookback, finalized):
     compared = 0
     for start, stop in itertools.product(POSITIONS, POSITIONS):
@@ -180,24 +218,31 @@ def test_set_matches_rllib(size, lookback, finalized):
             at = slice(start, stop, step)
             ours, theirs = _buffers(size, lookback, finalized, None)
             # As many new items as RLlib's slice selects (else both must refuse the size).
-            selected = len(np.asarray(theirs.data)[
-                theirs._interpret_slice(at, neg_index_as_lookback)[0]])
+            selected = len(
+                np.asarray(theirs.data)[theirs._interpret_slice(at, neg_index_as_lookback)[0]]
+            )
             new_data = [100 + i for i in range(selected)]
-            expected = _outcome(theirs.set, new_data, at_indices=at,
-                                                   neg_index_as_lookback=neg_index_as_lookback)
-            got = _outcome(ours.set, new_data, at_indices=at,
-                                            neg_index_as_lookback=neg_index_as_lookback)
+            expected = _outcome(
+                theirs.set, new_data, at_indices=at, neg_index_as_lookback=neg_index_as_lookback
+            )
+            got = _outcome(
+                ours.set, new_data, at_indices=at, neg_index_as_lookback=neg_index_as_lookback
+            )
             assert got[0] == expected[0], (at, neg_index_as_lookback, expected, got)
             assert _same(list(np.asarray(ours.data)), list(np.asarray(theirs.data))), (
-                at, neg_index_as_lookback)
+                at,
+                neg_index_as_lookback,
+            )
             compared += 1
     for index in INDICES:
         for neg_index_as_lookback in (False, True):
             ours, theirs = _buffers(size, lookback, finalized, None)
-            expected = _outcome(theirs.set, -1, at_indices=index,
-                                                   neg_index_as_lookback=neg_index_as_lookback)
-            got = _outcome(ours.set, -1, at_indices=index,
-                                            neg_index_as_lookback=neg_index_as_lookback)
+            expected = _outcome(
+                theirs.set, -1, at_indices=index, neg_index_as_lookback=neg_index_as_lookback
+            )
+            got = _outcome(
+                ours.set, -1, at_indices=index, neg_index_as_lookback=neg_index_as_lookback
+            )
             assert got[0] == expected[0], (index, neg_index_as_lookback, expected, got)
             assert _same(list(np.asarray(ours.data)), list(np.asarray(theirs.data)))
             compared += 1

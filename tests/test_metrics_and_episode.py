@@ -29,8 +29,14 @@ def test_reduce_kinds_and_what_starts_over_at_each_reduce():
         logger.log_value("all", v, reduce="item_series")
     assert isinstance(logger.stats["win"], MeanStats)
     first = logger.reduce(compile=True)
-    assert first == {"win": 4.0, "lo": 4, "hi": 5, "total": 15, "per_iter": 15,
-                     "all": [1, 2, 3, 4, 5]}
+    assert first == {
+        "win": 4.0,
+        "lo": 4,
+        "hi": 5,
+        "total": 15,
+        "per_iter": 15,
+        "all": [1, 2, 3, 4, 5],
+    }
     logger.log_value("total", 1, reduce="lifetime_sum")
     second = logger.reduce(compile=True)
     # Only the root's lifetime sum lives on; windows, sums and series start over (RLlib 2.60).
@@ -79,8 +85,9 @@ def test_parallel_runners_merge_with_rllibs_numbers():
     # Each runner sends the reduction of its window; the receiver reduces what came in.
     main = MetricsLogger(root=True)
     runners = [MetricsLogger(), MetricsLogger()]
-    for runner, returns in zip(runners, ([100.0, 200.0, 300.0, 400.0],
-                                         [150.0, 250.0, 350.0, 450.0]), strict=True):
+    for runner, returns in zip(
+        runners, ([100.0, 200.0, 300.0, 400.0], [150.0, 250.0, 350.0, 450.0]), strict=True
+    ):
         for value in returns:
             runner.log_value("mean_ret", value, window=3)
     main.aggregate([r.reduce() for r in runners], key="env_runners")
@@ -128,9 +135,13 @@ def test_state_round_trip_and_earlier_formats():
     clone.set_state(logger.get_state())
     assert clone.reduce(compile=True) == logger.reduce(compile=True)
     # A state of the earlier single Stats class (RLlib's legacy_stats) converts as RLlib's.
-    earlier = {"stats": {"steps": Stats([4, 5], reduce="sum").get_state(),
-                         "loss": Stats([1.0, 3.0], reduce="mean", window=5).get_state(),
-                         "hist": Stats([[1, 2]], reduce=None, window=10).get_state()}}
+    earlier = {
+        "stats": {
+            "steps": Stats([4, 5], reduce="sum").get_state(),
+            "loss": Stats([1.0, 3.0], reduce="mean", window=5).get_state(),
+            "hist": Stats([[1, 2]], reduce=None, window=10).get_state(),
+        }
+    }
     restored = MetricsLogger(root=True)
     restored.set_state(earlier)
     assert isinstance(restored.stats["steps"], LifetimeSumStats)
@@ -174,8 +185,9 @@ def test_episode_recording_chunks_and_temporary_data():
     episode = SingleAgentEpisode()
     episode.add_env_reset(np.zeros(2), {"start": True})
     for t in range(3):
-        episode.add_env_step(np.full(2, t + 1.0), t % 2, 1.5, {"t": t},
-                             extra_model_outputs={"action_logp": -0.5})
+        episode.add_env_step(
+            np.full(2, t + 1.0), t % 2, 1.5, {"t": t}, extra_model_outputs={"action_logp": -0.5}
+        )
         episode.add_temporary_timestep_data("x", t)
     assert len(episode) == episode.len() == 3 and episode.t == 3
     assert episode.get_return() == 4.5
@@ -198,24 +210,31 @@ def test_episode_recording_chunks_and_temporary_data():
     assert successor.get_duration_s() >= 0 and not math.isnan(successor.get_duration_s())
 
 
-def _recorded_episode(steps: int, *, infos: bool = False, terminated: bool = True,
-                      action=lambda t: t % 2) -> SingleAgentEpisode:
+def _recorded_episode(
+    steps: int, *, infos: bool = False, terminated: bool = True, action=lambda t: t % 2
+) -> SingleAgentEpisode:
     episode = SingleAgentEpisode(t_started=5, env_index=3)
     episode.add_env_reset(np.zeros(4, dtype=np.float32), {"reset": 1} if infos else {})
     for t in range(steps):
-        episode.add_env_step(np.full(4, t, dtype=np.float32), action(t), float(t),
-                             {"t": t} if infos else {},
-                             terminated=terminated and t == steps - 1,
-                             extra_model_outputs={"action_logp": -0.1 * t,
-                                                  "action_dist_inputs": np.ones(2) * t})
+        episode.add_env_step(
+            np.full(4, t, dtype=np.float32),
+            action(t),
+            float(t),
+            {"t": t} if infos else {},
+            terminated=terminated and t == steps - 1,
+            extra_model_outputs={"action_logp": -0.1 * t, "action_dist_inputs": np.ones(2) * t},
+        )
     episode.custom_data["n"] = steps
     return episode.to_numpy()
 
 
 def _same_episode(a: SingleAgentEpisode, b: SingleAgentEpisode) -> None:
     assert (a.id_, a.t_started, a.env_index, len(a)) == (b.id_, b.t_started, b.env_index, len(b))
-    assert (a.is_terminated, a.is_truncated, a.custom_data) == (b.is_terminated, b.is_truncated,
-                                                                 b.custom_data)
+    assert (a.is_terminated, a.is_truncated, a.custom_data) == (
+        b.is_terminated,
+        b.is_truncated,
+        b.custom_data,
+    )
     for field in ("observations", "actions", "rewards"):
         x, y = getattr(a, field), getattr(b, field)
         assert x == y and np.asarray(x.data).dtype == np.asarray(y.data).dtype, field
@@ -227,8 +246,14 @@ def _same_episode(a: SingleAgentEpisode, b: SingleAgentEpisode) -> None:
 
 def test_episode_list_pickles_compactly_and_round_trips():
     # Episodes as sample() returns them: finished ones, a chunk with infos, an empty chunk.
-    episodes = EpisodeList([_recorded_episode(3), _recorded_episode(1, infos=True),
-                            _recorded_episode(0, terminated=False), _recorded_episode(7)])
+    episodes = EpisodeList(
+        [
+            _recorded_episode(3),
+            _recorded_episode(1, infos=True),
+            _recorded_episode(0, terminated=False),
+            _recorded_episode(7),
+        ]
+    )
     data = pickle.dumps(episodes)
     restored = pickle.loads(data)
     assert isinstance(restored, EpisodeList) and len(restored) == 4

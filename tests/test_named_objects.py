@@ -65,8 +65,12 @@ class CountEpisodes(RLlibCallback):
 def test_the_counter_counts_every_env_step_of_two_runners_exactly():
     steps = create_named_object("env_steps", Counter)
     episodes = create_named_object("episodes", Counter)
-    config = (small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "env_steps"})
-              .env_runners(num_envs_per_env_runner=2).callbacks(CountEpisodes))
+    config = (
+        small_ppo(2)
+        .environment(LevelEnv, env_config={"count_steps_in": "env_steps"})
+        .env_runners(num_envs_per_env_runner=2)
+        .callbacks(CountEpisodes)
+    )
     with config.build() as algo:
         for _ in range(3):
             result = algo.train()
@@ -82,7 +86,8 @@ def test_calls_from_two_runners_run_one_at_a_time():
     with small_ppo(2).environment(LevelEnv).build() as algo:
         algo.env_runner_group.foreach_env_runner(
             lambda runner: [get_named_object("slow").slow_inc() for _ in range(200)],
-            local_env_runner=False)
+            local_env_runner=False,
+        )
     # Created before the algorithm: it outlives the algorithm's stop() (RLlib's tests build
     # several algorithms around one counter) until shutdown_named_objects().
     assert get_named_object("slow").get() == 2 * 200
@@ -97,7 +102,8 @@ def test_the_value_read_before_stop_is_exact():
     with small_ppo(2).environment(LevelEnv).build() as algo:
         algo.env_runner_group.foreach_env_runner(
             lambda runner: [get_named_object("slow2").slow_inc() for _ in range(200)],
-            local_env_runner=False)
+            local_env_runner=False,
+        )
         assert counter.get() == 5 + 2 * 200
     shutdown_named_objects()
 
@@ -107,8 +113,9 @@ def test_the_server_starts_on_first_use_and_stops_with_the_algorithm():
     with small_ppo(1).environment(LevelEnv).build() as algo:
         assert server_pids() == []  # nothing created: no server
         counter = create_named_object("late", Counter)  # created after the runners started
-        algo.env_runner_group.foreach_env_runner(lambda r: get_named_object("late").inc(3),
-                                                 local_env_runner=False)
+        algo.env_runner_group.foreach_env_runner(
+            lambda r: get_named_object("late").inc(3), local_env_runner=False
+        )
         assert counter.get() == 3
         assert len(server_pids()) == 1
     assert server_pids() == []
@@ -123,8 +130,11 @@ def test_errors_name_the_object_the_method_and_what_exists():
     with pytest.raises(ValueError, match="the name is taken"):
         create_named_object("errors", Counter)
     assert create_named_object("errors", Counter, get_if_exists=True).name == "errors"
-    with pytest.raises(NamedObjectError, match=r"errors\.fail\(\) raised ArithmeticError: the "
-                                               r"counter overflowed(.|\n)*Traceback"):
+    with pytest.raises(
+        NamedObjectError,
+        match=r"errors\.fail\(\) raised ArithmeticError: the "
+        r"counter overflowed(.|\n)*Traceback",
+    ):
         counter.fail()
     with pytest.raises(NamedObjectError, match=r"errors\.nope\(\) raised AttributeError"):
         counter.nope()
@@ -137,7 +147,8 @@ def test_an_env_runner_without_a_server_gets_a_clear_error():
     with config.build() as algo:
         with pytest.raises(EnvRunnerError, match="named-object server is not running"):
             algo.env_runner_group.foreach_env_runner(
-                lambda r: get_named_object("anything"), local_env_runner=False)
+                lambda r: get_named_object("anything"), local_env_runner=False
+            )
 
 
 @pytest.mark.slow
@@ -145,8 +156,9 @@ def test_rays_spelling_async_calls_from_two_runners_are_all_counted():
     from trainer import named_objects as ray
 
     counter = ray.remote(SlowCounter).options(name="global_counter").remote()
-    config = small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "global_counter",
-                                                            "count_with_remote": True})
+    config = small_ppo(2).environment(
+        LevelEnv, env_config={"count_steps_in": "global_counter", "count_with_remote": True}
+    )
     with config.build() as algo:
         for _ in range(2):
             result = algo.train()
@@ -187,8 +199,11 @@ def test_a_silent_client_blocks_nobody():
     for sock in silent:
         sock.connect(_address())
     try:
-        config = (small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "steps"})
-                  .env_runners(sample_timeout_s=HANDSHAKE_TIMEOUT_S * 4))
+        config = (
+            small_ppo(2)
+            .environment(LevelEnv, env_config={"count_steps_in": "steps"})
+            .env_runners(sample_timeout_s=HANDSHAKE_TIMEOUT_S * 4)
+        )
         with config.build() as algo:
             result = algo.train()
             assert counter.get() == result["env_runners"]["num_env_steps_sampled_lifetime"]
@@ -210,8 +225,9 @@ def test_the_server_socket_is_in_a_directory_only_its_user_can_enter():
     assert stat.S_ISSOCK(os.stat(_address()).st_mode)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
-                    reason="switching to another user needs root")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching to another user needs root"
+)
 def test_another_user_cannot_connect():
     import socket
 

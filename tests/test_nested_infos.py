@@ -22,10 +22,12 @@ class NestedInfoEnv(gym.Env):
         self._t = 0
 
     def _info(self):
-        return {"a": {"b": [1, 2], "deep": {"t": self._t, "sub_env": self._index}},
-                "c": np.arange(3, dtype=np.float32) + self._t,
-                "ragged": np.zeros(self._index + self._t + 1),
-                "items": [{"x": self._t}, ("tuple", self._index)]}
+        return {
+            "a": {"b": [1, 2], "deep": {"t": self._t, "sub_env": self._index}},
+            "c": np.arange(3, dtype=np.float32) + self._t,
+            "ragged": np.zeros(self._index + self._t + 1),
+            "items": [{"x": self._t}, ("tuple", self._index)],
+        }
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -55,16 +57,18 @@ def check_episode_infos(episode):
 @pytest.mark.slow
 @pytest.mark.parametrize("num_envs", [1, 3])
 def test_nested_infos_reach_episodes_from_worker_processes(num_envs):
-    config = (PPOConfig().environment(NestedInfoEnv)
-              .env_runners(num_env_runners=2, num_envs_per_env_runner=num_envs,
-                           rollout_fragment_length=7)
-              .training(train_batch_size=84, minibatch_size=42, num_epochs=1)
-              .rl_module(model_config={"fcnet_hiddens": [8]}))
+    config = (
+        PPOConfig()
+        .environment(NestedInfoEnv)
+        .env_runners(num_env_runners=2, num_envs_per_env_runner=num_envs, rollout_fragment_length=7)
+        .training(train_batch_size=84, minibatch_size=42, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
     with config.build() as algo:
         batches = algo.env_runner_group.foreach_env_runner(
-            lambda runner: [runner.sample() for _ in range(2)], local_env_runner=False)
-        episodes = [ep for runner_batches in batches for batch in runner_batches
-                    for ep in batch]
+            lambda runner: [runner.sample() for _ in range(2)], local_env_runner=False
+        )
+        episodes = [ep for runner_batches in batches for batch in runner_batches for ep in batch]
         # 7 steps per sub-env and 3-step episodes: autoresets inside each sample, and chunks
         # cut across sample() calls.
         assert sum(ep.is_done for ep in episodes) >= 2 * 2 * num_envs * 2
@@ -79,8 +83,11 @@ def test_nested_infos_reach_episodes_from_worker_processes(num_envs):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_nested_infos_in_each_vectorize_mode(mode):
-    config = (AlgorithmConfig().environment(NestedInfoEnv)
-              .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode))
+    config = (
+        AlgorithmConfig()
+        .environment(NestedInfoEnv)
+        .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode)
+    )
     runner = SingleAgentEnvRunner(config=config)
     try:
         episodes = runner.sample(num_timesteps=20, random_actions=True)
@@ -102,18 +109,21 @@ class NestedInfoVectorEnv(gym.vector.VectorEnv):
         self.num_envs = config["num_envs"]
         self.single_observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.single_action_space = gym.spaces.Discrete(2)
-        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space,
-                                                              self.num_envs)
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space,
-                                                         self.num_envs)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self._t = np.zeros(self.num_envs, dtype=np.int64)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
 
     def _infos(self):
         infos = {}
         for i, t in enumerate(self._t.tolist()):
-            info = {"a": {"b": [1, 2], "deep": {"t": t, "sub_env": i}},
-                    "c": np.arange(3, dtype=np.float32) + t, "items": [{"x": t}]}
+            info = {
+                "a": {"b": [1, 2], "deep": {"t": t, "sub_env": i}},
+                "c": np.arange(3, dtype=np.float32) + t,
+                "items": [{"x": t}],
+            }
             if i % 2 == 0:
                 info["even"] = {"t": t}
             infos = self._add_info(infos, info, i)
@@ -130,8 +140,13 @@ class NestedInfoVectorEnv(gym.vector.VectorEnv):
         terminated = (self._t >= 3) & ~self._autoreset
         rewards = np.where(self._autoreset, 0.0, 1.0)
         self._autoreset = terminated
-        return (np.zeros((self.num_envs, 2), np.float32), rewards, terminated,
-                np.zeros(self.num_envs, dtype=bool), self._infos())
+        return (
+            np.zeros((self.num_envs, 2), np.float32),
+            rewards,
+            terminated,
+            np.zeros(self.num_envs, dtype=bool),
+            self._infos(),
+        )
 
 
 def check_vector_episode_infos(episode):
@@ -152,17 +167,23 @@ def check_vector_episode_infos(episode):
 
 
 def test_nested_infos_of_a_vector_entry_point_env_are_unbatched_per_sub_env():
-    config = (PPOConfig().environment(NestedInfoVectorEnv)
-              .env_runners(num_env_runners=1, num_envs_per_env_runner=3,
-                           rollout_fragment_length=7,
-                           gym_env_vectorize_mode="vector_entry_point")
-              .training(train_batch_size=42, minibatch_size=21, num_epochs=1)
-              .rl_module(model_config={"fcnet_hiddens": [8]}))
+    config = (
+        PPOConfig()
+        .environment(NestedInfoVectorEnv)
+        .env_runners(
+            num_env_runners=1,
+            num_envs_per_env_runner=3,
+            rollout_fragment_length=7,
+            gym_env_vectorize_mode="vector_entry_point",
+        )
+        .training(train_batch_size=42, minibatch_size=21, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
     with config.build() as algo:
         batches = algo.env_runner_group.foreach_env_runner(
-            lambda runner: [runner.sample() for _ in range(2)], local_env_runner=False)
-        episodes = [ep for runner_batches in batches for batch in runner_batches
-                    for ep in batch]
+            lambda runner: [runner.sample() for _ in range(2)], local_env_runner=False
+        )
+        episodes = [ep for runner_batches in batches for batch in runner_batches for ep in batch]
         assert sum(ep.is_done for ep in episodes) >= 2 * 3
         for episode in episodes:
             check_vector_episode_infos(episode)

@@ -29,15 +29,18 @@ def _plant_pickle(checkpoint, marker):
 
 
 def test_from_checkpoint_rebuilds_the_config_from_plain_data(tmp_path):
-    config = (small_ppo(1, lr=0.002).callbacks(EpisodeReturn).debugging(seed=3)
-              .evaluation(evaluation_interval=5, evaluation_config={"explore": False}))
+    config = (
+        small_ppo(1, lr=0.002)
+        .callbacks(EpisodeReturn)
+        .debugging(seed=3)
+        .evaluation(evaluation_interval=5, evaluation_config={"explore": False})
+    )
     with config.build() as algo:
         algo.train()
         path = algo.save_to_path(tmp_path / "c")
     stored = json.loads((tmp_path / "c" / "config.json").read_text())
     assert stored["algorithm_class"] == "trainer.algorithms.ppo.ppo:PPO"
-    assert stored["settings"]["callbacks_class"] == {
-        "__import__": "helpers:EpisodeReturn"}
+    assert stored["settings"]["callbacks_class"] == {"__import__": "helpers:EpisodeReturn"}
     assert stored["unstored"] == []
     marker = tmp_path / "unpickled"
     _plant_pickle(tmp_path / "c", marker)
@@ -81,19 +84,42 @@ def test_a_config_json_naming_something_that_is_not_an_algorithm_is_refused(tmp_
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
-SMALL = ["--num-env-runners", "0", "--train-batch-size", "200", "--minibatch-size", "100",
-         "--num-epochs", "1", "--hiddens", "8"]
+SMALL = [
+    "--num-env-runners",
+    "0",
+    "--train-batch-size",
+    "200",
+    "--minibatch-size",
+    "100",
+    "--num-epochs",
+    "1",
+    "--hiddens",
+    "8",
+]
 
 
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory):
     directory = tmp_path_factory.mktemp("cli") / "run"
-    done = _cli(*SMALL, "--stop-iters", "2", "--checkpoint-frequency", "1", "--output-dir",
-                str(directory), cwd=directory.parent)
+    done = _cli(
+        *SMALL,
+        "--stop-iters",
+        "2",
+        "--checkpoint-frequency",
+        "1",
+        "--output-dir",
+        str(directory),
+        cwd=directory.parent,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return directory
 
@@ -105,8 +131,9 @@ def test_evaluate_and_resume_never_unpickle_a_planted_file(run_folder, tmp_path)
     marker = tmp_path / "unpickled"
     for checkpoint in run.glob("checkpoint_*"):
         _plant_pickle(checkpoint, marker)
-    evaluated = _cli("evaluate", str(run / "checkpoint_000002"), "--episodes", "1", "--json",
-                     cwd=tmp_path)
+    evaluated = _cli(
+        "evaluate", str(run / "checkpoint_000002"), "--episodes", "1", "--json", cwd=tmp_path
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["num_episodes"] == 1
     resumed = _cli("--resume", "--output-dir", str(run), "--stop-iters", "3", cwd=tmp_path)

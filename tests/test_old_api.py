@@ -19,6 +19,7 @@ def warnings_seen(caplog):
 
     def lines():
         return [r.getMessage() for r in caplog.records if "DeprecationWarning" in r.getMessage()]
+
     return lines
 
 
@@ -29,23 +30,39 @@ def assert_warned_once(lines, form, replacement):
 
 
 def test_dict_config_with_old_keys_and_env_argument(warnings_seen):
-    algo = PPO(config={"num_workers": 1, "num_envs_per_worker": 2, "num_sgd_iter": 2,
-                       "sgd_minibatch_size": 50, "train_batch_size": 200, "lambda": 0.9,
-                       "framework": "torch", "num_cpus_per_worker": 1,
-                       "model": {"fcnet_hiddens": [8]}},
-               env="CartPole-v1")
+    algo = PPO(
+        config={
+            "num_workers": 1,
+            "num_envs_per_worker": 2,
+            "num_sgd_iter": 2,
+            "sgd_minibatch_size": 50,
+            "train_batch_size": 200,
+            "lambda": 0.9,
+            "framework": "torch",
+            "num_cpus_per_worker": 1,
+            "model": {"fcnet_hiddens": [8]},
+        },
+        env="CartPole-v1",
+    )
     try:
         config = algo.config
-        assert (config.num_env_runners, config.num_envs_per_env_runner, config.num_epochs,
-                config.minibatch_size, config.lambda_, config.env) == (1, 2, 2, 50, 0.9,
-                                                                        "CartPole-v1")
+        assert (
+            config.num_env_runners,
+            config.num_envs_per_env_runner,
+            config.num_epochs,
+            config.minibatch_size,
+            config.lambda_,
+            config.env,
+        ) == (1, 2, 2, 50, 0.9, "CartPole-v1")
         result = algo.train()
         assert result["episode_reward_mean"] == result["env_runners"]["episode_return_mean"]
         assert result["episode_reward_mean"] == result.get("episode_reward_mean")
         assert "episode_reward_mean" in result and "episode_reward_mean" not in dict(result)
         assert result["timesteps_total"] == result["num_env_steps_sampled_lifetime"]
-        assert result["env_runners"]["episode_reward_max"] == (
-            result["env_runners"]["episode_return_max"])
+        assert (
+            result["env_runners"]["episode_reward_max"]
+            == (result["env_runners"]["episode_return_max"])
+        )
     finally:
         algo.stop()
     lines = warnings_seen()
@@ -55,20 +72,30 @@ def test_dict_config_with_old_keys_and_env_argument(warnings_seen):
     assert_warned_once(lines, '"num_sgd_iter"', '"num_epochs"')
     assert_warned_once(lines, '"sgd_minibatch_size"', '"minibatch_size"')
     assert_warned_once(lines, '"num_cpus_per_worker"', "ignored")
-    assert_warned_once(lines, 'result["episode_reward_mean"]',
-                       'result["env_runners"]["episode_return_mean"]')
-    assert_warned_once(lines, 'result["timesteps_total"]',
-                       'result["num_env_steps_sampled_lifetime"]')
+    assert_warned_once(
+        lines, 'result["episode_reward_mean"]', 'result["env_runners"]["episode_return_mean"]'
+    )
+    assert_warned_once(
+        lines, 'result["timesteps_total"]', 'result["num_env_steps_sampled_lifetime"]'
+    )
     assert not any('"lambda"' in line or '"framework"' in line for line in lines)
 
 
 def test_from_dict_and_rollouts_with_old_names(warnings_seen):
-    config = PPOConfig.from_dict({"num_rollout_workers": 3, "evaluation_num_workers": 1,
-                                  "metrics_smoothing_episodes": 7,
-                                  "recreate_failed_workers": False})
-    assert (config.num_env_runners, config.evaluation_num_env_runners,
-            config.metrics_num_episodes_for_smoothing, config.restart_failed_env_runners) == (
-        3, 1, 7, False)
+    config = PPOConfig.from_dict(
+        {
+            "num_rollout_workers": 3,
+            "evaluation_num_workers": 1,
+            "metrics_smoothing_episodes": 7,
+            "recreate_failed_workers": False,
+        }
+    )
+    assert (
+        config.num_env_runners,
+        config.evaluation_num_env_runners,
+        config.metrics_num_episodes_for_smoothing,
+        config.restart_failed_env_runners,
+    ) == (3, 1, 7, False)
     config = AlgorithmConfig().rollouts(num_rollout_workers=2, num_envs_per_worker=3)
     assert (config.num_env_runners, config.num_envs_per_env_runner) == (2, 3)
     config.training(num_sgd_iter=4).evaluation(evaluation_num_workers=2)
@@ -85,14 +112,17 @@ class OldStyleCallbacks(RLlibCallback):
     """The old stack's example callbacks: old argument names, user_data, custom_metrics,
     hist_data, and old episode attributes."""
 
-    def on_sub_environment_created(self, *, worker, sub_environment, env_context, env_index,
-                                   **kwargs):
+    def on_sub_environment_created(
+        self, *, worker, sub_environment, env_context, env_index, **kwargs
+    ):
         sub_environment.created_by = (worker.worker_index, env_index)
 
     def on_episode_start(self, *, worker, base_env, policies, episode, env_index, **kwargs):
         assert episode.length == -1  # as RLlib's old episodes before their first step
-        assert base_env.get_sub_environments()[env_index].created_by == (worker.worker_index,
-                                                                         env_index)
+        assert base_env.get_sub_environments()[env_index].created_by == (
+            worker.worker_index,
+            env_index,
+        )
         assert policies["default_policy"] is worker.module
         episode.user_data["positions"] = []
         episode.hist_data["positions"] = []
@@ -118,8 +148,12 @@ class OldStyleCallbacks(RLlibCallback):
 
 def test_old_callback_signatures_and_episode_attributes_in_two_runners(warnings_seen):
     # 7 steps per sample() and 10-step episodes: every episode spans two or more chunks.
-    config = (small_ppo(2, train_batch_size=140).environment(LevelEnv)
-              .env_runners(rollout_fragment_length=7).callbacks(OldStyleCallbacks))
+    config = (
+        small_ppo(2, train_batch_size=140)
+        .environment(LevelEnv)
+        .env_runners(rollout_fragment_length=7)
+        .callbacks(OldStyleCallbacks)
+    )
     with config.build() as algo:
         result = algo.train()
         result = algo.train()
@@ -135,19 +169,22 @@ def test_old_callback_signatures_and_episode_attributes_in_two_runners(warnings_
     assert result["custom_metrics"] is result["env_runners"]["custom_metrics"]
     lines = warnings_seen()
     for form, replacement in [
-            ("OldStyleCallbacks.on_episode_start(worker=, base_env=, policies=)",
-             "env_runner=, env=, rl_module="),
-            ("OldStyleCallbacks.on_episode_step(worker=, base_env=)", "env_runner=, env="),
-            ("OldStyleCallbacks.on_sample_end(worker=)", "env_runner="),
-            ("OldStyleCallbacks.on_sub_environment_created", "on_environment_created"),
-            ("OldStyleCallbacks.on_learn_on_batch (never called here)", "on_sample_end"),
-            ("episode.user_data", "episode.custom_data"),
-            ("episode.custom_metrics", "metrics_logger.log_value"),
-            ("episode.hist_data", "reduce='item_series'"),
-            ("episode.length", "episode.t"),
-            ("episode.total_reward", "get_return()"),
-            ("episode.last_observation_for()", "get_observations(-1)"),
-            ('result["custom_metrics"]', 'result["env_runners"]["custom_metrics"]')]:
+        (
+            "OldStyleCallbacks.on_episode_start(worker=, base_env=, policies=)",
+            "env_runner=, env=, rl_module=",
+        ),
+        ("OldStyleCallbacks.on_episode_step(worker=, base_env=)", "env_runner=, env="),
+        ("OldStyleCallbacks.on_sample_end(worker=)", "env_runner="),
+        ("OldStyleCallbacks.on_sub_environment_created", "on_environment_created"),
+        ("OldStyleCallbacks.on_learn_on_batch (never called here)", "on_sample_end"),
+        ("episode.user_data", "episode.custom_data"),
+        ("episode.custom_metrics", "metrics_logger.log_value"),
+        ("episode.hist_data", "reduce='item_series'"),
+        ("episode.length", "episode.t"),
+        ("episode.total_reward", "get_return()"),
+        ("episode.last_observation_for()", "get_observations(-1)"),
+        ('result["custom_metrics"]', 'result["env_runners"]["custom_metrics"]'),
+    ]:
         assert_warned_once(lines, form, replacement)
 
 
@@ -188,9 +225,12 @@ def test_workers_foreach_worker_and_old_checkpoint_names(warnings_seen, tmp_path
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_evaluation_results_answer_the_old_keys(parallel, warnings_seen):
-    config = small_ppo(0).evaluation(evaluation_interval=1, evaluation_duration=2,
-                                     evaluation_num_env_runners=1,
-                                     evaluation_parallel_to_training=parallel)
+    config = small_ppo(0).evaluation(
+        evaluation_interval=1,
+        evaluation_duration=2,
+        evaluation_num_env_runners=1,
+        evaluation_parallel_to_training=parallel,
+    )
     with config.build() as algo:
         evaluation = algo.train()["evaluation"]
     assert evaluation["episode_reward_mean"] == evaluation["env_runners"]["episode_return_mean"]
@@ -204,12 +244,17 @@ class EpisodeLengthsOldForm(RLlibCallback):
         episode.custom_metrics["worker"] = worker.worker_index
 
 
-@pytest.mark.parametrize("switch", [
-    lambda c: c.api_stack(enable_rl_module_and_learner=False,
-                          enable_env_runner_and_connector_v2=False),
-    lambda c: c.update_from_dict({"enable_rl_module_and_learner": False,
-                                  "enable_env_runner_and_connector_v2": False}),
-])
+@pytest.mark.parametrize(
+    "switch",
+    [
+        lambda c: c.api_stack(
+            enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False
+        ),
+        lambda c: c.update_from_dict(
+            {"enable_rl_module_and_learner": False, "enable_env_runner_and_connector_v2": False}
+        ),
+    ],
+)
 def test_old_api_stack_switch_runs_the_new_stack_with_one_warning(switch, warnings_seen):
     config = switch(small_ppo(1).environment(LevelEnv).callbacks(EpisodeLengthsOldForm))
     # What runs is the new stack: scripts that branch on these settings take its path.

@@ -13,8 +13,13 @@ from trainer.core.models import SpaceInfo
 
 
 def _float64_learner(env_id: str, model_config: dict, **training) -> PPOLearner:
-    config = (PPOConfig().environment(env_id).rl_module(model_config=model_config).debugging(seed=0)
-              .training(entropy_coeff=0.05, vf_clip_param=1e6, clip_param=0.2, **training))
+    config = (
+        PPOConfig()
+        .environment(env_id)
+        .rl_module(model_config=model_config)
+        .debugging(seed=0)
+        .training(entropy_coeff=0.05, vf_clip_param=1e6, clip_param=0.2, **training)
+    )
     env = gym.make(env_id)
     learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
     learner.kl_coeff = 0.3
@@ -27,29 +32,37 @@ def _float64_learner(env_id: str, model_config: dict, **training) -> PPOLearner:
     return learner
 
 
-@pytest.mark.parametrize("env_id, model_config", [
-    ("CartPole-v1", {"fcnet_hiddens": [6], "fcnet_activation": "tanh"}),
-    ("CartPole-v1", {"fcnet_hiddens": [5, 4], "fcnet_activation": "relu",
-                     "vf_share_layers": True}),
-    ("Pendulum-v1", {"fcnet_hiddens": [6], "fcnet_activation": "swish"}),
-    ("Pendulum-v1", {"fcnet_hiddens": [4], "free_log_std": True, "vf_share_layers": True}),
-])
+@pytest.mark.parametrize(
+    "env_id, model_config",
+    [
+        ("CartPole-v1", {"fcnet_hiddens": [6], "fcnet_activation": "tanh"}),
+        (
+            "CartPole-v1",
+            {"fcnet_hiddens": [5, 4], "fcnet_activation": "relu", "vf_share_layers": True},
+        ),
+        ("Pendulum-v1", {"fcnet_hiddens": [6], "fcnet_activation": "swish"}),
+        ("Pendulum-v1", {"fcnet_hiddens": [4], "free_log_std": True, "vf_share_layers": True}),
+    ],
+)
 def test_ppo_loss_gradient_matches_finite_differences(env_id, model_config):
     learner = _float64_learner(env_id, model_config)
     module = learner.module
     rng = np.random.default_rng(0)
     n = 12
     obs = rng.standard_normal((n, module.spaces.obs_dim))
-    old_inputs = module.dist_inputs(obs) + 0.1 * rng.standard_normal(
-        module.dist_inputs(obs).shape)
+    old_inputs = module.dist_inputs(obs) + 0.1 * rng.standard_normal(module.dist_inputs(obs).shape)
     if module.spaces.action_discrete_n:
         actions = rng.integers(0, module.spaces.action_discrete_n, n)
     else:
         actions = rng.standard_normal((n, module.spaces.action_dim))
-    batch = {"obs": obs, "actions": actions,
-             "action_logp": module.dist.logp(old_inputs, actions),
-             "action_dist_inputs": old_inputs,
-             "advantages": rng.standard_normal(n), "value_targets": rng.standard_normal(n)}
+    batch = {
+        "obs": obs,
+        "actions": actions,
+        "action_logp": module.dist.logp(old_inputs, actions),
+        "action_dist_inputs": old_inputs,
+        "advantages": rng.standard_normal(n),
+        "value_targets": rng.standard_normal(n),
+    }
     grads, stats = learner.loss_and_grads(batch)
     params = module.parameters()
     eps = 1e-6
@@ -72,31 +85,51 @@ def test_results_have_rllibs_keys():
     result = algo.train()
     algo.stop()
     env_runners = result["env_runners"]
-    for key in ("episode_return_mean", "episode_return_min", "episode_return_max",
-                "episode_len_mean", "num_episodes", "num_env_steps_sampled",
-                "num_env_steps_sampled_lifetime"):
+    for key in (
+        "episode_return_mean",
+        "episode_return_min",
+        "episode_return_max",
+        "episode_len_mean",
+        "num_episodes",
+        "num_env_steps_sampled",
+        "num_env_steps_sampled_lifetime",
+    ):
         assert key in env_runners
-    assert env_runners["episode_return_min"] <= env_runners["episode_return_mean"] <= (
-        env_runners["episode_return_max"])
+    assert (
+        env_runners["episode_return_min"]
+        <= env_runners["episode_return_mean"]
+        <= (env_runners["episode_return_max"])
+    )
     learner = result["learners"]["default_policy"]
     for key in ("policy_loss", "vf_loss", "entropy", "mean_kl_loss", "curr_lr", "curr_kl_coeff"):
         assert math.isfinite(learner[key])
     assert learner["curr_lr"] == pytest.approx(5e-5)
     assert result["num_env_steps_sampled_lifetime"] == env_runners["num_env_steps_sampled"] >= 200
     assert result["training_iteration"] == 1 and result["time_this_iter_s"] > 0
-    assert {"env_runner_sampling_timer", "learner_update_timer", "synch_weights",
-            "training_iteration"} <= set(result["timers"])
+    assert {
+        "env_runner_sampling_timer",
+        "learner_update_timer",
+        "synch_weights",
+        "training_iteration",
+    } <= set(result["timers"])
     assert result["fault_tolerance"] == {
-        "num_healthy_workers": 1, "num_remote_worker_restarts": 0,
+        "num_healthy_workers": 1,
+        "num_remote_worker_restarts": 0,
         "num_failures": {"crashed": 0, "timeout": 0, "exception": 0, "callback": 0},
-        "num_env_steps_lost": 0, "num_sub_environment_restarts": 0}
+        "num_env_steps_lost": 0,
+        "num_sub_environment_restarts": 0,
+    }
 
 
 def test_episode_metrics_are_nan_until_an_episode_ends():
     # LevelEnv's episodes last exactly 10 steps (reward 1 each at level 0): the first 8 steps
     # end none, the next 8 end the first.
-    algo = (small_ppo(0, env=LevelEnv, train_batch_size=8, minibatch_size=8)
-            .env_runners(rollout_fragment_length=8).debugging(seed=1).build())
+    algo = (
+        small_ppo(0, env=LevelEnv, train_batch_size=8, minibatch_size=8)
+        .env_runners(rollout_fragment_length=8)
+        .debugging(seed=1)
+        .build()
+    )
     try:
         first, second = algo.train(), algo.train()
     finally:
@@ -132,11 +165,21 @@ def test_compute_single_action_follows_explore_setting():
 
 @pytest.mark.slow
 def test_ppo_improves_cartpole_within_a_few_iterations():
-    algo = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
-            .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, train_batch_size=2000)
-            .rl_module(model_config={"fcnet_hiddens": [32], "fcnet_activation": "linear",
-                                     "vf_share_layers": True})
-            .debugging(seed=0).build())
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1)
+        .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, train_batch_size=2000)
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [32],
+                "fcnet_activation": "linear",
+                "vf_share_layers": True,
+            }
+        )
+        .debugging(seed=0)
+        .build()
+    )
     returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(12)]
     algo.stop()
     assert returns[-1] > 2 * returns[0] and returns[-1] > 60
@@ -144,6 +187,7 @@ def test_ppo_improves_cartpole_within_a_few_iterations():
 
 def _blas_threads() -> list[int]:
     from threadpoolctl import threadpool_info
+
     return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
 
@@ -196,18 +240,26 @@ def _pendulum_episodes(num_episodes: int = 4, length: int = 30) -> list:
         for _ in range(length):
             episode.add_env_step(
                 rng.standard_normal(3).astype(np.float32),
-                rng.standard_normal(1).astype(np.float32), float(rng.normal(-5.0, 2.0)),
-                extra_model_outputs={"action_logp": -1.0,
-                                     "action_dist_inputs": np.array([0.0, -0.5], np.float32)})
+                rng.standard_normal(1).astype(np.float32),
+                float(rng.normal(-5.0, 2.0)),
+                extra_model_outputs={
+                    "action_logp": -1.0,
+                    "action_dist_inputs": np.array([0.0, -0.5], np.float32),
+                },
+            )
         episodes.append(episode.to_numpy())
     return episodes
 
 
 def _recorded_update(kl_target: float) -> tuple[PPOLearner, dict, list[dict]]:
     """A seeded learner's update (4 epochs of 3 minibatches) and each minibatch's stats."""
-    config = (PPOConfig().environment("Pendulum-v1").debugging(seed=3)
-              .rl_module(model_config={"fcnet_hiddens": [8]})
-              .training(num_epochs=4, minibatch_size=40, lr=3e-3, kl_target=kl_target))
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .debugging(seed=3)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .training(num_epochs=4, minibatch_size=40, lr=3e-3, kl_target=kl_target)
+    )
     env = gym.make("Pendulum-v1")
     learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
     seen = []

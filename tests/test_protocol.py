@@ -30,9 +30,12 @@ from trainer.util import deprecation
 
 # -- records ---------------------------------------------------------------------------------
 def test_requests_and_replies_round_trip_with_ids_and_labels():
-    requests = [protocol.Init(protocol.next_request_id(), ["/x"], b"spec"),
-                protocol.call("sample_with_metrics", explore=False),
-                protocol.apply(cloudpickle.dumps(len), key=1), protocol.stop()]
+    requests = [
+        protocol.Init(protocol.next_request_id(), ["/x"], b"spec"),
+        protocol.call("sample_with_metrics", explore=False),
+        protocol.apply(cloudpickle.dumps(len), key=1),
+        protocol.stop(),
+    ]
     ids = [request.request_id for request in requests]
     assert len(set(ids)) == 4 and ids == sorted(ids)
     for request in requests:
@@ -57,9 +60,16 @@ def _error_round_trip(cause: BaseException) -> BaseException:
     return raised.value
 
 
-@pytest.mark.parametrize("cause", [ValueError("bad value"), KeyError("k"),
-                                   FileNotFoundError(2, "no file"), ZeroDivisionError("z"),
-                                   gym.error.Error("gymnasium's")])
+@pytest.mark.parametrize(
+    "cause",
+    [
+        ValueError("bad value"),
+        KeyError("k"),
+        FileNotFoundError(2, "no file"),
+        ZeroDivisionError("z"),
+        gym.error.Error("gymnasium's"),
+    ],
+)
 def test_a_remote_error_keeps_its_type_and_its_original(cause):
     error = _error_round_trip(cause)
     assert isinstance(error, type(cause)) and isinstance(error, EnvRunnerError)
@@ -89,10 +99,13 @@ def test_a_callback_error_keeps_the_callbacks_exception_type():
 
 @pytest.mark.slow
 def test_an_env_error_in_a_worker_process_arrives_as_its_own_type():
-    algo = (PPOConfig().environment(RaisingStepEnv)
-            .env_runners(num_env_runners=1, rollout_fragment_length=10)
-            .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
-            .fault_tolerance(restart_failed_env_runners=False)).build()
+    algo = (
+        PPOConfig()
+        .environment(RaisingStepEnv)
+        .env_runners(num_env_runners=1, rollout_fragment_length=10)
+        .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
+        .fault_tolerance(restart_failed_env_runners=False)
+    ).build()
     try:
         with pytest.raises(ValueError, match=RaisingStepEnv.MESSAGE) as raised:
             algo.train()
@@ -203,8 +216,9 @@ class ThreadRunner(RunnerHandle):
     def __init__(self, worker_index):
         self.worker_index, self.healthy, self.pid = worker_index, True, None
         self.conn, child_end = Pipe(duplex=True)
-        self._thread = threading.Thread(target=worker.serve, args=(child_end, worker_index),
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=worker.serve, args=(child_end, worker_index), daemon=True
+        )
         self._thread.start()
         self._pending = []
         self._crashed = False
@@ -229,8 +243,9 @@ class ThreadRunner(RunnerHandle):
     def read_reply(self, timeout):
         if not self.conn.poll(timeout):
             raise self.timed_out(timeout)
-        return protocol.reply_value(self.conn.recv(), self._pending.pop(0), "request",
-                                    self.worker_index)
+        return protocol.reply_value(
+            self.conn.recv(), self._pending.pop(0), "request", self.worker_index
+        )
 
     def timed_out(self, timeout):
         self.kill()
@@ -270,11 +285,18 @@ def test_a_group_runs_on_any_backend_that_implements_the_handle(monkeypatch):
     # set this process's log handlers as a worker's.
     monkeypatch.setattr(deprecation, "collect_in_this_process", lambda: None)
     monkeypatch.setattr(worker, "_configure_logging", lambda level, index: None)
-    config = (PPOConfig().environment("CartPole-v1")
-              .env_runners(num_env_runners=2, rollout_fragment_length=50))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2, rollout_fragment_length=50)
+    )
     recreated = []
-    group = EnvRunnerGroup(config, make_env_creator("CartPole-v1"), backend=ThreadBackend(),
-                           on_recreated=recreated.append)
+    group = EnvRunnerGroup(
+        config,
+        make_env_creator("CartPole-v1"),
+        backend=ThreadBackend(),
+        on_recreated=recreated.append,
+    )
     try:
         episodes, metrics = group.sample(min_env_steps=100)
         assert sum(len(e) for e in episodes) >= 100 and len(metrics) == 2
@@ -283,6 +305,8 @@ def test_a_group_runs_on_any_backend_that_implements_the_handle(monkeypatch):
         episodes, _ = group.sample(min_env_steps=100)
         assert recreated == [[2]] and group.healthy_env_runner_ids() == [1, 2]
         assert group.foreach_env_runner(lambda r: r._recreated, local_env_runner=False) == [
-            False, True]
+            False,
+            True,
+        ]
     finally:
         group.stop()

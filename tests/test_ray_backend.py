@@ -27,10 +27,13 @@ def local_ray():
 
 
 def _config(**env_runners):
-    return (PPOConfig().environment("CartPole-v1")
-            .env_runners(backend="ray", num_env_runners=2, **env_runners)
-            .training(lr=0.0003, train_batch_size=1000, minibatch_size=128, num_epochs=6)
-            .debugging(seed=0))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(backend="ray", num_env_runners=2, **env_runners)
+        .training(lr=0.0003, train_batch_size=1000, minibatch_size=128, num_epochs=6)
+        .debugging(seed=0)
+    )
 
 
 def _actor_id(runner):
@@ -49,23 +52,28 @@ def test_ppo_learns_on_ray_actors_and_code_runs_on_them():
             result = algo.train()
         assert result["env_runners"]["episode_return_mean"] > first + 15
         where = algo.env_runner_group.foreach_env_runner(
-            lambda runner: (runner.worker_index, os.getpid(), _actor_id(runner)))
+            lambda runner: (runner.worker_index, os.getpid(), _actor_id(runner))
+        )
         assert [index for index, _, _ in where] == [0, 1, 2]
         assert where[0][2] is None  # the local runner is in this process, no actor
         assert where[0][1] == os.getpid() != where[1][1] != where[2][1]
         assert where[1][2] and where[2][2] and where[1][2] != where[2][2]
         assert algo.env_runner_group.foreach_env_runner(
             lambda runner: ray.get_runtime_context().get_assigned_resources().get("CPU"),
-            local_env_runner=False) == [2.0, 2.0]
+            local_env_runner=False,
+        ) == [2.0, 2.0]
     finally:
         algo.stop()
 
 
 def test_an_env_error_in_an_actor_keeps_its_type_and_stop_ends_the_actors():
-    algo = (PPOConfig().environment(RaisingStepEnv)
-            .env_runners(backend="ray", num_env_runners=1, rollout_fragment_length=10)
-            .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
-            .fault_tolerance(restart_failed_env_runners=False)).build()
+    algo = (
+        PPOConfig()
+        .environment(RaisingStepEnv)
+        .env_runners(backend="ray", num_env_runners=1, rollout_fragment_length=10)
+        .training(train_batch_size=20, minibatch_size=10, num_epochs=1)
+        .fault_tolerance(restart_failed_env_runners=False)
+    ).build()
     actor = algo.env_runner_group.remote_runner(1).actor
     try:
         with pytest.raises(ValueError, match=RaisingStepEnv.MESSAGE) as raised:
@@ -96,11 +104,31 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     # Its own local Ray instance (the module's is this process's), ended with the job. Without
     # the preset: its evaluation actor would be a third 1-CPU actor on this 2-CPU machine.
     done = subprocess.run(
-        [sys.executable, "-m", "trainer", "--backend", "ray", "--preset", "none",
-         "--num-env-runners", "2",
-         "--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
-         "--stop-iters", "2", "--output-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "--backend",
+            "ray",
+            "--preset",
+            "none",
+            "--num-env-runners",
+            "2",
+            "--train-batch-size",
+            "200",
+            "--minibatch-size",
+            "100",
+            "--num-epochs",
+            "1",
+            "--stop-iters",
+            "2",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     params = json.loads((tmp_path / "run" / "params.json").read_text())
     assert params["backend"] == "ray" and params["num_env_runners"] == 2
@@ -119,6 +147,8 @@ def test_an_actor_that_waits_for_resources_is_named_with_what_it_asked_for(monke
         _config(num_cpus_per_env_runner=3).build()
     message = str(caught.value)
     assert "did not answer __init__() within 5 s" in message
-    assert "Its Ray actor asked for {'CPU': 3} and may have waited for them: the cluster has " \
-           "{'CPU': 4.0} in all" in message
+    assert (
+        "Its Ray actor asked for {'CPU': 3} and may have waited for them: the cluster has "
+        "{'CPU': 4.0} in all" in message
+    )
     assert "evaluation_num_env_runners" in message

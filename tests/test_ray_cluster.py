@@ -52,19 +52,25 @@ def alive_nodes() -> set[str]:
 
 
 def cartpole(**env_runners) -> PPOConfig:
-    return (PPOConfig().environment("CartPole-v1")
-            .env_runners(backend="ray", num_env_runners=2, **env_runners)
-            .training(lr=0.0003, train_batch_size=1000, minibatch_size=128, num_epochs=6)
-            .fault_tolerance(delay_between_env_runner_restarts_s=0)
-            .callbacks(RecordRecreated).debugging(seed=0))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(backend="ray", num_env_runners=2, **env_runners)
+        .training(lr=0.0003, train_batch_size=1000, minibatch_size=128, num_epochs=6)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0)
+        .callbacks(RecordRecreated)
+        .debugging(seed=0)
+    )
 
 
-def test_runners_land_on_different_nodes_ppo_learns_and_env_code_reaches_named_objects(
-        cluster):
+def test_runners_land_on_different_nodes_ppo_learns_and_env_code_reaches_named_objects(cluster):
     steps = create_named_object("steps", Counter)
     try:
-        config = (small_ppo(2).environment(LevelEnv, env_config={"count_steps_in": "steps"})
-                  .env_runners(backend="ray"))
+        config = (
+            small_ppo(2)
+            .environment(LevelEnv, env_config={"count_steps_in": "steps"})
+            .env_runners(backend="ray")
+        )
         with config.build() as algo:
             nodes = runner_nodes(algo)
             algo.train()
@@ -81,8 +87,11 @@ def test_runners_land_on_different_nodes_ppo_learns_and_env_code_reaches_named_o
 
 def test_an_actor_killed_mid_sample_is_restarted_and_stop_leaves_no_actor(cluster):
     RecordRecreated.calls = []
-    algo = cartpole().evaluation(evaluation_interval=1, evaluation_num_env_runners=1,
-                                 evaluation_duration=2).build()
+    algo = (
+        cartpole()
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=2)
+        .build()
+    )
     try:
         algo.train()
         killed = algo.env_runner_group.remote_runner(2).actor
@@ -106,11 +115,15 @@ def test_an_actor_killed_mid_sample_is_restarted_and_stop_leaves_no_actor(cluste
 
 def test_a_stalled_actor_is_killed_and_restarted(cluster):
     RecordRecreated.calls = []
-    config = (PPOConfig().environment(StallOnceEnv)
-              .env_runners(backend="ray", num_env_runners=2, rollout_fragment_length=50,
-                           sample_timeout_s=3)
-              .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-              .callbacks(RecordRecreated))
+    config = (
+        PPOConfig()
+        .environment(StallOnceEnv)
+        .env_runners(
+            backend="ray", num_env_runners=2, rollout_fragment_length=50, sample_timeout_s=3
+        )
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+        .callbacks(RecordRecreated)
+    )
     with config.build() as algo:
         stalled = algo.env_runner_group.remote_runner(1).actor
         results = [algo.train() for _ in range(3)]
@@ -124,14 +137,19 @@ def test_a_stalled_actor_is_killed_and_restarted(cluster):
 
 
 def test_a_checkpoint_moves_between_backends_with_exact_resume(cluster, tmp_path):
-    on_processes = (small_ppo(2, train_batch_size=300, num_epochs=2)
-                    .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
-                    .debugging(seed=11))
+    on_processes = (
+        small_ppo(2, train_batch_size=300, num_epochs=2)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
+        .debugging(seed=11)
+    )
     on_ray = on_processes.copy().env_runners(backend="ray")
 
     def metrics(result):
-        return {k: v for k, v in result["env_runners"].items()  # without wall-clock times
-                if k != "episode_duration_sec_mean" and "throughput" not in k}
+        return {
+            k: v
+            for k, v in result["env_runners"].items()  # without wall-clock times
+            if k != "episode_duration_sec_mean" and "throughput" not in k
+        }
 
     with on_processes.build() as straight:
         expected = [metrics(straight.train()) for _ in range(4)]
@@ -157,8 +175,11 @@ def test_a_worker_node_removed_mid_training_costs_only_its_runner(cluster, caplo
     # Env steps of 1 ms: an iteration's sampling (2 rounds of 250 steps) lasts well past the
     # moment the node goes, whatever the machine's speed (with CartPole's own ~10 us steps it
     # could end first, and the runner then died while idle).
-    algo = (cartpole(rollout_fragment_length=250)
-            .callbacks(on_episode_step=lambda **kwargs: time.sleep(0.001)).build())
+    algo = (
+        cartpole(rollout_fragment_length=250)
+        .callbacks(on_episode_step=lambda **kwargs: time.sleep(0.001))
+        .build()
+    )
     try:
         algo.train()
         nodes = runner_nodes(algo)
@@ -174,8 +195,10 @@ def test_a_worker_node_removed_mid_training_costs_only_its_runner(cluster, caplo
         assert f"EnvRunner {index} crashed during sample(): its Ray actor (pid " in caplog.text
         assert f"on node {removed.node_id}) died" in caplog.text
         tolerance = result["fault_tolerance"]
-        assert tolerance["num_remote_worker_restarts"] == 1 and tolerance["num_failures"][
-            "crashed"] == 1
+        assert (
+            tolerance["num_remote_worker_restarts"] == 1
+            and tolerance["num_failures"]["crashed"] == 1
+        )
         assert tolerance["num_env_steps_lost"] <= 250  # at most the lost runner's fragment
         assert result["env_runners"]["num_env_steps_sampled"] >= 1000
         now = runner_nodes(algo)

@@ -13,16 +13,21 @@ from trainer.replay_buffers import EpisodeReplayBuffer, PrioritizedEpisodeReplay
 BUFFERS = [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer]
 
 
-def _chunks(id_: str, length: int, chunk: int, *, base: float = 0.0,
-            terminated: bool = True) -> list[SingleAgentEpisode]:
+def _chunks(
+    id_: str, length: int, chunk: int, *, base: float = 0.0, terminated: bool = True
+) -> list[SingleAgentEpisode]:
     """An episode of `length` steps (observation t is base + t, reward of step t is t + 1) cut
     into chunks of `chunk` steps."""
     episode = SingleAgentEpisode(id_)
     episode.add_env_reset(np.full(2, base, np.float32))
     chunks = []
     for t in range(length):
-        episode.add_env_step(np.full(2, base + t + 1, np.float32), t % 3, float(t + 1),
-                             terminated=terminated and t == length - 1)
+        episode.add_env_step(
+            np.full(2, base + t + 1, np.float32),
+            t % 3,
+            float(t + 1),
+            terminated=terminated and t == length - 1,
+        )
         if (t + 1) % chunk == 0 or t == length - 1:
             chunks.append(episode.to_numpy())
             if not episode.is_done:
@@ -52,8 +57,7 @@ def test_interleaved_chunks_form_whole_episodes_and_leave_whole(cls):
         # RLlib's sample() draws again where fewer than n steps follow; DQN's arrays do not.
         assert np.any(steps < 3)
         episodes = buffer.sample(200, n_step=3)
-        assert all(ep.get_observations(-1)[0] - ep.get_observations(0)[0] == 3
-                   for ep in episodes)
+        assert all(ep.get_observations(-1)[0] - ep.get_observations(0)[0] == 3 for ep in episodes)
     np.testing.assert_array_equal(batch["n_steps_taken"], steps)
     np.testing.assert_array_equal(batch["new_obs"][:, 0], batch["obs"][:, 0] + steps)
     expected = [sum(s + 1 + k for k in range(n)) for s, n in zip(starts, steps, strict=True)]
@@ -72,25 +76,27 @@ def test_prioritized_buffer_drops_an_incoming_chunk_of_an_evicted_episode():
     assert [ep.id_ for ep in buffer.episodes] == ["b", "c"]
     assert buffer.get_num_timesteps() == 15
     assert buffer.get_added_timesteps() == 20  # the dropped chunk does not count as added
-    assert sorted(buffer._tree_idx_to_sample_idx[buffer._tree_idx_to_sample_idx >= 0]) == \
-        list(range(15))
+    assert sorted(buffer._tree_idx_to_sample_idx[buffer._tree_idx_to_sample_idx >= 0]) == list(
+        range(15)
+    )
 
 
 def test_dict_observations_are_read_from_the_episodes():
     space = gym.spaces.Dict({"pos": gym.spaces.Box(-100, 100, (2,)), "id": gym.spaces.Discrete(5)})
-    episode = SingleAgentEpisode("d", observation_space=space,
-                                 action_space=gym.spaces.Discrete(2))
+    episode = SingleAgentEpisode("d", observation_space=space, action_space=gym.spaces.Discrete(2))
     episode.add_env_reset({"pos": np.zeros(2, np.float32), "id": 0})
     for t in range(6):
-        episode.add_env_step({"pos": np.full(2, t + 1, np.float32), "id": t % 5}, t % 2, 1.0,
-                             terminated=t == 5)
+        episode.add_env_step(
+            {"pos": np.full(2, t + 1, np.float32), "id": t % 5}, t % 2, 1.0, terminated=t == 5
+        )
     for cls in BUFFERS:
         buffer = cls(capacity=100, seed=0)
         buffer.add(episode.to_numpy())
         batch = buffer.sample_transitions(50, n_step=2, gamma=0.5)
         assert set(batch["obs"]) == {"pos", "id"} and batch["obs"]["pos"].shape == (50, 2)
-        np.testing.assert_array_equal(batch["new_obs"]["pos"][:, 0],
-                                      batch["obs"]["pos"][:, 0] + batch["n_steps_taken"])
+        np.testing.assert_array_equal(
+            batch["new_obs"]["pos"][:, 0], batch["obs"]["pos"][:, 0] + batch["n_steps_taken"]
+        )
         sampled = buffer.sample(10, n_step=2, sample_episodes=True)
         assert all(set(ep.get_observations(0)) == {"pos", "id"} for ep in sampled)
 
@@ -104,8 +110,9 @@ def test_uniform_buffer_sequences_and_default_batches():
     assert batch["obs"].shape == (4, 6, 2) and batch["is_first"][:, 0].all()
     assert buffer.get_sampled_timesteps() == 24
     # Sequences: slices of up to T steps with a lookback, until B steps are gathered.
-    sequences = buffer.sample(batch_size_B=20, batch_length_T=5, n_step=1, lookback=2,
-                              sample_episodes=True)
+    sequences = buffer.sample(
+        batch_size_B=20, batch_length_T=5, n_step=1, lookback=2, sample_episodes=True
+    )
     for sequence in sequences:
         assert 1 <= len(sequence) <= 5
         first = sequence.get_observations(0)[0]
@@ -126,8 +133,9 @@ def test_metrics_report_rllib_keys(cls):
     buffer.add(_chunks("b", 10, 10, base=100))
     buffer.sample(8, n_step=2, sample_episodes=True)
     metrics = buffer.get_metrics()
-    values = {key: value.peek() if hasattr(value, "peek") else value
-              for key, value in metrics.items()}
+    values = {
+        key: value.peek() if hasattr(value, "peek") else value for key, value in metrics.items()
+    }
     assert values["num_env_steps_added_lifetime"] == 30
     assert values["num_episodes_evicted_lifetime"] == 1
     assert values["num_env_steps_evicted"] == 20
@@ -139,8 +147,9 @@ def test_metrics_report_rllib_keys(cls):
 def test_a_state_that_does_not_fit_is_refused_and_changes_nothing(cls):
     buffer = cls(capacity=100, seed=0)
     buffer.add(_chunks("a", 10, 10))
-    state = ormsgpack.unpackb(ormsgpack.packb(buffer.get_state(),
-                                              option=ormsgpack.OPT_SERIALIZE_NUMPY))
+    state = ormsgpack.unpackb(
+        ormsgpack.packb(buffer.get_state(), option=ormsgpack.OPT_SERIALIZE_NUMPY)
+    )
     other = cls(capacity=100, seed=1)
     other.add(_chunks("b", 5, 5, base=100))
     broken = dict(state, _indices=dict(state["_indices"], timesteps=[0] * 10))

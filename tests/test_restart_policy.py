@@ -23,8 +23,9 @@ def run(failures, settings=DEFAULTS):
         decisions.append(decision)
         if not decision.restart:
             break
-        record = RunnerRecord(decision.record.restarts + 1,
-                              decision.record.failures_without_progress)
+        record = RunnerRecord(
+            decision.record.restarts + 1, decision.record.failures_without_progress
+        )
     return decisions
 
 
@@ -60,8 +61,11 @@ def test_callback_errors_give_up_after_the_limit_naming_the_callback_not_the_env
 
 
 def test_a_failure_after_env_steps_resets_the_streak():
-    flaky = [Failure("exception", env_steps=0), Failure("exception", env_steps=0),
-             Failure("exception", env_steps=120)] * 10
+    flaky = [
+        Failure("exception", env_steps=0),
+        Failure("exception", env_steps=0),
+        Failure("exception", env_steps=120),
+    ] * 10
     assert all(d.restart for d in run(flaky))
 
 
@@ -75,7 +79,12 @@ def test_an_explicit_budget_keeps_restarting_exceptions_but_not_hangs():
 
 
 def test_a_crash_between_failures_neither_counts_nor_resets():
-    failures = [Failure("exception"), Failure("crashed"), Failure("exception"),
-                Failure("crashed"), Failure("exception")]
+    failures = [
+        Failure("exception"),
+        Failure("crashed"),
+        Failure("exception"),
+        Failure("crashed"),
+        Failure("exception"),
+    ]
     decisions = run(failures)
     assert [d.restart for d in decisions] == [True, True, True, True, False]

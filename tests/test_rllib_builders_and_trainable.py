@@ -26,8 +26,9 @@ from trainer.testing import assert_no_env_runner_processes
 
 # -- builder methods and keywords -------------------------------------------------------------
 def test_offline_data_takes_rllib_defaults_refuses_data_and_warns_for_options():
-    config = small_ppo().offline_data(input_="sampler", output=None,
-                                      input_read_method="read_parquet")
+    config = small_ppo().offline_data(
+        input_="sampler", output=None, input_read_method="read_parquet"
+    )
     assert config.input_ == "sampler" and config.output is None and config.is_online
     assert not config.is_offline
     with pytest.raises(ConfigError, match=r"offline_data\(input_='/data/cartpole'\).*offline RL"):
@@ -41,8 +42,11 @@ def test_offline_data_takes_rllib_defaults_refuses_data_and_warns_for_options():
 
 
 def read_variable(runner: EnvRunner) -> tuple[int, str | None, str | None]:
-    return (runner.worker_index, os.environ.get("LOCALRL_WORKER_VAR"),
-            os.environ.get("LOCALRL_DRIVER_VAR"))
+    return (
+        runner.worker_index,
+        os.environ.get("LOCALRL_WORKER_VAR"),
+        os.environ.get("LOCALRL_DRIVER_VAR"),
+    )
 
 
 def test_python_environment_sets_variables_in_the_main_and_worker_processes(monkeypatch):
@@ -50,7 +54,8 @@ def test_python_environment_sets_variables_in_the_main_and_worker_processes(monk
     monkeypatch.delenv("LOCALRL_WORKER_VAR", raising=False)
     config = small_ppo(num_env_runners=2).python_environment(
         extra_python_environs_for_driver={"LOCALRL_DRIVER_VAR": "driver"},
-        extra_python_environs_for_worker={"LOCALRL_WORKER_VAR": 7})
+        extra_python_environs_for_worker={"LOCALRL_WORKER_VAR": 7},
+    )
     algo = config.build()
     try:
         seen = algo.env_runner_group.foreach_env_runner(read_variable)
@@ -78,13 +83,15 @@ def test_algorithm_specific_rllib_settings_belong_to_their_config():
 
 
 def test_rllib_keywords_of_other_builders_and_moved_names_are_taken():
-    config = (PPOConfig().learners(learner_config_dict={}, custom_resources_per_learner={})
-              .resources(num_cpus_for_local_worker=1, custom_resources_for_main_process={})
-              .env_runners(use_env_runner_state_server=False,
-                           env_runner_state_server_max_concurrency=16)
-              .training(num_aggregator_actors_per_learner=0)
-              .rl_module(model_config_dict={"fcnet_hiddens": [8]})
-              .callbacks(on_evaluate_offline_start=None))
+    config = (
+        PPOConfig()
+        .learners(learner_config_dict={}, custom_resources_per_learner={})
+        .resources(num_cpus_for_local_worker=1, custom_resources_for_main_process={})
+        .env_runners(use_env_runner_state_server=False, env_runner_state_server_max_concurrency=16)
+        .training(num_aggregator_actors_per_learner=0)
+        .rl_module(model_config_dict={"fcnet_hiddens": [8]})
+        .callbacks(on_evaluate_offline_start=None)
+    )
     assert config.model_config["fcnet_hiddens"] == [8]
     with pytest.raises(ConfigError, match="custom Learner classes"):
         PPOConfig().learners(learner_class=object)
@@ -119,8 +126,11 @@ def test_train_batch_size_vs_rollout_fragment_length_is_checked_as_rllib_does():
     fits = PPOConfig().env_runners(num_env_runners=2, rollout_fragment_length=1000)
     fits.training(train_batch_size=4000).validate_train_batch_size_vs_rollout_fragment_length()
     misfit = PPOConfig().env_runners(num_env_runners=2, rollout_fragment_length=3000)
-    with pytest.raises(ConfigError, match=r"train_batch_size=4000 .*rollout_fragment_length "
-                                          r"to \"auto\" or to 2000"):
+    with pytest.raises(
+        ConfigError,
+        match=r"train_batch_size=4000 .*rollout_fragment_length "
+        r"to \"auto\" or to 2000",
+    ):
         misfit.validate_train_batch_size_vs_rollout_fragment_length()
 
 
@@ -156,15 +166,21 @@ def mark_result(algorithm, result, **kwargs):
 
 
 def test_algorithm_has_tunes_trainable_api(tmp_path):
-    config = PPOConfig(algo_class=TrainablePPO).update_from_dict(
-        small_ppo(num_env_runners=1).to_dict()).callbacks(on_train_result=mark_result)
+    config = (
+        PPOConfig(algo_class=TrainablePPO)
+        .update_from_dict(small_ppo(num_env_runners=1).to_dict())
+        .callbacks(on_train_result=mark_result)
+    )
     algo = config.build()
     try:
         result = algo.train()
         assert result["seen_by_log_result"] and result["callback_after_log_result"]
         assert algo.get_config() is algo.config
-        assert (algo.trial_name, algo.trial_id, algo.trial_resources) == ("default", "default",
-                                                                          None)
+        assert (algo.trial_name, algo.trial_id, algo.trial_resources) == (
+            "default",
+            "default",
+            None,
+        )
         assert os.path.isdir(algo.logdir) and "TrainablePPO_CartPole-v1" in algo.logdir
         assert not algo.is_actor() and algo.get_current_ip_pid()[1] == os.getpid()
         assert algo.reset_config({"lr": 1e-3}) is False and algo.reset({"lr": 1e-3}) is False
@@ -180,8 +196,7 @@ def test_algorithm_has_tunes_trainable_api(tmp_path):
         algo.restore(checkpoint_path=saved)
         assert all(np.array_equal(weights[k], algo.get_weights()[k]) for k in weights)
         assert algo.iteration == 4
-        assert set(algo.get_state(components=["algorithm", "learner"])) == {"algorithm",
-                                                                           "learner"}
+        assert set(algo.get_state(components=["algorithm", "learner"])) == {"algorithm", "learner"}
         assert "metrics" not in algo.get_state(not_components="metrics")
         assert TrainablePPO.default_resource_request(algo.config) is None
         assert "num_env_runners" in TrainablePPO.resource_help(algo.config)
@@ -224,8 +239,7 @@ def test_observation_preprocessor_rewrites_what_the_module_sees_in_a_real_runner
         assert np.abs(observations).max() <= 0.01 and np.abs(observations).max() > 0
         assert runner.tune_trial_id == "trial_1" and runner.num_env_steps_sampled_lifetime >= 50
         assert runner.apply(lambda r, extra: (r.worker_index, extra), "x") == (0, "x")
-        episodes, connector_state, metrics = runner.sample_get_state_and_metrics(
-            num_timesteps=10)
+        episodes, connector_state, metrics = runner.sample_get_state_and_metrics(num_timesteps=10)
         assert sum(len(e) for e in episodes) >= 10 and connector_state is None and metrics
         before = runner.module.get_weights()
         runner.make_module()
@@ -237,20 +251,22 @@ def test_observation_preprocessor_rewrites_what_the_module_sees_in_a_real_runner
 
 def test_pipeline_pieces_are_inserted_and_removed_as_in_rllib():
     space = gym.spaces.Dict({"a": gym.spaces.Box(-1.0, 1.0, (2,)), "b": gym.spaces.Discrete(3)})
-    pipeline = EnvToModulePipeline(space, gym.spaces.Discrete(2),
-                                   connectors=[FlattenObservations()])
+    pipeline = EnvToModulePipeline(
+        space, gym.spaces.Discrete(2), connectors=[FlattenObservations()]
+    )
     assert pipeline.observation_space.shape == (5,)
     with pytest.raises(ValueError, match="add FlattenObservations before it"):
         pipeline.insert_before(FlattenObservations, MeanStdFilter())  # Dict into the filter
     assert [type(p) for p in pipeline.connectors] == [FlattenObservations]  # unchanged
-    assert pipeline.insert_after(FlattenObservations, MeanStdFilter()) is \
-        pipeline.connectors[0]
+    assert pipeline.insert_after(FlattenObservations, MeanStdFilter()) is pipeline.connectors[0]
     assert pipeline.connectors[1].input_observation_space.shape == (5,)
     pipeline.remove("MeanStdFilter")
     pipeline.remove("MeanStdFilter")  # none left: nothing happens, as in RLlib
     pipeline.append(MeanStdFilter())
-    assert [type(p).__name__ for p in pipeline.connectors] == ["FlattenObservations",
-                                                               "MeanStdFilter"]
+    assert [type(p).__name__ for p in pipeline.connectors] == [
+        "FlattenObservations",
+        "MeanStdFilter",
+    ]
     pipeline.prepend(FlattenObservations())
     assert pipeline.observation_space.shape == (5,)
     with pytest.raises(ValueError, match="no connector piece named or of type 'Nope'"):
@@ -259,13 +275,24 @@ def test_pipeline_pieces_are_inserted_and_removed_as_in_rllib():
 
 
 def test_flatten_observations_drops_keys_and_refuses_other_forms():
-    space = gym.spaces.Dict({"pos": gym.spaces.Box(-1.0, 1.0, (2,)),
-                             "mask": gym.spaces.MultiBinary(3), "goal": gym.spaces.Discrete(4)})
+    space = gym.spaces.Dict(
+        {
+            "pos": gym.spaces.Box(-1.0, 1.0, (2,)),
+            "mask": gym.spaces.MultiBinary(3),
+            "goal": gym.spaces.Discrete(4),
+        }
+    )
     piece = FlattenObservations(space, gym.spaces.Discrete(2), keys_to_remove=["mask"])
     assert piece.observation_space.shape == (6,)  # goal one-hot (4) + pos (2)
-    episode = SingleAgentEpisode(observations=[{"pos": np.array([0.5, -0.5], np.float32),
-                                                "mask": np.array([1, 0, 1], np.int8),
-                                                "goal": 2}])
+    episode = SingleAgentEpisode(
+        observations=[
+            {
+                "pos": np.array([0.5, -0.5], np.float32),
+                "mask": np.array([1, 0, 1], np.int8),
+                "goal": 2,
+            }
+        ]
+    )
     piece(rl_module=None, batch={}, episodes=[episode])
     # gymnasium orders a Dict by key: goal (one-hot), then pos; mask is gone.
     assert np.array_equal(episode.get_observations(-1), [0, 0, 1, 0, 0.5, -0.5])

@@ -57,30 +57,40 @@ def test_every_rllib_name_is_here_or_a_deliberate_difference(target, findings_of
     assert not missing, (
         f"{target.name} ({target.area}): {len(missing)} of RLlib 2.60's names are neither here "
         "(with RLlib's default) nor in the deliberate-differences table "
-        "(trainer/compat/differences.py):\n" + "\n".join(f.line() for f in missing))
+        "(trainer/compat/differences.py):\n" + "\n".join(f.line() for f in missing)
+    )
 
 
 def test_no_table_entry_names_something_that_matches_rllib(findings_of):
     found = {f.key for target in TARGETS for f in findings_of(target)}
     stale = sorted(api_keys() - found)
-    assert not stale, ("entries of the deliberate-differences table whose name now matches "
-                       "RLlib 2.60 (remove them from trainer/compat/differences.py):\n"
-                       + "\n".join(f"`{key}`" for key in stale))
+    assert not stale, (
+        "entries of the deliberate-differences table whose name now matches "
+        "RLlib 2.60 (remove them from trainer/compat/differences.py):\n"
+        + "\n".join(f"`{key}`" for key in stale)
+    )
 
 
 def test_the_table_names_each_difference_once_and_says_why():
     keys = [d.rllib for d in DIFFERENCES]
     assert len(keys) == len(set(keys))
-    assert all(d.here and d.why and d.kind in (differences.API, differences.TEST, differences.BEHAVIOUR)
-               for d in DIFFERENCES)
+    assert all(
+        d.here and d.why and d.kind in (differences.API, differences.TEST, differences.BEHAVIOUR)
+        for d in DIFFERENCES
+    )
 
 
 def test_the_docs_page_is_the_rendered_table():
     page = differences.PAGE.read_text()
-    assert page == render(), "docs/deliberate_differences.md is stale: run " \
-                             "python -m trainer.compat.differences"
-    checked = subprocess.run([sys.executable, "-m", "trainer.compat.differences", "--check"],
-                             capture_output=True, text=True, timeout=60)
+    assert page == render(), (
+        "docs/deliberate_differences.md is stale: run python -m trainer.compat.differences"
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "trainer.compat.differences", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checked.returncode == 0, checked.stdout
     for d in DIFFERENCES:
         assert d.rllib.partition("::")[2] or d.rllib in page
@@ -94,8 +104,10 @@ def test_reader_finds_builder_keywords_their_attributes_and_rllib_defaults():
     lr = next(p for p in training.parameters if p.name == "lr")
     assert (lr.kind, lr.default_source, lr.default) == ("keyword", "NotProvided", UNEVALUATED)
     stored = reader.keyword_attributes(training)
-    assert stored["lr"] == "lr" and stored["train_batch_size_per_learner"] == \
-        "_train_batch_size_per_learner"
+    assert (
+        stored["lr"] == "lr"
+        and stored["train_batch_size_per_learner"] == "_train_batch_size_per_learner"
+    )
     assert members["lr"].value == 0.001 and members["lr"].on_instance
     # RLlib raises for these (deprecation_warning(error=True)): no working code passes them.
     env_runners = {p.name: p for p in members["env_runners"].parameters}
@@ -111,8 +123,10 @@ def test_reader_follows_imports_into_base_classes_across_modules():
     algorithm = reader.class_members("ray.rllib.algorithms.algorithm.Algorithm")
     assert algorithm["train_buffered"].owner == "ray.tune.trainable.trainable.Trainable"
     assert algorithm["save_to_path"].owner.endswith("Checkpointable")
-    ppo = reader.class_members("ray.rllib.algorithms.ppo.ppo.PPO",
-                               skip_owners=frozenset({"ray.rllib.algorithms.algorithm.Algorithm"}))
+    ppo = reader.class_members(
+        "ray.rllib.algorithms.ppo.ppo.PPO",
+        skip_owners=frozenset({"ray.rllib.algorithms.algorithm.Algorithm"}),
+    )
     assert "training_step" in ppo and "train" not in ppo and "cleanup" not in ppo
     # A module's names: constants with their literal values, names re-exported in __all__.
     metrics = reader.module_members("ray.rllib.utils.metrics")
@@ -140,15 +154,27 @@ class ShortBuffer(dict):
 
 def test_checker_reports_missing_names_parameters_and_defaults_one_line_each():
     checker = Checker()
-    narrow = Target("AlgorithmConfig", _ALGORITHM_CONFIG, f"{__name__}.NarrowConfig",
-                    instance=NarrowConfig, builders=True)
+    narrow = Target(
+        "AlgorithmConfig",
+        _ALGORITHM_CONFIG,
+        f"{__name__}.NarrowConfig",
+        instance=NarrowConfig,
+        builders=True,
+    )
     lines = [f.line() for f in checker.check(narrow)]
-    assert any(line.startswith("`AlgorithmConfig.learners(num_learners=...)`: missing here "
-                               "(TypeError: NarrowConfig.learners() got an unknown setting "
-                               "num_learners=0") for line in lines), lines
-    buffer = Target("InfiniteLookbackBuffer",
-                    "ray.rllib.env.utils.infinite_lookback_buffer.InfiniteLookbackBuffer",
-                    f"{__name__}.ShortBuffer")
+    assert any(
+        line.startswith(
+            "`AlgorithmConfig.learners(num_learners=...)`: missing here "
+            "(TypeError: NarrowConfig.learners() got an unknown setting "
+            "num_learners=0"
+        )
+        for line in lines
+    ), lines
+    buffer = Target(
+        "InfiniteLookbackBuffer",
+        "ray.rllib.env.utils.infinite_lookback_buffer.InfiniteLookbackBuffer",
+        f"{__name__}.ShortBuffer",
+    )
     lines = [f.line() for f in checker.check(buffer)]
     assert "`InfiniteLookbackBuffer.get(indices=...)`: missing here" in lines  # dict.get
     assert "`InfiniteLookbackBuffer.append`: missing here" in lines
@@ -167,16 +193,25 @@ def test_checker_compares_defaults_by_value():
         _DEFAULT_OVERRIDES = {"gamma": 0.5}
 
     sys.modules[__name__].DifferentDefaults = DifferentDefaults
-    target = Target("AlgorithmConfig", _ALGORITHM_CONFIG, f"{__name__}.DifferentDefaults",
-                    instance=DifferentDefaults, builders=True)
+    target = Target(
+        "AlgorithmConfig",
+        _ALGORITHM_CONFIG,
+        f"{__name__}.DifferentDefaults",
+        instance=DifferentDefaults,
+        builders=True,
+    )
     lines = [f.line() for f in checker.check(target)]
     assert "`AlgorithmConfig.training(gamma=...)`: default 0.99 in RLlib, 0.5 here" in lines
 
 
 @pytest.mark.slow
 def test_command_line_prints_open_findings_for_one_target():
-    done = subprocess.run([sys.executable, "-m", "trainer.compat.conformance", "PPO"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer.compat.conformance", "PPO"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "findings not in the table" in done.stdout
 
@@ -184,8 +219,9 @@ def test_command_line_prints_open_findings_for_one_target():
 @pytest.mark.slow
 def test_the_extractor_never_imports_ray_rllib():
     # The extractor must work where ray.rllib cannot be imported (no dm-tree, torch).
-    code = ("import sys; import trainer.compat.conformance as c; c.check_all(); "
-            "print('ray.rllib' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import sys; import trainer.compat.conformance as c; c.check_all(); "
+        "print('ray.rllib' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().endswith("False"), done.stdout + done.stderr

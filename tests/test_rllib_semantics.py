@@ -43,10 +43,15 @@ def test_counters_are_one_mutable_dict_that_keeps_script_writes():
 
 def test_evaluate_without_evaluation_runners_samples_on_the_local_runner():
     events = []
-    config = (small_ppo(0).environment(LevelEnv)
-              .callbacks(on_evaluate_start=lambda **kw: events.append("start"),
-                         on_evaluate_end=lambda **kw: events.append("end"))
-              .evaluation(evaluation_duration=3))
+    config = (
+        small_ppo(0)
+        .environment(LevelEnv)
+        .callbacks(
+            on_evaluate_start=lambda **kw: events.append("start"),
+            on_evaluate_end=lambda **kw: events.append("end"),
+        )
+        .evaluation(evaluation_duration=3)
+    )
     algo = config.build()
     try:
         first = algo.train()["env_runners"]
@@ -55,8 +60,10 @@ def test_evaluate_without_evaluation_runners_samples_on_the_local_runner():
         assert evaluation["num_episodes"] == 3 and evaluation["episode_len_mean"] == 10
         second = algo.train()["env_runners"]
         # Evaluation episodes stay out of the training counts.
-        assert second["num_episodes_lifetime"] == first["num_episodes_lifetime"] + \
-            second["num_episodes"]
+        assert (
+            second["num_episodes_lifetime"]
+            == first["num_episodes_lifetime"] + second["num_episodes"]
+        )
     finally:
         algo.stop()
     algo = small_ppo(1).environment(LevelEnv).build()
@@ -77,15 +84,20 @@ def _finite_numbers(tree, path=""):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make_config", [
-    lambda: small_ppo(1, lr=0.0),
-    lambda: (DQNConfig().environment("CartPole-v1")
-             .env_runners(num_env_runners=1)
-             .training(lr=0.0, num_steps_sampled_before_learning_starts=100,
-                       train_batch_size=32)
-             .reporting(min_sample_timesteps_per_iteration=300)
-             .rl_module(model_config={"fcnet_hiddens": [16]})),
-])
+@pytest.mark.parametrize(
+    "make_config",
+    [
+        lambda: small_ppo(1, lr=0.0),
+        lambda: (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=1)
+            .training(lr=0.0, num_steps_sampled_before_learning_starts=100, train_batch_size=32)
+            .reporting(min_sample_timesteps_per_iteration=300)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+        ),
+    ],
+)
 def test_a_learning_rate_of_zero_trains_and_keeps_the_weights(make_config):
     algo = make_config().build()
     try:
@@ -97,17 +109,19 @@ def test_a_learning_rate_of_zero_trains_and_keeps_the_weights(make_config):
         learner = result["learners"]["default_policy"]
         assert learner["curr_lr"] == 0.0
         assert result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
-        bad = [(path, value) for path, value in _finite_numbers(result)
-               if not math.isfinite(value)]
+        bad = [(path, value) for path, value in _finite_numbers(result) if not math.isfinite(value)]
         assert not bad, bad
     finally:
         algo.stop()
 
 
-@pytest.mark.parametrize("settings", [
-    {"vf_clip_param": float("inf"), "clip_param": 0.0, "grad_clip": float("inf")},
-    {"gamma": 1.0, "lambda_": 1.0, "kl_target": 0.0},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"vf_clip_param": float("inf"), "clip_param": 0.0, "grad_clip": float("inf")},
+        {"gamma": 1.0, "lambda_": 1.0, "kl_target": 0.0},
+    ],
+)
 def test_rllib_value_ranges_train(settings):
     config = small_ppo(0, **settings).evaluation(evaluation_interval=0)
     algo = config.build()
@@ -151,11 +165,14 @@ def test_file_uris_save_restore_and_build_from_the_named_directory(tmp_path, mon
         algo.stop()
 
 
-@pytest.mark.parametrize("call", [
-    lambda algo: algo.save_to_path("s3://bucket/ckpt"),
-    lambda algo: algo.restore_from_path("gs://bucket/ckpt"),
-    lambda algo: PPO.from_checkpoint("hdfs://node/ckpt"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda algo: algo.save_to_path("s3://bucket/ckpt"),
+        lambda algo: algo.restore_from_path("gs://bucket/ckpt"),
+        lambda algo: PPO.from_checkpoint("hdfs://node/ckpt"),
+    ],
+)
 def test_other_schemes_need_a_filesystem(call, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     algo = small_ppo(0).build()
@@ -174,10 +191,12 @@ def test_other_schemes_need_a_filesystem(call, tmp_path, monkeypatch):
 
 def test_a_pyarrow_filesystem_holds_the_checkpoint(tmp_path):
     fs_module = pytest.importorskip(
-        "pyarrow.fs", reason="needs pyarrow (the test extra: pip install -e '.[test]')")
+        "pyarrow.fs", reason="needs pyarrow (the test extra: pip install -e '.[test]')"
+    )
     # A filesystem rooted elsewhere: the path is the filesystem's own, as in RLlib.
-    filesystem = fs_module.SubTreeFileSystem(str(tmp_path / "bucket_root"),
-                                             fs_module.LocalFileSystem())
+    filesystem = fs_module.SubTreeFileSystem(
+        str(tmp_path / "bucket_root"), fs_module.LocalFileSystem()
+    )
     (tmp_path / "bucket_root").mkdir()
     algo = small_ppo(1).build()
     try:
@@ -204,11 +223,16 @@ def test_a_pyarrow_filesystem_holds_the_checkpoint(tmp_path):
 
 # -- RLModuleSpec for the default modules ----------------------------------------------------
 def test_rl_module_spec_configures_the_default_module(tmp_path):
-    spec = RLModuleSpec(model_config=DefaultModelConfig(fcnet_hiddens=[12],
-                                                        fcnet_activation="relu"))
-    config = (PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
-              .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-              .rl_module(rl_module_spec=spec))
+    spec = RLModuleSpec(
+        model_config=DefaultModelConfig(fcnet_hiddens=[12], fcnet_activation="relu")
+    )
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+        .rl_module(rl_module_spec=spec)
+    )
     # The spec's model_config wins over the config's, whichever came first (as RLlib merges).
     config.rl_module(model_config={"fcnet_hiddens": [64], "head_fcnet_hiddens": [5]})
     assert config.model["fcnet_hiddens"] == [12] and config.model["vf_share_layers"]
@@ -239,14 +263,19 @@ class MyTorchModule:
     """Stands for a user's torch RLModule class."""
 
 
-@pytest.mark.parametrize("spec, message", [
-    (RLModuleSpec(module_class=MyTorchModule),
-     r"module_class=MyTorchModule is not supported: custom RLModules are not supported yet"),
-    (RLModuleSpec(catalog_class=MyTorchModule), r"catalog_class=MyTorchModule"),
-    (RLModuleSpec(load_state_path="/models/rl_module"), r"load_state_path='/models/rl_module'"),
-    (RLModuleSpec(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
-    ({"module_class": None}, r"must be an RLModuleSpec"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            RLModuleSpec(module_class=MyTorchModule),
+            r"module_class=MyTorchModule is not supported: custom RLModules are not supported yet",
+        ),
+        (RLModuleSpec(catalog_class=MyTorchModule), r"catalog_class=MyTorchModule"),
+        (RLModuleSpec(load_state_path="/models/rl_module"), r"load_state_path='/models/rl_module'"),
+        (RLModuleSpec(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
+        ({"module_class": None}, r"must be an RLModuleSpec"),
+    ],
+)
 def test_rl_module_spec_refusals_say_why(spec, message):
     with pytest.raises(ConfigError, match=message):
         PPOConfig().rl_module(rl_module_spec=spec)

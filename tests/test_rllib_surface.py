@@ -24,9 +24,14 @@ def test_every_listed_rllib_setting_is_accepted_by_its_builder_method():
 
 
 def test_no_effect_settings_warn_once_at_build_naming_setting_and_why():
-    config = (small_ppo().env_runners(num_cpus_per_env_runner=3)
-              .learners(num_learners=0, num_gpus_per_learner=1).resources(num_gpus=2)
-              .framework("torch").reporting(log_gradients=False))
+    config = (
+        small_ppo()
+        .env_runners(num_cpus_per_env_runner=3)
+        .learners(num_learners=0, num_gpus_per_learner=1)
+        .resources(num_gpus=2)
+        .framework("torch")
+        .reporting(log_gradients=False)
+    )
     with pytest.warns(IgnoredSettingWarning) as caught:
         algo = config.build()
     algo.stop()
@@ -52,9 +57,12 @@ def test_unknown_keyword_is_a_config_error_and_a_type_error():
 
 
 def test_single_agent_multi_agent_form_and_flags():
-    config = PPOConfig().multi_agent(policies={"default_policy"}, policies_to_train=None,
-                                     policy_mapping_fn=lambda aid, ep, **kw: "default_policy",
-                                     count_steps_by="env_steps")
+    config = PPOConfig().multi_agent(
+        policies={"default_policy"},
+        policies_to_train=None,
+        policy_mapping_fn=lambda aid, ep, **kw: "default_policy",
+        count_steps_by="env_steps",
+    )
     assert not config.is_multi_agent and config.is_multi_agent() is False
     assert config.enable_env_runner_and_connector_v2 and config.enable_rl_module_and_learner
     assert isinstance(RLLIB_SETTINGS["resources"]["num_gpus"], NoEffect)
@@ -68,8 +76,13 @@ def test_rllib_settings_round_trip_through_to_dict_and_overrides():
 
 
 def test_optimizer_and_grad_clip_by_reach_the_learner():
-    algo = small_ppo().training(optimizer={"eps": 1e-5, "betas": (0.8, 0.99)},
-                                grad_clip=1e-3, grad_clip_by="value").build()
+    algo = (
+        small_ppo()
+        .training(
+            optimizer={"eps": 1e-5, "betas": (0.8, 0.99)}, grad_clip=1e-3, grad_clip_by="value"
+        )
+        .build()
+    )
     try:
         assert (algo.learner.optimizer.eps, algo.learner.optimizer.beta1) == (1e-5, 0.8)
         before = algo.learner.module.flat_params.copy()
@@ -84,8 +97,11 @@ def test_optimizer_and_grad_clip_by_reach_the_learner():
 
 def test_observation_and_action_space_settings_shape_the_networks():
     obs_space = gym.spaces.Box(-10.0, 10.0, (4,), np.float32)
-    algo = small_ppo().environment(observation_space=obs_space,
-                                   action_space=gym.spaces.Discrete(2)).build()
+    algo = (
+        small_ppo()
+        .environment(observation_space=obs_space, action_space=gym.spaces.Discrete(2))
+        .build()
+    )
     try:
         assert algo.learner.module.spaces.obs_dim == 4
         algo.train()
@@ -103,9 +119,11 @@ class CountingRunner(EnvRunner):
 
 @pytest.mark.slow
 def test_env_runner_cls_runs_in_worker_processes_and_local_runner_gets_envs():
-    algo = (small_ppo(num_env_runners=2)
-            .env_runners(env_runner_cls=CountingRunner, create_env_on_local_worker=True)
-            .build())
+    algo = (
+        small_ppo(num_env_runners=2)
+        .env_runners(env_runner_cls=CountingRunner, create_env_on_local_worker=True)
+        .build()
+    )
     try:
         result = algo.train()
         kinds = algo.env_runner_group.foreach_env_runner(lambda r: type(r).__name__)
@@ -127,8 +145,12 @@ def crash_on_runner_2(config):
 def test_validate_env_runners_after_construction():
     with pytest.raises(Exception, match="runner 2 cannot start"):
         small_ppo(num_env_runners=2).environment(crash_on_runner_2).build()
-    algo = (small_ppo(num_env_runners=2).environment(crash_on_runner_2)
-            .env_runners(validate_env_runners_after_construction=False).build())
+    algo = (
+        small_ppo(num_env_runners=2)
+        .environment(crash_on_runner_2)
+        .env_runners(validate_env_runners_after_construction=False)
+        .build()
+    )
     try:
         assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]  # 2 was restarted
         assert algo.train()["fault_tolerance"]["num_remote_worker_restarts"] == 1
@@ -218,17 +240,20 @@ class PairingCallback(RLlibCallback):
         self.ended += 1
 
     def on_sample_end(self, *, env_runner, samples, **kwargs):
-        env_runner.metrics.log_value("unfinished", sum(not e.is_done for e in samples),
-                                     reduce="sum")
+        env_runner.metrics.log_value(
+            "unfinished", sum(not e.is_done for e in samples), reduce="sum"
+        )
         env_runner.metrics.log_value("unpaired", self.started - self.ended, reduce="sum")
 
 
 @pytest.mark.slow
 def test_complete_episodes_sample_pairs_start_and_end_within_one_train():
-    config = (small_ppo(num_env_runners=2)
-              .env_runners(num_envs_per_env_runner=3, batch_mode="complete_episodes")
-              .training(train_batch_size=300, minibatch_size=100, num_epochs=1)
-              .callbacks(PairingCallback))
+    config = (
+        small_ppo(num_env_runners=2)
+        .env_runners(num_envs_per_env_runner=3, batch_mode="complete_episodes")
+        .training(train_batch_size=300, minibatch_size=100, num_epochs=1)
+        .callbacks(PairingCallback)
+    )
     algo = config.build()
     try:
         for _ in range(2):

@@ -7,8 +7,9 @@ from trainer.testing import add_rllib_example_script_args, check
 
 
 def test_check_compares_nested_values_with_tolerances():
-    check({"a": [1.0, np.array([2.0, 3.0])], "b": "x"}, {"a": [1.0, np.array([2.0, 3.0])],
-                                                         "b": "x"})
+    check(
+        {"a": [1.0, np.array([2.0, 3.0])], "b": "x"}, {"a": [1.0, np.array([2.0, 3.0])], "b": "x"}
+    )
     check(1.0, 1.4, atol=0.5)
     check(1.0, 2.0, false=True)
     with pytest.raises(AssertionError):
@@ -21,8 +22,17 @@ def test_check_compares_nested_values_with_tolerances():
 
 def test_example_script_args_parse_rllib_command_lines():
     parser = add_rllib_example_script_args(default_reward=450.0)
-    args = parser.parse_args(["--num-env-runners", "2", "--evaluation-duration", "auto",
-                              "--no-tune", "--framework", "torch"])
+    args = parser.parse_args(
+        [
+            "--num-env-runners",
+            "2",
+            "--evaluation-duration",
+            "auto",
+            "--no-tune",
+            "--framework",
+            "torch",
+        ]
+    )
     assert args.num_env_runners == 2 and args.evaluation_duration == "auto"
     assert args.stop_reward == 450.0 and args.algo == "PPO"
 
@@ -40,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: An RLlib-style example script (imports changed only): a callback reports "score" (high in
 #: the first iteration only) and "task_solved" (from iteration 3 on); the stop dict and the
 #: success metric come from the command line so that each test picks its rules.
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, sys
     from callbacks import RLlibCallback
     from trainer.algorithms.ppo import PPOConfig
@@ -83,15 +93,21 @@ SCRIPT = textwrap.dedent('''
                   best.metrics["training_iteration"],
                   results[0].checkpoint.path if results[0].checkpoint else None,
                   len(results[0].best_checkpoints))
-''')
+""")
 
 
 def _run_script(tmp_path, *args, env=None):
     script = tmp_path / "example.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, str(script), "--num-env-runners", "1", *args],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    return subprocess.run(
+        [sys.executable, str(script), "--num-env-runners", "1", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
 
 
 def _returned(completed):
@@ -102,9 +118,16 @@ def _returned(completed):
 @pytest.mark.slow
 def test_driver_stops_on_any_stop_metric_and_returns_a_result_grid(tmp_path):
     # Tune's rule: the first stop metric reached ends the trial; "task_solved" is the script's.
-    completed = _run_script(tmp_path, "--stop-json", json.dumps(
-        {"training_iteration": 10, "task_solved": 1.0}), "--num-samples", "2",
-        "--checkpoint-freq", "2", "--checkpoint-at-end")
+    completed = _run_script(
+        tmp_path,
+        "--stop-json",
+        json.dumps({"training_iteration": 10, "task_solved": 1.0}),
+        "--num-samples",
+        "2",
+        "--checkpoint-freq",
+        "2",
+        "--checkpoint-at-end",
+    )
     returned = _returned(completed)
     # Two trials of three iterations each; checkpoints after 2 and at the end (3).
     # (The best trial's `metrics` is its last result, as in Tune.)
@@ -127,12 +150,14 @@ def test_driver_default_stop_uses_rllib_keys(tmp_path):
 def test_as_test_checks_the_best_value_over_the_run(tmp_path):
     # "score" is 10 in the first iteration and 0 after it: RLlib's rule takes the best value.
     stop = json.dumps({"training_iteration": 3})
-    completed = _run_script(tmp_path, "--as-test", "--stop-json", stop,
-                            "--success-json", json.dumps({"score": 5.0}))
+    completed = _run_script(
+        tmp_path, "--as-test", "--stop-json", stop, "--success-json", json.dumps({"score": 5.0})
+    )
     assert _returned(completed).startswith("RETURNED ResultGrid 1 0 1 [] [3]")
     assert "`score` of 5.0 reached! ok" in completed.stdout
-    failed = _run_script(tmp_path, "--as-test", "--stop-json", stop,
-                         "--success-json", json.dumps({"score": 20.0}))
+    failed = _run_script(
+        tmp_path, "--as-test", "--stop-json", stop, "--success-json", json.dumps({"score": 20.0})
+    )
     assert failed.returncode != 0
     assert "ValueError: `score` of 20.0 not reached! Best value reached is 10.0" in failed.stderr
 
@@ -140,9 +165,15 @@ def test_as_test_checks_the_best_value_over_the_run(tmp_path):
 @pytest.mark.slow
 def test_as_release_test_writes_rllib_summary(tmp_path):
     out = tmp_path / "summary.json"
-    completed = _run_script(tmp_path, "--as-release-test", "--stop-iters", "1",
-                            "--success-json", json.dumps({"score": 5}),
-                            env={"TEST_OUTPUT_JSON": str(out)})
+    completed = _run_script(
+        tmp_path,
+        "--as-release-test",
+        "--stop-iters",
+        "1",
+        "--success-json",
+        json.dumps({"score": 5}),
+        env={"TEST_OUTPUT_JSON": str(out)},
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     summary = json.loads(out.read_text())
     assert summary["passed"] == [True] and summary["best_value"] == 10.0
@@ -151,16 +182,23 @@ def test_as_release_test_writes_rllib_summary(tmp_path):
 
 @pytest.mark.slow
 def test_no_tune_returns_the_last_result_and_flags_like_rllib(tmp_path):
-    completed = _run_script(tmp_path, "--no-tune", "--stop-json",
-                            json.dumps({"training_iteration": 5, "task_solved": 1.0}))
+    completed = _run_script(
+        tmp_path,
+        "--no-tune",
+        "--stop-json",
+        json.dumps({"training_iteration": 5, "task_solved": 1.0}),
+    )
     assert _returned(completed) == "RETURNED dict 3"
     assert "Stop criterion (task_solved=1.0) fulfilled!" in completed.stdout
-    assert [line.split()[0] for line in completed.stdout.splitlines()
-            if line.startswith("iter=")] == ["iter=0", "iter=1", "iter=2"]
+    assert [
+        line.split()[0] for line in completed.stdout.splitlines() if line.startswith("iter=")
+    ] == ["iter=0", "iter=1", "iter=2"]
     # RLlib 2.60 refuses the removed flags; --old-api-stack runs the new stack.
     removed = _run_script(tmp_path, "--enable-new-api-stack")
-    assert removed.returncode != 0 and "`--enable-new-api-stack` flag no longer supported" \
-        in removed.stderr
+    assert (
+        removed.returncode != 0
+        and "`--enable-new-api-stack` flag no longer supported" in removed.stderr
+    )
     old = _run_script(tmp_path, "--old-api-stack", "--no-tune", "--stop-iters", "1")
     assert _returned(old) == "RETURNED dict 1"
     assert old.stderr.count("api_stack(...=False)") == 1
@@ -176,21 +214,34 @@ def test_every_rllib_argument_with_its_default():
         pytest.skip("ray (the test extra) is not installed")
     source = Path(spec.origin).parent / "rllib" / "examples" / "utils.py"
     tree = ast.parse(source.read_text())
-    function = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                    and node.name == "add_rllib_example_script_args")
+    function = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "add_rllib_example_script_args"
+    )
     expected = {}
     for call in ast.walk(function):
         if isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "add_argument":
             flag = call.args[0].value
             keywords = {k.arg: k.value for k in call.keywords}
             default = keywords.get("default")
-            value = False if keywords.get("action") is not None else (
-                None if default is None else ast.literal_eval(default)
-                if not isinstance(default, ast.Name) else default.id)
+            value = (
+                False
+                if keywords.get("action") is not None
+                else (
+                    None
+                    if default is None
+                    else ast.literal_eval(default)
+                    if not isinstance(default, ast.Name)
+                    else default.id
+                )
+            )
             expected[flag] = value
-    ours = {action.option_strings[0]: action.default
-            for action in add_rllib_example_script_args(
-                default_reward=100.0)._actions if action.option_strings[0] != "-h"}
+    ours = {
+        action.option_strings[0]: action.default
+        for action in add_rllib_example_script_args(default_reward=100.0)._actions
+        if action.option_strings[0] != "-h"
+    }
     substituted = {"default_reward": 100.0, "default_iters": 200, "default_timesteps": 100000}
     expected = {flag: substituted.get(value, value) for flag, value in expected.items()}
     assert ours == expected
@@ -199,7 +250,7 @@ def test_every_rllib_argument_with_its_default():
 #: RLlib's curriculum example (rllib/examples/curriculum/curriculum_learning.py) in short: its
 #: callback keeps the current task in `algorithm._counters` and re-makes every EnvRunner's
 #: FrozenLake with the next map; the threshold is -1 so that every iteration moves one task on.
-CURRICULUM = textwrap.dedent('''
+CURRICULUM = textwrap.dedent("""
     from functools import partial
     from callbacks import DefaultCallbacks
     from trainer import get_trainable_cls
@@ -245,7 +296,7 @@ CURRICULUM = textwrap.dedent('''
         results = run_rllib_example_script_experiment(
             config, args, stop={"training_iteration": args.stop_iters})
         print("TASKS", [r["task"] for r in results[0].all_metrics])
-''')
+""")
 
 
 @pytest.mark.slow
@@ -253,13 +304,18 @@ def test_curriculum_example_keeps_its_task_in_the_counters(tmp_path):
     script = tmp_path / "curriculum.py"
     script.write_text(CURRICULUM)
     completed = subprocess.run(
-        [sys.executable, str(script), "--num-env-runners", "2"], capture_output=True,
-        text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)})
+        [sys.executable, str(script), "--num-env-runners", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert [line for line in completed.stdout.splitlines() if line.startswith("Switching")] \
-        == ["Switching task/map on all EnvRunners to #1",
-            "Switching task/map on all EnvRunners to #2"]
+    assert [line for line in completed.stdout.splitlines() if line.startswith("Switching")] == [
+        "Switching task/map on all EnvRunners to #1",
+        "Switching task/map on all EnvRunners to #2",
+    ]
     assert "TASKS [0, 1, 2]" in completed.stdout
 
 
@@ -267,8 +323,10 @@ def test_result_grid_best_result_scopes_and_errors():
     from trainer.result_grid import Result, ResultGrid
 
     def trial(scores, error=None):
-        rows = [{"training_iteration": i + 1, "env_runners": {"episode_return_mean": s}}
-                for i, s in enumerate(scores)]
+        rows = [
+            {"training_iteration": i + 1, "env_runners": {"episode_return_mean": s}}
+            for i, s in enumerate(scores)
+        ]
         return Result(metrics=rows[-1], config={}, path=None, error=error, all_metrics=rows)
 
     early, steady = trial([90.0, 10.0]), trial([40.0, 50.0])
@@ -316,15 +374,24 @@ from trainer.testing import (  # noqa: E402
 
 
 def _tiny_ppo(env: str = "CartPole-v1", runners: int = 1) -> PPOConfig:
-    return (PPOConfig().environment(env).env_runners(num_env_runners=runners)
-            .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
-            .debugging(seed=1))
+    return (
+        PPOConfig()
+        .environment(env)
+        .env_runners(num_env_runners=runners)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .debugging(seed=1)
+    )
 
 
 def _tiny_dqn() -> DQNConfig:
-    return (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
-            .training(train_batch_size=16, num_steps_sampled_before_learning_starts=32)
-            .reporting(min_sample_timesteps_per_iteration=32).debugging(seed=1))
+    return (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1)
+        .training(train_batch_size=16, num_steps_sampled_before_learning_starts=32)
+        .reporting(min_sample_timesteps_per_iteration=32)
+        .debugging(seed=1)
+    )
 
 
 @pytest.fixture
@@ -341,8 +408,9 @@ def test_should_stop_reads_nested_metric_paths(ppo_run):
     result = results[-1]
     returned = result["env_runners"]["episode_return_mean"]
     assert should_stop({"env_runners/episode_return_mean": returned}, result, keep_ray_up=True)
-    assert not should_stop({"env_runners/episode_return_mean": returned + 1}, result,
-                           keep_ray_up=True)
+    assert not should_stop(
+        {"env_runners/episode_return_mean": returned + 1}, result, keep_ray_up=True
+    )
     assert should_stop({"training_iteration": 2}, result, keep_ray_up=True)
     # Missing keys, NaN and non-numeric values meet nothing.
     assert not should_stop({"env_runners/nope": 0, "date": 0}, result, keep_ray_up=True)
@@ -366,8 +434,10 @@ def test_check_learning_achieved_takes_the_best_row(ppo_run):
     # Tune's Result objects (`.metrics`) count as rows too.
     check_learning_achieved([SimpleNamespace(metrics=r) for r in results], best)
     # evaluation=None prefers the evaluation value where a row has one.
-    row = {"env_runners": {"episode_return_mean": 5.0},
-           "evaluation": {"env_runners": {"episode_return_mean": 50.0}}}
+    row = {
+        "env_runners": {"episode_return_mean": 5.0},
+        "evaluation": {"env_runners": {"episode_return_mean": 50.0}},
+    }
     check_learning_achieved(row, 50.0)
     with pytest.raises(ValueError):
         check_learning_achieved(row, 50.0, evaluation=False)
@@ -391,7 +461,8 @@ def test_train_results_layout_of_ppo_and_dqn(ppo_run):
         check_train_results_new_api_stack(broken)
     with pytest.raises(AssertionError, match="not a scalar"):
         check_train_results_new_api_stack(
-            {**results[-1], "learners": {"default_policy": {"loss_max": [1.0, 2.0]}}})
+            {**results[-1], "learners": {"default_policy": {"loss_max": [1.0, 2.0]}}}
+        )
     with pytest.raises(AssertionError, match="default_policy"):
         check_train_results_new_api_stack({**results[-1], "learners": {"other": {}}})
     with pytest.raises(AssertionError, match="not a python dict"):
@@ -451,11 +522,15 @@ class _OneActionCartPole(gym.Wrapper):
 def test_same_batch_compares_sampled_columns(ppo_run):
     algo, _ = ppo_run
     episodes, _ = algo.env_runner_group.sample(min_env_steps=20, explore=False)
-    batch = {"obs": np.concatenate([np.asarray(e.get_observations()[:-1]) for e in episodes]),
-             "actions": np.concatenate([np.asarray(e.get_actions()) for e in episodes]),
-             "unroll_id": 3}
-    same = {key: (value.copy() if isinstance(value, np.ndarray) else value)
-            for key, value in batch.items()}
+    batch = {
+        "obs": np.concatenate([np.asarray(e.get_observations()[:-1]) for e in episodes]),
+        "actions": np.concatenate([np.asarray(e.get_actions()) for e in episodes]),
+        "unroll_id": 3,
+    }
+    same = {
+        key: (value.copy() if isinstance(value, np.ndarray) else value)
+        for key, value in batch.items()
+    }
     check_same_batch(batch, same)
     check_same_batch(batch, {k: v for k, v in same.items() if k != "unroll_id"})
     changed = dict(same, actions=same["actions"] + 1)
@@ -474,35 +549,41 @@ def test_same_batch_compares_sampled_columns(ppo_run):
 @pytest.mark.slow
 def test_reproducibility_of_seeded_runs_and_its_failure():
     config = _tiny_ppo().training(train_batch_size=32, minibatch_size=16)
-    check_reproducibilty(PPO, config, fw_kwargs={"frameworks": ("torch",)},
-                         training_iteration=2)
+    check_reproducibilty(PPO, config, fw_kwargs={"frameworks": ("torch",)}, training_iteration=2)
     # RandomEnv draws from unseeded spaces: two seeded runs differ and the check says so.
-    unseeded = config.copy(copy_frozen=False).environment(RandomEnv, env_config={
-        "observation_space": gym.spaces.Box(-1.0, 1.0, (3,)), "p_terminated": 0.2})
+    unseeded = config.copy(copy_frozen=False).environment(
+        RandomEnv,
+        env_config={"observation_space": gym.spaces.Box(-1.0, 1.0, (3,)), "p_terminated": 0.2},
+    )
     with pytest.raises(AssertionError):
         check_reproducibilty(PPO, unseeded, fw_kwargs={})
 
 
 @pytest.mark.slow
 def test_supported_spaces_of_ppo_and_dqn():
-    ppo = check_supported_spaces("PPO", _tiny_ppo(runners=1).training(
-        train_batch_size=16, minibatch_size=16))
-    assert set(ppo) == {("discrete", "discrete"), ("continuous", "discrete"),
-                        *(("discrete", o) for o in ("multi_binary", "continuous", "image",
-                                                    "tuple", "dict"))}
+    ppo = check_supported_spaces(
+        "PPO", _tiny_ppo(runners=1).training(train_batch_size=16, minibatch_size=16)
+    )
+    assert set(ppo) == {
+        ("discrete", "discrete"),
+        ("continuous", "discrete"),
+        *(("discrete", o) for o in ("multi_binary", "continuous", "image", "tuple", "dict")),
+    }
     # The numpy modules take Box and Discrete observations (images flattened), Discrete and Box
     # actions; RLlib's other observation spaces need a flattening wrapper here.
     assert {key for key, status in ppo.items() if status == "ok"} == {
-        ("discrete", "discrete"), ("continuous", "discrete"), ("discrete", "continuous"),
-        ("discrete", "image")}
+        ("discrete", "discrete"),
+        ("continuous", "discrete"),
+        ("discrete", "continuous"),
+        ("discrete", "image"),
+    }
     # DQN in the driver process (no EnvRunner processes): only its builds are checked.
     dqn = check_supported_spaces("DQN", _tiny_dqn().env_runners(num_env_runners=0), train=False)
     assert dqn[("discrete", "discrete")] == "ok"
     assert dqn[("continuous", "discrete")] == "unsupported"
 
 
-def test_grid_search_runs_one_trial_per_value_and_build_refuses_the_marker(tmp_path,
-                                                                            monkeypatch):
+def test_grid_search_runs_one_trial_per_value_and_build_refuses_the_marker(tmp_path, monkeypatch):
     """RLlib's async_gym_env_vectorization example puts tune.grid_search(["sync", "async"])
     into env_runners(); the driver runs one trial per value, in the grid's order."""
     from trainer.algorithms.algorithm_config import ConfigError
@@ -514,11 +595,15 @@ def test_grid_search_runs_one_trial_per_value_and_build_refuses_the_marker(tmp_p
     )
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    config = (PPOConfig().environment("CartPole-v1")
-              .env_runners(num_envs_per_env_runner=2,
-                           gym_env_vectorize_mode=grid_search(["sync", "async"]))
-              .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
-              .rl_module(model_config={"fcnet_hiddens": [8]}))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_envs_per_env_runner=2, gym_env_vectorize_mode=grid_search(["sync", "async"])
+        )
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
     assert config.grid_settings() == {"gym_env_vectorize_mode": ["sync", "async"]}
     with pytest.raises(ConfigError, match="gym_env_vectorize_mode=grid_search"):
         config.build()

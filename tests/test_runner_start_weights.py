@@ -34,7 +34,8 @@ def _group(config, **kwargs) -> EnvRunnerGroup:
 
 def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(
-        a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a)
+        a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a
+    )
 
 
 def test_a_group_whose_weights_follow_starts_runners_without_random_weights():
@@ -78,9 +79,14 @@ def test_seeded_training_is_bit_identical_with_and_without_the_skipped_initialis
         try:
             for _ in range(2):
                 result = algo.train()
-            results.append((algo.get_weights(), _remote_weights(algo.env_runner_group),
-                            result["env_runners"]["num_env_steps_sampled_lifetime"],
-                            result["env_runners"].get("episode_return_mean")))
+            results.append(
+                (
+                    algo.get_weights(),
+                    _remote_weights(algo.env_runner_group),
+                    result["env_runners"]["num_env_steps_sampled_lifetime"],
+                    result["env_runners"].get("episode_return_mean"),
+                )
+            )
         finally:
             algo.stop()
     (weights, remote, steps, returns), (weights2, remote2, steps2, returns2) = results

@@ -44,15 +44,22 @@ class _VariedEnv(gym.Env):
         observation = np.full(3, self.t, dtype=np.float32) + np.asarray(action, np.float32).sum()
         reward = (self.t, np.float32(0.5 * self.t), np.float64(2.0), 1.5)[self.t % 4]
         infos = {"t": self.t, "nested": {"x": 1.0}} if self.t % 3 == 0 else {}
-        return (observation, reward, np.bool_(self.t == self.length), self.t == self.length + 5,
-                infos)
+        return (
+            observation,
+            reward,
+            np.bool_(self.t == self.length),
+            self.t == self.length + 5,
+            infos,
+        )
 
 
-@pytest.mark.parametrize("action_space", [gym.spaces.Discrete(3),
-                                          gym.spaces.Box(-1.0, 1.0, (2,), np.float32)])
+@pytest.mark.parametrize(
+    "action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]
+)
 def test_fast_vector_env_steps_like_gymnasiums(action_space):
     def make(index):
         return lambda: _VariedEnv(action_space, length=4 + index)
+
     mode = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
     ours = FastSyncVectorEnv([make(i) for i in range(4)], **mode)
     theirs = gym.vector.SyncVectorEnv([make(i) for i in range(4)], **mode)
@@ -81,8 +88,10 @@ def test_fast_vector_env_raises_gymnasiums_error_for_a_wrongly_shaped_observatio
             observation, *rest = super().step(action)
             return (np.zeros(4, np.float32), *rest)
 
-    env = FastSyncVectorEnv([lambda: Wrong(gym.spaces.Discrete(2), 5)] * 2,
-                            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    env = FastSyncVectorEnv(
+        [lambda: Wrong(gym.spaces.Discrete(2), 5)] * 2,
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
     env.reset(seed=0)
     with pytest.raises(ValueError):
         env.step(np.zeros(2, np.int64))
@@ -91,13 +100,16 @@ def test_fast_vector_env_raises_gymnasiums_error_for_a_wrongly_shaped_observatio
 def test_two_logit_draws_match_the_general_draw_bit_for_bit():
     rng = np.random.default_rng(3)
     for trial in range(3000):
-        logits = (rng.standard_normal((int(rng.integers(1, 9)), 2))
-                  * rng.choice([1e-3, 1.0, 40.0])).astype(np.float32)
+        logits = (
+            rng.standard_normal((int(rng.integers(1, 9)), 2)) * rng.choice([1e-3, 1.0, 40.0])
+        ).astype(np.float32)
         if trial % 5 == 0:
             logits[:, 1] = logits[:, 0]  # ties
         rows = logits.tolist()
-        for uniforms in (np.random.default_rng(trial).random(len(rows)).tolist(),
-                         [None] * len(rows)):
+        for uniforms in (
+            np.random.default_rng(trial).random(len(rows)).tolist(),
+            [None] * len(rows),
+        ):
             assert nn._draws_from_two(rows, uniforms) == nn._draws(rows, uniforms)
 
 
@@ -117,8 +129,10 @@ def test_small_categorical_draws_agree_with_the_array_path():
     assert np.array_equal(greedy, logits.argmax(axis=1))
 
 
-@pytest.mark.parametrize("settings", [{"window": 3}, {"reduce": "min", "window": 3},
-                                      {"reduce": "max"}, {"reduce": "sum"}, {}])
+@pytest.mark.parametrize(
+    "settings",
+    [{"window": 3}, {"reduce": "min", "window": 3}, {"reduce": "max"}, {"reduce": "sum"}, {}],
+)
 def test_log_values_is_log_value_for_each_value(settings):
     one_by_one, together = MetricsLogger(root=True), MetricsLogger(root=True)
     for batch in ([4.0, 1.0, 7.5, 2.0], [3, 9], [np.float32(0.5)]):
@@ -131,9 +145,12 @@ def test_log_values_is_log_value_for_each_value(settings):
 
 @pytest.mark.slow
 def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes():
-    config = (PPOConfig().environment("CartPole-v1")
-              .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
-              .debugging(seed=1))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+        .debugging(seed=1)
+    )
     config.metrics_num_episodes_for_smoothing = 1000
     algo = config.build()
     try:
@@ -155,11 +172,17 @@ def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes
 @pytest.mark.parametrize("backend", ["processes", pytest.param("ray", marks=pytest.mark.ray)])
 def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend):
     before = gc.get_freeze_count()
-    algo = (PPOConfig().environment("CartPole-v1")
-            .env_runners(num_env_runners=1, backend=backend).debugging(seed=0).build())
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, backend=backend)
+        .debugging(seed=0)
+        .build()
+    )
     try:
-        frozen = algo.env_runner_group.foreach_env_runner(lambda runner: gc.get_freeze_count(),
-                                                          local_env_runner=False)
+        frozen = algo.env_runner_group.foreach_env_runner(
+            lambda runner: gc.get_freeze_count(), local_env_runner=False
+        )
         assert frozen[0] > 1000  # modules, env and networks: out of the collector's scans
         algo.train()  # and sampling works on
     finally:
@@ -193,8 +216,10 @@ def test_fast_vector_env_refuses_array_rewards_as_gymnasium_does():
             return (observation, np.array([1.0]), *rest)
 
     for cls in (FastSyncVectorEnv, gym.vector.SyncVectorEnv):
-        env = cls([lambda: ArrayReward(gym.spaces.Discrete(2), 5)] * 2,
-                  autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        env = cls(
+            [lambda: ArrayReward(gym.spaces.Discrete(2), 5)] * 2,
+            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+        )
         env.reset(seed=0)
         with pytest.raises(ValueError, match="sequence"):
             env.step(np.zeros(2, np.int64))

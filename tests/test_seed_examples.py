@@ -20,8 +20,13 @@ pytestmark = pytest.mark.slow
 
 
 def run_example(name: str, timeout: float = 240, cwd: Path | None = None) -> str:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     # RLlib's older forms warn once each (the main process relays the workers' warnings).
     warnings = re.findall(r"^DeprecationWarning: (.*)$", proc.stderr, re.M)
@@ -39,9 +44,12 @@ def test_lambda_on_episode_end_prints_every_episode_from_the_workers():
 
 def test_stateful_callback_keeps_state_per_env_runner():
     out = run_example("stateful_episode_return.py")
-    pairs = [(float(r), float(s)) for r, s in
-             re.findall(r"^Episode done\. R=([0-9.]+) Global SUM=([0-9.]+)$", out, re.M)]
+    pairs = [
+        (float(r), float(s))
+        for r, s in re.findall(r"^Episode done\. R=([0-9.]+) Global SUM=([0-9.]+)$", out, re.M)
+    ]
     assert len(pairs) > 50
+
     # Two EnvRunners (PPO's default), each with its own instance: every printed sum must be one
     # runner's previous sum plus this return. Lines of the two processes interleave, so search
     # for an assignment of lines to runners (depth-first; ambiguity is rare).
@@ -51,7 +59,7 @@ def test_stateful_callback_keeps_state_per_env_runner():
         episode_return, printed_sum = pairs[k]
         for i, running in enumerate(sums):
             if math.isclose(running + episode_return, printed_sum):
-                found = assign(k + 1, sums[:i] + (printed_sum,) + sums[i + 1:])
+                found = assign(k + 1, sums[:i] + (printed_sum,) + sums[i + 1 :])
                 if found is not None:
                     return found
         return None
@@ -59,6 +67,7 @@ def test_stateful_callback_keeps_state_per_env_runner():
     final_sums = assign(0, (0.0, 0.0))
     assert final_sums is not None, "printed sums are not two independent running sums"
     assert min(final_sums) > 0, "both runners should have finished episodes"
+
 
 @pytest.mark.parametrize("script", ["acrobot_custom_data.py", "acrobot_temporary_data.py"])
 def test_acrobot_theta1_reaches_the_results(script):
@@ -90,7 +99,10 @@ def test_env_task_fn_raises_every_runners_task_after_each_iteration():
     out = run_example("curriculum_env_task_fn.py")
     rows = re.findall(r"^iteration (\d) return ([0-9.]+) tasks (.*)$", out, re.M)
     assert [(int(i), tasks) for i, _, tasks in rows] == [
-        (1, "[[1], [1]]"), (2, "[[2], [2]]"), (3, "[[3], [3]]")]
+        (1, "[[1], [1]]"),
+        (2, "[[2], [2]]"),
+        (3, "[[3], [3]]"),
+    ]
     # Each iteration's episodes ran on the task set after the previous one: 20 / (1 + task).
     assert [float(r) for _, r, _ in rows] == pytest.approx([20.0, 10.0, 20 / 3], abs=1e-3)
 

@@ -32,8 +32,13 @@ NOT_SETTINGS = {"_BASE_SETTINGS", "_ALGO_SETTINGS", "_DEFAULT_OVERRIDES", "_RLLI
 @pytest.mark.slow
 def test_mypy_reports_no_errors_on_trainer():
     pytest.importorskip("mypy", reason="the type check needs mypy (pip install -e '.[test]')")
-    done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=MYPY_TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=MYPY_TIMEOUT_S,
+    )
     assert done.returncode == 0, f"mypy reports type errors:\n{done.stdout}{done.stderr}"
     assert "Success: no issues found" in done.stdout, done.stdout
 
@@ -67,11 +72,15 @@ def test_every_setting_has_a_declared_type_that_its_default_fits(config_cls):
     hints = typing.get_type_hints(config_cls, localns={"EnvRunner": EnvRunner})
     settings = config_cls._settings()
     assert sorted(set(settings) - set(hints)) == [], "settings without a declared type"
-    assert sorted(set(hints) - set(settings) - NOT_SETTINGS) == [], \
+    assert sorted(set(hints) - set(settings) - NOT_SETTINGS) == [], (
         "declared types of settings that do not exist"
+    )
     config = config_cls()
-    wrong = {name: (getattr(config, name), hints[name]) for name in settings
-             if not _fits(getattr(config, name), hints[name])}
+    wrong = {
+        name: (getattr(config, name), hints[name])
+        for name in settings
+        if not _fits(getattr(config, name), hints[name])
+    }
     assert wrong == {}, "defaults that do not fit their declared types"
 
 
@@ -86,8 +95,7 @@ def test_the_type_check_of_defaults_can_fail():
 
 def test_config_builders_keep_the_subclass_type():
     # Builders return Self: a PPOConfig chain stays a PPOConfig (what mypy sees, at run time).
-    config = PPOConfig().environment("CartPole-v1").training(lr=1e-3).env_runners(
-        num_env_runners=0)
+    config = PPOConfig().environment("CartPole-v1").training(lr=1e-3).env_runners(num_env_runners=0)
     assert type(config) is PPOConfig
     assert type(config.copy()) is PPOConfig
     assert type(PPOConfig.from_dict({"lr": 1e-3})) is PPOConfig

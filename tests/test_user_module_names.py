@@ -11,15 +11,18 @@ import pytest
 
 @pytest.mark.slow
 def test_a_users_callbacks_py_and_checkpoints_py_do_not_shadow_the_trainer(tmp_path):
-    (tmp_path / "callbacks.py").write_text(textwrap.dedent("""
+    (tmp_path / "callbacks.py").write_text(
+        textwrap.dedent("""
         from trainer.callbacks import RLlibCallback
 
         class CountEpisodes(RLlibCallback):
             def on_episode_end(self, *, metrics_logger, **kwargs):
                 metrics_logger.log_value("my_episodes", 1, reduce="sum")
-    """))
+    """)
+    )
     (tmp_path / "checkpoints.py").write_text("KEEP_LAST = 2  # the user's own settings module\n")
-    (tmp_path / "train.py").write_text(textwrap.dedent("""
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent("""
         import checkpoints  # the user's module, not the trainer's
         from callbacks import CountEpisodes  # the user's module too
 
@@ -35,9 +38,11 @@ def test_a_users_callbacks_py_and_checkpoints_py_do_not_shadow_the_trainer(tmp_p
             path = algo.save_to_path("ckpt")
         with Algorithm.from_checkpoint(path) as restored:
             print("episodes", result["env_runners"]["my_episodes"], restored.iteration)
-    """))
-    done = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    """)
+    )
+    done = subprocess.run(
+        [sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     episodes, iteration = done.stdout.split()[1:]
     assert float(episodes) > 0 and iteration == "1"

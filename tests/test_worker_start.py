@@ -19,8 +19,9 @@ from trainer.runners import protocol, worker_forkserver
 from trainer.runners.worker_forkserver import TEMPLATE_NAME, template_pid
 from trainer.testing import env_runner_pids, kill_env_runner
 
-pytestmark = pytest.mark.skipif(not worker_forkserver.forking_available(),
-                                reason="workers are forked on Linux only")
+pytestmark = pytest.mark.skipif(
+    not worker_forkserver.forking_available(), reason="workers are forked on Linux only"
+)
 
 
 def _parent(pid: int) -> int:
@@ -90,7 +91,8 @@ def _socket_inodes(pid: int) -> set[str]:
 
 
 def test_the_workers_of_one_build_are_forked_in_one_request_each_holding_only_its_own_ends(
-        monkeypatch):
+    monkeypatch,
+):
     requests = []
     fork = worker_forkserver.WorkerTemplate.fork
 
@@ -133,7 +135,8 @@ def test_more_workers_than_one_request_takes_are_forked_in_several(monkeypatch):
     with small_ppo(5).build() as algo:
         assert requests == [[1, 2], [3, 4], [5]]
         assert _remote(algo, lambda runner: (runner.worker_index, os.getppid())) == [
-            (index, os.getpid()) for index in range(1, 6)]
+            (index, os.getpid()) for index in range(1, 6)
+        ]
         algo.train()
 
 
@@ -145,9 +148,9 @@ def test_environment_and_working_directory_at_build_time_reach_the_workers(monke
     monkeypatch.setenv("LOCALRL_TEST_BUILD_TIME_VAR", "set after the template started")
     monkeypatch.chdir(tmp_path)
     with small_ppo(1).build() as algo:
-        assert _remote(algo, lambda runner: (os.environ.get("LOCALRL_TEST_BUILD_TIME_VAR"),
-                                             os.getcwd())) == [
-            ("set after the template started", str(tmp_path))]
+        assert _remote(
+            algo, lambda runner: (os.environ.get("LOCALRL_TEST_BUILD_TIME_VAR"), os.getcwd())
+        ) == [("set after the template started", str(tmp_path))]
         assert template_pid() != before  # a fresh template: the old one's were stale
     assert _wait_gone([before]) == []  # and the stale one ended
 
@@ -227,7 +230,8 @@ def test_a_template_that_does_not_answer_in_time_means_spawned_workers(monkeypat
 
 @pytest.mark.slow
 def test_a_fork_not_answered_in_time_means_a_spawned_worker_on_fresh_descriptors(
-        monkeypatch, caplog):
+    monkeypatch, caplog
+):
     monkeypatch.setattr(worker_forkserver, "_forking", worker_forkserver._Forking())
     monkeypatch.setattr(worker_forkserver, "FORK_TIMEOUT_S", 0.0)
     try:
@@ -275,10 +279,15 @@ _SCRIPT = textwrap.dedent("""
 def test_workers_and_template_end_with_the_main_process(tmp_path, how):
     script = tmp_path / "script.py"
     script.write_text(_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
-    main = subprocess.Popen([sys.executable, str(script), how], stdout=subprocess.PIPE,
-                            text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    main = subprocess.Popen(
+        [sys.executable, str(script), how], stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         pids = [int(pid) for pid in main.stdout.readline().split()]
         assert len(pids) == 3

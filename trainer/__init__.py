@@ -1,8 +1,8 @@
 """localrl's trainer: RLlib's Python API on one machine.
 
-    from trainer import PPOConfig
-    algo = PPOConfig().environment("CartPole-v1").build()
-    print(algo.train()["env_runners"]["episode_return_mean"])
+from trainer import PPOConfig
+algo = PPOConfig().environment("CartPole-v1").build()
+print(algo.train()["env_runners"]["episode_return_mean"])
 """
 
 import os as _os

@@ -59,8 +59,9 @@ class EnvRunnerFailure(RemoteError):
 class EnvRunnerCrashed(EnvRunnerFailure):
     kind = "crashed"
 
-    def __init__(self, worker_index: int, method: str | None, exitcode: int | None,
-                 detail: str = ""):
+    def __init__(
+        self, worker_index: int, method: str | None, exitcode: int | None, detail: str = ""
+    ):
         self.method = method
         self.exitcode = exitcode
         if exitcode is None:
@@ -75,15 +76,19 @@ class EnvRunnerCrashed(EnvRunnerFailure):
         else:
             how = f"it exited with code {exitcode}"
         where = "while idle" if method is None else f"during {method}()"
-        super().__init__(worker_index, f"EnvRunner {worker_index} crashed {where}: "
-                                       f"{how.rstrip('.')}.{(' ' + detail) if detail else ''}")
+        super().__init__(
+            worker_index,
+            f"EnvRunner {worker_index} crashed {where}: "
+            f"{how.rstrip('.')}.{(' ' + detail) if detail else ''}",
+        )
 
 
 class EnvRunnerTimeout(EnvRunnerFailure):
     kind = "timeout"
 
-    def __init__(self, worker_index: int, method: str, timeout_s: float, stack: str = "",
-                 hint: str = ""):
+    def __init__(
+        self, worker_index: int, method: str, timeout_s: float, stack: str = "", hint: str = ""
+    ):
         self.method = method
         self.timeout_s = timeout_s
         #: Where the process was when it was given up (its threads' stacks, innermost first),
@@ -92,33 +97,57 @@ class EnvRunnerTimeout(EnvRunnerFailure):
         #: What may explain the silence (a Ray actor that waited for resources), or "".
         self.hint = hint
         where = f" It was in:\n{stack.rstrip()}" if stack else ""
-        super().__init__(worker_index, f"EnvRunner {worker_index} did not answer {method}() within "
-                                       f"{timeout_s:g} s; its process was killed."
-                                       f"{' ' + hint if hint else ''}{where}")
+        super().__init__(
+            worker_index,
+            f"EnvRunner {worker_index} did not answer {method}() within "
+            f"{timeout_s:g} s; its process was killed."
+            f"{' ' + hint if hint else ''}{where}",
+        )
 
     def __reduce__(self) -> tuple[type[EnvRunnerTimeout], tuple[Any, ...]]:
-        return (EnvRunnerTimeout, (self.worker_index, self.method, self.timeout_s, self.stack,
-                                   self.hint))
+        return (
+            EnvRunnerTimeout,
+            (self.worker_index, self.method, self.timeout_s, self.stack, self.hint),
+        )
 
 
 class EnvRunnerError(EnvRunnerFailure):
     kind = "exception"
 
-    def __init__(self, worker_index: int, method: str, error_type: str, error_message: str,
-                 remote_traceback: str, env_steps: int | None = None):
+    def __init__(
+        self,
+        worker_index: int,
+        method: str,
+        error_type: str,
+        error_message: str,
+        remote_traceback: str,
+        env_steps: int | None = None,
+    ):
         self.method = method
         self.error_type = error_type
         self.error_message = error_message
         self.remote_traceback = remote_traceback
         #: Env steps the runner's process had stepped when it raised (None: unknown).
         self.env_steps = env_steps
-        super().__init__(worker_index, f"EnvRunner {worker_index} raised {error_type}: "
-                                       f"{error_message} (in {method}()).\nOriginal traceback:\n"
-                                       f"{remote_traceback.rstrip()}")
+        super().__init__(
+            worker_index,
+            f"EnvRunner {worker_index} raised {error_type}: "
+            f"{error_message} (in {method}()).\nOriginal traceback:\n"
+            f"{remote_traceback.rstrip()}",
+        )
 
     def __reduce__(self) -> tuple[type[EnvRunnerError], tuple[Any, ...]]:
-        return (EnvRunnerError, (self.worker_index, self.method, self.error_type,
-                                 self.error_message, self.remote_traceback, self.env_steps))
+        return (
+            EnvRunnerError,
+            (
+                self.worker_index,
+                self.method,
+                self.error_type,
+                self.error_message,
+                self.remote_traceback,
+                self.env_steps,
+            ),
+        )
 
 
 class RunnerStateRejected(RemoteError):
@@ -306,8 +335,9 @@ class RLlibNotAvailable(ImportError):
     #: The table of RLlib names and their counterparts (`trainer.launcher.table`), by path.
     table_file = "trainer/launcher/table.py"
 
-    def __init__(self, rllib_name: str, capability: str | None, instead: str = "",
-                 detail: str = ""):
+    def __init__(
+        self, rllib_name: str, capability: str | None, instead: str = "", detail: str = ""
+    ):
         self.rllib_name = rllib_name
         self.capability = capability
         self.instead = instead

@@ -44,9 +44,12 @@ logger = logging.getLogger("trainer")
 DEFAULT_STORAGE = os.path.join("~", "ray_results")
 
 
-def add_rllib_example_script_args(parser: argparse.ArgumentParser | None = None,
-                                  default_reward: float = 100.0, default_iters: int = 200,
-                                  default_timesteps: int = 100000) -> argparse.ArgumentParser:
+def add_rllib_example_script_args(
+    parser: argparse.ArgumentParser | None = None,
+    default_reward: float = 100.0,
+    default_iters: int = 200,
+    default_timesteps: int = 100000,
+) -> argparse.ArgumentParser:
     """RLlib's command line for its example scripts, added to `parser` (a new one when None):
     the same arguments with the same defaults. Those about Ray's cluster, GPUs, several
     learners or WandB mean nothing on one machine: they reach the config (whose `build()`
@@ -55,82 +58,188 @@ def add_rllib_example_script_args(parser: argparse.ArgumentParser | None = None,
     add = parser.add_argument
     # Algo and Algo config options.
     add("--algo", type=str, default="PPO", help="The RLlib-registered algorithm to use.")
-    add("--framework", choices=["tf", "tf2", "torch"], default="torch",
-        help="The DL framework specifier (the networks are numpy here whatever is named).")
-    add("--env", type=str, default=None,
-        help="The gym.Env identifier to run the experiment with.")
-    add("--num-env-runners", type=int, default=None,
-        help="The number of (remote) EnvRunners to use for the experiment.")
-    add("--num-envs-per-env-runner", type=int, default=None,
-        help="The number of (vectorized) environments per EnvRunner.")
-    add("--num-agents", type=int, default=0,
-        help="If 0 (default), runs single-agent; > 0 (multi-agent) is not supported here.")
+    add(
+        "--framework",
+        choices=["tf", "tf2", "torch"],
+        default="torch",
+        help="The DL framework specifier (the networks are numpy here whatever is named).",
+    )
+    add("--env", type=str, default=None, help="The gym.Env identifier to run the experiment with.")
+    add(
+        "--num-env-runners",
+        type=int,
+        default=None,
+        help="The number of (remote) EnvRunners to use for the experiment.",
+    )
+    add(
+        "--num-envs-per-env-runner",
+        type=int,
+        default=None,
+        help="The number of (vectorized) environments per EnvRunner.",
+    )
+    add(
+        "--num-agents",
+        type=int,
+        default=0,
+        help="If 0 (default), runs single-agent; > 0 (multi-agent) is not supported here.",
+    )
     # Evaluation options.
-    add("--evaluation-num-env-runners", type=int, default=0,
-        help="The number of evaluation (remote) EnvRunners to use for the experiment.")
-    add("--evaluation-interval", type=int, default=0,
-        help="Every how many iterations to run one round of evaluation (0: never).")
-    add("--evaluation-duration", type=lambda v: v if v == "auto" else int(v), default=10,
+    add(
+        "--evaluation-num-env-runners",
+        type=int,
+        default=0,
+        help="The number of evaluation (remote) EnvRunners to use for the experiment.",
+    )
+    add(
+        "--evaluation-interval",
+        type=int,
+        default=0,
+        help="Every how many iterations to run one round of evaluation (0: never).",
+    )
+    add(
+        "--evaluation-duration",
+        type=lambda v: v if v == "auto" else int(v),
+        default=10,
         help="The number of evaluation units (see --evaluation-duration-unit) per round, or "
-             "'auto' (with --evaluation-parallel-to-training).")
-    add("--evaluation-duration-unit", type=str, default="episodes",
-        choices=["episodes", "timesteps"], help="The evaluation duration unit to count by.")
-    add("--evaluation-parallel-to-training", action="store_true",
-        help="Whether to run evaluation parallel to training.")
+        "'auto' (with --evaluation-parallel-to-training).",
+    )
+    add(
+        "--evaluation-duration-unit",
+        type=str,
+        default="episodes",
+        choices=["episodes", "timesteps"],
+        help="The evaluation duration unit to count by.",
+    )
+    add(
+        "--evaluation-parallel-to-training",
+        action="store_true",
+        help="Whether to run evaluation parallel to training.",
+    )
     # RLlib logging options.
-    add("--output", type=str, default=None,
-        help="The output directory to write trajectories to (offline data).")
-    add("--log-level", type=str, default=None, choices=["INFO", "DEBUG", "WARN", "ERROR"],
-        help="The log-level to be used by the RLlib logger.")
+    add(
+        "--output",
+        type=str,
+        default=None,
+        help="The output directory to write trajectories to (offline data).",
+    )
+    add(
+        "--log-level",
+        type=str,
+        default=None,
+        choices=["INFO", "DEBUG", "WARN", "ERROR"],
+        help="The log-level to be used by the RLlib logger.",
+    )
     # tune.Tuner options.
-    add("--no-tune", action="store_true",
+    add(
+        "--no-tune",
+        action="store_true",
         help="Whether to NOT use tune.Tuner(), but a simple loop calling algo.train() "
-             "until one of the stop criteria is met.")
-    add("--num-samples", type=int, default=1,
-        help="How many trials to run (one after the other here).")
-    add("--max-concurrent-trials", type=int, default=None,
-        help="How many trials to run concurrently (here: one at a time).")
+        "until one of the stop criteria is met.",
+    )
+    add(
+        "--num-samples",
+        type=int,
+        default=1,
+        help="How many trials to run (one after the other here).",
+    )
+    add(
+        "--max-concurrent-trials",
+        type=int,
+        default=None,
+        help="How many trials to run concurrently (here: one at a time).",
+    )
     add("--verbose", type=int, default=2, help="The verbosity level (0: no progress lines).")
-    add("--checkpoint-freq", type=int, default=0,
-        help="The frequency (in training iterations) with which to create checkpoints.")
-    add("--checkpoint-at-end", action="store_true",
-        help="Whether to create a checkpoint at the very end of the experiment.")
-    add("--tune-max-report-freq", type=int, default=5,
-        help="The frequency (in seconds) at which to log the training performance.")
+    add(
+        "--checkpoint-freq",
+        type=int,
+        default=0,
+        help="The frequency (in training iterations) with which to create checkpoints.",
+    )
+    add(
+        "--checkpoint-at-end",
+        action="store_true",
+        help="Whether to create a checkpoint at the very end of the experiment.",
+    )
+    add(
+        "--tune-max-report-freq",
+        type=int,
+        default=5,
+        help="The frequency (in seconds) at which to log the training performance.",
+    )
     # WandB logging options.
-    add("--wandb-key", type=str, default=None,
-        help="The WandB API key to use for uploading results.")
+    add(
+        "--wandb-key",
+        type=str,
+        default=None,
+        help="The WandB API key to use for uploading results.",
+    )
     add("--wandb-project", type=str, default=None, help="The WandB project name to use.")
     add("--wandb-run-name", type=str, default=None, help="The WandB run name to use.")
     # Experiment stopping and testing criteria.
-    add("--stop-reward", type=float, default=default_reward,
-        help="Reward at which the script should stop training.")
-    add("--stop-iters", type=int, default=default_iters,
-        help="The number of iterations to train.")
-    add("--stop-timesteps", type=int, default=default_timesteps,
-        help="The number of (environment sampling) timesteps to train.")
-    add("--as-test", action="store_true",
+    add(
+        "--stop-reward",
+        type=float,
+        default=default_reward,
+        help="Reward at which the script should stop training.",
+    )
+    add("--stop-iters", type=int, default=default_iters, help="The number of iterations to train.")
+    add(
+        "--stop-timesteps",
+        type=int,
+        default=default_timesteps,
+        help="The number of (environment sampling) timesteps to train.",
+    )
+    add(
+        "--as-test",
+        action="store_true",
         help="Run as a test: the success metric must be reached within the stop criteria, "
-             "else the script raises at the end.")
-    add("--as-release-test", action="store_true",
-        help="--as-test, plus a JSON summary written to $TEST_OUTPUT_JSON.")
+        "else the script raises at the end.",
+    )
+    add(
+        "--as-release-test",
+        action="store_true",
+        help="--as-test, plus a JSON summary written to $TEST_OUTPUT_JSON.",
+    )
     # Learner scaling options.
-    add("--num-learners", type=int, default=None,
-        help="The number of Learners to use (one learner runs here).")
-    add("--num-cpus-per-learner", type=float, default=None,
-        help="The number of CPUs per Learner to use.")
-    add("--num-gpus-per-learner", type=float, default=None,
-        help="The number of GPUs per Learner to use (there are none here).")
-    add("--num-aggregator-actors-per-learner", type=int, default=None,
-        help="The number of Aggregator actors to use per Learner.")
+    add(
+        "--num-learners",
+        type=int,
+        default=None,
+        help="The number of Learners to use (one learner runs here).",
+    )
+    add(
+        "--num-cpus-per-learner",
+        type=float,
+        default=None,
+        help="The number of CPUs per Learner to use.",
+    )
+    add(
+        "--num-gpus-per-learner",
+        type=float,
+        default=None,
+        help="The number of GPUs per Learner to use (there are none here).",
+    )
+    add(
+        "--num-aggregator-actors-per-learner",
+        type=int,
+        default=None,
+        help="The number of Aggregator actors to use per Learner.",
+    )
     # Ray init options.
     add("--num-cpus", type=int, default=0)
     # Old API stack: config.num_gpus.
-    add("--num-gpus", type=int, default=None,
-        help="The number of GPUs to use (only on the old API stack).")
-    add("--old-api-stack", action="store_true",
+    add(
+        "--num-gpus",
+        type=int,
+        default=None,
+        help="The number of GPUs to use (only on the old API stack).",
+    )
+    add(
+        "--old-api-stack",
+        action="store_true",
         help="Run this script on the old API stack of RLlib (here: the new stack runs, with "
-             "one warning).")
+        "one warning).",
+    )
     # Deprecated options that are kept to raise an error when still used.
     add("--enable-new-api-stack", action="store_true", help=argparse.SUPPRESS)
     add("--local-mode", action="store_true", help=argparse.SUPPRESS)
@@ -166,11 +275,18 @@ def _shutdown() -> None:
 
 
 def run_rllib_example_script_experiment(
-        base_config: Any, args: argparse.Namespace | None = None, *,
-        stop: dict | None = None, success_metric: dict | None = None,
-        trainable: type | None = None, tune_callbacks: list | None = None,
-        keep_config: bool = False, keep_ray_up: bool = False, scheduler: Any = None,
-        progress_reporter: Any = None) -> dict | ResultGrid:
+    base_config: Any,
+    args: argparse.Namespace | None = None,
+    *,
+    stop: dict | None = None,
+    success_metric: dict | None = None,
+    trainable: type | None = None,
+    tune_callbacks: list | None = None,
+    keep_config: bool = False,
+    keep_ray_up: bool = False,
+    scheduler: Any = None,
+    progress_reporter: Any = None,
+) -> dict | ResultGrid:
     """RLlib's driver of its example scripts (see the module docstring): applies the command
     line to `base_config` (unless `keep_config`), runs the experiment until `stop`, and with
     `--as-test` checks `success_metric`. Returns the last result dict with `--no-tune`, else a
@@ -178,9 +294,11 @@ def run_rllib_example_script_experiment(
     if args is None:
         args = add_rllib_example_script_args().parse_args()
     if args.enable_new_api_stack:
-        raise ValueError("`--enable-new-api-stack` flag no longer supported (it's the default "
-                         "behavior now)! To switch back to the old API stack on your scripts, "
-                         "use the `--old-api-stack` flag.")
+        raise ValueError(
+            "`--enable-new-api-stack` flag no longer supported (it's the default "
+            "behavior now)! To switch back to the old API stack on your scripts, "
+            "use the `--old-api-stack` flag."
+        )
     if args.local_mode:
         raise ValueError("`--local-mode` is no longer supported.")
     if args.as_release_test:
@@ -190,15 +308,18 @@ def run_rllib_example_script_experiment(
         args.tune_max_report_freq = 30
     _refuse_tune_only(args, trainable, tune_callbacks, scheduler, progress_reporter)
     if stop is None:
-        stop = {f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}": args.stop_reward,
-                f"{ENV_RUNNER_RESULTS}/{NUM_ENV_STEPS_SAMPLED_LIFETIME}": args.stop_timesteps,
-                TRAINING_ITERATION: args.stop_iters}
+        stop = {
+            f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}": args.stop_reward,
+            f"{ENV_RUNNER_RESULTS}/{NUM_ENV_STEPS_SAMPLED_LIFETIME}": args.stop_timesteps,
+            TRAINING_ITERATION: args.stop_iters,
+        }
     config = base_config
     if not keep_config:
         _apply_args(config, args)
     if args.no_tune:
-        assert not args.as_test and not args.as_release_test, \
+        assert not args.as_test and not args.as_release_test, (
             "--no-tune cannot be combined with --as-test (as in RLlib)"
+        )
         return _run_without_tune(config, args, stop, keep_ray_up)
     started = time.time()
     grid = _run_trials(config, args, stop, trainable)
@@ -209,25 +330,35 @@ def run_rllib_example_script_experiment(
     return grid
 
 
-def _refuse_tune_only(args: Any, trainable: Any, tune_callbacks: Any, scheduler: Any,
-                      progress_reporter: Any) -> None:
+def _refuse_tune_only(
+    args: Any, trainable: Any, tune_callbacks: Any, scheduler: Any, progress_reporter: Any
+) -> None:
     """Tune features that would change what runs are refused; reporting ones are noted."""
     if args.num_agents:
-        raise ValueError(f"--num-agents={args.num_agents}: multi-agent envs do not run here "
-                         "(single-agent only)")
+        raise ValueError(
+            f"--num-agents={args.num_agents}: multi-agent envs do not run here (single-agent only)"
+        )
     if scheduler is not None:
-        raise ValueError(f"run_rllib_example_script_experiment(scheduler={scheduler!r}): Tune "
-                         "schedulers (trials stopped or mutated early) are not supported here; "
-                         "every trial runs until the stop criteria")
+        raise ValueError(
+            f"run_rllib_example_script_experiment(scheduler={scheduler!r}): Tune "
+            "schedulers (trials stopped or mutated early) are not supported here; "
+            "every trial runs until the stop criteria"
+        )
     if trainable is not None and not isinstance(trainable, type):
-        raise ValueError(f"run_rllib_example_script_experiment(trainable={trainable!r}): only "
-                         "an Algorithm subclass can be a trainable here, not a function")
+        raise ValueError(
+            f"run_rllib_example_script_experiment(trainable={trainable!r}): only "
+            "an Algorithm subclass can be a trainable here, not a function"
+        )
     if tune_callbacks:
-        logger.warning("run_rllib_example_script_experiment(tune_callbacks=...): Tune "
-                       "callbacks are not called here (use RLlib callbacks on the config)")
+        logger.warning(
+            "run_rllib_example_script_experiment(tune_callbacks=...): Tune "
+            "callbacks are not called here (use RLlib callbacks on the config)"
+        )
     if progress_reporter is not None:
-        logger.warning("run_rllib_example_script_experiment(progress_reporter=...): progress "
-                       "is printed as one line per iteration here")
+        logger.warning(
+            "run_rllib_example_script_experiment(progress_reporter=...): progress "
+            "is printed as one line per iteration here"
+        )
     if getattr(args, "wandb_key", None) is not None or "WANDB_API_KEY" in os.environ:
         logger.warning("--wandb-key: results are not uploaded to WandB here")
 
@@ -241,24 +372,30 @@ def _apply_args(config: Any, args: Any) -> None:
     if args.env is not None and config.env is None:
         config.environment(args.env)
     if args.old_api_stack:
-        config.api_stack(enable_rl_module_and_learner=False,
-                         enable_env_runner_and_connector_v2=False)
+        config.api_stack(
+            enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False
+        )
     if args.num_env_runners is not None:
         config.env_runners(num_env_runners=args.num_env_runners)
     if args.num_envs_per_env_runner is not None:
         config.env_runners(num_envs_per_env_runner=args.num_envs_per_env_runner)
     if args.num_gpus is not None and args.num_gpus > 0:
-        raise ValueError("--num-gpus is not supported on the new API stack! To train on GPUs, "
-                         "use the command line options `--num-gpus-per-learner=1` and "
-                         "`--num-learners=[your number of available GPUs]`, instead.")
+        raise ValueError(
+            "--num-gpus is not supported on the new API stack! To train on GPUs, "
+            "use the command line options `--num-gpus-per-learner=1` and "
+            "`--num-learners=[your number of available GPUs]`, instead."
+        )
     # There are no GPUs here: RLlib's automatic choice is 0 GPUs per learner, and a hard
     # request of one or more cannot be met.
-    num_learners = (args.num_learners if args.num_learners is not None
-                    else getattr(config, "num_learners", 0)) or 1
+    num_learners = (
+        args.num_learners if args.num_learners is not None else getattr(config, "num_learners", 0)
+    ) or 1
     if (args.num_gpus_per_learner or 0) * num_learners > 0:
-        raise ValueError(f"You are running your script with --num-learners={args.num_learners} "
-                         f"and --num-gpus-per-learner={args.num_gpus_per_learner}, but your "
-                         "cluster only has 0 GPUs!")
+        raise ValueError(
+            f"You are running your script with --num-learners={args.num_learners} "
+            f"and --num-gpus-per-learner={args.num_gpus_per_learner}, but your "
+            "cluster only has 0 GPUs!"
+        )
     config.resources(num_gpus=0)
     if args.num_learners is not None:
         config.learners(num_learners=args.num_learners)
@@ -268,28 +405,34 @@ def _apply_args(config: Any, args: Any) -> None:
     if args.num_cpus_per_learner is not None:
         config.learners(num_cpus_per_learner=args.num_cpus_per_learner)
     if args.evaluation_interval > 0:
-        config.evaluation(evaluation_num_env_runners=args.evaluation_num_env_runners,
-                          evaluation_interval=args.evaluation_interval,
-                          evaluation_duration=args.evaluation_duration,
-                          evaluation_duration_unit=args.evaluation_duration_unit,
-                          evaluation_parallel_to_training=args.evaluation_parallel_to_training)
+        config.evaluation(
+            evaluation_num_env_runners=args.evaluation_num_env_runners,
+            evaluation_interval=args.evaluation_interval,
+            evaluation_duration=args.evaluation_duration,
+            evaluation_duration_unit=args.evaluation_duration_unit,
+            evaluation_parallel_to_training=args.evaluation_parallel_to_training,
+        )
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
     if args.output is not None:
         offline_data = getattr(config, "offline_data", None)
         if offline_data is None:
-            raise ValueError(f"--output={args.output!r}: writing offline data is not "
-                             "supported here")
+            raise ValueError(
+                f"--output={args.output!r}: writing offline data is not supported here"
+            )
         offline_data(output=args.output)
 
 
 def _progress_line(iteration: int, result: dict) -> str:
     episode_return = metric_value(result, f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}")
-    line = (f"iter {iteration:4d} | total time (s) {result.get('time_total_s', 0.0):7.1f} | "
-            f"ts {metric_value(result, NUM_ENV_STEPS_SAMPLED_LIFETIME)} | "
-            f"episode return mean {episode_return}")
-    evaluation = metric_value(result, f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/"
-                                      f"{EPISODE_RETURN_MEAN}")
+    line = (
+        f"iter {iteration:4d} | total time (s) {result.get('time_total_s', 0.0):7.1f} | "
+        f"ts {metric_value(result, NUM_ENV_STEPS_SAMPLED_LIFETIME)} | "
+        f"episode return mean {episode_return}"
+    )
+    evaluation = metric_value(
+        result, f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
+    )
     return line if evaluation is None else f"{line} | eval return mean {evaluation}"
 
 
@@ -301,11 +444,11 @@ def _run_without_tune(config: Any, args: Any, stop: dict, keep_ray_up: bool) -> 
     try:
         for i in range(stop.get(TRAINING_ITERATION, args.stop_iters)):
             results = algo.train()
-            mean_return = (results.get(ENV_RUNNER_RESULTS) or {}).get(EPISODE_RETURN_MEAN,
-                                                                      math.nan)
+            mean_return = (results.get(ENV_RUNNER_RESULTS) or {}).get(EPISODE_RETURN_MEAN, math.nan)
             line = f"iter={i} R={mean_return}"
-            evaluation = metric_value(results, f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/"
-                                               f"{EPISODE_RETURN_MEAN}")
+            evaluation = metric_value(
+                results, f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
+            )
             print(line if evaluation is None else f"{line} R(eval)={evaluation}")
             if should_stop(stop, results, keep_ray_up=keep_ray_up):
                 return results
@@ -319,8 +462,7 @@ def _run_without_tune(config: Any, args: Any, stop: dict, keep_ray_up: bool) -> 
 class _TrialRunner:
     """One trial: train until Tune's stop rule holds, checkpointing as asked."""
 
-    def __init__(self, algo_class: type, config: Any, args: Any, stop: dict,
-                 trial_path: str):
+    def __init__(self, algo_class: type, config: Any, args: Any, stop: dict, trial_path: str):
         self.algo_class, self.config, self.args, self.stop = algo_class, config, args, stop
         self.path = trial_path
         self.results: list[dict] = []
@@ -337,9 +479,12 @@ class _TrialRunner:
             if value is None:
                 if key not in self._missing_warned:
                     self._missing_warned.add(key)
-                    logger.warning("Stopping criterion %r not found in result dict! If it is "
-                                   "never reported, the run continues until another criterion "
-                                   "is met.", key)
+                    logger.warning(
+                        "Stopping criterion %r not found in result dict! If it is "
+                        "never reported, the run continues until another criterion "
+                        "is met.",
+                        key,
+                    )
                 continue
             if _reached(value, threshold):
                 return True
@@ -366,11 +511,14 @@ class _TrialRunner:
                     break
         finally:
             algo.stop()
-        return Result(metrics=self.results[-1] if self.results else None,
-                      config=self.config.to_dict(),
-                      path=self.path if self.checkpoints else None,
-                      checkpoint=self.checkpoints[-1][0] if self.checkpoints else None,
-                      best_checkpoints=list(self.checkpoints), all_metrics=list(self.results))
+        return Result(
+            metrics=self.results[-1] if self.results else None,
+            config=self.config.to_dict(),
+            path=self.path if self.checkpoints else None,
+            checkpoint=self.checkpoints[-1][0] if self.checkpoints else None,
+            best_checkpoints=list(self.checkpoints),
+            all_metrics=list(self.results),
+        )
 
 
 def _run_trials(config: Any, args: Any, stop: dict, trainable: type | None) -> ResultGrid:
@@ -378,13 +526,13 @@ def _run_trials(config: Any, args: Any, stop: dict, trainable: type | None) -> R
     name = getattr(algo_class, "__name__", "Trainable")
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     experiment_path = os.path.join(os.path.expanduser(DEFAULT_STORAGE), f"{name}_{stamp}")
-    env_name = config.env if isinstance(config.env, str) else getattr(config.env, "__name__",
-                                                                      "env")
+    env_name = config.env if isinstance(config.env, str) else getattr(config.env, "__name__", "env")
     # Tune's trials: the grid of every grid_search setting (the first setting's values vary
     # slowest), repeated num_samples times; one after another here.
     grid = config.grid_settings()
-    variants = [dict(zip(grid, values, strict=True))
-                for values in itertools.product(*grid.values())]
+    variants = [
+        dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())
+    ]
     results = []
     for index in range(max(args.num_samples, 1) * len(variants)):
         trial_config = config.copy()
@@ -396,13 +544,16 @@ def _run_trials(config: Any, args: Any, stop: dict, trainable: type | None) -> R
     return ResultGrid(results, experiment_path=experiment_path)
 
 
-def _check_success(grid: ResultGrid, args: Any, stop: dict, success_metric: dict | None,
-                   time_taken: float) -> None:
+def _check_success(
+    grid: ResultGrid, args: Any, stop: dict, success_metric: dict | None, time_taken: float
+) -> None:
     """RLlib's --as-test rule: the success metric's best value over every reported result of
     every trial reaches its target."""
     if success_metric is None:
-        for candidate in (f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}",
-                          f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"):
+        for candidate in (
+            f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}",
+            f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}",
+        ):
             if candidate in stop:
                 success_metric = {candidate: stop[candidate]}
                 break
@@ -427,16 +578,25 @@ def _check_success(grid: ResultGrid, args: Any, stop: dict, success_metric: dict
             raise ValueError(message)
 
 
-def _write_release_summary(grid: ResultGrid, key: str, target: float, best: float,
-                           passed: bool, time_taken: float) -> None:
+def _write_release_summary(
+    grid: ResultGrid, key: str, target: float, best: float, passed: bool, time_taken: float
+) -> None:
     """RLlib's --as-release-test JSON summary, at $TEST_OUTPUT_JSON (Ray's default path
     otherwise)."""
     last = dict(grid[0].metrics or {}) if len(grid) else {}
     last.pop("config", None)
-    summary = {"time_taken": float(time_taken), "trial_states": ["TERMINATED"],
-               "last_update": float(time.time()), "stats": last, "passed": [passed],
-               "not_passed": [not passed], "failures": {} if passed else {"trial_0": 1},
-               "success_metric": key, "best_value": float(best), "target_value": float(target)}
+    summary = {
+        "time_taken": float(time_taken),
+        "trial_states": ["TERMINATED"],
+        "last_update": float(time.time()),
+        "stats": last,
+        "passed": [passed],
+        "not_passed": [not passed],
+        "failures": {} if passed else {"trial_0": 1},
+        "success_metric": key,
+        "best_value": float(best),
+        "target_value": float(target),
+    }
     path = os.environ.get("TEST_OUTPUT_JSON", "/tmp/release_test_out.json")
     temporary = f"{path}.tmp"
     with open(temporary, "w") as handle:

@@ -46,8 +46,9 @@ def _require_pandas() -> Any:
     try:
         import pandas
     except ImportError:
-        raise ImportError("a results DataFrame needs pandas, as Tune's does: pip install pandas"
-                          ) from None
+        raise ImportError(
+            "a results DataFrame needs pandas, as Tune's does: pip install pandas"
+        ) from None
     return pandas
 
 
@@ -82,17 +83,27 @@ class Result:
         return None
 
     def __repr__(self) -> str:
-        shown = {key: metric_value(self.metrics or {}, key) for key in
-                 ("training_iteration", "env_runners/episode_return_mean")}
-        return (f"Result(metrics={shown}, path={self.path!r}, "
-                f"error={type(self.error).__name__ if self.error else None})")
+        shown = {
+            key: metric_value(self.metrics or {}, key)
+            for key in ("training_iteration", "env_runners/episode_return_mean")
+        }
+        return (
+            f"Result(metrics={shown}, path={self.path!r}, "
+            f"error={type(self.error).__name__ if self.error else None})"
+        )
 
 
 class ResultGrid:
     """Tune's `ResultGrid` over the trials of one run (see the module docstring)."""
 
-    def __init__(self, results: list[Result], *, experiment_path: str | None = None,
-                 metric: str | None = None, mode: str | None = None):
+    def __init__(
+        self,
+        results: list[Result],
+        *,
+        experiment_path: str | None = None,
+        metric: str | None = None,
+        mode: str | None = None,
+    ):
         self._results = list(results)
         self._experiment_path = experiment_path
         self._metric = metric
@@ -129,27 +140,38 @@ class ResultGrid:
         """Trials that ended without an error."""
         return sum(1 for result in self._results if result.error is None)
 
-    def get_best_result(self, metric: str | None = None, mode: str | None = None,
-                        scope: str = "last", filter_nan_and_inf: bool = True) -> Result:
+    def get_best_result(
+        self,
+        metric: str | None = None,
+        mode: str | None = None,
+        scope: str = "last",
+        filter_nan_and_inf: bool = True,
+    ) -> Result:
         """The trial with the best `metric` ("a/b" for nested keys) by `mode` ("max" or "min")
         over `scope`: "last" (the last result), "avg" (all results' mean), "last-5-avg",
         "last-10-avg", or "all" (the best of all results), as Tune's."""
         metric = metric or self._metric
         mode = mode or self._mode
         if not metric or not mode:
-            raise ValueError("get_best_result() needs a metric and a mode (the run was "
-                             "started without them): get_best_result(metric=..., mode=...)")
+            raise ValueError(
+                "get_best_result() needs a metric and a mode (the run was "
+                "started without them): get_best_result(metric=..., mode=...)"
+            )
         if mode not in ("max", "min"):
             raise ValueError(f"get_best_result(mode={mode!r}): mode must be 'max' or 'min'")
         scopes = ("last", "avg", "last-5-avg", "last-10-avg", "all")
         if scope not in scopes:
-            raise ValueError(f"get_best_result(scope={scope!r}): scope must be one of "
-                             f"{list(scopes)}")
+            raise ValueError(
+                f"get_best_result(scope={scope!r}): scope must be one of {list(scopes)}"
+            )
         best, best_score = None, None
         for result in self._results:
             reported = [_number(metric_value(r, metric)) for r in result.all_metrics]
-            values = [v for v in reported if v is not None
-                      and (not filter_nan_and_inf or math.isfinite(v))]
+            values = [
+                v
+                for v in reported
+                if v is not None and (not filter_nan_and_inf or math.isfinite(v))
+            ]
             if not values:
                 continue
             if scope == "last":
@@ -160,16 +182,15 @@ class ResultGrid:
                 window = {"avg": len(values), "last-5-avg": 5, "last-10-avg": 10}[scope]
                 tail = values[-window:]
                 score = sum(tail) / len(tail)
-            if best_score is None or (score > best_score if mode == "max"
-                                      else score < best_score):
+            if best_score is None or (score > best_score if mode == "max" else score < best_score):
                 best, best_score = result, score
         if best is None:
-            raise RuntimeError(f"no trial reported a finite {metric!r}: there is no best "
-                               "result")
+            raise RuntimeError(f"no trial reported a finite {metric!r}: there is no best result")
         return best
 
-    def get_dataframe(self, filter_metric: str | None = None,
-                      filter_mode: str | None = None) -> Any:
+    def get_dataframe(
+        self, filter_metric: str | None = None, filter_mode: str | None = None
+    ) -> Any:
         """One row per trial (its last result, or with `filter_metric` and `filter_mode` its
         best), flattened columns, as Tune's (pandas needed)."""
         pandas = _require_pandas()
@@ -177,8 +198,9 @@ class ResultGrid:
         for result in self._results:
             chosen = result.metrics or {}
             if filter_metric and filter_mode:
-                reported = [(r, _number(metric_value(r, filter_metric)))
-                            for r in result.all_metrics]
+                reported = [
+                    (r, _number(metric_value(r, filter_metric))) for r in result.all_metrics
+                ]
                 scored = [(r, v) for r, v in reported if v is not None and not math.isnan(v)]
                 if scored:
                     pick = max if filter_mode == "max" else min

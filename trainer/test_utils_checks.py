@@ -36,6 +36,7 @@ DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY = "diff_num_grad_updates_vs_sampler_poli
 def _check(x: Any, y: Any, **kwargs: Any) -> None:
     # Imported late: trainer.testing re-exports this module at its end.
     from trainer.testing import check
+
     check(x, y, **kwargs)
 
 
@@ -43,14 +44,18 @@ def _result_rows(tune_results: Any) -> list[Any]:
     """The per-iteration rows of `tune_results`: a ResultGrid-like object (`get_dataframe()`),
     a result dict, or an iterable of result dicts (or of objects with `.metrics`)."""
     if hasattr(tune_results, "get_dataframe"):
-        return [row.to_dict() if hasattr(row, "to_dict") else row
-                for _, row in tune_results.get_dataframe().iterrows()]
+        return [
+            row.to_dict() if hasattr(row, "to_dict") else row
+            for _, row in tune_results.get_dataframe().iterrows()
+        ]
     if isinstance(tune_results, Mapping):
         return [tune_results]
     if isinstance(tune_results, Iterable):
         return [getattr(item, "metrics", item) for item in tune_results]
-    raise TypeError(f"check_learning_achieved(tune_results={type(tune_results).__name__}): "
-                    "give a ResultGrid, a result dict or a list of result dicts")
+    raise TypeError(
+        f"check_learning_achieved(tune_results={type(tune_results).__name__}): "
+        "give a ResultGrid, a result dict or a list of result dicts"
+    )
 
 
 def _row_value(row: Mapping, key: str) -> Any:
@@ -58,9 +63,12 @@ def _row_value(row: Mapping, key: str) -> Any:
     return metric_value(row, key)
 
 
-def check_learning_achieved(tune_results: Any, min_value: float,
-                            evaluation: bool | None = None,
-                            metric: str = f"{ENV_RUNNER_RESULTS}/episode_return_mean") -> None:
+def check_learning_achieved(
+    tune_results: Any,
+    min_value: float,
+    evaluation: bool | None = None,
+    metric: str = f"{ENV_RUNNER_RESULTS}/episode_return_mean",
+) -> None:
     """Raises ValueError unless the best value of `metric` over all rows of `tune_results`
     reaches `min_value`. `evaluation=True` reads `evaluation/<metric>`, False `<metric>`,
     None the evaluation value where a row has one."""
@@ -77,8 +85,9 @@ def check_learning_achieved(tune_results: Any, min_value: float,
     print(f"`{metric}` of {min_value} reached! ok")
 
 
-def check_off_policyness(results: dict, upper_limit: float,
-                         lower_limit: float = 0.0) -> float | None:
+def check_off_policyness(
+    results: dict, upper_limit: float, lower_limit: float = 0.0
+) -> float | None:
     """The off-policy'ness of an update (how many gradient updates the trained module is ahead
     of the one that sampled), checked to lie in [lower_limit, upper_limit] (AssertionError
     otherwise). Read from `learners/default_policy/diff_num_grad_updates_vs_sampler_policy`
@@ -86,8 +95,7 @@ def check_off_policyness(results: dict, upper_limit: float,
     value, as in RLlib. The learners here sync their weights to the EnvRunners before every
     sample, so they log none (every batch is sampled by the current weights)."""
     value = None
-    for path in (f"{LEARNER_RESULTS}/{DEFAULT_MODULE_ID}",
-                 f"info/learner/{DEFAULT_MODULE_ID}"):
+    for path in (f"{LEARNER_RESULTS}/{DEFAULT_MODULE_ID}", f"info/learner/{DEFAULT_MODULE_ID}"):
         stats = metric_value(results, path)
         if isinstance(stats, Mapping) and DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY in stats:
             value = stats[DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY]
@@ -95,14 +103,17 @@ def check_off_policyness(results: dict, upper_limit: float,
     if value is None:
         return None
     if not lower_limit <= value <= upper_limit:
-        raise AssertionError(f"`off_policy_ness` ({value}) is outside the given bounds "
-                             f"({lower_limit} - {upper_limit})!")
+        raise AssertionError(
+            f"`off_policy_ness` ({value}) is outside the given bounds "
+            f"({lower_limit} - {upper_limit})!"
+        )
     return value
 
 
 def _check_learner_stats(learner_results: Mapping, *, where: str) -> None:
     assert len(learner_results) == 0 or DEFAULT_MODULE_ID in learner_results, (
-        f"'{DEFAULT_MODULE_ID}' not found in {where} ({learner_results})!")
+        f"'{DEFAULT_MODULE_ID}' not found in {where} ({learner_results})!"
+    )
     for module_id, stats in learner_results.items():
         if module_id == ALL_MODULES:
             continue
@@ -114,8 +125,7 @@ def _check_learner_stats(learner_results: Mapping, *, where: str) -> None:
 def _check_config(train_results: Mapping) -> None:
     # The results here hold no "config" (RLlib's do); where one is added it must be a dict.
     if "config" in train_results:
-        assert isinstance(train_results["config"], dict), \
-            "`config` in results not a python dict!"
+        assert isinstance(train_results["config"], dict), "`config` in results not a python dict!"
 
 
 def check_train_results_new_api_stack(train_results: dict) -> dict:
@@ -123,12 +133,18 @@ def check_train_results_new_api_stack(train_results: dict) -> dict:
     `env_runners`, `fault_tolerance`, `learners`, `timers` and `training_iteration` at the
     top, `learners` holding "default_policy" (unless empty), and every `*_min` / `*_max`
     learner stat a scalar. Returns `train_results`."""
-    for key in (ENV_RUNNER_RESULTS, FAULT_TOLERANCE_STATS, LEARNER_RESULTS, TIMERS,
-                TRAINING_ITERATION):
+    for key in (
+        ENV_RUNNER_RESULTS,
+        FAULT_TOLERANCE_STATS,
+        LEARNER_RESULTS,
+        TIMERS,
+        TRAINING_ITERATION,
+    ):
         assert key in train_results, f"'{key}' not found in `train_results` ({train_results})!"
     _check_config(train_results)
-    _check_learner_stats(train_results[LEARNER_RESULTS],
-                         where=f"train_results['{LEARNER_RESULTS}']")
+    _check_learner_stats(
+        train_results[LEARNER_RESULTS], where=f"train_results['{LEARNER_RESULTS}']"
+    )
     return train_results
 
 
@@ -138,18 +154,31 @@ def check_train_results(train_results: dict) -> dict:
     `result["env_runners"]` (`episode_reward_mean`, ...) as aliases; the learner stats
     are under `learners` (the old stack's `info/learner` does not exist here). Returns
     `train_results`."""
-    for key in (ENV_RUNNER_RESULTS, "iterations_since_restore", "time_this_iter_s", TIMERS,
-                "time_total_s", TRAINING_ITERATION, LEARNER_RESULTS):
+    for key in (
+        ENV_RUNNER_RESULTS,
+        "iterations_since_restore",
+        "time_this_iter_s",
+        TIMERS,
+        "time_total_s",
+        TRAINING_ITERATION,
+        LEARNER_RESULTS,
+    ):
         assert key in train_results, f"'{key}' not found in `train_results` ({train_results})!"
     env_runners = train_results[ENV_RUNNER_RESULTS]
     if env_runners.get("num_episodes", 1):
-        for key in ("episode_len_mean", "episode_reward_max", "episode_reward_mean",
-                    "episode_reward_min"):
-            assert key in env_runners, (f"'{key}' not found in `train_results"
-                                        f"[ENV_RUNNER_RESULTS]` ({env_runners})!")
+        for key in (
+            "episode_len_mean",
+            "episode_reward_max",
+            "episode_reward_mean",
+            "episode_reward_min",
+        ):
+            assert key in env_runners, (
+                f"'{key}' not found in `train_results[ENV_RUNNER_RESULTS]` ({env_runners})!"
+            )
     _check_config(train_results)
-    _check_learner_stats(train_results[LEARNER_RESULTS],
-                         where=f"train_results['{LEARNER_RESULTS}']")
+    _check_learner_stats(
+        train_results[LEARNER_RESULTS], where=f"train_results['{LEARNER_RESULTS}']"
+    )
     return train_results
 
 
@@ -159,8 +188,9 @@ def _sample_observation(space: gym.Space) -> Any:
     return np.clip(obs, -1.0, 1.0) if isinstance(space, Box) else obs
 
 
-def check_compute_single_action(algorithm: Any, include_state: bool = False,
-                                include_prev_action_reward: bool = False) -> None:
+def check_compute_single_action(
+    algorithm: Any, include_state: bool = False, include_prev_action_reward: bool = False
+) -> None:
     """Calls `algorithm.compute_single_action` in every combination of `explore`,
     `unsquash_action` and `clip_action`, with an observation and with `input_dict`, and
     raises ValueError when an action leaves the action space (with clipping or unsquashing,
@@ -169,9 +199,11 @@ def check_compute_single_action(algorithm: Any, include_state: bool = False,
     no previous action and reward: `include_state` adds nothing to the calls, and
     `include_prev_action_reward=True` is an error."""
     if include_prev_action_reward:
-        raise ValueError("check_compute_single_action(include_prev_action_reward=True): "
-                         "compute_single_action here takes no prev_action / prev_reward (the "
-                         "modules are feed-forward); use False")
+        raise ValueError(
+            "check_compute_single_action(include_prev_action_reward=True): "
+            "compute_single_action here takes no prev_action / prev_reward (the "
+            "modules are feed-forward); use False"
+        )
     # The env's own spaces (before the env-to-module connectors), as RLlib takes them.
     group = algorithm.env_runner_group
     env_spaces = group.env_spaces or group.local_env_runner.env_spaces
@@ -179,26 +211,39 @@ def check_compute_single_action(algorithm: Any, include_state: bool = False,
     config = algorithm.config
     for explore in (True, False):
         for unsquash in (True, False, None):
-            for clip in ((False,) if unsquash else (True, False, None)):
+            for clip in (False,) if unsquash else (True, False, None):
                 obs = _sample_observation(obs_space)
                 action = algorithm.compute_single_action(
-                    obs, explore=explore, unsquash_action=unsquash, clip_action=clip)
+                    obs, explore=explore, unsquash_action=unsquash, clip_action=clip
+                )
                 if not explore:
                     same = algorithm.compute_single_action(
-                        input_dict={"obs": obs}, explore=False, unsquash_action=unsquash,
-                        clip_action=clip)
+                        input_dict={"obs": obs},
+                        explore=False,
+                        unsquash_action=unsquash,
+                        clip_action=clip,
+                    )
                     _check(action, same)
                 effective_unsquash = config.normalize_actions if unsquash is None else unsquash
                 effective_clip = config.clip_actions if clip is None else clip
                 if not action_space.contains(action) and (
-                        effective_clip or effective_unsquash or not isinstance(action_space, Box)):
-                    raise ValueError(f"Returned action ({action}) of algorithm {algorithm} "
-                                     f"not in Env's action_space {action_space}")
-                if (isinstance(action_space, Box) and not effective_unsquash
-                        and config.normalize_actions and np.any(np.abs(action) > 15.0)):
-                    raise ValueError(f"Returned action ({action}) of algorithm {algorithm} "
-                                     "should be in normalized space, but seems too large/small "
-                                     "for that!")
+                    effective_clip or effective_unsquash or not isinstance(action_space, Box)
+                ):
+                    raise ValueError(
+                        f"Returned action ({action}) of algorithm {algorithm} "
+                        f"not in Env's action_space {action_space}"
+                    )
+                if (
+                    isinstance(action_space, Box)
+                    and not effective_unsquash
+                    and config.normalize_actions
+                    and np.any(np.abs(action) > 15.0)
+                ):
+                    raise ValueError(
+                        f"Returned action ({action}) of algorithm {algorithm} "
+                        "should be in normalized space, but seems too large/small "
+                        "for that!"
+                    )
 
 
 def check_inference_w_connectors(policy: Any, env_name: str, max_steps: int = 100) -> None:
@@ -214,8 +259,10 @@ def check_inference_w_connectors(policy: Any, env_name: str, max_steps: int = 10
         while not terminated and not truncated and steps < max_steps:
             action = policy.compute_single_action(obs)
             if not env.action_space.contains(action):
-                raise ValueError(f"check_inference_w_connectors: action {action!r} of {policy} "
-                                 f"is not in {env_name}'s action space {env.action_space}")
+                raise ValueError(
+                    f"check_inference_w_connectors: action {action!r} of {policy} "
+                    f"is not in {env_name}'s action space {env.action_space}"
+                )
             obs, _, terminated, truncated, _ = env.step(action)
             steps += 1
     finally:
@@ -227,8 +274,9 @@ def check_same_batch(batch1: Any, batch2: Any) -> None:
     a dict of episode data) key for key with `check()`, `unroll_id` only where both have one;
     batches with `policy_batches` (RLlib's MultiAgentBatch form) also by `count` and module.
     Other types raise ValueError."""
-    assert type(batch1) is type(batch2), \
+    assert type(batch1) is type(batch2), (
         f"Input batches are of different types {type(batch1)} and {type(batch2)}"
+    )
 
     def check_columns(first: Mapping, second: Mapping, module_id: str | None = None) -> None:
         unroll_1, unroll_2 = first.get("unroll_id"), second.get("unroll_id")
@@ -238,19 +286,24 @@ def check_same_batch(batch1: Any, batch2: Any) -> None:
         keys_2 = {key for key in second if key != "unroll_id"}
         difference = keys_1.symmetric_difference(keys_2)
         where = f"for policy with ID {module_id} " if module_id else ""
-        assert not difference, (f"SampleBatches {where}don't share information on the "
-                                f"following information: \n{difference}")
+        assert not difference, (
+            f"SampleBatches {where}don't share information on the "
+            f"following information: \n{difference}"
+        )
         for key in keys_1:
             _check(first[key], second[key])
 
     if hasattr(batch1, "policy_batches"):
         assert batch1.count == batch2.count
         ids_1, ids_2 = set(batch1.policy_batches), set(batch2.policy_batches)
-        assert ids_1 == ids_2, ("MultiAgentBatches don't share the following information: "
-                                f"\n{ids_1.symmetric_difference(ids_2)}.")
+        assert ids_1 == ids_2, (
+            "MultiAgentBatches don't share the following information: "
+            f"\n{ids_1.symmetric_difference(ids_2)}."
+        )
         for module_id in ids_1:
-            check_columns(batch1.policy_batches[module_id], batch2.policy_batches[module_id],
-                          module_id)
+            check_columns(
+                batch1.policy_batches[module_id], batch2.policy_batches[module_id], module_id
+            )
     elif isinstance(batch1, Mapping):
         check_columns(batch1, batch2)
     else:
@@ -278,20 +331,22 @@ def _behaviour(results: Mapping) -> dict:
     return out
 
 
-def check_reproducibilty(algo_class: type, algo_config: Any, *, fw_kwargs: dict[str, Any],
-                         training_iteration: int = 1) -> None:
+def check_reproducibilty(
+    algo_class: type, algo_config: Any, *, fw_kwargs: dict[str, Any], training_iteration: int = 1
+) -> None:
     """Asserts that `algo_class` trained twice from `algo_config` with seed 42 gives the same
     episode stats, learner stats and weights after `training_iteration` iterations, with 0
     and with 2 EnvRunners (2 envs each). `fw_kwargs` (RLlib's framework choice) is taken and
     not used: the modules here are numpy."""
     del fw_kwargs
     for num_env_runners in (0, 2):
-        config = (algo_config.copy(copy_frozen=False) if hasattr(algo_config, "copy")
-                  else algo_config)
-        config = config.debugging(seed=42).env_runners(num_env_runners=num_env_runners,
-                                                       num_envs_per_env_runner=2)
-        print(f"Testing reproducibility of {algo_class.__name__} with {num_env_runners} "
-              "workers")
+        config = (
+            algo_config.copy(copy_frozen=False) if hasattr(algo_config, "copy") else algo_config
+        )
+        config = config.debugging(seed=42).env_runners(
+            num_env_runners=num_env_runners, num_envs_per_env_runner=2
+        )
+        print(f"Testing reproducibility of {algo_class.__name__} with {num_env_runners} workers")
         runs = []
         for _ in range(2):
             algo = algo_class(config=config.copy(copy_frozen=False))
@@ -314,10 +369,13 @@ ACTION_SPACES_TO_TEST: dict[str, gym.Space] = {
     "int_actions": Box(0, 3, (2, 3), dtype=np.int32),
     "multidiscrete": MultiDiscrete([1, 2, 3, 4]),
     "tuple": GymTuple([Discrete(2), Discrete(3), Box(-1.0, 1.0, (5,), dtype=np.float32)]),
-    "dict": GymDict({"action_choice": Discrete(3),
-                     "parameters": Box(-1.0, 1.0, (1,), dtype=np.float32),
-                     "yet_another_nested_dict": GymDict(
-                         {"a": GymTuple([Discrete(2), Discrete(3)])})}),
+    "dict": GymDict(
+        {
+            "action_choice": Discrete(3),
+            "parameters": Box(-1.0, 1.0, (1,), dtype=np.float32),
+            "yet_another_nested_dict": GymDict({"a": GymTuple([Discrete(2), Discrete(3)])}),
+        }
+    ),
 }
 OBSERVATION_SPACES_TO_TEST: dict[str, gym.Space] = {
     "multi_binary": MultiBinary([3, 10, 10]),
@@ -329,14 +387,18 @@ OBSERVATION_SPACES_TO_TEST: dict[str, gym.Space] = {
     "dict": GymDict({"task": Discrete(10), "position": Box(-1.0, 1.0, (5,), dtype=np.float32)}),
 }
 #: The spaces RLlib 2.60 tests on its new stack (it skips the others with a warning).
-NEW_STACK_OBSERVATION_SPACES = ("multi_binary", "discrete", "continuous", "image", "tuple",
-                                "dict")
+NEW_STACK_OBSERVATION_SPACES = ("multi_binary", "discrete", "continuous", "image", "tuple", "dict")
 NEW_STACK_ACTION_SPACES = ("discrete", "continuous")
 
 
-def check_supported_spaces(alg: str, config: Any, train: bool = True,
-                           check_bounds: bool = False, frameworks: tuple[str, ...] | None = None,
-                           use_gpu: bool = False) -> dict[tuple[str, str], str]:
+def check_supported_spaces(
+    alg: str,
+    config: Any,
+    train: bool = True,
+    check_bounds: bool = False,
+    frameworks: tuple[str, ...] | None = None,
+    use_gpu: bool = False,
+) -> dict[tuple[str, str], str]:
     """Builds `config` (an AlgorithmConfig of algorithm `alg`) on RLlib's `RandomEnv` with each
     action space RLlib tests (with a Discrete observation space) and each observation space
     (with Discrete actions), the new stack's subsets, and trains one iteration if `train`.
@@ -350,11 +412,16 @@ def check_supported_spaces(alg: str, config: Any, train: bool = True,
     statuses: dict[tuple[str, str], str] = {}
 
     def do_check(a_name: str, o_name: str) -> None:
-        trial = config.copy(copy_frozen=False).environment(RandomEnv, env_config={
-            "action_space": ACTION_SPACES_TO_TEST[a_name],
-            "observation_space": OBSERVATION_SPACES_TO_TEST[o_name],
-            "reward_space": Box(1.0, 1.0, shape=(), dtype=np.float32),
-            "p_terminated": 1.0, "check_action_bounds": check_bounds})
+        trial = config.copy(copy_frozen=False).environment(
+            RandomEnv,
+            env_config={
+                "action_space": ACTION_SPACES_TO_TEST[a_name],
+                "observation_space": OBSERVATION_SPACES_TO_TEST[o_name],
+                "reward_space": Box(1.0, 1.0, shape=(), dtype=np.float32),
+                "p_terminated": 1.0,
+                "check_action_bounds": check_bounds,
+            },
+        )
         print(f"=== Testing {alg} action_space={a_name} obs_space={o_name} ===")
         started = time.perf_counter()
         try:
@@ -379,7 +446,13 @@ def check_supported_spaces(alg: str, config: Any, train: bool = True,
 
 
 __all__ = [
-    "check_compute_single_action", "check_inference_w_connectors", "check_learning_achieved",
-    "check_off_policyness", "check_reproducibilty", "check_same_batch", "check_supported_spaces",
-    "check_train_results", "check_train_results_new_api_stack",
+    "check_compute_single_action",
+    "check_inference_w_connectors",
+    "check_learning_achieved",
+    "check_off_policyness",
+    "check_reproducibilty",
+    "check_same_batch",
+    "check_supported_spaces",
+    "check_train_results",
+    "check_train_results_new_api_stack",
 ]

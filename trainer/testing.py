@@ -61,13 +61,24 @@ class FaultInjectionEnv(gym.Env):
     Other keys go to the wrapped env's constructor.
     """
 
-    _KEYS = ("env", "p_crash", "crash_after_n_steps", "crash_on_reset",
-             "crash_on_worker_indices", "p_stall", "stall_time_s", "hard", "fault_seed")
+    _KEYS = (
+        "env",
+        "p_crash",
+        "crash_after_n_steps",
+        "crash_on_reset",
+        "crash_on_worker_indices",
+        "p_stall",
+        "stall_time_s",
+        "hard",
+        "fault_seed",
+    )
 
     def __init__(self, env_config: dict | None = None):
         config = dict(env_config or {})
-        self.inner = gym.make(config.get("env", "CartPole-v1"),
-                              **{k: v for k, v in config.items() if k not in self._KEYS})
+        self.inner = gym.make(
+            config.get("env", "CartPole-v1"),
+            **{k: v for k, v in config.items() if k not in self._KEYS},
+        )
         self.observation_space = self.inner.observation_space
         self.action_space = self.inner.action_space
         self.p_crash = float(config.get("p_crash", 0.0))
@@ -81,8 +92,10 @@ class FaultInjectionEnv(gym.Env):
         self.active = indices is None or self.worker_index in indices
         seed = config.get("fault_seed")
         self.fault_rng = np.random.default_rng(
-            None if seed is None else [seed, self.worker_index,
-                                       getattr(env_config, "vector_index", 0)])
+            None
+            if seed is None
+            else [seed, self.worker_index, getattr(env_config, "vector_index", 0)]
+        )
         self.num_steps = 0
         self.num_resets = 0
 
@@ -91,18 +104,20 @@ class FaultInjectionEnv(gym.Env):
             return
         if self.p_stall and self.fault_rng.random() < self.p_stall:
             time.sleep(self.stall_time_s)
-        due = ((self.crash_after_n_steps is not None and count == self.crash_after_n_steps)
-               or (self.p_crash and self.fault_rng.random() < self.p_crash)
-               or (where == "reset" and self.crash_after_n_steps is None and not self.p_crash))
+        due = (
+            (self.crash_after_n_steps is not None and count == self.crash_after_n_steps)
+            or (self.p_crash and self.fault_rng.random() < self.p_crash)
+            or (where == "reset" and self.crash_after_n_steps is None and not self.p_crash)
+        )
         if not due:
             return
         if self.hard:
             os.kill(os.getpid(), signals.SIGKILL)
-        raise InjectedFault(f"injected crash in {where}() (EnvRunner {self.worker_index}, "
-                            f"{where} number {count})")
+        raise InjectedFault(
+            f"injected crash in {where}() (EnvRunner {self.worker_index}, {where} number {count})"
+        )
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None
-              ) -> tuple[Any, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         self.num_resets += 1
         if self.crash_on_reset:
             self._fault("reset", self.num_resets)
@@ -118,20 +133,25 @@ class FaultInjectionEnv(gym.Env):
         self.inner.close()
 
 
-def kill_env_runner(algorithm: Any, index: int, signal: int = signals.SIGKILL, *,
-                    evaluation: bool = False) -> int:
+def kill_env_runner(
+    algorithm: Any, index: int, signal: int = signals.SIGKILL, *, evaluation: bool = False
+) -> int:
     """Sends `signal` to the process of EnvRunner `index` (of the evaluation runners with
     `evaluation=True`); returns its pid. The Algorithm notices at its next request."""
     group = algorithm.eval_env_runner_group if evaluation else algorithm.env_runner_group
     if group is None or index not in group.remote_pids():
-        raise ValueError(f"kill_env_runner(index={index}): no such remote EnvRunner; the "
-                         f"group has {sorted(group.remote_pids()) if group else []}")
+        raise ValueError(
+            f"kill_env_runner(index={index}): no such remote EnvRunner; the "
+            f"group has {sorted(group.remote_pids()) if group else []}"
+        )
     pid = group.remote_pids()[index]
     try:
         os.kill(pid, signal)
     except ProcessLookupError:
-        raise ValueError(f"kill_env_runner(index={index}): its process {pid} has already ended "
-                         "(the runner is failed or being restarted)") from None
+        raise ValueError(
+            f"kill_env_runner(index={index}): its process {pid} has already ended "
+            "(the runner is failed or being restarted)"
+        ) from None
     return pid
 
 
@@ -160,8 +180,12 @@ def env_runner_pids(parent_pid: int | None = None) -> list[int]:
         # `trainer.runners.worker_forkserver`) and is no EnvRunner: its name tells it apart.
         name, rest = stat.split("(", 1)[1].rsplit(")", 1)
         fields = rest.split()
-        if int(fields[1]) == parent and fields[0] != "Z" and name != TEMPLATE_NAME and any(
-                marker in cmdline for marker in _PROCESS_MARKERS):
+        if (
+            int(fields[1]) == parent
+            and fields[0] != "Z"
+            and name != TEMPLATE_NAME
+            and any(marker in cmdline for marker in _PROCESS_MARKERS)
+        ):
             pids.append(int(entry))
     return pids
 
@@ -185,6 +209,7 @@ else:
     _have_pytest = True
 
 if _have_pytest:
+
     @pytest.fixture(autouse=True)
     def no_env_runner_orphans() -> Iterator[None]:
         """Autouse fixture: fails a test whose EnvRunner processes outlive it. An algorithm the
@@ -195,8 +220,14 @@ if _have_pytest:
         assert_no_env_runner_processes()
 
 
-def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None,
-          rtol: float | None = None, false: bool = False) -> None:
+def check(
+    x: Any,
+    y: Any,
+    decimals: int = 5,
+    atol: float | None = None,
+    rtol: float | None = None,
+    false: bool = False,
+) -> None:
     """RLlib's test helper: asserts that `x` and `y` (numbers, arrays, or dicts, lists and tuples
     of them) are equal, floats within `atol`/`rtol` (default: `decimals` places); with
     `false=True`, asserts that they differ."""
@@ -210,8 +241,7 @@ def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None,
         raise AssertionError(f"check(false=True): {x!r} equals {y!r}")
 
 
-def _check_equal(x: Any, y: Any, decimals: int, atol: float | None,
-                 rtol: float | None) -> None:
+def _check_equal(x: Any, y: Any, decimals: int, atol: float | None, rtol: float | None) -> None:
     # Stats objects (a non-root MetricsLogger's reduce() results) compare by their value.
     if isinstance(x, (StatsBase, Stats)):
         x = x.peek()

@@ -32,6 +32,7 @@ class LogAcrobotAngle(RLlibCallback):
         # Report with a sliding/smoothing window of 50.
         metrics_logger.log_value("theta1_mean", avg_theta1, reduce="mean", window=50)
 
+
 config = (
     PPOConfig()
     .environment("Acrobot-v1")

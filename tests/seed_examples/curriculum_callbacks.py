@@ -39,16 +39,16 @@ class MyCallbacks(DefaultCallbacks):
             task = 1
         else:
             task = 0
-        algorithm.workers.foreach_worker(
-            lambda ev: ev.foreach_env(
-                lambda env: env.set_task(task)))
+        algorithm.workers.foreach_worker(lambda ev: ev.foreach_env(lambda env: env.set_task(task)))
         print(f"episode_reward_mean={result['episode_reward_mean']:.1f} task={task}")
 
 
-algo = PPO(config={
-    "env": YourEnv,
-    "callbacks": MyCallbacks,
-})
+algo = PPO(
+    config={
+        "env": YourEnv,
+        "callbacks": MyCallbacks,
+    }
+)
 for _ in range(4):
     algo.train()
 algo.stop()

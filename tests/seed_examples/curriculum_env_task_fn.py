@@ -49,7 +49,10 @@ algo = PPO(config=config)
 for _ in range(3):
     result = algo.train()
     tasks = algo.env_runner_group.foreach_env_runner(
-        lambda runner: runner.foreach_env(lambda env: env.get_task()), local_env_runner=False)
-    print(f"iteration {result['training_iteration']} "
-          f"return {result['env_runners']['episode_return_max']:.3f} tasks {tasks}")
+        lambda runner: runner.foreach_env(lambda env: env.get_task()), local_env_runner=False
+    )
+    print(
+        f"iteration {result['training_iteration']} "
+        f"return {result['env_runners']['episode_return_max']:.3f} tasks {tasks}"
+    )
 algo.stop()

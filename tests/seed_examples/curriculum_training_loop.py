@@ -43,9 +43,7 @@ def train_fn(config):
             task = 1
         else:
             task = 0
-        algo.workers.foreach_worker(
-            lambda ev: ev.foreach_env(
-                lambda env: env.set_task(task)))  # noqa: B023 (as in the doc; runs at once)
+        algo.workers.foreach_worker(lambda ev: ev.foreach_env(lambda env: env.set_task(task)))  # noqa: B023 (as in the doc; runs at once)
         print(f"task={task}")
     algo.stop()
 
@@ -53,7 +51,9 @@ def train_fn(config):
 num_gpus = 0
 num_workers = 2
 
-train_fn({
-    "num_gpus": num_gpus,
-    "num_workers": num_workers,
-})
+train_fn(
+    {
+        "num_gpus": num_gpus,
+        "num_workers": num_workers,
+    }
+)

@@ -12,19 +12,20 @@ def _write_buffer_if_necessary(algorithm, metrics_logger, result):
 
         # binary
         msgpacked = ormsgpack.packb(
-           buffer_contents,
-           option=ormsgpack.OPT_SERIALIZE_NUMPY,
+            buffer_contents,
+            option=ormsgpack.OPT_SERIALIZE_NUMPY,
         )
 
         # Open some file and write the buffer contents into it using `ormsgpack`.
         with open("replay_buffer_contents.msgpack", "wb") as f:
-           f.write(msgpacked)
+            f.write(msgpacked)
+
 
 config = (
     DQNConfig()
     .environment("CartPole-v1")
     .callbacks(
-       on_train_result=_write_buffer_if_necessary,
+        on_train_result=_write_buffer_if_necessary,
     )
 )
 dqn = config.build()

@@ -37,6 +37,8 @@ class CountingCartPole(gym.Wrapper):
 algo = PPOConfig().environment(CountingCartPole).build()
 for _ in range(2):
     result = algo.train()
-    print(f"count={ray.get(counter.get.remote())} "
-          f"env_steps={result['num_env_steps_sampled_lifetime']}")
+    print(
+        f"count={ray.get(counter.get.remote())} "
+        f"env_steps={result['num_env_steps_sampled_lifetime']}"
+    )
 algo.stop()

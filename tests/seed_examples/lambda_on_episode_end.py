@@ -5,9 +5,7 @@ ppo = config = (
     PPOConfig()
     .environment("CartPole-v1")
     .callbacks(
-        on_episode_end=(
-            lambda episode, **kw: print(f"Episode done. R={episode.get_return()}")
-        )
+        on_episode_end=(lambda episode, **kw: print(f"Episode done. R={episode.get_return()}"))
     )
     .build()
 )

@@ -13,11 +13,7 @@ class EpisodeReturn(RLlibCallback):
         self.overall_sum_of_rewards += episode.get_return()
         print(f"Episode done. R={episode.get_return()} Global SUM={self.overall_sum_of_rewards}")
 
-ppo = (
-    PPOConfig()
-    .environment("CartPole-v1")
-    .callbacks(EpisodeReturn)
-    .build()
-)
+
+ppo = PPOConfig().environment("CartPole-v1").callbacks(EpisodeReturn).build()
 ppo.train()
 ppo.stop()

@@ -15,6 +15,7 @@ def get_trainable_cls(name: str) -> Any:
 
     algorithms = {"PPO": PPO, "DQN": DQN}
     if name not in algorithms:
-        raise ValueError(f"get_trainable_cls({name!r}): the algorithms here are "
-                         f"{sorted(algorithms)}")
+        raise ValueError(
+            f"get_trainable_cls({name!r}): the algorithms here are {sorted(algorithms)}"
+        )
     return algorithms[name]

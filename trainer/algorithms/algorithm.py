@@ -156,16 +156,19 @@ class Algorithm(OldAlgorithmNames):
     def get_default_config(cls) -> AlgorithmConfig:
         return AlgorithmConfig(algo_class=cls)
 
-    def __init__(self, config: AlgorithmConfig | dict | None = None, env: Any = None,
-                 **kwargs: Any):
+    def __init__(
+        self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs: Any
+    ):
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(kwargs)}")
         if config is None:
             config = self.get_default_config()
         elif isinstance(config, dict):
-            warn_once(f"{type(self).__name__}(config={{...}}) with a dict",
-                      f"{type(self).__name__}Config()...build() (or "
-                      f"{type(self).__name__}Config.from_dict(d).build())")
+            warn_once(
+                f"{type(self).__name__}(config={{...}}) with a dict",
+                f"{type(self).__name__}Config()...build() (or "
+                f"{type(self).__name__}Config.from_dict(d).build())",
+            )
             config = self.get_default_config().update_from_dict(config)
         else:
             config = config.copy()
@@ -177,12 +180,14 @@ class Algorithm(OldAlgorithmNames):
         config.ignored_settings_warnings()
         self.config = config.freeze()
         # python_environment(extra_python_environs_for_driver=): this process's variables.
-        os.environ.update({name: str(value)
-                           for name, value in config.extra_python_environs_for_driver.items()})
+        os.environ.update(
+            {name: str(value) for name, value in config.extra_python_environs_for_driver.items()}
+        )
         set_library_log_level(config.log_level)
         self.metrics = MetricsLogger(root=True, stats_cls_lookup=config.stats_cls_lookup)
-        algorithm_callables = {e: fns for e, fns in config.callbacks_on.items()
-                               if e in ALGORITHM_EVENTS}
+        algorithm_callables = {
+            e: fns for e, fns in config.callbacks_on.items() if e in ALGORITHM_EVENTS
+        }
         self._callbacks = CallbackChain(config.callback_classes(), algorithm_callables)
         self.iteration = 0
         #: RLlib's mutable counter dict (a `defaultdict(int)`): scripts keep their own counters
@@ -201,13 +206,16 @@ class Algorithm(OldAlgorithmNames):
         self._queued_recoveries: list[tuple[list[int], bool]] = []
         try:
             self.env_runner_group = EnvRunnerGroup(
-                config, make_env_creator(config.env),
+                config,
+                make_env_creator(config.env),
                 on_recreated=lambda indices: self._runners_recreated(indices, False),
-                weights_synced_at_start=True)  # sync_weights() below, before any use
+                weights_synced_at_start=True,
+            )  # sync_weights() below, before any use
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
-            self.exploration = make_exploration(config.get_exploration_config(),
-                                                spaces_of(self.env_runner_group).action_space())
+            self.exploration = make_exploration(
+                config.get_exploration_config(), spaces_of(self.env_runner_group).action_space()
+            )
             self.setup_learner()
             self.sync_weights()
             self._refresh_counters()
@@ -228,8 +236,10 @@ class Algorithm(OldAlgorithmNames):
         """The learner's weights. `policies` (RLlib's module ids) may only name the one
         module, "default_policy"."""
         if policies is not None and set(policies) - {DEFAULT_MODULE_ID}:
-            raise KeyError(f"get_weights(policies={policies!r}): there is one module here, "
-                           f"{DEFAULT_MODULE_ID!r}")
+            raise KeyError(
+                f"get_weights(policies={policies!r}): there is one module here, "
+                f"{DEFAULT_MODULE_ID!r}"
+            )
         return self.learner.module.get_weights()
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
@@ -239,8 +249,9 @@ class Algorithm(OldAlgorithmNames):
 
     def sync_weights(self) -> None:
         """Sends the learner's weights and the env steps sampled so far to every EnvRunner."""
-        self.env_runner_group.sync_weights(self.learner.module.get_weights(),
-                                           global_timestep=self.num_env_steps_sampled_lifetime)
+        self.env_runner_group.sync_weights(
+            self.learner.module.get_weights(), global_timestep=self.num_env_steps_sampled_lifetime
+        )
 
     @property
     def num_env_steps_sampled_lifetime(self) -> int:
@@ -270,8 +281,9 @@ class Algorithm(OldAlgorithmNames):
     def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
         """The learner's RL module (its networks, with `forward_inference({"obs": batch})`)."""
         if module_id != DEFAULT_MODULE_ID:
-            raise KeyError(f"get_module({module_id!r}): there is one module here, "
-                           f"{DEFAULT_MODULE_ID!r}")
+            raise KeyError(
+                f"get_module({module_id!r}): there is one module here, {DEFAULT_MODULE_ID!r}"
+            )
         return self.learner.module
 
     def _refresh_counters(self) -> None:
@@ -279,10 +291,16 @@ class Algorithm(OldAlgorithmNames):
         (RLlib's counter names); every other key of the dict is the script's own."""
         sampled = self.num_env_steps_sampled_lifetime
         trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
-        self._counters.update({
-            "num_env_steps_sampled": sampled, "num_agent_steps_sampled": sampled,
-            "num_env_steps_trained": trained, "num_agent_steps_trained": trained,
-            NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled, TRAINING_ITERATION: self.iteration})
+        self._counters.update(
+            {
+                "num_env_steps_sampled": sampled,
+                "num_agent_steps_sampled": sampled,
+                "num_env_steps_trained": trained,
+                "num_agent_steps_trained": trained,
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled,
+                TRAINING_ITERATION: self.iteration,
+            }
+        )
 
     def step(self) -> dict:
         """One iteration (Tune's Trainable spelling): the same as `train()`."""
@@ -295,8 +313,9 @@ class Algorithm(OldAlgorithmNames):
 
     def restore(self, checkpoint_path: str | os.PathLike | SavedCheckpoint) -> None:
         """Tune's spelling of `restore_from_path` (a path, or what `save()` returned)."""
-        self.restore_from_path(getattr(getattr(checkpoint_path, "checkpoint", None), "path",
-                                       checkpoint_path))
+        self.restore_from_path(
+            getattr(getattr(checkpoint_path, "checkpoint", None), "path", checkpoint_path)
+        )
 
     # -- the rest of Tune's Trainable API (RLlib's Algorithm is a Trainable) -----------------
     def get_config(self) -> AlgorithmConfig:
@@ -351,8 +370,10 @@ class Algorithm(OldAlgorithmNames):
 
     @classmethod
     def resource_help(cls, config: AlgorithmConfig | dict) -> str:
-        return ("EnvRunners are worker processes of this machine: "
-                "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved")
+        return (
+            "EnvRunners are worker processes of this machine: "
+            "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved"
+        )
 
     def get_current_ip_pid(self) -> tuple[str, int]:
         """(this machine's IP address, this process's id)."""
@@ -366,24 +387,45 @@ class Algorithm(OldAlgorithmNames):
         """Whether this algorithm runs inside a Ray actor: never here."""
         return False
 
-    def get_auto_filled_metrics(self, now: datetime.datetime | None = None,
-                                time_this_iter: float | None = None,
-                                timestamp: int | None = None,
-                                debug_metrics_only: bool = False) -> dict:
+    def get_auto_filled_metrics(
+        self,
+        now: datetime.datetime | None = None,
+        time_this_iter: float | None = None,
+        timestamp: int | None = None,
+        debug_metrics_only: bool = False,
+    ) -> dict:
         """The metrics Tune fills into every result: trial id, date, timestamp, timings,
         pid, hostname, node IP, config (`debug_metrics_only`: those that need no iteration)."""
         now = now or datetime.datetime.today()
         address, pid = self.get_current_ip_pid()
-        metrics = {"trial_id": self.trial_id, "date": now.strftime("%Y-%m-%d_%H-%M-%S"),
-                   "timestamp": timestamp or int(time.mktime(now.timetuple())),
-                   "time_this_iter_s": time_this_iter, "time_total_s": self._time_total_s,
-                   "pid": pid, "hostname": platform.node(), "node_ip": address,
-                   "config": self.config, "time_since_restore": self._time_total_s,
-                   "iterations_since_restore": self._iterations_since_restore}
+        metrics = {
+            "trial_id": self.trial_id,
+            "date": now.strftime("%Y-%m-%d_%H-%M-%S"),
+            "timestamp": timestamp or int(time.mktime(now.timetuple())),
+            "time_this_iter_s": time_this_iter,
+            "time_total_s": self._time_total_s,
+            "pid": pid,
+            "hostname": platform.node(),
+            "node_ip": address,
+            "config": self.config,
+            "time_since_restore": self._time_total_s,
+            "iterations_since_restore": self._iterations_since_restore,
+        }
         if debug_metrics_only:
-            debug = ("done", "timesteps_total", "episodes_total", "trial_id", "date",
-                     "timestamp", "time_this_iter_s", "time_total_s", "pid", "hostname",
-                     "node_ip", "config")
+            debug = (
+                "done",
+                "timesteps_total",
+                "episodes_total",
+                "trial_id",
+                "date",
+                "timestamp",
+                "time_this_iter_s",
+                "time_total_s",
+                "pid",
+                "hostname",
+                "node_ip",
+                "config",
+            )
             metrics = {key: value for key, value in metrics.items() if key in debug}
         return metrics
 
@@ -407,8 +449,9 @@ class Algorithm(OldAlgorithmNames):
         """RLlib's hook to bring restarted EnvRunners up to date. The group here restarts
         runners with the current weights and state itself; this sends the weights to every
         healthy runner once more and returns their indices."""
-        env_runner_group.sync_weights(self.learner.module.get_weights(),
-                                      global_timestep=self.num_env_steps_sampled_lifetime)
+        env_runner_group.sync_weights(
+            self.learner.module.get_weights(), global_timestep=self.num_env_steps_sampled_lifetime
+        )
         return env_runner_group.healthy_env_runner_ids()
 
     @property
@@ -428,9 +471,11 @@ class Algorithm(OldAlgorithmNames):
         RLlib (which needs envs there). `parallel_train_future` is RLlib's internal hook for
         rounds in parallel to training; here `train()` runs those itself."""
         if parallel_train_future is not None:
-            raise ValueError("evaluate(parallel_train_future=...): rounds in parallel to "
-                             "training run inside train() here; set "
-                             ".evaluation(evaluation_parallel_to_training=True)")
+            raise ValueError(
+                "evaluate(parallel_train_future=...): rounds in parallel to "
+                "training run inside train() here; set "
+                ".evaluation(evaluation_parallel_to_training=True)"
+            )
         return self._evaluation.evaluate()
 
     def _runners_recreated(self, indices: list[int], is_evaluation: bool) -> None:
@@ -440,10 +485,16 @@ class Algorithm(OldAlgorithmNames):
             self._queued_recoveries.append((indices, is_evaluation))
             return
         # None for a recovery while the group is still being built (in __init__).
-        group = (self.eval_env_runner_group if is_evaluation
-                 else getattr(self, "env_runner_group", None))
-        self._callbacks.fire("on_env_runners_recreated", algorithm=self, env_runner_group=group,
-                             env_runner_indices=list(indices), is_evaluation=is_evaluation)
+        group = (
+            self.eval_env_runner_group if is_evaluation else getattr(self, "env_runner_group", None)
+        )
+        self._callbacks.fire(
+            "on_env_runners_recreated",
+            algorithm=self,
+            env_runner_group=group,
+            env_runner_indices=list(indices),
+            is_evaluation=is_evaluation,
+        )
 
     def _fire_queued_recoveries(self) -> None:
         """`on_env_runners_recreated` for the recoveries seen on the evaluation thread."""
@@ -483,16 +534,21 @@ class Algorithm(OldAlgorithmNames):
         if self.config.env_task_fn is not None:
             self._apply_env_task_fn(result)
         self.log_result(result)
-        logger.debug("iteration %d took %.2f s: %d env steps sampled", self.iteration,
-                     time_this_iter, result[ENV_RUNNER_RESULTS].get(NUM_ENV_STEPS_SAMPLED, 0))
+        logger.debug(
+            "iteration %d took %.2f s: %d env steps sampled",
+            self.iteration,
+            time_this_iter,
+            result[ENV_RUNNER_RESULTS].get(NUM_ENV_STEPS_SAMPLED, 0),
+        )
         return result
 
     def log_result(self, result: dict) -> None:
         """Tune's hook for each iteration's result, called by `train()`: fires
         `on_train_result` (which may change `result`), as RLlib's does. Override it to log
         results elsewhere (call `super().log_result(result)` to keep the callbacks)."""
-        self._callbacks.fire("on_train_result", algorithm=self, metrics_logger=self.metrics,
-                             result=result)
+        self._callbacks.fire(
+            "on_train_result", algorithm=self, metrics_logger=self.metrics, result=result
+        )
 
     def train_buffered(self, buffer_time_s: float, max_buffer_length: int = 1000) -> list[dict]:
         """Tune's: `train()` repeatedly until `buffer_time_s` seconds passed (at least once)
@@ -514,7 +570,8 @@ class Algorithm(OldAlgorithmNames):
             return
         group.foreach_env_runner(
             partial(apply_env_task_fn, env_task_fn=env_task_fn, train_results=result),
-            local_env_runner=local_runner_of(group).env is not None)
+            local_env_runner=local_runner_of(group).env is not None,
+        )
 
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
@@ -529,64 +586,82 @@ class Algorithm(OldAlgorithmNames):
                 elapsed = time.perf_counter() - start
                 sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
                 trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
-                if (elapsed >= (config.min_time_s_per_iteration or 0)
-                        and sampled >= config.min_sample_timesteps_per_iteration
-                        and trained >= config.min_train_timesteps_per_iteration):
+                if (
+                    elapsed >= (config.min_time_s_per_iteration or 0)
+                    and sampled >= config.min_sample_timesteps_per_iteration
+                    and trained >= config.min_train_timesteps_per_iteration
+                ):
                     break
 
     def _compile_result(self, time_this_iter: float) -> dict:
         # The exploration's values (cur_epsilon, ...) are the runners' current ones: those of
         # the newest sampling round, not the mean over the iteration's rounds.
-        current = {key: self.metrics.peek((ENV_RUNNER_RESULTS, key), latest_merged_only=True)
-                   for key in self.exploration.get_info()
-                   if isinstance(self.metrics.stats.get(ENV_RUNNER_RESULTS, {}).get(key),
-                                 StatsBase)}
+        current = {
+            key: self.metrics.peek((ENV_RUNNER_RESULTS, key), latest_merged_only=True)
+            for key in self.exploration.get_info()
+            if isinstance(self.metrics.stats.get(ENV_RUNNER_RESULTS, {}).get(key), StatsBase)
+        }
         result = self.metrics.compile()
         env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
         env_runners.update(current)
         group = self.env_runner_group
-        result.update({
-            TRAINING_ITERATION: self.iteration,
-            "iterations_since_restore": self._iterations_since_restore,
-            "time_this_iter_s": time_this_iter,
-            "time_total_s": self._time_total_s,
-            "timestamp": int(time.time()),
-            "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
-            "done": False,
-            "fault_tolerance": {
-                "num_healthy_workers": group.num_healthy_remote_workers(),
-                "num_remote_worker_restarts": group.num_remote_worker_restarts(),
-                "num_failures": {kind: group.failures_by_kind.get(kind, 0)
-                                 for kind in ("crashed", "timeout", "exception", "callback")},
-                # Failed sample requests (at most their size) plus dropped sub-env episodes.
-                "num_env_steps_lost": group.num_env_steps_lost + int(
-                    env_runners.pop("num_env_steps_lost_lifetime", 0)),
-                "num_sub_environment_restarts": int(
-                    env_runners.pop("num_sub_environment_restarts_lifetime", 0)),
-            },
-        })
-        result.setdefault(NUM_ENV_STEPS_SAMPLED_LIFETIME,
-                          env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+        result.update(
+            {
+                TRAINING_ITERATION: self.iteration,
+                "iterations_since_restore": self._iterations_since_restore,
+                "time_this_iter_s": time_this_iter,
+                "time_total_s": self._time_total_s,
+                "timestamp": int(time.time()),
+                "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
+                "done": False,
+                "fault_tolerance": {
+                    "num_healthy_workers": group.num_healthy_remote_workers(),
+                    "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+                    "num_failures": {
+                        kind: group.failures_by_kind.get(kind, 0)
+                        for kind in ("crashed", "timeout", "exception", "callback")
+                    },
+                    # Failed sample requests (at most their size) plus dropped sub-env episodes.
+                    "num_env_steps_lost": group.num_env_steps_lost
+                    + int(env_runners.pop("num_env_steps_lost_lifetime", 0)),
+                    "num_sub_environment_restarts": int(
+                        env_runners.pop("num_sub_environment_restarts_lifetime", 0)
+                    ),
+                },
+            }
+        )
+        result.setdefault(
+            NUM_ENV_STEPS_SAMPLED_LIFETIME, env_runners[NUM_ENV_STEPS_SAMPLED_LIFETIME]
+        )
         return with_old_result_keys(result)
 
-    def compute_single_action(self, observation: Any = None, *, explore: bool | None = None,
-                              input_dict: dict | None = None,
-                              policy_id: str = DEFAULT_MODULE_ID,
-                              unsquash_action: bool | None = None,
-                              clip_action: bool | None = None) -> Any:
+    def compute_single_action(
+        self,
+        observation: Any = None,
+        *,
+        explore: bool | None = None,
+        input_dict: dict | None = None,
+        policy_id: str = DEFAULT_MODULE_ID,
+        unsquash_action: bool | None = None,
+        clip_action: bool | None = None,
+    ) -> Any:
         """The action for one observation (or `input_dict["obs"]`), from the learner's current
         policy through the configured exploration. `explore=None` follows the config's
         `explore`; True explores (at the current timestep of the exploration schedule), False
         acts greedily. `unsquash_action` / `clip_action` (None: the config's
         `normalize_actions` / `clip_actions`) scale or clip a Box action to its bounds."""
         if (input_dict is None) == (observation is None):
-            raise ValueError("compute_single_action(): give either observation or "
-                             "input_dict={'obs': observation}")
+            raise ValueError(
+                "compute_single_action(): give either observation or "
+                "input_dict={'obs': observation}"
+            )
         if input_dict is not None:
             observation = input_dict["obs"]
         if policy_id != DEFAULT_MODULE_ID:
-            raise KeyError(f"compute_single_action(policy_id={policy_id!r}): there is one "
-                           f"module here, {DEFAULT_MODULE_ID!r}")
+            raise KeyError(
+                f"compute_single_action(policy_id={policy_id!r}): there is one "
+                f"module here, {DEFAULT_MODULE_ID!r}"
+            )
         normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
         clip = self.config.clip_actions if clip_action is None else clip_action
         module = self.learner.module
@@ -594,15 +669,23 @@ class Algorithm(OldAlgorithmNames):
         observation = local_runner_of(self.env_runner_group).module_observation(observation)
         batch = module.spaces.preprocess(np.asarray(observation)[None])
         actions, _ = self.exploration.get_exploration_action(
-            action_distribution=ActionDistribution(module.dist, module.dist_inputs(batch),
-                                                   self._rng),
-            timestep=self.num_env_steps_sampled_lifetime, explore=explore)
+            action_distribution=ActionDistribution(
+                module.dist, module.dist_inputs(batch), self._rng
+            ),
+            timestep=self.num_env_steps_sampled_lifetime,
+            explore=explore,
+        )
         action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
 
     # -- state and checkpoints ---------------------------------------------------------------
-    def get_state(self, components: str | list[str] | None = None, *,
-                  not_components: str | list[str] | None = None, **kwargs: Any) -> dict:
+    def get_state(
+        self,
+        components: str | list[str] | None = None,
+        *,
+        not_components: str | list[str] | None = None,
+        **kwargs: Any,
+    ) -> dict:
         """The whole training state as component name -> plain data and numpy arrays:
         `algorithm` (counters, RNG, exploration), `learner` (weights, optimizer), `metrics`,
         `env_runner_<i>` for every healthy EnvRunner (RNG, exploration timestep, sub-env states,
@@ -615,16 +698,18 @@ class Algorithm(OldAlgorithmNames):
             wanted = {components} if isinstance(components, str) else set(components)
             state = {name: value for name, value in state.items() if name in wanted}
         if not_components is not None:
-            unwanted = {not_components} if isinstance(not_components, str) else \
-                set(not_components)
+            unwanted = {not_components} if isinstance(not_components, str) else set(not_components)
             state = {name: value for name, value in state.items() if name not in unwanted}
         return state
 
     def _full_state(self) -> dict:
         state = {
-            "algorithm": {"iteration": self.iteration, "time_total_s": self._time_total_s,
-                          "rng": generator_state(self._rng),
-                          "exploration": self.exploration.get_state()},
+            "algorithm": {
+                "iteration": self.iteration,
+                "time_total_s": self._time_total_s,
+                "rng": generator_state(self._rng),
+                "exploration": self.exploration.get_state(),
+            },
             "learner": self.learner.get_state(),
             "metrics": self.metrics.get_state(),
         }
@@ -640,8 +725,9 @@ class Algorithm(OldAlgorithmNames):
         only), and each runner's state. Nothing here changes."""
         require_map(state, "state")
         if "algorithm" in state:
-            counters = require_map(state["algorithm"], "algorithm",
-                                   ("iteration", "time_total_s", "rng", "exploration"))
+            counters = require_map(
+                state["algorithm"], "algorithm", ("iteration", "time_total_s", "rng", "exploration")
+            )
             require_int(counters["iteration"], "algorithm['iteration']")
             require_number(counters["time_total_s"], "algorithm['time_total_s']", minimum=0.0)
             require_generator_state(counters["rng"], "algorithm['rng']")
@@ -653,10 +739,13 @@ class Algorithm(OldAlgorithmNames):
                 MetricsLogger.check_state(state[key], key, self.config.stats_cls_lookup)
         training_runner = local_runner_of(self.env_runner_group)
         evaluation_group = self._evaluation.group
-        evaluation_runner = (local_runner_of(evaluation_group)
-                             if evaluation_group is not None else training_runner)
-        for prefix, runner in (("env_runner_", training_runner),
-                               ("eval_env_runner_", evaluation_runner)):
+        evaluation_runner = (
+            local_runner_of(evaluation_group) if evaluation_group is not None else training_runner
+        )
+        for prefix, runner in (
+            ("env_runner_", training_runner),
+            ("eval_env_runner_", evaluation_runner),
+        ):
             for index, runner_state in runner_states(state, prefix).items():
                 runner.check_state(runner_state, f"{prefix}{index}")
 
@@ -685,10 +774,14 @@ class Algorithm(OldAlgorithmNames):
             self.metrics.set_state(state["metrics"])
         self._refresh_counters()
         self.sync_weights()
-        self.env_runner_group.set_runner_states(runner_states(state, "env_runner_"),
-                                                strict=strict, prefix="env_runner_")
-        evaluation_state = {key: value for key, value in state.items()
-                            if key.startswith("eval_env_runner_") or key == "evaluation_metrics"}
+        self.env_runner_group.set_runner_states(
+            runner_states(state, "env_runner_"), strict=strict, prefix="env_runner_"
+        )
+        evaluation_state = {
+            key: value
+            for key, value in state.items()
+            if key.startswith("eval_env_runner_") or key == "evaluation_metrics"
+        }
         if evaluation_state:
             self._evaluation.set_state(evaluation_state, strict=strict)
 
@@ -701,12 +794,20 @@ class Algorithm(OldAlgorithmNames):
     def __setstate__(self, state: dict) -> None:
         """RLlib's spelling of `set_state()` on a built Algorithm."""
         if "env_runner_group" not in self.__dict__:
-            raise TypeError("an Algorithm cannot be unpickled (its worker processes do not "
-                            "travel); save a checkpoint and use Algorithm.from_checkpoint(path)")
+            raise TypeError(
+                "an Algorithm cannot be unpickled (its worker processes do not "
+                "travel); save a checkpoint and use Algorithm.from_checkpoint(path)"
+            )
         self.set_state(state)
 
-    def save_to_path(self, path: str | os.PathLike | None = None, *, state: dict | None = None,
-                     filesystem: Any = None, use_msgpack: bool = True) -> str:
+    def save_to_path(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        state: dict | None = None,
+        filesystem: Any = None,
+        use_msgpack: bool = True,
+    ) -> str:
         """Writes a checkpoint directory at `path` (a new temporary directory when None) and
         returns its absolute path. `path` may be a `file://` URI; a URI of another scheme
         (`s3://...`) needs `filesystem=` (a `pyarrow.fs.FileSystem`, as in RLlib; the path is
@@ -733,8 +834,9 @@ class Algorithm(OldAlgorithmNames):
         try:
             self.check_state(state)
         except StateError as error:
-            raise CheckpointError(checkpoint.path, f"its state does not fit this algorithm: "
-                                                   f"{error}") from None
+            raise CheckpointError(
+                checkpoint.path, f"its state does not fit this algorithm: {error}"
+            ) from None
         previous = copy.deepcopy(self.get_state())
         pending_evaluation_state = self._evaluation.pending_state
         try:
@@ -743,17 +845,24 @@ class Algorithm(OldAlgorithmNames):
             self._apply_state(previous)
             self._evaluation.pending_state = pending_evaluation_state
             where = error.component if isinstance(error, RunnerStateRejected) else "state"
-            raise CheckpointError(checkpoint.path, f"{where} could not be applied, nothing was "
-                                                   f"loaded: {type(error).__name__}: {error}"
-                                  ) from None
+            raise CheckpointError(
+                checkpoint.path,
+                f"{where} could not be applied, nothing was "
+                f"loaded: {type(error).__name__}: {error}",
+            ) from None
         self._iterations_since_restore = 0
         logger.info("restored checkpoint %s (iteration %d)", checkpoint.path, self.iteration)
         self._callbacks.fire("on_checkpoint_loaded", algorithm=self, metrics_logger=self.metrics)
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, *,
-                        config: AlgorithmConfig | dict | None = None,
-                        allow_pickle: bool = False) -> Algorithm:
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        filesystem: Any = None,
+        *,
+        config: AlgorithmConfig | dict | None = None,
+        allow_pickle: bool = False,
+    ) -> Algorithm:
         """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
         `restore_from_path`. Without `config`, the class and config come from the
         checkpoint's `config.json` (plain data; callbacks, env classes and other code
@@ -763,23 +872,28 @@ class Algorithm(OldAlgorithmNames):
         file, which also carries lambdas and classes defined in `__main__`, and runs whatever
         code it holds (use it only for checkpoints you trust)."""
         if isinstance(filesystem, (AlgorithmConfig, dict)):
-            raise TypeError(f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
-                            "): the second argument is RLlib's filesystem (a "
-                            "pyarrow.fs.FileSystem); pass the config as config=...")
+            raise TypeError(
+                f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
+                "): the second argument is RLlib's filesystem (a "
+                "pyarrow.fs.FileSystem); pass the config as config=..."
+            )
         with fetched(path, filesystem) as local:
             checkpoint = open_checkpoint(local)
             if config is None:
-                algorithm_class, config = load_class_and_config(checkpoint,
-                                                                allow_pickle=allow_pickle)
+                algorithm_class, config = load_class_and_config(
+                    checkpoint, allow_pickle=allow_pickle
+                )
             elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
                 algorithm_class = config.algo_class
             else:
                 algorithm_class = cls
             if algorithm_class is Algorithm or not issubclass(algorithm_class, cls):
-                raise CheckpointError(checkpoint.path,
-                                      f"a checkpoint of "
-                                      f"{checkpoint.metadata.get('algorithm_class')} cannot be "
-                                      f"loaded with {cls.__name__}")
+                raise CheckpointError(
+                    checkpoint.path,
+                    f"a checkpoint of "
+                    f"{checkpoint.metadata.get('algorithm_class')} cannot be "
+                    f"loaded with {cls.__name__}",
+                )
             algorithm = algorithm_class(config=config)
             try:
                 algorithm._restore(checkpoint)

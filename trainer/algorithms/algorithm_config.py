@@ -121,8 +121,11 @@ def _check_backend(v: Any) -> str | None:
 
         if ray_is_stand_in():
             return f'"processes", or "ray" with the installed Ray: {RAY_STAND_IN_HINT}'
-        return None if ray_installed() else \
-            f'"processes", or "ray" once Ray is installed: {RAY_INSTALL_HINT}'
+        return (
+            None
+            if ray_installed()
+            else f'"processes", or "ray" once Ray is installed: {RAY_INSTALL_HINT}'
+        )
     return '"processes" or "ray"'
 
 
@@ -135,14 +138,20 @@ def _check_lr(v: Any) -> str | None:
         except ValueError as error:
             return f"a number >= 0 or a schedule [[timestep, lr], ...] ({error})"
         return None
-    return None if number_at_least(0)(v) is None else \
-        "a number >= 0 or a schedule [[timestep, lr], ...]"
+    return (
+        None
+        if number_at_least(0)(v) is None
+        else "a number >= 0 or a schedule [[timestep, lr], ...]"
+    )
 
 
 def _check_seed(v: Any) -> str | None:
     # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
-    return None if int_at_least(0)(v) is None else \
-        "an int >= 0 (numpy's random generators take no negative seed)"
+    return (
+        None
+        if int_at_least(0)(v) is None
+        else "an int >= 0 (numpy's random generators take no negative seed)"
+    )
 
 
 def is_str(v: Any) -> str | None:
@@ -168,14 +177,20 @@ def _is_env_runner_class(v: Any) -> str | None:
 
 
 def _is_connector_factory(v: Any) -> str | None:
-    return None if v is None or callable(v) else \
-        "None or a callable (env) -> connector piece or list of pieces"
+    return (
+        None
+        if v is None or callable(v)
+        else "None or a callable (env) -> connector piece or list of pieces"
+    )
 
 
 #: RLlib's per-EnvRunner resource settings: the Ray backend's actor options (without effect,
 #: and warned about, with worker processes).
-RAY_RESOURCE_SETTINGS = ("num_cpus_per_env_runner", "num_gpus_per_env_runner",
-                         "custom_resources_per_env_runner")
+RAY_RESOURCE_SETTINGS = (
+    "num_cpus_per_env_runner",
+    "num_gpus_per_env_runner",
+    "custom_resources_per_env_runner",
+)
 
 
 #: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
@@ -191,8 +206,11 @@ def _check_optimizer(v: Any) -> str | None:
             return f"{allowed}; got {key!r} (set the learning rate with training(lr=...))"
         if key == "type" and str(value).lower() != "adam":
             return f"{allowed}; got type={value!r}"
-        if key == "betas" and not (isinstance(value, (list, tuple)) and len(value) == 2
-                                   and all(number_in(0.0, 1.0)(b) is None for b in value)):
+        if key == "betas" and not (
+            isinstance(value, (list, tuple))
+            and len(value) == 2
+            and all(number_in(0.0, 1.0)(b) is None for b in value)
+        ):
             return f"{allowed}; betas must be two numbers in [0, 1]"
         if key in ("beta1", "beta2") and number_in(0.0, 1.0)(value) is not None:
             return f"{allowed}; {key} must be a number in [0, 1]"
@@ -203,8 +221,9 @@ def _check_optimizer(v: Any) -> str | None:
 
 def adam_settings(optimizer: dict) -> dict:
     """`training(optimizer=...)` as `Adam`'s keyword arguments."""
-    beta1, beta2 = optimizer.get("betas", (optimizer.get("beta1", 0.9),
-                                           optimizer.get("beta2", 0.999)))
+    beta1, beta2 = optimizer.get(
+        "betas", (optimizer.get("beta1", 0.9), optimizer.get("beta2", 0.999))
+    )
     eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
     return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
@@ -240,219 +259,434 @@ class AlgorithmConfig(OldConfigNames):
     #: name -> Setting(default, check, builder method, doc): the settings table
     #: (`trainer.algorithms.settings`). Subclasses add theirs in `_ALGO_SETTINGS`.
     _BASE_SETTINGS: dict[str, Setting] = {
-        **settings_of("environment", {
-            "env": (None, lambda v: None,
+        **settings_of(
+            "environment",
+            {
+                "env": (
+                    None,
+                    lambda v: None,
                     "a gymnasium id, a register_env name, a gymnasium.Env subclass (built as "
-                    "cls(env_config)) or a callable (env_config) -> env"),
-            "env_config": ({}, is_dict, "passed to the env's creator as an EnvContext (the "
-                                        "dict, plus worker_index, vector_index, ...)"),
-            "env_task_fn": (None, is_callable_or_none,
-                            "curriculum: (train_results, env, env_context) -> the next task, set "
-                            "on every training sub-env after each train()"),
-            "normalize_actions": (True, is_bool, "the policy acts in [-1, 1], scaled to a Box "
-                                                 "action space's bounds"),
-            "clip_actions": (False, is_bool, "actions are clipped to a Box action space's "
-                                             "bounds"),
-            "observation_space": (None, _is_space_or_none,
-                                  "the observation space the networks are built for, instead "
-                                  "of the env's"),
-            "action_space": (None, _is_space_or_none,
-                             "the action space the networks are built for, instead of the "
-                             "env's"),
-        }),
-        **settings_of("env_runners", {
-            "num_env_runners": (0, int_at_least(0),
-                                "EnvRunner worker processes (0: sample in the main process)"),
-            "num_envs_per_env_runner": (1, int_at_least(1), "sub-envs in each EnvRunner's "
-                                                            "vector env"),
-            "gym_env_vectorize_mode": (
-                "sync", _vectorize_mode_problem,
-                "\"sync\": sub-envs step in the EnvRunner; \"async\": each in a child process; "
-                "\"vector_entry_point\": one numpy-vectorized env (trainer.env.vectorize)"),
-            "rollout_fragment_length": (200, auto_or_int_at_least(1),
-                                        "env steps per sub-env per sample() call; \"auto\" "
-                                        "splits train_batch_size evenly"),
-            "batch_mode": ("truncate_episodes",
-                           one_of("truncate_episodes", "complete_episodes"),
-                           "\"truncate_episodes\": episodes may be cut between sample() "
-                           "calls; \"complete_episodes\": each call returns whole episodes"),
-            "sample_timeout_s": (60.0, number_above(0),
-                                 "a runner that does not answer a sample() within this is "
-                                 "killed (a timeout failure)"),
-            "explore": (True, is_bool, "EnvRunners explore (True) or act greedily (False); "
-                                       "compute_single_action(explore=) overrides it per call"),
-            "env_runner_cls": (None, _is_env_runner_class,
-                               "an EnvRunner subclass to run instead, in every worker and as "
-                               "the local runner"),
-            "create_env_on_local_worker": (False, is_bool,
-                                           "with num_env_runners > 0, the local runner "
-                                           "(algo.env_runner) gets envs too"),
-            "validate_env_runners_after_construction": (
-                True, is_bool, "build() fails when an EnvRunner does not start (False: "
-                               "fault_tolerance() handles it)"),
-            "env_to_module_connector": (None, _is_connector_factory,
-                                        "(env) -> an env-to-module connector piece, a list of "
-                                        "pieces or a pipeline, called in every EnvRunner"),
-            "observation_filter": ("NoFilter", one_of("NoFilter", "MeanStdFilter"),
-                                   "\"MeanStdFilter\": RLlib's older spelling of a "
-                                   "MeanStdFilter connector piece"),
-            "backend": ("processes", _check_backend,
-                        "\"processes\": EnvRunners are worker processes of this machine; "
-                        "\"ray\": Ray actors on the cluster (not an RLlib setting)"),
-            "ray_address": (None, optional(is_str),
-                            "with backend=\"ray\": the cluster to join when ray.init() was not "
-                            "called (else RAY_ADDRESS, else a local Ray instance)"),
-        }),
-        **settings_of("exploration", {
-            # {} means the algorithm's default (see `get_exploration_config`)
-            "exploration_config": ({}, _check_exploration_config,
-                                   "{\"type\": ..., **args}: a type of "
-                                   "trainer.core.exploration or an Exploration subclass; "
-                                   "without \"type\", updates the algorithm's default"),
-        }),
-        **settings_of("evaluation", {
-            "evaluation_interval": (None, optional(int_at_least(0)),
-                                    "evaluate every this many train() calls (None or 0: only "
-                                    "when evaluate() is called)"),
-            "evaluation_duration": (10, auto_or_int_at_least(1),
-                                    "episodes or timesteps per round; \"auto\": as long as the "
-                                    "parallel training step runs"),
-            "evaluation_duration_unit": ("episodes", one_of("episodes", "timesteps"),
-                                         "what evaluation_duration counts"),
-            "evaluation_num_env_runners": (0, int_at_least(0),
-                                           "evaluation EnvRunner processes of their own (0: "
-                                           "one in the main process)"),
-            "evaluation_parallel_to_training": (False, is_bool,
-                                                "evaluate while the training step runs (with "
-                                                "the weights from before it)"),
-            "evaluation_config": (None, optional(is_dict),
-                                  "settings overridden for the evaluation runners (a dict or "
-                                  "AlgorithmConfig.overrides(...))"),
-            "custom_evaluation_function": (None, is_callable_or_none,
-                                           "(algorithm, eval_env_runner_group) -> metrics, "
-                                           "instead of sampling the duration"),
-            "evaluation_force_reset_envs_before_iteration": (
-                True, is_bool, "a round in timesteps starts with fresh episodes"),
-            "evaluation_sample_timeout_s": (120.0, number_above(0),
-                                            "an evaluation runner that does not answer within "
-                                            "this is killed"),
-            "evaluation_auto_duration_min_env_steps_per_sample": (
-                100, int_at_least(1), "\"auto\" rounds in timesteps: env steps per request "
-                                      "(at least one per sub-env)"),
-            "evaluation_auto_duration_max_env_steps_per_sample": (
-                2000, int_at_least(1), "\"auto\" rounds in timesteps: the largest request"),
-        }),
-        **settings_of("training", {
-            # RLlib checks no range for gamma; NaN and inf cannot train.
-            "gamma": (0.99, finite_number, "discount factor"),
-            # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
-            # would climb the loss, and checkpoints hold only non-negative rates.
-            "lr": (0.001, _check_lr, "Adam's learning rate (0: the weights stay), or RLlib's "
-                                     "schedule [[timestep, lr], ...], linear in env steps "
-                                     "sampled"),
-            "train_batch_size": (32, int_at_least(1),
-                                 "env steps per training step (train_batch_size_per_learner "
-                                 "is the same setting: there is one learner)"),
-            "num_epochs": (1, int_at_least(1), "passes over each train batch"),
-            "minibatch_size": (None, optional(int_at_least(1)),
-                               "rows per gradient step (None: the whole batch)"),
-            "shuffle_batch_per_epoch": (False, is_bool, "shuffle the batch before each epoch"),
-            "grad_clip": (None, optional(number_at_least_or_inf(0)),
-                          "clip gradients at this (None: no clipping)"),
-            "grad_clip_by": ("global_norm", one_of("value", "norm", "global_norm"),
-                             "\"value\": each element, \"norm\": each parameter tensor's L2 "
-                             "norm, \"global_norm\": all of them together"),
-            "optimizer": ({}, _check_optimizer,
-                          "Adam's eps (or adam_epsilon) and betas (or beta1, beta2)"),
-            "model": (dict(MODEL_DEFAULTS), is_dict,
-                      "the networks (RLlib's older place of rl_module(model_config=...))"),
-        }),
-        **settings_of("debugging", {
-            "seed": (None, optional(_check_seed),
-                     "repeatable runs: env seeds, action sampling and network init derive from "
-                     "it and each runner's index"),
-            "log_level": ("WARN", _check_log_level,
-                          "level of the trainer's log records, in every process"),
-            "check_nan": (True, is_bool,
-                          "EnvRunners refuse NaN or infinite observations and rewards, naming "
-                          "runner, sub-env, step and field (not an RLlib setting)"),
-            "_evaluation_parallel_to_training_wo_thread": (
-                False, is_bool, "a parallel evaluation round without a thread: its requests "
-                                "go out before the training step, its replies are read after"),
-        }),
-        **settings_of("reporting", {
-            "metrics_num_episodes_for_smoothing": (100, int_at_least(1),
-                                                   "episodes the episode metrics average over"),
-            "min_time_s_per_iteration": (None, optional(number_at_least(0)),
-                                         "train() repeats its training step until this many "
-                                         "seconds passed"),
-            "min_sample_timesteps_per_iteration": (0, int_at_least(0),
-                                                   "... and this many env steps were sampled"),
-            "min_train_timesteps_per_iteration": (0, int_at_least(0),
-                                                  "... and this many env steps were trained "
-                                                  "on"),
-            # RLlib's attribute name; its builder keyword is custom_stats_cls_lookup.
-            "stats_cls_lookup": (DEFAULT_STATS_CLS_LOOKUP, _check_stats_cls_lookup,
-                                 "the MetricsLogger's stats class of each reduce= kind "
-                                 "(reporting(custom_stats_cls_lookup=...)); every logger of "
-                                 "the Algorithm and its EnvRunners uses it"),
-        }),
-        **settings_of("fault_tolerance", {
-            "restart_failed_env_runners": (True, is_bool,
-                                           "a failed EnvRunner is replaced by a new process "
-                                           "with its index, the current weights and state"),
-            "ignore_env_runner_failures": (False, is_bool,
-                                           "a runner that is not restarted is left out and "
-                                           "training goes on (False: train() raises)"),
-            "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
-            "delay_between_env_runner_restarts_s": (0.1, number_at_least(0),
-                                                    "wait between a failure and its restart"),
-            "env_runner_health_probe_timeout_s": (30.0, number_above(0),
-                                                  "a restarted runner must start within this"),
-            "restart_failed_sub_environments": (False, is_bool,
-                                                "an exception in one sub-env re-creates only "
-                                                "that sub-env and drops its episode (with "
-                                                "\"vector_entry_point\" vectorizing: the whole "
-                                                "vector env and all its episodes)"),
-            "env_runner_restore_timeout_s": (1800.0, number_above(0),
-                                             "a restarted runner must take its state and "
-                                             "answer a ping within this after it started"),
-        }),
-        **settings_of("checkpointing", {
-            # used by `checkpoints.CheckpointManager` (and the main job)
-            "checkpoint_frequency": (0, int_at_least(0),
-                                     "a CheckpointManager saves every this many iterations "
-                                     "(0: never)"),
-            "num_to_keep": (None, optional(int_at_least(1)),
-                            "keep the best this many, plus the latest (None: all)"),
-            "checkpoint_score_attribute": (None, optional(_is_result_key),
-                                           "the result key that ranks checkpoints, nested "
-                                           "with \"/\""),
-            "checkpoint_score_order": ("max", one_of("max", "min"),
-                                       "which end of the score is best"),
-            "checkpoint_at_end": (False, is_bool, "also save after the last iteration"),
-        }),
-        **settings_of("python_environment", {
-            "extra_python_environs_for_driver": (
-                {}, _is_str_dict, "environment variables set in the main process when the "
-                                  "Algorithm is built"),
-            "extra_python_environs_for_worker": (
-                {}, _is_str_dict, "environment variables set in each EnvRunner worker process "
-                                  "before its envs are made"),
-        }),
+                    "cls(env_config)) or a callable (env_config) -> env",
+                ),
+                "env_config": (
+                    {},
+                    is_dict,
+                    "passed to the env's creator as an EnvContext (the "
+                    "dict, plus worker_index, vector_index, ...)",
+                ),
+                "env_task_fn": (
+                    None,
+                    is_callable_or_none,
+                    "curriculum: (train_results, env, env_context) -> the next task, set "
+                    "on every training sub-env after each train()",
+                ),
+                "normalize_actions": (
+                    True,
+                    is_bool,
+                    "the policy acts in [-1, 1], scaled to a Box action space's bounds",
+                ),
+                "clip_actions": (
+                    False,
+                    is_bool,
+                    "actions are clipped to a Box action space's bounds",
+                ),
+                "observation_space": (
+                    None,
+                    _is_space_or_none,
+                    "the observation space the networks are built for, instead of the env's",
+                ),
+                "action_space": (
+                    None,
+                    _is_space_or_none,
+                    "the action space the networks are built for, instead of the env's",
+                ),
+            },
+        ),
+        **settings_of(
+            "env_runners",
+            {
+                "num_env_runners": (
+                    0,
+                    int_at_least(0),
+                    "EnvRunner worker processes (0: sample in the main process)",
+                ),
+                "num_envs_per_env_runner": (
+                    1,
+                    int_at_least(1),
+                    "sub-envs in each EnvRunner's vector env",
+                ),
+                "gym_env_vectorize_mode": (
+                    "sync",
+                    _vectorize_mode_problem,
+                    '"sync": sub-envs step in the EnvRunner; "async": each in a child process; '
+                    '"vector_entry_point": one numpy-vectorized env (trainer.env.vectorize)',
+                ),
+                "rollout_fragment_length": (
+                    200,
+                    auto_or_int_at_least(1),
+                    'env steps per sub-env per sample() call; "auto" '
+                    "splits train_batch_size evenly",
+                ),
+                "batch_mode": (
+                    "truncate_episodes",
+                    one_of("truncate_episodes", "complete_episodes"),
+                    '"truncate_episodes": episodes may be cut between sample() '
+                    'calls; "complete_episodes": each call returns whole episodes',
+                ),
+                "sample_timeout_s": (
+                    60.0,
+                    number_above(0),
+                    "a runner that does not answer a sample() within this is "
+                    "killed (a timeout failure)",
+                ),
+                "explore": (
+                    True,
+                    is_bool,
+                    "EnvRunners explore (True) or act greedily (False); "
+                    "compute_single_action(explore=) overrides it per call",
+                ),
+                "env_runner_cls": (
+                    None,
+                    _is_env_runner_class,
+                    "an EnvRunner subclass to run instead, in every worker and as the local runner",
+                ),
+                "create_env_on_local_worker": (
+                    False,
+                    is_bool,
+                    "with num_env_runners > 0, the local runner (algo.env_runner) gets envs too",
+                ),
+                "validate_env_runners_after_construction": (
+                    True,
+                    is_bool,
+                    "build() fails when an EnvRunner does not start (False: "
+                    "fault_tolerance() handles it)",
+                ),
+                "env_to_module_connector": (
+                    None,
+                    _is_connector_factory,
+                    "(env) -> an env-to-module connector piece, a list of "
+                    "pieces or a pipeline, called in every EnvRunner",
+                ),
+                "observation_filter": (
+                    "NoFilter",
+                    one_of("NoFilter", "MeanStdFilter"),
+                    '"MeanStdFilter": RLlib\'s older spelling of a MeanStdFilter connector piece',
+                ),
+                "backend": (
+                    "processes",
+                    _check_backend,
+                    '"processes": EnvRunners are worker processes of this machine; '
+                    '"ray": Ray actors on the cluster (not an RLlib setting)',
+                ),
+                "ray_address": (
+                    None,
+                    optional(is_str),
+                    'with backend="ray": the cluster to join when ray.init() was not '
+                    "called (else RAY_ADDRESS, else a local Ray instance)",
+                ),
+            },
+        ),
+        **settings_of(
+            "exploration",
+            {
+                # {} means the algorithm's default (see `get_exploration_config`)
+                "exploration_config": (
+                    {},
+                    _check_exploration_config,
+                    '{"type": ..., **args}: a type of '
+                    "trainer.core.exploration or an Exploration subclass; "
+                    'without "type", updates the algorithm\'s default',
+                ),
+            },
+        ),
+        **settings_of(
+            "evaluation",
+            {
+                "evaluation_interval": (
+                    None,
+                    optional(int_at_least(0)),
+                    "evaluate every this many train() calls (None or 0: only "
+                    "when evaluate() is called)",
+                ),
+                "evaluation_duration": (
+                    10,
+                    auto_or_int_at_least(1),
+                    'episodes or timesteps per round; "auto": as long as the '
+                    "parallel training step runs",
+                ),
+                "evaluation_duration_unit": (
+                    "episodes",
+                    one_of("episodes", "timesteps"),
+                    "what evaluation_duration counts",
+                ),
+                "evaluation_num_env_runners": (
+                    0,
+                    int_at_least(0),
+                    "evaluation EnvRunner processes of their own (0: one in the main process)",
+                ),
+                "evaluation_parallel_to_training": (
+                    False,
+                    is_bool,
+                    "evaluate while the training step runs (with the weights from before it)",
+                ),
+                "evaluation_config": (
+                    None,
+                    optional(is_dict),
+                    "settings overridden for the evaluation runners (a dict or "
+                    "AlgorithmConfig.overrides(...))",
+                ),
+                "custom_evaluation_function": (
+                    None,
+                    is_callable_or_none,
+                    "(algorithm, eval_env_runner_group) -> metrics, "
+                    "instead of sampling the duration",
+                ),
+                "evaluation_force_reset_envs_before_iteration": (
+                    True,
+                    is_bool,
+                    "a round in timesteps starts with fresh episodes",
+                ),
+                "evaluation_sample_timeout_s": (
+                    120.0,
+                    number_above(0),
+                    "an evaluation runner that does not answer within this is killed",
+                ),
+                "evaluation_auto_duration_min_env_steps_per_sample": (
+                    100,
+                    int_at_least(1),
+                    '"auto" rounds in timesteps: env steps per request (at least one per sub-env)',
+                ),
+                "evaluation_auto_duration_max_env_steps_per_sample": (
+                    2000,
+                    int_at_least(1),
+                    '"auto" rounds in timesteps: the largest request',
+                ),
+            },
+        ),
+        **settings_of(
+            "training",
+            {
+                # RLlib checks no range for gamma; NaN and inf cannot train.
+                "gamma": (0.99, finite_number, "discount factor"),
+                # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
+                # would climb the loss, and checkpoints hold only non-negative rates.
+                "lr": (
+                    0.001,
+                    _check_lr,
+                    "Adam's learning rate (0: the weights stay), or RLlib's "
+                    "schedule [[timestep, lr], ...], linear in env steps "
+                    "sampled",
+                ),
+                "train_batch_size": (
+                    32,
+                    int_at_least(1),
+                    "env steps per training step (train_batch_size_per_learner "
+                    "is the same setting: there is one learner)",
+                ),
+                "num_epochs": (1, int_at_least(1), "passes over each train batch"),
+                "minibatch_size": (
+                    None,
+                    optional(int_at_least(1)),
+                    "rows per gradient step (None: the whole batch)",
+                ),
+                "shuffle_batch_per_epoch": (False, is_bool, "shuffle the batch before each epoch"),
+                "grad_clip": (
+                    None,
+                    optional(number_at_least_or_inf(0)),
+                    "clip gradients at this (None: no clipping)",
+                ),
+                "grad_clip_by": (
+                    "global_norm",
+                    one_of("value", "norm", "global_norm"),
+                    '"value": each element, "norm": each parameter tensor\'s L2 '
+                    'norm, "global_norm": all of them together',
+                ),
+                "optimizer": (
+                    {},
+                    _check_optimizer,
+                    "Adam's eps (or adam_epsilon) and betas (or beta1, beta2)",
+                ),
+                "model": (
+                    dict(MODEL_DEFAULTS),
+                    is_dict,
+                    "the networks (RLlib's older place of rl_module(model_config=...))",
+                ),
+            },
+        ),
+        **settings_of(
+            "debugging",
+            {
+                "seed": (
+                    None,
+                    optional(_check_seed),
+                    "repeatable runs: env seeds, action sampling and network init derive from "
+                    "it and each runner's index",
+                ),
+                "log_level": (
+                    "WARN",
+                    _check_log_level,
+                    "level of the trainer's log records, in every process",
+                ),
+                "check_nan": (
+                    True,
+                    is_bool,
+                    "EnvRunners refuse NaN or infinite observations and rewards, naming "
+                    "runner, sub-env, step and field (not an RLlib setting)",
+                ),
+                "_evaluation_parallel_to_training_wo_thread": (
+                    False,
+                    is_bool,
+                    "a parallel evaluation round without a thread: its requests "
+                    "go out before the training step, its replies are read after",
+                ),
+            },
+        ),
+        **settings_of(
+            "reporting",
+            {
+                "metrics_num_episodes_for_smoothing": (
+                    100,
+                    int_at_least(1),
+                    "episodes the episode metrics average over",
+                ),
+                "min_time_s_per_iteration": (
+                    None,
+                    optional(number_at_least(0)),
+                    "train() repeats its training step until this many seconds passed",
+                ),
+                "min_sample_timesteps_per_iteration": (
+                    0,
+                    int_at_least(0),
+                    "... and this many env steps were sampled",
+                ),
+                "min_train_timesteps_per_iteration": (
+                    0,
+                    int_at_least(0),
+                    "... and this many env steps were trained on",
+                ),
+                # RLlib's attribute name; its builder keyword is custom_stats_cls_lookup.
+                "stats_cls_lookup": (
+                    DEFAULT_STATS_CLS_LOOKUP,
+                    _check_stats_cls_lookup,
+                    "the MetricsLogger's stats class of each reduce= kind "
+                    "(reporting(custom_stats_cls_lookup=...)); every logger of "
+                    "the Algorithm and its EnvRunners uses it",
+                ),
+            },
+        ),
+        **settings_of(
+            "fault_tolerance",
+            {
+                "restart_failed_env_runners": (
+                    True,
+                    is_bool,
+                    "a failed EnvRunner is replaced by a new process "
+                    "with its index, the current weights and state",
+                ),
+                "ignore_env_runner_failures": (
+                    False,
+                    is_bool,
+                    "a runner that is not restarted is left out and "
+                    "training goes on (False: train() raises)",
+                ),
+                "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
+                "delay_between_env_runner_restarts_s": (
+                    0.1,
+                    number_at_least(0),
+                    "wait between a failure and its restart",
+                ),
+                "env_runner_health_probe_timeout_s": (
+                    30.0,
+                    number_above(0),
+                    "a restarted runner must start within this",
+                ),
+                "restart_failed_sub_environments": (
+                    False,
+                    is_bool,
+                    "an exception in one sub-env re-creates only "
+                    "that sub-env and drops its episode (with "
+                    '"vector_entry_point" vectorizing: the whole '
+                    "vector env and all its episodes)",
+                ),
+                "env_runner_restore_timeout_s": (
+                    1800.0,
+                    number_above(0),
+                    "a restarted runner must take its state and "
+                    "answer a ping within this after it started",
+                ),
+            },
+        ),
+        **settings_of(
+            "checkpointing",
+            {
+                # used by `checkpoints.CheckpointManager` (and the main job)
+                "checkpoint_frequency": (
+                    0,
+                    int_at_least(0),
+                    "a CheckpointManager saves every this many iterations (0: never)",
+                ),
+                "num_to_keep": (
+                    None,
+                    optional(int_at_least(1)),
+                    "keep the best this many, plus the latest (None: all)",
+                ),
+                "checkpoint_score_attribute": (
+                    None,
+                    optional(_is_result_key),
+                    'the result key that ranks checkpoints, nested with "/"',
+                ),
+                "checkpoint_score_order": (
+                    "max",
+                    one_of("max", "min"),
+                    "which end of the score is best",
+                ),
+                "checkpoint_at_end": (False, is_bool, "also save after the last iteration"),
+            },
+        ),
+        **settings_of(
+            "python_environment",
+            {
+                "extra_python_environs_for_driver": (
+                    {},
+                    _is_str_dict,
+                    "environment variables set in the main process when the Algorithm is built",
+                ),
+                "extra_python_environs_for_worker": (
+                    {},
+                    _is_str_dict,
+                    "environment variables set in each EnvRunner worker process "
+                    "before its envs are made",
+                ),
+            },
+        ),
         # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
         # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
-        **settings_of("framework", {
-            "framework_str": ("numpy", one_of("numpy", "torch", "tf2", "tf"),
-                              "the networks are numpy here; RLlib's names are accepted, with a "
-                              "warning at build"),
-        }),
-        **settings_of("api_stack", {
-            "enable_rl_module_and_learner": (True, is_bool,
-                                             "RLlib's new API stack, the only one here"),
-            "enable_env_runner_and_connector_v2": (True, is_bool,
-                                                   "RLlib's new API stack, the only one here"),
-        }),
+        **settings_of(
+            "framework",
+            {
+                "framework_str": (
+                    "numpy",
+                    one_of("numpy", "torch", "tf2", "tf"),
+                    "the networks are numpy here; RLlib's names are accepted, with a "
+                    "warning at build",
+                ),
+            },
+        ),
+        **settings_of(
+            "api_stack",
+            {
+                "enable_rl_module_and_learner": (
+                    True,
+                    is_bool,
+                    "RLlib's new API stack, the only one here",
+                ),
+                "enable_env_runner_and_connector_v2": (
+                    True,
+                    is_bool,
+                    "RLlib's new API stack, the only one here",
+                ),
+            },
+        ),
     }
     #: Subclass hook: extra settings and changed defaults.
     _ALGO_SETTINGS: dict[str, Setting] = {}
@@ -622,19 +856,24 @@ class AlgorithmConfig(OldConfigNames):
                 continue
             # Tune's grid_search marker: every value is checked now; the example driver runs
             # one trial per value (grid_settings()), and build() refuses the marker itself.
-            for option in (value["grid_search"] if is_grid_search(value) else [value]):
+            for option in value["grid_search"] if is_grid_search(value) else [value]:
                 problem = settings[name].check(option)
                 if problem is not None:
-                    raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}): "
-                                      f"{name} must be {problem}")
+                    raise ConfigError(
+                        f"{type(self).__name__}.{method}({name}={value!r}): "
+                        f"{name} must be {problem}"
+                    )
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
             self._given.add(name)
         return self
 
     def grid_settings(self) -> dict[str, list]:
         """The settings given as Tune's `grid_search([...])`, each with its values."""
-        return {name: list(getattr(self, name)["grid_search"]) for name in self._settings()
-                if is_grid_search(getattr(self, name, None))}
+        return {
+            name: list(getattr(self, name)["grid_search"])
+            for name in self._settings()
+            if is_grid_search(getattr(self, name, None))
+        }
 
     def is_given(self, name: str) -> bool:
         """Whether a builder call set `name` (even to its default value)."""
@@ -647,20 +886,26 @@ class AlgorithmConfig(OldConfigNames):
             setting_rule = rule(name, self._rllib_rules())
             if value is NotProvided or setting_rule is None:
                 continue
-            if isinstance(value, bool) and isinstance(setting_rule.default, int) and not \
-                    isinstance(setting_rule.default, bool):
-                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}): {name} "
-                                  f"is a count; give an int (RLlib's default is "
-                                  f"{setting_rule.default}), not a bool")
+            if (
+                isinstance(value, bool)
+                and isinstance(setting_rule.default, int)
+                and not isinstance(setting_rule.default, bool)
+            ):
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}): {name} "
+                    f"is a count; give an int (RLlib's default is "
+                    f"{setting_rule.default}), not a bool"
+                )
             if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
-                raise ConfigError(f"{type(self).__name__}.{method}({name}={value!r}) is not "
-                                  f"supported here: {setting_rule.instead}",
-                                  setting_rule.capability)
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}) is not "
+                    f"supported here: {setting_rule.instead}",
+                    setting_rule.capability,
+                )
             setattr(self, name, value)
             self._rllib_given[name] = value
 
-    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed: Iterable[str]
-                        ) -> None:
+    def _reject_unknown(self, method: str, unknown: dict[str, Any], allowed: Iterable[str]) -> None:
         rllib_names = self._rllib_rules().get(method, {})
         taken = {name: unknown.pop(name) for name in list(unknown) if name in rllib_names}
         self._take_rllib_settings(method, taken)
@@ -675,8 +920,7 @@ class AlgorithmConfig(OldConfigNames):
             f"{hint} Allowed: {', '.join(sorted(allowed))}"
         )
 
-    def _take_old_names(self, method: str, unknown: dict[str, Any], values: dict[str, Any]
-                        ) -> None:
+    def _take_old_names(self, method: str, unknown: dict[str, Any], values: dict[str, Any]) -> None:
         """Moves RLlib's older argument names (`trainer.compat.old_api.OLD_CONFIG_KEYS`) of this
         builder method from `unknown` into `values`, with one warning each."""
         for old_name in [name for name in unknown if OLD_CONFIG_KEYS.get(name) in values]:
@@ -685,86 +929,143 @@ class AlgorithmConfig(OldConfigNames):
             values[new_name] = unknown.pop(old_name)
 
     # -- builder methods ---------------------------------------------------------------------
-    def environment(self, env: str | type[gym.Env] | Callable[..., gym.Env] | None = NotProvided,
-                    *, env_config: dict = NotProvided,
-                    env_task_fn: Callable | None = NotProvided,
-                    normalize_actions: bool = NotProvided, clip_actions: bool = NotProvided,
-                    observation_space: gym.Space | None = NotProvided,
-                    action_space: gym.Space | None = NotProvided,
-                    **unknown: Any) -> Self:
+    def environment(
+        self,
+        env: str | type[gym.Env] | Callable[..., gym.Env] | None = NotProvided,
+        *,
+        env_config: dict = NotProvided,
+        env_task_fn: Callable | None = NotProvided,
+        normalize_actions: bool = NotProvided,
+        clip_actions: bool = NotProvided,
+        observation_space: gym.Space | None = NotProvided,
+        action_space: gym.Space | None = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """The env and its spaces."""
-        self._reject_unknown("environment", unknown, ["env", "env_config", "env_task_fn",
-                                                      "normalize_actions", "clip_actions",
-                                                      "observation_space", "action_space"])
+        self._reject_unknown(
+            "environment",
+            unknown,
+            [
+                "env",
+                "env_config",
+                "env_task_fn",
+                "normalize_actions",
+                "clip_actions",
+                "observation_space",
+                "action_space",
+            ],
+        )
         if env is not NotProvided and env is not None:  # None: no env (as RLlib's default)
             try:
                 check_env_spec(env)
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
-        return self._set("environment", {
-            "env": env, "env_config": env_config, "env_task_fn": env_task_fn,
-            "normalize_actions": normalize_actions, "clip_actions": clip_actions,
-            "observation_space": observation_space, "action_space": action_space})
+        return self._set(
+            "environment",
+            {
+                "env": env,
+                "env_config": env_config,
+                "env_task_fn": env_task_fn,
+                "normalize_actions": normalize_actions,
+                "clip_actions": clip_actions,
+                "observation_space": observation_space,
+                "action_space": action_space,
+            },
+        )
 
-    def env_runners(self, *, num_env_runners: int = NotProvided,
-                    num_envs_per_env_runner: int = NotProvided,
-                    gym_env_vectorize_mode: Any = NotProvided,
-                    rollout_fragment_length: int | str = NotProvided,
-                    batch_mode: str = NotProvided, sample_timeout_s: float = NotProvided,
-                    explore: bool = NotProvided, exploration_config: dict = NotProvided,
-                    env_runner_cls: type | None = NotProvided,
-                    create_env_on_local_worker: bool = NotProvided,
-                    validate_env_runners_after_construction: bool = NotProvided,
-                    env_to_module_connector: Callable | None = NotProvided,
-                    observation_filter: str = NotProvided, backend: str = NotProvided,
-                    ray_address: str | None = NotProvided,
-                    **unknown: Any) -> Self:
+    def env_runners(
+        self,
+        *,
+        num_env_runners: int = NotProvided,
+        num_envs_per_env_runner: int = NotProvided,
+        gym_env_vectorize_mode: Any = NotProvided,
+        rollout_fragment_length: int | str = NotProvided,
+        batch_mode: str = NotProvided,
+        sample_timeout_s: float = NotProvided,
+        explore: bool = NotProvided,
+        exploration_config: dict = NotProvided,
+        env_runner_cls: type | None = NotProvided,
+        create_env_on_local_worker: bool = NotProvided,
+        validate_env_runners_after_construction: bool = NotProvided,
+        env_to_module_connector: Callable | None = NotProvided,
+        observation_filter: str = NotProvided,
+        backend: str = NotProvided,
+        ray_address: str | None = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """How samples are collected: the EnvRunners, their sub-envs, and what one `sample()`
         call returns. RLlib's older names (`num_rollout_workers`, `num_envs_per_worker`, ...)
         are accepted."""
-        values = {"num_env_runners": num_env_runners,
-                  "num_envs_per_env_runner": num_envs_per_env_runner,
-                  "gym_env_vectorize_mode": gym_env_vectorize_mode,
-                  "rollout_fragment_length": rollout_fragment_length, "batch_mode": batch_mode,
-                  "sample_timeout_s": sample_timeout_s, "explore": explore,
-                  "env_runner_cls": env_runner_cls,
-                  "create_env_on_local_worker": create_env_on_local_worker,
-                  "validate_env_runners_after_construction":
-                      validate_env_runners_after_construction,
-                  "env_to_module_connector": env_to_module_connector,
-                  "observation_filter": observation_filter, "backend": backend,
-                  "ray_address": ray_address}
+        values = {
+            "num_env_runners": num_env_runners,
+            "num_envs_per_env_runner": num_envs_per_env_runner,
+            "gym_env_vectorize_mode": gym_env_vectorize_mode,
+            "rollout_fragment_length": rollout_fragment_length,
+            "batch_mode": batch_mode,
+            "sample_timeout_s": sample_timeout_s,
+            "explore": explore,
+            "env_runner_cls": env_runner_cls,
+            "create_env_on_local_worker": create_env_on_local_worker,
+            "validate_env_runners_after_construction": validate_env_runners_after_construction,
+            "env_to_module_connector": env_to_module_connector,
+            "observation_filter": observation_filter,
+            "backend": backend,
+            "ray_address": ray_address,
+        }
         if exploration_config is not NotProvided:
             self.exploration(exploration_config=exploration_config)
         self._take_old_names("env_runners", unknown, values)
         self._reject_unknown("env_runners", unknown, values)
         return self._set("env_runners", values)
 
-    def training(self, *, gamma: float = NotProvided, lr: float = NotProvided,
-                 train_batch_size: int = NotProvided,
-                 train_batch_size_per_learner: int = NotProvided,
-                 num_epochs: int = NotProvided, minibatch_size: int | None = NotProvided,
-                 shuffle_batch_per_epoch: bool = NotProvided,
-                 grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
-                 model: dict = NotProvided, optimizer: dict = NotProvided,
-                 **unknown: Any) -> Self:
+    def training(
+        self,
+        *,
+        gamma: float = NotProvided,
+        lr: float = NotProvided,
+        train_batch_size: int = NotProvided,
+        train_batch_size_per_learner: int = NotProvided,
+        num_epochs: int = NotProvided,
+        minibatch_size: int | None = NotProvided,
+        shuffle_batch_per_epoch: bool = NotProvided,
+        grad_clip: float | None = NotProvided,
+        grad_clip_by: str = NotProvided,
+        model: dict = NotProvided,
+        optimizer: dict = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
         `train_batch_size` (there is one learner)."""
-        values = {"gamma": gamma, "lr": lr, "train_batch_size": train_batch_size,
-                  "num_epochs": num_epochs, "minibatch_size": minibatch_size,
-                  "shuffle_batch_per_epoch": shuffle_batch_per_epoch, "grad_clip": grad_clip,
-                  "grad_clip_by": grad_clip_by, "optimizer": optimizer}
+        values = {
+            "gamma": gamma,
+            "lr": lr,
+            "train_batch_size": train_batch_size,
+            "num_epochs": num_epochs,
+            "minibatch_size": minibatch_size,
+            "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
+            "grad_clip": grad_clip,
+            "grad_clip_by": grad_clip_by,
+            "optimizer": optimizer,
+        }
         self._take_old_names("training", unknown, values)
-        self._reject_unknown("training", unknown, list(values) + list(self._ALGO_SETTINGS)
-                             + ["model", "train_batch_size_per_learner"])
+        self._reject_unknown(
+            "training",
+            unknown,
+            list(values) + list(self._ALGO_SETTINGS) + ["model", "train_batch_size_per_learner"],
+        )
         if train_batch_size_per_learner is not NotProvided:
             self._set("training", {"train_batch_size": train_batch_size_per_learner})
         if model is not NotProvided:
             self._set_model("training", "model", model)
         return self._set("training", values)
 
-    def rl_module(self, *, model_config: dict | Any = NotProvided,
-                  rl_module_spec: Any = NotProvided, **unknown: Any) -> Self:
+    def rl_module(
+        self,
+        *,
+        model_config: dict | Any = NotProvided,
+        rl_module_spec: Any = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib. `rl_module_spec` is an
@@ -792,19 +1093,21 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("rl_module", "model_config", self.model)
             return
         if not isinstance(spec, RLModuleSpec):
-            raise ConfigError(f"{name}: must be an RLModuleSpec (ray.rllib.core.rl_module."
-                              "rl_module.RLModuleSpec, here trainer.RLModuleSpec); a "
-                              "MultiRLModuleSpec is multi-agent, which is not supported here")
+            raise ConfigError(
+                f"{name}: must be an RLModuleSpec (ray.rllib.core.rl_module."
+                "rl_module.RLModuleSpec, here trainer.RLModuleSpec); a "
+                "MultiRLModuleSpec is multi-agent, which is not supported here"
+            )
         refusals = {
             "module_class": "custom RLModules are not supported yet (only the algorithm's "
-                            "default numpy module runs here): leave module_class=None and "
-                            "configure the default module with model_config",
+            "default numpy module runs here): leave module_class=None and "
+            "configure the default module with model_config",
             "catalog_class": "catalogs build torch models, which do not exist here: leave "
-                             "catalog_class=None and configure the networks with model_config",
+            "catalog_class=None and configure the networks with model_config",
             "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
-                               "restore a checkpoint of this library with restore_from_path",
+            "restore a checkpoint of this library with restore_from_path",
             "inference_only": "the default module here has no inference-only form (it is "
-                              "the same on the EnvRunners and the learner)",
+            "the same on the EnvRunners and the learner)",
             "learner_only": "the default module here always runs on the EnvRunners too",
         }
         for field_name, why in refusals.items():
@@ -817,13 +1120,13 @@ class AlgorithmConfig(OldConfigNames):
             check_model_config(spec_model, setting=f"{name}.model_config")
         except ValueError as error:
             raise ConfigError(str(error), getattr(error, "capability", None)) from None
-        spaces = {"observation_space": spec.observation_space,
-                  "action_space": spec.action_space}
+        spaces = {"observation_space": spec.observation_space, "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
         self.rl_module_spec = copy.deepcopy(spec)
         # A dict or a DefaultModelConfig: check_model_config took nothing else.
-        self._spec_model = (dict(spec_model) if isinstance(spec_model, dict)
-                            else dataclasses.asdict(spec_model))
+        self._spec_model = (
+            dict(spec_model) if isinstance(spec_model, dict) else dataclasses.asdict(spec_model)
+        )
         self._set_model("rl_module", "model_config", self.model)
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -833,29 +1136,38 @@ class AlgorithmConfig(OldConfigNames):
 
         return RLModuleSpec()
 
-    def get_rl_module_spec(self, env: gym.Env | None = None,
-                           spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
-                           inference_only: bool | None = None) -> RLModuleSpec:
+    def get_rl_module_spec(
+        self,
+        env: gym.Env | None = None,
+        spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
+        inference_only: bool | None = None,
+    ) -> RLModuleSpec:
         """The `RLModuleSpec` the default module is built from, as RLlib fills it in: the
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
         `observation_space`/`action_space`; `model_config` is this config's."""
-        spec = copy.deepcopy(self.rl_module_spec) if self.rl_module_spec is not None \
+        spec = (
+            copy.deepcopy(self.rl_module_spec)
+            if self.rl_module_spec is not None
             else self.get_default_rl_module_spec()
+        )
         for index, name in enumerate(("observation_space", "action_space")):
             if getattr(spec, name) is not None:
                 continue
             if spaces is not None:
                 value = spaces[DEFAULT_POLICY_ID][index]
             elif env is not None:
-                value = getattr(getattr(env, "unwrapped", env), "single_" + name,
-                                getattr(env, name))
+                value = getattr(
+                    getattr(env, "unwrapped", env), "single_" + name, getattr(env, name)
+                )
             else:
                 value = getattr(self, name)
             if value is None:
-                raise ValueError(f"{type(self).__name__}.get_rl_module_spec(): no {name} to "
-                                 "build the module for: pass env= or spaces=, or set "
-                                 f"environment({name}=...)")
+                raise ValueError(
+                    f"{type(self).__name__}.get_rl_module_spec(): no {name} to "
+                    "build the module for: pass env= or spaces=, or set "
+                    f"environment({name}=...)"
+                )
             setattr(spec, name, value)
         spec.model_config = self.model_config
         if inference_only is not None:
@@ -869,12 +1181,16 @@ class AlgorithmConfig(OldConfigNames):
 
     def _set_model(self, method: str, name: str, model: dict, *, replace: bool = False) -> None:
         try:
-            merged = check_model_config(model, setting=f"{type(self).__name__}.{method}({name}=...)")
+            merged = check_model_config(
+                model, setting=f"{type(self).__name__}.{method}({name}=...)"
+            )
         except ValueError as error:
             raise ConfigError(str(error), getattr(error, "capability", None)) from None
-        given = {key: merged[key] for key in (
-            dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
-            if key in MODEL_DEFAULTS}
+        given = {
+            key: merged[key]
+            for key in (dataclasses.asdict(model) if dataclasses.is_dataclass(model) else model)
+            if key in MODEL_DEFAULTS
+        }
         # An RLModuleSpec's model_config wins over the config's, whichever came first (RLlib
         # merges the two when it builds the module).
         given_by_spec = self.__dict__.get("_spec_model") or {}
@@ -886,8 +1202,9 @@ class AlgorithmConfig(OldConfigNames):
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
         a list of callables (called after the classes, in list order)."""
         if callbacks_class is not NotProvided:
-            classes = callbacks_class if isinstance(callbacks_class, (list, tuple)) else [
-                callbacks_class]
+            classes = (
+                callbacks_class if isinstance(callbacks_class, (list, tuple)) else [callbacks_class]
+            )
             for cls in classes:
                 if cls is None:
                     continue
@@ -914,96 +1231,132 @@ class AlgorithmConfig(OldConfigNames):
             fn_list = list(fns) if isinstance(fns, (list, tuple)) else [fns]
             for fn in fn_list:
                 if not callable(fn):
-                    raise ConfigError(f"{type(self).__name__}.callbacks({event}={fn!r}): must be "
-                                      "a callable or a list of callables")
+                    raise ConfigError(
+                        f"{type(self).__name__}.callbacks({event}={fn!r}): must be "
+                        "a callable or a list of callables"
+                    )
             new_on[event] = fn_list
         self.callbacks_on = new_on
         return self
 
-    def debugging(self, *, seed: int | None = NotProvided, log_level: str = NotProvided,
-                  check_nan: bool = NotProvided,
-                  _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
-                  **unknown: Any) -> Self:
+    def debugging(
+        self,
+        *,
+        seed: int | None = NotProvided,
+        log_level: str = NotProvided,
+        check_nan: bool = NotProvided,
+        _evaluation_parallel_to_training_wo_thread: bool = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """Seeding, logging and checks of env data."""
-        values = {"seed": seed, "log_level": log_level, "check_nan": check_nan,
-                  "_evaluation_parallel_to_training_wo_thread":
-                      _evaluation_parallel_to_training_wo_thread}
+        values = {
+            "seed": seed,
+            "log_level": log_level,
+            "check_nan": check_nan,
+            "_evaluation_parallel_to_training_wo_thread": _evaluation_parallel_to_training_wo_thread,
+        }
         self._reject_unknown("debugging", unknown, values)
         return self._set("debugging", values)
 
-    def reporting(self, *, metrics_num_episodes_for_smoothing: int = NotProvided,
-                  min_time_s_per_iteration: float | None = NotProvided,
-                  min_sample_timesteps_per_iteration: int = NotProvided,
-                  min_train_timesteps_per_iteration: int = NotProvided,
-                  custom_stats_cls_lookup: dict | None = NotProvided,
-                  **unknown: Any) -> Self:
+    def reporting(
+        self,
+        *,
+        metrics_num_episodes_for_smoothing: int = NotProvided,
+        min_time_s_per_iteration: float | None = NotProvided,
+        min_sample_timesteps_per_iteration: int = NotProvided,
+        min_train_timesteps_per_iteration: int = NotProvided,
+        custom_stats_cls_lookup: dict | None = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """How episode metrics are smoothed, and the least one `train()` call does: it repeats
         its training step until all three minimums are reached. `custom_stats_cls_lookup`
         replaces the metrics loggers' stats classes (`config.stats_cls_lookup`; start from
         `DEFAULT_STATS_CLS_LOOKUP` to override or add `reduce=` kinds)."""
-        values = {"metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
-                  "min_time_s_per_iteration": min_time_s_per_iteration,
-                  "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
-                  "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration,
-                  "stats_cls_lookup": custom_stats_cls_lookup}
+        values = {
+            "metrics_num_episodes_for_smoothing": metrics_num_episodes_for_smoothing,
+            "min_time_s_per_iteration": min_time_s_per_iteration,
+            "min_sample_timesteps_per_iteration": min_sample_timesteps_per_iteration,
+            "min_train_timesteps_per_iteration": min_train_timesteps_per_iteration,
+            "stats_cls_lookup": custom_stats_cls_lookup,
+        }
         self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
         return self._set("reporting", values)
 
-    def fault_tolerance(self, *, restart_failed_env_runners: bool = NotProvided,
-                        ignore_env_runner_failures: bool = NotProvided,
-                        max_num_env_runner_restarts: int = NotProvided,
-                        delay_between_env_runner_restarts_s: float = NotProvided,
-                        env_runner_health_probe_timeout_s: float = NotProvided,
-                        restart_failed_sub_environments: bool = NotProvided,
-                        env_runner_restore_timeout_s: float = NotProvided,
-                        **unknown: Any) -> Self:
+    def fault_tolerance(
+        self,
+        *,
+        restart_failed_env_runners: bool = NotProvided,
+        ignore_env_runner_failures: bool = NotProvided,
+        max_num_env_runner_restarts: int = NotProvided,
+        delay_between_env_runner_restarts_s: float = NotProvided,
+        env_runner_health_probe_timeout_s: float = NotProvided,
+        restart_failed_sub_environments: bool = NotProvided,
+        env_runner_restore_timeout_s: float = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
         within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`. The
         rules, step by step: `trainer.runners.restart_policy`. RLlib's older names
         (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are accepted."""
-        values = {"restart_failed_env_runners": restart_failed_env_runners,
-                  "ignore_env_runner_failures": ignore_env_runner_failures,
-                  "max_num_env_runner_restarts": max_num_env_runner_restarts,
-                  "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
-                  "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
-                  "restart_failed_sub_environments": restart_failed_sub_environments,
-                  "env_runner_restore_timeout_s": env_runner_restore_timeout_s}
+        values = {
+            "restart_failed_env_runners": restart_failed_env_runners,
+            "ignore_env_runner_failures": ignore_env_runner_failures,
+            "max_num_env_runner_restarts": max_num_env_runner_restarts,
+            "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
+            "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
+            "restart_failed_sub_environments": restart_failed_sub_environments,
+            "env_runner_restore_timeout_s": env_runner_restore_timeout_s,
+        }
         self._take_old_names("fault_tolerance", unknown, values)
         self._reject_unknown("fault_tolerance", unknown, values)
         return self._set("fault_tolerance", values)
 
-    def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
-                      num_to_keep: int | None = NotProvided,
-                      checkpoint_score_attribute: str | None = NotProvided,
-                      checkpoint_score_order: str = NotProvided,
-                      checkpoint_at_end: bool = NotProvided, **unknown: Any) -> Self:
+    def checkpointing(
+        self,
+        *,
+        checkpoint_frequency: int = NotProvided,
+        num_to_keep: int | None = NotProvided,
+        checkpoint_score_attribute: str | None = NotProvided,
+        checkpoint_score_order: str = NotProvided,
+        checkpoint_at_end: bool = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """When a `checkpoints.CheckpointManager` (the main job uses one) saves, and which
         checkpoints it keeps."""
-        values = {"checkpoint_frequency": checkpoint_frequency, "num_to_keep": num_to_keep,
-                  "checkpoint_score_attribute": checkpoint_score_attribute,
-                  "checkpoint_score_order": checkpoint_score_order,
-                  "checkpoint_at_end": checkpoint_at_end}
+        values = {
+            "checkpoint_frequency": checkpoint_frequency,
+            "num_to_keep": num_to_keep,
+            "checkpoint_score_attribute": checkpoint_score_attribute,
+            "checkpoint_score_order": checkpoint_score_order,
+            "checkpoint_at_end": checkpoint_at_end,
+        }
         self._reject_unknown("checkpointing", unknown, values)
         return self._set("checkpointing", values)
 
-    def exploration(self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided,
-                    **unknown: Any) -> Self:
+    def exploration(
+        self, *, explore: bool = NotProvided, exploration_config: dict = NotProvided, **unknown: Any
+    ) -> Self:
         """Whether and how the EnvRunners explore."""
         self._reject_unknown("exploration", unknown, ["explore", "exploration_config"])
-        if exploration_config is not NotProvided and isinstance(exploration_config, dict) \
-                and exploration_config and "type" not in exploration_config:
+        if (
+            exploration_config is not NotProvided
+            and isinstance(exploration_config, dict)
+            and exploration_config
+            and "type" not in exploration_config
+        ):
             try:
-                check_exploration_config({**self._default_exploration_config(),
-                                          **exploration_config},
-                                         setting=f"{type(self).__name__}.exploration("
-                                                 "exploration_config=...)")
+                check_exploration_config(
+                    {**self._default_exploration_config(), **exploration_config},
+                    setting=f"{type(self).__name__}.exploration(exploration_config=...)",
+                )
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
-        return self._set("exploration", {"explore": explore,
-                                         "exploration_config": exploration_config})
+        return self._set(
+            "exploration", {"explore": explore, "exploration_config": exploration_config}
+        )
 
     def _default_exploration_config(self) -> dict:
         """The algorithm's exploration when `exploration_config` is not set."""
@@ -1019,8 +1372,9 @@ class AlgorithmConfig(OldConfigNames):
             return lambda env: MeanStdFilter()
         return None
 
-    def build_env_to_module_connector(self, env: Any = None, spaces: Any = None,
-                                      device: Any = None) -> Any:
+    def build_env_to_module_connector(
+        self, env: Any = None, spaces: Any = None, device: Any = None
+    ) -> Any:
         """The env-to-module pipeline an EnvRunner builds for `env` (a vector env or an env):
         the configured connector pieces (`env_to_module_connector`, or `observation_filter`)
         with their input spaces set to the env's; an empty pipeline when none is configured.
@@ -1032,14 +1386,20 @@ class AlgorithmConfig(OldConfigNames):
         )
 
         if env is None:
-            raise ConfigError(f"{type(self).__name__}.build_env_to_module_connector(env=None): "
-                              "give the env (the pipeline's input spaces are its spaces)")
-        obs_space = self.observation_space or getattr(env, "single_observation_space",
-                                                      env.observation_space)
+            raise ConfigError(
+                f"{type(self).__name__}.build_env_to_module_connector(env=None): "
+                "give the env (the pipeline's input spaces are its spaces)"
+            )
+        obs_space = self.observation_space or getattr(
+            env, "single_observation_space", env.observation_space
+        )
         act_space = self.action_space or getattr(env, "single_action_space", env.action_space)
         factory = self.env_to_module_factory()
-        pieces = ConnectorPipelineV2(connectors=[]) if factory is None else call_factory(
-            factory, env, (obs_space, act_space))
+        pieces = (
+            ConnectorPipelineV2(connectors=[])
+            if factory is None
+            else call_factory(factory, env, (obs_space, act_space))
+        )
         return build_pipeline(pieces, obs_space, act_space)
 
     def get_exploration_config(self) -> dict:
@@ -1055,18 +1415,22 @@ class AlgorithmConfig(OldConfigNames):
 
         return PolicyModule(spaces, self.model, seed=seed)
 
-    def evaluation(self, *, evaluation_interval: int | None = NotProvided,
-                   evaluation_duration: int | str = NotProvided,
-                   evaluation_duration_unit: str = NotProvided,
-                   evaluation_num_env_runners: int = NotProvided,
-                   evaluation_parallel_to_training: bool = NotProvided,
-                   evaluation_config: dict | None = NotProvided,
-                   custom_evaluation_function: Callable | None = NotProvided,
-                   evaluation_force_reset_envs_before_iteration: bool = NotProvided,
-                   evaluation_sample_timeout_s: float = NotProvided,
-                   evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
-                   evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
-                   **unknown: Any) -> Self:
+    def evaluation(
+        self,
+        *,
+        evaluation_interval: int | None = NotProvided,
+        evaluation_duration: int | str = NotProvided,
+        evaluation_duration_unit: str = NotProvided,
+        evaluation_num_env_runners: int = NotProvided,
+        evaluation_parallel_to_training: bool = NotProvided,
+        evaluation_config: dict | None = NotProvided,
+        custom_evaluation_function: Callable | None = NotProvided,
+        evaluation_force_reset_envs_before_iteration: bool = NotProvided,
+        evaluation_sample_timeout_s: float = NotProvided,
+        evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
+        evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """Evaluation rounds: when, how long, on which runners, with which settings.
         `evaluation_num_workers` and `custom_eval_function` are RLlib's older names."""
         values = {
@@ -1077,13 +1441,10 @@ class AlgorithmConfig(OldConfigNames):
             "evaluation_parallel_to_training": evaluation_parallel_to_training,
             "evaluation_config": evaluation_config,
             "custom_evaluation_function": custom_evaluation_function,
-            "evaluation_force_reset_envs_before_iteration":
-                evaluation_force_reset_envs_before_iteration,
+            "evaluation_force_reset_envs_before_iteration": evaluation_force_reset_envs_before_iteration,
             "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
-            "evaluation_auto_duration_min_env_steps_per_sample":
-                evaluation_auto_duration_min_env_steps_per_sample,
-            "evaluation_auto_duration_max_env_steps_per_sample":
-                evaluation_auto_duration_max_env_steps_per_sample,
+            "evaluation_auto_duration_min_env_steps_per_sample": evaluation_auto_duration_min_env_steps_per_sample,
+            "evaluation_auto_duration_max_env_steps_per_sample": evaluation_auto_duration_max_env_steps_per_sample,
         }
         self._take_old_names("evaluation", unknown, values)
         self._reject_unknown("evaluation", unknown, values)
@@ -1101,7 +1462,8 @@ class AlgorithmConfig(OldConfigNames):
             if problem is not None:
                 raise ConfigError(
                     f"{type(self).__name__}.{method}(evaluation_config={{{name!r}: {value!r}}}): "
-                    f"{name} must be {problem}")
+                    f"{name} must be {problem}"
+                )
 
     def get_evaluation_config_object(self) -> Self:
         """The config the evaluation EnvRunners see: this one with `evaluation_config` applied
@@ -1125,25 +1487,34 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("framework", unknown, ["framework"])
         return self._set("framework", {"framework_str": framework})
 
-    def api_stack(self, *, enable_rl_module_and_learner: bool = NotProvided,
-                  enable_env_runner_and_connector_v2: bool = NotProvided,
-                  **unknown: Any) -> Self:
+    def api_stack(
+        self,
+        *,
+        enable_rl_module_and_learner: bool = NotProvided,
+        enable_env_runner_and_connector_v2: bool = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """RLlib's new API stack (RLModule, Learner, EnvRunner, connectors) is the one that runs
         here. Older scripts that switch to RLlib's old stack (`False`) are accepted with one
         warning and run on the new stack, where the old stack's callback signatures, config
         keys and result keys work (`trainer.compat`); both settings then still read True,
         since that is what runs."""
-        values = {"enable_rl_module_and_learner": enable_rl_module_and_learner,
-                  "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2}
+        values = {
+            "enable_rl_module_and_learner": enable_rl_module_and_learner,
+            "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2,
+        }
         self._reject_unknown("api_stack", unknown, values)
         if any(value is False for value in values.values()):
             # One warning per process, whichever of the two settings a script turns off.
-            warn_once("api_stack(...=False) (RLlib's old API stack)",
-                      "RLlib's new API stack, which runs here either way (the old stack's "
-                      "callback signatures, config keys and result keys work on it), and "
-                      "remove the call")
-        return self._set("api_stack", {name: True if value is False else value
-                                       for name, value in values.items()})
+            warn_once(
+                "api_stack(...=False) (RLlib's old API stack)",
+                "RLlib's new API stack, which runs here either way (the old stack's "
+                "callback signatures, config keys and result keys work on it), and "
+                "remove the call",
+            )
+        return self._set(
+            "api_stack", {name: True if value is False else value for name, value in values.items()}
+        )
 
     def learners(self, **settings: Any) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
@@ -1177,13 +1548,19 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("offline_data", settings, [])
         return self
 
-    def python_environment(self, *, extra_python_environs_for_driver: dict = NotProvided,
-                           extra_python_environs_for_worker: dict = NotProvided,
-                           **unknown: Any) -> Self:
+    def python_environment(
+        self,
+        *,
+        extra_python_environs_for_driver: dict = NotProvided,
+        extra_python_environs_for_worker: dict = NotProvided,
+        **unknown: Any,
+    ) -> Self:
         """Environment variables for the main process (set when the Algorithm is built) and
         for each EnvRunner worker process (set before its envs are made)."""
-        values = {"extra_python_environs_for_driver": extra_python_environs_for_driver,
-                  "extra_python_environs_for_worker": extra_python_environs_for_worker}
+        values = {
+            "extra_python_environs_for_driver": extra_python_environs_for_driver,
+            "extra_python_environs_for_worker": extra_python_environs_for_worker,
+        }
         self._reject_unknown("python_environment", unknown, values)
         return self._set("python_environment", values)
 
@@ -1249,19 +1626,24 @@ class AlgorithmConfig(OldConfigNames):
         (runners x sub-envs x fragment) must come within 10% of `train_batch_size`."""
         if self.rollout_fragment_length == "auto" or self.in_evaluation:
             return
-        per_round = (max(self.num_env_runners, 1) * self.num_envs_per_env_runner
-                     * self.rollout_fragment_length)
+        per_round = (
+            max(self.num_env_runners, 1)
+            * self.num_envs_per_env_runner
+            * self.rollout_fragment_length
+        )
         rounds = max(1, -(-self.train_batch_size // per_round))
         if per_round * rounds - self.train_batch_size > 0.1 * self.train_batch_size:
-            suggested = self.train_batch_size // (self.num_envs_per_env_runner
-                                                  * max(self.num_env_runners, 1))
+            suggested = self.train_batch_size // (
+                self.num_envs_per_env_runner * max(self.num_env_runners, 1)
+            )
             raise ConfigError(
                 f"{type(self).__name__}: train_batch_size={self.train_batch_size} (or a value "
                 f"10% off of it) cannot be reached in whole sampling rounds of "
                 f"{per_round} env steps (num_env_runners={self.num_env_runners} x "
                 f"num_envs_per_env_runner={self.num_envs_per_env_runner} x "
                 f"rollout_fragment_length={self.rollout_fragment_length}); set "
-                f"rollout_fragment_length to \"auto\" or to {suggested}")
+                f'rollout_fragment_length to "auto" or to {suggested}'
+            )
 
     @staticmethod
     def DEFAULT_AGENT_TO_MODULE_MAPPING_FN(agent_id: Any, episode: Any) -> str:  # noqa: N802
@@ -1269,8 +1651,12 @@ class AlgorithmConfig(OldConfigNames):
         return DEFAULT_POLICY_ID
 
     @staticmethod
-    def DEFAULT_POLICY_MAPPING_FN(aid: Any, episode: Any, worker: Any,  # noqa: N802
-                                  **kwargs: Any) -> str:
+    def DEFAULT_POLICY_MAPPING_FN(
+        aid: Any,
+        episode: Any,
+        worker: Any,  # noqa: N802
+        **kwargs: Any,
+    ) -> str:
         """RLlib's default policy mapping: every agent to "default_policy"."""
         return DEFAULT_POLICY_ID
 
@@ -1283,9 +1669,11 @@ class AlgorithmConfig(OldConfigNames):
                 given.pop(name, None)
         messages = warn_ignored(type(self).__name__, given, self._rllib_rules())
         if self.framework_str != "numpy":
-            message = (f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
-                       "the networks and learners are numpy here (torch or TF models, "
-                       "custom RLModules and GPUs are not available)")
+            message = (
+                f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
+                "the networks and learners are numpy here (torch or TF models, "
+                "custom RLModules and GPUs are not available)"
+            )
             warnings.warn(message, IgnoredSettingWarning, stacklevel=2)
             messages.append(message)
         return messages
@@ -1298,7 +1686,8 @@ class AlgorithmConfig(OldConfigNames):
             raise ConfigError(
                 f"{name}: {setting}=grid_search({values!r}): one Algorithm runs one value; "
                 "run_rllib_example_script_experiment runs one trial per value (Ray Tune's "
-                "Tuner is not available here)")
+                "Tuner is not available here)"
+            )
         try:
             check_env_spec(self.env)
         except ValueError as error:
@@ -1317,35 +1706,43 @@ class AlgorithmConfig(OldConfigNames):
         if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
             raise ConfigError(
                 f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
-                "(it means: evaluate for as long as the parallel training step runs)")
+                "(it means: evaluate for as long as the parallel training step runs)"
+            )
         if self.evaluation_parallel_to_training and self.evaluation_num_env_runners == 0:
             raise ConfigError(
                 f"{name}: evaluation_parallel_to_training=True needs evaluation_num_env_runners "
-                ">= 1 (evaluation runs on its own EnvRunner processes while training runs)")
+                ">= 1 (evaluation runs on its own EnvRunner processes while training runs)"
+            )
         try:
-            check_exploration_config(self.get_exploration_config(),
-                                     setting=f"{name} exploration_config")
+            check_exploration_config(
+                self.get_exploration_config(), setting=f"{name} exploration_config"
+            )
         except ValueError as error:
             raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.env_to_module_connector is not None and self.observation_filter != "NoFilter":
             raise ConfigError(
                 f"{name}: env_to_module_connector and observation_filter="
                 f"{self.observation_filter!r} are both given; add the MeanStdFilter piece to the "
-                "connector's list instead")
-        if (self.evaluation_auto_duration_min_env_steps_per_sample
-                > self.evaluation_auto_duration_max_env_steps_per_sample):
+                "connector's list instead"
+            )
+        if (
+            self.evaluation_auto_duration_min_env_steps_per_sample
+            > self.evaluation_auto_duration_max_env_steps_per_sample
+        ):
             raise ConfigError(
                 f"{name}: evaluation_auto_duration_min_env_steps_per_sample="
                 f"{self.evaluation_auto_duration_min_env_steps_per_sample} must be <= "
                 "evaluation_auto_duration_max_env_steps_per_sample="
-                f"{self.evaluation_auto_duration_max_env_steps_per_sample}")
+                f"{self.evaluation_auto_duration_max_env_steps_per_sample}"
+            )
         self._check_callbacks_travel()
 
     def callback_labels(self) -> list[tuple[str, Any]]:
         """(label, callback) for every configured callback class and callable, the label as
         the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
-        items: list[tuple[str, Any]] = [(f"callbacks_class={cls.__qualname__}", cls)
-                                        for cls in self.callback_classes()]
+        items: list[tuple[str, Any]] = [
+            (f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()
+        ]
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
         return items
@@ -1389,8 +1786,9 @@ class AlgorithmConfig(OldConfigNames):
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""
         return self.build_algo(env)
 
-    def build_algo(self, env: Any = None, logger_creator: Any = None,
-                   use_copy: bool = True) -> Algorithm:
+    def build_algo(
+        self, env: Any = None, logger_creator: Any = None, use_copy: bool = True
+    ) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included).
         `logger_creator` is Tune's (stored, without effect here); the Algorithm always works
         on a frozen copy of this config, whatever `use_copy` says."""
@@ -1399,8 +1797,10 @@ class AlgorithmConfig(OldConfigNames):
         if logger_creator is not None:
             self.debugging(logger_creator=logger_creator)
         if self.algo_class is None:
-            raise ConfigError(f"{type(self).__name__} has no algorithm class to build; use "
-                              "PPOConfig or another algorithm's config")
+            raise ConfigError(
+                f"{type(self).__name__} has no algorithm class to build; use "
+                "PPOConfig or another algorithm's config"
+            )
         return self.algo_class(config=self)
 
     def copy(self, copy_frozen: bool | None = None) -> Self:
@@ -1436,8 +1836,13 @@ class AlgorithmConfig(OldConfigNames):
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
         # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it.
-        result.update({name: copy.copy(getattr(self, name)) for name in self._rllib_method_of()
-                       if name != "rl_module_spec"})
+        result.update(
+            {
+                name: copy.copy(getattr(self, name))
+                for name in self._rllib_method_of()
+                if name != "rl_module_spec"
+            }
+        )
         return result
 
     @classmethod
@@ -1458,18 +1863,25 @@ class AlgorithmConfig(OldConfigNames):
         settings = self._settings()
         rllib_names = self._rllib_method_of()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}
-        self._take_rllib_settings("from_dict", {k: v for k, v in config_dict.items()
-                                                if k in rllib_names})
-        unknown = {k: v for k, v in config_dict.items()
-                   if k not in settings and k not in extra and k not in rllib_names}
+        self._take_rllib_settings(
+            "from_dict", {k: v for k, v in config_dict.items() if k in rllib_names}
+        )
+        unknown = {
+            k: v
+            for k, v in config_dict.items()
+            if k not in settings and k not in extra and k not in rllib_names
+        }
         self._reject_unknown("from_dict", unknown, list(settings) + sorted(extra))
         values = {k: v for k, v in config_dict.items() if k in settings}
         if "model" in values:
             self._set_model("from_dict", "model", values.pop("model"))
         if "env" in values and values["env"] is not None:
             self.environment(values.pop("env"))
-        stack = {k: values.pop(k) for k in ("enable_rl_module_and_learner",
-                                            "enable_env_runner_and_connector_v2") if k in values}
+        stack = {
+            k: values.pop(k)
+            for k in ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+            if k in values
+        }
         if stack:
             self.api_stack(**stack)  # the old stack's False: one warning, the new stack runs
         self._set("from_dict", values)
@@ -1488,16 +1900,20 @@ class AlgorithmConfig(OldConfigNames):
         settings = cls._settings()
         rllib_names = cls._rllib_method_of()
         probe = cls()
-        probe._take_rllib_settings("overrides", {k: v for k, v in kwargs.items()
-                                                 if k in rllib_names})
+        probe._take_rllib_settings(
+            "overrides", {k: v for k, v in kwargs.items() if k in rllib_names}
+        )
         unknown = {k: v for k, v in kwargs.items() if k not in settings and k not in rllib_names}
         probe._reject_unknown("overrides", unknown, settings)
         probe._set("overrides", {k: v for k, v in kwargs.items() if k in settings})
         return dict(kwargs)
 
     def __getitem__(self, key: str) -> Any:
-        if key in self._settings() or key in self._rllib_method_of() or key in (
-                "callbacks_class", "callbacks_on", "in_evaluation"):
+        if (
+            key in self._settings()
+            or key in self._rllib_method_of()
+            or key in ("callbacks_class", "callbacks_on", "in_evaluation")
+        ):
             return getattr(self, key)
         raise KeyError(f"{type(self).__name__} has no setting {key!r}")
 

@@ -42,8 +42,12 @@ if TYPE_CHECKING:
 def runner_states(state: dict, prefix: str) -> dict[int, dict]:
     """{worker index: state} of an Algorithm state's components named `<prefix><index>`
     (`env_runner_1`, `eval_env_runner_2`, ...)."""
-    return {int(key[len(prefix):]): value for key, value in state.items()
-            if key.startswith(prefix) and key[len(prefix):].isdigit()}
+    return {
+        int(key[len(prefix) :]): value
+        for key, value in state.items()
+        if key.startswith(prefix) and key[len(prefix) :].isdigit()
+    }
+
 
 logger = logging.getLogger("trainer")
 
@@ -69,16 +73,20 @@ def algorithm_family(cls: type) -> str:
 def describe_spaces(spaces: Any) -> dict:
     """What the networks were built for, as JSON data."""
     return {
-        "obs_dim": spaces.obs_dim, "obs_discrete_n": spaces.obs_discrete_n,
-        "action_discrete_n": spaces.action_discrete_n, "action_dim": spaces.action_dim,
+        "obs_dim": spaces.obs_dim,
+        "obs_discrete_n": spaces.obs_discrete_n,
+        "action_discrete_n": spaces.action_discrete_n,
+        "action_dim": spaces.action_dim,
         "action_low": None if spaces.action_low is None else spaces.action_low.tolist(),
         "action_high": None if spaces.action_high is None else spaces.action_high.tolist(),
     }
 
 
 def parameter_shapes(module: Any) -> dict[str, list[int]]:
-    return {name: list(param.shape)
-            for name, param in zip(module.parameter_names(), module.parameters(), strict=True)}
+    return {
+        name: list(param.shape)
+        for name, param in zip(module.parameter_names(), module.parameters(), strict=True)
+    }
 
 
 def default_checkpoint_path(algorithm: Algorithm) -> str:
@@ -86,8 +94,13 @@ def default_checkpoint_path(algorithm: Algorithm) -> str:
     return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
 
 
-def save_algorithm(algorithm: Algorithm, path: str | os.PathLike | None, *,
-                   state: dict | None = None, filesystem: Any = None) -> str:
+def save_algorithm(
+    algorithm: Algorithm,
+    path: str | os.PathLike | None,
+    *,
+    state: dict | None = None,
+    filesystem: Any = None,
+) -> str:
     """Writes `algorithm`'s checkpoint (of `state`, default its current state) at `path`: a
     local path or `file://` URI, or with `filesystem` a path on that pyarrow filesystem
     (written locally first, then copied there; see `trainer.checkpoints.location`)."""
@@ -112,15 +125,26 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         try:
             files[component + STATE_FILE_SUFFIX] = pack(component_state)
         except NotPlainData as error:
-            raise CheckpointError(path, f"the state of {component!r} cannot be stored: "
-                                        f"{error.where.replace('state', component, 1)}: "
-                                        f"{error.problem}") from None
-        uncaptured = (component_state.get("sampling") or {}).get("uncaptured") if isinstance(
-            component_state, dict) else None
+            raise CheckpointError(
+                path,
+                f"the state of {component!r} cannot be stored: "
+                f"{error.where.replace('state', component, 1)}: "
+                f"{error.problem}",
+            ) from None
+        uncaptured = (
+            (component_state.get("sampling") or {}).get("uncaptured")
+            if isinstance(component_state, dict)
+            else None
+        )
         for env_index, reason in (uncaptured or {}).items():
-            logger.warning("checkpoint %s: %s, sub-env %s: its state cannot be captured (%s); "
-                           "its episode will restart on restore", path, component, env_index,
-                           reason)
+            logger.warning(
+                "checkpoint %s: %s, sub-env %s: its state cannot be captured (%s); "
+                "its episode will restart on restore",
+                path,
+                component,
+                env_index,
+                reason,
+            )
     config_data = config_to_data(algorithm.config, type(algorithm))
     files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
@@ -131,20 +155,24 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         "library_version": library_version(),
         "algorithm_class": type(algorithm).__name__,
         "algorithm": algorithm_family(type(algorithm)),
-        "training_iteration": (state.get("algorithm") or {}).get("iteration",
-                                                                 algorithm.iteration),
+        "training_iteration": (state.get("algorithm") or {}).get("iteration", algorithm.iteration),
         "num_env_steps_sampled_lifetime": algorithm.num_env_steps_sampled_lifetime,
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "env": algorithm.config.env if isinstance(algorithm.config.env, str) else repr(
-            algorithm.config.env),
+        "env": algorithm.config.env
+        if isinstance(algorithm.config.env, str)
+        else repr(algorithm.config.env),
         "spaces": describe_spaces(module.spaces),
         "parameter_shapes": parameter_shapes(module),
     }
     started = time.perf_counter()
     written = write_checkpoint(path, files, metadata)
-    logger.info("saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)", written,
-                algorithm.iteration, sum(len(data) for data in files.values()) / 1024,
-                (time.perf_counter() - started) * 1000)
+    logger.info(
+        "saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)",
+        written,
+        algorithm.iteration,
+        sum(len(data) for data in files.values()) / 1024,
+        (time.perf_counter() - started) * 1000,
+    )
     return written
 
 
@@ -155,24 +183,37 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
     family = algorithm_family(type(algorithm))
     if meta.get("algorithm") != family:
         saved_class = meta.get("algorithm_class")
-        of = meta.get("algorithm") if saved_class in (None, meta.get("algorithm")) else (
-            f"{meta.get('algorithm')} (class {saved_class})")
-        raise CheckpointError(checkpoint.path, f"a checkpoint of {of} cannot be loaded into "
-                                               f"{type(algorithm).__name__} (a {family}): "
-                                               f"metadata.json says algorithm={meta.get('algorithm')!r}")
+        of = (
+            meta.get("algorithm")
+            if saved_class in (None, meta.get("algorithm"))
+            else (f"{meta.get('algorithm')} (class {saved_class})")
+        )
+        raise CheckpointError(
+            checkpoint.path,
+            f"a checkpoint of {of} cannot be loaded into "
+            f"{type(algorithm).__name__} (a {family}): "
+            f"metadata.json says algorithm={meta.get('algorithm')!r}",
+        )
     module = algorithm.learner.module
     spaces = describe_spaces(module.spaces)
     if meta.get("spaces") != spaces:
-        raise CheckpointError(checkpoint.path, f"incompatible spaces: the checkpoint was made for "
-                                               f"{meta.get('spaces')}, this algorithm's env has "
-                                               f"{spaces}")
+        raise CheckpointError(
+            checkpoint.path,
+            f"incompatible spaces: the checkpoint was made for "
+            f"{meta.get('spaces')}, this algorithm's env has "
+            f"{spaces}",
+        )
     saved, current = meta.get("parameter_shapes") or {}, parameter_shapes(module)
     if saved != current:
-        differences = [f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"
-                       for name in sorted(set(saved) | set(current))
-                       if saved.get(name) != current.get(name)]
-        raise CheckpointError(checkpoint.path, "incompatible network shapes (check "
-                                               "model_config): " + "; ".join(differences[:4]))
+        differences = [
+            f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"
+            for name in sorted(set(saved) | set(current))
+            if saved.get(name) != current.get(name)
+        ]
+        raise CheckpointError(
+            checkpoint.path,
+            "incompatible network shapes (check model_config): " + "; ".join(differences[:4]),
+        )
 
 
 def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
@@ -180,13 +221,16 @@ def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
     check_compatible(algorithm, checkpoint)
     for component in REQUIRED_COMPONENTS:
         if not checkpoint.has(component):
-            raise CheckpointError(checkpoint.path, f"has no {component}{STATE_FILE_SUFFIX} "
-                                                   f"(components: {checkpoint.components})")
+            raise CheckpointError(
+                checkpoint.path,
+                f"has no {component}{STATE_FILE_SUFFIX} (components: {checkpoint.components})",
+            )
     return {component: checkpoint.load(component) for component in checkpoint.components}
 
 
-def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
-                          ) -> tuple[type[Algorithm], Any]:
+def load_class_and_config(
+    checkpoint: Checkpoint, *, allow_pickle: bool = False
+) -> tuple[type[Algorithm], Any]:
     """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
     data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
     (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted
@@ -195,10 +239,13 @@ def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
         return unpickle_class_and_config(checkpoint)
     data = checkpoint.read_json(CONFIG_FILE)
     if data is None:
-        raise CheckpointError(checkpoint.path, f"has no {CONFIG_FILE} (it predates stored "
-                                               "configs): pass config= to from_checkpoint, or, "
-                                               "if you trust this checkpoint, allow_pickle=True "
-                                               "(--trust-pickle on the command line)")
+        raise CheckpointError(
+            checkpoint.path,
+            f"has no {CONFIG_FILE} (it predates stored "
+            "configs): pass config= to from_checkpoint, or, "
+            "if you trust this checkpoint, allow_pickle=True "
+            "(--trust-pickle on the command line)",
+        )
     # Imported here: the algorithm module imports this one.
     from trainer.algorithms.algorithm import Algorithm
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -206,11 +253,14 @@ def load_class_and_config(checkpoint: Checkpoint, *, allow_pickle: bool = False
     try:
         return config_from_data(data, config_base=AlgorithmConfig, algorithm_base=Algorithm)
     except ConfigDataError as error:
-        raise CheckpointError(checkpoint.path, f"its config cannot be rebuilt without "
-                                               f"unpickling: {error}. Pass config= to "
-                                               "from_checkpoint, or, if you trust this "
-                                               "checkpoint, allow_pickle=True (--trust-pickle "
-                                               "on the command line)") from None
+        raise CheckpointError(
+            checkpoint.path,
+            f"its config cannot be rebuilt without "
+            f"unpickling: {error}. Pass config= to "
+            "from_checkpoint, or, if you trust this "
+            "checkpoint, allow_pickle=True (--trust-pickle "
+            "on the command line)",
+        ) from None
 
 
 def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], Any]:
@@ -218,7 +268,10 @@ def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], 
     try:
         algorithm_class, config = cloudpickle.loads(data)
     except Exception as error:
-        raise CheckpointError(checkpoint.path, f"{CLASS_AND_CONFIG_FILE} cannot be unpickled "
-                                               f"({type(error).__name__}: {error}); pass "
-                                               "config= to from_checkpoint") from None
+        raise CheckpointError(
+            checkpoint.path,
+            f"{CLASS_AND_CONFIG_FILE} cannot be unpickled "
+            f"({type(error).__name__}: {error}); pass "
+            "config= to from_checkpoint",
+        ) from None
     return algorithm_class, config

@@ -52,13 +52,12 @@ from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of
 
 
 class Evaluator:
-    def __init__(self, config: Any, *,
-                 on_recreated: Callable[[list[int]], None] | None = None):
+    def __init__(self, config: Any, *, on_recreated: Callable[[list[int]], None] | None = None):
         self.config = config.get_evaluation_config_object()
-        self.group = EnvRunnerGroup(self.config, make_env_creator(self.config.env),
-                                    on_recreated=on_recreated)
-        self.metrics = MetricsLogger(root=True,
-                                     stats_cls_lookup=self.config.stats_cls_lookup)
+        self.group = EnvRunnerGroup(
+            self.config, make_env_creator(self.config.env), on_recreated=on_recreated
+        )
+        self.metrics = MetricsLogger(root=True, stats_cls_lookup=self.config.stats_cls_lookup)
         self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
 
     # -- one round ---------------------------------------------------------------------------
@@ -68,8 +67,10 @@ class Evaluator:
         failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
         replies: list = []
         if not self.group.num_remote_workers():
-            replies = [local_runner_of(self.group).sample_metrics_only(**request)
-                      for request in self._fixed_requests([0]).values()]
+            replies = [
+                local_runner_of(self.group).sample_metrics_only(**request)
+                for request in self._fixed_requests([0]).values()
+            ]
         else:
             ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
             if ids and self.config.evaluation_duration == "auto":
@@ -117,9 +118,11 @@ class Evaluator:
             except NoHealthyEnvRunners:
                 pass  # reported as skipped below; training goes on
         if self.group.num_remote_workers() and not replies:
-            results["skipped"] = ("no healthy evaluation EnvRunner is left"
-                                  if not self.group.healthy_env_runner_ids()
-                                  else "every evaluation EnvRunner failed in this round")
+            results["skipped"] = (
+                "no healthy evaluation EnvRunner is left"
+                if not self.group.healthy_env_runner_ids()
+                else "every evaluation EnvRunner failed in this round"
+            )
         return results
 
     def _fixed_requests(self, ids: list[int]) -> dict[int, dict]:
@@ -127,14 +130,20 @@ class Evaluator:
         config = self.config
         duration, count = config.evaluation_duration, len(ids)
         if config.evaluation_duration_unit == "episodes":
-            shares = [duration // count + (1 if k < duration % count else 0)
-                      for k in range(count)]
-            return {i: {"num_episodes": share} for i, share in zip(ids, shares, strict=True)
-                    if share > 0}
+            shares = [duration // count + (1 if k < duration % count else 0) for k in range(count)]
+            return {
+                i: {"num_episodes": share}
+                for i, share in zip(ids, shares, strict=True)
+                if share > 0
+            }
         per_runner = -(-duration // count)
-        return {i: {"num_timesteps": per_runner,
-                    "force_reset": config.evaluation_force_reset_envs_before_iteration}
-                for i in ids}
+        return {
+            i: {
+                "num_timesteps": per_runner,
+                "force_reset": config.evaluation_force_reset_envs_before_iteration,
+            }
+            for i in ids
+        }
 
     def _read(self, index: int, failed: dict[int, Any]) -> list | None:
         """The reply of runner `index`, or None (its failure recorded) if it failed."""
@@ -150,14 +159,14 @@ class Evaluator:
         """Sends each runner its `sample()` request; returns those that took it (the others'
         failures go into `failed`)."""
         sent, failures = self.group.pool.send(
-            list(requests), lambda index: protocol.call("sample_metrics_only", **requests[index]))
+            list(requests), lambda index: protocol.call("sample_metrics_only", **requests[index])
+        )
         failed.update(failures)
         return sent
 
     def _gather_replies(self, sent: list[int], failed: dict[int, Any]) -> list:
         """The `get_metrics()` replies of `sent` in runner order (failures go into `failed`)."""
-        replies, failures = self.group.pool.gather(sent,
-                                                   self.config.evaluation_sample_timeout_s)
+        replies, failures = self.group.pool.gather(sent, self.config.evaluation_sample_timeout_s)
         failed.update(failures)
         return [replies[index] for index in sorted(replies)]
 
@@ -166,9 +175,13 @@ class Evaluator:
         config = self.config
         if config.evaluation_duration_unit == "episodes":
             return 1, 16
-        low = min(max(config.evaluation_auto_duration_min_env_steps_per_sample,
-                      config.num_envs_per_env_runner),
-                  config.evaluation_auto_duration_max_env_steps_per_sample)
+        low = min(
+            max(
+                config.evaluation_auto_duration_min_env_steps_per_sample,
+                config.num_envs_per_env_runner,
+            ),
+            config.evaluation_auto_duration_max_env_steps_per_sample,
+        )
         return low, config.evaluation_auto_duration_max_env_steps_per_sample
 
     def _auto_request(self, *, first: bool, size: int | None = None) -> dict:
@@ -186,8 +199,9 @@ class Evaluator:
         size = self._auto_size or low
         self._auto_size = min(size * 2, high) if grow else max(size // 2, low)
 
-    def _sample_auto(self, ids: list[int], stop: threading.Event | None,
-                     failed: dict[int, Any]) -> list:
+    def _sample_auto(
+        self, ids: list[int], stop: threading.Event | None, failed: dict[int, Any]
+    ) -> list:
         pool = self.group.pool
         first = protocol.call("sample_metrics_only", **self._auto_request(first=True))
         pending, failures = pool.send(ids, first)
@@ -207,19 +221,22 @@ class Evaluator:
                     continue
                 replies.append(reply)
                 if stop is not None and not stop.is_set():
-                    request = protocol.call("sample_metrics_only",
-                                            **self._auto_request(first=False))
+                    request = protocol.call(
+                        "sample_metrics_only", **self._auto_request(first=False)
+                    )
                     sent, failures = pool.send([index], request)
                     failed.update(failures)
                     pending.extend(sent)
         return replies
 
     # -- lifetime ----------------------------------------------------------------------------
-    def sync_weights(self, weights: dict, global_timestep: int,
-                     connector_state: dict | None = None) -> None:
+    def sync_weights(
+        self, weights: dict, global_timestep: int, connector_state: dict | None = None
+    ) -> None:
         """The training weights and (merged) env-to-module connector state for the round."""
-        self.group.sync_weights(weights, global_timestep=global_timestep,
-                                connector_state=connector_state)
+        self.group.sync_weights(
+            weights, global_timestep=global_timestep, connector_state=connector_state
+        )
 
     def stop(self) -> None:
         self.group.stop()
@@ -256,8 +273,9 @@ def learner_blas_threads(num_evaluation_runners: int) -> int:
     its calls, so background evaluation processes would get no cycles, and where the OS
     ignores their lower priority the pool's threads wait for each other behind them (measured
     in bench/evaluation.py)."""
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
+    cores = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     return max(1, cores - num_evaluation_runners)
 
 
@@ -268,15 +286,15 @@ class ParallelEvaluation:
     the main thread's); results and errors are handed back by `finish()`. While the round
     runs, the main process's BLAS pools are capped at `learner_threads`."""
 
-    def __init__(self, run: Callable[[threading.Event], dict], timeout_s: float,
-                 learner_threads: int):
+    def __init__(
+        self, run: Callable[[threading.Event], dict], timeout_s: float, learner_threads: int
+    ):
         self._run_round = run
         self._timeout_s = timeout_s
         self._stop = threading.Event()
         self._result: dict | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="localrl-evaluation",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="localrl-evaluation", daemon=True)
         self._restore_blas_threads = limit_blas_threads(learner_threads)
         self._thread.start()
 
@@ -323,7 +341,8 @@ class LocalRunnerEvaluation:
                 "environment! Try one of the following: 1) set `evaluation_interval` > 0 or "
                 "`evaluation_num_env_runners` > 0 (evaluation EnvRunners of their own); 2) set "
                 "`.env_runners(create_env_on_local_worker=True)` (the local EnvRunner gets envs "
-                "to evaluate on)")
+                "to evaluate on)"
+            )
 
     def run(self, runner: Any) -> dict:
         config = self.config
@@ -335,8 +354,10 @@ class LocalRunnerEvaluation:
             if config.evaluation_duration_unit == "episodes":
                 runner.sample(num_episodes=duration)
             else:
-                runner.sample(num_timesteps=duration,
-                              force_reset=config.evaluation_force_reset_envs_before_iteration)
+                runner.sample(
+                    num_timesteps=duration,
+                    force_reset=config.evaluation_force_reset_envs_before_iteration,
+                )
             replies = [runner.get_metrics()]
         finally:
             runner.metrics = training_metrics
@@ -371,8 +392,9 @@ class EvaluationRounds:
 
     def _make_evaluator(self) -> Evaluator:
         algorithm = self._algorithm
-        return Evaluator(self.config,
-                         on_recreated=lambda indices: algorithm._runners_recreated(indices, True))
+        return Evaluator(
+            self.config, on_recreated=lambda indices: algorithm._runners_recreated(indices, True)
+        )
 
     @property
     def group(self) -> EnvRunnerGroup | None:
@@ -389,9 +411,12 @@ class EvaluationRounds:
         (and without a custom evaluation function), the round runs on the training local
         EnvRunner, as in RLlib (`LocalRunnerEvaluation`)."""
         config = self.config
-        if (self.evaluator is None and not config.evaluation_interval
-                and config.evaluation_num_env_runners == 0
-                and config.custom_evaluation_function is None):
+        if (
+            self.evaluator is None
+            and not config.evaluation_interval
+            and config.evaluation_num_env_runners == 0
+            and config.custom_evaluation_function is None
+        ):
             return self._evaluate_on_training_runner()
         self._begin()
         return self._end(self._run())
@@ -402,10 +427,13 @@ class EvaluationRounds:
         LocalRunnerEvaluation.check_runner(runner)
         if self.local_round is None:
             self.local_round = LocalRunnerEvaluation(self.config)
-        runner.set_weights(algorithm.learner.module.get_weights(),
-                           global_timestep=algorithm.num_env_steps_sampled_lifetime)
-        algorithm._callbacks.fire("on_evaluate_start", algorithm=algorithm,
-                                  metrics_logger=algorithm.metrics)
+        runner.set_weights(
+            algorithm.learner.module.get_weights(),
+            global_timestep=algorithm.num_env_steps_sampled_lifetime,
+        )
+        algorithm._callbacks.fire(
+            "on_evaluate_start", algorithm=algorithm, metrics_logger=algorithm.metrics
+        )
         return self._end(self.local_round.run(runner))
 
     def start_parallel(self, iteration: int) -> ParallelEvaluation | ThreadlessEvaluation | None:
@@ -417,11 +445,16 @@ class EvaluationRounds:
             return None
         self._begin()
         learner_threads = learner_blas_threads(config.evaluation_num_env_runners)
-        if (config._evaluation_parallel_to_training_wo_thread
-                and config.custom_evaluation_function is None):
+        if (
+            config._evaluation_parallel_to_training_wo_thread
+            and config.custom_evaluation_function is None
+        ):
             return ThreadlessEvaluation(self._built_evaluator().begin(), learner_threads)
-        return ParallelEvaluation(self._run, timeout_s=4 * config.evaluation_sample_timeout_s,
-                                  learner_threads=learner_threads)
+        return ParallelEvaluation(
+            self._run,
+            timeout_s=4 * config.evaluation_sample_timeout_s,
+            learner_threads=learner_threads,
+        )
 
     def finish(self, parallel_round: ParallelEvaluation | ThreadlessEvaluation) -> dict:
         """The metrics of a parallel round, after the training step."""
@@ -440,8 +473,9 @@ class EvaluationRounds:
         if self.evaluator is None:
             self.evaluator = self._make_evaluator()
             self.apply_pending_state()
-        algorithm._callbacks.fire("on_evaluate_start", algorithm=algorithm,
-                                  metrics_logger=algorithm.metrics)
+        algorithm._callbacks.fire(
+            "on_evaluate_start", algorithm=algorithm, metrics_logger=algorithm.metrics
+        )
         self.sync()
 
     def sync(self) -> None:
@@ -449,8 +483,10 @@ class EvaluationRounds:
         env-to-module connector state, to the evaluation runners."""
         algorithm = self._algorithm
         self._built_evaluator().sync_weights(
-            algorithm.learner.module.get_weights(), algorithm.num_env_steps_sampled_lifetime,
-            local_runner_of(algorithm.env_runner_group).get_connector_state())
+            algorithm.learner.module.get_weights(),
+            algorithm.num_env_steps_sampled_lifetime,
+            local_runner_of(algorithm.env_runner_group).get_connector_state(),
+        )
 
     def _run(self, stop: threading.Event | None = None) -> dict:
         function = self.config.custom_evaluation_function
@@ -467,9 +503,12 @@ class EvaluationRounds:
         algorithm = self._algorithm
         evaluation_metrics = with_old_result_keys(evaluation_metrics)
         algorithm._fire_queued_recoveries()
-        algorithm._callbacks.fire("on_evaluate_end", algorithm=algorithm,
-                                  metrics_logger=algorithm.metrics,
-                                  evaluation_metrics=evaluation_metrics)
+        algorithm._callbacks.fire(
+            "on_evaluate_end",
+            algorithm=algorithm,
+            metrics_logger=algorithm.metrics,
+            evaluation_metrics=evaluation_metrics,
+        )
         return evaluation_metrics
 
     # -- state -------------------------------------------------------------------------------
@@ -478,8 +517,10 @@ class EvaluationRounds:
         for the runners to exist."""
         if self.evaluator is None:
             return dict(self.pending_state or {})
-        state = {f"eval_env_runner_{index}": runner_state
-                 for index, runner_state in self.evaluator.group.get_runner_states().items()}
+        state = {
+            f"eval_env_runner_{index}": runner_state
+            for index, runner_state in self.evaluator.group.get_runner_states().items()
+        }
         state["evaluation_metrics"] = self.evaluator.metrics.get_state()
         return state
 
@@ -499,8 +540,9 @@ class EvaluationRounds:
         if "evaluation_metrics" in state:
             evaluator.metrics.set_state(state["evaluation_metrics"])
         # Weights are not runner state: set_state() and _begin() send them.
-        evaluator.group.set_runner_states(runner_states(state, "eval_env_runner_"),
-                                     strict=strict, prefix="eval_env_runner_")
+        evaluator.group.set_runner_states(
+            runner_states(state, "eval_env_runner_"), strict=strict, prefix="eval_env_runner_"
+        )
 
     def stop(self) -> None:
         if self.evaluator is not None:

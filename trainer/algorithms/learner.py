@@ -68,5 +68,3 @@ class LearningRate:
     @property
     def initial(self) -> float:
         return self.schedule.value(0)
-
-

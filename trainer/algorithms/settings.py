@@ -33,18 +33,30 @@ class Setting(NamedTuple):
     doc: str
 
 
-def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]
-                ) -> dict[str, Setting]:
+def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]) -> dict[str, Setting]:
     """`{name: Setting}` for the settings of one builder method, given as
     `name: (default, check, doc)`."""
-    return {name: Setting(default, check, method, doc)
-            for name, (default, check, doc) in settings.items()}
+    return {
+        name: Setting(default, check, method, doc)
+        for name, (default, check, doc) in settings.items()
+    }
 
 
 #: Builder methods in the order the docs list them.
-BUILDER_METHODS = ("environment", "env_runners", "training", "evaluation", "exploration",
-                   "fault_tolerance", "reporting", "checkpointing", "debugging",
-                   "python_environment", "framework", "api_stack")
+BUILDER_METHODS = (
+    "environment",
+    "env_runners",
+    "training",
+    "evaluation",
+    "exploration",
+    "fault_tolerance",
+    "reporting",
+    "checkpointing",
+    "debugging",
+    "python_environment",
+    "framework",
+    "api_stack",
+)
 
 
 def _shown(value: Any) -> str:
@@ -55,15 +67,22 @@ def _shown(value: Any) -> str:
 def defaults_of(config_cls: type[AlgorithmConfig]) -> dict[str, Any]:
     """Each setting's default in `config_cls` (its `_DEFAULT_OVERRIDES` applied)."""
     overrides = config_cls._DEFAULT_OVERRIDES
-    return {name: overrides.get(name, setting.default)
-            for name, setting in config_cls._settings().items()}
+    return {
+        name: overrides.get(name, setting.default)
+        for name, setting in config_cls._settings().items()
+    }
 
 
-def builder_doc(config_cls: type[AlgorithmConfig], method: str, intro: str, defaults: dict[str, Any]) -> str:
+def builder_doc(
+    config_cls: type[AlgorithmConfig], method: str, intro: str, defaults: dict[str, Any]
+) -> str:
     """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
     `defaults` (`defaults_of(config_cls)`)."""
-    lines = [f"    {name} ({_shown(defaults[name])}): {setting.doc}"
-             for name, setting in config_cls._settings().items() if setting.method == method]
+    lines = [
+        f"    {name} ({_shown(defaults[name])}): {setting.doc}"
+        for name, setting in config_cls._settings().items()
+        if setting.method == method
+    ]
     intro = inspect.cleandoc(intro)
     if not lines:
         return intro
@@ -96,20 +115,32 @@ def _inherited(func: Callable) -> Callable:
     return method
 
 
-def markdown(config_cls: type[AlgorithmConfig], *, methods: tuple[str, ...] = BUILDER_METHODS,
-             only: Callable[[str], bool] = lambda name: True) -> str:
+def markdown(
+    config_cls: type[AlgorithmConfig],
+    *,
+    methods: tuple[str, ...] = BUILDER_METHODS,
+    only: Callable[[str], bool] = lambda name: True,
+) -> str:
     """A markdown table per builder method: setting, default in `config_cls`, what it does."""
     defaults = defaults_of(config_cls)
     blocks = []
     for method in methods:
-        rows = [(name, setting) for name, setting in config_cls._settings().items()
-                if setting.method == method and only(name)]
+        rows = [
+            (name, setting)
+            for name, setting in config_cls._settings().items()
+            if setting.method == method and only(name)
+        ]
         if not rows:
             continue
-        table = [f"`{config_cls.__name__}.{method}()`", "", "| setting | default | what it does |",
-                 "|---|---|---|"]
-        table += [f"| `{name}` | `{_shown(defaults[name])}` | {setting.doc} |"
-                  for name, setting in rows]
+        table = [
+            f"`{config_cls.__name__}.{method}()`",
+            "",
+            "| setting | default | what it does |",
+            "|---|---|---|",
+        ]
+        table += [
+            f"| `{name}` | `{_shown(defaults[name])}` | {setting.doc} |" for name, setting in rows
+        ]
         blocks.append("\n".join(table))
     return "\n\n".join(blocks)
 
@@ -124,7 +155,8 @@ def readme_tables() -> str:
     parts = [markdown(AlgorithmConfig, only=lambda name: not name.startswith("_"))]
     for cls in (PPOConfig, DQNConfig):
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
-        changed = ", ".join(f"`{name}={_shown(value)}`"
-                            for name, value in cls._DEFAULT_OVERRIDES.items())
+        changed = ", ".join(
+            f"`{name}={_shown(value)}`" for name, value in cls._DEFAULT_OVERRIDES.items()
+        )
         parts.append(f"{own}\n\n{cls.__name__} changes these defaults: {changed}.")
     return "\n\n".join(parts)

@@ -56,21 +56,35 @@ class RLlibCallback:
     # ----------------------------------------------------------------------------------------
     # Algorithm-bound events (main process).
     # ----------------------------------------------------------------------------------------
-    def on_algorithm_init(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
+    def on_algorithm_init(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
         """Fires once, at the end of `Algorithm.__init__`, after the EnvRunners are up and the
         first weights were sent to them. May change the algorithm (for example set weights)."""
 
     def on_train_result(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, result: dict, **kwargs: Any
+        self,
+        *,
+        algorithm: Algorithm,
+        metrics_logger: MetricsLogger | None = None,
+        result: dict,
+        **kwargs: Any,
     ) -> None:
         """Fires at the end of every `Algorithm.train()`, before the result is returned.
         May mutate `result` in place: the caller sees the changes."""
 
-    def on_evaluate_start(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
+    def on_evaluate_start(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
         """Fires at the start of `Algorithm.evaluate()`, before evaluation EnvRunners sample."""
 
     def on_evaluate_end(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, evaluation_metrics: dict, **kwargs: Any
+        self,
+        *,
+        algorithm: Algorithm,
+        metrics_logger: MetricsLogger | None = None,
+        evaluation_metrics: dict,
+        **kwargs: Any,
     ) -> None:
         """Fires at the end of `Algorithm.evaluate()`. May mutate `evaluation_metrics`: the
         changes show in the returned results."""
@@ -88,7 +102,9 @@ class RLlibCallback:
         restarted and re-synced; `env_runner_indices` are exactly the restarted ones.
         `env_runner_group` is None for a recovery while the group is still being built."""
 
-    def on_checkpoint_loaded(self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
+    def on_checkpoint_loaded(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
         """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
         the algorithm and pushed it to every EnvRunner. Not fired by saving."""
 
@@ -166,14 +182,24 @@ class RLlibCallback:
         holds the earlier chunks of the same episode returned by previous `sample()` calls."""
 
     def on_sample_end(
-        self, *, env_runner: EnvRunner | None = None, metrics_logger: MetricsLogger | None = None, samples: list[SingleAgentEpisode], **kwargs: Any
+        self,
+        *,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
+        samples: list[SingleAgentEpisode],
+        **kwargs: Any,
     ) -> None:
         """Fires last in `EnvRunner.sample()`, with the list of episodes about to be returned.
         May mutate `samples` (drop or edit episodes) in place."""
 
     def on_sub_environment_created(
-        self, *, worker: Any, sub_environment: gym.Env, env_context: EnvContext,
-        env_index: int | None = None, **kwargs: Any
+        self,
+        *,
+        worker: Any,
+        sub_environment: gym.Env,
+        env_context: EnvContext,
+        env_index: int | None = None,
+        **kwargs: Any,
     ) -> None:
         """RLlib's older event (use `on_environment_created`): fires after each sub-env was
         created, before the first reset, and again for a sub-env re-created after a failure."""

@@ -61,8 +61,9 @@ class CallbackChain:
                 name = f"{type(instance).__qualname__}.{event}"
                 handlers.append((name, self._adapt(event, name, getattr(instance, event))))
             for instance in self.instances:
-                handlers.extend(old_event_handlers(instance, event,
-                                                   on_algorithm_side=on_algorithm_side))
+                handlers.extend(
+                    old_event_handlers(instance, event, on_algorithm_side=on_algorithm_side)
+                )
             for fn in event_callables.get(event, ()):
                 name = callable_name(fn)
                 handlers.append((name, self._adapt(event, name, fn)))

@@ -41,23 +41,35 @@ def inspect(path: str, as_json: bool = False) -> str:
     components = {}
     for component in checkpoint.components:
         raw = checkpoint.load_plain(component)
-        components[component] = ({key: _summary(item) for key, item in raw.items()}
-                                  if isinstance(raw, dict) else _summary(raw))
+        components[component] = (
+            {key: _summary(item) for key, item in raw.items()}
+            if isinstance(raw, dict)
+            else _summary(raw)
+        )
     if as_json:
-        return json.dumps({"path": checkpoint.path, "metadata": meta,
-                           "components": components}, indent=2, default=str)
+        return json.dumps(
+            {"path": checkpoint.path, "metadata": meta, "components": components},
+            indent=2,
+            default=str,
+        )
     shapes = meta.get("parameter_shapes") or {}
     num_parameters = sum(math.prod(shape) for shape in shapes.values())
     spaces = meta.get("spaces") or {}
-    actions = (f"Discrete({spaces['action_discrete_n']})" if spaces.get("action_discrete_n")
-               else f"Box({spaces.get('action_dim')})")
+    actions = (
+        f"Discrete({spaces['action_discrete_n']})"
+        if spaces.get("action_discrete_n")
+        else f"Box({spaces.get('action_dim')})"
+    )
     lines = [
         f"checkpoint {checkpoint.path}",
         f"  format      {meta['format']} v{meta['format_version']} "
         f"(written by localrl {meta.get('library_version')})",
         f"  algorithm   {meta.get('algorithm_class')}"
-        + (f" (a {meta.get('algorithm')})" if meta.get("algorithm") != meta.get(
-            "algorithm_class") else ""),
+        + (
+            f" (a {meta.get('algorithm')})"
+            if meta.get("algorithm") != meta.get("algorithm_class")
+            else ""
+        ),
         f"  progress    iteration {meta.get('training_iteration')}, "
         f"{meta.get('num_env_steps_sampled_lifetime')} env steps",
         f"  saved       {meta.get('time')}",
@@ -82,11 +94,13 @@ def inspect(path: str, as_json: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m checkpoints",
-                                     description="Work with localrl checkpoints.")
+    parser = argparse.ArgumentParser(
+        prog="python -m checkpoints", description="Work with localrl checkpoints."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    inspect_parser = commands.add_parser("inspect", help="verify a checkpoint and print what "
-                                                         "it holds")
+    inspect_parser = commands.add_parser(
+        "inspect", help="verify a checkpoint and print what it holds"
+    )
     inspect_parser.add_argument("path")
     inspect_parser.add_argument("--json", action="store_true", help="print JSON instead")
     args = parser.parse_args(argv)

@@ -38,8 +38,11 @@ def _encode(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in _ARRAY_KINDS:
             raise TypeError(f"numpy arrays of dtype {value.dtype} cannot be stored")
-        return {ARRAY_TAG: value.dtype.str, "shape": list(value.shape),
-                "data": np.ascontiguousarray(value).tobytes()}
+        return {
+            ARRAY_TAG: value.dtype.str,
+            "shape": list(value.shape),
+            "data": np.ascontiguousarray(value).tobytes(),
+        }
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"a {type(value).__name__} cannot be stored")
@@ -61,7 +64,7 @@ def find_problem(value: Any, where: str = "state") -> NotPlainData | None:
     if value is None or isinstance(value, (bool, str, bytes, float)):
         return None
     if isinstance(value, int):
-        if -(2 ** 63) <= value < 2 ** 64:
+        if -(2**63) <= value < 2**64:
             return None
         return NotPlainData(where, f"the integer {value} does not fit in 64 bits")
     if isinstance(value, np.generic):
@@ -73,8 +76,7 @@ def find_problem(value: Any, where: str = "state") -> NotPlainData | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return NotPlainData(where, f"map key {key!r} is a {type(key).__name__}, "
-                                           "not a str")
+                return NotPlainData(where, f"map key {key!r} is a {type(key).__name__}, not a str")
             problem = find_problem(item, f"{where}[{key!r}]")
             if problem is not None:
                 return problem
@@ -85,8 +87,11 @@ def find_problem(value: Any, where: str = "state") -> NotPlainData | None:
             if problem is not None:
                 return problem
         return None
-    return NotPlainData(where, f"a {type(value).__module__}.{type(value).__qualname__} is not "
-                               "plain data (numbers, strings, lists, str-keyed dicts, arrays)")
+    return NotPlainData(
+        where,
+        f"a {type(value).__module__}.{type(value).__qualname__} is not "
+        "plain data (numbers, strings, lists, str-keyed dicts, arrays)",
+    )
 
 
 def is_plain_data(value: Any) -> bool:
@@ -113,27 +118,40 @@ def decode_array(value: dict, where: str) -> np.ndarray:
     """The array an array map describes, checked: a plain numeric dtype, a shape of
     non-negative integers, and exactly as many bytes as the shape needs."""
     if set(value) != {ARRAY_TAG, "shape", "data"}:
-        raise MalformedState(where, f"an array map needs exactly {ARRAY_TAG!r}, 'shape' and "
-                                    f"'data'; it has {sorted(map(str, value))}")
+        raise MalformedState(
+            where,
+            f"an array map needs exactly {ARRAY_TAG!r}, 'shape' and "
+            f"'data'; it has {sorted(map(str, value))}",
+        )
     dtype_name, shape, data = value[ARRAY_TAG], value["shape"], value["data"]
     try:
         dtype = np.dtype(dtype_name) if isinstance(dtype_name, str) else None
     except TypeError:
         dtype = None
-    if dtype is None or dtype.kind not in _ARRAY_KINDS or dtype.fields is not None \
-            or dtype.subdtype is not None:
-        raise MalformedState(where, f"array dtype {dtype_name!r} is not one a checkpoint holds "
-                                    "(bool, integer, float or complex)")
+    if (
+        dtype is None
+        or dtype.kind not in _ARRAY_KINDS
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+    ):
+        raise MalformedState(
+            where,
+            f"array dtype {dtype_name!r} is not one a checkpoint holds "
+            "(bool, integer, float or complex)",
+        )
     if not isinstance(shape, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2 ** 62 for n in shape):
-        raise MalformedState(where, f"array shape {shape!r} is not a list of non-negative "
-                                    "integers")
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**62 for n in shape
+    ):
+        raise MalformedState(where, f"array shape {shape!r} is not a list of non-negative integers")
     if not isinstance(data, bytes):
         raise MalformedState(where, f"array data is a {type(data).__name__}, not bytes")
     expected = dtype.itemsize * math.prod(shape)
     if len(data) != expected:
-        raise MalformedState(where, f"array of shape {shape} and dtype {dtype.str} needs "
-                                    f"{expected} bytes; the data has {len(data)}")
+        raise MalformedState(
+            where,
+            f"array of shape {shape} and dtype {dtype.str} needs "
+            f"{expected} bytes; the data has {len(data)}",
+        )
     # A writable copy: restored arrays are updated in place (optimizer moments).
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 

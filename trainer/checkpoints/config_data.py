@@ -35,11 +35,15 @@ CONFIG_DATA_VERSION = 1
 
 
 def import_path(obj: Any) -> str | None:
-    """"module:qualname" of a class or function that importing gives back, else None."""
+    """ "module:qualname" of a class or function that importing gives back, else None."""
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__" \
-            or "<" in qualname:
+    if (
+        not isinstance(module, str)
+        or not isinstance(qualname, str)
+        or module == "__main__"
+        or "<" in qualname
+    ):
         return None
     path = f"{module}:{qualname}"
     try:
@@ -71,13 +75,13 @@ def encode(value: Any, where: str, unstored: list[str]) -> Any:
         return value if math.isfinite(value) else {FLOAT_TAG: repr(value)}
     if isinstance(value, dict):
         if all(isinstance(key, str) for key in value):
-            return {key: encode(item, f"{where}[{key!r}]", unstored)
-                    for key, item in value.items()}
+            return {key: encode(item, f"{where}[{key!r}]", unstored) for key, item in value.items()}
     elif isinstance(value, list):
         return [encode(item, f"{where}[{i}]", unstored) for i, item in enumerate(value)]
     elif isinstance(value, tuple):
-        return {TUPLE_TAG: [encode(item, f"{where}[{i}]", unstored)
-                            for i, item in enumerate(value)]}
+        return {
+            TUPLE_TAG: [encode(item, f"{where}[{i}]", unstored) for i, item in enumerate(value)]
+        }
     elif isinstance(value, gym.Space):
         try:
             return {SPACE_TAG: space_to_dict(value)}
@@ -102,8 +106,9 @@ def decode(data: Any, where: str) -> Any:
         try:
             value = resolve_import_path(data[IMPORT_TAG])
         except Exception as error:  # noqa: BLE001 - reported with the setting
-            raise ConfigDataError(where, f"cannot import {data[IMPORT_TAG]!r} "
-                                         f"({type(error).__name__}: {error})") from None
+            raise ConfigDataError(
+                where, f"cannot import {data[IMPORT_TAG]!r} ({type(error).__name__}: {error})"
+            ) from None
         if not _is_code(value):
             raise ConfigDataError(where, f"{data[IMPORT_TAG]!r} is not a class or function")
         return value
@@ -128,14 +133,22 @@ def config_to_data(config: Any, algorithm_class: type | None = None) -> dict:
     # Only what differs from a new config of the same class: smaller, and RLlib's older
     # setting names (kept in to_dict() for RLlib's sake) are not replayed with warnings.
     defaults = type(config)().to_dict()
-    changed = {key: value for key, value in config.to_dict().items()
-               if key not in defaults or not _equal(value, defaults[key])}
+    changed = {
+        key: value
+        for key, value in config.to_dict().items()
+        if key not in defaults or not _equal(value, defaults[key])
+    }
     settings = encode(changed, "config", unstored)
-    classes = {"config_class": type(config),
-               "algorithm_class": algorithm_class or config.algo_class}
-    data = {"version": CONFIG_DATA_VERSION,
-            **{key: import_path(cls) for key, cls in classes.items()},
-            "settings": settings, "unstored": unstored}
+    classes = {
+        "config_class": type(config),
+        "algorithm_class": algorithm_class or config.algo_class,
+    }
+    data = {
+        "version": CONFIG_DATA_VERSION,
+        **{key: import_path(cls) for key, cls in classes.items()},
+        "settings": settings,
+        "unstored": unstored,
+    }
     unstored += [key for key in classes if data[key] is None]
     return data
 
@@ -155,15 +168,16 @@ def config_from_data(data: Any, config_base: type, algorithm_base: type) -> tupl
     if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
         raise ConfigDataError("config", "not a stored config")
     if data.get("unstored"):
-        raise ConfigDataError(", ".join(map(str, data["unstored"])),
-                              "stored only in the pickle file (code defined in __main__, a "
-                              "lambda, a local class or a partial has no import path)")
+        raise ConfigDataError(
+            ", ".join(map(str, data["unstored"])),
+            "stored only in the pickle file (code defined in __main__, a "
+            "lambda, a local class or a partial has no import path)",
+        )
     classes: dict[str, type] = {}
     for key, base in (("config_class", config_base), ("algorithm_class", algorithm_base)):
         cls = decode({IMPORT_TAG: data.get(key)}, key) if isinstance(data.get(key), str) else None
         if not (isinstance(cls, type) and issubclass(cls, base)):
-            raise ConfigDataError(key, f"{data.get(key)!r} is not a subclass of "
-                                       f"{base.__name__}")
+            raise ConfigDataError(key, f"{data.get(key)!r} is not a subclass of {base.__name__}")
         classes[key] = cls
     settings = decode(data["settings"], "config")
     try:

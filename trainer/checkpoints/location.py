@@ -57,14 +57,20 @@ def local_path(path: str | os.PathLike) -> str:
     if scheme == "file":
         parsed = urlparse(text)
         if parsed.netloc not in ("", "localhost"):
-            raise CheckpointError(text, "a file:// URI names a path on this machine "
-                                        f"(file:///abs/dir), not on host {parsed.netloc!r}")
+            raise CheckpointError(
+                text,
+                "a file:// URI names a path on this machine "
+                f"(file:///abs/dir), not on host {parsed.netloc!r}",
+            )
         return os.path.abspath(unquote(parsed.path) or "/")
     hint = "" if _pyarrow_fs() is not None else f" ({PYARROW_HINT})"
-    raise CheckpointError(text, f"the scheme {scheme}:// needs a filesystem: pass filesystem= "
-                                "a pyarrow.fs.FileSystem (for example "
-                                f"pyarrow.fs.S3FileSystem(...)){hint}; without one, only local "
-                                "paths and file:// URIs are opened")
+    raise CheckpointError(
+        text,
+        f"the scheme {scheme}:// needs a filesystem: pass filesystem= "
+        "a pyarrow.fs.FileSystem (for example "
+        f"pyarrow.fs.S3FileSystem(...)){hint}; without one, only local "
+        "paths and file:// URIs are opened",
+    )
 
 
 def filesystem_path(path: str | os.PathLike, filesystem: Any) -> str:
@@ -74,9 +80,12 @@ def filesystem_path(path: str | os.PathLike, filesystem: Any) -> str:
     if fs is None:
         raise CheckpointError(os.fspath(path), f"filesystem={filesystem!r}: {PYARROW_HINT}")
     if not isinstance(filesystem, fs.FileSystem):
-        raise CheckpointError(os.fspath(path), f"filesystem={filesystem!r}: must be a "
-                                               "pyarrow.fs.FileSystem (or None for local "
-                                               "paths and file:// URIs)")
+        raise CheckpointError(
+            os.fspath(path),
+            f"filesystem={filesystem!r}: must be a "
+            "pyarrow.fs.FileSystem (or None for local "
+            "paths and file:// URIs)",
+        )
     text = os.fspath(path)
     scheme = uri_scheme(text)
     if scheme is None:
@@ -98,11 +107,17 @@ def staged_for_upload(path: str | os.PathLike, filesystem: Any) -> Iterator[str]
         try:
             filesystem.create_dir(target, recursive=True)
             filesystem.delete_dir_contents(target, missing_dir_ok=True)
-            fs.copy_files(local, target, source_filesystem=fs.LocalFileSystem(),
-                          destination_filesystem=filesystem)
+            fs.copy_files(
+                local,
+                target,
+                source_filesystem=fs.LocalFileSystem(),
+                destination_filesystem=filesystem,
+            )
         except Exception as error:  # pyarrow raises OSError and its own errors
-            raise CheckpointError(os.fspath(path), f"could not be written to {filesystem!r}: "
-                                                   f"{type(error).__name__}: {error}") from None
+            raise CheckpointError(
+                os.fspath(path),
+                f"could not be written to {filesystem!r}: {type(error).__name__}: {error}",
+            ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -119,8 +134,9 @@ def fetched(path: str | os.PathLike, filesystem: Any) -> Iterator[str]:
     try:
         info = filesystem.get_file_info(source)
     except Exception as error:
-        raise CheckpointError(os.fspath(path), f"cannot be read from {filesystem!r}: "
-                                               f"{type(error).__name__}: {error}") from None
+        raise CheckpointError(
+            os.fspath(path), f"cannot be read from {filesystem!r}: {type(error).__name__}: {error}"
+        ) from None
     if info.type != fs.FileType.Directory:
         raise CheckpointError(os.fspath(path), f"no such directory on {filesystem!r}")
     staging = tempfile.mkdtemp(prefix="localrl_checkpoint_download_")
@@ -128,11 +144,17 @@ def fetched(path: str | os.PathLike, filesystem: Any) -> Iterator[str]:
         local = os.path.join(staging, "checkpoint")
         os.makedirs(local)  # pyarrow copies into an existing local directory only
         try:
-            fs.copy_files(source, local, source_filesystem=filesystem,
-                          destination_filesystem=fs.LocalFileSystem())
+            fs.copy_files(
+                source,
+                local,
+                source_filesystem=filesystem,
+                destination_filesystem=fs.LocalFileSystem(),
+            )
         except Exception as error:
-            raise CheckpointError(os.fspath(path), f"could not be read from {filesystem!r}: "
-                                                   f"{type(error).__name__}: {error}") from None
+            raise CheckpointError(
+                os.fspath(path),
+                f"could not be read from {filesystem!r}: {type(error).__name__}: {error}",
+            ) from None
         yield local
     finally:
         shutil.rmtree(staging, ignore_errors=True)

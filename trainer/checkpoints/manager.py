@@ -46,9 +46,16 @@ def result_value(result: Mapping[str, Any], key: str) -> Any:
 
 
 class CheckpointManager:
-    def __init__(self, directory: str | os.PathLike, *, checkpoint_frequency: int = 0,
-                 num_to_keep: int | None = None, checkpoint_score_attribute: str | None = None,
-                 checkpoint_score_order: str = "max", checkpoint_at_end: bool = False):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        *,
+        checkpoint_frequency: int = 0,
+        num_to_keep: int | None = None,
+        checkpoint_score_attribute: str | None = None,
+        checkpoint_score_order: str = "max",
+        checkpoint_at_end: bool = False,
+    ):
         self.directory = os.path.abspath(os.fspath(directory))
         self.checkpoint_frequency = checkpoint_frequency
         self.num_to_keep = num_to_keep
@@ -60,11 +67,14 @@ class CheckpointManager:
     @classmethod
     def from_config(cls, directory: str | os.PathLike, config: Any) -> CheckpointManager:
         """A manager with the config's `checkpointing()` settings."""
-        return cls(directory, checkpoint_frequency=config.checkpoint_frequency,
-                   num_to_keep=config.num_to_keep,
-                   checkpoint_score_attribute=config.checkpoint_score_attribute,
-                   checkpoint_score_order=config.checkpoint_score_order,
-                   checkpoint_at_end=config.checkpoint_at_end)
+        return cls(
+            directory,
+            checkpoint_frequency=config.checkpoint_frequency,
+            num_to_keep=config.num_to_keep,
+            checkpoint_score_attribute=config.checkpoint_score_attribute,
+            checkpoint_score_order=config.checkpoint_score_order,
+            checkpoint_at_end=config.checkpoint_at_end,
+        )
 
     # -- when to save ------------------------------------------------------------------------
     def on_train_result(self, algorithm: Any, result: dict) -> str | None:
@@ -126,15 +136,14 @@ class CheckpointManager:
 
         def rank(entry: dict) -> tuple[bool, float, int]:
             score = entry["score"] if self.checkpoint_score_attribute else None
-            return (score is not None, 0.0 if score is None else sign * score,
-                    entry["iteration"])
+            return (score is not None, 0.0 if score is None else sign * score, entry["iteration"])
 
         return sorted(self.entries, key=rank, reverse=True)
 
     def _prune(self) -> None:
         if self.num_to_keep is None:
             return
-        keep = {e["name"] for e in self._ranked()[:self.num_to_keep]}
+        keep = {e["name"] for e in self._ranked()[: self.num_to_keep]}
         latest = self.latest_entry()
         if latest is not None:
             keep.add(latest["name"])
@@ -146,8 +155,12 @@ class CheckpointManager:
     def _read_index(self) -> list[dict]:
         if not os.path.isdir(self.directory):
             return []
-        present = {name for name in os.listdir(self.directory) if _NAME.match(name)
-                   and os.path.isfile(os.path.join(self.directory, name, METADATA_FILE))}
+        present = {
+            name
+            for name in os.listdir(self.directory)
+            if _NAME.match(name)
+            and os.path.isfile(os.path.join(self.directory, name, METADATA_FILE))
+        }
         try:
             with open(os.path.join(self.directory, INDEX_FILE)) as handle:
                 index = json.load(handle)
@@ -159,13 +172,15 @@ class CheckpointManager:
             self.checkpoint_score_attribute = index["score_attribute"]
             self.checkpoint_score_order = index.get("score_order", "max")
         # Directories are the truth; the index adds the scores it knows.
-        return [indexed.get(name) or {"name": name, "iteration": _iteration_of(name),
-                                      "score": None}
-                for name in sorted(present)]
+        return [
+            indexed.get(name) or {"name": name, "iteration": _iteration_of(name), "score": None}
+            for name in sorted(present)
+        ]
 
     def _write_index(self) -> None:
-        index = {"score_attribute": self.checkpoint_score_attribute,
-                 "score_order": self.checkpoint_score_order,
-                 "checkpoints": sorted(self.entries, key=lambda e: e["iteration"])}
-        replace_file(os.path.join(self.directory, INDEX_FILE),
-                     json.dumps(index, indent=2).encode())
+        index = {
+            "score_attribute": self.checkpoint_score_attribute,
+            "score_order": self.checkpoint_score_order,
+            "checkpoints": sorted(self.entries, key=lambda e: e["iteration"]),
+        }
+        replace_file(os.path.join(self.directory, INDEX_FILE), json.dumps(index, indent=2).encode())

@@ -47,8 +47,11 @@ class Checkpoint:
     @property
     def components(self) -> list[str]:
         """The names of the msgpack state files, without their suffix."""
-        return sorted(name[:-len(STATE_FILE_SUFFIX)] for name in self.files
-                      if name.endswith(STATE_FILE_SUFFIX))
+        return sorted(
+            name[: -len(STATE_FILE_SUFFIX)]
+            for name in self.files
+            if name.endswith(STATE_FILE_SUFFIX)
+        )
 
     def has(self, component: str) -> bool:
         return component + STATE_FILE_SUFFIX in self.files
@@ -61,22 +64,25 @@ class Checkpoint:
         try:
             return ormsgpack.unpackb(self._contents[name])
         except Exception as error:
-            raise CheckpointError(self.path, f"{name} is not valid msgpack: "
-                                             f"{type(error).__name__}: {error}") from None
+            raise CheckpointError(
+                self.path, f"{name} is not valid msgpack: {type(error).__name__}: {error}"
+            ) from None
 
     def load(self, component: str) -> Any:
         """The state stored for `component`, numpy arrays rebuilt."""
         try:
             return decode(self.load_plain(component), component)
         except MalformedState as error:
-            raise CheckpointError(self.path, f"{component}{STATE_FILE_SUFFIX} is malformed: "
-                                             f"{error}") from None
+            raise CheckpointError(
+                self.path, f"{component}{STATE_FILE_SUFFIX} is malformed: {error}"
+            ) from None
 
     def class_and_config_bytes(self) -> bytes:
         """The pickled class and config (verified, not unpickled: that is the caller's choice)."""
         if CLASS_AND_CONFIG_FILE not in self.files:
-            raise CheckpointError(self.path, f"has no {CLASS_AND_CONFIG_FILE}; pass config= to "
-                                             "from_checkpoint")
+            raise CheckpointError(
+                self.path, f"has no {CLASS_AND_CONFIG_FILE}; pass config= to from_checkpoint"
+            )
         return self._read_verified(CLASS_AND_CONFIG_FILE)
 
     def read_json(self, name: str) -> Any:
@@ -93,11 +99,13 @@ class Checkpoint:
         data = read_confined(self.path, name, entry["size"])
         if len(data) != entry["size"]:
             change = "truncated" if len(data) < entry["size"] else "longer than written"
-            raise CheckpointError(self.path, f"file {name} is {change}: metadata.json says "
-                                             f"{entry['size']} bytes")
+            raise CheckpointError(
+                self.path, f"file {name} is {change}: metadata.json says {entry['size']} bytes"
+            )
         if file_digest(data) != entry["sha256"]:
-            raise CheckpointError(self.path, f"file {name} was altered: its SHA-256 does not "
-                                             "match metadata.json")
+            raise CheckpointError(
+                self.path, f"file {name} was altered: its SHA-256 does not match metadata.json"
+            )
         return data
 
 
@@ -107,10 +115,20 @@ MAX_METADATA_BYTES = 1 << 20
 
 def check_file_name(path: str, name: Any) -> None:
     """Raises `CheckpointError` unless `name` is a plain file name inside the directory."""
-    if not isinstance(name, str) or not name or "\0" in name or name in (".", "..") \
-            or "/" in name or (os.sep != "/" and os.sep in name) or os.path.isabs(name):
-        raise CheckpointError(path, f"{METADATA_FILE} names the file {name!r}: a checkpoint's "
-                                    "files must be plain names inside its directory")
+    if (
+        not isinstance(name, str)
+        or not name
+        or "\0" in name
+        or name in (".", "..")
+        or "/" in name
+        or (os.sep != "/" and os.sep in name)
+        or os.path.isabs(name)
+    ):
+        raise CheckpointError(
+            path,
+            f"{METADATA_FILE} names the file {name!r}: a checkpoint's "
+            "files must be plain names inside its directory",
+        )
 
 
 def read_confined(path: str, name: str, size: int) -> bytes:
@@ -123,8 +141,9 @@ def read_confined(path: str, name: str, size: int) -> bytes:
             directory = os.path.realpath(path)
             target = os.path.realpath(file_path)
             if os.path.commonpath([directory, target]) != directory:
-                raise CheckpointError(path, f"file {name} is a symlink leading outside the "
-                                            f"checkpoint (to {target})")
+                raise CheckpointError(
+                    path, f"file {name} is a symlink leading outside the checkpoint (to {target})"
+                )
             file_path = target
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -136,8 +155,9 @@ def read_confined(path: str, name: str, size: int) -> bytes:
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):
-            raise CheckpointError(path, f"file {name} is not a regular file "
-                                        f"({_file_kind(mode)}); refused")
+            raise CheckpointError(
+                path, f"file {name} is not a regular file ({_file_kind(mode)}); refused"
+            )
         chunks, remaining = [], size + 1
         while remaining > 0:
             chunk = os.read(descriptor, min(remaining, 1 << 24))
@@ -153,9 +173,13 @@ def read_confined(path: str, name: str, size: int) -> bytes:
 
 
 def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISDIR, "a directory")):
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
         if test(mode):
             return kind
     return "not a regular file"
@@ -166,36 +190,47 @@ def _read_metadata(path: str) -> dict:
         raise CheckpointError(path, f"not a checkpoint: it has no {METADATA_FILE}")
     text = read_confined(path, METADATA_FILE, MAX_METADATA_BYTES)
     if len(text) > MAX_METADATA_BYTES:
-        raise CheckpointError(path, f"{METADATA_FILE} is larger than {MAX_METADATA_BYTES} "
-                                    "bytes: not a checkpoint's")
+        raise CheckpointError(
+            path, f"{METADATA_FILE} is larger than {MAX_METADATA_BYTES} bytes: not a checkpoint's"
+        )
     try:
         metadata = json.loads(text)
     except ValueError as error:
         raise CheckpointError(path, f"{METADATA_FILE} is damaged (not JSON: {error})") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
-        raise CheckpointError(path, f"not a checkpoint of this library: {METADATA_FILE} does "
-                                    f"not say format={FORMAT_NAME!r}")
+        raise CheckpointError(
+            path,
+            f"not a checkpoint of this library: {METADATA_FILE} does "
+            f"not say format={FORMAT_NAME!r}",
+        )
     version = metadata.get("format_version")
     if not isinstance(version, int):
-        raise CheckpointError(path, f"{METADATA_FILE} has no valid format_version "
-                                    f"(got {version!r})")
+        raise CheckpointError(
+            path, f"{METADATA_FILE} has no valid format_version (got {version!r})"
+        )
     if version > FORMAT_VERSION:
-        raise CheckpointError(path, f"written with checkpoint format version {version}, newer "
-                                    f"than this library reads (up to {FORMAT_VERSION}); "
-                                    "upgrade localrl to load it")
+        raise CheckpointError(
+            path,
+            f"written with checkpoint format version {version}, newer "
+            f"than this library reads (up to {FORMAT_VERSION}); "
+            "upgrade localrl to load it",
+        )
     files = metadata.get("files")
     if not isinstance(files, dict) or not all(
-            isinstance(e, dict) and isinstance(e.get("size"), int)
-            and not isinstance(e.get("size"), bool) and e["size"] >= 0
-            and isinstance(e.get("sha256"), str) for e in files.values()):
+        isinstance(e, dict)
+        and isinstance(e.get("size"), int)
+        and not isinstance(e.get("size"), bool)
+        and e["size"] >= 0
+        and isinstance(e.get("sha256"), str)
+        for e in files.values()
+    ):
         raise CheckpointError(path, f"{METADATA_FILE} is damaged: no valid 'files' table")
     for name in files:
         check_file_name(path, name)
     return metadata
 
 
-def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = None
-                    ) -> Checkpoint:
+def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = None) -> Checkpoint:
     """Reads and verifies the checkpoint at `path`: metadata, then every msgpack state file (or
     only `components`). While a save without atomic exchange is between its two renames, the
     previous checkpoint is read from its backup."""
@@ -210,7 +245,11 @@ def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = N
         raise CheckpointError(path, "not a checkpoint: it is a file, not a directory")
     metadata = _read_metadata(path)
     checkpoint = Checkpoint(path, metadata, {})
-    wanted = [name for name in metadata["files"] if name.endswith(STATE_FILE_SUFFIX)
-              and (components is None or name[:-len(STATE_FILE_SUFFIX)] in components)]
+    wanted = [
+        name
+        for name in metadata["files"]
+        if name.endswith(STATE_FILE_SUFFIX)
+        and (components is None or name[: -len(STATE_FILE_SUFFIX)] in components)
+    ]
     checkpoint._contents = {name: checkpoint._read_verified(name) for name in wanted}
     return checkpoint

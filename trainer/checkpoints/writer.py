@@ -42,8 +42,6 @@ def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-
-
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -59,8 +57,13 @@ def _renameat2() -> Any:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
         return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                         ctypes.c_uint]
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     function.restype = ctypes.c_int
     return function
 
@@ -97,7 +100,7 @@ def _remove_stale_temporaries(path: str) -> None:
     for entry in os.listdir(parent):
         if not entry.startswith(prefix):
             continue
-        pid = entry[len(prefix):].split("-", 1)[0]
+        pid = entry[len(prefix) :].split("-", 1)[0]
         if pid.isdigit() and not _pid_alive(int(pid)):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
@@ -107,11 +110,14 @@ def _check_replaceable(path: str) -> None:
     if not os.path.exists(path):
         return
     if not os.path.isdir(path):
-        raise CheckpointError(path, "exists and is a file, not a checkpoint directory; "
-                                    "refusing to replace it")
+        raise CheckpointError(
+            path, "exists and is a file, not a checkpoint directory; refusing to replace it"
+        )
     if os.listdir(path) and not os.path.isfile(os.path.join(path, METADATA_FILE)):
-        raise CheckpointError(path, f"exists and is not a checkpoint (no {METADATA_FILE}); "
-                                    "refusing to replace its files")
+        raise CheckpointError(
+            path,
+            f"exists and is not a checkpoint (no {METADATA_FILE}); refusing to replace its files",
+        )
 
 
 def write_checkpoint(path: str, files: dict[str, bytes], metadata: dict) -> str:
@@ -128,8 +134,9 @@ def write_checkpoint(path: str, files: dict[str, bytes], metadata: dict) -> str:
     if os.path.isdir(path) and os.path.isdir(backup):
         shutil.rmtree(backup, ignore_errors=True)  # left by an earlier, completed fallback save
     _remove_stale_temporaries(path)
-    temporary = os.path.join(parent, f".{os.path.basename(path)}.saving-{os.getpid()}-"
-                                     f"{os.urandom(4).hex()}")
+    temporary = os.path.join(
+        parent, f".{os.path.basename(path)}.saving-{os.getpid()}-{os.urandom(4).hex()}"
+    )
     try:
         os.mkdir(temporary)
         entries = {}
@@ -139,8 +146,10 @@ def write_checkpoint(path: str, files: dict[str, bytes], metadata: dict) -> str:
             if after_file_written is not None:
                 after_file_written(name)
         document = {**metadata, "files": entries}
-        _write_file(os.path.join(temporary, METADATA_FILE),
-                    json.dumps(document, indent=2, sort_keys=True).encode())
+        _write_file(
+            os.path.join(temporary, METADATA_FILE),
+            json.dumps(document, indent=2, sort_keys=True).encode(),
+        )
         _fsync_dir(temporary)
         if after_file_written is not None:
             after_file_written(METADATA_FILE)

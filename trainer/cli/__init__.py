@@ -17,8 +17,13 @@ import sys
 
 from trainer.cli import evaluate, inspect, run, settings, train
 
-COMMANDS = {"train": train, "evaluate": evaluate, "inspect": inspect, "settings": settings,
-            "run": run}
+COMMANDS = {
+    "train": train,
+    "evaluate": evaluate,
+    "inspect": inspect,
+    "settings": settings,
+    "run": run,
+}
 
 
 def program_name() -> str:
@@ -31,9 +36,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     parser = argparse.ArgumentParser(
         prog=program_name(),
         description="Train, evaluate and inspect RLlib-style algorithms on one machine. "
-                    "With no command: train (PPO on CartPole-v1 until solved).",
-        epilog="Run a command with --help for its flags.")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,inspect,settings,run}")
+        "With no command: train (PPO on CartPole-v1 until solved).",
+        epilog="Run a command with --help for its flags.",
+    )
+    commands = parser.add_subparsers(
+        dest="command", metavar="{train,evaluate,inspect,settings,run}"
+    )
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 
 
@@ -44,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, "train")
     elif argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         close = difflib.get_close_matches(argv[0], COMMANDS, n=1)
-        parser.error(f"unknown command {argv[0]!r}"
-                     + (f"; did you mean {close[0]!r}?" if close else "")
-                     + f" (commands: {', '.join(COMMANDS)})")
+        parser.error(
+            f"unknown command {argv[0]!r}"
+            + (f"; did you mean {close[0]!r}?" if close else "")
+            + f" (commands: {', '.join(COMMANDS)})"
+        )
     args = parser.parse_args(argv)
     return args.run(args, command_parsers[args.command])

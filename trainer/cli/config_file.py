@@ -32,15 +32,32 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
 
 #: Tables that are builder methods: `[training]` is `config.training(**table)`.
-BUILDER_TABLES = ("environment", "env_runners", "training", "rl_module", "callbacks",
-                  "debugging", "reporting", "fault_tolerance", "checkpointing", "exploration",
-                  "evaluation", "api_stack", "learners", "resources")
+BUILDER_TABLES = (
+    "environment",
+    "env_runners",
+    "training",
+    "rl_module",
+    "callbacks",
+    "debugging",
+    "reporting",
+    "fault_tolerance",
+    "checkpointing",
+    "exploration",
+    "evaluation",
+    "api_stack",
+    "learners",
+    "resources",
+)
 #: Settings whose value is code: a "module:attribute" string is imported.
 CODE_SETTINGS = ("callbacks", "callbacks_class", "env_task_fn", "custom_evaluation_function")
 #: The `[stop]` table's keys, as Tune names them, and the stop criterion each sets.
-STOP_KEYS = {TRAINING_ITERATION: "iterations", NUM_ENV_STEPS_SAMPLED_LIFETIME: "env_steps",
-             "env_runners/episode_return_mean": "mean_return", "time_total_s": "seconds",
-             "evaluation/env_runners/episode_return_mean": "evaluation_return"}
+STOP_KEYS = {
+    TRAINING_ITERATION: "iterations",
+    NUM_ENV_STEPS_SAMPLED_LIFETIME: "env_steps",
+    "env_runners/episode_return_mean": "mean_return",
+    "time_total_s": "seconds",
+    "evaluation/env_runners/episode_return_mean": "evaluation_return",
+}
 
 
 # Internal to the command line: it prints the message and exits (not raised by the API).
@@ -60,8 +77,9 @@ def read_config_file(path: str) -> dict[str, Any]:
         try:
             import tomllib
         except ImportError:
-            raise ConfigFileError(f"{where}: TOML needs Python 3.11 or newer (tomllib); "
-                                  "give a .json file instead") from None
+            raise ConfigFileError(
+                f"{where}: TOML needs Python 3.11 or newer (tomllib); give a .json file instead"
+            ) from None
         try:
             content = tomllib.loads(data.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
@@ -70,11 +88,13 @@ def read_config_file(path: str) -> dict[str, Any]:
         try:
             content = json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ConfigFileError(f"{where}: not valid JSON: {error} (a .toml file is read as "
-                                  "TOML)") from None
+            raise ConfigFileError(
+                f"{where}: not valid JSON: {error} (a .toml file is read as TOML)"
+            ) from None
     if not isinstance(content, dict):
-        raise ConfigFileError(f"{where}: must hold an object of settings, not a "
-                              f"{type(content).__name__}")
+        raise ConfigFileError(
+            f"{where}: must hold an object of settings, not a {type(content).__name__}"
+        )
     return content
 
 
@@ -108,8 +128,11 @@ def apply_config_file(config: AlgorithmConfig, content: dict[str, Any], path: st
     where = f"argument --config: {path}: "
     # "callbacks" is a table of callbacks() arguments, or (as RLlib's to_dict writes it) the
     # callback class itself.
-    tables = [t for t in BUILDER_TABLES
-              if t in content and (t != "callbacks" or isinstance(content[t], dict))]
+    tables = [
+        t
+        for t in BUILDER_TABLES
+        if t in content and (t != "callbacks" or isinstance(content[t], dict))
+    ]
     settings = {k: v for k, v in content.items() if k not in ("algo", "stop", *tables)}
     for key, value in settings.items():
         value = _resolve_code(key, value, where) if key in CODE_SETTINGS else value
@@ -120,14 +143,18 @@ def apply_config_file(config: AlgorithmConfig, content: dict[str, Any], path: st
     for table in tables:
         arguments = content[table]
         if not isinstance(arguments, dict):
-            raise ConfigFileError(f"{where}[{table}] must be a table of {table}() arguments, "
-                                  f"not {arguments!r}")
+            raise ConfigFileError(
+                f"{where}[{table}] must be a table of {table}() arguments, not {arguments!r}"
+            )
         if table == "callbacks":
-            arguments = {k: _resolve_code(k, v, f"{where}[callbacks] ")
-                         for k, v in arguments.items()}
+            arguments = {
+                k: _resolve_code(k, v, f"{where}[callbacks] ") for k, v in arguments.items()
+            }
         else:
-            arguments = {k: _resolve_code(k, v, f"{where}[{table}] ") if k in CODE_SETTINGS
-                         else v for k, v in arguments.items()}
+            arguments = {
+                k: _resolve_code(k, v, f"{where}[{table}] ") if k in CODE_SETTINGS else v
+                for k, v in arguments.items()
+            }
         try:
             getattr(config, table)(**arguments)
         except (ConfigError, TypeError) as error:
@@ -141,8 +168,9 @@ def _stop_table(table: Any, where: str) -> dict:
     criteria = {}
     for key, value in table.items():
         if key not in STOP_KEYS:
-            raise ConfigFileError(f"{where}[stop] {key}: not a stop key; allowed: "
-                                  f"{', '.join(map(repr, STOP_KEYS))}")
+            raise ConfigFileError(
+                f"{where}[stop] {key}: not a stop key; allowed: {', '.join(map(repr, STOP_KEYS))}"
+            )
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigFileError(f"{where}[stop] {key}={value!r}: must be a number")
         criteria[STOP_KEYS[key]] = value

@@ -34,28 +34,59 @@ def _video_path(text: str) -> str:
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "evaluate", help="run a checkpoint's policy and report episode returns",
-        description="Run a checkpoint's policy in its env and print each episode's return.")
-    parser.add_argument("checkpoint", help="a checkpoint directory, or a run folder (its best "
-                                           "checkpoint)")
+        "evaluate",
+        help="run a checkpoint's policy and report episode returns",
+        description="Run a checkpoint's policy in its env and print each episode's return.",
+    )
+    parser.add_argument(
+        "checkpoint", help="a checkpoint directory, or a run folder (its best checkpoint)"
+    )
     parser.add_argument("--episodes", type=positive_int, default=10, help="default 10")
-    parser.add_argument("--explore", action=argparse.BooleanOptionalAction, default=False,
-                        help="sample actions through the exploration (default: greedy)")
-    parser.add_argument("--seed", type=non_negative_int, default=None,
-                        help="reset episode i with seed+i (default: unseeded)")
-    parser.add_argument("--env-config", type=json_object, default=None,
-                        help="JSON object of env_config keys to change")
-    parser.add_argument("--video", type=_video_path, default=None, metavar="PATH",
-                        help="record frames into PATH (.gif or .mp4)")
-    parser.add_argument("--video-episodes", type=positive_int, default=1,
-                        help="how many episodes the video shows (default 1)")
-    parser.add_argument("--fps", type=positive_float, default=None,
-                        help="video frames per second (default: the env's render_fps)")
+    parser.add_argument(
+        "--explore",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="sample actions through the exploration (default: greedy)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=None,
+        help="reset episode i with seed+i (default: unseeded)",
+    )
+    parser.add_argument(
+        "--env-config",
+        type=json_object,
+        default=None,
+        help="JSON object of env_config keys to change",
+    )
+    parser.add_argument(
+        "--video",
+        type=_video_path,
+        default=None,
+        metavar="PATH",
+        help="record frames into PATH (.gif or .mp4)",
+    )
+    parser.add_argument(
+        "--video-episodes",
+        type=positive_int,
+        default=1,
+        help="how many episodes the video shows (default 1)",
+    )
+    parser.add_argument(
+        "--fps",
+        type=positive_float,
+        default=None,
+        help="video frames per second (default: the env's render_fps)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
-    parser.add_argument("--trust-pickle", action="store_true",
-                        help="build the algorithm from the checkpoint's pickle file (for configs "
-                             "with lambdas or code defined in a script); unpickling runs the "
-                             "file's code: only for checkpoints you trust")
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="build the algorithm from the checkpoint's pickle file (for configs "
+        "with lambdas or code defined in a script); unpickling runs the "
+        "file's code: only for checkpoints you trust",
+    )
     parser.set_defaults(run=run_evaluate)
     return parser
 
@@ -77,12 +108,16 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     from trainer.algorithms.checkpointing import load_class_and_config
     from trainer.checkpoints import open_checkpoint
 
-    algorithm_class, config = load_class_and_config(open_checkpoint(path),
-                                                    allow_pickle=allow_pickle)
+    algorithm_class, config = load_class_and_config(
+        open_checkpoint(path), allow_pickle=allow_pickle
+    )
     config = config.copy()
     config.env_runners(num_env_runners=0)
-    config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0,
-                      evaluation_parallel_to_training=False)
+    config.evaluation(
+        evaluation_interval=None,
+        evaluation_num_env_runners=0,
+        evaluation_parallel_to_training=False,
+    )
     return algorithm_class.from_checkpoint(path, config=config)
 
 
@@ -101,17 +136,25 @@ def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
     env = make_env_creator(config.env)(EnvContext(env_config))
     if render and getattr(env, "render_mode", None) != "rgb_array":
         env.close()
-        raise VideoError(f"env {config.env!r} was made with render_mode="
-                         f"{getattr(env, 'render_mode', None)!r}; --video needs an env that "
-                         "takes render_mode='rgb_array' (gymnasium ids do; a creator gets it "
-                         "in env_config)")
+        raise VideoError(
+            f"env {config.env!r} was made with render_mode="
+            f"{getattr(env, 'render_mode', None)!r}; --video needs an env that "
+            "takes render_mode='rgb_array' (gymnasium ids do; a creator gets it "
+            "in env_config)"
+        )
     return env
 
 
-def run_episodes(algorithm: Any, env: Any, episodes: int, explore: bool, seed: int | None,
-                 video: VideoWriter | None, video_episodes: int,
-                 on_episode: Callable[[int, float, int], Any] | None = None
-                 ) -> list[tuple[float, int]]:
+def run_episodes(
+    algorithm: Any,
+    env: Any,
+    episodes: int,
+    explore: bool,
+    seed: int | None,
+    video: VideoWriter | None,
+    video_episodes: int,
+    on_episode: Callable[[int, float, int], Any] | None = None,
+) -> list[tuple[float, int]]:
     """(return, length) of each episode."""
     outcomes = []
     for episode in range(episodes):
@@ -160,15 +203,28 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
         def show(index: int, episode_return: float, length: int) -> None:
             if not args.json:
-                print(f"episode {index + 1:3d}: return {episode_return:10.2f}, length {length}",
-                      flush=True)
+                print(
+                    f"episode {index + 1:3d}: return {episode_return:10.2f}, length {length}",
+                    flush=True,
+                )
 
         if not args.json:
-            print(f"evaluating {path} (iteration {algorithm.iteration}) on "
-                  f"{algorithm.config.env!r}: {args.episodes} episodes, "
-                  f"{'exploring' if args.explore else 'greedy'} actions", flush=True)
-        outcomes = run_episodes(algorithm, env, args.episodes, args.explore, args.seed, video,
-                                args.video_episodes, on_episode=show)
+            print(
+                f"evaluating {path} (iteration {algorithm.iteration}) on "
+                f"{algorithm.config.env!r}: {args.episodes} episodes, "
+                f"{'exploring' if args.explore else 'greedy'} actions",
+                flush=True,
+            )
+        outcomes = run_episodes(
+            algorithm,
+            env,
+            args.episodes,
+            args.explore,
+            args.seed,
+            video,
+            args.video_episodes,
+            on_episode=show,
+        )
         env.close()
         if video is not None:
             video.close()
@@ -191,15 +247,20 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     returns = [r for r, _ in outcomes]
     lengths = [n for _, n in outcomes]
     summary = {
-        "checkpoint": path, "training_iteration": algorithm.iteration,
-        "env": algorithm.config.env if isinstance(algorithm.config.env, str) else repr(
-            algorithm.config.env),
-        "explore": args.explore, "num_episodes": len(returns),
+        "checkpoint": path,
+        "training_iteration": algorithm.iteration,
+        "env": algorithm.config.env
+        if isinstance(algorithm.config.env, str)
+        else repr(algorithm.config.env),
+        "explore": args.explore,
+        "num_episodes": len(returns),
         "episode_return_mean": statistics.fmean(returns),
         "episode_return_std": statistics.pstdev(returns),
-        "episode_return_min": min(returns), "episode_return_max": max(returns),
+        "episode_return_min": min(returns),
+        "episode_return_max": max(returns),
         "episode_len_mean": statistics.fmean(lengths),
-        "episode_returns": returns, "episode_lengths": lengths,
+        "episode_returns": returns,
+        "episode_lengths": lengths,
     }
     if video is not None:
         summary["video"] = os.path.abspath(args.video)
@@ -207,10 +268,12 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     if args.json:
         print(json.dumps(summary))
         return 0
-    print(f"mean return {summary['episode_return_mean']:.2f} "
-          f"± {summary['episode_return_std']:.2f} (min {summary['episode_return_min']:.2f}, "
-          f"max {summary['episode_return_max']:.2f}) over {len(returns)} episodes; "
-          f"mean length {summary['episode_len_mean']:.1f}")
+    print(
+        f"mean return {summary['episode_return_mean']:.2f} "
+        f"± {summary['episode_return_std']:.2f} (min {summary['episode_return_min']:.2f}, "
+        f"max {summary['episode_return_max']:.2f}) over {len(returns)} episodes; "
+        f"mean length {summary['episode_len_mean']:.1f}"
+    )
     if video is not None:
         print(f"video: {summary['video']} ({video.num_frames} frames at {video.fps:g} fps)")
     return 0

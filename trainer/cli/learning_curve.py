@@ -61,8 +61,9 @@ def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def write_learning_curve(results: list[dict], path: str, title: str,
-                         target_return: float | None = None) -> bool:
+def write_learning_curve(
+    results: list[dict], path: str, title: str, target_return: float | None = None
+) -> bool:
     """Plots `results` (result.json's objects) into `path`; False without matplotlib or data."""
     if not results or not matplotlib_available():
         return False

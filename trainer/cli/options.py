@@ -13,8 +13,9 @@ def json_object(text: str) -> dict:
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(f"not valid JSON ({error}): {text!r}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"key\": 1}}', "
-                                         f"not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"key\": 1}}', not {text!r}"
+        )
     return value
 
 
@@ -50,7 +51,8 @@ def layer_sizes(text: str) -> list[int]:
         sizes = [int(size) for size in text.split(",") if size.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give layer sizes separated by commas, e.g. 64,64") from None
+            f"{text!r}: give layer sizes separated by commas, e.g. 64,64"
+        ) from None
     if any(size <= 0 for size in sizes):
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be positive")
     return sizes

@@ -26,8 +26,7 @@ PRESET_RLLIB = "rllib"
 PRESET_NONE = "none"
 
 
-def mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None
-                    ) -> MeanStdFilter:
+def mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None) -> MeanStdFilter:
     """RLlib's `lambda env, spaces, device: MeanStdFilter()`, as a named function so that the
     config pickles by reference."""
     from trainer.connectors import MeanStdFilter
@@ -54,9 +53,11 @@ class Preset:
             getattr(config, method)(**kwargs)
 
     def describe(self) -> str:
-        shown = ", ".join(f"{key}={value!r}" if not callable(value) else
-                          f"{key}={value.__name__}" for kwargs in self.settings.values()
-                          for key, value in kwargs.items())
+        shown = ", ".join(
+            f"{key}={value!r}" if not callable(value) else f"{key}={value.__name__}"
+            for kwargs in self.settings.values()
+            for key, value in kwargs.items()
+        )
         return f"RLlib's tuned example {self.source}: {shown}"
 
 
@@ -64,45 +65,82 @@ PRESETS: dict[tuple[str, str], Preset] = {
     ("PPO", "CartPole-v1"): Preset(
         source="rllib/tuned_examples/ppo/cartpole_ppo.py",
         settings={
-            "training": {"gamma": 0.99, "lr": 0.0003, "num_epochs": 6, "vf_loss_coeff": 0.01,
-                         "use_kl_loss": True},
-            "rl_module": {"model_config": {"fcnet_hiddens": [32],
-                                           "fcnet_activation": "linear",
-                                           "vf_share_layers": True}},
-            "evaluation": {"evaluation_num_env_runners": 1, "evaluation_interval": 1,
-                           "evaluation_parallel_to_training": True,
-                           "evaluation_config": {"explore": False}},
+            "training": {
+                "gamma": 0.99,
+                "lr": 0.0003,
+                "num_epochs": 6,
+                "vf_loss_coeff": 0.01,
+                "use_kl_loss": True,
+            },
+            "rl_module": {
+                "model_config": {
+                    "fcnet_hiddens": [32],
+                    "fcnet_activation": "linear",
+                    "vf_share_layers": True,
+                }
+            },
+            "evaluation": {
+                "evaluation_num_env_runners": 1,
+                "evaluation_interval": 1,
+                "evaluation_parallel_to_training": True,
+                "evaluation_config": {"explore": False},
+            },
         },
-        stop_reward=350.0, stop_timesteps=200_000),
+        stop_reward=350.0,
+        stop_timesteps=200_000,
+    ),
     ("DQN", "CartPole-v1"): Preset(
         source="rllib/tuned_examples/dqn/cartpole_dqn.py",
         settings={
-            "training": {"lr": 0.0005, "train_batch_size_per_learner": 32,
-                         "replay_buffer_config": {"type": "PrioritizedEpisodeReplayBuffer",
-                                                  "capacity": 50000, "alpha": 0.6,
-                                                  "beta": 0.4},
-                         "n_step": (2, 5), "double_q": True, "dueling": True,
-                         "epsilon": [(0, 1.0), (10000, 0.02)]},
-            "rl_module": {"model_config": {"fcnet_hiddens": [256],
-                                           "fcnet_activation": "tanh",
-                                           "fcnet_bias_initializer": "zeros_",
-                                           "head_fcnet_bias_initializer": "zeros_",
-                                           "head_fcnet_hiddens": [256],
-                                           # DefaultModelConfig's default, which the file uses.
-                                           "vf_share_layers": True}},
+            "training": {
+                "lr": 0.0005,
+                "train_batch_size_per_learner": 32,
+                "replay_buffer_config": {
+                    "type": "PrioritizedEpisodeReplayBuffer",
+                    "capacity": 50000,
+                    "alpha": 0.6,
+                    "beta": 0.4,
+                },
+                "n_step": (2, 5),
+                "double_q": True,
+                "dueling": True,
+                "epsilon": [(0, 1.0), (10000, 0.02)],
+            },
+            "rl_module": {
+                "model_config": {
+                    "fcnet_hiddens": [256],
+                    "fcnet_activation": "tanh",
+                    "fcnet_bias_initializer": "zeros_",
+                    "head_fcnet_bias_initializer": "zeros_",
+                    "head_fcnet_hiddens": [256],
+                    # DefaultModelConfig's default, which the file uses.
+                    "vf_share_layers": True,
+                }
+            },
         },
-        stop_reward=450.0, stop_timesteps=200_000),
+        stop_reward=450.0,
+        stop_timesteps=200_000,
+    ),
     ("PPO", "Pendulum-v1"): Preset(
         source="rllib/tuned_examples/ppo/pendulum_ppo.py",
         settings={
-            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 20,
-                            "env_to_module_connector": mean_std_filter},
-            "training": {"train_batch_size_per_learner": 1024, "minibatch_size": 128,
-                         "lr": 0.0002, "gamma": 0.95, "lambda_": 0.5},
-            "rl_module": {"model_config": {"fcnet_activation": "relu",
-                                           "vf_share_layers": True}},
+            "env_runners": {
+                "num_env_runners": 2,
+                "num_envs_per_env_runner": 20,
+                "env_to_module_connector": mean_std_filter,
+            },
+            "training": {
+                "train_batch_size_per_learner": 1024,
+                "minibatch_size": 128,
+                "lr": 0.0002,
+                "gamma": 0.95,
+                "lambda_": 0.5,
+            },
+            "rl_module": {"model_config": {"fcnet_activation": "relu", "vf_share_layers": True}},
         },
-        stop_reward=-300.0, stop_timesteps=400_000),
+        stop_reward=-300.0,
+        stop_timesteps=400_000,
+    ),
 }
 
 
@@ -112,5 +150,7 @@ def find_preset(algo: str, env: Any) -> Preset | None:
 
 def no_preset_line(algo: str, env: Any) -> str:
     tuned = ", ".join(f"{a} on {e}" for a, e in PRESETS)
-    return (f"no preset: RLlib 2.60 has no tuned example for {algo} on {env!r} (it has: "
-            f"{tuned}); RLlib's default settings")
+    return (
+        f"no preset: RLlib 2.60 has no tuned example for {algo} on {env!r} (it has: "
+        f"{tuned}); RLlib's default settings"
+    )

@@ -45,8 +45,9 @@ def _number(value: float, width: int) -> str:
 
 
 class ProgressDisplay:
-    def __init__(self, progress: Progress, stream: TextIO | None = None,
-                 terminal: bool | None = None):
+    def __init__(
+        self, progress: Progress, stream: TextIO | None = None, terminal: bool | None = None
+    ):
         self.progress = progress
         self.stream = stream if stream is not None else sys.stdout
         self.terminal = self.stream.isatty() if terminal is None else terminal
@@ -61,15 +62,18 @@ class ProgressDisplay:
         """The row for one `train()` result."""
         self.progress.add(result)
         env_runners = result[ENV_RUNNER_RESULTS]
-        row = (f"iter {result['training_iteration']:4d} | "
-               f"env steps {result['num_env_steps_sampled_lifetime']:8d} | "
-               f"return mean {_number(env_runners['episode_return_mean'], 8)} "
-               f"max {_number(env_runners['episode_return_max'], 8)} | ")
+        row = (
+            f"iter {result['training_iteration']:4d} | "
+            f"env steps {result['num_env_steps_sampled_lifetime']:8d} | "
+            f"return mean {_number(env_runners['episode_return_mean'], 8)} "
+            f"max {_number(env_runners['episode_return_max'], 8)} | "
+        )
         evaluation = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {})
         if EPISODE_RETURN_MEAN in evaluation:
             row += f"eval {_number(evaluation['episode_return_mean'], 8)} | "
         steps_per_second = env_runners.get(NUM_ENV_STEPS_SAMPLED, 0) / max(
-            result["time_this_iter_s"], 1e-9)
+            result["time_this_iter_s"], 1e-9
+        )
         row += f"{steps_per_second:7.0f} steps/s | {session_seconds:6.1f} s"
         left = self.progress.time_left()
         if left is not None:

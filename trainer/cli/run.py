@@ -10,19 +10,28 @@ from typing import Any
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "run", help="run an unmodified RLlib script (ray.rllib imports served by localrl)",
+        "run",
+        help="run an unmodified RLlib script (ray.rllib imports served by localrl)",
         description="Run an RLlib 2.60 script with no edit: `import ray`, `ray.rllib.*` and "
-                    "the parts of `ray.tune` RLlib scripts use are served by localrl. A name "
-                    "with no counterpart fails at its import with a message saying what it "
-                    "needs and what to use instead. Everything after SCRIPT goes to the "
-                    "script.")
-    parser.add_argument("--ray", action="store_true",
-                        help="keep the installed Ray for `import ray` (for "
-                             "env_runners(backend=\"ray\")); only ray.rllib, ray.tune and "
-                             "ray.air are mapped")
+        "the parts of `ray.tune` RLlib scripts use are served by localrl. A name "
+        "with no counterpart fails at its import with a message saying what it "
+        "needs and what to use instead. Everything after SCRIPT goes to the "
+        "script.",
+    )
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="keep the installed Ray for `import ray` (for "
+        'env_runners(backend="ray")); only ray.rllib, ray.tune and '
+        "ray.air are mapped",
+    )
     parser.add_argument("script", help="the Python file to run")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS",
-                        help="arguments for the script (its sys.argv[1:])")
+    parser.add_argument(
+        "script_args",
+        nargs=argparse.REMAINDER,
+        metavar="ARGS",
+        help="arguments for the script (its sys.argv[1:])",
+    )
     parser.set_defaults(run=run_command)
     return parser
 

@@ -34,10 +34,16 @@ RUN_FILE = "run.json"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
 #: progress.csv's first columns; the others follow in the order they first appear.
-FIRST_COLUMNS = (TRAINING_ITERATION, "time_total_s", NUM_ENV_STEPS_SAMPLED_LIFETIME,
-                 "env_runners/episode_return_mean", "env_runners/episode_return_min",
-                 "env_runners/episode_return_max", "env_runners/episode_len_mean",
-                 "evaluation/env_runners/episode_return_mean")
+FIRST_COLUMNS = (
+    TRAINING_ITERATION,
+    "time_total_s",
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    "env_runners/episode_return_mean",
+    "env_runners/episode_return_min",
+    "env_runners/episode_return_max",
+    "env_runners/episode_len_mean",
+    "evaluation/env_runners/episode_return_mean",
+)
 
 
 def plain(value: Any) -> Any:
@@ -66,8 +72,9 @@ def flatten(result: dict, prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             row.update(flatten(value, f"{prefix}{key}/"))
         else:
-            row[f"{prefix}{key}"] = "" if value is None else (
-                json.dumps(value) if isinstance(value, list) else value)
+            row[f"{prefix}{key}"] = (
+                "" if value is None else (json.dumps(value) if isinstance(value, list) else value)
+            )
     return row
 
 
@@ -84,8 +91,11 @@ class RunFolder:
         replace_file(os.path.join(self.directory, PARAMS_FILE), params.encode())
 
     def write_run_info(self, algo: str, env: Any, stop: dict) -> None:
-        info = {"algo": algo, "env": plain(env),
-                "stop": {k: v for k, v in stop.items() if v is not None}}
+        info = {
+            "algo": algo,
+            "env": plain(env),
+            "stop": {k: v for k, v in stop.items() if v is not None},
+        }
         replace_file(os.path.join(self.directory, RUN_FILE), json.dumps(info, indent=2).encode())
 
     def read_run_info(self) -> dict:
@@ -129,8 +139,11 @@ class RunFolder:
         if len(kept) == len(results):
             return 0
         replace_file(self.result_path, "".join(json.dumps(r) + "\n" for r in kept).encode())
-        rows = [row for row in self._read_rows()
-                if int(float(row.get(TRAINING_ITERATION) or 0)) <= iteration]
+        rows = [
+            row
+            for row in self._read_rows()
+            if int(float(row.get(TRAINING_ITERATION) or 0)) <= iteration
+        ]
         self._rewrite_progress(rows)
         return len(results) - len(kept)
 

@@ -9,9 +9,11 @@ from typing import Any
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "settings", help="print every setting with its default and what it does",
+        "settings",
+        help="print every setting with its default and what it does",
         description="Print the settings of AlgorithmConfig's builder methods, then PPO's and "
-                    "DQN's own, as markdown tables.")
+        "DQN's own, as markdown tables.",
+    )
     parser.set_defaults(run=run_settings)
     return parser
 

@@ -51,14 +51,22 @@ class StopCriteria:
     def reason(self, result: dict) -> str | None:
         """Why training stops after `result`, or None to go on."""
         mean_return = result[ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN]
-        if (self.mean_return is not None and not math.isnan(mean_return)
-                and mean_return >= self.mean_return):
+        if (
+            self.mean_return is not None
+            and not math.isnan(mean_return)
+            and mean_return >= self.mean_return
+        ):
             return f"reached mean return {mean_return:.2f} >= {self.mean_return:g}"
         evaluation_return = evaluation_mean_return(result)
-        if (self.evaluation_return is not None and evaluation_return is not None
-                and evaluation_return >= self.evaluation_return):
-            return (f"reached evaluation mean return {evaluation_return:.2f} >= "
-                    f"{self.evaluation_return:g}")
+        if (
+            self.evaluation_return is not None
+            and evaluation_return is not None
+            and evaluation_return >= self.evaluation_return
+        ):
+            return (
+                f"reached evaluation mean return {evaluation_return:.2f} >= "
+                f"{self.evaluation_return:g}"
+            )
         steps = result[NUM_ENV_STEPS_SAMPLED_LIFETIME]
         if self.env_steps is not None and steps >= self.env_steps:
             return f"reached {steps} env steps >= {self.env_steps}"
@@ -72,8 +80,7 @@ class StopCriteria:
 def evaluation_mean_return(result: dict) -> float | None:
     """The evaluation's mean episode return in `result`; None before the first evaluation (or
     when it finished no episode)."""
-    value = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {}).get(
-        EPISODE_RETURN_MEAN)
+    value = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {}).get(EPISODE_RETURN_MEAN)
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -94,8 +101,14 @@ class Progress:
         if self.stop.mean_return is None and self.stop.evaluation_return is not None:
             evaluation_return = evaluation_mean_return(result)
             mean_return = math.nan if evaluation_return is None else evaluation_return
-        self.points.append((result["time_total_s"], result[TRAINING_ITERATION],
-                            result[NUM_ENV_STEPS_SAMPLED_LIFETIME], mean_return))
+        self.points.append(
+            (
+                result["time_total_s"],
+                result[TRAINING_ITERATION],
+                result[NUM_ENV_STEPS_SAMPLED_LIFETIME],
+                mean_return,
+            )
+        )
         if self._first_return is None and not math.isnan(mean_return):
             self._first_return = mean_return
 
@@ -105,18 +118,26 @@ class Progress:
         trend, marked with "~"."""
         if len(self.points) < 2:
             return None
-        recent = self.points[-self.WINDOW - 1:]
+        recent = self.points[-self.WINDOW - 1 :]
         (t0, i0, s0, _), (t1, i1, s1, r1) = recent[0], recent[-1]
         elapsed = t1 - t0
         if elapsed <= 0:
             return None
         estimates = []
         if self.stop.iterations is not None and i1 > i0:
-            estimates.append((max(0, self.stop.iterations - i1) * elapsed / (i1 - i0),
-                              f"{self.stop.iterations} iterations"))
+            estimates.append(
+                (
+                    max(0, self.stop.iterations - i1) * elapsed / (i1 - i0),
+                    f"{self.stop.iterations} iterations",
+                )
+            )
         if self.stop.env_steps is not None and s1 > s0:
-            estimates.append((max(0, self.stop.env_steps - s1) * elapsed / (s1 - s0),
-                              f"{self.stop.env_steps} env steps"))
+            estimates.append(
+                (
+                    max(0, self.stop.env_steps - s1) * elapsed / (s1 - s0),
+                    f"{self.stop.env_steps} env steps",
+                )
+            )
         if self.stop.seconds is not None:
             estimates.append((max(0.0, self.stop.seconds - t1), f"{self.stop.seconds:g} s"))
         slope = _slope([(t, r) for t, _, _, r in recent if not math.isnan(r)])
@@ -138,8 +159,7 @@ class Progress:
         if self.stop.seconds:
             fractions.append(t / self.stop.seconds)
         target = self.stop.target_return
-        if (target is not None and self._first_return is not None
-                and not math.isnan(mean_return)):
+        if target is not None and self._first_return is not None and not math.isnan(mean_return):
             # From 0, or from the first return seen when it was below 0 (Acrobot's -500).
             baseline = min(self._first_return, 0.0)
             span = target - baseline

@@ -29,15 +29,20 @@ from trainer.util import imports as background
 BY_ITERATION = "ray/tune/"
 BY_ENV_STEPS = "env_steps/"
 #: What the main job says when tensorboardX is missing.
-MISSING = ("TensorBoard: no event files (pip install 'localrl[tensorboard]' to write them for "
-           "`tensorboard --logdir localrl_results`)")
+MISSING = (
+    "TensorBoard: no event files (pip install 'localrl[tensorboard]' to write them for "
+    "`tensorboard --logdir localrl_results`)"
+)
 
 
 def scalars(result: dict) -> dict[str, float]:
     """The result's numbers by their Tune names ("env_runners/episode_return_mean"); NaN kept
     (TensorBoard shows it as a gap), booleans and text left out."""
-    return {key: float(value) for key, value in flatten(result).items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {
+        key: float(value)
+        for key, value in flatten(result).items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
 
 
 #: What tensorboardX imports only for what the event writer does not use (see above).
@@ -45,8 +50,9 @@ UNUSED_BY_TENSORBOARDX = ("torch", "boto3", "google.cloud")
 
 
 def _unused(name: str | None) -> bool:
-    return name is not None and any(name == unused or name.startswith(unused + ".")
-                                    for unused in UNUSED_BY_TENSORBOARDX)
+    return name is not None and any(
+        name == unused or name.startswith(unused + ".") for unused in UNUSED_BY_TENSORBOARDX
+    )
 
 
 class _KeepOut(importlib.abc.MetaPathFinder):
@@ -59,8 +65,7 @@ class _KeepOut(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if threading.current_thread() is self.thread and _unused(name):
-            raise ModuleNotFoundError(f"{name} is kept out of tensorboardX's import",
-                                      name=name)
+            raise ModuleNotFoundError(f"{name} is kept out of tensorboardX's import", name=name)
         return None
 
 
@@ -131,8 +136,9 @@ def import_in_background() -> threading.Thread:
     return background.import_in_background("tensorboardX", import_tensorboardx)
 
 
-def create_writer(directory: str, note: Any,
-                  importing: threading.Thread | None = None) -> EventWriter | None:
+def create_writer(
+    directory: str, note: Any, importing: threading.Thread | None = None
+) -> EventWriter | None:
     """`EventWriter.create(directory)` once `importing` is done; `note(MISSING)` when it cannot
     be made."""
     if importing is not None:

@@ -52,9 +52,12 @@ DEFAULT_ENV = "CartPole-v1"
 #: Without any stop criterion: the env's reward threshold, with this many iterations at most.
 DEFAULT_MAX_ITERATIONS = 200
 #: The main job's checkpoint schedule (a --config file or the flags change it).
-DEFAULT_CHECKPOINTING = {"checkpoint_frequency": 10, "num_to_keep": 3,
-                         "checkpoint_score_attribute": "env_runners/episode_return_mean",
-                         "checkpoint_at_end": True}
+DEFAULT_CHECKPOINTING = {
+    "checkpoint_frequency": 10,
+    "num_to_keep": 3,
+    "checkpoint_score_attribute": "env_runners/episode_return_mean",
+    "checkpoint_at_end": True,
+}
 
 #: Flags that set an AlgorithmConfig setting: flag -> (builder method, setting).
 SETTING_FLAGS = {
@@ -70,12 +73,29 @@ SETTING_FLAGS = {
     "--hiddens": ("rl_module", "fcnet_hiddens"),
     "--activation": ("rl_module", "fcnet_activation"),
 }
-STOP_FLAGS = {"--stop-iters": "iterations", "--stop-timesteps": "env_steps",
-              "--stop-reward": "mean_return", "--stop-seconds": "seconds"}
+STOP_FLAGS = {
+    "--stop-iters": "iterations",
+    "--stop-timesteps": "env_steps",
+    "--stop-reward": "mean_return",
+    "--stop-seconds": "seconds",
+}
 #: Settings the header shows (those the algorithm has).
-SHOWN_SETTINGS = ("num_env_runners", "num_envs_per_env_runner", "lr", "train_batch_size",
-                  "minibatch_size", "num_epochs", "gamma", "lambda_", "n_step", "double_q",
-                  "dueling", "epsilon", "model", "seed")
+SHOWN_SETTINGS = (
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "lr",
+    "train_batch_size",
+    "minibatch_size",
+    "num_epochs",
+    "gamma",
+    "lambda_",
+    "n_step",
+    "double_q",
+    "dueling",
+    "epsilon",
+    "model",
+    "seed",
+)
 
 
 def _dest(flag: str) -> str:
@@ -84,69 +104,124 @@ def _dest(flag: str) -> str:
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "train", help="train an algorithm (the default command)",
+        "train",
+        help="train an algorithm (the default command)",
         description="Train an algorithm on a gymnasium env. With no flags: PPO on CartPole-v1 "
-                    "with RLlib's tuned-example settings until solved. Settings come from the "
-                    "algorithm's defaults, then the preset (--preset), then --config, then the "
-                    "flags.")
-    parser.add_argument("--algo", type=str.upper, choices=sorted(ALGORITHMS), default=None,
-                        help="algorithm (default PPO)")
-    parser.add_argument("--env", default=None, help=f"gymnasium id or registered name "
-                                                    f"(default {DEFAULT_ENV})")
-    parser.add_argument("--env-config", type=json_object, default=None,
-                        help="JSON object passed to the env as env_config")
-    parser.add_argument("--config", metavar="FILE", default=None,
-                        help="JSON or TOML file of AlgorithmConfig settings (and a [stop] "
-                             "table); the flags win")
-    parser.add_argument("--preset", choices=[PRESET_RLLIB, PRESET_NONE], default=PRESET_RLLIB,
-                        help="rllib (default): start from RLlib's tuned-example settings for "
-                             "the algorithm and env when RLlib has one (CartPole-v1: PPO, DQN; "
-                             "Pendulum-v1: PPO); none: RLlib's plain defaults")
+        "with RLlib's tuned-example settings until solved. Settings come from the "
+        "algorithm's defaults, then the preset (--preset), then --config, then the "
+        "flags.",
+    )
+    parser.add_argument(
+        "--algo",
+        type=str.upper,
+        choices=sorted(ALGORITHMS),
+        default=None,
+        help="algorithm (default PPO)",
+    )
+    parser.add_argument(
+        "--env", default=None, help=f"gymnasium id or registered name (default {DEFAULT_ENV})"
+    )
+    parser.add_argument(
+        "--env-config",
+        type=json_object,
+        default=None,
+        help="JSON object passed to the env as env_config",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="JSON or TOML file of AlgorithmConfig settings (and a [stop] table); the flags win",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=[PRESET_RLLIB, PRESET_NONE],
+        default=PRESET_RLLIB,
+        help="rllib (default): start from RLlib's tuned-example settings for "
+        "the algorithm and env when RLlib has one (CartPole-v1: PPO, DQN; "
+        "Pendulum-v1: PPO); none: RLlib's plain defaults",
+    )
     stop = parser.add_argument_group(
         "stop criteria (the first one reached stops; default: the env's reward threshold or "
-        f"{DEFAULT_MAX_ITERATIONS} iterations)")
+        f"{DEFAULT_MAX_ITERATIONS} iterations)"
+    )
     stop.add_argument("--stop-iters", type=positive_int, default=None, help="iterations")
-    stop.add_argument("--stop-timesteps", type=positive_int, default=None,
-                      help="env steps sampled")
+    stop.add_argument("--stop-timesteps", type=positive_int, default=None, help="env steps sampled")
     stop.add_argument("--stop-reward", type=float, default=None, help="mean episode return")
-    stop.add_argument("--stop-seconds", type=positive_float, default=None,
-                      help="seconds of training (counted across resumes)")
+    stop.add_argument(
+        "--stop-seconds",
+        type=positive_float,
+        default=None,
+        help="seconds of training (counted across resumes)",
+    )
     run = parser.add_argument_group("run folder and checkpoints")
-    run.add_argument("--output-dir", default=None,
-                     help=f"the run folder (default {RESULTS_ROOT}/<ALGO>_<env>_<time>)")
-    run.add_argument("--checkpoint-frequency", type=non_negative_int, default=None,
-                     help="save every N iterations (0: only at the end; default 10)")
-    run.add_argument("--num-to-keep", type=positive_int, default=None,
-                     help="keep the N checkpoints with the best mean return, plus the latest "
-                          "(default 3)")
-    run.add_argument("--resume", action="store_true",
-                     help="continue the run in --output-dir (default: the newest run of "
-                          "--algo on --env) from its latest checkpoint")
-    run.add_argument("--trust-pickle", action="store_true",
-                     help="with --resume: take the run's config from its checkpoint's pickle "
-                          "file (for configs with lambdas or code defined in a script); "
-                          "unpickling runs the file's code: only for runs you trust")
+    run.add_argument(
+        "--output-dir",
+        default=None,
+        help=f"the run folder (default {RESULTS_ROOT}/<ALGO>_<env>_<time>)",
+    )
+    run.add_argument(
+        "--checkpoint-frequency",
+        type=non_negative_int,
+        default=None,
+        help="save every N iterations (0: only at the end; default 10)",
+    )
+    run.add_argument(
+        "--num-to-keep",
+        type=positive_int,
+        default=None,
+        help="keep the N checkpoints with the best mean return, plus the latest (default 3)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --output-dir (default: the newest run of "
+        "--algo on --env) from its latest checkpoint",
+    )
+    run.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="with --resume: take the run's config from its checkpoint's pickle "
+        "file (for configs with lambdas or code defined in a script); "
+        "unpickling runs the file's code: only for runs you trust",
+    )
     settings = parser.add_argument_group("settings (default: the algorithm's defaults)")
-    settings.add_argument("--num-env-runners", type=non_negative_int, default=None,
-                          help="EnvRunner processes (0: sample in this process)")
+    settings.add_argument(
+        "--num-env-runners",
+        type=non_negative_int,
+        default=None,
+        help="EnvRunner processes (0: sample in this process)",
+    )
     settings.add_argument("--num-envs-per-env-runner", type=positive_int, default=None)
-    settings.add_argument("--backend", choices=["processes", "ray"], default=None,
-                          help="EnvRunners as worker processes of this machine (default) or as "
-                               "Ray actors on a cluster")
-    settings.add_argument("--ray-address", default=None,
-                          help="with --backend ray: the cluster to join (default: RAY_ADDRESS, "
-                               "else a local Ray instance)")
+    settings.add_argument(
+        "--backend",
+        choices=["processes", "ray"],
+        default=None,
+        help="EnvRunners as worker processes of this machine (default) or as "
+        "Ray actors on a cluster",
+    )
+    settings.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --backend ray: the cluster to join (default: RAY_ADDRESS, "
+        "else a local Ray instance)",
+    )
     settings.add_argument("--seed", type=non_negative_int, default=None)
     settings.add_argument("--lr", type=float, default=None)
     settings.add_argument("--train-batch-size", type=positive_int, default=None)
     settings.add_argument("--minibatch-size", type=positive_int, default=None)
     settings.add_argument("--num-epochs", type=positive_int, default=None)
-    settings.add_argument("--hiddens", type=layer_sizes, default=None,
-                          help="hidden layer sizes, e.g. 64,64")
+    settings.add_argument(
+        "--hiddens", type=layer_sizes, default=None, help="hidden layer sizes, e.g. 64,64"
+    )
     settings.add_argument("--activation", default=None, help="tanh, relu or linear")
-    settings.add_argument("--log-level", type=str.upper, default=None,
-                          choices=["DEBUG", "INFO", "WARN", "WARNING", "ERROR"],
-                          help="level of the standard logging module (default WARN)")
+    settings.add_argument(
+        "--log-level",
+        type=str.upper,
+        default=None,
+        choices=["DEBUG", "INFO", "WARN", "WARNING", "ERROR"],
+        help="level of the standard logging module (default WARN)",
+    )
     parser.set_defaults(run=run_train)
     return parser
 
@@ -172,8 +247,7 @@ def choose_preset(args: argparse.Namespace, algo: str, env: Any) -> PresetChoice
     preset = find_preset(algo, env)
     if preset is None:
         return PresetChoice(None, no_preset_line(algo, env))
-    return PresetChoice(preset, f"preset: {preset.describe()} (--preset none for RLlib's "
-                                "defaults)")
+    return PresetChoice(preset, f"preset: {preset.describe()} (--preset none for RLlib's defaults)")
 
 
 def _set_model_key(config: Any, key: str, value: Any) -> None:
@@ -196,8 +270,10 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     content = read_config_file(args.config) if args.config else {}
     algo = args.algo or str(content.get("algo", "PPO")).upper()
     if algo not in ALGORITHMS:
-        raise ConfigFileError(f"argument --config: {args.config}: algo={content['algo']!r}; "
-                              f"allowed: {', '.join(sorted(ALGORITHMS))}")
+        raise ConfigFileError(
+            f"argument --config: {args.config}: algo={content['algo']!r}; "
+            f"allowed: {', '.join(sorted(ALGORITHMS))}"
+        )
     config = config_class(algo)()
     config.checkpointing(**DEFAULT_CHECKPOINTING)
     # The env decides the preset, which goes under the file's and the flags' settings.
@@ -222,8 +298,10 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     elif config.env is None:
         config.environment(DEFAULT_ENV)
     if args.env_config is not None:
-        apply("--env-config", lambda: config.environment(
-            env_config={**config.env_config, **args.env_config}))
+        apply(
+            "--env-config",
+            lambda: config.environment(env_config={**config.env_config, **args.env_config}),
+        )
     for flag, (method, setting) in SETTING_FLAGS.items():
         value = getattr(args, _dest(flag))
         if value is None:
@@ -236,17 +314,25 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
             apply(flag, partial(_call_builder, config, method, setting, value))
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
-    checkpointing = {k: v for k, v in (("checkpoint_frequency", args.checkpoint_frequency),
-                                       ("num_to_keep", args.num_to_keep)) if v is not None}
+    checkpointing = {
+        k: v
+        for k, v in (
+            ("checkpoint_frequency", args.checkpoint_frequency),
+            ("num_to_keep", args.num_to_keep),
+        )
+        if v is not None
+    }
     config.checkpointing(**checkpointing)
     try:
         config.validate()
     except ConfigError as error:
         # A clash between settings: say which of them came from flags.
-        given = [flag for flag, (_, setting) in SETTING_FLAGS.items()
-                 if getattr(args, _dest(flag)) is not None and setting in str(error)]
-        raise ConfigError(f"{error}" + (f" (set by {', '.join(given)})" if given else "")
-                          ) from None
+        given = [
+            flag
+            for flag, (_, setting) in SETTING_FLAGS.items()
+            if getattr(args, _dest(flag)) is not None and setting in str(error)
+        ]
+        raise ConfigError(f"{error}" + (f" (set by {', '.join(given)})" if given else "")) from None
     return config, file_stop, choice
 
 
@@ -259,14 +345,18 @@ def env_reward_threshold(env: Any) -> float | None:
     return None
 
 
-def stop_criteria(args: argparse.Namespace, saved: dict, saved_from: str, env: Any,
-                  preset: Preset | None = None) -> tuple[StopCriteria, str]:
+def stop_criteria(
+    args: argparse.Namespace, saved: dict, saved_from: str, env: Any, preset: Preset | None = None
+) -> tuple[StopCriteria, str]:
     """`saved` (a --config [stop] table, or the resumed run's run.json) with the flags' criteria
     over it; without either, the default: the env's reward threshold (else the preset's reward)
     and the preset's env-step budget, within DEFAULT_MAX_ITERATIONS. Returns where they came
     from too."""
-    flags = {name: getattr(args, _dest(flag)) for flag, name in STOP_FLAGS.items()
-             if getattr(args, _dest(flag)) is not None}
+    flags = {
+        name: getattr(args, _dest(flag))
+        for flag, name in STOP_FLAGS.items()
+        if getattr(args, _dest(flag)) is not None
+    }
     if flags or saved:
         source = " and ".join(s for s, given in (("flags", flags), (saved_from, saved)) if given)
         return StopCriteria(**{**saved, **flags}), source
@@ -275,15 +365,23 @@ def stop_criteria(args: argparse.Namespace, saved: dict, saved_from: str, env: A
         # As RLlib's tuned example: on the evaluation's return when the preset evaluates.
         reward = threshold if threshold is not None else preset.stop_reward
         on = "evaluation_return" if preset.evaluates else "mean_return"
-        source = (f"default: the env's reward_threshold{' (evaluation)' * preset.evaluates}"
-                  if threshold is not None else "default: the preset's reward")
-        return (StopCriteria(**{on: reward}, env_steps=preset.stop_timesteps,
-                             iterations=DEFAULT_MAX_ITERATIONS),
-                source + f" and the preset's {preset.stop_timesteps} env steps")
+        source = (
+            f"default: the env's reward_threshold{' (evaluation)' * preset.evaluates}"
+            if threshold is not None
+            else "default: the preset's reward"
+        )
+        return (
+            StopCriteria(
+                **{on: reward}, env_steps=preset.stop_timesteps, iterations=DEFAULT_MAX_ITERATIONS
+            ),
+            source + f" and the preset's {preset.stop_timesteps} env steps",
+        )
     if threshold is None:
         return StopCriteria(iterations=DEFAULT_MAX_ITERATIONS), "default"
-    return (StopCriteria(mean_return=threshold, iterations=DEFAULT_MAX_ITERATIONS),
-            "default: the env's reward_threshold")
+    return (
+        StopCriteria(mean_return=threshold, iterations=DEFAULT_MAX_ITERATIONS),
+        "default: the env's reward_threshold",
+    )
 
 
 # -- the run folder --------------------------------------------------------------------------
@@ -299,11 +397,19 @@ def run_directory(args: argparse.Namespace, algo: str, env: Any) -> str:
     if args.resume:
         # The newest run; of --algo on --env when they are given.
         prefix = "" if args.algo is None and args.env is None else _run_prefix(algo, env) + "_"
-        runs = sorted((path for path in glob.glob(os.path.join(RESULTS_ROOT, prefix + "*"))
-                       if os.path.isdir(path)), key=os.path.getmtime)
+        runs = sorted(
+            (
+                path
+                for path in glob.glob(os.path.join(RESULTS_ROOT, prefix + "*"))
+                if os.path.isdir(path)
+            ),
+            key=os.path.getmtime,
+        )
         if not runs:
-            raise ValueError(f"argument --resume: no run{'' if not prefix else f' of {algo} on {env}'}"
-                             f" under {RESULTS_ROOT}/; give --output-dir")
+            raise ValueError(
+                f"argument --resume: no run{'' if not prefix else f' of {algo} on {env}'}"
+                f" under {RESULTS_ROOT}/; give --output-dir"
+            )
         return os.path.abspath(runs[-1])
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     return os.path.abspath(os.path.join(RESULTS_ROOT, f"{_run_prefix(algo, env)}_{stamp}"))
@@ -333,8 +439,9 @@ def configure_logging(level: str, display: ProgressDisplay) -> logging.Handler:
 
 
 # -- the command -----------------------------------------------------------------------------
-def _describe(config: Any, algo: str, stop: StopCriteria, stop_source: str,
-              directory: str) -> list[str]:
+def _describe(
+    config: Any, algo: str, stop: StopCriteria, stop_source: str, directory: str
+) -> list[str]:
     shown = ", ".join(f"{k}={config[k]!r}" for k in SHOWN_SETTINGS if k in config)
     frequency = config.checkpoint_frequency
     keep = config.num_to_keep
@@ -343,8 +450,11 @@ def _describe(config: Any, algo: str, stop: StopCriteria, stop_source: str,
         f"stop at: {stop.describe()} ({stop_source})",
         f"run folder: {directory}",
         "  params.json (every setting), result.json, progress.csv, TensorBoard event files, "
-        + (f"a checkpoint every {frequency} iterations and at the end"
-           if frequency else "a checkpoint at the end")
+        + (
+            f"a checkpoint every {frequency} iterations and at the end"
+            if frequency
+            else "a checkpoint at the end"
+        )
         + (f", the {keep} best kept plus the latest" if keep else ""),
     ]
 
@@ -380,9 +490,12 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
     algo = type(config).__name__.removesuffix("Config")
     directory = run_directory(args, algo, config.env)
     if CheckpointManager(directory).latest() is not None or os.path.exists(
-            os.path.join(directory, RESULT_FILE)):
-        parser.error(f"argument --output-dir: {directory} holds a run already; continue it "
-                     "with --resume, or give another folder")
+        os.path.join(directory, RESULT_FILE)
+    ):
+        parser.error(
+            f"argument --output-dir: {directory} holds a run already; continue it "
+            "with --resume, or give another folder"
+        )
     stop, stop_source = stop_criteria(args, file_stop, "--config", config.env, preset.preset)
     return RunPlan(config, algo, directory, stop, stop_source, preset_line=preset.line)
 
@@ -397,8 +510,10 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     if args.preset != PRESET_RLLIB:
         given.insert(0, "--preset")
     if given:
-        parser.error(f"argument {given[0]}: a resumed run keeps its own settings (its "
-                     "params.json); start a new run to change them")
+        parser.error(
+            f"argument {given[0]}: a resumed run keeps its own settings (its "
+            "params.json); start a new run to change them"
+        )
     try:
         directory = run_directory(args, args.algo or "PPO", args.env or DEFAULT_ENV)
     except ValueError as error:
@@ -407,8 +522,9 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     if latest is None:
         parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
     try:
-        algorithm_class, config = load_class_and_config(open_checkpoint(latest),
-                                                        allow_pickle=args.trust_pickle)
+        algorithm_class, config = load_class_and_config(
+            open_checkpoint(latest), allow_pickle=args.trust_pickle
+        )
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
     config = config.copy()
@@ -416,8 +532,15 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
         config.debugging(log_level=args.log_level)
     run_info = RunFolder(directory).read_run_info()
     stop, stop_source = stop_criteria(args, run_info.get("stop", {}), "run.json", config.env)
-    return RunPlan(config, run_info.get("algo") or algorithm_class.__name__, directory, stop,
-                   stop_source, resume_from=latest, algorithm_class=algorithm_class)
+    return RunPlan(
+        config,
+        run_info.get("algo") or algorithm_class.__name__,
+        directory,
+        stop,
+        stop_source,
+        resume_from=latest,
+        algorithm_class=algorithm_class,
+    )
 
 
 def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -425,8 +548,9 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     start = time.perf_counter()
     if args.trust_pickle and not args.resume:
-        parser.error("argument --trust-pickle: only with --resume (a new run has no checkpoint "
-                     "to read)")
+        parser.error(
+            "argument --trust-pickle: only with --resume (a new run has no checkpoint to read)"
+        )
     plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
     importing = import_in_background()
     learning_curve.import_in_background()
@@ -456,8 +580,10 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             plotted_rows = len(results)
 
     def on_request(signal_name: str) -> None:
-        display.note(f"{signal_name}: finishing this iteration, then saving a checkpoint "
-                     "(again: stop at once, without saving)")
+        display.note(
+            f"{signal_name}: finishing this iteration, then saving a checkpoint "
+            "(again: stop at once, without saving)"
+        )
 
     algorithm = None
     events = None
@@ -467,10 +593,15 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if plan.resume_from is not None and plan.algorithm_class is not None:  # both or none
                 algorithm = plan.algorithm_class.from_checkpoint(plan.resume_from, config=config)
                 dropped = folder.drop_after(algorithm.iteration)
-                display.line(f"resumed from {plan.resume_from} at iteration "
-                             f"{algorithm.iteration}" + (
-                                 f" ({dropped} later rows dropped from result.json and "
-                                 "progress.csv)" if dropped else ""))
+                display.line(
+                    f"resumed from {plan.resume_from} at iteration "
+                    f"{algorithm.iteration}"
+                    + (
+                        f" ({dropped} later rows dropped from result.json and progress.csv)"
+                        if dropped
+                        else ""
+                    )
+                )
             else:
                 algorithm = config.build()
                 folder.write_params(config)
@@ -513,16 +644,23 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return status
 
 
-def _summary(display: ProgressDisplay, reason: str | None, algorithm: Any, manager: Any,
-             directory: str, seconds: float) -> None:
+def _summary(
+    display: ProgressDisplay,
+    reason: str | None,
+    algorithm: Any,
+    manager: Any,
+    directory: str,
+    seconds: float,
+) -> None:
     iterations = algorithm.iteration if algorithm is not None else 0
     steps = algorithm.num_env_steps_sampled_lifetime if algorithm is not None else 0
-    display.line(f"stopped ({reason}) after {iterations} iterations, {steps} env steps, "
-                 f"{seconds:.1f} s")
+    display.line(
+        f"stopped ({reason}) after {iterations} iterations, {steps} env steps, {seconds:.1f} s"
+    )
     latest, best = manager.latest(), manager.best()
     if latest is not None:
-        display.line(f"latest checkpoint: {latest}" + (f"; best: {best}" if best != latest
-                                                         else ""))
-        display.line(f"continue:  python -m trainer --resume --output-dir {directory} "
-                     "[--stop-iters N]")
+        display.line(f"latest checkpoint: {latest}" + (f"; best: {best}" if best != latest else ""))
+        display.line(
+            f"continue:  python -m trainer --resume --output-dir {directory} [--stop-iters N]"
+        )
         display.line(f"evaluate:  python -m trainer evaluate {best}")

@@ -52,8 +52,10 @@ def check_video_path(path: str) -> str:
         except ImportError:
             raise VideoError(f"{path!r}: writing a GIF needs Pillow ({INSTALL_HINT})") from None
     elif ffmpeg_executable() is None:
-        raise VideoError(f"{path!r}: writing an MP4 needs ffmpeg on PATH or the imageio-ffmpeg "
-                         f"package ({INSTALL_HINT})")
+        raise VideoError(
+            f"{path!r}: writing an MP4 needs ffmpeg on PATH or the imageio-ffmpeg "
+            f"package ({INSTALL_HINT})"
+        )
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise VideoError(f"{path!r}: the folder {parent} does not exist")
@@ -75,8 +77,10 @@ class VideoWriter:
     def add(self, frame: np.ndarray) -> None:
         frame = np.ascontiguousarray(frame, dtype=np.uint8)
         if frame.ndim != 3 or frame.shape[2] != 3:
-            raise VideoError(f"the env rendered a frame of shape {frame.shape}; an rgb frame is "
-                             "(height, width, 3)")
+            raise VideoError(
+                f"the env rendered a frame of shape {frame.shape}; an rgb frame is "
+                "(height, width, 3)"
+            )
         if self._size is None:
             self._size = frame.shape[:2]
         elif frame.shape[:2] != self._size:
@@ -84,8 +88,9 @@ class VideoWriter:
         if self.path.lower().endswith(".gif"):
             import PIL.Image
 
-            self._gif_frames.append(PIL.Image.fromarray(frame).convert(
-                "P", palette=PIL.Image.Palette.ADAPTIVE))
+            self._gif_frames.append(
+                PIL.Image.fromarray(frame).convert("P", palette=PIL.Image.Palette.ADAPTIVE)
+            )
         else:
             if self._ffmpeg is None:
                 self._ffmpeg = self._start_ffmpeg(*self._size)
@@ -99,15 +104,35 @@ class VideoWriter:
         executable = ffmpeg_executable()
         if executable is None:  # checked before the writer is made; gone since
             raise VideoError("an MP4 needs ffmpeg: pip install imageio-ffmpeg")
-        command = [executable, "-y", "-loglevel", "error",
-                   "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
-                   "-r", f"{self.fps:g}", "-i", "-",
-                   # H.264 in yuv420p wants even sizes; players expect yuv420p.
-                   "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264",
-                   "-pix_fmt", "yuv420p", "-movflags", "+faststart", self._temporary]
-        return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-
+        command = [
+            executable,
+            "-y",
+            "-loglevel",
+            "error",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-s",
+            f"{width}x{height}",
+            "-r",
+            f"{self.fps:g}",
+            "-i",
+            "-",
+            # H.264 in yuv420p wants even sizes; players expect yuv420p.
+            "-vf",
+            "pad=ceil(iw/2)*2:ceil(ih/2)*2",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-movflags",
+            "+faststart",
+            self._temporary,
+        ]
+        return subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
     def close(self) -> None:
         """Finishes the file; raises VideoError when there were no frames or encoding failed."""
@@ -116,8 +141,13 @@ class VideoWriter:
         if self._gif_frames:
             first, *rest = self._gif_frames
             # GIF delays are in 1/100 s.
-            first.save(self._temporary, save_all=True, append_images=rest, loop=0,
-                       duration=max(20, round(1000 / self.fps / 10) * 10))
+            first.save(
+                self._temporary,
+                save_all=True,
+                append_images=rest,
+                loop=0,
+                duration=max(20, round(1000 / self.fps / 10) * 10),
+            )
             self._gif_frames = []
         elif self._ffmpeg is not None:  # frames were written, so it was started
             ffmpeg = self._ffmpeg

@@ -75,70 +75,144 @@ _EXAMPLES = "example-script helpers"
 
 #: Every class and module the conformance test covers, in the order findings are printed.
 TARGETS: tuple[Target, ...] = (
-    Target("AlgorithmConfig", f"{_RLLIB}.algorithms.algorithm_config.AlgorithmConfig",
-           "trainer.algorithms.algorithm_config.AlgorithmConfig",
-           instance=_config("trainer.algorithms.algorithm_config.AlgorithmConfig"),
-           builders=True),
-    Target("PPOConfig", f"{_RLLIB}.algorithms.ppo.ppo.PPOConfig",
-           "trainer.algorithms.ppo.PPOConfig", instance=_config("trainer.algorithms.ppo.PPOConfig"),
-           builders=True),
-    Target("DQNConfig", f"{_RLLIB}.algorithms.dqn.dqn.DQNConfig",
-           "trainer.algorithms.dqn.DQNConfig", instance=_config("trainer.algorithms.dqn.DQNConfig"),
-           builders=True),
-    Target("Algorithm", f"{_RLLIB}.algorithms.algorithm.Algorithm",
-           "trainer.algorithms.algorithm.Algorithm"),
+    Target(
+        "AlgorithmConfig",
+        f"{_RLLIB}.algorithms.algorithm_config.AlgorithmConfig",
+        "trainer.algorithms.algorithm_config.AlgorithmConfig",
+        instance=_config("trainer.algorithms.algorithm_config.AlgorithmConfig"),
+        builders=True,
+    ),
+    Target(
+        "PPOConfig",
+        f"{_RLLIB}.algorithms.ppo.ppo.PPOConfig",
+        "trainer.algorithms.ppo.PPOConfig",
+        instance=_config("trainer.algorithms.ppo.PPOConfig"),
+        builders=True,
+    ),
+    Target(
+        "DQNConfig",
+        f"{_RLLIB}.algorithms.dqn.dqn.DQNConfig",
+        "trainer.algorithms.dqn.DQNConfig",
+        instance=_config("trainer.algorithms.dqn.DQNConfig"),
+        builders=True,
+    ),
+    Target(
+        "Algorithm",
+        f"{_RLLIB}.algorithms.algorithm.Algorithm",
+        "trainer.algorithms.algorithm.Algorithm",
+    ),
     Target("PPO", f"{_RLLIB}.algorithms.ppo.ppo.PPO", "trainer.algorithms.ppo.PPO"),
     Target("DQN", f"{_RLLIB}.algorithms.dqn.dqn.DQN", "trainer.algorithms.dqn.DQN"),
-    Target("SingleAgentEnvRunner", f"{_RLLIB}.env.single_agent_env_runner.SingleAgentEnvRunner",
-           "trainer.runners.env_runner.SingleAgentEnvRunner", area="EnvRunner"),
-    Target("EnvRunnerGroup", f"{_RLLIB}.env.env_runner_group.EnvRunnerGroup",
-           "trainer.runners.env_runner_group.EnvRunnerGroup", area=_GROUP),
-    Target("SingleAgentEpisode", f"{_RLLIB}.env.single_agent_episode.SingleAgentEpisode",
-           "trainer.env.episode.SingleAgentEpisode", area="episodes"),
-    Target("InfiniteLookbackBuffer",
-           f"{_RLLIB}.env.utils.infinite_lookback_buffer.InfiniteLookbackBuffer",
-           "trainer.env.lookback_buffer.InfiniteLookbackBuffer", area="episodes"),
-    Target("MetricsLogger", f"{_RLLIB}.utils.metrics.metrics_logger.MetricsLogger",
-           "trainer.metrics.metrics_logger.MetricsLogger", area=_METRICS),
-    *(Target(name, f"{_RLLIB}.utils.metrics.stats.{module}.{name}",
-             f"trainer.metrics.stats.{name}", area=_METRICS)
-      for module, name in (("base", "StatsBase"), ("series", "SeriesStats"),
-                           ("ema", "EmaStats"), ("item", "ItemStats"),
-                           ("item_series", "ItemSeriesStats"),
-                           ("lifetime_sum", "LifetimeSumStats"), ("max", "MaxStats"),
-                           ("mean", "MeanStats"), ("min", "MinStats"),
-                           ("percentiles", "PercentilesStats"), ("sum", "SumStats"))),
-    Target("metrics", f"{_RLLIB}.utils.metrics", "trainer.metrics", kind="module",
-           area=_METRICS),
-    Target("EpisodeReplayBuffer",
-           f"{_RLLIB}.utils.replay_buffers.episode_replay_buffer.EpisodeReplayBuffer",
-           "trainer.algorithms.dqn.replay_buffer.EpisodeReplayBuffer", area=_BUFFERS),
-    Target("PrioritizedEpisodeReplayBuffer",
-           f"{_RLLIB}.utils.replay_buffers.prioritized_episode_buffer."
-           "PrioritizedEpisodeReplayBuffer",
-           "trainer.algorithms.dqn.replay_buffer.PrioritizedEpisodeReplayBuffer", area=_BUFFERS),
-    Target("ConnectorV2", f"{_RLLIB}.connectors.connector_v2.ConnectorV2",
-           "trainer.connectors.ConnectorV2", area="connectors"),
-    Target("env_to_module", f"{_RLLIB}.connectors.env_to_module",
-           "trainer.connectors.env_to_module", kind="module", area="connectors"),
+    Target(
+        "SingleAgentEnvRunner",
+        f"{_RLLIB}.env.single_agent_env_runner.SingleAgentEnvRunner",
+        "trainer.runners.env_runner.SingleAgentEnvRunner",
+        area="EnvRunner",
+    ),
+    Target(
+        "EnvRunnerGroup",
+        f"{_RLLIB}.env.env_runner_group.EnvRunnerGroup",
+        "trainer.runners.env_runner_group.EnvRunnerGroup",
+        area=_GROUP,
+    ),
+    Target(
+        "SingleAgentEpisode",
+        f"{_RLLIB}.env.single_agent_episode.SingleAgentEpisode",
+        "trainer.env.episode.SingleAgentEpisode",
+        area="episodes",
+    ),
+    Target(
+        "InfiniteLookbackBuffer",
+        f"{_RLLIB}.env.utils.infinite_lookback_buffer.InfiniteLookbackBuffer",
+        "trainer.env.lookback_buffer.InfiniteLookbackBuffer",
+        area="episodes",
+    ),
+    Target(
+        "MetricsLogger",
+        f"{_RLLIB}.utils.metrics.metrics_logger.MetricsLogger",
+        "trainer.metrics.metrics_logger.MetricsLogger",
+        area=_METRICS,
+    ),
+    *(
+        Target(
+            name,
+            f"{_RLLIB}.utils.metrics.stats.{module}.{name}",
+            f"trainer.metrics.stats.{name}",
+            area=_METRICS,
+        )
+        for module, name in (
+            ("base", "StatsBase"),
+            ("series", "SeriesStats"),
+            ("ema", "EmaStats"),
+            ("item", "ItemStats"),
+            ("item_series", "ItemSeriesStats"),
+            ("lifetime_sum", "LifetimeSumStats"),
+            ("max", "MaxStats"),
+            ("mean", "MeanStats"),
+            ("min", "MinStats"),
+            ("percentiles", "PercentilesStats"),
+            ("sum", "SumStats"),
+        )
+    ),
+    Target("metrics", f"{_RLLIB}.utils.metrics", "trainer.metrics", kind="module", area=_METRICS),
+    Target(
+        "EpisodeReplayBuffer",
+        f"{_RLLIB}.utils.replay_buffers.episode_replay_buffer.EpisodeReplayBuffer",
+        "trainer.algorithms.dqn.replay_buffer.EpisodeReplayBuffer",
+        area=_BUFFERS,
+    ),
+    Target(
+        "PrioritizedEpisodeReplayBuffer",
+        f"{_RLLIB}.utils.replay_buffers.prioritized_episode_buffer.PrioritizedEpisodeReplayBuffer",
+        "trainer.algorithms.dqn.replay_buffer.PrioritizedEpisodeReplayBuffer",
+        area=_BUFFERS,
+    ),
+    Target(
+        "ConnectorV2",
+        f"{_RLLIB}.connectors.connector_v2.ConnectorV2",
+        "trainer.connectors.ConnectorV2",
+        area="connectors",
+    ),
+    Target(
+        "env_to_module",
+        f"{_RLLIB}.connectors.env_to_module",
+        "trainer.connectors.env_to_module",
+        kind="module",
+        area="connectors",
+    ),
     # RLlib's FlattenObservations and FrameStackingEnvToModule are partials of the classes in
     # `connectors.common` (with as_learner_connector=False).
-    *(Target(name, f"{_RLLIB}.connectors.{module}",
-             f"trainer.connectors.env_to_module.{name}", area="connectors")
-      for module, name in (("env_to_module.env_to_module_pipeline.EnvToModulePipeline",
-                            "EnvToModulePipeline"),
-                           ("common.flatten_observations.FlattenObservations",
-                            "FlattenObservations"),
-                           ("common.frame_stacking.FrameStacking", "FrameStackingEnvToModule"),
-                           ("env_to_module.mean_std_filter.MeanStdFilter", "MeanStdFilter"),
-                           ("env_to_module.observation_preprocessor.ObservationPreprocessor",
-                            "ObservationPreprocessor"),
-                           ("env_to_module.prev_actions_prev_rewards.PrevActionsPrevRewards",
-                            "PrevActionsPrevRewards"))),
-    Target("RLlibCallback", f"{_RLLIB}.callbacks.callbacks.RLlibCallback",
-           "trainer.callbacks.RLlibCallback", area="callbacks"),
-    Target("test_utils", f"{_RLLIB}.utils.test_utils", "trainer.testing", kind="module",
-           area=_EXAMPLES),
+    *(
+        Target(
+            name,
+            f"{_RLLIB}.connectors.{module}",
+            f"trainer.connectors.env_to_module.{name}",
+            area="connectors",
+        )
+        for module, name in (
+            ("env_to_module.env_to_module_pipeline.EnvToModulePipeline", "EnvToModulePipeline"),
+            ("common.flatten_observations.FlattenObservations", "FlattenObservations"),
+            ("common.frame_stacking.FrameStacking", "FrameStackingEnvToModule"),
+            ("env_to_module.mean_std_filter.MeanStdFilter", "MeanStdFilter"),
+            (
+                "env_to_module.observation_preprocessor.ObservationPreprocessor",
+                "ObservationPreprocessor",
+            ),
+            (
+                "env_to_module.prev_actions_prev_rewards.PrevActionsPrevRewards",
+                "PrevActionsPrevRewards",
+            ),
+        )
+    ),
+    Target(
+        "RLlibCallback",
+        f"{_RLLIB}.callbacks.callbacks.RLlibCallback",
+        "trainer.callbacks.RLlibCallback",
+        area="callbacks",
+    ),
+    Target(
+        "test_utils", f"{_RLLIB}.utils.test_utils", "trainer.testing", kind="module", area=_EXAMPLES
+    ),
 )
 
 
@@ -197,8 +271,12 @@ def _named_like(value: Any, source: str | None) -> bool:
     if source is None:  # RLlib's default has no source text
         return False
     wanted = source.rsplit(".", 1)[-1]
-    names = {repr(value), getattr(value, "__name__", None), getattr(value, "__qualname__", None),
-             type(value).__name__.lstrip("_")}
+    names = {
+        repr(value),
+        getattr(value, "__name__", None),
+        getattr(value, "__qualname__", None),
+        type(value).__name__.lstrip("_"),
+    }
     return wanted in names
 
 
@@ -218,11 +296,17 @@ def _instance_attribute_names(cls: type) -> set[str]:
         except (OSError, TypeError, SyntaxError):
             continue
         for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+            )
             for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     names.add(target.attr)
     return names
 
@@ -267,8 +351,13 @@ class Checker:
         try:
             ours = _import(target.here)
         except (ImportError, AttributeError) as error:
-            return [Finding(target.name, target.name,
-                            f"missing here (no {target.here}: {type(error).__name__}: {error})")]
+            return [
+                Finding(
+                    target.name,
+                    target.name,
+                    f"missing here (no {target.here}: {type(error).__name__}: {error})",
+                )
+            ]
         if target.kind == "module":
             return self._check_module(target, ours)
         return self._check_class(target, ours)
@@ -280,8 +369,9 @@ class Checker:
         return frozenset(t.rllib for t in TARGETS if t.kind == "class" and t is not target)
 
     def _check_class(self, target: Target, ours: type) -> list[Finding]:
-        members = self.reader.class_members(target.rllib,
-                                            skip_owners=self._covered_elsewhere(target))
+        members = self.reader.class_members(
+            target.rllib, skip_owners=self._covered_elsewhere(target)
+        )
         everything = self.reader.class_members(target.rllib)
         instance = target.instance() if target.instance else None
         instance_names = _instance_attribute_names(ours) if instance is None else set()
@@ -309,29 +399,33 @@ class Checker:
             if member.kind == "method":
                 here = getattr(ours, name)
                 if not callable(here):
-                    findings.append(Finding(target.name, key,
-                                            "a method in RLlib, not callable here"))
+                    findings.append(
+                        Finding(target.name, key, "a method in RLlib, not callable here")
+                    )
                     continue
                 if target.builders and self._is_builder(member):
                     findings += self._check_builder(target, member, everything)
                 else:
                     findings += self._check_parameters(target, key, member, here)
             elif member.kind == "attribute" and name not in keyword_targets:
-                source = instance if instance is not None else (
-                    None if member.on_instance else ours)
+                source = (
+                    instance if instance is not None else (None if member.on_instance else ours)
+                )
                 if isinstance(inspect.getattr_static(ours, name, None), property):
                     source = None  # a property here: its value needs an instance
                 if source is not None:
-                    findings += self._check_value(target, key, member,
-                                                  getattr(source, name, _MISSING))
+                    findings += self._check_value(
+                        target, key, member, getattr(source, name, _MISSING)
+                    )
         return findings
 
     @staticmethod
     def _is_builder(member: Member) -> bool:
         return any(p.default_source == "NotProvided" for p in member.parameters)
 
-    def _check_builder(self, target: Target, method: Member, everything: dict[str, Member]
-                       ) -> list[Finding]:
+    def _check_builder(
+        self, target: Target, method: Member, everything: dict[str, Member]
+    ) -> list[Finding]:
         """Each keyword is passed to the builder method of a fresh config: taken or rejected as
         unknown; its default is RLlib's initial value of the attribute the keyword sets."""
         if target.instance is None:
@@ -346,41 +440,58 @@ class Checker:
             attribute = attributes.get(param.name, param.name)
             rllib_attr = everything.get(attribute) or everything.get(attribute.lstrip("_"))
             rllib_default = rllib_attr.value if rllib_attr is not None else UNEVALUATED
-            if param.default_source not in ("NotProvided", "DEPRECATED_VALUE") and \
-                    param.default is not UNEVALUATED:
+            if (
+                param.default_source not in ("NotProvided", "DEPRECATED_VALUE")
+                and param.default is not UNEVALUATED
+            ):
                 rllib_default = param.default
             config = target.instance()
             here_name = attribute.lstrip("_")
             current = getattr(config, here_name, getattr(config, param.name, _MISSING))
-            probe = rllib_default if rllib_default is not UNEVALUATED else (
-                None if current is _MISSING else current)
+            probe = (
+                rllib_default
+                if rllib_default is not UNEVALUATED
+                else (None if current is _MISSING else current)
+            )
             try:
                 with _quietly():
                     getattr(config, method.name)(**{param.name: probe})
             except TypeError as error:
-                findings.append(Finding(target.name, key,
-                                        f"missing here (TypeError: {str(error)[:100]})"))
+                findings.append(
+                    Finding(target.name, key, f"missing here (TypeError: {str(error)[:100]})")
+                )
                 continue
             except Exception as error:
                 if rllib_default is not UNEVALUATED:
-                    findings.append(Finding(
-                        target.name, key, f"RLlib's default {_shown(rllib_default)} is refused "
-                                          f"here ({type(error).__name__}: {str(error)[:100]})"))
+                    findings.append(
+                        Finding(
+                            target.name,
+                            key,
+                            f"RLlib's default {_shown(rllib_default)} is refused "
+                            f"here ({type(error).__name__}: {str(error)[:100]})",
+                        )
+                    )
                 continue
             if rllib_default is UNEVALUATED or param.default_source == "DEPRECATED_VALUE":
                 continue
             self.coverage.defaults_compared += 1
             if current is _MISSING:
-                findings.append(Finding(target.name, key, f"not readable here as "
-                                                          f"config.{here_name}"))
+                findings.append(
+                    Finding(target.name, key, f"not readable here as config.{here_name}")
+                )
             elif not _same(current, rllib_default):
-                findings.append(Finding(target.name, key,
-                                        f"default {_shown(rllib_default)} in RLlib, "
-                                        f"{_shown(current)} here"))
+                findings.append(
+                    Finding(
+                        target.name,
+                        key,
+                        f"default {_shown(rllib_default)} in RLlib, {_shown(current)} here",
+                    )
+                )
         return findings
 
-    def _check_parameters(self, target: Target, key: str, member: Member, here: Callable
-                          ) -> list[Finding]:
+    def _check_parameters(
+        self, target: Target, key: str, member: Member, here: Callable
+    ) -> list[Finding]:
         try:
             signature = inspect.signature(here)
         except (TypeError, ValueError):
@@ -391,8 +502,11 @@ class Checker:
             params.pop(first)
         findings = []
         for param in member.parameters:
-            if param.kind in ("var_positional", "var_keyword") or param.raises_when_given \
-                    or param.name.startswith("_"):  # RLlib-internal (`_ignore_last_ts=`)
+            if (
+                param.kind in ("var_positional", "var_keyword")
+                or param.raises_when_given
+                or param.name.startswith("_")
+            ):  # RLlib-internal (`_ignore_last_ts=`)
                 continue
             self.coverage.parameters += 1
             param_key = f"{key}({param.name}=...)"
@@ -403,13 +517,17 @@ class Checker:
             findings += self._compare_default(target, param_key, param, mine)
         return findings
 
-    def _compare_default(self, target: Target, key: str, param: Parameter,
-                         mine: inspect.Parameter) -> list[Finding]:
+    def _compare_default(
+        self, target: Target, key: str, param: Parameter, mine: inspect.Parameter
+    ) -> list[Finding]:
         if not param.has_default or param.default_source == "DEPRECATED_VALUE":
             return []
         if mine.default is inspect.Parameter.empty:
-            return [Finding(target.name, key, f"required here; RLlib's default is "
-                                              f"{param.default_source}")]
+            return [
+                Finding(
+                    target.name, key, f"required here; RLlib's default is {param.default_source}"
+                )
+            ]
         self.coverage.defaults_compared += 1
         if param.default is not UNEVALUATED:
             same = _same(mine.default, param.default)
@@ -417,18 +535,21 @@ class Checker:
             same = _named_like(mine.default, param.default_source)
         if same:
             return []
-        return [Finding(target.name, key, f"default {param.default_source} in RLlib, "
-                                          f"{_shown(mine.default)} here")]
+        return [
+            Finding(
+                target.name,
+                key,
+                f"default {param.default_source} in RLlib, {_shown(mine.default)} here",
+            )
+        ]
 
-    def _check_value(self, target: Target, key: str, member: Member, value: Any
-                     ) -> list[Finding]:
+    def _check_value(self, target: Target, key: str, member: Member, value: Any) -> list[Finding]:
         if member.value is UNEVALUATED or value is _MISSING:
             return []
         self.coverage.defaults_compared += 1
         if _same(value, member.value):
             return []
-        return [Finding(target.name, key, f"{_shown(member.value)} in RLlib, {_shown(value)} "
-                                          "here")]
+        return [Finding(target.name, key, f"{_shown(member.value)} in RLlib, {_shown(value)} here")]
 
     # -- modules -----------------------------------------------------------------------------
     def _check_module(self, target: Target, ours: Any) -> list[Finding]:
@@ -473,9 +594,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {finding.line()}")
             open_count += len(open_findings)
     coverage = checker.coverage
-    print(f"{coverage.names} names, {coverage.parameters} parameters, "
-          f"{coverage.defaults_compared} defaults compared; {open_count} findings not in the "
-          "table")
+    print(
+        f"{coverage.names} names, {coverage.parameters} parameters, "
+        f"{coverage.defaults_compared} defaults compared; {open_count} findings not in the "
+        "table"
+    )
     return 1 if open_count else 0
 
 

@@ -47,250 +47,463 @@ def _same(here: str, why: str, *names: str, kind: str = API) -> tuple[Difference
 
 
 # -- reasons shared by many entries -------------------------------------------------------------
-_OLD_STACK = ("RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is "
-              "RLlib's new stack only")
-_MULTI_AGENT = "multi-agent training is not supported here: there is one module, " \
-               "\"default_policy\""
+_OLD_STACK = (
+    "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is "
+    "RLlib's new stack only"
+)
+_MULTI_AGENT = 'multi-agent training is not supported here: there is one module, "default_policy"'
 _OFFLINE = "offline RL (recorded data read and written with Ray Data) is not supported here"
-_TORCH_LEARNERS = ("the learners are this project's numpy PPO and DQN learners, built by the "
-                   "Algorithm; there are no torch Learner classes, LearnerGroups or learner "
-                   "connectors (training(learner_class=...) is refused with what to do)")
-_CHECKPOINTABLE = ("checkpoints are this project's format (a folder of msgpack state files, "
-                   "config.json and a SHA-256 manifest, see docs/checkpoints.md), written "
-                   "and read by save_to_path / restore_from_path / from_checkpoint of the "
-                   "Algorithm; RLlib's per-component Checkpointable protocol is not implemented")
-_RUNNER_CHECKPOINTS = ("an EnvRunner's state is a component of the Algorithm's checkpoint "
-                       "(env_runner_<i>); EnvRunners are not checkpointed on their own")
-_NO_BATCH = ("the env-to-module pieces here rewrite the episodes' observations and the "
-             "EnvRunner batches them for the numpy module; there is no batch of columns for a "
-             "piece to fill")
-_OLD_CALLBACK_ARGS = ("RLlib passes worker, base_env and policies only on its old API stack; "
-                      "callbacks here get the new stack's arguments (env_runner, env, episode, "
-                      "metrics_logger, ...); old-stack signatures still work, translated by "
-                      "trainer.compat.old_callbacks")
+_TORCH_LEARNERS = (
+    "the learners are this project's numpy PPO and DQN learners, built by the "
+    "Algorithm; there are no torch Learner classes, LearnerGroups or learner "
+    "connectors (training(learner_class=...) is refused with what to do)"
+)
+_CHECKPOINTABLE = (
+    "checkpoints are this project's format (a folder of msgpack state files, "
+    "config.json and a SHA-256 manifest, see docs/checkpoints.md), written "
+    "and read by save_to_path / restore_from_path / from_checkpoint of the "
+    "Algorithm; RLlib's per-component Checkpointable protocol is not implemented"
+)
+_RUNNER_CHECKPOINTS = (
+    "an EnvRunner's state is a component of the Algorithm's checkpoint "
+    "(env_runner_<i>); EnvRunners are not checkpointed on their own"
+)
+_NO_BATCH = (
+    "the env-to-module pieces here rewrite the episodes' observations and the "
+    "EnvRunner batches them for the numpy module; there is no batch of columns for a "
+    "piece to fill"
+)
+_OLD_CALLBACK_ARGS = (
+    "RLlib passes worker, base_env and policies only on its old API stack; "
+    "callbacks here get the new stack's arguments (env_runner, env, episode, "
+    "metrics_logger, ...); old-stack signatures still work, translated by "
+    "trainer.compat.old_callbacks"
+)
 
 #: Every deliberate difference (API names first, then RLlib tests left out).
 DIFFERENCES: tuple[Difference, ...] = (
     # -- AlgorithmConfig, PPOConfig, DQNConfig -------------------------------------------------
-    *_same("missing", _TORCH_LEARNERS, "AlgorithmConfig.build_learner",
-           "AlgorithmConfig.build_learner_group", "AlgorithmConfig.build_learner_connector",
-           "AlgorithmConfig.get_default_learner_class", "PPOConfig.get_default_learner_class",
-           "DQNConfig.get_default_learner_class"),
-    Difference("AlgorithmConfig.build_module_to_env_connector", "missing",
-               "module-to-env connectors are not supported (env_runners(module_to_env_"
-               "connector=...) is refused with what to do): actions go through the "
-               "exploration and the action-space scaling built into the EnvRunner"),
-    Difference("AlgorithmConfig.get_torch_compile_worker_config", "missing",
-               "there is no torch here: the modules are numpy"),
-    *_same("missing", _MULTI_AGENT, "AlgorithmConfig.get_multi_agent_setup",
-           "AlgorithmConfig.get_multi_rl_module_spec", "AlgorithmConfig.get_config_for_module"),
-    *_same("missing (the callbacks() keywords are taken, with a warning at build when given)",
-           _OFFLINE + ", so these events never fire",
-           "AlgorithmConfig.callbacks_on_evaluate_offline_start",
-           "AlgorithmConfig.callbacks_on_evaluate_offline_end",
-           "AlgorithmConfig.callbacks_on_offline_eval_runners_recreated"),
-    Difference("AlgorithmConfig.dataset_num_iters_per_eval_runner",
-               "missing: evaluation(dataset_num_iters_per_offline_eval_runner=...) is taken "
-               "and kept under the keyword's name", _OFFLINE),
-    *_same("missing", _OFFLINE + "; RLlib 2.60 has no builder keyword for these attributes "
-                                 "(its offline evaluation code reads them)",
-           "AlgorithmConfig.offline_evaluation_duration",
-           "AlgorithmConfig.offline_evaluation_parallel_to_training",
-           "AlgorithmConfig.input_spaces_jsonable"),
-    *_same("missing", _OLD_STACK + "; RLlib 2.60 has no builder keyword for it",
-           "AlgorithmConfig.replay_sequence_length", "DQNConfig.replay_sequence_length",
-           "AlgorithmConfig.sync_filters_on_rollout_workers_timeout_s"),
-    Difference("AlgorithmConfig.fault_tolerance(delay_between_env_runner_restarts_s=...)",
-               "default 0.1 s",
-               "RLlib waits 60 s for a Ray node to come back; a worker process here restarts in "
-               "a fraction of a second, within the train() call that saw it fail"),
-    *_same("{} by default, meaning the algorithm's default exploration: "
-           "config.get_exploration_config() returns the whole dict",
-           "a dict without \"type\" updates the algorithm's default (RLlib's rule), so the "
-           "empty default keeps a later algorithm-level default change visible",
-           "PPOConfig.exploration_config", "DQNConfig.exploration_config"),
+    *_same(
+        "missing",
+        _TORCH_LEARNERS,
+        "AlgorithmConfig.build_learner",
+        "AlgorithmConfig.build_learner_group",
+        "AlgorithmConfig.build_learner_connector",
+        "AlgorithmConfig.get_default_learner_class",
+        "PPOConfig.get_default_learner_class",
+        "DQNConfig.get_default_learner_class",
+    ),
+    Difference(
+        "AlgorithmConfig.build_module_to_env_connector",
+        "missing",
+        "module-to-env connectors are not supported (env_runners(module_to_env_"
+        "connector=...) is refused with what to do): actions go through the "
+        "exploration and the action-space scaling built into the EnvRunner",
+    ),
+    Difference(
+        "AlgorithmConfig.get_torch_compile_worker_config",
+        "missing",
+        "there is no torch here: the modules are numpy",
+    ),
+    *_same(
+        "missing",
+        _MULTI_AGENT,
+        "AlgorithmConfig.get_multi_agent_setup",
+        "AlgorithmConfig.get_multi_rl_module_spec",
+        "AlgorithmConfig.get_config_for_module",
+    ),
+    *_same(
+        "missing (the callbacks() keywords are taken, with a warning at build when given)",
+        _OFFLINE + ", so these events never fire",
+        "AlgorithmConfig.callbacks_on_evaluate_offline_start",
+        "AlgorithmConfig.callbacks_on_evaluate_offline_end",
+        "AlgorithmConfig.callbacks_on_offline_eval_runners_recreated",
+    ),
+    Difference(
+        "AlgorithmConfig.dataset_num_iters_per_eval_runner",
+        "missing: evaluation(dataset_num_iters_per_offline_eval_runner=...) is taken "
+        "and kept under the keyword's name",
+        _OFFLINE,
+    ),
+    *_same(
+        "missing",
+        _OFFLINE + "; RLlib 2.60 has no builder keyword for these attributes "
+        "(its offline evaluation code reads them)",
+        "AlgorithmConfig.offline_evaluation_duration",
+        "AlgorithmConfig.offline_evaluation_parallel_to_training",
+        "AlgorithmConfig.input_spaces_jsonable",
+    ),
+    *_same(
+        "missing",
+        _OLD_STACK + "; RLlib 2.60 has no builder keyword for it",
+        "AlgorithmConfig.replay_sequence_length",
+        "DQNConfig.replay_sequence_length",
+        "AlgorithmConfig.sync_filters_on_rollout_workers_timeout_s",
+    ),
+    Difference(
+        "AlgorithmConfig.fault_tolerance(delay_between_env_runner_restarts_s=...)",
+        "default 0.1 s",
+        "RLlib waits 60 s for a Ray node to come back; a worker process here restarts in "
+        "a fraction of a second, within the train() call that saw it fail",
+    ),
+    *_same(
+        "{} by default, meaning the algorithm's default exploration: "
+        "config.get_exploration_config() returns the whole dict",
+        "a dict without \"type\" updates the algorithm's default (RLlib's rule), so the "
+        "empty default keeps a later algorithm-level default change visible",
+        "PPOConfig.exploration_config",
+        "DQNConfig.exploration_config",
+    ),
     # -- Algorithm, PPO, DQN ----------------------------------------------------------------------
-    *_same("missing", _CHECKPOINTABLE, "Algorithm.CLASS_AND_CTOR_ARGS_FILE_NAME",
-           "Algorithm.METADATA_FILE_NAME", "Algorithm.STATE_FILE_NAME",
-           "Algorithm.get_checkpointable_components", "Algorithm.get_ctor_args_and_kwargs",
-           "Algorithm.get_metadata", "Algorithm.from_state"),
-    *_same("missing", _MULTI_AGENT, "Algorithm.add_module", "Algorithm.remove_module",
-           "Algorithm.add_policy", "Algorithm.remove_policy",
-           "Algorithm.from_checkpoint(policy_ids=...)",
-           "Algorithm.from_checkpoint(policy_mapping_fn=...)",
-           "Algorithm.from_checkpoint(policies_to_train=...)"),
-    *_same("missing", _OLD_STACK + "; get the module with algo.get_module() or act with "
-                                   "compute_single_action()",
-           "Algorithm.compute_actions", "Algorithm.get_policy",
-           "Algorithm.get_default_policy_class", "PPO.get_default_policy_class",
-           "DQN.get_default_policy_class"),
-    *_same("missing", "inputs of recurrent and old-stack policies (state, previous action and "
-                      "reward, Policy fetches); the modules here are feed-forward",
-           "Algorithm.compute_single_action(state=...)",
-           "Algorithm.compute_single_action(prev_action=...)",
-           "Algorithm.compute_single_action(prev_reward=...)",
-           "Algorithm.compute_single_action(info=...)",
-           "Algorithm.compute_single_action(full_fetch=...)",
-           "Algorithm.compute_single_action(timestep=...)",
-           "Algorithm.compute_single_action(episode=...)"),
-    *_same("missing", _OFFLINE, "Algorithm.evaluate_offline",
-           "Algorithm.restore_offline_eval_runners"),
-    *_same("missing", "there are no torch or TF model files to export: the weights are numpy "
-                      "arrays (algo.get_weights(), and the checkpoint's msgpack state)",
-           "Algorithm.export_model", "Algorithm.export_policy_checkpoint",
-           "Algorithm.export_policy_model"),
-    Difference("Algorithm.merge_algorithm_configs", "missing",
-               "dict configs are merged into a config object by "
-               "AlgorithmConfig.update_from_dict (Algorithm(config={...}) does it, with a "
-               "deprecation warning)"),
-    *_same("missing", "the Algorithm is built in __init__ here; there is no setup(config) hook "
-                      "for Tune to call (a subclass extends __init__ or setup_learner())",
-           "Algorithm.setup", "DQN.setup"),
-    Difference("Algorithm.validate_env", "missing",
-               "an old-stack hook: RLlib 2.60's new stack never calls it (its body is empty)"),
+    *_same(
+        "missing",
+        _CHECKPOINTABLE,
+        "Algorithm.CLASS_AND_CTOR_ARGS_FILE_NAME",
+        "Algorithm.METADATA_FILE_NAME",
+        "Algorithm.STATE_FILE_NAME",
+        "Algorithm.get_checkpointable_components",
+        "Algorithm.get_ctor_args_and_kwargs",
+        "Algorithm.get_metadata",
+        "Algorithm.from_state",
+    ),
+    *_same(
+        "missing",
+        _MULTI_AGENT,
+        "Algorithm.add_module",
+        "Algorithm.remove_module",
+        "Algorithm.add_policy",
+        "Algorithm.remove_policy",
+        "Algorithm.from_checkpoint(policy_ids=...)",
+        "Algorithm.from_checkpoint(policy_mapping_fn=...)",
+        "Algorithm.from_checkpoint(policies_to_train=...)",
+    ),
+    *_same(
+        "missing",
+        _OLD_STACK + "; get the module with algo.get_module() or act with compute_single_action()",
+        "Algorithm.compute_actions",
+        "Algorithm.get_policy",
+        "Algorithm.get_default_policy_class",
+        "PPO.get_default_policy_class",
+        "DQN.get_default_policy_class",
+    ),
+    *_same(
+        "missing",
+        "inputs of recurrent and old-stack policies (state, previous action and "
+        "reward, Policy fetches); the modules here are feed-forward",
+        "Algorithm.compute_single_action(state=...)",
+        "Algorithm.compute_single_action(prev_action=...)",
+        "Algorithm.compute_single_action(prev_reward=...)",
+        "Algorithm.compute_single_action(info=...)",
+        "Algorithm.compute_single_action(full_fetch=...)",
+        "Algorithm.compute_single_action(timestep=...)",
+        "Algorithm.compute_single_action(episode=...)",
+    ),
+    *_same(
+        "missing", _OFFLINE, "Algorithm.evaluate_offline", "Algorithm.restore_offline_eval_runners"
+    ),
+    *_same(
+        "missing",
+        "there are no torch or TF model files to export: the weights are numpy "
+        "arrays (algo.get_weights(), and the checkpoint's msgpack state)",
+        "Algorithm.export_model",
+        "Algorithm.export_policy_checkpoint",
+        "Algorithm.export_policy_model",
+    ),
+    Difference(
+        "Algorithm.merge_algorithm_configs",
+        "missing",
+        "dict configs are merged into a config object by "
+        "AlgorithmConfig.update_from_dict (Algorithm(config={...}) does it, with a "
+        "deprecation warning)",
+    ),
+    *_same(
+        "missing",
+        "the Algorithm is built in __init__ here; there is no setup(config) hook "
+        "for Tune to call (a subclass extends __init__ or setup_learner())",
+        "Algorithm.setup",
+        "DQN.setup",
+    ),
+    Difference(
+        "Algorithm.validate_env",
+        "missing",
+        "an old-stack hook: RLlib 2.60's new stack never calls it (its body is empty)",
+    ),
     # -- SingleAgentEnvRunner ---------------------------------------------------------------------
-    *_same("missing", _RUNNER_CHECKPOINTS,
-           "SingleAgentEnvRunner.CLASS_AND_CTOR_ARGS_FILE_NAME",
-           "SingleAgentEnvRunner.METADATA_FILE_NAME", "SingleAgentEnvRunner.STATE_FILE_NAME",
-           "SingleAgentEnvRunner.from_checkpoint",
-           "SingleAgentEnvRunner.get_checkpointable_components",
-           "SingleAgentEnvRunner.get_ctor_args_and_kwargs", "SingleAgentEnvRunner.get_metadata",
-           "SingleAgentEnvRunner.restore_from_path", "SingleAgentEnvRunner.save_to_path"),
-    Difference("Algorithm.save_to_path(use_msgpack=...)", "True by default; False is accepted "
-               "and also writes msgpack",
-               "checkpoints here are always msgpack and JSON, checksummed and read without "
-               "unpickling; RLlib's default pickles the state"),
+    *_same(
+        "missing",
+        _RUNNER_CHECKPOINTS,
+        "SingleAgentEnvRunner.CLASS_AND_CTOR_ARGS_FILE_NAME",
+        "SingleAgentEnvRunner.METADATA_FILE_NAME",
+        "SingleAgentEnvRunner.STATE_FILE_NAME",
+        "SingleAgentEnvRunner.from_checkpoint",
+        "SingleAgentEnvRunner.get_checkpointable_components",
+        "SingleAgentEnvRunner.get_ctor_args_and_kwargs",
+        "SingleAgentEnvRunner.get_metadata",
+        "SingleAgentEnvRunner.restore_from_path",
+        "SingleAgentEnvRunner.save_to_path",
+    ),
+    Difference(
+        "Algorithm.save_to_path(use_msgpack=...)",
+        "True by default; False is accepted and also writes msgpack",
+        "checkpoints here are always msgpack and JSON, checksummed and read without "
+        "unpickling; RLlib's default pickles the state",
+    ),
     # -- EnvRunnerGroup ------------------------------------------------------------------------
-    *_same("missing", _OLD_STACK, "EnvRunnerGroup.add_policy", "EnvRunnerGroup.foreach_policy",
-           "EnvRunnerGroup.foreach_policy_to_train", "EnvRunnerGroup.is_policy_to_train"),
-    Difference("EnvRunnerGroup.reset", "missing",
-               "it replaces the group's runners with Ray actor handles made elsewhere; runners "
-               "here are worker processes the group starts itself (add_workers() adds more)"),
-    Difference("EnvRunnerGroup.get_merged_env_runner_state", "missing",
-               "it serves RLlib's EnvRunner state server for aggregator actors; "
-               "sync_env_runner_states() merges and broadcasts the runners' states here"),
+    *_same(
+        "missing",
+        _OLD_STACK,
+        "EnvRunnerGroup.add_policy",
+        "EnvRunnerGroup.foreach_policy",
+        "EnvRunnerGroup.foreach_policy_to_train",
+        "EnvRunnerGroup.is_policy_to_train",
+    ),
+    Difference(
+        "EnvRunnerGroup.reset",
+        "missing",
+        "it replaces the group's runners with Ray actor handles made elsewhere; runners "
+        "here are worker processes the group starts itself (add_workers() adds more)",
+    ),
+    Difference(
+        "EnvRunnerGroup.get_merged_env_runner_state",
+        "missing",
+        "it serves RLlib's EnvRunner state server for aggregator actors; "
+        "sync_env_runner_states() merges and broadcasts the runners' states here",
+    ),
     # -- SingleAgentEpisode -------------------------------------------------------------------------
-    *_same("missing", _OLD_STACK + " and offline data (SampleBatch conversions)",
-           "SingleAgentEpisode.get_sample_batch", "SingleAgentEpisode.get_data_dict"),
+    *_same(
+        "missing",
+        _OLD_STACK + " and offline data (SampleBatch conversions)",
+        "SingleAgentEpisode.get_sample_batch",
+        "SingleAgentEpisode.get_data_dict",
+    ),
     # -- ConnectorV2 and the env-to-module pieces --------------------------------------------------
-    *_same("missing", "a connector's state is part of its EnvRunner's state in the "
-                      "Algorithm's checkpoint (get_state() / set_state() data); RLlib's "
-                      "per-component Checkpointable protocol is not implemented",
-           "ConnectorV2.CLASS_AND_CTOR_ARGS_FILE_NAME", "ConnectorV2.METADATA_FILE_NAME",
-           "ConnectorV2.STATE_FILE_NAME", "ConnectorV2.from_checkpoint",
-           "ConnectorV2.get_checkpointable_components", "ConnectorV2.get_ctor_args_and_kwargs",
-           "ConnectorV2.get_metadata", "ConnectorV2.restore_from_path",
-           "ConnectorV2.save_to_path"),
-    *_same("missing", _NO_BATCH, "ConnectorV2.add_batch_item", "ConnectorV2.add_n_batch_items",
-           "ConnectorV2.foreach_batch_item_change_in_place",
-           "ConnectorV2.switch_batch_from_column_to_module_ids",
-           "ConnectorV2.single_agent_episode_iterator(zip_with_batch_column=...)"),
-    *_same("missing", "a connector's state is part of its EnvRunner's state in the "
-                      "Algorithm's checkpoint (get_state() / set_state() data); RLlib's "
-                      "per-component Checkpointable protocol is not implemented",
-           "EnvToModulePipeline.get_checkpointable_components",
-           "EnvToModulePipeline.get_ctor_args_and_kwargs"),
-    *_same("missing", "RLlib's default pieces (agent-to-module mapping, batching, time-dim "
-                      "padding, recurrent states, tensor conversion, writing observations "
-                      "back): the EnvRunner does these steps itself for the numpy module, and "
-                      "the user's pieces write into the episodes directly",
-           *(f"env_to_module.{name}" for name in (
-               "AddObservationsFromEpisodesToBatch", "AddStatesFromEpisodesToBatch",
-               "AddTimeDimToBatchAndZeroPad", "AgentToModuleMapping", "BatchIndividualItems",
-               "NumpyToTensor", "WriteObservationsToEpisodes"))),
+    *_same(
+        "missing",
+        "a connector's state is part of its EnvRunner's state in the "
+        "Algorithm's checkpoint (get_state() / set_state() data); RLlib's "
+        "per-component Checkpointable protocol is not implemented",
+        "ConnectorV2.CLASS_AND_CTOR_ARGS_FILE_NAME",
+        "ConnectorV2.METADATA_FILE_NAME",
+        "ConnectorV2.STATE_FILE_NAME",
+        "ConnectorV2.from_checkpoint",
+        "ConnectorV2.get_checkpointable_components",
+        "ConnectorV2.get_ctor_args_and_kwargs",
+        "ConnectorV2.get_metadata",
+        "ConnectorV2.restore_from_path",
+        "ConnectorV2.save_to_path",
+    ),
+    *_same(
+        "missing",
+        _NO_BATCH,
+        "ConnectorV2.add_batch_item",
+        "ConnectorV2.add_n_batch_items",
+        "ConnectorV2.foreach_batch_item_change_in_place",
+        "ConnectorV2.switch_batch_from_column_to_module_ids",
+        "ConnectorV2.single_agent_episode_iterator(zip_with_batch_column=...)",
+    ),
+    *_same(
+        "missing",
+        "a connector's state is part of its EnvRunner's state in the "
+        "Algorithm's checkpoint (get_state() / set_state() data); RLlib's "
+        "per-component Checkpointable protocol is not implemented",
+        "EnvToModulePipeline.get_checkpointable_components",
+        "EnvToModulePipeline.get_ctor_args_and_kwargs",
+    ),
+    *_same(
+        "missing",
+        "RLlib's default pieces (agent-to-module mapping, batching, time-dim "
+        "padding, recurrent states, tensor conversion, writing observations "
+        "back): the EnvRunner does these steps itself for the numpy module, and "
+        "the user's pieces write into the episodes directly",
+        *(
+            f"env_to_module.{name}"
+            for name in (
+                "AddObservationsFromEpisodesToBatch",
+                "AddStatesFromEpisodesToBatch",
+                "AddTimeDimToBatchAndZeroPad",
+                "AgentToModuleMapping",
+                "BatchIndividualItems",
+                "NumpyToTensor",
+                "WriteObservationsToEpisodes",
+            )
+        ),
+    ),
     # -- RLlibCallback ------------------------------------------------------------------------------
-    *_same("missing", _OLD_CALLBACK_ARGS,
-           *(f"RLlibCallback.{event}({arg}=...)"
-             for event in ("on_episode_created", "on_episode_start", "on_episode_step",
-                           "on_episode_end")
-             for arg in ("worker", "base_env", "policies")),
-           "RLlibCallback.on_sample_end(worker=...)"),
-    *_same("missing", _OLD_STACK + ": the event never fires on the new stack",
-           "RLlibCallback.on_create_policy", "RLlibCallback.on_learn_on_batch",
-           "RLlibCallback.on_postprocess_trajectory", "RLlibCallback.on_workers_recreated"),
-    *_same("missing", _OFFLINE + ", so the event never fires",
-           "RLlibCallback.on_evaluate_offline_start", "RLlibCallback.on_evaluate_offline_end",
-           "RLlibCallback.on_offline_eval_runners_recreated"),
+    *_same(
+        "missing",
+        _OLD_CALLBACK_ARGS,
+        *(
+            f"RLlibCallback.{event}({arg}=...)"
+            for event in (
+                "on_episode_created",
+                "on_episode_start",
+                "on_episode_step",
+                "on_episode_end",
+            )
+            for arg in ("worker", "base_env", "policies")
+        ),
+        "RLlibCallback.on_sample_end(worker=...)",
+    ),
+    *_same(
+        "missing",
+        _OLD_STACK + ": the event never fires on the new stack",
+        "RLlibCallback.on_create_policy",
+        "RLlibCallback.on_learn_on_batch",
+        "RLlibCallback.on_postprocess_trajectory",
+        "RLlibCallback.on_workers_recreated",
+    ),
+    *_same(
+        "missing",
+        _OFFLINE + ", so the event never fires",
+        "RLlibCallback.on_evaluate_offline_start",
+        "RLlibCallback.on_evaluate_offline_end",
+        "RLlibCallback.on_offline_eval_runners_recreated",
+    ),
     # -- test_utils -----------------------------------------------------------------------------
-    Difference("test_utils.ModelChecker", "missing",
-               "it compares one model built by torch, TF and JAX for equal parameter counts "
-               "and outputs; the modules here are numpy only, so there is nothing to compare"),
+    Difference(
+        "test_utils.ModelChecker",
+        "missing",
+        "it compares one model built by torch, TF and JAX for equal parameter counts "
+        "and outputs; the modules here are numpy only, so there is nothing to compare",
+    ),
     Difference("test_utils.get_cartpole_dataset_reader", "missing", _OFFLINE),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
-    Difference("tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
-               "left out", "no multi-agent envs here", TEST),
-    Difference("tests/rllib/test_callbacks_on_env_runner.py::"
-               "test_tune_trial_id_visible_in_callbacks", "left out",
-               "it needs Ray Tune's Tuner", TEST),
-    Difference("tests/rllib/test_callbacks_on_algorithm.py::"
-               "test_on_env_runners_recreated_callback", "left out",
-               "its env crashes on its first step (p_crash=1.0) and RLlib restarts such a "
-               "runner up to 1000 times; here a runner that fails 3 times in a row without one "
-               "env step in between is not restarted again unless max_num_env_runner_restarts "
-               "was set explicitly (on_env_runners_recreated is tested in "
-               "tests/test_fault_tolerance.py)", TEST),
-    Difference("tests/rllib/test_callbacks_old_api_stack.py::"
-               "test_on_sub_environment_created_with_remote_envs", "left out",
-               "remote_worker_envs makes sub-envs Ray actors (old stack)", TEST),
-    Difference("tests/rllib/test_callbacks_old_api_stack.py::PGConfig", "runs as PPOConfig",
-               "PGConfig was removed from RLlib", TEST),
-    Difference("tests/rllib/test_single_agent_env_runner.py::test_distributed_env_runner",
-               "its remote_worker_envs=True round steps the sub-envs in the actor like the "
-               "other round (a register_env name travels inside the pickled config, as "
-               "RLlib's registry does through Ray)",
-               "remote_worker_envs (sub-envs as Ray actors) is an old-stack feature", TEST),
-    Difference("tests/rllib/test_single_agent_env_runner.py::test_env_context",
-               "the \"Swimmer-v4\" parts left out; env_runner.env.env.get_attr reads "
-               "env_runner.env.get_attr",
-               "MuJoCo is not installed here; RLlib wraps the vector env once more in "
-               "DictInfoToList (here env_runner.env is the vector env)", TEST),
-    Difference("tests/rllib/test_single_agent_env_runner.py::test_vectorize_mode",
-               "env_runner.env.env reads env_runner.env",
-               "RLlib wraps the vector env once more in DictInfoToList (here env_runner.env "
-               "is the vector env)", TEST),
-    Difference("tests/rllib/test_env_runner_failures.py::the multi-agent cases",
-               "left out (3 cases, and the multi-agent half of the sub-env crash case)",
-               "no multi-agent envs here", TEST),
-    Difference("tests/rllib/test_env_runner_failures.py::the IMPALA and SAC cases",
-               "left out (3 cases)", "those algorithms do not exist here", TEST),
-    Difference("tests/rllib/test_env_runner_failures.py::"
-               "test_eval_env_runners_on_infinite_episodes", "left out",
-               "it sets api_stack(...=False), which now runs the new stack; its evaluation "
-               "round on never-ending episodes times out and the timed-out runner's restart "
-               "did not finish within the test's wait on a loaded 2-core machine", TEST),
-    Difference("tests/rllib/test_env_runner_failures.py::time.sleep(15.0)",
-               "1 s before restore_env_runners()",
-               "a failed runner is restarted within the train() that saw it fail", TEST),
-    Difference("tests/rllib/test_metrics_logger.py::test_edge_cases",
-               "a strict xfail: its last check expects a leaf EMA to be NaN after reduce()",
-               "RLlib 2.60's own EmaStats keeps a leaf's EMA after reduce() (it fails this "
-               "check too); this project follows the class", TEST),
-    Difference("tests/rllib/test_stats.py::test_peek_and_reduce[EmaStats]",
-               "a strict xfail (2 cases)",
-               "the same leaf-EMA check as test_metrics_logger.py::test_edge_cases", TEST),
-    Difference("tests/rllib/test_stats.py::torch halves",
-               "the torch-tensor halves of two tests skip themselves",
-               "there is no torch here (as on RLlib's CI without torch)", TEST),
-    Difference("tests/rllib/test_metrics_logger.py::@ray.remote actors",
-               "named objects (from trainer import named_objects as ray)",
-               "there is no Ray cluster in the default backend", TEST),
-    Difference("tests/rllib/test_algorithm.py::multi-agent module and old-stack policy cases, "
-               "BC (offline data)", "left out",
-               f"{_MULTI_AGENT}; {_OLD_STACK}; {_OFFLINE}", TEST),
-    Difference("tests/rllib/test_algorithm.py::test_space_inference_from_remote_workers",
-               "left out",
-               "it asserts one build is faster than another; here the spaces come with the "
-               "workers' start-up reply, so all three take the same time", TEST),
+    Difference(
+        "tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
+        "left out",
+        "no multi-agent envs here",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
+        "left out",
+        "it needs Ray Tune's Tuner",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_callbacks_on_algorithm.py::test_on_env_runners_recreated_callback",
+        "left out",
+        "its env crashes on its first step (p_crash=1.0) and RLlib restarts such a "
+        "runner up to 1000 times; here a runner that fails 3 times in a row without one "
+        "env step in between is not restarted again unless max_num_env_runner_restarts "
+        "was set explicitly (on_env_runners_recreated is tested in "
+        "tests/test_fault_tolerance.py)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_callbacks_old_api_stack.py::"
+        "test_on_sub_environment_created_with_remote_envs",
+        "left out",
+        "remote_worker_envs makes sub-envs Ray actors (old stack)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_callbacks_old_api_stack.py::PGConfig",
+        "runs as PPOConfig",
+        "PGConfig was removed from RLlib",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_single_agent_env_runner.py::test_distributed_env_runner",
+        "its remote_worker_envs=True round steps the sub-envs in the actor like the "
+        "other round (a register_env name travels inside the pickled config, as "
+        "RLlib's registry does through Ray)",
+        "remote_worker_envs (sub-envs as Ray actors) is an old-stack feature",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_single_agent_env_runner.py::test_env_context",
+        'the "Swimmer-v4" parts left out; env_runner.env.env.get_attr reads '
+        "env_runner.env.get_attr",
+        "MuJoCo is not installed here; RLlib wraps the vector env once more in "
+        "DictInfoToList (here env_runner.env is the vector env)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_single_agent_env_runner.py::test_vectorize_mode",
+        "env_runner.env.env reads env_runner.env",
+        "RLlib wraps the vector env once more in DictInfoToList (here env_runner.env "
+        "is the vector env)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_env_runner_failures.py::the multi-agent cases",
+        "left out (3 cases, and the multi-agent half of the sub-env crash case)",
+        "no multi-agent envs here",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_env_runner_failures.py::the IMPALA and SAC cases",
+        "left out (3 cases)",
+        "those algorithms do not exist here",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_env_runner_failures.py::test_eval_env_runners_on_infinite_episodes",
+        "left out",
+        "it sets api_stack(...=False), which now runs the new stack; its evaluation "
+        "round on never-ending episodes times out and the timed-out runner's restart "
+        "did not finish within the test's wait on a loaded 2-core machine",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_env_runner_failures.py::time.sleep(15.0)",
+        "1 s before restore_env_runners()",
+        "a failed runner is restarted within the train() that saw it fail",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_metrics_logger.py::test_edge_cases",
+        "a strict xfail: its last check expects a leaf EMA to be NaN after reduce()",
+        "RLlib 2.60's own EmaStats keeps a leaf's EMA after reduce() (it fails this "
+        "check too); this project follows the class",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_stats.py::test_peek_and_reduce[EmaStats]",
+        "a strict xfail (2 cases)",
+        "the same leaf-EMA check as test_metrics_logger.py::test_edge_cases",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_stats.py::torch halves",
+        "the torch-tensor halves of two tests skip themselves",
+        "there is no torch here (as on RLlib's CI without torch)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_metrics_logger.py::@ray.remote actors",
+        "named objects (from trainer import named_objects as ray)",
+        "there is no Ray cluster in the default backend",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_algorithm.py::multi-agent module and old-stack policy cases, "
+        "BC (offline data)",
+        "left out",
+        f"{_MULTI_AGENT}; {_OLD_STACK}; {_OFFLINE}",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_algorithm.py::test_space_inference_from_remote_workers",
+        "left out",
+        "it asserts one build is faster than another; here the spaces come with the "
+        "workers' start-up reply, so all three take the same time",
+        TEST,
+    ),
     # -- behaviour ----------------------------------------------------------------------------
-    Difference("MeanStdFilter (merging the EnvRunners' statistics)",
-               "each sampling round's new observations of every EnvRunner are merged into the "
-               "filter's running mean and std exactly, then broadcast "
-               "(tests/test_connectors.py::test_mean_std_filter_merges_runner_statistics_and_"
-               "syncs_them)",
-               "RLlib 2.60 merges from bookkeeping fields that its own broadcast resets every "
-               "iteration: run with 2 EnvRunners of 260 observations each, its filter's mean "
-               "drifts towards 0 and its std grows (mean -2627, -413, -18 and std 858, 2051, "
-               "2777 at iterations 1, 10, 500 on lopsided Pendulum observations)", BEHAVIOUR),
+    Difference(
+        "MeanStdFilter (merging the EnvRunners' statistics)",
+        "each sampling round's new observations of every EnvRunner are merged into the "
+        "filter's running mean and std exactly, then broadcast "
+        "(tests/test_connectors.py::test_mean_std_filter_merges_runner_statistics_and_"
+        "syncs_them)",
+        "RLlib 2.60 merges from bookkeeping fields that its own broadcast resets every "
+        "iteration: run with 2 EnvRunners of 260 observations each, its filter's mean "
+        "drifts towards 0 and its std grows (mean -2627, -413, -18 and std 858, 2051, "
+        "2777 at iterations 1, 10, 500 on lopsided Pendulum observations)",
+        BEHAVIOUR,
+    ),
 )
 
 
@@ -330,21 +543,35 @@ def render() -> str:
     ]
     for group in dict.fromkeys(_group(d.rllib) for d in api):
         lines += [f"### {group}", "", "| RLlib | here | why |", "|---|---|---|"]
-        lines += [f"| `{_cell(d.rllib)}` | {_cell(d.here)} | {_cell(d.why)} |"
-                  for d in api if _group(d.rllib) == group]
+        lines += [
+            f"| `{_cell(d.rllib)}` | {_cell(d.here)} | {_cell(d.why)} |"
+            for d in api
+            if _group(d.rllib) == group
+        ]
         lines.append("")
-    lines += [f"## RLlib's tests left out of `tests/rllib/` ({len(tests)})", "",
-              "`tests/rllib/` runs RLlib's own test files with only their imports changed; "
-              "each file's header names any other change. These cases are left out or "
-              "changed:", "",
-              "| RLlib test | here | why |", "|---|---|---|"]
+    lines += [
+        f"## RLlib's tests left out of `tests/rllib/` ({len(tests)})",
+        "",
+        "`tests/rllib/` runs RLlib's own test files with only their imports changed; "
+        "each file's header names any other change. These cases are left out or "
+        "changed:",
+        "",
+        "| RLlib test | here | why |",
+        "|---|---|---|",
+    ]
     for d in tests:
         file, _, case = d.rllib.partition("::")
         lines.append(f"| `{_cell(file)}`: {_cell(case)} | {_cell(d.here)} | {_cell(d.why)} |")
-    lines += ["", f"## Behaviour ({len(behaviour)})", "",
-              "Names that exist here with RLlib's signature and compute something else on "
-              "purpose; each names the test that shows what happens here.", "",
-              "| RLlib | here | why |", "|---|---|---|"]
+    lines += [
+        "",
+        f"## Behaviour ({len(behaviour)})",
+        "",
+        "Names that exist here with RLlib's signature and compute something else on "
+        "purpose; each names the test that shows what happens here.",
+        "",
+        "| RLlib | here | why |",
+        "|---|---|---|",
+    ]
     lines += [f"| {_cell(d.rllib)} | {_cell(d.here)} | {_cell(d.why)} |" for d in behaviour]
     return "\n".join(lines) + "\n"
 

@@ -81,15 +81,17 @@ class _MovedModuleLoader(importlib.abc.Loader):
 class MovedModuleFinder(importlib.abc.MetaPathFinder):
     """Finds an old module path of `MOVED_MODULES` and loads the module from its new place."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         new_name = MOVED_MODULES.get(fullname)
         if new_name is None:
             return None
         if fullname not in _warned:
             _warned.add(fullname)
-            logger.warning("DeprecationWarning: %s moved to %s; import it from there",
-                           fullname, new_name)
+            logger.warning(
+                "DeprecationWarning: %s moved to %s; import it from there", fullname, new_name
+            )
         return importlib.util.spec_from_loader(fullname, _MovedModuleLoader(new_name))
 
 

@@ -48,8 +48,12 @@ DICT_SPELLINGS = {"lambda": "lambda_", "framework": "framework_str"}
 #: Old keys about Ray's cluster resources: they mean nothing on one machine (warned, ignored).
 #: (Current names such as `num_cpus_per_env_runner` are RLlib settings without effect here, see
 #: `trainer.compat.rllib_settings`.)
-CLUSTER_ONLY_KEYS = ("num_cpus_per_worker", "num_gpus_per_worker", "num_cpus_for_driver",
-                     "create_env_on_driver")
+CLUSTER_ONLY_KEYS = (
+    "num_cpus_per_worker",
+    "num_gpus_per_worker",
+    "num_cpus_for_driver",
+    "create_env_on_driver",
+)
 
 
 def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:
@@ -63,9 +67,10 @@ def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:
         elif key in DICT_SPELLINGS:
             key = DICT_SPELLINGS[key]
         elif key in CLUSTER_ONLY_KEYS:
-            warn_once(f'config key "{key}" (Ray cluster resources)',
-                      "nothing: every EnvRunner is one process on this machine; the key is "
-                      "ignored")
+            warn_once(
+                f'config key "{key}" (Ray cluster resources)',
+                "nothing: every EnvRunner is one process on this machine; the key is ignored",
+            )
             continue
         result[key] = value
     return result
@@ -83,8 +88,9 @@ OLD_RESULT_KEYS = {
     "custom_metrics": (ENV_RUNNER_RESULTS, "custom_metrics"),
 }
 #: The same inside `result["env_runners"]` (RLlib's old stack had them there too).
-OLD_ENV_RUNNER_KEYS = {old: path[1:] for old, path in OLD_RESULT_KEYS.items()
-                       if path[0] == "env_runners"}
+OLD_ENV_RUNNER_KEYS = {
+    old: path[1:] for old, path in OLD_RESULT_KEYS.items() if path[0] == "env_runners"
+}
 
 
 class ResultDict(dict):
@@ -144,7 +150,8 @@ def with_old_result_keys(result: dict) -> ResultDict:
             # Logged one list per episode (kept whole when runners merge): joined here.
             env_runners["hist_stats"] = {
                 key: [v for item in values for v in (item if isinstance(item, list) else [item])]
-                for key, values in hist_stats.items()}
+                for key, values in hist_stats.items()
+            }
     return result
 
 
@@ -180,15 +187,17 @@ class OldEpisodeAPI:
 
     @property
     def custom_metrics(self) -> dict:
-        warn_once("episode.custom_metrics",
-                  "metrics_logger.log_value(key, value) in on_episode_end")
+        warn_once(
+            "episode.custom_metrics", "metrics_logger.log_value(key, value) in on_episode_end"
+        )
         return self._old_dicts()["custom_metrics"]
 
     @property
     def hist_data(self) -> dict:
-        warn_once("episode.hist_data",
-                  "metrics_logger.log_value(key, value, reduce='item_series') in "
-                  "on_episode_end")
+        warn_once(
+            "episode.hist_data",
+            "metrics_logger.log_value(key, value, reduce='item_series') in on_episode_end",
+        )
         return self._old_dicts()["hist_data"]
 
     @property

@@ -33,8 +33,7 @@ logger = logging.getLogger("trainer")
 OLD_ARGUMENTS = {"worker": "env_runner", "base_env": "env", "policies": "rl_module"}
 #: Old events of RLlib's old API stack that nothing here fires, and what to use instead.
 NEVER_CALLED = {
-    "on_create_policy": "nothing: there are no Policy objects (the RLModule is "
-                        "env_runner.module)",
+    "on_create_policy": "nothing: there are no Policy objects (the RLModule is env_runner.module)",
     "on_postprocess_trajectory": "on_episode_end (edit the episode) or on_sample_end",
     "on_learn_on_batch": "on_sample_end (the samples) or on_train_result (the results)",
 }
@@ -67,8 +66,9 @@ def adapt_old_arguments(name: str, fn: Callable) -> Callable:
     old = _old_arguments_of(fn)
     if not old:
         return fn
-    warn_once(f"{name}({', '.join(a + '=' for a in old)})",
-              ", ".join(OLD_ARGUMENTS[a] + "=" for a in old))
+    warn_once(
+        f"{name}({', '.join(a + '=' for a in old)})", ", ".join(OLD_ARGUMENTS[a] + "=" for a in old)
+    )
 
     def with_old_arguments(**kwargs: Any) -> Any:
         if "worker" in old:
@@ -83,8 +83,9 @@ def adapt_old_arguments(name: str, fn: Callable) -> Callable:
     return with_old_arguments
 
 
-def old_event_handlers(instance: Any, event: str, *, on_algorithm_side: bool
-                       ) -> list[tuple[str, Callable]]:
+def old_event_handlers(
+    instance: Any, event: str, *, on_algorithm_side: bool
+) -> list[tuple[str, Callable]]:
     """Handlers for `event` that come from an old event name of `instance`'s class."""
     name = type(instance).__qualname__
     if event == "on_env_runners_recreated":
@@ -92,13 +93,27 @@ def old_event_handlers(instance: Any, event: str, *, on_algorithm_side: bool
         if method is None:
             return []
         if on_algorithm_side:  # the event fires there only
-            warn_once(f"{name}.on_workers_recreated(worker_set=, worker_ids=)",
-                      "on_env_runners_recreated(env_runner_group=, env_runner_indices=)")
+            warn_once(
+                f"{name}.on_workers_recreated(worker_set=, worker_ids=)",
+                "on_env_runners_recreated(env_runner_group=, env_runner_indices=)",
+            )
 
-        def recreated(*, algorithm: Any, env_runner_group: Any, env_runner_indices: list[int],
-                      is_evaluation: bool, **kwargs: Any) -> None:
-            method(algorithm=algorithm, worker_set=env_runner_group,
-                   worker_ids=env_runner_indices, is_evaluation=is_evaluation, **kwargs)
+        def recreated(
+            *,
+            algorithm: Any,
+            env_runner_group: Any,
+            env_runner_indices: list[int],
+            is_evaluation: bool,
+            **kwargs: Any,
+        ) -> None:
+            method(
+                algorithm=algorithm,
+                worker_set=env_runner_group,
+                worker_ids=env_runner_indices,
+                is_evaluation=is_evaluation,
+                **kwargs,
+            )
+
         return [(f"{name}.on_workers_recreated", recreated)]
     return []
 

@@ -52,6 +52,7 @@ class OldAlgorithmNames:
 
 class OldConfigNames:
     if TYPE_CHECKING:  # what the mixin uses of `AlgorithmConfig`
+
         def env_runners(self, **kwargs: Any) -> Any: ...
 
     def rollouts(self, **kwargs: Any) -> Any:
@@ -65,20 +66,27 @@ class OldEnvRunnerGroupNames:
     if TYPE_CHECKING:  # what the mixin uses of `EnvRunnerGroup`
         local_env_runner: EnvRunner | None
 
-        def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
-                               remote_worker_ids: list[int] | None = None,
-                               timeout_seconds: float | None = None,
-                               kwargs: dict | None = None, healthy_only: bool = True,
-                               return_obj_refs: bool = False, mark_healthy: bool = False
-                               ) -> list: ...
+        def foreach_env_runner(
+            self,
+            func: Callable | str,
+            *,
+            local_env_runner: bool = True,
+            remote_worker_ids: list[int] | None = None,
+            timeout_seconds: float | None = None,
+            kwargs: dict | None = None,
+            healthy_only: bool = True,
+            return_obj_refs: bool = False,
+            mark_healthy: bool = False,
+        ) -> list: ...
 
     def local_worker(self) -> Any:
         """RLlib's older name of `local_env_runner` (a method there)."""
         warn_once("env_runner_group.local_worker()", "env_runner_group.local_env_runner")
         return self.local_env_runner
 
-    def foreach_worker(self, func: Callable | str, *, local_worker: bool = True,
-                       **kwargs: Any) -> list:
+    def foreach_worker(
+        self, func: Callable | str, *, local_worker: bool = True, **kwargs: Any
+    ) -> list:
         """RLlib's older name of `foreach_env_runner` (`local_worker` is `local_env_runner`)."""
         warn_once("env_runner_group.foreach_worker(...)", "foreach_env_runner(...)")
         return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
@@ -87,6 +95,7 @@ class OldEnvRunnerGroupNames:
 def old_worker_callbacks(instances: list) -> Any:
     """What the old stack's `worker.callbacks` gave (`EnvRunner.callbacks`), from the callback
     objects of this process: the one object, or a list when several classes are configured."""
-    warn_once("env_runner.callbacks", "a callback's own state, reached through the events' "
-              "arguments")
+    warn_once(
+        "env_runner.callbacks", "a callback's own state, reached through the events' arguments"
+    )
     return instances[0] if len(instances) == 1 else list(instances)

@@ -84,9 +84,11 @@ _TF = "the learner is numpy here, not TensorFlow"
 _TORCH = "the learner is numpy here, not torch"
 _ONE_LEARNER = "there is one learner, in the main process"
 _OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
-_TUNE = "Tune's loggers are not used here; results go to the train() result dict (and the " \
-        "command line's run folder)"
-_MULTI_AGENT = "multi-agent training is not supported here; use one policy (\"default_policy\")"
+_TUNE = (
+    "Tune's loggers are not used here; results go to the train() result dict (and the "
+    "command line's run folder)"
+)
+_MULTI_AGENT = 'multi-agent training is not supported here; use one policy ("default_policy")'
 _OFFLINE = "offline RL (reading or writing recorded data with Ray Data) is not supported here"
 _OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
 _NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
@@ -94,19 +96,29 @@ _DISTRIBUTIONAL = "distributional DQN (num_atoms > 1) is not implemented here"
 _NO_RNN = "there are no recurrent (stateful) modules here"
 _OLD_SCHEDULE = "an old-API-stack schedule; RLlib's new stack (and this trainer) ignore it"
 #: RLlib's TensorFlow session defaults (`framework(tf_session_args=...)`).
-_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 2, "inter_op_parallelism_threads": 2,
-                    "gpu_options": {"allow_growth": True}, "log_device_placement": False,
-                    "device_count": {"CPU": 1}, "allow_soft_placement": True}
+_TF_SESSION_ARGS = {
+    "intra_op_parallelism_threads": 2,
+    "inter_op_parallelism_threads": 2,
+    "gpu_options": {"allow_growth": True},
+    "log_device_placement": False,
+    "device_count": {"CPU": 1},
+    "allow_soft_placement": True,
+}
 _LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_parallelism_threads": 8}
 
 #: Shared by `learners()` and `training()`, which both take them in RLlib.
-_LEARNER_CLASS = Unsupported(None, "custom Learner classes (torch) are not supported here; the "
-                                   "numpy learners of PPO and DQN run", capability=TORCH)
-_LEARNER_CONNECTOR = Unsupported(None, "learner connectors are not supported here",
-                                 capability=LEARNER_CONNECTORS)
+_LEARNER_CLASS = Unsupported(
+    None,
+    "custom Learner classes (torch) are not supported here; the numpy learners of PPO and DQN run",
+    capability=TORCH,
+)
+_LEARNER_CONNECTOR = Unsupported(
+    None, "learner connectors are not supported here", capability=LEARNER_CONNECTORS
+)
 _LEARNER_DEFAULT_PIECES = Unsupported(True, "the learner's default pieces always run here")
-_LEARNER_CONFIG_DICT = NoEffect({}, "custom Learner classes are not supported here",
-                                fine=_is_none_or_empty)
+_LEARNER_CONFIG_DICT = NoEffect(
+    {}, "custom Learner classes are not supported here", fine=_is_none_or_empty
+)
 _AGGREGATORS = NoEffect(0, _ONE_LEARNER)
 _AGGREGATOR_REQUESTS = NoEffect(3, _ONE_LEARNER, fine=lambda v: True)
 _LOCAL_GPU_IDX = NoEffect(0, _GPU)
@@ -114,17 +126,26 @@ _LOCAL_GPU_IDX = NoEffect(0, _GPU)
 #: builder method -> {setting: NoEffect | Unsupported}
 RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     "environment": {
-        "render_env": NoEffect(False, "EnvRunners do not render here; record episodes with "
-                                      "`python -m trainer evaluate CHECKPOINT --video out.gif`"),
+        "render_env": NoEffect(
+            False,
+            "EnvRunners do not render here; record episodes with "
+            "`python -m trainer evaluate CHECKPOINT --video out.gif`",
+        ),
         "clip_rewards": Unsupported(
-            None, "clip rewards in the env creator, for example with "
-                  "gymnasium.wrappers.ClipReward(env, -1, 1) (None and False are accepted)",
-            fine=lambda v: v is None or v is False),
-        "disable_env_checking": NoEffect(False, "RLlib's env checker does not run here",
-                                         fine=lambda v: isinstance(v, bool)),
-        "is_atari": NoEffect(None, "no Atari preprocessing is built in here; wrap the env "
-                                   "with gymnasium's AtariPreprocessing yourself",
-                             fine=lambda v: not v),
+            None,
+            "clip rewards in the env creator, for example with "
+            "gymnasium.wrappers.ClipReward(env, -1, 1) (None and False are accepted)",
+            fine=lambda v: v is None or v is False,
+        ),
+        "disable_env_checking": NoEffect(
+            False, "RLlib's env checker does not run here", fine=lambda v: isinstance(v, bool)
+        ),
+        "is_atari": NoEffect(
+            None,
+            "no Atari preprocessing is built in here; wrap the env "
+            "with gymnasium's AtariPreprocessing yourself",
+            fine=lambda v: not v,
+        ),
         "action_mask_key": NoEffect("action_mask", "action masking is not built in here"),
     },
     "env_runners": {
@@ -132,35 +153,47 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "num_gpus_per_env_runner": NoEffect(0, _RAY),
         "custom_resources_per_env_runner": NoEffect({}, _RAY, fine=_is_none_or_empty),
         "create_local_env_runner": NoEffect(
-            True, "the local EnvRunner always exists here: it holds the weights a restarted "
-                  "runner is synced from (it has envs only with create_env_on_local_worker)"),
+            True,
+            "the local EnvRunner always exists here: it holds the weights a restarted "
+            "runner is synced from (it has envs only with create_env_on_local_worker)",
+        ),
         "max_requests_in_flight_per_env_runner": NoEffect(
-            1, "it limits only EnvRunnerGroup.foreach_env_runner_async's requests per "
-               "EnvRunner here; PPO and DQN sample with one request per EnvRunner at a time",
-            fine=lambda v: isinstance(v, int) and v >= 1),
+            1,
+            "it limits only EnvRunnerGroup.foreach_env_runner_async's requests per "
+            "EnvRunner here; PPO and DQN sample with one request per EnvRunner at a time",
+            fine=lambda v: isinstance(v, int) and v >= 1,
+        ),
         "module_to_env_connector": Unsupported(
-            None, "module-to-env connectors are not supported here; transform actions in a "
-                  "gymnasium ActionWrapper in the env creator"),
+            None,
+            "module-to-env connectors are not supported here; transform actions in a "
+            "gymnasium ActionWrapper in the env creator",
+        ),
         "add_default_connectors_to_env_to_module_pipeline": Unsupported(
-            True, "the default pieces (batching, observation preprocessing) always run here"),
+            True, "the default pieces (batching, observation preprocessing) always run here"
+        ),
         "add_default_connectors_to_module_to_env_pipeline": Unsupported(
-            True, "the default pieces (sampling, action unsquashing) always run here"),
+            True, "the default pieces (sampling, action unsquashing) always run here"
+        ),
         "episode_lookback_horizon": NoEffect(
-            1, "the EnvRunner cuts episode chunks without a lookback buffer; env-to-module "
-               "connectors keep what they need across chunks in episode.connector_data",
-            fine=lambda v: isinstance(v, int) and v >= 1),
+            1,
+            "the EnvRunner cuts episode chunks without a lookback buffer; env-to-module "
+            "connectors keep what they need across chunks in episode.connector_data",
+            fine=lambda v: isinstance(v, int) and v >= 1,
+        ),
         "merge_env_runner_states": NoEffect("training_only", "", fine=lambda v: True),
         "broadcast_env_runner_states": NoEffect(True, "", fine=lambda v: True),
         "use_worker_filter_stats": NoEffect(True, "", fine=lambda v: True),
         "update_worker_filter_stats": NoEffect(True, "", fine=lambda v: True),
-        "compress_observations": NoEffect(False, "observations travel uncompressed between "
-                                                 "local processes"),
+        "compress_observations": NoEffect(
+            False, "observations travel uncompressed between local processes"
+        ),
         "episodes_to_numpy": NoEffect(True, "episodes always come back as numpy here"),
         "sample_collector": NoEffect(None, _OLD_STACK, fine=lambda v: True),
         "enable_connectors": NoEffect(True, _OLD_STACK, fine=lambda v: True),
         "remote_worker_envs": NoEffect(False, _OLD_STACK),
         "use_env_runner_state_server": NoEffect(
-            False, "EnvRunner states (connector filters) are merged by the main process here"),
+            False, "EnvRunner states (connector filters) are merged by the main process here"
+        ),
         "env_runner_state_server_max_concurrency": NoEffect(16, _RAY, fine=lambda v: True),
         "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
         "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
@@ -182,8 +215,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "learner_config_dict": _LEARNER_CONFIG_DICT,
     },
     "training": {
-        "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER,
-                                                              fine=lambda v: True),
+        "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER, fine=lambda v: True),
         "learner_class": _LEARNER_CLASS,
         "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
@@ -192,17 +224,24 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
     },
     "evaluation": {
-        "off_policy_estimation_methods": NoEffect({}, "off-policy estimation is for offline "
-                                                      "RL, which is not supported here",
-                                                  fine=_is_none_or_empty),
-        "ope_split_batch_by_episode": NoEffect(True, "off-policy estimation is not supported "
-                                                     "here", fine=lambda v: True),
+        "off_policy_estimation_methods": NoEffect(
+            {},
+            "off-policy estimation is for offline RL, which is not supported here",
+            fine=_is_none_or_empty,
+        ),
+        "ope_split_batch_by_episode": NoEffect(
+            True, "off-policy estimation is not supported here", fine=lambda v: True
+        ),
         "evaluation_unhealthy_workers_timeout_s": NoEffect(
-            0.0, "a failed evaluation runner is restarted within the round that saw it fail "
-                 "(fault_tolerance() settings)"),
+            0.0,
+            "a failed evaluation runner is restarted within the round that saw it fail "
+            "(fault_tolerance() settings)",
+        ),
         "evaluation_error_after_n_consecutive_skips": NoEffect(
-            None, "evaluation rounds are never skipped here: a round without healthy runners "
-                  "follows fault_tolerance()"),
+            None,
+            "evaluation rounds are never skipped here: a round without healthy runners "
+            "follows fault_tolerance()",
+        ),
         "offline_evaluation_interval": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
         "num_offline_eval_runners": Unsupported(0, _OFFLINE_EVAL, capability=OFFLINE),
         "offline_evaluation_type": NoEffect("eval_loss", _OFFLINE_EVAL),
@@ -213,8 +252,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "offline_eval_rl_module_inference_only": NoEffect(False, _OFFLINE_EVAL),
         "num_cpus_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
         "num_gpus_per_offline_eval_runner": NoEffect(0, _OFFLINE_EVAL),
-        "custom_resources_per_offline_eval_runner": NoEffect({}, _OFFLINE_EVAL,
-                                                             fine=_is_none_or_empty),
+        "custom_resources_per_offline_eval_runner": NoEffect(
+            {}, _OFFLINE_EVAL, fine=_is_none_or_empty
+        ),
         "offline_evaluation_timeout_s": NoEffect(120.0, _OFFLINE_EVAL),
         "max_requests_in_flight_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
         "broadcast_offline_eval_runner_states": NoEffect(False, _OFFLINE_EVAL),
@@ -253,9 +293,12 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "actions_in_input_normalized": NoEffect(False, _OFFLINE),
         "postprocess_inputs": NoEffect(False, _OFFLINE),
         "shuffle_buffer_size": NoEffect(0, _OFFLINE),
-        "output": Unsupported(None, "writing sampled episodes to files is not supported here; "
-                                    "record them in on_episode_end or on_sample_end",
-                              capability=OFFLINE),
+        "output": Unsupported(
+            None,
+            "writing sampled episodes to files is not supported here; "
+            "record them in on_episode_end or on_sample_end",
+            capability=OFFLINE,
+        ),
         "output_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "output_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
         "output_max_file_size": NoEffect(64 * 1024 * 1024, _OFFLINE),
@@ -275,43 +318,56 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
     "fault_tolerance": {
         "num_consecutive_env_runner_failures_tolerance": NoEffect(
-            100, "a runner failing with the same error 3 times in a row before it completes a "
-                 "sample is not restarted again (a crash loop); otherwise max_num_env_runner_"
-                 "restarts applies", fine=lambda v: True),
+            100,
+            "a runner failing with the same error 3 times in a row before it completes a "
+            "sample is not restarted again (a crash loop); otherwise max_num_env_runner_"
+            "restarts applies",
+            fine=lambda v: True,
+        ),
     },
     "debugging": {
         "logger_creator": NoEffect(None, _TUNE),
         "logger_config": NoEffect(None, _TUNE),
-        "log_sys_usage": NoEffect(True, "system usage is not logged into results here",
-                                  fine=lambda v: True),
+        "log_sys_usage": NoEffect(
+            True, "system usage is not logged into results here", fine=lambda v: True
+        ),
         "fake_sampler": Unsupported(False, "a fake sampler is not supported here"),
         "_run_training_always_in_thread": NoEffect(
-            False, "training steps run in the main thread here"),
+            False, "training steps run in the main thread here"
+        ),
     },
     "reporting": {
         "keep_per_episode_custom_metrics": NoEffect(False, _OLD_STACK, fine=lambda v: True),
         "metrics_episode_collection_timeout_s": NoEffect(
-            60.0, "metrics come back with every sample here", fine=lambda v: True),
-        "log_gradients": NoEffect(False, "gradient norms are always in the learner results "
-                                        "here", fine=lambda v: True),
+            60.0, "metrics come back with every sample here", fine=lambda v: True
+        ),
+        "log_gradients": NoEffect(
+            False, "gradient norms are always in the learner results here", fine=lambda v: True
+        ),
     },
     "checkpointing": {
-        "export_native_model_files": NoEffect(False, "there are no torch or TF model files "
-                                                     "here: weights are in the checkpoint's "
-                                                     "msgpack state"),
-        "checkpoint_trainable_policies_only": NoEffect(False, "there is one policy, always "
-                                                              "checkpointed",
-                                                       fine=lambda v: True),
+        "export_native_model_files": NoEffect(
+            False,
+            "there are no torch or TF model files "
+            "here: weights are in the checkpoint's "
+            "msgpack state",
+        ),
+        "checkpoint_trainable_policies_only": NoEffect(
+            False, "there is one policy, always checkpointed", fine=lambda v: True
+        ),
     },
     "rl_module": {
         # Taken by `AlgorithmConfig.rl_module()` itself: an RLModuleSpec of the default module.
-        "rl_module_spec": Unsupported(None, "pass an RLModuleSpec without a module_class to "
-                                            "rl_module(rl_module_spec=...); custom RLModules "
-                                            "(torch) are not supported yet",
-                                      capability=TORCH),
-        "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
-                                                             fine=_is_none_or_empty,
-                                                             capability=MULTI_AGENT),
+        "rl_module_spec": Unsupported(
+            None,
+            "pass an RLModuleSpec without a module_class to "
+            "rl_module(rl_module_spec=...); custom RLModules "
+            "(torch) are not supported yet",
+            capability=TORCH,
+        ),
+        "algorithm_config_overrides_per_module": Unsupported(
+            {}, _MULTI_AGENT, fine=_is_none_or_empty, capability=MULTI_AGENT
+        ),
     },
     "resources": {
         "num_gpus": NoEffect(0, _GPU),
@@ -344,22 +400,27 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "torch_skip_nan_gradients": NoEffect(False, _TORCH),
     },
     "multi_agent": {
-        "policies": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies,
-                                capability=MULTI_AGENT),
-        "policy_mapping_fn": NoEffect(None, "with one policy every agent maps to it",
-                                      fine=lambda v: True),
-        "policies_to_train": Unsupported(None, _MULTI_AGENT, fine=_single_agent_policies,
-                                capability=MULTI_AGENT),
+        "policies": Unsupported(
+            None, _MULTI_AGENT, fine=_single_agent_policies, capability=MULTI_AGENT
+        ),
+        "policy_mapping_fn": NoEffect(
+            None, "with one policy every agent maps to it", fine=lambda v: True
+        ),
+        "policies_to_train": Unsupported(
+            None, _MULTI_AGENT, fine=_single_agent_policies, capability=MULTI_AGENT
+        ),
         "policy_map_capacity": NoEffect(100, "there is one policy", fine=lambda v: True),
-        "policy_states_are_swappable": NoEffect(False, "there is one policy",
-                                                fine=lambda v: True),
+        "policy_states_are_swappable": NoEffect(False, "there is one policy", fine=lambda v: True),
         "observation_fn": Unsupported(None, _MULTI_AGENT, capability=MULTI_AGENT),
-        "count_steps_by": Unsupported("env_steps", _MULTI_AGENT,
-                                      fine=lambda v: v in ("env_steps", "agent_steps"),
-                                      capability=MULTI_AGENT),
-        "algorithm_config_overrides_per_module": Unsupported({}, _MULTI_AGENT,
-                                                             fine=_is_none_or_empty,
-                                                             capability=MULTI_AGENT),
+        "count_steps_by": Unsupported(
+            "env_steps",
+            _MULTI_AGENT,
+            fine=lambda v: v in ("env_steps", "agent_steps"),
+            capability=MULTI_AGENT,
+        ),
+        "algorithm_config_overrides_per_module": Unsupported(
+            {}, _MULTI_AGENT, fine=_is_none_or_empty, capability=MULTI_AGENT
+        ),
     },
     "experimental": {
         "_torch_grad_scaler_class": NoEffect(None, _TORCH),
@@ -367,12 +428,15 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "_tf_policy_handles_more_than_one_loss": NoEffect(False, _TF),
         "_disable_preprocessor_api": NoEffect(False, _OLD_STACK, fine=lambda v: True),
         "_disable_action_flattening": NoEffect(False, _OLD_STACK, fine=lambda v: True),
-        "_disable_initialize_loss_from_dummy_batch": NoEffect(False, _OLD_STACK,
-                                                              fine=lambda v: True),
-        "_validate_config": NoEffect(True, "the config is always validated here",
-                                     fine=lambda v: True),
-        "_use_msgpack_checkpoints": NoEffect(False, "checkpoints are always msgpack here",
-                                             fine=lambda v: True),
+        "_disable_initialize_loss_from_dummy_batch": NoEffect(
+            False, _OLD_STACK, fine=lambda v: True
+        ),
+        "_validate_config": NoEffect(
+            True, "the config is always validated here", fine=lambda v: True
+        ),
+        "_use_msgpack_checkpoints": NoEffect(
+            False, "checkpoints are always msgpack here", fine=lambda v: True
+        ),
     },
 }
 
@@ -384,26 +448,38 @@ ALGO_RLLIB_SETTINGS: dict[str, dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
             "entropy_coeff_schedule": NoEffect(None, _OLD_SCHEDULE),
-            "vf_share_layers": NoEffect(None, "RLlib 2.60 ignores it as well; share layers with "
-                                              "rl_module(model_config={\"vf_share_layers\": "
-                                              "True})", fine=lambda v: v is None),
+            "vf_share_layers": NoEffect(
+                None,
+                "RLlib 2.60 ignores it as well; share layers with "
+                'rl_module(model_config={"vf_share_layers": '
+                "True})",
+                fine=lambda v: v is None,
+            ),
         },
     },
     "DQN": {
         "training": {
             "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
-            "adam_epsilon": NoEffect(1e-8, "RLlib's new stack does not read it; Adam's eps is "
-                                           "training(optimizer={\"eps\": ...})"),
+            "adam_epsilon": NoEffect(
+                1e-8,
+                "RLlib's new stack does not read it; Adam's eps is "
+                'training(optimizer={"eps": ...})',
+            ),
             "num_atoms": Unsupported(1, _DISTRIBUTIONAL),
             "v_min": NoEffect(-10.0, _DISTRIBUTIONAL),
             "v_max": NoEffect(10.0, _DISTRIBUTIONAL),
             "categorical_distribution_temperature": NoEffect(1.0, _DISTRIBUTIONAL),
-            "noisy": Unsupported(False, "noisy networks are not implemented here; explore with "
-                                        "EpsilonGreedy (the default)"),
+            "noisy": Unsupported(
+                False,
+                "noisy networks are not implemented here; explore with EpsilonGreedy (the default)",
+            ),
             "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
-            "hiddens": NoEffect([256], "RLlib's new stack sizes DQN's heads with "
-                                       "rl_module(model_config={\"head_fcnet_hiddens\": ...}), "
-                                       "as this trainer does"),
+            "hiddens": NoEffect(
+                [256],
+                "RLlib's new stack sizes DQN's heads with "
+                'rl_module(model_config={"head_fcnet_hiddens": ...}), '
+                "as this trainer does",
+            ),
             "before_learn_on_batch": NoEffect(None, _OLD_STACK),
             "burn_in_len": NoEffect(0, _NO_RNN),
         },
@@ -430,17 +506,20 @@ def methods_of(rules: dict[str, dict[str, NoEffect | Unsupported]]) -> dict[str,
 METHOD_OF: dict[str, str] = methods_of(RLLIB_SETTINGS)
 
 
-def rule(name: str, rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS
-         ) -> NoEffect | Unsupported | None:
+def rule(
+    name: str, rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS
+) -> NoEffect | Unsupported | None:
     for table in rules.values():
         if name in table:
             return table[name]
     return None
 
 
-def warn_ignored(config_name: str, given: dict[str, Any],
-                 rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS
-                 ) -> list[str]:
+def warn_ignored(
+    config_name: str,
+    given: dict[str, Any],
+    rules: dict[str, dict[str, NoEffect | Unsupported]] = RLLIB_SETTINGS,
+) -> list[str]:
     """One `IgnoredSettingWarning` per `NoEffect` setting in `given` whose value does not match
     what runs here; returns the messages."""
     method_of = methods_of(rules)
@@ -448,8 +527,10 @@ def warn_ignored(config_name: str, given: dict[str, Any],
     for name, value in given.items():
         setting_rule = rule(name, rules)
         if isinstance(setting_rule, NoEffect) and not setting_rule.is_fine(value):
-            message = (f"{config_name}.{method_of[name]}({name}={value!r}) has no effect: "
-                       f"{setting_rule.why}")
+            message = (
+                f"{config_name}.{method_of[name]}({name}={value!r}) has no effect: "
+                f"{setting_rule.why}"
+            )
             messages.append(message)
             warnings.warn(message, IgnoredSettingWarning, stacklevel=3)
     return messages

@@ -80,8 +80,10 @@ def ray_root() -> Path:
     """The installed `ray` package's folder (found without importing it)."""
     spec = importlib.util.find_spec("ray")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("ray is not installed: pip install -e '.[test]' installs "
-                                  "ray==2.60.0, whose RLlib source the conformance test reads")
+        raise ModuleNotFoundError(
+            "ray is not installed: pip install -e '.[test]' installs "
+            "ray==2.60.0, whose RLlib source the conformance test reads"
+        )
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -115,8 +117,9 @@ class SourceIndex:
         """The parsed module (parsed once per index), or None outside `ray`."""
         if module not in self._parsed:
             path = self.module_path(module)
-            self._parsed[module] = None if path is None else ast.parse(path.read_text(),
-                                                                       filename=str(path))
+            self._parsed[module] = (
+                None if path is None else ast.parse(path.read_text(), filename=str(path))
+            )
         return self._parsed[module]
 
     def is_package(self, module: str) -> bool:
@@ -132,8 +135,9 @@ class SourceIndex:
             package = package.rsplit(".", 1)[0]
         return f"{package}.{node.module}" if node.module else package
 
-    def definition(self, module: str, name: str, _seen: frozenset = frozenset()
-                   ) -> tuple[str, ast.AST] | None:
+    def definition(
+        self, module: str, name: str, _seen: frozenset = frozenset()
+    ) -> tuple[str, ast.AST] | None:
         """(defining module, node) of top-level `name` as `module` sees it, following imports;
         None when it leads outside `ray` or nowhere."""
         if (module, name) in _seen:
@@ -144,8 +148,10 @@ class SourceIndex:
             return None
         found: tuple[str, ast.AST] | None = None
         for node in _top_level(tree):
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                    node.name == name:
+            if (
+                isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name == name
+            ):
                 found = (module, node)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and name in _targets(node):
                 found = (module, node)
@@ -155,8 +161,10 @@ class SourceIndex:
                         source = self.absolute(module, node)
                         resolved = self.definition(source, alias.name, _seen)
                         if resolved is None and self.module_path(f"{source}.{alias.name}"):
-                            resolved = (f"{source}.{alias.name}", ast.Module(body=[],
-                                                                             type_ignores=[]))
+                            resolved = (
+                                f"{source}.{alias.name}",
+                                ast.Module(body=[], type_ignores=[]),
+                            )
                         found = resolved or found
         return found
 
@@ -246,16 +254,25 @@ def _raising_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str
             continue
         # `if a != DEPRECATED_VALUE:` or `if a != DEPRECATED_VALUE or b != DEPRECATED_VALUE:`
         tests = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
-        names = [t.left.id for t in tests
-                 if isinstance(t, ast.Compare) and isinstance(t.left, ast.Name)
-                 and len(t.ops) == 1 and isinstance(t.ops[0], (ast.NotEq, ast.IsNot))]
+        names = [
+            t.left.id
+            for t in tests
+            if isinstance(t, ast.Compare)
+            and isinstance(t.left, ast.Name)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], (ast.NotEq, ast.IsNot))
+        ]
         if not names:
             continue
         for inner in (n for statement in node.body for n in ast.walk(statement)):
-            if isinstance(inner, ast.Call) and (_dotted(inner.func) or "").endswith(
-                    "deprecation_warning") and any(
-                    k.arg == "error" and isinstance(k.value, ast.Constant)
-                    and k.value.value is True for k in inner.keywords):
+            if (
+                isinstance(inner, ast.Call)
+                and (_dotted(inner.func) or "").endswith("deprecation_warning")
+                and any(
+                    k.arg == "error" and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in inner.keywords
+                )
+            ):
                 raising.update(names)
     return raising
 
@@ -273,8 +290,11 @@ def raises_when_called(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for dec in func.decorator_list:
         if isinstance(dec, ast.Call) and (_dotted(dec.func) or "").endswith("Deprecated"):
             for keyword in dec.keywords:
-                if keyword.arg == "error" and isinstance(keyword.value, ast.Constant) and \
-                        keyword.value.value is True:
+                if (
+                    keyword.arg == "error"
+                    and isinstance(keyword.value, ast.Constant)
+                    and keyword.value.value is True
+                ):
                     return True
     return False
 
@@ -286,16 +306,16 @@ class SurfaceReader:
         self.index = index or SourceIndex()
 
     # -- functions ---------------------------------------------------------------------------
-    def parameters(self, module: str, func: ast.FunctionDef | ast.AsyncFunctionDef, *,
-                   bound: bool) -> tuple:
+    def parameters(
+        self, module: str, func: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool
+    ) -> tuple:
         args = func.args
         positional = list(args.posonlyargs) + list(args.args)
         defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         pairs = list(zip(positional, defaults, strict=True))
         if bound and pairs:
             pairs = pairs[1:]  # self / cls
-        params = [self._parameter(module, arg.arg, "positional", default)
-                  for arg, default in pairs]
+        params = [self._parameter(module, arg.arg, "positional", default) for arg, default in pairs]
         if args.vararg:
             params.append(Parameter(args.vararg.arg, "var_positional", None))
         for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
@@ -303,11 +323,12 @@ class SurfaceReader:
         if args.kwarg:
             params.append(Parameter(args.kwarg.arg, "var_keyword", None))
         raising = _raising_parameters(func)
-        return tuple(dataclasses.replace(p, raises_when_given=True) if p.name in raising else p
-                     for p in params)
+        return tuple(
+            dataclasses.replace(p, raises_when_given=True) if p.name in raising else p
+            for p in params
+        )
 
-    def _parameter(self, module: str, name: str, kind: str, default: ast.AST | None
-                   ) -> Parameter:
+    def _parameter(self, module: str, name: str, kind: str, default: ast.AST | None) -> Parameter:
         if default is None:
             return Parameter(name, kind, None)
         return Parameter(name, kind, ast.unparse(default), self.index.literal(module, default))
@@ -341,11 +362,15 @@ class SurfaceReader:
         seen: dict[tuple[str, str], int] = {}
         for position, (mod, cls) in enumerate(order):
             seen[(mod, cls.name)] = position
-        return [(mod, cls) for position, (mod, cls) in enumerate(order)
-                if seen[(mod, cls.name)] == position]
+        return [
+            (mod, cls)
+            for position, (mod, cls) in enumerate(order)
+            if seen[(mod, cls.name)] == position
+        ]
 
-    def class_members(self, qualified: str, *, skip_owners: frozenset[str] = frozenset()
-                      ) -> dict[str, Member]:
+    def class_members(
+        self, qualified: str, *, skip_owners: frozenset[str] = frozenset()
+    ) -> dict[str, Member]:
         """Public members of the class, the nearest definition of each name winning. Members
         whose nearest definition is in a class of `skip_owners` (qualified names), or in one of
         its bases, are left out: another class's check covers them."""
@@ -367,8 +392,7 @@ class SurfaceReader:
                 members[name] = member
         return members
 
-    def _own_members(self, module: str, cls: ast.ClassDef, owner: str
-                     ) -> dict[str, Member | None]:
+    def _own_members(self, module: str, cls: ast.ClassDef, owner: str) -> dict[str, Member | None]:
         found: dict[str, Member | None] = {}
         init_attributes: dict[str, Member] = {}
         for node in cls.body:
@@ -376,9 +400,13 @@ class SurfaceReader:
                 decorators = _decorator_names(node)
                 if node.name == "__init__":
                     init_attributes = self._init_attributes(module, node, owner)
-                    found["__init__"] = Member("__init__", "constructor", owner,
-                                               self.parameters(module, node, bound=True),
-                                               node=node)
+                    found["__init__"] = Member(
+                        "__init__",
+                        "constructor",
+                        owner,
+                        self.parameters(module, node, bound=True),
+                        node=node,
+                    )
                     continue
                 if node.name.startswith("_"):
                     continue
@@ -387,27 +415,37 @@ class SurfaceReader:
                 if raises_when_called(node):
                     found.setdefault(node.name, None)
                     continue
-                if "property" in decorators or any(d.endswith("cached_property")
-                                                   for d in decorators):
+                if "property" in decorators or any(
+                    d.endswith("cached_property") for d in decorators
+                ):
                     found[node.name] = Member(node.name, "property", owner)
                     continue
                 bound = "staticmethod" not in decorators
-                found[node.name] = Member(node.name, "method", owner,
-                                          self.parameters(module, node, bound=bound),
-                                          node=node)
+                found[node.name] = Member(
+                    node.name,
+                    "method",
+                    owner,
+                    self.parameters(module, node, bound=bound),
+                    node=node,
+                )
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 for name in _targets(node):
                     if not name.startswith("_"):
-                        found[name] = Member(name, "attribute", owner,
-                                             value=self.index.literal(module, node.value),
-                                             value_source=_source(node.value))
+                        found[name] = Member(
+                            name,
+                            "attribute",
+                            owner,
+                            value=self.index.literal(module, node.value),
+                            value_source=_source(node.value),
+                        )
         for name, member in init_attributes.items():
             # `self.x = DEPRECATED_VALUE`: a removed setting kept only to raise when used.
             found.setdefault(name, None if member.value_source == "DEPRECATED_VALUE" else member)
         return found
 
-    def _init_attributes(self, module: str, init: ast.FunctionDef | ast.AsyncFunctionDef,
-                         owner: str) -> dict[str, Member]:
+    def _init_attributes(
+        self, module: str, init: ast.FunctionDef | ast.AsyncFunctionDef, owner: str
+    ) -> dict[str, Member]:
         """`self.<public> = value` in `__init__` (the last assignment of a name wins, as at
         run time; nested blocks included)."""
         attributes: dict[str, Member] = {}
@@ -415,12 +453,20 @@ class SurfaceReader:
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id == "self" and not target.attr.startswith("_"):
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                        and not target.attr.startswith("_")
+                    ):
                         attributes[target.attr] = Member(
-                            target.attr, "attribute", owner,
+                            target.attr,
+                            "attribute",
+                            owner,
                             value=self.index.literal(module, node.value),
-                            value_source=_source(node.value), on_instance=True)
+                            value_source=_source(node.value),
+                            on_instance=True,
+                        )
         return attributes
 
     # -- modules -----------------------------------------------------------------------------
@@ -438,25 +484,39 @@ class SurfaceReader:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if raises_when_called(node):
                     continue
-                members[node.name] = Member(node.name, "function", module,
-                                            self.parameters(module, node, bound=False),
-                                            node=node)
+                members[node.name] = Member(
+                    node.name,
+                    "function",
+                    module,
+                    self.parameters(module, node, bound=False),
+                    node=node,
+                )
             elif isinstance(node, ast.ClassDef):
                 members[node.name] = Member(node.name, "class", module)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 if _is_plumbing(node.value):
                     continue
                 for name in _targets(node):
-                    members[name] = Member(name, "constant", module,
-                                           value=self.index.literal(module, node.value),
-                                           value_source=_source(node.value))
+                    members[name] = Member(
+                        name,
+                        "constant",
+                        module,
+                        value=self.index.literal(module, node.value),
+                        value_source=_source(node.value),
+                    )
         for name in sorted((exported or set()) - set(members)):  # re-exported by import
             resolved = self.index.definition(module, name)
-            kind = "class" if resolved is not None and isinstance(resolved[1], ast.ClassDef) \
+            kind = (
+                "class"
+                if resolved is not None and isinstance(resolved[1], ast.ClassDef)
                 else "name"
+            )
             members[name] = Member(name, kind, module)
-        return {name: member for name, member in members.items()
-                if (name in exported if exported is not None else not name.startswith("_"))}
+        return {
+            name: member
+            for name, member in members.items()
+            if (name in exported if exported is not None else not name.startswith("_"))
+        }
 
     # -- builder methods ---------------------------------------------------------------------
     @staticmethod
@@ -466,11 +526,17 @@ class SurfaceReader:
         stored: dict[str, str] = {}
         names = {p.name for p in method.parameters}
         for node in ast.walk(method.node) if method.node is not None else []:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and \
-                    node.value.id in names:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in names
+            ):
                 for target in node.targets:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id == "self":
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
                         stored.setdefault(node.value.id, target.attr)
         return stored
 

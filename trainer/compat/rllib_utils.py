@@ -26,17 +26,21 @@ def override(parent_cls: type) -> Callable[[F], F]:
 
         def __set_name__(self, owner: type, name: str) -> None:
             if not isinstance(owner, type) or not issubclass(owner, self.expected_parent):
-                raise TypeError(f"@override({self.expected_parent.__name__}) on "
-                                f"{getattr(owner, '__name__', owner)}.{name}: the class is not "
-                                f"a subclass of {self.expected_parent.__name__}")
+                raise TypeError(
+                    f"@override({self.expected_parent.__name__}) on "
+                    f"{getattr(owner, '__name__', owner)}.{name}: the class is not "
+                    f"a subclass of {self.expected_parent.__name__}"
+                )
             setattr(owner, name, self.func)
 
     def decorator(method: F) -> F:
         if not isinstance(parent_cls, type):
             raise TypeError(f"@override takes the parent class, got {parent_cls!r}")
         if not hasattr(parent_cls, method.__name__):
-            raise NameError(f"@override({parent_cls.__name__}) on {method.__name__}: "
-                            f"{parent_cls.__name__} has no method {method.__name__!r}")
+            raise NameError(
+                f"@override({parent_cls.__name__}) on {method.__name__}: "
+                f"{parent_cls.__name__} has no method {method.__name__!r}"
+            )
         return OverrideCheck(method, parent_cls)  # type: ignore[return-value]
 
     return decorator
@@ -67,8 +71,12 @@ def _torch_missing(what: str) -> ImportError:
     from trainer.launcher.finder import RLlibNotAvailable
     from trainer.launcher.table import TORCH
 
-    return RLlibNotAvailable(what, TORCH, "this project's numpy models (or pip install torch)",
-                             detail="torch is not installed")
+    return RLlibNotAvailable(
+        what,
+        TORCH,
+        "this project's numpy models (or pip install torch)",
+        detail="torch is not installed",
+    )
 
 
 class _FrameworkClassStub:
@@ -234,17 +242,59 @@ class Columns:
 
 # -- ray.rllib.utils.typing: type hints only, so each alias is `Any` ----------------------------
 TYPE_ALIASES = (
-    "TensorType", "TensorStructType", "TensorShape", "NetworkType", "DeviceType",
-    "RLModuleSpecType", "StateDict", "AlgorithmConfigDict", "PartialAlgorithmConfigDict",
-    "ModelConfigDict", "ConvFilterSpec", "FromConfigSpec", "EnvConfigDict", "EnvID", "EnvType",
-    "EnvCreator", "AgentID", "PolicyID", "ModuleID", "MultiAgentPolicyConfigDict",
-    "EpisodeType", "IsPolicyToTrain", "AgentToModuleMappingFn", "ShouldModuleBeUpdatedFn",
-    "PolicyState", "TFPolicyV2Type", "EpisodeID", "UnrollID", "MultiAgentDict", "MultiEnvDict",
-    "EnvObsType", "EnvActionType", "EnvInfoDict", "FileType", "ViewRequirementsDict",
-    "ResultDict", "LocalOptimizer", "Optimizer", "Param", "ParamRef", "ParamDict", "ParamList",
-    "NamedParamDict", "LearningRateOrSchedule", "GradInfoDict", "LearnerStatsDict",
-    "ModelGradients", "ModelWeights", "ModelInputDict", "SampleBatchType", "SpaceStruct",
-    "StateBatches", "PolicyOutputType",
+    "TensorType",
+    "TensorStructType",
+    "TensorShape",
+    "NetworkType",
+    "DeviceType",
+    "RLModuleSpecType",
+    "StateDict",
+    "AlgorithmConfigDict",
+    "PartialAlgorithmConfigDict",
+    "ModelConfigDict",
+    "ConvFilterSpec",
+    "FromConfigSpec",
+    "EnvConfigDict",
+    "EnvID",
+    "EnvType",
+    "EnvCreator",
+    "AgentID",
+    "PolicyID",
+    "ModuleID",
+    "MultiAgentPolicyConfigDict",
+    "EpisodeType",
+    "IsPolicyToTrain",
+    "AgentToModuleMappingFn",
+    "ShouldModuleBeUpdatedFn",
+    "PolicyState",
+    "TFPolicyV2Type",
+    "EpisodeID",
+    "UnrollID",
+    "MultiAgentDict",
+    "MultiEnvDict",
+    "EnvObsType",
+    "EnvActionType",
+    "EnvInfoDict",
+    "FileType",
+    "ViewRequirementsDict",
+    "ResultDict",
+    "LocalOptimizer",
+    "Optimizer",
+    "Param",
+    "ParamRef",
+    "ParamDict",
+    "ParamList",
+    "NamedParamDict",
+    "LearningRateOrSchedule",
+    "GradInfoDict",
+    "LearnerStatsDict",
+    "ModelGradients",
+    "ModelWeights",
+    "ModelInputDict",
+    "SampleBatchType",
+    "SpaceStruct",
+    "StateBatches",
+    "PolicyOutputType",
 )
 globals().update({name: Any for name in TYPE_ALIASES})
 T = TypeVar("T")

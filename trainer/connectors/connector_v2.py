@@ -18,8 +18,12 @@ class ConnectorV2:
     pieces also override `get_state` / `set_state` and `merge_states`.
     """
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        **kwargs: Any,
+    ):
         self._input_observation_space: gym.Space | None = None
         self._input_action_space: gym.Space | None = None
         #: The spaces this piece outputs (None until its input spaces are set).
@@ -45,40 +49,53 @@ class ConnectorV2:
     def input_action_space(self, space: gym.Space) -> None:
         self.set_input_spaces(self._input_observation_space, space)
 
-    def set_input_spaces(self, observation_space: gym.Space | None,
-                         action_space: gym.Space | None) -> None:
+    def set_input_spaces(
+        self, observation_space: gym.Space | None, action_space: gym.Space | None
+    ) -> None:
         self._input_observation_space = observation_space
         self._input_action_space = action_space
-        self.observation_space = self.recompute_output_observation_space(observation_space,
-                                                                         action_space)
+        self.observation_space = self.recompute_output_observation_space(
+            observation_space, action_space
+        )
         self.action_space = self.recompute_output_action_space(observation_space, action_space)
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None
-                                           ) -> gym.Space | None:
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         """The observation space this piece outputs (the input's, unless overridden); the
         input spaces are None until they are known."""
         return input_observation_space
 
-    def recompute_output_action_space(self, input_observation_space: gym.Space | None,
-                                      input_action_space: gym.Space | None
-                                      ) -> gym.Space | None:
+    def recompute_output_action_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         return input_action_space
 
     # -- data --------------------------------------------------------------------------------
-    def __call__(self, *, rl_module: Any, batch: dict, episodes: list, explore: bool | None = None,
-                 shared_data: dict | None = None, metrics: Any = None, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__")
 
     @staticmethod
-    def single_agent_episode_iterator(episodes: Iterable, agents_that_stepped_only: bool = True,
-                                      **kwargs: Any) -> Iterator:
+    def single_agent_episode_iterator(
+        episodes: Iterable, agents_that_stepped_only: bool = True, **kwargs: Any
+    ) -> Iterator:
         """The single-agent episodes in `episodes` (RLlib's helper; every episode here is one)."""
         yield from episodes
 
     # -- state -------------------------------------------------------------------------------
-    def get_state(self, components: Any = None, *, not_components: Any = None,
-                  **kwargs: Any) -> dict:
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict:
         return {}
 
     def set_state(self, state: dict) -> None:
@@ -102,18 +119,22 @@ class ConnectorV2:
 class ConnectorPipelineV2(ConnectorV2):
     """Pieces run in order; each one's output space is the next one's input space."""
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None,
-                 connectors: list[ConnectorV2] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        connectors: list[ConnectorV2] | None = None,
+        **kwargs: Any,
+    ):
         self.connectors = list(connectors or [])
         for piece in self.connectors:
             if not isinstance(piece, ConnectorV2):
-                raise TypeError(f"a connector piece must be a ConnectorV2 instance, got "
-                                f"{piece!r}")
+                raise TypeError(f"a connector piece must be a ConnectorV2 instance, got {piece!r}")
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def set_input_spaces(self, observation_space: gym.Space | None,
-                         action_space: gym.Space | None) -> None:
+    def set_input_spaces(
+        self, observation_space: gym.Space | None, action_space: gym.Space | None
+    ) -> None:
         self._input_observation_space = observation_space
         self._input_action_space = action_space
         for piece in self.connectors:
@@ -121,14 +142,29 @@ class ConnectorPipelineV2(ConnectorV2):
             observation_space, action_space = piece.observation_space, piece.action_space
         self.observation_space, self.action_space = observation_space, action_space
 
-    def __call__(self, *, rl_module: Any, batch: dict | None = None, episodes: list,
-                 explore: bool | None = None, shared_data: dict | None = None,
-                 metrics: Any = None, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict | None = None,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         batch = {} if batch is None else batch
         shared_data = {} if shared_data is None else shared_data
         for piece in self.connectors:
-            batch = piece(rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
-                          shared_data=shared_data, metrics=metrics, **kwargs)
+            batch = piece(
+                rl_module=rl_module,
+                batch=batch,
+                episodes=episodes,
+                explore=explore,
+                shared_data=shared_data,
+                metrics=metrics,
+                **kwargs,
+            )
         return batch
 
     # -- changing the pieces (RLlib's pipeline API) ---------------------------------------------
@@ -167,8 +203,10 @@ class ConnectorPipelineV2(ConnectorV2):
         for index, piece in enumerate(self.connectors):
             if type(piece) is name_or_class or type(piece).__name__ == name_or_class:
                 return index
-        raise ValueError(f"no connector piece named or of type {name_or_class!r} in "
-                         f"{[type(p).__name__ for p in self.connectors]}")
+        raise ValueError(
+            f"no connector piece named or of type {name_or_class!r} in "
+            f"{[type(p).__name__ for p in self.connectors]}"
+        )
 
     def _change(self, mutate: Callable[[list], Any]) -> None:
         """Changes the pieces, then gives each its input spaces from the one before it; a
@@ -188,11 +226,14 @@ class ConnectorPipelineV2(ConnectorV2):
     def _keys(self) -> list[str]:
         return [f"{i:02d}_{type(piece).__name__}" for i, piece in enumerate(self.connectors)]
 
-    def get_state(self, components: Any = None, *, not_components: Any = None,
-                  **kwargs: Any) -> dict:
-        return {key: piece.get_state() for key, piece in zip(self._keys(), self.connectors,
-                                                             strict=True)
-                if piece.is_stateful}
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict:
+        return {
+            key: piece.get_state()
+            for key, piece in zip(self._keys(), self.connectors, strict=True)
+            if piece.is_stateful
+        }
 
     def set_state(self, state: dict) -> None:
         for key, piece in zip(self._keys(), self.connectors, strict=True):
@@ -229,8 +270,11 @@ def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:
     return factory(env, spaces, None) if takes_all else factory(env)
 
 
-def build_pipeline(pieces: Any, observation_space: gym.Space, action_space: gym.Space,
-                   ) -> ConnectorPipelineV2:
+def build_pipeline(
+    pieces: Any,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+) -> ConnectorPipelineV2:
     """A pipeline from what an `env_to_module_connector` factory returned (a piece, a list of
     pieces, or a pipeline), its input spaces set to the env's."""
     if isinstance(pieces, ConnectorPipelineV2):
@@ -240,7 +284,9 @@ def build_pipeline(pieces: Any, observation_space: gym.Space, action_space: gym.
     elif isinstance(pieces, (list, tuple)):
         pipeline = ConnectorPipelineV2(connectors=list(pieces))
     else:
-        raise TypeError(f"env_to_module_connector returned {pieces!r}: it must return a "
-                        "ConnectorV2 piece, a list of them, or a ConnectorPipelineV2")
+        raise TypeError(
+            f"env_to_module_connector returned {pieces!r}: it must return a "
+            "ConnectorV2 piece, a list of them, or a ConnectorPipelineV2"
+        )
     pipeline.set_input_spaces(observation_space, action_space)
     return pipeline

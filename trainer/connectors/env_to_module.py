@@ -74,11 +74,18 @@ class MeanStdFilter(ConnectorV2):
     with the next weights, into checkpoints, and to restarted runners.
     """
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 multi_agent: bool = False, de_mean_to_zero: bool = True,
-                 de_std_to_one: bool = True, clip_by_value: float | None = 10.0,
-                 update_stats: bool = True, **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        multi_agent: bool = False,
+        de_mean_to_zero: bool = True,
+        de_std_to_one: bool = True,
+        clip_by_value: float | None = 10.0,
+        update_stats: bool = True,
+        **kwargs: Any,
+    ):
         if multi_agent:
             raise ValueError("MeanStdFilter(multi_agent=True): only single-agent envs run here")
         self.de_mean_to_zero = de_mean_to_zero
@@ -90,22 +97,28 @@ class MeanStdFilter(ConnectorV2):
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None
-                                           ) -> gym.Space | None:
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         if not isinstance(input_observation_space, gym.spaces.Box):
-            raise ValueError(f"MeanStdFilter filters Box observations; this env's are "
-                             f"{input_observation_space} (add FlattenObservations before it)")
+            raise ValueError(
+                f"MeanStdFilter filters Box observations; this env's are "
+                f"{input_observation_space} (add FlattenObservations before it)"
+            )
         if self._stats is None or self._stats.mean.shape != input_observation_space.shape:
             self._reset(input_observation_space.shape)
         if self.clip_by_value is None:
             return gym.spaces.Box(-np.inf, np.inf, input_observation_space.shape, np.float32)
-        return gym.spaces.Box(-self.clip_by_value, self.clip_by_value,
-                              input_observation_space.shape, np.float32)
+        return gym.spaces.Box(
+            -self.clip_by_value, self.clip_by_value, input_observation_space.shape, np.float32
+        )
 
     def _reset(self, shape: tuple[int, ...]) -> None:
-        self._synced, self._buffer, self._stats = (RunningStat(shape), RunningStat(shape),
-                                                   RunningStat(shape))
+        self._synced, self._buffer, self._stats = (
+            RunningStat(shape),
+            RunningStat(shape),
+            RunningStat(shape),
+        )
 
     def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
         """(synced, buffer, stats): made once the input observation space is known."""
@@ -127,18 +140,28 @@ class MeanStdFilter(ConnectorV2):
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
         return x.astype(np.float32)
 
-    def __call__(self, *, rl_module: Any, batch: Any, episodes: list, explore: bool | None = None,
-                 shared_data: dict | None = None, metrics: Any = None,
-                 update_stats: bool | None = None, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: Any,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        update_stats: bool | None = None,
+        **kwargs: Any,
+    ) -> Any:
         update = self._update_stats if update_stats is None else update_stats
         for episode in self.single_agent_episode_iterator(episodes):
             episode.set_observations(
-                new_data=self.normalize(episode.get_observations(-1), update=update),
-                at_indices=-1)
+                new_data=self.normalize(episode.get_observations(-1), update=update), at_indices=-1
+            )
         return batch
 
-    def get_state(self, components: Any = None, *, not_components: Any = None,
-                  **kwargs: Any) -> dict:
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict:
         synced, buffer, _ = self._statistics()
         return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
@@ -146,8 +169,11 @@ class MeanStdFilter(ConnectorV2):
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
         the runner starts collecting anew)."""
         self._synced = RunningStat.from_state(state["synced"])
-        self._buffer = (RunningStat.from_state(state["buffer"]) if "buffer" in state
-                        else RunningStat(self._synced.mean.shape))
+        self._buffer = (
+            RunningStat.from_state(state["buffer"])
+            if "buffer" in state
+            else RunningStat(self._synced.mean.shape)
+        )
         self._stats = self._synced.merged(self._buffer)
 
     def merge_states(self, states: list[dict]) -> dict:
@@ -159,34 +185,47 @@ class MeanStdFilter(ConnectorV2):
         return {"synced": merged.to_state()}
 
     def __repr__(self) -> str:
-        return (f"MeanStdFilter(de_mean_to_zero={self.de_mean_to_zero}, de_std_to_one="
-                f"{self.de_std_to_one}, clip_by_value={self.clip_by_value})")
+        return (
+            f"MeanStdFilter(de_mean_to_zero={self.de_mean_to_zero}, de_std_to_one="
+            f"{self.de_std_to_one}, clip_by_value={self.clip_by_value})"
+        )
 
 
-def _single_agent_env_to_module(piece: str, multi_agent: bool, agent_ids: Any,
-                                as_learner_connector: bool) -> None:
+def _single_agent_env_to_module(
+    piece: str, multi_agent: bool, agent_ids: Any, as_learner_connector: bool
+) -> None:
     """RLlib's pieces take these for multi-agent envs and for the learner's pipeline; only the
     single-agent env-to-module form runs here."""
     if multi_agent or agent_ids is not None:
-        raise ValueError(f"{piece}(multi_agent=..., agent_ids=...): only single-agent envs "
-                         "run here")
+        raise ValueError(
+            f"{piece}(multi_agent=..., agent_ids=...): only single-agent envs run here"
+        )
     if as_learner_connector:
-        raise ValueError(f"{piece}(as_learner_connector=True): learner connectors are not "
-                         "supported here; the env-to-module piece's output is what the "
-                         "learner trains on")
+        raise ValueError(
+            f"{piece}(as_learner_connector=True): learner connectors are not "
+            "supported here; the env-to-module piece's output is what the "
+            "learner trains on"
+        )
 
 
 class FlattenObservations(ConnectorV2):
     """Flattens any gymnasium observation (Dict, Tuple, Discrete as one-hot, Box) into one
     float32 vector (`gymnasium.spaces.flatten`)."""
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 multi_agent: bool = False, agent_ids: Any = None,
-                 as_learner_connector: bool = False, keys_to_remove: list | None = None,
-                 **kwargs: Any):
-        _single_agent_env_to_module("FlattenObservations", multi_agent, agent_ids,
-                                    as_learner_connector)
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        multi_agent: bool = False,
+        agent_ids: Any = None,
+        as_learner_connector: bool = False,
+        keys_to_remove: list | None = None,
+        **kwargs: Any,
+    ):
+        _single_agent_env_to_module(
+            "FlattenObservations", multi_agent, agent_ids, as_learner_connector
+        )
         #: Keys of a Dict observation dropped before flattening (RLlib's `keys_to_remove`).
         self.keys_to_remove = list(keys_to_remove or [])
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -194,20 +233,23 @@ class FlattenObservations(ConnectorV2):
     def _kept_space(self, space: gym.Space) -> gym.Space:
         if not self.keys_to_remove or not isinstance(space, gym.spaces.Dict):
             return space
-        return gym.spaces.Dict({key: sub for key, sub in space.spaces.items()
-                                if key not in self.keys_to_remove})
+        return gym.spaces.Dict(
+            {key: sub for key, sub in space.spaces.items() if key not in self.keys_to_remove}
+        )
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None
-                                           ) -> gym.Space | None:
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         if input_observation_space is None:
             return None
         space = gym.spaces.flatten_space(self._kept_space(input_observation_space))
         if not isinstance(space, gym.spaces.Box):
-            raise ValueError(f"FlattenObservations: {input_observation_space} does not flatten "
-                             "into a Box")
-        return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32),
-                              space.shape, np.float32)
+            raise ValueError(
+                f"FlattenObservations: {input_observation_space} does not flatten into a Box"
+            )
+        return gym.spaces.Box(
+            space.low.astype(np.float32), space.high.astype(np.float32), space.shape, np.float32
+        )
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         if self.input_observation_space is None:
@@ -240,13 +282,20 @@ class PrevActionsPrevRewards(ConnectorV2):
     PREV_ACTIONS_KEY = PREV_ACTIONS_KEY
     PREV_REWARDS_KEY = PREV_REWARDS_KEY
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 multi_agent: bool = False, n_prev_actions: int = 1, n_prev_rewards: int = 1,
-                 **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        multi_agent: bool = False,
+        n_prev_actions: int = 1,
+        n_prev_rewards: int = 1,
+        **kwargs: Any,
+    ):
         if multi_agent:
-            raise ValueError("PrevActionsPrevRewards(multi_agent=True): only single-agent envs "
-                             "run here")
+            raise ValueError(
+                "PrevActionsPrevRewards(multi_agent=True): only single-agent envs run here"
+            )
         self.n_prev_actions = int(n_prev_actions)
         self.n_prev_rewards = int(n_prev_rewards)
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -255,25 +304,30 @@ class PrevActionsPrevRewards(ConnectorV2):
         if isinstance(action_space, gym.spaces.Discrete):
             return int(action_space.n)
         if not isinstance(action_space, gym.spaces.Box):
-            raise ValueError(f"PrevActionsPrevRewards: Discrete or Box actions, not "
-                             f"{action_space}")
+            raise ValueError(f"PrevActionsPrevRewards: Discrete or Box actions, not {action_space}")
         return int(np.prod(action_space.shape))
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None
-                                           ) -> gym.Space | None:
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         if input_observation_space is None or input_action_space is None:
             return input_observation_space
         spaces = {ORIG_OBS_KEY: input_observation_space}
         if self.n_prev_actions:
             size = self.n_prev_actions * self._action_size(input_action_space)
-            low, high = (0.0, 1.0) if not isinstance(input_action_space, gym.spaces.Box) else (
-                np.tile(input_action_space.low.ravel(), self.n_prev_actions),
-                np.tile(input_action_space.high.ravel(), self.n_prev_actions))
+            low, high = (
+                (0.0, 1.0)
+                if not isinstance(input_action_space, gym.spaces.Box)
+                else (
+                    np.tile(input_action_space.low.ravel(), self.n_prev_actions),
+                    np.tile(input_action_space.high.ravel(), self.n_prev_actions),
+                )
+            )
             spaces[PREV_ACTIONS_KEY] = gym.spaces.Box(low, high, (size,), np.float32)
         if self.n_prev_rewards:
-            spaces[PREV_REWARDS_KEY] = gym.spaces.Box(-np.inf, np.inf, (self.n_prev_rewards,),
-                                                      np.float32)
+            spaces[PREV_REWARDS_KEY] = gym.spaces.Box(
+                -np.inf, np.inf, (self.n_prev_rewards,), np.float32
+            )
         return gym.spaces.Dict(spaces)
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
@@ -282,10 +336,16 @@ class PrevActionsPrevRewards(ConnectorV2):
             raise RuntimeError("PrevActionsPrevRewards: its input action space is not set")
         for episode in self.single_agent_episode_iterator(episodes):
             # The latest steps (from the lookback buffer, too); fewer at an episode's start.
-            actions = episode.get_actions(slice(-self.n_prev_actions, None)) \
-                if self.n_prev_actions else []
-            rewards = episode.get_rewards(slice(-self.n_prev_rewards, None)) \
-                if self.n_prev_rewards else []
+            actions = (
+                episode.get_actions(slice(-self.n_prev_actions, None))
+                if self.n_prev_actions
+                else []
+            )
+            rewards = (
+                episode.get_rewards(slice(-self.n_prev_rewards, None))
+                if self.n_prev_rewards
+                else []
+            )
             new = {ORIG_OBS_KEY: episode.get_observations(-1)}
             if self.n_prev_actions and action_space is not None:  # set, checked above
                 width = self._action_size(action_space)
@@ -304,25 +364,34 @@ class FrameStackingEnvToModule(ConnectorV2):
     `(..., C)` becomes `(..., C * num_frames)`, oldest first; zeros before the episode's first
     frames)."""
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 num_frames: int = 1, multi_agent: bool = False,
-                 as_learner_connector: bool = False, **kwargs: Any):
-        _single_agent_env_to_module("FrameStackingEnvToModule", multi_agent, None,
-                                    as_learner_connector)
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        num_frames: int = 1,
+        multi_agent: bool = False,
+        as_learner_connector: bool = False,
+        **kwargs: Any,
+    ):
+        _single_agent_env_to_module(
+            "FrameStackingEnvToModule", multi_agent, None, as_learner_connector
+        )
         if int(num_frames) < 1:
             raise ValueError(f"FrameStackingEnvToModule(num_frames={num_frames}): must be >= 1")
         self.num_frames = int(num_frames)
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None
-                                           ) -> gym.Space | None:
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
         if input_observation_space is None:
             return None
         if not isinstance(input_observation_space, gym.spaces.Box):
-            raise ValueError(f"FrameStackingEnvToModule stacks Box observations; this env's "
-                             f"are {input_observation_space}")
+            raise ValueError(
+                f"FrameStackingEnvToModule stacks Box observations; this env's "
+                f"are {input_observation_space}"
+            )
         space = input_observation_space
         low = np.concatenate([np.broadcast_to(space.low, space.shape)] * self.num_frames, -1)
         high = np.concatenate([np.broadcast_to(space.high, space.shape)] * self.num_frames, -1)
@@ -334,9 +403,10 @@ class FrameStackingEnvToModule(ConnectorV2):
             frame = np.asarray(episode.get_observations(-1), dtype=np.float32)
             previous = episode.connector_data.get(key)
             if previous is None:
-                previous = np.zeros(frame.shape[:-1] + (frame.shape[-1] * self.num_frames,),
-                                    np.float32)
-            stacked = np.concatenate([previous[..., frame.shape[-1]:], frame], axis=-1)
+                previous = np.zeros(
+                    frame.shape[:-1] + (frame.shape[-1] * self.num_frames,), np.float32
+                )
+            stacked = np.concatenate([previous[..., frame.shape[-1] :], frame], axis=-1)
             episode.connector_data[key] = stacked
             episode.set_observations(new_data=stacked, at_indices=-1)
         return batch
@@ -359,9 +429,16 @@ class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
     def preprocess(self, observation: Any, episode: Any) -> Any:
         """The new observation for `observation`, the latest one of `episode`."""
 
-    def __call__(self, *, rl_module: Any, batch: dict, episodes: list,
-                 explore: bool | None = None, persistent_data: dict | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict,
+        episodes: list,
+        explore: bool | None = None,
+        persistent_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
         for episode in self.single_agent_episode_iterator(episodes):
             new = self.preprocess(observation=episode.get_observations(-1), episode=episode)
             episode.set_observations(at_indices=-1, new_data=new)

@@ -59,14 +59,16 @@ class Exploration:
     `get_state`, restored by `set_state`) and report numbers (`get_info`, shown in the results
     under `env_runners`)."""
 
-    def __init__(self, action_space: gym.Space, *, worker_index: int = 0, num_workers: int = 0,
-                 **kwargs: Any):
+    def __init__(
+        self, action_space: gym.Space, *, worker_index: int = 0, num_workers: int = 0, **kwargs: Any
+    ):
         self.action_space = action_space
         self.worker_index = worker_index
         self.num_workers = num_workers
 
-    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
-                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def get_exploration_action(
+        self, *, action_distribution: ActionDistribution, timestep: int, explore: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Actions for a batch and their log-likelihoods under the distribution. `explore=False`
         must be deterministic: the greedy / most likely action."""
         if explore:
@@ -98,8 +100,10 @@ class Exploration:
 
 def _require_discrete(name: str, action_space: gym.Space) -> None:
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(f"exploration_config type {name!r} needs a Discrete action space; the "
-                         f"env's is {action_space}. Use StochasticSampling for Box actions")
+        raise ValueError(
+            f"exploration_config type {name!r} needs a Discrete action space; the "
+            f"env's is {action_space}. Use StochasticSampling for Box actions"
+        )
 
 
 class StochasticSampling(Exploration):
@@ -110,18 +114,20 @@ class StochasticSampling(Exploration):
         super().__init__(action_space, **kwargs)
         problem = int_at_least(0)(random_timesteps)
         if problem is not None:
-            raise ValueError(f"StochasticSampling(random_timesteps={random_timesteps!r}): must be "
-                             f"{problem}")
+            raise ValueError(
+                f"StochasticSampling(random_timesteps={random_timesteps!r}): must be {problem}"
+            )
         self.random_timesteps = random_timesteps
 
-    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
-                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def get_exploration_action(
+        self, *, action_distribution: ActionDistribution, timestep: int, explore: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
         if explore and timestep < self.random_timesteps:
-            actions = self._random_actions(len(action_distribution.inputs),
-                                           action_distribution.rng)
+            actions = self._random_actions(len(action_distribution.inputs), action_distribution.rng)
             return actions, action_distribution.logp(actions)
-        return action_distribution.dist_class.act(action_distribution.inputs,
-                                                  action_distribution.rng, explore)
+        return action_distribution.dist_class.act(
+            action_distribution.inputs, action_distribution.rng, explore
+        )
 
 
 class EpsilonGreedy(Exploration):
@@ -129,14 +135,24 @@ class EpsilonGreedy(Exploration):
     linearly from `initial_epsilon` to `final_epsilon` over `epsilon_timesteps` env steps after
     `warmup_timesteps`; or follows `epsilon_schedule` (a number or `[(t, value), ...]`)."""
 
-    def __init__(self, action_space: gym.Space, *, initial_epsilon: float = 1.0,
-                 final_epsilon: float = 0.05, epsilon_timesteps: int = 100_000,
-                 warmup_timesteps: int = 0, epsilon_schedule: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        action_space: gym.Space,
+        *,
+        initial_epsilon: float = 1.0,
+        final_epsilon: float = 0.05,
+        epsilon_timesteps: int = 100_000,
+        warmup_timesteps: int = 0,
+        epsilon_schedule: Any = None,
+        **kwargs: Any,
+    ):
         super().__init__(action_space, **kwargs)
         _require_discrete("EpsilonGreedy", action_space)
         if epsilon_schedule is None:
-            for name, value in (("epsilon_timesteps", epsilon_timesteps),
-                                ("warmup_timesteps", warmup_timesteps)):
+            for name, value in (
+                ("epsilon_timesteps", epsilon_timesteps),
+                ("warmup_timesteps", warmup_timesteps),
+            ):
                 problem = int_at_least(0)(value)
                 if problem is not None:
                     raise ValueError(f"EpsilonGreedy({name}={value!r}): must be {problem}")
@@ -147,16 +163,20 @@ class EpsilonGreedy(Exploration):
                 points.append((warmup_timesteps + epsilon_timesteps, final_epsilon))
             else:
                 points[-1] = (points[-1][0], final_epsilon)
-            for name, rate in (("initial_epsilon", initial_epsilon),
-                               ("final_epsilon", final_epsilon)):
+            for name, rate in (
+                ("initial_epsilon", initial_epsilon),
+                ("final_epsilon", final_epsilon),
+            ):
                 Schedule(rate, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
             epsilon_schedule = points
-        self.schedule = Schedule(epsilon_schedule, setting="EpsilonGreedy(epsilon_schedule)",
-                                 low=0.0, high=1.0)
+        self.schedule = Schedule(
+            epsilon_schedule, setting="EpsilonGreedy(epsilon_schedule)", low=0.0, high=1.0
+        )
         self.cur_epsilon = self.schedule.value(0)
 
-    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
-                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def get_exploration_action(
+        self, *, action_distribution: ActionDistribution, timestep: int, explore: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
         greedy = action_distribution.deterministic_sample()
         if not explore:
             return greedy, action_distribution.logp(greedy)
@@ -182,28 +202,34 @@ class SoftQ(Exploration):
             raise ValueError(f"SoftQ(temperature={temperature!r}): must be {problem}")
         self.temperature = float(temperature)
 
-    def get_exploration_action(self, *, action_distribution: ActionDistribution, timestep: int,
-                               explore: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def get_exploration_action(
+        self, *, action_distribution: ActionDistribution, timestep: int, explore: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
         if not explore:
-            return super().get_exploration_action(action_distribution=action_distribution,
-                                                  timestep=timestep, explore=False)
+            return super().get_exploration_action(
+                action_distribution=action_distribution, timestep=timestep, explore=False
+            )
         scaled = action_distribution.inputs / self.temperature
         actions, _ = action_distribution.dist_class.act(scaled, action_distribution.rng, True)
         return actions, action_distribution.logp(actions)
 
 
-BUILT_IN_TYPES = {"StochasticSampling": StochasticSampling, "EpsilonGreedy": EpsilonGreedy,
-                  "SoftQ": SoftQ}
+BUILT_IN_TYPES = {
+    "StochasticSampling": StochasticSampling,
+    "EpsilonGreedy": EpsilonGreedy,
+    "SoftQ": SoftQ,
+}
 
 
-def resolve_type(type_: Any, setting: str = "exploration_config['type']"
-                 ) -> type[Exploration]:
+def resolve_type(type_: Any, setting: str = "exploration_config['type']") -> type[Exploration]:
     """The Exploration class that `type_` names: a built-in name, RLlib's full path to a
     built-in, an importable "module.Class" path, or the class itself."""
     if isinstance(type_, type):
         if not issubclass(type_, Exploration):
-            raise ValueError(f"{setting}={type_.__qualname__}: exploration classes must subclass "
-                             "trainer.core.exploration.Exploration")
+            raise ValueError(
+                f"{setting}={type_.__qualname__}: exploration classes must subclass "
+                "trainer.core.exploration.Exploration"
+            )
         return type_
     if isinstance(type_, str):
         short = type_.rsplit(".", 1)[-1]
@@ -216,8 +242,10 @@ def resolve_type(type_: Any, setting: str = "exploration_config['type']"
             except (ImportError, AttributeError) as error:
                 raise ValueError(f"{setting}={type_!r}: cannot import it ({error})") from None
             return resolve_type(cls, setting)
-    raise ValueError(f"{setting}={type_!r}: must be one of {sorted(BUILT_IN_TYPES)}, an importable "
-                     "'module.Class' path, or a subclass of trainer.core.exploration.Exploration")
+    raise ValueError(
+        f"{setting}={type_!r}: must be one of {sorted(BUILT_IN_TYPES)}, an importable "
+        "'module.Class' path, or a subclass of trainer.core.exploration.Exploration"
+    )
 
 
 def check_exploration_config(exploration_config: dict, setting: str) -> None:
@@ -227,26 +255,37 @@ def check_exploration_config(exploration_config: dict, setting: str) -> None:
     if not exploration_config:
         return
     if "type" not in exploration_config:
-        raise ValueError(f"{setting}={exploration_config!r}: the 'type' key is missing; one of "
-                         f"{sorted(BUILT_IN_TYPES)} or an Exploration subclass")
+        raise ValueError(
+            f"{setting}={exploration_config!r}: the 'type' key is missing; one of "
+            f"{sorted(BUILT_IN_TYPES)} or an Exploration subclass"
+        )
     cls = resolve_type(exploration_config["type"], f"{setting}['type']")
     args = {k: v for k, v in exploration_config.items() if k != "type"}
     params = inspect.signature(cls.__init__).parameters
     built_in = cls in BUILT_IN_TYPES.values()
     accepts_any = not built_in and any(p.kind is p.VAR_KEYWORD for p in params.values())
-    known = [p for p in params
-             if p not in ("self", "action_space", "kwargs", "worker_index", "num_workers")]
+    known = [
+        p
+        for p in params
+        if p not in ("self", "action_space", "kwargs", "worker_index", "num_workers")
+    ]
     unknown = [k for k in args if k not in known]
     if unknown and not accepts_any:
-        raise ValueError(f"{setting}: {cls.__name__} has no argument {unknown[0]!r}; its "
-                         f"arguments are {known}")
+        raise ValueError(
+            f"{setting}: {cls.__name__} has no argument {unknown[0]!r}; its arguments are {known}"
+        )
     if built_in:
         # Built-ins check their values in the constructor; a probe instance finds bad ones now.
         cls(gym.spaces.Discrete(2), **args)
 
 
-def make_exploration(exploration_config: dict, action_space: gym.Space, *,
-                     worker_index: int = 0, num_workers: int = 0) -> Exploration:
+def make_exploration(
+    exploration_config: dict,
+    action_space: gym.Space,
+    *,
+    worker_index: int = 0,
+    num_workers: int = 0,
+) -> Exploration:
     config = dict(exploration_config)
     cls = resolve_type(config.pop("type"))
     return cls(action_space, worker_index=worker_index, num_workers=num_workers, **config)

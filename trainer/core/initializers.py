@@ -30,8 +30,15 @@ Shape = tuple[int, ...]
 
 #: Activation names of `torch.nn.init.calculate_gain`.
 _GAIN_OF_ACTIVATION = {
-    "linear": 1.0, "identity": 1.0, "sigmoid": 1.0, "conv1d": 1.0, "conv2d": 1.0,
-    "conv3d": 1.0, "tanh": 5.0 / 3.0, "relu": math.sqrt(2.0), "selu": 0.75,
+    "linear": 1.0,
+    "identity": 1.0,
+    "sigmoid": 1.0,
+    "conv1d": 1.0,
+    "conv2d": 1.0,
+    "conv3d": 1.0,
+    "tanh": 5.0 / 3.0,
+    "relu": math.sqrt(2.0),
+    "selu": 0.75,
 }
 
 
@@ -39,10 +46,12 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """torch's recommended gain for an activation."""
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else float(param)
-        return math.sqrt(2.0 / (1.0 + slope ** 2))
+        return math.sqrt(2.0 / (1.0 + slope**2))
     if nonlinearity not in _GAIN_OF_ACTIVATION:
-        raise ValueError(f"nonlinearity={nonlinearity!r}: allowed are "
-                         f"{sorted(_GAIN_OF_ACTIVATION) + ['leaky_relu']}")
+        raise ValueError(
+            f"nonlinearity={nonlinearity!r}: allowed are "
+            f"{sorted(_GAIN_OF_ACTIVATION) + ['leaky_relu']}"
+        )
     return _GAIN_OF_ACTIVATION[nonlinearity]
 
 
@@ -66,8 +75,14 @@ def normal_(rng: Generator, shape: Shape, mean: float = 0.0, std: float = 1.0) -
     return rng.normal(mean, std, shape)
 
 
-def trunc_normal_(rng: Generator, shape: Shape, mean: float = 0.0, std: float = 1.0,
-                  a: float = -2.0, b: float = 2.0) -> np.ndarray:
+def trunc_normal_(
+    rng: Generator,
+    shape: Shape,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+) -> np.ndarray:
     # Redraw the values outside [a, b] until none is left (as scipy's truncnorm would give).
     values = rng.normal(mean, std, shape)
     outside = (values < a) | (values > b)
@@ -105,15 +120,25 @@ def xavier_normal_(rng: Generator, shape: Shape, gain: float = 1.0) -> np.ndarra
     return rng.normal(0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), shape)
 
 
-def kaiming_uniform_(rng: Generator, shape: Shape, a: float = 0.0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> np.ndarray:
+def kaiming_uniform_(
+    rng: Generator,
+    shape: Shape,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+) -> np.ndarray:
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode))
     bound = math.sqrt(3.0) * std
     return rng.uniform(-bound, bound, shape)
 
 
-def kaiming_normal_(rng: Generator, shape: Shape, a: float = 0.0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> np.ndarray:
+def kaiming_normal_(
+    rng: Generator,
+    shape: Shape,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+) -> np.ndarray:
     return rng.normal(0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(shape, mode)), shape)
 
 
@@ -131,13 +156,35 @@ def sparse_(rng: Generator, shape: Shape, sparsity: float, std: float = 0.01) ->
 
 
 #: torch.nn.init's in-place initializers by name.
-INITIALIZERS: dict[str, Callable] = {fn.__name__: fn for fn in (
-    uniform_, normal_, trunc_normal_, constant_, ones_, zeros_, eye_, xavier_uniform_,
-    xavier_normal_, kaiming_uniform_, kaiming_normal_, orthogonal_, sparse_)}
+INITIALIZERS: dict[str, Callable] = {
+    fn.__name__: fn
+    for fn in (
+        uniform_,
+        normal_,
+        trunc_normal_,
+        constant_,
+        ones_,
+        zeros_,
+        eye_,
+        xavier_uniform_,
+        xavier_normal_,
+        kaiming_uniform_,
+        kaiming_normal_,
+        orthogonal_,
+        sparse_,
+    )
+}
 
 #: Those that need a 2-D tensor (torch refuses a bias for them).
-MATRIX_ONLY = {"eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-               "kaiming_normal_", "orthogonal_", "sparse_"}
+MATRIX_ONLY = {
+    "eye_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+    "sparse_",
+}
 
 
 @dataclass(frozen=True)
@@ -159,13 +206,16 @@ class Initializer:
             if returned is not None and returned is not values:
                 values = np.asarray(returned)
             if values.shape != tuple(shape):
-                raise ValueError(f"initializer {self.name} returned shape {values.shape}, "
-                                 f"expected {tuple(shape)}")
+                raise ValueError(
+                    f"initializer {self.name} returned shape {values.shape}, "
+                    f"expected {tuple(shape)}"
+                )
         return np.asarray(values, dtype=np.float32)
 
 
-def make_initializer(value: Any, kwargs: dict | None, *, where: str, key: str, for_bias: bool
-                     ) -> Initializer | None:
+def make_initializer(
+    value: Any, kwargs: dict | None, *, where: str, key: str, for_bias: bool
+) -> Initializer | None:
     """The `Initializer` the model config `where` asks for under `key` (and `key + "_kwargs"`), or
     None for the default. Raises ValueError naming the key for anything torch would refuse."""
     setting = f"{where}[{key!r}]"
@@ -175,28 +225,37 @@ def make_initializer(value: Any, kwargs: dict | None, *, where: str, key: str, f
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, dict):
-        raise ValueError(f"{kwargs_setting}={kwargs!r}: must be a dict of keyword arguments "
-                         "or None")
+        raise ValueError(
+            f"{kwargs_setting}={kwargs!r}: must be a dict of keyword arguments or None"
+        )
     name = _torch_init_name(value)
     if name is None and callable(value):
-        return Initializer(getattr(value, "__name__", repr(value)), value, dict(kwargs),
-                           numpy_native=False)
+        return Initializer(
+            getattr(value, "__name__", repr(value)), value, dict(kwargs), numpy_native=False
+        )
     if name is None:
         name = value
     if not isinstance(name, str):
-        raise ValueError(f"{setting}={value!r}: must be the name of a torch.nn.init "
-                         f"initializer ({sorted(INITIALIZERS)}), a callable, or None")
+        raise ValueError(
+            f"{setting}={value!r}: must be the name of a torch.nn.init "
+            f"initializer ({sorted(INITIALIZERS)}), a callable, or None"
+        )
     name = name.lower()
     if not name.endswith("_"):
-        raise ValueError(f"{setting}={value!r}: not an in-place initializer name; RLlib (torch) "
-                         f"needs the form ending in '_', e.g. {name + '_'!r}")
+        raise ValueError(
+            f"{setting}={value!r}: not an in-place initializer name; RLlib (torch) "
+            f"needs the form ending in '_', e.g. {name + '_'!r}"
+        )
     if name not in INITIALIZERS:
-        raise ValueError(f"{setting}={value!r}: unknown initializer; allowed are "
-                         f"{sorted(INITIALIZERS)}")
+        raise ValueError(
+            f"{setting}={value!r}: unknown initializer; allowed are {sorted(INITIALIZERS)}"
+        )
     if for_bias and name in MATRIX_ONLY:
-        raise ValueError(f"{setting}={value!r}: needs a 2-D weight, and a bias is 1-D (torch "
-                         f"refuses it too); for biases use one of "
-                         f"{sorted(set(INITIALIZERS) - MATRIX_ONLY)}")
+        raise ValueError(
+            f"{setting}={value!r}: needs a 2-D weight, and a bias is 1-D (torch "
+            f"refuses it too); for biases use one of "
+            f"{sorted(set(INITIALIZERS) - MATRIX_ONLY)}"
+        )
     fn = INITIALIZERS[name]
     try:
         inspect.signature(fn).bind(None, (1, 1), **kwargs)
@@ -206,8 +265,7 @@ def make_initializer(value: Any, kwargs: dict | None, *, where: str, key: str, f
     try:  # values torch would refuse (mode="fan_avg", an unknown nonlinearity) fail here
         initializer(np.random.default_rng(0), (2,) if for_bias else (2, 2))
     except (ValueError, TypeError) as error:
-        raise ValueError(f"{setting}={value!r} with {kwargs_setting}={kwargs!r}: "
-                         f"{error}") from None
+        raise ValueError(f"{setting}={value!r} with {kwargs_setting}={kwargs!r}: {error}") from None
     return initializer
 
 

@@ -59,9 +59,9 @@ RL_MODULE_STATE = "rl_module"
 
 _WHY_DEFAULT_ONLY = {
     "conv": "there are no convolutional networks here: image observations are flattened into the "
-            "MLP (use fcnet_hiddens)",
+    "MLP (use fcnet_hiddens)",
     "lstm": "there are no recurrent networks here (stack frames with the FrameStackingEnvToModule "
-            "connector instead)",
+    "connector instead)",
     "log_std_clip_param": "log-stds are clipped to [-20, 2] here",
 }
 _WHY_DEFAULT_ONLY["use_lstm"] = _WHY_DEFAULT_ONLY["max_seq_len"] = _WHY_DEFAULT_ONLY["lstm"]
@@ -108,8 +108,10 @@ class DefaultModelConfig:
 #: RLlib's `DefaultModelConfig` keys for networks that do not exist here (convolutions, LSTMs),
 #: accepted at RLlib's default values only: any other value would be silently ignored.
 DEFAULT_ONLY_KEYS: dict = {
-    key: value for key, value in dataclasses.asdict(DefaultModelConfig()).items()
-    if key not in MODEL_DEFAULTS}
+    key: value
+    for key, value in dataclasses.asdict(DefaultModelConfig()).items()
+    if key not in MODEL_DEFAULTS
+}
 
 
 def check_model_config(model_config: dict, setting: str = "model_config") -> dict:
@@ -118,8 +120,10 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
         model_config = dataclasses.asdict(model_config)
     if not isinstance(model_config, dict):
-        raise ValueError(f"{setting}={model_config!r}: must be a dict (or a DefaultModelConfig) "
-                         f"with keys from {sorted(MODEL_DEFAULTS)}")
+        raise ValueError(
+            f"{setting}={model_config!r}: must be a dict (or a DefaultModelConfig) "
+            f"with keys from {sorted(MODEL_DEFAULTS)}"
+        )
     unknown = sorted(set(model_config) - set(MODEL_DEFAULTS) - set(DEFAULT_ONLY_KEYS))
     if unknown:
         raise ValueError(
@@ -129,8 +133,10 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
             # Any: it carries a `capability` attribute, as a ConfigError does.
-            error: Any = ValueError(f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
-                               f"default {default!r} is accepted: {why}")
+            error: Any = ValueError(
+                f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
+                f"default {default!r} is accepted: {why}"
+            )
             if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
                 error.capability = capabilities.TORCH
@@ -138,17 +144,20 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
     for prefix in ("fcnet", "head_fcnet"):
         hiddens = merged[f"{prefix}_hiddens"]
-        if not (isinstance(hiddens, (list, tuple)) and all(
-                is_int(h) and h > 0 for h in hiddens)):
-            raise ValueError(f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
-                             "positive ints (empty for no hidden layer)")
+        if not (isinstance(hiddens, (list, tuple)) and all(is_int(h) and h > 0 for h in hiddens)):
+            raise ValueError(
+                f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
+                "positive ints (empty for no hidden layer)"
+            )
         merged[f"{prefix}_hiddens"] = list(hiddens)
         if merged[f"{prefix}_activation"] is None:  # RLlib: None means linear
             merged[f"{prefix}_activation"] = "linear"
         if merged[f"{prefix}_activation"] not in ACTIVATIONS:
-            raise ValueError(f"{setting}['{prefix}_activation']="
-                             f"{merged[f'{prefix}_activation']!r}: allowed values are "
-                             f"{list(ACTIVATIONS)} or None")
+            raise ValueError(
+                f"{setting}['{prefix}_activation']="
+                f"{merged[f'{prefix}_activation']!r}: allowed values are "
+                f"{list(ACTIVATIONS)} or None"
+            )
         layer_initializers(merged, prefix, setting)
     for flag in ("vf_share_layers", "free_log_std"):
         if not isinstance(merged[flag], bool):
@@ -156,33 +165,52 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     return merged
 
 
-def layer_initializers(model_config: dict, prefix: str, setting: str = "model_config"
-                       ) -> tuple[Initializer | None, ...]:
+def layer_initializers(
+    model_config: dict, prefix: str, setting: str = "model_config"
+) -> tuple[Initializer | None, ...]:
     """The `(kernel, bias)` initializers `prefix` ("fcnet" or "head_fcnet") selects; None for the
     default of each."""
-    return tuple(make_initializer(model_config[f"{prefix}_{part}_initializer"],
-                                  model_config[f"{prefix}_{part}_initializer_kwargs"],
-                                  where=setting, key=f"{prefix}_{part}_initializer",
-                                  for_bias=part == "bias")
-                 for part in ("kernel", "bias"))
+    return tuple(
+        make_initializer(
+            model_config[f"{prefix}_{part}_initializer"],
+            model_config[f"{prefix}_{part}_initializer_kwargs"],
+            where=setting,
+            key=f"{prefix}_{part}_initializer",
+            for_bias=part == "bias",
+        )
+        for part in ("kernel", "bias")
+    )
 
 
 def encoder_mlp(input_dim: int, model_config: dict, rng: np.random.Generator) -> MLP:
     """The encoder: `fcnet_hiddens` layers of `fcnet_activation`, its output activated too (see
     `activated`), each layer initialized per `fcnet_*_initializer`."""
     hiddens = model_config["fcnet_hiddens"]
-    return MLP([input_dim] + hiddens, model_config["fcnet_activation"], rng,
-               initializers=[layer_initializers(model_config, "fcnet")] * len(hiddens))
+    return MLP(
+        [input_dim] + hiddens,
+        model_config["fcnet_activation"],
+        rng,
+        initializers=[layer_initializers(model_config, "fcnet")] * len(hiddens),
+    )
 
 
-def head_mlp(input_dim: int, output_dim: int, model_config: dict, rng: np.random.Generator,
-             output_gain: float = 1.0) -> MLP:
+def head_mlp(
+    input_dim: int,
+    output_dim: int,
+    model_config: dict,
+    rng: np.random.Generator,
+    output_gain: float = 1.0,
+) -> MLP:
     """A head after the encoder: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a
     linear output, every layer initialized per `head_fcnet_*_initializer`."""
     hiddens = model_config["head_fcnet_hiddens"]
-    return MLP([input_dim] + hiddens + [output_dim], model_config["head_fcnet_activation"], rng,
-               output_gain=output_gain,
-               initializers=[layer_initializers(model_config, "head_fcnet")] * (len(hiddens) + 1))
+    return MLP(
+        [input_dim] + hiddens + [output_dim],
+        model_config["head_fcnet_activation"],
+        rng,
+        output_gain=output_gain,
+        initializers=[layer_initializers(model_config, "head_fcnet")] * (len(hiddens) + 1),
+    )
 
 
 def stack_layers(model_config: dict, *, encoder_layers: int, head_layers: int) -> dict:
@@ -190,10 +218,13 @@ def stack_layers(model_config: dict, *, encoder_layers: int, head_layers: int) -
     layers (head_fcnet_*, the output layer included): activations after each hidden layer and
     one initializer pair per layer."""
     num_hidden = encoder_layers + head_layers - 1
-    activations = ([model_config["fcnet_activation"]] * encoder_layers
-                   + [model_config["head_fcnet_activation"]] * head_layers)[:num_hidden]
-    initializers = ([layer_initializers(model_config, "fcnet")] * encoder_layers
-                    + [layer_initializers(model_config, "head_fcnet")] * head_layers)
+    activations = (
+        [model_config["fcnet_activation"]] * encoder_layers
+        + [model_config["head_fcnet_activation"]] * head_layers
+    )[:num_hidden]
+    initializers = [layer_initializers(model_config, "fcnet")] * encoder_layers + [
+        layer_initializers(model_config, "head_fcnet")
+    ] * head_layers
     return {"activation": activations, "initializers": initializers}
 
 
@@ -222,9 +253,14 @@ class SpaceInfo:
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(obs_dim, obs_n, int(action_space.n), 1, None, None)
         if isinstance(action_space, gym.spaces.Box):
-            return cls(obs_dim, obs_n, None, int(np.prod(action_space.shape)),
-                       action_space.low.astype(np.float32).ravel(),
-                       action_space.high.astype(np.float32).ravel())
+            return cls(
+                obs_dim,
+                obs_n,
+                None,
+                int(np.prod(action_space.shape)),
+                action_space.low.astype(np.float32).ravel(),
+                action_space.high.astype(np.float32).ravel(),
+            )
         raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
 
     def observation_space(self) -> gym.Space:
@@ -244,8 +280,12 @@ class SpaceInfo:
 
     def preprocess(self, observations: Any) -> np.ndarray:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
-        if type(observations) is np.ndarray and observations.dtype == np.float32 \
-                and observations.ndim == 2 and observations.shape[1] == self.obs_dim:
+        if (
+            type(observations) is np.ndarray
+            and observations.dtype == np.float32
+            and observations.ndim == 2
+            and observations.shape[1] == self.obs_dim
+        ):
             return observations  # already one (a Box env's batch): the sampling hot path
         obs = np.asarray(observations)
         if self.obs_discrete_n is not None:
@@ -270,6 +310,7 @@ class FlatParameterModule:
     spaces: SpaceInfo
 
     if TYPE_CHECKING:  # defined by every subclass
+
         def dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
@@ -283,13 +324,13 @@ class FlatParameterModule:
         offset = 0
         views = []
         for param in self.parameters():
-            views.append(self.flat_params[offset:offset + param.size].reshape(param.shape))
+            views.append(self.flat_params[offset : offset + param.size].reshape(param.shape))
             offset += param.size
         # Make the layers use the views (in `parameters()` order) as their parameters.
         for _, net in self._named_nets():
             if net is not None:
-                net.params[:] = views[:len(net.params)]
-                del views[:len(net.params)]
+                net.params[:] = views[: len(net.params)]
+                del views[: len(net.params)]
         for (name, _), view in zip(self._loose_parameters(), views, strict=True):
             setattr(self, name, view)
 
@@ -310,13 +351,13 @@ class FlatParameterModule:
         flat = np.zeros(sum(p.size for p in params), dtype=dtype)
         views, offset = [], 0
         for param in params:
-            views.append(flat[offset:offset + param.size].reshape(param.shape))
+            views.append(flat[offset : offset + param.size].reshape(param.shape))
             offset += param.size
         by_net, rest = {}, list(views)
         for name, net in self._named_nets():
             if net is not None:
-                by_net[name] = rest[:len(net.params)]
-                del rest[:len(net.params)]
+                by_net[name] = rest[: len(net.params)]
+                del rest[: len(net.params)]
         for (name, _), view in zip(self._loose_parameters(), rest, strict=True):
             by_net[name] = [view]
         self._gradients = (flat, views, by_net)
@@ -403,12 +444,18 @@ class PolicyModule(FlatParameterModule):
             # Policy and value function each have their own encoder layers and head layers.
             self.shared = False
             self.encoder = None
-            layers = stack_layers(config, encoder_layers=len(hiddens),
-                                  head_layers=len(head_hiddens) + 1)
-            self.pi = MLP([spaces.obs_dim] + hiddens + head_hiddens + [head_out], rng=rng,
-                          output_gain=0.01, **layers)
-            self.vf = MLP([spaces.obs_dim] + hiddens + head_hiddens + [1], rng=rng,
-                          output_gain=1.0, **layers)
+            layers = stack_layers(
+                config, encoder_layers=len(hiddens), head_layers=len(head_hiddens) + 1
+            )
+            self.pi = MLP(
+                [spaces.obs_dim] + hiddens + head_hiddens + [head_out],
+                rng=rng,
+                output_gain=0.01,
+                **layers,
+            )
+            self.vf = MLP(
+                [spaces.obs_dim] + hiddens + head_hiddens + [1], rng=rng, output_gain=1.0, **layers
+            )
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
         self._flatten_parameters()
 
@@ -444,8 +491,9 @@ class PolicyModule(FlatParameterModule):
         vf_out, vf_cache = self.vf.forward_train(features)
         return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
 
-    def backward(self, cache: tuple, d_dist_inputs: np.ndarray, d_values: np.ndarray
-                 ) -> list[np.ndarray]:
+    def backward(
+        self, cache: tuple, d_dist_inputs: np.ndarray, d_values: np.ndarray
+    ) -> list[np.ndarray]:
         """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
         overwritten by the next call."""
         enc_cache, pi_cache, vf_cache = cache
@@ -456,8 +504,7 @@ class PolicyModule(FlatParameterModule):
             d_dist_inputs = d_dist_inputs[:, :n]
         shared = self.encoder is not None
         _, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs, grads["pi"], input_grad=shared)
-        _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"],
-                                        input_grad=shared)
+        _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"], input_grad=shared)
         # Input gradients exist exactly when there is a shared encoder.
         if self.encoder is not None and d_feat_pi is not None and d_feat_vf is not None:
             d_feat_pi += d_feat_vf
@@ -476,10 +523,12 @@ def activated_train(mlp: MLP, x: np.ndarray) -> tuple[np.ndarray, tuple]:
     return out, (cache, kept_pre, out)
 
 
-def activated_backward(mlp: MLP, cache: tuple, d_out: np.ndarray,
-                       grads: list[np.ndarray] | None = None) -> list[np.ndarray]:
+def activated_backward(
+    mlp: MLP, cache: tuple, d_out: np.ndarray, grads: list[np.ndarray] | None = None
+) -> list[np.ndarray]:
     """The encoder's parameter gradients (into `grads` when given); `d_out` is overwritten."""
     inner_cache, pre, out = cache
-    grads, _ = mlp.backward(inner_cache, backprop_activation(mlp.activation, d_out, pre, out),
-                            grads, input_grad=False)
+    grads, _ = mlp.backward(
+        inner_cache, backprop_activation(mlp.activation, d_out, pre, out), grads, input_grad=False
+    )
     return grads

@@ -123,8 +123,9 @@ def activate_for_backward(name: str, pre: np.ndarray) -> tuple[np.ndarray, np.nd
     return activate(name, pre), pre
 
 
-def backprop_activation(name: str, d: np.ndarray, x: np.ndarray | None, y: np.ndarray
-                        ) -> np.ndarray:
+def backprop_activation(
+    name: str, d: np.ndarray, x: np.ndarray | None, y: np.ndarray
+) -> np.ndarray:
     """d * activation'(x), computed over `d` (which the caller owns). `x` (the pre-activation)
     may be None for the activations of OUTPUT_ONLY_GRADIENT."""
     if name == "linear":
@@ -158,30 +159,46 @@ class MLP:
     activations, 1 otherwise, `output_gain` for the last layer) and zero biases.
     """
 
-    def __init__(self, sizes: list[int], activation: str | list[str], rng: np.random.Generator,
-                 output_gain: float = 1.0, initializers: list | None = None):
+    def __init__(
+        self,
+        sizes: list[int],
+        activation: str | list[str],
+        rng: np.random.Generator,
+        output_gain: float = 1.0,
+        initializers: list | None = None,
+    ):
         self.sizes = list(sizes)
         num_layers = len(sizes) - 1
-        self.activations = ([activation] * max(num_layers - 1, 0) if isinstance(activation, str)
-                            else list(activation))
+        self.activations = (
+            [activation] * max(num_layers - 1, 0)
+            if isinstance(activation, str)
+            else list(activation)
+        )
         if len(self.activations) != max(num_layers - 1, 0):
-            raise ValueError(f"{len(self.activations)} activations for {num_layers - 1} hidden "
-                             "layers")
+            raise ValueError(
+                f"{len(self.activations)} activations for {num_layers - 1} hidden layers"
+            )
         # The activation an encoder applies after its last layer (see `models.activated`).
-        self.activation = activation if isinstance(activation, str) else (
-            self.activations[-1] if self.activations else "linear")
+        self.activation = (
+            activation
+            if isinstance(activation, str)
+            else (self.activations[-1] if self.activations else "linear")
+        )
         initializers = initializers or [(None, None)] * num_layers
         self.params: list[np.ndarray] = []
         if _WEIGHTS_SET_LATER.get():
             for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-                self.params += [np.zeros((n_in, n_out), dtype=np.float32),
-                                np.zeros(n_out, dtype=np.float32)]
+                self.params += [
+                    np.zeros((n_in, n_out), dtype=np.float32),
+                    np.zeros(n_out, dtype=np.float32),
+                ]
             return
         with _INIT_THREADS():  # QR per layer: one BLAS thread (see BlasThreads)
             self._initialise(sizes, rng, output_gain, initializers)
 
-    def _initialise(self, sizes: list[int], rng: np.random.Generator, output_gain: float,
-                    initializers: list) -> None:
+    def _initialise(
+        self, sizes: list[int], rng: np.random.Generator, output_gain: float, initializers: list
+    ) -> None:
         num_layers = len(sizes) - 1
         for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             kernel_init, bias_init = initializers[i]
@@ -190,12 +207,18 @@ class MLP:
                 weight = np.ascontiguousarray(kernel_init(rng, (n_out, n_in)).T)
             else:
                 after = self.activations[i] if i < num_layers - 1 else self.activation
-                gain = output_gain if i == num_layers - 1 else (
-                    np.sqrt(2.0) if after in ("relu", "elu", "swish", "silu") else 1.0)
+                gain = (
+                    output_gain
+                    if i == num_layers - 1
+                    else (np.sqrt(2.0) if after in ("relu", "elu", "swish", "silu") else 1.0)
+                )
                 weight = orthogonal(rng, n_in, n_out, gain)
             self.params.append(weight)
-            self.params.append(bias_init(rng, (n_out,)) if bias_init is not None
-                               else np.zeros(n_out, dtype=np.float32))
+            self.params.append(
+                bias_init(rng, (n_out,))
+                if bias_init is not None
+                else np.zeros(n_out, dtype=np.float32)
+            )
 
     @property
     def num_layers(self) -> int:
@@ -231,8 +254,13 @@ class MLP:
             x = out
         return x, cache
 
-    def backward(self, cache: list, d_out: np.ndarray, grads: list[np.ndarray] | None = None,
-                 input_grad: bool = True) -> tuple[list[np.ndarray], np.ndarray | None]:
+    def backward(
+        self,
+        cache: list,
+        d_out: np.ndarray,
+        grads: list[np.ndarray] | None = None,
+        input_grad: bool = True,
+    ) -> tuple[list[np.ndarray], np.ndarray | None]:
         """Gradients of the parameters (same order as `params`), written into `grads` when
         given (arrays of the parameters' shapes, e.g. views of a flat buffer), and of the input
         (None without `input_grad`)."""
@@ -272,8 +300,13 @@ class Adam:
     vectorised update covers every layer.
     """
 
-    def __init__(self, params: np.ndarray, lr: float,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self,
+        params: np.ndarray,
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
         self.params = params
         self.lr = lr
         self.beta1, self.beta2 = betas
@@ -289,8 +322,8 @@ class Adam:
         pass in float64 and cast back."""
         self.step_count += 1
         scalar = self.params.dtype.type
-        bias1 = 1.0 - self.beta1 ** self.step_count
-        bias2 = 1.0 - self.beta2 ** self.step_count
+        bias1 = 1.0 - self.beta1**self.step_count
+        bias2 = 1.0 - self.beta2**self.step_count
         m, v, scratch = self.m, self.v, self._scratch
         # First moment: m <- beta1 m + (1 - beta1) g.
         m *= scalar(self.beta1)
@@ -311,8 +344,12 @@ class Adam:
 
     def get_state(self) -> dict:
         """A snapshot: copies of the moments, which later steps update in place."""
-        return {"m": self.m.copy(), "v": self.v.copy(), "step_count": self.step_count,
-                "lr": self.lr}
+        return {
+            "m": self.m.copy(),
+            "v": self.v.copy(),
+            "step_count": self.step_count,
+            "lr": self.lr,
+        }
 
     def check_state(self, state: dict, where: str = "optimizer") -> None:
         """Raises `StateError` unless `state` fits this optimizer: finite float moments of the
@@ -360,11 +397,11 @@ def check_finite_update(loss: float, grad_norm: float, algorithm: str) -> None:
         f"{'NaN' if math.isnan(loss if not math.isfinite(loss) else grad_norm) else 'infinite'} "
         f"(loss {loss}, gradient norm {grad_norm}); the update was stopped before the weights "
         "changed. Common causes: NaN or huge observations or rewards (scale them), a learning "
-        "rate too large, or grad_clip=None with exploding gradients")
+        "rate too large, or grad_clip=None with exploding gradients"
+    )
 
 
-def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
-                   sizes: list[int]) -> float:
+def clip_gradients(grad: np.ndarray, max_value: float | None, by: str, sizes: list[int]) -> float:
     """Clips the flat gradient in place as RLlib's `grad_clip_by` says: "global_norm" (the
     norm of all of it), "norm" (each parameter tensor's norm; `sizes` are the tensors' lengths
     in order), or "value" (each element to [-max_value, max_value]). Returns the global norm
@@ -379,7 +416,7 @@ def clip_gradients(grad: np.ndarray, max_value: float | None, by: str,
         return norm
     offset = 0
     for size in sizes:
-        clip_by_global_norm(grad[offset:offset + size], max_value)
+        clip_by_global_norm(grad[offset : offset + size], max_value)
         offset += size
     return norm
 
@@ -434,8 +471,9 @@ class Categorical:
     SMALL = 64
 
     @staticmethod
-    def act(logits: np.ndarray, rng: np.random.Generator, explore: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def act(
+        logits: np.ndarray, rng: np.random.Generator, explore: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Actions and their log-probabilities from one softmax (the sampling hot path)."""
         if logits.size <= Categorical.SMALL and logits.ndim == 2:
             return _act_small(logits, rng, explore)
@@ -464,8 +502,7 @@ class Categorical:
         return (np.exp(old_logp) * (old_logp - log_softmax(new_logits))).sum(axis=-1)
 
     @staticmethod
-    def loss_grads(logits: np.ndarray, actions: np.ndarray, old_logits: np.ndarray
-                   ) -> LossTerms:
+    def loss_grads(logits: np.ndarray, actions: np.ndarray, old_logits: np.ndarray) -> LossTerms:
         """d logp(a)/d logits, d entropy/d logits, d KL(old||new)/d logits, plus logp, entropy
         and kl values: everything PPO's loss needs, from one softmax."""
         logp_all = log_softmax(logits)
@@ -484,8 +521,9 @@ class Categorical:
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
 
 
-def _act_small(logits: np.ndarray, rng: np.random.Generator, explore: bool
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _act_small(
+    logits: np.ndarray, rng: np.random.Generator, explore: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """`Categorical.act` for a few rows, row by row on Python floats (float64): the same
     inverse-CDF draw from the same uniforms (one per row, as the array path takes them). An
     action can differ from the float32 array path only where a uniform falls within rounding
@@ -565,8 +603,9 @@ class DiagGaussian:
         return cls._split(inputs)[0]
 
     @classmethod
-    def act(cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def act(
+        cls, inputs: np.ndarray, rng: np.random.Generator, explore: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
         actions = cls.sample(inputs, rng) if explore else cls.deterministic(inputs)
         return actions, cls.logp(inputs, actions)
 
@@ -586,12 +625,17 @@ class DiagGaussian:
         old_mean, old_log_std = cls._split(old_inputs)
         mean, log_std = cls._split(new_inputs)
         var = np.exp(2 * log_std)
-        return (log_std - old_log_std + (np.exp(2 * old_log_std) + (old_mean - mean) ** 2)
-                / (2 * var) - 0.5).sum(axis=-1)
+        return (
+            log_std
+            - old_log_std
+            + (np.exp(2 * old_log_std) + (old_mean - mean) ** 2) / (2 * var)
+            - 0.5
+        ).sum(axis=-1)
 
     @classmethod
-    def loss_grads(cls, inputs: np.ndarray, actions: np.ndarray, old_inputs: np.ndarray
-                   ) -> LossTerms:
+    def loss_grads(
+        cls, inputs: np.ndarray, actions: np.ndarray, old_inputs: np.ndarray
+    ) -> LossTerms:
         mean, log_std = cls._split(inputs)
         # Gradients through the clip of log_std are zero outside the clip range.
         raw_log_std = np.split(inputs, 2, axis=-1)[1]

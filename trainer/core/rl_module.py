@@ -33,18 +33,27 @@ class RLModuleSpec:
 
     def __post_init__(self) -> None:
         if self.model_config_dict is not None:
-            raise ValueError("RLModuleSpec(model_config_dict=...) was renamed: use "
-                             "RLModuleSpec(model_config=...)")
+            raise ValueError(
+                "RLModuleSpec(model_config_dict=...) was renamed: use "
+                "RLModuleSpec(model_config=...)"
+            )
 
     def update(self, other: RLModuleSpec, override: bool = True) -> None:
         """RLlib's merge of two specs (like `dict.update`): with `override`, every field
         `other` sets wins; without, only the fields unset here are taken from `other` (the two
         flags are then kept)."""
         if not isinstance(other, RLModuleSpec):
-            raise ValueError("RLModuleSpec.update() takes another RLModuleSpec, got "
-                             f"{type(other).__name__}")
-        fields = ("module_class", "observation_space", "action_space", "model_config",
-                  "catalog_class", "load_state_path")
+            raise ValueError(
+                f"RLModuleSpec.update() takes another RLModuleSpec, got {type(other).__name__}"
+            )
+        fields = (
+            "module_class",
+            "observation_space",
+            "action_space",
+            "model_config",
+            "catalog_class",
+            "load_state_path",
+        )
         for name in fields:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, (theirs or mine) if override else (mine or theirs))

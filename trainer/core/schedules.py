@@ -11,8 +11,14 @@ from trainer.util.checks import int_at_least, is_number
 class Schedule:
     """`value(t)` of a constant or of a piecewise-linear list of `(t, value)` points."""
 
-    def __init__(self, spec: float | list | tuple, *, setting: str = "schedule",
-                 low: float | None = None, high: float | None = None):
+    def __init__(
+        self,
+        spec: float | list | tuple,
+        *,
+        setting: str = "schedule",
+        low: float | None = None,
+        high: float | None = None,
+    ):
         self.spec = spec
         self.points = _check(spec, setting, low, high)
 
@@ -29,13 +35,16 @@ class Schedule:
         return f"Schedule({self.spec!r})"
 
 
-def _check(spec: Any, setting: str, low: float | None, high: float | None
-           ) -> list[tuple[float, float]]:
+def _check(
+    spec: Any, setting: str, low: float | None, high: float | None
+) -> list[tuple[float, float]]:
     bounds = ""
     if low is not None and high is not None:
         bounds = f" in [{low}, {high}]"
-    allowed = (f"a number{bounds}, or a schedule [(timestep, value), ...] starting at timestep 0 "
-               "with increasing timesteps")
+    allowed = (
+        f"a number{bounds}, or a schedule [(timestep, value), ...] starting at timestep 0 "
+        "with increasing timesteps"
+    )
 
     def fits(v: Any) -> bool:
         return is_number(v) and (low is None or v >= low) and (high is None or v <= high)
@@ -49,20 +58,28 @@ def _check(spec: Any, setting: str, low: float | None, high: float | None
     points: list[tuple[float, float]] = []
     for i, point in enumerate(spec):
         if not (isinstance(point, (list, tuple)) and len(point) == 2):
-            raise ValueError(f"{setting}={spec!r}: entry {i} ({point!r}) is not a "
-                             f"(timestep, value) pair; must be {allowed}")
+            raise ValueError(
+                f"{setting}={spec!r}: entry {i} ({point!r}) is not a "
+                f"(timestep, value) pair; must be {allowed}"
+            )
         t, v = point
         if int_at_least(0)(t) is not None:
-            raise ValueError(f"{setting}={spec!r}: entry {i} has timestep {t!r}, which is not an "
-                             "int >= 0")
+            raise ValueError(
+                f"{setting}={spec!r}: entry {i} has timestep {t!r}, which is not an int >= 0"
+            )
         if not fits(v):
-            raise ValueError(f"{setting}={spec!r}: entry {i} has value {v!r}; values must be "
-                             f"numbers{bounds}")
+            raise ValueError(
+                f"{setting}={spec!r}: entry {i} has value {v!r}; values must be numbers{bounds}"
+            )
         if points and t <= points[-1][0]:
-            raise ValueError(f"{setting}={spec!r}: timesteps must increase, but entry {i} "
-                             f"({t}) comes after {points[-1][0]}")
+            raise ValueError(
+                f"{setting}={spec!r}: timesteps must increase, but entry {i} "
+                f"({t}) comes after {points[-1][0]}"
+            )
         points.append((t, float(v)))
     if points[0][0] != 0:
-        raise ValueError(f"{setting}={spec!r}: a schedule must start at timestep 0, this one "
-                         f"starts at {points[0][0]}")
+        raise ValueError(
+            f"{setting}={spec!r}: a schedule must start at timestep 0, this one "
+            f"starts at {points[0][0]}"
+        )
     return points

@@ -16,8 +16,14 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = [
-    "batch", "get_base_struct_from_space", "get_dummy_batch_for_space", "map_structure",
-    "one_hot", "one_hot_multidiscrete", "space_from_dict", "space_to_dict",
+    "batch",
+    "get_base_struct_from_space",
+    "get_dummy_batch_for_space",
+    "map_structure",
+    "one_hot",
+    "one_hot_multidiscrete",
+    "space_from_dict",
+    "space_to_dict",
 ]
 
 
@@ -67,16 +73,25 @@ def get_base_struct_from_space(space: gym.Space | None) -> Any:
     return space
 
 
-def get_dummy_batch_for_space(space: gym.Space | Any, batch_size: int = 32, *,
-                              fill_value: float = 0.0, one_hot_discrete: bool = False) -> Any:
+def get_dummy_batch_for_space(
+    space: gym.Space | Any,
+    batch_size: int = 32,
+    *,
+    fill_value: float = 0.0,
+    one_hot_discrete: bool = False,
+) -> Any:
     """Filler data of `space`'s structure: every leaf `fill_value` in its space's shape and dtype
     (with a leading `batch_size` axis unless it is 0). With `one_hot_discrete`, `Discrete(n)`
     leaves are float32 vectors of length n and `MultiDiscrete` ones of length `sum(nvec)`."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         space = get_base_struct_from_space(space)
     if isinstance(space, (dict, tuple)):
-        return map_structure(lambda s: get_dummy_batch_for_space(
-            s, batch_size, fill_value=fill_value, one_hot_discrete=one_hot_discrete), space)
+        return map_structure(
+            lambda s: get_dummy_batch_for_space(
+                s, batch_size, fill_value=fill_value, one_hot_discrete=one_hot_discrete
+            ),
+            space,
+        )
     shape, dtype = space.shape, space.dtype
     if one_hot_discrete and isinstance(space, gym.spaces.Discrete):
         shape, dtype = (int(space.n),), np.float32
@@ -88,8 +103,9 @@ def get_dummy_batch_for_space(space: gym.Space | Any, batch_size: int = 32, *,
     return np.full(leading + tuple(shape), fill_value, dtype=dtype)
 
 
-def one_hot(x: Any, depth: int = 0, on_value: float = 1.0, off_value: float = 0.0,
-            dtype: Any = np.float32) -> np.ndarray:
+def one_hot(
+    x: Any, depth: int = 0, on_value: float = 1.0, off_value: float = 0.0, dtype: Any = np.float32
+) -> np.ndarray:
     """Integers (any shape) as one-hot vectors along a new last axis of length `depth`
     (default: the largest value + 1)."""
     x = np.asarray(x)
@@ -104,8 +120,9 @@ def one_hot_multidiscrete(x: Any, depths: Any) -> np.ndarray:
     """A MultiDiscrete value (last axis: one integer per sub-space) as its one-hot vectors
     concatenated."""
     x = np.asarray(x)
-    return np.concatenate([one_hot(x[..., i], int(depth)) for i, depth in enumerate(depths)],
-                          axis=-1)
+    return np.concatenate(
+        [one_hot(x[..., i], int(depth)) for i, depth in enumerate(depths)], axis=-1
+    )
 
 
 # -- spaces as plain data ----------------------------------------------------------------------
@@ -115,24 +132,32 @@ def space_to_dict(space: gym.Space | None) -> dict | None:
     if space is None:
         return None
     if isinstance(space, gym.spaces.Box):
-        return {"space": "box", "low": space.low.tolist(), "high": space.high.tolist(),
-                "shape": list(space.shape), "dtype": space.dtype.str}
+        return {
+            "space": "box",
+            "low": space.low.tolist(),
+            "high": space.high.tolist(),
+            "shape": list(space.shape),
+            "dtype": space.dtype.str,
+        }
     if isinstance(space, gym.spaces.Discrete):
         return {"space": "discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return {"space": "multi-discrete", "nvec": space.nvec.tolist(),
-                "dtype": space.dtype.str}
+        return {"space": "multi-discrete", "nvec": space.nvec.tolist(), "dtype": space.dtype.str}
     if isinstance(space, gym.spaces.MultiBinary):
         return {"space": "multi-binary", "n": np.asarray(space.n).tolist()}
     if isinstance(space, gym.spaces.Text):
         return {"space": "text", "min_length": space.min_length, "max_length": space.max_length}
     if isinstance(space, gym.spaces.Dict):
-        return {"space": "dict",
-                "spaces": {key: space_to_dict(sub) for key, sub in space.spaces.items()}}
+        return {
+            "space": "dict",
+            "spaces": {key: space_to_dict(sub) for key, sub in space.spaces.items()},
+        }
     if isinstance(space, gym.spaces.Tuple):
         return {"space": "tuple", "spaces": [space_to_dict(sub) for sub in space.spaces]}
-    raise TypeError(f"space_to_dict: {type(space).__name__} spaces are not supported "
-                    "(Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict, Tuple are)")
+    raise TypeError(
+        f"space_to_dict: {type(space).__name__} spaces are not supported "
+        "(Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict, Tuple are)"
+    )
 
 
 def space_from_dict(data: dict | None) -> gym.Space | None:
@@ -143,8 +168,12 @@ def space_from_dict(data: dict | None) -> gym.Space | None:
 def _space_from(data: dict) -> gym.Space:
     kind = data.get("space")
     if kind == "box":
-        return gym.spaces.Box(np.asarray(data["low"]), np.asarray(data["high"]),
-                              tuple(data["shape"]), np.dtype(data["dtype"]))
+        return gym.spaces.Box(
+            np.asarray(data["low"]),
+            np.asarray(data["high"]),
+            tuple(data["shape"]),
+            np.dtype(data["dtype"]),
+        )
     if kind == "discrete":
         return gym.spaces.Discrete(data["n"], start=data.get("start", 0))
     if kind == "multi-discrete":

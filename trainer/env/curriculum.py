@@ -53,7 +53,8 @@ def check_task_settable(env: Any, setting: str) -> None:
     if not is_task_settable(env):
         raise TypeError(
             f"{setting} is set, but the env {type(env).__qualname__} has no tasks: it must "
-            "implement get_task() and set_task(task) (subclass trainer.TaskSettableEnv)")
+            "implement get_task() and set_task(task) (subclass trainer.TaskSettableEnv)"
+        )
 
 
 def apply_env_task_fn(env_runner: Any, env_task_fn: Callable, train_results: dict) -> list:

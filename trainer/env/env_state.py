@@ -26,8 +26,9 @@ from gymnasium.envs.registration import EnvSpec
 from trainer.util.rng import generator_state, new_generator, set_generator_state
 
 #: Render machinery: created on demand by render(), not part of the dynamics.
-_RENDER_ATTRIBUTES = frozenset({"screen", "clock", "viewer", "window", "surf", "renderer",
-                                "_viewers", "render_fps"})
+_RENDER_ATTRIBUTES = frozenset(
+    {"screen", "clock", "viewer", "window", "surf", "renderer", "_viewers", "render_fps"}
+)
 _STRUCTURE_TYPES = (gym.Space, gym.Env, EnvSpec, types.ModuleType, type)
 _TAG = "__env_value__"
 
@@ -39,13 +40,13 @@ class _NotData(Exception):
 
 def _is_structure(value: Any) -> bool:
     return isinstance(value, _STRUCTURE_TYPES) or (
-        callable(value) and not isinstance(value, (np.ndarray, np.random.Generator)))
+        callable(value) and not isinstance(value, (np.ndarray, np.random.Generator))
+    )
 
 
 def _to_data(value: Any) -> Any:
     """`value` as plain data (tagged where the type must come back), or `_NotData`."""
-    if isinstance(value, int) and not isinstance(value, bool) and not (
-            -(2 ** 63) <= value < 2 ** 63):
+    if isinstance(value, int) and not isinstance(value, bool) and not (-(2**63) <= value < 2**63):
         return {_TAG: "int", "digits": str(value)}  # wider than msgpack's 64 bits
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -84,8 +85,9 @@ def _from_data(data: Any, current: Any = None) -> Any:
                 return current
             return new_generator(data["state"])
         if tag == "random_state":
-            rng = current if isinstance(current, np.random.RandomState) else (
-                np.random.RandomState())
+            rng = (
+                current if isinstance(current, np.random.RandomState) else (np.random.RandomState())
+            )
             rng.set_state(tuple(data["state"]))
             return rng
         if tag == "deque":
@@ -128,8 +130,10 @@ def restore_env_state(env: gym.Env, captured: list[dict]) -> str | None:
     layers = _layers(env)
     classes = [type(layer).__qualname__ for layer in layers]
     if classes != [entry["class"] for entry in captured]:
-        return (f"its wrappers changed (now {classes}, captured "
-                f"{[entry['class'] for entry in captured]})")
+        return (
+            f"its wrappers changed (now {classes}, captured "
+            f"{[entry['class'] for entry in captured]})"
+        )
     for layer, entry in zip(layers, captured, strict=True):
         own = vars(layer)
         for name, data in entry["attributes"].items():

@@ -22,8 +22,10 @@ def register_env(name: str, env_creator: Callable[[Any], gym.Env]) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"register_env(name={name!r}): name must be a non-empty string")
     if not callable(env_creator):
-        raise ValueError(f"register_env({name!r}, env_creator={env_creator!r}): env_creator must "
-                         "be callable as env_creator(env_config) -> gymnasium.Env")
+        raise ValueError(
+            f"register_env({name!r}, env_creator={env_creator!r}): env_creator must "
+            "be callable as env_creator(env_config) -> gymnasium.Env"
+        )
     _REGISTRY[name] = env_creator
 
 
@@ -65,8 +67,9 @@ class _Registry:
     @staticmethod
     def _check(category: str) -> None:
         if category != ENV_CREATOR:
-            raise ValueError(f"registry category {category!r}: only {ENV_CREATOR!r} (env "
-                             "creators) exists here")
+            raise ValueError(
+                f"registry category {category!r}: only {ENV_CREATOR!r} (env creators) exists here"
+            )
 
 
 _global_registry = _Registry()
@@ -77,8 +80,14 @@ class EnvContext(dict):
     (0 for the main process), `num_workers`, `vector_index` (the sub-env's index in its runner)
     and `recreated_worker`."""
 
-    def __init__(self, env_config: dict, worker_index: int = 0, num_workers: int = 0,
-                 vector_index: int = 0, recreated_worker: bool = False):
+    def __init__(
+        self,
+        env_config: dict,
+        worker_index: int = 0,
+        num_workers: int = 0,
+        vector_index: int = 0,
+        recreated_worker: bool = False,
+    ):
         super().__init__(env_config)
         self.worker_index = worker_index
         self.num_workers = num_workers
@@ -86,14 +95,26 @@ class EnvContext(dict):
         self.recreated_worker = recreated_worker
 
     def copy_with_overrides(self, **overrides: Any) -> EnvContext:
-        fields: dict[str, Any] = {"worker_index": self.worker_index, "num_workers": self.num_workers,
-                  "vector_index": self.vector_index, "recreated_worker": self.recreated_worker}
+        fields: dict[str, Any] = {
+            "worker_index": self.worker_index,
+            "num_workers": self.num_workers,
+            "vector_index": self.vector_index,
+            "recreated_worker": self.recreated_worker,
+        }
         fields.update(overrides)
         return EnvContext(dict(self), **fields)
 
     def __reduce__(self) -> tuple[type[EnvContext], tuple[Any, ...]]:
-        return (EnvContext, (dict(self), self.worker_index, self.num_workers, self.vector_index,
-                             self.recreated_worker))
+        return (
+            EnvContext,
+            (
+                dict(self),
+                self.worker_index,
+                self.num_workers,
+                self.vector_index,
+                self.recreated_worker,
+            ),
+        )
 
 
 class EnvCreator:
@@ -108,8 +129,9 @@ class EnvCreator:
     def _register_gym_id(self) -> None:
         if self.target not in gym.registry and self.gym_spec is not None:
             # Registered with gymnasium.register() in the user's script: repeat it here.
-            gym.register(**{k: v for k, v in vars(self.gym_spec).items()
-                            if k in _GYM_REGISTER_FIELDS})
+            gym.register(
+                **{k: v for k, v in vars(self.gym_spec).items() if k in _GYM_REGISTER_FIELDS}
+            )
 
     def __call__(self, env_context: EnvContext) -> gym.Env:
         if self.kind == "gym_id":
@@ -118,10 +140,14 @@ class EnvCreator:
         else:  # an Env class (built as cls(env_config)) or a creator callable
             env = self.target(env_context)
         if not isinstance(env, gym.Env):
-            hint = (" (a vector env: set env_runners(gym_env_vectorize_mode="
-                    "'vector_entry_point'))" if isinstance(env, gym.vector.VectorEnv) else "")
-            raise TypeError(f"env {self.description} returned {type(env).__name__}, not a "
-                            f"gymnasium.Env{hint}")
+            hint = (
+                " (a vector env: set env_runners(gym_env_vectorize_mode='vector_entry_point'))"
+                if isinstance(env, gym.vector.VectorEnv)
+                else ""
+            )
+            raise TypeError(
+                f"env {self.description} returned {type(env).__name__}, not a gymnasium.Env{hint}"
+            )
         return env
 
     def make_vector(self, env_context: EnvContext, num_envs: int) -> Any:
@@ -137,17 +163,31 @@ class EnvCreator:
                 raise ValueError(
                     f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the gymnasium "
                     f"env {self.description} has no vector_entry_point in gymnasium's registry; "
-                    "allowed for it: gym_env_vectorize_mode='sync' or 'async'")
-            return gym.make_vec(self.target, num_envs=num_envs,
-                                vectorization_mode="vector_entry_point", **dict(env_context))
+                    "allowed for it: gym_env_vectorize_mode='sync' or 'async'"
+                )
+            return gym.make_vec(
+                self.target,
+                num_envs=num_envs,
+                vectorization_mode="vector_entry_point",
+                **dict(env_context),
+            )
         vector_context = env_context.copy_with_overrides()
         vector_context["num_envs"] = num_envs
         return self.target(vector_context)
 
 
-_GYM_REGISTER_FIELDS = ("id", "entry_point", "reward_threshold", "nondeterministic",
-                        "max_episode_steps", "order_enforce", "disable_env_checker", "kwargs",
-                        "additional_wrappers", "vector_entry_point")
+_GYM_REGISTER_FIELDS = (
+    "id",
+    "entry_point",
+    "reward_threshold",
+    "nondeterministic",
+    "max_episode_steps",
+    "order_enforce",
+    "disable_env_checker",
+    "kwargs",
+    "additional_wrappers",
+    "vector_entry_point",
+)
 
 
 def env_description(env: Any) -> str:
@@ -159,26 +199,34 @@ def env_description(env: Any) -> str:
 def check_env_spec(env: Any) -> None:
     """Raises ValueError when `env` cannot name an env: used by `environment()` and `validate()`."""
     if env is None:
-        raise ValueError("environment(env=None): no env is set; give a gymnasium id (for "
-                         "example 'CartPole-v1'), a name given to register_env, a gymnasium.Env "
-                         "subclass, or a callable (env_config) -> env")
+        raise ValueError(
+            "environment(env=None): no env is set; give a gymnasium id (for "
+            "example 'CartPole-v1'), a name given to register_env, a gymnasium.Env "
+            "subclass, or a callable (env_config) -> env"
+        )
     if isinstance(env, str):
         if env in _REGISTRY or env in gym.registry:
             return
         known = list(_REGISTRY) + list(gym.registry)
         close = difflib.get_close_matches(env, known, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"environment(env={env!r}): no env of that name, neither registered "
-                         f"with register_env nor a gymnasium id{hint}")
+        raise ValueError(
+            f"environment(env={env!r}): no env of that name, neither registered "
+            f"with register_env nor a gymnasium id{hint}"
+        )
     if isinstance(env, type):
         if not issubclass(env, (gym.Env, gym.vector.VectorEnv)):
-            raise ValueError(f"environment(env={env.__qualname__}): a class must subclass "
-                             "gymnasium.Env (or gymnasium.vector.VectorEnv, with "
-                             "env_runners(gym_env_vectorize_mode='vector_entry_point'))")
+            raise ValueError(
+                f"environment(env={env.__qualname__}): a class must subclass "
+                "gymnasium.Env (or gymnasium.vector.VectorEnv, with "
+                "env_runners(gym_env_vectorize_mode='vector_entry_point'))"
+            )
         return
     if not callable(env):
-        raise ValueError(f"environment(env={env!r}): must be a gymnasium id, a registered name, "
-                         "a gymnasium.Env subclass, or a callable (env_config) -> env")
+        raise ValueError(
+            f"environment(env={env!r}): must be a gymnasium id, a registered name, "
+            "a gymnasium.Env subclass, or a callable (env_config) -> env"
+        )
 
 
 def make_env_creator(env: Any) -> EnvCreator:

@@ -40,24 +40,54 @@ REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 class SingleAgentEpisode(OldEpisodeAPI):
     __slots__ = (
-        "id_", "agent_id", "module_id", "multi_agent_episode_id",
-        "observations", "actions", "rewards", "infos", "extra_model_outputs",
-        "is_terminated", "is_truncated", "t", "t_started", "_observation_space",
-        "_action_space", "custom_data", "_temporary_timestep_data", "_start_time",
-        "_last_step_time", "env_index", "_old", "_return_before", "_env_runner",
+        "id_",
+        "agent_id",
+        "module_id",
+        "multi_agent_episode_id",
+        "observations",
+        "actions",
+        "rewards",
+        "infos",
+        "extra_model_outputs",
+        "is_terminated",
+        "is_truncated",
+        "t",
+        "t_started",
+        "_observation_space",
+        "_action_space",
+        "custom_data",
+        "_temporary_timestep_data",
+        "_start_time",
+        "_last_step_time",
+        "env_index",
+        "_old",
+        "_return_before",
+        "_env_runner",
         "connector_data",
     )
     #: Slots that stay in their process (not pickled, not in `get_state`).
     _LOCAL_SLOTS = ("_env_runner",)
 
-    def __init__(self, id_: str | None = None, *, observations: Any = None,
-                 observation_space: gym.Space | None = None, infos: Any = None,
-                 actions: Any = None, action_space: gym.Space | None = None,
-                 rewards: Any = None, terminated: bool = False, truncated: bool = False,
-                 extra_model_outputs: dict[str, Any] | None = None,
-                 t_started: int | None = None, len_lookback_buffer: int | str = "auto",
-                 agent_id: Any = None, module_id: str | None = None,
-                 multi_agent_episode_id: str | None = None, env_index: int = 0):
+    def __init__(
+        self,
+        id_: str | None = None,
+        *,
+        observations: Any = None,
+        observation_space: gym.Space | None = None,
+        infos: Any = None,
+        actions: Any = None,
+        action_space: gym.Space | None = None,
+        rewards: Any = None,
+        terminated: bool = False,
+        truncated: bool = False,
+        extra_model_outputs: dict[str, Any] | None = None,
+        t_started: int | None = None,
+        len_lookback_buffer: int | str = "auto",
+        agent_id: Any = None,
+        module_id: str | None = None,
+        multi_agent_episode_id: str | None = None,
+        env_index: int = 0,
+    ):
         """An empty episode (to record into with `add_env_reset` / `add_env_step`) or one made
         from data: lists (or `InfiniteLookbackBuffer`s) of observations and infos (one more
         than steps), actions, rewards and extra model outputs. The first `len_lookback_buffer`
@@ -68,12 +98,25 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.agent_id = agent_id
         self.module_id = module_id
         self.multi_agent_episode_id = multi_agent_episode_id
-        if observations is None and infos is None and actions is None and rewards is None \
-                and extra_model_outputs is None:
+        if (
+            observations is None
+            and infos is None
+            and actions is None
+            and rewards is None
+            and extra_model_outputs is None
+        ):
             self._empty_columns(observation_space, action_space)
         else:
-            self._columns_from_data(observations, infos, actions, rewards, extra_model_outputs,
-                                    len_lookback_buffer, observation_space, action_space)
+            self._columns_from_data(
+                observations,
+                infos,
+                actions,
+                rewards,
+                extra_model_outputs,
+                len_lookback_buffer,
+                observation_space,
+                action_space,
+            )
         self.is_terminated = terminated
         self.is_truncated = truncated
         #: The env timestep this chunk started at (after its lookback buffer), and has reached.
@@ -97,12 +140,25 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self.validate()
 
     @classmethod
-    def _assembled(cls, id_: str, observations: np.ndarray, infos: list,
-                   actions: np.ndarray, rewards: np.ndarray,
-                   extra_model_outputs: dict[str, np.ndarray], *, t_started: int, t: int,
-                   env_index: int, terminated: bool, truncated: bool, custom_data: dict,
-                   temporary_timestep_data: dict, start_time: float | None,
-                   last_step_time: float | None) -> SingleAgentEpisode:
+    def _assembled(
+        cls,
+        id_: str,
+        observations: np.ndarray,
+        infos: list,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        extra_model_outputs: dict[str, np.ndarray],
+        *,
+        t_started: int,
+        t: int,
+        env_index: int,
+        terminated: bool,
+        truncated: bool,
+        custom_data: dict,
+        temporary_timestep_data: dict,
+        start_time: float | None,
+        last_step_time: float | None,
+    ) -> SingleAgentEpisode:
         """An episode of finalized columns, every slot set directly (no checks): for episodes
         rebuilt from a packed `EpisodeList`, hundreds per sample."""
         episode = cls.__new__(cls)
@@ -113,8 +169,10 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode.actions = InfiniteLookbackBuffer.of_array(actions)
         episode.rewards = InfiniteLookbackBuffer.of_array(rewards)
         episode.rewards._space = episode.rewards.space_struct = REWARD_SPACE
-        episode.extra_model_outputs = {key: InfiniteLookbackBuffer.of_array(values)
-                                       for key, values in extra_model_outputs.items()}
+        episode.extra_model_outputs = {
+            key: InfiniteLookbackBuffer.of_array(values)
+            for key, values in extra_model_outputs.items()
+        }
         episode.is_terminated, episode.is_truncated = terminated, truncated
         episode.t_started, episode.t = t_started, t
         episode._observation_space = episode._action_space = None
@@ -128,8 +186,9 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode.connector_data = {}
         return episode
 
-    def _empty_columns(self, observation_space: gym.Space | None,
-                       action_space: gym.Space | None) -> None:
+    def _empty_columns(
+        self, observation_space: gym.Space | None, action_space: gym.Space | None
+    ) -> None:
         """Columns without data, made directly (the EnvRunner makes them for every episode
         and chunk)."""
         self.observations = InfiniteLookbackBuffer.of_list([])
@@ -145,17 +204,27 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self.action_space = action_space
         self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {}
 
-    def _columns_from_data(self, observations: Any, infos: Any, actions: Any, rewards: Any,
-                           extra_model_outputs: dict[str, Any] | None,
-                           len_lookback_buffer: int | str, observation_space: gym.Space | None,
-                           action_space: gym.Space | None) -> None:
+    def _columns_from_data(
+        self,
+        observations: Any,
+        infos: Any,
+        actions: Any,
+        rewards: Any,
+        extra_model_outputs: dict[str, Any] | None,
+        len_lookback_buffer: int | str,
+        observation_space: gym.Space | None,
+        action_space: gym.Space | None,
+    ) -> None:
         num_steps = len(rewards) if rewards is not None else 0
-        if len_lookback_buffer == "auto" or (isinstance(len_lookback_buffer, int)
-                                             and len_lookback_buffer > num_steps):
+        if len_lookback_buffer == "auto" or (
+            isinstance(len_lookback_buffer, int) and len_lookback_buffer > num_steps
+        ):
             len_lookback_buffer = num_steps
         elif not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
-            raise ValueError(f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
-                             "must be 'auto' or an int >= 0")
+            raise ValueError(
+                f"SingleAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): "
+                "must be 'auto' or an int >= 0"
+            )
         lookback = len_lookback_buffer
         if infos is None:
             infos = [{} for _ in range(_size(observations))]
@@ -196,12 +265,19 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.infos.append(infos or {})
         self._start_time = self._last_step_time = time.perf_counter()
 
-    def add_env_step(self, observation: Any, action: Any, reward: float, infos: dict | None = None,
-                     *, terminated: bool = False, truncated: bool = False,
-                     extra_model_outputs: dict | None = None) -> None:
+    def add_env_step(
+        self,
+        observation: Any,
+        action: Any,
+        reward: float,
+        infos: dict | None = None,
+        *,
+        terminated: bool = False,
+        truncated: bool = False,
+        extra_model_outputs: dict | None = None,
+    ) -> None:
         """Logs one env step: the action taken and what the env returned for it."""
-        assert not (self.is_terminated or self.is_truncated), \
-            "add_env_step() on a finished episode"
+        assert not (self.is_terminated or self.is_truncated), "add_env_step() on a finished episode"
         if self._observation_space is not None or self._action_space is not None:
             self._check_space(self._observation_space, observation, "observation")
             self._check_space(self._action_space, action, "action")
@@ -238,9 +314,17 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if self._start_time is None:
             self._start_time = self._last_step_time
 
-    def record_sampled_step(self, observation: Any, action: Any, reward: float, infos: dict,
-                            terminated: bool, truncated: bool, action_logp: float,
-                            action_dist_inputs: Any) -> None:
+    def record_sampled_step(
+        self,
+        observation: Any,
+        action: Any,
+        reward: float,
+        infos: dict,
+        terminated: bool,
+        truncated: bool,
+        action_logp: float,
+        action_dist_inputs: Any,
+    ) -> None:
         """`add_env_step` for the EnvRunner's sampling loop: the same record, with the two model
         outputs PPO and DQN keep given directly (no dict per step) and `infos` stored as given
         (the runner passes a fresh dict per step). Whenever this episode is not a plain
@@ -250,19 +334,30 @@ class SingleAgentEpisode(OldEpisodeAPI):
         logp_buffer = outputs.get(ACTION_LOGP)
         dist_buffer = outputs.get(ACTION_DIST_INPUTS)
         observations = self.observations
-        if (logp_buffer is None or logp_buffer.finalized or observations.finalized
-                or len(outputs) != (1 if dist_buffer is None else 2)
-                or (dist_buffer is None) != (action_dist_inputs is None)
-                or self._observation_space is not None or self._action_space is not None
-                or self.infos.finalized):
+        if (
+            logp_buffer is None
+            or logp_buffer.finalized
+            or observations.finalized
+            or len(outputs) != (1 if dist_buffer is None else 2)
+            or (dist_buffer is None) != (action_dist_inputs is None)
+            or self._observation_space is not None
+            or self._action_space is not None
+            or self.infos.finalized
+        ):
             extra = {ACTION_LOGP: action_logp}
             if action_dist_inputs is not None:
                 extra[ACTION_DIST_INPUTS] = action_dist_inputs
-            self.add_env_step(observation, action, reward, infos, terminated=terminated,
-                              truncated=truncated, extra_model_outputs=extra)
+            self.add_env_step(
+                observation,
+                action,
+                reward,
+                infos,
+                terminated=terminated,
+                truncated=truncated,
+                extra_model_outputs=extra,
+            )
             return
-        assert not (self.is_terminated or self.is_truncated), \
-            "add_env_step() on a finished episode"
+        assert not (self.is_terminated or self.is_truncated), "add_env_step() on a finished episode"
         observations.data.append(observation)
         self.actions.data.append(action)
         self.rewards.data.append(reward)
@@ -277,23 +372,27 @@ class SingleAgentEpisode(OldEpisodeAPI):
     @staticmethod
     def _check_space(space: gym.Space | None, value: Any, what: str) -> None:
         if space is not None and not space.contains(value):
-            raise ValueError(f"SingleAgentEpisode: {what} {value!r} is not in the episode's "
-                             f"{what} space {space}")
+            raise ValueError(
+                f"SingleAgentEpisode: {what} {value!r} is not in the episode's {what} space {space}"
+            )
 
     def validate(self) -> None:
         """Asserts that the columns fit together: one more observation (and info) than
         actions, rewards and each extra model output."""
         num_obs = len(self.observations)
         assert num_obs == len(self.infos), (
-            f"episode {self.id_}: {num_obs} observations but {len(self.infos)} infos")
+            f"episode {self.id_}: {num_obs} observations but {len(self.infos)} infos"
+        )
         expected = max(num_obs - 1, 0)
         assert len(self.actions) == len(self.rewards) == expected, (
             f"episode {self.id_}: {num_obs} observations need {expected} actions and rewards, "
-            f"got {len(self.actions)} and {len(self.rewards)}")
+            f"got {len(self.actions)} and {len(self.rewards)}"
+        )
         for key, values in self.extra_model_outputs.items():
             assert len(values) == expected, (
                 f"episode {self.id_}: extra model output {key!r} has {len(values)} items, "
-                f"expected {expected}")
+                f"expected {expected}"
+            )
 
     # -- chunks ------------------------------------------------------------------------------
     def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
@@ -304,9 +403,13 @@ class SingleAgentEpisode(OldEpisodeAPI):
         assert not self.is_done, "cut() on a finished episode"
         assert len_lookback_buffer >= 0, f"cut(len_lookback_buffer={len_lookback_buffer})"
         if len_lookback_buffer == 0:  # the EnvRunner's case: no history to copy
-            successor = SingleAgentEpisode(self.id_, observation_space=self._observation_space,
-                                           action_space=self._action_space,
-                                           t_started=self.t, env_index=self.env_index)
+            successor = SingleAgentEpisode(
+                self.id_,
+                observation_space=self._observation_space,
+                action_space=self._action_space,
+                t_started=self.t,
+                env_index=self.env_index,
+            )
             successor.observations.data.append(self.observations.get(-1))
             successor.infos.data.append(self.infos.get(-1))
             for key in self.extra_model_outputs:
@@ -315,15 +418,20 @@ class SingleAgentEpisode(OldEpisodeAPI):
             steps = slice(-len_lookback_buffer, None)
             successor = SingleAgentEpisode(
                 self.id_,
-                observations=_as_list(self.get_observations(slice(-len_lookback_buffer - 1,
-                                                                  None))),
+                observations=_as_list(self.get_observations(slice(-len_lookback_buffer - 1, None))),
                 infos=_as_list(self.get_infos(slice(-len_lookback_buffer - 1, None))),
                 actions=_as_list(self.get_actions(steps)),
                 rewards=_as_list(self.get_rewards(steps)),
-                extra_model_outputs={key: _as_list(self.get_extra_model_outputs(key, steps))
-                                     for key in self.extra_model_outputs},
-                observation_space=self._observation_space, action_space=self._action_space,
-                t_started=self.t, len_lookback_buffer="auto", env_index=self.env_index)
+                extra_model_outputs={
+                    key: _as_list(self.get_extra_model_outputs(key, steps))
+                    for key in self.extra_model_outputs
+                },
+                observation_space=self._observation_space,
+                action_space=self._action_space,
+                t_started=self.t,
+                len_lookback_buffer="auto",
+                env_index=self.env_index,
+            )
         successor.agent_id, successor.module_id = self.agent_id, self.module_id
         successor.multi_agent_episode_id = self.multi_agent_episode_id
         successor.custom_data = self.custom_data
@@ -340,8 +448,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         successor._last_step_time = self._last_step_time
         return successor
 
-    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None
-              ) -> SingleAgentEpisode:
+    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
         """A new episode holding the steps `slice_` selects (indices as for lists, clipped to
         the episode), with a lookback buffer of `len_lookback_buffer` steps (default: this
         episode's), as far as the data reaches back. `episode[a:b]` is the same."""
@@ -360,36 +467,47 @@ class SingleAgentEpisode(OldEpisodeAPI):
             return InfiniteLookbackBuffer(data, lookback, buffer.space)
 
         episode = SingleAgentEpisode(
-            self.id_, observations=column(self.observations, 1),
-            observation_space=self._observation_space, infos=column(self.infos, 1),
-            actions=column(self.actions, 0), action_space=self._action_space,
+            self.id_,
+            observations=column(self.observations, 1),
+            observation_space=self._observation_space,
+            infos=column(self.infos, 1),
+            actions=column(self.actions, 0),
+            action_space=self._action_space,
             rewards=column(self.rewards, 0),
-            extra_model_outputs={key: column(values, 0)
-                                 for key, values in self.extra_model_outputs.items()},
+            extra_model_outputs={
+                key: column(values, 0) for key, values in self.extra_model_outputs.items()
+            },
             terminated=self.is_terminated if keep_done else False,
             truncated=self.is_truncated if keep_done else False,
-            t_started=self.t_started + start, agent_id=self.agent_id, module_id=self.module_id,
-            multi_agent_episode_id=self.multi_agent_episode_id, env_index=self.env_index)
+            t_started=self.t_started + start,
+            agent_id=self.agent_id,
+            module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id,
+            env_index=self.env_index,
+        )
         return episode
 
     def __getitem__(self, item: builtins.slice) -> SingleAgentEpisode:
         if isinstance(item, slice):
             return self.slice(item)
-        raise TypeError(f"SingleAgentEpisode[{item!r}]: only slices (episode[a:b]) are "
-                        "supported; use get_observations(i) and the other getters for items")
+        raise TypeError(
+            f"SingleAgentEpisode[{item!r}]: only slices (episode[a:b]) are "
+            "supported; use get_observations(i) and the other getters for items"
+        )
 
     def concat_episode(self, other: SingleAgentEpisode) -> None:
         """Appends `other`, this episode's successor chunk, in place: same `id_`, `other`
         starting where this one stops, whose first observation is this one's last."""
-        assert other.id_ == self.id_, (
-            f"concat_episode(): ids differ ({self.id_} vs {other.id_})")
+        assert other.id_ == self.id_, f"concat_episode(): ids differ ({self.id_} vs {other.id_})"
         assert not self.is_done, "concat_episode() onto a finished episode"
         assert self.t == other.t_started, (
             f"concat_episode(): this chunk ends at t={self.t}, the other starts at "
-            f"t_started={other.t_started}")
+            f"t_started={other.t_started}"
+        )
         other.validate()
         assert structs_equal(other.get_observations(0), self.get_observations(-1)), (
-            "concat_episode(): the other chunk's first observation is not this one's last")
+            "concat_episode(): the other chunk's first observation is not this one's last"
+        )
         # The shared observation and info are kept once: the other chunk's.
         self.observations.pop()
         self.infos.pop()
@@ -404,7 +522,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self.is_truncated = True
         for key in other.extra_model_outputs:
             assert key in self.extra_model_outputs, (
-                f"concat_episode(): extra model output {key!r} is not in this episode")
+                f"concat_episode(): extra model output {key!r} is not in this episode"
+            )
             self.extra_model_outputs[key].extend(other.get_extra_model_outputs(key))
         if other.custom_data is not self.custom_data:
             self.custom_data.update(other.custom_data)
@@ -463,69 +582,115 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self._old = {"user_data": {}, "custom_metrics": {}, "hist_data": {}}
         return self._old
 
-    def get_observations(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
-                         fill: Any = None, one_hot_discrete: bool = False) -> Any:
+    def get_observations(
+        self,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
         """Observation(s) at `indices`: an int gives one item; a list or slice a list (an
         array once numpy'ized); None all of this chunk's. See `trainer.env.lookback_buffer`."""
-        return self.observations.get(indices, neg_index_as_lookback=neg_index_as_lookback,
-                                     fill=fill, one_hot_discrete=one_hot_discrete)
+        return self.observations.get(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
+        )
 
-    def get_infos(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
-                  fill: Any = None) -> Any:
+    def get_infos(
+        self, indices: Any = None, *, neg_index_as_lookback: bool = False, fill: Any = None
+    ) -> Any:
         return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
-    def get_actions(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
-                    fill: Any = None, one_hot_discrete: bool = False) -> Any:
-        return self.actions.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill,
-                                one_hot_discrete=one_hot_discrete)
+    def get_actions(
+        self,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
+        return self.actions.get(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
+        )
 
-    def get_rewards(self, indices: Any = None, *, neg_index_as_lookback: bool = False,
-                    fill: float | None = None) -> Any:
+    def get_rewards(
+        self, indices: Any = None, *, neg_index_as_lookback: bool = False, fill: float | None = None
+    ) -> Any:
         return self.rewards.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
-    def get_extra_model_outputs(self, key: str, indices: Any = None, *,
-                                neg_index_as_lookback: bool = False, fill: Any = None) -> Any:
+    def get_extra_model_outputs(
+        self,
+        key: str,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+    ) -> Any:
         try:
             buffer = self.extra_model_outputs[key]
         except KeyError:
-            raise KeyError(f"episode {self.id_}: no extra model output {key!r}; keys: "
-                           f"{sorted(self.extra_model_outputs)}") from None
+            raise KeyError(
+                f"episode {self.id_}: no extra model output {key!r}; keys: "
+                f"{sorted(self.extra_model_outputs)}"
+            ) from None
         return buffer.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
     # -- writing -----------------------------------------------------------------------------
-    def set_observations(self, *, new_data: Any, at_indices: Any = None,
-                         neg_index_as_lookback: bool = False) -> None:
+    def set_observations(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
         """Overwrites observations: the one at an int index (-1: the latest), those of a list
         or slice, or all of this chunk's (`at_indices=None`). Env-to-module connectors write
         what the module sees this way. The number of observations never changes."""
-        self.observations.set(new_data, at_indices=at_indices,
-                              neg_index_as_lookback=neg_index_as_lookback)
+        self.observations.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
-    def set_actions(self, *, new_data: Any, at_indices: Any = None,
-                    neg_index_as_lookback: bool = False) -> None:
-        self.actions.set(new_data, at_indices=at_indices,
-                         neg_index_as_lookback=neg_index_as_lookback)
+    def set_actions(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        self.actions.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
-    def set_rewards(self, *, new_data: Any, at_indices: Any = None,
-                    neg_index_as_lookback: bool = False) -> None:
-        self.rewards.set(new_data, at_indices=at_indices,
-                         neg_index_as_lookback=neg_index_as_lookback)
+    def set_rewards(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        self.rewards.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
-    def set_extra_model_outputs(self, *, key: str, new_data: Any, at_indices: Any = None,
-                                neg_index_as_lookback: bool = False) -> None:
+    def set_extra_model_outputs(
+        self,
+        *,
+        key: str,
+        new_data: Any,
+        at_indices: Any = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
         assert key in self.extra_model_outputs, (
             f"set_extra_model_outputs(key={key!r}): no such key; keys: "
-            f"{sorted(self.extra_model_outputs)}")
-        self.extra_model_outputs[key].set(new_data, at_indices=at_indices,
-                                          neg_index_as_lookback=neg_index_as_lookback)
+            f"{sorted(self.extra_model_outputs)}"
+        )
+        self.extra_model_outputs[key].set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
     # -- temporary per-timestep data (dropped before the episode leaves the EnvRunner) --------
     def add_temporary_timestep_data(self, key: str, data: Any) -> None:
         """Stores a value for the current timestep under `key`, for callbacks to read back later
         in the same episode (`get_temporary_timestep_data`). Not sent to the learner."""
         if self.is_numpy:
-            raise ValueError("add_temporary_timestep_data() on a numpy'ized episode (its data "
-                             "left the EnvRunner)")
+            raise ValueError(
+                "add_temporary_timestep_data() on a numpy'ized episode (its data "
+                "left the EnvRunner)"
+            )
         self._temporary_timestep_data.setdefault(key, []).append(data)
 
     def get_temporary_timestep_data(self, key: str) -> list:
@@ -560,23 +725,38 @@ class SingleAgentEpisode(OldEpisodeAPI):
         """The episode as plain data for msgpack: columns as arrays where they stack. Infos,
         `custom_data` and temporary timestep data that are not plain data are left out."""
         return {
-            "id_": self.id_, "agent_id": self.agent_id, "module_id": self.module_id,
+            "id_": self.id_,
+            "agent_id": self.agent_id,
+            "module_id": self.module_id,
             "multi_agent_episode_id": self.multi_agent_episode_id,
             "observation_space": _space_state(self._observation_space),
             "action_space": _space_state(self._action_space),
-            "t_started": self.t_started, "t": self.t, "env_index": self.env_index,
+            "t_started": self.t_started,
+            "t": self.t,
+            "env_index": self.env_index,
             "observations": _column_state(self.observations),
-            "actions": _column_state(self.actions), "rewards": _column_state(self.rewards),
-            "infos": {"data": [dict(info) if isinstance(info, dict) and is_plain_data(info)
-                               else {} for info in self.infos.data],
-                      "lookback": self.infos.lookback},
-            "extra_model_outputs": {k: _column_state(v)
-                                    for k, v in self.extra_model_outputs.items()},
-            "is_terminated": self.is_terminated, "is_truncated": self.is_truncated,
-            "start_time": self._start_time, "last_step_time": self._last_step_time,
+            "actions": _column_state(self.actions),
+            "rewards": _column_state(self.rewards),
+            "infos": {
+                "data": [
+                    dict(info) if isinstance(info, dict) and is_plain_data(info) else {}
+                    for info in self.infos.data
+                ],
+                "lookback": self.infos.lookback,
+            },
+            "extra_model_outputs": {
+                k: _column_state(v) for k, v in self.extra_model_outputs.items()
+            },
+            "is_terminated": self.is_terminated,
+            "is_truncated": self.is_truncated,
+            "start_time": self._start_time,
+            "last_step_time": self._last_step_time,
             "custom_data": self.custom_data if is_plain_data(self.custom_data) else {},
-            "temporary_timestep_data": (self._temporary_timestep_data
-                                        if is_plain_data(self._temporary_timestep_data) else {}),
+            "temporary_timestep_data": (
+                self._temporary_timestep_data
+                if is_plain_data(self._temporary_timestep_data)
+                else {}
+            ),
             "old_api": self._old if is_plain_data(self._old) else None,
             "return_before": self._return_before,
             "connector_data": self.connector_data,
@@ -585,17 +765,24 @@ class SingleAgentEpisode(OldEpisodeAPI):
     @classmethod
     def from_state(cls, state: dict) -> SingleAgentEpisode:
         """The episode `get_state()` described."""
-        episode = cls(state["id_"], t_started=state["t_started"], env_index=state["env_index"],
-                      agent_id=state.get("agent_id"), module_id=state.get("module_id"),
-                      multi_agent_episode_id=state.get("multi_agent_episode_id"))
+        episode = cls(
+            state["id_"],
+            t_started=state["t_started"],
+            env_index=state["env_index"],
+            agent_id=state.get("agent_id"),
+            module_id=state.get("module_id"),
+            multi_agent_episode_id=state.get("multi_agent_episode_id"),
+        )
         episode.observations = _column_from_state(state["observations"], keep_scalars=True)
         episode.actions = _column_from_state(state["actions"])
         episode.rewards = _column_from_state(state["rewards"])
         episode.rewards.space = REWARD_SPACE
-        episode.infos = InfiniteLookbackBuffer(list(state["infos"]["data"]),
-                                               state["infos"]["lookback"])
-        episode.extra_model_outputs = {k: _column_from_state(v)
-                                       for k, v in state["extra_model_outputs"].items()}
+        episode.infos = InfiniteLookbackBuffer(
+            list(state["infos"]["data"]), state["infos"]["lookback"]
+        )
+        episode.extra_model_outputs = {
+            k: _column_from_state(v) for k, v in state["extra_model_outputs"].items()
+        }
         episode.observation_space = space_from_dict(state["observation_space"])
         episode.action_space = space_from_dict(state["action_space"])
         episode.t = state["t"]
@@ -612,8 +799,9 @@ class SingleAgentEpisode(OldEpisodeAPI):
         return episode
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__
-                if name not in self._LOCAL_SLOTS}
+        return {
+            name: getattr(self, name) for name in self.__slots__ if name not in self._LOCAL_SLOTS
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._env_runner = None
@@ -621,9 +809,13 @@ class SingleAgentEpisode(OldEpisodeAPI):
             setattr(self, name, value)
 
     def __repr__(self) -> str:
-        status = "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
-        return (f"SingleAgentEpisode(id_={self.id_[:8]}, t_started={self.t_started}, "
-                f"len={len(self)}, return={self.get_return():.2f}, {status})")
+        status = (
+            "terminated" if self.is_terminated else "truncated" if self.is_truncated else "ongoing"
+        )
+        return (
+            f"SingleAgentEpisode(id_={self.id_[:8]}, t_started={self.t_started}, "
+            f"len={len(self)}, return={self.get_return():.2f}, {status})"
+        )
 
 
 def _size(data: Any) -> int:
@@ -671,8 +863,11 @@ def _column(values: Sequence) -> Any:
 
 
 def _column_state(buffer: InfiniteLookbackBuffer) -> dict:
-    return {"data": _column(buffer.data) if not isinstance(buffer.data, (dict, tuple))
-            else buffer.data, "lookback": buffer.lookback, "finalized": buffer.finalized}
+    return {
+        "data": _column(buffer.data) if not isinstance(buffer.data, (dict, tuple)) else buffer.data,
+        "lookback": buffer.lookback,
+        "finalized": buffer.finalized,
+    }
 
 
 def _column_from_state(state: dict, *, keep_scalars: bool = False) -> InfiniteLookbackBuffer:

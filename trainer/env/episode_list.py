@@ -50,11 +50,19 @@ def _packable(ep: SingleAgentEpisode) -> bool:
     if not isinstance(ep, SingleAgentEpisode):
         return False
     observations = ep.observations
-    if not (observations.finalized and not observations.lookback
-            and isinstance(observations.data, np.ndarray)):
+    if not (
+        observations.finalized
+        and not observations.lookback
+        and isinstance(observations.data, np.ndarray)
+    ):
         return False
-    if ep.agent_id is not None or ep.module_id is not None or ep.multi_agent_episode_id is not None \
-            or ep._observation_space is not None or ep._action_space is not None:
+    if (
+        ep.agent_id is not None
+        or ep.module_id is not None
+        or ep.multi_agent_episode_id is not None
+        or ep._observation_space is not None
+        or ep._action_space is not None
+    ):
         return False
     if ep.t == ep.t_started:
         return True
@@ -75,8 +83,10 @@ def _pack(episodes: list[SingleAgentEpisode]) -> Any:
     observations = _concat([ep.observations.data for ep in episodes])
     if observations is None:
         return None
-    columns = {"actions": [ep.actions.data for ep in stepped],
-               "rewards": [ep.rewards.data for ep in stepped]}
+    columns = {
+        "actions": [ep.actions.data for ep in stepped],
+        "rewards": [ep.rewards.data for ep in stepped],
+    }
     for key in extra_keys:
         columns["extra:" + key] = [ep.extra_model_outputs[key].data for ep in stepped]
     packed_columns = {}
@@ -87,38 +97,72 @@ def _pack(episodes: list[SingleAgentEpisode]) -> Any:
                 return None
             packed_columns[name] = packed
     records = [
-        (ep.id_, ep.t - ep.t_started, len(ep.observations.data), ep.t_started, ep.env_index,
-         ep.is_terminated, ep.is_truncated, ep.custom_data, ep._temporary_timestep_data,
-         ep._start_time, ep._last_step_time,
-         # Most envs return empty info dicts: send their count instead of the dicts.
-         None if not any(ep.infos.data) else ep.infos.data,
-         # An episode without steps keeps its own (empty) step columns, dtypes included.
-         None if ep.t != ep.t_started else (ep.actions, ep.rewards, ep.extra_model_outputs))
+        (
+            ep.id_,
+            ep.t - ep.t_started,
+            len(ep.observations.data),
+            ep.t_started,
+            ep.env_index,
+            ep.is_terminated,
+            ep.is_truncated,
+            ep.custom_data,
+            ep._temporary_timestep_data,
+            ep._start_time,
+            ep._last_step_time,
+            # Most envs return empty info dicts: send their count instead of the dicts.
+            None if not any(ep.infos.data) else ep.infos.data,
+            # An episode without steps keeps its own (empty) step columns, dtypes included.
+            None if ep.t != ep.t_started else (ep.actions, ep.rewards, ep.extra_model_outputs),
+        )
         for ep in episodes
     ]
     return observations, packed_columns, extra_keys, records
 
 
-def _unpack(observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys: list[str],
-            records: list) -> EpisodeList:
+def _unpack(
+    observations: np.ndarray, columns: dict[str, np.ndarray], extra_keys: list[str], records: list
+) -> EpisodeList:
     episodes = EpisodeList()
     obs_start = step_start = 0
     # Absent when no episode has steps of its own (every slice of them is then empty).
     actions, rewards = columns.get("actions", _NO_ROWS), columns.get("rewards", _NO_ROWS)
     extras = {key: columns.get("extra:" + key, _NO_ROWS) for key in extra_keys}
-    for (id_, length, num_obs, t_started, env_index, terminated, truncated, custom_data, temporary,
-         start_time, last_step_time, infos, own_steps) in records:
+    for (
+        id_,
+        length,
+        num_obs,
+        t_started,
+        env_index,
+        terminated,
+        truncated,
+        custom_data,
+        temporary,
+        start_time,
+        last_step_time,
+        infos,
+        own_steps,
+    ) in records:
         obs_stop, step_stop = obs_start + num_obs, step_start + length
         steps = slice(step_start, step_stop)
         ep = SingleAgentEpisode._assembled(
-            id_, observations[obs_start:obs_stop],
+            id_,
+            observations[obs_start:obs_stop],
             [{} for _ in range(num_obs)] if infos is None else infos,
-            *((actions[steps], rewards[steps], {k: v[steps] for k, v in extras.items()})
-              if own_steps is None else (_NO_ROWS, _NO_ROWS, {})),
-            t_started=t_started, t=t_started + length, env_index=env_index,
-            terminated=terminated, truncated=truncated, custom_data=custom_data,
-            temporary_timestep_data=temporary, start_time=start_time,
-            last_step_time=last_step_time)
+            *(
+                (actions[steps], rewards[steps], {k: v[steps] for k, v in extras.items()})
+                if own_steps is None
+                else (_NO_ROWS, _NO_ROWS, {})
+            ),
+            t_started=t_started,
+            t=t_started + length,
+            env_index=env_index,
+            terminated=terminated,
+            truncated=truncated,
+            custom_data=custom_data,
+            temporary_timestep_data=temporary,
+            start_time=start_time,
+            last_step_time=last_step_time,
+        )
         if own_steps is not None:
             ep.actions, ep.rewards, ep.extra_model_outputs = own_steps
         else:

@@ -55,8 +55,12 @@ class InfiniteLookbackBuffer:
     finalized: bool
     lookback: int
 
-    def __init__(self, data: list | np.ndarray | dict | tuple | None = None, lookback: int = 0,
-                 space: gym.Space | None = None):
+    def __init__(
+        self,
+        data: list | np.ndarray | dict | tuple | None = None,
+        lookback: int = 0,
+        space: gym.Space | None = None,
+    ):
         self.data = data if data is not None else []
         self.finalized = not isinstance(self.data, list)
         self.lookback = min(int(lookback), self.len_incl_lookback())
@@ -134,9 +138,15 @@ class InfiniteLookbackBuffer:
             self.finalized = True
 
     # -- reading -----------------------------------------------------------------------------
-    def get(self, indices: Indices = None, *, neg_index_as_lookback: bool = False,
-            fill: Any = None, one_hot_discrete: bool = False,
-            neg_indices_left_of_zero: bool | None = None) -> Any:
+    def get(
+        self,
+        indices: Indices = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+        neg_indices_left_of_zero: bool | None = None,
+    ) -> Any:
         """The item(s) at `indices` (all items after the lookback buffer when None); see the
         module docstring for the rules. (`neg_indices_left_of_zero` is RLlib's older name of
         `neg_index_as_lookback`.)"""
@@ -147,8 +157,10 @@ class InfiniteLookbackBuffer:
         if isinstance(indices, slice):
             return self._get_slice(indices, neg_index_as_lookback, fill, one_hot_discrete)
         if isinstance(indices, (list, tuple)):
-            items = [self._get_int(int(i), neg_index_as_lookback, fill, one_hot_discrete)
-                     for i in indices]
+            items = [
+                self._get_int(int(i), neg_index_as_lookback, fill, one_hot_discrete)
+                for i in indices
+            ]
             return batch(items) if self.finalized and items else items
         return self._get_int(_as_index(indices), neg_index_as_lookback, fill, one_hot_discrete)
 
@@ -175,14 +187,17 @@ class InfiniteLookbackBuffer:
         size = self.len_incl_lookback()
         return position if -size <= position < size else None
 
-    def _get_int(self, index: int, neg_index_as_lookback: bool, fill: Any,
-                 one_hot_discrete: bool = False) -> Any:
+    def _get_int(
+        self, index: int, neg_index_as_lookback: bool, fill: Any, one_hot_discrete: bool = False
+    ) -> Any:
         position = self._position(index, neg_index_as_lookback)
         if position is None:
             if fill is None:
-                raise IndexError(f"index {index} is out of range for a buffer of {len(self)} "
-                                 f"items after a lookback buffer of {self.lookback} "
-                                 f"(neg_index_as_lookback={neg_index_as_lookback})")
+                raise IndexError(
+                    f"index {index} is out of range for a buffer of {len(self)} "
+                    f"items after a lookback buffer of {self.lookback} "
+                    f"(neg_index_as_lookback={neg_index_as_lookback})"
+                )
             return self._fill_item(fill, one_hot_discrete)
         if self.finalized:
             item = map_structure(lambda d: d[position], self.data)
@@ -190,8 +205,7 @@ class InfiniteLookbackBuffer:
             item = self.data[position]
         return self._one_hot(item) if one_hot_discrete else item
 
-    def _resolve_slice(self, slice_: slice, neg_index_as_lookback: bool
-                       ) -> tuple[slice, int, int]:
+    def _resolve_slice(self, slice_: slice, neg_index_as_lookback: bool) -> tuple[slice, int, int]:
         """`slice_` as a slice of `data`, and how many fill items go left and right of it.
 
         RLlib's rules: start and stop become positions in `data` (None: the first item after
@@ -232,8 +246,9 @@ class InfiniteLookbackBuffer:
             fill_right, stop = -stop - 1, -(size + 1)
         return slice(start, stop, step), fill_left, fill_right
 
-    def _get_slice(self, slice_: slice, neg_index_as_lookback: bool, fill: Any,
-                   one_hot_discrete: bool = False) -> Any:
+    def _get_slice(
+        self, slice_: slice, neg_index_as_lookback: bool, fill: Any, one_hot_discrete: bool = False
+    ) -> Any:
         target, fill_left, fill_right = self._resolve_slice(slice_, neg_index_as_lookback)
         taken = self._take(self.data, target)
         # One-hot what the slice spans (RLlib's count: a span past the data's end one-hots an
@@ -264,22 +279,26 @@ class InfiniteLookbackBuffer:
     def _fill_item(self, fill: Any, one_hot_discrete: bool) -> Any:
         if self.space is None:
             return fill
-        return get_dummy_batch_for_space(self.space, 0, fill_value=fill,
-                                         one_hot_discrete=one_hot_discrete)
+        return get_dummy_batch_for_space(
+            self.space, 0, fill_value=fill, one_hot_discrete=one_hot_discrete
+        )
 
     def _fill_batch(self, fill: Any, size: int, one_hot_discrete: bool, like: Any) -> Any:
         if self.space is None:
             return map_structure(
-                lambda d: np.full((size,) + np.shape(d)[1:], fill, dtype=np.asarray(d).dtype),
-                like)
-        return get_dummy_batch_for_space(self.space, size, fill_value=fill,
-                                         one_hot_discrete=one_hot_discrete)
+                lambda d: np.full((size,) + np.shape(d)[1:], fill, dtype=np.asarray(d).dtype), like
+            )
+        return get_dummy_batch_for_space(
+            self.space, size, fill_value=fill, one_hot_discrete=one_hot_discrete
+        )
 
     # -- one-hot -----------------------------------------------------------------------------
     def _one_hot(self, data: Any) -> Any:
         if self.space_struct is None:
-            raise ValueError("one_hot_discrete=True needs the buffer's space (the episode's "
-                             "observation_space / action_space), and none was given")
+            raise ValueError(
+                "one_hot_discrete=True needs the buffer's space (the episode's "
+                "observation_space / action_space), and none was given"
+            )
         return map_structure(_one_hot_leaf, data, self.space_struct)
 
     def _one_hot_rows(self, rows: Any) -> Any:
@@ -288,9 +307,14 @@ class InfiniteLookbackBuffer:
         return [self._one_hot(row) for row in rows]
 
     # -- writing -----------------------------------------------------------------------------
-    def set(self, new_data: Any, *, at_indices: Indices = None,
-            neg_index_as_lookback: bool = False,
-            neg_indices_left_of_zero: bool | None = None) -> None:
+    def set(
+        self,
+        new_data: Any,
+        *,
+        at_indices: Indices = None,
+        neg_index_as_lookback: bool = False,
+        neg_indices_left_of_zero: bool | None = None,
+    ) -> None:
         """Overwrites the item(s) at `at_indices` (all items after the lookback buffer when
         None) with `new_data` (one item, or as many as the indices select). The length of the
         buffer never changes: a size mismatch raises `IndexError`."""
@@ -312,8 +336,10 @@ class InfiniteLookbackBuffer:
                 self.data[target] = split_rows(new_data)
         elif isinstance(at_indices, (list, tuple)):
             if len(at_indices) != _length(new_data):
-                raise IndexError(f"set(at_indices={at_indices}): {len(at_indices)} indices, "
-                                 f"new_data has {_length(new_data)} items")
+                raise IndexError(
+                    f"set(at_indices={at_indices}): {len(at_indices)} indices, "
+                    f"new_data has {_length(new_data)} items"
+                )
             for i, index in enumerate(at_indices):
                 self._set_int(_item(new_data, i), int(index), neg_index_as_lookback)
         else:
@@ -325,9 +351,11 @@ class InfiniteLookbackBuffer:
     def _set_int(self, value: Any, index: int, neg_index_as_lookback: bool) -> None:
         position = self._position(index, neg_index_as_lookback)
         if position is None:
-            raise IndexError(f"set(): index {index} is out of range for a buffer of {len(self)} "
-                             f"items after a lookback buffer of {self.lookback} "
-                             f"(neg_index_as_lookback={neg_index_as_lookback})")
+            raise IndexError(
+                f"set(): index {index} is out of range for a buffer of {len(self)} "
+                f"items after a lookback buffer of {self.lookback} "
+                f"(neg_index_as_lookback={neg_index_as_lookback})"
+            )
         if self.finalized:
             map_structure(lambda d, v: d.__setitem__(position, v), self.data, value)
         else:
@@ -337,8 +365,12 @@ class InfiniteLookbackBuffer:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InfiniteLookbackBuffer):
             return NotImplemented
-        return (self.lookback == other.lookback and self.finalized == other.finalized
-                and self.space == other.space and structs_equal(self.data, other.data))
+        return (
+            self.lookback == other.lookback
+            and self.finalized == other.finalized
+            and self.space == other.space
+            and structs_equal(self.data, other.data)
+        )
 
     # Mutable, so unhashable (as list is); object's __hash__ is a method, hence the ignore.
     __hash__ = None  # type: ignore[assignment]
@@ -362,8 +394,12 @@ class InfiniteLookbackBuffer:
         return f"InfiniteLookbackBuffer({head} <- lookback({self.lookback}) | {tail})"
 
     def get_state(self) -> dict:
-        return {"data": self.data, "lookback": self.lookback, "finalized": self.finalized,
-                "space": space_to_dict(self.space)}
+        return {
+            "data": self.data,
+            "lookback": self.lookback,
+            "finalized": self.finalized,
+            "space": space_to_dict(self.space),
+        }
 
     @staticmethod
     def from_state(state: dict) -> InfiniteLookbackBuffer:
@@ -415,8 +451,12 @@ def _item(data: Any, i: int) -> Any:
 
 def structs_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
-        return (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
-                and all(structs_equal(a[k], b[k]) for k in a))
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(structs_equal(a[k], b[k]) for k in a)
+        )
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(np.asarray(a), np.asarray(b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):

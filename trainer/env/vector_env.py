@@ -62,14 +62,16 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
         super().__init__(env_fns, **kwargs)
         self._clear_sub_env_infos()
-        self._fast = (self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
-                      and isinstance(self.single_observation_space, gym.spaces.Box)
-                      and isinstance(self.single_action_space,
-                                     (gym.spaces.Box, gym.spaces.Discrete))
-                      and isinstance(self._observations, np.ndarray))
+        self._fast = (
+            self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
+            and isinstance(self.single_observation_space, gym.spaces.Box)
+            and isinstance(self.single_action_space, (gym.spaces.Box, gym.spaces.Discrete))
+            and isinstance(self._observations, np.ndarray)
+        )
 
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None
-              ) -> tuple[Any, dict]:
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+    ) -> tuple[Any, dict]:
         self._clear_sub_env_infos()
         return super().reset(seed=seed, options=options)
 
@@ -106,8 +108,7 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         terminated_column = _column(terminations, np.bool_)
         truncated_column = _column(truncations, np.bool_)
         self._autoreset_envs = terminated_column | truncated_column
-        return (batch, _column(rewards, np.float64), terminated_column,
-                truncated_column, infos)
+        return (batch, _column(rewards, np.float64), terminated_column, truncated_column, infos)
 
 
 class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
@@ -132,6 +133,8 @@ def _column(values: list, dtype: type) -> np.ndarray:
     element-wise writes into such an array give, and the error they raise for anything else."""
     column: np.ndarray = np.array(values, dtype=dtype)
     if column.ndim != 1:  # every value an array of one shape: not a number per sub-env
-        raise ValueError("setting an array element with a sequence: a sub-env's step returned "
-                         f"{values[0]!r} where a {np.dtype(dtype).name} number belongs")
+        raise ValueError(
+            "setting an array element with a sequence: a sub-env's step returned "
+            f"{values[0]!r} where a {np.dtype(dtype).name} number belongs"
+        )
     return column

@@ -52,8 +52,10 @@ def check_vectorize_mode(value: Any) -> str | None:
     raw = getattr(value, "value", value)
     if isinstance(raw, str) and raw.lower() in VECTORIZE_MODES:
         return None
-    return (f"one of {list(VECTORIZE_MODES)} or a gymnasium.VectorizeMode (sub-envs stepped "
-            "in the EnvRunner, in child processes, or by one numpy-vectorized env)")
+    return (
+        f"one of {list(VECTORIZE_MODES)} or a gymnasium.VectorizeMode (sub-envs stepped "
+        "in the EnvRunner, in child processes, or by one numpy-vectorized env)"
+    )
 
 
 def needs_sub_envs(what: str, mode: str) -> ValueError:
@@ -62,7 +64,8 @@ def needs_sub_envs(what: str, mode: str) -> ValueError:
     return ValueError(
         f"{what} needs the EnvRunner's sub-envs, but with "
         f"env_runners(gym_env_vectorize_mode={mode!r}) the env is one vector env without "
-        f"sub-env objects; {what} is allowed with gym_env_vectorize_mode='sync' or 'async'")
+        f"sub-env objects; {what} is allowed with gym_env_vectorize_mode='sync' or 'async'"
+    )
 
 
 #: The info key under which a sub-env of an "async" vector env reports that it raised and was
@@ -83,8 +86,9 @@ class SubEnvInChild(gym.Wrapper):
     that raised is re-created. A new sub-env that raises at once raises out of the vector env.
     """
 
-    def __init__(self, env: gym.Env, env_context: Any,
-                 make_sub_env: Callable[[Any], gym.Env] | None = None):
+    def __init__(
+        self, env: gym.Env, env_context: Any, make_sub_env: Callable[[Any], gym.Env] | None = None
+    ):
         super().__init__(env)
         self.env_context = env_context
         self._make_sub_env = make_sub_env
@@ -108,8 +112,9 @@ class SubEnvInChild(gym.Wrapper):
     def trainer_env_state(self, captured: list | None) -> None:
         from trainer.env.env_state import restore_env_state
 
-        self.trainer_restore_reason = (None if captured is None
-                                       else restore_env_state(self.env, captured))
+        self.trainer_restore_reason = (
+            None if captured is None else restore_env_state(self.env, captured)
+        )
 
     def trainer_reset_if_flagged(self) -> tuple[Any, dict] | None:
         """Resets the sub-env if `trainer_reset_flag` is set (a restored episode that cannot
@@ -120,8 +125,7 @@ class SubEnvInChild(gym.Wrapper):
         self.trainer_pending_reset = False
         return self.reset()
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None
-              ) -> tuple[Any, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         if self._make_sub_env is None:
             return self.env.reset(seed=seed, options=options)
         try:
@@ -151,9 +155,13 @@ class SubEnvInChild(gym.Wrapper):
         if make_sub_env is None:  # reset() and step() only recreate with a factory
             raise error
 
-        failure = {"method": method, "type": type(error).__name__, "message": str(error),
-                   "traceback": traceback.format_exc(),
-                   "quiet": isinstance(error, StepFailedRecreateEnvError)}
+        failure = {
+            "method": method,
+            "type": type(error).__name__,
+            "message": str(error),
+            "traceback": traceback.format_exc(),
+            "quiet": isinstance(error, StepFailedRecreateEnvError),
+        }
         old: Any = self.env.unwrapped  # tasks are duck-typed: get_task()/set_task()
         task = None
         if is_task_settable(old):
@@ -190,16 +198,17 @@ class SubEnvInChild(gym.Wrapper):
         env.set_task(task)
 
 
-def make_sub_env_in_child(make_sub_env: Callable[[Any], gym.Env], env_context: Any,
-                          restart_failed: bool = False) -> gym.Env:
+def make_sub_env_in_child(
+    make_sub_env: Callable[[Any], gym.Env], env_context: Any, restart_failed: bool = False
+) -> gym.Env:
     """Runs in an "async" sub-env's child process: the sub-env, wrapped in `SubEnvInChild`
     (which re-creates it when it raises, with `restart_failed`)."""
-    return SubEnvInChild(make_sub_env(env_context), env_context,
-                         make_sub_env if restart_failed else None)
+    return SubEnvInChild(
+        make_sub_env(env_context), env_context, make_sub_env if restart_failed else None
+    )
 
 
-def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any], Any]
-                    ) -> list:
+def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any], Any]) -> list:
     """`func(raw_env, env_context)` in each child process of an "async" vector env."""
     try:
         payload = cloudpickle.dumps(func)
@@ -209,7 +218,8 @@ def run_in_children(env: gym.vector.AsyncVectorEnv, func: Callable[[gym.Env, Any
             "(foreach_env, env_task_fn) runs in each sub-env's child process and travels there "
             f"by cloudpickle, which failed: {type(error).__name__}: {error}. Let it capture "
             "plain values (for example `index = runner.worker_index` taken outside it), not "
-            "the EnvRunner or other live objects") from error
+            "the EnvRunner or other live objects"
+        ) from error
     return list(env.call("run_on_sub_env", payload))
 
 
@@ -221,11 +231,13 @@ def check_vector_env(env: Any, description: str) -> gym.vector.VectorEnv:
             f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the env {description} "
             f"gave {type(env).__name__}, not a gymnasium.vector.VectorEnv; give a vector env "
             "(a creator called with config['num_envs'], or a gymnasium id registered with a "
-            "vector_entry_point), or use gym_env_vectorize_mode='sync' or 'async'")
+            "vector_entry_point), or use gym_env_vectorize_mode='sync' or 'async'"
+        )
     mode = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if str(getattr(mode, "value", mode)) != gym.vector.AutoresetMode.NEXT_STEP.value:
         raise ValueError(
             f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
             f"{type(env).__name__} autoresets in {mode} mode; the EnvRunner needs "
-            "AutoresetMode.NEXT_STEP (metadata['autoreset_mode']), as RLlib's does")
+            "AutoresetMode.NEXT_STEP (metadata['autoreset_mode']), as RLlib's does"
+        )
     return env

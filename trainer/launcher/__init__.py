@@ -35,9 +35,19 @@ from trainer.launcher.finder import (
 )
 from trainer.launcher.script import REPORT_ENV_VAR, run_script
 
-__all__ = ["ENV_VAR", "REPORT_ENV_VAR", "RLlibFinder", "RLlibNotAvailable", "install",
-           "install_from_environment", "installed", "installed_finder", "plan_for",
-           "run_script", "uninstall"]
+__all__ = [
+    "ENV_VAR",
+    "REPORT_ENV_VAR",
+    "RLlibFinder",
+    "RLlibNotAvailable",
+    "install",
+    "install_from_environment",
+    "installed",
+    "installed_finder",
+    "plan_for",
+    "run_script",
+    "uninstall",
+]
 
 
 def installed() -> bool:

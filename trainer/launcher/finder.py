@@ -71,6 +71,7 @@ def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) ->
         return _placeholders[rllib_name]
     module, _, short = rllib_name.rpartition(".")
     if short[:1].islower() and not as_class:
+
         def function(*args: Any, **kwargs: Any) -> Any:
             return placeholder(f"{rllib_name}()", why, as_class=True)
 
@@ -79,10 +80,16 @@ def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) ->
         function.__doc__ = f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."
         made: Any = function
     else:
-        made = _RefusedOnUse(short.rstrip("()"), (), {
-            "__module__": module, "__localrl_rllib_name__": rllib_name,
-            "__localrl_unavailable__": why,
-            "__doc__": f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."})
+        made = _RefusedOnUse(
+            short.rstrip("()"),
+            (),
+            {
+                "__module__": module,
+                "__localrl_rllib_name__": rllib_name,
+                "__localrl_unavailable__": why,
+                "__doc__": f"RLlib's {rllib_name}: needs {why.capability} (fails when used).",
+            },
+        )
     _placeholders[rllib_name] = made
     return made
 
@@ -96,8 +103,10 @@ def _module_exists(name: str) -> bool:
 
 def _is_parent_of_table_entry(fullname: str) -> bool:
     prefix = fullname + "."
-    return any(path.startswith(prefix) for path in
-               (*table.MODULES, *table.UNAVAILABLE_MODULES, *table.GENERIC_PREFIXES))
+    return any(
+        path.startswith(prefix)
+        for path in (*table.MODULES, *table.UNAVAILABLE_MODULES, *table.GENERIC_PREFIXES)
+    )
 
 
 def _longest_prefix(fullname: str, paths: Any) -> str | None:
@@ -112,32 +121,40 @@ def plan_for(fullname: str) -> Plan:
     generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
     generic_target = None
     if generic is not None:
-        generic_target = table.GENERIC_PREFIXES[generic] + fullname[len(generic):]
+        generic_target = table.GENERIC_PREFIXES[generic] + fullname[len(generic) :]
         if _module_exists(generic_target):
             return Plan("map", (generic_target,))
     unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
     if unavailable is not None:
         why = table.UNAVAILABLE_MODULES[unavailable]
         if _is_parent_of_table_entry(fullname):  # holds more specific rows: importable, its
-            return Plan("namespace", why=why)    # own names fail with `why`
+            return Plan("namespace", why=why)  # own names fail with `why`
         return Plan("unavailable", why=why)
     if _is_parent_of_table_entry(fullname):
         return Plan("namespace")
     if generic_target is not None:
-        return Plan("unknown", detail=f"{generic_target} does not exist (RLlib's example "
-                                      f"modules map to trainer.examples by the same path)")
+        return Plan(
+            "unknown",
+            detail=f"{generic_target} does not exist (RLlib's example "
+            f"modules map to trainer.examples by the same path)",
+        )
     return Plan("unknown")
 
 
 def _is_module_path(fullname: str) -> bool:
     """Whether `fullname` names a module (RLlib has it, or a table row names it or a module
     below it, or the generic example mapping finds it), not a name in its parent."""
-    if (fullname in table.MODULES or fullname in table.UNAVAILABLE_MODULES
-            or _is_parent_of_table_entry(fullname) or _rllib_source_has(fullname)):
+    if (
+        fullname in table.MODULES
+        or fullname in table.UNAVAILABLE_MODULES
+        or _is_parent_of_table_entry(fullname)
+        or _rllib_source_has(fullname)
+    ):
         return True
     generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
     return generic is not None and _module_exists(
-        table.GENERIC_PREFIXES[generic] + fullname[len(generic):])
+        table.GENERIC_PREFIXES[generic] + fullname[len(generic) :]
+    )
 
 
 def _rllib_source_has(fullname: str) -> bool:
@@ -178,8 +195,9 @@ class RLlibStandIn(types.ModuleType):
         if why is not None:
             raise RLlibNotAvailable(submodule, why.capability, why.instead)
         where = ", ".join(self.__localrl_targets__) or "no module of localrl"
-        raise RLlibNotAvailable(submodule, None, detail=f"{module_name} maps to {where}, "
-                                                        f"which has no {name!r}")
+        raise RLlibNotAvailable(
+            submodule, None, detail=f"{module_name} maps to {where}, which has no {name!r}"
+        )
 
     def __reduce__(self) -> tuple:
         # By name, as pickle treats modules: a process that unpickles it imports the RLlib path
@@ -189,8 +207,7 @@ class RLlibStandIn(types.ModuleType):
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
         for target in self.__localrl_targets__:
-            names.update(n for n in dir(importlib.import_module(target))
-                         if not n.startswith("_"))
+            names.update(n for n in dir(importlib.import_module(target)) if not n.startswith("_"))
         return sorted(names)
 
 
@@ -220,9 +237,13 @@ class _StandInLoader(importlib.abc.Loader):
             found = importlib.import_module(target)  # a broken target fails here, not later
             # RLlib's modules mostly have no __all__: a star import takes every public name
             exported.update(dict.fromkeys(getattr(found, "__all__", ())))
-            exported.update(dict.fromkeys(
-                n for n, v in vars(found).items()
-                if not n.startswith("_") and not isinstance(v, types.ModuleType)))
+            exported.update(
+                dict.fromkeys(
+                    n
+                    for n, v in vars(found).items()
+                    if not n.startswith("_") and not isinstance(v, types.ModuleType)
+                )
+            )
         module.__all__ = list(exported)  # what `from ray.rllib.x import *` takes
 
 
@@ -241,12 +262,14 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
             return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
         return True
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not self.serves(fullname):
             return None
-        return importlib.util.spec_from_loader(fullname, _StandInLoader(plan_for(fullname)),
-                                               is_package=True)
+        return importlib.util.spec_from_loader(
+            fullname, _StandInLoader(plan_for(fullname)), is_package=True
+        )
 
 
 #: Modules of the installed Ray that `install()` took out of `sys.modules` (put back by

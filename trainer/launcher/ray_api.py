@@ -26,8 +26,20 @@ from typing import Any
 from trainer.launcher import ray_exceptions as exceptions
 from trainer.named_objects import client as _named
 
-__all__ = ["available_resources", "cluster_resources", "exceptions", "get", "get_actor",
-           "init", "is_initialized", "kill", "put", "remote", "shutdown", "wait"]
+__all__ = [
+    "available_resources",
+    "cluster_resources",
+    "exceptions",
+    "get",
+    "get_actor",
+    "init",
+    "is_initialized",
+    "kill",
+    "put",
+    "remote",
+    "shutdown",
+    "wait",
+]
 
 _initialized = False
 
@@ -37,9 +49,11 @@ def init(*args: Any, ignore_reinit_error: bool = False, **kwargs: Any) -> None:
     as Ray does, unless `ignore_reinit_error`."""
     global _initialized
     if _initialized and not ignore_reinit_error:
-        raise RuntimeError("Maybe you called ray.init twice by accident? This error can be "
-                           "suppressed by passing in 'ignore_reinit_error=True' or by calling "
-                           "'ray.shutdown()' prior to 'ray.init()'.")
+        raise RuntimeError(
+            "Maybe you called ray.init twice by accident? This error can be "
+            "suppressed by passing in 'ignore_reinit_error=True' or by calling "
+            "'ray.shutdown()' prior to 'ray.init()'."
+        )
     _initialized = True
 
 
@@ -85,8 +99,9 @@ class RemoteFunction:
             return LocalObjectRef(error=error)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"Remote functions cannot be called directly; use "
-                        f"{self._function.__name__}.remote()")
+        raise TypeError(
+            f"Remote functions cannot be called directly; use {self._function.__name__}.remote()"
+        )
 
 
 def remote(*args: Any, **options: Any) -> Any:
@@ -110,8 +125,9 @@ def get(refs: Any, *, timeout: float | None = None) -> Any:
     return _named.get(refs)
 
 
-def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
-         fetch_local: bool = True) -> tuple[list, list]:
+def wait(
+    refs: list, *, num_returns: int = 1, timeout: float | None = None, fetch_local: bool = True
+) -> tuple[list, list]:
     """Ray's `ray.wait`: (ready refs, the others)."""
     refs = list(refs)
     local = [r for r in refs if isinstance(r, LocalObjectRef)]
@@ -122,8 +138,7 @@ def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
     others = [r for r in refs if not isinstance(r, LocalObjectRef)]
     ready = local[:num_returns]
     if len(ready) < num_returns:
-        ready += _named.wait(others, num_returns=num_returns - len(ready),
-                             timeout=timeout)[0]
+        ready += _named.wait(others, num_returns=num_returns - len(ready), timeout=timeout)[0]
     return ready, [r for r in refs if not any(r is x for x in ready)]
 
 
@@ -140,9 +155,11 @@ def get_actor(name: str, namespace: str | None = None) -> Any:
 
 def kill(actor: Any, *, no_restart: bool = True) -> None:
     """Refused: a named object lives until `ray.shutdown()` (there is no per-object kill)."""
-    raise NotImplementedError("ray.kill(actor) is not available under localrl's launcher: "
-                              "named objects live until ray.shutdown(); for EnvRunners on "
-                              "real Ray run the script with `python -m trainer run --ray`")
+    raise NotImplementedError(
+        "ray.kill(actor) is not available under localrl's launcher: "
+        "named objects live until ray.shutdown(); for EnvRunners on "
+        "real Ray run the script with `python -m trainer run --ray`"
+    )
 
 
 def cluster_resources() -> dict[str, float]:

@@ -28,16 +28,23 @@ def _exception_report(error: BaseException) -> dict:
             break
         cause = cause.__cause__ or cause.__context__
     first_line = (str(error).strip().splitlines() or [""])[0]
-    return {"outcome": "error", "code": 1, "type": type(error).__name__,
-            "message": first_line, "capability": capability}
+    return {
+        "outcome": "error",
+        "code": 1,
+        "type": type(error).__name__,
+        "message": first_line,
+        "capability": capability,
+    }
 
 
 def _print_script_traceback(error: BaseException) -> None:
     """The traceback as `python SCRIPT` prints it: from the script's frame on (the launcher's
     and runpy's frames left out)."""
     tb = error.__traceback__
-    while tb is not None and (tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__)
-                              or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
+    while tb is not None and (
+        tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__)
+        or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")
+    ):
         tb = tb.tb_next
     traceback.print_exception(type(error), error, tb or error.__traceback__)
 
@@ -75,8 +82,15 @@ def run_script(script: str, args: list[str], *, real_ray: bool = False) -> int:
         return status
     except KeyboardInterrupt as error:
         _print_script_traceback(error)
-        _write_report({"outcome": "error", "code": 130, "type": "KeyboardInterrupt",
-                       "message": "", "capability": None})
+        _write_report(
+            {
+                "outcome": "error",
+                "code": 130,
+                "type": "KeyboardInterrupt",
+                "message": "",
+                "capability": None,
+            }
+        )
         return 130
     except BaseException as error:  # noqa: BLE001 (the script's own error, reported as Python would)
         _print_script_traceback(error)

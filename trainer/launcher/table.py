@@ -61,10 +61,14 @@ def _at_use(capability: str, instead: str = "") -> Unavailable:
 
 
 _PPO_DQN = "PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)"
-_MODEL = ("the default numpy models, configured with rl_module(model_config=...) "
-          "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)")
-_TUNE_LATER = ("Ray Tune is not part of this project yet (a separate, later issue); run "
-               "algo.train() in a loop, or run_rllib_example_script_experiment()")
+_MODEL = (
+    "the default numpy models, configured with rl_module(model_config=...) "
+    "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)"
+)
+_TUNE_LATER = (
+    "Ray Tune is not part of this project yet (a separate, later issue); run "
+    "algo.train() in a loop, or run_rllib_example_script_experiment()"
+)
 
 #: RLlib (or Ray) module path -> the module(s) whose names it has, searched in order.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -91,14 +95,17 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.connectors": ("trainer.connectors",),
     "ray.rllib.connectors.connector_v2": ("trainer.connectors.connector_v2",),
     "ray.rllib.connectors.env_to_module": ("trainer.connectors.env_to_module",),
-    "ray.rllib.connectors.env_to_module.flatten_observations":
-        ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.flatten_observations": (
+        "trainer.connectors.env_to_module",
+    ),
     "ray.rllib.connectors.env_to_module.frame_stacking": ("trainer.connectors.env_to_module",),
     "ray.rllib.connectors.env_to_module.mean_std_filter": ("trainer.connectors.env_to_module",),
-    "ray.rllib.connectors.env_to_module.prev_actions_prev_rewards":
-        ("trainer.connectors.env_to_module",),
-    "ray.rllib.connectors.env_to_module.observation_preprocessor":
-        ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module.prev_actions_prev_rewards": (
+        "trainer.connectors.env_to_module",
+    ),
+    "ray.rllib.connectors.env_to_module.observation_preprocessor": (
+        "trainer.connectors.env_to_module",
+    ),
     "ray.rllib.core": ("trainer.compat.rllib_utils",),
     "ray.rllib.core.columns": ("trainer.compat.rllib_utils",),
     "ray.rllib.core.rl_module": ("trainer.core.models", "trainer"),
@@ -158,14 +165,19 @@ GENERIC_PREFIXES: dict[str, str] = {
 #: RLlib/Ray module path (and everything under it) -> why it has no counterpart.
 UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Algorithms
-    **{f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _PPO_DQN) for name in (
-        "appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")},
+    **{
+        f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _PPO_DQN)
+        for name in ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
+    },
     "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
-    **{f"ray.rllib.algorithms.{algo}.{algo}_{framework}_policy": Unavailable(OLD_API_STACK)
-       for algo in ("ppo", "dqn") for framework in ("tf", "torch")},
+    **{
+        f"ray.rllib.algorithms.{algo}.{algo}_{framework}_policy": Unavailable(OLD_API_STACK)
+        for algo in ("ppo", "dqn")
+        for framework in ("tf", "torch")
+    },
     "ray.rllib.algorithms.dqn.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.dqn.dqn_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.dqn.dqn_learner": Unavailable(TORCH, _MODEL),
@@ -179,10 +191,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.testing": Unavailable(TORCH),
     "ray.rllib.utils.torch_utils": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),
-    "ray.rllib.connectors.learner": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's "
-                                                                    "built-in learner steps"),
-    "ray.rllib.connectors.common": Unavailable(TORCH, "env_to_module connectors "
-                                                      "(ray.rllib.connectors.env_to_module)"),
+    "ray.rllib.connectors.learner": Unavailable(
+        LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
+    ),
+    "ray.rllib.connectors.common": Unavailable(
+        TORCH, "env_to_module connectors (ray.rllib.connectors.env_to_module)"
+    ),
     "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
     "ray.rllib.examples.rl_modules": Unavailable(TORCH, _MODEL),
     "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
@@ -200,14 +214,25 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.env.tcp_client_inference_env_runner": Unavailable(EXTERNAL_ENV),
     "ray.rllib.examples.envs.classes.utils.dummy_external_client": Unavailable(EXTERNAL_ENV),
     # Replay buffers of the old API stack (timestep-based) and of several agents
-    **{f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
-        OLD_API_STACK, "EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer") for name in (
-        "replay_buffer", "prioritized_replay_buffer", "reservoir_replay_buffer",
-        "fifo_replay_buffer", "simple_replay_buffer", "multi_agent_replay_buffer",
-        "multi_agent_prioritized_replay_buffer", "multi_agent_mixin_replay_buffer")},
+    **{
+        f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
+            OLD_API_STACK, "EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer"
+        )
+        for name in (
+            "replay_buffer",
+            "prioritized_replay_buffer",
+            "reservoir_replay_buffer",
+            "fifo_replay_buffer",
+            "simple_replay_buffer",
+            "multi_agent_replay_buffer",
+            "multi_agent_prioritized_replay_buffer",
+            "multi_agent_mixin_replay_buffer",
+        )
+    },
     "ray.rllib.utils.replay_buffers.multi_agent_episode_buffer": Unavailable(MULTI_AGENT),
-    "ray.rllib.utils.replay_buffers.multi_agent_prioritized_episode_buffer":
-        Unavailable(MULTI_AGENT),
+    "ray.rllib.utils.replay_buffers.multi_agent_prioritized_episode_buffer": Unavailable(
+        MULTI_AGENT
+    ),
     # Offline data
     "ray.rllib.offline": Unavailable(OFFLINE),
     "ray.rllib.examples.offline_rl": Unavailable(OFFLINE),
@@ -235,12 +260,39 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray._common": Unavailable(RAY_INTERNALS),
 }
 
-_TUNE_NAMES = ("Tuner", "TuneConfig", "run", "run_experiments", "Experiment", "CLIReporter",
-               "JupyterNotebookReporter", "ProgressReporter", "Callback", "Trainable",
-               "with_parameters", "with_resources", "report", "get_checkpoint", "Stopper",
-               "ResultGrid", "SyncConfig", "uniform", "quniform", "loguniform", "qloguniform",
-               "randn", "qrandn", "randint", "qrandint", "lograndint", "qlograndint",
-               "choice", "sample_from", "PlacementGroupFactory", "Checkpoint")
+_TUNE_NAMES = (
+    "Tuner",
+    "TuneConfig",
+    "run",
+    "run_experiments",
+    "Experiment",
+    "CLIReporter",
+    "JupyterNotebookReporter",
+    "ProgressReporter",
+    "Callback",
+    "Trainable",
+    "with_parameters",
+    "with_resources",
+    "report",
+    "get_checkpoint",
+    "Stopper",
+    "ResultGrid",
+    "SyncConfig",
+    "uniform",
+    "quniform",
+    "loguniform",
+    "qloguniform",
+    "randn",
+    "qrandn",
+    "randint",
+    "qrandint",
+    "lograndint",
+    "qlograndint",
+    "choice",
+    "sample_from",
+    "PlacementGroupFactory",
+    "Checkpoint",
+)
 
 #: Names of mapped modules that have no counterpart (module -> name -> why).
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
@@ -250,16 +302,34 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "ObjectRef": Unavailable(RAY_INTERNALS),
     },
     "ray.tune": {name: Unavailable(TUNE, _TUNE_LATER) for name in _TUNE_NAMES},
-    "ray.air": {name: Unavailable(TUNE, _TUNE_LATER) for name in (
-        "RunConfig", "CheckpointConfig", "FailureConfig", "ScalingConfig", "session")},
+    "ray.air": {
+        name: Unavailable(TUNE, _TUNE_LATER)
+        for name in ("RunConfig", "CheckpointConfig", "FailureConfig", "ScalingConfig", "session")
+    },
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
     },
     "ray.rllib.algorithms": {
-        name: Unavailable(OTHER_ALGORITHMS, _PPO_DQN) for name in (
-            "APPO", "APPOConfig", "BC", "BCConfig", "CQL", "CQLConfig", "DreamerV3",
-            "DreamerV3Config", "IMPALA", "IMPALAConfig", "IQL", "IQLConfig", "MARWIL",
-            "MARWILConfig", "SAC", "SACConfig")},
+        name: Unavailable(OTHER_ALGORITHMS, _PPO_DQN)
+        for name in (
+            "APPO",
+            "APPOConfig",
+            "BC",
+            "BCConfig",
+            "CQL",
+            "CQLConfig",
+            "DreamerV3",
+            "DreamerV3Config",
+            "IMPALA",
+            "IMPALAConfig",
+            "IQL",
+            "IQLConfig",
+            "MARWIL",
+            "MARWILConfig",
+            "SAC",
+            "SACConfig",
+        )
+    },
     "ray.rllib.core.rl_module": {
         "RLModule": Unavailable(TORCH, _MODEL),
         "MultiRLModule": _at_use(MULTI_AGENT),
@@ -295,13 +365,29 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "MultiAgentObservationPreprocessor": Unavailable(MULTI_AGENT),
     },
     "ray.rllib.utils.replay_buffers": {
-        **{name: Unavailable(MULTI_AGENT) for name in (
-            "MultiAgentEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer")},
-        **{name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer") for name in (
-            "ReplayBuffer", "PrioritizedReplayBuffer", "ReservoirReplayBuffer",
-            "FifoReplayBuffer", "SimpleReplayBuffer", "StorageUnit", "MultiAgentReplayBuffer",
-            "MultiAgentPrioritizedReplayBuffer", "MultiAgentMixInReplayBuffer",
-            "ReplayMode")}},
+        **{
+            name: Unavailable(MULTI_AGENT)
+            for name in (
+                "MultiAgentEpisodeReplayBuffer",
+                "MultiAgentPrioritizedEpisodeReplayBuffer",
+            )
+        },
+        **{
+            name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer")
+            for name in (
+                "ReplayBuffer",
+                "PrioritizedReplayBuffer",
+                "ReservoirReplayBuffer",
+                "FifoReplayBuffer",
+                "SimpleReplayBuffer",
+                "StorageUnit",
+                "MultiAgentReplayBuffer",
+                "MultiAgentPrioritizedReplayBuffer",
+                "MultiAgentMixInReplayBuffer",
+                "ReplayMode",
+            )
+        },
+    },
     "ray.rllib.utils.framework": {
         "get_device": Unavailable(TORCH),
         "convert_to_tensor": Unavailable(TORCH),

@@ -15,8 +15,15 @@ from typing import Any
 from trainer.algorithms import get_trainable_cls
 from trainer.env.envs import ENV_CREATOR, _global_registry, register_env
 
-__all__ = ["ENV_CREATOR", "_global_registry", "get_trainable_cls", "grid_search",
-           "grid_variants", "register_env", "register_trainable"]
+__all__ = [
+    "ENV_CREATOR",
+    "_global_registry",
+    "get_trainable_cls",
+    "grid_search",
+    "grid_variants",
+    "register_env",
+    "register_trainable",
+]
 
 # Result keys (Tune's `ray.tune.result`, the same strings as in Ray 2.60).
 DONE = "done"
@@ -43,9 +50,11 @@ TRAINABLE_CLASS = "trainable_class"
 
 def register_trainable(name: str, trainable: Any) -> None:
     """Refused: the trainables here are PPO and DQN (`get_trainable_cls`)."""
-    raise NotImplementedError(f"register_trainable({name!r}): custom trainables need Ray Tune "
-                              "(not part of localrl yet); get_trainable_cls() knows PPO and "
-                              "DQN")
+    raise NotImplementedError(
+        f"register_trainable({name!r}): custom trainables need Ray Tune "
+        "(not part of localrl yet); get_trainable_cls() knows PPO and "
+        "DQN"
+    )
 
 
 def grid_search(values: Iterable) -> dict[str, list]:

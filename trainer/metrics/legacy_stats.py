@@ -45,19 +45,39 @@ INFINITY = float("inf")
 
 class Stats:
     __slots__ = (
-        "reduce_method", "window", "ema_coeff", "clear_on_reduce", "percentiles",
-        "reduce_per_index_on_aggregate", "values", "id_", "_inf_window", "_last_reduced",
-        "_has_new_values", "_prev_merge_values", "_throughput_stats", "_throughput_ema_coeff",
-        "_last_throughput_time", "_start_times",
+        "reduce_method",
+        "window",
+        "ema_coeff",
+        "clear_on_reduce",
+        "percentiles",
+        "reduce_per_index_on_aggregate",
+        "values",
+        "id_",
+        "_inf_window",
+        "_last_reduced",
+        "_has_new_values",
+        "_prev_merge_values",
+        "_throughput_stats",
+        "_throughput_ema_coeff",
+        "_last_throughput_time",
+        "_start_times",
     )
 
-    def __init__(self, init_values: Any = None, reduce: str | None = "mean",
-                 percentiles: list | bool = False, reduce_per_index_on_aggregate: bool = False,
-                 window: float | None = None, ema_coeff: float | None = None,
-                 clear_on_reduce: bool = False, throughput: bool | float = False,
-                 throughput_ema_coeff: float | None = None):
-        _check_settings(reduce, window, ema_coeff, percentiles, reduce_per_index_on_aggregate,
-                        clear_on_reduce)
+    def __init__(
+        self,
+        init_values: Any = None,
+        reduce: str | None = "mean",
+        percentiles: list | bool = False,
+        reduce_per_index_on_aggregate: bool = False,
+        window: float | None = None,
+        ema_coeff: float | None = None,
+        clear_on_reduce: bool = False,
+        throughput: bool | float = False,
+        throughput_ema_coeff: float | None = None,
+    ):
+        _check_settings(
+            reduce, window, ema_coeff, percentiles, reduce_per_index_on_aggregate, clear_on_reduce
+        )
         if percentiles is True:
             percentiles = list(DEFAULT_PERCENTILES)
         self._inf_window = window is None or window == INFINITY
@@ -79,10 +99,12 @@ class Stats:
         self._throughput_stats: Stats | None = None
         self._last_throughput_time = -1.0
         if throughput is not False:
-            initial = (None if isinstance(throughput, bool)
-                       or not isinstance(throughput, (int, float)) else [throughput])
-            self._throughput_stats = Stats(initial, reduce="mean",
-                                           ema_coeff=throughput_ema_coeff)
+            initial = (
+                None
+                if isinstance(throughput, bool) or not isinstance(throughput, (int, float))
+                else [throughput]
+            )
+            self._throughput_stats = Stats(initial, reduce="mean", ema_coeff=throughput_ema_coeff)
             if init_values is not None:
                 self._last_throughput_time = time.perf_counter()
         self._set_values(_as_list(init_values))
@@ -93,8 +115,10 @@ class Stats:
         """Adds one value (a number; any object with `reduce=None`)."""
         value = _plain(value)
         if self.reduce_method is not None and isinstance(value, (list, tuple, deque, dict)):
-            raise ValueError(f"Stats(reduce={self.reduce_method!r}): logged value {value!r} is "
-                             "not a number; only reduce=None keeps structured values")
+            raise ValueError(
+                f"Stats(reduce={self.reduce_method!r}): logged value {value!r} is "
+                "not a number; only reduce=None keeps structured values"
+            )
         if self._throughput_stats is not None:
             self._recompute_throughput(value)
         if not self._inf_window:
@@ -111,8 +135,11 @@ class Stats:
 
     def push_many(self, values: list) -> None:
         """`push` of each of `values` in order; plain numbers into a window at once."""
-        if (not self._inf_window and self._throughput_stats is None
-                and all(type(value) in (int, float) for value in values)):
+        if (
+            not self._inf_window
+            and self._throughput_stats is None
+            and all(type(value) in (int, float) for value in values)
+        ):
             self.values.extend(values)  # a deque(maxlen=window) drops the oldest
             self._has_new_values = True
             return
@@ -124,8 +151,12 @@ class Stats:
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
@@ -161,11 +192,12 @@ class Stats:
             self._has_new_values = True
         result: Any
         if not compile and not self._inf_window:
-            result = list(window_values if window_values is not None
-                          else self._reduced_values()[1])
+            result = list(window_values if window_values is not None else self._reduced_values()[1])
         elif compile and self.percentiles is not False:
-            result = compute_percentiles(window_values if window_values is not None
-                                         else self._reduced_values()[1], self.percentiles)
+            result = compute_percentiles(
+                window_values if window_values is not None else self._reduced_values()[1],
+                self.percentiles,
+            )
         elif compile and self.reduce_method is not None:
             result = reduced[0]
         else:
@@ -178,8 +210,9 @@ class Stats:
     def throughput(self) -> float:
         """Value per second (an EMA), NaN before two measurements."""
         if self._throughput_stats is None:
-            raise ValueError("this Stats does not track throughput (log it with "
-                             "with_throughput=True)")
+            raise ValueError(
+                "this Stats does not track throughput (log it with with_throughput=True)"
+            )
         return self._throughput_stats.peek()
 
     @property
@@ -190,10 +223,14 @@ class Stats:
         return len(self.values)
 
     def __repr__(self) -> str:
-        smoothing = (f"; win={self.window}" if self.window else
-                     f"; ema={self.ema_coeff}" if self.ema_coeff else "")
-        return (f"Stats({self.peek()}; len={len(self)}; reduce={self.reduce_method}"
-                f"{smoothing})")
+        smoothing = (
+            f"; win={self.window}"
+            if self.window
+            else f"; ema={self.ema_coeff}"
+            if self.ema_coeff
+            else ""
+        )
+        return f"Stats({self.peek()}; len={len(self)}; reduce={self.reduce_method}{smoothing})"
 
     def __float__(self) -> float:
         return float(self._scalar("float()"))
@@ -206,8 +243,9 @@ class Stats:
 
     def _scalar(self, what: str) -> Any:
         if self.reduce_method is None:
-            raise ValueError(f"{what} of a Stats with reduce=None: it holds a list of values, "
-                             "not one number")
+            raise ValueError(
+                f"{what} of a Stats with reduce=None: it holds a list of values, not one number"
+            )
         return self.peek()
 
     # -- merging -----------------------------------------------------------------------------
@@ -250,7 +288,7 @@ class Stats:
             else:
                 merged.extend([_nan_reduce(self.reduce_method, at_index)] * copies)
             if len(merged) >= window:
-                merged = merged[:int(window)]
+                merged = merged[: int(window)]
                 break
         merged.reverse()
         self._set_values(merged)
@@ -284,12 +322,18 @@ class Stats:
         stats._throughput_stats = None
         stats._last_throughput_time = -1.0
         if other._throughput_stats is not None:
-            stats._throughput_stats = Stats([other.throughput], reduce="mean",
-                                            ema_coeff=other._throughput_ema_coeff)
+            stats._throughput_stats = Stats(
+                [other.throughput], reduce="mean", ema_coeff=other._throughput_ema_coeff
+            )
             if init_values is not None:
                 stats._last_throughput_time = time.perf_counter()
-        stats._set_values(init_values if isinstance(init_values, list)
-                          else [] if init_values is None else [init_values])
+        stats._set_values(
+            init_values
+            if isinstance(init_values, list)
+            else []
+            if init_values is None
+            else [init_values]
+        )
         stats._has_new_values = init_values is not None
         return stats
 
@@ -319,12 +363,16 @@ class Stats:
         """Settings and values as plain data (beyond RLlib's: the id and what each input
         reported last, so that lifetime sums stay exact across a checkpoint)."""
         state = {
-            "values": list(self.values), "reduce": self.reduce_method,
+            "values": list(self.values),
+            "reduce": self.reduce_method,
             "percentiles": self.percentiles,
             "reduce_per_index_on_aggregate": self.reduce_per_index_on_aggregate,
-            "window": self.window, "ema_coeff": self.ema_coeff,
-            "clear_on_reduce": self.clear_on_reduce, "_last_reduced": list(self._last_reduced),
-            "id_": self.id_, "prev_merge_values": dict(self._prev_merge_values),
+            "window": self.window,
+            "ema_coeff": self.ema_coeff,
+            "clear_on_reduce": self.clear_on_reduce,
+            "_last_reduced": list(self._last_reduced),
+            "id_": self.id_,
+            "prev_merge_values": dict(self._prev_merge_values),
         }
         if self._throughput_stats is not None:
             state["throughput_stats"] = self._throughput_stats.get_state()
@@ -341,13 +389,17 @@ class Stats:
             throughput_values = throughput_state["values"]
             throughput = throughput_values[-1] if throughput_values else True
             throughput_coeff = throughput_state["ema_coeff"]
-        stats = Stats(list(state["values"]), reduce=state["reduce"],
-                      percentiles=state.get("percentiles", False),
-                      reduce_per_index_on_aggregate=state.get("reduce_per_index_on_aggregate",
-                                                              False),
-                      window=state["window"], ema_coeff=state["ema_coeff"],
-                      clear_on_reduce=state["clear_on_reduce"], throughput=throughput,
-                      throughput_ema_coeff=throughput_coeff)
+        stats = Stats(
+            list(state["values"]),
+            reduce=state["reduce"],
+            percentiles=state.get("percentiles", False),
+            reduce_per_index_on_aggregate=state.get("reduce_per_index_on_aggregate", False),
+            window=state["window"],
+            ema_coeff=state["ema_coeff"],
+            clear_on_reduce=state["clear_on_reduce"],
+            throughput=throughput,
+            throughput_ema_coeff=throughput_coeff,
+        )
         stats._last_reduced = list(state.get("_last_reduced", [math.nan]))
         stats.id_ = state.get("id_", stats.id_)
         stats._prev_merge_values = dict(state.get("prev_merge_values", {}))
@@ -356,10 +408,12 @@ class Stats:
     # -- internals ---------------------------------------------------------------------------
     def _set_values(self, values: Any) -> None:
         window = self.window
-        self.values = (list(values) if self._inf_window or window is None
-                       else deque(values, maxlen=int(window)))
+        self.values = (
+            list(values)
+            if self._inf_window or window is None
+            else deque(values, maxlen=int(window))
+        )
         self._has_new_values = True
-
 
     def _reduced_values(self) -> tuple[list | deque, Any]:
         """(The reduction as a one-item list, the values to keep), without changing anything.
@@ -384,9 +438,17 @@ class Stats:
 
 
 #: What `similar_to` copies: the settings and the identity.
-_SETTING_SLOTS = ("reduce_method", "window", "ema_coeff", "clear_on_reduce", "percentiles",
-                  "reduce_per_index_on_aggregate", "id_", "_inf_window",
-                  "_throughput_ema_coeff")
+_SETTING_SLOTS = (
+    "reduce_method",
+    "window",
+    "ema_coeff",
+    "clear_on_reduce",
+    "percentiles",
+    "reduce_per_index_on_aggregate",
+    "id_",
+    "_inf_window",
+    "_throughput_ema_coeff",
+)
 _PICKLED_SLOTS = tuple(name for name in Stats.__slots__ if name != "_start_times")
 
 
@@ -441,50 +503,72 @@ def compute_percentiles(sorted_values: Any, percentiles: list) -> dict:
         position = (p / 100) * (n - 1)
         low = int(position)
         weight = position - low
-        result[p] = values[low] if weight == 0 else (
-            values[low] * (1 - weight) + values[low + 1] * weight)
+        result[p] = (
+            values[low] if weight == 0 else (values[low] * (1 - weight) + values[low + 1] * weight)
+        )
     return result
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _check_settings(reduce: str | None, window: float | None, ema_coeff: float | None,
-                    percentiles: bool | list, reduce_per_index_on_aggregate: bool,
-                    clear_on_reduce: bool) -> None:
+def _check_settings(
+    reduce: str | None,
+    window: float | None,
+    ema_coeff: float | None,
+    percentiles: bool | list,
+    reduce_per_index_on_aggregate: bool,
+    clear_on_reduce: bool,
+) -> None:
     if reduce not in REDUCE_METHODS:
-        raise ValueError(f"log_value(reduce={reduce!r}): reduce must be one of "
-                         f"{list(REDUCE_METHODS)}")
+        raise ValueError(
+            f"log_value(reduce={reduce!r}): reduce must be one of {list(REDUCE_METHODS)}"
+        )
     if window is not None and window != INFINITY and ema_coeff is not None:
-        raise ValueError(f"log_value(window={window!r}, ema_coeff={ema_coeff!r}): give a window "
-                         "or an ema_coeff, not both")
+        raise ValueError(
+            f"log_value(window={window!r}, ema_coeff={ema_coeff!r}): give a window "
+            "or an ema_coeff, not both"
+        )
     if window is not None and not (
-            (isinstance(window, int) and not isinstance(window, bool) and window >= 1)
-            or window == INFINITY):
-        raise ValueError(f"log_value(window={window!r}): window must be an int >= 1, "
-                         "float('inf') or None")
+        (isinstance(window, int) and not isinstance(window, bool) and window >= 1)
+        or window == INFINITY
+    ):
+        raise ValueError(
+            f"log_value(window={window!r}): window must be an int >= 1, float('inf') or None"
+        )
     if ema_coeff is not None:
         if reduce != "mean":
-            raise ValueError(f"log_value(ema_coeff={ema_coeff!r}, reduce={reduce!r}): ema_coeff "
-                             "only applies to reduce='mean'")
+            raise ValueError(
+                f"log_value(ema_coeff={ema_coeff!r}, reduce={reduce!r}): ema_coeff "
+                "only applies to reduce='mean'"
+            )
         if not 0.0 < ema_coeff <= 1.0:
             raise ValueError(f"log_value(ema_coeff={ema_coeff!r}): must be in (0, 1]")
     if percentiles is not False:
         if reduce is not None:
-            raise ValueError(f"log_value(percentiles={percentiles!r}, reduce={reduce!r}): "
-                             "percentiles need reduce=None")
+            raise ValueError(
+                f"log_value(percentiles={percentiles!r}, reduce={reduce!r}): "
+                "percentiles need reduce=None"
+            )
         if window is None or window == INFINITY:
-            raise ValueError(f"log_value(percentiles={percentiles!r}): percentiles need a "
-                             "finite window")
+            raise ValueError(
+                f"log_value(percentiles={percentiles!r}): percentiles need a finite window"
+            )
         if percentiles is not True and not (
-                isinstance(percentiles, list)
-                and all(isinstance(p, (int, float)) and 0 <= p <= 100 for p in percentiles)):
-            raise ValueError(f"log_value(percentiles={percentiles!r}): True or a list of "
-                             "numbers in [0, 100]")
+            isinstance(percentiles, list)
+            and all(isinstance(p, (int, float)) and 0 <= p <= 100 for p in percentiles)
+        ):
+            raise ValueError(
+                f"log_value(percentiles={percentiles!r}): True or a list of numbers in [0, 100]"
+            )
     if reduce_per_index_on_aggregate and reduce not in ("mean", "sum", "min", "max"):
-        raise ValueError(f"log_value(reduce_per_index_on_aggregate=True, reduce={reduce!r}): "
-                         "only for mean, sum, min and max")
+        raise ValueError(
+            f"log_value(reduce_per_index_on_aggregate=True, reduce={reduce!r}): "
+            "only for mean, sum, min and max"
+        )
     if reduce is None and (window is None or window == INFINITY) and not clear_on_reduce:
-        raise ValueError("log_value(reduce=None) without a window needs clear_on_reduce=True "
-                         "(else the list of values grows forever)")
+        raise ValueError(
+            "log_value(reduce=None) without a window needs clear_on_reduce=True "
+            "(else the list of values grows forever)"
+        )
 
 
 def new_id() -> str:
@@ -554,5 +638,10 @@ def _from_earlier_format(state: dict) -> dict:
         values = [state["ema"]]
     elif state["total"] is not None:
         values = [state["total"]]
-    return {"values": values, "reduce": state["reduce"], "window": state["window"],
-            "ema_coeff": state["ema_coeff"], "clear_on_reduce": state["clear_on_reduce"]}
+    return {
+        "values": values,
+        "reduce": state["reduce"],
+        "window": state["window"],
+        "ema_coeff": state["ema_coeff"],
+        "clear_on_reduce": state["clear_on_reduce"],
+    }

@@ -54,6 +54,7 @@ class _NotGiven:
 
 DEPRECATED_VALUE: Any = _NotGiven()
 
+
 class _DefaultLookup(dict):
     """A dict that shows as its name (the settings table prints defaults with `repr`)."""
 
@@ -63,17 +64,19 @@ class _DefaultLookup(dict):
 
 #: The stats class of each `reduce=` kind (RLlib's lookup; extend it through
 #: `AlgorithmConfig.reporting(custom_stats_cls_lookup=...)`).
-DEFAULT_STATS_CLS_LOOKUP: dict[str, type[StatsBase]] = _DefaultLookup({
-    "mean": MeanStats,
-    "ema": EmaStats,
-    "min": MinStats,
-    "max": MaxStats,
-    "sum": SumStats,
-    "lifetime_sum": LifetimeSumStats,
-    "percentiles": PercentilesStats,
-    "item": ItemStats,
-    "item_series": ItemSeriesStats,
-})
+DEFAULT_STATS_CLS_LOOKUP: dict[str, type[StatsBase]] = _DefaultLookup(
+    {
+        "mean": MeanStats,
+        "ema": EmaStats,
+        "min": MinStats,
+        "max": MaxStats,
+        "sum": SumStats,
+        "lifetime_sum": LifetimeSumStats,
+        "percentiles": PercentilesStats,
+        "item": ItemStats,
+        "item_series": ItemSeriesStats,
+    }
+)
 
 #: Deprecation messages given once per process.
 _warned: set[str] = set()
@@ -88,14 +91,16 @@ def _warn_once(message: str) -> None:
 def check_stats_cls_lookup(lookup: Any, setting: str = "stats_cls_lookup") -> None:
     """Raises ValueError unless `lookup` maps str kinds to `StatsBase` subclasses."""
     if not isinstance(lookup, dict):
-        raise ValueError(f"{setting}={lookup!r}: must be a dict of reduce kind (str) -> "
-                         "StatsBase subclass")
+        raise ValueError(
+            f"{setting}={lookup!r}: must be a dict of reduce kind (str) -> StatsBase subclass"
+        )
     for kind, cls in lookup.items():
-        if not isinstance(kind, str) or not (isinstance(cls, type)
-                                             and issubclass(cls, StatsBase)):
-            raise ValueError(f"{setting}: entry {kind!r}: {cls!r} must map a str to a subclass "
-                             "of trainer.metrics.stats.StatsBase (RLlib's "
-                             "ray.rllib.utils.metrics.stats.StatsBase)")
+        if not isinstance(kind, str) or not (isinstance(cls, type) and issubclass(cls, StatsBase)):
+            raise ValueError(
+                f"{setting}: entry {kind!r}: {cls!r} must map a str to a subclass "
+                "of trainer.metrics.stats.StatsBase (RLlib's "
+                "ray.rllib.utils.metrics.stats.StatsBase)"
+            )
 
 
 class MetricsLogger:
@@ -115,8 +120,11 @@ class MetricsLogger:
     and starts a new reduce cycle; `reduce(compile=True)` gives plain values.
     """
 
-    def __init__(self, root: bool = False,
-                 stats_cls_lookup: dict[str, type[StatsBase]] | None = DEFAULT_STATS_CLS_LOOKUP):
+    def __init__(
+        self,
+        root: bool = False,
+        stats_cls_lookup: dict[str, type[StatsBase]] | None = DEFAULT_STATS_CLS_LOOKUP,
+    ):
         """`root`: this is the root logger (lifetime sums keep their total here).
         `stats_cls_lookup`: the stats class of each `reduce=` kind (None: the default)."""
         if stats_cls_lookup is None:
@@ -133,16 +141,24 @@ class MetricsLogger:
         return self._node(_path(key)) is not None
 
     # -- reading -------------------------------------------------------------------------------
-    def peek(self, key: Key | None = None, default: Any = None, compile: bool = True,
-             throughput: bool = False, latest_merged_only: bool = False) -> Any:
+    def peek(
+        self,
+        key: Key | None = None,
+        default: Any = None,
+        compile: bool = True,
+        throughput: bool = False,
+        latest_merged_only: bool = False,
+    ) -> Any:
         """The current value(s) under `key` (a nested dict for a key prefix; everything for
         None), nothing changed. A missing key gives `default`, or `KeyError` when `default`
         is None (RLlib's rule). `throughput=True` (root logger only) gives the throughput(s);
         `latest_merged_only=True` looks at the newest `aggregate()` only."""
         if throughput:
             if not self._is_root_logger:
-                raise ValueError("MetricsLogger.peek(throughput=True): throughputs can only be "
-                                 "peeked from a root logger")
+                raise ValueError(
+                    "MetricsLogger.peek(throughput=True): throughputs can only be "
+                    "peeked from a root logger"
+                )
             return self._get_throughputs(key, default)
         if key is None:
             return self._nested_peek(self.stats, (), compile, latest_merged_only)
@@ -162,8 +178,10 @@ class MetricsLogger:
             try:
                 return stats.peek(compile=compile, latest_merged_only=latest_merged_only)
             except Exception as error:  # name the key whose stats failed
-                raise ValueError(f"Error peeking stats {stats!r} with compile={compile} at path "
-                                 f"{path}: {error}") from error
+                raise ValueError(
+                    f"Error peeking stats {stats!r} with compile={compile} at path {path}: {error}"
+                ) from error
+
         return _map_stats_with_path(peek_one, tree, prefix)
 
     @staticmethod
@@ -178,14 +196,21 @@ class MetricsLogger:
         return results
 
     # -- logging -------------------------------------------------------------------------------
-    def log_value(self, key: Key, value: Any, *, reduce: str | None = None,
-                  window: int | float | None = None, ema_coeff: float | None = None,
-                  percentiles: list[int] | bool | None = None,
-                  clear_on_reduce: bool | None = DEPRECATED_VALUE,
-                  with_throughput: bool | None = None,
-                  throughput_ema_coeff: float | None = DEPRECATED_VALUE,
-                  reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE,
-                  **kwargs: Any) -> None:
+    def log_value(
+        self,
+        key: Key,
+        value: Any,
+        *,
+        reduce: str | None = None,
+        window: int | float | None = None,
+        ema_coeff: float | None = None,
+        percentiles: list[int] | bool | None = None,
+        clear_on_reduce: bool | None = DEPRECATED_VALUE,
+        with_throughput: bool | None = None,
+        throughput_ema_coeff: float | None = DEPRECATED_VALUE,
+        reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE,
+        **kwargs: Any,
+    ) -> None:
         """Logs `value` under `key`. The first call for a key creates its stats from these
         settings (`reduce` picks the class: a key of `stats_cls_lookup`; None means "mean"
         with a `window`, else "ema"); later calls only push values. `kwargs` go to a custom
@@ -198,10 +223,16 @@ class MetricsLogger:
             stats = self._find(path)
             if stats is None:
                 stats = self._new_stats(
-                    path, reduce=reduce, window=window, ema_coeff=ema_coeff,
-                    percentiles=percentiles, with_throughput=with_throughput,
+                    path,
+                    reduce=reduce,
+                    window=window,
+                    ema_coeff=ema_coeff,
+                    percentiles=percentiles,
+                    with_throughput=with_throughput,
                     throughput_ema_coeff=throughput_ema_coeff,
-                    reduce_per_index_on_aggregate=reduce_per_index_on_aggregate, **kwargs)
+                    reduce_per_index_on_aggregate=reduce_per_index_on_aggregate,
+                    **kwargs,
+                )
                 explicit = False
         if explicit and reduce != stats.stats_cls_identifier:
             self._warn_on_other_kind(key, stats, reduce)
@@ -222,45 +253,70 @@ class MetricsLogger:
         path = _path(key)
         if path not in self._warned_settings:
             self._warned_settings.add(path)
-            logger.warning("MetricsLogger: %r was first logged with reduce=%r; ignoring "
-                           "reduce=%r", _show(path), stats.stats_cls_identifier, reduce)
+            logger.warning(
+                "MetricsLogger: %r was first logged with reduce=%r; ignoring reduce=%r",
+                _show(path),
+                stats.stats_cls_identifier,
+                reduce,
+            )
 
-    def _new_stats(self, path: tuple, *, reduce: str = "ema", window: Any = None,
-                   ema_coeff: float | None = None, percentiles: Any = None,
-                   with_throughput: bool | None = None,
-                   throughput_ema_coeff: Any = DEPRECATED_VALUE,
-                   reduce_per_index_on_aggregate: Any = DEPRECATED_VALUE,
-                   **kwargs: Any) -> StatsBase:
+    def _new_stats(
+        self,
+        path: tuple,
+        *,
+        reduce: str = "ema",
+        window: Any = None,
+        ema_coeff: float | None = None,
+        percentiles: Any = None,
+        with_throughput: bool | None = None,
+        throughput_ema_coeff: Any = DEPRECATED_VALUE,
+        reduce_per_index_on_aggregate: Any = DEPRECATED_VALUE,
+        **kwargs: Any,
+    ) -> StatsBase:
         """Creates and stores the (leaf) stats of a first `log_value` / `log_time`, with
         RLlib's checks of the settings."""
         where = f"log_value({_show(path)!r}"
         if reduce == "ema" and ema_coeff is None:
             ema_coeff = 0.01
         if percentiles and reduce != "percentiles":
-            raise ValueError(f"{where}, percentiles={percentiles!r}, reduce={reduce!r}): "
-                             "percentiles is only supported for reduce='percentiles'")
+            raise ValueError(
+                f"{where}, percentiles={percentiles!r}, reduce={reduce!r}): "
+                "percentiles is only supported for reduce='percentiles'"
+            )
         if reduce == "ema" and window is not None:
-            raise ValueError(f"{where}, window={window!r}, reduce='ema'): window is not "
-                             "supported for ema reduction; for a window use reduce='mean'")
+            raise ValueError(
+                f"{where}, window={window!r}, reduce='ema'): window is not "
+                "supported for ema reduction; for a window use reduce='mean'"
+            )
         if reduce == "mean" and ema_coeff is not None:
-            raise ValueError(f"{where}, ema_coeff={ema_coeff!r}, reduce='mean'): ema_coeff is "
-                             "not supported for mean reduction; use reduce='ema'")
+            raise ValueError(
+                f"{where}, ema_coeff={ema_coeff!r}, reduce='mean'): ema_coeff is "
+                "not supported for mean reduction; use reduce='ema'"
+            )
         if throughput_ema_coeff is not DEPRECATED_VALUE:
-            raise ValueError(f"{where}, throughput_ema_coeff={throughput_ema_coeff!r}): "
-                             "throughput_ema_coeff is deprecated (as in RLlib 2.60): "
-                             "throughputs are measured once per reduce(), not smoothed")
+            raise ValueError(
+                f"{where}, throughput_ema_coeff={throughput_ema_coeff!r}): "
+                "throughput_ema_coeff is deprecated (as in RLlib 2.60): "
+                "throughputs are measured once per reduce(), not smoothed"
+            )
         if reduce_per_index_on_aggregate is not DEPRECATED_VALUE:
-            _warn_once("reduce_per_index_on_aggregate is deprecated: aggregation treats every "
-                       "incoming value with equal weight")
+            _warn_once(
+                "reduce_per_index_on_aggregate is deprecated: aggregation treats every "
+                "incoming value with equal weight"
+            )
         if with_throughput and reduce not in ("sum", "lifetime_sum"):
-            _warn_once(f"with_throughput=True is only supported for reduce='sum' or "
-                       f"'lifetime_sum' (got reduce={reduce!r} for {_show(path)!r})")
+            _warn_once(
+                f"with_throughput=True is only supported for reduce='sum' or "
+                f"'lifetime_sum' (got reduce={reduce!r} for {_show(path)!r})"
+            )
         try:
             stats_cls = self.stats_cls_lookup[reduce]
         except (KeyError, TypeError):
-            raise ValueError(f"{where}, reduce={reduce!r}): Invalid reduce method {reduce!r} "
-                             f"could not be found in stats_cls_lookup (allowed: "
-                             f"{sorted(self.stats_cls_lookup)})") from None
+            raise ValueError(
+                f"{where}, reduce={reduce!r}): Invalid reduce method {reduce!r} "
+                f"could not be found in stats_cls_lookup (allowed: "
+                f"{sorted(self.stats_cls_lookup)})"
+            ) from None
         if window is not None:
             _check_window(window, where)
             kwargs["window"] = window
@@ -273,57 +329,92 @@ class MetricsLogger:
         try:
             stats = stats_cls(is_root=self._is_root_logger, is_leaf=True, **kwargs)
         except TypeError as error:  # a setting this class does not take
-            raise ValueError(f"{where}, reduce={reduce!r}): {stats_cls.__name__} does not take "
-                             f"these settings ({error})") from None
+            raise ValueError(
+                f"{where}, reduce={reduce!r}): {stats_cls.__name__} does not take "
+                f"these settings ({error})"
+            ) from None
         self._set(path, stats)
         return stats
 
-    def log_dict(self, value_dict: dict, *, key: Key | None = None,
-                 reduce: str | None = "mean", window: int | float | None = None,
-                 ema_coeff: float | None = None, percentiles: list[int] | bool | None = None,
-                 clear_on_reduce: bool | None = DEPRECATED_VALUE,
-                 with_throughput: bool | None = None,
-                 throughput_ema_coeff: float | None = DEPRECATED_VALUE,
-                 reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE) -> None:
+    def log_dict(
+        self,
+        value_dict: dict,
+        *,
+        key: Key | None = None,
+        reduce: str | None = "mean",
+        window: int | float | None = None,
+        ema_coeff: float | None = None,
+        percentiles: list[int] | bool | None = None,
+        clear_on_reduce: bool | None = DEPRECATED_VALUE,
+        with_throughput: bool | None = None,
+        throughput_ema_coeff: float | None = DEPRECATED_VALUE,
+        reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE,
+    ) -> None:
         """Logs every leaf of a (nested) dict, under `key` if given, with these settings."""
         if not isinstance(value_dict, dict):
             raise TypeError(f"log_dict(value_dict={value_dict!r}): must be a dict")
         prefix = () if key is None else _path(key)
         for path, value in _leaves(value_dict):
             if isinstance(value, StatsBase):
-                raise TypeError(f"log_dict(): {path} holds a Stats object (another logger's "
-                                "reduce() result); merge those with aggregate([...])")
-            self.log_value(prefix + path, value, reduce=reduce, window=window,
-                           ema_coeff=ema_coeff, percentiles=percentiles,
-                           clear_on_reduce=clear_on_reduce, with_throughput=with_throughput,
-                           throughput_ema_coeff=throughput_ema_coeff,
-                           reduce_per_index_on_aggregate=reduce_per_index_on_aggregate)
+                raise TypeError(
+                    f"log_dict(): {path} holds a Stats object (another logger's "
+                    "reduce() result); merge those with aggregate([...])"
+                )
+            self.log_value(
+                prefix + path,
+                value,
+                reduce=reduce,
+                window=window,
+                ema_coeff=ema_coeff,
+                percentiles=percentiles,
+                clear_on_reduce=clear_on_reduce,
+                with_throughput=with_throughput,
+                throughput_ema_coeff=throughput_ema_coeff,
+                reduce_per_index_on_aggregate=reduce_per_index_on_aggregate,
+            )
 
-    def log_time(self, key: Key, *, reduce: str = "ema", window: int | float | None = None,
-                 ema_coeff: float | None = None, percentiles: list[int] | bool | None = None,
-                 clear_on_reduce: bool | None = DEPRECATED_VALUE,
-                 with_throughput: bool | None = None,
-                 throughput_ema_coeff: float | None = DEPRECATED_VALUE,
-                 reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE) -> StatsBase:
+    def log_time(
+        self,
+        key: Key,
+        *,
+        reduce: str = "ema",
+        window: int | float | None = None,
+        ema_coeff: float | None = None,
+        percentiles: list[int] | bool | None = None,
+        clear_on_reduce: bool | None = DEPRECATED_VALUE,
+        with_throughput: bool | None = None,
+        throughput_ema_coeff: float | None = DEPRECATED_VALUE,
+        reduce_per_index_on_aggregate: bool | None = DEPRECATED_VALUE,
+    ) -> StatsBase:
         """`with logger.log_time(key): ...` logs the seconds the block took (the returned
         stats object is the context manager)."""
         if clear_on_reduce is not DEPRECATED_VALUE:
-            _warn_once("clear_on_reduce is deprecated (as in RLlib 2.60); use "
-                       "reduce='lifetime_sum' for sums that never start over")
+            _warn_once(
+                "clear_on_reduce is deprecated (as in RLlib 2.60); use "
+                "reduce='lifetime_sum' for sums that never start over"
+            )
         path = _path(key)
         stats = self._find(path)
         if stats is None:
-            stats = self._new_stats(path, reduce=reduce, window=window, ema_coeff=ema_coeff,
-                                    percentiles=percentiles, with_throughput=with_throughput,
-                                    throughput_ema_coeff=throughput_ema_coeff,
-                                    reduce_per_index_on_aggregate=reduce_per_index_on_aggregate)
+            stats = self._new_stats(
+                path,
+                reduce=reduce,
+                window=window,
+                ema_coeff=ema_coeff,
+                percentiles=percentiles,
+                with_throughput=with_throughput,
+                throughput_ema_coeff=throughput_ema_coeff,
+                reduce_per_index_on_aggregate=reduce_per_index_on_aggregate,
+            )
         return stats
 
     def set_value(self, *args: Any, **kwargs: Any) -> None:
         """Removed in RLlib 2.60 (an error there too)."""
-        raise ValueError("MetricsLogger.set_value() has been deprecated (as in RLlib 2.60): use "
-                         "log_value with reduce='item', or another reduction with a window of "
-                         "the appropriate size")
+        raise ValueError(
+            "MetricsLogger.set_value() has been deprecated (as in RLlib 2.60): use "
+            "log_value with reduce='item', or another reduction with a window of "
+            "the appropriate size"
+        )
 
     # -- merging -------------------------------------------------------------------------------
     def aggregate(self, stats_dicts: list[dict[str, Any]], *, key: Key | None = None) -> None:
@@ -331,36 +422,46 @@ class MetricsLogger:
         one, under `key` if given. Each key's stats here merge what came in (see each stats
         class's `merge()`); a key logged directly here cannot also be aggregated into."""
         if not isinstance(stats_dicts, list):
-            raise TypeError(f"aggregate(stats_dicts={type(stats_dicts).__name__}): must be a "
-                            "list of reduce() results")
+            raise TypeError(
+                f"aggregate(stats_dicts={type(stats_dicts).__name__}): must be a "
+                "list of reduce() results"
+            )
         prefix = () if key is None else _path(key)
         incoming: dict[tuple, list[StatsBase]] = {}
         for stats_dict in stats_dicts:
             if not isinstance(stats_dict, dict):
-                raise TypeError(f"aggregate(): each item must be a reduce() result (a dict), "
-                                f"got {type(stats_dict).__name__}")
+                raise TypeError(
+                    f"aggregate(): each item must be a reduce() result (a dict), "
+                    f"got {type(stats_dict).__name__}"
+                )
             for path, leaf in _leaves(stats_dict):
                 if not isinstance(leaf, StatsBase):
                     raise TypeError(
                         f"aggregate(): {prefix + path} holds {leaf!r}, not a Stats object; "
-                        "aggregate the reduce(compile=False) results of non-root loggers")
+                        "aggregate the reduce(compile=False) results of non-root loggers"
+                    )
                 incoming.setdefault(prefix + path, []).append(leaf)
         for path, stats_list in incoming.items():
             own = self._node(path)
             if isinstance(own, dict) and own:
-                raise ValueError(f"aggregate(): {_show(path)!r} already holds nested keys here, "
-                                 "so it cannot also hold a value")
+                raise ValueError(
+                    f"aggregate(): {_show(path)!r} already holds nested keys here, "
+                    "so it cannot also hold a value"
+                )
             if not isinstance(own, StatsBase):
                 # The first aggregation under this key: an empty aggregating copy.
-                own = stats_list[0].clone(init_overrides={"is_root": self._is_root_logger,
-                                                          "is_leaf": False})
+                own = stats_list[0].clone(
+                    init_overrides={"is_root": self._is_root_logger, "is_leaf": False}
+                )
                 if own.has_throughputs:
                     own.initialize_throughput_reference_time(self._time_when_initialized)
                 self._set(path, own)
             elif own.is_leaf:
-                raise ValueError(f"Cannot aggregate into key {_show(path)!r} because it was "
-                                 "created by direct logging. Aggregation keys must be separate "
-                                 "from direct logging keys.")
+                raise ValueError(
+                    f"Cannot aggregate into key {_show(path)!r} because it was "
+                    "created by direct logging. Aggregation keys must be separate "
+                    "from direct logging keys."
+                )
             own.merge(incoming_stats=stats_list)
 
     def merge_and_log_n_dicts(self, stats_dicts: list[dict], *, key: Key | None = None) -> None:
@@ -373,12 +474,16 @@ class MetricsLogger:
         """Reduces every stat and starts a new reduce cycle: a tree of stats objects for a
         receiver's `aggregate()`, or plain values with `compile=True`. (RLlib calls this
         itself; user code reads with `peek()`.)"""
+
         def reduce_one(path: tuple, stats: StatsBase) -> Any:
             try:
                 return stats.reduce(compile=compile)
             except Exception as error:  # name the key whose values do not reduce
-                raise ValueError(f"Error reducing stats {type(stats).__name__} with "
-                                 f"compile={compile} at path {path}: {error}") from error
+                raise ValueError(
+                    f"Error reducing stats {type(stats).__name__} with "
+                    f"compile={compile} at path {path}: {error}"
+                ) from error
+
         return _map_stats_with_path(reduce_one, self.stats)
 
     def compile(self) -> dict:
@@ -395,8 +500,7 @@ class MetricsLogger:
 
     def deactivate_tensor_mode(self) -> None:
         """Deprecated in RLlib 2.60: does nothing."""
-        _warn_once("deactivate_tensor_mode() is deprecated: tensor mode is not required "
-                   "anymore")
+        _warn_once("deactivate_tensor_mode() is deprecated: tensor mode is not required anymore")
 
     # -- removing ------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -416,8 +520,12 @@ class MetricsLogger:
     # -- state ---------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
         """Every stat's state, keyed by its path joined with "--" (plain data)."""
-        return {"stats": {STATE_KEY_SEPARATOR.join(path): stats.get_state()
-                          for path, stats in _iter_stats(self.stats)}}
+        return {
+            "stats": {
+                STATE_KEY_SEPARATOR.join(path): stats.get_state()
+                for path, stats in _iter_stats(self.stats)
+            }
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Replaces everything here with `state` (this logger's `get_state()`, or a state of
@@ -425,8 +533,11 @@ class MetricsLogger:
         self.stats = _restored_stats(state, self.stats_cls_lookup, self._is_root_logger)
 
     @staticmethod
-    def check_state(state: Any, where: str = "metrics",
-                    stats_cls_lookup: dict[str, type[StatsBase]] | None = None) -> None:
+    def check_state(
+        state: Any,
+        where: str = "metrics",
+        stats_cls_lookup: dict[str, type[StatsBase]] | None = None,
+    ) -> None:
         """Raises `StateError` unless `state` is a logger state whose every stat can be rebuilt
         (by `stats_cls_lookup`, default: RLlib's) and holds plain data (nothing changes)."""
         _restored_stats(state, stats_cls_lookup or DEFAULT_STATS_CLS_LOOKUP, True, where)
@@ -443,8 +554,9 @@ class MetricsLogger:
     def _find(self, path: tuple) -> StatsBase | None:
         node = self._node(path)
         if isinstance(node, dict) and node:
-            raise ValueError(f"metrics key {path}: it already holds nested keys, so it cannot "
-                             "also hold a value")
+            raise ValueError(
+                f"metrics key {path}: it already holds nested keys, so it cannot also hold a value"
+            )
         return node if isinstance(node, StatsBase) else None
 
     def _set(self, path: tuple, stats: StatsBase) -> None:
@@ -454,8 +566,10 @@ class MetricsLogger:
         node = self.stats if key is None else self._node(_path(key))
         if isinstance(node, StatsBase):
             if not node.has_throughputs:
-                raise ValueError(f"Key {key!r} does not have throughput tracking enabled (log "
-                                 "it with with_throughput=True)")
+                raise ValueError(
+                    f"Key {key!r} does not have throughput tracking enabled (log "
+                    "it with with_throughput=True)"
+                )
             return node.throughputs
         if not node:
             return default
@@ -473,8 +587,10 @@ def _legacy_reduce(reduce: str | None, window: Any, clear_on_reduce: Any) -> tup
     if reduce is None:
         reduce = "mean" if window is not None else "ema"
     if clear_on_reduce is not DEPRECATED_VALUE:
-        _warn_once("clear_on_reduce is deprecated (as in RLlib 2.60); use "
-                   "reduce='lifetime_sum' for sums that never start over")
+        _warn_once(
+            "clear_on_reduce is deprecated (as in RLlib 2.60); use "
+            "reduce='lifetime_sum' for sums that never start over"
+        )
         if reduce == "sum" and clear_on_reduce is False:
             reduce = "lifetime_sum"
     return reduce, clear_on_reduce
@@ -484,8 +600,9 @@ def _check_window(window: Any, where: str) -> None:
     if window == float("inf"):
         return
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise ValueError(f"{where}, window={window!r}): window must be an int >= 1, "
-                         "float('inf') or None")
+        raise ValueError(
+            f"{where}, window={window!r}): window must be an int >= 1, float('inf') or None"
+        )
 
 
 def _show(path: tuple) -> Any:
@@ -507,12 +624,15 @@ def _insert(tree: dict, path: tuple, value: Any) -> None:
         if child is None:
             child = node[part] = {}
         elif not isinstance(child, dict):
-            raise ValueError(f"metrics key {path}: {part!r} already holds a value, so it cannot "
-                             "also hold nested keys")
+            raise ValueError(
+                f"metrics key {path}: {part!r} already holds a value, so it cannot "
+                "also hold nested keys"
+            )
         node = child
     if isinstance(node.get(path[-1]), dict) and node[path[-1]]:
-        raise ValueError(f"metrics key {path}: it already holds nested keys, so it cannot also "
-                         "hold a value")
+        raise ValueError(
+            f"metrics key {path}: it already holds nested keys, so it cannot also hold a value"
+        )
     node[path[-1]] = value
 
 
@@ -530,11 +650,17 @@ def _iter_stats(tree: dict, prefix: tuple = ()) -> Iterator[tuple[tuple, StatsBa
             yield path, leaf
 
 
-def _map_stats_with_path(fn: Callable[[tuple, StatsBase], Any], tree: dict,
-                         prefix: tuple = ()) -> dict:
-    return {k: _map_stats_with_path(fn, v, prefix + (k,)) if isinstance(v, dict)
-            else fn(prefix + (k,), v) if isinstance(v, StatsBase) else v
-            for k, v in tree.items()}
+def _map_stats_with_path(
+    fn: Callable[[tuple, StatsBase], Any], tree: dict, prefix: tuple = ()
+) -> dict:
+    return {
+        k: _map_stats_with_path(fn, v, prefix + (k,))
+        if isinstance(v, dict)
+        else fn(prefix + (k,), v)
+        if isinstance(v, StatsBase)
+        else v
+        for k, v in tree.items()
+    }
 
 
 def _deep_update(target: dict, updates: dict) -> None:
@@ -562,21 +688,23 @@ def stats_from_legacy_state(state: dict[str, Any], is_root: bool = False) -> Sta
     if "ema" in state and "total" in state:
         state = _from_earlier_format(state)
     kind = state["reduce"]
-    new_state: dict[str, Any] = {"is_leaf": not is_root, "is_root": is_root,
-                                 "latest_merged": []}
+    new_state: dict[str, Any] = {"is_leaf": not is_root, "is_root": is_root, "latest_merged": []}
     values = list(state.get("values", []))
     if state.get("clear_on_reduce", True) is False and kind == "sum":
         total = float(np.nansum(values)) if values else 0
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             total = sum(values)  # counts stay integers
-        new_state.update(stats_cls_identifier="lifetime_sum",
-                         lifetime_sum=total if is_root else 0,
-                         track_throughputs=state.get("throughput_stats") is not None)
+        new_state.update(
+            stats_cls_identifier="lifetime_sum",
+            lifetime_sum=total if is_root else 0,
+            track_throughputs=state.get("throughput_stats") is not None,
+        )
         return LifetimeSumStats.from_state(new_state)
     if kind == "mean" and state.get("ema_coeff") is not None:
         kind = "ema"
-        new_state.update(ema_coeff=state["ema_coeff"],
-                         value=float(np.nanmean(values)) if values else np.nan)
+        new_state.update(
+            ema_coeff=state["ema_coeff"], value=float(np.nanmean(values)) if values else np.nan
+        )
     elif kind in ("mean", "min", "max", "sum"):
         new_state.update(values=values, window=_finite_window(state.get("window")))
         if kind == "sum":
@@ -584,14 +712,19 @@ def stats_from_legacy_state(state: dict[str, Any], is_root: bool = False) -> Sta
     elif kind is None and state.get("percentiles", False) is not False:
         kind = "percentiles"
         percentiles = state["percentiles"]
-        new_state.update(values=values, window=_finite_window(state.get("window")),
-                         percentiles=None if percentiles is True else percentiles)
+        new_state.update(
+            values=values,
+            window=_finite_window(state.get("window")),
+            percentiles=None if percentiles is True else percentiles,
+        )
     elif kind is None:
         kind = "item_series"
         new_state.update(items=values, window=_finite_window(state.get("window")))
     else:
-        raise ValueError(f"reduce={kind!r}: not a reduce method of the earlier Stats (mean, "
-                         "min, max, sum or None)")
+        raise ValueError(
+            f"reduce={kind!r}: not a reduce method of the earlier Stats (mean, "
+            "min, max, sum or None)"
+        )
     new_state["stats_cls_identifier"] = kind
     cls = DEFAULT_STATS_CLS_LOOKUP[kind]
     if kind == "percentiles" and new_state["percentiles"] is None:
@@ -646,8 +779,10 @@ def _restored_one(stats_state: Any, lookup: dict, is_root: bool, place: str) -> 
     identifier = stats_state.get("stats_cls_identifier")
     if identifier is None:
         if "reduce" not in stats_state:
-            raise StateError(place, "has no 'stats_cls_identifier' (nor the 'reduce' of the "
-                             "earlier stats format)")
+            raise StateError(
+                place,
+                "has no 'stats_cls_identifier' (nor the 'reduce' of the earlier stats format)",
+            )
         # RLlib's earlier (legacy) stats format, converted as RLlib 2.60 does.
         require_map(stats_state, place, ("values", "reduce", "window"))
         for key in ("values", "_last_reduced", "prev_merge_values"):
@@ -656,9 +791,12 @@ def _restored_one(stats_state: Any, lookup: dict, is_root: bool, place: str) -> 
         build = lambda: stats_from_legacy_state(stats_state, is_root=is_root)  # noqa: E731
     else:
         if identifier not in lookup:
-            raise StateError(place, f"stats class {identifier!r} is not in stats_cls_lookup "
-                             f"({sorted(lookup)}): was this checkpoint written with another "
-                             "custom_stats_cls_lookup?")
+            raise StateError(
+                place,
+                f"stats class {identifier!r} is not in stats_cls_lookup "
+                f"({sorted(lookup)}): was this checkpoint written with another "
+                "custom_stats_cls_lookup?",
+            )
         required, numeric = _STATE_KEYS.get(identifier, ((), ()))
         require_map(stats_state, place, ("is_root", "is_leaf", *required))
         for key in numeric:

@@ -60,8 +60,9 @@ HANDSHAKE_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 300.0
 
 
-def handshake(sock: socket.socket, authkey: bytes, *, server_side: bool,
-              timeout_s: float) -> Connection:
+def handshake(
+    sock: socket.socket, authkey: bytes, *, server_side: bool, timeout_s: float
+) -> Connection:
     """Authenticates a connected Unix socket both ways (multiprocessing's HMAC challenges) within
     `timeout_s`, and returns it as a `Connection`. Raises `OSError`, `EOFError` or
     `AuthenticationError` when the other side fails, hangs up, or is silent past the deadline
@@ -76,6 +77,7 @@ def handshake(sock: socket.socket, authkey: bytes, *, server_side: bool,
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
     timer = threading.Timer(timeout_s, expire)
     timer.daemon = True
     timer.start()
@@ -151,8 +153,10 @@ class ObjectRef:
 
     def __del__(self) -> None:
         if self._done and not self._read and self._status == "error":
-            logger.warning("a named-object call made with .remote() failed and its result was "
-                           "never read: %s", self._value)
+            logger.warning(
+                "a named-object call made with .remote() failed and its result was never read: %s",
+                self._value,
+            )
 
 
 class _Connection:
@@ -182,8 +186,10 @@ class _Connection:
         if self._conn is None:  # only read after a send, which connects
             raise NamedObjectError("no connection to the named-object server to read from")
         if not self._conn.poll(CALL_TIMEOUT_S):
-            raise TimeoutError(f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
-                               "return, or a stuck server)")
+            raise TimeoutError(
+                f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
+                "return, or a stuck server)"
+            )
         status, value = self._conn.recv()
         refs = self._in_flight.popleft()
         if refs is not None and status == "error":  # the batch's results could not be sent
@@ -197,8 +203,10 @@ class _Connection:
     def _send_batch(self) -> None:
         if not self._batch:
             return
-        while self._in_flight and (len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT
-                                   or (self._conn is not None and self._conn.poll(0))):
+        while self._in_flight and (
+            len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT
+            or (self._conn is not None and self._conn.poll(0))
+        ):
             self._read_one()
         batch, refs = self._batch, self._batch_refs
         self._batch, self._batch_refs = [], []
@@ -220,15 +228,21 @@ class _Connection:
                 "the named-object server is not running (it starts with the first "
                 "create_named_object() in the main process, stops with Algorithm.stop(), and a "
                 "new create_named_object() starts it again if it died): "
-                f"{type(error).__name__}: {error}")
-            if on_ray.connected() and isinstance(error, (FileNotFoundError,
-                                                         ConnectionRefusedError)):
-                failure.args = (failure.args[0] + (
-                    " (this is a Ray actor, and the named objects were created before the main "
-                    "process connected to Ray, so they live in a server on the main process's "
-                    "machine that other nodes cannot reach: call ray.init() before the first "
-                    "create_named_object(), or shutdown_named_objects() before creating them "
-                    "again)"),)
+                f"{type(error).__name__}: {error}"
+            )
+            if on_ray.connected() and isinstance(
+                error, (FileNotFoundError, ConnectionRefusedError)
+            ):
+                failure.args = (
+                    failure.args[0]
+                    + (
+                        " (this is a Ray actor, and the named objects were created before the main "
+                        "process connected to Ray, so they live in a server on the main process's "
+                        "machine that other nodes cannot reach: call ray.init() before the first "
+                        "create_named_object(), or shutdown_named_objects() before creating them "
+                        "again)"
+                    ),
+                )
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
@@ -287,6 +301,7 @@ class _Connection:
                 pass
             self._conn = None
 
+
 class _Server:
     """The main process's handle on the server process."""
 
@@ -299,8 +314,7 @@ class _Server:
             raise NamedObjectError("the named-object server has no input pipe")
         stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
         stdin.close()
-        self._finalizer = weakref.finalize(self, end_process, self.process,
-                                           terminate_first=True)
+        self._finalizer = weakref.finalize(self, end_process, self.process, terminate_first=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             try:
@@ -311,7 +325,8 @@ class _Server:
                     self.stop()
                     raise NamedObjectError(
                         "the named-object server did not start (exit code "
-                        f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s") from None
+                        f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s"
+                    ) from None
                 time.sleep(0.005)
 
     def stop(self) -> None:
@@ -358,8 +373,11 @@ def client_settings() -> dict:
             # no permissions at all.)
             directory = tempfile.mkdtemp(prefix="localrl-named-")
             atexit.register(shutil.rmtree, directory, ignore_errors=True)
-            _settings = {"address": os.path.join(directory, "server.sock"),
-                         "authkey": os.urandom(32), "ray": None}
+            _settings = {
+                "address": os.path.join(directory, "server.sock"),
+                "authkey": os.urandom(32),
+                "ray": None,
+            }
         if _settings["ray"] and not on_ray.connected():
             # ray.shutdown() here ended this process's Ray named actors (a driver's actors end
             # with it): decided anew.
@@ -382,8 +400,10 @@ def _get_connection() -> _Connection | on_ray.RayConnection:
     with _lock:
         if _connection is None:
             if _settings is None:
-                raise NamedObjectError("no named objects exist: create one with "
-                                       "create_named_object(name, factory) in the main process")
+                raise NamedObjectError(
+                    "no named objects exist: create one with "
+                    "create_named_object(name, factory) in the main process"
+                )
             if _settings.get("ray"):
                 _connection = on_ray.RayConnection(_settings["ray"], CALL_TIMEOUT_S)
             else:
@@ -397,8 +417,10 @@ def _replace_server_if_dead(settings: dict) -> None:
     Called under `_lock`."""
     global _server, _connection
     if _server is not None and not _server.is_alive():
-        logger.warning("the named-object server had exited (code %s); starting a new one",
-                       _server.process.returncode)
+        logger.warning(
+            "the named-object server had exited (code %s); starting a new one",
+            _server.process.returncode,
+        )
         _server.stop()
         _server = None
         if _connection is not None:
@@ -408,8 +430,9 @@ def _replace_server_if_dead(settings: dict) -> None:
         _server = _Server(settings["address"], settings["authkey"])
 
 
-def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool = False,
-                        **kwargs: Any) -> NamedObject:
+def create_named_object(
+    name: str, factory: Any, *args: Any, get_if_exists: bool = False, **kwargs: Any
+) -> NamedObject:
     """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
     `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
     `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
@@ -428,7 +451,8 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
         created = _get_connection().request("create", name, payload, get_if_exists)
     except NamedObjectError as error:
         if not isinstance(error.__context__, (OSError, EOFError)) and "not running" not in str(
-                error):
+            error
+        ):
             raise  # the factory raised: the server answered
         # The connection failed. A server killed just before this call still looks alive to
         # poll() until the kernel has finished ending it, so the check above passed: wait for
@@ -438,8 +462,12 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
             server = _server
             if server is not None and server.is_ending():
                 _replace_server_if_dead(settings)
-        logger.warning("create_named_object(%r): the connection to the named-object server "
-                       "failed (%s); retrying once on a new connection", name, error)
+        logger.warning(
+            "create_named_object(%r): the connection to the named-object server "
+            "failed (%s); retrying once on a new connection",
+            name,
+            error,
+        )
         try:
             created = _get_connection().request("create", name, payload, get_if_exists)
         except NamedObjectError as second:
@@ -447,15 +475,18 @@ def create_named_object(name: str, factory: Any, *args: Any, get_if_exists: bool
             if server is None or not server.is_alive():
                 raise NamedObjectError(
                     f"{second} (the server process exited with code "
-                    f"{None if server is None else server.process.returncode})") from None
+                    f"{None if server is None else server.process.returncode})"
+                ) from None
             raise
     return _named_handle(name, created, get_if_exists)
 
 
 def _named_handle(name: str, created: bool, get_if_exists: bool) -> NamedObject:
     if not created and not get_if_exists:
-        raise ValueError(f"create_named_object(name={name!r}): the name is taken; use "
-                         "get_named_object(name), or get_if_exists=True")
+        raise ValueError(
+            f"create_named_object(name={name!r}): the name is taken; use "
+            "get_named_object(name), or get_if_exists=True"
+        )
     return NamedObject(name)
 
 
@@ -468,8 +499,9 @@ def get_named_object(name: str) -> NamedObject:
     names = connection.request("names")
     connection.known_names.update(names)
     if name not in names:
-        raise ValueError(f"get_named_object({name!r}): no named object by that name; "
-                         f"existing: {names}")
+        raise ValueError(
+            f"get_named_object({name!r}): no named object by that name; existing: {names}"
+        )
     return NamedObject(name)
 
 
@@ -539,14 +571,16 @@ class ActorClass:
         self._name = name
         self._get_if_exists = get_if_exists
 
-    def options(self, *, name: str | None = None, get_if_exists: bool = False,
-                **ignored: Any) -> ActorClass:
+    def options(
+        self, *, name: str | None = None, get_if_exists: bool = False, **ignored: Any
+    ) -> ActorClass:
         return ActorClass(self._cls, name, get_if_exists)
 
     def remote(self, *args: Any, **kwargs: Any) -> NamedObject:
         name = self._name or f"{self._cls.__name__}-{os.urandom(6).hex()}"
-        return create_named_object(name, self._cls, *args, get_if_exists=self._get_if_exists,
-                                   **kwargs)
+        return create_named_object(
+            name, self._cls, *args, get_if_exists=self._get_if_exists, **kwargs
+        )
 
 
 def remote(cls: type) -> ActorClass:
@@ -569,15 +603,17 @@ def get(refs: Any) -> Any:
     return refs.result() if isinstance(refs, ObjectRef) else refs
 
 
-def wait(refs: list, *, num_returns: int = 1, timeout: float | None = None,
-         fetch_local: bool = True) -> tuple[list, list]:
+def wait(
+    refs: list, *, num_returns: int = 1, timeout: float | None = None, fetch_local: bool = True
+) -> tuple[list, list]:
     """Ray's `ray.wait(refs, num_returns=1, timeout=None)`: (ready refs, the others). Calls
     here run in order, so waiting reads replies in order until `num_returns` refs are done
     (or all, when `timeout` is 0: then only those already answered count)."""
     refs = list(refs)
     if not 0 < num_returns <= len(refs):
-        raise ValueError(f"wait(num_returns={num_returns}): must be in 1..{len(refs)} "
-                         "(the number of refs)")
+        raise ValueError(
+            f"wait(num_returns={num_returns}): must be in 1..{len(refs)} (the number of refs)"
+        )
     if timeout != 0:
         for ref in refs:
             if sum(1 for r in refs if not isinstance(r, ObjectRef) or r._done) >= num_returns:
@@ -607,8 +643,9 @@ def server_running() -> bool:
     """Whether this process has started the named-object server, or created Ray named actors
     (and not stopped or ended them)."""
     connection = _connection
-    return _server is not None or (isinstance(connection, on_ray.RayConnection)
-                                   and bool(connection.created))
+    return _server is not None or (
+        isinstance(connection, on_ray.RayConnection) and bool(connection.created)
+    )
 
 
 def flush() -> None:

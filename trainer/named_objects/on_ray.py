@@ -82,14 +82,21 @@ def actor_class(factory: Any) -> Any:
 
     methods = {}
     if isinstance(factory, type):
-        methods = {name: _forward(name) for name in dir(factory)
-                   if not name.startswith("_") and name != CALL_METHOD
-                   and callable(getattr(factory, name, None))}
+        methods = {
+            name: _forward(name)
+            for name in dir(factory)
+            if not name.startswith("_")
+            and name != CALL_METHOD
+            and callable(getattr(factory, name, None))
+        }
     name = getattr(factory, "__name__", "NamedObject")
     # Not an attribute of this module: cloudpickle sends it by value, with no reference to
     # `factory`'s module (which the actor's node imports only after its `__init__` set sys.path).
-    cls = type(name, (_NamedObjectHolder,), {**methods, "__module__": __name__,
-                                             "__qualname__": f"NamedObject[{name}]"})
+    cls = type(
+        name,
+        (_NamedObjectHolder,),
+        {**methods, "__module__": __name__, "__qualname__": f"NamedObject[{name}]"},
+    )
     return ray.remote(cls)
 
 
@@ -99,16 +106,17 @@ def _error(what: str, error: BaseException) -> Exception:
 
     from trainer.named_objects.client import NamedObjectError
 
-    if isinstance(error, RayActorError) and error.args and isinstance(error.args[0],
-                                                                      RayTaskError):
+    if isinstance(error, RayActorError) and error.args and isinstance(error.args[0], RayTaskError):
         error = error.args[0]  # its __init__ raised: that error is the story
     if isinstance(error, RayTaskError):  # the object's method raised: its traceback is in it
         cause = error.cause  # str(error) is Ray's text: where it ran, and the traceback
-        return NamedObjectError(f"{what} raised {type(cause).__name__}: {cause}\n"
-                                f"{plain_text(str(error)).rstrip()}")
+        return NamedObjectError(
+            f"{what} raised {type(cause).__name__}: {cause}\n{plain_text(str(error)).rstrip()}"
+        )
     if isinstance(error, RayActorError):
-        return NamedObjectError(f"{what}: the named object's Ray actor is gone: "
-                                f"{plain_text(str(error))}")
+        return NamedObjectError(
+            f"{what}: the named object's Ray actor is gone: {plain_text(str(error))}"
+        )
     if isinstance(error, GetTimeoutError):
         return NamedObjectError(f"{what}: the named object's Ray actor did not answer: {error}")
     return NamedObjectError(f"{what}: {type(error).__name__}: {error}")
@@ -135,8 +143,13 @@ class RayConnection:
         import ray
 
         if not ray.is_initialized():  # an EnvRunner process of the process backend
-            ray.init(address=self.settings["address"], namespace=self.settings["namespace"],
-                     include_dashboard=False, configure_logging=False, log_to_driver=False)
+            ray.init(
+                address=self.settings["address"],
+                namespace=self.settings["namespace"],
+                include_dashboard=False,
+                configure_logging=False,
+                log_to_driver=False,
+            )
         return ray
 
     def _lookup(self, name: str) -> Any:
@@ -155,8 +168,11 @@ class RayConnection:
         from ray.util import list_named_actors
 
         self._ray()
-        return sorted(actor["name"] for actor in list_named_actors(all_namespaces=True)
-                      if actor["namespace"] == self.settings["namespace"])
+        return sorted(
+            actor["name"]
+            for actor in list_named_actors(all_namespaces=True)
+            if actor["namespace"] == self.settings["namespace"]
+        )
 
     # -- the requests of `_Connection` --------------------------------------------------------
     def _call_ref(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
@@ -164,8 +180,9 @@ class RayConnection:
         if handle is None:
             from trainer.named_objects.client import NamedObjectError
 
-            raise NamedObjectError(f"{name}.{method}(): no named object {name!r}; existing: "
-                                   f"{self.names()}")
+            raise NamedObjectError(
+                f"{name}.{method}(): no named object {name!r}; existing: {self.names()}"
+            )
         if hasattr(handle, CALL_METHOD):
             return handle.localrl_call.remote(method, args, kwargs)
         return getattr(handle, method).remote(*args, **kwargs)  # a plain Ray named actor
@@ -183,8 +200,9 @@ class RayConnection:
         self.flush()  # this call's effect follows the `.remote()` calls made before it
         if kind == "call":
             name, method, call_args, call_kwargs = args
-            return self._get(self._call_ref(name, method, call_args, call_kwargs),
-                             f"{name}.{method}()")
+            return self._get(
+                self._call_ref(name, method, call_args, call_kwargs), f"{name}.{method}()"
+            )
         if kind == "names":
             return self.names()
         raise ValueError(f"not a named-object request: {kind!r}")
@@ -201,9 +219,17 @@ class RayConnection:
             return False  # the name is taken
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
         try:
-            handle = actor_class(factory).options(
-                name=name, namespace=self.settings["namespace"], num_cpus=0, max_restarts=0,
-                scheduling_strategy=here).remote(list(sys.path), payload)
+            handle = (
+                actor_class(factory)
+                .options(
+                    name=name,
+                    namespace=self.settings["namespace"],
+                    num_cpus=0,
+                    max_restarts=0,
+                    scheduling_strategy=here,
+                )
+                .remote(list(sys.path), payload)
+            )
         except (ActorAlreadyExistsError, ValueError) as error:
             if "already taken" in str(error):
                 return False  # created elsewhere just now
@@ -219,8 +245,9 @@ class RayConnection:
         from trainer.named_objects.client import ObjectRef
 
         ref = ObjectRef(self)
-        self._in_flight.append((ref, self._call_ref(name, method, args, kwargs),
-                                f"{name}.{method}()"))
+        self._in_flight.append(
+            (ref, self._call_ref(name, method, args, kwargs), f"{name}.{method}()")
+        )
         return ref
 
     def flush(self, until: Any = None) -> None:

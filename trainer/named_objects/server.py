@@ -67,13 +67,18 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
         if kind == "batch":
             return ("ok", [_answer(registry, "call", call) for _, *call in args[0]])
         handlers: dict[str, Callable[..., object]] = {
-            "create": registry.create, "call": registry.call, "names": registry.names}
+            "create": registry.create,
+            "call": registry.call,
+            "names": registry.names,
+        }
         handler = handlers[kind]
         return ("ok", handler(*args))
     except Exception as error:
         where = f"{args[0]}.{args[1]}()" if kind == "call" else kind
-        return ("error", f"{where} raised {type(error).__name__}: {error}\n"
-                         f"{traceback.format_exc().rstrip()}")
+        return (
+            "error",
+            f"{where} raised {type(error).__name__}: {error}\n{traceback.format_exc().rstrip()}",
+        )
 
 
 def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
@@ -93,8 +98,12 @@ def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> No
         except (EOFError, OSError):
             return
         except Exception as error:  # the result could not be pickled
-            conn.send(("error", f"the result of {kind} could not be sent back: "
-                                f"{type(error).__name__}: {error}"))
+            conn.send(
+                (
+                    "error",
+                    f"the result of {kind} could not be sent back: {type(error).__name__}: {error}",
+                )
+            )
 
 
 def main(argv: list[str]) -> None:
@@ -119,8 +128,7 @@ def main(argv: list[str]) -> None:
             sock, _ = listener.accept()
         except OSError:
             continue
-        threading.Thread(target=_serve_client, args=(sock, authkey, registry),
-                         daemon=True).start()
+        threading.Thread(target=_serve_client, args=(sock, authkey, registry), daemon=True).start()
 
 
 if __name__ == "__main__":

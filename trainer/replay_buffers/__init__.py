@@ -6,5 +6,10 @@ from trainer.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 from trainer.replay_buffers.prioritized_episode_buffer import PrioritizedEpisodeReplayBuffer
 from trainer.replay_buffers.segment_tree import MinSegmentTree, SegmentTree, SumSegmentTree
 
-__all__ = ["EpisodeReplayBuffer", "MinSegmentTree", "PrioritizedEpisodeReplayBuffer",
-           "SegmentTree", "SumSegmentTree"]
+__all__ = [
+    "EpisodeReplayBuffer",
+    "MinSegmentTree",
+    "PrioritizedEpisodeReplayBuffer",
+    "SegmentTree",
+    "SumSegmentTree",
+]

@@ -77,8 +77,9 @@ class BufferMetrics:
         self._logger = MetricsLogger(root=False)
         self.window = smoothing_window
         self._sums: dict[str, float] = {}  # per-reduce sums; "<key>_lifetime" also lifetime
-        self._windowed: dict[str, deque] = {key: deque(maxlen=smoothing_window)
-                                            for key in self._WINDOWED}
+        self._windowed: dict[str, deque] = {
+            key: deque(maxlen=smoothing_window) for key in self._WINDOWED
+        }
 
     @property
     def logger(self) -> MetricsLogger:
@@ -98,8 +99,15 @@ class BufferMetrics:
     def _count(self, key: str, value: float) -> None:
         self._sums[key] = self._sums.get(key, 0) + value
 
-    def log_add(self, buffer: EpisodeReplayBuffer, *, episodes_added: int, steps_added: int,
-                episodes_evicted: int, steps_evicted: int) -> None:
+    def log_add(
+        self,
+        buffer: EpisodeReplayBuffer,
+        *,
+        episodes_added: int,
+        steps_added: int,
+        episodes_evicted: int,
+        steps_evicted: int,
+    ) -> None:
         self._windowed[NUM_EPISODES_STORED].append(buffer.get_num_episodes())
         self._windowed[NUM_ENV_STEPS_STORED].append(buffer.get_num_timesteps())
         self._count(NUM_EPISODES_ADDED, episodes_added)
@@ -107,8 +115,15 @@ class BufferMetrics:
         self._count(NUM_EPISODES_EVICTED, episodes_evicted)
         self._count(NUM_ENV_STEPS_EVICTED, steps_evicted)
 
-    def log_sample(self, *, steps_sampled: int, episodes_per_sample: int,
-                   steps_per_sample: int, mean_n_step: float | None, resamples: int) -> None:
+    def log_sample(
+        self,
+        *,
+        steps_sampled: int,
+        episodes_per_sample: int,
+        steps_per_sample: int,
+        mean_n_step: float | None,
+        resamples: int,
+    ) -> None:
         self._count(NUM_EPISODES_PER_SAMPLE, episodes_per_sample)
         self._count(NUM_ENV_STEPS_PER_SAMPLE, steps_per_sample)
         self._count(NUM_ENV_STEPS_SAMPLED, steps_sampled)
@@ -119,8 +134,14 @@ class BufferMetrics:
 
 
 # The per-reduce sums RLlib also keeps a lifetime total of ("<key>_lifetime").
-_WITH_LIFETIME = {NUM_EPISODES_ADDED, NUM_ENV_STEPS_ADDED, NUM_EPISODES_EVICTED,
-                  NUM_ENV_STEPS_EVICTED, NUM_ENV_STEPS_PER_SAMPLE, NUM_ENV_STEPS_SAMPLED}
+_WITH_LIFETIME = {
+    NUM_EPISODES_ADDED,
+    NUM_ENV_STEPS_ADDED,
+    NUM_EPISODES_EVICTED,
+    NUM_ENV_STEPS_EVICTED,
+    NUM_ENV_STEPS_PER_SAMPLE,
+    NUM_ENV_STEPS_SAMPLED,
+}
 
 
 class StepTable:
@@ -141,7 +162,9 @@ class StepTable:
         self._capacity = 0
         self._columns: dict[str, np.ndarray] = {
             **{name: np.zeros(0, np.int64) for name in self._INT_COLUMNS},
-            "rewards": np.zeros(0, np.float64), "ends": np.zeros(0, np.int8)}
+            "rewards": np.zeros(0, np.float64),
+            "ends": np.zeros(0, np.int8),
+        }
         #: obs / next_obs / actions rows; None until the first rows, {} once they stop fitting.
         self._data: dict[str, np.ndarray] | None = None
 
@@ -151,10 +174,10 @@ class StepTable:
     def __getattr__(self, name: str) -> np.ndarray:
         columns = self.__dict__.get("_columns")
         if columns is not None and name in columns:
-            return columns[name][:self._size]
+            return columns[name][: self._size]
         data = self.__dict__.get("_data")
         if data and name in data:
-            return data[name][:self._size]
+            return data[name][: self._size]
         raise AttributeError(name)
 
     @property
@@ -162,9 +185,15 @@ class StepTable:
         """Whether observations and actions are held here (else read from the episodes)."""
         return bool(self._data)
 
-    def extend(self, episode: int, timesteps: np.ndarray, nodes: np.ndarray | None,
-               rewards: np.ndarray, ends: np.ndarray, data: dict[str, np.ndarray] | None
-               ) -> np.ndarray:
+    def extend(
+        self,
+        episode: int,
+        timesteps: np.ndarray,
+        nodes: np.ndarray | None,
+        rewards: np.ndarray,
+        ends: np.ndarray,
+        data: dict[str, np.ndarray] | None,
+    ) -> np.ndarray:
         """Appends rows; returns their positions."""
         count = len(timesteps)
         if not count:
@@ -176,8 +205,8 @@ class StepTable:
         columns["episodes"][start:stop] = episode
         columns["timesteps"][start:stop] = timesteps
         columns["nodes"][start:stop] = -1 if nodes is None else nodes
-        columns["links"][start:stop - 1] = np.arange(start + 1, stop)
-        columns["links"][stop - 1:stop] = -1
+        columns["links"][start : stop - 1] = np.arange(start + 1, stop)
+        columns["links"][stop - 1 : stop] = -1
         columns["rewards"][start:stop] = rewards
         columns["ends"][start:stop] = ends
         self._extend_data(start, stop, data)
@@ -187,15 +216,20 @@ class StepTable:
     def _extend_data(self, start: int, stop: int, data: dict[str, np.ndarray] | None) -> None:
         if self._data == {}:
             return  # rows stopped fitting: observations come from the episodes
-        fits = data is not None and (self._data is None or all(
-            data[k].dtype == column.dtype and data[k].shape[1:] == column.shape[1:]
-            for k, column in self._data.items()))
+        fits = data is not None and (
+            self._data is None
+            or all(
+                data[k].dtype == column.dtype and data[k].shape[1:] == column.shape[1:]
+                for k, column in self._data.items()
+            )
+        )
         if not fits or data is None:
             self._data = {}
             return
         if self._data is None:
-            self._data = {k: np.zeros((self._capacity, *v.shape[1:]), v.dtype)
-                          for k, v in data.items()}
+            self._data = {
+                k: np.zeros((self._capacity, *v.shape[1:]), v.dtype) for k, v in data.items()
+            }
         for k, column in self._data.items():
             column[start:stop] = data[k]
 
@@ -203,14 +237,14 @@ class StepTable:
         for group in (self._columns, self._data or {}):
             for name, column in group.items():
                 grown = np.zeros((capacity, *column.shape[1:]), column.dtype)
-                grown[:self._size] = column[:self._size]
+                grown[: self._size] = column[: self._size]
                 group[name] = grown
         self._capacity = capacity
 
     def set_columns(self, **columns: np.ndarray) -> None:
         """Overwrites whole integer columns (as many values as rows)."""
         for name, values in columns.items():
-            self._columns[name][:self._size] = values
+            self._columns[name][: self._size] = values
 
     def link(self, from_position: int, to_position: int) -> None:
         self._columns["links"][from_position] = to_position
@@ -223,7 +257,7 @@ class StepTable:
         kept = int(mask.sum())
         for group in (self._columns, self._data or {}):
             for column in group.values():
-                column[:kept] = column[:self._size][mask]
+                column[:kept] = column[: self._size][mask]
         links = self._columns["links"][:kept]
         links[:] = np.where(links >= 0, new_position[np.maximum(links, 0)], -1)
         self._size = kept
@@ -249,16 +283,25 @@ class Draws:
 
     def select(self, mask: np.ndarray) -> Draws:
         """The rows where `mask` is True (columns may be structs of arrays)."""
-        selected = Draws(**{name: map_structure(lambda leaf: leaf[mask], column)
-                            for name, column in self.columns.items()})
+        selected = Draws(
+            **{
+                name: map_structure(lambda leaf: leaf[mask], column)
+                for name, column in self.columns.items()
+            }
+        )
         selected.resamples = self.resamples
         return selected
 
     @staticmethod
     def concatenate(parts: list[Draws]) -> Draws:
-        joined = Draws(**{name: map_structure(lambda *leaves: np.concatenate(leaves),
-                                              *(part[name] for part in parts))
-                          for name in parts[0].columns})
+        joined = Draws(
+            **{
+                name: map_structure(
+                    lambda *leaves: np.concatenate(leaves), *(part[name] for part in parts)
+                )
+                for name in parts[0].columns
+            }
+        )
         joined.resamples = sum(part.resamples for part in parts)
         return joined
 
@@ -267,9 +310,16 @@ class EpisodeReplayBuffer:
     """Stores whole episodes (at most `capacity` env steps, oldest episodes evicted first) and
     samples their steps uniformly; see the module docstring."""
 
-    def __init__(self, capacity: int = 10000, *, batch_size_B: int = 16,
-                 batch_length_T: int = 64, metrics_num_episodes_for_smoothing: int = 100,
-                 seed: int | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        capacity: int = 10000,
+        *,
+        batch_size_B: int = 16,
+        batch_length_T: int = 64,
+        metrics_num_episodes_for_smoothing: int = 100,
+        seed: int | None = None,
+        **kwargs: Any,
+    ):
         _check_int(type(self).__name__, "capacity", capacity, 1)
         _check_int(type(self).__name__, "batch_size_B", batch_size_B, 1)
         _check_int(type(self).__name__, "batch_length_T", batch_length_T, 0)
@@ -355,8 +405,13 @@ class EpisodeReplayBuffer:
                 steps_evicted += len(evicted)
         if episodes_evicted:
             self._drop_evicted_rows(first_evicted)
-        self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
-                              episodes_evicted=episodes_evicted, steps_evicted=steps_evicted)
+        self._metrics.log_add(
+            self,
+            episodes_added=episodes_added,
+            steps_added=steps_added,
+            episodes_evicted=episodes_evicted,
+            steps_evicted=steps_evicted,
+        )
 
     def _store(self, incoming: SingleAgentEpisode, nodes: np.ndarray | None = None) -> bool:
         """Stores a copy of `incoming` (appended to its stored episode when there is one) and
@@ -377,8 +432,9 @@ class EpisodeReplayBuffer:
         length = len(incoming)
         if length:
             rewards, ends, data = _step_rows(incoming)
-            rows = self._indices.extend(index, first_timestep + np.arange(length), nodes,
-                                        rewards, ends, data)
+            rows = self._indices.extend(
+                index, first_timestep + np.arange(length), nodes, rewards, ends, data
+            )
             previous = self._last_row.get(index)
             if previous is not None:
                 self._indices.link(previous, int(rows[0]))
@@ -434,12 +490,23 @@ class EpisodeReplayBuffer:
         raise RuntimeError("replay buffer: no live row drawn in 1000 rounds")
 
     # -- sampling ----------------------------------------------------------------------------
-    def sample(self, num_items: int | None = None, *, batch_size_B: int | None = None,
-               batch_length_T: int | None = None, n_step: int | tuple | None = None,
-               beta: float = 0.0, gamma: float = 0.99, include_infos: bool = False,
-               include_extra_model_outputs: bool = False, sample_episodes: bool | None = False,
-               to_numpy: bool = False, lookback: int = 0, min_batch_length_T: int = 0,
-               **kwargs: Any) -> dict | list[SingleAgentEpisode]:
+    def sample(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        batch_length_T: int | None = None,
+        n_step: int | tuple | None = None,
+        beta: float = 0.0,
+        gamma: float = 0.99,
+        include_infos: bool = False,
+        include_extra_model_outputs: bool = False,
+        sample_episodes: bool | None = False,
+        to_numpy: bool = False,
+        lookback: int = 0,
+        min_batch_length_T: int = 0,
+        **kwargs: Any,
+    ) -> dict | list[SingleAgentEpisode]:
         """Draws from the buffer: with `sample_episodes=True` a list of episodes (n-step
         transitions, or `batch_length_T`-step slices), else a dict of [B, T] arrays. See the
         module docstring; `num_items` is `batch_size_B`'s other name."""
@@ -447,14 +514,26 @@ class EpisodeReplayBuffer:
         self._check_not_empty()
         if sample_episodes:
             return self._sample_episodes(
-                batch_size_B=batch_size_B, batch_length_T=batch_length_T, n_step=n_step,
-                gamma=gamma, include_extra_model_outputs=include_extra_model_outputs,
-                to_numpy=to_numpy, lookback=lookback, min_batch_length_T=min_batch_length_T)
+                batch_size_B=batch_size_B,
+                batch_length_T=batch_length_T,
+                n_step=n_step,
+                gamma=gamma,
+                include_extra_model_outputs=include_extra_model_outputs,
+                to_numpy=to_numpy,
+                lookback=lookback,
+                min_batch_length_T=min_batch_length_T,
+            )
         return self._sample_batch(batch_size_B=batch_size_B, batch_length_T=batch_length_T)
 
-    def sample_transitions(self, num_items: int | None = None, *,
-                           batch_size_B: int | None = None, n_step: int | tuple = 1,
-                           gamma: float = 0.99, beta: float = 0.0) -> dict[str, np.ndarray]:
+    def sample_transitions(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        n_step: int | tuple = 1,
+        gamma: float = 0.99,
+        beta: float = 0.0,
+    ) -> dict[str, np.ndarray]:
         """`batch_size_B` n-step transitions drawn as `sample(sample_episodes=True)` draws
         them, as arrays: `obs`, `actions`, `rewards` (discounted n-step sums), `new_obs`,
         `terminateds`, `truncateds` (of the transition's last step), `n_step` (the n drawn),
@@ -463,17 +542,27 @@ class EpisodeReplayBuffer:
         batch_size_B = self._batch_size(num_items, batch_size_B)
         self._check_not_empty()
         draws = self._draw(batch_size_B, _check_n_step(n_step), gamma, beta)
-        return self._finish_sample(draws, {
-            "obs": draws["obs"], "actions": draws["actions"],
-            "rewards": draws["returns"].astype(np.float32), "new_obs": draws["new_obs"],
-            "terminateds": draws["terminateds"], "truncateds": draws["truncateds"],
-            "n_step": draws["n_step"], "n_steps_taken": draws["steps"],
-            "weights": draws["weights"].astype(np.float32)})
+        return self._finish_sample(
+            draws,
+            {
+                "obs": draws["obs"],
+                "actions": draws["actions"],
+                "rewards": draws["returns"].astype(np.float32),
+                "new_obs": draws["new_obs"],
+                "terminateds": draws["terminateds"],
+                "truncateds": draws["truncateds"],
+                "n_step": draws["n_step"],
+                "n_steps_taken": draws["steps"],
+                "weights": draws["weights"].astype(np.float32),
+            },
+        )
 
     def _batch_size(self, num_items: int | None, batch_size_B: int | None) -> int:
         if num_items is not None and batch_size_B is not None:
-            raise ValueError(f"{type(self).__name__}.sample(): give num_items={num_items} or "
-                             f"batch_size_B={batch_size_B}, not both (they are one setting)")
+            raise ValueError(
+                f"{type(self).__name__}.sample(): give num_items={num_items} or "
+                f"batch_size_B={batch_size_B}, not both (they are one setting)"
+            )
         size = num_items if num_items is not None else batch_size_B
         size = size or self.batch_size_B
         _check_int(f"{type(self).__name__}.sample", "batch_size_B", size, 1)
@@ -481,8 +570,10 @@ class EpisodeReplayBuffer:
 
     def _check_not_empty(self) -> None:
         if not self.get_num_timesteps():
-            raise ValueError(f"{type(self).__name__}.sample(): the buffer holds no env steps "
-                             "(add episodes first)")
+            raise ValueError(
+                f"{type(self).__name__}.sample(): the buffer holds no env steps "
+                "(add episodes first)"
+            )
 
     def _draw(self, batch_size: int, n_step: int | tuple, gamma: float, beta: float) -> Draws:
         """Uniform draws of stored steps, each with its n (drawn from [low, high) for a
@@ -513,37 +604,52 @@ class EpisodeReplayBuffer:
             if not go.any():
                 break
             last = np.where(go, following, last)
-            returns += np.where(go, gamma ** k * rewards[last], 0.0)
+            returns += np.where(go, gamma**k * rewards[last], 0.0)
             steps += go
             ended |= go & (ends[last] != 0)
-        columns = {"positions": positions, "episodes": table.episodes[positions],
-                   "timesteps": table.timesteps[positions], "n_step": n_steps,
-                   "steps": steps, "returns": returns,
-                   "terminateds": ends[last] == 1, "truncateds": ends[last] == 2,
-                   "nodes": table.nodes[positions]}
+        columns = {
+            "positions": positions,
+            "episodes": table.episodes[positions],
+            "timesteps": table.timesteps[positions],
+            "n_step": n_steps,
+            "steps": steps,
+            "returns": returns,
+            "terminateds": ends[last] == 1,
+            "truncateds": ends[last] == 2,
+            "nodes": table.nodes[positions],
+        }
         if table.has_data:
-            columns.update(obs=table.obs[positions], new_obs=table.next_obs[last],
-                           actions=table.actions[positions])
+            columns.update(
+                obs=table.obs[positions],
+                new_obs=table.next_obs[last],
+                actions=table.actions[positions],
+            )
         else:
-            columns.update(self._rows_from_episodes(columns["episodes"], columns["timesteps"],
-                                                    steps))
+            columns.update(
+                self._rows_from_episodes(columns["episodes"], columns["timesteps"], steps)
+            )
         return Draws(**columns)
 
-    def _rows_from_episodes(self, episodes: np.ndarray, timesteps: np.ndarray,
-                            steps: np.ndarray) -> dict[str, Any]:
+    def _rows_from_episodes(
+        self, episodes: np.ndarray, timesteps: np.ndarray, steps: np.ndarray
+    ) -> dict[str, Any]:
         """Observations and actions read from the episodes (when they are not arrays of one
         shape, e.g. dict observations), batched."""
         obs, new_obs, actions = [], [], []
-        for index, t, n in zip(episodes.tolist(), timesteps.tolist(), steps.tolist(),
-                               strict=True):
+        for index, t, n in zip(episodes.tolist(), timesteps.tolist(), steps.tolist(), strict=True):
             episode = self._episode_at(index)
             obs.append(episode.get_observations(t))
             new_obs.append(episode.get_observations(t + n))
             actions.append(episode.get_actions(t))
         return {"obs": batch(obs), "new_obs": batch(new_obs), "actions": batch(actions)}
 
-    def _finish_sample(self, draws: Draws, result: Any, steps_sampled: int | None = None,
-                       n_steps: np.ndarray | None = None) -> Any:
+    def _finish_sample(
+        self,
+        draws: Draws,
+        result: Any,
+        steps_sampled: int | None = None,
+        n_steps: np.ndarray | None = None,
+    ) -> Any:
         """Bookkeeping every sample does: counters (`steps_sampled`: as RLlib counts them, by
         default one per row), the indices for priority updates, and the metrics."""
         count = len(draws) if steps_sampled is None else steps_sampled
@@ -552,60 +658,93 @@ class EpisodeReplayBuffer:
         self._last_sampled_indices = nodes[nodes >= 0].tolist()
         n_steps = draws["n_step"] if n_steps is None else n_steps
         self._metrics.log_sample(
-            steps_sampled=count, episodes_per_sample=len(set(draws["episodes"].tolist())),
+            steps_sampled=count,
+            episodes_per_sample=len(set(draws["episodes"].tolist())),
             steps_per_sample=len(set(draws["positions"].tolist())),
             mean_n_step=float(np.mean(n_steps)) if len(n_steps) else None,
-            resamples=draws.resamples)
+            resamples=draws.resamples,
+        )
         return result
 
-    def _sample_episodes(self, *, batch_size_B: int, batch_length_T: int | None,
-                         n_step: int | tuple | None, gamma: float,
-                         include_extra_model_outputs: bool, to_numpy: bool, lookback: int,
-                         min_batch_length_T: int) -> list[SingleAgentEpisode]:
+    def _sample_episodes(
+        self,
+        *,
+        batch_size_B: int,
+        batch_length_T: int | None,
+        n_step: int | tuple | None,
+        gamma: float,
+        include_extra_model_outputs: bool,
+        to_numpy: bool,
+        lookback: int,
+        min_batch_length_T: int,
+    ) -> list[SingleAgentEpisode]:
         if n_step is None:
-            raise ValueError(f"{type(self).__name__}.sample(sample_episodes=True): n_step is "
-                             "required (an int >= 1, or a (low, high) range)")
+            raise ValueError(
+                f"{type(self).__name__}.sample(sample_episodes=True): n_step is "
+                "required (an int >= 1, or a (low, high) range)"
+            )
         if batch_length_T:
             if n_step != 1:
-                raise ValueError(f"{type(self).__name__}.sample(batch_length_T="
-                                 f"{batch_length_T}): sequences are sampled with n_step=1, "
-                                 f"got n_step={n_step!r}")
-            return self._sample_sequences(batch_size_B, batch_length_T, lookback,
-                                          min_batch_length_T)
+                raise ValueError(
+                    f"{type(self).__name__}.sample(batch_length_T="
+                    f"{batch_length_T}): sequences are sampled with n_step=1, "
+                    f"got n_step={n_step!r}"
+                )
+            return self._sample_sequences(
+                batch_size_B, batch_length_T, lookback, min_batch_length_T
+            )
         draws = self._draw(batch_size_B, _check_n_step(n_step), gamma, 0.0)
         # RLlib's uniform buffer always carries the infos of both ends.
-        episodes = [self._transition_episode(draws, row, include_infos=True,
-                                             include_extra_model_outputs=(
-                                                 include_extra_model_outputs),
-                                             keep_id=True, to_numpy=to_numpy)
-                    for row in range(len(draws))]
+        episodes = [
+            self._transition_episode(
+                draws,
+                row,
+                include_infos=True,
+                include_extra_model_outputs=(include_extra_model_outputs),
+                keep_id=True,
+                to_numpy=to_numpy,
+            )
+            for row in range(len(draws))
+        ]
         return self._finish_sample(draws, episodes)
 
-    def _transition_episode(self, draws: Draws, row: int, *, include_infos: bool,
-                            include_extra_model_outputs: bool, keep_id: bool,
-                            to_numpy: bool) -> SingleAgentEpisode:
+    def _transition_episode(
+        self,
+        draws: Draws,
+        row: int,
+        *,
+        include_infos: bool,
+        include_extra_model_outputs: bool,
+        keep_id: bool,
+        to_numpy: bool,
+    ) -> SingleAgentEpisode:
         """Row `row` of `draws` as a one-step episode (o_t, a_t, R, o_(t+steps))."""
         episode = self._episode_at(int(draws["episodes"][row]))
         t, steps = int(draws["timesteps"][row]), int(draws["steps"][row])
-        extra = {"weights": [float(draws["weights"][row])],
-                 "n_step": [int(draws["n_step"][row])]}
+        extra = {"weights": [float(draws["weights"][row])], "n_step": [int(draws["n_step"][row])]}
         if include_extra_model_outputs:
-            extra.update({key: [episode.get_extra_model_outputs(key, t)]
-                          for key in episode.extra_model_outputs})
+            extra.update(
+                {
+                    key: [episode.get_extra_model_outputs(key, t)]
+                    for key in episode.extra_model_outputs
+                }
+            )
         sampled = SingleAgentEpisode(
             id_=episode.id_ if keep_id else None,
             observations=[_row(draws["obs"], row), _row(draws["new_obs"], row)],
             observation_space=episode.observation_space,
-            infos=([episode.get_infos(t), episode.get_infos(t + steps)] if include_infos
-                   else None),
+            infos=([episode.get_infos(t), episode.get_infos(t + steps)] if include_infos else None),
             actions=[_row(draws["actions"], row)],
             action_space=episode.action_space,
             rewards=[float(draws["returns"][row])],
             terminated=bool(draws["terminateds"][row]),
             truncated=bool(draws["truncateds"][row]),
             extra_model_outputs=extra,
-            t_started=t, len_lookback_buffer=0,
-            agent_id=episode.agent_id, module_id=episode.module_id)
+            t_started=t,
+            len_lookback_buffer=0,
+            agent_id=episode.agent_id,
+            module_id=episode.module_id,
+        )
         return sampled.to_numpy() if to_numpy else sampled
 
     def _uniform_starts(self) -> tuple[SingleAgentEpisode, int, int]:
@@ -614,8 +753,9 @@ class EpisodeReplayBuffer:
         index = int(self._indices.episodes[position])
         return self._episode_at(index), index, int(self._indices.timesteps[position])
 
-    def _sample_sequences(self, batch_size_B: int, batch_length_T: int, lookback: int,
-                          min_batch_length_T: int) -> list[SingleAgentEpisode]:
+    def _sample_sequences(
+        self, batch_size_B: int, batch_length_T: int, lookback: int, min_batch_length_T: int
+    ) -> list[SingleAgentEpisode]:
         """Slices of up to `batch_length_T` steps from uniformly drawn starts, with `lookback`
         steps of history, until `batch_size_B` steps are gathered."""
         sequences: list[SingleAgentEpisode] = []
@@ -625,7 +765,8 @@ class EpisodeReplayBuffer:
             if resamples > 1000 * batch_size_B:
                 raise ValueError(
                     f"{type(self).__name__}.sample(min_batch_length_T={min_batch_length_T}): "
-                    "no stored episode is long enough for that many steps after its start")
+                    "no stored episode is long enough for that many steps after its start"
+                )
             episode, index, start = self._uniform_starts()
             if min_batch_length_T > 0 and start + min_batch_length_T >= len(episode):
                 resamples += 1
@@ -634,16 +775,19 @@ class EpisodeReplayBuffer:
             sequence = episode.slice(slice(start, stop), len_lookback_buffer=lookback)
             length = len(sequence)
             sequence.extra_model_outputs["n_step"] = InfiniteLookbackBuffer(
-                np.full(length + lookback, 1), lookback=lookback)
+                np.full(length + lookback, 1), lookback=lookback
+            )
             sequence.extra_model_outputs["weights"] = InfiniteLookbackBuffer(
-                np.ones(length + lookback), lookback=lookback)
+                np.ones(length + lookback), lookback=lookback
+            )
             sequences.append(sequence)
             indices.append(index)
             starts.append(start)
             # RLlib's count: a sequence of T steps counts T + 1.
             gathered += length + 1
-        return self._finish_sample(_started(indices, starts, resamples), sequences,
-                                   steps_sampled=batch_size_B)
+        return self._finish_sample(
+            _started(indices, starts, resamples), sequences, steps_sampled=batch_size_B
+        )
 
     def _sample_batch(self, *, batch_size_B: int, batch_length_T: int | None) -> dict:
         """[B, T] arrays: each row a run of T steps from a uniformly drawn start; where an
@@ -652,8 +796,10 @@ class EpisodeReplayBuffer:
         `is_last` (plus `is_terminated` or `is_truncated`)."""
         batch_length_T = batch_length_T or self.batch_length_T
         rows: dict[str, list] = {key: [] for key in ("obs", "actions", "rewards")}
-        flags = {key: np.zeros((batch_size_B, batch_length_T), bool)
-                 for key in ("is_first", "is_last", "is_terminated", "is_truncated")}
+        flags = {
+            key: np.zeros((batch_size_B, batch_length_T), bool)
+            for key in ("is_first", "is_last", "is_terminated", "is_truncated")
+        }
         indices, starts = [], []
         for row in range(batch_size_B):
             observations: list = []
@@ -680,11 +826,18 @@ class EpisodeReplayBuffer:
             rows["obs"].append(observations[:batch_length_T])
             rows["actions"].append(actions[:batch_length_T])
             rows["rewards"].append(rewards[:batch_length_T])
-        batch_ = {"obs": np.array(rows["obs"]), "actions": np.array(rows["actions"]),
-                  "rewards": np.array(rows["rewards"]), **flags}
-        return self._finish_sample(_started(indices, starts, 0), batch_,
-                                   steps_sampled=batch_size_B * batch_length_T,
-                                   n_steps=np.zeros(0))
+        batch_ = {
+            "obs": np.array(rows["obs"]),
+            "actions": np.array(rows["actions"]),
+            "rewards": np.array(rows["rewards"]),
+            **flags,
+        }
+        return self._finish_sample(
+            _started(indices, starts, 0),
+            batch_,
+            steps_sampled=batch_size_B * batch_length_T,
+            n_steps=np.zeros(0),
+        )
 
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
@@ -696,12 +849,16 @@ class EpisodeReplayBuffer:
             self._compact()
         table, live = self._indices, self._live_rows()
         return {
-            "type": type(self).__name__, "capacity": self.capacity,
+            "type": type(self).__name__,
+            "capacity": self.capacity,
             "episodes": _episodes_state(list(self.episodes)),
             "episode_id_to_index": list(self.episode_id_to_index.items()),
             "_num_episodes_evicted": self._num_episodes_evicted,
-            "_indices": {"episodes": table.episodes[live], "timesteps": table.timesteps[live],
-                         "nodes": table.nodes[live]},
+            "_indices": {
+                "episodes": table.episodes[live],
+                "timesteps": table.timesteps[live],
+                "nodes": table.nodes[live],
+            },
             "_num_timesteps": self._num_timesteps,
             "_num_timesteps_added": self._num_timesteps_added,
             "sampled_timesteps": self.sampled_timesteps,
@@ -710,12 +867,19 @@ class EpisodeReplayBuffer:
 
     def _check_state_kind(self, state: dict[str, Any]) -> None:
         name = type(self).__name__
-        if not isinstance(state, dict) or state.get("type", name) != name \
-                or state.get("capacity", self.capacity) != self.capacity:
-            kind = (f"{state.get('type')}(capacity={state.get('capacity')})"
-                    if isinstance(state, dict) else type(state).__name__)
-            raise ValueError(f"{name}(capacity={self.capacity}).set_state(): the state is of a "
-                             f"{kind}")
+        if (
+            not isinstance(state, dict)
+            or state.get("type", name) != name
+            or state.get("capacity", self.capacity) != self.capacity
+        ):
+            kind = (
+                f"{state.get('type')}(capacity={state.get('capacity')})"
+                if isinstance(state, dict)
+                else type(state).__name__
+            )
+            raise ValueError(
+                f"{name}(capacity={self.capacity}).set_state(): the state is of a {kind}"
+            )
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Replaces the buffer's contents with `state` (from `get_state`, also after a msgpack
@@ -727,9 +891,11 @@ class EpisodeReplayBuffer:
         id_to_index = {str(k): int(v) for k, v in state["episode_id_to_index"]}
         evicted = int(state["_num_episodes_evicted"])
         if [id_to_index.get(ep.id_) for ep in episodes] != list(
-                range(evicted, evicted + len(episodes))):
-            raise ValueError(f"{name}.set_state(): episode_id_to_index does not list the "
-                             "episodes in order")
+            range(evicted, evicted + len(episodes))
+        ):
+            raise ValueError(
+                f"{name}.set_state(): episode_id_to_index does not list the episodes in order"
+            )
         rows = state["_indices"]
         indices = np.asarray(rows["episodes"], np.int64).reshape(-1)
         timesteps = np.asarray(rows["timesteps"], np.int64).reshape(-1)
@@ -738,19 +904,21 @@ class EpisodeReplayBuffer:
             raise ValueError(f"{name}.set_state(): the step rows' columns differ in length")
         lengths = np.array([len(ep) for ep in episodes], np.int64)
         local = indices - evicted
-        if len(local) and (local.min() < 0 or local.max() >= len(episodes)
-                           or timesteps.min() < 0 or np.any(timesteps >= lengths[local])):
-            raise ValueError(f"{name}.set_state(): the step rows point outside the stored "
-                             "episodes")
-        if len(set(zip(indices.tolist(), timesteps.tolist(), strict=True))) != len(indices) \
-                or len(indices) != int(lengths.sum()):
-            raise ValueError(f"{name}.set_state(): the step rows do not list each stored step "
-                             "once")
+        if len(local) and (
+            local.min() < 0
+            or local.max() >= len(episodes)
+            or timesteps.min() < 0
+            or np.any(timesteps >= lengths[local])
+        ):
+            raise ValueError(f"{name}.set_state(): the step rows point outside the stored episodes")
+        if len(set(zip(indices.tolist(), timesteps.tolist(), strict=True))) != len(indices) or len(
+            indices
+        ) != int(lengths.sum()):
+            raise ValueError(f"{name}.set_state(): the step rows do not list each stored step once")
         self.episodes = deque(episodes)
         self.episode_id_to_index = id_to_index
         self._num_episodes_evicted = evicted
-        self._indices, self._last_row = _rebuilt_table(episodes, evicted, indices, timesteps,
-                                                       nodes)
+        self._indices, self._last_row = _rebuilt_table(episodes, evicted, indices, timesteps, nodes)
         self._dead_rows = 0
         self._num_timesteps = int(state["_num_timesteps"])
         self._num_timesteps_added = int(state["_num_timesteps_added"])
@@ -774,13 +942,18 @@ def _check_n_step(n_step: int | tuple | list | None) -> int | tuple:
     if n_step is None:
         return 1
     if isinstance(n_step, (tuple, list)):
-        if (len(n_step) == 2 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                     for v in n_step) and 1 <= n_step[0] < n_step[1]):
+        if (
+            len(n_step) == 2
+            and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in n_step)
+            and 1 <= n_step[0] < n_step[1]
+        ):
             return (int(n_step[0]), int(n_step[1]))
     elif isinstance(n_step, (int, np.integer)) and not isinstance(n_step, bool) and n_step >= 1:
         return int(n_step)
-    raise ValueError(f"sample(n_step={n_step!r}): must be an int >= 1 or a (low, high) tuple "
-                     "of ints with 1 <= low < high (n is drawn from [low, high) per row)")
+    raise ValueError(
+        f"sample(n_step={n_step!r}): must be an int >= 1 or a (low, high) tuple "
+        "of ints with 1 <= low < high (n is drawn from [low, high) per row)"
+    )
 
 
 def _as_episode_list(episodes: Any) -> list[SingleAgentEpisode]:
@@ -797,18 +970,28 @@ def _storable_copy(episode: SingleAgentEpisode) -> SingleAgentEpisode:
     identity, flags and `custom_data` kept. (A `copy.deepcopy` of the whole episode costs
     several times more: it walks every slot and object the episode refers to.)"""
     stored = SingleAgentEpisode(
-        episode.id_, observation_space=episode.observation_space,
-        action_space=episode.action_space, t_started=episode.t_started,
-        agent_id=episode.agent_id, module_id=episode.module_id,
-        multi_agent_episode_id=episode.multi_agent_episode_id, env_index=episode.env_index)
+        episode.id_,
+        observation_space=episode.observation_space,
+        action_space=episode.action_space,
+        t_started=episode.t_started,
+        agent_id=episode.agent_id,
+        module_id=episode.module_id,
+        multi_agent_episode_id=episode.multi_agent_episode_id,
+        env_index=episode.env_index,
+    )
     stored.observations = _column_copy(episode.observations)
     stored.actions = _column_copy(episode.actions)
     stored.rewards = _column_copy(episode.rewards)
     stored.infos = InfiniteLookbackBuffer(
-        [dict(info) if isinstance(info, dict) else copy.deepcopy(info)
-         for info in episode.infos.data], episode.infos.lookback)
-    stored.extra_model_outputs = {key: _column_copy(column)
-                                  for key, column in episode.extra_model_outputs.items()}
+        [
+            dict(info) if isinstance(info, dict) else copy.deepcopy(info)
+            for info in episode.infos.data
+        ],
+        episode.infos.lookback,
+    )
+    stored.extra_model_outputs = {
+        key: _column_copy(column) for key, column in episode.extra_model_outputs.items()
+    }
     stored.t = episode.t
     stored.is_terminated, stored.is_truncated = episode.is_terminated, episode.is_truncated
     if episode.custom_data:
@@ -819,8 +1002,7 @@ def _storable_copy(episode: SingleAgentEpisode) -> SingleAgentEpisode:
 def _column_copy(column: InfiniteLookbackBuffer) -> InfiniteLookbackBuffer:
     data = column.data
     if isinstance(data, list):
-        data = [copy.deepcopy(item) if isinstance(item, (dict, list)) else item
-                for item in data]
+        data = [copy.deepcopy(item) if isinstance(item, (dict, list)) else item for item in data]
     else:
         data = map_structure(np.copy, data)
     copied = InfiniteLookbackBuffer(data, column.lookback, column.space)
@@ -839,8 +1021,11 @@ def _step_rows(episode: SingleAgentEpisode) -> tuple[np.ndarray, np.ndarray, dic
     actions = _as_rows(episode.get_actions())
     if observations is None or actions is None:
         return rewards, ends, None
-    return rewards, ends, {"obs": observations[:-1], "next_obs": observations[1:],
-                           "actions": actions}
+    return (
+        rewards,
+        ends,
+        {"obs": observations[:-1], "next_obs": observations[1:], "actions": actions},
+    )
 
 
 def _as_rows(items: Any) -> np.ndarray | None:
@@ -856,8 +1041,13 @@ def _as_rows(items: Any) -> np.ndarray | None:
     return rows if rows.dtype != object else None
 
 
-def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np.ndarray,
-                   timesteps: np.ndarray, nodes: np.ndarray) -> tuple[StepTable, dict]:
+def _rebuilt_table(
+    episodes: list[SingleAgentEpisode],
+    evicted: int,
+    indices: np.ndarray,
+    timesteps: np.ndarray,
+    nodes: np.ndarray,
+) -> tuple[StepTable, dict]:
     """The step table of restored episodes, its rows in the stored order (`indices`,
     `timesteps`: each stored step once), read from the episodes' columns; and each episode's
     last row."""
@@ -874,8 +1064,10 @@ def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np
     columns = [part[2] for part in parts if part[2] is not None]
     if len(columns) == len(parts):
         try:
-            data = {key: np.concatenate([column[key] for column in columns])
-                    for key in ("obs", "next_obs", "actions")}
+            data = {
+                key: np.concatenate([column[key] for column in columns])
+                for key in ("obs", "next_obs", "actions")
+            }
         except ValueError:  # rows of different shapes: read from the episodes
             data = None
     # ... and where each stored row sits among them, and the other way round.
@@ -884,22 +1076,34 @@ def _rebuilt_table(episodes: list[SingleAgentEpisode], evicted: int, indices: np
     stored_position = np.empty(len(indices), np.int64)
     stored_position[sorted_position] = np.arange(len(indices))
     has_next = timesteps + 1 < lengths[local]
-    links = np.where(has_next, stored_position[np.minimum(sorted_position + 1,
-                                                          len(indices) - 1)], -1)
-    table.extend(0, timesteps, nodes, rewards[sorted_position], ends[sorted_position],
-                 None if data is None else {k: v[sorted_position] for k, v in data.items()})
+    links = np.where(
+        has_next, stored_position[np.minimum(sorted_position + 1, len(indices) - 1)], -1
+    )
+    table.extend(
+        0,
+        timesteps,
+        nodes,
+        rewards[sorted_position],
+        ends[sorted_position],
+        None if data is None else {k: v[sorted_position] for k, v in data.items()},
+    )
     table.set_columns(episodes=indices, links=links)
-    last_row = {evicted + i: int(stored_position[offsets[i] + lengths[i] - 1])
-                for i in range(len(episodes)) if lengths[i]}
+    last_row = {
+        evicted + i: int(stored_position[offsets[i] + lengths[i] - 1])
+        for i in range(len(episodes))
+        if lengths[i]
+    }
     return table, last_row
 
 
 def _started(indices: list[int], starts: list[int], resamples: int) -> Draws:
     """The draws of the sequence and [B, T] samplers, for their metrics: the starts drawn."""
-    draws = Draws(positions=np.array([hash((i, t)) for i, t in zip(indices, starts,
-                                                                       strict=True)]),
-                  episodes=np.array(indices, np.int64), n_step=np.ones(len(indices), np.int64),
-                  nodes=np.zeros(0, np.int64))
+    draws = Draws(
+        positions=np.array([hash((i, t)) for i, t in zip(indices, starts, strict=True)]),
+        episodes=np.array(indices, np.int64),
+        n_step=np.ones(len(indices), np.int64),
+        nodes=np.zeros(0, np.int64),
+    )
     draws.resamples = resamples
     return draws
 
@@ -910,7 +1114,6 @@ def _row(column: Any, row: int) -> Any:
 
 
 # -- episodes as plain data --------------------------------------------------------------------
-
 
 
 def _episodes_state(episodes: list[SingleAgentEpisode]) -> Any:
@@ -931,9 +1134,11 @@ def _pack_columns(episodes: list[SingleAgentEpisode]) -> dict | None:
     extra_keys = list(episodes[0].extra_model_outputs)
     if any(list(episode.extra_model_outputs) != extra_keys for episode in episodes):
         return None
-    buffers = {"observations": [episode.observations for episode in episodes],
-               "actions": [episode.actions for episode in episodes],
-               "rewards": [episode.rewards for episode in episodes]}
+    buffers = {
+        "observations": [episode.observations for episode in episodes],
+        "actions": [episode.actions for episode in episodes],
+        "rewards": [episode.rewards for episode in episodes],
+    }
     for key in extra_keys:
         buffers[f"extra:{key}"] = [episode.extra_model_outputs[key] for episode in episodes]
     columns = {}
@@ -949,9 +1154,11 @@ def _pack_columns(episodes: list[SingleAgentEpisode]) -> dict | None:
         columns[name] = {
             "data": np.concatenate(filled) if filled else np.zeros(0),
             # msgpack keeps numbers, not dtypes and shapes: stored alongside.
-            "dtype": dtype, "row_shape": list(row_shape),
+            "dtype": dtype,
+            "row_shape": list(row_shape),
             "lengths": np.fromiter(map(len, datas), np.int64, len(datas)),
-            "lookbacks": np.array([buffer.lookback for buffer in column_buffers], np.int64)}
+            "lookbacks": np.array([buffer.lookback for buffer in column_buffers], np.int64),
+        }
     infos = [episode.infos.data for episode in episodes]
     agent_ids = [episode.agent_id for episode in episodes]
     module_ids = [episode.module_id for episode in episodes]
@@ -971,59 +1178,74 @@ def _pack_columns(episodes: list[SingleAgentEpisode]) -> dict | None:
         "env_index": np.array([episode.env_index for episode in episodes], np.int64),
         "agent_ids": agent_ids if any(a is not None for a in agent_ids) else None,
         "module_ids": module_ids if any(m is not None for m in module_ids) else None,
-        "observation_spaces": ([space_to_dict(space) for space in observation_spaces]
-                               if any(observation_spaces) else None),
-        "action_spaces": ([space_to_dict(space) for space in action_spaces]
-                          if any(action_spaces) else None),
+        "observation_spaces": (
+            [space_to_dict(space) for space in observation_spaces]
+            if any(observation_spaces)
+            else None
+        ),
+        "action_spaces": (
+            [space_to_dict(space) for space in action_spaces] if any(action_spaces) else None
+        ),
     }
 
 
 def _unpacked(column: tuple, i: int) -> InfiniteLookbackBuffer:
     """Episode `i`'s part of a packed column (a copy: the episode may grow in place)."""
     data, bounds, lookbacks = column
-    return InfiniteLookbackBuffer(data[bounds[i]:bounds[i + 1]].copy(), int(lookbacks[i]))
+    return InfiniteLookbackBuffer(data[bounds[i] : bounds[i + 1]].copy(), int(lookbacks[i]))
 
 
 def _episodes_from_state(state: Any) -> list[SingleAgentEpisode]:
     if isinstance(state, list):
         return [SingleAgentEpisode.from_state(entry).to_numpy() for entry in state]
     if not isinstance(state, dict) or state.get("format") != "columns":
-        raise ValueError("the state's 'episodes' is neither a list of episode states nor "
-                         "packed columns")
+        raise ValueError(
+            "the state's 'episodes' is neither a list of episode states nor packed columns"
+        )
     columns = {}
     for name, column in state["columns"].items():
         lengths = np.asarray(column["lengths"], np.int64)
         data = np.asarray(column["data"], dtype=np.dtype(column["dtype"])).reshape(
-            (-1, *column["row_shape"]))
+            (-1, *column["row_shape"])
+        )
         if lengths.sum() != len(data):
-            raise ValueError(f"the packed column {name!r} holds {len(data)} rows, its episodes "
-                             f"{int(lengths.sum())}")
+            raise ValueError(
+                f"the packed column {name!r} holds {len(data)} rows, its episodes "
+                f"{int(lengths.sum())}"
+            )
         bounds = np.concatenate([[0], np.cumsum(lengths)])
         columns[name] = (data, bounds, np.asarray(column["lookbacks"], np.int64))
     ids = state["ids"]
     count = len(ids)
     infos = state["infos"]
-    per_episode = {key: state[key] if state[key] is not None else [None] * count
-                   for key in ("agent_ids", "module_ids", "observation_spaces",
-                               "action_spaces")}
+    per_episode = {
+        key: state[key] if state[key] is not None else [None] * count
+        for key in ("agent_ids", "module_ids", "observation_spaces", "action_spaces")
+    }
     obs_bounds = columns["observations"][1]
     episodes = []
     for i in range(count):
         num_obs = int(obs_bounds[i + 1] - obs_bounds[i])
-        episode = SingleAgentEpisode(str(ids[i]), t_started=int(state["t_started"][i]),
-                                     env_index=int(state["env_index"][i]),
-                                     agent_id=per_episode["agent_ids"][i],
-                                     module_id=per_episode["module_ids"][i])
+        episode = SingleAgentEpisode(
+            str(ids[i]),
+            t_started=int(state["t_started"][i]),
+            env_index=int(state["env_index"][i]),
+            agent_id=per_episode["agent_ids"][i],
+            module_id=per_episode["module_ids"][i],
+        )
         episode.observations = _unpacked(columns["observations"], i)
         episode.actions = _unpacked(columns["actions"], i)
         episode.rewards = _unpacked(columns["rewards"], i)
         episode.rewards.space = REWARD_SPACE
         episode.infos = InfiniteLookbackBuffer(
             list(infos[i]) if infos is not None else [{} for _ in range(num_obs)],
-            int(state["info_lookbacks"][i]))
-        episode.extra_model_outputs = {name[len("extra:"):]: _unpacked(column, i)
-                                       for name, column in columns.items()
-                                       if name.startswith("extra:")}
+            int(state["info_lookbacks"][i]),
+        )
+        episode.extra_model_outputs = {
+            name[len("extra:") :]: _unpacked(column, i)
+            for name, column in columns.items()
+            if name.startswith("extra:")
+        }
         episode.observation_space = space_from_dict(per_episode["observation_spaces"][i])
         episode.action_space = space_from_dict(per_episode["action_spaces"][i])
         episode.t = int(state["t"][i])

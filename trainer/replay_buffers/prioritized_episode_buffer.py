@@ -47,41 +47,54 @@ class FreeNodes:
     def take(self, count: int) -> np.ndarray:
         if count > len(self):
             raise ValueError(f"no free segment-tree nodes left for {count} steps")
-        taken = self._nodes[self._top:self._top + count].copy()
+        taken = self._nodes[self._top : self._top + count].copy()
         self._top += count
         return taken
 
     def give_back(self, nodes: np.ndarray) -> None:
         """Returns nodes in order: the last one returned is the first handed out again."""
         count = len(nodes)
-        self._nodes[self._top - count:self._top] = np.asarray(nodes)[::-1]
+        self._nodes[self._top - count : self._top] = np.asarray(nodes)[::-1]
         self._top -= count
 
     def get_state(self) -> np.ndarray:
-        return self._nodes[self._top:].copy()
+        return self._nodes[self._top :].copy()
 
     def set_state(self, free: Any) -> None:
         free = np.asarray(free, np.int64).reshape(-1)
         if len(free) > len(self._nodes):
             raise ValueError(f"{len(free)} free nodes for trees of {len(self._nodes)} nodes")
         self._top = len(self._nodes) - len(free)
-        self._nodes[self._top:] = free
+        self._nodes[self._top :] = free
 
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     """Stores whole episodes and samples their steps in proportion to priority ** alpha; see
     the module docstring."""
 
-    def __init__(self, capacity: int = 10000, *, batch_size_B: int = 16,
-                 batch_length_T: int = 1, alpha: float = 1.0,
-                 metrics_num_episodes_for_smoothing: int = 100, seed: int | None = None,
-                 **kwargs: Any):
-        super().__init__(capacity, batch_size_B=batch_size_B, batch_length_T=batch_length_T,
-                         metrics_num_episodes_for_smoothing=metrics_num_episodes_for_smoothing,
-                         seed=seed)
+    def __init__(
+        self,
+        capacity: int = 10000,
+        *,
+        batch_size_B: int = 16,
+        batch_length_T: int = 1,
+        alpha: float = 1.0,
+        metrics_num_episodes_for_smoothing: int = 100,
+        seed: int | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            capacity,
+            batch_size_B=batch_size_B,
+            batch_length_T=batch_length_T,
+            metrics_num_episodes_for_smoothing=metrics_num_episodes_for_smoothing,
+            seed=seed,
+        )
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
-            raise ValueError(f"PrioritizedEpisodeReplayBuffer(alpha={alpha!r}): must be a "
-                             "number >= 0 (0: uniform, 1: fully prioritized)")
+            raise ValueError(
+                f"PrioritizedEpisodeReplayBuffer(alpha={alpha!r}): must be a "
+                "number >= 0 (0: uniform, 1: fully prioritized)"
+            )
         self._alpha = float(alpha)
         # Trees twice the capacity's power of two: while an oversized episode overflows the
         # capacity, its steps still need nodes.
@@ -98,8 +111,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._full_n_only = True
 
     # -- adding ------------------------------------------------------------------------------
-    def add(self, episodes: SingleAgentEpisode | list[SingleAgentEpisode],
-            weight: float | None = None) -> None:
+    def add(
+        self, episodes: SingleAgentEpisode | list[SingleAgentEpisode], weight: float | None = None
+    ) -> None:
         """Stores copies of `episodes` with priority `weight` (default: the largest priority
         so far), after evicting the oldest episodes their steps would overflow `capacity`
         (never down to fewer than one episode, counting the incoming ones)."""
@@ -114,7 +128,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         steps_evicted = 0
         # Episodes left once the incoming ones are in (RLlib stops evicting at one).
         remaining = len(self.episode_id_to_index) + len(
-            {id_ for id_ in incoming_ids if id_ not in self.episode_id_to_index})
+            {id_ for id_ in incoming_ids if id_ not in self.episode_id_to_index}
+        )
         while self._num_timesteps > self.capacity and remaining != 1 and self.episodes:
             evicted = self._evict_oldest()
             evicted_ids.add(evicted.id_)
@@ -136,8 +151,13 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             if self._store(episode, nodes):
                 episodes_added += 1
             steps_added += len(episode)
-        self._metrics.log_add(self, episodes_added=episodes_added, steps_added=steps_added,
-                              episodes_evicted=len(evicted_ids), steps_evicted=steps_evicted)
+        self._metrics.log_add(
+            self,
+            episodes_added=episodes_added,
+            steps_added=steps_added,
+            episodes_evicted=len(evicted_ids),
+            steps_evicted=steps_evicted,
+        )
 
     @property
     def _tree_idx_to_sample_idx(self) -> np.ndarray:
@@ -173,31 +193,53 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         nodes = self._free_nodes.take(count)
         if count:
             self._max_idx = max(self._max_idx, int(nodes.max()))
-            value = weight ** self._alpha
+            value = weight**self._alpha
             self._sum_segment[nodes] = value
             self._min_segment[nodes] = value
             self._node_rows[nodes] = start + np.arange(count)
         return nodes
 
     # -- sampling ----------------------------------------------------------------------------
-    def sample(self, num_items: int | None = None, *, batch_size_B: int | None = None,
-               batch_length_T: int | None = None, n_step: int | tuple | None = None,
-               beta: float = 0.0, gamma: float = 0.99, include_infos: bool = False,
-               include_extra_model_outputs: bool = False, to_numpy: bool = False,
-               **kwargs: Any) -> list[SingleAgentEpisode]:
+    def sample(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        batch_length_T: int | None = None,
+        n_step: int | tuple | None = None,
+        beta: float = 0.0,
+        gamma: float = 0.99,
+        include_infos: bool = False,
+        include_extra_model_outputs: bool = False,
+        to_numpy: bool = False,
+        **kwargs: Any,
+    ) -> list[SingleAgentEpisode]:
         """`batch_size_B` one-step episodes of prioritized n-step transitions (always
         episodes, whatever `sample_episodes` says; `batch_length_T` is not used, as in
         RLlib)."""
         draws = self._prioritized_draws(num_items, batch_size_B, n_step, gamma, beta)
-        episodes = [self._transition_episode(
-            draws, row, include_infos=include_infos,
-            include_extra_model_outputs=include_extra_model_outputs, keep_id=False,
-            to_numpy=to_numpy) for row in range(len(draws))]
+        episodes = [
+            self._transition_episode(
+                draws,
+                row,
+                include_infos=include_infos,
+                include_extra_model_outputs=include_extra_model_outputs,
+                keep_id=False,
+                to_numpy=to_numpy,
+            )
+            for row in range(len(draws))
+        ]
         return self._finish_sample(draws, episodes)
 
-    def sample_transitions(self, num_items: int | None = None, *,
-                           batch_size_B: int | None = None, n_step: int | tuple = 1,
-                           gamma: float = 0.99, beta: float = 0.0) -> dict[str, np.ndarray]:
+    def sample_transitions(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        n_step: int | tuple = 1,
+        gamma: float = 0.99,
+        beta: float = 0.0,
+    ) -> dict[str, np.ndarray]:
         """As `EpisodeReplayBuffer.sample_transitions`, drawn by priority. Unlike `sample()`,
         a step with fewer than n steps stored after it is not drawn again: its transition
         stops at the episode's last stored step (`n_steps_taken` < n), as in the uniform
@@ -207,13 +249,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         _check_beta(beta)
         self._full_n_only = False
         try:
-            return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma,
-                                              beta=beta)
+            return super().sample_transitions(batch_size, n_step=n_step, gamma=gamma, beta=beta)
         finally:
             self._full_n_only = True
 
-    def _prioritized_draws(self, num_items: int | None, batch_size_B: int | None,
-                           n_step: int | tuple | None, gamma: float, beta: float) -> Draws:
+    def _prioritized_draws(
+        self,
+        num_items: int | None,
+        batch_size_B: int | None,
+        n_step: int | tuple | None,
+        gamma: float,
+        beta: float,
+    ) -> Draws:
         _check_beta(beta)
         batch_size = self._batch_size(num_items, batch_size_B)
         self._check_not_empty()
@@ -234,20 +281,22 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 raise ValueError(
                     f"PrioritizedEpisodeReplayBuffer.sample(n_step={n_step!r}): hardly any "
                     f"stored step has that many steps after it in its episode (stored "
-                    f"episodes: {self.get_num_episodes()}, steps: {num_steps})")
+                    f"episodes: {self.get_num_episodes()}, steps: {num_steps})"
+                )
             missing = batch_size - found
             # With n > 1 some draws lack n steps after them: a few more are drawn at once
             # (the first `missing` that qualify are kept), which saves a second round.
             extra = 0 if n_step == 1 or not self._full_n_only else missing // 4 + 2
-            nodes = self._sum_segment.find_prefixsum_idx(
-                self.rng.random(missing + extra) * total)
+            nodes = self._sum_segment.find_prefixsum_idx(self.rng.random(missing + extra) * total)
             positions = self._node_rows[nodes]
             # A free node (rounding at a block's edge) holds no step: drawn again.
             positions = positions[positions >= 0]
-            draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)),
-                                      gamma)
-            full = (draws["steps"] == draws["n_step"] if self._full_n_only
-                    else np.ones(len(draws), bool))
+            draws = self._transitions(positions, self._draw_n_steps(n_step, len(positions)), gamma)
+            full = (
+                draws["steps"] == draws["n_step"]
+                if self._full_n_only
+                else np.ones(len(draws), bool)
+            )
             # Keep the first `missing` rows that qualify; count the ones passed over on the way.
             kept = full & (np.cumsum(full) <= missing)
             considered = len(full) if kept.sum() < missing else int(np.flatnonzero(kept)[-1]) + 1
@@ -255,8 +304,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             if not kept.all():
                 draws = draws.select(kept)
             priorities = self._sum_segment[draws["nodes"]]
-            draws.columns["weights"] = ((np.asarray(priorities) / total * num_steps)
-                                        ** (-beta)) / max_weight
+            draws.columns["weights"] = (
+                (np.asarray(priorities) / total * num_steps) ** (-beta)
+            ) / max_weight
             parts.append(draws)
             found += len(draws)
         draws = parts[0] if len(parts) == 1 else Draws.concatenate(parts)
@@ -271,15 +321,17 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if len(priorities) != len(nodes):
             raise ValueError(
                 f"update_priorities(): {len(priorities)} priorities for the "
-                f"{len(nodes)} steps of the last sample (one per sampled row, in its order)")
+                f"{len(nodes)} steps of the last sample (one per sampled row, in its order)"
+            )
         if not np.all(np.isfinite(priorities)):
             raise ValueError("update_priorities(): priorities must be finite numbers")
         if len(nodes):
             if nodes.min() < 0 or nodes.max() >= self._sum_segment.capacity:
-                raise ValueError("update_priorities(): a last-sampled index is not a node of "
-                                 "the segment trees")
+                raise ValueError(
+                    "update_priorities(): a last-sampled index is not a node of the segment trees"
+                )
             priorities = np.maximum(priorities, 1e-12)
-            values = priorities ** self._alpha
+            values = priorities**self._alpha
             self._sum_segment[nodes] = values
             self._min_segment[nodes] = values
             self._max_priority = max(self._max_priority, float(priorities.max()))
@@ -291,14 +343,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         stored step's priority ** alpha (its node is in the step rows) and the free nodes in
         order; `set_state` rebuilds them."""
         state = super().get_state()
-        state.update({
-            "_priorities": self._sum_segment[self._indices.nodes[self._live_rows()]],
-            "_free_nodes": self._free_nodes.get_state(),
-            "_max_priority": self._max_priority,
-            "_max_idx": self._max_idx,
-            "_last_sampled_indices": list(self._last_sampled_indices),
-            "_alpha": self._alpha,
-        })
+        state.update(
+            {
+                "_priorities": self._sum_segment[self._indices.nodes[self._live_rows()]],
+                "_free_nodes": self._free_nodes.get_state(),
+                "_max_priority": self._max_priority,
+                "_max_idx": self._max_idx,
+                "_last_sampled_indices": list(self._last_sampled_indices),
+                "_alpha": self._alpha,
+            }
+        )
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -309,16 +363,24 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         priorities = np.asarray(state["_priorities"], np.float64).reshape(-1)
         free = np.asarray(state["_free_nodes"], np.int64).reshape(-1)
         if len(priorities) != len(nodes) or len(nodes) + len(free) != tree_size:
-            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the priorities or "
-                             "free nodes do not match the stored steps")
+            raise ValueError(
+                "PrioritizedEpisodeReplayBuffer.set_state(): the priorities or "
+                "free nodes do not match the stored steps"
+            )
         held_and_free = np.concatenate([nodes, free])
-        if len(held_and_free) and (held_and_free.min() < 0 or held_and_free.max() >= tree_size
-                                   or len(np.unique(held_and_free)) != tree_size):
-            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): the steps' nodes and "
-                             "the free nodes do not make up the trees' nodes once each")
+        if len(held_and_free) and (
+            held_and_free.min() < 0
+            or held_and_free.max() >= tree_size
+            or len(np.unique(held_and_free)) != tree_size
+        ):
+            raise ValueError(
+                "PrioritizedEpisodeReplayBuffer.set_state(): the steps' nodes and "
+                "the free nodes do not make up the trees' nodes once each"
+            )
         if np.any(~np.isfinite(priorities)) or np.any(priorities < 0):
-            raise ValueError("PrioritizedEpisodeReplayBuffer.set_state(): priorities must be "
-                             "finite numbers >= 0")
+            raise ValueError(
+                "PrioritizedEpisodeReplayBuffer.set_state(): priorities must be finite numbers >= 0"
+            )
         super().set_state(state)
         leaves = np.zeros(tree_size)
         leaves[nodes] = priorities
@@ -336,5 +398,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
 def _check_beta(beta: float) -> None:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
-        raise ValueError(f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
-                         "number >= 0 (0: no importance correction, 1: full)")
+        raise ValueError(
+            f"PrioritizedEpisodeReplayBuffer.sample(beta={beta!r}): must be a "
+            "number >= 0 (0: no importance correction, 1: full)"
+        )

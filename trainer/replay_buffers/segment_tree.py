@@ -34,13 +34,16 @@ class SegmentTree:
         if not (isinstance(capacity, int) and capacity > 0 and capacity & (capacity - 1) == 0):
             raise ValueError(f"SegmentTree(capacity={capacity!r}): must be a power of 2")
         if operation not in self._UFUNCS:
-            raise ValueError(f"SegmentTree(operation={operation!r}): must be 'sum' or 'min' "
-                             "(operator.add or min)")
+            raise ValueError(
+                f"SegmentTree(operation={operation!r}): must be 'sum' or 'min' "
+                "(operator.add or min)"
+            )
         self.capacity = capacity
         self.operation = operation
         self._ufunc = self._UFUNCS[operation]
-        self.neutral_element = (self._NEUTRAL[operation] if neutral_element is None
-                                else float(neutral_element))
+        self.neutral_element = (
+            self._NEUTRAL[operation] if neutral_element is None else float(neutral_element)
+        )
         # levels[0] holds the items; levels[k + 1][j] folds levels[k][64 j : 64 (j + 1)]. Each
         # level is padded to a multiple of 64 with the neutral element.
         self._levels: list[np.ndarray] = []
@@ -51,8 +54,9 @@ class SegmentTree:
             if size == 1:
                 break
             size = -(-size // _FANOUT)
-        self._scan_level = min(k for k, level in enumerate(self._levels)
-                               if level.size <= _SCAN_WHOLE)
+        self._scan_level = min(
+            k for k, level in enumerate(self._levels) if level.size <= _SCAN_WHOLE
+        )
 
     # -- items -------------------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> Any:
@@ -69,7 +73,7 @@ class SegmentTree:
             blocks = below.reshape(-1, _FANOUT)
             if below.size <= _REFOLD_WHOLE:
                 # A small level: refolding all of it is one call, cheaper than picking blocks.
-                above[:len(blocks)] = self._ufunc.reduce(blocks, axis=1)
+                above[: len(blocks)] = self._ufunc.reduce(blocks, axis=1)
             else:
                 indices = indices // _FANOUT
                 above[indices] = self._ufunc.reduce(blocks[indices], axis=1)
@@ -96,16 +100,18 @@ class SegmentTree:
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> np.ndarray:
         """The items (plain data: one float array)."""
-        return self._levels[0][:self.capacity].copy()
+        return self._levels[0][: self.capacity].copy()
 
     def set_state(self, state: Any) -> None:
         values = np.asarray(state, dtype=np.float64)
         if values.shape != (self.capacity,):
-            raise ValueError(f"{type(self).__name__}.set_state(): {values.shape[0]} items for a "
-                             f"tree of capacity {self.capacity}")
-        self._levels[0][:self.capacity] = values
+            raise ValueError(
+                f"{type(self).__name__}.set_state(): {values.shape[0]} items for a "
+                f"tree of capacity {self.capacity}"
+            )
+        self._levels[0][: self.capacity] = values
         for below, above in zip(self._levels[:-1], self._levels[1:], strict=True):
-            above[:below.size // _FANOUT] = self._ufunc.reduce(below.reshape(-1, _FANOUT), axis=1)
+            above[: below.size // _FANOUT] = self._ufunc.reduce(below.reshape(-1, _FANOUT), axis=1)
 
 
 class SumSegmentTree(SegmentTree):
@@ -131,8 +137,9 @@ class SumSegmentTree(SegmentTree):
         # then each level below is searched within the chosen node's block.
         scan = self._scan_level
         running = np.cumsum(self._levels[scan])
-        node = np.minimum(np.searchsorted(running, prefix, side="right"),
-                          self._levels[scan].size - 1)
+        node = np.minimum(
+            np.searchsorted(running, prefix, side="right"), self._levels[scan].size - 1
+        )
         prefix = prefix - np.where(node > 0, running[np.maximum(node - 1, 0)], 0.0)
         for level in reversed(self._levels[:scan]):
             children = level.reshape(-1, _FANOUT)[node]
@@ -140,8 +147,9 @@ class SumSegmentTree(SegmentTree):
             # Children whose running sum stays <= the prefix are passed over (zero-valued ones
             # included); the first whose running sum exceeds it holds the prefix.
             passed = np.minimum((running <= prefix[:, None]).sum(axis=1), _FANOUT - 1)
-            before = np.where(passed > 0,
-                              running[np.arange(len(node)), np.maximum(passed - 1, 0)], 0.0)
+            before = np.where(
+                passed > 0, running[np.arange(len(node)), np.maximum(passed - 1, 0)], 0.0
+            )
             prefix = prefix - before
             node = node * _FANOUT + passed
         node = np.minimum(node, self.capacity - 1)

@@ -59,9 +59,15 @@ class AsyncRequestsMixin:
         self._async_ready: list[tuple[int, Any, Any]] = []
 
     # -- sending ----------------------------------------------------------------------------
-    def foreach_env_runner_async(self, func: Callable | str | list, tag: str | None = None, *,
-                                 kwargs: dict | None = None, healthy_only: bool = True,
-                                 remote_worker_ids: list[int] | None = None) -> int:
+    def foreach_env_runner_async(
+        self,
+        func: Callable | str | list,
+        tag: str | None = None,
+        *,
+        kwargs: dict | None = None,
+        healthy_only: bool = True,
+        remote_worker_ids: list[int] | None = None,
+    ) -> int:
         """Sends `func(env_runner, **kwargs)` (or the EnvRunner method named `func`; or a list
         of them, one per runner of `remote_worker_ids`) to the remote runners without waiting;
         `fetch_ready_async_reqs()` collects the results. Returns how many requests were sent:
@@ -72,10 +78,11 @@ class AsyncRequestsMixin:
             ids = [i for i in ids if i in healthy]
         funcs = func if isinstance(func, list) else [func] * len(ids)
         if len(funcs) != len(ids):
-            raise ValueError(f"foreach_env_runner_async(func=[...{len(funcs)} functions]): "
-                             f"give one function per runner of remote_worker_ids ({len(ids)})")
-        limit = max(1, int(getattr(self.config, "max_requests_in_flight_per_env_runner", 1)
-                           or 1))
+            raise ValueError(
+                f"foreach_env_runner_async(func=[...{len(funcs)} functions]): "
+                f"give one function per runner of remote_worker_ids ({len(ids)})"
+            )
+        limit = max(1, int(getattr(self.config, "max_requests_in_flight_per_env_runner", 1) or 1))
         failures: dict[int, Failure] = {}
         sent = 0
         for index, one_func in zip(ids, funcs, strict=True):
@@ -105,22 +112,29 @@ class AsyncRequestsMixin:
         return sent
 
     # -- collecting -------------------------------------------------------------------------
-    def fetch_ready_async_reqs(self, *, tags: str | Iterable[str] | None = None,
-                               timeout_seconds: float | None = 0.0,
-                               return_obj_refs: bool = False,
-                               mark_healthy: bool = False) -> list[tuple[int, Any]]:
+    def fetch_ready_async_reqs(
+        self,
+        *,
+        tags: str | Iterable[str] | None = None,
+        timeout_seconds: float | None = 0.0,
+        return_obj_refs: bool = False,
+        mark_healthy: bool = False,
+    ) -> list[tuple[int, Any]]:
         """(runner index, result) of the async requests that have answered, oldest first; only
         those tagged with `tags` when given. Waits up to `timeout_seconds` (0: only what is
         ready now) for the requests in flight. `mark_healthy` has nothing to do here: a runner
         that failed is restarted or left out at once, per the fault-tolerance settings."""
         if return_obj_refs:
-            raise ValueError("fetch_ready_async_reqs(return_obj_refs=True): there is no Ray "
-                             "object store here; results come back as values "
-                             "(return_obj_refs=False)")
+            raise ValueError(
+                "fetch_ready_async_reqs(return_obj_refs=True): there is no Ray "
+                "object store here; results come back as values "
+                "(return_obj_refs=False)"
+            )
         wanted = None if tags is None else ({tags} if isinstance(tags, str) else set(tags))
         bounded = timeout_seconds is None
-        wait_s = (self._timeout(None) if timeout_seconds is None
-                  else max(float(timeout_seconds), 0.0))
+        wait_s = (
+            self._timeout(None) if timeout_seconds is None else max(float(timeout_seconds), 0.0)
+        )
         self._read_async(wanted, deadline=time.monotonic() + wait_s, kill_late=bounded)
         results, kept = [], []
         for index, tag, value in self._async_ready:
@@ -132,25 +146,36 @@ class AsyncRequestsMixin:
         return results
 
     def foreach_env_runner_async_fetch_ready(
-            self, func: Callable | str | list, kwargs: dict | None = None,
-            tag: str | None = None, timeout_seconds: float | None = 0.0,
-            return_obj_refs: bool = False, mark_healthy: bool = False,
-            healthy_only: bool = True, remote_worker_ids: list[int] | None = None,
-            return_actor_ids: bool = False) -> list:
+        self,
+        func: Callable | str | list,
+        kwargs: dict | None = None,
+        tag: str | None = None,
+        timeout_seconds: float | None = 0.0,
+        return_obj_refs: bool = False,
+        mark_healthy: bool = False,
+        healthy_only: bool = True,
+        remote_worker_ids: list[int] | None = None,
+        return_actor_ids: bool = False,
+    ) -> list:
         """Fetches the ready results of earlier calls tagged `tag`, then sends `func` to the
         runners with room for another request (RLlib's order); returns the fetched results
         (with their runner indices if `return_actor_ids`)."""
-        ready = self.fetch_ready_async_reqs(tags=tag, timeout_seconds=timeout_seconds,
-                                            return_obj_refs=return_obj_refs,
-                                            mark_healthy=mark_healthy)
-        self.foreach_env_runner_async(func, tag, kwargs=kwargs, healthy_only=healthy_only,
-                                      remote_worker_ids=remote_worker_ids)
+        ready = self.fetch_ready_async_reqs(
+            tags=tag,
+            timeout_seconds=timeout_seconds,
+            return_obj_refs=return_obj_refs,
+            mark_healthy=mark_healthy,
+        )
+        self.foreach_env_runner_async(
+            func, tag, kwargs=kwargs, healthy_only=healthy_only, remote_worker_ids=remote_worker_ids
+        )
         return ready if return_actor_ids else [value for _, value in ready]
 
     def num_in_flight_async_reqs(self, tag: str | None = None) -> int:
         """Async requests sent and not answered yet (with `tag`, if given)."""
-        return sum(1 for tags in self._async_in_flight.values() for t in tags
-                   if tag is None or t == tag)
+        return sum(
+            1 for tags in self._async_in_flight.values() for t in tags if tag is None or t == tag
+        )
 
     # -- internals --------------------------------------------------------------------------
     def pool_ids(self) -> list[int]:
@@ -161,8 +186,11 @@ class AsyncRequestsMixin:
         flight with a wanted tag); with `kill_late`, runners still silent then are timeouts."""
         failures: dict[int, Failure] = {}
         while True:
-            waiting = [i for i, tags in self._async_in_flight.items() if tags and i in self.pool
-                       and (wanted is None or any(t in wanted for t in tags))]
+            waiting = [
+                i
+                for i, tags in self._async_in_flight.items()
+                if tags and i in self.pool and (wanted is None or any(t in wanted for t in tags))
+            ]
             for index in list(waiting):
                 handle = self.pool[index]
                 while self._async_in_flight[index] and handle.reply_ready():
@@ -173,8 +201,12 @@ class AsyncRequestsMixin:
                         failures[index] = error
                         self._async_in_flight[index].clear()
                         break
-            waiting = [i for i in waiting if i not in failures and any(
-                wanted is None or t in wanted for t in self._async_in_flight[i])]
+            waiting = [
+                i
+                for i in waiting
+                if i not in failures
+                and any(wanted is None or t in wanted for t in self._async_in_flight[i])
+            ]
             remaining = deadline - time.monotonic()
             if not waiting or remaining <= 0:
                 break
@@ -190,8 +222,11 @@ class AsyncRequestsMixin:
         """Before a synchronous call: reads the replies of the async requests in flight on
         `ids` (all runners if None), within the group's call timeout, into the results the
         next fetch returns."""
-        targets = [i for i in (self._async_in_flight if ids is None else ids)
-                   if self._async_in_flight.get(i)]
+        targets = [
+            i
+            for i in (self._async_in_flight if ids is None else ids)
+            if self._async_in_flight.get(i)
+        ]
         if not targets:
             return
         failures: dict[int, Failure] = {}

@@ -124,7 +124,8 @@ def _output_observation_space(pipeline: ConnectorPipelineV2) -> gym.Space:
     if space is None:
         raise ValueError(
             "the env-to-module connector pipeline outputs no observation space: each piece's "
-            "recompute_output_observation_space() must return a gymnasium space")
+            "recompute_output_observation_space() must return a gymnasium space"
+        )
     return space
 
 
@@ -177,10 +178,19 @@ class EnvRunner:
     sub-env, `env.envs[i].unwrapped` the raw env), `module` (the policy), `metrics`.
     """
 
-    def __init__(self, config: Any, env_creator: EnvCreator | None = None, *,
-                 worker_index: int = 0, num_workers: int | None = None, create_env: bool = True,
-                 spaces: SpaceInfo | None = None, recreated: bool = False,
-                 env_spaces: tuple[gym.Space, gym.Space] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        config: Any,
+        env_creator: EnvCreator | None = None,
+        *,
+        worker_index: int = 0,
+        num_workers: int | None = None,
+        create_env: bool = True,
+        spaces: SpaceInfo | None = None,
+        recreated: bool = False,
+        env_spaces: tuple[gym.Space, gym.Space] | None = None,
+        **kwargs: Any,
+    ):
         # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
         # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
         # The runner's config is its own mutable copy (RLlib's curriculum example changes its
@@ -190,18 +200,25 @@ class EnvRunner:
         #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
         self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
         if worker_index > 0:  # a worker process: python_environment()'s variables, before envs
-            os.environ.update({name: str(value) for name, value in getattr(
-                config, "extra_python_environs_for_worker", {}).items()})
+            os.environ.update(
+                {
+                    name: str(value)
+                    for name, value in getattr(
+                        config, "extra_python_environs_for_worker", {}
+                    ).items()
+                }
+            )
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
         self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
         self._env_creator = env_creator or make_env_creator(config.env)
-        self._callbacks = CallbackChain(config.callback_classes(),
-                                        config.env_runner_callables(),
-                                        env_runner_index=worker_index)
+        self._callbacks = CallbackChain(
+            config.callback_classes(), config.env_runner_callables(), env_runner_index=worker_index
+        )
         seed = config.seed
         # Evaluation runners draw from their own streams (and envs), not the training ones'.
         self._rng = np.random.default_rng(
-            seeding.runner_stream(seed, worker_index, config.in_evaluation))
+            seeding.runner_stream(seed, worker_index, config.in_evaluation)
+        )
         self._env_seed = seeding.runner_env_seed(seed, worker_index, config.in_evaluation)
         #: The vector env: a `FastSyncVectorEnv` ("sync"), an `InfoKeepingAsyncVectorEnv`
         #: ("async"), or the env creator's own ("vector_entry_point"); None without env.
@@ -216,8 +233,11 @@ class EnvRunner:
         #: dict / tuple of arrays for Dict / Tuple spaces; None before the first reset.
         self._obs: Any = None
         self.spaces = spaces
-        if spaces is None and config.observation_space is not None \
-                and config.action_space is not None:
+        if (
+            spaces is None
+            and config.observation_space is not None
+            and config.action_space is not None
+        ):
             self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
         #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
         self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
@@ -241,10 +261,12 @@ class EnvRunner:
         if self.spaces is None:
             raise ValueError("an EnvRunner without env needs the spaces")
         self.module = config.build_module(self.spaces, seed=seed)
-        self.exploration = make_exploration(config.get_exploration_config(),
-                                            self.spaces.action_space(),
-                                            worker_index=worker_index,
-                                            num_workers=self.num_workers)
+        self.exploration = make_exploration(
+            config.get_exploration_config(),
+            self.spaces.action_space(),
+            worker_index=worker_index,
+            num_workers=self.num_workers,
+        )
         #: Env steps sampled by all EnvRunners so far: set with every weight sync, advanced by
         #: this runner's own steps in between (exploration schedules read it).
         self.global_timestep = 0
@@ -258,9 +280,12 @@ class EnvRunner:
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""
         self.num_envs = self.config.num_envs_per_env_runner
-        self.env_context = EnvContext(self.config.env_config, worker_index=self.worker_index,
-                                      num_workers=self.num_workers,
-                                      recreated_worker=self._recreated)
+        self.env_context = EnvContext(
+            self.config.env_config,
+            worker_index=self.worker_index,
+            num_workers=self.num_workers,
+            recreated_worker=self._recreated,
+        )
         previous = self._sub_env_records
         self._sub_env_records = [SubEnvRecord() for _ in range(self.num_envs)]
         if len(previous) == self.num_envs:  # the known tasks outlive a re-made env
@@ -289,37 +314,56 @@ class EnvRunner:
         if self.spaces is None:
             env_spaces = self.env_spaces
             assert env_spaces is not None, "_build_vector_env() sets env_spaces"
-            observation_space = (_output_observation_space(self._env_to_module)
-                                 if self._env_to_module is not None else env_spaces[0])
+            observation_space = (
+                _output_observation_space(self._env_to_module)
+                if self._env_to_module is not None
+                else env_spaces[0]
+            )
             self.spaces = SpaceInfo.from_spaces(observation_space, env_spaces[1])
         self._needs_reset = True
         self._fire_environment_created()
 
     def _fire_environment_created(self) -> None:
         if self._callbacks.has("on_environment_created"):
-            self._callbacks.fire("on_environment_created", env_runner=self,
-                                 metrics_logger=self.metrics, env=self.env,
-                                 env_context=self.env_context)
+            self._callbacks.fire(
+                "on_environment_created",
+                env_runner=self,
+                metrics_logger=self.metrics,
+                env=self.env,
+                env_context=self.env_context,
+            )
 
     def _build_vector_env(self, *, recreated: bool = False) -> None:
         """`self.env` as `gym_env_vectorize_mode` says (see `trainer.env.vectorize`)."""
-        contexts = [self.sub_env_context(i).copy_with_overrides(
-            recreated_worker=recreated or self._recreated) for i in range(self.num_envs)]
+        contexts = [
+            self.sub_env_context(i).copy_with_overrides(
+                recreated_worker=recreated or self._recreated
+            )
+            for i in range(self.num_envs)
+        ]
         next_step = gym.vector.AutoresetMode.NEXT_STEP
         env: gym.vector.VectorEnv
         if self.vectorize_mode == SYNC:
             self.env = env = FastSyncVectorEnv(
-                [partial(self._make_sub_env, ctx) for ctx in contexts], autoreset_mode=next_step)
+                [partial(self._make_sub_env, ctx) for ctx in contexts], autoreset_mode=next_step
+            )
             for i, sub_env in enumerate(env.envs):
                 self._sub_env_created(i, sub_env, contexts[i])
         elif self.vectorize_mode == ASYNC:
             # Each sub-env is made in its child process (the creator travels by cloudpickle
             # where the start method needs it).
             self.env = env = InfoKeepingAsyncVectorEnv(
-                [partial(make_sub_env_in_child, self._env_creator, ctx,
-                         bool(self.config.restart_failed_sub_environments))
-                 for ctx in contexts],
-                autoreset_mode=next_step)
+                [
+                    partial(
+                        make_sub_env_in_child,
+                        self._env_creator,
+                        ctx,
+                        bool(self.config.restart_failed_sub_environments),
+                    )
+                    for ctx in contexts
+                ],
+                autoreset_mode=next_step,
+            )
             if self.config.env_task_fn is not None:
                 run_in_children(env, check_task_settable_for_env_task_fn)
         else:
@@ -327,32 +371,42 @@ class EnvRunner:
                 raise needs_sub_envs("environment(env_task_fn=...)", self.vectorize_mode)
             self.env = env = check_vector_env(
                 self._env_creator.make_vector(contexts[0], self.num_envs),
-                self._env_creator.description)
+                self._env_creator.description,
+            )
             if env.num_envs != self.num_envs:
                 raise ValueError(
                     f"env_runners(gym_env_vectorize_mode='vector_entry_point'): the vector env "
                     f"{self._env_creator.description} has num_envs={env.num_envs}, but "
-                    f"num_envs_per_env_runner={self.num_envs}")
-        self.env_spaces = (self.config.observation_space or env.single_observation_space,
-                           self.config.action_space or env.single_action_space)
+                    f"num_envs_per_env_runner={self.num_envs}"
+                )
+        self.env_spaces = (
+            self.config.observation_space or env.single_observation_space,
+            self.config.action_space or env.single_action_space,
+        )
 
     def _recreate_vector_env(self, error: BaseException, method: str) -> None:
-        """"async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
+        """ "async" / "vector_entry_point" with restart_failed_sub_environments=True: the vector
         env raised in `method`; it is closed and made again (RLlib re-creates the whole env
         too), with the sub-envs' tasks put back. Every episode under way is dropped; the caller
         starts new ones."""
         if not isinstance(error, StepFailedRecreateEnvError):
-            logger.exception("EnvRunner %d: the vector env (gym_env_vectorize_mode=%r) raised "
-                             "%s in %s(): %s; it is re-created and its episodes dropped "
-                             "(restart_failed_sub_environments=True)", self.worker_index,
-                             self.vectorize_mode, type(error).__name__, method, error,
-                             exc_info=error)
+            logger.exception(
+                "EnvRunner %d: the vector env (gym_env_vectorize_mode=%r) raised "
+                "%s in %s(): %s; it is re-created and its episodes dropped "
+                "(restart_failed_sub_environments=True)",
+                self.worker_index,
+                self.vectorize_mode,
+                type(error).__name__,
+                method,
+                error,
+                exc_info=error,
+            )
         for record in self._sub_env_records:
             if record.episode is not None and len(record.episode):
-                self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
-                                       reduce="sum")
-        self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs,
-                               reduce="sum")
+                self.metrics.log_value(
+                    "num_env_steps_lost_lifetime", len(record.episode), reduce="sum"
+                )
+        self.metrics.log_value("num_sub_environment_restarts_lifetime", self.num_envs, reduce="sum")
         for record in self._sub_env_records:
             record.prev_chunks = []
         assert self.env is not None, _SAMPLING_HAS_ENV
@@ -373,8 +427,12 @@ class EnvRunner:
         self._needs_reset = True
         env = self.env
         waiting = getattr(env, "_state", None)
-        if self.vectorize_mode == ASYNC and env is not None and waiting is not None and \
-                waiting != gym.vector.async_vector_env.AsyncState.DEFAULT:
+        if (
+            self.vectorize_mode == ASYNC
+            and env is not None
+            and waiting is not None
+            and waiting != gym.vector.async_vector_env.AsyncState.DEFAULT
+        ):
             tasks = self._known_tasks()
             env.close(terminate=True)
             self._build_vector_env(recreated=True)
@@ -393,8 +451,14 @@ class EnvRunner:
         """Runs the env-to-module pipeline over the episodes that just got an observation and
         keeps each one's result as its sub-env's next module input."""
         assert self._env_to_module is not None, "called only with an env-to-module pipeline"
-        self._env_to_module(rl_module=self.module, batch={}, episodes=episodes,
-                            explore=self.config.explore, shared_data={}, metrics=self.metrics)
+        self._env_to_module(
+            rl_module=self.module,
+            batch={},
+            episodes=episodes,
+            explore=self.config.explore,
+            shared_data={},
+            metrics=self.metrics,
+        )
         rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
         if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
             self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
@@ -413,8 +477,15 @@ class EnvRunner:
             return observation
         episode = SingleAgentEpisode()
         episode.add_env_reset(observation)
-        self._env_to_module(rl_module=self.module, batch={}, episodes=[episode], explore=False,
-                            shared_data={}, metrics=None, update_stats=False)
+        self._env_to_module(
+            rl_module=self.module,
+            batch={},
+            episodes=[episode],
+            explore=False,
+            shared_data={},
+            metrics=None,
+            update_stats=False,
+        )
         return episode.observations[-1]
 
     def get_connector_state(self) -> dict | None:
@@ -430,8 +501,9 @@ class EnvRunner:
         """The `EnvContext` sub-env `index` was created with (`vector_index=index`)."""
         return self.env_context.copy_with_overrides(vector_index=index)
 
-    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None
-                       ) -> tuple[Any, dict[str, Any]]:
+    def _try_env_reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """`env.reset()` of the vector env (RLlib's name). With
         `restart_failed_sub_environments=True` a sub-env that raises does not abort it: the
         failure is logged here and the sub-env re-created by the caller."""
@@ -475,8 +547,11 @@ class EnvRunner:
             # The common case in one dot product, the cheapest numpy reduction here, and a sum
             # of the rewards as Python floats: NaN or inf anywhere makes them non-finite; a
             # finite overflow to inf only costs the exact check, which then finds nothing.
-            if not (type(obs) is np.ndarray and obs.dtype.kind == "f"
-                    and math.isfinite(np.vdot(obs, obs) + sum(rewards.tolist()))):
+            if not (
+                type(obs) is np.ndarray
+                and obs.dtype.kind == "f"
+                and math.isfinite(np.vdot(obs, obs) + sum(rewards.tolist()))
+            ):
                 self._check_finite(obs, "observation", "step")
                 self._check_finite(rewards, "reward", "step")
         return results
@@ -495,14 +570,21 @@ class EnvRunner:
             bad = rows[sub_env][~np.isfinite(rows[sub_env])][0]
             records = self._sub_env_records
             episode = records[sub_env].episode if sub_env < len(records) else None
-            at = "at reset" if method == "reset" else (
-                f"at step {len(episode) + 1} of its episode" if episode is not None
-                else "in a step")
+            at = (
+                "at reset"
+                if method == "reset"
+                else (
+                    f"at step {len(episode) + 1} of its episode"
+                    if episode is not None
+                    else "in a step"
+                )
+            )
             raise EnvDataError(
                 f"EnvRunner {self.worker_index}: sub-env {sub_env} returned a"
                 f"{'n infinite' if np.isinf(bad) else ' NaN'} {field} {at}; NaN and infinite "
                 "values would train the networks to NaN. Fix the env, or turn this check off "
-                "with config.debugging(check_nan=False)")
+                "with config.debugging(check_nan=False)"
+            )
 
     def _log_sub_env_failures(self, method: str) -> None:
         """Logs each sub-env failure of the last reset/step with its traceback, except
@@ -514,16 +596,26 @@ class EnvRunner:
             if error is None:
                 continue
             if isinstance(error, StepFailedRecreateEnvError):
-                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
-                             self.worker_index, i, error)
+                logger.debug(
+                    "EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                    self.worker_index,
+                    i,
+                    error,
+                )
                 continue
-            logger.exception("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
-                             "and its episode dropped (restart_failed_sub_environments=True)",
-                             self.worker_index, i, type(error).__name__, method, error,
-                             exc_info=error)
+            logger.exception(
+                "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                "and its episode dropped (restart_failed_sub_environments=True)",
+                self.worker_index,
+                i,
+                type(error).__name__,
+                method,
+                error,
+                exc_info=error,
+            )
 
     def _take_child_failures(self, per_env_infos: list[dict]) -> set[int]:
-        """"async" mode with restart_failed_sub_environments: the sub-envs that raised in the
+        """ "async" mode with restart_failed_sub_environments: the sub-envs that raised in the
         last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
         failure is taken out of the sub-env's info, logged (except
         `StepFailedRecreateEnvError`) and counted; returns their indices."""
@@ -535,13 +627,23 @@ class EnvRunner:
             recreated.add(i)
             self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
             if failure["quiet"]:
-                logger.debug("EnvRunner %d: sub-env %d asked to be re-created (%s)",
-                             self.worker_index, i, failure["message"])
+                logger.debug(
+                    "EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                    self.worker_index,
+                    i,
+                    failure["message"],
+                )
                 continue
-            logger.error("EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
-                         "and its episode dropped (restart_failed_sub_environments=True)\n%s",
-                         self.worker_index, i, failure["type"], failure["method"],
-                         failure["message"], failure["traceback"])
+            logger.error(
+                "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                "and its episode dropped (restart_failed_sub_environments=True)\n%s",
+                self.worker_index,
+                i,
+                failure["type"],
+                failure["method"],
+                failure["message"],
+                failure["traceback"],
+            )
         return recreated
 
     def _drop_episode(self, record: SubEnvRecord) -> None:
@@ -559,9 +661,13 @@ class EnvRunner:
         if self.config.env_task_fn is not None:
             check_task_settable(sub_env.unwrapped, "env_task_fn")
         if self._callbacks.has("on_sub_environment_created"):
-            self._callbacks.fire("on_sub_environment_created", worker=self,
-                                 sub_environment=sub_env.unwrapped, env_context=context,
-                                 env_index=index)
+            self._callbacks.fire(
+                "on_sub_environment_created",
+                worker=self,
+                sub_environment=sub_env.unwrapped,
+                env_context=context,
+                env_index=index,
+            )
 
     def _recover_sub_envs(self) -> None:
         """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
@@ -575,10 +681,12 @@ class EnvRunner:
             record = self._sub_env_records[i]
             assert record.episode is not None, _RECORD_HAS_EPISODE
             record.prev_chunks = []
-            self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode),
-                                   reduce="lifetime_sum")
-            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1,
-                                   reduce="lifetime_sum")
+            self.metrics.log_value(
+                "num_env_steps_lost_lifetime", len(record.episode), reduce="lifetime_sum"
+            )
+            self.metrics.log_value(
+                "num_sub_environment_restarts_lifetime", 1, reduce="lifetime_sum"
+            )
             task = self._task_of(sub_env)
             try:
                 sub_env.close()
@@ -593,9 +701,10 @@ class EnvRunner:
                 _with_tasks(new_env).set_task(task[0])
             observation, infos = new_env.reset()
             if new_env.failure is not None:  # an env that cannot even start: the runner fails
-                raise RuntimeError(f"sub-env {i} raised again right after it was re-created: "
-                                   f"{type(new_env.failure).__name__}: {new_env.failure}"
-                                   ) from new_env.failure
+                raise RuntimeError(
+                    f"sub-env {i} raised again right after it was re-created: "
+                    f"{type(new_env.failure).__name__}: {new_env.failure}"
+                ) from new_env.failure
             self._obs[i] = observation
             record.awaiting_reset = False
             env._autoreset_envs[i] = False
@@ -608,21 +717,24 @@ class EnvRunner:
             raise RuntimeError(
                 f"EnvRunner {self.worker_index} has no env (it was stopped, or it is the local "
                 "runner of worker processes without "
-                f".env_runners(create_env_on_local_worker=True)): {what} needs one")
+                f".env_runners(create_env_on_local_worker=True)): {what} needs one"
+            )
         return self.env
 
     def _sync_env(self, what: str) -> gym.vector.SyncVectorEnv:
         """The vector env of "sync" mode, whose sub-envs live in this process (`env.envs`)."""
         env = self._require_env(what)
         assert isinstance(env, gym.vector.SyncVectorEnv), (
-            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps a SyncVectorEnv")
+            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps a SyncVectorEnv"
+        )
         return env
 
     def _async_env(self, what: str) -> gym.vector.AsyncVectorEnv:
         """The vector env of "async" mode, whose sub-envs live in child processes."""
         env = self._require_env(what)
         assert isinstance(env, gym.vector.AsyncVectorEnv), (
-            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps an AsyncVectorEnv")
+            f"gym_env_vectorize_mode={self.vectorize_mode!r} steps an AsyncVectorEnv"
+        )
         return env
 
     def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
@@ -634,16 +746,19 @@ class EnvRunner:
             return []
         return self.foreach_sub_env(lambda env, context: func(env), "foreach_env()")
 
-    def foreach_sub_env(self, func: Callable[[gym.Env, EnvContext], Any],
-                        what: str = "foreach_sub_env()") -> list:
+    def foreach_sub_env(
+        self, func: Callable[[gym.Env, EnvContext], Any], what: str = "foreach_sub_env()"
+    ) -> list:
         """`func(raw_sub_env, its_env_context)` for every sub-env, in sub-env order (see
         `foreach_env`); `what` names the caller in the error of "vector_entry_point" mode."""
         if self.vectorize_mode == ASYNC:
             return run_in_children(self._async_env(what), func)
         if self.vectorize_mode == VECTOR_ENTRY_POINT:
             raise needs_sub_envs(what, self.vectorize_mode)
-        return [func(sub_env.unwrapped, self.sub_env_context(i))
-                for i, sub_env in enumerate(self._sync_env(what).envs)]
+        return [
+            func(sub_env.unwrapped, self.sub_env_context(i))
+            for i, sub_env in enumerate(self._sync_env(what).envs)
+        ]
 
     # -- tasks (curriculum) ------------------------------------------------------------------
     @staticmethod
@@ -655,8 +770,9 @@ class EnvRunner:
         try:
             return (_with_tasks(sub_env).get_task(),)
         except Exception as error:
-            logger.warning("%s.get_task() raised %s: %s", type(env).__qualname__,
-                           type(error).__name__, error)
+            logger.warning(
+                "%s.get_task() raised %s: %s", type(env).__qualname__, type(error).__name__, error
+            )
             return None
 
     def get_tasks(self) -> list | None:
@@ -679,8 +795,10 @@ class EnvRunner:
     def set_tasks(self, tasks: list) -> None:
         """Sets sub-env i's task to `tasks[i]`."""
         if len(tasks) != self.num_envs:
-            raise ValueError(f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
-                             f"{self.num_envs} sub-envs")
+            raise ValueError(
+                f"EnvRunner {self.worker_index}: {len(tasks)} tasks given for "
+                f"{self.num_envs} sub-envs"
+            )
         if self.vectorize_mode == VECTOR_ENTRY_POINT:
             raise needs_sub_envs("setting the sub-envs' tasks", self.vectorize_mode)
         if self.vectorize_mode == ASYNC:  # one value per child process
@@ -714,9 +832,15 @@ class EnvRunner:
         return known if len(known) == len(self._sub_env_records) else None
 
     # -- state (checkpoints, exact resume; its format: trainer.runners.runner_state) ---------
-    def get_state(self, components: Any = None, *, not_components: Any = None,
-                  include_weights: bool = True, include_env: bool = True, **kwargs: Any
-                  ) -> dict:
+    def get_state(
+        self,
+        components: Any = None,
+        *,
+        not_components: Any = None,
+        include_weights: bool = True,
+        include_env: bool = True,
+        **kwargs: Any,
+    ) -> dict:
         """Everything this runner needs to continue exactly: its RNG, the global timestep, the
         exploration's and metrics' state, the weights, the sub-envs' tasks (for envs with tasks,
         see `trainer.env.curriculum`), and (with `include_env`) where sampling
@@ -734,9 +858,12 @@ class EnvRunner:
         return state
 
     def _full_runner_state(self, include_weights: bool, include_env: bool) -> dict:
-        state = {"rng": generator_state(self._rng), "global_timestep": self.global_timestep,
-                 "exploration": self.exploration.get_state(),
-                 "metrics": self.metrics.get_state()}
+        state = {
+            "rng": generator_state(self._rng),
+            "global_timestep": self.global_timestep,
+            "exploration": self.exploration.get_state(),
+            "metrics": self.metrics.get_state(),
+        }
         if include_weights:
             state[RL_MODULE_STATE] = self.module.get_weights()
         connector_state = self.get_connector_state()
@@ -765,15 +892,19 @@ class EnvRunner:
         if RL_MODULE_STATE in state:
             self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
         if "metrics" in state:
-            MetricsLogger.check_state(state["metrics"], f"{where}['metrics']",
-                                      self.config.stats_cls_lookup)
-        for key, component in (("exploration", self.exploration),
-                               ("connector_state", self._env_to_module)):
+            MetricsLogger.check_state(
+                state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
+            )
+        for key, component in (
+            ("exploration", self.exploration),
+            ("connector_state", self._env_to_module),
+        ):
             if state.get(key) is not None and component is not None:
                 check_loads(component, state[key], f"{where}[{key!r}]")
         if "tasks" in state and not isinstance(state["tasks"], list):
-            raise StateError(f"{where}['tasks']", f"expected a list, got "
-                                                  f"{type(state['tasks']).__name__}")
+            raise StateError(
+                f"{where}['tasks']", f"expected a list, got {type(state['tasks']).__name__}"
+            )
         if "sampling" in state:
             check_sampling_state(state["sampling"], f"{where}['sampling']")
 
@@ -807,11 +938,16 @@ class EnvRunner:
             # captured, so the episodes under way restart after a restore (the rest of the
             # runner's state is exact).
             return {
-                "needs_reset": True, "env_seed": self._env_seed, "observations": None,
-                "awaiting_reset": [], "autoreset_envs": np.zeros(0, dtype=bool),
-                "action_space_rng": rng_state, "sub_envs": [],
+                "needs_reset": True,
+                "env_seed": self._env_seed,
+                "observations": None,
+                "awaiting_reset": [],
+                "autoreset_envs": np.zeros(0, dtype=bool),
+                "action_space_rng": rng_state,
+                "sub_envs": [],
                 "uncaptured": {"all": f"gym_env_vectorize_mode={self.vectorize_mode!r}"},
-                "episodes": [], "prev_chunks": {},
+                "episodes": [],
+                "prev_chunks": {},
             }
         autoreset: list[bool] | np.ndarray
         if self.vectorize_mode == "async":  # captured in each sub-env's child process
@@ -829,18 +965,23 @@ class EnvRunner:
             if reason is not None:
                 uncaptured[str(i)] = reason
         return {
-            "needs_reset": self._needs_reset, "env_seed": self._env_seed,
+            "needs_reset": self._needs_reset,
+            "env_seed": self._env_seed,
             "observations": self._obs,
             "awaiting_reset": [record.awaiting_reset for record in records],
             "autoreset_envs": np.asarray(autoreset, dtype=bool),
             "action_space_rng": rng_state,
-            "sub_envs": sub_envs, "uncaptured": uncaptured,
-            "episodes": [None if record.episode is None else record.episode.get_state()
-                         for record in records],
+            "sub_envs": sub_envs,
+            "uncaptured": uncaptured,
+            "episodes": [
+                None if record.episode is None else record.episode.get_state() for record in records
+            ],
             # Only an episode under way has earlier chunks.
-            "prev_chunks": {record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
-                            for record in records
-                            if record.prev_chunks and record.episode is not None},
+            "prev_chunks": {
+                record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
+                for record in records
+                if record.prev_chunks and record.episode is not None
+            },
         }
 
     def _restore_sampling(self, state: dict) -> None:
@@ -849,24 +990,33 @@ class EnvRunner:
         "vector_entry_point" mode every episode starts anew (see `_sampling_state`)."""
         if self.vectorize_mode == "vector_entry_point" or not state["sub_envs"]:
             if state["sub_envs"]:
-                logger.warning("EnvRunner %d: the checkpoint holds its sub-envs' state, but "
-                               "with gym_env_vectorize_mode=%r it cannot be put back; all "
-                               "episodes restart", self.worker_index, self.vectorize_mode)
+                logger.warning(
+                    "EnvRunner %d: the checkpoint holds its sub-envs' state, but "
+                    "with gym_env_vectorize_mode=%r it cannot be put back; all "
+                    "episodes restart",
+                    self.worker_index,
+                    self.vectorize_mode,
+                )
             if state["env_seed"] is not None:
                 self._env_seed = state["env_seed"]
             self._needs_reset = True
             return
         if len(state["sub_envs"]) != self.num_envs:
-            logger.warning("EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
-                           "all episodes restart", self.worker_index, len(state["sub_envs"]),
-                           self.num_envs)
+            logger.warning(
+                "EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
+                "all episodes restart",
+                self.worker_index,
+                len(state["sub_envs"]),
+                self.num_envs,
+            )
             self._needs_reset = True
             return
         self._env_seed = state["env_seed"]
         what = "restoring the sampling state"
         if state["action_space_rng"] is not None:
             self._require_env(what).action_space._np_random = new_generator(
-                state["action_space_rng"])
+                state["action_space_rng"]
+            )
         in_children = self.vectorize_mode == "async"
         reasons: tuple[str | None, ...] | list[str | None]
         # `async_env` in "async" mode, `sync_env` in the others (each used under its mode).
@@ -876,16 +1026,22 @@ class EnvRunner:
             reasons = async_env.get_attr("trainer_restore_reason")
         else:
             sync_env = self._sync_env(what)
-            reasons = [None if captured is None else restore_env_state(sub_env, captured)
-                       for sub_env, captured in zip(sync_env.envs, state["sub_envs"],
-                                                    strict=True)]
+            reasons = [
+                None if captured is None else restore_env_state(sub_env, captured)
+                for sub_env, captured in zip(sync_env.envs, state["sub_envs"], strict=True)
+            ]
         restart = []
         for i, captured in enumerate(state["sub_envs"]):
             reason = state["uncaptured"].get(str(i)) if captured is None else reasons[i]
             if reason is not None:
                 restart.append(i)
-                logger.warning("EnvRunner %d, sub-env %d: its state could not be restored (%s); "
-                               "its episode restarts", self.worker_index, i, reason)
+                logger.warning(
+                    "EnvRunner %d, sub-env %d: its state could not be restored (%s); "
+                    "its episode restarts",
+                    self.worker_index,
+                    i,
+                    reason,
+                )
         records = self._sub_env_records
         self._needs_reset = state["needs_reset"]
         for record in records:
@@ -905,8 +1061,10 @@ class EnvRunner:
         for i, episode_state in enumerate(state["episodes"]):
             self._create_episode(i, resumed_episode(episode_state))
         # The chunks are saved by episode id: each goes back to the sub-env running that episode.
-        chunks_by_id = {id_: [resumed_episode(c) for c in chunks]
-                        for id_, chunks in state["prev_chunks"].items()}
+        chunks_by_id = {
+            id_: [resumed_episode(c) for c in chunks]
+            for id_, chunks in state["prev_chunks"].items()
+        }
         for record in records:
             if record.episode is not None:
                 record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
@@ -927,8 +1085,12 @@ class EnvRunner:
             self._begin_episode(i, observation, infos)
 
     # -- weights -------------------------------------------------------------------------------
-    def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None,
-                    connector_state: dict | None = None) -> None:
+    def set_weights(
+        self,
+        weights: dict[str, np.ndarray],
+        global_timestep: int | None = None,
+        connector_state: dict | None = None,
+    ) -> None:
         self.module.set_weights(weights)
         if global_timestep is not None:
             self.global_timestep = global_timestep
@@ -962,8 +1124,9 @@ class EnvRunner:
     #: RLlib's `env_runners(episodes_to_numpy=)`: episodes always come back as numpy here.
     episodes_to_numpy = True
 
-    def sample_get_state_and_metrics(self, **sample_kwargs: Any
-                                     ) -> tuple[list[SingleAgentEpisode], dict | None, dict]:
+    def sample_get_state_and_metrics(
+        self, **sample_kwargs: Any
+    ) -> tuple[list[SingleAgentEpisode], dict | None, dict]:
         """`sample()`, then the connector state and the metrics, in one call (RLlib's, for
         asynchronous algorithms)."""
         episodes = self.sample(**sample_kwargs)
@@ -995,17 +1158,25 @@ class EnvRunner:
         """Raises `AssertionError` unless this runner has its envs (RLlib's health check; its
         module always exists here; the worker processes answer `ping()`)."""
         if self.env is None:
-            raise AssertionError(f"EnvRunner {self.worker_index} is not healthy: it has no env "
-                                 "(stopped, or a local runner without "
-                                 "create_env_on_local_worker)")
+            raise AssertionError(
+                f"EnvRunner {self.worker_index} is not healthy: it has no env "
+                "(stopped, or a local runner without "
+                "create_env_on_local_worker)"
+            )
 
     def pid(self) -> int:
         return os.getpid()
 
     # -- sampling ----------------------------------------------------------------------------
-    def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
-               explore: bool | None = None, random_actions: bool = False,
-               force_reset: bool = False) -> list[SingleAgentEpisode]:
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ) -> list[SingleAgentEpisode]:
         """Steps the env and returns episodes.
 
         - `num_timesteps` (counted over all sub-envs): unfinished episodes are cut and returned
@@ -1017,12 +1188,15 @@ class EnvRunner:
           ones play out, so each episode's start and end events fire within this call.
         """
         if num_timesteps is not None and num_episodes is not None:
-            raise SampleRequestError(f"EnvRunner.sample(num_timesteps={num_timesteps}, "
-                                     f"num_episodes={num_episodes}): give at most one of them")
+            raise SampleRequestError(
+                f"EnvRunner.sample(num_timesteps={num_timesteps}, "
+                f"num_episodes={num_episodes}): give at most one of them"
+            )
         for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
             if count is not None and (not isinstance(count, int) or count < 0):
-                raise SampleRequestError(f"EnvRunner.sample({name}={count!r}): a count of 0 "
-                                         "or more")
+                raise SampleRequestError(
+                    f"EnvRunner.sample({name}={count!r}): a count of 0 or more"
+                )
         if self.env is None:
             raise RuntimeError(
                 f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
@@ -1035,22 +1209,26 @@ class EnvRunner:
         elif num_timesteps is not None:
             samples = self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
         else:
-            num_timesteps = (self.config.get_rollout_fragment_length(self.worker_index)
-                             * self.num_envs)
+            num_timesteps = (
+                self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+            )
             if self.config.batch_mode == "complete_episodes":
                 samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
             else:
-                samples = self._sample_timesteps(num_timesteps, explore, random_actions,
-                                                 force_reset)
+                samples = self._sample_timesteps(
+                    num_timesteps, explore, random_actions, force_reset
+                )
         if self._callbacks.has("on_sample_end"):
-            self._callbacks.fire("on_sample_end", env_runner=self, metrics_logger=self.metrics,
-                                 samples=samples)
+            self._callbacks.fire(
+                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
+            )
         for episode in samples:
             episode.drop_temporary_timestep_data()
         return samples
 
-    def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool,
-                          force_reset: bool) -> list[SingleAgentEpisode]:
+    def _sample_timesteps(
+        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
+    ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
         done: list[SingleAgentEpisode] = []
@@ -1072,8 +1250,9 @@ class EnvRunner:
             record.prev_chunks.append(episode)
         return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
 
-    def _sample_complete_episodes(self, min_timesteps: int, explore: bool,
-                                  random_actions: bool) -> list[SingleAgentEpisode]:
+    def _sample_complete_episodes(
+        self, min_timesteps: int, explore: bool, random_actions: bool
+    ) -> list[SingleAgentEpisode]:
         self._reset_all()
         done: list[SingleAgentEpisode] = []
         steps = 0
@@ -1090,8 +1269,9 @@ class EnvRunner:
         self._needs_reset = True
         return EpisodeList(done)
 
-    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool
-                         ) -> list[SingleAgentEpisode]:
+    def _sample_episodes(
+        self, num_episodes: int, explore: bool, random_actions: bool
+    ) -> list[SingleAgentEpisode]:
         self._reset_all()
         done: list[SingleAgentEpisode] = []
         steps = 0
@@ -1110,9 +1290,17 @@ class EnvRunner:
         episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
         episode._env_runner = self
         record = self._sub_env_records[env_index]
-        record.start(episode, {"episode": episode, "env_runner": self,
-                               "metrics_logger": self.metrics, "env": self.env,
-                               "rl_module": self.module, "env_index": env_index})
+        record.start(
+            episode,
+            {
+                "episode": episode,
+                "env_runner": self,
+                "metrics_logger": self.metrics,
+                "env": self.env,
+                "rl_module": self.module,
+                "env_index": env_index,
+            },
+        )
         if restored is None and self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", record.event_kwargs)
 
@@ -1149,8 +1337,7 @@ class EnvRunner:
         if self._guarded:
             self._recover_sub_envs()
 
-    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]
-              ) -> int:
+    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
         """One step of every sub-env; finished episodes are appended to `done`."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
@@ -1166,9 +1353,12 @@ class EnvRunner:
             dist_inputs = self.module.dist_inputs(spaces.preprocess(observations))
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
-                timestep=self.global_timestep, explore=explore)
+                timestep=self.global_timestep,
+                explore=explore,
+            )
             env_actions = self.module.to_env_actions(
-                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions)
+                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
+            )
         results = self._try_env_step(env_actions)
         if results is None:  # the vector env was re-created: every sub-env starts afresh
             self._reset_all()
@@ -1223,8 +1413,15 @@ class EnvRunner:
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
             episode.record_sampled_step(
-                obs_rows[i], action_list[i], reward_list[i], per_env_infos[i],
-                terminated_list[i], truncated_list[i], logp_list[i], dist_rows[i])
+                obs_rows[i],
+                action_list[i],
+                reward_list[i],
+                per_env_infos[i],
+                terminated_list[i],
+                truncated_list[i],
+                logp_list[i],
+                dist_rows[i],
+            )
             if fire_with is not None:
                 fire_with("on_episode_step", record.event_kwargs)
             stepped_indices.append(i)
@@ -1264,8 +1461,9 @@ class EnvRunner:
         assert episode is not None, _RECORD_HAS_EPISODE
         record.prev_chunks = []
         if self._callbacks.has("on_episode_end"):
-            self._callbacks.fire_with("on_episode_end", {**record.event_kwargs,
-                                                         "prev_episode_chunks": prev_chunks})
+            self._callbacks.fire_with(
+                "on_episode_end", {**record.event_kwargs, "prev_episode_chunks": prev_chunks}
+            )
         episode_return, episode_len = episode.get_return(), len(episode)
         if prev_chunks:
             episode_return += sum(c.get_return() for c in prev_chunks)
@@ -1280,12 +1478,17 @@ class EnvRunner:
         if not self._ended_episodes:
             return
         returns, lengths, durations = (
-            list(column) for column in zip(*self._ended_episodes, strict=True))
+            list(column) for column in zip(*self._ended_episodes, strict=True)
+        )
         self._ended_episodes.clear()
         # RLlib's window: the configured one shared by the runners, whose windows the
         # Algorithm's logger merges.
-        window = max(1, math.ceil(self.config.metrics_num_episodes_for_smoothing
-                                  / (self.config.num_env_runners or 1)))
+        window = max(
+            1,
+            math.ceil(
+                self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)
+            ),
+        )
         log = self.metrics.log_values
         log(EPISODE_RETURN_MEAN, returns, window=window)
         log(EPISODE_RETURN_MIN, returns, reduce="min", window=window)
@@ -1328,8 +1531,9 @@ class EnvRunner:
         `num_env_steps_sampled`) start over."""
         return self.metrics.reduce()
 
-    def sample_with_metrics(self, **sample_kwargs: Any) -> tuple[list[SingleAgentEpisode], dict,
-                                                            dict | None]:
+    def sample_with_metrics(
+        self, **sample_kwargs: Any
+    ) -> tuple[list[SingleAgentEpisode], dict, dict | None]:
         """`sample()`, `get_metrics()` and the state of stateful env-to-module connectors (for
         the group to merge) in one request: one round trip per iteration."""
         return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()

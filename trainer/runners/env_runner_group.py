@@ -66,7 +66,7 @@ STARTUP_TIMEOUT_S = 120.0
 
 
 def failure_kind(error: BaseException) -> str:
-    """"crashed", "timeout", "exception" or "callback"."""
+    """ "crashed", "timeout", "exception" or "callback"."""
     return "callback" if isinstance(error, CallbackError) else getattr(error, "kind", "failure")
 
 
@@ -75,20 +75,26 @@ def _add_note(error: BaseException, note: str) -> None:
         error.add_note(note)
 
 
-def call_with_deadline(func: Callable[[], Any], timeout_s: float | None, *, worker_index: int,
-                       method: str) -> Any:
+def call_with_deadline(
+    func: Callable[[], Any], timeout_s: float | None, *, worker_index: int, method: str
+) -> Any:
     """`func()` in this thread, raising `EnvRunnerTimeout` (with the stack where it was) if it
     has not returned after `timeout_s`. A SIGALRM timer interrupts it, so this bounds only calls
     made in the main thread of a process whose SIGALRM is not taken (elsewhere `func` runs
     unbounded); a hang inside C code that never returns to Python is not interrupted."""
-    if not timeout_s or threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "setitimer") or \
-            signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+    if (
+        not timeout_s
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
+    ):
         return func()
 
     def expire(signum: int, frame: Any) -> None:
-        stack = "\n".join(f'File "{f.filename}", line {f.lineno} in {f.name}'
-                          for f in reversed(traceback.extract_stack(frame)[-8:]))
+        stack = "\n".join(
+            f'File "{f.filename}", line {f.lineno} in {f.name}'
+            for f in reversed(traceback.extract_stack(frame)[-8:])
+        )
         raise EnvRunnerTimeout(worker_index, method, timeout_s, stack)
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -104,14 +110,16 @@ def _call_method(name: str, runner: EnvRunner, **kwargs: Any) -> Any:
     return getattr(runner, name)(**kwargs)
 
 
-def _call_reporting_tasks(func: Callable, runner: EnvRunner, **kwargs: Any
-                          ) -> tuple[Any, list | None]:
+def _call_reporting_tasks(
+    func: Callable, runner: EnvRunner, **kwargs: Any
+) -> tuple[Any, list | None]:
     """Runs in a worker: `func`'s result and the runner's tasks after it."""
     return func(runner, **kwargs), runner.get_tasks()
 
 
-def _group_config(config: AlgorithmConfig | dict | None, num_env_runners: int | None
-                  ) -> AlgorithmConfig:
+def _group_config(
+    config: AlgorithmConfig | dict | None, num_env_runners: int | None
+) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -140,8 +148,9 @@ def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
     builds its own module."""
     runner_cls = config.env_runner_cls or EnvRunner
-    return (runner_cls.set_weights is EnvRunner.set_weights
-            and type(config).build_module.__module__.startswith("trainer."))
+    return runner_cls.set_weights is EnvRunner.set_weights and type(
+        config
+    ).build_module.__module__.startswith("trainer.")
 
 
 class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
@@ -156,19 +165,30 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     is built, before anything uses them (the Algorithm does, from its learner); the remote
     runners then skip their networks' random initialisation."""
 
-    def __init__(self, config: AlgorithmConfig | dict | None = None,
-                 env_creator: EnvCreator | None = None, *,
-                 validate_env: Callable | None = None, default_policy_class: Any = None,
-                 local_env_runner: bool = True, logdir: str | None = None,
-                 _setup: bool = True, tune_trial_id: str | None = None, pg_offset: int = 0,
-                 num_env_runners: int | None = None,
-                 on_recreated: Callable[[list[int]], None] | None = None,
-                 backend: RunnerBackend | None = None, weights_synced_at_start: bool = False):
+    def __init__(
+        self,
+        config: AlgorithmConfig | dict | None = None,
+        env_creator: EnvCreator | None = None,
+        *,
+        validate_env: Callable | None = None,
+        default_policy_class: Any = None,
+        local_env_runner: bool = True,
+        logdir: str | None = None,
+        _setup: bool = True,
+        tune_trial_id: str | None = None,
+        pg_offset: int = 0,
+        num_env_runners: int | None = None,
+        on_recreated: Callable[[list[int]], None] | None = None,
+        backend: RunnerBackend | None = None,
+        weights_synced_at_start: bool = False,
+    ):
         config = _group_config(config, num_env_runners)
         if env_creator is None and _setup:
             if config.env is None:
-                raise ValueError("EnvRunnerGroup(config=...): the config has no env; set it "
-                                 "with config.environment(env) or give env_creator=")
+                raise ValueError(
+                    "EnvRunnerGroup(config=...): the config has no env; set it "
+                    "with config.environment(env) or give env_creator="
+                )
             env_creator = make_env_creator(config.env)
         self._init_async()
         #: Remote replies dropped because a call's timeout passed (RLlib's counter).
@@ -209,24 +229,36 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             return
         started = time.perf_counter()
         try:
-            replies, failures = self._start(list(range(1, num + 1)), recreated=False,
-                                            timeout=STARTUP_TIMEOUT_S)
+            replies, failures = self._start(
+                list(range(1, num + 1)), recreated=False, timeout=STARTUP_TIMEOUT_S
+            )
             if failures and (config.validate_env_runners_after_construction or not replies):
                 raise failures[min(failures)]
         except BaseException:
             self.stop()
             raise
-        logger.info("started %d %sEnvRunner process%s in %.2f s (pids %s)", num,
-                    "evaluation " if config.in_evaluation else "", "es" if num > 1 else "",
-                    time.perf_counter() - started,
-                    ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())))
+        logger.info(
+            "started %d %sEnvRunner process%s in %.2f s (pids %s)",
+            num,
+            "evaluation " if config.in_evaluation else "",
+            "es" if num > 1 else "",
+            time.perf_counter() - started,
+            ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())),
+        )
         self.spaces = replies[min(replies)]["spaces"]
         self.env_spaces = replies[min(replies)]["env_spaces"]
-        self._tasks = {i: reply["tasks"] for i, reply in replies.items()
-                       if reply["tasks"] is not None}
-        self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=num,
-                                           create_env=config.create_env_on_local_worker,
-                                           spaces=self.spaces, env_spaces=self.env_spaces)
+        self._tasks = {
+            i: reply["tasks"] for i, reply in replies.items() if reply["tasks"] is not None
+        }
+        self.local_env_runner = runner_cls(
+            config,
+            env_creator,
+            worker_index=0,
+            num_workers=num,
+            create_env=config.create_env_on_local_worker,
+            spaces=self.spaces,
+            env_spaces=self.env_spaces,
+        )
         if failures:
             # validate_env_runners_after_construction=False: the runners that did not start
             # are failures like any other, handled by the fault-tolerance settings.
@@ -235,18 +267,29 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     def _init_request(self, index: int, *, recreated: bool) -> protocol.Init:
         """The `Init` of runner `index`: its spec, each callback pickled on its own (so one
         that the runner cannot unpickle is reported by name, a `CallbackError`)."""
-        spec = {"config": self.config, "env_creator": self._env_creator, "worker_index": index,
-                "num_workers": self.config.num_env_runners, "spaces": self.spaces,
-                "env_spaces": self.env_spaces, "recreated": recreated,
-                "named_objects": named_objects.client_settings(),
-                "weights_set_later": self._skip_initial_weights and not recreated}
+        spec = {
+            "config": self.config,
+            "env_creator": self._env_creator,
+            "worker_index": index,
+            "num_workers": self.config.num_env_runners,
+            "spaces": self.spaces,
+            "env_spaces": self.env_spaces,
+            "recreated": recreated,
+            "named_objects": named_objects.client_settings(),
+            "weights_set_later": self._skip_initial_weights and not recreated,
+        }
         named = {id(obj): label for label, obj in self.config.callback_labels()}
-        return protocol.Init(protocol.next_request_id(), list(sys.path),
-                             travel_dumps(spec, named))
+        return protocol.Init(protocol.next_request_id(), list(sys.path), travel_dumps(spec, named))
 
-    def _start(self, indices: list[int], *, recreated: bool, timeout: float,
-               state_for: Callable[[int], dict] | None = None, state_timeout: float = 0.0
-               ) -> tuple[dict[int, Any], dict[int, Failure]]:
+    def _start(
+        self,
+        indices: list[int],
+        *,
+        recreated: bool,
+        timeout: float,
+        state_for: Callable[[int], dict] | None = None,
+        state_timeout: float = 0.0,
+    ) -> tuple[dict[int, Any], dict[int, Failure]]:
         """Starts the runners of `indices` together (one fork request for all: see
         `worker_forkserver`) and sends each its `Init`, so they build their EnvRunners in
         parallel; then `state_for(index)` and a ping to each.
@@ -257,11 +300,13 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         background = bool(self.config.in_evaluation)
         sent: list[int] = []
         failures: dict[int, Failure] = {}
+
         def init_request(index: int) -> protocol.Init:
             return self._init_request(index, recreated=recreated)
 
-        for handle in self._backend.start_many(indices, background=background,
-                                               first_request=init_request):
+        for handle in self._backend.start_many(
+            indices, background=background, first_request=init_request
+        ):
             self.pool.put(handle)
             if handle.has_pending():  # its Init went with the start
                 sent.append(handle.worker_index)
@@ -280,7 +325,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             def call_each_started(request: Any) -> None:
                 ids = [i for i in replies if i not in failures]
                 _, call_failures = self.pool.call(
-                    ids, request, max(state_deadline - time.monotonic(), 0.01))
+                    ids, request, max(state_deadline - time.monotonic(), 0.01)
+                )
                 failures.update(call_failures)
 
             call_each_started(lambda index: protocol.call("set_state", state=state_for(index)))
@@ -360,8 +406,13 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 logger.warning("%s Restarting it.", str(error))
                 to_restart.append(index)
             elif self.config.ignore_env_runner_failures:
-                logger.warning("EnvRunner %d failed and is not restarted (%s); training goes on "
-                               "with the others: %s", index, reason, str(error))
+                logger.warning(
+                    "EnvRunner %d failed and is not restarted (%s); training goes on "
+                    "with the others: %s",
+                    index,
+                    reason,
+                    str(error),
+                )
             else:
                 _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
                 raise error
@@ -369,16 +420,19 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if self.pool and not self.healthy_env_runner_ids():
             raise NoHealthyEnvRunners(
                 f"no healthy EnvRunner is left (of {len(self.pool)}); last failure: "
-                f"{failures[max(failures)]}")
+                f"{failures[max(failures)]}"
+            )
         return restarted
 
     def _why_not_restart(self, index: int, error: Failure) -> str | None:
         """`restart_policy.decide` on this runner's record; keeps the updated record."""
         decision = restart_policy.decide(
             restart_policy.Failure.of(failure_kind(error), error),
-            restart_policy.RunnerRecord(self._restarts[index],
-                                        self._failures_without_progress[index]),
-            restart_policy.Settings.from_config(self.config))
+            restart_policy.RunnerRecord(
+                self._restarts[index], self._failures_without_progress[index]
+            ),
+            restart_policy.Settings.from_config(self.config),
+        )
         self._failures_without_progress[index] = decision.record.failures_without_progress
         return decision.reason
 
@@ -399,34 +453,54 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             self._restarts[index] += 1
         self._forget_async(indices)
         local = local_runner_of(self)
-        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
-                 "connector_state": local.get_connector_state()}
+        state = {
+            RL_MODULE_STATE: local.get_weights(),
+            "global_timestep": local.global_timestep,
+            "connector_state": local.get_connector_state(),
+        }
 
         def state_for(index: int) -> dict:
             tasks = self._tasks.get(index)
             return state if tasks is None else {**state, "tasks": tasks}
 
-        _, failed = self._start(indices, recreated=True, state_for=state_for,
-                                timeout=timeout or self.config.env_runner_health_probe_timeout_s,
-                                state_timeout=self.config.env_runner_restore_timeout_s)
+        _, failed = self._start(
+            indices,
+            recreated=True,
+            state_for=state_for,
+            timeout=timeout or self.config.env_runner_health_probe_timeout_s,
+            state_timeout=self.config.env_runner_restore_timeout_s,
+        )
         restarted = [index for index in indices if index not in failed]
         if restarted:
-            logger.warning("restarted EnvRunner%s %s", "s" if len(restarted) > 1 else "",
-                           ", ".join(map(str, restarted)))
+            logger.warning(
+                "restarted EnvRunner%s %s",
+                "s" if len(restarted) > 1 else "",
+                ", ".join(map(str, restarted)),
+            )
             if self.on_recreated is not None:
                 self.on_recreated(restarted)
         return restarted + self.handle_failures(failed)
 
     # -- running code on the runners ---------------------------------------------------------
     def _timeout(self, timeout_seconds: float | None) -> float:
-        return timeout_seconds if timeout_seconds is not None else max(
-            self.config.sample_timeout_s, 60.0)
+        return (
+            timeout_seconds
+            if timeout_seconds is not None
+            else max(self.config.sample_timeout_s, 60.0)
+        )
 
-    def foreach_env_runner(self, func: Callable | str, *, local_env_runner: bool = True,
-                           remote_worker_ids: list[int] | None = None,
-                           timeout_seconds: float | None = None,
-                           kwargs: dict | None = None, healthy_only: bool = True,
-                           return_obj_refs: bool = False, mark_healthy: bool = False) -> list:
+    def foreach_env_runner(
+        self,
+        func: Callable | str,
+        *,
+        local_env_runner: bool = True,
+        remote_worker_ids: list[int] | None = None,
+        timeout_seconds: float | None = None,
+        kwargs: dict | None = None,
+        healthy_only: bool = True,
+        return_obj_refs: bool = False,
+        mark_healthy: bool = False,
+    ) -> list:
         """Calls `func(env_runner, **kwargs)` (or the EnvRunner method named `func`) on the local
         runner (first, if `local_env_runner`) and on every healthy remote runner (or those in
         `remote_worker_ids`), in index order; returns the results. Remote calls run in parallel,
@@ -438,8 +512,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         failed runner is restarted or left out at once); `return_obj_refs=True` is an error
         (no Ray object store)."""
         if return_obj_refs:
-            raise ValueError("foreach_env_runner(return_obj_refs=True): there is no Ray object "
-                             "store here; results come back as values (return_obj_refs=False)")
+            raise ValueError(
+                "foreach_env_runner(return_obj_refs=True): there is no Ray object "
+                "store here; results come back as values (return_obj_refs=False)"
+            )
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
@@ -448,8 +524,11 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             else:
                 results.append(func(self.local_env_runner, **kwargs))
         if remote_worker_ids is None:
-            ids = self.healthy_env_runner_ids() if healthy_only else [
-                i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
+            ids = (
+                self.healthy_env_runner_ids()
+                if healthy_only
+                else [i for i, handle in sorted(self.pool.items()) if handle.is_alive()]
+            )
         else:
             ids = [i for i in remote_worker_ids if i in self.pool]
         if not ids:
@@ -468,10 +547,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 # `func` may have changed tasks: each runner reports them with the result.
                 func = partial(_call_reporting_tasks, func)
             request = protocol.apply(cloudpickle.dumps(func), **kwargs)
-        replies, failures = self.pool.call(ids, request,
-                                           self._timeout(timeout_seconds))
+        replies, failures = self.pool.call(ids, request, self._timeout(timeout_seconds))
         self._num_env_runners_dropped_lifetime += sum(
-            1 for failure in failures.values() if failure_kind(failure) == "timeout")
+            1 for failure in failures.values() if failure_kind(failure) == "timeout"
+        )
         if watch_tasks:
             for index, (_, tasks) in replies.items():
                 self._tasks[index] = tasks
@@ -479,12 +558,19 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.handle_failures(failures)
         return results + [replies[i] for i in ids if i in replies]
 
-    def sync_weights(self, weights: dict | None = None, global_timestep: int | None = None,
-                     connector_state: dict | None = None, *, policies: Any = None,
-                     from_worker_or_learner_group: Any = None,
-                     to_worker_indices: list[int] | None = None,
-                     global_vars: dict | None = None, timeout_seconds: float | None = 0.0,
-                     inference_only: bool = False) -> None:
+    def sync_weights(
+        self,
+        weights: dict | None = None,
+        global_timestep: int | None = None,
+        connector_state: dict | None = None,
+        *,
+        policies: Any = None,
+        from_worker_or_learner_group: Any = None,
+        to_worker_indices: list[int] | None = None,
+        global_vars: dict | None = None,
+        timeout_seconds: float | None = 0.0,
+        inference_only: bool = False,
+    ) -> None:
         """Sends `weights` (and the env steps sampled so far, for exploration schedules, and a
         merged env-to-module connector state) to every runner (or those of
         `to_worker_indices`). Remote runners apply them before their next request; a failure
@@ -503,16 +589,28 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if self.local_env_runner is not None and to_worker_indices is None:
             self.local_env_runner.set_weights(weights, global_timestep, connector_state)
         # A restarted runner gets these weights from the local one.
-        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
-                                        "connector_state": connector_state},
-                        ids=to_worker_indices)
+        self._broadcast(
+            "set_weights",
+            {
+                "weights": weights,
+                "global_timestep": global_timestep,
+                "connector_state": connector_state,
+            },
+            ids=to_worker_indices,
+        )
 
-    def sync_env_runner_states(self, *, config: Any, from_worker: Any = None,
-                               env_steps_sampled: int | None = None,
-                               connector_states: list[dict] | None = None,
-                               rl_module_state: dict | None = None,
-                               env_runner_indices_to_update: list[int] | None = None,
-                               env_to_module: Any = None, module_to_env: Any = None) -> None:
+    def sync_env_runner_states(
+        self,
+        *,
+        config: Any,
+        from_worker: Any = None,
+        env_steps_sampled: int | None = None,
+        connector_states: list[dict] | None = None,
+        rl_module_state: dict | None = None,
+        env_runner_indices_to_update: list[int] | None = None,
+        env_to_module: Any = None,
+        module_to_env: Any = None,
+    ) -> None:
         """RLlib's state sync after a training step: the module's weights (`rl_module_state`:
         `{"rl_module": {"default_policy": weights}}` as RLlib passes it, or the weights; else
         those of `from_worker`, default the local runner), the global env-step count
@@ -533,9 +631,15 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         global_timestep = None if env_steps_sampled is None else int(env_steps_sampled)
         if self.local_env_runner is not None:
             self.local_env_runner.set_weights(weights, global_timestep, connector_state)
-        self._broadcast("set_weights", {"weights": weights, "global_timestep": global_timestep,
-                                        "connector_state": connector_state},
-                        ids=env_runner_indices_to_update)
+        self._broadcast(
+            "set_weights",
+            {
+                "weights": weights,
+                "global_timestep": global_timestep,
+                "connector_state": connector_state,
+            },
+            ids=env_runner_indices_to_update,
+        )
 
     def _broadcast(self, method: str, kwargs: dict, ids: list[int] | None = None) -> None:
         """Calls `method(**kwargs)` on every healthy remote runner (of `ids`), the request
@@ -554,9 +658,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         `call_with_deadline`), and the runner starts fresh episodes on its next sample."""
         local = local_runner_of(self)
         try:
-            return call_with_deadline(partial(local.sample_with_metrics, explore=explore),
-                                      self.config.sample_timeout_s, worker_index=0,
-                                      method="sample")
+            return call_with_deadline(
+                partial(local.sample_with_metrics, explore=explore),
+                self.config.sample_timeout_s,
+                worker_index=0,
+                method="sample",
+            )
         except EnvRunnerTimeout:
             local.abandon_episodes()  # its episodes stopped mid-step
             raise
@@ -565,12 +672,21 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """Worker index -> `EnvRunner.get_state()` without weights (the learner holds them), for
         the local runner (0) and every healthy remote runner."""
         ids = self.healthy_env_runner_ids()
-        states = self.foreach_env_runner(lambda runner: (runner.worker_index, runner.get_state(
-            include_weights=False)), remote_worker_ids=ids, timeout_seconds=timeout_seconds)
+        states = self.foreach_env_runner(
+            lambda runner: (runner.worker_index, runner.get_state(include_weights=False)),
+            remote_worker_ids=ids,
+            timeout_seconds=timeout_seconds,
+        )
         return dict(states)
 
-    def set_runner_states(self, states: dict[int, dict], timeout_seconds: float | None = None,
-                          *, strict: bool = False, prefix: str = "env_runner_") -> None:
+    def set_runner_states(
+        self,
+        states: dict[int, dict],
+        timeout_seconds: float | None = None,
+        *,
+        strict: bool = False,
+        prefix: str = "env_runner_",
+    ) -> None:
         """Gives each runner its state from `states` (keyed by worker index); runners without an
         entry keep theirs. A runner that fails is handled per `fault_tolerance()`; with `strict`
         (a restore), its failure is then raised as `RunnerStateRejected` naming
@@ -585,8 +701,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._settle_async()
         ids = [i for i in self.healthy_env_runner_ids() if i in states]
         _, failures = self.pool.call(
-            ids, lambda index: protocol.call("set_state", state=states[index]),
-            self._timeout(timeout_seconds))
+            ids,
+            lambda index: protocol.call("set_state", state=states[index]),
+            self._timeout(timeout_seconds),
+        )
         for index in ids:
             # A runner that refused its state is restarted on the tasks it had.
             if "tasks" in states[index] and index not in failures:
@@ -600,8 +718,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             raise RunnerStateRejected(f"{prefix}{index}", failures[index])
         self.handle_failures(failures)
 
-    def sample(self, *, min_env_steps: int, explore: bool | None = None
-               ) -> tuple[list[SingleAgentEpisode], list]:
+    def sample(
+        self, *, min_env_steps: int, explore: bool | None = None
+    ) -> tuple[list[SingleAgentEpisode], list]:
         """Samples from every runner (in parallel, in rounds) until at least `min_env_steps`
         env steps were collected; returns the episodes and each call's `get_metrics()`, in
         runner order within a round. A runner that fails costs only its request in flight: the
@@ -621,13 +740,14 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 if not ids:
                     raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
                 request = protocol.call("sample_with_metrics", explore=explore)
-                replies, failures = self.pool.call(ids, request,
-                                                   self.config.sample_timeout_s)
-                request_size = (self.config.get_rollout_fragment_length()
-                                * self.config.num_envs_per_env_runner)
+                replies, failures = self.pool.call(ids, request, self.config.sample_timeout_s)
+                request_size = (
+                    self.config.get_rollout_fragment_length() * self.config.num_envs_per_env_runner
+                )
                 self.num_env_steps_lost += request_size * len(failures)
                 self._num_env_runners_dropped_lifetime += sum(
-                    1 for failure in failures.values() if failure_kind(failure) == "timeout")
+                    1 for failure in failures.values() if failure_kind(failure) == "timeout"
+                )
                 self.handle_failures(failures)
             for index in sorted(replies):
                 batch, metrics, connector_state = replies[index]
@@ -648,8 +768,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         once: a runner's state starts collecting anew when it takes the merged one."""
         local = local_runner_of(self)
         if local.env_to_module is None:  # it is built with the runner's spaces
-            raise RuntimeError("the local EnvRunner has no env-to-module pipeline to merge the "
-                               "runners' connector states into")
+            raise RuntimeError(
+                "the local EnvRunner has no env-to-module pipeline to merge the "
+                "runners' connector states into"
+            )
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
         self._broadcast("set_connector_state", {"state": merged})
@@ -663,8 +785,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """RLlib's spaces dict (`EnvRunner.get_spaces()`) of the first remote runner, or of the
         local runner when there is none."""
         ids = self.healthy_env_runner_ids()[:1]
-        return self.foreach_env_runner(lambda runner: runner.get_spaces(),
-                                       remote_worker_ids=ids, local_env_runner=not ids)[0]
+        return self.foreach_env_runner(
+            lambda runner: runner.get_spaces(), remote_worker_ids=ids, local_env_runner=not ids
+        )[0]
 
     def foreach_env(self, func: Callable[[Any], Any]) -> list[list]:
         """`func(sub_env)` for every sub-env of every runner (the local one first, [] when it
@@ -675,8 +798,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """`func(sub_env, env_context)` for every sub-env of every runner: one list per
         runner."""
         return self.foreach_env_runner(
-            lambda runner: [] if runner.env is None else runner.foreach_sub_env(
-                func, "foreach_env_with_context()"))
+            lambda runner: (
+                []
+                if runner.env is None
+                else runner.foreach_sub_env(func, "foreach_env_with_context()")
+            )
+        )
 
     def add_workers(self, num_workers: int, validate: bool = False) -> None:
         """Starts `num_workers` more remote runners (the next indices), synced from the local
@@ -692,11 +819,18 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             self.spaces = self.local_env_runner.spaces
             self.env_spaces = self.local_env_runner.env_spaces
         local = local_runner_of(self)
-        state = {RL_MODULE_STATE: local.get_weights(), "global_timestep": local.global_timestep,
-                 "connector_state": local.get_connector_state()}
+        state = {
+            RL_MODULE_STATE: local.get_weights(),
+            "global_timestep": local.global_timestep,
+            "connector_state": local.get_connector_state(),
+        }
         replies, failures = self._start(
-            indices, recreated=False, timeout=STARTUP_TIMEOUT_S, state_for=lambda index: state,
-            state_timeout=self.config.env_runner_restore_timeout_s)
+            indices,
+            recreated=False,
+            timeout=STARTUP_TIMEOUT_S,
+            state_for=lambda index: state,
+            state_timeout=self.config.env_runner_restore_timeout_s,
+        )
         for index, reply in replies.items():
             if reply.get("tasks") is not None:
                 self._tasks[index] = reply["tasks"]
@@ -724,8 +858,9 @@ def local_runner_of(group: EnvRunnerGroup) -> EnvRunner:
     """`group.local_env_runner` of a group built with its runners (every group an Algorithm
     builds; only RLlib's `_setup=False` testing switch leaves it None)."""
     if group.local_env_runner is None:
-        raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no local "
-                           "EnvRunner")
+        raise RuntimeError(
+            "this EnvRunnerGroup was built with _setup=False: it has no local EnvRunner"
+        )
     return group.local_env_runner
 
 

@@ -88,9 +88,13 @@ class RunnerBackend(ABC):
         """Starts runner `worker_index` (its EnvRunner is built by the `Init` request sent
         next); `background` runners (evaluation) yield the CPU to the training processes."""
 
-    def start_many(self, worker_indices: Sequence[int], *, background: bool = False,
-                   first_request: Callable[[int], Request] | None = None
-                   ) -> Sequence[RunnerHandle]:
+    def start_many(
+        self,
+        worker_indices: Sequence[int],
+        *,
+        background: bool = False,
+        first_request: Callable[[int], Request] | None = None,
+    ) -> Sequence[RunnerHandle]:
         """Starts a runner per index, as `start` does; a backend that can start several
         at once for less than each alone overrides it. A backend may send
         `first_request(index)` (the `Init`) as it starts each: the runners it was sent to

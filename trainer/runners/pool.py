@@ -59,14 +59,16 @@ class RunnerPool:
         failures = []
         for index, handle in self._handles.items():
             if handle.healthy and not handle.is_alive():
-                failures.append(EnvRunnerCrashed(index, None, handle.exitcode(),
-                                                 handle.death_detail()))
+                failures.append(
+                    EnvRunnerCrashed(index, None, handle.exitcode(), handle.death_detail())
+                )
                 handle.kill()
         return failures
 
     # -- sending -----------------------------------------------------------------------------
-    def send(self, ids: list[int], request: Request | Callable[[int], Request]
-             ) -> tuple[list[int], dict[int, Failure]]:
+    def send(
+        self, ids: list[int], request: Request | Callable[[int], Request]
+    ) -> tuple[list[int], dict[int, Failure]]:
         """Sends `request` (or `request(index)`, one per runner) to each runner; returns those
         that took it, and the failures."""
         sent, failures = [], {}
@@ -117,8 +119,9 @@ class RunnerPool:
                     waiting.remove(i)
         return results, failures
 
-    def call(self, ids: list[int], request: Request | Callable[[int], Request],
-             timeout: float) -> tuple[dict[int, Any], dict[int, Failure]]:
+    def call(
+        self, ids: list[int], request: Request | Callable[[int], Request], timeout: float
+    ) -> tuple[dict[int, Any], dict[int, Failure]]:
         """`send`, then `gather`: the replies and every failure (errors, deaths, no answer
         within `timeout`)."""
         sent, failures = self.send(ids, request)

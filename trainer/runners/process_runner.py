@@ -100,9 +100,12 @@ class _WorkerEnds:
         os.close(self.stack_read)
 
 
-def start_runners(indices: Sequence[int], *, background: bool = False,
-                  first_request: Callable[[int], protocol.Request] | None = None
-                  ) -> list[ProcessRunner]:
+def start_runners(
+    indices: Sequence[int],
+    *,
+    background: bool = False,
+    first_request: Callable[[int], protocol.Request] | None = None,
+) -> list[ProcessRunner]:
     """A worker process per EnvRunner index, started together: forked from the worker
     template in one request where possible (start-up does not grow with the number of
     workers: see `worker_forkserver`), spawned if that fails. `first_request(index)` (the
@@ -124,8 +127,12 @@ def start_runners(indices: Sequence[int], *, background: bool = False,
                 end.conn.send_bytes(early[index][1])
         try:
             processes = start_workers(
-                [WorkerFds(index, end.child_conn.fileno(), end.stack_write)
-                 for index, end in zip(indices, ends, strict=True)], fork=fork)
+                [
+                    WorkerFds(index, end.child_conn.fileno(), end.stack_write)
+                    for index, end in zip(indices, ends, strict=True)
+                ],
+                fork=fork,
+            )
         except BaseException:
             for end in ends:
                 end.close_parent_ends()
@@ -134,9 +141,10 @@ def start_runners(indices: Sequence[int], *, background: bool = False,
             for end in ends:
                 end.close_child_ends()
         if processes is not None:
-            runners = [ProcessRunner(index, process, end.conn, end.stack_read,
-                                     background=background)
-                       for index, process, end in zip(indices, processes, ends, strict=True)]
+            runners = [
+                ProcessRunner(index, process, end.conn, end.stack_read, background=background)
+                for index, process, end in zip(indices, processes, ends, strict=True)
+            ]
             for runner in runners:
                 if runner.worker_index in early:
                     runner.expect_reply(early[runner.worker_index][0])
@@ -152,8 +160,15 @@ class ProcessRunner(RunnerHandle):
     by `start_runners`: `process`, talking on `conn`, its stack dumps readable on
     `stack_fd`."""
 
-    def __init__(self, worker_index: int, process: subprocess.Popen | AdoptedChild,
-                 conn: Connection, stack_fd: int, *, background: bool = False):
+    def __init__(
+        self,
+        worker_index: int,
+        process: subprocess.Popen | AdoptedChild,
+        conn: Connection,
+        stack_fd: int,
+        *,
+        background: bool = False,
+    ):
         self.worker_index = worker_index
         self.process = process
         self._stack_fd = stack_fd
@@ -175,8 +190,7 @@ class ProcessRunner(RunnerHandle):
                 self.conn.send(request)
         except (OSError, EOFError, BrokenPipeError):
             self.healthy = False
-            raise EnvRunnerCrashed(self.worker_index, request.label, self.exitcode(1.0)) \
-                from None
+            raise EnvRunnerCrashed(self.worker_index, request.label, self.exitcode(1.0)) from None
         self.expect_reply(request)
 
     def expect_reply(self, request: protocol.Request) -> None:
@@ -258,8 +272,9 @@ class ProcessRunner(RunnerHandle):
     @staticmethod
     def wait(handles: Sequence[RunnerHandle], timeout: float) -> list[RunnerHandle]:
         # A pool holds runners of one backend: these handles are all ProcessRunners.
-        by_conn: dict[Any, RunnerHandle] = {handle.conn: handle for handle in handles
-                                            if isinstance(handle, ProcessRunner)}
+        by_conn: dict[Any, RunnerHandle] = {
+            handle.conn: handle for handle in handles if isinstance(handle, ProcessRunner)
+        }
         return [by_conn[conn] for conn in wait(list(by_conn), timeout=max(timeout, 0))]
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -295,8 +310,11 @@ class ProcessBackend(RunnerBackend):
     def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
         return start_runners([worker_index], background=background)[0]
 
-    def start_many(self, worker_indices: Sequence[int], *, background: bool = False,
-                   first_request: Callable[[int], protocol.Request] | None = None
-                   ) -> Sequence[ProcessRunner]:
-        return start_runners(worker_indices, background=background,
-                             first_request=first_request)
+    def start_many(
+        self,
+        worker_indices: Sequence[int],
+        *,
+        background: bool = False,
+        first_request: Callable[[int], protocol.Request] | None = None,
+    ) -> Sequence[ProcessRunner]:
+        return start_runners(worker_indices, background=background, first_request=first_request)

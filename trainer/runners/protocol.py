@@ -130,8 +130,10 @@ def reply_value(reply: Reply, request_id: int, label: str, worker_index: int) ->
     from trainer.util.deprecation import warn_once
 
     if reply.request_id != request_id:
-        raise ProtocolError(f"EnvRunner {worker_index} answered request {reply.request_id} "
-                            f"while request {request_id} ({label}) waited for its reply")
+        raise ProtocolError(
+            f"EnvRunner {worker_index} answered request {reply.request_id} "
+            f"while request {request_id} ({label}) waited for its reply"
+        )
     for form, replacement in reply.warnings:
         warn_once(form, replacement)
     if reply.error is not None:
@@ -191,8 +193,10 @@ def _combine(error_cls: type[BaseException], cause_cls: type[BaseException]) -> 
         return str(self.args[0]) if self.args else ""
 
     try:
-        return type(f"{error_cls.__name__}({cause_cls.__name__})", (error_cls, cause_cls),
-                    {"__reduce__": __reduce__, "__str__": __str__,
-                     "__module__": error_cls.__module__})
+        return type(
+            f"{error_cls.__name__}({cause_cls.__name__})",
+            (error_cls, cause_cls),
+            {"__reduce__": __reduce__, "__str__": __str__, "__module__": error_cls.__module__},
+        )
     except TypeError:
         return None

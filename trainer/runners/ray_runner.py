@@ -46,9 +46,11 @@ def ray_installed() -> bool:
 
 
 #: Why `backend="ray"` cannot run under the RLlib launcher's stand-in for `ray`.
-RAY_STAND_IN_HINT = ("`import ray` is localrl's stand-in here (the script runs under "
-                     "`python -m trainer run`): run it with `python -m trainer run --ray SCRIPT` "
-                     "(or LOCALRL_RLLIB_LAUNCHER=ray) to use the installed Ray")
+RAY_STAND_IN_HINT = (
+    "`import ray` is localrl's stand-in here (the script runs under "
+    "`python -m trainer run`): run it with `python -m trainer run --ray SCRIPT` "
+    "(or LOCALRL_RLLIB_LAUNCHER=ray) to use the installed Ray"
+)
 
 
 def ray_is_stand_in() -> bool:
@@ -68,8 +70,7 @@ def connect(address: str | None) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    ray.init(address=address, include_dashboard=False, log_to_driver=True,
-             configure_logging=False)
+    ray.init(address=address, include_dashboard=False, log_to_driver=True, configure_logging=False)
 
 
 class _EnvRunnerActor:
@@ -101,8 +102,7 @@ def _remote_actor_class() -> Any:
         import ray
 
         watch = ray.method(concurrency_group="watch")(_EnvRunnerActor.watch)
-        cls = type("EnvRunnerActor", (_EnvRunnerActor,), {"watch": watch,
-                                                           "__module__": __name__})
+        cls = type("EnvRunnerActor", (_EnvRunnerActor,), {"watch": watch, "__module__": __name__})
         _actor_class = ray.remote(concurrency_groups={"watch": 1})(cls)
     return _actor_class
 
@@ -126,10 +126,13 @@ class RayRunner(RunnerHandle):
     def send(self, request: protocol.Request, *, pickled: bytes | None = None) -> None:
         if self._killed or not self.is_alive():
             self.healthy = False
-            raise EnvRunnerCrashed(self.worker_index, request.label, None,
-                                   self.death_detail() or "its Ray actor is gone")
-        self._pending.append((request.request_id, request.label,
-                              self.actor.answer.remote(request)))
+            raise EnvRunnerCrashed(
+                self.worker_index,
+                request.label,
+                None,
+                self.death_detail() or "its Ray actor is gone",
+            )
+        self._pending.append((request.request_id, request.label, self.actor.answer.remote(request)))
 
     def has_pending(self) -> bool:
         return bool(self._pending)
@@ -156,8 +159,9 @@ class RayRunner(RunnerHandle):
         except RayError as error:  # the actor died (RayActorError and its kin)
             self._pending.clear()
             self.kill()
-            raise EnvRunnerCrashed(self.worker_index, label, None,
-                                   self._death_text(error)) from None
+            raise EnvRunnerCrashed(
+                self.worker_index, label, None, self._death_text(error)
+            ) from None
         self._pending.popleft()
         try:
             value = protocol.reply_value(reply, request_id, label, self.worker_index)
@@ -172,8 +176,9 @@ class RayRunner(RunnerHandle):
         """Where the actor ran and Ray's first line on why it died."""
         where = f" (pid {self.pid} on node {self.node_id})" if self.node_id else ""
         reason = plain_text(str(error)).strip().splitlines()
-        return (f"its Ray actor{where} died: {type(error).__name__}"
-                f"{': ' + reason[0] if reason else ''}")
+        return (
+            f"its Ray actor{where} died: {type(error).__name__}{': ' + reason[0] if reason else ''}"
+        )
 
     def death_detail(self) -> str:
         import ray
@@ -204,15 +209,19 @@ class RayRunner(RunnerHandle):
             total, free = ray.cluster_resources(), ray.available_resources()
         except RayError:
             return ""
-        asked = {"CPU": self.options.get("num_cpus") or 0,
-                 "GPU": self.options.get("num_gpus") or 0,
-                 **self.options.get("resources", {})}
+        asked = {
+            "CPU": self.options.get("num_cpus") or 0,
+            "GPU": self.options.get("num_gpus") or 0,
+            **self.options.get("resources", {}),
+        }
         asked = {name: amount for name, amount in asked.items() if amount}
-        return (f"Its Ray actor asked for {asked} and may have waited for them: the cluster has "
-                f"{ {name: total.get(name, 0) for name in asked} } in all, "
-                f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster "
-                "more resources or ask for fewer (num_env_runners, "
-                "evaluation_num_env_runners, num_cpus_per_env_runner).")
+        return (
+            f"Its Ray actor asked for {asked} and may have waited for them: the cluster has "
+            f"{ {name: total.get(name, 0) for name in asked} } in all, "
+            f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster "
+            "more resources or ask for fewer (num_env_runners, "
+            "evaluation_num_env_runners, num_cpus_per_env_runner)."
+        )
 
     def is_alive(self) -> bool:
         return not self._killed and not self._ready([self._watch])

@@ -35,10 +35,17 @@ class Settings:
 
     @classmethod
     def from_config(cls, config: Any) -> Settings:
-        env = config.env if isinstance(config.env, str) else getattr(
-            config.env, "__qualname__", repr(config.env))
-        return cls(config.restart_failed_env_runners, config.max_num_env_runner_restarts,
-                   config.is_given("max_num_env_runner_restarts"), env)
+        env = (
+            config.env
+            if isinstance(config.env, str)
+            else getattr(config.env, "__qualname__", repr(config.env))
+        )
+        return cls(
+            config.restart_failed_env_runners,
+            config.max_num_env_runner_restarts,
+            config.is_given("max_num_env_runner_restarts"),
+            env,
+        )
 
 
 @dataclass(frozen=True)
@@ -56,13 +63,19 @@ class Failure:
     def of(cls, kind: str, error: BaseException) -> Failure:
         callback = ""
         if kind == "callback":
-            callback = (f"callback {getattr(error, 'callback_name', '?')!r} raised "
-                        f"{getattr(error, 'error_type', type(error).__name__)} in "
-                        f"{getattr(error, 'event', '?')}")
-        return cls(kind, getattr(error, "env_steps", None),
-                   getattr(error, "method", None) or "a request",
-                   getattr(error, "timeout_s", 0.0) or 0.0, bool(getattr(error, "stack", "")),
-                   callback)
+            callback = (
+                f"callback {getattr(error, 'callback_name', '?')!r} raised "
+                f"{getattr(error, 'error_type', type(error).__name__)} in "
+                f"{getattr(error, 'event', '?')}"
+            )
+        return cls(
+            kind,
+            getattr(error, "env_steps", None),
+            getattr(error, "method", None) or "a request",
+            getattr(error, "timeout_s", 0.0) or 0.0,
+            bool(getattr(error, "stack", "")),
+            callback,
+        )
 
 
 @dataclass(frozen=True)
@@ -82,9 +95,13 @@ def decide(failure: Failure, record: RunnerRecord, settings: Settings) -> Decisi
     if not settings.restart_failed_env_runners:
         return Decision(False, "restart_failed_env_runners=False", record)
     if record.restarts >= settings.max_num_env_runner_restarts:
-        return Decision(False, f"it was restarted {record.restarts} times "
-                               f"(max_num_env_runner_restarts="
-                               f"{settings.max_num_env_runner_restarts})", record)
+        return Decision(
+            False,
+            f"it was restarted {record.restarts} times "
+            f"(max_num_env_runner_restarts="
+            f"{settings.max_num_env_runner_restarts})",
+            record,
+        )
     if failure.kind == "crashed":
         return Decision(True, None, record)  # a kill from outside says nothing about the env
     if failure.env_steps:
@@ -97,12 +114,22 @@ def decide(failure: Failure, record: RunnerRecord, settings: Settings) -> Decisi
         return Decision(True, None, record)
     if failure.kind == "callback":
         # The user's callback raised, every time: a bug in the callback, not a broken env.
-        return Decision(False, f"its {failure.callback or 'callback'} {streak} times in a row "
-                               "without the runner stepping its env once in between: a callback "
-                               "error, not an env failure (fix the callback)", record)
-    how = (f"did not answer {failure.method}() within {failure.timeout_s:g} s"
-           if failure.kind == "timeout" else "failed")
-    return Decision(False, f"it {how} {streak} times in a row without stepping its env (env "
-                           f"{settings.env_name!r}) once in between: the env is broken, not "
-                           f"flaky" + ("; where it hung last is above" if failure.has_stack
-                                       else ""), record)
+        return Decision(
+            False,
+            f"its {failure.callback or 'callback'} {streak} times in a row "
+            "without the runner stepping its env once in between: a callback "
+            "error, not an env failure (fix the callback)",
+            record,
+        )
+    how = (
+        f"did not answer {failure.method}() within {failure.timeout_s:g} s"
+        if failure.kind == "timeout"
+        else "failed"
+    )
+    return Decision(
+        False,
+        f"it {how} {streak} times in a row without stepping its env (env "
+        f"{settings.env_name!r}) once in between: the env is broken, not "
+        f"flaky" + ("; where it hung last is above" if failure.has_stack else ""),
+        record,
+    )

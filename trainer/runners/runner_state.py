@@ -19,12 +19,29 @@ from trainer.env.episode import SingleAgentEpisode
 from trainer.util.state_checks import StateError, require_generator_state, require_int, require_map
 
 #: The keys `EnvRunner.get_state()` writes.
-RUNNER_STATE_KEYS = {"rng", "global_timestep", "exploration", "metrics", RL_MODULE_STATE,
-                     "connector_state", "tasks", "sampling"}
+RUNNER_STATE_KEYS = {
+    "rng",
+    "global_timestep",
+    "exploration",
+    "metrics",
+    RL_MODULE_STATE,
+    "connector_state",
+    "tasks",
+    "sampling",
+}
 #: The keys of its "sampling" part.
-SAMPLING_STATE_KEYS = ("needs_reset", "env_seed", "observations", "awaiting_reset",
-                       "autoreset_envs", "action_space_rng", "sub_envs", "uncaptured",
-                       "episodes", "prev_chunks")
+SAMPLING_STATE_KEYS = (
+    "needs_reset",
+    "env_seed",
+    "observations",
+    "awaiting_reset",
+    "autoreset_envs",
+    "action_space_rng",
+    "sub_envs",
+    "uncaptured",
+    "episodes",
+    "prev_chunks",
+)
 
 
 def check_sampling_state(state: Any, where: str) -> None:
@@ -39,23 +56,29 @@ def check_sampling_state(state: Any, where: str) -> None:
         require_generator_state(state["action_space_rng"], f"{where}['action_space_rng']")
     for key in ("sub_envs", "awaiting_reset", "episodes"):
         if not isinstance(state[key], list):
-            raise StateError(f"{where}[{key!r}]", f"expected a list, got "
-                                                  f"{type(state[key]).__name__}")
+            raise StateError(
+                f"{where}[{key!r}]", f"expected a list, got {type(state[key]).__name__}"
+            )
     require_map(state["uncaptured"], f"{where}['uncaptured']")
     require_map(state["prev_chunks"], f"{where}['prev_chunks']")
-    episodes = [(f"{where}['episodes'][{i}]", episode)
-                for i, episode in enumerate(state["episodes"]) if episode is not None]
+    episodes = [
+        (f"{where}['episodes'][{i}]", episode)
+        for i, episode in enumerate(state["episodes"])
+        if episode is not None
+    ]
     for id_, chunks in state["prev_chunks"].items():
         if not isinstance(chunks, list):
             raise StateError(f"{where}['prev_chunks'][{id_!r}]", "expected a list of episodes")
-        episodes += [(f"{where}['prev_chunks'][{id_!r}][{i}]", chunk)
-                     for i, chunk in enumerate(chunks)]
+        episodes += [
+            (f"{where}['prev_chunks'][{id_!r}][{i}]", chunk) for i, chunk in enumerate(chunks)
+        ]
     for place, episode_state in episodes:
         try:
             SingleAgentEpisode.from_state(episode_state)
         except Exception as error:  # from_state raises KeyError, TypeError, ValueError...
-            raise StateError(place, f"not an episode state ({type(error).__name__}: "
-                                    f"{error})") from None
+            raise StateError(
+                place, f"not an episode state ({type(error).__name__}: {error})"
+            ) from None
 
 
 def resumed_episode(state: dict) -> SingleAgentEpisode:

@@ -24,8 +24,9 @@ class SubEnvGuard(gym.Wrapper):
         self.failure: BaseException | None = None
         self._last_observation: Any = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         try:
             observation, info = self.env.reset(seed=seed, options=options)
         except Exception as error:

@@ -35,8 +35,9 @@ def unbatch_infos(infos: dict, num_envs: int) -> list[dict]:
         mask = infos.get(f"_{key}")
         if isinstance(values, dict):
             rows = unbatch_infos(values, num_envs)
-        elif mask is not None or (isinstance(values, (np.ndarray, list, tuple))
-                                  and len(values) == num_envs):
+        elif mask is not None or (
+            isinstance(values, (np.ndarray, list, tuple)) and len(values) == num_envs
+        ):
             rows = values
         else:
             rows = [values] * num_envs

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 
-def _failure(worker_index: int, label: str, error: BaseException, runner: Any
-             ) -> tuple[BaseException, BaseException | None]:
+def _failure(
+    worker_index: int, label: str, error: BaseException, runner: Any
+) -> tuple[BaseException, BaseException | None]:
     """The error to send for `error` raised while serving `label`, and its original."""
     from trainer.callbacks import CallbackError
     from trainer.errors import EnvRunnerError
@@ -46,12 +47,22 @@ def _failure(worker_index: int, label: str, error: BaseException, runner: Any
     if isinstance(error, CallbackError):
         return error, error.__cause__
     if isinstance(error, UnpicklingFailed):  # a callback the worker cannot unpickle
-        return CallbackError("(unpickling in the EnvRunner)", error.label,
-                             type(error.error).__name__, str(error.error),
-                             traceback.format_exc(), worker_index), error.error
-    return EnvRunnerError(worker_index, label, type(error).__name__, str(error),
-                          traceback.format_exc(),
-                          getattr(runner, "num_env_steps_stepped", None)), error
+        return CallbackError(
+            "(unpickling in the EnvRunner)",
+            error.label,
+            type(error.error).__name__,
+            str(error.error),
+            traceback.format_exc(),
+            worker_index,
+        ), error.error
+    return EnvRunnerError(
+        worker_index,
+        label,
+        type(error).__name__,
+        str(error),
+        traceback.format_exc(),
+        getattr(runner, "num_env_steps_stepped", None),
+    ), error
 
 
 def _configure_logging(level: str, worker_index: int) -> None:
@@ -82,10 +93,15 @@ def _build_runner(request: protocol.Init) -> Any:
     # The learner's weights reach this runner before its first request: its networks skip
     # their random initialisation (see `EnvRunnerGroup`'s `weights_synced_at_start`).
     with weights_set_later() if spec.get("weights_set_later") else contextlib.nullcontext():
-        return runner_cls(spec["config"], spec["env_creator"], worker_index=spec["worker_index"],
-                          num_workers=spec["num_workers"], spaces=spec.get("spaces"),
-                          recreated=spec.get("recreated", False),
-                          env_spaces=spec.get("env_spaces"))
+        return runner_cls(
+            spec["config"],
+            spec["env_creator"],
+            worker_index=spec["worker_index"],
+            num_workers=spec["num_workers"],
+            spaces=spec.get("spaces"),
+            recreated=spec.get("recreated", False),
+            env_spaces=spec.get("env_spaces"),
+        )
 
 
 class RunnerServer:
@@ -113,8 +129,9 @@ class RunnerServer:
         runner = self.runner
         try:
             if isinstance(request, protocol.Call):
-                reply = protocol.Reply(request.request_id,
-                                       getattr(runner, request.method)(**request.kwargs))
+                reply = protocol.Reply(
+                    request.request_id, getattr(runner, request.method)(**request.kwargs)
+                )
             elif isinstance(request, protocol.Apply):
                 func = cloudpickle.loads(request.func_bytes)
                 reply = protocol.Reply(request.request_id, func(runner, **request.kwargs))
@@ -130,9 +147,15 @@ class RunnerServer:
                 from trainer import named_objects
 
                 self._named_objects = named_objects
-                reply = protocol.Reply(request.request_id, {
-                    "pid": os.getpid(), "spaces": runner.spaces, "env_spaces": runner.env_spaces,
-                    "tasks": runner.get_tasks()})
+                reply = protocol.Reply(
+                    request.request_id,
+                    {
+                        "pid": os.getpid(),
+                        "spaces": runner.spaces,
+                        "env_spaces": runner.env_spaces,
+                        "tasks": runner.get_tasks(),
+                    },
+                )
             elif isinstance(request, protocol.Stop):
                 self.stopped = True
                 if runner is not None:
@@ -154,9 +177,10 @@ class RunnerServer:
 
     def failed(self, request: Any, error: BaseException) -> protocol.Reply:
         """The reply for `request` when it raised `error` (or its reply could not be sent)."""
-        return protocol.error_reply(getattr(request, "request_id", 0),
-                                    *_failure(self.worker_index, _label(request), error,
-                                              self.runner))
+        return protocol.error_reply(
+            getattr(request, "request_id", 0),
+            *_failure(self.worker_index, _label(request), error, self.runner),
+        )
 
 
 def serve(conn: Connection, worker_index: int, main_pid: int | None = None) -> None:

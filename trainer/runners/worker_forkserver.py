@@ -96,9 +96,17 @@ logger = logging.getLogger("trainer")
 WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: What the template imports before it forks: what every worker imports to build its EnvRunner
 #: (gymnasium's classic-control envs are the ones most scripts use).
-PRELOAD = ("numpy", "gymnasium", "cloudpickle", "trainer", "trainer.runners.env_runner",
-           "trainer.runners.worker", "trainer.named_objects", "trainer.util.log",
-           "gymnasium.envs.classic_control")
+PRELOAD = (
+    "numpy",
+    "gymnasium",
+    "cloudpickle",
+    "trainer",
+    "trainer.runners.env_runner",
+    "trainer.runners.worker",
+    "trainer.named_objects",
+    "trainer.util.log",
+    "gymnasium.envs.classic_control",
+)
 #: The template's process name (/proc/PID/comm, `ps`); its workers take back the usual name.
 TEMPLATE_NAME = "localrl-forksrv"
 #: Longest wait for a template to have imported `PRELOAD`.
@@ -136,8 +144,12 @@ class TemplateFailed(RuntimeError):
 def forking_available() -> bool:
     """Whether workers can be forked from a template here (Linux: fork, descriptor passing
     and the child subreaper); elsewhere they are spawned."""
-    return (sys.platform.startswith("linux") and hasattr(os, "fork")
-            and hasattr(socket, "send_fds") and child_subreaper() is not None)
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(os, "fork")
+        and hasattr(socket, "send_fds")
+        and child_subreaper() is not None
+    )
 
 
 def worker_environment() -> dict[str, str]:
@@ -162,8 +174,9 @@ def _environment_key() -> tuple:
         cwd = os.getcwd()
     except OSError:  # the working directory was deleted
         cwd = None
-    return tuple(sorted(item for item in os.environ.items()
-                        if item[0] not in SELF_SET_VARIABLES)), cwd
+    return tuple(
+        sorted(item for item in os.environ.items() if item[0] not in SELF_SET_VARIABLES)
+    ), cwd
 
 
 def _is_open(fd: int) -> bool:
@@ -196,12 +209,15 @@ class WorkerTemplate:
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(os.environ)
-        user_threads = {var: env[var] for var in WORKER_THREAD_VARS
-                        if env.get(var, "1") != "1"}
+        user_threads = {var: env[var] for var in WORKER_THREAD_VARS if env.get(var, "1") != "1"}
         env.update({var: "1" for var in WORKER_THREAD_VARS})
-        self.process = spawn("trainer.runners.worker_template", str(child_sock.fileno()),
-                             json.dumps(user_threads),
-                             pass_fds=(child_sock.fileno(),), env=env)
+        self.process = spawn(
+            "trainer.runners.worker_template",
+            str(child_sock.fileno()),
+            json.dumps(user_threads),
+            pass_fds=(child_sock.fileno(),),
+            env=env,
+        )
         child_sock.close()
         self.pid = self.process.pid
         self._sock = parent_sock
@@ -217,15 +233,17 @@ class WorkerTemplate:
     def _receive(self, timeout: float) -> dict[str, Any]:
         ready, _, _ = select.select([self._sock], [], [], timeout)
         if not ready:
-            raise TemplateFailed(f"the worker template (pid {self.pid}) did not answer within "
-                                 f"{timeout:g} s")
+            raise TemplateFailed(
+                f"the worker template (pid {self.pid}) did not answer within {timeout:g} s"
+            )
         try:
             data = self._sock.recv(MESSAGE_MAX)
         except OSError:
             data = b""
         if not data:
-            raise TemplateFailed(f"the worker template (pid {self.pid}) exited (code "
-                                 f"{self.process.poll()})")
+            raise TemplateFailed(
+                f"the worker template (pid {self.pid}) exited (code {self.process.poll()})"
+            )
         message = json.loads(data)
         if "error" in message:
             raise TemplateFailed(f"the worker template (pid {self.pid}): {message['error']}")
@@ -241,14 +259,14 @@ class WorkerTemplate:
             self._receive(STARTUP_TIMEOUT_S)
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
-        request = json.dumps({"indices": [worker.worker_index for worker in workers],
-                              "std": std}).encode()
+        request = json.dumps(
+            {"indices": [worker.worker_index for worker in workers], "std": std}
+        ).encode()
         fds = [fd for worker in workers for fd in (worker.conn_fd, worker.stack_fd)]
         try:
             socket.send_fds(self._sock, [request], [*fds, *std])
         except OSError as error:
-            raise TemplateFailed(f"the worker template (pid {self.pid}) is gone: "
-                                 f"{error}") from None
+            raise TemplateFailed(f"the worker template (pid {self.pid}) is gone: {error}") from None
         try:
             pids = self._receive(FORK_TIMEOUT_S)["pids"]
         except TemplateFailed as error:
@@ -281,8 +299,9 @@ class _Forking:
             key = _environment_key()
             if key == self._failed_key:
                 return None
-            if self._template is not None and (self._template.key != key
-                                               or not self._template.alive()):
+            if self._template is not None and (
+                self._template.key != key or not self._template.alive()
+            ):
                 self._template.close()
                 self._template = None
             was_subreaper = child_subreaper()
@@ -299,8 +318,11 @@ class _Forking:
                         template.close()
                         self._template = None
                         if fresh or error.sent:
-                            logger.warning("%s; %s started as processes of their own",
-                                           error, _workers_named(workers))
+                            logger.warning(
+                                "%s; %s started as processes of their own",
+                                error,
+                                _workers_named(workers),
+                            )
                             if fresh:  # not again in this environment
                                 self._failed_key = key
                             return None
@@ -322,12 +344,16 @@ _forking = _Forking()
 
 def _workers_named(workers: Sequence[WorkerFds]) -> str:
     indices = ", ".join(str(worker.worker_index) for worker in workers)
-    return f"the workers of EnvRunners {indices} are" if len(workers) > 1 else \
-        f"the worker of EnvRunner {indices} is"
+    return (
+        f"the workers of EnvRunners {indices} are"
+        if len(workers) > 1
+        else f"the worker of EnvRunner {indices} is"
+    )
 
 
-def start_workers(workers: Sequence[WorkerFds], *, fork: bool = True
-                  ) -> list[subprocess.Popen | AdoptedChild] | None:
+def start_workers(
+    workers: Sequence[WorkerFds], *, fork: bool = True
+) -> list[subprocess.Popen | AdoptedChild] | None:
     """A worker process per entry of `workers`, serving its EnvRunner on its `conn_fd` (see
     `trainer.runners.worker`): forked from the template (with `fork`, where available; in
     requests of at most `FORK_BATCH_MAX`), else spawned. None when a fork request failed: the
@@ -337,7 +363,7 @@ def start_workers(workers: Sequence[WorkerFds], *, fork: bool = True
     try:
         if fork and forking_available():
             for first in range(0, len(workers), FORK_BATCH_MAX):
-                forked = _forking.fork(workers[first:first + FORK_BATCH_MAX])
+                forked = _forking.fork(workers[first : first + FORK_BATCH_MAX])
                 if forked is None:
                     for process in started:
                         end_process(process)
@@ -345,10 +371,16 @@ def start_workers(workers: Sequence[WorkerFds], *, fork: bool = True
                 started += forked
             return started
         for worker in workers:
-            started.append(spawn("trainer.runners.worker", str(worker.conn_fd),
-                                 str(worker.stack_fd), str(worker.worker_index),
-                                 pass_fds=(worker.conn_fd, worker.stack_fd),
-                                 env=worker_environment()))
+            started.append(
+                spawn(
+                    "trainer.runners.worker",
+                    str(worker.conn_fd),
+                    str(worker.stack_fd),
+                    str(worker.worker_index),
+                    pass_fds=(worker.conn_fd, worker.stack_fd),
+                    env=worker_environment(),
+                )
+            )
         return started
     except BaseException:
         for process in started:

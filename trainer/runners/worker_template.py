@@ -57,9 +57,14 @@ def _apply_blas_threads(user_threads: dict[str, str]) -> None:
     from threadpoolctl import ThreadpoolController
 
     controller = ThreadpoolController()
-    blas = next((user_threads[var] for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                 "OMP_NUM_THREADS") if var in user_threads),
-                None)
+    blas = next(
+        (
+            user_threads[var]
+            for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+            if var in user_threads
+        ),
+        None,
+    )
     try:
         if blas is not None:
             controller.limit(limits=int(blas), user_api="blas")
@@ -69,9 +74,16 @@ def _apply_blas_threads(user_threads: dict[str, str]) -> None:
         pass  # not a number: numpy ignores such a value too
 
 
-def _become_worker(sock: socket.socket, parent_pid: int, index: int, std_targets: list[int],
-                   fds: list[int], others: list[int], worker_name: str,
-                   user_threads: dict[str, str]) -> None:
+def _become_worker(
+    sock: socket.socket,
+    parent_pid: int,
+    index: int,
+    std_targets: list[int],
+    fds: list[int],
+    others: list[int],
+    worker_name: str,
+    user_threads: dict[str, str],
+) -> None:
     """The forked worker of EnvRunner `index`, on `fds` (its socket end, its stack pipe, the
     main process's stdout/stderr for `std_targets`): never returns into the template's loop
     (its own exit). `others` are the descriptors of the workers forked with it."""
@@ -99,6 +111,7 @@ def _become_worker(sock: socket.socket, parent_pid: int, index: int, std_targets
         numpy.random.seed()
         _apply_blas_threads(user_threads)
         from trainer.runners import worker
+
         worker.run(conn_fd, stack_fd, index, parent_pid)
     except SystemExit as error:
         code = 0 if error.code is None else error.code if isinstance(error.code, int) else 1
@@ -114,18 +127,26 @@ def _become_worker(sock: socket.socket, parent_pid: int, index: int, std_targets
             os._exit(code)
 
 
-def _fork_workers(sock: socket.socket, parent_pid: int, request: dict, fds: list[int],
-                  worker_name: str, user_threads: dict[str, str]) -> list[int]:
+def _fork_workers(
+    sock: socket.socket,
+    parent_pid: int,
+    request: dict,
+    fds: list[int],
+    worker_name: str,
+    user_threads: dict[str, str],
+) -> list[int]:
     """Forks a worker per index of `request` through one intermediate process (see the
     module docstring); their pids."""
     threads = _thread_count()
     if threads != 1:
         raise RuntimeError(f"it runs {threads} threads: forking it is not safe")
     indices = [int(index) for index in request["indices"]]
-    worker_fds, std = fds[:2 * len(indices)], fds[2 * len(indices):]
+    worker_fds, std = fds[: 2 * len(indices)], fds[2 * len(indices) :]
     if len(worker_fds) != 2 * len(indices) or len(std) != len(request["std"]):
-        raise RuntimeError(f"{len(fds)} descriptors for {len(indices)} workers and "
-                           f"{len(request['std'])} standard streams")
+        raise RuntimeError(
+            f"{len(fds)} descriptors for {len(indices)} workers and "
+            f"{len(request['std'])} standard streams"
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
@@ -136,13 +157,21 @@ def _fork_workers(sock: socket.socket, parent_pid: int, request: dict, fds: list
             os.close(read_end)
             pids = []
             for k, index in enumerate(indices):
-                own = worker_fds[2 * k:2 * k + 2]
+                own = worker_fds[2 * k : 2 * k + 2]
                 worker = os.fork()
                 if worker == 0:
                     os.close(write_end)
                     others = [fd for fd in worker_fds if fd not in own]
-                    _become_worker(sock, parent_pid, index, request["std"], [*own, *std],
-                                   others, worker_name, user_threads)
+                    _become_worker(
+                        sock,
+                        parent_pid,
+                        index,
+                        request["std"],
+                        [*own, *std],
+                        others,
+                        worker_name,
+                        user_threads,
+                    )
                 pids.append(worker)
             os.write(write_end, json.dumps(pids).encode())
         except BaseException:  # noqa: BLE001 - reported to the template by the empty pipe
@@ -177,8 +206,9 @@ def _read_until_closed(fd: int, timeout_s: float) -> bytes:
     return b"".join(chunks)
 
 
-def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
-           user_threads: dict[str, str]) -> None:
+def _serve(
+    sock: socket.socket, parent_pid: int, worker_name: str, user_threads: dict[str, str]
+) -> None:
     while True:
         ready, _, _ = select.select([sock], [], [], PARENT_CHECK_S)
         if os.getppid() != parent_pid:
@@ -193,8 +223,11 @@ def _serve(sock: socket.socket, parent_pid: int, worker_name: str,
             return  # the main process closed its end: no more workers
         reply: dict[str, Any]
         try:
-            reply = {"pids": _fork_workers(sock, parent_pid, json.loads(data), fds,
-                                           worker_name, user_threads)}
+            reply = {
+                "pids": _fork_workers(
+                    sock, parent_pid, json.loads(data), fds, worker_name, user_threads
+                )
+            }
         except Exception as error:  # noqa: BLE001 - answered, the main process spawns instead
             reply = {"error": f"{type(error).__name__}: {error}"}
         finally:
@@ -219,8 +252,7 @@ def main(argv: list[str]) -> None:
         gc.freeze()
         count = _thread_count()
         if count != 1:
-            raise RuntimeError(f"it runs {count} threads after its imports: forking it is "
-                               "not safe")
+            raise RuntimeError(f"it runs {count} threads after its imports: forking it is not safe")
     except Exception as error:  # noqa: BLE001 - reported: the main process spawns workers
         sock.send(json.dumps({"error": f"{type(error).__name__}: {error}"}).encode())
         return

@@ -40,8 +40,11 @@ def finite_number(v: Any) -> str | None:
 
 def number_at_least_or_inf(low: float) -> Check:
     """A number >= `low`, or infinity (RLlib scripts turn a clip off with `float("inf")`)."""
-    return lambda v: None if (is_number(v) and v >= low) or v == math.inf else \
-        f'a number >= {low} or float("inf")'
+    return lambda v: (
+        None
+        if (is_number(v) and v >= low) or v == math.inf
+        else f'a number >= {low} or float("inf")'
+    )
 
 
 def number_in(low: float, high: float) -> Check:
@@ -49,8 +52,9 @@ def number_in(low: float, high: float) -> Check:
 
 
 def auto_or_int_at_least(low: int) -> Check:
-    return lambda v: None if v == "auto" or (is_int(v) and v >= low) else \
-        f'"auto" or an int >= {low}'
+    return lambda v: (
+        None if v == "auto" or (is_int(v) and v >= low) else f'"auto" or an int >= {low}'
+    )
 
 
 def one_of(*options: Any) -> Check:

@@ -55,20 +55,27 @@ def kernel_signal_wanted() -> bool:
     """Whether a child started now from this thread may use the kernel's parent-death signal
     (see the module docstring): on Linux, from the main thread only."""
     return sys.platform.startswith("linux") and (
-        threading.current_thread() is threading.main_thread())
+        threading.current_thread() is threading.main_thread()
+    )
 
 
-def spawn(module: str, *args: str, pass_fds: Iterable[int] = (), env: dict | None = None,
-          stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen:
+def spawn(
+    module: str,
+    *args: str,
+    pass_fds: Iterable[int] = (),
+    env: dict | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.Popen:
     """Starts `python -m module PARENT_PID KERNEL *args` (see `start_child`)."""
     return subprocess.Popen(
-        [sys.executable, "-m", module, str(os.getpid()), str(int(kernel_signal_wanted())),
-         *args],
-        pass_fds=tuple(pass_fds), env=env, stdin=stdin)
+        [sys.executable, "-m", module, str(os.getpid()), str(int(kernel_signal_wanted())), *args],
+        pass_fds=tuple(pass_fds),
+        env=env,
+        stdin=stdin,
+    )
 
 
-def end_process(process: subprocess.Popen | AdoptedChild, *, terminate_first: bool = False
-                ) -> None:
+def end_process(process: subprocess.Popen | AdoptedChild, *, terminate_first: bool = False) -> None:
     """Ends a child for good: SIGKILL (after SIGTERM and up to `EXIT_WAIT_S` for it to exit, with
     `terminate_first`), then reaps it, waiting at most `EXIT_WAIT_S`."""
     if process.poll() is None:
@@ -135,8 +142,9 @@ def die_with_parent(parent_pid: int, kernel_signal: bool, *, watch_thread: bool 
     if os.getppid() != parent_pid:  # the parent died before the guards were set
         os._exit(PARENT_GONE_EXIT_CODE)
     if watch_thread:
-        threading.Thread(target=_watch, args=(parent_pid,), name="localrl-parent-watch",
-                         daemon=True).start()
+        threading.Thread(
+            target=_watch, args=(parent_pid,), name="localrl-parent-watch", daemon=True
+        ).start()
 
 
 def _libc() -> Any:

@@ -24,8 +24,7 @@ def warn_once(form: str, replacement: str) -> None:
     if _collect_only:
         _pending.append((form, replacement))
         return
-    logger.warning("DeprecationWarning: %s is RLlib's older API; use %s instead",
-                   form, replacement)
+    logger.warning("DeprecationWarning: %s is RLlib's older API; use %s instead", form, replacement)
 
 
 def collect_in_this_process() -> None:

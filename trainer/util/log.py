@@ -20,8 +20,7 @@ def log_formatter(where: str = "") -> logging.Formatter:
     """Time, level, logger and message; `where` (such as "EnvRunner 2") marks a worker's
     records."""
     place = f" [{where}]" if where else ""
-    return logging.Formatter(f"%(asctime)s %(levelname)s %(name)s{place}: %(message)s",
-                             "%H:%M:%S")
+    return logging.Formatter(f"%(asctime)s %(levelname)s %(name)s{place}: %(message)s", "%H:%M:%S")
 
 
 #: Terminal colour codes, which Ray puts in the errors it passes on.

@@ -55,7 +55,8 @@ class _TravelPickler(cloudpickle.Pickler):
                 f"{f' {name!r}' if name is not None else ''}"
                 f"{f', mode {mode!r}' if mode is not None else ''}) cannot be sent to another "
                 "process: a file opened for reading would be copied as it is now, one opened "
-                "for writing cannot be pickled. Open it inside the function instead")
+                "for writing cannot be pickled. Open it inside the function instead"
+            )
         return super().reducer_override(obj)
 
 

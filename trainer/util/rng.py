@@ -29,8 +29,7 @@ def new_generator(state: dict) -> np.random.Generator:
 def _ints_to_strings(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _ints_to_strings(item) for key, item in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool) and not (
-            -(2 ** 63) <= value < 2 ** 63):
+    if isinstance(value, int) and not isinstance(value, bool) and not (-(2**63) <= value < 2**63):
         return str(value)
     return value
 

@@ -35,5 +35,6 @@ def runner_stream(seed: int | None, worker_index: int, evaluation: bool) -> list
 def runner_env_seed(seed: int | None, worker_index: int, evaluation: bool) -> int | None:
     if seed is None:
         return None
-    return (seed + _ENV_SEEDS_PER_RUNNER * worker_index
-            + (_EVALUATION_ENV_OFFSET if evaluation else 0))
+    return (
+        seed + _ENV_SEEDS_PER_RUNNER * worker_index + (_EVALUATION_ENV_OFFSET if evaluation else 0)
+    )

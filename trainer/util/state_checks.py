@@ -37,8 +37,9 @@ def require_int(value: Any, where: str, *, minimum: int | None = 0) -> int:
     return int(value)
 
 
-def require_number(value: Any, where: str, *, minimum: float | None = None,
-                   finite: bool = True) -> float:
+def require_number(
+    value: Any, where: str, *, minimum: float | None = None, finite: bool = True
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise StateError(where, f"expected a number, got {_describe(value)}")
     if finite and not math.isfinite(value):
@@ -48,8 +49,7 @@ def require_number(value: Any, where: str, *, minimum: float | None = None,
     return float(value)
 
 
-def require_float_array(value: Any, where: str, shape: tuple[int, ...] | None = None
-                        ) -> np.ndarray:
+def require_float_array(value: Any, where: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
     """A floating-point array of `shape` whose every element is finite."""
     if not isinstance(value, np.ndarray):
         raise StateError(where, f"expected an array, got {_describe(value)}")
@@ -67,13 +67,15 @@ def require_generator_state(value: Any, where: str) -> None:
     """A numpy bit generator's state that numpy accepts."""
     require_map(value, where, ("bit_generator", "state"))
     if not isinstance(value["bit_generator"], str) or not hasattr(
-            np.random, value["bit_generator"]):
+        np.random, value["bit_generator"]
+    ):
         raise StateError(where, f"unknown bit generator {value['bit_generator']!r}")
     try:
         new_generator(value)
     except Exception as error:  # numpy raises ValueError, TypeError or KeyError here
-        raise StateError(where, f"not a valid {value['bit_generator']} state "
-                                f"({type(error).__name__}: {error})") from None
+        raise StateError(
+            where, f"not a valid {value['bit_generator']} state ({type(error).__name__}: {error})"
+        ) from None
 
 
 def require_numeric_data(value: Any, where: str, depth: int = 0) -> None:

@@ -56,23 +56,33 @@ REPLAY_BUFFER_RESULTS = "replay_buffer"
 
 _BUFFER_DEFAULTS = {
     "EpisodeReplayBuffer": {"type": "EpisodeReplayBuffer", "capacity": 50_000},
-    "PrioritizedEpisodeReplayBuffer": {"type": "PrioritizedEpisodeReplayBuffer",
-                                       "capacity": 50_000, "alpha": 0.6, "beta": 0.4},
+    "PrioritizedEpisodeReplayBuffer": {
+        "type": "PrioritizedEpisodeReplayBuffer",
+        "capacity": 50_000,
+        "alpha": 0.6,
+        "beta": 0.4,
+    },
 }
 # Further keys each buffer's constructor takes (RLlib's), besides its defaults above.
 _BUFFER_OPTIONAL_KEYS = ("batch_size_B", "batch_length_T", "metrics_num_episodes_for_smoothing")
 
-_BUFFER_VALUE_CHECKS = {"capacity": int_at_least(1), "alpha": number_at_least(0),
-                        "beta": number_at_least(0), "batch_size_B": int_at_least(1),
-                        "batch_length_T": int_at_least(0),
-                        "metrics_num_episodes_for_smoothing": int_at_least(1)}
+_BUFFER_VALUE_CHECKS = {
+    "capacity": int_at_least(1),
+    "alpha": number_at_least(0),
+    "beta": number_at_least(0),
+    "batch_size_B": int_at_least(1),
+    "batch_length_T": int_at_least(0),
+    "metrics_num_episodes_for_smoothing": int_at_least(1),
+}
 
 
 def _check_replay_buffer_config(value: Any) -> str | None:
     allowed_types = sorted(BUFFER_TYPES)
     if not isinstance(value, dict):
-        return f"a dict with 'type' (one of {allowed_types}), 'capacity' and, for prioritized " \
-               "replay, 'alpha' and 'beta'"
+        return (
+            f"a dict with 'type' (one of {allowed_types}), 'capacity' and, for prioritized "
+            "replay, 'alpha' and 'beta'"
+        )
     type_ = value.get("type")
     if type_ not in BUFFER_TYPES:
         return f"a dict whose 'type' is one of {allowed_types} (got {type_!r})"
@@ -84,7 +94,6 @@ def _check_replay_buffer_config(value: Any) -> str | None:
         if problem is not None:
             return f"a dict whose {key!r} is {problem} (got {item!r})"
     return None
-
 
 
 def _check_epsilon(value: Any) -> str | None:
@@ -99,11 +108,17 @@ def _check_n_step(value: Any) -> str | None:
     positive_int = int_at_least(1)
     if positive_int(value) is None:
         return None
-    if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(positive_int(v) is None for v in value) and value[0] < value[1]):
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(positive_int(v) is None for v in value)
+        and value[0] < value[1]
+    ):
         return None
-    return ("an int >= 1 or a (low, high) pair of ints with 1 <= low < high (each transition's "
-            "n is drawn from [low, high), as RLlib's replay buffers draw it)")
+    return (
+        "an int >= 1 or a (low, high) pair of ints with 1 <= low < high (each transition's "
+        "n is drawn from [low, high), as RLlib's replay buffers draw it)"
+    )
 
 
 class DQNConfig(AlgorithmConfig):
@@ -114,33 +129,53 @@ class DQNConfig(AlgorithmConfig):
     `n_step=1`, `epsilon=[(0, 1.0), (10000, 0.05)]`, `td_error_loss_fn="huber"`,
     `rollout_fragment_length="auto"` (= n_step), `min_sample_timesteps_per_iteration=1000`."""
 
-    _ALGO_SETTINGS = settings_of("training", {
-        "replay_buffer_config": (dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
-                                 _check_replay_buffer_config,
-                                 "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
-                                 "capacity (env steps; whole episodes are evicted), alpha, "
-                                 "beta and the buffers' other arguments; updates the current "
-                                 "one unless it names another type"),
-        "target_network_update_freq": (500, int_at_least(0),
-                                       "env steps between target network updates"),
-        "tau": (1.0, finite_number,  # RLlib checks no range
-                "target update: tau * online + (1 - tau) * target"),
-        "num_steps_sampled_before_learning_starts": (1000, int_at_least(0),
-                                                     "env steps sampled before the first "
-                                                     "update"),
-        "double_q": (True, is_bool, "double Q-learning targets"),
-        "dueling": (True, is_bool, "dueling value and advantage heads"),
-        "n_step": (1, _check_n_step, "n-step returns: an int, or (low, high) to draw n from "
-                   "[low, high) per transition"),
-        "epsilon": ([(0, 1.0), (10000, 0.05)], _check_epsilon,
-                    "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] "
-                    "interpolated"),
-        "training_intensity": (None, optional(number_above(0)),
-                               "env steps trained per env step sampled (None: RLlib's natural "
-                               "ratio)"),
-        "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
-        "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
-    })
+    _ALGO_SETTINGS = settings_of(
+        "training",
+        {
+            "replay_buffer_config": (
+                dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
+                _check_replay_buffer_config,
+                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
+                "capacity (env steps; whole episodes are evicted), alpha, "
+                "beta and the buffers' other arguments; updates the current "
+                "one unless it names another type",
+            ),
+            "target_network_update_freq": (
+                500,
+                int_at_least(0),
+                "env steps between target network updates",
+            ),
+            "tau": (
+                1.0,
+                finite_number,  # RLlib checks no range
+                "target update: tau * online + (1 - tau) * target",
+            ),
+            "num_steps_sampled_before_learning_starts": (
+                1000,
+                int_at_least(0),
+                "env steps sampled before the first update",
+            ),
+            "double_q": (True, is_bool, "double Q-learning targets"),
+            "dueling": (True, is_bool, "dueling value and advantage heads"),
+            "n_step": (
+                1,
+                _check_n_step,
+                "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
+            ),
+            "epsilon": (
+                [(0, 1.0), (10000, 0.05)],
+                _check_epsilon,
+                "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] interpolated",
+            ),
+            "training_intensity": (
+                None,
+                optional(number_above(0)),
+                "env steps trained per env step sampled (None: RLlib's natural ratio)",
+            ),
+            "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
+            "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
+        },
+    )
     _RLLIB_ALGO = "DQN"
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,
@@ -168,32 +203,50 @@ class DQNConfig(AlgorithmConfig):
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or DQN)
 
-    def training(self, *, replay_buffer_config: dict = NotProvided,
-                 target_network_update_freq: int = NotProvided, tau: float = NotProvided,
-                 num_steps_sampled_before_learning_starts: int = NotProvided,
-                 double_q: bool = NotProvided, dueling: bool = NotProvided,
-                 n_step: int | tuple[int, int] = NotProvided,
-                 epsilon: float | list = NotProvided,
-                 training_intensity: float | None = NotProvided,
-                 td_error_loss_fn: str = NotProvided,
-                 store_buffer_in_checkpoints: bool = NotProvided,
-                 **kwargs: Any) -> Self:
+    def training(
+        self,
+        *,
+        replay_buffer_config: dict = NotProvided,
+        target_network_update_freq: int = NotProvided,
+        tau: float = NotProvided,
+        num_steps_sampled_before_learning_starts: int = NotProvided,
+        double_q: bool = NotProvided,
+        dueling: bool = NotProvided,
+        n_step: int | tuple[int, int] = NotProvided,
+        epsilon: float | list = NotProvided,
+        training_intensity: float | None = NotProvided,
+        td_error_loss_fn: str = NotProvided,
+        store_buffer_in_checkpoints: bool = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
         type's defaults)."""
         super().training(**kwargs)
         if isinstance(replay_buffer_config, dict):
             type_ = replay_buffer_config.get("type", self.replay_buffer_config["type"])
-            base = (self.replay_buffer_config if type_ == self.replay_buffer_config["type"]
-                    else _BUFFER_DEFAULTS.get(type_, {}))
+            base = (
+                self.replay_buffer_config
+                if type_ == self.replay_buffer_config["type"]
+                else _BUFFER_DEFAULTS.get(type_, {})
+            )
             replay_buffer_config = {**base, **replay_buffer_config}
-        return self._set("training", {
-            "replay_buffer_config": replay_buffer_config,
-            "target_network_update_freq": target_network_update_freq, "tau": tau,
-            "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
-            "double_q": double_q, "dueling": dueling, "n_step": n_step, "epsilon": epsilon,
-            "training_intensity": training_intensity, "td_error_loss_fn": td_error_loss_fn,
-            "store_buffer_in_checkpoints": store_buffer_in_checkpoints})
+        return self._set(
+            "training",
+            {
+                "replay_buffer_config": replay_buffer_config,
+                "target_network_update_freq": target_network_update_freq,
+                "tau": tau,
+                "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
+                "double_q": double_q,
+                "dueling": dueling,
+                "n_step": n_step,
+                "epsilon": epsilon,
+                "training_intensity": training_intensity,
+                "td_error_loss_fn": td_error_loss_fn,
+                "store_buffer_in_checkpoints": store_buffer_in_checkpoints,
+            },
+        )
 
     def validate(self) -> None:
         super().validate()
@@ -201,7 +254,8 @@ class DQNConfig(AlgorithmConfig):
         if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
             raise ConfigError(
                 f"DQNConfig: rollout_fragment_length={self.rollout_fragment_length} is smaller "
-                f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'")
+                f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'"
+            )
 
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         if self.rollout_fragment_length == "auto":
@@ -224,8 +278,10 @@ def round_robin_weights(config: DQNConfig) -> tuple[int, int]:
     if not config.training_intensity:
         return 1, 1
     native_ratio = config.train_batch_size / (
-        config.get_rollout_fragment_length() * config.num_envs_per_env_runner
-        * max(config.num_env_runners + 1, 1))
+        config.get_rollout_fragment_length()
+        * config.num_envs_per_env_runner
+        * max(config.num_env_runners + 1, 1)
+    )
     weight = config.training_intensity / native_ratio
     if weight < 1:
         return int(round(1 / weight)), 1
@@ -244,8 +300,9 @@ class DQN(Algorithm):
 
     def setup_learner(self) -> None:
         self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
-        self.local_replay_buffer = make_replay_buffer(self.config.replay_buffer_config,
-                                                      seed=self.config.seed)
+        self.local_replay_buffer = make_replay_buffer(
+            self.config.replay_buffer_config, seed=self.config.seed
+        )
 
     def training_step(self) -> None:
         config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
@@ -255,8 +312,11 @@ class DQN(Algorithm):
             with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
                 episodes, runner_metrics = self.env_runner_group.sample(min_env_steps=1)
             metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
-            metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME,
-                              sum(len(ep) for ep in episodes), reduce="lifetime_sum")
+            metrics.log_value(
+                NUM_ENV_STEPS_SAMPLED_LIFETIME,
+                sum(len(ep) for ep in episodes),
+                reduce="lifetime_sum",
+            )
             with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
                 buffer.add(episodes)
         sampled = self.num_env_steps_sampled_lifetime
@@ -271,8 +331,13 @@ class DQN(Algorithm):
         with self.learner.update_threads():
             for _ in range(training_rounds):
                 with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
-                    batch = sample_train_batch(buffer, config.train_batch_size,
-                                               n_step=config.n_step, gamma=config.gamma, beta=beta)
+                    batch = sample_train_batch(
+                        buffer,
+                        config.train_batch_size,
+                        n_step=config.n_step,
+                        gamma=config.gamma,
+                        beta=beta,
+                    )
                 with metrics.log_time((TIMERS, "learner_update_timer")):
                     results = self.learner.update(batch, num_env_steps_sampled_lifetime=sampled)
                 # The TD errors are per replayed row: they set priorities and are not logged.
@@ -280,13 +345,21 @@ class DQN(Algorithm):
                 if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
                     buffer.update_priorities(np.abs(td_errors))
                 update_results.append(results)
-                metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
-                                  config.train_batch_size, reduce="lifetime_sum")
+                metrics.log_value(
+                    (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+                    config.train_batch_size,
+                    reduce="lifetime_sum",
+                )
         # The learner's statistics: their means over this iteration's updates.
         if update_results:
-            metrics.log_dict({key: float(np.mean([r[key] for r in update_results]))
-                              for key in update_results[0]},
-                             key=(LEARNER_RESULTS, "default_policy"), window=1)
+            metrics.log_dict(
+                {
+                    key: float(np.mean([r[key] for r in update_results]))
+                    for key in update_results[0]
+                },
+                key=(LEARNER_RESULTS, "default_policy"),
+                window=1,
+            )
         # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
         with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()
@@ -294,8 +367,7 @@ class DQN(Algorithm):
     def _compile_result(self, time_this_iter: float) -> dict:
         # The buffer's metrics (RLlib's "replay_buffer" results), once per iteration: the buffer
         # counts its adds and samples itself, so one aggregate carries all training steps'.
-        self.metrics.aggregate([self.local_replay_buffer.get_metrics()],
-                               key=REPLAY_BUFFER_RESULTS)
+        self.metrics.aggregate([self.local_replay_buffer.get_metrics()], key=REPLAY_BUFFER_RESULTS)
         return super()._compile_result(time_this_iter)
 
     # -- state (checkpoints) -----------------------------------------------------------------
@@ -310,8 +382,11 @@ class DQN(Algorithm):
         super().check_state(state)
         if "replay_buffer" in state:
             # Loaded into an empty buffer of the same config (cheaper than copying this one).
-            check_loads(make_replay_buffer(self.config.replay_buffer_config),
-                        state["replay_buffer"], "replay_buffer")
+            check_loads(
+                make_replay_buffer(self.config.replay_buffer_config),
+                state["replay_buffer"],
+                "replay_buffer",
+            )
 
     def _apply_state(self, state: dict, *, strict: bool = False) -> None:
         super()._apply_state(state, strict=strict)

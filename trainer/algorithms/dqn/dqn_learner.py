@@ -34,15 +34,19 @@ class DQNLearner(Learner):
         self.target = config.build_module(spaces, seed=config.seed)
         self.target.flat_params[:] = self.module.flat_params
         self.learning_rate = LearningRate(config.lr)
-        self.optimizer = Adam(self.module.flat_params, lr=self.learning_rate.initial,
-                              **adam_settings(config.optimizer))
+        self.optimizer = Adam(
+            self.module.flat_params,
+            lr=self.learning_rate.initial,
+            **adam_settings(config.optimizer),
+        )
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self._last_target_update_step = 0
         #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
         self.update_threads = BlasThreads()
 
-    def update(self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
-               ) -> UpdateResults:
+    def update(
+        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+    ) -> UpdateResults:
         """One Adam step on `batch` (as `replay_buffer.sample_train_batch` returns it); returns the
         metrics and, under `TD_ERROR_KEY`, the per-item TD errors (for prioritized replay; the
         algorithm takes them out before logging, as RLlib's DQN does)."""
@@ -60,8 +64,10 @@ class DQNLearner(Learner):
         else:
             next_actions = next_q_target.argmax(axis=1)
         not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
-        targets = (batch["rewards"]
-                   + batch["discounts"] * not_terminated * next_q_target[rows, next_actions])
+        targets = (
+            batch["rewards"]
+            + batch["discounts"] * not_terminated * next_q_target[rows, next_actions]
+        )
 
         # Q(s, a) of the actions taken, and the TD errors.
         q_values, cache = module.forward_train(obs)
@@ -71,11 +77,10 @@ class DQNLearner(Learner):
         # Importance-weighted loss and its gradient with respect to Q(s, a).
         weights = batch["weights"]
         if config.td_error_loss_fn == "huber":
-            losses = np.where(np.abs(td_errors) <= 1.0, 0.5 * td_errors ** 2,
-                              np.abs(td_errors) - 0.5)
+            losses = np.where(np.abs(td_errors) <= 1.0, 0.5 * td_errors**2, np.abs(td_errors) - 0.5)
             d_losses = np.clip(td_errors, -1.0, 1.0)
         else:  # "mse"
-            losses = td_errors ** 2
+            losses = td_errors**2
             d_losses = 2.0 * td_errors
         qf_loss = float(np.mean(weights * losses))
         d_q_values = np.zeros_like(q_values)
@@ -84,15 +89,18 @@ class DQNLearner(Learner):
         # Backpropagate, clip (grad_clip_by), Adam step.
         module.backward(cache, d_q_values)
         gradient = module.gradient_buffer()[0]  # the flat buffer backward wrote into
-        grad_norm = clip_gradients(gradient, config.grad_clip, config.grad_clip_by,
-                                   self._parameter_sizes)
+        grad_norm = clip_gradients(
+            gradient, config.grad_clip, config.grad_clip_by, self._parameter_sizes
+        )
         check_finite_update(qf_loss, grad_norm, "DQN")
         self.optimizer.step(gradient)
 
         # Move the target network towards the online one every `target_network_update_freq`
         # sampled env steps.
-        if (num_env_steps_sampled_lifetime - self._last_target_update_step
-                >= config.target_network_update_freq):
+        if (
+            num_env_steps_sampled_lifetime - self._last_target_update_step
+            >= config.target_network_update_freq
+        ):
             tau = config.tau
             self.target.flat_params *= 1.0 - tau
             self.target.flat_params += tau * module.flat_params
@@ -110,9 +118,12 @@ class DQNLearner(Learner):
         }
 
     def get_state(self) -> dict:
-        return {"module": self.module.get_weights(), "target": self.target.get_weights(),
-                "optimizer": self.optimizer.get_state(),
-                "last_target_update_step": self._last_target_update_step}
+        return {
+            "module": self.module.get_weights(),
+            "target": self.target.get_weights(),
+            "optimizer": self.optimizer.get_state(),
+            "last_target_update_step": self._last_target_update_step,
+        }
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""

@@ -29,11 +29,18 @@ from trainer.core.nn import MLP, Categorical
 class QModule(FlatParameterModule):
     dist = Categorical
 
-    def __init__(self, spaces: SpaceInfo, model_config: dict, *, dueling: bool = True,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        spaces: SpaceInfo,
+        model_config: dict,
+        *,
+        dueling: bool = True,
+        seed: int | None = None,
+    ):
         if spaces.action_discrete_n is None:
-            raise ValueError(f"DQN needs a Discrete action space; this env's actions are "
-                             f"{spaces.action_space()}")
+            raise ValueError(
+                f"DQN needs a Discrete action space; this env's actions are {spaces.action_space()}"
+            )
         self.spaces = spaces
         self.model_config = check_model_config(model_config)
         self.dueling = dueling
@@ -55,8 +62,12 @@ class QModule(FlatParameterModule):
         self._flatten_parameters()
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
-        return [("encoder", self.encoder), ("advantage", self.advantage), ("value", self.value),
-                ("q", self.q)]
+        return [
+            ("encoder", self.encoder),
+            ("advantage", self.advantage),
+            ("value", self.value),
+            ("q", self.q),
+        ]
 
     def _dueling_heads(self) -> tuple[MLP, MLP]:
         """The advantage and value heads of a dueling module."""
@@ -99,18 +110,21 @@ class QModule(FlatParameterModule):
         _, views, grads = self._gradient_views()
         has_encoder = self.encoder is not None
         if self.q is not None:
-            _, d_features = self.q.backward(head_cache, d_q_values, grads["q"],
-                                            input_grad=has_encoder)
+            _, d_features = self.q.backward(
+                head_cache, d_q_values, grads["q"], input_grad=has_encoder
+            )
         else:
             advantage_head, value_head = self._dueling_heads()
             advantage_cache, value_cache = head_cache
             # Q_j = V + A_j - mean_k A_k  =>  dA_k = dQ_k - mean_j dQ_j,  dV = sum_j dQ_j.
             d_advantages = d_q_values - d_q_values.mean(axis=1, keepdims=True)
             d_values = d_q_values.sum(axis=1, keepdims=True)
-            _, d_features = advantage_head.backward(advantage_cache, d_advantages,
-                                                    grads["advantage"], input_grad=has_encoder)
-            _, d_features_v = value_head.backward(value_cache, d_values, grads["value"],
-                                                  input_grad=has_encoder)
+            _, d_features = advantage_head.backward(
+                advantage_cache, d_advantages, grads["advantage"], input_grad=has_encoder
+            )
+            _, d_features_v = value_head.backward(
+                value_cache, d_values, grads["value"], input_grad=has_encoder
+            )
             if d_features is not None and d_features_v is not None:  # with an encoder
                 d_features += d_features_v
         if self.encoder is not None and d_features is not None:

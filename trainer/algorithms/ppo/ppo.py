@@ -34,23 +34,35 @@ class PPOConfig(AlgorithmConfig):
     `vf_loss_coeff=1.0`, `entropy_coeff=0.0`, `kl_coeff=0.2`, `kl_target=0.01`,
     `num_env_runners=2`, `rollout_fragment_length="auto"`."""
 
-    _ALGO_SETTINGS = settings_of("training", {
-        # RLlib checks no range for these: only what cannot train is refused (NaN; a
-        # negative clip). float("inf") turns a clip off.
-        "lambda_": (1.0, finite_number, "GAE's lambda"),
-        "clip_param": (0.3, number_at_least_or_inf(0), "PPO's clip of the probability ratio"),
-        "vf_clip_param": (10.0, number_at_least_or_inf(0),
-                          "clip of the value function's loss (float(\"inf\"): none)"),
-        "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
-        "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
-        "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
-        "kl_target": (0.01, number_at_least(0), "the KL the penalty's weight adapts toward"),
-        "use_gae": (True, is_bool, "generalized advantage estimation (False: discounted "
-                                   "returns minus the value)"),
-        "use_critic": (True, is_bool, "a value function (truncated episodes bootstrap "
-                                      "from it)"),
-        "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
-    })
+    _ALGO_SETTINGS = settings_of(
+        "training",
+        {
+            # RLlib checks no range for these: only what cannot train is refused (NaN; a
+            # negative clip). float("inf") turns a clip off.
+            "lambda_": (1.0, finite_number, "GAE's lambda"),
+            "clip_param": (0.3, number_at_least_or_inf(0), "PPO's clip of the probability ratio"),
+            "vf_clip_param": (
+                10.0,
+                number_at_least_or_inf(0),
+                'clip of the value function\'s loss (float("inf"): none)',
+            ),
+            "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
+            "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
+            "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
+            "kl_target": (0.01, number_at_least(0), "the KL the penalty's weight adapts toward"),
+            "use_gae": (
+                True,
+                is_bool,
+                "generalized advantage estimation (False: discounted returns minus the value)",
+            ),
+            "use_critic": (
+                True,
+                is_bool,
+                "a value function (truncated episodes bootstrap from it)",
+            ),
+            "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
+        },
+    )
     _RLLIB_ALGO = "PPO"
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
@@ -77,19 +89,38 @@ class PPOConfig(AlgorithmConfig):
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or PPO)
 
-    def training(self, *, lambda_: float = NotProvided, clip_param: float = NotProvided,
-                 vf_clip_param: float = NotProvided, vf_loss_coeff: float = NotProvided,
-                 entropy_coeff: float = NotProvided, kl_coeff: float = NotProvided,
-                 kl_target: float = NotProvided, use_gae: bool = NotProvided,
-                 use_critic: bool = NotProvided, use_kl_loss: bool = NotProvided,
-                 **kwargs: Any) -> Self:
+    def training(
+        self,
+        *,
+        lambda_: float = NotProvided,
+        clip_param: float = NotProvided,
+        vf_clip_param: float = NotProvided,
+        vf_loss_coeff: float = NotProvided,
+        entropy_coeff: float = NotProvided,
+        kl_coeff: float = NotProvided,
+        kl_target: float = NotProvided,
+        use_gae: bool = NotProvided,
+        use_critic: bool = NotProvided,
+        use_kl_loss: bool = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
         """Learning settings: PPO's own and those every algorithm has."""
         super().training(**kwargs)
-        return self._set("training", {
-            "lambda_": lambda_, "clip_param": clip_param, "vf_clip_param": vf_clip_param,
-            "vf_loss_coeff": vf_loss_coeff, "entropy_coeff": entropy_coeff,
-            "kl_coeff": kl_coeff, "kl_target": kl_target, "use_gae": use_gae,
-            "use_critic": use_critic, "use_kl_loss": use_kl_loss})
+        return self._set(
+            "training",
+            {
+                "lambda_": lambda_,
+                "clip_param": clip_param,
+                "vf_clip_param": vf_clip_param,
+                "vf_loss_coeff": vf_loss_coeff,
+                "entropy_coeff": entropy_coeff,
+                "kl_coeff": kl_coeff,
+                "kl_target": kl_target,
+                "use_gae": use_gae,
+                "use_critic": use_critic,
+                "use_kl_loss": use_kl_loss,
+            },
+        )
 
     def validate(self) -> None:
         super().validate()
@@ -116,17 +147,22 @@ class PPO(Algorithm):
         # 1. Sample with the current weights, on all EnvRunners in parallel.
         with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
             episodes, runner_metrics = self.env_runner_group.sample(
-                min_env_steps=self.config.train_batch_size)
+                min_env_steps=self.config.train_batch_size
+            )
         metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
         # 2. Update the policy and value function.
         with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(
-                episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime)
+                episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
+            )
         metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
-        metrics.log_value((LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
-                          env_steps, reduce="lifetime_sum")
+        metrics.log_value(
+            (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+            env_steps,
+            reduce="lifetime_sum",
+        )
         # 3. Send the new weights to the EnvRunners.
         with metrics.log_time((TIMERS, "synch_weights")):
             self.sync_weights()

@@ -42,8 +42,11 @@ class PPOLearner(Learner):
         self.config = config
         self.module = config.build_module(spaces, seed=config.seed)
         self.learning_rate = LearningRate(config.lr)
-        self.optimizer = Adam(self.module.flat_params, lr=self.learning_rate.initial,
-                              **adam_settings(config.optimizer))
+        self.optimizer = Adam(
+            self.module.flat_params,
+            lr=self.learning_rate.initial,
+            **adam_settings(config.optimizer),
+        )
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
@@ -59,9 +62,12 @@ class PPOLearner(Learner):
         module = self.module
         episodes = [ep for ep in episodes if len(ep) > 0]
         # Values of every observation, each chunk's final one included, in one forward pass.
-        all_obs = module.spaces.preprocess(np.concatenate([ep.get_observations() for ep in episodes]))
-        all_values = (module.values(all_obs) if cfg.use_critic
-                      else np.zeros(len(all_obs), dtype=np.float32))
+        all_obs = module.spaces.preprocess(
+            np.concatenate([ep.get_observations() for ep in episodes])
+        )
+        all_values = (
+            module.values(all_obs) if cfg.use_critic else np.zeros(len(all_obs), dtype=np.float32)
+        )
         obs_chunks: list[np.ndarray] = []
         value_chunks: list[np.ndarray] = []
         next_value_chunks: list[np.ndarray] = []
@@ -70,10 +76,10 @@ class PPOLearner(Learner):
         offset = 0
         for ep in episodes:
             n = len(ep)
-            v = all_values[offset:offset + n + 1].copy()
+            v = all_values[offset : offset + n + 1].copy()
             if ep.is_terminated:
                 v[-1] = 0.0  # no value after a terminal state
-            obs_chunks.append(all_obs[offset:offset + n])
+            obs_chunks.append(all_obs[offset : offset + n])
             value_chunks.append(v[:-1])
             next_value_chunks.append(v[1:])
             reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
@@ -103,9 +109,11 @@ class PPOLearner(Learner):
             "obs": np.concatenate(obs_chunks),
             "actions": np.concatenate([ep.get_actions() for ep in episodes]),
             "action_logp": np.concatenate(
-                [ep.get_extra_model_outputs("action_logp") for ep in episodes]).astype(np.float32),
+                [ep.get_extra_model_outputs("action_logp") for ep in episodes]
+            ).astype(np.float32),
             "action_dist_inputs": np.concatenate(
-                [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]),
+                [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]
+            ),
             "advantages": advantages.astype(np.float32),
             "value_targets": value_targets.astype(np.float32),
         }
@@ -119,14 +127,16 @@ class PPOLearner(Learner):
         batch_size = len(mb["advantages"])
         dist_inputs, values, cache = module.forward_train(mb["obs"])
         logp, d_logp, entropy, d_entropy, kl, d_kl = module.dist.loss_grads(
-            dist_inputs, mb["actions"], mb["action_dist_inputs"])
+            dist_inputs, mb["actions"], mb["action_dist_inputs"]
+        )
 
         # Probability ratio of the new and the behaviour policy, and the clipped surrogate.
         advantages = mb["advantages"]
         ratio = np.exp(logp - mb["action_logp"])
         surrogate_unclipped = advantages * ratio
-        surrogate_clipped = advantages * np.minimum(np.maximum(ratio, 1 - cfg.clip_param),
-                                                    1 + cfg.clip_param)
+        surrogate_clipped = advantages * np.minimum(
+            np.maximum(ratio, 1 - cfg.clip_param), 1 + cfg.clip_param
+        )
         surrogate = np.minimum(surrogate_unclipped, surrogate_clipped)
         # The gradient flows only where the unclipped term is the minimum.
         unclipped_active = surrogate_unclipped <= surrogate_clipped
@@ -153,8 +163,9 @@ class PPOLearner(Learner):
             d_dist_inputs += d_kl
 
         dtype = dist_inputs.dtype
-        grads = module.backward(cache, d_dist_inputs.astype(dtype, copy=False),
-                                d_values.astype(dtype, copy=False))
+        grads = module.backward(
+            cache, d_dist_inputs.astype(dtype, copy=False), d_values.astype(dtype, copy=False)
+        )
 
         # Statistics: means over the minibatch (sums divided here: np.mean's overhead is
         # several times a small array's sum).
@@ -162,12 +173,18 @@ class PPOLearner(Learner):
         mean_kl = float(_sum(kl)) / batch_size
         mean_vf_loss = float(_sum(vf_loss_clipped)) / batch_size
         mean_entropy = float(_sum(entropy)) / batch_size
-        total_loss = (policy_loss + cfg.vf_loss_coeff * mean_vf_loss
-                      - cfg.entropy_coeff * mean_entropy
-                      + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0))
+        total_loss = (
+            policy_loss
+            + cfg.vf_loss_coeff * mean_vf_loss
+            - cfg.entropy_coeff * mean_entropy
+            + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0)
+        )
         target_var = _variance(mb["value_targets"])
-        explained_var = (1.0 - _variance(mb["value_targets"] - values) / target_var
-                         if target_var > 0 else float("nan"))
+        explained_var = (
+            1.0 - _variance(mb["value_targets"] - values) / target_var
+            if target_var > 0
+            else float("nan")
+        )
         return grads, {
             "total_loss": total_loss,
             "policy_loss": policy_loss,
@@ -184,15 +201,20 @@ class PPOLearner(Learner):
         # are views of the module's flat gradient buffer.
         grad = self.module.gradient_buffer()[0]
         stats["gradients_default_optimizer_global_norm"] = norm = clip_gradients(
-            grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes)
+            grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes
+        )
         # The norm is NaN or infinite when any gradient element is: stop before the weights do.
         check_finite_update(stats["total_loss"], norm, "PPO")
         self.optimizer.step(grad)
         return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
-    def update(self, episodes: list[SingleAgentEpisode], *,
-               num_env_steps_sampled_lifetime: int | None = None) -> UpdateResults:
+    def update(
+        self,
+        episodes: list[SingleAgentEpisode],
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+    ) -> UpdateResults:
         """One PPO update on the given episodes; returns the loss statistics of its last
         minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
         the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
@@ -200,8 +222,9 @@ class PPOLearner(Learner):
         with self.update_threads():
             return self._update(episodes, num_env_steps_sampled_lifetime)
 
-    def _update(self, episodes: list[SingleAgentEpisode],
-                num_env_steps_sampled_lifetime: int | None) -> UpdateResults:
+    def _update(
+        self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
+    ) -> UpdateResults:
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
@@ -211,13 +234,15 @@ class PPOLearner(Learner):
         size = len(adv)
         minibatch_size = min(cfg.minibatch_size or size, size)
         # Each minibatch is gathered into the same preallocated arrays.
-        minibatch = {key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
-                     for key, value in batch.items()}
+        minibatch = {
+            key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
+            for key, value in batch.items()
+        }
         step_stats: dict[str, float] = {}
         for _ in range(cfg.num_epochs):
             order = self.rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
             for start in range(0, size, minibatch_size):
-                idx = order[start:start + minibatch_size]
+                idx = order[start : start + minibatch_size]
                 if len(idx) < minibatch_size // 2 and start > 0:
                     continue  # a small remainder would weigh as much as a full minibatch
                 if len(idx) == minibatch_size:
@@ -242,8 +267,12 @@ class PPOLearner(Learner):
 
     # -- state (checkpoints) -----------------------------------------------------------------
     def get_state(self) -> dict:
-        return {"module": self.module.get_weights(), "optimizer": self.optimizer.get_state(),
-                "kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
+        return {
+            "module": self.module.get_weights(),
+            "optimizer": self.optimizer.get_state(),
+            "kl_coeff": self.kl_coeff,
+            "rng": generator_state(self.rng),
+        }
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""

@@ -67,12 +67,22 @@ class EnvRenderCallback(RLlibCallback):
         self.worst_episode_and_return: tuple[Any, float] = (None, float("inf"))
 
     def _records(self, env_runner: Any) -> bool:
-        return (self._env_runner_indices is None
-                or getattr(env_runner, "worker_index", 0) in self._env_runner_indices)
+        return (
+            self._env_runner_indices is None
+            or getattr(env_runner, "worker_index", 0) in self._env_runner_indices
+        )
 
-    def on_episode_step(self, *, episode: Any, env_runner: Any = None,
-                        metrics_logger: Any = None, env: Any = None, env_index: int = 0,
-                        rl_module: Any = None, **kwargs: Any) -> None:
+    def on_episode_step(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int = 0,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Adds the current frame to the episode's `custom_data`."""
         if not self._records(env_runner):
             return
@@ -82,20 +92,32 @@ class EnvRenderCallback(RLlibCallback):
         else:
             image = unwrapped.render()
         if not isinstance(image, np.ndarray):
-            raise ValueError(f"EnvRenderCallback: env.render() returned {type(image).__name__}, "
-                             "not an image; create the env with render_mode='rgb_array'")
+            raise ValueError(
+                f"EnvRenderCallback: env.render() returned {type(image).__name__}, "
+                "not an image; create the env with render_mode='rgb_array'"
+            )
         image = np.transpose(resize(image, VIDEO_HEIGHT, VIDEO_WIDTH), axes=[2, 0, 1])
         episode.custom_data.setdefault("render_images", []).append(image)
 
-    def on_episode_end(self, *, episode: Any, env_runner: Any = None,
-                       metrics_logger: Any = None, env: Any = None, env_index: int = 0,
-                       rl_module: Any = None, **kwargs: Any) -> None:
+    def on_episode_end(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int = 0,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Keeps the episode's video if it is the best or the worst so far."""
         if not self._records(env_runner):
             return
         episode_return = episode.get_return()
-        if not (episode_return > self.best_episode_and_return[1]
-                or episode_return < self.worst_episode_and_return[1]):
+        if not (
+            episode_return > self.best_episode_and_return[1]
+            or episode_return < self.worst_episode_and_return[1]
+        ):
             return
         video = np.expand_dims(np.stack(episode.custom_data["render_images"], axis=0), axis=0)
         if episode_return > self.best_episode_and_return[1]:
@@ -103,14 +125,22 @@ class EnvRenderCallback(RLlibCallback):
         else:
             self.worst_episode_and_return = (video, episode_return)
 
-    def on_sample_end(self, *, env_runner: Any = None, metrics_logger: Any = None,
-                      samples: list | None = None, **kwargs: Any) -> None:
+    def on_sample_end(
+        self,
+        *,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        samples: list | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Logs the best and the worst video, then starts over."""
         if self.best_episode_and_return[0] is not None:
-            metrics_logger.log_value("episode_videos_best", self.best_episode_and_return[0],
-                                     reduce="item_series")
+            metrics_logger.log_value(
+                "episode_videos_best", self.best_episode_and_return[0], reduce="item_series"
+            )
             self.best_episode_and_return = (None, float("-inf"))
         if self.worst_episode_and_return[0] is not None:
-            metrics_logger.log_value("episode_videos_worst", self.worst_episode_and_return[0],
-                                     reduce="item_series")
+            metrics_logger.log_value(
+                "episode_videos_worst", self.worst_episode_and_return[0], reduce="item_series"
+            )
             self.worst_episode_and_return = (None, float("inf"))

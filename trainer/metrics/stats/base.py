@@ -37,8 +37,9 @@ class StatsBase(metaclass=ABCMeta):
         (else it only merges other stats). A stat can be both, or neither (an intermediate
         aggregator)."""
         if self.stats_cls_identifier is None:
-            raise TypeError(f"{type(self).__name__} must set the class attribute "
-                            "stats_cls_identifier")
+            raise TypeError(
+                f"{type(self).__name__} must set the class attribute stats_cls_identifier"
+            )
         self.is_root = is_root
         self.is_leaf = is_leaf
         # Start times of `with stats:` blocks, one per thread (timing in parallel threads).
@@ -62,8 +63,10 @@ class StatsBase(metaclass=ABCMeta):
         """Sets the time the first throughput is measured from (the logger knows it, the stat
         does not). Stats with throughputs override this."""
         if self.has_throughputs:
-            raise ValueError("initialize_throughput_reference_time must be overridden by "
-                             "stats classes that have throughputs")
+            raise ValueError(
+                "initialize_throughput_reference_time must be overridden by "
+                "stats classes that have throughputs"
+            )
 
     # -- numbers -------------------------------------------------------------------------------
     @abstractmethod
@@ -119,8 +122,12 @@ class StatsBase(metaclass=ABCMeta):
         self._start_times[threading.get_ident()] = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         start = self._start_times.pop(threading.get_ident())
         self.push(time.perf_counter() - start)
 
@@ -142,8 +149,11 @@ class StatsBase(metaclass=ABCMeta):
 
     def get_state(self) -> dict[str, Any]:
         """Settings and values as plain data; subclasses add theirs."""
-        state = {"stats_cls_identifier": self.stats_cls_identifier, "is_root": self.is_root,
-                 "is_leaf": self.is_leaf}
+        state = {
+            "stats_cls_identifier": self.stats_cls_identifier,
+            "is_root": self.is_root,
+            "is_leaf": self.is_leaf,
+        }
         if not self.is_leaf:
             state["latest_merged"] = self.latest_merged
         return state
@@ -151,16 +161,19 @@ class StatsBase(metaclass=ABCMeta):
     def set_state(self, state: dict[str, Any]) -> None:
         """Takes `get_state()`'s settings and values; subclasses take theirs."""
         if state["stats_cls_identifier"] != self.stats_cls_identifier:
-            raise ValueError(f"a state of {state['stats_cls_identifier']!r} stats cannot be "
-                             f"set on {type(self).__name__} ({self.stats_cls_identifier!r})")
+            raise ValueError(
+                f"a state of {state['stats_cls_identifier']!r} stats cannot be "
+                f"set on {type(self).__name__} ({self.stats_cls_identifier!r})"
+            )
         self.is_root = state["is_root"]
         self.is_leaf = state["is_leaf"]
         if not self.is_leaf:
             self.latest_merged = state.get("latest_merged")
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The constructor's arguments of a stat like `stats_object`, or like `state`."""
         if state is not None:
             return {"is_root": state["is_root"], "is_leaf": state["is_leaf"]}
@@ -185,8 +198,7 @@ class StatsBase(metaclass=ABCMeta):
 
     # -- the statistic -------------------------------------------------------------------------
     @abstractmethod
-    def __repr__(self) -> str:
-        ...
+    def __repr__(self) -> str: ...
 
     @abstractmethod
     def merge(self, incoming_stats: list[Self]) -> None:
@@ -215,13 +227,16 @@ class StatsBase(metaclass=ABCMeta):
     def _require_aggregating(self) -> None:
         # AssertionError as RLlib's (its tests expect that type).
         if self.is_leaf:
-            raise AssertionError(f"{type(self).__name__} should only be merged at aggregation "
-                             "stages (root or intermediate), not into a leaf stat")
+            raise AssertionError(
+                f"{type(self).__name__} should only be merged at aggregation "
+                "stages (root or intermediate), not into a leaf stat"
+            )
 
     def _require_latest_merged_allowed(self) -> None:
         if self.is_leaf:
-            raise ValueError("latest_merged_only can only be used on aggregation stats objects "
-                             "(is_leaf=False)")
+            raise ValueError(
+                "latest_merged_only can only be used on aggregation stats objects (is_leaf=False)"
+            )
 
 
 #: Whether a class can be pickled by its import path (checked once per class).
@@ -253,6 +268,8 @@ _Stats = TypeVar("_Stats", bound=StatsBase)
 def settings_source(stats_object: StatsBase | None, cls: type[_Stats]) -> _Stats:
     """`stats_object` as the `cls` whose settings a new stat copies (`_get_init_args`)."""
     if not isinstance(stats_object, cls):
-        raise TypeError(f"{cls.__name__}: the stat to copy settings from is "
-                        f"{type(stats_object).__name__}, not {cls.__name__}")
+        raise TypeError(
+            f"{cls.__name__}: the stat to copy settings from is "
+            f"{type(stats_object).__name__}, not {cls.__name__}"
+        )
     return stats_object

@@ -66,9 +66,12 @@ class EmaStats(StatsBase):
     def _reduce_values_to_merge(self) -> Any:
         if not safe_isnan(self._value) and not EmaStats._warned_push_and_merge:
             EmaStats._warned_push_and_merge = True
-            logger.warning("EmaStats: values were both pushed into and merged into one "
-                           "aggregating EMA (coefficient %s); the merged average wins and the "
-                           "metric is inaccurate", self._ema_coeff)
+            logger.warning(
+                "EmaStats: values were both pushed into and merged into one "
+                "aggregating EMA (coefficient %s); the merged average wins and the "
+                "metric is inaccurate",
+                self._ema_coeff,
+            )
         if not self._values_to_merge:
             return np.nan
         return self._quiet_nanmean(self._values_to_merge)
@@ -84,8 +87,7 @@ class EmaStats(StatsBase):
             self._require_latest_merged_allowed()
             if self.latest_merged is None:
                 return np.nan if compile else [np.nan]
-            value = (self._quiet_nanmean(self.latest_merged) if self.latest_merged
-                     else np.nan)
+            value = self._quiet_nanmean(self.latest_merged) if self.latest_merged else np.nan
         else:
             value = self._current()
         return value if compile else [value]
@@ -100,9 +102,11 @@ class EmaStats(StatsBase):
         return return_stats
 
     def __repr__(self) -> str:
-        return (f"EmaStats({self.peek()}; number_of_values_to_merge="
-                f"({len(self._values_to_merge)}); ema_coeff={self._ema_coeff}, "
-                f"value={self._value})")
+        return (
+            f"EmaStats({self.peek()}; number_of_values_to_merge="
+            f"({len(self._values_to_merge)}); ema_coeff={self._ema_coeff}, "
+            f"value={self._value})"
+        )
 
     def get_state(self) -> dict[str, Any]:
         state = {**super().get_state(), "ema_coeff": self._ema_coeff, "value": self._value}
@@ -114,13 +118,16 @@ class EmaStats(StatsBase):
         super().set_state(state)
         self._ema_coeff = state["ema_coeff"]
         self._value = state["value"]
-        self._values_to_merge = list(state.get("values_to_merge", [])) if not self.is_leaf \
-            else []
+        self._values_to_merge = list(state.get("values_to_merge", [])) if not self.is_leaf else []
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
-        args["ema_coeff"] = (state["ema_coeff"] if state is not None
-                             else settings_source(stats_object, EmaStats)._ema_coeff)
+        args["ema_coeff"] = (
+            state["ema_coeff"]
+            if state is not None
+            else settings_source(stats_object, EmaStats)._ema_coeff
+        )
         return args

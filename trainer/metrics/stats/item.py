@@ -46,7 +46,8 @@ class ItemStats(StatsBase):
             raise AssertionError(
                 "ItemStats should only be merged with one other ItemStats object which replaces "
                 f"the current item (got {len(incoming_stats)}); log items of parallel "
-                "components with reduce='item_series'")
+                "components with reduce='item_series'"
+            )
         self._item = incoming_stats[0]._item
 
     def peek(self, compile: bool = True, latest_merged_only: bool = False) -> Any:

@@ -83,11 +83,15 @@ class ItemSeriesStats(StatsBase):
         self.latest_merged = new_items
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
-        args["window"] = (state["window"] if state is not None
-                          else settings_source(stats_object, ItemSeriesStats)._window)
+        args["window"] = (
+            state["window"]
+            if state is not None
+            else settings_source(stats_object, ItemSeriesStats)._window
+        )
         return args
 
     def __repr__(self) -> str:

@@ -38,26 +38,33 @@ class LifetimeSumStats(StatsBase):
 
     def initialize_throughput_reference_time(self, time: float) -> None:
         if self.is_leaf:
-            raise ValueError("initialize_throughput_reference_time can only be called on "
-                             "aggregating (root) stats")
+            raise ValueError(
+                "initialize_throughput_reference_time can only be called on "
+                "aggregating (root) stats"
+            )
         self._last_reduce_time = time
         self._last_restore_time = time
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
-        args["with_throughput"] = (state["track_throughputs"] if state is not None
-                                   else settings_source(stats_object,
-                                                        LifetimeSumStats).track_throughputs)
+        args["with_throughput"] = (
+            state["track_throughputs"]
+            if state is not None
+            else settings_source(stats_object, LifetimeSumStats).track_throughputs
+        )
         return args
 
     @property
     def throughputs(self) -> dict[str, float]:
         """`throughput_since_last_reduce`, and on the root `throughput_since_last_restore`."""
         if not self.has_throughputs:
-            raise ValueError("Throughput tracking is not enabled on this Stats object (log it "
-                             "with with_throughput=True)")
+            raise ValueError(
+                "Throughput tracking is not enabled on this Stats object (log it "
+                "with with_throughput=True)"
+            )
         result = {"throughput_since_last_reduce": self.throughput_since_last_reduce}
         if self.is_root:
             result["throughput_since_last_restore"] = self.throughput_since_last_restore
@@ -66,20 +73,24 @@ class LifetimeSumStats(StatsBase):
     @property
     def throughput_since_last_reduce(self) -> float:
         if not self.track_throughputs:
-            raise ValueError("Tracking of throughput since last reduce is not enabled on this "
-                             "Stats object")
-        return ((self._lifetime_sum - self._value_at_last_reduce)
-                / (time.perf_counter() - self._last_reduce_time))
+            raise ValueError(
+                "Tracking of throughput since last reduce is not enabled on this Stats object"
+            )
+        return (self._lifetime_sum - self._value_at_last_reduce) / (
+            time.perf_counter() - self._last_reduce_time
+        )
 
     @property
     def throughput_since_last_restore(self) -> float:
         if not self.is_root:
             raise ValueError("throughput_since_last_restore is only available for root stats")
         if not self.track_throughputs:
-            raise ValueError("Tracking of throughput since last restore is not enabled on this "
-                             "Stats object")
-        return ((self._lifetime_sum - self._value_at_last_restore)
-                / (time.perf_counter() - self._last_restore_time))
+            raise ValueError(
+                "Tracking of throughput since last restore is not enabled on this Stats object"
+            )
+        return (self._lifetime_sum - self._value_at_last_restore) / (
+            time.perf_counter() - self._last_restore_time
+        )
 
     def __len__(self) -> int:
         return 1
@@ -125,8 +136,11 @@ class LifetimeSumStats(StatsBase):
         self.latest_merged = incoming_sum
 
     def get_state(self) -> dict[str, Any]:
-        return {**super().get_state(), "lifetime_sum": single_value_to_cpu(self._lifetime_sum),
-                "track_throughputs": self.track_throughputs}
+        return {
+            **super().get_state(),
+            "lifetime_sum": single_value_to_cpu(self._lifetime_sum),
+            "track_throughputs": self.track_throughputs,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)

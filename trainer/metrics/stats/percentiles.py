@@ -22,24 +22,35 @@ class PercentilesStats(StatsBase):
 
     stats_cls_identifier = "percentiles"
 
-    def __init__(self, percentiles: list | None = None, window: int | float | None = None,
-                 *args: Any, **kwargs: Any):
+    def __init__(
+        self,
+        percentiles: list | None = None,
+        window: int | float | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ):
         """`percentiles`: which to report (None: 0, 50, 75, 90, 95, 99, 100; computing one
         costs as much as all). `window`: how many of the newest values a leaf keeps."""
         super().__init__(*args, **kwargs)
         if percentiles is None:
             percentiles = list(DEFAULT_PERCENTILES)
         elif not isinstance(percentiles, list):
-            raise ValueError(f"PercentilesStats(percentiles={percentiles!r}): `percentiles` "
-                             "must be a list or None")
+            raise ValueError(
+                f"PercentilesStats(percentiles={percentiles!r}): `percentiles` "
+                "must be a list or None"
+            )
         self._window = window
         self._percentiles = percentiles
         self.values: list | deque = []
         self._set_values([])
 
     def get_state(self) -> dict[str, Any]:
-        return {**super().get_state(), "values": list(self.values), "window": self._window,
-                "percentiles": list(self._percentiles)}
+        return {
+            **super().get_state(),
+            "values": list(self.values),
+            "window": self._window,
+            "percentiles": list(self._percentiles),
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)
@@ -58,12 +69,15 @@ class PercentilesStats(StatsBase):
 
     # Percentiles are a dict, not one number: no arithmetic or comparison.
     def __float__(self) -> float:
-        raise ValueError("Cannot convert to float because percentiles are not reduced to a "
-                         "single value.")
+        raise ValueError(
+            "Cannot convert to float because percentiles are not reduced to a single value."
+        )
 
     def _comp_error(self, operation: str) -> NoReturn:
-        raise NotImplementedError(f"PercentilesStats does not support {operation} (percentiles "
-                                  "are not reduced to a single value)")
+        raise NotImplementedError(
+            f"PercentilesStats does not support {operation} (percentiles "
+            "are not reduced to a single value)"
+        )
 
     def __eq__(self, other: Any) -> bool:
         self._comp_error("__eq__")
@@ -92,8 +106,10 @@ class PercentilesStats(StatsBase):
         self._comp_error("__mul__")
 
     def __format__(self, fmt: str) -> str:
-        raise ValueError("Cannot format percentiles object because percentiles are not reduced "
-                         "to a single value.")
+        raise ValueError(
+            "Cannot format percentiles object because percentiles are not reduced "
+            "to a single value."
+        )
 
     def push(self, value: Any) -> None:
         value = number_value(value, "PercentilesStats")
@@ -108,7 +124,8 @@ class PercentilesStats(StatsBase):
                 raise AssertionError(
                     "All incoming PercentilesStats objects must have the same percentiles and "
                     f"window size: {stats._percentiles}/{stats._window} vs "
-                    f"{self._percentiles}/{self._window}")
+                    f"{self._percentiles}/{self._window}"
+                )
         new_values = list(chain.from_iterable(s.values for s in incoming_stats))
         self.values = list(self.values) + new_values
         self.latest_merged = new_values
@@ -134,12 +151,12 @@ class PercentilesStats(StatsBase):
         return return_stats
 
     def __repr__(self) -> str:
-        return (f"PercentilesStats({self.peek()}; window={self._window}; "
-                f"len={len(self)})")
+        return f"PercentilesStats({self.peek()}; window={self._window}; len={len(self)})"
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
         if state is not None:
             args.update(percentiles=list(state["percentiles"]), window=state["window"])
@@ -160,6 +177,9 @@ def compute_percentiles(sorted_list: list, percentiles: list) -> dict:
         index = (p / 100) * (n - 1)
         lower = int(index)
         weight = index - lower
-        results[p] = (sorted_list[lower] if weight == 0
-                      else sorted_list[lower] * (1 - weight) + sorted_list[lower + 1] * weight)
+        results[p] = (
+            sorted_list[lower]
+            if weight == 0
+            else sorted_list[lower] * (1 - weight) + sorted_list[lower + 1] * weight
+        )
     return results

@@ -48,8 +48,11 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
 
     # -- state ---------------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        return {**super().get_state(), "values": batch_values_to_cpu(self.values),
-                "window": self._window}
+        return {
+            **super().get_state(),
+            "values": batch_values_to_cpu(self.values),
+            "window": self._window,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)
@@ -57,16 +60,19 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
         self._set_values(list(state["values"]))
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = StatsBase._get_init_args(stats_object=stats_object, state=state)
         if state is not None:
             args["window"] = state["window"]
         elif isinstance(stats_object, SeriesStats):  # (abstract: settings_source takes no such)
             args["window"] = stats_object._window
         else:
-            raise TypeError(f"SeriesStats: the stat to copy settings from is "
-                            f"{type(stats_object).__name__}, not a SeriesStats")
+            raise TypeError(
+                f"SeriesStats: the stat to copy settings from is "
+                f"{type(stats_object).__name__}, not a SeriesStats"
+            )
         return args
 
     # -- values --------------------------------------------------------------------------------
@@ -96,8 +102,11 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
         if self._window is not None:
             self.values.extend(number_value(value, name) for value in values)
         elif values:
-            self._set_values(self.window_reduce(
-                list(self.values) + [number_value(value, name) for value in values]))
+            self._set_values(
+                self.window_reduce(
+                    list(self.values) + [number_value(value, name) for value in values]
+                )
+            )
 
     def merge(self, incoming_stats: list[SeriesStats]) -> None:
         """Appends the incoming stats' values (each incoming value weighs the same)."""
@@ -115,8 +124,7 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
             self._require_latest_merged_allowed()
             if self.latest_merged is None:
                 return np.nan if compile else []
-            reduced = (self.window_reduce(self.latest_merged) if self.latest_merged
-                       else [np.nan])
+            reduced = self.window_reduce(self.latest_merged) if self.latest_merged else [np.nan]
         elif len(self.values) == 1:
             # Not decided by the window: a merged series can hold several values.
             reduced = [single_value_to_cpu(self.values[0])]
@@ -151,8 +159,9 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
         # The common case (Python numbers, no NaN) without numpy, for the classes' own
         # reductions only (a subclass with another `_np_reduce_fn` takes numpy's way).
         python_fn = _PYTHON_EQUIVALENTS.get(type(self)._np_reduce_fn)
-        if python_fn is not None and all(type(v) is int or (type(v) is float and v == v)
-                                         for v in values):
+        if python_fn is not None and all(
+            type(v) is int or (type(v) is float and v == v) for v in values
+        ):
             return [python_fn(list(values))]
         if np.all(np.isnan(np.asarray(values, dtype=float))):
             return [np.nan]

@@ -31,8 +31,9 @@ class SumStats(SeriesStats):
 
     def initialize_throughput_reference_time(self, time: float) -> None:
         if not self.is_root:
-            raise ValueError("initialize_throughput_reference_time can only be called on "
-                             "root stats")
+            raise ValueError(
+                "initialize_throughput_reference_time can only be called on root stats"
+            )
         self._last_throughput_measure_time = time
 
     @property
@@ -43,10 +44,11 @@ class SumStats(SeriesStats):
     def throughputs(self) -> float:
         """The current sum per second since the last `reduce()`."""
         if not self.track_throughput:
-            raise ValueError("Throughput tracking is not enabled on this Stats object (log it "
-                             "with with_throughput=True)")
-        return self.peek(compile=True) / (time.perf_counter()
-                                          - self._last_throughput_measure_time)
+            raise ValueError(
+                "Throughput tracking is not enabled on this Stats object (log it "
+                "with with_throughput=True)"
+            )
+        return self.peek(compile=True) / (time.perf_counter() - self._last_throughput_measure_time)
 
     def reduce(self, compile: bool = True) -> Any:
         value = super().reduce(compile=True)
@@ -59,11 +61,15 @@ class SumStats(SeriesStats):
         return return_stats
 
     @staticmethod
-    def _get_init_args(stats_object: StatsBase | None = None,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _get_init_args(
+        stats_object: StatsBase | None = None, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         args = SeriesStats._get_init_args(stats_object=stats_object, state=state)
-        args["with_throughput"] = (state["track_throughput"] if state is not None
-                                   else settings_source(stats_object, SumStats).track_throughput)
+        args["with_throughput"] = (
+            state["track_throughput"]
+            if state is not None
+            else settings_source(stats_object, SumStats).track_throughput
+        )
         return args
 
     def get_state(self) -> dict[str, Any]:

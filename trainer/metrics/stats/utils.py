@@ -35,8 +35,10 @@ def number_value(value: Any, stats_cls_name: str) -> Any:
         return value
     value = single_value_to_cpu(value)
     if not isinstance(value, numbers.Number):
-        raise ValueError(f"{stats_cls_name}: logged value {value!r} is not a number; log "
-                         "structured values or items with reduce='item' or 'item_series'")
+        raise ValueError(
+            f"{stats_cls_name}: logged value {value!r} is not a number; log "
+            "structured values or items with reduce='item' or 'item_series'"
+        )
     return value
 
 

@@ -22,18 +22,31 @@ class CountBasedCuriosity(ConnectorV2):
     writes the sum back into the episode's rewards. For small observation sets only (the counts
     are kept per exact observation)."""
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 intrinsic_reward_coeff: float = 1.0, **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        intrinsic_reward_coeff: float = 1.0,
+        **kwargs: Any,
+    ):
         super().__init__(input_observation_space, input_action_space)
         self._counts: Counter = Counter()
         self.intrinsic_reward_coeff = intrinsic_reward_coeff
 
-    def __call__(self, *, rl_module: Any, batch: Any, episodes: list,
-                 explore: bool | None = None, shared_data: dict | None = None,
-                 **kwargs: Any) -> Any:
-        for episode in self.single_agent_episode_iterator(episodes=episodes,
-                                                           agents_that_stepped_only=False):
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: Any,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        for episode in self.single_agent_episode_iterator(
+            episodes=episodes, agents_that_stepped_only=False
+        ):
             # Each reward belongs to the observation the action was taken from: all but the
             # last observation.
             observations = episode.get_observations(slice(None, -1))

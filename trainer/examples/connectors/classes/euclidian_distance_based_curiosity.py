@@ -27,31 +27,46 @@ class EuclidianDistanceBasedCuriosity(ConnectorV2):
     FIFO of `max_buffer_size` observations; each episode adds the one of its observations that
     was farthest from the buffer. As in RLlib, only the first 11 calls add rewards."""
 
-    def __init__(self, input_observation_space: gym.Space | None = None,
-                 input_action_space: gym.Space | None = None, *,
-                 intrinsic_reward_coeff: float = 1.0, max_buffer_size: int = 100,
-                 **kwargs: Any):
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        intrinsic_reward_coeff: float = 1.0,
+        max_buffer_size: int = 100,
+        **kwargs: Any,
+    ):
         super().__init__(input_observation_space, input_action_space)
         self.obs_buffer: deque = deque(maxlen=max_buffer_size)
         self.intrinsic_reward_coeff = intrinsic_reward_coeff
         self._test = 0
 
-    def __call__(self, *, rl_module: Any, batch: Any, episodes: list,
-                 explore: bool | None = None, shared_data: dict | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: Any,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
         if self._test >= MAX_CALLS:
             return batch
         self._test += 1
-        for episode in self.single_agent_episode_iterator(episodes=episodes,
-                                                           agents_that_stepped_only=False):
+        for episode in self.single_agent_episode_iterator(
+            episodes=episodes, agents_that_stepped_only=False
+        ):
             observations = episode.get_observations(slice(None, -1))
             rewards = episode.get_rewards()
             farthest, farthest_distance = None, float("-inf")
             for i, (observation, reward) in enumerate(zip(observations, rewards, strict=False)):
                 nearest = 0.0
                 if self.obs_buffer:
-                    nearest = min(float(np.sqrt(np.sum((observation - stored) ** 2)))
-                                  for stored in self.obs_buffer)
+                    nearest = min(
+                        float(np.sqrt(np.sum((observation - stored) ** 2)))
+                        for stored in self.obs_buffer
+                    )
                 if nearest > farthest_distance:
                     farthest, farthest_distance = observation, nearest
                 reward += self.intrinsic_reward_coeff * nearest

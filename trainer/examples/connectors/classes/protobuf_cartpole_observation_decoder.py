@@ -27,24 +27,36 @@ class ProtobufCartPoleObservationDecoder(ConnectorV2):
     Input space: a 1D uint8 Box (the bytes). Output space: `Box(-inf, inf, (4,), float32)`.
     """
 
-    def recompute_output_observation_space(self, input_observation_space: gym.Space | None,
-                                           input_action_space: gym.Space | None) -> gym.Space:
-        if not (isinstance(input_observation_space, gym.spaces.Box)
-                and len(input_observation_space.shape) == 1
-                and input_observation_space.dtype == np.uint8):
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        if not (
+            isinstance(input_observation_space, gym.spaces.Box)
+            and len(input_observation_space.shape) == 1
+            and input_observation_space.dtype == np.uint8
+        ):
             raise ValueError(
                 f"ProtobufCartPoleObservationDecoder: the observation space is "
                 f"{input_observation_space}; it decodes serialized protobuf messages, a 1D "
-                "uint8 Box (e.g. CartPoleWithProtobufObservationSpace's)")
+                "uint8 Box (e.g. CartPoleWithProtobufObservationSpace's)"
+            )
         return gym.spaces.Box(float("-inf"), float("inf"), (4,), np.float32)
 
-    def __call__(self, *, rl_module: Any, batch: Any, episodes: list,
-                 explore: bool | None = None, shared_data: dict | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: Any,
+        episodes: list,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
         for episode in self.single_agent_episode_iterator(episodes=episodes):
             message = CartPoleObservation()
             message.ParseFromString(np.asarray(episode.get_observations(-1)).tobytes())
-            decoded = np.array([message.x_pos, message.x_veloc, message.angle_pos,
-                                message.angle_veloc], np.float32)
+            decoded = np.array(
+                [message.x_pos, message.x_veloc, message.angle_pos, message.angle_veloc], np.float32
+            )
             episode.set_observations(new_data=decoded, at_indices=-1)
         return batch

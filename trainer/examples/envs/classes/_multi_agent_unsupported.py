@@ -16,7 +16,8 @@ import gymnasium as gym
 MULTI_AGENT_UNSUPPORTED = (
     "multi-agent envs are not supported yet (one agent and one module per Algorithm here); run "
     "the single-agent variant (e.g. `--num-agents=0`), see docs/rllib-names.md, \"RLlib's tests and "
-    "examples\"")
+    'examples"'
+)
 
 
 class MultiAgentEnvPlaceholder(gym.Env):
@@ -34,27 +35,40 @@ class MultiAgentEnvPlaceholder(gym.Env):
 
 def multi_agent_placeholder(name: str, doc: str) -> type[MultiAgentEnvPlaceholder]:
     """A stand-in class called `name` for RLlib's multi-agent env class of that name."""
-    return type(name, (MultiAgentEnvPlaceholder,), {
-        "__doc__": f"RLlib's `{name}` ({doc}); {MULTI_AGENT_UNSUPPORTED}.",
-        "rllib_name": name,
-    })
+    return type(
+        name,
+        (MultiAgentEnvPlaceholder,),
+        {
+            "__doc__": f"RLlib's `{name}` ({doc}); {MULTI_AGENT_UNSUPPORTED}.",
+            "rllib_name": name,
+        },
+    )
 
 
-def make_multi_agent(env_name_or_creator: str | Callable[[Any], Any]
-                     ) -> type[MultiAgentEnvPlaceholder]:
+def make_multi_agent(
+    env_name_or_creator: str | Callable[[Any], Any],
+) -> type[MultiAgentEnvPlaceholder]:
     """RLlib's `make_multi_agent`: returns a class, as RLlib's does (so module-level
     `MultiAgentCartPole = make_multi_agent("CartPole-v1")` imports), whose construction raises
     `NotImplementedError`."""
-    label = (env_name_or_creator if isinstance(env_name_or_creator, str)
-             else getattr(env_name_or_creator, "__name__", repr(env_name_or_creator)))
-    return type("MultiAgentEnvFromSingleAgent", (MultiAgentEnvPlaceholder,), {
-        "__doc__": f"RLlib's make_multi_agent({label!r}); {MULTI_AGENT_UNSUPPORTED}.",
-        "rllib_name": f"make_multi_agent({label!r})",
-    })
+    label = (
+        env_name_or_creator
+        if isinstance(env_name_or_creator, str)
+        else getattr(env_name_or_creator, "__name__", repr(env_name_or_creator))
+    )
+    return type(
+        "MultiAgentEnvFromSingleAgent",
+        (MultiAgentEnvPlaceholder,),
+        {
+            "__doc__": f"RLlib's make_multi_agent({label!r}); {MULTI_AGENT_UNSUPPORTED}.",
+            "rllib_name": f"make_multi_agent({label!r})",
+        },
+    )
 
 
-def named_multi_agent_env(name: str, env_name_or_creator: str | Callable[[Any], Any]
-                          ) -> type[MultiAgentEnvPlaceholder]:
+def named_multi_agent_env(
+    name: str, env_name_or_creator: str | Callable[[Any], Any]
+) -> type[MultiAgentEnvPlaceholder]:
     """`make_multi_agent(env_name_or_creator)` as a module-level class called `name` (RLlib's
     `MultiAgentCartPole = make_multi_agent("CartPole-v1")`), whose error names it."""
     cls = make_multi_agent(env_name_or_creator)

@@ -17,12 +17,16 @@ class ActionMaskEnv(RandomEnv):
     def __init__(self, config: dict | None = None):
         super().__init__(config)
         if not isinstance(self.action_space, Discrete):
-            raise ValueError(f"ActionMaskEnv: action_space={self.action_space} must be "
-                             "Discrete (the mask has one entry per action)")
-        self.observation_space = Dict({
-            "action_mask": Box(0.0, 1.0, shape=(self.action_space.n,)),
-            "observations": self.observation_space,
-        })
+            raise ValueError(
+                f"ActionMaskEnv: action_space={self.action_space} must be "
+                "Discrete (the mask has one entry per action)"
+            )
+        self.observation_space = Dict(
+            {
+                "action_mask": Box(0.0, 1.0, shape=(self.action_space.n,)),
+                "observations": self.observation_space,
+            }
+        )
         self.valid_actions: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -34,8 +38,9 @@ class ActionMaskEnv(RandomEnv):
         if self.valid_actions is None:
             raise RuntimeError("ActionMaskEnv: call reset() before step()")
         if not self.valid_actions[action]:
-            raise ValueError(f"Invalid action ({action}) sent to env! "
-                             f"valid_actions={self.valid_actions}")
+            raise ValueError(
+                f"Invalid action ({action}) sent to env! valid_actions={self.valid_actions}"
+            )
         observation, reward, terminated, truncated, info = super().step(action)
         self._fix_action_mask(observation)
         return observation, reward, terminated, truncated, info

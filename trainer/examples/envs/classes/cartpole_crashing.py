@@ -38,11 +38,14 @@ class CartPoleCrashing(CartPoleEnv):
         self.p_crash = config.get("p_crash", 0.005)
         self.p_crash_reset = config.get("p_crash_reset", 0.0)
         self.crash_after_n_steps = config.get("crash_after_n_steps")
-        if not (self.crash_after_n_steps is None or isinstance(self.crash_after_n_steps, int)
-                or (isinstance(self.crash_after_n_steps, tuple)
-                    and len(self.crash_after_n_steps) == 2)):
-            raise ValueError(f"crash_after_n_steps={self.crash_after_n_steps!r}: an int or a "
-                             "(low, high) tuple")
+        if not (
+            self.crash_after_n_steps is None
+            or isinstance(self.crash_after_n_steps, int)
+            or (isinstance(self.crash_after_n_steps, tuple) and len(self.crash_after_n_steps) == 2)
+        ):
+            raise ValueError(
+                f"crash_after_n_steps={self.crash_after_n_steps!r}: an int or a (low, high) tuple"
+            )
         crash_indices = config.get("crash_on_worker_indices")
         if crash_indices and worker_index not in crash_indices:
             self.p_crash = self.p_crash_reset = 0.0
@@ -81,8 +84,10 @@ class CartPoleCrashing(CartPoleEnv):
         return super().step(action)
 
     def _crash_message(self, method: str) -> str:
-        return (f"Simulated env crash on worker={getattr(self.config, 'worker_index', 0)} "
-                f"env-idx={getattr(self.config, 'vector_index', 0)} during `{method}()`!")
+        return (
+            f"Simulated env crash on worker={getattr(self.config, 'worker_index', 0)} "
+            f"env-idx={getattr(self.config, 'vector_index', 0)} during `{method}()`!"
+        )
 
     def _should_crash(self, p: float) -> bool:
         if self._rng.rand() < p:

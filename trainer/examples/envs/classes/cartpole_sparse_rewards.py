@@ -24,11 +24,14 @@ class CartPoleSparseRewards(gym.Env):
     def __init__(self, config: dict | None = None):
         self.env = gym.make("CartPole-v1")
         self.action_space = gym.spaces.Discrete(2)
-        self.observation_space = gym.spaces.Dict({
-            "obs": self.env.observation_space,
-            "action_mask": gym.spaces.Box(low=0, high=1, shape=(self.action_space.n,),
-                                          dtype=np.int8),
-        })
+        self.observation_space = gym.spaces.Dict(
+            {
+                "obs": self.env.observation_space,
+                "action_mask": gym.spaces.Box(
+                    low=0, high=1, shape=(self.action_space.n,), dtype=np.int8
+                ),
+            }
+        )
         self.running_reward = 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -28,17 +28,23 @@ class CartPoleWithDictObservationSpace(CartPoleEnv):
         if not isinstance(cartpole_space, gym.spaces.Box):
             raise TypeError(f"CartPole's observation space is {cartpole_space}, not a Box")
         low, high = cartpole_space.low, cartpole_space.high
-        self.observation_space = gym.spaces.Dict({
-            "x-pos": gym.spaces.Box(low[0], high[0], (1,), dtype=np.float32),
-            "angular-pos": gym.spaces.Dict({
-                "value": gym.spaces.Box(low[2], high[2], (), dtype=np.float32),
-                "some_random_stuff": gym.spaces.Discrete(3),
-            }),
-            "velocs": gym.spaces.Tuple([
-                gym.spaces.Box(low[1], high[1], (1,), dtype=np.float32),
-                gym.spaces.Box(low[3], high[3], (), dtype=np.float32),
-            ]),
-        })
+        self.observation_space = gym.spaces.Dict(
+            {
+                "x-pos": gym.spaces.Box(low[0], high[0], (1,), dtype=np.float32),
+                "angular-pos": gym.spaces.Dict(
+                    {
+                        "value": gym.spaces.Box(low[2], high[2], (), dtype=np.float32),
+                        "some_random_stuff": gym.spaces.Discrete(3),
+                    }
+                ),
+                "velocs": gym.spaces.Tuple(
+                    [
+                        gym.spaces.Box(low[1], high[1], (1,), dtype=np.float32),
+                        gym.spaces.Box(low[3], high[3], (), dtype=np.float32),
+                    ]
+                ),
+            }
+        )
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = super().reset(seed=seed, options=options)

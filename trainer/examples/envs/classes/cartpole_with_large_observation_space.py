@@ -31,8 +31,9 @@ class CartPoleWithLargeObservationSpace(CartPoleEnv):
             raise TypeError(f"CartPole's observation space is {cartpole_space}, not a Box")
         low, high = cartpole_space.low, cartpole_space.high
         spaces: dict[str, gym.Space] = {
-            str(i): gym.spaces.Tuple((gym.spaces.Discrete(100),
-                                      gym.spaces.Box(0, 256, shape=(30,), dtype=np.float32)))
+            str(i): gym.spaces.Tuple(
+                (gym.spaces.Discrete(100), gym.spaces.Box(0, 256, shape=(30,), dtype=np.float32))
+            )
             for i in range(NUM_NOISE_ENTRIES)
         }
         spaces["actually-useful-stuff"] = gym.spaces.Box(low[0], high[0], (4,), np.float32)
@@ -50,6 +51,7 @@ class CartPoleWithLargeObservationSpace(CartPoleEnv):
         return self._large(observation), reward, terminated, truncated, info
 
     def _large(self, cartpole_observation: np.ndarray) -> dict:
-        noise = {str(i): self.observation_space.spaces[str(i)].sample()
-                 for i in range(NUM_NOISE_ENTRIES)}
+        noise = {
+            str(i): self.observation_space.spaces[str(i)].sample() for i in range(NUM_NOISE_ENTRIES)
+        }
         return noise | {"actually-useful-stuff": cartpole_observation}

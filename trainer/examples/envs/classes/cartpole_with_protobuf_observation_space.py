@@ -36,6 +36,7 @@ class CartPoleWithProtobufObservationSpace(CartPoleEnv):
     @staticmethod
     def _to_protobuf(observation: np.ndarray) -> np.ndarray:
         x_pos, x_veloc, angle_pos, angle_veloc = (float(v) for v in observation)
-        message = CartPoleObservation(x_pos=x_pos, x_veloc=x_veloc, angle_pos=angle_pos,
-                                      angle_veloc=angle_veloc)
+        message = CartPoleObservation(
+            x_pos=x_pos, x_veloc=x_veloc, angle_pos=angle_pos, angle_veloc=angle_veloc
+        )
         return np.frombuffer(message.SerializeToString(), np.uint8)

@@ -18,7 +18,8 @@ class CorrelatedActionsEnv(gym.Env):
         super().__init__()
         self.observation_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
         self.action_space = gym.spaces.Tuple(
-            [gym.spaces.Discrete(3), gym.spaces.Box(-2.0, 2.0, (1,), np.float32)])
+            [gym.spaces.Discrete(3), gym.spaces.Box(-2.0, 2.0, (1,), np.float32)]
+        )
         self.obs: np.ndarray | None = None
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):

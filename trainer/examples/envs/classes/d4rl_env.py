@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-D4RL_MISSING = ("needs the `d4rl` package (pip install d4rl, with MuJoCo), which registers "
-                "the '{name}' env; it is not installed")
+D4RL_MISSING = (
+    "needs the `d4rl` package (pip install d4rl, with MuJoCo), which registers "
+    "the '{name}' env; it is not installed"
+)
 
 
 def _make(name: str) -> gym.Env:
     try:
         import d4rl  # noqa: F401  (registers D4RL's envs on import)
     except ImportError as error:
-        raise ModuleNotFoundError(f"d4rl_env {name!r}: " + D4RL_MISSING.format(name=name),
-                                  name="d4rl") from error
+        raise ModuleNotFoundError(
+            f"d4rl_env {name!r}: " + D4RL_MISSING.format(name=name), name="d4rl"
+        ) from error
     return gym.make(name)
 
 

@@ -36,4 +36,5 @@ class DebugCounterEnv(gym.Env):
 
 
 MultiAgentDebugCounterEnv = multi_agent_placeholder(
-    "MultiAgentDebugCounterEnv", "agents whose observations count timesteps")
+    "MultiAgentDebugCounterEnv", "agents whose observations count timesteps"
+)

@@ -36,15 +36,15 @@ class CartPoleWithRemoteParamServer(CartPoleEnv):
         if seed is not None:
             self.rng_seed = int(seed)
             self.np_random, _ = seeding.np_random(seed)
-            print(f"Seeding env (worker={getattr(self.env_config, 'worker_index', 0)}) "
-                  f"with {seed}")
+            print(f"Seeding env (worker={getattr(self.env_config, 'worker_index', 0)}) with {seed}")
         params = get(self._handler.get_params.remote(self.np_random))
         # Move this env's generator on (the server drew from a copy of it).
-        new_seed = int(self.np_random.integers(0, 1000000) if not self.rng_seed
-                       else self.rng_seed)
+        new_seed = int(self.np_random.integers(0, 1000000) if not self.rng_seed else self.rng_seed)
         self.np_random, _ = seeding.np_random(new_seed)
-        print(f"Env worker-idx={getattr(self.env_config, 'worker_index', 0)} "
-              f"mass={params['MASSCART']}")
+        print(
+            f"Env worker-idx={getattr(self.env_config, 'worker_index', 0)} "
+            f"mass={params['MASSCART']}"
+        )
         self.masscart = params["MASSCART"]
         self.total_mass = self.masspole + self.masscart
         self.polemass_length = self.masspole * self.length

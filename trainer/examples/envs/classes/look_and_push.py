@@ -53,8 +53,9 @@ class OneHot(gym.Wrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         if not isinstance(env.observation_space, gym.spaces.Discrete):
-            raise ValueError(f"OneHot encodes Discrete observations; this env's are "
-                             f"{env.observation_space}")
+            raise ValueError(
+                f"OneHot encodes Discrete observations; this env's are {env.observation_space}"
+            )
         self._n = int(env.observation_space.n)
         self.observation_space = gym.spaces.Box(0.0, 1.0, (self._n,), dtype=np.float32)
 

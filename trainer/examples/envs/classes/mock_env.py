@@ -100,8 +100,7 @@ class VectorizedMockEnv(_OldVectorEnv):
     def vector_reset(self, *, seeds: list | None = None, options: list | None = None):
         seeds = seeds or [None] * self.num_envs
         options = options or [None] * self.num_envs
-        results = [env.reset(seed=seeds[i], options=options[i])
-                   for i, env in enumerate(self.envs)]
+        results = [env.reset(seed=seeds[i], options=options[i]) for i, env in enumerate(self.envs)]
         return [r[0] for r in results], [r[1] for r in results]
 
     def reset_at(self, index: int, *, seed: int | None = None, options: dict | None = None):

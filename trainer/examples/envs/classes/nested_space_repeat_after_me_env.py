@@ -36,7 +36,8 @@ class NestedSpaceRepeatAfterMeEnv(gym.Env):
     def __init__(self, config: dict | None = None):
         config = config or {}
         self.observation_space = config.get(
-            "space", Tuple([Discrete(2), Dict({"a": Box(-1.0, 1.0, (2,))})]))
+            "space", Tuple([Discrete(2), Dict({"a": Box(-1.0, 1.0, (2,))})])
+        )
         self.action_space = self.observation_space
         self.flattened_action_space = flatten_space(self.action_space)
         self.episode_len = config.get("episode_len", 100)
@@ -53,8 +54,12 @@ class NestedSpaceRepeatAfterMeEnv(gym.Env):
     def step(self, action):
         self.steps += 1
         reward = 0.0
-        for a, o, space in zip(flatten_value(action), self.current_obs_flattened,
-                               self.flattened_action_space, strict=False):
+        for a, o, space in zip(
+            flatten_value(action),
+            self.current_obs_flattened,
+            self.flattened_action_space,
+            strict=False,
+        ):
             if isinstance(space, Box):
                 reward -= float(np.sum(np.abs(a - o)))
             elif isinstance(space, Discrete):

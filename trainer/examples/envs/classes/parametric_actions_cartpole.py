@@ -10,8 +10,9 @@ from gymnasium.spaces import Box, Dict, Discrete
 
 
 def _wrong_action(action, *details) -> ValueError:
-    return ValueError("Chosen action was not one of the non-zero action embeddings", action,
-                      *details)
+    return ValueError(
+        "Chosen action was not one of the non-zero action embeddings", action, *details
+    )
 
 
 class ParametricActionsCartPole(gym.Env):
@@ -26,18 +27,21 @@ class ParametricActionsCartPole(gym.Env):
         self.right_action_embed = self.np_random.standard_normal(2)
         self.action_space: Discrete = Discrete(max_avail_actions)
         self.wrapped = gym.make("CartPole-v1")
-        self.observation_space = Dict({
-            "action_mask": Box(0, 1, shape=(max_avail_actions,), dtype=np.int8),
-            "avail_actions": Box(-10, 10, shape=(max_avail_actions, 2)),
-            "cart": self.wrapped.observation_space,
-        })
+        self.observation_space = Dict(
+            {
+                "action_mask": Box(0, 1, shape=(max_avail_actions,), dtype=np.int8),
+                "avail_actions": Box(-10, 10, shape=(max_avail_actions, 2)),
+                "cart": self.wrapped.observation_space,
+            }
+        )
 
     def update_avail_actions(self) -> None:
         n = int(self.action_space.n)
         self.action_assignments = np.zeros((n, 2), dtype=np.float32)
         self.action_mask = np.zeros(n, dtype=np.int8)
-        self.left_idx, self.right_idx = (int(i) for i in
-                                         self.np_random.choice(n, size=2, replace=False))
+        self.left_idx, self.right_idx = (
+            int(i) for i in self.np_random.choice(n, size=2, replace=False)
+        )
         self.action_assignments[self.left_idx] = self.left_action_embed
         self.action_assignments[self.right_idx] = self.right_action_embed
         self.action_mask[self.left_idx] = 1
@@ -55,15 +59,19 @@ class ParametricActionsCartPole(gym.Env):
         elif action == self.right_idx:
             actual_action = 1
         else:
-            raise _wrong_action(action, self.action_assignments, self.action_mask,
-                                self.left_idx, self.right_idx)
+            raise _wrong_action(
+                action, self.action_assignments, self.action_mask, self.left_idx, self.right_idx
+            )
         observation, reward, terminated, truncated, info = self.wrapped.step(actual_action)
         self.update_avail_actions()
         return self._observation(observation), reward, terminated, truncated, info
 
     def _observation(self, cart: np.ndarray) -> dict:
-        return {"action_mask": self.action_mask, "avail_actions": self.action_assignments,
-                "cart": cart}
+        return {
+            "action_mask": self.action_mask,
+            "avail_actions": self.action_assignments,
+            "cart": cart,
+        }
 
 
 class ParametricActionsCartPoleNoEmbeddings(gym.Env):
@@ -72,17 +80,20 @@ class ParametricActionsCartPoleNoEmbeddings(gym.Env):
     `{"valid_avail_actions_mask": mask of the two, "cart": CartPole's observation}`."""
 
     def __init__(self, max_avail_actions: int):
-        self.left_idx, self.right_idx = (int(i) for i in self.np_random.choice(
-            max_avail_actions, size=2, replace=False))
+        self.left_idx, self.right_idx = (
+            int(i) for i in self.np_random.choice(max_avail_actions, size=2, replace=False)
+        )
         self.valid_avail_actions_mask = np.zeros(max_avail_actions, dtype=np.int8)
         self.valid_avail_actions_mask[self.left_idx] = 1
         self.valid_avail_actions_mask[self.right_idx] = 1
         self.action_space = Discrete(max_avail_actions)
         self.wrapped = gym.make("CartPole-v1")
-        self.observation_space = Dict({
-            "valid_avail_actions_mask": Box(0, 1, shape=(max_avail_actions,)),
-            "cart": self.wrapped.observation_space,
-        })
+        self.observation_space = Dict(
+            {
+                "valid_avail_actions_mask": Box(0, 1, shape=(max_avail_actions,)),
+                "cart": self.wrapped.observation_space,
+            }
+        )
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         # The valid positions were drawn at construction; the seed reaches the generator (for
@@ -97,12 +108,15 @@ class ParametricActionsCartPoleNoEmbeddings(gym.Env):
         elif action == self.right_idx:
             actual_action = 1
         else:
-            raise _wrong_action(action, self.valid_avail_actions_mask, self.left_idx,
-                                self.right_idx)
+            raise _wrong_action(
+                action, self.valid_avail_actions_mask, self.left_idx, self.right_idx
+            )
         observation, reward, terminated, truncated, info = self.wrapped.step(actual_action)
         return self._observation(observation), reward, terminated, truncated, info
 
     def _observation(self, cart: np.ndarray) -> dict:
         # float32, the dtype of the mask's Box (RLlib publishes int8 into a float32 Box).
-        return {"valid_avail_actions_mask": self.valid_avail_actions_mask.astype(np.float32),
-                "cart": cart}
+        return {
+            "valid_avail_actions_mask": self.valid_avail_actions_mask.astype(np.float32),
+            "cart": cart,
+        }

@@ -26,14 +26,16 @@ class RandomEnv(gym.Env):
         self.action_space = config.get("action_space", gym.spaces.Discrete(2))
         self.observation_space = config.get("observation_space", gym.spaces.Discrete(2))
         self.reward_space = config.get(
-            "reward_space", gym.spaces.Box(low=-1.0, high=1.0, shape=(), dtype=np.float32))
+            "reward_space", gym.spaces.Box(low=-1.0, high=1.0, shape=(), dtype=np.float32)
+        )
         self.static_samples = config.get("static_samples", False)
         if self.static_samples:
             self.observation_sample = self.observation_space.sample()
             self.reward_sample = self.reward_space.sample()
         p_terminated = config.get("p_terminated")
-        self.p_terminated: float = (config.get("p_done", 0.1) if p_terminated is None
-                                    else p_terminated)
+        self.p_terminated: float = (
+            config.get("p_done", 0.1) if p_terminated is None else p_terminated
+        )
         self.max_episode_len = config.get("max_episode_len")
         self.check_action_bounds = config.get("check_action_bounds", False)
         self.steps = 0
@@ -46,7 +48,8 @@ class RandomEnv(gym.Env):
         if self.check_action_bounds and not self.action_space.contains(action):
             raise ValueError(f"Illegal action for {self.action_space}: {action}")
         if isinstance(self.action_space, gym.spaces.Tuple) and (
-                len(action) != len(self.action_space.spaces)):
+            len(action) != len(self.action_space.spaces)
+        ):
             raise ValueError(f"Illegal action for {self.action_space}: {action}")
         self.steps += 1
         terminated = truncated = False
@@ -55,8 +58,9 @@ class RandomEnv(gym.Env):
         elif self.p_terminated > 0.0:
             # numpy's global generator, as in RLlib (the env has no seed of its own).
             terminated = bool(np.random.random() < self.p_terminated)
-        reward = (copy.deepcopy(self.reward_sample) if self.static_samples
-                  else self.reward_space.sample())
+        reward = (
+            copy.deepcopy(self.reward_sample) if self.static_samples else self.reward_space.sample()
+        )
         return self._observation(), reward, terminated, truncated, {}
 
     def _observation(self):

@@ -25,11 +25,14 @@ class _RecSimEnvUnavailable(gym.Env):
         except ImportError as error:
             raise ModuleNotFoundError(
                 f"{self.recsim_env}: needs Google's `recsim` package (pip install recsim), "
-                "which is not installed", name="recsim") from error
+                "which is not installed",
+                name="recsim",
+            ) from error
         raise NotImplementedError(
             f"{self.recsim_env}: RLlib's RecSim wrapper (ray.rllib.env.wrappers.recsim."
             "make_recsim_env) is not part of this project; wrap the RecSim environment as a "
-            "gymnasium.Env and pass that to config.environment()")
+            "gymnasium.Env and pass that to config.environment()"
+        )
 
 
 class LongTermSatisfactionRecSimEnv(_RecSimEnvUnavailable):

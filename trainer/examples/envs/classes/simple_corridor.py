@@ -16,8 +16,9 @@ class SimpleCorridor(gym.Env):
     def __init__(self, config: dict | None = None):
         config = config or {}
         self.action_space = gym.spaces.Discrete(2)
-        self.observation_space = gym.spaces.Box(0.0, float(MAX_CORRIDOR_LENGTH), shape=(1,),
-                                                dtype=np.float32)
+        self.observation_space = gym.spaces.Box(
+            0.0, float(MAX_CORRIDOR_LENGTH), shape=(1,), dtype=np.float32
+        )
         self.set_corridor_length(config.get("corridor_length", 10))
         self._position = 0.0
 

@@ -26,19 +26,26 @@ class Repeated(gym.Space):
         return [super().seed(seed), self.child_space.seed(seed)]
 
     def sample(self, mask=None, probability=None) -> list:
-        return [self.child_space.sample()
-                for _ in range(self.np_random.integers(1, self.max_len + 1))]
+        return [
+            self.child_space.sample() for _ in range(self.np_random.integers(1, self.max_len + 1))
+        ]
 
     def contains(self, x) -> bool:
-        return (isinstance(x, (list, np.ndarray)) and len(x) <= self.max_len
-                and all(self.child_space.contains(c) for c in x))
+        return (
+            isinstance(x, (list, np.ndarray))
+            and len(x) <= self.max_len
+            and all(self.child_space.contains(c) for c in x)
+        )
 
     def __repr__(self) -> str:
         return f"Repeated({self.child_space}, {self.max_len})"
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, Repeated) and other.max_len == self.max_len
-                and other.child_space == self.child_space)
+        return (
+            isinstance(other, Repeated)
+            and other.max_len == self.max_len
+            and other.child_space == self.child_space
+        )
 
 
 class SimpleRPG(gym.Env):
@@ -52,12 +59,14 @@ class SimpleRPG(gym.Env):
         self.action_space = Discrete(4)
         self.item_space = Discrete(5)
         self.effect_space = Box(9000, 9999, shape=(4,))
-        self.player_space = Dict({
-            "location": Box(-100, 100, shape=(2,)),
-            "status": Box(-1, 1, shape=(10,)),
-            "items": Repeated(self.item_space, max_len=MAX_ITEMS),
-            "effects": Repeated(self.effect_space, max_len=MAX_EFFECTS),
-        })
+        self.player_space = Dict(
+            {
+                "location": Box(-100, 100, shape=(2,)),
+                "status": Box(-1, 1, shape=(10,)),
+                "items": Repeated(self.item_space, max_len=MAX_ITEMS),
+                "effects": Repeated(self.effect_space, max_len=MAX_EFFECTS),
+            }
+        )
         self.observation_space = Repeated(self.player_space, max_len=MAX_PLAYERS)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

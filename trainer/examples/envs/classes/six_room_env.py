@@ -102,4 +102,5 @@ class SixRoomEnv(gym.Env):
 
 
 HierarchicalSixRoomEnv = multi_agent_placeholder(
-    "HierarchicalSixRoomEnv", "a high-level agent picking targets for low-level agents")
+    "HierarchicalSixRoomEnv", "a high-level agent picking targets for low-level agents"
+)

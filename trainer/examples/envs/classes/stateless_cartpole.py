@@ -13,8 +13,7 @@ class StatelessCartPole(CartPoleEnv):
 
     def __init__(self, config: dict | None = None):
         super().__init__()
-        high = np.array([self.x_threshold * 2, self.theta_threshold_radians * 2],
-                        dtype=np.float32)
+        high = np.array([self.x_threshold * 2, self.theta_threshold_radians * 2], dtype=np.float32)
         self.observation_space = Box(low=-high, high=high, dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

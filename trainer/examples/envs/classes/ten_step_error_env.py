@@ -32,5 +32,10 @@ class TenStepErrorEnv(gym.Env):
                 raise Exception("Test error")
             self.last_eps_errored = True
             return self.observation_space.sample(), 0.0, True, False, {"last_eps_errored": False}
-        return (self.observation_space.sample(), 0.0, False, False,
-                {"last_eps_errored": self.last_eps_errored})
+        return (
+            self.observation_space.sample(),
+            0.0,
+            False,
+            False,
+            {"last_eps_errored": self.last_eps_errored},
+        )

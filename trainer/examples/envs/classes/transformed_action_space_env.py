@@ -23,18 +23,21 @@ class ActionTransform(gym.ActionWrapper):
     def action(self, action):
         inner = _box_of(self.env)
         return (action - self._low) / (self._high - self._low) * (inner.high - inner.low) + (
-            inner.low)
+            inner.low
+        )
 
 
 def _box_of(env: gym.Env) -> gym.spaces.Box:
     if not isinstance(env.action_space, gym.spaces.Box):
-        raise ValueError(f"ActionTransform rescales Box action spaces; this env's is "
-                         f"{env.action_space}")
+        raise ValueError(
+            f"ActionTransform rescales Box action spaces; this env's is {env.action_space}"
+        )
     return env.action_space
 
 
-def transform_action_space(env_name_or_creator: str | Callable[[Any], gym.Env],
-                           ) -> Callable[[dict], gym.Env]:
+def transform_action_space(
+    env_name_or_creator: str | Callable[[Any], gym.Env],
+) -> Callable[[dict], gym.Env]:
     """An env creator that builds the env (by registered name, or by calling the creator with the
     config) and wraps it in `ActionTransform`, its action range taken from the config's `low`
     and `high` keys (default -1.0 and 1.0; removed from the config, as in RLlib)."""

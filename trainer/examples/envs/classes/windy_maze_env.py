@@ -49,8 +49,13 @@ class WindyMazeEnv(gym.Env):
                     self.start_pos = (x, y)
                 elif self.map[x][y] == "F":
                     self.end_pos = (x, y)
-        logger.info("Loaded map %d x %d, start %s, end %s", self.x_dim, self.y_dim,
-                    self.start_pos, self.end_pos)
+        logger.info(
+            "Loaded map %d x %d, start %s, end %s",
+            self.x_dim,
+            self.y_dim,
+            self.start_pos,
+            self.end_pos,
+        )
         self.observation_space = Tuple([Box(0, 100, shape=(2,)), Discrete(4)])
         self.action_space = Discrete(2)
 
@@ -76,11 +81,15 @@ class WindyMazeEnv(gym.Env):
     def _get_new_pos(self, pos: tuple[int, int], direction: int) -> tuple[int, int]:
         d_row, d_column = _WIND_OFFSETS[direction]
         new_pos = (pos[0] + d_row, pos[1] + d_column)
-        if (0 <= new_pos[0] < self.x_dim and 0 <= new_pos[1] < self.y_dim
-                and self.map[new_pos[0]][new_pos[1]] != "#"):
+        if (
+            0 <= new_pos[0] < self.x_dim
+            and 0 <= new_pos[1] < self.y_dim
+            and self.map[new_pos[0]][new_pos[1]] != "#"
+        ):
             return new_pos
         return pos
 
 
 HierarchicalWindyMazeEnv = multi_agent_placeholder(
-    "HierarchicalWindyMazeEnv", "a high-level agent setting goals for low-level agents")
+    "HierarchicalWindyMazeEnv", "a high-level agent setting goals for low-level agents"
+)

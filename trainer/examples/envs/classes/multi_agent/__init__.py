@@ -25,8 +25,11 @@ MultiAgentCartPole = named_multi_agent_env("MultiAgentCartPole", "CartPole-v1")
 MultiAgentMountainCar = named_multi_agent_env("MultiAgentMountainCar", "MountainCarContinuous-v0")
 MultiAgentPendulum = named_multi_agent_env("MultiAgentPendulum", "Pendulum-v1")
 MultiAgentStatelessCartPole = named_multi_agent_env(
-    "MultiAgentStatelessCartPole", "StatelessCartPole")
+    "MultiAgentStatelessCartPole", "StatelessCartPole"
+)
 MultiAgentCartPoleWithDictObservationSpace = named_multi_agent_env(
-    "MultiAgentCartPoleWithDictObservationSpace", "CartPoleWithDictObservationSpace")
+    "MultiAgentCartPoleWithDictObservationSpace", "CartPoleWithDictObservationSpace"
+)
 MultiAgentNestedSpaceRepeatAfterMeEnv = named_multi_agent_env(
-    "MultiAgentNestedSpaceRepeatAfterMeEnv", "NestedSpaceRepeatAfterMeEnv")
+    "MultiAgentNestedSpaceRepeatAfterMeEnv", "NestedSpaceRepeatAfterMeEnv"
+)

@@ -40,7 +40,11 @@ class LinearDiscreteEnv(gym.Env):
     (std 1/3). `env_config`: `feature_dim` (8), `num_actions` (4), `reward_noise_std` (0.01).
     Infos: `regret`, `opt_action`."""
 
-    DEFAULT_CONFIG_LINEAR: dict[str, Any] = {"feature_dim": 8, "num_actions": 4, "reward_noise_std": 0.01}
+    DEFAULT_CONFIG_LINEAR: dict[str, Any] = {
+        "feature_dim": 8,
+        "num_actions": 4,
+        "reward_noise_std": 0.01,
+    }
 
     def __init__(self, config: dict | None = None):
         self.config = copy.copy(self.DEFAULT_CONFIG_LINEAR)
@@ -67,16 +71,22 @@ class LinearDiscreteEnv(gym.Env):
         if self._current_context is None:
             raise RuntimeError("LinearDiscreteEnv: call reset() before step()")
         if not 0 <= action < self.num_actions:
-            raise ValueError(f"LinearDiscreteEnv: action {action!r} is not in "
-                             f"0..{self.num_actions - 1}")
+            raise ValueError(
+                f"LinearDiscreteEnv: action {action!r} is not in 0..{self.num_actions - 1}"
+            )
         action = int(action)
         rewards = self.thetas.dot(self._current_context)
         opt_action = int(rewards.argmax())
         regret = rewards.max() - rewards[action]
         rewards = rewards + self.np_random.normal(scale=self.sigma, size=rewards.shape)
         self._current_context = self._sample_context()
-        return (self._current_context, float(rewards[action]), True, False,
-                {"regret": regret, "opt_action": opt_action})
+        return (
+            self._current_context,
+            float(rewards[action]),
+            True,
+            False,
+            {"regret": regret, "opt_action": opt_action},
+        )
 
 
 class WheelBanditEnv(gym.Env):
@@ -85,7 +95,13 @@ class WheelBanditEnv(gym.Env):
     `delta` the arm of the context's quadrant pays about `mu_3` (noise std `std`). Infos:
     `regret`, `opt_action`."""
 
-    DEFAULT_CONFIG_WHEEL: dict[str, Any] = {"delta": 0.5, "mu_1": 1.2, "mu_2": 1, "mu_3": 50, "std": 0.01}
+    DEFAULT_CONFIG_WHEEL: dict[str, Any] = {
+        "delta": 0.5,
+        "mu_1": 1.2,
+        "mu_2": 1,
+        "mu_3": 50,
+        "std": 0.01,
+    }
     feature_dim = 2
     num_actions = 5
 
@@ -120,8 +136,7 @@ class WheelBanditEnv(gym.Env):
             raise RuntimeError("WheelBanditEnv: call reset() before step()")
         action = int(action)
         self._elapsed_steps += 1
-        rewards = [self.np_random.normal(self.means[j], self.std)
-                   for j in range(self.num_actions)]
+        rewards = [self.np_random.normal(self.means[j], self.std) for j in range(self.num_actions)]
         context = self._current_context
         r_big = self.np_random.normal(self.mu_3, self.std)
         opt_action = 0
@@ -134,5 +149,10 @@ class WheelBanditEnv(gym.Env):
         reward = rewards[action]
         regret = rewards[opt_action] - reward
         self._current_context = self._sample_context()
-        return (self._current_context, float(reward), True, False,
-                {"regret": regret, "opt_action": opt_action})
+        return (
+            self._current_context,
+            float(reward),
+            True,
+            False,
+            {"regret": regret, "opt_action": opt_action},
+        )

@@ -23,9 +23,15 @@ class ParametricRecSys(gym.Env):
     `num_docs_in_db` / `num_users_in_db`: fixed pools to draw from (None: fresh embeddings).
     """
 
-    def __init__(self, embedding_size: int = 20, num_docs_to_select_from: int = 10,
-                 slate_size: int = 1, num_docs_in_db: int | None = None,
-                 num_users_in_db: int | None = None, user_time_budget: float = 60.0):
+    def __init__(
+        self,
+        embedding_size: int = 20,
+        num_docs_to_select_from: int = 10,
+        slate_size: int = 1,
+        num_docs_in_db: int | None = None,
+        num_users_in_db: int | None = None,
+        user_time_budget: float = 60.0,
+    ):
         self.embedding_size = embedding_size
         self.num_docs_to_select_from = num_docs_to_select_from
         self.slate_size = slate_size
@@ -37,20 +43,30 @@ class ParametricRecSys(gym.Env):
         self.user_time_budget = user_time_budget
         self.current_user_budget = user_time_budget
         embedding = gym.spaces.Box(-1.0, 1.0, shape=(self.embedding_size,), dtype=np.float32)
-        self.observation_space: gym.spaces.Dict = gym.spaces.Dict({
-            "doc": gym.spaces.Dict({str(i): embedding
-                                    for i in range(self.num_docs_to_select_from)}),
-            "user": embedding,
-            "response": gym.spaces.Tuple([
-                gym.spaces.Dict({
-                    "click": gym.spaces.Discrete(2),
-                    "engagement": gym.spaces.Box(0.0, 100.0, shape=(), dtype=np.float32),
-                })
-                for _ in range(self.slate_size)
-            ]),
-        })
+        self.observation_space: gym.spaces.Dict = gym.spaces.Dict(
+            {
+                "doc": gym.spaces.Dict(
+                    {str(i): embedding for i in range(self.num_docs_to_select_from)}
+                ),
+                "user": embedding,
+                "response": gym.spaces.Tuple(
+                    [
+                        gym.spaces.Dict(
+                            {
+                                "click": gym.spaces.Discrete(2),
+                                "engagement": gym.spaces.Box(
+                                    0.0, 100.0, shape=(), dtype=np.float32
+                                ),
+                            }
+                        )
+                        for _ in range(self.slate_size)
+                    ]
+                ),
+            }
+        )
         self.action_space = gym.spaces.MultiDiscrete(
-            [self.num_docs_to_select_from for _ in range(self.slate_size)])
+            [self.num_docs_to_select_from for _ in range(self.slate_size)]
+        )
 
     def _get_embedding(self) -> np.ndarray:
         return self.np_random.uniform(-1, 1, size=(self.embedding_size,)).astype(np.float32)
@@ -75,8 +91,9 @@ class ParametricRecSys(gym.Env):
         scores = softmax(np.array([np.dot(user, doc) for doc in self.currently_suggested_docs]))
         best_reward = np.max(scores)
         user_doc_overlaps = np.array([scores[a] for a in action] + [0.0])
-        which_clicked = self.np_random.choice(np.arange(self.slate_size + 1),
-                                              p=softmax(user_doc_overlaps))
+        which_clicked = self.np_random.choice(
+            np.arange(self.slate_size + 1), p=softmax(user_doc_overlaps)
+        )
         reward = 0.0
         if which_clicked < self.slate_size:
             regret = best_reward - user_doc_overlaps[which_clicked]
@@ -84,25 +101,32 @@ class ParametricRecSys(gym.Env):
             self.current_user_budget -= 1.0
         done = self.current_user_budget <= 0.0
         response = tuple(
-            {"click": int(i == which_clicked),
-             "engagement": np.array(reward if i == which_clicked else 0.0, np.float32)}
-            for i in range(self.slate_size))
+            {
+                "click": int(i == which_clicked),
+                "engagement": np.array(reward if i == which_clicked else 0.0, np.float32),
+            }
+            for i in range(self.slate_size)
+        )
         return self._get_obs(response=response), reward, done, done, {}
 
     def _get_obs(self, response: tuple | None = None) -> dict:
         if self.num_docs_in_db is not None:
             if self.docs_db is None:
                 self.docs_db = [self._get_embedding() for _ in range(self.num_docs_in_db)]
-            picks = self.np_random.choice(self.num_docs_in_db,
-                                          size=(self.num_docs_to_select_from,), replace=False)
+            picks = self.np_random.choice(
+                self.num_docs_in_db, size=(self.num_docs_to_select_from,), replace=False
+            )
             self.currently_suggested_docs = [self.docs_db[i] for i in picks]
         else:
-            self.currently_suggested_docs = [self._get_embedding()
-                                             for _ in range(self.num_docs_to_select_from)]
+            self.currently_suggested_docs = [
+                self._get_embedding() for _ in range(self.num_docs_to_select_from)
+            ]
         if not response:
             response = self.observation_space["response"].sample()
         if self.current_user is None:  # reset() draws one
             raise RuntimeError("call reset() before the first observation")
-        return {"user": self.current_user.astype(np.float32),
-                "doc": {str(i): d for i, d in enumerate(self.currently_suggested_docs)},
-                "response": response}
+        return {
+            "user": self.current_user.astype(np.float32),
+            "doc": {str(i): d for i, d in enumerate(self.currently_suggested_docs)},
+            "response": response,
+        }

@@ -5,4 +5,5 @@
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
 DoubleRowCorridorEnv = multi_agent_placeholder(
-    "DoubleRowCorridorEnv", "two agents walk a two-row corridor")
+    "DoubleRowCorridorEnv", "two agents walk a two-row corridor"
+)

@@ -4,5 +4,4 @@
 
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
-GuessTheNumberGame = multi_agent_placeholder(
-    "GuessTheNumberGame", "two players guess a number")
+GuessTheNumberGame = multi_agent_placeholder("GuessTheNumberGame", "two players guess a number")

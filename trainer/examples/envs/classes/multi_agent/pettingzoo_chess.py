@@ -4,5 +4,4 @@
 
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
-MultiAgentChess = multi_agent_placeholder(
-    "MultiAgentChess", "PettingZoo's chess")
+MultiAgentChess = multi_agent_placeholder("MultiAgentChess", "PettingZoo's chess")

@@ -4,5 +4,4 @@
 
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
-MultiAgentConnect4 = multi_agent_placeholder(
-    "MultiAgentConnect4", "PettingZoo's connect four")
+MultiAgentConnect4 = multi_agent_placeholder("MultiAgentConnect4", "PettingZoo's connect four")

@@ -5,4 +5,5 @@
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
 RockPaperScissors = multi_agent_placeholder(
-    "RockPaperScissors", "two players play rock-paper-scissors")
+    "RockPaperScissors", "two players play rock-paper-scissors"
+)

@@ -4,5 +4,4 @@
 
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
-TicTacToe = multi_agent_placeholder(
-    "TicTacToe", "two players play tic-tac-toe")
+TicTacToe = multi_agent_placeholder("TicTacToe", "two players play tic-tac-toe")

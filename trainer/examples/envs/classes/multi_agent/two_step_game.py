@@ -4,7 +4,7 @@
 
 from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
 
-TwoStepGame = multi_agent_placeholder(
-    "TwoStepGame", "the two-step matrix game")
+TwoStepGame = multi_agent_placeholder("TwoStepGame", "the two-step matrix game")
 TwoStepGameWithGroupedAgents = multi_agent_placeholder(
-    "TwoStepGameWithGroupedAgents", "the two-step matrix game")
+    "TwoStepGameWithGroupedAgents", "the two-step matrix game"
+)

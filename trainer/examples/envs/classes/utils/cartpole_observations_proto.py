@@ -21,17 +21,20 @@ FIELD_NAMES = ("x_pos", "x_veloc", "angle_pos", "angle_veloc")
 
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    proto = descriptor_pb2.FileDescriptorProto(name="cartpole_observations.proto",
-                                               syntax="proto3")
+    proto = descriptor_pb2.FileDescriptorProto(name="cartpole_observations.proto", syntax="proto3")
     message = proto.message_type.add(name="CartPoleObservation")
     for number, name in enumerate(FIELD_NAMES, start=1):
-        message.field.add(name=name, number=number,
-                          type=descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE,
-                          label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+        message.field.add(
+            name=name,
+            number=number,
+            type=descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE,
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        )
     return proto
 
 
 _POOL = descriptor_pool.DescriptorPool()
 DESCRIPTOR = _POOL.Add(_file_descriptor())
 CartPoleObservation = message_factory.GetMessageClass(
-    _POOL.FindMessageTypeByName("CartPoleObservation"))
+    _POOL.FindMessageTypeByName("CartPoleObservation")
+)
