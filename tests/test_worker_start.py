@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import small_ppo
 
-from trainer.errors import EnvRunnerCrashed
+from trainer.errors import EnvRunnerCrashed, EnvRunnerError
 from trainer.runners import protocol, worker_forkserver
 from trainer.runners.worker_forkserver import TEMPLATE_NAME, template_pid
 from trainer.testing import env_runner_pids, kill_env_runner
@@ -299,3 +299,37 @@ def test_workers_and_template_end_with_the_main_process(tmp_path, how):
         main.kill()
         main.wait()
     assert _wait_gone(pids) == []
+
+
+def _fails_to_build_on(indices):
+    """An env creator that raises in the EnvRunners of `indices`."""
+
+    def make(env_config):
+        import gymnasium as gym
+
+        if env_config.worker_index in indices:
+            raise RuntimeError(f"no env for EnvRunner {env_config.worker_index}")
+        return gym.make("CartPole-v1")
+
+    return make
+
+
+@pytest.mark.parametrize("failing", [1, 3])
+def test_a_runner_that_fails_to_start_fails_the_build_whichever_replies_first(failing):
+    # The build waits for runner 1's reply alone, builds the learner, then reads the others':
+    # a failure of any of them still fails build(), as RLlib's validation asks.
+    config = small_ppo(3).environment(_fails_to_build_on({failing}))
+    with pytest.raises(EnvRunnerError, match=f"no env for EnvRunner {failing}"):
+        config.build()
+
+
+@pytest.mark.parametrize("failing", [1, 3])
+def test_without_validation_the_runners_that_started_train(failing):
+    config = (small_ppo(3).environment(_fails_to_build_on({failing}))
+              .fault_tolerance(restart_failed_env_runners=False,
+                               ignore_env_runner_failures=True)
+              .env_runners(validate_env_runners_after_construction=False))
+    with config.build() as algo:
+        assert algo.env_runner_group.healthy_env_runner_ids() == [
+            i for i in (1, 2, 3) if i != failing]
+        algo.train()
