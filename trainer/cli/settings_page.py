@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from trainer.algorithms.settings import readme_tables
+from trainer.util.generated_page import write_or_check
 
 #: The page this module writes.
 SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
@@ -38,16 +39,9 @@ def settings_page() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Writes docs/settings.md; with `--check`, exits 1 (writing nothing) when it is stale."""
     argv = sys.argv[1:] if argv is None else argv
-    page = settings_page()
-    if "--check" in argv:
-        current = SETTINGS_PAGE.read_text() if SETTINGS_PAGE.exists() else ""
-        if current != page:
-            print(f"{SETTINGS_PAGE} is stale: run python -m trainer.cli.settings_page")
-            return 1
-        return 0
-    SETTINGS_PAGE.write_text(page)
-    print(f"wrote {SETTINGS_PAGE}")
-    return 0
+    return write_or_check(
+        SETTINGS_PAGE, settings_page(), argv, "python -m trainer.cli.settings_page"
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer.util.generated_page import write_or_check
+
 API = "api"
 TEST = "test"
 BEHAVIOUR = "behaviour"
@@ -582,16 +584,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "deliberate_differences.md
 def main(argv: list[str] | None = None) -> int:
     """Writes the docs page; with `--check`, exits 1 (writing nothing) when it is stale."""
     argv = sys.argv[1:] if argv is None else argv
-    page = render()
-    if "--check" in argv:
-        current = PAGE.read_text() if PAGE.exists() else ""
-        if current != page:
-            print(f"{PAGE} is stale: run python -m trainer.compat.differences")
-            return 1
-        return 0
-    PAGE.write_text(page)
-    print(f"wrote {PAGE}")
-    return 0
+    return write_or_check(PAGE, render(), argv, "python -m trainer.compat.differences")
 
 
 if __name__ == "__main__":
