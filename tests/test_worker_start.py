@@ -325,11 +325,14 @@ def test_a_runner_that_fails_to_start_fails_the_build_whichever_replies_first(fa
 
 @pytest.mark.parametrize("failing", [1, 3])
 def test_without_validation_the_runners_that_started_train(failing):
-    config = (small_ppo(3).environment(_fails_to_build_on({failing}))
-              .fault_tolerance(restart_failed_env_runners=False,
-                               ignore_env_runner_failures=True)
-              .env_runners(validate_env_runners_after_construction=False))
+    config = (
+        small_ppo(3)
+        .environment(_fails_to_build_on({failing}))
+        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        .env_runners(validate_env_runners_after_construction=False)
+    )
     with config.build() as algo:
         assert algo.env_runner_group.healthy_env_runner_ids() == [
-            i for i in (1, 2, 3) if i != failing]
+            i for i in (1, 2, 3) if i != failing
+        ]
         algo.train()
