@@ -138,3 +138,29 @@ class RecordRecreated(RLlibCallback):
 
     def on_env_runners_recreated(self, *, env_runner_indices, is_evaluation, **kwargs):
         RecordRecreated.calls.append((list(env_runner_indices), is_evaluation))
+
+
+def blas_threads() -> list[int]:
+    """The sizes of numpy's BLAS thread pools in this process."""
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def blas_threads_seen(monkeypatch, owner: type, name: str, run) -> list[list[int]]:
+    """Calls `run()` with numpy's BLAS pools at 2 threads; returns the pool sizes each call of
+    `owner.name` saw. The pools are back at 2 afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    seen = []
+    original = getattr(owner, name)
+
+    def recording(*args, **kwargs):
+        seen.append(blas_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        run()
+        assert blas_threads() and set(blas_threads()) == {2}
+    return seen

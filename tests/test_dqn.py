@@ -3,6 +3,7 @@
 import numpy as np
 import ormsgpack
 import pytest
+from helpers import blas_threads_seen
 
 from trainer import ConfigError, DQNConfig, SingleAgentEpisode
 from trainer.algorithms.dqn.replay_buffer import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
@@ -208,32 +209,15 @@ def test_fragment_shorter_than_n_step_and_box_actions_fail_at_build():
         DQNConfig().environment("Pendulum-v1").build()
 
 
-def _blas_threads() -> list[int]:
-    from threadpoolctl import threadpool_info
-
-    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-
-
 def _blas_threads_during_dqn_updates(monkeypatch) -> list[list[int]]:
-    """Trains one DQN iteration with numpy's pools at 2 threads; the pool sizes each update
-    saw. The pools are back at 2 afterwards."""
-    from threadpoolctl import threadpool_limits
-
+    """The BLAS pool sizes each update of one DQN iteration saw (numpy's pools at 2)."""
     from trainer.algorithms.dqn.dqn_learner import DQNLearner
 
-    seen = []
-    original = DQNLearner.update
-
-    def recording(self, batch, **kwargs):
-        seen.append(_blas_threads())
-        return original(self, batch, **kwargs)
-
-    monkeypatch.setattr(DQNLearner, "update", recording)
-    with threadpool_limits(limits=2, user_api="blas"):
+    def train_once() -> None:
         with small_dqn().training(training_intensity=None).build() as algo:
             algo.train()
-        assert _blas_threads() and set(_blas_threads()) == {2}
-    return seen
+
+    return blas_threads_seen(monkeypatch, DQNLearner, "update", train_once)
 
 
 def test_dqn_updates_run_on_one_blas_thread(monkeypatch):

@@ -5,7 +5,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import LevelEnv, level_return, small_ppo
+from helpers import LevelEnv, blas_threads_seen, level_return, small_ppo
 
 from trainer import PPOConfig
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
@@ -185,33 +185,18 @@ def test_ppo_improves_cartpole_within_a_few_iterations():
     assert returns[-1] > 2 * returns[0] and returns[-1] > 60
 
 
-def _blas_threads() -> list[int]:
-    from threadpoolctl import threadpool_info
-
-    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+def _train_once(config) -> None:
+    algo = config.build()
+    try:
+        algo.train()
+    finally:
+        algo.stop()
 
 
 def _blas_threads_during_updates(monkeypatch) -> list[list[int]]:
-    """Trains one PPO iteration with numpy's pools at 2 threads; returns the pool sizes each
-    minibatch step saw. The pools are back at 2 afterwards."""
-    from threadpoolctl import threadpool_limits
-
-    seen = []
-    original = PPOLearner.loss_and_grads
-
-    def recording(self, minibatch):
-        seen.append(_blas_threads())
-        return original(self, minibatch)
-
-    monkeypatch.setattr(PPOLearner, "loss_and_grads", recording)
-    with threadpool_limits(limits=2, user_api="blas"):
-        algo = small_ppo(0, env="Pendulum-v1", num_epochs=2).build()
-        try:
-            algo.train()
-        finally:
-            algo.stop()
-        assert _blas_threads() and set(_blas_threads()) == {2}
-    return seen
+    """The BLAS pool sizes each minibatch step of one PPO iteration saw (numpy's pools at 2)."""
+    config = small_ppo(0, env="Pendulum-v1", num_epochs=2)
+    return blas_threads_seen(monkeypatch, PPOLearner, "loss_and_grads", lambda: _train_once(config))
 
 
 def test_ppo_update_runs_on_one_blas_thread(monkeypatch):
@@ -298,23 +283,11 @@ def test_ppo_reports_the_last_minibatch_and_adapts_kl_on_it():
 def test_module_weights_are_initialised_on_one_blas_thread(monkeypatch):
     # Each layer's orthogonal initialisation is a QR decomposition: with numpy's pool of one
     # thread per core on a busy machine, a build took 0.2-0.4 s instead of a few ms.
-    from threadpoolctl import threadpool_limits
-
     from trainer.core import nn
     from trainer.core.blas import BlasThreads
 
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(nn, "_INIT_THREADS", BlasThreads())
-    seen = []
-    original = nn.orthogonal
-
-    def recording(*args, **kwargs):
-        seen.append(_blas_threads())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(nn, "orthogonal", recording)
-    with threadpool_limits(limits=2, user_api="blas"):
-        small_ppo(0).build().stop()
-        assert set(_blas_threads()) == {2}
+    seen = blas_threads_seen(monkeypatch, nn, "orthogonal", lambda: small_ppo(0).build().stop())
     assert seen and all(threads == [1] * len(threads) for threads in seen)
