@@ -1,5 +1,5 @@
-"""Remote EnvRunners whose weights the learner's overwrite at once (an Algorithm's) skip their
-networks' random initialisation at start-up; every seeded result stays what it was, and runners
+"""EnvRunners whose weights the learner's overwrite at once (an Algorithm's, remote and local)
+skip their networks' random initialisation at start-up; every seeded result stays what it was, and runners
 whose first weights nobody syncs keep their seeded initial weights."""
 
 import numpy as np
@@ -42,12 +42,14 @@ def test_a_group_whose_weights_follow_starts_runners_without_random_weights():
     group = _group(_config(), weights_synced_at_start=True)
     try:
         local = group.local_env_runner.get_weights()
-        assert any(np.any(w != 0) for w in local.values())  # the local runner: initialised
-        for weights in _remote_weights(group):
+        for weights in [local, *_remote_weights(group)]:
             assert weights.keys() == local.keys()
             assert all(not np.any(w) and w.dtype == np.float32 for w in weights.values())
-        group.sync_weights(local)
-        assert all(_same(weights, local) for weights in _remote_weights(group))
+        rng = np.random.default_rng(0)
+        synced = {k: rng.standard_normal(w.shape).astype(np.float32) for k, w in local.items()}
+        group.sync_weights(synced)
+        assert _same(group.local_env_runner.get_weights(), synced)
+        assert all(_same(weights, synced) for weights in _remote_weights(group))
     finally:
         group.stop()
 

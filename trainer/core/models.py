@@ -24,6 +24,7 @@ from trainer.core.nn import (
     activate_layer,
     backprop_activation,
     flatten,
+    weights_are_set_later,
 )
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
@@ -320,10 +321,16 @@ class FlatParameterModule:
         return []
 
     def _flatten_parameters(self) -> None:
-        self.flat_params = flatten(self.parameters()).astype(np.float32)
+        params = self.parameters()
+        if weights_are_set_later():
+            # Every value is overwritten before first use: one zero buffer, whose pages are
+            # first touched when the weights arrive (no copy of the layers' zeros).
+            self.flat_params = np.zeros(sum(param.size for param in params), dtype=np.float32)
+        else:
+            self.flat_params = flatten(params).astype(np.float32, copy=False)
         offset = 0
         views = []
-        for param in self.parameters():
+        for param in params:
             views.append(self.flat_params[offset : offset + param.size].reshape(param.shape))
             offset += param.size
         # Make the layers use the views (in `parameters()` order) as their parameters.

@@ -45,6 +45,11 @@ def weights_set_later() -> Iterator[None]:
         _WEIGHTS_SET_LATER.reset(token)
 
 
+def weights_are_set_later() -> bool:
+    """Whether networks built now are within `weights_set_later`."""
+    return _WEIGHTS_SET_LATER.get()
+
+
 #: A module's weight initialisation runs on one BLAS thread (see `BlasThreads`).
 _INIT_THREADS = BlasThreads()
 

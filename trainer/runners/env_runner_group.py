@@ -23,6 +23,7 @@ Failure states of a remote runner, as the group sees them (see `trainer.errors`)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -40,6 +41,7 @@ from trainer import named_objects
 from trainer.callbacks import CallbackError
 from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE, SpaceInfo
+from trainer.core.nn import weights_set_later
 from trainer.env.envs import EnvCreator, make_env_creator
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
@@ -224,7 +226,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             self.local_env_runner = None
             return
         if num == 0:
-            self.local_env_runner = runner_cls(config, env_creator, worker_index=0, num_workers=0)
+            with self._initial_weights():
+                self.local_env_runner = runner_cls(
+                    config, env_creator, worker_index=0, num_workers=0
+                )
             self.spaces = self.local_env_runner.spaces
             return
         started = time.perf_counter()
@@ -250,19 +255,26 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._tasks = {
             i: reply["tasks"] for i, reply in replies.items() if reply["tasks"] is not None
         }
-        self.local_env_runner = runner_cls(
-            config,
-            env_creator,
-            worker_index=0,
-            num_workers=num,
-            create_env=config.create_env_on_local_worker,
-            spaces=self.spaces,
-            env_spaces=self.env_spaces,
-        )
+        with self._initial_weights():
+            self.local_env_runner = runner_cls(
+                config,
+                env_creator,
+                worker_index=0,
+                num_workers=num,
+                create_env=config.create_env_on_local_worker,
+                spaces=self.spaces,
+                env_spaces=self.env_spaces,
+            )
         if failures:
             # validate_env_runners_after_construction=False: the runners that did not start
             # are failures like any other, handled by the fault-tolerance settings.
             self.handle_failures(failures)
+
+    def _initial_weights(self) -> contextlib.AbstractContextManager:
+        """Where the local runner is built: its networks skip their random initialisation
+        when the caller syncs weights to every runner right after the build (as the remote
+        runners' do, see `_init_request`)."""
+        return weights_set_later() if self._skip_initial_weights else contextlib.nullcontext()
 
     def _init_request(self, index: int, *, recreated: bool) -> protocol.Init:
         """The `Init` of runner `index`: its spec, each callback pickled on its own (so one

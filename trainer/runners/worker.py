@@ -85,14 +85,17 @@ def _build_runner(request: protocol.Init) -> Any:
     spec = cloudpickle.loads(request.payload)
     from trainer import named_objects
     from trainer.core.nn import weights_set_later
-    from trainer.runners.env_runner import EnvRunner
+    from trainer.runners.env_runner import EnvRunner, config_handed_over
 
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])
     runner_cls = spec["config"].env_runner_cls or EnvRunner
     # The learner's weights reach this runner before its first request: its networks skip
     # their random initialisation (see `EnvRunnerGroup`'s `weights_synced_at_start`).
-    with weights_set_later() if spec.get("weights_set_later") else contextlib.nullcontext():
+    with (
+        weights_set_later() if spec.get("weights_set_later") else contextlib.nullcontext(),
+        config_handed_over(),
+    ):
         return runner_cls(
             spec["config"],
             spec["env_creator"],
