@@ -108,13 +108,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "there is no torch here: the modules are numpy",
     ),
     *_same(
-        "missing",
-        _MULTI_AGENT,
-        "AlgorithmConfig.get_multi_agent_setup",
-        "AlgorithmConfig.get_multi_rl_module_spec",
-        "AlgorithmConfig.get_config_for_module",
-    ),
-    *_same(
         "missing (the callbacks() keywords are taken, with a warning at build when given)",
         _OFFLINE + ", so these events never fire",
         "AlgorithmConfig.callbacks_on_evaluate_offline_start",

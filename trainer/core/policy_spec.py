@@ -1,0 +1,69 @@
+"""RLlib's `PolicySpec` (`ray.rllib.policy.policy.PolicySpec`): one entry of
+`config.multi_agent(policies={policy_id: PolicySpec(...)})`.
+
+On RLlib's new API stack (the one here) a policy is a module: `observation_space` and
+`action_space` (None: inferred from the env) are the spaces its module is built for, and
+`config` is a dict of settings that override the algorithm's for this module (as
+`rl_module(algorithm_config_overrides_per_module=...)` does). `policy_class` is an old-stack
+Policy class; it has no effect on the new stack (RLlib ignores it there too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PolicySpec:
+    """A policy (module) of a multi-agent config: its class (old stack), spaces and config
+    overrides; any field left None is filled in from the algorithm and the env."""
+
+    def __init__(
+        self,
+        policy_class: type | None = None,
+        observation_space: Any = None,
+        action_space: Any = None,
+        config: dict | None = None,
+    ):
+        self.policy_class = policy_class
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.config = config
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PolicySpec):
+            return NotImplemented
+        return (
+            self.policy_class == other.policy_class
+            and self.observation_space == other.observation_space
+            and self.action_space == other.action_space
+            and self.config == other.config
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as RLlib's)
+
+    def get_state(self) -> tuple:
+        """RLlib's state of a spec: `(policy_class, observation_space, action_space,
+        config)`."""
+        return (self.policy_class, self.observation_space, self.action_space, self.config)
+
+    @classmethod
+    def from_state(cls, state: Any) -> PolicySpec:
+        """The spec `get_state()` (a 4-tuple) or its `__dict__` describes."""
+        if isinstance(state, dict):
+            spec = cls()
+            spec.__dict__.update(state)
+            return spec
+        return cls(*state)
+
+    def __repr__(self) -> str:
+        fields = {
+            "policy_class": self.policy_class,
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "config": self.config,
+        }
+        given = ", ".join(f"{name}={value!r}" for name, value in fields.items() if value is not None)
+        return f"PolicySpec({given})"
+
+
+__all__ = ["PolicySpec"]
