@@ -140,6 +140,14 @@ class LearnerGroup:
         return [func(self._algorithm.learner, **kwargs)]
 
 
+def _action_space(spaces: Any) -> Any:
+    """The action space of the algorithm's own exploration (`compute_single_action`): the
+    module's; in a multi-agent run, the first module's."""
+    if isinstance(spaces, dict):
+        return next(iter(spaces.values()))[1]
+    return spaces.action_space()
+
+
 class Algorithm(OldAlgorithmNames):
     """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
 
@@ -214,7 +222,7 @@ class Algorithm(OldAlgorithmNames):
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(
-                config.get_exploration_config(), spaces_of(self.env_runner_group).action_space()
+                config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
             )
             self.setup_learner()
             self.sync_weights()

@@ -2229,9 +2229,14 @@ class AlgorithmConfig(OldConfigNames):
                     )
         self._refuse_multi_agent_training(name)
 
+    #: Whether this algorithm trains multi-agent configs (PPO does; the others not yet).
+    _MULTI_AGENT_TRAINING = False
+
     def _refuse_multi_agent_training(self, name: str) -> None:
-        """A multi-agent config cannot be built yet: one clear error, before any worker
-        starts."""
+        """A multi-agent config of an algorithm that does not train one yet: one clear
+        error, before any worker starts."""
+        if self._MULTI_AGENT_TRAINING:
+            return
         if self.is_multi_agent:
             asked = f"multi_agent(policies={sorted(map(str, self.policies))})"
         elif self._has_multi_rl_module_spec():
@@ -2239,10 +2244,9 @@ class AlgorithmConfig(OldConfigNames):
         else:
             return
         raise ConfigError(
-            f"{name}: multi-agent training is not available yet: the config asks for "
-            f"{asked}; the multi-agent settings, MultiRLModule and RLModule classes can be "
-            "configured and built (get_multi_rl_module_spec().build()), but an Algorithm "
-            "trains a single-agent config only",
+            f"{name}: {self.algo_class.__name__ if self.algo_class else 'this algorithm'} "
+            f"does not train a multi-agent config yet: the config asks for {asked}; PPO "
+            "trains multi-agent configs",
             MULTI_AGENT,
         )
 

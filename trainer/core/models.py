@@ -329,9 +329,9 @@ class FlatParameterModule(RLModuleAPI):
 
     # -- RLlib's RLModule API ------------------------------------------------------------------
     @classmethod
-    def from_rl_module_spec(cls, spec: Any) -> FlatParameterModule:
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> FlatParameterModule:
         """The module an `RLModuleSpec` with this class describes (its spaces and model
-        config; randomly initialised)."""
+        config; randomly initialised, from `seed` if given)."""
         raise NotImplementedError
 
     def _remember_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
@@ -523,10 +523,11 @@ class PolicyModule(FlatParameterModule):
         self._flatten_parameters()
 
     @classmethod
-    def from_rl_module_spec(cls, spec: Any) -> PolicyModule:
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> PolicyModule:
         module = cls(
             SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
             spec._get_model_config(),
+            seed=seed,
         )
         module._remember_spaces(spec.observation_space, spec.action_space)
         return module

@@ -116,7 +116,7 @@ def config_handed_over() -> Iterator[None]:
         _CONFIG_HANDED_OVER.reset(token)
 
 
-def _own_config(config: Any) -> Any:
+def own_config(config: Any) -> Any:
     """The runner's own mutable config: `config` itself, unfrozen, when it was handed over;
     else a copy."""
     if _CONFIG_HANDED_OVER.get() and hasattr(config, "_frozen"):
@@ -223,7 +223,7 @@ class EnvRunner:
         # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
         # The runner's config is its own mutable copy (RLlib's curriculum example changes its
         # env_config, then calls make_env()).
-        self.config = config = _own_config(config)
+        self.config = config = own_config(config)
         self.worker_index = worker_index
         #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
         self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
@@ -1579,3 +1579,16 @@ class EnvRunner:
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+def env_runner_class(config: Any) -> type:
+    """The class a config's EnvRunners are made of: its `env_runner_cls`, else (as RLlib's
+    EnvRunnerGroup chooses) the `MultiAgentEnvRunner` for a multi-agent config and the
+    `EnvRunner` otherwise."""
+    if config.env_runner_cls is not None:
+        return cast(type, config.env_runner_cls)
+    if config.is_multi_agent:
+        from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
+
+        return MultiAgentEnvRunner
+    return EnvRunner

@@ -52,7 +52,7 @@ from trainer.errors import (
 )
 from trainer.runners import protocol, restart_policy
 from trainer.runners.async_requests import AsyncRequestsMixin
-from trainer.runners.env_runner import EnvRunner
+from trainer.runners.env_runner import EnvRunner, env_runner_class
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
@@ -149,7 +149,7 @@ def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
     known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
     builds its own module."""
-    runner_cls = config.env_runner_cls or EnvRunner
+    runner_cls = env_runner_class(config)
     return runner_cls.set_weights is EnvRunner.set_weights and type(
         config
     ).build_module.__module__.startswith("trainer.")
@@ -218,7 +218,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: The env's spaces (observation, action), before the env-to-module connectors.
         self.env_spaces: tuple | None = None
         #: The class each EnvRunner is made of (RLlib's attribute).
-        self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
+        self.env_runner_cls = runner_cls = env_runner_class(config)
         num = config.num_env_runners
         #: The runner in this process (index 0); None only with `_setup=False`.
         self.local_env_runner: EnvRunner | None

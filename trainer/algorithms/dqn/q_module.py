@@ -62,7 +62,7 @@ class QModule(FlatParameterModule):
         self._flatten_parameters()
 
     @classmethod
-    def from_rl_module_spec(cls, spec: Any) -> QModule:
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> QModule:
         """The Q-network an `RLModuleSpec` describes; `model_config["dueling"]` (default True,
         DQN's) picks the dueling heads, as in RLlib's DQN module."""
         model_config = spec._get_model_config()
@@ -71,6 +71,7 @@ class QModule(FlatParameterModule):
             SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
             model_config,
             dueling=bool(dueling),
+            seed=seed,
         )
         module._remember_spaces(spec.observation_space, spec.action_space)
         return module
