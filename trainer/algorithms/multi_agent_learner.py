@@ -82,9 +82,9 @@ class MultiAgentLearner(Learner):
         self.trained = list(self.learners) if trained is None else list(trained)
         self.module = ModulesView(self.learners)
 
-    def update(
+    def update(  # type: ignore[override]
         self, data: Any, /, *, num_env_steps_sampled_lifetime: int
-    ) -> dict[Any, UpdateResults]:  # type: ignore[override]
+    ) -> dict[Any, UpdateResults]:
         """Each trained module's update on its agents' chunks of `data` (MultiAgentEpisodes);
         a module without chunks in this batch is not updated."""
         by_module = episodes_by_module(data)

@@ -27,7 +27,7 @@ import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -166,7 +166,7 @@ def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
     """A finished or cut episode as it leaves the runner: numpy'ized, and without the
     policy_mapping_fn (its agents' modules are known; the function, often a lambda of the
     user's script, need not travel)."""
-    episode.agent_to_module_mapping_fn = None
+    episode.agent_to_module_mapping_fn = None  # type: ignore[assignment]
     return episode.to_numpy()
 
 
@@ -284,7 +284,7 @@ class MultiAgentEnvRunner:
                 )
             envs.append(env)
         self.env = _SubEnvs(envs)
-        first = envs[0].unwrapped
+        first = cast(MultiAgentEnv, envs[0].unwrapped)
         agents = list(first.possible_agents or first.agents)
         self.env_spaces = (
             {aid: first.get_observation_space(aid) for aid in agents},
@@ -315,6 +315,7 @@ class MultiAgentEnvRunner:
         return module
 
     def _module_actions(self, module_id: Any, module: Any) -> _ModuleActions:
+        assert self.spaces is not None, "_build_module() sets the spaces"
         config = self.config.get_config_for_module(module_id)
         exploration = make_exploration(
             config.get_exploration_config(),

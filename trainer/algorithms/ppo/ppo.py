@@ -7,11 +7,11 @@ weights, the learner runs its update on them, and the new weights go to every En
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import settings_of
 from trainer.metrics import (
@@ -135,7 +135,7 @@ class PPOConfig(AlgorithmConfig):
 
 class PPO(Algorithm):
     config: PPOConfig
-    learner: PPOLearner
+    learner: PPOLearner | MultiAgentLearner
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
@@ -166,9 +166,11 @@ class PPO(Algorithm):
             learner_results = self.learner.update(
                 episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
             )
-        if self.config.is_multi_agent:
+        if isinstance(self.learner, MultiAgentLearner):
             for module_id, module_results in learner_results.items():
-                metrics.log_dict(module_results, key=(LEARNER_RESULTS, module_id), window=1)
+                metrics.log_dict(
+                    cast(dict, module_results), key=(LEARNER_RESULTS, module_id), window=1
+                )
         else:
             metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
         metrics.log_value(
