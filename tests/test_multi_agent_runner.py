@@ -251,3 +251,23 @@ def test_dqn_refuses_a_multi_agent_config_at_build():
     )
     with pytest.raises(ConfigError, match="multi-agent"):
         config.build()
+
+
+def test_a_multi_agent_algorithm_answers_per_module():
+    config = _two_policies(num_env_runners=0).training(
+        train_batch_size=200, minibatch_size=100, num_epochs=1
+    )
+    algo = config.build()
+    try:
+        assert set(algo.get_weights()) == {"p0", "p1"}
+        assert set(algo.get_weights(["p1"])) == {"p1"}
+        assert set(algo.learner_group.get_weights()) == {"p0", "p1"}
+        module = algo.get_module("p1")
+        out = module.forward_inference({"obs": np.zeros((3, 4), np.float32)})
+        assert out["action_dist_inputs"].shape == (3, 2)
+        action = algo.compute_single_action(np.zeros(4, np.float32), policy_id="p0", explore=False)
+        assert action in (0, 1)
+        with pytest.raises(KeyError, match="p7"):
+            algo.get_module("p7")
+    finally:
+        algo.stop()
