@@ -203,7 +203,7 @@ def _offending_part(space: gym.Space, value: Any, path: str = "") -> tuple[str, 
                 return _offending_part(sub_space, value[key], f"{path}[{key!r}]")
     if isinstance(space, gym.spaces.Tuple) and isinstance(value, (tuple, list)):
         if len(value) == len(space.spaces):
-            for i, (sub_space, sub_value) in enumerate(zip(space.spaces, value)):
+            for i, (sub_space, sub_value) in enumerate(zip(space.spaces, value, strict=True)):
                 if not sub_space.contains(sub_value):
                     return _offending_part(sub_space, sub_value, f"{path}[{i}]")
     return path, space, value

@@ -161,7 +161,10 @@ def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[MultiAgent
                 self.envs = [env_name_or_creator(config) for _ in range(num)]
             self.terminateds: set[int] = set()
             self.truncateds: set[int] = set()
-            self.observation_spaces = {i: env.observation_space for i, env in enumerate(self.envs)}
+            self.agent_observation_spaces: dict[int, gym.Space] = {
+                i: env.observation_space for i, env in enumerate(self.envs)
+            }
+            self.observation_spaces = self.agent_observation_spaces
             self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
             self.agents = list(range(num))
             self.possible_agents = list(self.agents)
@@ -176,21 +179,19 @@ def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[MultiAgent
             # As RLlib: every copy gets the same seed (so seeded copies start alike).
             for i, env in enumerate(self.envs):
                 obs[i], infos[i] = env.reset(seed=seed, options=options)
-                if not self.observation_spaces[i].contains(obs[i]):
+                if not self.agent_observation_spaces[i].contains(obs[i]):
                     logger.warning(
                         "make_multi_agent env: agent %s's reset observation %r is not in its "
                         "observation space %s",
                         i,
                         obs[i],
-                        self.observation_spaces[i],
+                        self.agent_observation_spaces[i],
                     )
             return obs, infos
 
-        def step(
+        def step(  # type: ignore[override]
             self, action_dict: MultiAgentDict
-        ) -> tuple[
-            MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict
-        ]:
+        ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
             if len(action_dict) == 0:
                 raise ValueError(
                     "make_multi_agent env: step(action_dict={}) needs an action for at least "
@@ -207,20 +208,20 @@ def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[MultiAgent
                         f"make_multi_agent env: step() got an action for agent {i!r}; the "
                         f"agents are 0..{len(self.envs) - 1}"
                     )
-                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[
-                    i
-                ].step(action)
+                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(
+                    action
+                )
                 if terminateds[i]:
-                    self.terminateds.add(i)
+                    self.terminateds.add(int(i))
                 if truncateds[i]:
-                    self.truncateds.add(i)
+                    self.truncateds.add(int(i))
             terminateds[ALL_AGENTS] = len(self.terminateds | self.truncateds) == len(self.envs)
             truncateds[ALL_AGENTS] = len(self.truncateds) == len(self.envs)
             return obs, rewards, terminateds, truncateds, infos
 
         def render(self) -> Any:
             """The copies' frames side by side (on top of each other for wide frames)."""
-            frames = [env.render() for env in self.envs]
+            frames: list[Any] = [env.render() for env in self.envs]
             axis = 0 if frames[0].shape[1] > frames[0].shape[0] else 1
             return np.concatenate(frames, axis=axis)
 

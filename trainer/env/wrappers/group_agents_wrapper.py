@@ -52,7 +52,9 @@ class GroupAgentsWrapper(MultiAgentEnv):
                         "be in one group only"
                     )
                 self.agent_id_to_group[agent_id] = group_id
-        inner_agents = list(env.possible_agents or env.agents or sorted(env.get_agent_ids(), key=str))
+        inner_agents = list(
+            env.possible_agents or env.agents or sorted(env.get_agent_ids(), key=str)
+        )
         ungrouped = [a for a in inner_agents if a not in self.agent_id_to_group]
         self.possible_agents = list(groups) + ungrouped
         self.agents = list(self.possible_agents)
@@ -123,7 +125,7 @@ class GroupAgentsWrapper(MultiAgentEnv):
                     f"GroupAgentsWrapper.step(): group {agent_id!r} has {len(members)} agents "
                     f"({members}) but its action {value!r} has {len(value)} parts"
                 )
-            out.update(zip(members, value))
+            out.update(zip(members, value, strict=True))
         return out
 
     def _group_items(

@@ -42,9 +42,7 @@ class DoubleRowCorridorEnv(MultiAgentEnv):
     def step(  # type: ignore[override]
         self, action_dict: MultiAgentDict
     ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
-        rewards = {
-            agent_id: -0.1 for agent_id in self.agent_pos if not self.terminateds[agent_id]
-        }
+        rewards = {agent_id: -0.1 for agent_id in self.agent_pos if not self.terminateds[agent_id]}
         for agent_id, action in action_dict.items():
             row, col = self.agent_pos[agent_id]
             if action == 0 and row > 0:  # up

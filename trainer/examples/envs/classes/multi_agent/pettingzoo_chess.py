@@ -3,6 +3,7 @@ the `chess` package: `pip install pettingzoo chess`)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,8 @@ class MultiAgentChess(PettingZooBoardGame):
     def random_start(self, random_moves: int) -> Any:
         """Plays `random_moves` random legal moves from the initial position; returns the
         board."""
-        import chess  # the `chess` package (PettingZoo's chess needs it too)
-
+        # The `chess` package (PettingZoo's chess needs it too), imported only when used.
+        chess = importlib.import_module("chess")
         self.env.board = chess.Board()
         for _ in range(random_moves):
             self.env.board.push(np.random.choice(list(self.env.board.legal_moves)))

@@ -114,15 +114,16 @@ class TwoStepGameWithGroupedAgents(MultiAgentEnv):
         self._agent_ids = {"agents"}
         super().__init__()
         env = TwoStepGame(env_config)
-        tuple_obs_space = Tuple([env.observation_space, env.observation_space])
-        tuple_act_space = Tuple([env.action_space, env.action_space])
+        obs_space, act_space = env.get_observation_space(0), env.get_action_space(0)
+        tuple_obs_space = Tuple([obs_space, obs_space])
+        tuple_act_space = Tuple([act_space, act_space])
         self.env = env.with_agent_groups(
             groups={"agents": [0, 1]},
             obs_space=tuple_obs_space,
             act_space=tuple_act_space,
         )
-        self.observation_space = Dict({"agents": self.env.observation_space})
-        self.action_space = Dict({"agents": self.env.action_space})
+        self.observation_space = Dict({"agents": tuple_obs_space})
+        self.action_space = Dict({"agents": tuple_act_space})
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
