@@ -437,6 +437,7 @@ def test_unmapped_names_and_modules_fail_as_gaps(hook):
 
 
 def test_multi_agent_env_names_resolve_to_this_projects_classes(hook):
+    from ray.rllib import MultiAgentEnv as MultiAgentEnvFromRLlib
     from ray.rllib.env import GroupAgentsWrapper as GroupAgentsWrapperFromEnv
     from ray.rllib.env import MultiAgentEnv as MultiAgentEnvFromEnv
     from ray.rllib.env import ParallelPettingZooEnv, PettingZooEnv
@@ -453,7 +454,7 @@ def test_multi_agent_env_names_resolve_to_this_projects_classes(hook):
     from trainer.env.multi_agent_checks import check_multiagent_environments as our_checker
     from trainer.env.wrappers import group_agents_wrapper, pettingzoo_env
 
-    assert MultiAgentEnv is MultiAgentEnvFromEnv is ours.MultiAgentEnv
+    assert MultiAgentEnv is MultiAgentEnvFromEnv is MultiAgentEnvFromRLlib is ours.MultiAgentEnv
     assert make_multi_agent is ours.make_multi_agent
     assert GroupAgentsWrapper is GroupAgentsWrapperFromEnv is group_agents_wrapper.GroupAgentsWrapper
     assert PettingZooEnv is PettingZooEnvFromWrappers is pettingzoo_env.PettingZooEnv

@@ -23,7 +23,7 @@ import pytest
 from trainer import PPOConfig
 from trainer.env.envs import register_env
 from trainer.env.multi_agent_checks import check_multiagent_environments
-from trainer.env.multi_agent_env import MultiAgentEnv, make_multi_agent
+from trainer.env.multi_agent_env import MultiAgentEnv, SingleAgentEnvCopies, make_multi_agent
 from trainer.env.wrappers.group_agents_wrapper import GROUP_INFO, GROUP_REWARDS
 from trainer.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 from trainer.examples.envs.classes.cartpole_crashing import MultiAgentCartPoleCrashing
@@ -180,6 +180,8 @@ def test_make_multi_agent_refuses_empty_and_unknown_actions():
         env.step({})
     with pytest.raises(KeyError, match=r"agent 2; the agents are 0\.\.1"):
         env.step({2: 0})
+    with pytest.raises(TypeError, match="build this class with make_multi_agent"):
+        SingleAgentEnvCopies({"num_agents": 2})
 
 
 def test_example_classes_pickle_by_reference():

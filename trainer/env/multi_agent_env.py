@@ -135,7 +135,100 @@ class MultiAgentEnv(gym.Env):
 EnvCreatorFn = Callable[[Any], gym.Env]
 
 
-def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[MultiAgentEnv]:
+class SingleAgentEnvCopies(MultiAgentEnv):
+    """The base of `make_multi_agent`'s classes: n independent copies of one single-agent env,
+    agent i stepping copy i (the env in the subclass's `single_agent_env`)."""
+
+    #: `(gymnasium id or creator,)`, set by `make_multi_agent` (a 1-tuple, so that a creator
+    #: function is not bound as a method).
+    single_agent_env: tuple[str | EnvCreatorFn, ...] = ()
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        # A copy: `num_agents` is popped, and every sub-env of a vector needs the same
+        # config again (an EnvContext stays one through deepcopy).
+        config = {} if config is None else copy.deepcopy(config)
+        num = config.pop("num_agents", 1)
+        if len(self.single_agent_env) != 1:
+            raise TypeError(
+                f"{type(self).__name__}: build this class with make_multi_agent(env_id or "
+                "creator), which names the single-agent env to copy"
+            )
+        (env_name_or_creator,) = self.single_agent_env
+        if isinstance(env_name_or_creator, str):
+            self.envs = [gym.make(env_name_or_creator) for _ in range(num)]
+        else:
+            self.envs = [env_name_or_creator(config) for _ in range(num)]
+        self.terminateds: set[int] = set()
+        self.truncateds: set[int] = set()
+        self.agent_observation_spaces: dict[int, gym.Space] = {
+            i: env.observation_space for i, env in enumerate(self.envs)
+        }
+        self.observation_spaces = self.agent_observation_spaces
+        self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
+        self.agents = list(range(num))
+        self.possible_agents = list(self.agents)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
+        self.terminateds = set()
+        self.truncateds = set()
+        obs: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        # As RLlib: every copy gets the same seed (so seeded copies start alike).
+        for i, env in enumerate(self.envs):
+            obs[i], infos[i] = env.reset(seed=seed, options=options)
+            if not self.agent_observation_spaces[i].contains(obs[i]):
+                logger.warning(
+                    "make_multi_agent env: agent %s's reset observation %r is not in its "
+                    "observation space %s",
+                    i,
+                    obs[i],
+                    self.agent_observation_spaces[i],
+                )
+        return obs, infos
+
+    def step(  # type: ignore[override]
+        self, action_dict: MultiAgentDict
+    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
+        if len(action_dict) == 0:
+            raise ValueError(
+                "make_multi_agent env: step(action_dict={}) needs an action for at least "
+                f"one agent (agents: {self.agents})"
+            )
+        obs: MultiAgentDict = {}
+        rewards: MultiAgentDict = {}
+        terminateds: MultiAgentDict = {}
+        truncateds: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        for i, action in action_dict.items():
+            if not (isinstance(i, (int, np.integer)) and 0 <= i < len(self.envs)):
+                raise KeyError(
+                    f"make_multi_agent env: step() got an action for agent {i!r}; the "
+                    f"agents are 0..{len(self.envs) - 1}"
+                )
+            obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(action)
+            if terminateds[i]:
+                self.terminateds.add(int(i))
+            if truncateds[i]:
+                self.truncateds.add(int(i))
+        terminateds[ALL_AGENTS] = len(self.terminateds | self.truncateds) == len(self.envs)
+        truncateds[ALL_AGENTS] = len(self.truncateds) == len(self.envs)
+        return obs, rewards, terminateds, truncateds, infos
+
+    def render(self) -> Any:
+        """The copies' frames side by side (on top of each other for wide frames)."""
+        frames: list[Any] = [env.render() for env in self.envs]
+        axis = 0 if frames[0].shape[1] > frames[0].shape[0] else 1
+        return np.concatenate(frames, axis=axis)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[SingleAgentEnvCopies]:
     """A `MultiAgentEnv` class of n independent copies of a single-agent env (RLlib's).
 
     `env_name_or_creator` is a gymnasium id (each copy made with `gymnasium.make(id)`) or a
@@ -146,87 +239,7 @@ def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[MultiAgent
     every agent is terminated or truncated, of truncateds once every agent is truncated.
     """
 
-    class MultiEnv(MultiAgentEnv):
-        """n independent copies of one single-agent env, agent i stepping copy i."""
-
-        def __init__(self, config: dict | None = None):
-            super().__init__()
-            # A copy: `num_agents` is popped, and every sub-env of a vector needs the same
-            # config again (an EnvContext stays one through deepcopy).
-            config = {} if config is None else copy.deepcopy(config)
-            num = config.pop("num_agents", 1)
-            if isinstance(env_name_or_creator, str):
-                self.envs = [gym.make(env_name_or_creator) for _ in range(num)]
-            else:
-                self.envs = [env_name_or_creator(config) for _ in range(num)]
-            self.terminateds: set[int] = set()
-            self.truncateds: set[int] = set()
-            self.agent_observation_spaces: dict[int, gym.Space] = {
-                i: env.observation_space for i, env in enumerate(self.envs)
-            }
-            self.observation_spaces = self.agent_observation_spaces
-            self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
-            self.agents = list(range(num))
-            self.possible_agents = list(self.agents)
-
-        def reset(
-            self, *, seed: int | None = None, options: dict | None = None
-        ) -> tuple[MultiAgentDict, MultiAgentDict]:
-            self.terminateds = set()
-            self.truncateds = set()
-            obs: MultiAgentDict = {}
-            infos: MultiAgentDict = {}
-            # As RLlib: every copy gets the same seed (so seeded copies start alike).
-            for i, env in enumerate(self.envs):
-                obs[i], infos[i] = env.reset(seed=seed, options=options)
-                if not self.agent_observation_spaces[i].contains(obs[i]):
-                    logger.warning(
-                        "make_multi_agent env: agent %s's reset observation %r is not in its "
-                        "observation space %s",
-                        i,
-                        obs[i],
-                        self.agent_observation_spaces[i],
-                    )
-            return obs, infos
-
-        def step(  # type: ignore[override]
-            self, action_dict: MultiAgentDict
-        ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
-            if len(action_dict) == 0:
-                raise ValueError(
-                    "make_multi_agent env: step(action_dict={}) needs an action for at least "
-                    f"one agent (agents: {self.agents})"
-                )
-            obs: MultiAgentDict = {}
-            rewards: MultiAgentDict = {}
-            terminateds: MultiAgentDict = {}
-            truncateds: MultiAgentDict = {}
-            infos: MultiAgentDict = {}
-            for i, action in action_dict.items():
-                if not (isinstance(i, (int, np.integer)) and 0 <= i < len(self.envs)):
-                    raise KeyError(
-                        f"make_multi_agent env: step() got an action for agent {i!r}; the "
-                        f"agents are 0..{len(self.envs) - 1}"
-                    )
-                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(
-                    action
-                )
-                if terminateds[i]:
-                    self.terminateds.add(int(i))
-                if truncateds[i]:
-                    self.truncateds.add(int(i))
-            terminateds[ALL_AGENTS] = len(self.terminateds | self.truncateds) == len(self.envs)
-            truncateds[ALL_AGENTS] = len(self.truncateds) == len(self.envs)
-            return obs, rewards, terminateds, truncateds, infos
-
-        def render(self) -> Any:
-            """The copies' frames side by side (on top of each other for wide frames)."""
-            frames: list[Any] = [env.render() for env in self.envs]
-            axis = 0 if frames[0].shape[1] > frames[0].shape[0] else 1
-            return np.concatenate(frames, axis=axis)
-
-        def close(self) -> None:
-            for env in self.envs:
-                env.close()
+    class MultiEnv(SingleAgentEnvCopies):
+        single_agent_env = (env_name_or_creator,)
 
     return MultiEnv

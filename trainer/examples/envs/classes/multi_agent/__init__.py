@@ -7,6 +7,8 @@ The `MultiAgent*` classes are `make_multi_agent` of single-agent envs: built as
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from trainer.env.multi_agent_env import MultiAgentEnv, make_multi_agent
 from trainer.examples.envs.classes.cartpole_with_dict_observation_space import (
     CartPoleWithDictObservationSpace,
@@ -29,9 +31,10 @@ __all__ = [
 ]
 
 
-def module_level_env_class(
-    cls: type[MultiAgentEnv], name: str, module: str = __name__
-) -> type[MultiAgentEnv]:
+EnvClass = TypeVar("EnvClass", bound=type[MultiAgentEnv])
+
+
+def module_level_env_class(cls: EnvClass, name: str, module: str = __name__) -> EnvClass:
     """`cls` (a `make_multi_agent` class) named `name` as an attribute of `module`: its errors
     and reprs say `name`, and it pickles by reference (worker processes import it) instead of
     by value."""
