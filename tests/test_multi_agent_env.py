@@ -429,11 +429,28 @@ def test_checker_refuses_other_envs_and_missing_action_spaces():
         check_multiagent_environments(env)
 
 
+class _LateJoinerEnv(MultiAgentEnv):
+    """"first" acts at reset; "late" is rewarded before it ever observes, then observes."""
+
+    def __init__(self):
+        super().__init__()
+        self.agents = self.possible_agents = ["first", "late"]
+        self.observation_spaces = {a: gym.spaces.Discrete(2) for a in self.agents}
+        self.action_spaces = {a: gym.spaces.Discrete(2) for a in self.agents}
+
+    def reset(self, *, seed=None, options=None):
+        return {"first": 0}, {}
+
+    def step(self, action_dict):
+        rewards = {"first": 1.0, "late": 0.5, ALL: 0.0}  # "__all__" is allowed as in RLlib
+        return {"late": 1}, rewards, {ALL: False}, {}, {"__common__": {"turn": 1}}
+
+
 def test_checker_accepts_rewards_for_agents_without_an_observation():
-    # As RLlib: a reward may reach an agent that does not observe in that step.
-    env = GuessTheNumberGame({})
-    env.reset()
-    check_multiagent_environments(env)
+    # As RLlib: a reward may reach an agent that has not observed yet (RLlib's episodes keep it
+    # for the agent's first step); truncateds may leave "__all__" out; infos may have
+    # "__common__".
+    check_multiagent_environments(_LateJoinerEnv())
 
 
 # -- every example env, to the end of an episode ----------------------------------------------

@@ -113,12 +113,12 @@ class _EnvChecker:
         obs, rewards, terminateds, truncateds, infos = result
         self._check_dict(obs, "step()", "observations")
         self._check_dict(rewards, "step()", "rewards")
-        self._check_dict(terminateds, "step()", "terminateds", allow_all=True)
-        self._check_dict(truncateds, "step()", "truncateds", allow_all=True)
+        self._check_dict(terminateds, "step()", "terminateds")
+        self._check_dict(truncateds, "step()", "truncateds")
         self._check_dict(infos, "step()", "infos", allow_common=True)
         self._check_observations(obs, "step()")
         for agent_id, reward in rewards.items():
-            if not _is_number(reward):
+            if agent_id != ALL_AGENTS and not _is_number(reward):
                 raise ValueError(
                     f"{self.name}.step(): the reward of agent {agent_id!r} is {reward!r} "
                     f"({type(reward).__name__}); rewards must be int or float scalars (not bool)"
@@ -143,17 +143,18 @@ class _EnvChecker:
         element: Any,
         method: str,
         what: str,
-        allow_all: bool = False,
         allow_common: bool = False,
     ) -> None:
-        """`element` is a dict whose keys are the env's agents (plus the allowed specials)."""
+        """`element` is a dict whose keys are the env's agents, or `"__all__"` (in any of the
+        dicts, as RLlib allows; its episodes ignore the key outside terminateds and truncateds),
+        or `"__common__"` (infos)."""
         if not isinstance(element, dict):
             raise ValueError(
                 f"{self.name}.{method}: the {what} are {_short(element)} "
                 f"({type(element).__name__}); they must be a dict keyed by agent id"
             )
         allowed = self.agent_ids()
-        specials = ([ALL_AGENTS] if allow_all else []) + ([COMMON_INFOS] if allow_common else [])
+        specials = [ALL_AGENTS] + ([COMMON_INFOS] if allow_common else [])
         for key in element:
             if key not in allowed and key not in specials:
                 raise ValueError(
@@ -166,6 +167,8 @@ class _EnvChecker:
 
     def _check_observations(self, obs: dict, method: str) -> None:
         for agent_id, value in obs.items():
+            if agent_id == ALL_AGENTS:
+                continue
             space = self.env.get_observation_space(agent_id)
             if not isinstance(space, gym.Space):
                 raise ValueError(
@@ -186,6 +189,8 @@ class _EnvChecker:
 
     def _check_infos(self, infos: dict, method: str) -> None:
         for agent_id, info in infos.items():
+            if agent_id == ALL_AGENTS:
+                continue
             if not isinstance(info, dict):
                 raise ValueError(
                     f"{self.name}.{method}: the info of {agent_id!r} is {_short(info)} "
