@@ -430,7 +430,7 @@ def test_checker_refuses_other_envs_and_missing_action_spaces():
 
 
 class _LateJoinerEnv(MultiAgentEnv):
-    """"first" acts at reset; "late" is rewarded before it ever observes, then observes."""
+    """Agent `first` acts at reset; `late` is rewarded before it ever observes, then observes."""
 
     def __init__(self):
         super().__init__()
