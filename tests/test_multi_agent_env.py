@@ -400,18 +400,24 @@ class _FlawedEnv(MultiAgentEnv):
 @pytest.mark.parametrize(
     "flaw, message",
     [
-        ("red_out_of_bounds", r"reset\(\): the observation of agent 'red' is not in its "),
+        (
+            "red_out_of_bounds",
+            r"^The observation collected from env.reset was not contained .* agent 'red'",
+        ),
         ("blue_hp", r"agent 'blue' is not in its observation space \(at \['hp'\]\): 7"),
         ("reset_raises", r"_FlawedEnv.reset\(seed=42, options=\{\}\) raised RuntimeError"),
         ("old_reset", r"reset\(\) returned .*tuple \(observations, infos\)"),
         ("four_tuple", r"step\(\) returned .*five dicts"),
         ("no_all", r"terminateds .* has no '__all__' key"),
         ("stranger_reward", r"the rewards have key 'green', which is no agent .*\['red', 'blue'\]"),
-        ("bool_reward", r"the reward of agent 'blue' is True \(bool\)"),
+        (
+            "bool_reward",
+            r"^Your step function must return rewards .* agent 'blue' is True \(bool\)",
+        ),
         ("array_reward", r"the reward of agent 'red' is array"),
         ("int_terminated", r"terminateds\['red'\] is 0 \(int\); it must be a bool"),
         ("info_list", r"the info of 'red' is \['x'\] \(list\); infos must be dicts"),
-        ("obs_list", r"step\(\): the observations are .*\(list\); they must be a dict"),
+        ("obs_list", r"step, next_obs is not a MultiAgentDict. Instead, it is of type: list"),
     ],
 )
 def test_checker_names_the_agent_the_key_and_what_is_allowed(flaw, message):
@@ -421,7 +427,9 @@ def test_checker_names_the_agent_the_key_and_what_is_allowed(flaw, message):
 
 
 def test_checker_refuses_other_envs_and_missing_action_spaces():
-    with pytest.raises(ValueError, match="CartPoleEnv is not a MultiAgentEnv"):
+    with pytest.raises(
+        ValueError, match="The passed env is not a MultiAgentEnv.* got a CartPoleEnv"
+    ):
         check_multiagent_environments(gym.make("CartPole-v1").unwrapped)
     env = _FlawedEnv()
     env.action_spaces = None

@@ -27,14 +27,19 @@ logger = logging.getLogger(__name__)
 #: The infos key for data about all (or no) agents.
 COMMON_INFOS = "__common__"
 
+# Each error starts with RLlib's own sentence (so that what matches RLlib's messages matches
+# these), then names the env's method, the agent, the key and what is allowed.
+_OLD_API = "Your environment does not abide to the new gymnasium-style API!"
+
 
 def check_multiagent_environments(env: MultiAgentEnv) -> None:
     """Resets and steps `env` once and raises a `ValueError` on the first thing RLlib's
     multi-agent EnvRunner could not use (see the module docstring)."""
     if not isinstance(env, MultiAgentEnv):
         raise ValueError(
-            f"check_multiagent_environments(env={env!r}): {type(env).__name__} is not a "
-            "MultiAgentEnv (trainer.env.multi_agent_env.MultiAgentEnv, RLlib's "
+            f"The passed env is not a MultiAgentEnv: check_multiagent_environments(env={env!r})"
+            f" got a {type(env).__name__}; it checks subclasses of "
+            "trainer.env.multi_agent_env.MultiAgentEnv (RLlib's "
             "ray.rllib.env.multi_agent_env.MultiAgentEnv)"
         )
     if not hasattr(env, "_agent_ids"):
@@ -69,18 +74,20 @@ class _EnvChecker:
             result = self.env.reset(seed=42, options={})
         except Exception as error:
             raise ValueError(
+                f"{_OLD_API} In particular, the `reset()` method seems to be faulty: "
                 f"{self.name}.reset(seed=42, options={{}}) raised {type(error).__name__}: "
                 f"{error} (a MultiAgentEnv's reset takes the keyword arguments seed and options "
-                "and returns (observations, infos), gymnasium's API)"
+                "and returns (observations, infos))"
             ) from error
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ValueError(
+                f"{_OLD_API} In particular, the `reset()` method seems to be faulty: "
                 f"{self.name}.reset() returned {_short(result)}; it must return a tuple "
-                "(observations, infos) of two dicts keyed by agent id (gymnasium's API)"
+                "(observations, infos) of two dicts keyed by agent id"
             )
         obs, infos = result
-        self._check_dict(obs, "reset()", "observations")
-        self._check_dict(infos, "reset()", "infos", allow_common=True)
+        self._check_dict(obs, "reset()", "reset()", "observations")
+        self._check_dict(infos, "reset()", "reset(), infos", "infos", allow_common=True)
         self._check_observations(obs, "reset()")
         self._check_infos(infos, "reset()")
         return obs
@@ -100,26 +107,28 @@ class _EnvChecker:
             result = self.env.step(actions)
         except Exception as error:
             raise ValueError(
+                f"{_OLD_API} In particular, the `step()` method seems to be faulty: "
                 f"{self.name}.step({_short(actions)}) raised {type(error).__name__}: {error} "
                 "(the actions were sampled from the action spaces of the agents that observed "
                 "in reset(); only those agents act next)"
             ) from error
         if not (isinstance(result, tuple) and len(result) == 5):
             raise ValueError(
+                f"{_OLD_API} In particular, the `step()` method seems to be faulty: "
                 f"{self.name}.step() returned {_short(result)}; it must return a tuple of five "
-                "dicts (observations, rewards, terminateds, truncateds, infos) keyed by agent "
-                "id (gymnasium's API)"
+                "dicts (observations, rewards, terminateds, truncateds, infos) keyed by agent id"
             )
         obs, rewards, terminateds, truncateds, infos = result
-        self._check_dict(obs, "step()", "observations")
-        self._check_dict(rewards, "step()", "rewards")
-        self._check_dict(terminateds, "step()", "terminateds")
-        self._check_dict(truncateds, "step()", "truncateds")
-        self._check_dict(infos, "step()", "infos", allow_common=True)
+        self._check_dict(obs, "step()", "step, next_obs", "observations")
+        self._check_dict(rewards, "step()", "step, reward", "rewards")
+        self._check_dict(terminateds, "step()", "step, done", "terminateds")
+        self._check_dict(truncateds, "step()", "step, truncated", "truncateds")
+        self._check_dict(infos, "step()", "step, info", "infos", allow_common=True)
         self._check_observations(obs, "step()")
         for agent_id, reward in rewards.items():
             if agent_id != ALL_AGENTS and not _is_number(reward):
                 raise ValueError(
+                    "Your step function must return rewards that are integer or float: "
                     f"{self.name}.step(): the reward of agent {agent_id!r} is {reward!r} "
                     f"({type(reward).__name__}); rewards must be int or float scalars (not bool)"
                 )
@@ -133,6 +142,7 @@ class _EnvChecker:
             for agent_id, flag in flags.items():
                 if not isinstance(flag, (bool, np.bool_)):
                     raise ValueError(
+                        f"Your step function must return `{what}` that are boolean: "
                         f"{self.name}.step(): {what}[{agent_id!r}] is {flag!r} "
                         f"({type(flag).__name__}); it must be a bool"
                     )
@@ -142,6 +152,7 @@ class _EnvChecker:
         self,
         element: Any,
         method: str,
+        label: str,
         what: str,
         allow_common: bool = False,
     ) -> None:
@@ -150,19 +161,21 @@ class _EnvChecker:
         or `"__common__"` (infos)."""
         if not isinstance(element, dict):
             raise ValueError(
-                f"{self.name}.{method}: the {what} are {_short(element)} "
-                f"({type(element).__name__}); they must be a dict keyed by agent id"
+                f"The element returned by {label} is not a MultiAgentDict. Instead, it is of "
+                f"type: {type(element).__name__} ({self.name}.{method}: the {what} are "
+                f"{_short(element)}; they must be a dict keyed by agent id)"
             )
         allowed = self.agent_ids()
         specials = [ALL_AGENTS] + ([COMMON_INFOS] if allow_common else [])
         for key in element:
             if key not in allowed and key not in specials:
                 raise ValueError(
-                    f"{self.name}.{method}: the {what} have key {key!r}, which is no agent of "
-                    f"the env; allowed: the env's agents {allowed}"
-                    + (f" and {specials}" if specials else "")
-                    + ". Set `agents` (the agents in the env now) and `possible_agents` (every "
-                    "agent that may ever appear) in the env's constructor"
+                    f"The element returned by {label} has agent_ids that are not the names of "
+                    f"the agents in the env: {self.name}.{method}: the {what} have key "
+                    f"{key!r}, which is no agent of the env; allowed: the env's agents "
+                    f"{allowed} and {specials}. Set `agents` (the agents in the env now) and "
+                    "`possible_agents` (every agent that may ever appear) in the env's "
+                    "constructor"
                 )
 
     def _check_observations(self, obs: dict, method: str) -> None:
@@ -181,7 +194,9 @@ class _EnvChecker:
             path, sub_space, sub_value = _offending_part(space, value)
             where = f" (at {path})" if path else ""
             raise ValueError(
-                f"{self.name}.{method}: the observation of agent {agent_id!r} is not in its "
+                f"The observation collected from env.{method.rstrip('()')} was not contained "
+                f"within your env's observation space: {self.name}.{method}: the observation "
+                f"of agent {agent_id!r} is not in its "
                 f"observation space{where}: {_short(sub_value)} ({_type_of(sub_value)}) is not "
                 f"in {sub_space} (dtype {getattr(sub_space, 'dtype', None)}). A dtype that does "
                 "not cast to the space's (float64 for float32) or a value out of bounds fails"
@@ -193,7 +208,8 @@ class _EnvChecker:
                 continue
             if not isinstance(info, dict):
                 raise ValueError(
-                    f"{self.name}.{method}: the info of {agent_id!r} is {_short(info)} "
+                    f"Your step function must return infos that are a dict: {self.name}."
+                    f"{method}: the info of {agent_id!r} is {_short(info)} "
                     f"({type(info).__name__}); infos must be dicts"
                 )
 
