@@ -45,6 +45,7 @@ from trainer.examples.envs.classes.multi_agent.double_row_corridor_env import (
 from trainer.examples.envs.classes.multi_agent.rock_paper_scissors import RockPaperScissors
 from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
 from trainer.examples.envs.classes.random_env import RandomMultiAgentEnv
+from trainer.examples.envs.classes.six_room_env import HierarchicalSixRoomEnv
 
 ALL = "__all__"
 
@@ -489,6 +490,7 @@ EXAMPLE_ENVS = {
     "TicTacToe": lambda: TicTacToe(),
     "GuessTheNumberGame": lambda: GuessTheNumberGame({}),
     "DoubleRowCorridorEnv": lambda: DoubleRowCorridorEnv({"length": 4}),
+    "HierarchicalSixRoomEnv": lambda: HierarchicalSixRoomEnv({"time_limit": 30}),
 }
 
 
