@@ -161,6 +161,9 @@ class SingleAgentEnvCopies(MultiAgentEnv):
             self.envs = [env_name_or_creator(config) for _ in range(num)]
         self.terminateds: set[int] = set()
         self.truncateds: set[int] = set()
+        # The agents terminated or truncated (`terminateds | truncateds`, kept as they end).
+        self._ended: set[int] = set()
+        self._env_of = dict(enumerate(self.envs))
         self.agent_observation_spaces: dict[int, gym.Space] = {
             i: env.observation_space for i, env in enumerate(self.envs)
         }
@@ -174,6 +177,7 @@ class SingleAgentEnvCopies(MultiAgentEnv):
     ) -> tuple[MultiAgentDict, MultiAgentDict]:
         self.terminateds = set()
         self.truncateds = set()
+        self._ended = set()
         obs: MultiAgentDict = {}
         infos: MultiAgentDict = {}
         # As RLlib: every copy gets the same seed (so seeded copies start alike).
@@ -202,19 +206,26 @@ class SingleAgentEnvCopies(MultiAgentEnv):
         terminateds: MultiAgentDict = {}
         truncateds: MultiAgentDict = {}
         infos: MultiAgentDict = {}
+        env_of = self._env_of
         for i, action in action_dict.items():
-            if not (isinstance(i, (int, np.integer)) and 0 <= i < len(self.envs)):
+            env = env_of.get(i)  # (one lookup checks the id; numpy ints hash as ints)
+            if env is None:
                 raise KeyError(
                     f"make_multi_agent env: step() got an action for agent {i!r}; the "
                     f"agents are 0..{len(self.envs) - 1}"
                 )
-            obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(action)
-            if terminateds[i]:
+            obs[i], rewards[i], terminated, truncated, infos[i] = env.step(action)
+            terminateds[i] = terminated
+            truncateds[i] = truncated
+            if terminated:
                 self.terminateds.add(int(i))
-            if truncateds[i]:
+            if truncated:
                 self.truncateds.add(int(i))
-        terminateds[ALL_AGENTS] = len(self.terminateds | self.truncateds) == len(self.envs)
-        truncateds[ALL_AGENTS] = len(self.truncateds) == len(self.envs)
+            if terminated or truncated:
+                self._ended.add(int(i))
+        num = len(self.envs)
+        terminateds[ALL_AGENTS] = len(self._ended) == num
+        truncateds[ALL_AGENTS] = len(self.truncateds) == num
         return obs, rewards, terminateds, truncateds, infos
 
     def render(self) -> Any:
