@@ -552,7 +552,7 @@ def test_pettingzoo_aec_env_returns_only_the_acting_agent():
     moves = [("player_1", 0), ("player_2", 3), ("player_1", 1), ("player_2", 4)]
     for player, field in moves:
         obs, rewards, terminateds, truncateds, _ = env.step({player: field})
-        other = "player_2" if player == "player1" or player == "player_1" else "player_1"
+        other = "player_2" if player == "player_1" else "player_1"
         assert list(obs) == [other] and not terminateds[ALL] and not truncateds[ALL]
     obs, rewards, terminateds, truncateds, _ = env.step({"player_1": 2})  # three in a row
     # Both players' last data, the winner +1 and the loser -1; the episode is over.
