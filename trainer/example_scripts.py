@@ -336,7 +336,8 @@ def _refuse_tune_only(
     """Tune features that would change what runs are refused; reporting ones are noted."""
     if args.num_agents:
         raise ValueError(
-            f"--num-agents={args.num_agents}: multi-agent envs do not run here (single-agent only)"
+            f"--num-agents={args.num_agents}: multi-agent training is not available yet "
+            "(single-agent only)"
         )
     if scheduler is not None:
         raise ValueError(

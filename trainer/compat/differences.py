@@ -366,7 +366,7 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
         "left out",
-        "no multi-agent envs here",
+        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
         TEST,
     ),
     Difference(
@@ -424,7 +424,7 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "tests/rllib/test_env_runner_failures.py::the multi-agent cases",
         "left out (3 cases, and the multi-agent half of the sub-env crash case)",
-        "no multi-agent envs here",
+        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
         TEST,
     ),
     Difference(

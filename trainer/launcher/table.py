@@ -111,7 +111,18 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.rl_module": ("trainer.core.models", "trainer"),
     "ray.rllib.core.rl_module.default_model_config": ("trainer.core.models",),
     "ray.rllib.core.rl_module.rl_module": ("trainer.core.models", "trainer"),
-    "ray.rllib.env": ("trainer.env.envs", "trainer"),
+    "ray.rllib.env": (
+        "trainer.env.envs",
+        "trainer",
+        "trainer.env.multi_agent_env",
+        "trainer.env.wrappers.group_agents_wrapper",
+        "trainer.env.wrappers.pettingzoo_env",
+    ),
+    "ray.rllib.env.multi_agent_env": ("trainer.env.multi_agent_env",),
+    "ray.rllib.env.wrappers.group_agents_wrapper": ("trainer.env.wrappers.group_agents_wrapper",),
+    "ray.rllib.env.wrappers.pettingzoo_env": ("trainer.env.wrappers.pettingzoo_env",),
+    "ray.rllib.utils.pre_checks": ("trainer.env.multi_agent_checks",),
+    "ray.rllib.utils.pre_checks.env": ("trainer.env.multi_agent_checks",),
     "ray.rllib.env.env_context": ("trainer.env.envs",),
     "ray.rllib.env.apis": ("trainer.env.curriculum",),
     "ray.rllib.env.apis.task_settable_env": ("trainer.env.curriculum",),
@@ -145,7 +156,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
     # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
-    "ray.rllib.env.multi_agent_env": (),
     "ray.rllib.env.multi_agent_episode": (),
     "ray.rllib.core.rl_module.multi_rl_module": (),
     "ray.rllib.env.multi_agent_env_runner": (),
@@ -205,7 +215,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
     # Envs and wrappers
-    "ray.rllib.env.wrappers.pettingzoo_env": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers.open_spiel": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers": Unavailable(THIRD_PARTY_ENVS, "gymnasium's own wrappers"),
     "ray.rllib.env.external": Unavailable(EXTERNAL_ENV),
@@ -336,7 +345,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "MultiRLModuleSpec": _at_use(MULTI_AGENT),
     },
     "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
-    "ray.rllib.env.multi_agent_env": {"*": _at_use(MULTI_AGENT, "a gymnasium.Env")},
     "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
     "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
     "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
@@ -345,17 +353,13 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "RLModule": Unavailable(TORCH, _MODEL),
     },
     "ray.rllib.env": {
-        "MultiAgentEnv": _at_use(MULTI_AGENT, "a gymnasium.Env"),
         "MultiAgentEpisode": _at_use(MULTI_AGENT, "SingleAgentEpisode"),
-        "make_multi_agent": _at_use(MULTI_AGENT, "a gymnasium.Env"),
         "ExternalEnv": Unavailable(EXTERNAL_ENV),
         "ExternalMultiAgentEnv": Unavailable(EXTERNAL_ENV),
         "PolicyClient": Unavailable(EXTERNAL_ENV),
         "PolicyServerInput": Unavailable(EXTERNAL_ENV),
         "BaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
         "RemoteBaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
-        "PettingZooEnv": Unavailable(MULTI_AGENT),
-        "ParallelPettingZooEnv": Unavailable(MULTI_AGENT),
     },
     "ray.rllib.env.utils": {
         "try_import_open_spiel": Unavailable(THIRD_PARTY_ENVS),
@@ -393,6 +397,4 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "convert_to_tensor": Unavailable(TORCH),
         "get_activation_fn": Unavailable(TORCH),
     },
-    # RLlib's multi-agent example envs that trainer.examples does not define (yet).
-    "ray.rllib.examples.envs.classes.multi_agent": {"*": _at_use(MULTI_AGENT)},
 }

@@ -1,13 +1,17 @@
 """`AddOtherAgentsRowIndexToXYPos`: RLlib's example connector piece for the multi-agent
-`DoubleRowCorridorEnv`. Multi-agent envs are not supported yet, so it imports and raises
-`NotImplementedError` when constructed."""
+`DoubleRowCorridorEnv`. It works on multi-agent episodes, which no EnvRunner samples yet, so it
+imports and raises `NotImplementedError` when constructed."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from trainer.connectors.connector_v2 import ConnectorV2
-from trainer.examples.envs.classes._multi_agent_unsupported import MULTI_AGENT_UNSUPPORTED
+
+MULTI_AGENT_UNSUPPORTED = (
+    "multi-agent training is not available yet (no EnvRunner samples multi-agent episodes); "
+    "run the single-agent variant (e.g. `--num-agents=0`)"
+)
 
 
 class AddOtherAgentsRowIndexToXYPos(ConnectorV2):
