@@ -420,7 +420,7 @@ def test_hierarchical_windy_maze_env_makes_a_new_low_level_agent_per_goal():
 
 
 def test_multi_agent_connector_refuses_to_run():
-    with pytest.raises(NotImplementedError, match="multi-agent training is not available yet"):
+    with pytest.raises(NotImplementedError, match="multi-agent connector pipelines are not"):
         AddOtherAgentsRowIndexToXYPos()
 
 

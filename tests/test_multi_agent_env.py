@@ -26,6 +26,7 @@ from trainer.env.multi_agent_checks import check_multiagent_environments
 from trainer.env.multi_agent_env import MultiAgentEnv, SingleAgentEnvCopies, make_multi_agent
 from trainer.env.wrappers.group_agents_wrapper import GROUP_INFO, GROUP_REWARDS
 from trainer.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
+from trainer.errors import ConfigError
 from trainer.examples.envs.classes.cartpole_crashing import MultiAgentCartPoleCrashing
 from trainer.examples.envs.classes.debug_counter_env import MultiAgentDebugCounterEnv
 from trainer.examples.envs.classes.multi_agent import (
@@ -601,28 +602,28 @@ def test_pettingzoo_wrappers_refuse_the_other_kind_of_env():
         ParallelPettingZooEnv(object())
 
 
-# -- the single-agent Algorithm refuses multi-agent envs at build -------------------------------
-MESSAGE = "is a MultiAgentEnv: multi-agent training is not available yet"
+# -- a single-agent config refuses multi-agent envs at build ------------------------------------
+MESSAGE = "is a MultiAgentEnv: it trains with a multi-agent config"
 
 
-def test_multi_agent_env_class_is_refused_at_build_before_workers_start():
+def test_multi_agent_env_class_with_a_single_agent_config_is_refused_before_workers_start():
     before = set(multiprocessing.active_children())
-    with pytest.raises(NotImplementedError, match=f"^MultiAgentCartPole {MESSAGE}"):
+    with pytest.raises(ConfigError, match=f"MultiAgentCartPole {MESSAGE}"):
         PPOConfig().environment(MultiAgentCartPole, env_config={"num_agents": 2}).build()
     assert set(multiprocessing.active_children()) == before  # no EnvRunner was started
 
     class MyTurnGame(TicTacToe):  # a user's own subclass
         pass
 
-    with pytest.raises(NotImplementedError, match=f"MyTurnGame {MESSAGE}"):
+    with pytest.raises(ConfigError, match=f"MyTurnGame {MESSAGE}"):
         PPOConfig().environment(MyTurnGame).env_runners(num_env_runners=1).build()
 
 
-def test_multi_agent_env_from_a_creator_is_refused_in_the_runner_with_its_type():
+def test_multi_agent_env_from_a_creator_with_a_single_agent_config_is_refused_in_the_runner():
     register_env("ma_cartpole_for_refusal", lambda config: MultiAgentCartPole(config))
     config = PPOConfig().environment("ma_cartpole_for_refusal", env_config={"num_agents": 2})
-    with pytest.raises(NotImplementedError, match=f"made a MultiAgentCartPole, which {MESSAGE}"):
+    with pytest.raises(ValueError, match=f"made a MultiAgentCartPole, which {MESSAGE}"):
         config.env_runners(num_env_runners=0).build()
     # In a worker process: its init error, re-raised with its type.
-    with pytest.raises(NotImplementedError, match=f"made a MultiAgentCartPole, which {MESSAGE}"):
+    with pytest.raises(ValueError, match=f"made a MultiAgentCartPole, which {MESSAGE}"):
         config.env_runners(num_env_runners=1).build()

@@ -37,8 +37,15 @@ from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.core.policy_spec import PolicySpec
 from trainer.core.rl_module import validate_module_id
-from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
+from trainer.env.envs import (
+    check_env_spec,
+    multi_agent_env_needs_policies,
+    register_env_if_missing,
+    registered_env_creator,
+)
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
+from trainer.env.vectorize import vectorize_mode as normalized_vectorize_mode
 from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
@@ -2175,6 +2182,14 @@ class AlgorithmConfig(OldConfigNames):
             check_env_spec(self.env)
         except ValueError as error:
             raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        if (
+            isinstance(self.env, type)
+            and issubclass(self.env, MultiAgentEnv)
+            and not self.is_multi_agent
+            and self.env_runner_cls is None
+        ):
+            # Before any EnvRunner starts (an env from a creator: when the runner makes it).
+            raise ConfigError(f"{name}: {multi_agent_env_needs_policies(self.env.__qualname__)}")
         try:
             check_model_config(self.model, setting=f"{name} model config")
         except ValueError as error:
@@ -2233,9 +2248,12 @@ class AlgorithmConfig(OldConfigNames):
     _MULTI_AGENT_TRAINING = False
 
     def _refuse_multi_agent_training(self, name: str) -> None:
-        """A multi-agent config of an algorithm that does not train one yet: one clear
-        error, before any worker starts."""
+        """A multi-agent config of an algorithm that does not train one yet, or with a
+        setting the multi-agent EnvRunner does not run yet: one clear error, before any
+        worker starts."""
         if self._MULTI_AGENT_TRAINING:
+            if self.is_multi_agent:
+                self._refuse_multi_agent_settings(name)
             return
         if self.is_multi_agent:
             asked = f"multi_agent(policies={sorted(map(str, self.policies))})"
@@ -2249,6 +2267,27 @@ class AlgorithmConfig(OldConfigNames):
             "trains multi-agent configs",
             MULTI_AGENT,
         )
+
+    def _refuse_multi_agent_settings(self, name: str) -> None:
+        unsupported = {
+            "env_runners(env_to_module_connector=...)": self.env_to_module_connector is not None,
+            "environment(env_task_fn=...)": self.env_task_fn is not None,
+            "fault_tolerance(restart_failed_sub_environments=True)": bool(
+                self.restart_failed_sub_environments
+            ),
+            f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
+                normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
+            ),
+        }
+        for setting, given in unsupported.items():
+            if given:
+                raise ConfigError(
+                    f"{name}: {setting} is not available for multi-agent runs yet (the "
+                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without connector "
+                    "pipelines, env tasks or sub-env restarts); leave it out, or restart whole "
+                    "EnvRunners with fault_tolerance(restart_failed_env_runners=True)",
+                    MULTI_AGENT,
+                )
 
     def callback_labels(self) -> list[tuple[str, Any]]:
         """(label, callback) for every configured callback class and callable, the label as

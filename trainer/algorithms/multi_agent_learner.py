@@ -15,6 +15,7 @@ RLModule) have no learner: the EnvRunners keep theirs as built.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -122,8 +123,9 @@ def build_multi_agent_learner(
     """A learner per module of `config`'s policies that has weights (the algorithm's default
     numpy modules; a user's RLModule without weights acts as built and trains nothing).
     `spaces` are the modules' spaces as the EnvRunners built them; `make_learner(config,
-    module)` makes one module's learner from its config (`get_config_for_module`) and its
-    module, built from the module's spec and seeded by its id."""
+    build)` makes one module's learner from its config (`get_config_for_module`) and `build()`,
+    which builds the module from its spec, seeded by its id (DQN builds its target network
+    with it too)."""
     from trainer.errors import ConfigError
     from trainer.runners.multi_agent_env_runner import module_seed
 
@@ -140,6 +142,8 @@ def build_multi_agent_learner(
                     "of multi_agent(policies_to_train=...) (it then acts as it is)"
                 )
             continue
-        module = build(module_spec, seed=module_seed(config.seed, module_id))
-        learners[module_id] = make_learner(config.get_config_for_module(module_id), module)
+        learners[module_id] = make_learner(
+            config.get_config_for_module(module_id),
+            partial(build, module_spec, seed=module_seed(config.seed, module_id)),
+        )
     return MultiAgentLearner(config, learners, trained=[m for m in learners if is_trained(m)])

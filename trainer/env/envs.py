@@ -14,8 +14,6 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.env.multi_agent_env import MultiAgentEnv
-
 _REGISTRY: dict[str, Callable[[Any], gym.Env]] = {}
 
 
@@ -141,9 +139,6 @@ class EnvCreator:
             env = gym.make(self.target, **dict(env_context))
         else:  # an Env class (built as cls(env_config)) or a creator callable
             env = self.target(env_context)
-        if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
-            made = type(env.unwrapped).__name__
-            refuse_multi_agent_env(f"env {self.description} made a {made}, which")
         if not isinstance(env, gym.Env):
             hint = (
                 " (a vector env: set env_runners(gym_env_vectorize_mode='vector_entry_point'))"
@@ -234,22 +229,18 @@ def check_env_spec(env: Any) -> None:
         )
 
 
-def refuse_multi_agent_env(subject: str) -> None:
-    """Raises the one error for a MultiAgentEnv given to a (single-agent) Algorithm: `subject`
-    names the env ("MultiAgentCartPole", or what a creator made)."""
-    raise NotImplementedError(
-        f"{subject} is a MultiAgentEnv: multi-agent training is not available yet (an Algorithm "
-        "here trains one agent per env); give config.environment() a single-agent "
-        "gymnasium.Env (a gymnasium id, an Env class or a creator returning one)"
+def multi_agent_env_needs_policies(subject: str) -> str:
+    """The message for a MultiAgentEnv given to a single-agent config: `subject` names the
+    env ("MultiAgentCartPole", or what a creator made)."""
+    return (
+        f"{subject} is a MultiAgentEnv: it trains with a multi-agent config, "
+        "config.multi_agent(policies=..., policy_mapping_fn=...) (one policy for all agents: "
+        "policies={'p0'}, policy_mapping_fn=lambda agent_id, episode, **kw: 'p0')"
     )
 
 
 def make_env_creator(env: Any) -> EnvCreator:
     check_env_spec(env)
-    # A MultiAgentEnv class is refused here, in the main process, before any EnvRunner starts
-    # (an instance from a creator or a registered name: when the creator is called).
-    if isinstance(env, type) and issubclass(env, MultiAgentEnv):
-        refuse_multi_agent_env(env.__qualname__)
     if isinstance(env, str):
         if env in _REGISTRY:
             return EnvCreator("callable", _REGISTRY[env], repr(env))

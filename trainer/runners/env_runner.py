@@ -52,9 +52,15 @@ from trainer.env.curriculum import (
     task_if_settable,
 )
 from trainer.env.env_state import capture_env_state, restore_env_state
-from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.envs import (
+    EnvContext,
+    EnvCreator,
+    make_env_creator,
+    multi_agent_env_needs_policies,
+)
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
     ASYNC,
@@ -682,6 +688,13 @@ class EnvRunner:
 
     def _make_sub_env(self, context: EnvContext) -> gym.Env:
         env = self._env_creator(context)
+        if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
+            made = type(env.unwrapped).__name__
+            raise ValueError(
+                multi_agent_env_needs_policies(
+                    f"env {self._env_creator.description} made a {made}, which"
+                )
+            )
         return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
 
     def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:

@@ -146,7 +146,7 @@ class PPO(Algorithm):
             self.learner = build_multi_agent_learner(
                 self.config,
                 spaces_of(self.env_runner_group),
-                lambda config, module: PPOLearner(config, None, module=module),
+                lambda config, build: PPOLearner(config, None, module=build()),
             )
         else:
             self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))

@@ -1,6 +1,7 @@
 """`AddOtherAgentsRowIndexToXYPos`: RLlib's example connector piece for the multi-agent
-`DoubleRowCorridorEnv`. It works on multi-agent episodes, which no EnvRunner samples yet, so it
-imports and raises `NotImplementedError` when constructed."""
+`DoubleRowCorridorEnv`. It is an env-to-module connector of a multi-agent run, and the
+MultiAgentEnvRunner runs no connector pipeline yet, so it imports and raises
+`NotImplementedError` when constructed."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 from trainer.connectors.connector_v2 import ConnectorV2
 
 MULTI_AGENT_UNSUPPORTED = (
-    "multi-agent training is not available yet (no EnvRunner samples multi-agent episodes); "
-    "run the single-agent variant (e.g. `--num-agents=0`)"
+    "multi-agent connector pipelines are not available yet (the MultiAgentEnvRunner runs "
+    "without env-to-module connectors); train without it"
 )
 
 
