@@ -246,7 +246,9 @@ def restore_module(module: Any, path: str | os.PathLike, *, component: str | Non
         saved = list(metadata.get("modules") or [])
         wanted = saved
         if component is not None:
-            module_id = component.split("/", 1)[1] if component.startswith("rl_module/") else component
+            module_id = (
+                component.split("/", 1)[1] if component.startswith("rl_module/") else component
+            )
             if module_id not in saved:
                 raise CheckpointError(
                     path, f"has no module {module_id!r} (component={component!r}; saved: {saved})"

@@ -352,9 +352,11 @@ class MultiRLModuleSpec:
         """Removes the specs of `module_ids` (one id or a collection; absent ids are
         skipped)."""
         specs = self._specs_dict("remove_modules")
-        ids = [module_ids] if isinstance(module_ids, str) or not isinstance(
-            module_ids, Collection
-        ) else list(module_ids)
+        ids = (
+            [module_ids]
+            if isinstance(module_ids, str) or not isinstance(module_ids, Collection)
+            else list(module_ids)
+        )
         for module_id in ids:
             specs.pop(module_id, None)
 

@@ -62,7 +62,9 @@ class PolicySpec:
             "action_space": self.action_space,
             "config": self.config,
         }
-        given = ", ".join(f"{name}={value!r}" for name, value in fields.items() if value is not None)
+        given = ", ".join(
+            f"{name}={value!r}" for name, value in fields.items() if value is not None
+        )
         return f"PolicySpec({given})"
 
 
