@@ -1348,16 +1348,15 @@ class AlgorithmConfig(OldConfigNames):
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
         `observation_space`/`action_space`; `model_config` is this config's."""
-        if self._has_multi_rl_module_spec():
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        current: RLModuleSpec | MultiRLModuleSpec | None = self.rl_module_spec
+        if isinstance(current, MultiRLModuleSpec):
             raise ValueError(
                 f"{type(self).__name__}.get_rl_module_spec(): rl_module(rl_module_spec=...) "
                 "is a MultiRLModuleSpec; use get_multi_rl_module_spec()"
             )
-        spec = (
-            copy.deepcopy(self.rl_module_spec)
-            if self.rl_module_spec is not None
-            else self.get_default_rl_module_spec()
-        )
+        spec = copy.deepcopy(current) if current is not None else self.get_default_rl_module_spec()
         for index, name in enumerate(("observation_space", "action_space")):
             if getattr(spec, name) is not None:
                 continue
@@ -1534,11 +1533,11 @@ class AlgorithmConfig(OldConfigNames):
 
         if policy_dict is None:
             policy_dict, _ = self.get_multi_agent_setup(env=env, spaces=spaces)
-        current = self.rl_module_spec
+        current: RLModuleSpec | MultiRLModuleSpec | None = self.rl_module_spec
         if isinstance(current, MultiRLModuleSpec):
             fallback = copy.deepcopy(single_agent_rl_module_spec or RLModuleSpec())
             fallback.inference_only = inference_only
-            current_specs = current.rl_module_specs
+            current_specs = current.rl_module_specs or {}
             if isinstance(current_specs, RLModuleSpec):
                 current_specs = {pid: current_specs for pid in policy_dict}
             module_ids = list(policy_dict) + [m for m in current_specs if m not in policy_dict]
