@@ -313,7 +313,17 @@ def test_multi_rl_module_spec_api():
     )
     spec.remove_modules("b")
     assert "b" not in spec and spec.as_multi_rl_module_spec() is spec
+    again = MultiRLModuleSpec.from_dict(spec.to_dict())  # plain data, classes by import path
+    assert again.multi_rl_module_class is MultiRLModule and set(again.rl_module_specs) == {"a"}
+    assert again["a"].module_class is RandomRLModule and again["a"].observation_space == obs
     module = spec.build()
     assert module.keys() == {"a"} and MultiRLModuleSpec.from_module(module)["a"].module_class is (
         RandomRLModule
     )
+
+
+def test_policy_spec_state_and_serialized_forms():
+    spec = PolicySpec(None, gym.spaces.Discrete(4), gym.spaces.Discrete(3), {"lr": 0.1})
+    assert PolicySpec.from_state(spec.get_state()) == spec
+    assert PolicySpec.deserialize(spec.serialize()) == spec
+    assert spec != PolicySpec() and "config={'lr': 0.1}" in repr(spec)
