@@ -318,3 +318,43 @@ def test_rllib_import_paths_give_the_numpy_classes():
     assert (RLlibModule, RLlibSpec, RLlibMulti) == (RLModule, RLModuleSpec, MultiRLModule)
     assert RLlibMultiSpec is MultiRLModuleSpec
     assert (Random, BeatLast) == (RandomRLModule, BeatLastHeuristicRLM)
+
+
+def test_restore_one_module_of_n_from_a_multi_rl_module_checkpoint(tmp_path):
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+    obs_space, act_space = _spaces()
+
+    def spec() -> MultiRLModuleSpec:
+        one = RLModuleSpec(
+            module_class=PolicyModule,
+            observation_space=obs_space,
+            action_space=act_space,
+            model_config={"fcnet_hiddens": [8]},
+        )
+        return MultiRLModuleSpec(rl_module_specs={"p0": one, "p1": one})
+
+    saved = spec().build()
+    path = saved.save_to_path(tmp_path / "multi")
+    assert sorted(os.listdir(path)) == ["metadata.json", "p0", "p1"]
+    # RLlib's MultiRLModuleSpec(load_state_path=, modules_to_load=): only p0 is loaded.
+    partial = spec()
+    partial.load_state_path, partial.modules_to_load = path, {"p0"}
+    loaded = partial.build()
+    partial.load_states(loaded)
+    weights = saved.get_state()
+    after = loaded.get_state()
+    np.testing.assert_array_equal(after["p0"]["pi.0.weight"], weights["p0"]["pi.0.weight"])
+    assert not np.array_equal(after["p1"]["pi.0.weight"], weights["p1"]["pi.0.weight"])
+    # restore_from_path(component=...) restores one module; get_state selects by component.
+    loaded.restore_from_path(path, component="rl_module/p1")
+    np.testing.assert_array_equal(
+        loaded.get_state(components="p1")["p1"]["pi.0.weight"], weights["p1"]["pi.0.weight"]
+    )
+    assert set(loaded.get_state(not_components=["p0"])) == {"p1"}
+    with pytest.raises(CheckpointError, match="has no module 'p7'"):
+        loaded.restore_from_path(path, component="p7")
+    with pytest.raises(CheckpointError, match="holds a MultiRLModule"):
+        loaded["p0"].restore_from_path(path)
+    with pytest.raises(CheckpointError, match="not a MultiRLModule"):
+        MultiRLModule.from_checkpoint(os.path.join(path, "p0"))
