@@ -22,6 +22,7 @@ from trainer.core.models import PolicyModule
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
 from trainer.core.rl_module import RLModuleSpec
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError, UnknownSettingError
 from trainer.examples.rl_modules.classes import BeatLastHeuristicRLM, RandomRLModule
 
@@ -112,8 +113,16 @@ def test_unknown_and_old_stack_multi_agent_keywords():
 
 def test_policies_to_train_forms_and_the_cross_check_at_validate():
     config = _ma_config()
-    _, is_trained = config.get_multi_agent_setup(env=gym.make("CartPole-v1"))
+    policy_dict, is_trained = config.get_multi_agent_setup(env=gym.make("CartPole-v1"))
     assert is_trained("p0") and not is_trained("p1")
+    assert policy_dict["p0"].observation_space == gym.make("CartPole-v1").observation_space
+    assert (
+        isinstance(policy_dict["p0"].config, PPOConfig) and policy_dict["p0"].config.lr == config.lr
+    )
+    with_overrides = config.copy().multi_agent(policies={"p0": PolicySpec(config={"lr": 0.125})})
+    setup, _ = with_overrides.get_multi_agent_setup(env=gym.make("CartPole-v1"))
+    assert setup["p0"].config.lr == 0.125
+    assert with_overrides.policies["p0"].config == {"lr": 0.125}  # the config is unchanged
     config.multi_agent(policies_to_train=train_only_p0)
     assert config._is_policy_to_train("p0") and not config._is_policy_to_train("p1")
     config.multi_agent(policies_to_train=None)
@@ -327,3 +336,35 @@ def test_policy_spec_state_and_serialized_forms():
     assert PolicySpec.from_state(spec.get_state()) == spec
     assert PolicySpec.deserialize(spec.serialize()) == spec
     assert spec != PolicySpec() and "config={'lr': 0.1}" in repr(spec)
+
+
+class TwoKindsOfAgents(MultiAgentEnv):
+    """Agent 0 sees CartPole-like boxes, agent 1 a Discrete(5); both pick from Discrete(2)."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.possible_agents = self.agents = [0, 1]
+        self.observation_spaces = {
+            0: gym.spaces.Box(-1.0, 1.0, (4,), np.float32),
+            1: gym.spaces.Discrete(5),
+        }
+        self.action_spaces = {0: gym.spaces.Discrete(2), 1: gym.spaces.Discrete(2)}
+
+
+def test_policy_spaces_come_from_the_agents_that_map_to_each_policy():
+    env = TwoKindsOfAgents()
+    config = PPOConfig().multi_agent(policies={"p0", "p1"}, policy_mapping_fn=map_by_agent)
+    setup, _ = config.get_multi_agent_setup(env=env)
+    assert setup["p0"].observation_space == env.observation_spaces[0]
+    assert setup["p1"].observation_space == gym.spaces.Discrete(5)
+    module = config.get_multi_rl_module_spec(env=env).build()
+    assert module["p1"].forward_inference({"obs": np.array([4])})["action_dist_inputs"].shape == (
+        1,
+        2,
+    )
+    # Two agents with different spaces on one policy cannot share a module.
+    shared = PPOConfig().multi_agent(
+        policies={"shared"}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared"
+    )
+    with pytest.raises(ValueError, match=r"agents \['0', '1'\] map to policy 'shared'"):
+        shared.get_multi_agent_setup(env=env)

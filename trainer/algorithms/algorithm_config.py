@@ -1439,7 +1439,8 @@ class AlgorithmConfig(OldConfigNames):
         spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
         default_policy_class: type | None = None,
     ) -> tuple[dict[str, PolicySpec], Callable[..., bool]]:
-        """RLlib's complete multi-agent setup: `({policy_id: PolicySpec with its spaces},
+        """RLlib's complete multi-agent setup: `({policy_id: PolicySpec with its spaces and
+        its whole config (this one with the PolicySpec's config applied)},
         is_policy_to_train(policy_id, batch=None) -> bool)`. A policy's spaces come from its
         PolicySpec, else `spaces[policy_id]`, else a MultiAgentEnv's agents that map to it
         (`policy_mapping_fn`; all agents' spaces when they are alike), else the env's spaces,
@@ -1455,6 +1456,9 @@ class AlgorithmConfig(OldConfigNames):
             for index, name in enumerate(("observation_space", "action_space")):
                 if getattr(spec, name) is None:
                     setattr(spec, name, self._policy_space(pid, index, name, env, spaces))
+            # RLlib's unified form: the policy's whole config, its overrides applied.
+            if not isinstance(spec.config, AlgorithmConfig):
+                spec.config = self.copy().update_from_dict(dict(spec.config or {}))
         return policy_dict, self._is_policy_to_train
 
     def _policy_space(
