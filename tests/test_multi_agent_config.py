@@ -368,3 +368,15 @@ def test_policy_spaces_come_from_the_agents_that_map_to_each_policy():
     )
     with pytest.raises(ValueError, match=r"agents \['0', '1'\] map to policy 'shared'"):
         shared.get_multi_agent_setup(env=env)
+
+
+def test_the_default_module_spec_round_trips_through_rl_module():
+    env = gym.make("CartPole-v1")
+    spec = PPOConfig().rl_module(model_config={"fcnet_hiddens": [4]}).get_rl_module_spec(env=env)
+    assert spec.module_class is PolicyModule and isinstance(spec.build(), PolicyModule)
+    again = PPOConfig().rl_module(rl_module_spec=spec)  # the default class, named: accepted
+    assert again.model["fcnet_hiddens"] == [4]
+    dqn_spec = DQNConfig().get_rl_module_spec(env=env)
+    assert dqn_spec.module_class is QModule and dqn_spec.build().dueling is True
+    with pytest.raises(ConfigError, match="custom RLModules are not supported yet in single"):
+        DQNConfig().rl_module(rl_module_spec=spec)  # PPO's module is not DQN's
