@@ -124,9 +124,11 @@ def test_policies_to_train_forms_and_the_cross_check_at_validate():
     assert setup["p0"].config.lr == 0.125
     assert with_overrides.policies["p0"].config == {"lr": 0.125}  # the config is unchanged
     config.multi_agent(policies_to_train=train_only_p0)
-    assert config._is_policy_to_train("p0") and not config._is_policy_to_train("p1")
+    _, is_trained = config.get_multi_agent_setup(env=gym.make("CartPole-v1"))
+    assert is_trained("p0") and not is_trained("p1")
     config.multi_agent(policies_to_train=None)
-    assert config._is_policy_to_train("p1")
+    _, is_trained = config.get_multi_agent_setup(env=gym.make("CartPole-v1"))
+    assert is_trained("p0") and is_trained("p1")
     bad = _ma_config().multi_agent(policies_to_train={"p0", "p9"})
     with pytest.raises(ConfigError, match=r"names policy 'p9', which is not in"):
         bad.validate()

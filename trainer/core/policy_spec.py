@@ -22,7 +22,7 @@ class PolicySpec:
         policy_class: type | None = None,
         observation_space: Any = None,
         action_space: Any = None,
-        config: dict | None = None,
+        config: Any = None,
     ):
         self.policy_class = policy_class
         self.observation_space = observation_space
