@@ -406,9 +406,15 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
         from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: F401
     assert torch_module.value.capability == table.TORCH
 
+    from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it
+
+    assert PolicySpec(config={"lr": 0.1}).config == {"lr": 0.1}
     with pytest.raises(RLlibNotAvailable) as policy:
-        from ray.rllib.policy.policy import PolicySpec  # noqa: F401
+        from ray.rllib.policy.policy import Policy  # noqa: F401
     assert policy.value.capability == table.OLD_API_STACK
+    with pytest.raises(RLlibNotAvailable) as sample_batch:
+        from ray.rllib.policy.sample_batch import SampleBatch  # noqa: F401
+    assert sample_batch.value.capability == table.OLD_API_STACK
 
     with pytest.raises(RLlibNotAvailable) as recsim:
         import ray.rllib.env.wrappers.recsim  # noqa: F401

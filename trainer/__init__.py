@@ -15,7 +15,9 @@ from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.compat import moved_modules as _moved_modules
 from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.core.models import DefaultModelConfig
-from trainer.core.rl_module import RLModuleSpec
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from trainer.core.policy_spec import PolicySpec
+from trainer.core.rl_module import RLModule, RLModuleSpec
 from trainer.env.curriculum import TaskSettableEnv
 from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
@@ -66,6 +68,10 @@ __all__ = [
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",
+    "MultiRLModule",
+    "MultiRLModuleSpec",
+    "PolicySpec",
+    "RLModule",
     "RLModuleSpec",
     "SingleAgentEnvRunner",
     "SingleAgentEpisode",

@@ -18,6 +18,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 
+from trainer.algorithms.multi_agent_setup import (
+    DEFAULT_POLICY_MAPPING,
+    MultiAgentSetup,
+    as_policy_specs,
+    check_multi_rl_module_spec,
+    check_overrides_per_module,
+    check_policies,
+    check_policies_to_train,
+    check_policy_mapping_fn,
+)
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
@@ -36,7 +46,6 @@ from trainer.compat.rllib_settings import (
 from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
 from trainer.core.policy_spec import PolicySpec
-from trainer.core.rl_module import validate_module_id
 from trainer.env.envs import (
     check_env_spec,
     multi_agent_env_needs_policies,
@@ -116,81 +125,6 @@ class _Flag:
 
     def __repr__(self) -> str:
         return repr(self._value)
-
-
-class _DefaultPolicyMapping:
-    """RLlib's default `policy_mapping_fn`: every agent to "default_policy". One value (copies
-    are the same object and all compare equal), so a config that keeps it stores nothing."""
-
-    def __call__(self, agent_id: Any, episode: Any = None, worker: Any = None, **kwargs: Any) -> str:
-        return DEFAULT_POLICY_ID
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _DefaultPolicyMapping)
-
-    def __hash__(self) -> int:
-        return hash(_DefaultPolicyMapping)
-
-    def __deepcopy__(self, memo: dict) -> _DefaultPolicyMapping:
-        return self
-
-    def __copy__(self) -> _DefaultPolicyMapping:
-        return self
-
-    def __reduce__(self) -> str:
-        return "DEFAULT_POLICY_MAPPING"
-
-    def __repr__(self) -> str:
-        return "AlgorithmConfig.DEFAULT_POLICY_MAPPING_FN"
-
-
-#: The default `policy_mapping_fn` (pickles by reference to this name).
-DEFAULT_POLICY_MAPPING = _DefaultPolicyMapping()
-
-
-def _check_policies(v: Any) -> str | None:
-    allowed = (
-        "a set, list or tuple of policy ids, or a dict {policy_id: PolicySpec or "
-        "(policy_class, observation_space, action_space, config)}"
-    )
-    if not isinstance(v, (set, frozenset, list, tuple, dict)) or not v:
-        return f"{allowed} (not empty)"
-    for policy_id in v:
-        try:
-            validate_module_id(policy_id, error=True)
-        except ValueError as error:
-            return f"{allowed}; {error}"
-    if isinstance(v, dict):
-        for policy_id, spec in v.items():
-            if isinstance(spec, PolicySpec):
-                overrides = spec.config
-            elif isinstance(spec, (list, tuple)) and len(spec) == 4:
-                overrides = spec[3]
-            else:
-                return f"{allowed}; the value of {policy_id!r} is {spec!r}"
-            if overrides is not None and not isinstance(overrides, (dict, AlgorithmConfig)):
-                return (
-                    f"{allowed}; the config of policy {policy_id!r} must be a dict of settings "
-                    f"or an AlgorithmConfig, not a {type(overrides).__name__}"
-                )
-    return None
-
-
-def _check_policies_to_train(v: Any) -> str | None:
-    if v is None or callable(v):
-        return None
-    if isinstance(v, (set, frozenset, list, tuple)) and all(isinstance(p, str) for p in v):
-        return None
-    return (
-        "None (train every policy), a set, list or tuple of policy ids, or a callable "
-        "(policy_id, batch) -> bool"
-    )
-
-
-def _check_overrides_per_module(v: Any) -> str | None:
-    if isinstance(v, dict) and all(isinstance(o, dict) for o in v.values()):
-        return None
-    return "a dict {module_id: {setting: value}} (AlgorithmConfig.overrides(...) makes the inner dicts)"
 
 
 def _check_exploration_config(v: Any) -> str | None:
@@ -343,18 +277,6 @@ def _is_result_key(v: Any) -> str | None:
     if isinstance(v, str) and v and all(v.split("/")):
         return None
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
-
-
-def _policy_dict(policies: Any) -> dict[str, Any]:
-    """`policies` as `{policy_id: PolicySpec or 4-tuple}` (a collection of ids gets empty
-    PolicySpecs, as RLlib converts it)."""
-    if isinstance(policies, dict):
-        return dict(policies)
-    if isinstance(policies, (set, frozenset)):
-        # In a fixed order: a set's order changes between processes (string hashing), and
-        # the modules' order must not change a seeded run.
-        policies = sorted(policies, key=str)
-    return {policy_id: PolicySpec() for policy_id in policies}
 
 
 class AlgorithmConfig(OldConfigNames):
@@ -773,18 +695,18 @@ class AlgorithmConfig(OldConfigNames):
             {
                 "policies": (
                     {DEFAULT_POLICY_ID: PolicySpec()},
-                    _check_policies,
+                    check_policies,
                     "the policies (modules) by id: a set/list of ids or {id: PolicySpec}; "
                     'more than one, or another id than "default_policy", is multi-agent',
                 ),
                 "policy_mapping_fn": (
                     DEFAULT_POLICY_MAPPING,
-                    lambda v: None if callable(v) else "a callable (agent_id, episode, **kwargs)",
+                    check_policy_mapping_fn,
                     "(agent_id, episode, **kwargs) -> the policy (module) id the agent acts with",
                 ),
                 "policies_to_train": (
                     None,
-                    _check_policies_to_train,
+                    check_policies_to_train,
                     "the policies the learners update: None (all), a set of ids, or a callable "
                     "(policy_id, batch) -> bool",
                 ),
@@ -801,7 +723,7 @@ class AlgorithmConfig(OldConfigNames):
             {
                 "algorithm_config_overrides_per_module": (
                     {},
-                    _check_overrides_per_module,
+                    check_overrides_per_module,
                     "{module_id: {setting: value}}: settings that differ for one module "
                     "(get_config_for_module(module_id) applies them)",
                 ),
@@ -1260,7 +1182,7 @@ class AlgorithmConfig(OldConfigNames):
         """Checks `{module_id: {setting: value}}` (every setting must exist, with a valid
         value) and merges it into `algorithm_config_overrides_per_module`, as RLlib updates
         that dict."""
-        problem = _check_overrides_per_module(overrides)
+        problem = check_overrides_per_module(overrides)
         if problem is not None:
             raise ConfigError(
                 f"{type(self).__name__}.{method}(algorithm_config_overrides_per_module="
@@ -1294,7 +1216,7 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("rl_module", "model_config", self.model)
             return
         if isinstance(spec, MultiRLModuleSpec):
-            self._check_multi_rl_module_spec(name, spec)
+            check_multi_rl_module_spec(name, spec)
             self.rl_module_spec, self._spec_model = copy.deepcopy(spec), {}
             self._set_model("rl_module", "model_config", self.model)
             return
@@ -1355,16 +1277,15 @@ class AlgorithmConfig(OldConfigNames):
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
         `observation_space`/`action_space`; `model_config` is this config's."""
-        if self._has_multi_rl_module_spec():
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        current: RLModuleSpec | MultiRLModuleSpec | None = self.rl_module_spec
+        if isinstance(current, MultiRLModuleSpec):
             raise ValueError(
                 f"{type(self).__name__}.get_rl_module_spec(): rl_module(rl_module_spec=...) "
                 "is a MultiRLModuleSpec; use get_multi_rl_module_spec()"
             )
-        spec = (
-            copy.deepcopy(self.rl_module_spec)
-            if self.rl_module_spec is not None
-            else self.get_default_rl_module_spec()
-        )
+        spec = copy.deepcopy(current) if current is not None else self.get_default_rl_module_spec()
         for index, name in enumerate(("observation_space", "action_space")):
             if getattr(spec, name) is not None:
                 continue
@@ -1402,43 +1323,6 @@ class AlgorithmConfig(OldConfigNames):
         RLlib adds them there): none here; DQN adds `dueling`."""
         return {}
 
-    def _check_multi_rl_module_spec(self, name: str, spec: MultiRLModuleSpec) -> None:
-        """Every module spec of a MultiRLModuleSpec names a numpy module class (an `RLModule`
-        subclass, or None / a default module for the algorithm's own), no catalog, and a model
-        config the default module can take when it builds the default module."""
-        from trainer.core.models import FlatParameterModule
-        from trainer.core.rl_module import RLModule, RLModuleSpec
-
-        specs = spec.rl_module_specs
-        for module_id, module_spec in (
-            specs.items() if isinstance(specs, dict) else [("(every module)", specs)]
-        ):
-            assert isinstance(module_spec, RLModuleSpec)  # MultiRLModuleSpec checked them
-            where = f"{name}: the spec of module {module_id!r}"
-            cls = module_spec.module_class
-            if cls is not None and not (
-                isinstance(cls, type) and issubclass(cls, (RLModule, FlatParameterModule))
-            ):
-                raise ConfigError(
-                    f"{where}: module_class={getattr(cls, '__qualname__', cls)!r} is not a "
-                    "numpy RLModule: subclass trainer.RLModule (ray.rllib.core.rl_module."
-                    "RLModule) and write its forward passes with numpy (torch modules do not "
-                    "run here)",
-                    MULTI_AGENT,
-                )
-            if module_spec.catalog_class is not None:
-                raise ConfigError(
-                    f"{where}: catalog_class={module_spec.catalog_class!r} is not supported: "
-                    "catalogs build torch models; build the module's parts in its setup()"
-                )
-            if cls is None or issubclass(cls, FlatParameterModule):
-                model = module_spec._get_model_config()
-                model = {k: v for k, v in model.items() if k not in ("dueling",)}
-                try:
-                    check_model_config(model, setting=f"{where}.model_config")
-                except ValueError as error:
-                    raise ConfigError(str(error), getattr(error, "capability", None)) from None
-
     def get_multi_agent_setup(
         self,
         *,
@@ -1447,79 +1331,16 @@ class AlgorithmConfig(OldConfigNames):
         spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
         default_policy_class: type | None = None,
     ) -> tuple[dict[str, PolicySpec], Callable[..., bool]]:
-        """RLlib's complete multi-agent setup: `({policy_id: PolicySpec with its spaces},
+        """RLlib's complete multi-agent setup: `({policy_id: PolicySpec with its spaces and
+        its whole config (this one with the PolicySpec's config applied)},
         is_policy_to_train(policy_id, batch=None) -> bool)`. A policy's spaces come from its
         PolicySpec, else `spaces[policy_id]`, else a MultiAgentEnv's agents that map to it
         (`policy_mapping_fn`; all agents' spaces when they are alike), else the env's spaces,
         else the config's `observation_space` / `action_space`."""
-        given = policies if policies is not None else self.policies
-        policy_dict = {
-            pid: copy.deepcopy(spec) if isinstance(spec, PolicySpec) else PolicySpec(*spec)
-            for pid, spec in _policy_dict(given).items()
-        }
-        for pid, spec in policy_dict.items():
-            if spec.policy_class is None and default_policy_class is not None:
-                spec.policy_class = default_policy_class
-            for index, name in enumerate(("observation_space", "action_space")):
-                if getattr(spec, name) is None:
-                    setattr(spec, name, self._policy_space(pid, index, name, env, spaces))
-        return policy_dict, self._is_policy_to_train
-
-    def _policy_space(
-        self, policy_id: str, index: int, name: str, env: Any, spaces: dict | None
-    ) -> gym.Space:
-        from trainer.core.models import INPUT_ENV_SPACES
-        from trainer.env.multi_agent_env import MultiAgentEnv
-
-        if spaces is not None and policy_id in spaces:
-            return spaces[policy_id][index]
-        unwrapped = getattr(env, "unwrapped", env)
-        if isinstance(unwrapped, MultiAgentEnv):
-            getter = getattr(unwrapped, f"get_{name}")
-            agents = list(getattr(unwrapped, "possible_agents", None) or unwrapped.agents)
-            agent_spaces = {agent: getter(agent) for agent in agents}
-            if not agents:
-                return getattr(unwrapped, name)
-            first = next(iter(agent_spaces.values()))
-            if all(space == first for space in agent_spaces.values()):
-                return first
-            mapped = [
-                agent
-                for agent in agents
-                if self.policy_mapping_fn(agent, None, worker=None) == policy_id
-            ]
-            found = {agent: agent_spaces[agent] for agent in mapped}
-            if found:
-                one = next(iter(found.values()))
-                if any(space != one for space in found.values()):
-                    raise ValueError(
-                        f"agents {sorted(map(str, found))} map to policy {policy_id!r} (by "
-                        f"policy_mapping_fn) but have different {name}s: give the policy's "
-                        "spaces in its PolicySpec, or map them to different policies"
-                    )
-                return one
-        elif env is not None:
-            value = getattr(env, "single_" + name, None) or getattr(env, name, None)
-            if isinstance(value, gym.Space):
-                return value
-        if spaces is not None and INPUT_ENV_SPACES in spaces:
-            return spaces[INPUT_ENV_SPACES][index]
-        value = getattr(self, name)
-        if value is None:
-            raise ValueError(
-                f"{type(self).__name__}: no {name} for policy {policy_id!r}: give it in its "
-                f"PolicySpec, pass env= or spaces=, or set environment({name}=...)"
-            )
-        return value
-
-    def _is_policy_to_train(self, policy_id: str, batch: Any = None) -> bool:
-        """Whether the learners update `policy_id` (`policies_to_train`)."""
-        to_train = self.policies_to_train
-        if to_train is None:
-            return True
-        if callable(to_train):
-            return bool(to_train(policy_id, batch))
-        return policy_id in to_train
+        setup = MultiAgentSetup(self)
+        return setup.policies(policies, env, spaces, default_policy_class), (
+            setup.is_policy_to_train
+        )
 
     def get_multi_rl_module_spec(
         self,
@@ -1536,61 +1357,9 @@ class AlgorithmConfig(OldConfigNames):
         algorithm's default numpy module), its spaces (`get_multi_agent_setup`) and
         `model_config` merged over the config's. With `inference_only`, `learner_only`
         modules are left out."""
-        from trainer.core.multi_rl_module import MultiRLModuleSpec
-        from trainer.core.rl_module import RLModuleSpec
-
-        if policy_dict is None:
-            policy_dict, _ = self.get_multi_agent_setup(env=env, spaces=spaces)
-        current = self.rl_module_spec
-        if isinstance(current, MultiRLModuleSpec):
-            fallback = copy.deepcopy(single_agent_rl_module_spec or RLModuleSpec())
-            fallback.inference_only = inference_only
-            current_specs = current.rl_module_specs
-            if isinstance(current_specs, RLModuleSpec):
-                current_specs = {pid: current_specs for pid in policy_dict}
-            module_ids = list(policy_dict) + [m for m in current_specs if m not in policy_dict]
-            multi_spec = type(current)(
-                multi_rl_module_class=current.multi_rl_module_class,
-                observation_space=current.observation_space,
-                action_space=current.action_space,
-                model_config=current.model_config,
-                rl_module_specs={
-                    mid: copy.deepcopy(current_specs.get(mid, fallback)) for mid in module_ids
-                },
-                load_state_path=current.load_state_path,
-                modules_to_load=current.modules_to_load,
-            )
-        else:
-            single = copy.deepcopy(
-                single_agent_rl_module_spec or current or self.get_default_rl_module_spec()
-            )
-            single.inference_only = inference_only
-            if current is not None and single_agent_rl_module_spec is None:
-                single.model_config = None  # folded into this config's model config
-            multi_spec = MultiRLModuleSpec(
-                rl_module_specs={pid: copy.deepcopy(single) for pid in policy_dict}
-            )
-        specs = multi_spec.rl_module_specs
-        assert isinstance(specs, dict)
-        for module_id in list(specs):
-            module_spec = specs[module_id]
-            if inference_only and module_spec.learner_only:
-                multi_spec.remove_modules(module_id)
-                continue
-            if module_spec.module_class is None:
-                module_spec.module_class = self.default_module_class()
-            policy_spec = policy_dict.get(module_id, policy_dict.get(DEFAULT_POLICY_ID))
-            if policy_spec is not None:
-                if module_spec.observation_space is None:
-                    module_spec.observation_space = policy_spec.observation_space
-                if module_spec.action_space is None:
-                    module_spec.action_space = policy_spec.action_space
-            module_spec.model_config = {
-                **self.model_config,
-                **self._model_config_auto_includes,
-                **module_spec._get_model_config(),
-            }
-        return multi_spec
+        return MultiAgentSetup(self).module_spec(
+            env, spaces, inference_only, policy_dict, single_agent_rl_module_spec
+        )
 
     def get_config_for_module(self, module_id: str) -> Self:
         """The config of one module: this one with
@@ -2010,10 +1779,7 @@ class AlgorithmConfig(OldConfigNames):
         self._set("multi_agent", values)
         if policies is not NotProvided and policies is not None:
             # Stored as RLlib's unified form: {policy_id: PolicySpec}.
-            self.policies = {
-                pid: spec if isinstance(spec, PolicySpec) else PolicySpec(*spec)
-                for pid, spec in _policy_dict(policies).items()
-            }
+            self.policies = as_policy_specs(policies)
         if isinstance(policies_to_train, (set, frozenset, list, tuple)) and not policies_to_train:
             warnings.warn(
                 f"{type(self).__name__}.multi_agent(policies_to_train={policies_to_train!r}) is "

@@ -44,7 +44,7 @@ MULTI_RL_MODULE_KIND = "multi_rl_module"
 COMPONENT_RL_MODULE = "rl_module"
 
 
-def _library_version() -> str:
+def library_version() -> str:
     from importlib import metadata
 
     try:
@@ -87,7 +87,7 @@ def _metadata(kind: str, module: Any, path: str, *, multi: bool) -> dict[str, An
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "library_version": _library_version(),
+        "library_version": library_version(),
         "kind": kind,
         "module_class": _class_path(module, path),
         "constructor": _constructor_data(module, path, multi=multi),
@@ -246,7 +246,9 @@ def restore_module(module: Any, path: str | os.PathLike, *, component: str | Non
         saved = list(metadata.get("modules") or [])
         wanted = saved
         if component is not None:
-            module_id = component.split("/", 1)[1] if component.startswith("rl_module/") else component
+            module_id = (
+                component.split("/", 1)[1] if component.startswith("rl_module/") else component
+            )
             if module_id not in saved:
                 raise CheckpointError(
                     path, f"has no module {module_id!r} (component={component!r}; saved: {saved})"

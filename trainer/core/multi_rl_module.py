@@ -352,9 +352,11 @@ class MultiRLModuleSpec:
         """Removes the specs of `module_ids` (one id or a collection; absent ids are
         skipped)."""
         specs = self._specs_dict("remove_modules")
-        ids = [module_ids] if isinstance(module_ids, str) or not isinstance(
-            module_ids, Collection
-        ) else list(module_ids)
+        ids = (
+            [module_ids]
+            if isinstance(module_ids, str) or not isinstance(module_ids, Collection)
+            else list(module_ids)
+        )
         for module_id in ids:
             specs.pop(module_id, None)
 
@@ -369,6 +371,43 @@ class MultiRLModuleSpec:
             model_config=module.model_config,
             rl_module_specs={
                 mid: RLModuleSpec.from_module(sub.unwrapped()) for mid, sub in module.items()
+            },
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data (classes by import path, spaces described, each module's
+        spec by `RLModuleSpec.to_dict`)."""
+        from trainer.core.rl_module import _class_path
+        from trainer.core.spaces import space_to_dict
+
+        return {
+            "multi_rl_module_class": _class_path(
+                self.multi_rl_module_class, "multi_rl_module_class"
+            ),
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "inference_only": self.inference_only,
+            "model_config": self.model_config,
+            "rl_module_specs": {
+                module_id: spec.to_dict() for module_id, spec in self._specs_dict("to_dict").items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MultiRLModuleSpec:
+        """The spec `to_dict()` described."""
+        from trainer.core.rl_module import _class_of
+        from trainer.core.spaces import space_from_dict
+
+        return cls(
+            multi_rl_module_class=_class_of(d["multi_rl_module_class"]),
+            observation_space=space_from_dict(d.get("observation_space")),
+            action_space=space_from_dict(d.get("action_space")),
+            model_config=d.get("model_config"),
+            inference_only=d.get("inference_only"),
+            rl_module_specs={
+                module_id: RLModuleSpec.from_dict(spec)
+                for module_id, spec in (d.get("rl_module_specs") or {}).items()
             },
         )
 

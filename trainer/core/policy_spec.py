@@ -22,7 +22,7 @@ class PolicySpec:
         policy_class: type | None = None,
         observation_space: Any = None,
         action_space: Any = None,
-        config: dict | None = None,
+        config: Any = None,
     ):
         self.policy_class = policy_class
         self.observation_space = observation_space
@@ -55,6 +55,40 @@ class PolicySpec:
             return spec
         return cls(*state)
 
+    def serialize(self) -> dict[str, Any]:
+        """The spec as plain data: `policy_class` by "module:qualname" import path, the
+        spaces described (`trainer.core.spaces.space_to_dict`), `config` as it is."""
+        from trainer.checkpoints.config_data import import_path
+        from trainer.core.spaces import space_to_dict
+
+        policy_class = None if self.policy_class is None else import_path(self.policy_class)
+        if self.policy_class is not None and policy_class is None:
+            raise ValueError(
+                f"PolicySpec.serialize(): policy_class={self.policy_class!r} has no import path"
+            )
+        return {
+            "policy_class": policy_class,
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "config": self.config,
+        }
+
+    @classmethod
+    def deserialize(cls, spec: dict[str, Any]) -> PolicySpec:
+        """The spec `serialize()` described."""
+        from trainer.checkpoints.config_data import resolve_import_path
+        from trainer.core.spaces import space_from_dict
+
+        policy_class = spec.get("policy_class")
+        return cls(
+            policy_class=resolve_import_path(policy_class)
+            if isinstance(policy_class, str)
+            else policy_class,
+            observation_space=space_from_dict(spec.get("observation_space")),
+            action_space=space_from_dict(spec.get("action_space")),
+            config=spec.get("config"),
+        )
+
     def __repr__(self) -> str:
         fields = {
             "policy_class": self.policy_class,
@@ -62,7 +96,9 @@ class PolicySpec:
             "action_space": self.action_space,
             "config": self.config,
         }
-        given = ", ".join(f"{name}={value!r}" for name, value in fields.items() if value is not None)
+        given = ", ".join(
+            f"{name}={value!r}" for name, value in fields.items() if value is not None
+        )
         return f"PolicySpec({given})"
 
 

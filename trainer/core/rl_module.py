@@ -64,6 +64,30 @@ def _model_config_dict(model_config: Any) -> dict:
     return dict(model_config or {})
 
 
+def _class_path(cls: type | None, what: str) -> str | None:
+    """`cls` as a "module:qualname" import path (None stays None)."""
+    if cls is None:
+        return None
+    from trainer.checkpoints.config_data import import_path
+
+    path = import_path(cls)
+    if path is None:
+        raise ValueError(
+            f"{what}={cls.__qualname__} has no import path (defined in __main__ or inside a "
+            "function), so it cannot be written as plain data"
+        )
+    return path
+
+
+def _class_of(path: str | None) -> Any:
+    """The class a "module:qualname" import path names (None stays None)."""
+    if path is None:
+        return None
+    from trainer.checkpoints.config_data import resolve_import_path
+
+    return resolve_import_path(path)
+
+
 @dataclass
 class RLModuleSpec:
     """RLlib's single-module spec: the module class (None: the algorithm's default module,
@@ -167,6 +191,36 @@ class RLModuleSpec:
             self.inference_only = other.inference_only or self.inference_only
             self.learner_only = other.learner_only and self.learner_only
 
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data: classes by "module:qualname" import path, spaces
+        described (`trainer.core.spaces.space_to_dict`)."""
+        from trainer.core.spaces import space_to_dict
+
+        return {
+            "module_class": _class_path(self.module_class, "module_class"),
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "inference_only": self.inference_only,
+            "learner_only": self.learner_only,
+            "model_config": self._get_model_config(),
+            "catalog_class": _class_path(self.catalog_class, "catalog_class"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RLModuleSpec:
+        """The spec `to_dict()` described."""
+        from trainer.core.spaces import space_from_dict
+
+        return cls(
+            module_class=_class_of(d.get("module_class")),
+            observation_space=space_from_dict(d.get("observation_space")),
+            action_space=space_from_dict(d.get("action_space")),
+            inference_only=bool(d.get("inference_only", False)),
+            learner_only=bool(d.get("learner_only", False)),
+            model_config=d.get("model_config"),
+            catalog_class=_class_of(d.get("catalog_class")),
+        )
+
     def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
         """A `MultiRLModuleSpec` holding this spec under "default_policy"."""
         from trainer.core.multi_rl_module import MultiRLModuleSpec
@@ -187,6 +241,8 @@ class RLModuleAPI:
 
     #: RLlib's name of a module's state file in its checkpoint (`module_state.msgpack`).
     STATE_FILE_NAME = "module_state"
+    #: The checkpoint's description (format, class, constructor arguments, files).
+    METADATA_FILE_NAME = "metadata.json"
     #: RLlib's framework attribute: None (numpy here).
     framework: str | None = None
 
@@ -253,17 +309,30 @@ class RLModuleAPI:
         }
 
     # -- checkpoints -----------------------------------------------------------------------
+    def get_metadata(self) -> dict[str, Any]:
+        """What the checkpoint's metadata.json says besides the constructor arguments: the
+        state file's name and the library version (RLlib names Ray's version here)."""
+        from trainer.core.module_checkpoint import library_version
+
+        return {"state_file": self.STATE_FILE_NAME, "library_version": library_version()}
+
+    def get_checkpointable_components(self) -> list[tuple[str, Any]]:
+        """Sub-components saved in their own subdirectories: none (a MultiRLModule's
+        modules)."""
+        return []
+
     def save_to_path(
         self,
         path: str | os.PathLike | None = None,
         *,
         state: dict[str, Any] | None = None,
         filesystem: Any = None,
-        use_msgpack: bool = True,
+        use_msgpack: bool = False,
     ) -> str:
         """Writes this module (or `state`) as a checkpoint directory at `path` (default: a new
         temporary directory) and returns the path. The state file is msgpack whatever
-        `use_msgpack` says; `filesystem` (pyarrow) is not supported for modules."""
+        `use_msgpack` says (nothing here is pickled); `filesystem` (pyarrow) is not supported
+        for modules."""
         from trainer.core.module_checkpoint import save_module
 
         _refuse_filesystem(filesystem, "save_to_path")

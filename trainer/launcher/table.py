@@ -108,9 +108,17 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "ray.rllib.core": ("trainer.compat.rllib_utils",),
     "ray.rllib.core.columns": ("trainer.compat.rllib_utils",),
-    "ray.rllib.core.rl_module": ("trainer.core.models", "trainer"),
+    "ray.rllib.core.rl_module": (
+        "trainer.core.rl_module",
+        "trainer.core.multi_rl_module",
+        "trainer.core.models",
+        "trainer",
+    ),
     "ray.rllib.core.rl_module.default_model_config": ("trainer.core.models",),
-    "ray.rllib.core.rl_module.rl_module": ("trainer.core.models", "trainer"),
+    "ray.rllib.core.rl_module.rl_module": ("trainer.core.rl_module", "trainer.core.models"),
+    "ray.rllib.core.rl_module.multi_rl_module": ("trainer.core.multi_rl_module",),
+    # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
+    "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     "ray.rllib.env": (
         "trainer.env.envs",
         "trainer",
@@ -157,7 +165,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.examples.utils": ("trainer.testing",),
     # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
     "ray.rllib.env.multi_agent_episode": (),
-    "ray.rllib.core.rl_module.multi_rl_module": (),
     "ray.rllib.env.multi_agent_env_runner": (),
     "ray.rllib.env.vector.vector_multi_agent_env": (),
     # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
@@ -339,18 +346,12 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "SACConfig",
         )
     },
-    "ray.rllib.core.rl_module": {
-        "RLModule": Unavailable(TORCH, _MODEL),
-        "MultiRLModule": _at_use(MULTI_AGENT),
-        "MultiRLModuleSpec": _at_use(MULTI_AGENT),
-    },
-    "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
     "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
     "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
-    "ray.rllib.core.rl_module.rl_module": {
-        "RLModule": Unavailable(TORCH, _MODEL),
+    "ray.rllib.policy.policy": {
+        "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },
     "ray.rllib.env": {
         "MultiAgentEpisode": _at_use(MULTI_AGENT, "SingleAgentEpisode"),
