@@ -23,6 +23,7 @@ dicts, one per env step).
 
 from __future__ import annotations
 
+import builtins
 import copy
 import importlib
 import time
@@ -108,9 +109,8 @@ class MultiAgentEpisode:
         agent_t_started: dict[AgentID, int] | None = None,
         len_lookback_buffer: int | str = "auto",
         agent_episode_ids: dict[AgentID, str] | None = None,
-        agent_module_ids: dict[AgentID, ModuleID] | None = None,
-        agent_to_module_mapping_fn: Callable[[AgentID, MultiAgentEpisode], ModuleID]
-        | None = None,
+        agent_module_ids: dict[AgentID, ModuleID | None] | None = None,
+        agent_to_module_mapping_fn: Callable[[AgentID, MultiAgentEpisode], ModuleID] | None = None,
     ):
         """An empty episode (to record into with `add_env_reset` / `add_env_step`), or one made
         from data: per env step, dicts by agent id of observations and infos (one more than
@@ -126,7 +126,7 @@ class MultiAgentEpisode:
         self.agent_to_module_mapping_fn = (
             agent_to_module_mapping_fn or default_agent_to_module_mapping_fn
         )
-        self._agent_to_module_mapping: dict[AgentID, ModuleID] = agent_module_ids or {}
+        self._agent_to_module_mapping: dict[AgentID, ModuleID | None] = dict(agent_module_ids or {})
         if len_lookback_buffer == "auto":
             len_lookback_buffer = len(rewards or [])
         if not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
@@ -142,12 +142,8 @@ class MultiAgentEpisode:
         truncateds = truncateds or {}
         self.env_t_started: int = env_t_started or 0
         #: The env step this chunk has reached (`len(self) == env_t - env_t_started`).
-        self.env_t: int = (
-            len(rewards or []) - self._len_lookback_buffers + self.env_t_started
-        )
-        self.agent_t_started: defaultdict[AgentID, int] = defaultdict(
-            int, agent_t_started or {}
-        )
+        self.env_t: int = len(rewards or []) - self._len_lookback_buffers + self.env_t_started
+        self.agent_t_started: defaultdict[AgentID, int] = defaultdict(int, agent_t_started or {})
         self.env_t_to_agent_t: defaultdict[AgentID, InfiniteLookbackBuffer] = defaultdict(
             InfiniteLookbackBuffer
         )
@@ -472,11 +468,7 @@ class MultiAgentEpisode:
     def get_agents_to_act(self) -> set[AgentID]:
         """The agents that got an observation at the last env step and are not done: those
         that act next."""
-        return {
-            aid
-            for aid in self.get_observations(-1)
-            if not self.agent_episodes[aid].is_done
-        }
+        return {aid for aid in self.get_observations(-1) if not self.agent_episodes[aid].is_done}
 
     def get_agents_that_stepped(self) -> set[AgentID]:
         """The agents that got an observation at the last env step."""
@@ -519,26 +511,30 @@ class MultiAgentEpisode:
         `_hanging_rewards_begin`; `custom_data` is copied."""
         assert len_lookback_buffer >= 0, f"cut(len_lookback_buffer={len_lookback_buffer})"
         if self.is_done:
-            raise RuntimeError("Can't call `MultiAgentEpisode.cut()` when the episode is already done!")
+            raise RuntimeError(
+                "Can't call `MultiAgentEpisode.cut()` when the episode is already done!"
+            )
         lookback = self._lookback_for_hanging_actions(len_lookback_buffer)
         obs_steps = slice(-lookback - 1, None)
         action_steps = slice(-lookback, None) if lookback > 0 else slice(None, 0)
         successor = MultiAgentEpisode(
             id_=self.id_,
-            observations=self.get_observations(indices=obs_steps, return_list=True),
+            observations=_steps(self.get_observations(indices=obs_steps, return_list=True)),
             observation_space=self.observation_space,
-            infos=self.get_infos(indices=obs_steps, return_list=True),
-            actions=self.get_actions(indices=action_steps, return_list=True),
+            infos=_steps(self.get_infos(indices=obs_steps, return_list=True)),
+            actions=_steps(self.get_actions(indices=action_steps, return_list=True)),
             action_space=self.action_space,
-            rewards=self.get_rewards(indices=action_steps, return_list=True),
-            extra_model_outputs=self.get_extra_model_outputs(
-                key=None, indices=action_steps, return_list=True
+            rewards=_steps(self.get_rewards(indices=action_steps, return_list=True)),
+            extra_model_outputs=_steps(
+                self.get_extra_model_outputs(key=None, indices=action_steps, return_list=True)
             ),
             terminateds=self.get_terminateds(),
             truncateds=self.get_truncateds(),
             env_t_started=self.env_t,
             agent_t_started={
-                aid: episode.t for aid, episode in self.agent_episodes.items() if not episode.is_done
+                aid: episode.t
+                for aid, episode in self.agent_episodes.items()
+                if not episode.is_done
             },
             agent_episode_ids=self.agent_episode_ids,
             agent_module_ids={aid: ep.module_id for aid, ep in self.agent_episodes.items()},
@@ -566,7 +562,9 @@ class MultiAgentEpisode:
                     break
         return lookback
 
-    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None) -> MultiAgentEpisode:
+    def slice(
+        self, slice_: builtins.slice, *, len_lookback_buffer: int | None = None
+    ) -> MultiAgentEpisode:
         """A new episode holding the env steps `slice_` selects (step 1 only; indices as for
         lists, clipped to the chunk), with a lookback buffer of `len_lookback_buffer` env
         steps (default: this episode's) as far as the data reaches back. `episode[a:b]` is the
@@ -608,15 +606,21 @@ class MultiAgentEpisode:
         action_steps = slice(start - lookback, stop)
         sliced = MultiAgentEpisode(
             id_=self.id_,
-            observations=self.get_observations(
-                obs_steps, neg_index_as_lookback=True, return_list=True
+            observations=_steps(
+                self.get_observations(obs_steps, neg_index_as_lookback=True, return_list=True)
             ),
             observation_space=self.observation_space,
-            actions=self.get_actions(action_steps, neg_index_as_lookback=True, return_list=True),
+            actions=_steps(
+                self.get_actions(action_steps, neg_index_as_lookback=True, return_list=True)
+            ),
             action_space=self.action_space,
-            rewards=self.get_rewards(action_steps, neg_index_as_lookback=True, return_list=True),
-            extra_model_outputs=self.get_extra_model_outputs(
-                indices=action_steps, neg_index_as_lookback=True, return_list=True
+            rewards=_steps(
+                self.get_rewards(action_steps, neg_index_as_lookback=True, return_list=True)
+            ),
+            extra_model_outputs=_steps(
+                self.get_extra_model_outputs(
+                    indices=action_steps, neg_index_as_lookback=True, return_list=True
+                )
             ),
             terminateds=terminateds,
             truncateds=truncateds,
@@ -649,7 +653,7 @@ class MultiAgentEpisode:
             )
         return sizes.pop() if sizes else 0
 
-    def __getitem__(self, item: slice) -> MultiAgentEpisode:
+    def __getitem__(self, item: builtins.slice) -> MultiAgentEpisode:
         if isinstance(item, slice):
             return self.slice(slice_=item)
         raise NotImplementedError(
@@ -1045,9 +1049,7 @@ class MultiAgentEpisode:
             dict, dict(state["_hanging_extra_model_outputs_end"])
         )
         episode._hanging_rewards_end = defaultdict(float, dict(state["_hanging_rewards_end"]))
-        episode._hanging_rewards_begin = defaultdict(
-            float, dict(state["_hanging_rewards_begin"])
-        )
+        episode._hanging_rewards_begin = defaultdict(float, dict(state["_hanging_rewards_begin"]))
         episode.is_terminated = state["is_terminated"]
         episode.is_truncated = state["is_truncated"]
         episode.agent_episodes = {
@@ -1097,15 +1099,13 @@ class MultiAgentEpisode:
         width = max(mapping.len_incl_lookback() for mapping in self.env_t_to_agent_t.values())
         lookback = next(iter(self.env_t_to_agent_t.values())).lookback
         name_width = max(len(str(aid)) for aid in self.env_t_to_agent_t)
-        header = "ts" + " " * name_width + "   ".join(
-            str(t) for t in range(-lookback, width - lookback)
+        header = (
+            "ts" + " " * name_width + "   ".join(str(t) for t in range(-lookback, width - lookback))
         )
         rows = []
         for agent_id, mapping in self.env_t_to_agent_t.items():
             row = f"{agent_id}  " + " " * (name_width - len(str(agent_id)))
-            row += "".join(
-                "    " if t == self.SKIP_ENV_TS_TAG else " x  " for t in mapping.data
-            )
+            row += "".join("    " if t == self.SKIP_ENV_TS_TAG else " x  " for t in mapping.data)
             rows.append(row.rstrip())
         print(header + "\n" + "\n".join(rows))
 
@@ -1137,7 +1137,7 @@ class _EpisodeFromData:
         terminateds: dict,
         truncateds: dict,
         agent_episode_ids: dict[AgentID, str] | None,
-        agent_module_ids: dict[AgentID, ModuleID],
+        agent_module_ids: dict[AgentID, ModuleID | None],
     ) -> None:
         if actions is None:
             assert not rewards and not extra_model_outputs, (
@@ -1150,7 +1150,13 @@ class _EpisodeFromData:
         if extra_model_outputs is None:
             extra_model_outputs = [{} for _ in actions]
         self._split_steps(
-            observations, infos, actions, rewards, extra_model_outputs, terminateds, truncateds,
+            observations,
+            infos,
+            actions,
+            rewards,
+            extra_model_outputs,
+            terminateds,
+            truncateds,
             known_agents=set(agent_episode_ids or ()),
         )
         self._finish_mappings()
@@ -1171,8 +1177,8 @@ class _EpisodeFromData:
         first = {}
         for agent_id, count in in_lookback.items():
             after_lookback = total[agent_id] - count
-            first[agent_id] = episode.agent_t_started[agent_id] - count + (
-                0 if after_lookback > 0 else 1
+            first[agent_id] = (
+                episode.agent_t_started[agent_id] - count + (0 if after_lookback > 0 else 1)
             )
         return first
 
@@ -1252,7 +1258,7 @@ class _EpisodeFromData:
         terminateds: dict,
         truncateds: dict,
         agent_episode_ids: dict[AgentID, str] | None,
-        agent_module_ids: dict[AgentID, ModuleID],
+        agent_module_ids: dict[AgentID, ModuleID | None],
     ) -> None:
         episode = self.episode
         for agent_id, agent_observations in self.observations.items():
@@ -1474,7 +1480,6 @@ class _ColumnReader:
     def _values_at(self, agent_id: AgentID, positions: list) -> Any:
         """The agent's values at several positions: a list (a batch once numpy'ized); "S"
         positions are left out, or filled when `fill` is given."""
-        skip = self.episode.SKIP_ENV_TS_TAG
         if self.column == "extra_model_outputs" and self.key is None:
             hanging = self.episode._hanging_value(self.column, agent_id) or {}
             keys = self.episode.agent_episodes[agent_id].extra_model_outputs or hanging
@@ -1556,6 +1561,12 @@ def _forget_agent(episode: MultiAgentEpisode, agent_id: AgentID) -> None:
         store.pop(agent_id, None)
 
 
+def _steps(values: MultiAgentDict | list[MultiAgentDict]) -> list[MultiAgentDict]:
+    """A getter's `return_list=True` result, typed as the list it is."""
+    assert isinstance(values, list)
+    return values
+
+
 def _pairs(mapping: dict) -> list[list]:
     return [[key, value] for key, value in mapping.items()]
 
@@ -1574,7 +1585,7 @@ def _spaces_from_state(state: dict | None) -> gym.Space | dict:
     if not state:
         return {}
     if "space" in state:
-        return space_from_dict(state["space"])
+        return space_from_dict(state["space"]) or {}
     return {aid: space_from_dict(space) for aid, space in state["per_agent"]}
 
 
@@ -1584,7 +1595,11 @@ def _function_path(function: Callable) -> str | None:
     if not module or "<" in qualname:
         return None
     try:
-        return f"{module}:{qualname}" if _function_from_path(f"{module}:{qualname}") is function else None
+        return (
+            f"{module}:{qualname}"
+            if _function_from_path(f"{module}:{qualname}") is function
+            else None
+        )
     except (ImportError, AttributeError):
         return None
 
