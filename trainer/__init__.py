@@ -19,6 +19,7 @@ from trainer.core.rl_module import RLModuleSpec
 from trainer.env.curriculum import TaskSettableEnv
 from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
+from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerError,
@@ -61,6 +62,7 @@ __all__ = [
     "SampleRequestError",
     "StepFailedRecreateEnvError",
     "MetricsLogger",
+    "MultiAgentEpisode",
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",

@@ -119,6 +119,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.env_runner_group": ("trainer.runners.env_runner_group",),
     "ray.rllib.env.single_agent_env_runner": ("trainer.runners.env_runner",),
     "ray.rllib.env.single_agent_episode": ("trainer.env.episode",),
+    "ray.rllib.env.multi_agent_episode": ("trainer.env.multi_agent_episode",),
     "ray.rllib.env.utils": ("trainer.env.envs",),
     "ray.rllib.env.utils.infinite_lookback_buffer": ("trainer.env.lookback_buffer",),
     "ray.rllib.utils": ("trainer.compat.rllib_utils",),
@@ -146,7 +147,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.examples.utils": ("trainer.testing",),
     # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
     "ray.rllib.env.multi_agent_env": (),
-    "ray.rllib.env.multi_agent_episode": (),
     "ray.rllib.core.rl_module.multi_rl_module": (),
     "ray.rllib.env.multi_agent_env_runner": (),
     "ray.rllib.env.vector.vector_multi_agent_env": (),
@@ -337,7 +337,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     },
     "ray.rllib.core.rl_module.multi_rl_module": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.multi_agent_env": {"*": _at_use(MULTI_AGENT, "a gymnasium.Env")},
-    "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
     "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
     "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
