@@ -731,6 +731,10 @@ class MultiAgentEpisode:
                 extra_model_outputs=self._hanging_extra_model_outputs_end.pop(agent_id, None)
                 or None,
             )
+        if episode.actions.len_incl_lookback() == 0:
+            # No step yet, so no model output keys yet either: take `other`'s (empty).
+            for key in other_episode.extra_model_outputs:
+                episode.extra_model_outputs.setdefault(key, InfiniteLookbackBuffer.of_list([]))
         episode.concat_episode(other_episode)
         # What hangs at the end of the concatenation is what hangs at `other`'s end.
         self._copy_hanging_end(agent_id, other)
