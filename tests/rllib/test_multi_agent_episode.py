@@ -1,5 +1,6 @@
 # Ported from RLlib 2.60: rllib/env/tests/test_multi_agent_episode.py
-# (the ray-project/ray copy in the index this project can read; it uses 2.60's API throughout).
+# (the newest ray-project/ray copy in the index this project can read; the calls it makes are
+# RLlib 2.60's API).
 #
 # Changes besides the imports:
 # - The unreachable code after the early `return`s that RLlib's file itself puts at the top of
