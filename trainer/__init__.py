@@ -22,6 +22,7 @@ from trainer.env.curriculum import TaskSettableEnv
 from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.multi_agent_env import MultiAgentEnv
+from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerError,
@@ -65,6 +66,7 @@ __all__ = [
     "StepFailedRecreateEnvError",
     "MetricsLogger",
     "MultiAgentEnv",
+    "MultiAgentEpisode",
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",

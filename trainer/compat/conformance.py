@@ -129,6 +129,12 @@ TARGETS: tuple[Target, ...] = (
         area="episodes",
     ),
     Target(
+        "MultiAgentEpisode",
+        f"{_RLLIB}.env.multi_agent_episode.MultiAgentEpisode",
+        "trainer.env.multi_agent_episode.MultiAgentEpisode",
+        area="episodes",
+    ),
+    Target(
         "MetricsLogger",
         f"{_RLLIB}.utils.metrics.metrics_logger.MetricsLogger",
         "trainer.metrics.metrics_logger.MetricsLogger",

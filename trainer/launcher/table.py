@@ -125,6 +125,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "trainer.env.multi_agent_env",
         "trainer.env.wrappers.group_agents_wrapper",
         "trainer.env.wrappers.pettingzoo_env",
+        "trainer.env.multi_agent_episode",
+        "trainer.runners.multi_agent_env_runner",
     ),
     "ray.rllib.env.multi_agent_env": ("trainer.env.multi_agent_env",),
     "ray.rllib.env.wrappers.group_agents_wrapper": ("trainer.env.wrappers.group_agents_wrapper",),
@@ -137,7 +139,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.env_runner": ("trainer.runners.env_runner", "trainer.errors"),
     "ray.rllib.env.env_runner_group": ("trainer.runners.env_runner_group",),
     "ray.rllib.env.single_agent_env_runner": ("trainer.runners.env_runner",),
+    "ray.rllib.env.multi_agent_env_runner": ("trainer.runners.multi_agent_env_runner",),
     "ray.rllib.env.single_agent_episode": ("trainer.env.episode",),
+    "ray.rllib.env.multi_agent_episode": ("trainer.env.multi_agent_episode",),
     "ray.rllib.env.utils": ("trainer.env.envs",),
     "ray.rllib.env.utils.infinite_lookback_buffer": ("trainer.env.lookback_buffer",),
     "ray.rllib.utils": ("trainer.compat.rllib_utils",),
@@ -164,8 +168,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
     # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
-    "ray.rllib.env.multi_agent_episode": (),
-    "ray.rllib.env.multi_agent_env_runner": (),
     "ray.rllib.env.vector.vector_multi_agent_env": (),
     # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
     "ray.rllib.env.wrappers.atari_wrappers": (),
@@ -346,15 +348,12 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "SACConfig",
         )
     },
-    "ray.rllib.env.multi_agent_episode": {"*": _at_use(MULTI_AGENT, "SingleAgentEpisode")},
-    "ray.rllib.env.multi_agent_env_runner": {"*": _at_use(MULTI_AGENT, "SingleAgentEnvRunner")},
     "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },
     "ray.rllib.env": {
-        "MultiAgentEpisode": _at_use(MULTI_AGENT, "SingleAgentEpisode"),
         "ExternalEnv": Unavailable(EXTERNAL_ENV),
         "ExternalMultiAgentEnv": Unavailable(EXTERNAL_ENV),
         "PolicyClient": Unavailable(EXTERNAL_ENV),
