@@ -134,17 +134,12 @@ def test_policies_to_train_forms_and_the_cross_check_at_validate():
         bad.validate()
 
 
-def test_building_a_multi_agent_config_fails_at_build_before_any_worker():
+def test_what_cannot_train_multi_agent_fails_at_build_before_any_worker():
     before = set(multiprocessing.active_children())
-    for config in (
-        _ma_config().env_runners(num_env_runners=1),
-        _ma_config(DQNConfig()),
-        PPOConfig().environment("CartPole-v1").multi_agent(policies=["shared"]),
-    ):
-        with pytest.raises(ConfigError, match="multi-agent training is not available yet") as e:
-            config.build()
-        assert e.value.capability == MULTI_AGENT
-        assert "multi_agent(policies=" in str(e.value)
+    with pytest.raises(ConfigError, match="does not train a multi-agent config yet") as e:
+        _ma_config(DQNConfig()).build()
+    assert e.value.capability == MULTI_AGENT
+    assert "multi_agent(policies=" in str(e.value)
     spec_only = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -153,6 +148,12 @@ def test_building_a_multi_agent_config_fails_at_build_before_any_worker():
     with pytest.raises(ConfigError, match=r"rl_module_spec=MultiRLModuleSpec\(\.\.\.\)"):
         spec_only.build()
     assert set(multiprocessing.active_children()) == before  # no EnvRunner was started
+
+
+def test_a_multi_agent_config_on_a_single_agent_env_names_the_env():
+    config = PPOConfig().environment("CartPole-v1").multi_agent(policies=["shared"])
+    with pytest.raises(ValueError, match="not a MultiAgentEnv"):
+        config.env_runners(num_env_runners=0).build()
 
 
 def test_single_agent_forms_still_build_and_store_no_multi_agent_settings():

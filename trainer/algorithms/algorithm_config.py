@@ -1197,8 +1197,7 @@ class AlgorithmConfig(OldConfigNames):
                 problem = settings[name].check(value)
                 if problem is not None:
                     raise ConfigError(
-                        f"{type(self).__name__}.{label}: {name}={value!r}: {name} must be "
-                        f"{problem}"
+                        f"{type(self).__name__}.{label}: {name}={value!r}: {name} must be {problem}"
                     )
         merged = {**self.algorithm_config_overrides_per_module, **overrides}
         self._set(method, {"algorithm_config_overrides_per_module": merged})
@@ -2020,6 +2019,13 @@ class AlgorithmConfig(OldConfigNames):
         if self._MULTI_AGENT_TRAINING:
             if self.is_multi_agent:
                 self._refuse_multi_agent_settings(name)
+            elif self._has_multi_rl_module_spec():
+                raise ConfigError(
+                    f"{name}: rl_module(rl_module_spec=MultiRLModuleSpec(...)) needs a "
+                    "multi-agent config: add multi_agent(policies=..., policy_mapping_fn=...) "
+                    "naming the spec's modules",
+                    MULTI_AGENT,
+                )
             return
         if self.is_multi_agent:
             asked = f"multi_agent(policies={sorted(map(str, self.policies))})"
@@ -2186,7 +2192,9 @@ class AlgorithmConfig(OldConfigNames):
             config_dict = dict(config_dict)
             # RLlib's older nested "multiagent" dict, then the top-level keys (which win).
             multi_agent = dict(config_dict.pop("multiagent", None) or {})
-            multi_agent.update({k: config_dict.pop(k) for k in multi_agent_names if k in config_dict})
+            multi_agent.update(
+                {k: config_dict.pop(k) for k in multi_agent_names if k in config_dict}
+            )
             self.multi_agent(**multi_agent)
         if "algorithm_config_overrides_per_module" in config_dict:
             config_dict = dict(config_dict)

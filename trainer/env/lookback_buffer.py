@@ -99,7 +99,9 @@ class InfiniteLookbackBuffer:
     # -- size --------------------------------------------------------------------------------
     def __len__(self) -> int:
         """The number of items after the lookback buffer."""
-        return max(self.len_incl_lookback() - self.lookback, 0)
+        # Inlined `len_incl_lookback`: episodes validate their columns' lengths every step.
+        n = (len(first_leaf(self.data)) if self.finalized else len(self.data)) - self.lookback
+        return n if n > 0 else 0
 
     def len_incl_lookback(self) -> int:
         if self.finalized:
