@@ -228,3 +228,39 @@ def test_algorithm_stop_ends_named_actors_created_after_build():
     assert not server_running()
     with pytest.raises(ValueError):
         ray.get_actor("late")
+
+
+def _run_multi_agent(backend: str) -> dict:
+    from multi_agent_envs import TakeTurns
+
+    from trainer import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment(TakeTurns)
+        .multi_agent(
+            policies={"pa", "pb"}, policy_mapping_fn=lambda agent_id, *args, **kw: f"p{agent_id}"
+        )
+        .env_runners(num_env_runners=2, backend=backend)
+        .training(train_batch_size=120, minibatch_size=60, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=11)
+    )
+    algo = config.build()
+    try:
+        results = [algo.train() for _ in range(2)]
+        return {
+            "returns": [r["env_runners"]["module_episode_returns_mean"] for r in results],
+            "weights_sum": {
+                module_id: float(sum(np.sum(w) for w in weights.values()))
+                for module_id, weights in algo.get_weights().items()
+            },
+        }
+    finally:
+        algo.stop()
+
+
+def test_a_seeded_multi_agent_run_is_the_same_on_both_backends():
+    on_processes, on_ray = _run_multi_agent("processes"), _run_multi_agent("ray")
+    assert set(on_processes["weights_sum"]) == {"pa", "pb"}
+    assert on_ray == on_processes

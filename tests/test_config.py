@@ -50,7 +50,11 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
         (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
         (lambda c: c.framework("jax"), r"framework_str='jax'"),
         (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
-        (lambda c: c.multi_agent(policies={"a", "b"}), r"multi-agent"),
+        (
+            lambda c: c.multi_agent(count_steps_by="episodes"),
+            r"count_steps_by='episodes'\): count_steps_by must be one of \['env_steps', "
+            r"'agent_steps'\]",
+        ),
         (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
         (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
         (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),

@@ -1,7 +1,8 @@
 """RLlib's example classes (`ray.rllib.examples.*` -> `trainer.examples.*`): each env passes
 gymnasium's env checker, keeps RLlib's dynamics and rewards, and several train through PPO with
 real EnvRunner processes; the protobuf CartPole runs end to end through its decoder connector;
-the multi-agent stand-ins and the envs that need absent packages fail with a clear message."""
+the hierarchical multi-agent envs hand control between levels; the envs that need absent
+packages fail with a clear message."""
 
 import os
 import sys
@@ -53,14 +54,9 @@ from trainer.examples.envs.classes import (
     windy_maze_env,
 )
 from trainer.examples.envs.classes.multi_agent import (
-    MultiAgentCartPole,
-    MultiAgentPendulum,
-    TwoStepGame,
     bandit_envs_discrete,
     bandit_envs_recommender_system,
-    make_multi_agent,
 )
-from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
 from trainer.examples.envs.env_rendering_and_recording import EnvRenderCallback, resize
 
 try:  # the protobuf CartPole's messages need protobuf (in the test extra)
@@ -389,23 +385,42 @@ def test_env_with_subprocess_deletes_its_close_file(tmp_path):
         env.subproc.wait(timeout=10)
 
 
-def test_multi_agent_stand_ins_import_and_refuse_to_run():
-    message = "multi-agent envs are not supported yet"
-    for cls in (
-        MultiAgentCartPole,
-        MultiAgentPendulum,
-        TwoStepGame,
-        TicTacToe,
-        six_room_env.HierarchicalSixRoomEnv,
-        windy_maze_env.HierarchicalWindyMazeEnv,
-        debug_counter_env.MultiAgentDebugCounterEnv,
-        make_multi_agent(lambda config: gym.make("CartPole-v1")),
-    ):
-        with pytest.raises(NotImplementedError, match=message):
-            cls({"num_agents": 2})
-    with pytest.raises(NotImplementedError, match=f"MultiAgentCartPole .*{message}"):
-        PPOConfig().environment(MultiAgentCartPole, env_config={"num_agents": 2}).build()
-    with pytest.raises(NotImplementedError, match=message):
+def test_hierarchical_six_room_env_hands_control_between_levels():
+    env = six_room_env.HierarchicalSixRoomEnv({"num_low_level_agents": 2, "time_limit": 40})
+    assert env.possible_agents == ["high_level_agent", "low_level_agent_0", "low_level_agent_1"]
+    obs, _ = env.reset()
+    assert obs == {"high_level_agent": 14}  # field (1, 1) of a 13-column map
+    # Target (1, 2) for low-level agent 1: it acts next, observing (position, target).
+    obs, rewards, terminateds, _, _ = env.step({"high_level_agent": (15, 1)})
+    assert obs == {"low_level_agent_1": (14, 15)} and not terminateds["__all__"]
+    assert rewards["high_level_agent"] == pytest.approx(1 / (9**2 + 13**2) ** 0.5 - 1.0)
+    obs, rewards, _, _, _ = env.step({"low_level_agent_1": 0})  # up: a wall, no move
+    assert obs == {"low_level_agent_1": (14, 15)} and rewards == {"low_level_agent_1": -0.01}
+    obs, rewards, _, _, _ = env.step({"low_level_agent_1": 3})  # right: the target
+    assert obs == {"high_level_agent": 15}
+    assert rewards == {"high_level_agent": 1.0, "low_level_agent_1": 1.0}
+    with pytest.raises(ValueError, match="exactly the low-level agent it picked acts"):
+        env.step({"low_level_agent_0": 1, "low_level_agent_1": 1})
+
+
+def test_hierarchical_windy_maze_env_makes_a_new_low_level_agent_per_goal():
+    env = windy_maze_env.HierarchicalWindyMazeEnv({})
+    obs, infos = env.reset(seed=0)
+    assert list(obs) == ["high_level_agent"] and infos == {"high_level_agent": {}}
+    for goal_number in (1, 2):
+        obs, rewards, _, _, _ = env.step({"high_level_agent": 1})
+        agent = f"low_level_{goal_number}"
+        assert list(obs) == [agent] and obs[agent][1] == 1 and rewards == {agent: 0}
+        for _ in range(24):
+            obs, rewards, terminateds, _, _ = env.step({agent: 0})  # stay: reward 0
+            assert rewards == {agent: 0} and agent not in terminateds
+        obs, rewards, terminateds, _, _ = env.step({agent: 0})  # the 25th step ends it
+        assert terminateds == {"__all__": False, agent: True}
+        assert set(obs) == {agent, "high_level_agent"} and rewards["high_level_agent"] == 0
+
+
+def test_multi_agent_connector_refuses_to_run():
+    with pytest.raises(NotImplementedError, match="multi-agent connector pipelines are not"):
         AddOtherAgentsRowIndexToXYPos()
 
 

@@ -406,9 +406,15 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
         from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: F401
     assert torch_module.value.capability == table.TORCH
 
+    from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it
+
+    assert PolicySpec(config={"lr": 0.1}).config == {"lr": 0.1}
     with pytest.raises(RLlibNotAvailable) as policy:
-        from ray.rllib.policy.policy import PolicySpec  # noqa: F401
+        from ray.rllib.policy.policy import Policy  # noqa: F401
     assert policy.value.capability == table.OLD_API_STACK
+    with pytest.raises(RLlibNotAvailable) as sample_batch:
+        from ray.rllib.policy.sample_batch import SampleBatch  # noqa: F401
+    assert sample_batch.value.capability == table.OLD_API_STACK
 
     with pytest.raises(RLlibNotAvailable) as recsim:
         import ray.rllib.env.wrappers.recsim  # noqa: F401
@@ -436,22 +442,43 @@ def test_unmapped_names_and_modules_fail_as_gaps(hook):
     assert "trainer.examples.envs.classes.not_an_example_env does not exist" in str(example.value)
 
 
-def test_multi_agent_names_import_and_fail_when_used(hook):
+def test_multi_agent_env_names_resolve_to_this_projects_classes(hook):
+    from ray.rllib import MultiAgentEnv as MultiAgentEnvFromRLlib
+    from ray.rllib.env import GroupAgentsWrapper as GroupAgentsWrapperFromEnv
+    from ray.rllib.env import MultiAgentEnv as MultiAgentEnvFromEnv
+    from ray.rllib.env import ParallelPettingZooEnv, PettingZooEnv
     from ray.rllib.env.multi_agent_env import MultiAgentEnv, make_multi_agent
+    from ray.rllib.env.wrappers.group_agents_wrapper import GroupAgentsWrapper
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv as PettingZooEnvFromWrappers
+    from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
+    from ray.rllib.examples.envs.classes.multi_agent.rock_paper_scissors import (
+        RockPaperScissors,
+    )
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
-    multi_cartpole = make_multi_agent("CartPole-v1")  # at module level in single-agent scripts
+    import trainer.env.multi_agent_env as ours
+    from trainer.env.multi_agent_checks import check_multiagent_environments as our_checker
+    from trainer.env.wrappers import group_agents_wrapper, pettingzoo_env
 
-    class MyMultiAgentEnv(MultiAgentEnv):  # a script's own class definition works
-        pass
+    assert MultiAgentEnv is MultiAgentEnvFromEnv is MultiAgentEnvFromRLlib is ours.MultiAgentEnv
+    assert make_multi_agent is ours.make_multi_agent
+    assert GroupAgentsWrapper is GroupAgentsWrapperFromEnv is group_agents_wrapper.GroupAgentsWrapper
+    assert PettingZooEnv is PettingZooEnvFromWrappers is pettingzoo_env.PettingZooEnv
+    assert ParallelPettingZooEnv is pettingzoo_env.ParallelPettingZooEnv
+    assert check_multiagent_environments is our_checker
 
-    assert not isinstance(object(), MultiAgentEnv)
-    for use in (lambda: multi_cartpole({}), MyMultiAgentEnv, MultiAgentEnv):
-        with pytest.raises(RLlibNotAvailable) as used:
-            use()
-        assert used.value.capability == table.MULTI_AGENT
-    from ray.rllib.env.multi_agent_env import MultiAgentEnv as again
+    class MyMultiAgentEnv(MultiAgentEnv):  # a script's own class works as in RLlib
+        def __init__(self, config=None):
+            super().__init__()
+            self.agents = self.possible_agents = ["a"]
 
-    assert again is MultiAgentEnv  # one object per name: pickles by reference
+    assert MyMultiAgentEnv().num_agents == 1
+    assert MultiAgentCartPole({"num_agents": 3}).possible_agents == [0, 1, 2]
+    assert make_multi_agent("CartPole-v1")({"num_agents": 2}).agents == [0, 1]
+    check_multiagent_environments(RockPaperScissors({}))
+    with pytest.raises(RLlibNotAvailable) as footsies:
+        import ray.rllib.examples.envs.classes.multi_agent.footsies  # noqa: F401
+    assert footsies.value.capability == table.MULTI_AGENT
 
 
 def test_every_mapped_rllib_module_imports(hook):

@@ -15,10 +15,14 @@ from trainer.algorithms.ppo import PPO, PPOConfig
 from trainer.compat import moved_modules as _moved_modules
 from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.core.models import DefaultModelConfig
-from trainer.core.rl_module import RLModuleSpec
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from trainer.core.policy_spec import PolicySpec
+from trainer.core.rl_module import RLModule, RLModuleSpec
 from trainer.env.curriculum import TaskSettableEnv
 from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
+from trainer.env.multi_agent_env import MultiAgentEnv
+from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerError,
@@ -61,9 +65,15 @@ __all__ = [
     "SampleRequestError",
     "StepFailedRecreateEnvError",
     "MetricsLogger",
+    "MultiAgentEnv",
+    "MultiAgentEpisode",
     "NamedObjectError",
     "NotProvided",
     "PPOConfig",
+    "MultiRLModule",
+    "MultiRLModuleSpec",
+    "PolicySpec",
+    "RLModule",
     "RLModuleSpec",
     "SingleAgentEnvRunner",
     "SingleAgentEpisode",

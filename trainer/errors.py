@@ -185,6 +185,12 @@ class EnvError(Exception):
     raise it to simulate crashes)."""
 
 
+class MultiAgentEnvError(Exception):
+    """Multi-agent env data that cannot be recorded (RLlib's
+    `ray.rllib.utils.error.MultiAgentEnvError`): e.g. an agent that acted gets no reward, or
+    gets data after it was done."""
+
+
 class StepFailedRecreateEnvError(Exception):
     """Raise this from an env's `step()` to say "re-create me": with
     `restart_failed_sub_environments=True` the EnvRunner re-creates the sub-env and starts a new

@@ -334,10 +334,6 @@ def _refuse_tune_only(
     args: Any, trainable: Any, tune_callbacks: Any, scheduler: Any, progress_reporter: Any
 ) -> None:
     """Tune features that would change what runs are refused; reporting ones are noted."""
-    if args.num_agents:
-        raise ValueError(
-            f"--num-agents={args.num_agents}: multi-agent envs do not run here (single-agent only)"
-        )
     if scheduler is not None:
         raise ValueError(
             f"run_rllib_example_script_experiment(scheduler={scheduler!r}): Tune "

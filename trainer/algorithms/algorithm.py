@@ -57,7 +57,7 @@ from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
-from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
 from trainer.errors import RunnerStateRejected
@@ -122,11 +122,18 @@ class LearnerGroup:
         self.is_local = True
 
     def get_weights(self, module_ids: Any = None) -> dict:
+        """`{module_id: weights}` (of `module_ids`, or all)."""
+        if self._algorithm.config.is_multi_agent:
+            weights = self._algorithm.learner.module.get_weights()
+            wanted = None if module_ids is None else set(module_ids)
+            return {k: v for k, v in weights.items() if wanted is None or k in wanted}
         return {DEFAULT_MODULE_ID: self._algorithm.learner.module.get_weights()}
 
     def set_weights(self, weights: dict) -> None:
-        """Sets the learner's weights (`{"default_policy": {...}}` or the weights dict)."""
-        weights = weights.get(DEFAULT_MODULE_ID, weights)
+        """Sets the learner's weights (`{module_id: {...}}`, or single-agent the weights
+        dict itself)."""
+        if not self._algorithm.config.is_multi_agent:
+            weights = weights.get(DEFAULT_MODULE_ID, weights)
         self._algorithm.set_weights(weights)
 
     def get_state(self, components: Any = None) -> dict:
@@ -138,6 +145,14 @@ class LearnerGroup:
 
     def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
         return [func(self._algorithm.learner, **kwargs)]
+
+
+def _action_space(spaces: Any) -> Any:
+    """The action space of the algorithm's own exploration (`compute_single_action`): the
+    module's; in a multi-agent run, the first module's."""
+    if isinstance(spaces, dict):
+        return next(iter(spaces.values()))[1]
+    return spaces.action_space()
 
 
 class Algorithm(OldAlgorithmNames):
@@ -214,7 +229,7 @@ class Algorithm(OldAlgorithmNames):
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(
-                config.get_exploration_config(), spaces_of(self.env_runner_group).action_space()
+                config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
             )
             self.setup_learner()
             self.sync_weights()
@@ -232,9 +247,14 @@ class Algorithm(OldAlgorithmNames):
         """One round of sampling and learning; logs into `self.metrics`."""
         raise NotImplementedError(f"{type(self).__name__} must implement training_step()")
 
-    def get_weights(self, policies: list[str] | None = None) -> dict[str, np.ndarray]:
-        """The learner's weights. `policies` (RLlib's module ids) may only name the one
-        module, "default_policy"."""
+    def get_weights(self, policies: list[str] | None = None) -> dict[str, Any]:
+        """The learner's weights; of a multi-agent algorithm `{module_id: weights}` (of
+        `policies`, or all). Single-agent, `policies` (RLlib's module ids) may only name the
+        one module, "default_policy"."""
+        if self.config.is_multi_agent:
+            weights = self.learner.module.get_weights()
+            wanted = None if policies is None else set(policies)
+            return {k: v for k, v in weights.items() if wanted is None or k in wanted}
         if policies is not None and set(policies) - {DEFAULT_MODULE_ID}:
             raise KeyError(
                 f"get_weights(policies={policies!r}): there is one module here, "
@@ -279,7 +299,17 @@ class Algorithm(OldAlgorithmNames):
         return LearnerGroup(self)
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
-        """The learner's RL module (its networks, with `forward_inference({"obs": batch})`)."""
+        """The learner's RL module (its networks, with `forward_inference({"obs": batch})`);
+        of a multi-agent algorithm, module `module_id` (a module the learners do not hold, a
+        user's heuristic RLModule, comes from the local EnvRunner)."""
+        if self.config.is_multi_agent:
+            modules = self.learner.module
+            if module_id in modules:
+                return modules[module_id]
+            local = local_runner_of(self.env_runner_group).module
+            if module_id in local:
+                return local[module_id]
+            raise KeyError(f"get_module({module_id!r}): no such module")
         if module_id != DEFAULT_MODULE_ID:
             raise KeyError(
                 f"get_module({module_id!r}): there is one module here, {DEFAULT_MODULE_ID!r}"
@@ -657,18 +687,31 @@ class Algorithm(OldAlgorithmNames):
             )
         if input_dict is not None:
             observation = input_dict["obs"]
-        if policy_id != DEFAULT_MODULE_ID:
-            raise KeyError(
-                f"compute_single_action(policy_id={policy_id!r}): there is one "
-                f"module here, {DEFAULT_MODULE_ID!r}"
-            )
         normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
         clip = self.config.clip_actions if clip_action is None else clip_action
-        module = self.learner.module
         explore = self.config.explore if explore is None else explore
-        observation = local_runner_of(self.env_runner_group).module_observation(observation)
+        exploration = self.exploration
+        if self.config.is_multi_agent:
+            module = self.get_module(policy_id)
+            if not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
+                batch = {"obs": np.asarray(observation)[None]}
+                out = (
+                    module.forward_exploration(batch)
+                    if explore
+                    else module.forward_inference(batch)
+                )
+                return np.asarray(out["actions"])[0]
+            exploration = self._module_exploration(policy_id, module)
+        else:
+            if policy_id != DEFAULT_MODULE_ID:
+                raise KeyError(
+                    f"compute_single_action(policy_id={policy_id!r}): there is one "
+                    f"module here, {DEFAULT_MODULE_ID!r}"
+                )
+            module = self.learner.module
+            observation = local_runner_of(self.env_runner_group).module_observation(observation)
         batch = module.spaces.preprocess(np.asarray(observation)[None])
-        actions, _ = self.exploration.get_exploration_action(
+        actions, _ = exploration.get_exploration_action(
             action_distribution=ActionDistribution(
                 module.dist, module.dist_inputs(batch), self._rng
             ),
@@ -677,6 +720,17 @@ class Algorithm(OldAlgorithmNames):
         )
         action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
+
+    def _module_exploration(self, module_id: Any, module: Any) -> Any:
+        """A multi-agent algorithm's exploration for `compute_single_action` with one module
+        (made on first use, for that module's action space and per-module config)."""
+        explorations = self.__dict__.setdefault("_module_explorations", {})
+        if module_id not in explorations:
+            explorations[module_id] = make_exploration(
+                self.config.get_config_for_module(module_id).get_exploration_config(),
+                module.spaces.action_space(),
+            )
+        return explorations[module_id]
 
     # -- state and checkpoints ---------------------------------------------------------------
     def get_state(

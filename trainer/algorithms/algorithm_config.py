@@ -13,14 +13,25 @@ import dataclasses
 import difflib
 import sys
 import warnings
-from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
+from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 
+from trainer.algorithms.multi_agent_setup import (
+    DEFAULT_POLICY_MAPPING,
+    MultiAgentSetup,
+    as_policy_specs,
+    check_multi_rl_module_spec,
+    check_overrides_per_module,
+    check_policies,
+    check_policies_to_train,
+    check_policy_mapping_fn,
+)
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
+from trainer.capabilities import MULTI_AGENT
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
@@ -34,8 +45,16 @@ from trainer.compat.rllib_settings import (
 )
 from trainer.core.exploration import check_exploration_config
 from trainer.core.models import MODEL_DEFAULTS, check_model_config
-from trainer.env.envs import check_env_spec, register_env_if_missing, registered_env_creator
+from trainer.core.policy_spec import PolicySpec
+from trainer.env.envs import (
+    check_env_spec,
+    multi_agent_env_needs_policies,
+    register_env_if_missing,
+    registered_env_creator,
+)
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
+from trainer.env.vectorize import vectorize_mode as normalized_vectorize_mode
 from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
@@ -58,6 +77,7 @@ from trainer.util.pickling import travel_dumps
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
     from trainer.core.rl_module import RLModuleSpec
     from trainer.env.env_runner import EnvRunner
 
@@ -84,18 +104,27 @@ def is_grid_search(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"grid_search"}
 
 
-class _FalseFlag:
-    """False whether read as an attribute or called: RLlib has had `config.is_multi_agent` both
-    as a method and as a property."""
+class _Flag:
+    """A truth value that reads the same as an attribute or called: RLlib has had
+    `config.is_multi_agent` both as a method and as a property."""
+
+    def __init__(self, value: bool):
+        self._value = bool(value)
 
     def __bool__(self) -> bool:
-        return False
+        return self._value
 
     def __call__(self) -> bool:
-        return False
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return bool(other) == self._value if isinstance(other, (bool, _Flag)) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
     def __repr__(self) -> str:
-        return "False"
+        return repr(self._value)
 
 
 def _check_exploration_config(v: Any) -> str | None:
@@ -659,6 +688,47 @@ class AlgorithmConfig(OldConfigNames):
                 ),
             },
         ),
+        # multi_agent() and rl_module(): the policies (modules), which agent acts with which,
+        # which are trained, and per-module setting overrides.
+        **settings_of(
+            "multi_agent",
+            {
+                "policies": (
+                    {DEFAULT_POLICY_ID: PolicySpec()},
+                    check_policies,
+                    "the policies (modules) by id: a set/list of ids or {id: PolicySpec}; "
+                    'more than one, or another id than "default_policy", is multi-agent',
+                ),
+                "policy_mapping_fn": (
+                    DEFAULT_POLICY_MAPPING,
+                    check_policy_mapping_fn,
+                    "(agent_id, episode, **kwargs) -> the policy (module) id the agent acts with",
+                ),
+                "policies_to_train": (
+                    None,
+                    check_policies_to_train,
+                    "the policies the learners update: None (all), a set of ids, or a callable "
+                    "(policy_id, batch) -> bool",
+                ),
+                "count_steps_by": (
+                    "env_steps",
+                    one_of("env_steps", "agent_steps"),
+                    'what batch sizes and rollout lengths count in a multi-agent env: "env_steps" '
+                    '(one per env step) or "agent_steps" (one per acting agent)',
+                ),
+            },
+        ),
+        **settings_of(
+            "rl_module",
+            {
+                "algorithm_config_overrides_per_module": (
+                    {},
+                    check_overrides_per_module,
+                    "{module_id: {setting: value}}: settings that differ for one module "
+                    "(get_config_for_module(module_id) applies them)",
+                ),
+            },
+        ),
         # framework() / api_stack(): one framework (numpy) and one API stack (RLlib's new one)
         # run here; RLlib's names are accepted (a warning at build says so for "torch", ...).
         **settings_of(
@@ -770,6 +840,12 @@ class AlgorithmConfig(OldConfigNames):
     # python_environment()
     extra_python_environs_for_driver: dict[str, str]
     extra_python_environs_for_worker: dict[str, str]
+    # multi_agent() / rl_module()
+    policies: dict[str, PolicySpec]
+    policy_mapping_fn: Callable[..., Any]
+    policies_to_train: Collection[str] | Callable[..., bool] | None
+    count_steps_by: str
+    algorithm_config_overrides_per_module: dict[str, dict[str, Any]]
     # framework() / api_stack()
     framework_str: str
     enable_rl_module_and_learner: bool
@@ -802,8 +878,17 @@ class AlgorithmConfig(OldConfigNames):
         super().__init_subclass__(**kwargs)
         document_builders(cls)  # each builder's docstring lists this class's settings
 
-    #: RLlib's `config.is_multi_agent` (a property or a method there): always False here.
-    is_multi_agent = _FalseFlag()
+    @property
+    def is_multi_agent(self) -> _Flag:
+        """Whether the policies are a multi-agent setup (RLlib's rule: more than one policy, or
+        one whose id is not "default_policy"); reads as a bool and as `is_multi_agent()`."""
+        policies = self.policies
+        return _Flag(len(policies) > 1 or DEFAULT_POLICY_ID not in policies)
+
+    def _has_multi_rl_module_spec(self) -> bool:
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        return isinstance(self.__dict__.get("rl_module_spec"), MultiRLModuleSpec)
 
     @classmethod
     def _settings(cls) -> dict[str, Setting]:
@@ -1064,27 +1149,64 @@ class AlgorithmConfig(OldConfigNames):
         *,
         model_config: dict | Any = NotProvided,
         rl_module_spec: Any = NotProvided,
+        algorithm_config_overrides_per_module: dict = NotProvided,
         **unknown: Any,
     ) -> Self:
         """The networks: `model_config` is a dict or a `DefaultModelConfig` (RLlib's keys:
         `fcnet_*`, `head_fcnet_*` with their initializers, `vf_share_layers`, `free_log_std`). It
         replaces the model config given before, as in RLlib. `rl_module_spec` is an
         `RLModuleSpec` for the default module: its `model_config` is merged over the config's
-        (as RLlib merges them) and its spaces are the ones the networks are built for; custom
-        module classes are not supported."""
+        (as RLlib merges them) and its spaces are the ones the networks are built for (custom
+        module classes are not supported in single-agent training); or a `MultiRLModuleSpec`
+        of a multi-agent setup (`{module_id: RLModuleSpec}`, user RLModule classes included).
+        `algorithm_config_overrides_per_module` updates the per-module setting overrides
+        (`{module_id: {setting: value}}`, read with `get_config_for_module`)."""
         if "model_config_dict" in unknown:  # RLlib's older name, accepted with its warning
             warn_once("rl_module(model_config_dict=...)", "rl_module(model_config=...)")
             given = unknown.pop("model_config_dict")
             model_config = given if model_config is NotProvided else model_config
-        self._reject_unknown("rl_module", unknown, ["model_config", "rl_module_spec"])
+        self._reject_unknown(
+            "rl_module",
+            unknown,
+            ["model_config", "rl_module_spec", "algorithm_config_overrides_per_module"],
+        )
         if rl_module_spec is not NotProvided:
             self._set_rl_module_spec(rl_module_spec)
         if model_config is not NotProvided:
             self._set_model("rl_module", "model_config", model_config, replace=True)
+        if algorithm_config_overrides_per_module is not NotProvided:
+            self._set_overrides_per_module("rl_module", algorithm_config_overrides_per_module)
         return self
 
+    def _set_overrides_per_module(self, method: str, overrides: Any) -> None:
+        """Checks `{module_id: {setting: value}}` (every setting must exist, with a valid
+        value) and merges it into `algorithm_config_overrides_per_module`, as RLlib updates
+        that dict."""
+        problem = check_overrides_per_module(overrides)
+        if problem is not None:
+            raise ConfigError(
+                f"{type(self).__name__}.{method}(algorithm_config_overrides_per_module="
+                f"{overrides!r}): algorithm_config_overrides_per_module must be {problem}"
+            )
+        settings = self._settings()
+        for module_id, module_overrides in overrides.items():
+            label = f"{method}(algorithm_config_overrides_per_module={{{module_id!r}: ...}})"
+            unknown = {k: v for k, v in module_overrides.items() if k not in settings}
+            self._reject_unknown(label, unknown, settings)
+            for name, value in module_overrides.items():
+                problem = settings[name].check(value)
+                if problem is not None:
+                    raise ConfigError(
+                        f"{type(self).__name__}.{label}: {name}={value!r}: {name} must be {problem}"
+                    )
+        merged = {**self.algorithm_config_overrides_per_module, **overrides}
+        self._set(method, {"algorithm_config_overrides_per_module": merged})
+        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
+
     def _set_rl_module_spec(self, spec: Any) -> None:
-        """Checks an `RLModuleSpec` for the default module and applies it (see `rl_module`)."""
+        """Checks an `RLModuleSpec` for the default module, or a `MultiRLModuleSpec`, and
+        applies it (see `rl_module`)."""
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
         from trainer.core.rl_module import RLModuleSpec
 
         name = f"{type(self).__name__}.rl_module(rl_module_spec={type(spec).__name__}(...))"
@@ -1092,16 +1214,24 @@ class AlgorithmConfig(OldConfigNames):
             self.rl_module_spec, self._spec_model = None, {}
             self._set_model("rl_module", "model_config", self.model)
             return
+        if isinstance(spec, MultiRLModuleSpec):
+            check_multi_rl_module_spec(name, spec)
+            self.rl_module_spec, self._spec_model = copy.deepcopy(spec), {}
+            self._set_model("rl_module", "model_config", self.model)
+            return
         if not isinstance(spec, RLModuleSpec):
             raise ConfigError(
-                f"{name}: must be an RLModuleSpec (ray.rllib.core.rl_module."
-                "rl_module.RLModuleSpec, here trainer.RLModuleSpec); a "
-                "MultiRLModuleSpec is multi-agent, which is not supported here"
+                f"{name}: must be an RLModuleSpec or a MultiRLModuleSpec "
+                "(ray.rllib.core.rl_module, here trainer.RLModuleSpec and "
+                "trainer.MultiRLModuleSpec)"
             )
+        if spec.module_class is not None and spec.module_class is self.default_module_class():
+            spec = copy.copy(spec)
+            spec.module_class = None  # the default module, named (get_rl_module_spec's output)
         refusals = {
-            "module_class": "custom RLModules are not supported yet (only the algorithm's "
-            "default numpy module runs here): leave module_class=None and "
-            "configure the default module with model_config",
+            "module_class": "custom RLModules are not supported yet in single-agent "
+            "training (only the algorithm's default numpy module runs there): leave "
+            "module_class=None and configure the default module with model_config",
             "catalog_class": "catalogs build torch models, which do not exist here: leave "
             "catalog_class=None and configure the networks with model_config",
             "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
@@ -1146,11 +1276,15 @@ class AlgorithmConfig(OldConfigNames):
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
         `observation_space`/`action_space`; `model_config` is this config's."""
-        spec = (
-            copy.deepcopy(self.rl_module_spec)
-            if self.rl_module_spec is not None
-            else self.get_default_rl_module_spec()
-        )
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        current: RLModuleSpec | MultiRLModuleSpec | None = self.rl_module_spec
+        if isinstance(current, MultiRLModuleSpec):
+            raise ValueError(
+                f"{type(self).__name__}.get_rl_module_spec(): rl_module(rl_module_spec=...) "
+                "is a MultiRLModuleSpec; use get_multi_rl_module_spec()"
+            )
+        spec = copy.deepcopy(current) if current is not None else self.get_default_rl_module_spec()
         for index, name in enumerate(("observation_space", "action_space")):
             if getattr(spec, name) is not None:
                 continue
@@ -1169,10 +1303,76 @@ class AlgorithmConfig(OldConfigNames):
                     f"environment({name}=...)"
                 )
             setattr(spec, name, value)
-        spec.model_config = self.model_config
+        spec.model_config = {**self.model_config, **self._model_config_auto_includes}
+        spec.module_class = spec.module_class or self.default_module_class()
         if inference_only is not None:
             spec.inference_only = inference_only
         return spec
+
+    def default_module_class(self) -> type:
+        """The class of this algorithm's default numpy module (what an `RLModuleSpec`
+        without a module class builds): PPO's policy-and-value module here."""
+        from trainer.core.models import PolicyModule
+
+        return PolicyModule
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        """Settings of the algorithm that its default module reads from its model config (as
+        RLlib adds them there): none here; DQN adds `dueling`."""
+        return {}
+
+    def get_multi_agent_setup(
+        self,
+        *,
+        policies: dict[str, PolicySpec] | None = None,
+        env: Any = None,
+        spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
+        default_policy_class: type | None = None,
+    ) -> tuple[dict[str, PolicySpec], Callable[..., bool]]:
+        """RLlib's complete multi-agent setup: `({policy_id: PolicySpec with its spaces and
+        its whole config (this one with the PolicySpec's config applied)},
+        is_policy_to_train(policy_id, batch=None) -> bool)`. A policy's spaces come from its
+        PolicySpec, else `spaces[policy_id]`, else a MultiAgentEnv's agents that map to it
+        (`policy_mapping_fn`; all agents' spaces when they are alike), else the env's spaces,
+        else the config's `observation_space` / `action_space`."""
+        setup = MultiAgentSetup(self)
+        return setup.policies(policies, env, spaces, default_policy_class), (
+            setup.is_policy_to_train
+        )
+
+    def get_multi_rl_module_spec(
+        self,
+        *,
+        env: Any = None,
+        spaces: dict[str, tuple[gym.Space, gym.Space]] | None = None,
+        inference_only: bool = False,
+        policy_dict: dict[str, PolicySpec] | None = None,
+        single_agent_rl_module_spec: RLModuleSpec | None = None,
+    ) -> MultiRLModuleSpec:
+        """The `MultiRLModuleSpec` of this config's policies, as RLlib builds it: one module
+        spec per policy (from `rl_module(rl_module_spec=MultiRLModuleSpec(...))` where it
+        names the policy, else the single-module spec), each with its module class (None: the
+        algorithm's default numpy module), its spaces (`get_multi_agent_setup`) and
+        `model_config` merged over the config's. With `inference_only`, `learner_only`
+        modules are left out."""
+        return MultiAgentSetup(self).module_spec(
+            env, spaces, inference_only, policy_dict, single_agent_rl_module_spec
+        )
+
+    def get_config_for_module(self, module_id: str) -> Self:
+        """The config of one module: this one with
+        `algorithm_config_overrides_per_module[module_id]` applied (built once, then kept);
+        this config itself for a module without overrides."""
+        overrides = self.algorithm_config_overrides_per_module.get(module_id)
+        if overrides is None:
+            return self
+        cache = self.__dict__.setdefault("_per_module_configs", {})
+        if module_id not in cache:
+            module_config = self.copy()
+            module_config.__dict__["_per_module_configs"] = {}
+            cache[module_id] = module_config.update_from_dict(dict(overrides))
+        return cache[module_id]
 
     @property
     def model_config(self) -> dict:
@@ -1528,10 +1728,64 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("resources", settings, [])
         return self
 
-    def multi_agent(self, **settings: Any) -> Self:
-        """RLlib's multi-agent settings, in their single-agent form only (`policies` None or
-        {"default_policy"}, ...); anything that makes the config multi-agent is refused."""
-        self._reject_unknown("multi_agent", settings, [])
+    def multi_agent(
+        self,
+        *,
+        policies: Any = NotProvided,
+        policy_map_capacity: int = NotProvided,
+        policy_mapping_fn: Callable[..., Any] = NotProvided,
+        policies_to_train: Any = NotProvided,
+        policy_states_are_swappable: bool = NotProvided,
+        observation_fn: Callable[..., Any] | None = NotProvided,
+        count_steps_by: str = NotProvided,
+        **unknown: Any,
+    ) -> Self:
+        """RLlib's multi-agent settings. `policies` is a set, list or tuple of policy (module)
+        ids, or a dict `{policy_id: PolicySpec(...)}` (or RLlib's 4-tuples); a collection
+        becomes `{policy_id: PolicySpec()}` and None the single "default_policy".
+        `policy_mapping_fn(agent_id, episode, **kwargs)` names each agent's policy;
+        `policies_to_train` is None (all), a collection of ids or a callable `(policy_id,
+        batch) -> bool`; `count_steps_by` is "env_steps" or "agent_steps".
+        `policy_map_capacity`, `policy_states_are_swappable` and `observation_fn` are RLlib's
+        old-stack settings (accepted; a value other than RLlib's default warns at build).
+        `algorithm_config_overrides_per_module` (RLlib's older place) is passed on to
+        `rl_module()`, with a warning."""
+        if "algorithm_config_overrides_per_module" in unknown:
+            warn_once(
+                "multi_agent(algorithm_config_overrides_per_module=...)",
+                "rl_module(algorithm_config_overrides_per_module=...)",
+            )
+            self.rl_module(
+                algorithm_config_overrides_per_module=unknown.pop(
+                    "algorithm_config_overrides_per_module"
+                )
+            )
+        old_stack = {
+            "policy_map_capacity": policy_map_capacity,
+            "policy_states_are_swappable": policy_states_are_swappable,
+            "observation_fn": observation_fn,
+        }
+        unknown.update({k: v for k, v in old_stack.items() if v is not NotProvided})
+        values = {
+            "policies": policies,
+            "policy_mapping_fn": policy_mapping_fn,
+            "policies_to_train": policies_to_train,
+            "count_steps_by": count_steps_by,
+        }
+        self._reject_unknown("multi_agent", unknown, values)
+        if policies is None:  # RLlib's default: the one "default_policy"
+            values["policies"] = {DEFAULT_POLICY_ID: PolicySpec()}
+        self._set("multi_agent", values)
+        if policies is not NotProvided and policies is not None:
+            # Stored as RLlib's unified form: {policy_id: PolicySpec}.
+            self.policies = as_policy_specs(policies)
+        if isinstance(policies_to_train, (set, frozenset, list, tuple)) and not policies_to_train:
+            warnings.warn(
+                f"{type(self).__name__}.multi_agent(policies_to_train={policies_to_train!r}) is "
+                "empty: no policy will be trained",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
 
     def experimental(self, **settings: Any) -> Self:
@@ -1657,7 +1911,8 @@ class AlgorithmConfig(OldConfigNames):
         worker: Any,  # noqa: N802
         **kwargs: Any,
     ) -> str:
-        """RLlib's default policy mapping: every agent to "default_policy"."""
+        """RLlib's default policy mapping: every agent to "default_policy" (the default
+        `policy_mapping_fn` does the same)."""
         return DEFAULT_POLICY_ID
 
     def ignored_settings_warnings(self) -> list[str]:
@@ -1692,6 +1947,14 @@ class AlgorithmConfig(OldConfigNames):
             check_env_spec(self.env)
         except ValueError as error:
             raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        if (
+            isinstance(self.env, type)
+            and issubclass(self.env, MultiAgentEnv)
+            and not self.is_multi_agent
+            and self.env_runner_cls is None
+        ):
+            # Before any EnvRunner starts (an env from a creator: when the runner makes it).
+            raise ConfigError(f"{name}: {multi_agent_env_needs_policies(self.env.__qualname__)}")
         try:
             check_model_config(self.model, setting=f"{name} model config")
         except ValueError as error:
@@ -1736,6 +1999,67 @@ class AlgorithmConfig(OldConfigNames):
                 f"{self.evaluation_auto_duration_max_env_steps_per_sample}"
             )
         self._check_callbacks_travel()
+        if isinstance(self.policies_to_train, (set, frozenset, list, tuple)):
+            for policy_id in self.policies_to_train:
+                if policy_id not in self.policies:
+                    raise ConfigError(
+                        f"{name}: multi_agent(policies_to_train=...) names policy "
+                        f"{policy_id!r}, which is not in multi_agent(policies=...) "
+                        f"({sorted(map(str, self.policies))})"
+                    )
+        self._refuse_multi_agent_training(name)
+
+    #: Whether this algorithm trains multi-agent configs (PPO does; the others not yet).
+    _MULTI_AGENT_TRAINING = False
+
+    def _refuse_multi_agent_training(self, name: str) -> None:
+        """A multi-agent config of an algorithm that does not train one yet, or with a
+        setting the multi-agent EnvRunner does not run yet: one clear error, before any
+        worker starts."""
+        if self._MULTI_AGENT_TRAINING:
+            if self.is_multi_agent:
+                self._refuse_multi_agent_settings(name)
+            elif self._has_multi_rl_module_spec():
+                raise ConfigError(
+                    f"{name}: rl_module(rl_module_spec=MultiRLModuleSpec(...)) needs a "
+                    "multi-agent config: add multi_agent(policies=..., policy_mapping_fn=...) "
+                    "naming the spec's modules",
+                    MULTI_AGENT,
+                )
+            return
+        if self.is_multi_agent:
+            asked = f"multi_agent(policies={sorted(map(str, self.policies))})"
+        elif self._has_multi_rl_module_spec():
+            asked = "rl_module(rl_module_spec=MultiRLModuleSpec(...))"
+        else:
+            return
+        raise ConfigError(
+            f"{name}: {self.algo_class.__name__ if self.algo_class else 'this algorithm'} "
+            f"does not train a multi-agent config yet: the config asks for {asked}; PPO "
+            "trains multi-agent configs",
+            MULTI_AGENT,
+        )
+
+    def _refuse_multi_agent_settings(self, name: str) -> None:
+        unsupported = {
+            "env_runners(env_to_module_connector=...)": self.env_to_module_connector is not None,
+            "environment(env_task_fn=...)": self.env_task_fn is not None,
+            "fault_tolerance(restart_failed_sub_environments=True)": bool(
+                self.restart_failed_sub_environments
+            ),
+            f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
+                normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
+            ),
+        }
+        for setting, given in unsupported.items():
+            if given:
+                raise ConfigError(
+                    f"{name}: {setting} is not available for multi-agent runs yet (the "
+                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without connector "
+                    "pipelines, env tasks or sub-env restarts); leave it out, or restart whole "
+                    "EnvRunners with fault_tolerance(restart_failed_env_runners=True)",
+                    MULTI_AGENT,
+                )
 
     def callback_labels(self) -> list[tuple[str, Any]]:
         """(label, callback) for every configured callback class and callable, the label as
@@ -1835,7 +2159,8 @@ class AlgorithmConfig(OldConfigNames):
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
-        # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it.
+        # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it; a
+        # MultiRLModuleSpec is kept as it is.
         result.update(
             {
                 name: copy.copy(getattr(self, name))
@@ -1843,6 +2168,8 @@ class AlgorithmConfig(OldConfigNames):
                 if name != "rl_module_spec"
             }
         )
+        if self._has_multi_rl_module_spec():
+            result["rl_module_spec"] = copy.deepcopy(self.rl_module_spec)
         return result
 
     @classmethod
@@ -1860,6 +2187,20 @@ class AlgorithmConfig(OldConfigNames):
         if "rl_module_spec" in config_dict:
             config_dict = dict(config_dict)
             self.rl_module(rl_module_spec=config_dict.pop("rl_module_spec"))
+        multi_agent_names = ("policies", "policy_mapping_fn", "policies_to_train", "count_steps_by")
+        if "multiagent" in config_dict or any(k in config_dict for k in multi_agent_names):
+            config_dict = dict(config_dict)
+            # RLlib's older nested "multiagent" dict, then the top-level keys (which win).
+            multi_agent = dict(config_dict.pop("multiagent", None) or {})
+            multi_agent.update(
+                {k: config_dict.pop(k) for k in multi_agent_names if k in config_dict}
+            )
+            self.multi_agent(**multi_agent)
+        if "algorithm_config_overrides_per_module" in config_dict:
+            config_dict = dict(config_dict)
+            overrides = config_dict.pop("algorithm_config_overrides_per_module")
+            self._set("from_dict", {"algorithm_config_overrides_per_module": {}})
+            self.rl_module(algorithm_config_overrides_per_module=overrides)
         settings = self._settings()
         rllib_names = self._rllib_method_of()
         extra = {"callbacks_class", "callbacks_on", "in_evaluation", "callbacks"}

@@ -89,6 +89,21 @@ def parameter_shapes(module: Any) -> dict[str, list[int]]:
     }
 
 
+def describe_learner_modules(module: Any) -> tuple[dict, dict[str, list[int]]]:
+    """(spaces, parameter shapes) of the learner's module as JSON data; of a multi-agent
+    algorithm's modules (`ModulesView`), spaces by module id and shapes as
+    "module_id/parameter"."""
+    if hasattr(module, "spaces"):
+        return describe_spaces(module.spaces), parameter_shapes(module)
+    spaces, shapes = {}, {}
+    for module_id, sub in module.items():
+        spaces[str(module_id)] = describe_spaces(sub.spaces)
+        shapes.update(
+            {f"{module_id}/{name}": shape for name, shape in parameter_shapes(sub).items()}
+        )
+    return spaces, shapes
+
+
 def default_checkpoint_path(algorithm: Algorithm) -> str:
     """A new directory in the system's temporary folder (RLlib's behaviour for path=None)."""
     return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
@@ -148,7 +163,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     config_data = config_to_data(algorithm.config, type(algorithm))
     files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
-    module = algorithm.learner.module
+    spaces, shapes = describe_learner_modules(algorithm.learner.module)
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -161,8 +176,8 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         "env": algorithm.config.env
         if isinstance(algorithm.config.env, str)
         else repr(algorithm.config.env),
-        "spaces": describe_spaces(module.spaces),
-        "parameter_shapes": parameter_shapes(module),
+        "spaces": spaces,
+        "parameter_shapes": shapes,
     }
     started = time.perf_counter()
     written = write_checkpoint(path, files, metadata)
@@ -194,8 +209,7 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
             f"{type(algorithm).__name__} (a {family}): "
             f"metadata.json says algorithm={meta.get('algorithm')!r}",
         )
-    module = algorithm.learner.module
-    spaces = describe_spaces(module.spaces)
+    spaces, current = describe_learner_modules(algorithm.learner.module)
     if meta.get("spaces") != spaces:
         raise CheckpointError(
             checkpoint.path,
@@ -203,7 +217,7 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
             f"{meta.get('spaces')}, this algorithm's env has "
             f"{spaces}",
         )
-    saved, current = meta.get("parameter_shapes") or {}, parameter_shapes(module)
+    saved = meta.get("parameter_shapes") or {}
     if saved != current:
         differences = [
             f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"

@@ -52,6 +52,8 @@ BUILDER_METHODS = (
     "fault_tolerance",
     "reporting",
     "checkpointing",
+    "multi_agent",
+    "rl_module",
     "debugging",
     "python_environment",
     "framework",

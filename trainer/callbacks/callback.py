@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from trainer.env.env_runner import EnvRunner
     from trainer.env.envs import EnvContext
     from trainer.env.episode import SingleAgentEpisode
+    from trainer.env.multi_agent_episode import MultiAgentEpisode
     from trainer.metrics.metrics_logger import MetricsLogger
     from trainer.runners.env_runner_group import EnvRunnerGroup
 
@@ -126,7 +127,7 @@ class RLlibCallback:
     def on_episode_created(
         self,
         *,
-        episode: SingleAgentEpisode,
+        episode: SingleAgentEpisode | MultiAgentEpisode,
         env_runner: EnvRunner | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
@@ -135,12 +136,14 @@ class RLlibCallback:
         **kwargs: Any,
     ) -> None:
         """Fires when a new episode object exists, before its sub-env is reset. The episode is
-        still empty; a good place to initialise `episode.custom_data`."""
+        still empty; a good place to initialise `episode.custom_data`. (Episodes are
+        `SingleAgentEpisode`s, or `MultiAgentEpisode`s on multi-agent envs, in every episode
+        event.)"""
 
     def on_episode_start(
         self,
         *,
-        episode: SingleAgentEpisode,
+        episode: SingleAgentEpisode | MultiAgentEpisode,
         env_runner: EnvRunner | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
@@ -154,7 +157,7 @@ class RLlibCallback:
     def on_episode_step(
         self,
         *,
-        episode: SingleAgentEpisode,
+        episode: SingleAgentEpisode | MultiAgentEpisode,
         env_runner: EnvRunner | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
@@ -168,8 +171,8 @@ class RLlibCallback:
     def on_episode_end(
         self,
         *,
-        episode: SingleAgentEpisode,
-        prev_episode_chunks: list[SingleAgentEpisode] | None = None,
+        episode: SingleAgentEpisode | MultiAgentEpisode,
+        prev_episode_chunks: list[SingleAgentEpisode] | list[MultiAgentEpisode] | None = None,
         env_runner: EnvRunner | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
@@ -186,7 +189,7 @@ class RLlibCallback:
         *,
         env_runner: EnvRunner | None = None,
         metrics_logger: MetricsLogger | None = None,
-        samples: list[SingleAgentEpisode],
+        samples: list[SingleAgentEpisode] | list[MultiAgentEpisode],
         **kwargs: Any,
     ) -> None:
         """Fires last in `EnvRunner.sample()`, with the list of episodes about to be returned.

@@ -72,6 +72,7 @@ _METRICS = "metrics and stats"
 _BUFFERS = "replay buffers"
 _GROUP = "EnvRunnerGroup"
 _EXAMPLES = "example-script helpers"
+_MODULES = "RLModules"
 
 #: Every class and module the conformance test covers, in the order findings are printed.
 TARGETS: tuple[Target, ...] = (
@@ -125,6 +126,12 @@ TARGETS: tuple[Target, ...] = (
         "InfiniteLookbackBuffer",
         f"{_RLLIB}.env.utils.infinite_lookback_buffer.InfiniteLookbackBuffer",
         "trainer.env.lookback_buffer.InfiniteLookbackBuffer",
+        area="episodes",
+    ),
+    Target(
+        "MultiAgentEpisode",
+        f"{_RLLIB}.env.multi_agent_episode.MultiAgentEpisode",
+        "trainer.env.multi_agent_episode.MultiAgentEpisode",
         area="episodes",
     ),
     Target(
@@ -212,6 +219,36 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "test_utils", f"{_RLLIB}.utils.test_utils", "trainer.testing", kind="module", area=_EXAMPLES
+    ),
+    Target(
+        "RLModule",
+        f"{_RLLIB}.core.rl_module.rl_module.RLModule",
+        "trainer.core.rl_module.RLModule",
+        area=_MODULES,
+    ),
+    Target(
+        "RLModuleSpec",
+        f"{_RLLIB}.core.rl_module.rl_module.RLModuleSpec",
+        "trainer.core.rl_module.RLModuleSpec",
+        area=_MODULES,
+    ),
+    Target(
+        "MultiRLModule",
+        f"{_RLLIB}.core.rl_module.multi_rl_module.MultiRLModule",
+        "trainer.core.multi_rl_module.MultiRLModule",
+        area=_MODULES,
+    ),
+    Target(
+        "MultiRLModuleSpec",
+        f"{_RLLIB}.core.rl_module.multi_rl_module.MultiRLModuleSpec",
+        "trainer.core.multi_rl_module.MultiRLModuleSpec",
+        area=_MODULES,
+    ),
+    Target(
+        "PolicySpec",
+        f"{_RLLIB}.policy.policy.PolicySpec",
+        "trainer.core.policy_spec.PolicySpec",
+        area=_MODULES,
     ),
 )
 

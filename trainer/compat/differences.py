@@ -108,13 +108,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "there is no torch here: the modules are numpy",
     ),
     *_same(
-        "missing",
-        _MULTI_AGENT,
-        "AlgorithmConfig.get_multi_agent_setup",
-        "AlgorithmConfig.get_multi_rl_module_spec",
-        "AlgorithmConfig.get_config_for_module",
-    ),
-    *_same(
         "missing (the callbacks() keywords are taken, with a warning at build when given)",
         _OFFLINE + ", so these events never fire",
         "AlgorithmConfig.callbacks_on_evaluate_offline_start",
@@ -369,11 +362,42 @@ DIFFERENCES: tuple[Difference, ...] = (
         "and outputs; the modules here are numpy only, so there is nothing to compare",
     ),
     Difference("test_utils.get_cartpole_dataset_reader", "missing", _OFFLINE),
+    # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------
+    *_same(
+        "missing",
+        "RLlib 2.60 deprecated these spec checks of its older RLModules (no-ops there, "
+        "@Deprecated(error=False)); nothing calls them",
+        "RLModule.input_specs_exploration",
+        "RLModule.input_specs_inference",
+        "RLModule.input_specs_train",
+        "RLModule.output_specs_exploration",
+        "RLModule.output_specs_inference",
+        "RLModule.output_specs_train",
+        "MultiRLModule.output_specs_exploration",
+        "MultiRLModule.output_specs_inference",
+        "MultiRLModule.output_specs_train",
+    ),
+    *_same(
+        "missing",
+        "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
+        "here take RLlib's keyword arguments (observation_space=, action_space=, ...), and "
+        "RLModule(config=...) is refused saying so",
+        "RLModule.config",
+        "RLModuleSpec.get_rl_module_config",
+        "MultiRLModuleSpec.get_rl_module_config",
+    ),
+    Difference(
+        "RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME",
+        "missing: a module checkpoint's metadata.json holds the class as a 'module:qualname' "
+        "import path and the constructor arguments as plain data",
+        "checkpoints hold no pickle (RLlib's class_and_ctor_args.pkl is one), so loading a "
+        "checkpoint from anywhere runs no code",
+    ),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
         "left out",
-        "no multi-agent envs here",
+        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
         TEST,
     ),
     Difference(
@@ -431,7 +455,7 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "tests/rllib/test_env_runner_failures.py::the multi-agent cases",
         "left out (3 cases, and the multi-agent half of the sub-env crash case)",
-        "no multi-agent envs here",
+        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
         TEST,
     ),
     Difference(
@@ -494,6 +518,39 @@ DIFFERENCES: tuple[Difference, ...] = (
         TEST,
     ),
     # -- behaviour ----------------------------------------------------------------------------
+    Difference(
+        "RLModule.as_multi_rl_module",
+        "the MultiRLModule holds this very module (same instance and weights) under "
+        '"default_policy" (tests/test_rl_module_api.py::test_default_modules_build_from_spec_'
+        "and_answer_the_api)",
+        "RLlib 2.60 builds a new module from the module's spec, with freshly initialised "
+        "weights: a trained module wrapped that way silently loses its training",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "StatefulRandomRLModule (ray.rllib.examples.rl_modules.classes.random_rlm)",
+        "its forward passes return a random state per row under Columns.STATE_OUT, as its "
+        "docstring says (tests/test_rl_module_api.py::test_stateful_random_module_returns_"
+        "its_state)",
+        "RLlib 2.60's puts the state into a _random_forward method that nothing calls (and "
+        "that calls a parent method that does not exist), so it returns no state",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig.multi_agent(policies=<a set>)",
+        "the policies are stored in sorted order (tests/test_multi_agent_config.py::"
+        "test_policies_take_rllib_s_forms_as_policy_specs); None means the single "
+        '"default_policy" (RLlib raises a TypeError for None)',
+        "a set's order depends on the process's string hashing, and the order of the modules "
+        "must not change a seeded run",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "RLModule(catalog_class=...)",
+        "refused with what to do (build the module's parts in setup())",
+        "catalogs build torch models, which do not exist here",
+        BEHAVIOUR,
+    ),
     Difference(
         "MeanStdFilter (merging the EnvRunners' statistics)",
         "each sampling round's new observations of every EnvRunner are merged into the "

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.capabilities import LEARNER_CONNECTORS, MULTI_AGENT, OFFLINE, TORCH
+from trainer.capabilities import LEARNER_CONNECTORS, OFFLINE, TORCH
 
 DEFAULT_POLICY_ID = "default_policy"
 
@@ -68,16 +68,6 @@ def _is_none_or_empty(value: Any) -> bool:
     return value is None or value == {} or value == []
 
 
-def _single_agent_policies(value: Any) -> bool:
-    """RLlib's single-agent forms of `policies`: none, or only "default_policy"."""
-    if value is None:
-        return True
-    try:
-        return set(value) <= {DEFAULT_POLICY_ID}
-    except TypeError:
-        return False
-
-
 _RAY = "Ray resource settings have no meaning here: EnvRunners are local processes"
 _GPU = "there is no GPU learner here: the learner runs numpy on the CPU"
 _TF = "the learner is numpy here, not TensorFlow"
@@ -88,7 +78,10 @@ _TUNE = (
     "Tune's loggers are not used here; results go to the train() result dict (and the "
     "command line's run folder)"
 )
-_MULTI_AGENT = 'multi-agent training is not supported here; use one policy ("default_policy")'
+_POLICY_MAP = (
+    "RLlib's old-stack PolicyMap setting; the new stack (the one here) keeps modules in a "
+    "MultiRLModule"
+)
 _OFFLINE = "offline RL (reading or writing recorded data with Ray Data) is not supported here"
 _OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
 _NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
@@ -360,13 +353,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         # Taken by `AlgorithmConfig.rl_module()` itself: an RLModuleSpec of the default module.
         "rl_module_spec": Unsupported(
             None,
-            "pass an RLModuleSpec without a module_class to "
-            "rl_module(rl_module_spec=...); custom RLModules "
-            "(torch) are not supported yet",
+            "pass an RLModuleSpec (without a module_class in single-agent training) or a "
+            "MultiRLModuleSpec of numpy RLModules to rl_module(rl_module_spec=...)",
             capability=TORCH,
-        ),
-        "algorithm_config_overrides_per_module": Unsupported(
-            {}, _MULTI_AGENT, fine=_is_none_or_empty, capability=MULTI_AGENT
         ),
     },
     "resources": {
@@ -400,27 +389,11 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "torch_skip_nan_gradients": NoEffect(False, _TORCH),
     },
     "multi_agent": {
-        "policies": Unsupported(
-            None, _MULTI_AGENT, fine=_single_agent_policies, capability=MULTI_AGENT
-        ),
-        "policy_mapping_fn": NoEffect(
-            None, "with one policy every agent maps to it", fine=lambda v: True
-        ),
-        "policies_to_train": Unsupported(
-            None, _MULTI_AGENT, fine=_single_agent_policies, capability=MULTI_AGENT
-        ),
-        "policy_map_capacity": NoEffect(100, "there is one policy", fine=lambda v: True),
-        "policy_states_are_swappable": NoEffect(False, "there is one policy", fine=lambda v: True),
-        "observation_fn": Unsupported(None, _MULTI_AGENT, capability=MULTI_AGENT),
-        "count_steps_by": Unsupported(
-            "env_steps",
-            _MULTI_AGENT,
-            fine=lambda v: v in ("env_steps", "agent_steps"),
-            capability=MULTI_AGENT,
-        ),
-        "algorithm_config_overrides_per_module": Unsupported(
-            {}, _MULTI_AGENT, fine=_is_none_or_empty, capability=MULTI_AGENT
-        ),
+        # policies, policy_mapping_fn, policies_to_train and count_steps_by are settings
+        # (AlgorithmConfig's table); these three belong to RLlib's old-stack PolicyMap.
+        "policy_map_capacity": NoEffect(100, _POLICY_MAP, fine=lambda v: True),
+        "policy_states_are_swappable": NoEffect(False, _POLICY_MAP, fine=lambda v: True),
+        "observation_fn": NoEffect(None, _OLD_STACK + " (RLlib's new stack ignores it too)"),
     },
     "experimental": {
         "_torch_grad_scaler_class": NoEffect(None, _TORCH),

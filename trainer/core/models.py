@@ -26,6 +26,7 @@ from trainer.core.nn import (
     flatten,
     weights_are_set_later,
 )
+from trainer.core.rl_module import RLModuleAPI
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
 
@@ -294,9 +295,13 @@ class SpaceInfo:
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 
-class FlatParameterModule:
+class FlatParameterModule(RLModuleAPI):
     """Networks whose parameters all live in one flat float32 vector (`flat_params`) that the
     layers view, so the optimiser updates everything with a few vectorised operations.
+
+    It answers RLlib's RLModule questions (`RLModuleAPI`): its state is its weights, it is
+    never stateful, inference-only or learner-only, and `RLModuleSpec(module_class=...)`
+    builds it (`from_rl_module_spec`).
 
     Subclasses build their MLPs, list them in `_named_nets()` (and any loose parameter arrays in
     `_loose_parameters()`, each named as the attribute that holds it), then call
@@ -314,8 +319,59 @@ class FlatParameterModule:
 
         def dist_inputs(self, obs: np.ndarray) -> np.ndarray: ...
 
+    #: RLlib's flags: the same module samples and learns here.
+    inference_only = False
+    learner_only = False
+    model_config: dict
+
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
         raise NotImplementedError
+
+    # -- RLlib's RLModule API ------------------------------------------------------------------
+    @classmethod
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> FlatParameterModule:
+        """The module an `RLModuleSpec` with this class describes (its spaces and model
+        config; randomly initialised, from `seed` if given)."""
+        raise NotImplementedError
+
+    def _remember_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
+        """Keeps the spaces a spec gave (the ones `spaces` records lose a Box's bounds)."""
+        self._given_spaces = (observation_space, action_space)
+
+    @property
+    def observation_space(self) -> gym.Space:
+        given = self.__dict__.get("_given_spaces")
+        return given[0] if given is not None else self.spaces.observation_space()
+
+    @property
+    def action_space(self) -> gym.Space:
+        given = self.__dict__.get("_given_spaces")
+        return given[1] if given is not None else self.spaces.action_space()
+
+    def get_state(
+        self,
+        components: Any = None,
+        *,
+        not_components: Any = None,
+        inference_only: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The weights (`get_weights()`: parameter name -> array)."""
+        return self.get_weights()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Sets the weights from `get_state()`'s dict."""
+        self.set_weights(state)
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "inference_only": False,
+            "learner_only": False,
+            "model_config": dict(self.model_config),
+            "catalog_class": None,
+        }
 
     def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
         return []
@@ -465,6 +521,16 @@ class PolicyModule(FlatParameterModule):
             )
         self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
         self._flatten_parameters()
+
+    @classmethod
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> PolicyModule:
+        module = cls(
+            SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
+            spec._get_model_config(),
+            seed=seed,
+        )
+        module._remember_spaces(spec.observation_space, spec.action_space)
+        return module
 
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
         return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]

@@ -1,24 +1,98 @@
-"""RLlib's `RLModuleSpec` (`ray.rllib.core.rl_module.rl_module.RLModuleSpec`): what
-`config.rl_module(rl_module_spec=...)` takes.
+"""RLlib's RLModule API (`ray.rllib.core.rl_module.rl_module`) on numpy: `RLModule`, the base
+class of a user's own module, and `RLModuleSpec`, what builds one.
 
-Here it configures the algorithm's default (numpy) module: its `model_config` (a dict or a
-`DefaultModelConfig`) is merged over the config's model config, as RLlib merges it, and its
-`observation_space` / `action_space` are the spaces the networks are built for. A spec with a
-`module_class` (a custom torch RLModule), a `catalog_class` or a `load_state_path` is refused
-by `rl_module()` with what to do instead: custom RLModules are not supported yet.
+A user subclasses `RLModule` as in RLlib: the constructor takes `observation_space=`,
+`action_space=`, `inference_only=`, `learner_only=`, `model_config=` and `catalog_class=`, and
+calls `setup()` once; `forward_inference` / `forward_exploration` / `forward_train` call the
+subclass's `_forward_inference` / `_forward_exploration` / `_forward_train`, which default to
+`_forward`. Batches are dicts keyed by RLlib's `Columns` names (`"obs"`, `"actions"`, ...)
+holding numpy arrays. A module's state (`get_state` / `set_state`) is plain data: it is saved
+with `save_to_path` into this project's msgpack checkpoint format and read back with
+`restore_from_path` / `from_checkpoint` (no pickle: the class is stored by import path).
+
+The algorithms' default numpy modules (`trainer.core.models.PolicyModule`, DQN's `QModule`)
+answer the same questions through `RLModuleAPI`, the part of the API that needs no
+constructor of RLlib's form.
+
+`RLModuleSpec` is also what `config.rl_module(rl_module_spec=...)` takes for the default module:
+its `model_config` is merged over the config's and its spaces are the ones the networks are
+built for.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+
+from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+
+#: Characters a module id may not hold: it names a directory in checkpoints (RLlib's rule).
+_BAD_ID_CHARACTERS = re.compile(r'[<>:"/\\|?]')
+
+
+def validate_module_id(module_id: Any, error: bool = False) -> None:
+    """RLlib's check of a module (policy) id: a non-empty string without characters that file
+    systems refuse (`<>:"/\\|?`) and not ending in a dot or a space. With `error`, a bad id
+    raises ValueError; without, it passes (RLlib only logs a warning then)."""
+    if (
+        not isinstance(module_id, str)
+        or not module_id
+        or _BAD_ID_CHARACTERS.search(module_id)
+        or module_id[-1] in (" ", ".")
+    ):
+        if error:
+            raise ValueError(
+                f"module id {module_id!r} is not valid: a module (policy) id must be a "
+                'non-empty string without any of <>:"/\\|? and must not end with a dot or '
+                "a space (it names a directory in checkpoints)"
+            )
+
+
+def _model_config_dict(model_config: Any) -> dict:
+    """A model config given as a dict, a `DefaultModelConfig` or None, as a dict."""
+    if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
+        return dataclasses.asdict(model_config)
+    return dict(model_config or {})
+
+
+def _class_path(cls: type | None, what: str) -> str | None:
+    """`cls` as a "module:qualname" import path (None stays None)."""
+    if cls is None:
+        return None
+    from trainer.checkpoints.config_data import import_path
+
+    path = import_path(cls)
+    if path is None:
+        raise ValueError(
+            f"{what}={cls.__qualname__} has no import path (defined in __main__ or inside a "
+            "function), so it cannot be written as plain data"
+        )
+    return path
+
+
+def _class_of(path: str | None) -> Any:
+    """The class a "module:qualname" import path names (None stays None)."""
+    if path is None:
+        return None
+    from trainer.checkpoints.config_data import resolve_import_path
+
+    return resolve_import_path(path)
 
 
 @dataclass
 class RLModuleSpec:
-    """RLlib's single-module spec: the module class (None: the algorithm's default module),
-    the spaces it is built for (None: the env's), `inference_only`, `learner_only`,
-    `model_config`, `catalog_class` and `load_state_path`."""
+    """RLlib's single-module spec: the module class (None: the algorithm's default module,
+    which `AlgorithmConfig.get_rl_module_spec()` fills in), the spaces it is built for,
+    `inference_only`, `learner_only`, `model_config`, `catalog_class` and `load_state_path`."""
 
     module_class: type | None = None
     observation_space: Any = None
@@ -37,6 +111,62 @@ class RLModuleSpec:
                 "RLModuleSpec(model_config_dict=...) was renamed: use "
                 "RLModuleSpec(model_config=...)"
             )
+
+    def build(self) -> Any:
+        """The module this spec describes: `module_class(observation_space=...,
+        action_space=..., inference_only=..., model_config=..., catalog_class=...)` for an
+        `RLModule` subclass; the default numpy modules build from the spec themselves."""
+        if self.module_class is None:
+            raise ValueError(
+                "RLModuleSpec.build(): module_class is not set; give the RLModule class, or "
+                "build the algorithm's default module from config.get_rl_module_spec(...)"
+            )
+        if self.observation_space is None:
+            raise ValueError(
+                f"RLModuleSpec.build(): observation_space is not set (module_class="
+                f"{self.module_class.__qualname__})"
+            )
+        from_spec = getattr(self.module_class, "from_rl_module_spec", None)
+        if from_spec is not None:  # the default numpy modules (`RLModuleAPI`)
+            return from_spec(self)
+        return self.module_class(
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            inference_only=self.inference_only,
+            learner_only=self.learner_only,
+            model_config=self._get_model_config(),
+            catalog_class=self.catalog_class,
+        )
+
+    @classmethod
+    def from_module(cls, module: Any) -> RLModuleSpec:
+        """The spec that builds a module like `module` (its class, spaces, flags and model
+        config)."""
+        from trainer.core.multi_rl_module import MultiRLModule
+
+        if isinstance(module, MultiRLModule):
+            raise ValueError("a MultiRLModule cannot be described by an RLModuleSpec")
+        if isinstance(module, RLModuleAPI):
+            _, kwargs = module.get_ctor_args_and_kwargs()
+        else:  # any object with RLlib's attributes
+            catalog = getattr(module, "catalog", None)
+            kwargs = {
+                "observation_space": module.observation_space,
+                "action_space": module.action_space,
+                "inference_only": module.inference_only,
+                "learner_only": module.learner_only,
+                "model_config": module.model_config,
+                "catalog_class": type(catalog) if catalog is not None else None,
+            }
+        return cls(
+            module_class=type(module),
+            observation_space=kwargs["observation_space"],
+            action_space=kwargs["action_space"],
+            inference_only=bool(kwargs["inference_only"]),
+            learner_only=bool(kwargs["learner_only"]),
+            model_config=kwargs["model_config"],
+            catalog_class=kwargs["catalog_class"],
+        )
 
     def update(self, other: RLModuleSpec, override: bool = True) -> None:
         """RLlib's merge of two specs (like `dict.update`): with `override`, every field
@@ -60,3 +190,300 @@ class RLModuleSpec:
         if override:
             self.inference_only = other.inference_only or self.inference_only
             self.learner_only = other.learner_only and self.learner_only
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data: classes by "module:qualname" import path, spaces
+        described (`trainer.core.spaces.space_to_dict`)."""
+        from trainer.core.spaces import space_to_dict
+
+        return {
+            "module_class": _class_path(self.module_class, "module_class"),
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "inference_only": self.inference_only,
+            "learner_only": self.learner_only,
+            "model_config": self._get_model_config(),
+            "catalog_class": _class_path(self.catalog_class, "catalog_class"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RLModuleSpec:
+        """The spec `to_dict()` described."""
+        from trainer.core.spaces import space_from_dict
+
+        return cls(
+            module_class=_class_of(d.get("module_class")),
+            observation_space=space_from_dict(d.get("observation_space")),
+            action_space=space_from_dict(d.get("action_space")),
+            inference_only=bool(d.get("inference_only", False)),
+            learner_only=bool(d.get("learner_only", False)),
+            model_config=d.get("model_config"),
+            catalog_class=_class_of(d.get("catalog_class")),
+        )
+
+    def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
+        """A `MultiRLModuleSpec` holding this spec under "default_policy"."""
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        return MultiRLModuleSpec(
+            rl_module_specs={DEFAULT_MODULE_ID: self}, load_state_path=self.load_state_path
+        )
+
+    def _get_model_config(self) -> dict:
+        return _model_config_dict(self.model_config)
+
+
+class RLModuleAPI:
+    """The part of RLlib's RLModule API every module here answers, the default numpy modules
+    included: the flags and spaces, `get_initial_state` / `is_stateful`, `unwrapped`,
+    `as_multi_rl_module`, and checkpoints (`save_to_path`, `restore_from_path`,
+    `from_checkpoint`) of the state `get_state` returns."""
+
+    #: RLlib's name of a module's state file in its checkpoint (`module_state.msgpack`).
+    STATE_FILE_NAME = "module_state"
+    #: The checkpoint's description (format, class, constructor arguments, files).
+    METADATA_FILE_NAME = "metadata.json"
+    #: RLlib's framework attribute: None (numpy here).
+    framework: str | None = None
+
+    observation_space: Any
+    action_space: Any
+    inference_only: bool
+    learner_only: bool
+    model_config: Any
+
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        inference_only: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def get_initial_state(self) -> Any:
+        """The initial recurrent state: `{}` (a module without state)."""
+        return {}
+
+    def is_stateful(self) -> bool:
+        """Whether the module is recurrent: its initial state is a non-empty dict."""
+        initial_state = self.get_initial_state()
+        if not isinstance(initial_state, dict):
+            raise ValueError(
+                f"{type(self).__name__}.get_initial_state() must return a dict, got "
+                f"{type(initial_state).__name__}"
+            )
+        return bool(initial_state)
+
+    def unwrapped(self) -> Any:
+        """The module itself (RLlib unwraps distributed wrappers here; there are none)."""
+        return self
+
+    def as_multi_rl_module(self) -> MultiRLModule:
+        """A `MultiRLModule` holding this module under "default_policy" (this very
+        instance, with its weights)."""
+        from trainer.core.multi_rl_module import MultiRLModule
+
+        multi = MultiRLModule(
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            inference_only=self.inference_only,
+        )
+        multi.add_module(DEFAULT_MODULE_ID, self)
+        return multi
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        """RLlib's constructor arguments of this module: `((), {observation_space, ...})`."""
+        catalog = getattr(self, "catalog", None)
+        return (), {
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "inference_only": self.inference_only,
+            "learner_only": self.learner_only,
+            "model_config": self.model_config,
+            "catalog_class": type(catalog) if catalog is not None else None,
+        }
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def get_metadata(self) -> dict[str, Any]:
+        """What the checkpoint's metadata.json says besides the constructor arguments: the
+        state file's name and the library version (RLlib names Ray's version here)."""
+        from trainer.core.module_checkpoint import library_version
+
+        return {"state_file": self.STATE_FILE_NAME, "library_version": library_version()}
+
+    def get_checkpointable_components(self) -> list[tuple[str, Any]]:
+        """Sub-components saved in their own subdirectories: none (a MultiRLModule's
+        modules)."""
+        return []
+
+    def save_to_path(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        state: dict[str, Any] | None = None,
+        filesystem: Any = None,
+        use_msgpack: bool = False,
+    ) -> str:
+        """Writes this module (or `state`) as a checkpoint directory at `path` (default: a new
+        temporary directory) and returns the path. The state file is msgpack whatever
+        `use_msgpack` says (nothing here is pickled); `filesystem` (pyarrow) is not supported
+        for modules."""
+        from trainer.core.module_checkpoint import save_module
+
+        _refuse_filesystem(filesystem, "save_to_path")
+        return save_module(self, path, state=state)
+
+    def restore_from_path(
+        self,
+        path: str | os.PathLike,
+        *,
+        component: str | None = None,
+        filesystem: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Sets this module's state from the module checkpoint at `path` (for a MultiRLModule,
+        `component` names the one module to restore, as "module_id" or
+        "rl_module/module_id")."""
+        from trainer.core.module_checkpoint import restore_module
+
+        _refuse_filesystem(filesystem, "restore_from_path")
+        restore_module(self, path, component=component)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, **kwargs: Any) -> Any:
+        """A new module built and restored from the module checkpoint at `path` (its class is
+        the one stored there, imported by path; it must be `cls` or a subclass)."""
+        from trainer.core.module_checkpoint import load_module
+
+        _refuse_filesystem(filesystem, "from_checkpoint")
+        return load_module(path, expected=cls)
+
+
+def _refuse_filesystem(filesystem: Any, method: str) -> None:
+    if filesystem is not None:
+        raise ValueError(
+            f"RLModule.{method}(filesystem=...) is not supported: module checkpoints are "
+            "local directories (use a local path or a file:// URI)"
+        )
+
+
+class RLModule(RLModuleAPI):
+    """RLlib's RLModule base class for a user's own numpy module.
+
+    Override `setup()` to build what the module needs (called once by the constructor), and
+    `_forward` (used in every phase) or `_forward_inference` / `_forward_exploration` /
+    `_forward_train`; each takes a batch dict keyed by `Columns` names and returns one (a
+    heuristic module returns `{"actions": ...}`). Override `get_state` / `set_state` for a
+    module with parameters (plain data: dicts, lists, numbers, strings, numpy arrays) and
+    `get_initial_state` for a recurrent one. Do not override the constructor without passing
+    its keyword arguments on (`super().__init__(*args, **kwargs)`), as in RLlib.
+    """
+
+    def __init__(
+        self,
+        config: Any = None,
+        *,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        inference_only: bool | None = None,
+        learner_only: bool = False,
+        model_config: dict | Any | None = None,
+        catalog_class: type | None = None,
+        **kwargs: Any,
+    ):
+        if config is not None:
+            raise ValueError(
+                f"{type(self).__name__}(config=...) (RLlib's removed RLModuleConfig) is not "
+                "supported: pass observation_space=, action_space=, inference_only=, "
+                "learner_only=, model_config= as keyword arguments"
+            )
+        if catalog_class is not None:
+            raise ValueError(
+                f"{type(self).__name__}(catalog_class={catalog_class.__qualname__}): catalogs "
+                "build torch models, which do not exist here; build the module's parts in "
+                "setup()"
+            )
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.inference_only = bool(inference_only)
+        self.learner_only = bool(learner_only)
+        self.model_config = model_config
+        self.catalog = None
+        self.action_dist_cls = None
+        if getattr(self, "_is_setup", False):
+            raise RuntimeError(
+                f"RLModule.setup() called twice in {type(self).__name__}: override setup(), "
+                "not the constructor, or call the constructor once"
+            )
+        self.setup()
+        self._is_setup = True
+
+    def setup(self) -> None:
+        """Builds the module's parts (called once by the constructor)."""
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """The forward pass of every phase, unless a phase's own method is overridden."""
+        return {}
+
+    def forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Action computation without exploration (do not override: override
+        `_forward_inference`)."""
+        return self._forward_inference(batch, **kwargs)
+
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._forward(batch, **kwargs)
+
+    def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Action computation with exploration (do not override: override
+        `_forward_exploration`)."""
+        return self._forward_exploration(batch, **kwargs)
+
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._forward(batch, **kwargs)
+
+    def forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """The forward pass before the loss (do not override: override `_forward_train`); not
+        allowed on an inference-only module."""
+        if self.inference_only:
+            raise RuntimeError(
+                f"{type(self).__name__}.forward_train() on an inference_only module: build it "
+                "with inference_only=False (RLModuleSpec(inference_only=False))"
+            )
+        return self._forward_train(batch, **kwargs)
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._forward(batch, **kwargs)
+
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        inference_only: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The module's state: `{}` here (a module without parameters); override it."""
+        return {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Sets the state `get_state` returned (nothing here; override it)."""
+
+    def get_inference_action_dist_cls(self) -> Any:
+        raise NotImplementedError
+
+    def get_exploration_action_dist_cls(self) -> Any:
+        raise NotImplementedError
+
+    def get_train_action_dist_cls(self) -> Any:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(observation_space={self.observation_space}, "
+            f"action_space={self.action_space})"
+        )

@@ -168,9 +168,10 @@ def space_from_dict(data: dict | None) -> gym.Space | None:
 def _space_from(data: dict) -> gym.Space:
     kind = data.get("space")
     if kind == "box":
+        dtype = np.dtype(data["dtype"])  # bounds in it: no precision warning from gymnasium
         return gym.spaces.Box(
-            np.asarray(data["low"]),
-            np.asarray(data["high"]),
+            np.asarray(data["low"], dtype=dtype),
+            np.asarray(data["high"], dtype=dtype),
             tuple(data["shape"]),
             np.dtype(data["dtype"]),
         )

@@ -229,6 +229,16 @@ def check_env_spec(env: Any) -> None:
         )
 
 
+def multi_agent_env_needs_policies(subject: str) -> str:
+    """The message for a MultiAgentEnv given to a single-agent config: `subject` names the
+    env ("MultiAgentCartPole", or what a creator made)."""
+    return (
+        f"{subject} is a MultiAgentEnv: it trains with a multi-agent config, "
+        "config.multi_agent(policies=..., policy_mapping_fn=...) (one policy for all agents: "
+        "policies={'p0'}, policy_mapping_fn=lambda agent_id, episode, **kw: 'p0')"
+    )
+
+
 def make_env_creator(env: Any) -> EnvCreator:
     check_env_spec(env)
     if isinstance(env, str):

@@ -278,7 +278,12 @@ class SingleAgentEpisode(OldEpisodeAPI):
     ) -> None:
         """Logs one env step: the action taken and what the env returned for it."""
         assert not (self.is_terminated or self.is_truncated), "add_env_step() on a finished episode"
-        if self._observation_space is not None or self._action_space is not None:
+        if self.observations.finalized and (
+            self._observation_space is not None or self._action_space is not None
+        ):
+            # As RLlib: a step added to a numpy'ized episode is checked against the spaces; the
+            # sampling loop's steps are not (a check per agent step cost a multi-agent runner
+            # a fifth of its time).
             self._check_space(self._observation_space, observation, "observation")
             self._check_space(self._action_space, action, "action")
         # Straight into the buffers' lists while recording (the EnvRunner's hot path).

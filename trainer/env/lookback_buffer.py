@@ -99,7 +99,9 @@ class InfiniteLookbackBuffer:
     # -- size --------------------------------------------------------------------------------
     def __len__(self) -> int:
         """The number of items after the lookback buffer."""
-        return max(self.len_incl_lookback() - self.lookback, 0)
+        # Inlined `len_incl_lookback`: episodes validate their columns' lengths every step.
+        n = (len(first_leaf(self.data)) if self.finalized else len(self.data)) - self.lookback
+        return n if n > 0 else 0
 
     def len_incl_lookback(self) -> int:
         if self.finalized:
@@ -146,12 +148,27 @@ class InfiniteLookbackBuffer:
         fill: Any = None,
         one_hot_discrete: bool = False,
         neg_indices_left_of_zero: bool | None = None,
+        _ignore_last_ts: bool = False,
+        _add_last_ts_value: Any = None,
     ) -> Any:
         """The item(s) at `indices` (all items after the lookback buffer when None); see the
         module docstring for the rules. (`neg_indices_left_of_zero` is RLlib's older name of
-        `neg_index_as_lookback`.)"""
+        `neg_index_as_lookback`.)
+
+        RLlib's two private options, which `MultiAgentEpisode` reads its columns with: the
+        last item left out (`_ignore_last_ts`), and `_add_last_ts_value` read as if it were
+        appended (an agent's action still waiting for its next observation). As in RLlib, the
+        added value is not part of `indices=None` (all items)."""
         if neg_indices_left_of_zero is not None:
             neg_index_as_lookback = neg_indices_left_of_zero
+        if _ignore_last_ts or (_add_last_ts_value is not None and indices is not None):
+            view = self._with_last_item(_ignore_last_ts, _add_last_ts_value)
+            return view.get(
+                indices,
+                neg_index_as_lookback=neg_index_as_lookback,
+                fill=fill,
+                one_hot_discrete=one_hot_discrete,
+            )
         if indices is None:
             return self._get_slice(slice(None), False, None, one_hot_discrete)
         if isinstance(indices, slice):
@@ -163,6 +180,26 @@ class InfiniteLookbackBuffer:
             ]
             return batch(items) if self.finalized and items else items
         return self._get_int(_as_index(indices), neg_index_as_lookback, fill, one_hot_discrete)
+
+    def _with_last_item(self, drop_last: bool, add_last: Any) -> InfiniteLookbackBuffer:
+        """A buffer sharing this one's lookback and space whose data has its last item left
+        out (`drop_last`) and/or `add_last` appended (when not None); this one is unchanged."""
+        data = self.data
+        if drop_last:
+            data = self._take(data, slice(0, -1))
+        if add_last is not None:
+            if self.finalized:
+                data = map_structure(
+                    lambda d, v: np.concatenate([d, np.asarray(v, dtype=d.dtype)[None]]),
+                    data,
+                    add_last,
+                )
+            else:
+                data = [*data, add_last]
+        view = InfiniteLookbackBuffer._unchecked(data, finalized=self.finalized)
+        view.lookback = self.lookback
+        view._space, view.space_struct = self._space, self.space_struct
+        return view
 
     def __getitem__(self, item: Indices) -> Any:
         return self.get(item)

@@ -11,9 +11,15 @@ space every agent shares), through `get_observation_space(agent_id)` /
 
 from __future__ import annotations
 
+import copy
+import logging
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+
+logger = logging.getLogger(__name__)
 
 #: The key of `terminateds` / `truncateds` that ends the episode for every agent.
 ALL_AGENTS = "__all__"
@@ -103,8 +109,148 @@ class MultiAgentEnv(gym.Env):
         """How many agents may ever appear."""
         return len(self.possible_agents)
 
+    def with_agent_groups(
+        self,
+        groups: dict[str, list[AgentID]],
+        obs_space: gym.Space | None = None,
+        act_space: gym.Space | None = None,
+    ) -> MultiAgentEnv:
+        """This env with agents grouped: each group acts as one agent (its id the group's key)
+        with `Tuple` observation and action spaces of its members' spaces, in the order listed
+        (or `obs_space` / `act_space`, one space for every group). All members of a group must
+        act at the same time. A group's reward is the sum of its members' rewards (each
+        member's is in the group's info under `"_group_rewards"`); a group is terminated or
+        truncated when all its members are. Agents in no group stay as they are."""
+        from trainer.env.wrappers.group_agents_wrapper import GroupAgentsWrapper
+
+        return GroupAgentsWrapper(self, groups, obs_space, act_space)
+
     def get_agent_ids(self) -> set:
         """RLlib's older name of the agent ids (`possible_agents` now)."""
         if not isinstance(getattr(self, "_agent_ids", None), set):
             self._agent_ids = set(getattr(self, "_agent_ids", ()) or ())
         return self._agent_ids if self._agent_ids else set(self.agents)
+
+
+EnvCreatorFn = Callable[[Any], gym.Env]
+
+
+class SingleAgentEnvCopies(MultiAgentEnv):
+    """The base of `make_multi_agent`'s classes: n independent copies of one single-agent env,
+    agent i stepping copy i (the env in the subclass's `single_agent_env`)."""
+
+    #: `(gymnasium id or creator,)`, set by `make_multi_agent` (a 1-tuple, so that a creator
+    #: function is not bound as a method).
+    single_agent_env: tuple[str | EnvCreatorFn, ...] = ()
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        # A copy: `num_agents` is popped, and every sub-env of a vector needs the same
+        # config again (an EnvContext stays one through deepcopy).
+        config = {} if config is None else copy.deepcopy(config)
+        num = config.pop("num_agents", 1)
+        if len(self.single_agent_env) != 1:
+            raise TypeError(
+                f"{type(self).__name__}: build this class with make_multi_agent(env_id or "
+                "creator), which names the single-agent env to copy"
+            )
+        (env_name_or_creator,) = self.single_agent_env
+        if isinstance(env_name_or_creator, str):
+            self.envs = [gym.make(env_name_or_creator) for _ in range(num)]
+        else:
+            self.envs = [env_name_or_creator(config) for _ in range(num)]
+        self.terminateds: set[int] = set()
+        self.truncateds: set[int] = set()
+        # The agents terminated or truncated (`terminateds | truncateds`, kept as they end).
+        self._ended: set[int] = set()
+        self._env_of = dict(enumerate(self.envs))
+        self.agent_observation_spaces: dict[int, gym.Space] = {
+            i: env.observation_space for i, env in enumerate(self.envs)
+        }
+        self.observation_spaces = self.agent_observation_spaces
+        self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
+        self.agents = list(range(num))
+        self.possible_agents = list(self.agents)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
+        self.terminateds = set()
+        self.truncateds = set()
+        self._ended = set()
+        obs: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        # As RLlib: every copy gets the same seed (so seeded copies start alike).
+        for i, env in enumerate(self.envs):
+            obs[i], infos[i] = env.reset(seed=seed, options=options)
+            if not self.agent_observation_spaces[i].contains(obs[i]):
+                logger.warning(
+                    "make_multi_agent env: agent %s's reset observation %r is not in its "
+                    "observation space %s",
+                    i,
+                    obs[i],
+                    self.agent_observation_spaces[i],
+                )
+        return obs, infos
+
+    def step(  # type: ignore[override]
+        self, action_dict: MultiAgentDict
+    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
+        if len(action_dict) == 0:
+            raise ValueError(
+                "make_multi_agent env: step(action_dict={}) needs an action for at least "
+                f"one agent (agents: {self.agents})"
+            )
+        obs: MultiAgentDict = {}
+        rewards: MultiAgentDict = {}
+        terminateds: MultiAgentDict = {}
+        truncateds: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        env_of = self._env_of
+        for i, action in action_dict.items():
+            env = env_of.get(i)  # (one lookup checks the id; numpy ints hash as ints)
+            if env is None:
+                raise KeyError(
+                    f"make_multi_agent env: step() got an action for agent {i!r}; the "
+                    f"agents are 0..{len(self.envs) - 1}"
+                )
+            obs[i], rewards[i], terminated, truncated, infos[i] = env.step(action)
+            terminateds[i] = terminated
+            truncateds[i] = truncated
+            if terminated:
+                self.terminateds.add(int(i))
+            if truncated:
+                self.truncateds.add(int(i))
+            if terminated or truncated:
+                self._ended.add(int(i))
+        num = len(self.envs)
+        terminateds[ALL_AGENTS] = len(self._ended) == num
+        truncateds[ALL_AGENTS] = len(self.truncateds) == num
+        return obs, rewards, terminateds, truncateds, infos
+
+    def render(self) -> Any:
+        """The copies' frames side by side (on top of each other for wide frames)."""
+        frames: list[Any] = [env.render() for env in self.envs]
+        axis = 0 if frames[0].shape[1] > frames[0].shape[0] else 1
+        return np.concatenate(frames, axis=axis)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def make_multi_agent(env_name_or_creator: str | EnvCreatorFn) -> type[SingleAgentEnvCopies]:
+    """A `MultiAgentEnv` class of n independent copies of a single-agent env (RLlib's).
+
+    `env_name_or_creator` is a gymnasium id (each copy made with `gymnasium.make(id)`) or a
+    callable `(env_config) -> gymnasium.Env`. The class is built as `cls(config)`: `config`'s
+    `"num_agents"` (default 1) is the number of copies, and the rest of `config` goes to the
+    creator (a gymnasium id gets no arguments). Agent ids are 0..n-1; agent i steps copy i.
+    An agent that terminates or truncates stops acting; `"__all__"` of terminateds is True once
+    every agent is terminated or truncated, of truncateds once every agent is truncated.
+    """
+
+    class MultiEnv(SingleAgentEnvCopies):
+        single_agent_env = (env_name_or_creator,)
+
+    return MultiEnv

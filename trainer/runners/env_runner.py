@@ -52,9 +52,15 @@ from trainer.env.curriculum import (
     task_if_settable,
 )
 from trainer.env.env_state import capture_env_state, restore_env_state
-from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.envs import (
+    EnvContext,
+    EnvCreator,
+    make_env_creator,
+    multi_agent_env_needs_policies,
+)
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
     ASYNC,
@@ -116,7 +122,7 @@ def config_handed_over() -> Iterator[None]:
         _CONFIG_HANDED_OVER.reset(token)
 
 
-def _own_config(config: Any) -> Any:
+def own_config(config: Any) -> Any:
     """The runner's own mutable config: `config` itself, unfrozen, when it was handed over;
     else a copy."""
     if _CONFIG_HANDED_OVER.get() and hasattr(config, "_frozen"):
@@ -223,7 +229,7 @@ class EnvRunner:
         # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
         # The runner's config is its own mutable copy (RLlib's curriculum example changes its
         # env_config, then calls make_env()).
-        self.config = config = _own_config(config)
+        self.config = config = own_config(config)
         self.worker_index = worker_index
         #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
         self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
@@ -682,6 +688,13 @@ class EnvRunner:
 
     def _make_sub_env(self, context: EnvContext) -> gym.Env:
         env = self._env_creator(context)
+        if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
+            made = type(env.unwrapped).__name__
+            raise ValueError(
+                multi_agent_env_needs_policies(
+                    f"env {self._env_creator.description} made a {made}, which"
+                )
+            )
         return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
 
     def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
@@ -1579,3 +1592,16 @@ class EnvRunner:
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+def env_runner_class(config: Any) -> type:
+    """The class a config's EnvRunners are made of: its `env_runner_cls`, else (as RLlib's
+    EnvRunnerGroup chooses) the `MultiAgentEnvRunner` for a multi-agent config and the
+    `EnvRunner` otherwise."""
+    if config.env_runner_cls is not None:
+        return cast(type, config.env_runner_cls)
+    if config.is_multi_agent:
+        from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
+
+        return MultiAgentEnvRunner
+    return EnvRunner

@@ -52,7 +52,7 @@ from trainer.errors import (
 )
 from trainer.runners import protocol, restart_policy
 from trainer.runners.async_requests import AsyncRequestsMixin
-from trainer.runners.env_runner import EnvRunner
+from trainer.runners.env_runner import EnvRunner, env_runner_class
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
@@ -149,8 +149,8 @@ def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
     known of a user's EnvRunner subclass that overrides `set_weights` or of a config that
     builds its own module."""
-    runner_cls = config.env_runner_cls or EnvRunner
-    return runner_cls.set_weights is EnvRunner.set_weights and type(
+    runner_cls = env_runner_class(config)
+    return getattr(runner_cls, "set_weights", None) is EnvRunner.set_weights and type(
         config
     ).build_module.__module__.startswith("trainer.")
 
@@ -218,7 +218,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: The env's spaces (observation, action), before the env-to-module connectors.
         self.env_spaces: tuple | None = None
         #: The class each EnvRunner is made of (RLlib's attribute).
-        self.env_runner_cls = runner_cls = config.env_runner_cls or EnvRunner
+        self.env_runner_cls = runner_cls = env_runner_class(config)
         num = config.num_env_runners
         #: The runner in this process (index 0); None only with `_setup=False`.
         self.local_env_runner: EnvRunner | None
@@ -742,6 +742,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         runner_metrics: list = []
         connector_states: list = []
         steps = 0
+        # A multi-agent batch counts what count_steps_by says (agent steps: one per acting
+        # agent and env step).
+        by_agents = self.config.is_multi_agent and self.config.count_steps_by == "agent_steps"
         while steps < min_env_steps:
             if not self.pool:
                 replies = {0: self._sample_locally(explore)}
@@ -768,7 +771,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 runner_metrics.append(metrics)
                 if connector_state is not None:
                     connector_states.append(connector_state)
-                steps += sum(len(ep) for ep in batch)
+                steps += sum(ep.agent_steps() if by_agents else len(ep) for ep in batch)
         if connector_states:
             self._sync_connector_states(connector_states)
         return episodes, runner_metrics
@@ -876,8 +879,9 @@ def local_runner_of(group: EnvRunnerGroup) -> EnvRunner:
     return group.local_env_runner
 
 
-def spaces_of(group: EnvRunnerGroup) -> SpaceInfo:
-    """`group.spaces` of a group built with its runners (see `local_runner_of`)."""
+def spaces_of(group: EnvRunnerGroup) -> Any:
+    """`group.spaces` of a group built with its runners (see `local_runner_of`): a
+    `SpaceInfo`, or a multi-agent group's `{module_id: (observation space, action space)}`."""
     if group.spaces is None:
         raise RuntimeError("this EnvRunnerGroup was built with _setup=False: it has no spaces")
     return group.spaces

@@ -85,11 +85,11 @@ def _build_runner(request: protocol.Init) -> Any:
     spec = cloudpickle.loads(request.payload)
     from trainer import named_objects
     from trainer.core.nn import weights_set_later
-    from trainer.runners.env_runner import EnvRunner, config_handed_over
+    from trainer.runners.env_runner import config_handed_over, env_runner_class
 
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])
-    runner_cls = spec["config"].env_runner_cls or EnvRunner
+    runner_cls = env_runner_class(spec["config"])
     # The learner's weights reach this runner before its first request: its networks skip
     # their random initialisation (see `EnvRunnerGroup`'s `weights_synced_at_start`).
     with (

@@ -265,6 +265,15 @@ class DQNConfig(AlgorithmConfig):
     def _default_exploration_config(self) -> dict:
         return {"type": "EpsilonGreedy", "epsilon_schedule": self.epsilon}
 
+    def default_module_class(self) -> type:
+        from trainer.algorithms.dqn.q_module import QModule
+
+        return QModule
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return {"dueling": self.dueling}
+
     def build_module(self, spaces: Any, seed: int | None = None) -> Any:
         from trainer.algorithms.dqn.q_module import QModule
 

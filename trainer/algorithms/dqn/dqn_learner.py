@@ -9,7 +9,8 @@ target <- tau * online + (1 - tau) * target.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,10 +29,20 @@ if TYPE_CHECKING:
 class DQNLearner(Learner):
     config: DQNConfig
 
-    def __init__(self, config: DQNConfig, spaces: SpaceInfo):
+    def __init__(
+        self,
+        config: DQNConfig,
+        spaces: SpaceInfo | None,
+        build: Callable[[], Any] | None = None,
+    ):
+        """`build`: makes the module to train and its target network alike (a multi-agent
+        run's, from its spec); None builds the config's for `spaces`."""
         self.config = config
-        self.module = config.build_module(spaces, seed=config.seed)
-        self.target = config.build_module(spaces, seed=config.seed)
+        if build is None:
+            self.module = config.build_module(spaces, seed=config.seed)
+            self.target = config.build_module(spaces, seed=config.seed)
+        else:
+            self.module, self.target = build(), build()
         self.target.flat_params[:] = self.module.flat_params
         self.learning_rate = LearningRate(config.lr)
         self.optimizer = Adam(

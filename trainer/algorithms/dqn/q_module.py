@@ -61,6 +61,26 @@ class QModule(FlatParameterModule):
             self.q = head_mlp(features, n_actions, config, rng)
         self._flatten_parameters()
 
+    @classmethod
+    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> QModule:
+        """The Q-network an `RLModuleSpec` describes; `model_config["dueling"]` (default True,
+        DQN's) picks the dueling heads, as in RLlib's DQN module."""
+        model_config = spec._get_model_config()
+        dueling = model_config.pop("dueling", True)
+        module = cls(
+            SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
+            model_config,
+            dueling=bool(dueling),
+            seed=seed,
+        )
+        module._remember_spaces(spec.observation_space, spec.action_space)
+        return module
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        args, kwargs = super().get_ctor_args_and_kwargs()
+        kwargs["model_config"] = {**kwargs["model_config"], "dueling": self.dueling}
+        return args, kwargs
+
     def _named_nets(self) -> list[tuple[str, MLP | None]]:
         return [
             ("encoder", self.encoder),

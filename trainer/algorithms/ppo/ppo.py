@@ -7,10 +7,11 @@ weights, the learner runs its update on them, and the new weights go to every En
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import settings_of
 from trainer.metrics import (
@@ -64,6 +65,7 @@ class PPOConfig(AlgorithmConfig):
         },
     )
     _RLLIB_ALGO = "PPO"
+    _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
         "shuffle_batch_per_epoch": True,
@@ -133,14 +135,21 @@ class PPOConfig(AlgorithmConfig):
 
 class PPO(Algorithm):
     config: PPOConfig
-    learner: PPOLearner
+    learner: PPOLearner | MultiAgentLearner
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
         return PPOConfig()
 
     def setup_learner(self) -> None:
-        self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
+        if self.config.is_multi_agent:
+            self.learner = build_multi_agent_learner(
+                self.config,
+                spaces_of(self.env_runner_group),
+                lambda config, build: PPOLearner(config, None, module=build()),
+            )
+        else:
+            self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
 
     def training_step(self) -> None:
         metrics = self.metrics
@@ -152,12 +161,18 @@ class PPO(Algorithm):
         metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
-        # 2. Update the policy and value function.
+        # 2. Update the policy and value function (of each trained module).
         with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(
                 episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
             )
-        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+        if isinstance(self.learner, MultiAgentLearner):
+            for module_id, module_results in learner_results.items():
+                metrics.log_dict(
+                    cast(dict, module_results), key=(LEARNER_RESULTS, module_id), window=1
+                )
+        else:
+            metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
         metrics.log_value(
             (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
             env_steps,

@@ -8,7 +8,7 @@ runs `num_epochs` passes of shuffled minibatch Adam steps.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,9 +38,11 @@ def _variance(x: np.ndarray) -> float:
 class PPOLearner(Learner):
     config: PPOConfig
 
-    def __init__(self, config: PPOConfig, spaces: SpaceInfo):
+    def __init__(self, config: PPOConfig, spaces: SpaceInfo | None, module: Any = None):
+        """`module`: the module to train (a multi-agent run's, built from its spec); None
+        builds the config's for `spaces`."""
         self.config = config
-        self.module = config.build_module(spaces, seed=config.seed)
+        self.module = module if module is not None else config.build_module(spaces, seed=config.seed)
         self.learning_rate = LearningRate(config.lr)
         self.optimizer = Adam(
             self.module.flat_params,

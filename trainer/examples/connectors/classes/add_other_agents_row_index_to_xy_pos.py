@@ -1,5 +1,6 @@
 """`AddOtherAgentsRowIndexToXYPos`: RLlib's example connector piece for the multi-agent
-`DoubleRowCorridorEnv`. Multi-agent envs are not supported yet, so it imports and raises
+`DoubleRowCorridorEnv`. It is an env-to-module connector of a multi-agent run, and the
+MultiAgentEnvRunner runs no connector pipeline yet, so it imports and raises
 `NotImplementedError` when constructed."""
 
 from __future__ import annotations
@@ -7,7 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainer.connectors.connector_v2 import ConnectorV2
-from trainer.examples.envs.classes._multi_agent_unsupported import MULTI_AGENT_UNSUPPORTED
+
+MULTI_AGENT_UNSUPPORTED = (
+    "multi-agent connector pipelines are not available yet (the MultiAgentEnvRunner runs "
+    "without env-to-module connectors); train without it"
+)
 
 
 class AddOtherAgentsRowIndexToXYPos(ConnectorV2):

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.envs.classic_control import CartPoleEnv
 
 from trainer.errors import EnvError
-from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
+from trainer.examples.envs.classes.multi_agent import make_multi_agent, module_level_env_class
 
 
 def _draw(value, rng: np.random.RandomState, *, integer: bool):
@@ -108,4 +108,6 @@ class CartPoleCrashing(CartPoleEnv):
             time.sleep(_draw(self.stall_time_sec, self._rng, integer=False))
 
 
-MultiAgentCartPoleCrashing = named_multi_agent_env("MultiAgentCartPoleCrashing", "CartPoleCrashing")
+MultiAgentCartPoleCrashing = module_level_env_class(
+    make_multi_agent(lambda config: CartPoleCrashing(config)), "MultiAgentCartPoleCrashing", __name__
+)

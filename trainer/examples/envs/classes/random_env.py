@@ -7,7 +7,7 @@ import copy
 import gymnasium as gym
 import numpy as np
 
-from trainer.examples.envs.classes._multi_agent_unsupported import named_multi_agent_env
+from trainer.examples.envs.classes.multi_agent import make_multi_agent, module_level_env_class
 
 
 class RandomEnv(gym.Env):
@@ -88,4 +88,6 @@ class RandomLargeObsSpaceEnvContActions(RandomEnv):
         super().__init__(config)
 
 
-RandomMultiAgentEnv = named_multi_agent_env("RandomMultiAgentEnv", "RandomEnv")
+RandomMultiAgentEnv = module_level_env_class(
+    make_multi_agent(lambda c: RandomEnv(c)), "RandomMultiAgentEnv", __name__
+)

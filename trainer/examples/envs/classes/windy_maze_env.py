@@ -1,6 +1,5 @@
 """`WindyMazeEnv`: a maze where the wind decides the direction of each move (RLlib's example env);
-`HierarchicalWindyMazeEnv`: its hierarchical multi-agent variant, importable but refused when
-constructed."""
+`HierarchicalWindyMazeEnv`: its hierarchical multi-agent variant."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.spaces import Box, Discrete, Tuple
 
-from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
+from trainer.env.multi_agent_env import MultiAgentDict, MultiAgentEnv
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +89,78 @@ class WindyMazeEnv(gym.Env):
         return pos
 
 
-HierarchicalWindyMazeEnv = multi_agent_placeholder(
-    "HierarchicalWindyMazeEnv", "a high-level agent setting goals for low-level agents"
-)
+_StepResult = tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]
+
+
+class HierarchicalWindyMazeEnv(MultiAgentEnv):
+    """`WindyMazeEnv` played by a high-level agent that sets goals (a wind direction 0..3) and a
+    new low-level agent per goal (`"low_level_1"`, `"low_level_2"`, ...; agent ids are not
+    reused), which moves for up to 25 steps observing `[observation, goal]`: +1 when it moves
+    in the goal's direction, -1 when it moves elsewhere, 0 when it stays. Then (terminated) the
+    high-level agent acts again; the flat env's end pays the high-level agent its reward.
+    As in RLlib, the env declares no spaces and no agents (its agent ids are made as it goes).
+    """
+
+    def __init__(self, env_config: dict | None = None):
+        super().__init__()
+        self.flat_env = WindyMazeEnv(env_config)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
+        self.cur_obs, infos = self.flat_env.reset(seed=seed)
+        self.current_goal: int | None = None
+        self.steps_remaining_at_level = 0
+        self.num_high_level_steps = 0
+        # A new low-level agent id per high-level step: agent ids are never reused.
+        self.low_level_agent_id = f"low_level_{self.num_high_level_steps}"
+        return {"high_level_agent": self.cur_obs}, {"high_level_agent": infos}
+
+    def step(self, action_dict: MultiAgentDict) -> _StepResult:  # type: ignore[override]
+        if len(action_dict) != 1:
+            raise ValueError(
+                f"HierarchicalWindyMazeEnv.step({action_dict!r}): one agent acts at a time"
+            )
+        if "high_level_agent" in action_dict:
+            return self._high_level_step(action_dict["high_level_agent"])
+        return self._low_level_step(next(iter(action_dict.values())))
+
+    def _high_level_step(self, action: int) -> _StepResult:
+        logger.debug("High level agent sets goal")
+        self.current_goal = action
+        self.steps_remaining_at_level = 25
+        self.num_high_level_steps += 1
+        self.low_level_agent_id = f"low_level_{self.num_high_level_steps}"
+        obs = {self.low_level_agent_id: [self.cur_obs, self.current_goal]}
+        rewards = {self.low_level_agent_id: 0}
+        return obs, rewards, {"__all__": False}, {"__all__": False}, {}
+
+    def _low_level_step(self, action: int) -> _StepResult:
+        logger.debug("Low level agent step %s", action)
+        assert self.current_goal is not None, "the high-level agent acts first"
+        self.steps_remaining_at_level -= 1
+        cur_pos = (int(self.cur_obs[0][0]), int(self.cur_obs[0][1]))
+        goal_pos = self.flat_env._get_new_pos(cur_pos, self.current_goal)
+        f_obs, f_rew, f_terminated, f_truncated, info = self.flat_env.step(action)
+        new_pos = (int(f_obs[0][0]), int(f_obs[0][1]))
+        self.cur_obs = f_obs
+        agent = self.low_level_agent_id
+        obs: MultiAgentDict = {agent: [f_obs, self.current_goal]}
+        if new_pos == cur_pos:
+            rewards: MultiAgentDict = {agent: 0}
+        else:
+            rewards = {agent: 1 if new_pos == goal_pos else -1}
+        terminateds: MultiAgentDict = {"__all__": False}
+        truncateds: MultiAgentDict = {"__all__": False}
+        if f_terminated or f_truncated:
+            terminateds["__all__"] = f_terminated
+            truncateds["__all__"] = f_truncated
+            logger.debug("high level final reward %s", f_rew)
+            rewards["high_level_agent"] = f_rew
+            obs["high_level_agent"] = f_obs
+        elif self.steps_remaining_at_level == 0:
+            terminateds[agent] = True
+            truncateds[agent] = False
+            rewards["high_level_agent"] = 0
+            obs["high_level_agent"] = f_obs
+        return obs, rewards, terminateds, truncateds, {agent: info}

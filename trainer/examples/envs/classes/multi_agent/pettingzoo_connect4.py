@@ -1,7 +1,21 @@
-"""RLlib's `ray.rllib.examples.envs.classes.multi_agent.pettingzoo_connect4`
-(PettingZoo's connect four): multi-agent, so its classes import and raise
-`NotImplementedError` when constructed."""
+"""RLlib's `MultiAgentConnect4`: PettingZoo's connect four (`connect_four_v3`) as a
+`MultiAgentEnv` (needs `pettingzoo` and `pygame`: `pip install localrl[pettingzoo,video]`)."""
 
-from trainer.examples.envs.classes._multi_agent_unsupported import multi_agent_placeholder
+from __future__ import annotations
 
-MultiAgentConnect4 = multi_agent_placeholder("MultiAgentConnect4", "PettingZoo's connect four")
+from typing import Any
+
+from trainer.examples.envs.classes.multi_agent._pettingzoo_board_game import (
+    PettingZooBoardGame,
+    import_pettingzoo_game,
+)
+
+
+class MultiAgentConnect4(PettingZooBoardGame):
+    """Two players (`"player_0"`, `"player_1"`) drop pieces into 7 columns in turns; four in a
+    row wins (+1, the loser -1). `env`: a PettingZoo AEC env to use instead of connect four."""
+
+    def __init__(self, config: dict[Any, Any] | None = None, env: Any = None):
+        if env is None:
+            env = import_pettingzoo_game("pettingzoo.classic.connect_four_v3", "raw_env")()
+        super().__init__(config, env)

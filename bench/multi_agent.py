@@ -1,0 +1,136 @@
+"""Multi-agent: RLlib's tuned `multi_agent_cartpole_ppo.py` to its stop, and multi-agent
+sampling against single-agent sampling of the same CartPoles, measured in the same run.
+
+1. Training: MultiAgentCartPole with 2 agents, one policy each (p0, p1), RLlib's tuned settings
+   (fcnet_hiddens [32], linear activation, shared value layers, lr 3e-4, 6 epochs,
+   vf_loss_coeff 0.01, 2 EnvRunners); stop when `env_runners/episode_return_mean` (summed over
+   the agents) reaches 800 or 300k env steps are sampled. Wall time includes the build.
+   Target: under 10 s on 2 cores, median of 3 seeds (RLlib 2.60 itself: 90 s on this machine).
+2. Sampling: one MultiAgentEnvRunner (in this process) stepping MultiAgentCartPole with N
+   agents, all mapped to one module, against one single-agent EnvRunner stepping N CartPoles
+   as sub-envs; agent steps per second and their ratio, N = 2 and 8.
+   Target: ratio >= 0.8.
+
+Run: python bench/multi_agent.py [--seeds 0 1 2] [--steps 20000] [--skip-training]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from trainer import PPOConfig
+from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.runners.env_runner import EnvRunner
+from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
+
+STOP_RETURN = 800.0
+STOP_ENV_STEPS = 300_000
+
+
+def tuned_config(seed: int) -> PPOConfig:
+    """RLlib's tuned_examples/ppo/multi_agent_cartpole_ppo.py (2 agents)."""
+    return (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [32],
+                "fcnet_activation": "linear",
+                "vf_share_layers": True,
+            }
+        )
+        .training(gamma=0.99, lr=0.0003, num_epochs=6, vf_loss_coeff=0.01, use_kl_loss=True)
+        .multi_agent(
+            policy_mapping_fn=lambda agent_id, *args, **kwargs: f"p{agent_id}",
+            policies={"p0", "p1"},
+        )
+        .debugging(seed=seed)
+    )
+
+
+def train_to_stop(seed: int) -> tuple[float, float, int]:
+    """(seconds including the build, final return, env steps)."""
+    start = time.perf_counter()
+    algo = tuned_config(seed).build()
+    try:
+        while True:
+            result = algo.train()
+            episode_return = result["env_runners"].get("episode_return_mean", float("nan"))
+            steps = result["num_env_steps_sampled_lifetime"]
+            if episode_return >= STOP_RETURN or steps >= STOP_ENV_STEPS:
+                return time.perf_counter() - start, episode_return, steps
+    finally:
+        algo.stop()
+
+
+def agent_steps_per_s(runner: EnvRunner | MultiAgentEnvRunner, env_steps: int) -> float:
+    """Agent steps per second over one `sample(num_timesteps=env_steps)` after a warm-up."""
+    runner.sample(num_timesteps=max(env_steps // 10, 1))
+    start = time.perf_counter()
+    episodes = runner.sample(num_timesteps=env_steps)
+    elapsed = time.perf_counter() - start
+    agent_steps = sum(
+        episode.agent_steps() if hasattr(episode, "agent_steps") else len(episode)
+        for episode in episodes
+    )
+    return agent_steps / elapsed
+
+
+def sampling_ratio(num_agents: int, agent_steps: int, repeats: int) -> tuple[float, float]:
+    """Medians of (multi-agent, single-agent) agent steps per second."""
+    multi = MultiAgentEnvRunner(
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": num_agents})
+        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda agent_id, *a, **kw: "p0"),
+        worker_index=1,
+        num_workers=1,
+    )
+    single = EnvRunner(
+        PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=num_agents),
+        worker_index=1,
+        num_workers=1,
+    )
+    try:
+        multi_rates, single_rates = [], []
+        for _ in range(repeats):  # alternated: the machine's load drifts alike for both
+            multi_rates.append(agent_steps_per_s(multi, agent_steps // num_agents))
+            single_rates.append(agent_steps_per_s(single, agent_steps))
+        return statistics.median(multi_rates), statistics.median(single_rates)
+    finally:
+        multi.stop()
+        single.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=20_000, help="agent steps per sample")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-training", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_training:
+        times = []
+        for seed in args.seeds:
+            seconds, episode_return, steps = train_to_stop(seed)
+            times.append(seconds)
+            print(
+                f"seed {seed}: return {episode_return:.0f} after {steps} env steps in "
+                f"{seconds:.1f} s (build included)"
+            )
+        print(
+            f"median {statistics.median(times):.1f} s to return {STOP_RETURN:.0f} "
+            "(target < 10 s on 2 cores; RLlib 2.60: 90 s)"
+        )
+    for num_agents in (2, 8):
+        multi, single = sampling_ratio(num_agents, args.steps, args.repeats)
+        print(
+            f"sampling, {num_agents} agents: multi-agent {multi:,.0f} agent steps/s, "
+            f"single-agent ({num_agents} sub-envs) {single:,.0f} = {multi / single:.2f}x "
+            "(target >= 0.8)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""One learner per trained module, behind the single `Learner` interface the Algorithm uses.
+
+    MultiAgentEpisodes (from the MultiAgentEnvRunners)
+        -> per module: the agents' SingleAgentEpisode chunks whose `module_id` it is
+           (`episodes_by_module`)
+        -> each trained module's own learner (PPO's, DQN's: its own optimizer, schedules, RNG)
+        -> {module_id: that learner's results}
+
+Weights travel as `{module_id: weights}` (`module.get_weights()`), which the
+MultiAgentEnvRunners take as they come; the state of a checkpoint is `{module_id: learner
+state}`. Modules that are not trained (not in `policies_to_train`, or a user's heuristic
+RLModule) have no learner: the EnvRunners keep theirs as built.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from trainer.algorithms.learner import Learner, UpdateResults
+from trainer.env.episode import SingleAgentEpisode
+from trainer.util.state_checks import StateError, require_map
+
+
+def episodes_by_module(episodes: list[Any]) -> dict[Any, list[SingleAgentEpisode]]:
+    """The agents' episode chunks of `episodes` (MultiAgentEpisodes) by module id, in order;
+    chunks without a step are left out."""
+    by_module: dict[Any, list[SingleAgentEpisode]] = defaultdict(list)
+    for episode in episodes:
+        for agent_episode in episode.agent_episodes.values():
+            if len(agent_episode) > 0:
+                by_module[agent_episode.module_id].append(agent_episode)
+    return dict(by_module)
+
+
+class ModulesView:
+    """The trained modules as one: `get_weights()` / `set_weights()` by module id."""
+
+    def __init__(self, learners: dict[Any, Learner]) -> None:
+        self._learners = learners
+
+    def __getitem__(self, module_id: Any) -> Any:
+        return self._learners[module_id].module
+
+    def __contains__(self, module_id: Any) -> bool:
+        return module_id in self._learners
+
+    def keys(self) -> Any:
+        return self._learners.keys()
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return [(module_id, learner.module) for module_id, learner in self._learners.items()]
+
+    def get_weights(self) -> dict[Any, dict[str, np.ndarray]]:
+        return {
+            module_id: learner.module.get_weights() for module_id, learner in self._learners.items()
+        }
+
+    def set_weights(self, weights: dict[Any, dict[str, np.ndarray]]) -> None:
+        unknown = [module_id for module_id in weights if module_id not in self._learners]
+        if unknown:
+            raise KeyError(
+                f"set_weights(): no trained module {unknown[0]!r} (trained modules: "
+                f"{sorted(map(str, self._learners))})"
+            )
+        for module_id, module_weights in weights.items():
+            self._learners[module_id].module.set_weights(module_weights)
+
+
+class MultiAgentLearner(Learner):
+    """The learners of a multi-agent Algorithm (see the module docstring)."""
+
+    def __init__(
+        self, config: Any, learners: dict[Any, Learner], trained: list[Any] | None = None
+    ) -> None:
+        self.config = config
+        #: A learner per module with weights; only those of `trained` update (the others'
+        #: weights still reach every EnvRunner, so all act alike).
+        self.learners = dict(learners)
+        self.trained = list(self.learners) if trained is None else list(trained)
+        self.module = ModulesView(self.learners)
+
+    def update(  # type: ignore[override]
+        self, data: Any, /, *, num_env_steps_sampled_lifetime: int
+    ) -> dict[Any, UpdateResults]:
+        """Each trained module's update on its agents' chunks of `data` (MultiAgentEpisodes);
+        a module without chunks in this batch is not updated."""
+        by_module = episodes_by_module(data)
+        return {
+            module_id: self.learners[module_id].update(
+                by_module[module_id],
+                num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
+            )
+            for module_id in self.trained
+            if by_module.get(module_id)
+        }
+
+    def get_state(self) -> dict:
+        return {str(module_id): learner.get_state() for module_id, learner in self.learners.items()}
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        names = [str(module_id) for module_id in self.learners]
+        require_map(state, where, names)
+        extra = sorted(set(state) - set(names))
+        if extra:
+            raise StateError(where, f"has modules this algorithm does not train: {extra[:4]}")
+        for module_id, learner in self.learners.items():
+            learner.check_state(state[str(module_id)], f"{where}[{str(module_id)!r}]")
+
+    def set_state(self, state: dict) -> None:
+        for module_id, learner in self.learners.items():
+            learner.set_state(state[str(module_id)])
+
+
+def build_multi_agent_learner(
+    config: Any,
+    spaces: dict[Any, tuple[Any, Any]],
+    make_learner: Any,
+) -> MultiAgentLearner:
+    """A learner per module of `config`'s policies that has weights (the algorithm's default
+    numpy modules; a user's RLModule without weights acts as built and trains nothing).
+    `spaces` are the modules' spaces as the EnvRunners built them; `make_learner(config,
+    build)` makes one module's learner from its config (`get_config_for_module`) and `build()`,
+    which builds the module from its spec, seeded by its id (DQN builds its target network
+    with it too)."""
+    from trainer.errors import ConfigError
+    from trainer.runners.multi_agent_env_runner import module_seed
+
+    spec = config.get_multi_rl_module_spec(spaces=spaces)
+    _, is_trained = config.get_multi_agent_setup(spaces=spaces)
+    learners: dict[Any, Learner] = {}
+    for module_id, module_spec in spec.rl_module_specs.items():
+        build = getattr(module_spec.module_class, "from_rl_module_spec", None)
+        if build is None:
+            if is_trained(module_id):
+                raise ConfigError(
+                    f"module {module_id!r} is a {module_spec.module_class.__qualname__}: the "
+                    "learners here train the algorithm's default numpy modules; leave it out "
+                    "of multi_agent(policies_to_train=...) (it then acts as it is)"
+                )
+            continue
+        learners[module_id] = make_learner(
+            config.get_config_for_module(module_id),
+            partial(build, module_spec, seed=module_seed(config.seed, module_id)),
+        )
+    return MultiAgentLearner(config, learners, trained=[m for m in learners if is_trained(m)])

@@ -1,0 +1,1 @@
+"""Env wrappers of RLlib's `ray.rllib.env.wrappers`: agent grouping and PettingZoo."""

@@ -1,0 +1,846 @@
+"""`MultiAgentEnvRunner`: steps `num_envs_per_env_runner` MultiAgentEnvs with the modules of a
+`MultiRLModule`, records `MultiAgentEpisode`s and fires the EnvRunner callbacks (RLlib's
+`ray.rllib.env.multi_agent_env_runner.MultiAgentEnvRunner`).
+
+One step of the runner, over all its sub-envs:
+
+    agents to act       every sub-env's agents with an observation in its last result (and not
+                        done); each agent's module is its episode's `module_for(agent_id)`
+                        (`policy_mapping_fn`, asked once per agent and episode)
+    one forward pass    per module, over the rows of all its agents in all sub-envs: default
+    per module          numpy modules through their exploration (logits / Q-values), a user's
+                        RLModule through `forward_exploration` / `forward_inference`
+    env.step            each sub-env with the actions of its acting agents
+    episodes            `add_env_step` with the model outputs PPO and DQN keep; a sub-env whose
+                        episode ended (`"__all__"`) is reset at once into a new episode
+
+Step counts follow RLlib: an env step is one step of one sub-env; agent steps count the
+agents in its result. `sample(num_timesteps=...)` counts what `count_steps_by` says.
+Sub-envs are stepped one after the other ("sync"), as RLlib does for multi-agent envs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.callbacks import CallbackChain
+from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
+from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.multi_agent_env import ALL_AGENTS, MultiAgentEnv
+from trainer.env.multi_agent_episode import MultiAgentEpisode
+from trainer.errors import SampleRequestError
+from trainer.metrics import (
+    EPISODE_AGENT_RETURN_MEAN,
+    EPISODE_AGENT_STEPS,
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_MODULE_RETURN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+    MetricsLogger,
+)
+from trainer.runners.env_runner import own_config
+from trainer.util import seeding
+from trainer.util.rng import generator_state, set_generator_state
+from trainer.util.state_checks import (
+    StateError,
+    check_loads,
+    require_generator_state,
+    require_int,
+    require_map,
+)
+
+#: The model outputs PPO and DQN keep per agent step (RLlib's `Columns` names).
+ACTION_LOGP = "action_logp"
+ACTION_DIST_INPUTS = "action_dist_inputs"
+#: The key of a user RLModule's actions in its forward pass's output (RLlib's Columns.ACTIONS).
+ACTIONS = "actions"
+OBS = "obs"
+
+
+#: The keys of a MultiAgentEnvRunner's state (`get_state`); the group's restart state also
+#: carries a connector state (None here).
+_STATE_KEYS = {
+    "rng",
+    "global_timestep",
+    "exploration",
+    "metrics",
+    RL_MODULE_STATE,
+    "connector_state",
+}
+
+
+def module_seed(seed: int | None, module_id: Any) -> int | None:
+    """The seed of one module's networks: the config's seed mixed with the module's id, so
+    that modules differ and a module's weights do not depend on which others exist."""
+    if seed is None:
+        return None
+    return (int(seed) * 1_000_003 + zlib.crc32(str(module_id).encode())) % (2**32)
+
+
+class _ModuleActions:
+    """The actions of one module for a batch of observation rows: a default numpy module
+    (logits or Q-values through the config's exploration), or a user's `RLModule`
+    (`forward_exploration` / `forward_inference` returning `actions`, or
+    `action_dist_inputs` sampled from its action distribution class)."""
+
+    def __init__(
+        self, module: Any, exploration: Any, rng: np.random.Generator, config: Any
+    ) -> None:
+        self.module = module
+        self.exploration = exploration
+        self.rng = rng
+        self.config = config
+        self.numpy_default = isinstance(module, FlatParameterModule)
+
+    def __call__(
+        self, obs_rows: list[Any], explore: bool, timestep: int
+    ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
+        """(actions as the episode records them, actions for the env, log-probs or None,
+        distribution inputs (one row per observation) or None)."""
+        module = self.module
+        if self.numpy_default:
+            spaces = module.spaces
+            obs = spaces.preprocess(_stack(obs_rows))
+            dist_inputs = module.dist_inputs(obs)
+            actions, logp = self.exploration.get_exploration_action(
+                action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
+                timestep=timestep,
+                explore=explore,
+            )
+            env_actions = module.to_env_actions(
+                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
+            )
+            return _rows(actions), _rows(env_actions), logp.tolist(), dist_inputs
+        batch = {OBS: _stack(obs_rows)}
+        out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
+        if ACTIONS in out:
+            actions = np.asarray(out[ACTIONS])
+            logp = out.get(ACTION_LOGP)
+            return (
+                _rows(actions),
+                _rows(actions),
+                None if logp is None else np.asarray(logp).tolist(),
+                out.get(ACTION_DIST_INPUTS),
+            )
+        if ACTION_DIST_INPUTS not in out:
+            raise ValueError(
+                f"{type(module).__name__}.forward_{'exploration' if explore else 'inference'}() "
+                f"returned {sorted(out)}: an RLModule that acts returns 'actions' or "
+                "'action_dist_inputs'"
+            )
+        dist_inputs = np.asarray(out[ACTION_DIST_INPUTS])
+        dist_cls = (
+            module.get_exploration_action_dist_cls()
+            if explore
+            else module.get_inference_action_dist_cls()
+        )
+        dist = dist_cls.from_logits(dist_inputs)
+        actions = dist.sample() if explore else dist.to_deterministic().sample()
+        logp = np.asarray(dist.logp(actions), dtype=np.float32)
+        return _rows(actions), _rows(actions), logp.tolist(), dist_inputs
+
+
+def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
+    """A finished or cut episode as it leaves the runner: numpy'ized, and without the
+    policy_mapping_fn (its agents' modules are known; the function, often a lambda of the
+    user's script, need not travel)."""
+    episode.agent_to_module_mapping_fn = None  # type: ignore[assignment]
+    return episode.to_numpy()
+
+
+def _stack(rows: list[Any]) -> Any:
+    """Observation rows as one batch (dict and tuple observations stacked leaf by leaf)."""
+    first = rows[0]
+    if isinstance(first, dict):
+        return {key: _stack([row[key] for row in rows]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(_stack([row[i] for row in rows]) for i in range(len(first)))
+    return np.stack([np.asarray(row) for row in rows])
+
+
+def _rows(batch: np.ndarray) -> list[Any]:
+    """A batch's rows: Python scalars for a 1-D batch, arrays otherwise."""
+    batch = np.asarray(batch)
+    return batch.tolist() if batch.ndim == 1 else list(batch)
+
+
+class MultiAgentEnvRunner:
+    """Samples multi-agent episodes (see the module docstring). Built like `EnvRunner`:
+    `MultiAgentEnvRunner(config, env_creator, worker_index=..., num_workers=...)`.
+
+    Attributes a callback may use: `config`, `worker_index`, `num_workers`, `env` (the list of
+    sub-envs: `env.envs[i]`), `module` (the `MultiRLModule`), `metrics`."""
+
+    def __init__(
+        self,
+        config: Any,
+        env_creator: EnvCreator | None = None,
+        *,
+        worker_index: int = 0,
+        num_workers: int | None = None,
+        create_env: bool = True,
+        spaces: dict[Any, tuple[gym.Space, gym.Space]] | None = None,
+        recreated: bool = False,
+        env_spaces: tuple[dict, dict] | None = None,
+        **kwargs: Any,
+    ):
+        self.config = config = own_config(config)
+        self.worker_index = worker_index
+        self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
+        if worker_index > 0:
+            os.environ.update(
+                {
+                    name: str(value)
+                    for name, value in getattr(
+                        config, "extra_python_environs_for_worker", {}
+                    ).items()
+                }
+            )
+        self.num_workers = config.num_env_runners if num_workers is None else num_workers
+        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
+        self._env_creator = env_creator or make_env_creator(config.env)
+        self._callbacks = CallbackChain(
+            config.callback_classes(), config.env_runner_callables(), env_runner_index=worker_index
+        )
+        self._rng = np.random.default_rng(
+            seeding.runner_stream(config.seed, worker_index, config.in_evaluation)
+        )
+        self._env_seed = seeding.runner_env_seed(config.seed, worker_index, config.in_evaluation)
+        self._recreated = recreated
+        self.num_envs = int(config.num_envs_per_env_runner)
+        #: The sub-envs (`envs.envs[i]`), or None without env.
+        self.env: _SubEnvs | None = None
+        #: Per agent id: (observation space, action space), as the env gives them.
+        self.env_spaces = env_spaces
+        #: Per module id: (observation space, action space) its networks are built for.
+        self.spaces = spaces
+        if create_env:
+            self.make_env()
+        self.module = self._build_module()
+        self._actors = {
+            module_id: self._module_actions(module_id, module)
+            for module_id, module in self.module.items()
+        }
+        self._episodes: list[MultiAgentEpisode | None] = [None] * self.num_envs
+        #: Each sub-env's last result: the observations of the agents to act next.
+        self._last_obs: list[dict] = [{} for _ in range(self.num_envs)]
+        #: ... and of those, the agents that are done (they do not act again).
+        self._last_done: list[set] = [set() for _ in range(self.num_envs)]
+        #: Chunks of each running episode returned by earlier samples (for its metrics and
+        #: `on_episode_end`'s `prev_episode_chunks`).
+        self._prev_chunks: list[list[MultiAgentEpisode]] = [[] for _ in range(self.num_envs)]
+        self._needs_reset = True
+        self._ended: list[tuple[MultiAgentEpisode, list[MultiAgentEpisode]]] = []
+        #: Agent steps since the last sample's metrics, by (agent id, module id).
+        self._agent_steps: Counter[tuple[Any, Any]] = Counter()
+        self.global_timestep = 0
+        self.num_env_steps_stepped = 0
+
+    # -- building ----------------------------------------------------------------------------
+    def sub_env_context(self, index: int) -> EnvContext:
+        return EnvContext(
+            self.config.env_config,
+            worker_index=self.worker_index,
+            num_workers=self.num_workers,
+            vector_index=index,
+            recreated_worker=self._recreated,
+        )
+
+    def make_env(self) -> None:
+        """(Re)creates the sub-envs from the runner's config, then fires
+        `on_environment_created`; episodes under way are dropped."""
+        if self.env is not None:
+            self.env.close()
+        envs = []
+        for index in range(self.num_envs):
+            env = self._env_creator(self.sub_env_context(index))
+            if not isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
+                raise ValueError(
+                    f"{type(self).__name__}: the env {self._env_creator.description} made a "
+                    f"{type(env).__name__}, not a MultiAgentEnv; a single-agent env trains "
+                    "without config.multi_agent(...)"
+                )
+            envs.append(env)
+        self.env = _SubEnvs(envs)
+        first = cast(MultiAgentEnv, envs[0].unwrapped)
+        agents = list(first.possible_agents or first.agents)
+        self.env_spaces = (
+            {aid: first.get_observation_space(aid) for aid in agents},
+            {aid: first.get_action_space(aid) for aid in agents},
+        )
+        self._needs_reset = True
+        if self._callbacks.has("on_environment_created"):
+            self._callbacks.fire(
+                "on_environment_created",
+                env_runner=self,
+                metrics_logger=self.metrics,
+                env=self.env,
+                env_context=self.sub_env_context(0),
+            )
+
+    def _build_module(self) -> Any:
+        """The `MultiRLModule` of the config's policies, each module built for its agents'
+        spaces (or those given), seeded by its id."""
+        env = self.env.envs[0] if self.env is not None else None
+        spec = self.config.get_multi_rl_module_spec(
+            env=env, spaces=self.spaces, inference_only=True
+        )
+        module = spec.build()
+        self.spaces = {
+            module_id: (sub.observation_space, sub.action_space)
+            for module_id, sub in module.items()
+        }
+        return module
+
+    def _module_actions(self, module_id: Any, module: Any) -> _ModuleActions:
+        assert self.spaces is not None, "_build_module() sets the spaces"
+        config = self.config.get_config_for_module(module_id)
+        exploration = make_exploration(
+            config.get_exploration_config(),
+            self.spaces[module_id][1],
+            worker_index=self.worker_index,
+            num_workers=self.num_workers,
+        )
+        return _ModuleActions(module, exploration, self._rng, config)
+
+    # -- episodes ----------------------------------------------------------------------------
+    def _event_kwargs(self, index: int) -> dict[str, Any]:
+        return {
+            "episode": self._episodes[index],
+            "env_runner": self,
+            "metrics_logger": self.metrics,
+            "env": self.env,
+            "rl_module": self.module,
+            "env_index": index,
+        }
+
+    def _new_episode(self, index: int) -> None:
+        assert self.env_spaces is not None, "make_env() sets the env spaces"
+        self._episodes[index] = MultiAgentEpisode(
+            observation_space=dict(self.env_spaces[0]),
+            action_space=dict(self.env_spaces[1]),
+            agent_to_module_mapping_fn=self.config.policy_mapping_fn,
+        )
+        self._prev_chunks[index] = []
+        if self._callbacks.has("on_episode_created"):
+            self._callbacks.fire_with("on_episode_created", self._event_kwargs(index))
+
+    def _start_episode(self, index: int, seed: int | None = None) -> None:
+        """Resets sub-env `index` into its (new) episode; fires `on_episode_start`."""
+        assert self.env is not None, "sampling needs the sub-envs"
+        obs, infos = self.env.envs[index].reset(seed=seed)
+        episode = self._episodes[index]
+        assert episode is not None, "_new_episode() comes first"
+        episode.add_env_reset(observations=obs, infos=infos)
+        self._last_obs[index] = obs
+        self._last_done[index] = set()
+        if self._callbacks.has("on_episode_start"):
+            self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
+
+    def _reset_all(self) -> None:
+        for index in range(self.num_envs):
+            self._new_episode(index)
+        seed = self._env_seed
+        self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
+        for index in range(self.num_envs):
+            self._start_episode(index, None if seed is None else seed + index)
+        self._needs_reset = False
+
+    # -- sampling ----------------------------------------------------------------------------
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ) -> list[MultiAgentEpisode]:
+        """Steps the sub-envs and returns episodes: `num_timesteps` (env or agent steps, as
+        `count_steps_by` says; unfinished episodes are cut and continue next call),
+        `num_episodes` finished episodes, or by default `rollout_fragment_length` per sub-env
+        (`batch_mode="complete_episodes"`: whole episodes)."""
+        if num_timesteps is not None and num_episodes is not None:
+            raise SampleRequestError(
+                f"MultiAgentEnvRunner.sample(num_timesteps={num_timesteps}, "
+                f"num_episodes={num_episodes}): give at most one of them"
+            )
+        for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
+            if count is not None and (not isinstance(count, int) or count < 0):
+                raise SampleRequestError(
+                    f"MultiAgentEnvRunner.sample({name}={count!r}): a count of 0 or more"
+                )
+        if self.env is None:
+            raise RuntimeError(
+                f"MultiAgentEnvRunner {self.worker_index} has no env: with num_env_runners > 0 "
+                "the local EnvRunner does not sample unless "
+                ".env_runners(create_env_on_local_worker=True)"
+            )
+        explore = self.config.explore if explore is None else explore
+        if num_episodes is not None:
+            samples = self._sample_episodes(num_episodes, explore, random_actions)
+        else:
+            complete = num_timesteps is None and self.config.batch_mode == "complete_episodes"
+            if num_timesteps is None:
+                num_timesteps = (
+                    self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+                )
+            if complete:
+                samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
+            else:
+                samples = self._sample_timesteps(
+                    num_timesteps, explore, random_actions, force_reset
+                )
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire(
+                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
+            )
+        return samples
+
+    def _counts_agent_steps(self) -> bool:
+        return self.config.count_steps_by == "agent_steps"
+
+    def _sample_timesteps(
+        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
+    ) -> list[MultiAgentEpisode]:
+        if force_reset or self._needs_reset:
+            self._reset_all()
+        done: list[MultiAgentEpisode] = []
+        by_agents = self._counts_agent_steps()
+        env_steps = agent_steps = 0
+        while (agent_steps if by_agents else env_steps) < num_timesteps:
+            stepped_env, stepped_agents = self._step(explore, random_actions, done)
+            env_steps += stepped_env
+            agent_steps += stepped_agents
+        self._log_sample_metrics(env_steps, len(done))
+        chunks = []
+        for index, episode in enumerate(self._episodes):
+            assert episode is not None, "every sub-env has an episode while sampling"
+            if episode.env_steps() == 0:
+                continue
+            successor = episode.cut()
+            self._prev_chunks[index].append(episode)
+            self._episodes[index] = successor
+            chunks.append(_shippable(episode))
+        return done + chunks
+
+    def _sample_complete_episodes(
+        self, min_timesteps: int, explore: bool, random_actions: bool
+    ) -> list[MultiAgentEpisode]:
+        self._reset_all()
+        done: list[MultiAgentEpisode] = []
+        by_agents = self._counts_agent_steps()
+        env_steps = agent_steps = 0
+        while (agent_steps if by_agents else env_steps) < min_timesteps:
+            stepped_env, stepped_agents = self._step(explore, random_actions, done)
+            env_steps += stepped_env
+            agent_steps += stepped_agents
+        # Let the running episodes finish; sub-envs that are done stay idle.
+        draining = set(range(self.num_envs))
+        while draining:
+            stepped_env, _ = self._step(explore, random_actions, done, draining=draining)
+            env_steps += stepped_env
+        self._log_sample_metrics(env_steps, len(done))
+        self._needs_reset = True
+        return done
+
+    def _sample_episodes(
+        self, num_episodes: int, explore: bool, random_actions: bool
+    ) -> list[MultiAgentEpisode]:
+        self._reset_all()
+        done: list[MultiAgentEpisode] = []
+        env_steps = 0
+        while len(done) < num_episodes:
+            stepped_env, _ = self._step(explore, random_actions, done)
+            env_steps += stepped_env
+        self._log_sample_metrics(env_steps, len(done))
+        self._needs_reset = True
+        return done[:num_episodes]
+
+    def _agents_to_act(self, index: int) -> list[Any]:
+        """The agents of sub-env `index` that act next: those with an observation in its last
+        result that are not done (`MultiAgentEpisode.get_agents_to_act()`, kept here as the
+        results come instead of read back from the episode each step)."""
+        done = self._last_done[index]
+        return [agent_id for agent_id in self._last_obs[index] if agent_id not in done]
+
+    def _step(
+        self,
+        explore: bool,
+        random_actions: bool,
+        done: list[MultiAgentEpisode],
+        draining: set[int] | None = None,
+    ) -> tuple[int, int]:
+        """One step of every sub-env (of those in `draining`, when given: a sub-env whose
+        episode ends leaves it); finished episodes are appended to `done`. Returns the env
+        steps and agent steps taken."""
+        env = self.env
+        assert env is not None, "sampling needs the sub-envs"
+        indices = range(self.num_envs) if draining is None else sorted(draining)
+        acting = {index: self._agents_to_act(index) for index in indices}
+        actions: dict[int, dict] = {index: {} for index in indices}
+        env_actions: dict[int, dict] = {index: {} for index in indices}
+        outputs: dict[int, dict] = {index: {} for index in indices}
+        if random_actions:
+            for index, agents in acting.items():
+                sub_env = env.envs[index].unwrapped
+                for agent_id in agents:
+                    action = sub_env.get_action_space(agent_id).sample()
+                    actions[index][agent_id] = env_actions[index][agent_id] = action
+        else:
+            # Rows of every module across the sub-envs: one forward pass per module.
+            rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
+            for index, agents in acting.items():
+                episode = self._episodes[index]
+                assert episode is not None
+                for agent_id in agents:
+                    rows[episode.module_for(agent_id)].append((index, agent_id))
+            for module_id, where in rows.items():
+                obs_rows = [self._last_obs[index][agent_id] for index, agent_id in where]
+                acted, for_env, logp, dist_inputs = self._actors[module_id](
+                    obs_rows, explore, self.global_timestep
+                )
+                for k, (index, agent_id) in enumerate(where):
+                    actions[index][agent_id] = acted[k]
+                    env_actions[index][agent_id] = for_env[k]
+                    extra = {}
+                    if logp is not None:
+                        extra[ACTION_LOGP] = logp[k]
+                    if dist_inputs is not None:
+                        extra[ACTION_DIST_INPUTS] = dist_inputs[k]
+                    outputs[index][agent_id] = extra
+        env_steps = agent_steps = 0
+        fire_step = self._callbacks.has("on_episode_step")
+        for index in indices:
+            episode = self._episodes[index]
+            assert episode is not None
+            obs, rewards, terminateds, truncateds, infos = env.envs[index].step(env_actions[index])
+            episode.add_env_step(
+                observations=obs,
+                actions=actions[index],
+                rewards=rewards,
+                infos=infos,
+                terminateds=terminateds,
+                truncateds=truncateds,
+                extra_model_outputs=outputs[index],
+            )
+            self._last_obs[index] = obs
+            self._last_done[index] = {
+                agent_id
+                for agent_id in obs
+                if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
+            }
+            env_steps += 1
+            agent_steps += len(obs)
+            self._count_agent_steps(obs, episode)
+            if fire_step:
+                self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
+            if terminateds.get(ALL_AGENTS, False) or truncateds.get(ALL_AGENTS, False):
+                self._finish_episode(index)
+                done.append(_shippable(episode))
+                if draining is not None:
+                    draining.discard(index)
+                else:
+                    self._new_episode(index)
+                    self._start_episode(index)
+        self.global_timestep += env_steps
+        self.num_env_steps_stepped += env_steps
+        return env_steps, agent_steps
+
+    def _count_agent_steps(self, obs: dict, episode: MultiAgentEpisode) -> None:
+        """Counts a step of each agent in `obs` (logged once per sample, see
+        `_log_sample_metrics`: a metric call per agent and step cost more than the step)."""
+        counts = self._agent_steps
+        for agent_id in obs:
+            counts[agent_id, episode.module_for(agent_id)] += 1
+
+    def _finish_episode(self, index: int) -> None:
+        """The episode of sub-env `index` ended: fires `on_episode_end` (with its earlier
+        chunks) and keeps it for the metrics."""
+        episode = self._episodes[index]
+        assert episode is not None
+        prev_chunks = self._prev_chunks[index]
+        self._prev_chunks[index] = []
+        if self._callbacks.has("on_episode_end"):
+            self._callbacks.fire_with(
+                "on_episode_end", {**self._event_kwargs(index), "prev_episode_chunks": prev_chunks}
+            )
+        self._ended.append((episode, prev_chunks))
+
+    # -- metrics -----------------------------------------------------------------------------
+    def _log_episode_metrics(self) -> None:
+        """Logs each ended episode's return, length, duration and its per-agent and
+        per-module returns (RLlib's keys), its earlier chunks included."""
+        window = max(
+            1,
+            math.ceil(
+                self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)
+            ),
+        )
+        log_dict = self.metrics.log_dict
+        for episode, prev_chunks in self._ended:
+            length, ret, duration = 0, 0.0, 0.0
+            agent_returns: dict[str, float] = defaultdict(float)
+            agent_steps: dict[str, int] = defaultdict(int)
+            module_returns: dict[str, float] = defaultdict(float)
+            for part in [*prev_chunks, episode]:
+                length += part.env_steps()
+                ret += part.get_return()
+                duration += part.get_duration_s()
+                for agent_id, agent_episode in part.agent_episodes.items():
+                    agent_return = agent_episode.get_return()
+                    agent_returns[str(agent_id)] += agent_return
+                    agent_steps[str(agent_id)] += len(agent_episode)
+                    module_returns[str(agent_episode.module_id)] += agent_return
+            log_dict(
+                {
+                    EPISODE_LEN_MEAN: length,
+                    EPISODE_RETURN_MEAN: ret,
+                    EPISODE_DURATION_SEC_MEAN: duration,
+                    EPISODE_AGENT_RETURN_MEAN: dict(agent_returns),
+                    EPISODE_AGENT_STEPS: dict(agent_steps),
+                    EPISODE_MODULE_RETURN_MEAN: dict(module_returns),
+                },
+                window=window,
+            )
+            log_dict(
+                {EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: ret}, reduce="min", window=window
+            )
+            log_dict(
+                {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=window
+            )
+        self._ended.clear()
+
+    def _log_sample_metrics(self, env_steps: int, episodes: int) -> None:
+        self._log_episode_metrics()
+        log = self.metrics.log_value
+        by_agent: Counter[str] = Counter()
+        by_module: Counter[str] = Counter()
+        for (agent_id, module_id), count in self._agent_steps.items():
+            by_agent[str(agent_id)] += count
+            by_module[str(module_id)] += count
+        self._agent_steps.clear()
+        for agent_id, count in by_agent.items():
+            log((NUM_AGENT_STEPS_SAMPLED, agent_id), count, reduce="sum")
+            log((NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent_id), count, reduce="lifetime_sum")
+        for module_id, count in by_module.items():
+            log((NUM_MODULE_STEPS_SAMPLED, module_id), count, reduce="sum")
+            log((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), count, reduce="lifetime_sum")
+        log(NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
+        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
+        log(NUM_EPISODES, episodes, reduce="sum")
+        log(NUM_EPISODES_LIFETIME, episodes, reduce="lifetime_sum")
+
+    def get_metrics(self) -> dict:
+        """This runner's metrics reduced (see `EnvRunner.get_metrics`)."""
+        return self.metrics.reduce()
+
+    def sample_with_metrics(self, **sample_kwargs: Any) -> tuple[list, dict, dict | None]:
+        """`sample()` and `get_metrics()` in one request (no connector state here)."""
+        return self.sample(**sample_kwargs), self.get_metrics(), None
+
+    def sample_metrics_only(self, **sample_kwargs: Any) -> dict:
+        self.sample(**sample_kwargs)
+        return self.get_metrics()
+
+    # -- weights and state -------------------------------------------------------------------
+    def get_weights(self, modules: Any = None) -> dict[Any, dict[str, np.ndarray]]:
+        """`{module_id: weights}` of the modules with weights (all, or those in `modules`)."""
+        wanted = None if modules is None else set(modules)
+        return {
+            module_id: module.get_weights()
+            for module_id, module in self.module.items()
+            if (wanted is None or module_id in wanted) and hasattr(module, "get_weights")
+        }
+
+    def set_weights(
+        self,
+        weights: dict[Any, dict[str, np.ndarray]],
+        global_timestep: int | None = None,
+        connector_state: dict | None = None,
+    ) -> None:
+        """Sets the weights of the modules in `weights` (`{module_id: weights}`); others keep
+        theirs."""
+        for module_id, module_weights in weights.items():
+            if module_id not in self.module:
+                raise KeyError(
+                    f"set_weights(): no module {module_id!r} here (modules: "
+                    f"{sorted(map(str, self.module.keys()))})"
+                )
+            self.module[module_id].set_weights(module_weights)
+        if global_timestep is not None:
+            self.global_timestep = int(global_timestep)
+
+    def get_state(
+        self,
+        components: Any = None,
+        *,
+        not_components: Any = None,
+        include_weights: bool = True,
+        include_env: bool = True,
+        **kwargs: Any,
+    ) -> dict:
+        """The runner's RNG, global timestep, each module's exploration state, metrics and
+        (with `include_weights`) `{module_id: weights}`. Where sampling stands is not part of
+        it: a restored multi-agent runner starts new episodes. `components` /
+        `not_components` keep or drop top-level keys (RLlib's Checkpointable arguments)."""
+        state: dict[str, Any] = {
+            "rng": generator_state(self._rng),
+            "global_timestep": self.global_timestep,
+            "exploration": {
+                str(module_id): actor.exploration.get_state()
+                for module_id, actor in self._actors.items()
+            },
+            "metrics": self.metrics.get_state(),
+        }
+        if include_weights:
+            state[RL_MODULE_STATE] = {str(k): v for k, v in self.get_weights().items()}
+        if components is not None:
+            keep = {components} if isinstance(components, str) else set(components)
+            state = {key: value for key, value in state.items() if key in keep}
+        if not_components is not None:
+            drop = {not_components} if isinstance(not_components, str) else set(not_components)
+            state = {key: value for key, value in state.items() if key not in drop}
+        return state
+
+    def check_state(self, state: Any, where: str = "env_runner") -> None:
+        """Raises `StateError` unless `state` is one `get_state()` of such a runner wrote (or
+        a part of one); nothing changes."""
+        require_map(state, where)
+        unknown = sorted(set(state) - _STATE_KEYS)
+        if unknown:
+            raise StateError(where, f"has keys a multi-agent runner state does not: {unknown[:4]}")
+        if "rng" in state:
+            require_generator_state(state["rng"], f"{where}['rng']")
+        if "global_timestep" in state:
+            require_int(state["global_timestep"], f"{where}['global_timestep']")
+        if RL_MODULE_STATE in state:
+            weights = require_map(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
+            by_name = {str(module_id): module for module_id, module in self.module.items()}
+            for name, module_weights in weights.items():
+                if name not in by_name:
+                    raise StateError(f"{where}[{RL_MODULE_STATE!r}]", f"no module {name!r} here")
+                by_name[name].check_weights(
+                    module_weights, f"{where}[{RL_MODULE_STATE!r}][{name!r}]"
+                )
+        if "metrics" in state:
+            MetricsLogger.check_state(
+                state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
+            )
+        if "exploration" in state:
+            explorations = require_map(state["exploration"], f"{where}['exploration']")
+            by_name = {str(module_id): actor for module_id, actor in self._actors.items()}
+            for name, exploration_state in explorations.items():
+                if name in by_name:
+                    check_loads(
+                        by_name[name].exploration,
+                        exploration_state,
+                        f"{where}['exploration'][{name!r}]",
+                    )
+
+    def set_state(self, state: dict) -> None:
+        """Takes back what `get_state()` returned (any subset), after `check_state`; the
+        group's restart state (weights, global timestep, connector state) too."""
+        self.check_state(state)
+        if "rng" in state:
+            set_generator_state(self._rng, state["rng"])
+        if RL_MODULE_STATE in state:
+            by_name = {str(module_id): module_id for module_id in self.module.keys()}
+            self.set_weights(
+                {by_name[name]: weights for name, weights in state[RL_MODULE_STATE].items()}
+            )
+        if "global_timestep" in state:
+            self.global_timestep = int(state["global_timestep"])
+        if "exploration" in state:
+            for module_id, actor in self._actors.items():
+                if str(module_id) in state["exploration"]:
+                    actor.exploration.set_state(state["exploration"][str(module_id)])
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+            self._ended.clear()
+        self._needs_reset = True
+
+    def abandon_episodes(self) -> None:
+        """After a sample was interrupted mid-step: the next sample starts new episodes."""
+        self._needs_reset = True
+
+    # -- connectors: none here yet (RLlib's multi-agent connector pipelines) ------------------
+    env_to_module = None
+
+    def get_connector_state(self) -> None:
+        return None
+
+    def set_connector_state(self, state: dict | None) -> None:
+        if state is not None:
+            raise ValueError("a MultiAgentEnvRunner has no env-to-module connector state")
+
+    # -- the rest of RLlib's EnvRunner API ---------------------------------------------------
+    def get_tasks(self) -> None:
+        return None
+
+    def get_spaces(self) -> dict[Any, tuple[gym.Space, gym.Space]]:
+        """Each module's (observation space, action space)."""
+        assert self.spaces is not None, "the module is built in __init__"
+        return dict(self.spaces)
+
+    def ping(self) -> str:
+        return "pong"
+
+    def assert_healthy(self) -> None:
+        assert self.module is not None
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    def apply(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+
+    def foreach_env(self, func: Callable[[gym.Env], Any]) -> list:
+        assert self.env is not None
+        return [func(sub_env) for sub_env in self.env.envs]
+
+    def stop(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+class _SubEnvs:
+    """The runner's MultiAgentEnvs (`envs`), with the part of a vector env's interface the
+    callbacks use (`num_envs`, `unwrapped`, `close`)."""
+
+    def __init__(self, envs: list[Any]) -> None:
+        self.envs = envs
+        self.num_envs = len(envs)
+        self.created_s = time.time()
+
+    @property
+    def unwrapped(self) -> _SubEnvs:
+        return self
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
