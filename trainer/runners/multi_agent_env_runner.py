@@ -36,7 +36,7 @@ from trainer.callbacks import CallbackChain
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
-from trainer.env.multi_agent_env import ALL_AGENTS, MultiAgentEnv
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.errors import SampleRequestError
 from trainer.metrics import (
@@ -163,9 +163,13 @@ class _ModuleActions:
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
-    """A finished or cut episode as it leaves the runner: numpy'ized, and without the
-    policy_mapping_fn (its agents' modules are known; the function, often a lambda of the
-    user's script, need not travel)."""
+    """A finished or cut episode as it leaves the runner: numpy'ized, without the agents that
+    have not acted in it (RLlib's `_prune_zero_len_sa_episodes`: an agent that only observed
+    in a chunk acts in the next one), and without the policy_mapping_fn (its agents' modules
+    are known; the function, often a lambda of the user's script, need not travel)."""
+    agent_episodes = episode.agent_episodes
+    for agent_id in [aid for aid, agent in agent_episodes.items() if len(agent) == 0]:
+        del agent_episodes[agent_id]
     episode.agent_to_module_mapping_fn = None  # type: ignore[assignment]
     return episode.to_numpy()
 
@@ -475,7 +479,10 @@ class MultiAgentEnvRunner:
         while len(done) < num_episodes:
             stepped_env, _ = self._step(explore, random_actions, done)
             env_steps += stepped_env
-        self._log_sample_metrics(env_steps, len(done))
+        # Sub-envs that finished in the same step as the last wanted episode: RLlib stops at
+        # that episode, so the others count in neither the metrics nor the result.
+        del self._ended[num_episodes:]
+        self._log_sample_metrics(env_steps, min(len(done), num_episodes))
         self._needs_reset = True
         return done[:num_episodes]
 
@@ -557,7 +564,9 @@ class MultiAgentEnvRunner:
             self._count_agent_steps(obs, episode)
             if fire_step:
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
-            if terminateds.get(ALL_AGENTS, False) or truncateds.get(ALL_AGENTS, False):
+            # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
+            # agent it has seen is done (e.g. the last one was removed as a new one joined).
+            if episode.is_done:
                 self._finish_episode(index)
                 done.append(_shippable(episode))
                 if draining is not None:
