@@ -278,3 +278,25 @@ def test_ppo_trains_on_changing_agent_sets(make_env):
         assert lifetime[0] >= 100 and lifetime[0] < lifetime[1] < lifetime[2]
     finally:
         algo.stop()
+
+
+def test_the_runners_env_is_a_vector_multi_agent_env():
+    from trainer import EnvRunner
+    from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
+
+    runner = _runner(_config(lambda ctx: BasicMultiAgent(2), num_envs_per_env_runner=3))
+    try:
+        env = runner.env
+        assert isinstance(runner, EnvRunner)
+        assert isinstance(env, VectorMultiAgentEnv) and env.unwrapped is env
+        assert env.num_envs == 3
+        obs, infos = env.reset(seed=1)
+        assert obs == [{0: 0, 1: 0}] * 3 and len(infos) == 3
+        obs, rewards, terminateds, truncateds, _ = env.step([{0: 1, 1: 0}] * 3)
+        assert rewards == [{0: 1.0, 1: 1.0}] * 3
+        assert [t["__all__"] for t in terminateds] == [False] * 3
+        with pytest.raises(ValueError, match="2 action dicts for 3 sub-envs"):
+            env.step([{0: 1, 1: 0}] * 2)
+    finally:
+        runner.stop()
+    assert env.closed

@@ -395,12 +395,6 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference(
-        "tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
-        "left out",
-        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
-        TEST,
-    ),
-    Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
         "left out",
         "it needs Ray Tune's Tuner",

@@ -38,6 +38,7 @@ from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
+from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
 from trainer.errors import SampleRequestError
 from trainer.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
@@ -60,7 +61,7 @@ from trainer.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_runner import own_config
+from trainer.runners.env_runner import EnvRunner, own_config
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -837,19 +838,41 @@ class MultiAgentEnvRunner:
             self.env = None
 
 
-class _SubEnvs:
-    """The runner's MultiAgentEnvs (`envs`), with the part of a vector env's interface the
-    callbacks use (`num_envs`, `unwrapped`, `close`)."""
+# RLlib's EnvRunner is the base of both kinds of runner: a MultiAgentEnvRunner is an EnvRunner.
+EnvRunner.register(MultiAgentEnvRunner)
+
+
+class _SubEnvs(VectorMultiAgentEnv):
+    """The runner's MultiAgentEnvs (`envs`), stepped one after the other ("sync", RLlib's
+    SyncVectorMultiAgentEnv without its autoreset: the runner resets a sub-env whose episode
+    ended). The runner steps `envs[i]` itself; `reset()` / `step()` serve callbacks."""
 
     def __init__(self, envs: list[Any]) -> None:
         self.envs = envs
         self.num_envs = len(envs)
         self.created_s = time.time()
 
-    @property
-    def unwrapped(self) -> _SubEnvs:
-        return self
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[list[dict], list[dict]]:
+        results = [
+            env.reset(seed=None if seed is None else seed + index, options=options)
+            for index, env in enumerate(self.envs)
+        ]
+        return [obs for obs, _ in results], [infos for _, infos in results]
 
-    def close(self) -> None:
+    def step(
+        self, actions: list[dict]
+    ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
+        if len(actions) != self.num_envs:
+            raise ValueError(
+                f"{type(self).__name__}.step(): {len(actions)} action dicts for "
+                f"{self.num_envs} sub-envs"
+            )
+        results = [env.step(action_dict) for env, action_dict in zip(self.envs, actions, strict=True)]
+        obs, rewards, terminateds, truncateds, infos = (list(column) for column in zip(*results, strict=True))
+        return obs, rewards, terminateds, truncateds, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
