@@ -20,6 +20,7 @@ from multi_agent_mock_envs import (
     SometimesZeroAgentsMultiAgent,
 )
 
+from callbacks import RLlibCallback
 from trainer import PPOConfig
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
@@ -300,3 +301,88 @@ def test_the_runners_env_is_a_vector_multi_agent_env():
     finally:
         runner.stop()
     assert env.closed
+
+
+class _EpisodeEvents(RLlibCallback):
+    events: list = []
+
+    def on_episode_start(self, *, episode, env_index, **kwargs):
+        type(self).events.append(("start", env_index, episode.id_))
+
+    def on_episode_end(self, *, episode, env_index, **kwargs):
+        type(self).events.append(("end", env_index, episode.id_))
+
+
+def test_force_reset_abandons_the_running_episodes_and_starts_new_ones():
+    _EpisodeEvents.events = []
+    runner = _runner(
+        _config(lambda ctx: BasicMultiAgent(2), num_envs_per_env_runner=2).callbacks(
+            _EpisodeEvents
+        )
+    )
+    try:
+        first = runner.sample(num_timesteps=6)
+        assert [chunk.env_steps() for chunk in first] == [3, 3]
+        # Without force_reset the chunks continue the running episodes...
+        second = runner.sample(num_timesteps=4)
+        assert [chunk.env_t_started for chunk in second] == [3, 3]
+        assert {chunk.id_ for chunk in second} == {chunk.id_ for chunk in first}
+        # ... with it, new episodes start from a reset; the old ones never end.
+        third = runner.sample(num_timesteps=4, force_reset=True)
+        assert [chunk.env_t_started for chunk in third] == [0, 0]
+        assert not {chunk.id_ for chunk in third} & {chunk.id_ for chunk in first}
+        assert [kind for kind, _, _ in _EpisodeEvents.events] == ["start"] * 4
+        assert runner.get_metrics()["num_episodes"].peek() == 0
+    finally:
+        runner.stop()
+
+
+def test_num_episodes_returns_exactly_that_many_finished_episodes():
+    runner = _runner(_config(lambda ctx: BasicMultiAgent(2), num_envs_per_env_runner=3))
+    try:
+        runner.sample(num_timesteps=5)
+        # All three sub-envs end their episodes in the same step: 4 of 6 are asked for.
+        episodes = runner.sample(num_episodes=4)
+        assert len(episodes) == 4
+        assert all(episode.is_done and episode.env_t_started == 0 for episode in episodes)
+        assert all(episode.env_steps() == 25 for episode in episodes)
+        metrics = runner.get_metrics()
+        assert metrics["num_episodes"].peek() == 4
+        # The next timestep sample starts new episodes (RLlib resets after num_episodes).
+        chunks = runner.sample(num_timesteps=3)
+        assert all(chunk.env_t_started == 0 for chunk in chunks)
+    finally:
+        runner.stop()
+
+
+def test_random_actions_come_from_each_agents_action_space():
+    runner = _runner(_config(lambda ctx: BasicMultiAgent(3)))
+    try:
+        (episode,) = runner.sample(num_episodes=1, random_actions=True)
+        for agent in episode.agent_episodes.values():
+            actions = agent.get_actions()
+            assert len(actions) == 25 and set(np.asarray(actions).tolist()) <= {0, 1}
+            # No module ran: no model outputs are recorded.
+            assert "action_logp" not in agent.extra_model_outputs
+    finally:
+        runner.stop()
+
+
+def test_explore_false_takes_each_modules_greedy_action():
+    runner = _runner(_config(lambda ctx: BasicMultiAgent(2), policies=("p0", "p1"),
+                             mapping=lambda agent_id, episode, **kw: f"p{agent_id}"))
+    try:
+        (episode,) = runner.sample(num_episodes=1, explore=False)
+        for agent in episode.agent_episodes.values():
+            logits = np.asarray(agent.extra_model_outputs["action_dist_inputs"])
+            assert np.array_equal(np.asarray(agent.get_actions()), logits.argmax(axis=-1))
+        (explored,) = runner.sample(num_episodes=1, explore=True)
+        sampled = [np.asarray(a.get_actions()) for a in explored.agent_episodes.values()]
+        greedy = [
+            np.asarray(a.extra_model_outputs["action_dist_inputs"]).argmax(axis=-1)
+            for a in explored.agent_episodes.values()
+        ]
+        # Exploring samples from the distribution: some actions are not the greedy one.
+        assert any(not np.array_equal(s, g) for s, g in zip(sampled, greedy, strict=True))
+    finally:
+        runner.stop()
