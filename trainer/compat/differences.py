@@ -600,8 +600,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "TwoStepGame, GuessTheNumberGame, PettingZooEnv, ParallelPettingZooEnv, "
-        "MultiAgentConnect4",
+        "TwoStepGame, GuessTheNumberGame, PettingZooEnv, ParallelPettingZooEnv, MultiAgentConnect4",
         "agents/possible_agents are set (PettingZoo's own order) "
         "(tests/test_multi_agent_env.py::test_example_env_passes_the_checker_and_plays_to_the_end)",
         "RLlib leaves them empty or in set order, which its own checker refuses",
