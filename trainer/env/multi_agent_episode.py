@@ -299,7 +299,12 @@ class MultiAgentEpisode:
         agent_episodes = self.agent_episodes
         for agent_id in observations:
             episode = agent_episodes.get(agent_id)
-            if episode is None or episode.is_done or agent_id not in rewards:
+            if (
+                episode is None
+                or episode.is_terminated
+                or episode.is_truncated
+                or agent_id not in rewards
+            ):
                 return False
         self.env_t += 1
         self.is_terminated = self.is_truncated = False
@@ -336,7 +341,7 @@ class MultiAgentEpisode:
                     extra_model_outputs=outputs,
                 )
             # One item appended to each column: the episode stays valid (no validate() here).
-            mappings[agent_id].append(len(episode) + agent_t_started[agent_id])
+            mappings[agent_id].append(episode.t - episode.t_started + agent_t_started[agent_id])
         self._last_step_time = time.perf_counter()
         if self._start_time is None:
             self._start_time = self._last_step_time

@@ -252,6 +252,8 @@ class MultiAgentEnvRunner:
         self._last_obs: list[dict] = [{} for _ in range(self.num_envs)]
         #: ... and of those, the agents that are done (they do not act again).
         self._last_done: list[set | frozenset] = [set() for _ in range(self.num_envs)]
+        #: Per sub-env: each agent's module in its current episode.
+        self._agent_modules: list[dict] = [{} for _ in range(self.num_envs)]
         #: Chunks of each running episode returned by earlier samples (for its metrics and
         #: `on_episode_end`'s `prev_episode_chunks`).
         self._prev_chunks: list[list[MultiAgentEpisode]] = [[] for _ in range(self.num_envs)]
@@ -348,6 +350,8 @@ class MultiAgentEnvRunner:
             agent_to_module_mapping_fn=self.config.policy_mapping_fn,
         )
         self._prev_chunks[index] = []
+        #: Each agent's module in this episode (its `module_for`, asked once).
+        self._agent_modules[index] = {}
         if self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", self._event_kwargs(index))
 
@@ -517,10 +521,12 @@ class MultiAgentEnvRunner:
             # Rows of every module across the sub-envs: one forward pass per module.
             rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
             for index, agents in acting.items():
-                episode = self._episodes[index]
-                assert episode is not None
+                modules = self._agent_modules[index]
                 for agent_id in agents:
-                    rows[episode.module_for(agent_id)].append((index, agent_id))
+                    module_id = modules.get(agent_id)
+                    if module_id is None:
+                        module_id = modules[agent_id] = self._module_of(index, agent_id)
+                    rows[module_id].append((index, agent_id))
             last_obs = self._last_obs
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
@@ -572,7 +578,7 @@ class MultiAgentEnvRunner:
             )
             env_steps += 1
             agent_steps += len(obs)
-            self._count_agent_steps(obs, episode)
+            self._count_agent_steps(index, obs)
             if fire_step:
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
             if terminateds.get(ALL_AGENTS, False) or truncateds.get(ALL_AGENTS, False):
@@ -587,13 +593,22 @@ class MultiAgentEnvRunner:
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
 
-    def _count_agent_steps(self, obs: dict, episode: MultiAgentEpisode) -> None:
+    def _module_of(self, index: int, agent_id: Any) -> Any:
+        """The module of `agent_id` in sub-env `index`'s episode (its `module_for`)."""
+        episode = self._episodes[index]
+        assert episode is not None, "every sub-env has an episode while sampling"
+        return episode.module_for(agent_id)
+
+    def _count_agent_steps(self, index: int, obs: dict) -> None:
         """Counts a step of each agent in `obs` (logged once per sample, see
         `_log_sample_metrics`: a metric call per agent and step cost more than the step)."""
         counts = self._agent_steps
-        module_for = episode.module_for
+        modules = self._agent_modules[index]
         for agent_id in obs:
-            counts[agent_id, module_for(agent_id)] += 1
+            module_id = modules.get(agent_id)
+            if module_id is None:
+                module_id = modules[agent_id] = self._module_of(index, agent_id)
+            counts[agent_id, module_id] += 1
 
     def _finish_episode(self, index: int) -> None:
         """The episode of sub-env `index` ended: fires `on_episode_end` (with its earlier
