@@ -99,6 +99,18 @@ BENCHMARKS = (
         summary="sampling against a plain gymnasium loop",
     ),
     Benchmark(
+        "multi_agent",
+        "multi-agent: RLlib's tuned multi_agent_cartpole_ppo.py (2 agents, 2 policies, 2 "
+        "EnvRunners) to a summed return of 800, build included; a MultiAgentEnvRunner on "
+        "MultiAgentCartPole with N agents against an EnvRunner with N CartPole sub-envs",
+        ("bench/multi_agent.py",),
+        r"^(seed|median|sampling)",
+        "< 10 s (median of 3 seeds); sampling ratio >= 0.8",
+        quick=("bench/multi_agent.py", "--seeds", "0", "--steps", "8000", "--repeats", "2"),
+        summary="multi-agent CartPole to RLlib's stop",
+        summary_keep=r"^median",
+    ),
+    Benchmark(
         "startup",
         "`build()` with 0, 2, and 1 against 5 EnvRunners (forked workers), "
         "against a bare Python process",

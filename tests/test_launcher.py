@@ -462,7 +462,9 @@ def test_multi_agent_env_names_resolve_to_this_projects_classes(hook):
 
     assert MultiAgentEnv is MultiAgentEnvFromEnv is MultiAgentEnvFromRLlib is ours.MultiAgentEnv
     assert make_multi_agent is ours.make_multi_agent
-    assert GroupAgentsWrapper is GroupAgentsWrapperFromEnv is group_agents_wrapper.GroupAgentsWrapper
+    assert (
+        GroupAgentsWrapper is GroupAgentsWrapperFromEnv is group_agents_wrapper.GroupAgentsWrapper
+    )
     assert PettingZooEnv is PettingZooEnvFromWrappers is pettingzoo_env.PettingZooEnv
     assert ParallelPettingZooEnv is pettingzoo_env.ParallelPettingZooEnv
     assert check_multiagent_environments is our_checker

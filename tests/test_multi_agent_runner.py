@@ -271,3 +271,20 @@ def test_a_multi_agent_algorithm_answers_per_module():
             algo.get_module("p7")
     finally:
         algo.stop()
+
+
+def test_a_multi_agent_run_evaluates_on_its_own_runners():
+    config = (
+        _turns_config()
+        .env_runners(num_env_runners=1)
+        .training(train_batch_size=60, minibatch_size=30, num_epochs=1)
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=2)
+    )
+    algo = config.build()
+    try:
+        evaluation = algo.train()["evaluation"]["env_runners"]
+        assert evaluation["num_episodes"] == 2
+        assert evaluation["episode_len_mean"] == 6
+        assert set(evaluation["module_episode_returns_mean"]) == {"pa", "pb"}
+    finally:
+        algo.stop()

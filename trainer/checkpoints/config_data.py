@@ -30,6 +30,9 @@ IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
 SPACE_TAG = "__space__"
 FLOAT_TAG = "__float__"  # inf, -inf and nan, which JSON has no spelling for
+POLICY_SPEC_TAG = "__policy_spec__"  # multi_agent(policies={id: PolicySpec(...)})
+#: A PolicySpec's fields, in its constructor's order.
+POLICY_SPEC_FIELDS = ("policy_class", "observation_space", "action_space", "config")
 #: Version of this encoding, stored with the data.
 CONFIG_DATA_VERSION = 1
 
@@ -63,6 +66,12 @@ def resolve_import_path(path: str) -> Any:
     return value
 
 
+def _is_policy_spec(value: Any) -> bool:
+    from trainer.core.policy_spec import PolicySpec
+
+    return isinstance(value, PolicySpec)
+
+
 def _is_code(value: Any) -> bool:
     return isinstance(value, type) or callable(value)
 
@@ -89,6 +98,13 @@ def encode(value: Any, where: str, unstored: list[str]) -> Any:
             pass
     elif hasattr(value, "item") and getattr(value, "shape", None) == ():
         return encode(value.item(), where, unstored)  # numpy scalars
+    elif _is_policy_spec(value):
+        return {
+            POLICY_SPEC_TAG: {
+                name: encode(getattr(value, name), f"{where}.{name}", unstored)
+                for name in POLICY_SPEC_FIELDS
+            }
+        }
     elif _is_code(value):
         path = import_path(value)
         if path is not None:
@@ -119,6 +135,15 @@ def decode(data: Any, where: str) -> Any:
             return space_from_dict(data[SPACE_TAG])
         except Exception as error:  # noqa: BLE001 - reported with the setting
             raise ConfigDataError(where, f"not a space description ({error})") from None
+    if POLICY_SPEC_TAG in data:
+        from trainer.core.policy_spec import PolicySpec
+
+        fields = data[POLICY_SPEC_TAG]
+        if not isinstance(fields, dict) or set(fields) - set(POLICY_SPEC_FIELDS):
+            raise ConfigDataError(where, f"not a PolicySpec description: {fields!r}")
+        return PolicySpec(
+            **{name: decode(value, f"{where}.{name}") for name, value in fields.items()}
+        )
     if FLOAT_TAG in data:
         if data[FLOAT_TAG] not in ("inf", "-inf", "nan"):
             raise ConfigDataError(where, f"{data[FLOAT_TAG]!r} is not inf, -inf or nan")

@@ -107,10 +107,11 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     plain-data `config.json`; from its pickle file only with `allow_pickle`."""
     from trainer.algorithms.checkpointing import load_class_and_config
     from trainer.checkpoints import open_checkpoint
+    from trainer.cli.multi_agent import register_checkpoint_env
 
-    algorithm_class, config = load_class_and_config(
-        open_checkpoint(path), allow_pickle=allow_pickle
-    )
+    checkpoint = open_checkpoint(path)
+    register_checkpoint_env(checkpoint)
+    algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=allow_pickle)
     config = config.copy()
     config.env_runners(num_env_runners=0)
     config.evaluation(
@@ -163,12 +164,35 @@ def run_episodes(
         if recording is not None:
             recording.add(_render(env))
         episode_return, length, done = 0.0, 0, False
+        multi_agent = algorithm.config.is_multi_agent
+        modules: dict = {}  # a multi-agent episode's agents' modules (mapped once)
         while not done:
-            action = algorithm.compute_single_action(observation, explore=explore)
-            observation, reward, terminated, truncated, _ = env.step(action)
-            episode_return += float(reward)
+            if multi_agent:
+                # Each agent with an observation acts with its module; the return sums all.
+                for agent_id in observation:
+                    if agent_id not in modules:
+                        modules[agent_id] = algorithm.config.policy_mapping_fn(agent_id, None)
+                action = {
+                    agent_id: algorithm.compute_single_action(
+                        agent_obs, explore=explore, policy_id=modules[agent_id]
+                    )
+                    for agent_id, agent_obs in observation.items()
+                }
+                observation, rewards, terminateds, truncateds, _ = env.step(action)
+                episode_return += float(sum(rewards.values()))
+                done = bool(terminateds.get("__all__") or truncateds.get("__all__"))
+                # Agents that ended do not act again.
+                observation = {
+                    agent_id: agent_obs
+                    for agent_id, agent_obs in observation.items()
+                    if not (terminateds.get(agent_id) or truncateds.get(agent_id))
+                }
+            else:
+                action = algorithm.compute_single_action(observation, explore=explore)
+                observation, reward, terminated, truncated, _ = env.step(action)
+                episode_return += float(reward)
+                done = terminated or truncated
             length += 1
-            done = terminated or truncated
             if recording is not None:
                 recording.add(_render(env))
         outcomes.append((episode_return, length))

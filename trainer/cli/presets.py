@@ -121,6 +121,29 @@ PRESETS: dict[tuple[str, str], Preset] = {
         stop_reward=450.0,
         stop_timesteps=200_000,
     ),
+    ("PPO", "MultiAgentCartPole"): Preset(
+        source="rllib/tuned_examples/ppo/multi_agent_cartpole_ppo.py",
+        settings={
+            "environment": {"env_config": {"num_agents": 2}},
+            "training": {
+                "gamma": 0.99,
+                "lr": 0.0003,
+                "num_epochs": 6,
+                "vf_loss_coeff": 0.01,
+                "use_kl_loss": True,
+            },
+            "rl_module": {
+                "model_config": {
+                    "fcnet_hiddens": [32],
+                    "fcnet_activation": "linear",
+                    "vf_share_layers": True,
+                }
+            },
+        },
+        # The return summed over the 2 agents (RLlib's stop: 400 per agent).
+        stop_reward=800.0,
+        stop_timesteps=300_000,
+    ),
     ("PPO", "Pendulum-v1"): Preset(
         source="rllib/tuned_examples/ppo/pendulum_ppo.py",
         settings={

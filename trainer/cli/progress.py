@@ -68,6 +68,9 @@ class ProgressDisplay:
             f"return mean {_number(env_runners['episode_return_mean'], 8)} "
             f"max {_number(env_runners['episode_return_max'], 8)} | "
         )
+        modules = env_runners.get("module_episode_returns_mean")
+        if modules:  # a multi-agent run: each module's return
+            row += " ".join(f"{m} {_number(v, 6)}" for m, v in sorted(modules.items())) + " | "
         evaluation = result.get(EVALUATION_RESULTS, {}).get(ENV_RUNNER_RESULTS, {})
         if EPISODE_RETURN_MEAN in evaluation:
             row += f"eval {_number(evaluation['episode_return_mean'], 8)} | "

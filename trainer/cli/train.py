@@ -29,6 +29,11 @@ from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
 from trainer.cli.interrupt import StopRequest
 from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
+from trainer.cli.multi_agent import (
+    add_default_policies,
+    register_checkpoint_env,
+    register_named_env,
+)
 from trainer.cli.options import (
     json_object,
     layer_sizes,
@@ -278,6 +283,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     config.checkpointing(**DEFAULT_CHECKPOINTING)
     # The env decides the preset, which goes under the file's and the flags' settings.
     env = args.env
+    register_named_env(env)  # RLlib's multi-agent example envs, PettingZoo env modules
     if env is None and args.config:
         probe = config_class(algo)()
         apply_config_file(probe, content, args.config)
@@ -314,6 +320,8 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
             apply(flag, partial(_call_builder, config, method, setting, value))
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
+    # A multi-agent env without multi_agent() settings: one policy per agent.
+    apply("--env", partial(add_default_policies, config))
     checkpointing = {
         k: v
         for k, v in (
@@ -522,9 +530,9 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     if latest is None:
         parser.error(f"argument --resume: {directory} has no checkpoint to resume from")
     try:
-        algorithm_class, config = load_class_and_config(
-            open_checkpoint(latest), allow_pickle=args.trust_pickle
-        )
+        checkpoint = open_checkpoint(latest)
+        register_checkpoint_env(checkpoint)
+        algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=args.trust_pickle)
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
     config = config.copy()

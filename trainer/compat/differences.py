@@ -541,6 +541,100 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "MultiAgentEpisode getters on cut() chunks",
+        "an agent's latest observation is left out by its position in the chunk's buffers, so "
+        "a successor chunk reads all its steps "
+        "(tests/test_multi_agent_episode_api.py::test_a_cut_chunk_reads_its_lookback_and_all_"
+        "its_actions)",
+        "RLlib 2.60 compares raw agent timesteps with buffer lengths there: in a cut successor "
+        "its getters drop real steps (5 of a chunk's 6 actions) or raise IndexError",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEpisode.concat_episode (across an action hanging at the boundary)",
+        "the hanging step is completed from the second chunk; rewards of agents absent from it "
+        "add up (tests/test_multi_agent_episode_api.py::test_slice_and_concat_across_an_action_"
+        "that_hangs_at_the_boundary)",
+        "RLlib 2.60 fails its own assertion when an agent acted just before the split and "
+        "observes again only in the second chunk",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEpisode getters (neg_index_as_lookback before the lookback; "
+        "get_truncateds()['__all__']; key=None with env_steps=False)",
+        "fill or IndexError like any index out of range; is_truncated; a dict per key "
+        "(tests/rllib/test_multi_agent_episode.py, "
+        "tests/test_multi_agent_episode_api.py::test_env_steps_and_agent_steps_getters_with_"
+        "fill_and_lists)",
+        "RLlib 2.60 returns an agent's pending action or reward there; returns is_terminated "
+        "for __all__; raises TypeError / AttributeError",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEpisode.get_state",
+        "plain msgpack data (agent-keyed maps as [agent_id, value] pairs); the mapping "
+        "function is stored by import path, a lambda is left out and the restored episode "
+        "keeps its agents' modules (tests/test_multi_agent_episode_api.py::test_state_with_int_"
+        "agent_ids_and_a_lambda_mapping_fn)",
+        "checkpoints here are read without unpickling",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEpisode.get_sample_batch",
+        "raises NotImplementedError naming the new stack's getters",
+        _OLD_STACK,
+        BEHAVIOUR,
+    ),
+    Difference(
+        "GroupAgentsWrapper (MultiAgentEnv.with_agent_groups)",
+        "without given spaces, each group's Tuple spaces are made from its members'; "
+        "agents/possible_agents name the groups "
+        "(tests/test_multi_agent_env.py::test_grouped_agents_act_as_one_with_tuple_spaces_and_"
+        "summed_rewards)",
+        "RLlib's docstring promises both, its code leaves the spaces None and the agents empty",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "TwoStepGame, GuessTheNumberGame, PettingZooEnv, ParallelPettingZooEnv, MultiAgentConnect4",
+        "agents/possible_agents are set (PettingZoo's own order) "
+        "(tests/test_multi_agent_env.py::test_example_env_passes_the_checker_and_plays_to_the_end)",
+        "RLlib leaves them empty or in set order, which its own checker refuses",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentDebugCounterEnv",
+        "builds and returns float32 observations "
+        "(tests/test_multi_agent_env.py::test_example_env_passes_the_checker_and_plays_to_the_end)",
+        "RLlib 2.60's constructor raises (it assigns the read-only num_agents) and its "
+        "observations are float64, outside its own float32 space",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "check_multiagent_environments",
+        "also checks observations against their spaces and requires '__all__' in "
+        "terminateds; accepts keys of possible_agents "
+        "(tests/test_multi_agent_env.py::test_checker_names_the_agent_the_key_and_what_is_"
+        "allowed)",
+        "a bad observation or a missing '__all__' otherwise fails later, inside sampling, "
+        "with a KeyError; agents leave `agents` when they end",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "PettingZooEnv.render / ParallelPettingZooEnv.render",
+        "render() takes no mode; reset passes the seed on "
+        "(tests/test_multi_agent_env.py::test_pettingzoo_aec_env_returns_only_the_acting_agent)",
+        "RLlib's render(mode) call fails on PettingZoo 1.24+",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "make_multi_agent",
+        "RLlib's example classes made by it carry their module attribute's name "
+        "(MultiAgentCartPole, ...) and pickle by reference "
+        "(tests/test_multi_agent_env.py::test_example_classes_pickle_by_reference)",
+        "RLlib's are all called MultiEnv; error messages name the env",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule(catalog_class=...)",
         "refused with what to do (build the module's parts in setup())",
         "catalogs build torch models, which do not exist here",

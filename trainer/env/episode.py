@@ -333,8 +333,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         """`add_env_step` for the EnvRunner's sampling loop: the same record, with the two model
         outputs PPO and DQN keep given directly (no dict per step) and `infos` stored as given
         (the runner passes a fresh dict per step). Whenever this episode is not a plain
-        recording one (spaces to check, finalized columns, its first step, other model
-        outputs), the general `add_env_step` records it."""
+        recording one (finalized columns, whose steps are checked against the spaces; its
+        first step; other model outputs), the general `add_env_step` records it."""
         outputs = self.extra_model_outputs
         logp_buffer = outputs.get(ACTION_LOGP)
         dist_buffer = outputs.get(ACTION_DIST_INPUTS)
@@ -345,8 +345,6 @@ class SingleAgentEpisode(OldEpisodeAPI):
             or observations.finalized
             or len(outputs) != (1 if dist_buffer is None else 2)
             or (dist_buffer is None) != (action_dist_inputs is None)
-            or self._observation_space is not None
-            or self._action_space is not None
             or self.infos.finalized
         ):
             extra = {ACTION_LOGP: action_logp}

@@ -37,7 +37,7 @@ import gymnasium as gym
 from trainer.checkpoints.codec import is_plain_data
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.spaces import batch, space_from_dict, space_to_dict
-from trainer.env.episode import SingleAgentEpisode
+from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP, SingleAgentEpisode
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 from trainer.errors import MultiAgentEnvError
 
@@ -60,6 +60,10 @@ def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: MultiAgentEpi
     """RLlib's `AlgorithmConfig.DEFAULT_AGENT_TO_MODULE_MAPPING_FN`: every agent to
     `"default_policy"`."""
     return DEFAULT_MODULE_ID
+
+
+#: The model outputs of PPO's and DQN's sampling (`SingleAgentEpisode.record_sampled_step`).
+_SAMPLED_OUTPUTS = {ACTION_LOGP, ACTION_DIST_INPUTS}
 
 
 class MultiAgentEpisode:
@@ -224,6 +228,10 @@ class MultiAgentEpisode:
         terminateds = terminateds or {}
         truncateds = truncateds or {}
         extra_model_outputs = extra_model_outputs or {}
+        if self._add_plain_env_step(
+            observations, actions, rewards, infos, terminateds, truncateds, extra_model_outputs
+        ):
+            return
         self.env_t += 1
         self.is_terminated = bool(terminateds.get(ALL_AGENTS, False))
         self.is_truncated = bool(truncateds.get(ALL_AGENTS, False))
@@ -253,10 +261,91 @@ class MultiAgentEpisode:
                 truncated=bool(truncateds.get(agent_id, False)) or self.is_truncated,
                 extra_model_outputs=extra_model_outputs.get(agent_id),
             )
-        self.validate()
+        # The agents recorded in this step are the ones whose episodes changed (validating
+        # every agent's each step was a seventh of a multi-agent runner's time).
+        agent_episodes = self.agent_episodes
+        for agent_id in agents_with_data:
+            agent_episode = agent_episodes.get(agent_id)
+            if agent_episode is not None:
+                agent_episode.validate()
         self._last_step_time = time.perf_counter()
         if self._start_time is None:
             self._start_time = self._last_step_time
+
+    def _add_plain_env_step(
+        self,
+        observations: MultiAgentDict,
+        actions: MultiAgentDict,
+        rewards: MultiAgentDict,
+        infos: MultiAgentDict,
+        terminateds: MultiAgentDict,
+        truncateds: MultiAgentDict,
+        extra_model_outputs: MultiAgentDict,
+    ) -> bool:
+        """`add_env_step` for the common step of a sampling loop, recorded as the general path
+        records it: the agents that acted are exactly those with a next observation, each has
+        its reward and its running single-agent episode, none ends and nothing hangs. Returns
+        False, having changed nothing, for any other step (the general path records it)."""
+        if (
+            self._hanging_actions_end
+            or self._hanging_rewards_end
+            or self._hanging_rewards_begin
+            or observations.keys() != actions.keys()
+            or not rewards.keys() <= observations.keys()
+            or any(terminateds.values())
+            or any(truncateds.values())
+        ):
+            return False
+        agent_episodes = self.agent_episodes
+        for agent_id in observations:
+            episode = agent_episodes.get(agent_id)
+            if (
+                episode is None
+                or episode.is_terminated
+                or episode.is_truncated
+                or agent_id not in rewards
+            ):
+                return False
+        self.env_t += 1
+        self.is_terminated = self.is_truncated = False
+        mappings = self.env_t_to_agent_t
+        for agent_id, mapping in mappings.items():
+            if agent_id not in observations:
+                mapping.append(self.SKIP_ENV_TS_TAG)
+        agent_t_started = self.agent_t_started
+        for agent_id, observation in observations.items():
+            episode = agent_episodes[agent_id]
+            info = infos.get(agent_id)
+            outputs = extra_model_outputs.get(agent_id)
+            if outputs is not None and outputs.keys() == _SAMPLED_OUTPUTS:
+                # The two model outputs of PPO's and DQN's sampling: the single-agent
+                # episode's own fast path (one append per column, the same record).
+                episode.record_sampled_step(
+                    observation,
+                    actions[agent_id],
+                    rewards[agent_id],
+                    {} if info is None else info,
+                    False,
+                    False,
+                    outputs[ACTION_LOGP],
+                    outputs[ACTION_DIST_INPUTS],
+                )
+            else:
+                episode.add_env_step(
+                    observation=observation,
+                    action=actions[agent_id],
+                    reward=rewards[agent_id],
+                    infos=info,
+                    terminated=False,
+                    truncated=False,
+                    extra_model_outputs=outputs,
+                )
+            # One item appended to each column: the episode stays valid (no validate() here).
+            mappings[agent_id].append(episode.t - episode.t_started + agent_t_started[agent_id])
+        self._last_step_time = time.perf_counter()
+        if self._start_time is None:
+            self._start_time = self._last_step_time
+        return True
 
     def _record_agent_step(
         self,

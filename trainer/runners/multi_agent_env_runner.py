@@ -37,6 +37,7 @@ from trainer.callbacks import CallbackChain
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
@@ -76,9 +77,6 @@ from trainer.util.state_checks import (
 
 logger = logging.getLogger(__name__)
 
-#: The model outputs PPO and DQN keep per agent step (RLlib's `Columns` names).
-ACTION_LOGP = "action_logp"
-ACTION_DIST_INPUTS = "action_dist_inputs"
 #: The key of a user RLModule's actions in its forward pass's output (RLlib's Columns.ACTIONS).
 ACTIONS = "actions"
 OBS = "obs"
@@ -94,6 +92,10 @@ _STATE_KEYS = {
     RL_MODULE_STATE,
     "connector_state",
 }
+
+
+#: A sub-env's done agents when none is (shared, never changed).
+_NONE_DONE: frozenset = frozenset()
 
 
 def module_seed(seed: int | None, module_id: Any) -> int | None:
@@ -137,7 +139,9 @@ class _ModuleActions:
             env_actions = module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
-            return _rows(actions), _rows(env_actions), logp.tolist(), dist_inputs
+            acted = _rows(actions)
+            for_env = acted if env_actions is actions else _rows(env_actions)
+            return acted, for_env, logp.tolist(), dist_inputs
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
         if ACTIONS in out:
@@ -186,7 +190,7 @@ def _stack(rows: list[Any]) -> Any:
         return {key: _stack([row[key] for row in rows]) for key in first}
     if isinstance(first, tuple):
         return tuple(_stack([row[i] for row in rows]) for i in range(len(first)))
-    return np.stack([np.asarray(row) for row in rows])
+    return np.array(rows)  # rows of one space: one shape (np.array: a third of np.stack's time)
 
 
 def _rows(batch: np.ndarray) -> list[Any]:
@@ -257,7 +261,9 @@ class MultiAgentEnvRunner:
         #: Each sub-env's last result: the observations of the agents to act next.
         self._last_obs: list[dict] = [{} for _ in range(self.num_envs)]
         #: ... and of those, the agents that are done (they do not act again).
-        self._last_done: list[set] = [set() for _ in range(self.num_envs)]
+        self._last_done: list[set | frozenset] = [set() for _ in range(self.num_envs)]
+        #: Per sub-env: each agent's module in its current episode.
+        self._agent_modules: list[dict] = [{} for _ in range(self.num_envs)]
         #: Chunks of each running episode returned by earlier samples (for its metrics and
         #: `on_episode_end`'s `prev_episode_chunks`).
         self._prev_chunks: list[list[MultiAgentEpisode]] = [[] for _ in range(self.num_envs)]
@@ -441,6 +447,8 @@ class MultiAgentEnvRunner:
             agent_to_module_mapping_fn=self.config.policy_mapping_fn,
         )
         self._prev_chunks[index] = []
+        #: Each agent's module in this episode (its `module_for`, asked once).
+        self._agent_modules[index] = {}
         if self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", self._event_kwargs(index))
 
@@ -452,7 +460,7 @@ class MultiAgentEnvRunner:
         assert episode is not None, "_new_episode() comes first"
         episode.add_env_reset(observations=obs, infos=infos)
         self._last_obs[index] = obs
-        self._last_done[index] = set()
+        self._last_done[index] = _NONE_DONE
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
 
@@ -615,15 +623,27 @@ class MultiAgentEnvRunner:
             # Rows of every module across the sub-envs: one forward pass per module.
             rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
             for index, agents in acting.items():
-                episode = self._episodes[index]
-                assert episode is not None
+                modules = self._agent_modules[index]
                 for agent_id in agents:
-                    rows[episode.module_for(agent_id)].append((index, agent_id))
+                    module_id = modules.get(agent_id)
+                    if module_id is None:
+                        module_id = modules[agent_id] = self._module_of(index, agent_id)
+                    rows[module_id].append((index, agent_id))
+            last_obs = self._last_obs
             for module_id, where in rows.items():
-                obs_rows = [self._last_obs[index][agent_id] for index, agent_id in where]
+                obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
                 acted, for_env, logp, dist_inputs = self._actors[module_id](
                     obs_rows, explore, self.global_timestep
                 )
+                if logp is not None and dist_inputs is not None:  # PPO's and DQN's outputs
+                    for k, (index, agent_id) in enumerate(where):
+                        actions[index][agent_id] = acted[k]
+                        env_actions[index][agent_id] = for_env[k]
+                        outputs[index][agent_id] = {
+                            ACTION_LOGP: logp[k],
+                            ACTION_DIST_INPUTS: dist_inputs[k],
+                        }
+                    continue
                 for k, (index, agent_id) in enumerate(where):
                     actions[index][agent_id] = acted[k]
                     env_actions[index][agent_id] = for_env[k]
@@ -649,14 +669,18 @@ class MultiAgentEnvRunner:
                 extra_model_outputs=outputs[index],
             )
             self._last_obs[index] = obs
-            self._last_done[index] = {
-                agent_id
-                for agent_id in obs
-                if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
-            }
+            self._last_done[index] = (
+                {
+                    agent_id
+                    for agent_id in obs
+                    if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
+                }
+                if any(terminateds.values()) or any(truncateds.values())
+                else _NONE_DONE
+            )
             env_steps += 1
             agent_steps += len(obs)
-            self._count_agent_steps(obs, episode)
+            self._count_agent_steps(index, obs)
             if fire_step:
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
             # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
@@ -673,12 +697,22 @@ class MultiAgentEnvRunner:
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
 
-    def _count_agent_steps(self, obs: dict, episode: MultiAgentEpisode) -> None:
+    def _module_of(self, index: int, agent_id: Any) -> Any:
+        """The module of `agent_id` in sub-env `index`'s episode (its `module_for`)."""
+        episode = self._episodes[index]
+        assert episode is not None, "every sub-env has an episode while sampling"
+        return episode.module_for(agent_id)
+
+    def _count_agent_steps(self, index: int, obs: dict) -> None:
         """Counts a step of each agent in `obs` (logged once per sample, see
         `_log_sample_metrics`: a metric call per agent and step cost more than the step)."""
         counts = self._agent_steps
+        modules = self._agent_modules[index]
         for agent_id in obs:
-            counts[agent_id, episode.module_for(agent_id)] += 1
+            module_id = modules.get(agent_id)
+            if module_id is None:
+                module_id = modules[agent_id] = self._module_of(index, agent_id)
+            counts[agent_id, module_id] += 1
 
     def _finish_episode(self, index: int) -> None:
         """The episode of sub-env `index` ended: fires `on_episode_end` (with its earlier

@@ -42,7 +42,9 @@ class PPOLearner(Learner):
         """`module`: the module to train (a multi-agent run's, built from its spec); None
         builds the config's for `spaces`."""
         self.config = config
-        self.module = module if module is not None else config.build_module(spaces, seed=config.seed)
+        self.module = (
+            module if module is not None else config.build_module(spaces, seed=config.seed)
+        )
         self.learning_rate = LearningRate(config.lr)
         self.optimizer = Adam(
             self.module.flat_params,

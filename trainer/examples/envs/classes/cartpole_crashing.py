@@ -109,5 +109,7 @@ class CartPoleCrashing(CartPoleEnv):
 
 
 MultiAgentCartPoleCrashing = module_level_env_class(
-    make_multi_agent(lambda config: CartPoleCrashing(config)), "MultiAgentCartPoleCrashing", __name__
+    make_multi_agent(lambda config: CartPoleCrashing(config)),
+    "MultiAgentCartPoleCrashing",
+    __name__,
 )
