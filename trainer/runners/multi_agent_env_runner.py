@@ -377,14 +377,7 @@ class MultiAgentEnvRunner:
                 sub_env.close()
             except Exception:
                 pass  # a broken env may fail to close too; it is dropped either way
-            context = self.sub_env_context(index)
-            context = EnvContext(
-                context,
-                worker_index=context.worker_index,
-                num_workers=context.num_workers,
-                vector_index=index,
-                recreated_worker=True,
-            )
+            context = self.sub_env_context(index).copy_with_overrides(recreated_worker=True)
             new_env = self._guard(self._env_creator(context))
             env.envs[index] = new_env
             self._prev_chunks[index] = []
