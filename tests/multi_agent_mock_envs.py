@@ -1,10 +1,16 @@
 """The mock MultiAgentEnvs of RLlib's `rllib/env/tests/test_multi_agent_env.py` (BasicMultiAgent,
 RoundRobinMultiAgent, EarlyDoneMultiAgent, FlexAgentsMultiAgent, SometimesZeroAgentsMultiAgent),
-with the same dynamics. Two changes for tests that must not flake: the random choices of
-FlexAgentsMultiAgent and SometimesZeroAgentsMultiAgent come from the env's own seeded generator
-(RLlib's use the global `random` / `np.random`), and every env records the action dicts it
-was sent and asserts that only agents with an observation act (importable by EnvRunner
-processes: the tests directory travels on their import path)."""
+with their dynamics, changed where a test must not flake or RLlib's new stack needs it:
+- the random choices of FlexAgentsMultiAgent and SometimesZeroAgentsMultiAgent come from the
+  env's own seeded generator (RLlib's use the global `random` / `np.random`);
+- FlexAgentsMultiAgent's `"__all__"` is "every remaining agent is done" (RLlib's compares the
+  count of done agents, killed ones included, with the count of remaining ones);
+- SometimesZeroAgentsMultiAgent resets every agent's MockEnv at `reset()` and ends an agent by
+  termination only (RLlib's MultiAgentEpisode refuses a truncation without a last
+  observation, which this env never gives);
+- every env records the action dicts it was sent (`sent`) and asserts that exactly the agents
+  of its last observations that are not done were sent actions.
+Importable by EnvRunner processes: the tests directory travels on their import path."""
 
 from __future__ import annotations
 
