@@ -131,3 +131,25 @@ def test_ppo_trains_through_multi_agent_sub_env_crashes():
         assert set(result["learners"]) >= {"p0", "p1"}
     finally:
         algo.stop()
+
+
+def test_complete_episodes_sampling_drops_a_sub_env_that_fails_while_finishing():
+    _Ends.ended = []
+    config = _config(crash_after_n_steps=5).env_runners(
+        batch_mode="complete_episodes", rollout_fragment_length=3
+    )
+    runner = _runner(config)
+    try:
+        # 3 steps per sub-env are asked for; while the episodes finish, both sub-envs raise at
+        # their 5th step: they are re-created and start no new episode, so the sample ends
+        # with no complete episode instead of waiting for one.
+        assert runner.sample() == []
+        metrics = runner.get_metrics()
+        assert metrics["num_sub_environment_restarts_lifetime"].peek() == 2
+        assert metrics["num_env_steps_sampled"].peek() == 8
+        assert _Ends.ended == []
+        # The next sample starts new episodes in the re-created sub-envs.
+        chunks = runner.sample(num_timesteps=4)
+        assert [chunk.env_t_started for chunk in chunks] == [0, 0]
+    finally:
+        runner.stop()
