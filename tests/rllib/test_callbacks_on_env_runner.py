@@ -1,9 +1,6 @@
 # Ported from RLlib 2.60: rllib/callbacks/tests/test_callbacks_on_env_runner.py
 #
 # Changes besides the imports:
-# - The multi-agent halves of the two episode tests (`for multi_agent in [False, True]` with
-#   MultiAgentCartPole) are dropped: multi-agent envs do not run here (docs/rllib-names.md, "RLlib's tests and examples").
-# - `VectorMultiAgentEnv` is dropped from the isinstance checks (it does not exist here).
 # - `test_tune_trial_id_visible_in_callbacks` (and its OnEnvironmentCreatedCallback) is dropped:
 #   it needs Ray Tune's Tuner.
 import unittest
@@ -16,6 +13,12 @@ from trainer import named_objects as ray  # was: import ray
 from trainer.algorithms.ppo import PPOConfig  # was: from ray.rllib.algorithms.ppo import ...
 from callbacks import RLlibCallback  # was: from ray.rllib.callbacks.callbacks import ...
 from trainer import EnvRunner  # was: from ray.rllib.env.env_runner import EnvRunner
+from trainer.env.vector_multi_agent_env import (  # was: ray.rllib.env.vector.vector_multi_agent_env
+    VectorMultiAgentEnv,
+)
+from trainer.examples.envs.classes.multi_agent import (  # was: ray.rllib.examples.envs.classes...
+    MultiAgentCartPole,
+)
 from trainer import MetricsLogger  # was: from ray.rllib.utils.metrics.metrics_logger import ...
 
 
@@ -40,7 +43,7 @@ class EpisodeAndSampleCallbacks(RLlibCallback):
     ):
         assert isinstance(env_runner, EnvRunner)
         assert isinstance(metrics_logger, MetricsLogger)
-        assert isinstance(env, (gym.Env, gym.vector.VectorEnv))
+        assert isinstance(env, (gym.Env, gym.vector.VectorEnv, VectorMultiAgentEnv))
         self.counts.update({"start": 1})
         self.episode_lens[episode.id_] = 0
 
@@ -55,7 +58,7 @@ class EpisodeAndSampleCallbacks(RLlibCallback):
     ):
         assert isinstance(env_runner, EnvRunner)
         assert isinstance(metrics_logger, MetricsLogger)
-        assert isinstance(env, (gym.Env, gym.vector.VectorEnv))
+        assert isinstance(env, (gym.Env, gym.vector.VectorEnv, VectorMultiAgentEnv))
         self.counts.update({"step": 1})
         self.episode_lens[episode.id_] += 1
 
@@ -71,7 +74,7 @@ class EpisodeAndSampleCallbacks(RLlibCallback):
     ):
         assert isinstance(env_runner, EnvRunner)
         assert isinstance(metrics_logger, MetricsLogger)
-        assert isinstance(env, (gym.Env, gym.vector.VectorEnv))
+        assert isinstance(env, (gym.Env, gym.vector.VectorEnv, VectorMultiAgentEnv))
         assert isinstance(prev_episode_chunks, list)
         assert (
             sum(map(len, [episode] + prev_episode_chunks))
@@ -106,7 +109,7 @@ class OnEpisodeCreatedCallback(RLlibCallback):
 class TestCallbacksOnEnvRunners(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        tune.register_env("cart", lambda _: gym.make("CartPole-v1"))
+        tune.register_env("multi_cart", lambda _: MultiAgentCartPole({"num_agents": 2}))
         ray.init()
 
     @classmethod
@@ -129,30 +132,37 @@ class TestCallbacksOnEnvRunners(unittest.TestCase):
             )
         )
 
-        algo = config.build()
-        callback_obj = algo.env_runner._callbacks[0]
+        for multi_agent in [False, True]:
+            if multi_agent:
+                config.multi_agent(
+                    policies={"p0", "p1"},
+                    policy_mapping_fn=lambda aid, *a, **kw: f"p{aid}",
+                )
+                config.environment("multi_cart")
+            algo = config.build()
+            callback_obj = algo.env_runner._callbacks[0]
 
-        # We must have had exactly one env creation event (already before training).
-        self.assertEqual(callback_obj.counts["env_created"], 1)
+            # We must have had exactly one env creation event (already before training).
+            self.assertEqual(callback_obj.counts["env_created"], 1)
 
-        # Train one iteration.
-        algo.train()
-        # We must have has exactly one `sample()` call on our EnvRunner.
-        self.assertEqual(callback_obj.counts["sample"], 1)
-        # We should have had at least one episode start.
-        self.assertGreater(callback_obj.counts["start"], 0)
-        # Episode starts must be same or one larger than episode ends.
-        self.assertTrue(
-            callback_obj.counts["start"] == callback_obj.counts["end"]
-            or callback_obj.counts["start"] == callback_obj.counts["end"] + 1
-        )
-        # We must have taken exactly `train_batch_size` steps.
-        self.assertEqual(callback_obj.counts["step"], 50)
+            # Train one iteration.
+            algo.train()
+            # We must have has exactly one `sample()` call on our EnvRunner.
+            self.assertEqual(callback_obj.counts["sample"], 1)
+            # We should have had at least one episode start.
+            self.assertGreater(callback_obj.counts["start"], 0)
+            # Episode starts must be same or one larger than episode ends.
+            self.assertTrue(
+                callback_obj.counts["start"] == callback_obj.counts["end"]
+                or callback_obj.counts["start"] == callback_obj.counts["end"] + 1
+            )
+            # We must have taken exactly `train_batch_size` steps.
+            self.assertEqual(callback_obj.counts["step"], 50)
 
-        # We are still expecting to only have one env created.
-        self.assertEqual(callback_obj.counts["env_created"], 1)
+            # We are still expecting to only have one env created.
+            self.assertEqual(callback_obj.counts["env_created"], 1)
 
-        algo.stop()
+            algo.stop()
 
     def test_episode_and_sample_callbacks_batch_mode_complete_episodes(self):
         config = (
@@ -170,27 +180,35 @@ class TestCallbacksOnEnvRunners(unittest.TestCase):
             )
         )
 
-        algo = config.build()
-        callback_obj = algo.env_runner._callbacks[0]
+        for multi_agent in [False, True]:
+            if multi_agent:
+                config.multi_agent(
+                    policies={"p0", "p1"},
+                    policy_mapping_fn=lambda aid, *a, **kw: f"p{aid}",
+                )
+                config.environment("multi_cart")
 
-        # We must have had exactly one env creation event (already before training).
-        self.assertEqual(callback_obj.counts["env_created"], 1)
+            algo = config.build()
+            callback_obj = algo.env_runner._callbacks[0]
 
-        # Train one iteration.
-        algo.train()
-        # We should have had at least one episode start.
-        self.assertGreater(callback_obj.counts["start"], 0)
-        # Episode starts must be exact same as episode ends (b/c we always complete
-        # all episodes).
-        self.assertTrue(callback_obj.counts["start"] == callback_obj.counts["end"])
-        # We must have taken >= `train_batch_size` steps (b/c we complete all
-        # episodes).
-        self.assertGreaterEqual(callback_obj.counts["step"], 50)
+            # We must have had exactly one env creation event (already before training).
+            self.assertEqual(callback_obj.counts["env_created"], 1)
 
-        # We are still expecting to only have one env created.
-        self.assertEqual(callback_obj.counts["env_created"], 1)
+            # Train one iteration.
+            algo.train()
+            # We should have had at least one episode start.
+            self.assertGreater(callback_obj.counts["start"], 0)
+            # Episode starts must be exact same as episode ends (b/c we always complete
+            # all episodes).
+            self.assertTrue(callback_obj.counts["start"] == callback_obj.counts["end"])
+            # We must have taken >= `train_batch_size` steps (b/c we complete all
+            # episodes).
+            self.assertGreaterEqual(callback_obj.counts["step"], 50)
 
-        algo.stop()
+            # We are still expecting to only have one env created.
+            self.assertEqual(callback_obj.counts["env_created"], 1)
+
+            algo.stop()
 
 
 if __name__ == "__main__":

@@ -1,19 +1,14 @@
-# Ported from RLlib 2.60: rllib/algorithms/tests/test_env_runner_failures.py (its single-agent
-# PPO cases).
+# Ported from RLlib 2.60: rllib/algorithms/tests/test_env_runner_failures.py (its PPO cases).
 #
 # Changes besides the imports:
-# - Dropped, with what only they use: the multi-agent cases (`test_fatal_multi_agent`,
-#   `test_eval_env_runners_parallel_to_training_multi_agent_failing_recover`,
-#   `test_modules_are_restored_on_recovered_env_runner`, `ForwardHealthCheckToEnvWorkerMultiAgent`,
-#   `on_algorithm_init`, the "multi_agent_fault_env" registration; multi-agent envs do not run
+# - Dropped, with what only they use: `test_modules_are_restored_on_recovered_env_runner` (with
+#   `on_algorithm_init`: it adds a module at run time with `Algorithm.add_module`, which is not
 #   here), the IMPALA and SAC cases (`test_async_samples`, `test_sync_replay`,
 #   `test_env_runner_failing_recover_with_hanging_env_runners`; those algorithms do not exist
 #   here) and `test_eval_env_runners_on_infinite_episodes` (an evaluation round on
 #   never-ending episodes that must time out and report NaN: the timed-out evaluation runner's
 #   restarts within one `train()` are not yet reliable here on a loaded machine; with it the
 #   metric-name imports it alone used).
-# - `test_env_crash_during_sampling_but_restart_crashed_sub_envs` loops over
-#   `multi_agent in [False]` (was `[False, True]`).
 # - `time.sleep(15.0)` before `restore_env_runners()` is `time.sleep(1.0)`: RLlib waits for its
 #   actors to come back; here a failed runner is restarted within the `train()` call that saw it
 #   fail, so the sleep only keeps the order of events.
@@ -30,6 +25,9 @@ from trainer.algorithms.ppo import PPOConfig  # was: from ray.rllib.algorithms.p
 from trainer.connectors.env_to_module import FlattenObservations  # was: ray.rllib.connectors....
 from trainer.core.models import DefaultModelConfig  # was: ray.rllib.core.rl_module.default_model_config
 from trainer.examples.envs.classes.multi_agent import make_multi_agent  # was: ray.rllib.env....
+from trainer.runners.multi_agent_env_runner import (  # was: ray.rllib.env.multi_agent_env_runner
+    MultiAgentEnvRunner,
+)
 from trainer.env.env_runner import SingleAgentEnvRunner  # was: ray.rllib.env.single_agent_env_runner
 from trainer.examples.envs.classes.cartpole_crashing import CartPoleCrashing  # was: ray.rllib....
 from trainer.examples.envs.classes.random_env import RandomEnv  # was: ray.rllib.examples....
@@ -161,6 +159,19 @@ class ForwardHealthCheckToEnvWorker(SingleAgentEnvRunner):
         return super().ping()
 
 
+class ForwardHealthCheckToEnvWorkerMultiAgent(MultiAgentEnvRunner):
+    """Configure RolloutWorker to error in specific condition is hard.
+
+    So we take a short-cut, and simply forward ping() to env.sample().
+    """
+
+    def ping(self) -> str:
+        # See if Env wants to throw error.
+        self.sample(num_timesteps=1, random_actions=True)
+        # If there is no error raised from sample(), we simply reply pong.
+        return super().ping()
+
+
 class TestEnvRunnerFailures(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -173,6 +184,12 @@ class TestEnvRunnerFailures(unittest.TestCase):
             return FaultInjectEnv(ctx)
 
         register_env("fault_env", _sa)
+
+        def _ma(ctx):
+            ctx.update({"observation_space": obs_space})
+            return make_multi_agent(FaultInjectEnv)(ctx)
+
+        register_env("multi_agent_fault_env", _ma)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -311,6 +328,14 @@ class TestEnvRunnerFailures(unittest.TestCase):
             )
         )
 
+    def test_fatal_multi_agent(self):
+        # Test the case where all EnvRunners fail (w/o recovery).
+        self._do_test_failing_fatal(
+            PPOConfig().multi_agent(
+                policies={"p0"}, policy_mapping_fn=lambda *a, **k: "p0"
+            ),
+        )
+
     def test_multi_gpu(self):
         self._do_test_failing_ignore(
             PPOConfig()
@@ -359,7 +384,7 @@ class TestEnvRunnerFailures(unittest.TestCase):
                 }
             )
         )
-        for multi_agent in [False]:
+        for multi_agent in [False, True]:
             if multi_agent:
                 config.environment("ma_cartpole_crashing")
                 config.env_runners(num_envs_per_env_runner=1)
@@ -405,6 +430,35 @@ class TestEnvRunnerFailures(unittest.TestCase):
         )
 
         self._do_test_failing_recover(config)
+
+    def test_eval_env_runners_parallel_to_training_multi_agent_failing_recover(
+        self,
+    ):
+        # Test the case where all eval EnvRunners fail on a multi-agent env with
+        # different `policy_mapping_fn` in eval- vs train EnvRunners, but we chose
+        # to recover.
+        config = (
+            PPOConfig()
+            .env_runners(env_runner_cls=ForwardHealthCheckToEnvWorkerMultiAgent)
+            .multi_agent(
+                policies={"main", "p0", "p1"},
+                policy_mapping_fn=(
+                    lambda aid, episode, **kwargs: (
+                        "main"
+                        if hash(episode.id_) % 2 == aid
+                        else "p{}".format(np.random.choice([0, 1]))
+                    )
+                ),
+            )
+            .evaluation(
+                evaluation_num_env_runners=1,
+                # evaluation_parallel_to_training=True,
+                # evaluation_duration="auto",
+            )
+            .training(model={"fcnet_hiddens": [4]})
+        )
+
+        self._do_test_failing_recover(config, multi_agent=True)
 
     def test_eval_env_runners_failing_fatal(self):
         # Test the case where all eval EnvRunners fail (w/o recovery).

@@ -2044,9 +2044,6 @@ class AlgorithmConfig(OldConfigNames):
         unsupported = {
             "env_runners(env_to_module_connector=...)": self.env_to_module_connector is not None,
             "environment(env_task_fn=...)": self.env_task_fn is not None,
-            "fault_tolerance(restart_failed_sub_environments=True)": bool(
-                self.restart_failed_sub_environments
-            ),
             f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
                 normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
             ),
@@ -2056,8 +2053,7 @@ class AlgorithmConfig(OldConfigNames):
                 raise ConfigError(
                     f"{name}: {setting} is not available for multi-agent runs yet (the "
                     "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without connector "
-                    "pipelines, env tasks or sub-env restarts); leave it out, or restart whole "
-                    "EnvRunners with fault_tolerance(restart_failed_env_runners=True)",
+                    "pipelines or env tasks); leave it out",
                     MULTI_AGENT,
                 )
 

@@ -395,12 +395,6 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference(
-        "tests/rllib/test_callbacks_on_env_runner.py::the multi-agent halves",
-        "left out",
-        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
-        TEST,
-    ),
-    Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
         "left out",
         "it needs Ray Tune's Tuner",
@@ -453,9 +447,10 @@ DIFFERENCES: tuple[Difference, ...] = (
         TEST,
     ),
     Difference(
-        "tests/rllib/test_env_runner_failures.py::the multi-agent cases",
-        "left out (3 cases, and the multi-agent half of the sub-env crash case)",
-        "no multi-agent EnvRunner here yet (multi-agent training is not available)",
+        "tests/rllib/test_env_runner_failures.py::test_modules_are_restored_on_recovered_env_runner",
+        "left out",
+        "its on_algorithm_init callback adds a module at run time with Algorithm.add_module, "
+        "which is not here",
         TEST,
     ),
     Difference(
@@ -655,6 +650,29 @@ DIFFERENCES: tuple[Difference, ...] = (
         "iteration: run with 2 EnvRunners of 260 observations each, its filter's mean "
         "drifts towards 0 and its std grows (mean -2627, -413, -18 and std 858, 2051, "
         "2777 at iterations 1, 10, 500 on lopsided Pendulum observations)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEnvRunner (an episode done without the env's \"__all__\")",
+        "when every agent an episode has seen is done (RLlib's MultiAgentEpisode rule, e.g. "
+        "the last agent removed as a new one joins), the episode ends and its sub-env is "
+        "reset for the next one (tests/test_multi_agent_runner_semantics.py::test_an_episode_"
+        "ends_when_every_agent_it_has_seen_is_done)",
+        "RLlib 2.60 ends the episode too, but its vector env resets a sub-env only on "
+        '"__all__": the sub-env is stepped once more with no actions and that step\'s '
+        "result becomes the next episode's first observation, mid-way through the env's own "
+        "episode",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEnvRunner (restart_failed_sub_environments=True)",
+        "only the sub-env that raised is re-created and its episode dropped; the other "
+        "sub-envs go on, the failed step is no env step, and the sample still ends at the "
+        "requested count (tests/test_multi_agent_sub_env_restarts.py), as the single-agent "
+        "EnvRunner here does",
+        "RLlib 2.60 re-creates all sub-envs, drops every ongoing episode and restarts its "
+        "step count from 0 within the sample: one failing sub-env discards the others' "
+        "work, and an env that fails within every num_timesteps never returns",
         BEHAVIOUR,
     ),
 )

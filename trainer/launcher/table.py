@@ -167,8 +167,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.test_utils": ("trainer.testing",),
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
-    # Multi-agent modules: importable, their names fail when used (UNAVAILABLE_NAMES).
-    "ray.rllib.env.vector.vector_multi_agent_env": (),
+    "ray.rllib.env.vector.vector_multi_agent_env": ("trainer.env.vector_multi_agent_env",),
     # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
     "ray.rllib.env.wrappers.atari_wrappers": (),
 }
@@ -348,7 +347,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "SACConfig",
         )
     },
-    "ray.rllib.env.vector.vector_multi_agent_env": {"*": _at_use(MULTI_AGENT)},
     "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),

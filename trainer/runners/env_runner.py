@@ -23,6 +23,7 @@ import contextlib
 import logging
 import math
 import os
+from abc import ABCMeta
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -204,8 +205,11 @@ class SubEnvRecord:
         self.prev_chunks = []
 
 
-class EnvRunner:
+class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no abstract API)
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
+
+    As RLlib's `EnvRunner` base, it is the type of every EnvRunner: the `MultiAgentEnvRunner`
+    registers itself as one (`isinstance(runner, EnvRunner)` holds for both kinds).
 
     Attributes a callback may use: `config` (with `in_evaluation`), `worker_index` (0 for the main
     process, 1..N for worker processes), `num_workers`, `env` (the vector env: `env.envs[i]` is a

@@ -21,6 +21,7 @@ Sub-envs are stepped one after the other ("sync"), as RLlib does for multi-agent
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -37,9 +38,10 @@ from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
-from trainer.env.multi_agent_env import ALL_AGENTS, MultiAgentEnv
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
-from trainer.errors import SampleRequestError
+from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
+from trainer.errors import SampleRequestError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -61,7 +63,8 @@ from trainer.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_runner import own_config
+from trainer.runners.env_runner import EnvRunner, own_config
+from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -71,6 +74,8 @@ from trainer.util.state_checks import (
     require_int,
     require_map,
 )
+
+logger = logging.getLogger(__name__)
 
 #: The key of a user RLModule's actions in its forward pass's output (RLlib's Columns.ACTIONS).
 ACTIONS = "actions"
@@ -167,9 +172,13 @@ class _ModuleActions:
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
-    """A finished or cut episode as it leaves the runner: numpy'ized, and without the
-    policy_mapping_fn (its agents' modules are known; the function, often a lambda of the
-    user's script, need not travel)."""
+    """A finished or cut episode as it leaves the runner: numpy'ized, without the agents that
+    have not acted in it (RLlib's `_prune_zero_len_sa_episodes`: an agent that only observed
+    in a chunk acts in the next one), and without the policy_mapping_fn (its agents' modules
+    are known; the function, often a lambda of the user's script, need not travel)."""
+    agent_episodes = episode.agent_episodes
+    for agent_id in [aid for aid, agent in agent_episodes.items() if len(agent) == 0]:
+        del agent_episodes[agent_id]
     episode.agent_to_module_mapping_fn = None  # type: ignore[assignment]
     return episode.to_numpy()
 
@@ -234,6 +243,7 @@ class MultiAgentEnvRunner:
         self._env_seed = seeding.runner_env_seed(config.seed, worker_index, config.in_evaluation)
         self._recreated = recreated
         self.num_envs = int(config.num_envs_per_env_runner)
+        self._restart_sub_envs = bool(config.restart_failed_sub_environments)
         #: The sub-envs (`envs.envs[i]`), or None without env.
         self.env: _SubEnvs | None = None
         #: Per agent id: (observation space, action space), as the env gives them.
@@ -288,7 +298,7 @@ class MultiAgentEnvRunner:
                     f"{type(env).__name__}, not a MultiAgentEnv; a single-agent env trains "
                     "without config.multi_agent(...)"
                 )
-            envs.append(env)
+            envs.append(self._guard(env))
         self.env = _SubEnvs(envs)
         first = cast(MultiAgentEnv, envs[0].unwrapped)
         agents = list(first.possible_agents or first.agents)
@@ -305,6 +315,86 @@ class MultiAgentEnvRunner:
                 env=self.env,
                 env_context=self.sub_env_context(0),
             )
+
+    def _guard(self, env: Any) -> Any:
+        """The sub-env as the runner steps it: in a `MultiAgentSubEnvGuard` with
+        `restart_failed_sub_environments=True`."""
+        return MultiAgentSubEnvGuard(env) if self._restart_sub_envs else env
+
+    def _step_recovering(
+        self,
+        explore: bool,
+        random_actions: bool,
+        done: list[MultiAgentEpisode],
+        draining: set[int] | None = None,
+    ) -> tuple[int, int]:
+        """`_step()`, then (restart_failed_sub_environments=True) the failed sub-envs
+        re-created; a step that raised is no env step (RLlib counts none for it)."""
+        env_steps, agent_steps = self._step(explore, random_actions, done, draining)
+        if self._restart_sub_envs:
+            env_steps -= self._recover_sub_envs(draining)
+        return env_steps, agent_steps
+
+    def _recover_sub_envs(self, draining: set[int] | None = None) -> int:
+        """Re-creates each sub-env whose last reset/step raised (see `MultiAgentSubEnvGuard`),
+        drops its episode (no `on_episode_end`; its steps count as lost) and starts a new one
+        in the new sub-env (while `draining`, the sub-env instead leaves that set: no new
+        episode starts then). Returns how many sub-envs were re-created."""
+        env = self.env
+        assert env is not None, "sampling needs the sub-envs"
+        failed_steps = 0
+        for index, sub_env in enumerate(env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            failed_steps += int(sub_env.failed_in == "step")
+            if isinstance(error, StepFailedRecreateEnvError):
+                logger.debug(
+                    "MultiAgentEnvRunner %d: sub-env %d asked to be re-created (%s)",
+                    self.worker_index,
+                    index,
+                    error,
+                )
+            else:
+                logger.error(
+                    "MultiAgentEnvRunner %d: sub-env %d raised %s: %s; it is re-created and "
+                    "its episode dropped (restart_failed_sub_environments=True)",
+                    self.worker_index,
+                    index,
+                    type(error).__name__,
+                    error,
+                    exc_info=error,
+                )
+            episode = self._episodes[index]
+            # The episode's real steps (the failed step added an empty one).
+            lost = 0 if episode is None else episode.env_steps() - int(sub_env.failed_in == "step")
+            lost += sum(chunk.env_steps() for chunk in self._prev_chunks[index])
+            self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="lifetime_sum")
+            self.metrics.log_value(
+                "num_sub_environment_restarts_lifetime", 1, reduce="lifetime_sum"
+            )
+            try:
+                sub_env.close()
+            except Exception:
+                pass  # a broken env may fail to close too; it is dropped either way
+            context = self.sub_env_context(index).copy_with_overrides(recreated_worker=True)
+            new_env = self._guard(self._env_creator(context))
+            env.envs[index] = new_env
+            self._prev_chunks[index] = []
+            if draining is not None:
+                draining.discard(index)
+                self._episodes[index] = None
+                self._last_obs[index] = {}
+                self._last_done[index] = set()
+                continue
+            self._new_episode(index)
+            self._start_episode(index)
+            if new_env.failure is not None:  # an env that cannot even start: the runner fails
+                raise RuntimeError(
+                    f"sub-env {index} raised again right after it was re-created: "
+                    f"{type(new_env.failure).__name__}: {new_env.failure}"
+                ) from new_env.failure
+        return failed_steps
 
     def _build_module(self) -> Any:
         """The `MultiRLModule` of the config's policies, each module built for its agents'
@@ -374,6 +464,8 @@ class MultiAgentEnvRunner:
         self._env_seed = None  # seed once; later resets continue the sub-envs' own RNGs
         for index in range(self.num_envs):
             self._start_episode(index, None if seed is None else seed + index)
+        if self._restart_sub_envs:
+            self._recover_sub_envs()
         self._needs_reset = False
 
     # -- sampling ----------------------------------------------------------------------------
@@ -439,7 +531,7 @@ class MultiAgentEnvRunner:
         by_agents = self._counts_agent_steps()
         env_steps = agent_steps = 0
         while (agent_steps if by_agents else env_steps) < num_timesteps:
-            stepped_env, stepped_agents = self._step(explore, random_actions, done)
+            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
             env_steps += stepped_env
             agent_steps += stepped_agents
         self._log_sample_metrics(env_steps, len(done))
@@ -462,13 +554,13 @@ class MultiAgentEnvRunner:
         by_agents = self._counts_agent_steps()
         env_steps = agent_steps = 0
         while (agent_steps if by_agents else env_steps) < min_timesteps:
-            stepped_env, stepped_agents = self._step(explore, random_actions, done)
+            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
             env_steps += stepped_env
             agent_steps += stepped_agents
         # Let the running episodes finish; sub-envs that are done stay idle.
         draining = set(range(self.num_envs))
         while draining:
-            stepped_env, _ = self._step(explore, random_actions, done, draining=draining)
+            stepped_env, _ = self._step_recovering(explore, random_actions, done, draining)
             env_steps += stepped_env
         self._log_sample_metrics(env_steps, len(done))
         self._needs_reset = True
@@ -481,9 +573,12 @@ class MultiAgentEnvRunner:
         done: list[MultiAgentEpisode] = []
         env_steps = 0
         while len(done) < num_episodes:
-            stepped_env, _ = self._step(explore, random_actions, done)
+            stepped_env, _ = self._step_recovering(explore, random_actions, done)
             env_steps += stepped_env
-        self._log_sample_metrics(env_steps, len(done))
+        # Sub-envs that finished in the same step as the last wanted episode: RLlib stops at
+        # that episode, so the others count in neither the metrics nor the result.
+        del self._ended[num_episodes:]
+        self._log_sample_metrics(env_steps, min(len(done), num_episodes))
         self._needs_reset = True
         return done[:num_episodes]
 
@@ -581,7 +676,9 @@ class MultiAgentEnvRunner:
             self._count_agent_steps(index, obs)
             if fire_step:
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
-            if terminateds.get(ALL_AGENTS, False) or truncateds.get(ALL_AGENTS, False):
+            # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
+            # agent it has seen is done (e.g. the last one was removed as a new one joined).
+            if episode.is_done:
                 self._finish_episode(index)
                 done.append(_shippable(episode))
                 if draining is not None:
@@ -862,19 +959,41 @@ class MultiAgentEnvRunner:
             self.env = None
 
 
-class _SubEnvs:
-    """The runner's MultiAgentEnvs (`envs`), with the part of a vector env's interface the
-    callbacks use (`num_envs`, `unwrapped`, `close`)."""
+# RLlib's EnvRunner is the base of both kinds of runner: a MultiAgentEnvRunner is an EnvRunner.
+EnvRunner.register(MultiAgentEnvRunner)
+
+
+class _SubEnvs(VectorMultiAgentEnv):
+    """The runner's MultiAgentEnvs (`envs`), stepped one after the other ("sync", RLlib's
+    SyncVectorMultiAgentEnv without its autoreset: the runner resets a sub-env whose episode
+    ended). The runner steps `envs[i]` itself; `reset()` / `step()` serve callbacks."""
 
     def __init__(self, envs: list[Any]) -> None:
         self.envs = envs
         self.num_envs = len(envs)
         self.created_s = time.time()
 
-    @property
-    def unwrapped(self) -> _SubEnvs:
-        return self
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[list[dict], list[dict]]:
+        results = [
+            env.reset(seed=None if seed is None else seed + index, options=options)
+            for index, env in enumerate(self.envs)
+        ]
+        return [obs for obs, _ in results], [infos for _, infos in results]
 
-    def close(self) -> None:
+    def step(
+        self, actions: list[dict]
+    ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
+        if len(actions) != self.num_envs:
+            raise ValueError(
+                f"{type(self).__name__}.step(): {len(actions)} action dicts for "
+                f"{self.num_envs} sub-envs"
+            )
+        results = [env.step(action_dict) for env, action_dict in zip(self.envs, actions, strict=True)]
+        obs, rewards, terminateds, truncateds, infos = (list(column) for column in zip(*results, strict=True))
+        return obs, rewards, terminateds, truncateds, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
