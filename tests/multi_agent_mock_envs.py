@@ -178,9 +178,7 @@ class FlexAgentsMultiAgent(_ChecksActors):
         if self.rng.random() > 0.75 and action_dict:
             new = self._spawn()
             self.envs[new].reset()
-            obs[new], rew[new], terminated[new], truncated[new], info[new] = self.envs[new].step(
-                0
-            )
+            obs[new], rew[new], terminated[new], truncated[new], info[new] = self.envs[new].step(0)
         if len(self.envs) > 1 and self.rng.random() > 0.25:
             victim = int(self.rng.choice(list(self.envs)))
             del self.envs[victim]

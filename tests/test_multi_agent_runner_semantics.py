@@ -64,7 +64,11 @@ def test_all_agents_acting_every_step_end_together():
             aid: 25 for aid in range(5)
         }
         assert {aid: agent.module_id for aid, agent in episode.agent_episodes.items()} == {
-            0: "p0", 1: "p1", 2: "p0", 3: "p1", 4: "p0"
+            0: "p0",
+            1: "p1",
+            2: "p0",
+            3: "p1",
+            4: "p0",
         }
         metrics = runner.get_metrics()
         assert _peek(metrics, "num_module_steps_sampled", "p0") == 75
@@ -184,9 +188,7 @@ def test_steps_in_which_no_agent_observes_are_env_steps_without_agent_steps():
         metrics = runner.get_metrics()
         counted = sum(stats.peek() for stats in metrics["num_agent_steps_sampled"].values())
         assert 30 <= counted < 30 + 4
-        assert sum(chunk.env_steps() for chunk in chunks) == _peek(
-            metrics, "num_env_steps_sampled"
-        )
+        assert sum(chunk.env_steps() for chunk in chunks) == _peek(metrics, "num_env_steps_sampled")
     finally:
         runner.stop()
 
@@ -316,9 +318,7 @@ class _EpisodeEvents(RLlibCallback):
 def test_force_reset_abandons_the_running_episodes_and_starts_new_ones():
     _EpisodeEvents.events = []
     runner = _runner(
-        _config(lambda ctx: BasicMultiAgent(2), num_envs_per_env_runner=2).callbacks(
-            _EpisodeEvents
-        )
+        _config(lambda ctx: BasicMultiAgent(2), num_envs_per_env_runner=2).callbacks(_EpisodeEvents)
     )
     try:
         first = runner.sample(num_timesteps=6)
@@ -369,8 +369,13 @@ def test_random_actions_come_from_each_agents_action_space():
 
 
 def test_explore_false_takes_each_modules_greedy_action():
-    runner = _runner(_config(lambda ctx: BasicMultiAgent(2), policies=("p0", "p1"),
-                             mapping=lambda agent_id, episode, **kw: f"p{agent_id}"))
+    runner = _runner(
+        _config(
+            lambda ctx: BasicMultiAgent(2),
+            policies=("p0", "p1"),
+            mapping=lambda agent_id, episode, **kw: f"p{agent_id}",
+        )
+    )
     try:
         (episode,) = runner.sample(num_episodes=1, explore=False)
         for agent in episode.agent_episodes.values():

@@ -66,9 +66,7 @@ def test_a_sub_env_that_raises_in_step_is_recreated_and_its_episode_dropped():
                 assert len(agent) == 4 and len(agent.get_observations()) == 5
         assert all(new is not old for new, old in zip(runner.env.envs, first_envs, strict=True))
         # The re-created sub-envs know they were re-created (their CartPoles' EnvContext).
-        assert all(
-            env.unwrapped.envs[0].config.recreated_worker for env in runner.env.envs
-        )
+        assert all(env.unwrapped.envs[0].config.recreated_worker for env in runner.env.envs)
     finally:
         runner.stop()
 
@@ -116,9 +114,7 @@ def test_a_sub_env_that_cannot_even_reset_fails_the_runner():
 
 
 def test_ppo_trains_through_multi_agent_sub_env_crashes():
-    config = _config(p_crash=0.01).training(
-        train_batch_size=400, minibatch_size=100, num_epochs=1
-    )
+    config = _config(p_crash=0.01).training(train_batch_size=400, minibatch_size=100, num_epochs=1)
     algo = config.build()
     try:
         for _ in range(2):

@@ -653,7 +653,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "MultiAgentEnvRunner (an episode done without the env's \"__all__\")",
+        'MultiAgentEnvRunner (an episode done without the env\'s "__all__")',
         "when every agent an episode has seen is done (RLlib's MultiAgentEpisode rule, e.g. "
         "the last agent removed as a new one joins), the episode ends and its sub-env is "
         "reset for the next one (tests/test_multi_agent_runner_semantics.py::test_an_episode_"

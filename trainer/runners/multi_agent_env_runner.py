@@ -968,6 +968,8 @@ class _SubEnvs(VectorMultiAgentEnv):
     SyncVectorMultiAgentEnv without its autoreset: the runner resets a sub-env whose episode
     ended). The runner steps `envs[i]` itself; `reset()` / `step()` serve callbacks."""
 
+    envs: list[Any]  # always a list here (None only on the base class)
+
     def __init__(self, envs: list[Any]) -> None:
         self.envs = envs
         self.num_envs = len(envs)
@@ -990,8 +992,12 @@ class _SubEnvs(VectorMultiAgentEnv):
                 f"{type(self).__name__}.step(): {len(actions)} action dicts for "
                 f"{self.num_envs} sub-envs"
             )
-        results = [env.step(action_dict) for env, action_dict in zip(self.envs, actions, strict=True)]
-        obs, rewards, terminateds, truncateds, infos = (list(column) for column in zip(*results, strict=True))
+        results = [
+            env.step(action_dict) for env, action_dict in zip(self.envs, actions, strict=True)
+        ]
+        obs, rewards, terminateds, truncateds, infos = (
+            list(column) for column in zip(*results, strict=True)
+        )
         return obs, rewards, terminateds, truncateds, infos
 
     def close_extras(self, **kwargs: Any) -> None:
