@@ -87,7 +87,9 @@ class MultiAgentEpisodeReplayBuffer:
         _check_int(name, "capacity", capacity, 1)
         _check_int(name, "batch_size_B", batch_size_B, 1)
         _check_int(name, "batch_length_T", batch_length_T, 0)
-        _check_int(name, "metrics_num_episodes_for_smoothing", metrics_num_episodes_for_smoothing, 1)
+        _check_int(
+            name, "metrics_num_episodes_for_smoothing", metrics_num_episodes_for_smoothing, 1
+        )
         self.capacity = capacity
         self.batch_size_B = batch_size_B
         self.batch_length_T = batch_length_T
@@ -296,7 +298,7 @@ class MultiAgentEpisodeReplayBuffer:
         modules_to_sample: list[Any] | None = None,
         **kwargs: Any,
     ) -> list[SingleAgentEpisode] | dict[Any, dict[str, np.ndarray]]:
-        """"independent" (default): `batch_size_B` one-step episodes (n-step transitions) per
+        """ "independent" (default): `batch_size_B` one-step episodes (n-step transitions) per
         module, drawn from the module's buffer; "synchronized": `{module_id: columns}` of
         the agents with a whole transition at `batch_size_B` drawn env steps."""
         batch_size_B = self._batch_size(num_items, batch_size_B)
@@ -434,7 +436,11 @@ class MultiAgentEpisodeReplayBuffer:
                     f"n_step={n_step!r}): hardly any stored env step has an agent with a "
                     "whole transition of that many steps"
                 )
-            n = int(self.rng.integers(n_step[0], n_step[1])) if isinstance(n_step, tuple) else n_step
+            n = (
+                int(self.rng.integers(n_step[0], n_step[1]))
+                if isinstance(n_step, tuple)
+                else n_step
+            )
             step = int(self.rng.integers(int(ends[-1])))
             which = int(np.searchsorted(ends, step, side="right"))
             episode = self.episodes[which]
@@ -530,7 +536,9 @@ class MultiAgentEpisodeReplayBuffer:
                 if isinstance(state, dict)
                 else type(state).__name__
             )
-            raise ValueError(f"{name}(capacity={self.capacity}).set_state(): the state is of a {kind}")
+            raise ValueError(
+                f"{name}(capacity={self.capacity}).set_state(): the state is of a {kind}"
+            )
         episodes = [MultiAgentEpisode.from_state(s) for s in state["episodes"]]
         id_to_index = {str(k): int(v) for k, v in state["episode_id_to_index"]}
         evicted = int(state["_num_episodes_evicted"])
