@@ -33,6 +33,7 @@ import numpy as np
 
 from trainer.core.spaces import batch
 from trainer.env.episode import SingleAgentEpisode
+from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.metrics import MetricsLogger
 from trainer.replay_buffers.episode_replay_buffer import (
@@ -40,6 +41,7 @@ from trainer.replay_buffers.episode_replay_buffer import (
     EpisodeReplayBuffer,
     _check_int,
     _check_n_step,
+    _storable_copy,
 )
 from trainer.util.rng import generator_state, set_generator_state
 
@@ -231,7 +233,7 @@ class MultiAgentEpisodeReplayBuffer:
             steps_added += env_steps
             index = self.episode_id_to_index.get(incoming.id_)
             if index is None:
-                stored = copy.deepcopy(incoming)
+                stored = _stored_copy(incoming)
                 self.episodes.append(stored)
                 self.episode_id_to_index[incoming.id_] = (
                     len(self.episodes) - 1 + self._num_episodes_evicted
@@ -239,8 +241,8 @@ class MultiAgentEpisodeReplayBuffer:
                 episodes_added += 1
             else:
                 stored = self.episodes[index - self._num_episodes_evicted]
-                stored.concat_episode(copy.deepcopy(incoming))
-            self._hand_over_new_steps(stored)
+                stored.concat_episode(_stored_copy(incoming))
+            self._hand_over_new_steps(stored, incoming)
             while self._num_timesteps > self.capacity and len(self.episodes) > 1:
                 evicted = self._evict_oldest()
                 episodes_evicted += 1
@@ -253,21 +255,24 @@ class MultiAgentEpisodeReplayBuffer:
             steps_evicted=steps_evicted,
         )
 
-    def _hand_over_new_steps(self, stored: MultiAgentEpisode) -> None:
-        """Each agent's steps of `stored` not yet in its module's buffer go there (read from
-        the concatenated episode: a step an agent completes across two chunks is whole
-        there)."""
+    def _hand_over_new_steps(self, stored: MultiAgentEpisode, incoming: MultiAgentEpisode) -> None:
+        """Each agent's steps of `stored` not yet in its module's buffer go there: the
+        incoming chunk's agent episode when it holds exactly those steps (the module buffer
+        copies it), else those steps read from the concatenated episode (a step an agent
+        completes across two chunks is whole only there)."""
         for agent_id, agent_episode in stored.agent_episodes.items():
             key = (stored.id_, agent_id)
             handed_over = self._steps_handed_over.get(key, 0)
             length = len(agent_episode)
             if length <= handed_over:
                 continue
-            chunk = (
-                agent_episode
-                if handed_over == 0
-                else agent_episode.slice(slice(handed_over, None), len_lookback_buffer=0)
-            )
+            incoming_agent = incoming.agent_episodes.get(agent_id)
+            if incoming_agent is not None and len(incoming_agent) == length - handed_over:
+                chunk = incoming_agent
+            elif handed_over == 0:
+                chunk = agent_episode
+            else:
+                chunk = agent_episode.slice(slice(handed_over, None), len_lookback_buffer=0)
             if chunk.module_id is None:
                 chunk.module_id = stored.module_for(agent_id)
             self._module_buffer(chunk.module_id).add(chunk)
@@ -572,6 +577,35 @@ class MultiAgentEpisodeReplayBuffer:
         }
         self.module_buffers = module_buffers
         set_generator_state(self.rng, state["rng"])
+
+
+def _stored_copy(episode: MultiAgentEpisode) -> MultiAgentEpisode:
+    """A copy of `episode` the buffer may change (chunks are appended to it): the agents'
+    episodes copied as the single-agent buffer copies them, the per-agent maps copied, the
+    rest (ids, spaces, the mapping function) shared. (A `copy.deepcopy` costs several times
+    more.)"""
+    stored = copy.copy(episode)
+    stored.agent_episodes = {
+        agent_id: _storable_copy(agent_episode)
+        for agent_id, agent_episode in episode.agent_episodes.items()
+    }
+    stored._agent_to_module_mapping = dict(episode._agent_to_module_mapping)
+    stored.agent_t_started = defaultdict(int, episode.agent_t_started)
+    stored.env_t_to_agent_t = defaultdict(
+        InfiniteLookbackBuffer,
+        {
+            agent_id: InfiniteLookbackBuffer(list(mapping.data), mapping.lookback)
+            for agent_id, mapping in episode.env_t_to_agent_t.items()
+        },
+    )
+    stored._hanging_actions_end = copy.deepcopy(episode._hanging_actions_end)
+    stored._hanging_extra_model_outputs_end = copy.deepcopy(
+        episode._hanging_extra_model_outputs_end
+    )
+    stored._hanging_rewards_end = defaultdict(float, episode._hanging_rewards_end)
+    stored._hanging_rewards_begin = defaultdict(float, episode._hanging_rewards_begin)
+    stored._custom_data = copy.deepcopy(episode._custom_data)
+    return stored
 
 
 def _as_multi_agent_episodes(episodes: Any) -> list[MultiAgentEpisode]:
