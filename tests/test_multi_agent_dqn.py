@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from multi_agent_envs import TakeTurns
 
 from trainer import DQNConfig
 from trainer.errors import ConfigError
@@ -15,6 +16,7 @@ from trainer.replay_buffers import (
     MultiAgentEpisodeReplayBuffer,
     MultiAgentPrioritizedEpisodeReplayBuffer,
 )
+from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 
 def _two_policies(buffer="MultiAgentPrioritizedEpisodeReplayBuffer", num_env_runners=0, **train):
@@ -214,6 +216,11 @@ def test_a_checkpoint_holds_each_modules_buffer(tmp_path):
         result = restored.train()
         assert {"p0", "p1"} <= set(result["learners"])
         assert buffer.get_added_timesteps() > env_steps
+        # The restored episodes went on from where they were: each agent step is stored
+        # once, in its module's buffer.
+        assert buffer.get_num_agent_timesteps() == sum(
+            buffer.get_num_timesteps(m) for m in ("p0", "p1")
+        )
     finally:
         restored.stop()
 
@@ -285,3 +292,56 @@ def test_rllibs_tuned_multi_agent_cartpole_dqn_reaches_its_stop():
     print(f"tuned multi_agent_cartpole_dqn: return {episode_return:.1f} after {steps} env steps, "
           f"{seconds:.1f} s")
     assert episode_return >= 300.0, (episode_return, steps, seconds)
+
+
+def test_agents_acting_in_turns_reach_their_module_buffers_whole():
+    """Chunks cut while an agent waits for its next observation (its action hangs at the
+    cut): each module's buffer gets the agent's steps as the whole episode holds them, with
+    the reward carried to the agent's next step."""
+    config = (
+        DQNConfig()
+        .environment(TakeTurns, env_config={"length": 5})
+        .training(replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer"})
+        .multi_agent(
+            policies={"pa", "pb"}, policy_mapping_fn=lambda agent_id, *a, **kw: f"p{agent_id}"
+        )
+        .debugging(seed=1)
+    )
+    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    buffer = MultiAgentEpisodeReplayBuffer(capacity=1000)
+    complete = {}
+    try:
+        for i in range(12):
+            # Episodes of 5 env steps in fragments of 2 and 3: each is cut after "a"'s
+            # second turn, while "b"'s action hangs.
+            for chunk in runner.sample(num_timesteps=2 + i % 2, random_actions=True):
+                buffer.add(chunk)
+                if chunk.id_ in complete:
+                    complete[chunk.id_].concat_episode(chunk)
+                else:
+                    complete[chunk.id_] = chunk
+    finally:
+        runner.stop()
+    assert len(complete) == 6 and all(episode.is_done for episode in complete.values())
+    for module_id, agent_id in (("pa", "a"), ("pb", "b")):
+        module_buffer = buffer.module_buffers[module_id]
+        stored = {episode.id_: episode for episode in module_buffer.episodes}
+        whole = {
+            episode.agent_episodes[agent_id].id_: episode.agent_episodes[agent_id]
+            for episode in complete.values()
+        }
+        assert set(stored) == set(whole)
+        for episode_id, agent_episode in whole.items():
+            kept = stored[episode_id]
+            assert len(kept) == len(agent_episode) > 0 and kept.is_done
+            assert np.allclose(kept.get_observations(), np.array(agent_episode.get_observations()))
+            assert list(kept.get_actions()) == list(agent_episode.get_actions())
+            assert list(kept.get_rewards()) == list(agent_episode.get_rewards())
+    # "b"'s steps carry 0.5 from "a"'s turn on top of its own reward (1 + its action).
+    b_rewards = np.concatenate(
+        [episode.get_rewards() for episode in buffer.module_buffers["pb"].episodes]
+    )
+    assert set(b_rewards.tolist()) <= {1.5, 2.5}
+    assert buffer.get_num_agent_timesteps() == sum(
+        buffer.get_num_timesteps(m) for m in ("pa", "pb")
+    )
