@@ -289,8 +289,10 @@ def test_rllibs_tuned_multi_agent_cartpole_dqn_reaches_its_stop():
     finally:
         algo.stop()
     seconds = time.perf_counter() - start
-    print(f"tuned multi_agent_cartpole_dqn: return {episode_return:.1f} after {steps} env steps, "
-          f"{seconds:.1f} s")
+    print(
+        f"tuned multi_agent_cartpole_dqn: return {episode_return:.1f} after {steps} env steps, "
+        f"{seconds:.1f} s"
+    )
     assert episode_return >= 300.0, (episode_return, steps, seconds)
 
 
