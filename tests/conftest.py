@@ -29,6 +29,7 @@ RLLIB_SLOW_TESTS = {
     ("test_callbacks_old_api_stack.py", "test_on_episode_created"),
     ("test_callbacks_old_api_stack.py", "test_on_sub_environment_created"),
     ("test_episode_replay_buffer.py", "test_episode_replay_buffer_sample_logic"),
+    ("test_multi_agent_episode_buffer.py", "test_buffer_independent_sample_logic"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
     (

@@ -7,9 +7,8 @@ import pytest
 from multi_agent_envs import CartPoles, TakeTurns
 
 from callbacks import RLlibCallback
-from trainer import DQNConfig, PPOConfig
+from trainer import PPOConfig
 from trainer.env.multi_agent_episode import MultiAgentEpisode
-from trainer.errors import ConfigError
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 
@@ -241,16 +240,6 @@ def test_a_multi_agent_checkpoint_restores_every_module(tmp_path):
         assert restored.iteration == 1
     finally:
         restored.stop()
-
-
-def test_dqn_refuses_a_multi_agent_config_at_build():
-    config = (
-        DQNConfig()
-        .environment(CartPoles)
-        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda a, e, **kw: f"p{a}")
-    )
-    with pytest.raises(ConfigError, match="multi-agent"):
-        config.build()
 
 
 def test_a_multi_agent_algorithm_answers_per_module():

@@ -2009,7 +2009,7 @@ class AlgorithmConfig(OldConfigNames):
                     )
         self._refuse_multi_agent_training(name)
 
-    #: Whether this algorithm trains multi-agent configs (PPO does; the others not yet).
+    #: Whether this algorithm trains multi-agent configs (PPO and DQN do).
     _MULTI_AGENT_TRAINING = False
 
     def _refuse_multi_agent_training(self, name: str) -> None:
@@ -2035,8 +2035,8 @@ class AlgorithmConfig(OldConfigNames):
             return
         raise ConfigError(
             f"{name}: {self.algo_class.__name__ if self.algo_class else 'this algorithm'} "
-            f"does not train a multi-agent config yet: the config asks for {asked}; PPO "
-            "trains multi-agent configs",
+            f"does not train a multi-agent config yet: the config asks for {asked}; PPO and DQN "
+            "train multi-agent configs",
             MULTI_AGENT,
         )
 

@@ -230,7 +230,7 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.env.policy_client": Unavailable(EXTERNAL_ENV),
     "ray.rllib.env.tcp_client_inference_env_runner": Unavailable(EXTERNAL_ENV),
     "ray.rllib.examples.envs.classes.utils.dummy_external_client": Unavailable(EXTERNAL_ENV),
-    # Replay buffers of the old API stack (timestep-based) and of several agents
+    # Replay buffers of the old API stack (timestep-based)
     **{
         f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
             OLD_API_STACK, "EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer"
@@ -246,10 +246,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
             "multi_agent_mixin_replay_buffer",
         )
     },
-    "ray.rllib.utils.replay_buffers.multi_agent_episode_buffer": Unavailable(MULTI_AGENT),
-    "ray.rllib.utils.replay_buffers.multi_agent_prioritized_episode_buffer": Unavailable(
-        MULTI_AGENT
-    ),
     # Offline data
     "ray.rllib.offline": Unavailable(OFFLINE),
     "ray.rllib.examples.offline_rl": Unavailable(OFFLINE),
@@ -367,13 +363,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "MultiAgentObservationPreprocessor": Unavailable(MULTI_AGENT),
     },
     "ray.rllib.utils.replay_buffers": {
-        **{
-            name: Unavailable(MULTI_AGENT)
-            for name in (
-                "MultiAgentEpisodeReplayBuffer",
-                "MultiAgentPrioritizedEpisodeReplayBuffer",
-            )
-        },
         **{
             name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer")
             for name in (

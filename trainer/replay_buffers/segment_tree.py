@@ -58,6 +58,12 @@ class SegmentTree:
             k for k, level in enumerate(self._levels) if level.size <= _SCAN_WHOLE
         )
 
+    @property
+    def value(self) -> np.ndarray:
+        """The items (RLlib's attribute holds the tree's nodes; the items are what a state
+        round trip must keep)."""
+        return self._levels[0][: self.capacity].copy()
+
     # -- items -------------------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> Any:
         self._check_indices(idx)

@@ -20,16 +20,22 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, No
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.replay_buffer import (
     BUFFER_TYPES,
+    MULTI_AGENT_BUFFER_TYPES,
     EpisodeReplayBuffer,
+    MultiAgentEpisodeReplayBuffer,
+    MultiAgentPrioritizedEpisodeReplayBuffer,
     PrioritizedEpisodeReplayBuffer,
     make_replay_buffer,
     sample_train_batch,
+    sample_train_batches,
 )
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
 from trainer.algorithms.settings import settings_of
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TD_ERROR_KEY,
     TIMERS,
@@ -55,12 +61,13 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 REPLAY_BUFFER_RESULTS = "replay_buffer"
 
 _BUFFER_DEFAULTS = {
-    "EpisodeReplayBuffer": {"type": "EpisodeReplayBuffer", "capacity": 50_000},
-    "PrioritizedEpisodeReplayBuffer": {
-        "type": "PrioritizedEpisodeReplayBuffer",
-        "capacity": 50_000,
-        "alpha": 0.6,
-        "beta": 0.4,
+    **{
+        name: {"type": name, "capacity": 50_000}
+        for name in ("EpisodeReplayBuffer", "MultiAgentEpisodeReplayBuffer")
+    },
+    **{
+        name: {"type": name, "capacity": 50_000, "alpha": 0.6, "beta": 0.4}
+        for name in ("PrioritizedEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer")
     },
 }
 # Further keys each buffer's constructor takes (RLlib's), besides its defaults above.
@@ -135,7 +142,9 @@ class DQNConfig(AlgorithmConfig):
             "replay_buffer_config": (
                 dict(_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
                 _check_replay_buffer_config,
-                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer), "
+                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for "
+                "multi-agent runs MultiAgentEpisodeReplayBuffer or "
+                "MultiAgentPrioritizedEpisodeReplayBuffer), "
                 "capacity (env steps; whole episodes are evicted), alpha, "
                 "beta and the buffers' other arguments; updates the current "
                 "one unless it names another type",
@@ -177,6 +186,7 @@ class DQNConfig(AlgorithmConfig):
         },
     )
     _RLLIB_ALGO = "DQN"
+    _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,
         "train_batch_size": 32,
@@ -256,6 +266,25 @@ class DQNConfig(AlgorithmConfig):
                 f"DQNConfig: rollout_fragment_length={self.rollout_fragment_length} is smaller "
                 f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'"
             )
+        self._check_buffer_fits_agents()
+
+    def _check_buffer_fits_agents(self) -> None:
+        """A multi-agent run stores MultiAgentEpisodes: it needs a multi-agent buffer, and a
+        single-agent run a single-agent one (RLlib fails inside the buffer otherwise)."""
+        type_ = self.replay_buffer_config["type"]
+        multi_agent_buffer = type_ in MULTI_AGENT_BUFFER_TYPES
+        if bool(self.is_multi_agent) == multi_agent_buffer:
+            return
+        if self.is_multi_agent:
+            wanted = "MultiAgent" + type_
+            why = "a multi-agent config (multi_agent(policies=...)) samples MultiAgentEpisodes"
+        else:
+            wanted = type_.removeprefix("MultiAgent")
+            why = "a single-agent config samples SingleAgentEpisodes"
+        raise ConfigError(
+            f"DQNConfig: replay_buffer_config type={type_!r} does not fit: {why}; use "
+            f"training(replay_buffer_config={{'type': {wanted!r}, ...}})"
+        )
 
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         if self.rollout_fragment_length == "auto":
@@ -299,16 +328,25 @@ def round_robin_weights(config: DQNConfig) -> tuple[int, int]:
 
 class DQN(Algorithm):
     config: DQNConfig
-    learner: DQNLearner
-    #: RLlib's name: the replay buffer the training step samples into and learns from.
-    local_replay_buffer: EpisodeReplayBuffer
+    learner: DQNLearner | MultiAgentLearner
+    #: RLlib's name: the replay buffer the training step samples into and learns from (in a
+    #: multi-agent run, a MultiAgentEpisodeReplayBuffer: a buffer per module).
+    local_replay_buffer: EpisodeReplayBuffer | MultiAgentEpisodeReplayBuffer
 
     @classmethod
     def get_default_config(cls) -> DQNConfig:
         return DQNConfig()
 
     def setup_learner(self) -> None:
-        self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
+        if self.config.is_multi_agent:
+            # A learner (Q network, target network, optimizer) per module with weights.
+            self.learner = build_multi_agent_learner(
+                self.config,
+                spaces_of(self.env_runner_group),
+                lambda config, build: DQNLearner(config, None, build=build),
+            )
+        else:
+            self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
         self.local_replay_buffer = make_replay_buffer(
             self.config.replay_buffer_config, seed=self.config.seed
         )
@@ -328,11 +366,37 @@ class DQN(Algorithm):
             )
             with metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
                 buffer.add(episodes)
-        sampled = self.num_env_steps_sampled_lifetime
-        if sampled < config.num_steps_sampled_before_learning_starts:
+        if (
+            self._steps_sampled_for_learning_start()
+            < config.num_steps_sampled_before_learning_starts
+        ):
             return
         # 2. Learn on n-step transitions replayed from the buffer; priorities follow the TD
         #    errors.
+        if isinstance(self.learner, MultiAgentLearner):
+            self._learn_per_module(training_rounds)
+        else:
+            self._learn(training_rounds)
+        # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
+        with metrics.log_time((TIMERS, "synch_weights")):
+            self.sync_weights()
+
+    def _steps_sampled_for_learning_start(self) -> int:
+        """The steps `num_steps_sampled_before_learning_starts` counts, as RLlib counts them:
+        env steps, or with `count_steps_by="agent_steps"` every agent's steps."""
+        if self.config.count_steps_by == "agent_steps":
+            per_agent = self.metrics.peek(
+                (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}
+            )
+            if isinstance(per_agent, dict):
+                return int(sum(per_agent.values()))
+        return self.num_env_steps_sampled_lifetime
+
+    def _learn(self, training_rounds: int) -> None:
+        """`training_rounds` updates of the (single) learner on replayed batches."""
+        config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
+        assert isinstance(buffer, EpisodeReplayBuffer) and isinstance(self.learner, DQNLearner)
+        sampled = self.num_env_steps_sampled_lifetime
         beta = config.replay_buffer_config.get("beta")
         update_results: list[dict] = []
         # One BLAS thread for the whole round of updates (see BlasThreads; entering it for
@@ -359,19 +423,65 @@ class DQN(Algorithm):
                     config.train_batch_size,
                     reduce="lifetime_sum",
                 )
-        # The learner's statistics: their means over this iteration's updates.
-        if update_results:
-            metrics.log_dict(
-                {
-                    key: float(np.mean([r[key] for r in update_results]))
-                    for key in update_results[0]
-                },
-                key=(LEARNER_RESULTS, "default_policy"),
-                window=1,
+        self._log_update_means({"default_policy": update_results})
+
+    def _learn_per_module(self, training_rounds: int) -> None:
+        """`training_rounds` updates of each trained module's learner, each on a batch from
+        its own module's buffer (RLlib's "independent" replay); its priorities follow its TD
+        errors. A module without stored steps yet is not updated."""
+        config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
+        learner = self.learner
+        assert isinstance(buffer, MultiAgentEpisodeReplayBuffer)
+        assert isinstance(learner, MultiAgentLearner)
+        sampled = self.num_env_steps_sampled_lifetime
+        beta = config.replay_buffer_config.get("beta")
+        prioritized = isinstance(buffer, MultiAgentPrioritizedEpisodeReplayBuffer)
+        update_results: dict[Any, list[dict]] = {}
+        for _ in range(training_rounds):
+            with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
+                batches = sample_train_batches(
+                    buffer,
+                    config.train_batch_size,
+                    n_step=config.n_step,
+                    gamma=config.gamma,
+                    beta=beta,
+                    modules=learner.trained,
+                )
+            if not batches:
+                return
+            with metrics.log_time((TIMERS, "learner_update_timer")):
+                for module_id, batch in batches.items():
+                    module_learner = learner.learners[module_id]
+                    assert isinstance(module_learner, DQNLearner)
+                    with module_learner.update_threads():
+                        results = module_learner.update(
+                            batch, num_env_steps_sampled_lifetime=sampled
+                        )
+                    td_errors = results.pop(TD_ERROR_KEY)
+                    if prioritized:
+                        buffer.update_priorities(np.abs(td_errors), module_id)
+                    update_results.setdefault(module_id, []).append(results)
+                    metrics.log_value(
+                        (LEARNER_RESULTS, module_id, "num_module_steps_trained_lifetime"),
+                        len(td_errors),
+                        reduce="lifetime_sum",
+                    )
+            metrics.log_value(
+                (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+                config.train_batch_size,
+                reduce="lifetime_sum",
             )
-        # 3. Send the new weights (and the sampled-steps count) to the EnvRunners.
-        with metrics.log_time((TIMERS, "synch_weights")):
-            self.sync_weights()
+        self._log_update_means(update_results)
+
+    def _log_update_means(self, update_results: dict[Any, list[dict]]) -> None:
+        """Each module's learner statistics: their means over this step's updates."""
+        for module_id, results in update_results.items():
+            if results:
+                self.metrics.log_dict(
+                    {key: float(np.mean([r[key] for r in results])) for key in results[0]},
+                    key=(LEARNER_RESULTS, module_id),
+                    window=1,
+                )
 
     def _compile_result(self, time_this_iter: float) -> dict:
         # The buffer's metrics (RLlib's "replay_buffer" results), once per iteration: the buffer
