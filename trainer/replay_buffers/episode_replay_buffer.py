@@ -101,7 +101,7 @@ class BufferMetrics:
 
     def log_add(
         self,
-        buffer: EpisodeReplayBuffer,
+        buffer: Any,  # a buffer with get_num_episodes() / get_num_timesteps()
         *,
         episodes_added: int,
         steps_added: int,

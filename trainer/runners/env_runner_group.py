@@ -43,7 +43,6 @@ from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE, SpaceInfo
 from trainer.core.nn import weights_set_later
 from trainer.env.envs import EnvCreator, make_env_creator
-from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerTimeout,
@@ -730,15 +729,13 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             raise RunnerStateRejected(f"{prefix}{index}", failures[index])
         self.handle_failures(failures)
 
-    def sample(
-        self, *, min_env_steps: int, explore: bool | None = None
-    ) -> tuple[list[SingleAgentEpisode], list]:
+    def sample(self, *, min_env_steps: int, explore: bool | None = None) -> tuple[list[Any], list]:
         """Samples from every runner (in parallel, in rounds) until at least `min_env_steps`
         env steps were collected; returns the episodes and each call's `get_metrics()`, in
         runner order within a round. A runner that fails costs only its request in flight: the
         others' samples are kept, it is handled per `fault_tolerance()`, and the next round
         includes it again if it was restarted."""
-        episodes: list[SingleAgentEpisode] = []
+        episodes: list[Any] = []  # SingleAgentEpisodes, or a multi-agent group's MultiAgentEpisodes
         runner_metrics: list = []
         connector_states: list = []
         steps = 0

@@ -60,7 +60,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 #: RLlib's key of the replay buffer's metrics in the results.
 REPLAY_BUFFER_RESULTS = "replay_buffer"
 
-_BUFFER_DEFAULTS = {
+_BUFFER_DEFAULTS: dict[str, dict[str, Any]] = {
     **{
         name: {"type": name, "capacity": 50_000}
         for name in ("EpisodeReplayBuffer", "MultiAgentEpisodeReplayBuffer")
@@ -435,7 +435,6 @@ class DQN(Algorithm):
         assert isinstance(learner, MultiAgentLearner)
         sampled = self.num_env_steps_sampled_lifetime
         beta = config.replay_buffer_config.get("beta")
-        prioritized = isinstance(buffer, MultiAgentPrioritizedEpisodeReplayBuffer)
         update_results: dict[Any, list[dict]] = {}
         for _ in range(training_rounds):
             with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
@@ -457,8 +456,8 @@ class DQN(Algorithm):
                         results = module_learner.update(
                             batch, num_env_steps_sampled_lifetime=sampled
                         )
-                    td_errors = results.pop(TD_ERROR_KEY)
-                    if prioritized:
+                    td_errors = np.asarray(results.pop(TD_ERROR_KEY))
+                    if isinstance(buffer, MultiAgentPrioritizedEpisodeReplayBuffer):
                         buffer.update_priorities(np.abs(td_errors), module_id)
                     update_results.setdefault(module_id, []).append(results)
                     metrics.log_value(
