@@ -277,3 +277,21 @@ def test_a_multi_agent_run_evaluates_on_its_own_runners():
         assert set(evaluation["module_episode_returns_mean"]) == {"pa", "pb"}
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("random_actions", [True, False])
+def test_chunks_cut_mid_turn_keep_each_agents_hanging_action(random_actions):
+    """Agents in turns, sampled in uneven pieces: each cut falls between an agent's action and
+    its next observation somewhere; every chunk is whole and every step is returned once."""
+    config = _turns_config().environment(TakeTurns, env_config={"length": 9})
+    runner = _runner(config)
+    try:
+        total = 0
+        for i in range(40):
+            episodes = runner.sample(num_timesteps=1 + i % 4, random_actions=random_actions)
+            for episode in episodes:
+                episode.validate()
+            total += sum(episode.env_steps() for episode in episodes)
+        assert total == sum(1 + i % 4 for i in range(40))
+    finally:
+        runner.stop()

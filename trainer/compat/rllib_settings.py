@@ -169,8 +169,10 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         ),
         "episode_lookback_horizon": NoEffect(
             1,
-            "the EnvRunner cuts episode chunks without a lookback buffer; env-to-module "
-            "connectors keep what they need across chunks in episode.connector_data",
+            "the single-agent EnvRunner cuts episode chunks without a lookback buffer "
+            "(env-to-module connectors keep what they need across chunks in "
+            "episode.connector_data); the MultiAgentEnvRunner cuts with it, as RLlib's does "
+            "(a chunk must reach back to the last observation of an agent whose action hangs)",
             fine=lambda v: isinstance(v, int) and v >= 1,
         ),
         "merge_env_runner_states": NoEffect("training_only", "", fine=lambda v: True),

@@ -540,7 +540,7 @@ class MultiAgentEnvRunner:
             assert episode is not None, "every sub-env has an episode while sampling"
             if episode.env_steps() == 0:
                 continue
-            successor = episode.cut()
+            successor = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
             self._prev_chunks[index].append(episode)
             self._episodes[index] = successor
             chunks.append(_shippable(episode))
@@ -612,6 +612,9 @@ class MultiAgentEnvRunner:
                 for agent_id in agents:
                     action = sub_env.get_action_space(agent_id).sample()
                     actions[index][agent_id] = env_actions[index][agent_id] = action
+                    # As the single-agent runner's random steps: a log-probability of 0, so
+                    # that an episode mixing random and policy steps keeps its columns even.
+                    outputs[index][agent_id] = {ACTION_LOGP: 0.0}
         else:
             # Rows of every module across the sub-envs: one forward pass per module.
             rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
