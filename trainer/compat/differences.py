@@ -635,6 +635,43 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "MultiAgentEpisodeReplayBuffer(capacity=...)",
+        "capacity also limits each module's stored agent steps (its oldest agent episodes "
+        "go first) (tests/test_multi_agent_dqn.py::test_two_policies_learn_with_env_runner_"
+        "processes)",
+        "each module's steps live in a single-agent buffer of their own, sampled and "
+        "prioritized with its array code; RLlib limits only the stored episodes' env steps, "
+        "so a module shared by N agents can hold N x capacity steps there",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "MultiAgentEpisodeReplayBuffer.sample(replay_mode='synchronized') and the uniform "
+        "buffer's draws near an episode's end",
+        "a draw may be an episode's final transition (terminated/truncated set there); a "
+        "uniform n-step draw near the end stops at the end "
+        "(tests/rllib/test_multi_agent_episode_buffer.py)",
+        "RLlib's index never reaches the final observation, so it never samples the last "
+        "transition; the single-agent uniform buffer here stops at the end too",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQN.training_step (multi-agent)",
+        "replays and trains only the modules in policies_to_train "
+        "(tests/test_multi_agent_dqn.py::test_a_policy_left_out_of_policies_to_train_keeps_"
+        "its_weights)",
+        "RLlib also samples the modules it does not train, then leaves their samples unused",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQNConfig.validate (replay_buffer_config type)",
+        "a multi-agent config with a single-agent buffer type, or the reverse, is a "
+        "ConfigError naming the type to use "
+        "(tests/test_multi_agent_dqn.py::test_a_buffer_type_that_does_not_fit_the_agents_is_"
+        "refused)",
+        "RLlib fails later, inside the buffer",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule(catalog_class=...)",
         "refused with what to do (build the module's parts in setup())",
         "catalogs build torch models, which do not exist here",
