@@ -2042,7 +2042,11 @@ class AlgorithmConfig(OldConfigNames):
 
     def _refuse_multi_agent_settings(self, name: str) -> None:
         unsupported = {
-            "env_runners(env_to_module_connector=...)": self.env_to_module_connector is not None,
+            # Env-to-module connectors: FlattenObservations(multi_agent=True) pieces run (the
+            # EnvRunner checks what the factory makes); a filter would be a stateful piece.
+            f"env_runners(observation_filter={self.observation_filter!r})": (
+                self.observation_filter not in (None, "NoFilter")
+            ),
             "environment(env_task_fn=...)": self.env_task_fn is not None,
             "fault_tolerance(restart_failed_sub_environments=True)": bool(
                 self.restart_failed_sub_environments
@@ -2055,8 +2059,8 @@ class AlgorithmConfig(OldConfigNames):
             if given:
                 raise ConfigError(
                     f"{name}: {setting} is not available for multi-agent runs yet (the "
-                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without connector "
-                    "pipelines, env tasks or sub-env restarts); leave it out, or restart whole "
+                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without stateful "
+                    "connector pieces, env tasks or sub-env restarts); leave it out, or restart whole "
                     "EnvRunners with fault_tolerance(restart_failed_env_runners=True)",
                     MULTI_AGENT,
                 )

@@ -244,10 +244,12 @@ class MultiAgentSetup:
         if all(space == first for space in agent_spaces.values()):
             return first
         mapping = self.config.policy_mapping_fn
+        # Called as RLlib's EnvRunner maps agents to modules (its AgentToModuleMapping):
+        # `(agent_id, episode)`, so `lambda aid, episode: ...` works as it does there.
         mapped = {
             agent: space
             for agent, space in agent_spaces.items()
-            if mapping(agent, None, worker=None) == policy_id
+            if mapping(agent, None) == policy_id
         }
         if not mapped:
             return None

@@ -61,6 +61,10 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import own_config
+from trainer.runners.multi_agent_observations import (
+    ObservationPiecesEnv,
+    multi_agent_observation_pieces,
+)
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -283,6 +287,11 @@ class MultiAgentEnvRunner:
                     "without config.multi_agent(...)"
                 )
             envs.append(env)
+        # The env-to-module pieces (per-agent observation pieces) rewrite the observations as
+        # they leave each sub-env (see multi_agent_observations).
+        pieces = multi_agent_observation_pieces(self.config, envs[0])
+        if pieces:
+            envs = [ObservationPiecesEnv(env, pieces) for env in envs]
         self.env = _SubEnvs(envs)
         first = cast(MultiAgentEnv, envs[0].unwrapped)
         agents = list(first.possible_agents or first.agents)
