@@ -11,7 +11,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import MULTI_AGENT
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
+from trainer.errors import ConfigError
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
 ORIG_OBS_KEY = "_orig_obs"
@@ -87,7 +89,7 @@ class MeanStdFilter(ConnectorV2):
         **kwargs: Any,
     ):
         if multi_agent:
-            raise ValueError("MeanStdFilter(multi_agent=True): only single-agent envs run here")
+            raise _multi_agent_piece_error("MeanStdFilter")
         self.de_mean_to_zero = de_mean_to_zero
         self.de_std_to_one = de_std_to_one
         self.clip_by_value = clip_by_value
@@ -191,15 +193,22 @@ class MeanStdFilter(ConnectorV2):
         )
 
 
+def _multi_agent_piece_error(piece: str) -> ConfigError:
+    """The error of a piece asked for a multi-agent run that does not run in one here."""
+    return ConfigError(
+        f"{piece}(multi_agent=True): multi-agent runs take FlattenObservations("
+        f"multi_agent=True) pieces only; {piece} runs with single-agent envs",
+        MULTI_AGENT,
+    )
+
+
 def _single_agent_env_to_module(
     piece: str, multi_agent: bool, agent_ids: Any, as_learner_connector: bool
 ) -> None:
     """RLlib's pieces take these for multi-agent envs and for the learner's pipeline; only the
     single-agent env-to-module form runs here."""
     if multi_agent or agent_ids is not None:
-        raise ValueError(
-            f"{piece}(multi_agent=..., agent_ids=...): only single-agent envs run here"
-        )
+        raise _multi_agent_piece_error(piece)
     if as_learner_connector:
         raise ValueError(
             f"{piece}(as_learner_connector=True): learner connectors are not "
@@ -345,9 +354,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         **kwargs: Any,
     ):
         if multi_agent:
-            raise ValueError(
-                "PrevActionsPrevRewards(multi_agent=True): only single-agent envs run here"
-            )
+            raise _multi_agent_piece_error("PrevActionsPrevRewards")
         self.n_prev_actions = int(n_prev_actions)
         self.n_prev_rewards = int(n_prev_rewards)
         super().__init__(input_observation_space, input_action_space, **kwargs)

@@ -16,9 +16,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.capabilities import MULTI_AGENT
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2, call_factory
 from trainer.connectors.env_to_module import FlattenObservations
 from trainer.env.multi_agent_env import MultiAgentEnv
+from trainer.errors import ConfigError
 
 
 def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObservations]:
@@ -42,11 +44,12 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObserva
                 "piece, a list of them, or a ConnectorPipelineV2"
             )
         if not (isinstance(piece, FlattenObservations) and piece.multi_agent):
-            raise ValueError(
+            raise ConfigError(
                 f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
                 "run: multi-agent runs take FlattenObservations(multi_agent=True, "
                 "agent_ids=...) pieces only; other env-to-module pieces run with single-agent "
-                "envs"
+                "envs",
+                MULTI_AGENT,
             )
     return pieces
 
