@@ -850,6 +850,19 @@ class _SubEnvs:
     def unwrapped(self) -> _SubEnvs:
         return self
 
+    def render(self) -> tuple:
+        """Every sub-env's frame (RLlib's SyncVectorMultiAgentEnv.render)."""
+        return tuple(env.render() for env in self.envs)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple:
+        """Each sub-env's method `name` called with the arguments, or its attribute `name`
+        (RLlib's SyncVectorMultiAgentEnv.call)."""
+        results = []
+        for env in self.envs:
+            value = getattr(env, name)
+            results.append(value(*args, **kwargs) if callable(value) else value)
+        return tuple(results)
+
     def close(self) -> None:
         for env in self.envs:
             env.close()
