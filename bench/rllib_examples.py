@@ -368,13 +368,14 @@ def run_header(timeout_s: float, jobs: int, commit: str, started: str, load: flo
 
 
 def page_header() -> list[str]:
-    """The page's own `run_header` lines (kept when some rows are merged in)."""
+    """The page's own `run_header` lines and the lines of earlier merges (kept when some rows
+    are merged in; a later merge's rows replace an earlier one's)."""
     if not PAGE.exists():
         return []
     return [
         line
         for line in PAGE.read_text(encoding="utf-8").splitlines()
-        if line.startswith(("- date: ", "- commit: ", "- machine: "))
+        if line.startswith(("- date: ", "- commit: ", "- machine: ", "- rows of "))
     ]
 
 
@@ -499,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         merged = (
             f"rows of {', '.join(f'`{p}`' for p in args.only)} re-run: {started}, commit "
             f"{commit}, load average {load:.1f} at the start, time limit {args.timeout:.0f} s, "
-            f"{args.jobs} at a time; the other rows are from the run above"
+            f"{args.jobs} at a time; the other rows are from the runs above"
         )
         write_page(runs, page_header(), started, merged=merged)
         print(f"merged into {PAGE.relative_to(REPO)} and the README's count")
