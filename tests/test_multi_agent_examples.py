@@ -259,3 +259,65 @@ def test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece():
     with pytest.raises(ConfigError, match="MeanStdFilter") as error:
         MeanStdFilter(multi_agent=True)
     assert error.value.capability == "multi-agent"
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.cli
+def test_custom_env_render_method_multi_agent_renders_each_sub_env(tmp_path):
+    """RLlib's EnvRenderCallback on a multi-agent env: each episode's own sub-env renders."""
+    output, report = run_example(tmp_path, "envs/custom_env_render_method.py", "--num-agents=2")
+    assert report["outcome"] == "ok", output[-3000:]
+    assert {"return p0", "return p1"} <= set(progress(output)[-1])
+
+
+# -- the examples bench's multi-agent rules and merge ----------------------------------------
+def _bench():
+    sys.path.insert(0, str(REPO))
+    try:
+        import bench.rllib_examples as bench
+    finally:
+        sys.path.remove(str(REPO))
+    return bench
+
+
+@pytest.mark.ray
+def test_bench_multi_agent_runs_are_in_scope_and_extras_named():
+    bench = _bench()
+    run = bench.Run("multi_agent/multi_agent_cartpole.py", "multi_agent_cartpole", [], ())
+    bench.classify(run, 1, False, {"outcome": "exit", "code": 1}, "ValueError: x", 60)
+    assert run.result == "fail"  # multi-agent is no longer out of scope by itself
+    run = bench.Run("multi_agent/pettingzoo_independent_learning.py", "p", ["--num-agents=2"], ())
+    report = {
+        "outcome": "error",
+        "type": "ImportError",
+        "message": "cannot import name 'waterworld_v4' from 'pettingzoo.sisl' (/x/__init__.py)",
+    }
+    bench.classify(run, 1, False, report, "", 60)
+    assert run.result == "out of scope" and "pettingzoo[sisl]" in run.detail
+    run = bench.Run("multi_agent/multi_agent_pendulum.py", "m", ["--num-gpus-per-learner=1"], ())
+    bench.classify(run, 1, False, {"outcome": "error", "type": "ValueError", "message": ""}, "", 60)
+    assert run.result == "out of scope" and "GPUs" in run.detail
+
+
+@pytest.mark.ray
+def test_bench_merge_reads_back_the_rows_it_wrote(tmp_path, monkeypatch):
+    """`--merge` keeps the rows it did not re-run: the page's rows read back as written."""
+    bench = _bench()
+    monkeypatch.setattr(bench, "PAGE", tmp_path / "page.md")
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- rllib examples: begin -->\nold\n<!-- rllib examples: end -->\n")
+    monkeypatch.setattr(bench, "README", readme)
+    root = bench.examples_dir()
+    runs = bench.planned_runs(root, None)
+    for index, run in enumerate(runs):
+        run.result = ("pass", "fail", "out of scope")[index % 3]
+        run.detail = f"detail {index} | with a bar" if run.result != "pass" else ""
+        run.seconds = index + 0.5
+    header = bench.run_header(60, 1, "abc1234", "2026-11-24 00:00 UTC", 1.0)
+    bench.write_page(runs, header, "2026-11-24 00:00 UTC")
+    read = bench.page_runs(root)
+    assert [(r.example, r.ci_name, r.result, r.detail, r.seconds) for r in read] == [
+        (r.example, r.ci_name, r.result, r.detail, r.seconds) for r in runs
+    ]
+    assert bench.page_header() == header
