@@ -37,6 +37,7 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObserva
         pieces = list(made)
     else:
         pieces = [made]
+    checked: list[FlattenObservations] = []
     for piece in pieces:
         if not isinstance(piece, ConnectorV2):
             raise TypeError(
@@ -51,7 +52,8 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObserva
                 "envs",
                 MULTI_AGENT,
             )
-    return pieces
+        checked.append(piece)
+    return checked
 
 
 class ObservationPiecesEnv(MultiAgentEnv):
@@ -69,9 +71,11 @@ class ObservationPiecesEnv(MultiAgentEnv):
         self._agent_ids = set(self.possible_agents)
         #: Each agent's env space, the input of the pieces.
         self._env_spaces = {aid: inner.get_observation_space(aid) for aid in self.possible_agents}
-        self.observation_spaces = {
+        #: Each agent's space after the pieces.
+        self._flat_spaces = {
             aid: self._rewritten_space(aid, space) for aid, space in self._env_spaces.items()
         }
+        self.observation_spaces = self._flat_spaces
         self.action_spaces = {aid: inner.get_action_space(aid) for aid in self.possible_agents}
         super().__init__()
 
@@ -93,14 +97,14 @@ class ObservationPiecesEnv(MultiAgentEnv):
         return rewritten
 
     @property
-    def unwrapped(self) -> ObservationPiecesEnv:  # type: ignore[override]
+    def unwrapped(self) -> ObservationPiecesEnv:
         return self
 
     def get_observation_space(self, agent_id: Any) -> gym.Space:
-        if agent_id not in self.observation_spaces:
+        if agent_id not in self._flat_spaces:
             env_space = self._inner.get_observation_space(agent_id)
-            self.observation_spaces[agent_id] = self._rewritten_space(agent_id, env_space)
-        return self.observation_spaces[agent_id]
+            self._flat_spaces[agent_id] = self._rewritten_space(agent_id, env_space)
+        return self._flat_spaces[agent_id]
 
     def get_action_space(self, agent_id: Any) -> gym.Space:
         return self._inner.get_action_space(agent_id)
@@ -123,6 +127,12 @@ class ObservationPiecesEnv(MultiAgentEnv):
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this wrapper does not have: the wrapped env's attributes.
-        if name.startswith("__") or name in ("env", "_inner", "_pieces", "_env_spaces"):
+        if name.startswith("__") or name in (
+            "env",
+            "_inner",
+            "_pieces",
+            "_env_spaces",
+            "_flat_spaces",
+        ):
             raise AttributeError(name)
         return getattr(self._inner, name)
