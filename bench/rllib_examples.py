@@ -17,12 +17,20 @@ How each run is classified:
   capability is shown), or a static rule below matches the CI arguments;
 - fail: anything else (the first line of the error, or "timeout").
 
-Static rules (documented in the page too): a script under `_old_api_stack/`, `multi_agent/` or
-`rl_modules/` needs RLlib's old API stack, multi-agent, torch RLModules (`FOLDER_RULES`); one that stops on `ModuleNotFoundError` for torch, tensorflow, ... (it imports the
-framework itself) needs what that package serves (`MISSING_PACKAGES`);
-`--num-agents=N` with N > 0 needs multi-agent;
-`--algo=X` with X other than PPO/DQN needs algorithms other than PPO and DQN;
-`--old-api-stack` needs RLlib's old API stack.
+Static rules (documented in the page too): a script under `_old_api_stack/` or `rl_modules/`
+needs RLlib's old API stack, torch RLModules (`FOLDER_RULES`); one that stops on
+`ModuleNotFoundError` for torch, tensorflow, ... (it imports the framework itself) needs what
+that package serves (`MISSING_PACKAGES`); one that stops on an `ImportError` of a PettingZoo
+env family whose extra is not installed (`pettingzoo[sisl]`: pymunk) needs a third-party env
+(`MISSING_EXTRAS`); `--algo=X` with X other than PPO/DQN needs algorithms other than PPO and
+DQN; `--num-gpus-per-learner=N` with N > 0 needs GPUs; `--old-api-stack` needs RLlib's old API
+stack. Multi-agent scripts run like the others: those that need what is not here (torch
+RLModules, connector pieces other than FlattenObservations, DQN) stop on the typed error that
+names it.
+
+Re-running part of the examples (`--only`, repeatable) prints the results; with `--merge` it
+also rewrites those rows of the page (and the summary and the README's count), keeping the
+other rows from the page's last full run.
 """
 
 from __future__ import annotations
@@ -68,13 +76,20 @@ MISSING_PACKAGES = {
 #: have (applied to runs that do not pass).
 FOLDER_RULES = {
     "_old_api_stack/": table.OLD_API_STACK,
-    "multi_agent/": table.MULTI_AGENT,
     "rl_modules/": table.TORCH,
 }
+#: A script that stops on `ImportError` ("cannot import name ... from 'MODULE'") for one of
+#: these modules imports an env family whose pip extra is not installed.
+MISSING_EXTRAS = {
+    "pettingzoo.sisl": f"{table.THIRD_PARTY_ENVS}: PettingZoo's SISL envs (pettingzoo[sisl], "
+    "pymunk; not installed)",
+}
+#: What a run asking for GPUs needs (this machine has none; RLlib refuses such a run too).
+GPUS = "GPUs (`--num-gpus-per-learner` > 0; there are none here)"
 STATIC_RULES = (
     (
-        "a script under `_old_api_stack/`, `multi_agent/` or `rl_modules/`",
-        "RLlib's old API stack, multi-agent, torch RLModules (custom RLModules)",
+        "a script under `_old_api_stack/` or `rl_modules/`",
+        "RLlib's old API stack, torch RLModules (custom RLModules)",
     ),
     (
         "stopped on `ModuleNotFoundError` for "
@@ -83,8 +98,14 @@ STATIC_RULES = (
         "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
         "third-party envs; pettingzoo: multi-agent)",
     ),
-    ("`--num-agents=N`, N > 0", table.MULTI_AGENT),
+    (
+        "stopped on `ImportError` of "
+        + ", ".join(f"`{name}`" for name in MISSING_EXTRAS)
+        + " (an env family whose extra is not installed)",
+        "; ".join(MISSING_EXTRAS.values()),
+    ),
     ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
+    ("`--num-gpus-per-learner=N`, N > 0", GPUS),
     ("`--old-api-stack`", table.OLD_API_STACK),
 )
 
@@ -134,13 +155,55 @@ class Run:
     log: list[str] = field(default_factory=list)
 
 
-def planned_runs(root: Path, only: str | None) -> list[Run]:
+def _matches(text: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(text, pattern) or pattern in text for pattern in patterns)
+
+
+def planned_runs(root: Path, only: list[str] | None) -> list[Run]:
+    """Every CI entry of every example; with `only`, the entries whose example path or CI
+    name matches one of the patterns (a glob, or text it contains)."""
     runs = []
     for example in example_scripts(root):
-        if only and not (fnmatch.fnmatch(example, only) or only in example):
-            continue
         for ci_name, args, tags in CI_ARGS.get(example, [("(no CI entry)", [], ())]):
+            if only and not (_matches(example, only) or _matches(ci_name, only)):
+                continue
             runs.append(Run(example, ci_name, list(args), tuple(tags)))
+    return runs
+
+
+def _uncell(text: str) -> str:
+    return text.replace("\\|", "|")
+
+
+def page_runs(root: Path) -> list[Run]:
+    """The runs the page lists (its table rows), in the order a full run makes them; a run
+    the page lacks (a CI entry added since) is listed as not run."""
+    listed: dict[tuple[str, str], Run] = {}
+    if PAGE.exists():
+        row = re.compile(
+            r"^\| `(?P<example>[^`]+)` \| (?P<ci>.*?) \| `(?P<args>.*?)` \| "
+            r"(?P<result>pass|fail|out of scope) \| (?P<detail>.*) \| (?P<seconds>[\d.]+) \|$"
+        )
+        for line in PAGE.read_text(encoding="utf-8").splitlines():
+            match = row.match(line)
+            if match:
+                ci_name = re.sub(r" \([\w, ]+\)$", "", _uncell(match["ci"]))
+                run = Run(match["example"], ci_name, [], ())
+                run.result, run.detail = match["result"], _uncell(match["detail"])
+                run.seconds = float(match["seconds"])
+                listed[run.example, ci_name] = run
+    runs = []
+    for planned in planned_runs(root, None):
+        found = listed.get((planned.example, planned.ci_name))
+        if found is None:
+            planned.result, planned.detail = "fail", "not run (no row in the page)"
+        else:
+            planned.result, planned.detail, planned.seconds = (
+                found.result,
+                found.detail,
+                found.seconds,
+            )
+        runs.append(planned)
     return runs
 
 
@@ -151,12 +214,12 @@ def static_rule(example: str, args: list[str]) -> str | None:
         if example.startswith(folder):
             return capability
     for arg in args:
-        match = re.fullmatch(r"--num-agents[= ](\d+)", arg)
-        if match and int(match.group(1)) > 0:
-            return table.MULTI_AGENT
         match = re.fullmatch(r"--algo[= ](\w+)", arg)
         if match and match.group(1) not in ("PPO", "DQN"):
             return table.OTHER_ALGORITHMS
+        match = re.fullmatch(r"--num-gpus-per-learner[= ]([\d.]+)", arg)
+        if match and float(match.group(1)) > 0:
+            return GPUS
         if arg == "--old-api-stack":
             return table.OLD_API_STACK
     return None
@@ -231,9 +294,13 @@ def classify(
         run.result, run.detail = "out of scope", report["capability"]
         return
     rule = static_rule(run.example, run.args)
-    missing = re.fullmatch(r"No module named '([\w]+)[\w.]*'", (report or {}).get("message", ""))
+    message = (report or {}).get("message", "")
+    missing = re.fullmatch(r"No module named '([\w]+)[\w.]*'", message)
     if rule is None and missing and missing.group(1) in MISSING_PACKAGES:
         rule = MISSING_PACKAGES[missing.group(1)]
+    extra = re.match(r"cannot import name '\w+' from '([\w.]+)'", message)
+    if rule is None and extra and extra.group(1) in MISSING_EXTRAS:
+        rule = MISSING_EXTRAS[extra.group(1)]
     if rule is not None:
         run.result, run.detail = "out of scope", f"{rule} (static rule)"
         return
@@ -286,13 +353,35 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def write_page(
-    runs: list[Run], timeout_s: float, jobs: int, commit: str, started: str, load: float
-) -> None:
+def run_header(timeout_s: float, jobs: int, commit: str, started: str, load: float) -> list[str]:
+    """The page's lines saying when, on what code and on what machine the runs ran."""
     machine = (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs (load "
         f"average {load:.1f} at the start), Python {platform.python_version()}"
     )
+    return [
+        f"- date: {started}",
+        f"- commit: {commit}",
+        f"- machine: {machine}; Ray wheel {ray_version()}; time limit {timeout_s:.0f} s per "
+        f"run, {jobs} run(s) at a time",
+    ]
+
+
+def page_header() -> list[str]:
+    """The page's own `run_header` lines and the lines of earlier merges (kept when some rows
+    are merged in; a later merge's rows replace an earlier one's)."""
+    if not PAGE.exists():
+        return []
+    return [
+        line
+        for line in PAGE.read_text(encoding="utf-8").splitlines()
+        if line.startswith(("- date: ", "- commit: ", "- machine: ", "- rows of "))
+    ]
+
+
+def write_page(runs: list[Run], header: list[str], started: str, merged: str | None = None) -> None:
+    """The page: `header` (`run_header`'s lines); `merged`, when some rows were re-run, a line
+    saying which, when and how. `started`: the date the README's count gives."""
     lines = [
         "# RLlib 2.60's examples, run unmodified",
         "",
@@ -302,10 +391,8 @@ def write_page(
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
         "`bench/rllib_example_args.py`), in its own process with a time limit.",
         "",
-        f"- date: {started}",
-        f"- commit: {commit}",
-        f"- machine: {machine}; Ray wheel {ray_version()}; time limit {timeout_s:.0f} s per "
-        f"run, {jobs} run(s) at a time",
+        *header,
+        *([f"- {merged}"] if merged else []),
         f"- **{summary(runs)}**",
         "",
         "Result: *pass* is exit status 0 within the limit; *out of scope* is a run stopped by "
@@ -357,15 +444,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         metavar="PATTERN",
-        help="only examples whose path (relative to rllib/examples) matches "
-        "this glob or contains this text",
+        action="append",
+        help="only CI entries whose example path (relative to rllib/examples) or CI name "
+        "matches this glob or contains this text (repeatable: any of them)",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --only: also rewrite those rows of the page (its summary and the README's "
+        "count follow), keeping the other rows from the page",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     parser.add_argument(
         "--no-write",
         action="store_true",
         help=f"print the results only (do not rewrite {PAGE.relative_to(REPO)} and "
-        "the README's count; --only never rewrites them)",
+        "the README's count; --only rewrites them only with --merge)",
     )
     parser.add_argument(
         "--verbose",
@@ -377,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: must be >= 1")
+    if args.merge and not args.only:
+        parser.error("--merge needs --only (a full run rewrites the whole page)")
     root = examples_dir()
     commit = git_commit()  # the code that runs (taken before, as the tree may change meanwhile)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -398,13 +494,23 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(one, runs))
-    if args.only is not None:
+    if args.merge and not args.no_write:
+        fresh = {(run.example, run.ci_name): run for run in runs}
+        runs = [fresh.get((run.example, run.ci_name), run) for run in page_runs(root)]
+        merged = (
+            f"rows of {', '.join(f'`{p}`' for p in args.only)} re-run: {started}, commit "
+            f"{commit}, load average {load:.1f} at the start, time limit {args.timeout:.0f} s, "
+            f"{args.jobs} at a time; the other rows are from the runs above"
+        )
+        write_page(runs, page_header(), started, merged=merged)
+        print(f"merged into {PAGE.relative_to(REPO)} and the README's count")
+    elif args.only is not None:
         print(
             f"not written: {PAGE.relative_to(REPO)} and the README's count cover every "
-            "example (--only ran some)"
+            "example (--only ran some; --merge rewrites those rows)"
         )
     elif not args.no_write:
-        write_page(runs, args.timeout, args.jobs, commit, started, load)
+        write_page(runs, run_header(args.timeout, args.jobs, commit, started, load), started)
         print(f"wrote {PAGE.relative_to(REPO)} and the README's count")
     print(summary(runs))
     return 0

@@ -420,8 +420,9 @@ def test_hierarchical_windy_maze_env_makes_a_new_low_level_agent_per_goal():
 
 
 def test_multi_agent_connector_refuses_to_run():
-    with pytest.raises(NotImplementedError, match="multi-agent connector pipelines are not"):
+    with pytest.raises(ConfigError, match="multi-agent connector pipelines are not") as error:
         AddOtherAgentsRowIndexToXYPos()
+    assert error.value.capability == "multi-agent"
 
 
 def test_envs_needing_absent_packages_name_them(monkeypatch):

@@ -298,5 +298,8 @@ def test_flatten_observations_drops_keys_and_refuses_other_forms():
     assert np.array_equal(episode.get_observations(-1), [0, 0, 1, 0, 0.5, -0.5])
     with pytest.raises(ValueError, match="as_learner_connector=True.*not supported"):
         FlattenObservations(as_learner_connector=True)
-    with pytest.raises(ValueError, match="only single-agent"):
+    # Per-agent flattening is for MultiAgentEnvs (tests/test_multi_agent_examples.py).
+    with pytest.raises(ValueError, match="agent_ids needs multi_agent=True"):
         FlattenObservations(agent_ids=["a"])
+    with pytest.raises(ValueError, match="the env is single-agent"):
+        FlattenObservations(space["pos"], gym.spaces.Discrete(2), multi_agent=True)

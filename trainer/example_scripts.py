@@ -31,6 +31,7 @@ from typing import Any
 
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
+    EPISODE_MODULE_RETURN_MEAN,
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
@@ -81,7 +82,7 @@ def add_rllib_example_script_args(
         "--num-agents",
         type=int,
         default=0,
-        help="If 0 (default), runs single-agent; > 0 (multi-agent) is not supported here.",
+        help="If 0 (default), runs single-agent; > 0: the number of agents (multi-agent).",
     )
     # Evaluation options.
     add(
@@ -419,13 +420,24 @@ def _apply_args(config: Any, args: Any) -> None:
         offline_data(output=args.output)
 
 
-def _progress_line(iteration: int, result: dict) -> str:
+def _progress_line(iteration: int, result: dict, module_ids: list | None = None) -> str:
+    """One iteration's line: RLlib's progress columns (with `--num-agents` > 0, as there, the
+    combined return and each module's return)."""
     episode_return = metric_value(result, f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}")
     line = (
         f"iter {iteration:4d} | total time (s) {result.get('time_total_s', 0.0):7.1f} | "
         f"ts {metric_value(result, NUM_ENV_STEPS_SAMPLED_LIFETIME)} | "
-        f"episode return mean {episode_return}"
+        + (
+            f"combined return {episode_return}"
+            if module_ids
+            else f"episode return mean {episode_return}"
+        )
     )
+    for module_id in module_ids or ():
+        module_return = metric_value(
+            result, f"{ENV_RUNNER_RESULTS}/{EPISODE_MODULE_RETURN_MEAN}/{module_id}"
+        )
+        line += f" | return {module_id} {module_return}"
     evaluation = metric_value(
         result, f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
     )
@@ -491,12 +503,14 @@ class _TrialRunner:
 
         args = self.args
         algo = self.algo_class(config=self.config)
+        # RLlib's multi-agent progress columns: with --num-agents > 0, a return per policy.
+        module_ids = sorted(map(str, self.config.policies)) if args.num_agents > 0 else None
         try:
             while True:
                 result = algo.train()
                 self.results.append(result)
                 if args.verbose:
-                    print(_progress_line(len(self.results), result), flush=True)
+                    print(_progress_line(len(self.results), result, module_ids), flush=True)
                 done = self.should_stop(result)
                 due = args.checkpoint_freq and len(self.results) % args.checkpoint_freq == 0
                 if due or (done and args.checkpoint_at_end):

@@ -2042,7 +2042,11 @@ class AlgorithmConfig(OldConfigNames):
 
     def _refuse_multi_agent_settings(self, name: str) -> None:
         unsupported = {
-            "env_runners(env_to_module_connector=...)": self.env_to_module_connector is not None,
+            # Env-to-module connectors: FlattenObservations(multi_agent=True) pieces run (the
+            # EnvRunner checks what the factory makes); a filter would be a stateful piece.
+            f"env_runners(observation_filter={self.observation_filter!r})": (
+                self.observation_filter not in (None, "NoFilter")
+            ),
             "environment(env_task_fn=...)": self.env_task_fn is not None,
             f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
                 normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
@@ -2052,8 +2056,8 @@ class AlgorithmConfig(OldConfigNames):
             if given:
                 raise ConfigError(
                     f"{name}: {setting} is not available for multi-agent runs yet (the "
-                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without connector "
-                    "pipelines or env tasks); leave it out",
+                    "MultiAgentEnvRunner steps its MultiAgentEnvs in order, without stateful "
+                    "connector pieces or env tasks); leave it out",
                     MULTI_AGENT,
                 )
 

@@ -244,10 +244,12 @@ class MultiAgentSetup:
         if all(space == first for space in agent_spaces.values()):
             return first
         mapping = self.config.policy_mapping_fn
+        # Called as RLlib's EnvRunner maps agents to modules (its AgentToModuleMapping):
+        # `(agent_id, episode)`, so `lambda aid, episode: ...` works as it does there.
         mapped = {
             agent: space
             for agent, space in agent_spaces.items()
-            if mapping(agent, None, worker=None) == policy_id
+            if mapping(agent, None) == policy_id
         }
         if not mapped:
             return None
@@ -269,6 +271,28 @@ class MultiAgentSetup:
             return bool(to_train(policy_id, batch))
         return policy_id in to_train
 
+    @staticmethod
+    def _with_spec_spaces(
+        current: Any, spaces: dict[str, tuple[gym.Space, gym.Space]] | None
+    ) -> dict[str, tuple[gym.Space, gym.Space]] | None:
+        """`spaces` and, for modules it lacks, the spaces a MultiRLModuleSpec's module spec
+        gives (both of them): such a module needs no agent mapped to it to know its spaces
+        (RLlib's heuristic opponents, picked at random per episode)."""
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        if not isinstance(current, MultiRLModuleSpec) or not isinstance(
+            current.rl_module_specs, dict
+        ):
+            return spaces
+        given = {
+            module_id: (spec.observation_space, spec.action_space)
+            for module_id, spec in current.rl_module_specs.items()
+            if spec.observation_space is not None and spec.action_space is not None
+        }
+        if not given:
+            return spaces
+        return {**given, **(spaces or {})}
+
     def module_spec(
         self,
         env: Any = None,
@@ -283,9 +307,9 @@ class MultiAgentSetup:
         from trainer.core.rl_module import RLModuleSpec
 
         config = self.config
-        if policies is None:
-            policies = self.policies(env=env, spaces=spaces)
         current: RLModuleSpec | MultiRLModuleSpec | None = config.rl_module_spec
+        if policies is None:
+            policies = self.policies(env=env, spaces=self._with_spec_spaces(current, spaces))
         if isinstance(current, MultiRLModuleSpec):
             fallback = copy.deepcopy(single_agent_rl_module_spec or RLModuleSpec())
             fallback.inference_only = inference_only

@@ -11,7 +11,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import MULTI_AGENT
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
+from trainer.errors import ConfigError
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
 ORIG_OBS_KEY = "_orig_obs"
@@ -87,7 +89,7 @@ class MeanStdFilter(ConnectorV2):
         **kwargs: Any,
     ):
         if multi_agent:
-            raise ValueError("MeanStdFilter(multi_agent=True): only single-agent envs run here")
+            raise _multi_agent_piece_error("MeanStdFilter")
         self.de_mean_to_zero = de_mean_to_zero
         self.de_std_to_one = de_std_to_one
         self.clip_by_value = clip_by_value
@@ -191,15 +193,22 @@ class MeanStdFilter(ConnectorV2):
         )
 
 
+def _multi_agent_piece_error(piece: str) -> ConfigError:
+    """The error of a piece asked for a multi-agent run that does not run in one here."""
+    return ConfigError(
+        f"{piece}(multi_agent=True): multi-agent runs take FlattenObservations("
+        f"multi_agent=True) pieces only; {piece} runs with single-agent envs",
+        MULTI_AGENT,
+    )
+
+
 def _single_agent_env_to_module(
     piece: str, multi_agent: bool, agent_ids: Any, as_learner_connector: bool
 ) -> None:
     """RLlib's pieces take these for multi-agent envs and for the learner's pipeline; only the
     single-agent env-to-module form runs here."""
     if multi_agent or agent_ids is not None:
-        raise ValueError(
-            f"{piece}(multi_agent=..., agent_ids=...): only single-agent envs run here"
-        )
+        raise _multi_agent_piece_error(piece)
     if as_learner_connector:
         raise ValueError(
             f"{piece}(as_learner_connector=True): learner connectors are not "
@@ -210,7 +219,12 @@ def _single_agent_env_to_module(
 
 class FlattenObservations(ConnectorV2):
     """Flattens any gymnasium observation (Dict, Tuple, Discrete as one-hot, Box) into one
-    float32 vector (`gymnasium.spaces.flatten`)."""
+    float32 vector (`gymnasium.spaces.flatten`).
+
+    With `multi_agent=True` (a MultiAgentEnv's runs) it flattens the observations of the agents
+    in `agent_ids` (all agents when None), each by its own space: the input space is then
+    RLlib's Dict of agent spaces, and the MultiAgentEnvRunner applies the piece per agent
+    (`agent_observation_space`, `flatten_agent_observation`)."""
 
     def __init__(
         self,
@@ -223,9 +237,16 @@ class FlattenObservations(ConnectorV2):
         keys_to_remove: list | None = None,
         **kwargs: Any,
     ):
-        _single_agent_env_to_module(
-            "FlattenObservations", multi_agent, agent_ids, as_learner_connector
-        )
+        if as_learner_connector:
+            _single_agent_env_to_module("FlattenObservations", False, None, True)
+        if agent_ids is not None and not multi_agent:
+            raise ValueError(
+                f"FlattenObservations(agent_ids={agent_ids!r}): agent_ids needs "
+                "multi_agent=True (a MultiAgentEnv's agents)"
+            )
+        self.multi_agent = bool(multi_agent)
+        #: The agents whose observations are flattened (None: all of them).
+        self.agent_ids = None if agent_ids is None else set(agent_ids)
         #: Keys of a Dict observation dropped before flattening (RLlib's `keys_to_remove`).
         self.keys_to_remove = list(keys_to_remove or [])
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -237,11 +258,49 @@ class FlattenObservations(ConnectorV2):
             {key: sub for key, sub in space.spaces.items() if key not in self.keys_to_remove}
         )
 
+    def flattens_agent(self, agent_id: Any) -> bool:
+        """Whether this (multi-agent) piece flattens `agent_id`'s observations."""
+        return self.agent_ids is None or agent_id in self.agent_ids
+
+    def agent_observation_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
+        """The space of `agent_id`'s observations after this piece (its env space when the
+        piece leaves the agent out)."""
+        if not self.flattens_agent(agent_id):
+            return space
+        return self._flat_space(space)
+
+    def flatten_agent_observation(self, agent_id: Any, space: gym.Space, observation: Any) -> Any:
+        """`agent_id`'s observation (of the env space `space`) after this piece."""
+        if not self.flattens_agent(agent_id):
+            return observation
+        return self._flatten(self._kept_space(space), observation)
+
+    @staticmethod
+    def _flatten(space: gym.Space, observation: Any) -> np.ndarray:
+        if isinstance(space, gym.spaces.Dict):
+            observation = {key: observation[key] for key in space.spaces}
+        return np.asarray(gym.spaces.flatten(space, observation), dtype=np.float32)
+
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
     ) -> gym.Space | None:
         if input_observation_space is None:
             return None
+        if self.multi_agent:
+            if not isinstance(input_observation_space, gym.spaces.Dict):
+                raise ValueError(
+                    "FlattenObservations(multi_agent=True): the env is single-agent (its "
+                    f"observation space is {input_observation_space}); leave multi_agent out"
+                )
+            return gym.spaces.Dict(
+                {
+                    agent_id: self.agent_observation_space(agent_id, space)
+                    for agent_id, space in input_observation_space.spaces.items()
+                }
+            )
+        return self._flat_space(input_observation_space)
+
+    def _flat_space(self, input_observation_space: gym.Space) -> gym.Space:
         space = gym.spaces.flatten_space(self._kept_space(input_observation_space))
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(
@@ -254,13 +313,15 @@ class FlattenObservations(ConnectorV2):
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         if self.input_observation_space is None:
             raise RuntimeError("FlattenObservations: its input observation space is not set")
+        if self.multi_agent:
+            raise RuntimeError(
+                "FlattenObservations(multi_agent=True) runs in a MultiAgentEnvRunner, which "
+                "applies it per agent; a single-agent env takes FlattenObservations()"
+            )
         space = self._kept_space(self.input_observation_space)
         for episode in self.single_agent_episode_iterator(episodes):
-            observation = episode.get_observations(-1)
-            if isinstance(space, gym.spaces.Dict):
-                observation = {key: observation[key] for key in space.spaces}
-            flat = gym.spaces.flatten(space, observation)
-            episode.set_observations(new_data=np.asarray(flat, dtype=np.float32), at_indices=-1)
+            flat = self._flatten(space, episode.get_observations(-1))
+            episode.set_observations(new_data=flat, at_indices=-1)
         return batch
 
 
@@ -293,9 +354,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         **kwargs: Any,
     ):
         if multi_agent:
-            raise ValueError(
-                "PrevActionsPrevRewards(multi_agent=True): only single-agent envs run here"
-            )
+            raise _multi_agent_piece_error("PrevActionsPrevRewards")
         self.n_prev_actions = int(n_prev_actions)
         self.n_prev_rewards = int(n_prev_rewards)
         super().__init__(input_observation_space, input_action_space, **kwargs)

@@ -131,7 +131,12 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
         raise ValueError(
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
+    # RLlib reads the LSTM's settings only with `use_lstm=True`: without it they are unused
+    # there too (RLlib's rock-paper-scissors examples set `max_seq_len=15` with no LSTM).
+    unused = () if model_config.get("use_lstm") else ("lstm_", "max_seq_len")
     for key, default in DEFAULT_ONLY_KEYS.items():
+        if key.startswith(unused):
+            continue
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
             # Any: it carries a `capability` attribute, as a ConfigError does.

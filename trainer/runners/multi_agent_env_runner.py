@@ -64,6 +64,10 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import EnvRunner, own_config
+from trainer.runners.multi_agent_observations import (
+    ObservationPiecesEnv,
+    multi_agent_observation_pieces,
+)
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
@@ -298,7 +302,12 @@ class MultiAgentEnvRunner:
                     f"{type(env).__name__}, not a MultiAgentEnv; a single-agent env trains "
                     "without config.multi_agent(...)"
                 )
-            envs.append(self._guard(env))
+            envs.append(env)
+        # The env-to-module pieces (per-agent observation pieces) rewrite the observations as
+        # they leave each sub-env (see multi_agent_observations); the guard, if any, is
+        # outermost (a failure inside either is caught).
+        self._observation_pieces = multi_agent_observation_pieces(self.config, envs[0])
+        envs = [self._wrap(env) for env in envs]
         self.env = _SubEnvs(envs)
         first = cast(MultiAgentEnv, envs[0].unwrapped)
         agents = list(first.possible_agents or first.agents)
@@ -316,9 +325,11 @@ class MultiAgentEnvRunner:
                 env_context=self.sub_env_context(0),
             )
 
-    def _guard(self, env: Any) -> Any:
-        """The sub-env as the runner steps it: in a `MultiAgentSubEnvGuard` with
-        `restart_failed_sub_environments=True`."""
+    def _wrap(self, env: Any) -> Any:
+        """A made sub-env as the runner steps it: under its observation pieces (if any),
+        in a `MultiAgentSubEnvGuard` with `restart_failed_sub_environments=True`."""
+        if self._observation_pieces:
+            env = ObservationPiecesEnv(env, self._observation_pieces)
         return MultiAgentSubEnvGuard(env) if self._restart_sub_envs else env
 
     def _step_recovering(
@@ -378,7 +389,7 @@ class MultiAgentEnvRunner:
             except Exception:
                 pass  # a broken env may fail to close too; it is dropped either way
             context = self.sub_env_context(index).copy_with_overrides(recreated_worker=True)
-            new_env = self._guard(self._env_creator(context))
+            new_env = self._wrap(self._env_creator(context))
             env.envs[index] = new_env
             self._prev_chunks[index] = []
             if draining is not None:
@@ -612,9 +623,6 @@ class MultiAgentEnvRunner:
                 for agent_id in agents:
                     action = sub_env.get_action_space(agent_id).sample()
                     actions[index][agent_id] = env_actions[index][agent_id] = action
-                    # As the single-agent runner's random steps: a log-probability of 0, so
-                    # that an episode mixing random and policy steps keeps its columns even.
-                    outputs[index][agent_id] = {ACTION_LOGP: 0.0}
         else:
             # Rows of every module across the sub-envs: one forward pass per module.
             rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
@@ -986,6 +994,19 @@ class _SubEnvs(VectorMultiAgentEnv):
             for index, env in enumerate(self.envs)
         ]
         return [obs for obs, _ in results], [infos for _, infos in results]
+
+    def render(self) -> tuple:
+        """Every sub-env's frame (RLlib's SyncVectorMultiAgentEnv.render)."""
+        return tuple(env.render() for env in self.envs)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple:
+        """Each sub-env's method `name` called with the arguments, or its attribute `name`
+        (RLlib's SyncVectorMultiAgentEnv.call)."""
+        results = []
+        for env in self.envs:
+            value = getattr(env, name)
+            results.append(value(*args, **kwargs) if callable(value) else value)
+        return tuple(results)
 
     def step(
         self, actions: list[dict]

@@ -87,7 +87,11 @@ class EnvRenderCallback(RLlibCallback):
         if not self._records(env_runner):
             return
         unwrapped = env.unwrapped
-        if isinstance(unwrapped, gym.vector.SyncVectorEnv):
+        # A vector env of sub-envs (gymnasium's, or a MultiAgentEnvRunner's MultiAgentEnvs,
+        # as RLlib's VectorMultiAgentEnv): the episode's own sub-env renders.
+        if isinstance(unwrapped, gym.vector.SyncVectorEnv) or isinstance(
+            getattr(unwrapped, "envs", None), list
+        ):
             image = unwrapped.envs[env_index].render()
         else:
             image = unwrapped.render()
