@@ -672,6 +672,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "env_runners(env_to_module_connector=...) in a multi-agent run",
+        "FlattenObservations(multi_agent=True, agent_ids=...) runs, applied per agent as the "
+        "observations leave each sub-env; any other piece is refused when the runner is "
+        "built, naming it (tests/test_multi_agent_examples.py::test_other_pieces_in_a_multi_"
+        "agent_run_are_refused_naming_the_piece)",
+        "the MultiAgentEnvRunner has no multi-agent connector pipeline yet",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule(catalog_class=...)",
         "refused with what to do (build the module's parts in setup())",
         "catalogs build torch models, which do not exist here",
