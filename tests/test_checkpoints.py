@@ -303,7 +303,14 @@ def test_state_files_are_plain_msgpack(saved_ppo):
     assert ormsgpack.unpackb((saved_ppo / "algorithm.msgpack").read_bytes())["iteration"] == 1
     metadata = json.loads((saved_ppo / "metadata.json").read_text())
     assert metadata["algorithm_class"] == "PPO" and metadata["training_iteration"] == 1
-    assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {"metadata.json"}
+    # Besides its files: RLlib's learner_group/learner/rl_module/<module_id> module checkpoints.
+    assert metadata["module_checkpoints"] == "learner_group/learner/rl_module"
+    assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {
+        "metadata.json",
+        "learner_group",
+    }
+    module = saved_ppo / "learner_group" / "learner" / "rl_module" / "default_policy"
+    assert json.loads((module / "metadata.json").read_text())["kind"] == "rl_module"
 
 
 def test_restore_from_path_and_from_checkpoint_with_config_never_unpickle(tmp_path, saved_ppo):

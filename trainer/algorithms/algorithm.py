@@ -44,8 +44,10 @@ import numpy as np
 
 from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.checkpointing import (
+    configured_module_states,
     load_algorithm_state,
     load_class_and_config,
+    read_module_states,
     runner_states,
     save_algorithm,
 )
@@ -232,6 +234,7 @@ class Algorithm(OldAlgorithmNames):
                 config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
             )
             self.setup_learner()
+            self._set_module_weights(configured_module_states(self))
             self.sync_weights()
             self._refresh_counters()
             self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
@@ -871,14 +874,51 @@ class Algorithm(OldAlgorithmNames):
         checkpoint already at `path` is replaced only once the new one is complete on disk."""
         return save_algorithm(self, path, state=state, filesystem=filesystem)
 
-    def restore_from_path(self, path: str | os.PathLike, *, filesystem: Any = None) -> None:
+    def restore_from_path(
+        self,
+        path: str | os.PathLike,
+        *,
+        component: str | None = None,
+        filesystem: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
         a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
         JSON), pushes weights and runner states to every EnvRunner, then fires
         `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
-        foreign or incompatible checkpoint, before anything is changed."""
+        foreign or incompatible checkpoint, before anything is changed.
+
+        With `component` (RLlib's Checkpointable argument), only the learner's modules are
+        restored, everything else stays: `"learner_group/learner/rl_module/<module_id>"` with
+        `path` that module's checkpoint directory (in an Algorithm checkpoint,
+        `<checkpoint>/learner_group/learner/rl_module/<module_id>`, or any module checkpoint
+        that fits), or `"learner_group/learner/rl_module"` for every module the checkpoint and
+        this algorithm both have. `path` may also be the Algorithm checkpoint itself; the
+        component's directory inside it is used. The weights then go to every EnvRunner."""
         with fetched(path, filesystem) as local:
-            self._restore(open_checkpoint(local))
+            if component is None:
+                self._restore(open_checkpoint(local))
+                return
+            states = read_module_states(self, local, component)
+        self._set_module_weights(states)
+        self.sync_weights()
+        logger.info("restored %s from %s", component, path)
+
+    def _set_module_weights(self, weights: dict[Any, dict]) -> None:
+        """Sets the learner modules' weights from `{module_id: weights}` (checked already)."""
+        if not weights:
+            return
+        if self.config.is_multi_agent:
+            self.learner.module.set_weights(weights)
+            learners = [self.learner.learners[module_id] for module_id in weights]
+        else:
+            self.learner.module.set_weights(weights[DEFAULT_MODULE_ID])
+            learners = [self.learner]
+        for learner in learners:
+            # A module checkpoint holds the online network: a target network starts from it.
+            target = getattr(learner, "target", None)
+            if target is not None:
+                target.flat_params[:] = learner.module.flat_params
 
     def _restore(self, checkpoint: Checkpoint) -> None:
         """All or nothing: every component is read and checked before any is applied; if a

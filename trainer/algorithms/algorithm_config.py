@@ -1234,8 +1234,6 @@ class AlgorithmConfig(OldConfigNames):
             "module_class=None and configure the default module with model_config",
             "catalog_class": "catalogs build torch models, which do not exist here: leave "
             "catalog_class=None and configure the networks with model_config",
-            "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
-            "restore a checkpoint of this library with restore_from_path",
             "inference_only": "the default module here has no inference-only form (it is "
             "the same on the EnvRunners and the learner)",
             "learner_only": "the default module here always runs on the EnvRunners too",

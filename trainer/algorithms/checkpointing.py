@@ -6,6 +6,17 @@ and one cloudpickle file; `metadata.json` records what a loader must check befor
 running algorithm: the algorithm, the spaces and the network's parameter shapes. Loading reads
 msgpack and JSON only; `class_and_config.pkl` is unpickled solely on the explicit opt-in
 `allow_pickle=True` (`--trust-pickle` on the command line).
+
+The learner's modules are also written as RLlib lays them out, real module checkpoints inside
+the algorithm's (`trainer.core.module_checkpoint`): `learner_group/learner/rl_module/` is a
+MultiRLModule checkpoint and `learner_group/learner/rl_module/<module_id>/` each module's, so
+RLlib's ways of restoring one module of N work on an Algorithm checkpoint:
+`algo.restore_from_path(<that dir>, component="learner_group/learner/rl_module/p0")`,
+`RLModuleSpec(load_state_path=<that dir>)`, `MultiRLModuleSpec(load_state_path=<checkpoint>/
+learner_group/learner/rl_module, modules_to_load={"p0"})` and `RLModule.from_checkpoint`. They
+are written into the same temporary directory as the rest, so the save stays one atomic step;
+the algorithm's own restore reads only its flat msgpack files (a checkpoint without the module
+directories, written before they existed, loads as before).
 """
 
 from __future__ import annotations
@@ -29,11 +40,13 @@ from trainer.checkpoints import (
     STATE_FILE_SUFFIX,
     Checkpoint,
     CheckpointError,
+    open_checkpoint,
     write_checkpoint,
 )
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
 from trainer.checkpoints.location import local_path, staged_for_upload
+from trainer.core.models import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
@@ -127,6 +140,51 @@ def save_algorithm(
     return _save_locally(algorithm, path, state)
 
 
+#: RLlib's component path of the learner's modules inside an Algorithm checkpoint
+#: (COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE).
+MODULES_COMPONENT = "learner_group/learner/rl_module"
+
+
+def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
+    """{module_id: weights} of the learner's modules in a learner state (single-agent: the one
+    module under "default_policy")."""
+    if algorithm.config.is_multi_agent:
+        return {module_id: sub["module"] for module_id, sub in learner_state.items()}
+    return {DEFAULT_MODULE_ID: learner_state["module"]}
+
+
+def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
+    """The learner's modules in one `MultiRLModule` (the very module objects; nothing is
+    copied), as RLlib's learner holds them."""
+    from trainer.core.multi_rl_module import MultiRLModule
+
+    multi = MultiRLModule()
+    module = algorithm.learner.module
+    items = module.items() if hasattr(module, "items") else [(DEFAULT_MODULE_ID, module)]
+    for module_id, sub in items:
+        multi.add_module(module_id, sub)
+    return multi
+
+
+def _module_writer(algorithm: Any, state: dict) -> Any:
+    """Writes `learner_group/learner/rl_module` (see the module docstring) into a checkpoint's
+    temporary directory; None when `state` has no learner component."""
+    if "learner" not in state:
+        return None
+    weights = learner_module_weights(algorithm, state["learner"])
+
+    def write(directory: str) -> None:
+        from trainer.core.module_checkpoint import save_module
+
+        save_module(
+            learner_modules_as_multi_rl_module(algorithm),
+            os.path.join(directory, *MODULES_COMPONENT.split("/")),
+            state=weights,
+        )
+
+    return write
+
+
 def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     if state is None:
         state = algorithm.get_state()
@@ -179,8 +237,12 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         "spaces": spaces,
         "parameter_shapes": shapes,
     }
+    write_modules = _module_writer(algorithm, state)
+    if write_modules is not None:
+        # Where the module checkpoints are (each directory has its own metadata.json).
+        metadata["module_checkpoints"] = MODULES_COMPONENT
     started = time.perf_counter()
-    written = write_checkpoint(path, files, metadata)
+    written = write_checkpoint(path, files, metadata, write_subdirectories=write_modules)
     logger.info(
         "saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)",
         written,
@@ -289,3 +351,148 @@ def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], 
             "config= to from_checkpoint",
         ) from None
     return algorithm_class, config
+
+
+def _module_ids_of(checkpoint: Checkpoint) -> list[str]:
+    ids = checkpoint.metadata.get("modules")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise CheckpointError(checkpoint.path, "metadata.json has no valid 'modules' list")
+    return ids
+
+
+def _module_checkpoint(path: str) -> Checkpoint:
+    """The verified module checkpoint (an RLModule's or a MultiRLModule's) at `path`."""
+    from trainer.core.module_checkpoint import MULTI_RL_MODULE_KIND, RL_MODULE_KIND
+
+    checkpoint = open_checkpoint(path)
+    kind = checkpoint.metadata.get("kind")
+    if kind not in (RL_MODULE_KIND, MULTI_RL_MODULE_KIND):
+        raise CheckpointError(
+            path,
+            f"not a module checkpoint (metadata.json says kind={kind!r}): with component=, "
+            f"path is that component's directory, such as <checkpoint>/{MODULES_COMPONENT}/p0",
+        )
+    return checkpoint
+
+
+def resolve_component_path(path: str, component: str) -> str:
+    """The directory of `component`: `path` itself (RLlib: with `component`, `path` is the
+    component's checkpoint), or, when `path` is an Algorithm checkpoint holding it,
+    `path/component`."""
+    inner = os.path.join(path, *component.split("/"))
+    if os.path.isdir(inner):
+        try:
+            kind = open_checkpoint(path, components=[]).metadata.get("kind")
+        except CheckpointError:
+            kind = "unknown"
+        if kind is None:  # an Algorithm checkpoint (its metadata has no module kind)
+            return inner
+    return path
+
+
+def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, dict]:
+    """{module_id: weights} that `restore_from_path(path, component=component)` loads: one
+    module ("learner_group/learner/rl_module/<module_id>") or every module both the checkpoint
+    and the algorithm's learner hold ("learner_group/learner/rl_module"). Each is checked
+    against the learner's module; nothing is changed."""
+    from trainer.core.rl_module import RLModuleAPI
+    from trainer.util.state_checks import StateError
+
+    normalized = component.strip("/")
+    if normalized != MODULES_COMPONENT and not normalized.startswith(MODULES_COMPONENT + "/"):
+        raise ValueError(
+            f"restore_from_path(component={component!r}): an Algorithm restores the learner's "
+            f"modules alone: {MODULES_COMPONENT!r} (all of them) or "
+            f"'{MODULES_COMPONENT}/<module_id>' (one); restore a whole checkpoint without "
+            "component="
+        )
+    module_id = normalized[len(MODULES_COMPONENT) + 1 :] or None
+    if module_id is not None and "/" in module_id:
+        raise ValueError(
+            f"restore_from_path(component={component!r}): a module's parts do not restore "
+            f"alone; name the module, '{MODULES_COMPONENT}/{module_id.split('/')[0]}'"
+        )
+    path = resolve_component_path(path, normalized)
+    checkpoint = _module_checkpoint(path)
+    held = learner_modules_as_multi_rl_module(algorithm)
+    if module_id is not None:
+        if checkpoint.metadata["kind"] != "rl_module":
+            raise CheckpointError(
+                path,
+                f"holds a MultiRLModule, but component={component!r} names one module: pass "
+                f"that module's directory ({os.path.join(path, module_id)})",
+            )
+        paths = {module_id: path}
+    else:
+        if checkpoint.metadata["kind"] != "multi_rl_module":
+            raise CheckpointError(
+                path, f"holds one module, but component={component!r} names all of them"
+            )
+        paths = {
+            saved: os.path.join(path, saved) for saved in _module_ids_of(checkpoint) if saved in held
+        }
+    states: dict[Any, dict] = {}
+    for name, module_path in paths.items():
+        if name not in held:
+            raise CheckpointError(
+                path,
+                f"component={component!r}: this algorithm's learners hold no module {name!r} "
+                f"(they hold {sorted(map(str, held.keys()))})",
+            )
+        sub = checkpoint if module_path == path else _module_checkpoint(module_path)
+        state_name = RLModuleAPI.STATE_FILE_NAME
+        if not sub.has(state_name):
+            raise CheckpointError(module_path, f"has no {state_name}{STATE_FILE_SUFFIX}")
+        state = sub.load(state_name)
+        try:
+            held[name].check_weights(state, f"module {name!r}")
+        except StateError as error:
+            raise CheckpointError(
+                module_path, f"does not fit this algorithm's module {name!r}: {error}"
+            ) from None
+        states[name] = state
+    return states
+
+
+def configured_module_states(algorithm: Any) -> dict[Any, dict]:
+    """{module_id: weights} the config's module specs ask to load when the learners are built
+    (RLlib's `LearnerGroup.load_module_state`): the MultiRLModuleSpec's `load_state_path`
+    (every module it and the learners hold, or its `modules_to_load`), then each
+    RLModuleSpec's own `load_state_path`, which takes precedence. Paths are module
+    checkpoints, such as an Algorithm checkpoint's `learner_group/learner/rl_module[/<id>]`."""
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    spec = algorithm.config.rl_module_spec
+    held = list(learner_modules_as_multi_rl_module(algorithm).keys())
+    multi_path, modules_to_load, paths = None, None, {}
+    if isinstance(spec, MultiRLModuleSpec):
+        multi_path, modules_to_load = spec.load_state_path, spec.modules_to_load
+        specs = spec.rl_module_specs
+        if isinstance(specs, RLModuleSpec):
+            specs = {module_id: specs for module_id in held}
+        paths = {mid: s.load_state_path for mid, s in (specs or {}).items() if s.load_state_path}
+    elif isinstance(spec, RLModuleSpec) and spec.load_state_path:
+        paths = {module_id: spec.load_state_path for module_id in held}
+    if modules_to_load and not multi_path:
+        raise ValueError(
+            f"MultiRLModuleSpec(modules_to_load={sorted(map(str, modules_to_load))}) needs "
+            "load_state_path= (the MultiRLModule checkpoint to load them from)"
+        )
+    states: dict[Any, dict] = {}
+    if multi_path:
+        if modules_to_load is None:
+            states.update(read_module_states(algorithm, local_path(multi_path), MODULES_COMPONENT))
+        for module_id in sorted(modules_to_load or (), key=str):
+            states.update(
+                read_module_states(
+                    algorithm,
+                    os.path.join(local_path(multi_path), str(module_id)),
+                    f"{MODULES_COMPONENT}/{module_id}",
+                )
+            )
+    for module_id, path in paths.items():
+        states.update(
+            read_module_states(algorithm, local_path(path), f"{MODULES_COMPONENT}/{module_id}")
+        )
+    return states

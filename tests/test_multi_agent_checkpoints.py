@@ -1,0 +1,177 @@
+"""Multi-agent checkpoints: RLlib's module components inside an Algorithm checkpoint (restore
+one module of N), module states loaded at build (`load_state_path`, `modules_to_load`), exact
+resume, and modules added and removed at run time."""
+
+import os
+
+import numpy as np
+import pytest
+from multi_agent_envs import CartPoles
+
+from trainer import PPOConfig
+from trainer.checkpoints import CheckpointError
+from trainer.core.models import PolicyModule
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from trainer.core.rl_module import RLModuleSpec
+
+MODULES = "learner_group/learner/rl_module"
+
+
+def _config(num_agents=2, num_env_runners=0, seed=3, **training):
+    return (
+        PPOConfig()
+        .environment(CartPoles, env_config={"num_agents": num_agents})
+        .multi_agent(
+            policies={f"p{i}" for i in range(num_agents)},
+            policy_mapping_fn=lambda agent_id, episode, **kw: f"p{agent_id}",
+        )
+        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length=50)
+        .training(
+            **{"train_batch_size": 100, "minibatch_size": 50, "num_epochs": 1, **training}
+        )
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=seed)
+    )
+
+
+def _same(a, b):
+    return set(a) == set(b) and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+@pytest.fixture(scope="module")
+def trained_checkpoint(tmp_path_factory):
+    """A checkpoint of a 3-module run after one iteration, and its weights."""
+    path = str(tmp_path_factory.mktemp("ckpt") / "algo")
+    algo = _config(num_agents=3).build()
+    try:
+        algo.train()
+        algo.save_to_path(path)
+        return path, algo.get_weights()
+    finally:
+        algo.stop()
+
+
+def test_the_checkpoint_holds_one_module_checkpoint_per_module(trained_checkpoint):
+    path, weights = trained_checkpoint
+    for module_id in ("p0", "p1", "p2"):
+        module = PolicyModule.from_checkpoint(os.path.join(path, MODULES, module_id))
+        assert _same(module.get_state(), weights[module_id])
+    multi = MultiRLModule.from_checkpoint(os.path.join(path, MODULES))
+    assert sorted(multi.keys()) == ["p0", "p1", "p2"]
+    assert all(_same(multi[m].get_state(), weights[m]) for m in weights)
+
+
+def test_restore_one_of_n_modules_with_rllibs_component_path(trained_checkpoint):
+    path, weights = trained_checkpoint
+    algo = _config(num_agents=3, num_env_runners=1, seed=11).build()
+    try:
+        fresh = algo.get_weights()
+        algo.restore_from_path(
+            os.path.join(path, MODULES, "p0"), component=f"{MODULES}/p0"
+        )
+        now = algo.get_weights()
+        assert _same(now["p0"], weights["p0"])
+        assert _same(now["p1"], fresh["p1"]) and _same(now["p2"], fresh["p2"])
+        assert not _same(now["p1"], weights["p1"])
+        remote = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.get_weights(), local_env_runner=False
+        )[0]
+        assert _same(remote["p0"], weights["p0"]) and _same(remote["p1"], fresh["p1"])
+        assert algo.iteration == 0  # nothing but the module changed
+        algo.train()  # and it trains on
+    finally:
+        algo.stop()
+
+
+def test_restore_all_modules_component_and_the_checkpoint_root(trained_checkpoint):
+    path, weights = trained_checkpoint
+    algo = _config(num_agents=3, seed=12).build()
+    try:
+        algo.restore_from_path(os.path.join(path, MODULES), component=MODULES)
+        assert all(_same(algo.get_weights()[m], weights[m]) for m in weights)
+    finally:
+        algo.stop()
+    algo = _config(num_agents=3, seed=13).build()
+    try:
+        # The Algorithm checkpoint's root with a component: the component's directory in it.
+        algo.restore_from_path(path, component=f"{MODULES}/p2")
+        assert _same(algo.get_weights()["p2"], weights["p2"])
+        assert not _same(algo.get_weights()["p0"], weights["p0"])
+    finally:
+        algo.stop()
+
+
+def test_component_restore_errors_name_the_problem(trained_checkpoint):
+    path, _ = trained_checkpoint
+    algo = _config(num_agents=2, seed=5).build()
+    try:
+        with pytest.raises(ValueError, match="learner's modules alone"):
+            algo.restore_from_path(path, component="env_runner")
+        with pytest.raises(CheckpointError, match="hold no module 'p2'"):
+            algo.restore_from_path(os.path.join(path, MODULES, "p2"), component=f"{MODULES}/p2")
+    finally:
+        algo.stop()
+    other = _config(num_agents=2, seed=5).rl_module(model_config={"fcnet_hiddens": [8]}).build()
+    try:
+        before = other.get_weights()
+        with pytest.raises(CheckpointError, match="does not fit"):
+            other.restore_from_path(os.path.join(path, MODULES, "p0"), component=f"{MODULES}/p0")
+        assert _same(other.get_weights()["p0"], before["p0"])
+    finally:
+        other.stop()
+
+
+def test_modules_load_at_build_from_an_algorithm_checkpoint(trained_checkpoint):
+    """RLlib's restore_1_of_n_agents_from_checkpoint.py: p0 from the checkpoint, the others
+    fresh; with RLModuleSpec(load_state_path=) and MultiRLModuleSpec(modules_to_load=)."""
+    path, weights = trained_checkpoint
+    base = _config(num_agents=3, seed=21)
+    fresh_algo = base.build()
+    fresh = fresh_algo.get_weights()
+    fresh_algo.stop()
+    by_spec = base.copy(copy_frozen=False).rl_module(
+        rl_module_spec=MultiRLModuleSpec(
+            rl_module_specs={
+                "p0": RLModuleSpec(load_state_path=os.path.join(path, MODULES, "p0")),
+                "p1": RLModuleSpec(),
+                "p2": RLModuleSpec(),
+            }
+        )
+    )
+    by_multi = base.copy(copy_frozen=False).rl_module(
+        rl_module_spec=MultiRLModuleSpec(
+            load_state_path=os.path.join(path, MODULES), modules_to_load={"p0", "p2"}
+        )
+    )
+    for config, loaded in ((by_spec, {"p0"}), (by_multi, {"p0", "p2"})):
+        algo = config.build()
+        try:
+            now = algo.get_weights()
+            for module_id in ("p0", "p1", "p2"):
+                expected = weights if module_id in loaded else fresh
+                assert _same(now[module_id], expected[module_id]), module_id
+            runner = algo.env_runner.get_weights()
+            assert _same(runner["p0"], weights["p0"])
+        finally:
+            algo.stop()
+
+
+def test_a_checkpoint_without_module_directories_still_loads(tmp_path, trained_checkpoint):
+    """Checkpoints written before the module directories existed hold only the flat files."""
+    import json
+    import shutil
+
+    path, weights = trained_checkpoint
+    old = tmp_path / "old"
+    shutil.copytree(path, old)
+    shutil.rmtree(old / "learner_group")
+    metadata = json.loads((old / "metadata.json").read_text())
+    del metadata["module_checkpoints"]
+    (old / "metadata.json").write_text(json.dumps(metadata))
+    algo = _config(num_agents=3, seed=8).build()
+    try:
+        algo.restore_from_path(str(old))
+        assert all(_same(algo.get_weights()[m], weights[m]) for m in weights)
+        assert algo.iteration == 1
+    finally:
+        algo.stop()
