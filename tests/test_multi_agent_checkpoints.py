@@ -26,9 +26,7 @@ def _config(num_agents=2, num_env_runners=0, seed=3, **training):
             policy_mapping_fn=lambda agent_id, episode, **kw: f"p{agent_id}",
         )
         .env_runners(num_env_runners=num_env_runners, rollout_fragment_length=50)
-        .training(
-            **{"train_batch_size": 100, "minibatch_size": 50, "num_epochs": 1, **training}
-        )
+        .training(**{"train_batch_size": 100, "minibatch_size": 50, "num_epochs": 1, **training})
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=seed)
     )
@@ -66,9 +64,7 @@ def test_restore_one_of_n_modules_with_rllibs_component_path(trained_checkpoint)
     algo = _config(num_agents=3, num_env_runners=1, seed=11).build()
     try:
         fresh = algo.get_weights()
-        algo.restore_from_path(
-            os.path.join(path, MODULES, "p0"), component=f"{MODULES}/p0"
-        )
+        algo.restore_from_path(os.path.join(path, MODULES, "p0"), component=f"{MODULES}/p0")
         now = algo.get_weights()
         assert _same(now["p0"], weights["p0"])
         assert _same(now["p1"], fresh["p1"]) and _same(now["p2"], fresh["p2"])
@@ -175,3 +171,79 @@ def test_a_checkpoint_without_module_directories_still_loads(tmp_path, trained_c
         assert algo.iteration == 1
     finally:
         algo.stop()
+
+
+#: Wall-clock measures; every other env_runners metric must match exactly.
+_CLOCK_KEYS = ("episode_duration_sec_mean", "num_env_steps_sampled_lifetime_throughput")
+
+
+def _runner_metrics(result):
+    return {k: v for k, v in result["env_runners"].items() if k not in _CLOCK_KEYS}
+
+
+@pytest.mark.parametrize("num_env_runners", [0, 1])
+def test_a_restored_multi_agent_run_continues_exactly(tmp_path, num_env_runners):
+    """Episodes run across the save (fragments of 40 steps, CartPole episodes are longer):
+    the restored algorithm continues them, with the same weights and metrics as a run that
+    was never interrupted."""
+    config = _config(
+        num_env_runners=num_env_runners, seed=17, train_batch_size=160, minibatch_size=80
+    ).env_runners(num_envs_per_env_runner=2, rollout_fragment_length=40)
+    straight = config.build()
+    try:
+        straight_results = [straight.train() for _ in range(4)]
+        straight_weights = straight.get_weights()
+    finally:
+        straight.stop()
+    first = config.build()
+    try:
+        for _ in range(2):
+            first.train()
+        path = first.save_to_path(str(tmp_path / "checkpoint"))
+    finally:
+        first.stop()
+    resumed = config.build()
+    try:
+        resumed.restore_from_path(path)
+        results = [resumed.train() for _ in range(2)]
+        weights = resumed.get_weights()
+    finally:
+        resumed.stop()
+    for module_id in ("p0", "p1"):
+        assert _same(weights[module_id], straight_weights[module_id]), module_id
+    assert [_runner_metrics(r) for r in results] == [
+        _runner_metrics(r) for r in straight_results[2:]
+    ]
+    assert [r["learners"] for r in results] == [r["learners"] for r in straight_results[2:]]
+
+
+def test_the_sampling_state_survives_a_checkpoint_of_the_runner(tmp_path):
+    """The runner's own state: episodes under way come back with their steps."""
+    from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
+
+    config = _config(seed=4).env_runners(num_envs_per_env_runner=2)
+    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    runner.sample(num_timesteps=30)
+    state = runner.get_state()
+    assert not state["sampling"]["needs_reset"]
+    assert len(state["sampling"]["sub_envs"]) == 2 and not state["sampling"]["uncaptured"]
+    after_straight = runner.sample(num_timesteps=30)
+    other = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    other.set_state(state)
+    after_restored = other.sample(num_timesteps=30)
+    # The episodes under way keep their ids (new ones get fresh random ids).
+    running = {episode["id_"] for episode in state["sampling"]["episodes"]}
+    assert len(after_restored) == len(after_straight)
+    assert [e.id_ for e in after_restored if e.id_ in running] == [
+        e.id_ for e in after_straight if e.id_ in running
+    ]
+    assert any(e.id_ in running for e in after_restored)
+    for a, b in zip(after_restored, after_straight, strict=True):
+        assert a.env_t_started == b.env_t_started and a.env_t == b.env_t
+        for agent_id in a.agent_ids:
+            assert np.array_equal(
+                a.get_observations(agent_ids=[agent_id])[agent_id],
+                b.get_observations(agent_ids=[agent_id])[agent_id],
+            )
+    runner.stop()
+    other.stop()

@@ -429,7 +429,9 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
                 path, f"holds one module, but component={component!r} names all of them"
             )
         paths = {
-            saved: os.path.join(path, saved) for saved in _module_ids_of(checkpoint) if saved in held
+            saved: os.path.join(path, saved)
+            for saved in _module_ids_of(checkpoint)
+            if saved in held
         }
     states: dict[Any, dict] = {}
     for name, module_path in paths.items():

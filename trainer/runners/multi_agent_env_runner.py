@@ -21,6 +21,7 @@ Sub-envs are stepped one after the other ("sync"), as RLlib does for multi-agent
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -61,6 +62,12 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import own_config
+from trainer.runners.multi_agent_runner_state import (
+    capture_multi_agent_env_state,
+    check_sampling_state,
+    restore_multi_agent_env_state,
+    resumed_episode,
+)
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -70,6 +77,8 @@ from trainer.util.state_checks import (
     require_int,
     require_map,
 )
+
+logger = logging.getLogger("trainer")
 
 #: The model outputs PPO and DQN keep per agent step (RLlib's `Columns` names).
 ACTION_LOGP = "action_logp"
@@ -88,6 +97,7 @@ _STATE_KEYS = {
     "metrics",
     RL_MODULE_STATE,
     "connector_state",
+    "sampling",
 }
 
 
@@ -702,10 +712,12 @@ class MultiAgentEnvRunner:
         include_env: bool = True,
         **kwargs: Any,
     ) -> dict:
-        """The runner's RNG, global timestep, each module's exploration state, metrics and
-        (with `include_weights`) `{module_id: weights}`. Where sampling stands is not part of
-        it: a restored multi-agent runner starts new episodes. `components` /
-        `not_components` keep or drop top-level keys (RLlib's Checkpointable arguments)."""
+        """The runner's RNG, global timestep, each module's exploration state, metrics,
+        (with `include_weights`) `{module_id: weights}` and (with `include_env`) where
+        sampling stands ("sampling": the sub-envs' state, the running episodes; see
+        `trainer.runners.multi_agent_runner_state`), so a restored runner continues exactly.
+        `components` / `not_components` keep or drop top-level keys (RLlib's Checkpointable
+        arguments)."""
         state: dict[str, Any] = {
             "rng": generator_state(self._rng),
             "global_timestep": self.global_timestep,
@@ -717,6 +729,8 @@ class MultiAgentEnvRunner:
         }
         if include_weights:
             state[RL_MODULE_STATE] = {str(k): v for k, v in self.get_weights().items()}
+        if include_env:
+            state["sampling"] = self._sampling_state()
         if components is not None:
             keep = {components} if isinstance(components, str) else set(components)
             state = {key: value for key, value in state.items() if key in keep}
@@ -749,6 +763,8 @@ class MultiAgentEnvRunner:
             MetricsLogger.check_state(
                 state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
             )
+        if "sampling" in state:
+            check_sampling_state(state["sampling"], f"{where}['sampling']")
         if "exploration" in state:
             explorations = require_map(state["exploration"], f"{where}['exploration']")
             by_name = {str(module_id): actor for module_id, actor in self._actors.items()}
@@ -780,7 +796,84 @@ class MultiAgentEnvRunner:
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
             self._ended.clear()
+        if "sampling" in state:
+            self._restore_sampling(state["sampling"])
+        else:
+            self._needs_reset = True
+
+    # -- sampling state (exact resume) -------------------------------------------------------
+    def _sampling_state(self) -> dict:
+        """Where sampling stands (`trainer.runners.multi_agent_runner_state.SAMPLING_KEYS`)."""
+        state: dict[str, Any] = {
+            "needs_reset": self._needs_reset or self.env is None,
+            "env_seed": self._env_seed,
+            "sub_envs": [],
+            "uncaptured": {},
+            "observations": [],
+            "done_agents": [],
+            "episodes": [],
+            "prev_chunks": [],
+        }
+        if state["needs_reset"]:
+            return state  # the next sample starts new episodes anyway
+        assert self.env is not None
+        for index, sub_env in enumerate(self.env.envs):
+            captured, reason = capture_multi_agent_env_state(sub_env)
+            state["sub_envs"].append(captured)
+            if reason is not None:
+                state["uncaptured"][str(index)] = reason
+        state["observations"] = [[[a, o] for a, o in obs.items()] for obs in self._last_obs]
+        state["done_agents"] = [list(done) for done in self._last_done]
+        state["episodes"] = [None if e is None else e.get_state() for e in self._episodes]
+        state["prev_chunks"] = [[c.get_state() for c in chunks] for chunks in self._prev_chunks]
+        return state
+
+    def _restore_sampling(self, state: dict) -> None:
+        """Puts the sub-envs, the agents' last observations and the running episodes back; a
+        sub-env whose state was not captured (or does not fit) starts a new episode, with a
+        warning."""
+        self._env_seed = state["env_seed"]
         self._needs_reset = True
+        if state["needs_reset"] or self.env is None:
+            return
+        if len(state["sub_envs"]) != self.num_envs:
+            logger.warning(
+                "MultiAgentEnvRunner %d: the checkpoint has %d sub-envs, this runner %d; all "
+                "episodes restart",
+                self.worker_index,
+                len(state["sub_envs"]),
+                self.num_envs,
+            )
+            return
+        mapping_fn = self.config.policy_mapping_fn
+        restart = []
+        for index, sub_env in enumerate(self.env.envs):
+            captured = state["sub_envs"][index]
+            reason = (
+                state["uncaptured"].get(str(index), "not captured")
+                if captured is None
+                else restore_multi_agent_env_state(sub_env, captured)
+            )
+            if reason is not None:
+                restart.append(index)
+                logger.warning(
+                    "MultiAgentEnvRunner %d, sub-env %d: its state could not be restored (%s); "
+                    "its episode restarts",
+                    self.worker_index,
+                    index,
+                    reason,
+                )
+                continue
+            self._episodes[index] = resumed_episode(state["episodes"][index], mapping_fn)
+            self._last_obs[index] = dict(state["observations"][index])
+            self._last_done[index] = set(state["done_agents"][index])
+            self._prev_chunks[index] = [
+                resumed_episode(chunk, mapping_fn) for chunk in state["prev_chunks"][index]
+            ]
+        self._needs_reset = False
+        for index in restart:
+            self._new_episode(index)
+            self._start_episode(index)
 
     def abandon_episodes(self) -> None:
         """After a sample was interrupted mid-step: the next sample starts new episodes."""
