@@ -247,3 +247,125 @@ def test_the_sampling_state_survives_a_checkpoint_of_the_runner(tmp_path):
             )
     runner.stop()
     other.stop()
+
+
+# -- modules added and removed at run time (self-play) ------------------------------------------
+
+
+def _self_play_config(num_env_runners=1):
+    """Two agents, one module "main" to start with (both agents play it)."""
+    return (
+        PPOConfig()
+        .environment(CartPoles, env_config={"num_agents": 2})
+        .multi_agent(policies={"main"}, policy_mapping_fn=lambda agent_id, episode, **kw: "main")
+        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length=50)
+        .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=6)
+    )
+
+
+def _opponent(agent_id, episode, **kwargs):
+    return "main" if agent_id == 0 else "main_v1"
+
+
+def test_add_a_module_mid_training_and_train_it(tmp_path):
+    algo = _self_play_config(num_env_runners=1).build()
+    try:
+        algo.train()
+        main = algo.get_module("main")
+        spec = algo.add_module(
+            "main_v1",
+            RLModuleSpec.from_module(main),
+            new_agent_to_module_mapping_fn=_opponent,
+            new_should_module_be_updated=["main", "main_v1"],
+        )
+        assert set(spec.rl_module_specs) == {"main", "main_v1"}
+        assert set(algo.config.policies) == {"main", "main_v1"}
+        assert algo.config.policy_mapping_fn is _opponent
+        # Every EnvRunner has the module, with the learner's (fresh) weights.
+        new = algo.get_weights(["main_v1"])["main_v1"]
+        for weights in algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.get_weights(["main_v1"])
+        ):
+            assert _same(weights["main_v1"], new)
+        assert algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.config.policy_mapping_fn(1, None), local_env_runner=False
+        ) == ["main_v1"]
+        results = [algo.train() for _ in range(3)]
+        # The new module is sampled (agent 1 plays it in new episodes) and trained.
+        assert results[-1]["env_runners"]["module_episode_returns_mean"]["main_v1"] > 0
+        assert "main_v1" in results[-1]["learners"]
+        assert not _same(algo.get_weights()["main_v1"], new)
+        # A checkpoint holds the module; a new Algorithm built from its config.json (the
+        # mapping function above has an import path) has it and its weights.
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        weights = algo.get_weights()
+    finally:
+        algo.stop()
+    from trainer.algorithms.algorithm import Algorithm
+
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        assert set(restored.config.policies) == {"main", "main_v1"}
+        assert all(_same(restored.get_weights()[m], weights[m]) for m in weights)
+        restored.train()
+    finally:
+        restored.stop()
+
+
+def test_remove_a_module_everywhere():
+    config = _self_play_config(num_env_runners=1).multi_agent(
+        policies={"main", "old"}, policy_mapping_fn=_old_opponent
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        spec = algo.remove_module(
+            "old",
+            new_agent_to_module_mapping_fn=lambda agent_id, episode, **kw: "main",
+            new_should_module_be_updated=["main"],
+        )
+        assert set(spec.rl_module_specs) == {"main"}
+        assert set(algo.config.policies) == {"main"}
+        assert set(algo.get_weights()) == {"main"}
+        assert algo.env_runner_group.foreach_env_runner(lambda r: sorted(r.module.keys())) == [
+            ["main"],
+            ["main"],
+        ]
+        result = algo.train()
+        # No step of "old" since (its smoothed returns stay in the metrics' window, as RLlib's).
+        old_steps = result["env_runners"]["num_module_steps_sampled"].get("old", 0)
+        assert old_steps == 0 or np.isnan(old_steps)
+        assert result["env_runners"]["num_module_steps_sampled"]["main"] > 0
+        assert "main" in result["learners"] and set(algo.learner.learners) == {"main"}
+    finally:
+        algo.stop()
+
+
+def _old_opponent(agent_id, episode, **kwargs):
+    return "main" if agent_id == 0 else "old"
+
+
+def test_add_module_refusals_change_nothing():
+    algo = _self_play_config(num_env_runners=0).build()
+    try:
+        spec = RLModuleSpec.from_module(algo.get_module("main"))
+        with pytest.raises(ValueError, match="exists already"):
+            algo.add_module("main", spec)
+        with pytest.raises(ValueError, match="must then hold the module"):
+            algo.add_module("x", spec, add_to_env_runners=False)  # the learners would send it
+        with pytest.raises(ValueError, match="only module"):
+            algo.remove_module("main")
+        with pytest.raises(ValueError, match="no such module"):
+            algo.remove_module("nope")
+        assert set(algo.config.policies) == {"main"}
+        assert list(algo.env_runner.module.keys()) == ["main"]
+    finally:
+        algo.stop()
+    single = PPOConfig().environment("CartPole-v1").build()
+    try:
+        with pytest.raises(RuntimeError, match="single-agent"):
+            single.add_module("p1", RLModuleSpec())
+    finally:
+        single.stop()

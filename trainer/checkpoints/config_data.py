@@ -30,6 +30,9 @@ IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
 SPACE_TAG = "__space__"
 FLOAT_TAG = "__float__"  # inf, -inf and nan, which JSON has no spelling for
+#: A module or policy spec (`RLModuleSpec`, `MultiRLModuleSpec`, `PolicySpec`): its class's
+#: import path and its fields (a multi-agent config's `policies` and `rl_module_spec`).
+SPEC_TAG = "__spec__"
 #: Version of this encoding, stored with the data.
 CONFIG_DATA_VERSION = 1
 
@@ -67,6 +70,58 @@ def _is_code(value: Any) -> bool:
     return isinstance(value, type) or callable(value)
 
 
+def _spec_classes() -> tuple[type, ...]:
+    # Imported here: trainer.core imports this module (module checkpoints).
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.policy_spec import PolicySpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    return RLModuleSpec, MultiRLModuleSpec, PolicySpec
+
+
+def _spec_fields(value: Any) -> dict[str, Any]:
+    """The constructor arguments of a spec (a dataclass's fields, a PolicySpec's four)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        fields = {
+            f.name: getattr(value, f.name)
+            for f in dataclasses.fields(value)
+            if f.name not in ("model_config_dict", "module_specs")  # RLlib's removed names
+        }
+    else:
+        fields = dict(
+            zip(("policy_class", "observation_space", "action_space", "config"), value.get_state())
+        )
+    for name, item in fields.items():
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            fields[name] = dataclasses.asdict(item)  # DefaultModelConfig
+        elif isinstance(item, (set, frozenset)):
+            fields[name] = sorted(item, key=str)  # modules_to_load
+    return fields
+
+
+def _encode_spec(value: Any, where: str, unstored: list[str]) -> Any:
+    path = import_path(type(value))
+    if path is None:
+        unstored.append(where)
+        return None
+    return {SPEC_TAG: path, "fields": encode(_spec_fields(value), where, unstored)}
+
+
+def _decode_spec(data: dict, where: str) -> Any:
+    cls = decode({IMPORT_TAG: data[SPEC_TAG]}, where)
+    if not (isinstance(cls, type) and issubclass(cls, _spec_classes())):
+        raise ConfigDataError(where, f"{data[SPEC_TAG]!r} is not a module or policy spec class")
+    fields = decode(data.get("fields"), where)
+    if not isinstance(fields, dict):
+        raise ConfigDataError(where, "a spec without its fields")
+    try:
+        return cls(**fields)
+    except Exception as error:  # noqa: BLE001 - reported with the setting
+        raise ConfigDataError(where, f"{type(error).__name__}: {error}") from None
+
+
 def encode(value: Any, where: str, unstored: list[str]) -> Any:
     """`value` as JSON data; the places of code without an import path go to `unstored`."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -89,6 +144,8 @@ def encode(value: Any, where: str, unstored: list[str]) -> Any:
             pass
     elif hasattr(value, "item") and getattr(value, "shape", None) == ():
         return encode(value.item(), where, unstored)  # numpy scalars
+    elif isinstance(value, _spec_classes()):
+        return _encode_spec(value, where, unstored)
     elif _is_code(value):
         path = import_path(value)
         if path is not None:
@@ -112,6 +169,8 @@ def decode(data: Any, where: str) -> Any:
         if not _is_code(value):
             raise ConfigDataError(where, f"{data[IMPORT_TAG]!r} is not a class or function")
         return value
+    if SPEC_TAG in data:
+        return _decode_spec(data, where)
     if TUPLE_TAG in data:
         return tuple(decode(item, f"{where}[{i}]") for i, item in enumerate(data[TUPLE_TAG]))
     if SPACE_TAG in data:

@@ -875,6 +875,36 @@ class MultiAgentEnvRunner:
             self._new_episode(index)
             self._start_episode(index)
 
+    # -- modules added and removed at run time (Algorithm.add_module / remove_module) --------
+    def add_module(self, change: Any) -> None:
+        """Applies `change` (a `trainer.algorithms.module_changes.ModuleChange` that adds a
+        module) to this runner's config, then builds the module as the config now describes it
+        and acts with it from now on. Episodes under way keep their agents' modules; new
+        episodes map agents with the (new) mapping function."""
+        change.apply_to(self.config)
+        module_id = change.module_id
+        env = self.env.envs[0] if self.env is not None else None
+        spec = self.config.get_multi_rl_module_spec(
+            env=env, spaces=self.spaces, inference_only=True
+        ).rl_module_specs[module_id]
+        module = spec.build()
+        self.module.add_module(module_id, module, override=True)
+        assert self.spaces is not None, "the module is built in __init__"
+        self.spaces[module_id] = (module.observation_space, module.action_space)
+        self._actors[module_id] = self._module_actions(module_id, module)
+
+    def remove_module(self, change: Any) -> None:
+        """Applies `change` (a `ModuleChange` that removes a module) to this runner's config and
+        drops the module. Every episode starts anew at the next sample (as RLlib forces a
+        reset), so no agent acts with a module that is gone."""
+        change.apply_to(self.config)
+        module_id = change.module_id
+        self.module.remove_module(module_id, raise_err_if_not_found=False)
+        self._actors.pop(module_id, None)
+        if self.spaces is not None:
+            self.spaces.pop(module_id, None)
+        self._needs_reset = True
+
     def abandon_episodes(self) -> None:
         """After a sample was interrupted mid-step: the next sample starts new episodes."""
         self._needs_reset = True
