@@ -132,6 +132,11 @@ class LearnerGroup:
         self._algorithm = algorithm
         self.is_local = True
 
+    @property
+    def _learner(self) -> Learner:
+        """RLlib's local learner attribute (its tests read `learner_group._learner.config`)."""
+        return self._algorithm.learner
+
     def get_weights(self, module_ids: Any = None) -> dict:
         """`{module_id: weights}` (of `module_ids`, or all)."""
         if self._algorithm.config.is_multi_agent:

@@ -90,9 +90,8 @@ def _spec_fields(value: Any) -> dict[str, Any]:
             if f.name not in ("model_config_dict", "module_specs")  # RLlib's removed names
         }
     else:
-        fields = dict(
-            zip(("policy_class", "observation_space", "action_space", "config"), value.get_state())
-        )
+        names = ("policy_class", "observation_space", "action_space", "config")
+        fields = dict(zip(names, value.get_state(), strict=True))
     for name, item in fields.items():
         if dataclasses.is_dataclass(item) and not isinstance(item, type):
             fields[name] = dataclasses.asdict(item)  # DefaultModelConfig
