@@ -369,3 +369,97 @@ def test_add_module_refusals_change_nothing():
             single.add_module("p1", RLModuleSpec())
     finally:
         single.stop()
+
+
+def test_a_component_symlinked_out_of_the_checkpoint_is_not_followed(tmp_path, trained_checkpoint):
+    import shutil
+
+    path, _ = trained_checkpoint
+    planted = tmp_path / "planted"
+    shutil.copytree(path, planted)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(planted / "learner_group"), str(elsewhere))
+    (planted / "learner_group").symlink_to(elsewhere, target_is_directory=True)
+    algo = _config(num_agents=3, seed=9).build()
+    try:
+        with pytest.raises(CheckpointError, match="not a module checkpoint"):
+            algo.restore_from_path(str(planted), component=f"{MODULES}/p0")
+        with pytest.raises(ValueError, match="module"):
+            algo.restore_from_path(str(planted), component=f"{MODULES}/..")
+    finally:
+        algo.stop()
+
+
+def test_module_and_policy_specs_are_stored_as_plain_config_data():
+    import json
+
+    import gymnasium as gym
+
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.checkpoints.config_data import config_from_data, config_to_data
+    from trainer.core.policy_spec import PolicySpec
+
+    box = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    config = (
+        PPOConfig()
+        .environment(CartPoles, env_config={"num_agents": 2})
+        .multi_agent(
+            policies={"p0": PolicySpec(observation_space=box), "p1": PolicySpec()},
+            policy_mapping_fn=_old_opponent,
+            policies_to_train=["p0"],
+        )
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    "p0": RLModuleSpec(model_config={"fcnet_hiddens": [8]}),
+                    "p1": RLModuleSpec(module_class=PolicyModule),
+                },
+                modules_to_load={"p0"},
+                load_state_path="/somewhere",
+            )
+        )
+    )
+    data = json.loads(json.dumps(config_to_data(config)))
+    assert data["unstored"] == []
+    _, rebuilt = config_from_data(data, AlgorithmConfig, Algorithm)
+    assert rebuilt.policies == config.policies
+    spec = rebuilt.rl_module_spec
+    assert spec.rl_module_specs["p0"].model_config == {"fcnet_hiddens": [8]}
+    assert spec.rl_module_specs["p1"].module_class is PolicyModule
+    assert spec.modules_to_load == {"p0"} and spec.load_state_path == "/somewhere"
+    assert rebuilt.policy_mapping_fn is _old_opponent
+
+
+@pytest.mark.slow
+def test_add_module_and_exact_resume_on_the_ray_backend(tmp_path):
+    """The same on EnvRunners that are Ray actors: the module reaches them, and a restored run
+    continues exactly."""
+    pytest.importorskip("ray")
+    config = _self_play_config(num_env_runners=1).env_runners(backend="ray")
+    algo = config.build()
+    try:
+        algo.train()
+        algo.add_module(
+            "main_v1",
+            RLModuleSpec.from_module(algo.get_module("main")),
+            new_agent_to_module_mapping_fn=_opponent,
+        )
+        assert algo.env_runner_group.foreach_env_runner(
+            lambda runner: sorted(runner.module.keys()), local_env_runner=False
+        ) == [["main", "main_v1"]]
+        algo.train()
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        straight = [algo.train() for _ in range(2)]
+        weights = algo.get_weights()
+    finally:
+        algo.stop()
+    from trainer.algorithms.algorithm import Algorithm
+
+    resumed = Algorithm.from_checkpoint(path)
+    try:
+        again = [resumed.train() for _ in range(2)]
+        assert all(_same(resumed.get_weights()[m], weights[m]) for m in weights)
+        assert [_runner_metrics(r) for r in again] == [_runner_metrics(r) for r in straight]
+    finally:
+        resumed.stop()

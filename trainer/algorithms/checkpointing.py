@@ -378,9 +378,11 @@ def _module_checkpoint(path: str) -> Checkpoint:
 def resolve_component_path(path: str, component: str) -> str:
     """The directory of `component`: `path` itself (RLlib: with `component`, `path` is the
     component's checkpoint), or, when `path` is an Algorithm checkpoint holding it,
-    `path/component`."""
+    `path/component` (which must stay inside it: a symlink out of the checkpoint is not
+    followed)."""
     inner = os.path.join(path, *component.split("/"))
-    if os.path.isdir(inner):
+    root = os.path.realpath(path)
+    if os.path.isdir(inner) and os.path.commonpath([root, os.path.realpath(inner)]) == root:
         try:
             kind = open_checkpoint(path, components=[]).metadata.get("kind")
         except CheckpointError:
@@ -412,6 +414,10 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
             f"restore_from_path(component={component!r}): a module's parts do not restore "
             f"alone; name the module, '{MODULES_COMPONENT}/{module_id.split('/')[0]}'"
         )
+    if module_id is not None:
+        from trainer.core.rl_module import validate_module_id
+
+        validate_module_id(module_id, error=True)
     path = resolve_component_path(path, normalized)
     checkpoint = _module_checkpoint(path)
     held = learner_modules_as_multi_rl_module(algorithm)
