@@ -3,6 +3,7 @@ one module of N), module states loaded at build (`load_state_path`, `modules_to_
 resume, and modules added and removed at run time."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,7 +129,8 @@ def test_modules_load_at_build_from_an_algorithm_checkpoint(trained_checkpoint):
     by_spec = base.copy(copy_frozen=False).rl_module(
         rl_module_spec=MultiRLModuleSpec(
             rl_module_specs={
-                "p0": RLModuleSpec(load_state_path=os.path.join(path, MODULES, "p0")),
+                # A pathlib.Path, as RLlib's restore_1_of_n_agents_from_checkpoint.py builds it.
+                "p0": RLModuleSpec(load_state_path=Path(path, *MODULES.split("/"), "p0")),
                 "p1": RLModuleSpec(),
                 "p2": RLModuleSpec(),
             }
@@ -463,3 +465,41 @@ def test_add_module_and_exact_resume_on_the_ray_backend(tmp_path):
         assert [_runner_metrics(r) for r in again] == [_runner_metrics(r) for r in straight]
     finally:
         resumed.stop()
+
+
+def test_a_run_with_a_module_loaded_from_a_checkpoint_checkpoints_without_pickle(
+    tmp_path, trained_checkpoint
+):
+    """The spec with its load_state_path (a Path) is stored in config.json."""
+    from trainer.algorithms.algorithm import Algorithm
+
+    path, weights = trained_checkpoint
+    config = (
+        _config(num_agents=3, seed=2)
+        .multi_agent(policy_mapping_fn=_three_policies)
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    "p0": RLModuleSpec(load_state_path=Path(path, *MODULES.split("/"), "p0")),
+                    "p1": RLModuleSpec(),
+                    "p2": RLModuleSpec(),
+                }
+            )
+        )
+    )
+    algo = config.build()
+    try:
+        second = algo.save_to_path(str(tmp_path / "second"))
+        saved = algo.get_weights()
+    finally:
+        algo.stop()
+    rebuilt = Algorithm.from_checkpoint(second)
+    try:
+        assert all(_same(rebuilt.get_weights()[m], saved[m]) for m in saved)
+        assert _same(rebuilt.get_weights()["p0"], weights["p0"])
+    finally:
+        rebuilt.stop()
+
+
+def _three_policies(agent_id, episode, **kwargs):
+    return f"p{agent_id}"

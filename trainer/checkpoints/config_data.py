@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -145,6 +146,8 @@ def encode(value: Any, where: str, unstored: list[str]) -> Any:
         return encode(value.item(), where, unstored)  # numpy scalars
     elif isinstance(value, _spec_classes()):
         return _encode_spec(value, where, unstored)
+    elif isinstance(value, os.PathLike):
+        return os.fspath(value)  # a spec's load_state_path given as a pathlib.Path
     elif _is_code(value):
         path = import_path(value)
         if path is not None:
