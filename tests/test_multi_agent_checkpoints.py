@@ -503,3 +503,87 @@ def test_a_run_with_a_module_loaded_from_a_checkpoint_checkpoints_without_pickle
 
 def _three_policies(agent_id, episode, **kwargs):
     return f"p{agent_id}"
+
+
+def test_a_dqn_module_loaded_at_build_starts_its_target_network_from_it(tmp_path):
+    from trainer import DQNConfig
+
+    config = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+    )
+    first = config.build()
+    try:
+        module_path = first.get_module().save_to_path(str(tmp_path / "module"))
+        weights = first.get_weights()
+    finally:
+        first.stop()
+    loaded = (
+        config.copy(copy_frozen=False)
+        .rl_module(rl_module_spec=RLModuleSpec(load_state_path=module_path))
+        .debugging(seed=2)
+        .build()
+    )
+    try:
+        assert _same(loaded.get_weights(), weights)
+        assert _same(loaded.learner.target.get_weights(), weights)
+    finally:
+        loaded.stop()
+
+
+_RESUME_SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import numpy as np
+from trainer.algorithms.algorithm import Algorithm
+
+path, out = sys.argv[1], sys.argv[2]
+algo = Algorithm.from_checkpoint(path)
+results = [algo.train() for _ in range(2)]
+np.savez(out + ".npz", **{f"{m}/{k}": v for m, w in algo.get_weights().items() for k, v in w.items()})
+with open(out + ".json", "w") as f:
+    json.dump([{k: v for k, v in r["env_runners"].items()
+                if k not in ("episode_duration_sec_mean",
+                             "num_env_steps_sampled_lifetime_throughput")}
+               for r in results], f)
+algo.stop()
+"""
+
+
+@pytest.mark.slow
+def test_a_multi_agent_run_resumes_exactly_in_a_fresh_process(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    config = (
+        _config(num_env_runners=1, seed=23, train_batch_size=160, minibatch_size=80)
+        .multi_agent(policy_mapping_fn=_three_policies)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=40)
+    )
+    straight = config.build()
+    try:
+        results = [straight.train() for _ in range(4)]
+        weights = straight.get_weights()
+    finally:
+        straight.stop()
+    first = config.build()
+    try:
+        first.train()
+        first.train()
+        path = first.save_to_path(str(tmp_path / "checkpoint"))
+    finally:
+        first.stop()
+    script = tmp_path / "resume.py"
+    script.write_text(_RESUME_SCRIPT)
+    out = str(tmp_path / "resumed")
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, str(script), path, out, tests_dir], check=True, timeout=120)
+    resumed = np.load(out + ".npz")
+    for module_id, module_weights in weights.items():
+        for name, value in module_weights.items():
+            np.testing.assert_array_equal(resumed[f"{module_id}/{name}"], value)
+    with open(out + ".json") as f:
+        assert json.load(f) == [_runner_metrics(r) for r in results[2:]]
