@@ -587,3 +587,24 @@ def test_a_multi_agent_run_resumes_exactly_in_a_fresh_process(tmp_path):
             np.testing.assert_array_equal(resumed[f"{module_id}/{name}"], value)
     with open(out + ".json") as f:
         assert json.load(f) == [_runner_metrics(r) for r in results[2:]]
+
+
+def test_an_altered_module_checkpoint_is_refused(tmp_path, trained_checkpoint):
+    import shutil
+
+    path, _ = trained_checkpoint
+    copy = tmp_path / "altered"
+    shutil.copytree(path, copy)
+    state_file = copy / MODULES / "p0" / "module_state.msgpack"
+    data = bytearray(state_file.read_bytes())
+    data[-1] ^= 0xFF
+    state_file.write_bytes(bytes(data))
+    algo = _config(num_agents=3, seed=31).build()
+    try:
+        before = algo.get_weights()
+        with pytest.raises(CheckpointError, match="altered"):
+            algo.restore_from_path(copy / MODULES / "p0", component=f"{MODULES}/p0")
+        assert all(_same(algo.get_weights()[m], before[m]) for m in before)
+        algo.restore_from_path(str(copy))  # the flat files are intact: the whole restore works
+    finally:
+        algo.stop()
