@@ -391,7 +391,7 @@ class Algorithm(OldAlgorithmNames):
             new_agent_to_module_mapping_fn,
             new_should_module_be_updated,
         )
-        self._check_module_change(change, learner)
+        self._check_module_change(change)
         self._apply_module_change(change, learner, to_learners=add_to_learners)
         if add_to_env_runners:
             group.foreach_env_runner(partial(runner_add_module, change=change))
@@ -399,7 +399,7 @@ class Algorithm(OldAlgorithmNames):
             change.apply_to(evaluator.config)
             evaluator.group.foreach_env_runner(partial(runner_add_module, change=change))
         self.sync_weights()
-        return self.config.get_multi_rl_module_spec(spaces=group.spaces)
+        return self.config.get_multi_rl_module_spec(spaces=self._module_spaces())
 
     def remove_module(
         self,
@@ -438,7 +438,7 @@ class Algorithm(OldAlgorithmNames):
             new_agent_to_module_mapping_fn,
             new_should_module_be_updated,
         )
-        self._check_module_change(change, learner)
+        self._check_module_change(change)
         self._apply_module_change(change, learner, to_learners=remove_from_learners)
         group = self.env_runner_group
         if remove_from_env_runners:
@@ -449,7 +449,20 @@ class Algorithm(OldAlgorithmNames):
             evaluator.group.foreach_env_runner(partial(runner_remove_module, change=change))
         self.__dict__.get("_module_explorations", {}).pop(module_id, None)
         self.sync_weights()
-        return self.config.get_multi_rl_module_spec(spaces=group.spaces)
+        return self.config.get_multi_rl_module_spec(spaces=self._module_spaces())
+
+    def _module_spaces(self) -> dict[str, tuple[Any, Any]]:
+        """The training group's `{module_id: (observation space, action space)}` (a
+        multi-agent group's `spaces`; restarted EnvRunners are built for them)."""
+        spaces = self.env_runner_group.spaces
+        assert isinstance(spaces, dict), "a multi-agent EnvRunnerGroup has spaces by module"
+        return spaces
+
+    @staticmethod
+    def _specs_of(spec: MultiRLModuleSpec) -> dict[Any, RLModuleSpec]:
+        specs = spec.rl_module_specs
+        assert isinstance(specs, dict), "get_multi_rl_module_spec() gives one spec per module"
+        return specs
 
     def _multi_agent_learner(self, method: str) -> MultiAgentLearner:
         if not self.config.is_multi_agent or not isinstance(self.learner, MultiAgentLearner):
@@ -460,17 +473,17 @@ class Algorithm(OldAlgorithmNames):
             )
         return self.learner
 
-    def _check_module_change(self, change: ModuleChange, learner: MultiAgentLearner) -> None:
+    def _check_module_change(self, change: ModuleChange) -> None:
         """Applies `change` to a copy of the config and builds the module specs from it: a
         change the config refuses raises here, before anything changed."""
         trial = self.config.copy()
         change.apply_to(trial)
-        spaces = dict(self.env_runner_group.spaces or {})
+        spaces = dict(self._module_spaces())
         if change.spec is not None:
             spaces[change.module_id] = (change.spec.observation_space, change.spec.action_space)
         else:
             spaces.pop(change.module_id, None)
-        specs = trial.get_multi_rl_module_spec(spaces=spaces).rl_module_specs
+        specs = self._specs_of(trial.get_multi_rl_module_spec(spaces=spaces))
         _, is_trained = trial.get_multi_agent_setup(spaces=spaces)
         without_weights = [
             module_id
@@ -493,21 +506,18 @@ class Algorithm(OldAlgorithmNames):
         change.apply_to(self.config)
         if group.config is not self.config:
             change.apply_to(group.config)
-        if group.spaces is not None:
-            if change.spec is not None:
-                group.spaces[change.module_id] = (
-                    change.spec.observation_space,
-                    change.spec.action_space,
-                )
-            else:
-                group.spaces.pop(change.module_id, None)
+        spaces = self._module_spaces()
+        if change.spec is not None:
+            spaces[change.module_id] = (change.spec.observation_space, change.spec.action_space)
+        else:
+            spaces.pop(change.module_id, None)
         if to_learners:
             if change.spec is not None:
-                spec = self.config.get_multi_rl_module_spec(spaces=group.spaces)
-                learner.add_module(change.module_id, spec.rl_module_specs[change.module_id])
+                specs = self._specs_of(self.config.get_multi_rl_module_spec(spaces=spaces))
+                learner.add_module(change.module_id, specs[change.module_id])
             else:
                 learner.remove_module(change.module_id)
-        _, is_trained = self.config.get_multi_agent_setup(spaces=group.spaces)
+        _, is_trained = self.config.get_multi_agent_setup(spaces=spaces)
         learner.trained = [module_id for module_id in learner.learners if is_trained(module_id)]
 
     def _refresh_counters(self) -> None:
@@ -1101,6 +1111,7 @@ class Algorithm(OldAlgorithmNames):
             return
         if self.config.is_multi_agent:
             self.learner.module.set_weights(weights)
+            assert isinstance(self.learner, MultiAgentLearner)
             learners = [self.learner.learners[module_id] for module_id in weights]
         else:
             self.learner.module.set_weights(weights[DEFAULT_MODULE_ID])

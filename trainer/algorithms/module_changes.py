@@ -112,6 +112,7 @@ def completed_spec(module_id: str, spec: RLModuleSpec, env_spaces: Any) -> RLMod
     if spec.observation_space is not None and spec.action_space is not None:
         return spec
     observation_spaces, action_spaces = env_spaces or ({}, {})
+    spaces: dict[Any, Any]
     for name, spaces in (
         ("observation_space", observation_spaces),
         ("action_space", action_spaces),

@@ -70,10 +70,10 @@ def _is_space_structure(value: Any) -> bool:
 def _capture(value: Any) -> Any:
     if isinstance(value, gym.Env):
         if isinstance(value.unwrapped, MultiAgentEnv):
-            layers, reason = capture_multi_agent_env_state(value)
-            if layers is None:
-                raise _NotData(str(reason))
-            return {_TAG: "multi_agent_env", "state": layers}
+            captured, why = capture_multi_agent_env_state(value)
+            if captured is None:
+                raise _NotData(str(why))
+            return {_TAG: "multi_agent_env", "state": captured}
         layers, reason = capture_env_state(value)
         if layers is None:
             raise _NotData(str(reason))
@@ -118,11 +118,11 @@ def _restore(data: Any, current: Any) -> Any:
         if tag == "tuple":
             return tuple(_restore(item, None) for item in data["items"])
     if isinstance(data, dict) and "__env_value__" not in data:
-        old = current if isinstance(current, dict) else {}
-        return {key: _restore(item, old.get(key)) for key, item in data.items()}
+        held = current if isinstance(current, dict) else {}
+        return {key: _restore(item, held.get(key)) for key, item in data.items()}
     if isinstance(data, list):
-        old = current if isinstance(current, list) and len(current) == len(data) else None
-        return [_restore(item, None if old is None else old[i]) for i, item in enumerate(data)]
+        known = current if isinstance(current, list) and len(current) == len(data) else None
+        return [_restore(item, None if known is None else known[i]) for i, item in enumerate(data)]
     return _from_data(data, current)
 
 
