@@ -608,3 +608,40 @@ def test_an_altered_module_checkpoint_is_refused(tmp_path, trained_checkpoint):
         algo.restore_from_path(str(copy))  # the flat files are intact: the whole restore works
     finally:
         algo.stop()
+
+
+def test_a_restarted_env_runner_has_the_added_module():
+    from trainer.testing import kill_env_runner
+
+    config = _self_play_config(num_env_runners=2).fault_tolerance(
+        delay_between_env_runner_restarts_s=0
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        algo.add_module(
+            "main_v1",
+            RLModuleSpec.from_module(algo.get_module("main")),
+            new_agent_to_module_mapping_fn=_opponent,
+        )
+        algo.train()
+        kill_env_runner(algo, 1)
+        algo.train()
+        result = algo.train()
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
+        group = algo.env_runner_group
+        assert (
+            group.foreach_env_runner(
+                lambda runner: (
+                    sorted(runner.module.keys()),
+                    runner.config.policy_mapping_fn(1, None),
+                ),
+                local_env_runner=False,
+            )
+            == [(["main", "main_v1"], "main_v1")] * 2
+        )
+        weights = algo.get_weights()
+        for runner_weights in group.foreach_env_runner(lambda runner: runner.get_weights()):
+            assert all(_same(runner_weights[m], weights[m]) for m in weights)
+    finally:
+        algo.stop()
