@@ -462,6 +462,11 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
     return states
 
 
+def _learner_module_ids(algorithm: Any) -> list[Any]:
+    module = algorithm.learner.module
+    return list(module.keys()) if hasattr(module, "keys") else [DEFAULT_MODULE_ID]
+
+
 def configured_module_states(algorithm: Any) -> dict[Any, dict]:
     """{module_id: weights} the config's module specs ask to load when the learners are built
     (RLlib's `LearnerGroup.load_module_state`): the MultiRLModuleSpec's `load_state_path`
@@ -472,16 +477,15 @@ def configured_module_states(algorithm: Any) -> dict[Any, dict]:
     from trainer.core.rl_module import RLModuleSpec
 
     spec = algorithm.config.rl_module_spec
-    held = list(learner_modules_as_multi_rl_module(algorithm).keys())
     multi_path, modules_to_load, paths = None, None, {}
     if isinstance(spec, MultiRLModuleSpec):
         multi_path, modules_to_load = spec.load_state_path, spec.modules_to_load
         specs = spec.rl_module_specs
-        if isinstance(specs, RLModuleSpec):
-            specs = {module_id: specs for module_id in held}
+        if isinstance(specs, RLModuleSpec):  # one spec for every module
+            specs = {module_id: specs for module_id in _learner_module_ids(algorithm)}
         paths = {mid: s.load_state_path for mid, s in (specs or {}).items() if s.load_state_path}
     elif isinstance(spec, RLModuleSpec) and spec.load_state_path:
-        paths = {module_id: spec.load_state_path for module_id in held}
+        paths = {module_id: spec.load_state_path for module_id in _learner_module_ids(algorithm)}
     if modules_to_load and not multi_path:
         raise ValueError(
             f"MultiRLModuleSpec(modules_to_load={sorted(map(str, modules_to_load))}) needs "
