@@ -645,3 +645,40 @@ def test_a_restarted_env_runner_has_the_added_module():
             assert all(_same(runner_weights[m], weights[m]) for m in weights)
     finally:
         algo.stop()
+
+
+def test_agents_acting_in_turns_resume_exactly_counting_agent_steps():
+    """Episodes cut mid-turn (an agent's reward waiting for its next step) and agent-step
+    counting: the restored runner's state goes on as the uninterrupted one."""
+    from multi_agent_envs import TakeTurns
+
+    config = (
+        PPOConfig()
+        .environment(TakeTurns, env_config={"length": 31})
+        .multi_agent(
+            policies={"pa", "pb"},
+            policy_mapping_fn=_turns_mapping,
+            count_steps_by="agent_steps",
+        )
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2, rollout_fragment_length=7)
+        .training(train_batch_size=42, minibatch_size=21, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=5)
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        state = algo.get_state()
+        straight = [algo.train() for _ in range(3)]
+        weights = algo.get_weights()
+        algo.set_state(state)
+        again = [algo.train() for _ in range(3)]
+        assert all(_same(algo.get_weights()[m], weights[m]) for m in weights)
+    finally:
+        algo.stop()
+    assert [_runner_metrics(r) for r in again] == [_runner_metrics(r) for r in straight]
+    assert [r["learners"] for r in again] == [r["learners"] for r in straight]
+
+
+def _turns_mapping(agent_id, episode, **kwargs):
+    return f"p{agent_id}"
