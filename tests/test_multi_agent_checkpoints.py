@@ -682,3 +682,31 @@ def test_agents_acting_in_turns_resume_exactly_counting_agent_steps():
 
 def _turns_mapping(agent_id, episode, **kwargs):
     return f"p{agent_id}"
+
+
+class _EnvWithALock(CartPoles):
+    """An env holding something that is not data: its state cannot be captured."""
+
+    def __init__(self, config=None):
+        import threading
+
+        super().__init__(config)
+        self.lock = threading.Lock()
+
+
+def test_an_env_that_cannot_be_captured_restarts_its_episode_with_a_warning(caplog):
+    from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
+
+    config = _config(seed=4).environment(_EnvWithALock, env_config={"num_agents": 2})
+    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    runner.sample(num_timesteps=20)
+    state = runner.get_state()
+    assert state["sampling"]["uncaptured"] == {"0": "_EnvWithALock.lock holds a _thread.lock"}
+    other = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    with caplog.at_level("WARNING", logger="trainer"):
+        other.set_state(state)
+    assert "its episode restarts" in caplog.text
+    episodes = other.sample(num_timesteps=20)
+    assert episodes and all(e.env_t_started == 0 for e in episodes)
+    runner.stop()
+    other.stop()
