@@ -164,8 +164,6 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same(
         "missing",
         _MULTI_AGENT,
-        "Algorithm.add_module",
-        "Algorithm.remove_module",
         "Algorithm.add_policy",
         "Algorithm.remove_policy",
         "Algorithm.from_checkpoint(policy_ids=...)",
