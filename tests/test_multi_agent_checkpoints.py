@@ -155,16 +155,29 @@ def test_modules_load_at_build_from_an_algorithm_checkpoint(trained_checkpoint):
 
 
 def test_a_checkpoint_without_module_directories_still_loads(tmp_path, trained_checkpoint):
-    """Checkpoints written before the module directories existed hold only the flat files."""
+    """Checkpoints written before the module directories existed hold the weights in
+    learner.msgpack and nothing else: such a checkpoint is made here and loads as before."""
     import json
     import shutil
 
+    from trainer.checkpoints.codec import pack
+    from trainer.checkpoints.writer import file_digest
+
     path, weights = trained_checkpoint
+    algo = _config(num_agents=3, seed=8).build()
+    try:
+        algo.restore_from_path(path)
+        learner_state = algo.get_state()["learner"]
+    finally:
+        algo.stop()
     old = tmp_path / "old"
     shutil.copytree(path, old)
     shutil.rmtree(old / "learner_group")
+    (old / "learner.msgpack").write_bytes(pack(learner_state))
     metadata = json.loads((old / "metadata.json").read_text())
     del metadata["module_checkpoints"]
+    data = (old / "learner.msgpack").read_bytes()
+    metadata["files"]["learner.msgpack"] = {"size": len(data), "sha256": file_digest(data)}
     (old / "metadata.json").write_text(json.dumps(metadata))
     algo = _config(num_agents=3, seed=8).build()
     try:
@@ -605,7 +618,15 @@ def test_an_altered_module_checkpoint_is_refused(tmp_path, trained_checkpoint):
         with pytest.raises(CheckpointError, match="altered"):
             algo.restore_from_path(copy / MODULES / "p0", component=f"{MODULES}/p0")
         assert all(_same(algo.get_weights()[m], before[m]) for m in before)
-        algo.restore_from_path(str(copy))  # the flat files are intact: the whole restore works
+        # The whole checkpoint reads its weights from there too: refused, nothing changes.
+        with pytest.raises(CheckpointError, match="altered"):
+            algo.restore_from_path(str(copy))
+        assert all(_same(algo.get_weights()[m], before[m]) for m in before)
+        # A module checkpoint swapped for another (each consistent in itself) is refused too.
+        shutil.rmtree(copy / MODULES / "p0")
+        shutil.copytree(copy / MODULES / "p1", copy / MODULES / "p0")
+        with pytest.raises(CheckpointError, match="module checkpoint 'p0' was altered"):
+            algo.restore_from_path(str(copy))
     finally:
         algo.stop()
 

@@ -14,9 +14,11 @@ RLlib's ways of restoring one module of N work on an Algorithm checkpoint:
 `algo.restore_from_path(<that dir>, component="learner_group/learner/rl_module/p0")`,
 `RLModuleSpec(load_state_path=<that dir>)`, `MultiRLModuleSpec(load_state_path=<checkpoint>/
 learner_group/learner/rl_module, modules_to_load={"p0"})` and `RLModule.from_checkpoint`. They
-are written into the same temporary directory as the rest, so the save stays one atomic step;
-the algorithm's own restore reads only its flat msgpack files (a checkpoint without the module
-directories, written before they existed, loads as before).
+are written into the same temporary directory as the rest, so the save stays one atomic step.
+The weights are stored there only (learner.msgpack keeps the optimizer state): metadata.json
+records the SHA-256 of each module checkpoint's metadata.json, which checksums that module's
+files, and a restore reads the weights back after checking it. A checkpoint written before the
+module directories existed holds the weights in learner.msgpack and loads as before.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ from trainer.checkpoints import (
 )
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
+from trainer.checkpoints.format import METADATA_FILE
 from trainer.checkpoints.location import local_path, staged_for_upload
+from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
+from trainer.checkpoints.writer import file_digest
 from trainer.core.models import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
@@ -143,6 +148,8 @@ def save_algorithm(
 #: RLlib's component path of the learner's modules inside an Algorithm checkpoint
 #: (COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE).
 MODULES_COMPONENT = "learner_group/learner/rl_module"
+#: The metadata.json entry naming the module checkpoints and their metadata's SHA-256.
+MODULE_CHECKPOINTS_KEY = "module_checkpoints"
 
 
 def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
@@ -166,9 +173,21 @@ def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
     return multi
 
 
-def _module_writer(algorithm: Any, state: dict) -> Any:
+def _without_module_weights(algorithm: Any, learner_state: dict) -> dict:
+    """The learner state less the modules' weights (those are in the module checkpoints)."""
+    if algorithm.config.is_multi_agent:
+        return {
+            module_id: {key: value for key, value in sub.items() if key != "module"}
+            for module_id, sub in learner_state.items()
+        }
+    return {key: value for key, value in learner_state.items() if key != "module"}
+
+
+def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
     """Writes `learner_group/learner/rl_module` (see the module docstring) into a checkpoint's
-    temporary directory; None when `state` has no learner component."""
+    temporary directory, and records in `metadata` (before it is written) the SHA-256 of each
+    module checkpoint's metadata.json, which checksums that module's files: the algorithm's
+    metadata.json thus covers them too. None when `state` has no learner component."""
     if "learner" not in state:
         return None
     weights = learner_module_weights(algorithm, state["learner"])
@@ -176,13 +195,22 @@ def _module_writer(algorithm: Any, state: dict) -> Any:
     def write(directory: str) -> None:
         from trainer.core.module_checkpoint import save_module
 
-        save_module(
-            learner_modules_as_multi_rl_module(algorithm),
-            os.path.join(directory, *MODULES_COMPONENT.split("/")),
-            state=weights,
-        )
+        modules_dir = os.path.join(directory, *MODULES_COMPONENT.split("/"))
+        save_module(learner_modules_as_multi_rl_module(algorithm), modules_dir, state=weights)
+        metadata[MODULE_CHECKPOINTS_KEY] = {
+            "path": MODULES_COMPONENT,
+            "metadata_sha256": {
+                str(module_id): _digest_of(os.path.join(modules_dir, str(module_id), METADATA_FILE))
+                for module_id in weights
+            },
+        }
 
     return write
+
+
+def _digest_of(file_path: str) -> str:
+    with open(file_path, "rb") as handle:
+        return file_digest(handle.read())
 
 
 def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
@@ -194,7 +222,12 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         except Exception as error:
             raise CheckpointError(path, f"state= does not fit this algorithm: {error}") from None
     files = {}
+    metadata: dict[str, Any] = {}
+    write_modules = _module_writer(algorithm, state, metadata)
     for component, component_state in state.items():
+        if component == "learner" and write_modules is not None:
+            # The weights are stored once, in the module checkpoints.
+            component_state = _without_module_weights(algorithm, component_state)
         try:
             files[component + STATE_FILE_SUFFIX] = pack(component_state)
         except NotPlainData as error:
@@ -222,7 +255,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
     spaces, shapes = describe_learner_modules(algorithm.learner.module)
-    metadata = {
+    metadata |= {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "library_version": library_version(),
@@ -237,10 +270,6 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         "spaces": spaces,
         "parameter_shapes": shapes,
     }
-    write_modules = _module_writer(algorithm, state)
-    if write_modules is not None:
-        # Where the module checkpoints are (each directory has its own metadata.json).
-        metadata["module_checkpoints"] = MODULES_COMPONENT
     started = time.perf_counter()
     written = write_checkpoint(path, files, metadata, write_subdirectories=write_modules)
     logger.info(
@@ -301,7 +330,53 @@ def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
                 checkpoint.path,
                 f"has no {component}{STATE_FILE_SUFFIX} (components: {checkpoint.components})",
             )
-    return {component: checkpoint.load(component) for component in checkpoint.components}
+    state = {component: checkpoint.load(component) for component in checkpoint.components}
+    modules = checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY)
+    if modules is not None:
+        _put_back_module_weights(algorithm, checkpoint, modules, state["learner"])
+    return state
+
+
+def _put_back_module_weights(
+    algorithm: Any, checkpoint: Checkpoint, modules: Any, learner_state: Any
+) -> None:
+    """Reads each module checkpoint the metadata names (its metadata.json must have the
+    recorded SHA-256; its files are checked against it) into the learner state's weights."""
+    digests = modules.get("metadata_sha256") if isinstance(modules, dict) else None
+    if (
+        not isinstance(modules, dict)
+        or modules.get("path") != MODULES_COMPONENT
+        or not isinstance(digests, dict)
+        or not all(isinstance(v, str) for v in digests.values())
+    ):
+        raise CheckpointError(
+            checkpoint.path, f"metadata.json has no valid {MODULE_CHECKPOINTS_KEY!r} entry"
+        )
+    if not isinstance(learner_state, dict):
+        return  # the learner's check reports it
+    root = os.path.realpath(checkpoint.path)
+    for module_id, digest in digests.items():
+        module_path = os.path.join(checkpoint.path, *MODULES_COMPONENT.split("/"), module_id)
+        from trainer.core.rl_module import RLModuleAPI, validate_module_id
+
+        try:
+            validate_module_id(module_id, error=True)
+        except ValueError as error:
+            raise CheckpointError(checkpoint.path, str(error)) from None
+        if os.path.commonpath([root, os.path.realpath(module_path)]) != root:
+            raise CheckpointError(
+                checkpoint.path, f"module checkpoint {module_id!r} leads outside the checkpoint"
+            )
+        if file_digest(read_confined(module_path, METADATA_FILE, MAX_METADATA_BYTES)) != digest:
+            raise CheckpointError(
+                checkpoint.path,
+                f"module checkpoint {module_id!r} was altered: its {METADATA_FILE} does not "
+                "match the SHA-256 the checkpoint's metadata.json recorded",
+            )
+        weights = _module_checkpoint(module_path).load(RLModuleAPI.STATE_FILE_NAME)
+        target = learner_state.get(module_id) if algorithm.config.is_multi_agent else learner_state
+        if isinstance(target, dict):
+            target["module"] = weights
 
 
 def load_class_and_config(

@@ -88,13 +88,12 @@ def inspect(path: str, as_json: bool = False) -> str:
         f"  spaces      {described}",
         f"  network     {num_parameters:,} parameters in {len(shapes)} arrays",
     ]
-    if meta.get("module_checkpoints"):
-        # Module checkpoints of their own (RLModule.from_checkpoint, restore_from_path with
-        # component=, RLModuleSpec(load_state_path=)): verified when they are read.
-        lines.append(
-            f"  modules     {meta['module_checkpoints']}/<module_id> "
-            f"({', '.join(by_module or ['default_policy'])})"
-        )
+    modules = meta.get("module_checkpoints")
+    if isinstance(modules, dict):
+        # The modules' weights, each a module checkpoint of its own (RLModule.from_checkpoint,
+        # restore_from_path with component=, RLModuleSpec(load_state_path=)).
+        ids = sorted(map(str, modules.get("metadata_sha256") or {}))
+        lines.append(f"  modules     {modules.get('path')}/<module_id> ({', '.join(ids)})")
     lines += [
         "  files (all sizes and SHA-256 checksums verified)",
     ]
