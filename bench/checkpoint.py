@@ -85,7 +85,12 @@ def main() -> None:
         algo.save_to_path(path)
         save = median_ms(lambda: algo.save_to_path(path))
         restore = median_ms(lambda: algo.restore_from_path(path))
-        size = sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+        # Every file, the module checkpoints in learner_group/ included.
+        size = sum(
+            os.path.getsize(os.path.join(folder, name))
+            for folder, _, names in os.walk(path)
+            for name in names
+        )
         arrays = raw_arrays(algo)
         raw = sum(array.nbytes for array in arrays)
         baseline_dir = os.path.join(directory, "baseline")

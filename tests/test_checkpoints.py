@@ -296,14 +296,29 @@ def test_a_checkpoint_of_another_algorithm_or_shape_is_refused(saved_ppo, config
 def test_state_files_are_plain_msgpack(saved_ppo):
     with PPO.from_checkpoint(saved_ppo) as algo:
         weights = algo.get_weights()
-    learner = ormsgpack.unpackb((saved_ppo / "learner.msgpack").read_bytes())
-    for name, entry in learner["module"].items():
+    # The weights are in the module's checkpoint (RLlib's learner_group/learner/rl_module/
+    # <module_id>), the optimizer state in learner.msgpack.
+    module = saved_ppo / "learner_group" / "learner" / "rl_module" / "default_policy"
+    assert json.loads((module / "metadata.json").read_text())["kind"] == "rl_module"
+    module_state = ormsgpack.unpackb((module / "module_state.msgpack").read_bytes())
+    for name, entry in module_state.items():
         array = np.frombuffer(entry["data"], dtype=entry["__ndarray__"]).reshape(entry["shape"])
         np.testing.assert_array_equal(array, weights[name])
+    learner = ormsgpack.unpackb((saved_ppo / "learner.msgpack").read_bytes())
+    assert "optimizer" in learner and "module" not in learner
     assert ormsgpack.unpackb((saved_ppo / "algorithm.msgpack").read_bytes())["iteration"] == 1
     metadata = json.loads((saved_ppo / "metadata.json").read_text())
     assert metadata["algorithm_class"] == "PPO" and metadata["training_iteration"] == 1
-    assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {"metadata.json"}
+    # metadata.json checksums its files and, through each module checkpoint's metadata.json,
+    # the module checkpoints.
+    assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {
+        "metadata.json",
+        "learner_group",
+    }
+    assert metadata["module_checkpoints"] == {
+        "path": "learner_group/learner/rl_module",
+        "metadata_sha256": {"default_policy": file_digest((module / "metadata.json").read_bytes())},
+    }
 
 
 def test_restore_from_path_and_from_checkpoint_with_config_never_unpickle(tmp_path, saved_ppo):
@@ -572,7 +587,8 @@ def test_inspect_prints_metadata_components_and_sizes(saved_ppo, tmp_path):
         "iteration 1",
         "env         CartPole-v1",
         "learner.msgpack",
-        "learner: module=",
+        "learner: optimizer=",
+        "modules     learner_group/learner/rl_module/<module_id> (default_policy)",
         "checksums verified",
     ):
         assert expected in done.stdout

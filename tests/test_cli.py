@@ -721,7 +721,8 @@ def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_pat
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
         "no preset: RLlib 2.60 has no tuned example for PPO on 'Acrobot-v1' (it has: PPO on "
-        "CartPole-v1, DQN on CartPole-v1, PPO on Pendulum-v1); RLlib's default settings"
+        "CartPole-v1, DQN on CartPole-v1, PPO on MultiAgentCartPole, PPO on Pendulum-v1); "
+        "RLlib's default settings"
     )
     assert "lr=5e-05" in done.stdout
     # --preset changes settings: a resumed run keeps its own.

@@ -87,6 +87,23 @@ def _replace_state(path, component, change):
     _declare(path, name, data)
 
 
+def _replace_weights(path, change):
+    """Rewrites the module's weights (its module checkpoint's module_state.msgpack, raw
+    msgpack data) with `change(weights)`, keeping that directory's metadata.json and the
+    digest the checkpoint's metadata.json records for it consistent: a deliberate forgery."""
+    import ormsgpack
+
+    module = path / "learner_group" / "learner" / "rl_module" / "default_policy"
+    weights = ormsgpack.unpackb((module / "module_state.msgpack").read_bytes())
+    data = ormsgpack.packb(change(weights))
+    (module / "module_state.msgpack").write_bytes(data)
+    _declare(module, "module_state.msgpack", data)
+    metadata = _metadata(path)
+    digest = file_digest((module / "metadata.json").read_bytes())
+    metadata["module_checkpoints"]["metadata_sha256"]["default_policy"] = digest
+    _write_metadata(path, metadata)
+
+
 def _set(state, keys, value):
     node = state
     for key in keys[:-1]:
@@ -97,10 +114,6 @@ def _set(state, keys, value):
 
 def _array_map(array):
     return {ARRAY_TAG: array.dtype.str, "shape": list(array.shape), "data": array.tobytes()}
-
-
-def _first_weight(state):
-    return next(iter(state["module"]))
 
 
 def _deep(depth):
@@ -186,28 +199,20 @@ CRAFTED = {
     ),
     # -- every malformed state --
     "shape larger than data": (
-        lambda p: _replace_state(
-            p, "learner", lambda s: _set(s, ["module", _first_weight(s), "shape"], [10**6, 10])
-        ),
+        lambda p: _replace_weights(p, lambda w: _set(w, [next(iter(w)), "shape"], [10**6, 10])),
         "needs 40000000 bytes",
     ),
     "object dtype": (
-        lambda p: _replace_state(
-            p, "learner", lambda s: _set(s, ["module", _first_weight(s), ARRAY_TAG], "|O")
-        ),
+        lambda p: _replace_weights(p, lambda w: _set(w, [next(iter(w)), ARRAY_TAG], "|O")),
         "array dtype '|O'",
     ),
     "unknown dtype": (
-        lambda p: _replace_state(
-            p, "learner", lambda s: _set(s, ["module", _first_weight(s), ARRAY_TAG], "<q99")
-        ),
+        lambda p: _replace_weights(p, lambda w: _set(w, [next(iter(w)), ARRAY_TAG], "<q99")),
         "array dtype '<q99'",
     ),
     "array map without data": (
-        lambda p: _replace_state(
-            p,
-            "learner",
-            lambda s: _set(s, ["module", _first_weight(s)], {ARRAY_TAG: "<f4", "shape": [2]}),
+        lambda p: _replace_weights(
+            p, lambda w: _set(w, [next(iter(w))], {ARRAY_TAG: "<f4", "shape": [2]})
         ),
         "needs exactly '__ndarray__', 'shape' and 'data'",
     ),
@@ -217,25 +222,21 @@ CRAFTED = {
     ),
     # -- inconsistent states --
     "integer weights": (
-        lambda p: _replace_state(
+        lambda p: _replace_weights(
             p,
-            "learner",
-            lambda s: _set(
-                s,
-                ["module", _first_weight(s)],
-                _array_map(np.zeros(s["module"][_first_weight(s)]["shape"], np.int32)),
+            lambda w: _set(
+                w, [next(iter(w))], _array_map(np.zeros(w[next(iter(w))]["shape"], np.int32))
             ),
         ),
         "expected a float array",
     ),
     "NaN weights": (
-        lambda p: _replace_state(
+        lambda p: _replace_weights(
             p,
-            "learner",
-            lambda s: _set(
-                s,
-                ["module", _first_weight(s)],
-                _array_map(np.full(s["module"][_first_weight(s)]["shape"], np.nan, np.float32)),
+            lambda w: _set(
+                w,
+                [next(iter(w))],
+                _array_map(np.full(w[next(iter(w))]["shape"], np.nan, np.float32)),
             ),
         ),
         "NaN or infinite",

@@ -271,7 +271,6 @@ class MyTorchModule:
             r"module_class=MyTorchModule is not supported: custom RLModules are not supported yet",
         ),
         (RLModuleSpec(catalog_class=MyTorchModule), r"catalog_class=MyTorchModule"),
-        (RLModuleSpec(load_state_path="/models/rl_module"), r"load_state_path='/models/rl_module'"),
         (RLModuleSpec(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
         ({"module_class": None}, r"must be an RLModuleSpec"),
     ],

@@ -44,13 +44,22 @@ import numpy as np
 
 from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.checkpointing import (
+    configured_module_states,
     load_algorithm_state,
     load_class_and_config,
+    read_module_states,
     runner_states,
     save_algorithm,
 )
 from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.algorithms.learner import Learner
+from trainer.algorithms.module_changes import (
+    ModuleChange,
+    completed_spec,
+    runner_add_module,
+    runner_remove_module,
+)
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from trainer.checkpoints.location import fetched
@@ -58,9 +67,11 @@ from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
+from trainer.core.multi_rl_module import MultiRLModuleSpec
+from trainer.core.rl_module import RLModuleSpec, validate_module_id
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
-from trainer.errors import RunnerStateRejected
+from trainer.errors import ConfigError, RunnerStateRejected
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EVALUATION_RESULTS,
@@ -120,6 +131,11 @@ class LearnerGroup:
     def __init__(self, algorithm: Algorithm):
         self._algorithm = algorithm
         self.is_local = True
+
+    @property
+    def _learner(self) -> Learner:
+        """RLlib's local learner attribute (its tests read `learner_group._learner.config`)."""
+        return self._algorithm.learner
 
     def get_weights(self, module_ids: Any = None) -> dict:
         """`{module_id: weights}` (of `module_ids`, or all)."""
@@ -232,6 +248,7 @@ class Algorithm(OldAlgorithmNames):
                 config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
             )
             self.setup_learner()
+            self._set_module_weights(configured_module_states(self))
             self.sync_weights()
             self._refresh_counters()
             self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
@@ -315,6 +332,195 @@ class Algorithm(OldAlgorithmNames):
                 f"get_module({module_id!r}): there is one module here, {DEFAULT_MODULE_ID!r}"
             )
         return self.learner.module
+
+    # -- modules added and removed at run time (self-play) -----------------------------------
+    def add_module(
+        self,
+        module_id: str,
+        module_spec: RLModuleSpec,
+        *,
+        config_overrides: dict | None = None,
+        new_agent_to_module_mapping_fn: Callable[..., Any] | None = None,
+        new_should_module_be_updated: Any = None,
+        add_to_learners: bool = True,
+        add_to_env_runners: bool = True,
+        add_to_eval_env_runners: bool = True,
+    ) -> MultiRLModuleSpec:
+        """RLlib's `add_module`: adds module `module_id`, built from `module_spec` (an
+        `RLModuleSpec`; spaces left out are the env's, when all agents share them), to the
+        learners (a new learner, trained when `policies_to_train` says so), to every training
+        EnvRunner (the local one and the worker processes) and to the evaluation EnvRunners.
+        `config_overrides` are the module's own settings
+        (`rl_module(algorithm_config_overrides_per_module=)`),
+        `new_agent_to_module_mapping_fn` the mapping from now on (episodes under way keep
+        theirs until they end) and `new_should_module_be_updated` the new `policies_to_train`.
+        The config (`algo.config`, each EnvRunner's, the evaluation config) changes with it,
+        so restarted EnvRunners and checkpoints have the module too. Returns the
+        `MultiRLModuleSpec` of all modules. Every problem is raised before anything changes.
+
+        The learners' weights go to every EnvRunner after each update, so a module added to
+        the learners is added to the EnvRunners (and the evaluation EnvRunners, when there
+        are some) too."""
+        validate_module_id(module_id, error=True)
+        learner = self._multi_agent_learner("add_module")
+        if not (add_to_learners or add_to_env_runners or add_to_eval_env_runners):
+            raise ValueError(
+                "At least one of `add_to_learners`, `add_to_env_runners`, or "
+                "`add_to_eval_env_runners` must be set to True!"
+            )
+        if module_id in self.config.policies:
+            raise ValueError(
+                f"add_module({module_id!r}): module {module_id!r} exists already (modules: "
+                f"{sorted(map(str, self.config.policies))}); remove_module() it first"
+            )
+        evaluator = self._evaluation.evaluator
+        if add_to_learners and not (
+            add_to_env_runners and (evaluator is None or add_to_eval_env_runners)
+        ):
+            raise ValueError(
+                f"add_module({module_id!r}, add_to_learners=True, add_to_env_runners="
+                f"{add_to_env_runners}, add_to_eval_env_runners={add_to_eval_env_runners}): the "
+                "learners' weights go to every (evaluation) EnvRunner, which must then hold the "
+                "module too; add it to all of them, or with add_to_learners=False"
+            )
+        group = self.env_runner_group
+        change = ModuleChange(
+            module_id,
+            completed_spec(module_id, module_spec, group.env_spaces),
+            config_overrides,
+            new_agent_to_module_mapping_fn,
+            new_should_module_be_updated,
+        )
+        self._check_module_change(change)
+        self._apply_module_change(change, learner, to_learners=add_to_learners)
+        if add_to_env_runners:
+            group.foreach_env_runner(partial(runner_add_module, change=change))
+        if evaluator is not None and add_to_eval_env_runners:
+            change.apply_to(evaluator.config)
+            evaluator.group.foreach_env_runner(partial(runner_add_module, change=change))
+        self.sync_weights()
+        return self.config.get_multi_rl_module_spec(spaces=self._module_spaces())
+
+    def remove_module(
+        self,
+        module_id: str,
+        *,
+        new_agent_to_module_mapping_fn: Callable[..., Any] | None = None,
+        new_should_module_be_updated: Any = None,
+        remove_from_learners: bool = True,
+        remove_from_env_runners: bool = True,
+        remove_from_eval_env_runners: bool = True,
+    ) -> MultiRLModuleSpec:
+        """RLlib's `remove_module`: removes module `module_id` from the learners (its learner
+        and optimizer state go), the training and evaluation EnvRunners (whose episodes then
+        start anew, so no agent acts with a module that is gone) and the config;
+        `new_agent_to_module_mapping_fn` and `new_should_module_be_updated` as in
+        `add_module`. Returns the `MultiRLModuleSpec` of the modules left."""
+        learner = self._multi_agent_learner("remove_module")
+        if module_id not in self.config.policies:
+            raise ValueError(
+                f"remove_module({module_id!r}): no such module (modules: "
+                f"{sorted(map(str, self.config.policies))})"
+            )
+        if len(self.config.policies) == 1:
+            raise ValueError(f"remove_module({module_id!r}): it is the only module")
+        if (
+            module_id in learner.learners
+            and not remove_from_learners
+            and (remove_from_env_runners or remove_from_eval_env_runners)
+        ):
+            raise ValueError(
+                f"remove_module({module_id!r}, remove_from_learners=False): the learners' "
+                "weights go to every EnvRunner, which must then keep the module"
+            )
+        change = ModuleChange(
+            module_id,
+            None,
+            None,
+            new_agent_to_module_mapping_fn,
+            new_should_module_be_updated,
+        )
+        self._check_module_change(change)
+        self._apply_module_change(change, learner, to_learners=remove_from_learners)
+        group = self.env_runner_group
+        if remove_from_env_runners:
+            group.foreach_env_runner(partial(runner_remove_module, change=change))
+        evaluator = self._evaluation.evaluator
+        if evaluator is not None and remove_from_eval_env_runners:
+            change.apply_to(evaluator.config)
+            evaluator.group.foreach_env_runner(partial(runner_remove_module, change=change))
+        self.__dict__.get("_module_explorations", {}).pop(module_id, None)
+        self.sync_weights()
+        return self.config.get_multi_rl_module_spec(spaces=self._module_spaces())
+
+    def _module_spaces(self) -> dict[str, tuple[Any, Any]]:
+        """The training group's `{module_id: (observation space, action space)}` (a
+        multi-agent group's `spaces`; restarted EnvRunners are built for them)."""
+        spaces = self.env_runner_group.spaces
+        assert isinstance(spaces, dict), "a multi-agent EnvRunnerGroup has spaces by module"
+        return spaces
+
+    @staticmethod
+    def _specs_of(spec: MultiRLModuleSpec) -> dict[Any, RLModuleSpec]:
+        specs = spec.rl_module_specs
+        assert isinstance(specs, dict), "get_multi_rl_module_spec() gives one spec per module"
+        return specs
+
+    def _multi_agent_learner(self, method: str) -> MultiAgentLearner:
+        if not self.config.is_multi_agent or not isinstance(self.learner, MultiAgentLearner):
+            raise RuntimeError(
+                f"{method}(): can't add or remove an RLModule in a single-agent setup! Make "
+                "sure that your setup is multi-agent: config.multi_agent(policies=..., "
+                "policy_mapping_fn=...)"
+            )
+        return self.learner
+
+    def _check_module_change(self, change: ModuleChange) -> None:
+        """Applies `change` to a copy of the config and builds the module specs from it: a
+        change the config refuses raises here, before anything changed."""
+        trial = self.config.copy()
+        change.apply_to(trial)
+        spaces = dict(self._module_spaces())
+        if change.spec is not None:
+            spaces[change.module_id] = (change.spec.observation_space, change.spec.action_space)
+        else:
+            spaces.pop(change.module_id, None)
+        specs = self._specs_of(trial.get_multi_rl_module_spec(spaces=spaces))
+        _, is_trained = trial.get_multi_agent_setup(spaces=spaces)
+        without_weights = [
+            module_id
+            for module_id, spec in specs.items()
+            if is_trained(module_id) and not hasattr(spec.module_class, "from_rl_module_spec")
+        ]
+        if without_weights:
+            raise ConfigError(
+                f"policies_to_train names {sorted(map(str, without_weights))}: a user's RLModule "
+                "without weights cannot be trained; leave it out of new_should_module_be_updated"
+            )
+
+    def _apply_module_change(
+        self, change: ModuleChange, learner: MultiAgentLearner, *, to_learners: bool
+    ) -> None:
+        """The Algorithm's side of a module change: its config (shared with the training
+        EnvRunnerGroup), the group's module spaces (given to restarted runners) and the
+        learners."""
+        group = self.env_runner_group
+        change.apply_to(self.config)
+        if group.config is not self.config:
+            change.apply_to(group.config)
+        spaces = self._module_spaces()
+        if change.spec is not None:
+            spaces[change.module_id] = (change.spec.observation_space, change.spec.action_space)
+        else:
+            spaces.pop(change.module_id, None)
+        if to_learners:
+            if change.spec is not None:
+                specs = self._specs_of(self.config.get_multi_rl_module_spec(spaces=spaces))
+                learner.add_module(change.module_id, specs[change.module_id])
+            else:
+                learner.remove_module(change.module_id)
+        _, is_trained = self.config.get_multi_agent_setup(spaces=spaces)
+        learner.trained = [module_id for module_id in learner.learners if is_trained(module_id)]
 
     def _refresh_counters(self) -> None:
         """Writes the env steps sampled and trained so far and the iteration into `_counters`
@@ -871,14 +1077,52 @@ class Algorithm(OldAlgorithmNames):
         checkpoint already at `path` is replaced only once the new one is complete on disk."""
         return save_algorithm(self, path, state=state, filesystem=filesystem)
 
-    def restore_from_path(self, path: str | os.PathLike, *, filesystem: Any = None) -> None:
+    def restore_from_path(
+        self,
+        path: str | os.PathLike,
+        *,
+        component: str | None = None,
+        filesystem: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
         a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
         JSON), pushes weights and runner states to every EnvRunner, then fires
         `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
-        foreign or incompatible checkpoint, before anything is changed."""
+        foreign or incompatible checkpoint, before anything is changed.
+
+        With `component` (RLlib's Checkpointable argument), only the learner's modules are
+        restored, everything else stays: `"learner_group/learner/rl_module/<module_id>"` with
+        `path` that module's checkpoint directory (in an Algorithm checkpoint,
+        `<checkpoint>/learner_group/learner/rl_module/<module_id>`, or any module checkpoint
+        that fits), or `"learner_group/learner/rl_module"` for every module the checkpoint and
+        this algorithm both have. `path` may also be the Algorithm checkpoint itself; the
+        component's directory inside it is used. The weights then go to every EnvRunner."""
         with fetched(path, filesystem) as local:
-            self._restore(open_checkpoint(local))
+            if component is None:
+                self._restore(open_checkpoint(local))
+                return
+            states = read_module_states(self, local, component)
+        self._set_module_weights(states)
+        self.sync_weights()
+        logger.info("restored %s from %s", component, path)
+
+    def _set_module_weights(self, weights: dict[Any, dict]) -> None:
+        """Sets the learner modules' weights from `{module_id: weights}` (checked already)."""
+        if not weights:
+            return
+        if self.config.is_multi_agent:
+            self.learner.module.set_weights(weights)
+            assert isinstance(self.learner, MultiAgentLearner)
+            learners = [self.learner.learners[module_id] for module_id in weights]
+        else:
+            self.learner.module.set_weights(weights[DEFAULT_MODULE_ID])
+            learners = [self.learner]
+        for learner in learners:
+            # A module checkpoint holds the online network: a target network starts from it.
+            target = getattr(learner, "target", None)
+            if target is not None:
+                target.flat_params[:] = learner.module.flat_params
 
     def _restore(self, checkpoint: Checkpoint) -> None:
         """All or nothing: every component is read and checked before any is applied; if a

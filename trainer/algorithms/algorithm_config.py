@@ -1234,8 +1234,6 @@ class AlgorithmConfig(OldConfigNames):
             "module_class=None and configure the default module with model_config",
             "catalog_class": "catalogs build torch models, which do not exist here: leave "
             "catalog_class=None and configure the networks with model_config",
-            "load_state_path": "RLlib's module state files (torch) cannot be loaded here: "
-            "restore a checkpoint of this library with restore_from_path",
             "inference_only": "the default module here has no inference-only form (it is "
             "the same on the EnvRunners and the learner)",
             "learner_only": "the default module here always runs on the EnvRunners too",
@@ -1655,9 +1653,14 @@ class AlgorithmConfig(OldConfigNames):
     def _check_evaluation_config(self, method: str, overrides: dict) -> None:
         """Every key of `evaluation_config` must be a setting, with a valid value."""
         settings = self._settings()
-        unknown = {k: v for k, v in overrides.items() if k not in settings}
+        # RLlib's settings of any builder method (resources and the like) are taken as
+        # `update_from_dict` takes them when the overrides are applied.
+        rllib_names = self._rllib_method_of()
+        unknown = {k: v for k, v in overrides.items() if k not in settings and k not in rllib_names}
         self._reject_unknown(f"{method}(evaluation_config=...)", unknown, settings)
         for name, value in overrides.items():
+            if name not in settings:
+                continue
             problem = settings[name].check(value)
             if problem is not None:
                 raise ConfigError(

@@ -6,6 +6,19 @@ and one cloudpickle file; `metadata.json` records what a loader must check befor
 running algorithm: the algorithm, the spaces and the network's parameter shapes. Loading reads
 msgpack and JSON only; `class_and_config.pkl` is unpickled solely on the explicit opt-in
 `allow_pickle=True` (`--trust-pickle` on the command line).
+
+The learner's modules are also written as RLlib lays them out, real module checkpoints inside
+the algorithm's (`trainer.core.module_checkpoint`): `learner_group/learner/rl_module/` is a
+MultiRLModule checkpoint and `learner_group/learner/rl_module/<module_id>/` each module's, so
+RLlib's ways of restoring one module of N work on an Algorithm checkpoint:
+`algo.restore_from_path(<that dir>, component="learner_group/learner/rl_module/p0")`,
+`RLModuleSpec(load_state_path=<that dir>)`, `MultiRLModuleSpec(load_state_path=<checkpoint>/
+learner_group/learner/rl_module, modules_to_load={"p0"})` and `RLModule.from_checkpoint`. They
+are written into the same temporary directory as the rest, so the save stays one atomic step.
+The weights are stored there only (learner.msgpack keeps the optimizer state): metadata.json
+records the SHA-256 of each module checkpoint's metadata.json, which checksums that module's
+files, and a restore reads the weights back after checking it. A checkpoint written before the
+module directories existed holds the weights in learner.msgpack and loads as before.
 """
 
 from __future__ import annotations
@@ -29,11 +42,16 @@ from trainer.checkpoints import (
     STATE_FILE_SUFFIX,
     Checkpoint,
     CheckpointError,
+    open_checkpoint,
     write_checkpoint,
 )
 from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
+from trainer.checkpoints.format import METADATA_FILE
 from trainer.checkpoints.location import local_path, staged_for_upload
+from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
+from trainer.checkpoints.writer import file_digest
+from trainer.core.models import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
@@ -127,6 +145,74 @@ def save_algorithm(
     return _save_locally(algorithm, path, state)
 
 
+#: RLlib's component path of the learner's modules inside an Algorithm checkpoint
+#: (COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE).
+MODULES_COMPONENT = "learner_group/learner/rl_module"
+#: The metadata.json entry naming the module checkpoints and their metadata's SHA-256.
+MODULE_CHECKPOINTS_KEY = "module_checkpoints"
+
+
+def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
+    """{module_id: weights} of the learner's modules in a learner state (single-agent: the one
+    module under "default_policy")."""
+    if algorithm.config.is_multi_agent:
+        return {module_id: sub["module"] for module_id, sub in learner_state.items()}
+    return {DEFAULT_MODULE_ID: learner_state["module"]}
+
+
+def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
+    """The learner's modules in one `MultiRLModule` (the very module objects; nothing is
+    copied), as RLlib's learner holds them."""
+    from trainer.core.multi_rl_module import MultiRLModule
+
+    multi = MultiRLModule()
+    module = algorithm.learner.module
+    items = module.items() if hasattr(module, "items") else [(DEFAULT_MODULE_ID, module)]
+    for module_id, sub in items:
+        multi.add_module(module_id, sub)
+    return multi
+
+
+def _without_module_weights(algorithm: Any, learner_state: dict) -> dict:
+    """The learner state less the modules' weights (those are in the module checkpoints)."""
+    if algorithm.config.is_multi_agent:
+        return {
+            module_id: {key: value for key, value in sub.items() if key != "module"}
+            for module_id, sub in learner_state.items()
+        }
+    return {key: value for key, value in learner_state.items() if key != "module"}
+
+
+def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
+    """Writes `learner_group/learner/rl_module` (see the module docstring) into a checkpoint's
+    temporary directory, and records in `metadata` (before it is written) the SHA-256 of each
+    module checkpoint's metadata.json, which checksums that module's files: the algorithm's
+    metadata.json thus covers them too. None when `state` has no learner component."""
+    if "learner" not in state:
+        return None
+    weights = learner_module_weights(algorithm, state["learner"])
+
+    def write(directory: str) -> None:
+        from trainer.core.module_checkpoint import save_module
+
+        modules_dir = os.path.join(directory, *MODULES_COMPONENT.split("/"))
+        save_module(learner_modules_as_multi_rl_module(algorithm), modules_dir, state=weights)
+        metadata[MODULE_CHECKPOINTS_KEY] = {
+            "path": MODULES_COMPONENT,
+            "metadata_sha256": {
+                str(module_id): _digest_of(os.path.join(modules_dir, str(module_id), METADATA_FILE))
+                for module_id in weights
+            },
+        }
+
+    return write
+
+
+def _digest_of(file_path: str) -> str:
+    with open(file_path, "rb") as handle:
+        return file_digest(handle.read())
+
+
 def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     if state is None:
         state = algorithm.get_state()
@@ -136,7 +222,12 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         except Exception as error:
             raise CheckpointError(path, f"state= does not fit this algorithm: {error}") from None
     files = {}
+    metadata: dict[str, Any] = {}
+    write_modules = _module_writer(algorithm, state, metadata)
     for component, component_state in state.items():
+        if component == "learner" and write_modules is not None:
+            # The weights are stored once, in the module checkpoints.
+            component_state = _without_module_weights(algorithm, component_state)
         try:
             files[component + STATE_FILE_SUFFIX] = pack(component_state)
         except NotPlainData as error:
@@ -164,7 +255,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
     spaces, shapes = describe_learner_modules(algorithm.learner.module)
-    metadata = {
+    metadata |= {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "library_version": library_version(),
@@ -180,7 +271,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
         "parameter_shapes": shapes,
     }
     started = time.perf_counter()
-    written = write_checkpoint(path, files, metadata)
+    written = write_checkpoint(path, files, metadata, write_subdirectories=write_modules)
     logger.info(
         "saved checkpoint %s (iteration %d, %.1f KB, %.0f ms)",
         written,
@@ -239,7 +330,53 @@ def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
                 checkpoint.path,
                 f"has no {component}{STATE_FILE_SUFFIX} (components: {checkpoint.components})",
             )
-    return {component: checkpoint.load(component) for component in checkpoint.components}
+    state = {component: checkpoint.load(component) for component in checkpoint.components}
+    modules = checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY)
+    if modules is not None:
+        _put_back_module_weights(algorithm, checkpoint, modules, state["learner"])
+    return state
+
+
+def _put_back_module_weights(
+    algorithm: Any, checkpoint: Checkpoint, modules: Any, learner_state: Any
+) -> None:
+    """Reads each module checkpoint the metadata names (its metadata.json must have the
+    recorded SHA-256; its files are checked against it) into the learner state's weights."""
+    digests = modules.get("metadata_sha256") if isinstance(modules, dict) else None
+    if (
+        not isinstance(modules, dict)
+        or modules.get("path") != MODULES_COMPONENT
+        or not isinstance(digests, dict)
+        or not all(isinstance(v, str) for v in digests.values())
+    ):
+        raise CheckpointError(
+            checkpoint.path, f"metadata.json has no valid {MODULE_CHECKPOINTS_KEY!r} entry"
+        )
+    if not isinstance(learner_state, dict):
+        return  # the learner's check reports it
+    root = os.path.realpath(checkpoint.path)
+    for module_id, digest in digests.items():
+        module_path = os.path.join(checkpoint.path, *MODULES_COMPONENT.split("/"), module_id)
+        from trainer.core.rl_module import RLModuleAPI, validate_module_id
+
+        try:
+            validate_module_id(module_id, error=True)
+        except ValueError as error:
+            raise CheckpointError(checkpoint.path, str(error)) from None
+        if os.path.commonpath([root, os.path.realpath(module_path)]) != root:
+            raise CheckpointError(
+                checkpoint.path, f"module checkpoint {module_id!r} leads outside the checkpoint"
+            )
+        if file_digest(read_confined(module_path, METADATA_FILE, MAX_METADATA_BYTES)) != digest:
+            raise CheckpointError(
+                checkpoint.path,
+                f"module checkpoint {module_id!r} was altered: its {METADATA_FILE} does not "
+                "match the SHA-256 the checkpoint's metadata.json recorded",
+            )
+        weights = _module_checkpoint(module_path).load(RLModuleAPI.STATE_FILE_NAME)
+        target = learner_state.get(module_id) if algorithm.config.is_multi_agent else learner_state
+        if isinstance(target, dict):
+            target["module"] = weights
 
 
 def load_class_and_config(
@@ -289,3 +426,160 @@ def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], 
             "config= to from_checkpoint",
         ) from None
     return algorithm_class, config
+
+
+def _module_ids_of(checkpoint: Checkpoint) -> list[str]:
+    ids = checkpoint.metadata.get("modules")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise CheckpointError(checkpoint.path, "metadata.json has no valid 'modules' list")
+    return ids
+
+
+def _module_checkpoint(path: str) -> Checkpoint:
+    """The verified module checkpoint (an RLModule's or a MultiRLModule's) at `path`."""
+    from trainer.core.module_checkpoint import MULTI_RL_MODULE_KIND, RL_MODULE_KIND
+
+    checkpoint = open_checkpoint(path)
+    kind = checkpoint.metadata.get("kind")
+    if kind not in (RL_MODULE_KIND, MULTI_RL_MODULE_KIND):
+        raise CheckpointError(
+            path,
+            f"not a module checkpoint (metadata.json says kind={kind!r}): with component=, "
+            f"path is that component's directory, such as <checkpoint>/{MODULES_COMPONENT}/p0",
+        )
+    return checkpoint
+
+
+def resolve_component_path(path: str, component: str) -> str:
+    """The directory of `component`: `path` itself (RLlib: with `component`, `path` is the
+    component's checkpoint), or, when `path` is an Algorithm checkpoint holding it,
+    `path/component` (which must stay inside it: a symlink out of the checkpoint is not
+    followed)."""
+    inner = os.path.join(path, *component.split("/"))
+    root = os.path.realpath(path)
+    if os.path.isdir(inner) and os.path.commonpath([root, os.path.realpath(inner)]) == root:
+        try:
+            kind = open_checkpoint(path, components=[]).metadata.get("kind")
+        except CheckpointError:
+            kind = "unknown"
+        if kind is None:  # an Algorithm checkpoint (its metadata has no module kind)
+            return inner
+    return path
+
+
+def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, dict]:
+    """{module_id: weights} that `restore_from_path(path, component=component)` loads: one
+    module ("learner_group/learner/rl_module/<module_id>") or every module both the checkpoint
+    and the algorithm's learner hold ("learner_group/learner/rl_module"). Each is checked
+    against the learner's module; nothing is changed."""
+    from trainer.core.rl_module import RLModuleAPI
+    from trainer.util.state_checks import StateError
+
+    normalized = component.strip("/")
+    if normalized != MODULES_COMPONENT and not normalized.startswith(MODULES_COMPONENT + "/"):
+        raise ValueError(
+            f"restore_from_path(component={component!r}): an Algorithm restores the learner's "
+            f"modules alone: {MODULES_COMPONENT!r} (all of them) or "
+            f"'{MODULES_COMPONENT}/<module_id>' (one); restore a whole checkpoint without "
+            "component="
+        )
+    module_id = normalized[len(MODULES_COMPONENT) + 1 :] or None
+    if module_id is not None and "/" in module_id:
+        raise ValueError(
+            f"restore_from_path(component={component!r}): a module's parts do not restore "
+            f"alone; name the module, '{MODULES_COMPONENT}/{module_id.split('/')[0]}'"
+        )
+    if module_id is not None:
+        from trainer.core.rl_module import validate_module_id
+
+        validate_module_id(module_id, error=True)
+    path = resolve_component_path(path, normalized)
+    checkpoint = _module_checkpoint(path)
+    held = learner_modules_as_multi_rl_module(algorithm)
+    if module_id is not None:
+        if checkpoint.metadata["kind"] != "rl_module":
+            raise CheckpointError(
+                path,
+                f"holds a MultiRLModule, but component={component!r} names one module: pass "
+                f"that module's directory ({os.path.join(path, module_id)})",
+            )
+        paths = {module_id: path}
+    else:
+        if checkpoint.metadata["kind"] != "multi_rl_module":
+            raise CheckpointError(
+                path, f"holds one module, but component={component!r} names all of them"
+            )
+        paths = {
+            saved: os.path.join(path, saved)
+            for saved in _module_ids_of(checkpoint)
+            if saved in held
+        }
+    states: dict[Any, dict] = {}
+    for name, module_path in paths.items():
+        if name not in held:
+            raise CheckpointError(
+                path,
+                f"component={component!r}: this algorithm's learners hold no module {name!r} "
+                f"(they hold {sorted(map(str, held.keys()))})",
+            )
+        sub = checkpoint if module_path == path else _module_checkpoint(module_path)
+        state_name = RLModuleAPI.STATE_FILE_NAME
+        if not sub.has(state_name):
+            raise CheckpointError(module_path, f"has no {state_name}{STATE_FILE_SUFFIX}")
+        state = sub.load(state_name)
+        try:
+            held[name].check_weights(state, f"module {name!r}")
+        except StateError as error:
+            raise CheckpointError(
+                module_path, f"does not fit this algorithm's module {name!r}: {error}"
+            ) from None
+        states[name] = state
+    return states
+
+
+def _learner_module_ids(algorithm: Any) -> list[Any]:
+    module = algorithm.learner.module
+    return list(module.keys()) if hasattr(module, "keys") else [DEFAULT_MODULE_ID]
+
+
+def configured_module_states(algorithm: Any) -> dict[Any, dict]:
+    """{module_id: weights} the config's module specs ask to load when the learners are built
+    (RLlib's `LearnerGroup.load_module_state`): the MultiRLModuleSpec's `load_state_path`
+    (every module it and the learners hold, or its `modules_to_load`), then each
+    RLModuleSpec's own `load_state_path`, which takes precedence. Paths are module
+    checkpoints, such as an Algorithm checkpoint's `learner_group/learner/rl_module[/<id>]`."""
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    spec = algorithm.config.rl_module_spec
+    multi_path, modules_to_load, paths = None, None, {}
+    if isinstance(spec, MultiRLModuleSpec):
+        multi_path, modules_to_load = spec.load_state_path, spec.modules_to_load
+        specs = spec.rl_module_specs
+        if isinstance(specs, RLModuleSpec):  # one spec for every module
+            specs = {module_id: specs for module_id in _learner_module_ids(algorithm)}
+        paths = {mid: s.load_state_path for mid, s in (specs or {}).items() if s.load_state_path}
+    elif isinstance(spec, RLModuleSpec) and spec.load_state_path:
+        paths = {module_id: spec.load_state_path for module_id in _learner_module_ids(algorithm)}
+    if modules_to_load and not multi_path:
+        raise ValueError(
+            f"MultiRLModuleSpec(modules_to_load={sorted(map(str, modules_to_load))}) needs "
+            "load_state_path= (the MultiRLModule checkpoint to load them from)"
+        )
+    states: dict[Any, dict] = {}
+    if multi_path:
+        if modules_to_load is None:
+            states.update(read_module_states(algorithm, local_path(multi_path), MODULES_COMPONENT))
+        for module_id in sorted(modules_to_load or (), key=str):
+            states.update(
+                read_module_states(
+                    algorithm,
+                    os.path.join(local_path(multi_path), str(module_id)),
+                    f"{MODULES_COMPONENT}/{module_id}",
+                )
+            )
+    for module_id, path in paths.items():
+        states.update(
+            read_module_states(algorithm, local_path(path), f"{MODULES_COMPONENT}/{module_id}")
+        )
+    return states

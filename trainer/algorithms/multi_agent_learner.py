@@ -74,7 +74,11 @@ class MultiAgentLearner(Learner):
     """The learners of a multi-agent Algorithm (see the module docstring)."""
 
     def __init__(
-        self, config: Any, learners: dict[Any, Learner], trained: list[Any] | None = None
+        self,
+        config: Any,
+        learners: dict[Any, Learner],
+        trained: list[Any] | None = None,
+        make_learner: Any = None,
     ) -> None:
         self.config = config
         #: A learner per module with weights; only those of `trained` update (the others'
@@ -82,6 +86,38 @@ class MultiAgentLearner(Learner):
         self.learners = dict(learners)
         self.trained = list(self.learners) if trained is None else list(trained)
         self.module = ModulesView(self.learners)
+        #: `make_learner(config, build)` of `build_multi_agent_learner`: what `add_module`
+        #: makes a new module's learner with.
+        self._make_learner = make_learner
+
+    # -- modules added and removed at run time (Algorithm.add_module / remove_module) --------
+    def add_module(self, module_id: Any, spec: Any) -> bool:
+        """Adds a learner for module `module_id`, built from `spec` (a complete RLModuleSpec,
+        as `config.get_multi_rl_module_spec()` gives it) with this learner's config (which
+        already holds the module). Returns False for a module without weights (a user's
+        RLModule), which gets no learner."""
+        from trainer.errors import ConfigError
+        from trainer.runners.multi_agent_env_runner import module_seed
+
+        if module_id in self.learners:
+            raise ValueError(f"add_module({module_id!r}): the learners hold that module already")
+        build = getattr(spec.module_class, "from_rl_module_spec", None)
+        if build is None:
+            return False
+        if self._make_learner is None:
+            raise ConfigError(
+                f"add_module({module_id!r}): this algorithm's learners cannot add modules"
+            )
+        self.learners[module_id] = self._make_learner(
+            self.config.get_config_for_module(module_id),
+            partial(build, spec, seed=module_seed(self.config.seed, module_id)),
+        )
+        return True
+
+    def remove_module(self, module_id: Any) -> None:
+        """Drops module `module_id`'s learner (its optimizer state goes with it)."""
+        self.learners.pop(module_id, None)
+        self.trained = [m for m in self.trained if m != module_id]
 
     def update(  # type: ignore[override]
         self, data: Any, /, *, num_env_steps_sampled_lifetime: int
@@ -146,4 +182,6 @@ def build_multi_agent_learner(
             config.get_config_for_module(module_id),
             partial(build, module_spec, seed=module_seed(config.seed, module_id)),
         )
-    return MultiAgentLearner(config, learners, trained=[m for m in learners if is_trained(m)])
+    return MultiAgentLearner(
+        config, learners, trained=[m for m in learners if is_trained(m)], make_learner=make_learner
+    )

@@ -35,6 +35,15 @@ def _summary(value: Any) -> str:
     return repr(value)
 
 
+def _describe_spaces(spaces: dict) -> str:
+    actions = (
+        f"Discrete({spaces['action_discrete_n']})"
+        if spaces.get("action_discrete_n")
+        else f"Box({spaces.get('action_dim')})"
+    )
+    return f"observations of size {spaces.get('obs_dim')}, actions {actions}"
+
+
 def inspect(path: str, as_json: bool = False) -> str:
     checkpoint = open_checkpoint(path)
     meta = checkpoint.metadata
@@ -55,10 +64,12 @@ def inspect(path: str, as_json: bool = False) -> str:
     shapes = meta.get("parameter_shapes") or {}
     num_parameters = sum(math.prod(shape) for shape in shapes.values())
     spaces = meta.get("spaces") or {}
-    actions = (
-        f"Discrete({spaces['action_discrete_n']})"
-        if spaces.get("action_discrete_n")
-        else f"Box({spaces.get('action_dim')})"
+    # A multi-agent checkpoint's spaces are by module id.
+    by_module = spaces if spaces and all(isinstance(v, dict) for v in spaces.values()) else None
+    described = (
+        "; ".join(f"{module_id}: {_describe_spaces(s)}" for module_id, s in by_module.items())
+        if by_module is not None
+        else _describe_spaces(spaces)
     )
     lines = [
         f"checkpoint {checkpoint.path}",
@@ -74,8 +85,16 @@ def inspect(path: str, as_json: bool = False) -> str:
         f"{meta.get('num_env_steps_sampled_lifetime')} env steps",
         f"  saved       {meta.get('time')}",
         f"  env         {meta.get('env')}",
-        f"  spaces      observations of size {spaces.get('obs_dim')}, actions {actions}",
+        f"  spaces      {described}",
         f"  network     {num_parameters:,} parameters in {len(shapes)} arrays",
+    ]
+    modules = meta.get("module_checkpoints")
+    if isinstance(modules, dict):
+        # The modules' weights, each a module checkpoint of its own (RLModule.from_checkpoint,
+        # restore_from_path with component=, RLModuleSpec(load_state_path=)).
+        ids = sorted(map(str, modules.get("metadata_sha256") or {}))
+        lines.append(f"  modules     {modules.get('path')}/<module_id> ({', '.join(ids)})")
+    lines += [
         "  files (all sizes and SHA-256 checksums verified)",
     ]
     total = 0

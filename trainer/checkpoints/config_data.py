@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -30,9 +31,9 @@ IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
 SPACE_TAG = "__space__"
 FLOAT_TAG = "__float__"  # inf, -inf and nan, which JSON has no spelling for
-POLICY_SPEC_TAG = "__policy_spec__"  # multi_agent(policies={id: PolicySpec(...)})
-#: A PolicySpec's fields, in its constructor's order.
-POLICY_SPEC_FIELDS = ("policy_class", "observation_space", "action_space", "config")
+#: A module or policy spec (`RLModuleSpec`, `MultiRLModuleSpec`, `PolicySpec`): its class's
+#: import path and its fields (a multi-agent config's `policies` and `rl_module_spec`).
+SPEC_TAG = "__spec__"
 #: Version of this encoding, stored with the data.
 CONFIG_DATA_VERSION = 1
 
@@ -66,14 +67,59 @@ def resolve_import_path(path: str) -> Any:
     return value
 
 
-def _is_policy_spec(value: Any) -> bool:
-    from trainer.core.policy_spec import PolicySpec
-
-    return isinstance(value, PolicySpec)
-
-
 def _is_code(value: Any) -> bool:
     return isinstance(value, type) or callable(value)
+
+
+def _spec_classes() -> tuple[type, ...]:
+    # Imported here: trainer.core imports this module (module checkpoints).
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.policy_spec import PolicySpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    return RLModuleSpec, MultiRLModuleSpec, PolicySpec
+
+
+def _spec_fields(value: Any) -> dict[str, Any]:
+    """The constructor arguments of a spec (a dataclass's fields, a PolicySpec's four)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        fields = {
+            f.name: getattr(value, f.name)
+            for f in dataclasses.fields(value)
+            if f.name not in ("model_config_dict", "module_specs")  # RLlib's removed names
+        }
+    else:
+        names = ("policy_class", "observation_space", "action_space", "config")
+        fields = dict(zip(names, value.get_state(), strict=True))
+    for name, item in fields.items():
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            fields[name] = dataclasses.asdict(item)  # DefaultModelConfig
+        elif isinstance(item, (set, frozenset)):
+            fields[name] = sorted(item, key=str)  # modules_to_load
+    return fields
+
+
+def _encode_spec(value: Any, where: str, unstored: list[str]) -> Any:
+    path = import_path(type(value))
+    if path is None:
+        unstored.append(where)
+        return None
+    return {SPEC_TAG: path, "fields": encode(_spec_fields(value), where, unstored)}
+
+
+def _decode_spec(data: dict, where: str) -> Any:
+    cls = decode({IMPORT_TAG: data[SPEC_TAG]}, where)
+    if not (isinstance(cls, type) and issubclass(cls, _spec_classes())):
+        raise ConfigDataError(where, f"{data[SPEC_TAG]!r} is not a module or policy spec class")
+    fields = decode(data.get("fields"), where)
+    if not isinstance(fields, dict):
+        raise ConfigDataError(where, "a spec without its fields")
+    try:
+        return cls(**fields)
+    except Exception as error:  # noqa: BLE001 - reported with the setting
+        raise ConfigDataError(where, f"{type(error).__name__}: {error}") from None
 
 
 def encode(value: Any, where: str, unstored: list[str]) -> Any:
@@ -98,13 +144,10 @@ def encode(value: Any, where: str, unstored: list[str]) -> Any:
             pass
     elif hasattr(value, "item") and getattr(value, "shape", None) == ():
         return encode(value.item(), where, unstored)  # numpy scalars
-    elif _is_policy_spec(value):
-        return {
-            POLICY_SPEC_TAG: {
-                name: encode(getattr(value, name), f"{where}.{name}", unstored)
-                for name in POLICY_SPEC_FIELDS
-            }
-        }
+    elif isinstance(value, _spec_classes()):
+        return _encode_spec(value, where, unstored)
+    elif isinstance(value, os.PathLike):
+        return os.fspath(value)  # a spec's load_state_path given as a pathlib.Path
     elif _is_code(value):
         path = import_path(value)
         if path is not None:
@@ -128,6 +171,8 @@ def decode(data: Any, where: str) -> Any:
         if not _is_code(value):
             raise ConfigDataError(where, f"{data[IMPORT_TAG]!r} is not a class or function")
         return value
+    if SPEC_TAG in data:
+        return _decode_spec(data, where)
     if TUPLE_TAG in data:
         return tuple(decode(item, f"{where}[{i}]") for i, item in enumerate(data[TUPLE_TAG]))
     if SPACE_TAG in data:
@@ -135,15 +180,6 @@ def decode(data: Any, where: str) -> Any:
             return space_from_dict(data[SPACE_TAG])
         except Exception as error:  # noqa: BLE001 - reported with the setting
             raise ConfigDataError(where, f"not a space description ({error})") from None
-    if POLICY_SPEC_TAG in data:
-        from trainer.core.policy_spec import PolicySpec
-
-        fields = data[POLICY_SPEC_TAG]
-        if not isinstance(fields, dict) or set(fields) - set(POLICY_SPEC_FIELDS):
-            raise ConfigDataError(where, f"not a PolicySpec description: {fields!r}")
-        return PolicySpec(
-            **{name: decode(value, f"{where}.{name}") for name, value in fields.items()}
-        )
     if FLOAT_TAG in data:
         if data[FLOAT_TAG] not in ("inf", "-inf", "nan"):
             raise ConfigDataError(where, f"{data[FLOAT_TAG]!r} is not inf, -inf or nan")

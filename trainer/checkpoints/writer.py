@@ -120,9 +120,20 @@ def _check_replaceable(path: str) -> None:
         )
 
 
-def write_checkpoint(path: str, files: dict[str, bytes], metadata: dict) -> str:
+def write_checkpoint(
+    path: str,
+    files: dict[str, bytes],
+    metadata: dict,
+    *,
+    write_subdirectories: Callable[[str], None] | None = None,
+) -> str:
     """Writes `files` (name -> bytes) and `metadata.json` (`metadata` plus a "files" entry with
-    each file's size and sha256) as the checkpoint directory `path`, atomically."""
+    each file's size and sha256) as the checkpoint directory `path`, atomically.
+
+    `write_subdirectories(directory)`, when given, writes more into the temporary directory
+    before its metadata.json (an Algorithm checkpoint's module checkpoints, each a checkpoint
+    directory of its own with its own metadata and checksums): they are put in place with the
+    rest, in the same single step."""
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     try:
@@ -145,6 +156,8 @@ def write_checkpoint(path: str, files: dict[str, bytes], metadata: dict) -> str:
             entries[name] = {"size": len(data), "sha256": file_digest(data)}
             if after_file_written is not None:
                 after_file_written(name)
+        if write_subdirectories is not None:
+            write_subdirectories(temporary)
         document = {**metadata, "files": entries}
         _write_file(
             os.path.join(temporary, METADATA_FILE),

@@ -53,7 +53,11 @@ _OLD_STACK = (
     "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is "
     "RLlib's new stack only"
 )
-_MULTI_AGENT = 'multi-agent training is not supported here: there is one module, "default_policy"'
+_MULTI_AGENT = (
+    "RLlib's old-stack multi-agent names (policies as Policy objects); the new stack's "
+    "modules are added and removed with add_module / remove_module and restored with "
+    "restore_from_path(component=...)"
+)
 _OFFLINE = "offline RL (recorded data read and written with Ray Data) is not supported here"
 _TORCH_LEARNERS = (
     "the learners are this project's numpy PPO and DQN learners, built by the "
@@ -164,8 +168,6 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same(
         "missing",
         _MULTI_AGENT,
-        "Algorithm.add_module",
-        "Algorithm.remove_module",
         "Algorithm.add_policy",
         "Algorithm.remove_policy",
         "Algorithm.from_checkpoint(policy_ids=...)",
@@ -678,6 +680,29 @@ DIFFERENCES: tuple[Difference, ...] = (
         "built, naming it (tests/test_multi_agent_examples.py::test_other_pieces_in_a_multi_"
         "agent_run_are_refused_naming_the_piece)",
         "the MultiAgentEnvRunner has no multi-agent connector pipeline yet",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Algorithm.add_module(add_to_learners=True, add_to_env_runners=False)",
+        "refused, changing nothing (tests/test_multi_agent_checkpoints.py::test_add_module_"
+        "refusals_change_nothing)",
+        "the learners' weights go to every EnvRunner, which must then hold the module",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Algorithm.restore_from_path(component=...)",
+        "takes learner_group/learner/rl_module and learner_group/learner/rl_module/<module_id> "
+        "(tests/test_multi_agent_checkpoints.py::test_component_restore_errors_name_the_problem)",
+        "the learner's modules are the only component that restores on its own here; the "
+        "rest of a checkpoint restores whole (all or nothing)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig.evaluation(evaluation_num_env_runners=N) without evaluation_interval",
+        "no evaluation EnvRunners are built until evaluation is scheduled "
+        "(tests/rllib/test_algorithm.py::test_add_module_and_remove_module sets "
+        "evaluation_interval)",
+        "runners that never evaluate would only cost start-up time and memory",
         BEHAVIOUR,
     ),
     Difference(

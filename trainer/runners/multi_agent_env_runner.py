@@ -68,6 +68,12 @@ from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
     multi_agent_observation_pieces,
 )
+from trainer.runners.multi_agent_runner_state import (
+    capture_multi_agent_env_state,
+    check_sampling_state,
+    restore_multi_agent_env_state,
+    resumed_episode,
+)
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
@@ -79,7 +85,7 @@ from trainer.util.state_checks import (
     require_map,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("trainer")
 
 #: The key of a user RLModule's actions in its forward pass's output (RLlib's Columns.ACTIONS).
 ACTIONS = "actions"
@@ -95,6 +101,7 @@ _STATE_KEYS = {
     "metrics",
     RL_MODULE_STATE,
     "connector_state",
+    "sampling",
 }
 
 
@@ -844,10 +851,12 @@ class MultiAgentEnvRunner:
         include_env: bool = True,
         **kwargs: Any,
     ) -> dict:
-        """The runner's RNG, global timestep, each module's exploration state, metrics and
-        (with `include_weights`) `{module_id: weights}`. Where sampling stands is not part of
-        it: a restored multi-agent runner starts new episodes. `components` /
-        `not_components` keep or drop top-level keys (RLlib's Checkpointable arguments)."""
+        """The runner's RNG, global timestep, each module's exploration state, metrics,
+        (with `include_weights`) `{module_id: weights}` and (with `include_env`) where
+        sampling stands ("sampling": the sub-envs' state, the running episodes; see
+        `trainer.runners.multi_agent_runner_state`), so a restored runner continues exactly.
+        `components` / `not_components` keep or drop top-level keys (RLlib's Checkpointable
+        arguments)."""
         state: dict[str, Any] = {
             "rng": generator_state(self._rng),
             "global_timestep": self.global_timestep,
@@ -859,6 +868,8 @@ class MultiAgentEnvRunner:
         }
         if include_weights:
             state[RL_MODULE_STATE] = {str(k): v for k, v in self.get_weights().items()}
+        if include_env:
+            state["sampling"] = self._sampling_state()
         if components is not None:
             keep = {components} if isinstance(components, str) else set(components)
             state = {key: value for key, value in state.items() if key in keep}
@@ -891,6 +902,8 @@ class MultiAgentEnvRunner:
             MetricsLogger.check_state(
                 state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
             )
+        if "sampling" in state:
+            check_sampling_state(state["sampling"], f"{where}['sampling']")
         if "exploration" in state:
             explorations = require_map(state["exploration"], f"{where}['exploration']")
             by_name = {str(module_id): actor for module_id, actor in self._actors.items()}
@@ -922,6 +935,113 @@ class MultiAgentEnvRunner:
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
             self._ended.clear()
+        if "sampling" in state:
+            self._restore_sampling(state["sampling"])
+        else:
+            self._needs_reset = True
+
+    # -- sampling state (exact resume) -------------------------------------------------------
+    def _sampling_state(self) -> dict:
+        """Where sampling stands (`trainer.runners.multi_agent_runner_state.SAMPLING_KEYS`)."""
+        state: dict[str, Any] = {
+            "needs_reset": self._needs_reset or self.env is None,
+            "env_seed": self._env_seed,
+            "sub_envs": [],
+            "uncaptured": {},
+            "observations": [],
+            "done_agents": [],
+            "episodes": [],
+            "prev_chunks": [],
+        }
+        if state["needs_reset"]:
+            return state  # the next sample starts new episodes anyway
+        assert self.env is not None
+        for index, sub_env in enumerate(self.env.envs):
+            captured, reason = capture_multi_agent_env_state(sub_env)
+            state["sub_envs"].append(captured)
+            if reason is not None:
+                state["uncaptured"][str(index)] = reason
+        state["observations"] = [[[a, o] for a, o in obs.items()] for obs in self._last_obs]
+        state["done_agents"] = [list(done) for done in self._last_done]
+        state["episodes"] = [None if e is None else e.get_state() for e in self._episodes]
+        state["prev_chunks"] = [[c.get_state() for c in chunks] for chunks in self._prev_chunks]
+        return state
+
+    def _restore_sampling(self, state: dict) -> None:
+        """Puts the sub-envs, the agents' last observations and the running episodes back; a
+        sub-env whose state was not captured (or does not fit) starts a new episode, with a
+        warning."""
+        self._env_seed = state["env_seed"]
+        self._needs_reset = True
+        if state["needs_reset"] or self.env is None:
+            return
+        if len(state["sub_envs"]) != self.num_envs:
+            logger.warning(
+                "MultiAgentEnvRunner %d: the checkpoint has %d sub-envs, this runner %d; all "
+                "episodes restart",
+                self.worker_index,
+                len(state["sub_envs"]),
+                self.num_envs,
+            )
+            return
+        mapping_fn = self.config.policy_mapping_fn
+        restart = []
+        for index, sub_env in enumerate(self.env.envs):
+            captured = state["sub_envs"][index]
+            reason = (
+                state["uncaptured"].get(str(index), "not captured")
+                if captured is None
+                else restore_multi_agent_env_state(sub_env, captured)
+            )
+            if reason is not None:
+                restart.append(index)
+                logger.warning(
+                    "MultiAgentEnvRunner %d, sub-env %d: its state could not be restored (%s); "
+                    "its episode restarts",
+                    self.worker_index,
+                    index,
+                    reason,
+                )
+                continue
+            self._episodes[index] = resumed_episode(state["episodes"][index], mapping_fn)
+            self._last_obs[index] = dict(state["observations"][index])
+            self._last_done[index] = set(state["done_agents"][index])
+            self._prev_chunks[index] = [
+                resumed_episode(chunk, mapping_fn) for chunk in state["prev_chunks"][index]
+            ]
+        self._needs_reset = False
+        for index in restart:
+            self._new_episode(index)
+            self._start_episode(index)
+
+    # -- modules added and removed at run time (Algorithm.add_module / remove_module) --------
+    def add_module(self, change: Any) -> None:
+        """Applies `change` (a `trainer.algorithms.module_changes.ModuleChange` that adds a
+        module) to this runner's config, then builds the module as the config now describes it
+        and acts with it from now on. Episodes under way keep their agents' modules; new
+        episodes map agents with the (new) mapping function."""
+        change.apply_to(self.config)
+        module_id = change.module_id
+        env = self.env.envs[0] if self.env is not None else None
+        spec = self.config.get_multi_rl_module_spec(
+            env=env, spaces=self.spaces, inference_only=True
+        ).rl_module_specs[module_id]
+        module = spec.build()
+        self.module.add_module(module_id, module, override=True)
+        assert self.spaces is not None, "the module is built in __init__"
+        self.spaces[module_id] = (module.observation_space, module.action_space)
+        self._actors[module_id] = self._module_actions(module_id, module)
+
+    def remove_module(self, change: Any) -> None:
+        """Applies `change` (a `ModuleChange` that removes a module) to this runner's config and
+        drops the module. Every episode starts anew at the next sample (as RLlib forces a
+        reset), so no agent acts with a module that is gone."""
+        change.apply_to(self.config)
+        module_id = change.module_id
+        self.module.remove_module(module_id, raise_err_if_not_found=False)
+        self._actors.pop(module_id, None)
+        if self.spaces is not None:
+            self.spaces.pop(module_id, None)
         self._needs_reset = True
 
     def abandon_episodes(self) -> None:
