@@ -61,24 +61,22 @@ class Preset:
         return f"RLlib's tuned example {self.source}: {shown}"
 
 
+#: RLlib's tuned PPO settings for CartPole, shared by its single- and multi-agent examples.
+_CARTPOLE_PPO_TRAINING = {
+    "gamma": 0.99,
+    "lr": 0.0003,
+    "num_epochs": 6,
+    "vf_loss_coeff": 0.01,
+    "use_kl_loss": True,
+}
+_CARTPOLE_PPO_MODEL = {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True}
+
 PRESETS: dict[tuple[str, str], Preset] = {
     ("PPO", "CartPole-v1"): Preset(
         source="rllib/tuned_examples/ppo/cartpole_ppo.py",
         settings={
-            "training": {
-                "gamma": 0.99,
-                "lr": 0.0003,
-                "num_epochs": 6,
-                "vf_loss_coeff": 0.01,
-                "use_kl_loss": True,
-            },
-            "rl_module": {
-                "model_config": {
-                    "fcnet_hiddens": [32],
-                    "fcnet_activation": "linear",
-                    "vf_share_layers": True,
-                }
-            },
+            "training": dict(_CARTPOLE_PPO_TRAINING),
+            "rl_module": {"model_config": dict(_CARTPOLE_PPO_MODEL)},
             "evaluation": {
                 "evaluation_num_env_runners": 1,
                 "evaluation_interval": 1,
@@ -125,20 +123,8 @@ PRESETS: dict[tuple[str, str], Preset] = {
         source="rllib/tuned_examples/ppo/multi_agent_cartpole_ppo.py",
         settings={
             "environment": {"env_config": {"num_agents": 2}},
-            "training": {
-                "gamma": 0.99,
-                "lr": 0.0003,
-                "num_epochs": 6,
-                "vf_loss_coeff": 0.01,
-                "use_kl_loss": True,
-            },
-            "rl_module": {
-                "model_config": {
-                    "fcnet_hiddens": [32],
-                    "fcnet_activation": "linear",
-                    "vf_share_layers": True,
-                }
-            },
+            "training": dict(_CARTPOLE_PPO_TRAINING),
+            "rl_module": {"model_config": dict(_CARTPOLE_PPO_MODEL)},
         },
         # The return summed over the 2 agents (RLlib's stop: 400 per agent).
         stop_reward=800.0,

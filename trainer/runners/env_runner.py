@@ -1232,22 +1232,7 @@ class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no ab
           episode, and once that many steps are sampled no new episode starts while the running
           ones play out, so each episode's start and end events fire within this call.
         """
-        if num_timesteps is not None and num_episodes is not None:
-            raise SampleRequestError(
-                f"EnvRunner.sample(num_timesteps={num_timesteps}, "
-                f"num_episodes={num_episodes}): give at most one of them"
-            )
-        for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
-            if count is not None and (not isinstance(count, int) or count < 0):
-                raise SampleRequestError(
-                    f"EnvRunner.sample({name}={count!r}): a count of 0 or more"
-                )
-        if self.env is None:
-            raise RuntimeError(
-                f"EnvRunner {self.worker_index} has no env: with num_env_runners > 0 the local "
-                "EnvRunner does not sample unless "
-                ".env_runners(create_env_on_local_worker=True); the worker processes do"
-            )
+        check_sample_request(self, num_timesteps, num_episodes)
         explore = self.config.explore if explore is None else explore
         if num_episodes is not None:
             samples = self._sample_episodes(num_episodes, explore, random_actions)
@@ -1596,6 +1581,26 @@ class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no ab
 
 #: RLlib's name of the single-agent EnvRunner (`ray.rllib.env.single_agent_env_runner`).
 SingleAgentEnvRunner = EnvRunner
+
+
+def check_sample_request(runner: Any, num_timesteps: int | None, num_episodes: int | None) -> None:
+    """Raises `SampleRequestError` for a `sample()` request that cannot be met (both counts,
+    or a count that is not an int >= 0), and RuntimeError for a runner without env."""
+    name = type(runner).__name__
+    if num_timesteps is not None and num_episodes is not None:
+        raise SampleRequestError(
+            f"{name}.sample(num_timesteps={num_timesteps}, num_episodes={num_episodes}): "
+            "give at most one of them"
+        )
+    for setting, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
+        if count is not None and (not isinstance(count, int) or count < 0):
+            raise SampleRequestError(f"{name}.sample({setting}={count!r}): a count of 0 or more")
+    if runner.env is None:
+        raise RuntimeError(
+            f"{name} {runner.worker_index} has no env: with num_env_runners > 0 the local "
+            "EnvRunner does not sample unless "
+            ".env_runners(create_env_on_local_worker=True); the worker processes do"
+        )
 
 
 def env_runner_class(config: Any) -> type:

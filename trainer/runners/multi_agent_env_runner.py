@@ -41,7 +41,7 @@ from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
-from trainer.errors import SampleRequestError, StepFailedRecreateEnvError
+from trainer.errors import StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -63,7 +63,7 @@ from trainer.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_runner import EnvRunner, own_config
+from trainer.runners.env_runner import EnvRunner, check_sample_request, own_config
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
     multi_agent_observation_pieces,
@@ -500,22 +500,7 @@ class MultiAgentEnvRunner:
         `count_steps_by` says; unfinished episodes are cut and continue next call),
         `num_episodes` finished episodes, or by default `rollout_fragment_length` per sub-env
         (`batch_mode="complete_episodes"`: whole episodes)."""
-        if num_timesteps is not None and num_episodes is not None:
-            raise SampleRequestError(
-                f"MultiAgentEnvRunner.sample(num_timesteps={num_timesteps}, "
-                f"num_episodes={num_episodes}): give at most one of them"
-            )
-        for name, count in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
-            if count is not None and (not isinstance(count, int) or count < 0):
-                raise SampleRequestError(
-                    f"MultiAgentEnvRunner.sample({name}={count!r}): a count of 0 or more"
-                )
-        if self.env is None:
-            raise RuntimeError(
-                f"MultiAgentEnvRunner {self.worker_index} has no env: with num_env_runners > 0 "
-                "the local EnvRunner does not sample unless "
-                ".env_runners(create_env_on_local_worker=True)"
-            )
+        check_sample_request(self, num_timesteps, num_episodes)
         explore = self.config.explore if explore is None else explore
         if num_episodes is not None:
             samples = self._sample_episodes(num_episodes, explore, random_actions)
@@ -537,8 +522,18 @@ class MultiAgentEnvRunner:
             )
         return samples
 
-    def _counts_agent_steps(self) -> bool:
-        return self.config.count_steps_by == "agent_steps"
+    def _step_until(
+        self, timesteps: int, explore: bool, random_actions: bool, done: list[MultiAgentEpisode]
+    ) -> int:
+        """Steps every sub-env until `timesteps` env steps or agent steps (`count_steps_by`)
+        were taken; returns the env steps."""
+        by_agents = self.config.count_steps_by == "agent_steps"
+        env_steps = agent_steps = 0
+        while (agent_steps if by_agents else env_steps) < timesteps:
+            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
+            env_steps += stepped_env
+            agent_steps += stepped_agents
+        return env_steps
 
     def _sample_timesteps(
         self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
@@ -546,12 +541,7 @@ class MultiAgentEnvRunner:
         if force_reset or self._needs_reset:
             self._reset_all()
         done: list[MultiAgentEpisode] = []
-        by_agents = self._counts_agent_steps()
-        env_steps = agent_steps = 0
-        while (agent_steps if by_agents else env_steps) < num_timesteps:
-            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
-            env_steps += stepped_env
-            agent_steps += stepped_agents
+        env_steps = self._step_until(num_timesteps, explore, random_actions, done)
         self._log_sample_metrics(env_steps, len(done))
         chunks = []
         for index, episode in enumerate(self._episodes):
@@ -569,12 +559,7 @@ class MultiAgentEnvRunner:
     ) -> list[MultiAgentEpisode]:
         self._reset_all()
         done: list[MultiAgentEpisode] = []
-        by_agents = self._counts_agent_steps()
-        env_steps = agent_steps = 0
-        while (agent_steps if by_agents else env_steps) < min_timesteps:
-            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
-            env_steps += stepped_env
-            agent_steps += stepped_agents
+        env_steps = self._step_until(min_timesteps, explore, random_actions, done)
         # Let the running episodes finish; sub-envs that are done stay idle.
         draining = set(range(self.num_envs))
         while draining:
