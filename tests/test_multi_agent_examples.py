@@ -1,6 +1,8 @@
 """RLlib 2.60's multi-agent example scripts, unmodified, through the RLlib-script launcher
 (`python -m trainer run SCRIPT ARGS`, each in a subprocess as a user runs it) with the arguments
-RLlib's CI gives them, reaching RLlib's own stop criteria; and the per-agent observation
+RLlib's CI gives them, reaching RLlib's own stop criteria (those that reach it within a minute;
+the longer runs, custom_heuristic_policy.py and rock_paper_scissors_learned_vs_learned.py, are
+rows of `bench/rllib_examples.py`, docs/rllib_compatibility.md); and the per-agent observation
 pieces (`FlattenObservations(multi_agent=True, agent_ids=...)`) those scripts use, through the
 public API."""
 
@@ -143,11 +145,6 @@ def test_rock_paper_scissors_heuristic_vs_learned_reaches_its_stop(tmp_path):
             ["--num-agents=2", "--stop-iters=3"],
             {"player1", "player2"},
         ),
-        (
-            "multi_agent/rock_paper_scissors_learned_vs_learned.py",
-            ["--num-agents=2", "--framework=torch", "--stop-iter=10"],
-            {"p0", "p1"},
-        ),
     ],
 )
 def test_zero_sum_self_play_runs_its_iterations(tmp_path, script, args, policies):
@@ -162,23 +159,6 @@ def test_zero_sum_self_play_runs_its_iterations(tmp_path, script, args, policies
     assert last["combined return"] == 0.0
     returns = [last[f"return {policy}"] for policy in sorted(policies)]
     assert returns[0] == pytest.approx(-returns[1])
-
-
-@pytest.mark.slow
-@pytest.mark.ray
-@pytest.mark.cli
-def test_custom_heuristic_policy_reaches_its_stop(tmp_path):
-    """A learned CartPole module beside RLlib's RandomRLModule (not trained): CI's 450."""
-    output, report = run_example(
-        tmp_path,
-        "multi_agent/custom_heuristic_policy.py",
-        "--num-agents=2",
-        "--as-test",
-        "--framework=torch",
-        "--stop-reward=450.0",
-    )
-    assert report["outcome"] == "ok", output[-3000:]
-    assert "`env_runners/episode_return_mean` of 450.0 reached! ok" in output
 
 
 @pytest.mark.ray
