@@ -98,6 +98,7 @@ from trainer.util.state_checks import (
     require_int,
     require_map,
     require_number,
+    select_components,
 )
 
 if TYPE_CHECKING:
@@ -953,14 +954,7 @@ class Algorithm(OldAlgorithmNames):
         runners `eval_env_runner_<i>` and `evaluation_metrics`. `components` keeps only the
         named components, `not_components` leaves the named ones out (RLlib's Checkpointable
         arguments; a name or a list)."""
-        state = self._full_state()
-        if components is not None:
-            wanted = {components} if isinstance(components, str) else set(components)
-            state = {name: value for name, value in state.items() if name in wanted}
-        if not_components is not None:
-            unwanted = {not_components} if isinstance(not_components, str) else set(not_components)
-            state = {name: value for name, value in state.items() if name not in unwanted}
-        return state
+        return select_components(self._full_state(), components, not_components)
 
     def _full_state(self) -> dict:
         state = {

@@ -100,6 +100,7 @@ from trainer.util.state_checks import (
     require_generator_state,
     require_int,
     require_map,
+    select_components,
 )
 
 logger = logging.getLogger("trainer")
@@ -205,7 +206,60 @@ class SubEnvRecord:
         self.prev_chunks = []
 
 
-class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no abstract API)
+class RunnerSetup:
+    """What every EnvRunner (single- and multi-agent) sets up first (`_set_up`)."""
+
+    config: Any
+    worker_index: int
+    #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
+    tune_trial_id: str | None
+    num_workers: int
+    metrics: MetricsLogger
+    _env_creator: EnvCreator
+    _callbacks: CallbackChain
+    _rng: np.random.Generator
+    _env_seed: int | None
+
+    def _set_up(
+        self,
+        config: Any,
+        env_creator: EnvCreator | None,
+        worker_index: int,
+        num_workers: int | None,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """Sets `config` (the runner's own mutable copy: RLlib's curriculum example changes
+        its env_config, then calls make_env()), `worker_index`, `tune_trial_id` (from RLlib's
+        other constructor keywords in `kwargs`), `num_workers`, `metrics`, the env creator, the
+        callback chain, the RNG and the env seed (evaluation runners draw from streams of their
+        own, not the training ones'); in a worker process, `python_environment()`'s variables
+        are set before any env is made. Returns the config."""
+        self.config = config = own_config(config)
+        self.worker_index = worker_index
+        self.tune_trial_id = kwargs.get("tune_trial_id")
+        if worker_index > 0:
+            os.environ.update(
+                {
+                    name: str(value)
+                    for name, value in getattr(
+                        config, "extra_python_environs_for_worker", {}
+                    ).items()
+                }
+            )
+        self.num_workers = config.num_env_runners if num_workers is None else num_workers
+        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
+        self._env_creator = env_creator or make_env_creator(config.env)
+        self._callbacks = CallbackChain(
+            config.callback_classes(), config.env_runner_callables(), env_runner_index=worker_index
+        )
+        self._rng = np.random.default_rng(
+            seeding.runner_stream(config.seed, worker_index, config.in_evaluation)
+        )
+        self._env_seed = seeding.runner_env_seed(config.seed, worker_index, config.in_evaluation)
+        return config
+
+
+class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no abstract API)
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 
     As RLlib's `EnvRunner` base, it is the type of every EnvRunner: the `MultiAgentEnvRunner`
@@ -229,35 +283,10 @@ class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no ab
         env_spaces: tuple[gym.Space, gym.Space] | None = None,
         **kwargs: Any,
     ):
-        # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`.
-        # `kwargs` takes RLlib's other constructor arguments (tune_trial_id, ...), unused here.
-        # The runner's config is its own mutable copy (RLlib's curriculum example changes its
-        # env_config, then calls make_env()).
-        self.config = config = own_config(config)
-        self.worker_index = worker_index
-        #: Tune's trial id when RLlib's Tune runs it (its constructor keyword); else None.
-        self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
-        if worker_index > 0:  # a worker process: python_environment()'s variables, before envs
-            os.environ.update(
-                {
-                    name: str(value)
-                    for name, value in getattr(
-                        config, "extra_python_environs_for_worker", {}
-                    ).items()
-                }
-            )
-        self.num_workers = config.num_env_runners if num_workers is None else num_workers
-        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
-        self._env_creator = env_creator or make_env_creator(config.env)
-        self._callbacks = CallbackChain(
-            config.callback_classes(), config.env_runner_callables(), env_runner_index=worker_index
-        )
+        # RLlib builds an EnvRunner from the config alone: `EnvRunner(config=config)`; `kwargs`
+        # takes RLlib's other constructor arguments (tune_trial_id, ...).
+        config = self._set_up(config, env_creator, worker_index, num_workers, kwargs)
         seed = config.seed
-        # Evaluation runners draw from their own streams (and envs), not the training ones'.
-        self._rng = np.random.default_rng(
-            seeding.runner_stream(seed, worker_index, config.in_evaluation)
-        )
-        self._env_seed = seeding.runner_env_seed(seed, worker_index, config.in_evaluation)
         #: The vector env: a `FastSyncVectorEnv` ("sync"), an `InfoKeepingAsyncVectorEnv`
         #: ("async"), or the env creator's own ("vector_entry_point"); None without env.
         self.env: gym.vector.VectorEnv | None = None
@@ -894,13 +923,7 @@ class EnvRunner(metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no ab
         `components` keeps only the named top-level keys, `not_components` drops them
         (RLlib's Checkpointable arguments; a name or a list)."""
         state = self._full_runner_state(include_weights, include_env)
-        if components is not None:
-            keep = {components} if isinstance(components, str) else set(components)
-            state = {key: value for key, value in state.items() if key in keep}
-        if not_components is not None:
-            drop = {not_components} if isinstance(not_components, str) else set(not_components)
-            state = {key: value for key, value in state.items() if key not in drop}
-        return state
+        return select_components(state, components, not_components)
 
     def _full_runner_state(self, include_weights: bool, include_env: bool) -> dict:
         state = {

@@ -33,10 +33,9 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from trainer.callbacks import CallbackChain
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
-from trainer.env.envs import EnvContext, EnvCreator, make_env_creator
+from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
@@ -63,7 +62,7 @@ from trainer.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_runner import EnvRunner, check_sample_request, own_config
+from trainer.runners.env_runner import EnvRunner, RunnerSetup, check_sample_request
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
     multi_agent_observation_pieces,
@@ -75,7 +74,7 @@ from trainer.runners.multi_agent_runner_state import (
     resumed_episode,
 )
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
-from trainer.util import seeding
+from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
     StateError,
@@ -83,6 +82,7 @@ from trainer.util.state_checks import (
     require_generator_state,
     require_int,
     require_map,
+    select_components,
 )
 
 logger = logging.getLogger("trainer")
@@ -92,17 +92,9 @@ ACTIONS = "actions"
 OBS = "obs"
 
 
-#: The keys of a MultiAgentEnvRunner's state (`get_state`); the group's restart state also
-#: carries a connector state (None here).
-_STATE_KEYS = {
-    "rng",
-    "global_timestep",
-    "exploration",
-    "metrics",
-    RL_MODULE_STATE,
-    "connector_state",
-    "sampling",
-}
+#: The keys of a MultiAgentEnvRunner's state (`get_state`): the single-agent runner's but its
+#: sub-envs' tasks; the group's restart state also carries a connector state (None here).
+_STATE_KEYS = RUNNER_STATE_KEYS - {"tasks"}
 
 
 #: A sub-env's done agents when none is (shared, never changed).
@@ -210,7 +202,7 @@ def _rows(batch: np.ndarray) -> list[Any]:
     return batch.tolist() if batch.ndim == 1 else list(batch)
 
 
-class MultiAgentEnvRunner:
+class MultiAgentEnvRunner(RunnerSetup):
     """Samples multi-agent episodes (see the module docstring). Built like `EnvRunner`:
     `MultiAgentEnvRunner(config, env_creator, worker_index=..., num_workers=...)`.
 
@@ -230,28 +222,7 @@ class MultiAgentEnvRunner:
         env_spaces: tuple[dict, dict] | None = None,
         **kwargs: Any,
     ):
-        self.config = config = own_config(config)
-        self.worker_index = worker_index
-        self.tune_trial_id: str | None = kwargs.get("tune_trial_id")
-        if worker_index > 0:
-            os.environ.update(
-                {
-                    name: str(value)
-                    for name, value in getattr(
-                        config, "extra_python_environs_for_worker", {}
-                    ).items()
-                }
-            )
-        self.num_workers = config.num_env_runners if num_workers is None else num_workers
-        self.metrics = MetricsLogger(stats_cls_lookup=config.stats_cls_lookup)
-        self._env_creator = env_creator or make_env_creator(config.env)
-        self._callbacks = CallbackChain(
-            config.callback_classes(), config.env_runner_callables(), env_runner_index=worker_index
-        )
-        self._rng = np.random.default_rng(
-            seeding.runner_stream(config.seed, worker_index, config.in_evaluation)
-        )
-        self._env_seed = seeding.runner_env_seed(config.seed, worker_index, config.in_evaluation)
+        config = self._set_up(config, env_creator, worker_index, num_workers, kwargs)
         self._recreated = recreated
         self.num_envs = int(config.num_envs_per_env_runner)
         self._restart_sub_envs = bool(config.restart_failed_sub_environments)
@@ -855,13 +826,7 @@ class MultiAgentEnvRunner:
             state[RL_MODULE_STATE] = {str(k): v for k, v in self.get_weights().items()}
         if include_env:
             state["sampling"] = self._sampling_state()
-        if components is not None:
-            keep = {components} if isinstance(components, str) else set(components)
-            state = {key: value for key, value in state.items() if key in keep}
-        if not_components is not None:
-            drop = {not_components} if isinstance(not_components, str) else set(not_components)
-            state = {key: value for key, value in state.items() if key not in drop}
-        return state
+        return select_components(state, components, not_components)
 
     def check_state(self, state: Any, where: str = "env_runner") -> None:
         """Raises `StateError` unless `state` is one `get_state()` of such a runner wrote (or

@@ -19,6 +19,18 @@ from trainer.errors import StateError as StateError
 from trainer.util.rng import new_generator
 
 
+def select_components(state: dict, components: Any = None, not_components: Any = None) -> dict:
+    """`state` with only the top-level keys `components` names and without those
+    `not_components` names (RLlib's Checkpointable arguments: a name or a list; None: all)."""
+    if components is not None:
+        keep = {components} if isinstance(components, str) else set(components)
+        state = {key: value for key, value in state.items() if key in keep}
+    if not_components is not None:
+        drop = {not_components} if isinstance(not_components, str) else set(not_components)
+        state = {key: value for key, value in state.items() if key not in drop}
+    return state
+
+
 def require_map(value: Any, where: str, keys: Iterable[str] = ()) -> dict:
     """`value` as a dict that has every key in `keys`."""
     if not isinstance(value, dict):
