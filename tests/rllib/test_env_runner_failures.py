@@ -2,8 +2,8 @@
 #
 # Changes besides the imports:
 # - Dropped, with what only they use: `test_modules_are_restored_on_recovered_env_runner` (with
-#   `on_algorithm_init`: it adds a module at run time with `Algorithm.add_module`, which is not
-#   here), the IMPALA and SAC cases (`test_async_samples`, `test_sync_replay`,
+#   `on_algorithm_init`: it adds a module at run time; not ported yet, the same behaviour is
+#   tested in tests/test_multi_agent_checkpoints.py), the IMPALA and SAC cases (`test_async_samples`, `test_sync_replay`,
 #   `test_env_runner_failing_recover_with_hanging_env_runners`; those algorithms do not exist
 #   here) and `test_eval_env_runners_on_infinite_episodes` (an evaluation round on
 #   never-ending episodes that must time out and report NaN: the timed-out evaluation runner's
