@@ -228,9 +228,18 @@ class MultiAgentEpisode:
         terminateds = terminateds or {}
         truncateds = truncateds or {}
         extra_model_outputs = extra_model_outputs or {}
-        if self._add_plain_env_step(
-            observations, actions, rewards, infos, terminateds, truncateds, extra_model_outputs
-        ):
+        if self._is_plain_step(observations, actions, rewards, terminateds, truncateds):
+            self._record_plain_step(
+                observations,
+                actions,
+                rewards,
+                infos,
+                terminateds,
+                truncateds,
+                None,
+                None,
+                extra_model_outputs,
+            )
             return
         self.env_t += 1
         self.is_terminated = bool(terminateds.get(ALL_AGENTS, False))
@@ -245,11 +254,14 @@ class MultiAgentEpisode:
             if agent_id not in observations:
                 mapping.append(self.SKIP_ENV_TS_TAG)
 
-        agents_with_data = set(observations) | set(actions) | set(rewards)
-        agents_with_data |= set(terminateds) | set(truncateds)
+        # In a fixed order (the observations' first): a set's order of string ids changes
+        # from process to process, and the episode's state would with it.
+        agents_with_data = dict.fromkeys(observations)
+        for agents in (actions, rewards, terminateds, truncateds):
+            agents_with_data.update(dict.fromkeys(agents))
         if terminateds.get(ALL_AGENTS) or truncateds.get(ALL_AGENTS):
-            agents_with_data |= set(self.agent_episodes)
-        agents_with_data.discard(ALL_AGENTS)
+            agents_with_data.update(dict.fromkeys(self.agent_episodes))
+        agents_with_data.pop(ALL_AGENTS, None)
         for agent_id in agents_with_data:
             self._record_agent_step(
                 agent_id,
@@ -272,7 +284,7 @@ class MultiAgentEpisode:
         if self._start_time is None:
             self._start_time = self._last_step_time
 
-    def _add_plain_env_step(
+    def add_sampled_env_step(
         self,
         observations: MultiAgentDict,
         actions: MultiAgentDict,
@@ -280,20 +292,58 @@ class MultiAgentEpisode:
         infos: MultiAgentDict,
         terminateds: MultiAgentDict,
         truncateds: MultiAgentDict,
-        extra_model_outputs: MultiAgentDict,
+        action_logps: MultiAgentDict,
+        action_dist_inputs: MultiAgentDict,
+    ) -> None:
+        """`add_env_step` for the EnvRunner's sampling loop: the same record, with PPO's and
+        DQN's two model outputs given per agent (`action_logps`, `action_dist_inputs`: the
+        same agents as `actions`) instead of a dict per agent and step."""
+        if not self.is_done and self._is_plain_step(
+            observations, actions, rewards, terminateds, truncateds
+        ):
+            self._record_plain_step(
+                observations,
+                actions,
+                rewards,
+                infos,
+                terminateds,
+                truncateds,
+                action_logps,
+                action_dist_inputs,
+            )
+            return
+        self.add_env_step(
+            observations,
+            actions,
+            rewards,
+            infos,
+            terminateds=terminateds,
+            truncateds=truncateds,
+            extra_model_outputs={
+                agent_id: {ACTION_LOGP: logp, ACTION_DIST_INPUTS: action_dist_inputs[agent_id]}
+                for agent_id, logp in action_logps.items()
+            },
+        )
+
+    def _is_plain_step(
+        self,
+        observations: MultiAgentDict,
+        actions: MultiAgentDict,
+        rewards: MultiAgentDict,
+        terminateds: MultiAgentDict,
+        truncateds: MultiAgentDict,
     ) -> bool:
-        """`add_env_step` for the common step of a sampling loop, recorded as the general path
-        records it: the agents that acted are exactly those with a next observation, each has
-        its reward and its running single-agent episode, none ends and nothing hangs. Returns
-        False, having changed nothing, for any other step (the general path records it)."""
+        """Whether a step is the common one of a sampling loop, which `_record_plain_step`
+        records as the general path would: the agents that acted are exactly those with a
+        next observation, each has its reward and its running single-agent episode, only they
+        have done flags (besides `"__all__"`) and nothing hangs."""
         if (
-            self._hanging_actions_end
+            not observations
+            or self._hanging_actions_end
             or self._hanging_rewards_end
             or self._hanging_rewards_begin
             or observations.keys() != actions.keys()
             or not rewards.keys() <= observations.keys()
-            or any(terminateds.values())
-            or any(truncateds.values())
         ):
             return False
         agent_episodes = self.agent_episodes
@@ -306,46 +356,98 @@ class MultiAgentEpisode:
                 or agent_id not in rewards
             ):
                 return False
+        for flags in (terminateds, truncateds):
+            if len(flags) != len(observations) + 1 or ALL_AGENTS not in flags:
+                for agent_id in flags:
+                    if agent_id not in observations and agent_id != ALL_AGENTS:
+                        return False
+            else:  # the usual layout: every acting agent and "__all__"
+                for agent_id in observations:
+                    if agent_id not in flags:
+                        return False
+        return True
+
+    def _record_plain_step(
+        self,
+        observations: MultiAgentDict,
+        actions: MultiAgentDict,
+        rewards: MultiAgentDict,
+        infos: MultiAgentDict,
+        terminateds: MultiAgentDict,
+        truncateds: MultiAgentDict,
+        action_logps: MultiAgentDict | None,
+        action_dist_inputs: MultiAgentDict | None,
+        extra_model_outputs: MultiAgentDict | None = None,
+    ) -> None:
+        """Records a step `_is_plain_step` accepted: each agent's model outputs are its
+        `action_logps` and `action_dist_inputs` entries or, without those, its
+        `extra_model_outputs` dict."""
         self.env_t += 1
-        self.is_terminated = self.is_truncated = False
+        agent_episodes = self.agent_episodes
+        # As the general path: "__all__" ends the episode, and so does every agent being done
+        # (then each agent of this step ends as terminated).
+        all_terminated = bool(terminateds.get(ALL_AGENTS, False))
+        all_truncated = bool(truncateds.get(ALL_AGENTS, False))
+        ending = any(terminateds.values()) or any(truncateds.values())
+        if ending and not all_terminated:
+            all_terminated = all(
+                episode.is_terminated
+                or episode.is_truncated
+                or terminateds.get(agent_id, False)
+                or truncateds.get(agent_id, False)
+                for agent_id, episode in agent_episodes.items()
+            )
+        self.is_terminated = all_terminated
+        self.is_truncated = all_truncated
         mappings = self.env_t_to_agent_t
-        for agent_id, mapping in mappings.items():
-            if agent_id not in observations:
-                mapping.append(self.SKIP_ENV_TS_TAG)
+        if len(mappings) != len(observations):
+            for agent_id, mapping in mappings.items():
+                if agent_id not in observations:
+                    mapping.append(self.SKIP_ENV_TS_TAG)
         agent_t_started = self.agent_t_started
+        terminated = truncated = False
         for agent_id, observation in observations.items():
             episode = agent_episodes[agent_id]
             info = infos.get(agent_id)
-            outputs = extra_model_outputs.get(agent_id)
-            if outputs is not None and outputs.keys() == _SAMPLED_OUTPUTS:
-                # The two model outputs of PPO's and DQN's sampling: the single-agent
-                # episode's own fast path (one append per column, the same record).
-                episode.record_sampled_step(
-                    observation,
-                    actions[agent_id],
-                    rewards[agent_id],
-                    {} if info is None else info,
-                    False,
-                    False,
-                    outputs[ACTION_LOGP],
-                    outputs[ACTION_DIST_INPUTS],
-                )
+            if ending:
+                terminated = bool(terminateds.get(agent_id, False)) or all_terminated
+                truncated = bool(truncateds.get(agent_id, False)) or all_truncated
+            if action_logps is not None and action_dist_inputs is not None:
+                logp, dist_inputs = action_logps[agent_id], action_dist_inputs[agent_id]
             else:
-                episode.add_env_step(
-                    observation=observation,
-                    action=actions[agent_id],
-                    reward=rewards[agent_id],
-                    infos=info,
-                    terminated=False,
-                    truncated=False,
-                    extra_model_outputs=outputs,
-                )
+                outputs = None if extra_model_outputs is None else extra_model_outputs.get(agent_id)
+                if outputs is None or outputs.keys() != _SAMPLED_OUTPUTS:
+                    episode.add_env_step(
+                        observation=observation,
+                        action=actions[agent_id],
+                        reward=rewards[agent_id] or 0.0,
+                        infos=info,
+                        terminated=terminated,
+                        truncated=truncated,
+                        extra_model_outputs=outputs,
+                    )
+                    mappings[agent_id].append(
+                        episode.t - episode.t_started + agent_t_started[agent_id]
+                    )
+                    continue
+                logp, dist_inputs = outputs[ACTION_LOGP], outputs[ACTION_DIST_INPUTS]
+            # The two model outputs of PPO's and DQN's sampling: the single-agent episode's
+            # own fast path (one append per column, the same record).
+            episode.record_sampled_step(
+                observation,
+                actions[agent_id],
+                rewards[agent_id] or 0.0,  # (a zero reward as the general path records it)
+                {} if info is None else info,
+                terminated,
+                truncated,
+                logp,
+                dist_inputs,
+            )
             # One item appended to each column: the episode stays valid (no validate() here).
             mappings[agent_id].append(episode.t - episode.t_started + agent_t_started[agent_id])
         self._last_step_time = time.perf_counter()
         if self._start_time is None:
             self._start_time = self._last_step_time
-        return True
 
     def _record_agent_step(
         self,

@@ -33,8 +33,9 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
+from trainer.core.nn import Categorical, act_small_rows
 from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_env import MultiAgentEnv
@@ -123,6 +124,13 @@ class _ModuleActions:
         self.rng = rng
         self.config = config
         self.numpy_default = isinstance(module, FlatParameterModule)
+        #: Categorical sampling through plain StochasticSampling (PPO's default): drawn on
+        #: Python lists for small batches, past the exploration's random steps.
+        self.categorical_sampling = (
+            self.numpy_default
+            and getattr(module, "dist", None) is Categorical
+            and type(exploration) is StochasticSampling
+        )
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -134,6 +142,15 @@ class _ModuleActions:
             spaces = module.spaces
             obs = spaces.preprocess(_stack(obs_rows))
             dist_inputs = module.dist_inputs(obs)
+            if (
+                self.categorical_sampling
+                and dist_inputs.size <= Categorical.SMALL
+                and dist_inputs.ndim == 2
+                and (not explore or timestep >= self.exploration.random_timesteps)
+            ):
+                # What the general path below computes, without the arrays in between.
+                acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
+                return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
                 timestep=timestep,
@@ -142,9 +159,7 @@ class _ModuleActions:
             env_actions = module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
-            acted = _rows(actions)
-            for_env = acted if env_actions is actions else _rows(env_actions)
-            return acted, for_env, logp.tolist(), dist_inputs
+            return _rows(actions), _env_rows(env_actions), logp.tolist(), dist_inputs
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
         if ACTIONS in out:
@@ -152,7 +167,7 @@ class _ModuleActions:
             logp = out.get(ACTION_LOGP)
             return (
                 _rows(actions),
-                _rows(actions),
+                _env_rows(actions),
                 None if logp is None else np.asarray(logp).tolist(),
                 out.get(ACTION_DIST_INPUTS),
             )
@@ -171,7 +186,7 @@ class _ModuleActions:
         dist = dist_cls.from_logits(dist_inputs)
         actions = dist.sample() if explore else dist.to_deterministic().sample()
         logp = np.asarray(dist.logp(actions), dtype=np.float32)
-        return _rows(actions), _rows(actions), logp.tolist(), dist_inputs
+        return _rows(actions), _env_rows(actions), logp.tolist(), dist_inputs
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
@@ -197,9 +212,17 @@ def _stack(rows: list[Any]) -> Any:
 
 
 def _rows(batch: np.ndarray) -> list[Any]:
-    """A batch's rows: Python scalars for a 1-D batch, arrays otherwise."""
+    """A batch's rows as the episodes record them: Python scalars for a 1-D batch, arrays
+    otherwise."""
     batch = np.asarray(batch)
     return batch.tolist() if batch.ndim == 1 else list(batch)
+
+
+def _env_rows(batch: np.ndarray) -> list[Any]:
+    """A batch's rows as the envs get them (RLlib's unbatched actions): numpy scalars for a
+    1-D batch, arrays otherwise. (A Discrete space checks a numpy integer faster than an
+    int: a sixth of a MultiAgentCartPole step was that check.)"""
+    return list(np.asarray(batch))
 
 
 class MultiAgentEnvRunner(RunnerSetup):
@@ -579,13 +602,18 @@ class MultiAgentEnvRunner(RunnerSetup):
         acting = {index: self._agents_to_act(index) for index in indices}
         actions: dict[int, dict] = {index: {} for index in indices}
         env_actions: dict[int, dict] = {index: {} for index in indices}
-        outputs: dict[int, dict] = {index: {} for index in indices}
+        # PPO's and DQN's model outputs (log-prob and distribution inputs per agent), or,
+        # once a module returns anything else, every agent's outputs as one dict.
+        logps: dict[int, dict] = {index: {} for index in indices}
+        dist_inputs: dict[int, dict] = {index: {} for index in indices}
+        outputs: dict[int, dict] | None = None
         if random_actions:
             for index, agents in acting.items():
                 sub_env = env.envs[index].unwrapped
                 for agent_id in agents:
                     action = sub_env.get_action_space(agent_id).sample()
                     actions[index][agent_id] = env_actions[index][agent_id] = action
+            outputs = {index: {} for index in indices}
         else:
             # Rows of every module across the sub-envs: one forward pass per module.
             rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
@@ -597,44 +625,50 @@ class MultiAgentEnvRunner(RunnerSetup):
                         module_id = modules[agent_id] = self._module_of(index, agent_id)
                     rows[module_id].append((index, agent_id))
             last_obs = self._last_obs
+            others: list[tuple[list[tuple[int, Any]], Any, Any]] = []
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
-                acted, for_env, logp, dist_inputs = self._actors[module_id](
+                acted, for_env, logp, module_dist_inputs = self._actors[module_id](
                     obs_rows, explore, self.global_timestep
                 )
-                if logp is not None and dist_inputs is not None:  # PPO's and DQN's outputs
-                    for k, (index, agent_id) in enumerate(where):
-                        actions[index][agent_id] = acted[k]
-                        env_actions[index][agent_id] = for_env[k]
-                        outputs[index][agent_id] = {
-                            ACTION_LOGP: logp[k],
-                            ACTION_DIST_INPUTS: dist_inputs[k],
-                        }
-                    continue
                 for k, (index, agent_id) in enumerate(where):
                     actions[index][agent_id] = acted[k]
                     env_actions[index][agent_id] = for_env[k]
-                    extra = {}
-                    if logp is not None:
-                        extra[ACTION_LOGP] = logp[k]
-                    if dist_inputs is not None:
-                        extra[ACTION_DIST_INPUTS] = dist_inputs[k]
-                    outputs[index][agent_id] = extra
+                if logp is not None and module_dist_inputs is not None:
+                    for k, (index, agent_id) in enumerate(where):
+                        logps[index][agent_id] = logp[k]
+                        dist_inputs[index][agent_id] = module_dist_inputs[k]
+                else:
+                    others.append((where, logp, module_dist_inputs))
+            if others:
+                outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
             obs, rewards, terminateds, truncateds, infos = env.envs[index].step(env_actions[index])
-            episode.add_env_step(
-                observations=obs,
-                actions=actions[index],
-                rewards=rewards,
-                infos=infos,
-                terminateds=terminateds,
-                truncateds=truncateds,
-                extra_model_outputs=outputs[index],
-            )
+            if outputs is None:
+                episode.add_sampled_env_step(
+                    obs,
+                    actions[index],
+                    rewards,
+                    infos,
+                    terminateds,
+                    truncateds,
+                    logps[index],
+                    dist_inputs[index],
+                )
+            else:
+                episode.add_env_step(
+                    observations=obs,
+                    actions=actions[index],
+                    rewards=rewards,
+                    infos=infos,
+                    terminateds=terminateds,
+                    truncateds=truncateds,
+                    extra_model_outputs=outputs[index],
+                )
             self._last_obs[index] = obs
             self._last_done[index] = (
                 {
@@ -663,6 +697,32 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.global_timestep += env_steps
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
+
+    @staticmethod
+    def _outputs_per_agent(
+        indices: Any,
+        logps: dict[int, dict],
+        dist_inputs: dict[int, dict],
+        others: list[tuple[list[tuple[int, Any]], Any, Any]],
+    ) -> dict[int, dict]:
+        """Every acting agent's model outputs as one dict (`extra_model_outputs`), for a step
+        in which a module (a user's RLModule) returned other than PPO's and DQN's two."""
+        outputs: dict[int, dict] = {index: {} for index in indices}
+        for index in indices:
+            for agent_id, logp in logps[index].items():
+                outputs[index][agent_id] = {
+                    ACTION_LOGP: logp,
+                    ACTION_DIST_INPUTS: dist_inputs[index][agent_id],
+                }
+        for where, logp, module_dist_inputs in others:
+            for k, (index, agent_id) in enumerate(where):
+                extra = {}
+                if logp is not None:
+                    extra[ACTION_LOGP] = logp[k]
+                if module_dist_inputs is not None:
+                    extra[ACTION_DIST_INPUTS] = module_dist_inputs[k]
+                outputs[index][agent_id] = extra
+        return outputs
 
     def _module_of(self, index: int, agent_id: Any) -> Any:
         """The module of `agent_id` in sub-env `index`'s episode (its `module_for`)."""
