@@ -1,0 +1,21 @@
+"""Torch as a framework (the `torch` extra): `TorchRLModule`, RLlib's torch action
+distributions, the default torch modules and the torch learners.
+
+Nothing here is imported unless a config asks for torch (`framework("torch")`, a
+`TorchRLModule` subclass in an `RLModuleSpec`, a torch learner class) or a script imports RLlib's
+torch paths: a run on the numpy modules never imports torch. Weights cross processes as numpy
+arrays (`get_state()`), and checkpoints hold them as arrays in msgpack (no pickle).
+"""
+
+from __future__ import annotations
+
+
+def require_torch(what: str) -> None:
+    """Raises ImportError naming `what` and the extra to install when torch is missing."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"{what} needs torch, which is not installed: pip install -e '.[torch]' (a CPU "
+            "build: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+        ) from None
