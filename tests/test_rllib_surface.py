@@ -29,7 +29,7 @@ def test_no_effect_settings_warn_once_at_build_naming_setting_and_why():
         .env_runners(num_cpus_per_env_runner=3)
         .learners(num_learners=0, num_gpus_per_learner=1)
         .resources(num_gpus=2)
-        .framework("torch")
+        .framework("tf2")
         .reporting(log_gradients=False)
     )
     with pytest.warns(IgnoredSettingWarning) as caught:
@@ -39,7 +39,7 @@ def test_no_effect_settings_warn_once_at_build_naming_setting_and_why():
     assert any("num_cpus_per_env_runner=3" in m and "Ray" in m for m in messages)
     assert any("num_gpus_per_learner=1" in m and "GPU" in m for m in messages)
     assert any("num_gpus=2" in m for m in messages)
-    assert any("framework('torch')" in m and "numpy" in m for m in messages)
+    assert any("framework('tf2')" in m and "numpy" in m for m in messages)
     assert len(messages) == 4  # num_learners=0 and log_gradients mean what runs here
 
 

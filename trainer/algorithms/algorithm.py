@@ -332,7 +332,8 @@ class Algorithm(OldAlgorithmNames):
             raise KeyError(
                 f"get_module({module_id!r}): there is one module here, {DEFAULT_MODULE_ID!r}"
             )
-        return self.learner.module
+        # A torch module itself, not the view the samplers and the algorithm use.
+        return getattr(self.learner.module, "rl_module", self.learner.module)
 
     # -- modules added and removed at run time (self-play) -----------------------------------
     def add_module(

@@ -197,6 +197,16 @@ def _is_space_or_none(v: Any) -> str | None:
     return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
 
 
+def _is_torch_module_class(module_class: Any) -> bool:
+    """Whether `module_class` is a `TorchRLModule` subclass (checked without importing torch:
+    a class that subclasses it was made with torch imported)."""
+    if not isinstance(module_class, type) or "trainer.torch_rl.rl_module" not in sys.modules:
+        return False
+    from trainer.torch_rl.rl_module import TorchRLModule
+
+    return issubclass(module_class, TorchRLModule)
+
+
 def _is_env_runner_class(v: Any) -> str | None:
     from trainer.runners.env_runner import EnvRunner
 
@@ -737,8 +747,9 @@ class AlgorithmConfig(OldConfigNames):
                 "framework_str": (
                     "numpy",
                     one_of("numpy", "torch", "tf2", "tf"),
-                    "the networks are numpy here; RLlib's names are accepted, with a "
-                    "warning at build",
+                    "numpy (the default numpy modules and learners) or torch (torch "
+                    "RLModules and learners, the torch extra); tf2 and tf are accepted "
+                    "with a warning at build and run on numpy",
                 ),
             },
         ),
@@ -1238,6 +1249,9 @@ class AlgorithmConfig(OldConfigNames):
             "the same on the EnvRunners and the learner)",
             "learner_only": "the default module here always runs on the EnvRunners too",
         }
+        if _is_torch_module_class(spec.module_class):
+            refusals.pop("module_class")  # a TorchRLModule runs on the EnvRunners and learns
+            refusals.pop("inference_only")
         for field_name, why in refusals.items():
             value = getattr(spec, field_name)
             if value not in (None, False):
@@ -1607,11 +1621,70 @@ class AlgorithmConfig(OldConfigNames):
             return dict(self.exploration_config)
         return {**self._default_exploration_config(), **self.exploration_config}
 
-    def build_module(self, spaces: Any, seed: int | None = None) -> Any:
-        """The RL module (networks) this algorithm's EnvRunners and learner use."""
+    def build_module(
+        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
+    ) -> Any:
+        """The RL module (networks) this algorithm's EnvRunners and learner use: the numpy
+        default module, or with torch (`uses_torch`) a view of the spec's or the default
+        torch module (`inference_only`: the EnvRunners' copy)."""
+        if self.uses_torch:
+            return self._build_torch_module(spaces, seed, inference_only)
         from trainer.core.models import PolicyModule
 
         return PolicyModule(spaces, self.model, seed=seed)
+
+    # -- torch ---------------------------------------------------------------------------------
+    @property
+    def uses_torch(self) -> bool:
+        """Whether the networks and learners are torch's: `framework("torch")`, or a
+        `TorchRLModule` subclass in `rl_module(rl_module_spec=...)`."""
+        return self.framework_str == "torch" or _is_torch_module_class(
+            getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        )
+
+    def default_torch_module_class(self) -> type:
+        """The class of this algorithm's default torch module (RLlib's
+        DefaultPPOTorchRLModule for PPO)."""
+        from trainer.torch_rl import require_torch
+
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+
+        return DefaultPPOTorchRLModule
+
+    def _check_torch_config(self, name: str) -> None:
+        """Raises ConfigError for a torch config that cannot run: torch not installed, or
+        torch modules in a multi-agent config."""
+        try:
+            from trainer.torch_rl import require_torch
+
+            require_torch(f"{name}.framework('torch')")
+        except ImportError as error:
+            raise ConfigError(str(error)) from None
+        if self.is_multi_agent:
+            raise ConfigError(
+                f"{name}: framework={self.framework_str!r} in a multi-agent config: torch "
+                "modules train in single-agent runs here; multi-agent runs use the numpy "
+                "modules (framework('numpy'))"
+            )
+
+    def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
+        from trainer.torch_rl import require_torch
+
+        require_torch(f"{type(self).__name__}: a torch RLModule")
+        from trainer.torch_rl.runner_view import build_torch_module
+
+        spec = self.__dict__.get("rl_module_spec")
+        module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
+        return build_torch_module(
+            module_class,
+            spaces,
+            self.model,
+            observation_space=getattr(spec, "observation_space", None),
+            action_space=getattr(spec, "action_space", None),
+            inference_only=inference_only,
+            seed=seed,
+        )
 
     def evaluation(
         self,
@@ -1684,9 +1757,10 @@ class AlgorithmConfig(OldConfigNames):
         return eval_config.freeze()
 
     def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
-        """Accepted so RLlib scripts run unchanged: the learners are numpy whatever is named
-        (`build()` warns once for "torch", "tf2" or "tf"). TF and torch options are accepted
-        with a warning at build when set."""
+        """The networks' framework: "numpy" (the default numpy modules and learners) or
+        "torch" (RLlib's default torch modules and torch learners; the torch extra). "tf2"
+        and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
+        warns once). TF and torch options are accepted with a warning at build when set."""
         self._reject_unknown("framework", unknown, ["framework"])
         return self._set("framework", {"framework_str": framework})
 
@@ -1926,11 +2000,11 @@ class AlgorithmConfig(OldConfigNames):
             for name in RAY_RESOURCE_SETTINGS:
                 given.pop(name, None)
         messages = warn_ignored(type(self).__name__, given, self._rllib_rules())
-        if self.framework_str != "numpy":
+        if self.framework_str not in ("numpy", "torch"):
             message = (
                 f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "
-                "the networks and learners are numpy here (torch or TF models, "
-                "custom RLModules and GPUs are not available)"
+                "the networks and learners are numpy here (or torch, with "
+                "framework('torch')); TensorFlow is not available"
             )
             warnings.warn(message, IgnoredSettingWarning, stacklevel=2)
             messages.append(message)
@@ -1958,6 +2032,8 @@ class AlgorithmConfig(OldConfigNames):
         ):
             # Before any EnvRunner starts (an env from a creator: when the runner makes it).
             raise ConfigError(f"{name}: {multi_agent_env_needs_policies(self.env.__qualname__)}")
+        if self.uses_torch:
+            self._check_torch_config(name)
         try:
             check_model_config(self.model, setting=f"{name} model config")
         except ValueError as error:

@@ -169,7 +169,7 @@ def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
     module = algorithm.learner.module
     items = module.items() if hasattr(module, "items") else [(DEFAULT_MODULE_ID, module)]
     for module_id, sub in items:
-        multi.add_module(module_id, sub)
+        multi.add_module(module_id, getattr(sub, "rl_module", sub))  # a torch module's view
     return multi
 
 

@@ -470,17 +470,22 @@ class FlatParameterModule(RLModuleAPI):
             param[...] = weights[name]
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
-        """Module actions as the env takes them. For Box spaces with `normalize`, the module acts
-        in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
-        low, high = self.spaces.action_low, self.spaces.action_high
-        if self.spaces.action_discrete_n is not None or low is None or high is None:
-            return actions  # Discrete (only Box spaces record bounds)
-        bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
-        if normalize and bounded:
-            return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
-        if clip:
-            return np.clip(actions, low, high)
-        return actions
+        """Module actions as the env takes them (see `env_actions`)."""
+        return env_actions(self.spaces, actions, normalize=normalize, clip=clip)
+
+
+def env_actions(spaces: SpaceInfo, actions: np.ndarray, *, normalize: bool, clip: bool) -> Any:
+    """A module's actions as the env takes them. For Box spaces with `normalize`, the module
+    acts in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
+    low, high = spaces.action_low, spaces.action_high
+    if spaces.action_discrete_n is not None or low is None or high is None:
+        return actions  # Discrete (only Box spaces record bounds)
+    bounded = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
+    if normalize and bounded:
+        return low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
+    if clip:
+        return np.clip(actions, low, high)
+    return actions
 
 
 class PolicyModule(FlatParameterModule):

@@ -327,7 +327,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._build_env_to_module()
         if self.spaces is None:
             raise ValueError("an EnvRunner without env needs the spaces")
-        self.module = config.build_module(self.spaces, seed=seed)
+        self.module = config.build_module(self.spaces, seed=seed, inference_only=True)
         self.exploration = make_exploration(
             config.get_exploration_config(),
             self.spaces.action_space(),
@@ -1176,7 +1176,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         """Builds the runner's policy module anew from its config (fresh weights: the next
         weight sync brings the learner's)."""
         assert self.spaces is not None, "__init__ sets the spaces"
-        self.module = self.config.build_module(self.spaces, seed=self.config.seed)
+        self.module = self.config.build_module(
+            self.spaces, seed=self.config.seed, inference_only=True
+        )
 
     @property
     def callbacks(self) -> Any:
@@ -1403,7 +1405,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             observations = self._obs if self._env_to_module is None else self._module_obs
             spaces = self.spaces
             assert spaces is not None, "__init__ sets the spaces"
-            dist_inputs = self.module.dist_inputs(spaces.preprocess(observations))
+            obs_batch = spaces.preprocess(observations)
+            if self.module.framework is None:  # a numpy module: one forward for every phase
+                dist_inputs = self.module.dist_inputs(obs_batch)
+            else:  # a torch module's view: forward_exploration or forward_inference
+                dist_inputs = self.module.dist_inputs(obs_batch, explore=explore)
             actions, logp = self.exploration.get_exploration_action(
                 action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
                 timestep=self.global_timestep,

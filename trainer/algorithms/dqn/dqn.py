@@ -260,6 +260,12 @@ class DQNConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
+        if self.uses_torch:
+            raise ConfigError(
+                f"DQNConfig: framework={self.framework_str!r} with a torch module: DQN's "
+                "learner is numpy here (torch modules train with PPO); use "
+                "framework('numpy') and configure the Q network with model_config"
+            )
         n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
         if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
             raise ConfigError(
@@ -303,7 +309,9 @@ class DQNConfig(AlgorithmConfig):
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {"dueling": self.dueling}
 
-    def build_module(self, spaces: Any, seed: int | None = None) -> Any:
+    def build_module(
+        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
+    ) -> Any:
         from trainer.algorithms.dqn.q_module import QModule
 
         return QModule(spaces, self.model, dueling=self.dueling, seed=seed)

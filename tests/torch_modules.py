@@ -1,0 +1,39 @@
+"""A user's own TorchRLModule, as RLlib's docs write one: built in `setup()`, `_forward`
+returning the action-distribution inputs, the value function through `ValueFunctionAPI`, and
+the value head left out of inference-only copies (`InferenceOnlyAPI`). Importable by EnvRunner
+processes: the tests directory travels on their import path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
+from trainer.torch_rl.rl_module import TorchRLModule
+
+
+class TwoHeadedTorchModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
+    """A shared tanh layer of `model_config["hidden"]` units (default 32), a policy head and a
+    value head."""
+
+    def setup(self) -> None:
+        hidden = int((self.model_config or {}).get("hidden", 32))
+        n_inputs = int(self.observation_space.shape[0])
+        self.body = nn.Sequential(nn.Linear(n_inputs, hidden), nn.Tanh())
+        self.pi = nn.Linear(hidden, int(self.action_space.n))
+        self.vf = nn.Linear(hidden, 1)
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        embeddings = self.body(batch[Columns.OBS].float())
+        return {Columns.ACTION_DIST_INPUTS: self.pi(embeddings), Columns.EMBEDDINGS: embeddings}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        if embeddings is None:
+            embeddings = self.body(batch[Columns.OBS].float())
+        return self.vf(embeddings).squeeze(-1)
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return ["vf"]

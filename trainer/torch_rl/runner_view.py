@@ -1,0 +1,217 @@
+"""`TorchModuleView`: a torch RLModule as the EnvRunners and the Algorithm use a module.
+
+The samplers and the Algorithm speak numpy to a module: a batch of preprocessed observations in,
+action-distribution inputs out (`dist_inputs`), actions drawn by the config's exploration from a
+distribution class with `act(inputs, rng, explore)` / `logp(inputs, actions)` (`dist`), weights
+as `{name: array}` (`get_weights` / `check_weights` / `set_weights`), values for the learner's
+advantages (`values`). The view answers those questions for a `TorchRLModule`:
+
+    numpy obs --torch.from_numpy--> rl_module.forward_exploration({"obs": tensor})
+              <--.numpy()---------- {"action_dist_inputs": tensor}
+
+RLlib's own distributions (TorchCategorical, TorchDiagGaussian) are drawn from by their numpy
+twins with the runner's seeded numpy generator (the same draws as the numpy modules make); any
+other TorchDistribution class is drawn from in torch (`TorchDistributionActions`).
+
+The weights the EnvRunners receive are the module's inference-only state
+(`get_state(inference_only=True)`): a module with `InferenceOnlyAPI` sends no value-function
+weights to the samplers, as in RLlib.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.compat.rllib_utils import Columns
+from trainer.core.models import SpaceInfo, env_actions
+from trainer.core.nn import Categorical, DiagGaussian
+from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
+from trainer.util.state_checks import StateError, require_map
+
+
+class TorchDistributionActions:
+    """A TorchDistribution class as the samplers' exploration uses a distribution class:
+    `act(inputs, rng, explore)` -> (actions, log-probs) and `logp(inputs, actions)`, numpy in
+    and out. Draws come from torch's generator (`rng` is not used: a torch distribution samples
+    with torch's)."""
+
+    def __init__(self, dist_class: Any):
+        self.dist_class = dist_class
+
+    def act(self, inputs: np.ndarray, rng: Any, explore: bool) -> tuple[np.ndarray, np.ndarray]:
+        with torch.no_grad():
+            dist = self.dist_class.from_logits(torch.from_numpy(np.asarray(inputs)))
+            if not explore:
+                dist = dist.to_deterministic()
+            actions = dist.sample()
+            logp = dist.logp(actions) if explore else torch.zeros(len(inputs))
+        return actions.numpy(), logp.numpy().astype(np.float32)
+
+    def logp(self, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            dist = self.dist_class.from_logits(torch.from_numpy(np.asarray(inputs)))
+            return dist.logp(torch.as_tensor(actions)).numpy().astype(np.float32)
+
+
+def sampling_distribution(dist_class: Any) -> Any:
+    """The distribution class the samplers draw with for a module's TorchDistribution class:
+    the numpy twin of RLlib's Categorical and DiagGaussian, else the class itself in torch."""
+    from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
+
+    if dist_class is TorchCategorical:
+        return Categorical
+    if dist_class is TorchDiagGaussian:
+        return DiagGaussian
+    return TorchDistributionActions(dist_class)
+
+
+class TorchModuleView:
+    """A `TorchRLModule` (`rl_module`) with the numpy interface of the default numpy modules
+    (see the module docstring). `spaces`: what the samplers preprocess observations and map
+    actions with."""
+
+    framework = "torch"
+    inference_only = False
+    learner_only = False
+
+    def __init__(self, rl_module: TorchRLModule, spaces: SpaceInfo):
+        self.rl_module = rl_module
+        self.spaces = spaces
+        self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls())
+        self.inference_dist = sampling_distribution(rl_module.get_inference_action_dist_cls())
+        #: The state keys the EnvRunners receive (the inference-only state's), and all keys.
+        self._weight_shapes = {
+            key: value.shape for key, value in rl_module.get_state(inference_only=True).items()
+        }
+        self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}
+
+    @property
+    def observation_space(self) -> Any:
+        return self.rl_module.observation_space
+
+    @property
+    def action_space(self) -> Any:
+        return self.rl_module.action_space
+
+    @property
+    def model_config(self) -> Any:
+        return self.rl_module.model_config
+
+    # -- sampling ------------------------------------------------------------------------------
+    def dist_inputs(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
+        """The module's action-distribution inputs for a batch of observations
+        (`forward_exploration`, or `forward_inference` without `explore`)."""
+        out = (
+            self.forward_exploration({Columns.OBS: obs})
+            if explore
+            else self.forward_inference({Columns.OBS: obs})
+        )
+        inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        if inputs is None:
+            phase = "exploration" if explore else "inference"
+            raise ValueError(
+                f"{type(self.rl_module).__name__}.forward_{phase}() returned {sorted(out)}: "
+                f"the EnvRunners need {Columns.ACTION_DIST_INPUTS!r} (the inputs of the "
+                "module's action distribution class)"
+            )
+        return np.asarray(inputs, dtype=np.float32)
+
+    def values(self, obs: np.ndarray) -> np.ndarray:
+        """The value function's predictions (`compute_values`) for a batch of observations."""
+        with torch.no_grad():
+            values = self.rl_module.compute_values(  # type: ignore[attr-defined]
+                {Columns.OBS: torch.from_numpy(np.ascontiguousarray(obs))}
+            )
+        return np.asarray(to_numpy(values), dtype=np.float32).reshape(len(obs))
+
+    def forward_inference(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """`rl_module.forward_inference` on a numpy batch, its outputs as numpy."""
+        with torch.no_grad():
+            return to_numpy(self.rl_module.forward_inference(to_tensor(batch)))
+
+    def forward_exploration(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """`rl_module.forward_exploration` on a numpy batch, its outputs as numpy."""
+        with torch.no_grad():
+            return to_numpy(self.rl_module.forward_exploration(to_tensor(batch)))
+
+    def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
+        return env_actions(self.spaces, actions, normalize=normalize, clip=clip)
+
+    # -- weights -------------------------------------------------------------------------------
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The weights the EnvRunners sample with: the inference-only state."""
+        return self.rl_module.get_state(inference_only=True)
+
+    def check_weights(self, weights: Any, where: str = "weights") -> None:
+        """Raises `StateError` unless `weights` holds at least the inference-only state's
+        arrays and nothing the module lacks, each of its shape and kind."""
+        require_map(weights, where, self._weight_shapes)
+        extra = sorted(set(weights) - set(self._state_shapes))
+        if extra:
+            raise StateError(where, f"has weights this module lacks: {extra[:4]}")
+        own = self.rl_module.state_dict()
+        for key, value in weights.items():
+            if not isinstance(value, np.ndarray):
+                raise StateError(f"{where}[{key!r}]", f"expected an array, got {type(value)}")
+            if value.shape != self._state_shapes[key]:
+                raise StateError(
+                    f"{where}[{key!r}]",
+                    f"has shape {value.shape}, the module's is {tuple(self._state_shapes[key])}",
+                )
+            if value.dtype.kind != np.dtype(str(own[key].dtype).replace("torch.", "")).kind:
+                raise StateError(
+                    f"{where}[{key!r}]",
+                    f"has dtype {value.dtype}, the module's is {own[key].dtype}",
+                )
+            if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+                raise StateError(f"{where}[{key!r}]", "has non-finite values")
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.check_weights(weights)
+        self.rl_module.set_state(weights)
+
+    def parameter_names(self) -> list[str]:
+        """Every state entry's name (the whole module, value function included)."""
+        return list(self._state_shapes)
+
+    def parameters(self) -> list[np.ndarray]:
+        state = self.rl_module.get_state()
+        return [state[name] for name in self._state_shapes]
+
+    def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.rl_module.get_state(*args, **kwargs)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.rl_module.set_state(state)
+
+
+def build_torch_module(
+    module_class: type,
+    spaces: SpaceInfo,
+    model_config: dict,
+    *,
+    observation_space: Any = None,
+    action_space: Any = None,
+    inference_only: bool = False,
+    seed: int | None = None,
+) -> TorchModuleView:
+    """A view of a new `module_class` module for `spaces` (or the spaces given), its weights
+    initialised from `seed` (torch's global generator is left as it was)."""
+    kwargs = {
+        "observation_space": observation_space or spaces.observation_space(),
+        "action_space": action_space or spaces.action_space(),
+        "inference_only": inference_only,
+        "model_config": dict(model_config),
+    }
+    if seed is None:
+        module = module_class(**kwargs)
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = module_class(**kwargs)
+    if not isinstance(module, TorchRLModule):
+        raise TypeError(f"{module_class.__qualname__} is not a TorchRLModule")
+    return TorchModuleView(module, spaces)
