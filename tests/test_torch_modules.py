@@ -531,3 +531,22 @@ def test_rllib_torch_paths_import_these_classes():
     assert RLlibCategorical is TorchCategorical and OldPath is TorchDiagGaussian
     assert RLlibValueFunctionAPI is ValueFunctionAPI and RLlibIO is InferenceOnlyAPI
     assert RLlibTorchRLModule is TorchRLModule
+
+
+def test_default_model_config_checkpoints_as_a_dict(tmp_path):
+    module = _module(model_config=DefaultModelConfig(fcnet_hiddens=[8]))
+    assert isinstance(module.model_config, dict) and module.model_config["vf_share_layers"]
+    restored = DefaultPPOTorchRLModule.from_checkpoint(module.save_to_path(str(tmp_path / "m")))
+    assert hasattr(restored.encoder, "encoder")  # RLlib's shared default survives
+    assert set(restored.get_state()) == set(module.get_state())
+
+
+def test_numpy_float64_and_integer_observations_are_cast():
+    module = _module()
+    float32 = module.forward_inference({Columns.OBS: np.ones((2, 4), np.float32)})
+    for obs in (np.ones((2, 4)), np.ones((2, 4), np.int64)):
+        out = module.forward_inference({Columns.OBS: obs})
+        assert out[Columns.ACTION_DIST_INPUTS].dtype == torch.float32
+        torch.testing.assert_close(
+            out[Columns.ACTION_DIST_INPUTS], float32[Columns.ACTION_DIST_INPUTS]
+        )

@@ -25,6 +25,7 @@ out.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -228,7 +229,13 @@ class ObservationEncoding:
             return one_hot.to(torch.get_default_dtype())
         if len(self.shape) > 1:
             obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)
-        return obs if obs.is_floating_point() else obs.to(torch.get_default_dtype())
+        # Integer Boxes and float64 arrays (numpy's default) become the layers' float dtype.
+        if obs.dtype != torch.get_default_dtype() and obs.dtype not in (
+            torch.float16,
+            torch.bfloat16,
+        ):
+            obs = obs.to(torch.get_default_dtype())
+        return obs
 
 
 class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI):
@@ -246,6 +253,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 f"{where}: observation_space and action_space are required (got "
                 f"{self.observation_space}, {self.action_space})"
             )
+        if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
+            # A DefaultModelConfig: kept as the dict of all its fields (RLlib's modules hold
+            # a dict; checkpoints store it as plain data).
+            self.model_config = dataclasses.asdict(self.model_config)
         config = check_model_config(self.model_config or {}, setting="model_config")
         self._config = config
         self._encode_obs = ObservationEncoding(self.observation_space, where)
@@ -276,10 +287,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         self.vf = MLPHead(self.encoder.output_dim, 1, config)
 
     def _log_std_clip_param(self) -> float:
-        model_config = self.model_config
-        if isinstance(model_config, dict):
-            return float(model_config.get("log_std_clip_param", 20.0))
-        return float(getattr(model_config, "log_std_clip_param", 20.0))
+        return float((self.model_config or {}).get("log_std_clip_param", 20.0))
 
     # -- InferenceOnlyAPI ----------------------------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:
