@@ -550,3 +550,13 @@ def test_numpy_float64_and_integer_observations_are_cast():
         torch.testing.assert_close(
             out[Columns.ACTION_DIST_INPUTS], float32[Columns.ACTION_DIST_INPUTS]
         )
+
+
+def test_observations_follow_the_modules_dtype():
+    module = _module(obs_space=gym.spaces.Discrete(3), model_config={"fcnet_hiddens": [4]})
+    module.double()
+    out = module.forward_inference({Columns.OBS: np.array([0, 2])})
+    assert out[Columns.ACTION_DIST_INPUTS].dtype == torch.float64
+    box = _module().double()
+    values = box.compute_values({Columns.OBS: np.ones((3, 4), np.float32)})
+    assert values.dtype == torch.float64 and values.shape == (3,)

@@ -222,20 +222,16 @@ class ObservationEncoding:
                 "a 1-D (or 2-D, flattened) Box or a Discrete space"
             )
 
-    def __call__(self, obs: Any) -> torch.Tensor:
-        obs = torch.as_tensor(obs)
+    def __call__(self, obs: Any, like: torch.Tensor) -> torch.Tensor:
+        """`obs` (a tensor or an array) as the encoder's input, of the dtype and on the device
+        of `like` (a weight of the first layer): numpy's float64 and integer arrays become the
+        layers' floats, and a CPU batch follows a module moved to a GPU."""
+        obs = torch.as_tensor(obs, device=like.device)
         if self.discrete_n is not None:
-            one_hot = nn.functional.one_hot(obs.long(), self.discrete_n)
-            return one_hot.to(torch.get_default_dtype())
+            return nn.functional.one_hot(obs.long(), self.discrete_n).to(like.dtype)
         if len(self.shape) > 1:
             obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)
-        # Integer Boxes and float64 arrays (numpy's default) become the layers' float dtype.
-        if obs.dtype != torch.get_default_dtype() and obs.dtype not in (
-            torch.float16,
-            torch.bfloat16,
-        ):
-            obs = obs.to(torch.get_default_dtype())
-        return obs
+        return obs.to(like.dtype)
 
 
 class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI):
@@ -289,6 +285,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     def _log_std_clip_param(self) -> float:
         return float((self.model_config or {}).get("log_std_clip_param", 20.0))
 
+    def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
+        return self._encode_obs(batch[Columns.OBS], like=self.pi.net.mlp[0].weight)
+
     # -- InferenceOnlyAPI ----------------------------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:
         """The value head, and the value function's own encoder when it has one."""
@@ -296,11 +295,11 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     # -- forward passes ------------------------------------------------------------------------
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        features = self.encoder.encode_actor(self._encode_obs(batch[Columns.OBS]))
+        features = self.encoder.encode_actor(self._obs(batch))
         return {Columns.ACTION_DIST_INPUTS: self.pi(features)}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        actor_features, critic_features = self.encoder(self._encode_obs(batch[Columns.OBS]))
+        actor_features, critic_features = self.encoder(self._obs(batch))
         return {
             Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
             Columns.EMBEDDINGS: critic_features,
@@ -315,5 +314,5 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 "no value function (build it with inference_only=False)"
             )
         if embeddings is None:
-            embeddings = self.encoder.encode_critic(self._encode_obs(batch[Columns.OBS]))
+            embeddings = self.encoder.encode_critic(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)
