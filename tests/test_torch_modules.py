@@ -560,3 +560,20 @@ def test_observations_follow_the_modules_dtype():
     box = _module().double()
     values = box.compute_values({Columns.OBS: np.ones((3, 4), np.float32)})
     assert values.dtype == torch.float64 and values.shape == (3,)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_module_on_a_gpu_takes_numpy_batches_and_returns_cpu_state():
+    module = _module(action_space=BOX_ACTIONS).cuda()
+    out = module.forward_exploration({Columns.OBS: np.zeros((2, 4), np.float32)})
+    assert out[Columns.ACTION_DIST_INPUTS].device.type == "cuda"
+    state = module.get_state()
+    assert all(isinstance(value, np.ndarray) for value in state.values())
+    cpu_module = _module(action_space=BOX_ACTIONS)
+    cpu_module.set_state(state)
+    torch.testing.assert_close(
+        cpu_module.forward_exploration({Columns.OBS: np.zeros((2, 4), np.float32)})[
+            Columns.ACTION_DIST_INPUTS
+        ],
+        out[Columns.ACTION_DIST_INPUTS].cpu(),
+    )
