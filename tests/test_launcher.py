@@ -402,9 +402,9 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     assert tuner.value.capability == table.TUNE
     assert "ray.tune.Tuner" in str(tuner.value) and "later issue" in str(tuner.value)
 
-    with pytest.raises(RLlibNotAvailable) as torch_module:
-        from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: F401
-    assert torch_module.value.capability == table.TORCH
+    with pytest.raises(RLlibNotAvailable) as catalog:
+        from ray.rllib.core.models.catalog import Catalog  # noqa: F401
+    assert catalog.value.capability == table.TORCH
 
     from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it
 

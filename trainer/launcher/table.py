@@ -117,6 +117,25 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.rl_module.default_model_config": ("trainer.core.models",),
     "ray.rllib.core.rl_module.rl_module": ("trainer.core.rl_module", "trainer.core.models"),
     "ray.rllib.core.rl_module.multi_rl_module": ("trainer.core.multi_rl_module",),
+    # Torch modules and distributions (the `torch` extra; imported only when asked for).
+    "ray.rllib.core.rl_module.torch": ("trainer.torch_rl.rl_module",),
+    "ray.rllib.core.rl_module.torch.torch_rl_module": ("trainer.torch_rl.rl_module",),
+    "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
+    "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
+    "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
+        "trainer.torch_rl.default_ppo_module",
+    ),
+    "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
+    **{
+        f"ray.rllib.core.rl_module.apis.{name}": ("trainer.core.apis",)
+        for name in (
+            "value_function_api",
+            "inference_only_api",
+            "q_net_api",
+            "target_network_api",
+            "self_supervised_loss_api",
+        )
+    },
     # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     "ray.rllib.env": (
@@ -204,8 +223,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.learner": Unavailable(TORCH, "the built-in numpy learners of PPO and DQN"),
     "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
-    "ray.rllib.core.rl_module.torch": Unavailable(TORCH, _MODEL),
-    "ray.rllib.core.rl_module.apis": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.testing": Unavailable(TORCH),
     "ray.rllib.utils.torch_utils": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),

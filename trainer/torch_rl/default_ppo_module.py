@@ -1,0 +1,318 @@
+"""PPO's default torch module (RLlib's `DefaultPPOTorchRLModule`): an actor-critic MLP built from
+`model_config`, the network `framework("torch")` trains.
+
+The layout is RLlib's PPOCatalog's and the numpy `PolicyModule`'s for the same model config:
+
+- `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too). With
+  `vf_share_layers` one encoder (`encoder.encoder`) feeds both heads; without, the policy and the
+  value function each have one (`encoder.actor_encoder`, `encoder.critic_encoder`). An empty
+  `fcnet_hiddens` means no encoder layers: the heads read the observation.
+- `pi`: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a linear output of the
+  action distribution's inputs: logits (Discrete) or `[means, log_stds]` (Box, a diagonal
+  Gaussian; log-stds clipped to `log_std_clip_param`). With `free_log_std` the network outputs
+  the means only and `pi.log_std` is a parameter of its own.
+- `vf`: the same head layers with one linear output, the value.
+
+Weights start as torch's (and RLlib's) defaults unless the `*_initializer` keys name a
+`torch.nn.init` function (or give a callable, called on the weight tensor). Observations are
+1-D Boxes (a 2-D Box is flattened) or Discrete (one-hot encoded, as the numpy module does);
+image observations need convolutions, which this module does not build.
+
+The value function (`vf`, and `encoder.critic_encoder` when not shared) is left out of
+inference-only copies (the EnvRunners'), and `get_state(inference_only=True)` leaves its weights
+out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
+from trainer.core.models import check_model_config
+from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
+from trainer.torch_rl.rl_module import TorchRLModule
+
+#: RLlib's activation names (those the numpy networks know too) -> torch modules; "linear" adds
+#: no layer, as in RLlib's TorchMLP.
+_ACTIVATIONS: dict[str, type[nn.Module] | None] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "linear": None,
+    "swish": nn.SiLU,
+    "silu": nn.SiLU,
+    "elu": nn.ELU,
+    "sigmoid": nn.Sigmoid,
+}
+
+
+def _initializer(value: Any) -> Any:
+    """The torch initializer a (validated) model-config value names: a `torch.nn.init` function
+    for a name, the callable itself otherwise, None for torch's default."""
+    if value is None or callable(value):
+        return value
+    return getattr(nn.init, str(value).lower())
+
+
+class LayerInit:
+    """The kernel and bias initializers (with their kwargs) of one group of layers, read from
+    the model config keys `{prefix}_kernel_initializer`, `{prefix}_bias_initializer` and their
+    `_kwargs`."""
+
+    def __init__(self, model_config: dict, prefix: str) -> None:
+        self.kernel = _initializer(model_config[f"{prefix}_kernel_initializer"])
+        self.kernel_kwargs = model_config[f"{prefix}_kernel_initializer_kwargs"] or {}
+        self.bias = _initializer(model_config[f"{prefix}_bias_initializer"])
+        self.bias_kwargs = model_config[f"{prefix}_bias_initializer_kwargs"] or {}
+
+    def apply(self, layer: nn.Linear) -> None:
+        with torch.no_grad():
+            if self.kernel is not None:
+                self.kernel(layer.weight, **self.kernel_kwargs)
+            if self.bias is not None:
+                self.bias(layer.bias, **self.bias_kwargs)
+
+
+class TorchMLP(nn.Module):
+    """Linear layers, each followed by its activation (`mlp`, an `nn.Sequential`: RLlib's
+    TorchMLP layout). `activations[i]` follows layer i (None or "linear": nothing)."""
+
+    def __init__(
+        self,
+        dims: list[int],
+        activations: list[str | None],
+        inits: list[LayerInit],
+    ) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        for i in range(len(dims) - 1):
+            linear = nn.Linear(dims[i], dims[i + 1])
+            inits[i].apply(linear)
+            layers.append(linear)
+            activation = _ACTIVATIONS[activations[i] or "linear"]
+            if activation is not None:
+                layers.append(activation())
+        self.mlp = nn.Sequential(*layers)
+        self.output_dim = dims[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(x)
+
+
+class MLPEncoder(nn.Module):
+    """The `fcnet_*` layers (RLlib's TorchMLPEncoder: the network is `net`)."""
+
+    def __init__(self, input_dim: int, model_config: dict) -> None:
+        super().__init__()
+        hiddens = model_config["fcnet_hiddens"]
+        self.net = TorchMLP(
+            [input_dim] + hiddens,
+            [model_config["fcnet_activation"]] * len(hiddens),
+            [LayerInit(model_config, "fcnet")] * len(hiddens),
+        )
+        self.output_dim = hiddens[-1] if hiddens else input_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class ActorCriticEncoder(nn.Module):
+    """RLlib's actor-critic encoder: one shared `encoder`, or an `actor_encoder` and a
+    `critic_encoder`. `forward` returns `(actor features, critic features)`."""
+
+    def __init__(self, input_dim: int, model_config: dict) -> None:
+        super().__init__()
+        self.shared = bool(model_config["vf_share_layers"])
+        if self.shared:
+            self.encoder = MLPEncoder(input_dim, model_config)
+        else:
+            self.actor_encoder = MLPEncoder(input_dim, model_config)
+            self.critic_encoder = MLPEncoder(input_dim, model_config)
+        hiddens = model_config["fcnet_hiddens"]
+        self.output_dim = hiddens[-1] if hiddens else input_dim
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.shared:
+            features = self.encoder(x)
+            return features, features
+        return self.actor_encoder(x), self.critic_encoder(x)
+
+    def encode_actor(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x) if self.shared else self.actor_encoder(x)
+
+    def encode_critic(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x) if self.shared else self.critic_encoder(x)
+
+
+class MLPHead(nn.Module):
+    """A head (RLlib's TorchMLPHead, the network is `net`): `head_fcnet_*` hidden layers and a
+    linear output. With `clip_log_std` the output is `[means, log_stds]` and the log-stds are
+    clipped to `[-log_std_clip_param, log_std_clip_param]`; with `free_log_std` the network
+    outputs the means and `log_std` is a parameter (RLlib's TorchFreeLogStdMLPHead)."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        model_config: dict,
+        *,
+        clip_log_std: bool = False,
+        free_log_std: bool = False,
+        log_std_clip_param: float = 20.0,
+    ) -> None:
+        super().__init__()
+        hiddens = model_config["head_fcnet_hiddens"]
+        net_output = output_dim // 2 if free_log_std else output_dim
+        self.net = TorchMLP(
+            [input_dim] + hiddens + [net_output],
+            [model_config["head_fcnet_activation"]] * len(hiddens) + [None],
+            [LayerInit(model_config, "head_fcnet")] * (len(hiddens) + 1),
+        )
+        self.free_log_std = free_log_std
+        if free_log_std:
+            self.log_std = nn.Parameter(torch.zeros(net_output))
+        self.clip_log_std = clip_log_std
+        self.log_std_clip_param = float(log_std_clip_param)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x)
+        if self.free_log_std:
+            log_std = self.log_std.expand(out.shape)
+            if self.clip_log_std:
+                log_std = log_std.clamp(-self.log_std_clip_param, self.log_std_clip_param)
+            return torch.cat([out, log_std], dim=-1)
+        if self.clip_log_std:
+            means, log_stds = out.chunk(2, dim=-1)
+            log_stds = log_stds.clamp(-self.log_std_clip_param, self.log_std_clip_param)
+            return torch.cat([means, log_stds], dim=-1)
+        return out
+
+
+class ObservationEncoding:
+    """How observations of one space become the encoder's float input: a Box is flattened over
+    its own dimensions, a Discrete one-hot encoded. Image observations (3-D Boxes) are
+    refused: they need a convolutional encoder (`conv_filters`), which is not built here."""
+
+    def __init__(self, space: gym.Space, where: str) -> None:
+        if isinstance(space, gym.spaces.Discrete):
+            self.discrete_n: int | None = int(space.n)
+            self.shape: tuple[int, ...] = ()
+            self.dim = int(space.n)
+        elif isinstance(space, gym.spaces.Box) and len(space.shape) in (1, 2):
+            self.discrete_n = None
+            self.shape = tuple(space.shape)
+            self.dim = int(np.prod(space.shape))
+        elif isinstance(space, gym.spaces.Box) and len(space.shape) == 3:
+            raise ValueError(
+                f"{where}: observation_space={space} is an image (a 3-D Box); the MLP encoder "
+                "takes 1-D observations and a convolutional encoder (model_config "
+                "'conv_filters') is not built by the torch modules yet: flatten the "
+                "observations (gymnasium.wrappers.FlattenObservation) or use a custom "
+                "TorchRLModule"
+            )
+        else:
+            raise ValueError(
+                f"{where}: observation_space={space} is not supported: the MLP encoder takes "
+                "a 1-D (or 2-D, flattened) Box or a Discrete space"
+            )
+
+    def __call__(self, obs: Any, like: torch.Tensor) -> torch.Tensor:
+        """`obs` (a tensor or an array) as the encoder's input, of the dtype and on the device
+        of `like` (a weight of the first layer): numpy's float64 and integer arrays become the
+        layers' floats, and a CPU batch follows a module moved to a GPU."""
+        obs = torch.as_tensor(obs, device=like.device)
+        if self.discrete_n is not None:
+            return nn.functional.one_hot(obs.long(), self.discrete_n).to(like.dtype)
+        if len(self.shape) > 1:
+            obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)
+        return obs.to(like.dtype)
+
+
+class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI):
+    """RLlib's default PPO torch module (see the module docstring): `_forward` returns
+    `Columns.ACTION_DIST_INPUTS`, `_forward_train` also `Columns.EMBEDDINGS` (the value
+    function's encoder features), `compute_values(batch, embeddings=None)` the values `(B,)`.
+
+    `model_config` is a dict or a `DefaultModelConfig` with RLlib's keys, validated and
+    defaulted as for the numpy modules (`trainer.core.models.check_model_config`)."""
+
+    def setup(self) -> None:
+        where = f"{type(self).__name__}"
+        if self.observation_space is None or self.action_space is None:
+            raise ValueError(
+                f"{where}: observation_space and action_space are required (got "
+                f"{self.observation_space}, {self.action_space})"
+            )
+        if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
+            # A DefaultModelConfig: kept as the dict of all its fields (RLlib's modules hold
+            # a dict; checkpoints store it as plain data).
+            self.model_config = dataclasses.asdict(self.model_config)
+        config = check_model_config(self.model_config or {}, setting="model_config")
+        self._config = config
+        self._encode_obs = ObservationEncoding(self.observation_space, where)
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            self.action_dist_cls = TorchCategorical
+        elif isinstance(self.action_space, gym.spaces.Box):
+            self.action_dist_cls = TorchDiagGaussian
+        else:
+            raise ValueError(
+                f"{where}: action_space={self.action_space} is not supported: Discrete "
+                "(categorical) and Box (diagonal Gaussian) are"
+            )
+        is_gaussian = self.action_dist_cls is TorchDiagGaussian
+        if config["free_log_std"] and not is_gaussian:
+            raise ValueError(
+                f"model_config['free_log_std']=True: only for Box action spaces (a diagonal "
+                f"Gaussian), the action space is {self.action_space}"
+            )
+        self.encoder = ActorCriticEncoder(self._encode_obs.dim, config)
+        self.pi = MLPHead(
+            self.encoder.output_dim,
+            self.action_dist_cls.required_input_dim(self.action_space),
+            config,
+            clip_log_std=is_gaussian,
+            free_log_std=config["free_log_std"],
+            log_std_clip_param=self._log_std_clip_param(),
+        )
+        self.vf = MLPHead(self.encoder.output_dim, 1, config)
+
+    def _log_std_clip_param(self) -> float:
+        return float((self.model_config or {}).get("log_std_clip_param", 20.0))
+
+    def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
+        return self._encode_obs(batch[Columns.OBS], like=self.pi.net.mlp[0].weight)
+
+    # -- InferenceOnlyAPI ----------------------------------------------------------------------
+    def get_non_inference_attributes(self) -> list[str]:
+        """The value head, and the value function's own encoder when it has one."""
+        return ["vf"] + ([] if self._config["vf_share_layers"] else ["encoder.critic_encoder"])
+
+    # -- forward passes ------------------------------------------------------------------------
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        features = self.encoder.encode_actor(self._obs(batch))
+        return {Columns.ACTION_DIST_INPUTS: self.pi(features)}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        actor_features, critic_features = self.encoder(self._obs(batch))
+        return {
+            Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+            Columns.EMBEDDINGS: critic_features,
+        }
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        """The values `(B,)` of `batch[Columns.OBS]`, from `embeddings` (what `_forward_train`
+        returned under `Columns.EMBEDDINGS`) when given."""
+        if self.inference_only:
+            raise RuntimeError(
+                f"{type(self).__name__}.compute_values() on an inference-only module: it has "
+                "no value function (build it with inference_only=False)"
+            )
+        if embeddings is None:
+            embeddings = self.encoder.encode_critic(self._obs(batch))
+        return self.vf(embeddings).squeeze(-1)
