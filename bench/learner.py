@@ -12,7 +12,10 @@ spent in the unavoidable products, 1.0 being the limit. To compare trees run
 `python bench/against_commit.py COMMIT bench/learner.py --same-script` (the change in ratio is
 the update's speed-up, each measured against its own floor in the same run).
 
-Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3]
+With `--framework torch`: the default PPO update timed with the numpy and the torch learner on
+the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side.
+
+Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3] [--framework torch]
 """
 
 from __future__ import annotations
@@ -69,6 +72,50 @@ def ppo_case(repeats: int) -> tuple[float, float]:
     return min(times), min(floors)
 
 
+def framework_case(framework: str, hiddens: list[int], repeats: int, episodes: list) -> float:
+    """Seconds of one default PPO update (the algorithm's defaults: 30 epochs of 128-row
+    minibatches) on `episodes`, with the `framework` learner and `hiddens` tanh layers (the
+    best of `repeats`, each from the same learner state)."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .framework(framework)
+        .rl_module(model_config={"fcnet_hiddens": hiddens, "fcnet_activation": "tanh"})
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    learner = algo.learner
+    state = learner.get_state()
+    times = []
+    for _ in range(repeats):
+        learner.set_state(state)
+        start = time.perf_counter()
+        learner.update(episodes)
+        times.append(time.perf_counter() - start)
+    algo.stop()
+    return min(times)
+
+
+def frameworks_side_by_side(repeats: int) -> None:
+    """The default PPO update with the numpy and the torch learner on the same episodes, for
+    three network sizes (the default 256x256 among them), in one run."""
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    sampler = config.debugging(seed=0).build()
+    episodes, _ = sampler.env_runner_group.sample(min_env_steps=config.train_batch_size)
+    sampler.stop()
+    for hiddens in ([64, 64], [256, 256], [1024, 1024]):
+        numpy_s = framework_case("numpy", hiddens, repeats, episodes)
+        torch_s = framework_case("torch", hiddens, repeats, episodes)
+        faster = "numpy" if numpy_s < torch_s else "torch"
+        ratio = max(numpy_s, torch_s) / min(numpy_s, torch_s)
+        size = "x".join(map(str, hiddens))
+        print(
+            f"PPO update, {size} tanh: numpy {numpy_s * 1000:8.1f} ms, torch "
+            f"{torch_s * 1000:8.1f} ms: {faster} {ratio:.2f}x faster"
+        )
+
+
 def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
     config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
     algo = config.debugging(seed=0).build()
@@ -105,7 +152,16 @@ def main() -> None:
     parser.add_argument("--algo", choices=["PPO", "DQN"], default="PPO")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dqn-steps", type=int, default=2000)
+    parser.add_argument(
+        "--framework",
+        choices=["numpy", "torch"],
+        default="numpy",
+        help="torch: the PPO update with the numpy and the torch learner side by side",
+    )
     args = parser.parse_args()
+    if args.framework == "torch":
+        frameworks_side_by_side(args.repeats)
+        return
     if args.algo == "PPO":
         update, floor = ppo_case(args.repeats)
         what = "PPO update (4000 steps, 30 epochs of 128)"

@@ -7,7 +7,7 @@ weights, the learner runs its update on them, and the new weights go to every En
 from __future__ import annotations
 
 import sys
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
@@ -28,6 +28,9 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+
+if TYPE_CHECKING:
+    from trainer.torch_rl.ppo_learner import PPOTorchLearner
 
 class PPOConfig(AlgorithmConfig):
     """PPO's config. Defaults are RLlib's: `lr=5e-5`, `train_batch_size=4000`,
@@ -135,7 +138,7 @@ class PPOConfig(AlgorithmConfig):
 
 class PPO(Algorithm):
     config: PPOConfig
-    learner: PPOLearner | MultiAgentLearner
+    learner: PPOLearner | MultiAgentLearner | PPOTorchLearner
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
@@ -147,6 +150,13 @@ class PPO(Algorithm):
                 self.config,
                 spaces_of(self.env_runner_group),
                 lambda config, build: PPOLearner(config, None, module=build()),
+            )
+        elif self.config.uses_torch:
+            from trainer.torch_rl.ppo_learner import PPOTorchLearner
+
+            spaces = spaces_of(self.env_runner_group)
+            self.learner = PPOTorchLearner(
+                self.config, self.config.build_module(spaces, seed=self.config.seed)
             )
         else:
             self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
