@@ -246,6 +246,28 @@ def test_loss_without_kl_term_and_without_critic():
     np.testing.assert_array_equal(raw["value_targets"], raw["advantages"])
 
 
+class NoEmbeddingsModule(SmallPPOModule):
+    """_forward_train without Columns.EMBEDDINGS: compute_values gets embeddings=None."""
+
+    def _forward_train(self, batch: dict) -> dict:
+        return {Columns.ACTION_DIST_INPUTS: self.pi(self.encoder(batch[Columns.OBS]))}
+
+
+def test_a_module_without_embeddings_gets_the_same_update():
+    with_embeddings = make_learner()
+    torch.manual_seed(0)
+    module = NoEmbeddingsModule(
+        observation_space=ENV.observation_space, action_space=ENV.action_space
+    )
+    without = PPOTorchLearner(make_config(), module)
+    assert same_weights(weights(with_embeddings), weights(without))
+    episodes = cartpole_episodes(module, 100, seed=12)
+    a, b = with_embeddings.update(episodes), without.update(episodes)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), key
+
+
 # -- updates --------------------------------------------------------------------------------
 def test_update_changes_weights_and_reports_the_numpy_learners_keys():
     learner = make_learner()
@@ -423,6 +445,42 @@ def test_state_is_plain_data_and_round_trips_bit_identically():
     assert same_weights(weights(original), weights(restored))
     assert a == b
     assert restored.kl_coeff == original.kl_coeff
+
+
+def test_state_of_a_learner_that_has_not_stepped_round_trips():
+    fresh = make_learner()
+    state = fresh.get_state()
+    assert state["optimizer"]["param_state"] == {}
+    other = make_learner(seed=5)
+    other.update(cartpole_episodes(other.module, 64, seed=1))
+    other.set_state(unpack(pack(state)))  # the stepped learner forgets its optimizer state
+    episodes = cartpole_episodes(make_module(4), 96, seed=2)
+    assert fresh.update(episodes) == other.update(episodes)
+    assert same_weights(weights(fresh), weights(other))
+
+
+class MomentumSGDLearner(PPOTorchLearner):
+    """A learner whose optimizer is not Adam (RLlib's configure_optimizers_for_module hook)."""
+
+    def configure_optimizers_for_module(self, module_id, config):
+        return torch.optim.SGD(list(self.named_params.values()), lr=0.01, momentum=0.9)
+
+
+def test_another_optimizer_from_the_hook_keeps_its_state_by_parameter_name():
+    original = MomentumSGDLearner(make_config(), make_module(0))
+    episodes = cartpole_episodes(original.module, 96, seed=3)
+    original.update(episodes)
+    state = original.get_state()
+    _plain_only(state)
+    assert set(state["optimizer"]["param_state"]["pi.weight"]) == {"momentum_buffer"}
+    restored = MomentumSGDLearner(make_config(), make_module(1))
+    restored.set_state(unpack(pack(state)))
+    assert original.update(episodes) == restored.update(episodes)
+    assert same_weights(weights(original), weights(restored))
+    bad = copy.deepcopy(state)
+    bad["optimizer"]["param_state"]["pi.weight"]["momentum_buffer"] = np.zeros(3, np.float32)
+    with pytest.raises(StateError, match="momentum_buffer"):
+        restored.check_state(bad)
 
 
 def test_get_state_is_a_snapshot():

@@ -391,12 +391,12 @@ class TorchLearner(Learner):
                         raise StateError(
                             f"{place}[{key!r}]", "Adam's second moment cannot be negative"
                         )
-                else:
+                elif value is not None:  # (SGD without momentum keeps None buffers)
                     require_number(value, f"{place}[{key!r}]", minimum=0.0)
 
     def _expected_optimizer_keys(self) -> tuple[str, ...] | None:
         """The per-parameter state keys of torch's Adam / AdamW (None for other
-        optimizers: any arrays of the parameter's shape and numbers)."""
+        optimizers: any arrays of the parameter's shape, numbers and None)."""
         if type(self.optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
             return None
         if any(group.get("amsgrad") for group in self.optimizer.param_groups):
