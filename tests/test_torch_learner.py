@@ -66,7 +66,8 @@ class SmallPPOModule(TorchRLModule, ValueFunctionAPI):
     """Policy and value networks over a shared encoder (its output goes out as embeddings)."""
 
     def setup(self) -> None:
-        obs_dim = self.observation_space.shape[0]
+        # The width of the EnvRunners' preprocessed observations (one-hot for Discrete).
+        obs_dim = SpaceInfo.from_spaces(self.observation_space, self.action_space).obs_dim
         self.encoder = nn.Sequential(nn.Linear(obs_dim, 16), nn.Tanh())
         self.pi = nn.Linear(16, self.action_space.n)
         self.vf = nn.Linear(16, 1)
@@ -112,17 +113,22 @@ def make_learner(seed: int = 0, **training) -> PPOTorchLearner:
     return PPOTorchLearner(make_config(**training), make_module(seed))
 
 
-def cartpole_episodes(module: SmallPPOModule, num_steps: int, seed: int) -> list:
-    """Episodes played in CartPole-v1 by `module`'s sampled actions, with the action logp and
-    the distribution inputs the learner needs; the last one is cut (not terminated)."""
-    env = gym.make("CartPole-v1")
+def cartpole_episodes(
+    module: SmallPPOModule, num_steps: int, seed: int, env_name: str = "CartPole-v1"
+) -> list:
+    """Episodes played in `env_name` by `module`'s sampled actions (on observations
+    preprocessed as the EnvRunners do), with the action logp and the distribution inputs the
+    learner needs; the last one is cut (not terminated)."""
+    env = gym.make(env_name)
+    spaces = SpaceInfo.from_spaces(env.observation_space, env.action_space)
     generator = torch.Generator().manual_seed(seed)
     obs, _ = env.reset(seed=seed)
     episodes, episode = [], SingleAgentEpisode()
     episode.add_env_reset(obs)
     for _ in range(num_steps):
         with torch.no_grad():
-            logits = module.forward_exploration({Columns.OBS: torch.from_numpy(obs)[None]})[
+            model_input = torch.from_numpy(spaces.preprocess(np.asarray([obs])))
+            logits = module.forward_exploration({Columns.OBS: model_input})[
                 Columns.ACTION_DIST_INPUTS
             ][0]
         log_probs = torch.log_softmax(logits, -1)
@@ -212,9 +218,7 @@ def test_loss_terms_match_a_hand_computation_on_a_tiny_batch():
     kl = (np.exp(old_logp_all) * (old_logp_all - logp_all)).sum(-1)
     targets = batch["value_targets"].astype(np.float64)
     explained = max(-1.0, 1 - np.var(targets - values, ddof=1) / (np.var(targets, ddof=1) + 1e-6))
-    expected_total = (
-        np.mean(-surrogate + 0.7 * vf_clipped - 0.05 * entropy) + 0.3 * np.mean(kl)
-    )
+    expected_total = np.mean(-surrogate + 0.7 * vf_clipped - 0.05 * entropy) + 0.3 * np.mean(kl)
 
     assert float(total.detach()) == pytest.approx(expected_total, rel=1e-5, abs=1e-6)
     assert stats["policy_loss"] == pytest.approx(-surrogate.mean(), rel=1e-5, abs=1e-6)
@@ -266,6 +270,44 @@ def test_a_module_without_embeddings_gets_the_same_update():
     assert a.keys() == b.keys()
     for key in a:
         assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), key
+
+
+class ModuleView:
+    """What the Algorithm holds for a torch module (as TorchModuleView): the TorchRLModule
+    under `rl_module` and the samplers' `spaces`."""
+
+    def __init__(self, rl_module: TorchRLModule):
+        self.rl_module = rl_module
+        self.spaces = SpaceInfo.from_spaces(rl_module.observation_space, rl_module.action_space)
+
+
+def test_a_view_of_the_module_is_kept_and_its_torch_module_trained():
+    plain = make_learner()
+    view = ModuleView(make_module(0))
+    viewed = PPOTorchLearner(make_config(), view)
+    assert viewed.module is view and viewed.rl_module is view.rl_module
+    assert viewed.spaces is view.spaces
+    episodes = cartpole_episodes(view.rl_module, 100, seed=13)
+    assert plain.update(episodes) == viewed.update(episodes)
+    assert same_weights(
+        weights(plain), {k: np.array(v) for k, v in view.rl_module.get_state().items()}
+    )
+    assert viewed.get_state()["module"].keys() == view.rl_module.state_dict().keys()
+
+
+def test_discrete_observations_reach_the_module_one_hot_as_the_samplers_give_them():
+    env = gym.make("FrozenLake-v1")
+    torch.manual_seed(0)
+    module = SmallPPOModule(observation_space=env.observation_space, action_space=env.action_space)
+    config = make_config().environment("FrozenLake-v1")
+    learner = PPOTorchLearner(config, module)
+    episodes = cartpole_episodes(module, 120, seed=14, env_name="FrozenLake-v1")
+    batch = learner.build_train_batch(episodes)
+    assert batch["obs"].shape == (120, 16) and batch["obs"].dtype == np.float32
+    np.testing.assert_array_equal(batch["obs"].sum(1), np.ones(120, np.float32))
+    before = weights(learner)
+    results = learner.update(episodes)
+    assert np.isfinite(results["total_loss"]) and not same_weights(before, weights(learner))
 
 
 # -- updates --------------------------------------------------------------------------------
@@ -507,28 +549,39 @@ def _damaged_states(state: dict):
     yield "missing key", damaged(lambda s: s.pop("rng"))
     yield "missing module weight", damaged(lambda s: s["module"].pop("vf.bias"))
     yield "unknown module weight", damaged(lambda s: s["module"].update(extra=np.zeros(2)))
-    yield "module weight shape", damaged(
-        lambda s: s["module"].update({"pi.weight": np.zeros((3, 16), np.float32)})
+    yield (
+        "module weight shape",
+        damaged(lambda s: s["module"].update({"pi.weight": np.zeros((3, 16), np.float32)})),
     )
     yield "module weight type", damaged(lambda s: s["module"].update({"pi.weight": [[0.0]]}))
-    yield "module weight NaN", damaged(
-        lambda s: s["module"]["vf.weight"].__setitem__((0, 0), np.nan)
+    yield (
+        "module weight NaN",
+        damaged(lambda s: s["module"]["vf.weight"].__setitem__((0, 0), np.nan)),
     )
-    yield "moment shape", damaged(
-        lambda s: s["optimizer"]["param_state"]["pi.weight"].update(exp_avg=np.zeros(3))
+    yield (
+        "moment shape",
+        damaged(lambda s: s["optimizer"]["param_state"]["pi.weight"].update(exp_avg=np.zeros(3))),
     )
-    yield "negative second moment", damaged(
-        lambda s: s["optimizer"]["param_state"]["pi.bias"]["exp_avg_sq"].__setitem__(0, -1.0)
+    yield (
+        "negative second moment",
+        damaged(
+            lambda s: s["optimizer"]["param_state"]["pi.bias"]["exp_avg_sq"].__setitem__(0, -1.0)
+        ),
     )
-    yield "step type", damaged(
-        lambda s: s["optimizer"]["param_state"]["pi.bias"].update(step="12")
+    yield "step type", damaged(lambda s: s["optimizer"]["param_state"]["pi.bias"].update(step="12"))
+    yield (
+        "missing moment",
+        damaged(lambda s: s["optimizer"]["param_state"]["vf.bias"].pop("exp_avg")),
     )
-    yield "missing moment", damaged(lambda s: s["optimizer"]["param_state"]["vf.bias"].pop("exp_avg"))
-    yield "unknown optimizer entry", damaged(
-        lambda s: s["optimizer"]["param_state"]["vf.bias"].update(momentum_buffer=np.zeros(1))
+    yield (
+        "unknown optimizer entry",
+        damaged(
+            lambda s: s["optimizer"]["param_state"]["vf.bias"].update(momentum_buffer=np.zeros(1))
+        ),
     )
-    yield "unknown parameter", damaged(
-        lambda s: s["optimizer"]["param_state"].update({"head.weight": {}})
+    yield (
+        "unknown parameter",
+        damaged(lambda s: s["optimizer"]["param_state"].update({"head.weight": {}})),
     )
     yield "lr type", damaged(lambda s: s["optimizer"].update(lr="fast"))
     yield "kl_coeff negative", damaged(lambda s: s.update(kl_coeff=-0.1))

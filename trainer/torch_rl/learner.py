@@ -151,30 +151,34 @@ class TorchLearner(Learner):
     def __init__(
         self,
         config: AlgorithmConfig,
-        module: TorchRLModule,
+        module: Any,
         *,
         module_id: str = DEFAULT_MODULE_ID,
     ):
         """`config`: the algorithm's config (lr, optimizer, grad_clip, grad_clip_by, ...);
-        `module`: the TorchRLModule to train, built by the caller; `module_id`: its id (what
-        `compute_loss_for_module` is called with)."""
-        if not isinstance(module, TorchRLModule):
+        `module`: the TorchRLModule to train, built by the caller, or a view of one (an object
+        whose `rl_module` is the TorchRLModule, as `TorchModuleView`): `self.module` is what
+        was given (the Algorithm reads weights through it), `self.rl_module` the torch module
+        trained; `module_id`: its id (what `compute_loss_for_module` is called with)."""
+        rl_module = getattr(module, "rl_module", module)
+        if not isinstance(rl_module, TorchRLModule):
             raise TypeError(
-                f"{type(self).__name__}: module must be a TorchRLModule, got "
-                f"{type(module).__name__}"
+                f"{type(self).__name__}: module must be a TorchRLModule (or a view of one), "
+                f"got {type(rl_module).__name__}"
             )
-        if module.inference_only:
+        if rl_module.inference_only:
             raise ValueError(
                 f"{type(self).__name__}: module is an inference-only copy "
                 "(inference_only=True); a learner trains the full module"
             )
         self.config = config
         self.module = module
+        self.rl_module: TorchRLModule = rl_module
         self.module_id = module_id
         self.learning_rate = LearningRate(config.lr)
         #: The trainable parameters by name (`named_parameters()` order).
         self.named_params: dict[str, torch.nn.Parameter] = {
-            name: param for name, param in module.named_parameters() if param.requires_grad
+            name: param for name, param in rl_module.named_parameters() if param.requires_grad
         }
         self.optimizer = self.configure_optimizers_for_module(module_id, config)
         self._check_optimizer_params()
@@ -258,7 +262,7 @@ class TorchLearner(Learner):
         gradient."""
         tensors = to_train_tensors(batch, self.device)
         self.loss_stats = {}
-        fwd_out = self.module.forward_train(tensors)
+        fwd_out = self.rl_module.forward_train(tensors)
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=tensors)
         total_loss = float(sum(_to_float(loss) for loss in loss_per_module.values()))
         gradients = self.compute_gradients(loss_per_module)
@@ -285,7 +289,7 @@ class TorchLearner(Learner):
 
     @property
     def device(self) -> torch.device:
-        for param in self.module.parameters():
+        for param in self.rl_module.parameters():
             return param.device
         return torch.device("cpu")
 
@@ -295,7 +299,7 @@ class TorchLearner(Learner):
         {state name: array or number}}}}, as copies (later steps update the tensors in
         place)."""
         # Copies: TorchRLModule.get_state's arrays may share memory with the parameters.
-        module_state = {key: np.array(value) for key, value in self.module.get_state().items()}
+        module_state = {key: np.array(value) for key, value in self.rl_module.get_state().items()}
         return {"module": module_state, "optimizer": self._optimizer_state()}
 
     def check_state(self, state: dict, where: str = "learner") -> None:
@@ -306,7 +310,7 @@ class TorchLearner(Learner):
 
     def set_state(self, state: dict) -> None:
         self.check_state(state)
-        self.module.set_state(state["module"])
+        self.rl_module.set_state(state["module"])
         self._set_optimizer_state(state["optimizer"])
 
     def _optimizer_state(self) -> dict:
@@ -346,7 +350,7 @@ class TorchLearner(Learner):
         self.optimizer.load_state_dict(full)
 
     def _check_module_state(self, state: Any, where: str) -> None:
-        own = self.module.state_dict()
+        own = self.rl_module.state_dict()
         require_map(state, where, own)
         unknown = sorted(set(state) - set(own))
         if unknown:

@@ -30,10 +30,9 @@ from trainer.algorithms.ppo.ppo_learner import (
 )
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
-from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.env.episode import SingleAgentEpisode
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
-from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import require_generator_state, require_map, require_number
@@ -66,33 +65,44 @@ class PPOTorchLearner(TorchLearner):
     def __init__(
         self,
         config: PPOConfig,
-        module: TorchRLModule,
+        module: Any,
         *,
+        spaces: SpaceInfo | None = None,
         module_id: str = DEFAULT_MODULE_ID,
     ):
         """`config`: the PPOConfig; `module`: the full TorchRLModule to train (with
-        ValueFunctionAPI), built by the caller; `module_id`: its id."""
-        if not isinstance(module, ValueFunctionAPI):
+        ValueFunctionAPI), built by the caller, or a view of one (see `TorchLearner`);
+        `spaces`: how the EnvRunners preprocessed the observations they fed the module (the
+        learner feeds it the same), by default the view's `spaces`, else the module's
+        observation and action spaces; `module_id`: its id."""
+        rl_module = getattr(module, "rl_module", module)
+        if not isinstance(rl_module, ValueFunctionAPI):
             raise TypeError(
-                f"PPOTorchLearner: the module ({type(module).__name__}) must implement "
+                f"PPOTorchLearner: the module ({type(rl_module).__name__}) must implement "
                 "ValueFunctionAPI (compute_values(batch, embeddings=None)): PPO's advantages "
                 "and value loss need it"
             )
         super().__init__(config, module, module_id=module_id)
+        self.spaces: SpaceInfo = (
+            spaces
+            or getattr(module, "spaces", None)
+            or SpaceInfo.from_spaces(rl_module.observation_space, rl_module.action_space)
+        )
         self.kl_coeff = float(config.kl_coeff)
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-        """The numpy learner's train batch (`build_train_batch`), valued by this module's
-        `compute_values` on the raw observations."""
-        return build_train_batch(episodes, self.config, _unchanged, self._values)
+        """The numpy learner's train batch (`build_train_batch`): observations preprocessed
+        as the EnvRunners did (`spaces.preprocess`: float32 rows, one-hot for Discrete),
+        valued by this module's `compute_values`."""
+        return build_train_batch(episodes, self.config, self.spaces.preprocess, self._values)
 
     def _values(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             batch = to_train_tensors({Columns.OBS: observations}, self.device)
-            values = self.module.compute_values(batch)
+            values = self.rl_module.compute_values(batch)
         return values.detach().cpu().numpy().astype(np.float32, copy=False).reshape(-1)
 
     # -- 2. the loss -------------------------------------------------------------------------
@@ -107,7 +117,7 @@ class PPOTorchLearner(TorchLearner):
         """RLlib 2.60's PPO loss (`PPOTorchLearner.compute_loss_for_module`), as a mean over
         the minibatch; logs policy_loss, vf_loss, vf_loss_unclipped, vf_explained_var,
         entropy and mean_kl_loss."""
-        module = self.module
+        module = self.rl_module
         current_dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS]
         )
@@ -214,8 +224,3 @@ class PPOTorchLearner(TorchLearner):
         super().set_state(state)
         self.kl_coeff = float(state["kl_coeff"])
         set_generator_state(self.rng, state["rng"])
-
-
-def _unchanged(observations: np.ndarray) -> np.ndarray:
-    """The module takes the observations as the env gives them."""
-    return observations
