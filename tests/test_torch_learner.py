@@ -229,6 +229,29 @@ def test_loss_terms_match_a_hand_computation_on_a_tiny_batch():
     assert stats["vf_explained_var"] == pytest.approx(explained, rel=1e-4, abs=1e-6)
 
 
+def test_a_loss_mask_averages_over_the_masked_in_rows_only():
+    learner = make_learner(entropy_coeff=0.01)
+    batch = fixed_batch(learner, cartpole_episodes(make_module(2), 40, seed=3))
+    mask = np.zeros(40, bool)
+    mask[::3] = True
+
+    def loss_and_stats(rows: dict) -> tuple[float, dict]:
+        tensors = {k: torch.from_numpy(v) for k, v in rows.items()}
+        total = learner.compute_loss_for_module(
+            module_id="default_policy",
+            config=learner.config,
+            batch=tensors,
+            fwd_out=learner.rl_module.forward_train(tensors),
+        )
+        return float(total.detach()), {k: float(v.detach()) for k, v in learner.loss_stats.items()}
+
+    masked_total, masked = loss_and_stats({**batch, Columns.LOSS_MASK: mask})
+    subset_total, subset = loss_and_stats({k: v[mask] for k, v in batch.items()})
+    assert masked_total == pytest.approx(subset_total, rel=1e-5)
+    for key in ("policy_loss", "vf_loss", "vf_loss_unclipped", "entropy", "mean_kl_loss"):
+        assert masked[key] == pytest.approx(subset[key], rel=1e-5, abs=1e-7), key
+
+
 def test_loss_without_kl_term_and_without_critic():
     config = make_config(use_kl_loss=False, use_critic=False, entropy_coeff=0.0)
     learner = PPOTorchLearner(config, make_module(1))

@@ -116,8 +116,18 @@ class PPOTorchLearner(TorchLearner):
     ) -> torch.Tensor:
         """RLlib 2.60's PPO loss (`PPOTorchLearner.compute_loss_for_module`), as a mean over
         the minibatch; logs policy_loss, vf_loss, vf_loss_unclipped, vf_explained_var,
-        entropy and mean_kl_loss."""
+        entropy and mean_kl_loss. With `Columns.LOSS_MASK` in the batch (a boolean row
+        mask), the means are over the masked-in rows, as RLlib's."""
         module = self.rl_module
+        if Columns.LOSS_MASK in batch:
+            mask = batch[Columns.LOSS_MASK].bool()
+            num_valid = torch.sum(mask)
+
+            def mean(data: torch.Tensor) -> torch.Tensor:
+                return torch.sum(data[mask]) / num_valid
+
+        else:
+            mean = torch.mean
         current_dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS]
         )
@@ -128,11 +138,11 @@ class PPOTorchLearner(TorchLearner):
             current_dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP]
         )
         if config.use_kl_loss:
-            mean_kl_loss = torch.mean(behaviour_dist.kl(current_dist))
+            mean_kl_loss = mean(behaviour_dist.kl(current_dist))
         else:
             mean_kl_loss = torch.tensor(0.0, device=logp_ratio.device)
         current_entropy = current_dist.entropy()
-        mean_entropy = torch.mean(current_entropy)
+        mean_entropy = mean(current_entropy)
 
         advantages = batch[ADVANTAGES]
         surrogate_loss = torch.min(
@@ -143,15 +153,15 @@ class PPOTorchLearner(TorchLearner):
             values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
             vf_loss = torch.pow(values - batch[VALUE_TARGETS], 2.0)
             vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
-            mean_vf_loss = torch.mean(vf_loss_clipped)
-            mean_vf_unclipped_loss = torch.mean(vf_loss)
+            mean_vf_loss = mean(vf_loss_clipped)
+            mean_vf_unclipped_loss = mean(vf_loss)
             explained_var = explained_variance(batch[VALUE_TARGETS], values)
         else:
             zero = torch.tensor(0.0, device=surrogate_loss.device)
             vf_loss_clipped = mean_vf_loss = mean_vf_unclipped_loss = zero
             explained_var = explained_variance(batch[VALUE_TARGETS], zero.expand_as(advantages))
 
-        total_loss = torch.mean(
+        total_loss = mean(
             -surrogate_loss
             + config.vf_loss_coeff * vf_loss_clipped
             - config.entropy_coeff * current_entropy
@@ -161,7 +171,7 @@ class PPOTorchLearner(TorchLearner):
 
         self.log_loss_stats(
             {
-                "policy_loss": -torch.mean(surrogate_loss),
+                "policy_loss": -mean(surrogate_loss),
                 "vf_loss": mean_vf_loss,
                 "vf_loss_unclipped": mean_vf_unclipped_loss,
                 "vf_explained_var": explained_var,
