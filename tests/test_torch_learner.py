@@ -62,6 +62,44 @@ class SmallCategorical:
         return self
 
 
+class SmallDiagGaussian:
+    """A diagonal Gaussian with RLlib's TorchDistribution API: inputs are means then log
+    standard deviations."""
+
+    def __init__(self, inputs: torch.Tensor):
+        self.mean, self.log_std = torch.chunk(inputs, 2, dim=-1)
+
+    @classmethod
+    def from_logits(cls, inputs: torch.Tensor) -> SmallDiagGaussian:
+        return cls(inputs)
+
+    @staticmethod
+    def required_input_dim(space: gym.Space, **kwargs) -> int:
+        return 2 * int(np.prod(space.shape))
+
+    def sample(self) -> torch.Tensor:
+        return self.mean + self.log_std.exp() * torch.randn_like(self.mean)
+
+    def logp(self, actions: torch.Tensor) -> torch.Tensor:
+        z = (actions - self.mean) / self.log_std.exp()
+        return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return (self.log_std + 0.5 * np.log(2 * np.pi * np.e)).sum(-1)
+
+    def kl(self, other: SmallDiagGaussian) -> torch.Tensor:
+        var, other_var = (2 * self.log_std).exp(), (2 * other.log_std).exp()
+        return (
+            other.log_std
+            - self.log_std
+            + (var + (self.mean - other.mean) ** 2) / (2 * other_var)
+            - 0.5
+        ).sum(-1)
+
+    def to_deterministic(self) -> SmallDiagGaussian:
+        return self
+
+
 class SmallPPOModule(TorchRLModule, ValueFunctionAPI):
     """Policy and value networks over a shared encoder (its output goes out as embeddings)."""
 
@@ -69,18 +107,23 @@ class SmallPPOModule(TorchRLModule, ValueFunctionAPI):
         # The width of the EnvRunners' preprocessed observations (one-hot for Discrete).
         obs_dim = SpaceInfo.from_spaces(self.observation_space, self.action_space).obs_dim
         self.encoder = nn.Sequential(nn.Linear(obs_dim, 16), nn.Tanh())
-        self.pi = nn.Linear(16, self.action_space.n)
         self.vf = nn.Linear(16, 1)
+        self.dist_class = (
+            SmallCategorical
+            if isinstance(self.action_space, gym.spaces.Discrete)
+            else SmallDiagGaussian
+        )
+        self.pi = nn.Linear(16, self.dist_class.required_input_dim(self.action_space))
 
     # The distribution classes of the contract (not the default torch distributions).
     def get_inference_action_dist_cls(self) -> type:
-        return SmallCategorical
+        return self.dist_class
 
     def get_exploration_action_dist_cls(self) -> type:
-        return SmallCategorical
+        return self.dist_class
 
     def get_train_action_dist_cls(self) -> type:
-        return SmallCategorical
+        return self.dist_class
 
     def _forward(self, batch: dict) -> dict:
         return {Columns.ACTION_DIST_INPUTS: self.pi(self.encoder(batch[Columns.OBS]))}
@@ -131,8 +174,14 @@ def cartpole_episodes(
             logits = module.forward_exploration({Columns.OBS: model_input})[
                 Columns.ACTION_DIST_INPUTS
             ][0]
-        log_probs = torch.log_softmax(logits, -1)
-        action = int(torch.multinomial(log_probs.exp(), 1, generator=generator))
+        if isinstance(env.action_space, gym.spaces.Discrete):
+            log_probs = torch.log_softmax(logits, -1)
+            action = int(torch.multinomial(log_probs.exp(), 1, generator=generator))
+            logp = float(log_probs[action])
+        else:
+            dist = SmallDiagGaussian(logits)
+            action = (dist.mean + dist.log_std.exp() * torch.randn(1, generator=generator)).numpy()
+            logp = float(dist.logp(torch.from_numpy(action)))
         obs, reward, terminated, truncated, _ = env.step(action)
         episode.add_env_step(
             obs,
@@ -141,7 +190,7 @@ def cartpole_episodes(
             terminated=terminated,
             truncated=truncated,
             extra_model_outputs={
-                "action_logp": float(log_probs[action]),
+                "action_logp": logp,
                 "action_dist_inputs": logits.numpy(),
             },
         )
@@ -331,6 +380,23 @@ def test_discrete_observations_reach_the_module_one_hot_as_the_samplers_give_the
     before = weights(learner)
     results = learner.update(episodes)
     assert np.isfinite(results["total_loss"]) and not same_weights(before, weights(learner))
+
+
+def test_continuous_actions_train_on_pendulum():
+    env = gym.make("Pendulum-v1")
+    torch.manual_seed(0)
+    module = SmallPPOModule(observation_space=env.observation_space, action_space=env.action_space)
+    learner = PPOTorchLearner(make_config(lr=3e-3).environment("Pendulum-v1"), module)
+    episodes = cartpole_episodes(module, 150, seed=15, env_name="Pendulum-v1")
+    batch = fixed_batch(learner, episodes)
+    assert batch["actions"].shape == (150, 1) and batch["action_dist_inputs"].shape == (150, 2)
+    # The behaviour policy is the module itself: the first ratio is 1, the KL 0.
+    first = learner.update_from_batch(batch)
+    assert first["mean_kl_loss"] == pytest.approx(0.0, abs=1e-6)
+    losses = [learner.update_from_batch(batch)["total_loss"] for _ in range(40)]
+    assert losses[-1] < first["total_loss"]
+    results = learner.update(episodes)
+    assert all(np.isfinite(v) for v in results.values())
 
 
 # -- updates --------------------------------------------------------------------------------
