@@ -428,6 +428,18 @@ def test_repeated_updates_on_a_fixed_batch_lower_the_loss():
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
 
 
+def test_the_learner_learns_cartpole():
+    """Sample with the module, update, repeat: CartPole's episodes grow from ~20 steps."""
+    config = make_config(num_epochs=6, minibatch_size=128, lr=3e-3, vf_loss_coeff=0.01)
+    learner = PPOTorchLearner(config, make_module(0))
+    lengths = []
+    for iteration in range(8):
+        episodes = cartpole_episodes(learner.rl_module, 1000, seed=iteration)
+        lengths.append(np.mean([len(e) for e in episodes if e.is_terminated or e.is_truncated]))
+        learner.update(episodes, num_env_steps_sampled_lifetime=1000 * (iteration + 1))
+    assert lengths[0] < 40 and max(lengths[-4:]) >= 120, lengths
+
+
 def test_same_seed_same_update_and_minibatches_as_drawn_by_the_numpy_learner():
     first, second = make_learner(), make_learner()
     episodes = cartpole_episodes(first.module, 150, seed=4)
@@ -741,6 +753,15 @@ def test_an_update_runs_on_one_torch_thread_unless_the_user_sized_the_pools(monk
 
 
 # -- construction ---------------------------------------------------------------------------
+def test_an_optimizer_over_other_tensors_is_refused():
+    class ForeignOptimizerLearner(PPOTorchLearner):
+        def configure_optimizers_for_module(self, module_id, config):
+            return torch.optim.Adam([nn.Parameter(torch.zeros(3))])
+
+    with pytest.raises(ValueError, match="not trainable parameters of the module"):
+        ForeignOptimizerLearner(make_config(), make_module(0))
+
+
 def test_the_learner_refuses_modules_it_cannot_train():
     inference_only = SmallPPOModule(
         observation_space=ENV.observation_space, action_space=ENV.action_space, inference_only=True

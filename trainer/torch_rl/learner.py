@@ -408,11 +408,12 @@ class TorchLearner(Learner):
         return _ADAM_STATE_KEYS
 
     def _check_optimizer_params(self) -> None:
+        own = set(self.named_params.values())
         foreign = [
             param
             for group in self.optimizer.param_groups
             for param in group["params"]
-            if param not in set(self.named_params.values())
+            if param not in own
         ]
         if foreign:
             raise ValueError(
