@@ -62,8 +62,16 @@ class LearningRate:
     def apply(self, optimizer: Adam, num_env_steps_sampled_lifetime: int | None) -> None:
         """Sets the optimizer's rate for the update about to run (a constant rate is left as
         it is: it may have come from a checkpoint)."""
+        rate = self.scheduled(num_env_steps_sampled_lifetime)
+        if rate is not None:
+            optimizer.lr = rate
+
+    def scheduled(self, num_env_steps_sampled_lifetime: int | None) -> float | None:
+        """The schedule's rate at this many env steps; None for a constant rate or unknown
+        steps (the optimizer's rate then stays as it is)."""
         if len(self.schedule.points) > 1 and num_env_steps_sampled_lifetime is not None:
-            optimizer.lr = self.schedule.value(num_env_steps_sampled_lifetime)
+            return self.schedule.value(num_env_steps_sampled_lifetime)
+        return None
 
     @property
     def initial(self) -> float:

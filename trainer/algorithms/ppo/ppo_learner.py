@@ -8,6 +8,7 @@ runs `num_epochs` passes of shuffled minibatch Adam steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +36,120 @@ def _variance(x: np.ndarray) -> float:
     return float(np.dot(centered, centered)) / len(x)
 
 
+def build_train_batch(
+    episodes: list[SingleAgentEpisode],
+    cfg: PPOConfig,
+    prepare_observations: Callable[[np.ndarray], np.ndarray],
+    compute_values: Callable[[np.ndarray], np.ndarray],
+) -> dict[str, np.ndarray]:
+    """PPO's train batch (both frameworks' learners): concatenates the episode chunks and
+    computes GAE advantages and value targets (Schulman et al. 2016). A chunk that ends without
+    termination (cut for the batch, or truncated by a time limit) bootstraps from the value of
+    its last observation.
+
+    `prepare_observations` turns the concatenated observations into the module's input (the
+    batch's "obs"); `compute_values` gives the value of each of those rows (as a float array,
+    without gradients); it is not called when `use_critic` is off.
+    """
+    episodes = [ep for ep in episodes if len(ep) > 0]
+    # Values of every observation, each chunk's final one included, in one forward pass.
+    all_obs = prepare_observations(np.concatenate([ep.get_observations() for ep in episodes]))
+    all_values = (
+        compute_values(all_obs) if cfg.use_critic else np.zeros(len(all_obs), dtype=np.float32)
+    )
+    obs_chunks: list[np.ndarray] = []
+    value_chunks: list[np.ndarray] = []
+    next_value_chunks: list[np.ndarray] = []
+    reward_chunks: list[np.ndarray] = []
+    end_chunks: list[np.ndarray] = []
+    offset = 0
+    for ep in episodes:
+        n = len(ep)
+        v = all_values[offset : offset + n + 1].copy()
+        if ep.is_terminated:
+            v[-1] = 0.0  # no value after a terminal state
+        obs_chunks.append(all_obs[offset : offset + n])
+        value_chunks.append(v[:-1])
+        next_value_chunks.append(v[1:])
+        reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
+        end = np.zeros(n, dtype=bool)
+        end[-1] = True
+        end_chunks.append(end)
+        offset += n + 1
+    values = np.concatenate(value_chunks)
+    next_values = np.concatenate(next_value_chunks)
+    rewards = np.concatenate(reward_chunks)
+    chunk_end = np.concatenate(end_chunks)
+    # TD residuals, then the exponentially weighted sum of them, restarted at each chunk end.
+    deltas = rewards + cfg.gamma * next_values - values
+    decay = cfg.gamma * (cfg.lambda_ if cfg.use_gae else 1.0)
+    # (A loop over Python floats: indexing numpy arrays element by element costs 5x more.)
+    advantages_list = deltas.tolist()
+    ends = chunk_end.tolist()
+    running = 0.0
+    for t in range(len(advantages_list) - 1, -1, -1):
+        if ends[t]:
+            running = 0.0
+        running = advantages_list[t] + decay * running
+        advantages_list[t] = running
+    advantages = np.asarray(advantages_list, dtype=deltas.dtype)
+    value_targets = advantages + values
+    return {
+        "obs": np.concatenate(obs_chunks),
+        "actions": np.concatenate([ep.get_actions() for ep in episodes]),
+        "action_logp": np.concatenate(
+            [ep.get_extra_model_outputs("action_logp") for ep in episodes]
+        ).astype(np.float32),
+        "action_dist_inputs": np.concatenate(
+            [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]
+        ),
+        "advantages": advantages.astype(np.float32),
+        "value_targets": value_targets.astype(np.float32),
+    }
+
+
+def standardize_advantages(batch: dict[str, np.ndarray]) -> None:
+    """Standardizes the batch's advantages in place, over the whole train batch (as RLlib)."""
+    adv = batch["advantages"]
+    batch["advantages"] = ((adv - adv.mean()) / max(1e-4, float(adv.std()))).astype(np.float32)
+
+
+def shuffled_minibatches(
+    batch: dict[str, np.ndarray], cfg: PPOConfig, rng: np.random.Generator
+) -> Iterator[dict[str, np.ndarray]]:
+    """`num_epochs` passes over `batch` in minibatches of `minibatch_size` rows, each pass in
+    an order drawn from `rng` (with `shuffle_batch_per_epoch`). A full minibatch is gathered
+    into the same preallocated arrays each time (valid until the next one is drawn); a
+    remainder under half a minibatch is left out, since it would weigh as much as a full one."""
+    size = len(batch["advantages"])
+    minibatch_size = min(cfg.minibatch_size or size, size)
+    minibatch = {
+        key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
+        for key, value in batch.items()
+    }
+    for _ in range(cfg.num_epochs):
+        order = rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
+        for start in range(0, size, minibatch_size):
+            idx = order[start : start + minibatch_size]
+            if len(idx) < minibatch_size // 2 and start > 0:
+                continue
+            if len(idx) == minibatch_size:
+                for key, value in batch.items():
+                    value.take(idx, axis=0, out=minibatch[key])
+                yield minibatch
+            else:
+                yield {key: value[idx] for key, value in batch.items()}
+
+
+def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
+    """RLlib's KL coefficient adaptation: x1.5 above twice `kl_target`, x0.5 below half."""
+    if mean_kl > 2.0 * cfg.kl_target:
+        return kl_coeff * 1.5
+    if mean_kl < 0.5 * cfg.kl_target:
+        return kl_coeff * 0.5
+    return kl_coeff
+
+
 class PPOLearner(Learner):
     config: PPOConfig
 
@@ -59,68 +174,10 @@ class PPOLearner(Learner):
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-        """Concatenates the episode chunks and computes GAE advantages and value targets
-        (Schulman et al. 2016). A chunk that ends without termination (cut for the batch, or
-        truncated by a time limit) bootstraps from the value of its last observation."""
-        cfg = self.config
-        module = self.module
-        episodes = [ep for ep in episodes if len(ep) > 0]
-        # Values of every observation, each chunk's final one included, in one forward pass.
-        all_obs = module.spaces.preprocess(
-            np.concatenate([ep.get_observations() for ep in episodes])
+        """The train batch (see `build_train_batch`), valued by this learner's module."""
+        return build_train_batch(
+            episodes, self.config, self.module.spaces.preprocess, self.module.values
         )
-        all_values = (
-            module.values(all_obs) if cfg.use_critic else np.zeros(len(all_obs), dtype=np.float32)
-        )
-        obs_chunks: list[np.ndarray] = []
-        value_chunks: list[np.ndarray] = []
-        next_value_chunks: list[np.ndarray] = []
-        reward_chunks: list[np.ndarray] = []
-        end_chunks: list[np.ndarray] = []
-        offset = 0
-        for ep in episodes:
-            n = len(ep)
-            v = all_values[offset : offset + n + 1].copy()
-            if ep.is_terminated:
-                v[-1] = 0.0  # no value after a terminal state
-            obs_chunks.append(all_obs[offset : offset + n])
-            value_chunks.append(v[:-1])
-            next_value_chunks.append(v[1:])
-            reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
-            end = np.zeros(n, dtype=bool)
-            end[-1] = True
-            end_chunks.append(end)
-            offset += n + 1
-        values = np.concatenate(value_chunks)
-        next_values = np.concatenate(next_value_chunks)
-        rewards = np.concatenate(reward_chunks)
-        chunk_end = np.concatenate(end_chunks)
-        # TD residuals, then the exponentially weighted sum of them, restarted at each chunk end.
-        deltas = rewards + cfg.gamma * next_values - values
-        decay = cfg.gamma * (cfg.lambda_ if cfg.use_gae else 1.0)
-        # (A loop over Python floats: indexing numpy arrays element by element costs 5x more.)
-        advantages_list = deltas.tolist()
-        ends = chunk_end.tolist()
-        running = 0.0
-        for t in range(len(advantages_list) - 1, -1, -1):
-            if ends[t]:
-                running = 0.0
-            running = advantages_list[t] + decay * running
-            advantages_list[t] = running
-        advantages = np.asarray(advantages_list, dtype=deltas.dtype)
-        value_targets = advantages + values
-        return {
-            "obs": np.concatenate(obs_chunks),
-            "actions": np.concatenate([ep.get_actions() for ep in episodes]),
-            "action_logp": np.concatenate(
-                [ep.get_extra_model_outputs("action_logp") for ep in episodes]
-            ).astype(np.float32),
-            "action_dist_inputs": np.concatenate(
-                [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]
-            ),
-            "advantages": advantages.astype(np.float32),
-            "value_targets": value_targets.astype(np.float32),
-        }
 
     # -- 2. the loss and its gradient on one minibatch ---------------------------------------
     def loss_and_grads(self, mb: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict]:
@@ -232,41 +289,19 @@ class PPOLearner(Learner):
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
-        # Standardised advantages (as RLlib does, over the whole train batch).
-        adv = batch["advantages"]
-        batch["advantages"] = ((adv - adv.mean()) / max(1e-4, float(adv.std()))).astype(np.float32)
-        size = len(adv)
-        minibatch_size = min(cfg.minibatch_size or size, size)
-        # Each minibatch is gathered into the same preallocated arrays.
-        minibatch = {
-            key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
-            for key, value in batch.items()
-        }
+        standardize_advantages(batch)
         step_stats: dict[str, float] = {}
-        for _ in range(cfg.num_epochs):
-            order = self.rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
-            for start in range(0, size, minibatch_size):
-                idx = order[start : start + minibatch_size]
-                if len(idx) < minibatch_size // 2 and start > 0:
-                    continue  # a small remainder would weigh as much as a full minibatch
-                if len(idx) == minibatch_size:
-                    for key, value in batch.items():
-                        value.take(idx, axis=0, out=minibatch[key])
-                    step_stats = self._minibatch_step(minibatch)
-                else:
-                    step_stats = self._minibatch_step({k: v[idx] for k, v in batch.items()})
+        for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+            step_stats = self._minibatch_step(minibatch)
         # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
         # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
         # KL, the policy's distance from the behaviour policy after all epochs.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
-            if results["mean_kl_loss"] > 2.0 * cfg.kl_target:
-                self.kl_coeff *= 1.5
-            elif results["mean_kl_loss"] < 0.5 * cfg.kl_target:
-                self.kl_coeff *= 0.5
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, results["mean_kl_loss"], cfg)
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.optimizer.lr
-        results["num_env_steps_trained"] = size
+        results["num_env_steps_trained"] = len(batch["advantages"])
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
