@@ -1258,10 +1258,11 @@ class AlgorithmConfig(OldConfigNames):
                 shown = value.__qualname__ if isinstance(value, type) else repr(value)
                 raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}")
         spec_model = spec.model_config or {}
-        try:
-            check_model_config(spec_model, setting=f"{name}.model_config")
-        except ValueError as error:
-            raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        if not _is_torch_module_class(spec.module_class):  # a user's module reads its own keys
+            try:
+                check_model_config(spec_model, setting=f"{name}.model_config")
+            except ValueError as error:
+                raise ConfigError(str(error), getattr(error, "capability", None)) from None
         spaces = {"observation_space": spec.observation_space, "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
         self.rl_module_spec = copy.deepcopy(spec)
@@ -1406,6 +1407,11 @@ class AlgorithmConfig(OldConfigNames):
         # An RLModuleSpec's model_config wins over the config's, whichever came first (RLlib
         # merges the two when it builds the module).
         given_by_spec = self.__dict__.get("_spec_model") or {}
+        if _is_torch_module_class(
+            getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        ):
+            # A user's module reads its own keys too (they reach it in _build_torch_module).
+            given_by_spec = {k: v for k, v in given_by_spec.items() if k in MODEL_DEFAULTS}
         spec_model = check_model_config(given_by_spec) if given_by_spec else {}
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
         self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
@@ -1676,10 +1682,14 @@ class AlgorithmConfig(OldConfigNames):
 
         spec = self.__dict__.get("rl_module_spec")
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
+        # The config's model config under the spec's own (a user's module reads its own keys).
+        spec_model = getattr(spec, "model_config", None) or {}
+        if dataclasses.is_dataclass(spec_model) and not isinstance(spec_model, type):
+            spec_model = dataclasses.asdict(spec_model)
         return build_torch_module(
             module_class,
             spaces,
-            self.model,
+            {**self.model, **spec_model},
             observation_space=getattr(spec, "observation_space", None),
             action_space=getattr(spec, "action_space", None),
             inference_only=inference_only,
@@ -2034,10 +2044,12 @@ class AlgorithmConfig(OldConfigNames):
             raise ConfigError(f"{name}: {multi_agent_env_needs_policies(self.env.__qualname__)}")
         if self.uses_torch:
             self._check_torch_config(name)
-        try:
-            check_model_config(self.model, setting=f"{name} model config")
-        except ValueError as error:
-            raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        user_module = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        if not _is_torch_module_class(user_module):  # a user's module reads its own keys
+            try:
+                check_model_config(self.model, setting=f"{name} model config")
+            except ValueError as error:
+                raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="

@@ -29,7 +29,8 @@ UpdateResults = dict[str, float | np.ndarray]
 class Learner(ABC):
     config: AlgorithmConfig
     module: Any
-    optimizer: Adam
+    #: The numpy learners' Adam; a torch optimizer for the torch learners.
+    optimizer: Any
 
     @abstractmethod
     def update(self, data: Any, /, *, num_env_steps_sampled_lifetime: int) -> UpdateResults:

@@ -414,7 +414,7 @@ class RLModule(RLModuleAPI):
         self.learner_only = bool(learner_only)
         self.model_config = model_config
         self.catalog = None
-        self.action_dist_cls = None
+        self.action_dist_cls: Any = None
         if getattr(self, "_is_setup", False):
             raise RuntimeError(
                 f"RLModule.setup() called twice in {type(self).__name__}: override setup(), "

@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -201,7 +201,7 @@ class TorchCategorical(TorchDistribution):
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
         _require_space("TorchCategorical", space, gym.spaces.Discrete)
-        return int(space.n)
+        return int(cast(gym.spaces.Discrete, space).n)
 
     def rsample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> torch.Tensor:
         """A one-hot sample whose gradient is that of the probabilities (straight-through)."""
@@ -242,7 +242,7 @@ class TorchDiagGaussian(TorchDistribution):
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
         _require_space("TorchDiagGaussian", space, gym.spaces.Box)
-        return int(np.prod(space.shape, dtype=np.int64) * 2)
+        return int(np.prod(cast(gym.spaces.Box, space).shape, dtype=np.int64) * 2)
 
     @classmethod
     def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> TorchDiagGaussian:
@@ -323,7 +323,7 @@ class TorchSquashedGaussian(TorchDistribution):
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
         _require_space("TorchSquashedGaussian", space, gym.spaces.Box)
-        return int(np.prod(space.shape, dtype=np.int64) * 2)
+        return int(np.prod(cast(gym.spaces.Box, space).shape, dtype=np.int64) * 2)
 
     @classmethod
     def from_logits(
@@ -368,7 +368,7 @@ class TorchDeterministic(Distribution):
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
         _require_space("TorchDeterministic", space, gym.spaces.Box)
-        return int(np.prod(space.shape, dtype=np.int64))
+        return int(np.prod(cast(gym.spaces.Box, space).shape, dtype=np.int64))
 
     @classmethod
     def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> TorchDeterministic:
@@ -421,7 +421,7 @@ class TorchMultiCategorical(Distribution):
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
         _require_space("TorchMultiCategorical", space, gym.spaces.MultiDiscrete)
-        return int(np.sum(space.nvec))
+        return int(np.sum(cast(gym.spaces.MultiDiscrete, space).nvec))
 
     @classmethod
     def from_logits(
@@ -561,7 +561,7 @@ class TorchMultiDistribution(Distribution):
         )
 
     @staticmethod
-    def required_input_dim(
+    def required_input_dim(  # type: ignore[override]  # RLlib's signature: input_lens, as_list
         space: gym.Space, input_lens: list[int] | None = None, as_list: bool = False, **kwargs: Any
     ) -> int | list[int]:
         if input_lens is None:

@@ -16,7 +16,7 @@ The module: a TorchRLModule with `ValueFunctionAPI` whose `_forward_train` retur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -86,7 +86,9 @@ class PPOTorchLearner(TorchLearner):
         self.spaces: SpaceInfo = (
             spaces
             or getattr(module, "spaces", None)
-            or SpaceInfo.from_spaces(rl_module.observation_space, rl_module.action_space)
+            or SpaceInfo.from_spaces(
+                cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
+            )
         )
         self.kl_coeff = float(config.kl_coeff)
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
@@ -106,7 +108,7 @@ class PPOTorchLearner(TorchLearner):
         return values.detach().cpu().numpy().astype(np.float32, copy=False).reshape(-1)
 
     # -- 2. the loss -------------------------------------------------------------------------
-    def compute_loss_for_module(
+    def compute_loss_for_module(  # type: ignore[override]  # a PPOConfig, as RLlib's
         self,
         *,
         module_id: str,
@@ -209,7 +211,7 @@ class PPOTorchLearner(TorchLearner):
         # As RLlib: the last minibatch's statistics, and the KL coefficient adapted on its KL.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, results["mean_kl_loss"], cfg)
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.current_lr
         results["num_env_steps_trained"] = len(batch[ADVANTAGES])

@@ -144,7 +144,8 @@ class TorchRLModule(nn.Module, RLModule):
                 for key, value in state.items()
                 if not any(_matches(key, attribute) for attribute in left_out)
             }
-        return {key: value.detach().cpu().numpy() for key, value in state.items()}
+        # Copies: a CPU tensor's .numpy() shares its memory, and a state is a snapshot.
+        return {key: value.detach().cpu().numpy().copy() for key, value in state.items()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Loads `state` (arrays or tensors by `state_dict()` key). Keys this module lacks are

@@ -122,7 +122,7 @@ class TorchModuleView:
     def values(self, obs: np.ndarray) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""
         with torch.no_grad():
-            values = self.rl_module.compute_values(  # type: ignore[attr-defined]
+            values = self.rl_module.compute_values(
                 {Columns.OBS: torch.from_numpy(np.ascontiguousarray(obs))}
             )
         return np.asarray(to_numpy(values), dtype=np.float32).reshape(len(obs))

@@ -32,6 +32,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 if TYPE_CHECKING:
     from trainer.torch_rl.ppo_learner import PPOTorchLearner
 
+
 class PPOConfig(AlgorithmConfig):
     """PPO's config. Defaults are RLlib's: `lr=5e-5`, `train_batch_size=4000`,
     `minibatch_size=128`, `num_epochs=30`, `lambda_=1.0`, `clip_param=0.3`, `vf_clip_param=10.0`,

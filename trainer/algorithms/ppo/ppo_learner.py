@@ -298,7 +298,7 @@ class PPOLearner(Learner):
         # KL, the policy's distance from the behaviour policy after all epochs.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, results["mean_kl_loss"], cfg)
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.optimizer.lr
         results["num_env_steps_trained"] = len(batch["advantages"])
