@@ -1683,9 +1683,12 @@ class AlgorithmConfig(OldConfigNames):
         spec = self.__dict__.get("rl_module_spec")
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
         # The config's model config under the spec's own (a user's module reads its own keys).
-        spec_model = getattr(spec, "model_config", None) or {}
-        if dataclasses.is_dataclass(spec_model) and not isinstance(spec_model, type):
-            spec_model = dataclasses.asdict(spec_model)
+        given = getattr(spec, "model_config", None) or {}
+        spec_model: dict = (
+            dataclasses.asdict(given)
+            if dataclasses.is_dataclass(given) and not isinstance(given, type)
+            else dict(given)
+        )
         return build_torch_module(
             module_class,
             spaces,
