@@ -1683,11 +1683,9 @@ class AlgorithmConfig(OldConfigNames):
         spec = self.__dict__.get("rl_module_spec")
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
         # The config's model config under the spec's own (a user's module reads its own keys).
-        given = getattr(spec, "model_config", None) or {}
+        given: Any = getattr(spec, "model_config", None) or {}
         spec_model: dict = (
-            dataclasses.asdict(given)
-            if dataclasses.is_dataclass(given) and not isinstance(given, type)
-            else dict(given)
+            dataclasses.asdict(given) if dataclasses.is_dataclass(given) else dict(given)
         )
         return build_torch_module(
             module_class,
