@@ -1685,7 +1685,7 @@ class AlgorithmConfig(OldConfigNames):
         # The config's model config under the spec's own (a user's module reads its own keys).
         given: Any = getattr(spec, "model_config", None) or {}
         spec_model: dict = (
-            dataclasses.asdict(given) if dataclasses.is_dataclass(given) else dict(given)
+            dict(given) if isinstance(given, dict) else dataclasses.asdict(given)  # a dataclass
         )
         return build_torch_module(
             module_class,
