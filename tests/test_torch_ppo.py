@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from torch_modules import TwoHeadedTorchModule
+from torch_modules import FrozenPPOTorchLearner, TwoHeadedTorchModule
 
 from trainer import PPOConfig, RLModuleSpec
 from trainer.algorithms.algorithm_config import ConfigError
@@ -89,6 +89,25 @@ def test_a_users_torch_rl_module_samples_in_worker_processes_and_learns():
         assert _mean_return(algo, 20) >= 100.0  # from ~20 at the start
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("where", ["training", "learners"])
+def test_a_users_learner_class_computes_the_loss(where):
+    config = torch_ppo().env_runners(num_env_runners=0)
+    getattr(config, where)(learner_class=FrozenPPOTorchLearner)
+    algo = config.build()
+    try:
+        assert type(algo.learner) is FrozenPPOTorchLearner
+        before = algo.get_module().get_state()
+        calls = FrozenPPOTorchLearner.calls
+        algo.train()
+        assert FrozenPPOTorchLearner.calls > calls
+        after = algo.get_module().get_state()
+        assert all(np.array_equal(before[k], after[k]) for k in before), "a zero loss moved weights"
+    finally:
+        algo.stop()
+    with pytest.raises(ConfigError, match="learner_class must be None or a subclass of a torch"):
+        PPOConfig().training(learner_class=dict)
 
 
 def _no_pickle(value, where="state") -> None:

@@ -12,6 +12,7 @@ from torch import nn
 
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
+from trainer.torch_rl.ppo_learner import PPOTorchLearner
 from trainer.torch_rl.rl_module import TorchRLModule
 
 
@@ -37,3 +38,17 @@ class TwoHeadedTorchModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
 
     def get_non_inference_attributes(self) -> list[str]:
         return ["vf"]
+
+
+class FrozenPPOTorchLearner(PPOTorchLearner):
+    """A user's learner subclass (RLlib's `learner_class`): `compute_loss_for_module`
+    overridden to scale PPO's loss to zero, so no update moves a weight."""
+
+    calls = 0
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):  # type: ignore[no-untyped-def]
+        FrozenPPOTorchLearner.calls += 1
+        loss = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+        return 0.0 * loss

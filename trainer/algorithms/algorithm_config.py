@@ -207,6 +207,20 @@ def _is_torch_module_class(module_class: Any) -> bool:
     return issubclass(module_class, TorchRLModule)
 
 
+def _is_torch_learner_class(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, type) and "trainer.torch_rl.learner" in sys.modules:
+        from trainer.torch_rl.learner import TorchLearner
+
+        if issubclass(v, TorchLearner):
+            return None
+    return (
+        "None or a subclass of a torch learner (trainer.torch_rl.ppo_learner.PPOTorchLearner, "
+        "RLlib's PPOTorchLearner); the numpy learners take no subclass"
+    )
+
+
 def _is_env_runner_class(v: Any) -> str | None:
     from trainer.runners.env_runner import EnvRunner
 
@@ -540,6 +554,12 @@ class AlgorithmConfig(OldConfigNames):
                     '"value": each element, "norm": each parameter tensor\'s L2 '
                     'norm, "global_norm": all of them together',
                 ),
+                "learner_class": (
+                    None,
+                    _is_torch_learner_class,
+                    "a subclass of the algorithm's torch learner (PPOTorchLearner) to train "
+                    "with, e.g. overriding compute_loss_for_module; it makes the run torch's",
+                ),
                 "optimizer": (
                     {},
                     _check_optimizer,
@@ -821,6 +841,7 @@ class AlgorithmConfig(OldConfigNames):
     shuffle_batch_per_epoch: bool
     grad_clip: float | None
     grad_clip_by: str
+    learner_class: type | None
     optimizer: dict[str, Any]
     model: dict[str, Any]
     # debugging()
@@ -1128,6 +1149,7 @@ class AlgorithmConfig(OldConfigNames):
         grad_clip_by: str = NotProvided,
         model: dict = NotProvided,
         optimizer: dict = NotProvided,
+        learner_class: type | None = NotProvided,
         **unknown: Any,
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
@@ -1142,6 +1164,7 @@ class AlgorithmConfig(OldConfigNames):
             "grad_clip": grad_clip,
             "grad_clip_by": grad_clip_by,
             "optimizer": optimizer,
+            "learner_class": learner_class,
         }
         self._take_old_names("training", unknown, values)
         self._reject_unknown(
@@ -1644,8 +1667,12 @@ class AlgorithmConfig(OldConfigNames):
     def uses_torch(self) -> bool:
         """Whether the networks and learners are torch's: `framework("torch")`, or a
         `TorchRLModule` subclass in `rl_module(rl_module_spec=...)`."""
-        return self.framework_str == "torch" or _is_torch_module_class(
-            getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        return (
+            self.framework_str == "torch"
+            or _is_torch_module_class(
+                getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+            )
+            or self.__dict__.get("learner_class") is not None
         )
 
     def default_torch_module_class(self) -> type:
@@ -1804,10 +1831,13 @@ class AlgorithmConfig(OldConfigNames):
             "api_stack", {name: True if value is False else value for name, value in values.items()}
         )
 
-    def learners(self, **settings: Any) -> Self:
+    def learners(self, *, learner_class: type | None = NotProvided, **settings: Any) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
-        numpy learner in the main process; other values warn at build."""
+        learner in the main process; other values warn at build. `learner_class` is
+        `training(learner_class=...)`'s (RLlib takes it in both)."""
         self._reject_unknown("learners", settings, [])
+        if learner_class is not NotProvided:
+            self.training(learner_class=learner_class)
         return self
 
     def resources(self, **settings: Any) -> Self:

@@ -100,11 +100,6 @@ _TF_SESSION_ARGS = {
 _LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_parallelism_threads": 8}
 
 #: Shared by `learners()` and `training()`, which both take them in RLlib.
-_LEARNER_CLASS = Unsupported(
-    None,
-    "custom Learner classes (torch) are not supported here; the numpy learners of PPO and DQN run",
-    capability=TORCH,
-)
 _LEARNER_CONNECTOR = Unsupported(
     None, "learner connectors are not supported here", capability=LEARNER_CONNECTORS
 )
@@ -204,14 +199,12 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "num_aggregator_actors_per_learner": _AGGREGATORS,
         "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
         "max_requests_in_flight_per_learner": NoEffect(3, _ONE_LEARNER, fine=lambda v: True),
-        "learner_class": _LEARNER_CLASS,
         "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
         "learner_config_dict": _LEARNER_CONFIG_DICT,
     },
     "training": {
         "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER, fine=lambda v: True),
-        "learner_class": _LEARNER_CLASS,
         "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
         "learner_config_dict": _LEARNER_CONFIG_DICT,

@@ -122,6 +122,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.rl_module.torch.torch_rl_module": ("trainer.torch_rl.rl_module",),
     "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
+    "ray.rllib.algorithms.ppo.torch.ppo_torch_learner": ("trainer.torch_rl.ppo_learner",),
+    "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
     "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
         "trainer.torch_rl.default_ppo_module",
     ),

@@ -156,7 +156,8 @@ class PPO(Algorithm):
             from trainer.torch_rl.ppo_learner import PPOTorchLearner
 
             spaces = spaces_of(self.env_runner_group)
-            self.learner = PPOTorchLearner(
+            learner_class = self.config.learner_class or PPOTorchLearner
+            self.learner = learner_class(
                 self.config, self.config.build_module(spaces, seed=self.config.seed)
             )
         else:
