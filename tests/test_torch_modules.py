@@ -198,6 +198,13 @@ def test_multi_categorical_is_the_sum_of_its_categoricals():
     assert TorchMultiCategorical.required_input_dim(gym.spaces.MultiDiscrete([2, 3])) == 5
     with pytest.raises(ValueError, match="input_lens"):
         TorchMultiCategorical.from_logits(logits, input_lens=[2, 2])
+    # Temperatures divide each component's logits (RLlib's docstring; RLlib ignores them).
+    warmed = TorchMultiCategorical.from_logits(logits, input_lens=[2, 3], temperatures=[2.0, 0.5])
+    torch.testing.assert_close(
+        warmed.logp(actions),
+        TorchCategorical.from_logits(logits[:, :2] / 2.0).logp(actions[:, 0])
+        + TorchCategorical.from_logits(logits[:, 2:] / 0.5).logp(actions[:, 1]),
+    )
 
 
 def test_partial_dist_cls_binds_constructor_arguments():

@@ -165,6 +165,48 @@ def test_a_torch_checkpoint_holds_arrays_and_resumes_exactly_in_a_fresh_process(
     assert resumed["return"] == after["env_runners"]["episode_return_mean"]
 
 
+def test_torch_sampling_draws_with_the_runners_seeded_generator():
+    from trainer.core.nn import Categorical
+    from trainer.runners.env_runner import EnvRunner
+
+    def episodes(seed: int):
+        runner = EnvRunner(
+            PPOConfig().environment("CartPole-v1").framework("torch").debugging(seed=seed),
+            worker_index=1,
+            num_workers=1,
+        )
+        try:
+            # RLlib's TorchCategorical is drawn from by its numpy twin, with the runner's
+            # generator; the weights come from one seeded module.
+            assert runner.module.dist is Categorical
+            runner.module.set_weights(weights)
+            return [
+                (ep.get_actions().tolist(), ep.get_extra_model_outputs("action_logp").tolist())
+                for ep in runner.sample(num_timesteps=300)
+            ]
+        finally:
+            runner.stop()
+
+    weights = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .build_module(_cartpole_spaces(), seed=3, inference_only=True)
+        .get_weights()
+    )
+    assert episodes(5) == episodes(5)
+    assert episodes(5) != episodes(6)
+
+
+def _cartpole_spaces():
+    import gymnasium as gym
+
+    from trainer.core.models import SpaceInfo
+
+    env = gym.make("CartPole-v1")
+    return SpaceInfo.from_spaces(env.observation_space, env.action_space)
+
+
 def test_torch_refusals_name_the_setting():
     with pytest.raises(ConfigError, match="DQNConfig: framework='torch'"):
         DQNConfig().environment("CartPole-v1").framework("torch").build()

@@ -709,7 +709,69 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "RLModule(catalog_class=...)",
         "refused with what to do (build the module's parts in setup())",
-        "catalogs build torch models, which do not exist here",
+        "RLlib's catalogs (model builders) are not implemented; the default torch modules "
+        "build their encoders and heads from model_config directly",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "TorchRLModule sampling (TorchCategorical, TorchDiagGaussian)",
+        "the EnvRunners draw the actions of RLlib's two default distributions with their "
+        "numpy twins and the runner's seeded numpy generator "
+        "(tests/test_torch_ppo.py::test_torch_sampling_draws_with_the_runners_seeded_"
+        "generator); other TorchDistribution classes sample in torch",
+        "the same draws as the numpy modules make, reproducible per seed and EnvRunner, "
+        "without torch's global generator",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "TorchLearner (torch_skip_nan_gradients, a NaN or infinite loss or gradient)",
+        "NonFiniteUpdateError before the optimizer step, weights and optimizer state "
+        "unchanged (tests/test_torch_learner.py::test_a_non_finite_loss_raises_before_the_"
+        "weights_change)",
+        "the numpy learners' policy: a run that diverged stops where it can be resumed "
+        "from, instead of training on zeroed gradients",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "TorchLearner.configure_optimizers_for_module",
+        "returns the module's one optimizer (no register_optimizer, lr scheduler classes, "
+        "grad scaler, torch.compile or DDP); its state is saved by parameter name "
+        "(tests/test_torch_learner.py::test_another_optimizer_from_the_hook_keeps_its_state_"
+        "by_parameter_name)",
+        "one learner in one process; checkpoints hold names and arrays, never torch's ids "
+        "or pickles",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "PPOTorchLearner results (gradients_default_optimizer_global_norm)",
+        "always reported, with the numpy learner's keys "
+        "(tests/test_torch_learner.py::test_update_changes_weights_and_reports_the_numpy_"
+        "learners_keys)",
+        "one set of result keys for both frameworks; RLlib logs the norm only when clipping "
+        "by global_norm or with log_gradients",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DefaultPPOTorchRLModule (model_config)",
+        "head_fcnet_*_initializer keys reach the pi and vf heads; Discrete observations are "
+        "one-hot encoded and 2-D Boxes flattened; an empty fcnet_hiddens feeds the "
+        "observation to the heads; the log-std clip is applied without a "
+        "log_std_clip_param_const buffer in the state "
+        "(tests/test_torch_modules.py::test_same_network_as_the_numpy_policy_module, "
+        "::test_empty_fcnet_hiddens_feeds_the_observation_to_the_heads)",
+        "the same network and input handling as the numpy default module for the same "
+        "model_config; RLlib's PPOCatalog ignores the head initializers and fails on an "
+        "empty fcnet_hiddens",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "TorchCategorical.rsample, TorchMultiCategorical.from_logits(temperatures=)",
+        "rsample uses the distribution's probabilities when built from logits; temperatures "
+        "divide each component's logits (tests/test_torch_modules.py::test_categorical_"
+        "rsample_is_one_hot_with_the_probabilities_gradient, ::test_multi_categorical_is_"
+        "the_sum_of_its_categoricals)",
+        "RLlib 2.60's rsample reads self.probs, None when built from logits; its "
+        "temperatures are validated and not applied, against its own docstring",
         BEHAVIOUR,
     ),
     Difference(
