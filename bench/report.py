@@ -142,6 +142,17 @@ BENCHMARKS = (
         quick=("bench/learner.py", "--repeats", "1"),
     ),
     Benchmark(
+        "learner_frameworks",
+        "the default PPO update (4000 steps, 30 epochs of 128) with the numpy and the torch "
+        "learner on the same episodes, 64x64, 256x256 and 1024x1024 tanh, one thread",
+        ("bench/learner.py", "--framework", "torch", "--repeats", "2"),
+        r"^PPO update, ",
+        "both printed; the README says which is faster for which size",
+        requires=("torch",),
+        summary="PPO update, numpy against torch learner",
+        summary_keep=r"256x256",
+    ),
+    Benchmark(
         "learner_dqn",
         "2000 DQN updates of 32 against their matrix products alone",
         ("bench/learner.py", "--algo", "DQN"),
