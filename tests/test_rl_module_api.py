@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from trainer import PPOConfig
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID, Columns
 from trainer.core.models import PolicyModule
@@ -358,3 +359,55 @@ def test_restore_one_module_of_n_from_a_multi_rl_module_checkpoint(tmp_path):
         loaded["p0"].restore_from_path(path)
     with pytest.raises(CheckpointError, match="not a MultiRLModule"):
         MultiRLModule.from_checkpoint(os.path.join(path, "p0"))
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1"])
+def test_numpy_and_torch_modules_answer_the_same_questions(framework, env):
+    """RLlib's RLModule API on the default module of either framework: the algorithm APIs,
+    the action distribution classes (RLlib's Distribution interface) and the forward passes."""
+    from trainer.core.apis import ValueFunctionAPI
+    from trainer.core.distributions import Distribution
+
+    algo = (
+        PPOConfig()
+        .environment(env)
+        .framework(framework)
+        .env_runners(num_env_runners=0)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .build()
+    )
+    try:
+        module = algo.get_module()
+        assert module.framework == (None if framework == "numpy" else "torch")
+        assert isinstance(module, ValueFunctionAPI)
+        assert not module.is_stateful() and module.get_initial_state() == {}
+        obs = np.stack([module.observation_space.sample() for _ in range(5)]).astype(np.float32)
+        batch = {"obs": obs}
+        if framework == "torch":
+            import torch
+
+            batch = {"obs": torch.from_numpy(obs)}
+        out = module.forward_inference(batch)
+        values = module.compute_values(batch)
+        assert tuple(values.shape) == (5,)
+        for get_cls in (
+            module.get_inference_action_dist_cls,
+            module.get_exploration_action_dist_cls,
+            module.get_train_action_dist_cls,
+        ):
+            dist_cls = get_cls()
+            assert issubclass(dist_cls, Distribution)
+            assert (
+                dist_cls.required_input_dim(module.action_space)
+                == out["action_dist_inputs"].shape[-1]
+            )
+            dist = dist_cls.from_logits(out["action_dist_inputs"])
+            actions = dist.sample()
+            assert tuple(dist.logp(actions).shape) == (5,)
+            assert tuple(dist.entropy().shape) == (5,)
+            assert np.allclose(np.asarray(dist.kl(dist)), 0.0, atol=1e-6)
+            greedy = dist.to_deterministic().sample()
+            assert tuple(greedy.shape) == tuple(actions.shape)
+    finally:
+        algo.stop()

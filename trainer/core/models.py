@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
+from trainer.core.apis import ValueFunctionAPI
 from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
@@ -450,6 +451,19 @@ class FlatParameterModule(RLModuleAPI):
 
     forward_exploration = forward_inference
 
+    def get_inference_action_dist_cls(self) -> type:
+        """RLlib's question, answered with a numpy distribution: NumpyCategorical over the
+        logits (or Q-values) of Discrete actions, NumpyDiagGaussian for Box actions."""
+        from trainer.core.distributions import NumpyCategorical, NumpyDiagGaussian
+
+        return NumpyCategorical if self.spaces.action_discrete_n is not None else NumpyDiagGaussian
+
+    def get_exploration_action_dist_cls(self) -> type:
+        return self.get_inference_action_dist_cls()
+
+    def get_train_action_dist_cls(self) -> type:
+        return self.get_inference_action_dist_cls()
+
     def get_weights(self) -> dict[str, np.ndarray]:
         return {n: p.copy() for n, p in zip(self.parameter_names(), self.parameters(), strict=True)}
 
@@ -488,7 +502,7 @@ def env_actions(spaces: SpaceInfo, actions: np.ndarray, *, normalize: bool, clip
     return actions
 
 
-class PolicyModule(FlatParameterModule):
+class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     """Policy head (action-distribution inputs) and value head over an MLP encoder.
 
     With `vf_share_layers=False` (the default) the value function has its own MLP; with True one
@@ -560,6 +574,11 @@ class PolicyModule(FlatParameterModule):
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         return self.vf.forward(self._encode(obs))[:, 0]
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> np.ndarray:
+        """RLlib's `ValueFunctionAPI`: the value of each observation in `batch["obs"]`
+        (`embeddings` are not used: the value network encodes the observations itself)."""
+        return self.values(self.spaces.preprocess(batch["obs"]))
 
     # -- training ----------------------------------------------------------------------------
     def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:

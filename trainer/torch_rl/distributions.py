@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from trainer.core.distributions import Distribution
+
 #: RLlib's bounds of a squashed Gaussian's log-std (`ray.rllib.utils.numpy`).
 MIN_LOG_NN_OUTPUT = -5.0
 MAX_LOG_NN_OUTPUT = 2.0
@@ -51,82 +53,6 @@ def _require_space(cls_name: str, space: gym.Space, expected: type | tuple[type,
 
 def _sample_shape(sample_shape: Any) -> torch.Size:
     return torch.Size(sample_shape) if sample_shape is not None else torch.Size()
-
-
-class Distribution(abc.ABC):
-    """RLlib's distribution interface (`ray.rllib.core.distribution.distribution`)."""
-
-    @abc.abstractmethod
-    def sample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> Any:
-        """A sample (no gradient)."""
-
-    @abc.abstractmethod
-    def rsample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> Any:
-        """A reparameterized sample (gradients flow into the distribution's inputs)."""
-
-    @abc.abstractmethod
-    def logp(self, value: Any, **kwargs: Any) -> Any:
-        """The log-likelihood of `value`."""
-
-    @abc.abstractmethod
-    def kl(self, other: Distribution, **kwargs: Any) -> Any:
-        """KL(self || other)."""
-
-    @abc.abstractmethod
-    def entropy(self, **kwargs: Any) -> Any:
-        """The entropy."""
-
-    @staticmethod
-    @abc.abstractmethod
-    def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
-        """How many inputs (per batch row) the distribution needs for `space`."""
-
-    @classmethod
-    def from_logits(cls, logits: Any, **kwargs: Any) -> Distribution:
-        """The distribution the module's outputs `logits` describe."""
-        raise NotImplementedError(f"{cls.__name__}.from_logits() is not implemented")
-
-    @classmethod
-    def get_partial_dist_cls(parent_cls, **partial_kwargs: Any) -> type[Distribution]:  # noqa: N805
-        """A subclass whose `from_logits` and `required_input_dim` get `partial_kwargs` (for
-        distributions that need more than the logits, e.g. `input_lens`). Giving one of those
-        keywords again is an error."""
-
-        def merged(kwargs: dict[str, Any]) -> dict[str, Any]:
-            overlap = set(kwargs) & set(partial_kwargs)
-            if overlap:
-                raise ValueError(
-                    f"{parent_cls.__name__} partial: cannot override {sorted(overlap)}, "
-                    "already set when the partial class was made"
-                )
-            return {**partial_kwargs, **kwargs}
-
-        class DistributionPartial(parent_cls):  # type: ignore[valid-type,misc]
-            @classmethod
-            def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
-                arguments = merged(kwargs)
-                if "space" in arguments and arguments.pop("space") != space:
-                    raise ValueError(
-                        f"{parent_cls.__name__} partial: required_input_dim(space={space}) "
-                        "differs from the space the partial class was made for"
-                    )
-                return parent_cls.required_input_dim(space, **arguments)
-
-            @classmethod
-            def from_logits(cls, logits: Any, **kwargs: Any) -> Distribution:
-                distribution = parent_cls.from_logits(logits, **merged(kwargs))
-                # As RLlib: type() of the result is the partial class.
-                distribution.__class__ = cls
-                return distribution
-
-        DistributionPartial.__name__ = f"{parent_cls.__name__}Partial"
-        DistributionPartial.__qualname__ = DistributionPartial.__name__
-        return DistributionPartial
-
-    def to_deterministic(self) -> Distribution:
-        """The deterministic counterpart (greedy actions); the distribution itself by
-        default."""
-        return self
 
 
 class TorchDistribution(Distribution, abc.ABC):

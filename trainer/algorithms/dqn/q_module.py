@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.core.apis import QNetAPI
 from trainer.core.models import (
     FlatParameterModule,
     SpaceInfo,
@@ -26,7 +27,7 @@ from trainer.core.models import (
 from trainer.core.nn import MLP, Categorical
 
 
-class QModule(FlatParameterModule):
+class QModule(FlatParameterModule, QNetAPI):
     dist = Categorical
 
     def __init__(
@@ -96,6 +97,10 @@ class QModule(FlatParameterModule):
         return self.advantage, self.value
 
     # -- inference ---------------------------------------------------------------------------
+    def compute_q_values(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """RLlib's `QNetAPI`: the Q-values of `batch["obs"]` under `"qf_preds"`."""
+        return {"qf_preds": self.dist_inputs(self.spaces.preprocess(batch["obs"]))}
+
     def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
         """Q-values, shape (batch, num_actions), of preprocessed observations."""
         features = activated(self.encoder, obs) if self.encoder is not None else obs
