@@ -207,7 +207,37 @@ def _cartpole_spaces():
     return SpaceInfo.from_spaces(env.observation_space, env.action_space)
 
 
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="needs a CUDA device (a GPU learner)"
+)
+def test_a_gpu_learner_learns_on_the_gpu_and_the_samplers_stay_on_the_cpu(tmp_path):
+    algo = torch_ppo().learners(num_gpus_per_learner=1).build()
+    try:
+        module = algo.get_module()
+        assert all(p.device.type == "cuda" for p in module.parameters())
+        assert _mean_return(algo, 12) >= 150.0
+        runner_devices = algo.env_runner_group.foreach_env_runner(
+            lambda runner: {p.device.type for p in runner.module.rl_module.parameters()},
+            local_env_runner=False,
+        )
+        assert all(devices == {"cpu"} for devices in runner_devices)
+        path = algo.save_to_path(tmp_path / "checkpoint")
+    finally:
+        algo.stop()
+    from trainer import Algorithm
+
+    again = Algorithm.from_checkpoint(path)
+    try:
+        assert all(p.device.type == "cuda" for p in again.get_module().parameters())
+        again.train()
+    finally:
+        again.stop()
+
+
 def test_torch_refusals_name_the_setting():
+    if not __import__("torch").cuda.is_available():
+        with pytest.raises(ConfigError, match=r"learners\(num_gpus_per_learner=1\): .*no CUDA"):
+            torch_ppo().learners(num_gpus_per_learner=1).build()
     with pytest.raises(ConfigError, match="DQNConfig: framework='torch'"):
         DQNConfig().environment("CartPole-v1").framework("torch").build()
     with pytest.raises(ConfigError, match="multi-agent"):

@@ -1694,6 +1694,21 @@ class AlgorithmConfig(OldConfigNames):
             require_torch(f"{name}.framework('torch')")
         except ImportError as error:
             raise ConfigError(str(error)) from None
+        gpus = self["num_gpus_per_learner"]
+        if gpus:
+            import torch
+
+            if gpus != 1:
+                raise ConfigError(
+                    f"{name}.learners(num_gpus_per_learner={gpus!r}): one learner runs here, "
+                    "on one GPU (1) or the CPU (0)"
+                )
+            if not torch.cuda.is_available():
+                raise ConfigError(
+                    f"{name}.learners(num_gpus_per_learner=1): this machine has no CUDA "
+                    "device torch can use (torch.cuda.is_available() is False); use "
+                    "num_gpus_per_learner=0 to learn on the CPU"
+                )
         if self.is_multi_agent:
             raise ConfigError(
                 f"{name}: framework={self.framework_str!r} in a multi-agent config: torch "
@@ -2040,6 +2055,8 @@ class AlgorithmConfig(OldConfigNames):
         if self.backend == "ray":  # Ray actors take these resources
             for name in RAY_RESOURCE_SETTINGS:
                 given.pop(name, None)
+        if self.uses_torch:  # a torch learner runs on the GPU it asks for
+            given.pop("num_gpus_per_learner", None)
         messages = warn_ignored(type(self).__name__, given, self._rllib_rules())
         if self.framework_str not in ("numpy", "torch"):
             message = (

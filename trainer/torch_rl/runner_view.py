@@ -123,19 +123,24 @@ class TorchModuleView:
         """The value function's predictions (`compute_values`) for a batch of observations."""
         with torch.no_grad():
             values = self.rl_module.compute_values(
-                {Columns.OBS: torch.from_numpy(np.ascontiguousarray(obs))}
+                {Columns.OBS: to_tensor(np.ascontiguousarray(obs), self._device())}
             )
         return np.asarray(to_numpy(values), dtype=np.float32).reshape(len(obs))
+
+    def _device(self) -> Any:
+        """Where the module's parameters are (the learner's may be on a GPU)."""
+        parameter = next(iter(self.rl_module.parameters()), None)
+        return None if parameter is None or parameter.device.type == "cpu" else parameter.device
 
     def forward_inference(self, batch: dict[str, Any]) -> dict[str, Any]:
         """`rl_module.forward_inference` on a numpy batch, its outputs as numpy."""
         with torch.no_grad():
-            return to_numpy(self.rl_module.forward_inference(to_tensor(batch)))
+            return to_numpy(self.rl_module.forward_inference(to_tensor(batch, self._device())))
 
     def forward_exploration(self, batch: dict[str, Any]) -> dict[str, Any]:
         """`rl_module.forward_exploration` on a numpy batch, its outputs as numpy."""
         with torch.no_grad():
-            return to_numpy(self.rl_module.forward_exploration(to_tensor(batch)))
+            return to_numpy(self.rl_module.forward_exploration(to_tensor(batch, self._device())))
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
         return env_actions(self.spaces, actions, normalize=normalize, clip=clip)

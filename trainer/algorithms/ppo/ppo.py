@@ -157,9 +157,10 @@ class PPO(Algorithm):
 
             spaces = spaces_of(self.env_runner_group)
             learner_class = self.config.learner_class or PPOTorchLearner
-            self.learner = learner_class(
-                self.config, self.config.build_module(spaces, seed=self.config.seed)
-            )
+            module = self.config.build_module(spaces, seed=self.config.seed)
+            if self.config["num_gpus_per_learner"]:  # validate() found CUDA
+                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+            self.learner = learner_class(self.config, module)
         else:
             self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
 
