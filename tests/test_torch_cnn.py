@@ -135,6 +135,9 @@ def test_layers_and_padding_follow_rllibs_own_functions(size):
 def test_a_size_without_preset_needs_conv_filters():
     with pytest.raises(ValueError, match=r"conv_filters.*\[16, 16, 3\].*\[42, 42, K\]"):
         cnn_module(16)
+    with pytest.raises(ValueError, match="conv_filters"):  # empty: RLlib's "not given"
+        cnn_module(16, model_config={"conv_filters": []})
+    assert cnn_module(10, model_config={"conv_filters": []}).encoder.actor_encoder.output_dim == 288
     module = cnn_module(16, model_config={"conv_filters": [[4, 3, 2], [8, 3, 2]]})
     assert module.encoder.actor_encoder.output_dim == 4 * 4 * 8
 
@@ -354,5 +357,14 @@ def test_ppo_with_the_default_cnn_learns_dot_to_target_in_an_env_runner_process(
                 break
         assert np.nanmax(returns[:3]) < 0.6, returns  # it starts near random play
         assert returns[-1] >= 1.0, returns
+        # The Algorithm's own inference takes the image as the env emits it.
+        env = DotToTarget()
+        obs, _ = env.reset(seed=5)
+        total, done = 0.0, False
+        while not done:
+            action = algo.compute_single_action(obs, explore=False)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, done = total + reward, terminated or truncated
+        assert env.action_space.contains(int(action)) and np.isfinite(total)
     finally:
         algo.stop()

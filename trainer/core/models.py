@@ -195,13 +195,16 @@ def _check_conv_keys(merged: dict, setting: str) -> None:
     `[out_channels, kernel, stride]` or `[out_channels, kernel, stride, padding]`, kernel and
     stride an int or `[height, width]`, padding "same" or "valid")."""
     filters = merged["conv_filters"]
+    if isinstance(filters, (list, tuple)) and not filters:
+        # RLlib reads an empty stack as "not given": its preset for the image size.
+        merged["conv_filters"] = filters = None
     if filters is not None:
         allowed = (
             "a list of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding] "
             "(kernel and stride: a positive int or [height, width]; padding: 'same' or 'valid'), "
             "or None for RLlib's preset for the image size"
         )
-        if not isinstance(filters, (list, tuple)) or not filters:
+        if not isinstance(filters, (list, tuple)):
             raise ValueError(f"{setting}['conv_filters']={filters!r}: must be {allowed}")
         for spec in filters:
             if not _is_conv_spec(spec):
