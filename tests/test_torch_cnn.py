@@ -19,7 +19,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 from torch import nn
 
-from trainer import PPOConfig
+from trainer import Algorithm, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
 from trainer.compat.rllib_utils import Columns
 from trainer.core.models import DefaultModelConfig, PolicyModule, SpaceInfo
@@ -246,6 +246,37 @@ def test_checkpoint_round_trip_keeps_the_cnn(tmp_path):
         restored.forward_train({Columns.OBS: images})[Columns.ACTION_DIST_INPUTS],
         module.forward_train({Columns.OBS: images})[Columns.ACTION_DIST_INPUTS],
     )
+
+
+@pytest.mark.timeout(240)
+def test_an_algorithm_checkpoint_with_the_cnn_resumes_exactly(tmp_path):
+    """The CNN's weights and its Adam state (per named conv parameter) go through the
+    Algorithm's checkpoint: a restored run trains on to the same weights."""
+    config = (
+        learning_config(seed=3)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=100)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=2)
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        path = algo.save_to_path(tmp_path / "checkpoint")
+        algo.train()
+        expected = algo.get_module().get_state()
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        module = restored.get_module()
+        assert isinstance(module.encoder.encoder, CNNEncoder)
+        assert module.model_config["conv_filters"] is None  # RLlib's preset, rebuilt
+        restored.train()
+        state = module.get_state()
+        assert any(key.startswith("encoder.encoder.net.0.cnn") for key in state)
+        for key, value in expected.items():
+            np.testing.assert_array_equal(state[key], value, err_msg=key)
+    finally:
+        restored.stop()
 
 
 # -- config checks -----------------------------------------------------------------------------
