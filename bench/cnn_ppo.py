@@ -2,14 +2,18 @@
 
 DotToTarget (trainer/examples/envs/classes/dot_to_target.py): a 10x10 RGB image, a red dot to
 move onto a green target. Random play returns about 0.15, the optimal policy about 1.67.
-`framework("torch")` builds RLlib's CNN encoder for the image (RLlib's 10x10 preset, shared by
-policy and value function, one 64-unit head layer); settings: 1 EnvRunner process with 4
-sub-envs, train_batch_size 1000, minibatch_size 200, 4 epochs, lr 1e-3, gamma 0.95,
-entropy_coeff 0.01. Stop when `env_runners/episode_return_mean` reaches 1.5 (90% of the optimal
-return) or 200k env steps are sampled. Wall time includes the build.
-Target: under 45 s on 2 cores, median of 3 seeds.
+`framework("torch")` builds RLlib's CNN encoder for the image (RLlib's 10x10 preset, one 64-unit
+head layer); settings: train_batch_size 1000, minibatch_size 200, 4 epochs, lr 1e-3, gamma 0.95,
+entropy_coeff 0.01, 4 sub-envs in all. Two layouts:
 
-Run: python bench/cnn_ppo.py [--seeds 0 1 2] [--stop-return 1.5]
+- shared: one CNN for policy and value function (`vf_share_layers=True`), 1 EnvRunner process;
+- separate: a critic CNN of its own (`vf_share_layers=False`), 2 EnvRunner processes.
+
+Stop when `env_runners/episode_return_mean` reaches 1.5 (90% of the optimal return) or 200k env
+steps are sampled. Wall time includes the build.
+Target: under 45 s on 2 cores for each layout, median of 3 seeds.
+
+Run: python bench/cnn_ppo.py [--seeds 0 1 2] [--stop-return 1.5] [--layouts shared separate]
 """
 
 from __future__ import annotations
@@ -25,13 +29,19 @@ STOP_ENV_STEPS = 200_000
 TARGET_S = 45.0
 
 
-def cnn_config(seed: int) -> PPOConfig:
-    """PPO with the default torch CNN on DotToTarget (the settings above)."""
+def cnn_config(seed: int, layout: str) -> PPOConfig:
+    """PPO with the default torch CNN on DotToTarget (the settings above) in `layout`."""
+    shared = layout == "shared"
+    runners = 1 if shared else 2
     return (
         PPOConfig()
         .environment(DotToTarget)
         .framework("torch")
-        .env_runners(num_env_runners=1, num_envs_per_env_runner=4, rollout_fragment_length=250)
+        .env_runners(
+            num_env_runners=runners,
+            num_envs_per_env_runner=4 // runners,
+            rollout_fragment_length=250,  # 4 sub-envs x 250 = one train batch
+        )
         .training(
             train_batch_size=1000,
             minibatch_size=200,
@@ -40,15 +50,15 @@ def cnn_config(seed: int) -> PPOConfig:
             gamma=0.95,
             entropy_coeff=0.01,
         )
-        .rl_module(model_config={"vf_share_layers": True, "head_fcnet_hiddens": [64]})
+        .rl_module(model_config={"vf_share_layers": shared, "head_fcnet_hiddens": [64]})
         .debugging(seed=seed)
     )
 
 
-def train_to_stop(seed: int, stop_return: float) -> tuple[float, float, int, int]:
+def train_to_stop(seed: int, layout: str, stop_return: float) -> tuple[float, float, int, int]:
     """(seconds including the build, final return, env steps, iterations)."""
     start = time.perf_counter()
-    algo = cnn_config(seed).build()
+    algo = cnn_config(seed, layout).build()
     try:
         iterations = 0
         while True:
@@ -66,20 +76,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--stop-return", type=float, default=1.5)
-    args = parser.parse_args()
-    times = []
-    for seed in args.seeds:
-        seconds, episode_return, steps, iterations = train_to_stop(seed, args.stop_return)
-        times.append(seconds)
-        print(
-            f"seed {seed}: return {episode_return:.2f} after {steps} env steps "
-            f"({iterations} iterations) in {seconds:.1f} s (build included)"
-        )
-    print(
-        f"median {statistics.median(times):.1f} s to return {args.stop_return:.2f} on "
-        f"DotToTarget with the default torch CNN (target < {TARGET_S:.0f} s on 2 cores; "
-        "random play 0.15, optimal 1.67)"
+    parser.add_argument(
+        "--layouts", nargs="+", choices=["shared", "separate"], default=["shared", "separate"]
     )
+    args = parser.parse_args()
+    for layout in args.layouts:
+        times = []
+        for seed in args.seeds:
+            seconds, episode_return, steps, iterations = train_to_stop(
+                seed, layout, args.stop_return
+            )
+            times.append(seconds)
+            print(
+                f"{layout}, seed {seed}: return {episode_return:.2f} after {steps} env steps "
+                f"({iterations} iterations) in {seconds:.1f} s (build included)"
+            )
+        print(
+            f"{layout}: median {statistics.median(times):.1f} s to return "
+            f"{args.stop_return:.2f} on DotToTarget with the default torch CNN (target < "
+            f"{TARGET_S:.0f} s on 2 cores; random play 0.15, optimal 1.67)"
+        )
 
 
 if __name__ == "__main__":
