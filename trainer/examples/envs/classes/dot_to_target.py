@@ -27,7 +27,7 @@ class DotToTarget(gym.Env):
     step (so moving towards it pays, away from it costs) and 1.0 on the step that reaches it,
     which terminates the episode; it is truncated after `max_episode_steps` steps. An optimal
     policy walks straight there: its return is `1 + shaping * starting distance` (about 1.6 on
-    the default 10x10 image); a random policy's is about 0.2.
+    the default 10x10 image); a random policy's is about 0.15.
 
     `config` (RLlib's env_config): `size` (default 10, RLlib's smallest CNN preset),
     `max_episode_steps` (default `2 * size`), `shaping` (default 0.1).
