@@ -171,7 +171,9 @@ def test_a_callable_initializer_runs_with_torch_calling_convention():
             r"do not fit normal_",
         ),
         ({"use_lstm": True}, r"only RLlib's default False"),
-        ({"conv_filters": [[16, 4, 2]]}, r"no convolutional networks"),
+        ({"conv_filters": [[16, 4]]}, r"conv_filters.*\[16, 4\].*not valid"),
+        ({"conv_activation": "gelu-ish"}, r"conv_activation.*allowed values"),
+        ({"conv_kernel_initializer": "glorot_"}, r"conv_kernel_initializer.*unknown initializer"),
     ],
 )
 def test_bad_model_configs_fail_at_the_call(model, message):

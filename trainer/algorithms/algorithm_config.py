@@ -44,7 +44,7 @@ from trainer.compat.rllib_settings import (
     warn_ignored,
 )
 from trainer.core.exploration import check_exploration_config
-from trainer.core.models import MODEL_DEFAULTS, check_model_config
+from trainer.core.models import MODEL_DEFAULTS, check_model_config, refuse_torch_only_keys
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.envs import (
     check_env_spec,
@@ -2096,6 +2096,8 @@ class AlgorithmConfig(OldConfigNames):
         if not _is_torch_module_class(user_module):  # a user's module reads its own keys
             try:
                 check_model_config(self.model, setting=f"{name} model config")
+                if not self.uses_torch:  # the numpy networks cannot convolve
+                    refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:

@@ -50,7 +50,26 @@ MODEL_DEFAULTS: dict = {
     "head_fcnet_bias_initializer_kwargs": None,
     "vf_share_layers": False,
     "free_log_std": False,
+    # The convolutional encoder of image observations (RLlib's keys and defaults). Only the
+    # torch modules build convolutions: the numpy modules refuse any other value
+    # (`refuse_torch_only_keys`), when the module is built or the config validated.
+    "conv_filters": None,
+    "conv_activation": "relu",
+    "conv_kernel_initializer": None,
+    "conv_kernel_initializer_kwargs": None,
+    "conv_bias_initializer": None,
+    "conv_bias_initializer_kwargs": None,
 }
+
+#: The `model_config` keys only the torch modules use (the numpy networks are MLPs).
+TORCH_ONLY_KEYS: tuple[str, ...] = (
+    "conv_filters",
+    "conv_activation",
+    "conv_kernel_initializer",
+    "conv_kernel_initializer_kwargs",
+    "conv_bias_initializer",
+    "conv_bias_initializer_kwargs",
+)
 
 #: RLlib's id of the one module.
 DEFAULT_MODULE_ID = "default_policy"
@@ -61,8 +80,6 @@ INPUT_ENV_SINGLE_SPACES = "__env_single__"
 RL_MODULE_STATE = "rl_module"
 
 _WHY_DEFAULT_ONLY = {
-    "conv": "there are no convolutional networks here: image observations are flattened into the "
-    "MLP (use fcnet_hiddens)",
     "lstm": "there are no recurrent networks here (stack frames with the FrameStackingEnvToModule "
     "connector instead)",
     "log_std_clip_param": "log-stds are clipped to [-20, 2] here",
@@ -145,7 +162,7 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
                 f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                 f"default {default!r} is accepted: {why}"
             )
-            if key.startswith(("use_lstm", "lstm", "max_seq_len", "conv")):
+            if key.startswith(("use_lstm", "lstm", "max_seq_len")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
                 error.capability = capabilities.TORCH
             raise error
@@ -170,7 +187,73 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
     for flag in ("vf_share_layers", "free_log_std"):
         if not isinstance(merged[flag], bool):
             raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
+    _check_conv_keys(merged, setting)
     return merged
+
+
+def _check_conv_keys(merged: dict, setting: str) -> None:
+    """Validates the `conv_*` keys (RLlib's `conv_filters` format: a list of
+    `[out_channels, kernel, stride]` or `[out_channels, kernel, stride, padding]`, kernel and
+    stride an int or `[height, width]`, padding "same" or "valid")."""
+    filters = merged["conv_filters"]
+    if isinstance(filters, (list, tuple)) and not filters:
+        # RLlib reads an empty stack as "not given": its preset for the image size.
+        merged["conv_filters"] = filters = None
+    if filters is not None:
+        allowed = (
+            "a list of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding] "
+            "(kernel and stride: a positive int or [height, width]; padding: 'same' or 'valid'), "
+            "or None for RLlib's preset for the image size"
+        )
+        if not isinstance(filters, (list, tuple)):
+            raise ValueError(f"{setting}['conv_filters']={filters!r}: must be {allowed}")
+        for spec in filters:
+            if not _is_conv_spec(spec):
+                raise ValueError(
+                    f"{setting}['conv_filters']: the entry {spec!r} is not valid: each must be "
+                    f"{allowed}"
+                )
+        merged["conv_filters"] = [list(spec) for spec in filters]
+    if merged["conv_activation"] is None:  # RLlib: None means linear
+        merged["conv_activation"] = "linear"
+    if merged["conv_activation"] not in ACTIVATIONS:
+        raise ValueError(
+            f"{setting}['conv_activation']={merged['conv_activation']!r}: allowed values are "
+            f"{list(ACTIVATIONS)} or None"
+        )
+    layer_initializers(merged, "conv", setting)
+
+
+def _is_conv_spec(spec: Any) -> bool:
+    def size(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return len(value) == 2 and all(is_int(v) and v > 0 for v in value)
+        return is_int(value) and value > 0
+
+    return (
+        isinstance(spec, (list, tuple))
+        and len(spec) in (3, 4)
+        and is_int(spec[0])
+        and spec[0] > 0
+        and size(spec[1])
+        and size(spec[2])
+        and (len(spec) == 3 or spec[3] in ("same", "valid"))
+    )
+
+
+def refuse_torch_only_keys(model_config: dict, setting: str = "model_config") -> None:
+    """Raises ValueError (with `capability` TORCH) for a `conv_*` key other than RLlib's
+    default: the numpy networks cannot convolve, only `framework("torch")`'s modules can."""
+    for key in TORCH_ONLY_KEYS:
+        if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
+            error: Any = ValueError(
+                f"{setting}[{key!r}]={model_config[key]!r}: convolutional encoders are built by "
+                "the torch modules only; use config.framework('torch') (the numpy networks are "
+                "MLPs: leave the conv_* keys at RLlib's defaults and flatten image observations, "
+                "e.g. with gymnasium.wrappers.FlattenObservation)"
+            )
+            error.capability = capabilities.TORCH
+            raise error
 
 
 def layer_initializers(
@@ -246,11 +329,19 @@ class SpaceInfo:
     action_dim: int  # 1 for Discrete
     action_low: np.ndarray | None
     action_high: np.ndarray | None
+    #: A Box observation's own shape (None for Discrete).
+    obs_shape: tuple[int, ...] | None = None
+    #: Whether `preprocess` keeps that shape, `(B, *obs_shape)`, instead of flattening it to
+    #: rows of `obs_dim`: for torch modules, whose convolutions read images as the env emits
+    #: them (`keeping_obs_shape()`); the numpy networks take rows.
+    keep_obs_shape: bool = False
 
     @classmethod
     def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
+        obs_shape: tuple[int, ...] | None = None
         if isinstance(observation_space, gym.spaces.Box):
             obs_dim, obs_n = int(np.prod(observation_space.shape)), None
+            obs_shape = tuple(int(d) for d in observation_space.shape)
         elif isinstance(observation_space, gym.spaces.Discrete):
             obs_dim, obs_n = int(observation_space.n), int(observation_space.n)
         else:
@@ -259,7 +350,7 @@ class SpaceInfo:
                 "Box and Discrete observations (flatten other spaces with a gymnasium wrapper)"
             )
         if isinstance(action_space, gym.spaces.Discrete):
-            return cls(obs_dim, obs_n, int(action_space.n), 1, None, None)
+            return cls(obs_dim, obs_n, int(action_space.n), 1, None, None, obs_shape)
         if isinstance(action_space, gym.spaces.Box):
             return cls(
                 obs_dim,
@@ -268,15 +359,22 @@ class SpaceInfo:
                 int(np.prod(action_space.shape)),
                 action_space.low.astype(np.float32).ravel(),
                 action_space.high.astype(np.float32).ravel(),
+                obs_shape,
             )
         raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
 
+    def keeping_obs_shape(self) -> SpaceInfo:
+        """These spaces with `preprocess` (and `observation_space`) keeping a Box
+        observation's shape."""
+        return dataclasses.replace(self, keep_obs_shape=True)
+
     def observation_space(self) -> gym.Space:
         """The module's observation space, rebuilt from what is recorded here (bounds are not
-        recorded: a Box is unbounded)."""
+        recorded: a Box is unbounded; flat unless `keep_obs_shape`)."""
         if self.obs_discrete_n is not None:
             return gym.spaces.Discrete(self.obs_discrete_n)
-        return gym.spaces.Box(-np.inf, np.inf, (self.obs_dim,), dtype=np.float32)
+        shape = self.obs_shape if self.keep_obs_shape and self.obs_shape else (self.obs_dim,)
+        return gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)
 
     def action_space(self) -> gym.Space:
         """The env's action space, rebuilt from what is recorded here."""
@@ -287,17 +385,22 @@ class SpaceInfo:
         return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
 
     def preprocess(self, observations: Any) -> np.ndarray:
-        """A batch of raw observations as a float32 matrix (one-hot for Discrete)."""
+        """A batch of raw observations as a float32 matrix (one-hot for Discrete), or with
+        `keep_obs_shape` a float32 batch of the Box's shape, `(B, *obs_shape)`."""
         if (
             type(observations) is np.ndarray
             and observations.dtype == np.float32
             and observations.ndim == 2
             and observations.shape[1] == self.obs_dim
+            and not (self.keep_obs_shape and self.obs_shape and len(self.obs_shape) > 1)
         ):
             return observations  # already one (a Box env's batch): the sampling hot path
         obs = np.asarray(observations)
         if self.obs_discrete_n is not None:
             return np.eye(self.obs_discrete_n, dtype=np.float32)[obs.astype(np.int64).ravel()]
+        if self.keep_obs_shape and self.obs_shape is not None:
+            shape = (obs.shape[0], *self.obs_shape)
+            return obs.reshape(shape).astype(np.float32, copy=False)
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 
@@ -512,6 +615,7 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
         self.spaces = spaces
         self.model_config = check_model_config(model_config)
+        refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
         self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
         n_actions = spaces.action_discrete_n or spaces.action_dim
         n_dist_inputs = self.dist.num_inputs(n_actions)

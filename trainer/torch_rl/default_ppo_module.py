@@ -3,7 +3,10 @@
 
 The layout is RLlib's PPOCatalog's and the numpy `PolicyModule`'s for the same model config:
 
-- `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too). With
+- `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too), or for
+  image observations (a 3-D Box, channels-last) RLlib's CNN encoder: `conv_filters` (RLlib's
+  preset for the image size when not given) of `conv_activation`, flattened
+  (`trainer.torch_rl.cnn_encoder`; `fcnet_hiddens` is not used, as in RLlib). With
   `vf_share_layers` one encoder (`encoder.encoder`) feeds both heads; without, the policy and the
   value function each have one (`encoder.actor_encoder`, `encoder.critic_encoder`). An empty
   `fcnet_hiddens` means no encoder layers: the heads read the observation.
@@ -15,8 +18,8 @@ The layout is RLlib's PPOCatalog's and the numpy `PolicyModule`'s for the same m
 
 Weights start as torch's (and RLlib's) defaults unless the `*_initializer` keys name a
 `torch.nn.init` function (or give a callable, called on the weight tensor). Observations are
-1-D Boxes (a 2-D Box is flattened) or Discrete (one-hot encoded, as the numpy module does);
-image observations need convolutions, which this module does not build.
+1-D Boxes (a 2-D Box is flattened), images (3-D Boxes) or Discrete (one-hot encoded, as the
+numpy module does).
 
 The value function (`vf`, and `encoder.critic_encoder` when not shared) is left out of
 inference-only copies (the EnvRunners'), and `get_state(inference_only=True)` leaves its weights
@@ -26,6 +29,7 @@ out.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -122,20 +126,46 @@ class MLPEncoder(nn.Module):
         return self.net(x)
 
 
+def encoder_factory(
+    observation_space: gym.Space, input_dim: int, model_config: dict
+) -> Callable[[], nn.Module]:
+    """What builds one encoder for `observation_space` (RLlib's catalog,
+    `_get_encoder_config`): a CNN (`conv_filters`, or RLlib's preset for the image size) for an
+    image (a 3-D Box), the `fcnet_*` MLP over `input_dim` features otherwise. Each encoder has
+    an `output_dim`."""
+    if isinstance(observation_space, gym.spaces.Box) and len(observation_space.shape) == 3:
+        from trainer.torch_rl.cnn_encoder import CNNEncoder, default_conv_filters
+
+        shape = tuple(int(d) for d in observation_space.shape)
+        # The preset is looked up now, so a size without one fails when the module is built.
+        filters = model_config["conv_filters"] or default_conv_filters(shape)
+        cnn_config = {**model_config, "conv_filters": filters}
+        return lambda: CNNEncoder((shape[0], shape[1], shape[2]), cnn_config)
+    return lambda: MLPEncoder(input_dim, model_config)
+
+
 class ActorCriticEncoder(nn.Module):
     """RLlib's actor-critic encoder: one shared `encoder`, or an `actor_encoder` and a
-    `critic_encoder`. `forward` returns `(actor features, critic features)`."""
+    `critic_encoder`, each built by `make_encoder` (by default the `fcnet_*` MLP over
+    `input_dim` features). `forward` returns `(actor features, critic features)`."""
 
-    def __init__(self, input_dim: int, model_config: dict) -> None:
+    def __init__(
+        self,
+        input_dim: int,
+        model_config: dict,
+        make_encoder: Callable[[], nn.Module] | None = None,
+    ) -> None:
         super().__init__()
+        if make_encoder is None:
+            make_encoder = lambda: MLPEncoder(input_dim, model_config)  # noqa: E731
         self.shared = bool(model_config["vf_share_layers"])
         if self.shared:
-            self.encoder = MLPEncoder(input_dim, model_config)
+            self.encoder = make_encoder()
+            self.output_dim = int(self.encoder.output_dim)
         else:
-            self.actor_encoder = MLPEncoder(input_dim, model_config)
-            self.critic_encoder = MLPEncoder(input_dim, model_config)
-        hiddens = model_config["fcnet_hiddens"]
-        self.output_dim = hiddens[-1] if hiddens else input_dim
+            self.actor_encoder = make_encoder()
+            self.critic_encoder = make_encoder()
+            self.output_dim = int(self.actor_encoder.output_dim)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.shared:
@@ -196,30 +226,26 @@ class MLPHead(nn.Module):
 
 class ObservationEncoding:
     """How observations of one space become the encoder's float input: a Box is flattened over
-    its own dimensions, a Discrete one-hot encoded. Image observations (3-D Boxes) are
-    refused: they need a convolutional encoder (`conv_filters`), which is not built here."""
+    its own dimensions, a Discrete one-hot encoded; an image (a 3-D Box) keeps its shape
+    `(B, height, width, channels)` for the CNN encoder (rows of its flattened pixels are
+    reshaped to it)."""
 
     def __init__(self, space: gym.Space, where: str) -> None:
+        self.image = False
         if isinstance(space, gym.spaces.Discrete):
             self.discrete_n: int | None = int(space.n)
             self.shape: tuple[int, ...] = ()
             self.dim = int(space.n)
-        elif isinstance(space, gym.spaces.Box) and len(space.shape) in (1, 2):
+        elif isinstance(space, gym.spaces.Box) and len(space.shape) in (1, 2, 3):
             self.discrete_n = None
-            self.shape = tuple(space.shape)
+            self.shape = tuple(int(d) for d in space.shape)
             self.dim = int(np.prod(space.shape))
-        elif isinstance(space, gym.spaces.Box) and len(space.shape) == 3:
-            raise ValueError(
-                f"{where}: observation_space={space} is an image (a 3-D Box); the MLP encoder "
-                "takes 1-D observations and a convolutional encoder (model_config "
-                "'conv_filters') is not built by the torch modules yet: flatten the "
-                "observations (gymnasium.wrappers.FlattenObservation) or use a custom "
-                "TorchRLModule"
-            )
+            self.image = len(space.shape) == 3
         else:
             raise ValueError(
-                f"{where}: observation_space={space} is not supported: the MLP encoder takes "
-                "a 1-D (or 2-D, flattened) Box or a Discrete space"
+                f"{where}: observation_space={space} is not supported: the default encoders "
+                "take a 1-D (or 2-D, flattened) Box, an image (a 3-D Box: height, width, "
+                "channels) or a Discrete space"
             )
 
     def __call__(self, obs: Any, like: torch.Tensor) -> torch.Tensor:
@@ -229,6 +255,10 @@ class ObservationEncoding:
         obs = torch.as_tensor(obs, device=like.device)
         if self.discrete_n is not None:
             return nn.functional.one_hot(obs.long(), self.discrete_n).to(like.dtype)
+        if self.image:
+            if obs.dim() == 2 and obs.shape[-1] == self.dim:  # rows of flattened pixels
+                obs = obs.reshape(obs.shape[0], *self.shape)
+            return obs.to(like.dtype)
         if len(self.shape) > 1:
             obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)
         return obs.to(like.dtype)
@@ -271,7 +301,11 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 f"model_config['free_log_std']=True: only for Box action spaces (a diagonal "
                 f"Gaussian), the action space is {self.action_space}"
             )
-        self.encoder = ActorCriticEncoder(self._encode_obs.dim, config)
+        self.encoder = ActorCriticEncoder(
+            self._encode_obs.dim,
+            config,
+            encoder_factory(self.observation_space, self._encode_obs.dim, config),
+        )
         self.pi = MLPHead(
             self.encoder.output_dim,
             self.action_dist_cls.required_input_dim(self.action_space),

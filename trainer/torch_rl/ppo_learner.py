@@ -88,7 +88,7 @@ class PPOTorchLearner(TorchLearner):
             or getattr(module, "spaces", None)
             or SpaceInfo.from_spaces(
                 cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
-            )
+            ).keeping_obs_shape()
         )
         self.kl_coeff = float(config.kl_coeff)
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.

@@ -79,7 +79,14 @@ class TorchModuleView:
 
     def __init__(self, rl_module: TorchRLModule, spaces: SpaceInfo):
         self.rl_module = rl_module
-        self.spaces = spaces
+        # A torch module reads observations in the env's shape (images for its convolutions):
+        # the learner's batches (`spaces.preprocess`) keep it, and rows the EnvRunners
+        # flattened get it back here (`module_observations`, a view, no copy).
+        self.spaces = spaces.keeping_obs_shape()
+        shape = self.spaces.obs_shape
+        self._row_shape: tuple[int, ...] | None = (
+            shape if shape is not None and len(shape) > 1 else None
+        )
         self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls())
         self.inference_dist = sampling_distribution(rl_module.get_inference_action_dist_cls())
         #: The state keys the EnvRunners receive (the inference-only state's), and all keys.
@@ -101,9 +108,17 @@ class TorchModuleView:
         return self.rl_module.model_config
 
     # -- sampling ------------------------------------------------------------------------------
+    def module_observations(self, obs: np.ndarray) -> np.ndarray:
+        """A batch of preprocessed observations in the module's shape: rows of a multi-dim
+        Box (as the numpy path flattens them) reshaped to `(B, *obs_shape)`."""
+        if self._row_shape is not None and obs.ndim == 2:
+            return obs.reshape(len(obs), *self._row_shape)
+        return obs
+
     def dist_inputs(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
         """The module's action-distribution inputs for a batch of observations
         (`forward_exploration`, or `forward_inference` without `explore`)."""
+        obs = self.module_observations(obs)
         out = (
             self.forward_exploration({Columns.OBS: obs})
             if explore
@@ -121,6 +136,7 @@ class TorchModuleView:
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""
+        obs = self.module_observations(obs)
         with torch.no_grad():
             values = self.rl_module.compute_values(
                 {Columns.OBS: to_tensor(np.ascontiguousarray(obs), self._device())}
@@ -206,7 +222,7 @@ def build_torch_module(
     """A view of a new `module_class` module for `spaces` (or the spaces given), its weights
     initialised from `seed` (torch's global generator is left as it was)."""
     kwargs = {
-        "observation_space": observation_space or spaces.observation_space(),
+        "observation_space": observation_space or spaces.keeping_obs_shape().observation_space(),
         "action_space": action_space or spaces.action_space(),
         "inference_only": inference_only,
         "model_config": dict(model_config),

@@ -23,6 +23,7 @@ from trainer.core.models import (
     check_model_config,
     encoder_mlp,
     head_mlp,
+    refuse_torch_only_keys,
 )
 from trainer.core.nn import MLP, Categorical
 
@@ -44,6 +45,7 @@ class QModule(FlatParameterModule, QNetAPI):
             )
         self.spaces = spaces
         self.model_config = check_model_config(model_config)
+        refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
         self.dueling = dueling
         n_actions = spaces.action_discrete_n
         config = self.model_config
