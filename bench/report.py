@@ -153,6 +153,15 @@ BENCHMARKS = (
         summary_keep=r"256x256",
     ),
     Benchmark(
+        "cnn_ppo",
+        "torch PPO with RLlib's default CNN on DotToTarget (10x10 RGB images): time to a "
+        "return of 1.5, build included, median of 3 seeds; shared and separate critic CNN",
+        ("bench/cnn_ppo.py",),
+        r"median",
+        "< 45 s on 2 cores",
+        requires=("torch",),
+    ),
+    Benchmark(
         "learner_dqn",
         "2000 DQN updates of 32 against their matrix products alone",
         ("bench/learner.py", "--algo", "DQN"),
