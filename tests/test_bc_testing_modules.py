@@ -1,6 +1,6 @@
 """RLlib's torch testing modules (`ray.rllib.core.testing.torch.bc_module`): built from specs,
 a shared encoder really shared, forward passes, states and checkpoints, and the RLlib import
-path through the launcher."""
+paths through the launcher (and RLlib's older `PPOTorchRLModule` name)."""
 
 import gymnasium as gym
 import numpy as np
@@ -94,3 +94,14 @@ def test_rllib_import_path_maps_to_the_testing_modules():
     finally:
         launcher.uninstall()
     assert RLlibName is DiscreteBCTorchModule
+
+
+def test_rllib_older_ppo_torch_module_name_is_the_default_torch_module():
+    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+
+    launcher.install()
+    try:
+        from ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module import PPOTorchRLModule
+    finally:
+        launcher.uninstall()
+    assert PPOTorchRLModule is DefaultPPOTorchRLModule
