@@ -144,7 +144,12 @@ class LearnerGroup:
             weights = self._algorithm.learner.module.get_weights()
             wanted = None if module_ids is None else set(module_ids)
             return {k: v for k, v in weights.items() if wanted is None or k in wanted}
-        return {DEFAULT_MODULE_ID: self._algorithm.learner.module.get_weights()}
+        module = self._algorithm.learner.module
+        # A torch module's view gives the EnvRunners' inference-only weights; the learner's
+        # are the whole module's (value function included), as RLlib's learner group returns.
+        rl_module = getattr(module, "rl_module", None)
+        weights = rl_module.get_state() if rl_module is not None else module.get_weights()
+        return {DEFAULT_MODULE_ID: weights}
 
     def set_weights(self, weights: dict) -> None:
         """Sets the learner's weights (`{module_id: {...}}`, or single-agent the weights

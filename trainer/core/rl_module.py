@@ -405,8 +405,8 @@ class RLModule(RLModuleAPI):
         if catalog_class is not None:
             raise ValueError(
                 f"{type(self).__name__}(catalog_class={catalog_class.__qualname__}): catalogs "
-                "build torch models, which do not exist here; build the module's parts in "
-                "setup()"
+                "build torch models from model_config in RLlib, and there are none here; build "
+                "the module's parts in setup() (torch modules: nn layers in setup())"
             )
         self.observation_space = observation_space
         self.action_space = action_space

@@ -127,6 +127,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
         "trainer.torch_rl.default_ppo_module",
     ),
+    "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
+    "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     **{
         f"ray.rllib.core.rl_module.apis.{name}": ("trainer.core.apis",)

@@ -176,6 +176,34 @@ class TorchRLModule(nn.Module, RLModule):
         }
         self.load_state_dict(tensors, strict=False)
 
+    def check_weights(self, weights: Any, where: str = "weights") -> None:
+        """Raises `StateError` (and changes nothing) unless `weights` (a module checkpoint's
+        or a learner's state, `{state_dict key: array}`) holds at least the inference-only
+        state's keys and nothing this module lacks, each array of its shape and kind, finite."""
+        from trainer.util.state_checks import StateError, require_map
+
+        own = self.state_dict()
+        required = self.get_state(inference_only=True) if self.inference_only is False else own
+        require_map(weights, where, required)
+        extra = sorted(set(weights) - set(own))
+        if extra:
+            raise StateError(where, f"has weights this module lacks: {extra[:4]}")
+        for key, value in weights.items():
+            if not isinstance(value, np.ndarray):
+                raise StateError(f"{where}[{key!r}]", f"expected an array, got {type(value)}")
+            expected = own[key]
+            if value.shape != tuple(expected.shape):
+                raise StateError(
+                    f"{where}[{key!r}]",
+                    f"has shape {value.shape}, the module's is {tuple(expected.shape)}",
+                )
+            if value.dtype.kind != np.dtype(str(expected.dtype).replace("torch.", "")).kind:
+                raise StateError(
+                    f"{where}[{key!r}]", f"has dtype {value.dtype}, the module's is {expected.dtype}"
+                )
+            if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+                raise StateError(f"{where}[{key!r}]", "has non-finite values")
+
     # -- action distributions ------------------------------------------------------------------
     def get_inference_action_dist_cls(self) -> Any:
         """`self.action_dist_cls` if `setup()` set one, else RLlib's default for the action

@@ -1,0 +1,1 @@
+"""RLlib's torch testing modules (`ray.rllib.core.testing.torch`). Needs the `torch` extra."""
