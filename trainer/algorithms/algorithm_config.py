@@ -1266,7 +1266,7 @@ class AlgorithmConfig(OldConfigNames):
             "module_class": "custom RLModules are not supported yet in single-agent "
             "training (only the algorithm's default numpy module runs there): leave "
             "module_class=None and configure the default module with model_config",
-            "catalog_class": "catalogs build torch models, which do not exist here: leave "
+            "catalog_class": "RLlib's catalogs (model builders) are not implemented: leave "
             "catalog_class=None and configure the networks with model_config",
             "inference_only": "the default module here has no inference-only form (it is "
             "the same on the EnvRunners and the learner)",

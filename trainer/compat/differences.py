@@ -60,9 +60,10 @@ _MULTI_AGENT = (
 )
 _OFFLINE = "offline RL (recorded data read and written with Ray Data) is not supported here"
 _TORCH_LEARNERS = (
-    "the learners are this project's numpy PPO and DQN learners, built by the "
-    "Algorithm; there are no torch Learner classes, LearnerGroups or learner "
-    "connectors (training(learner_class=...) is refused with what to do)"
+    "one learner per algorithm (numpy PPO and DQN, or torch PPO), built by the Algorithm "
+    "in the driver process; there are no LearnerGroups of several learners, no "
+    "standalone learner building and no learner connectors (a torch learner subclass "
+    "comes in through training(learner_class=...))"
 )
 _CHECKPOINTABLE = (
     "checkpoints are this project's format (a folder of msgpack state files, "
@@ -109,7 +110,8 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "AlgorithmConfig.get_torch_compile_worker_config",
         "missing",
-        "there is no torch here: the modules are numpy",
+        "torch.compile is not used: the torch modules run eagerly (small MLPs and CNNs, "
+        "where compiling costs more start-up than it saves)",
     ),
     *_same(
         "missing (the callbacks() keywords are taken, with a warning at build when given)",
@@ -200,8 +202,9 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     *_same(
         "missing",
-        "there are no torch or TF model files to export: the weights are numpy "
-        "arrays (algo.get_weights(), and the checkpoint's msgpack state)",
+        "no model files are exported: the weights are numpy arrays (algo.get_weights(), "
+        "the checkpoint's msgpack state, and its module checkpoints that "
+        "RLModule.from_checkpoint rebuilds)",
         "Algorithm.export_model",
         "Algorithm.export_policy_checkpoint",
         "Algorithm.export_policy_model",
@@ -491,8 +494,48 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "tests/rllib/test_stats.py::torch halves",
-        "the torch-tensor halves of two tests skip themselves",
-        "there is no torch here (as on RLlib's CI without torch)",
+        "the torch-tensor halves of two tests skip themselves (the file's try_import_torch "
+        "reports torch missing)",
+        "the Stats classes reduce numbers and numpy arrays; this project's learners, the "
+        "torch one included, log Python floats, so no torch tensor reaches the metrics",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_ppo_torch.py::all cases",
+        ".framework('torch') added to the config",
+        "this file is RLlib's test_ppo.py run on the torch framework; the default framework "
+        "here is numpy",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_ppo_torch.py::test_ppo_compilation_and_schedule_mixins",
+        "left out",
+        "it schedules entropy_coeff (a number only here), evaluates on remote EnvRunners in "
+        "parallel, and reads learner.get_optimizer(), entropy_coeff_schedulers_per_module and "
+        "the default_optimizer_learning_rate result (here curr_lr)",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_ppo_rl_module.py::test_rollouts, test_forward_train",
+        "ALE Breakout and lstm=True combinations left out; catalog_class=PPOCatalog left "
+        "out; get_preprocessor is an identity function",
+        "ale_py is not installed, the default torch module has no LSTM encoder yet, and "
+        "there are no catalogs or old-stack preprocessors",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_algorithm_rl_module_restore_torch.py::multi-agent cases (3)",
+        "left out (test_e2e_load_rl_module runs on the torch PPO module)",
+        "torch modules are refused in multi-agent configs here",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_ppo_learner.py (RLlib's), tests/rllib/test_learner.py (RLlib's)",
+        "not ported",
+        "they build standalone learners and LearnerGroups (config.build_learner(env=), "
+        "build_learner_group), hold MultiRLModules in one learner with gradients keyed by "
+        "parameter object (here by name), and read offline datasets; "
+        "test_kl_coeff_changes needs multi-agent torch",
         TEST,
     ),
     Difference(

@@ -199,7 +199,8 @@ class TorchRLModule(nn.Module, RLModule):
                 )
             if value.dtype.kind != np.dtype(str(expected.dtype).replace("torch.", "")).kind:
                 raise StateError(
-                    f"{where}[{key!r}]", f"has dtype {value.dtype}, the module's is {expected.dtype}"
+                    f"{where}[{key!r}]",
+                    f"has dtype {value.dtype}, the module's is {expected.dtype}",
                 )
             if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
                 raise StateError(f"{where}[{key!r}]", "has non-finite values")

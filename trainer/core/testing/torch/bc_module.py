@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -107,14 +107,14 @@ class BCTorchMultiAgentModuleWithSharedEncoder(MultiRLModule):
             raise ValueError(f"{type(self).__name__} needs at least one module spec")
         first = next(iter(specs.values()))
         global_dim = first.observation_space["global"].shape[0]
-        hidden_dim = first.model_config["fcnet_hiddens"][0]
+        hidden_dim = cast(dict, first.model_config)["fcnet_hiddens"][0]
         shared_encoder = nn.Sequential(
             nn.Linear(global_dim, hidden_dim),
             nn.ReLU(),
             nn.Linear(hidden_dim, hidden_dim),
         )
         self._rl_modules = {
-            module_id: spec.module_class(
+            module_id: cast(type, spec.module_class)(
                 observation_space=spec.observation_space,
                 action_space=spec.action_space,
                 inference_only=spec.inference_only,
