@@ -2048,7 +2048,9 @@ class AlgorithmConfig(OldConfigNames):
         user_module = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
         if not _is_torch_module_class(user_module):  # a user's module reads its own keys
             try:
-                check_model_config(self.model, setting=f"{name} model config")
+                check_model_config(
+                    self.model, setting=f"{name} model config", numpy=not self.uses_torch
+                )
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:

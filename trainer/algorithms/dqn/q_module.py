@@ -42,7 +42,7 @@ class QModule(FlatParameterModule):
                 f"DQN needs a Discrete action space; this env's actions are {spaces.action_space()}"
             )
         self.spaces = spaces
-        self.model_config = check_model_config(model_config)
+        self.model_config = check_model_config(model_config, numpy=True)
         self.dueling = dueling
         n_actions = spaces.action_discrete_n
         config = self.model_config
