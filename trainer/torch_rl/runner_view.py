@@ -92,6 +92,7 @@ class TorchModuleView:
             key: value.shape for key, value in rl_module.get_state(inference_only=True).items()
         }
         self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}
+        self._initial_state: dict[str, Any] | None = None
         #: Whether the module is recurrent (asked once: the EnvRunners' step branches on it).
         self.stateful = bool(rl_module.is_stateful())
         model_config = rl_module.model_config if isinstance(rl_module.model_config, dict) else {}
@@ -131,8 +132,11 @@ class TorchModuleView:
         return np.asarray(inputs, dtype=np.float32)
 
     def initial_state(self) -> dict[str, Any]:
-        """The module's initial recurrent state (`get_initial_state()`) as numpy arrays."""
-        return to_numpy(self.rl_module.get_initial_state())
+        """The module's initial recurrent state (`get_initial_state()`) as numpy arrays (asked
+        once: the EnvRunners read it at every step; the arrays are never written to)."""
+        if self._initial_state is None:
+            self._initial_state = to_numpy(self.rl_module.get_initial_state())
+        return self._initial_state
 
     def dist_inputs_and_state(
         self,
