@@ -204,6 +204,38 @@ def test_the_learner_builds_rllibs_sequences_from_hand_built_episodes():
     assert np.isfinite(stats["total_loss"])
 
 
+def test_gae_values_come_from_compute_values_on_the_recorded_sequences():
+    config = lstm_ppo(vf_share_layers=True)
+    module = lstm_module(vf_share_layers=True)
+    learner = PPOTorchLearner(config, module)
+    start, later = hand_built_chunk(0, 6), hand_built_chunk(5, 3)
+    initial = {key: value.numpy() for key, value in module.get_initial_state().items()}
+    values = learner._sequence_values([start, later], initial)
+
+    def expected(episode, first: int, count: int, state: dict) -> np.ndarray:
+        obs = torch.as_tensor(episode.get_observations()[first : first + count][None])
+        state_in = {key: torch.as_tensor(np.asarray(value))[None] for key, value in state.items()}
+        with torch.no_grad():
+            return module.compute_values({Columns.OBS: obs, Columns.STATE_IN: state_in})[0]
+
+    # 7 observations (6 steps and the last one) in sequences of 4 from the recorded states;
+    # then the later chunk's 4 from its lookback step's state out.
+    outs = start.get_extra_model_outputs(Columns.STATE_OUT)
+    want = torch.cat(
+        [
+            expected(start, 0, 4, initial),
+            expected(start, 4, 3, {key: value[3] for key, value in outs.items()}),
+            expected(
+                later,
+                0,
+                4,
+                later.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True),
+            ),
+        ]
+    )
+    np.testing.assert_allclose(values, want.numpy(), atol=1e-6)
+
+
 # -- the EnvRunner ------------------------------------------------------------------------------
 def replay_states(module, episode: SingleAgentEpisode, state) -> list:
     """The state outs the module gives stepping through `episode` from `state` (the chunk's
