@@ -370,6 +370,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 f"Gaussian), the action space is {self.action_space}"
             )
         self._stateful = bool(config["use_lstm"])
+        # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
+        self.encoder: Any
         if self._stateful:
             # As RLlib: a recurrent module is never inference-only (the EnvRunners carry the
             # critic's state too, which the learner's sequences start from).
