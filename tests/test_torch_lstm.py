@@ -369,3 +369,21 @@ def test_lstm_ppo_learns_stateless_cartpole():
         assert best >= 60.0, best
     finally:
         algo.stop()
+
+
+def test_box_actions_with_previous_actions_and_rewards_sample_and_train():
+    from trainer.examples.envs.classes.stateless_pendulum import StatelessPendulum
+
+    config = (
+        lstm_ppo(lstm_use_prev_action=True, lstm_use_prev_reward=True)
+        .environment(StatelessPendulum)
+        .env_runners(rollout_fragment_length=100)
+    )
+    algo = config.build()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=40)
+        assert all(ep.get_actions().shape[1:] == (1,) for ep in episodes)
+        stats = algo.train()["learners"]["default_policy"]
+        assert stats["num_env_steps_trained"] >= 200 and np.isfinite(stats["total_loss"])
+    finally:
+        algo.stop()
