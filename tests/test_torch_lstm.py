@@ -336,8 +336,9 @@ def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path):
 @pytest.mark.timeout(300)
 def test_lstm_ppo_learns_stateless_cartpole():
     """RLlib's tuned stateless_cartpole_ppo.py settings (shared layers, max_seq_len 20, lr 3e-4,
-    6 epochs, vf_loss_coeff 0.05) on a smaller network and batch: the return must clearly rise
-    from a random policy's ~22."""
+    6 epochs, vf_loss_coeff 0.05) on a smaller network and batch: the return must rise from a
+    random policy's ~22 to 100, above what the same settings reach without the LSTM in these
+    30 iterations (at most ~50: the velocities are not observed), about 20 iterations in."""
     config = (
         PPOConfig()
         .environment(StatelessCartPole)
@@ -361,12 +362,12 @@ def test_lstm_ppo_learns_stateless_cartpole():
     algo = config.build()
     try:
         best = 0.0
-        for _ in range(25):
+        for _ in range(30):
             result = algo.train()
             best = max(best, result["env_runners"].get("episode_return_mean", 0.0))
-            if best >= 60.0:
+            if best >= 100.0:
                 break
-        assert best >= 60.0, best
+        assert best >= 100.0, best
     finally:
         algo.stop()
 
