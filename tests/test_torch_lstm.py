@@ -307,8 +307,9 @@ def test_runner_processes_carry_the_state_too():
 
 
 @pytest.mark.timeout(180)
-def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path):
-    algo = lstm_ppo().build()
+@pytest.mark.parametrize("num_env_runners", [0, 1])
+def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path, num_env_runners):
+    algo = lstm_ppo(num_env_runners).build()
     try:
         algo.train()
         # Mid-episode: the runner's episodes under way carry their states into the checkpoint.
@@ -317,7 +318,7 @@ def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path):
         expected = algo.get_module().get_state()
     finally:
         algo.stop()
-    restored = lstm_ppo().build()
+    restored = lstm_ppo(num_env_runners).build()
     try:
         restored.restore_from_path(path)
         resumed = restored.train()
