@@ -22,8 +22,8 @@ from trainer import AlgorithmConfig, ConfigError, PPOConfig
             r"fcnet_activation'\]='bogus': allowed values are \['tanh', 'relu'",
         ),
         (
-            lambda c: c.training(model={"use_lstm": True}),
-            r"\['use_lstm'\]=True: only RLlib's default False",
+            lambda c: c.training(model={"use_lstm": 1}),
+            r"\['use_lstm'\]=1: must be True or False",
         ),
         (lambda c: c.training(model={"use_lsmt": True}), r"unknown key\(s\) \['use_lsmt'\]"),
         (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),

@@ -607,7 +607,7 @@ def test_a_recurrent_model_config_is_reported_as_needing_torch_modules():
     from trainer.launcher.table import TORCH
 
     with pytest.raises(ConfigError, match="use_lstm") as raised:
-        PPOConfig().rl_module(model_config={"use_lstm": True})
+        PPOConfig().environment("CartPole-v1").rl_module(model_config={"use_lstm": True}).validate()
     assert raised.value.capability == TORCH
     assert _exception_report(raised.value)["capability"] == TORCH
 

@@ -170,7 +170,7 @@ def test_a_callable_initializer_runs_with_torch_calling_convention():
             {"fcnet_kernel_initializer": "normal_", "fcnet_kernel_initializer_kwargs": {"sd": 1.0}},
             r"do not fit normal_",
         ),
-        ({"use_lstm": True}, r"only RLlib's default False"),
+        ({"use_lstm": True, "max_seq_len": 0}, r"max_seq_len'\]=0: must be an int >= 1"),
         ({"conv_filters": [[16, 4]]}, r"conv_filters.*\[16, 4\].*not valid"),
         ({"conv_activation": "gelu-ish"}, r"conv_activation.*allowed values"),
         ({"conv_kernel_initializer": "glorot_"}, r"conv_kernel_initializer.*unknown initializer"),

@@ -2095,7 +2095,9 @@ class AlgorithmConfig(OldConfigNames):
         user_module = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
         if not _is_torch_module_class(user_module):  # a user's module reads its own keys
             try:
-                check_model_config(self.model, setting=f"{name} model config")
+                check_model_config(
+                    self.model, setting=f"{name} model config", numpy=not self.uses_torch
+                )
                 if not self.uses_torch:  # the numpy networks cannot convolve
                     refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:

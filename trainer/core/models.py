@@ -33,6 +33,20 @@ from trainer.util.state_checks import StateError, require_float_array, require_m
 
 #: `model_config` keys the numpy networks implement, with this project's defaults. They are
 #: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see docs/config.md, "Model config").
+#: RLlib's LSTM keys and defaults (`DefaultModelConfig`): an LSTM (`lstm_cell_size` units, one
+#: layer) over the `fcnet_*` encoder, trained on sequences of up to `max_seq_len` steps.
+LSTM_DEFAULTS: dict = {
+    "use_lstm": False,
+    "max_seq_len": 20,
+    "lstm_cell_size": 256,
+    "lstm_use_prev_action": False,
+    "lstm_use_prev_reward": False,
+    "lstm_kernel_initializer": None,
+    "lstm_kernel_initializer_kwargs": None,
+    "lstm_bias_initializer": None,
+    "lstm_bias_initializer_kwargs": None,
+}
+
 MODEL_DEFAULTS: dict = {
     "fcnet_hiddens": [256, 256],
     "fcnet_activation": "tanh",
@@ -59,6 +73,9 @@ MODEL_DEFAULTS: dict = {
     "conv_kernel_initializer_kwargs": None,
     "conv_bias_initializer": None,
     "conv_bias_initializer_kwargs": None,
+    # The recurrent encoder (RLlib's `use_lstm`): the torch modules build it; the numpy models
+    # refuse `use_lstm=True` (see `check_model_config(numpy=True)`).
+    **LSTM_DEFAULTS,
 }
 
 #: The `model_config` keys only the torch modules use (the numpy networks are MLPs).
@@ -80,11 +97,8 @@ INPUT_ENV_SINGLE_SPACES = "__env_single__"
 RL_MODULE_STATE = "rl_module"
 
 _WHY_DEFAULT_ONLY = {
-    "lstm": "there are no recurrent networks here (stack frames with the FrameStackingEnvToModule "
-    "connector instead)",
     "log_std_clip_param": "log-stds are clipped to [-20, 2] here",
 }
-_WHY_DEFAULT_ONLY["use_lstm"] = _WHY_DEFAULT_ONLY["max_seq_len"] = _WHY_DEFAULT_ONLY["lstm"]
 
 
 @dataclass
@@ -125,7 +139,7 @@ class DefaultModelConfig:
     lstm_bias_initializer_kwargs: dict | None = None
 
 
-#: RLlib's `DefaultModelConfig` keys for networks that do not exist here (convolutions, LSTMs),
+#: RLlib's `DefaultModelConfig` keys for networks that do not exist here (convolutions),
 #: accepted at RLlib's default values only: any other value would be silently ignored.
 DEFAULT_ONLY_KEYS: dict = {
     key: value
@@ -134,9 +148,12 @@ DEFAULT_ONLY_KEYS: dict = {
 }
 
 
-def check_model_config(model_config: dict, setting: str = "model_config") -> dict:
+def check_model_config(
+    model_config: dict, setting: str = "model_config", *, numpy: bool = False
+) -> dict:
     """Validates a model config (a dict or a `DefaultModelConfig`) and returns the keys the
-    networks use, merged over the defaults."""
+    networks use, merged over the defaults. `numpy`: for the numpy models, which have no
+    recurrent networks (`use_lstm=True` is refused, naming `framework("torch")`)."""
     if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
         model_config = dataclasses.asdict(model_config)
     if not isinstance(model_config, dict):
@@ -149,12 +166,7 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
         raise ValueError(
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
-    # RLlib reads the LSTM's settings only with `use_lstm=True`: without it they are unused
-    # there too (RLlib's rock-paper-scissors examples set `max_seq_len=15` with no LSTM).
-    unused = () if model_config.get("use_lstm") else ("lstm_", "max_seq_len")
     for key, default in DEFAULT_ONLY_KEYS.items():
-        if key.startswith(unused):
-            continue
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
             # Any: it carries a `capability` attribute, as a ConfigError does.
@@ -162,7 +174,7 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
                 f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                 f"default {default!r} is accepted: {why}"
             )
-            if key.startswith(("use_lstm", "lstm", "max_seq_len")):
+            if key.startswith(("conv", "use_lstm", "lstm", "max_seq_len")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
                 error.capability = capabilities.TORCH
             raise error
@@ -188,6 +200,7 @@ def check_model_config(model_config: dict, setting: str = "model_config") -> dic
         if not isinstance(merged[flag], bool):
             raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
     _check_conv_keys(merged, setting)
+    check_lstm_config(merged, setting, numpy=numpy)
     return merged
 
 
@@ -254,6 +267,49 @@ def refuse_torch_only_keys(model_config: dict, setting: str = "model_config") ->
             )
             error.capability = capabilities.TORCH
             raise error
+
+
+def check_lstm_config(merged: dict, setting: str, *, numpy: bool) -> None:
+    """Validates the LSTM keys of a merged model config. RLlib reads them only with
+    `use_lstm=True` (its rock-paper-scissors examples set `max_seq_len=15` with no LSTM), so
+    without it only their types are checked."""
+    for flag in ("use_lstm", "lstm_use_prev_action", "lstm_use_prev_reward"):
+        if not isinstance(merged[flag], bool):
+            raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
+    for size in ("max_seq_len", "lstm_cell_size"):
+        if not (is_int(merged[size]) and merged[size] >= 1):
+            raise ValueError(f"{setting}[{size!r}]={merged[size]!r}: must be an int >= 1")
+    for part in ("kernel", "bias"):
+        kwargs = merged[f"lstm_{part}_initializer_kwargs"]
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise ValueError(
+                f"{setting}['lstm_{part}_initializer_kwargs']={kwargs!r}: must be a dict or None"
+            )
+    if merged["use_lstm"]:
+        # The LSTM's initializers are torch.nn.init's (RLlib's): checked as the MLP's are.
+        make_initializer(
+            merged["lstm_kernel_initializer"],
+            merged["lstm_kernel_initializer_kwargs"],
+            where=setting,
+            key="lstm_kernel_initializer",
+            for_bias=False,
+        )
+        make_initializer(
+            merged["lstm_bias_initializer"],
+            merged["lstm_bias_initializer_kwargs"],
+            where=setting,
+            key="lstm_bias_initializer",
+            for_bias=True,
+        )
+    if numpy and merged["use_lstm"]:
+        # Any: it carries a `capability` attribute, as a ConfigError does.
+        error: Any = ValueError(
+            f"{setting}['use_lstm']=True: the numpy models have no recurrent networks; "
+            'RLlib\'s LSTM encoder is built by the torch modules: use .framework("torch") '
+            "(or stack frames with the FrameStackingEnvToModule connector)"
+        )
+        error.capability = capabilities.TORCH
+        raise error
 
 
 def layer_initializers(
@@ -614,7 +670,7 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
 
     def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
         self.spaces = spaces
-        self.model_config = check_model_config(model_config)
+        self.model_config = check_model_config(model_config, numpy=True)
         refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
         self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
         n_actions = spaces.action_discrete_n or spaces.action_dim

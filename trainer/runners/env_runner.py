@@ -35,6 +35,7 @@ import numpy as np
 
 from trainer.callbacks import CallbackChain
 from trainer.compat.old_names import old_worker_callbacks
+from trainer.compat.rllib_utils import Columns
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -44,6 +45,14 @@ from trainer.core.models import (
     INPUT_ENV_SPACES,
     RL_MODULE_STATE,
     SpaceInfo,
+)
+from trainer.core.recurrent import (
+    next_prev_action,
+    next_prev_reward,
+    next_state_in,
+    tree_map,
+    tree_row,
+    tree_stack,
 )
 from trainer.env.curriculum import (
     NO_TASK,
@@ -269,6 +278,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     process, 1..N for worker processes), `num_workers`, `env` (the vector env: `env.envs[i]` is a
     sub-env, `env.envs[i].unwrapped` the raw env), `module` (the policy), `metrics`.
     """
+
+    #: The module `_stateful` was computed for, and whether it is a recurrent torch module
+    #: (recomputed only when the module object changes: the stateless step stays as it was).
+    _stateful_for: Any = None
+    _stateful: bool = False
 
     def __init__(
         self,
@@ -1298,7 +1312,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             assert episode is not None, _RECORD_HAS_EPISODE
             if len(episode) == 0:
                 continue
-            successor = episode.cut()
+            # A recurrent module's chunk keeps the step before as its lookback: the state (and
+            # previous action and reward) the successor's first step starts from.
+            successor = episode.cut(len_lookback_buffer=1 if self._stateful else 0)
             record.episode = successor
             record.event_kwargs["episode"] = successor
             chunks.append(episode.to_numpy())
@@ -1392,21 +1408,74 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if self._guarded:
             self._recover_sub_envs()
 
+    def _uses_stateful_module(self) -> bool:
+        """Whether the module is a recurrent torch module (its view's `stateful`), computed
+        once per module object."""
+        module = self.module
+        if module is not self._stateful_for:
+            self._stateful_for = module
+            self._stateful = module.framework == "torch" and bool(
+                getattr(module, "stateful", False)
+            )
+        return self._stateful
+
+    def _carried_states(self) -> Any:
+        """The state each sub-env's next step starts from, batched (RLlib's env-to-module
+        `AddStatesFromEpisodesToBatch`): read from its episode (the last `STATE_OUT`; the
+        module's initial state at an episode's start), so a restored runner goes on with the
+        states it had."""
+        initial = self.module.initial_state()
+        return tree_stack(
+            [next_state_in(record.episode, initial) for record in self._sub_env_records]
+        )
+
+    def _recurrent_forward(self, obs_batch: np.ndarray, explore: bool) -> tuple[Any, list]:
+        """One step of a recurrent module: the distribution inputs and, per sub-env, the state
+        out (recorded with the step as `Columns.STATE_OUT`, as RLlib does)."""
+        module = self.module
+        records = self._sub_env_records
+        prev_actions = prev_rewards = None
+        if module.needs_prev_actions:
+            space = module.action_space
+            zero_action = np.zeros(space.shape, dtype=space.dtype)
+            prev_actions = np.stack(
+                [np.asarray(next_prev_action(r.episode, zero_action)) for r in records]
+            ).astype(space.dtype)
+        if module.needs_prev_rewards:
+            prev_rewards = np.asarray(
+                [next_prev_reward(r.episode) for r in records], dtype=np.float32
+            )
+        dist_inputs, state_out = module.dist_inputs_and_state(
+            obs_batch,
+            self._carried_states(),
+            explore=explore,
+            prev_actions=prev_actions,
+            prev_rewards=prev_rewards,
+        )
+        return dist_inputs, [tree_row(state_out, i) for i in range(self.num_envs)]
+
     def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
         """One step of every sub-env; finished episodes are appended to `done`."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
+        #: Per sub-env, the recurrent state after this step (None: a stateless module).
+        state_rows: list | None = None
         if random_actions:
             actions = env.action_space.sample()
             env_actions = actions
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
+            if self._uses_stateful_module():  # no forward pass: the states stay as they were
+                carried = self._carried_states()
+                state_rows = [tree_row(carried, i) for i in range(self.num_envs)]
         else:
             observations = self._obs if self._env_to_module is None else self._module_obs
             spaces = self.spaces
             assert spaces is not None, "__init__ sets the spaces"
             obs_batch = spaces.preprocess(observations)
-            if self.module.framework is None:  # a numpy module: one forward for every phase
+            if self._uses_stateful_module():
+                dist_inputs, state_rows = self._recurrent_forward(obs_batch, explore)
+            elif self.module.framework is None:  # a numpy module: one forward for every phase
                 dist_inputs = self.module.dist_inputs(obs_batch)
             else:  # a torch module's view: forward_exploration or forward_inference
                 dist_inputs = self.module.dist_inputs(obs_batch, explore=explore)
@@ -1471,16 +1540,32 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
-            episode.record_sampled_step(
-                obs_rows[i],
-                action_list[i],
-                reward_list[i],
-                per_env_infos[i],
-                terminated_list[i],
-                truncated_list[i],
-                logp_list[i],
-                dist_rows[i],
-            )
+            if state_rows is not None:
+                self._record_recurrent_step(
+                    episode,
+                    obs_rows[i],
+                    action_list[i],
+                    reward_list[i],
+                    per_env_infos[i],
+                    terminated_list[i],
+                    truncated_list[i],
+                    {
+                        Columns.ACTION_LOGP: logp_list[i],
+                        Columns.ACTION_DIST_INPUTS: dist_rows[i],
+                        Columns.STATE_OUT: state_rows[i],
+                    },
+                )
+            else:
+                episode.record_sampled_step(
+                    obs_rows[i],
+                    action_list[i],
+                    reward_list[i],
+                    per_env_infos[i],
+                    terminated_list[i],
+                    truncated_list[i],
+                    logp_list[i],
+                    dist_rows[i],
+                )
             if fire_with is not None:
                 fire_with("on_episode_step", record.event_kwargs)
             stepped_indices.append(i)
@@ -1512,6 +1597,31 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if guarded:
             self._recover_sub_envs()
         return len(stepped_indices)
+
+    @staticmethod
+    def _record_recurrent_step(
+        episode: SingleAgentEpisode,
+        observation: Any,
+        action: Any,
+        reward: float,
+        infos: dict,
+        terminated: bool,
+        truncated: bool,
+        model_outputs: dict[str, Any],
+    ) -> None:
+        """Records a step of a recurrent module, its state out among the model outputs (copied:
+        a row of the batch's array would keep the whole batch alive)."""
+        outputs = {key: value for key, value in model_outputs.items() if value is not None}
+        outputs[Columns.STATE_OUT] = tree_map(np.array, outputs[Columns.STATE_OUT])
+        episode.add_env_step(
+            observation,
+            action,
+            reward,
+            infos,
+            terminated=terminated,
+            truncated=truncated,
+            extra_model_outputs=outputs,
+        )
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier

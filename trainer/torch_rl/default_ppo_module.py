@@ -21,6 +21,15 @@ Weights start as torch's (and RLlib's) defaults unless the `*_initializer` keys 
 1-D Boxes (a 2-D Box is flattened), images (3-D Boxes) or Discrete (one-hot encoded, as the
 numpy module does).
 
+With `use_lstm` (RLlib's recurrent encoder) each encoder is an `LSTMEncoder`: the `fcnet_*`
+MLP as its tokenizer, then one LSTM layer of `lstm_cell_size` units. The module is then
+stateful: `get_initial_state()` is RLlib's `{"h", "c"}` (zeros of shape `(1, lstm_cell_size)`;
+`{"actor": ..., "critic": ...}` without `vf_share_layers`), the forward passes take sequences
+`(B, T, ...)` with `Columns.STATE_IN` (each leaf `(B, 1, cell)`) and return `Columns.STATE_OUT`,
+and, as in RLlib, it is never inference-only. `lstm_use_prev_action` / `lstm_use_prev_reward`
+add the previous action (one-hot for Discrete) and reward (`prev_actions`, `prev_rewards`)
+to the LSTM's input.
+
 The value function (`vf`, and `encoder.critic_encoder` when not shared) is left out of
 inference-only copies (the EnvRunners'), and `get_state(inference_only=True)` leaves its weights
 out.
@@ -42,6 +51,12 @@ from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
 from trainer.core.models import check_model_config
 from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
 from trainer.torch_rl.rl_module import TorchRLModule
+
+#: RLlib's `Columns.PREV_ACTIONS` / `Columns.PREV_REWARDS`: the previous step's action and
+#: reward (zeros at an episode's start), the LSTM's extra inputs with `lstm_use_prev_action` /
+#: `lstm_use_prev_reward`.
+PREV_ACTIONS = "prev_actions"
+PREV_REWARDS = "prev_rewards"
 
 #: RLlib's activation names (those the numpy networks know too) -> torch modules; "linear" adds
 #: no layer, as in RLlib's TorchMLP.
@@ -224,6 +239,89 @@ class MLPHead(nn.Module):
         return out
 
 
+class LSTMEncoder(nn.Module):
+    """RLlib's TorchLSTMEncoder: a tokenizer (the `fcnet_*` MLP, `tokenizer`) then one
+    batch-first `nn.LSTM` layer of `lstm_cell_size` units (`lstm`), its weights and biases
+    initialized per `lstm_*_initializer` (torch's defaults otherwise).
+
+    `forward(x, state)`: `x` is `(B, T, D)`, `state` `{"h": (B, 1, H), "c": (B, 1, H)}` (batch
+    first, one layer: RLlib's layout); returns the features `(B, T, H)` and the state after
+    the last step, in the same layout."""
+
+    def __init__(self, input_dim: int, model_config: dict) -> None:
+        super().__init__()
+        self.tokenizer = MLPEncoder(input_dim, model_config)
+        self.cell_size = int(model_config["lstm_cell_size"])
+        self.lstm = nn.LSTM(self.tokenizer.output_dim, self.cell_size, 1, batch_first=True)
+        kernel_init = _initializer(model_config["lstm_kernel_initializer"])
+        kernel_kwargs = model_config["lstm_kernel_initializer_kwargs"] or {}
+        bias_init = _initializer(model_config["lstm_bias_initializer"])
+        bias_kwargs = model_config["lstm_bias_initializer_kwargs"] or {}
+        with torch.no_grad():
+            # As RLlib: the input and hidden weight matrices, then the two bias vectors.
+            for weight_ih, weight_hh, bias_ih, bias_hh in self.lstm.all_weights:
+                if kernel_init is not None:
+                    kernel_init(weight_ih, **kernel_kwargs)
+                    kernel_init(weight_hh, **kernel_kwargs)
+                if bias_init is not None:
+                    bias_init(bias_ih, **bias_kwargs)
+                    bias_init(bias_hh, **bias_kwargs)
+        self.output_dim = self.cell_size
+
+    def get_initial_state(self) -> dict[str, torch.Tensor]:
+        """Zeros of shape `(num_layers=1, lstm_cell_size)` for "h" and "c" (RLlib's)."""
+        return {"h": torch.zeros(1, self.cell_size), "c": torch.zeros(1, self.cell_size)}
+
+    def forward(
+        self, x: torch.Tensor, state: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        tokens = self.tokenizer(x)
+        # States come batch first; torch's LSTM takes them layers first.
+        h_in = state["h"].to(tokens.dtype).transpose(0, 1).contiguous()
+        c_in = state["c"].to(tokens.dtype).transpose(0, 1).contiguous()
+        out, (h_out, c_out) = self.lstm(tokens, (h_in, c_in))
+        return out, {"h": h_out.transpose(0, 1), "c": c_out.transpose(0, 1)}
+
+
+class RecurrentActorCriticEncoder(nn.Module):
+    """RLlib's actor-critic encoder over LSTM encoders (RLlib's
+    `TorchStatefulActorCriticEncoder`): with `vf_share_layers` one `encoder`, its state
+    `{"h", "c"}`; without, an `actor_encoder` and a `critic_encoder`, the state
+    `{"actor": {"h", "c"}, "critic": {"h", "c"}}`."""
+
+    def __init__(self, input_dim: int, model_config: dict) -> None:
+        super().__init__()
+        self.shared = bool(model_config["vf_share_layers"])
+        if self.shared:
+            self.encoder = LSTMEncoder(input_dim, model_config)
+        else:
+            self.actor_encoder = LSTMEncoder(input_dim, model_config)
+            self.critic_encoder = LSTMEncoder(input_dim, model_config)
+        self.output_dim = int(model_config["lstm_cell_size"])
+
+    def get_initial_state(self) -> dict[str, Any]:
+        if self.shared:
+            return self.encoder.get_initial_state()
+        return {
+            "actor": self.actor_encoder.get_initial_state(),
+            "critic": self.critic_encoder.get_initial_state(),
+        }
+
+    def forward(self, x: torch.Tensor, state: dict[str, Any]) -> tuple[Any, Any, dict]:
+        """`(actor features, critic features, state out)`."""
+        if self.shared:
+            features, state_out = self.encoder(x, state)
+            return features, features, state_out
+        actor, actor_state = self.actor_encoder(x, state["actor"])
+        critic, critic_state = self.critic_encoder(x, state["critic"])
+        return actor, critic, {"actor": actor_state, "critic": critic_state}
+
+    def encode_critic(self, x: torch.Tensor, state: dict[str, Any]) -> torch.Tensor:
+        if self.shared:
+            return self.encoder(x, state)[0]
+        return self.critic_encoder(x, state["critic"])[0]
+
+
 class ObservationEncoding:
     """How observations of one space become the encoder's float input: a Box is flattened over
     its own dimensions, a Discrete one-hot encoded; an image (a 3-D Box) keeps its shape
@@ -301,11 +399,26 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 f"model_config['free_log_std']=True: only for Box action spaces (a diagonal "
                 f"Gaussian), the action space is {self.action_space}"
             )
-        self.encoder = ActorCriticEncoder(
-            self._encode_obs.dim,
-            config,
-            encoder_factory(self.observation_space, self._encode_obs.dim, config),
-        )
+        self._stateful = bool(config["use_lstm"])
+        # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
+        self.encoder: Any
+        if self._stateful:
+            # As RLlib: a recurrent module is never inference-only (the EnvRunners carry the
+            # critic's state too, which the learner's sequences start from).
+            self.inference_only = False
+            self._prev_action_dim = (
+                self._action_input_dim() if config["lstm_use_prev_action"] else 0
+            )
+            self._prev_reward = bool(config["lstm_use_prev_reward"])
+            self.encoder = RecurrentActorCriticEncoder(
+                self._encode_obs.dim + self._prev_action_dim + int(self._prev_reward), config
+            )
+        else:
+            self.encoder = ActorCriticEncoder(
+                self._encode_obs.dim,
+                config,
+                encoder_factory(self.observation_space, self._encode_obs.dim, config),
+            )
         self.pi = MLPHead(
             self.encoder.output_dim,
             self.action_dist_cls.required_input_dim(self.action_space),
@@ -322,6 +435,53 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
         return self._encode_obs(batch[Columns.OBS], like=self.pi.net.mlp[0].weight)
 
+    # -- recurrent (use_lstm) ------------------------------------------------------------------
+    def get_initial_state(self) -> dict[str, Any]:
+        """The LSTM's initial state (RLlib's layout: `{"h", "c"}` of zeros `(1, cell)`, per
+        encoder `{"actor": ..., "critic": ...}` without `vf_share_layers`); `{}` without
+        `use_lstm`."""
+        if not self._stateful:
+            return {}
+        return self.encoder.get_initial_state()
+
+    def _action_input_dim(self) -> int:
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return int(space.n)
+        return int(np.prod(space.shape))
+
+    def _sequence_inputs(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The LSTM's input `(B, T, D)`: the encoded observations, then (when asked for) the
+        previous actions (one-hot for Discrete) and rewards."""
+        like = self.pi.net.mlp[0].weight
+        parts = [self._obs(batch)]
+        if self._prev_action_dim:
+            prev_actions = torch.as_tensor(batch[PREV_ACTIONS], device=like.device)
+            if isinstance(self.action_space, gym.spaces.Discrete):
+                parts.append(
+                    nn.functional.one_hot(prev_actions.long(), self._prev_action_dim).to(like.dtype)
+                )
+            else:
+                parts.append(
+                    prev_actions.reshape(*prev_actions.shape[:2], self._prev_action_dim).to(
+                        like.dtype
+                    )
+                )
+        if self._prev_reward:
+            prev_rewards = torch.as_tensor(batch[PREV_REWARDS], device=like.device)
+            parts.append(prev_rewards.to(like.dtype).unsqueeze(-1))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _state_in(self, batch: dict[str, Any]) -> dict[str, Any]:
+        state = batch.get(Columns.STATE_IN)
+        if state is None:
+            raise ValueError(
+                f"{type(self).__name__} (use_lstm=True): the batch has no "
+                f"{Columns.STATE_IN!r}: a recurrent module needs the state of each sequence's "
+                "first step (get_initial_state() at an episode's start)"
+            )
+        return state
+
     # -- InferenceOnlyAPI ----------------------------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:
         """The value head, and the value function's own encoder when it has one."""
@@ -329,10 +489,29 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     # -- forward passes ------------------------------------------------------------------------
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if self._stateful:
+            # (B, T, ...) in, (B, T, ...) out, and the state after the last step (RLlib runs
+            # the critic's encoder here too: its state goes on with the actor's).
+            actor_features, _, state_out = self.encoder(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+            return {
+                Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+                Columns.STATE_OUT: state_out,
+            }
         features = self.encoder.encode_actor(self._obs(batch))
         return {Columns.ACTION_DIST_INPUTS: self.pi(features)}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if self._stateful:
+            actor_features, critic_features, state_out = self.encoder(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+            return {
+                Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+                Columns.EMBEDDINGS: critic_features,
+                Columns.STATE_OUT: state_out,
+            }
         actor_features, critic_features = self.encoder(self._obs(batch))
         return {
             Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
@@ -341,12 +520,17 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         """The values `(B,)` of `batch[Columns.OBS]`, from `embeddings` (what `_forward_train`
-        returned under `Columns.EMBEDDINGS`) when given."""
+        returned under `Columns.EMBEDDINGS`) when given. With `use_lstm` the batch holds
+        sequences `(B, T, ...)` and `Columns.STATE_IN`, and the values are `(B, T)`."""
         if self.inference_only:
             raise RuntimeError(
                 f"{type(self).__name__}.compute_values() on an inference-only module: it has "
                 "no value function (build it with inference_only=False)"
             )
-        if embeddings is None:
+        if embeddings is None and self._stateful:
+            embeddings = self.encoder.encode_critic(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+        elif embeddings is None:
             embeddings = self.encoder.encode_critic(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)

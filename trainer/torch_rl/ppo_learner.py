@@ -8,6 +8,15 @@ numpy learner's), and adapts the KL coefficient on the last minibatch's KL. The 
 2.60's: clipped surrogate, squared value error clipped at `vf_clip_param`, entropy bonus and the
 KL penalty (`use_kl_loss`); without `use_critic` the value terms are zero.
 
+A stateful (recurrent) module (`is_stateful()`, e.g. `use_lstm`) trains on sequences, as RLlib's
+learner connectors build them: the values for GAE come from `compute_values` on each chunk's
+sequences (the chunk with its last observation, each sequence starting from the recorded
+state), GAE and the advantages' standardization run on the unpadded steps, and then every
+column is split into zero-padded sequences of `max_seq_len` steps (`trainer.torch_rl.sequences`)
+with `Columns.STATE_IN`, `Columns.SEQ_LENS` and `Columns.LOSS_MASK` (the loss's means are over
+the real steps). Minibatches hold whole sequences: `max(1, minibatch_size // max_seq_len)` of
+them.
+
 The module: a TorchRLModule with `ValueFunctionAPI` whose `_forward_train` returns
 `Columns.ACTION_DIST_INPUTS` (and may return `Columns.EMBEDDINGS`, passed on to
 `compute_values`), and whose action distribution classes have RLlib's TorchDistribution API
@@ -16,6 +25,7 @@ The module: a TorchRLModule with `ValueFunctionAPI` whose `_forward_train` retur
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -31,8 +41,16 @@ from trainer.algorithms.ppo.ppo_learner import (
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards, tree_map
 from trainer.env.episode import SingleAgentEpisode
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
+from trainer.torch_rl.rl_module import to_numpy
+from trainer.torch_rl.sequences import (
+    loss_mask,
+    sequence_lengths,
+    sequence_states_in,
+    split_and_zero_pad,
+)
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import require_generator_state, require_map, require_number
@@ -43,6 +61,13 @@ if TYPE_CHECKING:
 #: The train batch's columns (RLlib's `Postprocessing.ADVANTAGES` / `VALUE_TARGETS`).
 ADVANTAGES = "advantages"
 VALUE_TARGETS = "value_targets"
+
+#: A recurrent module's extra inputs (RLlib's `Columns.PREV_ACTIONS` / `PREV_REWARDS`).
+PREV_ACTIONS = "prev_actions"
+PREV_REWARDS = "prev_rewards"
+#: The prefix of the state-in leaves' flat keys in a sequence batch (minibatches are drawn
+#: from flat arrays; the loss's batch gets the nested state back).
+_STATE_KEY = Columns.STATE_IN + "/"
 
 #: RLlib's `SMALL_NUMBER`, in its explained variance.
 _SMALL_NUMBER = 1e-6
@@ -91,6 +116,13 @@ class PPOTorchLearner(TorchLearner):
             ).keeping_obs_shape()
         )
         self.kl_coeff = float(config.kl_coeff)
+        #: Whether the module is recurrent: it then trains on zero-padded sequences.
+        self.stateful = bool(self.rl_module.is_stateful())
+        model_config = self.rl_module.model_config
+        model_config = model_config if isinstance(model_config, dict) else {}
+        self.max_seq_len = int(model_config.get("max_seq_len", 20))
+        self.needs_prev_actions = self.stateful and bool(model_config.get("lstm_use_prev_action"))
+        self.needs_prev_rewards = self.stateful and bool(model_config.get("lstm_use_prev_reward"))
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
 
@@ -100,6 +132,103 @@ class PPOTorchLearner(TorchLearner):
         as the EnvRunners did (`spaces.preprocess`: float32 rows, one-hot for Discrete),
         valued by this module's `compute_values`."""
         return build_train_batch(episodes, self.config, self.spaces.preprocess, self._values)
+
+    # -- 1b. a recurrent module's sequences ---------------------------------------------------
+    def build_sequence_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
+        """A recurrent module's train batch: GAE on the unpadded steps (values from
+        `compute_values` on the chunks' sequences), advantages standardized, then every column
+        split into zero-padded sequences (`(S, max_seq_len, ...)`), with the sequences'
+        `Columns.STATE_IN` leaves under flat `"state_in/..."` keys, `Columns.SEQ_LENS` and
+        `Columns.LOSS_MASK`."""
+        episodes = [ep for ep in episodes if len(ep) > 0]
+        initial_state = to_numpy(self.rl_module.get_initial_state())
+        flat = build_train_batch(
+            episodes,
+            self.config,
+            self.spaces.preprocess,
+            lambda _observations: self._sequence_values(episodes, initial_state),
+        )
+        standardize_advantages(flat)
+        if self.needs_prev_actions:
+            flat[PREV_ACTIONS] = np.concatenate(
+                [chunk_prev_actions(ep, self._zero_action()) for ep in episodes]
+            )
+        if self.needs_prev_rewards:
+            flat[PREV_REWARDS] = np.concatenate([chunk_prev_rewards(ep) for ep in episodes])
+        lengths = [len(ep) for ep in episodes]
+        batch = self._pad_per_chunk(flat, lengths)
+        states = [
+            sequence_states_in(ep, len(ep), self.max_seq_len, initial_state) for ep in episodes
+        ]
+        batch.update(_flat_state(_concat_trees(states)))
+        seq_lens = np.concatenate([sequence_lengths(n, self.max_seq_len) for n in lengths])
+        batch[Columns.SEQ_LENS] = seq_lens
+        batch[Columns.LOSS_MASK] = loss_mask(seq_lens, self.max_seq_len)
+        return batch
+
+    def _zero_action(self) -> np.ndarray:
+        space = cast(Any, self.rl_module).action_space
+        return np.zeros(space.shape, dtype=space.dtype)
+
+    def _pad_per_chunk(self, flat: dict[str, np.ndarray], lengths: list[int]) -> dict:
+        """Each column of `flat` (the chunks' rows one after the other) as zero-padded
+        sequences, chunk by chunk: a sequence never spans two chunks."""
+        bounds = np.cumsum([0] + lengths)
+        return {
+            key: np.concatenate(
+                [
+                    split_and_zero_pad(column[bounds[i] : bounds[i + 1]], self.max_seq_len)
+                    for i in range(len(lengths))
+                ]
+            )
+            for key, column in flat.items()
+        }
+
+    def _sequence_values(
+        self, episodes: list[SingleAgentEpisode], initial_state: Any
+    ) -> np.ndarray:
+        """The value of every observation of every chunk (its last included), in the order
+        `build_train_batch` asks for them: each chunk run as sequences of `max_seq_len` steps
+        from the recorded states, as RLlib's GAE connector values them."""
+        observations = self.spaces.preprocess(
+            np.concatenate([ep.get_observations() for ep in episodes])
+        )
+        lengths = [len(ep) + 1 for ep in episodes]
+        flat: dict[str, np.ndarray] = {Columns.OBS: observations}
+        if self.needs_prev_actions:
+            zero = self._zero_action()
+            flat[PREV_ACTIONS] = np.concatenate(
+                [
+                    np.concatenate([chunk_prev_actions(ep, zero), ep.get_actions()[-1:]])
+                    for ep in episodes
+                ]
+            )
+        if self.needs_prev_rewards:
+            flat[PREV_REWARDS] = np.concatenate(
+                [
+                    np.concatenate(
+                        [chunk_prev_rewards(ep), np.asarray(ep.get_rewards()[-1:], np.float32)]
+                    )
+                    for ep in episodes
+                ]
+            )
+        batch = self._pad_per_chunk(flat, lengths)
+        states = _concat_trees(
+            [
+                sequence_states_in(ep, n, self.max_seq_len, initial_state)
+                for ep, n in zip(episodes, lengths, strict=True)
+            ]
+        )
+        seq_lens = np.concatenate([sequence_lengths(n, self.max_seq_len) for n in lengths])
+        with torch.no_grad():
+            tensors = to_train_tensors(batch, self.device)
+            tensors[Columns.STATE_IN] = tree_map(
+                lambda leaf: torch.from_numpy(np.ascontiguousarray(leaf)).to(self.device),
+                states,
+            )
+            values = self.rl_module.compute_values(tensors)
+        values = values.detach().cpu().numpy().astype(np.float32, copy=False)
+        return values[loss_mask(seq_lens, self.max_seq_len)]
 
     def _values(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():
@@ -157,7 +286,10 @@ class PPOTorchLearner(TorchLearner):
             vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
             mean_vf_loss = mean(vf_loss_clipped)
             mean_vf_unclipped_loss = mean(vf_loss)
-            explained_var = explained_variance(batch[VALUE_TARGETS], values)
+            if Columns.LOSS_MASK in batch:  # the real steps only, not the padding
+                explained_var = explained_variance(batch[VALUE_TARGETS][mask], values[mask])
+            else:
+                explained_var = explained_variance(batch[VALUE_TARGETS], values)
         else:
             zero = torch.tensor(0.0, device=surrogate_loss.device)
             vf_loss_clipped = mean_vf_loss = mean_vf_unclipped_loss = zero
@@ -203,18 +335,32 @@ class PPOTorchLearner(TorchLearner):
     ) -> UpdateResults:
         cfg = self.config
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
-        batch = self.build_train_batch(episodes)
-        standardize_advantages(batch)
         step_stats: dict[str, float] = {}
-        for minibatch in shuffled_minibatches(batch, cfg, self.rng):
-            step_stats = self.update_from_batch(minibatch)
+        if self.stateful:
+            batch = self.build_sequence_batch(episodes)
+            # Whole sequences per minibatch: minibatch_size counts steps.
+            per_minibatch = max(1, (cfg.minibatch_size or 0) // self.max_seq_len) or None
+            plan = SimpleNamespace(
+                minibatch_size=per_minibatch,
+                num_epochs=cfg.num_epochs,
+                shuffle_batch_per_epoch=cfg.shuffle_batch_per_epoch,
+            )
+            for minibatch in shuffled_minibatches(batch, cast(Any, plan), self.rng):
+                step_stats = self.update_from_batch(_nested_state(minibatch, self.device))
+            num_trained = int(batch[Columns.SEQ_LENS].sum())
+        else:
+            batch = self.build_train_batch(episodes)
+            standardize_advantages(batch)
+            for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+                step_stats = self.update_from_batch(minibatch)
+            num_trained = len(batch[ADVANTAGES])
         # As RLlib: the last minibatch's statistics, and the KL coefficient adapted on its KL.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
             self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.current_lr
-        results["num_env_steps_trained"] = len(batch[ADVANTAGES])
+        results["num_env_steps_trained"] = num_trained
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
@@ -236,3 +382,39 @@ class PPOTorchLearner(TorchLearner):
         super().set_state(state)
         self.kl_coeff = float(state["kl_coeff"])
         set_generator_state(self.rng, state["rng"])
+
+
+def _concat_trees(trees: list[Any]) -> Any:
+    """Nested dicts of arrays concatenated leaf by leaf on axis 0."""
+    first = trees[0]
+    if isinstance(first, dict):
+        return {key: _concat_trees([tree[key] for tree in trees]) for key in first}
+    return np.concatenate(trees)
+
+
+def _flat_state(state: Any, prefix: str = _STATE_KEY) -> dict[str, np.ndarray]:
+    """A nested state's leaves under flat keys (`"state_in/actor/h"`)."""
+    if not isinstance(state, dict):
+        return {prefix.rstrip("/"): state}
+    flat: dict[str, np.ndarray] = {}
+    for key, value in state.items():
+        flat.update(_flat_state(value, f"{prefix}{key}/"))
+    return flat
+
+
+def _nested_state(minibatch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """A minibatch with its flat state-in keys gathered back into `Columns.STATE_IN` (a
+    nested dict of tensors, as the module takes it)."""
+    batch: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+    for key, value in minibatch.items():
+        if not key.startswith(_STATE_KEY):
+            batch[key] = value
+            continue
+        *parents, leaf = key[len(_STATE_KEY) :].split("/")
+        node = state
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = torch.from_numpy(np.array(value)).to(device)
+    batch[Columns.STATE_IN] = state
+    return batch

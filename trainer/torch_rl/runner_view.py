@@ -13,6 +13,11 @@ RLlib's own distributions (TorchCategorical, TorchDiagGaussian) are drawn from b
 twins with the runner's seeded numpy generator (the same draws as the numpy modules make); any
 other TorchDistribution class is drawn from in torch (`TorchDistributionActions`).
 
+A stateful (recurrent) module (`rl_module.is_stateful()`, e.g. `use_lstm`) is called with a time
+axis of one step: `dist_inputs_and_state(obs, state, explore)` feeds `{"obs": (B, 1, ...),
+"state_in": state}` and returns the inputs `(B, ...)` and `Columns.STATE_OUT`, numpy both; the
+EnvRunner carries the state per sub-env (`initial_state()` at an episode's start).
+
 The weights the EnvRunners receive are the module's inference-only state
 (`get_state(inference_only=True)`): a module with `InferenceOnlyAPI` sends no value-function
 weights to the samplers, as in RLlib.
@@ -94,6 +99,13 @@ class TorchModuleView:
             key: value.shape for key, value in rl_module.get_state(inference_only=True).items()
         }
         self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}
+        self._initial_state: dict[str, Any] | None = None
+        #: Whether the module is recurrent (asked once: the EnvRunners' step branches on it).
+        self.stateful = bool(rl_module.is_stateful())
+        model_config = rl_module.model_config if isinstance(rl_module.model_config, dict) else {}
+        #: The extra inputs a recurrent default module asks for (RLlib's prev-action/-reward).
+        self.needs_prev_actions = self.stateful and bool(model_config.get("lstm_use_prev_action"))
+        self.needs_prev_rewards = self.stateful and bool(model_config.get("lstm_use_prev_reward"))
 
     @property
     def observation_space(self) -> Any:
@@ -133,6 +145,44 @@ class TorchModuleView:
                 "module's action distribution class)"
             )
         return np.asarray(inputs, dtype=np.float32)
+
+    def initial_state(self) -> dict[str, Any]:
+        """The module's initial recurrent state (`get_initial_state()`) as numpy arrays (asked
+        once: the EnvRunners read it at every step; the arrays are never written to)."""
+        if self._initial_state is None:
+            self._initial_state = to_numpy(self.rl_module.get_initial_state())
+        return self._initial_state
+
+    def dist_inputs_and_state(
+        self,
+        obs: np.ndarray,
+        state: dict[str, Any],
+        explore: bool = True,
+        *,
+        prev_actions: np.ndarray | None = None,
+        prev_rewards: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """One step of a recurrent module for a batch of `B` sub-envs: `obs` `(B, ...)`,
+        `state` the carried states batched (each leaf `(B, ...)`); returns the distribution
+        inputs `(B, ...)` and the state out (each leaf `(B, ...)`), numpy. The module sees a
+        time axis of one (`(B, 1, ...)`), as RLlib's EnvRunner feeds it."""
+        batch: dict[str, Any] = {Columns.OBS: obs[:, None], Columns.STATE_IN: state}
+        if prev_actions is not None:
+            batch["prev_actions"] = prev_actions[:, None]
+        if prev_rewards is not None:
+            batch["prev_rewards"] = prev_rewards[:, None]
+        out = self.forward_exploration(batch) if explore else self.forward_inference(batch)
+        inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        state_out = out.get(Columns.STATE_OUT)
+        if inputs is None or state_out is None:
+            phase = "exploration" if explore else "inference"
+            raise ValueError(
+                f"{type(self.rl_module).__name__}.forward_{phase}() returned {sorted(out)}: "
+                f"a stateful module must return {Columns.ACTION_DIST_INPUTS!r} and "
+                f"{Columns.STATE_OUT!r}"
+            )
+        inputs = np.asarray(inputs, dtype=np.float32)
+        return inputs.reshape(len(obs), *inputs.shape[2:]), state_out
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""

@@ -44,7 +44,7 @@ class QModule(FlatParameterModule, QNetAPI):
                 f"DQN needs a Discrete action space; this env's actions are {spaces.action_space()}"
             )
         self.spaces = spaces
-        self.model_config = check_model_config(model_config)
+        self.model_config = check_model_config(model_config, numpy=True)
         refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
         self.dueling = dueling
         n_actions = spaces.action_discrete_n
