@@ -1,9 +1,7 @@
 # Ported from RLlib 2.60: rllib/algorithms/ppo/tests/test_ppo_rl_module.py.
 #
 # Changes besides the imports:
-# - `env_names` leave out "ale_py:ALE/Breakout-v5" (Atari: ale_py is not installed here) and
-#   `lstm` is `[False]` only (the default torch PPO module here has no LSTM encoder yet:
-#   `use_lstm=True` is refused at build). The LSTM branches stay as RLlib wrote them.
+# - `env_names` leave out "ale_py:ALE/Breakout-v5" (Atari: ale_py is not installed here).
 # - `catalog_class=PPOCatalog` is left out: catalogs do not exist here; the module builds its
 #   own networks from `model_config`.
 # - `get_preprocessor` (old API stack) is a local identity preprocessor: RLlib's is one for
@@ -98,7 +96,7 @@ class TestPPO(unittest.TestCase):
         # TODO: Add FrozenLake-v1 to cover LSTM case.
         env_names = ["CartPole-v1", "Pendulum-v1"]
         fwd_fns = ["forward_exploration", "forward_inference"]
-        lstm = [False]
+        lstm = [True, False]
         config_combinations = [env_names, fwd_fns, lstm]
         for config in itertools.product(*config_combinations):
             env_name, fwd_fn, lstm = config
@@ -133,7 +131,7 @@ class TestPPO(unittest.TestCase):
     def test_forward_train(self):
         # TODO: Add FrozenLake-v1 to cover LSTM case.
         env_names = ["CartPole-v1", "Pendulum-v1"]
-        lstm = [False]
+        lstm = [True, False]
         config_combinations = [env_names, lstm]
         for config in itertools.product(*config_combinations):
             env_name, lstm = config

@@ -77,8 +77,8 @@ _RUNNER_CHECKPOINTS = (
 )
 _NO_BATCH = (
     "the env-to-module pieces here rewrite the episodes' observations and the "
-    "EnvRunner batches them for the numpy module; there is no batch of columns for a "
-    "piece to fill"
+    "EnvRunner batches them for the module (numpy or torch); there is no batch of "
+    "columns for a piece to fill"
 )
 _OLD_CALLBACK_ARGS = (
     "RLlib passes worker, base_env and policies only on its old API stack; "
@@ -188,7 +188,9 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same(
         "missing",
         "inputs of recurrent and old-stack policies (state, previous action and "
-        "reward, Policy fetches); the modules here are feed-forward",
+        "reward, Policy fetches); compute_single_action serves the feed-forward "
+        "modules (a recurrent torch module acts through the EnvRunners, which carry its "
+        "state)",
         "Algorithm.compute_single_action(state=...)",
         "Algorithm.compute_single_action(prev_action=...)",
         "Algorithm.compute_single_action(prev_reward=...)",
@@ -313,8 +315,9 @@ DIFFERENCES: tuple[Difference, ...] = (
         "missing",
         "RLlib's default pieces (agent-to-module mapping, batching, time-dim "
         "padding, recurrent states, tensor conversion, writing observations "
-        "back): the EnvRunner does these steps itself for the numpy module, and "
-        "the user's pieces write into the episodes directly",
+        "back): the EnvRunner does these steps itself (for a recurrent torch module too: "
+        "its state in and out, from the episodes), and the user's pieces write into the "
+        "episodes directly",
         *(
             f"env_to_module.{name}"
             for name in (
@@ -517,10 +520,9 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "tests/rllib/test_ppo_rl_module.py::test_rollouts, test_forward_train",
-        "ALE Breakout and lstm=True combinations left out; catalog_class=PPOCatalog left "
-        "out; get_preprocessor is an identity function",
-        "ale_py is not installed, the default torch module has no LSTM encoder yet, and "
-        "there are no catalogs or old-stack preprocessors",
+        "ALE Breakout left out; catalog_class=PPOCatalog left out; get_preprocessor is an "
+        "identity function",
+        "ale_py is not installed, and there are no catalogs or old-stack preprocessors",
         TEST,
     ),
     Difference(
@@ -805,6 +807,25 @@ DIFFERENCES: tuple[Difference, ...] = (
         "the same network and input handling as the numpy default module for the same "
         "model_config; RLlib's PPOCatalog ignores the head initializers and fails on an "
         "empty fcnet_hiddens",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "PPO with use_lstm (minibatches of sequences)",
+        "a minibatch is max(1, minibatch_size // max_seq_len) whole sequences, so it holds "
+        "about minibatch_size steps as without the LSTM; vf_explained_var is over the real "
+        "steps only (tests/test_torch_lstm.py::test_the_learner_builds_rllibs_sequences_"
+        "from_hand_built_episodes)",
+        "RLlib's MiniBatchCyclicIterator takes minibatch_size sequences (its own TODO calls "
+        "it a bug) and counts the padding in vf_explained_var",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "model_config lstm_use_prev_action / lstm_use_prev_reward",
+        "the previous action (one-hot for Discrete) and reward are added to the LSTM's input "
+        "(tests/test_torch_lstm.py::test_box_actions_with_previous_actions_and_rewards_"
+        "sample_and_train)",
+        "RLlib 2.60's new-stack catalog ignores both keys (its users add the "
+        "PrevActionsPrevRewards connector); a key that is accepted takes effect here",
         BEHAVIOUR,
     ),
     Difference(
