@@ -11,7 +11,11 @@ sampling against single-agent sampling of the same CartPoles, measured in the sa
    as sub-envs; agent steps per CPU second of this process and their ratio, N = 2 and 8.
    Target: ratio >= 0.8.
 
-Run: python bench/multi_agent.py [--seeds 0 1 2] [--steps 20000] [--skip-training]
+3. With `--dqn`: RLlib's tuned multi_agent_cartpole_dqn.py (2 agents, dueling double Q,
+   n-step (2, 5), prioritized replay per module) to its stop, a summed return of 300 within
+   500k env steps.
+
+Run: python bench/multi_agent.py [--seeds 0 1 2] [--steps 20000] [--skip-training] [--dqn]
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 
 import numpy as np
 
-from trainer import PPOConfig
+from trainer import DQNConfig, PPOConfig
 from trainer.core.nn import Categorical
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 from trainer.runners.env_runner import EnvRunner
@@ -51,6 +55,61 @@ def tuned_config(seed: int) -> PPOConfig:
         )
         .debugging(seed=seed)
     )
+
+
+def tuned_multi_agent_cartpole_dqn(seed: int = 0) -> DQNConfig:
+    """RLlib 2.60's tuned_examples/dqn/multi_agent_cartpole_dqn.py (2 agents), its settings
+    as the script sets them (train_batch_size_per_learner=48, n_step=(2, 5), dueling double
+    Q, [256, 256] tanh with a [256] head, epsilon to 0.02 over 20k steps)."""
+    return (
+        DQNConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .training(
+            lr=0.00065,
+            train_batch_size_per_learner=48,
+            replay_buffer_config={
+                "type": "MultiAgentPrioritizedEpisodeReplayBuffer",
+                "capacity": 50000,
+                "alpha": 0.6,
+                "beta": 0.4,
+            },
+            n_step=(2, 5),
+            double_q=True,
+            num_atoms=1,
+            dueling=True,
+            epsilon=[(0, 1.0), (20000, 0.02)],
+        )
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [256, 256],
+                "fcnet_activation": "tanh",
+                "fcnet_bias_initializer": "zeros_",
+                "head_fcnet_bias_initializer": "zeros_",
+                "head_fcnet_hiddens": [256],
+            }
+        )
+        .multi_agent(
+            policy_mapping_fn=lambda aid, *arg, **kw: f"p{aid}",
+            policies={f"p{i}" for i in range(2)},
+        )
+        .debugging(seed=seed)
+    )
+
+
+def dqn_to_stop(seed: int) -> tuple[float, float, int]:
+    """RLlib's tuned multi_agent_cartpole_dqn.py to its stop (a summed return of 300 within
+    500k env steps): (seconds including the build, final return, env steps)."""
+    start = time.perf_counter()
+    algo = tuned_multi_agent_cartpole_dqn(seed).build()
+    try:
+        while True:
+            result = algo.train()
+            episode_return = result["env_runners"].get("episode_return_mean", float("nan"))
+            steps = result["num_env_steps_sampled_lifetime"]
+            if episode_return >= 300.0 or steps >= 500_000:
+                return time.perf_counter() - start, episode_return, steps
+    finally:
+        algo.stop()
 
 
 def train_to_stop(seed: int) -> tuple[float, float, int]:
@@ -151,7 +210,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000, help="agent steps per sample")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-training", action="store_true")
+    parser.add_argument(
+        "--dqn", action="store_true", help="also RLlib's tuned multi_agent_cartpole_dqn.py"
+    )
     args = parser.parse_args()
+    if args.dqn:
+        for seed in args.seeds:
+            seconds, episode_return, steps = dqn_to_stop(seed)
+            print(
+                f"DQN seed {seed}: return {episode_return:.0f} after {steps} env steps in "
+                f"{seconds:.1f} s (build included; RLlib's stop: 300 within 500k steps)"
+            )
     if not args.skip_training:
         times = []
         for seed in args.seeds:

@@ -3,8 +3,6 @@ MultiAgent(Prioritized)EpisodeReplayBuffer in "independent" mode), with EnvRunne
 RLlib's learning-start count, policies_to_train, prioritized replay per module, checkpoints
 with the buffer, and RLlib's tuned multi-agent DQN example."""
 
-import time
-
 import numpy as np
 import pytest
 from multi_agent_envs import TakeTurns
@@ -232,68 +230,6 @@ def test_a_buffer_type_that_does_not_fit_the_agents_is_refused():
     single.training(replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer"})
     with pytest.raises(ConfigError, match=r"'type': 'EpisodeReplayBuffer'"):
         single.validate()
-
-
-def tuned_multi_agent_cartpole_dqn(seed=0):
-    """RLlib 2.60's tuned_examples/dqn/multi_agent_cartpole_dqn.py (2 agents), its settings
-    as the script sets them (train_batch_size_per_learner=48, n_step=(2, 5), dueling double
-    Q, [256, 256] tanh with a [256] head, epsilon to 0.02 over 20k steps)."""
-    return (
-        DQNConfig()
-        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
-        .training(
-            lr=0.00065,
-            train_batch_size_per_learner=48,
-            replay_buffer_config={
-                "type": "MultiAgentPrioritizedEpisodeReplayBuffer",
-                "capacity": 50000,
-                "alpha": 0.6,
-                "beta": 0.4,
-            },
-            n_step=(2, 5),
-            double_q=True,
-            num_atoms=1,
-            dueling=True,
-            epsilon=[(0, 1.0), (20000, 0.02)],
-        )
-        .rl_module(
-            model_config={
-                "fcnet_hiddens": [256, 256],
-                "fcnet_activation": "tanh",
-                "fcnet_bias_initializer": "zeros_",
-                "head_fcnet_bias_initializer": "zeros_",
-                "head_fcnet_hiddens": [256],
-            }
-        )
-        .multi_agent(
-            policy_mapping_fn=lambda aid, *arg, **kw: f"p{aid}",
-            policies={f"p{i}" for i in range(2)},
-        )
-        .debugging(seed=seed)
-    )
-
-
-@pytest.mark.slow
-def test_rllibs_tuned_multi_agent_cartpole_dqn_reaches_its_stop():
-    """The script's stop: episode_return_mean (summed over the agents) 150 * 2, within its
-    default budget of 500k env steps."""
-    start = time.perf_counter()
-    algo = tuned_multi_agent_cartpole_dqn().build()
-    try:
-        while True:
-            result = algo.train()
-            episode_return = result["env_runners"].get("episode_return_mean", float("nan"))
-            steps = result["num_env_steps_sampled_lifetime"]
-            if episode_return >= 300.0 or steps >= 500_000:
-                break
-    finally:
-        algo.stop()
-    seconds = time.perf_counter() - start
-    print(
-        f"tuned multi_agent_cartpole_dqn: return {episode_return:.1f} after {steps} env steps, "
-        f"{seconds:.1f} s"
-    )
-    assert episode_return >= 300.0, (episode_return, steps, seconds)
 
 
 def test_agents_acting_in_turns_reach_their_module_buffers_whole():

@@ -81,8 +81,8 @@ def _episodes(env: Any, env_config: dict, weights: dict, *, num_envs: int = 2) -
             runner.module.set_state(weights)
         else:
             weights.update(runner.module.get_state())
-        episodes = runner.sample(num_timesteps=150) + runner.sample(num_timesteps=90)
-        episodes += runner.sample(num_episodes=3)
+        episodes = runner.sample(num_timesteps=90) + runner.sample(num_timesteps=50)
+        episodes += runner.sample(num_episodes=2)
         return [_without_run_specific(episode.get_state()) for episode in episodes]
     finally:
         runner.stop()

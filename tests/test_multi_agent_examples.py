@@ -115,28 +115,6 @@ def test_different_spaces_for_agents_runs_its_iterations(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.cli
-def test_rock_paper_scissors_heuristic_vs_learned_reaches_its_stop(tmp_path):
-    """PettingZoo's rps_v2 (ParallelPettingZooEnv), the learned module against RLlib's
-    heuristic RLModules picked at random per episode, its observations flattened by
-    `FlattenObservations(multi_agent=True, agent_ids={"player_0"})`: CI's 6.5 (above RLlib's
-    default 6.0) for `module_episode_returns_mean/learned` within 200k env steps."""
-    output, report = run_example(
-        tmp_path,
-        "multi_agent/rock_paper_scissors_heuristic_vs_learned.py",
-        "--num-agents=2",
-        "--as-test",
-        "--framework=torch",
-        "--stop-reward=6.5",
-    )
-    assert report["outcome"] == "ok", output[-3000:]
-    assert "`env_runners/module_episode_returns_mean/learned` of 6.5 reached! ok" in output
-    rows = progress(output)
-    assert rows[-1]["return learned"] >= 6.5 and rows[-1]["ts"] <= 200_000
-
-
-@pytest.mark.slow
-@pytest.mark.ray
-@pytest.mark.cli
 @pytest.mark.parametrize(
     "script, args, policies",
     [

@@ -93,7 +93,7 @@ def test_rllib_keywords_of_other_builders_and_moved_names_are_taken():
         .callbacks(on_evaluate_offline_start=None)
     )
     assert config.model_config["fcnet_hiddens"] == [8]
-    with pytest.raises(ConfigError, match="custom Learner classes"):
+    with pytest.raises(ConfigError, match="learner_class must be None or a subclass of a torch"):
         PPOConfig().learners(learner_class=object)
     assert config.gym_env_vectorize_mode == "sync" and config.log_gradients is False
     assert PPOConfig().shuffle_batch_per_epoch and not DQNConfig().shuffle_batch_per_epoch
