@@ -120,7 +120,7 @@ def test_different_spaces_for_agents_runs_its_iterations(tmp_path):
     [
         (
             "envs/agents_act_simultaneously.py",
-            ["--num-agents=2", "--stop-iters=3"],
+            ["--num-agents=2", "--stop-iters=1"],
             {"player1", "player2"},
         ),
     ],
@@ -224,7 +224,9 @@ def test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece():
 @pytest.mark.cli
 def test_custom_env_render_method_multi_agent_renders_each_sub_env(tmp_path):
     """RLlib's EnvRenderCallback on a multi-agent env: each episode's own sub-env renders."""
-    output, report = run_example(tmp_path, "envs/custom_env_render_method.py", "--num-agents=2")
+    output, report = run_example(
+        tmp_path, "envs/custom_env_render_method.py", "--num-agents=2", "--stop-iters=1"
+    )
     assert report["outcome"] == "ok", output[-3000:]
     assert {"return p0", "return p1"} <= set(progress(output)[-1])
 

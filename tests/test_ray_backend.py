@@ -66,6 +66,35 @@ def test_ppo_learns_on_ray_actors_and_code_runs_on_them():
         algo.stop()
 
 
+def test_a_torch_module_samples_on_ray_actors_and_learns():
+    """framework("torch") on the Ray backend: each actor builds the inference-only torch
+    module and receives the learner's weights as numpy arrays."""
+    algo = (
+        _config()
+        .framework("torch")
+        .rl_module(model_config={"fcnet_hiddens": [32], "fcnet_activation": "tanh"})
+        .training(lr=0.001)
+        .build()
+    )
+    try:
+        first = algo.train()["env_runners"]["episode_return_mean"]
+        for _ in range(5):
+            result = algo.train()
+        assert result["env_runners"]["episode_return_mean"] > first + 15
+        on_actors = algo.env_runner_group.foreach_env_runner(
+            lambda runner: (
+                _actor_id(runner) is not None,
+                runner.module.framework,
+                sorted(runner.module.get_weights()) == sorted(runner.module.rl_module.get_state()),
+                any(key.startswith("vf") for key in runner.module.get_weights()),
+            ),
+            local_env_runner=False,
+        )
+        assert on_actors == [(True, "torch", True, False)] * 2
+    finally:
+        algo.stop()
+
+
 def test_an_env_error_in_an_actor_keeps_its_type_and_stop_ends_the_actors():
     algo = (
         PPOConfig()
