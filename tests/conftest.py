@@ -5,6 +5,7 @@ in tests/rllib/, whose files stay as RLlib wrote them: every test there is marke
 and the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is not installed."""
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,24 @@ RLLIB_SLOW_TESTS = {
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
     ("test_prioritized_episode_buffer.py", "test_update_priorities"),
 }
+#: The longest runs of the suite (file name, test name), 8 to 50 s each on a 2-core machine:
+#: `python bench/long_tests.py` runs them (with LOCALRL_LONG_TESTS=1); the suite, kept under its
+#: 15-minute budget, skips them saying so.
+LONG_TESTS = {
+    ("test_env_runner_failures.py", "test_env_crash_during_sampling_but_restart_crashed_sub_envs"),
+    ("test_single_agent_env_runner.py", "test_distributed_env_runner"),
+    ("test_examples.py", "test_evaluation_parallel_to_training_example_runs_its_assertions"),
+    ("test_multi_agent_dqn.py", "test_two_policies_learn_with_env_runner_processes"),
+    ("test_multi_agent_episode_buffer.py", "test_buffer_independent_sample_logic"),
+    ("test_backends_alike.py", "test_a_seeded_run_is_the_same_on_both_backends"),
+    ("test_algorithm.py", "test_evaluation_option"),
+    (
+        "test_multi_agent_examples.py",
+        "test_custom_env_render_method_multi_agent_renders_each_sub_env",
+    ),
+}
+LONG_TESTS_VAR = "LOCALRL_LONG_TESTS"
+IN_BENCH = pytest.mark.skip(reason="a long run: python bench/long_tests.py runs it")
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s
 #: per test is near what they took on a busy 2-core machine (a Ray cluster starts in a minute).
@@ -61,6 +80,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(LONG_TIMEOUT)
         if item.get_closest_marker("ray") and not item.get_closest_marker("timeout"):
             item.add_marker(LONG_TIMEOUT)
+    if not os.environ.get(LONG_TESTS_VAR):
+        for item in items:
+            if (item.path.name, item.originalname) in LONG_TESTS:
+                item.add_marker(IN_BENCH)
     if importlib.util.find_spec("ray") is None:
         for item in items:
             if item.get_closest_marker("ray"):
