@@ -137,15 +137,19 @@ class TorchRLModule(nn.Module, RLModule):
         """The `state_dict()` as numpy arrays; with `inference_only` (on a full module with
         `InferenceOnlyAPI`), without the weights an inference-only copy lacks."""
         state = self.state_dict()
-        if inference_only and not self.inference_only and isinstance(self, InferenceOnlyAPI):
-            left_out = self.get_non_inference_attributes()
-            state = {
-                key: value
-                for key, value in state.items()
-                if not any(_matches(key, attribute) for attribute in left_out)
-            }
+        if inference_only:
+            state = {key: state[key] for key in self._inference_state_keys(state)}
         # Copies: a CPU tensor's .numpy() shares its memory, and a state is a snapshot.
         return {key: value.detach().cpu().numpy().copy() for key, value in state.items()}
+
+    def _inference_state_keys(self, state: dict[str, Any]) -> list[str]:
+        """The keys of `state` (this module's `state_dict()`) an inference-only copy holds:
+        all of them, but on a full module with `InferenceOnlyAPI` those of the attributes
+        `get_non_inference_attributes()` names."""
+        if self.inference_only or not isinstance(self, InferenceOnlyAPI):
+            return list(state)
+        left_out = self.get_non_inference_attributes()
+        return [key for key in state if not any(_matches(key, attribute) for attribute in left_out)]
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Loads `state` (arrays or tensors by `state_dict()` key). Keys this module lacks are
@@ -183,8 +187,7 @@ class TorchRLModule(nn.Module, RLModule):
         from trainer.util.state_checks import StateError, require_map
 
         own = self.state_dict()
-        required = self.get_state(inference_only=True) if self.inference_only is False else own
-        require_map(weights, where, required)
+        require_map(weights, where, self._inference_state_keys(own))
         extra = sorted(set(weights) - set(own))
         if extra:
             raise StateError(where, f"has weights this module lacks: {extra[:4]}")

@@ -34,7 +34,6 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
-from trainer.util.state_checks import StateError, require_map
 
 
 class TorchDistributionActions:
@@ -94,10 +93,7 @@ class TorchModuleView:
         )
         self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls())
         self.inference_dist = sampling_distribution(rl_module.get_inference_action_dist_cls())
-        #: The state keys the EnvRunners receive (the inference-only state's), and all keys.
-        self._weight_shapes = {
-            key: value.shape for key, value in rl_module.get_state(inference_only=True).items()
-        }
+        #: Every state entry's shape (the whole module, value function included).
         self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}
         self._initial_state: dict[str, Any] | None = None
         #: Whether the module is recurrent (asked once: the EnvRunners' step branches on it).
@@ -217,28 +213,9 @@ class TorchModuleView:
         return self.rl_module.get_state(inference_only=True)
 
     def check_weights(self, weights: Any, where: str = "weights") -> None:
-        """Raises `StateError` unless `weights` holds at least the inference-only state's
-        arrays and nothing the module lacks, each of its shape and kind."""
-        require_map(weights, where, self._weight_shapes)
-        extra = sorted(set(weights) - set(self._state_shapes))
-        if extra:
-            raise StateError(where, f"has weights this module lacks: {extra[:4]}")
-        own = self.rl_module.state_dict()
-        for key, value in weights.items():
-            if not isinstance(value, np.ndarray):
-                raise StateError(f"{where}[{key!r}]", f"expected an array, got {type(value)}")
-            if value.shape != self._state_shapes[key]:
-                raise StateError(
-                    f"{where}[{key!r}]",
-                    f"has shape {value.shape}, the module's is {tuple(self._state_shapes[key])}",
-                )
-            if value.dtype.kind != np.dtype(str(own[key].dtype).replace("torch.", "")).kind:
-                raise StateError(
-                    f"{where}[{key!r}]",
-                    f"has dtype {value.dtype}, the module's is {own[key].dtype}",
-                )
-            if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-                raise StateError(f"{where}[{key!r}]", "has non-finite values")
+        """The module's `check_weights`: at least the inference-only state's arrays, nothing
+        the module lacks, each of its shape and kind, finite."""
+        self.rl_module.check_weights(weights, where)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.check_weights(weights)
