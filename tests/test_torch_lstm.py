@@ -117,17 +117,26 @@ def test_lstm_initializers_are_applied_as_rllibs():
     assert (lstm.bias_ih_l0 == 1).all() and (lstm.bias_hh_l0 == 1).all()
 
 
-def test_numpy_models_refuse_use_lstm_pointing_to_torch():
+def test_use_lstm_runs_on_torch_unless_numpy_was_chosen():
+    """RLlib's default framework is torch: a config that chose none and asks for an LSTM gets
+    the torch module; one that chose numpy is refused, naming framework("torch")."""
     config = (
         PPOConfig()
         .environment("CartPole-v1")
         .rl_module(model_config=DefaultModelConfig(use_lstm=True))
     )
+    assert config.uses_torch
+    assert "use_lstm=True" in config.torch_reason
+    config.validate()
+    config.framework("numpy")
+    assert not config.uses_torch
     with pytest.raises(ConfigError, match=r"use_lstm'\]=True.*framework\(\"torch\"\)"):
         config.validate()
-    config.framework("torch").validate()  # the torch module builds it
+    config.framework("torch").validate()
     with pytest.raises(ConfigError, match=r"lstm_cell_size'\]=0: must be an int >= 1"):
         PPOConfig().rl_module(model_config={"use_lstm": True, "lstm_cell_size": 0})
+    conv = PPOConfig().rl_module(model_config={"conv_filters": [[4, 3, 1]]})
+    assert "conv_filters=[[4, 3, 1]]" in conv.torch_reason
 
 
 # -- sequences ----------------------------------------------------------------------------------

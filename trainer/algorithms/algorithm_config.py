@@ -31,7 +31,7 @@ from trainer.algorithms.multi_agent_setup import (
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
-from trainer.capabilities import MULTI_AGENT
+from trainer.capabilities import MULTI_AGENT, TORCH
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
@@ -44,7 +44,12 @@ from trainer.compat.rllib_settings import (
     warn_ignored,
 )
 from trainer.core.exploration import check_exploration_config
-from trainer.core.models import MODEL_DEFAULTS, check_model_config, refuse_torch_only_keys
+from trainer.core.models import (
+    MODEL_DEFAULTS,
+    check_model_config,
+    refuse_torch_only_keys,
+    torch_only_request,
+)
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.envs import (
     check_env_spec,
@@ -1665,15 +1670,32 @@ class AlgorithmConfig(OldConfigNames):
     # -- torch ---------------------------------------------------------------------------------
     @property
     def uses_torch(self) -> bool:
-        """Whether the networks and learners are torch's: `framework("torch")`, or a
-        `TorchRLModule` subclass in `rl_module(rl_module_spec=...)`."""
-        return (
-            self.framework_str == "torch"
-            or _is_torch_module_class(
-                getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
-            )
-            or self.__dict__.get("learner_class") is not None
-        )
+        """Whether the networks and learners are torch's (`torch_reason` says why)."""
+        return self.torch_reason is not None
+
+    @property
+    def torch_reason(self) -> str | None:
+        """What makes this config run on torch, in the user's words, or None (numpy):
+        `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)`,
+        a torch `learner_class`, or, when no framework was chosen, a model only torch builds
+        (`use_lstm=True`, `conv_*` keys): RLlib's default framework is torch, and an RLlib
+        script asking for an LSTM gets one."""
+        name = type(self).__name__
+        if self.framework_str == "torch":
+            return f"{name}.framework('torch')"
+        module_class = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        if _is_torch_module_class(module_class):
+            spec = f"RLModuleSpec(module_class={module_class.__name__})"
+            return f"{name}.rl_module(rl_module_spec={spec})"
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is not None:
+            learner_name = getattr(learner_class, "__name__", learner_class)
+            return f"{name}.training(learner_class={learner_name})"
+        if not self.is_given("framework_str"):
+            request = torch_only_request(self.__dict__.get("model", {}))
+            if request is not None:
+                return f"{name} model config {request} (a model only the torch modules build)"
+        return None
 
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (RLlib's
@@ -1691,9 +1713,9 @@ class AlgorithmConfig(OldConfigNames):
         try:
             from trainer.torch_rl import require_torch
 
-            require_torch(f"{name}.framework('torch')")
+            require_torch(self.torch_reason or f"{name}.framework('torch')")
         except ImportError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), TORCH) from None
         gpus = self["num_gpus_per_learner"]
         if gpus:
             import torch

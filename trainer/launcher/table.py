@@ -130,6 +130,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
+    "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
     **{
         f"ray.rllib.core.rl_module.apis.{name}": ("trainer.core.apis",)
         for name in (
