@@ -1685,7 +1685,8 @@ class AlgorithmConfig(OldConfigNames):
             return f"{name}.framework('torch')"
         module_class = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
         if _is_torch_module_class(module_class):
-            spec = f"RLModuleSpec(module_class={module_class.__name__})"
+            class_name = getattr(module_class, "__name__", module_class)
+            spec = f"RLModuleSpec(module_class={class_name})"
             return f"{name}.rl_module(rl_module_spec={spec})"
         learner_class = self.__dict__.get("learner_class")
         if learner_class is not None:
