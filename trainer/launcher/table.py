@@ -238,7 +238,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         TORCH, "env_to_module connectors (ray.rllib.connectors.env_to_module)"
     ),
     "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
-    "ray.rllib.examples.rl_modules": Unavailable(TORCH, _MODEL),
+    # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
+    # these need what is not here; any other is a gap.
+    "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),
+    "ray.rllib.examples.rl_modules.classes.intrinsic_curiosity_model_rlm": Unavailable(
+        LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
+    ),
     "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
     "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
     # Multi-agent
