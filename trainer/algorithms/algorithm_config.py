@@ -1770,6 +1770,7 @@ class AlgorithmConfig(OldConfigNames):
             action_space=getattr(spec, "action_space", None),
             inference_only=inference_only,
             seed=seed,
+            catalog_class=getattr(spec, "catalog_class", None),
         )
 
     def evaluation(

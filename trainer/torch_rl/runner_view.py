@@ -245,15 +245,19 @@ def build_torch_module(
     action_space: Any = None,
     inference_only: bool = False,
     seed: int | None = None,
+    catalog_class: type | None = None,
 ) -> TorchModuleView:
     """A view of a new `module_class` module for `spaces` (or the spaces given), its weights
-    initialised from `seed` (torch's global generator is left as it was)."""
+    initialised from `seed` (torch's global generator is left as it was); `catalog_class`:
+    the spec's (PPOCatalog on the default module, which becomes `module.catalog`)."""
     kwargs = {
         "observation_space": observation_space or spaces.keeping_obs_shape().observation_space(),
         "action_space": action_space or spaces.action_space(),
         "inference_only": inference_only,
         "model_config": dict(model_config),
     }
+    if catalog_class is not None:
+        kwargs["catalog_class"] = catalog_class
     if seed is None:
         module = module_class(**kwargs)
     else:
