@@ -403,7 +403,7 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     assert "ray.tune.Tuner" in str(tuner.value) and "later issue" in str(tuner.value)
 
     with pytest.raises(RLlibNotAvailable) as catalog:
-        from ray.rllib.core.models.catalog import Catalog  # noqa: F401
+        from ray.rllib.core.models.base import Encoder  # noqa: F401
     assert catalog.value.capability == table.TORCH
 
     from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it

@@ -59,7 +59,7 @@ from trainer.algorithms.module_changes import (
     runner_add_module,
     runner_remove_module,
 )
-from trainer.algorithms.multi_agent_learner import MultiAgentLearner
+from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLearner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from trainer.checkpoints.location import fetched
@@ -141,9 +141,15 @@ class LearnerGroup:
     def get_weights(self, module_ids: Any = None) -> dict:
         """`{module_id: weights}` (of `module_ids`, or all)."""
         if self._algorithm.config.is_multi_agent:
-            weights = self._algorithm.learner.module.get_weights()
             wanted = None if module_ids is None else set(module_ids)
-            return {k: v for k, v in weights.items() if wanted is None or k in wanted}
+            # A torch module's whole state (its view gives the EnvRunners' inference-only one).
+            return {
+                module_id: sub.rl_module.get_state()
+                if hasattr(sub, "rl_module")
+                else sub.get_weights()
+                for module_id, sub in self._algorithm.learner.module.items()
+                if wanted is None or module_id in wanted
+            }
         module = self._algorithm.learner.module
         # A torch module's view gives the EnvRunners' inference-only weights; the learner's
         # are the whole module's (value function included), as RLlib's learner group returns.
@@ -328,7 +334,8 @@ class Algorithm(OldAlgorithmNames):
         if self.config.is_multi_agent:
             modules = self.learner.module
             if module_id in modules:
-                return modules[module_id]
+                # A torch module itself, not the view its learner trains it through.
+                return getattr(modules[module_id], "rl_module", modules[module_id])
             local = local_runner_of(self.env_runner_group).module
             if module_id in local:
                 return local[module_id]
@@ -497,7 +504,7 @@ class Algorithm(OldAlgorithmNames):
         without_weights = [
             module_id
             for module_id, spec in specs.items()
-            if is_trained(module_id) and not hasattr(spec.module_class, "from_rl_module_spec")
+            if is_trained(module_id) and not ModuleBuilder.can_build(spec)
         ]
         if without_weights:
             raise ConfigError(
@@ -924,7 +931,10 @@ class Algorithm(OldAlgorithmNames):
                     "modules act through compute_single_action in single-agent runs; call "
                     "the module's forward_inference({'obs': ..., 'state_in': ...}) here"
                 )
-            if not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
+            learned = self.learner.module
+            if policy_id in learned and hasattr(learned[policy_id], "rl_module"):
+                module = learned[policy_id]  # a torch module's view acts as a numpy module
+            elif not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
                 batch = {"obs": np.asarray(observation)[None]}
                 out = (
                     module.forward_exploration(batch)

@@ -128,6 +128,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "trainer.torch_rl.default_ppo_module",
     ),
     "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
+    # Catalogs: names a spec carries (PPOCatalog on the default PPO module); no model builders.
+    "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.core.catalog",),
+    "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
@@ -212,7 +215,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         for name in ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
     },
     "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
     **{

@@ -257,9 +257,7 @@ class WorkerTemplate:
             raise TemplateFailed(f"the worker template (pid {self.pid}): {message['error']}")
         return message
 
-    def fork(
-        self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()
-    ) -> list[AdoptedChild]:
+    def fork(self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()) -> list[AdoptedChild]:
         """Workers forked from the template, one per entry of `workers` (at most
         `FORK_BATCH_MAX`), in one request, after the template has imported the modules of
         `preload` (once: later requests find them imported); this process is their parent.
