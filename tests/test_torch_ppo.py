@@ -238,8 +238,15 @@ def test_torch_refusals_name_the_setting():
     if not __import__("torch").cuda.is_available():
         with pytest.raises(ConfigError, match=r"learners\(num_gpus_per_learner=1\): .*no CUDA"):
             torch_ppo().learners(num_gpus_per_learner=1).build()
-    with pytest.raises(ConfigError, match="DQNConfig: framework='torch'"):
-        DQNConfig().environment("CartPole-v1").framework("torch").build()
+    with pytest.raises(ConfigError, match="multi-agent"):
+        (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .framework("torch")
+            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
+            .training(replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer"})
+            .validate()
+        )
     with pytest.raises(ConfigError, match="multi-agent"):
         (
             PPOConfig()

@@ -128,6 +128,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "trainer.torch_rl.default_ppo_module",
     ),
     "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
+    "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (
+        "trainer.torch_rl.default_dqn_module",
+    ),
+    "ray.rllib.algorithms.dqn.torch.dqn_torch_learner": ("trainer.torch_rl.dqn_learner",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     **{

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import QNetAPI
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
@@ -133,6 +134,10 @@ class TorchModuleView:
             else self.forward_inference({Columns.OBS: obs})
         )
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        if inputs is None and isinstance(self.rl_module, QNetAPI):
+            # A Q-network that returns actions only (as RLlib's DQN modules do, drawing their
+            # own epsilon-greedy): the config's exploration acts on its Q-values instead.
+            inputs = self.q_values(obs)
         if inputs is None:
             phase = "exploration" if explore else "inference"
             raise ValueError(
@@ -141,6 +146,24 @@ class TorchModuleView:
                 "module's action distribution class)"
             )
         return np.asarray(inputs, dtype=np.float32)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """A Q-network's (`QNetAPI`) Q-values `(B, num_actions)` for a batch of observations,
+        as the numpy QModule's `q_values`."""
+        if not isinstance(self.rl_module, QNetAPI):
+            raise TypeError(
+                f"{type(self.rl_module).__name__} has no Q-values: it does not implement QNetAPI"
+            )
+        was_training = self.rl_module.training
+        self.rl_module.eval()
+        try:
+            with torch.no_grad():
+                batch = to_tensor({Columns.OBS: self.module_observations(obs)}, self._device())
+                out = self.rl_module.compute_q_values(batch)
+        finally:
+            if was_training:
+                self.rl_module.train()
+        return np.asarray(to_numpy(out["qf_preds"]), dtype=np.float32)
 
     def initial_state(self) -> dict[str, Any]:
         """The module's initial recurrent state (`get_initial_state()`) as numpy arrays (asked
