@@ -329,3 +329,26 @@ def test_rllib_dqn_torch_paths_import_these_classes():
     finally:
         launcher.uninstall()
     assert RLlibModule is DefaultDQNTorchRLModule and RLlibLearner is DQNTorchLearner
+
+
+def test_discrete_observations_train_one_hot_encoded_once():
+    module = DefaultDQNTorchRLModule(
+        observation_space=gym.spaces.Discrete(16), action_space=gym.spaces.Discrete(4)
+    )
+    raw = torch.tensor([0, 5, 15])
+    one_hot = torch.nn.functional.one_hot(raw, 16).float()  # as the EnvRunners preprocess
+    torch.testing.assert_close(
+        module.compute_q_values({Columns.OBS: raw})["qf_preds"],
+        module.compute_q_values({Columns.OBS: one_hot})["qf_preds"],
+    )
+    algo = (
+        small_torch_dqn()
+        .environment("FrozenLake-v1")
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .build()
+    )
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert np.isfinite(result["learners"]["default_policy"]["qf_loss"])
