@@ -85,6 +85,9 @@ class TorchModuleView:
 
     def __init__(self, rl_module: TorchRLModule, spaces: SpaceInfo):
         self.rl_module = rl_module
+        if rl_module.inference_only:
+            # An EnvRunner's copy never trains: in eval mode once, not switched at every step.
+            rl_module.eval()
         #: Forward passes run on one torch thread unless the user sized the pools: a sampler
         #: in the Algorithm's process (num_env_runners=0) runs batches of a few rows, which
         #: torch's pool of two threads made a thousand times slower on a busy machine (4 ms
