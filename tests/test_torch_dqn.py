@@ -262,6 +262,12 @@ def test_a_torch_dqn_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
         assert state["optimizer"]["param_state"]  # Adam's moments, by parameter name
         path = algo.save_to_path(tmp_path / "checkpoint")
         assert [p.name for p in Path(path).rglob("*.pkl")] == ["class_and_config.pkl"]
+        # The module checkpoint rebuilds RLlib's module, target networks included.
+        module_dir = Path(path) / "learner_group" / "learner" / "rl_module" / "default_policy"
+        module = DefaultDQNTorchRLModule.from_checkpoint(str(module_dir))
+        saved = algo.get_module().get_state()
+        assert set(module.get_state()) == set(saved)
+        assert all(np.array_equal(module.get_state()[k], saved[k]) for k in saved)
         after = algo.train()
         expected = algo.get_module().get_state()
         expected_learner = algo.learner.get_state()
