@@ -234,6 +234,7 @@ def test_a_users_q_module_and_learner_class_train():
         result = algo.train()
         assert CountingDQNTorchLearner.calls > calls
         assert result["learners"]["default_policy"]["loss_calls"] > 0
+        assert result["learners"]["default_policy"]["mean_n_step"] == 1.0  # n_step=1
         assert not np.array_equal(before["q.0.weight"], module.get_state()["q.0.weight"])
     finally:
         algo.stop()

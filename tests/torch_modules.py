@@ -109,5 +109,11 @@ class CountingDQNTorchLearner(DQNTorchLearner):
         loss = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
-        self.log_loss_stats({"loss_calls": CountingDQNTorchLearner.calls})
+        # RLlib's n-step column reaches a subclass's loss.
+        self.log_loss_stats(
+            {
+                "loss_calls": CountingDQNTorchLearner.calls,
+                "mean_n_step": batch["n_step"].float().mean(),
+            }
+        )
         return loss

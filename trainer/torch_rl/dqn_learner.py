@@ -4,8 +4,8 @@ the numpy `DQNLearner`'s data flow and statistics.
 
 `update(batch, num_env_steps_sampled_lifetime=...)` takes the replay buffer's train batch (as
 `replay_buffer.sample_train_batch` returns it: `obs`, `next_obs`, `actions`, `rewards`,
-`terminateds`, `discounts` = gamma ** the steps each n-step transition spans, `weights` = the
-importance weights), preprocesses the observations as the EnvRunners did, and runs
+`terminateds`, `discounts` = gamma ** the steps each n-step transition spans, RLlib's `n_step`
+= those steps, `weights` = the importance weights), preprocesses the observations as the EnvRunners did, and runs
 `TorchLearner.update_from_batch`: the module's `forward_train` (Q-values of `obs`, with
 `double_q` of `next_obs` too, and the target networks' of `next_obs`), then RLlib 2.60's loss:
 
@@ -55,6 +55,8 @@ TD_ERROR_MEAN_KEY = "td_error_mean"
 #: The importance weights' and n-step discounts' columns of the replay buffer's train batch.
 WEIGHTS = "weights"
 DISCOUNTS = "discounts"
+#: RLlib's column of the steps each n-step transition spans.
+N_STEP = "n_step"
 
 
 def update_target_network(main_net: nn.Module, target_net: nn.Module, tau: float) -> None:
@@ -178,6 +180,8 @@ class DQNTorchLearner(TorchLearner):
             DISCOUNTS: np.asarray(batch["discounts"], dtype=np.float32),
             WEIGHTS: np.asarray(batch["weights"], dtype=np.float32),
         }
+        if "n_step" in batch:  # RLlib's column, for a subclass's loss (gamma ** n_step)
+            train_batch[N_STEP] = np.asarray(batch["n_step"])
         stats = self.update_from_batch(train_batch)
         self.after_gradient_based_update(num_env_steps_sampled_lifetime)
         results: UpdateResults = {
