@@ -283,13 +283,21 @@ def test_an_algorithm_checkpoint_with_the_cnn_resumes_exactly(tmp_path):
 
 
 def test_numpy_modules_refuse_conv_keys_pointing_to_torch():
-    config = PPOConfig().environment(DotToTarget).rl_module(model_config={"conv_filters": None})
+    """A config that chose numpy refuses conv keys off RLlib's defaults (one that chose no
+    framework runs them on torch, as RLlib does: tests/test_torch_lstm.py)."""
+    config = (
+        PPOConfig()
+        .environment(DotToTarget)
+        .framework("numpy")
+        .rl_module(model_config={"conv_filters": None})
+    )
     config.validate()  # RLlib's defaults are fine for the numpy networks
+    assert not config.uses_torch
     config.rl_module(model_config={"conv_filters": [[16, 5, 2]]})
     with pytest.raises(ConfigError, match=r"conv_filters.*framework\('torch'\)"):
         config.validate()
     with pytest.raises(ConfigError, match=r"conv_activation.*framework\('torch'\)"):
-        PPOConfig().environment(DotToTarget).rl_module(
+        PPOConfig().environment(DotToTarget).framework("numpy").rl_module(
             model_config={"conv_activation": "tanh"}
         ).build()
     spaces = SpaceInfo.from_spaces(image_space(10), ACTIONS)

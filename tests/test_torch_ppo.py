@@ -238,9 +238,16 @@ def test_torch_refusals_name_the_setting():
     if not __import__("torch").cuda.is_available():
         with pytest.raises(ConfigError, match=r"learners\(num_gpus_per_learner=1\): .*no CUDA"):
             torch_ppo().learners(num_gpus_per_learner=1).build()
-    with pytest.raises(ConfigError, match="DQNConfig: framework='torch'"):
-        DQNConfig().environment("CartPole-v1").framework("torch").build()
-    # Multi-agent torch modules train; recurrent ones are refused (no state is carried).
+    with pytest.raises(ConfigError, match="multi-agent"):
+        (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .framework("torch")
+            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
+            .training(replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer"})
+            .validate()
+        )
+    # Multi-agent torch PPO modules train; recurrent ones are refused (no state is carried).
     with pytest.raises(ConfigError, match=r"use_lstm=True in a multi-agent config"):
         (
             PPOConfig()

@@ -234,7 +234,8 @@ def _is_torch_learner_class(v: Any) -> str | None:
             return None
     return (
         "None or a subclass of a torch learner (trainer.torch_rl.ppo_learner.PPOTorchLearner, "
-        "RLlib's PPOTorchLearner); the numpy learners take no subclass"
+        "RLlib's PPOTorchLearner, or trainer.torch_rl.dqn_learner.DQNTorchLearner); the numpy "
+        "learners take no subclass"
     )
 
 
@@ -1780,7 +1781,9 @@ class AlgorithmConfig(OldConfigNames):
 
         spec = self.__dict__.get("rl_module_spec")
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
-        # The config's model config under the spec's own (a user's module reads its own keys).
+        # The config's model config and the algorithm's settings its module reads (RLlib's
+        # auto-includes: DQN's dueling, double_q), under the spec's own (a user's module reads
+        # its own keys).
         given: Any = getattr(spec, "model_config", None) or {}
         spec_model: dict = (
             dict(given) if isinstance(given, dict) else dataclasses.asdict(given)  # a dataclass
@@ -1788,7 +1791,7 @@ class AlgorithmConfig(OldConfigNames):
         return build_torch_module(
             module_class,
             spaces,
-            {**self.model, **spec_model},
+            {**self.model, **self._model_config_auto_includes, **spec_model},
             observation_space=getattr(spec, "observation_space", None),
             action_space=getattr(spec, "action_space", None),
             inference_only=inference_only,

@@ -131,6 +131,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     # Catalogs: names a spec carries (PPOCatalog on the default PPO module); no model builders.
     "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.core.catalog",),
     "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
+    "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (
+        "trainer.torch_rl.default_dqn_module",
+    ),
+    "ray.rllib.algorithms.dqn.torch.dqn_torch_learner": ("trainer.torch_rl.dqn_learner",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),

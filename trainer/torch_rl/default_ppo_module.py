@@ -352,6 +352,10 @@ class ObservationEncoding:
         layers' floats, and a CPU batch follows a module moved to a GPU."""
         obs = torch.as_tensor(obs, device=like.device)
         if self.discrete_n is not None:
+            if obs.is_floating_point() and obs.dim() >= 2 and obs.shape[-1] == self.discrete_n:
+                # Rows one-hot encoded already (the EnvRunners' and learners' preprocessing,
+                # `SpaceInfo.preprocess`); raw Discrete observations are integers.
+                return obs.to(like.dtype)
             return nn.functional.one_hot(obs.long(), self.discrete_n).to(like.dtype)
         if self.image:
             if obs.dim() == 2 and obs.shape[-1] == self.dim:  # rows of flattened pixels

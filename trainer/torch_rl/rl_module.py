@@ -87,7 +87,8 @@ class TorchRLModule(nn.Module, RLModule):
         """Action computation without exploration, in eval mode (override
         `_forward_inference`)."""
         was_training = self.training
-        self.eval()
+        if was_training:  # (a module left in eval mode is not walked again at every step)
+            self.eval()
         try:
             return self._forward_inference(batch, **kwargs)
         finally:
@@ -98,7 +99,8 @@ class TorchRLModule(nn.Module, RLModule):
         """Action computation with exploration, in eval mode (override
         `_forward_exploration`)."""
         was_training = self.training
-        self.eval()
+        if was_training:  # (a module left in eval mode is not walked again at every step)
+            self.eval()
         try:
             return self._forward_exploration(batch, **kwargs)
         finally:

@@ -31,8 +31,10 @@ import numpy as np
 import torch
 
 from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import QNetAPI
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
+from trainer.torch_rl.learner import TorchThreads
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
 
 
@@ -83,6 +85,14 @@ class TorchModuleView:
 
     def __init__(self, rl_module: TorchRLModule, spaces: SpaceInfo):
         self.rl_module = rl_module
+        if rl_module.inference_only:
+            # An EnvRunner's copy never trains: in eval mode once, not switched at every step.
+            rl_module.eval()
+        #: Forward passes run on one torch thread unless the user sized the pools: a sampler
+        #: in the Algorithm's process (num_env_runners=0) runs batches of a few rows, which
+        #: torch's pool of two threads made a thousand times slower on a busy machine (4 ms
+        #: for a tanh over 256 numbers, 2 us on one thread), as the learner's updates.
+        self._threads = TorchThreads()
         # A torch module reads observations in the env's shape (images for its convolutions):
         # the learner's batches (`spaces.preprocess`) keep it, and rows the EnvRunners
         # flattened get it back here (`module_observations`, a view, no copy).
@@ -133,6 +143,10 @@ class TorchModuleView:
             else self.forward_inference({Columns.OBS: obs})
         )
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        if inputs is None and isinstance(self.rl_module, QNetAPI):
+            # A Q-network that returns actions only (as RLlib's DQN modules do, drawing their
+            # own epsilon-greedy): the config's exploration acts on its Q-values instead.
+            inputs = self.q_values(obs)
         if inputs is None:
             phase = "exploration" if explore else "inference"
             raise ValueError(
@@ -141,6 +155,24 @@ class TorchModuleView:
                 "module's action distribution class)"
             )
         return np.asarray(inputs, dtype=np.float32)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """A Q-network's (`QNetAPI`) Q-values `(B, num_actions)` for a batch of observations,
+        as the numpy QModule's `q_values`."""
+        if not isinstance(self.rl_module, QNetAPI):
+            raise TypeError(
+                f"{type(self.rl_module).__name__} has no Q-values: it does not implement QNetAPI"
+            )
+        was_training = self.rl_module.training
+        self.rl_module.eval()
+        try:
+            with torch.no_grad(), self._threads():
+                batch = to_tensor({Columns.OBS: self.module_observations(obs)}, self._device())
+                out = self.rl_module.compute_q_values(batch)
+        finally:
+            if was_training:
+                self.rl_module.train()
+        return np.asarray(to_numpy(out["qf_preds"]), dtype=np.float32)
 
     def initial_state(self) -> dict[str, Any]:
         """The module's initial recurrent state (`get_initial_state()`) as numpy arrays (asked
@@ -183,7 +215,7 @@ class TorchModuleView:
     def values(self, obs: np.ndarray) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""
         obs = self.module_observations(obs)
-        with torch.no_grad():
+        with torch.no_grad(), self._threads():
             values = self.rl_module.compute_values(
                 {Columns.OBS: to_tensor(np.ascontiguousarray(obs), self._device())}
             )
@@ -196,12 +228,12 @@ class TorchModuleView:
 
     def forward_inference(self, batch: dict[str, Any]) -> dict[str, Any]:
         """`rl_module.forward_inference` on a numpy batch, its outputs as numpy."""
-        with torch.no_grad():
+        with torch.no_grad(), self._threads():
             return to_numpy(self.rl_module.forward_inference(to_tensor(batch, self._device())))
 
     def forward_exploration(self, batch: dict[str, Any]) -> dict[str, Any]:
         """`rl_module.forward_exploration` on a numpy batch, its outputs as numpy."""
-        with torch.no_grad():
+        with torch.no_grad(), self._threads():
             return to_numpy(self.rl_module.forward_exploration(to_tensor(batch, self._device())))
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
@@ -219,7 +251,8 @@ class TorchModuleView:
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.check_weights(weights)
-        self.rl_module.set_state(weights)
+        with self._threads():  # the copies into the parameters, as the forward passes
+            self.rl_module.set_state(weights)
 
     def parameter_names(self) -> list[str]:
         """Every state entry's name (the whole module, value function included)."""

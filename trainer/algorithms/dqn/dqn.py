@@ -31,6 +31,7 @@ from trainer.algorithms.dqn.replay_buffer import (
 )
 from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
 from trainer.algorithms.settings import settings_of
+from trainer.capabilities import TORCH
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -261,11 +262,14 @@ class DQNConfig(AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         if self.uses_torch:
-            raise ConfigError(
-                f"DQNConfig: framework={self.framework_str!r} with a torch module: DQN's "
-                "learner is numpy here (torch modules train with PPO); use "
-                "framework('numpy') and configure the Q network with model_config"
-            )
+            if self.is_multi_agent:
+                raise ConfigError(
+                    f"DQNConfig: {self.torch_reason} in a multi-agent config: multi-agent DQN "
+                    "trains the numpy Q-modules here (leave framework() unset, or use "
+                    "framework('numpy')); torch DQN runs single-agent",
+                    TORCH,
+                )
+            self._check_torch_learner_class()
         n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
         if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
             raise ConfigError(
@@ -273,6 +277,22 @@ class DQNConfig(AlgorithmConfig):
                 f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'"
             )
         self._check_buffer_fits_agents()
+
+    def _check_torch_learner_class(self) -> None:
+        """A `learner_class` for DQN must be a DQNTorchLearner (it trains on replayed
+        transitions, not on episodes as PPO's learner does)."""
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is None:
+            return
+        from trainer.torch_rl.dqn_learner import DQNTorchLearner
+
+        if not issubclass(learner_class, DQNTorchLearner):
+            raise ConfigError(
+                f"DQNConfig: learner_class={learner_class.__qualname__} is not a subclass of "
+                "DQNTorchLearner (trainer.torch_rl.dqn_learner, RLlib's "
+                "ray.rllib.algorithms.dqn.torch.dqn_torch_learner.DQNTorchLearner): DQN's "
+                "learner trains on replayed transitions"
+            )
 
     def _check_buffer_fits_agents(self) -> None:
         """A multi-agent run stores MultiAgentEpisodes: it needs a multi-agent buffer, and a
@@ -307,11 +327,27 @@ class DQNConfig(AlgorithmConfig):
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
+        if self.uses_torch:
+            # RLlib's: what the default torch module reads (num_atoms is always 1 here).
+            return {"dueling": self.dueling, "double_q": self.double_q, "epsilon": self.epsilon}
         return {"dueling": self.dueling}
+
+    def default_torch_module_class(self) -> type:
+        """RLlib's DefaultDQNTorchRLModule."""
+        from trainer.torch_rl import require_torch
+
+        require_torch("DQNConfig.framework('torch')")
+        from trainer.torch_rl.default_dqn_module import DefaultDQNTorchRLModule
+
+        return DefaultDQNTorchRLModule
 
     def build_module(
         self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
     ) -> Any:
+        """The numpy QModule, or with torch a view of the spec's or the default torch module
+        (its model config with DQN's `dueling`, `double_q` and `epsilon`, as RLlib's)."""
+        if self.uses_torch:
+            return self._build_torch_module(spaces, seed, inference_only)
         from trainer.algorithms.dqn.q_module import QModule
 
         return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
@@ -336,7 +372,8 @@ def round_robin_weights(config: DQNConfig) -> tuple[int, int]:
 
 class DQN(Algorithm):
     config: DQNConfig
-    learner: DQNLearner | MultiAgentLearner
+    #: The numpy DQNLearner, a DQNTorchLearner (torch), or a learner per module.
+    learner: Any
     #: RLlib's name: the replay buffer the training step samples into and learns from (in a
     #: multi-agent run, a MultiAgentEpisodeReplayBuffer: a buffer per module).
     local_replay_buffer: EpisodeReplayBuffer | MultiAgentEpisodeReplayBuffer
@@ -353,6 +390,16 @@ class DQN(Algorithm):
                 spaces_of(self.env_runner_group),
                 lambda config, build: DQNLearner(config, None, build=build),
             )
+        elif self.config.uses_torch:
+            from trainer.torch_rl.dqn_learner import DQNTorchLearner
+
+            learner_class = self.config.learner_class or DQNTorchLearner
+            module = self.config.build_module(
+                spaces_of(self.env_runner_group), seed=self.config.seed
+            )
+            if self.config["num_gpus_per_learner"]:  # validate() found CUDA
+                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+            self.learner = learner_class(self.config, module)
         else:
             self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
         self.local_replay_buffer = make_replay_buffer(
@@ -403,7 +450,8 @@ class DQN(Algorithm):
     def _learn(self, training_rounds: int) -> None:
         """`training_rounds` updates of the (single) learner on replayed batches."""
         config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
-        assert isinstance(buffer, EpisodeReplayBuffer) and isinstance(self.learner, DQNLearner)
+        assert isinstance(buffer, EpisodeReplayBuffer)
+        assert not isinstance(self.learner, MultiAgentLearner)
         sampled = self.num_env_steps_sampled_lifetime
         beta = config.replay_buffer_config.get("beta")
         update_results: list[dict] = []

@@ -122,7 +122,8 @@ class DQNLearner(Learner):
             "qf_mean": float(q_selected.mean()),
             "qf_min": float(q_selected.min()),
             "qf_max": float(q_selected.max()),
-            "td_error_mean": float(td_errors.mean()),
+            # RLlib's: the mean of the absolute TD errors.
+            "td_error_mean": float(np.abs(td_errors).mean()),
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
             TD_ERROR_KEY: td_errors,

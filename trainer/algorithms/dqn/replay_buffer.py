@@ -86,7 +86,8 @@ def sample_train_batches(
 def as_train_batch(transitions: dict[str, np.ndarray], gamma: float) -> dict[str, np.ndarray]:
     """A buffer's transitions as `DQNLearner.update` takes them: `obs`, `actions`, `rewards`
     (discounted n-step sums), `next_obs`, `terminateds`, `discounts` (gamma ** the steps the
-    transition spans: it multiplies the bootstrap value) and `weights` (importance weights)."""
+    transition spans: it multiplies the bootstrap value), `n_step` (those steps: RLlib's column)
+    and `weights` (importance weights)."""
     return {
         "obs": transitions["obs"],
         "actions": transitions["actions"],
@@ -94,5 +95,6 @@ def as_train_batch(transitions: dict[str, np.ndarray], gamma: float) -> dict[str
         "next_obs": transitions["new_obs"],
         "terminateds": transitions["terminateds"],
         "discounts": (gamma ** transitions["n_steps_taken"]).astype(np.float32),
+        "n_step": transitions["n_steps_taken"],
         "weights": transitions["weights"],
     }

@@ -1,0 +1,218 @@
+"""DQN's default torch module (RLlib's `DefaultDQNTorchRLModule`): a Q-network built from
+`model_config`, with the target networks DQN's learner bootstraps from.
+
+The layout is RLlib's DQNCatalog's and the numpy `QModule`'s for the same model config (a test
+copies weights from one to the other and compares the Q-values and the learners' steps):
+
+- `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too), or for
+  image observations (a 3-D Box) RLlib's CNN encoder (`conv_filters`); an empty `fcnet_hiddens`
+  means no encoder layers.
+- `af`: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a linear output per action:
+  the Q-values, or with `dueling` (RLlib's default) the advantages A(s, .), and then
+- `vf`: the same head layers with one output, the state value V(s); the Q-values are
+  V + A - mean(A) (Wang et al. 2016).
+- `_target_encoder`, `_target_af`, `_target_vf`: the target networks, copies of the above that
+  the learner moves towards them (`get_target_network_pairs`). An inference-only copy (the
+  EnvRunners') holds none of them, and their weights are not sent to the EnvRunners.
+
+The model config carries DQN's settings as RLlib's `DQNConfig` adds them: `dueling`, `double_q`
+(with it `_forward_train` also returns the online network's Q-values of the next observations)
+and `num_atoms` (only 1: the numpy DQN has no distributional Q-learning either; a larger value
+is refused). `epsilon` and the noisy-network keys are accepted and not read: exploration is the
+EnvRunners' (the config's `EpsilonGreedy`, as for the numpy module), so `forward_exploration`
+returns the Q-values as `Columns.ACTION_DIST_INPUTS` (greedy = argmax) where RLlib's module
+draws the epsilon-greedy actions itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
+from trainer.core.models import check_model_config
+from trainer.torch_rl.default_ppo_module import MLPHead, ObservationEncoding, encoder_factory
+from trainer.torch_rl.distributions import TorchCategorical
+from trainer.torch_rl.rl_module import TorchRLModule
+
+#: RLlib's output keys (`ray.rllib.algorithms.dqn.default_dqn_rl_module`).
+QF_PREDS = "qf_preds"
+QF_NEXT_PREDS = "qf_next_preds"
+QF_TARGET_NEXT_PREDS = "qf_target_next_preds"
+ATOMS = "atoms"
+QF_LOGITS = "qf_logits"
+QF_PROBS = "qf_probs"
+QF_TARGET_NEXT_PROBS = "qf_target_next_probs"
+
+#: The keys RLlib's `DQNConfig` adds to the module's model config (`_model_config_auto_includes`)
+#: and their defaults; the encoder's and heads' keys are the shared model config's.
+DQN_MODEL_KEYS: dict[str, Any] = {
+    "dueling": True,
+    "double_q": True,
+    "num_atoms": 1,
+    "epsilon": [(0, 1.0), (10000, 0.05)],
+    "std_init": 0.5,
+    "v_min": -10.0,
+    "v_max": 10.0,
+    "noisy": False,
+}
+
+
+class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI, QNetAPI):
+    """RLlib's default DQN torch module (see the module docstring): `compute_q_values(batch)`
+    returns `{"qf_preds": (B, num_actions)}`, `forward_target(batch)` the same from the target
+    networks, `_forward_train` RLlib's `qf_preds`, `qf_next_preds` (with `double_q`) and
+    `qf_target_next_preds` for a batch with `obs` and `next_obs`."""
+
+    def setup(self) -> None:
+        where = type(self).__name__
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            raise ValueError(
+                f"{where}: action_space={self.action_space} is not supported: DQN needs a "
+                "Discrete action space (one Q-value per action)"
+            )
+        if self.observation_space is None:
+            raise ValueError(f"{where}: observation_space is required")
+        if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
+            self.model_config = dataclasses.asdict(self.model_config)
+        given = dict(self.model_config or {})
+        dqn_settings = {key: given.pop(key, default) for key, default in DQN_MODEL_KEYS.items()}
+        if dqn_settings["num_atoms"] != 1:
+            raise ValueError(
+                f"{where}: model_config['num_atoms']={dqn_settings['num_atoms']!r}: only 1 is "
+                "supported (distributional Q-learning, num_atoms > 1, is not implemented here, "
+                "for numpy or torch)"
+            )
+        if dqn_settings["noisy"]:
+            raise ValueError(
+                f"{where}: model_config['noisy']=True: noisy networks are not implemented "
+                "here; explore with EpsilonGreedy (the default)"
+            )
+        config = check_model_config(given, setting=f"{where} model_config")
+        if config["use_lstm"]:
+            raise ValueError(
+                f"{where}: model_config['use_lstm']=True: the default DQN module has no "
+                "recurrent encoder here (RLlib's needs its R2D2-style replay of sequences)"
+            )
+        self.uses_dueling = bool(dqn_settings["dueling"])
+        self.uses_double_q = bool(dqn_settings["double_q"])
+        self.num_atoms = 1
+        self.action_dist_cls = TorchCategorical
+        self._encode_obs = ObservationEncoding(self.observation_space, where)
+        self.encoder = encoder_factory(self.observation_space, self._encode_obs.dim, config)()
+        features = int(self.encoder.output_dim)
+        n_actions = int(self.action_space.n)
+        self.af = MLPHead(features, n_actions, config)
+        if self.uses_dueling:
+            self.vf = MLPHead(features, 1, config)
+        # The learner's module holds its target networks from the start (RLlib's learner makes
+        # them when it builds): its state, and so its checkpoints, always have the same keys.
+        if not self.inference_only:
+            self.make_target_networks()
+
+    # -- InferenceOnlyAPI / TargetNetworkAPI ---------------------------------------------------
+    def get_non_inference_attributes(self) -> list[str]:
+        return ["_target_encoder", "_target_af"] + (["_target_vf"] if self.uses_dueling else [])
+
+    def _main_networks(self) -> dict[str, nn.Module]:
+        networks = {"encoder": self.encoder, "af": self.af}
+        if self.uses_dueling:
+            networks["vf"] = self.vf
+        return networks
+
+    def make_target_networks(self) -> None:
+        """The target networks as copies of the main ones (again: their weights become the
+        main networks', the modules stay, so the state keeps its keys)."""
+        for name, main in self._main_networks().items():
+            target = getattr(self, f"_target_{name}", None)
+            if target is None:
+                target = copy.deepcopy(main)
+                target.requires_grad_(False)
+                setattr(self, f"_target_{name}", target)
+            else:
+                target.load_state_dict(main.state_dict())
+
+    def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
+        if self.inference_only:
+            raise RuntimeError(
+                f"{type(self).__name__}: an inference-only module has no target networks"
+            )
+        return [
+            (main, getattr(self, f"_target_{name}")) for name, main in self._main_networks().items()
+        ]
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The target networks' Q-values of `batch[Columns.OBS]` (`{"qf_preds": ...}`)."""
+        return self._qf_forward_helper(
+            batch,
+            self._target_encoder,
+            self._target_af,
+            self._target_vf if self.uses_dueling else None,
+        )
+
+    # -- QNetAPI -------------------------------------------------------------------------------
+    def compute_q_values(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The Q-values `(B, num_actions)` of `batch[Columns.OBS]` under `"qf_preds"`."""
+        return self._qf_forward_helper(
+            batch, self.encoder, self.af, self.vf if self.uses_dueling else None
+        )
+
+    def _qf_forward_helper(
+        self,
+        batch: dict[str, Any],
+        encoder: nn.Module,
+        af: nn.Module,
+        vf: nn.Module | None,
+    ) -> dict[str, Any]:
+        features = encoder(self._encode_obs(batch[Columns.OBS], like=af.net.mlp[0].weight))
+        af_out = af(features)
+        if vf is None:
+            return {QF_PREDS: af_out}
+        # As RLlib: advantages centred per row (a masked action's -inf left out of the mean),
+        # not in place (the graph needs the advantages), then the value broadcast over them.
+        af_mean = torch.nan_to_num(af_out, neginf=torch.nan).nanmean(dim=-1, keepdim=True)
+        return {QF_PREDS: af_out - af_mean + vf(features)}
+
+    # -- forward passes ------------------------------------------------------------------------
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """The Q-values as the action distribution's inputs (a categorical's logits: its
+        deterministic sample is the greedy action) and the greedy actions."""
+        q_values = self.compute_q_values(batch)[QF_PREDS]
+        return {Columns.ACTION_DIST_INPUTS: q_values, Columns.ACTIONS: q_values.argmax(dim=-1)}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if self.inference_only:
+            raise RuntimeError(
+                f"{type(self).__name__}: an inference-only module cannot train (build it "
+                "with inference_only=False)"
+            )
+        output: dict[str, Any] = {}
+        if self.uses_double_q:
+            # One pass over the observations and the next observations together.
+            both = torch.cat(
+                [torch.as_tensor(batch[Columns.OBS]), torch.as_tensor(batch[Columns.NEXT_OBS])]
+            )
+            q_values = self.compute_q_values({Columns.OBS: both})[QF_PREDS]
+            output[QF_PREDS], output[QF_NEXT_PREDS] = torch.chunk(q_values, 2, dim=0)
+        else:
+            output[QF_PREDS] = self.compute_q_values({Columns.OBS: batch[Columns.OBS]})[QF_PREDS]
+        # No gradient reaches the target networks (their parameters do not require one).
+        output[QF_TARGET_NEXT_PREDS] = self.forward_target({Columns.OBS: batch[Columns.NEXT_OBS]})[
+            QF_PREDS
+        ]
+        return output
+
+
+__all__ = [
+    "DQN_MODEL_KEYS",
+    "DefaultDQNTorchRLModule",
+    "QF_NEXT_PREDS",
+    "QF_PREDS",
+    "QF_TARGET_NEXT_PREDS",
+]

@@ -1,0 +1,240 @@
+"""`DQNTorchLearner` (RLlib's `ray.rllib.algorithms.dqn.torch.dqn_torch_learner.DQNTorchLearner`):
+one gradient step of (double, dueling, n-step) DQN on a replay batch, for a torch module, with
+the numpy `DQNLearner`'s data flow and statistics.
+
+`update(batch, num_env_steps_sampled_lifetime=...)` takes the replay buffer's train batch (as
+`replay_buffer.sample_train_batch` returns it: `obs`, `next_obs`, `actions`, `rewards`,
+`terminateds`, `discounts` = gamma ** the steps each n-step transition spans, RLlib's `n_step`
+= those steps, `weights` = the importance weights), preprocesses the observations as the EnvRunners did, and runs
+`TorchLearner.update_from_batch`: the module's `forward_train` (Q-values of `obs`, with
+`double_q` of `next_obs` too, and the target networks' of `next_obs`), then RLlib 2.60's loss:
+
+    y = r + gamma^n * (1 - terminated) * Q_target(s', a*)    (no gradient)
+    a* = argmax_a Q(s', a) with double_q, else argmax_a Q_target(s', a)
+    loss = mean(weights * huber(Q(s, a) - y))                (or the squared error: td_error_loss_fn)
+
+After the step, every `target_network_update_freq` sampled env steps, each target network moves
+towards its main network: target <- tau * main + (1 - tau) * target (RLlib's
+`after_gradient_based_update`). The absolute TD errors go back under `TD_ERROR_KEY` (the
+algorithm sets the prioritized buffer's priorities from them).
+
+The module: a TorchRLModule with `QNetAPI` and `TargetNetworkAPI` whose `_forward_train` returns
+RLlib's `qf_preds`, `qf_target_next_preds` and, with `double_q`, `qf_next_preds`
+(`DefaultDQNTorchRLModule`'s layout). The learner state is the TorchLearner's (the module's
+state, target networks included, and Adam's moments by parameter name) and the env step of the
+last target update.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainer.algorithms.learner import UpdateResults
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.metrics import TD_ERROR_KEY
+from trainer.torch_rl.default_dqn_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
+from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
+from trainer.util.state_checks import require_int, require_map
+
+if TYPE_CHECKING:
+    from trainer.algorithms.dqn.dqn import DQNConfig
+
+#: RLlib's statistics keys (`ray.rllib.algorithms.dqn.dqn_learner`).
+QF_LOSS_KEY = "qf_loss"
+QF_MEAN_KEY = "qf_mean"
+QF_MAX_KEY = "qf_max"
+QF_MIN_KEY = "qf_min"
+TD_ERROR_MEAN_KEY = "td_error_mean"
+
+#: The importance weights' and n-step discounts' columns of the replay buffer's train batch.
+WEIGHTS = "weights"
+DISCOUNTS = "discounts"
+#: RLlib's column of the steps each n-step transition spans.
+N_STEP = "n_step"
+
+
+def update_target_network(main_net: nn.Module, target_net: nn.Module, tau: float) -> None:
+    """Polyak averaging (RLlib's `update_target_network`): every entry of the target's state
+    becomes tau * main + (1 - tau) * target; tau = 1 copies the main network."""
+    main_state = main_net.state_dict()
+    with torch.no_grad():
+        for key, target_value in target_net.state_dict().items():
+            if target_value.is_floating_point():
+                target_value.mul_(1.0 - tau).add_(main_state[key], alpha=tau)
+            else:
+                target_value.copy_(main_state[key])
+
+
+class DQNTorchLearner(TorchLearner):
+    """DQN's learner for torch modules (see the module docstring)."""
+
+    config: DQNConfig
+    algorithm_name = "DQN"
+
+    def __init__(
+        self,
+        config: DQNConfig,
+        module: Any,
+        *,
+        spaces: SpaceInfo | None = None,
+        module_id: str = DEFAULT_MODULE_ID,
+    ):
+        """`config`: the DQNConfig; `module`: the full TorchRLModule to train (with QNetAPI
+        and TargetNetworkAPI), built by the caller, or a view of one (see `TorchLearner`);
+        `spaces`: how the EnvRunners preprocessed the observations they fed the module (the
+        learner feeds it the same), by default the view's `spaces`, else the module's spaces;
+        `module_id`: its id."""
+        rl_module = getattr(module, "rl_module", module)
+        missing = [
+            api.__name__ for api in (QNetAPI, TargetNetworkAPI) if not isinstance(rl_module, api)
+        ]
+        if missing:
+            raise TypeError(
+                f"DQNTorchLearner: the module ({type(rl_module).__name__}) must implement "
+                f"{' and '.join(missing)} (compute_q_values(batch); make_target_networks(), "
+                "get_target_network_pairs(), forward_target(batch)): DQN's loss needs them"
+            )
+        keys_before = set(rl_module.state_dict())
+        # As RLlib's learner when it builds: the target networks start as the main ones.
+        cast(TargetNetworkAPI, rl_module).make_target_networks()
+        if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
+            # A module that made its target networks only now: a view of it, knowing the
+            # new weights (the Algorithm and the checkpoints read them through it).
+            from trainer.torch_rl.runner_view import TorchModuleView
+
+            module = TorchModuleView(rl_module, module.spaces)
+        super().__init__(config, module, module_id=module_id)
+        self.spaces: SpaceInfo = (
+            spaces
+            or getattr(module, "spaces", None)
+            or SpaceInfo.from_spaces(
+                cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
+            ).keeping_obs_shape()
+        )
+        #: The sampled env step of the last target network update.
+        self.last_target_update_step = 0
+
+    # -- the loss (RLlib 2.60's, num_atoms = 1) -------------------------------------------------
+    def compute_loss_for_module(  # type: ignore[override]  # a DQNConfig, as RLlib's
+        self,
+        *,
+        module_id: str,
+        config: DQNConfig,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+    ) -> torch.Tensor:
+        q_curr = fwd_out[QF_PREDS]
+        q_target_next = fwd_out[QF_TARGET_NEXT_PREDS]
+        actions = batch[Columns.ACTIONS].long().unsqueeze(-1)
+        q_selected = torch.nan_to_num(q_curr.gather(-1, actions), neginf=0.0).squeeze(-1)
+        # The bootstrap action: the online network's best with double_q, else the target's.
+        next_q_for_argmax = fwd_out[QF_NEXT_PREDS] if config.double_q else q_target_next
+        best_next = next_q_for_argmax.argmax(dim=-1, keepdim=True)
+        q_next_best = torch.nan_to_num(q_target_next.gather(-1, best_next), neginf=0.0).squeeze(-1)
+        not_terminated = 1.0 - batch[Columns.TERMINATEDS].float()
+        # The Bellman target (no gradient through the target network's values).
+        q_selected_target = (
+            batch[Columns.REWARDS] + batch[DISCOUNTS] * not_terminated * q_next_best
+        ).detach()
+        loss_fn = nn.HuberLoss if config.td_error_loss_fn == "huber" else nn.MSELoss
+        td_error = torch.abs(q_selected - q_selected_target)
+        total_loss = torch.mean(
+            batch[WEIGHTS] * loss_fn(reduction="none")(q_selected, q_selected_target)
+        )
+        self.log_loss_stats(
+            {
+                QF_LOSS_KEY: total_loss,
+                QF_MEAN_KEY: q_selected.mean(),
+                QF_MAX_KEY: q_selected.max(),
+                QF_MIN_KEY: q_selected.min(),
+                TD_ERROR_MEAN_KEY: td_error.mean(),
+            }
+        )
+        # Per row, for the priorities (RLlib logs them as an "item_series").
+        self.td_errors = td_error.detach()
+        return total_loss
+
+    # -- one update ----------------------------------------------------------------------------
+    def update(
+        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+    ) -> UpdateResults:
+        """One gradient step on `batch` (the replay buffer's train batch, see the module
+        docstring), then the target networks' update when it is due. Returns the numpy
+        DQNLearner's statistics (qf_loss, qf_mean, qf_min, qf_max, td_error_mean,
+        gradients_adam_global_norm, curr_lr) and, under `TD_ERROR_KEY`, the absolute TD
+        errors per row (the algorithm takes them out before logging)."""
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        preprocess = self.spaces.preprocess
+        train_batch = {
+            Columns.OBS: preprocess(batch["obs"]),
+            Columns.NEXT_OBS: preprocess(batch["next_obs"]),
+            Columns.ACTIONS: np.asarray(batch["actions"]).astype(np.int64),
+            Columns.REWARDS: np.asarray(batch["rewards"], dtype=np.float32),
+            Columns.TERMINATEDS: np.asarray(batch["terminateds"]),
+            DISCOUNTS: np.asarray(batch["discounts"], dtype=np.float32),
+            WEIGHTS: np.asarray(batch["weights"], dtype=np.float32),
+        }
+        if "n_step" in batch:  # RLlib's column, for a subclass's loss (gamma ** n_step)
+            train_batch[N_STEP] = np.asarray(batch["n_step"])
+        stats = self.update_from_batch(train_batch)
+        self.after_gradient_based_update(num_env_steps_sampled_lifetime)
+        results: UpdateResults = {
+            key: stats[key]
+            for key in (QF_LOSS_KEY, QF_MEAN_KEY, QF_MIN_KEY, QF_MAX_KEY, TD_ERROR_MEAN_KEY)
+            if key in stats
+        }
+        # A subclass's loss may log more.
+        results.update({k: v for k, v in stats.items() if k not in results and k != "total_loss"})
+        # The numpy learner's name of the gradient's global norm before clipping.
+        results["gradients_adam_global_norm"] = results.pop(GLOBAL_NORM_KEY)
+        results["curr_lr"] = self.current_lr
+        td_errors = getattr(self, "td_errors", None)
+        if td_errors is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.compute_loss_for_module did not set self.td_errors "
+                "(the per-row TD errors the prioritized replay buffer needs)"
+            )
+        results[TD_ERROR_KEY] = td_errors.cpu().numpy().astype(np.float64)
+        self.td_errors = None
+        return results
+
+    def after_gradient_based_update(self, num_env_steps_sampled_lifetime: int) -> None:
+        """Moves every target network towards its main network (by `tau`) when
+        `target_network_update_freq` sampled env steps passed since the last time."""
+        if (
+            num_env_steps_sampled_lifetime - self.last_target_update_step
+            < self.config.target_network_update_freq
+        ):
+            return
+        for main_net, target_net in cast(
+            TargetNetworkAPI, self.rl_module
+        ).get_target_network_pairs():
+            update_target_network(main_net, target_net, float(self.config.tau))
+        self.last_target_update_step = int(num_env_steps_sampled_lifetime)
+
+    # -- state -------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The TorchLearner's state (the module's, target networks included, and the
+        optimizer's) and the env step of the last target update."""
+        state = super().get_state()
+        state["last_target_update_step"] = self.last_target_update_step
+        return state
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        require_map(state, where, ("module", "optimizer", "last_target_update_step"))
+        super().check_state(state, where)
+        require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        super().set_state(state)
+        self.last_target_update_step = int(state["last_target_update_step"])
+
+
+__all__ = ["DQNTorchLearner", "update_target_network"]
