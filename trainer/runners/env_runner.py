@@ -319,7 +319,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             and config.observation_space is not None
             and config.action_space is not None
         ):
-            self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+            self.spaces = SpaceInfo.from_spaces(
+                config.observation_space,
+                config.action_space,
+                nested_obs=bool(getattr(config, "uses_torch", False)),
+            )
         #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
         self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
         restart_sub_envs = bool(config.restart_failed_sub_environments)
@@ -400,7 +404,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 if self._env_to_module is not None
                 else env_spaces[0]
             )
-            self.spaces = SpaceInfo.from_spaces(observation_space, env_spaces[1])
+            # Torch modules take Dict / Tuple observations as they come (nested batches).
+            self.spaces = SpaceInfo.from_spaces(
+                observation_space,
+                env_spaces[1],
+                nested_obs=bool(getattr(self.config, "uses_torch", False)),
+            )
         self._needs_reset = True
         self._fire_environment_created()
 
