@@ -124,6 +124,31 @@ def nest_column(
     return convert(batch[name])
 
 
+def set_row(tree: Any, index: int, row: Any) -> None:
+    """Writes one observation (`row`, nested as `tree`) into row `index` of every leaf."""
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            set_row(value, index, row[key])
+    elif isinstance(tree, tuple):
+        for value, part in zip(tree, row, strict=True):
+            set_row(value, index, part)
+    else:
+        tree[index] = row
+
+
+def batch_from_state(data: Any, space: gym.Space | None) -> Any:
+    """A batch of observations as a checkpoint stored it (plain data: lists may stand for
+    tuples), rebuilt as arrays nested as `space` (a Dict / Tuple space; any other space or
+    None: one array)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: batch_from_state(data[key], sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(
+            batch_from_state(part, sub) for part, sub in zip(data, space.spaces, strict=True)
+        )
+    return np.array(data)
+
+
 def is_nested_space(space: Any) -> bool:
     """Whether a gymnasium space is a Dict or Tuple (observations then come as trees)."""
     return isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))

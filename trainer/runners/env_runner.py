@@ -46,6 +46,7 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
+from trainer.core.obs_tree import batch_from_state, set_row
 from trainer.core.recurrent import (
     next_prev_action,
     next_prev_reward,
@@ -802,7 +803,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     f"sub-env {i} raised again right after it was re-created: "
                     f"{type(new_env.failure).__name__}: {new_env.failure}"
                 ) from new_env.failure
-            self._obs[i] = observation
+            set_row(self._obs, i, observation)
             record.awaiting_reset = False
             env._autoreset_envs[i] = False
             self._create_episode(i)
@@ -1139,7 +1140,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             record.prev_chunks = []
         if self._needs_reset:
             return  # the next sample() starts fresh episodes anyway
-        self._obs = np.array(state["observations"])
+        env_spaces = self.env_spaces
+        self._obs = batch_from_state(
+            state["observations"], None if env_spaces is None else env_spaces[0]
+        )
         for record, flag in zip(records, state["awaiting_reset"], strict=False):
             record.awaiting_reset = bool(flag)
         autoreset = np.array(state["autoreset_envs"], dtype=bool)
@@ -1171,7 +1175,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:
                 observation, infos = sync_env.envs[i].reset()
                 sync_env._autoreset_envs[i] = False
-            self._obs[i] = observation
+            set_row(self._obs, i, observation)
             record.awaiting_reset = False
             self._begin_episode(i, observation, infos)
 

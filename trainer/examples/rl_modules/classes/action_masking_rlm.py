@@ -28,8 +28,7 @@ FLOAT_MIN = torch.finfo(torch.float32).min
 _MASK_KEY = "action_mask"
 _OBS_KEY = "observations"
 _SPACE_LAYOUT = (
-    "{'action_mask': Box(0.0, 1.0, shape=(action_space.n,)), 'observations': <observation "
-    "space>}"
+    "{'action_mask': Box(0.0, 1.0, shape=(action_space.n,)), 'observations': <observation space>}"
 )
 
 
