@@ -58,10 +58,11 @@ def tree_len(tree: Any) -> int:
 def tree_concat(trees: list[Any]) -> Any:
     """Batched trees of the same structure concatenated leaf by leaf on axis 0 (a list of
     nested rows, as an episode not yet numpy'ized holds them, is batched first)."""
+    trees = [
+        batch(tree) if isinstance(tree, list) and tree and is_nested(tree[0]) else tree
+        for tree in trees
+    ]
     first = trees[0]
-    if isinstance(first, list) and first and is_nested(first[0]):
-        trees = [batch(tree) for tree in trees]
-        first = trees[0]
     if isinstance(first, dict):
         return {key: tree_concat([tree[key] for tree in trees]) for key in first}
     if isinstance(first, tuple):

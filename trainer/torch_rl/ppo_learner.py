@@ -113,7 +113,9 @@ class PPOTorchLearner(TorchLearner):
             spaces
             or getattr(module, "spaces", None)
             or SpaceInfo.from_spaces(
-                cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
+                cast(Any, rl_module).observation_space,
+                cast(Any, rl_module).action_space,
+                nested_obs=True,
             ).keeping_obs_shape()
         )
         self.kl_coeff = float(config.kl_coeff)
