@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
 
 from trainer import SingleAgentEpisode  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
+from trainer.connectors.env_to_module import PrevActionsPrevRewards  # noqa: E402
+from trainer.core.apis import ValueFunctionAPI  # noqa: E402
 from trainer.core.models import PolicyModule, SpaceInfo  # noqa: E402
 from trainer.core.obs_tree import (  # noqa: E402
     batch_from_state,
@@ -31,6 +34,7 @@ from trainer.examples.rl_modules.classes.action_masking_rlm import (  # noqa: E4
 )
 from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.torch_rl.ppo_learner import PPOTorchLearner  # noqa: E402
+from trainer.torch_rl.rl_module import TorchRLModule  # noqa: E402
 from trainer.torch_rl.runner_view import TorchModuleView  # noqa: E402
 
 #: Enough actions that the env's random mask (each entry 0 or 1) never rules out all of them.
@@ -234,6 +238,51 @@ def test_torch_learner_hands_nested_minibatches_to_a_dict_reading_module():
     for obs in module.seen_train_obs:
         assert obs["action_mask"].shape == (16, NUM_ACTIONS)
         assert obs["observations"].shape == (16, 5)
+
+
+class ConcatLeavesModule(TorchRLModule, ValueFunctionAPI):
+    """A module over any Dict observation of Box leaves: the leaves concatenated (by key)."""
+
+    def setup(self):
+        self.body = nn.Sequential(
+            nn.Linear(gym.spaces.flatdim(self.observation_space), 16), nn.Tanh()
+        )
+        self.pi = nn.Linear(16, self.action_space.n)
+        self.vf = nn.Linear(16, 1)
+
+    def _features(self, batch):
+        obs = batch[Columns.OBS]
+        return self.body(torch.cat([obs[key].flatten(1).float() for key in sorted(obs)], -1))
+
+    def _forward(self, batch, **kwargs):
+        return {Columns.ACTION_DIST_INPUTS: self.pi(self._features(batch))}
+
+    def compute_values(self, batch, embeddings=None):
+        return self.vf(self._features(batch)).squeeze(-1)
+
+
+def test_a_connector_s_dict_output_reaches_a_torch_module_nested():
+    """RLlib's PrevActionsPrevRewards makes Dict observations; a torch module reads them."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_env_runners=0,
+            num_envs_per_env_runner=2,
+            env_to_module_connector=lambda env, spaces, device: PrevActionsPrevRewards(),
+        )
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ConcatLeavesModule))
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .debugging(seed=2)
+    )
+    algo = config.build()
+    try:
+        result = algo.train()
+        assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
+        space = algo.get_module().observation_space
+        assert isinstance(space, gym.spaces.Dict) and "prev_n_actions" in space.spaces
+    finally:
+        algo.stop()
 
 
 # -- end to end: worker processes, evaluation in parallel ------------------------------------

@@ -55,6 +55,7 @@ from trainer.core.recurrent import (
     tree_row,
     tree_stack,
 )
+from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
     check_task_settable,
@@ -310,7 +311,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
-        self._module_obs: np.ndarray | None = None  # the pipeline's output per sub-env
+        self._module_obs: Any = None  # the pipeline's output per sub-env
+        #: With a nested (Dict / Tuple) pipeline output: each sub-env's last one.
+        self._module_obs_rows: list[Any] = []
         #: The vector env's last observations, batched (the policy's input): an array, or a
         #: dict / tuple of arrays for Dict / Tuple spaces; None before the first reset.
         self._obs: Any = None
@@ -550,11 +553,27 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             shared_data={},
             metrics=self.metrics,
         )
+        if self.spaces is not None and self.spaces.nested_obs_space is not None:
+            self._nested_to_module(episodes, env_indices)
+            return
         rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
         if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
             self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
         for index, row in zip(env_indices, rows, strict=True):
             self._module_obs[index] = row
+
+    def _nested_to_module(
+        self, episodes: list[SingleAgentEpisode], env_indices: list[int]
+    ) -> None:
+        """`_to_module` for a pipeline whose output is a Dict / Tuple observation (a torch
+        module's input): each sub-env's last output is kept, and the batch rebuilt from them."""
+        rows = self._module_obs_rows
+        if len(rows) != self.num_envs:
+            rows = self._module_obs_rows = [None] * self.num_envs
+        for index, episode in zip(env_indices, episodes, strict=True):
+            rows[index] = episode.observations[-1]
+        if all(row is not None for row in rows):
+            self._module_obs = batch(rows)
 
     @property
     def env_to_module(self) -> ConnectorPipelineV2 | None:
