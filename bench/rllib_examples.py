@@ -17,8 +17,8 @@ How each run is classified:
   capability is shown), or a static rule below matches the CI arguments;
 - fail: anything else (the first line of the error, or "timeout").
 
-Static rules (documented in the page too): a script under `_old_api_stack/` or `rl_modules/`
-needs RLlib's old API stack, torch RLModules (`FOLDER_RULES`); one that stops on
+Static rules (documented in the page too): a script under `_old_api_stack/` needs RLlib's old
+API stack (`FOLDER_RULES`); one that stops on
 `ModuleNotFoundError` for torch, tensorflow, ... (it imports the framework itself) needs what
 that package serves (`MISSING_PACKAGES`); one that stops on an `ImportError` of a PettingZoo
 env family whose extra is not installed (`pettingzoo[sisl]`: pymunk) needs a third-party env
@@ -76,7 +76,6 @@ MISSING_PACKAGES = {
 #: have (applied to runs that do not pass).
 FOLDER_RULES = {
     "_old_api_stack/": table.OLD_API_STACK,
-    "rl_modules/": table.TORCH,
 }
 #: A script that stops on `ImportError` ("cannot import name ... from 'MODULE'") for one of
 #: these modules imports an env family whose pip extra is not installed.
@@ -87,10 +86,7 @@ MISSING_EXTRAS = {
 #: What a run asking for GPUs needs (this machine has none; RLlib refuses such a run too).
 GPUS = "GPUs (`--num-gpus-per-learner` > 0; there are none here)"
 STATIC_RULES = (
-    (
-        "a script under `_old_api_stack/` or `rl_modules/`",
-        "RLlib's old API stack, torch RLModules (custom RLModules)",
-    ),
+    ("a script under `_old_api_stack/`", table.OLD_API_STACK),
     (
         "stopped on `ModuleNotFoundError` for "
         + ", ".join(f"`{name}`" for name in MISSING_PACKAGES),

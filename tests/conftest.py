@@ -55,6 +55,15 @@ LONG_TESTS = {
         "test_multi_agent_examples.py",
         "test_custom_env_render_method_multi_agent_renders_each_sub_env",
     ),
+    # RLlib's multi-agent torch module restores (about 9 s each; the single-agent one stays).
+    *(
+        ("test_algorithm_rl_module_restore_torch.py", name)
+        for name in (
+            "test_e2e_load_simple_multi_rl_module",
+            "test_e2e_load_complex_multi_rl_module",
+            "test_e2e_load_complex_multi_rl_module_with_modules_to_load",
+        )
+    ),
 }
 LONG_TESTS_VAR = "LOCALRL_LONG_TESTS"
 IN_BENCH = pytest.mark.skip(reason="a long run: python bench/long_tests.py runs it")

@@ -277,7 +277,7 @@ def test_inference_only_spec_leaves_out_learner_only_modules_and_specs_are_check
     class TorchLikeModule:
         pass
 
-    with pytest.raises(ConfigError, match="is not a numpy RLModule"):
+    with pytest.raises(ConfigError, match="is not an RLModule: subclass trainer.RLModule"):
         PPOConfig().rl_module(
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={"a": RLModuleSpec(module_class=TorchLikeModule)}

@@ -340,6 +340,8 @@ def test_result_grid_best_result_scopes_and_errors():
     assert [str(e) for e in grid.errors] == ["boom"] and grid[1] is steady and len(grid) == 3
     with pytest.raises(ValueError, match="needs a metric and a mode"):
         grid.get_best_result()
+    # As Tune's: one trial is the best, with no metric asked for.
+    assert ResultGrid([early]).get_best_result() is early
     try:
         import pandas  # noqa: F401
     except ImportError:

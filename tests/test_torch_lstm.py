@@ -117,17 +117,26 @@ def test_lstm_initializers_are_applied_as_rllibs():
     assert (lstm.bias_ih_l0 == 1).all() and (lstm.bias_hh_l0 == 1).all()
 
 
-def test_numpy_models_refuse_use_lstm_pointing_to_torch():
+def test_use_lstm_runs_on_torch_unless_numpy_was_chosen():
+    """RLlib's default framework is torch: a config that chose none and asks for an LSTM gets
+    the torch module; one that chose numpy is refused, naming framework("torch")."""
     config = (
         PPOConfig()
         .environment("CartPole-v1")
         .rl_module(model_config=DefaultModelConfig(use_lstm=True))
     )
+    assert config.uses_torch
+    assert "use_lstm=True" in config.torch_reason
+    config.validate()
+    config.framework("numpy")
+    assert not config.uses_torch
     with pytest.raises(ConfigError, match=r"use_lstm'\]=True.*framework\(\"torch\"\)"):
         config.validate()
-    config.framework("torch").validate()  # the torch module builds it
+    config.framework("torch").validate()
     with pytest.raises(ConfigError, match=r"lstm_cell_size'\]=0: must be an int >= 1"):
         PPOConfig().rl_module(model_config={"use_lstm": True, "lstm_cell_size": 0})
+    conv = PPOConfig().rl_module(model_config={"conv_filters": [[4, 3, 1]]})
+    assert "conv_filters=[[4, 3, 1]]" in conv.torch_reason
 
 
 # -- sequences ----------------------------------------------------------------------------------
@@ -393,3 +402,50 @@ def test_box_actions_with_previous_actions_and_rewards_sample_and_train():
         assert stats["num_env_steps_trained"] >= 200 and np.isfinite(stats["total_loss"])
     finally:
         algo.stop()
+
+
+def test_compute_single_action_carries_a_recurrent_state():
+    """RLlib's recurrent `compute_single_action`: `(action, state_out, extra)`, the state out
+    fed back in; the same actions as the module's own forward passes from the initial state;
+    prev actions/rewards go in where the model config asks for them."""
+    algo = lstm_ppo(lstm_use_prev_action=True, lstm_use_prev_reward=True).build()
+    try:
+        module = algo.get_module()
+        env = StatelessCartPole()
+        obs, _ = env.reset(seed=0)
+        state, prev_action, prev_reward = None, None, None
+        replay = {
+            key: {k: v.unsqueeze(0) for k, v in value.items()}
+            for key, value in module.get_initial_state().items()
+        }
+        for _ in range(5):
+            action, state, extra = algo.compute_single_action(
+                obs, state, prev_action=prev_action, prev_reward=prev_reward, explore=False
+            )
+            assert extra == {} and isinstance(action, int)
+            with torch.no_grad():
+                out = module.forward_inference(
+                    {
+                        Columns.OBS: torch.as_tensor(obs[None, None]),
+                        Columns.STATE_IN: replay,
+                        "prev_actions": torch.as_tensor([[prev_action or 0]]),
+                        "prev_rewards": torch.as_tensor([[prev_reward or 0.0]]),
+                    }
+                )
+            replay = out[Columns.STATE_OUT]
+            assert action == int(out[Columns.ACTION_DIST_INPUTS][0, 0].argmax())
+            np.testing.assert_allclose(state["actor"]["h"], replay["actor"]["h"][0], atol=1e-6)
+            obs, prev_reward, *_ = env.step(action)
+            prev_action = action
+        with pytest.raises(ValueError, match="the state must be what the previous call"):
+            algo.compute_single_action(obs, state=[1.0, 2.0])
+    finally:
+        algo.stop()
+    numpy_algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0).build()
+    try:
+        obs = np.zeros(4, np.float32)
+        assert numpy_algo.compute_single_action(obs, full_fetch=True)[1:] == ([], {})
+        with pytest.raises(ValueError, match="not recurrent, so it takes no state"):
+            numpy_algo.compute_single_action(obs, state={"h": np.zeros(2)})
+    finally:
+        numpy_algo.stop()

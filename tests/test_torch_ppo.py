@@ -240,11 +240,13 @@ def test_torch_refusals_name_the_setting():
             torch_ppo().learners(num_gpus_per_learner=1).build()
     with pytest.raises(ConfigError, match="DQNConfig: framework='torch'"):
         DQNConfig().environment("CartPole-v1").framework("torch").build()
-    with pytest.raises(ConfigError, match="multi-agent"):
+    # Multi-agent torch modules train; recurrent ones are refused (no state is carried).
+    with pytest.raises(ConfigError, match=r"use_lstm=True in a multi-agent config"):
         (
             PPOConfig()
             .environment("CartPole-v1")
             .framework("torch")
+            .rl_module(model_config={"use_lstm": True})
             .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
             .validate()
         )

@@ -78,6 +78,33 @@ def test_workers_are_forked_from_one_template_and_are_children_of_the_main_proce
         assert _parent(algo.env_runner_group.remote_pids()[1]) == os.getpid()
 
 
+def _has_torch(pid: int) -> bool:
+    with open(f"/proc/{pid}/maps") as handle:
+        return "libtorch" in handle.read()
+
+
+def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template():
+    """Torch's import (about 1.5 s of CPU) happens once, in the template, on the first torch
+    build's fork request: its workers, later builds and restarts fork with it imported. A
+    numpy build's template never imports it."""
+    pytest.importorskip("torch")
+    worker_forkserver.stop_template()
+    with small_ppo(1).build() as algo:
+        assert not _has_torch(template_pid())
+        template = template_pid()
+    config = small_ppo(2).framework("torch").fault_tolerance(restart_failed_env_runners=True)
+    with config.build() as algo:
+        assert template_pid() == template and _has_torch(template)
+        pids = sorted(algo.env_runner_group.remote_pids().values())
+        assert all(_has_torch(pid) for pid in pids)
+        kill_env_runner(algo, 1)
+        algo.train()  # the lost EnvRunner is restarted: forked again, torch imported
+        restarted = algo.env_runner_group.remote_pids()[1]
+        assert restarted not in pids and _has_torch(restarted)
+        assert _remote(algo, lambda runner: type(runner.module).__name__) == ["TorchModuleView"] * 2
+    assert template_pid() == template
+
+
 def _socket_inodes(pid: int) -> set[str]:
     inodes = set()
     for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -96,9 +123,9 @@ def test_the_workers_of_one_build_are_forked_in_one_request_each_holding_only_it
     requests = []
     fork = worker_forkserver.WorkerTemplate.fork
 
-    def counted(self, workers):
+    def counted(self, workers, preload=()):
         requests.append([worker.worker_index for worker in workers])
-        return fork(self, workers)
+        return fork(self, workers, preload)
 
     monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)
     with small_ppo(4).build() as algo:
@@ -127,9 +154,9 @@ def test_more_workers_than_one_request_takes_are_forked_in_several(monkeypatch):
     requests = []
     fork = worker_forkserver.WorkerTemplate.fork
 
-    def counted(self, workers):
+    def counted(self, workers, preload=()):
         requests.append([worker.worker_index for worker in workers])
-        return fork(self, workers)
+        return fork(self, workers, preload)
 
     monkeypatch.setattr(worker_forkserver.WorkerTemplate, "fork", counted)
     with small_ppo(5).build() as algo:

@@ -149,7 +149,10 @@ class ResultGrid:
     ) -> Result:
         """The trial with the best `metric` ("a/b" for nested keys) by `mode` ("max" or "min")
         over `scope`: "last" (the last result), "avg" (all results' mean), "last-5-avg",
-        "last-10-avg", or "all" (the best of all results), as Tune's."""
+        "last-10-avg", or "all" (the best of all results), as Tune's. With one trial, that
+        trial, whatever its results (as Tune's: no metric needed)."""
+        if len(self._results) == 1:
+            return self._results[0]
         metric = metric or self._metric
         mode = mode or self._mode
         if not metric or not mode:

@@ -59,7 +59,7 @@ from trainer.algorithms.module_changes import (
     runner_add_module,
     runner_remove_module,
 )
-from trainer.algorithms.multi_agent_learner import MultiAgentLearner
+from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLearner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
 from trainer.checkpoints.location import fetched
@@ -142,9 +142,15 @@ class LearnerGroup:
     def get_weights(self, module_ids: Any = None) -> dict:
         """`{module_id: weights}` (of `module_ids`, or all)."""
         if self._algorithm.config.is_multi_agent:
-            weights = self._algorithm.learner.module.get_weights()
             wanted = None if module_ids is None else set(module_ids)
-            return {k: v for k, v in weights.items() if wanted is None or k in wanted}
+            # A torch module's whole state (its view gives the EnvRunners' inference-only one).
+            return {
+                module_id: sub.rl_module.get_state()
+                if hasattr(sub, "rl_module")
+                else sub.get_weights()
+                for module_id, sub in self._algorithm.learner.module.items()
+                if wanted is None or module_id in wanted
+            }
         module = self._algorithm.learner.module
         # A torch module's view gives the EnvRunners' inference-only weights; the learner's
         # are the whole module's (value function included), as RLlib's learner group returns.
@@ -329,7 +335,8 @@ class Algorithm(OldAlgorithmNames):
         if self.config.is_multi_agent:
             modules = self.learner.module
             if module_id in modules:
-                return modules[module_id]
+                # A torch module itself, not the view its learner trains it through.
+                return getattr(modules[module_id], "rl_module", modules[module_id])
             local = local_runner_of(self.env_runner_group).module
             if module_id in local:
                 return local[module_id]
@@ -498,7 +505,7 @@ class Algorithm(OldAlgorithmNames):
         without_weights = [
             module_id
             for module_id, spec in specs.items()
-            if is_trained(module_id) and not hasattr(spec.module_class, "from_rl_module_spec")
+            if is_trained(module_id) and not ModuleBuilder.can_build(spec)
         ]
         if without_weights:
             raise ConfigError(
@@ -882,18 +889,29 @@ class Algorithm(OldAlgorithmNames):
     def compute_single_action(
         self,
         observation: Any = None,
+        state: Any = None,
         *,
-        explore: bool | None = None,
+        prev_action: Any = None,
+        prev_reward: float | None = None,
         input_dict: dict | None = None,
         policy_id: str = DEFAULT_MODULE_ID,
+        full_fetch: bool = False,
+        explore: bool | None = None,
+        timestep: int | None = None,
         unsquash_action: bool | None = None,
         clip_action: bool | None = None,
     ) -> Any:
         """The action for one observation (or `input_dict["obs"]`), from the learner's current
         policy through the configured exploration. `explore=None` follows the config's
-        `explore`; True explores (at the current timestep of the exploration schedule), False
-        acts greedily. `unsquash_action` / `clip_action` (None: the config's
-        `normalize_actions` / `clip_actions`) scale or clip a Box action to its bounds."""
+        `explore`; True explores (at `timestep`, by default the current one of the exploration
+        schedule), False acts greedily. `unsquash_action` / `clip_action` (None: the config's
+        `normalize_actions` / `clip_actions`) scale or clip a Box action to its bounds.
+
+        A recurrent module (`use_lstm`, or a stateful RLModule) takes `state`, the state out
+        of the previous call (None: its initial state, at an episode's start), and with
+        `lstm_use_prev_action` / `_reward` the previous action and reward (None: zeros); it
+        returns `(action, state_out, {})`, as RLlib does for a recurrent policy, so the caller
+        carries the state. `full_fetch=True` returns that tuple for any module."""
         if (input_dict is None) == (observation is None):
             raise ValueError(
                 "compute_single_action(): give either observation or "
@@ -901,20 +919,31 @@ class Algorithm(OldAlgorithmNames):
             )
         if input_dict is not None:
             observation = input_dict["obs"]
+            state = input_dict.get("state_in", state)
         normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
         clip = self.config.clip_actions if clip_action is None else clip_action
         explore = self.config.explore if explore is None else explore
         exploration = self.exploration
         if self.config.is_multi_agent:
             module = self.get_module(policy_id)
-            if not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
+            if state is not None:
+                raise ValueError(
+                    f"compute_single_action(state=..., policy_id={policy_id!r}): recurrent "
+                    "modules act through compute_single_action in single-agent runs; call "
+                    "the module's forward_inference({'obs': ..., 'state_in': ...}) here"
+                )
+            learned = self.learner.module
+            if policy_id in learned and hasattr(learned[policy_id], "rl_module"):
+                module = learned[policy_id]  # a torch module's view acts as a numpy module
+            elif not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
                 batch = {"obs": np.asarray(observation)[None]}
                 out = (
                     module.forward_exploration(batch)
                     if explore
                     else module.forward_inference(batch)
                 )
-                return np.asarray(out["actions"])[0]
+                action = np.asarray(out["actions"])[0]
+                return (action, [], {}) if full_fetch else action
             exploration = self._module_exploration(policy_id, module)
         else:
             if policy_id != DEFAULT_MODULE_ID:
@@ -929,15 +958,60 @@ class Algorithm(OldAlgorithmNames):
         else:
             observation = np.asarray(observation)[None]
         batch = module.spaces.preprocess(observation)
+        stateful = bool(getattr(module, "stateful", False))
+        state_out: Any = []
+        if stateful:
+            dist_inputs, state_out = self._recurrent_dist_inputs(
+                module, batch, state, prev_action, prev_reward, explore
+            )
+        elif state is not None and (not isinstance(state, (list, tuple)) or len(state)):
+            raise ValueError(
+                f"compute_single_action(state={state!r}): the module is not recurrent, so it "
+                "takes no state (leave state=None)"
+            )
+        else:
+            dist_inputs = module.dist_inputs(batch)
         actions, _ = exploration.get_exploration_action(
-            action_distribution=ActionDistribution(
-                module.dist, module.dist_inputs(batch), self._rng
-            ),
-            timestep=self.num_env_steps_sampled_lifetime,
+            action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+            timestep=self.num_env_steps_sampled_lifetime if timestep is None else timestep,
             explore=explore,
         )
         action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
-        return int(action) if module.spaces.action_discrete_n is not None else action
+        action = int(action) if module.spaces.action_discrete_n is not None else action
+        return (action, state_out, {}) if stateful or full_fetch else action
+
+    @staticmethod
+    def _recurrent_dist_inputs(
+        module: Any,
+        batch: np.ndarray,
+        state: Any,
+        prev_action: Any,
+        prev_reward: float | None,
+        explore: bool,
+    ) -> tuple[np.ndarray, Any]:
+        """A recurrent module's distribution inputs for one observation and its state out
+        (one row, numpy), from `state` (None: the initial state)."""
+        from trainer.core.recurrent import tree_map, tree_row
+
+        initial = module.initial_state()
+        state_row = initial if state is None else state
+        if _tree_shapes(state_row) != _tree_shapes(initial):
+            raise ValueError(
+                f"compute_single_action(state={state!r}): the state must be what the previous "
+                f"call returned, shaped like the module's initial state {_tree_shapes(initial)}"
+            )
+        state_in = tree_map(lambda leaf: np.asarray(leaf)[None], state_row)
+        prev_actions = prev_rewards = None
+        if module.needs_prev_actions:
+            space = module.action_space
+            given = np.zeros(space.shape, space.dtype) if prev_action is None else prev_action
+            prev_actions = np.asarray(given, dtype=space.dtype)[None]
+        if module.needs_prev_rewards:
+            prev_rewards = np.asarray([prev_reward or 0.0], dtype=np.float32)
+        dist_inputs, state_out = module.dist_inputs_and_state(
+            batch, state_in, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
+        )
+        return dist_inputs, tree_row(state_out, 0)
 
     def _module_exploration(self, module_id: Any, module: Any) -> Any:
         """A multi-agent algorithm's exploration for `compute_single_action` with one module
@@ -1234,3 +1308,14 @@ class Algorithm(OldAlgorithmNames):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.config.env!r}, iteration={self.iteration})"
+
+
+def _tree_shapes(tree: Any) -> Any:
+    """A recurrent state's structure with each leaf's shape (dicts by key; anything else is a
+    leaf), to compare a state given to `compute_single_action` with the module's."""
+    if isinstance(tree, dict):
+        return {key: _tree_shapes(value) for key, value in tree.items()}
+    try:
+        return tuple(np.shape(tree))
+    except Exception:  # noqa: BLE001 - ragged: no shape
+        return None

@@ -31,7 +31,7 @@ from trainer.algorithms.multi_agent_setup import (
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
-from trainer.capabilities import MULTI_AGENT
+from trainer.capabilities import MULTI_AGENT, TORCH
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
@@ -43,8 +43,14 @@ from trainer.compat.rllib_settings import (
     rules_of,
     warn_ignored,
 )
+from trainer.core.catalog import check_catalog_class
 from trainer.core.exploration import check_exploration_config
-from trainer.core.models import MODEL_DEFAULTS, check_model_config, refuse_torch_only_keys
+from trainer.core.models import (
+    MODEL_DEFAULTS,
+    check_model_config,
+    refuse_torch_only_keys,
+    torch_only_request,
+)
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.envs import (
     check_env_spec,
@@ -205,6 +211,17 @@ def _is_torch_module_class(module_class: Any) -> bool:
     from trainer.torch_rl.rl_module import TorchRLModule
 
     return issubclass(module_class, TorchRLModule)
+
+
+def _spec_names_torch_module(spec: Any) -> bool:
+    """Whether `spec` (an RLModuleSpec or a MultiRLModuleSpec, or None) names a
+    `TorchRLModule` subclass (a MultiRLModuleSpec: in any of its module specs)."""
+    specs = getattr(spec, "rl_module_specs", None)
+    if isinstance(specs, dict):
+        return any(_is_torch_module_class(sub.module_class) for sub in specs.values())
+    if specs is not None:  # one RLModuleSpec for every module
+        return _is_torch_module_class(specs.module_class)
+    return _is_torch_module_class(getattr(spec, "module_class", None))
 
 
 def _is_torch_learner_class(v: Any) -> str | None:
@@ -1249,7 +1266,7 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("rl_module", "model_config", self.model)
             return
         if isinstance(spec, MultiRLModuleSpec):
-            check_multi_rl_module_spec(name, spec)
+            check_multi_rl_module_spec(name, spec, self.default_module_class())
             self.rl_module_spec, self._spec_model = copy.deepcopy(spec), {}
             self._set_model("rl_module", "model_config", self.model)
             return
@@ -1266,8 +1283,6 @@ class AlgorithmConfig(OldConfigNames):
             "module_class": "custom RLModules are not supported yet in single-agent "
             "training (only the algorithm's default numpy module runs there): leave "
             "module_class=None and configure the default module with model_config",
-            "catalog_class": "RLlib's catalogs (model builders) are not implemented: leave "
-            "catalog_class=None and configure the networks with model_config",
             "inference_only": "the default module here has no inference-only form (it is "
             "the same on the EnvRunners and the learner)",
             "learner_only": "the default module here always runs on the EnvRunners too",
@@ -1275,6 +1290,11 @@ class AlgorithmConfig(OldConfigNames):
         if _is_torch_module_class(spec.module_class):
             refusals.pop("module_class")  # a TorchRLModule runs on the EnvRunners and learns
             refusals.pop("inference_only")
+        check_catalog_class(
+            name,
+            spec.catalog_class,
+            spec.module_class or self.default_module_class(),
+        )
         for field_name, why in refusals.items():
             value = getattr(spec, field_name)
             if value not in (None, False):
@@ -1665,15 +1685,31 @@ class AlgorithmConfig(OldConfigNames):
     # -- torch ---------------------------------------------------------------------------------
     @property
     def uses_torch(self) -> bool:
-        """Whether the networks and learners are torch's: `framework("torch")`, or a
-        `TorchRLModule` subclass in `rl_module(rl_module_spec=...)`."""
-        return (
-            self.framework_str == "torch"
-            or _is_torch_module_class(
-                getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
-            )
-            or self.__dict__.get("learner_class") is not None
-        )
+        """Whether the networks and learners are torch's (`torch_reason` says why)."""
+        return self.torch_reason is not None
+
+    @property
+    def torch_reason(self) -> str | None:
+        """What makes this config run on torch, in the user's words, or None (numpy):
+        `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)` (a MultiRLModuleSpec: in
+        any of its specs),
+        a torch `learner_class`, or, when no framework was chosen, a model only torch builds
+        (`use_lstm=True`, `conv_*` keys): RLlib's default framework is torch, and an RLlib
+        script asking for an LSTM gets one."""
+        name = type(self).__name__
+        if self.framework_str == "torch":
+            return f"{name}.framework('torch')"
+        if _spec_names_torch_module(self.__dict__.get("rl_module_spec")):
+            return f"{name}.rl_module(rl_module_spec=...) naming a TorchRLModule subclass"
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is not None:
+            learner_name = getattr(learner_class, "__name__", learner_class)
+            return f"{name}.training(learner_class={learner_name})"
+        if not self.is_given("framework_str"):
+            request = torch_only_request(self.__dict__.get("model", {}))
+            if request is not None:
+                return f"{name} model config {request} (a model only the torch modules build)"
+        return None
 
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (RLlib's
@@ -1691,9 +1727,9 @@ class AlgorithmConfig(OldConfigNames):
         try:
             from trainer.torch_rl import require_torch
 
-            require_torch(f"{name}.framework('torch')")
+            require_torch(self.torch_reason or f"{name}.framework('torch')")
         except ImportError as error:
-            raise ConfigError(str(error)) from None
+            raise ConfigError(str(error), TORCH) from None
         gpus = self["num_gpus_per_learner"]
         if gpus:
             import torch
@@ -1710,10 +1746,30 @@ class AlgorithmConfig(OldConfigNames):
                     "num_gpus_per_learner=0 to learn on the CPU"
                 )
         if self.is_multi_agent:
+            self._check_multi_agent_torch(name)
+
+    def _check_multi_agent_torch(self, name: str) -> None:
+        """Raises ConfigError for recurrent torch modules in a multi-agent config (the
+        MultiAgentEnvRunners carry no recurrent state)."""
+        from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+        recurrent = []
+        if self.model.get("use_lstm"):
+            recurrent.append("(every module: the config's model_config)")
+        spec = self.__dict__.get("rl_module_spec")
+        specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else None
+        if isinstance(specs, dict):
+            recurrent += [
+                repr(module_id)
+                for module_id, module_spec in specs.items()
+                if module_spec._get_model_config().get("use_lstm")
+            ]
+        if recurrent:
             raise ConfigError(
-                f"{name}: framework={self.framework_str!r} in a multi-agent config: torch "
-                "modules train in single-agent runs here; multi-agent runs use the numpy "
-                "modules (framework('numpy'))"
+                f"{name}: use_lstm=True in a multi-agent config (modules {', '.join(recurrent)}): "
+                "recurrent torch modules train in single-agent runs here; the multi-agent "
+                "EnvRunners carry no recurrent state (stack frames with the FrameStacking "
+                "connector, or leave use_lstm=False)"
             )
 
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
@@ -1737,6 +1793,7 @@ class AlgorithmConfig(OldConfigNames):
             action_space=getattr(spec, "action_space", None),
             inference_only=inference_only,
             seed=seed,
+            catalog_class=getattr(spec, "catalog_class", None),
         )
 
     def evaluation(

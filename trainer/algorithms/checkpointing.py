@@ -526,7 +526,7 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
         state_name = RLModuleAPI.STATE_FILE_NAME
         if not sub.has(state_name):
             raise CheckpointError(module_path, f"has no {state_name}{STATE_FILE_SUFFIX}")
-        state = sub.load(state_name)
+        state = _state_for_module(held[name], sub, sub.load(state_name), module_path, name)
         try:
             held[name].check_weights(state, f"module {name!r}")
         except StateError as error:
@@ -535,6 +535,39 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
             ) from None
         states[name] = state
     return states
+
+
+def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name: Any) -> Any:
+    """`state` (read from the module checkpoint `checkpoint` at `path`) as `module` takes it:
+    a numpy default PPO module's state for a torch module is converted to the default torch
+    PPO module's `state_dict` (`trainer.torch_rl.state_conversion`; refused, naming what
+    differs, when the networks differ); any other state as it is."""
+    if getattr(module, "framework", None) != "torch" or not isinstance(state, dict):
+        return state
+    from trainer.checkpoints.config_data import resolve_import_path
+    from trainer.core.module_checkpoint import _constructor
+
+    try:
+        saved_class = resolve_import_path(str(checkpoint.metadata.get("module_class")))
+    except Exception:  # noqa: BLE001 - not the numpy module then; checked as it is
+        return state
+    from trainer.torch_rl.state_conversion import (
+        StateConversionError,
+        is_numpy_ppo_module_class,
+        numpy_ppo_state_to_torch,
+    )
+
+    if not is_numpy_ppo_module_class(saved_class):
+        return state
+    model_config = _constructor(checkpoint.metadata, path).get("model_config") or {}
+    try:
+        return numpy_ppo_state_to_torch(state, model_config, module, where=f"module {name!r}")
+    except StateConversionError as error:
+        raise CheckpointError(
+            path,
+            f"holds the numpy PPO module ({saved_class.__qualname__}), which does not convert "
+            f"into this algorithm's torch module {name!r}: {error}",
+        ) from None
 
 
 def _learner_module_ids(algorithm: Any) -> list[Any]:

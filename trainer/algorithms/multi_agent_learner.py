@@ -15,7 +15,6 @@ RLModule) have no learner: the EnvRunners keep theirs as built.
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,6 +69,38 @@ class ModulesView:
             self._learners[module_id].module.set_weights(module_weights)
 
 
+class ModuleBuilder:
+    """Builds one module of a multi-agent algorithm from its spec, seeded by its id: the
+    `build()` a `make_learner(config, build)` calls (`build.module_id` and `build.spec` say
+    which module). A default numpy module builds itself (`from_rl_module_spec`); a
+    `TorchRLModule` is built full (not inference-only) and returned in a `TorchModuleView`,
+    which the torch learners train and whose weights travel as arrays."""
+
+    def __init__(self, module_id: Any, spec: Any, seed: int | None) -> None:
+        self.module_id = module_id
+        self.spec = spec
+        self.seed = seed
+
+    @staticmethod
+    def can_build(spec: Any) -> bool:
+        """Whether a learner can train the module of `spec`: a default numpy module or a
+        `TorchRLModule` (a user's numpy RLModule has no weights a learner updates)."""
+        from trainer.algorithms.multi_agent_setup import is_torch_module_class
+
+        return hasattr(spec.module_class, "from_rl_module_spec") or is_torch_module_class(
+            spec.module_class
+        )
+
+    def __call__(self) -> Any:
+        from trainer.algorithms.multi_agent_setup import is_torch_module_class
+
+        if is_torch_module_class(self.spec.module_class):
+            from trainer.torch_rl.runner_view import build_torch_module_from_spec
+
+            return build_torch_module_from_spec(self.spec, seed=self.seed)
+        return self.spec.module_class.from_rl_module_spec(self.spec, seed=self.seed)
+
+
 class MultiAgentLearner(Learner):
     """The learners of a multi-agent Algorithm (see the module docstring)."""
 
@@ -101,8 +132,7 @@ class MultiAgentLearner(Learner):
 
         if module_id in self.learners:
             raise ValueError(f"add_module({module_id!r}): the learners hold that module already")
-        build = getattr(spec.module_class, "from_rl_module_spec", None)
-        if build is None:
+        if not ModuleBuilder.can_build(spec):
             return False
         if self._make_learner is None:
             raise ConfigError(
@@ -110,7 +140,7 @@ class MultiAgentLearner(Learner):
             )
         self.learners[module_id] = self._make_learner(
             self.config.get_config_for_module(module_id),
-            partial(build, spec, seed=module_seed(self.config.seed, module_id)),
+            ModuleBuilder(module_id, spec, module_seed(self.config.seed, module_id)),
         )
         return True
 
@@ -157,11 +187,12 @@ def build_multi_agent_learner(
     make_learner: Any,
 ) -> MultiAgentLearner:
     """A learner per module of `config`'s policies that has weights (the algorithm's default
-    numpy modules; a user's RLModule without weights acts as built and trains nothing).
+    numpy modules and TorchRLModules; a user's numpy RLModule acts as built and trains
+    nothing).
     `spaces` are the modules' spaces as the EnvRunners built them; `make_learner(config,
-    build)` makes one module's learner from its config (`get_config_for_module`) and `build()`,
-    which builds the module from its spec, seeded by its id (DQN builds its target network
-    with it too)."""
+    build)` makes one module's learner from its config (`get_config_for_module`) and `build()`
+    (a `ModuleBuilder`), which builds the module from its spec, seeded by its id (DQN builds
+    its target network with it too)."""
     from trainer.errors import ConfigError
     from trainer.runners.multi_agent_env_runner import module_seed
 
@@ -169,18 +200,18 @@ def build_multi_agent_learner(
     _, is_trained = config.get_multi_agent_setup(spaces=spaces)
     learners: dict[Any, Learner] = {}
     for module_id, module_spec in spec.rl_module_specs.items():
-        build = getattr(module_spec.module_class, "from_rl_module_spec", None)
-        if build is None:
+        if not ModuleBuilder.can_build(module_spec):
             if is_trained(module_id):
                 raise ConfigError(
                     f"module {module_id!r} is a {module_spec.module_class.__qualname__}: the "
-                    "learners here train the algorithm's default numpy modules; leave it out "
-                    "of multi_agent(policies_to_train=...) (it then acts as it is)"
+                    "learners here train the algorithm's default numpy modules and "
+                    "TorchRLModules; leave it out of multi_agent(policies_to_train=...) (it "
+                    "then acts as it is)"
                 )
             continue
         learners[module_id] = make_learner(
             config.get_config_for_module(module_id),
-            partial(build, module_spec, seed=module_seed(config.seed, module_id)),
+            ModuleBuilder(module_id, module_spec, module_seed(config.seed, module_id)),
         )
     return MultiAgentLearner(
         config, learners, trained=[m for m in learners if is_trained(m)], make_learner=make_learner

@@ -12,6 +12,7 @@ config's `observation_space` / `action_space`, as RLlib 2.60 infers them.
 from __future__ import annotations
 
 import copy
+import sys
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -136,10 +137,25 @@ def as_policy_specs(policies: Any) -> dict[str, PolicySpec]:
     }
 
 
-def check_multi_rl_module_spec(name: str, spec: MultiRLModuleSpec) -> None:
+def is_torch_module_class(module_class: Any) -> bool:
+    """Whether `module_class` is a `TorchRLModule` subclass (checked without importing torch:
+    a class that subclasses it was made with torch imported)."""
+    if not isinstance(module_class, type) or "trainer.torch_rl.rl_module" not in sys.modules:
+        return False
+    from trainer.torch_rl.rl_module import TorchRLModule
+
+    return issubclass(module_class, TorchRLModule)
+
+
+def check_multi_rl_module_spec(
+    name: str, spec: MultiRLModuleSpec, default_module_class: type | None = None
+) -> None:
     """Every module spec of a MultiRLModuleSpec names a numpy module class (an `RLModule`
-    subclass, or None / a default numpy module), no catalog, and, for a default module, a
-    model config the default modules take."""
+    subclass, or None / a default numpy module) or a `TorchRLModule` subclass (trained by the
+    torch learners), no catalog but `PPOCatalog` on PPO's default module, and, for a default
+    module, a model config the default modules take. `default_module_class`: what a spec
+    without a module class builds (the algorithm's default numpy module)."""
+    from trainer.core.catalog import check_catalog_class
     from trainer.core.models import FlatParameterModule
     from trainer.core.rl_module import RLModule, RLModuleSpec
 
@@ -150,28 +166,38 @@ def check_multi_rl_module_spec(name: str, spec: MultiRLModuleSpec) -> None:
         assert isinstance(module_spec, RLModuleSpec)  # MultiRLModuleSpec checked them
         where = f"{name}: the spec of module {module_id!r}"
         cls = module_spec.module_class
-        if cls is not None and not (
-            isinstance(cls, type) and issubclass(cls, (RLModule, FlatParameterModule))
+        torch_module = is_torch_module_class(cls)
+        if (
+            cls is not None
+            and not torch_module
+            and not (isinstance(cls, type) and issubclass(cls, (RLModule, FlatParameterModule)))
         ):
             raise ConfigError(
-                f"{where}: module_class={getattr(cls, '__qualname__', cls)!r} is not a "
-                "numpy RLModule: subclass trainer.RLModule (ray.rllib.core.rl_module."
-                "RLModule) and write its forward passes with numpy (torch modules do not "
-                "run here)",
+                f"{where}: module_class={getattr(cls, '__qualname__', cls)!r} is not an "
+                "RLModule: subclass trainer.RLModule (ray.rllib.core.rl_module.RLModule, "
+                "forward passes in numpy) or TorchRLModule "
+                "(ray.rllib.core.rl_module.torch.TorchRLModule)",
                 MULTI_AGENT,
             )
-        if module_spec.catalog_class is not None:
-            raise ConfigError(
-                f"{where}: catalog_class={module_spec.catalog_class!r} is not supported: "
-                "catalogs build torch models; build the module's parts in its setup()"
-            )
-        if cls is None or issubclass(cls, FlatParameterModule):
+        check_catalog_class(where, module_spec.catalog_class, cls or default_module_class)
+        default_torch = torch_module and _is_default_torch_module(cls)
+        if cls is None or default_torch or issubclass(cls, FlatParameterModule):
             # DQN's `dueling` rides in the default module's model config (as in RLlib).
             model = {k: v for k, v in module_spec._get_model_config().items() if k != "dueling"}
             try:
                 check_model_config(model, setting=f"{where}.model_config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
+
+
+def _is_default_torch_module(module_class: type | None) -> bool:
+    """Whether `module_class` is (a subclass of) the default torch PPO module, which reads
+    only the default model config's keys."""
+    if module_class is None or "trainer.torch_rl.default_ppo_module" not in sys.modules:
+        return False
+    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+
+    return issubclass(module_class, DefaultPPOTorchRLModule)
 
 
 class MultiAgentSetup:
@@ -346,7 +372,13 @@ class MultiAgentSetup:
                 multi_spec.remove_modules(module_id)
                 continue
             if module_spec.module_class is None:
-                module_spec.module_class = config.default_module_class()
+                # With torch (framework("torch"), or torch modules in the spec) a module
+                # without a class is the algorithm's default torch module, as in RLlib.
+                module_spec.module_class = (
+                    config.default_torch_module_class()
+                    if config.uses_torch
+                    else config.default_module_class()
+                )
             policy_spec = policies.get(module_id, policies.get(DEFAULT_POLICY_ID))
             if policy_spec is not None:
                 if module_spec.observation_space is None:

@@ -255,6 +255,19 @@ def _is_conv_spec(spec: Any) -> bool:
     )
 
 
+def torch_only_request(model_config: dict) -> str | None:
+    """What in a (merged) model config only the torch modules honour, as `"key=value"`:
+    `use_lstm=True`, or a `conv_*` key off RLlib's default; None when the numpy networks can
+    build it. A config whose framework was not chosen runs such a model on torch, as RLlib
+    (whose default framework is torch) does."""
+    if model_config.get("use_lstm") is True:
+        return "use_lstm=True"
+    for key in TORCH_ONLY_KEYS:
+        if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
+            return f"{key}={model_config[key]!r}"
+    return None
+
+
 def refuse_torch_only_keys(model_config: dict, setting: str = "model_config") -> None:
     """Raises ValueError (with `capability` TORCH) for a `conv_*` key other than RLlib's
     default: the numpy networks cannot convolve, only `framework("torch")`'s modules can."""

@@ -402,18 +402,23 @@ class RLModule(RLModuleAPI):
                 "supported: pass observation_space=, action_space=, inference_only=, "
                 "learner_only=, model_config= as keyword arguments"
             )
+        self.catalog: Any = None
         if catalog_class is not None:
-            raise ValueError(
-                f"{type(self).__name__}(catalog_class={catalog_class.__qualname__}): catalogs "
-                "build torch models from model_config in RLlib, and there are none here; build "
-                "the module's parts in setup() (torch modules: nn layers in setup())"
+            # PPOCatalog on PPO's default module (what RLlib builds it with) is accepted: the
+            # module builds its own networks; any other catalog is refused, naming it.
+            from trainer.core.catalog import check_catalog_class
+
+            check_catalog_class(
+                f"{type(self).__name__}(catalog_class=...)", catalog_class, type(self)
+            )
+            self.catalog = catalog_class(
+                observation_space, action_space, _model_config_dict(model_config)
             )
         self.observation_space = observation_space
         self.action_space = action_space
         self.inference_only = bool(inference_only)
         self.learner_only = bool(learner_only)
         self.model_config = model_config
-        self.catalog = None
         self.action_dist_cls: Any = None
         if getattr(self, "_is_setup", False):
             raise RuntimeError(

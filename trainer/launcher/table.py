@@ -128,8 +128,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "trainer.torch_rl.default_ppo_module",
     ),
     "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
+    # Catalogs: names a spec carries (PPOCatalog on the default PPO module); no model builders.
+    "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.core.catalog",),
+    "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
+    "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
     **{
         f"ray.rllib.core.rl_module.apis.{name}": ("trainer.core.apis",)
         for name in (
@@ -211,7 +215,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         for name in ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
     },
     "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.ppo.ppo_catalog": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
     **{
@@ -237,7 +240,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         TORCH, "env_to_module connectors (ray.rllib.connectors.env_to_module)"
     ),
     "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
-    "ray.rllib.examples.rl_modules": Unavailable(TORCH, _MODEL),
+    # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
+    # these need what is not here; any other is a gap.
+    "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),
+    "ray.rllib.examples.rl_modules.classes.intrinsic_curiosity_model_rlm": Unavailable(
+        LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
+    ),
     "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
     "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
     # Multi-agent

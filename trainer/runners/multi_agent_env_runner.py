@@ -123,7 +123,12 @@ class _ModuleActions:
         self.exploration = exploration
         self.rng = rng
         self.config = config
-        self.numpy_default = isinstance(module, FlatParameterModule)
+        #: A torch module's view (`TorchModuleView`): it acts as a default numpy module
+        #: does (distribution inputs, drawn by the exploration), its forward pass in torch.
+        self.torch_view = getattr(module, "framework", None) == "torch" and hasattr(
+            module, "rl_module"
+        )
+        self.numpy_default = isinstance(module, FlatParameterModule) or self.torch_view
         #: Categorical sampling through plain StochasticSampling (PPO's default): drawn on
         #: Python lists for small batches, past the exploration's random steps.
         self.categorical_sampling = (
@@ -141,7 +146,11 @@ class _ModuleActions:
         if self.numpy_default:
             spaces = module.spaces
             obs = spaces.preprocess(_stack(obs_rows))
-            dist_inputs = module.dist_inputs(obs)
+            dist_inputs = (
+                module.dist_inputs(obs, explore=explore)  # forward_exploration / _inference
+                if self.torch_view
+                else module.dist_inputs(obs)
+            )
             if (
                 self.categorical_sampling
                 and dist_inputs.size <= Categorical.SMALL
@@ -423,7 +432,19 @@ class MultiAgentEnvRunner(RunnerSetup):
         return module
 
     def _module_actions(self, module_id: Any, module: Any) -> _ModuleActions:
+        """How module `module_id` acts; a `TorchRLModule` through a `TorchModuleView` (numpy
+        observations in, distribution inputs out; its weights set as arrays)."""
         assert self.spaces is not None, "_build_module() sets the spaces"
+        if getattr(module, "framework", None) == "torch":
+            from trainer.torch_rl.runner_view import torch_view
+
+            if module.is_stateful():
+                raise ValueError(
+                    f"module {module_id!r} ({type(module).__name__}) is recurrent "
+                    "(is_stateful()): the multi-agent EnvRunners carry no recurrent state; "
+                    "recurrent torch modules train in single-agent runs"
+                )
+            module = torch_view(module)
         config = self.config.get_config_for_module(module_id)
         exploration = make_exploration(
             config.get_exploration_config(),
@@ -836,9 +857,14 @@ class MultiAgentEnvRunner(RunnerSetup):
         wanted = None if modules is None else set(modules)
         return {
             module_id: module.get_weights()
-            for module_id, module in self.module.items()
+            for module_id, module in self._weighted_modules().items()
             if (wanted is None or module_id in wanted) and hasattr(module, "get_weights")
         }
+
+    def _weighted_modules(self) -> dict[Any, Any]:
+        """Each module as its weights are read and set: a torch module's view (weights as
+        arrays), the module itself otherwise."""
+        return {module_id: actor.module for module_id, actor in self._actors.items()}
 
     def set_weights(
         self,
@@ -854,7 +880,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                     f"set_weights(): no module {module_id!r} here (modules: "
                     f"{sorted(map(str, self.module.keys()))})"
                 )
-            self.module[module_id].set_weights(module_weights)
+            self._actors[module_id].module.set_weights(module_weights)
         if global_timestep is not None:
             self.global_timestep = int(global_timestep)
 
@@ -901,7 +927,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             require_int(state["global_timestep"], f"{where}['global_timestep']")
         if RL_MODULE_STATE in state:
             weights = require_map(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
-            by_name = {str(module_id): module for module_id, module in self.module.items()}
+            by_name = {str(mid): module for mid, module in self._weighted_modules().items()}
             for name, module_weights in weights.items():
                 if name not in by_name:
                     raise StateError(f"{where}[{RL_MODULE_STATE!r}]", f"no module {name!r} here")

@@ -105,6 +105,7 @@ def start_runners(
     *,
     background: bool = False,
     first_request: Callable[[int], protocol.Request] | None = None,
+    preload: Sequence[str] = (),
 ) -> list[ProcessRunner]:
     """A worker process per EnvRunner index, started together: forked from the worker
     template in one request where possible (start-up does not grow with the number of
@@ -132,6 +133,7 @@ def start_runners(
                     for index, end in zip(indices, ends, strict=True)
                 ],
                 fork=fork,
+                preload=preload,
             )
         except BaseException:
             for end in ends:
@@ -305,10 +307,15 @@ class ProcessRunner(RunnerHandle):
 
 
 class ProcessBackend(RunnerBackend):
-    """Remote runners as worker processes of this machine."""
+    """Remote runners as worker processes of this machine. `preload`: modules the workers
+    import beyond the usual ones (torch's, for a torch module), imported once by the worker
+    template so that each start and restart finds them imported."""
+
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        self.preload = tuple(preload)
 
     def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
-        return start_runners([worker_index], background=background)[0]
+        return start_runners([worker_index], background=background, preload=self.preload)[0]
 
     def start_many(
         self,
@@ -317,4 +324,9 @@ class ProcessBackend(RunnerBackend):
         background: bool = False,
         first_request: Callable[[int], protocol.Request] | None = None,
     ) -> Sequence[ProcessRunner]:
-        return start_runners(worker_indices, background=background, first_request=first_request)
+        return start_runners(
+            worker_indices,
+            background=background,
+            first_request=first_request,
+            preload=self.preload,
+        )

@@ -15,10 +15,12 @@ imports all of that once, and each worker is forked from it, its imports done.
                                                 runs a single thread
                                  <-----------   {"ready": true}
       subreaper on (prctl, for this batch only)
-      {"indices": [i, ...], "std": [1, 2]} +
+      {"indices": [i, ...], "std": [1, 2],
+       "preload": [module, ...]} +
       file descriptors (SCM_RIGHTS): each
-      runner's socket end and stack pipe, the
-      current stdout and stderr   ----------->  fork: one intermediate process --fork--> a
+      runner's socket end and stack pipe, the   imports the modules of "preload" not yet
+      current stdout and stderr   ----------->  imported (torch's, for a torch module); then
+                                                fork: one intermediate process --fork--> a
                                                 worker per index, back to back; then the
                                                 intermediate exits, so the workers are
                                                 re-parented to the main process (the
@@ -113,6 +115,9 @@ TEMPLATE_NAME = "localrl-forksrv"
 STARTUP_TIMEOUT_S = 60.0
 #: Longest wait for a template's answer to a fork.
 FORK_TIMEOUT_S = 10.0
+#: Longest wait for a template to import what a fork request adds to `PRELOAD` (torch: about
+#: 1.5 s of CPU, more on a busy machine), on top of `FORK_TIMEOUT_S`.
+PRELOAD_TIMEOUT_S = 60.0
 #: Longest wait of a forked worker for its re-parenting to the main process.
 ADOPTION_TIMEOUT_S = 5.0
 #: How often the template checks that its parent lives.
@@ -163,8 +168,9 @@ def worker_environment() -> dict[str, str]:
 #: Environment variables a library sets on itself when imported, which do not make a template
 #: stale: threadpoolctl (imported by the first BLAS-capped product, see `trainer.core.blas`)
 #: does `os.environ.setdefault("KMP_DUPLICATE_LIB_OK", "True")`, and the worker that imports
-#: it sets the same.
-SELF_SET_VARIABLES = frozenset({"KMP_DUPLICATE_LIB_OK"})
+#: it sets the same; torch sets `TORCHINDUCTOR_CACHE_DIR` to its default when a module is first
+#: built, and a worker's torch does the same.
+SELF_SET_VARIABLES = frozenset({"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR"})
 
 
 def _environment_key() -> tuple:
@@ -222,6 +228,8 @@ class WorkerTemplate:
         self.pid = self.process.pid
         self._sock = parent_sock
         self._ready = False
+        #: Modules fork requests had it import beyond `PRELOAD`.
+        self.preloaded: set[str] = set()
         self._finalizer = weakref.finalize(self, _close_template, parent_sock, self.process)
 
     def alive(self) -> bool:
@@ -249,29 +257,37 @@ class WorkerTemplate:
             raise TemplateFailed(f"the worker template (pid {self.pid}): {message['error']}")
         return message
 
-    def fork(self, workers: Sequence[WorkerFds]) -> list[AdoptedChild]:
+    def fork(self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()) -> list[AdoptedChild]:
         """Workers forked from the template, one per entry of `workers` (at most
-        `FORK_BATCH_MAX`), in one request; this process is their parent. The caller has made
-        this process a child subreaper. Raises `TemplateFailed`, with `sent` telling whether
-        the template may have got the descriptors (then workers forked late could hold them:
-        they are not used again)."""
+        `FORK_BATCH_MAX`), in one request, after the template has imported the modules of
+        `preload` (once: later requests find them imported); this process is their parent.
+        The caller has made this process a child subreaper. Raises `TemplateFailed`, with
+        `sent` telling whether the template may have got the descriptors (then workers
+        forked late could hold them: they are not used again)."""
         if not self._ready:
             self._receive(STARTUP_TIMEOUT_S)
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
+        new_modules = [module for module in preload if module not in self.preloaded]
         request = json.dumps(
-            {"indices": [worker.worker_index for worker in workers], "std": std}
+            {
+                "indices": [worker.worker_index for worker in workers],
+                "std": std,
+                "preload": new_modules,
+            }
         ).encode()
         fds = [fd for worker in workers for fd in (worker.conn_fd, worker.stack_fd)]
         try:
             socket.send_fds(self._sock, [request], [*fds, *std])
         except OSError as error:
             raise TemplateFailed(f"the worker template (pid {self.pid}) is gone: {error}") from None
+        timeout = FORK_TIMEOUT_S + (PRELOAD_TIMEOUT_S if new_modules else 0.0)
         try:
-            pids = self._receive(FORK_TIMEOUT_S)["pids"]
+            pids = self._receive(timeout)["pids"]
         except TemplateFailed as error:
             error.sent = True
             raise
+        self.preloaded.update(new_modules)
         return [AdoptedChild(int(pid)) for pid in pids]
 
 
@@ -291,7 +307,9 @@ class _Forking:
             template = self._template
             return template.pid if template is not None and template.alive() else None
 
-    def fork(self, workers: Sequence[WorkerFds]) -> list[AdoptedChild] | None:
+    def fork(
+        self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()
+    ) -> list[AdoptedChild] | None:
         """Forked workers, one per entry of `workers` (at most `FORK_BATCH_MAX`), or None
         where the template failed (the caller spawns them, on descriptors of their own: see
         `TemplateFailed.sent`)."""
@@ -313,7 +331,7 @@ class _Forking:
                     fresh = self._template is None
                     template = self._template = self._template or WorkerTemplate()
                     try:
-                        return template.fork(workers)
+                        return template.fork(workers, preload)
                     except TemplateFailed as error:
                         template.close()
                         self._template = None
@@ -352,18 +370,19 @@ def _workers_named(workers: Sequence[WorkerFds]) -> str:
 
 
 def start_workers(
-    workers: Sequence[WorkerFds], *, fork: bool = True
+    workers: Sequence[WorkerFds], *, fork: bool = True, preload: Sequence[str] = ()
 ) -> list[subprocess.Popen | AdoptedChild] | None:
     """A worker process per entry of `workers`, serving its EnvRunner on its `conn_fd` (see
     `trainer.runners.worker`): forked from the template (with `fork`, where available; in
-    requests of at most `FORK_BATCH_MAX`), else spawned. None when a fork request failed: the
+    requests of at most `FORK_BATCH_MAX`; the template imports the modules of `preload`
+    first, once), else spawned. None when a fork request failed: the
     workers of earlier requests are ended, and the caller tries again with `fork=False` on
     fresh descriptors. The caller closes its copies of the descriptors."""
     started: list[subprocess.Popen | AdoptedChild] = []
     try:
         if fork and forking_available():
             for first in range(0, len(workers), FORK_BATCH_MAX):
-                forked = _forking.fork(workers[first : first + FORK_BATCH_MAX])
+                forked = _forking.fork(workers[first : first + FORK_BATCH_MAX], preload)
                 if forked is None:
                     for process in started:
                         end_process(process)

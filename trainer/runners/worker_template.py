@@ -138,6 +138,10 @@ def _fork_workers(
 ) -> list[int]:
     """Forks a worker per index of `request` through one intermediate process (see the
     module docstring); their pids."""
+    for module in request.get("preload", ()):
+        # What these workers import beyond `PRELOAD` (torch, for a torch module's EnvRunners),
+        # imported once here instead of in each worker and each restart.
+        importlib.import_module(module)
     threads = _thread_count()
     if threads != 1:
         raise RuntimeError(f"it runs {threads} threads: forking it is not safe")

@@ -248,15 +248,19 @@ def build_torch_module(
     action_space: Any = None,
     inference_only: bool = False,
     seed: int | None = None,
+    catalog_class: type | None = None,
 ) -> TorchModuleView:
     """A view of a new `module_class` module for `spaces` (or the spaces given), its weights
-    initialised from `seed` (torch's global generator is left as it was)."""
+    initialised from `seed` (torch's global generator is left as it was); `catalog_class`:
+    the spec's (PPOCatalog on the default module, which becomes `module.catalog`)."""
     kwargs = {
         "observation_space": observation_space or spaces.keeping_obs_shape().observation_space(),
         "action_space": action_space or spaces.action_space(),
         "inference_only": inference_only,
         "model_config": dict(model_config),
     }
+    if catalog_class is not None:
+        kwargs["catalog_class"] = catalog_class
     if seed is None:
         module = module_class(**kwargs)
     else:
@@ -265,4 +269,37 @@ def build_torch_module(
             module = module_class(**kwargs)
     if not isinstance(module, TorchRLModule):
         raise TypeError(f"{module_class.__qualname__} is not a TorchRLModule")
+    return TorchModuleView(module, spaces)
+
+
+def build_torch_module_from_spec(
+    spec: Any, *, seed: int | None = None, inference_only: bool | None = None
+) -> TorchModuleView:
+    """A view of the `TorchRLModule` an `RLModuleSpec` describes (its class, spaces, model
+    config and catalog class; `inference_only` overrides the spec's), its weights initialised
+    from `seed` (torch's global generator is left as it was): a multi-agent algorithm's
+    module, as its learner trains it."""
+    kwargs = {
+        "observation_space": spec.observation_space,
+        "action_space": spec.action_space,
+        "inference_only": spec.inference_only if inference_only is None else inference_only,
+        "learner_only": spec.learner_only,
+        "model_config": spec._get_model_config(),
+        "catalog_class": spec.catalog_class,
+    }
+    if seed is None:
+        module = spec.module_class(**kwargs)
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = spec.module_class(**kwargs)
+    return torch_view(module)
+
+
+def torch_view(module: TorchRLModule) -> TorchModuleView:
+    """`module` (a TorchRLModule) seen as the EnvRunners and learners use a module, the spaces
+    read from the module's own."""
+    if not isinstance(module, TorchRLModule):
+        raise TypeError(f"{type(module).__qualname__} is not a TorchRLModule")
+    spaces = SpaceInfo.from_spaces(module.observation_space, module.action_space, nested_obs=True)
     return TorchModuleView(module, spaces)

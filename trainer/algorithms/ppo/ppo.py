@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
+from trainer.algorithms.multi_agent_learner import (
+    ModuleBuilder,
+    MultiAgentLearner,
+    build_multi_agent_learner,
+)
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import settings_of
 from trainer.metrics import (
@@ -137,6 +141,21 @@ class PPOConfig(AlgorithmConfig):
             )
 
 
+def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
+    """One module's learner in a multi-agent PPO: `PPOTorchLearner` (or the config's
+    `learner_class`) for a torch module, on the GPU the config asks for, the numpy
+    `PPOLearner` for a default numpy module."""
+    module = build()
+    if getattr(module, "framework", None) != "torch":
+        return PPOLearner(config, None, module=module)
+    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+
+    if config["num_gpus_per_learner"]:  # validate() found CUDA
+        module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+    learner_class = config.learner_class or PPOTorchLearner
+    return learner_class(config, module, module_id=build.module_id)
+
+
 class PPO(Algorithm):
     config: PPOConfig
     learner: PPOLearner | MultiAgentLearner | PPOTorchLearner
@@ -148,9 +167,7 @@ class PPO(Algorithm):
     def setup_learner(self) -> None:
         if self.config.is_multi_agent:
             self.learner = build_multi_agent_learner(
-                self.config,
-                spaces_of(self.env_runner_group),
-                lambda config, build: PPOLearner(config, None, module=build()),
+                self.config, spaces_of(self.env_runner_group), _module_learner
             )
         elif self.config.uses_torch:
             from trainer.torch_rl.ppo_learner import PPOTorchLearner

@@ -1,0 +1,173 @@
+"""The numpy default PPO module's state as the default torch PPO module's `state_dict`.
+
+A numpy `PolicyModule` (what a PPO config without a framework trains here) and a
+`DefaultPPOTorchRLModule` built with the same model config have the same networks: the same
+layers, sizes and activations, in the same order. Only the names and the weight layout differ,
+so a numpy checkpoint loads into the torch module (`RLModuleSpec(load_state_path=...)` on a
+torch module pointing at a numpy module's checkpoint, as RLlib loads a pretrained module):
+
+    numpy PolicyModule                           DefaultPPOTorchRLModule
+    (weights `(in, out)`, biases `(out,)`)       (weights `(out, in)`: transposed)
+
+    vf_share_layers=False (two towers):
+      pi.<k>  (k < len(fcnet_hiddens))           encoder.actor_encoder.<k-th Linear>
+      pi.<k>  (the rest: head layers, output)    pi.net.<(k - len(fcnet_hiddens))-th Linear>
+      vf.<k>                                     encoder.critic_encoder... / vf.net... (same)
+    vf_share_layers=True (with encoder layers):
+      encoder.<k>                                encoder.encoder.<k-th Linear>
+      pi.<k> / vf.<k>                            pi.net.<k-th Linear> / vf.net.<k-th Linear>
+    log_std (free_log_std)                       pi.log_std
+
+The "k-th Linear" is the k-th `nn.Linear` of that part in module order (activations sit
+between them). Both modules compute the same function of the same observations (the numpy
+module one-hot encodes Discrete observations and flattens Boxes as the torch one does); the one
+difference is that the torch module clips Gaussian log-stds to `log_std_clip_param` (20) in its
+outputs, where the numpy module's distribution clips them.
+
+What cannot convert is refused, naming it: a model config that differs in what the weights
+alone do not show (activations, vf_share_layers, free_log_std), any weight without a
+counterpart (e.g. a CNN or LSTM torch module), or a shape that differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from trainer.core.models import check_model_config
+
+#: Model-config keys both modules must agree on for the same weights to compute the same
+#: function (the layer sizes are checked on the weights' shapes).
+_SAME_FUNCTION_KEYS = (
+    "fcnet_hiddens",
+    "fcnet_activation",
+    "head_fcnet_hiddens",
+    "head_fcnet_activation",
+    "free_log_std",
+    "use_lstm",
+)
+
+
+class StateConversionError(ValueError):
+    """A numpy module's state cannot become this torch module's: the message says why."""
+
+
+def _linear_names(part: nn.Module | None, prefix: str) -> list[str]:
+    """The dotted names (under `prefix`) of the `nn.Linear` layers of `part`, in order."""
+    if part is None:
+        return []
+    return [
+        f"{prefix}.{name}" if name else prefix
+        for name, layer in part.named_modules()
+        if isinstance(layer, nn.Linear)
+    ]
+
+
+def _shared_layers(config: dict) -> bool:
+    """Whether one encoder feeds both heads (the numpy module has one only with encoder
+    layers; without them both modules' heads read the observations)."""
+    return bool(config["vf_share_layers"]) and bool(config["fcnet_hiddens"])
+
+
+def numpy_ppo_state_to_torch(
+    state: dict[str, np.ndarray],
+    numpy_model_config: dict,
+    module: Any,
+    where: str = "state",
+) -> dict[str, np.ndarray]:
+    """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
+    the `state_dict` arrays of `module` (a `DefaultPPOTorchRLModule`, not inference-only);
+    raises `StateConversionError` naming what differs. See the module docstring."""
+    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+
+    if not isinstance(module, DefaultPPOTorchRLModule):
+        raise StateConversionError(
+            f"{where}: a numpy PPO module's state converts into the default torch PPO module "
+            f"(DefaultPPOTorchRLModule / PPOTorchRLModule) only, not a {type(module).__name__}"
+        )
+    if module.inference_only:
+        raise StateConversionError(f"{where}: the torch module is inference-only")
+    numpy_config = check_model_config(numpy_model_config or {}, setting=f"{where} model_config")
+    torch_config = module._config
+    for key in _SAME_FUNCTION_KEYS:
+        if numpy_config[key] != torch_config[key]:
+            raise StateConversionError(
+                f"{where}: the numpy module was built with model_config[{key!r}]="
+                f"{numpy_config[key]!r}, the torch module with {torch_config[key]!r}: the "
+                "two networks differ (give the torch module the numpy module's model config)"
+            )
+    if _shared_layers(numpy_config) != _shared_layers(torch_config):
+        raise StateConversionError(
+            f"{where}: vf_share_layers differs (numpy module: "
+            f"{numpy_config['vf_share_layers']!r}, torch module: "
+            f"{torch_config['vf_share_layers']!r}): the two networks differ"
+        )
+    own = module.state_dict()
+    converted: dict[str, np.ndarray] = {}
+
+    def put(numpy_name: str, torch_linear: str) -> None:
+        for suffix in ("weight", "bias"):
+            source = f"{numpy_name}.{suffix}"
+            target = f"{torch_linear}.{suffix}"
+            if source not in state:
+                raise StateConversionError(f"{where}: has no {source!r} (for {target!r})")
+            value = np.asarray(state[source])
+            value = value.T if suffix == "weight" else value
+            expected = tuple(own[target].shape)
+            if value.shape != expected:
+                raise StateConversionError(
+                    f"{where}[{source!r}]: shape {value.shape} as {target!r}, whose shape is "
+                    f"{expected}: the observation or action spaces or the layer sizes differ"
+                )
+            converted[target] = np.ascontiguousarray(value, dtype=np.float32)
+
+    encoder = module.encoder
+    pi_linears = _linear_names(module.pi.net, "pi.net")
+    vf_linears = _linear_names(module.vf.net, "vf.net")
+    if _shared_layers(numpy_config):
+        shared = _linear_names(getattr(encoder, "encoder", None), "encoder.encoder")
+        chains = {"encoder": shared, "pi": pi_linears, "vf": vf_linears}
+    else:
+        actor = _linear_names(getattr(encoder, "actor_encoder", None), "encoder.actor_encoder")
+        critic = _linear_names(getattr(encoder, "critic_encoder", None), "encoder.critic_encoder")
+        chains = {"pi": actor + pi_linears, "vf": critic + vf_linears}
+    for numpy_net, torch_linears in chains.items():
+        for index, torch_linear in enumerate(torch_linears):
+            put(f"{numpy_net}.{index}", torch_linear)
+    if "log_std" in state:
+        converted["pi.log_std"] = np.asarray(state["log_std"], dtype=np.float32)
+    unused = sorted(set(state) - {_numpy_name(name, chains) for name in converted} - {"log_std"})
+    missing = sorted(set(own) - set(converted))
+    if unused or missing:
+        raise StateConversionError(
+            f"{where}: the networks differ: numpy weights without a torch counterpart "
+            f"{unused[:4]}, torch weights without a numpy counterpart {missing[:4]}"
+        )
+    for name, value in converted.items():
+        if name == "pi.log_std" and value.shape != tuple(own[name].shape):
+            raise StateConversionError(
+                f"{where}['log_std']: shape {value.shape}, the torch module's pi.log_std is "
+                f"{tuple(own[name].shape)}"
+            )
+    return converted
+
+
+def _numpy_name(torch_name: str, chains: dict[str, list[str]]) -> str:
+    """The numpy name a converted torch weight came from (for the unused-weights check)."""
+    linear, _, suffix = torch_name.rpartition(".")
+    for numpy_net, torch_linears in chains.items():
+        if linear in torch_linears:
+            return f"{numpy_net}.{torch_linears.index(linear)}.{suffix}"
+    return torch_name
+
+
+def is_numpy_ppo_module_class(module_class: Any) -> bool:
+    """Whether `module_class` (a module checkpoint's class) is the numpy default PPO module."""
+    from trainer.core.models import PolicyModule
+
+    return isinstance(module_class, type) and issubclass(module_class, PolicyModule)
+
+
+__all__ = ["StateConversionError", "is_numpy_ppo_module_class", "numpy_ppo_state_to_torch"]
