@@ -68,6 +68,7 @@ from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
+from trainer.core.obs_tree import tree_map
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
@@ -952,7 +953,11 @@ class Algorithm(OldAlgorithmNames):
                 )
             module = self.learner.module
             observation = local_runner_of(self.env_runner_group).module_observation(observation)
-        batch = module.spaces.preprocess(np.asarray(observation)[None])
+        if module.spaces.nested_obs_space is not None:  # a batch of one per leaf
+            observation = tree_map(lambda leaf: np.asarray(leaf)[None], observation)
+        else:
+            observation = np.asarray(observation)[None]
+        batch = module.spaces.preprocess(observation)
         stateful = bool(getattr(module, "stateful", False))
         state_out: Any = []
         if stateful:

@@ -2371,8 +2371,13 @@ class AlgorithmConfig(OldConfigNames):
                 if name != "rl_module_spec"
             }
         )
-        if self._has_multi_rl_module_spec():
-            result["rl_module_spec"] = copy.deepcopy(self.rl_module_spec)
+        # A torch module's class is not in "model": its spec is kept too (a checkpoint's
+        # config must rebuild that module, not the default one).
+        spec = self.__dict__.get("rl_module_spec")
+        if self._has_multi_rl_module_spec() or _is_torch_module_class(
+            getattr(spec, "module_class", None)
+        ):
+            result["rl_module_spec"] = copy.deepcopy(spec)
         return result
 
     @classmethod

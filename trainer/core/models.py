@@ -27,6 +27,7 @@ from trainer.core.nn import (
     flatten,
     weights_are_set_later,
 )
+from trainer.core.obs_tree import float32_leaves, is_nested_space
 from trainer.core.rl_module import RLModuleAPI
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
@@ -404,22 +405,54 @@ class SpaceInfo:
     #: rows of `obs_dim`: for torch modules, whose convolutions read images as the env emits
     #: them (`keeping_obs_shape()`); the numpy networks take rows.
     keep_obs_shape: bool = False
+    #: A Dict / Tuple observation space (None for Box and Discrete): observations then stay
+    #: nested, batched leaf by leaf (`trainer.core.obs_tree`), as torch modules take them
+    #: (`from_spaces(..., nested_obs=True)`); `obs_dim` is its flattened size.
+    nested_obs_space: gym.Space | None = None
 
     @classmethod
-    def from_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> SpaceInfo:
+    def from_spaces(
+        cls, observation_space: gym.Space, action_space: gym.Space, *, nested_obs: bool = False
+    ) -> SpaceInfo:
+        """The spaces' record. Dict and Tuple observation spaces need `nested_obs` (torch
+        modules, which get `batch["obs"]` as a dict / tuple of batched tensors); the numpy
+        networks take Box and Discrete observations only."""
         obs_shape: tuple[int, ...] | None = None
+        nested_space: gym.Space | None = None
         if isinstance(observation_space, gym.spaces.Box):
             obs_dim, obs_n = int(np.prod(observation_space.shape)), None
             obs_shape = tuple(int(d) for d in observation_space.shape)
         elif isinstance(observation_space, gym.spaces.Discrete):
             obs_dim, obs_n = int(observation_space.n), int(observation_space.n)
+        elif nested_obs and is_nested_space(observation_space):
+            obs_dim, obs_n = int(gym.spaces.flatdim(observation_space)), None
+            nested_space = observation_space
+        elif is_nested_space(observation_space):
+            raise ValueError(
+                f"observation space {observation_space} is not supported by the numpy "
+                "models, which take Box and Discrete observations: flatten it with the "
+                "env-to-module connector FlattenObservations (env_runners("
+                "env_to_module_connector=lambda env, spaces, device: FlattenObservations())), "
+                "or train a torch module (framework('torch') with an RLModuleSpec whose "
+                "TorchRLModule reads the dict / tuple batch['obs'])"
+            )
         else:
             raise ValueError(
-                f"observation space {observation_space} is not supported: the numpy models take "
-                "Box and Discrete observations (flatten other spaces with a gymnasium wrapper)"
+                f"observation space {observation_space} is not supported: Box, Discrete, and "
+                "with torch modules Dict and Tuple observations are (flatten other spaces "
+                "with a gymnasium wrapper)"
             )
         if isinstance(action_space, gym.spaces.Discrete):
-            return cls(obs_dim, obs_n, int(action_space.n), 1, None, None, obs_shape)
+            return cls(
+                obs_dim,
+                obs_n,
+                int(action_space.n),
+                1,
+                None,
+                None,
+                obs_shape,
+                nested_obs_space=nested_space,
+            )
         if isinstance(action_space, gym.spaces.Box):
             return cls(
                 obs_dim,
@@ -429,8 +462,20 @@ class SpaceInfo:
                 action_space.low.astype(np.float32).ravel(),
                 action_space.high.astype(np.float32).ravel(),
                 obs_shape,
+                nested_obs_space=nested_space,
             )
         raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
+
+    def require_flat_obs(self, what: str) -> None:
+        """Raises ValueError if the observations are nested (a Dict / Tuple space): `what`
+        (a numpy network) takes Box and Discrete observations only."""
+        if self.nested_obs_space is not None:
+            raise ValueError(
+                f"{what}: observation space {self.nested_obs_space} is not supported by the "
+                "numpy models, which take Box and Discrete observations: flatten it with the "
+                "env-to-module connector FlattenObservations, or train a torch module "
+                "(framework('torch'))"
+            )
 
     def keeping_obs_shape(self) -> SpaceInfo:
         """These spaces with `preprocess` (and `observation_space`) keeping a Box
@@ -440,6 +485,8 @@ class SpaceInfo:
     def observation_space(self) -> gym.Space:
         """The module's observation space, rebuilt from what is recorded here (bounds are not
         recorded: a Box is unbounded; flat unless `keep_obs_shape`)."""
+        if self.nested_obs_space is not None:
+            return self.nested_obs_space
         if self.obs_discrete_n is not None:
             return gym.spaces.Discrete(self.obs_discrete_n)
         shape = self.obs_shape if self.keep_obs_shape and self.obs_shape else (self.obs_dim,)
@@ -453,9 +500,10 @@ class SpaceInfo:
             raise ValueError("SpaceInfo: a Box action space without recorded bounds")
         return gym.spaces.Box(self.action_low, self.action_high, dtype=np.float32)
 
-    def preprocess(self, observations: Any) -> np.ndarray:
+    def preprocess(self, observations: Any) -> Any:
         """A batch of raw observations as a float32 matrix (one-hot for Discrete), or with
-        `keep_obs_shape` a float32 batch of the Box's shape, `(B, *obs_shape)`."""
+        `keep_obs_shape` a float32 batch of the Box's shape, `(B, *obs_shape)`; a nested
+        (Dict / Tuple) batch stays nested, its float leaves as float32."""
         if (
             type(observations) is np.ndarray
             and observations.dtype == np.float32
@@ -464,6 +512,8 @@ class SpaceInfo:
             and not (self.keep_obs_shape and self.obs_shape and len(self.obs_shape) > 1)
         ):
             return observations  # already one (a Box env's batch): the sampling hot path
+        if self.nested_obs_space is not None:  # a dict / tuple of batched leaves, kept so
+            return float32_leaves(observations)
         obs = np.asarray(observations)
         if self.obs_discrete_n is not None:
             return np.eye(self.obs_discrete_n, dtype=np.float32)[obs.astype(np.int64).ravel()]
@@ -682,6 +732,7 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     """
 
     def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
+        spaces.require_flat_obs(type(self).__name__)
         self.spaces = spaces
         self.model_config = check_model_config(model_config, numpy=True)
         refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")

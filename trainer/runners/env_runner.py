@@ -46,6 +46,7 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
+from trainer.core.obs_tree import batch_from_state, set_row
 from trainer.core.recurrent import (
     next_prev_action,
     next_prev_reward,
@@ -54,6 +55,7 @@ from trainer.core.recurrent import (
     tree_row,
     tree_stack,
 )
+from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
     check_task_settable,
@@ -309,7 +311,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
-        self._module_obs: np.ndarray | None = None  # the pipeline's output per sub-env
+        self._module_obs: Any = None  # the pipeline's output per sub-env
+        #: With a nested (Dict / Tuple) pipeline output: each sub-env's last one.
+        self._module_obs_rows: list[Any] = []
         #: The vector env's last observations, batched (the policy's input): an array, or a
         #: dict / tuple of arrays for Dict / Tuple spaces; None before the first reset.
         self._obs: Any = None
@@ -319,7 +323,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             and config.observation_space is not None
             and config.action_space is not None
         ):
-            self.spaces = SpaceInfo.from_spaces(config.observation_space, config.action_space)
+            self.spaces = SpaceInfo.from_spaces(
+                config.observation_space,
+                config.action_space,
+                nested_obs=bool(getattr(config, "uses_torch", False)),
+            )
         #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
         self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
         restart_sub_envs = bool(config.restart_failed_sub_environments)
@@ -400,7 +408,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 if self._env_to_module is not None
                 else env_spaces[0]
             )
-            self.spaces = SpaceInfo.from_spaces(observation_space, env_spaces[1])
+            # Torch modules take Dict / Tuple observations as they come (nested batches).
+            self.spaces = SpaceInfo.from_spaces(
+                observation_space,
+                env_spaces[1],
+                nested_obs=bool(getattr(self.config, "uses_torch", False)),
+            )
         self._needs_reset = True
         self._fire_environment_created()
 
@@ -540,11 +553,25 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             shared_data={},
             metrics=self.metrics,
         )
+        if self.spaces is not None and self.spaces.nested_obs_space is not None:
+            self._nested_to_module(episodes, env_indices)
+            return
         rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
         if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
             self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
         for index, row in zip(env_indices, rows, strict=True):
             self._module_obs[index] = row
+
+    def _nested_to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
+        """`_to_module` for a pipeline whose output is a Dict / Tuple observation (a torch
+        module's input): each sub-env's last output is kept, and the batch rebuilt from them."""
+        rows = self._module_obs_rows
+        if len(rows) != self.num_envs:
+            rows = self._module_obs_rows = [None] * self.num_envs
+        for index, episode in zip(env_indices, episodes, strict=True):
+            rows[index] = episode.observations[-1]
+        if all(row is not None for row in rows):
+            self._module_obs = batch(rows)
 
     @property
     def env_to_module(self) -> ConnectorPipelineV2 | None:
@@ -793,7 +820,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     f"sub-env {i} raised again right after it was re-created: "
                     f"{type(new_env.failure).__name__}: {new_env.failure}"
                 ) from new_env.failure
-            self._obs[i] = observation
+            set_row(self._obs, i, observation)
             record.awaiting_reset = False
             env._autoreset_envs[i] = False
             self._create_episode(i)
@@ -1130,7 +1157,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             record.prev_chunks = []
         if self._needs_reset:
             return  # the next sample() starts fresh episodes anyway
-        self._obs = np.array(state["observations"])
+        env_spaces = self.env_spaces
+        self._obs = batch_from_state(
+            state["observations"], None if env_spaces is None else env_spaces[0]
+        )
         for record, flag in zip(records, state["awaiting_reset"], strict=False):
             record.awaiting_reset = bool(flag)
         autoreset = np.array(state["autoreset_envs"], dtype=bool)
@@ -1162,7 +1192,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:
                 observation, infos = sync_env.envs[i].reset()
                 sync_env._autoreset_envs[i] = False
-            self._obs[i] = observation
+            set_row(self._obs, i, observation)
             record.awaiting_reset = False
             self._begin_episode(i, observation, infos)
 

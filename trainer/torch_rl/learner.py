@@ -127,19 +127,24 @@ def clip_gradients(gradients: ParamDict, *, grad_clip: float | None, grad_clip_b
 
 def to_train_tensors(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
     """A numpy batch as torch tensors on `device`; float64 arrays become float32 (as RLlib's
-    `convert_to_torch_tensor`), other dtypes stay."""
-    tensors: dict[str, Any] = {}
-    for key, value in batch.items():
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            tensor = torch.from_numpy(np.ascontiguousarray(value))
-            if tensor.dtype == torch.float64:
-                tensor = tensor.float()
-            tensors[key] = tensor.to(device)
-        elif isinstance(value, torch.Tensor):
-            tensors[key] = value.to(device)
-        else:
-            tensors[key] = value
-    return tensors
+    `convert_to_torch_tensor`), other dtypes stay. Nested columns (a Dict / Tuple space's
+    observations) become dicts / tuples of tensors."""
+    return {key: _train_tensor(value, device) for key, value in batch.items()}
+
+
+def _train_tensor(value: Any, device: torch.device) -> Any:
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        tensor = torch.from_numpy(np.ascontiguousarray(value))
+        if tensor.dtype == torch.float64:
+            tensor = tensor.float()
+        return tensor.to(device)
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {key: _train_tensor(leaf, device) for key, leaf in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_train_tensor(leaf, device) for leaf in value)
+    return value
 
 
 class TorchLearner(Learner):

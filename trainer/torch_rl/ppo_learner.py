@@ -41,6 +41,7 @@ from trainer.algorithms.ppo.ppo_learner import (
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_rows
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards, tree_map
 from trainer.env.episode import SingleAgentEpisode
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
@@ -112,7 +113,9 @@ class PPOTorchLearner(TorchLearner):
             spaces
             or getattr(module, "spaces", None)
             or SpaceInfo.from_spaces(
-                cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
+                cast(Any, rl_module).observation_space,
+                cast(Any, rl_module).action_space,
+                nested_obs=True,
             ).keeping_obs_shape()
         )
         self.kl_coeff = float(config.kl_coeff)
@@ -123,15 +126,38 @@ class PPOTorchLearner(TorchLearner):
         self.max_seq_len = int(model_config.get("max_seq_len", 20))
         self.needs_prev_actions = self.stateful and bool(model_config.get("lstm_use_prev_action"))
         self.needs_prev_rewards = self.stateful and bool(model_config.get("lstm_use_prev_reward"))
+        if self.stateful and self.spaces.nested_obs_space is not None:
+            raise ValueError(
+                f"PPOTorchLearner: a stateful module ({type(self.rl_module).__name__}) with "
+                f"observation space {self.spaces.nested_obs_space}: recurrent modules train "
+                "on Box and Discrete observations here; flatten Dict / Tuple observations "
+                "with the env-to-module connector FlattenObservations"
+            )
+        #: The batch the last `_values` call gave `compute_values`, if the module changed it
+        #: (see `build_train_batch`); None otherwise.
+        self._valued_batch: dict[str, Any] | None = None
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
-    def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
+    def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
         """The numpy learner's train batch (`build_train_batch`): observations preprocessed
-        as the EnvRunners did (`spaces.preprocess`: float32 rows, one-hot for Discrete),
-        valued by this module's `compute_values`."""
-        return build_train_batch(episodes, self.config, self.spaces.preprocess, self._values)
+        as the EnvRunners did (`spaces.preprocess`: float32 rows, one-hot for Discrete, Dict
+        / Tuple observations as nested columns), valued by this module's `compute_values`.
+
+        As in RLlib, whose GAE connector calls `compute_values` on the batch that becomes
+        the train batch, columns the module's `compute_values` sets in its batch (RLlib's
+        action-masking module moves the mask out of a dict observation into an
+        "action_mask" column and leaves the plain observations in "obs") are the train
+        batch's columns."""
+        self._valued_batch = None
+        batch = build_train_batch(episodes, self.config, self.spaces.preprocess, self._values)
+        valued, self._valued_batch = self._valued_batch, None
+        if valued is not None:
+            rows = _train_rows([len(ep) for ep in episodes if len(ep) > 0])
+            for key, value in to_numpy(valued).items():
+                batch[key] = tree_rows(value, rows)
+        return batch
 
     # -- 1b. a recurrent module's sequences ---------------------------------------------------
     def build_sequence_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
@@ -230,10 +256,13 @@ class PPOTorchLearner(TorchLearner):
         values = values.detach().cpu().numpy().astype(np.float32, copy=False)
         return values[loss_mask(seq_lens, self.max_seq_len)]
 
-    def _values(self, observations: np.ndarray) -> np.ndarray:
+    def _values(self, observations: Any) -> np.ndarray:
         with torch.no_grad():
             batch = to_train_tensors({Columns.OBS: observations}, self.device)
+            given = batch[Columns.OBS]
             values = self.rl_module.compute_values(batch)
+        if batch.keys() != {Columns.OBS} or batch[Columns.OBS] is not given:
+            self._valued_batch = batch  # the module changed its batch: see build_train_batch
         return values.detach().cpu().numpy().astype(np.float32, copy=False).reshape(-1)
 
     # -- 2. the loss -------------------------------------------------------------------------
@@ -351,7 +380,16 @@ class PPOTorchLearner(TorchLearner):
         else:
             batch = self.build_train_batch(episodes)
             standardize_advantages(batch)
+            # Minibatches are drawn from flat columns: nested ones (Dict / Tuple
+            # observations) travel as their leaves and are nested again for the module.
+            nested = {key: value for key, value in batch.items() if is_nested(value)}
+            for key, value in nested.items():
+                del batch[key]
+                batch.update(flatten_column(key, value))
             for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+                for key, structure in nested.items():
+                    minibatch = dict(minibatch)
+                    minibatch[key] = nest_column(key, structure, minibatch)
                 step_stats = self.update_from_batch(minibatch)
             num_trained = len(batch[ADVANTAGES])
         # As RLlib: the last minibatch's statistics, and the KL coefficient adapted on its KL.
@@ -382,6 +420,15 @@ class PPOTorchLearner(TorchLearner):
         super().set_state(state)
         self.kl_coeff = float(state["kl_coeff"])
         set_generator_state(self.rng, state["rng"])
+
+
+def _train_rows(lengths: list[int]) -> np.ndarray:
+    """The rows of a batch of every chunk's observations (each chunk's `n` steps and its last
+    observation, `n + 1` rows) that are train-batch rows (the last observation is not)."""
+    starts = np.cumsum([0] + [n + 1 for n in lengths])
+    return np.concatenate(
+        [np.arange(start, start + n) for start, n in zip(starts, lengths, strict=False)]
+    )
 
 
 def _concat_trees(trees: list[Any]) -> Any:

@@ -34,6 +34,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
+from trainer.core.obs_tree import tree_len, tree_map
 from trainer.torch_rl.learner import TorchThreads
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
 
@@ -126,10 +127,11 @@ class TorchModuleView:
         return self.rl_module.model_config
 
     # -- sampling ------------------------------------------------------------------------------
-    def module_observations(self, obs: np.ndarray) -> np.ndarray:
+    def module_observations(self, obs: Any) -> Any:
         """A batch of preprocessed observations in the module's shape: rows of a multi-dim
-        Box (as the numpy path flattens them) reshaped to `(B, *obs_shape)`."""
-        if self._row_shape is not None and obs.ndim == 2:
+        Box (as the numpy path flattens them) reshaped to `(B, *obs_shape)`; a nested batch
+        (Dict / Tuple observations) as it is."""
+        if self._row_shape is not None and type(obs) is np.ndarray and obs.ndim == 2:
             return obs.reshape(len(obs), *self._row_shape)
         return obs
 
@@ -194,7 +196,10 @@ class TorchModuleView:
         `state` the carried states batched (each leaf `(B, ...)`); returns the distribution
         inputs `(B, ...)` and the state out (each leaf `(B, ...)`), numpy. The module sees a
         time axis of one (`(B, 1, ...)`), as RLlib's EnvRunner feeds it."""
-        batch: dict[str, Any] = {Columns.OBS: obs[:, None], Columns.STATE_IN: state}
+        batch: dict[str, Any] = {
+            Columns.OBS: tree_map(lambda leaf: leaf[:, None], obs),
+            Columns.STATE_IN: state,
+        }
         if prev_actions is not None:
             batch["prev_actions"] = prev_actions[:, None]
         if prev_rewards is not None:
@@ -210,16 +215,14 @@ class TorchModuleView:
                 f"{Columns.STATE_OUT!r}"
             )
         inputs = np.asarray(inputs, dtype=np.float32)
-        return inputs.reshape(len(obs), *inputs.shape[2:]), state_out
+        return inputs.reshape(tree_len(obs), *inputs.shape[2:]), state_out
 
-    def values(self, obs: np.ndarray) -> np.ndarray:
+    def values(self, obs: Any) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""
         obs = self.module_observations(obs)
         with torch.no_grad(), self._threads():
-            values = self.rl_module.compute_values(
-                {Columns.OBS: to_tensor(np.ascontiguousarray(obs), self._device())}
-            )
-        return np.asarray(to_numpy(values), dtype=np.float32).reshape(len(obs))
+            values = self.rl_module.compute_values({Columns.OBS: to_tensor(obs, self._device())})
+        return np.asarray(to_numpy(values), dtype=np.float32).reshape(tree_len(obs))
 
     def _device(self) -> Any:
         """Where the module's parameters are (the learner's may be on a GPU)."""
@@ -331,5 +334,5 @@ def torch_view(module: TorchRLModule) -> TorchModuleView:
     read from the module's own."""
     if not isinstance(module, TorchRLModule):
         raise TypeError(f"{type(module).__qualname__} is not a TorchRLModule")
-    spaces = SpaceInfo.from_spaces(module.observation_space, module.action_space)
+    spaces = SpaceInfo.from_spaces(module.observation_space, module.action_space, nested_obs=True)
     return TorchModuleView(module, spaces)

@@ -39,6 +39,7 @@ class QModule(FlatParameterModule, QNetAPI):
         dueling: bool = True,
         seed: int | None = None,
     ):
+        spaces.require_flat_obs(type(self).__name__)
         if spaces.action_discrete_n is None:
             raise ValueError(
                 f"DQN needs a Discrete action space; this env's actions are {spaces.action_space()}"

@@ -18,6 +18,7 @@ from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
 from trainer.core.blas import BlasThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
+from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
 from trainer.env.episode import SingleAgentEpisode
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
@@ -53,11 +54,12 @@ def build_train_batch(
     """
     episodes = [ep for ep in episodes if len(ep) > 0]
     # Values of every observation, each chunk's final one included, in one forward pass.
-    all_obs = prepare_observations(np.concatenate([ep.get_observations() for ep in episodes]))
+    # (Dict / Tuple observations, which torch modules take, are trees of batched leaves.)
+    all_obs = prepare_observations(tree_concat([ep.get_observations() for ep in episodes]))
     all_values = (
-        compute_values(all_obs) if cfg.use_critic else np.zeros(len(all_obs), dtype=np.float32)
+        compute_values(all_obs) if cfg.use_critic else np.zeros(tree_len(all_obs), dtype=np.float32)
     )
-    obs_chunks: list[np.ndarray] = []
+    obs_chunks: list[Any] = []
     value_chunks: list[np.ndarray] = []
     next_value_chunks: list[np.ndarray] = []
     reward_chunks: list[np.ndarray] = []
@@ -68,7 +70,7 @@ def build_train_batch(
         v = all_values[offset : offset + n + 1].copy()
         if ep.is_terminated:
             v[-1] = 0.0  # no value after a terminal state
-        obs_chunks.append(all_obs[offset : offset + n])
+        obs_chunks.append(tree_rows(all_obs, slice(offset, offset + n)))
         value_chunks.append(v[:-1])
         next_value_chunks.append(v[1:])
         reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
@@ -95,7 +97,7 @@ def build_train_batch(
     advantages = np.asarray(advantages_list, dtype=deltas.dtype)
     value_targets = advantages + values
     return {
-        "obs": np.concatenate(obs_chunks),
+        "obs": tree_concat(obs_chunks),
         "actions": np.concatenate([ep.get_actions() for ep in episodes]),
         "action_logp": np.concatenate(
             [ep.get_extra_model_outputs("action_logp") for ep in episodes]
