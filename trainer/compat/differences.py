@@ -187,16 +187,10 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     *_same(
         "missing",
-        "inputs of recurrent and old-stack policies (state, previous action and "
-        "reward, Policy fetches); compute_single_action serves the feed-forward "
-        "modules (a recurrent torch module acts through the EnvRunners, which carry its "
-        "state)",
-        "Algorithm.compute_single_action(state=...)",
-        "Algorithm.compute_single_action(prev_action=...)",
-        "Algorithm.compute_single_action(prev_reward=...)",
+        "inputs of old-stack policies (the info dict and Episode object a Policy's "
+        "compute_single_action could read); the modules here act on observations, a "
+        "recurrent module's state and its previous action and reward",
         "Algorithm.compute_single_action(info=...)",
-        "Algorithm.compute_single_action(full_fetch=...)",
-        "Algorithm.compute_single_action(timestep=...)",
         "Algorithm.compute_single_action(episode=...)",
     ),
     *_same(
@@ -522,13 +516,8 @@ DIFFERENCES: tuple[Difference, ...] = (
         "tests/rllib/test_ppo_rl_module.py::test_rollouts, test_forward_train",
         "ALE Breakout left out; catalog_class=PPOCatalog left out; get_preprocessor is an "
         "identity function",
-        "ale_py is not installed, and there are no catalogs or old-stack preprocessors",
-        TEST,
-    ),
-    Difference(
-        "tests/rllib/test_algorithm_rl_module_restore_torch.py::multi-agent cases (3)",
-        "left out (test_e2e_load_rl_module runs on the torch PPO module)",
-        "torch modules are refused in multi-agent configs here",
+        "ale_py is not installed; catalogs are names here (PPOCatalog on the default "
+        "module), and there are no old-stack preprocessors",
         TEST,
     ),
     Difference(
@@ -536,8 +525,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "not ported",
         "they build standalone learners and LearnerGroups (config.build_learner(env=), "
         "build_learner_group), hold MultiRLModules in one learner with gradients keyed by "
-        "parameter object (here by name), and read offline datasets; "
-        "test_kl_coeff_changes needs multi-agent torch",
+        "parameter object (here by name), and read offline datasets",
         TEST,
     ),
     Difference(
@@ -753,9 +741,79 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "RLModule(catalog_class=...)",
-        "refused with what to do (build the module's parts in setup())",
-        "RLlib's catalogs (model builders) are not implemented; the default torch modules "
+        "PPOCatalog is accepted on PPO's default module (module.catalog is set; the module "
+        "builds its own networks from model_config); other catalog classes are refused at "
+        "config time, and the builders (build_actor_critic_encoder, build_pi_head, "
+        "build_vf_head, build_encoder, get_tokenizer_config, get_preprocessor, latent_dims) "
+        "raise RLlibNotAvailable (tests/test_torch_multi_agent.py::test_catalogs_are_names_"
+        "on_the_default_module_only)",
+        "RLlib's Encoder/Model config classes do not exist here; the default torch modules "
         "build their encoders and heads from model_config directly",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "RLModuleSpec(load_state_path=...)",
+        "a default torch PPO module also loads the numpy default PPO module's checkpoint "
+        "(names and layout converted, weights transposed); refused with CheckpointError "
+        "naming what differs when the networks differ (tests/test_torch_multi_agent.py::"
+        "test_load_state_path_loads_a_numpy_module_checkpoint_into_the_torch_module)",
+        "RLlib has no numpy modules; this lets a numpy pretraining run (a config that chose "
+        "no framework) feed torch training, as RLlib's pretraining example does",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "recurrent torch modules in multi-agent configs",
+        "refused at config time (use_lstm) or when the EnvRunner builds a stateful module, "
+        "naming the modules",
+        "the multi-agent EnvRunners carry no recurrent state per agent",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DefaultDQNTorchRLModule._forward_exploration",
+        "returns the Q-values as action_dist_inputs (and greedy actions); the EnvRunner's "
+        "EpsilonGreedy explores, where RLlib's module draws epsilon-greedy actions itself "
+        "from model_config['epsilon']",
+        "one exploration path for numpy and torch, drawn from the runner's seeded generator, "
+        "with the same cur_epsilon metric",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DefaultDQNTorchRLModule target networks",
+        "made in the module's setup() (full modules only); the learner's "
+        "make_target_networks() re-syncs them",
+        "the module's state keys are the same from construction on, so views, checkpoints "
+        "and from_checkpoint agree",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQNTorchLearner (TD errors, results)",
+        "the TD errors return in the update's results for the algorithm to set priorities "
+        "(not logged as an item_series metric); the gradient norm is reported as "
+        "gradients_adam_global_norm, the numpy DQN's key; multi-agent torch DQN is refused",
+        "the one-learner data flow of the numpy DQN, whose results the torch learner's "
+        "match key for key (tests/test_torch_dqn.py::test_the_torch_learner_takes_the_numpy_"
+        "learners_step)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Dict/Tuple observations with the default numpy modules",
+        "refused, naming FlattenObservations or a torch module (torch modules get them "
+        "nested, as in RLlib)",
+        "the numpy networks take flat rows",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "recurrent torch modules with Dict/Tuple observations",
+        "refused, naming FlattenObservations",
+        "the learner's sequence padding is not nested-aware",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "ValueFunctionAPI.compute_values changing its batch (RLlib's GAE connector)",
+        "the columns compute_values sets or replaces are copied into the train batch (as "
+        "ActionMaskingTorchRLModule needs)",
+        "the train batch is built in numpy, apart from the tensor batch compute_values sees; "
+        "in RLlib that batch object is the train batch",
         BEHAVIOUR,
     ),
     Difference(
