@@ -221,6 +221,24 @@ def _is_torch_learner_class(v: Any) -> str | None:
     )
 
 
+def _check_lr_scheduler_classes(v: Any) -> str | None:
+    """None, or callables (optimizer) -> torch lr scheduler: a list, or a dict of lists by
+    module id (RLlib's `_torch_lr_scheduler_classes`)."""
+    allowed = (
+        "None, a list of torch lr scheduler classes (or functools.partial of them: "
+        "called with the optimizer), or a dict {module_id: such a list}"
+    )
+    if v is None:
+        return None
+    lists = list(v.values()) if isinstance(v, dict) else [v]
+    if isinstance(v, dict) and not all(isinstance(key, str) for key in v):
+        return allowed
+    for entry in lists:
+        if not isinstance(entry, (list, tuple)) or not all(callable(f) for f in entry):
+            return allowed
+    return None
+
+
 def _is_env_runner_class(v: Any) -> str | None:
     from trainer.runners.env_runner import EnvRunner
 
@@ -560,6 +578,12 @@ class AlgorithmConfig(OldConfigNames):
                     "a subclass of the algorithm's torch learner (PPOTorchLearner) to train "
                     "with, e.g. overriding compute_loss_for_module; it makes the run torch's",
                 ),
+                "learner_config_dict": (
+                    {},
+                    is_dict,
+                    "your own settings for a custom learner (learner_class), read in it as "
+                    "self.config.learner_config_dict[...]",
+                ),
                 "optimizer": (
                     {},
                     _check_optimizer,
@@ -774,6 +798,18 @@ class AlgorithmConfig(OldConfigNames):
             },
         ),
         **settings_of(
+            "experimental",
+            {
+                "_torch_lr_scheduler_classes": (
+                    None,
+                    _check_lr_scheduler_classes,
+                    "torch lr schedulers chained over each optimizer (classes or "
+                    "functools.partial of them, a list or {module_id: list}), stepped after "
+                    "each update; it makes the run torch's",
+                ),
+            },
+        ),
+        **settings_of(
             "api_stack",
             {
                 "enable_rl_module_and_learner": (
@@ -842,6 +878,7 @@ class AlgorithmConfig(OldConfigNames):
     grad_clip: float | None
     grad_clip_by: str
     learner_class: type | None
+    learner_config_dict: dict[str, Any]
     optimizer: dict[str, Any]
     model: dict[str, Any]
     # debugging()
@@ -1150,6 +1187,7 @@ class AlgorithmConfig(OldConfigNames):
         model: dict = NotProvided,
         optimizer: dict = NotProvided,
         learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
         **unknown: Any,
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
@@ -1165,6 +1203,7 @@ class AlgorithmConfig(OldConfigNames):
             "grad_clip_by": grad_clip_by,
             "optimizer": optimizer,
             "learner_class": learner_class,
+            "learner_config_dict": learner_config_dict,
         }
         self._take_old_names("training", unknown, values)
         self._reject_unknown(
@@ -1673,6 +1712,7 @@ class AlgorithmConfig(OldConfigNames):
                 getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
             )
             or self.__dict__.get("learner_class") is not None
+            or bool(self.__dict__.get("_torch_lr_scheduler_classes"))
         )
 
     def default_torch_module_class(self) -> type:
@@ -1846,13 +1886,21 @@ class AlgorithmConfig(OldConfigNames):
             "api_stack", {name: True if value is False else value for name, value in values.items()}
         )
 
-    def learners(self, *, learner_class: type | None = NotProvided, **settings: Any) -> Self:
+    def learners(
+        self,
+        *,
+        learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
+        **settings: Any,
+    ) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         learner in the main process; other values warn at build. `learner_class` is
         `training(learner_class=...)`'s (RLlib takes it in both)."""
         self._reject_unknown("learners", settings, [])
         if learner_class is not NotProvided:
             self.training(learner_class=learner_class)
+        if learner_config_dict is not NotProvided:
+            self.training(learner_config_dict=learner_config_dict)
         return self
 
     def resources(self, **settings: Any) -> Self:
@@ -1921,11 +1969,19 @@ class AlgorithmConfig(OldConfigNames):
             )
         return self
 
-    def experimental(self, **settings: Any) -> Self:
-        """RLlib's experimental switches: accepted, none has an effect here (warned at build
-        where set to another value than RLlib's default)."""
-        self._reject_unknown("experimental", settings, [])
-        return self
+    def experimental(
+        self,
+        *,
+        _torch_lr_scheduler_classes: list | dict | None = NotProvided,
+        **settings: Any,
+    ) -> Self:
+        """RLlib's experimental switches: `_torch_lr_scheduler_classes` is a setting; the others
+        are accepted without effect (warned at build where set to another value than RLlib's
+        default)."""
+        self._reject_unknown("experimental", settings, ["_torch_lr_scheduler_classes"])
+        return self._set(
+            "experimental", {"_torch_lr_scheduler_classes": _torch_lr_scheduler_classes}
+        )
 
     def offline_data(self, **settings: Any) -> Self:
         """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
