@@ -2440,6 +2440,20 @@ class AlgorithmConfig(OldConfigNames):
         settings = cls._settings()
         rllib_names = cls._rllib_method_of()
         probe = cls()
+        kwargs = dict(kwargs)
+        # RLlib takes any attribute name, a builder method's too (`overrides(exploration=
+        # False)`): applying it shadows the method and changes nothing. So here: a warning,
+        # and the name is dropped.
+        for name in [k for k in kwargs if k not in settings and k not in rllib_names]:
+            if not name.startswith("_") and callable(getattr(probe, name, None)):
+                kwargs.pop(name)
+                warnings.warn(
+                    f"{cls.__name__}.overrides({name}=...): {name} is a builder method, not "
+                    "a setting; it has no effect (as in RLlib). For greedy actions, use "
+                    "explore=False",
+                    IgnoredSettingWarning,
+                    stacklevel=2,
+                )
         probe._take_rllib_settings(
             "overrides", {k: v for k, v in kwargs.items() if k in rllib_names}
         )

@@ -358,9 +358,9 @@ class TorchLearner(Learner):
             name = self._names_by_param.get(param) if isinstance(param, torch.Tensor) else None
             if name is None:
                 raise ValueError(
-                    f"{who}: {what} holds a tensor that is not a parameter of the module "
-                    f"parameters ({type(param).__name__}); use self.get_parameters(module) "
-                    "of the module or one of its networks"
+                    f"{who}: {what} holds a {type(param).__name__} that is not a parameter "
+                    "of the module; use self.get_parameters(network) of the module or one "
+                    "of its networks"
                 )
             names.append(name)
         return names
