@@ -1,16 +1,24 @@
 """`TorchLearner` (RLlib's `ray.rllib.core.learner.torch.TorchLearner`): the base of a learner
-that trains a `TorchRLModule` with a torch optimizer, as this trainer's `Learner`.
+that trains a `TorchRLModule` with torch optimizers, as this trainer's `Learner`.
 
 One gradient step (`update_from_batch`) runs RLlib's steps, each an overridable hook:
 `module.forward_train(batch)`, `compute_loss_for_module(...)` (the algorithm's loss),
 `compute_gradients` (backward), `postprocess_gradients` (clipping by `grad_clip` /
-`grad_clip_by`), `apply_gradients` (the optimizer step). Before the step, a NaN or infinite loss
-or gradient raises `trainer.errors.NonFiniteUpdateError` with the weights unchanged (RLlib zeroes
-or skips such gradients instead; this trainer stops, as its numpy learners do).
+`grad_clip_by`, each optimizer's gradients on their own), `apply_gradients` (every optimizer's
+step). Before the step, a NaN or infinite loss or gradient raises
+`trainer.errors.NonFiniteUpdateError` with the weights unchanged (RLlib zeroes or skips such
+gradients instead; this trainer stops, as its numpy learners do).
+
+Optimizers are RLlib's: `configure_optimizers_for_module` registers each one
+(`register_optimizer(module_id=, optimizer_name=, optimizer=, params=, lr_or_lr_schedule=)`; by
+default one Adam as `DEFAULT_OPTIMIZER`), each over its own parameters and at its own rate or
+schedule. `_torch_lr_scheduler_classes` (the config's `experimental()` setting) chains torch lr
+schedulers over every optimizer, stepped once after each update (`after_gradient_based_update`).
+What a loss logs to `self.metrics` joins the update's results (`update_results`).
 
 The state is plain data and numpy arrays (msgpack, never pickle): the module's `get_state()`,
-and the optimizer's per-parameter state keyed by the module's parameter names (torch's own
-`state_dict()` keys them by position).
+and per optimizer name its rates, its per-parameter state keyed by the module's parameter names
+(torch's own `state_dict()` keys them by position) and its lr schedulers' `state_dict()`s.
 """
 
 from __future__ import annotations
@@ -335,10 +343,11 @@ class TorchLearner(Learner):
         self, module_id: str = ALL_MODULES
     ) -> list[tuple[str, torch.optim.Optimizer]]:
         """`[(optimizer_name, optimizer), ...]` registered for `module_id`."""
+        # ALL_MODULES on either side matches: this learner trains one module.
         return [
             (entry.name, entry.optimizer)
             for entry in self._optimizers.values()
-            if module_id in (entry.module_id, ALL_MODULES) or entry.module_id == ALL_MODULES
+            if ALL_MODULES in (module_id, entry.module_id) or entry.module_id == module_id
         ]
 
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
