@@ -24,6 +24,7 @@ from test_torch_learner import (  # noqa: E402
     weights,
 )
 
+from trainer.algorithms.dqn import DQNConfig  # noqa: E402
 from trainer.algorithms.learner import DEFAULT_OPTIMIZER  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
 from trainer.checkpoints.codec import pack, unpack  # noqa: E402
@@ -278,6 +279,9 @@ def test_lr_scheduler_classes_per_module_and_their_errors():
         PPOTorchLearner(needs_step_size, make_module(0))
     # Only torch optimizers take them: the setting makes the run torch's.
     assert per_module.uses_torch and not make_config().uses_torch
+    dqn = DQNConfig().environment("CartPole-v1").experimental(_torch_lr_scheduler_classes=decay)
+    with pytest.raises(ConfigError, match=r"experimental\(_torch_lr_scheduler_classes=...\) makes"):
+        dqn.validate()
 
 
 # -- a custom loss, learner_config_dict and self.metrics ------------------------------------------

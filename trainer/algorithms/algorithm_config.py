@@ -1715,6 +1715,21 @@ class AlgorithmConfig(OldConfigNames):
             or bool(self.__dict__.get("_torch_lr_scheduler_classes"))
         )
 
+    @property
+    def torch_cause(self) -> str:
+        """What makes this config torch's (for error messages): the setting that did."""
+        if self.framework_str == "torch":
+            return "framework='torch'"
+        if _is_torch_module_class(
+            getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        ):
+            return "a TorchRLModule in rl_module(rl_module_spec=...)"
+        if self.__dict__.get("learner_class") is not None:
+            return "training(learner_class=...)"
+        if self.__dict__.get("_torch_lr_scheduler_classes"):
+            return "experimental(_torch_lr_scheduler_classes=...)"
+        return "nothing (a numpy config)"
+
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (RLlib's
         DefaultPPOTorchRLModule for PPO)."""
@@ -1751,8 +1766,8 @@ class AlgorithmConfig(OldConfigNames):
                 )
         if self.is_multi_agent:
             raise ConfigError(
-                f"{name}: framework={self.framework_str!r} in a multi-agent config: torch "
-                "modules train in single-agent runs here; multi-agent runs use the numpy "
+                f"{name}: {self.torch_cause} in a multi-agent config: torch modules and "
+                "learners train in single-agent runs here; multi-agent runs use the numpy "
                 "modules (framework('numpy'))"
             )
 

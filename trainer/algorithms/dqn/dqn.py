@@ -262,8 +262,8 @@ class DQNConfig(AlgorithmConfig):
         super().validate()
         if self.uses_torch:
             raise ConfigError(
-                f"DQNConfig: framework={self.framework_str!r} with a torch module: DQN's "
-                "learner is numpy here (torch modules train with PPO); use "
+                f"DQNConfig: {self.torch_cause} makes the run torch's, but DQN's learner is "
+                "numpy here (torch modules and learners train with PPO); use "
                 "framework('numpy') and configure the Q network with model_config"
             )
         n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
