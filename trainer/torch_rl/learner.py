@@ -297,8 +297,7 @@ class TorchLearner(Learner):
             raise ValueError(f"{who}: an optimizer of that name is registered already")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ValueError(
-                f"{who}: optimizer must be a torch.optim.Optimizer, got "
-                f"{type(optimizer).__name__}"
+                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
             )
         if not isinstance(params, list):
             raise ValueError(f"{who}: params must be a list of the module's parameters")
@@ -644,8 +643,7 @@ class TorchLearner(Learner):
         if not isinstance(rates, list) or len(rates) != len(groups):
             raise StateError(
                 f"{where}['lr']",
-                f"expected a list of {len(groups)} rate(s), one per parameter group, got "
-                f"{rates!r}",
+                f"expected a list of {len(groups)} rate(s), one per parameter group, got {rates!r}",
             )
         for index, rate in enumerate(rates):
             require_number(rate, f"{where}['lr'][{index}]", minimum=0.0)
