@@ -4,6 +4,7 @@ import pytest
 from helpers import small_ppo
 
 from trainer import AlgorithmConfig, ConfigError, PPOConfig
+from trainer.compat.rllib_settings import IgnoredSettingWarning
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,10 @@ def test_to_dict_from_dict_round_trip_and_overrides():
         AlgorithmConfig.overrides(expolre=False)
     with pytest.raises(ConfigError, match="explore must be True or False"):
         AlgorithmConfig.overrides(explore="no")
+    # A builder method's name (RLlib's torch lr scheduler example passes exploration=False):
+    # RLlib takes it and it changes nothing; here it warns and is dropped.
+    with pytest.warns(IgnoredSettingWarning, match="exploration is a builder method"):
+        assert PPOConfig.overrides(exploration=False, lr=0.1) == {"lr": 0.1}
 
 
 def test_built_algorithm_config_is_frozen():

@@ -491,6 +491,27 @@ def test_every_mapped_rllib_module_imports(hook):
         assert module.__name__ == rllib_path
 
 
+def test_rllib_learner_api_and_example_learners_map_to_the_torch_learners(hook):
+    pytest.importorskip("torch")
+    from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER, Learner
+    from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+    from ray.rllib.examples.learners.classes.custom_ppo_loss_fn_learner import (
+        PPOTorchLearnerWithWeightRegularizerLoss,
+    )
+    from ray.rllib.examples.learners.classes.separate_vf_lr_and_optimizer_learner import (
+        PPOTorchLearnerWithSeparateVfOptimizer,
+    )
+
+    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+
+    assert DEFAULT_OPTIMIZER == "default_optimizer" and issubclass(TorchLearner, Learner)
+    assert issubclass(PPOTorchLearnerWithWeightRegularizerLoss, PPOTorchLearner)
+    assert issubclass(PPOTorchLearnerWithSeparateVfOptimizer, PPOTorchLearner)
+    # The example learners of RLlib's custom algorithms stay out, with the capability.
+    with pytest.raises(RLlibNotAvailable, match="torch"):
+        importlib.import_module("ray.rllib.examples.learners.classes.vpg_torch_learner")
+
+
 def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):
     pytest.importorskip("numpy")
     if importlib.util.find_spec("torch") is not None:

@@ -588,9 +588,11 @@ def test_a_non_finite_loss_raises_before_the_weights_change(column):
         learner.update_from_batch(batch)
     after = learner.get_state()
     assert same_weights(before["module"], after["module"])
-    for name, entries in before["optimizer"]["param_state"].items():
+    for name, entries in before["optimizer"]["default_optimizer"]["param_state"].items():
         for key, value in entries.items():
-            np.testing.assert_array_equal(after["optimizer"]["param_state"][name][key], value)
+            np.testing.assert_array_equal(
+                after["optimizer"]["default_optimizer"]["param_state"][name][key], value
+            )
 
 
 def test_non_finite_observations_in_episodes_stop_the_update():
@@ -635,8 +637,12 @@ def test_state_is_plain_data_and_round_trips_bit_identically():
     state = original.get_state()
     _plain_only(state)
     assert set(state) == {"module", "optimizer", "kl_coeff", "rng"}
-    assert set(state["optimizer"]["param_state"]) == set(original.named_params)
-    assert set(state["optimizer"]["param_state"]["pi.weight"]) == {"exp_avg", "exp_avg_sq", "step"}
+    assert set(state["optimizer"]["default_optimizer"]["param_state"]) == set(original.named_params)
+    assert set(state["optimizer"]["default_optimizer"]["param_state"]["pi.weight"]) == {
+        "exp_avg",
+        "exp_avg_sq",
+        "step",
+    }
 
     # Through msgpack (the checkpoint format), into a learner built from other weights.
     restored = make_learner(seed=99)
@@ -655,7 +661,7 @@ def test_state_is_plain_data_and_round_trips_bit_identically():
 def test_state_of_a_learner_that_has_not_stepped_round_trips():
     fresh = make_learner()
     state = fresh.get_state()
-    assert state["optimizer"]["param_state"] == {}
+    assert state["optimizer"]["default_optimizer"]["param_state"] == {}
     other = make_learner(seed=5)
     other.update(cartpole_episodes(other.module, 64, seed=1))
     other.set_state(unpack(pack(state)))  # the stepped learner forgets its optimizer state
@@ -668,7 +674,12 @@ class MomentumSGDLearner(PPOTorchLearner):
     """A learner whose optimizer is not Adam (RLlib's configure_optimizers_for_module hook)."""
 
     def configure_optimizers_for_module(self, module_id, config):
-        return torch.optim.SGD(list(self.named_params.values()), lr=0.01, momentum=0.9)
+        params = self.get_parameters(self.rl_module)
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=torch.optim.SGD(params, lr=0.01, momentum=0.9),
+            params=params,
+        )
 
 
 def test_another_optimizer_from_the_hook_keeps_its_state_by_parameter_name():
@@ -677,13 +688,17 @@ def test_another_optimizer_from_the_hook_keeps_its_state_by_parameter_name():
     original.update(episodes)
     state = original.get_state()
     _plain_only(state)
-    assert set(state["optimizer"]["param_state"]["pi.weight"]) == {"momentum_buffer"}
+    assert set(state["optimizer"]["default_optimizer"]["param_state"]["pi.weight"]) == {
+        "momentum_buffer"
+    }
     restored = MomentumSGDLearner(make_config(), make_module(1))
     restored.set_state(unpack(pack(state)))
     assert original.update(episodes) == restored.update(episodes)
     assert same_weights(weights(original), weights(restored))
     bad = copy.deepcopy(state)
-    bad["optimizer"]["param_state"]["pi.weight"]["momentum_buffer"] = np.zeros(3, np.float32)
+    bad["optimizer"]["default_optimizer"]["param_state"]["pi.weight"]["momentum_buffer"] = np.zeros(
+        3, np.float32
+    )
     with pytest.raises(StateError, match="momentum_buffer"):
         restored.check_state(bad)
 
@@ -695,9 +710,11 @@ def test_get_state_is_a_snapshot():
     state = learner.get_state()
     kept = copy.deepcopy(state)
     learner.update(episodes)
-    for name, entries in kept["optimizer"]["param_state"].items():
+    for name, entries in kept["optimizer"]["default_optimizer"]["param_state"].items():
         for key, value in entries.items():
-            np.testing.assert_array_equal(state["optimizer"]["param_state"][name][key], value)
+            np.testing.assert_array_equal(
+                state["optimizer"]["default_optimizer"]["param_state"][name][key], value
+            )
     assert same_weights(state["module"], kept["module"])
 
 
@@ -723,30 +740,51 @@ def _damaged_states(state: dict):
     )
     yield (
         "moment shape",
-        damaged(lambda s: s["optimizer"]["param_state"]["pi.weight"].update(exp_avg=np.zeros(3))),
+        damaged(
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"]["pi.weight"].update(
+                exp_avg=np.zeros(3)
+            )
+        ),
     )
     yield (
         "negative second moment",
         damaged(
-            lambda s: s["optimizer"]["param_state"]["pi.bias"]["exp_avg_sq"].__setitem__(0, -1.0)
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"]["pi.bias"][
+                "exp_avg_sq"
+            ].__setitem__(0, -1.0)
         ),
     )
-    yield "step type", damaged(lambda s: s["optimizer"]["param_state"]["pi.bias"].update(step="12"))
+    yield (
+        "step type",
+        damaged(
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"]["pi.bias"].update(
+                step="12"
+            )
+        ),
+    )
     yield (
         "missing moment",
-        damaged(lambda s: s["optimizer"]["param_state"]["vf.bias"].pop("exp_avg")),
+        damaged(
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"]["vf.bias"].pop("exp_avg")
+        ),
     )
     yield (
         "unknown optimizer entry",
         damaged(
-            lambda s: s["optimizer"]["param_state"]["vf.bias"].update(momentum_buffer=np.zeros(1))
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"]["vf.bias"].update(
+                momentum_buffer=np.zeros(1)
+            )
         ),
     )
     yield (
         "unknown parameter",
-        damaged(lambda s: s["optimizer"]["param_state"].update({"head.weight": {}})),
+        damaged(
+            lambda s: s["optimizer"]["default_optimizer"]["param_state"].update({"head.weight": {}})
+        ),
     )
-    yield "lr type", damaged(lambda s: s["optimizer"].update(lr="fast"))
+    yield "lr type", damaged(lambda s: s["optimizer"]["default_optimizer"].update(lr=["fast"]))
+    yield "lr count", damaged(lambda s: s["optimizer"]["default_optimizer"].update(lr=[1e-3, 1]))
+    yield "unknown optimizer", damaged(lambda s: s["optimizer"].update(other={}))
     yield "kl_coeff negative", damaged(lambda s: s.update(kl_coeff=-0.1))
     yield "kl_coeff type", damaged(lambda s: s.update(kl_coeff=None))
     yield "rng", damaged(lambda s: s.update(rng={"bit_generator": "Nope", "state": {}}))
@@ -818,10 +856,20 @@ def test_an_update_runs_on_one_torch_thread_unless_the_user_sized_the_pools(monk
 def test_an_optimizer_over_other_tensors_is_refused():
     class ForeignOptimizerLearner(PPOTorchLearner):
         def configure_optimizers_for_module(self, module_id, config):
-            return torch.optim.Adam([nn.Parameter(torch.zeros(3))])
+            foreign = [nn.Parameter(torch.zeros(3))]
+            self.register_optimizer(
+                module_id=module_id, optimizer=torch.optim.Adam(foreign), params=foreign
+            )
 
-    with pytest.raises(ValueError, match="not trainable parameters of the module"):
+    with pytest.raises(ValueError, match="not a parameter of the module"):
         ForeignOptimizerLearner(make_config(), make_module(0))
+
+    class ReturnedOptimizerLearner(PPOTorchLearner):
+        def configure_optimizers_for_module(self, module_id, config):
+            return torch.optim.Adam(self.get_parameters(self.rl_module))
+
+    with pytest.raises(TypeError, match="register_optimizer"):
+        ReturnedOptimizerLearner(make_config(), make_module(0))
 
 
 def test_the_learner_refuses_modules_it_cannot_train():

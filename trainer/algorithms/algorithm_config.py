@@ -239,6 +239,24 @@ def _is_torch_learner_class(v: Any) -> str | None:
     )
 
 
+def _check_lr_scheduler_classes(v: Any) -> str | None:
+    """None, or callables (optimizer) -> torch lr scheduler: a list, or a dict of lists by
+    module id (RLlib's `_torch_lr_scheduler_classes`)."""
+    allowed = (
+        "None, a list of torch lr scheduler classes (or functools.partial of them: "
+        "called with the optimizer), or a dict {module_id: such a list}"
+    )
+    if v is None:
+        return None
+    lists = list(v.values()) if isinstance(v, dict) else [v]
+    if isinstance(v, dict) and not all(isinstance(key, str) for key in v):
+        return allowed
+    for entry in lists:
+        if not isinstance(entry, (list, tuple)) or not all(callable(f) for f in entry):
+            return allowed
+    return None
+
+
 def _is_env_runner_class(v: Any) -> str | None:
     from trainer.runners.env_runner import EnvRunner
 
@@ -578,6 +596,12 @@ class AlgorithmConfig(OldConfigNames):
                     "a subclass of the algorithm's torch learner (PPOTorchLearner) to train "
                     "with, e.g. overriding compute_loss_for_module; it makes the run torch's",
                 ),
+                "learner_config_dict": (
+                    {},
+                    is_dict,
+                    "your own settings for a custom learner (learner_class), read in it as "
+                    "self.config.learner_config_dict[...]",
+                ),
                 "optimizer": (
                     {},
                     _check_optimizer,
@@ -792,6 +816,18 @@ class AlgorithmConfig(OldConfigNames):
             },
         ),
         **settings_of(
+            "experimental",
+            {
+                "_torch_lr_scheduler_classes": (
+                    None,
+                    _check_lr_scheduler_classes,
+                    "torch lr schedulers chained over each optimizer (classes or "
+                    "functools.partial of them, a list or {module_id: list}), stepped after "
+                    "each update; it makes the run torch's",
+                ),
+            },
+        ),
+        **settings_of(
             "api_stack",
             {
                 "enable_rl_module_and_learner": (
@@ -860,6 +896,7 @@ class AlgorithmConfig(OldConfigNames):
     grad_clip: float | None
     grad_clip_by: str
     learner_class: type | None
+    learner_config_dict: dict[str, Any]
     optimizer: dict[str, Any]
     model: dict[str, Any]
     # debugging()
@@ -1168,6 +1205,7 @@ class AlgorithmConfig(OldConfigNames):
         model: dict = NotProvided,
         optimizer: dict = NotProvided,
         learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
         **unknown: Any,
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
@@ -1183,6 +1221,7 @@ class AlgorithmConfig(OldConfigNames):
             "grad_clip_by": grad_clip_by,
             "optimizer": optimizer,
             "learner_class": learner_class,
+            "learner_config_dict": learner_config_dict,
         }
         self._take_old_names("training", unknown, values)
         self._reject_unknown(
@@ -1692,9 +1731,10 @@ class AlgorithmConfig(OldConfigNames):
     @property
     def torch_reason(self) -> str | None:
         """What makes this config run on torch, in the user's words, or None (numpy):
-        `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)` (a MultiRLModuleSpec: in
-        any of its specs),
-        a torch `learner_class`, or, when no framework was chosen, a model only torch builds
+        `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)` (a
+        MultiRLModuleSpec: in any of its specs), a torch `learner_class`, torch lr schedulers
+        (`experimental(_torch_lr_scheduler_classes=...)`), or, when no framework was chosen,
+        a model only torch builds
         (`use_lstm=True`, `conv_*` keys): RLlib's default framework is torch, and an RLlib
         script asking for an LSTM gets one."""
         name = type(self).__name__
@@ -1706,6 +1746,8 @@ class AlgorithmConfig(OldConfigNames):
         if learner_class is not None:
             learner_name = getattr(learner_class, "__name__", learner_class)
             return f"{name}.training(learner_class={learner_name})"
+        if self.__dict__.get("_torch_lr_scheduler_classes"):
+            return f"{name}.experimental(_torch_lr_scheduler_classes=...)"
         if not self.is_given("framework_str"):
             request = torch_only_request(self.__dict__.get("model", {}))
             if request is not None:
@@ -1906,13 +1948,21 @@ class AlgorithmConfig(OldConfigNames):
             "api_stack", {name: True if value is False else value for name, value in values.items()}
         )
 
-    def learners(self, *, learner_class: type | None = NotProvided, **settings: Any) -> Self:
+    def learners(
+        self,
+        *,
+        learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
+        **settings: Any,
+    ) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         learner in the main process; other values warn at build. `learner_class` is
         `training(learner_class=...)`'s (RLlib takes it in both)."""
         self._reject_unknown("learners", settings, [])
         if learner_class is not NotProvided:
             self.training(learner_class=learner_class)
+        if learner_config_dict is not NotProvided:
+            self.training(learner_config_dict=learner_config_dict)
         return self
 
     def resources(self, **settings: Any) -> Self:
@@ -1981,11 +2031,19 @@ class AlgorithmConfig(OldConfigNames):
             )
         return self
 
-    def experimental(self, **settings: Any) -> Self:
-        """RLlib's experimental switches: accepted, none has an effect here (warned at build
-        where set to another value than RLlib's default)."""
-        self._reject_unknown("experimental", settings, [])
-        return self
+    def experimental(
+        self,
+        *,
+        _torch_lr_scheduler_classes: list | dict | None = NotProvided,
+        **settings: Any,
+    ) -> Self:
+        """RLlib's experimental switches: `_torch_lr_scheduler_classes` is a setting; the others
+        are accepted without effect (warned at build where set to another value than RLlib's
+        default)."""
+        self._reject_unknown("experimental", settings, ["_torch_lr_scheduler_classes"])
+        return self._set(
+            "experimental", {"_torch_lr_scheduler_classes": _torch_lr_scheduler_classes}
+        )
 
     def offline_data(self, **settings: Any) -> Self:
         """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
@@ -2449,6 +2507,20 @@ class AlgorithmConfig(OldConfigNames):
         settings = cls._settings()
         rllib_names = cls._rllib_method_of()
         probe = cls()
+        kwargs = dict(kwargs)
+        # RLlib takes any attribute name, a builder method's too (`overrides(exploration=
+        # False)`): applying it shadows the method and changes nothing. So here: a warning,
+        # and the name is dropped.
+        for name in [k for k in kwargs if k not in settings and k not in rllib_names]:
+            if not name.startswith("_") and callable(getattr(probe, name, None)):
+                kwargs.pop(name)
+                warnings.warn(
+                    f"{cls.__name__}.overrides({name}=...): {name} is a builder method, not "
+                    "a setting; it has no effect (as in RLlib). For greedy actions, use "
+                    "explore=False",
+                    IgnoredSettingWarning,
+                    stacklevel=2,
+                )
         probe._take_rllib_settings(
             "overrides", {k: v for k, v in kwargs.items() if k in rllib_names}
         )

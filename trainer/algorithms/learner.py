@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 #: `trainer.metrics.TD_ERROR_KEY`, as in RLlib's learner results).
 UpdateResults = dict[str, float | np.ndarray]
 
+#: RLlib's names (`ray.rllib.core.learner.learner`): the optimizer a learner registers when it
+#: registers one (`TorchLearner.register_optimizer`), and common result keys.
+DEFAULT_OPTIMIZER = "default_optimizer"
+POLICY_LOSS_KEY = "policy_loss"
+VF_LOSS_KEY = "vf_loss"
+ENTROPY_KEY = "entropy"
+LR_KEY = "learning_rate"
+
 
 class Learner(ABC):
     config: AlgorithmConfig
@@ -57,8 +65,9 @@ class LearningRate:
     """`training(lr=...)`: a constant, or RLlib's schedule `[[timestep, lr], ...]`, piecewise
     linear in the env steps sampled so far (the last rate after the last point)."""
 
-    def __init__(self, lr: float | list):
-        self.schedule = Schedule(lr, setting="lr", low=0.0)
+    def __init__(self, lr: float | list, *, setting: str = "lr"):
+        """`setting`: the name bad values are reported under."""
+        self.schedule = Schedule(lr, setting=setting, low=0.0)
 
     def apply(self, optimizer: Adam, num_env_steps_sampled_lifetime: int | None) -> None:
         """Sets the optimizer's rate for the update about to run (a constant rate is left as

@@ -58,6 +58,7 @@ BUILDER_METHODS = (
     "python_environment",
     "framework",
     "api_stack",
+    "experimental",
 )
 
 
@@ -154,7 +155,14 @@ def readme_tables() -> str:
     from trainer.algorithms.dqn import DQNConfig
     from trainer.algorithms.ppo import PPOConfig
 
-    parts = [markdown(AlgorithmConfig, only=lambda name: not name.startswith("_"))]
+    # RLlib's private-looking names are left out, but for experimental() (all of them are).
+    settings = AlgorithmConfig._settings()
+    parts = [
+        markdown(
+            AlgorithmConfig,
+            only=lambda name: not name.startswith("_") or settings[name].method == "experimental",
+        )
+    ]
     for cls in (PPOConfig, DQNConfig):
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
         changed = ", ".join(

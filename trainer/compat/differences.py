@@ -836,13 +836,41 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "TorchLearner.configure_optimizers_for_module",
-        "returns the module's one optimizer (no register_optimizer, lr scheduler classes, "
-        "grad scaler, torch.compile or DDP); its state is saved by parameter name "
-        "(tests/test_torch_learner.py::test_another_optimizer_from_the_hook_keeps_its_state_"
-        "by_parameter_name)",
+        "TorchLearner.configure_optimizers_for_module / register_optimizer",
+        "optimizers are registered as in RLlib, for the learner's one module: "
+        "self.module[module_id] is self.rl_module, module_id is the learner's own or "
+        "ALL_MODULES; a parameter belongs to one optimizer (checked at registration); no "
+        "grad scaler, torch.compile or DDP; state saved by optimizer name, then parameter "
+        "name (tests/test_torch_learner_optimizers.py::test_two_optimizer_state_resumes_"
+        "exactly_through_msgpack)",
         "one learner in one process; checkpoints hold names and arrays, never torch's ids "
         "or pickles",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig.experimental(_torch_lr_scheduler_classes=...)",
+        "schedulers are built with the learner (RLlib: at the first gradient step), one "
+        "chain per optimizer (RLlib 2.60 overwrites a module's other optimizer's chain), and "
+        "their states are checkpointed (tests/test_torch_learner_optimizers.py::"
+        "test_lr_scheduler_state_resumes_exactly_and_is_checked)",
+        "exact resume; RLlib's two-optimizer case rebuilds its chains at every step",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Learner results per optimizer, Learner.metrics",
+        "gradients_<optimizer>_global_norm (before clipping) on every update; "
+        "<optimizer>_learning_rate for each optimizer but the default (curr_lr); values "
+        "logged with self.metrics are reduced once per update into its results",
+        "result keys match the numpy learner's; one learner, results per update (RLlib "
+        "logs norms only when clipping by global_norm or with log_gradients)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig.overrides(<builder method name>=...)",
+        "an IgnoredSettingWarning, and the key is dropped "
+        "(tests/test_config.py::test_to_dict_from_dict_round_trip_and_overrides)",
+        "RLlib accepts it and applying it hides the method with no effect: the same outcome, "
+        "and the user is told",
         BEHAVIOUR,
     ),
     Difference(

@@ -104,9 +104,6 @@ _LEARNER_CONNECTOR = Unsupported(
     None, "learner connectors are not supported here", capability=LEARNER_CONNECTORS
 )
 _LEARNER_DEFAULT_PIECES = Unsupported(True, "the learner's default pieces always run here")
-_LEARNER_CONFIG_DICT = NoEffect(
-    {}, "custom Learner classes are not supported here", fine=_is_none_or_empty
-)
 _AGGREGATORS = NoEffect(0, _ONE_LEARNER)
 _AGGREGATOR_REQUESTS = NoEffect(3, _ONE_LEARNER, fine=lambda v: True)
 _LOCAL_GPU_IDX = NoEffect(0, _GPU)
@@ -201,13 +198,11 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "max_requests_in_flight_per_learner": NoEffect(3, _ONE_LEARNER, fine=lambda v: True),
         "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
-        "learner_config_dict": _LEARNER_CONFIG_DICT,
     },
     "training": {
         "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER, fine=lambda v: True),
         "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
-        "learner_config_dict": _LEARNER_CONFIG_DICT,
         "num_aggregator_actors_per_learner": _AGGREGATORS,
         "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
     },
@@ -392,7 +387,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
     "experimental": {
         "_torch_grad_scaler_class": NoEffect(None, _TORCH),
-        "_torch_lr_scheduler_classes": NoEffect(None, _TORCH),
         "_tf_policy_handles_more_than_one_loss": NoEffect(False, _TF),
         "_disable_preprocessor_api": NoEffect(False, _OLD_STACK, fine=lambda v: True),
         "_disable_action_flattening": NoEffect(False, _OLD_STACK, fine=lambda v: True),

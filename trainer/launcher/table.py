@@ -124,6 +124,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
     "ray.rllib.algorithms.ppo.torch.ppo_torch_learner": ("trainer.torch_rl.ppo_learner",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
+    # RLlib's Learner base and its names (DEFAULT_OPTIMIZER, LR_KEY, ...): framework-free.
+    "ray.rllib.core.learner.learner": ("trainer.algorithms.learner",),
     "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
         "trainer.torch_rl.default_ppo_module",
     ),
@@ -231,7 +233,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.algorithms.dqn.dqn_learner": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.dqn.default_dqn_rl_module": Unavailable(TORCH, _MODEL),
     # Torch modules, models, learners
-    "ray.rllib.core.learner": Unavailable(TORCH, "the built-in numpy learners of PPO and DQN"),
+    "ray.rllib.core.learner": Unavailable(
+        TORCH,
+        "Learner, TorchLearner and PPOTorchLearner (ray.rllib.core.learner.learner, "
+        ".torch.torch_learner, ray.rllib.algorithms.ppo.torch.ppo_torch_learner); no "
+        "LearnerGroup, differentiable or TF learners",
+    ),
     "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.testing": Unavailable(TORCH),
@@ -250,7 +257,11 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.rl_modules.classes.intrinsic_curiosity_model_rlm": Unavailable(
         LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
     ),
-    "ray.rllib.examples.learners": Unavailable(TORCH, "the built-in numpy learners"),
+    # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner
+    # (trainer.examples.learners); the VPG and curiosity learners belong to custom algorithms.
+    "ray.rllib.examples.learners": Unavailable(
+        TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
+    ),
     "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),

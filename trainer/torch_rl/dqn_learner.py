@@ -37,7 +37,7 @@ from trainer.algorithms.learner import UpdateResults
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
-from trainer.metrics import TD_ERROR_KEY
+from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
 from trainer.torch_rl.default_dqn_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.util.state_checks import require_int, require_map
@@ -183,7 +183,9 @@ class DQNTorchLearner(TorchLearner):
         if "n_step" in batch:  # RLlib's column, for a subclass's loss (gamma ** n_step)
             train_batch[N_STEP] = np.asarray(batch["n_step"])
         stats = self.update_from_batch(train_batch)
-        self.after_gradient_based_update(num_env_steps_sampled_lifetime)
+        self.after_gradient_based_update(
+            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime}
+        )
         results: UpdateResults = {
             key: stats[key]
             for key in (QF_LOSS_KEY, QF_MEAN_KEY, QF_MIN_KEY, QF_MAX_KEY, TD_ERROR_MEAN_KEY)
@@ -204,9 +206,12 @@ class DQNTorchLearner(TorchLearner):
         self.td_errors = None
         return results
 
-    def after_gradient_based_update(self, num_env_steps_sampled_lifetime: int) -> None:
-        """Moves every target network towards its main network (by `tau`) when
-        `target_network_update_freq` sampled env steps passed since the last time."""
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Steps the torch lr schedulers (TorchLearner's), then moves every target network
+        towards its main network (by `tau`) when `target_network_update_freq` sampled env
+        steps passed since the last time (RLlib's DQN learner)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        num_env_steps_sampled_lifetime = int(timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
         if (
             num_env_steps_sampled_lifetime - self.last_target_update_step
             < self.config.target_network_update_freq

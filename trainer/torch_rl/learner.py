@@ -1,38 +1,51 @@
 """`TorchLearner` (RLlib's `ray.rllib.core.learner.torch.TorchLearner`): the base of a learner
-that trains a `TorchRLModule` with a torch optimizer, as this trainer's `Learner`.
+that trains a `TorchRLModule` with torch optimizers, as this trainer's `Learner`.
 
 One gradient step (`update_from_batch`) runs RLlib's steps, each an overridable hook:
 `module.forward_train(batch)`, `compute_loss_for_module(...)` (the algorithm's loss),
 `compute_gradients` (backward), `postprocess_gradients` (clipping by `grad_clip` /
-`grad_clip_by`), `apply_gradients` (the optimizer step). Before the step, a NaN or infinite loss
-or gradient raises `trainer.errors.NonFiniteUpdateError` with the weights unchanged (RLlib zeroes
-or skips such gradients instead; this trainer stops, as its numpy learners do).
+`grad_clip_by`, each optimizer's gradients on their own), `apply_gradients` (every optimizer's
+step). Before the step, a NaN or infinite loss or gradient raises
+`trainer.errors.NonFiniteUpdateError` with the weights unchanged (RLlib zeroes or skips such
+gradients instead; this trainer stops, as its numpy learners do).
+
+Optimizers are RLlib's: `configure_optimizers_for_module` registers each one
+(`register_optimizer(module_id=, optimizer_name=, optimizer=, params=, lr_or_lr_schedule=)`; by
+default one Adam as `DEFAULT_OPTIMIZER`), each over its own parameters and at its own rate or
+schedule. `_torch_lr_scheduler_classes` (the config's `experimental()` setting) chains torch lr
+schedulers over every optimizer, stepped once after each update (`after_gradient_based_update`).
+What a loss logs to `self.metrics` joins the update's results (`update_results`).
 
 The state is plain data and numpy arrays (msgpack, never pickle): the module's `get_state()`,
-and the optimizer's per-parameter state keyed by the module's parameter names (torch's own
-`state_dict()` keys them by position).
+and per optimizer name its rates, its per-parameter state keyed by the module's parameter names
+(torch's own `state_dict()` keys them by position) and its lr schedulers' `state_dict()`s.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate
+from trainer.algorithms.learner import DEFAULT_OPTIMIZER, LR_KEY, Learner, LearningRate
 from trainer.core.blas import BLAS_THREAD_VARS
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import check_finite_update
+from trainer.metrics import ALL_MODULES
+from trainer.metrics.metrics_logger import MetricsLogger
 from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
+    require_int,
     require_map,
     require_number,
 )
@@ -147,10 +160,45 @@ def _train_tensor(value: Any, device: torch.device) -> Any:
     return value
 
 
+@dataclass
+class RegisteredOptimizer:
+    """One optimizer of `TorchLearner.register_optimizer`: its name, the module it belongs to,
+    the parameters it steps (by name), the rate RLlib keeps it on (`lr_or_lr_schedule`; None:
+    its own rate stays) and the torch lr schedulers built over it
+    (`_torch_lr_scheduler_classes`)."""
+
+    name: str
+    module_id: str
+    optimizer: torch.optim.Optimizer
+    param_names: list[str]
+    learning_rate: LearningRate | None
+    lr_schedulers: list[Any] = field(default_factory=list)
+
+
+class LearnerMetrics(MetricsLogger):
+    """RLlib's `Learner.metrics`: what a loss or hook logs during an update
+    (`self.metrics.log_value((module_id, "mean_weight"), value, window=1)`) reaches the
+    update's results. Tensors are logged as numbers (detached), so no graph is kept alive."""
+
+    def log_value(self, key: Any, value: Any, **settings: Any) -> None:
+        super().log_value(key, _metric_value(value), **settings)
+
+
+def lr_scheduler_classes_for(setting: Any, module_id: str) -> list[Any]:
+    """The torch lr scheduler factories of `_torch_lr_scheduler_classes` for `module_id`: the
+    list itself, or the module's entry of a per-module dict (none when it has no entry)."""
+    if not setting:
+        return []
+    if isinstance(setting, dict):
+        return list(setting.get(module_id) or [])
+    return list(setting)
+
+
 class TorchLearner(Learner):
-    """Trains one `TorchRLModule` (the full module, not an inference-only copy) with Adam (or
-    what `configure_optimizers_for_module` returns). Subclasses define `update` (the data flow
-    of their algorithm) and `compute_loss_for_module` (their loss); see the module docstring."""
+    """Trains one `TorchRLModule` (the full module, not an inference-only copy) with the
+    optimizers `configure_optimizers_for_module` registers (`register_optimizer`; by default
+    one Adam under `DEFAULT_OPTIMIZER`). Subclasses define `update` (the data flow of their
+    algorithm) and `compute_loss_for_module` (their loss); see the module docstring."""
 
     #: The algorithm's name in error messages (NonFiniteUpdateError).
     algorithm_name = "Torch"
@@ -162,11 +210,13 @@ class TorchLearner(Learner):
         *,
         module_id: str = DEFAULT_MODULE_ID,
     ):
-        """`config`: the algorithm's config (lr, optimizer, grad_clip, grad_clip_by, ...);
-        `module`: the TorchRLModule to train, built by the caller, or a view of one (an object
-        whose `rl_module` is the TorchRLModule, as `TorchModuleView`): `self.module` is what
-        was given (the Algorithm reads weights through it), `self.rl_module` the torch module
-        trained; `module_id`: its id (what `compute_loss_for_module` is called with)."""
+        """`config`: the algorithm's config (lr, optimizer, grad_clip, grad_clip_by,
+        learner_config_dict, _torch_lr_scheduler_classes, ...); `module`: the TorchRLModule to
+        train, built by the caller, or a view of one (an object whose `rl_module` is the
+        TorchRLModule, as `TorchModuleView`): `self.module` is what was given (the Algorithm
+        reads weights through it), `self.rl_module` the torch module trained; `module_id`: its
+        id (what `compute_loss_for_module` and `configure_optimizers_for_module` are called
+        with)."""
         rl_module = getattr(module, "rl_module", module)
         if not isinstance(rl_module, TorchRLModule):
             raise TypeError(
@@ -182,33 +232,181 @@ class TorchLearner(Learner):
         self.module = module
         self.rl_module: TorchRLModule = rl_module
         self.module_id = module_id
-        self.learning_rate = LearningRate(config.lr)
         #: The trainable parameters by name (`named_parameters()` order).
         self.named_params: dict[str, torch.nn.Parameter] = {
             name: param for name, param in rl_module.named_parameters() if param.requires_grad
         }
-        self.optimizer = self.configure_optimizers_for_module(module_id, config)
-        self._check_optimizer_params()
-        self._names_by_param = {param: name for name, param in self.named_params.items()}
+        self._names_by_param = {param: name for name, param in rl_module.named_parameters()}
+        self._params_by_name = dict(rl_module.named_parameters())
+        #: The registered optimizers by name, in registration order (each steps in that order).
+        self._optimizers: dict[str, RegisteredOptimizer] = {}
+        #: RLlib's `Learner.metrics`: values logged during an update join its results.
+        self.metrics = LearnerMetrics()
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
         self.loss_stats: dict[str, Any] = {}
         #: Updates run on one torch thread unless the user sized the pools.
         self.update_threads = TorchThreads()
+        # A user's override may return something (RLlib's old hook returned optimizers).
+        returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
+            module_id=module_id, config=config
+        )
+        if returned is not None:
+            raise TypeError(
+                f"{type(self).__name__}.configure_optimizers_for_module returned "
+                f"{type(returned).__name__}: it registers its optimizers with "
+                "self.register_optimizer(module_id=..., optimizer_name=..., optimizer=..., "
+                "params=..., lr_or_lr_schedule=...) and returns None (RLlib's API)"
+            )
+        if not self._optimizers:
+            raise ValueError(
+                f"{type(self).__name__}.configure_optimizers_for_module registered no "
+                "optimizer (call self.register_optimizer(...))"
+            )
+        self._build_lr_schedulers(getattr(config, "_torch_lr_scheduler_classes", None))
 
-    # -- hooks (RLlib's names) -----------------------------------------------------------------
+    # -- optimizers (RLlib's Learner API) -------------------------------------------------------
     def configure_optimizers_for_module(
-        self, module_id: str, config: AlgorithmConfig
-    ) -> torch.optim.Optimizer:
-        """The optimizer of the module's parameters: Adam with the config's `lr` (its
-        schedule's first rate) and `optimizer` settings (betas, eps). RLlib's registers the
-        optimizer instead of returning it; override to use another (its state must be
-        tensors of the parameters' shapes and numbers)."""
-        return torch.optim.Adam(
-            list(self.named_params.values()),
-            lr=self.learning_rate.initial,
-            **adam_settings(config.optimizer),
+        self, module_id: str, config: AlgorithmConfig | None = None
+    ) -> None:
+        """Registers the module's optimizers (override to use others, e.g. one per network):
+        by default Adam over the module's parameters with the config's `optimizer` settings
+        (betas, eps), under `DEFAULT_OPTIMIZER`, on the config's `lr` (a rate or a schedule)."""
+        config = config or self.config
+        params = self.get_parameters(self.rl_module)
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=torch.optim.Adam(params, **adam_settings(config.optimizer)),
+            params=params,
+            lr_or_lr_schedule=config.lr,
         )
 
+    def register_optimizer(
+        self,
+        *,
+        module_id: str = ALL_MODULES,
+        optimizer_name: str = DEFAULT_OPTIMIZER,
+        optimizer: torch.optim.Optimizer,
+        params: list[torch.Tensor],
+        lr_or_lr_schedule: float | list | None = None,
+    ) -> None:
+        """Registers `optimizer`, which steps `params` (parameters of this learner's module,
+        each in one optimizer only), under `optimizer_name`. With `lr_or_lr_schedule` (a rate,
+        or RLlib's schedule `[[timestep, lr], ...]`), the optimizer's rate is set to it now and
+        kept on the schedule as env steps are sampled; without, its own rate stays. Raises
+        ValueError for anything else (RLlib's checks, and the ones its later asserts make)."""
+        who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
+        if module_id not in (self.module_id, ALL_MODULES):
+            raise ValueError(
+                f"{who}: module_id={module_id!r}: this learner trains {self.module_id!r}"
+            )
+        if not isinstance(optimizer_name, str) or not optimizer_name:
+            raise ValueError(f"{who}: optimizer_name must be a non-empty str")
+        if optimizer_name in self._optimizers:
+            raise ValueError(f"{who}: an optimizer of that name is registered already")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(
+                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
+        if not isinstance(params, list):
+            raise ValueError(f"{who}: params must be a list of the module's parameters")
+        names = self._param_names(params, who, "params")
+        held = self._param_names(
+            [p for group in optimizer.param_groups for p in group["params"]], who, "the optimizer"
+        )
+        outside = sorted(set(held) - set(names))
+        if outside:
+            raise ValueError(f"{who}: the optimizer holds parameters not in params: {outside[:5]}")
+        for other in self._optimizers.values():
+            shared = sorted(set(names) & set(other.param_names))
+            if shared:
+                raise ValueError(
+                    f"{who}: parameters {shared[:5]} are registered with optimizer "
+                    f"{other.name!r} already (each parameter has one optimizer)"
+                )
+        learning_rate = None
+        if lr_or_lr_schedule is not None:
+            learning_rate = LearningRate(lr_or_lr_schedule, setting="lr_or_lr_schedule")
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate.initial
+        self._optimizers[optimizer_name] = RegisteredOptimizer(
+            optimizer_name, module_id, optimizer, names, learning_rate
+        )
+
+    def get_optimizer(
+        self, module_id: str = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER
+    ) -> torch.optim.Optimizer:
+        """The optimizer registered as `optimizer_name` (or RLlib's full name
+        `"<module_id>_<optimizer_name>"`) for `module_id`; KeyError when there is none."""
+        for name in (optimizer_name, optimizer_name.removeprefix(f"{module_id}_")):
+            entry = self._optimizers.get(name)
+            if entry is not None and module_id in (entry.module_id, self.module_id):
+                return entry.optimizer
+        raise KeyError(
+            f"Optimizer not found! module_id={module_id} optimizer_name={optimizer_name} "
+            f"(registered: {list(self._optimizers)})"
+        )
+
+    def get_optimizers_for_module(
+        self, module_id: str = ALL_MODULES
+    ) -> list[tuple[str, torch.optim.Optimizer]]:
+        """`[(optimizer_name, optimizer), ...]` registered for `module_id`."""
+        # ALL_MODULES on either side matches: this learner trains one module.
+        return [
+            (entry.name, entry.optimizer)
+            for entry in self._optimizers.values()
+            if ALL_MODULES in (module_id, entry.module_id) or entry.module_id == module_id
+        ]
+
+    def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
+        """The parameters of `module` (the learner's module or one of its networks), as
+        RLlib's TorchLearner lists them (`list(module.parameters())`)."""
+        return list(module.parameters())
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The default optimizer (`DEFAULT_OPTIMIZER`), else the first registered."""
+        entry = self._optimizers.get(DEFAULT_OPTIMIZER) or next(iter(self._optimizers.values()))
+        return entry.optimizer
+
+    def _param_names(self, params: list[Any], who: str, what: str) -> list[str]:
+        names = []
+        for param in params:
+            name = self._names_by_param.get(param) if isinstance(param, torch.Tensor) else None
+            if name is None:
+                raise ValueError(
+                    f"{who}: {what} holds a {type(param).__name__} that is not a parameter "
+                    "of the module; use self.get_parameters(network) of the module or one "
+                    "of its networks"
+                )
+            names.append(name)
+        return names
+
+    def _build_lr_schedulers(self, setting: Any) -> None:
+        """Builds each optimizer's chain of torch lr schedulers (RLlib's
+        `_torch_lr_scheduler_classes`: each factory is called with the optimizer; the chain
+        steps once per `update`, after it)."""
+        for factory in lr_scheduler_classes_for(setting, self.module_id):
+            for entry in self._optimizers.values():
+                try:
+                    scheduler = factory(entry.optimizer)
+                except TypeError as error:
+                    raise ValueError(
+                        f"_torch_lr_scheduler_classes: {factory!r} could not be built over "
+                        f"optimizer {entry.name!r} ({error}); give torch lr scheduler classes "
+                        "or functools.partial(scheduler class, **its arguments but the "
+                        "optimizer)"
+                    ) from error
+                if not callable(getattr(scheduler, "step", None)) or not callable(
+                    getattr(scheduler, "state_dict", None)
+                ):
+                    raise ValueError(
+                        f"_torch_lr_scheduler_classes: {factory!r} built a "
+                        f"{type(scheduler).__name__}, not a torch lr scheduler (step, "
+                        "state_dict)"
+                    )
+                entry.lr_schedulers.append(scheduler)
+
+    # -- hooks (RLlib's names) -----------------------------------------------------------------
     @abstractmethod
     def compute_loss_for_module(
         self,
@@ -219,7 +417,7 @@ class TorchLearner(Learner):
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:
         """The scalar loss of `module_id` on `batch` (tensors), given the module's
-        `forward_train` output; statistics go to `log_loss_stats`."""
+        `forward_train` output; statistics go to `log_loss_stats` or `self.metrics`."""
 
     def compute_losses(self, *, fwd_out: dict[str, Any], batch: dict[str, Any]) -> dict:
         """{module_id: loss} (RLlib's, for the one module this learner trains)."""
@@ -230,31 +428,45 @@ class TorchLearner(Learner):
         }
 
     def compute_gradients(self, loss_per_module: dict[str, torch.Tensor]) -> ParamDict:
-        """Backpropagates the summed losses; returns each trainable parameter's gradient by
-        name (parameters the loss does not reach have none)."""
-        self.optimizer.zero_grad(set_to_none=True)
+        """Backpropagates the summed losses; returns the gradient of each parameter an
+        optimizer steps, by name (parameters the loss does not reach have none)."""
+        # All of the module's gradients, registered or not: none may carry over a step.
+        self.rl_module.zero_grad(set_to_none=True)
         total_loss = sum(loss_per_module.values())
         if not isinstance(total_loss, torch.Tensor) or total_loss.grad_fn is None:
             return {}
         total_loss.backward()
         return {
-            name: param.grad for name, param in self.named_params.items() if param.grad is not None
+            name: grad
+            for entry in self._optimizers.values()
+            for name in entry.param_names
+            if (grad := self._params_by_name[name].grad) is not None
         }
 
     def postprocess_gradients(self, gradients: ParamDict) -> ParamDict:
-        """Clips the gradients by the config's `grad_clip` / `grad_clip_by` (in place)."""
-        clip_gradients(
-            gradients,
-            grad_clip=self.config.grad_clip,
-            grad_clip_by=self.config.grad_clip_by,
-        )
+        """Clips the gradients by the config's `grad_clip` / `grad_clip_by`, each optimizer's
+        on their own (RLlib's `postprocess_gradients_for_module`)."""
+        for entry in self._optimizers.values():
+            own = {name: gradients[name] for name in entry.param_names if name in gradients}
+            clip_gradients(
+                own, grad_clip=self.config.grad_clip, grad_clip_by=self.config.grad_clip_by
+            )
+            gradients.update(own)
         return gradients
 
     def apply_gradients(self, gradients: ParamDict) -> None:
-        """Sets the parameters' gradients and takes the optimizer's step."""
+        """Sets the parameters' gradients and steps every optimizer (registration order)."""
         for name, grad in gradients.items():
-            self.named_params[name].grad = grad
-        self.optimizer.step()
+            self._params_by_name[name].grad = grad
+        for entry in self._optimizers.values():
+            entry.optimizer.step()
+
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """After an update's gradient steps (RLlib's hook): steps each optimizer's torch lr
+        schedulers once. Override (calling super) for work between updates."""
+        for entry in self._optimizers.values():
+            for scheduler in entry.lr_schedulers:
+                scheduler.step()
 
     def log_loss_stats(self, stats: dict[str, Any]) -> None:
         """Records loss statistics (tensors or numbers) for this step's results (RLlib's
@@ -264,34 +476,63 @@ class TorchLearner(Learner):
     # -- one gradient step ---------------------------------------------------------------------
     def update_from_batch(self, batch: dict[str, Any]) -> dict[str, float]:
         """One gradient step on `batch` (numpy arrays or tensors by column); returns the loss
-        statistics, `total_loss` and the gradient's global norm before clipping. Raises
-        NonFiniteUpdateError, with the weights unchanged, on a NaN or infinite loss or
-        gradient."""
+        statistics, `total_loss` and each optimizer's gradient global norm before clipping
+        (`gradients_<optimizer name>_global_norm`). Raises NonFiniteUpdateError, with the
+        weights unchanged, on a NaN or infinite loss or gradient."""
         tensors = to_train_tensors(batch, self.device)
         self.loss_stats = {}
         fwd_out = self.rl_module.forward_train(tensors)
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=tensors)
         total_loss = float(sum(_to_float(loss) for loss in loss_per_module.values()))
         gradients = self.compute_gradients(loss_per_module)
-        norm = global_norm(list(gradients.values()))
+        norms = {
+            entry.name: global_norm([gradients[n] for n in entry.param_names if n in gradients])
+            for entry in self._optimizers.values()
+        }
         # Before the step: a NaN or infinite loss or gradient must not reach the weights.
-        check_finite_update(total_loss, norm, self.algorithm_name)
+        check_finite_update(total_loss, global_norm(list(gradients.values())), self.algorithm_name)
         self.apply_gradients(self.postprocess_gradients(gradients))
         stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
         stats["total_loss"] = total_loss
-        stats[GLOBAL_NORM_KEY] = norm
+        for name, norm in norms.items():
+            stats[f"gradients_{name}_global_norm"] = norm
         return stats
 
     def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None:
-        """Sets every parameter group's rate from the lr schedule (a constant rate is left as
-        it is: it may have come from a checkpoint)."""
-        rate = self.learning_rate.scheduled(num_env_steps_sampled_lifetime)
-        if rate is not None:
-            for group in self.optimizer.param_groups:
-                group["lr"] = rate
+        """Sets each optimizer's rate from its `lr_or_lr_schedule` (a constant rate is left as
+        it is: it may have come from a checkpoint). With torch lr schedulers, they own the
+        rates and this does nothing (as RLlib's TorchLearner)."""
+        if any(entry.lr_schedulers for entry in self._optimizers.values()):
+            return
+        for entry in self._optimizers.values():
+            if entry.learning_rate is None:
+                continue
+            rate = entry.learning_rate.scheduled(num_env_steps_sampled_lifetime)
+            if rate is not None:
+                for group in entry.optimizer.param_groups:
+                    group["lr"] = rate
+
+    def update_results(self) -> dict[str, Any]:
+        """What the update logged to `self.metrics` (those under this module's id by their
+        own name), and the rate of each optimizer but the default one
+        (`<optimizer name>_learning_rate`; the default's is `curr_lr`); starts the metrics
+        over for the next update."""
+        logged = self.metrics.compile()
+        self.metrics.reset()
+        results: dict[str, Any] = {}
+        for key, value in logged.items():
+            if key == self.module_id and isinstance(value, dict):
+                results.update(value)
+            else:
+                results[key] = value
+        for entry in self._optimizers.values():
+            if entry.name != DEFAULT_OPTIMIZER:
+                results[f"{entry.name}_{LR_KEY}"] = float(entry.optimizer.param_groups[0]["lr"])
+        return results
 
     @property
     def current_lr(self) -> float:
+        """The default optimizer's rate (its first parameter group's)."""
         return float(self.optimizer.param_groups[0]["lr"])
 
     @property
@@ -302,39 +543,61 @@ class TorchLearner(Learner):
 
     # -- state -------------------------------------------------------------------------------
     def get_state(self) -> dict:
-        """{"module": the module's state, "optimizer": {"lr", "param_state": {parameter name:
-        {state name: array or number}}}}, as copies (later steps update the tensors in
-        place)."""
+        """{"module": the module's state, "optimizer": {optimizer name: {"lr": [each
+        parameter group's rate], "param_state": {parameter name: {state name: array or
+        number}}, "lr_schedulers": [each torch lr scheduler's state_dict, plain data]}}}, as
+        copies (later steps update the tensors in place)."""
         # Copies: TorchRLModule.get_state's arrays may share memory with the parameters.
         module_state = {key: np.array(value) for key, value in self.rl_module.get_state().items()}
-        return {"module": module_state, "optimizer": self._optimizer_state()}
+        optimizers = {
+            name: self._optimizer_state(entry) for name, entry in self._optimizers.items()
+        }
+        return {"module": module_state, "optimizer": optimizers}
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner; changes nothing."""
         require_map(state, where, ("module", "optimizer"))
         self._check_module_state(state["module"], f"{where}['module']")
-        self._check_optimizer_state(state["optimizer"], f"{where}['optimizer']")
+        optimizers = require_map(state["optimizer"], f"{where}['optimizer']", self._optimizers)
+        unknown = sorted(set(optimizers) - set(self._optimizers))
+        if unknown:
+            raise StateError(
+                f"{where}['optimizer']",
+                f"has optimizers this learner did not register: {unknown} (registered: "
+                f"{list(self._optimizers)})",
+            )
+        for name, entry in self._optimizers.items():
+            self._check_optimizer_state(entry, optimizers[name], f"{where}['optimizer'][{name!r}]")
 
     def set_state(self, state: dict) -> None:
         self.check_state(state)
         self.rl_module.set_state(state["module"])
-        self._set_optimizer_state(state["optimizer"])
+        for name, entry in self._optimizers.items():
+            self._set_optimizer_state(entry, state["optimizer"][name])
 
-    def _optimizer_state(self) -> dict:
+    def _optimizer_state(self, entry: RegisteredOptimizer) -> dict:
         param_state: dict[str, dict[str, Any]] = {}
-        for param, entries in self.optimizer.state.items():
+        for param, entries in entry.optimizer.state.items():
             param_state[self._names_by_param[param]] = {
                 key: _plain(value) for key, value in entries.items()
             }
-        return {"lr": self.current_lr, "param_state": param_state}
+        return {
+            "lr": [float(group["lr"]) for group in entry.optimizer.param_groups],
+            "param_state": param_state,
+            "lr_schedulers": [
+                _plain_tree(scheduler.state_dict(), f"lr scheduler {type(scheduler).__name__}")
+                for scheduler in entry.lr_schedulers
+            ],
+        }
 
-    def _set_optimizer_state(self, state: dict) -> None:
+    def _set_optimizer_state(self, entry: RegisteredOptimizer, state: dict) -> None:
         # Through torch's load_state_dict (positions by the optimizer's parameter order), so
         # torch casts the moments to each parameter's dtype and device as it does for its own.
+        optimizer = entry.optimizer
         position = {
             self._names_by_param[param]: index
             for index, param in enumerate(
-                p for group in self.optimizer.param_groups for p in group["params"]
+                p for group in optimizer.param_groups for p in group["params"]
             )
         }
         step_dtype = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
@@ -350,11 +613,15 @@ class TorchLearner(Learner):
                 )
                 for key, value in entries.items()
             }
-        full = self.optimizer.state_dict()
+        full = optimizer.state_dict()
         full["state"] = torch_state
-        for group in full["param_groups"]:
-            group["lr"] = float(state["lr"])
-        self.optimizer.load_state_dict(full)
+        for group, rate in zip(full["param_groups"], state["lr"], strict=True):
+            group["lr"] = float(rate)
+        optimizer.load_state_dict(full)
+        for scheduler, scheduler_state in zip(
+            entry.lr_schedulers, state["lr_schedulers"], strict=True
+        ):
+            scheduler.load_state_dict(copy.deepcopy(scheduler_state))
 
     def _check_module_state(self, state: Any, where: str) -> None:
         own = self.rl_module.state_dict()
@@ -377,24 +644,32 @@ class TorchLearner(Learner):
                         f"dtype {value.dtype}, shape {list(value.shape)}",
                     )
 
-    def _check_optimizer_state(self, state: Any, where: str) -> None:
-        require_map(state, where, ("lr", "param_state"))
-        require_number(state["lr"], f"{where}['lr']", minimum=0.0)
+    def _check_optimizer_state(self, entry: RegisteredOptimizer, state: Any, where: str) -> None:
+        require_map(state, where, ("lr", "param_state", "lr_schedulers"))
+        groups = entry.optimizer.param_groups
+        rates = state["lr"]
+        if not isinstance(rates, list) or len(rates) != len(groups):
+            raise StateError(
+                f"{where}['lr']",
+                f"expected a list of {len(groups)} rate(s), one per parameter group, got {rates!r}",
+            )
+        for index, rate in enumerate(rates):
+            require_number(rate, f"{where}['lr'][{index}]", minimum=0.0)
         param_state = require_map(state["param_state"], f"{where}['param_state']")
-        expected_keys = self._expected_optimizer_keys()
+        expected_keys = _expected_optimizer_keys(entry.optimizer)
         for name, entries in param_state.items():
             place = f"{where}['param_state'][{name!r}]"
-            if name not in self.named_params:
+            if name not in entry.param_names:
                 raise StateError(
                     place,
-                    f"no trainable parameter of that name (the module's: "
-                    f"{list(self.named_params)[:5]}...)",
+                    f"not a parameter of optimizer {entry.name!r} (its: "
+                    f"{entry.param_names[:5]}...)",
                 )
             require_map(entries, place, expected_keys or ())
             if expected_keys is not None and set(entries) != set(expected_keys):
                 extra = sorted(set(entries) - set(expected_keys))
                 raise StateError(place, f"unknown optimizer state {extra}")
-            shape = tuple(self.named_params[name].shape)
+            shape = tuple(self._params_by_name[name].shape)
             for key, value in entries.items():
                 if isinstance(value, np.ndarray):
                     array = require_float_array(value, f"{place}[{key!r}]", shape)
@@ -404,29 +679,66 @@ class TorchLearner(Learner):
                         )
                 elif value is not None:  # (SGD without momentum keeps None buffers)
                     require_number(value, f"{place}[{key!r}]", minimum=0.0)
+        self._check_scheduler_states(entry, state["lr_schedulers"], f"{where}['lr_schedulers']")
 
-    def _expected_optimizer_keys(self) -> tuple[str, ...] | None:
-        """The per-parameter state keys of torch's Adam / AdamW (None for other
-        optimizers: any arrays of the parameter's shape, numbers and None)."""
-        if type(self.optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
-            return None
-        if any(group.get("amsgrad") for group in self.optimizer.param_groups):
-            return (*_ADAM_STATE_KEYS, "max_exp_avg_sq")
-        return _ADAM_STATE_KEYS
-
-    def _check_optimizer_params(self) -> None:
-        own = set(self.named_params.values())
-        foreign = [
-            param
-            for group in self.optimizer.param_groups
-            for param in group["params"]
-            if param not in own
-        ]
-        if foreign:
-            raise ValueError(
-                f"{type(self).__name__}.configure_optimizers_for_module: the optimizer holds "
-                f"{len(foreign)} tensor(s) that are not trainable parameters of the module"
+    @staticmethod
+    def _check_scheduler_states(entry: RegisteredOptimizer, states: Any, where: str) -> None:
+        """Each torch lr scheduler's saved state: a map with its own state_dict's keys."""
+        if not isinstance(states, list) or len(states) != len(entry.lr_schedulers):
+            raise StateError(
+                where,
+                f"expected a list of {len(entry.lr_schedulers)} lr scheduler state(s) "
+                f"(_torch_lr_scheduler_classes), got {type(states).__name__} of "
+                f"{len(states) if isinstance(states, list) else '?'}",
             )
+        for index, (scheduler, saved) in enumerate(zip(entry.lr_schedulers, states, strict=True)):
+            own = scheduler.state_dict()
+            place = f"{where}[{index}]"
+            require_map(saved, place, own)
+            unknown = sorted(set(saved) - set(own))
+            if unknown:
+                raise StateError(
+                    place, f"has entries a {type(scheduler).__name__} lacks: {unknown[:5]}"
+                )
+            for key in ("last_epoch", "_step_count"):
+                if key in own:
+                    require_int(saved[key], f"{place}[{key!r}]", minimum=None)
+
+
+def _expected_optimizer_keys(optimizer: torch.optim.Optimizer) -> tuple[str, ...] | None:
+    """The per-parameter state keys of torch's Adam / AdamW (None for other optimizers: any
+    arrays of the parameter's shape, numbers and None)."""
+    if type(optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
+        return None
+    if any(group.get("amsgrad") for group in optimizer.param_groups):
+        return (*_ADAM_STATE_KEYS, "max_exp_avg_sq")
+    return _ADAM_STATE_KEYS
+
+
+def _plain_tree(value: Any, where: str) -> Any:
+    """A state_dict as msgpack's plain data: tensors as numbers or arrays, tuples as lists;
+    anything else (a function, an object) is refused by name."""
+    if isinstance(value, dict):
+        return {str(key): _plain_tree(item, f"{where}[{key!r}]") for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_tree(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (torch.Tensor, np.ndarray, np.generic)):
+        return _plain(torch.as_tensor(value))
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(
+        f"{where}: holds a {type(value).__name__}, which a checkpoint cannot store as plain "
+        "data (numbers, strings, lists, dicts and arrays)"
+    )
+
+
+def _metric_value(value: Any) -> Any:
+    """A logged value as the metrics keep it: a tensor detached, as a number (one element)
+    or a numpy array."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return value.item() if value.numel() == 1 else value.numpy()
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -445,4 +757,14 @@ def _to_float(value: Any) -> float:
     return float(value)
 
 
-__all__ = ["TorchLearner", "TorchThreads", "clip_gradients", "global_norm"]
+__all__ = [
+    "ALL_MODULES",
+    "DEFAULT_OPTIMIZER",
+    "LR_KEY",
+    "LearnerMetrics",
+    "RegisteredOptimizer",
+    "TorchLearner",
+    "TorchThreads",
+    "clip_gradients",
+    "global_norm",
+]

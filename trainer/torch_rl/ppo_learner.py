@@ -44,6 +44,7 @@ from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_rows
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards, tree_map
 from trainer.env.episode import SingleAgentEpisode
+from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
 from trainer.torch_rl.rl_module import to_numpy
 from trainer.torch_rl.sequences import (
@@ -363,6 +364,7 @@ class PPOTorchLearner(TorchLearner):
         self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
     ) -> UpdateResults:
         cfg = self.config
+        self.metrics.reset()  # (an update that stopped on an error may have logged some)
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         step_stats: dict[str, float] = {}
         if self.stateful:
@@ -396,6 +398,11 @@ class PPOTorchLearner(TorchLearner):
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
             self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
+        # Torch lr schedulers step once per update, after it (RLlib's TorchLearner).
+        self.after_gradient_based_update(
+            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}
+        )
+        results.update(self.update_results())
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.current_lr
         results["num_env_steps_trained"] = num_trained
