@@ -258,7 +258,8 @@ def test_a_torch_dqn_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
         state = algo.learner.get_state()
         _no_pickle(state)
         assert any(k.startswith("_target_") for k in state["module"])
-        assert state["optimizer"]["param_state"]  # Adam's moments, by parameter name
+        # Adam's moments, by optimizer name, then parameter name
+        assert state["optimizer"]["default_optimizer"]["param_state"]
         path = algo.save_to_path(tmp_path / "checkpoint")
         assert [p.name for p in Path(path).rglob("*.pkl")] == ["class_and_config.pkl"]
         # The module checkpoint rebuilds RLlib's module, target networks included.
@@ -282,10 +283,10 @@ def test_a_torch_dqn_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
     assert set(got) == set(expected)
     assert all(np.array_equal(got[k], expected[k]) for k in expected)
     assert got_learner["last_target_update_step"] == expected_learner["last_target_update_step"]
-    for name, entries in expected_learner["optimizer"]["param_state"].items():
-        assert np.array_equal(
-            got_learner["optimizer"]["param_state"][name]["exp_avg_sq"], entries["exp_avg_sq"]
-        )
+    expected_adam = expected_learner["optimizer"]["default_optimizer"]["param_state"]
+    got_adam = got_learner["optimizer"]["default_optimizer"]["param_state"]
+    for name, entries in expected_adam.items():
+        assert np.array_equal(got_adam[name]["exp_avg_sq"], entries["exp_avg_sq"])
     assert (
         result["learners"]["default_policy"]["qf_loss"]
         == after["learners"]["default_policy"]["qf_loss"]
