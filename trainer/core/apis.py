@@ -19,6 +19,9 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+#: The key of `forward_target`'s action-distribution inputs (RLlib's constant).
+TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
+
 
 class ValueFunctionAPI(abc.ABC):
     """A module with a value function (PPO's learner needs it)."""
