@@ -169,6 +169,9 @@ class TinyCatch(gym.Env):
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
+        if seed is not None:
+            # A seeded reset starts afresh, as ALE's reloads the game: the frame count too.
+            self.frame_number = 0
         self._new_game()
         return self._screen(), self._info()
 
