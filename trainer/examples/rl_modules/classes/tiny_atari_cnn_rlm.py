@@ -95,6 +95,13 @@ class TinyAtariCNN(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI):
         # The old API stack's value-function initialization: normc with std 0.01.
         normc_initializer(0.01)(self._values.weight)
 
+    @staticmethod
+    def _channels_first(obs: torch.Tensor) -> torch.Tensor:
+        """(B, H, W, C) images as torch's (B, C, H, W), copied into that layout: on a permuted
+        view torch's convolutions take their channels-last path, about 3x slower for the
+        EnvRunners' single-observation batches on a CPU (same results)."""
+        return obs.permute(0, 3, 1, 2).contiguous()
+
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         _, logits = self._compute_embeddings_and_logits(batch)
         return {Columns.ACTION_DIST_INPUTS: logits}
@@ -115,7 +122,7 @@ class TinyAtariCNN(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI):
         ]
 
     def forward_target(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        obs = batch[Columns.OBS].permute(0, 3, 1, 2)
+        obs = self._channels_first(batch[Columns.OBS])
         embeddings = self._target_base_cnn_stack(obs)
         logits = self._target_logits(embeddings)
         return {TARGET_NETWORK_ACTION_DIST_INPUTS: torch.squeeze(logits, dim=[-1, -2])}
@@ -128,14 +135,14 @@ class TinyAtariCNN(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI):
         from `batch[Columns.OBS]` when None."""
         if embeddings is None:
             obs = batch[Columns.OBS]
-            embeddings = self._base_cnn_stack(obs.permute(0, 3, 1, 2))
+            embeddings = self._base_cnn_stack(self._channels_first(obs))
             embeddings = torch.squeeze(embeddings, dim=[-1, -2])
         return self._values(embeddings).squeeze(-1)
 
     def _compute_embeddings_and_logits(
         self, batch: dict[str, Any]
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        obs = batch[Columns.OBS].permute(0, 3, 1, 2)
+        obs = self._channels_first(batch[Columns.OBS])
         embeddings = self._base_cnn_stack(obs)
         logits = self._logits(embeddings)
         return (
