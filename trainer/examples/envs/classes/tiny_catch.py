@@ -47,12 +47,12 @@ MINIMAL_ACTION_MEANINGS = ("NOOP", "RIGHT", "LEFT")
 
 SCREEN = 84  # pixels, square
 WALL = 4  # the grey top wall's height
-PADDLE_WIDTH, PADDLE_HEIGHT, PADDLE_SPEED = 12, 3, 3
+PADDLE_WIDTH, PADDLE_HEIGHT, PADDLE_SPEED = 16, 3, 4
 PADDLE_TOP = SCREEN - 6
-BALL_SIZE, BALL_FALL_SPEED = 4, 2
+BALL_SIZE, BALL_FALL_SPEED = 4, 3
 #: Frames without a ball: at the start of a game (as ALE's games pause before the serve), after
 #: a catch and after a miss.
-SERVE_DELAY, CATCH_DELAY, MISS_DELAY = 90, 4, 24
+SERVE_DELAY, CATCH_DELAY, MISS_DELAY = 100, 4, 8
 
 WALL_COLOR = (142, 142, 142)
 PADDLE_COLOR = (200, 72, 72)
@@ -83,7 +83,7 @@ class TinyCatch(gym.Env):
     """Catch the falling balls with the paddle (see the module docstring).
 
     Observations: the 84x84 RGB screen, a (84, 84, 3) uint8 Box. Actions: Discrete(3), NOOP,
-    RIGHT, LEFT (the paddle moves 3 pixels a frame); with `full_action_space=True` ALE's 18
+    RIGHT, LEFT (the paddle moves 4 pixels a frame); with `full_action_space=True` ALE's 18
     actions, each moving the paddle as its RIGHT/LEFT part says.
 
     ALE's arguments: `frameskip` (an int, or `(low, high)` for a random count in [low, high)
