@@ -28,6 +28,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -68,22 +69,40 @@ def run_once(stop_reward: float, stop_iters: int, timeout_s: float) -> dict:
         f"--stop-iters={stop_iters}",
     ]
     start = time.perf_counter()
-    done = subprocess.run(
-        command, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout_s
+    # Streamed: each progress line is printed as the script prints it.
+    process = subprocess.Popen(
+        command,
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
     )
+    watchdog = threading.Timer(timeout_s, process.kill)
+    watchdog.start()
+    output = []
+    lines = []
+    try:
+        for text in process.stdout:
+            output.append(text)
+            line = PROGRESS.match(text)
+            if line:
+                lines.append(line)
+                print(f"  {line.group(0)}", flush=True)
+        returncode = process.wait()
+    finally:
+        watchdog.cancel()
     seconds = time.perf_counter() - start
-    lines = list(PROGRESS.finditer(done.stdout))
-    for line in lines:
-        print(f"  {line.group(0)}", flush=True)
-    if done.returncode != 0:
-        print(done.stderr[-3000:], file=sys.stderr)
+    if returncode != 0:
+        print("".join(output)[-3000:], file=sys.stderr)
     last = lines[-1] if lines else None
     return {
         "seconds": seconds,
         "iterations": int(last["iter"]) if last else 0,
         "env_steps": int(last["ts"]) if last else 0,
         "return": float(last["ret"]) if last and last["ret"] != "None" else float("nan"),
-        "returncode": done.returncode,
+        "returncode": returncode,
     }
 
 
