@@ -162,6 +162,16 @@ BENCHMARKS = (
         requires=("torch",),
     ),
     Benchmark(
+        "atari_cnn_example",
+        "RLlib's rl_modules/custom_cnn_rl_module.py unmodified through the launcher "
+        "(TinyAtariCNN, RLlib's Atari wrappers, default PPO settings) on localrl/TinyCatch-v0: "
+        "time to a return of 1.0, start included",
+        ("bench/atari_cnn_example.py",),
+        r"^custom_cnn_rl_module",
+        "return 1.0 within 20 iterations and 20 min on 2 cores",
+        requires=("torch",),
+    ),
+    Benchmark(
         "learner_dqn",
         "2000 DQN updates of 32 against their matrix products alone",
         ("bench/learner.py", "--algo", "DQN"),

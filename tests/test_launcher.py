@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 import trainer
@@ -419,11 +420,15 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     with pytest.raises(RLlibNotAvailable) as recsim:
         import ray.rllib.env.wrappers.recsim  # noqa: F401
     assert recsim.value.capability == table.THIRD_PARTY_ENVS
+    # Atari's wrappers are ours (for envs with ALE's surface, localrl/TinyCatch-v0); ALE's
+    # games need ale_py, which gymnasium names when asked for one.
     from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
-    with pytest.raises(RLlibNotAvailable) as atari:  # imported at the top, used for Atari only
-        wrap_atari_for_new_api_stack(None, framestack=4)({})
-    assert atari.value.capability == table.ATARI
+    from trainer.env.wrappers import atari_wrappers
+
+    assert wrap_atari_for_new_api_stack is atari_wrappers.wrap_atari_for_new_api_stack
+    with pytest.raises(ModuleNotFoundError, match="ale_py"):
+        gym.make("ale_py:ALE/Pong-v5")
 
 
 def test_unmapped_names_and_modules_fail_as_gaps(hook):

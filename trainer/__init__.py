@@ -23,6 +23,7 @@ from trainer.env.envs import EnvContext, register_env
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
+from trainer.env.registered_envs import register_project_envs as _register_project_envs
 from trainer.errors import (
     EnvRunnerCrashed,
     EnvRunnerError,
@@ -88,6 +89,7 @@ __all__ = [
 ]
 
 _moved_modules.install()  # old import paths (trainer.env_runner, ...) keep working
+_register_project_envs()  # gym.make("localrl/TinyCatch-v0") wherever trainer is imported
 if _os.environ.get("LOCALRL_RLLIB_LAUNCHER"):  # a process started under `python -m trainer run`
     from trainer.launcher import install_from_environment as _install_rllib_launcher
 

@@ -796,6 +796,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "ALE envs (ale_py:ALE/Pong-v5, ...) in RLlib's Atari scripts; cv2 in the Atari wrappers",
+        "ALE is not shipped: RLlib's custom_cnn_rl_module.py runs unmodified with "
+        "--env=localrl/TinyCatch-v0, the project's Atari-like game (ALE's gym.make "
+        "arguments, ale.lives(), get_action_meanings()); the wrappers grayscale and resize "
+        "with numpy, OpenCV's weights and area averaging (tests/test_atari_wrappers.py runs "
+        "RLlib's wrapper source beside ours, step for step)",
+        "ALE and its ROMs are a large third-party dependency, and Pong needs hours of "
+        "training; TinyCatch learns in minutes on 2 cores; OpenCV is not a dependency",
+        BEHAVIOUR,
+    ),
+    Difference(
         "Dict/Tuple observations with the default numpy modules",
         "refused, naming FlattenObservations or a torch module (torch modules get them "
         "nested, as in RLlib)",

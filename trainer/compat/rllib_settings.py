@@ -127,8 +127,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         ),
         "is_atari": NoEffect(
             None,
-            "no Atari preprocessing is built in here; wrap the env "
-            "with gymnasium's AtariPreprocessing yourself",
+            "no Atari preprocessing is applied for you here; wrap the env "
+            "yourself, as RLlib's new-stack scripts do, with "
+            "trainer.env.wrappers.atari_wrappers.wrap_atari_for_new_api_stack",
             fine=lambda v: not v,
         ),
         "action_mask_key": NoEffect("action_mask", "action masking is not built in here"),

@@ -192,7 +192,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.numpy": ("trainer.core.spaces",),
     "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
     "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
-    "ray.rllib.utils.images": ("trainer.examples.envs.env_rendering_and_recording",),
+    "ray.rllib.utils.images": ("trainer.util.images",),
     "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
@@ -201,8 +201,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
     "ray.rllib.env.vector.vector_multi_agent_env": ("trainer.env.vector_multi_agent_env",),
-    # Atari's wrappers: imported at the top of scripts that run Atari only when asked to.
-    "ray.rllib.env.wrappers.atari_wrappers": (),
+    "ray.rllib.env.wrappers.atari_wrappers": ("trainer.env.wrappers.atari_wrappers",),
 }
 
 #: RLlib package -> our package with the same layout below it: `ray.rllib.examples.a.b` is
@@ -387,7 +386,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "SACConfig",
         )
     },
-    "ray.rllib.env.wrappers.atari_wrappers": {"*": _at_use(ATARI, "a gymnasium env id")},
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },

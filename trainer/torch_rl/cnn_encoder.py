@@ -142,8 +142,10 @@ class TorchCNN(nn.Module):
         self.output_shape = (size[0], size[1], in_channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Channels-last (the env's layout) to torch's channels-first and back.
-        return self.cnn(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+        # Channels-last (the env's layout) to torch's channels-first and back. Contiguous: on a
+        # permuted view torch's CPU convolutions run about 3x slower at the EnvRunners' small
+        # batches (the same results).
+        return self.cnn(x.permute(0, 3, 1, 2).contiguous()).permute(0, 2, 3, 1)
 
 
 class CNNEncoder(nn.Module):

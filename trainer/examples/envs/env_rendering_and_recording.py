@@ -15,35 +15,10 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.callbacks import RLlibCallback
+from trainer.util.images import resize
 
 #: The size each frame is scaled to, as in RLlib (height, width).
 VIDEO_HEIGHT, VIDEO_WIDTH = 64, 96
-
-
-def _area_weights(size_in: int, size_out: int) -> np.ndarray:
-    """(size_out, size_in) weights: each output pixel averages the input pixels it covers, in
-    proportion to the overlap (OpenCV's INTER_AREA when shrinking)."""
-    scale = size_in / size_out
-    edges = np.arange(size_out + 1) * scale
-    starts, ends = edges[:-1, None], edges[1:, None]
-    pixels = np.arange(size_in)[None, :]
-    overlap = np.clip(np.minimum(ends, pixels + 1) - np.maximum(starts, pixels), 0.0, None)
-    return overlap / overlap.sum(axis=1, keepdims=True)
-
-
-def resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """`img` (H, W) or (H, W, C) scaled to (height, width) by area averaging, in its own dtype
-    (RLlib's `ray.rllib.utils.images.resize` calls OpenCV's INTER_AREA; this needs only
-    numpy)."""
-    img = np.asarray(img)
-    rows = _area_weights(img.shape[0], height)
-    columns = _area_weights(img.shape[1], width)
-    scaled = np.tensordot(rows, img.astype(np.float64), axes=(1, 0))
-    scaled = np.moveaxis(np.tensordot(columns, scaled, axes=(1, 1)), 0, 1)
-    if np.issubdtype(img.dtype, np.integer):
-        info = np.iinfo(img.dtype)
-        scaled = np.clip(np.rint(scaled), info.min, info.max)
-    return scaled.astype(img.dtype)
 
 
 class EnvRenderCallback(RLlibCallback):

@@ -1,0 +1,67 @@
+"""Image helpers of RLlib's `ray.rllib.utils.images` with numpy only (RLlib calls OpenCV):
+`resize` (area averaging, OpenCV's INTER_AREA when shrinking) and `rgb2gray` (OpenCV's
+COLOR_RGB2GRAY weights and 8-bit rounding)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+#: OpenCV's fixed-point luma weights for 8-bit images (R, G, B), scaled by 2**14: they sum to
+#: 2**14, so white stays 255.
+_GRAY_WEIGHTS_Q14 = (4899, 9617, 1868)
+#: The same weights as fractions (ITU-R BT.601: 0.299, 0.587, 0.114), for float images.
+_GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114])
+
+
+@functools.lru_cache(maxsize=64)
+def _area_weights(size_in: int, size_out: int) -> np.ndarray:
+    """(size_out, size_in) weights: each output pixel averages the input pixels it covers, in
+    proportion to the overlap (OpenCV's INTER_AREA when shrinking). Cached (frames of one size
+    are resized over and over), so read-only."""
+    scale = size_in / size_out
+    edges = np.arange(size_out + 1) * scale
+    starts, ends = edges[:-1, None], edges[1:, None]
+    pixels = np.arange(size_in)[None, :]
+    overlap = np.clip(np.minimum(ends, pixels + 1) - np.maximum(starts, pixels), 0.0, None)
+    weights = overlap / overlap.sum(axis=1, keepdims=True)
+    weights.setflags(write=False)
+    return weights
+
+
+def resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
+    """`img` (H, W) or (H, W, C) scaled to (height, width) by area averaging, in its own dtype
+    (RLlib's `ray.rllib.utils.images.resize` calls OpenCV's INTER_AREA)."""
+    img = np.asarray(img)
+    if img.ndim not in (2, 3):
+        raise ValueError(f"resize: img of shape {img.shape}: expected (H, W) or (H, W, C)")
+    rows = _area_weights(img.shape[0], int(height))
+    columns = _area_weights(img.shape[1], int(width))
+    in_height, in_width = img.shape[:2]
+    # Rows first on the (H, W * C) matrix, then the columns of each row batch: two products.
+    scaled = (rows @ img.reshape(in_height, -1).astype(np.float64)).reshape(
+        (int(height), in_width) + img.shape[2:]
+    )
+    # (h, W) @ (W, w); or (w, W) @ (h, W, C), broadcast over the h rows: (h, w, C).
+    scaled = scaled @ columns.T if img.ndim == 2 else np.matmul(columns, scaled)
+    if np.issubdtype(img.dtype, np.integer):
+        # Weighted averages stay within the input's range: rounding is all that is left.
+        scaled = np.rint(scaled)
+    return scaled.astype(img.dtype)
+
+
+def rgb2gray(img: np.ndarray) -> np.ndarray:
+    """An (H, W, 3) RGB image as (H, W) luma in its own dtype (RLlib's
+    `ray.rllib.utils.images.rgb2gray`, OpenCV's COLOR_RGB2GRAY): 0.299 R + 0.587 G + 0.114 B,
+    rounded as OpenCV rounds 8-bit images."""
+    img = np.asarray(img)
+    if img.ndim != 3 or img.shape[-1] != 3:
+        raise ValueError(f"rgb2gray: img of shape {img.shape}: expected (height, width, 3)")
+    if img.dtype == np.uint8:
+        # OpenCV's 8-bit path: integer weights, add half, shift (round half up).
+        red, green, blue = (img[..., i].astype(np.int32) for i in range(3))
+        weight_r, weight_g, weight_b = _GRAY_WEIGHTS_Q14
+        luma = (red * weight_r + green * weight_g + blue * weight_b + (1 << 13)) >> 14
+        return luma.astype(np.uint8)
+    return (img.astype(np.float64) @ _GRAY_WEIGHTS).astype(img.dtype)
