@@ -166,9 +166,38 @@ BENCHMARKS = (
         "RLlib's rl_modules/custom_cnn_rl_module.py unmodified through the launcher "
         "(TinyAtariCNN, RLlib's Atari wrappers, default PPO settings) on localrl/TinyCatch-v0: "
         "time to a return of 1.0, start included",
-        ("bench/atari_cnn_example.py",),
+        ("bench/rl_module_examples.py", "--example", "cnn"),
         r"^custom_cnn_rl_module",
         "return 1.0 within 20 iterations and 20 min on 2 cores",
+        requires=("torch",),
+    ),
+    Benchmark(
+        "lstm_example",
+        "RLlib's rl_modules/custom_lstm_rl_module.py --as-test unmodified through the "
+        "launcher (LSTMContainingRLModule on StatelessCartPole): time to the script's stop "
+        "(mean return 300), start included, 3 runs",
+        ("bench/rl_module_examples.py", "--example", "lstm", "--runs", "3"),
+        r"^custom_lstm_rl_module",
+        "3/3 runs reach 300 within the script's 2M env steps",
+        requires=("torch",),
+    ),
+    Benchmark(
+        "lstm_ppo",
+        "RLlib's tuned stateless_cartpole_ppo.py settings (default torch module, use_lstm, "
+        "vf_share_layers, max_seq_len 20, MeanStdFilter, 3 EnvRunners) to its target, build "
+        "included, median of 3 seeds",
+        ("bench/lstm_ppo.py",),
+        r"^(seed|median)",
+        "return 350 within 2M env steps",
+        requires=("torch",),
+    ),
+    Benchmark(
+        "dqn_cartpole_torch",
+        "DQN with the torch learner and RLlib's DefaultDQNTorchRLModule solves CartPole-v1 "
+        "(the dqn_cartpole settings), wall time including build",
+        ("bench/cartpole_dqn.py", "--framework", "torch"),
+        r"^(seed|torch)",
+        "< 100k env steps",
         requires=("torch",),
     ),
     Benchmark(
