@@ -897,6 +897,7 @@ class AlgorithmConfig(OldConfigNames):
     grad_clip_by: str
     learner_class: type | None
     learner_config_dict: dict[str, Any]
+    _torch_lr_scheduler_classes: list | dict | None
     optimizer: dict[str, Any]
     model: dict[str, Any]
     # debugging()

@@ -617,7 +617,9 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             events = create_writer(directory, display.line, importing)
             display.line(f"ready in {time.perf_counter() - start:.2f} s")
             reason, result = None, None
-            while reason is None and not request.requested:
+            # At least one iteration: a Ctrl-C that comes before the first has started still
+            # means "finish this iteration, then save", as the note says.
+            while result is None or (reason is None and not request.requested):
                 result = algorithm.train()
                 folder.add_result(result)
                 if events is not None:
