@@ -1,5 +1,12 @@
+import importlib.machinery
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from callbacks import RLlibCallback
 from trainer import PPOConfig, TaskSettableEnv
@@ -164,3 +171,59 @@ def blas_threads_seen(monkeypatch, owner: type, name: str, run) -> list[list[int
         run()
         assert blas_threads() and set(blas_threads()) == {2}
     return seen
+
+
+# -- RLlib's own files, read from the installed Ray wheel ------------------------------------------
+def rllib_source(relative: str, *, module_level: bool = False) -> Path:
+    """A file of the installed Ray 2.60 wheel's `rllib/` (`relative` to it), found on sys.path
+    only: nothing is imported, and a `ray` stand-in in sys.modules is ignored. Skips the test
+    (the module with `module_level`) where the wheel is not installed."""
+    spec = importlib.machinery.PathFinder.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(
+            "needs the Ray 2.60 wheel (the test extra: pip install -e '.[test]') for RLlib's files",
+            allow_module_level=module_level,
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "rllib" / relative
+
+
+def rllib_example(relative: str) -> Path:
+    """A script of the installed Ray 2.60 wheel's `rllib/examples` (read from disk)."""
+    return rllib_source(f"examples/{relative}")
+
+
+def exec_rllib_source(path: Path, fake_modules: dict[str, dict[str, Any]], name: str) -> dict:
+    """The namespace of RLlib's module at `path`, its body run with its imports served by
+    stand-in modules (`fake_modules`: module name -> attributes) only while it runs:
+    `sys.modules` is left as it was."""
+    saved = {module_name: sys.modules.get(module_name) for module_name in fake_modules}
+    try:
+        for module_name, attributes in fake_modules.items():
+            module = types.ModuleType(module_name)
+            module.__dict__.update(attributes)
+            sys.modules[module_name] = module
+        namespace: dict = {"__name__": name}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
+    finally:
+        for module_name, module in saved.items():
+            if module is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = module
+    return namespace
+
+
+def assert_plain_data(value: Any, where: str = "state") -> None:
+    """`value` holds only what msgpack stores without pickle: dicts with plain keys, lists,
+    numbers, strings, None and numpy arrays."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert isinstance(key, str | int | float | bool), f"{where}: key {key!r}"
+            assert_plain_data(item, f"{where}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            assert_plain_data(item, f"{where}[{i}]")
+    else:
+        assert value is None or isinstance(value, str | int | float | bool | np.ndarray), (
+            f"{where}: {type(value)}"
+        )

@@ -10,14 +10,12 @@ same game with the same seeds and actions, and every step must return the same.
 
 from __future__ import annotations
 
-import importlib.machinery
-import sys
 import types
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import exec_rllib_source, rllib_source
 
 import trainer  # noqa: F401 - registers localrl/TinyCatch-v0
 from trainer.env.wrappers import atari_wrappers as ours
@@ -28,14 +26,7 @@ CATCH = "localrl/TinyCatch-v0"
 
 
 def _rllib_atari_wrappers() -> types.SimpleNamespace:
-    """RLlib's `atari_wrappers` module, from its source, with its imports served by stand-ins
-    (only while the module body runs: `sys.modules` is left as it was)."""
-    spec = importlib.machinery.PathFinder.find_spec("ray")  # sys.path only, imports nothing
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the Ray 2.60 wheel (the test extra) for RLlib's source")
-    path = (
-        Path(next(iter(spec.submodule_search_locations))) / "rllib/env/wrappers/atari_wrappers.py"
-    )
+    """RLlib's `atari_wrappers` module, from its source, with its imports served by stand-ins."""
     fake_modules = {
         "ray": {},
         "ray.rllib": {},
@@ -43,21 +34,8 @@ def _rllib_atari_wrappers() -> types.SimpleNamespace:
         "ray.rllib.utils.annotations": {"PublicAPI": lambda obj: obj},
         "ray.rllib.utils.images": {"resize": resize, "rgb2gray": rgb2gray},
     }
-    saved = {name: sys.modules.get(name) for name in fake_modules}
-    try:
-        for name, attributes in fake_modules.items():
-            module = types.ModuleType(name)
-            module.__dict__.update(attributes)
-            sys.modules[name] = module
-        namespace: dict = {"__name__": "rllib_atari_wrappers"}
-        exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-    return types.SimpleNamespace(**namespace)
+    path = rllib_source("env/wrappers/atari_wrappers.py")
+    return types.SimpleNamespace(**exec_rllib_source(path, fake_modules, "rllib_atari_wrappers"))
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,12 @@ asked of both classes, and the results (or the exception types) must be equal.
 
 from __future__ import annotations
 
-import importlib.machinery
 import itertools
-import sys
-import types
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import exec_rllib_source, rllib_source
 
 from trainer.core import spaces as our_spaces
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
@@ -28,25 +25,6 @@ pytestmark = pytest.mark.ray
 
 POSITIONS = [None, -12, -9, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 9, 12]
 INDICES = [-12, -9, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 9, 12]
-
-
-def _rllib_source() -> Path:
-    # The path finder looks on sys.path only: it imports nothing and ignores any `ray` module
-    # already in sys.modules (such as a stand-in for RLlib scripts).
-    spec = importlib.machinery.PathFinder.find_spec("ray")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(
-            "needs the Ray 2.60 wheel (the test extra: pip install -e '.[test]') for "
-            "RLlib's source",
-            allow_module_level=True,
-        )
-    return (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "rllib"
-        / "env"
-        / "utils"
-        / "infinite_lookback_buffer.py"
-    )
 
 
 def _load_rllib_class() -> type:
@@ -75,22 +53,8 @@ def _load_rllib_class() -> type:
         },
         "ray.util.annotations": {"DeveloperAPI": lambda cls: cls},
     }
-    path = _rllib_source()
-    source = path.read_text()
-    saved = {name: sys.modules.get(name) for name in fake_modules}
-    try:
-        for name, attributes in fake_modules.items():
-            module = types.ModuleType(name)
-            module.__dict__.update(attributes)
-            sys.modules[name] = module
-        namespace: dict = {"__name__": "rllib_infinite_lookback_buffer"}
-        exec(compile(source, str(path), "exec"), namespace)  # noqa: S102
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
+    path = rllib_source("env/utils/infinite_lookback_buffer.py", module_level=True)
+    namespace = exec_rllib_source(path, fake_modules, "rllib_infinite_lookback_buffer")
     return namespace["InfiniteLookbackBuffer"]
 
 

@@ -8,7 +8,6 @@ public API."""
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import rllib_example
 
 from trainer import PPOConfig, launcher
 from trainer.connectors import FlattenObservations, MeanStdFilter
@@ -28,14 +28,6 @@ from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 280
-
-
-def rllib_example(relative: str) -> Path:
-    """A script of the installed Ray 2.60 wheel's `rllib/examples` (read from disk)."""
-    spec = importlib.machinery.PathFinder.find_spec("ray")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the installed Ray wheel (the test extra) for its example files")
-    return Path(spec.submodule_search_locations[0]) / "rllib" / "examples" / relative
 
 
 def run_example(tmp_path: Path, relative: str, *args: str) -> tuple[str, dict]:

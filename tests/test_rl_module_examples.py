@@ -4,7 +4,6 @@ wheel's own files. Reaching the scripts' targets is `bench/rllib_examples.py`'s 
 
 from __future__ import annotations
 
-import importlib.machinery
 import os
 import re
 import subprocess
@@ -15,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from helpers import rllib_example
 
 from trainer import launcher
 from trainer.compat.rllib_utils import Columns
@@ -28,18 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 240
 
 
-def wheel_example(relative: str) -> Path:
-    spec = importlib.machinery.PathFinder.find_spec("ray")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the installed Ray wheel (the test extra) for its example files")
-    return Path(spec.submodule_search_locations[0]) / "rllib" / "examples" / relative
-
-
 def run_example(relative: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path))  # ~/ray_results
     env.pop(launcher.ENV_VAR, None)
     return subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(wheel_example(relative)), *args],
+        [sys.executable, "-m", "trainer", "run", str(rllib_example(relative)), *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

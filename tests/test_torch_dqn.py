@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+from helpers import assert_plain_data  # noqa: E402
 from torch import nn  # noqa: E402
 from torch_modules import CountingDQNTorchLearner, SmallQTorchModule  # noqa: E402
 
@@ -238,25 +239,12 @@ def test_a_users_q_module_and_learner_class_train():
         algo.stop()
 
 
-def _no_pickle(value, where="state") -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _no_pickle(item, f"{where}[{key!r}]")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _no_pickle(item, f"{where}[{i}]")
-    else:
-        assert value is None or isinstance(value, str | int | float | bool | np.ndarray), (
-            f"{where}: {type(value)}"
-        )
-
-
 def test_a_torch_dqn_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
     algo = small_torch_dqn(store_buffer_in_checkpoints=True).build()
     try:
         algo.train()
         state = algo.learner.get_state()
-        _no_pickle(state)
+        assert_plain_data(state)
         assert any(k.startswith("_target_") for k in state["module"])
         # Adam's moments, by optimizer name, then parameter name
         assert state["optimizer"]["default_optimizer"]["param_state"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_plain_data
 from torch_modules import FrozenPPOTorchLearner, TwoHeadedTorchModule
 
 from trainer import PPOConfig, RLModuleSpec
@@ -110,20 +111,6 @@ def test_a_users_learner_class_computes_the_loss(where):
         PPOConfig().training(learner_class=dict)
 
 
-def _no_pickle(value, where="state") -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            assert isinstance(key, str | int | float | bool), f"{where}: key {key!r}"
-            _no_pickle(item, f"{where}[{key!r}]")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _no_pickle(item, f"{where}[{i}]")
-    else:
-        assert value is None or isinstance(value, str | int | float | bool | np.ndarray), (
-            f"{where}: {type(value)}"
-        )
-
-
 @pytest.mark.timeout(240)
 def test_a_torch_checkpoint_holds_arrays_and_resumes_exactly_in_a_fresh_process(tmp_path):
     config = torch_ppo().env_runners(num_env_runners=0)
@@ -131,7 +118,7 @@ def test_a_torch_checkpoint_holds_arrays_and_resumes_exactly_in_a_fresh_process(
     try:
         algo.train()
         path = algo.save_to_path(tmp_path / "checkpoint")
-        _no_pickle(algo.learner.get_state())
+        assert_plain_data(algo.learner.get_state())
         # Only the layout's class_and_config.pkl (read only with allow_pickle=True); the
         # torch module's weights and the learner's state are msgpack arrays.
         assert [p.name for p in Path(path).rglob("*.pkl")] == ["class_and_config.pkl"]
