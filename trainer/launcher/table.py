@@ -261,7 +261,8 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.learners": Unavailable(
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),
-    "ray.rllib.examples.algorithms": Unavailable(TORCH, _PPO_DQN),
+    # Custom Algorithm subclasses (VPG: its own training_step, LearnerGroup, learner connectors).
+    "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _PPO_DQN),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
