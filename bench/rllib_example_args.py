@@ -5,7 +5,8 @@ Source: `rllib/BUILD.bazel` of ray-project/ray (the `py_test` entries of its "ex
 section and its learning tests), read at commit 0013d9b70a61c6334b6ad183e6f49b62f20b44cf,
 keeping the entries whose `main` file ships in the 2.60 wheel. Each entry is
 (CI test name, args, CI tags worth knowing: "manual" = not run by RLlib's CI, "gpu",
-"multi_gpu"). An example with no entry here has none in BUILD.bazel (it is run with no
+"multi_gpu"; "localrl" = not RLlib's: an extra run on an env this project ships in place of one
+it does not). An example with no entry here has none in BUILD.bazel (it is run with no
 arguments). Paths are relative to `ray/rllib/examples`.
 """
 
@@ -394,6 +395,12 @@ CI_ARGS: dict[str, list[CIEntry]] = {
     ],
     "rl_modules/custom_cnn_rl_module.py": [
         ("custom_cnn_rl_module", ["--stop-iters=3"], ()),
+        # ALE is not shipped: the same script on the project's Atari-like game.
+        (
+            "custom_cnn_rl_module_tinycatch",
+            ["--env=localrl/TinyCatch-v0", "--stop-iters=1"],
+            ("localrl",),
+        ),
     ],
     "rl_modules/custom_lstm_rl_module.py": [
         ("custom_lstm_rl_module", ["--as-test"], ()),

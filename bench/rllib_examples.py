@@ -291,7 +291,8 @@ def classify(
         return
     rule = static_rule(run.example, run.args)
     message = (report or {}).get("message", "")
-    missing = re.fullmatch(r"No module named '([\w]+)[\w.]*'", message)
+    # Raised in the script, or in an EnvRunner (the EnvRunnerError's message names it).
+    missing = re.search(r"No module named '([\w]+)[\w.]*'", message)
     if rule is None and missing and missing.group(1) in MISSING_PACKAGES:
         rule = MISSING_PACKAGES[missing.group(1)]
     extra = re.match(r"cannot import name '\w+' from '([\w.]+)'", message)
