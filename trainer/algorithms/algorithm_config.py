@@ -1799,7 +1799,7 @@ class AlgorithmConfig(OldConfigNames):
 
         recurrent = []
         if self.model.get("use_lstm"):
-            recurrent.append("(every module: the config's model_config)")
+            recurrent.append("every module (the config's model_config)")
         spec = self.__dict__.get("rl_module_spec")
         specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else None
         if isinstance(specs, dict):
@@ -1810,10 +1810,10 @@ class AlgorithmConfig(OldConfigNames):
             ]
         if recurrent:
             raise ConfigError(
-                f"{name}: use_lstm=True in a multi-agent config (modules {', '.join(recurrent)}): "
-                "recurrent torch modules train in single-agent runs here; the multi-agent "
-                "EnvRunners carry no recurrent state (stack frames with the FrameStacking "
-                "connector, or leave use_lstm=False)"
+                f"{name}: use_lstm=True in a multi-agent config (modules: "
+                f"{', '.join(recurrent)}): recurrent torch modules train in single-agent runs "
+                "here; the multi-agent EnvRunners carry no recurrent state (stack frames with "
+                "the FrameStacking connector, or leave use_lstm=False)"
             )
 
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
