@@ -55,6 +55,13 @@ LONG_TESTS = {
         "test_multi_agent_examples.py",
         "test_custom_env_render_method_multi_agent_renders_each_sub_env",
     ),
+    # Learning to a return with torch: bench/lstm_ppo.py and bench/cnn_ppo.py time the same
+    # to RLlib's targets; the suite keeps the shorter torch runs in worker processes.
+    ("test_torch_lstm.py", "test_lstm_ppo_learns_stateless_cartpole"),
+    (
+        "test_torch_cnn.py",
+        "test_ppo_with_the_default_cnn_learns_dot_to_target_in_an_env_runner_process",
+    ),
     # RLlib's multi-agent torch module restores (about 9 s each; the single-agent one stays).
     *(
         ("test_algorithm_rl_module_restore_torch.py", name)
