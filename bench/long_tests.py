@@ -1,7 +1,8 @@
 """The suite's longest runs, which the whole suite skips to stay under its 15-minute budget on
 2 cores (tests/conftest.py: LONG_TESTS): RLlib's own long tests (a PPO training with crashing
 sub-envs, a distributed EnvRunner on Ray, an example with parallel evaluation), this
-project's long multi-agent and backend runs, and two torch learning runs. Runs them with
+project's long multi-agent and backend runs, two torch learning runs, and the mypy check
+(`.ci/run` runs mypy as a step of its own). Runs them with
 LOCALRL_LONG_TESTS=1 and prints each one's outcome and time.
 
 Run: python bench/long_tests.py [pytest options]

@@ -55,6 +55,8 @@ LONG_TESTS = {
         "test_multi_agent_examples.py",
         "test_custom_env_render_method_multi_agent_renders_each_sub_env",
     ),
+    # mypy on trainer/: .ci/run runs it as a step of its own right after the suite.
+    ("test_types.py", "test_mypy_reports_no_errors_on_trainer"),
     # Learning to a return with torch: bench/lstm_ppo.py and bench/cnn_ppo.py time the same
     # to RLlib's targets; the suite keeps the shorter torch runs in worker processes.
     ("test_torch_lstm.py", "test_lstm_ppo_learns_stateless_cartpole"),
