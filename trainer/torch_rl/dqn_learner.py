@@ -40,6 +40,7 @@ from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
 from trainer.torch_rl.default_dqn_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
+from trainer.torch_rl.target_networks import update_target_network
 from trainer.util.state_checks import require_int, require_map
 
 if TYPE_CHECKING:
@@ -57,18 +58,6 @@ WEIGHTS = "weights"
 DISCOUNTS = "discounts"
 #: RLlib's column of the steps each n-step transition spans.
 N_STEP = "n_step"
-
-
-def update_target_network(main_net: nn.Module, target_net: nn.Module, tau: float) -> None:
-    """Polyak averaging (RLlib's `update_target_network`): every entry of the target's state
-    becomes tau * main + (1 - tau) * target; tau = 1 copies the main network."""
-    main_state = main_net.state_dict()
-    with torch.no_grad():
-        for key, target_value in target_net.state_dict().items():
-            if target_value.is_floating_point():
-                target_value.mul_(1.0 - tau).add_(main_state[key], alpha=tau)
-            else:
-                target_value.copy_(main_state[key])
 
 
 class DQNTorchLearner(TorchLearner):
@@ -220,7 +209,9 @@ class DQNTorchLearner(TorchLearner):
         for main_net, target_net in cast(
             TargetNetworkAPI, self.rl_module
         ).get_target_network_pairs():
-            update_target_network(main_net, target_net, float(self.config.tau))
+            update_target_network(
+                main_net=main_net, target_net=target_net, tau=float(self.config.tau)
+            )
         self.last_target_update_step = int(num_env_steps_sampled_lifetime)
 
     # -- state -------------------------------------------------------------------------------
@@ -242,4 +233,4 @@ class DQNTorchLearner(TorchLearner):
         self.last_target_update_step = int(state["last_target_update_step"])
 
 
-__all__ = ["DQNTorchLearner", "update_target_network"]
+__all__ = ["DQNTorchLearner"]

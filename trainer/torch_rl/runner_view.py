@@ -294,12 +294,7 @@ def build_torch_module(
     }
     if catalog_class is not None:
         kwargs["catalog_class"] = catalog_class
-    if seed is None:
-        module = module_class(**kwargs)
-    else:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            module = module_class(**kwargs)
+    module = _seeded_module(module_class, kwargs, seed)
     if not isinstance(module, TorchRLModule):
         raise TypeError(f"{module_class.__qualname__} is not a TorchRLModule")
     return TorchModuleView(module, spaces)
@@ -320,13 +315,17 @@ def build_torch_module_from_spec(
         "model_config": spec._get_model_config(),
         "catalog_class": spec.catalog_class,
     }
+    return torch_view(_seeded_module(spec.module_class, kwargs, seed))
+
+
+def _seeded_module(module_class: type, kwargs: dict[str, Any], seed: int | None) -> Any:
+    """`module_class(**kwargs)`, its weights initialised from `seed` (None: torch's global
+    generator as it is) without moving torch's global generator."""
     if seed is None:
-        module = spec.module_class(**kwargs)
-    else:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            module = spec.module_class(**kwargs)
-    return torch_view(module)
+        return module_class(**kwargs)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return module_class(**kwargs)
 
 
 def torch_view(module: TorchRLModule) -> TorchModuleView:

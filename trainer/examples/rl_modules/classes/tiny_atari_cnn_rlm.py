@@ -4,7 +4,6 @@ Needs the `torch` extra."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -14,6 +13,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI, ValueFunctionAPI
 from trainer.torch_rl.cnn_encoder import same_padding, valid_padding
 from trainer.torch_rl.rl_module import TorchRLModule
+from trainer.torch_rl.target_networks import make_target_network
 
 #: RLlib's default stack: [out_channels, kernel, stride, padding] per layer.
 DEFAULT_CONV_FILTERS = [
@@ -33,14 +33,6 @@ def normc_initializer(std: float = 1.0):
             tensor.mul_(std / torch.sqrt(tensor.pow(2).sum(1, keepdim=True)))
 
     return initializer
-
-
-def make_target_network(main_net: nn.Module) -> nn.Module:
-    """A frozen copy of `main_net` with its weights (RLlib's
-    `ray.rllib.core.learner.utils.make_target_network`)."""
-    target_net = copy.deepcopy(main_net)
-    target_net.requires_grad_(False)
-    return target_net
 
 
 class TinyAtariCNN(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI):
