@@ -991,7 +991,7 @@ class Algorithm(OldAlgorithmNames):
     ) -> tuple[np.ndarray, Any]:
         """A recurrent module's distribution inputs for one observation and its state out
         (one row, numpy), from `state` (None: the initial state)."""
-        from trainer.core.recurrent import tree_map, tree_row
+        from trainer.core.obs_tree import tree_rows
 
         initial = module.initial_state()
         state_row = initial if state is None else state
@@ -1011,7 +1011,7 @@ class Algorithm(OldAlgorithmNames):
         dist_inputs, state_out = module.dist_inputs_and_state(
             batch, state_in, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
         )
-        return dist_inputs, tree_row(state_out, 0)
+        return dist_inputs, tree_rows(state_out, 0)
 
     def _module_exploration(self, module_id: Any, module: Any) -> Any:
         """A multi-agent algorithm's exploration for `compute_single_action` with one module

@@ -30,19 +30,6 @@ def tree_stack(rows: list[Any]) -> Any:
     return np.stack(rows)
 
 
-def tree_row(tree: Any, index: Any) -> Any:
-    """Row (or rows) `index` of every leaf of a nested dict of arrays."""
-    if isinstance(tree, dict):
-        return {key: tree_row(value, index) for key, value in tree.items()}
-    return tree[index]
-
-
-def tree_map(func: Any, tree: Any) -> Any:
-    if isinstance(tree, dict):
-        return {key: tree_map(func, value) for key, value in tree.items()}
-    return func(tree)
-
-
 def _has_previous_step(episode: SingleAgentEpisode) -> bool:
     """Whether a step came before the episode's next one (this chunk's, or its lookback's)."""
     return len(episode) > 0 or episode.t_started > 0

@@ -46,15 +46,8 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
-from trainer.core.obs_tree import batch_from_state, set_row
-from trainer.core.recurrent import (
-    next_prev_action,
-    next_prev_reward,
-    next_state_in,
-    tree_map,
-    tree_row,
-    tree_stack,
-)
+from trainer.core.obs_tree import batch_from_state, set_row, tree_map, tree_rows
+from trainer.core.recurrent import next_prev_action, next_prev_reward, next_state_in, tree_stack
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
@@ -1482,7 +1475,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             prev_actions=prev_actions,
             prev_rewards=prev_rewards,
         )
-        return dist_inputs, [tree_row(state_out, i) for i in range(self.num_envs)]
+        return dist_inputs, [tree_rows(state_out, i) for i in range(self.num_envs)]
 
     def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
         """One step of every sub-env; finished episodes are appended to `done`."""
@@ -1497,7 +1490,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             dist_inputs = None
             if self._uses_stateful_module():  # no forward pass: the states stay as they were
                 carried = self._carried_states()
-                state_rows = [tree_row(carried, i) for i in range(self.num_envs)]
+                state_rows = [tree_rows(carried, i) for i in range(self.num_envs)]
         else:
             observations = self._obs if self._env_to_module is None else self._module_obs
             spaces = self.spaces

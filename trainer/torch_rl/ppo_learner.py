@@ -41,8 +41,8 @@ from trainer.algorithms.ppo.ppo_learner import (
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
-from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_rows
-from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards, tree_map
+from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_map, tree_rows
+from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors

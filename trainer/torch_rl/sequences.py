@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
-from trainer.core.recurrent import chunk_state_in, tree_row, tree_stack
+from trainer.core.obs_tree import tree_rows
+from trainer.core.recurrent import chunk_state_in, tree_stack
 from trainer.env.episode import SingleAgentEpisode
 
 
@@ -60,4 +61,4 @@ def sequence_states_in(
     if len(starts) == 1:
         return tree_stack([first])
     states_out = episode.get_extra_model_outputs(Columns.STATE_OUT)
-    return tree_stack([first] + [tree_row(states_out, start - 1) for start in starts[1:]])
+    return tree_stack([first] + [tree_rows(states_out, start - 1) for start in starts[1:]])
