@@ -1735,9 +1735,8 @@ class AlgorithmConfig(OldConfigNames):
         `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)` (a
         MultiRLModuleSpec: in any of its specs), a torch `learner_class`, torch lr schedulers
         (`experimental(_torch_lr_scheduler_classes=...)`), or, when no framework was chosen,
-        a model only torch builds
-        (`use_lstm=True`, `conv_*` keys): RLlib's default framework is torch, and an RLlib
-        script asking for an LSTM gets one."""
+        a model only torch builds (`use_lstm=True`, `conv_*` keys): RLlib's default framework
+        is torch, and an RLlib script asking for an LSTM gets one."""
         name = type(self).__name__
         if self.framework_str == "torch":
             return f"{name}.framework('torch')"
