@@ -55,6 +55,8 @@ LONG_TESTS = {
         "test_multi_agent_examples.py",
         "test_custom_env_render_method_multi_agent_renders_each_sub_env",
     ),
+    # RLlib's own case sleeps 45 s between its three iterations.
+    ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"),
     # mypy on trainer/: .ci/run runs it as a step of its own right after the suite.
     ("test_types.py", "test_mypy_reports_no_errors_on_trainer"),
     # Learning to a return with torch: bench/lstm_ppo.py and bench/cnn_ppo.py time the same

@@ -182,20 +182,107 @@ def test_a_crash_in_on_episode_step_restarts_the_runner():
 
 
 @pytest.mark.slow
-def test_a_callback_that_always_raises_stops_after_a_few_restarts():
+def test_a_callback_that_always_raises_is_named_each_iteration_until_the_budget_ends(caplog):
+    """RLlib's rule: the failing runner is restarted at most once per iteration, each train()
+    returns with what the healthy runner sampled, a warning names the callback, its event and
+    the runner; the restart budget, once spent, ends it with the CallbackError."""
+
     def always(env_runner, **kwargs):
         if env_runner.worker_index == 1:
             raise ValueError("deterministic bug")
 
-    with small_ppo(2).callbacks(on_episode_step=always).build() as algo:
-        with pytest.raises(CallbackError, match="deterministic bug") as info:
-            for _ in range(10):
-                algo.train()
+    config = (
+        small_ppo(2)
+        .callbacks(on_episode_step=always)
+        .fault_tolerance(max_num_env_runner_restarts=3, delay_between_env_runner_restarts_s=0)
+    )
+    with config.build() as algo:
+        for _ in range(2):
+            caplog.clear()
+            result = algo.train()
+            assert result["env_runners"]["num_env_steps_sampled"] >= 200  # runner 2's
+            (left_out,) = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+            assert ".always' raised ValueError" in left_out and "'on_episode_step'" in left_out
+            assert "EnvRunner 1 is left out until the next iteration" in left_out
+        assert "the same way in 2 iterations in a row" in left_out
         assert algo.env_runner_group.num_remote_worker_restarts() == 2
+        with pytest.raises(CallbackError, match="deterministic bug") as info:
+            algo.train()  # its third restart at the start, its fourth refused
+        assert algo.env_runner_group.num_remote_worker_restarts() == 3
     notes = getattr(info.value, "__notes__", None)
-    if notes is not None:  # a callback error, not a broken env
-        assert "raised ValueError in on_episode_step 3 times in a row" in notes[0]
-        assert "a callback error, not an env failure" in notes[0]
+    if notes is not None:
+        assert "restarted 3 times (max_num_env_runner_restarts=3)" in notes[0]
+
+
+class WrongShapeAfter30Steps(gym.Env):
+    """Every episode's 30th step returns an observation of the wrong shape (a deterministic
+    env bug that strikes only after the env has stepped)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        shape = (3,) if self.t == 30 else (4,)
+        return np.zeros(shape, np.float32), 1.0, False, False, {}
+
+
+@pytest.mark.parametrize(
+    "env, env_config",
+    [("crashing", {"p_crash": 1.0}), (WrongShapeAfter30Steps, {})],
+    ids=["raises_at_every_step", "wrong_obs_shape_at_step_30"],
+)
+def test_a_runner_failing_every_time_is_restarted_once_per_iteration_and_train_returns(
+    env, env_config
+):
+    """RLlib's rule (its test_on_env_runners_recreated_callback, p_crash=1.0): restarts go on
+    across iterations, at most one per runner and iteration, and each train() returns."""
+    if env == "crashing":
+        from trainer import register_env
+        from trainer.examples.envs.classes.cartpole_crashing import CartPoleCrashing
+
+        register_env("crashing", lambda config: CartPoleCrashing(config))
+    config = (
+        small_ppo(2)
+        .environment(env, env_config=env_config)
+        .callbacks(RecordRecreated)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0)
+    )
+    with config.build() as algo:
+        for _ in range(3):
+            started = time.monotonic()
+            result = algo.train()
+            assert time.monotonic() - started < 20
+            assert result["env_runners"]["num_env_steps_sampled"] == 0
+            assert result["fault_tolerance"]["num_waiting_workers"] == 2
+        # Iteration 1 restarts both at once after their first failure, 2 and 3 when they start.
+        assert algo.callbacks[0].recoveries == [([1, 2], False)] * 3
+        assert algo.restore_env_runners(algo.env_runner_group) == [1, 2]
+        assert algo.env_runner_group.healthy_env_runner_ids() == [1, 2]
+        assert algo.env_runner_group.num_remote_worker_restarts() == 8
+
+
+def test_a_failure_after_its_restart_leaves_out_only_that_runner_for_the_iteration():
+    """Runner 1 fails every time, runner 2 never: each iteration fills its batch from runner 2
+    while runner 1 waits for the next one."""
+    config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
+        delay_between_env_runner_restarts_s=0
+    )
+    with config.build() as algo:
+        for iteration in range(2):
+            result = algo.train()
+            assert result["env_runners"]["num_env_steps_sampled"] >= 200
+            tolerance = result["fault_tolerance"]
+            assert tolerance["num_healthy_workers"] == 1 and tolerance["num_waiting_workers"] == 1
+            assert len(tolerance["failures_this_iteration"]) == 2 - iteration
+            assert all("EnvRunner 1 raised" in f for f in tolerance["failures_this_iteration"])
 
 
 @pytest.mark.parametrize("num_env_runners", [0, 2])

@@ -115,6 +115,8 @@ def test_results_have_rllibs_keys():
     assert result["fault_tolerance"] == {
         "num_healthy_workers": 1,
         "num_remote_worker_restarts": 0,
+        "num_waiting_workers": 0,
+        "failures_this_iteration": [],
         "num_failures": {"crashed": 0, "timeout": 0, "exception": 0, "callback": 0},
         "num_env_steps_lost": 0,
         "num_sub_environment_restarts": 0,

@@ -1,90 +1,111 @@
-"""The restart policy as a pure function: every rule in milliseconds, without processes (the
+"""The restart policy as pure functions: every rule in milliseconds, without processes (the
 end-to-end cases stay in test_fault_tolerance*.py)."""
 
 import pytest
 
+from trainer.algorithms.ppo import PPOConfig
+from trainer.errors import EnvRunnerCrashed
 from trainer.runners.restart_policy import (
-    NO_PROGRESS_LIMIT,
+    GIVE_UP,
+    RESTART,
+    WAIT,
     Decision,
-    Failure,
+    Repeats,
     RunnerRecord,
     Settings,
     decide,
+    iteration_bound_s,
+    repeats,
+    signature,
 )
 
-DEFAULTS = Settings(env_name="CartPole-v1")
 
-
-def run(failures, settings=DEFAULTS):
-    """Feeds failures one after another (each restart counted); returns the decisions."""
-    record, decisions = RunnerRecord(), []
-    for failure in failures:
-        decision = decide(failure, record, settings)
-        decisions.append(decision)
-        if not decision.restart:
-            break
-        record = RunnerRecord(
-            decision.record.restarts + 1, decision.record.failures_without_progress
-        )
-    return decisions
+def iterations(failures_per_iteration, settings=Settings()):
+    """Feeds `failures_per_iteration[i]` failures in iteration i, restarting as decided (a
+    waiting runner restarts when the next iteration starts, as `probe_unhealthy_env_runners`
+    does); returns the actions of each iteration."""
+    restarts, waiting, actions = 0, False, []
+    for count in failures_per_iteration:
+        restarted_now = False
+        if waiting and restarts < settings.max_num_env_runner_restarts:
+            restarts, restarted_now, waiting = restarts + 1, True, False
+        this_iteration = []
+        for _ in range(count):
+            if waiting:
+                break  # left out: it does not fail again in this iteration
+            decision = decide(RunnerRecord(restarts, restarted_now), settings)
+            this_iteration.append(decision.action)
+            if decision.action == RESTART:
+                restarts, restarted_now = restarts + 1, True
+            elif decision.action == WAIT:
+                waiting = True
+            else:
+                actions.append(this_iteration)
+                return actions
+        actions.append(this_iteration)
+    return actions
 
 
 def test_restarts_off_gives_up_at_once():
-    (decision,) = run([Failure("crashed")], Settings(restart_failed_env_runners=False))
-    assert decision == Decision(False, "restart_failed_env_runners=False", RunnerRecord())
+    decision = decide(RunnerRecord(), Settings(restart_failed_env_runners=False))
+    assert decision == Decision(GIVE_UP, "restart_failed_env_runners=False")
 
 
 def test_the_budget_is_a_hard_limit():
-    decisions = run([Failure("crashed")] * 5, Settings(max_num_env_runner_restarts=3))
-    assert [d.restart for d in decisions] == [True, True, True, False]
-    assert "restarted 3 times (max_num_env_runner_restarts=3)" in decisions[-1].reason
+    assert decide(RunnerRecord(3), Settings(max_num_env_runner_restarts=3)) == Decision(
+        GIVE_UP, "it was restarted 3 times (max_num_env_runner_restarts=3)"
+    )
 
 
-def test_kills_never_count_toward_giving_up():
-    assert all(d.restart for d in run([Failure("crashed")] * 50))
+def test_at_most_one_restart_per_iteration_then_a_wait():
+    """A runner that fails every time: restarted at once, then left out until the next
+    iteration, whose start restarts it (that is its one restart there)."""
+    assert iterations([5, 5, 5]) == [[RESTART, WAIT], [WAIT], [WAIT]]
 
 
-@pytest.mark.parametrize("kind", ["exception", "timeout"])
-def test_failures_without_an_env_step_give_up_after_the_limit(kind):
-    decisions = run([Failure(kind, env_steps=0, method="sample", timeout_s=2.0)] * 10)
-    assert len(decisions) == NO_PROGRESS_LIMIT and not decisions[-1].restart
-    assert "3 times in a row without stepping its env (env 'CartPole-v1')" in decisions[-1].reason
+def test_restarts_go_on_across_iterations_up_to_the_budget():
+    """RLlib's p_crash=1.0 case: restarts go on across iterations; only the budget ends them."""
+    actions = iterations([5] * 10, Settings(max_num_env_runner_restarts=4))
+    assert actions == [[RESTART, WAIT], [WAIT], [WAIT], [GIVE_UP]]
 
 
-def test_callback_errors_give_up_after_the_limit_naming_the_callback_not_the_env():
-    callback = "callback 'Mine.on_episode_end' raised ValueError in on_episode_end"
-    decisions = run([Failure("callback", env_steps=0, callback=callback)] * 10)
-    assert len(decisions) == NO_PROGRESS_LIMIT and not decisions[-1].restart
-    assert decisions[-1].reason.startswith(f"its {callback} 3 times in a row")
-    assert "a callback error, not an env failure" in decisions[-1].reason
-    assert "broken" not in decisions[-1].reason
+def test_a_flaky_runner_is_restarted_once_in_each_iteration_it_fails():
+    assert iterations([1, 0, 1, 1]) == [[RESTART], [], [RESTART], [RESTART]]
 
 
-def test_a_failure_after_env_steps_resets_the_streak():
-    flaky = [
-        Failure("exception", env_steps=0),
-        Failure("exception", env_steps=0),
-        Failure("exception", env_steps=120),
-    ] * 10
-    assert all(d.restart for d in run(flaky))
+def test_the_wait_says_when_it_comes_back():
+    decision = decide(RunnerRecord(1, restarted_this_iteration=True), Settings())
+    assert decision.action == WAIT and not decision.restart
+    assert "restarted again when the next iteration starts" in decision.reason
 
 
-def test_an_explicit_budget_keeps_restarting_exceptions_but_not_hangs():
-    given = Settings(max_num_env_runner_restarts=1000, budget_given=True)
-    assert all(d.restart for d in run([Failure("exception", env_steps=0)] * 20, given))
-    hangs = run([Failure("timeout", method="sample", timeout_s=60, has_stack=True)] * 20, given)
-    assert len(hangs) == NO_PROGRESS_LIMIT and not hangs[-1].restart
-    assert "did not answer sample() within 60 s" in hangs[-1].reason
-    assert hangs[-1].reason.endswith("where it hung last is above")
+def test_the_same_failure_is_counted_once_per_iteration_and_only_in_a_row():
+    crash = signature("crashed", EnvRunnerCrashed(1, "sample", exitcode=-9))
+    other = signature("exception", ValueError("bad observation at step 30"))
+    record = Repeats()
+    record = repeats(record, crash, 1)
+    record = repeats(record, crash, 1)
+    assert record.iterations == 1
+    assert repeats(record, crash, 2).iterations == 2
+    assert repeats(record, crash, 3).iterations == 1  # a gap: not in a row
+    assert repeats(record, other, 2).iterations == 1
 
 
-def test_a_crash_between_failures_neither_counts_nor_resets():
-    failures = [
-        Failure("exception"),
-        Failure("crashed"),
-        Failure("exception"),
-        Failure("crashed"),
-        Failure("exception"),
-    ]
-    decisions = run(failures)
-    assert [d.restart for d in decisions] == [True, True, True, True, False]
+def test_a_signature_masks_the_numbers_that_change_between_failures():
+    first = signature("exception", ValueError("bad observation at step 30 (pid 4121)"))
+    second = signature("exception", ValueError("bad observation at step 31 (pid 4188)"))
+    assert first == second
+    assert first != signature("exception", KeyError("bad observation at step 30 (pid 4121)"))
+
+
+def test_the_iteration_bound_follows_the_settings():
+    config = (
+        PPOConfig()
+        .env_runners(num_env_runners=2, sample_timeout_s=10.0)
+        .fault_tolerance(
+            delay_between_env_runner_restarts_s=1.0,
+            env_runner_health_probe_timeout_s=5.0,
+            env_runner_restore_timeout_s=4.0,
+        )
+    )
+    assert iteration_bound_s(config) == pytest.approx(2 * (2 * 10.0 + 1.0 + 5.0 + 4.0))

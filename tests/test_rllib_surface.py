@@ -181,7 +181,7 @@ def test_algorithm_names_rllib_code_reaches_for(tmp_path):
         algo.restore(saved)
         restored = algo.learner_group.get_weights()["default_policy"]
         assert all(np.array_equal(weights[k], restored[k]) for k in weights)
-        assert algo.restore_env_runners(algo.env_runner_group) == [1]
+        assert algo.restore_env_runners(algo.env_runner_group) == []  # none had failed
     finally:
         algo.stop()
 

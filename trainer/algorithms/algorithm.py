@@ -79,6 +79,7 @@ from trainer.metrics import (
     LEARNER_RESULTS,
     NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    RESTORE_ENV_RUNNERS_TIMER,
     TIMERS,
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
@@ -697,13 +698,12 @@ class Algorithm(OldAlgorithmNames):
         return self.config.get_evaluation_config_object()
 
     def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
-        """RLlib's hook to bring restarted EnvRunners up to date. The group here restarts
-        runners with the current weights and state itself; this sends the weights to every
-        healthy runner once more and returns their indices."""
-        env_runner_group.sync_weights(
-            self.learner.module.get_weights(), global_timestep=self.num_env_steps_sampled_lifetime
-        )
-        return env_runner_group.healthy_env_runner_ids()
+        """Brings back the EnvRunners of `env_runner_group` that failed and were left out
+        (`EnvRunnerGroup.probe_unhealthy_env_runners`): each is restarted, synced from the
+        local runner, and `on_env_runners_recreated` fires for them. Returns their indices
+        (none when every runner is healthy). `train()` calls it when each iteration starts and
+        each evaluation round when it starts, as RLlib does; subclasses may override it."""
+        return env_runner_group.probe_unhealthy_env_runners()
 
     @property
     def eval_env_runner_group(self) -> EnvRunnerGroup | None:
@@ -829,11 +829,28 @@ class Algorithm(OldAlgorithmNames):
         config, peek = self.config, self.metrics.peek
         sampled_before = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0)
         trained_before = peek(TRAINED_LIFETIME_KEY, default=0)
+        group = self.env_runner_group
+        # RLlib's fault tolerance: the runners left out in the last iteration are restarted
+        # now; each runner is restarted at most once in this one.
+        group.begin_iteration()
+        with self.metrics.log_time((TIMERS, RESTORE_ENV_RUNNERS_TIMER)):
+            self.restore_env_runners(group)
         with self.metrics.log_time((TIMERS, TRAINING_ITERATION_TIMER)):
             while True:
                 with self.metrics.log_time((TIMERS, "training_step")):
                     self.training_step()
                 self._refresh_counters()
+                if group.num_remote_workers() and not group.num_healthy_remote_workers():
+                    # Every runner failed again after its restart: nothing more can be
+                    # sampled in this iteration, which returns with what it has.
+                    logger.warning(
+                        "iteration %d: every EnvRunner failed after its restart; the "
+                        "iteration ends with the %d env steps sampled before (they are "
+                        "restarted when the next one starts)",
+                        self.iteration + 1,
+                        peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before,
+                    )
+                    break
                 elapsed = time.perf_counter() - start
                 sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
                 trained = peek(TRAINED_LIFETIME_KEY, default=0) - trained_before
@@ -868,6 +885,9 @@ class Algorithm(OldAlgorithmNames):
                 "fault_tolerance": {
                     "num_healthy_workers": group.num_healthy_remote_workers(),
                     "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+                    # Runners left out until the next iteration, and this one's failures.
+                    "num_waiting_workers": group.num_waiting_env_runners(),
+                    "failures_this_iteration": list(group.iteration_failures),
                     "num_failures": {
                         kind: group.failures_by_kind.get(kind, 0)
                         for kind in ("crashed", "timeout", "exception", "callback")

@@ -476,6 +476,12 @@ class EvaluationRounds:
         algorithm._callbacks.fire(
             "on_evaluate_start", algorithm=algorithm, metrics_logger=algorithm.metrics
         )
+        group = self.group
+        if group is not None:
+            # A round is an iteration of the evaluation runners: those left out in the last
+            # one come back now (restarted at most once per round, as training runners).
+            group.begin_iteration()
+            algorithm.restore_env_runners(group)
         self.sync()
 
     def sync(self) -> None:

@@ -404,12 +404,12 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "tests/rllib/test_callbacks_on_algorithm.py::test_on_env_runners_recreated_callback",
-        "left out",
-        "its env crashes on its first step (p_crash=1.0) and RLlib restarts such a "
-        "runner up to 1000 times; here a runner that fails 3 times in a row without one "
-        "env step in between is not restarted again unless max_num_env_runner_restarts "
-        "was set explicitly (on_env_runners_recreated is tested in "
-        "tests/test_fault_tolerance.py)",
+        "one line changed",
+        'its callback counts recreations with reduce="sum", which RLlib 2.60\'s '
+        "MetricsLogger (and this one) clears at each train()'s reduce, so its last check "
+        "(more than one recreation per runner, read after train()) cannot hold there "
+        'either; the port counts with reduce="lifetime_sum". It runs in '
+        "bench/long_tests.py (it sleeps 45 s)",
         TEST,
     ),
     Difference(

@@ -303,9 +303,9 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     "fault_tolerance": {
         "num_consecutive_env_runner_failures_tolerance": NoEffect(
             100,
-            "a runner failing with the same error 3 times in a row before it completes a "
-            "sample is not restarted again (a crash loop); otherwise max_num_env_runner_"
-            "restarts applies",
+            "RLlib's old-stack retry count of training_step(); here, as on RLlib's new "
+            "stack, a failed runner is restarted at most once per iteration and "
+            "max_num_env_runner_restarts times in all",
             fine=lambda v: True,
         ),
     },

@@ -212,8 +212,17 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: `trainer.env.curriculum`): a restarted runner is put back on them.
         self._tasks: dict[int, list] = {}
         self._restarts: Counter[int] = Counter()
-        # Per runner: failures in a row without an env step in between (`NO_PROGRESS_LIMIT`).
-        self._failures_without_progress: Counter[int] = Counter()
+        #: The iteration (see `begin_iteration`) and the runners restarted in it: a runner is
+        #: restarted at most once per iteration (`restart_policy`).
+        self._iteration = 0
+        self._restarted_this_iteration: set[int] = set()
+        #: Runners left out until the next iteration restarts them (failed again after their
+        #: restart in this one).
+        self._waiting: set[int] = set()
+        #: Per runner: its last failure and the iterations in a row it failed that way.
+        self._repeats: dict[int, restart_policy.Repeats] = {}
+        #: The failures of this iteration, as text (`result["fault_tolerance"]`).
+        self.iteration_failures: list[str] = []
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
@@ -377,13 +386,14 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         return self.num_healthy_env_runners()
 
     def probe_unhealthy_env_runners(self, timeout_seconds: float | None = None) -> list[int]:
-        """Tries to bring back the remote runners that failed and were left out
-        (`ignore_env_runner_failures`): each is restarted (its process started anew, synced
-        from the local runner, within `timeout_seconds` or
-        `env_runner_health_probe_timeout_s`) if the restart settings still allow it. Returns
-        the indices restored. (Runners whose restart was allowed were restarted when they
-        failed.)"""
-        unhealthy = [index for index, handle in self.pool.items() if not handle.healthy]
+        """Restarts the remote runners that failed and were left out: those waiting for the
+        next iteration (failed again after their restart in this one) and, with
+        `ignore_env_runner_failures`, any other the restart settings still allow. Each comes
+        back as a new process synced from the local runner, started within `timeout_seconds`
+        (default `env_runner_health_probe_timeout_s`). Returns the indices restored. The
+        Algorithm calls this (through `restore_env_runners`) when each iteration starts, as
+        RLlib does."""
+        unhealthy = [index for index, handle in sorted(self.pool.items()) if not handle.healthy]
         if not unhealthy or not self.config.restart_failed_env_runners:
             return []
         timeout = timeout_seconds or self.config.env_runner_health_probe_timeout_s
@@ -392,6 +402,17 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if not allowed:
             return []
         return self._restart(allowed, timeout=timeout)
+
+    def begin_iteration(self) -> None:
+        """A new iteration (of `train()`, or an evaluation round) starts: each runner may be
+        restarted once more in it."""
+        self._iteration += 1
+        self._restarted_this_iteration.clear()
+        self.iteration_failures = []
+
+    def num_waiting_env_runners(self) -> int:
+        """Remote runners left out until the next iteration restarts them."""
+        return len(self._waiting)
 
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
@@ -405,56 +426,74 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
 
     # -- failures and restarts ---------------------------------------------------------------
     def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
-        """Applies `fault_tolerance()` to runners that just failed: restarts those it may (and
-        re-syncs them), goes on without the others with `ignore_env_runner_failures`, and
-        otherwise raises the failure (with a note on why it was not restarted). Returns the
-        restarted indices. Raises `NoHealthyEnvRunners` when none is left."""
+        """Applies `fault_tolerance()` to runners that just failed (`restart_policy.decide`):
+        restarts those it may now (and re-syncs them), leaves those restarted once in this
+        iteration already out until the next one (a warning names each, with how many
+        iterations in a row it failed the same way), goes on without those it gives up on with
+        `ignore_env_runner_failures`, and otherwise raises the failure (with a note on why it
+        was not restarted). Returns the restarted indices. Raises `NoHealthyEnvRunners` when
+        none is left, neither healthy nor waiting."""
         if not failures:
             return []
         to_restart = []
         for index, error in sorted(failures.items()):
-            self.failures_by_kind[failure_kind(error)] += 1
+            kind = failure_kind(error)
+            self.failures_by_kind[kind] += 1
             self.pool[index].kill()
-            reason = self._why_not_restart(index, error)
-            if reason is None:
-                # The text, not the error (here and below): a kept log record must not keep
-                # the error's traceback, and through it this group, alive.
-                logger.warning("%s Restarting it.", str(error))
+            # The text, not the error (here and below): a kept log record or result must not
+            # keep the error's traceback, and through it this group, alive.
+            text = str(error)
+            headline = text.splitlines()[0] if text else repr(error)
+            self.iteration_failures.append(headline)
+            previous = self._repeats.get(index, restart_policy.Repeats())
+            repeats = restart_policy.repeats(
+                previous, restart_policy.signature(kind, error), self._iteration
+            )
+            self._repeats[index] = repeats
+            if repeats.signature == previous.signature:
+                # Logged in full before: its first line is enough to name it again.
+                text = f"{headline} (as before, traceback above)"
+            decision = restart_policy.decide(
+                restart_policy.RunnerRecord(
+                    self._restarts[index], index in self._restarted_this_iteration
+                ),
+                restart_policy.Settings.from_config(self.config),
+            )
+            if decision.action == restart_policy.RESTART:
+                logger.warning("%s Restarting it.", text)
                 to_restart.append(index)
+            elif decision.action == restart_policy.WAIT:
+                self._waiting.add(index)
+                same = (
+                    f" It failed the same way in {repeats.iterations} iterations in a row."
+                    if repeats.iterations > 1
+                    else ""
+                )
+                logger.warning(
+                    "%s EnvRunner %d is left out until the next iteration: %s.%s",
+                    text,
+                    index,
+                    decision.reason,
+                    same,
+                )
             elif self.config.ignore_env_runner_failures:
                 logger.warning(
                     "EnvRunner %d failed and is not restarted (%s); training goes on "
                     "with the others: %s",
                     index,
-                    reason,
+                    decision.reason,
                     str(error),
                 )
             else:
-                _add_note(error, f"EnvRunner {index} was not restarted: {reason}.")
+                _add_note(error, f"EnvRunner {index} was not restarted: {decision.reason}.")
                 raise error
         restarted = self._restart(to_restart) if to_restart else []
-        if self.pool and not self.healthy_env_runner_ids():
+        if self.pool and not self.healthy_env_runner_ids() and not self._waiting:
             raise NoHealthyEnvRunners(
                 f"no healthy EnvRunner is left (of {len(self.pool)}); last failure: "
                 f"{failures[max(failures)]}"
             )
         return restarted
-
-    def _why_not_restart(self, index: int, error: Failure) -> str | None:
-        """`restart_policy.decide` on this runner's record; keeps the updated record."""
-        decision = restart_policy.decide(
-            restart_policy.Failure.of(failure_kind(error), error),
-            restart_policy.RunnerRecord(
-                self._restarts[index], self._failures_without_progress[index]
-            ),
-            restart_policy.Settings.from_config(self.config),
-        )
-        self._failures_without_progress[index] = decision.record.failures_without_progress
-        return decision.reason
-
-    def _sampled(self, index: int) -> None:
-        """A runner completed a sample: it makes progress."""
-        self._failures_without_progress.pop(index, None)
 
     def _restart(self, indices: list[int], timeout: float | None = None) -> list[int]:
         """New processes for `indices`, each synced from the local runner (weights, global
@@ -467,6 +506,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             time.sleep(delay)
         for index in indices:
             self._restarts[index] += 1
+            self._restarted_this_iteration.add(index)
+            self._waiting.discard(index)
         self._forget_async(indices)
         local = local_runner_of(self)
         state = {
@@ -754,6 +795,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 self._settle_async()
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
+                if not ids and self._waiting:
+                    break  # every runner failed twice in this iteration: return what it gave
                 if not ids:
                     raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")
                 request = protocol.call("sample_with_metrics", explore=explore)
@@ -768,7 +811,6 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 self.handle_failures(failures)
             for index in sorted(replies):
                 batch, metrics, connector_state = replies[index]
-                self._sampled(index)
                 episodes.extend(batch)
                 runner_metrics.append(metrics)
                 if connector_state is not None:

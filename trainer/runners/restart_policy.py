@@ -1,135 +1,122 @@
-"""Whether a failed EnvRunner is restarted: `fault_tolerance()`'s settings and this trainer's
-give-up rule, as a pure function of the failure and the runner's record (no processes).
+"""Whether a failed EnvRunner is restarted now, at the start of the next iteration, or never:
+`fault_tolerance()`'s settings and RLlib's once-per-iteration rule, as pure functions of the
+runner's record (no processes).
 
-    decide(failure, record, settings) -> Decision(restart, reason, record)
+    decide(record, settings) -> Decision(action, reason)
 
-- `failure`: what happened (`Failure`: kind "crashed" / "timeout" / "exception" / "callback",
-  the env steps the failed process made, the method and timeout, whether a stack was read);
-- `record`: the runner's history (`RunnerRecord`: restarts so far, failures in a row without an
-  env step in between);
+- `record`: the runner's history (`RunnerRecord`: restarts so far, whether one of them was in
+  this iteration);
 - `settings`: `Settings.from_config(config)`.
 
-The rules, in order: restarts off -> give up; budget used up -> give up; a crash (a kill from
-outside) -> restart, the record unchanged; a failure whose process stepped its env -> restart,
-the streak reset (flaky, not broken); an exception or callback error while the user set the
-budget explicitly -> restart (their budget to spend); otherwise the failure adds to the streak,
-and `NO_PROGRESS_LIMIT` failures in a row give up. A streak of callback errors gives up naming
-the callback (its event and exception type): the user's callback failed, not the env.
+The rules, in order: restarts off -> give up; budget used up -> give up; restarted once in this
+iteration already -> wait (the runner is left out until the next iteration starts, when
+`probe_unhealthy_env_runners()` restarts it); otherwise -> restart now. As in RLlib, a runner is
+restarted at most once per iteration and up to `max_num_env_runner_restarts` times in all, so a
+`train()` whose runners fail every time still returns: each runner fails at most twice in it
+(see `iteration_bound_s` for how long that can take). Restarting at once, not only at the next
+iteration, is this trainer's: a runner killed mid-iteration costs only its request in flight.
+
+`repeats(previous, failure)` counts the iterations in a row in which a runner failed the same
+way, for the warning that names a runner failing identically every time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass
 from typing import Any
 
-#: Failures in a row without one env step in between after which a runner is given up.
-NO_PROGRESS_LIMIT = 3
+#: The actions `decide` chooses from.
+RESTART = "restart"
+WAIT = "wait"
+GIVE_UP = "give up"
 
 
 @dataclass(frozen=True)
 class Settings:
     restart_failed_env_runners: bool = True
     max_num_env_runner_restarts: int = 1000
-    budget_given: bool = False  # the user set max_num_env_runner_restarts
-    env_name: str = "?"
 
     @classmethod
     def from_config(cls, config: Any) -> Settings:
-        env = (
-            config.env
-            if isinstance(config.env, str)
-            else getattr(config.env, "__qualname__", repr(config.env))
-        )
-        return cls(
-            config.restart_failed_env_runners,
-            config.max_num_env_runner_restarts,
-            config.is_given("max_num_env_runner_restarts"),
-            env,
-        )
-
-
-@dataclass(frozen=True)
-class Failure:
-    kind: str  # "crashed", "timeout", "exception" or "callback"
-    env_steps: int | None = None  # steps the failed process made (None: unknown)
-    method: str = "a request"
-    timeout_s: float = 0.0
-    has_stack: bool = False
-    #: For kind "callback": which callback raised what, where (e.g. "callback
-    #: 'MyCallbacks.on_episode_end' raised ValueError in on_episode_end").
-    callback: str = ""
-
-    @classmethod
-    def of(cls, kind: str, error: BaseException) -> Failure:
-        callback = ""
-        if kind == "callback":
-            callback = (
-                f"callback {getattr(error, 'callback_name', '?')!r} raised "
-                f"{getattr(error, 'error_type', type(error).__name__)} in "
-                f"{getattr(error, 'event', '?')}"
-            )
-        return cls(
-            kind,
-            getattr(error, "env_steps", None),
-            getattr(error, "method", None) or "a request",
-            getattr(error, "timeout_s", 0.0) or 0.0,
-            bool(getattr(error, "stack", "")),
-            callback,
-        )
+        return cls(config.restart_failed_env_runners, config.max_num_env_runner_restarts)
 
 
 @dataclass(frozen=True)
 class RunnerRecord:
     restarts: int = 0
-    failures_without_progress: int = 0
+    restarted_this_iteration: bool = False
 
 
 @dataclass(frozen=True)
 class Decision:
-    restart: bool
-    reason: str | None  # why not, when not
-    record: RunnerRecord  # the record after this failure (restarts are counted when done)
+    action: str  # RESTART, WAIT or GIVE_UP
+    reason: str | None = None  # why not now, when not RESTART
+
+    @property
+    def restart(self) -> bool:
+        return self.action == RESTART
 
 
-def decide(failure: Failure, record: RunnerRecord, settings: Settings) -> Decision:
+def decide(record: RunnerRecord, settings: Settings) -> Decision:
     if not settings.restart_failed_env_runners:
-        return Decision(False, "restart_failed_env_runners=False", record)
+        return Decision(GIVE_UP, "restart_failed_env_runners=False")
     if record.restarts >= settings.max_num_env_runner_restarts:
         return Decision(
-            False,
-            f"it was restarted {record.restarts} times "
-            f"(max_num_env_runner_restarts="
-            f"{settings.max_num_env_runner_restarts})",
-            record,
+            GIVE_UP,
+            f"it was restarted {record.restarts} time{'s' if record.restarts != 1 else ''} "
+            f"(max_num_env_runner_restarts={settings.max_num_env_runner_restarts})",
         )
-    if failure.kind == "crashed":
-        return Decision(True, None, record)  # a kill from outside says nothing about the env
-    if failure.env_steps:
-        return Decision(True, None, replace(record, failures_without_progress=0))
-    if failure.kind != "timeout" and settings.budget_given:
-        return Decision(True, None, record)
-    streak = record.failures_without_progress + 1
-    record = replace(record, failures_without_progress=streak)
-    if streak < NO_PROGRESS_LIMIT:
-        return Decision(True, None, record)
-    if failure.kind == "callback":
-        # The user's callback raised, every time: a bug in the callback, not a broken env.
+    if record.restarted_this_iteration:
         return Decision(
-            False,
-            f"its {failure.callback or 'callback'} {streak} times in a row "
-            "without the runner stepping its env once in between: a callback "
-            "error, not an env failure (fix the callback)",
-            record,
+            WAIT,
+            "it was restarted once in this iteration already; it is restarted again when "
+            "the next iteration starts (at most one restart per runner and iteration, as in "
+            "RLlib)",
         )
-    how = (
-        f"did not answer {failure.method}() within {failure.timeout_s:g} s"
-        if failure.kind == "timeout"
-        else "failed"
+    return Decision(RESTART)
+
+
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+
+def signature(kind: str, error: BaseException) -> str:
+    """What makes two failures "the same way": their kind, exception type and first line of
+    message, numbers masked (a step count or pid differs from one failure to the next)."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    error_type = getattr(error, "error_type", None) or type(error).__name__
+    return f"{kind}:{error_type}:{_NUMBERS.sub('#', message)}"
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """A runner's last failure signature and the iterations in a row it failed that way."""
+
+    signature: str = ""
+    iterations: int = 0
+    iteration: int = -1  # the iteration of the last failure counted
+
+
+def repeats(previous: Repeats, failure_signature: str, iteration: int) -> Repeats:
+    """`previous` updated with a failure in `iteration`: one more iteration in a row when the
+    signature is the same and the iteration is the next one; counted once per iteration."""
+    if iteration == previous.iteration and failure_signature == previous.signature:
+        return previous
+    if failure_signature == previous.signature and iteration == previous.iteration + 1:
+        return Repeats(failure_signature, previous.iterations + 1, iteration)
+    return Repeats(failure_signature, 1, iteration)
+
+
+def iteration_bound_s(config: Any) -> float:
+    """The longest failures can add to one `train()`, from the settings: each remote runner
+    fails at most twice per iteration (once, then once more after its restart), each failure
+    waiting at most `sample_timeout_s` for the runner (the runners are waited on together), and
+    and its one restart `delay_between_env_runner_restarts_s`, `env_runner_health_probe_timeout_s`
+    and `env_runner_restore_timeout_s`."""
+    restart = (
+        config.delay_between_env_runner_restarts_s
+        + config.env_runner_health_probe_timeout_s
+        + config.env_runner_restore_timeout_s
     )
-    return Decision(
-        False,
-        f"it {how} {streak} times in a row without stepping its env (env "
-        f"{settings.env_name!r}) once in between: the env is broken, not "
-        f"flaky" + ("; where it hung last is above" if failure.has_stack else ""),
-        record,
-    )
+    runners = max(config.num_env_runners, 1)
+    return runners * (2 * config.sample_timeout_s + restart)

@@ -188,6 +188,8 @@ class PPO(Algorithm):
             episodes, runner_metrics = self.env_runner_group.sample(
                 min_env_steps=self.config.train_batch_size
             )
+        if not episodes:
+            return  # every EnvRunner failed (see EnvRunnerGroup.handle_failures), as RLlib's
         metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
