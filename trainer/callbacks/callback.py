@@ -231,6 +231,9 @@ def _combined(callback_class_list: list[type], caller: str) -> type[RLlibCallbac
             )
 
     class MultiCallbacks(RLlibCallback):
+        #: The classes combined (`config.callbacks()` checks their handlers' signatures).
+        combined_classes = tuple(classes)
+
         def __init__(self) -> None:
             super().__init__()
             self._callback_list = [cls() for cls in classes]
