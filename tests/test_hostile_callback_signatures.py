@@ -160,6 +160,25 @@ def test_a_callback_class_with_a_wrong_method_signature_is_refused_naming_the_me
         small_ppo().callbacks(OldEventWrong)
 
 
+def test_a_handler_that_is_no_method_or_has_a_broken_signature():
+    class NotAMethod(RLlibCallback):
+        on_train_result = 5
+
+    with pytest.raises(ConfigError, match=r"NotAMethod\.on_train_result is 5, not a method"):
+        small_ppo().callbacks(NotAMethod)
+
+    class BrokenSignature:
+        @property
+        def __signature__(self):
+            raise RuntimeError("no signature for you")
+
+        def __call__(self, **kwargs):
+            pass
+
+    # Unreadable signatures are accepted (checked when the event fires, as for builtins).
+    small_ppo().callbacks(on_train_result=BrokenSignature())
+
+
 def test_a_class_set_as_an_attribute_is_checked_at_build():
     config = small_ppo()
     config.callbacks_class = WrongEpisodeEnd

@@ -137,9 +137,10 @@ def describe_callable(fn: Any) -> str:
 def _callable_parameters(fn: Any) -> list[inspect.Parameter] | None:
     try:
         return list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        # Builtins and C functions (or partials of them) may have no readable signature: they
-        # are accepted, and any mismatch shows when the event fires.
+    except Exception:
+        # Builtins and C functions (or partials of them) may have no readable signature
+        # (ValueError), and an object's own `__signature__` may be broken: such callables are
+        # accepted, and any mismatch shows when the event fires, as a CallbackError.
         return None
 
 
@@ -199,6 +200,12 @@ def check_callback_class(cls: type, where: str) -> None:
     for part in getattr(cls, "combined_classes", ()):
         check_callback_class(part, where)
     for event in overridden_events(cls):
+        if not callable(getattr(cls, event)):
+            raise ConfigError(
+                f"{where}: {cls.__module__}.{cls.__qualname__}.{event} is "
+                f"{getattr(cls, event)!r}, not a method; define it as a method taking the "
+                f"event's keyword arguments ({event_keywords(event).describe()})"
+            )
         parameters = _method_parameters(cls, event)
         if parameters is None:
             continue
