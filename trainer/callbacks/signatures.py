@@ -107,28 +107,38 @@ def signature_problem(parameters: list[inspect.Parameter], keywords: EventKeywor
     return "; ".join(problems) or None
 
 
+def _attribute(obj: Any, name: str) -> Any:
+    """`obj.name`, or None: a hostile `__getattr__` cannot break the error message."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
 def _location(fn: Any) -> str | None:
     """`file:line` where `fn`'s code starts, where its code object is at hand (cheap: no file is
     read)."""
-    for candidate in (fn, getattr(fn, "__func__", None), getattr(fn, "func", None)):
-        code = getattr(candidate, "__code__", None)
-        if code is not None:
-            return f"{code.co_filename}:{code.co_firstlineno}"
+    if isinstance(fn, functools.partial):
+        return _location(fn.func)
     call = inspect.getattr_static(type(fn), "__call__", None)
-    code = getattr(call, "__code__", None)
-    return None if code is None else f"{code.co_filename}:{code.co_firstlineno}"
+    for candidate in (fn, _attribute(fn, "__func__"), call):
+        code = _attribute(candidate, "__code__")
+        if isinstance(code, types.CodeType):
+            return f"{code.co_filename}:{code.co_firstlineno}"
+    return None
 
 
 def describe_callable(fn: Any) -> str:
     """`module.qualname (file:line)` of a callable, as far as it can be had."""
     if isinstance(fn, functools.partial):
         return f"functools.partial({describe_callable(fn.func)})"
-    target = fn if hasattr(fn, "__qualname__") else type(fn)
-    name = getattr(target, "__qualname__", None) or repr(fn)
-    if target is type(fn):
-        name += " instance"
-    module = getattr(target, "__module__", None)
-    if module and module != "builtins":
+    name = _attribute(fn, "__qualname__")
+    target = fn
+    if not isinstance(name, str):  # an instance of a callable class
+        target = type(fn)
+        name = f"{target.__qualname__} instance"
+    module = _attribute(target, "__module__")
+    if isinstance(module, str) and module != "builtins":
         name = f"{module}.{name}"
     location = _location(fn)
     return f"{name} ({location})" if location else name
@@ -200,10 +210,12 @@ def check_callback_class(cls: type, where: str) -> None:
     for part in getattr(cls, "combined_classes", ()):
         check_callback_class(part, where)
     for event in overridden_events(cls):
-        if not callable(getattr(cls, event)):
+        handler = inspect.getattr_static(cls, event)
+        # Plain values (not functions, not descriptors such as properties) cannot be called.
+        if not callable(handler) and not hasattr(type(handler), "__get__"):
             raise ConfigError(
                 f"{where}: {cls.__module__}.{cls.__qualname__}.{event} is "
-                f"{getattr(cls, event)!r}, not a method; define it as a method taking the "
+                f"{handler!r}, not a method; define it as a method taking the "
                 f"event's keyword arguments ({event_keywords(event).describe()})"
             )
         parameters = _method_parameters(cls, event)
