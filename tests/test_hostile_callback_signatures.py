@@ -312,7 +312,14 @@ def test_the_keyword_table_is_what_the_events_pass_and_rllib_style_callables_run
         "on_sample_end",
     ]
     loaded = []
-    config = small_ppo(0).callbacks(**{event: recorder_for(event) for event in events})
+
+    class RLlibStyleLoaded(RLlibCallback):
+        def on_checkpoint_loaded(self, *, algorithm):  # RLlib's call passes algorithm= alone
+            loaded.append(("class", algorithm))
+
+    config = small_ppo(0).callbacks(
+        RLlibStyleLoaded, **{event: recorder_for(event) for event in events}
+    )
     config.callbacks(
         on_checkpoint_loaded=[
             recorder_for("on_checkpoint_loaded"),
@@ -333,7 +340,7 @@ def test_the_keyword_table_is_what_the_events_pass_and_rllib_style_callables_run
             set(keywords.on_request) - {"worker", "base_env", "policies"}
         )
         assert seen[event] == {tuple(sorted(expected))}, event
-    assert loaded == [algo]
+    assert loaded == [("class", algo), algo]
 
 
 def test_every_event_has_keywords_and_the_message_lists_them():
