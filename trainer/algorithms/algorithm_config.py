@@ -31,6 +31,7 @@ from trainer.algorithms.multi_agent_setup import (
 from trainer.algorithms.settings import Setting, document_builders, settings_of
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
+from trainer.callbacks.signatures import check_callback_class, check_event_callable
 from trainer.capabilities import MULTI_AGENT, TORCH
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
@@ -1521,7 +1522,9 @@ class AlgorithmConfig(OldConfigNames):
                         f"{type(self).__name__}.callbacks(callbacks_class={cls.__qualname__}): "
                         "callback classes must subclass callbacks.RLlibCallback"
                     )
-            self.callbacks_class = callbacks_class
+                check_callback_class(
+                    cls, f"{type(self).__name__}.callbacks(callbacks_class={cls.__qualname__})"
+                )
         event_names = [e for e in EVENTS]
         unknown = {k: v for k, v in on_events.items() if k not in event_names}
         self._reject_unknown("callbacks", unknown, ["callbacks_class"] + event_names)
@@ -1537,7 +1540,12 @@ class AlgorithmConfig(OldConfigNames):
                         f"{type(self).__name__}.callbacks({event}={fn!r}): must be "
                         "a callable or a list of callables"
                     )
+            for fn in fn_list:
+                check_event_callable(event, fn, f"{type(self).__name__}.callbacks({event}=...)")
             new_on[event] = fn_list
+        # Set only once everything was checked: a refused call leaves the config as it was.
+        if callbacks_class is not NotProvided:
+            self.callbacks_class = callbacks_class
         self.callbacks_on = new_on
         return self
 
@@ -2259,6 +2267,7 @@ class AlgorithmConfig(OldConfigNames):
                 "evaluation_auto_duration_max_env_steps_per_sample="
                 f"{self.evaluation_auto_duration_max_env_steps_per_sample}"
             )
+        self._check_callback_signatures()
         self._check_callbacks_travel()
         if isinstance(self.policies_to_train, (set, frozenset, list, tuple)):
             for policy_id in self.policies_to_train:
@@ -2331,6 +2340,17 @@ class AlgorithmConfig(OldConfigNames):
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
         return items
+
+    def _check_callback_signatures(self) -> None:
+        """`callbacks()` checks what it is given; this catches classes and callables set
+        another way (`config.callbacks_class = MyCallbacks`)."""
+        for cls in self.callback_classes():
+            if isinstance(cls, type):
+                label = f"{type(self).__name__}.callbacks_class={cls.__qualname__}"
+                check_callback_class(cls, label)
+        for event, fns in self.callbacks_on.items():
+            for fn in fns:
+                check_event_callable(event, fn, f"{type(self).__name__}.callbacks({event}=...)")
 
     def _check_callbacks_travel(self) -> None:
         """Every callback must survive cloudpickle: it is sent to each EnvRunner process."""

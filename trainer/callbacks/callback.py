@@ -1,7 +1,9 @@
 """`RLlibCallback`: the hooks a user overrides to inject code into training.
 
 Every hook is keyword-only, takes `**kwargs` (so new arguments never break old callbacks) and does
-nothing by default. Algorithm-side hooks run in the main process; EnvRunner-side hooks run inside each
+nothing by default. Their keyword-only parameters are what each event passes: the table
+`callbacks.signatures` checks configured callbacks against (keep them in step with the firing
+sites). Algorithm-side hooks run in the main process; EnvRunner-side hooks run inside each
 EnvRunner process, on instances created there from the cloudpickled class, so instance attributes
 are per-runner state.
 """
@@ -107,7 +109,8 @@ class RLlibCallback:
         self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
     ) -> None:
         """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
-        the algorithm and pushed it to every EnvRunner. Not fired by saving."""
+        the algorithm and pushed it to every EnvRunner. Not fired by saving. `metrics_logger`
+        goes only to callbacks that can take it (RLlib passes `algorithm` alone)."""
 
     # ----------------------------------------------------------------------------------------
     # EnvRunner-bound events (inside each EnvRunner).
@@ -231,6 +234,9 @@ def _combined(callback_class_list: list[type], caller: str) -> type[RLlibCallbac
             )
 
     class MultiCallbacks(RLlibCallback):
+        #: The classes combined (`config.callbacks()` checks their handlers' signatures).
+        combined_classes = tuple(classes)
+
         def __init__(self) -> None:
             super().__init__()
             self._callback_list = [cls() for cls in classes]

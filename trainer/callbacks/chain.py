@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainer.callbacks.callback import EVENTS, RLlibCallback
+from trainer.callbacks.signatures import keywords_to_drop
 from trainer.compat.old_callbacks import (
     adapt_old_arguments,
     old_event_handlers,
@@ -84,7 +85,19 @@ class CallbackChain:
         if event == "on_sub_environment_created":  # an old event: `worker=` is its own argument
             warn_once(name, "on_environment_created (the sub-envs are env.envs[i])")
             return fn
-        return adapt_old_arguments(name, fn)
+        adapted = adapt_old_arguments(name, fn)
+        # Keywords this project passes beyond RLlib's call are left out for a callable written
+        # against RLlib's call, which cannot take them.
+        drop = keywords_to_drop(event, fn)
+        if not drop:
+            return adapted
+
+        def without_extra_keywords(**kwargs: Any) -> Any:
+            for keyword in drop:
+                kwargs.pop(keyword, None)
+            return adapted(**kwargs)
+
+        return without_extra_keywords
 
     def has(self, event: str) -> bool:
         """Whether anything is registered for `event` (lets hot loops skip building kwargs)."""

@@ -616,6 +616,25 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "AlgorithmConfig.callbacks(...) with a callable of the wrong signature",
+        "refused at once with a ConfigError naming the event, the callable (file:line), what it "
+        "cannot take and what the event passes; RLlib's documented and old-stack signatures are "
+        "accepted (tests/test_hostile_callback_signatures.py)",
+        "RLlib 2.60 stores any callable and raises a TypeError when the event first fires, "
+        "possibly in a worker process long after the config was written",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "RLlibCallback.on_checkpoint_loaded",
+        "also passes metrics_logger=, but only to a callable that can take it, so a callable "
+        "written for RLlib's call (algorithm= alone) runs (tests/test_hostile_callback_"
+        "signatures.py::test_the_keyword_table_is_what_the_events_pass_and_rllib_style_"
+        "callables_run)",
+        "every other Algorithm event passes the MetricsLogger; RLlib 2.60 passes algorithm= "
+        "alone to this one",
+        BEHAVIOUR,
+    ),
+    Difference(
         "MultiAgentEpisode.get_sample_batch",
         "raises NotImplementedError naming the new stack's getters",
         _OLD_STACK,

@@ -31,6 +31,10 @@ logger = logging.getLogger("trainer")
 
 #: Old argument name -> its current name, for the EnvRunner events.
 OLD_ARGUMENTS = {"worker": "env_runner", "base_env": "env", "policies": "rl_module"}
+#: Old events still fired here (under their new event) -> the keyword arguments they get.
+OLD_EVENT_KEYWORDS = {
+    "on_workers_recreated": ("algorithm", "worker_set", "worker_ids", "is_evaluation"),
+}
 #: Old events of RLlib's old API stack that nothing here fires, and what to use instead.
 NEVER_CALLED = {
     "on_create_policy": "nothing: there are no Policy objects (the RLModule is env_runner.module)",
