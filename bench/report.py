@@ -261,6 +261,16 @@ BENCHMARKS = (
         summary_keep=r"^(under chaos|kills)",
     ),
     Benchmark(
+        "soak",
+        "1,000 PPO iterations (2 EnvRunners): a runner SIGKILLed every 10, a checkpoint "
+        "every 10 restored into a second algorithm, a callback calling a named object",
+        ("bench/soak.py",),
+        r"^iteration \d+: main|^main RSS|^restarts|^checkpoints|^named object",
+        "RSS growth < 5% from iteration 100; files and children flat; restarts == kills; "
+        "every checkpoint exact",
+        quick=("bench/soak.py", "--iterations", "200"),
+    ),
+    Benchmark(
         "hostile",
         "SIGKILLs during saves, crafted checkpoints, silent clients of the named-object server",
         ("bench/hostile.py", "--kills", "100"),
