@@ -235,12 +235,20 @@ class WrongShapeAfter30Steps(gym.Env):
 
 
 @pytest.mark.parametrize(
-    "env, env_config",
-    [("crashing", {"p_crash": 1.0}), (WrongShapeAfter30Steps, {})],
+    "env, env_config, failure",
+    [
+        ("crashing", {"p_crash": 1.0}, "raised EnvError: Simulated env crash"),
+        (
+            WrongShapeAfter30Steps,
+            {},
+            "raised EnvDataError: sub-env 0's step() returned an observation of shape (3,) "
+            "where its observation space Box(-1.0, 1.0, (4,), float32) has shape (4,)",
+        ),
+    ],
     ids=["raises_at_every_step", "wrong_obs_shape_at_step_30"],
 )
 def test_a_runner_failing_every_time_is_restarted_once_per_iteration_and_train_returns(
-    env, env_config
+    env, env_config, failure
 ):
     """RLlib's rule (its test_on_env_runners_recreated_callback, p_crash=1.0): restarts go on
     across iterations, at most one per runner and iteration, and each train() returns."""
@@ -262,6 +270,7 @@ def test_a_runner_failing_every_time_is_restarted_once_per_iteration_and_train_r
             assert time.monotonic() - started < 20
             assert result["env_runners"]["num_env_steps_sampled"] == 0
             assert result["fault_tolerance"]["num_waiting_workers"] == 2
+            assert all(failure in f for f in result["fault_tolerance"]["failures_this_iteration"])
         # Iteration 1 restarts both at once after their first failure, 2 and 3 when they start.
         assert algo.callbacks[0].recoveries == [([1, 2], False)] * 3
         assert algo.restore_env_runners(algo.env_runner_group) == [1, 2]

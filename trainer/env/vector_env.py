@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from trainer.errors import EnvDataError
+
 if TYPE_CHECKING:  # the mixin goes on gymnasium's vector envs, whose _add_info it extends
     _VectorEnvBase = gym.vector.VectorEnv
 else:
@@ -103,8 +105,7 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         self._env_obs = observations
         batch = np.array(observations, dtype=self._observations.dtype)
         if batch.shape != self._observations.shape:
-            # A sub-env's observation of the wrong shape: gymnasium's own error.
-            np.stack(observations, axis=0, out=self._observations)
+            raise _wrong_shape(observations, self.single_observation_space, "step()")
         terminated_column = _column(terminations, np.bool_)
         truncated_column = _column(truncations, np.bool_)
         self._autoreset_envs = terminated_column | truncated_column
@@ -126,6 +127,19 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
     def step_wait(self, *args: Any, **kwargs: Any) -> Any:
         self._clear_sub_env_infos()
         return super().step_wait(*args, **kwargs)
+
+
+def _wrong_shape(observations: list, space: gym.spaces.Box, method: str) -> EnvDataError:
+    """The error for a batch whose observations do not all have the space's shape: names the
+    first sub-env that broke it (an `EnvDataError`, a ValueError as gymnasium's own)."""
+    for index, observation in enumerate(observations):
+        shape = np.shape(observation)
+        if shape != space.shape:
+            return EnvDataError(
+                f"sub-env {index}'s {method} returned an observation of shape {shape} where "
+                f"its observation space {space} has shape {space.shape}"
+            )
+    return EnvDataError(f"the sub-envs' {method} observations do not fit {space}")
 
 
 def _column(values: list, dtype: type) -> np.ndarray:
