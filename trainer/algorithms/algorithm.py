@@ -7,7 +7,9 @@ One `train()` call, as data flows (PPO; DQN samples into its replay buffer and u
 
     train()
      ├─ [parallel evaluation: a round starts with the last weights (EvaluationRounds)]
-     ├─ training_step(), repeated until min_time_s / min_sample_timesteps are reached:
+     ├─ restore_env_runners(): the runners left out in the last iteration are restarted
+     ├─ training_step(), repeated until min_time_s / min_sample_timesteps are reached
+     │  (or no runner is left to sample from):
      │    env_runner_group.sample()  ──requests──▶  EnvRunner processes: step envs, record
      │        ◀── episodes + each runner's MetricsLogger.reduce()        episodes, fire callbacks
      │    metrics.aggregate(runner metrics, key="env_runners")   (RLlib's merge)
@@ -21,7 +23,8 @@ One `train()` call, as data flows (PPO; DQN samples into its replay buffer and u
      └─ on_train_result(result) ─▶ returned
 
 A failed EnvRunner anywhere in that flow is handled inside `EnvRunnerGroup` (see
-`trainer.runners.restart_policy`): the round keeps the other runners' samples.
+`trainer.runners.restart_policy`): the round keeps the other runners' samples, and a runner is
+restarted at most once per iteration, so the call returns.
 """
 
 from __future__ import annotations
