@@ -47,6 +47,7 @@ from trainer.algorithms.checkpointing import (
     configured_module_states,
     load_algorithm_state,
     load_class_and_config,
+    open_algorithm_checkpoint,
     read_module_states,
     runner_states,
     save_algorithm,
@@ -61,7 +62,7 @@ from trainer.algorithms.module_changes import (
 )
 from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLearner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
-from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from trainer.checkpoints import Checkpoint, CheckpointError
 from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
@@ -1179,7 +1180,7 @@ class Algorithm(OldAlgorithmNames):
         component's directory inside it is used. The weights then go to every EnvRunner."""
         with fetched(path, filesystem) as local:
             if component is None:
-                self._restore(open_checkpoint(local))
+                self._restore(open_algorithm_checkpoint(local))
                 return
             states = read_module_states(self, local, component)
         self._set_module_weights(states)
@@ -1241,13 +1242,18 @@ class Algorithm(OldAlgorithmNames):
         allow_pickle: bool = False,
     ) -> Algorithm:
         """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
-        `restore_from_path`. Without `config`, the class and config come from the
-        checkpoint's `config.json` (plain data; callbacks, env classes and other code
-        re-imported by their `module:name` paths); with one, the algorithm is built from
-        `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
-        unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
-        file, which also carries lambdas and classes defined in `__main__`, and runs whatever
-        code it holds (use it only for checkpoints you trust)."""
+        `restore_from_path`. With `config`, the algorithm is built from it (it must fit the
+        checkpoint's spaces and network). Every file of the
+        checkpoint is verified before anything is loaded.
+
+        Without `config`, the class and config come, as in RLlib, from the checkpoint's pickle
+        (which carries lambdas and classes defined in `__main__`) when its signature verifies
+        with this user's key: a checkpoint this user saved, or trusted with `python -m trainer
+        trust PATH`. Otherwise they come from the checkpoint's `config.json` (plain data;
+        callbacks, env classes and other code re-imported by their `module:name` paths), and a
+        config that needs the pickle is refused, naming how to trust it. `allow_pickle=True`
+        unpickles the pickle whoever signed it, running whatever code it holds (use it only
+        for checkpoints you trust)."""
         if isinstance(filesystem, (AlgorithmConfig, dict)):
             raise TypeError(
                 f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
@@ -1255,7 +1261,7 @@ class Algorithm(OldAlgorithmNames):
                 "pyarrow.fs.FileSystem); pass the config as config=..."
             )
         with fetched(path, filesystem) as local:
-            checkpoint = open_checkpoint(local)
+            checkpoint = open_algorithm_checkpoint(local)
             if config is None:
                 algorithm_class, config = load_class_and_config(
                     checkpoint, allow_pickle=allow_pickle
