@@ -328,6 +328,11 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
             f"{spaces}",
         )
     saved = meta.get("parameter_shapes") or {}
+    if not isinstance(saved, dict):
+        raise CheckpointError(
+            checkpoint.path,
+            f"metadata.json is damaged: parameter_shapes is a {type(saved).__name__}, not a map",
+        )
     if saved != current:
         differences = [
             f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"

@@ -48,9 +48,7 @@ def key_file_path() -> str:
         return os.path.abspath(os.path.expanduser(explicit))
     directory = os.environ.get(CONFIG_DIR_ENV)
     if not directory:
-        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(
-            os.path.expanduser("~"), ".config"
-        )
+        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         directory = os.path.join(base, "localrl")
     return os.path.join(os.path.abspath(os.path.expanduser(directory)), KEY_FILE_NAME)
 
