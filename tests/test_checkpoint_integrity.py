@@ -228,3 +228,46 @@ def test_a_checkpoint_of_format_version_1_loads_unsealed(tmp_path, saved, algo):
     assert checkpoint.metadata["format_version"] == 1 and checkpoint.module_weights
     algo.restore_from_path(path)
     assert algo.iteration == 1
+
+
+@pytest.mark.parametrize(
+    "place, value",
+    [
+        (("unstored",), True),
+        (("settings",), "x"),
+        (("settings", "env"), None),
+        (("settings", "train_batch_size"), {"__import__": 5}),
+        (("algorithm_class",), ["trainer.algorithms.ppo.ppo:PPO"]),
+    ],
+)
+def test_a_crafted_config_json_is_a_checkpoint_error(tmp_path, saved, place, value):
+    """config.json, consistently declared and unsigned (so from_checkpoint reads it), with a
+    field of the wrong type: a CheckpointError, whether it fails as data or at the build."""
+    path = tmp_path / "c"
+    shutil.copytree(saved, path)
+    config = json.loads((path / "config.json").read_text())
+    node = config
+    for key in place[:-1]:
+        node = node[key]
+    node[place[-1]] = value
+    data = json.dumps(config).encode()
+    (path / "config.json").write_bytes(data)
+    metadata = json.loads((path / "metadata.json").read_text())
+    metadata["files"]["config.json"] = {"size": len(data), "sha256": file_digest(data)}
+    del metadata["config_signature"]
+    _write_sealed(path, metadata)
+    with pytest.raises(CheckpointError, match=str(path)):
+        Algorithm.from_checkpoint(path)
+
+
+def test_a_module_checkpoint_with_a_crafted_constructor_is_a_checkpoint_error(tmp_path, saved):
+    from trainer.core.rl_module import RLModule
+
+    path = tmp_path / "c"
+    shutil.copytree(saved, path)
+    module = path / "learner_group" / "learner" / "rl_module" / "default_policy"
+    metadata = json.loads((module / "metadata.json").read_text())
+    metadata["constructor"] = {"no_such_argument": None}
+    _write_sealed(module, metadata)
+    with pytest.raises(CheckpointError, match="has no valid 'constructor' entry"):
+        RLModule.from_checkpoint(module)

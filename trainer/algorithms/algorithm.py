@@ -1262,6 +1262,7 @@ class Algorithm(OldAlgorithmNames):
             )
         with fetched(path, filesystem) as local:
             checkpoint = open_algorithm_checkpoint(local)
+            from_checkpoint_config = config is None
             if config is None:
                 algorithm_class, config = load_class_and_config(
                     checkpoint, allow_pickle=allow_pickle
@@ -1277,7 +1278,17 @@ class Algorithm(OldAlgorithmNames):
                     f"{checkpoint.metadata.get('algorithm_class')} cannot be "
                     f"loaded with {cls.__name__}",
                 )
-            algorithm = algorithm_class(config=config)
+            try:
+                algorithm = algorithm_class(config=config)
+            except (ConfigError, TypeError, ValueError) as error:
+                if not from_checkpoint_config:
+                    raise
+                # The checkpoint's own config (a crafted config.json, say) is refused.
+                raise CheckpointError(
+                    checkpoint.path,
+                    f"the config it was saved with cannot build {algorithm_class.__name__}: "
+                    f"{type(error).__name__}: {error}",
+                ) from None
             try:
                 algorithm._restore(checkpoint)
             except BaseException:
