@@ -168,3 +168,27 @@ def test_signatures_of_the_wrong_shape_are_not_valid(tmp_path, monkeypatch):
         {**good, "scheme": "md5"},
     ):
         assert not check_signature(data, wrong).valid
+
+
+def test_a_save_with_an_unusable_key_is_unsigned_and_says_so(tmp_path, monkeypatch, caplog):
+    from helpers import small_ppo
+
+    monkeypatch.setenv(KEY_FILE_ENV, str(tmp_path / "checkpoint.key"))
+    load_key()
+    os.chmod(key_file_path(), 0o640)
+    config = small_ppo().callbacks(on_train_result=lambda **kw: None)
+    with config.build() as algo:
+        with caplog.at_level("WARNING", logger="trainer"):
+            path = algo.save_to_path(tmp_path / "c")
+    assert "its config is not signed" in caplog.text and "mode 0640" in caplog.text
+    assert "config_signature" not in json.loads((tmp_path / "c" / "metadata.json").read_text())
+    with pytest.raises(CheckpointError, match="not unpickled since it is unsigned"):
+        Algorithm.from_checkpoint(path)
+    from trainer.checkpoints.trust import trust_checkpoint
+
+    with pytest.raises(KeyFileError, match=f"chmod 600 {key_file_path()}"):
+        trust_checkpoint(path)
+    os.chmod(key_file_path(), 0o600)
+    trust_checkpoint(path)
+    with Algorithm.from_checkpoint(path) as algo:
+        assert algo.iteration == 0
