@@ -480,8 +480,7 @@ def load_class_and_config(
         raise CheckpointError(
             checkpoint.path,
             f"has no {CONFIG_FILE} (it predates stored configs), and its pickled config is "
-            f"not unpickled since {signature.reason}: pass config= to from_checkpoint, or, "
-            + hint,
+            f"not unpickled since {signature.reason}: pass config= to from_checkpoint, or, " + hint,
         )
     # Imported here: the algorithm module imports this one.
     from trainer.algorithms.algorithm import Algorithm

@@ -201,8 +201,7 @@ def spec_of_checkpoint(path: str | os.PathLike) -> Any:
         return MultiRLModuleSpec(
             multi_rl_module_class=cls,
             rl_module_specs={
-                module_id: spec_of_checkpoint(_submodule_path(path, module_id))
-                for module_id in ids
+                module_id: spec_of_checkpoint(_submodule_path(path, module_id)) for module_id in ids
             },
             **kwargs,
         )
