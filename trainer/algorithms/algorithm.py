@@ -1168,8 +1168,10 @@ class Algorithm(OldAlgorithmNames):
         """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
         a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
         JSON), pushes weights and runner states to every EnvRunner, then fires
-        `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
-        foreign or incompatible checkpoint, before anything is changed.
+        `on_checkpoint_loaded`. Every file of the checkpoint (its module checkpoints' too) is
+        verified by its size and SHA-256 before anything is loaded. Raises
+        `checkpoints.CheckpointError` naming the file for a missing, damaged, foreign or
+        incompatible checkpoint, before anything is changed.
 
         With `component` (RLlib's Checkpointable argument), only the learner's modules are
         restored, everything else stays: `"learner_group/learner/rl_module/<module_id>"` with
