@@ -192,3 +192,26 @@ def test_a_save_with_an_unusable_key_is_unsigned_and_says_so(tmp_path, monkeypat
     trust_checkpoint(path)
     with Algorithm.from_checkpoint(path) as algo:
         assert algo.iteration == 0
+
+
+def _key_in_a_child(key_file, queue):
+    os.environ[KEY_FILE_ENV] = key_file
+    queue.put(load_key().hex())
+
+
+def test_processes_creating_the_key_at_once_end_with_the_same_key(tmp_path):
+    import multiprocessing
+
+    key_file = tmp_path / "fresh" / "checkpoint.key"
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    children = [
+        context.Process(target=_key_in_a_child, args=(str(key_file), queue)) for _ in range(6)
+    ]
+    for child in children:
+        child.start()
+    keys = {queue.get(timeout=30) for _ in children}
+    for child in children:
+        child.join(timeout=30)
+    assert len(keys) == 1 and bytes.fromhex(keys.pop()) == bytes.fromhex(key_file.read_text())
+    assert os.listdir(key_file.parent) == ["checkpoint.key"]
