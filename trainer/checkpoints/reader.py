@@ -193,7 +193,7 @@ FIRST_SEALED_VERSION = 2
 
 
 def read_metadata_bytes(path: str) -> bytes:
-    """metadata.json's bytes (bounded), its seal checked; never parsed here."""
+    """metadata.json's bytes, at most `MAX_METADATA_BYTES`; not parsed here."""
     if not os.path.lexists(os.path.join(path, METADATA_FILE)):
         raise CheckpointError(path, f"not a checkpoint: it has no {METADATA_FILE}")
     text = read_confined(path, METADATA_FILE, MAX_METADATA_BYTES)
