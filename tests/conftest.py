@@ -6,12 +6,17 @@ and the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is no
 
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from trainer.named_objects import shutdown_named_objects
 from trainer.testing import no_env_runner_orphans  # noqa: F401
+
+# The checkpoint signing key of the tests (and of the processes they start): a private one, not
+# the user's (trainer.checkpoints.signing).
+os.environ.setdefault("LOCALRL_CONFIG_DIR", tempfile.mkdtemp(prefix="localrl-test-config-"))
 
 RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
 #: Files of tests/rllib/ whose tests start Ray (`ray.init()`): marked `ray` and `slow`.

@@ -27,6 +27,7 @@ from checkpoints import CheckpointError, CheckpointManager, backup_path, open_ch
 from trainer import DQNConfig, PPOConfig
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.ppo import PPO
+from trainer.checkpoints.json_files import sealed_json
 
 #: Episode durations and throughputs are wall-clock measures; every other env_runners metric
 #: must match exactly.
@@ -185,7 +186,7 @@ def saved_ppo(tmp_path_factory):
 def _rewrite_metadata(path, change):
     metadata = json.loads((path / "metadata.json").read_text())
     change(metadata)
-    (path / "metadata.json").write_text(json.dumps(metadata))
+    (path / "metadata.json").write_bytes(sealed_json(metadata))
 
 
 def _replace_file(path, name, data):
@@ -309,14 +310,17 @@ def test_state_files_are_plain_msgpack(saved_ppo):
     assert ormsgpack.unpackb((saved_ppo / "algorithm.msgpack").read_bytes())["iteration"] == 1
     metadata = json.loads((saved_ppo / "metadata.json").read_text())
     assert metadata["algorithm_class"] == "PPO" and metadata["training_iteration"] == 1
-    # metadata.json checksums its files and, through each module checkpoint's metadata.json,
-    # the module checkpoints.
+    # metadata.json checksums its files and, through each module checkpoint's metadata.json
+    # (and the MultiRLModule checkpoint's), the module checkpoints.
     assert set(metadata["files"]) == {p.name for p in saved_ppo.iterdir()} - {
         "metadata.json",
         "learner_group",
     }
     assert metadata["module_checkpoints"] == {
         "path": "learner_group/learner/rl_module",
+        "multi_rl_module_metadata_sha256": file_digest(
+            (module.parent / "metadata.json").read_bytes()
+        ),
         "metadata_sha256": {"default_policy": file_digest((module / "metadata.json").read_bytes())},
     }
 

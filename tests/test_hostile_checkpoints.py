@@ -16,6 +16,7 @@ from helpers import small_ppo
 
 from checkpoints import CheckpointError
 from trainer.algorithms.algorithm import Algorithm
+from trainer.checkpoints.json_files import sealed_json
 from trainer.testing import assert_no_env_runner_processes
 
 
@@ -59,7 +60,8 @@ def _metadata(path):
 
 
 def _write_metadata(path, metadata):
-    (path / "metadata.json").write_text(json.dumps(metadata))
+    """Writes metadata.json sealed (its self_sha256 agrees): a deliberate forgery."""
+    (path / "metadata.json").write_bytes(sealed_json(metadata))
 
 
 def _declare(path, name, data):

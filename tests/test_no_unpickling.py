@@ -1,7 +1,8 @@
-"""No checkpoint path unpickles unless asked: `Algorithm.from_checkpoint(path)` without a config,
-`python -m trainer evaluate CHECKPOINT` and `python -m trainer --resume` build the algorithm from
-the checkpoint's plain-data config.json (code settings re-imported by `module:name`), and a
-planted class_and_config.pkl runs nothing; `allow_pickle=True` / `--trust-pickle` opt in."""
+"""No checkpoint path unpickles a pickle the user did not sign: `Algorithm.from_checkpoint(path)`
+without a config, `python -m trainer evaluate CHECKPOINT` and `python -m trainer --resume` build
+the algorithm from the checkpoint's plain-data config.json (code settings re-imported by
+`module:name`) unless its pickled config carries the user's signature, and a planted
+class_and_config.pkl runs nothing; `allow_pickle=True` / `--trust-pickle` opt in."""
 
 import json
 import pickle
@@ -16,6 +17,7 @@ from helpers import EpisodeReturn, UnpicklingMarker, small_ppo
 from checkpoints import CheckpointError
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.ppo import PPO
+from trainer.checkpoints.json_files import sealed_json
 
 
 def _plant_pickle(checkpoint, marker):
@@ -25,7 +27,7 @@ def _plant_pickle(checkpoint, marker):
     (checkpoint / "class_and_config.pkl").write_bytes(data)
     metadata = json.loads((checkpoint / "metadata.json").read_text())
     metadata["files"]["class_and_config.pkl"] = {"size": len(data), "sha256": file_digest(data)}
-    (checkpoint / "metadata.json").write_text(json.dumps(metadata))
+    (checkpoint / "metadata.json").write_bytes(sealed_json(metadata))
 
 
 def test_from_checkpoint_rebuilds_the_config_from_plain_data(tmp_path):
@@ -52,17 +54,26 @@ def test_from_checkpoint_rebuilds_the_config_from_plain_data(tmp_path):
     assert not marker.exists()
 
 
-def test_code_without_an_import_path_needs_config_or_the_explicit_opt_in(tmp_path):
+def test_code_without_an_import_path_from_someone_else_needs_config_or_an_opt_in(tmp_path):
+    """The user's own checkpoint of a config with a lambda loads (its pickle is signed with
+    the user's key, see test_signed_configs.py); an unsigned one, as from another user, is
+    rebuilt from config.json, which cannot hold the lambda: refused, saying what to do."""
     calls = []
     config = small_ppo().callbacks(on_train_result=lambda **kw: calls.append(1))
     with config.build() as algo:
         algo.train()
         path = algo.save_to_path(tmp_path / "c")
+    with Algorithm.from_checkpoint(path) as restored:
+        assert restored.iteration == 1
+    metadata = json.loads((tmp_path / "c" / "metadata.json").read_text())
+    del metadata["config_signature"]
+    (tmp_path / "c" / "metadata.json").write_bytes(sealed_json(metadata))
     with pytest.raises(CheckpointError) as error:
         Algorithm.from_checkpoint(path)
     message = str(error.value)
     assert "config['callbacks_on']['on_train_result'][0]" in message
     assert "Pass config=" in message and "allow_pickle=True" in message
+    assert f"python -m trainer trust {path}" in message and "it is unsigned" in message
     with Algorithm.from_checkpoint(path, config=config) as restored:
         assert restored.iteration == 1
     with Algorithm.from_checkpoint(path, allow_pickle=True) as restored:
@@ -78,7 +89,9 @@ def test_a_config_json_naming_something_that_is_not_an_algorithm_is_refused(tmp_
     (tmp_path / "c" / "config.json").write_bytes(data)
     metadata = json.loads((tmp_path / "c" / "metadata.json").read_text())
     metadata["files"]["config.json"] = {"size": len(data), "sha256": file_digest(data)}
-    (tmp_path / "c" / "metadata.json").write_text(json.dumps(metadata))
+    # Unsigned (as a checkpoint from someone else): its config comes from config.json.
+    del metadata["config_signature"]
+    (tmp_path / "c" / "metadata.json").write_bytes(sealed_json(metadata))
     with pytest.raises(CheckpointError, match="'os:system' is not a subclass of Algorithm"):
         Algorithm.from_checkpoint(path)
 

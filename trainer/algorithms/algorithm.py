@@ -50,6 +50,7 @@ from trainer.algorithms.checkpointing import (
     configured_module_states,
     load_algorithm_state,
     load_class_and_config,
+    open_algorithm_checkpoint,
     read_module_states,
     runner_states,
     save_algorithm,
@@ -64,7 +65,7 @@ from trainer.algorithms.module_changes import (
 )
 from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLearner
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
-from trainer.checkpoints import Checkpoint, CheckpointError, open_checkpoint
+from trainer.checkpoints import Checkpoint, CheckpointError
 from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
@@ -1190,8 +1191,10 @@ class Algorithm(OldAlgorithmNames):
         """Loads the checkpoint at `path` (a local path, a `file://` URI, or with `filesystem=`
         a path on that `pyarrow.fs.FileSystem`) into this algorithm (reading only msgpack and
         JSON), pushes weights and runner states to every EnvRunner, then fires
-        `on_checkpoint_loaded`. Raises `checkpoints.CheckpointError` for a missing, damaged,
-        foreign or incompatible checkpoint, before anything is changed.
+        `on_checkpoint_loaded`. Every file of the checkpoint (its module checkpoints' too) is
+        verified by its size and SHA-256 before anything is loaded. Raises
+        `checkpoints.CheckpointError` naming the file for a missing, damaged, foreign or
+        incompatible checkpoint, before anything is changed.
 
         With `component` (RLlib's Checkpointable argument), only the learner's modules are
         restored, everything else stays: `"learner_group/learner/rl_module/<module_id>"` with
@@ -1202,7 +1205,7 @@ class Algorithm(OldAlgorithmNames):
         component's directory inside it is used. The weights then go to every EnvRunner."""
         with fetched(path, filesystem) as local:
             if component is None:
-                self._restore(open_checkpoint(local))
+                self._restore(open_algorithm_checkpoint(local))
                 return
             states = read_module_states(self, local, component)
         self._set_module_weights(states)
@@ -1264,13 +1267,18 @@ class Algorithm(OldAlgorithmNames):
         allow_pickle: bool = False,
     ) -> Algorithm:
         """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
-        `restore_from_path`. Without `config`, the class and config come from the
-        checkpoint's `config.json` (plain data; callbacks, env classes and other code
-        re-imported by their `module:name` paths); with one, the algorithm is built from
-        `config` (which must fit the checkpoint's spaces and network). Nothing is unpickled
-        unless `allow_pickle=True`: then the class and config come from the checkpoint's pickle
-        file, which also carries lambdas and classes defined in `__main__`, and runs whatever
-        code it holds (use it only for checkpoints you trust)."""
+        `restore_from_path`. With `config`, the algorithm is built from it (it must fit the
+        checkpoint's spaces and network). Every file of the
+        checkpoint is verified before anything is loaded.
+
+        Without `config`, the class and config come, as in RLlib, from the checkpoint's pickle
+        (which carries lambdas and classes defined in `__main__`) when its signature verifies
+        with this user's key: a checkpoint this user saved, or trusted with `python -m trainer
+        trust PATH`. Otherwise they come from the checkpoint's `config.json` (plain data;
+        callbacks, env classes and other code re-imported by their `module:name` paths), and a
+        config that needs the pickle is refused, naming how to trust it. `allow_pickle=True`
+        unpickles the pickle whoever signed it, running whatever code it holds (use it only
+        for checkpoints you trust)."""
         if isinstance(filesystem, (AlgorithmConfig, dict)):
             raise TypeError(
                 f"{cls.__name__}.from_checkpoint(path, {type(filesystem).__name__}"
@@ -1278,7 +1286,8 @@ class Algorithm(OldAlgorithmNames):
                 "pyarrow.fs.FileSystem); pass the config as config=..."
             )
         with fetched(path, filesystem) as local:
-            checkpoint = open_checkpoint(local)
+            checkpoint = open_algorithm_checkpoint(local)
+            from_checkpoint_config = config is None
             if config is None:
                 algorithm_class, config = load_class_and_config(
                     checkpoint, allow_pickle=allow_pickle
@@ -1294,7 +1303,17 @@ class Algorithm(OldAlgorithmNames):
                     f"{checkpoint.metadata.get('algorithm_class')} cannot be "
                     f"loaded with {cls.__name__}",
                 )
-            algorithm = algorithm_class(config=config)
+            try:
+                algorithm = algorithm_class(config=config)
+            except (ConfigError, TypeError, ValueError) as error:
+                if not from_checkpoint_config:
+                    raise
+                # The checkpoint's own config (a crafted config.json, say) is refused.
+                raise CheckpointError(
+                    checkpoint.path,
+                    f"the config it was saved with cannot build {algorithm_class.__name__}: "
+                    f"{type(error).__name__}: {error}",
+                ) from None
             try:
                 algorithm._restore(checkpoint)
             except BaseException:

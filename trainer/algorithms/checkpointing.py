@@ -3,9 +3,12 @@
 Saving: `Algorithm.get_state()` gives one state per component; each becomes a msgpack file; the
 class and config become `config.json` (plain data, code by import path: `trainer.checkpoints.config_data`)
 and one cloudpickle file; `metadata.json` records what a loader must check before touching the
-running algorithm: the algorithm, the spaces and the network's parameter shapes. Loading reads
-msgpack and JSON only; `class_and_config.pkl` is unpickled solely on the explicit opt-in
-`allow_pickle=True` (`--trust-pickle` on the command line).
+running algorithm: the algorithm, the spaces and the network's parameter shapes, and the HMAC of
+the pickled config made with this user's key (`trainer.checkpoints.signing`). Loading verifies
+every file first (`open_algorithm_checkpoint`), then reads msgpack and JSON; `class_and_config.pkl`
+is unpickled when its signature verifies (a checkpoint this user saved or trusted with `python
+-m trainer trust PATH`, as RLlib loads its own) or on the explicit opt-in `allow_pickle=True`
+(`--trust-pickle` on the command line), never otherwise.
 
 The learner's modules are also written as RLlib lays them out, real module checkpoints inside
 the algorithm's (`trainer.core.module_checkpoint`): `learner_group/learner/rl_module/` is a
@@ -50,6 +53,13 @@ from trainer.checkpoints.config_data import ConfigDataError, config_from_data, c
 from trainer.checkpoints.format import METADATA_FILE
 from trainer.checkpoints.location import local_path, staged_for_upload
 from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
+from trainer.checkpoints.signing import (
+    SIGNATURE_KEY,
+    KeyFileError,
+    SignatureCheck,
+    check_signature,
+    sign,
+)
 from trainer.checkpoints.writer import file_digest
 from trainer.core.models import DEFAULT_MODULE_ID
 
@@ -150,6 +160,8 @@ def save_algorithm(
 MODULES_COMPONENT = "learner_group/learner/rl_module"
 #: The metadata.json entry naming the module checkpoints and their metadata's SHA-256.
 MODULE_CHECKPOINTS_KEY = "module_checkpoints"
+#: In that entry: the SHA-256 of the MultiRLModule checkpoint's own metadata.json.
+MULTI_DIGEST_KEY = "multi_rl_module_metadata_sha256"
 
 
 def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
@@ -199,6 +211,7 @@ def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
         save_module(learner_modules_as_multi_rl_module(algorithm), modules_dir, state=weights)
         metadata[MODULE_CHECKPOINTS_KEY] = {
             "path": MODULES_COMPONENT,
+            MULTI_DIGEST_KEY: _digest_of(os.path.join(modules_dir, METADATA_FILE)),
             "metadata_sha256": {
                 str(module_id): _digest_of(os.path.join(modules_dir, str(module_id), METADATA_FILE))
                 for module_id in weights
@@ -254,6 +267,12 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     config_data = config_to_data(algorithm.config, type(algorithm))
     files[CONFIG_FILE] = json.dumps(config_data, indent=1).encode()
     files[CLASS_AND_CONFIG_FILE] = cloudpickle.dumps((type(algorithm), algorithm.config))
+    try:
+        metadata[SIGNATURE_KEY] = sign(files[CLASS_AND_CONFIG_FILE])
+    except KeyFileError as error:
+        # A save is not refused for the key: it is written unsigned, and loading its pickled
+        # config then needs `python -m trainer trust PATH` or allow_pickle=True.
+        logger.warning("checkpoint %s: its config is not signed: %s", path, error)
     spaces, shapes = describe_learner_modules(algorithm.learner.module)
     metadata |= {
         "format": FORMAT_NAME,
@@ -309,6 +328,11 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
             f"{spaces}",
         )
     saved = meta.get("parameter_shapes") or {}
+    if not isinstance(saved, dict):
+        raise CheckpointError(
+            checkpoint.path,
+            f"metadata.json is damaged: parameter_shapes is a {type(saved).__name__}, not a map",
+        )
     if saved != current:
         differences = [
             f"{name}: checkpoint {saved.get(name)}, here {current.get(name)}"
@@ -321,6 +345,18 @@ def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
         )
 
 
+def open_algorithm_checkpoint(path: str) -> Checkpoint:
+    """The Algorithm checkpoint at `path`, verified whole before anything is loaded: its
+    metadata.json (sealed), every file it lists, and each module checkpoint it records (whose
+    metadata.json must have the recorded SHA-256 and whose files are checked against it): their
+    weights are read now, into `checkpoint.module_weights`."""
+    checkpoint = open_checkpoint(path)
+    modules = checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY)
+    if modules is not None:
+        checkpoint.module_weights = _read_module_weights(checkpoint, modules)
+    return checkpoint
+
+
 def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
     """Every component's state from a verified checkpoint, after the compatibility checks."""
     check_compatible(algorithm, checkpoint)
@@ -331,71 +367,120 @@ def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
                 f"has no {component}{STATE_FILE_SUFFIX} (components: {checkpoint.components})",
             )
     state = {component: checkpoint.load(component) for component in checkpoint.components}
-    modules = checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY)
-    if modules is not None:
-        _put_back_module_weights(algorithm, checkpoint, modules, state["learner"])
+    weights = checkpoint.module_weights
+    if weights is None and checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY) is not None:
+        weights = _read_module_weights(checkpoint, checkpoint.metadata[MODULE_CHECKPOINTS_KEY])
+    if weights is not None and isinstance(state["learner"], dict):  # else the learner's check
+        for module_id, module_weights in weights.items():
+            target = (
+                state["learner"].get(module_id)
+                if algorithm.config.is_multi_agent
+                else state["learner"]
+            )
+            if isinstance(target, dict):
+                target["module"] = module_weights
     return state
 
 
-def _put_back_module_weights(
-    algorithm: Any, checkpoint: Checkpoint, modules: Any, learner_state: Any
-) -> None:
-    """Reads each module checkpoint the metadata names (its metadata.json must have the
-    recorded SHA-256; its files are checked against it) into the learner state's weights."""
+def _check_digest(checkpoint: Checkpoint, directory: str, digest: str, what: str) -> None:
+    if file_digest(read_confined(directory, METADATA_FILE, MAX_METADATA_BYTES)) != digest:
+        raise CheckpointError(
+            checkpoint.path,
+            f"{what} was altered: its {METADATA_FILE} "
+            f"({os.path.relpath(os.path.join(directory, METADATA_FILE), checkpoint.path)}) "
+            "does not match the SHA-256 the checkpoint's metadata.json recorded",
+        )
+
+
+def _read_module_weights(checkpoint: Checkpoint, modules: Any) -> dict[str, Any]:
+    """{module_id: weights} of each module checkpoint the metadata names, each checked against
+    the SHA-256 of its metadata.json recorded in the checkpoint's (and, when recorded, the
+    MultiRLModule checkpoint's metadata.json too)."""
     digests = modules.get("metadata_sha256") if isinstance(modules, dict) else None
+    multi_digest = modules.get(MULTI_DIGEST_KEY) if isinstance(modules, dict) else None
     if (
         not isinstance(modules, dict)
         or modules.get("path") != MODULES_COMPONENT
         or not isinstance(digests, dict)
         or not all(isinstance(v, str) for v in digests.values())
+        or not (multi_digest is None or isinstance(multi_digest, str))
     ):
         raise CheckpointError(
             checkpoint.path, f"metadata.json has no valid {MODULE_CHECKPOINTS_KEY!r} entry"
         )
-    if not isinstance(learner_state, dict):
-        return  # the learner's check reports it
-    root = os.path.realpath(checkpoint.path)
-    for module_id, digest in digests.items():
-        module_path = os.path.join(checkpoint.path, *MODULES_COMPONENT.split("/"), module_id)
-        from trainer.core.rl_module import RLModuleAPI, validate_module_id
+    from trainer.core.rl_module import RLModuleAPI, validate_module_id
 
+    root = os.path.realpath(checkpoint.path)
+    modules_dir = os.path.join(checkpoint.path, *MODULES_COMPONENT.split("/"))
+    if os.path.commonpath([root, os.path.realpath(modules_dir)]) != root:
+        raise CheckpointError(checkpoint.path, f"{MODULES_COMPONENT} leads outside the checkpoint")
+    if multi_digest is not None:
+        _check_digest(checkpoint, modules_dir, multi_digest, "the MultiRLModule checkpoint")
+        _module_checkpoint(modules_dir)
+    weights = {}
+    for module_id, digest in digests.items():
         try:
             validate_module_id(module_id, error=True)
         except ValueError as error:
             raise CheckpointError(checkpoint.path, str(error)) from None
+        module_path = os.path.join(modules_dir, module_id)
         if os.path.commonpath([root, os.path.realpath(module_path)]) != root:
             raise CheckpointError(
                 checkpoint.path, f"module checkpoint {module_id!r} leads outside the checkpoint"
             )
-        if file_digest(read_confined(module_path, METADATA_FILE, MAX_METADATA_BYTES)) != digest:
-            raise CheckpointError(
-                checkpoint.path,
-                f"module checkpoint {module_id!r} was altered: its {METADATA_FILE} does not "
-                "match the SHA-256 the checkpoint's metadata.json recorded",
-            )
-        weights = _module_checkpoint(module_path).load(RLModuleAPI.STATE_FILE_NAME)
-        target = learner_state.get(module_id) if algorithm.config.is_multi_agent else learner_state
-        if isinstance(target, dict):
-            target["module"] = weights
+        _check_digest(checkpoint, module_path, digest, f"module checkpoint {module_id!r}")
+        weights[module_id] = _module_checkpoint(module_path).load(RLModuleAPI.STATE_FILE_NAME)
+    return weights
+
+
+#: How a user trusts a checkpoint's pickled config (named in refusals).
+TRUST_HINT = (
+    "if you trust this checkpoint, run `python -m trainer trust {path}` (re-signs its pickled "
+    "config with your key) or pass allow_pickle=True (--trust-pickle on the command line)"
+)
+
+
+def pickle_signature(checkpoint: Checkpoint) -> SignatureCheck:
+    """Whether the checkpoint's pickled config is signed with this user's key (a key file that
+    cannot be used is a reason it is not)."""
+    if CLASS_AND_CONFIG_FILE not in checkpoint.files:
+        return SignatureCheck(False, f"it has no {CLASS_AND_CONFIG_FILE}")
+    try:
+        return check_signature(
+            checkpoint.class_and_config_bytes(), checkpoint.metadata.get(SIGNATURE_KEY)
+        )
+    except KeyFileError as error:
+        return SignatureCheck(False, f"your signing key cannot be used: {error}")
 
 
 def load_class_and_config(
     checkpoint: Checkpoint, *, allow_pickle: bool = False
 ) -> tuple[type[Algorithm], Any]:
-    """The algorithm class and config a checkpoint was saved with, from `config.json` (plain
-    data; code re-imported by path). With `allow_pickle`, from `class_and_config.pkl` instead
-    (it carries lambdas and classes defined in `__main__`, and runs whatever code a planted
-    file holds: only for checkpoints you trust)."""
+    """The algorithm class and config a checkpoint was saved with. As RLlib does, from the
+    pickled `class_and_config.pkl` (it carries lambdas and classes defined in `__main__`) when
+    its signature verifies with this user's key (a checkpoint this user saved or trusted), or
+    whatever it holds with `allow_pickle` (unpickling a planted file runs its code: only for
+    checkpoints you trust). Otherwise from `config.json`: plain data, code re-imported by path,
+    refused with how to trust the checkpoint when that cannot rebuild the config."""
     if allow_pickle:
         return unpickle_class_and_config(checkpoint)
+    signature = pickle_signature(checkpoint)
+    unpickling_error = None
+    if signature.valid:
+        try:
+            return unpickle_class_and_config(checkpoint)
+        except CheckpointError as error:
+            # Its code moved since the save, say: config.json may still rebuild it.
+            unpickling_error = error
+    hint = TRUST_HINT.format(path=checkpoint.path)
     data = checkpoint.read_json(CONFIG_FILE)
     if data is None:
+        if unpickling_error is not None:
+            raise unpickling_error
         raise CheckpointError(
             checkpoint.path,
-            f"has no {CONFIG_FILE} (it predates stored "
-            "configs): pass config= to from_checkpoint, or, "
-            "if you trust this checkpoint, allow_pickle=True "
-            "(--trust-pickle on the command line)",
+            f"has no {CONFIG_FILE} (it predates stored configs), and its pickled config is "
+            f"not unpickled since {signature.reason}: pass config= to from_checkpoint, or, " + hint,
         )
     # Imported here: the algorithm module imports this one.
     from trainer.algorithms.algorithm import Algorithm
@@ -404,13 +489,13 @@ def load_class_and_config(
     try:
         return config_from_data(data, config_base=AlgorithmConfig, algorithm_base=Algorithm)
     except ConfigDataError as error:
+        if unpickling_error is not None:
+            raise unpickling_error from None
         raise CheckpointError(
             checkpoint.path,
             f"its config cannot be rebuilt without "
-            f"unpickling: {error}. Pass config= to "
-            "from_checkpoint, or, if you trust this "
-            "checkpoint, allow_pickle=True (--trust-pickle "
-            "on the command line)",
+            f"unpickling: {error}. Its pickled config ({CLASS_AND_CONFIG_FILE}) is not "
+            f"unpickled since {signature.reason}. Pass config= to from_checkpoint, or, " + hint,
         ) from None
 
 
@@ -418,13 +503,19 @@ def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], 
     data = checkpoint.class_and_config_bytes()
     try:
         algorithm_class, config = cloudpickle.loads(data)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever the pickle raises is reported
         raise CheckpointError(
             checkpoint.path,
             f"{CLASS_AND_CONFIG_FILE} cannot be unpickled "
             f"({type(error).__name__}: {error}); pass "
             "config= to from_checkpoint",
         ) from None
+    if not isinstance(algorithm_class, type):
+        raise CheckpointError(
+            checkpoint.path,
+            f"{CLASS_AND_CONFIG_FILE} does not hold an algorithm class and its config (its "
+            f"first item is a {type(algorithm_class).__name__})",
+        )
     return algorithm_class, config
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -46,6 +47,39 @@ def _describe_spaces(spaces: dict) -> str:
 
 def inspect(path: str, as_json: bool = False) -> str:
     checkpoint = open_checkpoint(path)
+    try:
+        return _describe(checkpoint, as_json)
+    except (TypeError, KeyError, ValueError, AttributeError) as error:
+        # Verified files whose fields have the wrong type (a crafted metadata.json).
+        raise CheckpointError(
+            checkpoint.path,
+            f"{METADATA_FILE} holds a field of the wrong type ({type(error).__name__}: {error})",
+        ) from None
+
+
+def _signature_status(checkpoint: Any) -> str:
+    """Whose key signed the pickled config, without creating a key."""
+    from trainer.checkpoints.format import CLASS_AND_CONFIG_FILE
+    from trainer.checkpoints.signing import (
+        SIGNATURE_KEY,
+        KeyFileError,
+        check_signature,
+        key_file_path,
+    )
+
+    if CLASS_AND_CONFIG_FILE not in checkpoint.files:
+        return "no pickled config"
+    entry = checkpoint.metadata.get(SIGNATURE_KEY)
+    if entry is not None and not os.path.exists(key_file_path()):
+        return f"signed; you have no key yet ({key_file_path()})"
+    try:
+        status = check_signature(checkpoint.class_and_config_bytes(), entry)
+    except KeyFileError as error:
+        return f"not checked: {error}"
+    return status.reason
+
+
+def _describe(checkpoint: Any, as_json: bool) -> str:
     meta = checkpoint.metadata
     components = {}
     for component in checkpoint.components:
@@ -94,6 +128,7 @@ def inspect(path: str, as_json: bool = False) -> str:
         # restore_from_path with component=, RLModuleSpec(load_state_path=)).
         ids = sorted(map(str, modules.get("metadata_sha256") or {}))
         lines.append(f"  modules     {modules.get('path')}/<module_id> ({', '.join(ids)})")
+    lines.append(f"  config      {_signature_status(checkpoint)}")
     lines += [
         "  files (all sizes and SHA-256 checksums verified)",
     ]

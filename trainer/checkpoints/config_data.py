@@ -228,9 +228,12 @@ def config_from_data(data: Any, config_base: type, algorithm_base: type) -> tupl
     `Algorithm`, which the caller passes in)."""
     if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
         raise ConfigDataError("config", "not a stored config")
-    if data.get("unstored"):
+    unstored = data.get("unstored")
+    if unstored is not None and not isinstance(unstored, list):
+        raise ConfigDataError("unstored", f"is a {type(unstored).__name__}, not a list")
+    if unstored:
         raise ConfigDataError(
-            ", ".join(map(str, data["unstored"])),
+            ", ".join(map(str, unstored)),
             "stored only in the pickle file (code defined in __main__, a "
             "lambda, a local class or a partial has no import path)",
         )

@@ -7,8 +7,9 @@ import os
 from trainer.errors import CheckpointError as CheckpointError
 
 #: Name and version of the on-disk layout; a reader refuses checkpoints of a newer version.
+#: Version 2 seals metadata.json with its own SHA-256 (version 1 checkpoints still load).
 FORMAT_NAME = "localrl-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 METADATA_FILE = "metadata.json"
 CLASS_AND_CONFIG_FILE = "class_and_config.pkl"
 CONFIG_FILE = "config.json"

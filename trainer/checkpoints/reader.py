@@ -1,6 +1,8 @@
-"""Reading a checkpoint directory: `open_checkpoint(path)` checks `metadata.json`, every file's
-size and SHA-256, then hands out the msgpack state of each component. Every problem is a
-`CheckpointError` naming the path and the cause; nothing here unpickles.
+"""Reading a checkpoint directory: `open_checkpoint(path)` checks `metadata.json` (its own
+SHA-256 seal, see `checkpoints.json_files`), then the size and SHA-256 of every file it lists,
+all before anything is parsed or loaded, then hands out the msgpack state of each component and
+the JSON and pickle files as verified bytes. Every problem is a `CheckpointError` naming the
+path, the file and the cause; nothing here unpickles.
 
 A checkpoint may come from anyone, so the reader stays inside it: every file name in
 `metadata.json` must be a plain name (no directory part, no `..`, no NUL), a symlink must lead
@@ -10,7 +12,6 @@ never opened in a way that could block), each up to its declared size.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Any
@@ -27,6 +28,7 @@ from trainer.checkpoints.format import (
     CheckpointError,
     backup_path,
 )
+from trainer.checkpoints.json_files import check_seal, parse_json
 from trainer.checkpoints.location import local_path
 from trainer.checkpoints.writer import file_digest
 
@@ -38,6 +40,9 @@ class Checkpoint:
         self.path = path
         self.metadata = metadata
         self._contents = contents
+        #: An Algorithm checkpoint's module weights, read from its module checkpoints (each
+        #: verified) by `trainer.algorithms.checkpointing.open_algorithm_checkpoint`.
+        self.module_weights: dict[str, Any] | None = None
 
     @property
     def files(self) -> dict[str, dict]:
@@ -59,11 +64,11 @@ class Checkpoint:
     def load_plain(self, component: str) -> Any:
         """The state as any msgpack reader sees it (arrays as maps of dtype, shape and bytes)."""
         name = component + STATE_FILE_SUFFIX
-        if name not in self._contents:
+        if name not in self.files:
             raise CheckpointError(self.path, f"has no {name} (components: {self.components})")
         try:
             return ormsgpack.unpackb(self._contents[name])
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - RecursionError, MemoryError included
             raise CheckpointError(
                 self.path, f"{name} is not valid msgpack: {type(error).__name__}: {error}"
             ) from None
@@ -83,16 +88,13 @@ class Checkpoint:
             raise CheckpointError(
                 self.path, f"has no {CLASS_AND_CONFIG_FILE}; pass config= to from_checkpoint"
             )
-        return self._read_verified(CLASS_AND_CONFIG_FILE)
+        return self._contents[CLASS_AND_CONFIG_FILE]
 
     def read_json(self, name: str) -> Any:
         """The verified JSON file `name`, or None when the checkpoint has none."""
         if name not in self.files:
             return None
-        try:
-            return json.loads(self._read_verified(name))
-        except ValueError as error:
-            raise CheckpointError(self.path, f"{name} is not valid JSON: {error}") from None
+        return parse_json(self.path, name, self._contents[name])
 
     def _read_verified(self, name: str) -> bytes:
         entry = self.files[name]
@@ -185,7 +187,13 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_metadata(path: str) -> dict:
+#: The first format version whose metadata.json is sealed with its own SHA-256; one of an
+#: earlier version has its files verified, but not its metadata.json.
+FIRST_SEALED_VERSION = 2
+
+
+def read_metadata_bytes(path: str) -> bytes:
+    """metadata.json's bytes, at most `MAX_METADATA_BYTES`; not parsed here."""
     if not os.path.lexists(os.path.join(path, METADATA_FILE)):
         raise CheckpointError(path, f"not a checkpoint: it has no {METADATA_FILE}")
     text = read_confined(path, METADATA_FILE, MAX_METADATA_BYTES)
@@ -193,10 +201,13 @@ def _read_metadata(path: str) -> dict:
         raise CheckpointError(
             path, f"{METADATA_FILE} is larger than {MAX_METADATA_BYTES} bytes: not a checkpoint's"
         )
-    try:
-        metadata = json.loads(text)
-    except ValueError as error:
-        raise CheckpointError(path, f"{METADATA_FILE} is damaged (not JSON: {error})") from None
+    return text
+
+
+def _read_metadata(path: str) -> dict:
+    text = read_metadata_bytes(path)
+    seal = check_seal(path, METADATA_FILE, text)
+    metadata = parse_json(path, METADATA_FILE, text, max_bytes=MAX_METADATA_BYTES)
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise CheckpointError(
             path,
@@ -204,7 +215,7 @@ def _read_metadata(path: str) -> dict:
             f"not say format={FORMAT_NAME!r}",
         )
     version = metadata.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise CheckpointError(
             path, f"{METADATA_FILE} has no valid format_version (got {version!r})"
         )
@@ -214,6 +225,12 @@ def _read_metadata(path: str) -> dict:
             f"written with checkpoint format version {version}, newer "
             f"than this library reads (up to {FORMAT_VERSION}); "
             "upgrade localrl to load it",
+        )
+    if seal is None and version >= FIRST_SEALED_VERSION:
+        raise CheckpointError(
+            path,
+            f"{METADATA_FILE} is damaged: it has no self_sha256 entry, which every checkpoint "
+            f"of format version {version} has",
         )
     files = metadata.get("files")
     if not isinstance(files, dict) or not all(
@@ -231,9 +248,11 @@ def _read_metadata(path: str) -> dict:
 
 
 def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = None) -> Checkpoint:
-    """Reads and verifies the checkpoint at `path`: metadata, then every msgpack state file (or
-    only `components`). While a save without atomic exchange is between its two renames, the
+    """Reads and verifies the checkpoint at `path`: metadata.json (its seal), then every file
+    it lists, whatever `components` says (kept for its callers: the files are all verified
+    either way). While a save without atomic exchange is between its two renames, the
     previous checkpoint is read from its backup."""
+    del components  # every file is verified before anything is loaded
     path = local_path(path)  # a path or a file:// URI
     if not os.path.exists(path):
         backup = backup_path(path)
@@ -245,11 +264,5 @@ def open_checkpoint(path: str | os.PathLike, *, components: list[str] | None = N
         raise CheckpointError(path, "not a checkpoint: it is a file, not a directory")
     metadata = _read_metadata(path)
     checkpoint = Checkpoint(path, metadata, {})
-    wanted = [
-        name
-        for name in metadata["files"]
-        if name.endswith(STATE_FILE_SUFFIX)
-        and (components is None or name[: -len(STATE_FILE_SUFFIX)] in components)
-    ]
-    checkpoint._contents = {name: checkpoint._read_verified(name) for name in wanted}
+    checkpoint._contents = {name: checkpoint._read_verified(name) for name in metadata["files"]}
     return checkpoint

@@ -2,7 +2,7 @@
 
 `write_checkpoint(path, files, metadata)` writes every file into a temporary sibling directory
 (`.NAME.saving-PID-TOKEN`), flushes and fsyncs each, writes `metadata.json` (with every file's size
-and SHA-256) last, fsyncs the directory, and only then puts it in place:
+and SHA-256, sealed with its own: `checkpoints.json_files`) last, fsyncs the directory, and only then puts it in place:
 
 - no checkpoint at `path` yet: one `rename`;
 - a checkpoint at `path`: Linux's `renameat2(RENAME_EXCHANGE)` swaps the two directories in one
@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError, backup_path
+from trainer.checkpoints.json_files import sealed_json
 from trainer.util.files import replace_file  # noqa: F401 (its older import path)
 from trainer.util.files import write_file_synced as _write_file
 
@@ -159,10 +159,7 @@ def write_checkpoint(
         if write_subdirectories is not None:
             write_subdirectories(temporary)
         document = {**metadata, "files": entries}
-        _write_file(
-            os.path.join(temporary, METADATA_FILE),
-            json.dumps(document, indent=2, sort_keys=True).encode(),
-        )
+        _write_file(os.path.join(temporary, METADATA_FILE), sealed_json(document))
         _fsync_dir(temporary)
         if after_file_written is not None:
             after_file_written(METADATA_FILE)

@@ -1,6 +1,7 @@
 """The command line: `python -m trainer` or `localrl`, with the commands `train` (the default:
 `python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate`,
-`inspect`, `settings` and `run` (an unmodified RLlib script). One module per command; the run
+`inspect`, `settings`, `run` (an unmodified RLlib script) and `trust` (a checkpoint from another
+user or machine). One module per command; the run
 folder, progress display, stop criteria, Ctrl-C handling, config files, plots and videos each
 have their own.
 
@@ -15,7 +16,7 @@ import difflib
 import os
 import sys
 
-from trainer.cli import evaluate, inspect, run, settings, train
+from trainer.cli import evaluate, inspect, run, settings, train, trust
 
 COMMANDS = {
     "train": train,
@@ -23,6 +24,7 @@ COMMANDS = {
     "inspect": inspect,
     "settings": settings,
     "run": run,
+    "trust": trust,
 }
 
 
@@ -40,7 +42,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         epilog="Run a command with --help for its flags.",
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="{train,evaluate,inspect,settings,run}"
+        dest="command", metavar="{train,evaluate,inspect,settings,run,trust}"
     )
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 

@@ -84,7 +84,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--trust-pickle",
         action="store_true",
         help="build the algorithm from the checkpoint's pickle file (for configs "
-        "with lambdas or code defined in a script); unpickling runs the "
+        "with lambdas or code defined in a script) even when it is not signed with "
+        "your key (your own are read without this flag); unpickling runs the "
         "file's code: only for checkpoints you trust",
     )
     parser.set_defaults(run=run_evaluate)
@@ -104,7 +105,8 @@ def resolve_checkpoint(path: str) -> str:
 def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     """The algorithm of the checkpoint at `path`, built to act in this process only (no
     EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
-    plain-data `config.json`; from its pickle file only with `allow_pickle`."""
+    pickle file when signed with the user's key or with `allow_pickle`, else from its
+    plain-data `config.json` (`load_class_and_config`)."""
     from trainer.algorithms.checkpointing import load_class_and_config
     from trainer.checkpoints import open_checkpoint
     from trainer.cli.multi_agent import register_checkpoint_env

@@ -187,7 +187,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--trust-pickle",
         action="store_true",
         help="with --resume: take the run's config from its checkpoint's pickle "
-        "file (for configs with lambdas or code defined in a script); "
+        "file (for configs with lambdas or code defined in a script) even when it is "
+        "not signed with your key (your own are read without this flag); "
         "unpickling runs the file's code: only for runs you trust",
     )
     settings = parser.add_argument_group("settings (default: the algorithm's defaults)")

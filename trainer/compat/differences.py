@@ -550,6 +550,18 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- behaviour ----------------------------------------------------------------------------
     Difference(
+        "Algorithm.from_checkpoint (a checkpoint from another user or machine)",
+        "the pickled class and config are unpickled when signed with this user's key (own "
+        "checkpoints load as in RLlib, lambdas and __main__ classes included); another's is "
+        "rebuilt from its plain-data config.json, and one whose config has no import path is "
+        "refused until `python -m trainer trust PATH` or allow_pickle=True "
+        "(tests/test_signed_configs.py::test_own_main_module_config_loads_another_keys_"
+        "needs_trust)",
+        "unpickling a checkpoint runs whatever code it holds; RLlib unpickles any checkpoint's "
+        "class_and_config.pkl",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule.as_multi_rl_module",
         "the MultiRLModule holds this very module (same instance and weights) under "
         '"default_policy" (tests/test_rl_module_api.py::test_default_modules_build_from_spec_'

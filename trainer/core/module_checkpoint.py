@@ -192,18 +192,24 @@ def spec_of_checkpoint(path: str | os.PathLike) -> Any:
     metadata = _read_metadata(path)
     cls = _module_class(metadata, path)
     kwargs = _constructor(metadata, path)
-    if metadata["kind"] == RL_MODULE_KIND:
-        return RLModuleSpec(module_class=cls, **kwargs)
-    ids = metadata.get("modules")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise CheckpointError(path, f"{METADATA_FILE} has no valid 'modules' list")
-    return MultiRLModuleSpec(
-        multi_rl_module_class=cls,
-        rl_module_specs={
-            module_id: spec_of_checkpoint(_submodule_path(path, module_id)) for module_id in ids
-        },
-        **kwargs,
-    )
+    try:
+        if metadata["kind"] == RL_MODULE_KIND:
+            return RLModuleSpec(module_class=cls, **kwargs)
+        ids = metadata.get("modules")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise CheckpointError(path, f"{METADATA_FILE} has no valid 'modules' list")
+        return MultiRLModuleSpec(
+            multi_rl_module_class=cls,
+            rl_module_specs={
+                module_id: spec_of_checkpoint(_submodule_path(path, module_id)) for module_id in ids
+            },
+            **kwargs,
+        )
+    except (TypeError, ValueError) as error:
+        # A crafted 'constructor' entry: arguments the spec does not take.
+        raise CheckpointError(
+            path, f"{METADATA_FILE} has no valid 'constructor' entry ({error})"
+        ) from None
 
 
 def _submodule_path(path: str, module_id: str) -> str:
