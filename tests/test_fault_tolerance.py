@@ -414,3 +414,14 @@ def test_no_orphans_when_the_script_ends_without_stop(tmp_path, how):
         time.sleep(0.05)
     assert not [p for p in pids if os.path.exists(f"/proc/{p}")]
     assert env_runner_pids() == []
+
+
+def test_delay_between_env_runner_restarts_s_is_waited_before_a_restart():
+    config = small_ppo(1).fault_tolerance(delay_between_env_runner_restarts_s=0.8)
+    with config.build() as algo:
+        kill_env_runner(algo, 1)
+        algo.env_runner_group.remote_runner(1).process.wait(timeout=10)
+        started = time.monotonic()
+        result = algo.train()
+        assert time.monotonic() - started >= 0.8
+        assert result["fault_tolerance"]["num_remote_worker_restarts"] == 1
