@@ -14,9 +14,12 @@ exactly one reply, ("ok", value) or ("error", message with the traceback):
                                                    (payload: cloudpickled (factory, args, kwargs))
     ("call", name, method, args, kwargs)           getattr(object, method)(*args, **kwargs)
     ("names",)                                     the names, sorted
+    ("ping",)                                      this process's pid (a health check)
     ("batch", [("call", ...), ...])                [(status, value) per call], run in order
 
-Calls on one object run one at a time (a lock per object), in arrival order. The process ends
+Calls on one object run one at a time (a lock per object), in arrival order. A ping takes no
+lock: the thread of its connection answers it while methods run on others (a client's health
+checks use a connection of their own, `trainer.named_objects.health`). The process ends
 when it is terminated or when its parent process is gone (`trainer.util.child_process`).
 """
 
@@ -70,6 +73,7 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
             "create": registry.create,
             "call": registry.call,
             "names": registry.names,
+            "ping": os.getpid,
         }
         handler = handlers[kind]
         return ("ok", handler(*args))
