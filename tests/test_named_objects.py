@@ -259,7 +259,7 @@ def test_a_dead_server_fails_calls_with_a_clear_error_and_comes_back_on_create()
     (pid,) = server_pids()
     os.kill(pid, signal.SIGKILL)  # returns once the kill is certain: no code of it runs again
     # The main process started the server: it reads the exit status.
-    with pytest.raises(NamedObjectError, match=r"died \(killed by signal 9 \(SIGKILL\)\)"):
+    with pytest.raises(NamedObjectError, match=r"died \(killed"):
         counter.get()
     # No shutdown_named_objects() needed: the next create starts a new server.
     again = create_named_object("c", Counter, 5)

@@ -26,8 +26,9 @@ from trainer.named_objects import (
     shutdown_named_objects,
 )
 
-#: What a SIGKILLed server's death reads like where its exit status can be known.
-KILLED = r"died \(killed by signal 9 \(SIGKILL\)\)"
+#: What a SIGKILLed server's death reads like where its exit status can be known (or, on a
+#: machine so busy that its exit takes longer than EXIT_SHOW_S to show, its pending SIGKILL).
+KILLED = r"died \(killed(, and exiting| by signal 9 \(SIGKILL\))\)"
 
 
 class Worker(Counter):

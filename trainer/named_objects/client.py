@@ -247,7 +247,8 @@ class _Connection:
             return  # busy in C code that holds Python's lock: working, not stuck
         raise ServerFailure(
             f"{server} did not answer a health check within {PING_TIMEOUT_S:g} s and used no "
-            "CPU meanwhile: it is stuck (the call waiting on it is given up)"
+            "CPU meanwhile: it is stuck (the call waiting on it is given up)",
+            "stuck",
         )
 
     def _fail_unless_alive(self, server: ServerProcess) -> None:
@@ -255,7 +256,7 @@ class _Connection:
         if condition == "dying":  # killed: its exit status shows in a moment
             condition, how = server.wait_for_exit(EXIT_SHOW_S)
         if condition != "alive":
-            raise ServerFailure(self._failure_text(server, condition, how))
+            raise ServerFailure(self._failure_text(server, condition, how), _kind_of(condition))
 
     def _ping(self) -> bool:
         """Whether the server answers a ping within `PING_TIMEOUT_S` on the probe connection
@@ -301,7 +302,12 @@ class _Connection:
     def _broken(self, error: BaseException) -> ServerFailure:
         """The server is gone, stopped or stuck: every call in flight fails with the returned
         error, and the next call connects anew."""
-        failure = ServerFailure(self._describe(error))
+        if isinstance(error, ServerFailure):
+            failure = error
+        elif isinstance(error, TimeoutError):
+            failure = ServerFailure(f"the named-object server did not answer: {error}", "stuck")
+        else:
+            failure = ServerFailure(*self._describe(error))
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
@@ -310,19 +316,22 @@ class _Connection:
         self.close()
         return failure
 
-    def _describe(self, error: BaseException) -> str:
-        """What `error` (of a connection to the server) says about the server."""
-        if isinstance(error, ServerFailure):
-            return str(error)
-        if isinstance(error, TimeoutError):
-            return f"the named-object server did not answer: {error}"
+    def _describe(self, error: BaseException) -> tuple[str, str]:
+        """What `error` (an `OSError`, `EOFError` or `AuthenticationError` of a connection to
+        the server) says about the server, and the `ServerFailure.kind` of that."""
         server = self.server
         if server is not None and not isinstance(error, FileNotFoundError):
             # The server closed the connection (or refuses new ones): a server that died closes
             # its sockets a moment before its exit shows, so wait for that (bounded).
             condition, how = server.wait_for_exit(EXIT_SHOW_S)
             if condition != "alive":
-                return self._failure_text(server, condition, how)
+                return self._failure_text(server, condition, how), _kind_of(condition)
+            if not isinstance(error, ConnectionRefusedError):
+                return (
+                    f"{server} closed the connection while it runs ({type(error).__name__}: "
+                    f"{error}); the next call connects anew",
+                    "gone",
+                )
         text = (
             "the named-object server is not running (it starts with the first "
             "create_named_object() in the main process, stops with Algorithm.stop(), and a new "
@@ -336,7 +345,7 @@ class _Connection:
                 "machine that other nodes cannot reach: call ray.init() before the first "
                 "create_named_object(), or shutdown_named_objects() before creating them again)"
             )
-        return text
+        return text, "gone"
 
     def request(self, *message: Any) -> Any:
         """Sends `message` and waits for its reply (after those of earlier calls)."""
@@ -396,6 +405,11 @@ class _Connection:
             except OSError:
                 pass
             self._probe = None
+
+
+def _kind_of(condition: str) -> str:
+    """The `ServerFailure.kind` of a `ServerProcess.condition()` other than "alive"."""
+    return "stopped" if condition == "stopped" else "gone"
 
 
 class _Server:
@@ -531,23 +545,21 @@ def _replace_server_if_dead(settings: dict) -> None:
         _server = _Server(settings["address"], settings["authkey"])
 
 
-def _settle_server(settings: dict, failure: ServerFailure) -> None:
+def _settle_server(settings: dict, failure: ServerFailure, deadline: float) -> None:
     """After `failure` of a request in the main process: waits until the server either answers
     a ping (then the next request uses a new connection) or shows that it exited (then a new
-    one is started), at most `STARTUP_TIMEOUT_S`. A server that was killed is seen as such at
-    once on Linux (a pending SIGKILL); elsewhere its refused connections are waited out here.
-    Raises `ServerFailure` for a stopped server, or one that does neither in time. Called under
-    `_lock`."""
+    one is started), until `deadline` (`time.monotonic()`). A server that was killed is seen as
+    such at once on Linux (a pending SIGKILL); elsewhere its refused connections are waited out
+    here. Raises `ServerFailure` for a stopped server, or one that does neither in time. Called
+    under `_lock`."""
     global _connection
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while True:
         server = _server
         if server is None or not server.is_alive():
             _replace_server_if_dead(settings)
             return
-        condition, _ = server.watch.condition()
-        if condition == "stopped":
-            raise ServerFailure(str(failure))
+        if server.watch.condition()[0] == "stopped":
+            raise ServerFailure(str(failure), "stopped")
         if server.answers(HANDSHAKE_TIMEOUT_S):
             logger.warning(
                 "a request to the named-object server failed (%s) while it runs and answers; "
@@ -583,15 +595,21 @@ def create_named_object(
         return _named_handle(name, connection.create(name, factory, payload), get_if_exists)
     with _lock:
         _replace_server_if_dead(settings)
-    try:
-        created = _get_connection().request("create", name, payload, get_if_exists)
-    except ServerFailure as failure:  # not the factory's error: the server did not answer
-        # A server killed a moment ago can pass the check above (on a busy machine, or where
-        # no pending SIGKILL can be seen), and the request then fails: settle whether it runs
-        # or ends, and retry once on a new connection or a new server.
-        with _lock:
-            _settle_server(settings, failure)
-        created = _get_connection().request("create", name, payload, get_if_exists)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while True:
+        try:
+            created = _get_connection().request("create", name, payload, get_if_exists)
+            break
+        except ServerFailure as failure:  # not the factory's error: the server did not answer
+            # A "gone" failure: a server killed a moment ago passed the check above (on a busy
+            # machine, or where no pending SIGKILL can be seen), or a busy machine delayed the
+            # connection's handshake past its deadline. Either way the request did not run:
+            # settle whether the server runs or ends, then try again on a new connection or a
+            # new server. A stopped or stuck server is reported as it is.
+            if failure.kind != "gone" or time.monotonic() > deadline:
+                raise
+            with _lock:
+                _settle_server(settings, failure, deadline)
     return _named_handle(name, created, get_if_exists)
 
 

@@ -41,7 +41,14 @@ _PF_EXITING = 0x4
 
 class ServerFailure(NamedObjectError):
     """The server died, is stopped or stopped answering, or there is none: no method raised.
-    Every call in flight on the connection fails with it."""
+    Every call in flight on the connection fails with it. `kind`: "gone" (it died, refused or
+    closed the connection, or there is none), "stopped" or "stuck" (alive, answering nothing)."""
+
+    kind = "gone"
+
+    def __init__(self, message: str, kind: str = "gone"):
+        super().__init__(message)
+        self.kind = kind
 
 
 def peer_pid(sock: socket.socket) -> int | None:
