@@ -240,10 +240,12 @@ class _Connection:
         `ServerFailure` saying what it is otherwise."""
         server = self.server or ServerProcess(None)
         self._fail_unless_alive(server)
+        cpu_before = server.cpu_ticks()
         if self._ping():
             return
         self._fail_unless_alive(server)
-        if server.used_cpu_since_last_asked():
+        cpu_after = server.cpu_ticks()
+        if cpu_before is not None and cpu_after is not None and cpu_after > cpu_before:
             return  # busy in C code that holds Python's lock: working, not stuck
         raise ServerFailure(
             f"{server} did not answer a health check within {PING_TIMEOUT_S:g} s and used no "
@@ -426,6 +428,9 @@ class _Server:
         stdin.close()
         self._finalizer = weakref.finalize(self, end_process, self.process, terminate_first=True)
         self.watch = ServerProcess(self.process.pid, self.process)
+        #: The process that started it, the only one that may wait for it (a process forked
+        #: from this one inherits this object, not the child).
+        self.parent_pid = os.getpid()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not self.answers(HANDSHAKE_TIMEOUT_S):
             # Not listening yet (no socket file, or the one of a server before it that died),
@@ -463,7 +468,12 @@ class _Server:
 def _popen_of(pid: int | None) -> subprocess.Popen | None:
     """The server's `Popen` if this process started the server `pid` (the main process)."""
     server = _server
-    if server is not None and pid is not None and server.process.pid == pid:
+    if (
+        server is not None
+        and pid is not None
+        and server.process.pid == pid
+        and server.parent_pid == os.getpid()
+    ):
         return server.process
     return None
 

@@ -131,7 +131,6 @@ class ServerProcess:
         self.popen = popen
         first = ProcStat.read(pid) if pid is not None else None
         self._start_time = first.start_time if first is not None else None
-        self._cpu_ticks = first.cpu_ticks if first is not None else 0
 
     def __str__(self) -> str:
         return "the named-object server" + (f" (pid {self.pid})" if self.pid else "")
@@ -189,11 +188,9 @@ class ServerProcess:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
-    def used_cpu_since_last_asked(self) -> bool:
-        """Whether the process ran since the last call (or since this object was made): a
-        server computing in C code without releasing Python's lock answers no ping, yet works."""
+    def cpu_ticks(self) -> int | None:
+        """The CPU time the process has used, in clock ticks (None where it cannot be read):
+        a server computing in C code without releasing Python's lock answers no ping, yet its
+        CPU time grows."""
         stat = self._stat()
-        if stat is None:
-            return False
-        used, self._cpu_ticks = stat.cpu_ticks > self._cpu_ticks, stat.cpu_ticks
-        return used
+        return None if stat is None else stat.cpu_ticks
