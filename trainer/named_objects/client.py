@@ -207,8 +207,15 @@ class _Connection:
     def _send(self, message: tuple) -> None:
         if self._conn is None:
             sock = open_socket(self.address)
-            pid = peer_pid(sock)
-            self.server = ServerProcess(pid, _popen_of(pid))
+            try:
+                pid = peer_pid(sock)
+                self.server = ServerProcess(pid, _popen_of(pid))
+                # A stopped server accepts connections (the kernel queues them) and answers
+                # no handshake: say so now rather than after the handshake's deadline.
+                self._fail_unless_alive(self.server)
+            except BaseException:
+                sock.close()
+                raise
             self._conn = handshake(
                 sock, self.authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S
             )
