@@ -85,7 +85,7 @@ def test_the_server_process_as_a_parent_and_as_another_process_sees_it():
         assert as_parent.wait_for_exit(5) == ("dead", "killed by signal 9 (SIGKILL)")
         assert as_other.condition() == (
             "dead",
-            "exited (its exit status went to the main process, its parent)",
+            "exited; its exit status went to the main process, its parent",
         )
     finally:
         child.kill()

@@ -18,6 +18,10 @@ each process made them. EnvRunner processes wait for their own `.remote()` calls
 the main process, so after `train()` the main process reads every call made during it.
 Arguments and results travel with pickle.
 
+A server that dies, stops or hangs is reported to every process that waits on it within
+seconds, not after `CALL_TIMEOUT_S`: see `_Connection` and `trainer.named_objects.health`; a
+method that runs long on a healthy server is waited for.
+
 Ray's spelling works too, for porting the docs' example with only the imports changed:
 `@remote class Counter`, `Counter.options(name="global_counter").remote()`,
 `get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`,

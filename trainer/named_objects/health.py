@@ -155,7 +155,7 @@ class ServerProcess:
             return "alive", ""
         stat = self._stat()
         if stat is None:
-            return "dead", "exited (its exit status went to the main process, its parent)"
+            return "dead", "exited; its exit status went to the main process, its parent"
         if stat.state in ("Z", "X"):
             return "dead", describe_exit(os.waitstatus_to_exitcode(stat.exit_status))
         if stat.exiting:
