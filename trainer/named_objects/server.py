@@ -86,11 +86,16 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
 
 
 def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
+    from multiprocessing import AuthenticationError
+
     from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
 
-    conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
-    if conn is None:
-        return  # a client that failed authentication, hung up, or said nothing in time
+    try:
+        conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
+    except (OSError, EOFError, AuthenticationError):
+        # A client that failed authentication, hung up (one that found this server stopped
+        # and gave up), or said nothing in time: nothing to serve, nothing to report.
+        return
     while True:
         try:
             kind, *args = conn.recv()
