@@ -74,6 +74,7 @@ def test_the_server_process_as_a_parent_and_as_another_process_sees_it():
         as_parent = health.ServerProcess(child.pid, child)
         as_other = health.ServerProcess(child.pid)  # an EnvRunner: a pid, no Popen
         assert as_parent.condition() == as_other.condition() == ("alive", "")
+        assert not as_other.has_runnable_thread()  # asleep: a stuck server looks like this
         with stopped(child.pid):
             condition, how = as_other.condition()
             assert condition == "stopped" and "SIGCONT" in how
@@ -90,6 +91,21 @@ def test_the_server_process_as_a_parent_and_as_another_process_sees_it():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_process_that_computes_or_waits_for_a_cpu_is_not_taken_for_stuck():
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        watched = health.ServerProcess(busy.pid)
+        before = watched.cpu_ticks()
+        deadline = time.monotonic() + 10
+        while watched.cpu_ticks() == before:  # one clock tick of CPU (10 ms) shows
+            assert time.monotonic() < deadline, "the busy loop used no CPU in 10 s"
+            time.sleep(0.005)
+        assert watched.has_runnable_thread()  # running, or ready to run on a busy machine
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 @pytest.mark.slow
@@ -148,22 +164,22 @@ def test_without_proc_the_ping_reports_a_stopped_server(monkeypatch):
         started = time.monotonic()
         with pytest.raises(NamedObjectError, match="did not answer a health check within 0.5 s"):
             counter.get()
-        assert time.monotonic() - started < 0.2 + 0.5 + 1
+        assert time.monotonic() - started < 0.2 + 0.5 + 2
 
 
 @pytest.mark.slow
 def test_a_long_method_on_a_healthy_server_is_waited_for(monkeypatch):
-    # Health checks every 0.1 s, pings answered within 0.2 s (shortened: many checks in a
-    # short test): a sleeping method answers its pings (the server answers them on another
-    # thread), and one that holds the GIL in the regex engine (0.5 s and more) for longer than
-    # a ping may take still uses CPU: both are waited for.
-    monkeypatch.setattr(client, "HEALTH_CHECK_INTERVAL_S", 0.1)
-    monkeypatch.setattr(client, "PING_TIMEOUT_S", 0.2)
+    # Health checks every 0.2 s (shortened: several in a short test): a sleeping method answers
+    # its pings (the server answers them on another thread), and one that holds the GIL in the
+    # regex engine (2 s and more) for longer than a ping may take (shortened to 1 s) uses CPU:
+    # both are waited for.
+    monkeypatch.setattr(client, "HEALTH_CHECK_INTERVAL_S", 0.2)
+    monkeypatch.setattr(client, "PING_TIMEOUT_S", 1.0)
     worker = create_named_object("w", Worker)
     started = time.monotonic()
     assert worker.sleep(1.0) == 1.0
-    assert worker.backtrack(24) is None
-    assert time.monotonic() - started > 1.0 + 0.2
+    assert worker.backtrack(26) is None
+    assert time.monotonic() - started > 1.0 + 1.0
 
 
 class CountEpisodes(RLlibCallback):

@@ -187,8 +187,9 @@ class _Connection:
     While it waits for a reply it checks the server every `HEALTH_CHECK_INTERVAL_S`: its process
     (dead, dying or stopped: reported at once) and a ping over a second connection, which the
     server answers on a thread of its own even while a method runs. A server that does not
-    answer the ping within `PING_TIMEOUT_S` and used no CPU meanwhile is reported as not
-    answering; one that answers (or computes) is waited for, up to `CALL_TIMEOUT_S`. A
+    answer the ping within `PING_TIMEOUT_S`, used no CPU meanwhile and has no thread waiting
+    for a CPU is reported as stuck; one that answers (or computes, or waits for a CPU) is waited
+    for, up to `CALL_TIMEOUT_S`. A
     connection the server closed is reported at once, with how the server ended where this
     process can know it."""
 
@@ -258,9 +259,12 @@ class _Connection:
         cpu_after = server.cpu_ticks()
         if cpu_before is not None and cpu_after is not None and cpu_after > cpu_before:
             return  # busy in C code that holds Python's lock: working, not stuck
+        if server.has_runnable_thread():
+            return  # waiting for a CPU on a busy machine: slow, not stuck
         raise ServerFailure(
-            f"{server} did not answer a health check within {PING_TIMEOUT_S:g} s and used no "
-            "CPU meanwhile: it is stuck (the call waiting on it is given up)",
+            f"{server} did not answer a health check within {PING_TIMEOUT_S:g} s, used no "
+            "CPU meanwhile and has no thread ready to run: it is stuck (the call waiting on it "
+            "is given up)",
             "stuck",
         )
 

@@ -188,6 +188,25 @@ class ServerProcess:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
+    def has_runnable_thread(self) -> bool:
+        """Whether a thread of the process is running or waiting for a CPU (state R): a server
+        on a machine so busy that it has not yet run the ping's answer is not stuck."""
+        if self._stat() is None:
+            return False
+        try:
+            threads = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return False
+        for thread in threads:
+            try:
+                with open(f"/proc/{self.pid}/task/{thread}/stat", "rb") as handle:
+                    raw = handle.read().decode(errors="replace")
+            except OSError:
+                continue
+            if raw[raw.rfind(")") + 2 :].split()[:1] == ["R"]:
+                return True
+        return False
+
     def cpu_ticks(self) -> int | None:
         """The CPU time the process has used, in clock ticks (None where it cannot be read):
         a server computing in C code without releasing Python's lock answers no ping, yet its
