@@ -74,7 +74,10 @@ def test_the_server_process_as_a_parent_and_as_another_process_sees_it():
         as_parent = health.ServerProcess(child.pid, child)
         as_other = health.ServerProcess(child.pid)  # an EnvRunner: a pid, no Popen
         assert as_parent.condition() == as_other.condition() == ("alive", "")
-        assert not as_other.has_runnable_thread()  # asleep: a stuck server looks like this
+        deadline = time.monotonic() + 5  # once started, `sleep` sleeps: as a stuck server does
+        while as_other.has_runnable_thread():
+            assert time.monotonic() < deadline, "sleep 30 did not go to sleep within 5 s"
+            time.sleep(0.001)
         with stopped(child.pid):
             condition, how = as_other.condition()
             assert condition == "stopped" and "SIGCONT" in how
