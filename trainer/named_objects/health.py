@@ -6,7 +6,8 @@ A client learns the server's pid from its socket (the kernel's peer credentials,
 connects; the main process also holds the server's `Popen`, so it reads the exit status there.
 Elsewhere the process is read from `/proc/PID/stat` and `/proc/PID/status`: its state letter
 (T: stopped), its start time (a pid reused by another process is not the server), its CPU time
-(a server computing in C code, which answers no ping, is still working), the exiting flag and a
+and its threads' states (a server computing in C code, or waiting for a CPU on a busy machine,
+answers no ping yet is not stuck), the exiting flag and a
 pending SIGKILL (a process the kernel will end: it serves nothing again), and, for a zombie not
 yet reaped by the main process, its exit status. Where there is no `/proc` (not Linux) only the
 ping tells (see `trainer.named_objects.client`).
