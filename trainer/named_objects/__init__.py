@@ -1,6 +1,7 @@
 """Named objects shared by every process of a run (the main process, its EnvRunners):
 `client` is what a process uses (create, get, call; Ray's spelling), `server` the process
-that holds the objects. See `trainer.named_objects.client` for the whole story."""
+that holds the objects, `health` how a client tells a dead or stopped server from a slow one.
+See `trainer.named_objects.client` for the whole story."""
 
 from trainer.named_objects.client import (  # noqa: F401
     BATCH_SIZE,
@@ -30,6 +31,13 @@ from trainer.named_objects.client import (  # noqa: F401
     shutdown_named_objects,
     wait,
 )
+from trainer.named_objects.health import (  # noqa: F401
+    EXIT_SHOW_S,
+    HEALTH_CHECK_INTERVAL_S,
+    PING_TIMEOUT_S,
+    UNRESPONSIVE_REPORTED_WITHIN_S,
+    ServerFailure,
+)
 
 __all__ = [
     "ActorClass",
@@ -40,22 +48,27 @@ __all__ = [
     "connect",
     "create_named_object",
     "exceptions",
+    "EXIT_SHOW_S",
     "flush",
     "get",
     "get_actor",
     "get_named_object",
     "handshake",
     "HANDSHAKE_TIMEOUT_S",
+    "HEALTH_CHECK_INTERVAL_S",
     "init",
     "is_initialized",
     "MAX_BATCHES_IN_FLIGHT",
     "NamedObject",
     "NamedObjectError",
     "ObjectRef",
+    "PING_TIMEOUT_S",
     "remote",
     "server_running",
+    "ServerFailure",
     "shutdown",
     "shutdown_named_objects",
     "STARTUP_TIMEOUT_S",
+    "UNRESPONSIVE_REPORTED_WITHIN_S",
     "wait",
 ]

@@ -18,6 +18,10 @@ each process made them. EnvRunner processes wait for their own `.remote()` calls
 the main process, so after `train()` the main process reads every call made during it.
 Arguments and results travel with pickle.
 
+A server that dies, stops or hangs is reported to every process that waits on it within
+seconds, not after `CALL_TIMEOUT_S`: see `_Connection` and `trainer.named_objects.health`; a
+method that runs long on a healthy server is waited for.
+
 Ray's spelling works too, for porting the docs' example with only the imports changed:
 `@remote class Counter`, `Counter.options(name="global_counter").remote()`,
 `get_actor("global_counter")`, `counter.inc.remote(1)`, `get(counter.get.remote())`,
@@ -47,6 +51,14 @@ import cloudpickle
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout, RemoteError
 from trainer.errors import NamedObjectError as NamedObjectError
 from trainer.named_objects import on_ray
+from trainer.named_objects.health import (
+    EXIT_SHOW_S,
+    HEALTH_CHECK_INTERVAL_S,
+    PING_TIMEOUT_S,
+    ServerFailure,
+    ServerProcess,
+    peer_pid,
+)
 from trainer.util.child_process import end_process, spawn
 
 logger = logging.getLogger("trainer")
@@ -55,8 +67,10 @@ STARTUP_TIMEOUT_S = 30.0
 #: Longest a connection's authentication handshake may take, on either side: a client that
 #: connects and says nothing is dropped after this, and never delays anyone else.
 HANDSHAKE_TIMEOUT_S = 5.0
-#: Longest wait for the reply to one request (a method call runs under its object's lock, so a
-#: reply this late means a method that never returns, or a stuck server).
+#: Longest wait for the reply to one request from a server that is alive and answers its health
+#: checks (a method call runs under its object's lock, so a reply this late means a method that
+#: never returns). A dead, stopped or unanswering server is reported much sooner:
+#: `UNRESPONSIVE_REPORTED_WITHIN_S` (`trainer.named_objects.health`).
 CALL_TIMEOUT_S = 300.0
 
 
@@ -99,18 +113,23 @@ def handshake(
     return conn
 
 
-def connect(address: str, authkey: bytes) -> Connection:
-    """A client connection to the server at `address`, authenticated within
-    `HANDSHAKE_TIMEOUT_S`."""
+def open_socket(address: str, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> socket.socket:
+    """A Unix socket connected to `address` (not yet authenticated), within `timeout_s`."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(HANDSHAKE_TIMEOUT_S)
+        sock.settimeout(timeout_s)
         sock.connect(address)
         sock.settimeout(None)
     except BaseException:
         sock.close()
         raise
-    return handshake(sock, authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S)
+    return sock
+
+
+def connect(address: str, authkey: bytes, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> Connection:
+    """A client connection to the server at `address`, authenticated within `timeout_s`."""
+    sock = open_socket(address, timeout_s)
+    return handshake(sock, authkey, server_side=False, timeout_s=timeout_s)
 
 
 class exceptions:  # noqa: N801 (a namespace: Ray's `ray.exceptions` module)
@@ -163,7 +182,16 @@ class _Connection:
     """This process's connection to the server, shared by its threads (under a lock). Requests
     are answered in order. `.remote()` calls are collected into a batch, which is sent when it
     is full, before any waiting call (so that call's effect follows theirs), on `get()` of one of
-    them, and on `flush()`."""
+    them, and on `flush()`.
+
+    While it waits for a reply it checks the server every `HEALTH_CHECK_INTERVAL_S`: its process
+    (dead, dying or stopped: reported at once) and a ping over a second connection, which the
+    server answers on a thread of its own even while a method runs. A server that does not
+    answer the ping within `PING_TIMEOUT_S`, used no CPU meanwhile and has no thread waiting
+    for a CPU is reported as stuck; one that answers (or computes, or waits for a CPU) is waited
+    for, up to `CALL_TIMEOUT_S`. A
+    connection the server closed is reported at once, with how the server ended where this
+    process can know it."""
 
     def __init__(self, address: Any, authkey: bytes):
         self.address = address
@@ -176,20 +204,39 @@ class _Connection:
         self._in_flight: deque[list[ObjectRef] | None] = deque()
         #: Names known to exist (they stay until the server stops).
         self.known_names: set[str] = set()
+        #: The process at the other end of the last connection made (None before the first).
+        self.server: ServerProcess | None = None
+        #: The health checks' own connection to the server (made on the first check).
+        self._probe: Connection | None = None
 
     def _send(self, message: tuple) -> None:
         if self._conn is None:
-            self._conn = connect(self.address, self.authkey)
+            sock = open_socket(self.address)
+            try:
+                pid = peer_pid(sock)
+                self.server = ServerProcess(pid, _popen_of(pid))
+                # A stopped server accepts connections (the kernel queues them) and answers
+                # no handshake: say so now rather than after the handshake's deadline.
+                self._fail_unless_alive(self.server)
+            except BaseException:
+                sock.close()
+                raise
+            self._conn = handshake(
+                sock, self.authkey, server_side=False, timeout_s=HANDSHAKE_TIMEOUT_S
+            )
         self._conn.send(message)
 
     def _read_one(self) -> tuple[str, Any]:
         if self._conn is None:  # only read after a send, which connects
             raise NamedObjectError("no connection to the named-object server to read from")
-        if not self._conn.poll(CALL_TIMEOUT_S):
-            raise TimeoutError(
-                f"no reply within {CALL_TIMEOUT_S:g} s (a method that does not "
-                "return, or a stuck server)"
-            )
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while not self._conn.poll(HEALTH_CHECK_INTERVAL_S):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"no reply within {CALL_TIMEOUT_S:g} s, while the server answered its "
+                    "health checks (a method that does not return)"
+                )
+            self._check_server()
         status, value = self._conn.recv()
         refs = self._in_flight.popleft()
         if refs is not None and status == "error":  # the batch's results could not be sent
@@ -199,6 +246,57 @@ class _Connection:
             for ref, (call_status, call_value) in zip(refs, value, strict=True):
                 ref._set(call_status, call_value)
         return status, value
+
+    def _check_server(self) -> None:
+        """Returns if the server is alive and answers a ping (or computes); raises
+        `ServerFailure` saying what it is otherwise."""
+        server = self.server or ServerProcess(None)
+        self._fail_unless_alive(server)
+        cpu_before = server.cpu_ticks()
+        if self._ping():
+            return
+        self._fail_unless_alive(server)
+        cpu_after = server.cpu_ticks()
+        if cpu_before is not None and cpu_after is not None and cpu_after > cpu_before:
+            return  # busy in C code that holds Python's lock: working, not stuck
+        if server.has_runnable_thread():
+            return  # waiting for a CPU on a busy machine: slow, not stuck
+        raise ServerFailure(
+            f"{server} did not answer a health check within {PING_TIMEOUT_S:g} s, used no "
+            "CPU meanwhile and has no thread ready to run: it is stuck (the call waiting on it "
+            "is given up)",
+            "stuck",
+        )
+
+    def _fail_unless_alive(self, server: ServerProcess) -> None:
+        condition, how = server.condition()
+        if condition == "dying":  # killed: its exit status shows in a moment
+            condition, how = server.wait_for_exit(EXIT_SHOW_S)
+        if condition != "alive":
+            raise ServerFailure(self._failure_text(server, condition, how), _kind_of(condition))
+
+    def _ping(self) -> bool:
+        """Whether the server answers a ping within `PING_TIMEOUT_S` on the probe connection
+        (made now if there is none; closed if the ping fails, so no late answer is misread)."""
+        try:
+            if self._probe is None:
+                self._probe = connect(self.address, self.authkey, timeout_s=PING_TIMEOUT_S)
+            self._probe.send(("ping",))
+            if self._probe.poll(PING_TIMEOUT_S):
+                self._probe.recv()
+                return True
+        except (OSError, EOFError, AuthenticationError):
+            pass
+        self._close_probe()
+        return False
+
+    def _failure_text(self, server: ServerProcess, condition: str, how: str) -> str:
+        if condition == "stopped":
+            return f"{server} {how}; the call waiting on it is given up"
+        return (
+            f"{server} died ({how}); its objects are gone (a new create_named_object() in the "
+            "main process starts a new server)"
+        )
 
     def _send_batch(self) -> None:
         if not self._batch:
@@ -218,31 +316,15 @@ class _Connection:
             self._batch_refs = refs  # _broken() fails them
             raise
 
-    def _broken(self, error: BaseException) -> NamedObjectError:
-        """The server is gone (or stuck): every call in flight fails with the returned error,
-        and the next call connects anew."""
-        if isinstance(error, TimeoutError):
-            failure = NamedObjectError(f"the named-object server did not answer: {error}")
+    def _broken(self, error: BaseException) -> ServerFailure:
+        """The server is gone, stopped or stuck: every call in flight fails with the returned
+        error, and the next call connects anew."""
+        if isinstance(error, ServerFailure):
+            failure = error
+        elif isinstance(error, TimeoutError):
+            failure = ServerFailure(f"the named-object server did not answer: {error}", "stuck")
         else:
-            failure = NamedObjectError(
-                "the named-object server is not running (it starts with the first "
-                "create_named_object() in the main process, stops with Algorithm.stop(), and a "
-                "new create_named_object() starts it again if it died): "
-                f"{type(error).__name__}: {error}"
-            )
-            if on_ray.connected() and isinstance(
-                error, (FileNotFoundError, ConnectionRefusedError)
-            ):
-                failure.args = (
-                    failure.args[0]
-                    + (
-                        " (this is a Ray actor, and the named objects were created before the main "
-                        "process connected to Ray, so they live in a server on the main process's "
-                        "machine that other nodes cannot reach: call ray.init() before the first "
-                        "create_named_object(), or shutdown_named_objects() before creating them "
-                        "again)"
-                    ),
-                )
+            failure = ServerFailure(*self._describe(error))
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
@@ -250,6 +332,37 @@ class _Connection:
         self._batch, self._batch_refs = [], []
         self.close()
         return failure
+
+    def _describe(self, error: BaseException) -> tuple[str, str]:
+        """What `error` (an `OSError`, `EOFError` or `AuthenticationError` of a connection to
+        the server) says about the server, and the `ServerFailure.kind` of that."""
+        server = self.server
+        if server is not None and not isinstance(error, FileNotFoundError):
+            # The server closed the connection (or refuses new ones): a server that died closes
+            # its sockets a moment before its exit shows, so wait for that (bounded).
+            condition, how = server.wait_for_exit(EXIT_SHOW_S)
+            if condition != "alive":
+                return self._failure_text(server, condition, how), _kind_of(condition)
+            if not isinstance(error, ConnectionRefusedError):
+                return (
+                    f"{server} closed the connection while it runs ({type(error).__name__}: "
+                    f"{error}); the next call connects anew",
+                    "gone",
+                )
+        text = (
+            "the named-object server is not running (it starts with the first "
+            "create_named_object() in the main process, stops with Algorithm.stop(), and a new "
+            "create_named_object() starts it again if it died): "
+            f"{type(error).__name__}: {error}"
+        )
+        if on_ray.connected() and isinstance(error, (FileNotFoundError, ConnectionRefusedError)):
+            text += (
+                " (this is a Ray actor, and the named objects were created before the main "
+                "process connected to Ray, so they live in a server on the main process's "
+                "machine that other nodes cannot reach: call ray.init() before the first "
+                "create_named_object(), or shutdown_named_objects() before creating them again)"
+            )
+        return text, "gone"
 
     def request(self, *message: Any) -> Any:
         """Sends `message` and waits for its reply (after those of earlier calls)."""
@@ -262,7 +375,7 @@ class _Connection:
                     status, value = self._read_one()
                     if not self._in_flight:
                         break
-            except (OSError, EOFError, AuthenticationError) as error:
+            except (OSError, EOFError, AuthenticationError, ServerFailure) as error:
                 raise self._broken(error) from None
         if status == "error":
             raise NamedObjectError(value)
@@ -277,7 +390,7 @@ class _Connection:
             if len(self._batch) >= BATCH_SIZE:
                 try:
                     self._send_batch()
-                except (OSError, EOFError, AuthenticationError) as error:
+                except (OSError, EOFError, AuthenticationError, ServerFailure) as error:
                     raise self._broken(error) from None
         return ref
 
@@ -290,7 +403,7 @@ class _Connection:
                 self._send_batch()
                 while self._in_flight and (until is None or not until._done):
                     self._read_one()
-            except (OSError, EOFError, AuthenticationError) as error:
+            except (OSError, EOFError, AuthenticationError, ServerFailure) as error:
                 raise self._broken(error) from None
 
     def close(self) -> None:
@@ -300,6 +413,20 @@ class _Connection:
             except OSError:
                 pass
             self._conn = None
+        self._close_probe()
+
+    def _close_probe(self) -> None:
+        if self._probe is not None:
+            try:
+                self._probe.close()
+            except OSError:
+                pass
+            self._probe = None
+
+
+def _kind_of(condition: str) -> str:
+    """The `ServerFailure.kind` of a `ServerProcess.condition()` other than "alive"."""
+    return "stopped" if condition == "stopped" else "gone"
 
 
 class _Server:
@@ -315,42 +442,55 @@ class _Server:
         stdin.write(cloudpickle.dumps((address, authkey, list(sys.path))))
         stdin.close()
         self._finalizer = weakref.finalize(self, end_process, self.process, terminate_first=True)
+        self.watch = ServerProcess(self.process.pid, self.process)
+        #: The process that started it, the only one that may wait for it (a process forked
+        #: from this one inherits this object, not the child).
+        self.parent_pid = os.getpid()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                connect(address, authkey).close()
-                return
-            except (FileNotFoundError, ConnectionRefusedError):
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise NamedObjectError(
-                        "the named-object server did not start (exit code "
-                        f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s"
-                    ) from None
-                time.sleep(0.005)
+        while not self.answers(HANDSHAKE_TIMEOUT_S):
+            # Not listening yet (no socket file, or the one of a server before it that died),
+            # or a handshake that a busy machine delayed past its deadline: try again.
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise NamedObjectError(
+                    "the named-object server did not start (exit code "
+                    f"{self.process.poll()}) within {STARTUP_TIMEOUT_S} s"
+                )
+            time.sleep(0.005)
+
+    def answers(self, timeout_s: float) -> bool:
+        """Whether it accepts a connection and answers a ping on it within `timeout_s` (each)."""
+        try:
+            probe = connect(self.address, self.authkey, timeout_s=timeout_s)
+        except (OSError, EOFError, AuthenticationError):
+            return False
+        try:
+            probe.send(("ping",))
+            return probe.poll(timeout_s) and probe.recv()[0] == "ok"
+        except (OSError, EOFError):
+            return False
+        finally:
+            probe.close()
 
     def stop(self) -> None:
         self._finalizer()
 
     def is_alive(self) -> bool:
-        return self.process.poll() is None
+        """False once it exited, or is certain to (killed, exiting: it serves nothing again)."""
+        return self.watch.condition()[0] in ("alive", "stopped")
 
-    def is_ending(self) -> bool:
-        """Whether the server process has exited or is exiting: it no longer accepts
-        connections (it listens for as long as it lives), so this waits up to
-        `STARTUP_TIMEOUT_S` for its exit to show. False if it accepts connections."""
-        if not self.is_alive():
-            return True
-        try:
-            connect(self.address, self.authkey).close()
-            return False
-        except (OSError, EOFError, AuthenticationError):
-            pass
-        try:
-            self.process.wait(timeout=STARTUP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return False  # refuses connections yet runs on: the caller's retry reports it
-        return True
+
+def _popen_of(pid: int | None) -> subprocess.Popen | None:
+    """The server's `Popen` if this process started the server `pid` (the main process)."""
+    server = _server
+    if (
+        server is not None
+        and pid is not None
+        and server.process.pid == pid
+        and server.parent_pid == os.getpid()
+    ):
+        return server.process
+    return None
 
 
 # -- this process's state --------------------------------------------------------------------
@@ -412,16 +552,16 @@ def _get_connection() -> _Connection | on_ray.RayConnection:
 
 
 def _replace_server_if_dead(settings: dict) -> None:
-    """Starts the server if there is none, or a new one in place of one that exited (killed,
-    crashed: its objects are gone) at the same address, which every EnvRunner already knows.
-    Called under `_lock`."""
+    """Starts the server if there is none, or a new one in place of one that exited or is
+    certain to (killed, crashed: its objects are gone) at the same address, which every
+    EnvRunner already knows. Called under `_lock`."""
     global _server, _connection
     if _server is not None and not _server.is_alive():
+        _server.stop()  # reaps it (a killed one still exiting is waited for, bounded)
         logger.warning(
-            "the named-object server had exited (code %s); starting a new one",
-            _server.process.returncode,
+            "the named-object server had exited (%s); starting a new one",
+            _server.watch.condition()[1],
         )
-        _server.stop()
         _server = None
         if _connection is not None:
             _connection.close()
@@ -430,12 +570,45 @@ def _replace_server_if_dead(settings: dict) -> None:
         _server = _Server(settings["address"], settings["authkey"])
 
 
+def _settle_server(settings: dict, failure: ServerFailure, deadline: float) -> None:
+    """After `failure` of a request in the main process: waits until the server either answers
+    a ping (then the next request uses a new connection) or shows that it exited (then a new
+    one is started), until `deadline` (`time.monotonic()`). A server that was killed is seen as
+    such at once on Linux (a pending SIGKILL); elsewhere its refused connections are waited out
+    here. Raises `ServerFailure` for a stopped server, or one that does neither in time. Called
+    under `_lock`."""
+    global _connection
+    while True:
+        server = _server
+        if server is None or not server.is_alive():
+            _replace_server_if_dead(settings)
+            return
+        if server.watch.condition()[0] == "stopped":
+            raise ServerFailure(str(failure), "stopped")
+        if server.answers(HANDSHAKE_TIMEOUT_S):
+            logger.warning(
+                "a request to the named-object server failed (%s) while it runs and answers; "
+                "retrying once on a new connection",
+                failure,
+            )
+            if _connection is not None:
+                _connection.close()
+            return
+        if time.monotonic() > deadline:
+            raise ServerFailure(
+                f"{failure} (and the server process, pid {server.process.pid}, neither "
+                f"answered nor exited within {STARTUP_TIMEOUT_S:g} s)"
+            )
+        time.sleep(0.01)
+
+
 def create_named_object(
     name: str, factory: Any, *args: Any, get_if_exists: bool = False, **kwargs: Any
 ) -> NamedObject:
     """Creates `factory(*args, **kwargs)` (a class, usually) in the server process under
-    `name` and returns a handle to it. Starts the server on first use. Raises `ValueError` if
-    `name` is taken (unless `get_if_exists`: then the existing object's handle)."""
+    `name` and returns a handle to it. Starts the server on first use, and a new one in place
+    of one that died. Raises `ValueError` if `name` is taken (unless `get_if_exists`: then the
+    existing object's handle)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"create_named_object(name={name!r}): name must be a non-empty string")
     settings = client_settings()
@@ -447,37 +620,21 @@ def create_named_object(
         return _named_handle(name, connection.create(name, factory, payload), get_if_exists)
     with _lock:
         _replace_server_if_dead(settings)
-    try:
-        created = _get_connection().request("create", name, payload, get_if_exists)
-    except NamedObjectError as error:
-        if not isinstance(error.__context__, (OSError, EOFError)) and "not running" not in str(
-            error
-        ):
-            raise  # the factory raised: the server answered
-        # The connection failed. A server killed just before this call still looks alive to
-        # poll() until the kernel has finished ending it, so the check above passed: wait for
-        # its end if it is ending, then start a new one. A live server with a broken connection
-        # gets one new connection.
-        with _lock:
-            server = _server
-            if server is not None and server.is_ending():
-                _replace_server_if_dead(settings)
-        logger.warning(
-            "create_named_object(%r): the connection to the named-object server "
-            "failed (%s); retrying once on a new connection",
-            name,
-            error,
-        )
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while True:
         try:
             created = _get_connection().request("create", name, payload, get_if_exists)
-        except NamedObjectError as second:
-            server = _server
-            if server is None or not server.is_alive():
-                raise NamedObjectError(
-                    f"{second} (the server process exited with code "
-                    f"{None if server is None else server.process.returncode})"
-                ) from None
-            raise
+            break
+        except ServerFailure as failure:  # not the factory's error: the server did not answer
+            # A "gone" failure: a server killed a moment ago passed the check above (on a busy
+            # machine, or where no pending SIGKILL can be seen), or a busy machine delayed the
+            # connection's handshake past its deadline. Either way the request did not run:
+            # settle whether the server runs or ends, then try again on a new connection or a
+            # new server. A stopped or stuck server is reported as it is.
+            if failure.kind != "gone" or time.monotonic() > deadline:
+                raise
+            with _lock:
+                _settle_server(settings, failure, deadline)
     return _named_handle(name, created, get_if_exists)
 
 

@@ -14,9 +14,12 @@ exactly one reply, ("ok", value) or ("error", message with the traceback):
                                                    (payload: cloudpickled (factory, args, kwargs))
     ("call", name, method, args, kwargs)           getattr(object, method)(*args, **kwargs)
     ("names",)                                     the names, sorted
+    ("ping",)                                      this process's pid (a health check)
     ("batch", [("call", ...), ...])                [(status, value) per call], run in order
 
-Calls on one object run one at a time (a lock per object), in arrival order. The process ends
+Calls on one object run one at a time (a lock per object), in arrival order. A ping takes no
+lock: the thread of its connection answers it while methods run on others (a client's health
+checks use a connection of their own, `trainer.named_objects.health`). The process ends
 when it is terminated or when its parent process is gone (`trainer.util.child_process`).
 """
 
@@ -70,6 +73,7 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
             "create": registry.create,
             "call": registry.call,
             "names": registry.names,
+            "ping": os.getpid,
         }
         handler = handlers[kind]
         return ("ok", handler(*args))
@@ -82,11 +86,16 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
 
 
 def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
+    from multiprocessing import AuthenticationError
+
     from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
 
-    conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
-    if conn is None:
-        return  # a client that failed authentication, hung up, or said nothing in time
+    try:
+        conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
+    except (OSError, EOFError, AuthenticationError):
+        # A client that failed authentication, hung up (one that found this server stopped
+        # and gave up), or said nothing in time: nothing to serve, nothing to report.
+        return
     while True:
         try:
             kind, *args = conn.recv()
