@@ -562,6 +562,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "Ray named actors (a call to one whose process stopped or hangs)",
+        "a call to a named object whose server process is stopped or stuck fails within "
+        "UNRESPONSIVE_REPORTED_WITHIN_S (4 s) with a ServerFailure; one whose server died "
+        "fails at once with its exit status; a method that runs long on a healthy server is "
+        "waited for (tests/test_named_objects_health.py)",
+        "no call should hang; Ray waits for a stopped actor",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule.as_multi_rl_module",
         "the MultiRLModule holds this very module (same instance and weights) under "
         '"default_policy" (tests/test_rl_module_api.py::test_default_modules_build_from_spec_'
