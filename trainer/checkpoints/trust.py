@@ -25,7 +25,7 @@ from trainer.checkpoints.signing import (
     load_key,
     sign,
 )
-from trainer.util.files import replace_file
+from trainer.util.files import fsync_dir, replace_file
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,7 @@ def trust_checkpoint(path: str | os.PathLike) -> TrustReport:
     metadata = {**checkpoint.metadata, SIGNATURE_KEY: sign(data)}
     try:
         replace_file(os.path.join(checkpoint.path, METADATA_FILE), sealed_json(metadata))
-        descriptor = os.open(checkpoint.path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        fsync_dir(checkpoint.path)
     except OSError as error:
         raise CheckpointError(
             checkpoint.path, f"cannot rewrite {METADATA_FILE} with the signature: {error}"

@@ -27,7 +27,10 @@ from typing import Any
 
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError, backup_path
 from trainer.checkpoints.json_files import sealed_json
-from trainer.util.files import replace_file  # noqa: F401 (its older import path)
+from trainer.util.files import (
+    fsync_dir,
+    replace_file,  # noqa: F401 (its older import path)
+)
 from trainer.util.files import write_file_synced as _write_file
 
 #: Test hook: called with each file name right after that file was written (fault injection
@@ -40,14 +43,6 @@ _RENAME_EXCHANGE = 2
 
 def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _renameat2() -> Any:
@@ -160,7 +155,7 @@ def write_checkpoint(
             write_subdirectories(temporary)
         document = {**metadata, "files": entries}
         _write_file(os.path.join(temporary, METADATA_FILE), sealed_json(document))
-        _fsync_dir(temporary)
+        fsync_dir(temporary)
         if after_file_written is not None:
             after_file_written(METADATA_FILE)
         _put_in_place(temporary, path, backup)
@@ -181,8 +176,8 @@ def _put_in_place(temporary: str, path: str, backup: str) -> None:
     else:
         # Two renames; between them the reader answers for `path` from the backup.
         os.rename(path, backup)
-        _fsync_dir(parent)
+        fsync_dir(parent)
         os.rename(temporary, path)
-        _fsync_dir(parent)
+        fsync_dir(parent)
         shutil.rmtree(backup)
-    _fsync_dir(parent)
+    fsync_dir(parent)

@@ -1,6 +1,7 @@
-"""Durable file writes: `write_file_synced` (write, flush, fsync) and `replace_file`, which a
-reader sees whole or not at all (a temporary sibling, fsynced, renamed over the target): run
-folders' index, result and plot files, and checkpoint files."""
+"""Durable file writes: `write_file_synced` (write, flush, fsync), `replace_file`, which a
+reader sees whole or not at all (a temporary sibling, fsynced, renamed over the target), and
+`fsync_dir` (makes a directory's new or renamed entries durable): run folders' index, result
+and plot files, and checkpoint files."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ def write_file_synced(path: str, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def fsync_dir(path: str) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def replace_file(path: str, data: bytes) -> None:
