@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import sys
 import warnings
 from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
@@ -28,7 +29,12 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies_to_train,
     check_policy_mapping_fn,
 )
-from trainer.algorithms.settings import Setting, document_builders, settings_of
+from trainer.algorithms.settings import (
+    BUILDER_METHODS,
+    Setting,
+    document_builders,
+    settings_of,
+)
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
 from trainer.callbacks.signatures import check_callback_class, check_event_callable
@@ -66,18 +72,22 @@ from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
 from trainer.util.checks import (
+    INT_MAX,
     auto_or_int_at_least,
     finite_number,
     int_at_least,
     is_bool,
     is_callable_or_none,
     is_dict,
+    is_number,
     number_above,
     number_at_least,
     number_at_least_or_inf,
     number_in,
     one_of,
     optional,
+    seconds_above,
+    seconds_at_least,
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
@@ -340,6 +350,81 @@ def _is_result_key(v: Any) -> str | None:
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
 
 
+#: The calls that change a config: a refused one (any exception) leaves it as it was.
+ALL_OR_NOTHING_METHODS = (
+    *BUILDER_METHODS,
+    "learners",
+    "resources",
+    "offline_data",
+    "callbacks",
+    "update_from_dict",
+)
+
+
+def _all_or_nothing(method: Callable) -> Callable:
+    """`method`, restoring the config's attributes when it raises: a builder call checks and
+    sets its values one by one, so without this a refused call could leave the values before
+    the refused one set."""
+    if getattr(method, "__all_or_nothing__", False):
+        return method
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # One level of copies: builder calls replace values or add to the top-level dicts and
+        # sets (`_given`, `_rllib_given`); they do not change nested values in place.
+        saved = {
+            name: value.copy() if type(value) in (dict, list, set) else value
+            for name, value in self.__dict__.items()
+        }
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    call.__all_or_nothing__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def _make_all_or_nothing(cls: type) -> None:
+    """Wraps the methods of `ALL_OR_NOTHING_METHODS` that `cls` defines itself."""
+    for name in ALL_OR_NOTHING_METHODS:
+        own = cls.__dict__.get(name)
+        if own is not None and callable(own):
+            setattr(cls, name, _all_or_nothing(own))
+
+
+def _kind_problem(value: Any, default: Any) -> str | None:
+    """What an RLlib setting without an effect here takes, by its RLlib default's kind (None
+    when `value` is of that kind): such settings are stored and warned about, never used, so
+    this is their only check; a value of another kind is a mistake whatever the setting."""
+    if default is None:
+        return None  # RLlib's None defaults stand for classes, callables, paths, ...
+    if isinstance(default, bool):
+        return is_bool(value)
+    if isinstance(default, (int, float)):
+        # An int or a float either way: RLlib takes fractional CPUs and GPUs, and "auto"
+        # for its CPU counts.
+        if value == "auto" and isinstance(value, str):
+            return None
+        if default >= 0:
+            fine = is_number(value) and 0 <= value <= INT_MAX
+            return None if fine else "a number >= 0 and <= 2**63 - 1"
+        return None if is_number(value) and abs(value) <= INT_MAX else "a finite number"
+    if default == "auto":  # RLlib's CPU counts
+        if value == "auto" or (is_number(value) and 0 <= value <= INT_MAX):
+            return None
+        return '"auto" or a number >= 0'
+    if isinstance(default, str):
+        return None if isinstance(value, str) else "a string"
+    if isinstance(default, dict):
+        return None if value is None or isinstance(value, dict) else "a dict or None"
+    if isinstance(default, (list, tuple)):
+        return None if value is None or isinstance(value, (list, tuple)) else "a list or None"
+    return None
+
+
 class AlgorithmConfig(OldConfigNames):
     """Settings of an algorithm; subclasses (`PPOConfig`, ...) add their own and change defaults.
 
@@ -425,7 +510,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "sample_timeout_s": (
                     60.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a runner that does not answer a sample() within this is "
                     "killed (a timeout failure)",
                 ),
@@ -538,7 +623,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "evaluation_sample_timeout_s": (
                     120.0,
-                    number_above(0),
+                    seconds_above(0),
                     "an evaluation runner that does not answer within this is killed",
                 ),
                 "evaluation_auto_duration_min_env_steps_per_sample": (
@@ -653,7 +738,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "min_time_s_per_iteration": (
                     None,
-                    optional(number_at_least(0)),
+                    optional(seconds_at_least(0)),
                     "train() repeats its training step until this many seconds passed",
                 ),
                 "min_sample_timesteps_per_iteration": (
@@ -694,12 +779,12 @@ class AlgorithmConfig(OldConfigNames):
                 "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
                 "delay_between_env_runner_restarts_s": (
                     0.1,
-                    number_at_least(0),
+                    seconds_at_least(0),
                     "wait between a failure and its restart",
                 ),
                 "env_runner_health_probe_timeout_s": (
                     30.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a restarted runner must start within this",
                 ),
                 "restart_failed_sub_environments": (
@@ -712,7 +797,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "env_runner_restore_timeout_s": (
                     1800.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a restarted runner must take its state and "
                     "answer a ping within this after it started",
                 ),
@@ -965,6 +1050,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _make_all_or_nothing(cls)  # a refused call leaves the config as it was
         document_builders(cls)  # each builder's docstring lists this class's settings
 
     @property
@@ -1003,6 +1089,16 @@ class AlgorithmConfig(OldConfigNames):
                 f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
                 "Algorithm); change a copy instead: config.copy()"
             )
+        setting = AlgorithmConfig._BASE_SETTINGS.get(name) or type(self)._ALGO_SETTINGS.get(name)
+        if setting is not None and not is_grid_search(value):
+            # RLlib scripts also set attributes directly (`config.lr = 1e-4`): the same check
+            # as the builder method's, at once.
+            problem = setting.check(value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{name} = {value!r}: {name} must be {problem} "
+                    f"(the setting of {setting.method}())"
+                )
         object.__setattr__(self, name, value)
 
     # -- pickling ----------------------------------------------------------------------------
@@ -1022,8 +1118,11 @@ class AlgorithmConfig(OldConfigNames):
         if creator is not None and isinstance(self.env, str):  # only a name has a creator
             register_env_if_missing(self.env, creator)
 
-    def _set(self, method: str, values: dict[str, Any]) -> Self:
-        """Checks and stores every provided value of a builder call."""
+    def _set(
+        self, method: str, values: dict[str, Any], spelled: dict[str, str] | None = None
+    ) -> Self:
+        """Checks and stores every provided value of a builder call; `spelled` names the
+        builder's argument where it is not the setting's name (in the error message)."""
         settings = self._settings()
         for name, value in values.items():
             if value is NotProvided:
@@ -1033,9 +1132,10 @@ class AlgorithmConfig(OldConfigNames):
             for option in value["grid_search"] if is_grid_search(value) else [value]:
                 problem = settings[name].check(option)
                 if problem is not None:
+                    argument = (spelled or {}).get(name, name)
                     raise ConfigError(
-                        f"{type(self).__name__}.{method}({name}={value!r}): "
-                        f"{name} must be {problem}"
+                        f"{type(self).__name__}.{method}({argument}={value!r}): "
+                        f"{argument} must be {problem}"
                     )
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
             self._given.add(name)
@@ -1070,6 +1170,12 @@ class AlgorithmConfig(OldConfigNames):
                     f"is a count; give an int (RLlib's default is "
                     f"{setting_rule.default}), not a bool"
                 )
+            kind = _kind_problem(value, setting_rule.default)
+            if kind is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {kind} "
+                    f"(RLlib's default is {setting_rule.default!r})"
+                )
             if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
                 raise ConfigError(
                     f"{type(self).__name__}.{method}({name}={value!r}) is not "
@@ -1089,8 +1195,9 @@ class AlgorithmConfig(OldConfigNames):
         name = next(iter(unknown))
         close = difflib.get_close_matches(name, list(allowed), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
+        call = method if "(" in method else f"{method}()"
         raise UnknownSettingError(
-            f"{type(self).__name__}.{method}() got an unknown setting {name}={unknown[name]!r}."
+            f"{type(self).__name__}.{call} got an unknown setting {name}={unknown[name]!r}."
             f"{hint} Allowed: {', '.join(sorted(allowed))}"
         )
 
@@ -1281,6 +1388,13 @@ class AlgorithmConfig(OldConfigNames):
                 f"{type(self).__name__}.{method}(algorithm_config_overrides_per_module="
                 f"{overrides!r}): algorithm_config_overrides_per_module must be {problem}"
             )
+        self._check_module_overrides(method, overrides)
+        merged = {**self.algorithm_config_overrides_per_module, **overrides}
+        self._set(method, {"algorithm_config_overrides_per_module": merged})
+        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
+
+    def _check_module_overrides(self, method: str, overrides: dict) -> None:
+        """Every setting of each module's overrides must exist, with a valid value."""
         settings = self._settings()
         for module_id, module_overrides in overrides.items():
             label = f"{method}(algorithm_config_overrides_per_module={{{module_id!r}: ...}})"
@@ -1292,9 +1406,6 @@ class AlgorithmConfig(OldConfigNames):
                     raise ConfigError(
                         f"{type(self).__name__}.{label}: {name}={value!r}: {name} must be {problem}"
                     )
-        merged = {**self.algorithm_config_overrides_per_module, **overrides}
-        self._set(method, {"algorithm_config_overrides_per_module": merged})
-        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
 
     def _set_rl_module_spec(self, spec: Any) -> None:
         """Checks an `RLModuleSpec` for the default module, or a `MultiRLModuleSpec`, and
@@ -1591,7 +1702,9 @@ class AlgorithmConfig(OldConfigNames):
         }
         self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
-        return self._set("reporting", values)
+        return self._set(
+            "reporting", values, spelled={"stats_cls_lookup": "custom_stats_cls_lookup"}
+        )
 
     def fault_tolerance(
         self,
@@ -1925,7 +2038,9 @@ class AlgorithmConfig(OldConfigNames):
         and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
         warns once). TF and torch options are accepted with a warning at build when set."""
         self._reject_unknown("framework", unknown, ["framework"])
-        return self._set("framework", {"framework_str": framework})
+        return self._set(
+            "framework", {"framework_str": framework}, spelled={"framework_str": "framework"}
+        )
 
     def api_stack(
         self,
@@ -2204,6 +2319,16 @@ class AlgorithmConfig(OldConfigNames):
                 "run_rllib_example_script_experiment runs one trial per value (Ray Tune's "
                 "Tuner is not available here)"
             )
+        # Each setting again: a value may have come in without its builder's check (an
+        # unpickled config, a `config.__dict__` write).
+        for setting, spec in self._settings().items():
+            value = getattr(self, setting)
+            problem = spec.check(value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{name}: {setting}={value!r}: {setting} must be {problem} "
+                    f"(the setting of {spec.method}())"
+                )
         try:
             check_env_spec(self.env)
         except ValueError as error:
@@ -2235,6 +2360,8 @@ class AlgorithmConfig(OldConfigNames):
             )
         if self.evaluation_config:
             self._check_evaluation_config("validate", self.evaluation_config)
+        if self.algorithm_config_overrides_per_module:
+            self._check_module_overrides("validate", self.algorithm_config_overrides_per_module)
         if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
             raise ConfigError(
                 f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
@@ -2584,4 +2711,5 @@ def _callbacks_on(event: str) -> property:
 for _event in EVENTS:
     setattr(AlgorithmConfig, f"callbacks_{_event}", _callbacks_on(_event))
 
+_make_all_or_nothing(AlgorithmConfig)
 document_builders(AlgorithmConfig)

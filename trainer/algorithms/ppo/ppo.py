@@ -139,6 +139,13 @@ class PPOConfig(AlgorithmConfig):
                 "PPOConfig: batch_mode='truncate_episodes' needs use_critic=True (a cut episode "
                 "bootstraps from the value function); use batch_mode='complete_episodes'"
             )
+        if self.batch_mode == "truncate_episodes" and not self.use_gae and not self.in_evaluation:
+            # RLlib's rule: without GAE, a cut episode's return has no value estimate to end on.
+            raise ConfigError(
+                "PPOConfig: batch_mode='truncate_episodes' needs use_gae=True (a cut episode's "
+                "return is estimated with GAE from the value function); use "
+                "batch_mode='complete_episodes' or use_gae=True"
+            )
 
 
 def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
