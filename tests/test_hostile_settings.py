@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -211,7 +212,7 @@ def test_every_hostile_value_is_refused_at_the_builder_call_and_changes_nothing(
             builder = getattr(config, setting.method)
             problems.append(
                 _refusal_problem(
-                    config, lambda: builder(**{argument: value}), (name, argument), value
+                    config, partial(builder, **{argument: value}), (name, argument), value
                 )
             )
             # As an attribute, the way RLlib scripts also set it: refused at once (the
@@ -222,7 +223,7 @@ def test_every_hostile_value_is_refused_at_the_builder_call_and_changes_nothing(
 
 def _attribute_problem(config: Any, name: str, value: Any) -> str | None:
     if setting_check_refuses(config, name, value):
-        return _refusal_problem(config, lambda: setattr(config, name, value), (name,), value)
+        return _refusal_problem(config, partial(setattr, config, name, value), (name,), value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         setattr(config, name, value)
@@ -252,7 +253,7 @@ def test_a_refused_call_with_several_settings_sets_none_of_them(cls):
     for method, kwargs, bad in calls:
         config = cls().environment("CartPole-v1")
         call = getattr(config, method)
-        _refused(config, lambda: call(**kwargs), (bad,), kwargs[bad])
+        _refused(config, partial(call, **kwargs), (bad,), kwargs[bad])
     config = cls()
     _refused(config, lambda: config.update_from_dict({"gamma": 0.5, "lr": "x"}), ("lr",), "x")
     _refused(
@@ -289,7 +290,7 @@ def test_rllib_settings_without_an_effect_refuse_values_of_another_kind(cls):
                 config = cls()
                 call = getattr(config, method)
                 problems.append(
-                    _refusal_problem(config, lambda: call(**{name: value}), (name,), value)
+                    _refusal_problem(config, partial(call, **{name: value}), (name,), value)
                 )
     assert [problem for problem in problems if problem] == []
 
