@@ -308,15 +308,17 @@ CLASHES = [
         "use_critic",
     ),
     (
-        lambda: DQNConfig()
-        .environment("CartPole-v1")
-        .env_runners(rollout_fragment_length=2)
-        .training(n_step=5),
+        lambda: (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .env_runners(rollout_fragment_length=2)
+            .training(n_step=5)
+        ),
         "rollout_fragment_length=2",
     ),
     (
-        lambda: PPOConfig().environment("CartPole-v1").evaluation(
-            evaluation_parallel_to_training=True
+        lambda: (
+            PPOConfig().environment("CartPole-v1").evaluation(evaluation_parallel_to_training=True)
         ),
         "evaluation_parallel_to_training",
     ),
@@ -325,25 +327,29 @@ CLASHES = [
         'evaluation_duration="auto"',
     ),
     (
-        lambda: PPOConfig()
-        .environment("CartPole-v1")
-        .evaluation(
-            evaluation_auto_duration_min_env_steps_per_sample=50,
-            evaluation_auto_duration_max_env_steps_per_sample=10,
+        lambda: (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .evaluation(
+                evaluation_auto_duration_min_env_steps_per_sample=50,
+                evaluation_auto_duration_max_env_steps_per_sample=10,
+            )
         ),
         "evaluation_auto_duration_min_env_steps_per_sample=50",
     ),
     (
-        lambda: PPOConfig()
-        .environment("CartPole-v1")
-        .multi_agent(policies={"a", "b"}, policies_to_train=["c"]),
+        lambda: (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .multi_agent(policies={"a", "b"}, policies_to_train=["c"])
+        ),
         "'c'",
     ),
     (
-        lambda: PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(
-            env_to_module_connector=lambda env: [], observation_filter="MeanStdFilter"
+        lambda: (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(env_to_module_connector=lambda env: [], observation_filter="MeanStdFilter")
         ),
         "observation_filter='MeanStdFilter'",
     ),
