@@ -20,6 +20,7 @@ from trainer import ConfigError
 from trainer.algorithms.dqn import DQNConfig
 from trainer.algorithms.ppo import PPOConfig
 from trainer.compat.rllib_settings import rules_of
+from trainer.core.policy_spec import PolicySpec
 
 CONFIGS = (PPOConfig, DQNConfig)
 
@@ -42,9 +43,9 @@ CALLABLE = [5, "fn", [print]]
 #: table covering the whole settings table).
 HOSTILE: dict[str, list[Any]] = {
     # environment()
-    "env": [5, {"a": 1}, "NoSuchEnv-v9", 1.5, True],
+    "env": [5, {"a": 1}, "NoSuchEnv-v9", 1.5, True, lambda: None],
     "env_config": DICT,
-    "env_task_fn": CALLABLE,
+    "env_task_fn": [*CALLABLE, lambda: 0, lambda results, env: 0],
     "normalize_actions": BOOL,
     "clip_actions": BOOL,
     "observation_space": [5, "Box", {"a": 1}, gym.spaces.Box],
@@ -60,7 +61,7 @@ HOSTILE: dict[str, list[Any]] = {
     "env_runner_cls": [5, "EnvRunner", int, {"a": 1}],
     "create_env_on_local_worker": BOOL,
     "validate_env_runners_after_construction": BOOL,
-    "env_to_module_connector": CALLABLE,
+    "env_to_module_connector": [*CALLABLE, lambda: [], lambda env, spaces: []],
     "observation_filter": ENUM,
     "backend": ENUM,
     "ray_address": [5, "", ["auto"]],
@@ -73,7 +74,7 @@ HOSTILE: dict[str, list[Any]] = {
     "evaluation_num_env_runners": COUNT,
     "evaluation_parallel_to_training": BOOL,
     "evaluation_config": [5, "x", [1], {"bogus_setting": 1}, {"lr": -1}, {"batch_mode": "x"}],
-    "custom_evaluation_function": CALLABLE,
+    "custom_evaluation_function": [*CALLABLE, lambda algorithm: {}],
     "evaluation_force_reset_envs_before_iteration": BOOL,
     "evaluation_sample_timeout_s": POSITIVE_SECONDS,
     "evaluation_auto_duration_min_env_steps_per_sample": [*COUNT, 0],
@@ -90,7 +91,15 @@ HOSTILE: dict[str, list[Any]] = {
     "learner_class": [5, "PPOTorchLearner", int],
     "learner_config_dict": DICT,
     "optimizer": [5, [1], {"type": "sgd"}, {"bogus": 1}, {"eps": -1}, {"betas": (2, 0.9)}],
-    "model": [5, [1], {"bogus_key": 1}, {"fcnet_hiddens": "x"}, {"fcnet_hiddens": [-1]}],
+    "model": [
+        5,
+        [1],
+        {"bogus_key": 1},
+        {"fcnet_hiddens": "x"},
+        {"fcnet_hiddens": [-1]},
+        {"fcnet_hiddens": [10**30]},
+        {"fcnet_hiddens": [2**16, 2**16]},
+    ],
     # debugging()
     "seed": ["1", 1.5, True, -1, [1], math.nan],
     "log_level": [*ENUM, "LOUD"],
@@ -117,12 +126,12 @@ HOSTILE: dict[str, list[Any]] = {
     "checkpoint_score_order": [*ENUM, "MAX"],
     "checkpoint_at_end": BOOL,
     # python_environment()
-    "extra_python_environs_for_driver": [*DICT, {5: "x"}, {"": "x"}],
-    "extra_python_environs_for_worker": [*DICT, {5: "x"}, {"": "x"}],
+    "extra_python_environs_for_driver": [*DICT, {5: "x"}, {"": "x"}, {"A=B": "x"}],
+    "extra_python_environs_for_worker": [*DICT, {5: "x"}, {"": "x"}, {"A": "x\0y"}],
     # multi_agent() / rl_module()
-    "policies": [5, "p", {"a": 5}, [1, 2], {"a": (1, 2)}],
-    "policy_mapping_fn": [5, "fn", None],
-    "policies_to_train": [5, "p", [1]],
+    "policies": [5, "p", {"a": 5}, [1, 2], {"a": (1, 2)}, {"a": PolicySpec(config={"lr": "x"})}],
+    "policy_mapping_fn": [5, "fn", None, lambda: "p", lambda agent_id: "p"],
+    "policies_to_train": [5, "p", [1], lambda: True],
     "count_steps_by": [*ENUM, "steps"],
     "algorithm_config_overrides_per_module": [5, [1], {"m": 5}, {"m": {"lr": "x"}}],
     # framework() / api_stack() / experimental()
@@ -256,6 +265,8 @@ def test_a_refused_call_with_several_settings_sets_none_of_them(cls):
         _refused(config, partial(call, **kwargs), (bad,), kwargs[bad])
     config = cls()
     _refused(config, lambda: config.update_from_dict({"gamma": 0.5, "lr": "x"}), ("lr",), "x")
+    _refused(config, lambda: config.update_from_dict([("lr", 0.1)]), ("from_dict",), [("lr", 0.1)])
+    _refused(config, lambda: config.update_from_dict({"multiagent": 5}), ("multiagent",), 5)
     _refused(
         config,
         lambda: config.callbacks(on_train_result=lambda **kw: None, on_episode_end=5),

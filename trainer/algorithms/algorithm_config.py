@@ -74,10 +74,10 @@ from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats
 from trainer.util.checks import (
     INT_MAX,
     auto_or_int_at_least,
+    callable_taking,
     finite_number,
     int_at_least,
     is_bool,
-    is_callable_or_none,
     is_dict,
     is_number,
     number_above,
@@ -88,6 +88,7 @@ from trainer.util.checks import (
     optional,
     seconds_above,
     seconds_at_least,
+    signature_refusing,
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
@@ -277,11 +278,14 @@ def _is_env_runner_class(v: Any) -> str | None:
 
 
 def _is_connector_factory(v: Any) -> str | None:
-    return (
-        None
-        if v is None or callable(v)
-        else "None or a callable (env) -> connector piece or list of pieces"
-    )
+    allowed = "None or a callable (env) or (env, spaces, device) -> connector piece or pieces"
+    if v is None:
+        return None
+    if not callable(v):
+        return allowed
+    # `call_factory` passes (env, spaces, device) when it takes three, else (env).
+    refused = signature_refusing(v, 1) and signature_refusing(v, 3)
+    return None if refused is None else f"{allowed}; this one's signature is {refused}"
 
 
 #: RLlib's per-EnvRunner resource settings: the Ray backend's actor options (without effect,
@@ -329,9 +333,16 @@ def adam_settings(optimizer: dict) -> dict:
 
 
 def _is_str_dict(v: Any) -> str | None:
-    if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
-        return None
-    return "a dict of environment variable names to values"
+    allowed = "a dict of environment variable names to values"
+    if not isinstance(v, dict):
+        return allowed
+    for name, value in v.items():
+        # What os.environ takes: the value is set as str(value), as RLlib sets it.
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            return f"{allowed}; {name!r} is no variable name (a non-empty str without '=')"
+        if "\0" in str(value):
+            return f"{allowed}; the value of {name!r} holds a NUL character"
+    return None
 
 
 def _check_stats_cls_lookup(v: Any) -> str | None:
@@ -451,7 +462,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "env_task_fn": (
                     None,
-                    is_callable_or_none,
+                    callable_taking(3, "(train_results, env, env_context)", none=True),
                     "curriculum: (train_results, env, env_context) -> the next task, set "
                     "on every training sub-env after each train()",
                 ),
@@ -612,7 +623,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "custom_evaluation_function": (
                     None,
-                    is_callable_or_none,
+                    callable_taking(2, "(algorithm, eval_env_runner_group)", none=True),
                     "(algorithm, eval_env_runner_group) -> metrics, "
                     "instead of sampling the duration",
                 ),
@@ -1393,11 +1404,39 @@ class AlgorithmConfig(OldConfigNames):
         self._set(method, {"algorithm_config_overrides_per_module": merged})
         self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
 
-    def _check_module_overrides(self, method: str, overrides: dict) -> None:
+    def _check_policy_configs(self, method: str, policies: Any) -> None:
+        """Each policy's own settings (`PolicySpec(config={...})`, or a 4-tuple's last item)
+        must be settings with valid values, as the per-module overrides must."""
+        if not isinstance(policies, dict):
+            return
+        settings = self._settings()
+        for policy_id, spec in policies.items():
+            overrides = spec.config if isinstance(spec, PolicySpec) else None
+            if isinstance(spec, (list, tuple)) and len(spec) == 4:
+                overrides = spec[3]
+            if not isinstance(overrides, dict):
+                continue
+            # The values of settings; other keys (RLlib's older names, its settings without an
+            # effect here, unknown ones) are judged by update_from_dict when the policy's
+            # config is made.
+            for name, value in overrides.items():
+                problem = settings[name].check(value) if name in settings else None
+                if problem is not None:
+                    raise ConfigError(
+                        f"{type(self).__name__}.{method}(policies={{{policy_id!r}: "
+                        f"PolicySpec(config={{{name!r}: {value!r}}})}}): {name} must be {problem}"
+                    )
+
+    def _check_module_overrides(
+        self,
+        method: str,
+        overrides: dict,
+        argument: str = "algorithm_config_overrides_per_module",
+    ) -> None:
         """Every setting of each module's overrides must exist, with a valid value."""
         settings = self._settings()
         for module_id, module_overrides in overrides.items():
-            label = f"{method}(algorithm_config_overrides_per_module={{{module_id!r}: ...}})"
+            label = f"{method}({argument}={{{module_id!r}: ...}})"
             unknown = {k: v for k, v in module_overrides.items() if k not in settings}
             self._reject_unknown(label, unknown, settings)
             for name, value in module_overrides.items():
@@ -2141,6 +2180,7 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("multi_agent", unknown, values)
         if policies is None:  # RLlib's default: the one "default_policy"
             values["policies"] = {DEFAULT_POLICY_ID: PolicySpec()}
+        self._check_policy_configs("multi_agent", policies)
         self._set("multi_agent", values)
         if policies is not NotProvided and policies is not None:
             # Stored as RLlib's unified form: {policy_id: PolicySpec}.
@@ -2362,6 +2402,7 @@ class AlgorithmConfig(OldConfigNames):
             self._check_evaluation_config("validate", self.evaluation_config)
         if self.algorithm_config_overrides_per_module:
             self._check_module_overrides("validate", self.algorithm_config_overrides_per_module)
+        self._check_policy_configs("validate", self.policies)
         if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
             raise ConfigError(
                 f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
@@ -2596,6 +2637,11 @@ class AlgorithmConfig(OldConfigNames):
         """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
+        if not isinstance(config_dict, dict):
+            raise ConfigError(
+                f"{type(self).__name__}.from_dict({config_dict!r}): give a dict of setting "
+                f"names to values, not a {type(config_dict).__name__}"
+            )
         config_dict = translate_config_dict(config_dict)
         if "rl_module_spec" in config_dict:
             config_dict = dict(config_dict)
@@ -2604,7 +2650,13 @@ class AlgorithmConfig(OldConfigNames):
         if "multiagent" in config_dict or any(k in config_dict for k in multi_agent_names):
             config_dict = dict(config_dict)
             # RLlib's older nested "multiagent" dict, then the top-level keys (which win).
-            multi_agent = dict(config_dict.pop("multiagent", None) or {})
+            nested = config_dict.pop("multiagent", None) or {}
+            if not isinstance(nested, dict):
+                raise ConfigError(
+                    f"{type(self).__name__}.from_dict(multiagent={nested!r}): RLlib's older "
+                    "multiagent key holds a dict of multi_agent() settings"
+                )
+            multi_agent = dict(nested)
             multi_agent.update(
                 {k: config_dict.pop(k) for k in multi_agent_names if k in config_dict}
             )

@@ -6,6 +6,7 @@ messages such as "lr=-1: lr must be a number > 0"). bool is not taken for a numb
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 from collections.abc import Callable
@@ -120,3 +121,35 @@ def is_dict(v: Any) -> str | None:
 
 def is_callable_or_none(v: Any) -> str | None:
     return None if v is None or callable(v) else "a callable or None"
+
+
+def signature_refusing(fn: Any, count: int) -> str | None:
+    """None when `fn` can be called with `count` positional arguments (or its signature cannot
+    be read: builtins, some C callables), else its signature, for the message."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return str(signature)
+    return None
+
+
+def callable_taking(count: int, shape: str, *, none: bool = False) -> Check:
+    """A callable that takes `count` positional arguments (`shape`: how the message shows
+    them, "(agent_id, episode, **kwargs)"); None too with `none`."""
+    allowed = f"{'None or ' if none else ''}a callable {shape}"
+
+    def checked(v: Any) -> str | None:
+        if v is None and none:
+            return None
+        if not callable(v):
+            return allowed
+        refused = signature_refusing(v, count)
+        if refused is not None:
+            return f"{allowed}, called with {count} argument(s); this one's signature is {refused}"
+        return None
+
+    return checked
