@@ -365,6 +365,19 @@ CLASHES = [
         "observation_filter='MeanStdFilter'",
     ),
     (lambda: PPOConfig(), "no env is set"),
+    (
+        lambda: (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=2, rollout_fragment_length=7)
+            .training(train_batch_size=100, minibatch_size=50)
+        ),
+        'set rollout_fragment_length to "auto" or to 50',
+    ),
+    (
+        lambda: PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=10**7),
+        "num_env_runners=10000000 and evaluation_num_env_runners=0 ask for 10000000 worker",
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import difflib
 import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
@@ -359,6 +360,11 @@ def _is_result_key(v: Any) -> str | None:
     if isinstance(v, str) and v and all(v.split("/")):
         return None
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
+
+
+#: Less than the memory of its own an EnvRunner worker process takes (Python with numpy and
+#: gymnasium imported, before any env): `validate()` refuses counts no machine holds.
+WORKER_PROCESS_MIN_BYTES = 10 * 2**20
 
 
 #: The calls that change a config: a refused one (any exception) leaves it as it was.
@@ -2393,6 +2399,7 @@ class AlgorithmConfig(OldConfigNames):
                     refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        self._check_worker_processes_fit(name)
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
@@ -2446,6 +2453,28 @@ class AlgorithmConfig(OldConfigNames):
                         f"({sorted(map(str, self.policies))})"
                     )
         self._refuse_multi_agent_training(name)
+
+    def _check_worker_processes_fit(self, name: str) -> None:
+        """Refuses more EnvRunner worker processes than this machine's memory could hold even
+        at their smallest, before any starts (a typo such as num_env_runners=100000 would
+        otherwise start processes until the machine runs out of memory)."""
+        if self.backend != "processes":
+            return  # Ray places its actors on the cluster
+        workers = self.num_env_runners + self.evaluation_num_env_runners
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows)
+            return
+        if workers * WORKER_PROCESS_MIN_BYTES > memory:
+            raise ConfigError(
+                f"{name}: num_env_runners={self.num_env_runners} and "
+                f"evaluation_num_env_runners={self.evaluation_num_env_runners} ask for "
+                f"{workers} worker processes on this machine, which need at least "
+                f"{workers * WORKER_PROCESS_MIN_BYTES / 2**30:.0f} GiB of memory "
+                f"({WORKER_PROCESS_MIN_BYTES // 2**20} MiB each); it has "
+                f"{memory / 2**30:.0f} GiB. Use at most "
+                f"{memory // WORKER_PROCESS_MIN_BYTES} (or backend=\"ray\" for a cluster)"
+            )
 
     #: Whether this algorithm trains multi-agent configs (PPO and DQN do).
     _MULTI_AGENT_TRAINING = False

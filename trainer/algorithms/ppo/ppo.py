@@ -134,6 +134,9 @@ class PPOConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
+        # RLlib's check for synchronous on-policy sampling: whole sampling rounds must come
+        # within 10% of train_batch_size.
+        self.validate_train_batch_size_vs_rollout_fragment_length()
         if self.batch_mode == "truncate_episodes" and not self.use_critic:
             raise ConfigError(
                 "PPOConfig: batch_mode='truncate_episodes' needs use_critic=True (a cut episode "
