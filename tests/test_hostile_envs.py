@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from trainer import PPOConfig
-from trainer.errors import EnvRunnerFailure
+from trainer.errors import EnvDataError, EnvRunnerFailure
 
 #: Every train() here returns or raises within this many seconds.
 BOUND_S = 20.0
@@ -152,7 +152,9 @@ def test_with_default_fault_tolerance_train_returns_and_lists_the_failure(caplog
     assert fault_tolerance["num_remote_worker_restarts"] == 1
     failures = fault_tolerance["failures_this_iteration"]
     assert failures and all(
-        failure.startswith("EnvRunner 1 raised EnvDataError: sub-env 0's step() returned 4 values")
+        failure.startswith(
+            "EnvRunner 1 raised EnvDataError: EnvRunner 1: sub-env 0's step() returned 4 values"
+        )
         for failure in failures
     )
     assert any(
@@ -177,3 +179,26 @@ def test_an_env_whose_close_raises_does_not_keep_stop_from_returning():
     algo.train()
     algo.stop()
     assert time.monotonic() - start < BOUND_S
+
+
+@pytest.mark.parametrize(
+    "bug, shown",
+    [
+        ("step returns 4 values", r"sub-env 0's step\(\) returned 4 values"),
+        ("reward is a string", r"sub-env 0's step\(\) returned the reward '1.0' \(a str\)"),
+    ],
+)
+def test_an_async_sub_env_is_checked_in_its_child_process(bug, shown):
+    config = _config(bug).env_runners(gym_env_vectorize_mode="async")
+    with pytest.raises(EnvRunnerFailure, match=rf"EnvRunner 1 raised EnvDataError: .*{shown}"):
+        with config.build() as algo:
+            algo.train()
+
+
+def test_the_local_runner_is_named_too():
+    config = _config("info is None").env_runners(num_env_runners=0)
+    with pytest.raises(
+        EnvDataError, match=r"^EnvRunner 0: sub-env 0's step\(\) returned the info None"
+    ):
+        with config.build() as algo:
+            algo.train()

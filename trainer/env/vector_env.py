@@ -240,6 +240,62 @@ def bad_info(index: int, info: Any, method: str) -> EnvDataError:
     )
 
 
+def _is_one_number(value: Any) -> bool:
+    if isinstance(value, (int, float, np.number, np.bool_)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fiub"
+
+
+def _is_flag(value: Any) -> bool:
+    if isinstance(value, (bool, int, np.bool_, np.integer)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biu"
+
+
+def _bad_reward(index: int, reward: Any) -> EnvDataError:
+    # gymnasium's own words for a sequence: "setting an array element with a sequence"
+    what = ", a sequence" if isinstance(reward, (np.ndarray, list, tuple)) else ""
+    return EnvDataError(
+        f"sub-env {index}'s step() returned the reward {_shown(reward)}{what}; "
+        "gymnasium's API returns one number (a float) per step"
+    )
+
+
+def _bad_flag(index: int, field: str, flag: Any) -> EnvDataError:
+    return EnvDataError(
+        f"sub-env {index}'s step() returned {field}={_shown(flag)}; gymnasium's API returns a bool"
+    )
+
+
+def checked_step_result(index: int, result: Any, space: gym.Space) -> tuple:
+    """One sub-env's step() result, checked as the "sync" vector env checks the batch (for
+    sub-envs stepped one by one: an "async" sub-env in its child process)."""
+    if type(result) is not tuple or len(result) != 5:
+        raise bad_step_result(index, result)
+    observation, reward, terminated, truncated, info = result
+    if not isinstance(info, dict):
+        raise bad_info(index, info, "step()")
+    if not _is_one_number(reward):
+        raise _bad_reward(index, reward)
+    for field, flag in (("terminated", terminated), ("truncated", truncated)):
+        if not _is_flag(flag):
+            raise _bad_flag(index, field, flag)
+    checked_observation(index, observation, space, "step()")
+    return result
+
+
+def checked_observation(index: int, observation: Any, space: gym.Space, method: str) -> None:
+    """Raises `EnvDataError` when a Box space's observation is not an array of its shape (other
+    spaces: gymnasium's batching judges them)."""
+    if not isinstance(space, gym.spaces.Box):
+        return
+    if type(observation) is np.ndarray and observation.shape == space.shape:
+        if observation.dtype.kind in "fiub":
+            return
+    error = _bad_observation([observation], space, method)
+    raise EnvDataError(str(error).replace("sub-env 0", f"sub-env {index}", 1))
+
+
 def _observation_batch(
     observations: list, space: gym.Space, buffer: np.ndarray, method: str
 ) -> np.ndarray:
@@ -286,14 +342,8 @@ def _reward_column(rewards: list) -> np.ndarray:
     column = np.array(rewards)
     if column.ndim != 1 or column.dtype.kind not in "fiub":
         for index, reward in enumerate(rewards):
-            if not isinstance(reward, (int, float, np.number, np.bool_)):
-                # gymnasium's own words for a sequence: "setting an array element with a
-                # sequence"
-                what = ", a sequence" if isinstance(reward, (np.ndarray, list, tuple)) else ""
-                raise EnvDataError(
-                    f"sub-env {index}'s step() returned the reward {_shown(reward)}{what}; "
-                    "gymnasium's API returns one number (a float) per step"
-                )
+            if not _is_one_number(reward):
+                raise _bad_reward(index, reward)
         raise EnvDataError(f"the sub-envs' step() rewards are not numbers: {rewards!r:.200}")
     return column.astype(np.float64, copy=False)
 
@@ -304,10 +354,7 @@ def _flag_column(flags: list, field: str) -> np.ndarray:
     column = np.array(flags)
     if column.ndim != 1 or column.dtype.kind not in "biu":
         for index, flag in enumerate(flags):
-            if not isinstance(flag, (bool, int, np.bool_, np.integer)):
-                raise EnvDataError(
-                    f"sub-env {index}'s step() returned {field}={_shown(flag)}; gymnasium's "
-                    f"API returns a bool"
-                )
+            if not _is_flag(flag):
+                raise _bad_flag(index, field, flag)
         raise EnvDataError(f"the sub-envs' step() {field} flags are not bools: {flags!r:.200}")
     return column.astype(np.bool_, copy=False)

@@ -619,7 +619,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 assert env is not None, "_recreate_vector_env() makes a vector env"
                 results = env.reset(seed=seed, options=options)  # twice: the env is broken
         else:
-            results = env.reset(seed=seed, options=options)
+            try:
+                results = env.reset(seed=seed, options=options)
+            except EnvDataError as error:
+                raise self._named(error) from None
         if self._guarded:
             self._log_sub_env_failures("reset")
         if self._check_nan:
@@ -640,7 +643,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 self._recreate_vector_env(error, "step")
                 return None
         else:
-            results = env.step(actions)
+            try:
+                results = env.step(actions)
+            except EnvDataError as error:  # the vector env's: names the sub-env, not the runner
+                raise self._named(error) from None
         if self._guarded:
             self._log_sub_env_failures("step")
         if self._check_nan:
@@ -656,6 +662,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 self._check_finite(obs, "observation", "step")
                 self._check_finite(rewards, "reward", "step")
         return results
+
+    def _named(self, error: EnvDataError) -> EnvDataError:
+        """`error` with this runner named first, as the NaN check names it."""
+        return EnvDataError(f"EnvRunner {self.worker_index}: {error}")
 
     def _check_finite(self, values: Any, field: str, method: str) -> None:
         """Raises `EnvDataError` if a float array of `values` (a batch over the sub-envs, or a
