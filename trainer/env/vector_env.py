@@ -336,25 +336,34 @@ def _bad_observation(observations: list, space: gym.Space, method: str) -> EnvDa
     return EnvDataError(f"the sub-envs' {method} observations do not fit {space}")
 
 
+#: The dtypes numpy gives lists of Python floats and bools (builtin dtypes are singletons).
+_FLOAT64 = np.dtype(np.float64)
+_BOOL = np.dtype(np.bool_)
+
+
 def _reward_column(rewards: list) -> np.ndarray:
     """The sub-envs' rewards as a fresh float64 array; a reward that is not one number (a
     string, None, an array) is an `EnvDataError` naming the sub-env."""
     column = np.array(rewards)
+    if column.dtype is _FLOAT64 and column.ndim == 1:  # Python floats: the common case
+        return column
     if column.ndim != 1 or column.dtype.kind not in "fiub":
         for index, reward in enumerate(rewards):
             if not _is_one_number(reward):
                 raise _bad_reward(index, reward)
         raise EnvDataError(f"the sub-envs' step() rewards are not numbers: {rewards!r:.200}")
-    return column.astype(np.float64, copy=False)
+    return column.astype(np.float64)
 
 
 def _flag_column(flags: list, field: str) -> np.ndarray:
     """The sub-envs' `terminated` or `truncated` flags as a fresh bool array; a flag that is
     not a bool (or a 0/1 int) is an `EnvDataError` naming the sub-env."""
     column = np.array(flags)
+    if column.dtype is _BOOL and column.ndim == 1:  # Python bools: the common case
+        return column
     if column.ndim != 1 or column.dtype.kind not in "biu":
         for index, flag in enumerate(flags):
             if not _is_flag(flag):
                 raise _bad_flag(index, field, flag)
         raise EnvDataError(f"the sub-envs' step() {field} flags are not bools: {flags!r:.200}")
-    return column.astype(np.bool_, copy=False)
+    return column.astype(np.bool_)
