@@ -1,7 +1,7 @@
 """Envs that break gymnasium's API or misbehave, each run through the public API with a real
 EnvRunner worker process: train() returns or raises within a bound, and the error (raised, or
 listed in the result's fault-tolerance block with the runner left out) names the runner and says
-what the env did wrong."""
+what the env did wrong. Single-agent envs in "sync" and "async" vectorizing, and multi-agent envs.
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from trainer import PPOConfig
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import EnvDataError, EnvRunnerFailure
 
 #: Every train() here returns or raises within this many seconds.
@@ -202,3 +203,67 @@ def test_the_local_runner_is_named_too():
     ):
         with config.build() as algo:
             algo.train()
+
+
+class MisbehavingMultiAgentEnv(MultiAgentEnv):
+    """Two agents with 3-float observations; from the third step of each episode, step()
+    breaks in the way env_config["bug"] names."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.bug = (config or {}).get("bug")
+        self.agents = self.possible_agents = ["a0", "a1"]
+        self.observation_spaces = {
+            agent: gym.spaces.Box(-1.0, 1.0, (3,), np.float32) for agent in self.agents
+        }
+        self.action_spaces = {agent: gym.spaces.Discrete(2) for agent in self.agents}
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return {agent: np.zeros(3, np.float32) for agent in self.agents}, {}
+
+    def step(self, action_dict):
+        self.t += 1
+        observations = {agent: np.zeros(3, np.float32) for agent in self.agents}
+        rewards = {agent: 1.0 for agent in self.agents}
+        terminateds, truncateds = {"__all__": False}, {"__all__": self.t >= 20}
+        if self.t >= 3 and self.bug == "step returns 4 values":
+            return observations, rewards, terminateds, {}
+        if self.t >= 3 and self.bug == "reward is a string":
+            rewards["a1"] = "1.0"
+        if self.t >= 3 and self.bug == "observation has the wrong shape":
+            observations["a1"] = np.zeros(5, np.float32)
+        return observations, rewards, terminateds, truncateds, {}
+
+
+@pytest.mark.parametrize(
+    "bug, shown",
+    [
+        (
+            "step returns 4 values",
+            r"sub-env 0: .*MisbehavingMultiAgentEnv.step\(\) returned .*; it must return a tuple "
+            r"of five dicts",
+        ),
+        (
+            "reward is a string",
+            r"sub-env 0: .*the reward of agent 'a1' is '1.0' \(str\)",
+        ),
+        (
+            "observation has the wrong shape",
+            r"sub-env 0 returned an observation for agent 'a1' that is not in its observation "
+            r"space Box\(-1.0, 1.0, \(3,\), float32\)",
+        ),
+    ],
+)
+def test_a_broken_multi_agent_env_is_named_with_the_agent_and_what_it_returned(bug, shown):
+    config = (
+        _config(bug)
+        .environment(MisbehavingMultiAgentEnv, env_config={"bug": bug})
+        .multi_agent(policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p")
+    )
+    start = time.monotonic()
+    with pytest.raises(EnvRunnerFailure, match=rf"EnvRunner 1 raised EnvDataError: .*{shown}"):
+        with config.build() as algo:
+            algo.train()
+    assert time.monotonic() - start < BOUND_S
