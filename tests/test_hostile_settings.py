@@ -404,3 +404,14 @@ def test_an_attribute_write_is_checked_and_a_good_one_is_kept():
     with pytest.raises(ConfigError, match=r"PPOConfig.num_env_runners = -2: num_env_runners"):
         config.num_env_runners = -2
     assert config.num_env_runners == 2
+
+
+def test_things_that_are_not_configs_are_refused_where_a_config_is_expected():
+    from trainer.algorithms.ppo import PPO
+
+    with pytest.raises(ConfigError, match=r"PPO\(config=5\): give an AlgorithmConfig"):
+        PPO(config=5)
+    with pytest.raises(ConfigError, match=r"PPOConfig.from_state\(5\): give the dict"):
+        PPOConfig.from_state(5)
+    with pytest.raises(ConfigError, match=r"PPOConfig.from_dict\(\[1\]\): give a dict"):
+        PPOConfig.from_dict([1])

@@ -215,8 +215,13 @@ class Algorithm(OldAlgorithmNames):
                 f"{type(self).__name__}Config.from_dict(d).build())",
             )
             config = self.get_default_config().update_from_dict(config)
-        else:
+        elif isinstance(config, AlgorithmConfig):
             config = config.copy()
+        else:
+            raise ConfigError(
+                f"{type(self).__name__}(config={config!r}): give an AlgorithmConfig (for example "
+                f"{type(self).__name__}Config()), a dict of settings, or None"
+            )
         if env is not None:
             config.environment(env)
         if config.algo_class is None:

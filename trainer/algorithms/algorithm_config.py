@@ -2260,6 +2260,10 @@ class AlgorithmConfig(OldConfigNames):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AlgorithmConfig:
         """The config `get_state()` described (of the class it names)."""
+        if not isinstance(state, dict):
+            raise ConfigError(
+                f"{cls.__name__}.from_state({state!r}): give the dict get_state() returned"
+            )
         state = dict(state)
         config_cls = state.pop("class", cls)
         return config_cls.from_dict(state)
