@@ -66,7 +66,14 @@ HOSTILE: dict[str, list[Any]] = {
     "backend": ENUM,
     "ray_address": [5, "", ["auto"]],
     # exploration()
-    "exploration_config": [5, [1], {"type": "Bogus"}, {"type": 5}, {"bogus_argument": 1}],
+    "exploration_config": [
+        5,
+        [1],
+        {"type": "Bogus"},
+        {"type": 5},
+        {"bogus_argument": 1},
+        {"type": "EpsilonGreedy", "initial_epsilon": 5},
+    ],
     # evaluation()
     "evaluation_interval": OPTIONAL_COUNT,
     "evaluation_duration": [*COUNT, 0, "AUTO", "bogus"],
