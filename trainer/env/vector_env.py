@@ -83,7 +83,10 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
     ) -> tuple[Any, dict]:
         self._clear_sub_env_infos()
         if not self._fast or (options is not None and "reset_mask" in options):
-            return super().reset(seed=seed, options=options)
+            try:
+                return super().reset(seed=seed, options=options)
+            except (ValueError, TypeError) as error:  # gymnasium's batching, in its words
+                raise _not_batched(error, "reset()") from error
         # gymnasium's reset, with each sub-env's result checked as it comes in, so that a
         # broken one is named with what it returned (not a bare unpacking or numpy error).
         if seed is None:
@@ -117,7 +120,10 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict]:
         if not self._fast:
             self._clear_sub_env_infos()
-            return super().step(actions)
+            try:
+                return super().step(actions)
+            except (ValueError, TypeError) as error:  # gymnasium's batching, in its words
+                raise _not_batched(error, "step()") from error
         infos: dict = {}
         raw_infos: list[dict] = []
         observations, rewards, terminations, truncations = [], [], [], []
@@ -189,6 +195,18 @@ def _bad_spaces(envs: list) -> EnvDataError | None:
                     "gymnasium.spaces.Box(-1.0, 1.0, (4,), numpy.float32))"
                 )
     return None
+
+
+def _not_batched(error: Exception, method: str) -> EnvDataError:
+    """The error for sub-env output gymnasium's generic batching (spaces other than a Box
+    observation with Box or Discrete actions) could not take: its message, with what
+    gymnasium's API returns."""
+    api = _STEP_API if method == "step()" else _RESET_API
+    return EnvDataError(
+        f"a sub-env's {method} output could not be batched ({type(error).__name__}: {error}); "
+        f"{api}, the observation in the env's observation space, the reward one number, "
+        "terminated and truncated bools, the info a dict"
+    )
 
 
 #: gymnasium's step() result, named in the errors below.
