@@ -772,7 +772,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     f"env {self._env_creator.description} made a {made}, which"
                 )
             )
-        return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
+        if not self.config.restart_failed_sub_environments:
+            return env
+        return SubEnvGuard(env, index=context.vector_index)
 
     def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
         """Checks a new sub-env against `env_task_fn`; fires `on_sub_environment_created`."""
