@@ -1,7 +1,7 @@
 """Envs that break gymnasium's API or misbehave, each run through the public API with a real
 EnvRunner worker process: train() returns or raises within a bound, and the error (raised, or
 listed in the result's fault-tolerance block with the runner left out) names the runner and says
-what the env did wrong. Single-agent envs in "sync" and "async" vectorizing, and multi-agent envs.
+what the env did wrong. Single-agent envs in "sync" and "async" vectorizing, and multi-agent envs."""
 
 from __future__ import annotations
 
