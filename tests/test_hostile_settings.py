@@ -221,10 +221,11 @@ def test_the_table_covers_every_setting():
 @pytest.mark.parametrize("cls", CONFIGS)
 def test_every_hostile_value_is_refused_at_the_builder_call_and_changes_nothing(cls):
     problems = []
+    # One config for all: each refused call must leave it as it was (checked every time).
+    config = cls().environment("CartPole-v1")
     for name, setting in cls._settings().items():
         argument = ARGUMENT.get(name, name)
         for value in HOSTILE[name] + NOT_A_VALUE:
-            config = cls().environment("CartPole-v1")
             builder = getattr(config, setting.method)
             problems.append(
                 _refusal_problem(
@@ -240,6 +241,7 @@ def test_every_hostile_value_is_refused_at_the_builder_call_and_changes_nothing(
 def _attribute_problem(config: Any, name: str, value: Any) -> str | None:
     if setting_check_refuses(config, name, value):
         return _refusal_problem(config, partial(setattr, config, name, value), (name,), value)
+    config = config.copy()  # this write is taken: validate() must refuse it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         setattr(config, name, value)
@@ -300,12 +302,12 @@ def _hostile_by_kind(default: Any) -> list[Any]:
 def test_rllib_settings_without_an_effect_refuse_values_of_another_kind(cls):
     algo = cls.__name__.removesuffix("Config")
     problems = []
+    config = cls()  # one for all, as above
     for method, table in rules_of(algo).items():
         for name, rule in table.items():
             if rule.default is None or method == "callbacks":
                 continue  # None stands for classes, callables, paths: any kind
             for value in _hostile_by_kind(rule.default) + NOT_A_VALUE:
-                config = cls()
                 call = getattr(config, method)
                 problems.append(
                     _refusal_problem(config, partial(call, **{name: value}), (name,), value)
