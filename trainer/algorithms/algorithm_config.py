@@ -194,11 +194,13 @@ def _check_lr(v: Any) -> str | None:
 
 
 def _check_seed(v: Any) -> str | None:
-    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
+    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative,
+    # and torch's (torch.manual_seed) none of 64 bits or more.
     return (
         None
         if int_at_least(0)(v) is None
-        else "an int >= 0 (numpy's random generators take no negative seed)"
+        else "an int >= 0 and <= 2**63 - 1 (numpy's random generators take no negative seed, "
+        "torch's none of 64 bits)"
     )
 
 
