@@ -267,3 +267,16 @@ def test_a_broken_multi_agent_env_is_named_with_the_agent_and_what_it_returned(b
         with config.build() as algo:
             algo.train()
     assert time.monotonic() - start < BOUND_S
+
+
+def test_compute_single_action_names_an_observation_that_does_not_fit():
+    with _config("").env_runners(num_env_runners=0).build() as algo:
+        for observation, shown in (
+            ("hello", r"observation='hello'\) \(a str, shape \(\)\)"),
+            (np.zeros(7), r"\(an? ndarray, shape \(7,\)\)"),
+        ):
+            with pytest.raises(
+                ValueError, match=rf"{shown}: the module takes observations of shape \(4,\)"
+            ):
+                algo.compute_single_action(observation)
+        assert algo.compute_single_action(np.zeros(4, np.float32)) in (0, 1)
