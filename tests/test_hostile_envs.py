@@ -280,3 +280,14 @@ def test_compute_single_action_names_an_observation_that_does_not_fit():
             ):
                 algo.compute_single_action(observation)
         assert algo.compute_single_action(np.zeros(4, np.float32)) in (0, 1)
+
+
+def test_an_observation_space_setting_the_env_cannot_fill_is_named_at_start():
+    config = _config("").environment(observation_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    with pytest.raises(
+        EnvRunnerFailure,
+        match=r"environment\(observation_space=Box\(-1.0, 1.0, \(3,\), float32\)\) does not fit "
+        r"the env's observation space Box\(-1.0, 1.0, \(4,\), float32\): the networks take 3 "
+        r"numbers per observation and the env returns 4",
+    ):
+        config.build()

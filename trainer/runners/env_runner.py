@@ -401,6 +401,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 if self._env_to_module is not None
                 else env_spaces[0]
             )
+            if self._env_to_module is None:
+                self._check_configured_observation_space()
             # Torch modules take Dict / Tuple observations as they come (nested batches).
             self.spaces = SpaceInfo.from_spaces(
                 observation_space,
@@ -409,6 +411,25 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             )
         self._needs_reset = True
         self._fire_environment_created()
+
+    def _check_configured_observation_space(self) -> None:
+        """environment(observation_space=...) builds the networks for that space; without a
+        connector between them, a Box of another size than the env's Box cannot be fed its
+        observations (refused here, when the runner starts, not as a reshape error later)."""
+        configured = self.config.observation_space
+        env = self.env
+        assert env is not None, "_build_vector_env() makes the env"
+        own = env.single_observation_space
+        if not (isinstance(configured, gym.spaces.Box) and isinstance(own, gym.spaces.Box)):
+            return
+        if int(np.prod(configured.shape)) != int(np.prod(own.shape)):
+            raise ValueError(
+                f"EnvRunner {self.worker_index}: environment(observation_space={configured}) "
+                f"does not fit the env's observation space {own}: the networks take "
+                f"{int(np.prod(configured.shape))} numbers per observation and the env returns "
+                f"{int(np.prod(own.shape))}; give the env's space (or leave observation_space "
+                "None), or add an env_to_module connector that maps one to the other"
+            )
 
     def _fire_environment_created(self) -> None:
         if self._callbacks.has("on_environment_created"):
