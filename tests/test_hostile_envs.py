@@ -291,3 +291,13 @@ def test_an_observation_space_setting_the_env_cannot_fill_is_named_at_start():
         r"numbers per observation and the env returns 4",
     ):
         config.build()
+
+
+def test_an_action_space_setting_the_env_cannot_take_is_named_at_start():
+    config = _config("").environment(action_space=gym.spaces.Discrete(5))
+    with pytest.raises(
+        EnvRunnerFailure,
+        match=r"environment\(action_space=Discrete\(5\)\) does not fit the env's action space "
+        r"Discrete\(2\)",
+    ):
+        config.build()

@@ -403,6 +403,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             )
             if self._env_to_module is None:
                 self._check_configured_observation_space()
+            assert self.env is not None, "_build_vector_env() makes the env"
+            self._check_configured_action_space(self.env.single_action_space)
             # Torch modules take Dict / Tuple observations as they come (nested batches).
             self.spaces = SpaceInfo.from_spaces(
                 observation_space,
@@ -429,6 +431,29 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 f"{int(np.prod(configured.shape))} numbers per observation and the env returns "
                 f"{int(np.prod(own.shape))}; give the env's space (or leave observation_space "
                 "None), or add an env_to_module connector that maps one to the other"
+            )
+
+    def _check_configured_action_space(self, own: gym.Space) -> None:
+        """environment(action_space=...) makes the networks' actions; the env must take them:
+        a Discrete of another size, a Box of another shape, or one kind for the other is
+        refused when the runner starts (not as the env's own assertion on some action)."""
+        configured = self.config.action_space
+        if configured is None or configured == own:
+            return
+        kinds = (gym.spaces.Discrete, gym.spaces.Box)
+        if not (isinstance(configured, kinds) and isinstance(own, kinds)):
+            return  # other spaces: the env judges its actions
+        if isinstance(own, gym.spaces.Discrete) and isinstance(configured, gym.spaces.Discrete):
+            fits = configured.n == own.n
+        elif isinstance(own, gym.spaces.Box) and isinstance(configured, gym.spaces.Box):
+            fits = configured.shape == own.shape
+        else:
+            fits = False  # one kind for the other
+        if not fits:
+            raise ValueError(
+                f"EnvRunner {self.worker_index}: environment(action_space={configured}) does "
+                f"not fit the env's action space {own}: the networks would send actions the env "
+                "does not take; give the env's space (or leave action_space None)"
             )
 
     def _fire_environment_created(self) -> None:
