@@ -424,3 +424,18 @@ def test_things_that_are_not_configs_are_refused_where_a_config_is_expected():
         PPOConfig.from_state(5)
     with pytest.raises(ConfigError, match=r"PPOConfig.from_dict\(\[1\]\): give a dict"):
         PPOConfig.from_dict([1])
+
+
+def test_numpy_scalars_are_taken_as_rllib_takes_them_and_stored_as_python_numbers():
+    import numpy as np
+
+    config = PPOConfig().training(lr=np.float32(0.5), train_batch_size=np.int64(400))
+    config.num_epochs = np.int32(3)
+    assert (config.lr, config.train_batch_size, config.num_epochs) == (0.5, 400, 3)
+    assert [type(config.lr), type(config.train_batch_size), type(config.num_epochs)] == [
+        float,
+        int,
+        int,
+    ]
+    for hostile in (np.bool_(True), np.float64("nan"), np.int64(-1)):
+        _refused(config, partial(config.training, num_epochs=hostile), ("num_epochs",), hostile)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView,
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
+import numpy as np
 
 from trainer.algorithms.multi_agent_setup import (
     DEFAULT_POLICY_MAPPING,
@@ -1109,6 +1110,10 @@ class AlgorithmConfig(OldConfigNames):
                 "Algorithm); change a copy instead: config.copy()"
             )
         setting = AlgorithmConfig._BASE_SETTINGS.get(name) or type(self)._ALGO_SETTINGS.get(name)
+        if setting is not None and isinstance(value, np.generic):
+            # A numpy scalar (np.int64 from np.arange, ...) is stored as the Python number, so
+            # that configs compare, print and write to JSON as with Python's own.
+            value = value.item()
         if setting is not None and not is_grid_search(value):
             # RLlib scripts also set attributes directly (`config.lr = 1e-4`): the same check
             # as the builder method's, at once.

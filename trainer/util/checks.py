@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 Check = Callable[[Any], "str | None"]
 
 #: The largest count a setting takes: counts go into numpy's int64 counters and arrays.
@@ -22,11 +24,17 @@ SECONDS_MAX = threading.TIMEOUT_MAX
 
 
 def is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """An int, or a numpy integer (np.arange's, as RLlib takes them); not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite int or float, numpy's included; not a bool."""
+    return (
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, (bool, np.bool_))
+        and math.isfinite(v)
+    )
 
 
 def _too_large_int(v: Any) -> bool:
