@@ -37,6 +37,8 @@ def config(backend: str, steps: int, rounds: int) -> PPOConfig:
             num_envs_per_env_runner=NUM_ENVS,
             rollout_fragment_length=steps // rounds // NUM_ENVS // 2,
         )
+        # One sampling round is one train batch (PPO's validate() checks that they fit).
+        .training(train_batch_size=steps // rounds // NUM_ENVS // 2 * NUM_ENVS * 2)
         .rl_module(model_config=MODEL)
         .debugging(seed=0)
     )

@@ -71,6 +71,8 @@ def build_runner(total_steps: int, rounds: int, num_envs: int):
             num_envs_per_env_runner=num_envs,
             rollout_fragment_length=total_steps // rounds // num_envs,
         )
+        # One sampling round is one train batch (PPO's validate() checks that they fit).
+        .training(train_batch_size=total_steps // rounds // num_envs * num_envs)
         .rl_module(model_config=MODEL)
         .callbacks(on_episode_step=on_episode_step)
         .debugging(seed=0)

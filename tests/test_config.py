@@ -49,7 +49,7 @@ from trainer.compat.rllib_settings import IgnoredSettingWarning
         ),
         (lambda c: c.debugging(seed=-3), r"seed=-3\): seed must be None or an int >= 0"),
         (lambda c: c.debugging(log_level="LOUD"), r"log_level='LOUD'"),
-        (lambda c: c.framework("jax"), r"framework_str='jax'"),
+        (lambda c: c.framework("jax"), r"framework='jax'\): framework must be one of"),
         (lambda c: c.training(grad_clip_by="max"), r"grad_clip_by='max'\)"),
         (
             lambda c: c.multi_agent(count_steps_by="episodes"),

@@ -241,8 +241,8 @@ class WrongShapeAfter30Steps(gym.Env):
         (
             WrongShapeAfter30Steps,
             {},
-            "raised EnvDataError: sub-env 0's step() returned an observation of shape (3,) "
-            "where its observation space Box(-1.0, 1.0, (4,), float32) has shape (4,)",
+            "sub-env 0's step() returned an observation of shape (3,) where its observation "
+            "space Box(-1.0, 1.0, (4,), float32) has shape (4,)",
         ),
     ],
     ids=["raises_at_every_step", "wrong_obs_shape_at_step_30"],

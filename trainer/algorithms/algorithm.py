@@ -219,8 +219,13 @@ class Algorithm(OldAlgorithmNames):
                 f"{type(self).__name__}Config.from_dict(d).build())",
             )
             config = self.get_default_config().update_from_dict(config)
-        else:
+        elif isinstance(config, AlgorithmConfig):
             config = config.copy()
+        else:
+            raise ConfigError(
+                f"{type(self).__name__}(config={config!r}): give an AlgorithmConfig (for example "
+                f"{type(self).__name__}Config()), a dict of settings, or None"
+            )
         if env is not None:
             config.environment(env)
         if config.algo_class is None:
@@ -977,11 +982,26 @@ class Algorithm(OldAlgorithmNames):
                 )
             module = self.learner.module
             observation = local_runner_of(self.env_runner_group).module_observation(observation)
-        if module.spaces.nested_obs_space is not None:  # a batch of one per leaf
-            observation = tree_map(lambda leaf: np.asarray(leaf)[None], observation)
-        else:
-            observation = np.asarray(observation)[None]
-        batch = module.spaces.preprocess(observation)
+        given = observation
+        try:
+            if module.spaces.nested_obs_space is not None:  # a batch of one per leaf
+                observation = tree_map(lambda leaf: np.asarray(leaf)[None], observation)
+            else:
+                observation = np.asarray(observation)[None]
+            batch = module.spaces.preprocess(observation)
+        except (ValueError, TypeError, KeyError) as error:
+            # numpy's bare reshape or conversion error, said in the observation's terms.
+            spaces = module.spaces
+            expected = (
+                spaces.nested_obs_space
+                or (f"shape {spaces.obs_shape}" if spaces.obs_shape is not None else None)
+                or f"one of {spaces.obs_discrete_n} discrete values"
+            )
+            raise ValueError(
+                f"compute_single_action(observation={given!r:.80}) (a {type(given).__name__}, "
+                f"shape {np.shape(given) if not isinstance(given, dict) else '(a dict)'}): "
+                f"the module takes observations of {expected} ({error})"
+            ) from None
         stateful = bool(getattr(module, "stateful", False))
         state_out: Any = []
         if stateful:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
+import numpy as np
 
 from trainer.algorithms.multi_agent_setup import (
     DEFAULT_POLICY_MAPPING,
@@ -28,7 +31,12 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies_to_train,
     check_policy_mapping_fn,
 )
-from trainer.algorithms.settings import Setting, document_builders, settings_of
+from trainer.algorithms.settings import (
+    BUILDER_METHODS,
+    Setting,
+    document_builders,
+    settings_of,
+)
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
 from trainer.callbacks.signatures import check_callback_class, check_event_callable
@@ -66,18 +74,23 @@ from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
 from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
 from trainer.util.checks import (
+    INT_MAX,
     auto_or_int_at_least,
+    callable_taking,
     finite_number,
     int_at_least,
     is_bool,
-    is_callable_or_none,
     is_dict,
+    is_number,
     number_above,
     number_at_least,
     number_at_least_or_inf,
     number_in,
     one_of,
     optional,
+    seconds_above,
+    seconds_at_least,
+    signature_refusing,
 )
 from trainer.util.deprecation import warn_once
 from trainer.util.pickling import travel_dumps
@@ -182,11 +195,13 @@ def _check_lr(v: Any) -> str | None:
 
 
 def _check_seed(v: Any) -> str | None:
-    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative.
+    # RLlib takes any int; numpy's generators, which every seed here feeds, take no negative,
+    # and torch's (torch.manual_seed) none of 64 bits or more.
     return (
         None
         if int_at_least(0)(v) is None
-        else "an int >= 0 (numpy's random generators take no negative seed)"
+        else "an int >= 0 and <= 2**63 - 1 (numpy's random generators take no negative seed, "
+        "torch's none of 64 bits)"
     )
 
 
@@ -267,11 +282,14 @@ def _is_env_runner_class(v: Any) -> str | None:
 
 
 def _is_connector_factory(v: Any) -> str | None:
-    return (
-        None
-        if v is None or callable(v)
-        else "None or a callable (env) -> connector piece or list of pieces"
-    )
+    allowed = "None or a callable (env) or (env, spaces, device) -> connector piece or pieces"
+    if v is None:
+        return None
+    if not callable(v):
+        return allowed
+    # `call_factory` passes (env, spaces, device) when it takes three, else (env).
+    refused = signature_refusing(v, 1) and signature_refusing(v, 3)
+    return None if refused is None else f"{allowed}; this one's signature is {refused}"
 
 
 #: RLlib's per-EnvRunner resource settings: the Ray backend's actor options (without effect,
@@ -319,9 +337,16 @@ def adam_settings(optimizer: dict) -> dict:
 
 
 def _is_str_dict(v: Any) -> str | None:
-    if isinstance(v, dict) and all(isinstance(k, str) and k for k in v):
-        return None
-    return "a dict of environment variable names to values"
+    allowed = "a dict of environment variable names to values"
+    if not isinstance(v, dict):
+        return allowed
+    for name, value in v.items():
+        # What os.environ takes: the value is set as str(value), as RLlib sets it.
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            return f"{allowed}; {name!r} is no variable name (a non-empty str without '=')"
+        if "\0" in str(value):
+            return f"{allowed}; the value of {name!r} holds a NUL character"
+    return None
 
 
 def _check_stats_cls_lookup(v: Any) -> str | None:
@@ -338,6 +363,86 @@ def _is_result_key(v: Any) -> str | None:
     if isinstance(v, str) and v and all(v.split("/")):
         return None
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
+
+
+#: Less than the memory of its own an EnvRunner worker process takes (Python with numpy and
+#: gymnasium imported, before any env): `validate()` refuses counts no machine holds.
+WORKER_PROCESS_MIN_BYTES = 10 * 2**20
+
+
+#: The calls that change a config: a refused one (any exception) leaves it as it was.
+ALL_OR_NOTHING_METHODS = (
+    *BUILDER_METHODS,
+    "learners",
+    "resources",
+    "offline_data",
+    "callbacks",
+    "update_from_dict",
+)
+
+
+def _all_or_nothing(method: Callable) -> Callable:
+    """`method`, restoring the config's attributes when it raises: a builder call checks and
+    sets its values one by one, so without this a refused call could leave the values before
+    the refused one set."""
+    if getattr(method, "__all_or_nothing__", False):
+        return method
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # One level of copies: builder calls replace values or add to the top-level dicts and
+        # sets (`_given`, `_rllib_given`); they do not change nested values in place.
+        saved = {
+            name: value.copy() if type(value) in (dict, list, set) else value
+            for name, value in self.__dict__.items()
+        }
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    call.__all_or_nothing__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def _make_all_or_nothing(cls: type) -> None:
+    """Wraps the methods of `ALL_OR_NOTHING_METHODS` that `cls` defines itself."""
+    for name in ALL_OR_NOTHING_METHODS:
+        own = cls.__dict__.get(name)
+        if own is not None and callable(own):
+            setattr(cls, name, _all_or_nothing(own))
+
+
+def _kind_problem(value: Any, default: Any) -> str | None:
+    """What an RLlib setting without an effect here takes, by its RLlib default's kind (None
+    when `value` is of that kind): such settings are stored and warned about, never used, so
+    this is their only check; a value of another kind is a mistake whatever the setting."""
+    if default is None:
+        return None  # RLlib's None defaults stand for classes, callables, paths, ...
+    if isinstance(default, bool):
+        return is_bool(value)
+    if isinstance(default, (int, float)):
+        # An int or a float either way: RLlib takes fractional CPUs and GPUs, and "auto"
+        # for its CPU counts.
+        if value == "auto" and isinstance(value, str):
+            return None
+        if default >= 0:
+            fine = is_number(value) and 0 <= value <= INT_MAX
+            return None if fine else "a number >= 0 and <= 2**63 - 1"
+        return None if is_number(value) and abs(value) <= INT_MAX else "a finite number"
+    if default == "auto":  # RLlib's CPU counts
+        if value == "auto" or (is_number(value) and 0 <= value <= INT_MAX):
+            return None
+        return '"auto" or a number >= 0'
+    if isinstance(default, str):
+        return None if isinstance(value, str) else "a string"
+    if isinstance(default, dict):
+        return None if value is None or isinstance(value, dict) else "a dict or None"
+    if isinstance(default, (list, tuple)):
+        return None if value is None or isinstance(value, (list, tuple)) else "a list or None"
+    return None
 
 
 class AlgorithmConfig(OldConfigNames):
@@ -366,7 +471,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "env_task_fn": (
                     None,
-                    is_callable_or_none,
+                    callable_taking(3, "(train_results, env, env_context)", none=True),
                     "curriculum: (train_results, env, env_context) -> the next task, set "
                     "on every training sub-env after each train()",
                 ),
@@ -425,7 +530,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "sample_timeout_s": (
                     60.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a runner that does not answer a sample() within this is "
                     "killed (a timeout failure)",
                 ),
@@ -527,7 +632,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "custom_evaluation_function": (
                     None,
-                    is_callable_or_none,
+                    callable_taking(2, "(algorithm, eval_env_runner_group)", none=True),
                     "(algorithm, eval_env_runner_group) -> metrics, "
                     "instead of sampling the duration",
                 ),
@@ -538,7 +643,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "evaluation_sample_timeout_s": (
                     120.0,
-                    number_above(0),
+                    seconds_above(0),
                     "an evaluation runner that does not answer within this is killed",
                 ),
                 "evaluation_auto_duration_min_env_steps_per_sample": (
@@ -653,7 +758,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "min_time_s_per_iteration": (
                     None,
-                    optional(number_at_least(0)),
+                    optional(seconds_at_least(0)),
                     "train() repeats its training step until this many seconds passed",
                 ),
                 "min_sample_timesteps_per_iteration": (
@@ -694,12 +799,12 @@ class AlgorithmConfig(OldConfigNames):
                 "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
                 "delay_between_env_runner_restarts_s": (
                     0.1,
-                    number_at_least(0),
+                    seconds_at_least(0),
                     "wait between a failure and its restart",
                 ),
                 "env_runner_health_probe_timeout_s": (
                     30.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a restarted runner must start within this",
                 ),
                 "restart_failed_sub_environments": (
@@ -712,7 +817,7 @@ class AlgorithmConfig(OldConfigNames):
                 ),
                 "env_runner_restore_timeout_s": (
                     1800.0,
-                    number_above(0),
+                    seconds_above(0),
                     "a restarted runner must take its state and "
                     "answer a ping within this after it started",
                 ),
@@ -965,6 +1070,7 @@ class AlgorithmConfig(OldConfigNames):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _make_all_or_nothing(cls)  # a refused call leaves the config as it was
         document_builders(cls)  # each builder's docstring lists this class's settings
 
     @property
@@ -1003,6 +1109,20 @@ class AlgorithmConfig(OldConfigNames):
                 f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
                 "Algorithm); change a copy instead: config.copy()"
             )
+        setting = AlgorithmConfig._BASE_SETTINGS.get(name) or type(self)._ALGO_SETTINGS.get(name)
+        if setting is not None and isinstance(value, np.generic):
+            # A numpy scalar (np.int64 from np.arange, ...) is stored as the Python number, so
+            # that configs compare, print and write to JSON as with Python's own.
+            value = value.item()
+        if setting is not None and not is_grid_search(value):
+            # RLlib scripts also set attributes directly (`config.lr = 1e-4`): the same check
+            # as the builder method's, at once.
+            problem = setting.check(value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{name} = {value!r}: {name} must be {problem} "
+                    f"(the setting of {setting.method}())"
+                )
         object.__setattr__(self, name, value)
 
     # -- pickling ----------------------------------------------------------------------------
@@ -1022,8 +1142,11 @@ class AlgorithmConfig(OldConfigNames):
         if creator is not None and isinstance(self.env, str):  # only a name has a creator
             register_env_if_missing(self.env, creator)
 
-    def _set(self, method: str, values: dict[str, Any]) -> Self:
-        """Checks and stores every provided value of a builder call."""
+    def _set(
+        self, method: str, values: dict[str, Any], spelled: dict[str, str] | None = None
+    ) -> Self:
+        """Checks and stores every provided value of a builder call; `spelled` names the
+        builder's argument where it is not the setting's name (in the error message)."""
         settings = self._settings()
         for name, value in values.items():
             if value is NotProvided:
@@ -1033,9 +1156,10 @@ class AlgorithmConfig(OldConfigNames):
             for option in value["grid_search"] if is_grid_search(value) else [value]:
                 problem = settings[name].check(option)
                 if problem is not None:
+                    argument = (spelled or {}).get(name, name)
                     raise ConfigError(
-                        f"{type(self).__name__}.{method}({name}={value!r}): "
-                        f"{name} must be {problem}"
+                        f"{type(self).__name__}.{method}({argument}={value!r}): "
+                        f"{argument} must be {problem}"
                     )
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
             self._given.add(name)
@@ -1070,6 +1194,12 @@ class AlgorithmConfig(OldConfigNames):
                     f"is a count; give an int (RLlib's default is "
                     f"{setting_rule.default}), not a bool"
                 )
+            kind = _kind_problem(value, setting_rule.default)
+            if kind is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {kind} "
+                    f"(RLlib's default is {setting_rule.default!r})"
+                )
             if isinstance(setting_rule, Unsupported) and not setting_rule.is_fine(value):
                 raise ConfigError(
                     f"{type(self).__name__}.{method}({name}={value!r}) is not "
@@ -1089,8 +1219,9 @@ class AlgorithmConfig(OldConfigNames):
         name = next(iter(unknown))
         close = difflib.get_close_matches(name, list(allowed), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
+        call = method if "(" in method else f"{method}()"
         raise UnknownSettingError(
-            f"{type(self).__name__}.{method}() got an unknown setting {name}={unknown[name]!r}."
+            f"{type(self).__name__}.{call} got an unknown setting {name}={unknown[name]!r}."
             f"{hint} Allowed: {', '.join(sorted(allowed))}"
         )
 
@@ -1281,9 +1412,44 @@ class AlgorithmConfig(OldConfigNames):
                 f"{type(self).__name__}.{method}(algorithm_config_overrides_per_module="
                 f"{overrides!r}): algorithm_config_overrides_per_module must be {problem}"
             )
+        self._check_module_overrides(method, overrides)
+        merged = {**self.algorithm_config_overrides_per_module, **overrides}
+        self._set(method, {"algorithm_config_overrides_per_module": merged})
+        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
+
+    def _check_policy_configs(self, method: str, policies: Any) -> None:
+        """Each policy's own settings (`PolicySpec(config={...})`, or a 4-tuple's last item)
+        must be settings with valid values, as the per-module overrides must."""
+        if not isinstance(policies, dict):
+            return
+        settings = self._settings()
+        for policy_id, spec in policies.items():
+            overrides = spec.config if isinstance(spec, PolicySpec) else None
+            if isinstance(spec, (list, tuple)) and len(spec) == 4:
+                overrides = spec[3]
+            if not isinstance(overrides, dict):
+                continue
+            # The values of settings; other keys (RLlib's older names, its settings without an
+            # effect here, unknown ones) are judged by update_from_dict when the policy's
+            # config is made.
+            for name, value in overrides.items():
+                problem = settings[name].check(value) if name in settings else None
+                if problem is not None:
+                    raise ConfigError(
+                        f"{type(self).__name__}.{method}(policies={{{policy_id!r}: "
+                        f"PolicySpec(config={{{name!r}: {value!r}}})}}): {name} must be {problem}"
+                    )
+
+    def _check_module_overrides(
+        self,
+        method: str,
+        overrides: dict,
+        argument: str = "algorithm_config_overrides_per_module",
+    ) -> None:
+        """Every setting of each module's overrides must exist, with a valid value."""
         settings = self._settings()
         for module_id, module_overrides in overrides.items():
-            label = f"{method}(algorithm_config_overrides_per_module={{{module_id!r}: ...}})"
+            label = f"{method}({argument}={{{module_id!r}: ...}})"
             unknown = {k: v for k, v in module_overrides.items() if k not in settings}
             self._reject_unknown(label, unknown, settings)
             for name, value in module_overrides.items():
@@ -1292,9 +1458,6 @@ class AlgorithmConfig(OldConfigNames):
                     raise ConfigError(
                         f"{type(self).__name__}.{label}: {name}={value!r}: {name} must be {problem}"
                     )
-        merged = {**self.algorithm_config_overrides_per_module, **overrides}
-        self._set(method, {"algorithm_config_overrides_per_module": merged})
-        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
 
     def _set_rl_module_spec(self, spec: Any) -> None:
         """Checks an `RLModuleSpec` for the default module, or a `MultiRLModuleSpec`, and
@@ -1591,7 +1754,9 @@ class AlgorithmConfig(OldConfigNames):
         }
         self._take_old_names("reporting", unknown, values)
         self._reject_unknown("reporting", unknown, values)
-        return self._set("reporting", values)
+        return self._set(
+            "reporting", values, spelled={"stats_cls_lookup": "custom_stats_cls_lookup"}
+        )
 
     def fault_tolerance(
         self,
@@ -1925,7 +2090,9 @@ class AlgorithmConfig(OldConfigNames):
         and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
         warns once). TF and torch options are accepted with a warning at build when set."""
         self._reject_unknown("framework", unknown, ["framework"])
-        return self._set("framework", {"framework_str": framework})
+        return self._set(
+            "framework", {"framework_str": framework}, spelled={"framework_str": "framework"}
+        )
 
     def api_stack(
         self,
@@ -2026,6 +2193,7 @@ class AlgorithmConfig(OldConfigNames):
         self._reject_unknown("multi_agent", unknown, values)
         if policies is None:  # RLlib's default: the one "default_policy"
             values["policies"] = {DEFAULT_POLICY_ID: PolicySpec()}
+        self._check_policy_configs("multi_agent", policies)
         self._set("multi_agent", values)
         if policies is not NotProvided and policies is not None:
             # Stored as RLlib's unified form: {policy_id: PolicySpec}.
@@ -2099,6 +2267,10 @@ class AlgorithmConfig(OldConfigNames):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AlgorithmConfig:
         """The config `get_state()` described (of the class it names)."""
+        if not isinstance(state, dict):
+            raise ConfigError(
+                f"{cls.__name__}.from_state({state!r}): give the dict get_state() returned"
+            )
         state = dict(state)
         config_cls = state.pop("class", cls)
         return config_cls.from_dict(state)
@@ -2204,6 +2376,16 @@ class AlgorithmConfig(OldConfigNames):
                 "run_rllib_example_script_experiment runs one trial per value (Ray Tune's "
                 "Tuner is not available here)"
             )
+        # Each setting again: a value may have come in without its builder's check (an
+        # unpickled config, a `config.__dict__` write).
+        for setting, spec in self._settings().items():
+            value = getattr(self, setting)
+            problem = spec.check(value)
+            if problem is not None:
+                raise ConfigError(
+                    f"{name}: {setting}={value!r}: {setting} must be {problem} "
+                    f"(the setting of {spec.method}())"
+                )
         try:
             check_env_spec(self.env)
         except ValueError as error:
@@ -2228,6 +2410,7 @@ class AlgorithmConfig(OldConfigNames):
                     refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        self._check_worker_processes_fit(name)
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
@@ -2235,6 +2418,9 @@ class AlgorithmConfig(OldConfigNames):
             )
         if self.evaluation_config:
             self._check_evaluation_config("validate", self.evaluation_config)
+        if self.algorithm_config_overrides_per_module:
+            self._check_module_overrides("validate", self.algorithm_config_overrides_per_module)
+        self._check_policy_configs("validate", self.policies)
         if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
             raise ConfigError(
                 f'{name}: evaluation_duration="auto" needs evaluation_parallel_to_training=True '
@@ -2278,6 +2464,28 @@ class AlgorithmConfig(OldConfigNames):
                         f"({sorted(map(str, self.policies))})"
                     )
         self._refuse_multi_agent_training(name)
+
+    def _check_worker_processes_fit(self, name: str) -> None:
+        """Refuses more EnvRunner worker processes than this machine's memory could hold even
+        at their smallest, before any starts (a typo such as num_env_runners=100000 would
+        otherwise start processes until the machine runs out of memory)."""
+        if self.backend != "processes":
+            return  # Ray places its actors on the cluster
+        workers = self.num_env_runners + self.evaluation_num_env_runners
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows)
+            return
+        if workers * WORKER_PROCESS_MIN_BYTES > memory:
+            raise ConfigError(
+                f"{name}: num_env_runners={self.num_env_runners} and "
+                f"evaluation_num_env_runners={self.evaluation_num_env_runners} ask for "
+                f"{workers} worker processes on this machine, which need at least "
+                f"{workers * WORKER_PROCESS_MIN_BYTES / 2**30:.0f} GiB of memory "
+                f"({WORKER_PROCESS_MIN_BYTES // 2**20} MiB each); it has "
+                f"{memory / 2**30:.0f} GiB. Use at most "
+                f"{memory // WORKER_PROCESS_MIN_BYTES} (or backend=\"ray\" for a cluster)"
+            )
 
     #: Whether this algorithm trains multi-agent configs (PPO and DQN do).
     _MULTI_AGENT_TRAINING = False
@@ -2469,6 +2677,11 @@ class AlgorithmConfig(OldConfigNames):
         """Sets each setting named in `config_dict`. RLlib's older key names (`num_workers`,
         `num_sgd_iter`, `sgd_minibatch_size`, ...) are accepted with one warning each; the keys
         RLlib's `to_dict()` writes (`lambda`, `framework`, `callbacks`) without."""
+        if not isinstance(config_dict, dict):
+            raise ConfigError(
+                f"{type(self).__name__}.from_dict({config_dict!r}): give a dict of setting "
+                f"names to values, not a {type(config_dict).__name__}"
+            )
         config_dict = translate_config_dict(config_dict)
         if "rl_module_spec" in config_dict:
             config_dict = dict(config_dict)
@@ -2477,7 +2690,13 @@ class AlgorithmConfig(OldConfigNames):
         if "multiagent" in config_dict or any(k in config_dict for k in multi_agent_names):
             config_dict = dict(config_dict)
             # RLlib's older nested "multiagent" dict, then the top-level keys (which win).
-            multi_agent = dict(config_dict.pop("multiagent", None) or {})
+            nested = config_dict.pop("multiagent", None) or {}
+            if not isinstance(nested, dict):
+                raise ConfigError(
+                    f"{type(self).__name__}.from_dict(multiagent={nested!r}): RLlib's older "
+                    "multiagent key holds a dict of multi_agent() settings"
+                )
+            multi_agent = dict(nested)
             multi_agent.update(
                 {k: config_dict.pop(k) for k in multi_agent_names if k in config_dict}
             )
@@ -2584,4 +2803,5 @@ def _callbacks_on(event: str) -> property:
 for _event in EVENTS:
     setattr(AlgorithmConfig, f"callbacks_{_event}", _callbacks_on(_event))
 
+_make_all_or_nothing(AlgorithmConfig)
 document_builders(AlgorithmConfig)

@@ -23,6 +23,7 @@ from trainer.core.models import check_model_config
 from trainer.core.policy_spec import PolicySpec
 from trainer.core.rl_module import validate_module_id
 from trainer.errors import ConfigError
+from trainer.util.checks import callable_taking
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -94,12 +95,15 @@ def check_policies(v: Any) -> str | None:
 
 
 def check_policy_mapping_fn(v: Any) -> str | None:
-    return None if callable(v) else "a callable (agent_id, episode, **kwargs)"
+    # Called as fn(agent_id, episode) (`MultiAgentEpisode.module_for`).
+    return callable_taking(2, "(agent_id, episode, **kwargs)")(v)
 
 
 def check_policies_to_train(v: Any) -> str | None:
-    if v is None or callable(v):
+    if v is None:
         return None
+    if callable(v):  # called as fn(policy_id, batch) (`is_policy_to_train`)
+        return callable_taking(2, "(policy_id, batch) -> bool")(v)
     if isinstance(v, (set, frozenset, list, tuple)) and all(isinstance(p, str) for p in v):
         return None
     return (

@@ -148,6 +148,9 @@ class EpsilonGreedy(Exploration):
     ):
         super().__init__(action_space, **kwargs)
         _require_discrete("EpsilonGreedy", action_space)
+        # Checked even when epsilon_schedule wins over them: a bad value is never ignored.
+        for name, rate in (("initial_epsilon", initial_epsilon), ("final_epsilon", final_epsilon)):
+            Schedule(rate, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
         if epsilon_schedule is None:
             for name, value in (
                 ("epsilon_timesteps", epsilon_timesteps),
@@ -163,11 +166,6 @@ class EpsilonGreedy(Exploration):
                 points.append((warmup_timesteps + epsilon_timesteps, final_epsilon))
             else:
                 points[-1] = (points[-1][0], final_epsilon)
-            for name, rate in (
-                ("initial_epsilon", initial_epsilon),
-                ("final_epsilon", final_epsilon),
-            ):
-                Schedule(rate, setting=f"EpsilonGreedy({name})", low=0.0, high=1.0)
             epsilon_schedule = points
         self.schedule = Schedule(
             epsilon_schedule, setting="EpsilonGreedy(epsilon_schedule)", low=0.0, high=1.0
@@ -276,7 +274,10 @@ def check_exploration_config(exploration_config: dict, setting: str) -> None:
         )
     if built_in:
         # Built-ins check their values in the constructor; a probe instance finds bad ones now.
-        cls(gym.spaces.Discrete(2), **args)
+        try:
+            cls(gym.spaces.Discrete(2), **args)
+        except ValueError as error:
+            raise ValueError(f"{setting}: {error}") from None
 
 
 def make_exploration(

@@ -149,6 +149,11 @@ DEFAULT_ONLY_KEYS: dict = {
 }
 
 
+#: The most weights the hidden layers of one network may hold (8 GiB as float32): a config
+#: asking for more is a typo, not a network this machine can build.
+MAX_HIDDEN_WEIGHTS = 2**31
+
+
 def check_model_config(
     model_config: dict, setting: str = "model_config", *, numpy: bool = False
 ) -> dict:
@@ -186,6 +191,15 @@ def check_model_config(
             raise ValueError(
                 f"{setting}['{prefix}_hiddens']={hiddens!r}: must be a list of "
                 "positive ints (empty for no hidden layer)"
+            )
+        pairs = zip(hiddens[:-1], hiddens[1:], strict=True)
+        weights = sum(a * b for a, b in pairs) + max(hiddens, default=0)
+        if weights > MAX_HIDDEN_WEIGHTS:
+            # Refused here, not as a MemoryError (or a hang while swapping) when built.
+            raise ValueError(
+                f"{setting}['{prefix}_hiddens']={hiddens!r}: the layers would hold at least "
+                f"{weights:.3g} weights, more than 2**31 ({MAX_HIDDEN_WEIGHTS * 4 / 2**30:.0f} "
+                "GiB as float32); use smaller layers"
             )
         merged[f"{prefix}_hiddens"] = list(hiddens)
         if merged[f"{prefix}_activation"] is None:  # RLlib: None means linear

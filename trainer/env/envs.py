@@ -14,6 +14,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.util.checks import signature_refusing
+
 _REGISTRY: dict[str, Callable[[Any], gym.Env]] = {}
 
 
@@ -226,6 +228,12 @@ def check_env_spec(env: Any) -> None:
         raise ValueError(
             f"environment(env={env!r}): must be a gymnasium id, a registered name, "
             "a gymnasium.Env subclass, or a callable (env_config) -> env"
+        )
+    refused = signature_refusing(env, 1)
+    if refused is not None:
+        raise ValueError(
+            f"environment(env={env!r}): a creator is called "
+            f"with the env_config, one argument; this one's signature is {refused}"
         )
 
 

@@ -59,9 +59,13 @@ def check_multiagent_environments(env: MultiAgentEnv) -> None:
 class _EnvChecker:
     """The checks of one env's `reset()` and `step()` results."""
 
-    def __init__(self, env: MultiAgentEnv):
+    def __init__(self, env: MultiAgentEnv, *, strict: bool = True):
         self.env = env
         self.name = type(env).__name__
+        #: RLlib's checker's rules that the EnvRunner itself does not need (dict keys that
+        #: are the env's declared agents, "__all__" in terminateds): off to explain a
+        #: runtime failure.
+        self.strict = strict
 
     def agent_ids(self) -> list[Any]:
         """The agents the env may name (now or ever)."""
@@ -79,6 +83,10 @@ class _EnvChecker:
                 f"{error} (a MultiAgentEnv's reset takes the keyword arguments seed and options "
                 "and returns (observations, infos))"
             ) from error
+        return self.check_reset_result(result)
+
+    def check_reset_result(self, result: Any) -> dict:
+        """Checks what `reset()` returned; returns the observations."""
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ValueError(
                 f"{_OLD_API} In particular, the `reset()` method seems to be faulty: "
@@ -112,6 +120,10 @@ class _EnvChecker:
                 "(the actions were sampled from the action spaces of the agents that observed "
                 "in reset(); only those agents act next)"
             ) from error
+        self.check_step_result(result)
+
+    def check_step_result(self, result: Any) -> None:
+        """Checks what `step()` returned."""
         if not (isinstance(result, tuple) and len(result) == 5):
             raise ValueError(
                 f"{_OLD_API} In particular, the `step()` method seems to be faulty: "
@@ -132,7 +144,7 @@ class _EnvChecker:
                     f"{self.name}.step(): the reward of agent {agent_id!r} is {reward!r} "
                     f"({type(reward).__name__}); rewards must be int or float scalars (not bool)"
                 )
-        if ALL_AGENTS not in terminateds:
+        if self.strict and ALL_AGENTS not in terminateds:
             raise ValueError(
                 f"{self.name}.step(): terminateds {terminateds!r} has no {ALL_AGENTS!r} key; it "
                 f"must say whether the episode ended for all agents ({ALL_AGENTS!r}: True or "
@@ -165,6 +177,8 @@ class _EnvChecker:
                 f"type: {type(element).__name__} ({self.name}.{method}: the {what} are "
                 f"{_short(element)}; they must be a dict keyed by agent id)"
             )
+        if not self.strict:
+            return
         allowed = self.agent_ids()
         specials = [ALL_AGENTS] + ([COMMON_INFOS] if allow_common else [])
         for key in element:
@@ -212,6 +226,23 @@ class _EnvChecker:
                     f"{method}: the info of {agent_id!r} is {_short(info)} "
                     f"({type(info).__name__}); infos must be dicts"
                 )
+
+
+def result_problem(env: Any, result: Any, method: str) -> str | None:
+    """What is wrong with `result`, the `method` ("reset()" or "step()") result of the
+    MultiAgentEnv `env`, or None: RLlib's checker's words, for a failure while the EnvRunner took
+    the result in (the error path only; sampling checks nothing per step)."""
+    checker = _EnvChecker(env, strict=False)
+    try:
+        if method == "reset()":
+            checker.check_reset_result(result)
+        else:
+            checker.check_step_result(result)
+    except ValueError as error:
+        return str(error)
+    except Exception:  # the env's own spaces or methods fail too: nothing clearer to say
+        return None
+    return None
 
 
 def _offending_part(space: gym.Space, value: Any, path: str = "") -> tuple[str, gym.Space, Any]:

@@ -62,7 +62,14 @@ class RawInfosMixin(_VectorEnvBase):
 
 class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any):
-        super().__init__(env_fns, **kwargs)
+        try:
+            super().__init__(env_fns, **kwargs)
+        except (TypeError, AttributeError, AssertionError) as error:
+            # gymnasium's error for a space that is not one names no sub-env and no space.
+            clear = _bad_spaces(getattr(self, "envs", []))
+            if clear is None:
+                raise
+            raise clear from error
         self._clear_sub_env_infos()
         self._fast = (
             self.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
@@ -75,12 +82,48 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         self, *, seed: int | list[int | None] | None = None, options: dict | None = None
     ) -> tuple[Any, dict]:
         self._clear_sub_env_infos()
-        return super().reset(seed=seed, options=options)
+        if not self._fast or (options is not None and "reset_mask" in options):
+            try:
+                return super().reset(seed=seed, options=options)
+            except (ValueError, TypeError) as error:  # gymnasium's batching, in its words
+                raise _not_batched(error, "reset()") from error
+        # gymnasium's reset, with each sub-env's result checked as it comes in, so that a
+        # broken one is named with what it returned (not a bare unpacking or numpy error).
+        if seed is None:
+            seeds: list[int | None] = [None] * self.num_envs
+        elif isinstance(seed, int):
+            seeds = [seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(
+                f"reset(seed=...): {len(seeds)} seeds for {self.num_envs} sub-envs; give one "
+                "int, None, or a list with one seed per sub-env"
+            )
+        self._terminations = np.zeros((self.num_envs,), dtype=np.bool_)
+        self._truncations = np.zeros((self.num_envs,), dtype=np.bool_)
+        self._autoreset_envs = np.zeros((self.num_envs,), dtype=np.bool_)
+        infos: dict = {}
+        observations = []
+        for i, (env, env_seed) in enumerate(zip(self.envs, seeds, strict=True)):
+            observation, env_info = checked_reset_result(
+                i, env.reset(seed=env_seed, options=options)
+            )
+            observations.append(observation)
+            infos = self._add_info(infos, env_info, i)
+        self._env_obs = observations
+        self._observations[...] = _observation_batch(
+            observations, self.single_observation_space, self._observations, "reset()"
+        )
+        return (self._observations.copy() if self.copy else self._observations), infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict]:
         if not self._fast:
             self._clear_sub_env_infos()
-            return super().step(actions)
+            try:
+                return super().step(actions)
+            except (ValueError, TypeError) as error:  # gymnasium's batching, in its words
+                raise _not_batched(error, "step()") from error
         infos: dict = {}
         raw_infos: list[dict] = []
         observations, rewards, terminations, truncations = [], [], [], []
@@ -89,11 +132,21 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
         # batches: its rows (numpy arrays or scalars).
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if autoreset[i]:
-                observation, env_info = env.reset()
+                observation, env_info = checked_reset_result(i, env.reset())
                 reward: SupportsFloat = 0.0
                 terminated, truncated = False, False
             else:
-                observation, reward, terminated, truncated, env_info = env.step(action)
+                result = env.step(action)
+                # Free while it holds (no exception): a step result of another form is named
+                # with what the sub-env returned.
+                if type(result) is not tuple:
+                    raise bad_step_result(i, result)
+                try:
+                    observation, reward, terminated, truncated, env_info = result
+                except ValueError:
+                    raise bad_step_result(i, result) from None
+                if type(env_info) is not dict and not isinstance(env_info, dict):
+                    raise bad_info(i, env_info, "step()")
             observations.append(observation)
             rewards.append(reward)
             terminations.append(terminated)
@@ -103,13 +156,13 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
                 infos = self._add_info(infos, env_info, i)
         self.sub_env_infos = raw_infos
         self._env_obs = observations
-        batch = np.array(observations, dtype=self._observations.dtype)
-        if batch.shape != self._observations.shape:
-            raise _wrong_shape(observations, self.single_observation_space, "step()")
-        terminated_column = _column(terminations, np.bool_)
-        truncated_column = _column(truncations, np.bool_)
+        batch = _observation_batch(
+            observations, self.single_observation_space, self._observations, "step()"
+        )
+        terminated_column = _flag_column(terminations, "terminated")
+        truncated_column = _flag_column(truncations, "truncated")
         self._autoreset_envs = terminated_column | truncated_column
-        return (batch, _column(rewards, np.float64), terminated_column, truncated_column, infos)
+        return (batch, _reward_column(rewards), terminated_column, truncated_column, infos)
 
 
 class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
@@ -129,26 +182,206 @@ class InfoKeepingAsyncVectorEnv(RawInfosMixin, gym.vector.AsyncVectorEnv):
         return super().step_wait(*args, **kwargs)
 
 
-def _wrong_shape(observations: list, space: gym.spaces.Box, method: str) -> EnvDataError:
-    """The error for a batch whose observations do not all have the space's shape: names the
-    first sub-env that broke it (an `EnvDataError`, a ValueError as gymnasium's own)."""
+def _bad_spaces(envs: list) -> EnvDataError | None:
+    """The error for the first sub-env whose observation_space or action_space is not a
+    gymnasium Space (None when all are)."""
+    for index, env in enumerate(envs):
+        for name in ("observation_space", "action_space"):
+            space = getattr(env, name, None)
+            if not isinstance(space, gym.Space):
+                return EnvDataError(
+                    f"sub-env {index} ({type(env).__name__})'s {name} is {_shown(space)}, not a "
+                    "gymnasium.spaces.Space; set it in the env's __init__ (for example "
+                    "gymnasium.spaces.Box(-1.0, 1.0, (4,), numpy.float32))"
+                )
+    return None
+
+
+def _not_batched(error: Exception, method: str) -> EnvDataError:
+    """The error for sub-env output gymnasium's generic batching (spaces other than a Box
+    observation with Box or Discrete actions) could not take: its message, with what
+    gymnasium's API returns."""
+    api = _STEP_API if method == "step()" else _RESET_API
+    return EnvDataError(
+        f"a sub-env's {method} output could not be batched ({type(error).__name__}: {error}); "
+        f"{api}, the observation in the env's observation space, the reward one number, "
+        "terminated and truncated bools, the info a dict"
+    )
+
+
+#: gymnasium's step() result, named in the errors below.
+_STEP_API = "gymnasium's API returns 5 values: (obs, reward, terminated, truncated, info)"
+_RESET_API = "gymnasium's API returns 2 values: (obs, info)"
+
+
+def _shown(value: Any) -> str:
+    """`value`'s repr (cut at 80 characters) and its type: "'1.0' (a str)"."""
+    text = repr(value)
+    kind = type(value).__name__
+    article = "an" if kind[0] in "aeiou" else "a"
+    return (text if len(text) <= 80 else text[:77] + "...") + f" ({article} {kind})"
+
+
+def checked_reset_result(index: int, result: Any) -> tuple[Any, dict]:
+    """A sub-env's reset() result as (obs, info), or an `EnvDataError` naming the sub-env and
+    what it returned."""
+    if type(result) is not tuple or len(result) != 2:
+        if isinstance(result, tuple):
+            got = f"{len(result)} values"
+        else:
+            got = _shown(result)
+        raise EnvDataError(
+            f"sub-env {index}'s reset() returned {got}; {_RESET_API} (gym before 0.26 "
+            "returned the observation alone)"
+        )
+    observation, info = result
+    if not isinstance(info, dict):
+        raise bad_info(index, info, "reset()")
+    return observation, info
+
+
+def bad_step_result(index: int, result: Any) -> EnvDataError:
+    """The error for a sub-env's step() result that is not a 5-tuple."""
+    if isinstance(result, tuple):
+        got = f"{len(result)} values"
+        if len(result) == 4:
+            got += " (obs, reward, done, info: the old gym API before 0.26)"
+    else:
+        got = _shown(result)
+    return EnvDataError(f"sub-env {index}'s step() returned {got}; {_STEP_API}")
+
+
+def bad_info(index: int, info: Any, method: str) -> EnvDataError:
+    return EnvDataError(
+        f"sub-env {index}'s {method} returned the info {_shown(info)}; "
+        "gymnasium's API returns a dict (empty when there is nothing to report)"
+    )
+
+
+def _is_one_number(value: Any) -> bool:
+    if isinstance(value, (int, float, np.number, np.bool_)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fiub"
+
+
+def _is_flag(value: Any) -> bool:
+    if isinstance(value, (bool, int, np.bool_, np.integer)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biu"
+
+
+def _bad_reward(index: int, reward: Any) -> EnvDataError:
+    # gymnasium's own words for a sequence: "setting an array element with a sequence"
+    what = ", a sequence" if isinstance(reward, (np.ndarray, list, tuple)) else ""
+    return EnvDataError(
+        f"sub-env {index}'s step() returned the reward {_shown(reward)}{what}; "
+        "gymnasium's API returns one number (a float) per step"
+    )
+
+
+def _bad_flag(index: int, field: str, flag: Any) -> EnvDataError:
+    return EnvDataError(
+        f"sub-env {index}'s step() returned {field}={_shown(flag)}; gymnasium's API returns a bool"
+    )
+
+
+def checked_step_result(index: int, result: Any, space: gym.Space) -> tuple:
+    """One sub-env's step() result, checked as the "sync" vector env checks the batch (for
+    sub-envs stepped one by one: an "async" sub-env in its child process)."""
+    if type(result) is not tuple or len(result) != 5:
+        raise bad_step_result(index, result)
+    observation, reward, terminated, truncated, info = result
+    if not isinstance(info, dict):
+        raise bad_info(index, info, "step()")
+    if not _is_one_number(reward):
+        raise _bad_reward(index, reward)
+    for field, flag in (("terminated", terminated), ("truncated", truncated)):
+        if not _is_flag(flag):
+            raise _bad_flag(index, field, flag)
+    checked_observation(index, observation, space, "step()")
+    return result
+
+
+def checked_observation(index: int, observation: Any, space: gym.Space, method: str) -> None:
+    """Raises `EnvDataError` when a Box space's observation is not an array of its shape (other
+    spaces: gymnasium's batching judges them)."""
+    if not isinstance(space, gym.spaces.Box):
+        return
+    if type(observation) is np.ndarray and observation.shape == space.shape:
+        if observation.dtype.kind in "fiub":
+            return
+    error = _bad_observation([observation], space, method)
+    raise EnvDataError(str(error).replace("sub-env 0", f"sub-env {index}", 1))
+
+
+def _observation_batch(
+    observations: list, space: gym.Space, buffer: np.ndarray, method: str
+) -> np.ndarray:
+    """The sub-envs' Box observations as one fresh array shaped as `buffer`, or an
+    `EnvDataError` naming the first sub-env whose observation does not fit the space."""
+    try:
+        batch = np.array(observations, dtype=buffer.dtype)
+    except (ValueError, TypeError):  # a string, a dict, a ragged list, ...
+        raise _bad_observation(observations, space, method) from None
+    if batch.shape != buffer.shape:
+        raise _bad_observation(observations, space, method)
+    return batch
+
+
+def _bad_observation(observations: list, space: gym.Space, method: str) -> EnvDataError:
+    """The error for observations that do not batch as `space` (a Box) says: names the first
+    sub-env that broke it, with what it returned (an `EnvDataError`, a ValueError as
+    gymnasium's own)."""
+    shape = getattr(space, "shape", None)
     for index, observation in enumerate(observations):
-        shape = np.shape(observation)
-        if shape != space.shape:
+        if not isinstance(observation, (np.ndarray, np.generic, int, float, list, tuple)):
             return EnvDataError(
-                f"sub-env {index}'s {method} returned an observation of shape {shape} where "
-                f"its observation space {space} has shape {space.shape}"
+                f"sub-env {index}'s {method} returned the observation {_shown(observation)} "
+                f"where its observation space is {space}"
+            )
+        if np.shape(observation) != shape:
+            return EnvDataError(
+                f"sub-env {index}'s {method} returned an observation of shape "
+                f"{np.shape(observation)} where its observation space {space} has shape {shape}"
+            )
+        try:
+            np.asarray(observation, dtype=space.dtype)
+        except (ValueError, TypeError) as error:
+            return EnvDataError(
+                f"sub-env {index}'s {method} returned the observation {_shown(observation)}, "
+                f"which is not numbers of {space} ({error})"
             )
     return EnvDataError(f"the sub-envs' {method} observations do not fit {space}")
 
 
-def _column(values: list, dtype: type) -> np.ndarray:
-    """`values` (numbers or numpy scalars) as a fresh 1-D array of `dtype`: what gymnasium's
-    element-wise writes into such an array give, and the error they raise for anything else."""
-    column: np.ndarray = np.array(values, dtype=dtype)
-    if column.ndim != 1:  # every value an array of one shape: not a number per sub-env
-        raise ValueError(
-            "setting an array element with a sequence: a sub-env's step returned "
-            f"{values[0]!r} where a {np.dtype(dtype).name} number belongs"
-        )
-    return column
+#: The dtypes numpy gives lists of Python floats and bools (builtin dtypes are singletons).
+_FLOAT64 = np.dtype(np.float64)
+_BOOL = np.dtype(np.bool_)
+
+
+def _reward_column(rewards: list) -> np.ndarray:
+    """The sub-envs' rewards as a fresh float64 array; a reward that is not one number (a
+    string, None, an array) is an `EnvDataError` naming the sub-env."""
+    column = np.array(rewards)
+    if column.dtype is _FLOAT64 and column.ndim == 1:  # Python floats: the common case
+        return column
+    if column.ndim != 1 or column.dtype.kind not in "fiub":
+        for index, reward in enumerate(rewards):
+            if not _is_one_number(reward):
+                raise _bad_reward(index, reward)
+        raise EnvDataError(f"the sub-envs' step() rewards are not numbers: {rewards!r:.200}")
+    return column.astype(np.float64)
+
+
+def _flag_column(flags: list, field: str) -> np.ndarray:
+    """The sub-envs' `terminated` or `truncated` flags as a fresh bool array; a flag that is
+    not a bool (or a 0/1 int) is an `EnvDataError` naming the sub-env."""
+    column = np.array(flags)
+    if column.dtype is _BOOL and column.ndim == 1:  # Python bools: the common case
+        return column
+    if column.ndim != 1 or column.dtype.kind not in "biu":
+        for index, flag in enumerate(flags):
+            if not _is_flag(flag):
+                raise _bad_flag(index, field, flag)
+        raise EnvDataError(f"the sub-envs' step() {field} flags are not bools: {flags!r:.200}")
+    return column.astype(np.bool_)

@@ -31,6 +31,8 @@ from typing import Any, SupportsFloat
 import cloudpickle
 import gymnasium as gym
 
+from trainer.env.vector_env import checked_observation, checked_reset_result, checked_step_result
+
 SYNC = "sync"
 ASYNC = "async"
 VECTOR_ENTRY_POINT = "vector_entry_point"
@@ -125,11 +127,23 @@ class SubEnvInChild(gym.Wrapper):
         self.trainer_pending_reset = False
         return self.reset()
 
+    def _checked_reset(self, seed: int | None, options: dict | None) -> tuple[Any, dict]:
+        index = self.env_context.vector_index
+        observation, info = checked_reset_result(index, self.env.reset(seed=seed, options=options))
+        checked_observation(index, observation, self.env.observation_space, "reset()")
+        return observation, info
+
+    def _checked_step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
+        # One sub-env's output checked here, in its child: what gymnasium's batching in the
+        # parent would report as a bare unpacking or numpy error (or take silently).
+        result = self.env.step(action)
+        return checked_step_result(self.env_context.vector_index, result, self.observation_space)
+
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         if self._make_sub_env is None:
-            return self.env.reset(seed=seed, options=options)
+            return self._checked_reset(seed, options)
         try:
-            return self.env.reset(seed=seed, options=options)
+            return self._checked_reset(seed, options)
         except Exception as error:
             observation, info = self._recreate(error, "reset")
             return observation, info
@@ -140,9 +154,9 @@ class SubEnvInChild(gym.Wrapper):
             observation, info = self.reset()
             return observation, 0.0, False, False, info
         if self._make_sub_env is None:
-            return self.env.step(action)
+            return self._checked_step(action)
         try:
-            return self.env.step(action)
+            return self._checked_step(action)
         except Exception as error:
             observation, info = self._recreate(error, "step")
             return observation, 0.0, False, False, info

@@ -401,6 +401,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 if self._env_to_module is not None
                 else env_spaces[0]
             )
+            if self._env_to_module is None:
+                self._check_configured_observation_space()
+            assert self.env is not None, "_build_vector_env() makes the env"
+            self._check_configured_action_space(self.env.single_action_space)
             # Torch modules take Dict / Tuple observations as they come (nested batches).
             self.spaces = SpaceInfo.from_spaces(
                 observation_space,
@@ -409,6 +413,48 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             )
         self._needs_reset = True
         self._fire_environment_created()
+
+    def _check_configured_observation_space(self) -> None:
+        """environment(observation_space=...) builds the networks for that space; without a
+        connector between them, a Box of another size than the env's Box cannot be fed its
+        observations (refused here, when the runner starts, not as a reshape error later)."""
+        configured = self.config.observation_space
+        env = self.env
+        assert env is not None, "_build_vector_env() makes the env"
+        own = env.single_observation_space
+        if not (isinstance(configured, gym.spaces.Box) and isinstance(own, gym.spaces.Box)):
+            return
+        if int(np.prod(configured.shape)) != int(np.prod(own.shape)):
+            raise ValueError(
+                f"EnvRunner {self.worker_index}: environment(observation_space={configured}) "
+                f"does not fit the env's observation space {own}: the networks take "
+                f"{int(np.prod(configured.shape))} numbers per observation and the env returns "
+                f"{int(np.prod(own.shape))}; give the env's space (or leave observation_space "
+                "None), or add an env_to_module connector that maps one to the other"
+            )
+
+    def _check_configured_action_space(self, own: gym.Space) -> None:
+        """environment(action_space=...) makes the networks' actions; the env must take them:
+        a Discrete of another size, a Box of another shape, or one kind for the other is
+        refused when the runner starts (not as the env's own assertion on some action)."""
+        configured = self.config.action_space
+        if configured is None or configured == own:
+            return
+        kinds = (gym.spaces.Discrete, gym.spaces.Box)
+        if not (isinstance(configured, kinds) and isinstance(own, kinds)):
+            return  # other spaces: the env judges its actions
+        if isinstance(own, gym.spaces.Discrete) and isinstance(configured, gym.spaces.Discrete):
+            fits = configured.n == own.n
+        elif isinstance(own, gym.spaces.Box) and isinstance(configured, gym.spaces.Box):
+            fits = configured.shape == own.shape
+        else:
+            fits = False  # one kind for the other
+        if not fits:
+            raise ValueError(
+                f"EnvRunner {self.worker_index}: environment(action_space={configured}) does "
+                f"not fit the env's action space {own}: the networks would send actions the env "
+                "does not take; give the env's space (or leave action_space None)"
+            )
 
     def _fire_environment_created(self) -> None:
         if self._callbacks.has("on_environment_created"):
@@ -619,7 +665,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 assert env is not None, "_recreate_vector_env() makes a vector env"
                 results = env.reset(seed=seed, options=options)  # twice: the env is broken
         else:
-            results = env.reset(seed=seed, options=options)
+            try:
+                results = env.reset(seed=seed, options=options)
+            except EnvDataError as error:
+                raise self._named(error) from None
         if self._guarded:
             self._log_sub_env_failures("reset")
         if self._check_nan:
@@ -640,7 +689,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 self._recreate_vector_env(error, "step")
                 return None
         else:
-            results = env.step(actions)
+            try:
+                results = env.step(actions)
+            except EnvDataError as error:  # the vector env's: names the sub-env, not the runner
+                raise self._named(error) from None
         if self._guarded:
             self._log_sub_env_failures("step")
         if self._check_nan:
@@ -656,6 +708,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 self._check_finite(obs, "observation", "step")
                 self._check_finite(rewards, "reward", "step")
         return results
+
+    def _named(self, error: EnvDataError) -> EnvDataError:
+        """`error` with this runner named first, as the NaN check names it."""
+        return EnvDataError(f"EnvRunner {self.worker_index}: {error}")
 
     def _check_finite(self, values: Any, field: str, method: str) -> None:
         """Raises `EnvDataError` if a float array of `values` (a batch over the sub-envs, or a
@@ -762,7 +818,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     f"env {self._env_creator.description} made a {made}, which"
                 )
             )
-        return SubEnvGuard(env) if self.config.restart_failed_sub_environments else env
+        if not self.config.restart_failed_sub_environments:
+            return env
+        return SubEnvGuard(env, index=context.vector_index)
 
     def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None:
         """Checks a new sub-env against `env_task_fn`; fires `on_sub_environment_created`."""

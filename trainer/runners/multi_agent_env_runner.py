@@ -38,10 +38,11 @@ from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.core.nn import Categorical, act_small_rows
 from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
+from trainer.env.multi_agent_checks import result_problem
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
-from trainer.errors import StepFailedRecreateEnvError
+from trainer.errors import EnvDataError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -481,14 +482,56 @@ class MultiAgentEnvRunner(RunnerSetup):
     def _start_episode(self, index: int, seed: int | None = None) -> None:
         """Resets sub-env `index` into its (new) episode; fires `on_episode_start`."""
         assert self.env is not None, "sampling needs the sub-envs"
-        obs, infos = self.env.envs[index].reset(seed=seed)
+        result = self.env.envs[index].reset(seed=seed)
         episode = self._episodes[index]
         assert episode is not None, "_new_episode() comes first"
-        episode.add_env_reset(observations=obs, infos=infos)
+        try:
+            obs, infos = result
+            episode.add_env_reset(observations=obs, infos=infos)
+        except Exception as error:
+            explained = self._explained(index, result, "reset()")
+            if explained is None:
+                raise
+            raise explained from error
         self._last_obs[index] = obs
         self._last_done[index] = _NONE_DONE
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
+
+    def _explained(self, index: int, result: Any, method: str) -> EnvDataError | None:
+        """The error for a sub-env `result` that failed to go into its episode, saying what
+        the env returned wrong (RLlib's env checker's words), or None when the result looks
+        right (the failure was elsewhere). Runs only after a failure."""
+        assert self.env is not None, "sampling needs the sub-envs"
+        problem = result_problem(self.env.envs[index], result, method)
+        if problem is None:
+            return None
+        return EnvDataError(f"EnvRunner {self.worker_index}: sub-env {index}: {problem}")
+
+    def _explained_observations(
+        self, where: list[tuple[int, Any]], obs_rows: list[Any]
+    ) -> EnvDataError | None:
+        """The error for the first of `obs_rows` (the observations of `where`'s (sub-env,
+        agent) pairs) that does not fit its agent's observation space in shape or kind, or
+        None. Runs only after a module failed to take the batch."""
+        assert self.env is not None, "sampling needs the sub-envs"
+        for (index, agent_id), observation in zip(where, obs_rows, strict=True):
+            space = self.env.envs[index].get_observation_space(agent_id)
+            if isinstance(space, gym.spaces.Box):
+                fits = (
+                    np.shape(observation) == space.shape
+                    and np.asarray(observation).dtype.kind in "fiub"
+                )
+            else:
+                fits = space.contains(observation)
+            if not fits:
+                return EnvDataError(
+                    f"EnvRunner {self.worker_index}: sub-env {index} returned an observation "
+                    f"for agent {agent_id!r} that is not in its observation space {space}: "
+                    f"{observation!r:.80} (a {type(observation).__name__}, shape "
+                    f"{np.shape(observation)})"
+                )
+        return None
 
     def _reset_all(self) -> None:
         for index in range(self.num_envs):
@@ -649,9 +692,15 @@ class MultiAgentEnvRunner(RunnerSetup):
             others: list[tuple[list[tuple[int, Any]], Any, Any]] = []
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
-                acted, for_env, logp, module_dist_inputs = self._actors[module_id](
-                    obs_rows, explore, self.global_timestep
-                )
+                try:
+                    acted, for_env, logp, module_dist_inputs = self._actors[module_id](
+                        obs_rows, explore, self.global_timestep
+                    )
+                except (ValueError, TypeError) as error:
+                    explained = self._explained_observations(where, obs_rows)
+                    if explained is None:
+                        raise
+                    raise explained from error
                 for k, (index, agent_id) in enumerate(where):
                     actions[index][agent_id] = acted[k]
                     env_actions[index][agent_id] = for_env[k]
@@ -668,41 +717,51 @@ class MultiAgentEnvRunner(RunnerSetup):
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
-            obs, rewards, terminateds, truncateds, infos = env.envs[index].step(env_actions[index])
-            if outputs is None:
-                episode.add_sampled_env_step(
-                    obs,
-                    actions[index],
-                    rewards,
-                    infos,
-                    terminateds,
-                    truncateds,
-                    logps[index],
-                    dist_inputs[index],
+            result = env.envs[index].step(env_actions[index])
+            try:
+                obs, rewards, terminateds, truncateds, infos = result
+                # A reward that is not one number (a string, None, an array) fails here, in
+                # one C loop, not later in the metrics or the learner.
+                math.fsum(rewards.values())
+                if outputs is None:
+                    episode.add_sampled_env_step(
+                        obs,
+                        actions[index],
+                        rewards,
+                        infos,
+                        terminateds,
+                        truncateds,
+                        logps[index],
+                        dist_inputs[index],
+                    )
+                else:
+                    episode.add_env_step(
+                        observations=obs,
+                        actions=actions[index],
+                        rewards=rewards,
+                        infos=infos,
+                        terminateds=terminateds,
+                        truncateds=truncateds,
+                        extra_model_outputs=outputs[index],
+                    )
+                self._last_obs[index] = obs
+                self._last_done[index] = (
+                    {
+                        agent_id
+                        for agent_id in obs
+                        if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
+                    }
+                    if any(terminateds.values()) or any(truncateds.values())
+                    else _NONE_DONE
                 )
-            else:
-                episode.add_env_step(
-                    observations=obs,
-                    actions=actions[index],
-                    rewards=rewards,
-                    infos=infos,
-                    terminateds=terminateds,
-                    truncateds=truncateds,
-                    extra_model_outputs=outputs[index],
-                )
-            self._last_obs[index] = obs
-            self._last_done[index] = (
-                {
-                    agent_id
-                    for agent_id in obs
-                    if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
-                }
-                if any(terminateds.values()) or any(truncateds.values())
-                else _NONE_DONE
-            )
+                agent_steps += len(obs)
+                self._count_agent_steps(index, obs)
+            except Exception as error:
+                explained = self._explained(index, result, "step()")
+                if explained is None:
+                    raise
+                raise explained from error
             env_steps += 1
-            agent_steps += len(obs)
-            self._count_agent_steps(index, obs)
             if fire_step:
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
             # RLlib ends an episode when the episode says it is done: `"__all__"`, or every

@@ -14,21 +14,29 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from trainer.env.vector_env import bad_step_result, checked_reset_result
+
 
 class SubEnvGuard(gym.Wrapper):
     """Catches the wrapped sub-env's exceptions: `failure` holds the last one until the runner
     replaces this sub-env."""
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env, index: int = 0):
         super().__init__(env)
         self.failure: BaseException | None = None
         self._last_observation: Any = None
+        #: The sub-env's index in its vector env (named in a malformed result's error).
+        self.index = index
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         try:
-            observation, info = self.env.reset(seed=seed, options=options)
+            # A malformed result is this sub-env's failure too, named as the vector env
+            # names it.
+            observation, info = checked_reset_result(
+                self.index, self.env.reset(seed=seed, options=options)
+            )
         except Exception as error:
             return self._failed(error), {}
         self._last_observation = observation
@@ -36,7 +44,10 @@ class SubEnvGuard(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         try:
-            observation, reward, terminated, truncated, info = self.env.step(action)
+            result = self.env.step(action)
+            if type(result) is not tuple or len(result) != 5:
+                raise bad_step_result(self.index, result)
+            observation, reward, terminated, truncated, info = result
         except Exception as error:
             return self._failed(error), 0.0, False, False, {}
         self._last_observation = observation

@@ -134,10 +134,20 @@ class PPOConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
+        # RLlib's check for synchronous on-policy sampling: whole sampling rounds must come
+        # within 10% of train_batch_size.
+        self.validate_train_batch_size_vs_rollout_fragment_length()
         if self.batch_mode == "truncate_episodes" and not self.use_critic:
             raise ConfigError(
                 "PPOConfig: batch_mode='truncate_episodes' needs use_critic=True (a cut episode "
                 "bootstraps from the value function); use batch_mode='complete_episodes'"
+            )
+        if self.batch_mode == "truncate_episodes" and not self.use_gae and not self.in_evaluation:
+            # RLlib's rule: without GAE, a cut episode's return has no value estimate to end on.
+            raise ConfigError(
+                "PPOConfig: batch_mode='truncate_episodes' needs use_gae=True (a cut episode's "
+                "return is estimated with GAE from the value function); use "
+                "batch_mode='complete_episodes' or use_gae=True"
             )
 
 
