@@ -2484,7 +2484,7 @@ class AlgorithmConfig(OldConfigNames):
                 f"{workers * WORKER_PROCESS_MIN_BYTES / 2**30:.0f} GiB of memory "
                 f"({WORKER_PROCESS_MIN_BYTES // 2**20} MiB each); it has "
                 f"{memory / 2**30:.0f} GiB. Use at most "
-                f"{memory // WORKER_PROCESS_MIN_BYTES} (or backend=\"ray\" for a cluster)"
+                f'{memory // WORKER_PROCESS_MIN_BYTES} (or backend="ray" for a cluster)'
             )
 
     #: Whether this algorithm trains multi-agent configs (PPO and DQN do).

@@ -562,6 +562,44 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "AlgorithmConfig settings that have no effect here (num_learners, num_gpus, "
+        "num_cpus_per_env_runner, ...)",
+        "a value of another kind than RLlib's default is refused with a ConfigError "
+        "(tests/test_hostile_settings.py)",
+        "RLlib stores any value; a wrong one here would only hide a typo",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig: sizes past what the machine can do",
+        "counts above 2**63-1, waits above threading.TIMEOUT_MAX, hidden layers holding more "
+        "than 2**31 weights, seeds above 2**63-1 and more num_env_runners than the machine's "
+        "memory holds (10 MiB each) are refused by the builder or validate()",
+        "RLlib takes any number and fails later (an OverflowError or MemoryError mid-run)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "config.<setting> = value",
+        "checked at once, as the builder call would (validate() checks again what was "
+        "written past both)",
+        "RLlib checks at validate(), or never",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Callables in the config (policy_mapping_fn, policies_to_train, env_task_fn, "
+        "custom_evaluation_function, env_to_module_connector, an env creator)",
+        "one that cannot be called with the arguments RLlib passes is refused at the "
+        "builder call, naming its signature",
+        "RLlib fails with a TypeError when it first calls it, in a worker",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "environment(observation_space=, action_space=)",
+        "spaces the env cannot fill (without an env-to-module connector) are named when the "
+        "runner starts",
+        "RLlib fails at sampling with a reshape error",
+        BEHAVIOUR,
+    ),
+    Difference(
         "Ray named actors (a call to one whose process stopped or hangs)",
         "a call to a named object whose server process is stopped or stuck fails within "
         "UNRESPONSIVE_REPORTED_WITHIN_S (4 s) with a ServerFailure; one whose server died "

@@ -140,8 +140,10 @@ class ServerProcess:
         if self.pid is None or not proc_available():
             return None
         stat = ProcStat.read(self.pid)
-        if stat is not None and self._start_time is not None and stat.start_time != (
-            self._start_time
+        if (
+            stat is not None
+            and self._start_time is not None
+            and stat.start_time != (self._start_time)
         ):
             return None  # the pid now names another process: the server is gone
         return stat

@@ -107,6 +107,15 @@ def call_with_deadline(
         signal.signal(signal.SIGALRM, previous)
 
 
+def _headline(text: str) -> str:
+    """A failure's first line, for results and repeated warnings; one that announces what
+    follows ("It was in:", a timeout's stack) keeps the next line too (the innermost frame)."""
+    lines = text.splitlines()
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1].strip()}"
+    return lines[0]
+
+
 def _call_method(name: str, runner: EnvRunner, **kwargs: Any) -> Any:
     return getattr(runner, name)(**kwargs)
 
@@ -443,7 +452,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             # The text, not the error (here and below): a kept log record or result must not
             # keep the error's traceback, and through it this group, alive.
             text = str(error)
-            headline = text.splitlines()[0] if text else repr(error)
+            headline = _headline(text) if text else repr(error)
             self.iteration_failures.append(headline)
             previous = self._repeats.get(index, restart_policy.Repeats())
             repeats = restart_policy.repeats(
