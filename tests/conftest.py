@@ -60,6 +60,28 @@ LONG_TESTS = {
         "test_multi_agent_examples.py",
         "test_custom_env_render_method_multi_agent_renders_each_sub_env",
     ),
+    # One of each pair of example scripts that the suite runs alike (the other stays), and
+    # RLlib's custom_lstm_rl_module.py, which bench/rllib_examples.py runs too.
+    (
+        "test_seed_examples.py",
+        "test_the_curriculum_follows_episode_reward_mean[curriculum_callbacks.py]",
+    ),
+    ("test_seed_examples.py", "test_acrobot_theta1_reaches_the_results[acrobot_custom_data.py]"),
+    ("test_rl_module_examples.py", "test_custom_lstm_rl_module_script_runs_unmodified"),
+    # The Ray backend's copies of runs the process backend's tests keep in the suite.
+    (
+        "test_sampling_fast_paths.py",
+        "test_runners_in_processes_of_their_own_freeze_their_startup_objects[ray]",
+    ),
+    ("test_ray_backend.py", "test_the_main_job_trains_on_ray_actors"),
+    ("test_backends_alike.py", "test_parallel_evaluation_lags_one_iteration[300-False-ray]"),
+    # Covered in the suite by tests/test_curriculum.py and test_cli.py's other presets.
+    ("test_seed_examples.py", "test_env_task_fn_raises_every_runners_task_after_each_iteration"),
+    (
+        "test_cli.py",
+        "test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle",
+    ),
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/torch.md]"),
     # RLlib's own case sleeps 45 s between its three iterations.
     ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"),
     # mypy on trainer/: .ci/run runs it as a step of its own right after the suite.
@@ -107,7 +129,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(LONG_TIMEOUT)
     if not os.environ.get(LONG_TESTS_VAR):
         for item in items:
-            if (item.path.name, item.originalname) in LONG_TESTS:
+            # An entry names a test, or one of its parametrized cases ("name[case]").
+            if {(item.path.name, item.originalname), (item.path.name, item.name)} & LONG_TESTS:
                 item.add_marker(IN_BENCH)
     if importlib.util.find_spec("ray") is None:
         for item in items:

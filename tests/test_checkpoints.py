@@ -41,7 +41,7 @@ def _env_runner_metrics(result: dict) -> dict:
 def _exact_config(num_env_runners: int) -> PPOConfig:
     return (
         small_ppo(num_env_runners, train_batch_size=300, num_epochs=2)
-        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=75)
         .debugging(seed=11)
     )
 

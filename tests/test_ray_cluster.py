@@ -139,7 +139,7 @@ def test_a_stalled_actor_is_killed_and_restarted(cluster):
 def test_a_checkpoint_moves_between_backends_with_exact_resume(cluster, tmp_path):
     on_processes = (
         small_ppo(2, train_batch_size=300, num_epochs=2)
-        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=50)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=75)
         .debugging(seed=11)
     )
     on_ray = on_processes.copy().env_runners(backend="ray")
