@@ -99,6 +99,15 @@ BENCHMARKS = (
         summary="sampling against a plain gymnasium loop",
     ),
     Benchmark(
+        "scaling",
+        "sampling across cores: 1, 2, 4, ... EnvRunner processes (8 CartPole sub-envs "
+        "each, the default policy), env steps/s and the ratio to N x one runner",
+        ("bench/scaling.py",),
+        r"cores;|^\d+ runner",
+        "2 runners >= 1.8x one on 2 cores",
+        quick=("bench/scaling.py", "--rounds", "4", "--repeats", "1"),
+    ),
+    Benchmark(
         "multi_agent",
         "multi-agent: RLlib's tuned multi_agent_cartpole_ppo.py (2 agents, 2 policies, 2 "
         "EnvRunners) to a summed return of 800, build included; a MultiAgentEnvRunner on "

@@ -1,0 +1,100 @@
+"""Sampling across cores: env steps per second of 1, 2, 4, ... EnvRunner processes (up to the
+machine's cores), each with the same vector env and policy, and the ratio of N runners to N
+times one runner, measured in the same run.
+
+Measured: an `EnvRunnerGroup` of N worker processes built from a PPO config (CartPole-v1,
+`--num-envs` sub-envs per runner, the default 256x256 tanh policy), driven through its public
+`sample(min_env_steps=...)`: every round asks each runner for `--fragment` steps per sub-env
+and waits for all of them, so the time includes recording the episodes and shipping them back
+to the main process, which merges them (the main process is one more busy process beside the N
+runners). Sampling only: no learner update.
+
+Each count is measured `--repeats` times, interleaved with the others, and the best of each is
+kept (as timeit does: the best run is the one least disturbed by the rest of the machine).
+
+Target: 2 runners at >= 1.8x one runner on a 2-core machine.
+Run: python bench/scaling.py [--num-envs 8] [--fragment 128] [--rounds 10] [--repeats 3]
+     [--max-runners N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from trainer import PPOConfig
+from trainer.runners.env_runner_group import EnvRunnerGroup
+
+
+def runner_counts(max_runners: int) -> list[int]:
+    """1, 2, 4, ... up to `max_runners`, and `max_runners` itself."""
+    counts, count = [], 1
+    while count < max_runners:
+        counts.append(count)
+        count *= 2
+    return [*counts, max_runners]
+
+
+def build_group(num_runners: int, num_envs: int, fragment: int) -> EnvRunnerGroup:
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_env_runners=num_runners,
+            num_envs_per_env_runner=num_envs,
+            rollout_fragment_length=fragment,
+        )
+        .training(train_batch_size=num_runners * num_envs * fragment)
+        .debugging(seed=0)
+    )
+    return EnvRunnerGroup(config=config)
+
+
+def steps_per_s(group: EnvRunnerGroup, rounds: int, round_steps: int) -> float:
+    """Env steps per second over `rounds` sampling rounds (after one to warm up)."""
+    group.sample(min_env_steps=round_steps)
+    started = time.perf_counter()
+    steps = 0
+    for _ in range(rounds):
+        episodes, _ = group.sample(min_env_steps=round_steps)
+        steps += sum(len(episode) for episode in episodes)
+    return steps / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--fragment", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-runners", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    counts = runner_counts(args.max_runners)
+    print(
+        f"{os.cpu_count()} cores; CartPole-v1, {args.num_envs} sub-envs per runner, "
+        f"{args.fragment} steps per sub-env and round, {args.rounds} rounds, best of "
+        f"{args.repeats}"
+    )
+    best: dict[int, float] = dict.fromkeys(counts, 0.0)
+    groups = {count: build_group(count, args.num_envs, args.fragment) for count in counts}
+    try:
+        for _ in range(args.repeats):
+            for count in counts:
+                round_steps = count * args.num_envs * args.fragment
+                rate = steps_per_s(groups[count], args.rounds, round_steps)
+                best[count] = max(best[count], rate)
+    finally:
+        for group in groups.values():
+            group.stop()
+    one = best[1]
+    for count in counts:
+        print(
+            f"{count} runner{'s' if count > 1 else ' '}: {best[count]:9.0f} env steps/s, "
+            f"{best[count] / one:.2f}x one runner ({best[count] / (count * one):.2f} of "
+            f"{count} x one)"
+        )
+
+
+if __name__ == "__main__":
+    main()
