@@ -14,8 +14,14 @@ recording episodes, firing callbacks and shipping the episodes back to the main 
 Each side is measured `--repeats` times, interleaved, and the best of each is compared (as
 timeit does: the best run is the one least disturbed by the rest of the machine).
 
-Target (issue 20): ratio >= 0.8 for 1 and for 8 sub-envs; the last line's ratio is the lower.
+With `gym_env_vectorize_mode="vector_entry_point"` (gymnasium's numpy-vectorized CartPole,
+`--vector-entry-point 64 256` sub-envs), the baseline is gymnasium's own vector loop over
+`gym.make_vec(..., vectorization_mode="vector_entry_point")` with the same forward pass, and the
+runner has an `on_episode_end` callback instead.
+
+Target: ratio >= 0.8 for 1 and for 8 sub-envs (the "ratio" line is the lower of the two).
 Run: python bench/sampling.py [--steps 40000] [--repeats 5] [--num-envs 1 8]
+     [--vector-entry-point 64 256]
 """
 
 from __future__ import annotations
@@ -33,16 +39,25 @@ from trainer.core.models import PolicyModule, SpaceInfo
 MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh"}
 
 
-def baseline_steps_per_s(total_steps: int, num_envs: int) -> float:
-    with threadpool_limits(1, user_api="blas"):
-        return _baseline_steps_per_s(total_steps, num_envs)
-
-
-def _baseline_steps_per_s(total_steps: int, num_envs: int) -> float:
-    env = gym.vector.SyncVectorEnv(
+def sync_vector_env(num_envs: int) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv(
         [lambda: gym.make("CartPole-v1") for _ in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
     )
+
+
+def numpy_vector_env(num_envs: int) -> gym.vector.VectorEnv:
+    """gymnasium's own numpy-vectorized CartPole (one env object steps every sub-env)."""
+    return gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point")
+
+
+def baseline_steps_per_s(total_steps: int, num_envs: int, make_env=sync_vector_env) -> float:
+    with threadpool_limits(1, user_api="blas"):
+        return _baseline_steps_per_s(total_steps, num_envs, make_env)
+
+
+def _baseline_steps_per_s(total_steps: int, num_envs: int, make_env) -> float:
+    env = make_env(num_envs)
     spaces = SpaceInfo.from_spaces(env.single_observation_space, env.single_action_space)
     module = PolicyModule(spaces, MODEL, seed=0)
     rng = np.random.default_rng(0)
@@ -59,10 +74,19 @@ def _baseline_steps_per_s(total_steps: int, num_envs: int) -> float:
     return total_steps / elapsed
 
 
-def build_runner(total_steps: int, rounds: int, num_envs: int):
-    def on_episode_step(episode, **kwargs):
-        episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
+def on_episode_step(episode, **kwargs):
+    episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
+
+def on_episode_end(episode, **kwargs):
+    episode.custom_data["length"] = len(episode)
+
+
+def build_runner(
+    total_steps: int, rounds: int, num_envs: int, vectorize_mode: str = "SYNC", per_step=True
+):
+    callback = {"on_episode_step": on_episode_step} if per_step else {}
+    callback = callback or {"on_episode_end": on_episode_end}
     algo = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -70,11 +94,12 @@ def build_runner(total_steps: int, rounds: int, num_envs: int):
             num_env_runners=1,
             num_envs_per_env_runner=num_envs,
             rollout_fragment_length=total_steps // rounds // num_envs,
+            gym_env_vectorize_mode=vectorize_mode,
         )
         # One sampling round is one train batch (PPO's validate() checks that they fit).
         .training(train_batch_size=total_steps // rounds // num_envs * num_envs)
         .rl_module(model_config=MODEL)
-        .callbacks(on_episode_step=on_episode_step)
+        .callbacks(**callback)
         .debugging(seed=0)
         .build()
     )
@@ -101,6 +126,13 @@ def main() -> None:
         help="measurements of each side, interleaved; the best of each counts",
     )
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 8])
+    parser.add_argument(
+        "--vector-entry-point",
+        type=int,
+        nargs="*",
+        default=[64, 256],
+        help="sub-env counts of gymnasium's numpy-vectorized CartPole (none: skip)",
+    )
     args = parser.parse_args()
     ratios = []
     for num_envs in args.num_envs:
@@ -119,6 +151,22 @@ def main() -> None:
             flush=True,
         )
     print(f"ratio {min(ratios):.2f}  (the lower of the cases; target >= 0.8)")
+    for num_envs in args.vector_entry_point:
+        # gymnasium's vector env of one numpy CartPole: the runner steps it as one env.
+        steps = max(args.steps, num_envs * 40)
+        algo = build_runner(steps, 4, num_envs, "vector_entry_point", per_step=False)
+        base_runs, our_runs = [], []
+        for _ in range(args.repeats):
+            base_runs.append(baseline_steps_per_s(steps, num_envs, numpy_vector_env))
+            our_runs.append(env_runner_steps_per_s(algo, steps))
+        algo.stop()
+        base, ours = max(base_runs), max(our_runs)
+        print(
+            f"vector_entry_point, {num_envs} sub-envs: gymnasium's vector loop {base:8.0f} env "
+            f"steps/s, EnvRunner process (on_episode_end callback) {ours:8.0f} env steps/s: "
+            f"{ours / base:.2f} of gymnasium's loop",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
