@@ -145,7 +145,7 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
                     observation, reward, terminated, truncated, env_info = result
                 except ValueError:
                     raise bad_step_result(i, result) from None
-                if type(env_info) is not dict and not isinstance(env_info, dict):
+                if not isinstance(env_info, dict):
                     raise bad_info(i, env_info, "step()")
             observations.append(observation)
             rewards.append(reward)
@@ -310,8 +310,7 @@ def checked_observation(index: int, observation: Any, space: gym.Space, method: 
     if type(observation) is np.ndarray and observation.shape == space.shape:
         if observation.dtype.kind in "fiub":
             return
-    error = _bad_observation([observation], space, method)
-    raise EnvDataError(str(error).replace("sub-env 0", f"sub-env {index}", 1))
+    raise _bad_observation([observation], space, method, first_index=index)
 
 
 def _observation_batch(
@@ -328,12 +327,14 @@ def _observation_batch(
     return batch
 
 
-def _bad_observation(observations: list, space: gym.Space, method: str) -> EnvDataError:
+def _bad_observation(
+    observations: list, space: gym.Space, method: str, first_index: int = 0
+) -> EnvDataError:
     """The error for observations that do not batch as `space` (a Box) says: names the first
-    sub-env that broke it, with what it returned (an `EnvDataError`, a ValueError as
-    gymnasium's own)."""
+    sub-env that broke it (the sub-envs counted from `first_index`), with what it returned (an
+    `EnvDataError`, a ValueError as gymnasium's own)."""
     shape = getattr(space, "shape", None)
-    for index, observation in enumerate(observations):
+    for index, observation in enumerate(observations, start=first_index):
         if not isinstance(observation, (np.ndarray, np.generic, int, float, list, tuple)):
             return EnvDataError(
                 f"sub-env {index}'s {method} returned the observation {_shown(observation)} "

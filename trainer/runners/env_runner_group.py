@@ -225,9 +225,6 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: restarted at most once per iteration (`restart_policy`).
         self._iteration = 0
         self._restarted_this_iteration: set[int] = set()
-        #: Runners left out until the next iteration restarts them (failed again after their
-        #: restart in this one).
-        self._waiting: set[int] = set()
         #: Per runner: its last failure and the iterations in a row it failed that way.
         self._repeats: dict[int, restart_policy.Repeats] = {}
         #: The failures of this iteration, as text (`result["fault_tolerance"]`).
@@ -402,15 +399,24 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         (default `env_runner_health_probe_timeout_s`). Returns the indices restored. The
         Algorithm calls this (through `restore_env_runners`) when each iteration starts, as
         RLlib does."""
-        unhealthy = [index for index, handle in sorted(self.pool.items()) if not handle.healthy]
-        if not unhealthy or not self.config.restart_failed_env_runners:
+        waiting = self._waiting()
+        if not waiting:
             return []
         timeout = timeout_seconds or self.config.env_runner_health_probe_timeout_s
-        budget = self.config.max_num_env_runner_restarts
-        allowed = [i for i in unhealthy if self._restarts[i] < budget]
-        if not allowed:
+        return self._restart(waiting, timeout=timeout)
+
+    def _waiting(self) -> list[int]:
+        """The remote runners that failed and whose restart the settings still allow: left
+        out until `probe_unhealthy_env_runners` restarts them (a failed runner that may be
+        restarted now is restarted at once, in `handle_failures`)."""
+        if not self.config.restart_failed_env_runners:
             return []
-        return self._restart(allowed, timeout=timeout)
+        budget = self.config.max_num_env_runner_restarts
+        return [
+            index
+            for index, handle in sorted(self.pool.items())
+            if not handle.healthy and self._restarts[index] < budget
+        ]
 
     def begin_iteration(self) -> None:
         """A new iteration (of `train()`, or an evaluation round) starts: each runner may be
@@ -421,7 +427,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
 
     def num_waiting_env_runners(self) -> int:
         """Remote runners left out until the next iteration restarts them."""
-        return len(self._waiting)
+        return len(self._waiting())
 
     def num_remote_worker_restarts(self) -> int:
         return sum(self._restarts.values())
@@ -472,7 +478,6 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 logger.warning("%s Restarting it.", text)
                 to_restart.append(index)
             elif decision.action == restart_policy.WAIT:
-                self._waiting.add(index)
                 same = (
                     f" It failed the same way in {repeats.iterations} iterations in a row."
                     if repeats.iterations > 1
@@ -497,7 +502,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 _add_note(error, f"EnvRunner {index} was not restarted: {decision.reason}.")
                 raise error
         restarted = self._restart(to_restart) if to_restart else []
-        if self.pool and not self.healthy_env_runner_ids() and not self._waiting:
+        if self.pool and not self.healthy_env_runner_ids() and not self._waiting():
             raise NoHealthyEnvRunners(
                 f"no healthy EnvRunner is left (of {len(self.pool)}); last failure: "
                 f"{failures[max(failures)]}"
@@ -516,7 +521,6 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         for index in indices:
             self._restarts[index] += 1
             self._restarted_this_iteration.add(index)
-            self._waiting.discard(index)
         self._forget_async(indices)
         local = local_runner_of(self)
         state = {
@@ -804,7 +808,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 self._settle_async()
                 self.handle_failures({e.worker_index: e for e in self.collect_exited()})
                 ids = self.healthy_env_runner_ids()
-                if not ids and self._waiting:
+                if not ids and self._waiting():
                     break  # every runner failed twice in this iteration: return what it gave
                 if not ids:
                     raise NoHealthyEnvRunners("no healthy EnvRunner is left to sample from")

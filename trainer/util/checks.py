@@ -127,10 +127,6 @@ def is_dict(v: Any) -> str | None:
     return None if isinstance(v, dict) else "a dict"
 
 
-def is_callable_or_none(v: Any) -> str | None:
-    return None if v is None or callable(v) else "a callable or None"
-
-
 def signature_refusing(fn: Any, count: int) -> str | None:
     """None when `fn` can be called with `count` positional arguments (or its signature cannot
     be read: builtins, some C callables), else its signature, for the message."""
