@@ -19,7 +19,7 @@ import builtins
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -38,6 +38,17 @@ ACTION_DIST_INPUTS = "action_dist_inputs"
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 
+def new_episode_id() -> str:
+    """128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost."""
+    return os.urandom(16).hex()
+
+
+def new_episode_ids(count: int) -> list[str]:
+    """`count` ids as `new_episode_id()` makes them, from one read of the OS's randomness."""
+    digits = os.urandom(16 * count).hex()
+    return [digits[32 * i : 32 * i + 32] for i in range(count)]
+
+
 class SingleAgentEpisode(OldEpisodeAPI):
     __slots__ = (
         "id_",
@@ -47,7 +58,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         "observations",
         "actions",
         "rewards",
-        "infos",
+        "_infos",
         "extra_model_outputs",
         "is_terminated",
         "is_truncated",
@@ -67,6 +78,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
     )
     #: Slots that stay in their process (not pickled, not in `get_state`).
     _LOCAL_SLOTS = ("_env_runner",)
+    #: The info dicts, or how many empty ones there are until `infos` is first read.
+    _infos: InfiniteLookbackBuffer | int
 
     def __init__(
         self,
@@ -93,8 +106,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         than steps), actions, rewards and extra model outputs. The first `len_lookback_buffer`
         items of each list are the lookback buffer ("auto", the default: all steps given,
         which leaves an episode of length 0 that can look back at them)."""
-        # 128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost.
-        self.id_ = id_ or os.urandom(16).hex()
+        self.id_ = id_ or new_episode_id()
         self.agent_id = agent_id
         self.module_id = module_id
         self.multi_agent_episode_id = multi_agent_episode_id
@@ -139,12 +151,33 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if observations is not None:
             self.validate()
 
+    @property
+    def infos(self) -> InfiniteLookbackBuffer:
+        """The info dicts, one per observation. An episode made from columns in which every
+        info was empty keeps only their count until this is first read."""
+        infos = self._infos
+        if isinstance(infos, int):
+            made = self._infos = InfiniteLookbackBuffer.of_list([{} for _ in range(infos)])
+            return made
+        return infos
+
+    @infos.setter
+    def infos(self, value: InfiniteLookbackBuffer) -> None:
+        self._infos = value
+
+    def nonempty_infos(self) -> list | None:
+        """The info dicts, or None when all are empty (without making them)."""
+        infos = self._infos
+        if isinstance(infos, int):
+            return None
+        return infos.data if any(infos.data) else None
+
     @classmethod
     def _assembled(
         cls,
         id_: str,
         observations: np.ndarray,
-        infos: list,
+        infos: list | int,
         actions: np.ndarray,
         rewards: np.ndarray,
         extra_model_outputs: dict[str, np.ndarray],
@@ -165,7 +198,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         episode.id_ = id_
         episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
         episode.observations = InfiniteLookbackBuffer.of_array(observations)
-        episode.infos = InfiniteLookbackBuffer.of_list(infos)
+        # A count: that many empty dicts, made when first read (see `infos`).
+        episode._infos = infos if isinstance(infos, int) else InfiniteLookbackBuffer.of_list(infos)
         episode.actions = InfiniteLookbackBuffer.of_array(actions)
         episode.rewards = InfiniteLookbackBuffer.of_array(rewards)
         episode.rewards._space = episode.rewards.space_struct = REWARD_SPACE
@@ -372,6 +406,47 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if terminated or truncated:
             self._end(terminated, truncated)
 
+    def fill_columns(
+        self,
+        observations: np.ndarray,
+        step_infos: list[dict] | None,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        extra_model_outputs: dict[str, np.ndarray],
+        *,
+        terminated: bool,
+        truncated: bool,
+    ) -> SingleAgentEpisode:
+        """The EnvRunner's columnar sampling: sets this chunk's steps at once, numpy'ized, as
+        `record_sampled_step` per step and then `to_numpy()` would leave them. The chunk has
+        its first observation and info (from `add_env_reset` or `cut()`) and no steps;
+        `observations` repeats that first observation, `step_infos` holds one info per step
+        (None: all empty)."""
+        assert self.t == self.t_started and len(self.observations.data) == 1, (
+            "fill_columns() on a chunk with steps"
+        )
+        first_info = self.infos.data[0]
+        if step_infos is None and not first_info:
+            self._infos = len(observations)  # all empty: made when first read
+        else:
+            self.infos = InfiniteLookbackBuffer.of_list(
+                [first_info, *(step_infos or ({} for _ in range(len(observations) - 1)))]
+            )
+        self.observations = InfiniteLookbackBuffer.of_array(observations)
+        self.actions = InfiniteLookbackBuffer.of_array(actions)
+        rewards_buffer = InfiniteLookbackBuffer.of_array(rewards)
+        rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
+        self.rewards = rewards_buffer
+        self.extra_model_outputs = {
+            key: InfiniteLookbackBuffer.of_array(values)
+            for key, values in extra_model_outputs.items()
+        }
+        self.t = self.t_started + len(rewards)
+        self._last_step_time = time.perf_counter()
+        if terminated or truncated:
+            self.is_terminated, self.is_truncated = terminated, truncated
+        return self
+
     @staticmethod
     def _check_space(space: gym.Space | None, value: Any, what: str) -> None:
         if space is not None and not space.contains(value):
@@ -435,6 +510,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
                 len_lookback_buffer="auto",
                 env_index=self.env_index,
             )
+        self._hand_over(successor)
+        return successor
+
+    def _hand_over(self, successor: SingleAgentEpisode) -> None:
+        """What `cut()`'s successor shares with or takes from this chunk besides data."""
         successor.agent_id, successor.module_id = self.agent_id, self.module_id
         successor.multi_agent_episode_id = self.multi_agent_episode_id
         successor.custom_data = self.custom_data
@@ -449,7 +529,6 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self._last_step_time = time.perf_counter()
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
-        return successor
 
     def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
         """A new episode holding the steps `slice_` selects (indices as for lists, clipped to
@@ -568,9 +647,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
     def get_return(self) -> float:
         """Sum of this chunk's rewards."""
         rewards = self.rewards
-        if not rewards.lookback and not rewards.finalized:
-            return float(sum(rewards.data))
-        return float(np.sum(rewards.get())) if len(rewards) else 0.0
+        data = rewards.data
+        if not rewards.lookback:
+            # Added as Python floats, left to right, however the rewards are stored.
+            return float(sum(data.tolist() if type(data) is np.ndarray else data))
+        return float(sum(np.asarray(rewards.get()).tolist())) if len(rewards) else 0.0
 
     def get_duration_s(self) -> float:
         """Wall seconds from the reset to the final step (to now while the episode runs)."""
@@ -803,7 +884,9 @@ class SingleAgentEpisode(OldEpisodeAPI):
 
     def __getstate__(self) -> dict[str, Any]:
         return {
-            name: getattr(self, name) for name in self.__slots__ if name not in self._LOCAL_SLOTS
+            name: getattr(self, name)
+            for name in SingleAgentEpisode.__slots__
+            if name not in self._LOCAL_SLOTS
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -885,3 +968,172 @@ def _column_from_state(state: dict, *, keep_scalars: bool = False) -> InfiniteLo
     else:
         data = list(data)
     return InfiniteLookbackBuffer(data, state["lookback"])
+
+
+class ColumnSource(Protocol):
+    """Step columns an `EpisodeView` reads its rows from (`trainer.runners.step_columns`)."""
+
+    def episode_rows(self, index: int, first: int, last: int) -> Any: ...
+
+    def return_of(self, index: int, first: int, last: int) -> float: ...
+
+    def observation(self, index: int, row: int) -> Any: ...
+
+    def extra_model_output_keys(self) -> list[str]: ...
+
+
+#: The slots an `EpisodeView` fills when first read (the base class's own descriptors).
+_OBSERVATIONS = SingleAgentEpisode.__dict__["observations"]
+_ACTIONS = SingleAgentEpisode.__dict__["actions"]
+_REWARDS = SingleAgentEpisode.__dict__["rewards"]
+_EXTRA_MODEL_OUTPUTS = SingleAgentEpisode.__dict__["extra_model_outputs"]
+
+
+class EpisodeView(SingleAgentEpisode):
+    """A `SingleAgentEpisode` of rows `first..last` of sub-env `index` in an EnvRunner's step
+    columns, numpy'ized, whose column buffers (observations, actions, rewards, extra model
+    outputs) are made the first time any of them is read or set: an `on_episode_end` callback
+    that reads the length, the return or `custom_data`, or a receiver that counts steps, costs
+    no buffers. Everything else is a `SingleAgentEpisode`'s; pickled, it is one."""
+
+    __slots__ = ("_source", "_rows")
+    #: (source, column index, first row, last row).
+    _source: tuple[ColumnSource, int, int, int]
+    #: The rows' views once the buffers are made (`rows()`), else None.
+    _rows: Any
+
+    def __init__(self) -> None:  # made by `of_rows` only
+        raise TypeError("EpisodeView.of_rows() makes episode views")
+
+    @classmethod
+    def of_rows(
+        cls,
+        source: ColumnSource,
+        id_: str,
+        index: int,
+        first: int,
+        last: int,
+        *,
+        infos: list | int,
+        t_started: int,
+        env_index: int,
+        terminated: bool,
+        truncated: bool,
+        custom_data: dict,
+        temporary_timestep_data: dict,
+        start_time: float | None,
+        last_step_time: float | None,
+    ) -> EpisodeView:
+        """A view of rows `first..last` of `source`'s column `index` (`infos`: the info dicts,
+        or their count when all are empty)."""
+        episode = cls.__new__(cls)
+        episode._source = (source, index, first, last)
+        episode._rows = None
+        episode.id_ = id_
+        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
+        episode._infos = infos if isinstance(infos, int) else InfiniteLookbackBuffer.of_list(infos)
+        episode.is_terminated, episode.is_truncated = terminated, truncated
+        episode.t_started, episode.t = t_started, t_started + last - first
+        episode._observation_space = episode._action_space = None
+        episode.custom_data = custom_data
+        episode._temporary_timestep_data = temporary_timestep_data
+        episode._start_time, episode._last_step_time = start_time, last_step_time
+        episode.env_index = env_index
+        episode._old = None
+        episode._return_before = 0.0
+        episode._env_runner = None
+        episode.connector_data = {}
+        return episode
+
+    def rows(self) -> Any:
+        """The rows' views (`ColumnRows`), making the buffers if not made yet."""
+        if self._rows is None:
+            source, index, first, last = self._source
+            rows = self._rows = source.episode_rows(index, first, last)
+            _OBSERVATIONS.__set__(self, InfiniteLookbackBuffer.of_array(rows.observations))
+            _ACTIONS.__set__(self, InfiniteLookbackBuffer.of_array(rows.actions))
+            rewards = InfiniteLookbackBuffer.of_array(rows.rewards)
+            rewards._space = rewards.space_struct = REWARD_SPACE
+            _REWARDS.__set__(self, rewards)
+            _EXTRA_MODEL_OUTPUTS.__set__(
+                self,
+                {
+                    key: InfiniteLookbackBuffer.of_array(values)
+                    for key, values in rows.extra_model_outputs.items()
+                },
+            )
+        return self._rows
+
+    @property
+    def observations(self) -> InfiniteLookbackBuffer:
+        self.rows()
+        return _OBSERVATIONS.__get__(self)
+
+    @observations.setter
+    def observations(self, value: InfiniteLookbackBuffer) -> None:
+        self.rows()
+        _OBSERVATIONS.__set__(self, value)
+
+    @property
+    def actions(self) -> InfiniteLookbackBuffer:
+        self.rows()
+        return _ACTIONS.__get__(self)
+
+    @actions.setter
+    def actions(self, value: InfiniteLookbackBuffer) -> None:
+        self.rows()
+        _ACTIONS.__set__(self, value)
+
+    @property
+    def rewards(self) -> InfiniteLookbackBuffer:
+        self.rows()
+        return _REWARDS.__get__(self)
+
+    @rewards.setter
+    def rewards(self, value: InfiniteLookbackBuffer) -> None:
+        self.rows()
+        _REWARDS.__set__(self, value)
+
+    @property
+    def extra_model_outputs(self) -> dict[str, InfiniteLookbackBuffer]:
+        self.rows()
+        return _EXTRA_MODEL_OUTPUTS.__get__(self)
+
+    @extra_model_outputs.setter
+    def extra_model_outputs(self, value: dict[str, InfiniteLookbackBuffer]) -> None:
+        self.rows()
+        _EXTRA_MODEL_OUTPUTS.__set__(self, value)
+
+    @property
+    def is_numpy(self) -> bool:
+        return True  # made of rows of arrays, whether the buffers are made yet or not
+
+    def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+        if len_lookback_buffer or self._rows is not None or self.is_done:
+            return super().cut(len_lookback_buffer)
+        # The successor from the columns, without making this chunk's buffers.
+        source, index, first, last = self._source
+        successor = SingleAgentEpisode(self.id_, t_started=self.t, env_index=self.env_index)
+        successor.observations.data.append(source.observation(index, last))
+        infos = self._infos
+        successor.infos.data.append({} if isinstance(infos, int) else infos.data[-1])
+        for key in source.extra_model_output_keys():
+            successor.extra_model_outputs[key] = InfiniteLookbackBuffer.of_list([])
+        self._hand_over(successor)
+        return successor
+
+    def get_return(self) -> float:
+        if self._rows is None:  # read from the columns, without making the buffers
+            source, index, first, last = self._source
+            return source.return_of(index, first, last)
+        return super().get_return()
+
+    def __reduce__(self) -> Any:
+        """Pickled (and copied) as the `SingleAgentEpisode` it is."""
+        return _plain_episode, (self.__getstate__(),)
+
+
+def _plain_episode(state: dict[str, Any]) -> SingleAgentEpisode:
+    episode = SingleAgentEpisode.__new__(SingleAgentEpisode)
+    episode.__setstate__(state)
+    return episode

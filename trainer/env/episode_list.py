@@ -10,25 +10,185 @@ concatenated ones, so the receiver sees exactly the episodes that were sent.
 
 Episodes that do not fit that layout (lists not yet converted with `to_numpy()`, fields whose dtype
 or row shape differ between episodes, different extra-output keys) pickle one by one, as a list.
+
+An `EpisodeList` of episodes whose arrays are views of an EnvRunner's step columns (its columnar
+sampling, `trainer.runners.step_columns`) pickles cheaper still: the columns go as they are, with
+one record per episode saying which sub-env's rows it holds, so nothing is concatenated and the
+receiver's episodes are views of the received columns. That holds while every episode still has
+the very views it was given (a callback that replaced a column, or a list changed after
+sampling, takes the general layout above).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from trainer.env.episode import SingleAgentEpisode
+from trainer.env.episode import EpisodeView, SingleAgentEpisode
+
+
+class ColumnRows(NamedTuple):
+    """Where an episode's arrays come from in a set of step columns (see `EpisodeList`): the
+    sub-env's column `column`, observations at rows `first..last`, steps at `first + 1..last`,
+    and the views the episode was given (to tell whether it still has them)."""
+
+    column: int
+    first: int
+    last: int
+    observations: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    extra_model_outputs: dict[str, np.ndarray]
+
+    def holds(self, ep: SingleAgentEpisode) -> bool:
+        """Whether `ep` still has exactly these views as its columns."""
+        extras = ep.extra_model_outputs
+        return (
+            ep.observations.data is self.observations
+            and ep.actions.data is self.actions
+            and ep.rewards.data is self.rewards
+            and not ep.observations.lookback
+            and not ep.actions.lookback
+            and len(extras) == len(self.extra_model_outputs)
+            and all(
+                key in extras and extras[key].data is view and not extras[key].lookback
+                for key, view in self.extra_model_outputs.items()
+            )
+            and _num_infos(ep) == self.last - self.first + 1
+        )
+
+
+def _num_infos(ep: SingleAgentEpisode) -> int:
+    infos = ep._infos
+    return infos if isinstance(infos, int) else len(infos.data)
+
+
+def column_rows(columns: dict[str, np.ndarray], index: int, first: int, last: int) -> ColumnRows:
+    """Views of sub-env `index`'s rows `first..last` of `columns` (name -> array
+    `[row, sub_env, ...]`: "observations", "actions", "rewards", "extra:<key>")."""
+    steps = slice(first + 1, last + 1)
+    return ColumnRows(
+        index,
+        first,
+        last,
+        columns["observations"][first : last + 1, index],
+        columns["actions"][steps, index],
+        columns["rewards"][steps, index],
+        {
+            name[len(_EXTRA) :]: values[steps, index]
+            for name, values in columns.items()
+            if name.startswith(_EXTRA)
+        },
+    )
+
+
+#: The prefix of an extra model output's column name.
+_EXTRA = "extra:"
+
+
+class PackedColumns:
+    """The columns a pickled `EpisodeList` arrived with: the source of its `EpisodeView`s."""
+
+    def __init__(self, columns: dict[str, np.ndarray]):
+        self.columns = columns
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self.columns
+
+    def episode_rows(self, index: int, first: int, last: int) -> ColumnRows:
+        return column_rows(self.columns, index, first, last)
+
+    def return_of(self, index: int, first: int, last: int) -> float:
+        return column_return(self.columns, index, first, last)
+
+    def observation(self, index: int, row: int) -> np.ndarray:
+        return self.columns["observations"][row, index]
+
+    def extra_model_output_keys(self) -> list[str]:
+        return extra_model_output_keys(self.columns)
+
+
+def extra_model_output_keys(columns: dict[str, np.ndarray]) -> list[str]:
+    """The extra model outputs' keys among `columns`' names."""
+    return [name[len(_EXTRA) :] for name in columns if name.startswith(_EXTRA)]
+
+
+def column_return(columns: dict[str, np.ndarray], index: int, first: int, last: int) -> float:
+    """The return of steps `first + 1..last` of sub-env `index`, added as Python floats (as
+    `SingleAgentEpisode.get_return()` adds them)."""
+    return float(sum(columns["rewards"][first + 1 : last + 1, index].tolist()))
 
 
 class EpisodeList(list):
     """A `list` of `SingleAgentEpisode`s; only its pickled form differs from a plain list."""
 
+    #: The step columns the episodes come from (an object with `arrays()`, the columns by
+    #: name, and `episode_rows()`) and, per episode, the rows it was filled with (None for an
+    #: `EpisodeView` of them, which knows its rows): set by `of_columns`.
+    _source: Any = None
+    _rows: list[ColumnRows | None] | None = None
+
+    @classmethod
+    def of_columns(
+        cls, episodes: list[SingleAgentEpisode], source: Any, rows: list[ColumnRows | None]
+    ) -> EpisodeList:
+        """The list of `episodes`, each an `EpisodeView` of `source` or filled with the views
+        `rows` of it."""
+        assert len(episodes) == len(rows), "one entry of rows per episode"
+        episode_list = cls(episodes)
+        episode_list._source = source
+        episode_list._rows = rows
+        return episode_list
+
     def __reduce__(self) -> Any:
+        by_column = self._pack_by_column()
+        if by_column is not None:
+            return _unpack_by_column, by_column
         packed = _pack(self)
         if packed is None:
             return EpisodeList, (list(self),)
         return _unpack, packed
+
+    def _pack_by_column(self) -> Any:
+        """The columns and one record per episode, or None when an episode no longer has the
+        views it was given (or the list changed)."""
+        source, rows = self._source, self._rows
+        if source is None or rows is None or len(rows) != len(self):
+            return None
+        records = []
+        last_row = 0
+        for ep, where in zip(self, rows, strict=True):
+            if where is None:
+                if type(ep) is not EpisodeView or ep._source[0] is not source:
+                    return None
+                if ep._rows is not None and not ep._rows.holds(ep):
+                    return None
+                _, index, first, last = ep._source
+            else:
+                if type(ep) is not SingleAgentEpisode or not where.holds(ep):
+                    return None
+                index, first, last = where.column, where.first, where.last
+            last_row = max(last_row, last)
+            records.append(
+                (
+                    ep.id_,
+                    index,
+                    first,
+                    last,
+                    ep.t_started,
+                    ep.env_index,
+                    ep.is_terminated,
+                    ep.is_truncated,
+                    ep.custom_data,
+                    ep._temporary_timestep_data,
+                    ep._start_time,
+                    ep._last_step_time,
+                    # Most envs return empty info dicts: send none of them.
+                    ep.nonempty_infos(),
+                )
+            )
+        return {name: array[: last_row + 1] for name, array in source.arrays().items()}, records
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray | None:
@@ -110,7 +270,7 @@ def _pack(episodes: list[SingleAgentEpisode]) -> Any:
             ep._start_time,
             ep._last_step_time,
             # Most envs return empty info dicts: send their count instead of the dicts.
-            None if not any(ep.infos.data) else ep.infos.data,
+            ep.nonempty_infos(),
             # An episode without steps keeps its own (empty) step columns, dtypes included.
             None if ep.t != ep.t_started else (ep.actions, ep.rewards, ep.extra_model_outputs),
         )
@@ -147,7 +307,7 @@ def _unpack(
         ep = SingleAgentEpisode._assembled(
             id_,
             observations[obs_start:obs_stop],
-            [{} for _ in range(num_obs)] if infos is None else infos,
+            num_obs if infos is None else infos,  # a count: made when first read
             *(
                 (actions[steps], rewards[steps], {k: v[steps] for k, v in extras.items()})
                 if own_steps is None
@@ -174,3 +334,42 @@ def _unpack(
 
 #: A placeholder column for episodes without steps (which keep their own empty columns).
 _NO_ROWS = np.zeros(0)
+
+
+def _unpack_by_column(columns: dict[str, np.ndarray], records: list) -> EpisodeList:
+    source = PackedColumns(columns)
+    episodes = EpisodeList()
+    for (
+        id_,
+        index,
+        first,
+        last,
+        t_started,
+        env_index,
+        terminated,
+        truncated,
+        custom_data,
+        temporary,
+        start_time,
+        last_step_time,
+        infos,
+    ) in records:
+        episodes.append(
+            EpisodeView.of_rows(
+                source,
+                id_,
+                index,
+                first,
+                last,
+                infos=last - first + 1 if infos is None else infos,  # a count: made when read
+                t_started=t_started,
+                env_index=env_index,
+                terminated=terminated,
+                truncated=truncated,
+                custom_data=custom_data,
+                temporary_timestep_data=temporary,
+                start_time=start_time,
+                last_step_time=last_step_time,
+            )
+        )
+    return episodes

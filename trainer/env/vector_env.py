@@ -126,6 +126,9 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
                 raise _not_batched(error, "step()") from error
         infos: dict = {}
         raw_infos: list[dict] = []
+        # A fresh list per step (before `_add_info` writes into it): the EnvRunner keeps each
+        # step's list as that step's infos.
+        self.sub_env_infos = raw_infos
         observations, rewards, terminations, truncations = [], [], [], []
         autoreset = self._autoreset_envs.tolist()
         # Iterating the batch yields what gymnasium's `iterate` yields for Box / Discrete
@@ -154,7 +157,6 @@ class FastSyncVectorEnv(RawInfosMixin, gym.vector.SyncVectorEnv):
             raw_infos.append(env_info)
             if env_info:
                 infos = self._add_info(infos, env_info, i)
-        self.sub_env_infos = raw_infos
         self._env_obs = observations
         batch = _observation_batch(
             observations, self.single_observation_space, self._observations, "step()"

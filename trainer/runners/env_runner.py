@@ -23,6 +23,7 @@ import contextlib
 import logging
 import math
 import os
+import time
 from abc import ABCMeta
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -63,8 +64,8 @@ from trainer.env.envs import (
     make_env_creator,
     multi_agent_env_needs_policies,
 )
-from trainer.env.episode import SingleAgentEpisode
-from trainer.env.episode_list import EpisodeList
+from trainer.env.episode import SingleAgentEpisode, new_episode_ids
+from trainer.env.episode_list import ColumnRows, EpisodeList
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
@@ -94,6 +95,7 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
+from trainer.runners.step_columns import StepColumns
 from trainer.runners.sub_env_guard import SubEnvGuard
 from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
 from trainer.util import seeding
@@ -358,6 +360,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.num_env_steps_stepped = 0
         #: Observations and rewards are checked for NaN and infinity (debugging(check_nan=)).
         self._check_nan = bool(config.check_nan)
+        #: While the columnar loop runs (its episodes hold no steps yet): the step of the
+        #: episode chunk a sub-env is taking, for error messages.
+        self._episode_step_of: Callable[[int], int] | None = None
 
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""
@@ -697,13 +702,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._log_sub_env_failures("step")
         if self._check_nan:
             obs, rewards = results[0], results[1]
-            # The common case in one dot product, the cheapest numpy reduction here, and a sum
-            # of the rewards as Python floats: NaN or inf anywhere makes them non-finite; a
-            # finite overflow to inf only costs the exact check, which then finds nothing.
+            # The common case in two dot products, the cheapest numpy reductions here: NaN or
+            # inf anywhere makes them non-finite; a finite overflow to inf only costs the exact
+            # check, which then finds nothing.
             if not (
                 type(obs) is np.ndarray
                 and obs.dtype.kind == "f"
-                and math.isfinite(np.vdot(obs, obs) + sum(rewards.tolist()))
+                and math.isfinite(np.vdot(obs, obs) + np.vdot(rewards, rewards))
             ):
                 self._check_finite(obs, "observation", "step")
                 self._check_finite(rewards, "reward", "step")
@@ -727,15 +732,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             bad = rows[sub_env][~np.isfinite(rows[sub_env])][0]
             records = self._sub_env_records
             episode = records[sub_env].episode if sub_env < len(records) else None
-            at = (
-                "at reset"
-                if method == "reset"
-                else (
-                    f"at step {len(episode) + 1} of its episode"
-                    if episode is not None
-                    else "in a step"
-                )
-            )
+            step_of = self._episode_step_of
+            if method == "reset":
+                at = "at reset"
+            elif step_of is not None:
+                at = f"at step {step_of(sub_env)} of its episode"
+            elif episode is not None:
+                at = f"at step {len(episode) + 1} of its episode"
+            else:
+                at = "in a step"
             raise EnvDataError(
                 f"EnvRunner {self.worker_index}: sub-env {sub_env} returned a"
                 f"{'n infinite' if np.isinf(bad) else ' NaN'} {field} {at}; NaN and infinite "
@@ -1381,6 +1386,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
+        if self._samples_by_column(random_actions):
+            return self._sample_columnar(num_timesteps, explore)
         done: list[SingleAgentEpisode] = []
         steps = 0
         while steps < num_timesteps:
@@ -1401,6 +1408,258 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             chunks.append(episode.to_numpy())
             record.prev_chunks.append(episode)
         return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
+
+    #: Sampling records steps by column (`_sample_columnar`) where it can; False sends every
+    #: call through the per-step loop (`_step`), which records the same episodes.
+    columnar_sampling: bool = True
+
+    def _samples_by_column(self, random_actions: bool) -> bool:
+        """Whether this call can record by column: nothing reads an episode between steps (no
+        `on_episode_step` callback, no env-to-module connector, a stateless module), plain
+        array observations, no per-sub-env restarts, and every sub-env's chunk without steps
+        (a runner restored mid-episode takes one per-step call first)."""
+        if not (
+            self.columnar_sampling
+            and not random_actions
+            and self.vectorize_mode != ASYNC
+            and not self._guarded
+            and self._env_to_module is None
+            and type(self._obs) is np.ndarray
+            and not self._callbacks.has("on_episode_step")
+            and not self._uses_stateful_module()
+        ):
+            return False
+        for record in self._sub_env_records:
+            episode = record.episode
+            if (
+                episode is None
+                or record.idle
+                or episode.t != episode.t_started
+                or episode.observations.lookback
+                or len(episode.observations.data) != (0 if record.awaiting_reset else 1)
+            ):
+                return False
+        return True
+
+    def _sample_columnar(self, num_timesteps: int, explore: bool) -> list[SingleAgentEpisode]:
+        """`_sample_timesteps` recording into `StepColumns`: per vector step, one forward pass,
+        one env step and a row written per field, with Python work only for the sub-envs
+        whose episode starts or ends.
+
+        An episode that starts in this call has no object while it runs unless a callback
+        needs one at its start (`on_episode_created`, `on_episode_start`): it is made from
+        its rows when it ends, before `on_episode_end` reads it, or when the call ends (the
+        chunk, and its successor for the next call). The episodes carried in from the last
+        call (and those made at their start) get their rows as they end or are cut."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
+        spaces = self.spaces
+        assert spaces is not None, "__init__ sets the spaces"
+        records = self._sub_env_records
+        num_envs = self.num_envs
+        module = self.module
+        numpy_module = module.framework is None
+        to_env_actions = partial(
+            module.to_env_actions,
+            normalize=self.config.normalize_actions,
+            clip=self.config.clip_actions,
+        )
+        # Rows for the steps asked for, with room for the autoreset steps (which step no
+        # episode) of episodes ~8 steps long on average before a column must grow.
+        rows = num_timesteps // num_envs + 2
+        columns = StepColumns(num_envs, rows + rows // 8 + 8, self._obs)
+        #: Per sub-env, the row of its episode's first observation in `columns`.
+        first_row = [1 if record.awaiting_reset else 0 for record in records]
+        #: Per sub-env, its episode's object; None for one started in this call without
+        #: callbacks at its start, whose id and start time are in `ids` / `start_times`.
+        live: list[SingleAgentEpisode | None] = [record.episode for record in records]
+        ids: list[str] = [""] * num_envs
+        start_times: list[float] = [0.0] * num_envs
+        #: Per sub-env, its episode's return so far in this call (the metrics' returns of
+        #: episodes started in it).
+        returns = np.zeros(num_envs)
+        #: The sub-envs whose episode ended in the last step: this step resets them.
+        resetting = [i for i, record in enumerate(records) if record.awaiting_reset]
+        fires_start = self._callbacks.has("on_episode_start")
+        fires_end = self._callbacks.has("on_episode_end")
+        #: Per sub-env, the event arguments besides the episode (for episodes without object).
+        base_kwargs = [
+            {key: value for key, value in self._event_kwargs(i, None).items() if key != "episode"}
+            for i in range(num_envs)
+        ]
+        objects_at_start = fires_start or self._callbacks.has("on_episode_created")
+        sub_env_infos_of = (
+            partial(sub_env_infos, env, num_envs=num_envs)
+            if self.vectorize_mode == SYNC
+            else None  # "vector_entry_point": the batched dict, unbatched only when read
+        )
+        #: The episodes ended in this call, then the chunks; where each is in `columns`.
+        episodes: list[SingleAgentEpisode] = []
+        where: list[ColumnRows | None] = []
+        rows_of: ColumnRows | None
+
+        def episode_step(i: int) -> int:
+            # The step sub-env i takes now (the first of its next episode when it resets).
+            return 1 if i in resetting else columns.row + 1 - first_row[i]
+
+        self._episode_step_of = episode_step
+        steps = 0
+        try:
+            while steps < num_timesteps:
+                obs_batch = spaces.preprocess(self._obs)
+                if numpy_module:
+                    dist_inputs = module.dist_inputs(obs_batch)
+                else:
+                    dist_inputs = module.dist_inputs(obs_batch, explore=explore)
+                actions, logp = self.exploration.get_exploration_action(
+                    action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+                    timestep=self.global_timestep,
+                    explore=explore,
+                )
+                results = self._try_env_step(to_env_actions(actions))
+                if results is None:  # the vector env was re-created: every sub-env starts afresh
+                    self._reset_all()
+                    row = columns.restart(self._obs)
+                    first_row = [row] * num_envs
+                    live = [record.episode for record in records]
+                    resetting = []
+                    continue
+                obs, rewards, terminateds, truncateds, infos = results
+                row = columns.record(
+                    obs,
+                    actions,
+                    rewards,
+                    logp,
+                    dist_inputs,
+                    infos if sub_env_infos_of is None else sub_env_infos_of(infos),
+                )
+                np.add(returns, rewards, out=returns)
+                if resetting:  # this step was their autoreset: their episodes start here
+                    returns[resetting] = 0.0
+                    now = time.perf_counter()
+                    new_ids = new_episode_ids(len(resetting))
+                    for i, new_id in zip(resetting, new_ids, strict=True):
+                        first_row[i] = row
+                        record = records[i]
+                        record.awaiting_reset = False
+                        episode = live[i]
+                        if episode is None:
+                            ids[i] = new_id
+                            start_times[i] = now
+                            continue
+                        episode.add_env_reset(obs[i], columns.sub_env_infos(row, i))
+                        if fires_start:
+                            self._callbacks.fire_with("on_episode_start", record.event_kwargs)
+                stepped = num_envs - len(resetting)
+                ended = terminateds | truncateds
+                if True in ended.tolist():
+                    # (A sub-env's autoreset step reports no end: only ones that stepped ended.)
+                    resetting = np.flatnonzero(ended).tolist()
+                    terminated_list = terminateds.tolist()
+                    truncated_list = truncateds.tolist()
+                    return_list = returns.tolist()
+                    now = time.perf_counter()
+                    for i in resetting:
+                        record = records[i]
+                        episode = live[i]
+                        if episode is not None:
+                            rows_of = columns.fill(
+                                episode,
+                                i,
+                                first_row[i],
+                                row,
+                                terminated_list[i],
+                                truncated_list[i],
+                            )
+                            self._finish_episode(record)
+                        else:
+                            first = first_row[i]
+                            episode = columns.view(
+                                ids[i],
+                                i,
+                                first,
+                                row,
+                                first_info=columns.sub_env_infos(first, i),
+                                start_time=start_times[i],
+                                end_time=now,
+                                terminated=terminated_list[i],
+                                truncated=truncated_list[i],
+                            )
+                            episode._env_runner = self
+                            rows_of = None
+                            if fires_end:
+                                end_kwargs = dict(base_kwargs[i])
+                                end_kwargs["episode"] = episode
+                                end_kwargs["prev_episode_chunks"] = []
+                                self._callbacks.fire_with("on_episode_end", end_kwargs)
+                            # (The running return: the same float additions, in the same order,
+                            # as the episode's get_return().)
+                            self._ended_episodes.append(
+                                (return_list[i], row - first, now - start_times[i])
+                            )
+                            if episode._old is not None:
+                                self._log_old_episode_data(
+                                    episode._old, self.config.metrics_num_episodes_for_smoothing
+                                )
+                        episodes.append(episode)
+                        where.append(rows_of)
+                        if objects_at_start:
+                            self._create_episode(i)
+                            live[i] = record.episode
+                        else:
+                            live[i] = None
+                        record.awaiting_reset = True
+                else:
+                    resetting = []
+                self._obs = obs
+                self.global_timestep += stepped
+                self.num_env_steps_stepped += stepped
+                steps += stepped
+        finally:
+            self._episode_step_of = None
+        self._log_sample_metrics(steps, len(episodes))
+        # Cut the unfinished episodes: the chunks so far go out, the successors continue.
+        row = columns.row
+        for i, record in enumerate(records):
+            episode = live[i]
+            first = first_row[i]
+            if record.awaiting_reset:
+                if episode is None:  # the next episode's object, which its reset starts
+                    self._create_episode(i)
+                continue
+            rows_of = None
+            if episode is None and first == row:
+                # Started in this call's last step without an object: it gets one, with its
+                # reset, to continue from in the next call.
+                episode = SingleAgentEpisode(ids[i], env_index=i)
+                episode.add_env_reset(columns.observations[row, i], columns.sub_env_infos(row, i))
+                episode._start_time = start_times[i]
+                self._create_episode(i, restored=episode)
+                continue
+            if episode is None:  # started in this call without an object
+                episode = columns.view(
+                    ids[i],
+                    i,
+                    first,
+                    row,
+                    first_info=columns.sub_env_infos(first, i),
+                    start_time=start_times[i],
+                    end_time=time.perf_counter(),
+                    terminated=False,
+                    truncated=False,
+                )
+                self._create_episode(i, restored=episode)
+            elif first == row:
+                continue  # no steps in this call
+            else:
+                rows_of = columns.fill(episode, i, first, row, False, False)
+            successor = episode.cut()
+            record.episode = successor
+            record.event_kwargs["episode"] = successor
+            episodes.append(episode)
+            where.append(rows_of)
+            record.prev_chunks.append(episode)
+        return columns.episode_list(episodes, where)
 
     def _sample_complete_episodes(
         self, min_timesteps: int, explore: bool, random_actions: bool
@@ -1442,19 +1701,20 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
         episode._env_runner = self
         record = self._sub_env_records[env_index]
-        record.start(
-            episode,
-            {
-                "episode": episode,
-                "env_runner": self,
-                "metrics_logger": self.metrics,
-                "env": self.env,
-                "rl_module": self.module,
-                "env_index": env_index,
-            },
-        )
+        record.start(episode, self._event_kwargs(env_index, episode))
         if restored is None and self._callbacks.has("on_episode_created"):
             self._callbacks.fire_with("on_episode_created", record.event_kwargs)
+
+    def _event_kwargs(self, env_index: int, episode: SingleAgentEpisode | None) -> dict:
+        """The keyword arguments of an episode's callback events."""
+        return {
+            "episode": episode,
+            "env_runner": self,
+            "metrics_logger": self.metrics,
+            "env": self.env,
+            "rl_module": self.module,
+            "env_index": env_index,
+        }
 
     def _begin_episode(self, env_index: int, observation: Any, infos: dict) -> None:
         """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
@@ -1718,6 +1978,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if prev_chunks:
             episode_return += sum(c.get_return() for c in prev_chunks)
             episode_len += sum(len(c) for c in prev_chunks)
+        self._note_ended(episode, episode_return, episode_len)
+
+    def _note_ended(
+        self, episode: SingleAgentEpisode, episode_return: float, episode_len: int
+    ) -> None:
+        """Notes an ended episode's return, length (earlier chunks included) and duration
+        for the metrics, and the old API's per-episode data."""
         self._ended_episodes.append((episode_return, episode_len, episode.get_duration_s()))
         if episode._old is not None:
             self._log_old_episode_data(episode._old, self.config.metrics_num_episodes_for_smoothing)

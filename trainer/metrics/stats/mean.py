@@ -29,6 +29,7 @@ class MeanStats(SeriesStats):
         self.values.append(number_value(value, "MeanStats"))
 
     def push_many(self, values: list) -> None:
+        values = self.kept_by_window(values)
         self.values.extend(number_value(value, "MeanStats") for value in values)
 
     def reduce(self, compile: bool = True) -> Any:

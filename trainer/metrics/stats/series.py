@@ -100,6 +100,7 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
     def push_many(self, values: list) -> None:
         name = type(self).__name__
         if self._window is not None:
+            values = self.kept_by_window(values)
             self.values.extend(number_value(value, name) for value in values)
         elif values:
             self._set_values(
@@ -107,6 +108,12 @@ class SeriesStats(StatsBase, metaclass=ABCMeta):
                     list(self.values) + [number_value(value, name) for value in values]
                 )
             )
+
+    def kept_by_window(self, values: list) -> list:
+        """The newest of `values` that a leaf's window keeps after they are pushed: the
+        older ones would be dropped at once (and are not checked)."""
+        maxlen = getattr(self.values, "maxlen", None)
+        return values[-maxlen:] if maxlen is not None and len(values) > maxlen else values
 
     def merge(self, incoming_stats: list[SeriesStats]) -> None:
         """Appends the incoming stats' values (each incoming value weighs the same)."""
