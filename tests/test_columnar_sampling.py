@@ -239,3 +239,23 @@ def test_empty_infos_are_made_when_first_read():
     infos[0]["mine"] = 1
     assert done[0].get_infos(0) == {"mine": 1}  # made once, then kept
     algo.stop()
+
+
+def test_episode_ids_are_unique_and_a_forked_child_reads_its_own():
+    import os
+
+    from trainer.env.episode import new_episode_id, new_episode_ids
+
+    ids = {new_episode_id() for _ in range(3000)} | set(new_episode_ids(700))
+    assert len(ids) == 3700 and all(len(i) == 32 for i in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's unread ids were dropped at the fork
+        os.write(write, "".join(new_episode_ids(4)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 128).decode()
+    parent = "".join(new_episode_ids(4))
+    os.close(read)
+    os.close(write)
+    assert child != parent

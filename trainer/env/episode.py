@@ -38,15 +38,43 @@ ACTION_DIST_INPUTS = "action_dist_inputs"
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 
+class _EpisodeIds:
+    """Episode ids: 128 random bits from the OS as 32 hex digits each (as `uuid.uuid4().hex`),
+    read 256 ids at a time. The ids read belong to the process that read them: a forked child
+    drops them (`os.register_at_fork`) and reads its own."""
+
+    _BATCH = 256
+
+    def __init__(self) -> None:
+        self._digits = ""
+        self._next = self._BATCH  # nothing read yet
+        os.register_at_fork(after_in_child=self._drop)
+
+    def _drop(self) -> None:
+        self._digits = ""
+        self._next = self._BATCH
+
+    def take(self, count: int) -> list[str]:
+        if self._next + count > self._BATCH:
+            self._digits = os.urandom(16 * max(self._BATCH, count)).hex()
+            self._next = 0
+        start = self._next
+        self._next += count
+        digits = self._digits
+        return [digits[32 * i : 32 * i + 32] for i in range(start, start + count)]
+
+
+_EPISODE_IDS = _EpisodeIds()
+
+
 def new_episode_id() -> str:
-    """128 random bits as 32 hex digits, like `uuid.uuid4().hex` at a third of the cost."""
-    return os.urandom(16).hex()
+    """A new episode id: 32 random hex digits, like `uuid.uuid4().hex`."""
+    return _EPISODE_IDS.take(1)[0]
 
 
 def new_episode_ids(count: int) -> list[str]:
-    """`count` ids as `new_episode_id()` makes them, from one read of the OS's randomness."""
-    digits = os.urandom(16 * count).hex()
-    return [digits[32 * i : 32 * i + 32] for i in range(count)]
+    """`count` new episode ids (see `new_episode_id`)."""
+    return _EPISODE_IDS.take(count)
 
 
 class SingleAgentEpisode(OldEpisodeAPI):
