@@ -609,6 +609,18 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "SingleAgentEpisode objects from EnvRunner.sample() and in on_episode_end",
+        "an episode that no callback needed while it ran is an EpisodeView, a "
+        "SingleAgentEpisode subclass made from the runner's step columns when it ends; "
+        "its buffers are made when first read, and it pickles as a plain "
+        "SingleAgentEpisode (tests/test_columnar_sampling.py::test_columnar_sampling_"
+        "records_what_the_per_step_loop_records)",
+        "per-episode objects and per-step appends were the measured cost of sampling "
+        "short episodes; `isinstance(episode, SingleAgentEpisode)` holds, "
+        "`type(episode) is SingleAgentEpisode` does not",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModule.as_multi_rl_module",
         "the MultiRLModule holds this very module (same instance and weights) under "
         '"default_policy" (tests/test_rl_module_api.py::test_default_modules_build_from_spec_'
