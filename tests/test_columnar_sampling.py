@@ -259,3 +259,63 @@ def test_episode_ids_are_unique_and_a_forked_child_reads_its_own():
     os.close(read)
     os.close(write)
     assert child != parent
+
+
+class _FailingOnceVectorEnv(gym.vector.VectorEnv):
+    """A vector env (gym_env_vectorize_mode="vector_entry_point") whose sub-envs' episodes
+    last 4 steps (observation = the step's t); the first instance made raises at its 6th
+    step, the ones made after it never do."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+    made = 0
+
+    def __init__(self, config):
+        self.num_envs = config["num_envs"]
+        self.single_observation_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        type(self).made += 1
+        self.fails_at = 6 if type(self).made == 1 else None
+        self.steps = 0
+        self._t = np.zeros(self.num_envs, np.int64)
+        self._autoreset = np.zeros(self.num_envs, bool)
+
+    def reset(self, *, seed=None, options=None):
+        self._t[:] = 0
+        self._autoreset[:] = False
+        return self._t[:, None].astype(np.float32), {}
+
+    def step(self, actions):
+        self.steps += 1
+        if self.steps == self.fails_at:
+            raise RuntimeError("the vector env broke")
+        self._t = np.where(self._autoreset, 0, self._t + 1)
+        terminated = (self._t >= 4) & ~self._autoreset
+        self._autoreset = terminated
+        rewards = np.where(self._t == 0, 0.0, 1.0)
+        return self._t[:, None].astype(np.float32), rewards, terminated, ~terminated & False, {}
+
+
+def test_a_vector_env_recreated_mid_call_starts_every_episode_afresh():
+    _FailingOnceVectorEnv.made = 0
+    config = (
+        _config(_FailingOnceVectorEnv, 3, "vector_entry_point")
+        .env_runners(rollout_fragment_length=10)
+        .fault_tolerance(restart_failed_sub_environments=True)
+    )
+    algo = config.build()
+    runner = algo.env_runner_group.local_env_runner
+    episodes = runner.sample(num_timesteps=30) + runner.sample(num_timesteps=30)
+    assert _FailingOnceVectorEnv.made == 2
+    for ep in episodes:
+        # Each chunk's observations count up one per step from where it started: no
+        # episode runs across the re-creation.
+        observations = ep.get_observations()[:, 0].tolist()
+        assert observations == list(range(int(observations[0]), int(observations[0]) + len(ep) + 1))
+        assert len(ep.get_infos()) == len(ep) + 1
+        assert ep.get_return() == len(ep)
+    assert any(ep.is_done for ep in episodes)
+    algo.stop()

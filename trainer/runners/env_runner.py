@@ -1523,6 +1523,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     first_row = [row] * num_envs
                     live = [record.episode for record in records]
                     resetting = []
+                    returns[:] = 0.0
                     continue
                 obs, rewards, terminateds, truncateds, infos = results
                 row = columns.record(
@@ -1618,9 +1619,24 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         finally:
             self._episode_step_of = None
         self._log_sample_metrics(steps, len(episodes))
-        # Cut the unfinished episodes: the chunks so far go out, the successors continue.
+        self._cut_columnar_chunks(columns, live, first_row, ids, start_times, episodes, where)
+        return columns.episode_list(episodes, where)
+
+    def _cut_columnar_chunks(
+        self,
+        columns: StepColumns,
+        live: list[SingleAgentEpisode | None],
+        first_row: list[int],
+        ids: list[str],
+        start_times: list[float],
+        episodes: list[SingleAgentEpisode],
+        where: list[ColumnRows | None],
+    ) -> None:
+        """The end of a columnar call: each unfinished episode's chunk so far goes out (into
+        `episodes` / `where`) and its successor continues in the next call; every sub-env is
+        left with an episode object, as the per-step loop leaves it."""
         row = columns.row
-        for i, record in enumerate(records):
+        for i, record in enumerate(self._sub_env_records):
             episode = live[i]
             first = first_row[i]
             if record.awaiting_reset:
@@ -1659,7 +1675,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             episodes.append(episode)
             where.append(rows_of)
             record.prev_chunks.append(episode)
-        return columns.episode_list(episodes, where)
 
     def _sample_complete_episodes(
         self, min_timesteps: int, explore: bool, random_actions: bool
