@@ -1017,6 +1017,21 @@ _REWARDS = SingleAgentEpisode.__dict__["rewards"]
 _EXTRA_MODEL_OUTPUTS = SingleAgentEpisode.__dict__["extra_model_outputs"]
 
 
+def _made_on_read(slot: Any) -> Any:
+    """An `EpisodeView` property for the base class's `slot`: the buffers are made (from the
+    rows) before it is read or set."""
+
+    def read(episode: EpisodeView) -> Any:
+        episode.rows()
+        return slot.__get__(episode)
+
+    def write(episode: EpisodeView, value: Any) -> None:
+        episode.rows()
+        slot.__set__(episode, value)
+
+    return property(read, write, doc=f"`SingleAgentEpisode.{slot.__name__}`, made when read.")
+
+
 class EpisodeView(SingleAgentEpisode):
     """A `SingleAgentEpisode` of rows `first..last` of sub-env `index` in an EnvRunner's step
     columns, numpy'ized, whose column buffers (observations, actions, rewards, extra model
@@ -1092,45 +1107,10 @@ class EpisodeView(SingleAgentEpisode):
             )
         return self._rows
 
-    @property
-    def observations(self) -> InfiniteLookbackBuffer:
-        self.rows()
-        return _OBSERVATIONS.__get__(self)
-
-    @observations.setter
-    def observations(self, value: InfiniteLookbackBuffer) -> None:
-        self.rows()
-        _OBSERVATIONS.__set__(self, value)
-
-    @property
-    def actions(self) -> InfiniteLookbackBuffer:
-        self.rows()
-        return _ACTIONS.__get__(self)
-
-    @actions.setter
-    def actions(self, value: InfiniteLookbackBuffer) -> None:
-        self.rows()
-        _ACTIONS.__set__(self, value)
-
-    @property
-    def rewards(self) -> InfiniteLookbackBuffer:
-        self.rows()
-        return _REWARDS.__get__(self)
-
-    @rewards.setter
-    def rewards(self, value: InfiniteLookbackBuffer) -> None:
-        self.rows()
-        _REWARDS.__set__(self, value)
-
-    @property
-    def extra_model_outputs(self) -> dict[str, InfiniteLookbackBuffer]:
-        self.rows()
-        return _EXTRA_MODEL_OUTPUTS.__get__(self)
-
-    @extra_model_outputs.setter
-    def extra_model_outputs(self, value: dict[str, InfiniteLookbackBuffer]) -> None:
-        self.rows()
-        _EXTRA_MODEL_OUTPUTS.__set__(self, value)
+    observations = _made_on_read(_OBSERVATIONS)
+    actions = _made_on_read(_ACTIONS)
+    rewards = _made_on_read(_REWARDS)
+    extra_model_outputs = _made_on_read(_EXTRA_MODEL_OUTPUTS)
 
     @property
     def is_numpy(self) -> bool:

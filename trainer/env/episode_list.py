@@ -120,6 +120,50 @@ def column_return(columns: dict[str, np.ndarray], index: int, first: int, last: 
     return float(sum(columns["rewards"][first + 1 : last + 1, index].tolist()))
 
 
+class _Meta(NamedTuple):
+    """What a packed episode carries besides its arrays."""
+
+    id_: str
+    t_started: int
+    env_index: int
+    terminated: bool
+    truncated: bool
+    custom_data: dict
+    temporary_timestep_data: dict
+    start_time: float | None
+    last_step_time: float | None
+    #: The info dicts; None when all are empty (most envs': their count goes instead).
+    infos: list | None
+
+    @classmethod
+    def of(cls, ep: SingleAgentEpisode) -> _Meta:
+        return cls(
+            ep.id_,
+            ep.t_started,
+            ep.env_index,
+            ep.is_terminated,
+            ep.is_truncated,
+            ep.custom_data,
+            ep._temporary_timestep_data,
+            ep._start_time,
+            ep._last_step_time,
+            ep.nonempty_infos(),
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments the episode constructors take from it."""
+        return {
+            "t_started": self.t_started,
+            "env_index": self.env_index,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+            "custom_data": self.custom_data,
+            "temporary_timestep_data": self.temporary_timestep_data,
+            "start_time": self.start_time,
+            "last_step_time": self.last_step_time,
+        }
+
+
 class EpisodeList(list):
     """A `list` of `SingleAgentEpisode`s; only its pickled form differs from a plain list."""
 
@@ -170,24 +214,7 @@ class EpisodeList(list):
                     return None
                 index, first, last = where.column, where.first, where.last
             last_row = max(last_row, last)
-            records.append(
-                (
-                    ep.id_,
-                    index,
-                    first,
-                    last,
-                    ep.t_started,
-                    ep.env_index,
-                    ep.is_terminated,
-                    ep.is_truncated,
-                    ep.custom_data,
-                    ep._temporary_timestep_data,
-                    ep._start_time,
-                    ep._last_step_time,
-                    # Most envs return empty info dicts: send none of them.
-                    ep.nonempty_infos(),
-                )
-            )
+            records.append((index, first, last, _Meta.of(ep)))
         return {name: array[: last_row + 1] for name, array in source.arrays().items()}, records
 
 
@@ -258,21 +285,11 @@ def _pack(episodes: list[SingleAgentEpisode]) -> Any:
             packed_columns[name] = packed
     records = [
         (
-            ep.id_,
             ep.t - ep.t_started,
             len(ep.observations.data),
-            ep.t_started,
-            ep.env_index,
-            ep.is_terminated,
-            ep.is_truncated,
-            ep.custom_data,
-            ep._temporary_timestep_data,
-            ep._start_time,
-            ep._last_step_time,
-            # Most envs return empty info dicts: send their count instead of the dicts.
-            ep.nonempty_infos(),
             # An episode without steps keeps its own (empty) step columns, dtypes included.
             None if ep.t != ep.t_started else (ep.actions, ep.rewards, ep.extra_model_outputs),
+            _Meta.of(ep),
         )
         for ep in episodes
     ]
@@ -287,41 +304,20 @@ def _unpack(
     # Absent when no episode has steps of its own (every slice of them is then empty).
     actions, rewards = columns.get("actions", _NO_ROWS), columns.get("rewards", _NO_ROWS)
     extras = {key: columns.get("extra:" + key, _NO_ROWS) for key in extra_keys}
-    for (
-        id_,
-        length,
-        num_obs,
-        t_started,
-        env_index,
-        terminated,
-        truncated,
-        custom_data,
-        temporary,
-        start_time,
-        last_step_time,
-        infos,
-        own_steps,
-    ) in records:
+    for length, num_obs, own_steps, meta in records:
         obs_stop, step_stop = obs_start + num_obs, step_start + length
         steps = slice(step_start, step_stop)
         ep = SingleAgentEpisode._assembled(
-            id_,
+            meta.id_,
             observations[obs_start:obs_stop],
-            num_obs if infos is None else infos,  # a count: made when first read
+            num_obs if meta.infos is None else meta.infos,  # a count: made when first read
             *(
                 (actions[steps], rewards[steps], {k: v[steps] for k, v in extras.items()})
                 if own_steps is None
                 else (_NO_ROWS, _NO_ROWS, {})
             ),
-            t_started=t_started,
-            t=t_started + length,
-            env_index=env_index,
-            terminated=terminated,
-            truncated=truncated,
-            custom_data=custom_data,
-            temporary_timestep_data=temporary,
-            start_time=start_time,
-            last_step_time=last_step_time,
+            t=meta.t_started + length,
+            **meta.settings(),
         )
         if own_steps is not None:
             ep.actions, ep.rewards, ep.extra_model_outputs = own_steps
@@ -339,37 +335,17 @@ _NO_ROWS = np.zeros(0)
 def _unpack_by_column(columns: dict[str, np.ndarray], records: list) -> EpisodeList:
     source = PackedColumns(columns)
     episodes = EpisodeList()
-    for (
-        id_,
-        index,
-        first,
-        last,
-        t_started,
-        env_index,
-        terminated,
-        truncated,
-        custom_data,
-        temporary,
-        start_time,
-        last_step_time,
-        infos,
-    ) in records:
+    for index, first, last, meta in records:
         episodes.append(
             EpisodeView.of_rows(
                 source,
-                id_,
+                meta.id_,
                 index,
                 first,
                 last,
-                infos=last - first + 1 if infos is None else infos,  # a count: made when read
-                t_started=t_started,
-                env_index=env_index,
-                terminated=terminated,
-                truncated=truncated,
-                custom_data=custom_data,
-                temporary_timestep_data=temporary,
-                start_time=start_time,
-                last_step_time=last_step_time,
+                # A count of empty infos: made when first read.
+                infos=last - first + 1 if meta.infos is None else meta.infos,
+                **meta.settings(),
             )
         )
     return episodes
