@@ -135,9 +135,11 @@ class _Meta(NamedTuple):
     #: The info dicts; None when all are empty (most envs': their count goes instead).
     infos: list | None
 
-    @classmethod
-    def of(cls, ep: SingleAgentEpisode) -> _Meta:
-        return cls(
+    @staticmethod
+    def of(ep: SingleAgentEpisode) -> tuple:
+        """The record of `ep`, as a plain tuple (a named one pickles at several times the
+        cost; the receiver names it with `_Meta._make`)."""
+        return (
             ep.id_,
             ep.t_started,
             ep.env_index,
@@ -304,7 +306,8 @@ def _unpack(
     # Absent when no episode has steps of its own (every slice of them is then empty).
     actions, rewards = columns.get("actions", _NO_ROWS), columns.get("rewards", _NO_ROWS)
     extras = {key: columns.get("extra:" + key, _NO_ROWS) for key in extra_keys}
-    for length, num_obs, own_steps, meta in records:
+    for length, num_obs, own_steps, fields in records:
+        meta = _Meta._make(fields)
         obs_stop, step_stop = obs_start + num_obs, step_start + length
         steps = slice(step_start, step_stop)
         ep = SingleAgentEpisode._assembled(
@@ -335,7 +338,8 @@ _NO_ROWS = np.zeros(0)
 def _unpack_by_column(columns: dict[str, np.ndarray], records: list) -> EpisodeList:
     source = PackedColumns(columns)
     episodes = EpisodeList()
-    for index, first, last, meta in records:
+    for index, first, last, fields in records:
+        meta = _Meta._make(fields)
         episodes.append(
             EpisodeView.of_rows(
                 source,
