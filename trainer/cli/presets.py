@@ -173,25 +173,26 @@ PRESETS: dict[tuple[str, str], Preset] = {
 # -- tuned here: envs RLlib 2.60 has no tuned example for -----------------------------------
 #: PPO on the small discrete-action classic-control envs: a 64 x 64 tanh policy and a value
 #: network of its own, many short minibatch passes (as CleanRL and rl-zoo size them).
-_SMALL_PPO_MODEL = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "vf_share_layers": False}
+_SMALL_PPO_MODEL: dict[str, Any] = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "vf_share_layers": False}
 
 #: DQN on the small discrete-action envs: RLlib's CartPole DQN recipe (prioritized replay,
 #: n-step (2, 5), double and dueling heads of 256), which solves Acrobot as it is.
-_SMALL_DQN_TRAINING = {
+_SMALL_DQN_REPLAY: dict[str, Any] = {
+    "type": "PrioritizedEpisodeReplayBuffer",
+    "capacity": 50000,
+    "alpha": 0.6,
+    "beta": 0.4,
+}
+_SMALL_DQN_TRAINING: dict[str, Any] = {
     "lr": 0.0005,
     "train_batch_size_per_learner": 32,
-    "replay_buffer_config": {
-        "type": "PrioritizedEpisodeReplayBuffer",
-        "capacity": 50000,
-        "alpha": 0.6,
-        "beta": 0.4,
-    },
+    "replay_buffer_config": dict(_SMALL_DQN_REPLAY),
     "n_step": (2, 5),
     "double_q": True,
     "dueling": True,
     "epsilon": [(0, 1.0), (10000, 0.02)],
 }
-_SMALL_DQN_MODEL = {
+_SMALL_DQN_MODEL: dict[str, Any] = {
     "fcnet_hiddens": [256],
     "fcnet_activation": "tanh",
     "head_fcnet_hiddens": [256],
@@ -225,6 +226,88 @@ PRESETS.update(
             },
             stop_reward=-100.0,
             stop_timesteps=200_000,
+        ),
+        # MountainCar's reward is -1 a step until the flag: observations standardized
+        # (MeanStdFilter), returns near -200 left unclipped in the value loss.
+        ("PPO", "MountainCar-v0"): Preset(
+            source=TUNED_HERE,
+            settings={
+                "env_runners": {
+                    "num_envs_per_env_runner": 16,
+                    "env_to_module_connector": mean_std_filter,
+                },
+                "training": {
+                    "train_batch_size_per_learner": 4096,
+                    "minibatch_size": 256,
+                    "num_epochs": 10,
+                    "lr": 0.001,
+                    "gamma": 0.99,
+                    "lambda_": 0.98,
+                    "clip_param": 0.2,
+                    "vf_loss_coeff": 0.5,
+                    "vf_clip_param": float("inf"),
+                    "use_kl_loss": False,
+                },
+                "rl_module": {"model_config": dict(_SMALL_PPO_MODEL)},
+            },
+            stop_reward=-110.0,
+            stop_timesteps=1_000_000,
+        ),
+        ("DQN", "MountainCar-v0"): Preset(
+            source=TUNED_HERE,
+            settings={
+                "env_runners": {"env_to_module_connector": mean_std_filter},
+                "training": {
+                    **_SMALL_DQN_TRAINING,
+                    "lr": 0.001,
+                    "train_batch_size_per_learner": 64,
+                    "target_network_update_freq": 500,
+                    "epsilon": [(0, 1.0), (20000, 0.02)],
+                },
+                "rl_module": {"model_config": dict(_SMALL_DQN_MODEL)},
+            },
+            stop_reward=-110.0,
+            stop_timesteps=300_000,
+        ),
+        ("PPO", "LunarLander-v3"): Preset(
+            source=TUNED_HERE,
+            settings={
+                "env_runners": {
+                    "num_envs_per_env_runner": 16,
+                    "env_to_module_connector": mean_std_filter,
+                },
+                "training": {
+                    "train_batch_size_per_learner": 8192,
+                    "minibatch_size": 512,
+                    "num_epochs": 10,
+                    "lr": 0.0003,
+                    "gamma": 0.99,
+                    "lambda_": 0.95,
+                    "clip_param": 0.2,
+                    "grad_clip": 0.5,
+                    "vf_loss_coeff": 0.5,
+                    "vf_clip_param": float("inf"),
+                    "use_kl_loss": False,
+                },
+                "rl_module": {"model_config": dict(_SMALL_PPO_MODEL)},
+            },
+            stop_reward=200.0,
+            stop_timesteps=2_000_000,
+        ),
+        ("DQN", "LunarLander-v3"): Preset(
+            source=TUNED_HERE,
+            settings={
+                "training": {
+                    **_SMALL_DQN_TRAINING,
+                    "train_batch_size_per_learner": 64,
+                    "target_network_update_freq": 500,
+                    "replay_buffer_config": {**_SMALL_DQN_REPLAY, "capacity": 100000},
+                    "epsilon": [(0, 1.0), (20000, 0.02)],
+                },
+                "rl_module": {"model_config": {**_SMALL_DQN_MODEL, "fcnet_activation": "relu"}},
+            },
+            stop_reward=200.0,
+            stop_timesteps=300_000,
         ),
     }
 )
