@@ -8,8 +8,6 @@ import array
 import contextlib
 import functools
 import math
-import os
-import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import NamedTuple
@@ -280,89 +278,13 @@ class MLP:
             x, pre, out = cache[i]
             if i != last:
                 d = backprop_activation(self.activations[i], d, pre, out)
-            weight = self.params[2 * i]
-            # The weight gradient and the input gradient are independent products: for a large
-            # layer the weight gradient runs on a helper thread meanwhile (numpy releases the
-            # GIL in matmul; each product is the same call, so the results are the same).
-            helper = (
-                _product_helper()
-                if (i > 0 or input_grad) and d.shape[0] * weight.size >= PARALLEL_PRODUCT_SIZE
-                else None
-            )
-            if helper is not None:
-                helper.start(x.T, d, grads[2 * i])
-            else:
-                np.matmul(x.T, d, out=grads[2 * i])
+            np.matmul(x.T, d, out=grads[2 * i])
             # The bias gradient, d's column sums, as a product with ones (half the time of
             # d.sum(axis=0) for a minibatch).
             np.matmul(_ones(len(d), d.dtype), d, out=grads[2 * i + 1])
             if i > 0 or input_grad:
-                d_in = d @ weight.T
-                if helper is not None:
-                    helper.wait()
-                d = d_in
+                d = d @ self.params[2 * i].T
         return grads, (d if input_grad else None)
-
-
-#: Rows x weights of a layer from which `MLP.backward` computes its weight gradient on a helper
-#: thread while it computes the input gradient (a 128-row minibatch through a 256 x 256 layer:
-#: 8.4M); below it the hand-over costs more than the product.
-PARALLEL_PRODUCT_SIZE = 4_000_000
-
-
-class ProductHelper:
-    """A thread that computes one matrix product (`np.matmul(a, b, out=out)`) while its caller
-    computes another: the learner's update otherwise leaves the machine's other core idle (its
-    EnvRunners wait for the new weights). The caller hands over with `start` and always meets
-    the result with `wait` before it reads `out` or changes `a` / `b`.
-
-    A semaphore wait, not BLAS's own threads: OpenBLAS's spin-waiting pool held up every
-    product when another process took a core (see `BlasThreads`); a helper thread that finds no
-    free core only delays its one product."""
-
-    def __init__(self) -> None:
-        self._job: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._error: BaseException | None = None
-        self._started = threading.Semaphore(0)
-        self._done = threading.Semaphore(0)
-        self._thread = threading.Thread(target=self._run, name="localrl-product", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            self._started.acquire()
-            job, self._job = self._job, None
-            if job is None:
-                return
-            try:
-                np.matmul(job[0], job[1], out=job[2])
-            except BaseException as error:  # handed to the caller's wait()
-                self._error = error
-            self._done.release()
-
-    def start(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        self._job = (a, b, out)
-        self._started.release()
-
-    def wait(self) -> None:
-        """Blocks until the product is written; re-raises what the product raised."""
-        self._done.acquire()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
-
-_helpers = threading.local()
-
-
-def _product_helper() -> ProductHelper:
-    """The calling thread's helper, made on first use (and again in a forked child, which
-    inherits the object but not its thread)."""
-    helper = getattr(_helpers, "helper", None)
-    if helper is None or _helpers.pid != os.getpid():
-        helper = _helpers.helper = ProductHelper()
-        _helpers.pid = os.getpid()
-    return helper
 
 
 @functools.lru_cache(maxsize=16)
