@@ -38,6 +38,7 @@ Run: python bench/compare.py [--seeds 0 1 2] [--tasks ppo_cartpole dqn_acrobot .
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -232,6 +233,11 @@ def sb3_settings(algo: str, env: str) -> Sb3Settings:
     return Sb3Settings(kwargs, n_envs, normalize)
 
 
+#: The fewest finished episodes whose mean return counts as reaching a target (both libraries
+#: average the last 100; early on, fewer).
+MIN_EPISODES = 10
+
+
 @dataclass
 class Run:
     seconds: float
@@ -261,7 +267,12 @@ def run_localrl(task: Task, seed: int, max_seconds: float) -> Run:
             result = algo.train()
             steps = result["num_env_steps_sampled_lifetime"]
             seconds = time.perf_counter() - start
-            if result["env_runners"].get("episode_return_mean", -float("inf")) >= task.target:
+            runners = result["env_runners"]
+            # As for Stable-Baselines3 below: a mean over at least MIN_EPISODES episodes.
+            if (
+                runners.get("num_episodes_lifetime", 0) >= MIN_EPISODES
+                and runners.get("episode_return_mean", -math.inf) >= task.target
+            ):
                 return Run(seconds, steps, True)
             if steps >= task.max_env_steps or seconds >= max_seconds:
                 return Run(seconds, steps, False)
@@ -299,7 +310,7 @@ def run_sb3(task: Task, seed: int, max_seconds: float) -> Run:
 
         def _on_step(self) -> bool:
             buffer = self.model.ep_info_buffer
-            if buffer and len(buffer) >= 10:
+            if buffer and len(buffer) >= MIN_EPISODES:
                 mean = sum(info["r"] for info in buffer) / len(buffer)
                 if mean >= task.target:
                     StopAtTarget.reached = True
