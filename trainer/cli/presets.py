@@ -12,8 +12,8 @@ RLlib 2.60 has tuned examples for PPO and DQN on CartPole-v1 and for PPO on Pend
 (`rllib/tuned_examples/ppo/`, `rllib/tuned_examples/dqn/`); none for Acrobot-v1,
 MountainCar-v0 or LunarLander-v3. Those have presets tuned here on this project (PPO, and DQN
 since their actions are discrete), to reach gymnasium's reward threshold (Acrobot -100,
-MountainCar -110, LunarLander 200) in few seconds of wall time: `bench/compare.py` times them
-against Stable-Baselines3. DQN on Pendulum has none (its actions are continuous).
+MountainCar -110, LunarLander 200) within a minute on two cores: `bench/compare.py` times
+them against Stable-Baselines3. DQN on Pendulum has none (its actions are continuous).
 """
 
 from __future__ import annotations
