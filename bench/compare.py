@@ -64,7 +64,7 @@ TASKS = {
     "ppo_mountaincar": Task("PPO", "MountainCar-v0", -110.0, 2_000_000),
     "dqn_mountaincar": Task("DQN", "MountainCar-v0", -110.0, 300_000),
     "ppo_pendulum": Task("PPO", "Pendulum-v1", -300.0, 600_000),
-    "ppo_lunarlander": Task("PPO", "LunarLander-v3", 200.0, 2_000_000),
+    "ppo_lunarlander": Task("PPO", "LunarLander-v3", 200.0, 3_000_000),
     "dqn_lunarlander": Task("DQN", "LunarLander-v3", 200.0, 300_000),
 }
 

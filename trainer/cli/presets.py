@@ -292,7 +292,7 @@ PRESETS.update(
                 "rl_module": {"model_config": dict(_SMALL_PPO_MODEL)},
             },
             stop_reward=200.0,
-            stop_timesteps=2_000_000,
+            stop_timesteps=3_000_000,
         ),
         ("DQN", "LunarLander-v3"): Preset(
             source=TUNED_HERE,
