@@ -1,33 +1,55 @@
-"""This project against Stable-Baselines3 on the same tasks, interleaved over seeds.
+"""This project against Stable-Baselines3 on the classic-control suite, interleaved over seeds.
 
-Tasks (target: the mean return of the last 100 training episodes, as both libraries report it):
-- PPO CartPole-v1 to 450: here RLlib's tuned example (the main job's preset); SB3 rl-zoo's
-  `ppo.yml` CartPole-v1 entry.
-- DQN CartPole-v1 to 450: here RLlib's tuned example; SB3 rl-zoo's `dqn.yml` CartPole-v1 entry.
-- PPO Pendulum-v1 to -300: here RLlib's tuned example (with MeanStdFilter); SB3 rl-zoo's
-  `ppo.yml` Pendulum-v1 entry.
+Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1 and LunarLander-v3; DQN on
+the discrete ones (CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3). The two
+LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
+with a line saying so.
+
+Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: RLlib's
+tuned example where RLlib 2.60 ships one, else settings tuned here, labelled as such); for
+Stable-Baselines3 rl-zoo's entry for the env (rl-baselines3-zoo `hyperparams/ppo.yml` and
+`hyperparams/dqn.yml`, copied below as data in `RL_ZOO`, with rl-zoo's own conversions:
+`lin_X` is a linear schedule from X to 0, `normalize: true` wraps the envs in `VecNormalize`
+with the entry's gamma, `n_envs` envs in a `DummyVecEnv`).
+
+Targets: the mean return of the last 100 training episodes (as both libraries report it) at
+the env's usual "solved" line: gymnasium's `reward_threshold` for Acrobot (-100), MountainCar
+(-110) and LunarLander (200); CartPole 450 (gymnasium's 475 is meant for a greedy evaluation;
+the training episodes of an exploring policy get there late and unevenly); Pendulum -300
+(gymnasium has no threshold; -300 is RLlib's stop in its tuned example). Each env-step cap is at
+least twice rl-zoo's `n_timesteps` for the entry, so that Stable-Baselines3 has room to get
+there, and every run also stops at a wall-clock cap (`--max-seconds`, default 600 s): a capped
+run counts as not reached, and the ratio is then a bound (`>=`: Stable-Baselines3 was capped;
+`<=`: this project was; `?`: both).
+
 Each run is timed from before the algorithm is built to the iteration (or SB3 rollout) where
-the target is reached, and stops at a cap of env steps (then it counts as not reached). For
-each seed the two libraries run back to back, so the machine's drift hits both alike.
+the target is reached. For each seed the two libraries run back to back, so the machine's drift
+hits both alike.
 
 Prints one line per run, then the table of median wall times, env steps and the ratio
 (Stable-Baselines3 / this project; above 1 means this project is faster). Without
-Stable-Baselines3 installed (`pip install stable-baselines3`, which pulls torch) only this
-project runs.
+Stable-Baselines3 installed (`pip install stable-baselines3`, which pulls torch; or the
+project's `compare` extra) only this project runs.
 
-Run: python bench/compare.py [--seeds 0 1 2] [--tasks ppo_cartpole dqn_cartpole ppo_pendulum]
+Run: python bench/compare.py [--seeds 0 1 2] [--tasks ppo_cartpole dqn_acrobot ...]
+     [--max-seconds 600]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Task:
+    """One (algorithm, env) with the return to reach and the env steps it may take."""
+
     algo: str
     env: str
     target: float
@@ -37,8 +59,183 @@ class Task:
 TASKS = {
     "ppo_cartpole": Task("PPO", "CartPole-v1", 450.0, 300_000),
     "dqn_cartpole": Task("DQN", "CartPole-v1", 450.0, 200_000),
+    "ppo_acrobot": Task("PPO", "Acrobot-v1", -100.0, 2_000_000),
+    "dqn_acrobot": Task("DQN", "Acrobot-v1", -100.0, 200_000),
+    "ppo_mountaincar": Task("PPO", "MountainCar-v0", -110.0, 2_000_000),
+    "dqn_mountaincar": Task("DQN", "MountainCar-v0", -110.0, 300_000),
     "ppo_pendulum": Task("PPO", "Pendulum-v1", -300.0, 600_000),
+    "ppo_lunarlander": Task("PPO", "LunarLander-v3", 200.0, 3_000_000),
+    "dqn_lunarlander": Task("DQN", "LunarLander-v3", 200.0, 300_000),
 }
+
+#: Where the Stable-Baselines3 settings come from.
+RL_ZOO_SOURCE = "DLR-RM/rl-baselines3-zoo hyperparams/{algo}.yml"
+
+#: rl-zoo's entries, as in its files (`hyperparams/ppo.yml`, `hyperparams/dqn.yml`): the keys
+#: are the file's, `policy_kwargs` written as the dict its string evaluates to.
+RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
+    ("PPO", "CartPole-v1"): {
+        "n_envs": 8,
+        "n_timesteps": 1e5,
+        "policy": "MlpPolicy",
+        "n_steps": 32,
+        "batch_size": 256,
+        "gae_lambda": 0.8,
+        "gamma": 0.98,
+        "n_epochs": 20,
+        "ent_coef": 0.0,
+        "learning_rate": "lin_0.001",
+        "clip_range": "lin_0.2",
+    },
+    ("PPO", "Acrobot-v1"): {
+        "normalize": True,
+        "n_envs": 16,
+        "n_timesteps": 1e6,
+        "policy": "MlpPolicy",
+        "n_steps": 256,
+        "gae_lambda": 0.94,
+        "gamma": 0.99,
+        "n_epochs": 4,
+        "ent_coef": 0.0,
+    },
+    ("PPO", "MountainCar-v0"): {
+        "normalize": True,
+        "n_envs": 16,
+        "n_timesteps": 1e6,
+        "policy": "MlpPolicy",
+        "n_steps": 16,
+        "gae_lambda": 0.98,
+        "gamma": 0.99,
+        "n_epochs": 4,
+        "ent_coef": 0.0,
+    },
+    ("PPO", "Pendulum-v1"): {
+        "n_envs": 4,
+        "n_timesteps": 1e5,
+        "policy": "MlpPolicy",
+        "n_steps": 1024,
+        "gae_lambda": 0.95,
+        "gamma": 0.9,
+        "n_epochs": 10,
+        "ent_coef": 0.0,
+        "learning_rate": 1e-3,
+        "clip_range": 0.2,
+        "use_sde": True,
+        "sde_sample_freq": 4,
+    },
+    ("PPO", "LunarLander-v3"): {
+        "n_envs": 16,
+        "n_timesteps": 1e6,
+        "policy": "MlpPolicy",
+        "n_steps": 1024,
+        "batch_size": 64,
+        "gae_lambda": 0.98,
+        "gamma": 0.999,
+        "n_epochs": 4,
+        "ent_coef": 0.01,
+    },
+    ("DQN", "CartPole-v1"): {
+        "n_timesteps": 5e4,
+        "policy": "MlpPolicy",
+        "learning_rate": 2.3e-3,
+        "batch_size": 64,
+        "buffer_size": 100000,
+        "learning_starts": 1000,
+        "gamma": 0.99,
+        "target_update_interval": 10,
+        "train_freq": 256,
+        "gradient_steps": 128,
+        "exploration_fraction": 0.16,
+        "exploration_final_eps": 0.04,
+        "policy_kwargs": {"net_arch": [256, 256]},
+    },
+    ("DQN", "MountainCar-v0"): {
+        "n_timesteps": 1.2e5,
+        "policy": "MlpPolicy",
+        "learning_rate": 4e-3,
+        "batch_size": 128,
+        "buffer_size": 10000,
+        "learning_starts": 1000,
+        "gamma": 0.98,
+        "target_update_interval": 600,
+        "train_freq": 16,
+        "gradient_steps": 8,
+        "exploration_fraction": 0.2,
+        "exploration_final_eps": 0.07,
+        "policy_kwargs": {"net_arch": [256, 256]},
+    },
+    ("DQN", "LunarLander-v3"): {
+        "n_timesteps": 1e5,
+        "policy": "MlpPolicy",
+        "learning_rate": 6.3e-4,
+        "batch_size": 128,
+        "buffer_size": 50000,
+        "learning_starts": 0,
+        "gamma": 0.99,
+        "target_update_interval": 250,
+        "train_freq": 4,
+        "gradient_steps": -1,
+        "exploration_fraction": 0.12,
+        "exploration_final_eps": 0.1,
+        "policy_kwargs": {"net_arch": [256, 256]},
+    },
+    ("DQN", "Acrobot-v1"): {
+        "n_timesteps": 1e5,
+        "policy": "MlpPolicy",
+        "learning_rate": 6.3e-4,
+        "batch_size": 128,
+        "buffer_size": 50000,
+        "learning_starts": 0,
+        "gamma": 0.99,
+        "target_update_interval": 250,
+        "train_freq": 4,
+        "gradient_steps": -1,
+        "exploration_fraction": 0.12,
+        "exploration_final_eps": 0.1,
+        "policy_kwargs": {"net_arch": [256, 256]},
+    },
+}
+
+
+def linear_schedule(initial: float) -> Callable[[float], float]:
+    """rl-zoo's `lin_X`: X times the fraction of training remaining (1 -> 0)."""
+
+    def schedule(progress_remaining: float) -> float:
+        return progress_remaining * initial
+
+    return schedule
+
+
+@dataclass(frozen=True)
+class Sb3Settings:
+    """An rl-zoo entry split as rl-zoo splits it: the algorithm's keyword arguments, then what
+    builds the vectorized env (`n_envs`, `normalize`)."""
+
+    kwargs: dict[str, Any]
+    n_envs: int
+    normalize: bool
+
+
+def sb3_settings(algo: str, env: str) -> Sb3Settings:
+    """rl-zoo's entry for (algo, env) as Stable-Baselines3 takes it. Raises KeyError naming the
+    pair when rl-zoo has none."""
+    if (algo, env) not in RL_ZOO:
+        raise KeyError(f"rl-zoo has no {algo} entry for {env!r} (it has: {sorted(RL_ZOO)})")
+    entry = dict(RL_ZOO[algo, env])
+    n_envs = int(entry.pop("n_envs", 1))
+    normalize = bool(entry.pop("normalize", False))
+    entry.pop("n_timesteps")  # rl-zoo's budget: the task's cap decides here
+    kwargs: dict[str, Any] = {}
+    for key, value in entry.items():
+        if isinstance(value, str) and value.startswith("lin_"):
+            value = linear_schedule(float(value[len("lin_") :]))
+        kwargs[key] = value
+    return Sb3Settings(kwargs, n_envs, normalize)
+
+
+#: The fewest finished episodes whose mean return counts as reaching a target (both libraries
+#: average the last 100; early on, fewer).
+MIN_EPISODES = 10
 
 
 @dataclass
@@ -48,13 +245,15 @@ class Run:
     reached: bool
 
 
-def run_localrl(task: Task, seed: int) -> Run:
+def run_localrl(task: Task, seed: int, max_seconds: float) -> Run:
     from trainer import DQNConfig, PPOConfig
     from trainer.cli.presets import find_preset
 
     start = time.perf_counter()
     config = (PPOConfig() if task.algo == "PPO" else DQNConfig()).environment(task.env)
     preset = find_preset(task.algo, task.env)
+    if preset is None:
+        raise KeyError(f"no preset for {task.algo} on {task.env}")
     preset.apply(config)
     # The preset's evaluation runner is not needed: the target is on the training return.
     config.evaluation(
@@ -67,100 +266,72 @@ def run_localrl(task: Task, seed: int) -> Run:
         while True:
             result = algo.train()
             steps = result["num_env_steps_sampled_lifetime"]
-            if result["env_runners"]["episode_return_mean"] >= task.target:
-                return Run(time.perf_counter() - start, steps, True)
-            if steps >= task.max_env_steps:
-                return Run(time.perf_counter() - start, steps, False)
+            seconds = time.perf_counter() - start
+            runners = result["env_runners"]
+            # As for Stable-Baselines3 below: a mean over at least MIN_EPISODES episodes.
+            if (
+                runners.get("num_episodes_lifetime", 0) >= MIN_EPISODES
+                and runners.get("episode_return_mean", -math.inf) >= task.target
+            ):
+                return Run(seconds, steps, True)
+            if steps >= task.max_env_steps or seconds >= max_seconds:
+                return Run(seconds, steps, False)
     finally:
         algo.stop()
 
 
-def sb3_model(task: Task, seed: int):
-    """rl-zoo's hyperparameters (rl-baselines3-zoo, hyperparams/ppo.yml and dqn.yml)."""
+def sb3_model(task: Task, seed: int) -> Any:
+    """Stable-Baselines3's algorithm with rl-zoo's settings for the task."""
     from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    if task.algo == "DQN":
-        return DQN(
-            "MlpPolicy",
-            task.env,
-            learning_rate=2.3e-3,
-            batch_size=64,
-            buffer_size=100_000,
-            learning_starts=1000,
-            gamma=0.99,
-            target_update_interval=10,
-            train_freq=256,
-            gradient_steps=128,
-            exploration_fraction=0.16,
-            exploration_final_eps=0.04,
-            policy_kwargs={"net_arch": [256, 256]},
-            seed=seed,
-            device="cpu",
-        )
-    if task.env == "CartPole-v1":
-
-        def linear(start):
-            return lambda remaining: remaining * start
-
-        return PPO(
-            "MlpPolicy",
-            make_vec_env(task.env, n_envs=8, seed=seed),
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate=linear(0.001),
-            clip_range=linear(0.2),
-            seed=seed,
-            device="cpu",
-        )
-    return PPO(
-        "MlpPolicy",
-        make_vec_env(task.env, n_envs=4, seed=seed),
-        n_steps=1024,
-        gae_lambda=0.95,
-        gamma=0.9,
-        n_epochs=10,
-        ent_coef=0.0,
-        learning_rate=1e-3,
-        clip_range=0.2,
-        use_sde=True,
-        sde_sample_freq=4,
-        seed=seed,
-        device="cpu",
-    )
+    settings = sb3_settings(task.algo, task.env)
+    kwargs = dict(settings.kwargs)
+    policy = kwargs.pop("policy")
+    env = make_vec_env(task.env, n_envs=settings.n_envs, seed=seed)
+    if settings.normalize:
+        # rl-zoo: VecNormalize with the entry's gamma (observations and rewards).
+        env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
+    cls = PPO if task.algo == "PPO" else DQN
+    return cls(policy, env, seed=seed, device="cpu", **kwargs)
 
 
-def run_sb3(task: Task, seed: int) -> Run:
+def run_sb3(task: Task, seed: int, max_seconds: float) -> Run:
     from stable_baselines3.common.callbacks import BaseCallback
 
+    start = time.perf_counter()
+
     class StopAtTarget(BaseCallback):
+        """Stops at the target (on the Monitor's raw returns, the last 100 episodes) or at the
+        wall-clock cap."""
+
         reached = False
 
         def _on_step(self) -> bool:
             buffer = self.model.ep_info_buffer
-            if buffer and len(buffer) >= 10:
+            if buffer and len(buffer) >= MIN_EPISODES:
                 mean = sum(info["r"] for info in buffer) / len(buffer)
                 if mean >= task.target:
                     StopAtTarget.reached = True
                     return False
-            return True
+            return time.perf_counter() - start < max_seconds
 
-    start = time.perf_counter()
     model = sb3_model(task, seed)
     model.learn(total_timesteps=task.max_env_steps, callback=StopAtTarget())
     return Run(time.perf_counter() - start, model.num_timesteps, StopAtTarget.reached)
 
 
-def sb3_available() -> bool:
+def installed(module: str) -> bool:
     try:
-        import stable_baselines3  # noqa: F401
+        __import__(module)
     except ImportError:
         return False
     return True
+
+
+def box2d_available() -> bool:
+    return installed("Box2D")
 
 
 def summary(runs: list[Run]) -> str:
@@ -172,46 +343,65 @@ def summary(runs: list[Run]) -> str:
     )
 
 
+def ratio_cell(ours: list[Run], theirs: list[Run]) -> str:
+    """SB3's median over this project's; a bound when either side stopped at a cap."""
+    if not theirs:
+        return "nan"
+    ratio = statistics.median(r.seconds for r in theirs) / statistics.median(
+        r.seconds for r in ours
+    )
+    ours_capped = not all(r.reached for r in ours)
+    theirs_capped = not all(r.reached for r in theirs)
+    if ours_capped and theirs_capped:
+        return f"?{ratio:.2f}"  # both capped: no bound either way
+    # A library that stopped at the cap took at least that long.
+    bound = ">=" if theirs_capped else "<=" if ours_capped else ""
+    return f"{bound}{ratio:.2f}"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=600.0,
+        help="wall-clock cap of one run (default 600); a capped run counts as not reached",
+    )
     args = parser.parse_args()
-    with_sb3 = sb3_available()
+    with_sb3 = installed("stable_baselines3")
     if not with_sb3:
         print(
             "Stable-Baselines3 is not installed: only this project runs "
             "(pip install stable-baselines3)"
         )
+    names = list(args.tasks)
+    if not box2d_available():
+        left_out = [name for name in names if TASKS[name].env.startswith("LunarLander")]
+        if left_out:
+            print(f"Box2D is not installed: {', '.join(left_out)} left out "
+                  '(pip install "gymnasium[box2d]")')
+        names = [name for name in names if name not in left_out]
     table = []
-    for name in args.tasks:
+    for name in names:
         task = TASKS[name]
         ours, theirs = [], []
         for seed in args.seeds:
-            ours.append(run_localrl(task, seed))
+            ours.append(run_localrl(task, seed, args.max_seconds))
             print(f"{name} seed {seed}: localrl {ours[-1]}", flush=True)
             if with_sb3:
-                theirs.append(run_sb3(task, seed))
+                theirs.append(run_sb3(task, seed, args.max_seconds))
                 print(f"{name} seed {seed}: SB3     {theirs[-1]}", flush=True)
         table.append((name, task, ours, theirs))
     print(
-        f"\n{'task':<14} {'target':>7} | {'localrl (median)':<36} | "
+        f"\n{'task':<16} {'target':>7} | {'localrl (median)':<36} | "
         f"{'Stable-Baselines3 (median)':<36} | ratio SB3/localrl"
     )
     for name, task, ours, theirs in table:
-        ratio = (
-            (
-                statistics.median(r.seconds for r in theirs)
-                / statistics.median(r.seconds for r in ours)
-            )
-            if theirs
-            else float("nan")
-        )
-        # A library that stopped at the cap took at least that long: the ratio is a bound.
-        bound = ">=" if theirs and not all(r.reached for r in theirs) else ""
         print(
-            f"{name:<14} {task.target:>7g} | {summary(ours):<36} | "
-            f"{summary(theirs) if theirs else 'not installed':<36} | {bound}{ratio:.2f}"
+            f"{name:<16} {task.target:>7g} | {summary(ours):<36} | "
+            f"{summary(theirs) if theirs else 'not installed':<36} | {ratio_cell(ours, theirs)}"
         )
 
 

@@ -307,8 +307,9 @@ BENCHMARKS = (
     ),
     Benchmark(
         "compare_sb3",
-        "against Stable-Baselines3 (rl-zoo's settings) on PPO CartPole, "
-        "DQN CartPole and PPO Pendulum, seeds 0-2",
+        "against Stable-Baselines3 (rl-zoo's settings): PPO on CartPole, Acrobot, "
+        "MountainCar, Pendulum and LunarLander, DQN on CartPole, Acrobot, MountainCar and "
+        "LunarLander, seeds 0-2, wall time to the env's solved return",
         ("bench/compare.py",),
         r"^(ppo_|dqn_)\w+ +[-\d]",
         "ratio SB3 / localrl > 1",

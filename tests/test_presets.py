@@ -1,0 +1,148 @@
+"""The main job's presets over the classic-control suite and bench/compare.py's tables: every
+(algorithm, env) of the suite resolves to a preset that applies and validates, says where it
+came from, and the bench's rl-zoo entries turn into Stable-Baselines3's arguments (without
+Stable-Baselines3 installed: it stays optional)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+
+from trainer import DQNConfig, PPOConfig
+from trainer.cli.presets import TUNED_HERE, find_preset, no_preset_line
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: The suite: PPO on each, DQN on the discrete-action ones.
+SUITE = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1", "LunarLander-v3")
+RLLIB_TUNED = {("PPO", "CartPole-v1"), ("DQN", "CartPole-v1"), ("PPO", "Pendulum-v1")}
+
+
+def _discrete(env: str) -> bool:
+    # The spaces of a registered env without making it (LunarLander needs Box2D to make).
+    return env != "Pendulum-v1"
+
+
+SUITE_PAIRS = [("PPO", env) for env in SUITE] + [
+    ("DQN", env) for env in SUITE if _discrete(env)
+]
+
+
+def _load_compare():
+    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "bench" / "compare.py")
+    module = importlib.util.module_from_spec(spec)
+    # Registered first: its dataclasses look their module up while they are made.
+    sys.modules.setdefault("bench_compare", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("algo,env", SUITE_PAIRS, ids=[f"{a}-{e}" for a, e in SUITE_PAIRS])
+def test_each_task_of_the_suite_has_a_preset_that_applies_and_validates(algo, env):
+    preset = find_preset(algo, env)
+    assert preset is not None
+    config = (PPOConfig() if algo == "PPO" else DQNConfig()).environment(env)
+    preset.apply(config)
+    config.validate()
+    for method, kwargs in preset.settings.items():
+        for key, value in kwargs.items():
+            if method == "rl_module":
+                # model_config goes over the algorithm's defaults key by key.
+                assert config.model_config.items() >= value.items()
+            elif key not in ("replay_buffer_config", "evaluation_config"):
+                assert getattr(config, key) == value, (method, key)
+    if (algo, env) in RLLIB_TUNED:
+        assert preset.source.startswith("rllib/tuned_examples/")
+        assert preset.describe().startswith(f"RLlib's tuned example {preset.source}: ")
+    else:
+        assert preset.source == TUNED_HERE and preset.tuned_here
+        assert preset.describe().startswith(
+            "tuned here (RLlib 2.60 has no tuned example for it): "
+        )
+    # The stop reward is the env's "solved" line where gymnasium has one.
+    threshold = gym.spec(env).reward_threshold
+    if threshold is not None and env != "CartPole-v1":
+        assert preset.stop_reward == threshold
+
+
+def test_a_pair_without_a_preset_says_so_and_an_env_class_has_none():
+    assert find_preset("DQN", "Pendulum-v1") is None
+    from gymnasium.envs.classic_control import CartPoleEnv
+
+    assert find_preset("PPO", CartPoleEnv) is None
+    line = no_preset_line("PPO", "MountainCarContinuous-v0")
+    assert line.startswith(
+        "no preset: neither RLlib 2.60 nor this project has tuned settings for PPO on "
+        "'MountainCarContinuous-v0' (presets: PPO on CartPole-v1, DQN on CartPole-v1, "
+    )
+    assert line.endswith("; RLlib's default settings")
+
+
+def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "--env", "Acrobot-v1", "--stop-iters", "1"]
+        + ["--train-batch-size", "256", "--minibatch-size", "128", "--num-epochs", "1"]
+        + ["--output-dir", "run"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        "preset: tuned here (RLlib 2.60 has no tuned example for it): "
+        "num_envs_per_env_runner=8, train_batch_size_per_learner=2048, minibatch_size=256, "
+    )
+    # The flags go over the preset; the preset's model stays.
+    params = json.loads((tmp_path / "run" / "params.json").read_text())
+    assert params["train_batch_size"] == 256 and params["num_envs_per_env_runner"] == 8
+    assert params["model"]["fcnet_hiddens"] == [64, 64]
+
+
+def test_compare_runs_every_task_of_the_suite_with_a_preset_and_an_rl_zoo_entry():
+    compare = _load_compare()
+    pairs = {(task.algo, task.env) for task in compare.TASKS.values()}
+    assert pairs == set(SUITE_PAIRS)
+    assert set(compare.RL_ZOO) == pairs
+    for name, task in compare.TASKS.items():
+        assert name == f"{task.algo.lower()}_{task.env.split('-')[0].lower()}"
+        assert find_preset(task.algo, task.env) is not None
+        # Room for Stable-Baselines3: at least twice rl-zoo's own budget.
+        assert task.max_env_steps >= 2 * compare.RL_ZOO[task.algo, task.env]["n_timesteps"]
+        threshold = gym.spec(task.env).reward_threshold
+        if threshold is not None and task.env != "CartPole-v1":
+            assert task.target == threshold
+
+
+def test_rl_zoo_entries_become_stable_baselines3_arguments():
+    compare = _load_compare()
+    cartpole = compare.sb3_settings("PPO", "CartPole-v1")
+    assert (cartpole.n_envs, cartpole.normalize) == (8, False)
+    # rl-zoo's lin_X: X times the fraction of training left.
+    assert cartpole.kwargs["learning_rate"](1.0) == 0.001
+    assert cartpole.kwargs["learning_rate"](0.25) == 0.00025
+    assert math.isclose(cartpole.kwargs["clip_range"](0.5), 0.1)
+    acrobot = compare.sb3_settings("PPO", "Acrobot-v1")
+    assert (acrobot.n_envs, acrobot.normalize, acrobot.kwargs["n_steps"]) == (16, True, 256)
+    dqn = compare.sb3_settings("DQN", "MountainCar-v0")
+    assert dqn.n_envs == 1 and dqn.kwargs["policy_kwargs"] == {"net_arch": [256, 256]}
+    for algo, env in compare.RL_ZOO:
+        settings = compare.sb3_settings(algo, env)
+        assert "n_timesteps" not in settings.kwargs and settings.kwargs["policy"] == "MlpPolicy"
+        assert not any(isinstance(v, str) and v.startswith("lin_") for v in settings.kwargs.values())
+    with pytest.raises(KeyError, match="rl-zoo has no DQN entry for 'Pendulum-v1'"):
+        compare.sb3_settings("DQN", "Pendulum-v1")
+    if importlib.util.find_spec("stable_baselines3") is not None:
+        from stable_baselines3 import DQN, PPO
+
+        for (algo, env), _ in compare.RL_ZOO.items():
+            accepted = inspect.signature((PPO if algo == "PPO" else DQN).__init__).parameters
+            assert set(compare.sb3_settings(algo, env).kwargs) <= set(accepted), (algo, env)
