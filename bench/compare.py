@@ -380,8 +380,10 @@ def main() -> None:
     if not box2d_available():
         left_out = [name for name in names if TASKS[name].env.startswith("LunarLander")]
         if left_out:
-            print(f"Box2D is not installed: {', '.join(left_out)} left out "
-                  '(pip install "gymnasium[box2d]")')
+            print(
+                f"Box2D is not installed: {', '.join(left_out)} left out "
+                '(pip install "gymnasium[box2d]")'
+            )
         names = [name for name in names if name not in left_out]
     table = []
     for name in names:

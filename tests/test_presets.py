@@ -31,9 +31,7 @@ def _discrete(env: str) -> bool:
     return env != "Pendulum-v1"
 
 
-SUITE_PAIRS = [("PPO", env) for env in SUITE] + [
-    ("DQN", env) for env in SUITE if _discrete(env)
-]
+SUITE_PAIRS = [("PPO", env) for env in SUITE] + [("DQN", env) for env in SUITE if _discrete(env)]
 
 
 def _load_compare():
@@ -64,9 +62,7 @@ def test_each_task_of_the_suite_has_a_preset_that_applies_and_validates(algo, en
         assert preset.describe().startswith(f"RLlib's tuned example {preset.source}: ")
     else:
         assert preset.source == TUNED_HERE and preset.tuned_here
-        assert preset.describe().startswith(
-            "tuned here (RLlib 2.60 has no tuned example for it): "
-        )
+        assert preset.describe().startswith("tuned here (RLlib 2.60 has no tuned example for it): ")
     # The stop reward is the env's "solved" line where gymnasium has one.
     threshold = gym.spec(env).reward_threshold
     if threshold is not None and env != "CartPole-v1":
@@ -137,7 +133,9 @@ def test_rl_zoo_entries_become_stable_baselines3_arguments():
     for algo, env in compare.RL_ZOO:
         settings = compare.sb3_settings(algo, env)
         assert "n_timesteps" not in settings.kwargs and settings.kwargs["policy"] == "MlpPolicy"
-        assert not any(isinstance(v, str) and v.startswith("lin_") for v in settings.kwargs.values())
+        assert not any(
+            isinstance(v, str) and v.startswith("lin_") for v in settings.kwargs.values()
+        )
     with pytest.raises(KeyError, match="rl-zoo has no DQN entry for 'Pendulum-v1'"):
         compare.sb3_settings("DQN", "Pendulum-v1")
     if importlib.util.find_spec("stable_baselines3") is not None:

@@ -173,7 +173,11 @@ PRESETS: dict[tuple[str, str], Preset] = {
 # -- tuned here: envs RLlib 2.60 has no tuned example for -----------------------------------
 #: PPO on the small discrete-action classic-control envs: a 64 x 64 tanh policy and a value
 #: network of its own, many short minibatch passes (as CleanRL and rl-zoo size them).
-_SMALL_PPO_MODEL: dict[str, Any] = {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "vf_share_layers": False}
+_SMALL_PPO_MODEL: dict[str, Any] = {
+    "fcnet_hiddens": [64, 64],
+    "fcnet_activation": "tanh",
+    "vf_share_layers": False,
+}
 
 #: DQN on the small discrete-action envs: RLlib's CartPole DQN recipe (prioritized replay,
 #: n-step (2, 5), double and dueling heads of 256), which solves Acrobot as it is.
@@ -311,6 +315,7 @@ PRESETS.update(
         ),
     }
 )
+
 
 def find_preset(algo: str, env: Any) -> Preset | None:
     """The preset of (algo, env), None when there is none (an env given as a class: none)."""
