@@ -82,6 +82,10 @@ LONG_TESTS = {
         "test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle",
     ),
     ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/torch.md]"),
+    # The README's commands are docs/cli.md's first four plus two checks the suite runs.
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[README.md]"),
+    # The replay buffer's msgpack state: tests/test_replay_buffers.py and test_dqn.py.
+    ("test_seed_examples.py", "test_dqn_writes_its_replay_buffer_with_ormsgpack"),
     # RLlib's own case sleeps 45 s between its three iterations.
     ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"),
     # mypy on trainer/: .ci/run runs it as a step of its own right after the suite.
