@@ -108,6 +108,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
     _LOCAL_SLOTS = ("_env_runner",)
     #: The info dicts, or how many empty ones there are until `infos` is first read.
     _infos: InfiniteLookbackBuffer | int
+    _observation_space: gym.Space | None
+    _action_space: gym.Space | None
 
     def __init__(
         self,
@@ -223,30 +225,54 @@ class SingleAgentEpisode(OldEpisodeAPI):
         """An episode of finalized columns, every slot set directly (no checks): for episodes
         rebuilt from a packed `EpisodeList`, hundreds per sample."""
         episode = cls.__new__(cls)
-        episode.id_ = id_
-        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
-        episode.observations = InfiniteLookbackBuffer.of_array(observations)
-        # A count: that many empty dicts, made when first read (see `infos`).
-        episode._infos = infos if isinstance(infos, int) else InfiniteLookbackBuffer.of_list(infos)
-        episode.actions = InfiniteLookbackBuffer.of_array(actions)
-        episode.rewards = InfiniteLookbackBuffer.of_array(rewards)
-        episode.rewards._space = episode.rewards.space_struct = REWARD_SPACE
-        episode.extra_model_outputs = {
-            key: InfiniteLookbackBuffer.of_array(values)
-            for key, values in extra_model_outputs.items()
-        }
-        episode.is_terminated, episode.is_truncated = terminated, truncated
-        episode.t_started, episode.t = t_started, t
-        episode._observation_space = episode._action_space = None
-        episode.custom_data = custom_data
-        episode._temporary_timestep_data = temporary_timestep_data
-        episode._start_time, episode._last_step_time = start_time, last_step_time
-        episode.env_index = env_index
-        episode._old = None
-        episode._return_before = 0.0
-        episode._env_runner = None
-        episode.connector_data = {}
+        _set_array_columns(episode, observations, actions, rewards, extra_model_outputs)
+        episode._set_plain_slots(
+            id_,
+            infos,
+            t_started=t_started,
+            t=t,
+            env_index=env_index,
+            terminated=terminated,
+            truncated=truncated,
+            custom_data=custom_data,
+            temporary_timestep_data=temporary_timestep_data,
+            start_time=start_time,
+            last_step_time=last_step_time,
+        )
         return episode
+
+    def _set_plain_slots(
+        self,
+        id_: str,
+        infos: list | int,
+        *,
+        t_started: int,
+        t: int,
+        env_index: int,
+        terminated: bool,
+        truncated: bool,
+        custom_data: dict,
+        temporary_timestep_data: dict,
+        start_time: float | None,
+        last_step_time: float | None,
+    ) -> None:
+        """Every slot but the array columns, set directly (no checks), for an episode made
+        with `__new__` from packed or step columns (`infos`: the dicts, or their count when
+        all are empty)."""
+        self.id_ = id_
+        self.agent_id = self.module_id = self.multi_agent_episode_id = None
+        self._infos = _infos_buffer(infos)
+        self.is_terminated, self.is_truncated = terminated, truncated
+        self.t_started, self.t = t_started, t
+        self._observation_space = self._action_space = None
+        self.custom_data = custom_data
+        self._temporary_timestep_data = temporary_timestep_data
+        self._start_time, self._last_step_time = start_time, last_step_time
+        self.env_index = env_index
+        self._old = None
+        self._return_before = 0.0
+        self._env_runner = None
+        self.connector_data = {}
 
     def _empty_columns(
         self, observation_space: gym.Space | None, action_space: gym.Space | None
@@ -258,8 +284,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self.actions = InfiniteLookbackBuffer.of_list([])
         self.rewards = InfiniteLookbackBuffer.of_list([])
         self.rewards._space = self.rewards.space_struct = REWARD_SPACE
-        self._observation_space: gym.Space | None = None
-        self._action_space: gym.Space | None = None
+        self._observation_space = None
+        self._action_space = None
         if observation_space is not None:
             self.observation_space = observation_space
         if action_space is not None:
@@ -453,22 +479,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         assert self.t == self.t_started and len(self.observations.data) == 1, (
             "fill_columns() on a chunk with steps"
         )
-        first_info = self.infos.data[0]
-        if step_infos is None and not first_info:
-            self._infos = len(observations)  # all empty: made when first read
-        else:
-            self.infos = InfiniteLookbackBuffer.of_list(
-                [first_info, *(step_infos or ({} for _ in range(len(observations) - 1)))]
-            )
-        self.observations = InfiniteLookbackBuffer.of_array(observations)
-        self.actions = InfiniteLookbackBuffer.of_array(actions)
-        rewards_buffer = InfiniteLookbackBuffer.of_array(rewards)
-        rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
-        self.rewards = rewards_buffer
-        self.extra_model_outputs = {
-            key: InfiniteLookbackBuffer.of_array(values)
-            for key, values in extra_model_outputs.items()
-        }
+        self._infos = _infos_buffer(chunk_infos(self.infos.data[0], step_infos, len(observations)))
+        _set_array_columns(self, observations, actions, rewards, extra_model_outputs)
         self.t = self.t_started + len(rewards)
         self._last_step_time = time.perf_counter()
         if terminated or truncated:
@@ -998,6 +1010,42 @@ def _column_from_state(state: dict, *, keep_scalars: bool = False) -> InfiniteLo
     return InfiniteLookbackBuffer(data, state["lookback"])
 
 
+def chunk_infos(first_info: dict, step_infos: list[dict] | None, num_obs: int) -> list | int:
+    """A chunk's info dicts from its first one and its steps' (None: all empty), or their
+    count when every one is empty (made when first read: see `SingleAgentEpisode.infos`)."""
+    if step_infos is None and not first_info:
+        return num_obs
+    return [first_info, *(step_infos or ({} for _ in range(num_obs - 1)))]
+
+
+def _infos_buffer(infos: list | int) -> InfiniteLookbackBuffer | int:
+    """The `_infos` slot's value for `chunk_infos`' result (a count stays a count)."""
+    return infos if isinstance(infos, int) else InfiniteLookbackBuffer.of_list(infos)
+
+
+def _set_array_columns(
+    episode: SingleAgentEpisode,
+    observations: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    extra_model_outputs: dict[str, np.ndarray],
+) -> None:
+    """Sets an episode's four array columns as finalized buffers around the given arrays,
+    through the base class's own slots (an `EpisodeView`'s properties would make its rows)."""
+    _OBSERVATIONS.__set__(episode, InfiniteLookbackBuffer.of_array(observations))
+    _ACTIONS.__set__(episode, InfiniteLookbackBuffer.of_array(actions))
+    rewards_buffer = InfiniteLookbackBuffer.of_array(rewards)
+    rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
+    _REWARDS.__set__(episode, rewards_buffer)
+    _EXTRA_MODEL_OUTPUTS.__set__(
+        episode,
+        {
+            key: InfiniteLookbackBuffer.of_array(values)
+            for key, values in extra_model_outputs.items()
+        },
+    )
+
+
 class ColumnSource(Protocol):
     """Step columns an `EpisodeView` reads its rows from (`trainer.runners.step_columns`)."""
 
@@ -1072,20 +1120,19 @@ class EpisodeView(SingleAgentEpisode):
         episode = cls.__new__(cls)
         episode._source = (source, index, first, last)
         episode._rows = None
-        episode.id_ = id_
-        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
-        episode._infos = infos if isinstance(infos, int) else InfiniteLookbackBuffer.of_list(infos)
-        episode.is_terminated, episode.is_truncated = terminated, truncated
-        episode.t_started, episode.t = t_started, t_started + last - first
-        episode._observation_space = episode._action_space = None
-        episode.custom_data = custom_data
-        episode._temporary_timestep_data = temporary_timestep_data
-        episode._start_time, episode._last_step_time = start_time, last_step_time
-        episode.env_index = env_index
-        episode._old = None
-        episode._return_before = 0.0
-        episode._env_runner = None
-        episode.connector_data = {}
+        episode._set_plain_slots(
+            id_,
+            infos,
+            t_started=t_started,
+            t=t_started + last - first,
+            env_index=env_index,
+            terminated=terminated,
+            truncated=truncated,
+            custom_data=custom_data,
+            temporary_timestep_data=temporary_timestep_data,
+            start_time=start_time,
+            last_step_time=last_step_time,
+        )
         return episode
 
     def rows(self) -> Any:
@@ -1093,17 +1140,8 @@ class EpisodeView(SingleAgentEpisode):
         if self._rows is None:
             source, index, first, last = self._source
             rows = self._rows = source.episode_rows(index, first, last)
-            _OBSERVATIONS.__set__(self, InfiniteLookbackBuffer.of_array(rows.observations))
-            _ACTIONS.__set__(self, InfiniteLookbackBuffer.of_array(rows.actions))
-            rewards = InfiniteLookbackBuffer.of_array(rows.rewards)
-            rewards._space = rewards.space_struct = REWARD_SPACE
-            _REWARDS.__set__(self, rewards)
-            _EXTRA_MODEL_OUTPUTS.__set__(
-                self,
-                {
-                    key: InfiniteLookbackBuffer.of_array(values)
-                    for key, values in rows.extra_model_outputs.items()
-                },
+            _set_array_columns(
+                self, rows.observations, rows.actions, rows.rewards, rows.extra_model_outputs
             )
         return self._rows
 

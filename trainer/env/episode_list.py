@@ -87,37 +87,42 @@ def column_rows(columns: dict[str, np.ndarray], index: int, first: int, last: in
 _EXTRA = "extra:"
 
 
-class PackedColumns:
-    """The columns a pickled `EpisodeList` arrived with: the source of its `EpisodeView`s."""
+class NamedColumns:
+    """Step columns by name ("observations", "actions", "rewards", "extra:<key>"; arrays
+    indexed `[row, sub_env, ...]`), the source of `EpisodeView`s: what a view reads without
+    making its buffers. Subclasses give `arrays()`."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def episode_rows(self, index: int, first: int, last: int) -> ColumnRows:
+        """Views of sub-env `index`'s rows `first..last`: observations (`first..last`), and
+        the actions, rewards and model outputs of the steps `first + 1..last`."""
+        return column_rows(self.arrays(), index, first, last)
+
+    def return_of(self, index: int, first: int, last: int) -> float:
+        """The return of steps `first + 1..last` of sub-env `index`, added as Python floats
+        (as `SingleAgentEpisode.get_return()` adds them)."""
+        rewards = self.arrays()["rewards"]
+        return float(sum(rewards[first + 1 : last + 1, index].tolist()))
+
+    def observation(self, index: int, row: int) -> np.ndarray:
+        """Sub-env `index`'s observation at `row` (a view)."""
+        return self.arrays()["observations"][row, index]
+
+    def extra_model_output_keys(self) -> list[str]:
+        """The extra model outputs' keys among the columns' names."""
+        return [name[len(_EXTRA) :] for name in self.arrays() if name.startswith(_EXTRA)]
+
+
+class PackedColumns(NamedColumns):
+    """The columns a pickled `EpisodeList` arrived with."""
 
     def __init__(self, columns: dict[str, np.ndarray]):
         self.columns = columns
 
     def arrays(self) -> dict[str, np.ndarray]:
         return self.columns
-
-    def episode_rows(self, index: int, first: int, last: int) -> ColumnRows:
-        return column_rows(self.columns, index, first, last)
-
-    def return_of(self, index: int, first: int, last: int) -> float:
-        return column_return(self.columns, index, first, last)
-
-    def observation(self, index: int, row: int) -> np.ndarray:
-        return self.columns["observations"][row, index]
-
-    def extra_model_output_keys(self) -> list[str]:
-        return extra_model_output_keys(self.columns)
-
-
-def extra_model_output_keys(columns: dict[str, np.ndarray]) -> list[str]:
-    """The extra model outputs' keys among `columns`' names."""
-    return [name[len(_EXTRA) :] for name in columns if name.startswith(_EXTRA)]
-
-
-def column_return(columns: dict[str, np.ndarray], index: int, first: int, last: int) -> float:
-    """The return of steps `first + 1..last` of sub-env `index`, added as Python floats (as
-    `SingleAgentEpisode.get_return()` adds them)."""
-    return float(sum(columns["rewards"][first + 1 : last + 1, index].tolist()))
 
 
 class _Meta(NamedTuple):

@@ -1482,11 +1482,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         resetting = [i for i, record in enumerate(records) if record.awaiting_reset]
         fires_start = self._callbacks.has("on_episode_start")
         fires_end = self._callbacks.has("on_episode_end")
-        #: Per sub-env, the event arguments besides the episode (for episodes without object).
-        base_kwargs = [
-            {key: value for key, value in self._event_kwargs(i, None).items() if key != "episode"}
-            for i in range(num_envs)
-        ]
+        #: Per sub-env, the event arguments, copied with the episode for one without object.
+        base_kwargs = [self._event_kwargs(i, None) for i in range(num_envs)]
         objects_at_start = fires_start or self._callbacks.has("on_episode_created")
         sub_env_infos_of = (
             partial(sub_env_infos, env, num_envs=num_envs)

@@ -30,13 +30,8 @@ from typing import Any
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
-from trainer.env.episode import EpisodeView, SingleAgentEpisode
-from trainer.env.episode_list import (
-    ColumnRows,
-    EpisodeList,
-    column_rows,
-    extra_model_output_keys,
-)
+from trainer.env.episode import EpisodeView, SingleAgentEpisode, chunk_infos
+from trainer.env.episode_list import ColumnRows, EpisodeList, NamedColumns
 from trainer.runners.vector_rows import unbatch_infos
 
 
@@ -46,7 +41,7 @@ def python_scalar_dtype(values: np.ndarray) -> np.dtype:
     return np.asarray(values[:1].tolist()).dtype if values.size else values.dtype
 
 
-class StepColumns:
+class StepColumns(NamedColumns):
     """The columns of one `sample()` call (see the module docstring)."""
 
     def __init__(self, num_envs: int, rows: int, first_observations: np.ndarray):
@@ -181,11 +176,6 @@ class StepColumns:
             columns["extra:" + Columns.ACTION_DIST_INPUTS] = self.action_dist_inputs
         return columns
 
-    def episode_rows(self, index: int, first: int, last: int) -> ColumnRows:
-        """Views of sub-env `index`'s rows `first..last`: observations (`first..last`), and the
-        actions, rewards and model outputs of the steps `first + 1..last`."""
-        return column_rows(self.arrays(), index, first, last)
-
     def fill(
         self,
         episode: SingleAgentEpisode,
@@ -232,9 +222,7 @@ class StepColumns:
             index,
             first,
             last,
-            infos=last - first + 1
-            if step_infos is None and not first_info
-            else [first_info, *(step_infos or ({} for _ in range(last - first)))],
+            infos=chunk_infos(first_info, step_infos, last - first + 1),
             t_started=0,
             env_index=index,
             terminated=terminated,
@@ -244,18 +232,6 @@ class StepColumns:
             start_time=start_time,
             last_step_time=end_time,
         )
-
-    def return_of(self, index: int, first: int, last: int) -> float:
-        """The return of steps `first + 1..last` of sub-env `index` (see `column_return`)."""
-        assert self.rewards is not None
-        return float(sum(self.rewards[first + 1 : last + 1, index].tolist()))
-
-    def observation(self, index: int, row: int) -> np.ndarray:
-        """Sub-env `index`'s observation at `row` (a view)."""
-        return self.observations[row, index]
-
-    def extra_model_output_keys(self) -> list[str]:
-        return extra_model_output_keys(self.arrays())
 
     def episode_list(
         self, episodes: list[SingleAgentEpisode], rows: list[ColumnRows | None]
