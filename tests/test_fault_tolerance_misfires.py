@@ -40,8 +40,12 @@ def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
             if best >= 60:
                 break
         restarts = algo.env_runner_group.num_remote_worker_restarts()
+        iterations = algo.iteration
     assert best >= 60, f"best mean return {best} after {restarts} restarts"
-    assert restarts >= 6
+    # A 400-step sample fails with p = 1 - 0.997**400 = 0.7, so the two runners need about
+    # 1.4 restarts per iteration; how many iterations PPO needs varies with the timing of the
+    # cut samples, so the count is checked per iteration (half the expected rate).
+    assert restarts >= 0.7 * iterations, f"{restarts} restarts in {iterations} iterations"
 
 
 class HangingResetEnv(gym.Env):
