@@ -306,6 +306,18 @@ BENCHMARKS = (
         requires=("ray",),
     ),
     Benchmark(
+        "tune_grid",
+        "Ray Tune: an 8-config PPO grid on CartPole-v1 (10 iterations of 4000 steps each, "
+        "a checkpoint at the end) through `trainer.tune.Tuner`, 2 trials at a time on a "
+        "local Ray of 2 CPUs (its start included), against the same configs run back to "
+        "back by hand in one process, same run",
+        ("bench/tune_grid.py",),
+        r"^repeat|^ratio",
+        "ratio Tune / by hand <= 1.3 on 2 cores",
+        quick=("bench/tune_grid.py", "--iterations", "4"),
+        requires=("ray.tune",),
+    ),
+    Benchmark(
         "compare_sb3",
         "against Stable-Baselines3 (rl-zoo's settings): PPO on CartPole, Acrobot, "
         "MountainCar, Pendulum and LunarLander, DQN on CartPole, Acrobot, MountainCar and "

@@ -17,6 +17,9 @@ from trainer.testing import no_env_runner_orphans  # noqa: F401
 # The checkpoint signing key of the tests (and of the processes they start): a private one, not
 # the user's (trainer.checkpoints.signing).
 os.environ.setdefault("LOCALRL_CONFIG_DIR", tempfile.mkdtemp(prefix="localrl-test-config-"))
+# RLlib's example-script driver runs its trials in this process, not through Ray Tune (which
+# starts Ray): the example-script tests stay fast. Tune's own tests set "tune" where they need it.
+os.environ.setdefault("LOCALRL_EXAMPLE_TRIALS", "in-process")
 
 RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
 #: Files of tests/rllib/ whose tests start Ray (`ray.init()`): marked `ray` and `slow`.

@@ -212,3 +212,17 @@ def test_builder_docstrings_list_the_class_settings_with_its_defaults():
     # The documented method is the same method.
     config = PPOConfig().env_runners(num_env_runners=1).training(clip_param=0.2)
     assert (config.num_env_runners, config.clip_param) == (1, 0.2)
+
+
+def test_callbacks_none_sets_rllibs_default_class():
+    # As RLlib's: what Tune's Tuner.restore(param_space=config.callbacks(None)) resolves a
+    # search's callbacks class to (RLlib's continue_training_from_checkpoint.py).
+    from trainer.callbacks import RLlibCallback
+
+    class Counting(RLlibCallback):
+        pass
+
+    config = PPOConfig().callbacks(Counting)
+    assert config.callbacks_class is Counting
+    assert config.callbacks(None).callbacks_class is RLlibCallback
+    assert config.to_dict()["callbacks_class"] is RLlibCallback

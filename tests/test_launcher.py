@@ -401,7 +401,7 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     with pytest.raises(RLlibNotAvailable) as tuner:
         from ray.tune import Tuner  # noqa: F401
     assert tuner.value.capability == table.TUNE
-    assert "ray.tune.Tuner" in str(tuner.value) and "later issue" in str(tuner.value)
+    assert "ray.tune.Tuner" in str(tuner.value) and "localrl[tune]" in str(tuner.value)
 
     with pytest.raises(RLlibNotAvailable) as catalog:
         from ray.rllib.core.models.base import Encoder  # noqa: F401
@@ -587,7 +587,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
             sys.executable,
             str(REPO / "bench" / "rllib_examples.py"),
             "--only",
-            "ray_tune/custom_logger.py",
+            "ray_tune/appo_hyperparameter_tune.py",
             "--no-write",
             "--timeout",
             "120",
@@ -598,7 +598,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
         timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
-    assert "out of scope" in result.stdout and table.TUNE in result.stdout
+    assert "out of scope" in result.stdout and table.OTHER_ALGORITHMS in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
 
 

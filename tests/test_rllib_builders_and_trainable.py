@@ -198,7 +198,9 @@ def test_algorithm_has_tunes_trainable_api(tmp_path):
         assert algo.iteration == 4
         assert set(algo.get_state(components=["algorithm", "learner"])) == {"algorithm", "learner"}
         assert "metrics" not in algo.get_state(not_components="metrics")
-        assert TrainablePPO.default_resource_request(algo.config) is None
+        # As RLlib's: the main process's CPU and one per EnvRunner (worker processes: one
+        # bundle; no Ray runs here, so nothing caps it at a node's CPUs).
+        assert TrainablePPO.default_resource_request(algo.config).bundles == [{"CPU": 2.0}]
         assert "num_env_runners" in TrainablePPO.resource_help(algo.config)
         assert algo.offline_data is None and algo.local_replay_buffer is None
         assert algo.evaluation_config.in_evaluation and algo.eval_env_runner is None

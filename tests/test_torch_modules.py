@@ -584,3 +584,16 @@ def test_module_on_a_gpu_takes_numpy_batches_and_returns_cpu_state():
         ],
         out[Columns.ACTION_DIST_INPUTS].cpu(),
     )
+
+
+def test_the_default_numpy_module_answers_torch_tensors_with_a_torch_tensor():
+    # RLlib's default module is a torch one, and scripts (RLlib's ray_tune/custom_experiment.py)
+    # call it with tensors and `.detach().cpu().numpy()` its output.
+    spaces = SpaceInfo.from_spaces(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2))
+    module = PolicyModule(spaces, {"fcnet_hiddens": [8]}, seed=0)
+    obs = np.random.default_rng(0).uniform(-1, 1, (3, 4)).astype(np.float32)
+    expected = module.forward_inference({"obs": obs})["action_dist_inputs"]
+    out = module.forward_exploration({"obs": torch.from_numpy(obs)})["action_dist_inputs"]
+    assert isinstance(out, torch.Tensor) and out.shape == (3, 2)
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), expected)
+    assert isinstance(expected, np.ndarray)

@@ -7,12 +7,21 @@ success rules and its return values).
 
 - `--no-tune`: RLlib's plain loop, `algo.train()` until a `stop` criterion is reached (at most
   `stop["training_iteration"]` iterations); returns the last result dict.
-- otherwise, where RLlib runs `tune.Tuner(...).fit()`: `--num-samples` trials, one after the
+- otherwise, where Ray Tune is installed (the `tune` extra) and real Ray is in use (outside the
+  RLlib launcher, or under it with real Ray: `python -m trainer run --ray`), RLlib's own code
+  path: `tune.Tuner(trainable or config.algo_class, param_space=config, ...)` with RLlib's
+  RunConfig (stop, checkpoints, verbosity, Tune callbacks, a CLIReporter or the given
+  progress reporter) and TuneConfig (`--num-samples`, `--max-concurrent-trials`, the
+  scheduler), returning Tune's own `ResultGrid`;
+- otherwise (Ray's stand-in under the launcher, no Ray Tune, or `LOCALRL_EXAMPLE_TRIALS=in-process`
+  in the environment): `--num-samples` trials in this process, one after the
   other, each trained until Tune's stop rule holds (any `stop` metric, "a/b" for nested keys,
   `>=` its value; a metric the results never have is warned about once and ignored, as in
   Tune), with checkpoints every `--checkpoint-freq` iterations and/or at the end; returns a
-  `ResultGrid` (`trainer.result_grid`). With `--as-test`, the success metric's BEST value over
-  every reported result of every trial must reach its target (RLlib's rule), else ValueError.
+  `ResultGrid` (`trainer.result_grid`); Tune's schedulers are refused there.
+
+With `--as-test`, the success metric's best value over every reported result of every trial
+must reach its target, else ValueError.
   The success metric defaults to the `stop` dict's evaluation or training
   `episode_return_mean` entry, else `env_runners/episode_return_mean` >= `--stop-reward`.
 """
@@ -26,6 +35,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 from typing import Any
 
@@ -43,6 +53,11 @@ logger = logging.getLogger("trainer")
 
 #: Where Tune keeps experiments (trial folders with their checkpoints).
 DEFAULT_STORAGE = os.path.join("~", "ray_results")
+#: How `run_rllib_example_script_experiment` runs its trials: "tune" (Ray Tune, an error
+#: where it cannot), "in-process" (one after the other in this process, no Ray), or unset:
+#: Tune where Ray Tune is installed and real Ray is in use, else in-process.
+TRIALS_ENV_VAR = "LOCALRL_EXAMPLE_TRIALS"
+TRIAL_RUNNERS = ("tune", "in-process")
 
 
 def add_rllib_example_script_args(
@@ -307,7 +322,9 @@ def run_rllib_example_script_experiment(
     if args.as_test:
         args.verbose = 1
         args.tune_max_report_freq = 30
-    _refuse_tune_only(args, trainable, tune_callbacks, scheduler, progress_reporter)
+    through_tune = not args.no_tune and trials_run_through_tune()
+    if not through_tune:
+        _refuse_tune_only(args, trainable, tune_callbacks, scheduler, progress_reporter)
     if stop is None:
         stop = {
             f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}": args.stop_reward,
@@ -323,23 +340,134 @@ def run_rllib_example_script_experiment(
         )
         return _run_without_tune(config, args, stop, keep_ray_up)
     started = time.time()
-    grid = _run_trials(config, args, stop, trainable)
-    if not keep_ray_up:
-        _shutdown()
+    if through_tune:
+        grid = _run_through_tune(
+            config, args, stop, trainable, tune_callbacks, scheduler, progress_reporter
+        )
+        if not keep_ray_up:
+            import ray  # the installed Ray (Tune needs it)
+
+            ray.shutdown()
+    else:
+        grid = _run_trials(config, args, stop, trainable)
+        if not keep_ray_up:
+            _shutdown()
     if args.as_test:
         _check_success(grid, args, stop, success_metric, time.time() - started)
     return grid
 
 
+def trials_run_through_tune() -> bool:
+    """Whether `run_rllib_example_script_experiment` runs its trials with Ray Tune (see
+    `TRIALS_ENV_VAR`): Ray Tune installed and real Ray in use (not the launcher's stand-in)."""
+    from trainer.launcher.finder import installed_finder, real_tune_available
+
+    choice = os.environ.get(TRIALS_ENV_VAR, "").strip().lower()
+    if choice and choice not in TRIAL_RUNNERS:
+        raise ValueError(
+            f"{TRIALS_ENV_VAR}={choice!r}: must be one of {list(TRIAL_RUNNERS)} (or unset: "
+            "Ray Tune where it is installed and real Ray is in use)"
+        )
+    if choice == "in-process":
+        return False
+    finder = installed_finder()
+    stand_in = finder is not None and not finder.real_ray
+    if choice == "tune":
+        if stand_in:
+            raise ValueError(
+                f"{TRIALS_ENV_VAR}=tune: Ray Tune needs real Ray, and the RLlib launcher "
+                "serves Ray's stand-in: run the script with `python -m trainer run --ray`"
+            )
+        if not real_tune_available():
+            raise ImportError(
+                f"{TRIALS_ENV_VAR}=tune: Ray Tune is not installed: pip install 'localrl[tune]'"
+            )
+        return True
+    return not stand_in and real_tune_available()
+
+
+def _run_through_tune(
+    config: Any,
+    args: Any,
+    stop: dict,
+    trainable: Any,
+    tune_callbacks: list | None,
+    scheduler: Any,
+    progress_reporter: Any,
+) -> Any:
+    """RLlib's Tune run: `tune.Tuner(...).fit()` with RLlib's run and tune configs; returns
+    Tune's `ResultGrid`."""
+    from trainer import tune
+
+    tune_callbacks = list(tune_callbacks or [])
+    if getattr(args, "wandb_key", None) is not None or "WANDB_API_KEY" in os.environ:
+        from ray.air.integrations.wandb import WandbLoggerCallback
+
+        project = args.wandb_project or (
+            args.algo.lower() + "-" + re.sub("\\W+", "-", str(config.env).lower())
+        )
+        tune_callbacks.append(
+            WandbLoggerCallback(
+                api_key=args.wandb_key or os.environ["WANDB_API_KEY"],
+                project=project,
+                upload_checkpoints=True,
+                **({"name": args.wandb_run_name} if args.wandb_run_name else {}),
+            )
+        )
+    if progress_reporter is None:
+        columns = {
+            TRAINING_ITERATION: "iter",
+            "time_total_s": "total time (s)",
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: "ts",
+            f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}": (
+                "combined return" if args.num_agents > 0 else "episode return mean"
+            ),
+        }
+        if args.num_agents > 0:
+            columns.update(
+                {
+                    f"{ENV_RUNNER_RESULTS}/{EPISODE_MODULE_RETURN_MEAN}/{pid}": f"return {pid}"
+                    for pid in config.policies
+                }
+            )
+        progress_reporter = tune.CLIReporter(
+            metric_columns=columns, max_report_frequency=args.tune_max_report_freq
+        )
+    # As RLlib: Tune's new progress output ignores a custom CLIReporter.
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    return tune.Tuner(
+        trainable or config.algo_class,
+        param_space=config,
+        run_config=tune.RunConfig(
+            failure_config=tune.FailureConfig(max_failures=0, fail_fast="raise"),
+            stop=stop,
+            verbose=args.verbose,
+            callbacks=tune_callbacks,
+            checkpoint_config=tune.CheckpointConfig(
+                checkpoint_frequency=args.checkpoint_freq,
+                checkpoint_at_end=args.checkpoint_at_end,
+            ),
+            progress_reporter=progress_reporter,
+        ),
+        tune_config=tune.TuneConfig(
+            num_samples=args.num_samples,
+            max_concurrent_trials=args.max_concurrent_trials,
+            scheduler=scheduler,
+        ),
+    ).fit()
+
+
 def _refuse_tune_only(
     args: Any, trainable: Any, tune_callbacks: Any, scheduler: Any, progress_reporter: Any
 ) -> None:
-    """Tune features that would change what runs are refused; reporting ones are noted."""
+    """Without Tune (the in-process trials): Tune features that would change what runs are
+    refused; reporting ones are noted."""
     if scheduler is not None:
         raise ValueError(
             f"run_rllib_example_script_experiment(scheduler={scheduler!r}): Tune "
-            "schedulers (trials stopped or mutated early) are not supported here; "
-            "every trial runs until the stop criteria"
+            "schedulers (trials stopped or mutated early) need Ray Tune on real Ray "
+            "(pip install 'localrl[tune]'; under the launcher: python -m trainer run --ray); "
+            "the trials here run in this process until the stop criteria"
         )
     if trainable is not None and not isinstance(trainable, type):
         raise ValueError(
@@ -505,9 +633,11 @@ class _TrialRunner:
         algo = self.algo_class(config=self.config)
         # RLlib's multi-agent progress columns: with --num-agents > 0, a return per policy.
         module_ids = sorted(map(str, self.config.policies)) if args.num_agents > 0 else None
+        settings = self.config.to_dict()
         try:
             while True:
                 result = algo.train()
+                result["config"] = settings  # as Tune adds the trial's config to each result
                 self.results.append(result)
                 if args.verbose:
                     print(_progress_line(len(self.results), result, module_ids), flush=True)
@@ -523,7 +653,7 @@ class _TrialRunner:
             algo.stop()
         return Result(
             metrics=self.results[-1] if self.results else None,
-            config=self.config.to_dict(),
+            config=settings,
             path=self.path if self.checkpoints else None,
             checkpoint=self.checkpoints[-1][0] if self.checkpoints else None,
             best_checkpoints=list(self.checkpoints),
@@ -570,7 +700,7 @@ def _check_success(
         if success_metric is None:
             success_metric = {f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}": args.stop_reward}
     key, target = next(iter(success_metric.items()))
-    values = [metric_value(result, key) for trial in grid for result in trial.all_metrics]
+    values = _reported_values(grid, key)
     numbers = [float(v) for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
     best = max(numbers) if numbers else math.nan
     passed = bool(numbers) and best >= target
@@ -586,6 +716,22 @@ def _check_success(
             print(message)
         else:
             raise ValueError(message)
+
+
+def _reported_values(grid: Any, key: str) -> list[Any]:
+    """Every value of `key` any trial reported: from our `ResultGrid`'s results, or from each
+    Tune `Result`'s `metrics_dataframe` (its progress, one row per iteration; the last result
+    where it has none)."""
+    if isinstance(grid, ResultGrid):
+        return [metric_value(result, key) for trial in grid for result in trial.all_metrics]
+    values: list[Any] = []
+    for trial in grid:
+        frame = getattr(trial, "metrics_dataframe", None)
+        if frame is not None and key in frame:
+            values.extend(frame[key].tolist())
+        else:
+            values.append(metric_value(trial.metrics or {}, key))
+    return values
 
 
 def _write_release_summary(

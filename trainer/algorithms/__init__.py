@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The algorithms' names, as RLlib registers them (`get_trainable_cls`).
+ALGORITHM_NAMES = ("PPO", "DQN")
+
 
 def get_trainable_cls(name: str) -> Any:
     """The Algorithm class registered under `name` ("PPO" or "DQN"), as Tune's
@@ -13,7 +16,7 @@ def get_trainable_cls(name: str) -> Any:
     from trainer.algorithms.dqn import DQN
     from trainer.algorithms.ppo import PPO
 
-    algorithms = {"PPO": PPO, "DQN": DQN}
+    algorithms = dict(zip(ALGORITHM_NAMES, (PPO, DQN), strict=True))
     if name not in algorithms:
         raise ValueError(
             f"get_trainable_cls({name!r}): the algorithms here are {sorted(algorithms)}"

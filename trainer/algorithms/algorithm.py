@@ -572,11 +572,14 @@ class Algorithm(OldAlgorithmNames):
         `str()`) is the checkpoint directory; `restore()` takes it back."""
         return SavedCheckpoint(self.save_to_path(checkpoint_dir))
 
-    def restore(self, checkpoint_path: str | os.PathLike | SavedCheckpoint) -> None:
-        """Tune's spelling of `restore_from_path` (a path, or what `save()` returned)."""
-        self.restore_from_path(
-            getattr(getattr(checkpoint_path, "checkpoint", None), "path", checkpoint_path)
-        )
+    def restore(self, checkpoint_path: str | os.PathLike | SavedCheckpoint | Any) -> None:
+        """Tune's spelling of `restore_from_path`: a path, what `save()` returned, or a Tune
+        `Checkpoint` (a Tune run's `result.checkpoint`: its `.path` on its `.filesystem`)."""
+        target = getattr(checkpoint_path, "checkpoint", checkpoint_path)  # save()'s result
+        filesystem = getattr(target, "filesystem", None)
+        if type(filesystem).__name__ == "LocalFileSystem":  # pyarrow's: a local path
+            filesystem = None
+        self.restore_from_path(getattr(target, "path", target), filesystem=filesystem)
 
     # -- the rest of Tune's Trainable API (RLlib's Algorithm is a Trainable) -----------------
     def get_config(self) -> AlgorithmConfig:
@@ -598,10 +601,17 @@ class Algorithm(OldAlgorithmNames):
         self._time_total_s = 0.0
         return True
 
+    #: The Ray Tune trial this algorithm runs in (`trainer.tune`'s Trainable sets it): the
+    #: trial properties below are then Tune's, as RLlib's Algorithm (a Trainable) has them.
+    _tune_trial: Any = None
+
     @property
     def logdir(self) -> str:
-        """Tune's per-trial directory: created on first use, in the system's temporary
-        folder, named `<Algo>_<env>_<date>_<time>` (nothing is written there unless you do)."""
+        """Tune's per-trial directory: in a Tune trial, the trial's working directory; else
+        created on first use, in the system's temporary folder, named
+        `<Algo>_<env>_<date>_<time>` (nothing is written there unless you do)."""
+        if self._tune_trial is not None:
+            return self._tune_trial.logdir
         if getattr(self, "_logdir", None) is None:
             stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
             env_name = self.config.env if isinstance(self.config.env, str) else "env"
@@ -610,30 +620,40 @@ class Algorithm(OldAlgorithmNames):
 
     @property
     def trial_name(self) -> str:
-        """Tune's trial name: "default", as for a Trainable run without Tune."""
-        return "default"
+        """Tune's trial name ("default" for an algorithm run without Tune)."""
+        return "default" if self._tune_trial is None else self._tune_trial.trial_name
 
     @property
     def trial_id(self) -> str:
-        """Tune's trial id: "default", as for a Trainable run without Tune."""
-        return "default"
+        """Tune's trial id ("default" for an algorithm run without Tune)."""
+        return "default" if self._tune_trial is None else self._tune_trial.trial_id
 
     @property
-    def trial_resources(self) -> None:
-        """Tune's placement group of the trial: None without Tune."""
-        return None
+    def trial_resources(self) -> Any:
+        """Tune's placement group (factory) of the trial: None without Tune."""
+        return None if self._tune_trial is None else self._tune_trial.trial_resources
 
     @classmethod
-    def default_resource_request(cls, config: AlgorithmConfig | dict) -> None:
-        """Tune's resource request: None, nothing to reserve on one machine (EnvRunners are
-        processes started by the algorithm itself)."""
-        return None
+    def default_resource_request(cls, config: AlgorithmConfig | dict) -> Any:
+        """Tune's resource request of a trial running `config` (a `PlacementGroupFactory`, as
+        RLlib's; `trainer.tune.trainable.resource_request` says how it is computed). Needs Ray
+        Tune (`pip install 'localrl[tune]'`); without it None: there is nothing to reserve
+        when no Tune runs the trials."""
+        try:
+            from trainer.tune.trainable import config_of, resource_request
+        except ImportError:
+            return None
+        return resource_request(config_of(cls, config))
 
     @classmethod
     def resource_help(cls, config: AlgorithmConfig | dict) -> str:
         return (
             "EnvRunners are worker processes of this machine: "
-            "env_runners(num_env_runners=N) starts N of them; no Ray resources are reserved"
+            "env_runners(num_env_runners=N) starts N of them. Under Ray Tune a trial reserves "
+            "the main process's CPUs (num_cpus_for_main_process, or the learner's) plus "
+            "num_cpus_per_env_runner for each of num_env_runners and "
+            "evaluation_num_env_runners: one bundle with backend='processes' (the EnvRunners "
+            "are processes of the trial's actor), one bundle each with backend='ray'."
         )
 
     def get_current_ip_pid(self) -> tuple[str, int]:

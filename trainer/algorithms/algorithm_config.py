@@ -124,6 +124,28 @@ def is_grid_search(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"grid_search"}
 
 
+def is_tune_domain(value: Any) -> bool:
+    """Whether `value` is a Ray Tune search space (`tune.uniform(...)`, `tune.choice(...)`,
+    `tune.sample_from(...)`): Tune draws each trial's value. Told by its class's module, so
+    that Ray is not imported here."""
+    return type(value).__module__ == "ray.tune.search.sample"
+
+
+def is_search_space(value: Any) -> bool:
+    """Whether `value` is one of Tune's search spaces: a grid or a Tune domain."""
+    return is_grid_search(value) or is_tune_domain(value)
+
+
+def _search_options(value: Any) -> list[Any]:
+    """The values of a setting to check when it is set: a grid's, a `tune.choice`'s
+    categories, none of another Tune domain (its trials' values are checked at build)."""
+    if is_grid_search(value):
+        return list(value["grid_search"])
+    if is_tune_domain(value):
+        return list(getattr(value, "categories", None) or [])
+    return [value]
+
+
 class _Flag:
     """A truth value that reads the same as an attribute or called: RLlib has had
     `config.is_multi_agent` both as a method and as a property."""
@@ -1114,7 +1136,7 @@ class AlgorithmConfig(OldConfigNames):
             # A numpy scalar (np.int64 from np.arange, ...) is stored as the Python number, so
             # that configs compare, print and write to JSON as with Python's own.
             value = value.item()
-        if setting is not None and not is_grid_search(value):
+        if setting is not None and not is_search_space(value):
             # RLlib scripts also set attributes directly (`config.lr = 1e-4`): the same check
             # as the builder method's, at once.
             problem = setting.check(value)
@@ -1153,7 +1175,9 @@ class AlgorithmConfig(OldConfigNames):
                 continue
             # Tune's grid_search marker: every value is checked now; the example driver runs
             # one trial per value (grid_settings()), and build() refuses the marker itself.
-            for option in value["grid_search"] if is_grid_search(value) else [value]:
+            # Another Tune search space: its values are checked when a trial's config is built
+            # (a tune.choice's categories now).
+            for option in _search_options(value):
                 problem = settings[name].check(option)
                 if problem is not None:
                     argument = (spelled or {}).get(name, name)
@@ -1164,6 +1188,14 @@ class AlgorithmConfig(OldConfigNames):
             setattr(self, name, copy.copy(value) if isinstance(value, (dict, list)) else value)
             self._given.add(name)
         return self
+
+    def search_settings(self) -> dict[str, Any]:
+        """The settings given as Tune search spaces (grid_search, uniform, choice, ...)."""
+        return {
+            name: getattr(self, name)
+            for name in self._settings()
+            if is_search_space(getattr(self, name, None))
+        }
 
     def grid_settings(self) -> dict[str, list]:
         """The settings given as Tune's `grid_search([...])`, each with its values."""
@@ -1666,7 +1698,12 @@ class AlgorithmConfig(OldConfigNames):
 
     def callbacks(self, callbacks_class: Any = NotProvided, **on_events: Any) -> Self:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
-        a list of callables (called after the classes, in list order)."""
+        a list of callables (called after the classes, in list order). `callbacks_class=None`
+        sets the default, `RLlibCallback`, as RLlib's does."""
+        if callbacks_class is None:
+            # As RLlib: the default class, not None (Tune's Tuner.restore(param_space=...)
+            # resolves a search's callbacks class by the value it finds in the same place).
+            callbacks_class = RLlibCallback
         if callbacks_class is not NotProvided:
             classes = (
                 callbacks_class if isinstance(callbacks_class, (list, tuple)) else [callbacks_class]
@@ -2373,8 +2410,13 @@ class AlgorithmConfig(OldConfigNames):
         for setting, values in self.grid_settings().items():
             raise ConfigError(
                 f"{name}: {setting}=grid_search({values!r}): one Algorithm runs one value; "
-                "run_rllib_example_script_experiment runs one trial per value (Ray Tune's "
-                "Tuner is not available here)"
+                "search with trainer.tune.Tuner (or run_rllib_example_script_experiment, one "
+                "trial per value)"
+            )
+        for setting, domain in self.search_settings().items():
+            raise ConfigError(
+                f"{name}: {setting}={domain!r} is a Ray Tune search space: one Algorithm runs "
+                "one value; search with trainer.tune.Tuner(param_space=config)"
             )
         # Each setting again: a value may have come in without its builder's check (an
         # unpickled config, a `config.__dict__` write).

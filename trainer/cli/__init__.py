@@ -1,7 +1,7 @@
 """The command line: `python -m trainer` or `localrl`, with the commands `train` (the default:
 `python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate`,
-`inspect`, `settings`, `run` (an unmodified RLlib script) and `trust` (a checkpoint from another
-user or machine). One module per command; the run
+`inspect`, `settings`, `run` (an unmodified RLlib script), `tune` (a Ray Tune search from a
+file) and `trust` (a checkpoint from another user or machine). One module per command; the run
 folder, progress display, stop criteria, Ctrl-C handling, config files, plots and videos each
 have their own.
 
@@ -16,7 +16,7 @@ import difflib
 import os
 import sys
 
-from trainer.cli import evaluate, inspect, run, settings, train, trust
+from trainer.cli import evaluate, inspect, run, settings, train, trust, tune
 
 COMMANDS = {
     "train": train,
@@ -24,6 +24,7 @@ COMMANDS = {
     "inspect": inspect,
     "settings": settings,
     "run": run,
+    "tune": tune,
     "trust": trust,
 }
 
@@ -42,7 +43,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         epilog="Run a command with --help for its flags.",
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="{train,evaluate,inspect,settings,run,trust}"
+        dest="command", metavar="{train,evaluate,inspect,settings,run,tune,trust}"
     )
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 

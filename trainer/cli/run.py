@@ -1,6 +1,8 @@
 """`python -m trainer run SCRIPT [ARGS...]`: runs an unmodified RLlib 2.60 script on this
 project (`trainer.launcher`): `sys.argv` is `[SCRIPT, ARGS...]` and the script runs as
-`__main__`, as with `python SCRIPT ARGS`; its exit status is the command's."""
+`__main__`, as with `python SCRIPT ARGS`; its exit status is the command's. A script that uses
+Tune's experiment runner (`Tuner`, `tune.run`, ...) runs on real Ray by itself where Ray Tune is
+installed (`trainer.launcher.script.wants_real_ray`)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--ray",
         action="store_true",
         help="keep the installed Ray for `import ray` (for "
-        'env_runners(backend="ray")); only ray.rllib, ray.tune and '
-        "ray.air are mapped",
+        'env_runners(backend="ray")); only ray.rllib (and, without Ray Tune, '
+        "ray.tune and ray.air) are mapped. Chosen by itself for a script that "
+        "uses Tune's experiment runner (Tuner, tune.run, ...) where Ray Tune is "
+        "installed",
     )
     parser.add_argument("script", help="the Python file to run")
     parser.add_argument(
@@ -39,4 +43,5 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from trainer.launcher import run_script
 
-    return run_script(args.script, list(args.script_args), real_ray=args.ray)
+    # Without --ray, the launcher decides (real Ray for Tune's experiment runner).
+    return run_script(args.script, list(args.script_args), real_ray=True if args.ray else None)

@@ -215,7 +215,8 @@ DIFFERENCES: tuple[Difference, ...] = (
     *_same(
         "missing",
         "the Algorithm is built in __init__ here; there is no setup(config) hook "
-        "for Tune to call (a subclass extends __init__ or setup_learner())",
+        "(a subclass extends __init__ or setup_learner()); Tune calls the setup() of "
+        "trainer.tune's Trainable for the Algorithm class, which builds it",
         "Algorithm.setup",
         "DQN.setup",
     ),
@@ -399,7 +400,10 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
         "left out",
-        "it needs Ray Tune's Tuner",
+        "EnvRunners get no tune_trial_id here (the trial's Algorithm has Tune's trial_id, "
+        "tests/test_tune.py); its Tuner asks for PPO's 2 EnvRunners plus the main process, "
+        "3 CPUs that a 2-core machine lacks (the trial would wait forever), and it checks "
+        "nothing when the trial fails",
         TEST,
     ),
     Difference(
@@ -1058,6 +1062,51 @@ DIFFERENCES: tuple[Difference, ...] = (
         "RLlib 2.60 re-creates all sub-envs, drops every ongoing episode and restarts its "
         "step count from 0 within the sample: one failing sub-env discards the others' "
         "work, and an env that fails within every num_timesteps never returns",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "ray.tune.Tuner(PPO) (plain Ray Tune given an Algorithm class)",
+        'Ray Tune refuses it with its TypeError ("Second argument must be convertable to '
+        'Trainable"): import Tune as `from trainer import tune`, whose Tuner, run, '
+        "register_trainable, with_parameters and with_resources take the Algorithm classes, "
+        "their names and AlgorithmConfigs (tests/test_tune.py::test_algorithm_classes_and_"
+        "configs_are_trainables_and_ray_tune_refuses_them)",
+        "Tune runs only subclasses of ray.tune.Trainable, and the Algorithm here must not "
+        "import Ray (an optional dependency of ~300 MB): trainer.tune makes one Trainable per "
+        "Algorithm class on demand (trainer.tune.as_trainable)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Tune's resource request of an Algorithm trial (default_resource_request)",
+        'with backend="processes" a trial reserves one bundle holding the main process\'s '
+        "CPUs and num_cpus_per_env_runner for each EnvRunner and evaluation EnvRunner; with "
+        'backend="ray" RLlib\'s layout (a bundle per EnvRunner, placement_strategy), the '
+        "actors placed in the trial's placement group (trainer/tune/trainable.py "
+        "resource_request). The one bundle asks at most the largest node's CPUs (warned "
+        "once), where RLlib's request would wait forever",
+        "the EnvRunners of the process backend are child processes of the trial's actor, on "
+        "its node: separate bundles could be placed on other nodes and overcommit this one; "
+        "PPO's default 2 EnvRunners ask 3 CPUs, more than a 2-core machine has",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Algorithm.reset_config (Tune's reuse_actors=True, PBT)",
+        "the Tune Trainable of an Algorithm class rebuilds the algorithm from the new "
+        "trial's config in the same actor and returns True (tests/test_tune.py::test_"
+        "algorithm_classes_and_configs_are_trainables_and_ray_tune_refuses_them); the "
+        "Algorithm's own reset_config returns False, as RLlib's",
+        "a reused actor saves a process start and the imports per trial; RLlib's Algorithm "
+        "returns False, so Tune starts a new actor for every trial",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Tuner.restore(path, trainable) without param_space",
+        "trainer.tune's Tuner saves the param_space next to Tune's tuner.pkl "
+        "(param_space.pkl) and Tuner.restore passes it back when none is given "
+        "(tests/test_tune.py::test_tuner_restore_finishes_a_search_whose_driver_was_sigkilled)",
+        "Tune leaves the param_space out of tuner.pkl; a config dict holds functions and "
+        "classes (policy_mapping_fn, PolicySpec, callbacks) that a restored search cannot "
+        "rebuild for its pending trials unless the param_space is given again",
         BEHAVIOUR,
     ),
 )

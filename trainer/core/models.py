@@ -7,6 +7,7 @@ turns into actions) and in the learner (training passes and gradients). Weights 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -682,8 +683,19 @@ class FlatParameterModule(RLModuleAPI):
 
     def forward_inference(self, batch: dict) -> dict:
         """RLlib's RLModule forward pass on numpy inputs: `{"obs": observations}` (a batch) ->
-        `{"action_dist_inputs": ...}` (logits, means and log-stds, or Q-values)."""
-        return {"action_dist_inputs": self.dist_inputs(self.spaces.preprocess(batch["obs"]))}
+        `{"action_dist_inputs": ...}` (logits, means and log-stds, or Q-values).
+
+        Given torch tensors (as RLlib's default module, a torch one, is called), it answers
+        with a torch tensor: scripts written for that module (`.detach().cpu().numpy()` on the
+        output) run as written. The computation is numpy's either way."""
+        obs = batch["obs"]
+        torch = _torch_of(obs)
+        if torch is not None:
+            obs = obs.detach().cpu().numpy()
+        dist_inputs = self.dist_inputs(self.spaces.preprocess(obs))
+        if torch is not None:
+            return {"action_dist_inputs": torch.from_numpy(np.ascontiguousarray(dist_inputs))}
+        return {"action_dist_inputs": dist_inputs}
 
     forward_exploration = forward_inference
 
@@ -872,3 +884,13 @@ def activated_backward(
         inner_cache, backprop_activation(mlp.activation, d_out, pre, out), grads, input_grad=False
     )
     return grads
+
+
+def _torch_of(value: Any) -> Any:
+    """The torch module if `value` is a torch tensor, else None (never imports torch: a tensor
+    exists only where torch is imported already)."""
+    if type(value).__module__.startswith("torch"):
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Tensor):
+            return torch
+    return None

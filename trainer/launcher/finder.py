@@ -19,6 +19,7 @@ import importlib.util
 import os
 import sys
 import types
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +28,15 @@ from trainer.launcher import table
 from trainer.launcher.table import Unavailable
 
 #: Set in the environment by `install()` so that processes started by the script (EnvRunner
-#: workers, or anything that imports `trainer`) install the same hook: "1" (Ray's stand-in),
-#: "ray" (real Ray; only `ray.rllib`, `ray.tune`, `ray.air` mapped).
+#: workers, Tune's trial actors, anything that imports `trainer`) install the same hook: "1"
+#: (Ray's stand-in), "ray" (real Ray; only `ray.rllib`, and `ray.tune`/`ray.air`/`ray.train`
+#: as `real_tune_available()` decides, mapped).
 ENV_VAR = "LOCALRL_RLLIB_LAUNCHER"
-#: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's).
+#: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's);
+#: with Ray Tune installed too, only `ray.rllib` (and Tune's `TUNE_OVERLAYS`).
 MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
+#: What Ray Tune needs besides Ray (its `__init__` imports them): without them, no Tune.
+TUNE_REQUIREMENTS = ("pandas", "pyarrow", "fsspec", "requests")
 TABLE_FILE = RLlibNotAvailable.table_file
 
 
@@ -99,6 +104,26 @@ def _module_exists(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+_real_tune: bool | None = None
+
+
+def real_tune_available() -> bool:
+    """Whether Ray Tune (`ray[tune]`, the `tune` extra) is installed: Ray's `tune` package and
+    the packages it imports, looked up on disk (nothing is imported, so this is cheap enough
+    for every EnvRunner process)."""
+    global _real_tune
+    if _real_tune is None:
+        spec = importlib.machinery.PathFinder.find_spec("ray")
+        locations = list(spec.submodule_search_locations or ()) if spec else []
+        _real_tune = bool(locations) and all(
+            importlib.machinery.PathFinder.find_spec(name) is not None for name in TUNE_REQUIREMENTS
+        )
+        _real_tune = _real_tune and os.path.isfile(
+            os.path.join(locations[0], "tune", "__init__.py")
+        )
+    return _real_tune
 
 
 def _is_parent_of_table_entry(fullname: str) -> bool:
@@ -247,24 +272,159 @@ class _StandInLoader(importlib.abc.Loader):
         module.__all__ = list(exported)  # what `from ray.rllib.x import *` takes
 
 
+class TuneOverlay(types.ModuleType):
+    """One of Ray Tune's modules (`table.TUNE_OVERLAYS`) seen through this project's Tune
+    front: a public name a front module has is the front's (`Tuner`, `run`,
+    `register_trainable`, ... that accept this project's algorithms), any other Tune's own.
+    Submodules are Tune's (`__path__` is Tune's), so Tune's internals work unchanged under it."""
+
+    __localrl_real__: types.ModuleType
+    __localrl_fronts__: tuple[str, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        if not name.startswith("_"):  # Tune's private names are Tune's (its internals use them)
+            for front_name in self.__localrl_fronts__:
+                front = _front_module(front_name)
+                if front is not None and hasattr(front, name):
+                    return getattr(front, name)
+        return getattr(self.__localrl_real__, name)
+
+    def __dir__(self) -> list[str]:
+        names = set(dir(self.__localrl_real__))
+        for front_name in self.__localrl_fronts__:
+            front = _front_module(front_name)
+            if front is not None:
+                names.update(n for n in dir(front) if not n.startswith("_"))
+        return sorted(names)
+
+    def __reduce__(self) -> tuple:
+        return importlib.import_module, (self.__name__,)
+
+
+def _front_module(name: str) -> types.ModuleType | None:
+    """A front module (`trainer.tune`, ...) once fully imported; None while it is being
+    imported (it imports Tune itself, and must see Tune's own names then)."""
+    module = sys.modules.get(name)
+    if module is None:
+        module = importlib.import_module(name)
+    spec = getattr(module, "__spec__", None)
+    if spec is not None and getattr(spec, "_initializing", False):
+        return None
+    return module
+
+
+def _make_overlay(name: str, real: types.ModuleType) -> TuneOverlay:
+    overlay = TuneOverlay(name, real.__doc__)
+    overlay.__localrl_real__ = real
+    overlay.__localrl_fronts__ = table.TUNE_OVERLAYS[name]
+    for attribute in ("__file__", "__path__", "__all__", "__spec__"):
+        if hasattr(real, attribute):
+            setattr(overlay, attribute, getattr(real, attribute))
+    return overlay
+
+
+def _put_overlay(name: str, real: types.ModuleType) -> TuneOverlay:
+    """`sys.modules[name]` (and the parent package's attribute) becomes the overlay of `real`.
+    The front is imported first, while Tune's modules are still Tune's own: it binds them
+    (`import ray.tune as _ray_tune`), not their overlays (which would lead back to it)."""
+    for front in table.TUNE_OVERLAYS[name]:
+        importlib.import_module(front)
+    overlay = _make_overlay(name, real)
+    _bind_module(name, overlay)
+    return overlay
+
+
+def _bind_module(name: str, module: types.ModuleType) -> None:
+    """`module` becomes `sys.modules[name]` and its parent package's attribute."""
+    sys.modules[name] = module
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], child, module)
+
+
+def _overlay_the_imported_modules(being_imported: AbstractSet[str] = frozenset()) -> None:
+    """Tune modules imported (for real) before or while the finder is on: overlaid now (not
+    those `being_imported`, still half-made)."""
+    for name in table.TUNE_OVERLAYS:
+        module = sys.modules.get(name)
+        if (
+            module is not None
+            and name not in being_imported
+            and not isinstance(module, TuneOverlay)
+        ):
+            _put_overlay(name, module)
+
+
+class _TuneOverlayLoader(importlib.abc.Loader):
+    """Imports Tune's own module (the finder stands aside for it), then puts the overlay in
+    its place (and overlays Tune's other `TUNE_OVERLAYS` modules its import brought in)."""
+
+    def __init__(self, finder: RLlibFinder):
+        self.finder = finder
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return types.ModuleType(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        name = module.__name__
+        placeholder_module = sys.modules.pop(name, None)
+        self.finder.standing_aside.add(name)
+        try:
+            real = importlib.import_module(name)
+            # The fronts import Tune themselves: while the finder stands aside, every Tune
+            # module they import is Tune's own, and they bind those.
+            for front in table.TUNE_OVERLAYS[name]:
+                importlib.import_module(front)
+        except BaseException:
+            if placeholder_module is not None:
+                sys.modules[name] = placeholder_module
+            raise
+        finally:
+            self.finder.standing_aside.discard(name)
+        if isinstance(real, TuneOverlay):  # overlaid while Tune imported itself
+            real = real.__localrl_real__
+        # the import system returns whatever sys.modules holds for `name` after exec_module
+        _put_overlay(name, real)
+        _overlay_the_imported_modules(self.finder.standing_aside)
+
+
 class RLlibFinder(importlib.abc.MetaPathFinder):
-    """Serves `ray` and everything under it (with `real_ray`: only `ray.rllib`, `ray.tune` and
-    `ray.air`, leaving the rest to the installed Ray)."""
+    """Serves `ray` and everything under it. With `real_ray`: only `ray.rllib`, `ray.tune` and
+    `ray.air`, leaving the rest to the installed Ray; and where Ray Tune is installed
+    (`real_tune_available()`), `ray.tune`, `ray.air` and `ray.train` are Tune's own, with
+    `TUNE_OVERLAYS` served as `TuneOverlay`s."""
 
     def __init__(self, real_ray: bool = False):
         self.real_ray = real_ray
+        self.real_tune = real_ray and real_tune_available()
+        #: Tune modules being imported for real by a `_TuneOverlayLoader` (not served then).
+        self.standing_aside: set[str] = set()
 
     def serves(self, fullname: str) -> bool:
         parts = fullname.split(".")
         if parts[0] != "ray":
             return False
+        if self.real_tune:
+            return len(parts) > 1 and parts[1] == "rllib"
         if self.real_ray:
             return len(parts) > 1 and parts[1] in MAPPED_WITH_REAL_RAY
         return True
 
+    def overlays(self, fullname: str) -> bool:
+        """Whether `fullname` is one of Tune's modules served as a `TuneOverlay`."""
+        return self.real_tune and fullname in table.TUNE_OVERLAYS
+
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
+        # While Tune imports itself for real (standing aside), its modules stay its own; they
+        # are overlaid once that import is done.
+        if self.overlays(fullname) and not self.standing_aside:
+            return importlib.util.spec_from_loader(
+                fullname, _TuneOverlayLoader(self), is_package=True
+            )
         if not self.serves(fullname):
             return None
         return importlib.util.spec_from_loader(
@@ -290,10 +450,13 @@ def install(real_ray: bool = False) -> None:
     if current is not None and current.real_ray == real_ray:
         return
     uninstall()
+    finder = RLlibFinder(real_ray)
     for name in [n for n in sys.modules if n == "ray" or n.startswith("ray.")]:
-        if RLlibFinder(real_ray).serves(name):
+        if finder.serves(name):
             _displaced[name] = sys.modules.pop(name)
-    sys.meta_path.insert(0, RLlibFinder(real_ray))
+    sys.meta_path.insert(0, finder)
+    if finder.real_tune:  # Tune imported before (a trial actor unpickling its trainable)
+        _overlay_the_imported_modules()
     os.environ[ENV_VAR] = "ray" if real_ray else "1"
 
 
@@ -304,6 +467,8 @@ def uninstall() -> None:
     for name, module in list(sys.modules.items()):
         if (name == "ray" or name.startswith("ray.")) and isinstance(module, RLlibStandIn):
             del sys.modules[name]
+        elif isinstance(module, TuneOverlay):  # Tune's own module, back in its place
+            _bind_module(name, module.__localrl_real__)
     sys.modules.update(_displaced)  # the installed Ray's modules, as they were
     _displaced.clear()
     os.environ.pop(ENV_VAR, None)

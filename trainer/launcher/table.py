@@ -65,14 +65,17 @@ _MODEL = (
     "the default numpy models, configured with rl_module(model_config=...) "
     "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)"
 )
-_TUNE_LATER = (
-    "Ray Tune is not part of this project yet (a separate, later issue); run "
-    "algo.train() in a loop, or run_rllib_example_script_experiment()"
+_TUNE_ON_REAL_RAY = (
+    "Ray Tune on real Ray: pip install 'localrl[tune]'; the launcher runs a script that "
+    "uses Tune's experiment runner (Tuner, tune.run, schedulers, ...) on real Ray by itself, "
+    "or force it with `python -m trainer run --ray SCRIPT`"
 )
 
 #: RLlib (or Ray) module path -> the module(s) whose names it has, searched in order.
 MODULES: dict[str, tuple[str, ...]] = {
-    # Ray itself (the stand-in; `trainer.launcher.ray_api`) and the parts of Tune RLlib uses.
+    # Ray itself (the stand-in; `trainer.launcher.ray_api`) and the parts of Tune RLlib uses
+    # (with real Ray and Ray Tune installed, `ray.tune`, `ray.air` and `ray.train` are Tune's
+    # own instead, `ray.tune` and `ray.tune.registry` seen through `TUNE_OVERLAYS`).
     "ray": ("trainer.launcher.ray_api",),
     "ray.exceptions": ("trainer.launcher.ray_exceptions",),
     "ray.tune": ("trainer.launcher.tune_api",),
@@ -204,6 +207,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.wrappers.atari_wrappers": ("trainer.env.wrappers.atari_wrappers",),
 }
 
+#: With real Ray and Ray Tune installed: Tune's modules whose public names are first looked up
+#: in these modules, in order (`trainer.launcher.tune_overlay`: what RLlib's scripts need beyond
+#: the front; `trainer.tune`, this project's Tune front: `Tuner`, `run`, `register_trainable`,
+#: `register_env`, ... that accept this project's algorithms), then in Tune's own module. Every
+#: other `ray.tune.*`, `ray.air.*` and `ray.train.*` module is Tune's.
+TUNE_OVERLAYS: dict[str, tuple[str, ...]] = {
+    "ray.tune": ("trainer.launcher.tune_overlay", "trainer.tune"),
+    "ray.tune.registry": ("trainer.launcher.tune_overlay", "trainer.tune"),
+}
+
 #: RLlib package -> our package with the same layout below it: `ray.rllib.examples.a.b` is
 #: `trainer.examples.a.b` when that module exists.
 GENERIC_PREFIXES: dict[str, str] = {
@@ -301,15 +314,15 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.execution": Unavailable(OLD_API_STACK),
     "ray.rllib.examples._old_api_stack": Unavailable(OLD_API_STACK),
     # Ray Tune, Train, Serve and Ray's internals
-    "ray.tune.logger": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.search": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.schedulers": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.experiment": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.stopper": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.callback": Unavailable(TUNE, _TUNE_LATER),
-    "ray.tune.utils": Unavailable(TUNE, _TUNE_LATER),
-    "ray.air.integrations": Unavailable(TUNE, _TUNE_LATER),
-    "ray.train": Unavailable(TUNE, _TUNE_LATER),
+    "ray.tune.logger": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.search": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.schedulers": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.experiment": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.stopper": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.callback": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.tune.utils": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.air.integrations": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.train": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
     "ray.serve": Unavailable(SERVE),
     "ray.util": Unavailable(RAY_INTERNALS, "import ray (init, remote, get, get_actor, ...)"),
     "ray.actor": Unavailable(RAY_INTERNALS, "import ray (remote, get_actor)"),
@@ -317,7 +330,10 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray._common": Unavailable(RAY_INTERNALS),
 }
 
-_TUNE_NAMES = (
+#: Tune's experiment runner as `ray.tune` names it (the Tuner, search spaces, reporters,
+#: callbacks, ...): a script that uses one runs on real Ray (`trainer.launcher.script`),
+#: and without Ray Tune each fails at import.
+TUNE_RUNNER_NAMES = (
     "Tuner",
     "TuneConfig",
     "run",
@@ -334,7 +350,6 @@ _TUNE_NAMES = (
     "get_checkpoint",
     "Stopper",
     "ResultGrid",
-    "SyncConfig",
     "uniform",
     "quniform",
     "loguniform",
@@ -347,9 +362,10 @@ _TUNE_NAMES = (
     "qlograndint",
     "choice",
     "sample_from",
-    "PlacementGroupFactory",
-    "Checkpoint",
 )
+#: The run configs of Tune's runner that `ray.air` names (as `ray.tune` does).
+AIR_RUNNER_NAMES = ("RunConfig", "CheckpointConfig", "FailureConfig")
+_TUNE_NAMES = (*TUNE_RUNNER_NAMES, "SyncConfig", "PlacementGroupFactory", "Checkpoint")
 
 #: Names of mapped modules that have no counterpart (module -> name -> why).
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
@@ -358,10 +374,10 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "method": Unavailable(RAY_INTERNALS),
         "ObjectRef": Unavailable(RAY_INTERNALS),
     },
-    "ray.tune": {name: Unavailable(TUNE, _TUNE_LATER) for name in _TUNE_NAMES},
+    "ray.tune": {name: Unavailable(TUNE, _TUNE_ON_REAL_RAY) for name in _TUNE_NAMES},
     "ray.air": {
-        name: Unavailable(TUNE, _TUNE_LATER)
-        for name in ("RunConfig", "CheckpointConfig", "FailureConfig", "ScalingConfig", "session")
+        name: Unavailable(TUNE, _TUNE_ON_REAL_RAY)
+        for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session")
     },
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),

@@ -12,7 +12,8 @@ one thread). A second group holds one call, `watch`, that never returns: when th
 non-blocking `ray.wait`, and a runner that died while idle is noticed like a dead process.
 
 Resources mean what they mean in RLlib: `num_cpus_per_env_runner`, `num_gpus_per_env_runner`,
-`custom_resources_per_env_runner`; actors are spread over the nodes ("SPREAD"). The driver
+`custom_resources_per_env_runner`; actors are spread over the nodes ("SPREAD"), or, in a Ray
+Tune trial, placed in the trial's placement group. The driver
 joins the cluster the user already joined (`ray.init(...)` before `build()`), else
 `env_runners(ray_address=...)` or `RAY_ADDRESS`, else starts a local Ray instance.
 """
@@ -274,6 +275,19 @@ class RayRunner(RunnerHandle):
         return [handle for handle in handles if id(handle) in found]
 
 
+def _scheduling_strategy() -> Any:
+    """Inside a placement group (a Ray Tune trial's, which reserved the EnvRunners' bundles
+    from `default_resource_request`): in that group, as RLlib's actors are; else spread over
+    the nodes."""
+    from ray.util import get_current_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    group = get_current_placement_group()
+    if group is None:
+        return "SPREAD"
+    return PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True)
+
+
 class RayBackend(RunnerBackend):
     """Remote runners as Ray actors, spread over the cluster's nodes."""
 
@@ -283,7 +297,7 @@ class RayBackend(RunnerBackend):
             "num_cpus": config.num_cpus_per_env_runner,
             "num_gpus": config.num_gpus_per_env_runner,
             "resources": dict(config.custom_resources_per_env_runner or {}),
-            "scheduling_strategy": "SPREAD",
+            "scheduling_strategy": _scheduling_strategy(),
             "max_restarts": 0,  # the group restarts runners, with their state
         }
 
