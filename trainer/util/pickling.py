@@ -6,11 +6,17 @@ file: `travel_dumps` refuses every open file object with the same clear error. I
 the objects it is told to name (callbacks) each on its own, so that one that cannot be
 unpickled in the worker (its module missing there, its `__setstate__` raising) is reported by
 name instead of as a failed start.
+
+Code objects travel whole (marshal, as the interpreter stores them in .pyc files): cloudpickle 3
+renames a pickled function's file to "<dynamic-code>", which would leave a traceback from the
+worker without the user's file and source lines.
 """
 
 from __future__ import annotations
 
 import io
+import marshal
+import types
 from typing import Any
 
 import cloudpickle
@@ -29,6 +35,11 @@ class UnpicklingFailed(Exception):
         super().__init__(f"{label} could not be unpickled here: {type(error).__name__}: {error}")
 
 
+def _load_code(blob: bytes) -> types.CodeType:
+    """Runs in the receiving process: a code object with its own file name and line table."""
+    return marshal.loads(blob)
+
+
 def _load_named(label: str, blob: bytes) -> Any:
     """Runs in the receiving process: unpickles one named object, naming it if that fails."""
     try:
@@ -43,6 +54,13 @@ class _TravelPickler(cloudpickle.Pickler):
         self._named = named
 
     def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is types.CodeType:
+            # The same interpreter version runs on both sides (a worker process, or a Ray
+            # actor on a cluster Ray requires to match), so the marshal format is the same.
+            try:
+                return _load_code, (marshal.dumps(obj),)
+            except ValueError:  # a hand-built code object holding an unmarshallable constant
+                return super().reducer_override(obj)
         label = self._named.get(id(obj))
         if label is not None:
             # Pickled on its own, so a failure to unpickle it names it (see _load_named).
