@@ -125,7 +125,7 @@ def main() -> None:
         default=5,
         help="measurements of each side, interleaved; the best of each counts",
     )
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--num-envs", type=int, nargs="*", default=[1, 8, 64])
     parser.add_argument(
         "--vector-entry-point",
         type=int,

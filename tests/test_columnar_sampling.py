@@ -264,10 +264,11 @@ def test_episode_ids_are_unique_and_a_forked_child_reads_its_own():
 class _FailingOnceVectorEnv(gym.vector.VectorEnv):
     """A vector env (gym_env_vectorize_mode="vector_entry_point") whose sub-envs' episodes
     last 4 steps (observation = the step's t); the first instance made raises at its 6th
-    step, the ones made after it never do."""
+    step (`fails_at`), the ones made after it never do."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
     made = 0
+    fails_at = 6
 
     def __init__(self, config):
         self.num_envs = config["num_envs"]
@@ -278,7 +279,7 @@ class _FailingOnceVectorEnv(gym.vector.VectorEnv):
         )
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         type(self).made += 1
-        self.fails_at = 6 if type(self).made == 1 else None
+        self.fails_at = type(self).fails_at if type(self).made == 1 else None
         self.steps = 0
         self._t = np.zeros(self.num_envs, np.int64)
         self._autoreset = np.zeros(self.num_envs, bool)
@@ -319,3 +320,28 @@ def test_a_vector_env_recreated_mid_call_starts_every_episode_afresh():
         assert ep.get_return() == len(ep)
     assert any(ep.is_done for ep in episodes)
     algo.stop()
+
+
+def test_only_the_steps_this_call_recorded_are_lost_when_the_vector_env_is_recreated(
+    monkeypatch,
+):
+    # The first call returns 2 steps of each of the 3 episodes (chunks, which continue in
+    # the next call); the next records their 3rd step, and the vector env raises at its 4th:
+    # 3 steps are lost, not the 9 of the episodes so far.
+    monkeypatch.setattr(_FailingOnceVectorEnv, "made", 0)
+    monkeypatch.setattr(_FailingOnceVectorEnv, "fails_at", 4)
+    config = (
+        _config(_FailingOnceVectorEnv, 3, "vector_entry_point")
+        .env_runners(rollout_fragment_length=2)
+        .fault_tolerance(restart_failed_sub_environments=True)
+    )
+    with config.build() as algo:
+        runner = algo.env_runner_group.local_env_runner
+        chunks = runner.sample(num_timesteps=6)
+        assert [len(ep) for ep in chunks] == [2, 2, 2] and not any(ep.is_done for ep in chunks)
+        episodes = runner.sample(num_timesteps=6)
+        assert _FailingOnceVectorEnv.made == 2
+        assert {ep.id_ for ep in episodes}.isdisjoint(ep.id_ for ep in chunks)
+        metrics = runner.get_metrics()
+    assert metrics["num_env_steps_lost_lifetime"] == 3
+    assert metrics["num_sub_environment_restarts_lifetime"] == 3

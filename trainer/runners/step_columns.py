@@ -207,13 +207,14 @@ class StepColumns(NamedColumns):
         last: int,
         *,
         first_info: dict,
+        t_started: int = 0,
         start_time: float,
         end_time: float,
         terminated: bool,
         truncated: bool,
     ) -> EpisodeView:
-        """An episode (chunk) of sub-env `index`'s rows `first..last`, started at `t=0` with
-        `first_info` at its reset: made when it ends or the call does (no episode object
+        """An episode (chunk) of sub-env `index`'s rows `first..last`, starting at `t_started`
+        with `first_info` (at its reset when 0): made when it ends or the call does (no episode object
         exists while it runs when no callback needs one), its buffers when first read."""
         step_infos = self.step_infos(index, first + 1, last)
         return EpisodeView.of_rows(
@@ -223,7 +224,7 @@ class StepColumns(NamedColumns):
             first,
             last,
             infos=chunk_infos(first_info, step_infos, last - first + 1),
-            t_started=0,
+            t_started=t_started,
             env_index=index,
             terminated=terminated,
             truncated=truncated,
