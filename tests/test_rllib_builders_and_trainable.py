@@ -232,6 +232,20 @@ class ClipObservations(ObservationPreprocessor):
         return np.clip(observation, -0.01, 0.01).astype(np.float32)
 
 
+def test_every_runner_has_the_algorithms_trial_id_default_without_tune():
+    # As in RLlib: the Algorithm gives its trial_id to every EnvRunner, local, remote and
+    # restarted, and evaluation's ("default" outside a Tune trial; tests/test_tune.py checks
+    # a trial's own id).
+    config = small_ppo(1).evaluation(evaluation_interval=1, evaluation_num_env_runners=1)
+    with config.build() as algo:
+        algo.env_runner_group.foreach_env_runner(lambda r: os._exit(1), local_env_runner=False)
+        algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() == 1
+        groups = (algo.env_runner_group, algo.eval_env_runner_group)
+        trial_ids = [group.foreach_env_runner(lambda r: r.tune_trial_id) for group in groups]
+    assert trial_ids == [["default", "default"], ["default", "default"]]
+
+
 def test_observation_preprocessor_rewrites_what_the_module_sees_in_a_real_runner():
     config = small_ppo().env_runners(env_to_module_connector=lambda env: ClipObservations())
     runner = EnvRunner(config=config, tune_trial_id="trial_1")

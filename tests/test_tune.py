@@ -202,10 +202,21 @@ def test_algorithm_classes_and_configs_are_trainables_and_ray_tune_refuses_them(
         ray.tune.Tuner(PPO, param_space=ppo_config.to_dict()).fit()
 
 
+class ReportRunnersTrialIds(RLlibCallback):
+    """Puts the tune_trial_id of each of the trial's EnvRunners into the result."""
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        trial_ids = algorithm.env_runner_group.foreach_env_runner(lambda r: r.tune_trial_id)
+        result["runner_trial_ids"] = " ".join(map(str, trial_ids))
+
+
 def test_ray_backend_runners_are_placed_in_the_trials_placement_group(tmp_path):
     # The trial reserves both CPUs of this Ray (its main process and one EnvRunner): an actor
-    # placed outside its placement group would wait for a free CPU forever.
-    config = tiny_ppo().env_runners(backend="ray", num_env_runners=1)
+    # placed outside its placement group would wait for a free CPU forever. Each runner (the
+    # local one and the Ray actor) has the trial's id, as RLlib's runners have.
+    config = (
+        tiny_ppo().env_runners(backend="ray", num_env_runners=1).callbacks(ReportRunnersTrialIds)
+    )
     bundles = tune.as_trainable(PPO).default_resource_request(config.to_dict()).bundles
     assert bundles == [{"CPU": 1.0}, {"CPU": 1.0}]
     assert tune.as_trainable(PPO).default_resource_request(
@@ -219,6 +230,8 @@ def test_ray_backend_runners_are_placed_in_the_trials_placement_group(tmp_path):
     ).fit()
     assert results.num_errors == 0, results.errors
     assert results[0].metrics["num_env_steps_sampled_lifetime"] == 400
+    trial_id = results[0].metrics["trial_id"]
+    assert results[0].metrics["runner_trial_ids"] == f"{trial_id} {trial_id}"
 
 
 def test_search_spaces_are_set_in_the_config_and_refused_by_a_plain_build():

@@ -264,6 +264,7 @@ class Algorithm(OldAlgorithmNames):
                 make_env_creator(config.env),
                 on_recreated=lambda indices: self._runners_recreated(indices, False),
                 weights_synced_at_start=True,
+                tune_trial_id=self.trial_id,
             )  # sync_weights() below, before any use
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().

@@ -52,10 +52,19 @@ from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of
 
 
 class Evaluator:
-    def __init__(self, config: Any, *, on_recreated: Callable[[list[int]], None] | None = None):
+    def __init__(
+        self,
+        config: Any,
+        *,
+        on_recreated: Callable[[list[int]], None] | None = None,
+        tune_trial_id: str | None = None,
+    ):
         self.config = config.get_evaluation_config_object()
         self.group = EnvRunnerGroup(
-            self.config, make_env_creator(self.config.env), on_recreated=on_recreated
+            self.config,
+            make_env_creator(self.config.env),
+            on_recreated=on_recreated,
+            tune_trial_id=tune_trial_id,
         )
         self.metrics = MetricsLogger(root=True, stats_cls_lookup=self.config.stats_cls_lookup)
         self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
@@ -393,7 +402,9 @@ class EvaluationRounds:
     def _make_evaluator(self) -> Evaluator:
         algorithm = self._algorithm
         return Evaluator(
-            self.config, on_recreated=lambda indices: algorithm._runners_recreated(indices, True)
+            self.config,
+            on_recreated=lambda indices: algorithm._runners_recreated(indices, True),
+            tune_trial_id=algorithm.trial_id,
         )
 
     @property

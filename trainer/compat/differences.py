@@ -400,10 +400,10 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
         "left out",
-        "EnvRunners get no tune_trial_id here (the trial's Algorithm has Tune's trial_id, "
-        "tests/test_tune.py); its Tuner asks for PPO's 2 EnvRunners plus the main process, "
-        "3 CPUs that a 2-core machine lacks (the trial would wait forever), and it checks "
-        "nothing when the trial fails",
+        "it checks nothing when its trial fails (Tuner.fit() returns the trial's error "
+        "without raising it); tests/test_tune.py::"
+        "test_ray_backend_runners_are_placed_in_the_trials_placement_group checks that every "
+        "EnvRunner of a trial has its tune_trial_id",
         TEST,
     ),
     Difference(

@@ -174,8 +174,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     from `config.env` unless `env_creator` is given; `num_env_runners` overrides the config's).
     RLlib's other arguments are accepted: `local_env_runner` (the local runner always exists
     here: restarted runners are synced from it), `validate_env`, `default_policy_class`,
-    `logdir`, `tune_trial_id` and `pg_offset` (old-stack and Ray/Tune placement arguments, unused
-    by RLlib's new stack as here); `_setup=False` builds the group without any runner.
+    `logdir` and `pg_offset` (old-stack and Ray/Tune placement arguments, unused by RLlib's new
+    stack as here); `tune_trial_id` is every runner's (`EnvRunner.tune_trial_id`, as in RLlib:
+    the Algorithm gives its `trial_id`); `_setup=False` builds the group without any runner.
     `weights_synced_at_start`: the caller syncs weights to every runner right after this group
     is built, before anything uses them (the Algorithm does, from its learner); the remote
     runners then skip their networks' random initialisation."""
@@ -209,6 +210,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: Remote replies dropped because a call's timeout passed (RLlib's counter).
         self._num_env_runners_dropped_lifetime = 0
         self.config = config
+        self._tune_trial_id = tune_trial_id
         self._skip_initial_weights = weights_synced_at_start and _weights_fully_synced(config)
         self._env_creator = env_creator
         self._backend = backend or backend_for(config)
@@ -247,7 +249,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         if num == 0:
             with self._initial_weights():
                 self.local_env_runner = runner_cls(
-                    config, env_creator, worker_index=0, num_workers=0
+                    config, env_creator, worker_index=0, num_workers=0, tune_trial_id=tune_trial_id
                 )
             self.spaces = self.local_env_runner.spaces
             return
@@ -283,6 +285,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 create_env=config.create_env_on_local_worker,
                 spaces=self.spaces,
                 env_spaces=self.env_spaces,
+                tune_trial_id=tune_trial_id,
             )
         if failures:
             # validate_env_runners_after_construction=False: the runners that did not start
@@ -306,6 +309,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             "spaces": self.spaces,
             "env_spaces": self.env_spaces,
             "recreated": recreated,
+            "tune_trial_id": self._tune_trial_id,
             "named_objects": named_objects.client_settings(),
             "weights_set_later": self._skip_initial_weights and not recreated,
         }

@@ -104,6 +104,7 @@ def _build_runner(request: protocol.Init) -> Any:
             spaces=spec.get("spaces"),
             recreated=spec.get("recreated", False),
             env_spaces=spec.get("env_spaces"),
+            tune_trial_id=spec.get("tune_trial_id"),
         )
 
 
