@@ -1540,7 +1540,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:
                 live.append(None)
                 ids[i] = chunk.id_
-                start_times[i] = chunk._start_time or 0.0
+                started = chunk._start_time
+                start_times[i] = time.perf_counter() if started is None else started
         #: Per sub-env, its episode's return so far in this call (the metrics' returns of
         #: episodes started in it).
         returns = np.zeros(num_envs)
