@@ -321,8 +321,9 @@ BENCHMARKS = (
         "compare_sb3",
         "against Stable-Baselines3 (rl-zoo's settings): PPO on CartPole, Acrobot, "
         "MountainCar, Pendulum and LunarLander, DQN on CartPole, Acrobot, MountainCar and "
-        "LunarLander, seeds 0-2, wall time to the env's solved return",
-        ("bench/compare.py",),
+        "LunarLander, seeds 0-2, wall time to the env's solved return, each run capped at "
+        "150 s (a capped run has not reached it: its ratio is a bound)",
+        ("bench/compare.py", "--max-seconds", "150"),
         r"^(ppo_|dqn_)\w+ +[-\d]",
         "ratio SB3 / localrl > 1",
         requires=("stable_baselines3",),
