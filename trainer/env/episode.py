@@ -553,8 +553,15 @@ class SingleAgentEpisode(OldEpisodeAPI):
         self._hand_over(successor)
         return successor
 
-    def _hand_over(self, successor: SingleAgentEpisode) -> None:
-        """What `cut()`'s successor shares with or takes from this chunk besides data."""
+    def _last_info(self) -> dict:
+        """The last info dict, without making the empty ones a count stands for."""
+        infos = self._infos
+        return {} if isinstance(infos, int) else infos.data[-1]
+
+    def _hand_over(self, successor: SingleAgentEpisode, *, ended: bool = False) -> None:
+        """What `cut()`'s successor shares with or takes from this chunk besides data. The
+        chunk's last step time is now, unless it `ended` already (stamped when its sampling
+        call did)."""
         successor.agent_id, successor.module_id = self.agent_id, self.module_id
         successor.multi_agent_episode_id = self.multi_agent_episode_id
         successor.custom_data = self.custom_data
@@ -566,7 +573,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
             successor._return_before = self._return_before
         successor._env_runner = self._env_runner
         successor.connector_data = self.connector_data
-        self._last_step_time = time.perf_counter()
+        if not ended:
+            self._last_step_time = time.perf_counter()
         successor._start_time = self._start_time
         successor._last_step_time = self._last_step_time
 
@@ -1161,8 +1169,7 @@ class EpisodeView(SingleAgentEpisode):
         source, index, first, last = self._source
         successor = SingleAgentEpisode(self.id_, t_started=self.t, env_index=self.env_index)
         successor.observations.data.append(source.observation(index, last))
-        infos = self._infos
-        successor.infos.data.append({} if isinstance(infos, int) else infos.data[-1])
+        successor.infos.data.append(self._last_info())
         for key in source.extra_model_output_keys():
             successor.extra_model_outputs[key] = InfiniteLookbackBuffer.of_list([])
         self._hand_over(successor)

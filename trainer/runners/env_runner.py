@@ -178,6 +178,17 @@ def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
     return cast(_TaskSettable, sub_env.unwrapped)
 
 
+def _with_earlier_chunks(
+    episode_return: float, episode_len: int, prev_chunks: list[SingleAgentEpisode]
+) -> tuple[float, int]:
+    """An ended episode's return and length from its last chunk's, its earlier chunks (those
+    earlier `sample()` calls returned) counted in, as RLlib's episode metrics count them."""
+    if prev_chunks:
+        episode_return += sum(c.get_return() for c in prev_chunks)
+        episode_len += sum(len(c) for c in prev_chunks)
+    return episode_return, episode_len
+
+
 @dataclass(slots=True)
 class SubEnvRecord:
     """What an EnvRunner keeps about one sub-env between steps. The sampling loop, the
@@ -1656,13 +1667,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                             prev_chunks = []
                             # (The running return: the same float additions, in the same order,
                             # as the episode's get_return().)
-                            episode_return, episode_len = return_list[i], row - first
                             if chunk is not None:
                                 carried[i] = None
                                 prev_chunks = record.prev_chunks
                                 record.prev_chunks = []
-                                episode_return += sum(c.get_return() for c in prev_chunks)
-                                episode_len += sum(len(c) for c in prev_chunks)
+                            episode_return, episode_len = _with_earlier_chunks(
+                                return_list[i], row - first, prev_chunks
+                            )
                             if fires_end:
                                 end_kwargs = dict(base_kwargs[i])
                                 end_kwargs["episode"] = episode
@@ -1761,39 +1772,23 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> SingleAgentEpisode:
         """The episode (chunk) of sub-env `index`'s rows `first..last`: one started in this
         call, or the continuation of `chunk`, the one the last call returned."""
-        if chunk is None:
-            episode = columns.view(
-                id_,
-                index,
-                first,
-                last,
-                first_info=columns.sub_env_infos(first, index),
-                start_time=start_time,
-                end_time=end_time,
-                terminated=terminated,
-                truncated=truncated,
-            )
-            episode._env_runner = self
-            return episode
-        infos = chunk._infos
         episode = columns.view(
             id_,
             index,
             first,
             last,
-            first_info={} if isinstance(infos, int) else infos.data[-1],
-            t_started=chunk.t,
+            first_info=columns.sub_env_infos(first, index) if chunk is None else chunk._last_info(),
+            t_started=0 if chunk is None else chunk.t,
             start_time=start_time,
             end_time=end_time,
             terminated=terminated,
             truncated=truncated,
         )
-        # What cut() hands the successor (custom data, connector data, the old API's),
-        # without restamping the chunk, which ended with its call.
-        ended_at = chunk._last_step_time
-        chunk._hand_over(episode)
-        chunk._last_step_time = ended_at
-        episode._last_step_time = end_time
+        if chunk is None:
+            episode._env_runner = self
+        else:  # what cut() hands the successor: custom data, connector data, the old API's
+            chunk._hand_over(episode, ended=True)
+            episode._last_step_time = end_time
         return episode
 
     def _sample_complete_episodes(
@@ -2109,10 +2104,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._callbacks.fire_with(
                 "on_episode_end", {**record.event_kwargs, "prev_episode_chunks": prev_chunks}
             )
-        episode_return, episode_len = episode.get_return(), len(episode)
-        if prev_chunks:
-            episode_return += sum(c.get_return() for c in prev_chunks)
-            episode_len += sum(len(c) for c in prev_chunks)
+        episode_return, episode_len = _with_earlier_chunks(
+            episode.get_return(), len(episode), prev_chunks
+        )
         self._note_ended(episode, episode_return, episode_len)
 
     def _note_ended(

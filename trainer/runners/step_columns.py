@@ -214,8 +214,8 @@ class StepColumns(NamedColumns):
         truncated: bool,
     ) -> EpisodeView:
         """An episode (chunk) of sub-env `index`'s rows `first..last`, starting at `t_started`
-        with `first_info` (at its reset when 0): made when it ends or the call does (no episode object
-        exists while it runs when no callback needs one), its buffers when first read."""
+        with `first_info` (at its reset when 0): made when it ends or the call does (no episode
+        object exists while it runs when no callback needs one), its buffers when first read."""
         step_infos = self.step_infos(index, first + 1, last)
         return EpisodeView.of_rows(
             self,
