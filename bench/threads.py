@@ -7,8 +7,11 @@ Measures, each in a fresh process with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS se
 - a full PPO iteration with 2 EnvRunners whose BLAS threads are 1 or 2 (the learner keeps the
   default), since workers run batches of 1-8 rows.
 
-Prints ratios (2 threads / 1 thread); the library's choice follows from them: workers get 1 BLAS
-thread (trainer/runners/process_runner.py); the main process keeps numpy's default.
+and both again with no variable set: the library's own choice, where workers get 1 BLAS thread
+(trainer/runners/worker_template.py) and a PPO update times its minibatches on 1 and 2 threads and
+keeps the faster (trainer/core/blas.py, `AdaptiveBlasThreads`).
+
+Prints ratios against 1 thread.
 Run: python bench/threads.py
 """
 
@@ -58,10 +61,15 @@ print(min(times))
 """
 
 
-def run(code: str, threads: int, *args: str, worker_threads: int | None = None) -> float:
+def run(code: str, threads: int | None, *args: str) -> float:
+    """`code`'s last printed number, run with every BLAS variable set to `threads` (None: all
+    unset, the library's choice)."""
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
+        if threads is None:
+            env.pop(var, None)
+        else:
+            env[var] = str(threads)
     out = subprocess.run(
         [sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True
     )
@@ -70,16 +78,17 @@ def run(code: str, threads: int, *args: str, worker_threads: int | None = None) 
 
 def main() -> None:
     for hiddens in ("256,256", "64,64"):
-        one, two = run(LEARNER_CODE, 1, hiddens), run(LEARNER_CODE, 2, hiddens)
+        one, two, chosen = (run(LEARNER_CODE, threads, hiddens) for threads in (1, 2, None))
         print(
-            f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s, "
-            f"ratio 2/1 = {two / one:.2f}"
+            f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s "
+            f"(2/1 = {two / one:.2f}), chosen by timing {chosen:.3f} s (/1 = {chosen / one:.2f})"
         )
-    # Worker threads follow the environment (trainer/runners/process_runner.py only sets a default of 1).
-    one, two = run(ITERATION_CODE, 1), run(ITERATION_CODE, 2)
+    # Worker threads follow the environment (the template only sets a default of 1).
+    one, two, chosen = (run(ITERATION_CODE, threads) for threads in (1, 2, None))
     print(
         f"PPO iteration, 2 runners x 8 envs, all processes at 1 thread {one:.3f} s, "
-        f"at 2 threads {two:.3f} s, ratio 2/1 = {two / one:.2f}"
+        f"at 2 threads {two:.3f} s (2/1 = {two / one:.2f}), the library's choice {chosen:.3f} s "
+        f"(/1 = {chosen / one:.2f})"
     )
 
 

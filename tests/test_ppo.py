@@ -195,19 +195,25 @@ def _train_once(config) -> None:
         algo.stop()
 
 
-def _blas_threads_during_updates(monkeypatch) -> list[list[int]]:
+def _blas_threads_during_updates(monkeypatch, num_epochs: int = 2) -> list[list[int]]:
     """The BLAS pool sizes each minibatch step of one PPO iteration saw (numpy's pools at 2)."""
-    config = small_ppo(0, env="Pendulum-v1", num_epochs=2)
+    config = small_ppo(0, env="Pendulum-v1", num_epochs=num_epochs)
     return blas_threads_seen(monkeypatch, PPOLearner, "loss_and_grads", lambda: _train_once(config))
 
 
-def test_ppo_update_runs_on_one_blas_thread(monkeypatch):
+def test_ppo_update_starts_on_one_blas_thread_and_probes_two(monkeypatch):
     # A pool of one thread per core waits for its descheduled threads after every small
     # product on a busy machine (an update 20x slower); RLlib's learner runs on one thread.
+    # The update starts there, and times two threads after MIN_PROBE_INTERVAL steps
+    # (tests/test_blas_threads.py has the policy).
+    from trainer.core.blas import MIN_PROBE_INTERVAL
+
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    seen = _blas_threads_during_updates(monkeypatch)
-    assert len(seen) == 4 and all(threads == [1] * len(threads) for threads in seen)
+    seen = _blas_threads_during_updates(monkeypatch, num_epochs=6)
+    assert len(seen) == 12
+    assert all(threads == [1] * len(threads) for threads in seen[:MIN_PROBE_INTERVAL])
+    assert all(threads == [2] * len(threads) for threads in seen[MIN_PROBE_INTERVAL:][:1])
 
 
 def test_ppo_update_keeps_a_blas_pool_the_user_sized(monkeypatch):

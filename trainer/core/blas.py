@@ -1,12 +1,18 @@
-"""numpy's BLAS thread pools, capped where many small products run (see `BlasThreads`)."""
+"""numpy's BLAS thread pools, capped where many small products run (see `BlasThreads`), and
+sized by measurement for a PPO update (see `AdaptiveBlasThreads`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+_Item = TypeVar("_Item")
 
 
 @functools.cache
@@ -58,3 +64,198 @@ class BlasThreads:
             yield
         finally:
             limiter.restore_original_limits()
+
+
+# -- a PPO update's thread count, chosen by measurement ------------------------------------------
+#: The most BLAS threads an update tries: a minibatch's products (128 rows through 256-wide
+#: layers) gain from a second thread (1.7x on an idle machine) and little from more.
+MAX_UPDATE_THREADS = 2
+#: Ordinary steps between two probes of the other thread count: the first interval, and the
+#: longest one that a probe losing again and again backs off to.
+MIN_PROBE_INTERVAL = 8
+MAX_PROBE_INTERVAL = 4096
+#: Steps a probe runs. The first warms up (it may start the pool's threads, about 0.3 ms); each
+#: of the others must win for the probe to win, since on a busy machine a pool of two has runs
+#: of fast steps between its stalls.
+PROBE_STEPS = 4
+#: The other count is taken when its probe is this much faster than the current count's mean.
+SWITCH_GAIN = 0.9
+#: On more than one thread, a step this many times slower than one thread's mean means the pool
+#: is waiting for a descheduled thread (the machine is busy): back to one thread at once.
+STALL_FACTOR = 3.0
+#: Weight of a new step in the current count's running mean.
+MEAN_WEIGHT = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreadPolicy:
+    """What the update's thread policy knows between two minibatch steps: the count ordinary
+    steps run with, each count's seconds per row (a running mean for the current count, a probe's
+    slowest judged step for the other), and the probe schedule."""
+
+    threads: int = 1
+    seconds_per_row: dict[int, float] = dataclasses.field(default_factory=dict)
+    probe_interval: int = MIN_PROBE_INTERVAL
+    steps_to_probe: int = MIN_PROBE_INTERVAL
+    #: The count under probe (0: none), and the seconds per row its steps took so far.
+    probing: int = 0
+    probe_seconds: tuple[float, ...] = ()
+
+
+def threads_for_next_step(policy: ThreadPolicy, ceiling: int) -> int:
+    """The thread count of the next minibatch step: the probe's while one is under way, else the
+    current one, never above `ceiling` (the pool's size when the update began)."""
+    return min(policy.probing or policy.threads, ceiling)
+
+
+def after_step(
+    policy: ThreadPolicy, threads: int, seconds_per_row: float, ceiling: int
+) -> ThreadPolicy:
+    """The policy after a step that ran on `threads` and took `seconds_per_row`.
+
+    One thread is the start and the fallback. Every `probe_interval` ordinary steps, the other
+    count runs `PROBE_STEPS` steps; it is kept when every step after the first beats the current
+    count's mean by `SWITCH_GAIN`. A probe that loses doubles the interval (up to
+    `MAX_PROBE_INTERVAL`), so a busy machine pays for a losing probe rarely; a switch resets it.
+    On more than one thread, a step `STALL_FACTOR` times slower than one thread's mean goes back
+    to one thread at once, with the next probe `MIN_PROBE_INTERVAL` steps away. A probe step
+    that slow ends its probe.
+    """
+    if ceiling <= 1:
+        return policy
+    means = policy.seconds_per_row
+    current = policy.threads
+    if policy.probing and threads == policy.probing:
+        probe_seconds = (*policy.probe_seconds, seconds_per_row)
+        stalled = seconds_per_row > STALL_FACTOR * means.get(current, float("inf"))
+        if len(probe_seconds) < PROBE_STEPS and not stalled:
+            return dataclasses.replace(policy, probe_seconds=probe_seconds)
+        slowest = max(probe_seconds[1:] or probe_seconds)
+        means = {**means, threads: slowest}
+        if slowest < SWITCH_GAIN * means.get(current, float("inf")):
+            current, interval = threads, MIN_PROBE_INTERVAL
+        else:
+            interval = min(2 * policy.probe_interval, MAX_PROBE_INTERVAL)
+        return ThreadPolicy(current, means, interval, interval)
+    if threads != current:  # the ceiling held this step below the current count
+        return policy
+    previous = means.get(current)
+    mean = (
+        seconds_per_row
+        if previous is None
+        else previous + MEAN_WEIGHT * (seconds_per_row - previous)
+    )
+    means = {**means, current: mean}
+    if current > 1 and seconds_per_row > STALL_FACTOR * means.get(1, float("inf")):
+        # Back to one thread, and a probe soon: a stall may be a moment's load, and where the
+        # load lasts, the probes that lose back off.
+        return ThreadPolicy(1, means, MIN_PROBE_INTERVAL, MIN_PROBE_INTERVAL)
+    steps_to_probe = policy.steps_to_probe - 1
+    if steps_to_probe > 0:
+        return dataclasses.replace(policy, seconds_per_row=means, steps_to_probe=steps_to_probe)
+    other = 1 if current > 1 else min(MAX_UPDATE_THREADS, ceiling)
+    return dataclasses.replace(
+        policy, seconds_per_row=means, steps_to_probe=0, probing=other, probe_seconds=()
+    )
+
+
+class AdaptiveBlasThreads:
+    """The BLAS thread count of a learner's updates, one or two, chosen by timing its minibatch
+    steps (`after_step`).
+
+    Two threads make an idle machine's PPO update of RLlib's 256x256 network about 1.25x faster
+    (the products 1.7x). On a busy machine they make it many times slower (`BlasThreads`), and
+    what else runs cannot be known in advance: the EnvRunners wait during a synchronous update,
+    but a parallel evaluation round, another trial or another program may not. So the update
+    measures: it starts on one thread, probes two now and then, keeps the faster, and drops back
+    to one at the first stalled step. Results do not depend on the choice: OpenBLAS splits a
+    product's rows and columns between its threads, never the sum over the inner dimension
+    (tests/test_blas_threads.py checks an update's weights bit for bit).
+
+    The pools are never sized above what they were when the update began: a user's
+    `OPENBLAS_NUM_THREADS` (see `BLAS_THREAD_VARS`) leaves them alone entirely, and a cap such
+    as the one a parallel evaluation round sets keeps its effect.
+    """
+
+    def __init__(self, max_threads: int = MAX_UPDATE_THREADS):
+        self.max_threads = max_threads
+        self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
+        self.policy = ThreadPolicy()
+        self._used_more = False
+        #: Steps run at each thread count (what the tests and `bench/threads.py` read).
+        self.steps_at: dict[int, int] = {}
+
+    @contextmanager
+    def __call__(self) -> Iterator[Callable[..., Iterator[Any]]]:
+        """An update: yields `paced(items, rows)`, which yields `items` with each step (the
+        consumer's work between two items) run on the policy's thread count and timed; `rows`
+        gives an item's row count. The pools are sized as they were afterwards."""
+        if self.user_sized:
+            yield _unpaced
+            return
+        pools = [pool for pool in _controller().lib_controllers if pool.user_api == "blas"]
+        original = [pool.num_threads for pool in pools]
+        ceiling = min([self.max_threads, *original])
+        self._used_more = False
+        try:
+            yield functools.partial(self._paced, pools, ceiling)
+        finally:
+            for pool, num_threads in zip(pools, original, strict=True):
+                pool.set_num_threads(num_threads)
+            if self._used_more:
+                _end_spinning(pools)
+
+    def _paced(
+        self,
+        pools: list[Any],
+        ceiling: int,
+        items: Iterable[_Item],
+        rows: Callable[[_Item], int],
+    ) -> Iterator[_Item]:
+        clock = time.perf_counter
+        sized = 0
+        for item in items:
+            threads = threads_for_next_step(self.policy, ceiling)
+            if threads != sized:
+                for pool in pools:
+                    pool.set_num_threads(threads)
+                sized = threads
+                self._used_more |= threads > 1
+            start = clock()
+            yield item
+            seconds = clock() - start
+            self.steps_at[threads] = self.steps_at.get(threads, 0) + 1
+            self.policy = after_step(self.policy, threads, seconds / max(1, rows(item)), ceiling)
+
+
+def _unpaced(items: Iterable[_Item], rows: Callable[[_Item], int]) -> Iterator[_Item]:
+    """`AdaptiveBlasThreads`'s pacing where the user sized the pools: the items as they are."""
+    return iter(items)
+
+
+def _end_spinning(pools: list[Any]) -> None:
+    """Puts an OpenBLAS pool's threads to rest now. After its last product a pool thread spins
+    for about 0.1 s before it sleeps: a whole core, taken from the EnvRunners that sample right
+    after the update (a Pendulum PPO iteration's sampling took 40 ms instead of 27). OpenBLAS
+    starts them again at the next product on more than one thread (about 0.3 ms).
+
+    Only while this is the process's one Python thread: OpenBLAS's shutdown must not meet a
+    product that another thread is running."""
+    if threading.active_count() != 1:
+        return
+    for pool in pools:
+        if pool.internal_api != "openblas" or getattr(pool, "threading_layer", "") != "pthreads":
+            continue
+        shutdown = _openblas_shutdown(pool.filepath)
+        if shutdown is not None:
+            shutdown()
+
+
+@functools.cache
+def _openblas_shutdown(filepath: str) -> Callable[[], int] | None:
+    import ctypes
+
+    try:
+        return ctypes.CDLL(filepath).blas_thread_shutdown_
+    except (OSError, AttributeError):
+        return None

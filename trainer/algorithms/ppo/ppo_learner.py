@@ -15,7 +15,7 @@ import numpy as np
 
 from trainer.algorithms.algorithm_config import adam_settings
 from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
-from trainer.core.blas import BlasThreads
+from trainer.core.blas import AdaptiveBlasThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
@@ -143,6 +143,10 @@ def shuffled_minibatches(
                 yield {key: value[idx] for key, value in batch.items()}
 
 
+def _minibatch_rows(minibatch: dict[str, np.ndarray]) -> int:
+    return len(minibatch["advantages"])
+
+
 def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
     """RLlib's KL coefficient adaptation: x1.5 above twice `kl_target`, x0.5 below half."""
     if mean_kl > 2.0 * cfg.kl_target:
@@ -171,8 +175,9 @@ class PPOLearner(Learner):
         self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
-        #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
-        self.update_threads = BlasThreads()
+        #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
+        #: pools (see AdaptiveBlasThreads).
+        self.update_threads = AdaptiveBlasThreads()
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
@@ -282,18 +287,22 @@ class PPOLearner(Learner):
         minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
         the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
         learning-rate schedule."""
-        with self.update_threads():
-            return self._update(episodes, num_env_steps_sampled_lifetime)
+        with self.update_threads() as paced:
+            return self._update(episodes, num_env_steps_sampled_lifetime, paced)
 
     def _update(
-        self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
+        self,
+        episodes: list[SingleAgentEpisode],
+        num_env_steps_sampled_lifetime: int | None,
+        paced: Callable[..., Iterator[dict[str, np.ndarray]]],
     ) -> UpdateResults:
         cfg = self.config
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
         standardize_advantages(batch)
         step_stats: dict[str, float] = {}
-        for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+        minibatches = shuffled_minibatches(batch, cfg, self.rng)
+        for minibatch in paced(minibatches, rows=_minibatch_rows):
             step_stats = self._minibatch_step(minibatch)
         # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
         # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
