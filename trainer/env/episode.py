@@ -518,6 +518,11 @@ class SingleAgentEpisode(OldEpisodeAPI):
         this chunk's `t` with its last observation and info, and the last
         `len_lookback_buffer` steps as its lookback buffer. `custom_data` and the temporary
         timestep data are shared with the successor."""
+        return self._cut(len_lookback_buffer)
+
+    def _cut(self, len_lookback_buffer: int = 0, *, ended: bool = False) -> SingleAgentEpisode:
+        """`cut()`; with `ended`, the chunk keeps its last step time (its sampling call
+        stamped it when it ended) instead of being stamped now."""
         assert not self.is_done, "cut() on a finished episode"
         assert len_lookback_buffer >= 0, f"cut(len_lookback_buffer={len_lookback_buffer})"
         if len_lookback_buffer == 0:  # the EnvRunner's case: no history to copy
@@ -550,7 +555,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
                 len_lookback_buffer="auto",
                 env_index=self.env_index,
             )
-        self._hand_over(successor)
+        self._hand_over(successor, ended=ended)
         return successor
 
     def _last_info(self) -> dict:
@@ -1162,9 +1167,9 @@ class EpisodeView(SingleAgentEpisode):
     def is_numpy(self) -> bool:
         return True  # made of rows of arrays, whether the buffers are made yet or not
 
-    def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+    def _cut(self, len_lookback_buffer: int = 0, *, ended: bool = False) -> SingleAgentEpisode:
         if len_lookback_buffer or self._rows is not None or self.is_done:
-            return super().cut(len_lookback_buffer)
+            return super()._cut(len_lookback_buffer, ended=ended)
         # The successor from the columns, without making this chunk's buffers.
         source, index, first, last = self._source
         successor = SingleAgentEpisode(self.id_, t_started=self.t, env_index=self.env_index)
@@ -1172,7 +1177,7 @@ class EpisodeView(SingleAgentEpisode):
         successor.infos.data.append(self._last_info())
         for key in source.extra_model_output_keys():
             successor.extra_model_outputs[key] = InfiniteLookbackBuffer.of_list([])
-        self._hand_over(successor)
+        self._hand_over(successor, ended=ended)
         return successor
 
     def get_return(self) -> float:

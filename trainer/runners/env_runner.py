@@ -266,10 +266,8 @@ class SubEnvRecord:
         chunk = self.cut_from
         assert chunk is not None and self.event_kwargs_of is not None
         self.cut_from = None
-        # (cut() stamps the chunk's last step time now; the chunk ended with its call.)
-        ended_at = chunk._last_step_time
-        successor = chunk.cut()
-        chunk._last_step_time = successor._last_step_time = ended_at
+        # (The chunk ended with its call, which stamped its last step time.)
+        successor = chunk._cut(ended=True)
         self._episode = successor
         self._event_kwargs = self.event_kwargs_of(successor)
 

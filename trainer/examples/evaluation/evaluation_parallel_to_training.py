@@ -2,8 +2,9 @@
 Apache-2.0): evaluation running in parallel to training, with a callback that asserts each
 evaluation ran exactly the configured duration.
 
-Changed from RLlib: the imports only; Tune's driver is `trainer.testing`'s
-`run_rllib_example_script_experiment`, a plain `train()` loop. Run it as
+Changed from RLlib: the imports only; the driver is `trainer.testing`'s
+`run_rllib_example_script_experiment`, which runs the trials through Ray Tune where Tune is
+installed and real Ray is in use, else in this process (`trainer/example_scripts.py`). Run it as
 `python -m trainer.examples.evaluation.evaluation_parallel_to_training [--evaluation-duration
 auto] [--evaluation-parallel-to-training] [--stop-iters N]`.
 """
