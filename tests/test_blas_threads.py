@@ -182,3 +182,29 @@ def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypat
         learner.update(episodes)
         assert seen and all(threads == [2] * len(threads) for threads in seen)
         assert learner.update_threads.steps_at == {}
+
+
+def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
+    # The train batch's value estimates (thousands of rows) run on one thread whatever the
+    # policy chose: a product's result may depend on its thread count where OpenBLAS splits an
+    # inner sum, and a seeded run must not depend on timing (with these on two threads, a
+    # seeded LunarLander run left the one-thread run's weights at its 7th iteration).
+    from threadpoolctl import threadpool_limits
+
+    from trainer.algorithms.ppo.ppo_learner import PPOLearner
+
+    seen: list[list[int]] = []
+    original = PPOLearner.build_train_batch
+
+    def recording(self, episodes):
+        seen.append(blas_threads())
+        return original(self, episodes)
+
+    monkeypatch.setattr(PPOLearner, "build_train_batch", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        learner, episodes = pendulum_learner_and_batch()
+        learner.update_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
+        learner.update(episodes)
+        learner.update(episodes)
+        assert set(blas_threads()) == {2}
+    assert seen == [[1], [1]]

@@ -168,9 +168,10 @@ class AdaptiveBlasThreads:
     what else runs cannot be known in advance: the EnvRunners wait during a synchronous update,
     but a parallel evaluation round, another trial or another program may not. So the update
     measures: it starts on one thread, probes two now and then, keeps the faster, and drops back
-    to one at the first stalled step. Results do not depend on the choice: OpenBLAS splits a
-    product's rows and columns between its threads, never the sum over the inner dimension
-    (tests/test_blas_threads.py checks an update's weights bit for bit).
+    to one at the first stalled step. Results do not depend on the choice: the minibatch steps'
+    products come out bit for bit the same on one or two threads (tests/test_blas_threads.py),
+    and the rest of the update, where a product's result did depend on the thread count (a
+    seeded LunarLander run diverged at its 7th iteration), runs on one thread.
 
     The pools are never sized above what they were when the update began: a user's
     `OPENBLAS_NUM_THREADS` (see `BLAS_THREAD_VARS`) leaves them alone entirely, and a cap such
@@ -197,6 +198,11 @@ class AdaptiveBlasThreads:
         original = [pool.num_threads for pool in pools]
         ceiling = min([self.max_threads, *original])
         self._used_more = False
+        # The rest of the update (the train batch's value estimates over thousands of rows)
+        # runs on one thread, as before: a product's result may depend on its thread count
+        # where OpenBLAS splits an inner sum, and those products are not timed.
+        for pool in pools:
+            pool.set_num_threads(1)
         try:
             yield functools.partial(self._paced, pools, ceiling)
         finally:
@@ -213,7 +219,7 @@ class AdaptiveBlasThreads:
         rows: Callable[[_Item], int],
     ) -> Iterator[_Item]:
         clock = time.perf_counter
-        sized = 0
+        sized = 1
         for item in items:
             threads = threads_for_next_step(self.policy, ceiling)
             if threads != sized:
