@@ -104,6 +104,21 @@ def pendulum_learner_and_batch():
     return algo.learner, episodes
 
 
+def record_blas_threads(monkeypatch, method: str) -> list[list[int]]:
+    """The BLAS pool sizes each call of `PPOLearner.<method>` sees (filled as it is called)."""
+    from trainer.algorithms.ppo.ppo_learner import PPOLearner
+
+    seen: list[list[int]] = []
+    original = getattr(PPOLearner, method)
+
+    def recording(self, *args, **kwargs):
+        seen.append(blas_threads())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PPOLearner, method, recording)
+    return seen
+
+
 def test_the_weights_after_updates_do_not_depend_on_the_thread_count(unsized):
     # What makes the choice by timing safe for a seeded run: OpenBLAS splits a product's rows
     # and columns between threads, never the inner sum.
@@ -158,16 +173,7 @@ def test_the_pool_is_sized_back_and_its_threads_rest_after_an_update_on_two(unsi
 def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypatch, unsized):
     from threadpoolctl import threadpool_limits
 
-    from trainer.algorithms.ppo.ppo_learner import PPOLearner
-
-    seen: list[list[int]] = []
-    original = PPOLearner.loss_and_grads
-
-    def recording(self, minibatch):
-        seen.append(blas_threads())
-        return original(self, minibatch)
-
-    monkeypatch.setattr(PPOLearner, "loss_and_grads", recording)
+    seen = record_blas_threads(monkeypatch, "loss_and_grads")
     with threadpool_limits(limits=2, user_api="blas"):
         learner, episodes = pendulum_learner_and_batch()
         learner.update_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
@@ -191,16 +197,7 @@ def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
     # seeded LunarLander run left the one-thread run's weights at its 7th iteration).
     from threadpoolctl import threadpool_limits
 
-    from trainer.algorithms.ppo.ppo_learner import PPOLearner
-
-    seen: list[list[int]] = []
-    original = PPOLearner.build_train_batch
-
-    def recording(self, episodes):
-        seen.append(blas_threads())
-        return original(self, episodes)
-
-    monkeypatch.setattr(PPOLearner, "build_train_batch", recording)
+    seen = record_blas_threads(monkeypatch, "build_train_batch")
     with threadpool_limits(limits=2, user_api="blas"):
         learner, episodes = pendulum_learner_and_batch()
         learner.update_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
