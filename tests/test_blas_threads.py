@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import blas_threads, small_ppo
+from helpers import blas_threads, blas_threads_seen, small_ppo
 
 from trainer.core.blas import (
     MAX_PROBE_INTERVAL,
     MIN_PROBE_INTERVAL,
     PROBE_STEPS,
-    AdaptiveBlasThreads,
     ThreadPolicy,
     after_step,
     threads_for_next_step,
@@ -104,24 +103,9 @@ def pendulum_learner_and_batch():
     return algo.learner, episodes
 
 
-def record_blas_threads(monkeypatch, method: str) -> list[list[int]]:
-    """The BLAS pool sizes each call of `PPOLearner.<method>` sees (filled as it is called)."""
-    from trainer.algorithms.ppo.ppo_learner import PPOLearner
-
-    seen: list[list[int]] = []
-    original = getattr(PPOLearner, method)
-
-    def recording(self, *args, **kwargs):
-        seen.append(blas_threads())
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(PPOLearner, method, recording)
-    return seen
-
-
 def test_the_weights_after_updates_do_not_depend_on_the_thread_count(unsized):
-    # What makes the choice by timing safe for a seeded run: OpenBLAS splits a product's rows
-    # and columns between threads, never the inner sum.
+    # What makes the choice by timing safe for a seeded run: the minibatch steps' products come
+    # out bit for bit the same on one or two threads.
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=2, user_api="blas"):
@@ -139,13 +123,11 @@ def test_the_weights_after_updates_do_not_depend_on_the_thread_count(unsized):
 
 
 REST_SCRIPT = """
-import threading, time
-from threadpoolctl import threadpool_limits, ThreadpoolController
+import time
+from threadpoolctl import threadpool_limits
 import test_blas_threads as t
+from helpers import blas_threads as sizes
 from trainer.core.blas import ThreadPolicy
-
-def sizes():
-    return [p.num_threads for p in ThreadpoolController().select(user_api="blas").lib_controllers]
 
 with threadpool_limits(limits=2, user_api="blas"):
     learner, episodes = t.pendulum_learner_and_batch()
@@ -173,21 +155,29 @@ def test_the_pool_is_sized_back_and_its_threads_rest_after_an_update_on_two(unsi
 def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypatch, unsized):
     from threadpoolctl import threadpool_limits
 
-    seen = record_blas_threads(monkeypatch, "loss_and_grads")
-    with threadpool_limits(limits=2, user_api="blas"):
+    from trainer.algorithms.ppo.ppo_learner import PPOLearner
+
+    def capped_update():
         learner, episodes = pendulum_learner_and_batch()
         learner.update_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
         with threadpool_limits(limits=1, user_api="blas"):  # as a parallel evaluation round
             learner.update(episodes)
             assert set(blas_threads()) == {1}
-        assert seen and all(threads == [1] * len(threads) for threads in seen)
 
-        seen.clear()
-        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
-        learner.update_threads = AdaptiveBlasThreads()
+    seen = blas_threads_seen(monkeypatch, PPOLearner, "loss_and_grads", capped_update)
+    assert seen and all(threads == [1] * len(threads) for threads in seen)
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    steps_at = []
+
+    def user_sized_update():
+        learner, episodes = pendulum_learner_and_batch()
         learner.update(episodes)
-        assert seen and all(threads == [2] * len(threads) for threads in seen)
-        assert learner.update_threads.steps_at == {}
+        steps_at.append(learner.update_threads.steps_at)
+
+    seen = blas_threads_seen(monkeypatch, PPOLearner, "loss_and_grads", user_sized_update)
+    assert seen and all(threads == [2] * len(threads) for threads in seen)
+    assert steps_at == [{}]
 
 
 def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
@@ -195,13 +185,14 @@ def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
     # policy chose: a product's result may depend on its thread count where OpenBLAS splits an
     # inner sum, and a seeded run must not depend on timing (with these on two threads, a
     # seeded LunarLander run left the one-thread run's weights at its 7th iteration).
-    from threadpoolctl import threadpool_limits
+    from trainer.algorithms.ppo.ppo_learner import PPOLearner
 
-    seen = record_blas_threads(monkeypatch, "build_train_batch")
-    with threadpool_limits(limits=2, user_api="blas"):
+    def two_updates():
         learner, episodes = pendulum_learner_and_batch()
         learner.update_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
         learner.update(episodes)
         learner.update(episodes)
-        assert set(blas_threads()) == {2}
+
+    # (blas_threads_seen also checks that the pools are back at 2 afterwards.)
+    seen = blas_threads_seen(monkeypatch, PPOLearner, "build_train_batch", two_updates)
     assert seen == [[1], [1]]

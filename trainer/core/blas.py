@@ -28,6 +28,12 @@ def _controller() -> Any:
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def user_sized_pools() -> bool:
+    """Whether the user sized the BLAS pools (one of `BLAS_THREAD_VARS` is set): they are then
+    left as the user sized them."""
+    return any(var in os.environ for var in BLAS_THREAD_VARS)
+
+
 class BlasThreads:
     """Runs numpy's products on one BLAS thread (a learner's updates, a module's weight
     initialisation), as RLlib's learner runs: Ray gives an actor
@@ -51,7 +57,7 @@ class BlasThreads:
     def __init__(self, num_threads: int = 1):
         self.num_threads = num_threads
         #: True when the user sized the pools (see `BLAS_THREAD_VARS`): they are left alone.
-        self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
+        self.user_sized = user_sized_pools()
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
@@ -180,7 +186,7 @@ class AdaptiveBlasThreads:
 
     def __init__(self, max_threads: int = MAX_UPDATE_THREADS):
         self.max_threads = max_threads
-        self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
+        self.user_sized = user_sized_pools()
         self.policy = ThreadPolicy()
         self._used_more = False
         #: Steps run at each thread count (what the tests and `bench/threads.py` read).
