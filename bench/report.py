@@ -31,6 +31,8 @@ README_BEGIN = "<!-- benchmarks: begin (python bench/report.py) -->\n"
 README_END = "\n<!-- benchmarks: end -->"
 COLUMNS = ("benchmark", "what", "command", "result", "target", "date", "commit", "machine")
 NOT_RUN = "not run yet"
+#: The commit a copy of the tree without its git history was taken from (see `commit`).
+COMMIT_VARIABLE = "BENCH_COMMIT"
 #: Between the result lines a script printed, in a table cell.
 LINE_BREAK = "<br>"
 
@@ -56,6 +58,9 @@ class Benchmark:
     summary_keep: str | None = None
     #: Seconds it may need at most, where that is longer than `--timeout` (its worst case).
     worst_case_s: float = 0.0
+    #: The fewest cores it is run on (else it is skipped and its row kept): a figure that only
+    #: means something on a bigger machine than the one the other rows come from.
+    min_cores: int = 0
 
 
 BENCHMARKS = (
@@ -110,6 +115,15 @@ BENCHMARKS = (
         r"cores;|^\d+ runner",
         "2 runners >= 1.8x one on 2 cores",
         quick=("bench/scaling.py", "--rounds", "4", "--repeats", "1"),
+    ),
+    Benchmark(
+        "scaling_many_cores",
+        "`scaling` on a machine of 8 cores or more: 1, 2, 4, ... EnvRunner processes up to "
+        "the machine's cores, env steps/s and the ratio to N x one runner",
+        ("bench/scaling.py",),
+        r"cores;|^\d+ runner",
+        "printed: how far N runners stay from N x one runner",
+        min_cores=8,
     ),
     Benchmark(
         "multi_agent",
@@ -450,6 +464,11 @@ def machine() -> str:
 
 
 def commit() -> str:
+    """HEAD's short hash, "+changes" where tracked files differ from it. A copy of the tree
+    without its git history (one sent to a bigger machine) names its commit in BENCH_COMMIT."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
+
     def git(*args: str) -> str:
         return subprocess.run(
             ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30
@@ -541,6 +560,14 @@ def main(argv: list[str] | None = None) -> int:
         missing = [m for m in benchmark.requires if importlib.util.find_spec(m) is None]
         if missing:
             print(f"{benchmark.name}: skipped (needs {', '.join(missing)})", flush=True)
+            continue
+        cores = os.cpu_count() or 1
+        if cores < benchmark.min_cores:
+            print(
+                f"{benchmark.name}: skipped (needs {benchmark.min_cores} cores; this machine "
+                f"has {cores})",
+                flush=True,
+            )
             continue
         shown = benchmark.quick if args.quick and benchmark.quick else benchmark.args
         print(f"{benchmark.name}: {_command(shown)}", flush=True)
