@@ -9,19 +9,30 @@ and waits for all of them, so the time includes recording the episodes and shipp
 to the main process, which merges them (the main process is one more busy process beside the N
 runners). Sampling only: no learner update.
 
+Baseline, the machine's own ceiling: N plain loops in N processes started together (the loop
+of bench/sampling.py: the same sub-envs, forward pass and draws written plainly, one BLAS thread,
+no episodes kept, nothing shipped), their summed env steps/s against one such process. Where
+that falls short of N x one, the machine does (shared caches, memory bandwidth, cores that slow
+down when all are busy, hyperthreads), not the runners. The "main process busy" figure is the
+main process's CPU time over the wall time of the sampling rounds: the one process that merges
+every runner's episodes, the part of N runners' work that does not spread over cores.
+
 Each count is measured `--repeats` times, interleaved with the others, and the best of each is
 kept (as timeit does: the best run is the one least disturbed by the rest of the machine).
 
 Target: 2 runners at >= 1.8x one runner on a 2-core machine.
-Run: python bench/scaling.py [--num-envs 8] [--fragment 128] [--rounds 10] [--repeats 3]
+Run: python bench/scaling.py [--num-envs 8] [--fragment 128] [--rounds 10] [--repeats 5]
      [--max-runners N]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import time
+
+from sampling import baseline_steps_per_s  # bench/ is this script's path
 
 from trainer import PPOConfig
 from trainer.runners.env_runner_group import EnvRunnerGroup
@@ -51,15 +62,44 @@ def build_group(num_runners: int, num_envs: int, fragment: int) -> EnvRunnerGrou
     return EnvRunnerGroup(config=config)
 
 
-def steps_per_s(group: EnvRunnerGroup, rounds: int, round_steps: int) -> float:
-    """Env steps per second over `rounds` sampling rounds (after one to warm up)."""
+def steps_per_s(group: EnvRunnerGroup, rounds: int, round_steps: int) -> tuple[float, float]:
+    """Env steps per second over `rounds` sampling rounds (after one to warm up), and the
+    fraction of that wall time the main process was busy."""
     group.sample(min_env_steps=round_steps)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     steps = 0
     for _ in range(rounds):
         episodes, _ = group.sample(min_env_steps=round_steps)
         steps += sum(len(episode) for episode in episodes)
-    return steps / (time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    return steps / wall, (time.process_time() - cpu_started) / wall
+
+
+def _plain_loop(
+    start: multiprocessing.synchronize.Barrier,
+    rates: multiprocessing.SimpleQueue,
+    steps: int,
+    num_envs: int,
+) -> None:
+    start.wait(timeout=60)
+    rates.put(baseline_steps_per_s(steps, num_envs))
+
+
+def plain_loops_steps_per_s(count: int, steps: int, num_envs: int) -> float:
+    """The summed env steps/s of `count` plain loops in as many processes, started together."""
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    start, rates = context.Barrier(count), context.SimpleQueue()
+    loops = [
+        context.Process(target=_plain_loop, args=(start, rates, steps, num_envs))
+        for _ in range(count)
+    ]
+    for loop in loops:
+        loop.start()
+    for loop in loops:
+        loop.join(timeout=120)
+        if loop.exitcode != 0:
+            raise RuntimeError(f"a plain loop process ended with exit code {loop.exitcode}")
+    return sum(rates.get() for _ in loops)
 
 
 def main() -> None:
@@ -67,7 +107,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--fragment", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-runners", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     counts = runner_counts(args.max_runners)
@@ -77,22 +117,32 @@ def main() -> None:
         f"{args.repeats}"
     )
     best: dict[int, float] = dict.fromkeys(counts, 0.0)
+    busy: dict[int, float] = dict.fromkeys(counts, 0.0)
+    plain: dict[int, float] = dict.fromkeys(counts, 0.0)
+    runner_steps = args.rounds * args.num_envs * args.fragment
     groups = {count: build_group(count, args.num_envs, args.fragment) for count in counts}
     try:
         for _ in range(args.repeats):
             for count in counts:
                 round_steps = count * args.num_envs * args.fragment
-                rate = steps_per_s(groups[count], args.rounds, round_steps)
-                best[count] = max(best[count], rate)
+                rate, main_busy = steps_per_s(groups[count], args.rounds, round_steps)
+                if rate > best[count]:
+                    best[count], busy[count] = rate, main_busy
+                rate = plain_loops_steps_per_s(count, runner_steps, args.num_envs)
+                plain[count] = max(plain[count], rate)
     finally:
         for group in groups.values():
             group.stop()
-    one = best[1]
+    one, plain_one = best[1], plain[1]
     for count in counts:
+        runners_scale = best[count] / (count * one)
+        machine_scale = plain[count] / (count * plain_one)
         print(
             f"{count} runner{'s' if count > 1 else ' '}: {best[count]:9.0f} env steps/s, "
-            f"{best[count] / one:.2f}x one runner ({best[count] / (count * one):.2f} of "
-            f"{count} x one)"
+            f"{best[count] / one:.2f}x one runner ({runners_scale:.2f} of {count} x one; "
+            f"main process busy {busy[count]:.0%}); {count} plain loop"
+            f"{'s' if count > 1 else ''}: {plain[count] / plain_one:.2f}x one "
+            f"({machine_scale:.2f} of {count} x one)"
         )
 
 
