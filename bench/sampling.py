@@ -52,33 +52,51 @@ def numpy_vector_env(num_envs: int) -> gym.vector.VectorEnv:
     return gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point")
 
 
+class PlainLoop:
+    """The plain sampling loop: `num_envs` sub-envs stepped with the policy's forward pass and
+    categorical draws written plainly, counting transitions and keeping nothing else. `run`
+    goes on from where the last call stopped (call it under one BLAS thread)."""
+
+    def __init__(self, num_envs: int, make_env=sync_vector_env) -> None:
+        self.num_envs = num_envs
+        self.env = make_env(num_envs)
+        spaces = SpaceInfo.from_spaces(
+            self.env.single_observation_space, self.env.single_action_space
+        )
+        self.module = PolicyModule(spaces, MODEL, seed=0)
+        self.rng = np.random.default_rng(0)
+        self.obs, _ = self.env.reset(seed=0)
+        # The sub-envs whose episode ended in the last step: this step is their autoreset
+        # (NEXT_STEP mode), which returns a reset observation and is no transition. The runner
+        # does not count it as an env step (nor does RLlib), so neither does the plain loop.
+        self.resetting = np.zeros(num_envs, dtype=bool)
+
+    def run(self, total_steps: int) -> int:
+        """Steps until at least `total_steps` transitions; returns how many."""
+        transitions = 0
+        obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
+        while transitions < total_steps:
+            logits = self.module.dist_inputs(obs.astype(np.float32))
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            cdf = np.cumsum(probs, axis=1)
+            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
+            obs, _, terminated, truncated, _ = self.env.step(actions)
+            transitions += num_envs - int(np.count_nonzero(resetting))
+            resetting = terminated | truncated
+        self.obs, self.resetting = obs, resetting
+        return transitions
+
+    def close(self) -> None:
+        self.env.close()
+
+
 def baseline_steps_per_s(total_steps: int, num_envs: int, make_env=sync_vector_env) -> float:
     with threadpool_limits(1, user_api="blas"):
-        return _baseline_steps_per_s(total_steps, num_envs, make_env)
-
-
-def _baseline_steps_per_s(total_steps: int, num_envs: int, make_env) -> float:
-    env = make_env(num_envs)
-    spaces = SpaceInfo.from_spaces(env.single_observation_space, env.single_action_space)
-    module = PolicyModule(spaces, MODEL, seed=0)
-    rng = np.random.default_rng(0)
-    obs, _ = env.reset(seed=0)
-    transitions = 0
-    # The sub-envs whose episode ended in the last step: this step is their autoreset (NEXT_STEP
-    # mode), which returns a reset observation and is no transition. The runner does not count
-    # it as an env step (nor does RLlib), so neither does the plain loop.
-    resetting = np.zeros(num_envs, dtype=bool)
-    start = time.perf_counter()
-    while transitions < total_steps:
-        logits = module.dist_inputs(obs.astype(np.float32))
-        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-        cdf = np.cumsum(probs, axis=1)
-        actions = (cdf[:, -1:] * rng.random((num_envs, 1)) < cdf).argmax(axis=1)
-        obs, _, terminated, truncated, _ = env.step(actions)
-        transitions += num_envs - int(np.count_nonzero(resetting))
-        resetting = terminated | truncated
-    elapsed = time.perf_counter() - start
-    env.close()
+        loop = PlainLoop(num_envs, make_env)
+        start = time.perf_counter()
+        transitions = loop.run(total_steps)
+        elapsed = time.perf_counter() - start
+        loop.close()
     return transitions / elapsed
 
 

@@ -11,11 +11,13 @@ runners). Sampling only: no learner update.
 
 Baseline, the machine's own ceiling: N plain loops in N processes started together (the loop
 of bench/sampling.py: the same sub-envs, forward pass and draws written plainly, one BLAS thread,
-no episodes kept, nothing shipped), their summed env steps/s against one such process. Where
-that falls short of N x one, the machine does (shared caches, memory bandwidth, cores that slow
-down when all are busy, hyperthreads), not the runners. The "main process busy" figure is the
-main process's CPU time over the wall time of the sampling rounds: the one process that merges
-every runner's episodes, the part of N runners' work that does not spread over cores.
+no episodes kept, nothing shipped), their summed env steps/s against one such process, twice:
+free-running, and meeting at a barrier after every round of `--fragment` steps per sub-env, as
+the runners' rounds do (each round waits for the slowest process). Where those fall short of
+N x one, the machine does (cores of unequal speed, shared caches, memory bandwidth, cores that
+slow down when all are busy), not the runners. "main process busy" is the main process's CPU
+time over the wall time of the sampling rounds: the one process that merges every runner's
+episodes, the part of N runners' work that does not spread over cores.
 
 Each count is measured `--repeats` times, interleaved with the others, and the best of each is
 kept (as timeit does: the best run is the one least disturbed by the rest of the machine).
@@ -32,7 +34,8 @@ import multiprocessing
 import os
 import time
 
-from sampling import baseline_steps_per_s  # bench/ is this script's path
+from sampling import PlainLoop  # bench/ is this script's path
+from threadpoolctl import threadpool_limits
 
 from trainer import PPOConfig
 from trainer.runners.env_runner_group import EnvRunnerGroup
@@ -78,19 +81,36 @@ def steps_per_s(group: EnvRunnerGroup, rounds: int, round_steps: int) -> tuple[f
 def _plain_loop(
     start: multiprocessing.synchronize.Barrier,
     rates: multiprocessing.SimpleQueue,
-    steps: int,
+    rounds: int,
+    round_steps: int,
     num_envs: int,
 ) -> None:
-    start.wait(timeout=60)
-    rates.put(baseline_steps_per_s(steps, num_envs))
+    with threadpool_limits(1, user_api="blas"):
+        loop = PlainLoop(num_envs)
+        loop.run(num_envs)  # the first forward pass and draws, untimed
+        start.wait(timeout=60)
+        began = time.perf_counter()
+        free_running = loop.run(rounds * round_steps) / (time.perf_counter() - began)
+        start.wait(timeout=60)
+        began, steps = time.perf_counter(), 0
+        for _ in range(rounds):
+            steps += loop.run(round_steps)
+            start.wait(timeout=60)
+        rates.put((free_running, steps / (time.perf_counter() - began)))
+        loop.close()
 
 
-def plain_loops_steps_per_s(count: int, steps: int, num_envs: int) -> float:
-    """The summed env steps/s of `count` plain loops in as many processes, started together."""
+def plain_loops_steps_per_s(
+    count: int, rounds: int, round_steps: int, num_envs: int
+) -> tuple[float, float]:
+    """The summed env steps/s of `count` plain loops in as many processes, started together:
+    free-running, and meeting after every round of `round_steps` (as the runners' rounds do)."""
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     start, rates = context.Barrier(count), context.SimpleQueue()
     loops = [
-        context.Process(target=_plain_loop, args=(start, rates, steps, num_envs))
+        context.Process(
+            target=_plain_loop, args=(start, rates, rounds, round_steps, num_envs), daemon=True
+        )
         for _ in range(count)
     ]
     for loop in loops:
@@ -99,7 +119,8 @@ def plain_loops_steps_per_s(count: int, steps: int, num_envs: int) -> float:
         loop.join(timeout=120)
         if loop.exitcode != 0:
             raise RuntimeError(f"a plain loop process ended with exit code {loop.exitcode}")
-    return sum(rates.get() for _ in loops)
+    free_running, meeting = zip(*(rates.get() for _ in loops), strict=True)
+    return sum(free_running), sum(meeting)
 
 
 def main() -> None:
@@ -118,8 +139,9 @@ def main() -> None:
     )
     best: dict[int, float] = dict.fromkeys(counts, 0.0)
     busy: dict[int, float] = dict.fromkeys(counts, 0.0)
-    plain: dict[int, float] = dict.fromkeys(counts, 0.0)
-    runner_steps = args.rounds * args.num_envs * args.fragment
+    free_running: dict[int, float] = dict.fromkeys(counts, 0.0)
+    meeting: dict[int, float] = dict.fromkeys(counts, 0.0)
+    round_steps = args.num_envs * args.fragment
     groups = {count: build_group(count, args.num_envs, args.fragment) for count in counts}
     try:
         for _ in range(args.repeats):
@@ -128,21 +150,22 @@ def main() -> None:
                 rate, main_busy = steps_per_s(groups[count], args.rounds, round_steps)
                 if rate > best[count]:
                     best[count], busy[count] = rate, main_busy
-                rate = plain_loops_steps_per_s(count, runner_steps, args.num_envs)
-                plain[count] = max(plain[count], rate)
+                free, met = plain_loops_steps_per_s(count, args.rounds, round_steps, args.num_envs)
+                free_running[count] = max(free_running[count], free)
+                meeting[count] = max(meeting[count], met)
     finally:
         for group in groups.values():
             group.stop()
-    one, plain_one = best[1], plain[1]
+    one, plain_one = best[1], free_running[1]
     for count in counts:
-        runners_scale = best[count] / (count * one)
-        machine_scale = plain[count] / (count * plain_one)
         print(
             f"{count} runner{'s' if count > 1 else ' '}: {best[count]:9.0f} env steps/s, "
-            f"{best[count] / one:.2f}x one runner ({runners_scale:.2f} of {count} x one; "
-            f"main process busy {busy[count]:.0%}); {count} plain loop"
-            f"{'s' if count > 1 else ''}: {plain[count] / plain_one:.2f}x one "
-            f"({machine_scale:.2f} of {count} x one)"
+            f"{best[count] / one:.2f}x one runner ({best[count] / (count * one):.2f} of "
+            f"{count} x one; main process busy {busy[count]:.0%}); plain loops: "
+            f"{free_running[count] / plain_one:.2f}x one free-running "
+            f"({free_running[count] / (count * plain_one):.2f}), "
+            f"{meeting[count] / plain_one:.2f}x meeting every round "
+            f"({meeting[count] / (count * plain_one):.2f})"
         )
 
 
