@@ -110,7 +110,9 @@ BENCHMARKS = (
     Benchmark(
         "scaling",
         "sampling across cores: 1, 2, 4, ... EnvRunner processes (8 CartPole sub-envs "
-        "each, the default policy), env steps/s and the ratio to N x one runner",
+        "each, the default policy), env steps/s and the ratio to N x one runner, beside N "
+        "plain loops in N processes (free-running, and meeting after every round as the "
+        "runners do)",
         ("bench/scaling.py",),
         r"cores;|^\d+ runner",
         "2 runners >= 1.8x one on 2 cores",
@@ -119,10 +121,11 @@ BENCHMARKS = (
     Benchmark(
         "scaling_many_cores",
         "`scaling` on a machine of 8 cores or more: 1, 2, 4, ... EnvRunner processes up to "
-        "the machine's cores, env steps/s and the ratio to N x one runner",
+        "the machine's cores, env steps/s and the ratio to N x one runner, beside N plain "
+        "loops in N processes",
         ("bench/scaling.py",),
         r"cores;|^\d+ runner",
-        "printed: how far N runners stay from N x one runner",
+        "printed: N runners against N x one runner and against the plain loops meeting every round",
         min_cores=8,
     ),
     Benchmark(
