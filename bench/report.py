@@ -390,7 +390,10 @@ def render_page(rows: dict[str, dict[str, str]]) -> str:
         "summary; `--quick` runs a short subset with smaller arguments (the command column "
         "shows which ran), `--only NAME ...` the named ones; the other rows stay as they are. "
         "Each script prints its result against a baseline measured in the same run where it "
-        "has one, so a ratio means more than a time on a busy machine.",
+        "has one, so a ratio means more than a time on a busy machine. A row that names the "
+        "fewest cores it runs on (`scaling_many_cores`: 8) is skipped on a smaller machine; "
+        "on a copy of the tree without its git history, `BENCH_COMMIT=HASH` names the commit "
+        "the row was measured at.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
