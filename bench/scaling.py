@@ -143,13 +143,14 @@ def main() -> None:
     busy: dict[int, float] = dict.fromkeys(counts, 0.0)
     free_running: dict[int, float] = dict.fromkeys(counts, 0.0)
     meeting: dict[int, float] = dict.fromkeys(counts, 0.0)
+    #: Steps per round of one runner, and of one plain loop.
     round_steps = args.num_envs * args.fragment
     groups = {count: build_group(count, args.num_envs, args.fragment) for count in counts}
     try:
         for _ in range(args.repeats):
             for count in counts:
-                round_steps = count * args.num_envs * args.fragment
-                rate, main_busy = steps_per_s(groups[count], args.rounds, round_steps)
+                group_round_steps = count * round_steps
+                rate, main_busy = steps_per_s(groups[count], args.rounds, group_round_steps)
                 if rate > best[count]:
                     best[count], busy[count] = rate, main_busy
                 free, met = plain_loops_steps_per_s(count, args.rounds, round_steps, args.num_envs)
