@@ -11,13 +11,15 @@ runners). Sampling only: no learner update.
 
 Baseline, the machine's own ceiling: N plain loops in N processes started together (the loop
 of bench/sampling.py: the same sub-envs, forward pass and draws written plainly, one BLAS thread,
-no episodes kept, nothing shipped), their summed env steps/s against one such process, twice:
-free-running, and meeting at a barrier after every round of `--fragment` steps per sub-env, as
-the runners' rounds do (each round waits for the slowest process). Where those fall short of
-N x one, the machine does (cores of unequal speed, shared caches, memory bandwidth, cores that
-slow down when all are busy), not the runners. "main process busy" is the main process's CPU
-time over the wall time of the sampling rounds: the one process that merges every runner's
-episodes, the part of N runners' work that does not spread over cores.
+no episodes kept, nothing shipped), their summed env steps/s, twice: free-running, and meeting at
+a barrier after every round of `--fragment` steps per sub-env, as the runners' rounds do (each
+round waits for the slowest process). Where the plain loops fall short of N x one, the machine
+does (cores of unequal speed, shared caches, memory bandwidth, cores that slow down when all are
+busy), not the runners. "runners at" compares the runners' env steps/s with the free-running
+plain loops' (the sampling loop's overhead, as bench/sampling.py's ratio is for one runner).
+"main process busy" is the main process's CPU time over the wall time of the sampling rounds:
+the one process that merges every runner's episodes, the part of N runners' work that does not
+spread over cores.
 
 Each count is measured `--repeats` times, interleaved with the others, and the best of each is
 kept (as timeit does: the best run is the one least disturbed by the rest of the machine).
@@ -162,15 +164,13 @@ def main() -> None:
     one, plain_one = best[1], free_running[1]
     for count in counts:
         print(
-            f"{count} runner{'s' if count > 1 else ' '}: {best[count]:9.0f} env steps/s, "
+            f"{count} runner{'s' if count > 1 else ' '}: {best[count]:7.0f} env steps/s, "
             f"{best[count] / one:.2f}x one runner ({best[count] / (count * one):.2f} of "
-            f"{count} x one; main process busy {busy[count]:.0%}); plain loops: "
-            f"{free_running[count] / plain_one:.2f}x one free-running "
-            f"({free_running[count] / (count * plain_one):.2f}), "
-            f"{meeting[count] / plain_one:.2f}x meeting every round "
-            f"({meeting[count] / (count * plain_one):.2f}); runners at "
-            f"{best[count] / one / (meeting[count] / plain_one):.2f} of the plain loops meeting "
-            "every round"
+            f"{count} x one; main process busy {busy[count]:.0%}); {count} plain loop"
+            f"{'s' if count > 1 else ''}: {free_running[count]:7.0f} env steps/s free-running "
+            f"({free_running[count] / (count * plain_one):.2f} of {count} x one), "
+            f"{meeting[count]:7.0f} meeting every round; runners at "
+            f"{best[count] / free_running[count]:.2f} of the free-running plain loops"
         )
 
 
