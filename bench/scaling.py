@@ -15,8 +15,8 @@ no episodes kept, nothing shipped), their summed env steps/s, twice: free-runnin
 a barrier after every round of `--fragment` steps per sub-env, as the runners' rounds do (each
 round waits for the slowest process). Where the plain loops fall short of N x one, the machine
 does (cores of unequal speed, shared caches, memory bandwidth, cores that slow down when all are
-busy), not the runners. "runners at" compares the runners' env steps/s with the free-running
-plain loops' (the sampling loop's overhead, as bench/sampling.py's ratio is for one runner).
+busy), not the runners. "runners at" compares the runners' env steps/s with the plain
+loops' (the sampling loop's overhead, as bench/sampling.py's ratio is for one runner).
 "main process busy" is the main process's CPU time over the wall time of the sampling rounds:
 the one process that merges every runner's episodes, the part of N runners' work that does not
 spread over cores.
@@ -170,7 +170,8 @@ def main() -> None:
             f"{'s' if count > 1 else ''}: {free_running[count]:7.0f} env steps/s free-running "
             f"({free_running[count] / (count * plain_one):.2f} of {count} x one), "
             f"{meeting[count]:7.0f} meeting every round; runners at "
-            f"{best[count] / free_running[count]:.2f} of the free-running plain loops"
+            f"{best[count] / free_running[count]:.2f} of the free-running plain loops, "
+            f"{best[count] / meeting[count]:.2f} of those meeting every round"
         )
 
 
