@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from trainer.core.blas import BLAS_THREAD_VARS
+
 LEARNER_CODE = r"""
 import time, numpy as np, gymnasium as gym, sys
 from trainer import PPOConfig, SingleAgentEpisode
@@ -65,7 +67,7 @@ def run(code: str, threads: int | None, *args: str) -> float:
     """`code`'s last printed number, run with every BLAS variable set to `threads` (None: all
     unset, the library's choice)."""
     env = dict(os.environ)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in BLAS_THREAD_VARS:
         if threads is None:
             env.pop(var, None)
         else:
