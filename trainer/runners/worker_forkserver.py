@@ -83,6 +83,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from trainer.core.blas import BLAS_THREAD_VARS
 from trainer.util.child_process import (
     AdoptedChild,
     child_subreaper,
@@ -93,9 +94,9 @@ from trainer.util.child_process import (
 
 logger = logging.getLogger("trainer")
 
-#: BLAS thread pools in the workers: they run small batches, where extra threads only contend
-#: for the cores (measured in bench/threads.py). A user's explicit setting wins.
-WORKER_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: BLAS thread pools in the workers (the variables of `BLAS_THREAD_VARS`, one thread each by
+#: default): they run small batches, where extra threads only contend for the cores (measured in
+#: bench/threads.py). A user's explicit setting wins.
 #: What the template imports before it forks: what every worker imports to build its EnvRunner
 #: (gymnasium's classic-control envs are the ones most scripts use).
 PRELOAD = (
@@ -160,7 +161,7 @@ def forking_available() -> bool:
 def worker_environment() -> dict[str, str]:
     """A spawned worker's environment: this process's, with one BLAS thread by default."""
     env = dict(os.environ)
-    for var in WORKER_THREAD_VARS:
+    for var in BLAS_THREAD_VARS:
         env.setdefault(var, "1")
     return env
 
@@ -215,8 +216,8 @@ class WorkerTemplate:
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(os.environ)
-        user_threads = {var: env[var] for var in WORKER_THREAD_VARS if env.get(var, "1") != "1"}
-        env.update({var: "1" for var in WORKER_THREAD_VARS})
+        user_threads = {var: env[var] for var in BLAS_THREAD_VARS if env.get(var, "1") != "1"}
+        env.update({var: "1" for var in BLAS_THREAD_VARS})
         self.process = spawn(
             "trainer.runners.worker_template",
             str(child_sock.fileno()),
