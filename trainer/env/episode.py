@@ -241,6 +241,56 @@ class SingleAgentEpisode(OldEpisodeAPI):
         )
         return episode
 
+    @classmethod
+    def _recorded(
+        cls,
+        *,
+        agent_id: Any,
+        module_id: str | None,
+        multi_agent_episode_id: str,
+        observation_space: gym.Space | None,
+        action_space: gym.Space | None,
+        observations: list,
+        infos: list,
+        actions: list,
+        rewards: list,
+        extra_model_outputs: dict[str, list],
+        start_time: float,
+    ) -> SingleAgentEpisode:
+        """A multi-agent episode's agent as its reset and steps record it (list columns, a
+        step per action), made directly without checks: `MultiAgentEpisode.fill_plain_steps`
+        makes one per agent and episode."""
+        episode = cls.__new__(cls)
+        episode._set_plain_slots(
+            new_episode_id(),
+            infos,
+            t_started=0,
+            t=len(actions),
+            env_index=0,
+            terminated=False,
+            truncated=False,
+            custom_data={},
+            temporary_timestep_data={},
+            start_time=start_time,
+            last_step_time=start_time,
+        )
+        episode.agent_id = agent_id
+        episode.module_id = module_id
+        episode.multi_agent_episode_id = multi_agent_episode_id
+        episode.observations = InfiniteLookbackBuffer.of_list(observations)
+        episode.actions = InfiniteLookbackBuffer.of_list(actions)
+        rewards_buffer = episode.rewards = InfiniteLookbackBuffer.of_list(rewards)
+        rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
+        if observation_space is not None:
+            episode.observation_space = observation_space
+        if action_space is not None:
+            episode.action_space = action_space
+        episode.extra_model_outputs = {
+            key: InfiniteLookbackBuffer.of_list(values)
+            for key, values in extra_model_outputs.items()
+        }
+        return episode
+
     def _set_plain_slots(
         self,
         id_: str,

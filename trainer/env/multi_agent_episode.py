@@ -29,7 +29,7 @@ import importlib
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -202,6 +202,108 @@ class MultiAgentEpisode:
             )
         self.validate()
         self._start_time = time.perf_counter()
+
+    def check_reset(self, observations: MultiAgentDict, infos: MultiAgentDict | None) -> None:
+        """The checks `add_env_reset` makes of a reset (the episode is new; each observation
+        is in its agent's observation space; `infos` is a dict by agent id), without logging
+        it: for a reset the EnvRunner keeps and records later (`fill_plain_steps`)."""
+        assert not self.is_done, "add_env_reset() on a finished episode"
+        assert self.env_t == self.env_t_started == 0 and not self.agent_episodes, (
+            "add_env_reset() on an episode that already has steps "
+            f"(env_t={self.env_t}, env_t_started={self.env_t_started})"
+        )
+        infos = infos or {}
+        for agent_id, observation in observations.items():
+            infos.get(agent_id)
+            SingleAgentEpisode._check_space(
+                _space_of(self.observation_space, agent_id), observation, "observation"
+            )
+
+    def fill_plain_steps(
+        self,
+        observations: MultiAgentDict,
+        infos: MultiAgentDict,
+        reset_time: float,
+        steps: Sequence[Any],
+        agent_steps: dict[AgentID, int],
+    ) -> None:
+        """Records a reset (at `reset_time`) and the plain steps after it as `add_env_reset`
+        and `add_sampled_env_step` record them, in one go: each agent's columns as one list.
+        `steps` are `trainer.runners.multi_agent_step_log.PlainStep`s; in them every agent
+        of the reset acts from the first step, for its first `agent_steps[agent_id]` steps."""
+        assert not self.is_done and self.env_t == 0 and not self.agent_episodes, (
+            "fill_plain_steps() on an episode that already has data"
+        )
+        num_steps = len(steps)
+        if num_steps:
+            (
+                obs_col,
+                actions_col,
+                rewards_col,
+                infos_col,
+                terminateds_col,
+                truncateds_col,
+                logps_col,
+                dist_inputs_col,
+                is_terminated_col,
+                is_truncated_col,
+                times_col,
+            ) = zip(*steps, strict=True)
+        mappings = self.env_t_to_agent_t
+        agent_episodes = self.agent_episodes
+        observation_space, action_space = self.observation_space, self.action_space
+        for agent_id, observation in observations.items():
+            t = agent_steps[agent_id]
+            info = infos.get(agent_id)
+            obs_data = [observation]
+            info_data = [info or {}]
+            if t:
+                obs_data += [step[agent_id] for step in obs_col[:t]]
+                info_data += [
+                    {} if (step_info := step.get(agent_id)) is None else step_info
+                    for step in infos_col[:t]
+                ]
+                actions = [step[agent_id] for step in actions_col[:t]]
+                rewards = [step[agent_id] or 0.0 for step in rewards_col[:t]]
+                extra_model_outputs = {
+                    ACTION_LOGP: [step[agent_id] for step in logps_col[:t]],
+                    ACTION_DIST_INPUTS: [step[agent_id] for step in dist_inputs_col[:t]],
+                }
+            else:
+                actions, rewards, extra_model_outputs = [], [], {}
+            episode = agent_episodes[agent_id] = SingleAgentEpisode._recorded(
+                agent_id=agent_id,
+                module_id=self.module_for(agent_id),
+                multi_agent_episode_id=self.id_,
+                observation_space=_space_of(observation_space, agent_id),
+                action_space=_space_of(action_space, agent_id),
+                observations=obs_data,
+                infos=info_data,
+                actions=actions,
+                rewards=rewards,
+                extra_model_outputs=extra_model_outputs,
+                start_time=reset_time,
+            )
+            if t:
+                last = t - 1
+                terminated = (
+                    bool(terminateds_col[last].get(agent_id, False)) or is_terminated_col[last]
+                )
+                truncated = (
+                    bool(truncateds_col[last].get(agent_id, False)) or is_truncated_col[last]
+                )
+                if terminated or truncated:
+                    episode.is_terminated, episode.is_truncated = terminated, truncated
+                    episode._last_step_time = times_col[last]
+            mappings[agent_id].data = [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]
+        self._start_time = reset_time
+        if num_steps:
+            for agent_id in obs_col[0]:
+                self.agent_t_started.setdefault(agent_id, 0)
+            self.env_t = num_steps
+            self.is_terminated = is_terminated_col[-1]
+            self.is_truncated = is_truncated_col[-1]
+            self._last_step_time = times_col[-1]
 
     def add_env_step(
         self,

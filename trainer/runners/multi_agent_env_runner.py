@@ -11,8 +11,12 @@ One step of the runner, over all its sub-envs:
     per module          numpy modules through their exploration (logits / Q-values), a user's
                         RLModule through `forward_exploration` / `forward_inference`
     env.step            each sub-env with the actions of its acting agents
-    episodes            `add_env_step` with the model outputs PPO and DQN keep; a sub-env whose
-                        episode ended (`"__all__"`) is reset at once into a new episode
+    episodes            a new episode's plain steps go into its `StepLog`, which fills the
+                        episode object in one go when it ends or the call returns, unless a
+                        callback reads episodes while they run (`on_episode_start`,
+                        `on_episode_step`); other steps are recorded by `add_env_step` with the
+                        model outputs PPO and DQN keep; a sub-env whose episode ended
+                        (`"__all__"`) is reset at once into a new episode
 
 Step counts follow RLlib: an env step is one step of one sub-env; agent steps count the
 agents in its result. `sample(num_timesteps=...)` counts what `count_steps_by` says.
@@ -75,6 +79,7 @@ from trainer.runners.multi_agent_runner_state import (
     restore_multi_agent_env_state,
     resumed_episode,
 )
+from trainer.runners.multi_agent_step_log import StepLog
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rng import generator_state, set_generator_state
@@ -273,6 +278,9 @@ class MultiAgentEnvRunner(RunnerSetup):
             for module_id, module in self.module.items()
         }
         self._episodes: list[MultiAgentEpisode | None] = [None] * self.num_envs
+        #: Per sub-env, the log of its new episode's steps not yet in the episode object
+        #: (see `trainer.runners.multi_agent_step_log`), or None.
+        self._logs: list[StepLog | None] = [None] * self.num_envs
         #: Each sub-env's last result: the observations of the agents to act next.
         self._last_obs: list[dict] = [{} for _ in range(self.num_envs)]
         #: ... and of those, the agents that are done (they do not act again).
@@ -387,6 +395,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                     error,
                     exc_info=error,
                 )
+            self._fill(index)
             episode = self._episodes[index]
             # The episode's real steps (the failed step added an empty one).
             lost = 0 if episode is None else episode.env_steps() - int(sub_env.failed_in == "step")
@@ -474,6 +483,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             agent_to_module_mapping_fn=self.config.policy_mapping_fn,
         )
         self._prev_chunks[index] = []
+        self._logs[index] = None
         #: Each agent's module in this episode (its `module_for`, asked once).
         self._agent_modules[index] = {}
         if self._callbacks.has("on_episode_created"):
@@ -487,7 +497,10 @@ class MultiAgentEnvRunner(RunnerSetup):
         assert episode is not None, "_new_episode() comes first"
         try:
             obs, infos = result
-            episode.add_env_reset(observations=obs, infos=infos)
+            if self._logs_episodes():
+                self._logs[index] = StepLog(episode, obs, infos)
+            else:
+                episode.add_env_reset(observations=obs, infos=infos)
         except Exception as error:
             explained = self._explained(index, result, "reset()")
             if explained is None:
@@ -497,6 +510,35 @@ class MultiAgentEnvRunner(RunnerSetup):
         self._last_done[index] = _NONE_DONE
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
+
+    def _logs_episodes(self) -> bool:
+        """Whether new episodes go into a `StepLog` (no callback reads an episode's data while
+        it runs)."""
+        callbacks = self._callbacks
+        return not (callbacks.has("on_episode_start") or callbacks.has("on_episode_step"))
+
+    def _fill(self, index: int) -> None:
+        """Sub-env `index`'s logged steps (if any) into its episode object, and their agent
+        steps into the sample's counts."""
+        log = self._logs[index]
+        if log is None:
+            return
+        self._logs[index] = None
+        episode = self._episodes[index]
+        assert episode is not None, "a log belongs to an episode"
+        log.fill(episode)
+        counts = self._agent_steps
+        modules = self._agent_modules[index]
+        for agent_id, steps in log.agent_steps().items():
+            if steps:
+                module_id = modules.get(agent_id)
+                if module_id is None:
+                    module_id = modules[agent_id] = self._module_of(index, agent_id)
+                counts[agent_id, module_id] += steps
+
+    def _fill_all(self) -> None:
+        for index in range(self.num_envs):
+            self._fill(index)
 
     def _explained(self, index: int, result: Any, method: str) -> EnvDataError | None:
         """The error for a sub-env `result` that failed to go into its episode, saying what
@@ -600,6 +642,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             self._reset_all()
         done: list[MultiAgentEpisode] = []
         env_steps = self._step_until(num_timesteps, explore, random_actions, done)
+        self._fill_all()
         self._log_sample_metrics(env_steps, len(done))
         chunks = []
         for index, episode in enumerate(self._episodes):
@@ -623,6 +666,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         while draining:
             stepped_env, _ = self._step_recovering(explore, random_actions, done, draining)
             env_steps += stepped_env
+        self._fill_all()
         self._log_sample_metrics(env_steps, len(done))
         self._needs_reset = True
         return done
@@ -639,6 +683,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         # Sub-envs that finished in the same step as the last wanted episode: RLlib stops at
         # that episode, so the others count in neither the metrics nor the result.
         del self._ended[num_episodes:]
+        self._fill_all()  # (the agent steps of the episodes still running count)
         self._log_sample_metrics(env_steps, min(len(done), num_episodes))
         self._needs_reset = True
         return done[:num_episodes]
@@ -714,6 +759,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
+        logs = self._logs
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
@@ -723,8 +769,12 @@ class MultiAgentEnvRunner(RunnerSetup):
                 # A reward that is not one number (a string, None, an array) fails here, in
                 # one C loop, not later in the metrics or the learner.
                 math.fsum(rewards.values())
-                if outputs is None:
-                    episode.add_sampled_env_step(
+                # A new episode's plain step goes into its log (None: not logged).
+                log = logs[index]
+                ended = (
+                    None
+                    if log is None or outputs is not None
+                    else log.record(
                         obs,
                         actions[index],
                         rewards,
@@ -734,16 +784,32 @@ class MultiAgentEnvRunner(RunnerSetup):
                         logps[index],
                         dist_inputs[index],
                     )
-                else:
-                    episode.add_env_step(
-                        observations=obs,
-                        actions=actions[index],
-                        rewards=rewards,
-                        infos=infos,
-                        terminateds=terminateds,
-                        truncateds=truncateds,
-                        extra_model_outputs=outputs[index],
-                    )
+                )
+                if ended is None:  # not logged: the episode object records the step
+                    self._fill(index)
+                    if outputs is None:
+                        episode.add_sampled_env_step(
+                            obs,
+                            actions[index],
+                            rewards,
+                            infos,
+                            terminateds,
+                            truncateds,
+                            logps[index],
+                            dist_inputs[index],
+                        )
+                    else:
+                        episode.add_env_step(
+                            observations=obs,
+                            actions=actions[index],
+                            rewards=rewards,
+                            infos=infos,
+                            terminateds=terminateds,
+                            truncateds=truncateds,
+                            extra_model_outputs=outputs[index],
+                        )
+                    ended = episode.is_done
+                    self._count_agent_steps(index, obs)
                 self._last_obs[index] = obs
                 self._last_done[index] = (
                     {
@@ -755,7 +821,6 @@ class MultiAgentEnvRunner(RunnerSetup):
                     else _NONE_DONE
                 )
                 agent_steps += len(obs)
-                self._count_agent_steps(index, obs)
             except Exception as error:
                 explained = self._explained(index, result, "step()")
                 if explained is None:
@@ -766,7 +831,8 @@ class MultiAgentEnvRunner(RunnerSetup):
                 self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
             # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
             # agent it has seen is done (e.g. the last one was removed as a new one joined).
-            if episode.is_done:
+            if ended:
+                self._fill(index)
                 self._finish_episode(index)
                 done.append(_shippable(episode))
                 if draining is not None:
@@ -1051,6 +1117,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         if state["needs_reset"]:
             return state  # the next sample starts new episodes anyway
         assert self.env is not None
+        self._fill_all()
         for index, sub_env in enumerate(self.env.envs):
             captured, reason = capture_multi_agent_env_state(sub_env)
             state["sub_envs"].append(captured)
@@ -1099,6 +1166,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 )
                 continue
             self._episodes[index] = resumed_episode(state["episodes"][index], mapping_fn)
+            self._logs[index] = None
             self._last_obs[index] = dict(state["observations"][index])
             self._last_done[index] = set(state["done_agents"][index])
             self._prev_chunks[index] = [
