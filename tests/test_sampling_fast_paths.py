@@ -113,6 +113,24 @@ def test_two_logit_draws_match_the_general_draw_bit_for_bit():
             assert nn._draws_from_two(rows, uniforms) == nn._draws(rows, uniforms)
 
 
+def test_two_action_array_draws_match_the_general_array_path_bit_for_bit():
+    """`Categorical.act` for 64 sub-envs of two actions: the same actions, log-probs and dtypes
+    as the general array path, from the same uniforms, ties, extremes and NaNs included."""
+    rng = np.random.default_rng(7)
+    for trial in range(2000):
+        dtype = np.float32 if trial % 3 else np.float64
+        logits = (rng.standard_normal((64, 2)) * rng.choice([1e-3, 1.0, 40.0, 1e4])).astype(dtype)
+        if trial % 5 == 0:
+            logits[::3, 1] = logits[::3, 0]  # ties
+        if trial % 97 == 0:
+            logits[0] = np.nan
+        two = nn.Categorical.act(logits, np.random.default_rng(trial), True)
+        general = nn._act_rows(logits, np.random.default_rng(trial), True)
+        for got, want in zip(two, general, strict=True):
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
 def test_small_categorical_draws_agree_with_the_array_path():
     rng = np.random.default_rng(5)
     logits = rng.standard_normal((16, 2)).astype(np.float32)

@@ -483,14 +483,9 @@ class Categorical:
         """Actions and their log-probabilities from one softmax (the sampling hot path)."""
         if logits.size <= Categorical.SMALL and logits.ndim == 2:
             return _act_small(logits, rng, explore)
-        logp_all = log_softmax(logits)
-        if explore:
-            cdf = np.cumsum(np.exp(logp_all), axis=-1)
-            u = rng.random((logits.shape[0], 1))
-            actions = np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
-        else:
-            actions = logp_all.argmax(axis=-1)
-        return actions, logp_all[np.arange(len(actions)), actions]
+        if explore and logits.ndim == 2 and logits.shape[1] == 2:
+            return _act_two(logits, rng)
+        return _act_rows(logits, rng, explore)
 
     @staticmethod
     def logp(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -525,6 +520,34 @@ class Categorical:
         kl = _row_sum(old_probs * (old_logp_all - logp_all))
         d_kl = probs - old_probs
         return LossTerms(logp, d_logp, entropy, d_entropy, kl, d_kl)
+
+
+def _act_rows(
+    logits: np.ndarray, rng: np.random.Generator, explore: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """`Categorical.act` on arrays: an inverse-CDF draw from one uniform per row."""
+    logp_all = log_softmax(logits)
+    if explore:
+        cdf = np.cumsum(np.exp(logp_all), axis=-1)
+        u = rng.random((logits.shape[0], 1))
+        actions = np.minimum((cdf < u).sum(axis=-1), logits.shape[-1] - 1)
+    else:
+        actions = logp_all.argmax(axis=-1)
+    return actions, logp_all[np.arange(len(actions)), actions]
+
+
+def _act_two(logits: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """`_act_rows` drawing from two actions (CartPole's), the same values bit for bit in
+    fewer array operations: the CDF's first column is the first action's probability itself,
+    so one comparison with the row's uniform draws the action (no cumulative sum, count or
+    clip), and the log-softmax is computed on the two columns directly."""
+    first, second = logits[:, 0], logits[:, 1]
+    shifted = logits - np.maximum(first, second)[:, None]
+    exp = np.exp(shifted)
+    logp_all = shifted - np.log(exp[:, 0] + exp[:, 1])[:, None]
+    u = rng.random((logits.shape[0], 1))
+    actions = (np.exp(logp_all[:, 0]) < u[:, 0]).astype(np.int64)
+    return actions, np.where(actions == 1, logp_all[:, 1], logp_all[:, 0])
 
 
 def _act_small(
