@@ -165,10 +165,8 @@ def _same(a: Any, b: Any, where: str = "state") -> None:
         assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
-@pytest.mark.parametrize("name", list(ENVS))
-def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
-    env, env_config, takes_fast_path = ENVS[name]
-    weights: dict = {}
+def _logged_steps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """From now on, per step a runner offers its log: whether the log took it."""
     logged_steps: list[bool] = []
     record = StepLog.record
 
@@ -178,6 +176,14 @@ def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
         return result
 
     monkeypatch.setattr(StepLog, "record", counted_record)
+    return logged_steps
+
+
+@pytest.mark.parametrize("name", list(ENVS))
+def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
+    env, env_config, takes_fast_path = ENVS[name]
+    weights: dict = {}
+    logged_steps = _logged_steps(monkeypatch)
     logged = _episodes(env, env_config, weights)
     assert logged, "the runner returned episodes"
     assert any(logged_steps) == takes_fast_path
@@ -202,15 +208,7 @@ def test_an_env_that_refills_its_dicts_keeps_every_step(monkeypatch):
     """The runner's log keeps copies of the dicts an env returns: an env that returns the same
     dicts, refilled, every step gives the episodes of one that returns new ones."""
     weights: dict = {}
-    logged_steps: list[bool] = []
-    record = StepLog.record
-
-    def counted_record(self, *args):
-        result = record(self, *args)
-        logged_steps.append(result is not None)
-        return result
-
-    monkeypatch.setattr(StepLog, "record", counted_record)
+    logged_steps = _logged_steps(monkeypatch)
     refilled = _episodes(RefillsItsDicts, {"num_agents": 3}, weights)
     assert any(logged_steps)
     fresh = _episodes(MultiAgentCartPole, {"num_agents": 3}, weights)

@@ -770,34 +770,22 @@ class MultiAgentEnvRunner(RunnerSetup):
                 # one C loop, not later in the metrics or the learner.
                 math.fsum(rewards.values())
                 # A new episode's plain step goes into its log (None: not logged).
-                log = logs[index]
-                ended = (
-                    None
-                    if log is None or outputs is not None
-                    else log.record(
-                        obs,
-                        actions[index],
-                        rewards,
-                        infos,
-                        terminateds,
-                        truncateds,
-                        logps[index],
-                        dist_inputs[index],
-                    )
+                sampled = (
+                    obs,
+                    actions[index],
+                    rewards,
+                    infos,
+                    terminateds,
+                    truncateds,
+                    logps[index],
+                    dist_inputs[index],
                 )
+                log = logs[index]
+                ended = None if log is None or outputs is not None else log.record(*sampled)
                 if ended is None:  # not logged: the episode object records the step
                     self._fill(index)
                     if outputs is None:
-                        episode.add_sampled_env_step(
-                            obs,
-                            actions[index],
-                            rewards,
-                            infos,
-                            terminateds,
-                            truncateds,
-                            logps[index],
-                            dist_inputs[index],
-                        )
+                        episode.add_sampled_env_step(*sampled)
                     else:
                         episode.add_env_step(
                             observations=obs,
