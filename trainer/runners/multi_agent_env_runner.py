@@ -45,6 +45,7 @@ from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_checks import result_problem
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
+from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
 from trainer.errors import EnvDataError, StepFailedRecreateEnvError
 from trainer.metrics import (
@@ -616,6 +617,8 @@ class MultiAgentEnvRunner(RunnerSetup):
                 samples = self._sample_timesteps(
                     num_timesteps, explore, random_actions, force_reset
                 )
+        # (A list that pickles by column when it goes back to the main process.)
+        samples = MultiAgentEpisodeList(samples)
         if self._callbacks.has("on_sample_end"):
             self._callbacks.fire(
                 "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
