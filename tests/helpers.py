@@ -1,4 +1,5 @@
 import importlib.machinery
+import math
 import sys
 import types
 from pathlib import Path
@@ -227,3 +228,40 @@ def assert_plain_data(value: Any, where: str = "state") -> None:
         assert value is None or isinstance(value, str | int | float | bool | np.ndarray), (
             f"{where}: {type(value)}"
         )
+
+
+#: Slots that stay in their process.
+_LOCAL = {"_env_runner"}
+
+
+def _slots(obj: Any) -> list[str]:
+    return [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+
+
+def assert_same_objects(a: Any, b: Any, where: str = "value") -> None:
+    """Exact equality of two object trees (episodes, their states): types, slots (but those
+    that stay in their process), dict order and default factories, arrays by dtype, shape and
+    value, floats bit for bit (NaN equal to NaN)."""
+    assert type(a) is type(b), f"{where}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, (
+            f"{where}: {a.dtype}{a.shape} vs {b.shape}"
+        )
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), f"{where}"
+    elif isinstance(a, dict):
+        assert list(a) == list(b), f"{where}: keys {list(a)} vs {list(b)}"
+        assert getattr(a, "default_factory", None) is getattr(b, "default_factory", None)
+        for key in a:
+            assert_same_objects(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), f"{where}: length {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_objects(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert math.isnan(b), where
+    elif _slots(a) and not isinstance(a, gym.Space):
+        for name in _slots(a):
+            if name not in _LOCAL:
+                assert_same_objects(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    else:
+        assert a == b, f"{where}: {a!r} vs {b!r}"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import numpy as np
 import pytest
+from helpers import assert_same_objects
 from multi_agent_mock_envs import (
     BasicMultiAgent,
     EarlyDoneMultiAgent,
@@ -143,28 +143,6 @@ def _without_run_specific(state: Any) -> Any:
     return state
 
 
-def _same(a: Any, b: Any, where: str = "state") -> None:
-    """Exact equality of two nested states (arrays by dtype and value, floats bit for bit)."""
-    assert type(a) is type(b), f"{where}: {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), f"{where}: keys {sorted(map(str, a))} vs {sorted(map(str, b))}"
-        for key in a:
-            _same(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), f"{where}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape, (
-            f"{where}: {a.dtype}{a.shape} vs {b.shape}"
-        )
-        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f"{where}: {a} vs {b}"
-    elif isinstance(a, float) and np.isnan(a):
-        assert np.isnan(b), f"{where}: nan vs {b}"
-    else:
-        assert a == b, f"{where}: {a!r} vs {b!r}"
-
-
 def _logged_steps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """From now on, per step a runner offers its log: whether the log took it."""
     logged_steps: list[bool] = []
@@ -200,8 +178,8 @@ def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
     assert any(taken) == takes_fast_path
     assert len(logged) == len(fast) == len(general)
     for i, (a, b, c) in enumerate(zip(logged, fast, general, strict=True)):
-        _same(a, c, f"{name}: episode {i}, logged vs general path")
-        _same(b, c, f"{name}: episode {i}, fast vs general path")
+        assert_same_objects(a, c, f"{name}: episode {i}, logged vs general path")
+        assert_same_objects(b, c, f"{name}: episode {i}, fast vs general path")
 
 
 def test_an_env_that_refills_its_dicts_keeps_every_step(monkeypatch):
@@ -214,7 +192,7 @@ def test_an_env_that_refills_its_dicts_keeps_every_step(monkeypatch):
     fresh = _episodes(MultiAgentCartPole, {"num_agents": 3}, weights)
     assert len(refilled) == len(fresh)
     for i, (a, b) in enumerate(zip(refilled, fresh, strict=True)):
-        _same(a, b, f"episode {i}")
+        assert_same_objects(a, b, f"episode {i}")
 
 
 @pytest.mark.parametrize("logged", [True, False])

@@ -5,13 +5,13 @@ hanging actions and rewards, agents that join and leave, agents of different spa
 
 from __future__ import annotations
 
-import math
 import pickle
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import assert_same_objects
 from test_multi_agent_episode_fast_path import ENVS
 
 from trainer import PPOConfig
@@ -19,41 +19,6 @@ from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
-
-#: Slots that stay in their process.
-_LOCAL = {"_env_runner"}
-
-
-def _slots(obj: Any) -> list[str]:
-    return [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
-
-
-def _same(a: Any, b: Any, where: str = "episode") -> None:
-    """Exact equality of two object trees: types, slots, dict order and default factories,
-    arrays by dtype, shape and value, floats bit for bit."""
-    assert type(a) is type(b), f"{where}: {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape, (
-            f"{where}: {a.dtype}{a.shape} vs {b.shape}"
-        )
-        assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), f"{where}"
-    elif isinstance(a, dict):
-        assert list(a) == list(b), f"{where}: keys {list(a)} vs {list(b)}"
-        assert getattr(a, "default_factory", None) is getattr(b, "default_factory", None)
-        for key in a:
-            _same(a[key], b[key], f"{where}[{key!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), f"{where}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) and math.isnan(a):
-        assert math.isnan(b), where
-    elif _slots(a) and not isinstance(a, gym.Space):
-        for name in _slots(a):
-            if name not in _LOCAL:
-                _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
-    else:
-        assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
 class TwoSpaces(MultiAgentEnv):
@@ -118,7 +83,7 @@ def test_episodes_arrive_as_they_were_sampled(name):
     episodes = MultiAgentEpisodeList(_sampled(env, env_config))
     arrived = pickle.loads(pickle.dumps(episodes, protocol=5))
     assert type(arrived) is MultiAgentEpisodeList
-    _same(list(episodes), list(arrived), name)
+    assert_same_objects(list(episodes), list(arrived), name)
     # The received arrays are slices of one column per kind: every agent's observations share
     # one base array.
     bases = {
@@ -139,7 +104,7 @@ def test_agents_of_different_spaces_arrive_in_their_own_columns():
         )
     )
     arrived = pickle.loads(pickle.dumps(episodes, protocol=5))
-    _same(list(episodes), list(arrived))
+    assert_same_objects(list(episodes), list(arrived))
     shapes = {
         agent.observations.data.shape[1:]
         for episode in arrived
@@ -157,4 +122,4 @@ def test_a_list_with_other_items_pickles_as_a_plain_list():
     mixed = MultiAgentEpisodeList([*episodes[:2], "not an episode"])
     arrived = pickle.loads(pickle.dumps(mixed, protocol=5))
     assert arrived[2] == "not an episode"
-    _same(list(mixed[:2]), list(arrived[:2]))
+    assert_same_objects(list(mixed[:2]), list(arrived[:2]))
