@@ -15,7 +15,8 @@ sampling against single-agent sampling of the same CartPoles, measured in the sa
    n-step (2, 5), prioritized replay per module) to its stop, a summed return of 300 within
    500k env steps.
 
-Run: python bench/multi_agent.py [--seeds 0 1 2] [--steps 20000] [--skip-training] [--dqn]
+Run: python bench/multi_agent.py [--seeds 0 1 2] [--steps 20000] [--repeats 5] [--skip-training]
+     [--dqn]
 """
 
 from __future__ import annotations
@@ -208,7 +209,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=20_000, help="agent steps per sample")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="samples of each side, alternated; the medians count (this machine's speed drifts)",
+    )
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument(
         "--dqn", action="store_true", help="also RLlib's tuned multi_agent_cartpole_dqn.py"
