@@ -10,6 +10,7 @@ events, across calls (chunks continuing) and through a worker process's pickle.
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import gymnasium as gym
@@ -210,6 +211,16 @@ def test_episodes_by_column_pickle_as_columns_and_arrive_the_same():
     arrived = pickle.loads(pickle.dumps(episodes))
     assert arrived[0].get_rewards().tolist() == [7.0] * len(episodes[0])
     np.testing.assert_array_equal(arrived[1].get_rewards(), episodes[1].get_rewards())
+    algo.stop()
+
+
+def test_a_shallow_copy_of_a_sample_keeps_its_episodes():
+    algo = _config("CartPole-v1", 8, "vector_entry_point").build()
+    episodes = algo.env_runner_group.local_env_runner.sample(num_timesteps=200)
+    copied = copy.copy(episodes)
+    assert type(copied) is EpisodeList
+    assert all(a is b for a, b in zip(copied, episodes, strict=True))
+    assert copied._pack_by_column() is not None  # still pickles by column
     algo.stop()
 
 

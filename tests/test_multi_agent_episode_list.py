@@ -5,6 +5,7 @@ hanging actions and rewards, agents that join and leave, agents of different spa
 
 from __future__ import annotations
 
+import copy
 import pickle
 from typing import Any
 
@@ -123,3 +124,13 @@ def test_a_list_with_other_items_pickles_as_a_plain_list():
     arrived = pickle.loads(pickle.dumps(mixed, protocol=5))
     assert arrived[2] == "not an episode"
     assert_same_objects(list(mixed[:2]), list(arrived[:2]))
+
+
+def test_a_shallow_copy_keeps_the_episodes_and_a_deep_copy_makes_new_ones():
+    episodes = MultiAgentEpisodeList(_sampled(*ENVS["agents drop out"][:2]))
+    shallow = copy.copy(episodes)
+    assert type(shallow) is MultiAgentEpisodeList
+    assert all(a is b for a, b in zip(shallow, episodes, strict=True))
+    deep = copy.deepcopy(episodes)
+    assert not any(a is b for a, b in zip(deep, episodes, strict=True))
+    assert_same_objects(list(deep), list(episodes))

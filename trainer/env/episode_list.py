@@ -192,6 +192,13 @@ class EpisodeList(list):
         episode_list._rows = rows
         return episode_list
 
+    def __copy__(self) -> EpisodeList:
+        """A shallow copy, as a list's: the same episodes (a pickled copy would make new ones)."""
+        copied = EpisodeList(self)
+        copied._source = self._source
+        copied._rows = None if self._rows is None else list(self._rows)
+        return copied
+
     def __reduce__(self) -> Any:
         by_column = self._pack_by_column()
         if by_column is not None:

@@ -41,6 +41,10 @@ _NUMERIC = frozenset("biufc")
 class MultiAgentEpisodeList(list):
     """A `list` of `MultiAgentEpisode`s; only its pickled form differs from a plain list."""
 
+    def __copy__(self) -> MultiAgentEpisodeList:
+        """A shallow copy, as a list's: the same episodes (a pickled copy would make new ones)."""
+        return MultiAgentEpisodeList(self)
+
     def __reduce__(self) -> Any:
         if not all(type(episode) is MultiAgentEpisode for episode in self):
             return MultiAgentEpisodeList, (list(self),)
