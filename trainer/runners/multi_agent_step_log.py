@@ -81,7 +81,7 @@ class StepLog:
         self.steps: list[PlainStep] = []
         #: The agents done so far (an episode also ends once every agent is done).
         self._done_agents: set = set()
-        #: Agents done before the episode's last logged step: after how many steps.
+        #: The agents that are done: after how many steps (the others step to the end).
         self.ended_at: dict[Any, int] = {}
 
     def record(
