@@ -66,6 +66,37 @@ def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: MultiAgentEpi
 _SAMPLED_OUTPUTS = {ACTION_LOGP, ACTION_DIST_INPUTS}
 
 
+#: The done-flag keys a plain step may have besides its acting agents.
+_ALL_ONLY = frozenset({ALL_AGENTS})
+
+
+def plain_step_layout(
+    observations: MultiAgentDict,
+    actions: MultiAgentDict,
+    rewards: MultiAgentDict,
+    terminateds: MultiAgentDict,
+    truncateds: MultiAgentDict,
+) -> bool:
+    """Whether a step's dicts have a sampling loop's common layout: the agents that acted are
+    exactly those with a next observation (at least one), each has its reward, and only they
+    have done flags besides `"__all__"` (the part of a plain step that its dicts alone tell;
+    `MultiAgentEpisode._is_plain_step` adds the episode's side)."""
+    if not (
+        observations
+        and observations.keys() == actions.keys()
+        and rewards.keys() == observations.keys()
+    ):
+        return False
+    for flags in (terminateds, truncateds):
+        keys = flags.keys()
+        if len(keys) == len(observations) + 1 and ALL_AGENTS in keys:
+            if not keys >= observations.keys():  # the usual: every acting agent and "__all__"
+                return False
+        elif not keys - observations.keys() <= _ALL_ONLY:
+            return False
+    return True
+
+
 class MultiAgentEpisode:
     """Stores one multi-agent episode (chunk): a `SingleAgentEpisode` per agent, tied to the
     env's time scale by `env_t_to_agent_t` (see the module docstring)."""
@@ -440,33 +471,17 @@ class MultiAgentEpisode:
         next observation, each has its reward and its running single-agent episode, only they
         have done flags (besides `"__all__"`) and nothing hangs."""
         if (
-            not observations
-            or self._hanging_actions_end
+            self._hanging_actions_end
             or self._hanging_rewards_end
             or self._hanging_rewards_begin
-            or observations.keys() != actions.keys()
-            or not rewards.keys() <= observations.keys()
+            or not plain_step_layout(observations, actions, rewards, terminateds, truncateds)
         ):
             return False
         agent_episodes = self.agent_episodes
         for agent_id in observations:
             episode = agent_episodes.get(agent_id)
-            if (
-                episode is None
-                or episode.is_terminated
-                or episode.is_truncated
-                or agent_id not in rewards
-            ):
+            if episode is None or episode.is_terminated or episode.is_truncated:
                 return False
-        for flags in (terminateds, truncateds):
-            if len(flags) != len(observations) + 1 or ALL_AGENTS not in flags:
-                for agent_id in flags:
-                    if agent_id not in observations and agent_id != ALL_AGENTS:
-                        return False
-            else:  # the usual layout: every acting agent and "__all__"
-                for agent_id in observations:
-                    if agent_id not in flags:
-                        return False
         return True
 
     def _record_plain_step(

@@ -31,7 +31,8 @@ import os
 import time
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any, cast
 
 import gymnasium as gym
@@ -527,15 +528,9 @@ class MultiAgentEnvRunner(RunnerSetup):
         self._logs[index] = None
         episode = self._episodes[index]
         assert episode is not None, "a log belongs to an episode"
-        log.fill(episode)
-        counts = self._agent_steps
-        modules = self._agent_modules[index]
-        for agent_id, steps in log.agent_steps().items():
-            if steps:
-                module_id = modules.get(agent_id)
-                if module_id is None:
-                    module_id = modules[agent_id] = self._module_of(index, agent_id)
-                counts[agent_id, module_id] += steps
+        # (An agent of the reset without steps yet is not counted, as step by step.)
+        stepped = {agent_id: steps for agent_id, steps in log.fill(episode).items() if steps}
+        self._count_agent_steps(index, stepped, stepped.values())
 
     def _fill_all(self) -> None:
         for index in range(self.num_envs):
@@ -867,16 +862,17 @@ class MultiAgentEnvRunner(RunnerSetup):
         assert episode is not None, "every sub-env has an episode while sampling"
         return episode.module_for(agent_id)
 
-    def _count_agent_steps(self, index: int, obs: dict) -> None:
-        """Counts a step of each agent in `obs` (logged once per sample, see
-        `_log_sample_metrics`: a metric call per agent and step cost more than the step)."""
+    def _count_agent_steps(self, index: int, obs: dict, steps: Iterable[int] | None = None) -> None:
+        """Counts the steps of each agent in `obs` (`steps`: one per agent, in its order;
+        by default a step each), logged once per sample (see `_log_sample_metrics`: a metric
+        call per agent and step cost more than the step)."""
         counts = self._agent_steps
         modules = self._agent_modules[index]
-        for agent_id in obs:
+        for agent_id, agent_steps in zip(obs, repeat(1) if steps is None else steps, strict=False):
             module_id = modules.get(agent_id)
             if module_id is None:
                 module_id = modules[agent_id] = self._module_of(index, agent_id)
-            counts[agent_id, module_id] += 1
+            counts[agent_id, module_id] += agent_steps
 
     def _finish_episode(self, index: int) -> None:
         """The episode of sub-env `index` ended: fires `on_episode_end` (with its earlier

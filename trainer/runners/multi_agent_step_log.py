@@ -35,10 +35,7 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
-from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode
-
-#: The done-flag keys a plain step may have besides its acting agents.
-_ALL_ONLY = frozenset({ALL_AGENTS})
+from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
 
 
 class PlainStep(NamedTuple):
@@ -58,18 +55,10 @@ class PlainStep(NamedTuple):
     time: float
 
 
-def _flags_fit(flags: dict, observations: dict) -> bool:
-    """Whether done `flags` name only agents with an observation (and "__all__")."""
-    keys = flags.keys()
-    if len(keys) == len(observations) + 1 and ALL_AGENTS in keys:
-        return keys >= observations.keys()  # the usual layout: every acting agent and "__all__"
-    return keys - observations.keys() <= _ALL_ONLY
-
-
 class StepLog:
     """The reset and plain steps of one new episode (see the module docstring)."""
 
-    __slots__ = ("observations", "infos", "reset_time", "steps", "_done_agents", "ended_at")
+    __slots__ = ("observations", "infos", "reset_time", "steps", "ended_at")
 
     def __init__(self, episode: MultiAgentEpisode, observations: dict, infos: dict | None):
         """The log of `episode` (new, empty) starting at a reset that returned `observations`
@@ -79,9 +68,8 @@ class StepLog:
         self.infos = dict(infos or {})
         self.reset_time = time.perf_counter()
         self.steps: list[PlainStep] = []
-        #: The agents done so far (an episode also ends once every agent is done).
-        self._done_agents: set = set()
-        #: The agents that are done: after how many steps (the others step to the end).
+        #: The agents that are done: after how many steps (the others step to the end; the
+        #: episode also ends once every agent is done).
         self.ended_at: dict[Any, int] = {}
 
     def record(
@@ -97,13 +85,8 @@ class StepLog:
     ) -> bool | None:
         """Logs a plain step and returns whether the episode ended with it; returns None (and
         logs nothing) for a step that is not plain."""
-        if not (
-            observations
-            and observations.keys() == actions.keys()
-            and rewards.keys() == observations.keys()
-            and type(infos) is dict
-            and _flags_fit(terminateds, observations)
-            and _flags_fit(truncateds, observations)
+        if type(infos) is not dict or not plain_step_layout(
+            observations, actions, rewards, terminateds, truncateds
         ):
             return None
         # As `MultiAgentEpisode._record_plain_step`: "__all__" ends the episode, and so does
@@ -111,13 +94,12 @@ class StepLog:
         is_terminated = bool(terminateds.get(ALL_AGENTS, False))
         is_truncated = bool(truncateds.get(ALL_AGENTS, False))
         if any(terminateds.values()) or any(truncateds.values()):
-            done = self._done_agents
+            ended_at = self.ended_at
             for agent_id in observations:
                 if terminateds.get(agent_id, False) or truncateds.get(agent_id, False):
-                    done.add(agent_id)
-                    self.ended_at[agent_id] = len(self.steps) + 1
+                    ended_at[agent_id] = len(self.steps) + 1
             if not is_terminated:
-                is_terminated = len(done) == len(self.observations)
+                is_terminated = len(ended_at) == len(self.observations)
         # Copies of the env's dicts (an env may refill the same ones at its next step).
         self.steps.append(
             PlainStep(
@@ -142,8 +124,11 @@ class StepLog:
         ended_at = self.ended_at
         return {agent_id: ended_at.get(agent_id, num_steps) for agent_id in self.observations}
 
-    def fill(self, episode: MultiAgentEpisode) -> None:
-        """Records the reset and the steps into `episode` (the one the log was made for)."""
+    def fill(self, episode: MultiAgentEpisode) -> dict[Any, int]:
+        """Records the reset and the steps into `episode` (the one the log was made for);
+        returns each agent's steps."""
+        agent_steps = self.agent_steps()
         episode.fill_plain_steps(
-            self.observations, self.infos, self.reset_time, self.steps, self.agent_steps()
+            self.observations, self.infos, self.reset_time, self.steps, agent_steps
         )
+        return agent_steps
