@@ -540,11 +540,8 @@ def _act_two(logits: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, 
     """`_act_rows` drawing from two actions (CartPole's), the same values bit for bit in
     fewer array operations: the CDF's first column is the first action's probability itself,
     so one comparison with the row's uniform draws the action (no cumulative sum, count or
-    clip), and the log-softmax is computed on the two columns directly."""
-    first, second = logits[:, 0], logits[:, 1]
-    shifted = logits - np.maximum(first, second)[:, None]
-    exp = np.exp(shifted)
-    logp_all = shifted - np.log(exp[:, 0] + exp[:, 1])[:, None]
+    clip)."""
+    logp_all = log_softmax(logits)
     u = rng.random((logits.shape[0], 1))
     actions = (np.exp(logp_all[:, 0]) < u[:, 0]).astype(np.int64)
     return actions, np.where(actions == 1, logp_all[:, 1], logp_all[:, 0])
