@@ -8,8 +8,9 @@ Measures, each in a fresh process with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS se
   default), since workers run batches of 1-8 rows.
 
 and both again with no variable set: the library's own choice, where workers get 1 BLAS thread
-(trainer/runners/worker_template.py) and a PPO update times its minibatches on 1 and 2 threads and
-keeps the faster (trainer/core/blas.py, `AdaptiveBlasThreads`).
+(trainer/runners/worker_template.py) and an unseeded PPO update times its minibatches on 1 and 2
+threads and keeps the faster (trainer/core/blas.py, `AdaptiveBlasThreads`; a seeded run's stay on
+1).
 
 Prints ratios against 1 thread.
 Run: python bench/threads.py

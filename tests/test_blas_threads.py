@@ -3,13 +3,12 @@ function (`after_step`), and the pools it sizes in a real update."""
 
 from __future__ import annotations
 
-import copy
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers import blas_threads, blas_threads_seen, small_ppo
 
@@ -89,13 +88,19 @@ def unsized(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-def pendulum_learner_and_batch():
-    config = (
+def pendulum_config(seed: int | None = None):
+    """A Pendulum PPO with RLlib's 256x256 network: 4 minibatches of 128 rows per epoch."""
+    return (
         small_ppo(0, env="Pendulum-v1", train_batch_size=512, minibatch_size=128, num_epochs=4)
         .rl_module(model_config={"fcnet_hiddens": [256, 256]})
-        .debugging(seed=0)
+        .debugging(seed=seed)
     )
-    algo = config.build()
+
+
+def pendulum_learner_and_batch(seed: int | None = None):
+    """A learner and a batch to update it on; without a seed the learner's updates follow its
+    thread policy (a seeded run's stay on one thread)."""
+    algo = pendulum_config(seed).build()
     try:
         episodes = algo.env_runner.sample(num_timesteps=512)
     finally:
@@ -103,23 +108,73 @@ def pendulum_learner_and_batch():
     return algo.learner, episodes
 
 
-def test_the_weights_after_updates_do_not_depend_on_the_thread_count(unsized):
-    # What makes the choice by timing safe for a seeded run: the minibatch steps' products come
-    # out bit for bit the same on one or two threads.
-    from threadpoolctl import threadpool_limits
+def cpu_flags() -> set[str]:
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
 
-    with threadpool_limits(limits=2, user_api="blas"):
-        learner, episodes = pendulum_learner_and_batch()
-        start = copy.deepcopy(learner.get_state())
-        weights = {}
-        for threads in (1, 2):
-            learner.set_state(copy.deepcopy(start))
-            learner.update_threads.policy = ThreadPolicy(threads=threads, steps_to_probe=10**9)
-            for _ in range(2):
-                learner.update(episodes)
-            assert learner.update_threads.steps_at.get(threads, 0) >= 2 * 4 * 4
-            weights[threads] = learner.module.flat_params.copy()
-    assert np.array_equal(weights[1], weights[2])
+
+def kernels_whose_sums_depend_on_the_thread_count() -> dict[str, str]:
+    """The environment that makes numpy's OpenBLAS use its Haswell kernels where the CPU can run
+    them: their products come out in other last bits on one and on two threads (OpenBLAS 0.3.31;
+    its AVX-512 kernels gave the same bits), so a seeded run that followed the timing would show
+    it. Elsewhere the machine's own kernels."""
+    if {"avx2", "fma"} <= cpu_flags():
+        return {"OPENBLAS_CORETYPE": "Haswell"}
+    return {}
+
+
+SEEDED_SCRIPT = """
+import json
+from threadpoolctl import threadpool_limits
+import test_blas_threads as t
+from trainer.core.blas import ThreadPolicy
+
+
+def train(seed, threads):
+    algo = t.pendulum_config(seed).build()
+    try:
+        # The count the timing would choose on a machine: forced, and never probed away from.
+        algo.learner.update_threads.policy = ThreadPolicy(threads=threads, steps_to_probe=10**9)
+        for _ in range(2):
+            algo.train()
+        weights = algo.get_weights()
+        return weights, algo.learner.update_threads.steps_at
+    finally:
+        algo.stop()
+
+
+with threadpool_limits(limits=2, user_api="blas"):
+    (on_one, steps_on_one), (on_two, steps_on_two) = (train(0, n) for n in (1, 2))
+    _, unseeded_steps_on_two = train(None, 2)
+print(json.dumps({
+    "same_weights": on_one.keys() == on_two.keys()
+    and all((on_one[k] == on_two[k]).all() for k in on_one),
+    "steps": [steps_on_one, steps_on_two, unseeded_steps_on_two],
+}))
+"""
+
+
+def test_a_seeded_run_gets_the_same_weights_whatever_thread_count_the_timing_picks(unsized):
+    # Two seeded runs, one where the timing picked one thread (a busy machine), one where it
+    # picked two (an idle one), on BLAS kernels whose sums depend on the thread count.
+    env = {
+        **os.environ,
+        **kernels_whose_sums_depend_on_the_thread_count(),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), ROOT]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", SEEDED_SCRIPT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    steps_on_one, steps_on_two, unseeded_steps_on_two = result["steps"]
+    # 2 iterations x 4 epochs x 4 minibatches; an unseeded run follows the timing.
+    assert steps_on_one == steps_on_two == {"1": 32} and unseeded_steps_on_two == {"2": 32}
+    assert result["same_weights"]
 
 
 REST_SCRIPT = """
@@ -170,8 +225,8 @@ def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypat
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     steps_at = []
 
-    def user_sized_update():
-        learner, episodes = pendulum_learner_and_batch()
+    def user_sized_update():  # in a seeded run too: the user's count wins
+        learner, episodes = pendulum_learner_and_batch(seed=0)
         learner.update(episodes)
         steps_at.append(learner.update_threads.steps_at)
 

@@ -174,18 +174,26 @@ class AdaptiveBlasThreads:
     what else runs cannot be known in advance: the EnvRunners wait during a synchronous update,
     but a parallel evaluation round, another trial or another program may not. So the update
     measures: it starts on one thread, probes two now and then, keeps the faster, and drops back
-    to one at the first stalled step. Results do not depend on the choice: the minibatch steps'
-    products come out bit for bit the same on one or two threads (tests/test_blas_threads.py),
-    and the rest of the update, where a product's result did depend on the thread count (a
-    seeded LunarLander run diverged at its 7th iteration), runs on one thread.
+    to one at the first stalled step.
+
+    A seeded run's updates stay on one thread (`seeded=True`): a product's result may depend on
+    its thread count, since OpenBLAS's kernels may sum a product's terms in another order on two
+    threads (numpy 2.4's OpenBLAS 0.3.31 does with its kernels for AVX2 machines without
+    AVX-512, Haswell and Zen: the last bits of most of a 128x256x256 product's entries), and a
+    seeded run's weights must not depend on what the timing chose. One thread is the count
+    every machine can give and the fallback on a busy one; a seeded run gives up the second
+    thread's gain on an idle machine (about 1.25x). The rest of the update (the train batch's
+    value estimates) runs on one thread in every run.
 
     The pools are never sized above what they were when the update began: a user's
     `OPENBLAS_NUM_THREADS` (see `BLAS_THREAD_VARS`) leaves them alone entirely, and a cap such
     as the one a parallel evaluation round sets keeps its effect.
     """
 
-    def __init__(self, max_threads: int = MAX_UPDATE_THREADS):
-        self.max_threads = max_threads
+    def __init__(self, max_threads: int = MAX_UPDATE_THREADS, *, seeded: bool = False):
+        """`seeded`: the run is seeded, so its updates stay on one thread whatever the timing
+        would choose (the results then do not depend on it)."""
+        self.max_threads = 1 if seeded else max_threads
         self.user_sized = user_sized_pools()
         self.policy = ThreadPolicy()
         self._used_more = False
@@ -205,8 +213,8 @@ class AdaptiveBlasThreads:
         ceiling = min([self.max_threads, *original])
         self._used_more = False
         # The rest of the update (the train batch's value estimates over thousands of rows)
-        # runs on one thread, as before: a product's result may depend on its thread count
-        # where OpenBLAS splits an inner sum, and those products are not timed.
+        # runs on one thread: a product's result may depend on its thread count, and those
+        # products are not timed.
         for pool in pools:
             pool.set_num_threads(1)
         try:

@@ -176,8 +176,9 @@ class PPOLearner(Learner):
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
-        #: pools (see AdaptiveBlasThreads).
-        self.update_threads = AdaptiveBlasThreads()
+        #: pools; a seeded run's on one, so that its weights do not depend on the timing (see
+        #: AdaptiveBlasThreads).
+        self.update_threads = AdaptiveBlasThreads(seeded=config.seed is not None)
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
