@@ -182,10 +182,14 @@ def test_the_code_blocks_of_the_page_run(page, tmp_path):
     (tmp_path / "driver.py").write_text(_DRIVER)
     work = tmp_path / "work"
     work.mkdir()
-    # `python` in bash blocks is this interpreter; worker processes import this tree.
+    # `python` in bash blocks is this interpreter; worker processes import this tree. A script
+    # that runs it, not a symlink: a link to a virtual environment's python, placed outside the
+    # environment's folder, starts the base interpreter without the environment's packages.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
