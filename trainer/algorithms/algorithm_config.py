@@ -819,6 +819,13 @@ class AlgorithmConfig(OldConfigNames):
                     "training goes on (False: train() raises)",
                 ),
                 "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
+                "max_consecutive_failed_iterations": (
+                    3,
+                    optional(int_at_least(1)),
+                    "train() raises the runners' failure after this many iterations in a row "
+                    "in which EnvRunners failed and nothing was sampled: a failure that comes "
+                    "back on every restart (None: restart for ever, as RLlib does)",
+                ),
                 "delay_between_env_runner_restarts_s": (
                     0.1,
                     seconds_at_least(0),
@@ -1043,6 +1050,7 @@ class AlgorithmConfig(OldConfigNames):
     restart_failed_env_runners: bool
     ignore_env_runner_failures: bool
     max_num_env_runner_restarts: int
+    max_consecutive_failed_iterations: int | None
     delay_between_env_runner_restarts_s: float
     env_runner_health_probe_timeout_s: float
     restart_failed_sub_environments: bool
@@ -1801,6 +1809,7 @@ class AlgorithmConfig(OldConfigNames):
         restart_failed_env_runners: bool = NotProvided,
         ignore_env_runner_failures: bool = NotProvided,
         max_num_env_runner_restarts: int = NotProvided,
+        max_consecutive_failed_iterations: int | None = NotProvided,
         delay_between_env_runner_restarts_s: float = NotProvided,
         env_runner_health_probe_timeout_s: float = NotProvided,
         restart_failed_sub_environments: bool = NotProvided,
@@ -1810,13 +1819,16 @@ class AlgorithmConfig(OldConfigNames):
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
-        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`. The
+        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`; a
+        failure that comes back on every restart, with nothing sampled for
+        `max_consecutive_failed_iterations` iterations in a row, is raised by `train()`. The
         rules, step by step: `trainer.runners.restart_policy`. RLlib's older names
         (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are accepted."""
         values = {
             "restart_failed_env_runners": restart_failed_env_runners,
             "ignore_env_runner_failures": ignore_env_runner_failures,
             "max_num_env_runner_restarts": max_num_env_runner_restarts,
+            "max_consecutive_failed_iterations": max_consecutive_failed_iterations,
             "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
             "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
             "restart_failed_sub_environments": restart_failed_sub_environments,
