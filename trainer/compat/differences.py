@@ -992,6 +992,36 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "EnvRunners that fail on every restart (fault_tolerance(restart_failed_env_runners=True))",
+        "after max_consecutive_failed_iterations (default 3) iterations in a row in which "
+        "runners failed and nothing was sampled, train() raises the latest failure with its "
+        "type (tests/test_hostile_failures.py); None restarts for ever, as RLlib",
+        "RLlib returns an empty result from every train() for as long as the user loops, the "
+        "error only in the logs: a failure with no sample between restarts is a bug that no "
+        "restart cures, and an iteration that samples ends the streak, so a flaky failure is "
+        "still restarted",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig settings outside their usual range (gamma=1.5, lambda_=2, "
+        "clip_param=0, kl_target=0, grad_clip=0, evaluation_interval=0, DQN's tau=2)",
+        "taken, with one UnusualSettingWarning per config naming the setting, the value and "
+        "the usual range (tests/test_unusual_settings.py)",
+        "RLlib takes them silently; they are accepted here too (a script that runs on RLlib "
+        "runs here), and the user is told",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "handle.method.remote() on a named object whose server died (Ray: a dead actor)",
+        "raises NamedObjectError in the caller, seen within 50 ms of the death "
+        "(tests/test_named_objects_health.py::test_remote_calls_raise_in_the_caller_once_the_"
+        "server_is_killed)",
+        "Ray raises RayActorError at ray.get(); a callback that sends calls without reading "
+        "them would lose them silently, where raising it reports them as the callback's "
+        "error (and ends train() when it repeats)",
+        BEHAVIOUR,
+    ),
+    Difference(
         "PPOTorchLearner results (gradients_default_optimizer_global_norm)",
         "always reported, with the numpy learner's keys "
         "(tests/test_torch_learner.py::test_update_changes_weights_and_reports_the_numpy_"
