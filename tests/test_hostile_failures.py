@@ -16,6 +16,7 @@ import pytest
 from helpers import small_ppo
 from test_named_objects import Counter
 
+from trainer import PPO
 from trainer.errors import (
     CallbackError,
     ConfigError,
@@ -194,6 +195,23 @@ def test_a_flaky_failure_with_samples_in_between_keeps_being_restarted():
             result = algo.train()
             assert result["env_runners"]["num_env_steps_sampled"] >= 200
         assert result["fault_tolerance"]["num_remote_worker_restarts"] >= DEFAULT_LIMIT
+
+
+class SampleOnlyPPO(PPO):
+    """A user's training step that samples and logs no count of its own."""
+
+    def training_step(self):
+        self.env_runner_group.sample(min_env_steps=self.config.train_batch_size)
+
+
+def test_samples_count_even_when_the_training_step_logs_none():
+    config = _failing(
+        small_ppo(2).environment(FaultInjectionEnv, env_config={"crash_after_n_steps": 150})
+    )
+    with SampleOnlyPPO(config=config) as algo:
+        for _ in range(DEFAULT_LIMIT + 2):
+            algo.train()
+        assert algo.env_runner_group.num_remote_worker_restarts() >= DEFAULT_LIMIT
 
 
 def test_a_streak_is_ended_by_an_iteration_that_samples():

@@ -894,9 +894,9 @@ class Algorithm(OldAlgorithmNames):
                     and trained >= config.min_train_timesteps_per_iteration
                 ):
                     break
-        self._raise_if_failing_deterministically(
-            group, peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
-        )
+        # What the training step logged, or (one that logs no count) what the group returned.
+        sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
+        self._raise_if_failing_deterministically(group, max(sampled, group.iteration_env_steps))
 
     def _raise_if_failing_deterministically(self, group: EnvRunnerGroup, sampled: int) -> None:
         """Counts the iteration into the streak of failed ones (runners failed, nothing was

@@ -234,6 +234,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: The latest failure of this iteration, the error itself: what `train()` raises when
         #: the failure turns out deterministic (`restart_policy.gives_up`).
         self.last_failure: BaseException | None = None
+        #: Env steps `sample()` returned in this iteration (a training step that samples
+        #: otherwise logs its own count; either one makes the iteration a sampling one).
+        self.iteration_env_steps = 0
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
@@ -432,6 +435,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._restarted_this_iteration.clear()
         self.iteration_failures = []
         self.last_failure = None
+        self.iteration_env_steps = 0
 
     def num_waiting_env_runners(self) -> int:
         """Remote runners left out until the next iteration restarts them."""
@@ -838,6 +842,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 if connector_state is not None:
                     connector_states.append(connector_state)
                 steps += sum(ep.agent_steps() if by_agents else len(ep) for ep in batch)
+        self.iteration_env_steps += steps
         if connector_states:
             self._sync_connector_states(connector_states)
         return episodes, runner_metrics
