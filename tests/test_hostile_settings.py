@@ -122,6 +122,7 @@ HOSTILE: dict[str, list[Any]] = {
     "restart_failed_env_runners": BOOL,
     "ignore_env_runner_failures": BOOL,
     "max_num_env_runner_restarts": COUNT,
+    "max_consecutive_failed_iterations": [*OPTIONAL_COUNT, 0],
     "delay_between_env_runner_restarts_s": SECONDS,
     "env_runner_health_probe_timeout_s": POSITIVE_SECONDS,
     "restart_failed_sub_environments": BOOL,

@@ -239,3 +239,50 @@ def test_train_reports_a_server_killed_mid_run_within_seconds():
         with pytest.raises(CallbackError, match=expected):
             algo.train()
         assert time.monotonic() - started < 5
+
+
+class CountStepsWithoutWaiting(RLlibCallback):
+    def on_episode_step(self, **kwargs):
+        get_named_object("steps").inc.remote(1)
+
+
+def test_remote_calls_raise_in_the_caller_once_the_server_is_killed():
+    """Ray raises `RayActorError` where a dead actor is called: `.remote()` on a killed server
+    raises too (within `REMOTE_CHECK_INTERVAL_S`), instead of one warning per call lost."""
+    counter = create_named_object("c", Counter)
+    counter.inc.remote(1)
+    assert counter.get() == 1
+    (pid,) = server_pids()
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(NamedObjectError, match=rf"\(pid {pid}\) {KILLED}"):
+        for _ in range(10):  # far fewer than a batch (BATCH_SIZE): none of them sends one
+            counter.inc.remote(1)
+            time.sleep(client.REMOTE_CHECK_INTERVAL_S)
+
+
+def test_train_ends_with_the_callback_error_when_the_server_is_killed_mid_run(capfd):
+    """The runners' callbacks call `.remote()`: after the server's SIGKILL they raise it, the
+    runners are restarted and fail the same way, and the third train() raises the
+    CallbackError naming the event, the callback and the runner. No warning per lost call."""
+    counter = create_named_object("steps", Counter)
+    config = (
+        small_ppo(2)
+        .callbacks(CountStepsWithoutWaiting)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0)
+    )
+    with config.build() as algo:
+        result = algo.train()
+        assert counter.get() == result["num_env_steps_sampled_lifetime"]
+        (pid,) = server_pids()
+        os.kill(pid, signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(CallbackError, match="named-object server") as info:
+            for _ in range(3):
+                algo.train()
+        assert time.monotonic() - started < 30
+        assert algo.iteration == 3  # two empty iterations, then the raise
+    error = info.value
+    assert error.event == "on_episode_step"
+    assert error.callback_name == "CountStepsWithoutWaiting.on_episode_step"
+    assert error.env_runner_index in (1, 2)
+    assert "failed and its result was never read" not in capfd.readouterr().err

@@ -14,6 +14,8 @@ from trainer.runners.restart_policy import (
     RunnerRecord,
     Settings,
     decide,
+    failed_iterations_in_a_row,
+    gives_up,
     iteration_bound_s,
     repeats,
     signature,
@@ -109,3 +111,28 @@ def test_the_iteration_bound_follows_the_settings():
         )
     )
     assert iteration_bound_s(config) == pytest.approx(2 * (2 * 10.0 + 1.0 + 5.0 + 4.0))
+
+
+def test_iterations_that_fail_without_a_sample_make_a_streak_that_any_sample_ends():
+    streak, streaks = 0, []
+    for failed, sampled in [(True, 0), (True, 0), (False, 200), (True, 0), (True, 50), (True, 0)]:
+        streak = failed_iterations_in_a_row(streak, failed=failed, env_steps_sampled=sampled)
+        streaks.append(streak)
+    assert streaks == [1, 2, 0, 1, 0, 1]
+    assert failed_iterations_in_a_row(2, failed=True, env_steps_sampled=0) == 3
+    assert failed_iterations_in_a_row(2, failed=True, env_steps_sampled=1) == 0
+    # An iteration that sampled nothing without a failure (none can be) is no failed one.
+    assert failed_iterations_in_a_row(2, failed=False, env_steps_sampled=0) == 0
+
+
+def test_a_streak_gives_up_at_the_setting_and_never_without_one():
+    assert not gives_up(2, Settings())
+    assert gives_up(3, Settings())  # the default: 3
+    assert gives_up(1, Settings(max_consecutive_failed_iterations=1))
+    assert not gives_up(10**6, Settings(max_consecutive_failed_iterations=None))
+
+
+def test_the_settings_come_from_the_config():
+    config = PPOConfig().fault_tolerance(max_consecutive_failed_iterations=None)
+    assert Settings.from_config(config).max_consecutive_failed_iterations is None
+    assert Settings.from_config(PPOConfig()).max_consecutive_failed_iterations == 3

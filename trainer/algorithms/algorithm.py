@@ -93,6 +93,7 @@ from trainer.metrics import (
 )
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
+from trainer.runners import restart_policy
 from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of, spaces_of
 from trainer.util.deprecation import warn_once
 from trainer.util.log import set_library_log_level
@@ -250,6 +251,9 @@ class Algorithm(OldAlgorithmNames):
         self._counters: defaultdict[str, Any] = defaultdict(int)
         self._iterations_since_restore = 0
         self._time_total_s = 0.0
+        #: Iterations in a row in which EnvRunners failed and nothing was sampled
+        #: (`restart_policy.failed_iterations_in_a_row`).
+        self._failed_iterations_in_a_row = 0
         self._stopped = False
         self._rng = np.random.default_rng(config.seed)
         # Restarts seen on the evaluation thread: their callbacks fire on this thread.
@@ -890,6 +894,40 @@ class Algorithm(OldAlgorithmNames):
                     and trained >= config.min_train_timesteps_per_iteration
                 ):
                     break
+        # What the training step logged, or (one that logs no count) what the group returned.
+        sampled = peek(NUM_ENV_STEPS_SAMPLED_LIFETIME, default=0) - sampled_before
+        self._raise_if_failing_deterministically(group, max(sampled, group.iteration_env_steps))
+
+    def _raise_if_failing_deterministically(self, group: EnvRunnerGroup, sampled: int) -> None:
+        """Counts the iteration into the streak of failed ones (runners failed, nothing was
+        sampled) and raises the latest failure, with its own type, when the streak reaches
+        `max_consecutive_failed_iterations`: a failure that comes back on every restart with no
+        sample in between is deterministic, and restarting it for ever would only return empty
+        results."""
+        self._failed_iterations_in_a_row = restart_policy.failed_iterations_in_a_row(
+            self._failed_iterations_in_a_row,
+            failed=bool(group.iteration_failures),
+            env_steps_sampled=sampled,
+        )
+        settings = restart_policy.Settings.from_config(self.config)
+        error = group.last_failure
+        if error is None or not restart_policy.gives_up(self._failed_iterations_in_a_row, settings):
+            return
+        in_a_row = self._failed_iterations_in_a_row
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note(
+                f"train() gives up: in {in_a_row} iterations in a row EnvRunners failed and "
+                "nothing was sampled, so this failure comes back on every restart (fix it, or "
+                "set fault_tolerance(max_consecutive_failed_iterations=None) to restart for "
+                f"ever; it is {settings.max_consecutive_failed_iterations})."
+            )
+        logger.error(
+            "train() gives up after %d iterations in a row in which EnvRunners failed and "
+            "nothing was sampled; raising the latest failure: %s",
+            in_a_row,
+            group.iteration_failures[-1],
+        )
+        raise error
 
     def _compile_result(self, time_this_iter: float) -> dict:
         # The exploration's values (cur_epsilon, ...) are the runners' current ones: those of

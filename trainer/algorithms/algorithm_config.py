@@ -34,8 +34,12 @@ from trainer.algorithms.multi_agent_setup import (
 from trainer.algorithms.settings import (
     BUILDER_METHODS,
     Setting,
+    UnusualSettingWarning,
+    UsualRange,
     document_builders,
+    in_range,
     settings_of,
+    unusual_value_message,
 )
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
@@ -134,6 +138,18 @@ def is_tune_domain(value: Any) -> bool:
 def is_search_space(value: Any) -> bool:
     """Whether `value` is one of Tune's search spaces: a grid or a Tune domain."""
     return is_grid_search(value) or is_tune_domain(value)
+
+
+def _stacklevel_outside_trainer() -> int:
+    """The `stacklevel` that makes a warning emitted by this function's caller point at the
+    user's line (the first frame outside this package): a builder call goes through the
+    builder, `_set` and `__setattr__`, a subclass's builder through its parent's too."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("trainer."):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _search_options(value: Any) -> list[Any]:
@@ -622,8 +638,12 @@ class AlgorithmConfig(OldConfigNames):
                 "evaluation_interval": (
                     None,
                     optional(int_at_least(0)),
-                    "evaluate every this many train() calls (None or 0: only "
-                    "when evaluate() is called)",
+                    "evaluate every this many train() calls (None: only when evaluate() is called)",
+                    UsualRange(
+                        lambda value: value is None or value >= 1,
+                        "1 or more, or None",
+                        "0 never evaluates in train(), as None does: write None if that is meant",
+                    ),
                 ),
                 "evaluation_duration": (
                     10,
@@ -684,7 +704,18 @@ class AlgorithmConfig(OldConfigNames):
             "training",
             {
                 # RLlib checks no range for gamma; NaN and inf cannot train.
-                "gamma": (0.99, finite_number, "discount factor"),
+                "gamma": (
+                    0.99,
+                    finite_number,
+                    "discount factor",
+                    UsualRange(
+                        in_range(0, 1),
+                        "between 0 and 1",
+                        "a discount above 1 weighs later rewards more than earlier ones, so "
+                        "returns grow with the episode's length; below 0 it flips the sign of "
+                        "every other step's reward",
+                    ),
+                ),
                 # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
                 # would climb the loss, and checkpoints hold only non-negative rates.
                 "lr": (
@@ -711,6 +742,11 @@ class AlgorithmConfig(OldConfigNames):
                     None,
                     optional(number_at_least_or_inf(0)),
                     "clip gradients at this (None: no clipping)",
+                    UsualRange(
+                        lambda value: value is None or value > 0,
+                        "above 0, or None",
+                        "0 scales every gradient to 0: the weights never change",
+                    ),
                 ),
                 "grad_clip_by": (
                     "global_norm",
@@ -819,6 +855,13 @@ class AlgorithmConfig(OldConfigNames):
                     "training goes on (False: train() raises)",
                 ),
                 "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
+                "max_consecutive_failed_iterations": (
+                    3,
+                    optional(int_at_least(1)),
+                    "train() raises the runners' failure after this many iterations in a row "
+                    "in which EnvRunners failed and nothing was sampled: a failure that comes "
+                    "back on every restart (None: restart for ever, as RLlib does)",
+                ),
                 "delay_between_env_runner_restarts_s": (
                     0.1,
                     seconds_at_least(0),
@@ -1043,6 +1086,7 @@ class AlgorithmConfig(OldConfigNames):
     restart_failed_env_runners: bool
     ignore_env_runner_failures: bool
     max_num_env_runner_restarts: int
+    max_consecutive_failed_iterations: int | None
     delay_between_env_runner_restarts_s: float
     env_runner_health_probe_timeout_s: float
     restart_failed_sub_environments: bool
@@ -1070,6 +1114,9 @@ class AlgorithmConfig(OldConfigNames):
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
+        #: (setting, repr of the value) of each UnusualSettingWarning emitted: once per config
+        #: (and its copies), not per call.
+        object.__setattr__(self, "_unusual_warned", set())
         self.algo_class = algo_class
         for name, setting in self._settings().items():
             setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, setting.default)))
@@ -1145,7 +1192,18 @@ class AlgorithmConfig(OldConfigNames):
                     f"{type(self).__name__}.{name} = {value!r}: {name} must be {problem} "
                     f"(the setting of {setting.method}())"
                 )
+            self._warn_if_unusual(name, value, setting)
         object.__setattr__(self, name, value)
+
+    def _warn_if_unusual(self, name: str, value: Any, setting: Setting) -> None:
+        """One `UnusualSettingWarning` per config (copies included) for a value outside the
+        setting's usual range (`gamma=1.5`): taken, as RLlib takes it, and named."""
+        message = unusual_value_message(type(self).__name__, name, value, setting)
+        warned: set[tuple[str, str]] = self.__dict__.setdefault("_unusual_warned", set())
+        if message is None or (name, repr(value)) in warned:
+            return
+        warned.add((name, repr(value)))
+        warnings.warn(message, UnusualSettingWarning, stacklevel=_stacklevel_outside_trainer())
 
     # -- pickling ----------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -1801,6 +1859,7 @@ class AlgorithmConfig(OldConfigNames):
         restart_failed_env_runners: bool = NotProvided,
         ignore_env_runner_failures: bool = NotProvided,
         max_num_env_runner_restarts: int = NotProvided,
+        max_consecutive_failed_iterations: int | None = NotProvided,
         delay_between_env_runner_restarts_s: float = NotProvided,
         env_runner_health_probe_timeout_s: float = NotProvided,
         restart_failed_sub_environments: bool = NotProvided,
@@ -1810,13 +1869,16 @@ class AlgorithmConfig(OldConfigNames):
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
-        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`. The
+        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`; a
+        failure that comes back on every restart, with nothing sampled for
+        `max_consecutive_failed_iterations` iterations in a row, is raised by `train()`. The
         rules, step by step: `trainer.runners.restart_policy`. RLlib's older names
         (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are accepted."""
         values = {
             "restart_failed_env_runners": restart_failed_env_runners,
             "ignore_env_runner_failures": ignore_env_runner_failures,
             "max_num_env_runner_restarts": max_num_env_runner_restarts,
+            "max_consecutive_failed_iterations": max_consecutive_failed_iterations,
             "delay_between_env_runner_restarts_s": delay_between_env_runner_restarts_s,
             "env_runner_health_probe_timeout_s": env_runner_health_probe_timeout_s,
             "restart_failed_sub_environments": restart_failed_sub_environments,

@@ -10,6 +10,9 @@ method that sets it and a one-line doc. It is the single source of all four:
   writes docs/settings.md, and a test keeps that page equal to the render).
 
 A check returns None when the value is fine, else what is allowed (`trainer.util.checks`).
+A setting may also name its usual range (`UsualRange`): a value the check allows outside it
+(`gamma=1.5`: RLlib takes it, and so does this trainer) is taken with one
+`UnusualSettingWarning` per config, naming the setting, the value and the range.
 """
 
 from __future__ import annotations
@@ -23,6 +26,23 @@ if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 
+class UnusualSettingWarning(UserWarning):
+    """A setting was given a value its check allows (RLlib takes it) but that is surely a
+    mistake, such as `gamma=1.5`: emitted once per config, naming the usual range."""
+
+
+class UsualRange(NamedTuple):
+    """The values a setting usually takes; others that its check allows are taken with a
+    warning."""
+
+    #: value -> whether it is in the usual range.
+    holds: Callable[[Any], bool]
+    #: The range, in words that follow "<name> is usually" ("between 0 and 1").
+    text: str
+    #: What a value outside it does.
+    why: str
+
+
 class Setting(NamedTuple):
     default: Any
     #: value -> None when fine, else a description of what is allowed.
@@ -31,15 +51,38 @@ class Setting(NamedTuple):
     method: str
     #: One line: what it does.
     doc: str
+    #: Where its values usually are (None: anywhere its check allows).
+    usual: UsualRange | None = None
 
 
-def settings_of(method: str, settings: dict[str, tuple[Any, Callable, str]]) -> dict[str, Setting]:
+def settings_of(method: str, settings: dict[str, tuple[Any, ...]]) -> dict[str, Setting]:
     """`{name: Setting}` for the settings of one builder method, given as
-    `name: (default, check, doc)`."""
+    `name: (default, check, doc)` or `name: (default, check, doc, UsualRange)`."""
     return {
-        name: Setting(default, check, method, doc)
-        for name, (default, check, doc) in settings.items()
+        name: Setting(spec[0], spec[1], method, spec[2], spec[3] if len(spec) > 3 else None)
+        for name, spec in settings.items()
     }
+
+
+def unusual_value_message(config_name: str, name: str, value: Any, setting: Setting) -> str | None:
+    """The warning for `value` of setting `name` outside its usual range; None inside it."""
+    usual = setting.usual
+    if usual is None or usual.holds(value):
+        return None
+    return (
+        f"{config_name}.{setting.method}({name}={value!r}): {name} is usually {usual.text} "
+        f"({usual.why}); the value is taken, as RLlib takes it, but it is most likely a mistake"
+    )
+
+
+def in_range(low: float, high: float, *, low_open: bool = False) -> Callable[[Any], bool]:
+    """`holds` of a `UsualRange`: `low <= value <= high` (`low < value` with `low_open`)."""
+    return lambda value: (low < value if low_open else low <= value) and value <= high
+
+
+def documented(setting: Setting) -> str:
+    """The setting's doc, with its usual range when it has one."""
+    return setting.doc if setting.usual is None else f"{setting.doc}; usually {setting.usual.text}"
 
 
 #: Builder methods in the order the docs list them.
@@ -82,7 +125,7 @@ def builder_doc(
     """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
     `defaults` (`defaults_of(config_cls)`)."""
     lines = [
-        f"    {name} ({_shown(defaults[name])}): {setting.doc}"
+        f"    {name} ({_shown(defaults[name])}): {documented(setting)}"
         for name, setting in config_cls._settings().items()
         if setting.method == method
     ]
@@ -142,7 +185,8 @@ def markdown(
             "|---|---|---|",
         ]
         table += [
-            f"| `{name}` | `{_shown(defaults[name])}` | {setting.doc} |" for name, setting in rows
+            f"| `{name}` | `{_shown(defaults[name])}` | {documented(setting)} |"
+            for name, setting in rows
         ]
         blocks.append("\n".join(table))
     return "\n\n".join(blocks)

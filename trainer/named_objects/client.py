@@ -146,6 +146,10 @@ class exceptions:  # noqa: N801 (a namespace: Ray's `ray.exceptions` module)
 BATCH_SIZE = 64
 #: Most batches of one process awaiting their replies; one more waits for the oldest.
 MAX_BATCHES_IN_FLIGHT = 8
+#: How often `.remote()` looks whether the server still holds this process's connection (one
+#: poll of the socket, no round trip): a server that died is raised in the code calling
+#: `.remote()` (a callback: its `CallbackError`), as Ray raises `RayActorError` in the caller.
+REMOTE_CHECK_INTERVAL_S = 0.05
 
 
 class ObjectRef:
@@ -208,6 +212,8 @@ class _Connection:
         self.server: ServerProcess | None = None
         #: The health checks' own connection to the server (made on the first check).
         self._probe: Connection | None = None
+        #: When `submit` next looks whether the server is still there (`time.monotonic()`).
+        self._next_remote_check = 0.0
 
     def _send(self, message: tuple) -> None:
         if self._conn is None:
@@ -328,6 +334,9 @@ class _Connection:
         refs = [ref for batch in self._in_flight if batch for ref in batch] + self._batch_refs
         for ref in refs:
             ref._set("error", str(failure))
+            # Every caller of `_broken` raises the failure: that reports these calls, not a
+            # warning for each one whose result nobody reads.
+            ref._read = True
         self._in_flight.clear()
         self._batch, self._batch_refs = [], []
         self.close()
@@ -387,12 +396,28 @@ class _Connection:
         with self._lock:
             self._batch.append(message)
             self._batch_refs.append(ref)
-            if len(self._batch) >= BATCH_SIZE:
-                try:
+            try:
+                if len(self._batch) >= BATCH_SIZE:
                     self._send_batch()
-                except (OSError, EOFError, AuthenticationError, ServerFailure) as error:
-                    raise self._broken(error) from None
+                elif time.monotonic() >= self._next_remote_check:
+                    self._check_still_served()
+            except (OSError, EOFError, AuthenticationError, ServerFailure) as error:
+                raise self._broken(error) from None
         return ref
+
+    def _check_still_served(self) -> None:
+        """Raises (`OSError`, `EOFError`) if the server is gone: without a connection the batch
+        is sent now, which connects; with one, the replies already there are read, and a
+        connection the server closed reads as an end of file. Cheap enough for `submit`,
+        which calls it every `REMOTE_CHECK_INTERVAL_S`."""
+        self._next_remote_check = time.monotonic() + REMOTE_CHECK_INTERVAL_S
+        if self._conn is None:
+            self._send_batch()
+            return
+        while self._in_flight and self._conn.poll(0):
+            self._read_one()
+        if not self._in_flight and self._conn.poll(0):
+            self._conn.recv()  # nothing is owed: only the end of file can be read here
 
     def flush(self, until: ObjectRef | None = None) -> None:
         """Sends the batch and reads replies until `until` is answered (default: all). Raises

@@ -231,6 +231,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._repeats: dict[int, restart_policy.Repeats] = {}
         #: The failures of this iteration, as text (`result["fault_tolerance"]`).
         self.iteration_failures: list[str] = []
+        #: The latest failure of this iteration, the error itself: what `train()` raises when
+        #: the failure turns out deterministic (`restart_policy.gives_up`).
+        self.last_failure: BaseException | None = None
+        #: Env steps `sample()` returned in this iteration (a training step that samples
+        #: otherwise logs its own count; either one makes the iteration a sampling one).
+        self.iteration_env_steps = 0
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
@@ -428,6 +434,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._iteration += 1
         self._restarted_this_iteration.clear()
         self.iteration_failures = []
+        self.last_failure = None
+        self.iteration_env_steps = 0
 
     def num_waiting_env_runners(self) -> int:
         """Remote runners left out until the next iteration restarts them."""
@@ -464,6 +472,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             text = str(error)
             headline = _headline(text) if text else repr(error)
             self.iteration_failures.append(headline)
+            self.last_failure = error
             previous = self._repeats.get(index, restart_policy.Repeats())
             repeats = restart_policy.repeats(
                 previous, restart_policy.signature(kind, error), self._iteration
@@ -833,6 +842,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 if connector_state is not None:
                     connector_states.append(connector_state)
                 steps += sum(ep.agent_steps() if by_agents else len(ep) for ep in batch)
+        self.iteration_env_steps += steps
         if connector_states:
             self._sync_connector_states(connector_states)
         return episodes, runner_metrics

@@ -18,6 +18,12 @@ iteration, is this trainer's: a runner killed mid-iteration costs only its reque
 
 `repeats(previous, failure)` counts the iterations in a row in which a runner failed the same
 way, for the warning that names a runner failing identically every time.
+
+`failed_iterations_in_a_row(previous, failed=, env_steps_sampled=)` and `gives_up(in_a_row,
+settings)` tell a deterministic failure from a flaky one: an iteration in which runners failed
+and nothing was sampled continues the streak, any sample ends it. A failure that comes back on
+every restart with no sample in between is no flake that another restart cures: after
+`max_consecutive_failed_iterations` such iterations `train()` raises it.
 """
 
 from __future__ import annotations
@@ -36,10 +42,16 @@ GIVE_UP = "give up"
 class Settings:
     restart_failed_env_runners: bool = True
     max_num_env_runner_restarts: int = 1000
+    #: None: restarts go on however often a failure repeats (RLlib's behaviour).
+    max_consecutive_failed_iterations: int | None = 3
 
     @classmethod
     def from_config(cls, config: Any) -> Settings:
-        return cls(config.restart_failed_env_runners, config.max_num_env_runner_restarts)
+        return cls(
+            config.restart_failed_env_runners,
+            config.max_num_env_runner_restarts,
+            config.max_consecutive_failed_iterations,
+        )
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,18 @@ def repeats(previous: Repeats, failure_signature: str, iteration: int) -> Repeat
     if failure_signature == previous.signature and iteration == previous.iteration + 1:
         return Repeats(failure_signature, previous.iterations + 1, iteration)
     return Repeats(failure_signature, 1, iteration)
+
+
+def failed_iterations_in_a_row(previous: int, *, failed: bool, env_steps_sampled: int) -> int:
+    """The streak of failed iterations after one more: `previous + 1` when runners `failed` in
+    it and it sampled no env step, else 0 (a sample in between makes a failure flaky)."""
+    return previous + 1 if failed and env_steps_sampled == 0 else 0
+
+
+def gives_up(in_a_row: int, settings: Settings) -> bool:
+    """Whether a streak of `in_a_row` failed iterations makes the failure deterministic."""
+    limit = settings.max_consecutive_failed_iterations
+    return limit is not None and in_a_row >= limit
 
 
 def iteration_bound_s(config: Any) -> float:

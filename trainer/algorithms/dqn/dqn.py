@@ -30,7 +30,7 @@ from trainer.algorithms.dqn.replay_buffer import (
     sample_train_batches,
 )
 from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import UsualRange, in_range, settings_of
 from trainer.capabilities import TORCH
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
@@ -159,6 +159,12 @@ class DQNConfig(AlgorithmConfig):
                 1.0,
                 finite_number,  # RLlib checks no range
                 "target update: tau * online + (1 - tau) * target",
+                UsualRange(
+                    in_range(0, 1, low_open=True),
+                    "above 0 and at most 1",
+                    "above 1 the target network overshoots the online one, and at 0 or below "
+                    "it never moves toward it",
+                ),
             ),
             "num_steps_sampled_before_learning_starts": (
                 1000,

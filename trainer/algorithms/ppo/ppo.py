@@ -17,7 +17,7 @@ from trainer.algorithms.multi_agent_learner import (
     build_multi_agent_learner,
 )
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import UsualRange, in_range, settings_of
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
@@ -48,8 +48,27 @@ class PPOConfig(AlgorithmConfig):
         {
             # RLlib checks no range for these: only what cannot train is refused (NaN; a
             # negative clip). float("inf") turns a clip off.
-            "lambda_": (1.0, finite_number, "GAE's lambda"),
-            "clip_param": (0.3, number_at_least_or_inf(0), "PPO's clip of the probability ratio"),
+            "lambda_": (
+                1.0,
+                finite_number,
+                "GAE's lambda",
+                UsualRange(
+                    in_range(0, 1),
+                    "between 0 and 1",
+                    "GAE weighs the n-step advantage estimates by powers of lambda_: above 1 "
+                    "the longest weigh most, below 0 their signs alternate",
+                ),
+            ),
+            "clip_param": (
+                0.3,
+                number_at_least_or_inf(0),
+                "PPO's clip of the probability ratio",
+                UsualRange(
+                    in_range(0, float("inf"), low_open=True),
+                    "above 0, typically 0.1 to 0.3",
+                    "0 clips every probability ratio to exactly 1, so the policy can hardly change",
+                ),
+            ),
             "vf_clip_param": (
                 10.0,
                 number_at_least_or_inf(0),
@@ -58,7 +77,17 @@ class PPOConfig(AlgorithmConfig):
             "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
             "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
             "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
-            "kl_target": (0.01, number_at_least(0), "the KL the penalty's weight adapts toward"),
+            "kl_target": (
+                0.01,
+                number_at_least(0),
+                "the KL the penalty's weight adapts toward",
+                UsualRange(
+                    in_range(0, float("inf"), low_open=True),
+                    "above 0, typically 0.01 to 0.05",
+                    "with 0 every update's KL is above the target, so the KL penalty's weight "
+                    "grows by half after every update",
+                ),
+            ),
             "use_gae": (
                 True,
                 is_bool,
