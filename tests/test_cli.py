@@ -603,6 +603,32 @@ def test_time_left_is_estimated_for_the_criterion_expected_first():
     assert flat.time_left() is None
 
 
+@pytest.mark.parametrize(
+    "returns",
+    [
+        [21, 28, 36, 50, 85, 128, 110, 170, 150, 240, 230, 330, 300, 420],  # noisy, rising
+        [9, 105, 294, 268, 406, 380, 300, 250, 240, 260, 420, 470],  # a fast rise, then a dip
+    ],
+)
+def test_time_left_moves_steadily_from_row_to_row(returns):
+    from trainer.cli.stop import Progress, StopCriteria
+
+    # The main job's criteria, iterations of 0.6 to 0.9 s after a slow first one.
+    progress = Progress(StopCriteria(evaluation_return=475, env_steps=200_000, iterations=200))
+    seconds, shown = 0.0, []
+    for i, mean_return in enumerate(returns, 1):
+        seconds += 2.9 if i == 1 else (0.6, 0.8, 0.7, 0.9)[i % 4]
+        result = _result(i, seconds, 4000 * i, 0.0)
+        result["evaluation"] = {"env_runners": {"episode_return_mean": float(mean_return)}}
+        progress.add(result)
+        left = progress.time_left()
+        shown.append(None if left is None else left[0])
+    assert shown[0] is None and None not in shown[1:]
+    for before, after in zip(shown[1:], shown[2:]):
+        # An iteration (<= 0.9 s) passed: at most a third of what is left goes, or it doubles.
+        assert (before - 0.9) / 3.5 <= after <= 2.5 * max(before, 0.9), shown
+
+
 def test_progress_toward_a_negative_return_counts_from_the_first_return():
     from trainer.cli.stop import Progress, StopCriteria
 
