@@ -202,7 +202,7 @@ def iterations_left(
     elapsed = last.seconds - first.seconds
     if done <= 0:
         return previous
-    estimates = []
+    estimates: list[tuple[float, str]] = []
     if stop.iterations is not None:
         estimates.append(
             (max(0, stop.iterations - last.iteration), f"{stop.iterations} iterations")
