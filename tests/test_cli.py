@@ -1005,6 +1005,7 @@ def next_lines(output: str) -> dict[str, str]:
             "pettingzoo",
         ),
         (["ray.tune"], ["tune", "--config", "search.toml"], "tune needs Ray Tune", "tune"),
+        (["ray"], ["--backend", "ray"], "--backend ray needs ray", "ray"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_the_extra(
@@ -1019,6 +1020,27 @@ def test_a_missing_extra_is_one_line_naming_the_extra(
     # From this checkout (not the current folder): the editable install of the extra.
     assert done.stderr.rstrip().endswith(f"pip install -e '{REPO}[{extra}]'"), done.stderr
     assert not list(tmp_path.glob("*.gif"))
+
+
+@pytest.mark.slow
+def test_a_torch_checkpoint_without_torch_is_one_line_naming_the_extra(tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra to write the checkpoint")
+    argv = [*SMALL_PPO, "--num-env-runners", "0", "--framework", "torch", "--stop-iters", "1"]
+    done = run_cli(*argv, "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for argv, needs in (
+        (
+            ["evaluate", "run"],
+            f"error: checkpoint {tmp_path / 'run' / 'checkpoint_000001'} (PPOConfig.framework(",
+        ),
+        (["--resume", "--output-dir", "run", "--stop-iters", "2"], "error: --resume of run ("),
+    ):
+        without = run_without(["torch"], argv, tmp_path)
+        assert without.returncode == 2, without.stdout + without.stderr
+        assert without.stderr.startswith(needs) and without.stderr.count("\n") == 1
+        assert without.stderr.rstrip().endswith(
+            f"needs torch, which is not installed: pip install -e '{REPO}[torch]'"
+        )
 
 
 def test_the_tensorboard_extra_installs_tensorboard_itself():

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium import error as gymnasium_error
 
-from trainer.cli.extras import VIDEO, MissingExtra, available
+from trainer.cli.extras import VIDEO, MissingExtra, available, require_for_config
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
 from trainer.cli.video import VideoError, VideoWriter, check_video_encoder, check_video_path
 
@@ -119,6 +119,7 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     checkpoint = open_checkpoint(path)
     register_checkpoint_env(checkpoint)
     algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=allow_pickle)
+    require_for_config(config, f"checkpoint {path}")
     config = config.copy()
     config.env_runners(num_env_runners=0)
     config.evaluation(

@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import os
 from types import ModuleType
+from typing import Any
 
 import trainer
 
@@ -78,6 +79,15 @@ def require(module: str, extra: str, what: str, library: str | None = None) -> M
         if not _is_missing(error, module):
             raise
         raise MissingExtra(what, library or module.split(".")[0], extra) from None
+
+
+def require_for_config(config: Any, what: str) -> None:
+    """MissingExtra when `config` (an AlgorithmConfig, of a checkpoint or of flags) runs on torch
+    or on Ray and that is not installed; `what` names where the config came from."""
+    if config.uses_torch:
+        require("torch", TORCH, f"{what} ({config.torch_reason})")
+    if config.backend == "ray":
+        require("ray", RAY, f"{what} (env_runners(backend='ray'))")
 
 
 def available(module: str) -> bool:

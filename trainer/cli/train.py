@@ -31,6 +31,7 @@ from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
 from trainer.cli.extras import (
     PLOT,
+    RAY,
     TENSORBOARD,
     TORCH,
     VIDEO,
@@ -38,6 +39,7 @@ from trainer.cli.extras import (
     installed,
     missing_note,
     require,
+    require_for_config,
 )
 from trainer.cli.interrupt import StopRequest
 from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
@@ -298,6 +300,8 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
 
     if args.framework == "torch":
         require("torch", TORCH, "--framework torch")
+    if args.backend == "ray":
+        require("ray", RAY, "--backend ray")
     content = read_config_file(args.config) if args.config else {}
     algo = args.algo or str(content.get("algo", "PPO")).upper()
     if algo not in ALGORITHMS:
@@ -608,6 +612,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
         algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=args.trust_pickle)
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
+    require_for_config(config, f"--resume of {display_path(directory)}")
     config = config.copy()
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
