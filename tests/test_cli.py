@@ -1080,6 +1080,7 @@ def test_the_readme_shows_the_main_jobs_last_lines(readme_run):
     assert shown == printed
 
 
+@pytest.mark.slow
 def test_the_printed_continue_command_resumes_when_pasted(readme_run):
     cwd, out = readme_run
     command = shlex.split(next_lines(out)["continue"])
@@ -1090,6 +1091,7 @@ def test_the_printed_continue_command_resumes_when_pasted(readme_run):
     assert "stopped (reached 4 iterations) after 4 iterations" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_resuming_a_run_that_met_its_criterion_says_so_and_trains_nothing(tmp_path):
     # A return CartPole's random policy reaches in the first iteration: the run is "solved".
     done = run_cli(*SMALL_PPO, "--stop-reward", "5", "--output-dir", "run", cwd=tmp_path)
