@@ -801,9 +801,7 @@ def next_commands(
 ) -> list[str]:
     """The lines that end the main job: what to do with the run next."""
     run = display_path(directory)
-    video = shlex.quote(os.path.join(os.path.relpath(directory), VIDEO_FILE))
-    if os.path.relpath(directory).startswith(".."):
-        video = shlex.quote(os.path.join(directory, VIDEO_FILE))
+    video = display_path(os.path.join(directory, VIDEO_FILE))
     lines = [
         f"evaluate:     python -m trainer evaluate {run}",
         "video:        "
