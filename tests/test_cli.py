@@ -7,6 +7,7 @@ import pty
 import queue
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -197,8 +198,7 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
         "preset: RLlib's tuned example rllib/tuned_examples/ppo/cartpole_ppo.py: gamma=0.99, "
         "lr=0.0003, num_epochs=6, vf_loss_coeff=0.01"
     )
-    assert "PPO on 'CartPole-v1': num_env_runners=2" in out
-    assert "lr=0.0003, train_batch_size=4000, minibatch_size=128, num_epochs=6" in out
+    assert "\nPPO (numpy) on 'CartPole-v1': the preset's settings\n" in out
     assert (
         "stop at: evaluation mean return >= 475 or 200000 env steps or 200 iterations "
         "(default: the env's reward_threshold (evaluation) and the preset's 200000 env "
@@ -244,7 +244,7 @@ def test_second_ctrl_c_stops_at_once_without_saving(tmp_path):
     assert not list((tmp_path / "run").glob("checkpoint_*"))
     assert _gone(workers)
     assert cli.output.splitlines()[0] == "preset: none (--preset none): RLlib's default settings"
-    assert "lr=5e-05, train_batch_size=4000, minibatch_size=128, num_epochs=30" in cli.output
+    assert "\nPPO (numpy) on 'CartPole-v1': RLlib's default settings\n" in cli.output
     assert (
         "stop at: mean return >= 475 or 200 iterations (default: the env's reward_threshold)"
     ) in cli.output
@@ -295,7 +295,7 @@ def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
         text.replace("\r\n", "\n"),
     ), text
     assert text.rstrip().endswith(
-        f"evaluate:  python -m trainer evaluate {tmp_path / 'run' / 'checkpoint_000003'}"
+        "continue:     python -m trainer --resume --output-dir run --stop-iters 6"
     )
 
 
@@ -439,7 +439,7 @@ def test_config_file_in_json_with_algo_and_flat_keys(tmp_path):
     )
     done = run_cli("--config", "dqn.json", "--output-dir", "run", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "DQN on 'CartPole-v1'" in done.stdout
+    assert "\nDQN (numpy) on 'CartPole-v1': the preset's settings, with " in done.stdout
     assert re.search(r"stopped \(reached \d+ env steps >= 1500\) after 2 iterations", done.stdout)
 
 
@@ -474,6 +474,8 @@ def test_an_existing_run_folder_is_not_overwritten(trained_run):
             "argument --video: 'out.avi': give a file ending in .gif or .mp4",
         ),
         (["evaluate", "nowhere", "--episodes", "0"], "argument --episodes: 0 must be >= 1"),
+        (["--framework", "tf"], "argument --framework: invalid choice: 'tf' (choose from 'numpy'"),
+        (["--stop-reward", "high"], "argument --stop-reward: 'high' is not a number (or 'none')"),
         (["--resume", "--output-dir", "nowhere"], "argument --resume: "),
     ],
 )
@@ -533,16 +535,29 @@ def test_resume_refuses_flags_that_change_settings(trained_run, capsys):
 
 @pytest.mark.slow
 def test_without_matplotlib_the_run_goes_on_without_a_plot(tmp_path):
-    code = (
-        "import sys; sys.modules['matplotlib'] = None; from trainer.cli import main; "
-        f"sys.exit(main({[*SMALL_PPO, '--stop-iters', '1', '--output-dir', 'run']!r}))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    done = run_without(
+        ["matplotlib", "tensorboardX"],
+        [*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run"],
+        tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "run" / "result.json").is_file()
     assert not (tmp_path / "run" / "learning_curve.png").exists()
+    # Each says so once, naming the extra to install.
+    assert (
+        done.stdout.count(
+            f"learning_curve.png: not drawn: matplotlib is not installed (pip install -e '{REPO}[plot]')"
+        )
+        == 1
+    ), done.stdout
+    assert (
+        done.stdout.count(
+            "TensorBoard event files: not written: tensorboardX is not installed "
+            f"(pip install -e '{REPO}[tensorboard]')"
+        )
+        == 1
+    ), done.stdout
+    assert "tensorboard" not in next_lines(done.stdout)
 
 
 @pytest.mark.slow
@@ -601,6 +616,32 @@ def test_time_left_is_estimated_for_the_criterion_expected_first():
     for i in range(1, 6):
         flat.add(_result(i, 2.0 * i, 1000 * i, 50.0))
     assert flat.time_left() is None
+
+
+@pytest.mark.parametrize(
+    "returns",
+    [
+        [21, 28, 36, 50, 85, 128, 110, 170, 150, 240, 230, 330, 300, 420],  # noisy, rising
+        [9, 105, 294, 268, 406, 380, 300, 250, 240, 260, 420, 470],  # a fast rise, then a dip
+    ],
+)
+def test_time_left_moves_steadily_from_row_to_row(returns):
+    from trainer.cli.stop import Progress, StopCriteria
+
+    # The main job's criteria, iterations of 0.6 to 0.9 s after a slow first one.
+    progress = Progress(StopCriteria(evaluation_return=475, env_steps=200_000, iterations=200))
+    seconds, shown = 0.0, []
+    for i, mean_return in enumerate(returns, 1):
+        seconds += 2.9 if i == 1 else (0.6, 0.8, 0.7, 0.9)[i % 4]
+        result = _result(i, seconds, 4000 * i, 0.0)
+        result["evaluation"] = {"env_runners": {"episode_return_mean": float(mean_return)}}
+        progress.add(result)
+        left = progress.time_left()
+        shown.append(None if left is None else left[0])
+    assert shown[0] is None and None not in shown[1:]
+    for before, after in zip(shown[1:-1], shown[2:], strict=True):
+        # An iteration (<= 0.9 s) passed: at most a third of what is left goes, or it doubles.
+        assert (before - 0.9) / 3.5 <= after <= 2.5 * max(before, 0.9), shown
 
 
 def test_progress_toward_a_negative_return_counts_from_the_first_return():
@@ -726,7 +767,12 @@ def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_pat
         "MultiAgentCartPole, PPO on Pendulum-v1, PPO on Acrobot-v1, "
     )
     assert first.endswith("); RLlib's default settings")
-    assert "lr=5e-05" in done.stdout
+    # Only the flags' settings differ from RLlib's defaults (lr stays RLlib's 5e-05).
+    settings = done.stdout.splitlines()[1]
+    assert settings.startswith(
+        "PPO (numpy) on 'MountainCarContinuous-v0': RLlib's default settings, with "
+    ), settings
+    assert "num_epochs=1" in settings and "lr=" not in settings
     # --preset changes settings: a resumed run keeps its own.
     resumed = run_cli("--resume", "--output-dir", "run", "--preset", "none", cwd=tmp_path)
     assert resumed.returncode == 2
@@ -910,3 +956,185 @@ def test_a_pettingzoo_env_module_trains_one_policy_per_agent(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("iter"))
     assert "player_0" in row and "player_1" in row
+
+
+# -- the newcomer's path: the README's commands, missing extras, the last lines ----------------
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The README's main-job command of the tour, and the folder it writes.
+README_RUN = ["--output-dir", "runs/cartpole", "--stop-iters", "2"]
+#: A pip command the last lines put before a command whose extra is not installed.
+PIP_PREFIX = re.compile(r"^pip install -e '[^']*' && ")
+NEXT_LABELS = ("evaluate", "video", "inspect", "tensorboard", "continue")
+
+
+def run_without(modules: list[str], argv: list[str], cwd) -> subprocess.CompletedProcess:
+    """`python -m trainer ARGV` with `modules` made unimportable, as if not installed."""
+    code = (
+        "import sys\n"
+        f"for name in {modules!r}:\n"
+        "    sys.modules[name] = None\n"
+        "from trainer.cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def next_lines(output: str) -> dict[str, str]:
+    """The main job's last lines, "label: command", by label."""
+    found = re.findall(rf"^({'|'.join(NEXT_LABELS)}): +(.+)$", output, re.M)
+    return dict(found)
+
+
+@pytest.mark.parametrize(
+    "blocked, argv, needs, extra",
+    [
+        (
+            ["pygame"],
+            ["evaluate", "RUN", "--episodes", "1", "--video", "cartpole.gif"],
+            "--video (rendering CartPole-v1) needs pygame",
+            "video",
+        ),
+        (["PIL"], ["evaluate", "RUN", "--video", "cartpole.gif"], "needs Pillow", "video"),
+        (["torch"], ["--framework", "torch"], "--framework torch needs torch", "torch"),
+        (
+            ["pettingzoo"],
+            ["--env", "pettingzoo.classic.rps_v2"],
+            "--env pettingzoo.classic.rps_v2 needs pettingzoo",
+            "pettingzoo",
+        ),
+        (["ray.tune"], ["tune", "--config", "search.toml"], "tune needs Ray Tune", "tune"),
+        (["ray"], ["--backend", "ray"], "--backend ray needs ray", "ray"),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_the_extra(
+    trained_run, tmp_path, blocked, argv, needs, extra
+):
+    run, _ = trained_run
+    (tmp_path / "search.toml").write_text('env = "CartPole-v1"\n[stop]\ntraining_iteration = 1\n')
+    done = run_without(blocked, [str(run) if a == "RUN" else a for a in argv], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
+    assert done.stderr.startswith("error: ") and needs in done.stderr, done.stderr
+    # From this checkout (not the current folder): the editable install of the extra.
+    assert done.stderr.rstrip().endswith(f"pip install -e '{REPO}[{extra}]'"), done.stderr
+    assert not list(tmp_path.glob("*.gif"))
+
+
+@pytest.mark.slow
+def test_a_torch_checkpoint_without_torch_is_one_line_naming_the_extra(tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra to write the checkpoint")
+    argv = [*SMALL_PPO, "--num-env-runners", "0", "--framework", "torch", "--stop-iters", "1"]
+    done = run_cli(*argv, "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for argv, needs in (
+        (
+            ["evaluate", "run"],
+            f"error: checkpoint {tmp_path / 'run' / 'checkpoint_000001'} (PPOConfig.framework(",
+        ),
+        (["--resume", "--output-dir", "run", "--stop-iters", "2"], "error: --resume of run ("),
+    ):
+        without = run_without(["torch"], argv, tmp_path)
+        assert without.returncode == 2, without.stdout + without.stderr
+        assert without.stderr.startswith(needs) and without.stderr.count("\n") == 1
+        assert without.stderr.rstrip().endswith(
+            f"needs torch, which is not installed: pip install -e '{REPO}[torch]'"
+        )
+
+
+def test_the_tensorboard_extra_installs_tensorboard_itself():
+    import configparser
+
+    setup = configparser.ConfigParser()
+    setup.read(os.path.join(REPO, "setup.cfg"))
+    extra = setup["options.extras_require"]["tensorboard"].split()
+    names = {re.split(r"[<>=\[]", requirement)[0] for requirement in extra}
+    assert {"tensorboardX", "tensorboard"} <= names  # writes the event files; shows them
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory):
+    """The README tour's main-job command, in a fresh folder."""
+    cwd = tmp_path_factory.mktemp("readme")
+    done = run_cli(*README_RUN, cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cwd, done.stdout
+
+
+def test_the_header_is_short_and_names_the_framework(readme_run):
+    _, out = readme_run
+    header = out[: out.index("\nready in ")]
+    assert len(header) < 1000, header
+    assert "=None" not in header and "fcnet_kernel_initializer" not in header
+    # Only what differs from RLlib's defaults after the preset: here, nothing.
+    assert "\nPPO (numpy) on 'CartPole-v1': the preset's settings\n" in header, header
+
+
+def test_the_readme_shows_the_main_jobs_last_lines(readme_run):
+    _, out = readme_run
+    printed = {label: PIP_PREFIX.sub("", command) for label, command in next_lines(out).items()}
+    assert list(printed) == list(NEXT_LABELS), out
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    shown = dict(re.findall(rf"^({'|'.join(NEXT_LABELS)}): +(.+)$", readme, re.M))
+    assert shown == printed
+
+
+@pytest.mark.slow
+def test_the_printed_continue_command_resumes_when_pasted(readme_run):
+    cwd, out = readme_run
+    command = shlex.split(next_lines(out)["continue"])
+    assert command[:3] == ["python", "-m", "trainer"], command
+    resumed = run_cli(*command[3:], cwd=cwd)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert re.findall(r"^iter +(\d+)", resumed.stdout, re.M) == ["3", "4"]
+    assert "stopped (reached 4 iterations) after 4 iterations" in resumed.stdout
+
+
+@pytest.mark.slow
+def test_resuming_a_run_that_met_its_criterion_says_so_and_trains_nothing(tmp_path):
+    # A return CartPole's random policy reaches in the first iteration: the run is "solved".
+    done = run_cli(*SMALL_PPO, "--stop-reward", "5", "--output-dir", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"stopped \(reached mean return [\d.]+ >= 5\) after 1 iterations", done.stdout)
+    continue_line = next_lines(done.stdout)["continue"]
+    assert continue_line == (
+        "python -m trainer --resume --output-dir run --stop-reward none --stop-iters 2"
+    )
+    again = run_cli("--resume", "--output-dir", "run", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert re.search(
+        r"^the run already reached its stop criterion at iteration 1 \(reached mean return "
+        r"[\d.]+ >= 5\): nothing to train\. To train further, raise the criterion",
+        again.stdout,
+        re.M,
+    ), again.stdout
+    assert next_lines(again.stdout)["continue"] == continue_line
+    assert not re.search(r"^iter ", again.stdout, re.M)
+    assert len((tmp_path / "run" / "result.json").read_text().splitlines()) == 1
+    further = run_cli(*shlex.split(continue_line)[3:], cwd=tmp_path)
+    assert further.returncode == 0, further.stdout + further.stderr
+    assert re.findall(r"^iter +(\d+)", further.stdout, re.M) == ["2"]
+
+
+@pytest.mark.slow
+def test_framework_flag_runs_torch_and_says_so(tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra (pip install -e '.[torch]')")
+    done = run_cli(
+        *SMALL_PPO, "--framework", "torch", "--stop-iters", "1", "--output-dir", "run", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PPO (torch) on 'CartPole-v1': the preset's settings, with " in done.stdout
+    assert json.loads((tmp_path / "run" / "params.json").read_text())["framework_str"] == "torch"
+
+
+def test_inspect_formats_times_and_sizes_every_file(trained_run, tmp_path):
+    run, _ = trained_run
+    done = run_cli("inspect", str(run / "checkpoint_000004"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"algorithm: iteration=4, time_total_s=\d+\.\d\d s,", done.stdout), done.stdout
+    size = re.search(r"^    metadata\.json +(\d+(\.\d)? K?B)$", done.stdout, re.M)
+    assert size, done.stdout
+    files = sorted(p for p in (run / "checkpoint_000004").iterdir() if p.is_file())
+    total = re.search(r"^    total +([\d.]+) KB$", done.stdout, re.M)
+    assert total and float(total.group(1)) == round(sum(p.stat().st_size for p in files) / 1024, 1)

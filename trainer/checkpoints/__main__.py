@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from trainer.checkpoints import METADATA_FILE, CheckpointError, open_checkpoint
+from trainer.checkpoints.reader import read_metadata_bytes
 
 
 def _size(num_bytes: float) -> str:
@@ -25,8 +26,14 @@ def _size(num_bytes: float) -> str:
     return f"{num_bytes} B"
 
 
-def _summary(value: Any) -> str:
-    """A short description of one component's top-level entry."""
+#: Components' entries in seconds end so (`time_total_s`): shown as "5.66 s".
+SECONDS_SUFFIX = "_s"
+
+
+def _summary(value: Any, key: str = "") -> str:
+    """A short description of one component's top-level entry `key`."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.2f} s" if key.endswith(SECONDS_SUFFIX) else f"{value:.6g}"
     if isinstance(value, dict):
         if "shape" in value and "data" in value:
             return f"array {value['shape']}"
@@ -85,7 +92,7 @@ def _describe(checkpoint: Any, as_json: bool) -> str:
     for component in checkpoint.components:
         raw = checkpoint.load_plain(component)
         components[component] = (
-            {key: _summary(item) for key, item in raw.items()}
+            {key: _summary(item, key) for key, item in raw.items()}
             if isinstance(raw, dict)
             else _summary(raw)
         )
@@ -132,11 +139,12 @@ def _describe(checkpoint: Any, as_json: bool) -> str:
     lines += [
         "  files (all sizes and SHA-256 checksums verified)",
     ]
-    total = 0
+    # metadata.json lists the other files' sizes and checksums, not its own: its size is read.
+    total = metadata_size = len(read_metadata_bytes(checkpoint.path))
     for name, entry in sorted(checkpoint.files.items()):
         total += entry["size"]
         lines.append(f"    {name:<32} {_size(entry['size']):>10}")
-    lines.append(f"    {METADATA_FILE:<32} {'':>10}")
+    lines.append(f"    {METADATA_FILE:<32} {_size(metadata_size):>10}")
     lines.append(f"    {'total':<32} {_size(total):>10}")
     lines.append("  components")
     for component, keys in components.items():

@@ -5,8 +5,10 @@ file) and `trust` (a checkpoint from another user or machine). One module per co
 folder, progress display, stop criteria, Ctrl-C handling, config files, plots and videos each
 have their own.
 
-Bad flags exit with status 2 and a message naming the flag (argparse's convention); a finished
-run exits 0, one stopped by Ctrl-C (after saving) 130, one that failed 1.
+Bad flags exit with status 2 and a message naming the flag (argparse's convention), as does a
+command that needs an optional extra which is not installed (one line naming the extra,
+`trainer.cli.extras`); a finished run exits 0, one stopped by Ctrl-C (after saving) 130, one that
+failed 1.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import sys
 
 from trainer.cli import evaluate, inspect, run, settings, train, trust, tune
+from trainer.cli.extras import MISSING_EXTRA_EXIT_STATUS, MissingExtra
 
 COMMANDS = {
     "train": train,
@@ -61,4 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             + f" (commands: {', '.join(COMMANDS)})"
         )
     args = parser.parse_args(argv)
-    return args.run(args, command_parsers[args.command])
+    try:
+        return int(args.run(args, command_parsers[args.command]))
+    except MissingExtra as error:
+        print(f"error: {error}", file=sys.stderr)
+        return MISSING_EXTRA_EXIT_STATUS

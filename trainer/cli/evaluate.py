@@ -20,9 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from gymnasium import error as gymnasium_error
 
+from trainer.cli.extras import VIDEO, MissingExtra, available, require_for_config
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
-from trainer.cli.video import VideoError, VideoWriter, check_video_path
+from trainer.cli.video import VideoError, VideoWriter, check_video_encoder, check_video_path
+
+#: The renderer of gymnasium's classic-control and toy-text envs (in the video extra).
+PYGAME = "pygame"
 
 
 def _video_path(text: str) -> str:
@@ -114,6 +119,7 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     checkpoint = open_checkpoint(path)
     register_checkpoint_env(checkpoint)
     algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=allow_pickle)
+    require_for_config(config, f"checkpoint {path}")
     config = config.copy()
     config.env_runners(num_env_runners=0)
     config.evaluation(
@@ -206,7 +212,11 @@ def run_episodes(
 def _render(env: Any) -> np.ndarray:
     try:
         return env.render()
-    except ImportError as error:  # gymnasium's DependencyNotInstalled is an ImportError
+    except (ImportError, gymnasium_error.DependencyNotInstalled) as error:
+        # gymnasium's classic-control envs render with pygame, which the video extra installs.
+        if PYGAME in str(error) and not available(PYGAME):
+            name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+            raise MissingExtra(f"--video (rendering {name})", PYGAME, VIDEO) from None
         raise VideoError(f"the env cannot render: {error}") from None
 
 
@@ -215,6 +225,8 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
     # SIGTERM ends the command like Ctrl-C: the partial video is removed, ffmpeg is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if args.video is not None:
+        check_video_encoder(args.video)  # before the checkpoint is loaded
     path = resolve_checkpoint(args.checkpoint)
     try:
         algorithm = load_for_evaluation(path, allow_pickle=args.trust_pickle)
@@ -259,6 +271,10 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             video.abort()
         print(f"error: argument --video: {error}", file=sys.stderr)
         return 2
+    except MissingExtra:
+        if video is not None:
+            video.abort()
+        raise  # one line, from trainer.cli.main
     except KeyboardInterrupt:
         if video is not None:
             video.abort()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from trainer.cli.extras import PETTINGZOO, require
+
 #: Where RLlib's multi-agent example envs live here (by class name).
 EXAMPLES_MODULE = "trainer.examples.envs.classes.multi_agent"
 #: The prefix of a PettingZoo env module given as `--env`.
@@ -41,13 +43,14 @@ def example_env_class(name: str) -> Any:
 
 
 def _pettingzoo_creator(module_path: str) -> Any:
-    """The env creator of a PettingZoo env module (raises ValueError naming it)."""
+    """The env creator of a PettingZoo env module (raises ValueError naming it, MissingExtra
+    without PettingZoo)."""
+    require(PETTINGZOO, PETTINGZOO, f"--env {module_path}")
     try:
         module = importlib.import_module(module_path)
     except ImportError as error:
         raise ValueError(
-            f"argument --env: {module_path!r} is not an importable PettingZoo env module "
-            f"({error}); install PettingZoo with pip install -e '.[pettingzoo]'"
+            f"argument --env: {module_path!r} is not an importable PettingZoo env module ({error})"
         ) from None
     from functools import partial
 

@@ -56,3 +56,17 @@ def layer_sizes(text: str) -> list[int]:
     if any(size <= 0 for size in sizes):
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be positive")
     return sizes
+
+
+#: What a stop flag takes to drop its criterion (`--stop-reward none`).
+NO_LIMIT = "none"
+
+
+def float_or_none(text: str) -> float | str:
+    """A number, or NO_LIMIT."""
+    if text.strip().lower() == NO_LIMIT:
+        return NO_LIMIT
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (or {NO_LIMIT!r})") from None

@@ -4,8 +4,8 @@ Every number of each iteration's result dict is written twice: under `ray/tune/<
 tags) stepped by `training_iteration`, and under `env_steps/<key>` stepped by
 `num_env_steps_sampled_lifetime`, so TensorBoard plots each by iteration and by env steps.
 `tensorboard --logdir localrl_results` then shows every run. Written through tensorboardX (the
-`tensorboard` extra: `pip install 'localrl[tensorboard]'`); without it the run has no event files
-and the main job says so once.
+`tensorboard` extra, which installs TensorBoard too); without it the run has no event files and
+the main job says so once, naming the extra.
 
 tensorboardX imports torch, boto3 and google-cloud when they are installed, for features event
 files of scalars do not use (tensor type hints, s3:// and gs:// log dirs). torch alone took
@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any
 
+from trainer.cli.extras import TENSORBOARD, missing_note
 from trainer.cli.run_folder import flatten
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
 from trainer.util import imports as background
@@ -28,11 +29,6 @@ from trainer.util import imports as background
 #: Tag prefixes: Tune's (by iteration), and the same scalars by env steps.
 BY_ITERATION = "ray/tune/"
 BY_ENV_STEPS = "env_steps/"
-#: What the main job says when tensorboardX is missing.
-MISSING = (
-    "TensorBoard: no event files (pip install 'localrl[tensorboard]' to write them for "
-    "`tensorboard --logdir localrl_results`)"
-)
 
 
 def scalars(result: dict) -> dict[str, float]:
@@ -139,11 +135,11 @@ def import_in_background() -> threading.Thread:
 def create_writer(
     directory: str, note: Any, importing: threading.Thread | None = None
 ) -> EventWriter | None:
-    """`EventWriter.create(directory)` once `importing` is done; `note(MISSING)` when it cannot
-    be made."""
+    """`EventWriter.create(directory)` once `importing` is done; `note(...)` naming the extra
+    when it cannot be made."""
     if importing is not None:
         importing.join(IMPORT_WAIT_S)
     writer = EventWriter.create(directory)
     if writer is None:
-        note(MISSING)
+        note(missing_note("TensorBoard event files: not written", "tensorboardX", TENSORBOARD))
     return writer

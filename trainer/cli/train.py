@@ -18,7 +18,9 @@ import dataclasses
 import datetime
 import glob
 import logging
+import math
 import os
+import shlex
 import time
 import traceback
 from collections.abc import Callable
@@ -27,6 +29,18 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
+from trainer.cli.extras import (
+    PLOT,
+    RAY,
+    TENSORBOARD,
+    TORCH,
+    VIDEO,
+    install_command,
+    installed,
+    missing_note,
+    require,
+    require_for_config,
+)
 from trainer.cli.interrupt import StopRequest
 from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
 from trainer.cli.multi_agent import (
@@ -35,6 +49,8 @@ from trainer.cli.multi_agent import (
     register_named_env,
 )
 from trainer.cli.options import (
+    NO_LIMIT,
+    float_or_none,
     json_object,
     layer_sizes,
     non_negative_int,
@@ -43,9 +59,10 @@ from trainer.cli.options import (
 )
 from trainer.cli.presets import PRESET_NONE, PRESET_RLLIB, Preset, find_preset, no_preset_line
 from trainer.cli.progress import ProgressDisplay
-from trainer.cli.run_folder import RESULT_FILE, RunFolder
+from trainer.cli.run_folder import RESULT_FILE, RunFolder, plain
 from trainer.cli.stop import Progress, StopCriteria
 from trainer.cli.tensorboard import create_writer, import_in_background
+from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
 from trainer.util.log import log_formatter, set_library_log_level
 
 if TYPE_CHECKING:
@@ -70,6 +87,7 @@ SETTING_FLAGS = {
     "--num-envs-per-env-runner": ("env_runners", "num_envs_per_env_runner"),
     "--backend": ("env_runners", "backend"),
     "--ray-address": ("env_runners", "ray_address"),
+    "--framework": ("framework", "framework"),
     "--seed": ("debugging", "seed"),
     "--lr": ("training", "lr"),
     "--train-batch-size": ("training", "train_batch_size"),
@@ -84,23 +102,17 @@ STOP_FLAGS = {
     "--stop-reward": "mean_return",
     "--stop-seconds": "seconds",
 }
-#: Settings the header shows (those the algorithm has).
-SHOWN_SETTINGS = (
-    "num_env_runners",
-    "num_envs_per_env_runner",
-    "lr",
-    "train_batch_size",
-    "minibatch_size",
-    "num_epochs",
-    "gamma",
-    "lambda_",
-    "n_step",
-    "double_q",
-    "dueling",
-    "epsilon",
-    "model",
-    "seed",
-)
+#: Settings the header leaves out of its list of changed settings: shown on lines of their own
+#: (the env, the framework, the checkpoint schedule).
+NOT_LISTED = frozenset({"env", "framework_str", *DEFAULT_CHECKPOINTING})
+#: The longest value the header shows of one setting (a policies dict can be long).
+LISTED_VALUE_CHARS = 80
+#: Where the main job's last lines suggest recording a video, in the run folder.
+VIDEO_FILE = "episode.gif"
+#: What a GIF of a classic-control env needs (the video extra).
+VIDEO_MODULES = ("PIL", "pygame")
+#: The frameworks the networks and learners run on.
+FRAMEWORKS = ("numpy", "torch")
 
 
 def _dest(flag: str) -> str:
@@ -152,7 +164,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     stop.add_argument("--stop-iters", type=positive_int, default=None, help="iterations")
     stop.add_argument("--stop-timesteps", type=positive_int, default=None, help="env steps sampled")
-    stop.add_argument("--stop-reward", type=float, default=None, help="mean episode return")
+    stop.add_argument(
+        "--stop-reward",
+        type=float_or_none,
+        default=None,
+        help="mean episode return (of the evaluation when the run stops on the evaluation's; "
+        f"{NO_LIMIT}: no return criterion)",
+    )
     stop.add_argument(
         "--stop-seconds",
         type=positive_float,
@@ -211,6 +229,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         default=None,
         help="with --backend ray: the cluster to join (default: RAY_ADDRESS, "
         "else a local Ray instance)",
+    )
+    settings.add_argument(
+        "--framework",
+        type=str.lower,
+        choices=FRAMEWORKS,
+        default=None,
+        help="the networks' and learners' framework (default numpy; torch needs the torch extra)",
     )
     settings.add_argument("--seed", type=non_negative_int, default=None)
     settings.add_argument("--lr", type=float, default=None)
@@ -273,6 +298,10 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     file's key."""
     from trainer.algorithms.algorithm_config import ConfigError
 
+    if args.framework == "torch":
+        require("torch", TORCH, "--framework torch")
+    if args.backend == "ray":
+        require("ray", RAY, "--backend ray")
     content = read_config_file(args.config) if args.config else {}
     algo = args.algo or str(content.get("algo", "PPO")).upper()
     if algo not in ALGORITHMS:
@@ -368,7 +397,11 @@ def stop_criteria(
     }
     if flags or saved:
         source = " and ".join(s for s, given in (("flags", flags), (saved_from, saved)) if given)
-        return StopCriteria(**{**saved, **flags}), source
+        if "mean_return" in flags and "evaluation_return" in saved and "mean_return" not in saved:
+            # --stop-reward changes the run's return criterion: here the evaluation's.
+            flags["evaluation_return"] = flags.pop("mean_return")
+        merged = {**saved, **flags}
+        return StopCriteria(**{k: None if v == NO_LIMIT else v for k, v in merged.items()}), source
     threshold = env_reward_threshold(env)
     if preset is not None:
         # As RLlib's tuned example: on the evaluation's return when the preset evaluates.
@@ -448,15 +481,53 @@ def configure_logging(level: str, display: ProgressDisplay) -> logging.Handler:
 
 
 # -- the command -----------------------------------------------------------------------------
-def _describe(
-    config: Any, algo: str, stop: StopCriteria, stop_source: str, directory: str
-) -> list[str]:
-    shown = ", ".join(f"{k}={config[k]!r}" for k in SHOWN_SETTINGS if k in config)
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= LISTED_VALUE_CHARS else text[: LISTED_VALUE_CHARS - 3] + "..."
+
+
+def changed_settings(config: Any, base: Any) -> list[str]:
+    """`name=value` of each setting of `config` other than `base`'s (code by its import path;
+    of a dict setting such as the model config, only the keys that differ), in the order of
+    `to_dict()`; NOT_LISTED left out."""
+    ours, theirs = plain(config.to_dict()), plain(base.to_dict())
+    changed = []
+    for name, value in ours.items():
+        other = theirs.get(name)
+        if name in NOT_LISTED or value == other:
+            continue
+        if isinstance(value, dict) and isinstance(other, dict):
+            value = {k: v for k, v in value.items() if other.get(k, object()) != v}
+        changed.append(f"{name}={_shown(value)}")
+    return changed
+
+
+def framework_of(config: Any) -> str:
+    """What the networks and learners run on: torch or numpy."""
+    return "torch" if config.uses_torch else "numpy"
+
+
+def settings_line(config: Any, algo: str, preset: Preset | None) -> str:
+    """`PPO (numpy) on 'CartPole-v1': ...`: the settings other than the preset's (else RLlib's
+    defaults); params.json holds every one."""
+    base = type(config)()
+    base.checkpointing(**DEFAULT_CHECKPOINTING)
+    if preset is not None:
+        preset.apply(base)
+    origin = "the preset's settings" if preset is not None else "RLlib's default settings"
+    changed = changed_settings(config, base)
+    return f"{algo} ({framework_of(config)}) on {config.env!r}: {origin}" + (
+        f", with {', '.join(changed)}" if changed else ""
+    )
+
+
+def _describe(plan: RunPlan) -> list[str]:
+    config, stop, directory = plan.config, plan.stop, plan.directory
     frequency = config.checkpoint_frequency
     keep = config.num_to_keep
     return [
-        f"{algo} on {config.env!r}: {shown}",
-        f"stop at: {stop.describe()} ({stop_source})",
+        settings_line(config, plan.algo, plan.preset),
+        f"stop at: {stop.describe()} ({plan.stop_source})",
         f"run folder: {directory}",
         "  params.json (every setting), result.json, progress.csv, TensorBoard event files, "
         + (
@@ -486,6 +557,9 @@ class RunPlan:
     resume_from: str | None = None
     algorithm_class: type[Algorithm] | None = None
     preset_line: str | None = None
+    preset: Preset | None = None
+    #: A resumed run's result at its checkpoint, when it met a stop criterion already.
+    reached_at: dict | None = None
 
 
 def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
@@ -494,7 +568,7 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
 
     try:
         config, file_stop, preset = make_config(args)
-    except (ConfigError, ConfigFileError) as error:
+    except (ConfigError, ConfigFileError, ValueError) as error:  # each names the flag
         parser.error(str(error))
     algo = type(config).__name__.removesuffix("Config")
     directory = run_directory(args, algo, config.env)
@@ -506,7 +580,9 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
             "with --resume, or give another folder"
         )
     stop, stop_source = stop_criteria(args, file_stop, "--config", config.env, preset.preset)
-    return RunPlan(config, algo, directory, stop, stop_source, preset_line=preset.line)
+    return RunPlan(
+        config, algo, directory, stop, stop_source, preset_line=preset.line, preset=preset.preset
+    )
 
 
 def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
@@ -536,11 +612,16 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
         algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=args.trust_pickle)
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
+    require_for_config(config, f"--resume of {display_path(directory)}")
     config = config.copy()
     if args.log_level is not None:
         config.debugging(log_level=args.log_level)
-    run_info = RunFolder(directory).read_run_info()
+    folder = RunFolder(directory)
+    run_info = folder.read_run_info()
     stop, stop_source = stop_criteria(args, run_info.get("stop", {}), "run.json", config.env)
+    # The checkpoint's own result: a run that met its criterion there has nothing to train.
+    iteration = checkpoint.metadata.get(TRAINING_ITERATION)
+    at_checkpoint = [r for r in folder.results() if r.get(TRAINING_ITERATION) == iteration]
     return RunPlan(
         config,
         run_info.get("algo") or algorithm_class.__name__,
@@ -549,6 +630,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
         stop_source,
         resume_from=latest,
         algorithm_class=algorithm_class,
+        reached_at=at_checkpoint[-1] if at_checkpoint and stop.reached(at_checkpoint[-1]) else None,
     )
 
 
@@ -572,9 +654,14 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         manager.checkpoint_frequency = args.checkpoint_frequency
     if args.num_to_keep is not None:
         manager.num_to_keep = args.num_to_keep
-    lines = _describe(config, plan.algo, stop, plan.stop_source, directory)
+    lines = _describe(plan)
     for line in ([plan.preset_line] if plan.preset_line else []) + lines:
         display.line(line)
+    if plan.reached_at is not None:
+        logging.getLogger().removeHandler(log_handler)
+        display.close()
+        _already_reached(display, plan.reached_at, stop, directory)
+        return 0
     plot_path = os.path.join(directory, PLOT_FILE)
     title = f"{plan.algo} on {config.env}"
     plotted_rows = -1  # result.json's rows in learning_curve.png
@@ -596,6 +683,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     algorithm = None
     events = None
+    result = None
     status = 0
     try:
         with StopRequest(on_request) as request:
@@ -617,7 +705,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             folder.write_run_info(plan.algo, config.env, vars(stop))
             events = create_writer(directory, display.line, importing)
             display.line(f"ready in {time.perf_counter() - start:.2f} s")
-            reason, result = None, None
+            reason = None
             # At least one iteration: a Ctrl-C that comes before the first has started still
             # means "finish this iteration, then save", as the note says.
             while result is None or (reason is None and not request.requested):
@@ -651,8 +739,86 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         plot()
         display.close()
         logging.getLogger().removeHandler(log_handler)
-    _summary(display, reason, algorithm, manager, directory, time.perf_counter() - start)
+    _summary(
+        display,
+        reason,
+        algorithm,
+        manager,
+        plan,
+        result,
+        events is not None,
+        time.perf_counter() - start,
+    )
     return status
+
+
+def _already_reached(
+    display: ProgressDisplay, result: dict, stop: StopCriteria, directory: str
+) -> None:
+    """What `--resume` says of a run that met a stop criterion at its checkpoint."""
+    display.line(
+        f"the run already reached its stop criterion at iteration "
+        f"{result[TRAINING_ITERATION]} ({stop.reason(result)}): nothing to train. To train "
+        "further, raise the criterion (--stop-iters, --stop-timesteps, --stop-seconds, "
+        f"--stop-reward R or {NO_LIMIT}), e.g.:"
+    )
+    display.line(f"continue:     {continue_command(directory, stop, result)}")
+
+
+def display_path(path: str) -> str:
+    """`path` as the user can paste it here: relative to the current folder when inside it."""
+    relative = os.path.relpath(path)
+    return shlex.quote(path if relative.startswith("..") else relative)
+
+
+def continue_command(directory: str, stop: StopCriteria, result: dict | None) -> str:
+    """The command that trains the run further: as it is when no criterion was met (after
+    Ctrl-C); else with the criteria met raised, for as many iterations again."""
+    command = f"python -m trainer --resume --output-dir {display_path(directory)}"
+    if result is None:
+        return command
+    reached = {field for field, _ in stop.reached(result)}
+    if not reached:
+        return command
+    flags = []
+    if reached & {"mean_return", "evaluation_return"}:
+        flags.append(f"--stop-reward {NO_LIMIT}")
+    if "env_steps" in reached:
+        flags.append(f"--stop-timesteps {2 * result[NUM_ENV_STEPS_SAMPLED_LIFETIME]}")
+    if "seconds" in reached:
+        flags.append(f"--stop-seconds {math.ceil(2 * result['time_total_s'])}")
+    flags.append(f"--stop-iters {2 * result[TRAINING_ITERATION]}")
+    return " ".join([command, *flags])
+
+
+def _with_extra(command: str, extra: str, modules: tuple[str, ...]) -> str:
+    """`command`, after the pip command of `extra` when one of `modules` is not installed."""
+    return command if all(map(installed, modules)) else f"{install_command(extra)} && {command}"
+
+
+def next_commands(
+    directory: str, stop: StopCriteria, result: dict | None, wrote_events: bool
+) -> list[str]:
+    """The lines that end the main job: what to do with the run next."""
+    run = display_path(directory)
+    video = display_path(os.path.join(directory, VIDEO_FILE))
+    lines = [
+        f"evaluate:     python -m trainer evaluate {run}",
+        "video:        "
+        + _with_extra(
+            f"python -m trainer evaluate {run} --episodes 1 --video {video}",
+            VIDEO,
+            VIDEO_MODULES,
+        ),
+        f"inspect:      python -m trainer inspect {run}",
+    ]
+    if wrote_events:
+        lines.append(
+            "tensorboard:  "
+            + _with_extra(f"tensorboard --logdir {run}", TENSORBOARD, ("tensorboard",))
+        )
+    lines.append(f"continue:     {continue_command(directory, stop, result)}")
+    return lines
 
 
 def _summary(
@@ -660,7 +826,9 @@ def _summary(
     reason: str | None,
     algorithm: Any,
     manager: Any,
-    directory: str,
+    plan: RunPlan,
+    result: dict | None,
+    wrote_events: bool,
     seconds: float,
 ) -> None:
     iterations = algorithm.iteration if algorithm is not None else 0
@@ -668,10 +836,10 @@ def _summary(
     display.line(
         f"stopped ({reason}) after {iterations} iterations, {steps} env steps, {seconds:.1f} s"
     )
+    if not learning_curve.matplotlib_available():
+        display.line(missing_note(f"{PLOT_FILE}: not drawn", "matplotlib", PLOT))
     latest, best = manager.latest(), manager.best()
     if latest is not None:
         display.line(f"latest checkpoint: {latest}" + (f"; best: {best}" if best != latest else ""))
-        display.line(
-            f"continue:  python -m trainer --resume --output-dir {directory} [--stop-iters N]"
-        )
-        display.line(f"evaluate:  python -m trainer evaluate {best}")
+        for line in next_commands(plan.directory, plan.stop, result, wrote_events):
+            display.line(line)

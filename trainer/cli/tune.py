@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from trainer.cli.config_file import ConfigFileError
+from trainer.cli.extras import TUNE, require
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -44,11 +45,7 @@ def run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         search = read_search_file(args.config)
     except ConfigFileError as error:
         parser.error(str(error))  # exits 2
-    try:
-        from trainer import tune
-    except ImportError as error:
-        print(f"tune: {error}", file=sys.stderr)
-        return 1
+    tune = require("trainer.tune", TUNE, "python -m trainer tune", library="Ray Tune")
     import ray
 
     started_ray = False

@@ -1,6 +1,7 @@
 """Writing rgb frames as a GIF (with Pillow) or an MP4 (with an ffmpeg executable: the one on
-PATH, else the one the imageio-ffmpeg package ships). `pip install 'localrl[video]'` installs
-both, and pygame, which gymnasium's classic-control envs render with.
+PATH, else the one the imageio-ffmpeg package ships). The `video` extra installs both, and
+pygame, which gymnasium's classic-control envs render with; a missing one is a `MissingExtra`
+(`trainer.cli.extras`) naming it.
 
 Frames are encoded as they arrive (GIF frames are reduced to a palette at once, MP4 frames go
 straight into ffmpeg's stdin), so a long episode does not pile up full-size frames. The file is
@@ -16,8 +17,9 @@ from typing import IO
 
 import numpy as np
 
+from trainer.cli.extras import VIDEO, MissingExtra, require
+
 FORMATS = (".gif", ".mp4")
-INSTALL_HINT = "pip install 'localrl[video]'"
 #: Seconds ffmpeg may take to finish the file after the last frame.
 FFMPEG_FINISH_TIMEOUT_S = 120
 
@@ -42,24 +44,24 @@ def ffmpeg_executable() -> str | None:
 
 
 def check_video_path(path: str) -> str:
-    """Raises VideoError unless `path` has a known suffix whose encoder is installed."""
+    """Raises VideoError unless `path` has a known suffix and its folder exists."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in FORMATS:
         raise VideoError(f"{path!r}: give a file ending in {' or '.join(FORMATS)}")
-    if suffix == ".gif":
-        try:
-            import PIL.Image  # noqa: F401
-        except ImportError:
-            raise VideoError(f"{path!r}: writing a GIF needs Pillow ({INSTALL_HINT})") from None
-    elif ffmpeg_executable() is None:
-        raise VideoError(
-            f"{path!r}: writing an MP4 needs ffmpeg on PATH or the imageio-ffmpeg "
-            f"package ({INSTALL_HINT})"
-        )
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise VideoError(f"{path!r}: the folder {parent} does not exist")
     return path
+
+
+def check_video_encoder(path: str) -> None:
+    """Raises MissingExtra unless the encoder of `path`'s format is installed: Pillow for a
+    GIF, an ffmpeg executable for an MP4."""
+    what = f"--video {path}"
+    if path.lower().endswith(".gif"):
+        require("PIL.Image", VIDEO, what, library="Pillow")
+    elif ffmpeg_executable() is None:
+        raise MissingExtra(what, "ffmpeg (on PATH, or the imageio-ffmpeg package)", VIDEO)
 
 
 class VideoWriter:
@@ -103,7 +105,7 @@ class VideoWriter:
     def _start_ffmpeg(self, height: int, width: int) -> subprocess.Popen:
         executable = ffmpeg_executable()
         if executable is None:  # checked before the writer is made; gone since
-            raise VideoError("an MP4 needs ffmpeg: pip install imageio-ffmpeg")
+            raise MissingExtra(f"--video {self.path}", "ffmpeg", VIDEO)
         command = [
             executable,
             "-y",
