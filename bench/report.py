@@ -337,6 +337,18 @@ BENCHMARKS = (
         requires=("ray.tune",),
     ),
     Benchmark(
+        "tune_overhead",
+        "Ray Tune: seconds per iteration in a `trainer.tune.Tuner` trial on a local Ray of 2 "
+        "CPUs against the same config in process (`build_algo()`), alternating, same run: "
+        "PPO and DQN on CartPole-v1 with default settings and RLlib's tuned-example settings, "
+        "and DQN with 2 EnvRunner processes; the first iteration of each left out",
+        ("bench/tune_overhead.py", "--repeats", "2"),
+        r"^repeat|^ratio",
+        "ratio Tune trial / in process <= 1.2 for each",
+        quick=("bench/tune_overhead.py", "--iterations", "3"),
+        requires=("ray.tune",),
+    ),
+    Benchmark(
         "compare_sb3",
         "against Stable-Baselines3 (rl-zoo's settings): PPO on CartPole, Acrobot, "
         "MountainCar, Pendulum and LunarLander, DQN on CartPole, Acrobot, MountainCar and "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,10 +29,70 @@ def _controller() -> Any:
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+#: The variable Ray sets in an actor that has none (`set_omp_num_threads_if_unset`).
+RAY_THREAD_VAR = "OMP_NUM_THREADS"
+#: Where Linux keeps the environment a process started with (os.environ's changes not in it).
+_START_ENVIRONMENT = "/proc/self/environ"
+
+
+def user_blas_settings() -> dict[str, str]:
+    """The `BLAS_THREAD_VARS` the user set, with their values: all of them set in this process,
+    except the `OMP_NUM_THREADS` that Ray gives an actor by default (`ray_thread_limit`)."""
+    settings = {var: os.environ[var] for var in BLAS_THREAD_VARS if var in os.environ}
+    if ray_thread_limit() is not None:
+        del settings[RAY_THREAD_VAR]
+    return settings
+
+
 def user_sized_pools() -> bool:
-    """Whether the user sized the BLAS pools (one of `BLAS_THREAD_VARS` is set): they are then
-    left as the user sized them."""
-    return any(var in os.environ for var in BLAS_THREAD_VARS)
+    """Whether the user sized the BLAS pools (see `user_blas_settings`): they are then left as
+    the user sized them."""
+    return bool(user_blas_settings())
+
+
+def ray_thread_limit() -> int | None:
+    """The CPUs of this Ray actor, where Ray set its `OMP_NUM_THREADS` (None elsewhere, and
+    where the user set the variable).
+
+    Ray sets `OMP_NUM_THREADS` = the actor's CPUs in an actor started without it, in the
+    actor's process, when the actor is created. That is Ray's default, not the user's sizing:
+    treated as the user's, it left a Tune trial's pools at the trial's CPUs (its main process
+    and its EnvRunner processes: 2 on a 2-core machine, one bundle), and a PPO update on two
+    threads next to the trial's own processes took 6-12 times as long as in a plain process.
+    It is the most threads the learner takes instead (the CPUs the actor holds); the pools are
+    sized as in any process below that. A user's setting reaches the actor in its start
+    environment (their shell's, through Ray's processes, or `runtime_env`'s `env_vars`):
+    Linux's record of it (`/proc/self/environ`) tells them apart. Elsewhere the variable counts
+    as the user's."""
+    value = os.environ.get(RAY_THREAD_VAR)
+    if value is None or not _in_ray_worker():
+        return None
+    start = _start_environment()
+    if start is None or RAY_THREAD_VAR in start:
+        return None
+    try:
+        return max(1, int(value))
+    except ValueError:
+        return None
+
+
+def _in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (an actor's or a task's), without importing Ray:
+    one that has not imported it is none."""
+    ray = sys.modules.get("ray")
+    worker = getattr(getattr(getattr(ray, "_private", None), "worker", None), "global_worker", None)
+    mode = getattr(worker, "mode", None)
+    return mode is not None and mode == getattr(ray, "WORKER_MODE", object())
+
+
+def _start_environment() -> frozenset[str] | None:
+    """The names of the environment variables this process started with (Linux), or None."""
+    try:
+        with open(_START_ENVIRONMENT, "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return None
+    return frozenset(entry.split(b"=", 1)[0].decode(errors="replace") for entry in entries if entry)
 
 
 class BlasThreads:
@@ -210,7 +271,7 @@ class AdaptiveBlasThreads:
             return
         pools = [pool for pool in _controller().lib_controllers if pool.user_api == "blas"]
         original = [pool.num_threads for pool in pools]
-        ceiling = min([self.max_threads, *original])
+        ceiling = min([self.max_threads, *original, ray_thread_limit() or self.max_threads])
         self._used_more = False
         # The rest of the update (the train batch's value estimates over thousands of rows)
         # runs on one thread: a product's result may depend on its thread count, and those

@@ -83,7 +83,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from trainer.core.blas import BLAS_THREAD_VARS
+from trainer.core.blas import BLAS_THREAD_VARS, user_blas_settings
 from trainer.util.child_process import (
     AdoptedChild,
     child_subreaper,
@@ -159,10 +159,12 @@ def forking_available() -> bool:
 
 
 def worker_environment() -> dict[str, str]:
-    """A spawned worker's environment: this process's, with one BLAS thread by default."""
+    """A spawned worker's environment: this process's, with one BLAS thread by default (also
+    in a Ray actor, whose `OMP_NUM_THREADS` of Ray's is not the user's: see
+    `trainer.core.blas.ray_thread_limit`)."""
     env = dict(os.environ)
-    for var in BLAS_THREAD_VARS:
-        env.setdefault(var, "1")
+    user_settings = user_blas_settings()
+    env.update({var: user_settings.get(var, "1") for var in BLAS_THREAD_VARS})
     return env
 
 
@@ -216,7 +218,7 @@ class WorkerTemplate:
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = dict(os.environ)
-        user_threads = {var: env[var] for var in BLAS_THREAD_VARS if env.get(var, "1") != "1"}
+        user_threads = {var: n for var, n in user_blas_settings().items() if n != "1"}
         env.update({var: "1" for var in BLAS_THREAD_VARS})
         self.process = spawn(
             "trainer.runners.worker_template",

@@ -24,7 +24,6 @@ and per optimizer name its rates, its per-parameter state keyed by the module's 
 from __future__ import annotations
 
 import copy
-import os
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +35,7 @@ import torch
 
 from trainer.algorithms.algorithm_config import adam_settings
 from trainer.algorithms.learner import DEFAULT_OPTIMIZER, LR_KEY, Learner, LearningRate
-from trainer.core.blas import BLAS_THREAD_VARS
+from trainer.core.blas import user_sized_pools
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import check_finite_update
 from trainer.metrics import ALL_MODULES
@@ -77,7 +76,7 @@ class TorchThreads:
     def __init__(self, num_threads: int = 1):
         self.num_threads = num_threads
         #: True when the user sized the pools: torch's thread count is then left alone.
-        self.user_sized = any(var in os.environ for var in BLAS_THREAD_VARS)
+        self.user_sized = user_sized_pools()
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
