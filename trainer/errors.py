@@ -31,7 +31,9 @@ By what raises them:
 - Named objects (`create_named_object`, `get_named_object` and their handles):
   `NamedObjectError` (a named object's method raised, or its server is gone).
 - RLlib scripts run by `python -m trainer run` (importing an RLlib name):
-  `RLlibNotAvailable` (an RLlib or Ray name with no counterpart here; an `ImportError`).
+  `RLlibNotAvailable` (an RLlib or Ray name with no counterpart here; an `ImportError`),
+  `RemovedFromRLlib` (a name RLlib itself removed, such as `SingleAgentRLModuleSpec`: names
+  its replacement; an `ImportError`).
 
 Everything this project does not do is refused with one type, `NotSupported`, whose
 `.capability` names what is missing (one of `trainer.capabilities`' words: "algorithms other
@@ -448,3 +450,22 @@ class RLlibNotAvailable(NotSupported, ImportError):
         # By its fields (ImportError's own reduce would call it with the message alone): an
         # EnvRunner's refusal reaches the main process with its type and capability.
         return (type(self), (self.rllib_name, self.capability, self.instead, self.detail))
+
+
+class RemovedFromRLlib(ImportError):
+    """An RLlib name or module that RLlib itself no longer has (RLlib 2.60 fails on it too):
+    `rllib_name` is the dotted name, `replacement` what RLlib has instead. Not a
+    `NotSupported`: the script needs the change under RLlib as well."""
+
+    def __init__(self, rllib_name: str, replacement: str, removed_in: str = ""):
+        self.rllib_name = rllib_name
+        self.replacement = replacement
+        self.removed_in = removed_in
+        when = f"RLlib removed it in {removed_in}" if removed_in else "RLlib 2.60 no longer has it"
+        super().__init__(
+            f"{rllib_name}: {when}; use {replacement}",
+            name=rllib_name.rpartition(".")[0] or rllib_name,
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (self.rllib_name, self.replacement, self.removed_in))
