@@ -10,8 +10,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from trainer import PPOConfig, capabilities
+from trainer import DQNConfig, PPOConfig, capabilities
 from trainer.algorithms import get_trainable_cls
+from trainer.compat.rllib_settings import Unsupported
 from trainer.connectors.env_to_module import MeanStdFilter
 from trainer.errors import (
     ConfigError,
@@ -110,3 +111,33 @@ def test_the_launchers_refusal_is_the_same_type():
     again = pickle.loads(pickle.dumps(refused))
     assert type(again) is RLlibNotAvailable and str(again) == str(refused)
     assert again.capability == capabilities.OTHER_ALGORITHMS
+
+
+def _other_value(default):
+    """A value of the default's kind that is not the default."""
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, (int, float)):
+        return default + 2
+    if isinstance(default, str):
+        return default + "_other"
+    return lambda *args, **kwargs: None  # None defaults stand for classes and callables
+
+
+@pytest.mark.parametrize("config_class", [PPOConfig, DQNConfig])
+def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_class):
+    refused = []
+    for method, rules in config_class._rllib_rules().items():
+        for name, rule in rules.items():
+            # (rl_module_spec takes specs: a function is a wrong value, not a refusal)
+            if not isinstance(rule, Unsupported) or name == "rl_module_spec":
+                continue
+            value = _other_value(rule.default)
+            if rule.is_fine(value):
+                continue
+            with pytest.raises(ConfigError) as raised:
+                getattr(config_class(), method)(**{name: value})
+            assert isinstance(raised.value, NotSupported), (method, name, raised.value)
+            assert raised.value.capability, (method, name)
+            refused.append(name)
+    assert {"learner_connector", "module_to_env_connector", "output"} <= set(refused)

@@ -1536,7 +1536,7 @@ class AlgorithmConfig(OldConfigNames):
             value = getattr(spec, field_name)
             if value not in (None, False):
                 shown = value.__qualname__ if isinstance(value, type) else repr(value)
-                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}")
+                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}", TORCH)
         spec_model = spec.model_config or {}
         if not _is_torch_module_class(spec.module_class):  # a user's module reads its own keys
             try:

@@ -440,19 +440,21 @@ class SpaceInfo:
             obs_dim, obs_n = int(gym.spaces.flatdim(observation_space)), None
             nested_space = observation_space
         elif is_nested_space(observation_space):
-            raise ValueError(
+            raise UnsupportedValue(
                 f"observation space {observation_space} is not supported by the numpy "
                 "models, which take Box and Discrete observations: flatten it with the "
                 "env-to-module connector FlattenObservations (env_runners("
                 "env_to_module_connector=lambda env, spaces, device: FlattenObservations())), "
                 "or train a torch module (framework('torch') with an RLModuleSpec whose "
-                "TorchRLModule reads the dict / tuple batch['obs'])"
+                "TorchRLModule reads the dict / tuple batch['obs'])",
+                capabilities.TORCH,
             )
         else:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"observation space {observation_space} is not supported: Box, Discrete, and "
                 "with torch modules Dict and Tuple observations are (flatten other spaces "
-                "with a gymnasium wrapper)"
+                "with a gymnasium wrapper)",
+                capabilities.OBSERVATION_SPACES,
             )
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(
