@@ -105,6 +105,24 @@ def test_with_real_ray_ray_tune_is_tunes_own_seen_through_the_front():
 
 @pytest.mark.ray
 @needs_tune
+def test_with_real_tune_rllibs_other_algorithms_are_one_typed_refusal():
+    from trainer.capabilities import OTHER_ALGORITHMS
+    from trainer.errors import NotSupported
+
+    launcher.install(real_ray=True)
+    try:
+        from ray.tune.registry import get_trainable_cls
+
+        with pytest.raises(NotSupported) as refused:
+            get_trainable_cls("APPO")
+        assert isinstance(refused.value, ValueError)
+        assert refused.value.capability == OTHER_ALGORITHMS
+    finally:
+        launcher.uninstall()
+
+
+@pytest.mark.ray
+@needs_tune
 def test_an_algorithm_restores_from_a_tune_checkpoint(tmp_path):
     """RLlib's scripts restore `best_result.checkpoint` (a Tune `Checkpoint`) with
     `algo.restore(...)`, as RLlib's Algorithm (a Tune Trainable) takes it."""

@@ -209,6 +209,7 @@ def _is_module_path(fullname: str) -> bool:
     )
 
 
+@functools.cache
 def _ray_wheel_dir() -> str | None:
     """The installed Ray package's folder (None without Ray: it is an optional dependency)."""
     spec = importlib.machinery.PathFinder.find_spec("ray")

@@ -13,8 +13,9 @@ from trainer.launcher import tune_api
 from trainer.launcher.finder import install, real_tune_available
 
 #: When set to a file path, `run_script` writes there how the script ended (JSON: "outcome"
-#: "ok" | "exit" | "error", "code", and for errors "type", "message", "capability" (from
-#: `RLlibNotAvailable` or a `ConfigError` that names one, else null)). `bench/rllib_examples.py` reads it.
+#: "ok" | "exit" | "error", "code", and for errors "type", "message", "capability" (that of a
+#: `trainer.errors.NotSupported`: RLlibNotAvailable, UnsupportedSetting, ...; else null)).
+#: `bench/rllib_examples.py` reads it.
 REPORT_ENV_VAR = "LOCALRL_LAUNCHER_REPORT"
 
 
@@ -180,7 +181,7 @@ def _exception_report(error: BaseException) -> dict:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:  # the typed error may be a cause
         seen.add(id(cause))
-        # RLlibNotAvailable, or an error of a value that needs a capability (ConfigError)
+        # a NotSupported (RLlibNotAvailable, UnsupportedSetting, ...), or what carries one
         capability = getattr(cause, "capability", None)
         if capability is not None:
             break

@@ -366,7 +366,7 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
 
 #: Tune's experiment runner as `ray.tune` names it (the Tuner, search spaces, reporters,
 #: callbacks, ...): a script that uses one runs on real Ray (`trainer.launcher.script`),
-#: and without Ray Tune each fails at import.
+#: and without Ray Tune each fails when used.
 TUNE_RUNNER_NAMES = (
     "Tuner",
     "TuneConfig",

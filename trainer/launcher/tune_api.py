@@ -2,8 +2,8 @@
 itself, served under the RLlib launcher as `ray.tune`, `ray.tune.registry`, `ray.tune.result`,
 `ray.air` and `ray.air.constants`: the env registry (`register_env`), `get_trainable_cls`,
 `grid_search` and the result keys. Tune's experiment runner (`Tuner`, `tune.run`, search and
-scheduling) is not part of this project: its names fail at import with `RLlibNotAvailable`
-(see `trainer.launcher.table`).
+scheduling) is not part of this project under Ray's stand-in: its names import and fail when
+used with `RLlibNotAvailable` (see `trainer.launcher.table`).
 """
 
 from __future__ import annotations
