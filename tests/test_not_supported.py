@@ -141,3 +141,14 @@ def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_c
             assert raised.value.capability, (method, name)
             refused.append(name)
     assert {"learner_connector", "module_to_env_connector", "output"} <= set(refused)
+
+
+def test_calls_the_launcher_refuses_are_refusals_and_not_implemented_errors():
+    from trainer.launcher import ray_api, tune_api
+
+    for call, capability in (
+        (lambda: ray_api.kill(object()), capabilities.RAY_INTERNALS),
+        (lambda: tune_api.register_trainable("mine", object), capabilities.TUNE),
+    ):
+        refused = _refusal(call)
+        assert isinstance(refused, NotImplementedError) and refused.capability == capability

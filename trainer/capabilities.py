@@ -21,7 +21,7 @@ ACTION_SPACES = "action spaces other than Discrete and Box (nested Dict and Tupl
 RECURRENT_MULTI_AGENT = "recurrent (LSTM) modules in multi-agent runs"
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
-DQN_VARIANTS = "distributional and noisy DQN (num_atoms > 1, noisy=True)"
+DQN_VARIANTS = "distributional, noisy and recurrent DQN (num_atoms > 1, noisy, use_lstm)"
 REMOTE_FILESYSTEMS = "remote filesystems (pyarrow.fs) for checkpoints"
 #: The fallback of an RLlib setting refused with no more specific capability.
 OTHER_SETTINGS = "RLlib settings localrl does not implement (named in the message)"

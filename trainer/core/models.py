@@ -487,11 +487,12 @@ class SpaceInfo:
         """Raises ValueError if the observations are nested (a Dict / Tuple space): `what`
         (a numpy network) takes Box and Discrete observations only."""
         if self.nested_obs_space is not None:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{what}: observation space {self.nested_obs_space} is not supported by the "
                 "numpy models, which take Box and Discrete observations: flatten it with the "
                 "env-to-module connector FlattenObservations, or train a torch module "
-                "(framework('torch'))"
+                "(framework('torch'))",
+                capabilities.TORCH,
             )
 
     def keeping_obs_shape(self) -> SpaceInfo:

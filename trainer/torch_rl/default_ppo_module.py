@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.capabilities import ACTION_SPACES
+from trainer.capabilities import ACTION_SPACES, OBSERVATION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
 from trainer.core.models import check_model_config
@@ -342,10 +342,11 @@ class ObservationEncoding:
             self.dim = int(np.prod(space.shape))
             self.image = len(space.shape) == 3
         else:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: observation_space={space} is not supported: the default encoders "
                 "take a 1-D (or 2-D, flattened) Box, an image (a 3-D Box: height, width, "
-                "channels) or a Discrete space"
+                "channels) or a Discrete space",
+                OBSERVATION_SPACES,
             )
 
     def __call__(self, obs: Any, like: torch.Tensor) -> torch.Tensor:
