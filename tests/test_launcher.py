@@ -510,7 +510,7 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
     from ray.rllib.algorithms import SACConfig as from_the_package
     from ray.rllib.algorithms.sac import SAC, SACConfig
     from ray.rllib.algorithms.sac.sac import SACConfig as from_its_module
-    from ray.tune import Tuner
+    from ray.tune import CheckpointConfig, Tuner
     from ray.tune.logger import TBXLoggerCallback
     from ray.tune.stopper import MaximumIterationStopper
 
@@ -527,6 +527,7 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
         "SAC.get_default_config": (lambda: SAC.get_default_config(), table.OTHER_ALGORITHMS),
         "MySAC()": (lambda: MySAC(), table.OTHER_ALGORITHMS),
         "Tuner()": (lambda: Tuner("PPO"), table.TUNE),
+        "CheckpointConfig()": (lambda: CheckpointConfig(num_to_keep=1), table.TUNE),
         "TBXLoggerCallback()": (lambda: TBXLoggerCallback(), table.TUNE),
         "MaximumIterationStopper()": (lambda: MaximumIterationStopper(3), table.TUNE),
     }
@@ -542,6 +543,14 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
     # a name RLlib does not have either is no placeholder
     with pytest.raises(ImportError, match="RLlib 2.60 has no ray.rllib.algorithms.sac.SACConfg"):
         from ray.rllib.algorithms.sac import SACConfg  # noqa: F401
+    # this project's Tune front needs real Tune (it would bind the placeholders)
+    imported_before = sys.modules.pop("trainer.tune", None)
+    try:
+        with pytest.raises(ImportError, match="python -m trainer run --ray"):
+            importlib.import_module("trainer.tune")
+    finally:
+        if imported_before is not None:
+            sys.modules["trainer.tune"] = imported_before
 
 
 def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):

@@ -408,10 +408,11 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "method": Unavailable(RAY_INTERNALS),
         "ObjectRef": Unavailable(RAY_INTERNALS),
     },
-    "ray.tune": {name: _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in _TUNE_NAMES},
+    # (every other name Ray Tune has, "*", fails the same way when used)
+    "ray.tune": {name: _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in (*_TUNE_NAMES, "*")},
     "ray.air": {
         name: _at_use(TUNE, _TUNE_ON_REAL_RAY)
-        for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session")
+        for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
