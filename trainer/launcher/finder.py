@@ -352,7 +352,7 @@ class RLlibStandIn(types.ModuleType):
             if not name.startswith("_") and rllib_has_name(module_name, name):
                 return placeholder(_rllib_origin(module_name, name), package_why)
             raise AttributeError(
-                f"module {module_name!r} has no attribute {name!r} (RLlib's neither)"
+                f"module {module_name!r} has no attribute {name!r} (nor has RLlib 2.60's)"
             )
         if package_why is not None:
             raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
