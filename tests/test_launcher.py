@@ -620,6 +620,24 @@ def test_rllib_numpy_utils_convert_torch_tensors_in_nested_structures(hook):
     np.testing.assert_allclose(flat, [[0, 1, 0.0, 0.1], [1, 0, 1.0, 1.1]])
 
 
+def test_tunes_pretty_print_is_served_under_the_stand_in(hook):
+    import numpy as np
+    from ray.tune.logger import pretty_print
+
+    result = {
+        "training_iteration": np.int64(3),
+        "env_runners": {"episode_return_mean": np.float32(21.5), "lengths": [1, 2]},
+        "hist": [1, 2, 3, 4],
+        "config": {"lr": 0.1},
+        "skipped": None,
+    }
+    assert pretty_print(result) == (
+        "env_runners:\n  episode_return_mean: 21.5\n  lengths:\n  - 1\n  - 2\n"
+        "hist: [1, 2, 3, 4]\ntraining_iteration: 3\n"
+    )
+    assert "hist" not in pretty_print(result, exclude={"hist"})
+
+
 def test_sample_batch_column_names_are_rllibs(hook):
     from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 

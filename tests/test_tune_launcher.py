@@ -59,6 +59,7 @@ def test_a_script_using_tunes_experiment_runner_is_seen(source):
         "this is not python (",
         # imports alone: under Ray's stand-in they import, their names fail when used
         "import ray.tune.logger\nimport ray\nray.init(include_dashboard=True)",
+        "import ray.tune.logger\nprint(ray.tune.logger.pretty_print({'a': 1}))",  # served
         "from ray.tune import Tuner",
         "from ray.tune.schedulers import ASHAScheduler",
         "from ray import train\n",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import runpy
 import sys
 import traceback
 
-from trainer.launcher import tune_api
+from trainer.launcher import table, tune_api
 from trainer.launcher.finder import install, real_tune_available
 
 #: When set to a file path, `run_script` writes there how the script ended (JSON: "outcome"
@@ -39,6 +40,10 @@ def is_tune_runner_path(path: str) -> bool:
     name = parts[2]
     if name in _NEEDS_TUNE:
         return True
+    served = table.MODULES.get(".".join(parts[:3]), ())
+    if len(parts) > 3 and served and parts[1] == "tune" and name not in ("registry", "result"):
+        # a module Ray's stand-in serves in part (ray.tune.logger: pretty_print)
+        return not any(hasattr(importlib.import_module(m), parts[3]) for m in served)
     if parts[1] == "air":
         return name != "constants" and not hasattr(tune_api, name)
     return name not in ("registry", "result") and not hasattr(tune_api, name)
@@ -97,8 +102,11 @@ def uses_tune_runner(source: str) -> bool:
     bindings, star_from_runner = _ray_bindings(tree)
     if star_from_runner:
         return True
+    # Whole dotted names only: `ray.tune.logger` inside `ray.tune.logger.pretty_print` is not
+    # a use of its own.
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Attribute, ast.Name)):
+        if not isinstance(node, (ast.Attribute, ast.Name)) or id(node) in inner:
             continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             continue

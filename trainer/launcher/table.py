@@ -84,6 +84,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.tune": ("trainer.launcher.tune_api",),
     "ray.tune.registry": ("trainer.launcher.tune_api",),
     "ray.tune.result": ("trainer.launcher.tune_api",),
+    "ray.tune.logger": ("trainer.launcher.tune_logger",),  # pretty_print; the rest at use
     "ray.air": ("trainer.launcher.tune_api",),
     "ray.air.constants": ("trainer.launcher.tune_api",),
     # RLlib
@@ -414,6 +415,7 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         name: _at_use(TUNE, _TUNE_ON_REAL_RAY)
         for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
+    "ray.tune.logger": {"*": _at_use(TUNE, _TUNE_ON_REAL_RAY)},
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
     },
