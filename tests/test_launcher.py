@@ -21,6 +21,8 @@ import pytest
 import trainer
 from trainer import launcher
 from trainer.launcher import RLlibNotAvailable, table
+from trainer.launcher.finder import real_tune_available
+from trainer.launcher.script import script_uses_tune_runner
 
 pytestmark = pytest.mark.cli
 
@@ -182,25 +184,60 @@ def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
     assert lines[-1] == "ValueError: boom in the script"
 
 
+SAC_AT_THE_TOP = """
+import argparse
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.sac import SACConfig  # only the --algo SAC branch uses it
+from ray.rllib.algorithms.sac.sac import SAC
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+class MySAC(SAC):  # defined, never made
+    pass
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--algo", default="PPO")
+args = parser.parse_args()
+config_class = SACConfig if args.algo == "SAC" else PPOConfig
+config = (
+    config_class()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=1, rollout_fragment_length=50)
+    .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
+)
+with config.build() as algo:
+    result = algo.train()
+print("trained", result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
+"""
+
+
 @pytest.mark.slow
-def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_path):
+def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_path):
+    """A script that imports SACConfig at its top and trains PPO runs; the same script told to
+    use SAC stops at `SACConfig()` with the typed refusal, reported with its capability."""
+    trained = run_script(tmp_path, SAC_AT_THE_TOP)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "trained 100" in trained.stdout
+
     report = tmp_path / "report.json"
     script = tmp_path / "sac.py"
-    script.write_text("from ray.rllib.algorithms.sac import SACConfig\n")
+    script.write_text(SAC_AT_THE_TOP)
     env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
+    env.pop(launcher.ENV_VAR, None)
     result = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script)],
+        [sys.executable, "-m", "trainer", "run", str(script), "--algo", "SAC"],
         env=env,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 1
-    assert (
-        "RLlibNotAvailable: ray.rllib.algorithms.sac is not available in localrl: it needs "
-        "algorithms other than PPO and DQN"
-    ) in result.stderr
-    assert "PPOConfig" in result.stderr.splitlines()[-1]
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith(
+        "trainer.errors.RLlibNotAvailable: ray.rllib.algorithms.sac.sac.SACConfig is not "
+        "available in localrl: it needs algorithms other than PPO and DQN; used: SACConfig()"
+    ), result.stderr[-3000:]
+    assert "PPOConfig" in last_line
+    assert re.search(r'sac\.py", line \d+.*\n +config_class\(\)', result.stderr)  # the use
     written = json.loads(report.read_text())
     assert (written["outcome"], written["code"], written["type"], written["capability"]) == (
         "error",
@@ -208,7 +245,6 @@ def test_missing_name_fails_at_import_and_the_report_names_its_capability(tmp_pa
         "RLlibNotAvailable",
         table.OTHER_ALGORITHMS,
     )
-    assert written["message"].startswith("ray.rllib.algorithms.sac is not available")
 
 
 @pytest.mark.slow
@@ -274,6 +310,85 @@ def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "real ray True True" in result.stdout
     assert "mapped True" in result.stdout
+
+
+needs_tune = pytest.mark.skipif(
+    not real_tune_available(), reason="needs Ray Tune (pip install 'localrl[tune]')"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@needs_tune
+def test_an_unused_tune_import_keeps_rays_stand_in(tmp_path):
+    """`import ray.tune.logger` alone does not send the script to real Ray (where
+    `ray.init(include_dashboard=True)` fails without the dashboard's packages)."""
+    result = run_script(
+        tmp_path,
+        """
+        import ray
+        import ray.tune.logger
+
+        ray.init(include_dashboard=True)
+        print("stand-in", getattr(ray, "__localrl_shim__", False), ray.is_initialized())
+        ray.shutdown()
+        """,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "stand-in True True" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@needs_tune
+def test_a_tuner_in_a_module_of_the_scripts_folder_chooses_real_ray(tmp_path):
+    (tmp_path / "experiment_helpers.py").write_text(
+        textwrap.dedent(
+            """
+            from ray import tune
+            from ray.tune.stopper import MaximumIterationStopper
+
+            def tuner(param_space):
+                return tune.Tuner(
+                    "PPO",
+                    param_space=param_space,
+                    run_config=tune.RunConfig(stop=MaximumIterationStopper(1)),
+                )
+            """
+        )
+    )
+    result = run_script(
+        tmp_path,
+        """
+        import ray
+        from experiment_helpers import tuner
+
+        print("real ray", hasattr(ray, "get_runtime_context"), callable(tuner))
+        """,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "real ray True True" in result.stdout
+
+
+def test_tune_detection_follows_the_scripts_own_modules_and_packages(tmp_path):
+    package = tmp_path / "experiments"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .search import run_search\n")
+    (package / "search.py").write_text(
+        "import ray.tune as tune\n\ndef run_search():\n    return tune.Tuner('PPO').fit()\n"
+    )
+    (tmp_path / "unused_tune_import.py").write_text("import ray.tune.logger\n")
+    script = tmp_path / "main.py"
+    script.write_text("import experiments\n")
+    assert script_uses_tune_runner(str(script))
+    script.write_text("from experiments import search\n")
+    assert script_uses_tune_runner(str(script))
+    script.write_text("import unused_tune_import\nimport json\n")
+    assert not script_uses_tune_runner(str(script))
+    (tmp_path / "cycle_a.py").write_text("import cycle_b\n")
+    (tmp_path / "cycle_b.py").write_text("import cycle_a\n")
+    script.write_text("import cycle_a\n")
+    assert not script_uses_tune_runner(str(script))  # an import cycle ends
 
 
 @pytest.mark.slow
@@ -391,18 +506,54 @@ def test_notebook_switch_off_restores_the_installed_ray(hook):
     launcher.install()  # the fixture's uninstall() finds it on
 
 
+def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook):
+    from ray.rllib.algorithms import SACConfig as from_the_package
+    from ray.rllib.algorithms.sac import SAC, SACConfig
+    from ray.rllib.algorithms.sac.sac import SACConfig as from_its_module
+    from ray.tune import CheckpointConfig, Tuner
+    from ray.tune.logger import TBXLoggerCallback
+    from ray.tune.stopper import MaximumIterationStopper
+
+    from trainer.errors import NotSupported
+
+    assert SACConfig is from_the_package is from_its_module  # one class, as in RLlib
+    assert not isinstance(trainer.PPOConfig(), SACConfig)
+
+    class MySAC(SAC):  # a script's subclass can be defined...
+        pass
+
+    uses = {  # ...and each use fails, naming the RLlib name, the capability and the use
+        "SACConfig()": (lambda: SACConfig(), table.OTHER_ALGORITHMS),
+        "SAC.get_default_config": (lambda: SAC.get_default_config(), table.OTHER_ALGORITHMS),
+        "MySAC()": (lambda: MySAC(), table.OTHER_ALGORITHMS),
+        "Tuner()": (lambda: Tuner("PPO"), table.TUNE),
+        "CheckpointConfig()": (lambda: CheckpointConfig(num_to_keep=1), table.TUNE),
+        "TBXLoggerCallback()": (lambda: TBXLoggerCallback(), table.TUNE),
+        "MaximumIterationStopper()": (lambda: MaximumIterationStopper(3), table.TUNE),
+    }
+    for use, (call, capability) in uses.items():
+        with pytest.raises(RLlibNotAvailable) as refused:
+            call()
+        assert isinstance(refused.value, NotSupported) and isinstance(refused.value, ImportError)
+        assert refused.value.capability == capability
+        assert f"used: {use}" in str(refused.value)
+    assert "localrl[tune]" in str(refused.value)
+    with pytest.raises(RLlibNotAvailable, match="used: run()"):
+        importlib.import_module("ray.tune").run("PPO")
+    # a name RLlib does not have either is no placeholder
+    with pytest.raises(ImportError, match="RLlib 2.60 has no ray.rllib.algorithms.sac.SACConfg"):
+        from ray.rllib.algorithms.sac import SACConfg  # noqa: F401
+    # this project's Tune front needs real Tune (it would bind the placeholders)
+    imported_before = sys.modules.pop("trainer.tune", None)
+    try:
+        with pytest.raises(ImportError, match="python -m trainer run --ray"):
+            importlib.import_module("trainer.tune")
+    finally:
+        if imported_before is not None:
+            sys.modules["trainer.tune"] = imported_before
+
+
 def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
-    with pytest.raises(RLlibNotAvailable) as sac:
-        from ray.rllib.algorithms.sac import SACConfig  # noqa: F401
-    assert sac.value.capability == table.OTHER_ALGORITHMS
-    assert sac.value.rllib_name == "ray.rllib.algorithms.sac"
-    assert "PPOConfig" in str(sac.value) and isinstance(sac.value, ImportError)
-
-    with pytest.raises(RLlibNotAvailable) as tuner:
-        from ray.tune import Tuner  # noqa: F401
-    assert tuner.value.capability == table.TUNE
-    assert "ray.tune.Tuner" in str(tuner.value) and "localrl[tune]" in str(tuner.value)
-
     with pytest.raises(RLlibNotAvailable) as catalog:
         from ray.rllib.core.models.base import Encoder  # noqa: F401
     assert catalog.value.capability == table.TORCH
@@ -413,8 +564,10 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     with pytest.raises(RLlibNotAvailable) as policy:
         from ray.rllib.policy.policy import Policy  # noqa: F401
     assert policy.value.capability == table.OLD_API_STACK
-    with pytest.raises(RLlibNotAvailable) as sample_batch:
-        from ray.rllib.policy.sample_batch import SampleBatch  # noqa: F401
+    from ray.rllib.policy.sample_batch import SampleBatch
+
+    with pytest.raises(RLlibNotAvailable) as sample_batch:  # its column names only
+        SampleBatch({"obs": [1]})
     assert sample_batch.value.capability == table.OLD_API_STACK
 
     with pytest.raises(RLlibNotAvailable) as recsim:
@@ -429,6 +582,97 @@ def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     assert wrap_atari_for_new_api_stack is atari_wrappers.wrap_atari_for_new_api_stack
     with pytest.raises(ModuleNotFoundError, match="ale_py"):
         gym.make("ale_py:ALE/Pong-v5")
+
+
+def test_rllib_numpy_utils_convert_torch_tensors_in_nested_structures(hook):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from ray.rllib.utils.numpy import (
+        LARGE_INTEGER,
+        SMALL_NUMBER,
+        convert_to_numpy,
+        flatten_inputs_to_1d_tensor,
+        huber_loss,
+        one_hot,
+        softmax,
+    )
+    from ray.rllib.utils.numpy import torch as rllib_torch
+
+    assert rllib_torch is torch and SMALL_NUMBER == 1e-6 and LARGE_INTEGER == 100000000
+    converted = convert_to_numpy(
+        {
+            "logits": torch.ones((2, 3), dtype=torch.float64, requires_grad=True),
+            "pair": (torch.tensor(7), [torch.arange(3), "text"]),
+        }
+    )
+    assert converted["logits"].dtype == np.float32 and converted["logits"].shape == (2, 3)
+    assert converted["pair"][0] == 7 and isinstance(converted["pair"][0], int)
+    assert converted["pair"][1][0].dtype == np.int32 and converted["pair"][1][1] == "text"
+    kept = convert_to_numpy(torch.zeros(2, dtype=torch.float64), reduce_type=False)
+    assert kept.dtype == np.float64
+    np.testing.assert_array_equal(one_hot(torch.tensor([0, 2]), depth=3), [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_allclose(softmax(np.zeros(4)), np.full(4, 0.25))
+    np.testing.assert_allclose(huber_loss(np.array([0.5, 3.0])), [0.125, 2.5])
+    flat = flatten_inputs_to_1d_tensor(
+        {"a": np.array([1, 0]), "b": np.array([[0.0, 0.1], [1.0, 1.1]])},
+        spaces_struct={"a": gym.spaces.Discrete(2), "b": gym.spaces.Box(-2, 2, (2,))},
+    )
+    np.testing.assert_allclose(flat, [[0, 1, 0.0, 0.1], [1, 0, 1.0, 1.1]])
+
+
+def test_tunes_pretty_print_is_served_under_the_stand_in(hook):
+    import numpy as np
+    from ray.tune.logger import pretty_print
+
+    result = {
+        "training_iteration": np.int64(3),
+        "env_runners": {"episode_return_mean": np.float32(21.5), "lengths": [1, 2]},
+        "hist": [1, 2, 3, 4],
+        "config": {"lr": 0.1},
+        "skipped": None,
+    }
+    assert pretty_print(result) == (
+        "env_runners:\n  episode_return_mean: 21.5\n  lengths:\n  - 1\n  - 2\n"
+        "hist: [1, 2, 3, 4]\ntraining_iteration: 3\n"
+    )
+    assert "hist" not in pretty_print(result, exclude={"hist"})
+
+
+def test_sample_batch_column_names_are_rllibs(hook):
+    from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+
+    from trainer.compat.rllib_utils import Columns
+
+    assert (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS) == (
+        "obs",
+        "actions",
+        "rewards",
+    )
+    assert (SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.NEXT_OBS) == (
+        Columns.TERMINATEDS,
+        Columns.TRUNCATEDS,
+        "new_obs",
+    )
+    assert SampleBatch.VF_PREDS == "vf_preds" and SampleBatch.PREV_ACTIONS == "prev_actions"
+    assert DEFAULT_POLICY_ID == "default_policy"
+    with pytest.raises(RLlibNotAvailable, match="used: MultiAgentBatch()") as batch:
+        MultiAgentBatch({}, 10)
+    assert batch.value.capability == table.OLD_API_STACK
+
+
+def test_names_rllib_removed_say_so_and_name_the_replacement(hook):
+    from trainer.errors import NotSupported, RemovedFromRLlib
+
+    with pytest.raises(RemovedFromRLlib) as removed:
+        from ray.rllib.core.rl_module.rl_module import SingleAgentRLModuleSpec  # noqa: F401
+    message = str(removed.value)
+    assert "RLlib 2.60 no longer has it" in message and "use RLModuleSpec" in message
+    assert "no counterpart in localrl" not in message
+    assert isinstance(removed.value, ImportError) and not isinstance(removed.value, NotSupported)
+    with pytest.raises(RemovedFromRLlib, match="use MultiRLModuleSpec"):
+        from ray.rllib.core.rl_module import MultiAgentRLModuleSpec  # noqa: F401
+    with pytest.raises(RemovedFromRLlib, match="multi_rl_module"):
+        import ray.rllib.core.rl_module.marl_module  # noqa: F401
 
 
 def test_unmapped_names_and_modules_fail_as_gaps(hook):

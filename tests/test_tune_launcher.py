@@ -34,12 +34,14 @@ needs_tune = pytest.mark.skipif(
     [
         "from ray import tune\ntune.Tuner('PPO').fit()",
         "import ray.tune as t\nt.run('PPO')",
-        "from ray.tune import Tuner",
-        "from ray.tune.schedulers import ASHAScheduler",
-        "from ray import train\n",
+        "from ray.tune import Tuner\ndef main():\n    Tuner('PPO')",
+        "from ray.tune.schedulers import ASHAScheduler\nscheduler = ASHAScheduler()",
+        "from ray import train\ntrain.report({})",
         "import ray\nray.tune.Tuner('PPO')",
+        "import ray.tune.logger\ncallbacks = [ray.tune.logger.TBXLoggerCallback()]",
         "from ray import tune as tn\nspace = tn.uniform(0.1, 0.2)",
-        "from ray.air.integrations.wandb import WandbLoggerCallback",
+        "from ray.air.integrations.wandb import WandbLoggerCallback as W\ncallbacks = [W()]",
+        "from ray.tune.schedulers import *",
     ],
 )
 def test_a_script_using_tunes_experiment_runner_is_seen(source):
@@ -55,9 +57,16 @@ def test_a_script_using_tunes_experiment_runner_is_seen(source):
         "from ray.air.constants import TRAINING_ITERATION",
         "import ray\nray.init()\nrun = 3\nx.Tuner()",
         "this is not python (",
+        # imports alone: under Ray's stand-in they import, their names fail when used
+        "import ray.tune.logger\nimport ray\nray.init(include_dashboard=True)",
+        "import ray.tune.logger\nprint(ray.tune.logger.pretty_print({'a': 1}))",  # served
+        "from ray.tune import Tuner",
+        "from ray.tune.schedulers import ASHAScheduler",
+        "from ray import train\n",
+        "from ray.air.integrations.wandb import WandbLoggerCallback",
     ],
 )
-def test_registry_grid_search_and_result_keys_keep_rays_stand_in(source):
+def test_registry_grid_search_result_keys_and_unused_imports_keep_rays_stand_in(source):
     assert not uses_tune_runner(source)
 
 
@@ -93,6 +102,24 @@ def test_with_real_ray_ray_tune_is_tunes_own_seen_through_the_front():
 
     assert ray.tune.Tuner is not trainer.tune.Tuner
     assert sys.modules["ray.tune"] is ray.tune
+
+
+@pytest.mark.ray
+@needs_tune
+def test_with_real_tune_rllibs_other_algorithms_are_one_typed_refusal():
+    from trainer.capabilities import OTHER_ALGORITHMS
+    from trainer.errors import NotSupported
+
+    launcher.install(real_ray=True)
+    try:
+        from ray.tune.registry import get_trainable_cls
+
+        with pytest.raises(NotSupported) as refused:
+            get_trainable_cls("APPO")
+        assert isinstance(refused.value, ValueError)
+        assert refused.value.capability == OTHER_ALGORITHMS
+    finally:
+        launcher.uninstall()
 
 
 @pytest.mark.ray

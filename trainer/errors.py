@@ -31,7 +31,28 @@ By what raises them:
 - Named objects (`create_named_object`, `get_named_object` and their handles):
   `NamedObjectError` (a named object's method raised, or its server is gone).
 - RLlib scripts run by `python -m trainer run` (importing an RLlib name):
-  `RLlibNotAvailable` (an RLlib or Ray name with no counterpart here; an `ImportError`).
+  `RLlibNotAvailable` (an RLlib or Ray name with no counterpart here; an `ImportError`),
+  `RemovedFromRLlib` (a name RLlib itself removed, such as `SingleAgentRLModuleSpec`: names
+  its replacement; an `ImportError`).
+
+Everything this project does not do is refused with one type, `NotSupported`, whose
+`.capability` names what is missing (one of `trainer.capabilities`' words: "algorithms other
+than PPO and DQN", "Ray Tune", "nested (Dict and Tuple) action spaces", ...). Each refusal is
+also of the type the same call raised before, so older `except` clauses still catch it:
+
+- `RLlibNotAvailable` (also an `ImportError`): an RLlib or Ray name or module with no
+  counterpart, at its import or, for names a script may import without using, at its use;
+- `UnsupportedValue` (also a `ValueError`): a value that needs a missing capability (an
+  env's nested action space, `get_trainable_cls("APPO")`);
+- `UnsupportedCall` (also a `NotImplementedError`): a call that needs one
+  (`register_trainable` without Ray Tune, RLlib's DeepMind Control and RecSim example envs);
+- `UnsupportedSetting` (also a `ConfigError`): a config setting that needs one
+  (`training(learner_connector=...)`, `MeanStdFilter(multi_agent=True)`, `use_lstm` in a
+  multi-agent config, ...). `ConfigError(message, capability=...)` makes one, as
+  `OSError(errno.ENOENT, ...)` makes a `FileNotFoundError`.
+
+An error raised in an EnvRunner process reaches the caller as an `EnvRunnerError` that is also
+of the original error's type (a `NotSupported` there too), its `.capability` the original's.
 """
 
 from __future__ import annotations
@@ -198,17 +219,82 @@ class StepFailedRecreateEnvError(Exception):
     for envs that fail routinely, such as a connection to an external simulator)."""
 
 
+# -- Refusals ----------------------------------------------------------------------------------
+
+
+class NotSupported(Exception):
+    """Something this project does not do (the one type of every such refusal; see the module
+    docstring). `capability` names what is missing, in `trainer.capabilities`' words (None
+    only for an RLlib name that is simply not mapped yet: a gap)."""
+
+    _capability: str | None = None
+
+    @property
+    def capability(self) -> str | None:
+        """What is missing; for an error that wraps a refusal raised elsewhere (an
+        `EnvRunnerError` of an EnvRunner's refusal), the refusal's."""
+        if self._capability is not None:
+            return self._capability
+        cause = self.__cause__
+        return cause.capability if isinstance(cause, NotSupported) else None
+
+    @capability.setter
+    def capability(self, value: str | None) -> None:
+        self._capability = value
+
+
+class UnsupportedValue(NotSupported, ValueError):
+    """A value that needs a capability this project does not have (a `ValueError`, as the same
+    call raises for a wrong value)."""
+
+    def __init__(self, message: str, capability: str):
+        super().__init__(message)
+        self.capability = capability
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (str(self), self.capability))
+
+
+class UnsupportedCall(NotSupported, NotImplementedError):
+    """A call that needs a capability this project does not have (a `NotImplementedError`, as
+    the same call raised before)."""
+
+    def __init__(self, message: str, capability: str):
+        super().__init__(message)
+        self.capability = capability
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (str(self), self.capability))
+
+
 # -- Config ------------------------------------------------------------------------------------
 
 
 class ConfigError(ValueError):
     """A config value is wrong: the message names the setting, the value and what is allowed.
     `capability`: set when the value needs something this project does not have (a
-    `trainer.launcher.table` capability word, as `RLlibNotAvailable` carries), else None."""
+    `trainer.capabilities` word, as `RLlibNotAvailable` carries), else None; with one,
+    `ConfigError(...)` makes an `UnsupportedSetting` (a `NotSupported` too)."""
+
+    capability: str | None
+
+    def __new__(cls, message: str = "", capability: str | None = None) -> ConfigError:
+        if cls is ConfigError and capability is not None:
+            cls = UnsupportedSetting  # the refusal type (Python then calls its __init__)
+        made: ConfigError = super().__new__(cls, message)
+        return made
 
     def __init__(self, message: str, capability: str | None = None):
         super().__init__(message)
         self.capability = capability
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (str(self), self.capability))
+
+
+class UnsupportedSetting(ConfigError, NotSupported):
+    """A config setting (or a connector's option) that needs a capability this project does
+    not have: a `ConfigError` and a `NotSupported`."""
 
 
 class UnknownSettingError(ConfigError, TypeError):
@@ -331,7 +417,7 @@ class NamedObjectError(RemoteError):
 # -- RLlib scripts -----------------------------------------------------------------------------
 
 
-class RLlibNotAvailable(ImportError):
+class RLlibNotAvailable(NotSupported, ImportError):
     """An RLlib (or Ray) module or name with no counterpart in this project.
 
     `rllib_name` is the dotted RLlib name, `capability` what it needs that this project does not
@@ -347,6 +433,7 @@ class RLlibNotAvailable(ImportError):
         self.rllib_name = rllib_name
         self.capability = capability
         self.instead = instead
+        self.detail = detail
         if capability is not None:
             message = f"{rllib_name} is not available in localrl: it needs {capability}"
         else:
@@ -358,3 +445,27 @@ class RLlibNotAvailable(ImportError):
         if instead:
             message += f". Use instead: {instead}"
         super().__init__(message, name=rllib_name.rpartition(".")[0] or rllib_name)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        # By its fields (ImportError's own reduce would call it with the message alone): an
+        # EnvRunner's refusal reaches the main process with its type and capability.
+        return (type(self), (self.rllib_name, self.capability, self.instead, self.detail))
+
+
+class RemovedFromRLlib(ImportError):
+    """An RLlib name or module that RLlib itself no longer has (RLlib 2.60 fails on it too):
+    `rllib_name` is the dotted name, `replacement` what RLlib has instead. Not a
+    `NotSupported`: the script needs the change under RLlib as well."""
+
+    def __init__(self, rllib_name: str, replacement: str, removed_in: str = ""):
+        self.rllib_name = rllib_name
+        self.replacement = replacement
+        self.removed_in = removed_in
+        when = f"RLlib removed it in {removed_in}" if removed_in else "RLlib 2.60 no longer has it"
+        super().__init__(
+            f"{rllib_name}: {when}; use {replacement}",
+            name=rllib_name.rpartition(".")[0] or rllib_name,
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (self.rllib_name, self.replacement, self.removed_in))

@@ -39,6 +39,8 @@ import re
 import time
 from typing import Any
 
+from trainer.capabilities import OFFLINE
+from trainer.errors import UnsupportedValue
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_MODULE_RETURN_MEAN,
@@ -542,8 +544,8 @@ def _apply_args(config: Any, args: Any) -> None:
     if args.output is not None:
         offline_data = getattr(config, "offline_data", None)
         if offline_data is None:
-            raise ValueError(
-                f"--output={args.output!r}: writing offline data is not supported here"
+            raise UnsupportedValue(
+                f"--output={args.output!r}: writing offline data is not supported here", OFFLINE
             )
         offline_data(output=args.output)
 

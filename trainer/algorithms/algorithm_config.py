@@ -44,7 +44,7 @@ from trainer.algorithms.settings import (
 from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
 from trainer.callbacks.chain import callable_name
 from trainer.callbacks.signatures import check_callback_class, check_event_callable
-from trainer.capabilities import MULTI_AGENT, TORCH
+from trainer.capabilities import MULTI_AGENT, RECURRENT_MULTI_AGENT, TORCH
 from trainer.compat.old_api import OLD_CONFIG_KEYS, translate_config_dict
 from trainer.compat.old_names import OldConfigNames
 from trainer.compat.rllib_settings import (
@@ -1594,7 +1594,7 @@ class AlgorithmConfig(OldConfigNames):
             value = getattr(spec, field_name)
             if value not in (None, False):
                 shown = value.__qualname__ if isinstance(value, type) else repr(value)
-                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}")
+                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}", TORCH)
         spec_model = spec.model_config or {}
         if not _is_torch_module_class(spec.module_class):  # a user's module reads its own keys
             try:
@@ -2084,7 +2084,8 @@ class AlgorithmConfig(OldConfigNames):
                 f"{name}: use_lstm=True in a multi-agent config (modules: "
                 f"{', '.join(recurrent)}): recurrent torch modules train in single-agent runs "
                 "here; the multi-agent EnvRunners carry no recurrent state (stack frames with "
-                "the FrameStacking connector, or leave use_lstm=False)"
+                "the FrameStacking connector, or leave use_lstm=False)",
+                RECURRENT_MULTI_AGENT,
             )
 
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:

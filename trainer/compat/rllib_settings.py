@@ -10,7 +10,8 @@ rest are listed below, by builder method, each as one of:
   RLlib's default), `build()` emits one `IgnoredSettingWarning` naming the setting and why.
 - `Unsupported(default, instead)`: accepted while its value is RLlib's default (or `fine`);
   any other value would change results silently if ignored, so the builder call raises
-  `ConfigError` saying what to do instead.
+  `UnsupportedSetting` (a `ConfigError` and a `NotSupported`, with the rule's capability)
+  saying what to do instead.
 
 docs/config.md's "RLlib's settings" table lists the same three groups.
 """
@@ -22,7 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.capabilities import LEARNER_CONNECTORS, OFFLINE, TORCH
+from trainer.capabilities import (
+    DQN_VARIANTS,
+    LEARNER_CONNECTORS,
+    MODULE_TO_ENV_CONNECTORS,
+    OFFLINE,
+    OTHER_SETTINGS,
+    TORCH,
+)
 
 DEFAULT_POLICY_ID = "default_policy"
 
@@ -53,8 +61,9 @@ class Unsupported(_Rule):
     default: Any
     instead: str
     fine: Callable[[Any], bool] | None = field(default=None)
-    #: What a value other than the default needs (a `trainer.capabilities` word), if anything.
-    capability: str | None = None
+    #: What a value other than the default needs (a `trainer.capabilities` word): the builder
+    #: call raises `UnsupportedSetting` (a `NotSupported`) with it.
+    capability: str = OTHER_SETTINGS
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -103,7 +112,9 @@ _LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_paralleli
 _LEARNER_CONNECTOR = Unsupported(
     None, "learner connectors are not supported here", capability=LEARNER_CONNECTORS
 )
-_LEARNER_DEFAULT_PIECES = Unsupported(True, "the learner's default pieces always run here")
+_LEARNER_DEFAULT_PIECES = Unsupported(
+    True, "the learner's default pieces always run here", capability=LEARNER_CONNECTORS
+)
 _AGGREGATORS = NoEffect(0, _ONE_LEARNER)
 _AGGREGATOR_REQUESTS = NoEffect(3, _ONE_LEARNER, fine=lambda v: True)
 _LOCAL_GPU_IDX = NoEffect(0, _GPU)
@@ -153,6 +164,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             None,
             "module-to-env connectors are not supported here; transform actions in a "
             "gymnasium ActionWrapper in the env creator",
+            capability=MODULE_TO_ENV_CONNECTORS,
         ),
         "add_default_connectors_to_env_to_module_pipeline": Unsupported(
             True, "the default pieces (batching, observation preprocessing) always run here"
@@ -428,13 +440,14 @@ ALGO_RLLIB_SETTINGS: dict[str, dict[str, dict[str, NoEffect | Unsupported]]] = {
                 "RLlib's new stack does not read it; Adam's eps is "
                 'training(optimizer={"eps": ...})',
             ),
-            "num_atoms": Unsupported(1, _DISTRIBUTIONAL),
+            "num_atoms": Unsupported(1, _DISTRIBUTIONAL, capability=DQN_VARIANTS),
             "v_min": NoEffect(-10.0, _DISTRIBUTIONAL),
             "v_max": NoEffect(10.0, _DISTRIBUTIONAL),
             "categorical_distribution_temperature": NoEffect(1.0, _DISTRIBUTIONAL),
             "noisy": Unsupported(
                 False,
                 "noisy networks are not implemented here; explore with EpsilonGreedy (the default)",
+                capability=DQN_VARIANTS,
             ),
             "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
             "hiddens": NoEffect(

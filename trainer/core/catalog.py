@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.capabilities import TORCH
-from trainer.errors import ConfigError, RLlibNotAvailable
+from trainer.capabilities import OLD_API_STACK, TORCH
+from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 
 #: What a module builds its networks with here, instead of a catalog's builders.
 _INSTEAD = (
@@ -51,9 +51,10 @@ class Catalog:
         **kwargs: Any,
     ) -> None:
         if view_requirements is not None:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{type(self).__name__}(view_requirements=...): view requirements belong to "
-                "RLlib's old API stack and are not supported"
+                "RLlib's old API stack and are not supported",
+                OLD_API_STACK,
             )
         self.observation_space = observation_space
         self.action_space = action_space

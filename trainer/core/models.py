@@ -30,6 +30,7 @@ from trainer.core.nn import (
 )
 from trainer.core.obs_tree import float32_leaves, is_nested_space
 from trainer.core.rl_module import RLModuleAPI
+from trainer.errors import UnsupportedValue
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
 
@@ -176,15 +177,14 @@ def check_model_config(
     for key, default in DEFAULT_ONLY_KEYS.items():
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
-            # Any: it carries a `capability` attribute, as a ConfigError does.
-            error: Any = ValueError(
+            message = (
                 f"{setting}[{key!r}]={model_config[key]!r}: only RLlib's "
                 f"default {default!r} is accepted: {why}"
             )
             if key.startswith(("conv", "use_lstm", "lstm", "max_seq_len")):
                 # What RLlib builds for it is a torch network (the launcher reports it so).
-                error.capability = capabilities.TORCH
-            raise error
+                raise UnsupportedValue(message, capabilities.TORCH)
+            raise ValueError(message)
     merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
     for prefix in ("fcnet", "head_fcnet"):
         hiddens = merged[f"{prefix}_hiddens"]
@@ -288,14 +288,13 @@ def refuse_torch_only_keys(model_config: dict, setting: str = "model_config") ->
     default: the numpy networks cannot convolve, only `framework("torch")`'s modules can."""
     for key in TORCH_ONLY_KEYS:
         if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
-            error: Any = ValueError(
+            raise UnsupportedValue(
                 f"{setting}[{key!r}]={model_config[key]!r}: convolutional encoders are built by "
                 "the torch modules only; use config.framework('torch') (the numpy networks are "
                 "MLPs: leave the conv_* keys at RLlib's defaults and flatten image observations, "
-                "e.g. with gymnasium.wrappers.FlattenObservation)"
+                "e.g. with gymnasium.wrappers.FlattenObservation)",
+                capabilities.TORCH,
             )
-            error.capability = capabilities.TORCH
-            raise error
 
 
 def check_lstm_config(merged: dict, setting: str, *, numpy: bool) -> None:
@@ -331,14 +330,12 @@ def check_lstm_config(merged: dict, setting: str, *, numpy: bool) -> None:
             for_bias=True,
         )
     if numpy and merged["use_lstm"]:
-        # Any: it carries a `capability` attribute, as a ConfigError does.
-        error: Any = ValueError(
+        raise UnsupportedValue(
             f"{setting}['use_lstm']=True: the numpy models have no recurrent networks; "
             'RLlib\'s LSTM encoder is built by the torch modules: use .framework("torch") '
-            "(or stack frames with the FrameStackingEnvToModule connector)"
+            "(or stack frames with the FrameStackingEnvToModule connector)",
+            capabilities.TORCH,
         )
-        error.capability = capabilities.TORCH
-        raise error
 
 
 def layer_initializers(
@@ -443,19 +440,21 @@ class SpaceInfo:
             obs_dim, obs_n = int(gym.spaces.flatdim(observation_space)), None
             nested_space = observation_space
         elif is_nested_space(observation_space):
-            raise ValueError(
+            raise UnsupportedValue(
                 f"observation space {observation_space} is not supported by the numpy "
                 "models, which take Box and Discrete observations: flatten it with the "
                 "env-to-module connector FlattenObservations (env_runners("
                 "env_to_module_connector=lambda env, spaces, device: FlattenObservations())), "
                 "or train a torch module (framework('torch') with an RLModuleSpec whose "
-                "TorchRLModule reads the dict / tuple batch['obs'])"
+                "TorchRLModule reads the dict / tuple batch['obs'])",
+                capabilities.TORCH,
             )
         else:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"observation space {observation_space} is not supported: Box, Discrete, and "
                 "with torch modules Dict and Tuple observations are (flatten other spaces "
-                "with a gymnasium wrapper)"
+                "with a gymnasium wrapper)",
+                capabilities.OBSERVATION_SPACES,
             )
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(
@@ -479,17 +478,21 @@ class SpaceInfo:
                 obs_shape,
                 nested_obs_space=nested_space,
             )
-        raise ValueError(f"action space {action_space} is not supported: Discrete and Box are")
+        raise UnsupportedValue(
+            f"action space {action_space} is not supported: Discrete and Box are",
+            capabilities.ACTION_SPACES,
+        )
 
     def require_flat_obs(self, what: str) -> None:
         """Raises ValueError if the observations are nested (a Dict / Tuple space): `what`
         (a numpy network) takes Box and Discrete observations only."""
         if self.nested_obs_space is not None:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{what}: observation space {self.nested_obs_space} is not supported by the "
                 "numpy models, which take Box and Discrete observations: flatten it with the "
                 "env-to-module connector FlattenObservations, or train a torch module "
-                "(framework('torch'))"
+                "(framework('torch'))",
+                capabilities.TORCH,
             )
 
     def keeping_obs_shape(self) -> SpaceInfo:

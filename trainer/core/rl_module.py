@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from trainer.capabilities import REMOTE_FILESYSTEMS
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
+from trainer.errors import UnsupportedValue
 
 if TYPE_CHECKING:
     from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
@@ -366,9 +368,10 @@ class RLModuleAPI:
 
 def _refuse_filesystem(filesystem: Any, method: str) -> None:
     if filesystem is not None:
-        raise ValueError(
+        raise UnsupportedValue(
             f"RLModule.{method}(filesystem=...) is not supported: module checkpoints are "
-            "local directories (use a local path or a file:// URI)"
+            "local directories (use a local path or a file:// URI)",
+            REMOTE_FILESYSTEMS,
         )
 
 

@@ -34,12 +34,13 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.checkpoints.codec import is_plain_data
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.spaces import batch, space_from_dict, space_to_dict
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP, SingleAgentEpisode
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
-from trainer.errors import MultiAgentEnvError
+from trainer.errors import MultiAgentEnvError, UnsupportedCall
 
 AgentID = Any
 ModuleID = str
@@ -1377,10 +1378,11 @@ class MultiAgentEpisode:
     def get_sample_batch(self) -> Any:
         """RLlib's conversion to its old API stack's `MultiAgentBatch`, which this project does
         not have."""
-        raise NotImplementedError(
+        raise UnsupportedCall(
             "MultiAgentEpisode.get_sample_batch(): RLlib's old API stack's MultiAgentBatch "
             "does not exist here; read the agents' data with the getters or "
-            "`agent_episodes[agent_id]`"
+            "`agent_episodes[agent_id]`",
+            OLD_API_STACK,
         )
 
     def add_temporary_timestep_data(self, key: str, data: Any) -> None:

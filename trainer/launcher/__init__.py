@@ -8,8 +8,11 @@ this project's classes and functions (`trainer.launcher.table` is the mapping, o
 module), `ray.tune`'s registry, `get_trainable_cls`, `grid_search` and result keys are served by
 `trainer.launcher.tune_api`, and `import ray` gets `trainer.launcher.ray_api` (init, shutdown,
 remote, get, wait, put, get_actor, named actors). An RLlib name with no counterpart fails at
-the import with `RLlibNotAvailable` (an `ImportError` whose `.capability` says what it needs:
-multi-agent, torch RLModules, Ray Tune, ...).
+the import with `RLlibNotAvailable` (an `ImportError` and a `trainer.errors.NotSupported`,
+whose `.capability` says what it needs: torch RLModules, Ray Tune, ...); the names of RLlib's
+other algorithms and of Tune's experiment runner import, and fail so when used. A script that
+uses Tune's runner (in its own code or its folder's modules) runs on real Ray where Ray Tune
+is installed (`trainer.launcher.script.wants_real_ray`).
 
 In a notebook, or at the top of a script:
 

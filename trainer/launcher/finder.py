@@ -4,7 +4,9 @@
 A stand-in module has no names of its own: an attribute is looked up in the table's target
 modules (in order), then as a submodule, then in `UNAVAILABLE_NAMES`; a name found nowhere
 raises `RLlibNotAvailable`, an `ImportError`, so `from ray.rllib.x import Name` fails at the
-import with the RLlib name, the capability it needs and what to use instead. Classes and
+import with the RLlib name, the capability it needs and what to use instead. Names and modules
+marked `at="use"` (RLlib's other algorithms, Tune's experiment runner) import as placeholders
+that raise the same error when used (`placeholder`). Classes and
 functions are this project's own objects (`ray.rllib.algorithms.ppo.PPOConfig is
 trainer.PPOConfig`), so they pickle by their real module paths and EnvRunner processes need no
 hook to load them.
@@ -12,6 +14,8 @@ hook to load them.
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -23,6 +27,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.errors import RemovedFromRLlib
 from trainer.errors import RLlibNotAvailable as RLlibNotAvailable
 from trainer.launcher import table
 from trainer.launcher.table import Unavailable
@@ -43,7 +48,8 @@ TABLE_FILE = RLlibNotAvailable.table_file
 @dataclass(frozen=True)
 class Plan:
     """How one module path is served: "map" (stand-in over `targets`), "namespace" (a package
-    that only holds mapped submodules; with `why`, its other names fail with it),
+    that only holds mapped submodules; with `why`, its other names fail with it), "on_use"
+    (one of RLlib's modules whose names are placeholders that fail with `why` when used),
     "unavailable" (`why`), or "unknown"."""
 
     kind: str
@@ -52,33 +58,48 @@ class Plan:
     detail: str = ""
 
 
+def _refusal(rllib_name: str, why: Unavailable, used: str = "") -> RLlibNotAvailable:
+    detail = f"used: {used}" if used else ""
+    return RLlibNotAvailable(rllib_name, why.capability, why.instead, detail=detail)
+
+
 class _RefusedOnUse(type):
-    """The metaclass of placeholders: making an instance (of the placeholder or a subclass)
-    raises the placeholder's `RLlibNotAvailable`."""
+    """The metaclass of placeholders: making an instance (of the placeholder or of a subclass)
+    or reading a public attribute the class does not define raises the placeholder's
+    `RLlibNotAvailable`."""
 
     __localrl_unavailable__: Unavailable
     __localrl_rllib_name__: str
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        why: Unavailable = cls.__localrl_unavailable__
-        raise RLlibNotAvailable(cls.__localrl_rllib_name__, why.capability, why.instead)
+        raise _refusal(cls.__localrl_rllib_name__, cls.__localrl_unavailable__, f"{cls.__name__}()")
+
+    def __getattr__(cls, name: str) -> Any:
+        # Private and special names stay AttributeErrors: Python's own machinery (typing,
+        # inspect, pickle, copy) probes them with hasattr.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _refusal(
+            cls.__localrl_rllib_name__, cls.__localrl_unavailable__, f"{cls.__name__}.{name}"
+        )
 
 
 _placeholders: dict[str, Any] = {}
 
 
-def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) -> Any:
-    """The stand-in for an RLlib name that fails when used (`Unavailable(at="use")`): a class
-    (for a capitalized name) that can be subclassed and used in `isinstance` but not
-    instantiated, or a function returning such a class. The same object for the same name
-    (so it pickles by reference)."""
+def placeholder(rllib_name: str, why: Unavailable) -> Any:
+    """The stand-in for an RLlib name that fails when used (`Unavailable(at="use")`): for a
+    capitalized name, a class that can be subclassed and used in `isinstance`, whose instances
+    (and its subclasses') cannot be made and whose attributes cannot be read; for another name,
+    a function that fails when called. Either raises `RLlibNotAvailable` naming `rllib_name`
+    and the capability. The same object for the same name (so it pickles by reference)."""
     if rllib_name in _placeholders:
         return _placeholders[rllib_name]
     module, _, short = rllib_name.rpartition(".")
-    if short[:1].islower() and not as_class:
+    if short[:1].islower():
 
         def function(*args: Any, **kwargs: Any) -> Any:
-            return placeholder(f"{rllib_name}()", why, as_class=True)
+            raise _refusal(rllib_name, why, f"{short}()")
 
         function.__name__ = function.__qualname__ = short
         function.__module__ = module
@@ -86,7 +107,7 @@ def placeholder(rllib_name: str, why: Unavailable, *, as_class: bool = False) ->
         made: Any = function
     else:
         made = _RefusedOnUse(
-            short.rstrip("()"),
+            short,
             (),
             {
                 "__module__": module,
@@ -143,6 +164,8 @@ def plan_for(fullname: str) -> Plan:
     """How `fullname` is served (see `trainer.launcher.table` for the precedence)."""
     if fullname in table.MODULES:
         return Plan("map", table.MODULES[fullname])
+    if fullname in table.REMOVED_MODULES:
+        return Plan("removed", detail=fullname)
     generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
     generic_target = None
     if generic is not None:
@@ -152,6 +175,10 @@ def plan_for(fullname: str) -> Plan:
     unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
     if unavailable is not None:
         why = table.UNAVAILABLE_MODULES[unavailable]
+        if why.at == "use":
+            if _ray_wheel_dir() is None or _rllib_source_has(fullname):
+                return Plan("on_use", why=why)  # imports; RLlib's names in it fail when used
+            return Plan("unknown", detail=f"RLlib 2.60 has no {fullname} either")
         if _is_parent_of_table_entry(fullname):  # holds more specific rows: importable, its
             return Plan("namespace", why=why)  # own names fail with `why`
         return Plan("unavailable", why=why)
@@ -182,13 +209,122 @@ def _is_module_path(fullname: str) -> bool:
     )
 
 
-def _rllib_source_has(fullname: str) -> bool:
-    """Whether the installed Ray wheel has this module (read from disk, never imported)."""
+@functools.cache
+def _ray_wheel_dir() -> str | None:
+    """The installed Ray package's folder (None without Ray: it is an optional dependency)."""
     spec = importlib.machinery.PathFinder.find_spec("ray")
     if spec is None or not spec.submodule_search_locations:
-        return False
-    base = os.path.join(spec.submodule_search_locations[0], *fullname.split(".")[1:])
-    return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
+        return None
+    return str(list(spec.submodule_search_locations)[0])
+
+
+def _rllib_source_file(fullname: str) -> str | None:
+    """The installed Ray wheel's source file of this module (read from disk, never imported),
+    or None."""
+    wheel = _ray_wheel_dir()
+    if wheel is None:
+        return None
+    base = os.path.join(wheel, *fullname.split(".")[1:])
+    for path in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _rllib_source_has(fullname: str) -> bool:
+    """Whether the installed Ray wheel has this module."""
+    return _rllib_source_file(fullname) is not None
+
+
+@functools.cache
+def _rllib_module_names(fullname: str) -> frozenset[str] | None:
+    """The names RLlib's (or Ray's) module binds at its top level, read from the installed
+    wheel's source; None where there is no wheel to read (any name is taken then)."""
+    if _ray_wheel_dir() is None:
+        return None
+    path = _rllib_source_file(fullname)
+    if path is None:
+        return frozenset()
+    with open(path, encoding="utf-8", errors="replace") as file:
+        try:
+            tree = ast.parse(file.read())
+        except SyntaxError:
+            return None
+    return frozenset(_top_level_bindings(tree.body))
+
+
+def _top_level_bindings(statements: list[ast.stmt]) -> set[str]:
+    """The names a module's statements bind (looking into `if`, `try`, `with` and `for`
+    blocks, not into functions and classes)."""
+    names: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+            continue
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        blocks = [getattr(statement, field, None) for field in ("body", "orelse", "finalbody")]
+        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+        for block in blocks:
+            if isinstance(block, list):
+                names |= _top_level_bindings(block)
+    return names
+
+
+def _rllib_origin(module: str, name: str) -> str:
+    """The dotted name where RLlib defines `module.name`, following its re-exports (`from
+    ray.rllib.algorithms.sac.sac import SACConfig` in the package's `__init__`), so that the
+    placeholders of both paths are the same object, as RLlib's class is."""
+    for _ in range(8):  # re-export chains are short; a cycle stops here
+        path = _rllib_source_file(module)
+        if path is None:
+            break
+        origin = _reexported_from(path, module, name)
+        if origin is None:
+            break
+        module = origin
+    return f"{module}.{name}"
+
+
+@functools.cache
+def _reexports(path: str, module: str) -> dict[str, tuple[str, str]]:
+    """Name -> (module, name there) of a module's top-level `from X import name` bindings."""
+    with open(path, encoding="utf-8", errors="replace") as file:
+        try:
+            tree = ast.parse(file.read())
+        except SyntaxError:
+            return {}
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found: dict[str, tuple[str, str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module is not None:
+            source = statement.module
+            if statement.level:  # relative: from .sac import SACConfig
+                base = (
+                    package.rsplit(".", statement.level - 1)[0] if statement.level > 1 else package
+                )
+                source = f"{base}.{source}"
+            for alias in statement.names:
+                found[alias.asname or alias.name] = (source, alias.name)
+    return found
+
+
+def _reexported_from(path: str, module: str, name: str) -> str | None:
+    origin = _reexports(path, module).get(name)
+    if origin is None or origin[1] != name or not origin[0].startswith("ray."):
+        return None
+    return origin[0]
+
+
+def rllib_has_name(module: str, name: str) -> bool:
+    """Whether RLlib's `module` has `name` (a top-level binding or a submodule); True where no
+    Ray wheel is installed to tell."""
+    names = _rllib_module_names(module)
+    return names is None or name in names or _rllib_source_has(f"{module}.{name}")
 
 
 class RLlibStandIn(types.ModuleType):
@@ -212,17 +348,27 @@ class RLlibStandIn(types.ModuleType):
         if name not in names and _is_module_path(submodule):
             return importlib.import_module(submodule)
         package_why = getattr(self, "__localrl_unavailable__", None)
+        if package_why is not None and package_why.at == "use":
+            if not name.startswith("_") and rllib_has_name(module_name, name):
+                return placeholder(_rllib_origin(module_name, name), package_why)
+            raise AttributeError(
+                f"module {module_name!r} has no attribute {name!r} (nor has RLlib 2.60's)"
+            )
         if package_why is not None:
             raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
         why = names.get(name, names.get("*"))
-        if why is not None and why.at == "use":
-            return placeholder(submodule, why)
-        if why is not None:
+        if why is not None and why.at == "use" and rllib_has_name(module_name, name):
+            return placeholder(_rllib_origin(module_name, name), why)
+        if why is not None and why.at != "use":
             raise RLlibNotAvailable(submodule, why.capability, why.instead)
+        removed = table.REMOVED_NAMES.get(module_name, {}).get(name)
+        if removed is not None:
+            raise RemovedFromRLlib(submodule, removed.replacement, removed.removed_in)
         where = ", ".join(self.__localrl_targets__) or "no module of localrl"
-        raise RLlibNotAvailable(
-            submodule, None, detail=f"{module_name} maps to {where}, which has no {name!r}"
-        )
+        detail = f"{module_name} maps to {where}, which has no {name!r}"
+        if not rllib_has_name(module_name, name):
+            detail += f" (nor has RLlib 2.60's {module_name})"
+        raise RLlibNotAvailable(submodule, None, detail=detail)
 
     def __reduce__(self) -> tuple:
         # By name, as pickle treats modules: a process that unpickles it imports the RLlib path
@@ -251,6 +397,17 @@ class _StandInLoader(importlib.abc.Loader):
             raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
         if plan.kind == "unknown":
             raise RLlibNotAvailable(name, None, detail=plan.detail)
+        if plan.kind == "removed":
+            removed = table.REMOVED_MODULES[name]
+            raise RemovedFromRLlib(name, removed.replacement, removed.removed_in)
+        if plan.kind == "on_use":
+            module.__localrl_unavailable__ = plan.why
+            module.__path__ = []
+            module.__localrl_shim__ = True
+            module.__doc__ = f"RLlib's {name}: its names fail when used (see `placeholder`)"
+            rllib_names = _rllib_module_names(name) or frozenset()
+            module.__all__ = sorted(n for n in rllib_names if not n.startswith("_"))
+            return
         module.__localrl_targets__ = plan.targets
         module.__localrl_unavailable__ = plan.why
         module.__path__ = []  # a package: its submodules come from this finder too

@@ -23,6 +23,8 @@ import functools
 import os
 from typing import Any
 
+from trainer.capabilities import RAY_INTERNALS
+from trainer.errors import UnsupportedCall
 from trainer.launcher import ray_exceptions as exceptions
 from trainer.named_objects import client as _named
 
@@ -155,10 +157,11 @@ def get_actor(name: str, namespace: str | None = None) -> Any:
 
 def kill(actor: Any, *, no_restart: bool = True) -> None:
     """Refused: a named object lives until `ray.shutdown()` (there is no per-object kill)."""
-    raise NotImplementedError(
+    raise UnsupportedCall(
         "ray.kill(actor) is not available under localrl's launcher: "
         "named objects live until ray.shutdown(); for EnvRunners on "
-        "real Ray run the script with `python -m trainer run --ray`"
+        "real Ray run the script with `python -m trainer run --ray`",
+        RAY_INTERNALS,
     )
 
 

@@ -3,90 +3,184 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import runpy
 import sys
 import traceback
 
-from trainer.launcher import table
+from trainer.launcher import table, tune_api
 from trainer.launcher.finder import install, real_tune_available
 
 #: When set to a file path, `run_script` writes there how the script ended (JSON: "outcome"
-#: "ok" | "exit" | "error", "code", and for errors "type", "message", "capability" (from
-#: `RLlibNotAvailable` or a `ConfigError` that names one, else null)). `bench/rllib_examples.py` reads it.
+#: "ok" | "exit" | "error", "code", and for errors "type", "message", "capability" (that of a
+#: `trainer.errors.NotSupported`: RLlibNotAvailable, UnsupportedSetting, ...; else null)).
+#: `bench/rllib_examples.py` reads it.
 REPORT_ENV_VAR = "LOCALRL_LAUNCHER_REPORT"
 
 
-#: Names of Tune's experiment runner: a script that uses one of them (from `ray.tune`,
-#: `ray.air` or `ray.train`) runs on real Ray (Tune's trials are Ray actors).
-TUNE_RUNNER_NAMES = frozenset((*table.TUNE_RUNNER_NAMES, *table.AIR_RUNNER_NAMES))
-#: Tune's modules whose import alone means Tune's experiment runner (schedulers, searchers,
-#: loggers, ...; not the registry and the result keys).
-TUNE_RUNNER_MODULES = ("ray.tune.", "ray.train", "ray.air.integrations")
-_NOT_RUNNER_MODULES = ("ray.tune.registry", "ray.tune.result")
-_TUNE_PACKAGES = ("tune", "air", "train")
+#: Names Ray's stand-in has only to refuse them (`register_trainable`: Tune's registry).
+_NEEDS_TUNE = frozenset(("register_trainable",))
+#: At most this many of the script's own modules are read to find Tune's runner in them.
+MAX_SCRIPT_MODULES = 200
 
 
-def _is_runner_module(module: str) -> bool:
-    return module.startswith(TUNE_RUNNER_MODULES) and module not in _NOT_RUNNER_MODULES
+def is_tune_runner_path(path: str) -> bool:
+    """Whether a dotted `ray...` path names part of Tune's experiment runner: anything of
+    `ray.train`, of `ray.tune` and of `ray.air` except what Ray's stand-in serves (the
+    registry, `grid_search`, the result keys: `trainer.launcher.tune_api`)."""
+    parts = path.split(".")
+    if parts[0] != "ray" or len(parts) < 2:
+        return False
+    if parts[1] == "train":
+        return True
+    if parts[1] not in ("tune", "air") or len(parts) < 3:
+        return False
+    name = parts[2]
+    if name in _NEEDS_TUNE:
+        return True
+    served = table.MODULES.get(".".join(parts[:3]), ())
+    if len(parts) > 3 and served and parts[1] == "tune" and name not in ("registry", "result"):
+        # a module Ray's stand-in serves in part (ray.tune.logger: pretty_print)
+        return not any(hasattr(importlib.import_module(m), parts[3]) for m in served)
+    if parts[1] == "air":
+        return name != "constants" and not hasattr(tune_api, name)
+    return name not in ("registry", "result") and not hasattr(tune_api, name)
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """`a.b.c` as ["a", "b", "c"], or None for an expression that is not a dotted name."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _ray_bindings(tree: ast.Module) -> tuple[dict[str, str], bool]:
+    """The names a module's imports bind to `ray...` paths (`from ray.tune import Tuner as T`:
+    T -> ray.tune.Tuner; `import ray.tune.logger`: ray -> ray), and whether it star-imports
+    from Tune's runner (whose names cannot be followed)."""
+    bindings: dict[str, str] = {}
+    star_from_runner = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module != "ray" and not node.module.startswith("ray."):
+                continue
+            for alias in node.names:
+                if alias.name == "*":
+                    star_from_runner |= is_tune_runner_path(node.module + ".*")
+                else:
+                    bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name != "ray" and not alias.name.startswith("ray."):
+                    continue
+                if alias.asname:
+                    bindings[alias.asname] = alias.name
+                else:
+                    bindings["ray"] = "ray"
+    return bindings, star_from_runner
 
 
 def uses_tune_runner(source: str) -> bool:
-    """Whether a script's source uses Tune's experiment runner (a static look at its imports
-    and the `X.Name` uses of the names it binds to `ray.tune`, `ray.air`, `ray.train`):
-    `Tuner`, `tune.run`, search spaces, schedulers, searchers, `RunConfig`, `ray.train`, ...
-    The registry, `grid_search` and the result keys (which `run_rllib_example_script_experiment`
-    runs without Tune under Ray's stand-in) do not count."""
+    """Whether a module's source uses Tune's experiment runner (a static look): a name it
+    imports from `ray.tune`, `ray.air` or `ray.train`, or reaches through them
+    (`tune.Tuner`, `ray.tune.run`, `schedulers.ASHAScheduler`), is used in its code, and is
+    not one Ray's stand-in serves (`is_tune_runner_path`). An import alone does not count
+    (under Ray's stand-in every runner name imports and fails only when used); the registry,
+    `grid_search` and the result keys (which `run_rllib_example_script_experiment` runs
+    without Tune under Ray's stand-in) do not count."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return False  # Python reports it when the script runs
-    aliases: set[str] = set()  # names bound to ray.tune / ray.air / ray.train
+    bindings, star_from_runner = _ray_bindings(tree)
+    if star_from_runner:
+        return True
+    # Whole dotted names only: `ray.tune.logger` inside `ray.tune.logger.pretty_print` is not
+    # a use of its own.
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if _is_runner_module(node.module):
-                return True
-            if node.module in (f"ray.{p}" for p in _TUNE_PACKAGES) and any(
-                alias.name in TUNE_RUNNER_NAMES for alias in node.names
-            ):
-                return True
-            if node.module == "ray":
-                for alias in node.names:
-                    if alias.name == "train":
-                        return True
-                    if alias.name in _TUNE_PACKAGES:
-                        aliases.add(alias.asname or alias.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if _is_runner_module(alias.name):
-                    return True
-                if alias.asname and alias.name in (f"ray.{p}" for p in _TUNE_PACKAGES):
-                    aliases.add(alias.asname)
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Attribute) and node.attr in TUNE_RUNNER_NAMES):
+        if not isinstance(node, (ast.Attribute, ast.Name)) or id(node) in inner:
             continue
-        owner = node.value
-        if isinstance(owner, ast.Name) and owner.id in aliases:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            continue
+        parts = _dotted(node)
+        if parts is None or parts[0] not in bindings:
+            continue
+        if is_tune_runner_path(".".join([bindings[parts[0]], *parts[1:]])):
             return True
-        if (  # ray.tune.Tuner(...) written out
-            isinstance(owner, ast.Attribute)
-            and owner.attr in _TUNE_PACKAGES
-            and isinstance(owner.value, ast.Name)
-            and owner.value.id == "ray"
-        ):
+    return False
+
+
+def _local_module_files(tree: ast.Module, folder: str, module: str, is_package: bool) -> list[str]:
+    """The files of the modules `tree` imports from `folder` (the script's own modules: the
+    folder is first on `sys.path`), for `module` (its dotted name there, "" for the script)."""
+    package = module if is_package else module.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative, inside one of the script's packages
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            if base:
+                names.append(base)
+            names += [f"{base}.{a.name}" if base else a.name for a in node.names if a.name != "*"]
+    files = []
+    for name in names:
+        parts = name.split(".")
+        for depth in range(1, len(parts) + 1):  # a package's __init__ runs too
+            base = os.path.join(folder, *parts[:depth])
+            for path in (base + ".py", os.path.join(base, "__init__.py")):
+                if os.path.isfile(path):
+                    files.append(path)
+    return files
+
+
+def script_uses_tune_runner(script: str) -> bool:
+    """`uses_tune_runner` over the script and the modules of its own folder that it imports
+    (and that they import), as Python would find them with the folder first on `sys.path`."""
+    folder = os.path.dirname(os.path.abspath(script))
+    queue = [(os.path.abspath(script), "", False)]
+    seen: set[str] = set()
+    while queue and len(seen) < MAX_SCRIPT_MODULES:
+        path, module, is_package = queue.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        with open(path, encoding="utf-8", errors="replace") as file:
+            source = file.read()
+        if uses_tune_runner(source):
             return True
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for found in _local_module_files(tree, folder, module, is_package):
+            relative = os.path.relpath(found, folder)[: -len(".py")].split(os.sep)
+            found_is_package = relative[-1] == "__init__"
+            dotted = ".".join(relative[:-1] if found_is_package else relative)
+            queue.append((found, dotted, found_is_package))
     return False
 
 
 def wants_real_ray(script: str) -> bool:
     """The launcher's automatic choice: real Ray for a script that uses Tune's experiment
-    runner, where Ray Tune is installed (without it the script stops on `RLlibNotAvailable`
-    naming `pip install 'localrl[tune]'`)."""
+    runner (`script_uses_tune_runner`: in the script or in a module of its own folder), where
+    Ray Tune is installed (without it the script stops, when it uses the runner, on
+    `RLlibNotAvailable` naming `pip install 'localrl[tune]'`)."""
     if not real_tune_available():
         return False
-    with open(script, encoding="utf-8", errors="replace") as file:
-        return uses_tune_runner(file.read())
+    return script_uses_tune_runner(script)
 
 
 def _exception_report(error: BaseException) -> dict:
@@ -95,7 +189,7 @@ def _exception_report(error: BaseException) -> dict:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:  # the typed error may be a cause
         seen.add(id(cause))
-        # RLlibNotAvailable, or an error of a value that needs a capability (ConfigError)
+        # a NotSupported (RLlibNotAvailable, UnsupportedSetting, ...), or what carries one
         capability = getattr(cause, "capability", None)
         if capability is not None:
             break

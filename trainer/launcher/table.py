@@ -7,7 +7,9 @@ Adding a module is one row:
   stand-in module whose names are those of our module(s), looked up in the order given;
 - `UNAVAILABLE_MODULES["ray.rllib.some.package"] = Unavailable(CAPABILITY, "what instead")`:
   importing that path, or anything under it, fails with `RLlibNotAvailable` naming the
-  capability;
+  capability (with `at="use"`: the modules import, and each name RLlib defines in them is a
+  stand-in that fails so when used; for the modules of RLlib's other algorithms and of Tune's
+  experiment runner, which scripts import at their top for a branch they may not take);
 - `UNAVAILABLE_NAMES["ray.rllib.some.module"] = {"Name": Unavailable(...)}`: that name, from a
   mapped module, fails the same way at `from ... import Name` (with `at="use"`: when used;
   the key "*" stands for every name the module's targets lack).
@@ -46,10 +48,11 @@ from trainer.capabilities import (  # noqa: F401 - the table's words, re-exporte
 @dataclass(frozen=True)
 class Unavailable:
     """Why an RLlib path or name has no counterpart: the capability it needs, and what to use
-    instead (empty when there is nothing). `at="use"` (names only) lets the import succeed and
-    fails when the name is used: a class can be subclassed and isinstance-checked but not
-    instantiated, a function returns such a class (for single-agent scripts that import, or
-    prepare at module level, what only their multi-agent branch uses)."""
+    instead (empty when there is nothing). `at="use"` lets the import succeed and fails when
+    the name is used (`trainer.launcher.finder.placeholder`): a class can be subclassed (by a
+    class that is never made) and isinstance-checked, but making one or reading its attributes
+    fails; a function fails when called (for scripts that import at their top what only a
+    branch they do not take uses, such as SACConfig in a script that trains PPO)."""
 
     capability: str
     instead: str = ""
@@ -81,6 +84,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.tune": ("trainer.launcher.tune_api",),
     "ray.tune.registry": ("trainer.launcher.tune_api",),
     "ray.tune.result": ("trainer.launcher.tune_api",),
+    "ray.tune.logger": ("trainer.launcher.tune_logger",),  # pretty_print; the rest at use
     "ray.air": ("trainer.launcher.tune_api",),
     "ray.air.constants": ("trainer.launcher.tune_api",),
     # RLlib
@@ -155,6 +159,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
     # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
+    # ...and `SampleBatch`'s column names (new-stack code uses them as batch keys).
+    "ray.rllib.policy.sample_batch": ("trainer.compat.sample_batch",),
     "ray.rllib.env": (
         "trainer.env.envs",
         "trainer",
@@ -192,7 +198,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.metrics": ("trainer.metrics",),
     "ray.rllib.utils.metrics.metrics_logger": ("trainer.metrics.metrics_logger",),
     "ray.rllib.utils.metrics.stats": ("trainer.metrics.stats",),
-    "ray.rllib.utils.numpy": ("trainer.core.spaces",),
+    "ray.rllib.utils.numpy": ("trainer.compat.rllib_numpy",),
     "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
     "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
     "ray.rllib.utils.images": ("trainer.util.images",),
@@ -225,12 +231,46 @@ GENERIC_PREFIXES: dict[str, str] = {
     "ray.rllib.utils.replay_buffers": "trainer.replay_buffers",
 }
 
+#: RLlib's algorithm packages (`ray.rllib.algorithms.<name>`) other than PPO's and DQN's.
+OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
+#: Ray Tune's modules of its experiment runner (`ray.tune.<name>`: loggers, searchers,
+#: schedulers, stoppers, callbacks, ...). Under Ray's stand-in they import and each of their
+#: names fails when used; the launcher runs a script that uses one on real Ray
+#: (`trainer.launcher.script`).
+TUNE_RUNNER_MODULES = (
+    "analysis",
+    "automl",
+    "callback",
+    "cli",
+    "constants",
+    "context",
+    "error",
+    "examples",
+    "execution",
+    "experiment",
+    "experimental",
+    "impl",
+    "integration",
+    "logger",
+    "progress_reporter",
+    "resources",
+    "result_grid",
+    "schedulers",
+    "search",
+    "stopper",
+    "syncer",
+    "trainable",
+    "tune",
+    "tune_config",
+    "tuner",
+    "utils",
+)
 #: RLlib/Ray module path (and everything under it) -> why it has no counterpart.
 UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Algorithms
     **{
-        f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _PPO_DQN)
-        for name in ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
+        f"ray.rllib.algorithms.{name}": _at_use(OTHER_ALGORITHMS, _PPO_DQN)
+        for name in OTHER_ALGORITHM_PACKAGES
     },
     "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
     "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
@@ -313,16 +353,11 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.evaluation": Unavailable(OLD_API_STACK, "SingleAgentEnvRunner"),
     "ray.rllib.execution": Unavailable(OLD_API_STACK),
     "ray.rllib.examples._old_api_stack": Unavailable(OLD_API_STACK),
-    # Ray Tune, Train, Serve and Ray's internals
-    "ray.tune.logger": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.search": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.schedulers": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.experiment": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.stopper": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.callback": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.tune.utils": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.air.integrations": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.train": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    # Ray Tune's experiment runner and Ray Train (on real Ray with Ray Tune, these are Tune's)
+    **{f"ray.tune.{name}": _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in TUNE_RUNNER_MODULES},
+    "ray.air.integrations": _at_use(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.train": _at_use(TUNE, _TUNE_ON_REAL_RAY),
+    # Serve and Ray's internals
     "ray.serve": Unavailable(SERVE),
     "ray.util": Unavailable(RAY_INTERNALS, "import ray (init, remote, get, get_actor, ...)"),
     "ray.actor": Unavailable(RAY_INTERNALS, "import ray (remote, get_actor)"),
@@ -332,7 +367,7 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
 
 #: Tune's experiment runner as `ray.tune` names it (the Tuner, search spaces, reporters,
 #: callbacks, ...): a script that uses one runs on real Ray (`trainer.launcher.script`),
-#: and without Ray Tune each fails at import.
+#: and without Ray Tune each fails when used.
 TUNE_RUNNER_NAMES = (
     "Tuner",
     "TuneConfig",
@@ -374,16 +409,18 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "method": Unavailable(RAY_INTERNALS),
         "ObjectRef": Unavailable(RAY_INTERNALS),
     },
-    "ray.tune": {name: Unavailable(TUNE, _TUNE_ON_REAL_RAY) for name in _TUNE_NAMES},
+    # (every other name Ray Tune has, "*", fails the same way when used)
+    "ray.tune": {name: _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in (*_TUNE_NAMES, "*")},
     "ray.air": {
-        name: Unavailable(TUNE, _TUNE_ON_REAL_RAY)
-        for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session")
+        name: _at_use(TUNE, _TUNE_ON_REAL_RAY)
+        for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
+    "ray.tune.logger": {"*": _at_use(TUNE, _TUNE_ON_REAL_RAY)},
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
     },
     "ray.rllib.algorithms": {
-        name: Unavailable(OTHER_ALGORITHMS, _PPO_DQN)
+        name: _at_use(OTHER_ALGORITHMS, _PPO_DQN)
         for name in (
             "APPO",
             "APPOConfig",
@@ -405,6 +442,11 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     },
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
+    },
+    # MultiAgentBatch, concat_samples, ...: the old stack's batches (SampleBatch's column
+    # names are served; making one fails).
+    "ray.rllib.policy.sample_batch": {
+        "*": _at_use(OLD_API_STACK, "episodes, and dicts keyed by Columns' names"),
     },
     "ray.rllib.env": {
         "ExternalEnv": Unavailable(EXTERNAL_ENV),
@@ -443,4 +485,41 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "convert_to_tensor": Unavailable(TORCH),
         "get_activation_fn": Unavailable(TORCH),
     },
+}
+
+
+@dataclass(frozen=True)
+class Removed:
+    """An RLlib name (or module) that RLlib itself removed: what replaced it, and the RLlib
+    version that removed it where known (empty: RLlib 2.60 no longer has it)."""
+
+    replacement: str
+    removed_in: str = ""
+
+
+_RL_MODULE_SPEC = "RLModuleSpec (ray.rllib.core.rl_module.rl_module, or ray.rllib.core.rl_module)"
+_MULTI_RL_MODULE = "MultiRLModule (ray.rllib.core.rl_module.multi_rl_module)"
+_MULTI_RL_MODULE_SPEC = "MultiRLModuleSpec (ray.rllib.core.rl_module.multi_rl_module)"
+
+#: Names RLlib removed (module -> name -> what replaced it): importing one raises
+#: `RemovedFromRLlib` naming the replacement, not a "no counterpart in localrl" gap.
+REMOVED_NAMES: dict[str, dict[str, Removed]] = {
+    "ray.rllib.core.rl_module": {
+        "SingleAgentRLModuleSpec": Removed(_RL_MODULE_SPEC),
+        "MultiAgentRLModule": Removed(_MULTI_RL_MODULE),
+        "MultiAgentRLModuleSpec": Removed(_MULTI_RL_MODULE_SPEC),
+    },
+    "ray.rllib.core.rl_module.rl_module": {
+        "SingleAgentRLModuleSpec": Removed(_RL_MODULE_SPEC),
+    },
+    "ray.rllib.core.rl_module.multi_rl_module": {
+        "MultiAgentRLModule": Removed(_MULTI_RL_MODULE),
+        "MultiAgentRLModuleSpec": Removed(_MULTI_RL_MODULE_SPEC),
+    },
+}
+#: Modules RLlib removed (path -> what replaced it).
+REMOVED_MODULES: dict[str, Removed] = {
+    "ray.rllib.core.rl_module.marl_module": Removed(
+        "ray.rllib.core.rl_module.multi_rl_module (MultiRLModule, MultiRLModuleSpec)"
+    ),
 }

@@ -2,8 +2,8 @@
 itself, served under the RLlib launcher as `ray.tune`, `ray.tune.registry`, `ray.tune.result`,
 `ray.air` and `ray.air.constants`: the env registry (`register_env`), `get_trainable_cls`,
 `grid_search` and the result keys. Tune's experiment runner (`Tuner`, `tune.run`, search and
-scheduling) is not part of this project: its names fail at import with `RLlibNotAvailable`
-(see `trainer.launcher.table`).
+scheduling) is not part of this project under Ray's stand-in: its names import and fail when
+used with `RLlibNotAvailable` (see `trainer.launcher.table`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from trainer.algorithms import get_trainable_cls
+from trainer.capabilities import TUNE
 from trainer.env.envs import ENV_CREATOR, _global_registry, register_env
+from trainer.errors import UnsupportedCall
 
 __all__ = [
     "ENV_CREATOR",
@@ -50,10 +52,11 @@ TRAINABLE_CLASS = "trainable_class"
 
 def register_trainable(name: str, trainable: Any) -> None:
     """Refused: the trainables here are PPO and DQN (`get_trainable_cls`)."""
-    raise NotImplementedError(
-        f"register_trainable({name!r}): custom trainables need Ray Tune "
-        "(not part of localrl yet); get_trainable_cls() knows PPO and "
-        "DQN"
+    raise UnsupportedCall(
+        f"register_trainable({name!r}): custom trainables need Ray Tune (pip install "
+        "'localrl[tune]', then `python -m trainer run --ray SCRIPT`); get_trainable_cls() "
+        "knows PPO and DQN",
+        TUNE,
     )
 
 

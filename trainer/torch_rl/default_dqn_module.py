@@ -34,9 +34,11 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from trainer.capabilities import DQN_VARIANTS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
 from trainer.core.models import check_model_config
+from trainer.errors import UnsupportedValue
 from trainer.torch_rl.default_ppo_module import MLPHead, ObservationEncoding, encoder_factory
 from trainer.torch_rl.distributions import TorchCategorical
 from trainer.torch_rl.rl_module import TorchRLModule
@@ -84,21 +86,24 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         given = dict(self.model_config or {})
         dqn_settings = {key: given.pop(key, default) for key, default in DQN_MODEL_KEYS.items()}
         if dqn_settings["num_atoms"] != 1:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: model_config['num_atoms']={dqn_settings['num_atoms']!r}: only 1 is "
                 "supported (distributional Q-learning, num_atoms > 1, is not implemented here, "
-                "for numpy or torch)"
+                "for numpy or torch)",
+                DQN_VARIANTS,
             )
         if dqn_settings["noisy"]:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: model_config['noisy']=True: noisy networks are not implemented "
-                "here; explore with EpsilonGreedy (the default)"
+                "here; explore with EpsilonGreedy (the default)",
+                DQN_VARIANTS,
             )
         config = check_model_config(given, setting=f"{where} model_config")
         if config["use_lstm"]:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: model_config['use_lstm']=True: the default DQN module has no "
-                "recurrent encoder here (RLlib's needs its R2D2-style replay of sequences)"
+                "recurrent encoder here (RLlib's needs its R2D2-style replay of sequences)",
+                DQN_VARIANTS,
             )
         self.uses_dueling = bool(dqn_settings["dueling"])
         self.uses_double_q = bool(dqn_settings["double_q"])

@@ -46,9 +46,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.capabilities import ACTION_SPACES, OBSERVATION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
 from trainer.core.models import check_model_config
+from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
 from trainer.torch_rl.rl_module import TorchRLModule
 
@@ -340,10 +342,11 @@ class ObservationEncoding:
             self.dim = int(np.prod(space.shape))
             self.image = len(space.shape) == 3
         else:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: observation_space={space} is not supported: the default encoders "
                 "take a 1-D (or 2-D, flattened) Box, an image (a 3-D Box: height, width, "
-                "channels) or a Discrete space"
+                "channels) or a Discrete space",
+                OBSERVATION_SPACES,
             )
 
     def __call__(self, obs: Any, like: torch.Tensor) -> torch.Tensor:
@@ -393,9 +396,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         elif isinstance(self.action_space, gym.spaces.Box):
             self.action_dist_cls = TorchDiagGaussian
         else:
-            raise ValueError(
+            raise UnsupportedValue(
                 f"{where}: action_space={self.action_space} is not supported: Discrete "
-                "(categorical) and Box (diagonal Gaussian) are"
+                "(categorical) and Box (diagonal Gaussian) are",
+                ACTION_SPACES,
             )
         is_gaussian = self.action_dist_cls is TorchDiagGaussian
         if config["free_log_std"] and not is_gaussian:

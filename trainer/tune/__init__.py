@@ -28,6 +28,12 @@ except ImportError as _error:  # ray[tune] missing, or one of its dependencies
     raise ImportError(
         f"trainer.tune needs Ray Tune ({_error}): pip install 'localrl[tune]'"
     ) from _error
+if getattr(_ray_tune, "__localrl_shim__", False):  # the RLlib launcher's stand-in for Ray
+    # (its Tune names import as placeholders: this module would bind them, and keep them)
+    raise ImportError(
+        "trainer.tune needs Ray Tune on real Ray; the RLlib launcher serves Ray's stand-in "
+        "here (run the script with `python -m trainer run --ray`, or install(real_ray=True))"
+    )
 
 from ray.tune import *  # noqa: F403  (the front serves all of ray.tune's names)
 

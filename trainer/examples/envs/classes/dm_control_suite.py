@@ -1,11 +1,14 @@
 """RLlib's creators of DeepMind Control Suite envs (`acrobot_swingup`, `walker_walk`, ...), with
 RLlib's arguments. They need the `dm_control` package and RLlib's `DMCEnv` wrapper: calling one
 raises an error naming what is missing (`ModuleNotFoundError` without `dm_control`,
-`NotImplementedError` for the wrapper, which this project does not provide)."""
+`UnsupportedCall`, a `NotImplementedError`, for the wrapper, which this project does not provide)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from trainer.capabilities import THIRD_PARTY_ENVS
+from trainer.errors import UnsupportedCall
 
 
 def _dmc_env(domain: str, task: str, **kwargs: Any) -> Any:
@@ -17,10 +20,11 @@ def _dmc_env(domain: str, task: str, **kwargs: Any) -> Any:
             "(pip install dm_control), which is not installed",
             name="dm_control",
         ) from error
-    raise NotImplementedError(
+    raise UnsupportedCall(
         f"dm_control_suite {domain}_{task}: RLlib's DMCEnv wrapper (ray.rllib.env.wrappers."
         "dm_control_wrapper) is not part of this project; wrap the dm_control env as a "
-        "gymnasium.Env and pass that to config.environment()"
+        "gymnasium.Env and pass that to config.environment()",
+        THIRD_PARTY_ENVS,
     )
 
 

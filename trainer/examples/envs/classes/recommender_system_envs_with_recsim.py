@@ -10,6 +10,8 @@ from typing import Any
 import gymnasium as gym
 
 from trainer import register_env
+from trainer.capabilities import THIRD_PARTY_ENVS
+from trainer.errors import UnsupportedCall
 
 
 class _RecSimEnvUnavailable(gym.Env):
@@ -28,10 +30,11 @@ class _RecSimEnvUnavailable(gym.Env):
                 "which is not installed",
                 name="recsim",
             ) from error
-        raise NotImplementedError(
+        raise UnsupportedCall(
             f"{self.recsim_env}: RLlib's RecSim wrapper (ray.rllib.env.wrappers.recsim."
             "make_recsim_env) is not part of this project; wrap the RecSim environment as a "
-            "gymnasium.Env and pass that to config.environment()"
+            "gymnasium.Env and pass that to config.environment()",
+            THIRD_PARTY_ENVS,
         )
 
 
