@@ -16,8 +16,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="run an unmodified RLlib script (ray.rllib imports served by localrl)",
         description="Run an RLlib 2.60 script with no edit: `import ray`, `ray.rllib.*` and "
         "the parts of `ray.tune` RLlib scripts use are served by localrl. A name "
-        "with no counterpart fails at its import with a message saying what it "
-        "needs and what to use instead. Everything after SCRIPT goes to the "
+        "with no counterpart fails at its import, or for RLlib's other algorithms "
+        "and Tune's experiment runner at its first use, with a message saying what "
+        "it needs and what to use instead. Everything after SCRIPT goes to the "
         "script.",
     )
     parser.add_argument(
