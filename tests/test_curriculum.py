@@ -2,6 +2,8 @@
 spellings), `foreach_env_runner`'s options, and the task as runner state (restarts,
 checkpoints)."""
 
+import functools
+
 import pytest
 from helpers import LevelEnv, level_return, small_ppo
 
@@ -215,3 +217,47 @@ def test_a_re_created_sub_env_keeps_its_task():
         assert result["fault_tolerance"]["num_sub_environment_restarts"] == 1
         assert algo.env_runner_group.local_env_runner.get_tasks() == [2]
         assert result["env_runners"]["episode_return_mean"] == pytest.approx(level_return(2))
+
+
+#: RLlib's curriculum example changes the map of FrozenLake in each EnvRunner's config and
+#: re-makes the envs; the other env_config keys (no slipping, the time limit) stay.
+OPEN_MAPS = [["SFG", "FFF", "FFF"], ["SFF", "FFF", "FFG"]]
+
+
+def _remake_on_map(env_runner, map_index):
+    env_runner.config.environment(env_config={"desc": OPEN_MAPS[map_index]})
+    env_runner.make_env()
+
+
+def _env_facts(env_runner):
+    """The runner's env_config, each sub-env's goal and whether its moves are certain, and the
+    longest of 6 episodes (the goal is 4 moves away: 3 steps means the time limit cut it)."""
+    goals, certain = [], []
+    for env in env_runner.foreach_env(lambda env: env):
+        goals.append(
+            next((r, c) for r, row in enumerate(env.desc) for c, ch in enumerate(row) if ch == b"G")
+        )
+        certain.append(all(len(moves) == 1 for moves in env.P[0].values()))
+    episodes = env_runner.sample(num_episodes=6, random_actions=True)
+    return env_runner.config.env_config, goals, certain, max(len(e) for e in episodes)
+
+
+def test_a_runner_that_re_makes_its_env_with_one_key_keeps_the_others():
+    config = (
+        small_ppo(1)
+        .environment(
+            "FrozenLake-v1",
+            env_config={"desc": OPEN_MAPS[0], "is_slippery": False, "max_episode_steps": 3},
+        )
+        .env_runners(num_envs_per_env_runner=2)
+    )
+    with config.build() as algo:
+        group = algo.env_runner_group
+        group.foreach_env_runner(functools.partial(_remake_on_map, map_index=1))
+        [(env_config, goals, certain, longest)] = group.foreach_env_runner(
+            _env_facts, local_env_runner=False
+        )
+    assert env_config == {"desc": OPEN_MAPS[1], "is_slippery": False, "max_episode_steps": 3}
+    assert goals == [(2, 2), (2, 2)]
+    assert certain == [True, True]
+    assert longest == 3
