@@ -120,6 +120,45 @@ def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
         assert evaluation[key] == value, key
 
 
+def _leaves(tree, path=()):
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _leaves(value, (*path, key))
+    else:
+        yield path, tree
+
+
+def _not_numbers(result):
+    """The leaves of a result dict that are not plain numbers (or str / None / lists)."""
+    plain = (int, float, bool, str, type(None), list, np.number, np.bool_)
+    return {path: value for path, value in _leaves(result) if not isinstance(value, plain)}
+
+
+@pytest.mark.parametrize("evaluation_num_env_runners", [0, 1])
+def test_evaluate_gives_plain_numbers_also_after_a_restore(tmp_path, evaluation_num_env_runners):
+    # 0: the round runs on the training local EnvRunner; 1: on an evaluation runner.
+    config = eval_ppo(
+        evaluation_num_env_runners=evaluation_num_env_runners, evaluation_duration=2
+    ).env_runners(num_env_runners=0)
+    algo = config.build()
+    try:
+        algo.train()
+        fresh = algo.evaluate()
+        algo.save_to_path(tmp_path)
+    finally:
+        algo.stop()
+    restored = config.build()
+    try:
+        restored.restore_from_path(tmp_path)
+        after_restore = restored.evaluate()
+    finally:
+        restored.stop()
+    for result in (fresh, after_restore):
+        assert _not_numbers(result) == {}
+        assert result["env_runners"]["episode_return_mean"] >= 5.0  # FlagEnv: 5 steps of 1.0
+        assert result["env_runners"]["num_episodes"] >= 2
+
+
 @pytest.mark.slow
 def test_parallel_evaluation_lags_one_iteration_and_auto_ends_with_training():
     algo = eval_ppo(

@@ -373,7 +373,9 @@ class LocalRunnerEvaluation:
             # The sub-envs hold evaluation episodes now: training starts fresh ones.
             runner._needs_reset = True
         self.metrics.aggregate(replies, key=ENV_RUNNER_RESULTS)
-        results = self.metrics.reduce()
+        # Plain values, as the evaluation runners' rounds (`Evaluator._results`) and RLlib's
+        # `evaluate()` (a peek of its logger) give, not the stats objects reduce() returns.
+        results = self.metrics.compile()
         add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
         return results
 
