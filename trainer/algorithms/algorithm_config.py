@@ -176,12 +176,13 @@ def _mergeable(value: Any) -> bool:
 
 def deep_updated(original: dict, updates: dict) -> dict:
     """`original` updated by `updates` as RLlib's `deep_update(original, updates, True)`:
-    a dict value updates the dict it meets, any other value replaces; `original` is not
-    changed (the nested dicts it shares with the result are copies where they change)."""
+    a dict value updates the dict it meets, any other value (a Tune search space too)
+    replaces; `original` is not changed (the nested dicts it shares with the result are copies
+    where they change)."""
     merged = dict(original)
     for key, value in updates.items():
         current = merged.get(key)
-        if isinstance(value, dict) and isinstance(current, dict):
+        if _mergeable(value) and _mergeable(current):
             merged[key] = deep_updated(current, value)
         else:
             merged[key] = value
