@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -169,7 +169,7 @@ class _Flag:
         return repr(self._value)
 
 
-def _mergeable(value: Any) -> bool:
+def _mergeable(value: Any) -> TypeGuard[dict]:
     """Whether `value` is a plain dict to merge into (not a Tune search space)."""
     return isinstance(value, dict) and not is_search_space(value)
 
