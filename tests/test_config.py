@@ -226,3 +226,18 @@ def test_callbacks_none_sets_rllibs_default_class():
     assert config.callbacks_class is Counting
     assert config.callbacks(None).callbacks_class is RLlibCallback
     assert config.to_dict()["callbacks_class"] is RLlibCallback
+
+
+def test_env_config_updates_the_one_the_config_has_as_rllibs_deep_update():
+    config = PPOConfig().environment(
+        "CartPole-v1", env_config={"size": 8, "rewards": {"goal": 1.0, "hole": 0.0}}
+    )
+    config.environment(env_config={"rewards": {"hole": -1.0}, "level": 2})
+    assert config.env_config == {"size": 8, "rewards": {"goal": 1.0, "hole": -1.0}, "level": 2}
+    # The same through from_dict() and evaluation_config (the evaluation runners' config).
+    config.update_from_dict({"env_config": {"size": 4}})
+    assert config.env_config["size"] == 4 and config.env_config["level"] == 2
+    config.evaluation(evaluation_config={"env_config": {"rewards": {"goal": 2.0}}})
+    evaluation_env_config = config.get_evaluation_config_object().env_config
+    assert evaluation_env_config["rewards"] == {"goal": 2.0, "hole": -1.0}
+    assert config.env_config["rewards"] == {"goal": 1.0, "hole": -1.0}  # unchanged

@@ -105,7 +105,10 @@ def test_schedule_overrides_flag_and_sequential_weights():
                 "num_episodes": 7,
             },
         ),
-        ("timesteps", 10, {"num_env_steps_sampled": 12}),  # ceil(10 / 3) = 4 per runner
+        # RLlib's split: 4, 3, 3 steps (FlagEnv's episodes have 5: none ends).
+        ("timesteps", 10, {"num_env_steps_sampled": 10, "num_episodes": 0}),
+        # 71, 70, 70 steps: 14 episodes each.
+        ("timesteps", 211, {"num_env_steps_sampled": 211, "num_episodes": 42}),
     ],
 )
 def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
@@ -118,6 +121,58 @@ def test_duration_splits_over_uneven_runner_counts(unit, duration, expected):
         algo.stop()
     for key, value in expected.items():
         assert evaluation[key] == value, key
+
+
+def _leaves(tree, path=()):
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _leaves(value, (*path, key))
+    else:
+        yield path, tree
+
+
+def _not_numbers(result):
+    """The leaves of a result dict that are not plain numbers (or str / None / lists)."""
+    plain = (int, float, bool, str, type(None), list, np.number, np.bool_)
+    return {path: value for path, value in _leaves(result) if not isinstance(value, plain)}
+
+
+@pytest.mark.parametrize("evaluation_num_env_runners", [0, 1])
+def test_evaluate_gives_plain_numbers_also_after_a_restore(tmp_path, evaluation_num_env_runners):
+    # 0: the round runs on the training local EnvRunner; 1: on an evaluation runner.
+    config = eval_ppo(
+        evaluation_num_env_runners=evaluation_num_env_runners, evaluation_duration=2
+    ).env_runners(num_env_runners=0)
+    algo = config.build()
+    try:
+        algo.train()
+        fresh = algo.evaluate()
+        algo.save_to_path(tmp_path)
+    finally:
+        algo.stop()
+    restored = config.build()
+    try:
+        restored.restore_from_path(tmp_path)
+        after_restore = restored.evaluate()
+    finally:
+        restored.stop()
+    for result in (fresh, after_restore):
+        assert _not_numbers(result) == {}
+        assert result["env_runners"]["episode_return_mean"] >= 5.0  # FlagEnv: 5 steps of 1.0
+        assert result["env_runners"]["num_episodes"] >= 2
+
+
+def test_a_timestep_budget_is_split_as_rllib_splits_it_over_the_runners():
+    config = small_ppo(0).evaluation(
+        evaluation_num_env_runners=3,
+        evaluation_duration=211,
+        evaluation_duration_unit="timesteps",
+    )
+    with config.build() as algo:
+        evaluation = algo.evaluate()["env_runners"]
+    assert evaluation["num_env_steps_sampled"] == 211  # 71 + 70 + 70
+    assert evaluation["num_episodes"] >= 3  # an untrained CartPole episode lasts ~20 steps
+    assert np.isfinite(evaluation["episode_return_mean"])
 
 
 @pytest.mark.slow

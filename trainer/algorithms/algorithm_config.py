@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Collection, ItemsView, Iterable, KeysView, ValuesView
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -183,6 +183,26 @@ class _Flag:
 
     def __repr__(self) -> str:
         return repr(self._value)
+
+
+def _mergeable(value: Any) -> TypeGuard[dict]:
+    """Whether `value` is a plain dict to merge into (not a Tune search space)."""
+    return isinstance(value, dict) and not is_search_space(value)
+
+
+def deep_updated(original: dict, updates: dict) -> dict:
+    """`original` updated by `updates` as RLlib's `deep_update(original, updates, True)`:
+    a dict value updates the dict it meets, any other value (a Tune search space too)
+    replaces; `original` is not changed (the nested dicts it shares with the result are copies
+    where they change)."""
+    merged = dict(original)
+    for key, value in updates.items():
+        current = merged.get(key)
+        if _mergeable(value) and _mergeable(current):
+            merged[key] = deep_updated(current, value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _check_exploration_config(v: Any) -> str | None:
@@ -1355,6 +1375,10 @@ class AlgorithmConfig(OldConfigNames):
                 check_env_spec(env)
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        if _mergeable(env_config) and _mergeable(self.env_config):
+            # RLlib updates the env_config it has (deep), it does not replace it: code that
+            # changes one key (a curriculum's map, in an EnvRunner's config) keeps the others.
+            env_config = deep_updated(self.env_config, env_config)
         return self._set(
             "environment",
             {
@@ -2175,8 +2199,6 @@ class AlgorithmConfig(OldConfigNames):
         `num_env_runners` / `sample_timeout_s` from the evaluation settings."""
         eval_config = self.copy()
         overrides = dict(self.evaluation_config or {})
-        if isinstance(overrides.get("env_config"), dict):
-            overrides["env_config"] = {**self.env_config, **overrides["env_config"]}
         eval_config.update_from_dict(overrides)
         eval_config.in_evaluation = True
         eval_config.num_env_runners = self.evaluation_num_env_runners
@@ -2828,6 +2850,8 @@ class AlgorithmConfig(OldConfigNames):
             self._set_model("from_dict", "model", values.pop("model"))
         if "env" in values and values["env"] is not None:
             self.environment(values.pop("env"))
+        if "env_config" in values:  # merged into the current one, as environment() does
+            self.environment(env_config=values.pop("env_config"))
         stack = {
             k: values.pop(k)
             for k in ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")

@@ -135,23 +135,21 @@ class Evaluator:
         return results
 
     def _fixed_requests(self, ids: list[int]) -> dict[int, dict]:
-        """Each runner's `sample()` arguments for a fixed duration."""
+        """Each runner's `sample()` arguments for a fixed duration: RLlib's split of the
+        episodes or env steps, `duration // count` each and one more for the first
+        `duration % count` runners (211 steps over 3: 71, 70, 70); a runner whose share is 0
+        gets no request."""
         config = self.config
         duration, count = config.evaluation_duration, len(ids)
+        shares = [duration // count + (1 if k < duration % count else 0) for k in range(count)]
         if config.evaluation_duration_unit == "episodes":
-            shares = [duration // count + (1 if k < duration % count else 0) for k in range(count)]
-            return {
-                i: {"num_episodes": share}
-                for i, share in zip(ids, shares, strict=True)
-                if share > 0
-            }
-        per_runner = -(-duration // count)
+            request: dict[str, Any] = {}
+            unit = "num_episodes"
+        else:
+            request = {"force_reset": config.evaluation_force_reset_envs_before_iteration}
+            unit = "num_timesteps"
         return {
-            i: {
-                "num_timesteps": per_runner,
-                "force_reset": config.evaluation_force_reset_envs_before_iteration,
-            }
-            for i in ids
+            i: {unit: share, **request} for i, share in zip(ids, shares, strict=True) if share > 0
         }
 
     def _read(self, index: int, failed: dict[int, Any]) -> list | None:
@@ -373,7 +371,9 @@ class LocalRunnerEvaluation:
             # The sub-envs hold evaluation episodes now: training starts fresh ones.
             runner._needs_reset = True
         self.metrics.aggregate(replies, key=ENV_RUNNER_RESULTS)
-        results = self.metrics.reduce()
+        # Plain values, as the evaluation runners' rounds (`Evaluator._results`) and RLlib's
+        # `evaluate()` (a peek of its logger) give, not the stats objects reduce() returns.
+        results = self.metrics.compile()
         add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
         return results
 

@@ -37,7 +37,11 @@ from trainer.algorithms.learner import UpdateResults
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
-from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
+from trainer.metrics import (
+    MODULE_TRAIN_BATCH_SIZE_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TD_ERROR_KEY,
+)
 from trainer.torch_rl.default_dqn_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.torch_rl.target_networks import update_target_network
@@ -185,6 +189,8 @@ class DQNTorchLearner(TorchLearner):
         # The numpy learner's name of the gradient's global norm before clipping.
         results["gradients_adam_global_norm"] = results.pop(GLOBAL_NORM_KEY)
         results["curr_lr"] = self.current_lr
+        # The algorithm logs the mean over its updates: RLlib's mean train batch size.
+        results[MODULE_TRAIN_BATCH_SIZE_MEAN] = float(len(train_batch[Columns.ACTIONS]))
         td_errors = getattr(self, "td_errors", None)
         if td_errors is None:
             raise RuntimeError(

@@ -35,6 +35,7 @@ from trainer.algorithms.learner import UpdateResults
 from trainer.algorithms.ppo.ppo_learner import (
     adapted_kl_coeff,
     build_train_batch,
+    mean_size,
     shuffled_minibatches,
     standardize_advantages,
 )
@@ -44,7 +45,7 @@ from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_map, tree_rows
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
-from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
 from trainer.torch_rl.rl_module import to_numpy
 from trainer.torch_rl.sequences import (
@@ -367,6 +368,7 @@ class PPOTorchLearner(TorchLearner):
         self.metrics.reset()  # (an update that stopped on an error may have logged some)
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         step_stats: dict[str, float] = {}
+        minibatch_sizes = []
         if self.stateful:
             batch = self.build_sequence_batch(episodes)
             # Whole sequences per minibatch: minibatch_size counts steps.
@@ -377,6 +379,8 @@ class PPOTorchLearner(TorchLearner):
                 shuffle_batch_per_epoch=cfg.shuffle_batch_per_epoch,
             )
             for minibatch in shuffled_minibatches(batch, cast(Any, plan), self.rng):
+                # The steps of its sequences (padding left out).
+                minibatch_sizes.append(int(minibatch[Columns.SEQ_LENS].sum()))
                 step_stats = self.update_from_batch(_nested_state(minibatch, self.device))
             num_trained = int(batch[Columns.SEQ_LENS].sum())
         else:
@@ -389,6 +393,7 @@ class PPOTorchLearner(TorchLearner):
                 del batch[key]
                 batch.update(flatten_column(key, value))
             for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+                minibatch_sizes.append(len(minibatch[ADVANTAGES]))
                 for key, structure in nested.items():
                     minibatch = dict(minibatch)
                     minibatch[key] = nest_column(key, structure, minibatch)
@@ -406,6 +411,8 @@ class PPOTorchLearner(TorchLearner):
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.current_lr
         results["num_env_steps_trained"] = num_trained
+        if minibatch_sizes:
+            results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------

@@ -19,7 +19,7 @@ from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
 from trainer.core.blas import BlasThreads
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
-from trainer.metrics import TD_ERROR_KEY
+from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
 from trainer.util.state_checks import require_int, require_map
 
 if TYPE_CHECKING:
@@ -126,6 +126,8 @@ class DQNLearner(Learner):
             "td_error_mean": float(np.abs(td_errors).mean()),
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
+            # The algorithm logs the mean over its updates: RLlib's mean train batch size.
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(actions)),
             TD_ERROR_KEY: td_errors,
         }
 

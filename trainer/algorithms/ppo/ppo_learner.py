@@ -20,6 +20,7 @@ from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
 from trainer.env.episode import SingleAgentEpisode
+from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import require_generator_state, require_map, require_number
@@ -145,6 +146,12 @@ def shuffled_minibatches(
 
 def _minibatch_rows(minibatch: dict[str, np.ndarray]) -> int:
     return len(minibatch["advantages"])
+
+
+def mean_size(sizes: list[int]) -> float:
+    """RLlib's `module_train_batch_size_mean`: the mean number of steps (rows) of the batches
+    the module took a gradient step on in one update (its learner logs each minibatch's)."""
+    return sum(sizes) / len(sizes)
 
 
 def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
@@ -302,8 +309,10 @@ class PPOLearner(Learner):
         batch = self.build_train_batch(episodes)
         standardize_advantages(batch)
         step_stats: dict[str, float] = {}
+        minibatch_sizes = []
         minibatches = shuffled_minibatches(batch, cfg, self.rng)
         for minibatch in paced(minibatches, rows=_minibatch_rows):
+            minibatch_sizes.append(_minibatch_rows(minibatch))
             step_stats = self._minibatch_step(minibatch)
         # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
         # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
@@ -314,6 +323,8 @@ class PPOLearner(Learner):
         results["curr_kl_coeff"] = self.kl_coeff
         results["curr_lr"] = self.optimizer.lr
         results["num_env_steps_trained"] = len(batch["advantages"])
+        if minibatch_sizes:
+            results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
