@@ -1,6 +1,7 @@
 import importlib.machinery
 import math
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,22 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
         .training(**settings)
         .rl_module(model_config={"fcnet_hiddens": [16]})
     )
+
+
+class HangingResetEnv(gym.Env):
+    """Hangs in reset() (as an env waiting for a simulator that never answers)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        time.sleep(3600)
+
+    def step(self, action):
+        raise AssertionError("never reached")
 
 
 class LevelEnv(TaskSettableEnv):

@@ -10,10 +10,9 @@ import sys
 import textwrap
 import time
 
-import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import small_ppo
+from helpers import HangingResetEnv, small_ppo
 
 from trainer.errors import EnvRunnerTimeout
 from trainer.runners.restart_policy import iteration_bound_s
@@ -53,22 +52,6 @@ def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
     # 1.4 restarts per iteration; how many iterations PPO needs varies with the timing of the
     # cut samples, so the count is checked per iteration (half the expected rate).
     assert restarts >= 0.7 * iterations, f"{restarts} restarts in {iterations} iterations"
-
-
-class HangingResetEnv(gym.Env):
-    """Hangs in reset() (as an env waiting for a simulator that never answers)."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, config=None):
-        pass
-
-    def reset(self, *, seed=None, options=None):
-        time.sleep(3600)
-
-    def step(self, action):
-        raise AssertionError("never reached")
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import small_ppo
+from helpers import HangingResetEnv, small_ppo
 from test_named_objects import Counter
 
 from trainer import PPO
@@ -34,22 +34,6 @@ from trainer.testing import FaultInjectionEnv
 
 #: The default of fault_tolerance(max_consecutive_failed_iterations=).
 DEFAULT_LIMIT = 3
-
-
-class HangingReset(gym.Env):
-    """reset() never returns (a simulator that never answers)."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, config=None):
-        pass
-
-    def reset(self, *, seed=None, options=None):
-        time.sleep(3600)
-
-    def step(self, action):
-        raise AssertionError("never reached")
 
 
 class WrongShape(gym.Env):
@@ -129,7 +113,7 @@ def test_an_env_whose_step_always_raises_ends_train_with_its_error():
 
 
 def test_a_reset_that_always_hangs_ends_train_with_the_timeout():
-    config = _failing(small_ppo(1).environment(HangingReset).env_runners(sample_timeout_s=0.5))
+    config = _failing(small_ppo(1).environment(HangingResetEnv).env_runners(sample_timeout_s=0.5))
     with config.build() as algo:
         started = time.monotonic()
         error = _train_until_it_raises(algo, EnvRunnerTimeout)
