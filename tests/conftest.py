@@ -6,6 +6,7 @@ and the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is no
 
 import importlib.util
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -20,6 +21,12 @@ os.environ.setdefault("LOCALRL_CONFIG_DIR", tempfile.mkdtemp(prefix="localrl-tes
 # RLlib's example-script driver runs its trials in this process, not through Ray Tune (which
 # starts Ray): the example-script tests stay fast. Tune's own tests set "tune" where they need it.
 os.environ.setdefault("LOCALRL_EXAMPLE_TRIALS", "in-process")
+# The tests press Ctrl-C in the processes they start (SIGINT), as a terminal does. A suite
+# started as a background job of a non-interactive shell inherits SIGINT ignored, and an ignored
+# signal stays ignored in every child (Python then installs no KeyboardInterrupt handler): a
+# handler here is reset to the default in each child that execs, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 RLLIB_TESTS = Path(__file__).resolve().parent / "rllib"
 #: Files of tests/rllib/ whose tests start Ray (`ray.init()`): marked `ray` and `slow`.
