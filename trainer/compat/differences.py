@@ -1046,6 +1046,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "PPO minibatches (num_epochs passes over the train batch)",
+        "each pass splits a fresh shuffle of the batch into minibatch_size rows; a remainder "
+        "of at least half a minibatch is a smaller minibatch of its own, a smaller one is left "
+        "out, so module_train_batch_size_mean is below minibatch_size where the batch is no "
+        "multiple of it (tests/test_learner_results.py::test_ppo_logs_the_mean_minibatch_"
+        "size_per_module)",
+        "RLlib's MiniBatchCyclicIterator wraps around the batch, so every minibatch holds "
+        "minibatch_size rows and a pass may repeat rows of the next one",
+        BEHAVIOUR,
+    ),
+    Difference(
         "PPO with use_lstm (minibatches of sequences)",
         "a minibatch is max(1, minibatch_size // max_seq_len) whole sequences, so it holds "
         "about minibatch_size steps as without the LSTM; vf_explained_var is over the real "
