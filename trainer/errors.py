@@ -243,28 +243,26 @@ class NotSupported(Exception):
         self._capability = value
 
 
-class UnsupportedValue(NotSupported, ValueError):
+class _CapabilityRefusal(NotSupported):
+    """A refusal made of a message and the capability, and pickled by both (an EnvRunner's
+    refusal reaches the main process with its type and capability)."""
+
+    def __init__(self, message: str, capability: str):
+        super().__init__(message)
+        self.capability = capability
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return (type(self), (str(self), self.capability))
+
+
+class UnsupportedValue(_CapabilityRefusal, ValueError):
     """A value that needs a capability this project does not have (a `ValueError`, as the same
     call raises for a wrong value)."""
 
-    def __init__(self, message: str, capability: str):
-        super().__init__(message)
-        self.capability = capability
 
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return (type(self), (str(self), self.capability))
-
-
-class UnsupportedCall(NotSupported, NotImplementedError):
+class UnsupportedCall(_CapabilityRefusal, NotImplementedError):
     """A call that needs a capability this project does not have (a `NotImplementedError`, as
     the same call raised before)."""
-
-    def __init__(self, message: str, capability: str):
-        super().__init__(message)
-        self.capability = capability
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return (type(self), (str(self), self.capability))
 
 
 # -- Config ------------------------------------------------------------------------------------
