@@ -99,6 +99,11 @@ def uses_tune_runner(source: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False  # Python reports it when the script runs
+    return _tree_uses_tune_runner(tree)
+
+
+def _tree_uses_tune_runner(tree: ast.Module) -> bool:
+    """`uses_tune_runner` of a parsed module."""
     bindings, star_from_runner = _ray_bindings(tree)
     if star_from_runner:
         return True
@@ -159,12 +164,12 @@ def script_uses_tune_runner(script: str) -> bool:
         seen.add(path)
         with open(path, encoding="utf-8", errors="replace") as file:
             source = file.read()
-        if uses_tune_runner(source):
-            return True
         try:
             tree = ast.parse(source)
         except SyntaxError:
-            continue
+            continue  # Python reports it when the module runs
+        if _tree_uses_tune_runner(tree):
+            return True
         for found in _local_module_files(tree, folder, module, is_package):
             relative = os.path.relpath(found, folder)[: -len(".py")].split(os.sep)
             found_is_package = relative[-1] == "__init__"
