@@ -7,11 +7,12 @@ print(algo.train()["env_runners"]["episode_return_mean"])
 
 import os as _os
 
-from trainer.algorithms import get_trainable_cls
+from typing import Any as _Any
+
+from trainer.algorithms import registry as _registry
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.dqn import DQN, DQNConfig
-from trainer.algorithms.ppo import PPO, PPOConfig
+from trainer.algorithms.registry import get_trainable_cls
 from trainer.compat import moved_modules as _moved_modules
 from trainer.core.exploration import EpsilonGreedy, Exploration, SoftQ, StochasticSampling
 from trainer.core.models import DefaultModelConfig
@@ -46,12 +47,10 @@ from trainer.runners.env_runner_group import EnvRunnerGroup
 __version__ = "0.1.0"
 
 __all__ = [
-    "DQN",
-    "DQNConfig",
+    *_registry.EXPORTED_NAMES,  # each registered algorithm and its config (`__getattr__`)
     "DefaultModelConfig",
     "EpsilonGreedy",
     "Exploration",
-    "PPO",
     "Algorithm",
     "AlgorithmConfig",
     "ConfigError",
@@ -70,7 +69,6 @@ __all__ = [
     "MultiAgentEpisode",
     "NamedObjectError",
     "NotProvided",
-    "PPOConfig",
     "MultiRLModule",
     "MultiRLModuleSpec",
     "PolicySpec",
@@ -87,6 +85,17 @@ __all__ = [
     "register_env",
     "shutdown_named_objects",
 ]
+
+
+
+def __getattr__(name: str) -> _Any:
+    """`trainer.PPO`, `trainer.PPOConfig`, ...: a registered algorithm's classes, its package
+    imported on first use (importing `trainer` imports no algorithm)."""
+    exported = _registry.exported_class(name)
+    if exported is None:
+        raise AttributeError(f"module 'trainer' has no attribute {name!r}")
+    return exported
+
 
 _moved_modules.install()  # old import paths (trainer.env_runner, ...) keep working
 _register_project_envs()  # gym.make("localrl/TinyCatch-v0") wherever trainer is imported

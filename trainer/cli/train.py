@@ -57,6 +57,8 @@ from trainer.cli.options import (
     positive_float,
     positive_int,
 )
+from trainer.algorithms import registry
+from trainer.algorithms.registry import ALGORITHM_NAMES, DEFAULT_ALGORITHM
 from trainer.cli.presets import PRESET_NONE, PRESET_RLLIB, Preset, find_preset, no_preset_line
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder, plain
@@ -68,7 +70,8 @@ from trainer.util.log import log_formatter, set_library_log_level
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
 
-ALGORITHMS = {"PPO": "trainer.algorithms.ppo:PPOConfig", "DQN": "trainer.algorithms.dqn:DQNConfig"}
+#: `--algo`'s choices: the registered algorithms (`trainer.algorithms.registry`).
+ALGORITHMS = ALGORITHM_NAMES
 RESULTS_ROOT = "localrl_results"
 DEFAULT_ENV = "CartPole-v1"
 #: Without any stop criterion: the env's reward threshold, with this many iterations at most.
@@ -259,9 +262,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 # -- the config ------------------------------------------------------------------------------
 def config_class(algo: str) -> type:
-    module_name, class_name = ALGORITHMS[algo].split(":")
-    module = __import__(module_name, fromlist=[class_name])
-    return getattr(module, class_name)
+    """The registered algorithm `algo`'s config class."""
+    return registry.entry(algo).config_cls
 
 
 @dataclasses.dataclass
@@ -303,7 +305,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     if args.backend == "ray":
         require("ray", RAY, "--backend ray")
     content = read_config_file(args.config) if args.config else {}
-    algo = args.algo or str(content.get("algo", "PPO")).upper()
+    algo = args.algo or str(content.get("algo", DEFAULT_ALGORITHM)).upper()
     if algo not in ALGORITHMS:
         raise ConfigFileError(
             f"argument --config: {args.config}: algo={content['algo']!r}; "
@@ -600,7 +602,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
             "params.json); start a new run to change them"
         )
     try:
-        directory = run_directory(args, args.algo or "PPO", args.env or DEFAULT_ENV)
+        directory = run_directory(args, args.algo or DEFAULT_ALGORITHM, args.env or DEFAULT_ENV)
     except ValueError as error:
         parser.error(str(error))
     latest = CheckpointManager(directory).latest()

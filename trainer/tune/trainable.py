@@ -17,8 +17,8 @@ from ray.tune import PlacementGroupFactory, Trainable
 from ray.tune.registry import ENV_CREATOR, TRAINABLE_CLASS
 from ray.tune.registry import _global_registry as _tune_registry
 
-from trainer.algorithms import ALGORITHM_NAMES
-from trainer.algorithms import get_trainable_cls as _known_algorithm
+from trainer.algorithms.registry import ALGORITHM_NAMES
+from trainer.algorithms.registry import get_trainable_cls as _known_algorithm
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.compat.old_api import CLUSTER_ONLY_KEYS
@@ -257,8 +257,9 @@ def as_trainable(algorithm: Any) -> Any:
 
 
 def register_known_algorithms() -> None:
-    """Registers PPO and DQN under their names in Tune's registry (so that `Tuner("PPO")`
-    finds them, not RLlib's), unless registered already."""
+    """Registers the registered algorithms (`trainer.algorithms.registry`) under their names in
+    Tune's registry (so that `Tuner("PPO")` finds this project's, not RLlib's), unless
+    registered already."""
     for name in KNOWN_ALGORITHMS:
         if not _tune_registry.contains(TRAINABLE_CLASS, name):
             _tune_registry.register(TRAINABLE_CLASS, name, as_trainable(name))
