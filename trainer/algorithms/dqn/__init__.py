@@ -5,6 +5,7 @@ buffers' config and train batches (the buffers are `trainer.replay_buffers`).
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.dqn.dqn import DQN, DQNConfig
+from trainer.algorithms.dqn.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
@@ -12,6 +13,7 @@ ALGORITHM = AlgorithmEntry(
     name="DQN",
     algorithm_cls=DQN,
     config_cls=DQNConfig,
+    presets=PRESETS,
     rllib_modules={
         "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
         "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),

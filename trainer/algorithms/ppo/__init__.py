@@ -6,6 +6,7 @@ and `DiagGaussian.loss_grads`, combined in `PPOLearner.update`).
 
 from trainer.algorithms.ppo.catalog import PPOCatalog
 from trainer.algorithms.ppo.ppo import PPO, PPOConfig
+from trainer.algorithms.ppo.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
@@ -13,6 +14,7 @@ ALGORITHM = AlgorithmEntry(
     name="PPO",
     algorithm_cls=PPO,
     config_cls=PPOConfig,
+    presets=PRESETS,
     rllib_modules={
         "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
         "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),
