@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
 from trainer.core.blas import AdaptiveBlasThreads
+from trainer.core.learner import Learner, LearningRate, UpdateResults, adam_settings
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows

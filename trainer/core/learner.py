@@ -10,15 +10,12 @@ through this interface: `update(...)` in its training step, the state methods fo
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from trainer.core.nn import Adam
 from trainer.core.schedules import Schedule
-
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 #: What `Learner.update` returns: statistic name -> value. Each is a float, except per-row
 #: arrays that the algorithm takes out before logging them (DQN's TD errors under
@@ -34,8 +31,19 @@ ENTROPY_KEY = "entropy"
 LR_KEY = "learning_rate"
 
 
+class LearnerConfig(Protocol):
+    """What the learner machinery reads of an algorithm's config (an `AlgorithmConfig`; the
+    learners sit below the algorithms and name none of their classes)."""
+
+    lr: float | list
+    optimizer: dict
+    grad_clip: float | None
+    grad_clip_by: str
+    seed: int | None
+
+
 class Learner(ABC):
-    config: AlgorithmConfig
+    config: LearnerConfig
     module: Any
     #: The numpy learners' Adam; a torch optimizer for the torch learners.
     optimizer: Any
@@ -59,6 +67,15 @@ class Learner(ABC):
     @abstractmethod
     def set_state(self, state: dict) -> None:
         """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""
+
+
+def adam_settings(optimizer: dict) -> dict:
+    """`training(optimizer=...)` as `Adam`'s keyword arguments (numpy's and torch's)."""
+    beta1, beta2 = optimizer.get(
+        "betas", (optimizer.get("beta1", 0.9), optimizer.get("beta2", 0.999))
+    )
+    eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
+    return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
 class LearningRate:
