@@ -1,10 +1,17 @@
-"""The `Learner` interface: what an algorithm's learner is to the rest of the trainer.
+"""The `Learner` interface: what an algorithm's learner is to the rest of the trainer, and its
+numpy backend (`NumpyLearner`; the torch backend is `trainer.torch_rl.learner.TorchLearner`).
 
-One learner per algorithm, in the driver process (several learners are out of scope here). It
-owns `module` (the network whose weights every EnvRunner samples with: `module.get_weights()`),
-`optimizer` (Adam over `module.flat_params`), and the update rule. `Algorithm` reaches it only
-through this interface: `update(...)` in its training step, the state methods for checkpoints,
-`module` for weights and actions.
+One learner per module, in the driver process (a multi-agent run holds one per module in a
+`trainer.algorithms.multi_agent_learner.MultiAgentLearner`; several learner processes are out of
+scope here). It owns `module` (the network whose weights every EnvRunner samples with:
+`get_weights()`), `optimizer`, and the update rule. `Algorithm` reaches it only through this
+interface: `update(...)` in its training step, the state methods for checkpoints (weights and
+optimizer moments), `get_weights()` / `set_weights()` for the EnvRunners.
+
+An algorithm writes its loss once per backend: for numpy a `NumpyLearner` subclass computes
+the loss and the module's gradient and calls `apply_gradients`; for torch a `TorchLearner`
+subclass implements `compute_loss_for_module`. Optimizer, learning-rate schedule, gradient
+clipping, the finite check and the state of module and optimizer are the backends'.
 """
 
 from __future__ import annotations
@@ -14,8 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainer.core.nn import Adam
+from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.schedules import Schedule
+from trainer.util.state_checks import require_map
 
 #: What `Learner.update` returns: statistic name -> value. Each is a float, except per-row
 #: arrays that the algorithm takes out before logging them (DQN's TD errors under
@@ -47,6 +55,14 @@ class Learner(ABC):
     module: Any
     #: The numpy learners' Adam; a torch optimizer for the torch learners.
     optimizer: Any
+
+    def get_weights(self) -> Any:
+        """The weights the EnvRunners sample with (the module's, as numpy arrays)."""
+        return self.module.get_weights()
+
+    def set_weights(self, weights: Any) -> None:
+        """Sets the module's weights (`get_weights()`'s form)."""
+        self.module.set_weights(weights)
 
     @abstractmethod
     def update(self, data: Any, /, *, num_env_steps_sampled_lifetime: int) -> UpdateResults:
@@ -103,3 +119,75 @@ class LearningRate:
     @property
     def initial(self) -> float:
         return self.schedule.value(0)
+
+
+class NumpyLearner(Learner):
+    """The numpy backend of `Learner`: one `FlatParameterModule`, Adam over its flat parameters
+    at the config's `lr` (or schedule) with `training(optimizer=...)`'s settings, gradient
+    clipping by `grad_clip` / `grad_clip_by`, the finite check before each step, and the state:
+    the module's weights, the optimizer's moments and what the algorithm adds
+    (`get_extra_state`, `check_extra_state`, `set_extra_state`).
+
+    A subclass computes its loss and the module's gradient (into `module.gradient_buffer()`)
+    and calls `apply_gradients(loss)`."""
+
+    #: The algorithm's name in a `NonFiniteUpdateError`.
+    loss_name = "the loss"
+    #: The keys `get_extra_state()` adds to the state.
+    extra_state_keys: tuple[str, ...] = ()
+
+    def __init__(self, config: LearnerConfig, module: Any) -> None:
+        self.config = config
+        self.module = module
+        self.learning_rate = LearningRate(config.lr)
+        self.optimizer = Adam(
+            module.flat_params, lr=self.learning_rate.initial, **adam_settings(config.optimizer)
+        )
+        self._parameter_sizes = [p.size for p in module.parameters()]
+
+    def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None:
+        """Sets the optimizer's rate for the update about to run (`LearningRate.apply`)."""
+        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
+
+    def apply_gradients(self, loss: float) -> float:
+        """Clips the module's gradient buffer (`grad_clip_by`), raises `NonFiniteUpdateError`
+        before the weights change if `loss` or the gradient is not finite, then takes one Adam
+        step; returns the gradient's global norm before clipping."""
+        gradient = self.module.gradient_buffer()[0]  # the flat buffer backward wrote into
+        norm = clip_gradients(
+            gradient, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes
+        )
+        check_finite_update(loss, norm, self.loss_name)
+        self.optimizer.step(gradient)
+        return norm
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {
+            "module": self.module.get_weights(),
+            "optimizer": self.optimizer.get_state(),
+            **self.get_extra_state(),
+        }
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
+        require_map(state, where, ("module", "optimizer", *self.extra_state_keys))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        self.check_extra_state(state, where)
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        self.module.set_weights(state["module"])
+        self.optimizer.set_state(state["optimizer"])
+        self.set_extra_state(state)
+
+    def get_extra_state(self) -> dict:
+        """The algorithm's own state (counters, coefficients, random streams): none here."""
+        return {}
+
+    def check_extra_state(self, state: dict, where: str) -> None:
+        """Raises `StateError` unless the algorithm's own keys of `state` fit."""
+
+    def set_extra_state(self, state: dict) -> None:
+        """Takes the algorithm's own keys of `state` back (after `check_state`)."""
