@@ -15,7 +15,7 @@ import unittest
 
 from trainer import named_objects as ray  # was: import ray
 from trainer.algorithms.ppo import PPOConfig  # was: from ray.rllib.algorithms.ppo import ...
-from trainer.core.models import (  # was: ...ppo.torch.ppo_torch_rl_module import PPOTorchRLModule
+from trainer.algorithms.ppo.module import (  # was: ...ppo.torch.ppo_torch_rl_module import PPOTorchRLModule
     PolicyModule as PPOTorchRLModule,
 )
 from trainer.core.models import DEFAULT_MODULE_ID  # was: from ray.rllib.core import ...
