@@ -51,7 +51,13 @@ class LearnerConfig(Protocol):
 
 
 class Learner(ABC):
+    """See the module docstring. The state (`get_state`) is the backend's (the module's weights
+    and the optimizers' moments) plus the algorithm's own keys (`extra_state_keys`), which a
+    learner adds through `get_extra_state`, `check_extra_state` and `set_extra_state`."""
+
     config: LearnerConfig
+    #: The keys `get_extra_state()` adds to the state.
+    extra_state_keys: tuple[str, ...] = ()
     module: Any
     #: The numpy learners' Adam; a torch optimizer for the torch learners.
     optimizer: Any
@@ -71,6 +77,16 @@ class Learner(ABC):
         returns the update's statistics (losses, gradient norm, current lr, ...). Raises
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
+
+    def get_extra_state(self) -> dict:
+        """The algorithm's own state (counters, coefficients, random streams): none here."""
+        return {}
+
+    def check_extra_state(self, state: dict, where: str) -> None:  # noqa: B027 - none here
+        """Raises `StateError` unless the algorithm's own keys of `state` fit."""
+
+    def set_extra_state(self, state: dict) -> None:  # noqa: B027 - none here
+        """Takes the algorithm's own keys of `state` back (after `check_state`)."""
 
     @abstractmethod
     def get_state(self) -> dict:
@@ -133,8 +149,6 @@ class NumpyLearner(Learner):
 
     #: The algorithm's name in a `NonFiniteUpdateError`.
     loss_name = "the loss"
-    #: The keys `get_extra_state()` adds to the state.
-    extra_state_keys: tuple[str, ...] = ()
 
     def __init__(self, config: LearnerConfig, module: Any) -> None:
         self.config = config
@@ -181,13 +195,3 @@ class NumpyLearner(Learner):
         self.module.set_weights(state["module"])
         self.optimizer.set_state(state["optimizer"])
         self.set_extra_state(state)
-
-    def get_extra_state(self) -> dict:
-        """The algorithm's own state (counters, coefficients, random streams): none here."""
-        return {}
-
-    def check_extra_state(self, state: dict, where: str) -> None:
-        """Raises `StateError` unless the algorithm's own keys of `state` fit."""
-
-    def set_extra_state(self, state: dict) -> None:
-        """Takes the algorithm's own keys of `state` back (after `check_state`)."""

@@ -554,11 +554,11 @@ class TorchLearner(Learner):
         optimizers = {
             name: self._optimizer_state(entry) for name, entry in self._optimizers.items()
         }
-        return {"module": module_state, "optimizer": optimizers}
+        return {"module": module_state, "optimizer": optimizers, **self.get_extra_state()}
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner; changes nothing."""
-        require_map(state, where, ("module", "optimizer"))
+        require_map(state, where, ("module", "optimizer", *self.extra_state_keys))
         self._check_module_state(state["module"], f"{where}['module']")
         optimizers = require_map(state["optimizer"], f"{where}['optimizer']", self._optimizers)
         unknown = sorted(set(optimizers) - set(self._optimizers))
@@ -570,12 +570,14 @@ class TorchLearner(Learner):
             )
         for name, entry in self._optimizers.items():
             self._check_optimizer_state(entry, optimizers[name], f"{where}['optimizer'][{name!r}]")
+        self.check_extra_state(state, where)
 
     def set_state(self, state: dict) -> None:
         self.check_state(state)
         self.rl_module.set_state(state["module"])
         for name, entry in self._optimizers.items():
             self._set_optimizer_state(entry, state["optimizer"][name])
+        self.set_extra_state(state)
 
     def _optimizer_state(self, entry: RegisteredOptimizer) -> dict:
         param_state: dict[str, dict[str, Any]] = {}

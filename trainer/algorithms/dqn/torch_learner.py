@@ -46,7 +46,7 @@ from trainer.metrics import (
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.torch_rl.runner_view import TorchModuleView
 from trainer.torch_rl.target_networks import update_target_network
-from trainer.util.state_checks import require_int, require_map
+from trainer.util.state_checks import require_int
 
 if TYPE_CHECKING:
     from trainer.algorithms.dqn.dqn import DQNConfig
@@ -219,22 +219,17 @@ class DQNTorchLearner(TorchLearner):
             )
         self.last_target_update_step = int(num_env_steps_sampled_lifetime)
 
-    # -- state -------------------------------------------------------------------------------
-    def get_state(self) -> dict:
-        """The TorchLearner's state (the module's, target networks included, and the
-        optimizer's) and the env step of the last target update."""
-        state = super().get_state()
-        state["last_target_update_step"] = self.last_target_update_step
-        return state
+    # -- state: the TorchLearner's (the module's, target networks included, and the
+    # optimizer's) and the env step of the last target update -------------------------------
+    extra_state_keys = ("last_target_update_step",)
 
-    def check_state(self, state: dict, where: str = "learner") -> None:
-        require_map(state, where, ("module", "optimizer", "last_target_update_step"))
-        super().check_state(state, where)
+    def get_extra_state(self) -> dict:
+        return {"last_target_update_step": self.last_target_update_step}
+
+    def check_extra_state(self, state: dict, where: str) -> None:
         require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
 
-    def set_state(self, state: dict) -> None:
-        self.check_state(state)
-        super().set_state(state)
+    def set_extra_state(self, state: dict) -> None:
         self.last_target_update_step = int(state["last_target_update_step"])
 
 

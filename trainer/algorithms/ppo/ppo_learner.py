@@ -161,10 +161,29 @@ def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
     return kl_coeff
 
 
-class PPOLearner(NumpyLearner):
+class PPOLearnerState:
+    """What PPO's learners (numpy and torch) keep besides weights and optimizer: the adaptive
+    KL coefficient and the minibatch shuffler's random stream (`Learner`'s extra state)."""
+
+    extra_state_keys = ("kl_coeff", "rng")
+    kl_coeff: float
+    rng: np.random.Generator
+
+    def get_extra_state(self) -> dict:
+        return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
+
+    def check_extra_state(self, state: dict, where: str) -> None:
+        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
+        require_generator_state(state["rng"], f"{where}['rng']")
+
+    def set_extra_state(self, state: dict) -> None:
+        self.kl_coeff = float(state["kl_coeff"])
+        set_generator_state(self.rng, state["rng"])
+
+
+class PPOLearner(PPOLearnerState, NumpyLearner):
     config: PPOConfig
     loss_name = "PPO"
-    extra_state_keys = ("kl_coeff", "rng")
 
     def __init__(self, config: PPOConfig, spaces: SpaceInfo | None, module: Any = None):
         """`module`: the module to train (a multi-agent run's, built from its spec); None
@@ -312,15 +331,3 @@ class PPOLearner(NumpyLearner):
         if minibatch_sizes:
             results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)
         return results
-
-    # -- state (checkpoints) -----------------------------------------------------------------
-    def get_extra_state(self) -> dict:
-        return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
-
-    def check_extra_state(self, state: dict, where: str) -> None:
-        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
-        require_generator_state(state["rng"], f"{where}['rng']")
-
-    def set_extra_state(self, state: dict) -> None:
-        self.kl_coeff = float(state["kl_coeff"])
-        set_generator_state(self.rng, state["rng"])

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from trainer.algorithms.ppo.ppo_learner import (
+    PPOLearnerState,
     adapted_kl_coeff,
     build_train_batch,
     mean_size,
@@ -55,8 +56,6 @@ from trainer.torch_rl.sequences import (
     split_and_zero_pad,
 )
 from trainer.util import seeding
-from trainer.util.rng import generator_state, set_generator_state
-from trainer.util.state_checks import require_generator_state, require_map, require_number
 
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.ppo import PPOConfig
@@ -84,7 +83,7 @@ def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torc
     return torch.clamp(1 - residual_var / (torch.var(targets, dim=0) + _SMALL_NUMBER), min=-1.0)
 
 
-class PPOTorchLearner(TorchLearner):
+class PPOTorchLearner(PPOLearnerState, TorchLearner):
     """PPO's learner for torch modules (see the module docstring)."""
 
     config: PPOConfig
@@ -414,26 +413,6 @@ class PPOTorchLearner(TorchLearner):
         if minibatch_sizes:
             results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)
         return results
-
-    # -- state (checkpoints) -----------------------------------------------------------------
-    def get_state(self) -> dict:
-        """The TorchLearner's state, the KL coefficient and the minibatch shuffler's rng."""
-        state = super().get_state()
-        state["kl_coeff"] = self.kl_coeff
-        state["rng"] = generator_state(self.rng)
-        return state
-
-    def check_state(self, state: dict, where: str = "learner") -> None:
-        require_map(state, where, ("module", "optimizer", "kl_coeff", "rng"))
-        super().check_state(state, where)
-        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
-        require_generator_state(state["rng"], f"{where}['rng']")
-
-    def set_state(self, state: dict) -> None:
-        self.check_state(state)
-        super().set_state(state)
-        self.kl_coeff = float(state["kl_coeff"])
-        set_generator_state(self.rng, state["rng"])
 
 
 def _train_rows(lengths: list[int]) -> np.ndarray:
