@@ -19,8 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from trainer.algorithms.multi_agent_setup import is_torch_module_class
 from trainer.core.learner import Learner, UpdateResults
 from trainer.env.episode import SingleAgentEpisode
+from trainer.errors import ConfigError
+from trainer.runners.multi_agent_env_runner import module_seed
 from trainer.util.state_checks import StateError, require_map
 
 
@@ -85,15 +88,11 @@ class ModuleBuilder:
     def can_build(spec: Any) -> bool:
         """Whether a learner can train the module of `spec`: a default numpy module or a
         `TorchRLModule` (a user's numpy RLModule has no weights a learner updates)."""
-        from trainer.algorithms.multi_agent_setup import is_torch_module_class
-
         return hasattr(spec.module_class, "from_rl_module_spec") or is_torch_module_class(
             spec.module_class
         )
 
     def __call__(self) -> Any:
-        from trainer.algorithms.multi_agent_setup import is_torch_module_class
-
         if is_torch_module_class(self.spec.module_class):
             from trainer.torch_rl.runner_view import build_torch_module_from_spec
 
@@ -127,9 +126,6 @@ class MultiAgentLearner(Learner):
         as `config.get_multi_rl_module_spec()` gives it) with this learner's config (which
         already holds the module). Returns False for a module without weights (a user's
         RLModule), which gets no learner."""
-        from trainer.errors import ConfigError
-        from trainer.runners.multi_agent_env_runner import module_seed
-
         if module_id in self.learners:
             raise ValueError(f"add_module({module_id!r}): the learners hold that module already")
         if not ModuleBuilder.can_build(spec):
@@ -193,9 +189,6 @@ def build_multi_agent_learner(
     build)` makes one module's learner from its config (`get_config_for_module`) and `build()`
     (a `ModuleBuilder`), which builds the module from its spec, seeded by its id (DQN builds
     its target network with it too)."""
-    from trainer.errors import ConfigError
-    from trainer.runners.multi_agent_env_runner import module_seed
-
     spec = config.get_multi_rl_module_spec(spaces=spaces)
     _, is_trained = config.get_multi_agent_setup(spaces=spaces)
     learners: dict[Any, Learner] = {}

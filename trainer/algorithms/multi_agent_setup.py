@@ -19,16 +19,17 @@ import gymnasium as gym
 
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_utils import DEFAULT_POLICY_ID
-from trainer.core.models import check_model_config
+from trainer.core.catalog import check_catalog_class
+from trainer.core.models import INPUT_ENV_SPACES, FlatParameterModule, check_model_config
+from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
-from trainer.core.rl_module import validate_module_id
+from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
+from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError
 from trainer.util.checks import callable_taking
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.rl_module import RLModuleSpec
 
 
 class _DefaultPolicyMapping:
@@ -159,10 +160,6 @@ def check_multi_rl_module_spec(
     torch learners), no catalog but `PPOCatalog` on PPO's default module, and, for a default
     module, a model config the default modules take. `default_module_class`: what a spec
     without a module class builds (the algorithm's default numpy module)."""
-    from trainer.core.catalog import check_catalog_class
-    from trainer.core.models import FlatParameterModule
-    from trainer.core.rl_module import RLModule, RLModuleSpec
-
     specs = spec.rl_module_specs
     for module_id, module_spec in (
         specs.items() if isinstance(specs, dict) else [("(every module)", specs)]
@@ -234,9 +231,6 @@ class MultiAgentSetup:
         self, policy_id: str, index: int, name: str, env: Any, spaces: dict | None
     ) -> gym.Space:
         """The `name` space (index 0: observations, 1: actions) of `policy_id`."""
-        from trainer.core.models import INPUT_ENV_SPACES
-        from trainer.env.multi_agent_env import MultiAgentEnv
-
         if spaces is not None and policy_id in spaces:
             return spaces[policy_id][index]
         unwrapped = getattr(env, "unwrapped", env)
@@ -304,8 +298,6 @@ class MultiAgentSetup:
         """`spaces` and, for modules it lacks, the spaces a MultiRLModuleSpec's module spec
         gives (both of them): such a module needs no agent mapped to it to know its spaces
         (RLlib's heuristic opponents, picked at random per episode)."""
-        from trainer.core.multi_rl_module import MultiRLModuleSpec
-
         if not isinstance(current, MultiRLModuleSpec) or not isinstance(
             current.rl_module_specs, dict
         ):
@@ -329,9 +321,6 @@ class MultiAgentSetup:
     ) -> MultiRLModuleSpec:
         """The `MultiRLModuleSpec` of the policies (see
         `AlgorithmConfig.get_multi_rl_module_spec`)."""
-        from trainer.core.multi_rl_module import MultiRLModuleSpec
-        from trainer.core.rl_module import RLModuleSpec
-
         config = self.config
         current: RLModuleSpec | MultiRLModuleSpec | None = config.rl_module_spec
         if policies is None:

@@ -22,11 +22,17 @@ This module imports no torch (a spec names its catalog before any module is buil
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+import gymnasium as gym
 
 from trainer.capabilities import OLD_API_STACK, TORCH
 from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 
+#: The torch backend and its action distributions (`get_action_dist_cls("torch")`).
+_TORCH_BACKEND = "trainer.torch_rl"
+_TORCH_DISTRIBUTIONS = "trainer.torch_rl.distributions"
 #: What a module builds its networks with here, instead of a catalog's builders.
 _INSTEAD = (
     "the default modules (numpy and torch) build their networks from model_config "
@@ -114,17 +120,15 @@ class Catalog:
                 f"{type(self).__name__}.get_action_dist_cls(framework={framework!r}): only "
                 "'torch' has distribution classes here"
             )
-        import gymnasium as gym
-
-        from trainer.torch_rl import require_torch
-
-        require_torch(f"{type(self).__name__}.get_action_dist_cls('torch')")
-        from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
-
+        # The torch backend sits above this module: reached by its declared path.
+        importlib.import_module(_TORCH_BACKEND).require_torch(
+            f"{type(self).__name__}.get_action_dist_cls('torch')"
+        )
+        distributions = importlib.import_module(_TORCH_DISTRIBUTIONS)
         if isinstance(self.action_space, gym.spaces.Discrete):
-            return TorchCategorical
+            return distributions.TorchCategorical
         if isinstance(self.action_space, gym.spaces.Box):
-            return TorchDiagGaussian
+            return distributions.TorchDiagGaussian
         raise ValueError(
             f"{type(self).__name__}.get_action_dist_cls(): no distribution for the action "
             f"space {self.action_space} (Discrete and Box have one)"

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
+from trainer.core.distributions import NumpyCategorical, NumpyDiagGaussian
 from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
@@ -720,8 +721,6 @@ class FlatParameterModule(RLModuleAPI):
     def get_inference_action_dist_cls(self) -> type:
         """RLlib's question, answered with a numpy distribution: NumpyCategorical over the
         logits (or Q-values) of Discrete actions, NumpyDiagGaussian for Box actions."""
-        from trainer.core.distributions import NumpyCategorical, NumpyDiagGaussian
-
         return NumpyCategorical if self.spaces.action_discrete_n is not None else NumpyDiagGaussian
 
     def get_exploration_action_dist_cls(self) -> type:

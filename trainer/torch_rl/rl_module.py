@@ -23,6 +23,7 @@ from torch import nn
 
 from trainer.core.apis import InferenceOnlyAPI
 from trainer.core.rl_module import RLModule
+from trainer.util.state_checks import StateError, require_map
 
 
 def to_numpy(tree: Any) -> Any:
@@ -191,8 +192,6 @@ class TorchRLModule(nn.Module, RLModule):
         """Raises `StateError` (and changes nothing) unless `weights` (a module checkpoint's
         or a learner's state, `{state_dict key: array}`) holds at least the inference-only
         state's keys and nothing this module lacks, each array of its shape and kind, finite."""
-        from trainer.util.state_checks import StateError, require_map
-
         own = self.state_dict()
         require_map(weights, where, self._inference_state_keys(own))
         extra = sorted(set(weights) - set(own))
