@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,31 @@ def test_the_check_finds_a_mention(tmp_path):
             "'trainer.algorithms.ppo.torch_module'",
         ]
     ), found
+
+
+def test_importing_trainer_imports_no_algorithm_until_one_is_asked_for():
+    """The registry imports an algorithm's package on first use: `import trainer` imports none
+    (and no torch); `trainer.PPOConfig` imports PPO's package only."""
+    code = (
+        "import sys, trainer\n"
+        "def loaded():\n"
+        "    return sorted(p for p in trainer.algorithms.registry.ALGORITHM_PACKAGES.values()\n"
+        "                  if p in sys.modules)\n"
+        "print(loaded(), 'torch' in sys.modules)\n"
+        "trainer.PPOConfig\n"
+        "print(loaded(), 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=SOURCE_ROOT, check=True
+    )
+    before, after = done.stdout.splitlines()
+    assert before == "[] False"
+    assert after == f"[{registry.ALGORITHM_PACKAGES['PPO']!r}] False"
+
+
+def test_an_entry_names_its_registered_name_and_classes():
+    for name in registry.ALGORITHM_NAMES:
+        entry = registry.entry(name)
+        assert entry.name == name and entry.algorithm_cls.__name__ == name
+        assert entry.config_cls().algo_class is entry.algorithm_cls
+        assert registry.get_trainable_cls(name) is entry.algorithm_cls
