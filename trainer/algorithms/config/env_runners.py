@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.errors import ConfigError
-
-if TYPE_CHECKING:
-    from trainer.env.env_runner import EnvRunner
+from trainer.runners.env_runner import EnvRunner
+from trainer.runners.ray_runner import (
+    RAY_INSTALL_HINT,
+    RAY_STAND_IN_HINT,
+    ray_installed,
+    ray_is_stand_in,
+)
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -40,13 +44,6 @@ def _check_backend(v: Any) -> str | None:
     if v == "processes":
         return None
     if v == "ray":
-        from trainer.runners.ray_runner import (
-            RAY_INSTALL_HINT,
-            RAY_STAND_IN_HINT,
-            ray_installed,
-            ray_is_stand_in,
-        )
-
         if ray_is_stand_in():
             return f'"processes", or "ray" with the installed Ray: {RAY_STAND_IN_HINT}'
         return (
@@ -58,8 +55,6 @@ def _check_backend(v: Any) -> str | None:
 
 
 def _is_env_runner_class(v: Any) -> str | None:
-    from trainer.runners.env_runner import EnvRunner
-
     if v is None or (isinstance(v, type) and issubclass(v, EnvRunner)):
         return None
     return "None or a subclass of trainer.EnvRunner"

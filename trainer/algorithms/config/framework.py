@@ -106,14 +106,16 @@ class FrameworkSection(ConfigBase):
         return None
 
     def default_torch_module_class(self) -> type:
-        """The class of this algorithm's default torch module (RLlib's
-        DefaultPPOTorchRLModule for PPO)."""
-        from trainer.torch_rl import require_torch
-
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
-
-        return DefaultPPOTorchRLModule
+        """The class of this algorithm's default torch module (what an `RLModuleSpec` without a
+        module class builds with torch). An algorithm's config names its own, as RLlib's
+        `get_default_rl_module_spec` does; a config without one takes a torch module only
+        from its spec."""
+        raise ConfigError(
+            f"{type(self).__name__} has no default torch module: name the module class in "
+            "rl_module(rl_module_spec=RLModuleSpec(module_class=...)), or give the config "
+            "class a default_torch_module_class()",
+            TORCH,
+        )
 
     def _check_torch_config(self, name: str) -> None:
         """Raises ConfigError for a torch config that cannot run: torch not installed, or
@@ -174,7 +176,7 @@ class FrameworkSection(ConfigBase):
         spec = self.__dict__.get("rl_module_spec")
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
         # The config's model config and the algorithm's settings its module reads (RLlib's
-        # auto-includes: DQN's dueling, double_q), under the spec's own (a user's module reads
+        # auto-includes, `_model_config_auto_includes`), under the spec's own (a user's module reads
         # its own keys).
         given: Any = getattr(spec, "model_config", None) or {}
         spec_model: dict = (

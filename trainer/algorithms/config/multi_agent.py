@@ -229,7 +229,7 @@ class MultiAgentSection(ConfigBase):
         `policy_mapping_fn` does the same)."""
         return DEFAULT_POLICY_ID
 
-    #: Whether this algorithm trains multi-agent configs (PPO and DQN do).
+    #: Whether this algorithm trains multi-agent configs (an algorithm's config says so).
     _MULTI_AGENT_TRAINING = False
 
     def _refuse_multi_agent_training(self, name: str) -> None:

@@ -234,13 +234,14 @@ class RLModuleSection(ConfigBase):
 
     def default_module_class(self) -> type:
         """The class of this algorithm's default numpy module (what an `RLModuleSpec`
-        without a module class builds): PPO's policy-and-value module here."""
+        without a module class builds): the numpy policy-and-value module, unless an
+        algorithm's config names its own."""
         return PolicyModule
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         """Settings of the algorithm that its default module reads from its model config (as
-        RLlib adds them there): none here; DQN adds `dueling`."""
+        RLlib adds them there): none here; an algorithm's config adds its own."""
         return {}
 
     def get_config_for_module(self, module_id: str) -> Self:

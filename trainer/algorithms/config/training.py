@@ -8,6 +8,7 @@ from typing import Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
+from trainer.core.schedules import Schedule
 from trainer.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -31,8 +32,6 @@ from trainer.util.checks import (
 
 
 def _check_lr(v: Any) -> str | None:
-    from trainer.core.schedules import Schedule
-
     if isinstance(v, (list, tuple)):
         try:
             Schedule(v, setting="lr", low=0.0)
