@@ -7,14 +7,13 @@ from typing import Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.util.checks import is_bool
+from trainer.util.deprecation import warn_once
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-from trainer.util.checks import is_bool
-from trainer.util.deprecation import warn_once
 
 API_STACK_SETTINGS: dict[str, Setting] = settings_of(
     "api_stack",

@@ -210,10 +210,6 @@ class ConfigBase:
         @property
         def uses_torch(self) -> bool: ...
 
-        # A section reads the settings and calls the methods of others: the type checker
-        # finds them on the composed `AlgorithmConfig`, not on the section alone.
-        def __getattr__(self, name: str) -> Any: ...
-
         def __getitem__(self, key: str) -> Any: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -8,17 +8,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
+from trainer.callbacks.chain import callable_name
+from trainer.callbacks.signatures import check_callback_class, check_event_callable
 from trainer.errors import ConfigError
+from trainer.util.pickling import travel_dumps
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-from trainer.callbacks import ENV_RUNNER_EVENTS, EVENTS, RLlibCallback
-from trainer.callbacks.chain import callable_name
-from trainer.callbacks.signatures import check_callback_class, check_event_callable
-from trainer.util.pickling import travel_dumps
 
 
 class CallbacksSection(ConfigBase):

@@ -7,13 +7,12 @@ from typing import Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.util.checks import int_at_least, is_bool, optional
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-from trainer.util.checks import int_at_least, is_bool, optional
 
 
 def _check_seed(v: Any) -> str | None:

@@ -3,12 +3,18 @@ the env-to-module connector and the backend that runs them."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
+import gymnasium as gym
+
+from trainer.algorithms.config.base import ConfigBase, NotProvided, is_str
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.connectors import MeanStdFilter
+from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
+from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
 from trainer.errors import ConfigError
 from trainer.runners.env_runner import EnvRunner
 from trainer.runners.ray_runner import (
@@ -17,18 +23,6 @@ from trainer.runners.ray_runner import (
     ray_installed,
     ray_is_stand_in,
 )
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
-import os
-
-from trainer.algorithms.config.base import is_str
-from trainer.connectors import MeanStdFilter
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
-from trainer.env.vectorize import check_vectorize_mode as _vectorize_mode_problem
 from trainer.util.checks import (
     auto_or_int_at_least,
     int_at_least,
@@ -38,6 +32,11 @@ from trainer.util.checks import (
     seconds_above,
     signature_refusing,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 
 def _check_backend(v: Any) -> str | None:
@@ -158,6 +157,15 @@ ENV_RUNNERS_SETTINGS: dict[str, Setting] = settings_of(
 
 class EnvRunnersSection(ConfigBase):
     """How samples are collected (`env_runners()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        observation_space: gym.Space | None
+        action_space: gym.Space | None
+        train_batch_size: int
+        evaluation_num_env_runners: int
+        in_evaluation: bool
+
+        def exploration(self, *args: Any, **kwargs: Any) -> Self: ...
 
     num_env_runners: int
     num_envs_per_env_runner: int

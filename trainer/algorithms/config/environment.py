@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
-
-from trainer.algorithms.config.base import ConfigBase, NotProvided
-from trainer.algorithms.settings import Setting, settings_of
-from trainer.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from trainer.algorithms.config.base import deep_updated, mergeable
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, deep_updated, mergeable
+from trainer.algorithms.settings import Setting, settings_of
 from trainer.env.envs import (
     check_env_spec,
     multi_agent_env_needs_policies,
@@ -26,7 +18,13 @@ from trainer.env.envs import (
     registered_env_creator,
 )
 from trainer.env.multi_agent_env import MultiAgentEnv
+from trainer.errors import ConfigError
 from trainer.util.checks import callable_taking, is_bool, is_dict
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 _REGISTERED_ENV_CREATOR = "_registered_env_creator"
 
@@ -83,6 +81,12 @@ ENVIRONMENT_SETTINGS: dict[str, Setting] = settings_of(
 
 class EnvironmentSection(ConfigBase):
     """The env and its spaces (`environment()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        env_runner_cls: type | None
+
+        @property
+        def is_multi_agent(self) -> Flag: ...
 
     env: str | type[gym.Env] | Callable[..., gym.Env] | None
     env_config: dict[str, Any]

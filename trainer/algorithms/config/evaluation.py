@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, settings_of
 from trainer.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
 from trainer.util.checks import (
     auto_or_int_at_least,
     callable_taking,
@@ -26,6 +20,11 @@ from trainer.util.checks import (
     optional,
     seconds_above,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 EVALUATION_SETTINGS: dict[str, Setting] = settings_of(
     "evaluation",
@@ -97,6 +96,14 @@ EVALUATION_SETTINGS: dict[str, Setting] = settings_of(
 
 class EvaluationSection(ConfigBase):
     """Evaluation rounds (`evaluation()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+
+        def copy(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def update_from_dict(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def freeze(self) -> Self: ...
 
     evaluation_interval: int | None
     evaluation_duration: int | Literal["auto"]

@@ -7,14 +7,13 @@ from typing import Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.core.exploration import check_exploration_config
 from trainer.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-from trainer.core.exploration import check_exploration_config
 
 
 def _check_exploration_config(v: Any) -> str | None:

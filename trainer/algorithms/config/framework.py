@@ -4,24 +4,22 @@ config runs on it."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
+from trainer.core.models import torch_only_request
+from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.errors import ConfigError
+from trainer.util.checks import one_of
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-import dataclasses
-
-from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
-from trainer.core.models import torch_only_request
-from trainer.core.multi_rl_module import MultiRLModuleSpec
-from trainer.util.checks import one_of
 
 
 def is_torch_module_class(module_class: Any) -> bool:
@@ -61,6 +59,15 @@ FRAMEWORK_SETTINGS: dict[str, Setting] = settings_of(
 
 class FrameworkSection(ConfigBase):
     """The networks' framework (`framework()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        model: dict[str, Any]
+
+        @property
+        def is_multi_agent(self) -> Flag: ...
+
+        @property
+        def _model_config_auto_includes(self) -> dict[str, Any]: ...
 
     framework_str: str
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 
@@ -15,6 +15,10 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 
 class LearnersSection(ConfigBase):
     """RLlib's learner settings (`learners()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+
+        def training(self, *args: Any, **kwargs: Any) -> Self: ...
 
     def learners(
         self,

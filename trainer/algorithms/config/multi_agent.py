@@ -4,24 +4,13 @@ trained, and the refusal of multi-agent configs an algorithm does not train."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
-
-from trainer.algorithms.config.base import ConfigBase, NotProvided
-from trainer.algorithms.settings import Setting, settings_of
-from trainer.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
 import warnings
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
-from trainer.algorithms.config.base import Flag
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.multi_agent_setup import (
     DEFAULT_POLICY_MAPPING,
     MultiAgentSetup,
@@ -30,13 +19,20 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies_to_train,
     check_policy_mapping_fn,
 )
+from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.vectorize import vectorize_mode as normalized_vectorize_mode
+from trainer.errors import ConfigError
 from trainer.util.checks import one_of
 from trainer.util.deprecation import warn_once
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -75,6 +71,14 @@ MULTI_AGENT_SETTINGS: dict[str, Setting] = settings_of(
 
 class MultiAgentSection(ConfigBase):
     """The policies and their mapping (`multi_agent()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        algo_class: type | None
+        observation_filter: str
+        env_task_fn: Callable[..., Any] | None
+        gym_env_vectorize_mode: str
+
+        def rl_module(self, *args: Any, **kwargs: Any) -> Self: ...
 
     policies: dict[str, PolicySpec]
     policy_mapping_fn: Callable[..., Any]

@@ -7,14 +7,13 @@ from typing import Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, settings_of
+from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
+from trainer.util.checks import int_at_least, optional, seconds_at_least
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-from trainer.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP, check_stats_cls_lookup
-from trainer.util.checks import int_at_least, optional, seconds_at_least
 
 
 def _check_stats_cls_lookup(v: Any) -> str | None:

@@ -3,29 +3,20 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
-from trainer.algorithms.settings import Setting, settings_of
-from trainer.errors import ConfigError
-from trainer.util.deprecation import warn_once
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
-import copy
-import dataclasses
-
 import gymnasium as gym
 
+from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.config.framework import is_torch_module_class
 from trainer.algorithms.multi_agent_setup import (
     check_multi_rl_module_spec,
     check_overrides_per_module,
 )
+from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import TORCH
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
 from trainer.core.catalog import check_catalog_class
@@ -37,6 +28,13 @@ from trainer.core.models import (
 )
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleSpec
+from trainer.errors import ConfigError
+from trainer.util.deprecation import warn_once
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 RL_MODULE_SETTINGS: dict[str, Setting] = settings_of(
     "rl_module",
@@ -57,6 +55,14 @@ class RLModuleSection(ConfigBase):
     if TYPE_CHECKING:
         model: dict[str, Any]  # a setting of training() (RLlib's older place)
         _spec_model: dict[str, Any]  # set by `AlgorithmConfig.__init__`
+
+        def copy(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def update_from_dict(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def training(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def _build_torch_module(self, *args: Any, **kwargs: Any) -> Any: ...
 
     algorithm_config_overrides_per_module: dict[str, dict[str, Any]]
 

@@ -3,11 +3,17 @@ one pass over the keys, `rllib_names`), dict-like access, copies and freezing.""
 
 from __future__ import annotations
 
+import copy
 import sys
+import warnings
+from collections.abc import Callable, ItemsView, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase
+from trainer.algorithms.config.framework import is_torch_module_class
 from trainer.algorithms.config.rllib_names import current_names
+from trainer.checkpoints.config_data import encode
+from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -18,17 +24,28 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
-import copy
-import warnings
-from collections.abc import ItemsView, KeysView, ValuesView
-
-from trainer.algorithms.config.framework import is_torch_module_class
-from trainer.checkpoints.config_data import encode
-from trainer.compat.rllib_settings import IgnoredSettingWarning
-
 
 class StateSection(ConfigBase):
     """The config as a dict, and back."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        callbacks_class: Any
+        callbacks_on: dict[str, list[Callable]]
+        in_evaluation: bool
+
+        def _has_multi_rl_module_spec(self) -> bool: ...
+
+        def environment(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def rl_module(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def multi_agent(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def api_stack(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def callbacks(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def _set_model(self, *args: Any, **kwargs: Any) -> None: ...
 
     # -- RLlib's dict-like and state accessors --------------------------------------------------
     def keys(self) -> KeysView[str]:

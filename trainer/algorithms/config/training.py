@@ -4,19 +4,13 @@ adds its own in `_ALGO_SETTINGS` and its `training()` override)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
+from trainer.core.models import MODEL_DEFAULTS
 from trainer.core.schedules import Schedule
 from trainer.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
-from trainer.core.models import MODEL_DEFAULTS
 from trainer.util.checks import (
     finite_number,
     int_at_least,
@@ -29,6 +23,11 @@ from trainer.util.checks import (
     one_of,
     optional,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 
 def _check_lr(v: Any) -> str | None:
@@ -176,6 +175,10 @@ TRAINING_SETTINGS: dict[str, Setting] = settings_of(
 
 class TrainingSection(ConfigBase):
     """Learning settings every algorithm has (`training()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+
+        def _set_model(self, *args: Any, **kwargs: Any) -> None: ...
 
     gamma: float
     lr: float | list[list[float]]
