@@ -9,6 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.dqn import DQNConfig
+from trainer.algorithms.ppo import PPOConfig
 from trainer.algorithms.settings import readme_tables
 from trainer.util.generated_page import write_or_check
 
@@ -31,9 +34,14 @@ are accepted without effect, or refused, are listed in [Config](config.md#rllibs
 """
 
 
+def settings_tables() -> str:
+    """Every builder method's table (AlgorithmConfig's defaults), then PPO's and DQN's own."""
+    return readme_tables(AlgorithmConfig, (PPOConfig, DQNConfig))
+
+
 def settings_page() -> str:
     """The page: an introduction, then every builder method's table and PPO's and DQN's own."""
-    return _INTRO + readme_tables() + "\n"
+    return _INTRO + settings_tables() + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
