@@ -123,10 +123,6 @@ class AlgorithmConfig(
         **EXPERIMENTAL_SETTINGS,
         **API_STACK_SETTINGS,
     }
-    #: The algorithm whose own RLlib settings without an effect here this class takes
-    #: (`trainer.compat.rllib_settings.ALGO_RLLIB_SETTINGS`).
-    _RLLIB_ALGO: str | None = None
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
         #: (setting, repr of the value) of each UnusualSettingWarning emitted: once per config

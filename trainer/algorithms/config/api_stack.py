@@ -15,6 +15,8 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+#: The settings of `api_stack()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 API_STACK_SETTINGS: dict[str, Setting] = settings_of(
     "api_stack",
     {

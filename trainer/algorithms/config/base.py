@@ -189,7 +189,11 @@ def _make_all_or_nothing(cls: type) -> None:
 
 class ConfigBase:
     """What the sections of `AlgorithmConfig` share: the settings table of the composed class,
-    RLlib's rules, and the checked setting of values."""
+    RLlib's rules, and the checked setting of values.
+
+    Each section declares its settings' types as class annotations (`AlgorithmConfig.__init__`
+    sets the values from the table; tests/test_types.py keeps the two equal). A value may also
+    be Tune's `{"grid_search": [...]}` until `build()` refuses it."""
 
     #: name -> Setting: the settings every algorithm has (`AlgorithmConfig` puts its sections'
     #: tables together here); subclasses add theirs in `_ALGO_SETTINGS`.

@@ -21,6 +21,8 @@ def _is_result_key(v: Any) -> str | None:
     return 'a result key, nested with "/" (for example "env_runners/episode_return_mean")'
 
 
+#: The settings of `checkpointing()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 CHECKPOINTING_SETTINGS: dict[str, Setting] = settings_of(
     "checkpointing",
     {

@@ -35,6 +35,8 @@ def _check_log_level(v: Any) -> str | None:
     return None if isinstance(v, str) and v.upper() in levels else f"one of {list(levels)}"
 
 
+#: The settings of `debugging()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 DEBUGGING_SETTINGS: dict[str, Setting] = settings_of(
     "debugging",
     {

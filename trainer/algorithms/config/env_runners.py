@@ -70,8 +70,12 @@ def _is_connector_factory(v: Any) -> str | None:
     return None if refused is None else f"{allowed}; this one's signature is {refused}"
 
 
+#: Less than the memory of its own an EnvRunner worker process takes (Python with numpy and
+#: gymnasium imported, before any env): `validate()` refuses counts no machine holds.
 WORKER_PROCESS_MIN_BYTES = 10 * 2**20
 
+#: The settings of `env_runners()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 ENV_RUNNERS_SETTINGS: dict[str, Setting] = settings_of(
     "env_runners",
     {

@@ -26,14 +26,16 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+#: The key under which a pickled config carries its `register_env` creator (`__getstate__`).
 _REGISTERED_ENV_CREATOR = "_registered_env_creator"
 
 
 def _is_space_or_none(v: Any) -> str | None:
-
     return None if v is None or isinstance(v, gym.Space) else "None or a gymnasium.spaces.Space"
 
 
+#: The settings of `environment()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 ENVIRONMENT_SETTINGS: dict[str, Setting] = settings_of(
     "environment",
     {

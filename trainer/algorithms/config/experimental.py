@@ -33,6 +33,8 @@ def _check_lr_scheduler_classes(v: Any) -> str | None:
     return None
 
 
+#: The settings of `experimental()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 EXPERIMENTAL_SETTINGS: dict[str, Setting] = settings_of(
     "experimental",
     {

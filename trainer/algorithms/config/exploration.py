@@ -26,6 +26,8 @@ def _check_exploration_config(v: Any) -> str | None:
     return None
 
 
+#: The settings of `exploration()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 EXPLORATION_SETTINGS: dict[str, Setting] = settings_of(
     "exploration",
     {

@@ -14,6 +14,8 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+#: The settings of `fault_tolerance()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 FAULT_TOLERANCE_SETTINGS: dict[str, Setting] = settings_of(
     "fault_tolerance",
     {

@@ -43,6 +43,8 @@ def _spec_names_torch_module(spec: Any) -> bool:
     return is_torch_module_class(getattr(spec, "module_class", None))
 
 
+#: The settings of `framework()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 FRAMEWORK_SETTINGS: dict[str, Setting] = settings_of(
     "framework",
     {

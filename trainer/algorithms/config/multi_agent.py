@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from trainer.core.rl_module import RLModuleSpec
 
 
+#: The settings of `multi_agent()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 MULTI_AGENT_SETTINGS: dict[str, Setting] = settings_of(
     "multi_agent",
     {

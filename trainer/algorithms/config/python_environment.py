@@ -27,6 +27,8 @@ def _is_str_dict(v: Any) -> str | None:
     return None
 
 
+#: The settings of `python_environment()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 PYTHON_ENVIRONMENT_SETTINGS: dict[str, Setting] = settings_of(
     "python_environment",
     {

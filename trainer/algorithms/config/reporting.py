@@ -26,6 +26,8 @@ def _check_stats_cls_lookup(v: Any) -> str | None:
     return None
 
 
+#: The settings of `reporting()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 REPORTING_SETTINGS: dict[str, Setting] = settings_of(
     "reporting",
     {

@@ -59,6 +59,7 @@ def _is_torch_learner_class(v: Any) -> str | None:
     )
 
 
+#: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
 OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
 
 
@@ -93,6 +94,8 @@ def adam_settings(optimizer: dict) -> dict:
     return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
 
 
+#: The settings of `training()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
 TRAINING_SETTINGS: dict[str, Setting] = settings_of(
     "training",
     {
