@@ -299,11 +299,12 @@ class RLModuleSection(ConfigBase):
         self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
     ) -> Any:
         """The RL module (networks) this algorithm's EnvRunners and learner use: the numpy
-        default module, or with torch (`uses_torch`) a view of the spec's or the default
-        torch module (`inference_only`: the EnvRunners' copy)."""
+        default module (`default_module_class()`, built from the spaces and the model config),
+        or with torch (`uses_torch`) a view of the spec's or the default torch module
+        (`inference_only`: the EnvRunners' copy)."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        return PolicyModule(spaces, self.model, seed=seed)
+        return self.default_module_class()(spaces, self.model, seed=seed)
 
     def _validate_rl_module(self, name: str) -> None:
         """The model config for the networks that run it, and the per-module overrides."""
