@@ -161,14 +161,13 @@ def test_the_docs_settings_page_is_the_settings_table():
     import subprocess
     import sys
 
-    from trainer.algorithms.settings import readme_tables
-    from trainer.cli.settings_page import SETTINGS_PAGE, settings_page
+    from trainer.cli.settings_page import SETTINGS_PAGE, settings_page, settings_tables
 
     page = SETTINGS_PAGE.read_text()
     assert page == settings_page(), (
         "docs/settings.md is stale: run python -m trainer.cli.settings_page"
     )
-    assert readme_tables() in page
+    assert settings_tables() in page
     printed = subprocess.run(
         [sys.executable, "-m", "trainer", "settings"],
         capture_output=True,
@@ -176,7 +175,7 @@ def test_the_docs_settings_page_is_the_settings_table():
         timeout=60,
         check=True,
     ).stdout
-    assert printed.rstrip("\n") == readme_tables()
+    assert printed.rstrip("\n") == settings_tables()
 
 
 def test_every_setting_is_a_documented_keyword_of_its_builder_method():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from trainer.algorithms.config.base import ConfigBase
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_utils import DEFAULT_POLICY_ID
 from trainer.core.catalog import check_catalog_class
@@ -66,7 +67,6 @@ DEFAULT_POLICY_MAPPING = _DefaultPolicyMapping()
 
 def check_policies(v: Any) -> str | None:
     """The settings-table check of `policies`."""
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
     allowed = (
         "a set, list or tuple of policy ids, or a dict {policy_id: PolicySpec or "
@@ -87,7 +87,7 @@ def check_policies(v: Any) -> str | None:
                 overrides = spec[3]
             else:
                 return f"{allowed}; the value of {policy_id!r} is {spec!r}"
-            if overrides is not None and not isinstance(overrides, (dict, AlgorithmConfig)):
+            if overrides is not None and not isinstance(overrides, (dict, ConfigBase)):
                 return (
                     f"{allowed}; the config of policy {policy_id!r} must be a dict of settings "
                     f"or an AlgorithmConfig, not a {type(overrides).__name__}"
@@ -213,7 +213,6 @@ class MultiAgentSetup:
         """`{policy_id: PolicySpec}` with every field filled in: spaces (see the module
         docstring) and the whole config of the policy (the config with the PolicySpec's
         `config` applied)."""
-        from trainer.algorithms.algorithm_config import AlgorithmConfig
 
         given = policies if policies is not None else self.config.policies
         complete = {pid: copy.deepcopy(spec) for pid, spec in as_policy_specs(given).items()}
@@ -223,7 +222,7 @@ class MultiAgentSetup:
             for index, name in enumerate(("observation_space", "action_space")):
                 if getattr(spec, name) is None:
                     setattr(spec, name, self.policy_space(pid, index, name, env, spaces))
-            if not isinstance(spec.config, AlgorithmConfig):
+            if not isinstance(spec.config, ConfigBase):
                 spec.config = self.config.copy().update_from_dict(dict(spec.config or {}))
         return complete
 

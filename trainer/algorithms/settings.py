@@ -5,7 +5,7 @@ method that sets it and a one-line doc. It is the single source of all four:
 - every builder method checks each value with the setting's check (`AlgorithmConfig._set`);
 - each builder method's docstring lists its settings with this class's defaults
   (`document_builders`, run for every config class);
-- the docs' settings page is `readme_tables()` with an introduction
+- the docs' settings page is `readme_tables(...)` of the config classes with an introduction
   (`python -m trainer settings` prints the tables; `python -m trainer.cli.settings_page`
   writes docs/settings.md, and a test keeps that page equal to the render).
 
@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
-
-from trainer.algorithms.registry import entries
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -194,20 +192,19 @@ def markdown(
     return "\n\n".join(blocks)
 
 
-def readme_tables() -> str:
-    """The tables of the docs' settings page: the shared settings (with AlgorithmConfig's
-    defaults), then each registered algorithm's own settings and changed defaults."""
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
+def readme_tables(base: type[AlgorithmConfig], algorithms: Sequence[type[AlgorithmConfig]]) -> str:
+    """The tables of the docs' settings page: the shared settings (with `base`'s defaults),
+    then each of `algorithms`' own settings and changed defaults. The caller names the
+    classes, so that this table format imports no config."""
     # RLlib's private-looking names are left out, but for experimental() (all of them are).
-    settings = AlgorithmConfig._settings()
+    settings = base._settings()
     parts = [
         markdown(
-            AlgorithmConfig,
+            base,
             only=lambda name: not name.startswith("_") or settings[name].method == "experimental",
         )
     ]
-    for cls in (entry.config_cls for entry in entries()):
+    for cls in algorithms:
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
         changed = ", ".join(
             f"`{name}={_shown(value)}`" for name, value in cls._DEFAULT_OVERRIDES.items()

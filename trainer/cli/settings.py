@@ -19,7 +19,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.algorithms.settings import readme_tables
+    from trainer.cli.settings_page import settings_tables
 
-    print(readme_tables())
+    print(settings_tables())
     return 0

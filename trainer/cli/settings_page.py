@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.registry import entries
 from trainer.algorithms.settings import readme_tables
 from trainer.util.generated_page import write_or_check
 
@@ -31,9 +33,15 @@ are accepted without effect, or refused, are listed in [Config](config.md#rllibs
 """
 
 
+def settings_tables() -> str:
+    """Every builder method's table (AlgorithmConfig's defaults), then each registered
+    algorithm's own."""
+    return readme_tables(AlgorithmConfig, [entry.config_cls for entry in entries()])
+
+
 def settings_page() -> str:
-    """The page: an introduction, then every builder method's table and PPO's and DQN's own."""
-    return _INTRO + readme_tables() + "\n"
+    """The page: an introduction, then every builder method's table and each algorithm's own."""
+    return _INTRO + settings_tables() + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

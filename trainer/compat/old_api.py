@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 
 #: Old config dict keys -> current setting names (for `AlgorithmConfig.from_dict`,
-#: `Algorithm(config={...})` and `PPO(config={...})`).
+#: `Algorithm(config={...})` and `PPO(config={...})`; builder calls take the ones of their
+#: own settings). `trainer.algorithms.config.rllib_names` applies these tables.
 OLD_CONFIG_KEYS = {
     "num_workers": "num_env_runners",
     "num_rollout_workers": "num_env_runners",
@@ -54,26 +55,6 @@ CLUSTER_ONLY_KEYS = (
     "num_cpus_for_driver",
     "create_env_on_driver",
 )
-
-
-def translate_config_dict(config_dict: dict[str, Any]) -> dict[str, Any]:
-    """`config_dict` with current setting names: old keys are renamed (one warning each),
-    cluster-only keys dropped (one warning each)."""
-    result = {}
-    for key, value in config_dict.items():
-        if key in OLD_CONFIG_KEYS:
-            warn_once(f'config key "{key}"', f'"{OLD_CONFIG_KEYS[key]}"')
-            key = OLD_CONFIG_KEYS[key]
-        elif key in DICT_SPELLINGS:
-            key = DICT_SPELLINGS[key]
-        elif key in CLUSTER_ONLY_KEYS:
-            warn_once(
-                f'config key "{key}" (Ray cluster resources)',
-                "nothing: every EnvRunner is one process on this machine; the key is ignored",
-            )
-            continue
-        result[key] = value
-    return result
 
 
 #: Old result keys -> where the value is now (a path into the result dict).

@@ -18,6 +18,7 @@ from trainer.algorithms.multi_agent_learner import (
 )
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
@@ -160,6 +161,19 @@ class PPOConfig(AlgorithmConfig):
                 "use_kl_loss": use_kl_loss,
             },
         )
+
+    def default_module_class(self) -> type:
+        """PPO's default numpy module: the policy-and-value module."""
+        return PolicyModule
+
+    def default_torch_module_class(self) -> type:
+        """PPO's default torch module: RLlib's DefaultPPOTorchRLModule."""
+        from trainer.torch_rl import require_torch
+
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+
+        return DefaultPPOTorchRLModule
 
     def validate(self) -> None:
         super().validate()

@@ -1,0 +1,207 @@
+"""The `framework()` section: numpy or torch networks and learners, and what makes a config
+run on torch (`torch_reason`). torch stays an optional dependency: it is imported only where a
+config runs on it."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import TYPE_CHECKING, Any
+
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
+from trainer.algorithms.settings import Setting, settings_of
+from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
+from trainer.core.models import torch_only_request
+from trainer.core.multi_rl_module import MultiRLModuleSpec
+from trainer.errors import ConfigError
+from trainer.util.checks import one_of
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+
+def is_torch_module_class(module_class: Any) -> bool:
+    """Whether `module_class` is a `TorchRLModule` subclass (checked without importing torch:
+    a class that subclasses it was made with torch imported)."""
+    if not isinstance(module_class, type) or "trainer.torch_rl.rl_module" not in sys.modules:
+        return False
+    from trainer.torch_rl.rl_module import TorchRLModule
+
+    return issubclass(module_class, TorchRLModule)
+
+
+def _spec_names_torch_module(spec: Any) -> bool:
+    """Whether `spec` (an RLModuleSpec or a MultiRLModuleSpec, or None) names a
+    `TorchRLModule` subclass (a MultiRLModuleSpec: in any of its module specs)."""
+    specs = getattr(spec, "rl_module_specs", None)
+    if isinstance(specs, dict):
+        return any(is_torch_module_class(sub.module_class) for sub in specs.values())
+    if specs is not None:  # one RLModuleSpec for every module
+        return is_torch_module_class(specs.module_class)
+    return is_torch_module_class(getattr(spec, "module_class", None))
+
+
+#: The settings of `framework()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
+FRAMEWORK_SETTINGS: dict[str, Setting] = settings_of(
+    "framework",
+    {
+        "framework_str": (
+            "numpy",
+            one_of("numpy", "torch", "tf2", "tf"),
+            "numpy (the default numpy modules and learners) or torch (torch "
+            "RLModules and learners, the torch extra); tf2 and tf are accepted "
+            "with a warning at build and run on numpy",
+        ),
+    },
+)
+
+
+class FrameworkSection(ConfigBase):
+    """The networks' framework (`framework()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+        model: dict[str, Any]
+
+        @property
+        def is_multi_agent(self) -> Flag: ...
+
+        @property
+        def _model_config_auto_includes(self) -> dict[str, Any]: ...
+
+    framework_str: str
+
+    def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
+        """The networks' framework: "numpy" (the default numpy modules and learners) or
+        "torch" (RLlib's default torch modules and torch learners; the torch extra). "tf2"
+        and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
+        warns once). TF and torch options are accepted with a warning at build when set."""
+        self._reject_unknown("framework", unknown, ["framework"])
+        return self._set(
+            "framework", {"framework_str": framework}, spelled={"framework_str": "framework"}
+        )
+
+    # -- torch ---------------------------------------------------------------------------------
+    @property
+    def uses_torch(self) -> bool:
+        """Whether the networks and learners are torch's (`torch_reason` says why)."""
+        return self.torch_reason is not None
+
+    @property
+    def torch_reason(self) -> str | None:
+        """What makes this config run on torch, in the user's words, or None (numpy):
+        `framework("torch")`, a `TorchRLModule` subclass in `rl_module(rl_module_spec=...)` (a
+        MultiRLModuleSpec: in any of its specs), a torch `learner_class`, torch lr schedulers
+        (`experimental(_torch_lr_scheduler_classes=...)`), or, when no framework was chosen,
+        a model only torch builds (`use_lstm=True`, `conv_*` keys): RLlib's default framework
+        is torch, and an RLlib script asking for an LSTM gets one."""
+        name = type(self).__name__
+        if self.framework_str == "torch":
+            return f"{name}.framework('torch')"
+        if _spec_names_torch_module(self.__dict__.get("rl_module_spec")):
+            return f"{name}.rl_module(rl_module_spec=...) naming a TorchRLModule subclass"
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is not None:
+            learner_name = getattr(learner_class, "__name__", learner_class)
+            return f"{name}.training(learner_class={learner_name})"
+        if self.__dict__.get("_torch_lr_scheduler_classes"):
+            return f"{name}.experimental(_torch_lr_scheduler_classes=...)"
+        if not self.is_given("framework_str"):
+            request = torch_only_request(self.__dict__.get("model", {}))
+            if request is not None:
+                return f"{name} model config {request} (a model only the torch modules build)"
+        return None
+
+    def default_torch_module_class(self) -> type:
+        """The class of this algorithm's default torch module (what an `RLModuleSpec` without a
+        module class builds with torch). An algorithm's config names its own, as RLlib's
+        `get_default_rl_module_spec` does; a config without one takes a torch module only
+        from its spec."""
+        raise ConfigError(
+            f"{type(self).__name__} has no default torch module: name the module class in "
+            "rl_module(rl_module_spec=RLModuleSpec(module_class=...)), or give the config "
+            "class a default_torch_module_class()",
+            TORCH,
+        )
+
+    def _check_torch_config(self, name: str) -> None:
+        """Raises ConfigError for a torch config that cannot run: torch not installed, or
+        torch modules in a multi-agent config."""
+        try:
+            from trainer.torch_rl import require_torch
+
+            require_torch(self.torch_reason or f"{name}.framework('torch')")
+        except ImportError as error:
+            raise ConfigError(str(error), TORCH) from None
+        gpus = self["num_gpus_per_learner"]
+        if gpus:
+            import torch
+
+            if gpus != 1:
+                raise ConfigError(
+                    f"{name}.learners(num_gpus_per_learner={gpus!r}): one learner runs here, "
+                    "on one GPU (1) or the CPU (0)"
+                )
+            if not torch.cuda.is_available():
+                raise ConfigError(
+                    f"{name}.learners(num_gpus_per_learner=1): this machine has no CUDA "
+                    "device torch can use (torch.cuda.is_available() is False); use "
+                    "num_gpus_per_learner=0 to learn on the CPU"
+                )
+        if self.is_multi_agent:
+            self._check_multi_agent_torch(name)
+
+    def _check_multi_agent_torch(self, name: str) -> None:
+        """Raises ConfigError for recurrent torch modules in a multi-agent config (the
+        MultiAgentEnvRunners carry no recurrent state)."""
+        recurrent = []
+        if self.model.get("use_lstm"):
+            recurrent.append("every module (the config's model_config)")
+        spec = self.__dict__.get("rl_module_spec")
+        specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else None
+        if isinstance(specs, dict):
+            recurrent += [
+                repr(module_id)
+                for module_id, module_spec in specs.items()
+                if module_spec._get_model_config().get("use_lstm")
+            ]
+        if recurrent:
+            raise ConfigError(
+                f"{name}: use_lstm=True in a multi-agent config (modules: "
+                f"{', '.join(recurrent)}): recurrent torch modules train in single-agent runs "
+                "here; the multi-agent EnvRunners carry no recurrent state (stack frames with "
+                "the FrameStacking connector, or leave use_lstm=False)",
+                RECURRENT_MULTI_AGENT,
+            )
+
+    def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
+        from trainer.torch_rl import require_torch
+
+        require_torch(f"{type(self).__name__}: a torch RLModule")
+        from trainer.torch_rl.runner_view import build_torch_module
+
+        spec = self.__dict__.get("rl_module_spec")
+        module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
+        # The config's model config and the algorithm's settings its module reads (RLlib's
+        # auto-includes, `_model_config_auto_includes`), under the spec's own (a user's module reads
+        # its own keys).
+        given: Any = getattr(spec, "model_config", None) or {}
+        spec_model: dict = (
+            dict(given) if isinstance(given, dict) else dataclasses.asdict(given)  # a dataclass
+        )
+        return build_torch_module(
+            module_class,
+            spaces,
+            {**self.model, **self._model_config_auto_includes, **spec_model},
+            observation_space=getattr(spec, "observation_space", None),
+            action_space=getattr(spec, "action_space", None),
+            inference_only=inference_only,
+            seed=seed,
+            catalog_class=getattr(spec, "catalog_class", None),
+        )
+
+    def _validate_framework(self, name: str) -> None:
+        if self.uses_torch:
+            self._check_torch_config(name)

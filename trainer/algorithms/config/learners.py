@@ -1,0 +1,38 @@
+"""The `learners()` section: RLlib's learner settings; there is one learner, in the main process."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from trainer.algorithms.config.base import ConfigBase, NotProvided
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+
+class LearnersSection(ConfigBase):
+    """RLlib's learner settings (`learners()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+
+        def training(self, *args: Any, **kwargs: Any) -> Self: ...
+
+    def learners(
+        self,
+        *,
+        learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
+        **settings: Any,
+    ) -> Self:
+        """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
+        learner in the main process; other values warn at build. `learner_class` is
+        `training(learner_class=...)`'s (RLlib takes it in both)."""
+        self._reject_unknown("learners", settings, [])
+        if learner_class is not NotProvided:
+            self.training(learner_class=learner_class)
+        if learner_config_dict is not NotProvided:
+            self.training(learner_config_dict=learner_config_dict)
+        return self

@@ -1,0 +1,254 @@
+"""The `training()` section: the learning settings every algorithm has (an algorithm's config
+adds its own in `_ALGO_SETTINGS` and its `training()` override)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
+from trainer.core.models import MODEL_DEFAULTS
+from trainer.core.schedules import Schedule
+from trainer.errors import ConfigError
+from trainer.util.checks import (
+    finite_number,
+    int_at_least,
+    is_bool,
+    is_dict,
+    number_above,
+    number_at_least,
+    number_at_least_or_inf,
+    number_in,
+    one_of,
+    optional,
+)
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+
+def _check_lr(v: Any) -> str | None:
+    if isinstance(v, (list, tuple)):
+        try:
+            Schedule(v, setting="lr", low=0.0)
+        except ValueError as error:
+            return f"a number >= 0 or a schedule [[timestep, lr], ...] ({error})"
+        return None
+    return (
+        None
+        if number_at_least(0)(v) is None
+        else "a number >= 0 or a schedule [[timestep, lr], ...]"
+    )
+
+
+def _is_torch_learner_class(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, type) and "trainer.torch_rl.learner" in sys.modules:
+        from trainer.torch_rl.learner import TorchLearner
+
+        if issubclass(v, TorchLearner):
+            return None
+    return (
+        "None or a subclass of a torch learner (trainer.torch_rl.learner.TorchLearner, "
+        "e.g. RLlib's PPOTorchLearner or DQNTorchLearner); the numpy "
+        "learners take no subclass"
+    )
+
+
+#: `training(optimizer={...})` keys: Adam's settings, in RLlib's and torch's spellings.
+OPTIMIZER_KEYS = ("type", "eps", "adam_epsilon", "epsilon", "betas", "beta1", "beta2")
+
+
+def _check_optimizer(v: Any) -> str | None:
+    allowed = f"a dict with keys from {list(OPTIMIZER_KEYS)} (the learner's optimizer is Adam)"
+    if not isinstance(v, dict):
+        return allowed
+    for key, value in v.items():
+        if key not in OPTIMIZER_KEYS:
+            return f"{allowed}; got {key!r} (set the learning rate with training(lr=...))"
+        if key == "type" and str(value).lower() != "adam":
+            return f"{allowed}; got type={value!r}"
+        if key == "betas" and not (
+            isinstance(value, (list, tuple))
+            and len(value) == 2
+            and all(number_in(0.0, 1.0)(b) is None for b in value)
+        ):
+            return f"{allowed}; betas must be two numbers in [0, 1]"
+        if key in ("beta1", "beta2") and number_in(0.0, 1.0)(value) is not None:
+            return f"{allowed}; {key} must be a number in [0, 1]"
+        if key in ("eps", "adam_epsilon", "epsilon") and number_above(0)(value) is not None:
+            return f"{allowed}; {key} must be a number > 0"
+    return None
+
+
+#: The settings of `training()`, as `name: (default, check, doc[, UsualRange])`: this
+#: section's part of the settings table (`trainer.algorithms.settings`).
+TRAINING_SETTINGS: dict[str, Setting] = settings_of(
+    "training",
+    {
+        # RLlib checks no range for gamma; NaN and inf cannot train.
+        "gamma": (
+            0.99,
+            finite_number,
+            "discount factor",
+            UsualRange(
+                in_range(0, 1),
+                "between 0 and 1",
+                "a discount above 1 weighs later rewards more than earlier ones, so "
+                "returns grow with the episode's length; below 0 it flips the sign of "
+                "every other step's reward",
+            ),
+        ),
+        # 0 trains nothing (a non-learning baseline: Adam's steps are 0); a negative rate
+        # would climb the loss, and checkpoints hold only non-negative rates.
+        "lr": (
+            0.001,
+            _check_lr,
+            "Adam's learning rate (0: the weights stay), or RLlib's "
+            "schedule [[timestep, lr], ...], linear in env steps "
+            "sampled",
+        ),
+        "train_batch_size": (
+            32,
+            int_at_least(1),
+            "env steps per training step (train_batch_size_per_learner "
+            "is the same setting: there is one learner)",
+        ),
+        "num_epochs": (1, int_at_least(1), "passes over each train batch"),
+        "minibatch_size": (
+            None,
+            optional(int_at_least(1)),
+            "rows per gradient step (None: the whole batch)",
+        ),
+        "shuffle_batch_per_epoch": (False, is_bool, "shuffle the batch before each epoch"),
+        "grad_clip": (
+            None,
+            optional(number_at_least_or_inf(0)),
+            "clip gradients at this (None: no clipping)",
+            UsualRange(
+                lambda value: value is None or value > 0,
+                "above 0, or None",
+                "0 scales every gradient to 0: the weights never change",
+            ),
+        ),
+        "grad_clip_by": (
+            "global_norm",
+            one_of("value", "norm", "global_norm"),
+            '"value": each element, "norm": each parameter tensor\'s L2 '
+            'norm, "global_norm": all of them together',
+        ),
+        "learner_class": (
+            None,
+            _is_torch_learner_class,
+            "a subclass of the algorithm's torch learner (PPOTorchLearner) to train "
+            "with, e.g. overriding compute_loss_for_module; it makes the run torch's",
+        ),
+        "learner_config_dict": (
+            {},
+            is_dict,
+            "your own settings for a custom learner (learner_class), read in it as "
+            "self.config.learner_config_dict[...]",
+        ),
+        "optimizer": (
+            {},
+            _check_optimizer,
+            "Adam's eps (or adam_epsilon) and betas (or beta1, beta2)",
+        ),
+        "model": (
+            dict(MODEL_DEFAULTS),
+            is_dict,
+            "the networks (RLlib's older place of rl_module(model_config=...))",
+        ),
+    },
+)
+
+
+class TrainingSection(ConfigBase):
+    """Learning settings every algorithm has (`training()`)."""
+
+    if TYPE_CHECKING:  # what this section reads of the others
+
+        def _set_model(self, *args: Any, **kwargs: Any) -> None: ...
+
+    gamma: float
+    lr: float | list[list[float]]
+    train_batch_size: int
+    num_epochs: int
+    minibatch_size: int | None
+    shuffle_batch_per_epoch: bool
+    grad_clip: float | None
+    grad_clip_by: str
+    learner_class: type | None
+    learner_config_dict: dict[str, Any]
+    optimizer: dict[str, Any]
+    model: dict[str, Any]
+
+    def training(
+        self,
+        *,
+        gamma: float = NotProvided,
+        lr: float = NotProvided,
+        train_batch_size: int = NotProvided,
+        train_batch_size_per_learner: int = NotProvided,
+        num_epochs: int = NotProvided,
+        minibatch_size: int | None = NotProvided,
+        shuffle_batch_per_epoch: bool = NotProvided,
+        grad_clip: float | None = NotProvided,
+        grad_clip_by: str = NotProvided,
+        model: dict = NotProvided,
+        optimizer: dict = NotProvided,
+        learner_class: type | None = NotProvided,
+        learner_config_dict: dict | None = NotProvided,
+        **unknown: Any,
+    ) -> Self:
+        """Learning settings every algorithm has. `train_batch_size_per_learner` sets
+        `train_batch_size` (there is one learner)."""
+        values = {
+            "gamma": gamma,
+            "lr": lr,
+            "train_batch_size": train_batch_size,
+            "num_epochs": num_epochs,
+            "minibatch_size": minibatch_size,
+            "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
+            "grad_clip": grad_clip,
+            "grad_clip_by": grad_clip_by,
+            "optimizer": optimizer,
+            "learner_class": learner_class,
+            "learner_config_dict": learner_config_dict,
+        }
+        self._reject_unknown(
+            "training",
+            unknown,
+            list(values) + list(self._ALGO_SETTINGS) + ["model", "train_batch_size_per_learner"],
+            values,
+        )
+        if train_batch_size_per_learner is not NotProvided:
+            self._set("training", {"train_batch_size": train_batch_size_per_learner})
+        if model is not NotProvided:
+            self._set_model("training", "model", model)
+        return self._set("training", values)
+
+    @property
+    def train_batch_size_per_learner(self) -> int:
+        """`train_batch_size` (there is one learner)."""
+        return self.train_batch_size
+
+    @train_batch_size_per_learner.setter
+    def train_batch_size_per_learner(self, value: int) -> None:
+        self.training(train_batch_size=value)
+
+    @property
+    def total_train_batch_size(self) -> int:
+        """Env steps per training step over all learners: `train_batch_size` (one learner)."""
+        return self.train_batch_size
+
+    def _validate_training(self, name: str) -> None:
+        if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
+                f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
+            )
