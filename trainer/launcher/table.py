@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainer.algorithms import registry
 from trainer.capabilities import (  # noqa: F401 - the table's words, re-exported
     ATARI,
     EXTERNAL_ENV,
@@ -212,6 +213,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.vector.vector_multi_agent_env": ("trainer.env.vector_multi_agent_env",),
     "ray.rllib.env.wrappers.atari_wrappers": ("trainer.env.wrappers.atari_wrappers",),
 }
+# Each registered algorithm's own rows: the RLlib module paths its folder serves
+# (`AlgorithmEntry.rllib_modules`; RLlib's example algorithms' classes among them).
+for _algorithm in registry.entries():
+    MODULES.update(_algorithm.rllib_modules)
 
 #: With real Ray and Ray Tune installed: Tune's modules whose public names are first looked up
 #: in these modules, in order (`trainer.launcher.tune_overlay`: what RLlib's scripts need beyond
@@ -310,11 +315,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
     ),
     # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner
-    # (trainer.examples.learners); the VPG and curiosity learners belong to custom algorithms.
+    # (trainer.examples.learners); those of a registered algorithm (its registry entry's
+    # rows); the curiosity learners belong to custom algorithms.
     "ray.rllib.examples.learners": Unavailable(
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),
-    # Custom Algorithm subclasses (VPG: its own training_step, LearnerGroup, learner connectors).
+    # Custom Algorithm subclasses (a registered algorithm's are served by its entry's rows).
     "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _PPO_DQN),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
