@@ -35,7 +35,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from trainer import PPOConfig
-from trainer.core.models import PolicyModule, SpaceInfo
+from trainer.algorithms.ppo.module import PolicyModule
+from trainer.core.models import SpaceInfo
 
 MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh"}
 

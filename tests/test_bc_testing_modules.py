@@ -97,7 +97,7 @@ def test_rllib_import_path_maps_to_the_testing_modules():
 
 
 def test_rllib_older_ppo_torch_module_name_is_the_default_torch_module():
-    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 
     launcher.install()
     try:

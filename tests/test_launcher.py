@@ -751,7 +751,7 @@ def test_rllib_learner_api_and_example_learners_map_to_the_torch_learners(hook):
         PPOTorchLearnerWithSeparateVfOptimizer,
     )
 
-    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
     assert DEFAULT_OPTIMIZER == "default_optimizer" and issubclass(TorchLearner, Learner)
     assert issubclass(PPOTorchLearnerWithWeightRegularizerLoss, PPOTorchLearner)

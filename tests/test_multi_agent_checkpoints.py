@@ -10,8 +10,8 @@ import pytest
 from multi_agent_envs import CartPoles
 
 from trainer import PPOConfig
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.checkpoints import CheckpointError
-from trainer.core.models import PolicyModule
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleSpec
 

@@ -16,8 +16,8 @@ import pytest
 from trainer.algorithms.dqn import DQNConfig
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.ppo import PPOConfig
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.checkpoints.config_data import config_to_data
-from trainer.core.models import PolicyModule
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
 from trainer.core.rl_module import RLModuleSpec

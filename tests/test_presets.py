@@ -17,7 +17,8 @@ import gymnasium as gym
 import pytest
 
 from trainer import DQNConfig, PPOConfig
-from trainer.cli.presets import TUNED_HERE, find_preset, no_preset_line
+from trainer.algorithms.presets import TUNED_HERE
+from trainer.cli.presets import find_preset, no_preset_line
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

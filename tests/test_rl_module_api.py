@@ -15,8 +15,8 @@ import pytest
 
 from trainer import PPOConfig
 from trainer.algorithms.dqn.q_module import QModule
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID, Columns
-from trainer.core.models import PolicyModule
 from trainer.core.multi_rl_module import MultiRLModule
 from trainer.core.rl_module import RLModule, RLModuleSpec
 from trainer.core.spaces import batch

@@ -21,11 +21,12 @@ from torch import nn
 
 from trainer import Algorithm, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
-from trainer.core.models import DefaultModelConfig, PolicyModule, SpaceInfo
+from trainer.core.models import DefaultModelConfig, SpaceInfo
 from trainer.examples.envs.classes.dot_to_target import DotToTarget
 from trainer.torch_rl.cnn_encoder import CONV_FILTER_PRESETS, CNNEncoder, default_conv_filters
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
 
 ACTIONS = gym.spaces.Discrete(4)
 

@@ -14,11 +14,14 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from trainer import SingleAgentEpisode  # noqa: E402
+from trainer.algorithms.ppo.module import PolicyModule  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.connectors.env_to_module import PrevActionsPrevRewards  # noqa: E402
 from trainer.core.apis import ValueFunctionAPI  # noqa: E402
-from trainer.core.models import PolicyModule, SpaceInfo  # noqa: E402
+from trainer.core.models import SpaceInfo  # noqa: E402
 from trainer.core.obs_tree import (  # noqa: E402
     batch_from_state,
     flatten_column,
@@ -32,8 +35,6 @@ from trainer.examples.rl_modules.classes.action_masking_rlm import (  # noqa: E4
     FLOAT_MIN,
     ActionMaskingTorchRLModule,
 )
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule  # noqa: E402
-from trainer.torch_rl.ppo_learner import PPOTorchLearner  # noqa: E402
 from trainer.torch_rl.rl_module import TorchRLModule  # noqa: E402
 from trainer.torch_rl.runner_view import TorchModuleView  # noqa: E402
 

@@ -29,12 +29,12 @@ from trainer.algorithms.dqn.replay_buffer import (  # noqa: E402
     PrioritizedEpisodeReplayBuffer,
     sample_train_batch,
 )
+from trainer.algorithms.dqn.torch_learner import DQNTorchLearner  # noqa: E402
+from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule  # noqa: E402
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.core.models import SpaceInfo  # noqa: E402
 from trainer.metrics import TD_ERROR_KEY  # noqa: E402
-from trainer.torch_rl.default_dqn_module import DefaultDQNTorchRLModule  # noqa: E402
-from trainer.torch_rl.dqn_learner import DQNTorchLearner  # noqa: E402
-from trainer.torch_rl.ppo_learner import PPOTorchLearner  # noqa: E402
 from trainer.torch_rl.runner_view import build_torch_module  # noqa: E402
 
 

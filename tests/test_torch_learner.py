@@ -1,5 +1,5 @@
 """The torch learners (`trainer.torch_rl.learner.TorchLearner`,
-`trainer.torch_rl.ppo_learner.PPOTorchLearner`) on episodes played in real CartPole.
+`trainer.algorithms.ppo.torch_learner.PPOTorchLearner`) on episodes played in real CartPole.
 
 The module under training is defined here (a TorchRLModule with ValueFunctionAPI and a small
 categorical distribution with RLlib's TorchDistribution API), so these tests hold the learner to
@@ -20,13 +20,13 @@ from torch import nn  # noqa: E402
 from trainer import SingleAgentEpisode  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
 from trainer.algorithms.ppo.ppo_learner import PPOLearner  # noqa: E402
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.checkpoints.codec import pack, unpack  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.core.apis import ValueFunctionAPI  # noqa: E402
 from trainer.core.models import SpaceInfo  # noqa: E402
 from trainer.errors import NonFiniteUpdateError, StateError  # noqa: E402
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, clip_gradients  # noqa: E402
-from trainer.torch_rl.ppo_learner import PPOTorchLearner  # noqa: E402
 from trainer.torch_rl.rl_module import TorchRLModule  # noqa: E402
 
 

@@ -27,6 +27,7 @@ from test_torch_learner import (  # noqa: E402
 from trainer.algorithms.dqn import DQNConfig  # noqa: E402
 from trainer.algorithms.learner import DEFAULT_OPTIMIZER  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.checkpoints.codec import pack, unpack  # noqa: E402
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo  # noqa: E402
 from trainer.errors import ConfigError, StateError  # noqa: E402
@@ -36,7 +37,6 @@ from trainer.examples.learners.classes.custom_ppo_loss_fn_learner import (  # no
 from trainer.examples.learners.classes.separate_vf_lr_and_optimizer_learner import (  # noqa: E402
     PPOTorchLearnerWithSeparateVfOptimizer,
 )
-from trainer.torch_rl.ppo_learner import PPOTorchLearner  # noqa: E402
 
 
 def two_optimizer_learner(seed: int = 0, **training) -> PPOTorchLearnerWithSeparateVfOptimizer:

@@ -11,12 +11,12 @@ import torch
 
 from trainer import PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.models import DefaultModelConfig
 from trainer.env.episode import SingleAgentEpisode
 from trainer.examples.envs.classes.stateless_cartpole import StatelessCartPole
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
-from trainer.torch_rl.ppo_learner import PPOTorchLearner
 from trainer.torch_rl.sequences import loss_mask, sequence_lengths, split_and_zero_pad
 
 CELL = 8

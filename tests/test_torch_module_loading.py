@@ -8,9 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trainer.algorithms.ppo import PPOConfig  # noqa: E402
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.core.rl_module import RLModuleSpec  # noqa: E402
 from trainer.errors import CheckpointError  # noqa: E402
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.util.state_checks import StateError  # noqa: E402
 
 ENV = gym.make("CartPole-v1")

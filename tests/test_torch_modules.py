@@ -15,11 +15,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trainer import launcher  # noqa: E402
+from trainer.algorithms.ppo.module import PolicyModule  # noqa: E402
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI  # noqa: E402
-from trainer.core.models import DefaultModelConfig, PolicyModule, SpaceInfo  # noqa: E402
+from trainer.core.models import DefaultModelConfig, SpaceInfo  # noqa: E402
 from trainer.core.rl_module import RLModuleSpec  # noqa: E402
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule  # noqa: E402
 from trainer.torch_rl.distributions import (  # noqa: E402
     TorchCategorical,
     TorchDeterministic,

@@ -14,15 +14,15 @@ import torch
 
 from trainer import Algorithm, MultiRLModuleSpec, PPOConfig, RLModuleSpec
 from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.ppo.catalog import PPOCatalog
+from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.ppo.state_conversion import StateConversionError, numpy_ppo_state_to_torch
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule, PPOTorchRLModule
 from trainer.checkpoints.format import CheckpointError
 from trainer.compat.rllib_utils import Columns
-from trainer.core.catalog import Catalog, PPOCatalog
-from trainer.core.models import PolicyModule
+from trainer.core.catalog import Catalog
 from trainer.errors import RLlibNotAvailable
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
-from trainer.torch_rl.ppo_torch_rl_module import PPOTorchRLModule
-from trainer.torch_rl.state_conversion import StateConversionError, numpy_ppo_state_to_torch
 
 CARTPOLE = gym.make("CartPole-v1")
 BOX_ACTIONS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -210,7 +210,7 @@ def _multi_agent_torch_config() -> PPOConfig:
 @pytest.mark.timeout(240)
 def test_multi_agent_torch_modules_train_sync_and_resume_exactly(tmp_path):
     from trainer.algorithms.ppo.ppo_learner import PPOLearner
-    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
     algo = _multi_agent_torch_config().build()
     try:

@@ -53,7 +53,7 @@ def _mean_return(algo, iterations: int) -> float:
 
 @pytest.mark.timeout(240)
 def test_framework_torch_trains_the_default_torch_module_in_worker_processes():
-    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 
     algo = torch_ppo().env_runners(num_env_runners=1).build()
     try:

@@ -11,10 +11,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI, ValueFunctionAPI
-from trainer.torch_rl.dqn_learner import DQNTorchLearner
-from trainer.torch_rl.ppo_learner import PPOTorchLearner
 from trainer.torch_rl.rl_module import TorchRLModule
 
 

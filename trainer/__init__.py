@@ -6,7 +6,6 @@ print(algo.train()["env_runners"]["episode_return_mean"])
 """
 
 import os as _os
-
 from typing import Any as _Any
 
 from trainer.algorithms import registry as _registry
@@ -85,7 +84,6 @@ __all__ = [
     "register_env",
     "shutdown_named_objects",
 ]
-
 
 
 def __getattr__(name: str) -> _Any:

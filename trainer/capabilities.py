@@ -23,5 +23,10 @@ OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tupl
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
 DQN_VARIANTS = "distributional, noisy and recurrent DQN (num_atoms > 1, noisy, use_lstm)"
 REMOTE_FILESYSTEMS = "remote filesystems (pyarrow.fs) for checkpoints"
+#: What to use instead of RLlib's model classes and per-algorithm torch modules.
+DEFAULT_MODELS_INSTEAD = (
+    "the default numpy models, configured with rl_module(model_config=...) "
+    "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)"
+)
 #: The fallback of an RLlib setting refused with no more specific capability.
 OTHER_SETTINGS = "RLlib settings localrl does not implement (named in the message)"

@@ -307,8 +307,8 @@ def _is_torch_learner_class(v: Any) -> str | None:
         if issubclass(v, TorchLearner):
             return None
     return (
-        "None or a subclass of a torch learner (trainer.torch_rl.ppo_learner.PPOTorchLearner, "
-        "RLlib's PPOTorchLearner, or trainer.torch_rl.dqn_learner.DQNTorchLearner); the numpy "
+        "None or a subclass of a torch learner (trainer.torch_rl.learner.TorchLearner, "
+        "e.g. RLlib's PPOTorchLearner or DQNTorchLearner); the numpy "
         "learners take no subclass"
     )
 
@@ -1687,7 +1687,7 @@ class AlgorithmConfig(OldConfigNames):
     def default_module_class(self) -> type:
         """The class of this algorithm's default numpy module (what an `RLModuleSpec`
         without a module class builds): PPO's policy-and-value module here."""
-        from trainer.core.models import PolicyModule
+        from trainer.algorithms.ppo.module import PolicyModule
 
         return PolicyModule
 
@@ -2015,7 +2015,7 @@ class AlgorithmConfig(OldConfigNames):
         torch module (`inference_only`: the EnvRunners' copy)."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        from trainer.core.models import PolicyModule
+        from trainer.algorithms.ppo.module import PolicyModule
 
         return PolicyModule(spaces, self.model, seed=seed)
 
@@ -2056,7 +2056,7 @@ class AlgorithmConfig(OldConfigNames):
         from trainer.torch_rl import require_torch
 
         require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 
         return DefaultPPOTorchRLModule
 

@@ -631,7 +631,7 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
 def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name: Any) -> Any:
     """`state` (read from the module checkpoint `checkpoint` at `path`) as `module` takes it:
     a numpy default PPO module's state for a torch module is converted to the default torch
-    PPO module's `state_dict` (`trainer.torch_rl.state_conversion`; refused, naming what
+    PPO module's `state_dict` (`trainer.algorithms.ppo.state_conversion`; refused, naming what
     differs, when the networks differ); any other state as it is."""
     if getattr(module, "framework", None) != "torch" or not isinstance(state, dict):
         return state
@@ -642,7 +642,7 @@ def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name:
         saved_class = resolve_import_path(str(checkpoint.metadata.get("module_class")))
     except Exception:  # noqa: BLE001 - not the numpy module then; checked as it is
         return state
-    from trainer.torch_rl.state_conversion import (
+    from trainer.algorithms.ppo.state_conversion import (
         StateConversionError,
         is_numpy_ppo_module_class,
         numpy_ppo_state_to_torch,

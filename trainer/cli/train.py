@@ -27,6 +27,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from trainer.algorithms import registry
+from trainer.algorithms.registry import ALGORITHM_NAMES, DEFAULT_ALGORITHM
 from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
 from trainer.cli.extras import (
@@ -57,8 +59,6 @@ from trainer.cli.options import (
     positive_float,
     positive_int,
 )
-from trainer.algorithms import registry
-from trainer.algorithms.registry import ALGORITHM_NAMES, DEFAULT_ALGORITHM
 from trainer.cli.presets import PRESET_NONE, PRESET_RLLIB, Preset, find_preset, no_preset_line
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder, plain

@@ -1,17 +1,17 @@
-"""RLlib's `Catalog` and `PPOCatalog` (`ray.rllib.core.models.catalog`,
-`ray.rllib.algorithms.ppo.ppo_catalog`) as names a spec can carry.
+"""RLlib's `Catalog` (`ray.rllib.core.models.catalog`) as a name a spec can carry; an
+algorithm's catalog (RLlib's `PPOCatalog`) subclasses it in the algorithm's folder.
 
-In RLlib a catalog builds a module's torch networks from its model config, and the default PPO
-module builds its encoder and heads through `PPOCatalog`. Here the default modules (the numpy
-`PolicyModule` and `DefaultPPOTorchRLModule`) build their networks themselves, with the same
-layout, so `RLModuleSpec(module_class=PPOTorchRLModule, catalog_class=PPOCatalog)` describes
-exactly what RLlib's default module is, and is accepted: the module gets a `PPOCatalog` as
-`module.catalog` (its spaces and model config) and builds as it always does.
+In RLlib a catalog builds a module's torch networks from its model config, and the default
+modules build their encoders and heads through their algorithm's catalog. Here the default
+modules build their networks themselves, with the same layout, so a spec naming a default module
+and its algorithm's catalog describes exactly what RLlib's default module is, and is accepted:
+the module gets the catalog as `module.catalog` (its spaces and model config) and builds as it
+always does.
 
 What is refused (with an error naming the class or the method):
-- a catalog class other than `PPOCatalog` (a user's subclass overriding the builders, RLlib's
-  base `Catalog`, another algorithm's catalog), and any catalog on a module other than the
-  default PPO module (`check_catalog_class`);
+- a catalog class other than a default module's own (a user's subclass overriding the builders,
+  RLlib's base `Catalog`), and a catalog on a module other than the default module it
+  describes (`check_catalog_class`);
 - the model builders (`build_encoder`, `build_actor_critic_encoder`, `build_pi_head`,
   `build_vf_head`, `get_tokenizer_config`, `get_preprocessor`, `latent_dims`): they return
   RLlib's model classes (`Encoder`, `Model` with configs), which do not exist here.
@@ -29,9 +29,8 @@ from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 
 #: What a module builds its networks with here, instead of a catalog's builders.
 _INSTEAD = (
-    "the default modules (PPOTorchRLModule / DefaultPPOTorchRLModule, the numpy default "
-    "module) build their networks from model_config themselves; a custom TorchRLModule "
-    "builds its nn layers in setup()"
+    "the default modules (numpy and torch) build their networks from model_config "
+    "themselves; a custom TorchRLModule builds its nn layers in setup()"
 )
 
 
@@ -41,6 +40,22 @@ class Catalog:
 
     #: The RLlib path of the class (in error messages).
     rllib_path = "ray.rllib.core.models.catalog.Catalog"
+    #: The default modules' catalogs (each class that defines `builds` itself): the catalogs a
+    #: spec may name, each on the default module it describes.
+    default_module_catalogs: list[type[Catalog]] = []
+    #: The default modules a catalog describes, for error messages.
+    module_names = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "builds" in cls.__dict__:
+            Catalog.default_module_catalogs.append(cls)
+
+    @classmethod
+    def builds(cls, module_class: Any) -> bool:
+        """Whether the default module class `module_class` builds its networks as this catalog
+        describes (an algorithm's catalog overrides it; the base describes no module)."""
+        return False
 
     def __init__(
         self,
@@ -116,60 +131,32 @@ class Catalog:
         )
 
 
-class PPOCatalog(Catalog):
-    """RLlib's `PPOCatalog`: the catalog RLlib's default PPO module builds with (see the module
-    docstring: accepted on the default PPO module, its builders not available)."""
-
-    rllib_path = "ray.rllib.algorithms.ppo.ppo_catalog.PPOCatalog"
-
-    def build_actor_critic_encoder(self, framework: str) -> Any:
-        raise self._not_available("build_actor_critic_encoder")
-
-    def build_pi_head(self, framework: str) -> Any:
-        raise self._not_available("build_pi_head")
-
-    def build_vf_head(self, framework: str) -> Any:
-        raise self._not_available("build_vf_head")
-
-
-def _is_default_ppo_module_class(module_class: Any) -> bool:
-    """Whether `module_class` is PPO's default module (numpy or torch), or a subclass of the
-    torch one (which builds with the same networks)."""
-    import sys
-
-    from trainer.core.models import PolicyModule
-
-    if module_class is PolicyModule:
-        return True
-    if "trainer.torch_rl.default_ppo_module" in sys.modules and isinstance(module_class, type):
-        from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
-
-        return issubclass(module_class, DefaultPPOTorchRLModule)
-    return False
+def _catalog_names() -> str:
+    return " / ".join(sorted(c.__name__ for c in Catalog.default_module_catalogs)) or "none"
 
 
 def check_catalog_class(where: str, catalog_class: Any, module_class: Any) -> None:
-    """Raises ConfigError unless `catalog_class` is None, or `PPOCatalog` on PPO's default
-    module class (`module_class`, the spec's class with None resolved to the algorithm's
-    default)."""
+    """Raises ConfigError unless `catalog_class` is None, or a default module's own catalog
+    (one that defines `builds`, such as RLlib's PPOCatalog) on a module class it builds
+    (`module_class`, the spec's class with None resolved to the algorithm's default)."""
     if catalog_class is None:
         return
     shown = getattr(catalog_class, "__qualname__", repr(catalog_class))
-    if catalog_class is not PPOCatalog:
+    if catalog_class not in Catalog.default_module_catalogs:
         raise ConfigError(
-            f"{where}: catalog_class={shown} is not supported: only PPOCatalog (what RLlib's "
-            "default PPO module builds with) is accepted, on the default PPO module; "
+            f"{where}: catalog_class={shown} is not supported: only {_catalog_names()} (what "
+            "RLlib's default modules build with) is accepted, on its default module; "
             f"catalogs that build other networks are not available here ({_INSTEAD})",
             TORCH,
         )
-    if not _is_default_ppo_module_class(module_class):
+    if not catalog_class.builds(module_class):
         module_shown = getattr(module_class, "__qualname__", repr(module_class))
         raise ConfigError(
-            f"{where}: catalog_class=PPOCatalog with module_class={module_shown}: PPOCatalog "
-            "is accepted on PPO's default module (PPOTorchRLModule / DefaultPPOTorchRLModule) "
-            f"only; leave catalog_class=None ({_INSTEAD})",
+            f"{where}: catalog_class={shown} with module_class={module_shown}: {shown} "
+            f"is accepted on its default module ({catalog_class.module_names}) only; leave "
+            f"catalog_class=None ({_INSTEAD})",
             TORCH,
         )
 
 
-__all__ = ["Catalog", "PPOCatalog", "check_catalog_class"]
+__all__ = ["Catalog", "check_catalog_class"]

@@ -15,13 +15,10 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
-from trainer.core.apis import ValueFunctionAPI
 from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
     MLP,
-    Categorical,
-    DiagGaussian,
     activate_for_backward,
     activate_layer,
     backprop_activation,
@@ -751,120 +748,6 @@ def env_actions(spaces: SpaceInfo, actions: np.ndarray, *, normalize: bool, clip
     if clip:
         return np.clip(actions, low, high)
     return actions
-
-
-class PolicyModule(FlatParameterModule, ValueFunctionAPI):
-    """Policy head (action-distribution inputs) and value head over an MLP encoder.
-
-    With `vf_share_layers=False` (the default) the value function has its own MLP; with True one
-    encoder feeds both heads.
-    """
-
-    def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
-        spaces.require_flat_obs(type(self).__name__)
-        self.spaces = spaces
-        self.model_config = check_model_config(model_config, numpy=True)
-        refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
-        self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
-        n_actions = spaces.action_discrete_n or spaces.action_dim
-        n_dist_inputs = self.dist.num_inputs(n_actions)
-        free_log_std = self.model_config["free_log_std"] and self.dist is DiagGaussian
-        config = self.model_config
-        hiddens, head_hiddens = config["fcnet_hiddens"], config["head_fcnet_hiddens"]
-        rng = np.random.default_rng(seed)
-        self.shared = config["vf_share_layers"]
-        head_out = n_actions if free_log_std else n_dist_inputs
-        self.encoder: MLP | None
-        if self.shared and hiddens:
-            # One encoder (fcnet_*) feeds a policy head and a value head (head_fcnet_*).
-            self.encoder = encoder_mlp(spaces.obs_dim, config, rng)
-            self.pi = head_mlp(hiddens[-1], head_out, config, rng, output_gain=0.01)
-            self.vf = head_mlp(hiddens[-1], 1, config, rng, output_gain=1.0)
-        else:
-            # Policy and value function each have their own encoder layers and head layers.
-            self.shared = False
-            self.encoder = None
-            layers = stack_layers(
-                config, encoder_layers=len(hiddens), head_layers=len(head_hiddens) + 1
-            )
-            self.pi = MLP(
-                [spaces.obs_dim] + hiddens + head_hiddens + [head_out],
-                rng=rng,
-                output_gain=0.01,
-                **layers,
-            )
-            self.vf = MLP(
-                [spaces.obs_dim] + hiddens + head_hiddens + [1], rng=rng, output_gain=1.0, **layers
-            )
-        self.log_std = np.zeros(n_actions, dtype=np.float32) if free_log_std else None
-        self._flatten_parameters()
-
-    @classmethod
-    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> PolicyModule:
-        module = cls(
-            SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
-            spec._get_model_config(),
-            seed=seed,
-        )
-        module._remember_spaces(spec.observation_space, spec.action_space)
-        return module
-
-    def _named_nets(self) -> list[tuple[str, MLP | None]]:
-        return [("encoder", self.encoder), ("pi", self.pi), ("vf", self.vf)]
-
-    def _loose_parameters(self) -> list[tuple[str, np.ndarray]]:
-        return [("log_std", self.log_std)] if self.log_std is not None else []
-
-    # -- inference ---------------------------------------------------------------------------
-    def _encode(self, x: np.ndarray) -> np.ndarray:
-        return activated(self.encoder, x) if self.encoder is not None else x
-
-    def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
-        out = self.pi.forward(self._encode(obs))
-        if self.log_std is not None:
-            out = np.concatenate([out, np.broadcast_to(self.log_std, out.shape)], axis=-1)
-        return out
-
-    def values(self, obs: np.ndarray) -> np.ndarray:
-        return self.vf.forward(self._encode(obs))[:, 0]
-
-    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> np.ndarray:
-        """RLlib's `ValueFunctionAPI`: the value of each observation in `batch["obs"]`
-        (`embeddings` are not used: the value network encodes the observations itself)."""
-        return self.values(self.spaces.preprocess(batch["obs"]))
-
-    # -- training ----------------------------------------------------------------------------
-    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Distribution inputs and values with the caches `backward` needs."""
-        if self.encoder is not None:
-            features, enc_cache = activated_train(self.encoder, obs)
-        else:
-            features, enc_cache = obs, None
-        pi_out, pi_cache = self.pi.forward_train(features)
-        if self.log_std is not None:
-            pi_out = np.concatenate([pi_out, np.broadcast_to(self.log_std, pi_out.shape)], axis=-1)
-        vf_out, vf_cache = self.vf.forward_train(features)
-        return pi_out, vf_out[:, 0], (enc_cache, pi_cache, vf_cache)
-
-    def backward(
-        self, cache: tuple, d_dist_inputs: np.ndarray, d_values: np.ndarray
-    ) -> list[np.ndarray]:
-        """Gradients of all parameters (in `parameters()` order): views of `gradient_buffer()`,
-        overwritten by the next call."""
-        enc_cache, pi_cache, vf_cache = cache
-        _, views, grads = self._gradient_views()
-        if self.log_std is not None:
-            n = self.log_std.shape[0]
-            d_dist_inputs[:, n:].sum(axis=0, out=grads["log_std"][0])
-            d_dist_inputs = d_dist_inputs[:, :n]
-        shared = self.encoder is not None
-        _, d_feat_pi = self.pi.backward(pi_cache, d_dist_inputs, grads["pi"], input_grad=shared)
-        _, d_feat_vf = self.vf.backward(vf_cache, d_values[:, None], grads["vf"], input_grad=shared)
-        # Input gradients exist exactly when there is a shared encoder.
-        if self.encoder is not None and d_feat_pi is not None and d_feat_vf is not None:
-            d_feat_pi += d_feat_vf
-            activated_backward(self.encoder, enc_cache, d_feat_pi, grads["encoder"])
-        return views
 
 
 # An encoder is an MLP whose output layer is followed by the activation too.

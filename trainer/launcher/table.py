@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.algorithms import registry
+from trainer.algorithms.registry import entries
 from trainer.capabilities import (  # noqa: F401 - the table's words, re-exported
     ATARI,
+    DEFAULT_MODELS_INSTEAD,
     EXTERNAL_ENV,
     LEARNER_CONNECTORS,
     META_LEARNING,
@@ -64,11 +65,20 @@ def _at_use(capability: str, instead: str = "") -> Unavailable:
     return Unavailable(capability, instead, at="use")
 
 
-_PPO_DQN = "PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)"
-_MODEL = (
-    "the default numpy models, configured with rl_module(model_config=...) "
-    "(DefaultModelConfig: fcnet_hiddens, fcnet_activation, ...)"
+#: The registered algorithms' configs, what to use instead of another algorithm
+#: ("PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)").
+#: Only those that serve an RLlib algorithm package (`ray.rllib.algorithms.<x>`): one from
+#: RLlib's examples is no stand-in for RLlib's other algorithms.
+_RLLIB_ALGORITHM_PACKAGES = {
+    entry.name: path.rpartition(".")[2]
+    for entry in entries()
+    for path in entry.rllib_modules
+    if path.rpartition(".")[0] == "ray.rllib.algorithms"
+}
+_REGISTERED_CONFIGS = "/".join(f"{name}Config" for name in _RLLIB_ALGORITHM_PACKAGES) + (
+    " (ray.rllib.algorithms." + "/.".join(_RLLIB_ALGORITHM_PACKAGES.values()) + ")"
 )
+_MODEL = DEFAULT_MODELS_INSTEAD
 _TUNE_ON_REAL_RAY = (
     "Ray Tune on real Ray: pip install 'localrl[tune]'; the launcher runs a script that "
     "uses Tune's experiment runner (Tuner, tune.run, schedulers, ...) on real Ray by itself, "
@@ -93,10 +103,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.algorithms": ("trainer.algorithms", "trainer"),
     "ray.rllib.algorithms.algorithm": ("trainer.algorithms.algorithm",),
     "ray.rllib.algorithms.algorithm_config": ("trainer.algorithms.algorithm_config",),
-    "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
-    "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),
-    "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
-    "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),
+    # Each registered algorithm's own paths (`AlgorithmEntry.rllib_modules`).
+    **{path: modules for entry in entries() for path, modules in entry.rllib_modules.items()},
     "ray.rllib.algorithms.callbacks": ("trainer.callbacks",),
     "ray.rllib.callbacks": ("trainer.callbacks",),
     "ray.rllib.callbacks.callbacks": ("trainer.callbacks",),
@@ -130,21 +138,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.rl_module.torch.torch_rl_module": ("trainer.torch_rl.rl_module",),
     "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
-    "ray.rllib.algorithms.ppo.torch.ppo_torch_learner": ("trainer.torch_rl.ppo_learner",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
     # RLlib's Learner base and its names (DEFAULT_OPTIMIZER, LR_KEY, ...): framework-free.
     "ray.rllib.core.learner.learner": ("trainer.algorithms.learner",),
-    "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
-        "trainer.torch_rl.default_ppo_module",
-    ),
-    "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": ("trainer.torch_rl.ppo_torch_rl_module",),
-    # Catalogs: names a spec carries (PPOCatalog on the default PPO module); no model builders.
-    "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.core.catalog",),
+    # Catalogs: names a spec carries (an algorithm's on its default module); no model builders.
     "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
-    "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (
-        "trainer.torch_rl.default_dqn_module",
-    ),
-    "ray.rllib.algorithms.dqn.torch.dqn_torch_learner": ("trainer.torch_rl.dqn_learner",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
@@ -213,10 +211,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.vector.vector_multi_agent_env": ("trainer.env.vector_multi_agent_env",),
     "ray.rllib.env.wrappers.atari_wrappers": ("trainer.env.wrappers.atari_wrappers",),
 }
-# Each registered algorithm's own rows: the RLlib module paths its folder serves
-# (`AlgorithmEntry.rllib_modules`; RLlib's example algorithms' classes among them).
-for _algorithm in registry.entries():
-    MODULES.update(_algorithm.rllib_modules)
 
 #: With real Ray and Ray Tune installed: Tune's modules whose public names are first looked up
 #: in these modules, in order (`trainer.launcher.tune_overlay`: what RLlib's scripts need beyond
@@ -274,21 +268,15 @@ TUNE_RUNNER_MODULES = (
 UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Algorithms
     **{
-        f"ray.rllib.algorithms.{name}": _at_use(OTHER_ALGORITHMS, _PPO_DQN)
+        f"ray.rllib.algorithms.{name}": _at_use(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
         for name in OTHER_ALGORITHM_PACKAGES
     },
-    "ray.rllib.algorithms.ppo.torch": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.ppo.ppo_learner": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.ppo.default_ppo_rl_module": Unavailable(TORCH, _MODEL),
+    # Each registered algorithm's paths without a counterpart (`rllib_unavailable`).
     **{
-        f"ray.rllib.algorithms.{algo}.{algo}_{framework}_policy": Unavailable(OLD_API_STACK)
-        for algo in ("ppo", "dqn")
-        for framework in ("tf", "torch")
+        path: Unavailable(capability, instead)
+        for entry in entries()
+        for path, (capability, instead) in entry.rllib_unavailable.items()
     },
-    "ray.rllib.algorithms.dqn.torch": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.dqn.dqn_catalog": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.dqn.dqn_learner": Unavailable(TORCH, _MODEL),
-    "ray.rllib.algorithms.dqn.default_dqn_rl_module": Unavailable(TORCH, _MODEL),
     # Torch modules, models, learners
     "ray.rllib.core.learner": Unavailable(
         TORCH,
@@ -321,7 +309,7 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),
     # Custom Algorithm subclasses (a registered algorithm's are served by its entry's rows).
-    "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _PPO_DQN),
+    "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
     "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
@@ -426,7 +414,7 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
     },
     "ray.rllib.algorithms": {
-        name: _at_use(OTHER_ALGORITHMS, _PPO_DQN)
+        name: _at_use(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
         for name in (
             "APPO",
             "APPOConfig",

@@ -17,10 +17,10 @@ from ray.tune import PlacementGroupFactory, Trainable
 from ray.tune.registry import ENV_CREATOR, TRAINABLE_CLASS
 from ray.tune.registry import _global_registry as _tune_registry
 
-from trainer.algorithms.registry import ALGORITHM_NAMES
-from trainer.algorithms.registry import get_trainable_cls as _known_algorithm
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
+from trainer.algorithms.registry import ALGORITHM_NAMES
+from trainer.algorithms.registry import get_trainable_cls as _known_algorithm
 from trainer.compat.old_api import CLUSTER_ONLY_KEYS
 from trainer.env.envs import register_env_if_missing, registered_env_creator
 

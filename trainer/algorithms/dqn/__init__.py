@@ -5,8 +5,34 @@ buffers' config and train batches (the buffers are `trainer.replay_buffers`).
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.dqn.dqn import DQN, DQNConfig
+from trainer.algorithms.dqn.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
+from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
-ALGORITHM = AlgorithmEntry(name="DQN", algorithm_cls=DQN, config_cls=DQNConfig)
+ALGORITHM = AlgorithmEntry(
+    name="DQN",
+    algorithm_cls=DQN,
+    config_cls=DQNConfig,
+    presets=PRESETS,
+    rllib_modules={
+        "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
+        "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),
+        # Torch (the `torch` extra; imported only when asked for).
+        "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (
+            "trainer.algorithms.dqn.torch_module",
+        ),
+        "ray.rllib.algorithms.dqn.torch.dqn_torch_learner": (
+            "trainer.algorithms.dqn.torch_learner",
+        ),
+    },
+    rllib_unavailable={
+        "ray.rllib.algorithms.dqn.torch": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.dqn.dqn_catalog": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.dqn.dqn_learner": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.dqn.default_dqn_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.dqn.dqn_tf_policy": (OLD_API_STACK, ""),
+        "ray.rllib.algorithms.dqn.dqn_torch_policy": (OLD_API_STACK, ""),
+    },
+)
 
 __all__ = ["ALGORITHM", "DQN", "DQNConfig"]

@@ -290,12 +290,12 @@ class DQNConfig(AlgorithmConfig):
         learner_class = self.__dict__.get("learner_class")
         if learner_class is None:
             return
-        from trainer.torch_rl.dqn_learner import DQNTorchLearner
+        from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
 
         if not issubclass(learner_class, DQNTorchLearner):
             raise ConfigError(
                 f"DQNConfig: learner_class={learner_class.__qualname__} is not a subclass of "
-                "DQNTorchLearner (trainer.torch_rl.dqn_learner, RLlib's "
+                "DQNTorchLearner (trainer.algorithms.dqn.torch_learner, RLlib's "
                 "ray.rllib.algorithms.dqn.torch.dqn_torch_learner.DQNTorchLearner): DQN's "
                 "learner trains on replayed transitions"
             )
@@ -343,7 +343,7 @@ class DQNConfig(AlgorithmConfig):
         from trainer.torch_rl import require_torch
 
         require_torch("DQNConfig.framework('torch')")
-        from trainer.torch_rl.default_dqn_module import DefaultDQNTorchRLModule
+        from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
 
         return DefaultDQNTorchRLModule
 
@@ -397,7 +397,7 @@ class DQN(Algorithm):
                 lambda config, build: DQNLearner(config, None, build=build),
             )
         elif self.config.uses_torch:
-            from trainer.torch_rl.dqn_learner import DQNTorchLearner
+            from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
 
             learner_class = self.config.learner_class or DQNTorchLearner
             module = self.config.build_module(

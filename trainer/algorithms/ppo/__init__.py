@@ -4,9 +4,39 @@ and `DiagGaussian.loss_grads`, combined in `PPOLearner.update`).
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
+from trainer.algorithms.ppo.catalog import PPOCatalog
 from trainer.algorithms.ppo.ppo import PPO, PPOConfig
+from trainer.algorithms.ppo.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
+from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
-ALGORITHM = AlgorithmEntry(name="PPO", algorithm_cls=PPO, config_cls=PPOConfig)
+ALGORITHM = AlgorithmEntry(
+    name="PPO",
+    algorithm_cls=PPO,
+    config_cls=PPOConfig,
+    presets=PRESETS,
+    rllib_modules={
+        "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
+        "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),
+        "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.algorithms.ppo.catalog",),
+        # Torch (the `torch` extra; imported only when asked for).
+        "ray.rllib.algorithms.ppo.torch.ppo_torch_learner": (
+            "trainer.algorithms.ppo.torch_learner",
+        ),
+        "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module": (
+            "trainer.algorithms.ppo.torch_module",
+        ),
+        "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module": (
+            "trainer.algorithms.ppo.torch_module",
+        ),
+    },
+    rllib_unavailable={
+        "ray.rllib.algorithms.ppo.torch": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.ppo.ppo_learner": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.ppo.default_ppo_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.ppo.ppo_tf_policy": (OLD_API_STACK, ""),
+        "ray.rllib.algorithms.ppo.ppo_torch_policy": (OLD_API_STACK, ""),
+    },
+)
 
-__all__ = ["ALGORITHM", "PPO", "PPOConfig"]
+__all__ = ["ALGORITHM", "PPO", "PPOCatalog", "PPOConfig"]

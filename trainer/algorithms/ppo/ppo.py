@@ -34,7 +34,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 
 
 if TYPE_CHECKING:
-    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
 
 class PPOConfig(AlgorithmConfig):
@@ -187,7 +187,7 @@ def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
     module = build()
     if getattr(module, "framework", None) != "torch":
         return PPOLearner(config, None, module=module)
-    from trainer.torch_rl.ppo_learner import PPOTorchLearner
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
     if config["num_gpus_per_learner"]:  # validate() found CUDA
         module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
@@ -209,7 +209,7 @@ class PPO(Algorithm):
                 self.config, spaces_of(self.env_runner_group), _module_learner
             )
         elif self.config.uses_torch:
-            from trainer.torch_rl.ppo_learner import PPOTorchLearner
+            from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
             spaces = spaces_of(self.env_runner_group)
             learner_class = self.config.learner_class or PPOTorchLearner

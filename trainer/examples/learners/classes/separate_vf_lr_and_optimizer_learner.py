@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from trainer.torch_rl.ppo_learner import PPOTorchLearner
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig

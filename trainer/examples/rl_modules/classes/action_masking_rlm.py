@@ -17,9 +17,9 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.rl_module import RLModule
-from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
 
 #: RLlib's `torch_utils.FLOAT_MIN`: the logit a masked-out action gets (log(0) clamped to it,
 #: so the logits stay finite).

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.dqn.torch_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.algorithms.learner import UpdateResults
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
@@ -42,7 +43,6 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TD_ERROR_KEY,
 )
-from trainer.torch_rl.default_dqn_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.torch_rl.target_networks import update_target_network
 from trainer.util.state_checks import require_int, require_map

@@ -80,7 +80,7 @@ def numpy_ppo_state_to_torch(
     """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
     the `state_dict` arrays of `module` (a `DefaultPPOTorchRLModule`, not inference-only);
     raises `StateConversionError` naming what differs. See the module docstring."""
-    from trainer.torch_rl.default_ppo_module import DefaultPPOTorchRLModule
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 
     if not isinstance(module, DefaultPPOTorchRLModule):
         raise StateConversionError(
@@ -165,7 +165,8 @@ def _numpy_name(torch_name: str, chains: dict[str, list[str]]) -> str:
 
 def is_numpy_ppo_module_class(module_class: Any) -> bool:
     """Whether `module_class` (a module checkpoint's class) is the numpy default PPO module."""
-    from trainer.core.models import PolicyModule
+
+    from trainer.algorithms.ppo.module import PolicyModule
 
     return isinstance(module_class, type) and issubclass(module_class, PolicyModule)
 

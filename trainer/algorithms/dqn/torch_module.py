@@ -39,8 +39,8 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
 from trainer.core.models import check_model_config
 from trainer.errors import UnsupportedValue
-from trainer.torch_rl.default_ppo_module import MLPHead, ObservationEncoding, encoder_factory
 from trainer.torch_rl.distributions import TorchCategorical
+from trainer.torch_rl.networks import MLPHead, ObservationEncoding, encoder_factory
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: RLlib's output keys (`ray.rllib.algorithms.dqn.default_dqn_rl_module`).

@@ -1,0 +1,243 @@
+"""PPO's default torch module (RLlib's `DefaultPPOTorchRLModule`): an actor-critic MLP built from
+`model_config`, the network `framework("torch")` trains.
+
+The layout is RLlib's PPOCatalog's and the numpy `PolicyModule`'s for the same model config:
+
+- `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too), or for
+  image observations (a 3-D Box, channels-last) RLlib's CNN encoder: `conv_filters` (RLlib's
+  preset for the image size when not given) of `conv_activation`, flattened
+  (`trainer.torch_rl.cnn_encoder`; `fcnet_hiddens` is not used, as in RLlib). With
+  `vf_share_layers` one encoder (`encoder.encoder`) feeds both heads; without, the policy and the
+  value function each have one (`encoder.actor_encoder`, `encoder.critic_encoder`). An empty
+  `fcnet_hiddens` means no encoder layers: the heads read the observation.
+- `pi`: `head_fcnet_hiddens` layers of `head_fcnet_activation`, then a linear output of the
+  action distribution's inputs: logits (Discrete) or `[means, log_stds]` (Box, a diagonal
+  Gaussian; log-stds clipped to `log_std_clip_param`). With `free_log_std` the network outputs
+  the means only and `pi.log_std` is a parameter of its own.
+- `vf`: the same head layers with one linear output, the value.
+
+Weights start as torch's (and RLlib's) defaults unless the `*_initializer` keys name a
+`torch.nn.init` function (or give a callable, called on the weight tensor). Observations are
+1-D Boxes (a 2-D Box is flattened), images (3-D Boxes) or Discrete (one-hot encoded, as the
+numpy module does).
+
+With `use_lstm` (RLlib's recurrent encoder) each encoder is an `LSTMEncoder`: the `fcnet_*`
+MLP as its tokenizer, then one LSTM layer of `lstm_cell_size` units. The module is then
+stateful: `get_initial_state()` is RLlib's `{"h", "c"}` (zeros of shape `(1, lstm_cell_size)`;
+`{"actor": ..., "critic": ...}` without `vf_share_layers`), the forward passes take sequences
+`(B, T, ...)` with `Columns.STATE_IN` (each leaf `(B, 1, cell)`) and return `Columns.STATE_OUT`,
+and, as in RLlib, it is never inference-only. `lstm_use_prev_action` / `lstm_use_prev_reward`
+add the previous action (one-hot for Discrete) and reward (`prev_actions`, `prev_rewards`)
+to the LSTM's input.
+
+The value function (`vf`, and `encoder.critic_encoder` when not shared) is left out of
+inference-only copies (the EnvRunners'), and `get_state(inference_only=True)` leaves its weights
+out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from trainer.capabilities import ACTION_SPACES
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
+from trainer.core.models import check_model_config
+from trainer.errors import UnsupportedValue
+from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
+from trainer.torch_rl.networks import (
+    PREV_ACTIONS,
+    PREV_REWARDS,
+    ActorCriticEncoder,
+    MLPHead,
+    ObservationEncoding,
+    RecurrentActorCriticEncoder,
+    encoder_factory,
+)
+from trainer.torch_rl.rl_module import TorchRLModule
+
+
+class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI):
+    """RLlib's default PPO torch module (see the module docstring): `_forward` returns
+    `Columns.ACTION_DIST_INPUTS`, `_forward_train` also `Columns.EMBEDDINGS` (the value
+    function's encoder features), `compute_values(batch, embeddings=None)` the values `(B,)`.
+
+    `model_config` is a dict or a `DefaultModelConfig` with RLlib's keys, validated and
+    defaulted as for the numpy modules (`trainer.core.models.check_model_config`)."""
+
+    def setup(self) -> None:
+        where = f"{type(self).__name__}"
+        if self.observation_space is None or self.action_space is None:
+            raise ValueError(
+                f"{where}: observation_space and action_space are required (got "
+                f"{self.observation_space}, {self.action_space})"
+            )
+        if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
+            # A DefaultModelConfig: kept as the dict of all its fields (RLlib's modules hold
+            # a dict; checkpoints store it as plain data).
+            self.model_config = dataclasses.asdict(self.model_config)
+        config = check_model_config(self.model_config or {}, setting="model_config")
+        self._config = config
+        self._encode_obs = ObservationEncoding(self.observation_space, where)
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            self.action_dist_cls = TorchCategorical
+        elif isinstance(self.action_space, gym.spaces.Box):
+            self.action_dist_cls = TorchDiagGaussian
+        else:
+            raise UnsupportedValue(
+                f"{where}: action_space={self.action_space} is not supported: Discrete "
+                "(categorical) and Box (diagonal Gaussian) are",
+                ACTION_SPACES,
+            )
+        is_gaussian = self.action_dist_cls is TorchDiagGaussian
+        if config["free_log_std"] and not is_gaussian:
+            raise ValueError(
+                f"model_config['free_log_std']=True: only for Box action spaces (a diagonal "
+                f"Gaussian), the action space is {self.action_space}"
+            )
+        self._stateful = bool(config["use_lstm"])
+        # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
+        self.encoder: Any
+        if self._stateful:
+            # As RLlib: a recurrent module is never inference-only (the EnvRunners carry the
+            # critic's state too, which the learner's sequences start from).
+            self.inference_only = False
+            self._prev_action_dim = (
+                self._action_input_dim() if config["lstm_use_prev_action"] else 0
+            )
+            self._prev_reward = bool(config["lstm_use_prev_reward"])
+            self.encoder = RecurrentActorCriticEncoder(
+                self._encode_obs.dim + self._prev_action_dim + int(self._prev_reward), config
+            )
+        else:
+            self.encoder = ActorCriticEncoder(
+                self._encode_obs.dim,
+                config,
+                encoder_factory(self.observation_space, self._encode_obs.dim, config),
+            )
+        self.pi = MLPHead(
+            self.encoder.output_dim,
+            self.action_dist_cls.required_input_dim(self.action_space),
+            config,
+            clip_log_std=is_gaussian,
+            free_log_std=config["free_log_std"],
+            log_std_clip_param=self._log_std_clip_param(),
+        )
+        self.vf = MLPHead(self.encoder.output_dim, 1, config)
+
+    def _log_std_clip_param(self) -> float:
+        return float((self.model_config or {}).get("log_std_clip_param", 20.0))
+
+    def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
+        return self._encode_obs(batch[Columns.OBS], like=self.pi.net.mlp[0].weight)
+
+    # -- recurrent (use_lstm) ------------------------------------------------------------------
+    def get_initial_state(self) -> dict[str, Any]:
+        """The LSTM's initial state (RLlib's layout: `{"h", "c"}` of zeros `(1, cell)`, per
+        encoder `{"actor": ..., "critic": ...}` without `vf_share_layers`); `{}` without
+        `use_lstm`."""
+        if not self._stateful:
+            return {}
+        return self.encoder.get_initial_state()
+
+    def _action_input_dim(self) -> int:
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return int(space.n)
+        return int(np.prod(space.shape))
+
+    def _sequence_inputs(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The LSTM's input `(B, T, D)`: the encoded observations, then (when asked for) the
+        previous actions (one-hot for Discrete) and rewards."""
+        like = self.pi.net.mlp[0].weight
+        parts = [self._obs(batch)]
+        if self._prev_action_dim:
+            prev_actions = torch.as_tensor(batch[PREV_ACTIONS], device=like.device)
+            if isinstance(self.action_space, gym.spaces.Discrete):
+                parts.append(
+                    nn.functional.one_hot(prev_actions.long(), self._prev_action_dim).to(like.dtype)
+                )
+            else:
+                parts.append(
+                    prev_actions.reshape(*prev_actions.shape[:2], self._prev_action_dim).to(
+                        like.dtype
+                    )
+                )
+        if self._prev_reward:
+            prev_rewards = torch.as_tensor(batch[PREV_REWARDS], device=like.device)
+            parts.append(prev_rewards.to(like.dtype).unsqueeze(-1))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _state_in(self, batch: dict[str, Any]) -> dict[str, Any]:
+        state = batch.get(Columns.STATE_IN)
+        if state is None:
+            raise ValueError(
+                f"{type(self).__name__} (use_lstm=True): the batch has no "
+                f"{Columns.STATE_IN!r}: a recurrent module needs the state of each sequence's "
+                "first step (get_initial_state() at an episode's start)"
+            )
+        return state
+
+    # -- InferenceOnlyAPI ----------------------------------------------------------------------
+    def get_non_inference_attributes(self) -> list[str]:
+        """The value head, and the value function's own encoder when it has one."""
+        return ["vf"] + ([] if self._config["vf_share_layers"] else ["encoder.critic_encoder"])
+
+    # -- forward passes ------------------------------------------------------------------------
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if self._stateful:
+            # (B, T, ...) in, (B, T, ...) out, and the state after the last step (RLlib runs
+            # the critic's encoder here too: its state goes on with the actor's).
+            actor_features, _, state_out = self.encoder(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+            return {
+                Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+                Columns.STATE_OUT: state_out,
+            }
+        features = self.encoder.encode_actor(self._obs(batch))
+        return {Columns.ACTION_DIST_INPUTS: self.pi(features)}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if self._stateful:
+            actor_features, critic_features, state_out = self.encoder(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+            return {
+                Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+                Columns.EMBEDDINGS: critic_features,
+                Columns.STATE_OUT: state_out,
+            }
+        actor_features, critic_features = self.encoder(self._obs(batch))
+        return {
+            Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
+            Columns.EMBEDDINGS: critic_features,
+        }
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        """The values `(B,)` of `batch[Columns.OBS]`, from `embeddings` (what `_forward_train`
+        returned under `Columns.EMBEDDINGS`) when given. With `use_lstm` the batch holds
+        sequences `(B, T, ...)` and `Columns.STATE_IN`, and the values are `(B, T)`."""
+        if self.inference_only:
+            raise RuntimeError(
+                f"{type(self).__name__}.compute_values() on an inference-only module: it has "
+                "no value function (build it with inference_only=False)"
+            )
+        if embeddings is None and self._stateful:
+            embeddings = self.encoder.encode_critic(
+                self._sequence_inputs(batch), self._state_in(batch)
+            )
+        elif embeddings is None:
+            embeddings = self.encoder.encode_critic(self._obs(batch))
+        return self.vf(embeddings).squeeze(-1)
+
+
+#: RLlib's older name of this module (`ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module`):
+#: in RLlib 2.60 it is `DefaultPPOTorchRLModule` itself, kept for code written against it.
+PPOTorchRLModule = DefaultPPOTorchRLModule
