@@ -13,7 +13,8 @@ Two kinds of entries:
 - Behaviour: a name that exists here with RLlib's signature but computes something else on
   purpose, keyed by the name; `here` names the test that shows what happens here.
 
-`python -m trainer.compat.differences` writes `docs/deliberate_differences.md` from this table
+Each algorithm's own rows live in its folder (`trainer/algorithms/<name>/differences.py`),
+registered through its `AlgorithmEntry`. `python -m trainer.compat.differences` writes `docs/deliberate_differences.md` from this table
 (`--check` exits 1 when the committed page differs from it; a test checks the same).
 """
 
@@ -23,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer.algorithms.registry import entries
 from trainer.util.generated_page import write_or_check
 
 API = "api"
@@ -88,7 +90,9 @@ _OLD_CALLBACK_ARGS = (
 )
 
 #: Every deliberate difference (API names first, then RLlib tests left out).
-DIFFERENCES: tuple[Difference, ...] = (
+#: The differences shared by every algorithm (each algorithm's own are in its folder:
+#: `AlgorithmEntry.differences`; `all_differences()` is the whole table).
+SHARED_DIFFERENCES: tuple[Difference, ...] = (
     # -- AlgorithmConfig, PPOConfig, DQNConfig -------------------------------------------------
     *_same(
         "missing",
@@ -97,8 +101,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "AlgorithmConfig.build_learner_group",
         "AlgorithmConfig.build_learner_connector",
         "AlgorithmConfig.get_default_learner_class",
-        "PPOConfig.get_default_learner_class",
-        "DQNConfig.get_default_learner_class",
     ),
     Difference(
         "AlgorithmConfig.build_module_to_env_connector",
@@ -138,7 +140,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "missing",
         _OLD_STACK + "; RLlib 2.60 has no builder keyword for it",
         "AlgorithmConfig.replay_sequence_length",
-        "DQNConfig.replay_sequence_length",
         "AlgorithmConfig.sync_filters_on_rollout_workers_timeout_s",
     ),
     Difference(
@@ -152,8 +153,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "config.get_exploration_config() returns the whole dict",
         "a dict without \"type\" updates the algorithm's default (RLlib's rule), so the "
         "empty default keeps a later algorithm-level default change visible",
-        "PPOConfig.exploration_config",
-        "DQNConfig.exploration_config",
     ),
     # -- Algorithm, PPO, DQN ----------------------------------------------------------------------
     *_same(
@@ -182,8 +181,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "Algorithm.compute_actions",
         "Algorithm.get_policy",
         "Algorithm.get_default_policy_class",
-        "PPO.get_default_policy_class",
-        "DQN.get_default_policy_class",
     ),
     *_same(
         "missing",
@@ -218,7 +215,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "(a subclass extends __init__ or setup_learner()); Tune calls the setup() of "
         "trainer.tune's Trainable for the Algorithm class, which builds it",
         "Algorithm.setup",
-        "DQN.setup",
     ),
     Difference(
         "Algorithm.validate_env",
@@ -504,37 +500,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         TEST,
     ),
     Difference(
-        "tests/rllib/test_ppo_torch.py::all cases",
-        ".framework('torch') added to the config",
-        "this file is RLlib's test_ppo.py run on the torch framework; the default framework "
-        "here is numpy",
-        TEST,
-    ),
-    Difference(
-        "tests/rllib/test_ppo_torch.py::test_ppo_compilation_and_schedule_mixins",
-        "left out",
-        "it schedules entropy_coeff (a number only here), evaluates on remote EnvRunners in "
-        "parallel, and reads learner.get_optimizer(), entropy_coeff_schedulers_per_module and "
-        "the default_optimizer_learning_rate result (here curr_lr)",
-        TEST,
-    ),
-    Difference(
-        "tests/rllib/test_ppo_rl_module.py::test_rollouts, test_forward_train",
-        "ALE Breakout left out; catalog_class=PPOCatalog left out; get_preprocessor is an "
-        "identity function",
-        "ale_py is not installed; catalogs are names here (PPOCatalog on the default "
-        "module), and there are no old-stack preprocessors",
-        TEST,
-    ),
-    Difference(
-        "tests/rllib/test_ppo_learner.py (RLlib's), tests/rllib/test_learner.py (RLlib's)",
-        "not ported",
-        "they build standalone learners and LearnerGroups (config.build_learner(env=), "
-        "build_learner_group), hold MultiRLModules in one learner with gradients keyed by "
-        "parameter object (here by name), and read offline datasets",
-        TEST,
-    ),
-    Difference(
         "tests/rllib/test_metrics_logger.py::@ray.remote actors",
         "named objects (from trainer import named_objects as ray)",
         "there is no Ray cluster in the default backend",
@@ -800,23 +765,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "DQN.training_step (multi-agent)",
-        "replays and trains only the modules in policies_to_train "
-        "(tests/test_multi_agent_dqn.py::test_a_policy_left_out_of_policies_to_train_keeps_"
-        "its_weights)",
-        "RLlib also samples the modules it does not train, then leaves their samples unused",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "DQNConfig.validate (replay_buffer_config type)",
-        "a multi-agent config with a single-agent buffer type, or the reverse, is a "
-        "ConfigError naming the type to use "
-        "(tests/test_multi_agent_dqn.py::test_a_buffer_type_that_does_not_fit_the_agents_is_"
-        "refused)",
-        "RLlib fails later, inside the buffer",
-        BEHAVIOUR,
-    ),
-    Difference(
         "env_runners(env_to_module_connector=...) in a multi-agent run",
         "FlattenObservations(multi_agent=True, agent_ids=...) runs, applied per agent as the "
         "observations leave each sub-env; any other piece is refused when the runner is "
@@ -875,33 +823,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "refused at config time (use_lstm) or when the EnvRunner builds a stateful module, "
         "naming the modules",
         "the multi-agent EnvRunners carry no recurrent state per agent",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "DefaultDQNTorchRLModule._forward_exploration",
-        "returns the Q-values as action_dist_inputs (and greedy actions); the EnvRunner's "
-        "EpsilonGreedy explores, where RLlib's module draws epsilon-greedy actions itself "
-        "from model_config['epsilon']",
-        "one exploration path for numpy and torch, drawn from the runner's seeded generator, "
-        "with the same cur_epsilon metric",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "DefaultDQNTorchRLModule target networks",
-        "made in the module's setup() (full modules only); the learner's "
-        "make_target_networks() re-syncs them",
-        "the module's state keys are the same from construction on, so views, checkpoints "
-        "and from_checkpoint agree",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "DQNTorchLearner (TD errors, results)",
-        "the TD errors return in the update's results for the algorithm to set priorities "
-        "(not logged as an item_series metric); the gradient norm is reported as "
-        "gradients_adam_global_norm, the numpy DQN's key; multi-agent torch DQN is refused",
-        "the one-learner data flow of the numpy DQN, whose results the torch learner's "
-        "match key for key (tests/test_torch_dqn.py::test_the_torch_learner_takes_the_numpy_"
-        "learners_step)",
         BEHAVIOUR,
     ),
     Difference(
@@ -1024,49 +945,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "PPOTorchLearner results (gradients_default_optimizer_global_norm)",
-        "always reported, with the numpy learner's keys "
-        "(tests/test_torch_learner.py::test_update_changes_weights_and_reports_the_numpy_"
-        "learners_keys)",
-        "one set of result keys for both frameworks; RLlib logs the norm only when clipping "
-        "by global_norm or with log_gradients",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "DefaultPPOTorchRLModule (model_config)",
-        "head_fcnet_*_initializer keys reach the pi and vf heads; Discrete observations are "
-        "one-hot encoded and 2-D Boxes flattened; an empty fcnet_hiddens feeds the "
-        "observation to the heads; the log-std clip is applied without a "
-        "log_std_clip_param_const buffer in the state "
-        "(tests/test_torch_modules.py::test_same_network_as_the_numpy_policy_module, "
-        "::test_empty_fcnet_hiddens_feeds_the_observation_to_the_heads)",
-        "the same network and input handling as the numpy default module for the same "
-        "model_config; RLlib's PPOCatalog ignores the head initializers and fails on an "
-        "empty fcnet_hiddens",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "PPO minibatches (num_epochs passes over the train batch)",
-        "each pass splits a fresh shuffle of the batch into minibatch_size rows; a remainder "
-        "of at least half a minibatch is a smaller minibatch of its own, a smaller one is left "
-        "out, so module_train_batch_size_mean is below minibatch_size where the batch is no "
-        "multiple of it (tests/test_learner_results.py::test_ppo_logs_the_mean_minibatch_"
-        "size_per_module)",
-        "RLlib's MiniBatchCyclicIterator wraps around the batch, so every minibatch holds "
-        "minibatch_size rows and a pass may repeat rows of the next one",
-        BEHAVIOUR,
-    ),
-    Difference(
-        "PPO with use_lstm (minibatches of sequences)",
-        "a minibatch is max(1, minibatch_size // max_seq_len) whole sequences, so it holds "
-        "about minibatch_size steps as without the LSTM; vf_explained_var is over the real "
-        "steps only (tests/test_torch_lstm.py::test_the_learner_builds_rllibs_sequences_"
-        "from_hand_built_episodes)",
-        "RLlib's MiniBatchCyclicIterator takes minibatch_size sequences (its own TODO calls "
-        "it a bug) and counts the padding in vf_explained_var",
-        BEHAVIOUR,
-    ),
-    Difference(
         "model_config lstm_use_prev_action / lstm_use_prev_reward",
         "the previous action (one-hot for Discrete) and reward are added to the LSTM's input "
         "(tests/test_torch_lstm.py::test_box_actions_with_previous_actions_and_rewards_"
@@ -1168,9 +1046,15 @@ DIFFERENCES: tuple[Difference, ...] = (
 )
 
 
+def all_differences() -> tuple[Difference, ...]:
+    """The whole table: the shared rows, then each registered algorithm's (importing every
+    algorithm's package)."""
+    return SHARED_DIFFERENCES + tuple(d for entry in entries() for d in entry.differences)
+
+
 def api_keys() -> set[str]:
     """The API names the table allows (the conformance test's allowance)."""
-    return {d.rllib for d in DIFFERENCES if d.kind == API}
+    return {d.rllib for d in all_differences() if d.kind == API}
 
 
 def _group(key: str) -> str:
@@ -1183,9 +1067,10 @@ def _cell(text: str) -> str:
 
 def render() -> str:
     """The docs page: every entry, API names grouped by class or module, then the tests."""
-    api = [d for d in DIFFERENCES if d.kind == API]
-    tests = [d for d in DIFFERENCES if d.kind == TEST]
-    behaviour = [d for d in DIFFERENCES if d.kind == BEHAVIOUR]
+    table = all_differences()
+    api = [d for d in table if d.kind == API]
+    tests = [d for d in table if d.kind == TEST]
+    behaviour = [d for d in table if d.kind == BEHAVIOUR]
     lines = [
         "# Deliberate differences from RLlib 2.60",
         "",

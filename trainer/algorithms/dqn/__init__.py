@@ -4,6 +4,7 @@ buffers' config and train batches (the buffers are `trainer.replay_buffers`).
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
+from trainer.algorithms.dqn.differences import DIFFERENCES
 from trainer.algorithms.dqn.dqn import DQN, DQNConfig
 from trainer.algorithms.dqn.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
@@ -14,6 +15,7 @@ ALGORITHM = AlgorithmEntry(
     algorithm_cls=DQN,
     config_cls=DQNConfig,
     presets=PRESETS,
+    differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
         "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),

@@ -5,6 +5,7 @@ and `DiagGaussian.loss_grads`, combined in `PPOLearner.update`).
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.ppo.catalog import PPOCatalog
+from trainer.algorithms.ppo.differences import DIFFERENCES
 from trainer.algorithms.ppo.ppo import PPO, PPOConfig
 from trainer.algorithms.ppo.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
@@ -15,6 +16,7 @@ ALGORITHM = AlgorithmEntry(
     algorithm_cls=PPO,
     config_cls=PPOConfig,
     presets=PRESETS,
+    differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
         "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),

@@ -1,0 +1,92 @@
+"""DQN's rows of the deliberate-differences table (`trainer.compat.differences`, which
+reads them through the registry): what DQN here does not do as RLlib 2.60's does, and why."""
+
+from __future__ import annotations
+
+from trainer.compat.differences import API, BEHAVIOUR, Difference
+
+#: DQN's deliberate differences (`AlgorithmEntry.differences`).
+DIFFERENCES: tuple[Difference, ...] = (
+    Difference(
+        "DQNConfig.get_default_learner_class",
+        "missing",
+        "one learner per algorithm (numpy PPO and DQN, or torch PPO), built by the Algorithm in "
+        "the driver process; there are no LearnerGroups of several learners, no standalone "
+        "learner building and no learner connectors (a torch learner subclass comes in through "
+        "training(learner_class=...))",
+        API,
+    ),
+    Difference(
+        "DQNConfig.replay_sequence_length",
+        "missing",
+        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
+        "new stack only; RLlib 2.60 has no builder keyword for it",
+        API,
+    ),
+    Difference(
+        "DQNConfig.exploration_config",
+        "{} by default, meaning the algorithm's default exploration: "
+        "config.get_exploration_config() returns the whole dict",
+        "a dict without \"type\" updates the algorithm's default (RLlib's rule), so the empty "
+        "default keeps a later algorithm-level default change visible",
+        API,
+    ),
+    Difference(
+        "DQN.get_default_policy_class",
+        "missing",
+        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
+        "new stack only; get the module with algo.get_module() or act with "
+        "compute_single_action()",
+        API,
+    ),
+    Difference(
+        "DQN.setup",
+        "missing",
+        "the Algorithm is built in __init__ here; there is no setup(config) hook (a subclass "
+        "extends __init__ or setup_learner()); Tune calls the setup() of trainer.tune's "
+        "Trainable for the Algorithm class, which builds it",
+        API,
+    ),
+    Difference(
+        "DQN.training_step (multi-agent)",
+        "replays and trains only the modules in policies_to_train "
+        "(tests/test_multi_agent_dqn.py::test_a_policy_left_out_of_policies_to_train_keeps_its_weights)",
+        "RLlib also samples the modules it does not train, then leaves their samples unused",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQNConfig.validate (replay_buffer_config type)",
+        "a multi-agent config with a single-agent buffer type, or the reverse, is a ConfigError "
+        "naming the type to use "
+        "(tests/test_multi_agent_dqn.py::test_a_buffer_type_that_does_not_fit_the_agents_is_refused)",
+        "RLlib fails later, inside the buffer",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DefaultDQNTorchRLModule._forward_exploration",
+        "returns the Q-values as action_dist_inputs (and greedy actions); the EnvRunner's "
+        "EpsilonGreedy explores, where RLlib's module draws epsilon-greedy actions itself from "
+        "model_config['epsilon']",
+        "one exploration path for numpy and torch, drawn from the runner's seeded generator, "
+        "with the same cur_epsilon metric",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DefaultDQNTorchRLModule target networks",
+        "made in the module's setup() (full modules only); the learner's make_target_networks() "
+        "re-syncs them",
+        "the module's state keys are the same from construction on, so views, checkpoints and "
+        "from_checkpoint agree",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQNTorchLearner (TD errors, results)",
+        "the TD errors return in the update's results for the algorithm to set priorities (not "
+        "logged as an item_series metric); the gradient norm is reported as "
+        "gradients_adam_global_norm, the numpy DQN's key; multi-agent torch DQN is refused",
+        "the one-learner data flow of the numpy DQN, whose results the torch learner's match "
+        "key for key "
+        "(tests/test_torch_dqn.py::test_the_torch_learner_takes_the_numpy_learners_step)",
+        BEHAVIOUR,
+    ),
+)
