@@ -29,6 +29,7 @@ from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner
 
 if TYPE_CHECKING:
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.algorithms.vpg.vpg import VPGConfig
 
 
@@ -94,7 +95,7 @@ class VPGTorchLearner(TorchLearner):
         self,
         *,
         module_id: str,
-        config: VPGConfig,
+        config: AlgorithmConfig,
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:

@@ -24,11 +24,16 @@ from typing import TYPE_CHECKING, Any
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from trainer.algorithms.settings import settings_of
+from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.rl_module import RLModuleSpec
 from trainer.metrics import (
+    ALL_MODULES,
     ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
     LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
     TIMERS,
 )
 from trainer.runners.env_runner_group import spaces_of
@@ -44,10 +49,6 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 
 #: The hidden layer's width of the default module (RLlib's example: `{"hidden_dim": 64}`).
 DEFAULT_HIDDEN_DIM = 64
-#: RLlib's timer names (`ray.rllib.utils.metrics`) for the three parts of a training step.
-ENV_RUNNER_SAMPLING_TIMER = "env_runner_sampling_timer"
-LEARNER_UPDATE_TIMER = "learner_update_timer"
-SYNCH_WORKER_WEIGHTS_TIMER = "synch_weights"
 #: The statistics RLlib's example logs about each step's batch size (its own keys).
 EPISODE_TIMESTEPS_MEAN_KEY = "episode_timesteps_sampled_mean_win100"
 EPISODE_TIMESTEPS_EMA_KEY = "episode_timesteps_sampled_ema"
@@ -127,6 +128,8 @@ class VPG(Algorithm):
         self.learner = learner_class(self.config, module)
 
     def training_step(self) -> None:
+        """Sample complete episodes, one update on them, new weights to the EnvRunners (see
+        the module docstring); logs into `self.metrics` under RLlib's keys."""
         metrics = self.metrics
         # 1. Sample complete episodes with the current policy.
         with metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
@@ -143,9 +146,9 @@ class VPG(Algorithm):
             learner_results = self.learner.update(
                 episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
             )
-        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
         metrics.log_value(
-            (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
+            (LEARNER_RESULTS, ALL_MODULES, "num_env_steps_trained_lifetime"),
             env_steps,
             reduce="lifetime_sum",
         )
