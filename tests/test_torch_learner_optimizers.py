@@ -25,10 +25,10 @@ from test_torch_learner import (  # noqa: E402
 )
 
 from trainer.algorithms.dqn import DQNConfig  # noqa: E402
-from trainer.algorithms.learner import DEFAULT_OPTIMIZER  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
 from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.checkpoints.codec import pack, unpack  # noqa: E402
+from trainer.core.learner import DEFAULT_OPTIMIZER  # noqa: E402
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo  # noqa: E402
 from trainer.errors import ConfigError, StateError  # noqa: E402
 from trainer.examples.learners.classes.custom_ppo_loss_fn_learner import (  # noqa: E402

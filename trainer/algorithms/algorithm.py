@@ -56,7 +56,6 @@ from trainer.algorithms.checkpointing import (
     save_algorithm,
 )
 from trainer.algorithms.evaluation import EvaluationRounds
-from trainer.algorithms.learner import Learner
 from trainer.algorithms.module_changes import (
     ModuleChange,
     completed_spec,
@@ -70,6 +69,7 @@ from trainer.checkpoints.location import fetched
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.obs_tree import tree_map

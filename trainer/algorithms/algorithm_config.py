@@ -385,15 +385,6 @@ def _check_optimizer(v: Any) -> str | None:
     return None
 
 
-def adam_settings(optimizer: dict) -> dict:
-    """`training(optimizer=...)` as `Adam`'s keyword arguments."""
-    beta1, beta2 = optimizer.get(
-        "betas", (optimizer.get("beta1", 0.9), optimizer.get("beta2", 0.999))
-    )
-    eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
-    return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
-
-
 def _is_str_dict(v: Any) -> str | None:
     allowed = "a dict of environment variable names to values"
     if not isinstance(v, dict):

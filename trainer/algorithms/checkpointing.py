@@ -61,7 +61,7 @@ from trainer.checkpoints.signing import (
     sign,
 )
 from trainer.checkpoints.writer import file_digest
-from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule, StateConversionError
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
@@ -630,9 +630,9 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
 
 def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name: Any) -> Any:
     """`state` (read from the module checkpoint `checkpoint` at `path`) as `module` takes it:
-    a numpy default PPO module's state for a torch module is converted to the default torch
-    PPO module's `state_dict` (`trainer.algorithms.ppo.state_conversion`; refused, naming what
-    differs, when the networks differ); any other state as it is."""
+    a numpy module's state for a torch module as the numpy module class converts it
+    (`FlatParameterModule.state_for_torch_module`; refused, naming what differs, when the
+    networks differ); any other state as it is."""
     if getattr(module, "framework", None) != "torch" or not isinstance(state, dict):
         return state
     from trainer.checkpoints.config_data import resolve_import_path
@@ -642,21 +642,17 @@ def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name:
         saved_class = resolve_import_path(str(checkpoint.metadata.get("module_class")))
     except Exception:  # noqa: BLE001 - not the numpy module then; checked as it is
         return state
-    from trainer.algorithms.ppo.state_conversion import (
-        StateConversionError,
-        is_numpy_ppo_module_class,
-        numpy_ppo_state_to_torch,
-    )
-
-    if not is_numpy_ppo_module_class(saved_class):
+    if not (isinstance(saved_class, type) and issubclass(saved_class, FlatParameterModule)):
         return state
     model_config = _constructor(checkpoint.metadata, path).get("model_config") or {}
     try:
-        return numpy_ppo_state_to_torch(state, model_config, module, where=f"module {name!r}")
+        return saved_class.state_for_torch_module(
+            state, model_config, module, where=f"module {name!r}"
+        )
     except StateConversionError as error:
         raise CheckpointError(
             path,
-            f"holds the numpy PPO module ({saved_class.__qualname__}), which does not convert "
+            f"holds the numpy module {saved_class.__qualname__}, which does not convert "
             f"into this algorithm's torch module {name!r}: {error}",
         ) from None
 

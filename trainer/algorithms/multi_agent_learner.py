@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.algorithms.learner import Learner, UpdateResults
+from trainer.core.learner import Learner, UpdateResults
 from trainer.env.episode import SingleAgentEpisode
 from trainer.util.state_checks import StateError, require_map
 

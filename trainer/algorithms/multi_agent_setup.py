@@ -195,13 +195,9 @@ def check_multi_rl_module_spec(
 
 
 def _is_default_torch_module(module_class: type | None) -> bool:
-    """Whether `module_class` is (a subclass of) the default torch PPO module, which reads
-    only the default model config's keys."""
-    if module_class is None or "trainer.algorithms.ppo.torch_module" not in sys.modules:
-        return False
-    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
-    return issubclass(module_class, DefaultPPOTorchRLModule)
+    """Whether `module_class` is (a subclass of) a default torch module that reads only the
+    default model config's keys (`TorchRLModule.reads_default_model_config_only`)."""
+    return bool(getattr(module_class, "reads_default_model_config_only", False))
 
 
 class MultiAgentSetup:

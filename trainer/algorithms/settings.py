@@ -194,10 +194,9 @@ def markdown(
 
 def readme_tables() -> str:
     """The tables of the docs' settings page: the shared settings (with AlgorithmConfig's
-    defaults), then PPO's and DQN's own settings and changed defaults."""
+    defaults), then each registered algorithm's own settings and changed defaults."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
-    from trainer.algorithms.dqn import DQNConfig
-    from trainer.algorithms.ppo import PPOConfig
+    from trainer.algorithms.registry import entries
 
     # RLlib's private-looking names are left out, but for experimental() (all of them are).
     settings = AlgorithmConfig._settings()
@@ -207,7 +206,7 @@ def readme_tables() -> str:
             only=lambda name: not name.startswith("_") or settings[name].method == "experimental",
         )
     ]
-    for cls in (PPOConfig, DQNConfig):
+    for cls in (entry.config_cls for entry in entries()):
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
         changed = ", ".join(
             f"`{name}={_shown(value)}`" for name, value in cls._DEFAULT_OVERRIDES.items()

@@ -363,7 +363,7 @@ def _check_stop(table: Any, where: str) -> dict[str, float]:
 
 def read_search_file(path: str) -> SearchFile:
     """Reads and checks a search file (see the module docstring); no Ray is imported."""
-    from trainer.algorithms import get_trainable_cls
+    from trainer.algorithms.registry import DEFAULT_ALGORITHM, get_trainable_cls
     from trainer.cli.config_file import BUILDER_TABLES
 
     where = f"argument --config: {path}: "
@@ -375,7 +375,7 @@ def read_search_file(path: str) -> SearchFile:
                 f"{', '.join([*TOP_LEVEL_KEYS, *(f'[{t}]' for t in TABLES)])} (the "
                 "algorithm's settings go in [config])"
             )
-    algo = content.get("algo", "PPO")
+    algo = content.get("algo", DEFAULT_ALGORITHM)
     try:
         algo_class = get_trainable_cls(algo) if isinstance(algo, str) else None
     except (ValueError, KeyError) as error:

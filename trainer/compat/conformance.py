@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.algorithms.registry import ALGORITHM_PACKAGES
 from trainer.compat.rllib_surface import UNEVALUATED, Member, Parameter, SurfaceReader
 from trainer.util import deprecation
 
@@ -68,6 +69,14 @@ def _config(cls_path: str) -> Callable[[], Any]:
     return make
 
 
+#: The registered algorithms, by name: RLlib's module of the Algorithm and its config
+#: (`ray.rllib.algorithms.<x>.<x>`, as the folder `trainer/algorithms/<x>/` is named), compared
+#: with the algorithm's package here.
+RLLIB_ALGORITHM_MODULES: dict[str, str] = {
+    name: f"{_RLLIB}.algorithms.{package.rpartition('.')[2]}.{package.rpartition('.')[2]}"
+    for name, package in ALGORITHM_PACKAGES.items()
+}
+
 _METRICS = "metrics and stats"
 _BUFFERS = "replay buffers"
 _GROUP = "EnvRunnerGroup"
@@ -83,27 +92,25 @@ TARGETS: tuple[Target, ...] = (
         instance=_config("trainer.algorithms.algorithm_config.AlgorithmConfig"),
         builders=True,
     ),
-    Target(
-        "PPOConfig",
-        f"{_RLLIB}.algorithms.ppo.ppo.PPOConfig",
-        "trainer.algorithms.ppo.PPOConfig",
-        instance=_config("trainer.algorithms.ppo.PPOConfig"),
-        builders=True,
-    ),
-    Target(
-        "DQNConfig",
-        f"{_RLLIB}.algorithms.dqn.dqn.DQNConfig",
-        "trainer.algorithms.dqn.DQNConfig",
-        instance=_config("trainer.algorithms.dqn.DQNConfig"),
-        builders=True,
+    *(
+        Target(
+            f"{name}Config",
+            f"{rllib_module}.{name}Config",
+            f"{ALGORITHM_PACKAGES[name]}.{name}Config",
+            instance=_config(f"{ALGORITHM_PACKAGES[name]}.{name}Config"),
+            builders=True,
+        )
+        for name, rllib_module in RLLIB_ALGORITHM_MODULES.items()
     ),
     Target(
         "Algorithm",
         f"{_RLLIB}.algorithms.algorithm.Algorithm",
         "trainer.algorithms.algorithm.Algorithm",
     ),
-    Target("PPO", f"{_RLLIB}.algorithms.ppo.ppo.PPO", "trainer.algorithms.ppo.PPO"),
-    Target("DQN", f"{_RLLIB}.algorithms.dqn.dqn.DQN", "trainer.algorithms.dqn.DQN"),
+    *(
+        Target(name, f"{rllib_module}.{name}", f"{ALGORITHM_PACKAGES[name]}.{name}")
+        for name, rllib_module in RLLIB_ALGORITHM_MODULES.items()
+    ),
     Target(
         "SingleAgentEnvRunner",
         f"{_RLLIB}.env.single_agent_env_runner.SingleAgentEnvRunner",
@@ -165,13 +172,13 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "EpisodeReplayBuffer",
         f"{_RLLIB}.utils.replay_buffers.episode_replay_buffer.EpisodeReplayBuffer",
-        "trainer.algorithms.dqn.replay_buffer.EpisodeReplayBuffer",
+        "trainer.replay_buffers.EpisodeReplayBuffer",
         area=_BUFFERS,
     ),
     Target(
         "PrioritizedEpisodeReplayBuffer",
         f"{_RLLIB}.utils.replay_buffers.prioritized_episode_buffer.PrioritizedEpisodeReplayBuffer",
-        "trainer.algorithms.dqn.replay_buffer.PrioritizedEpisodeReplayBuffer",
+        "trainer.replay_buffers.PrioritizedEpisodeReplayBuffer",
         area=_BUFFERS,
     ),
     Target(

@@ -538,6 +538,10 @@ class SpaceInfo:
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 
+class StateConversionError(ValueError):
+    """A numpy module's state cannot become a torch module's: the message says why."""
+
+
 class FlatParameterModule(RLModuleAPI):
     """Networks whose parameters all live in one flat float32 vector (`flat_params`) that the
     layers view, so the optimiser updates everything with a few vectorised operations.
@@ -554,6 +558,16 @@ class FlatParameterModule(RLModuleAPI):
     backward passes write each parameter's gradient into its view of it, so the optimiser
     reads one vector with no gathering.
     """
+
+    @classmethod
+    def state_for_torch_module(
+        cls, state: dict, model_config: dict, module: Any, where: str
+    ) -> dict:
+        """This module's checkpointed `state` (built with `model_config`) as the torch module
+        `module` takes it, when an algorithm trained on numpy continues on torch. Here the
+        state as it is; a default module whose torch counterpart has the same networks
+        converts it (PPO's), raising `StateConversionError` naming what differs."""
+        return state
 
     #: The spaces the networks are built for (set by every subclass).
     spaces: SpaceInfo

@@ -140,7 +140,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
     # RLlib's Learner base and its names (DEFAULT_OPTIMIZER, LR_KEY, ...): framework-free.
-    "ray.rllib.core.learner.learner": ("trainer.algorithms.learner",),
+    "ray.rllib.core.learner.learner": ("trainer.core.learner",),
     # Catalogs: names a spec carries (an algorithm's on its default module); no model builders.
     "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),

@@ -28,14 +28,20 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import DEFAULT_OPTIMIZER, LR_KEY, Learner, LearningRate
 from trainer.core.blas import user_sized_pools
+from trainer.core.learner import (
+    DEFAULT_OPTIMIZER,
+    LR_KEY,
+    Learner,
+    LearnerConfig,
+    LearningRate,
+    adam_settings,
+)
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import check_finite_update
 from trainer.metrics import ALL_MODULES
@@ -48,9 +54,6 @@ from trainer.util.state_checks import (
     require_map,
     require_number,
 )
-
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 #: Gradients by parameter name (RLlib's `ParamDict` keys them by parameter reference).
 ParamDict = dict[str, torch.Tensor]
@@ -204,7 +207,7 @@ class TorchLearner(Learner):
 
     def __init__(
         self,
-        config: AlgorithmConfig,
+        config: LearnerConfig,
         module: Any,
         *,
         module_id: str = DEFAULT_MODULE_ID,
@@ -265,7 +268,7 @@ class TorchLearner(Learner):
 
     # -- optimizers (RLlib's Learner API) -------------------------------------------------------
     def configure_optimizers_for_module(
-        self, module_id: str, config: AlgorithmConfig | None = None
+        self, module_id: str, config: LearnerConfig | None = None
     ) -> None:
         """Registers the module's optimizers (override to use others, e.g. one per network):
         by default Adam over the module's parameters with the config's `optimizer` settings
@@ -411,7 +414,7 @@ class TorchLearner(Learner):
         self,
         *,
         module_id: str,
-        config: AlgorithmConfig,
+        config: LearnerConfig,
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:

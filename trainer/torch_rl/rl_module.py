@@ -60,6 +60,11 @@ def _matches(key: str, attribute: str) -> bool:
 class TorchRLModule(nn.Module, RLModule):
     """RLlib's TorchRLModule: see the module docstring."""
 
+    #: Whether the module reads only the default model config's keys (an algorithm's default
+    #: torch module sets it): a multi-agent spec's model config is then checked as the
+    #: default modules' is.
+    reads_default_model_config_only: bool = False
+
     framework: str | None = "torch"
     STATE_FILE_NAME = "module_state"
 

@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
 from trainer.core.blas import BlasThreads
+from trainer.core.learner import NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
-from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
-from trainer.util.state_checks import require_int, require_map
+from trainer.util.state_checks import require_int
 
 if TYPE_CHECKING:
     from trainer.algorithms.dqn.dqn import DQNConfig
 
 
-class DQNLearner(Learner):
+class DQNLearner(NumpyLearner):
     config: DQNConfig
+    loss_name = "DQN"
+    extra_state_keys = ("target", "last_target_update_step")
 
     def __init__(
         self,
@@ -37,20 +37,13 @@ class DQNLearner(Learner):
     ):
         """`build`: makes the module to train and its target network alike (a multi-agent
         run's, from its spec); None builds the config's for `spaces`."""
-        self.config = config
         if build is None:
-            self.module = config.build_module(spaces, seed=config.seed)
+            module = config.build_module(spaces, seed=config.seed)
             self.target = config.build_module(spaces, seed=config.seed)
         else:
-            self.module, self.target = build(), build()
+            module, self.target = build(), build()
+        super().__init__(config, module)
         self.target.flat_params[:] = self.module.flat_params
-        self.learning_rate = LearningRate(config.lr)
-        self.optimizer = Adam(
-            self.module.flat_params,
-            lr=self.learning_rate.initial,
-            **adam_settings(config.optimizer),
-        )
-        self._parameter_sizes = [p.size for p in self.module.parameters()]
         self._last_target_update_step = 0
         #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
         self.update_threads = BlasThreads()
@@ -62,7 +55,7 @@ class DQNLearner(Learner):
         metrics and, under `TD_ERROR_KEY`, the per-item TD errors (for prioritized replay; the
         algorithm takes them out before logging, as RLlib's DQN does)."""
         config, module = self.config, self.module
-        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
         actions = batch["actions"].astype(np.int64)
@@ -99,12 +92,7 @@ class DQNLearner(Learner):
 
         # Backpropagate, clip (grad_clip_by), Adam step.
         module.backward(cache, d_q_values)
-        gradient = module.gradient_buffer()[0]  # the flat buffer backward wrote into
-        grad_norm = clip_gradients(
-            gradient, config.grad_clip, config.grad_clip_by, self._parameter_sizes
-        )
-        check_finite_update(qf_loss, grad_norm, "DQN")
-        self.optimizer.step(gradient)
+        grad_norm = self.apply_gradients(qf_loss)
 
         # Move the target network towards the online one every `target_network_update_freq`
         # sampled env steps.
@@ -131,25 +119,16 @@ class DQNLearner(Learner):
             TD_ERROR_KEY: td_errors,
         }
 
-    def get_state(self) -> dict:
+    def get_extra_state(self) -> dict:
         return {
-            "module": self.module.get_weights(),
             "target": self.target.get_weights(),
-            "optimizer": self.optimizer.get_state(),
             "last_target_update_step": self._last_target_update_step,
         }
 
-    def check_state(self, state: dict, where: str = "learner") -> None:
-        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
-        require_map(state, where, ("module", "target", "optimizer", "last_target_update_step"))
-        self.module.check_weights(state["module"], f"{where}['module']")
+    def check_extra_state(self, state: dict, where: str) -> None:
         self.target.check_weights(state["target"], f"{where}['target']")
-        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
         require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
 
-    def set_state(self, state: dict) -> None:
-        self.check_state(state)
-        self.module.set_weights(state["module"])
+    def set_extra_state(self, state: dict) -> None:
         self.target.set_weights(state["target"])
-        self.optimizer.set_state(state["optimizer"])
         self._last_target_update_step = int(state["last_target_update_step"])

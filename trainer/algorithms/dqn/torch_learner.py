@@ -34,9 +34,9 @@ import torch
 from torch import nn
 
 from trainer.algorithms.dqn.torch_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
-from trainer.algorithms.learner import UpdateResults
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,

@@ -31,6 +31,17 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     encoder feeds both heads.
     """
 
+    @classmethod
+    def state_for_torch_module(
+        cls, state: dict, model_config: dict, module: Any, where: str
+    ) -> dict:
+        """The state as the default torch PPO module's `state_dict`
+        (`trainer.algorithms.ppo.state_conversion`)."""
+        # The conversion reads torch modules: imported with torch, which `module` needs.
+        from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
+
+        return numpy_ppo_state_to_torch(state, model_config, module, where=where)
+
     def __init__(self, spaces: SpaceInfo, model_config: dict, seed: int | None = None):
         spaces.require_flat_obs(type(self).__name__)
         self.spaces = spaces

@@ -13,17 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.algorithm_config import adam_settings
-from trainer.algorithms.learner import Learner, LearningRate, UpdateResults
 from trainer.core.blas import AdaptiveBlasThreads
+from trainer.core.learner import NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
-from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
-from trainer.util.state_checks import require_generator_state, require_map, require_number
+from trainer.util.state_checks import require_generator_state, require_number
 
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.ppo import PPOConfig
@@ -163,23 +161,17 @@ def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
     return kl_coeff
 
 
-class PPOLearner(Learner):
+class PPOLearner(NumpyLearner):
     config: PPOConfig
+    loss_name = "PPO"
+    extra_state_keys = ("kl_coeff", "rng")
 
     def __init__(self, config: PPOConfig, spaces: SpaceInfo | None, module: Any = None):
         """`module`: the module to train (a multi-agent run's, built from its spec); None
         builds the config's for `spaces`."""
-        self.config = config
-        self.module = (
-            module if module is not None else config.build_module(spaces, seed=config.seed)
+        super().__init__(
+            config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
-        self.learning_rate = LearningRate(config.lr)
-        self.optimizer = Adam(
-            self.module.flat_params,
-            lr=self.learning_rate.initial,
-            **adam_settings(config.optimizer),
-        )
-        self._parameter_sizes = [p.size for p in self.module.parameters()]
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
@@ -273,15 +265,9 @@ class PPOLearner(Learner):
 
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         _, stats = self.loss_and_grads(mb)
-        # Clip the gradient (grad_clip_by), then take an Adam step. The per-parameter gradients
-        # are views of the module's flat gradient buffer.
-        grad = self.module.gradient_buffer()[0]
-        stats["gradients_default_optimizer_global_norm"] = norm = clip_gradients(
-            grad, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes
-        )
-        # The norm is NaN or infinite when any gradient element is: stop before the weights do.
-        check_finite_update(stats["total_loss"], norm, "PPO")
-        self.optimizer.step(grad)
+        # Clip the gradient (grad_clip_by), check it, then take an Adam step. The per-parameter
+        # gradients are views of the module's flat gradient buffer.
+        stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(stats["total_loss"])
         return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
@@ -305,7 +291,7 @@ class PPOLearner(Learner):
         paced: Callable[..., Iterator[dict[str, np.ndarray]]],
     ) -> UpdateResults:
         cfg = self.config
-        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         batch = self.build_train_batch(episodes)
         standardize_advantages(batch)
         step_stats: dict[str, float] = {}
@@ -328,25 +314,13 @@ class PPOLearner(Learner):
         return results
 
     # -- state (checkpoints) -----------------------------------------------------------------
-    def get_state(self) -> dict:
-        return {
-            "module": self.module.get_weights(),
-            "optimizer": self.optimizer.get_state(),
-            "kl_coeff": self.kl_coeff,
-            "rng": generator_state(self.rng),
-        }
+    def get_extra_state(self) -> dict:
+        return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
 
-    def check_state(self, state: dict, where: str = "learner") -> None:
-        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
-        require_map(state, where, ("module", "optimizer", "kl_coeff", "rng"))
-        self.module.check_weights(state["module"], f"{where}['module']")
-        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+    def check_extra_state(self, state: dict, where: str) -> None:
         require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
         require_generator_state(state["rng"], f"{where}['rng']")
 
-    def set_state(self, state: dict) -> None:
-        self.check_state(state)
-        self.module.set_weights(state["module"])
-        self.optimizer.set_state(state["optimizer"])
+    def set_extra_state(self, state: dict) -> None:
         self.kl_coeff = float(state["kl_coeff"])
         set_generator_state(self.rng, state["rng"])

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from trainer.core.models import check_model_config
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+from trainer.core.models import StateConversionError, check_model_config
 
 #: Model-config keys both modules must agree on for the same weights to compute the same
 #: function (the layer sizes are checked on the weights' shapes).
@@ -48,10 +49,6 @@ _SAME_FUNCTION_KEYS = (
     "free_log_std",
     "use_lstm",
 )
-
-
-class StateConversionError(ValueError):
-    """A numpy module's state cannot become this torch module's: the message says why."""
 
 
 def _linear_names(part: nn.Module | None, prefix: str) -> list[str]:
@@ -80,8 +77,6 @@ def numpy_ppo_state_to_torch(
     """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
     the `state_dict` arrays of `module` (a `DefaultPPOTorchRLModule`, not inference-only);
     raises `StateConversionError` naming what differs. See the module docstring."""
-    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
     if not isinstance(module, DefaultPPOTorchRLModule):
         raise StateConversionError(
             f"{where}: a numpy PPO module's state converts into the default torch PPO module "
@@ -163,12 +158,4 @@ def _numpy_name(torch_name: str, chains: dict[str, list[str]]) -> str:
     return torch_name
 
 
-def is_numpy_ppo_module_class(module_class: Any) -> bool:
-    """Whether `module_class` (a module checkpoint's class) is the numpy default PPO module."""
-
-    from trainer.algorithms.ppo.module import PolicyModule
-
-    return isinstance(module_class, type) and issubclass(module_class, PolicyModule)
-
-
-__all__ = ["StateConversionError", "is_numpy_ppo_module_class", "numpy_ppo_state_to_torch"]
+__all__ = ["StateConversionError", "numpy_ppo_state_to_torch"]

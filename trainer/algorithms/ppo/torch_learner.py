@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from trainer.algorithms.learner import UpdateResults
 from trainer.algorithms.ppo.ppo_learner import (
     adapted_kl_coeff,
     build_train_batch,
@@ -41,6 +40,7 @@ from trainer.algorithms.ppo.ppo_learner import (
 )
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
+from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_map, tree_rows
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards

@@ -71,6 +71,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     `model_config` is a dict or a `DefaultModelConfig` with RLlib's keys, validated and
     defaulted as for the numpy modules (`trainer.core.models.check_model_config`)."""
 
+    reads_default_model_config_only = True
+
     def setup(self) -> None:
         where = f"{type(self).__name__}"
         if self.observation_space is None or self.action_space is None:

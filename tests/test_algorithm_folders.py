@@ -1,0 +1,134 @@
+"""Each algorithm lives in its folder: nothing outside `trainer/algorithms/<name>/` names the
+algorithm (its classes, its module path), except the registry's line for it and a short
+allowlist, each entry with its reason. Names in comments and docstrings (prose) do not count;
+code does: identifiers, imports and string constants (a class name as a string, a module path
+inside a string)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from trainer.algorithms import registry
+
+#: The directory that holds the `trainer` package.
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+TRAINER = SOURCE_ROOT / "trainer"
+
+#: Files outside the folders that may name an algorithm, and why.
+ALLOWED: dict[str, str] = {
+    "trainer/algorithms/registry.py": "the registry's one line per algorithm: name -> package",
+    "trainer/compat/moved_modules.py": "RLlib-compat shim: earlier releases' import paths "
+    "(trainer.ppo_learner, ...) mapped to their homes in the folders",
+    "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args, whose --algo "
+    "defaults to RLlib's 'PPO'",
+    # Per-algorithm config code that the config sections move into PPOConfig / DQNConfig:
+    "trainer/algorithms/algorithm_config.py": "the base config's default modules are PPO's "
+    "(default_module_class, build_module, default_torch_module_class)",
+    "trainer/compat/rllib_settings.py": "RLlib's settings of each algorithm's config class "
+    "(ALGO_RLLIB_SETTINGS), keyed by algorithm",
+}
+#: Folders whose files are users' code written against RLlib's API (ports of RLlib's own
+#: examples), which use the algorithms by their RLlib names as any user script does.
+ALLOWED_FOLDERS = ("trainer/examples/",)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string constants that are docstrings or bare string statements."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            for statement in body:
+                if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                    found.add(id(statement.value))
+    return found
+
+
+def folder_names(package: str) -> tuple[str, set[str]]:
+    """The folder's module path and the names it defines: the registered name and the
+    classes defined at the top of its modules."""
+    folder = SOURCE_ROOT / package.replace(".", "/")
+    names = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                names.add(node.name)
+    return package, names
+
+
+def mentions(path: Path, package: str, names: set[str], root: Path = SOURCE_ROOT) -> list[str]:
+    """Where the code in `path` (under `root`) names the algorithm: "path:line what"."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = _docstrings(tree)
+    found = []
+    relative = path.relative_to(root)
+
+    def within(module: str | None) -> bool:
+        return module is not None and (module == package or module.startswith(package + "."))
+
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Name) and node.id in names:
+            what = node.id
+        elif isinstance(node, ast.Attribute) and node.attr in names:
+            what = node.attr
+        elif isinstance(node, ast.ImportFrom) and within(node.module):
+            what = f"from {node.module} import"
+        elif isinstance(node, ast.Import) and any(within(a.name) for a in node.names):
+            what = "import " + ", ".join(a.name for a in node.names)
+        elif isinstance(node, ast.alias) and node.name in names:
+            what = node.name
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and (node.value in names or re.search(rf"{re.escape(package)}(?![\w])", node.value))
+        ):
+            what = repr(node.value)
+        if what is not None:
+            found.append(f"{relative}:{getattr(node, 'lineno', '?')} {what}")
+    return found
+
+
+@pytest.mark.parametrize("name", registry.ALGORITHM_NAMES)
+def test_nothing_outside_an_algorithms_folder_names_it(name):
+    package, names = folder_names(registry.ALGORITHM_PACKAGES[name])
+    names.add(name)
+    folder = package.replace(".", "/") + "/"
+    found = []
+    for path in sorted(TRAINER.rglob("*.py")):
+        relative = path.relative_to(SOURCE_ROOT).as_posix()
+        if relative.startswith(folder) or relative.startswith(ALLOWED_FOLDERS):
+            continue
+        if relative in ALLOWED:
+            continue
+        found += mentions(path, package, names)
+    assert found == [], "\n".join(found)
+
+
+def test_the_check_finds_a_mention(tmp_path):
+    """The check itself: an import, a class used in code and a module path in a string count;
+    a docstring does not."""
+    text = (
+        '"""PPO in prose is fine."""\n'
+        "from trainer.algorithms.ppo.ppo import PPOConfig\n"
+        "x = PPOConfig\n"
+        "y = 'trainer.algorithms.ppo.torch_module'\n"
+    )
+    tree_path = tmp_path / "trainer"
+    tree_path.mkdir()
+    probe = tree_path / "probe.py"
+    probe.write_text(text)
+    found = mentions(probe, "trainer.algorithms.ppo", {"PPOConfig", "PPO"}, root=tmp_path)
+    assert sorted(f.split(" ", 1)[1] for f in found) == sorted(
+        [
+            "from trainer.algorithms.ppo.ppo import",
+            "PPOConfig",  # the imported name
+            "PPOConfig",  # its use
+            "'trainer.algorithms.ppo.torch_module'",
+        ]
+    ), found

@@ -1,0 +1,193 @@
+"""The `Learner` interface: what an algorithm's learner is to the rest of the trainer, and its
+numpy backend (`NumpyLearner`; the torch backend is `trainer.torch_rl.learner.TorchLearner`).
+
+One learner per module, in the driver process (a multi-agent run holds one per module in a
+`trainer.algorithms.multi_agent_learner.MultiAgentLearner`; several learner processes are out of
+scope here). It owns `module` (the network whose weights every EnvRunner samples with:
+`get_weights()`), `optimizer`, and the update rule. `Algorithm` reaches it only through this
+interface: `update(...)` in its training step, the state methods for checkpoints (weights and
+optimizer moments), `get_weights()` / `set_weights()` for the EnvRunners.
+
+An algorithm writes its loss once per backend: for numpy a `NumpyLearner` subclass computes
+the loss and the module's gradient and calls `apply_gradients`; for torch a `TorchLearner`
+subclass implements `compute_loss_for_module`. Optimizer, learning-rate schedule, gradient
+clipping, the finite check and the state of module and optimizer are the backends'.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Protocol
+
+import numpy as np
+
+from trainer.core.nn import Adam, check_finite_update, clip_gradients
+from trainer.core.schedules import Schedule
+from trainer.util.state_checks import require_map
+
+#: What `Learner.update` returns: statistic name -> value. Each is a float, except per-row
+#: arrays that the algorithm takes out before logging them (DQN's TD errors under
+#: `trainer.metrics.TD_ERROR_KEY`, as in RLlib's learner results).
+UpdateResults = dict[str, float | np.ndarray]
+
+#: RLlib's names (`ray.rllib.core.learner.learner`): the optimizer a learner registers when it
+#: registers one (`TorchLearner.register_optimizer`), and common result keys.
+DEFAULT_OPTIMIZER = "default_optimizer"
+POLICY_LOSS_KEY = "policy_loss"
+VF_LOSS_KEY = "vf_loss"
+ENTROPY_KEY = "entropy"
+LR_KEY = "learning_rate"
+
+
+class LearnerConfig(Protocol):
+    """What the learner machinery reads of an algorithm's config (an `AlgorithmConfig`; the
+    learners sit below the algorithms and name none of their classes)."""
+
+    lr: float | list
+    optimizer: dict
+    grad_clip: float | None
+    grad_clip_by: str
+    seed: int | None
+
+
+class Learner(ABC):
+    config: LearnerConfig
+    module: Any
+    #: The numpy learners' Adam; a torch optimizer for the torch learners.
+    optimizer: Any
+
+    def get_weights(self) -> Any:
+        """The weights the EnvRunners sample with (the module's, as numpy arrays)."""
+        return self.module.get_weights()
+
+    def set_weights(self, weights: Any) -> None:
+        """Sets the module's weights (`get_weights()`'s form)."""
+        self.module.set_weights(weights)
+
+    @abstractmethod
+    def update(self, data: Any, /, *, num_env_steps_sampled_lifetime: int) -> UpdateResults:
+        """One training update on `data` (PPO: the sampled episodes; DQN: a replay batch), with
+        the env steps sampled so far (for the learning-rate schedule and target updates);
+        returns the update's statistics (losses, gradient norm, current lr, ...). Raises
+        `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
+        gradient is not finite."""
+
+    @abstractmethod
+    def get_state(self) -> dict:
+        """Weights, optimizer state and the learner's own counters, as plain data and arrays."""
+
+    @abstractmethod
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `trainer.util.state_checks.StateError` unless `state` fits; changes nothing."""
+
+    @abstractmethod
+    def set_state(self, state: dict) -> None:
+        """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""
+
+
+def adam_settings(optimizer: dict) -> dict:
+    """`training(optimizer=...)` as `Adam`'s keyword arguments (numpy's and torch's)."""
+    beta1, beta2 = optimizer.get(
+        "betas", (optimizer.get("beta1", 0.9), optimizer.get("beta2", 0.999))
+    )
+    eps = optimizer.get("eps", optimizer.get("adam_epsilon", optimizer.get("epsilon", 1e-8)))
+    return {"betas": (float(beta1), float(beta2)), "eps": float(eps)}
+
+
+class LearningRate:
+    """`training(lr=...)`: a constant, or RLlib's schedule `[[timestep, lr], ...]`, piecewise
+    linear in the env steps sampled so far (the last rate after the last point)."""
+
+    def __init__(self, lr: float | list, *, setting: str = "lr"):
+        """`setting`: the name bad values are reported under."""
+        self.schedule = Schedule(lr, setting=setting, low=0.0)
+
+    def apply(self, optimizer: Adam, num_env_steps_sampled_lifetime: int | None) -> None:
+        """Sets the optimizer's rate for the update about to run (a constant rate is left as
+        it is: it may have come from a checkpoint)."""
+        rate = self.scheduled(num_env_steps_sampled_lifetime)
+        if rate is not None:
+            optimizer.lr = rate
+
+    def scheduled(self, num_env_steps_sampled_lifetime: int | None) -> float | None:
+        """The schedule's rate at this many env steps; None for a constant rate or unknown
+        steps (the optimizer's rate then stays as it is)."""
+        if len(self.schedule.points) > 1 and num_env_steps_sampled_lifetime is not None:
+            return self.schedule.value(num_env_steps_sampled_lifetime)
+        return None
+
+    @property
+    def initial(self) -> float:
+        return self.schedule.value(0)
+
+
+class NumpyLearner(Learner):
+    """The numpy backend of `Learner`: one `FlatParameterModule`, Adam over its flat parameters
+    at the config's `lr` (or schedule) with `training(optimizer=...)`'s settings, gradient
+    clipping by `grad_clip` / `grad_clip_by`, the finite check before each step, and the state:
+    the module's weights, the optimizer's moments and what the algorithm adds
+    (`get_extra_state`, `check_extra_state`, `set_extra_state`).
+
+    A subclass computes its loss and the module's gradient (into `module.gradient_buffer()`)
+    and calls `apply_gradients(loss)`."""
+
+    #: The algorithm's name in a `NonFiniteUpdateError`.
+    loss_name = "the loss"
+    #: The keys `get_extra_state()` adds to the state.
+    extra_state_keys: tuple[str, ...] = ()
+
+    def __init__(self, config: LearnerConfig, module: Any) -> None:
+        self.config = config
+        self.module = module
+        self.learning_rate = LearningRate(config.lr)
+        self.optimizer = Adam(
+            module.flat_params, lr=self.learning_rate.initial, **adam_settings(config.optimizer)
+        )
+        self._parameter_sizes = [p.size for p in module.parameters()]
+
+    def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None:
+        """Sets the optimizer's rate for the update about to run (`LearningRate.apply`)."""
+        self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
+
+    def apply_gradients(self, loss: float) -> float:
+        """Clips the module's gradient buffer (`grad_clip_by`), raises `NonFiniteUpdateError`
+        before the weights change if `loss` or the gradient is not finite, then takes one Adam
+        step; returns the gradient's global norm before clipping."""
+        gradient = self.module.gradient_buffer()[0]  # the flat buffer backward wrote into
+        norm = clip_gradients(
+            gradient, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes
+        )
+        check_finite_update(loss, norm, self.loss_name)
+        self.optimizer.step(gradient)
+        return norm
+
+    # -- state (checkpoints) -----------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {
+            "module": self.module.get_weights(),
+            "optimizer": self.optimizer.get_state(),
+            **self.get_extra_state(),
+        }
+
+    def check_state(self, state: dict, where: str = "learner") -> None:
+        """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
+        require_map(state, where, ("module", "optimizer", *self.extra_state_keys))
+        self.module.check_weights(state["module"], f"{where}['module']")
+        self.optimizer.check_state(state["optimizer"], f"{where}['optimizer']")
+        self.check_extra_state(state, where)
+
+    def set_state(self, state: dict) -> None:
+        self.check_state(state)
+        self.module.set_weights(state["module"])
+        self.optimizer.set_state(state["optimizer"])
+        self.set_extra_state(state)
+
+    def get_extra_state(self) -> dict:
+        """The algorithm's own state (counters, coefficients, random streams): none here."""
+        return {}
+
+    def check_extra_state(self, state: dict, where: str) -> None:
+        """Raises `StateError` unless the algorithm's own keys of `state` fit."""
+
+    def set_extra_state(self, state: dict) -> None:
+        """Takes the algorithm's own keys of `state` back (after `check_state`)."""
