@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from trainer.algorithms.learner import UpdateResults
 from trainer.compat.rllib_utils import Columns
+from trainer.core.learner import UpdateResults
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner
