@@ -23,13 +23,12 @@ import numpy as np
 import torch
 
 from trainer.compat.rllib_utils import Columns
-from trainer.core.learner import UpdateResults
+from trainer.core.learner import LearnerConfig, UpdateResults
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner
 
 if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.algorithms.vpg.vpg import VPGConfig
 
 
@@ -95,7 +94,7 @@ class VPGTorchLearner(TorchLearner):
         self,
         *,
         module_id: str,
-        config: AlgorithmConfig,
+        config: LearnerConfig,
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:
