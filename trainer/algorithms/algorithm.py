@@ -297,7 +297,7 @@ class Algorithm(OldAlgorithmNames):
         `policies`, or all). Single-agent, `policies` (RLlib's module ids) may only name the
         one module, "default_policy"."""
         if self.config.is_multi_agent:
-            weights = self.learner.module.get_weights()
+            weights = self.learner.get_weights()
             wanted = None if policies is None else set(policies)
             return {k: v for k, v in weights.items() if wanted is None or k in wanted}
         if policies is not None and set(policies) - {DEFAULT_MODULE_ID}:
@@ -305,17 +305,17 @@ class Algorithm(OldAlgorithmNames):
                 f"get_weights(policies={policies!r}): there is one module here, "
                 f"{DEFAULT_MODULE_ID!r}"
             )
-        return self.learner.module.get_weights()
+        return self.learner.get_weights()
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Sets the learner's weights and sends them to every EnvRunner."""
-        self.learner.module.set_weights(weights)
+        self.learner.set_weights(weights)
         self.sync_weights()
 
     def sync_weights(self) -> None:
         """Sends the learner's weights and the env steps sampled so far to every EnvRunner."""
         self.env_runner_group.sync_weights(
-            self.learner.module.get_weights(), global_timestep=self.num_env_steps_sampled_lifetime
+            self.learner.get_weights(), global_timestep=self.num_env_steps_sampled_lifetime
         )
 
     @property

@@ -439,7 +439,7 @@ class EvaluationRounds:
         if self.local_round is None:
             self.local_round = LocalRunnerEvaluation(self.config)
         runner.set_weights(
-            algorithm.learner.module.get_weights(),
+            algorithm.learner.get_weights(),
             global_timestep=algorithm.num_env_steps_sampled_lifetime,
         )
         algorithm._callbacks.fire(
@@ -500,7 +500,7 @@ class EvaluationRounds:
         env-to-module connector state, to the evaluation runners."""
         algorithm = self._algorithm
         self._built_evaluator().sync_weights(
-            algorithm.learner.module.get_weights(),
+            algorithm.learner.get_weights(),
             algorithm.num_env_steps_sampled_lifetime,
             local_runner_of(algorithm.env_runner_group).get_connector_state(),
         )

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
     from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.algorithms.presets import Preset
-    from trainer.compat.differences import Difference
 
 #: Algorithm name (as RLlib registers it) -> the package of its folder, which defines `ALGORITHM`.
 ALGORITHM_PACKAGES: dict[str, str] = {
@@ -56,6 +55,27 @@ OTHER_RLLIB_ALGORITHM_NAMES = (
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.
 ENTRY_ATTRIBUTE = "ALGORITHM"
+
+
+# -- the deliberate differences' rows (`trainer.compat.differences` renders the table) --------
+API = "api"
+TEST = "test"
+BEHAVIOUR = "behaviour"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One deliberate difference from RLlib 2.60: a row of the table an algorithm declares
+    (`AlgorithmEntry.differences`) or the shared one (`trainer.compat.differences`)."""
+
+    #: RLlib's name (an API key, or `tests/rllib/<file>::<case>`).
+    rllib: str
+    #: What happens here instead.
+    here: str
+    #: Why.
+    why: str
+    #: API, TEST or BEHAVIOUR.
+    kind: str = API
 
 
 @dataclass(frozen=True)
@@ -139,6 +159,7 @@ __all__ = [
     "ALGORITHM_PACKAGES",
     "DEFAULT_ALGORITHM",
     "AlgorithmEntry",
+    "Difference",
     "OTHER_RLLIB_ALGORITHM_NAMES",
     "entries",
     "entry",

@@ -22,6 +22,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from trainer.algorithms.registry import entries
+
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
 
@@ -196,7 +198,6 @@ def readme_tables() -> str:
     """The tables of the docs' settings page: the shared settings (with AlgorithmConfig's
     defaults), then each registered algorithm's own settings and changed defaults."""
     from trainer.algorithms.algorithm_config import AlgorithmConfig
-    from trainer.algorithms.registry import entries
 
     # RLlib's private-looking names are left out, but for experimental() (all of them are).
     settings = AlgorithmConfig._settings()

@@ -21,29 +21,10 @@ registered through its `AlgorithmEntry`. `python -m trainer.compat.differences` 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.algorithms.registry import entries
+from trainer.algorithms.registry import API, BEHAVIOUR, TEST, Difference, entries
 from trainer.util.generated_page import write_or_check
-
-API = "api"
-TEST = "test"
-BEHAVIOUR = "behaviour"
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One deliberate difference."""
-
-    #: RLlib's name (an API key, or `tests/rllib/<file>::<case>`).
-    rllib: str
-    #: What happens here instead.
-    here: str
-    #: Why.
-    why: str
-    #: API, TEST or BEHAVIOUR.
-    kind: str = API
 
 
 def _same(here: str, why: str, *names: str, kind: str = API) -> tuple[Difference, ...]:

@@ -1,7 +1,11 @@
-"""The RL module: policy (and value) networks for one pair of spaces, as `model_config` describes.
+"""What the default numpy modules share: the model config (RLlib's `DefaultModelConfig`, its
+checks and defaults), the spaces (`SpaceInfo`), the encoder and head MLPs, and
+`FlatParameterModule`, the base of a module whose parameters live in one flat vector. The
+algorithms' default modules are in their folders (PPO's `PolicyModule`, DQN's `QModule`).
 
-The same class runs inside every EnvRunner (inference only: `dist_inputs`, which the exploration
-turns into actions) and in the learner (training passes and gradients). Weights travel as a dict of named float32 arrays.
+A module runs inside every EnvRunner (inference only: `dist_inputs`, which the exploration turns
+into actions) and in the learner (training passes and gradients). Weights travel as a dict of
+named float32 arrays.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ holding numpy arrays. A module's state (`get_state` / `set_state`) is plain data
 with `save_to_path` into this project's msgpack checkpoint format and read back with
 `restore_from_path` / `from_checkpoint` (no pickle: the class is stored by import path).
 
-The algorithms' default numpy modules (`trainer.core.models.PolicyModule`, DQN's `QModule`)
+The algorithms' default numpy modules (PPO's `PolicyModule`, DQN's `QModule`)
 answer the same questions through `RLModuleAPI`, the part of the API that needs no
 constructor of RLlib's form.
 

@@ -3,7 +3,7 @@ reads them through the registry): what DQN here does not do as RLlib 2.60's does
 
 from __future__ import annotations
 
-from trainer.compat.differences import API, BEHAVIOUR, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: DQN's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (

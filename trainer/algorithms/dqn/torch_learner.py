@@ -44,6 +44,7 @@ from trainer.metrics import (
     TD_ERROR_KEY,
 )
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
+from trainer.torch_rl.runner_view import TorchModuleView
 from trainer.torch_rl.target_networks import update_target_network
 from trainer.util.state_checks import require_int, require_map
 
@@ -99,8 +100,6 @@ class DQNTorchLearner(TorchLearner):
         if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
             # A module that made its target networks only now: a view of it, knowing the
             # new weights (the Algorithm and the checkpoints read them through it).
-            from trainer.torch_rl.runner_view import TorchModuleView
-
             module = TorchModuleView(rl_module, module.spaces)
         super().__init__(config, module, module_id=module_id)
         self.spaces: SpaceInfo = (

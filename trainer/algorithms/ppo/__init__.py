@@ -1,6 +1,11 @@
-"""PPO (RLlib's `ray.rllib.algorithms.ppo`): `ppo.py` holds the config and the algorithm,
-`ppo_learner.py` the numpy update (the loss terms are in `trainer.core.nn.Categorical.loss_grads`
-and `DiagGaussian.loss_grads`, combined in `PPOLearner.update`).
+"""PPO (RLlib's `ray.rllib.algorithms.ppo`), all of it: `ppo.py` the config and the algorithm
+(`training_step`); `ppo_learner.py` the numpy loss and update (the loss terms are in
+`trainer.core.nn.Categorical.loss_grads` and `DiagGaussian.loss_grads`, combined in
+`PPOLearner.loss_and_grads`), `module.py` the default numpy module (`PolicyModule`);
+`torch_learner.py` the torch loss (`PPOTorchLearner`), `torch_module.py` the default torch module
+(`DefaultPPOTorchRLModule`), `state_conversion.py` a numpy module's state as the torch one's;
+`catalog.py` RLlib's `PPOCatalog`; `presets.py` the main job's presets; `differences.py` the
+deliberate differences from RLlib's PPO.
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 

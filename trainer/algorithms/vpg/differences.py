@@ -3,7 +3,7 @@ them through the registry): what VPG here does not do as RLlib 2.60's example do
 
 from __future__ import annotations
 
-from trainer.compat.differences import BEHAVIOUR, Difference
+from trainer.algorithms.registry import BEHAVIOUR, Difference
 
 #: VPG's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
