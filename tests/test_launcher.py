@@ -756,9 +756,10 @@ def test_rllib_learner_api_and_example_learners_map_to_the_torch_learners(hook):
     assert DEFAULT_OPTIMIZER == "default_optimizer" and issubclass(TorchLearner, Learner)
     assert issubclass(PPOTorchLearnerWithWeightRegularizerLoss, PPOTorchLearner)
     assert issubclass(PPOTorchLearnerWithSeparateVfOptimizer, PPOTorchLearner)
-    # The example learners of RLlib's custom algorithms stay out, with the capability.
+    # The example learners of RLlib's custom algorithms not registered here stay out, with
+    # the capability.
     with pytest.raises(RLlibNotAvailable, match="torch"):
-        importlib.import_module("ray.rllib.examples.learners.classes.vpg_torch_learner")
+        importlib.import_module("ray.rllib.examples.learners.classes.intrinsic_curiosity_learners")
 
 
 def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):

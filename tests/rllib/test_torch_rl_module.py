@@ -13,7 +13,7 @@ import torch
 
 from trainer.compat.rllib_utils import Columns  # was: ray.rllib.core.columns
 from trainer.torch_rl.rl_module import TorchRLModule  # was: ray.rllib.core.rl_module.torch
-from trainer.examples.rl_modules.classes.vpg_torch_rlm import (  # was: ray.rllib.examples....
+from trainer.algorithms.vpg.torch_module import (  # was: ray.rllib.examples....
     VPGTorchRLModule,
 )
 from trainer.testing import check  # was: ray.rllib.utils.test_utils

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 ALGORITHM_PACKAGES: dict[str, str] = {
     "PPO": "trainer.algorithms.ppo",
     "DQN": "trainer.algorithms.dqn",
+    "VPG": "trainer.algorithms.vpg",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)

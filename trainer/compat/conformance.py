@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.algorithms.registry import ALGORITHM_PACKAGES
+from trainer.algorithms.registry import ALGORITHM_PACKAGES, AlgorithmEntry, entries
 from trainer.compat.rllib_surface import UNEVALUATED, Member, Parameter, SurfaceReader
 from trainer.util import deprecation
 
@@ -69,13 +69,17 @@ def _config(cls_path: str) -> Callable[[], Any]:
     return make
 
 
-#: The registered algorithms, by name: RLlib's module of the Algorithm and its config
-#: (`ray.rllib.algorithms.<x>.<x>`, as the folder `trainer/algorithms/<x>/` is named), compared
+def _rllib_home(entry: AlgorithmEntry) -> str:
+    """RLlib's module of the algorithm's classes: the entry's launcher row that serves its
+    config's module (`ray.rllib.algorithms.<x>.<x>` for RLlib's own algorithms,
+    `ray.rllib.examples.algorithms.classes.<x>` for one of RLlib's example algorithms)."""
+    home = entry.config_cls.__module__
+    return next(path for path, modules in entry.rllib_modules.items() if modules[0] == home)
+
+
+#: The registered algorithms, by name: RLlib's module of the Algorithm and its config, compared
 #: with the algorithm's package here.
-RLLIB_ALGORITHM_MODULES: dict[str, str] = {
-    name: f"{_RLLIB}.algorithms.{package.rpartition('.')[2]}.{package.rpartition('.')[2]}"
-    for name, package in ALGORITHM_PACKAGES.items()
-}
+RLLIB_ALGORITHM_MODULES: dict[str, str] = {entry.name: _rllib_home(entry) for entry in entries()}
 
 _METRICS = "metrics and stats"
 _BUFFERS = "replay buffers"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.algorithms.registry import ALGORITHM_PACKAGES, entries
+from trainer.algorithms.registry import entries
 from trainer.capabilities import (  # noqa: F401 - the table's words, re-exported
     ATARI,
     DEFAULT_MODELS_INSTEAD,
@@ -67,10 +67,16 @@ def _at_use(capability: str, instead: str = "") -> Unavailable:
 
 #: The registered algorithms' configs, what to use instead of another algorithm
 #: ("PPOConfig/DQNConfig (ray.rllib.algorithms.ppo/.dqn)").
-_REGISTERED_CONFIGS = "/".join(f"{name}Config" for name in ALGORITHM_PACKAGES) + (
-    " (ray.rllib.algorithms."
-    + "/.".join(package.rpartition(".")[2] for package in ALGORITHM_PACKAGES.values())
-    + ")"
+#: Only those that serve an RLlib algorithm package (`ray.rllib.algorithms.<x>`): one from
+#: RLlib's examples is no stand-in for RLlib's other algorithms.
+_RLLIB_ALGORITHM_PACKAGES = {
+    entry.name: path.rpartition(".")[2]
+    for entry in entries()
+    for path in entry.rllib_modules
+    if path.rpartition(".")[0] == "ray.rllib.algorithms"
+}
+_REGISTERED_CONFIGS = "/".join(f"{name}Config" for name in _RLLIB_ALGORITHM_PACKAGES) + (
+    " (ray.rllib.algorithms." + "/.".join(_RLLIB_ALGORITHM_PACKAGES.values()) + ")"
 )
 _MODEL = DEFAULT_MODELS_INSTEAD
 _TUNE_ON_REAL_RAY = (
@@ -297,11 +303,12 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
     ),
     # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner
-    # (trainer.examples.learners); the VPG and curiosity learners belong to custom algorithms.
+    # (trainer.examples.learners); those of a registered algorithm (its registry entry's
+    # rows); the curiosity learners belong to custom algorithms.
     "ray.rllib.examples.learners": Unavailable(
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),
-    # Custom Algorithm subclasses (VPG: its own training_step, LearnerGroup, learner connectors).
+    # Custom Algorithm subclasses (a registered algorithm's are served by its entry's rows).
     "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
