@@ -72,7 +72,7 @@ from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
-from trainer.core.obs_tree import tree_map
+from trainer.core.obs_tree import tree_map, tree_rows
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
@@ -1094,8 +1094,6 @@ class Algorithm(OldAlgorithmNames):
     ) -> tuple[np.ndarray, Any]:
         """A recurrent module's distribution inputs for one observation and its state out
         (one row, numpy), from `state` (None: the initial state)."""
-        from trainer.core.obs_tree import tree_rows
-
         initial = module.initial_state()
         state_row = initial if state is None else state
         if _tree_shapes(state_row) != _tree_shapes(initial):
@@ -1369,7 +1367,10 @@ class Algorithm(OldAlgorithmNames):
             from_checkpoint_config = config is None
             if config is None:
                 algorithm_class, config = load_class_and_config(
-                    checkpoint, allow_pickle=allow_pickle
+                    checkpoint,
+                    algorithm_base=Algorithm,
+                    config_base=AlgorithmConfig,
+                    allow_pickle=allow_pickle,
                 )
             elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
                 algorithm_class = config.algo_class

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from trainer.algorithms.settings import readme_tables
+
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
@@ -19,7 +21,5 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.algorithms.settings import readme_tables
-
     print(readme_tables())
     return 0

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from trainer.capabilities import TORCH
+from trainer.errors import RLlibNotAvailable
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -68,9 +71,6 @@ def is_overridden(obj: Callable[..., Any]) -> bool:
 
 # -- ray.rllib.utils.framework ----------------------------------------------------------------
 def _torch_missing(what: str) -> ImportError:
-    from trainer.launcher.finder import RLlibNotAvailable
-    from trainer.launcher.table import TORCH
-
     return RLlibNotAvailable(
         what,
         TORCH,

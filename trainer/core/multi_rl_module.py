@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
+from trainer.core.spaces import space_from_dict, space_to_dict
 
 
 def _as_set(value: str | Collection[str] | None) -> set[str] | None:
@@ -378,7 +379,6 @@ class MultiRLModuleSpec:
         """The spec as plain data (classes by import path, spaces described, each module's
         spec by `RLModuleSpec.to_dict`)."""
         from trainer.core.rl_module import _class_path
-        from trainer.core.spaces import space_to_dict
 
         return {
             "multi_rl_module_class": _class_path(
@@ -397,7 +397,6 @@ class MultiRLModuleSpec:
     def from_dict(cls, d: dict[str, Any]) -> MultiRLModuleSpec:
         """The spec `to_dict()` described."""
         from trainer.core.rl_module import _class_of
-        from trainer.core.spaces import space_from_dict
 
         return cls(
             multi_rl_module_class=_class_of(d["multi_rl_module_class"]),

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from trainer.capabilities import REMOTE_FILESYSTEMS
+from trainer.checkpoints.config_data import import_path, resolve_import_path
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
+from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
 
 if TYPE_CHECKING:
@@ -70,8 +72,6 @@ def _class_path(cls: type | None, what: str) -> str | None:
     """`cls` as a "module:qualname" import path (None stays None)."""
     if cls is None:
         return None
-    from trainer.checkpoints.config_data import import_path
-
     path = import_path(cls)
     if path is None:
         raise ValueError(
@@ -85,8 +85,6 @@ def _class_of(path: str | None) -> Any:
     """The class a "module:qualname" import path names (None stays None)."""
     if path is None:
         return None
-    from trainer.checkpoints.config_data import resolve_import_path
-
     return resolve_import_path(path)
 
 
@@ -196,8 +194,6 @@ class RLModuleSpec:
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data: classes by "module:qualname" import path, spaces
         described (`trainer.core.spaces.space_to_dict`)."""
-        from trainer.core.spaces import space_to_dict
-
         return {
             "module_class": _class_path(self.module_class, "module_class"),
             "observation_space": space_to_dict(self.observation_space),
@@ -211,8 +207,6 @@ class RLModuleSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RLModuleSpec:
         """The spec `to_dict()` described."""
-        from trainer.core.spaces import space_from_dict
-
         return cls(
             module_class=_class_of(d.get("module_class")),
             observation_space=space_from_dict(d.get("observation_space")),

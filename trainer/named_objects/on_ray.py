@@ -31,6 +31,7 @@ from typing import Any
 
 import cloudpickle
 
+from trainer.util.child_process import add_import_paths
 from trainer.util.log import plain_text
 
 #: The method every named-object actor has: `localrl_call(method, args, kwargs)`.
@@ -65,8 +66,6 @@ class _NamedObjectHolder:
     """The body of every named-object actor class (see the module docstring)."""
 
     def __init__(self, sys_path: list[str], payload: bytes):
-        from trainer.util.child_process import add_import_paths
-
         add_import_paths(sys_path)
         factory, args, kwargs = cloudpickle.loads(payload)
         self._object = factory(*args, **kwargs)

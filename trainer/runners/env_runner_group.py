@@ -55,6 +55,7 @@ from trainer.runners.env_runner import EnvRunner, env_runner_class
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
+from trainer.runners.ray_runner import RayBackend
 from trainer.util.pickling import travel_dumps
 
 if TYPE_CHECKING:
@@ -151,8 +152,6 @@ TORCH_PRELOAD = ("torch", "trainer.torch_rl.runner_view")
 def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
-        from trainer.runners.ray_runner import RayBackend
-
         return RayBackend(config)
     return ProcessBackend(preload=TORCH_PRELOAD if config.uses_torch else ())
 

@@ -29,6 +29,7 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.runners.worker import RunnerServer
 from trainer.util.log import plain_text
 
 #: Longest wait for a killed actor to be dead (Ray reports it within milliseconds here).
@@ -78,8 +79,6 @@ class _EnvRunnerActor:
     """The actor: a `RunnerServer` answering the protocol's requests."""
 
     def __init__(self, worker_index: int, main_pid: int):
-        from trainer.runners.worker import RunnerServer
-
         self._server = RunnerServer(worker_index, main_pid=main_pid)
 
     def answer(self, request: Any) -> protocol.Reply:
