@@ -15,7 +15,9 @@ Where the code differs from the plain package order, and why:
   next to `trainer.util`, and import nothing above it but the metric names.
 - `trainer.core.spaces` (gymnasium and numpy only) is the spaces vocabulary the checkpoint
   format, the episodes and the buffers spell spaces with: it sits below `trainer.checkpoints`,
-  which in turn sits below the rest of `trainer.core` (module checkpoints use it).
+  which in turn sits below the rest of `trainer.core` (module checkpoints use it). The numpy
+  building blocks (`core.blas`, `core.nn`, `core.initializers`) sit as low: RLlib's torch-less
+  `nn.init` (`compat.rllib_utils`) names the initializers.
 - `trainer.env` sits above `trainer.core`: episodes name the modules' ids and spaces.
 - `trainer.callbacks` sits below `trainer.runners` (the runners fire the callbacks; a callback
   gets the runner as an argument and never imports it).
@@ -135,12 +137,13 @@ def violations(package: str, allowed: Callable[[str], bool], root: Path = SOURCE
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("trainer.errors",),
     ("trainer.util",),
-    ("trainer.capabilities",),
+    ("trainer.capabilities", "trainer.core.blas"),
+    ("trainer.core.nn",),
+    ("trainer.core.initializers", "trainer.core.spaces"),
     (
         "trainer.compat.rllib_utils",
         "trainer.compat.old_callbacks",
         "trainer.compat.old_names",
-        "trainer.core.spaces",
     ),
     (
         "trainer.metrics",
@@ -175,26 +178,6 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 #: (importing file, imported module) of the imports that go up a layer today; each says why it
 #: is still there. Only shrinks.
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    (
-        "trainer/algorithms/algorithm.py",
-        "trainer.tune.trainable",
-    ): "Tune's resource request: Algorithm should take it from the Tune layer (a classmethod Tune's trainable installs)",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.multi_rl_module",
-    ): "spec classes the format recognises: the specs should register with config_data",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.policy_spec",
-    ): "spec classes the format recognises: the specs should register with config_data",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.rl_module",
-    ): "spec classes the format recognises: the specs should register with config_data",
-    (
-        "trainer/compat/rllib_utils.py",
-        "trainer.core.initializers",
-    ): "torch-less `nn.init` names the numpy initializers: core.initializers should hand its table down",
     ("trainer/core/catalog.py", "trainer.torch_rl"): "the house helper's file, left for the lead",
     (
         "trainer/core/catalog.py",
@@ -204,18 +187,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
         "trainer/core/catalog.py",
         "trainer.torch_rl.distributions",
     ): "the house helper's file, left for the lead",
-    (
-        "trainer/examples/envs/classes/recommender_system_envs_with_recsim.py",
-        "trainer",
-    ): "register_env from the package root: import it from trainer.env.envs",
-    (
-        "trainer/runners/env_runner_group.py",
-        "trainer.algorithms.algorithm_config",
-    ): "EnvRunnerGroup(config=None or dict) builds an AlgorithmConfig: the class should be passed in",
-    (
-        "trainer/runners/ray_runner.py",
-        "trainer.launcher.finder",
-    ): "whether `ray` is the launcher's stand-in: the launcher should say so in a lower layer",
     (
         "trainer/torch_rl/dqn_learner.py",
         "trainer.algorithms.learner",
@@ -345,23 +316,7 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
         "trainer/algorithms/settings.py",
         "trainer.algorithms.ppo",
     ): "the config helper's file, left for the lead",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.multi_rl_module",
-    ): "spec classes the format recognises: the specs should register with config_data",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.policy_spec",
-    ): "spec classes the format recognises: the specs should register with config_data",
-    (
-        "trainer/checkpoints/config_data.py",
-        "trainer.core.rl_module",
-    ): "spec classes the format recognises: the specs should register with config_data",
     ("trainer/cli/presets.py", "trainer.connectors"): "the house helper's file, left for the lead",
-    (
-        "trainer/compat/rllib_utils.py",
-        "trainer.core.initializers",
-    ): "torch-less `nn.init` names the numpy initializers: core.initializers should hand its table down",
     (
         "trainer/core/catalog.py",
         "trainer.core.models",
@@ -400,25 +355,9 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
         "trainer.core.multi_rl_module",
     ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
     (
-        "trainer/env/multi_agent_env.py",
-        "trainer.env.wrappers.group_agents_wrapper",
-    ): "with_agent_groups(): the wrapper subclasses MultiAgentEnv (circle inside env)",
-    (
-        "trainer/named_objects/on_ray.py",
-        "trainer.named_objects.client",
-    ): "circle inside named_objects: client uses on_ray, on_ray raises client's NamedObjectError/ObjectRef (move them to their own module)",
-    (
         "trainer/runners/env_runner.py",
         "trainer.runners.multi_agent_env_runner",
     ): "the sampling helper's file, left for the lead",
-    (
-        "trainer/runners/env_runner_group.py",
-        "trainer.algorithms.algorithm_config",
-    ): "EnvRunnerGroup(config=None or dict) builds an AlgorithmConfig: the class should be passed in",
-    (
-        "trainer/runners/ray_runner.py",
-        "trainer.launcher.finder",
-    ): "whether `ray` is the launcher's stand-in: the launcher should say so in a lower layer",
     (
         "trainer/runners/worker_template.py",
         "trainer.runners.worker",
@@ -598,3 +537,42 @@ def test_the_env_runner_keeps_its_earlier_import_path():
     assert earlier.EnvRunner is home.EnvRunner is trainer.EnvRunner
     assert earlier.SingleAgentEnvRunner is home.SingleAgentEnvRunner
     assert earlier.StepFailedRecreateEnvError is trainer.StepFailedRecreateEnvError
+
+
+def test_what_lower_layers_name_by_import_path_is_there():
+    """A lower layer names the class of a higher one it builds by its import path; each path
+    gives the class the lower layer expects."""
+    from trainer.algorithms import algorithm
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.env.multi_agent_env import AGENT_GROUPS_WRAPPER, MultiAgentEnv
+    from trainer.runners.env_runner_group import DEFAULT_CONFIG_CLASS
+    from trainer.util.import_paths import resolve_import_path
+
+    assert resolve_import_path(DEFAULT_CONFIG_CLASS) is AlgorithmConfig
+    assert issubclass(resolve_import_path(AGENT_GROUPS_WRAPPER), MultiAgentEnv)
+    assert module_path(algorithm.TUNE_TRAINABLE_MODULE).is_file()  # Tune itself may be missing
+
+
+def test_the_runners_see_the_launchers_stand_in_for_ray(monkeypatch):
+    """The runners ask the finders on `sys.meta_path` whether `ray` is a stand-in, by the
+    attribute the launcher's finder has."""
+    import sys
+
+    from trainer.launcher.finder import RLlibFinder
+    from trainer.runners.ray_runner import RAY_STAND_IN, ray_is_stand_in
+
+    assert getattr(RLlibFinder(), RAY_STAND_IN) is True
+    assert getattr(RLlibFinder(real_ray=True), RAY_STAND_IN) is False
+    monkeypatch.setattr(sys, "meta_path", [RLlibFinder(), *sys.meta_path])
+    assert ray_is_stand_in()
+    monkeypatch.setattr(sys, "meta_path", [RLlibFinder(real_ray=True), *sys.meta_path[1:]])
+    assert not ray_is_stand_in()
+
+
+def test_a_spec_class_registers_with_the_config_format():
+    from trainer.checkpoints.config_data import SPEC_CLASSES
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.policy_spec import PolicySpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    assert {RLModuleSpec, MultiRLModuleSpec, PolicySpec} <= set(SPEC_CLASSES)

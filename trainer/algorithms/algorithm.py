@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import importlib
 import logging
 import os
 import platform
@@ -112,6 +113,10 @@ if TYPE_CHECKING:
     from trainer.env.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
+
+#: Where Tune's resource request of a trial is computed: the Tune layer (above this one; it
+#: needs Ray Tune), imported by name when Tune asks (`default_resource_request`).
+TUNE_TRAINABLE_MODULE = "trainer.tune.trainable"
 #: Where the learners log the env steps trained so far.
 TRAINED_LIFETIME_KEY = (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime")
 
@@ -645,10 +650,10 @@ class Algorithm(OldAlgorithmNames):
         Tune (`pip install 'localrl[tune]'`); without it None: there is nothing to reserve
         when no Tune runs the trials."""
         try:
-            from trainer.tune.trainable import config_of, resource_request
+            trainable = importlib.import_module(TUNE_TRAINABLE_MODULE)
         except ImportError:
             return None
-        return resource_request(config_of(cls, config))
+        return trainable.resource_request(trainable.config_of(cls, config))
 
     @classmethod
     def resource_help(cls, config: AlgorithmConfig | dict) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from trainer.capabilities import TORCH
+from trainer.core.initializers import INITIALIZERS
 from trainer.errors import RLlibNotAvailable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,8 +95,6 @@ class _TorchInitNames:
     one, as code that fills torch tensors does, fails with the launcher's typed error."""
 
     def __getattr__(self, name: str) -> Any:
-        from trainer.core.initializers import INITIALIZERS
-
         if name.startswith("__") or name.lower() not in INITIALIZERS:
             if name.startswith("__") and name.endswith("__"):
                 raise AttributeError(name)

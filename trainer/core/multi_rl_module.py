@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.checkpoints.config_data import register_spec_class
 from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
 from trainer.core.spaces import space_from_dict, space_to_dict
 
@@ -244,6 +245,7 @@ class MultiRLModule(RLModule):
         return self
 
 
+@register_spec_class
 @dataclass
 class MultiRLModuleSpec:
     """RLlib's spec of a MultiRLModule: its class, its own spaces, `inference_only` and

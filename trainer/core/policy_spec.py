@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.checkpoints.config_data import import_path, resolve_import_path
+from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
 from trainer.core.spaces import space_from_dict, space_to_dict
 
 
+@register_spec_class
 class PolicySpec:
     """A policy (module) of a multi-agent config: its class (old stack), spaces and config
     overrides; any field left None is filled in from the algorithm and the env."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from trainer.capabilities import REMOTE_FILESYSTEMS
-from trainer.checkpoints.config_data import import_path, resolve_import_path
+from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
@@ -88,6 +88,7 @@ def _class_of(path: str | None) -> Any:
     return resolve_import_path(path)
 
 
+@register_spec_class
 @dataclass
 class RLModuleSpec:
     """RLlib's single-module spec: the module class (None: the algorithm's default module,

@@ -56,6 +56,7 @@ from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
 from trainer.runners.ray_runner import RayBackend
+from trainer.util.import_paths import resolve_import_path
 from trainer.util.pickling import travel_dumps
 
 if TYPE_CHECKING:
@@ -128,17 +129,20 @@ def _call_reporting_tasks(
     return func(runner, **kwargs), runner.get_tasks()
 
 
+#: The config class `EnvRunnerGroup(config=None or a dict)` builds: RLlib's AlgorithmConfig,
+#: which lives in the algorithms layer above this one, so it is named by its import path.
+DEFAULT_CONFIG_CLASS = "trainer.algorithms.algorithm_config:AlgorithmConfig"
+
+
 def _group_config(
     config: AlgorithmConfig | dict | None, num_env_runners: int | None
 ) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
     if config is None:
-        config = AlgorithmConfig()
+        config = resolve_import_path(DEFAULT_CONFIG_CLASS)()
     elif isinstance(config, dict):
-        config = AlgorithmConfig.from_dict(config)
+        config = resolve_import_path(DEFAULT_CONFIG_CLASS).from_dict(config)
     if num_env_runners is not None and num_env_runners != config.num_env_runners:
         config = config.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
     return config

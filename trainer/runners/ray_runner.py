@@ -21,6 +21,7 @@ joins the cluster the user already joined (`ray.init(...)` before `build()`), el
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -55,13 +56,17 @@ RAY_STAND_IN_HINT = (
 )
 
 
+#: The attribute by which an import finder on `sys.meta_path` says whether it serves `import ray`
+#: with a stand-in: the RLlib launcher's finder (`trainer.launcher.finder.RLlibFinder`, in the
+#: launcher layer above this one) has it.
+RAY_STAND_IN = "serves_ray_stand_in"
+
+
 def ray_is_stand_in() -> bool:
     """Whether `import ray` gives the RLlib launcher's stand-in (`trainer.launcher`) rather
     than the installed Ray."""
-    from trainer.launcher.finder import installed_finder
-
-    finder = installed_finder()
-    return finder is not None and not finder.real_ray
+    finder = next((f for f in sys.meta_path if hasattr(f, RAY_STAND_IN)), None)
+    return finder is not None and bool(getattr(finder, RAY_STAND_IN))
 
 
 def connect(address: str | None) -> None:
