@@ -327,20 +327,8 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
         "trainer.core.distributions",
     ): "the house helper's file, left for the lead",
     (
-        "trainer/core/module_checkpoint.py",
-        "trainer.core.multi_rl_module",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
-        "trainer/core/module_checkpoint.py",
-        "trainer.core.rl_module",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
         "trainer/core/multi_rl_module.py",
         "trainer.core.module_checkpoint",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
-        "trainer/core/multi_rl_module.py",
-        "trainer.core.rl_module",
     ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
     (
         "trainer/core/rl_module.py",
@@ -358,10 +346,6 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
         "trainer/runners/env_runner.py",
         "trainer.runners.multi_agent_env_runner",
     ): "the sampling helper's file, left for the lead",
-    (
-        "trainer/runners/worker_template.py",
-        "trainer.runners.worker",
-    ): "the forkserver template stays lean: each forked child imports the worker (and the trainer)",
     (
         "trainer/torch_rl/rl_module.py",
         "trainer.util.state_checks",
@@ -545,12 +529,15 @@ def test_what_lower_layers_name_by_import_path_is_there():
     from trainer.algorithms import algorithm
     from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.env.multi_agent_env import AGENT_GROUPS_WRAPPER, MultiAgentEnv
+    from trainer.runners import worker_template
     from trainer.runners.env_runner_group import DEFAULT_CONFIG_CLASS
+    from trainer.runners.worker_forkserver import PRELOAD
     from trainer.util.import_paths import resolve_import_path
 
     assert resolve_import_path(DEFAULT_CONFIG_CLASS) is AlgorithmConfig
     assert issubclass(resolve_import_path(AGENT_GROUPS_WRAPPER), MultiAgentEnv)
     assert module_path(algorithm.TUNE_TRAINABLE_MODULE).is_file()  # Tune itself may be missing
+    assert worker_template.WORKER_MODULE in PRELOAD  # the template imports it before forking
 
 
 def test_the_runners_see_the_launchers_stand_in_for_ray(monkeypatch):

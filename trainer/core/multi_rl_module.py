@@ -19,7 +19,13 @@ from typing import Any
 import gymnasium as gym
 
 from trainer.checkpoints.config_data import register_spec_class
-from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
+from trainer.core.rl_module import (
+    RLModule,
+    RLModuleSpec,
+    _class_of,
+    _class_path,
+    validate_module_id,
+)
 from trainer.core.spaces import space_from_dict, space_to_dict
 
 
@@ -380,8 +386,6 @@ class MultiRLModuleSpec:
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (classes by import path, spaces described, each module's
         spec by `RLModuleSpec.to_dict`)."""
-        from trainer.core.rl_module import _class_path
-
         return {
             "multi_rl_module_class": _class_path(
                 self.multi_rl_module_class, "multi_rl_module_class"
@@ -398,8 +402,6 @@ class MultiRLModuleSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MultiRLModuleSpec:
         """The spec `to_dict()` described."""
-        from trainer.core.rl_module import _class_of
-
         return cls(
             multi_rl_module_class=_class_of(d["multi_rl_module_class"]),
             observation_space=space_from_dict(d.get("observation_space")),
