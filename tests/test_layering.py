@@ -327,22 +327,6 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
         "trainer.core.distributions",
     ): "the house helper's file, left for the lead",
     (
-        "trainer/core/multi_rl_module.py",
-        "trainer.core.module_checkpoint",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
-        "trainer/core/rl_module.py",
-        "trainer.core.catalog",
-    ): "RLModuleSpec's default catalog: catalog imports rl_module (catalog is the house helper's)",
-    (
-        "trainer/core/rl_module.py",
-        "trainer.core.module_checkpoint",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
-        "trainer/core/rl_module.py",
-        "trainer.core.multi_rl_module",
-    ): "circle inside core: rl_module <-> multi_rl_module <-> module_checkpoint",
-    (
         "trainer/runners/env_runner.py",
         "trainer.runners.multi_agent_env_runner",
     ): "the sampling helper's file, left for the lead",

@@ -32,7 +32,6 @@ import logging
 import os
 import tempfile
 import time
-from importlib import metadata as package_metadata
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -55,7 +54,7 @@ from trainer.checkpoints.config_data import (
     config_to_data,
     resolve_import_path,
 )
-from trainer.checkpoints.format import METADATA_FILE
+from trainer.checkpoints.format import METADATA_FILE, library_version
 from trainer.checkpoints.location import local_path, staged_for_upload
 from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
 from trainer.checkpoints.signing import (
@@ -95,13 +94,6 @@ logger = logging.getLogger("trainer")
 
 #: What every algorithm checkpoint has; runner, evaluation and replay states are optional.
 REQUIRED_COMPONENTS = ("algorithm", "learner", "metrics")
-
-
-def library_version() -> str:
-    try:
-        return package_metadata.version("localrl")
-    except package_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def algorithm_family(cls: type) -> str:

@@ -34,6 +34,7 @@ from trainer.checkpoints.format import (
     STATE_FILE_SUFFIX,
     CheckpointError,
 )
+from trainer.checkpoints.format import library_version as library_version
 from trainer.checkpoints.location import local_path
 from trainer.checkpoints.reader import open_checkpoint
 from trainer.checkpoints.writer import write_checkpoint
@@ -44,15 +45,6 @@ RL_MODULE_KIND = "rl_module"
 MULTI_RL_MODULE_KIND = "multi_rl_module"
 #: RLlib's component name of the module inside a learner's or an EnvRunner's state.
 COMPONENT_RL_MODULE = "rl_module"
-
-
-def library_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("localrl")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _class_path(module: Any, path: str) -> str:

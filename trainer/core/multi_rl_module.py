@@ -11,6 +11,7 @@ itself an `RLModule`, so it is saved and restored as one (one subdirectory per m
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pprint
 from collections.abc import Callable, Collection, ItemsView, KeysView, ValuesView
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import gymnasium as gym
 
 from trainer.checkpoints.config_data import register_spec_class
 from trainer.core.rl_module import (
+    MODULE_CHECKPOINT,
     RLModule,
     RLModuleSpec,
     _class_of,
@@ -328,8 +330,7 @@ class MultiRLModuleSpec:
         MultiRLModule checkpoint at `load_state_path` into `module`."""
         if self.load_state_path is None:
             return
-        from trainer.core.module_checkpoint import restore_module
-
+        restore_module = importlib.import_module(MODULE_CHECKPOINT).restore_module
         if self.modules_to_load is None:
             restore_module(module, self.load_state_path)
             return
