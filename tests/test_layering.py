@@ -10,9 +10,9 @@ Where the code differs from the plain package order, and why:
 - `trainer.compat` is two things. Most of it is the RLlib surface (the conformance check, moved
   module names, the numpy stand-ins): top layer. But RLlib's annotations and column names
   (`rllib_utils`), the older method names (`old_names`, mixins the Algorithm, the config and the
-  EnvRunnerGroup inherit), the older callback forms (`old_callbacks`) and older config and
+  EnvRunnerGroup inherit), the older callback forms (`old_callbacks`) and the older config and
   result keys (`old_api`, `rllib_settings`) are vocabulary every layer speaks: they sit low,
-  next to `trainer.util`, and import nothing above it but the metric names.
+  next to `trainer.util` (`old_api` above the metric names it maps).
 - `trainer.core.spaces` (gymnasium and numpy only) is the spaces vocabulary the checkpoint
   format, the episodes and the buffers spell spaces with: it sits below `trainer.checkpoints`,
   which in turn sits below the rest of `trainer.core` (module checkpoints use it). The numpy
@@ -26,13 +26,21 @@ Where the code differs from the plain package order, and why:
   both sit with the RLlib surface, not with the package they are named after.
 - `trainer.examples.envs.classes` (RLlib's example envs) sits below the test helpers that run
   them; the example scripts and their helpers (`trainer.examples`) sit on top.
+- `trainer` itself (the package's front, which re-exports the API) sits below the CLI and the
+  examples, which import from it; `trainer.result_grid` (Tune's results read back from a run
+  folder) needs only the checkpoints.
 
 Every import counts (relative ones, and those inside functions), except those under
 `if TYPE_CHECKING:`, which only annotations read and Python never runs. A function-level import
-of a `trainer` module is refused: a module that needs another at run time imports it at its top,
-and one that must resolve code by name at run time (a plugin, an entry point) does so through
-`importlib` with a dotted path it declares. Optional dependencies (torch, ray, ...) are not
-`trainer` modules and may be imported late.
+of a `trainer` module is refused: a module that needs another at run time imports it at its top.
+Where a module must build or call what sits above it, that is handed down (a base class passed
+in, a spec class that registers itself with the config format) or named by a dotted path it
+declares and resolves with `importlib` (EnvRunnerGroup's default config class, MultiAgentEnv's
+agent-groups wrapper, RLModule's MultiRLModule and module checkpoints, Algorithm's Tune resource
+request, the worker a forked child runs). Optional dependencies (torch, ray, ...) are not
+`trainer` modules and may be imported late, and so may a trainer module that imports one at its
+top (the torch backend, the Tune front), so that `import trainer` imports neither. Within a
+unit, the modules' top-level imports form no circle either.
 
 `KNOWN_UPWARD` and `KNOWN_LATE` list the imports that break these rules today, each with why;
 they only shrink (an entry that no longer matches an import fails the test).
@@ -45,6 +53,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
@@ -447,6 +456,33 @@ def test_no_function_level_import_of_a_trainer_module():
     assert sorted(set(KNOWN_LATE) - set(found)) == [], "fixed: remove from KNOWN_LATE"
 
 
+def module_circle(root: Path = SOURCE_ROOT) -> list[str]:
+    """A circle of modules' top-level imports (the first module again at its end), or []."""
+    graph: dict[str, set[str]] = {}
+    for _, module, item in module_imports(root):
+        if not item.late and not item.typing_only and item.name != module:
+            graph.setdefault(module, set()).add(item.name)
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_circle_among_modules():
+    """Inside a unit too, the modules' top-level imports form no circle (a circle of `import x`
+    statements imports, but the first module of it runs with the others half made)."""
+    assert module_circle() == []
+
+
+def test_a_circle_of_modules_is_found(tmp_path):
+    package = tmp_path / "trainer" / "util"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("import trainer.util.b\n")
+    (package / "b.py").write_text("from trainer.util import a\n")
+    assert sorted(module_circle(tmp_path)[:2]) == ["trainer.util.a", "trainer.util.b"]
+
+
 def test_util_imports_only_util_and_errors():
     assert (
         violations(
@@ -547,3 +583,25 @@ def test_a_spec_class_registers_with_the_config_format():
     from trainer.core.rl_module import RLModuleSpec
 
     assert {RLModuleSpec, MultiRLModuleSpec, PolicySpec} <= set(SPEC_CLASSES)
+
+
+def test_an_upward_and_a_late_import_are_found(tmp_path):
+    for module in (
+        "trainer/util/probe.py",
+        "trainer/checkpoints/codec.py",
+        "trainer/torch_rl/nets.py",
+    ):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    (tmp_path / "trainer/torch_rl/nets.py").write_text("import torch\n")
+    (tmp_path / "trainer/util/probe.py").write_text(
+        "from trainer.errors import X\n\n\ndef f():\n    from trainer.checkpoints import codec\n"
+        "    from trainer.torch_rl import nets\n"
+    )
+    (tmp_path / "trainer/errors.py").write_text("X = 1\n")
+    assert upward_imports(tmp_path) == {
+        ("trainer/util/probe.py", "trainer.checkpoints.codec"): [5],
+        ("trainer/util/probe.py", "trainer.torch_rl.nets"): [6],
+    }
+    # nets imports torch at its top: importing it late keeps torch lazy
+    assert late_imports(tmp_path) == {("trainer/util/probe.py", "trainer.checkpoints.codec"): [5]}
