@@ -187,35 +187,38 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 #: (importing file, imported module) of the imports that go up a layer today; each says why it
 #: is still there. Only shrinks.
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("trainer/core/catalog.py", "trainer.torch_rl"): "the house helper's file, left for the lead",
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
     (
         "trainer/core/catalog.py",
         "trainer.torch_rl.default_ppo_module",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
     (
         "trainer/core/catalog.py",
         "trainer.torch_rl.distributions",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
     (
         "trainer/torch_rl/dqn_learner.py",
         "trainer.algorithms.learner",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
     (
         "trainer/torch_rl/learner.py",
         "trainer.algorithms.algorithm_config",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
     (
         "trainer/torch_rl/learner.py",
         "trainer.algorithms.learner",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
     (
         "trainer/torch_rl/ppo_learner.py",
         "trainer.algorithms.learner",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
     (
         "trainer/torch_rl/ppo_learner.py",
         "trainer.algorithms.ppo.ppo_learner",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
 }
 
 #: (importing file, imported module) of the function-level imports of trainer modules left
@@ -224,129 +227,135 @@ KNOWN_LATE: dict[tuple[str, str], str] = {
     (
         "trainer/algorithms/__init__.py",
         "trainer.algorithms.dqn",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: the registry loads an algorithm's folder on demand; name it by dotted path",
     (
         "trainer/algorithms/__init__.py",
         "trainer.algorithms.ppo",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: the registry loads an algorithm's folder on demand; name it by dotted path",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.checkpoints.config_data",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.connectors",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.connectors.connector_v2",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.core.models",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.core.multi_rl_module",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.core.rl_module",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.core.schedules",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.runners.env_runner",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.runners.ray_runner",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/algorithm_config.py",
         "trainer.torch_rl",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/dqn/dqn.py",
         "trainer.algorithms.dqn.q_module",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/dqn/dqn.py",
         "trainer.torch_rl",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_learner.py",
         "trainer.algorithms.multi_agent_setup",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_learner.py",
         "trainer.errors",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_learner.py",
         "trainer.runners.multi_agent_env_runner",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.algorithms.algorithm_config",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.core.catalog",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.core.models",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.core.multi_rl_module",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.core.rl_module",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/multi_agent_setup.py",
         "trainer.env.multi_agent_env",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/algorithms/settings.py",
         "trainer.algorithms.algorithm_config",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/settings.py",
         "trainer.algorithms.dqn",
-    ): "the config helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
     (
         "trainer/algorithms/settings.py",
         "trainer.algorithms.ppo",
-    ): "the config helper's file, left for the lead",
-    ("trainer/cli/presets.py", "trainer.connectors"): "the house helper's file, left for the lead",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/cli/presets.py",
+        "trainer.connectors",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/core/catalog.py",
         "trainer.core.models",
-    ): "the house helper's file, left for the lead",
-    ("trainer/core/catalog.py", "trainer.torch_rl"): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
     (
         "trainer/core/models.py",
         "trainer.core.distributions",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/runners/env_runner.py",
         "trainer.runners.multi_agent_env_runner",
-    ): "the sampling helper's file, left for the lead",
+    ): "sampling helper's file: env_runner_class picks the multi-agent runner (a circle in runners)",
     (
         "trainer/torch_rl/rl_module.py",
         "trainer.util.state_checks",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
     (
         "trainer/torch_rl/state_conversion.py",
         "trainer.core.models",
-    ): "the house helper's file, left for the lead",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
 }
 
 
