@@ -1,15 +1,59 @@
-"""The package's layers, checked from the source: the lowest layers import nothing above them.
+"""The package's layers, checked from the source: a module imports only its own package and the
+layers below it, and only at module level, so the package graph has no circles and what a module
+needs is written at its top.
 
-`trainer.util` (helpers) imports nothing of `trainer` but itself and `trainer.errors`;
-`trainer.checkpoints` (the on-disk format) does not import `trainer.algorithms` (which uses
-it). Every import counts: at module level, inside functions, and relative ones. Also: the
-EnvRunner's import path of earlier releases names the same classes as its home.
+`LAYERS` declares the order, bottom to top. A unit (a package, or one module or subpackage named
+on its own) may import its own modules and the units of lower layers, never a unit of its own
+layer or of a layer above. The unit of a module is the longest name in `LAYERS` it lies in.
+
+Where the code differs from the plain package order, and why:
+- `trainer.compat` is two things. Most of it is the RLlib surface (the conformance check, moved
+  module names, the numpy stand-ins): top layer. But RLlib's annotations and column names
+  (`rllib_utils`), the older method names (`old_names`, mixins the Algorithm, the config and the
+  EnvRunnerGroup inherit), the older callback forms (`old_callbacks`) and the older config and
+  result keys (`old_api`, `rllib_settings`) are vocabulary every layer speaks: they sit low,
+  next to `trainer.util` (`old_api` above the metric names it maps).
+- `trainer.core.spaces` (gymnasium and numpy only) is the spaces vocabulary the checkpoint
+  format, the episodes and the buffers spell spaces with: it sits below `trainer.checkpoints`,
+  which in turn sits below the rest of `trainer.core` (module checkpoints use it). The numpy
+  building blocks (`core.blas`, `core.nn`, `core.initializers`) sit as low: RLlib's torch-less
+  `nn.init` (`compat.rllib_utils`) names the initializers.
+- `trainer.env` sits above `trainer.core`: episodes name the modules' ids and spaces.
+- `trainer.callbacks` sits below `trainer.runners` (the runners fire the callbacks; a callback
+  gets the runner as an argument and never imports it).
+- `trainer.env.env_runner` is the EnvRunner's earlier import path (it re-exports
+  `trainer.runners.env_runner`) and `trainer.core.testing` is RLlib's test modules for torch:
+  both sit with the RLlib surface, not with the package they are named after.
+- `trainer.examples.envs.classes` (RLlib's example envs) sits below the test helpers that run
+  them; the example scripts and their helpers (`trainer.examples`) sit on top.
+- `trainer` itself (the package's front, which re-exports the API) sits below the CLI and the
+  examples, which import from it; `trainer.result_grid` (Tune's results read back from a run
+  folder) needs only the checkpoints.
+
+Every import counts (relative ones, and those inside functions), except those under
+`if TYPE_CHECKING:`, which only annotations read and Python never runs. A function-level import
+of a `trainer` module is refused: a module that needs another at run time imports it at its top.
+Where a module must build or call what sits above it, that is handed down (a base class passed
+in, a spec class that registers itself with the config format) or named by a dotted path it
+declares and resolves with `importlib` (EnvRunnerGroup's default config class, MultiAgentEnv's
+agent-groups wrapper, RLModule's MultiRLModule and module checkpoints, Algorithm's Tune resource
+request, the worker a forked child runs). Optional dependencies (torch, ray, ...) are not
+`trainer` modules and may be imported late, and so may a trainer module that imports one at its
+top (the torch backend, the Tune front), so that `import trainer` imports neither. Within a
+unit, the modules' top-level imports form no circle either.
+
+`KNOWN_UPWARD` and `KNOWN_LATE` list the imports that break these rules today, each with why;
+they only shrink (an entry that no longer matches an import fails the test).
+
+Also: the EnvRunner's import path of earlier releases names the same classes as its home.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
@@ -26,26 +70,60 @@ def module_name(path: Path, root: Path = SOURCE_ROOT) -> str:
     return ".".join(parts)
 
 
+@dataclass(frozen=True)
+class Import:
+    """One name an import statement brings in: `from X import Y` gives `X` and `X.Y` (Y may be
+    a submodule). `late`: inside a function; `typing_only`: under `if TYPE_CHECKING:`."""
+
+    line: int
+    name: str
+    late: bool = False
+    typing_only: bool = False
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(path: Path, module: str) -> list[Import]:
+    """Every import in the file at `path`, whose module is `module`, in source order."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(nodes: list[ast.AST], late: bool, typing_only: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.extend(Import(node.lineno, a.name, late, typing_only) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: `from ..x import y` climbs level - 1 packages
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                found.append(Import(node.lineno, base, late, typing_only))
+                found.extend(
+                    Import(node.lineno, f"{base}.{a.name}", late, typing_only)
+                    for a in node.names
+                    if a.name != "*"
+                )
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                visit(node.body, late, True)
+                visit(node.orelse, late, typing_only)
+                continue
+            inner = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(list(ast.iter_child_nodes(node)), late or inner, typing_only)
+
+    visit(ast.parse(path.read_text(), filename=str(path)).body, False, False)
+    return found
+
+
 def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
     """(line, absolute name) of every import in the file at `path`, whose module is `module`;
     `from X import Y` gives `X` and `X.Y` (Y may be a submodule)."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: `from ..x import y` climbs level - 1 packages
-                parts = package.split(".")
-                parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            found.append((node.lineno, base))
-            found += [
-                (node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"
-            ]
-    return found
+    return [(found.line, found.name) for found in imports(path, module)]
 
 
 def within(name: str, package: str) -> bool:
@@ -61,6 +139,357 @@ def violations(package: str, allowed: Callable[[str], bool], root: Path = SOURCE
             if within(name, "trainer") and not allowed(name):
                 found.append(f"{path.relative_to(root)}:{line} imports {name}")
     return found
+
+
+#: trainer's units, bottom to top (see the module docstring for where and why the code differs
+#: from the plain package order). A unit may import its own modules and those of lower layers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("trainer.errors",),
+    ("trainer.util",),
+    ("trainer.capabilities", "trainer.core.blas"),
+    ("trainer.core.nn",),
+    ("trainer.core.initializers", "trainer.core.spaces"),
+    (
+        "trainer.compat.rllib_utils",
+        "trainer.compat.old_callbacks",
+        "trainer.compat.old_names",
+    ),
+    (
+        "trainer.metrics",
+        "trainer.named_objects",
+        "trainer.connectors",
+        "trainer.compat.rllib_settings",
+    ),
+    ("trainer.compat.old_api", "trainer.checkpoints"),
+    ("trainer.core", "trainer.result_grid"),
+    ("trainer.env",),
+    ("trainer.torch_rl", "trainer.replay_buffers"),
+    ("trainer.callbacks",),
+    ("trainer.runners",),
+    ("trainer.algorithms",),
+    ("trainer.tune",),
+    ("trainer.launcher",),
+    (
+        "trainer.compat",
+        "trainer.env.env_runner",
+        "trainer.core.testing",
+        "trainer.example_scripts",
+        "trainer.examples.envs.classes",
+    ),
+    ("trainer.test_utils_checks",),
+    ("trainer.testing",),
+    ("trainer", "trainer.checkpoints.__main__"),
+    ("trainer.cli", "trainer.examples"),
+    ("trainer.__main__",),
+)
+LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+
+#: (importing file, imported module) of the imports that go up a layer today; each says why it
+#: is still there. Only shrinks.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl.default_ppo_module",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl.distributions",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
+    (
+        "trainer/torch_rl/dqn_learner.py",
+        "trainer.algorithms.learner",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
+    (
+        "trainer/torch_rl/learner.py",
+        "trainer.algorithms.algorithm_config",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
+    (
+        "trainer/torch_rl/learner.py",
+        "trainer.algorithms.learner",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
+    (
+        "trainer/torch_rl/ppo_learner.py",
+        "trainer.algorithms.learner",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
+    (
+        "trainer/torch_rl/ppo_learner.py",
+        "trainer.algorithms.ppo.ppo_learner",
+    ): "house helper's file: a torch learner subclasses the algorithms' learner; move it to algorithms/<name>/",
+}
+
+#: (importing file, imported module) of the function-level imports of trainer modules left
+#: today; each says why it is still there. Only shrinks.
+KNOWN_LATE: dict[tuple[str, str], str] = {
+    (
+        "trainer/algorithms/__init__.py",
+        "trainer.algorithms.dqn",
+    ): "house helper's file: the registry loads an algorithm's folder on demand; name it by dotted path",
+    (
+        "trainer/algorithms/__init__.py",
+        "trainer.algorithms.ppo",
+    ): "house helper's file: the registry loads an algorithm's folder on demand; name it by dotted path",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.checkpoints.config_data",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.connectors",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.connectors.connector_v2",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.core.models",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.core.multi_rl_module",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.core.rl_module",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.core.schedules",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.runners.env_runner",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.runners.ray_runner",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/algorithm_config.py",
+        "trainer.torch_rl",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/dqn/dqn.py",
+        "trainer.algorithms.dqn.q_module",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/dqn/dqn.py",
+        "trainer.torch_rl",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_learner.py",
+        "trainer.algorithms.multi_agent_setup",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_learner.py",
+        "trainer.errors",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_learner.py",
+        "trainer.runners.multi_agent_env_runner",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.algorithms.algorithm_config",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.core.catalog",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.core.models",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.core.multi_rl_module",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.core.rl_module",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/multi_agent_setup.py",
+        "trainer.env.multi_agent_env",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/algorithms/settings.py",
+        "trainer.algorithms.algorithm_config",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/settings.py",
+        "trainer.algorithms.dqn",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/algorithms/settings.py",
+        "trainer.algorithms.ppo",
+    ): "config helper's file: import at the top (or name torch/runner classes by dotted path)",
+    (
+        "trainer/cli/presets.py",
+        "trainer.connectors",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/core/catalog.py",
+        "trainer.core.models",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/core/catalog.py",
+        "trainer.torch_rl",
+    ): "house helper's file: the catalog builds torch networks; hand the torch backend in",
+    (
+        "trainer/core/models.py",
+        "trainer.core.distributions",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/runners/env_runner.py",
+        "trainer.runners.multi_agent_env_runner",
+    ): "sampling helper's file: env_runner_class picks the multi-agent runner (a circle in runners)",
+    (
+        "trainer/torch_rl/rl_module.py",
+        "trainer.util.state_checks",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+    (
+        "trainer/torch_rl/state_conversion.py",
+        "trainer.core.models",
+    ): "house helper's file: downward, hoist it (or name it by dotted path where it closes a circle)",
+}
+
+
+#: Optional dependencies: a trainer module that imports one at its top (the torch backend, the
+#: Tune front) may be imported inside a function, so that `import trainer` does not import them.
+OPTIONAL_DEPENDENCIES = ("torch", "ray", "tensorboard", "tensorboardX", "pettingzoo", "tree")
+
+
+def wraps_optional_dependency(path: Path, module: str) -> bool:
+    """Whether the module in the file at `path` imports an optional dependency at its top."""
+    return any(
+        not item.late and not item.typing_only and within(item.name, dependency)
+        for item in imports(path, module)
+        for dependency in OPTIONAL_DEPENDENCIES
+    )
+
+
+def trainer_modules(root: Path = SOURCE_ROOT) -> set[str]:
+    return {module_name(path, root) for path in (root / "trainer").rglob("*.py")}
+
+
+def unit_of(module: str) -> str:
+    """The unit of `module`: the longest name in `LAYERS` that it lies in."""
+    return max((unit for unit in LAYER_OF if within(module, unit)), key=len)
+
+
+def module_imports(root: Path = SOURCE_ROOT) -> Iterator[tuple[str, str, Import]]:
+    """(file, importing module, import) of every import of a trainer module, the name made the
+    module it imports (`from trainer import errors` imports `trainer.errors`, not `trainer`)."""
+    modules = trainer_modules(root)
+    for path in sorted((root / "trainer").rglob("*.py")):
+        module = module_name(path, root)
+        found = imports(path, module)
+        submodule_lines = {
+            (item.line, item.name.rpartition(".")[0]) for item in found if item.name in modules
+        }
+        for item in found:
+            if not within(item.name, "trainer"):
+                continue
+            if (item.line, item.name) in submodule_lines:
+                continue  # `from trainer import errors` imports trainer.errors (and its package)
+            name = item.name
+            while name not in modules:
+                name = name.rpartition(".")[0]
+            yield (
+                str(path.relative_to(root)),
+                module,
+                Import(item.line, name, item.late, item.typing_only),
+            )
+
+
+def upward_imports(root: Path = SOURCE_ROOT) -> dict[tuple[str, str], list[int]]:
+    """(file, imported module) -> lines, of every import of a unit not below the importer's."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for path, module, item in module_imports(root):
+        unit, target = unit_of(module), unit_of(item.name)
+        if item.typing_only or unit == target or LAYER_OF[target] < LAYER_OF[unit]:
+            continue
+        found.setdefault((path, item.name), []).append(item.line)
+    return found
+
+
+def module_path(module: str, root: Path = SOURCE_ROOT) -> Path:
+    path = root / module.replace(".", "/")
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def late_imports(root: Path = SOURCE_ROOT) -> dict[tuple[str, str], list[int]]:
+    """(file, imported module) -> lines, of every function-level import of a trainer module
+    that imports no optional dependency at its top."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for path, _, item in module_imports(root):
+        if item.late and not wraps_optional_dependency(module_path(item.name, root), item.name):
+            found.setdefault((path, item.name), []).append(item.line)
+    return found
+
+
+def test_every_package_has_a_layer():
+    """Each of trainer's packages and top-level modules is in `LAYERS`, once, and each unit
+    there is a module of trainer (none left over from a move)."""
+    modules = trainer_modules()
+    units = [unit for layer in LAYERS for unit in layer]
+    assert len(units) == len(set(units))
+    assert sorted(set(units) - modules) == []
+    assert sorted(m for m in modules if m.count(".") <= 1 and m not in LAYER_OF) == []
+
+
+def test_no_unit_imports_its_own_layer_or_one_above():
+    found = upward_imports()
+    new = {
+        f"{path}:{lines} imports {name}"
+        for (path, name), lines in found.items()
+        if (path, name) not in KNOWN_UPWARD
+    }
+    assert sorted(new) == []
+    assert sorted(set(KNOWN_UPWARD) - set(found)) == [], "fixed: remove from KNOWN_UPWARD"
+
+
+def test_no_function_level_import_of_a_trainer_module():
+    found = late_imports()
+    new = {
+        f"{path}:{lines} imports {name}"
+        for (path, name), lines in found.items()
+        if (path, name) not in KNOWN_LATE
+    }
+    assert sorted(new) == []
+    assert sorted(set(KNOWN_LATE) - set(found)) == [], "fixed: remove from KNOWN_LATE"
+
+
+def module_circle(root: Path = SOURCE_ROOT) -> list[str]:
+    """A circle of modules' top-level imports (the first module again at its end), or []."""
+    graph: dict[str, set[str]] = {}
+    for _, module, item in module_imports(root):
+        if not item.late and not item.typing_only and item.name != module:
+            graph.setdefault(module, set()).add(item.name)
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_circle_among_modules():
+    """Inside a unit too, the modules' top-level imports form no circle (a circle of `import x`
+    statements imports, but the first module of it runs with the others half made)."""
+    assert module_circle() == []
+
+
+def test_a_circle_of_modules_is_found(tmp_path):
+    package = tmp_path / "trainer" / "util"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("import trainer.util.b\n")
+    (package / "b.py").write_text("from trainer.util import a\n")
+    assert sorted(module_circle(tmp_path)[:2]) == ["trainer.util.a", "trainer.util.b"]
 
 
 def test_util_imports_only_util_and_errors():
@@ -121,3 +550,67 @@ def test_the_env_runner_keeps_its_earlier_import_path():
     assert earlier.EnvRunner is home.EnvRunner is trainer.EnvRunner
     assert earlier.SingleAgentEnvRunner is home.SingleAgentEnvRunner
     assert earlier.StepFailedRecreateEnvError is trainer.StepFailedRecreateEnvError
+
+
+def test_what_lower_layers_name_by_import_path_is_there():
+    """A lower layer names the class of a higher one it builds by its import path; each path
+    gives the class the lower layer expects."""
+    from trainer.algorithms import algorithm
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.env.multi_agent_env import AGENT_GROUPS_WRAPPER, MultiAgentEnv
+    from trainer.runners import worker_template
+    from trainer.runners.env_runner_group import DEFAULT_CONFIG_CLASS
+    from trainer.runners.worker_forkserver import PRELOAD
+    from trainer.util.import_paths import resolve_import_path
+
+    assert resolve_import_path(DEFAULT_CONFIG_CLASS) is AlgorithmConfig
+    assert issubclass(resolve_import_path(AGENT_GROUPS_WRAPPER), MultiAgentEnv)
+    assert module_path(algorithm.TUNE_TRAINABLE_MODULE).is_file()  # Tune itself may be missing
+    assert worker_template.WORKER_MODULE in PRELOAD  # the template imports it before forking
+
+
+def test_the_runners_see_the_launchers_stand_in_for_ray(monkeypatch):
+    """The runners ask the finders on `sys.meta_path` whether `ray` is a stand-in, by the
+    attribute the launcher's finder has."""
+    import sys
+
+    from trainer.launcher.finder import RLlibFinder
+    from trainer.runners.ray_runner import RAY_STAND_IN, ray_is_stand_in
+
+    assert getattr(RLlibFinder(), RAY_STAND_IN) is True
+    assert getattr(RLlibFinder(real_ray=True), RAY_STAND_IN) is False
+    monkeypatch.setattr(sys, "meta_path", [RLlibFinder(), *sys.meta_path])
+    assert ray_is_stand_in()
+    monkeypatch.setattr(sys, "meta_path", [RLlibFinder(real_ray=True), *sys.meta_path[1:]])
+    assert not ray_is_stand_in()
+
+
+def test_a_spec_class_registers_with_the_config_format():
+    from trainer.checkpoints.config_data import SPEC_CLASSES
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.policy_spec import PolicySpec
+    from trainer.core.rl_module import RLModuleSpec
+
+    assert {RLModuleSpec, MultiRLModuleSpec, PolicySpec} <= set(SPEC_CLASSES)
+
+
+def test_an_upward_and_a_late_import_are_found(tmp_path):
+    for module in (
+        "trainer/util/probe.py",
+        "trainer/checkpoints/codec.py",
+        "trainer/torch_rl/nets.py",
+    ):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    (tmp_path / "trainer/torch_rl/nets.py").write_text("import torch\n")
+    (tmp_path / "trainer/util/probe.py").write_text(
+        "from trainer.errors import X\n\n\ndef f():\n    from trainer.checkpoints import codec\n"
+        "    from trainer.torch_rl import nets\n"
+    )
+    (tmp_path / "trainer/errors.py").write_text("X = 1\n")
+    assert upward_imports(tmp_path) == {
+        ("trainer/util/probe.py", "trainer.checkpoints.codec"): [5],
+        ("trainer/util/probe.py", "trainer.torch_rl.nets"): [6],
+    }
+    # nets imports torch at its top: importing it late keeps torch lazy
+    assert late_imports(tmp_path) == {("trainer/util/probe.py", "trainer.checkpoints.codec"): [5]}

@@ -39,8 +39,11 @@ import re
 import time
 from typing import Any
 
+from trainer.algorithms.algorithm import SavedCheckpoint
 from trainer.capabilities import OFFLINE
 from trainer.errors import UnsupportedValue
+from trainer.launcher import ray_api
+from trainer.launcher.finder import installed_finder, real_tune_available
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_MODULE_RETURN_MEAN,
@@ -287,8 +290,6 @@ def _reached(value: Any, threshold: Any) -> bool:
 
 def _shutdown() -> None:
     # Ray's ray.shutdown(): the named objects end, and the launcher's ray.init() may run again.
-    from trainer.launcher import ray_api
-
     ray_api.shutdown()
 
 
@@ -362,8 +363,6 @@ def run_rllib_example_script_experiment(
 def trials_run_through_tune() -> bool:
     """Whether `run_rllib_example_script_experiment` runs its trials with Ray Tune (see
     `TRIALS_ENV_VAR`): Ray Tune installed and real Ray in use (not the launcher's stand-in)."""
-    from trainer.launcher.finder import installed_finder, real_tune_available
-
     choice = os.environ.get(TRIALS_ENV_VAR, "").strip().lower()
     if choice and choice not in TRIAL_RUNNERS:
         raise ValueError(
@@ -399,7 +398,7 @@ def _run_through_tune(
 ) -> Any:
     """RLlib's Tune run: `tune.Tuner(...).fit()` with RLlib's run and tune configs; returns
     Tune's `ResultGrid`."""
-    from trainer import tune
+    from trainer import tune  # Ray Tune's front: imports ray
 
     tune_callbacks = list(tune_callbacks or [])
     if getattr(args, "wandb_key", None) is not None or "WANDB_API_KEY" in os.environ:
@@ -629,8 +628,6 @@ class _TrialRunner:
         return False
 
     def run(self) -> Result:
-        from trainer.algorithms.algorithm import SavedCheckpoint
-
         args = self.args
         algo = self.algo_class(config=self.config)
         # RLlib's multi-agent progress columns: with --num-agents > 0, a return per policy.

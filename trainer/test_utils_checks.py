@@ -17,6 +17,7 @@ from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from gymnasium.spaces import Dict as GymDict
 from gymnasium.spaces import Tuple as GymTuple
 
+from trainer.examples.envs.classes.random_env import RandomEnv
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EVALUATION_RESULTS,
@@ -25,19 +26,13 @@ from trainer.metrics import (
     TIMERS,
     TRAINING_ITERATION,
 )
+from trainer.metrics.stats import Stats, StatsBase
 from trainer.result_grid import metric_value
 
 DEFAULT_MODULE_ID = "default_policy"
 ALL_MODULES = "__all_modules__"
 #: RLlib's metric of how many gradient updates the trained policy is ahead of the sampler's.
 DIFF_NUM_GRAD_UPDATES_VS_SAMPLER_POLICY = "diff_num_grad_updates_vs_sampler_policy"
-
-
-def _check(x: Any, y: Any, **kwargs: Any) -> None:
-    # Imported late: trainer.testing re-exports this module at its end.
-    from trainer.testing import check
-
-    check(x, y, **kwargs)
 
 
 def _result_rows(tune_results: Any) -> list[Any]:
@@ -223,7 +218,7 @@ def check_compute_single_action(
                         unsquash_action=unsquash,
                         clip_action=clip,
                     )
-                    _check(action, same)
+                    check(action, same)
                 effective_unsquash = config.normalize_actions if unsquash is None else unsquash
                 effective_clip = config.clip_actions if clip is None else clip
                 if not action_space.contains(action) and (
@@ -291,7 +286,7 @@ def check_same_batch(batch1: Any, batch2: Any) -> None:
             f"following information: \n{difference}"
         )
         for key in keys_1:
-            _check(first[key], second[key])
+            check(first[key], second[key])
 
     if hasattr(batch1, "policy_batches"):
         assert batch1.count == batch2.count
@@ -358,8 +353,8 @@ def check_reproducibilty(
             finally:
                 algo.stop()
         (behaviour_1, weights_1), (behaviour_2, weights_2) = runs
-        _check(behaviour_1, behaviour_2)
-        _check(weights_1, weights_2)
+        check(behaviour_1, behaviour_2)
+        check(weights_1, weights_2)
 
 
 #: RLlib's spaces to test (the same names and spaces as RLlib 2.60's check).
@@ -407,8 +402,6 @@ def check_supported_spaces(
     "ok" | "unsupported"}. `frameworks` and `use_gpu` are taken and not used (numpy
     modules, no GPU)."""
     del frameworks, use_gpu
-    from trainer.examples.envs.classes.random_env import RandomEnv
-
     statuses: dict[tuple[str, str], str] = {}
 
     def do_check(a_name: str, o_name: str) -> None:
@@ -456,3 +449,48 @@ __all__ = [
     "check_train_results",
     "check_train_results_new_api_stack",
 ]
+
+
+def check(
+    x: Any,
+    y: Any,
+    decimals: int = 5,
+    atol: float | None = None,
+    rtol: float | None = None,
+    false: bool = False,
+) -> None:
+    """RLlib's test helper: asserts that `x` and `y` (numbers, arrays, or dicts, lists and tuples
+    of them) are equal, floats within `atol`/`rtol` (default: `decimals` places); with
+    `false=True`, asserts that they differ."""
+    try:
+        _check_equal(x, y, decimals, atol, rtol)
+    except AssertionError:
+        if false:
+            return
+        raise
+    if false:
+        raise AssertionError(f"check(false=True): {x!r} equals {y!r}")
+
+
+def _check_equal(x: Any, y: Any, decimals: int, atol: float | None, rtol: float | None) -> None:
+    # Stats objects (a non-root MetricsLogger's reduce() results) compare by their value.
+    if isinstance(x, (StatsBase, Stats)):
+        x = x.peek()
+    if isinstance(y, (StatsBase, Stats)):
+        y = y.peek()
+    if isinstance(x, dict):
+        assert isinstance(y, dict) and set(x) == set(y), f"keys differ: {x!r} vs {y!r}"
+        for key in x:
+            _check_equal(x[key], y[key], decimals, atol, rtol)
+    elif isinstance(x, (list, tuple)) and not np.isscalar(y) and not isinstance(y, np.ndarray):
+        assert isinstance(y, (list, tuple)) and len(x) == len(y), f"{x!r} vs {y!r}"
+        for a, b in zip(x, y, strict=True):
+            _check_equal(a, b, decimals, atol, rtol)
+    elif isinstance(x, (bool, np.bool_)):
+        assert bool(x) is bool(y), f"{x!r} is not {y!r}"
+    elif isinstance(x, str) or x is None:
+        assert x == y, f"{x!r} != {y!r}"
+    elif atol is None and rtol is None:
+        np.testing.assert_almost_equal(x, y, decimal=decimals)
+    else:
+        np.testing.assert_allclose(x, y, atol=atol or 0.0, rtol=rtol or 1e-7)

@@ -38,7 +38,6 @@ from trainer.example_scripts import (  # noqa: F401 - re-exported
     run_rllib_example_script_experiment,
     should_stop,
 )
-from trainer.metrics.stats import Stats, StatsBase
 from trainer.runners.worker_forkserver import TEMPLATE_NAME
 
 
@@ -223,53 +222,9 @@ if _have_pytest:
         assert_no_env_runner_processes()
 
 
-def check(
-    x: Any,
-    y: Any,
-    decimals: int = 5,
-    atol: float | None = None,
-    rtol: float | None = None,
-    false: bool = False,
-) -> None:
-    """RLlib's test helper: asserts that `x` and `y` (numbers, arrays, or dicts, lists and tuples
-    of them) are equal, floats within `atol`/`rtol` (default: `decimals` places); with
-    `false=True`, asserts that they differ."""
-    try:
-        _check_equal(x, y, decimals, atol, rtol)
-    except AssertionError:
-        if false:
-            return
-        raise
-    if false:
-        raise AssertionError(f"check(false=True): {x!r} equals {y!r}")
-
-
-def _check_equal(x: Any, y: Any, decimals: int, atol: float | None, rtol: float | None) -> None:
-    # Stats objects (a non-root MetricsLogger's reduce() results) compare by their value.
-    if isinstance(x, (StatsBase, Stats)):
-        x = x.peek()
-    if isinstance(y, (StatsBase, Stats)):
-        y = y.peek()
-    if isinstance(x, dict):
-        assert isinstance(y, dict) and set(x) == set(y), f"keys differ: {x!r} vs {y!r}"
-        for key in x:
-            _check_equal(x[key], y[key], decimals, atol, rtol)
-    elif isinstance(x, (list, tuple)) and not np.isscalar(y) and not isinstance(y, np.ndarray):
-        assert isinstance(y, (list, tuple)) and len(x) == len(y), f"{x!r} vs {y!r}"
-        for a, b in zip(x, y, strict=True):
-            _check_equal(a, b, decimals, atol, rtol)
-    elif isinstance(x, (bool, np.bool_)):
-        assert bool(x) is bool(y), f"{x!r} is not {y!r}"
-    elif isinstance(x, str) or x is None:
-        assert x == y, f"{x!r} != {y!r}"
-    elif atol is None and rtol is None:
-        np.testing.assert_almost_equal(x, y, decimal=decimals)
-    else:
-        np.testing.assert_allclose(x, y, atol=atol or 0.0, rtol=rtol or 1e-7)
-
-
 # RLlib's test_utils checks (their own module, re-exported here where RLlib's code imports them).
 from trainer.test_utils_checks import (  # noqa: E402, F401
+    check,
     check_compute_single_action,
     check_inference_w_connectors,
     check_learning_achieved,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import importlib
 import logging
 import os
 import platform
@@ -72,7 +73,7 @@ from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
-from trainer.core.obs_tree import tree_map
+from trainer.core.obs_tree import tree_map, tree_rows
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
@@ -112,6 +113,10 @@ if TYPE_CHECKING:
     from trainer.env.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
+
+#: Where Tune's resource request of a trial is computed: the Tune layer (above this one; it
+#: needs Ray Tune), imported by name when Tune asks (`default_resource_request`).
+TUNE_TRAINABLE_MODULE = "trainer.tune.trainable"
 #: Where the learners log the env steps trained so far.
 TRAINED_LIFETIME_KEY = (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime")
 
@@ -645,10 +650,10 @@ class Algorithm(OldAlgorithmNames):
         Tune (`pip install 'localrl[tune]'`); without it None: there is nothing to reserve
         when no Tune runs the trials."""
         try:
-            from trainer.tune.trainable import config_of, resource_request
+            trainable = importlib.import_module(TUNE_TRAINABLE_MODULE)
         except ImportError:
             return None
-        return resource_request(config_of(cls, config))
+        return trainable.resource_request(trainable.config_of(cls, config))
 
     @classmethod
     def resource_help(cls, config: AlgorithmConfig | dict) -> str:
@@ -1094,8 +1099,6 @@ class Algorithm(OldAlgorithmNames):
     ) -> tuple[np.ndarray, Any]:
         """A recurrent module's distribution inputs for one observation and its state out
         (one row, numpy), from `state` (None: the initial state)."""
-        from trainer.core.obs_tree import tree_rows
-
         initial = module.initial_state()
         state_row = initial if state is None else state
         if _tree_shapes(state_row) != _tree_shapes(initial):
@@ -1369,7 +1372,10 @@ class Algorithm(OldAlgorithmNames):
             from_checkpoint_config = config is None
             if config is None:
                 algorithm_class, config = load_class_and_config(
-                    checkpoint, allow_pickle=allow_pickle
+                    checkpoint,
+                    algorithm_base=Algorithm,
+                    config_base=AlgorithmConfig,
+                    allow_pickle=allow_pickle,
                 )
             elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
                 algorithm_class = config.algo_class

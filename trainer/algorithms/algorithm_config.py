@@ -122,6 +122,7 @@ class AlgorithmConfig(
         **EXPERIMENTAL_SETTINGS,
         **API_STACK_SETTINGS,
     }
+
     def __init__(self, algo_class: type[Algorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
         #: (setting, repr of the value) of each UnusualSettingWarning emitted: once per config

@@ -32,7 +32,6 @@ import logging
 import os
 import tempfile
 import time
-from importlib import metadata as package_metadata
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -49,8 +48,13 @@ from trainer.checkpoints import (
     write_checkpoint,
 )
 from trainer.checkpoints.codec import NotPlainData, pack
-from trainer.checkpoints.config_data import ConfigDataError, config_from_data, config_to_data
-from trainer.checkpoints.format import METADATA_FILE
+from trainer.checkpoints.config_data import (
+    ConfigDataError,
+    config_from_data,
+    config_to_data,
+    resolve_import_path,
+)
+from trainer.checkpoints.format import METADATA_FILE, library_version
 from trainer.checkpoints.location import local_path, staged_for_upload
 from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
 from trainer.checkpoints.signing import (
@@ -62,6 +66,15 @@ from trainer.checkpoints.signing import (
 )
 from trainer.checkpoints.writer import file_digest
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule, StateConversionError
+from trainer.core.module_checkpoint import (
+    MULTI_RL_MODULE_KIND,
+    RL_MODULE_KIND,
+    _constructor,
+    save_module,
+)
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from trainer.core.rl_module import RLModuleAPI, RLModuleSpec, validate_module_id
+from trainer.util.state_checks import StateError
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
@@ -81,13 +94,6 @@ logger = logging.getLogger("trainer")
 
 #: What every algorithm checkpoint has; runner, evaluation and replay states are optional.
 REQUIRED_COMPONENTS = ("algorithm", "learner", "metrics")
-
-
-def library_version() -> str:
-    try:
-        return package_metadata.version("localrl")
-    except package_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def algorithm_family(cls: type) -> str:
@@ -175,8 +181,6 @@ def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any
 def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
     """The learner's modules in one `MultiRLModule` (the very module objects; nothing is
     copied), as RLlib's learner holds them."""
-    from trainer.core.multi_rl_module import MultiRLModule
-
     multi = MultiRLModule()
     module = algorithm.learner.module
     items = module.items() if hasattr(module, "items") else [(DEFAULT_MODULE_ID, module)]
@@ -205,8 +209,6 @@ def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
     weights = learner_module_weights(algorithm, state["learner"])
 
     def write(directory: str) -> None:
-        from trainer.core.module_checkpoint import save_module
-
         modules_dir = os.path.join(directory, *MODULES_COMPONENT.split("/"))
         save_module(learner_modules_as_multi_rl_module(algorithm), modules_dir, state=weights)
         metadata[MODULE_CHECKPOINTS_KEY] = {
@@ -408,8 +410,6 @@ def _read_module_weights(checkpoint: Checkpoint, modules: Any) -> dict[str, Any]
         raise CheckpointError(
             checkpoint.path, f"metadata.json has no valid {MODULE_CHECKPOINTS_KEY!r} entry"
         )
-    from trainer.core.rl_module import RLModuleAPI, validate_module_id
-
     root = os.path.realpath(checkpoint.path)
     modules_dir = os.path.join(checkpoint.path, *MODULES_COMPONENT.split("/"))
     if os.path.commonpath([root, os.path.realpath(modules_dir)]) != root:
@@ -454,14 +454,20 @@ def pickle_signature(checkpoint: Checkpoint) -> SignatureCheck:
 
 
 def load_class_and_config(
-    checkpoint: Checkpoint, *, allow_pickle: bool = False
+    checkpoint: Checkpoint,
+    *,
+    algorithm_base: type[Algorithm],
+    config_base: type,
+    allow_pickle: bool = False,
 ) -> tuple[type[Algorithm], Any]:
     """The algorithm class and config a checkpoint was saved with. As RLlib does, from the
     pickled `class_and_config.pkl` (it carries lambdas and classes defined in `__main__`) when
     its signature verifies with this user's key (a checkpoint this user saved or trusted), or
     whatever it holds with `allow_pickle` (unpickling a planted file runs its code: only for
     checkpoints you trust). Otherwise from `config.json`: plain data, code re-imported by path,
-    refused with how to trust the checkpoint when that cannot rebuild the config."""
+    refused with how to trust the checkpoint when that cannot rebuild the config, whose classes
+    must derive from `algorithm_base` and `config_base` (`Algorithm` and `AlgorithmConfig`: the
+    caller names them, as this module sits below the algorithm module that uses it)."""
     if allow_pickle:
         return unpickle_class_and_config(checkpoint)
     signature = pickle_signature(checkpoint)
@@ -482,12 +488,8 @@ def load_class_and_config(
             f"has no {CONFIG_FILE} (it predates stored configs), and its pickled config is "
             f"not unpickled since {signature.reason}: pass config= to from_checkpoint, or, " + hint,
         )
-    # Imported here: the algorithm module imports this one.
-    from trainer.algorithms.algorithm import Algorithm
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
     try:
-        return config_from_data(data, config_base=AlgorithmConfig, algorithm_base=Algorithm)
+        return config_from_data(data, config_base=config_base, algorithm_base=algorithm_base)
     except ConfigDataError as error:
         if unpickling_error is not None:
             raise unpickling_error from None
@@ -528,8 +530,6 @@ def _module_ids_of(checkpoint: Checkpoint) -> list[str]:
 
 def _module_checkpoint(path: str) -> Checkpoint:
     """The verified module checkpoint (an RLModule's or a MultiRLModule's) at `path`."""
-    from trainer.core.module_checkpoint import MULTI_RL_MODULE_KIND, RL_MODULE_KIND
-
     checkpoint = open_checkpoint(path)
     kind = checkpoint.metadata.get("kind")
     if kind not in (RL_MODULE_KIND, MULTI_RL_MODULE_KIND):
@@ -563,9 +563,6 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
     module ("learner_group/learner/rl_module/<module_id>") or every module both the checkpoint
     and the algorithm's learner hold ("learner_group/learner/rl_module"). Each is checked
     against the learner's module; nothing is changed."""
-    from trainer.core.rl_module import RLModuleAPI
-    from trainer.util.state_checks import StateError
-
     normalized = component.strip("/")
     if normalized != MODULES_COMPONENT and not normalized.startswith(MODULES_COMPONENT + "/"):
         raise ValueError(
@@ -581,8 +578,6 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
             f"alone; name the module, '{MODULES_COMPONENT}/{module_id.split('/')[0]}'"
         )
     if module_id is not None:
-        from trainer.core.rl_module import validate_module_id
-
         validate_module_id(module_id, error=True)
     path = resolve_component_path(path, normalized)
     checkpoint = _module_checkpoint(path)
@@ -635,9 +630,6 @@ def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name:
     networks differ); any other state as it is."""
     if getattr(module, "framework", None) != "torch" or not isinstance(state, dict):
         return state
-    from trainer.checkpoints.config_data import resolve_import_path
-    from trainer.core.module_checkpoint import _constructor
-
     try:
         saved_class = resolve_import_path(str(checkpoint.metadata.get("module_class")))
     except Exception:  # noqa: BLE001 - not the numpy module then; checked as it is
@@ -668,9 +660,6 @@ def configured_module_states(algorithm: Any) -> dict[Any, dict]:
     (every module it and the learners hold, or its `modules_to_load`), then each
     RLModuleSpec's own `load_state_path`, which takes precedence. Paths are module
     checkpoints, such as an Algorithm checkpoint's `learner_group/learner/rl_module[/<id>]`."""
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.rl_module import RLModuleSpec
-
     spec = algorithm.config.rl_module_spec
     multi_path, modules_to_load, paths = None, None, {}
     if isinstance(spec, MultiRLModuleSpec):

@@ -15,7 +15,9 @@ import sys
 from typing import Any
 
 from trainer.checkpoints import METADATA_FILE, CheckpointError, open_checkpoint
+from trainer.checkpoints.format import CLASS_AND_CONFIG_FILE
 from trainer.checkpoints.reader import read_metadata_bytes
+from trainer.checkpoints.signing import SIGNATURE_KEY, KeyFileError, check_signature, key_file_path
 
 
 def _size(num_bytes: float) -> str:
@@ -66,14 +68,6 @@ def inspect(path: str, as_json: bool = False) -> str:
 
 def _signature_status(checkpoint: Any) -> str:
     """Whose key signed the pickled config, without creating a key."""
-    from trainer.checkpoints.format import CLASS_AND_CONFIG_FILE
-    from trainer.checkpoints.signing import (
-        SIGNATURE_KEY,
-        KeyFileError,
-        check_signature,
-        key_file_path,
-    )
-
     if CLASS_AND_CONFIG_FILE not in checkpoint.files:
         return "no pickled config"
     entry = checkpoint.metadata.get(SIGNATURE_KEY)

@@ -17,15 +17,16 @@ setting.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import ConfigDataError as ConfigDataError
+from trainer.util.import_paths import import_path as import_path
+from trainer.util.import_paths import resolve_import_path as resolve_import_path
 
 IMPORT_TAG = "__import__"
 TUPLE_TAG = "__tuple__"
@@ -38,46 +39,27 @@ SPEC_TAG = "__spec__"
 CONFIG_DATA_VERSION = 1
 
 
-def import_path(obj: Any) -> str | None:
-    """ "module:qualname" of a class or function that importing gives back, else None."""
-    module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None)
-    if (
-        not isinstance(module, str)
-        or not isinstance(qualname, str)
-        or module == "__main__"
-        or "<" in qualname
-    ):
-        return None
-    path = f"{module}:{qualname}"
-    try:
-        return path if resolve_import_path(path) is obj else None
-    except Exception:  # noqa: BLE001 - any failure to re-import means "no path"
-        return None
-
-
-def resolve_import_path(path: str) -> Any:
-    """The object "module:qualname" names (importing the module)."""
-    module_name, _, qualname = path.partition(":")
-    if not module_name or not qualname:
-        raise ValueError(f"{path!r} is not a 'module:qualname' import path")
-    value: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
-
-
 def _is_code(value: Any) -> bool:
     return isinstance(value, type) or callable(value)
 
 
-def _spec_classes() -> tuple[type, ...]:
-    # Imported here: trainer.core imports this module (module checkpoints).
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.policy_spec import PolicySpec
-    from trainer.core.rl_module import RLModuleSpec
+#: The module and policy spec classes (`RLModuleSpec`, `MultiRLModuleSpec`, `PolicySpec`): each
+#: registers itself where it is defined (`register_spec_class`), as the modules sit a layer
+#: above this format. A spec is stored by its fields; a class read back must be one of them.
+SPEC_CLASSES: list[type] = []
 
-    return RLModuleSpec, MultiRLModuleSpec, PolicySpec
+SpecClass = TypeVar("SpecClass", bound=type)
+
+
+def register_spec_class(cls: SpecClass) -> SpecClass:
+    """Class decorator: instances of `cls` (and of its subclasses) are stored as specs."""
+    if cls not in SPEC_CLASSES:
+        SPEC_CLASSES.append(cls)
+    return cls
+
+
+def _spec_classes() -> tuple[type, ...]:
+    return tuple(SPEC_CLASSES)
 
 
 def _spec_fields(value: Any) -> dict[str, Any]:

@@ -20,3 +20,14 @@ def backup_path(path: str) -> str:
     """Where the previous checkpoint waits while a save without atomic exchange replaces it."""
     parent, name = os.path.split(os.path.abspath(path))
     return os.path.join(parent, f".{name}.previous")
+
+
+def library_version() -> str:
+    """The installed localrl's version, stored in each checkpoint's metadata ("unknown" when
+    the package is not installed, as when run from a source tree)."""
+    from importlib import metadata  # about 10 ms: only when a checkpoint is written
+
+    try:
+        return metadata.version("localrl")
+    except metadata.PackageNotFoundError:
+        return "unknown"

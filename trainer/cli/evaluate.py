@@ -22,9 +22,15 @@ from typing import Any
 import numpy as np
 from gymnasium import error as gymnasium_error
 
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.checkpointing import load_class_and_config
+from trainer.checkpoints import METADATA_FILE, CheckpointError, CheckpointManager, open_checkpoint
 from trainer.cli.extras import VIDEO, MissingExtra, available, require_for_config
+from trainer.cli.multi_agent import register_checkpoint_env
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
 from trainer.cli.video import VideoError, VideoWriter, check_video_encoder, check_video_path
+from trainer.env.envs import EnvContext, make_env_creator
 
 #: The renderer of gymnasium's classic-control and toy-text envs (in the video extra).
 PYGAME = "pygame"
@@ -99,8 +105,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def resolve_checkpoint(path: str) -> str:
     """A checkpoint directory as is; a run folder's best checkpoint."""
-    from trainer.checkpoints import METADATA_FILE, CheckpointManager
-
     if os.path.isfile(os.path.join(path, METADATA_FILE)):
         return path
     best = CheckpointManager(path).best() if os.path.isdir(path) else None
@@ -112,13 +116,11 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
     pickle file when signed with the user's key or with `allow_pickle`, else from its
     plain-data `config.json` (`load_class_and_config`)."""
-    from trainer.algorithms.checkpointing import load_class_and_config
-    from trainer.checkpoints import open_checkpoint
-    from trainer.cli.multi_agent import register_checkpoint_env
-
     checkpoint = open_checkpoint(path)
     register_checkpoint_env(checkpoint)
-    algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=allow_pickle)
+    algorithm_class, config = load_class_and_config(
+        checkpoint, algorithm_base=Algorithm, config_base=AlgorithmConfig, allow_pickle=allow_pickle
+    )
     require_for_config(config, f"checkpoint {path}")
     config = config.copy()
     config.env_runners(num_env_runners=0)
@@ -131,8 +133,6 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
 
 
 def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:
-    from trainer.env.envs import EnvContext, make_env_creator
-
     env_config = {**config.env_config, **(env_config_changes or {})}
     if render:
         env_config["render_mode"] = "rgb_array"
@@ -221,8 +221,6 @@ def _render(env: Any) -> np.ndarray:
 
 
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.checkpoints import CheckpointError
-
     # SIGTERM ends the command like Ctrl-C: the partial video is removed, ffmpeg is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.video is not None:

@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Any
 
+from trainer.checkpoints import METADATA_FILE, CheckpointError, CheckpointManager
+from trainer.checkpoints.__main__ import inspect
 from trainer.cli.run_folder import PARAMS_FILE, RunFolder
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -33,8 +35,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def describe_run(directory: str) -> dict:
-    from trainer.checkpoints import CheckpointManager
-
     manager = CheckpointManager(directory)
     folder = RunFolder(directory)
     run = folder.read_run_info()
@@ -90,9 +90,6 @@ def _run_lines(run: dict) -> list[str]:
 
 
 def run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.checkpoints import METADATA_FILE, CheckpointError, CheckpointManager
-    from trainer.checkpoints.__main__ import inspect
-
     path = args.path
     run = None
     if os.path.isdir(path) and not os.path.isfile(os.path.join(path, METADATA_FILE)):

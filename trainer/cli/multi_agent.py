@@ -14,6 +14,9 @@ import importlib
 from typing import Any
 
 from trainer.cli.extras import PETTINGZOO, require
+from trainer.env.envs import EnvContext, make_env_creator, register_env
+from trainer.env.multi_agent_env import MultiAgentEnv
+from trainer.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
 #: Where RLlib's multi-agent example envs live here (by class name).
 EXAMPLES_MODULE = "trainer.examples.envs.classes.multi_agent"
@@ -35,8 +38,6 @@ def example_env_class(name: str) -> Any:
     """RLlib's multi-agent example env class called `name`, or None."""
     module = importlib.import_module(EXAMPLES_MODULE)
     candidate = getattr(module, name, None)
-    from trainer.env.multi_agent_env import MultiAgentEnv
-
     return (
         candidate if isinstance(candidate, type) and issubclass(candidate, MultiAgentEnv) else None
     )
@@ -64,14 +65,10 @@ def _pettingzoo_creator(module_path: str) -> Any:
 
 
 def _make_parallel(factory: Any, env_config: Any) -> Any:
-    from trainer.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-
     return ParallelPettingZooEnv(factory(**dict(env_config or {})))
 
 
 def _make_aec(factory: Any, env_config: Any) -> Any:
-    from trainer.env.wrappers.pettingzoo_env import PettingZooEnv
-
     return PettingZooEnv(factory(**dict(env_config or {})))
 
 
@@ -80,8 +77,6 @@ def register_named_env(name: Any) -> bool:
     env module; whether it did."""
     if not isinstance(name, str):
         return False
-    from trainer.env.envs import register_env
-
     if name.startswith(PETTINGZOO_PREFIX):
         register_env(name, _pettingzoo_creator(name))
         return True
@@ -95,9 +90,6 @@ def register_named_env(name: Any) -> bool:
 def add_default_policies(config: Any) -> None:
     """One policy per agent for a multi-agent env configured without policies (see the
     module docstring); nothing for a single-agent env or a config that has its own."""
-    from trainer.env.envs import EnvContext, make_env_creator
-    from trainer.env.multi_agent_env import MultiAgentEnv
-
     if config.is_multi_agent:
         return
     env = make_env_creator(config.env)(EnvContext(config.env_config))

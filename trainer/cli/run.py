@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from trainer.launcher import run_script
+
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
@@ -42,7 +44,5 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.launcher import run_script
-
     # Without --ray, the launcher decides (real Ray for Tune's experiment runner).
     return run_script(args.script, list(args.script_args), real_ray=True if args.ray else None)

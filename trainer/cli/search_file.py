@@ -43,7 +43,13 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
+from trainer.algorithms.registry import DEFAULT_ALGORITHM, get_trainable_cls
+from trainer.cli.config_file import (
+    BUILDER_TABLES,
+    ConfigFileError,
+    apply_config_file,
+    read_config_file,
+)
 
 #: A search space's TOML key -> (how many numbers it takes (None: a list of values), Tune's
 #: function of the same name).
@@ -363,9 +369,6 @@ def _check_stop(table: Any, where: str) -> dict[str, float]:
 
 def read_search_file(path: str) -> SearchFile:
     """Reads and checks a search file (see the module docstring); no Ray is imported."""
-    from trainer.algorithms.registry import DEFAULT_ALGORITHM, get_trainable_cls
-    from trainer.cli.config_file import BUILDER_TABLES
-
     where = f"argument --config: {path}: "
     content = read_config_file(path)
     for key in content:

@@ -28,7 +28,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms import registry
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
+from trainer.algorithms.checkpointing import load_class_and_config
 from trainer.algorithms.registry import ALGORITHM_NAMES, DEFAULT_ALGORITHM
+from trainer.checkpoints import CheckpointError, CheckpointManager, open_checkpoint
 from trainer.cli import learning_curve
 from trainer.cli.config_file import ConfigFileError, apply_config_file, read_config_file
 from trainer.cli.extras import (
@@ -298,8 +302,6 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     """The config from defaults, the preset, `--config` and the flags; the file's stop criteria;
     the preset chosen. Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the
     file's key."""
-    from trainer.algorithms.algorithm_config import ConfigError
-
     if args.framework == "torch":
         require("torch", TORCH, "--framework torch")
     if args.backend == "ray":
@@ -565,9 +567,6 @@ class RunPlan:
 
 
 def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
-    from trainer.algorithms.algorithm_config import ConfigError
-    from trainer.checkpoints import CheckpointManager
-
     try:
         config, file_stop, preset = make_config(args)
     except (ConfigError, ConfigFileError, ValueError) as error:  # each names the flag
@@ -590,9 +589,6 @@ def plan_new_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> R
 def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunPlan:
     """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
     (run.json, changed by stop flags)."""
-    from trainer.algorithms.checkpointing import load_class_and_config
-    from trainer.checkpoints import CheckpointError, CheckpointManager, open_checkpoint
-
     given = _setting_flags_given(args)
     if args.preset != PRESET_RLLIB:
         given.insert(0, "--preset")
@@ -611,7 +607,12 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     try:
         checkpoint = open_checkpoint(latest)
         register_checkpoint_env(checkpoint)
-        algorithm_class, config = load_class_and_config(checkpoint, allow_pickle=args.trust_pickle)
+        algorithm_class, config = load_class_and_config(
+            checkpoint,
+            algorithm_base=Algorithm,
+            config_base=AlgorithmConfig,
+            allow_pickle=args.trust_pickle,
+        )
     except CheckpointError as error:
         parser.error(f"argument --resume: {error}")
     require_for_config(config, f"--resume of {display_path(directory)}")
@@ -637,8 +638,6 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
 
 
 def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.checkpoints import CheckpointManager
-
     start = time.perf_counter()
     if args.trust_pickle and not args.resume:
         parser.error(

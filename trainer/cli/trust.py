@@ -9,6 +9,9 @@ import argparse
 import sys
 from typing import Any
 
+from trainer.checkpoints import CheckpointError
+from trainer.checkpoints.trust import trust_checkpoint
+
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
@@ -25,9 +28,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run_trust(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.checkpoints import CheckpointError
-    from trainer.checkpoints.trust import trust_checkpoint
-
     try:
         report = trust_checkpoint(args.path)
     except CheckpointError as error:

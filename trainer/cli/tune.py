@@ -15,6 +15,8 @@ from typing import Any
 
 from trainer.cli.config_file import ConfigFileError
 from trainer.cli.extras import TUNE, require
+from trainer.cli.search_file import read_search_file
+from trainer.result_grid import metric_value
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -39,8 +41,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run_tune(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from trainer.cli.search_file import read_search_file
-
     try:
         search = read_search_file(args.config)
     except ConfigFileError as error:
@@ -78,8 +78,6 @@ def _report(grid: Any, search: Any) -> int:
         print(f"trial error: {type(error).__name__}: {error}", file=sys.stderr)
     if search.metric and grid.num_terminated:
         best = grid.get_best_result(metric=search.metric, mode=search.mode)
-        from trainer.result_grid import metric_value
-
         value = metric_value(best.metrics or {}, search.metric)  # a flat or "a/b" key
         print(
             f"best trial: {search.metric}={value} ({search.mode}) with "

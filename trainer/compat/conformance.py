@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.algorithms.registry import ALGORITHM_PACKAGES, AlgorithmEntry, entries
+from trainer.compat.differences import api_keys
 from trainer.compat.rllib_surface import UNEVALUATED, Member, Parameter, SurfaceReader
 from trainer.util import deprecation
 
@@ -626,8 +627,6 @@ def check_all(targets: tuple[Target, ...] = TARGETS) -> tuple[list[Finding], Cov
 def main(argv: list[str] | None = None) -> int:
     """Prints the findings the deliberate-differences table does not name (all targets, or
     those named on the command line), grouped by target with the area that closes them."""
-    from trainer.compat.differences import api_keys
-
     names = set(argv if argv is not None else sys.argv[1:])
     allowed = api_keys()
     checker = Checker()

@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from trainer.capabilities import TORCH
+from trainer.core.initializers import INITIALIZERS
+from trainer.errors import RLlibNotAvailable
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -68,9 +72,6 @@ def is_overridden(obj: Callable[..., Any]) -> bool:
 
 # -- ray.rllib.utils.framework ----------------------------------------------------------------
 def _torch_missing(what: str) -> ImportError:
-    from trainer.launcher.finder import RLlibNotAvailable
-    from trainer.launcher.table import TORCH
-
     return RLlibNotAvailable(
         what,
         TORCH,
@@ -94,8 +95,6 @@ class _TorchInitNames:
     one, as code that fills torch tensors does, fails with the launcher's typed error."""
 
     def __getattr__(self, name: str) -> Any:
-        from trainer.core.initializers import INITIALIZERS
-
         if name.startswith("__") or name.lower() not in INITIALIZERS:
             if name.startswith("__") and name.endswith("__"):
                 raise AttributeError(name)

@@ -34,23 +34,17 @@ from trainer.checkpoints.format import (
     STATE_FILE_SUFFIX,
     CheckpointError,
 )
+from trainer.checkpoints.format import library_version as library_version
 from trainer.checkpoints.location import local_path
 from trainer.checkpoints.reader import open_checkpoint
 from trainer.checkpoints.writer import write_checkpoint
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from trainer.core.rl_module import RLModuleSpec, validate_module_id
 
 RL_MODULE_KIND = "rl_module"
 MULTI_RL_MODULE_KIND = "multi_rl_module"
 #: RLlib's component name of the module inside a learner's or an EnvRunner's state.
 COMPONENT_RL_MODULE = "rl_module"
-
-
-def library_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("localrl")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _class_path(module: Any, path: str) -> str:
@@ -108,8 +102,6 @@ def _packed_state(state: Any, path: str) -> bytes:
 def save_module(module: Any, path: str | os.PathLike | None, *, state: Any = None) -> str:
     """Writes the checkpoint of `module` (a MultiRLModule with one subdirectory per module)
     at `path` (default: a new temporary directory); returns the path."""
-    from trainer.core.multi_rl_module import MultiRLModule
-
     if path is None:
         import tempfile
 
@@ -185,9 +177,6 @@ def _module_state(path: str, state_name: str) -> Any:
 
 def spec_of_checkpoint(path: str | os.PathLike) -> Any:
     """The `RLModuleSpec` (or `MultiRLModuleSpec`) that builds the module saved at `path`."""
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.rl_module import RLModuleSpec
-
     path = os.path.abspath(local_path(path))
     metadata = _read_metadata(path)
     cls = _module_class(metadata, path)
@@ -213,8 +202,6 @@ def spec_of_checkpoint(path: str | os.PathLike) -> Any:
 
 
 def _submodule_path(path: str, module_id: str) -> str:
-    from trainer.core.rl_module import validate_module_id
-
     try:
         validate_module_id(module_id, error=True)
     except ValueError as error:
@@ -240,8 +227,6 @@ def load_module(path: str | os.PathLike, expected: type | None = None) -> Any:
 def restore_module(module: Any, path: str | os.PathLike, *, component: str | None = None) -> None:
     """Sets `module`'s state from the checkpoint at `path`. For a MultiRLModule, every saved
     module it holds is restored, or only `component` ("module_id" or "rl_module/module_id")."""
-    from trainer.core.multi_rl_module import MultiRLModule
-
     path = os.path.abspath(local_path(path))
     metadata = _read_metadata(path)
     if isinstance(module, MultiRLModule):

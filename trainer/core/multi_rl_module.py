@@ -11,6 +11,7 @@ itself an `RLModule`, so it is saved and restored as one (one subdirectory per m
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pprint
 from collections.abc import Callable, Collection, ItemsView, KeysView, ValuesView
 from dataclasses import dataclass
@@ -18,7 +19,16 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
+from trainer.checkpoints.config_data import register_spec_class
+from trainer.core.rl_module import (
+    MODULE_CHECKPOINT,
+    RLModule,
+    RLModuleSpec,
+    _class_of,
+    _class_path,
+    validate_module_id,
+)
+from trainer.core.spaces import space_from_dict, space_to_dict
 
 
 def _as_set(value: str | Collection[str] | None) -> set[str] | None:
@@ -243,6 +253,7 @@ class MultiRLModule(RLModule):
         return self
 
 
+@register_spec_class
 @dataclass
 class MultiRLModuleSpec:
     """RLlib's spec of a MultiRLModule: its class, its own spaces, `inference_only` and
@@ -319,8 +330,7 @@ class MultiRLModuleSpec:
         MultiRLModule checkpoint at `load_state_path` into `module`."""
         if self.load_state_path is None:
             return
-        from trainer.core.module_checkpoint import restore_module
-
+        restore_module = importlib.import_module(MODULE_CHECKPOINT).restore_module
         if self.modules_to_load is None:
             restore_module(module, self.load_state_path)
             return
@@ -377,9 +387,6 @@ class MultiRLModuleSpec:
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (classes by import path, spaces described, each module's
         spec by `RLModuleSpec.to_dict`)."""
-        from trainer.core.rl_module import _class_path
-        from trainer.core.spaces import space_to_dict
-
         return {
             "multi_rl_module_class": _class_path(
                 self.multi_rl_module_class, "multi_rl_module_class"
@@ -396,9 +403,6 @@ class MultiRLModuleSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MultiRLModuleSpec:
         """The spec `to_dict()` described."""
-        from trainer.core.rl_module import _class_of
-        from trainer.core.spaces import space_from_dict
-
         return cls(
             multi_rl_module_class=_class_of(d["multi_rl_module_class"]),
             observation_space=space_from_dict(d.get("observation_space")),

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from trainer.core.blas import BlasThreads
+from trainer.errors import NonFiniteUpdateError
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
@@ -396,8 +397,6 @@ def check_finite_update(loss: float, grad_norm: float, algorithm: str) -> None:
     step, so the weights never take a NaN."""
     if math.isfinite(loss) and math.isfinite(grad_norm):
         return
-    from trainer.errors import NonFiniteUpdateError
-
     raise NonFiniteUpdateError(
         f"{algorithm} learner: the {'loss' if not math.isfinite(loss) else 'gradient'} is "
         f"{'NaN' if math.isnan(loss if not math.isfinite(loss) else grad_norm) else 'infinite'} "

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
+from trainer.core.spaces import space_from_dict, space_to_dict
 
+
+@register_spec_class
 class PolicySpec:
     """A policy (module) of a multi-agent config: its class (old stack), spaces and config
     overrides; any field left None is filled in from the algorithm and the env."""
@@ -58,9 +62,6 @@ class PolicySpec:
     def serialize(self) -> dict[str, Any]:
         """The spec as plain data: `policy_class` by "module:qualname" import path, the
         spaces described (`trainer.core.spaces.space_to_dict`), `config` as it is."""
-        from trainer.checkpoints.config_data import import_path
-        from trainer.core.spaces import space_to_dict
-
         policy_class = None if self.policy_class is None else import_path(self.policy_class)
         if self.policy_class is not None and policy_class is None:
             raise ValueError(
@@ -76,9 +77,6 @@ class PolicySpec:
     @classmethod
     def deserialize(cls, spec: dict[str, Any]) -> PolicySpec:
         """The spec `serialize()` described."""
-        from trainer.checkpoints.config_data import resolve_import_path
-        from trainer.core.spaces import space_from_dict
-
         policy_class = spec.get("policy_class")
         return cls(
             policy_class=resolve_import_path(policy_class)

@@ -14,12 +14,14 @@ States are nested dicts of arrays ("h", "c", or per encoder `{"actor": {...}, ..
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
-from trainer.env.episode import SingleAgentEpisode
+
+if TYPE_CHECKING:  # episodes (a layer above) are only annotated here
+    from trainer.env.episode import SingleAgentEpisode
 
 
 def tree_stack(rows: list[Any]) -> Any:

@@ -22,6 +22,7 @@ built for.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import re
 from collections.abc import Collection
@@ -31,11 +32,23 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from trainer.capabilities import REMOTE_FILESYSTEMS
+from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
+from trainer.checkpoints.format import library_version
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
+from trainer.core.catalog import check_catalog_class
+from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
 
 if TYPE_CHECKING:
     from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+
+#: What RLlib's RLModule API hands out or calls that sits above this module in `trainer.core`
+#: (each imports this one): the MultiRLModule a module wraps itself in (`as_multi_rl_module`),
+#: its spec (`as_multi_rl_module_spec`), and the module checkpoints that save and load modules.
+#: Named by import path.
+MULTI_RL_MODULE = "trainer.core.multi_rl_module:MultiRLModule"
+MULTI_RL_MODULE_SPEC = "trainer.core.multi_rl_module:MultiRLModuleSpec"
+MODULE_CHECKPOINT = "trainer.core.module_checkpoint"
 
 #: Characters a module id may not hold: it names a directory in checkpoints (RLlib's rule).
 _BAD_ID_CHARACTERS = re.compile(r'[<>:"/\\|?]')
@@ -70,8 +83,6 @@ def _class_path(cls: type | None, what: str) -> str | None:
     """`cls` as a "module:qualname" import path (None stays None)."""
     if cls is None:
         return None
-    from trainer.checkpoints.config_data import import_path
-
     path = import_path(cls)
     if path is None:
         raise ValueError(
@@ -85,11 +96,10 @@ def _class_of(path: str | None) -> Any:
     """The class a "module:qualname" import path names (None stays None)."""
     if path is None:
         return None
-    from trainer.checkpoints.config_data import resolve_import_path
-
     return resolve_import_path(path)
 
 
+@register_spec_class
 @dataclass
 class RLModuleSpec:
     """RLlib's single-module spec: the module class (None: the algorithm's default module,
@@ -144,9 +154,7 @@ class RLModuleSpec:
     def from_module(cls, module: Any) -> RLModuleSpec:
         """The spec that builds a module like `module` (its class, spaces, flags and model
         config)."""
-        from trainer.core.multi_rl_module import MultiRLModule
-
-        if isinstance(module, MultiRLModule):
+        if isinstance(module, resolve_import_path(MULTI_RL_MODULE)):
             raise ValueError("a MultiRLModule cannot be described by an RLModuleSpec")
         if isinstance(module, RLModuleAPI):
             _, kwargs = module.get_ctor_args_and_kwargs()
@@ -196,8 +204,6 @@ class RLModuleSpec:
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data: classes by "module:qualname" import path, spaces
         described (`trainer.core.spaces.space_to_dict`)."""
-        from trainer.core.spaces import space_to_dict
-
         return {
             "module_class": _class_path(self.module_class, "module_class"),
             "observation_space": space_to_dict(self.observation_space),
@@ -211,8 +217,6 @@ class RLModuleSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RLModuleSpec:
         """The spec `to_dict()` described."""
-        from trainer.core.spaces import space_from_dict
-
         return cls(
             module_class=_class_of(d.get("module_class")),
             observation_space=space_from_dict(d.get("observation_space")),
@@ -225,9 +229,7 @@ class RLModuleSpec:
 
     def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
         """A `MultiRLModuleSpec` holding this spec under "default_policy"."""
-        from trainer.core.multi_rl_module import MultiRLModuleSpec
-
-        return MultiRLModuleSpec(
+        return resolve_import_path(MULTI_RL_MODULE_SPEC)(
             rl_module_specs={DEFAULT_MODULE_ID: self}, load_state_path=self.load_state_path
         )
 
@@ -288,9 +290,7 @@ class RLModuleAPI:
     def as_multi_rl_module(self) -> MultiRLModule:
         """A `MultiRLModule` holding this module under "default_policy" (this very
         instance, with its weights)."""
-        from trainer.core.multi_rl_module import MultiRLModule
-
-        multi = MultiRLModule(
+        multi = resolve_import_path(MULTI_RL_MODULE)(
             observation_space=self.observation_space,
             action_space=self.action_space,
             inference_only=self.inference_only,
@@ -314,8 +314,6 @@ class RLModuleAPI:
     def get_metadata(self) -> dict[str, Any]:
         """What the checkpoint's metadata.json says besides the constructor arguments: the
         state file's name and the library version (RLlib names Ray's version here)."""
-        from trainer.core.module_checkpoint import library_version
-
         return {"state_file": self.STATE_FILE_NAME, "library_version": library_version()}
 
     def get_checkpointable_components(self) -> list[tuple[str, Any]]:
@@ -335,10 +333,8 @@ class RLModuleAPI:
         temporary directory) and returns the path. The state file is msgpack whatever
         `use_msgpack` says (nothing here is pickled); `filesystem` (pyarrow) is not supported
         for modules."""
-        from trainer.core.module_checkpoint import save_module
-
         _refuse_filesystem(filesystem, "save_to_path")
-        return save_module(self, path, state=state)
+        return importlib.import_module(MODULE_CHECKPOINT).save_module(self, path, state=state)
 
     def restore_from_path(
         self,
@@ -351,19 +347,15 @@ class RLModuleAPI:
         """Sets this module's state from the module checkpoint at `path` (for a MultiRLModule,
         `component` names the one module to restore, as "module_id" or
         "rl_module/module_id")."""
-        from trainer.core.module_checkpoint import restore_module
-
         _refuse_filesystem(filesystem, "restore_from_path")
-        restore_module(self, path, component=component)
+        importlib.import_module(MODULE_CHECKPOINT).restore_module(self, path, component=component)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, **kwargs: Any) -> Any:
         """A new module built and restored from the module checkpoint at `path` (its class is
         the one stored there, imported by path; it must be `cls` or a subclass)."""
-        from trainer.core.module_checkpoint import load_module
-
         _refuse_filesystem(filesystem, "from_checkpoint")
-        return load_module(path, expected=cls)
+        return importlib.import_module(MODULE_CHECKPOINT).load_module(path, expected=cls)
 
 
 def _refuse_filesystem(filesystem: Any, method: str) -> None:
@@ -409,8 +401,6 @@ class RLModule(RLModuleAPI):
         if catalog_class is not None:
             # PPOCatalog on PPO's default module (what RLlib builds it with) is accepted: the
             # module builds its own networks; any other catalog is refused, naming it.
-            from trainer.core.catalog import check_catalog_class
-
             check_catalog_class(
                 f"{type(self).__name__}(catalog_class=...)", catalog_class, type(self)
             )

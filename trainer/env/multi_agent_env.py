@@ -19,6 +19,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.util.import_paths import resolve_import_path
+
 logger = logging.getLogger(__name__)
 
 #: The key of `terminateds` / `truncateds` that ends the episode for every agent.
@@ -28,6 +30,11 @@ ENV_STATE = "state"
 
 AgentID = Any
 MultiAgentDict = dict[Any, Any]
+
+
+#: The wrapper of `MultiAgentEnv.with_agent_groups()`: a subclass of `MultiAgentEnv`, so its
+#: module imports this one, and this one names it by its import path.
+AGENT_GROUPS_WRAPPER = "trainer.env.wrappers.group_agents_wrapper:GroupAgentsWrapper"
 
 
 class MultiAgentEnv(gym.Env):
@@ -121,9 +128,8 @@ class MultiAgentEnv(gym.Env):
         act at the same time. A group's reward is the sum of its members' rewards (each
         member's is in the group's info under `"_group_rewards"`); a group is terminated or
         truncated when all its members are. Agents in no group stay as they are."""
-        from trainer.env.wrappers.group_agents_wrapper import GroupAgentsWrapper
-
-        return GroupAgentsWrapper(self, groups, obs_space, act_space)
+        wrapper = resolve_import_path(AGENT_GROUPS_WRAPPER)
+        return wrapper(self, groups, obs_space, act_space)
 
     def get_agent_ids(self) -> set:
         """RLlib's older name of the agent ids (`possible_agents` now)."""

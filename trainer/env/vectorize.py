@@ -31,7 +31,10 @@ from typing import Any, SupportsFloat
 import cloudpickle
 import gymnasium as gym
 
+from trainer.env.curriculum import is_task_settable
+from trainer.env.env_state import capture_env_state, restore_env_state
 from trainer.env.vector_env import checked_observation, checked_reset_result, checked_step_result
+from trainer.errors import StepFailedRecreateEnvError
 
 SYNC = "sync"
 ASYNC = "async"
@@ -106,14 +109,10 @@ class SubEnvInChild(gym.Wrapper):
     @property
     def trainer_env_state(self) -> tuple[list | None, str | None]:
         """The sub-env's state as plain data (`trainer.env.env_state`), for checkpoints."""
-        from trainer.env.env_state import capture_env_state
-
         return capture_env_state(self.env)
 
     @trainer_env_state.setter
     def trainer_env_state(self, captured: list | None) -> None:
-        from trainer.env.env_state import restore_env_state
-
         self.trainer_restore_reason = (
             None if captured is None else restore_env_state(self.env, captured)
         )
@@ -162,9 +161,6 @@ class SubEnvInChild(gym.Wrapper):
             return observation, 0.0, False, False, info
 
     def _recreate(self, error: Exception, method: str) -> tuple[Any, dict]:
-        from trainer.env.curriculum import is_task_settable
-        from trainer.errors import StepFailedRecreateEnvError
-
         make_sub_env = self._make_sub_env
         if make_sub_env is None:  # reset() and step() only recreate with a factory
             raise error

@@ -559,6 +559,12 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
         #: Tune modules being imported for real by a `_TuneOverlayLoader` (not served then).
         self.standing_aside: set[str] = set()
 
+    @property
+    def serves_ray_stand_in(self) -> bool:
+        """Whether `import ray` gives the stand-in: what the runners ask of the finders on
+        `sys.meta_path` (`trainer.runners.ray_runner.RAY_STAND_IN` names this attribute)."""
+        return not self.real_ray
+
     def serves(self, fullname: str) -> bool:
         parts = fullname.split(".")
         if parts[0] != "ray":

@@ -59,6 +59,7 @@ from trainer.named_objects.health import (
     ServerProcess,
     peer_pid,
 )
+from trainer.named_objects.object_ref import ObjectRef as ObjectRef
 from trainer.util.child_process import end_process, spawn
 
 logger = logging.getLogger("trainer")
@@ -150,36 +151,6 @@ MAX_BATCHES_IN_FLIGHT = 8
 #: poll of the socket, no round trip): a server that died is raised in the code calling
 #: `.remote()` (a callback: its `CallbackError`), as Ray raises `RayActorError` in the caller.
 REMOTE_CHECK_INTERVAL_S = 0.05
-
-
-class ObjectRef:
-    """The result of a `.remote()` call, to read with `get(ref)` (or `ref.result()`). An error
-    that nobody reads is logged when the ref is dropped."""
-
-    __slots__ = ("_connection", "_done", "_status", "_value", "_read")
-
-    def __init__(self, connection: _Connection | on_ray.RayConnection):
-        self._connection = connection
-        self._done = False
-        self._read = False
-
-    def _set(self, status: str, value: Any) -> None:
-        self._status, self._value, self._done = status, value, True
-
-    def result(self) -> Any:
-        if not self._done:
-            self._connection.flush(until=self)
-        self._read = True
-        if self._status == "error":
-            raise NamedObjectError(self._value)
-        return self._value
-
-    def __del__(self) -> None:
-        if self._done and not self._read and self._status == "error":
-            logger.warning(
-                "a named-object call made with .remote() failed and its result was never read: %s",
-                self._value,
-            )
 
 
 class _Connection:

@@ -31,6 +31,9 @@ from typing import Any
 
 import cloudpickle
 
+from trainer.errors import NamedObjectError
+from trainer.named_objects.object_ref import ObjectRef
+from trainer.util.child_process import add_import_paths
 from trainer.util.log import plain_text
 
 #: The method every named-object actor has: `localrl_call(method, args, kwargs)`.
@@ -65,8 +68,6 @@ class _NamedObjectHolder:
     """The body of every named-object actor class (see the module docstring)."""
 
     def __init__(self, sys_path: list[str], payload: bytes):
-        from trainer.util.child_process import add_import_paths
-
         add_import_paths(sys_path)
         factory, args, kwargs = cloudpickle.loads(payload)
         self._object = factory(*args, **kwargs)
@@ -103,8 +104,6 @@ def actor_class(factory: Any) -> Any:
 def _error(what: str, error: BaseException) -> Exception:
     """The `NamedObjectError` for a Ray error of a named-object request."""
     from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
-
-    from trainer.named_objects.client import NamedObjectError
 
     if isinstance(error, RayActorError) and error.args and isinstance(error.args[0], RayTaskError):
         error = error.args[0]  # its __init__ raised: that error is the story
@@ -178,8 +177,6 @@ class RayConnection:
     def _call_ref(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
         handle = self._lookup(name)
         if handle is None:
-            from trainer.named_objects.client import NamedObjectError
-
             raise NamedObjectError(
                 f"{name}.{method}(): no named object {name!r}; existing: {self.names()}"
             )
@@ -242,8 +239,6 @@ class RayConnection:
         return True
 
     def submit(self, kind: str, name: str, method: str, args: tuple, kwargs: dict) -> Any:
-        from trainer.named_objects.client import ObjectRef
-
         ref = ObjectRef(self)
         self._in_flight.append(
             (ref, self._call_ref(name, method, args, kwargs), f"{name}.{method}()")
@@ -253,8 +248,6 @@ class RayConnection:
     def flush(self, until: Any = None) -> None:
         """Reads the `.remote()` calls' results in order until `until` is answered (default:
         all of them)."""
-        from trainer.named_objects.client import NamedObjectError
-
         while self._in_flight and (until is None or not until._done):
             ref, ray_ref, what = self._in_flight.popleft()
             try:

@@ -32,6 +32,9 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
+from trainer.util.child_process import add_import_paths, start_child
+
 if TYPE_CHECKING:
     import socket
 
@@ -88,8 +91,6 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
 def _serve_client(sock: socket.socket, authkey: bytes, registry: Registry) -> None:
     from multiprocessing import AuthenticationError
 
-    from trainer.named_objects import HANDSHAKE_TIMEOUT_S, handshake
-
     try:
         conn = handshake(sock, authkey, server_side=True, timeout_s=HANDSHAKE_TIMEOUT_S)
     except (OSError, EOFError, AuthenticationError):
@@ -119,8 +120,6 @@ def main(argv: list[str]) -> None:
     import socket
 
     import cloudpickle
-
-    from trainer.util.child_process import add_import_paths, start_child
 
     start_child(argv)
     address, authkey, sys_path = cloudpickle.loads(sys.stdin.buffer.read())

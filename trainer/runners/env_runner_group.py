@@ -55,6 +55,8 @@ from trainer.runners.env_runner import EnvRunner, env_runner_class
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
+from trainer.runners.ray_runner import RayBackend
+from trainer.util.import_paths import resolve_import_path
 from trainer.util.pickling import travel_dumps
 
 if TYPE_CHECKING:
@@ -127,17 +129,20 @@ def _call_reporting_tasks(
     return func(runner, **kwargs), runner.get_tasks()
 
 
+#: The config class `EnvRunnerGroup(config=None or a dict)` builds: RLlib's AlgorithmConfig,
+#: which lives in the algorithms layer above this one, so it is named by its import path.
+DEFAULT_CONFIG_CLASS = "trainer.algorithms.algorithm_config:AlgorithmConfig"
+
+
 def _group_config(
     config: AlgorithmConfig | dict | None, num_env_runners: int | None
 ) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
     if config is None:
-        config = AlgorithmConfig()
+        config = resolve_import_path(DEFAULT_CONFIG_CLASS)()
     elif isinstance(config, dict):
-        config = AlgorithmConfig.from_dict(config)
+        config = resolve_import_path(DEFAULT_CONFIG_CLASS).from_dict(config)
     if num_env_runners is not None and num_env_runners != config.num_env_runners:
         config = config.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
     return config
@@ -151,8 +156,6 @@ TORCH_PRELOAD = ("torch", "trainer.torch_rl.runner_view")
 def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
-        from trainer.runners.ray_runner import RayBackend
-
         return RayBackend(config)
     return ProcessBackend(preload=TORCH_PRELOAD if config.uses_torch else ())
 

@@ -32,6 +32,8 @@ import itertools
 import pickle
 from typing import Any, NamedTuple
 
+from trainer.util.deprecation import warn_once
+
 #: Ids of requests, unique in this process.
 _request_ids = itertools.count(1)
 
@@ -127,8 +129,6 @@ def reply_value(reply: Reply, request_id: int, label: str, worker_index: int) ->
     """The value of `reply`, the answer to request `request_id`: its deprecation warnings are
     logged once, its error raised (`raise_error`); a reply to another request is a
     `ProtocolError`."""
-    from trainer.util.deprecation import warn_once
-
     if reply.request_id != request_id:
         raise ProtocolError(
             f"EnvRunner {worker_index} answered request {reply.request_id} "

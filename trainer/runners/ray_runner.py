@@ -21,6 +21,7 @@ joins the cluster the user already joined (`ray.init(...)` before `build()`), el
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from typing import Any
 from trainer.errors import EnvRunnerCrashed, EnvRunnerTimeout
 from trainer.runners import protocol
 from trainer.runners.handle import RunnerBackend, RunnerHandle
+from trainer.runners.worker import RunnerServer
 from trainer.util.log import plain_text
 
 #: Longest wait for a killed actor to be dead (Ray reports it within milliseconds here).
@@ -54,13 +56,17 @@ RAY_STAND_IN_HINT = (
 )
 
 
+#: The attribute by which an import finder on `sys.meta_path` says whether it serves `import ray`
+#: with a stand-in: the RLlib launcher's finder (`trainer.launcher.finder.RLlibFinder`, in the
+#: launcher layer above this one) has it.
+RAY_STAND_IN = "serves_ray_stand_in"
+
+
 def ray_is_stand_in() -> bool:
     """Whether `import ray` gives the RLlib launcher's stand-in (`trainer.launcher`) rather
     than the installed Ray."""
-    from trainer.launcher.finder import installed_finder
-
-    finder = installed_finder()
-    return finder is not None and not finder.real_ray
+    finder = next((f for f in sys.meta_path if hasattr(f, RAY_STAND_IN)), None)
+    return finder is not None and bool(getattr(finder, RAY_STAND_IN))
 
 
 def connect(address: str | None) -> None:
@@ -78,8 +84,6 @@ class _EnvRunnerActor:
     """The actor: a `RunnerServer` answering the protocol's requests."""
 
     def __init__(self, worker_index: int, main_pid: int):
-        from trainer.runners.worker import RunnerServer
-
         self._server = RunnerServer(worker_index, main_pid=main_pid)
 
     def answer(self, request: Any) -> protocol.Reply:

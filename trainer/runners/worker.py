@@ -29,8 +29,16 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from trainer import named_objects
+from trainer.callbacks import CallbackError
+from trainer.core.nn import weights_set_later
+from trainer.errors import EnvRunnerError
 from trainer.runners import protocol
+from trainer.runners.env_runner import config_handed_over, env_runner_class
+from trainer.util import deprecation
 from trainer.util.child_process import add_import_paths, start_child
+from trainer.util.log import log_formatter, set_library_log_level
+from trainer.util.pickling import UnpicklingFailed
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -40,10 +48,6 @@ def _failure(
     worker_index: int, label: str, error: BaseException, runner: Any
 ) -> tuple[BaseException, BaseException | None]:
     """The error to send for `error` raised while serving `label`, and its original."""
-    from trainer.callbacks import CallbackError
-    from trainer.errors import EnvRunnerError
-    from trainer.util.pickling import UnpicklingFailed
-
     if isinstance(error, CallbackError):
         return error, error.__cause__
     if isinstance(error, UnpicklingFailed):  # a callback the worker cannot unpickle
@@ -69,8 +73,6 @@ def _configure_logging(level: str, worker_index: int) -> None:
     """Log records at the config's `log_level` to stderr, marked with the runner's index."""
     import logging
 
-    from trainer.util.log import log_formatter, set_library_log_level
-
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(log_formatter(f"EnvRunner {worker_index}"))
     logging.getLogger().handlers[:] = [handler]
@@ -83,10 +85,6 @@ def _build_runner(request: protocol.Init) -> Any:
 
     add_import_paths(request.sys_path)
     spec = cloudpickle.loads(request.payload)
-    from trainer import named_objects
-    from trainer.core.nn import weights_set_later
-    from trainer.runners.env_runner import config_handed_over, env_runner_class
-
     named_objects.configure_client(spec.get("named_objects"))
     _configure_logging(spec["config"].log_level, spec["worker_index"])
     runner_cls = env_runner_class(spec["config"])
@@ -114,8 +112,6 @@ class RunnerServer:
     `Reply`, never raising. `stopped` turns True after `Stop`."""
 
     def __init__(self, worker_index: int, *, main_pid: int | None = None):
-        from trainer.util import deprecation
-
         deprecation.collect_in_this_process()
         self.worker_index = worker_index
         #: The training process: a server running in another one has its process to itself
@@ -123,12 +119,10 @@ class RunnerServer:
         self.main_pid = main_pid
         self.runner: Any = None
         self.stopped = False
-        self._named_objects: Any = None  # imported with the trainer at Init
+        self._named_objects: Any = None  # the client, once Init configured it
 
     def answer(self, request: Any) -> protocol.Reply:
         import cloudpickle
-
-        from trainer.util import deprecation
 
         runner = self.runner
         try:
@@ -148,8 +142,6 @@ class RunnerServer:
                     # startup objects took 15 ms, 4% of a 10k-step sample of CartPole). Not in
                     # the training process (a server on a thread, Ray's local mode).
                     gc.freeze()
-                from trainer import named_objects
-
                 self._named_objects = named_objects
                 reply = protocol.Reply(
                     request.request_id,

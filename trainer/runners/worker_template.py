@@ -49,6 +49,11 @@ def _thread_count() -> int:
         return threading.active_count()
 
 
+#: What each forked child runs: the worker module, by name, as the template imports it with the
+#: rest of `PRELOAD` (where start-up errors are reported to the main process).
+WORKER_MODULE = "trainer.runners.worker"
+
+
 def _apply_blas_threads(user_threads: dict[str, str]) -> None:
     """Gives a forked worker the BLAS threads the user asked for (the template has one)."""
     if not user_threads:
@@ -111,9 +116,7 @@ def _become_worker(
 
         numpy.random.seed(int.from_bytes(os.urandom(4), "little"))
         _apply_blas_threads(user_threads)
-        from trainer.runners import worker
-
-        worker.run(conn_fd, stack_fd, index, parent_pid)
+        importlib.import_module(WORKER_MODULE).run(conn_fd, stack_fd, index, parent_pid)
     except SystemExit as error:
         code = 0 if error.code is None else error.code if isinstance(error.code, int) else 1
     except BaseException:  # noqa: BLE001 - a worker's failure is its exit code, never the template's

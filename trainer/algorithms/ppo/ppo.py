@@ -16,9 +16,9 @@ from trainer.algorithms.multi_agent_learner import (
     MultiAgentLearner,
     build_multi_agent_learner,
 )
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
-from trainer.algorithms.ppo.module import PolicyModule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,

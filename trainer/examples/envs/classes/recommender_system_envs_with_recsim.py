@@ -9,8 +9,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer import register_env
 from trainer.capabilities import THIRD_PARTY_ENVS
+from trainer.env.envs import register_env
 from trainer.errors import UnsupportedCall
 
 
