@@ -14,6 +14,7 @@ from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
 from trainer.core.models import torch_only_request
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.errors import ConfigError
+from trainer.torch_rl import require_torch
 from trainer.util.checks import one_of
 
 if sys.version_info >= (3, 11):
@@ -130,8 +131,6 @@ class FrameworkSection(ConfigBase):
         """Raises ConfigError for a torch config that cannot run: torch not installed, or
         torch modules in a multi-agent config."""
         try:
-            from trainer.torch_rl import require_torch
-
             require_torch(self.torch_reason or f"{name}.framework('torch')")
         except ImportError as error:
             raise ConfigError(str(error), TORCH) from None
@@ -177,8 +176,6 @@ class FrameworkSection(ConfigBase):
             )
 
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
-        from trainer.torch_rl import require_torch
-
         require_torch(f"{type(self).__name__}: a torch RLModule")
         from trainer.torch_rl.runner_view import build_torch_module
 

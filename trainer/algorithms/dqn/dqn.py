@@ -18,6 +18,7 @@ import numpy as np
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
+from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.dqn.replay_buffer import (
     BUFFER_TYPES,
     MULTI_AGENT_BUFFER_TYPES,
@@ -42,6 +43,7 @@ from trainer.metrics import (
     TIMERS,
 )
 from trainer.runners.env_runner_group import spaces_of
+from trainer.torch_rl import require_torch
 from trainer.util.checks import (
     finite_number,
     int_at_least,
@@ -327,8 +329,6 @@ class DQNConfig(AlgorithmConfig):
         return {"type": "EpsilonGreedy", "epsilon_schedule": self.epsilon}
 
     def default_module_class(self) -> type:
-        from trainer.algorithms.dqn.q_module import QModule
-
         return QModule
 
     @property
@@ -340,8 +340,6 @@ class DQNConfig(AlgorithmConfig):
 
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultDQNTorchRLModule."""
-        from trainer.torch_rl import require_torch
-
         require_torch("DQNConfig.framework('torch')")
         from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
 
@@ -354,8 +352,6 @@ class DQNConfig(AlgorithmConfig):
         (its model config with DQN's `dueling`, `double_q` and `epsilon`, as RLlib's)."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        from trainer.algorithms.dqn.q_module import QModule
-
         return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
 
 

@@ -26,6 +26,7 @@ from trainer.metrics import (
     TIMERS,
 )
 from trainer.runners.env_runner_group import spaces_of
+from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, is_bool, number_at_least, number_at_least_or_inf
 
 if sys.version_info >= (3, 11):
@@ -168,7 +169,6 @@ class PPOConfig(AlgorithmConfig):
 
     def default_torch_module_class(self) -> type:
         """PPO's default torch module: RLlib's DefaultPPOTorchRLModule."""
-        from trainer.torch_rl import require_torch
 
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
