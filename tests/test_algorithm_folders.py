@@ -27,11 +27,6 @@ ALLOWED: dict[str, str] = {
     "(trainer.ppo_learner, ...) mapped to their homes in the folders",
     "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args, whose --algo "
     "defaults to RLlib's 'PPO'",
-    # Per-algorithm config code that the config sections move into PPOConfig / DQNConfig:
-    "trainer/algorithms/algorithm_config.py": "the base config's default modules are PPO's "
-    "(default_module_class, build_module, default_torch_module_class)",
-    "trainer/compat/rllib_settings.py": "RLlib's settings of each algorithm's config class "
-    "(ALGO_RLLIB_SETTINGS), keyed by algorithm",
 }
 #: Folders whose files are users' code written against RLlib's API (ports of RLlib's own
 #: examples), which use the algorithms by their RLlib names as any user script does.

@@ -26,7 +26,13 @@ MYPY_TIMEOUT_S = 240
 
 CONFIG_CLASSES = [AlgorithmConfig, PPOConfig, DQNConfig]
 #: Declared on the config classes without being settings.
-NOT_SETTINGS = {"_BASE_SETTINGS", "_ALGO_SETTINGS", "_DEFAULT_OVERRIDES", "_RLLIB_ALGO", "_frozen"}
+NOT_SETTINGS = {
+    "_BASE_SETTINGS",
+    "_ALGO_SETTINGS",
+    "_DEFAULT_OVERRIDES",
+    "_ALGO_RLLIB_SETTINGS",
+    "_frozen",
+}
 
 
 @pytest.mark.slow

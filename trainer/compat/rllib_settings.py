@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.capabilities import (
-    DQN_VARIANTS,
     LEARNER_CONNECTORS,
     MODULE_TO_ENV_CONNECTORS,
     OFFLINE,
@@ -82,7 +81,7 @@ _GPU = "there is no GPU learner here: the learner runs numpy on the CPU"
 _TF = "the learner is numpy here, not TensorFlow"
 _TORCH = "the learner is numpy here, not torch"
 _ONE_LEARNER = "there is one learner, in the main process"
-_OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
+OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
 _TUNE = (
     "Tune's loggers are not used here; results go to the train() result dict (and the "
     "command line's run folder)"
@@ -94,9 +93,8 @@ _POLICY_MAP = (
 _OFFLINE = "offline RL (reading or writing recorded data with Ray Data) is not supported here"
 _OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
 _NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
-_DISTRIBUTIONAL = "distributional DQN (num_atoms > 1) is not implemented here"
-_NO_RNN = "there are no recurrent (stateful) modules here"
-_OLD_SCHEDULE = "an old-API-stack schedule; RLlib's new stack (and this trainer) ignore it"
+NO_RNN = "there are no recurrent (stateful) modules here"
+OLD_SCHEDULE = "an old-API-stack schedule; RLlib's new stack (and this trainer) ignore it"
 #: RLlib's TensorFlow session defaults (`framework(tf_session_args=...)`).
 _TF_SESSION_ARGS = {
     "intra_op_parallelism_threads": 2,
@@ -188,17 +186,17 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             False, "observations travel uncompressed between local processes"
         ),
         "episodes_to_numpy": NoEffect(True, "episodes always come back as numpy here"),
-        "sample_collector": NoEffect(None, _OLD_STACK, fine=lambda v: True),
-        "enable_connectors": NoEffect(True, _OLD_STACK, fine=lambda v: True),
-        "remote_worker_envs": NoEffect(False, _OLD_STACK),
+        "sample_collector": NoEffect(None, OLD_STACK, fine=lambda v: True),
+        "enable_connectors": NoEffect(True, OLD_STACK, fine=lambda v: True),
+        "remote_worker_envs": NoEffect(False, OLD_STACK),
         "use_env_runner_state_server": NoEffect(
             False, "EnvRunner states (connector filters) are merged by the main process here"
         ),
         "env_runner_state_server_max_concurrency": NoEffect(16, _RAY, fine=lambda v: True),
-        "remote_env_batch_wait_ms": NoEffect(0, _OLD_STACK),
-        "preprocessor_pref": NoEffect("deepmind", _OLD_STACK, fine=lambda v: True),
+        "remote_env_batch_wait_ms": NoEffect(0, OLD_STACK),
+        "preprocessor_pref": NoEffect("deepmind", OLD_STACK, fine=lambda v: True),
         "enable_tf1_exec_eagerly": NoEffect(False, _TF),
-        "sampler_perf_stats_ema_coef": NoEffect(None, _OLD_STACK),
+        "sampler_perf_stats_ema_coef": NoEffect(None, OLD_STACK),
     },
     "learners": {
         "num_learners": NoEffect(0, _ONE_LEARNER, fine=lambda v: v in (0, 1)),
@@ -333,7 +331,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         ),
     },
     "reporting": {
-        "keep_per_episode_custom_metrics": NoEffect(False, _OLD_STACK, fine=lambda v: True),
+        "keep_per_episode_custom_metrics": NoEffect(False, OLD_STACK, fine=lambda v: True),
         "metrics_episode_collection_timeout_s": NoEffect(
             60.0, "metrics come back with every sample here", fine=lambda v: True
         ),
@@ -396,15 +394,15 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         # (AlgorithmConfig's table); these three belong to RLlib's old-stack PolicyMap.
         "policy_map_capacity": NoEffect(100, _POLICY_MAP, fine=lambda v: True),
         "policy_states_are_swappable": NoEffect(False, _POLICY_MAP, fine=lambda v: True),
-        "observation_fn": NoEffect(None, _OLD_STACK + " (RLlib's new stack ignores it too)"),
+        "observation_fn": NoEffect(None, OLD_STACK + " (RLlib's new stack ignores it too)"),
     },
     "experimental": {
         "_torch_grad_scaler_class": NoEffect(None, _TORCH),
         "_tf_policy_handles_more_than_one_loss": NoEffect(False, _TF),
-        "_disable_preprocessor_api": NoEffect(False, _OLD_STACK, fine=lambda v: True),
-        "_disable_action_flattening": NoEffect(False, _OLD_STACK, fine=lambda v: True),
+        "_disable_preprocessor_api": NoEffect(False, OLD_STACK, fine=lambda v: True),
+        "_disable_action_flattening": NoEffect(False, OLD_STACK, fine=lambda v: True),
         "_disable_initialize_loss_from_dummy_batch": NoEffect(
-            False, _OLD_STACK, fine=lambda v: True
+            False, OLD_STACK, fine=lambda v: True
         ),
         "_validate_config": NoEffect(
             True, "the config is always validated here", fine=lambda v: True
@@ -415,60 +413,16 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
     },
 }
 
-#: RLlib's settings of one algorithm's config class (`PPOConfig.training(lr_schedule=...)`),
-#: by algorithm: builder method -> {setting: rule}. A config class names its table in
-#: `_RLLIB_ALGO_SETTINGS`.
-ALGO_RLLIB_SETTINGS: dict[str, dict[str, dict[str, NoEffect | Unsupported]]] = {
-    "PPO": {
-        "training": {
-            "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
-            "entropy_coeff_schedule": NoEffect(None, _OLD_SCHEDULE),
-            "vf_share_layers": NoEffect(
-                None,
-                "RLlib 2.60 ignores it as well; share layers with "
-                'rl_module(model_config={"vf_share_layers": '
-                "True})",
-                fine=lambda v: v is None,
-            ),
-        },
-    },
-    "DQN": {
-        "training": {
-            "lr_schedule": NoEffect(None, _OLD_SCHEDULE),
-            "adam_epsilon": NoEffect(
-                1e-8,
-                "RLlib's new stack does not read it; Adam's eps is "
-                'training(optimizer={"eps": ...})',
-            ),
-            "num_atoms": Unsupported(1, _DISTRIBUTIONAL, capability=DQN_VARIANTS),
-            "v_min": NoEffect(-10.0, _DISTRIBUTIONAL),
-            "v_max": NoEffect(10.0, _DISTRIBUTIONAL),
-            "categorical_distribution_temperature": NoEffect(1.0, _DISTRIBUTIONAL),
-            "noisy": Unsupported(
-                False,
-                "noisy networks are not implemented here; explore with EpsilonGreedy (the default)",
-                capability=DQN_VARIANTS,
-            ),
-            "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
-            "hiddens": NoEffect(
-                [256],
-                "RLlib's new stack sizes DQN's heads with "
-                'rl_module(model_config={"head_fcnet_hiddens": ...}), '
-                "as this trainer does",
-            ),
-            "before_learn_on_batch": NoEffect(None, _OLD_STACK),
-            "burn_in_len": NoEffect(0, _NO_RNN),
-        },
-    },
-}
 
-
-def rules_of(algo: str | None = None) -> dict[str, dict[str, NoEffect | Unsupported]]:
-    """Builder method -> {setting: rule}: the shared table, plus `algo`'s own settings."""
-    if algo is None:
+def rules_of(
+    own: dict[str, dict[str, NoEffect | Unsupported]] | None = None,
+) -> dict[str, dict[str, NoEffect | Unsupported]]:
+    """Builder method -> {setting: rule}: the shared table, plus an algorithm's `own` (its
+    config class's `_ALGO_RLLIB_SETTINGS`)."""
+    if not own:
         return RLLIB_SETTINGS
     merged = {method: dict(table) for method, table in RLLIB_SETTINGS.items()}
-    for method, table in ALGO_RLLIB_SETTINGS.get(algo, {}).items():
+    for method, table in own.items():
         merged.setdefault(method, {}).update(table)
     return merged
 

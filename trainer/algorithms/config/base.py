@@ -16,7 +16,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 import numpy as np
 
@@ -224,14 +224,14 @@ class ConfigBase:
     def _settings(cls) -> dict[str, Setting]:
         return {**cls._BASE_SETTINGS, **cls._ALGO_SETTINGS}
 
-    #: The algorithm whose own RLlib settings without an effect here this class takes
-    #: (`trainer.compat.rllib_settings.ALGO_RLLIB_SETTINGS`).
-    _RLLIB_ALGO: str | None = None
+    #: This algorithm's own RLlib settings that have no effect here, or are refused:
+    #: builder method -> {setting: rule}, merged over `trainer.compat.rllib_settings`'s table.
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     def _rllib_rules(cls) -> dict[str, dict[str, Any]]:
         """Builder method -> {RLlib setting: NoEffect | Unsupported} for this class."""
-        return rules_of(cls._RLLIB_ALGO)
+        return rules_of(cls._ALGO_RLLIB_SETTINGS)
 
     @classmethod
     def _rllib_method_of(cls) -> dict[str, str]:

@@ -11,7 +11,7 @@ steps are trained on per sampled step (RLlib's round-robin weights).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,7 +32,8 @@ from trainer.algorithms.dqn.replay_buffer import (
 )
 from trainer.algorithms.multi_agent_learner import MultiAgentLearner, build_multi_agent_learner
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
-from trainer.capabilities import TORCH
+from trainer.capabilities import DQN_VARIANTS, TORCH
+from trainer.compat.rllib_settings import NO_RNN, OLD_SCHEDULE, OLD_STACK, NoEffect, Unsupported
 from trainer.core.schedules import Schedule
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -131,6 +132,10 @@ def _check_n_step(value: Any) -> str | None:
     )
 
 
+#: Why RLlib's distributional DQN settings are refused or have no effect here.
+DISTRIBUTIONAL = "distributional DQN (num_atoms > 1) is not implemented here"
+
+
 class DQNConfig(AlgorithmConfig):
     """DQN's config. Defaults are RLlib's: `lr=5e-4`, `train_batch_size=32`, `grad_clip=40`,
     `replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50000,
@@ -194,7 +199,36 @@ class DQNConfig(AlgorithmConfig):
             "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
         },
     )
-    _RLLIB_ALGO = "DQN"
+    #: RLlib's settings of this config class that have no effect here, or are refused:
+    #: builder method -> {setting: rule} (`trainer.compat.rllib_settings`).
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
+        "training": {
+            "lr_schedule": NoEffect(None, OLD_SCHEDULE),
+            "adam_epsilon": NoEffect(
+                1e-8,
+                "RLlib's new stack does not read it; Adam's eps is "
+                'training(optimizer={"eps": ...})',
+            ),
+            "num_atoms": Unsupported(1, DISTRIBUTIONAL, capability=DQN_VARIANTS),
+            "v_min": NoEffect(-10.0, DISTRIBUTIONAL),
+            "v_max": NoEffect(10.0, DISTRIBUTIONAL),
+            "categorical_distribution_temperature": NoEffect(1.0, DISTRIBUTIONAL),
+            "noisy": Unsupported(
+                False,
+                "noisy networks are not implemented here; explore with EpsilonGreedy (the default)",
+                capability=DQN_VARIANTS,
+            ),
+            "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
+            "hiddens": NoEffect(
+                [256],
+                "RLlib's new stack sizes DQN's heads with "
+                'rl_module(model_config={"head_fcnet_hiddens": ...}), '
+                "as this trainer does",
+            ),
+            "before_learn_on_batch": NoEffect(None, OLD_STACK),
+            "burn_in_len": NoEffect(0, NO_RNN),
+        },
+    }
     _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,

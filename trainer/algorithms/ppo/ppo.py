@@ -7,7 +7,7 @@ weights, the learner runs its update on them, and the new weights go to every En
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
@@ -19,6 +19,7 @@ from trainer.algorithms.multi_agent_learner import (
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
+from trainer.compat.rllib_settings import OLD_SCHEDULE, NoEffect, Unsupported
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
@@ -103,7 +104,21 @@ class PPOConfig(AlgorithmConfig):
             "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
         },
     )
-    _RLLIB_ALGO = "PPO"
+    #: RLlib's settings of this config class that have no effect here, or are refused:
+    #: builder method -> {setting: rule} (`trainer.compat.rllib_settings`).
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
+        "training": {
+            "lr_schedule": NoEffect(None, OLD_SCHEDULE),
+            "entropy_coeff_schedule": NoEffect(None, OLD_SCHEDULE),
+            "vf_share_layers": NoEffect(
+                None,
+                "RLlib 2.60 ignores it as well; share layers with "
+                'rl_module(model_config={"vf_share_layers": '
+                "True})",
+                fine=lambda v: v is None,
+            ),
+        },
+    }
     _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
