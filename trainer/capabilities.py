@@ -5,7 +5,7 @@ the deliberate-differences table uses the same words."""
 
 MULTI_AGENT = "multi-agent"
 TORCH = "torch RLModules and Learners"
-OTHER_ALGORITHMS = "algorithms other than PPO and DQN"
+OTHER_ALGORITHMS = "algorithms not implemented here"
 TUNE = "Ray Tune"
 OFFLINE = "offline data"
 ATARI = "Atari"

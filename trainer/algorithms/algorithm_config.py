@@ -60,6 +60,7 @@ from trainer.algorithms.config.rllib_names import (
 from trainer.algorithms.config.state import StateSection
 from trainer.algorithms.config.training import OPTIMIZER_KEYS as OPTIMIZER_KEYS
 from trainer.algorithms.config.training import TRAINING_SETTINGS, TrainingSection
+from trainer.algorithms.registry import ALGORITHM_NAMES
 from trainer.algorithms.settings import Setting, document_builders
 from trainer.callbacks import RLlibCallback
 from trainer.compat.old_names import OldConfigNames
@@ -184,8 +185,8 @@ class AlgorithmConfig(
             self.debugging(logger_creator=logger_creator)
         if self.algo_class is None:
             raise ConfigError(
-                f"{type(self).__name__} has no algorithm class to build; use "
-                "PPOConfig or another algorithm's config"
+                f"{type(self).__name__} has no algorithm class to build; use an "
+                f"algorithm's config ({', '.join(f'{name}Config' for name in ALGORITHM_NAMES)})"
             )
         return self.algo_class(config=self)
 

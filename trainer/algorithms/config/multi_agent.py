@@ -19,6 +19,7 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies_to_train,
     check_policy_mapping_fn,
 )
+from trainer.algorithms.registry import entries
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
@@ -261,8 +262,8 @@ class MultiAgentSection(ConfigBase):
             return
         raise ConfigError(
             f"{name}: {self.algo_class.__name__ if self.algo_class else 'this algorithm'} "
-            f"does not train a multi-agent config yet: the config asks for {asked}; PPO and DQN "
-            "train multi-agent configs",
+            f"does not train a multi-agent config yet: the config asks for {asked}; "
+            f"{_multi_agent_algorithms()} train multi-agent configs",
             MULTI_AGENT,
         )
 
@@ -300,3 +301,9 @@ class MultiAgentSection(ConfigBase):
                         f"({sorted(map(str, self.policies))})"
                     )
         self._refuse_multi_agent_training(name)
+
+
+def _multi_agent_algorithms() -> str:
+    """The registered algorithms whose configs train multi-agent configs, as "A and B"."""
+    names = [entry.name for entry in entries() if entry.config_cls._MULTI_AGENT_TRAINING]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
