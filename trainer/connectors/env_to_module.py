@@ -6,6 +6,7 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 from __future__ import annotations
 
 import abc
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -19,6 +20,15 @@ from trainer.errors import ConfigError
 ORIG_OBS_KEY = "_orig_obs"
 PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
+
+
+#: Observations of at most this many numbers are filtered with Python floats, larger ones with
+#: numpy (see `RunningStat.push_rows`, `MeanStdFilter.normalize_rows`).
+_FLOAT_LOOP_SIZE = 64
+
+
+#: At most this many batches of observations wait for the buffer (`MeanStdFilter._flush`).
+_MAX_UNBUFFERED = 1024
 
 
 class RunningStat:
@@ -35,6 +45,28 @@ class RunningStat:
         delta = x - self.mean
         self.mean = self.mean + delta / self.n
         self.m2 = self.m2 + delta * (x - self.mean)
+
+    def push_rows(self, rows: np.ndarray) -> None:
+        """`push` of each row of `rows` (float64, one observation each) in order, to the bit:
+        Welford's steps are the same IEEE additions, divisions and multiplications whether
+        numpy or Python floats make them, so small observations are pushed as Python floats
+        (a handful of numpy calls per row cost more than the arithmetic)."""
+        if self.mean.size > _FLOAT_LOOP_SIZE:
+            for row in rows:
+                self.push(row)
+            return
+        n = self.n
+        mean, m2 = self.mean.ravel().tolist(), self.m2.ravel().tolist()
+        features = range(len(mean))
+        for x in rows.reshape(len(rows), -1).tolist():
+            n += 1
+            for j in features:
+                delta = x[j] - mean[j]
+                mean[j] = mean[j] + delta / n
+                m2[j] = m2[j] + delta * (x[j] - mean[j])
+        self.n = n
+        self.mean = np.array(mean, dtype=np.float64).reshape(self.mean.shape)
+        self.m2 = np.array(m2, dtype=np.float64).reshape(self.m2.shape)
 
     def merged(self, other: RunningStat) -> RunningStat:
         result = RunningStat(self.mean.shape)
@@ -97,6 +129,9 @@ class MeanStdFilter(ConnectorV2):
         self._synced: RunningStat | None = None  # the merged statistics of the last sync
         self._buffer: RunningStat | None = None  # this runner's observations since then
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
+        #: Observations (float64 row batches) not pushed into `_buffer` yet: it is read only
+        #: for the state, so they are pushed then (`_flush`), off the sampling loop.
+        self._unbuffered: list[np.ndarray] = []
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def recompute_output_observation_space(
@@ -121,6 +156,14 @@ class MeanStdFilter(ConnectorV2):
             RunningStat(shape),
             RunningStat(shape),
         )
+        self._unbuffered = []
+
+    def _flush(self) -> None:
+        """Pushes the observations seen since the buffer was last read into it."""
+        _, buffer, _ = self._statistics()
+        for rows in self._unbuffered:
+            buffer.push_rows(rows)
+        self._unbuffered = []
 
     def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
         """(synced, buffer, stats): made once the input observation space is known."""
@@ -129,18 +172,76 @@ class MeanStdFilter(ConnectorV2):
         return self._synced, self._buffer, self._stats
 
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
-        _, buffer, stats = self._statistics()
-        x = np.asarray(observation, dtype=np.float64)
+        """One observation, filtered (its statistics pushed first when `update`)."""
+        return self.normalize_rows(np.asarray(observation)[None], update=update)[0]
+
+    def normalize_rows(self, observations: np.ndarray, *, update: bool) -> np.ndarray:
+        """Each row of `observations` filtered in order, as `normalize` one row after the
+        other gives them, to the bit: with `update`, row k is filtered by the statistics
+        after its own push. The float32 result has the rows' shape."""
+        _, _, stats = self._statistics()
+        x = np.array(observations, dtype=np.float64)  # a copy: kept for the buffer
         if update:
-            stats.push(x)
-            buffer.push(x)
+            self._unbuffered.append(x)
+            if len(self._unbuffered) >= _MAX_UNBUFFERED:
+                self._flush()
+        if x.size <= _FLOAT_LOOP_SIZE:
+            return self._normalize_floats(stats, x, update)
+        out = np.empty(x.shape, np.float32)
+        for k, row in enumerate(x):
+            if update:
+                stats.push(row)
+            out[k] = self._filtered(row, stats.mean, stats.std)
+        return out
+
+    def _filtered(self, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
         if self.de_mean_to_zero:
-            x = x - stats.mean
+            x = x - mean
         if self.de_std_to_one:
-            x = x / (stats.std + 1e-8)
+            x = x / (std + 1e-8)
         if self.clip_by_value is not None:
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
-        return x.astype(np.float32)
+        return x
+
+    def _normalize_floats(self, stats: RunningStat, x: np.ndarray, update: bool) -> np.ndarray:
+        """`normalize_rows` for a few small rows, as Python floats: the same IEEE operations
+        (subtraction, division, square root, clipping) as numpy's, without a numpy call per
+        row; float32 rounding is numpy's, once for the batch."""
+        n = stats.n
+        mean, m2 = stats.mean.ravel().tolist(), stats.m2.ravel().tolist()
+        features = range(len(mean))
+        de_mean, de_std, clip = self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value
+        sqrt = math.sqrt
+        out = []
+        for row in x.reshape(len(x), -1).tolist():
+            if update:
+                n += 1
+                for j in features:
+                    delta = row[j] - mean[j]
+                    mean[j] = mean[j] + delta / n
+                    m2[j] = m2[j] + delta * (row[j] - mean[j])
+            for j in features:
+                value = row[j]
+                if de_mean:
+                    value = value - mean[j]
+                if de_std:
+                    # RunningStat.std: the sample deviation, 0 below two values (max(v, 0.0)
+                    # keeps a NaN as np.maximum does).
+                    std = sqrt(max(m2[j] / (n - 1), 0.0)) if n > 1 else 0.0
+                    value = value / (std + 1e-8)
+                if clip is not None:
+                    value = min(max(value, -clip), clip)
+                row[j] = value
+            out.append(row)
+        if update:
+            stats.n = n
+            stats.mean = np.array(mean, dtype=np.float64).reshape(stats.mean.shape)
+            stats.m2 = np.array(m2, dtype=np.float64).reshape(stats.m2.shape)
+        return np.array(out, dtype=np.float32).reshape(x.shape)
+
+    def transform_rows(self, observations: np.ndarray, *, update_stats: bool | None = None) -> Any:
+        update = self._update_stats if update_stats is None else update_stats
+        return self.normalize_rows(observations, update=update)
 
     def __call__(
         self,
@@ -154,16 +255,19 @@ class MeanStdFilter(ConnectorV2):
         update_stats: bool | None = None,
         **kwargs: Any,
     ) -> Any:
-        update = self._update_stats if update_stats is None else update_stats
-        for episode in self.single_agent_episode_iterator(episodes):
-            episode.set_observations(
-                new_data=self.normalize(episode.get_observations(-1), update=update), at_indices=-1
-            )
+        episodes = list(self.single_agent_episode_iterator(episodes))
+        if not episodes:
+            return batch
+        rows = np.stack([np.asarray(ep.get_observations(-1), np.float64) for ep in episodes])
+        filtered = self.transform_rows(rows, update_stats=update_stats)
+        for episode, row in zip(episodes, filtered, strict=True):
+            episode.set_observations(new_data=row, at_indices=-1)
         return batch
 
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict:
+        self._flush()
         synced, buffer, _ = self._statistics()
         return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
@@ -171,6 +275,7 @@ class MeanStdFilter(ConnectorV2):
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
         the runner starts collecting anew)."""
         self._synced = RunningStat.from_state(state["synced"])
+        self._unbuffered = []
         self._buffer = (
             RunningStat.from_state(state["buffer"])
             if "buffer" in state

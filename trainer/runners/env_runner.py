@@ -94,6 +94,7 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
+from trainer.runners.env_to_module_rows import LatestStepView, module_observations
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
 from trainer.runners.step_columns import StepColumns
 from trainer.runners.sub_env_guard import SubEnvGuard
@@ -176,6 +177,13 @@ def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
     `is_task_settable`, or required by `set_tasks`, where a sub-env without them fails on the
     missing method)."""
     return cast(_TaskSettable, sub_env.unwrapped)
+
+
+def _data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
+    """An episode's (connector_data, custom_data); fresh dicts for one without object yet."""
+    if episode is None:
+        return {}, {}
+    return episode.connector_data, episode.custom_data
 
 
 def _with_earlier_chunks(
@@ -1478,16 +1486,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
 
     def _samples_by_column(self, random_actions: bool) -> bool:
         """Whether this call can record by column: nothing reads an episode between steps (no
-        `on_episode_step` callback, no env-to-module connector, a stateless module), plain
-        array observations, no per-sub-env restarts, and every sub-env's chunk without steps
-        (a runner restored mid-episode takes one per-step call first)."""
+        `on_episode_step` callback, a stateless module; env-to-module connectors read views
+        of the columns), the module's observations a plain array, no per-sub-env restarts,
+        and every sub-env's chunk without steps (a runner restored mid-episode takes one
+        per-step call first)."""
+        module_obs = self._obs if self._env_to_module is None else self._module_obs
         if not (
             self.columnar_sampling
             and not random_actions
             and self.vectorize_mode != ASYNC
             and not self._guarded
-            and self._env_to_module is None
-            and type(self._obs) is np.ndarray
+            and type(module_obs) is np.ndarray
             and not self._callbacks.has("on_episode_step")
             and not self._uses_stateful_module()
         ):
@@ -1529,10 +1538,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             normalize=self.config.normalize_actions,
             clip=self.config.clip_actions,
         )
+        #: The env-to-module pipeline: each step's row of observations is its output (what
+        #: the module sees, and the episodes record), made from the vector env's raw ones.
+        pipeline = self._env_to_module
+        policy_obs = self._obs if pipeline is None else self._module_obs
         # Rows for the steps asked for, with room for the autoreset steps (which step no
         # episode) of episodes ~8 steps long on average before a column must grow.
         rows = num_timesteps // num_envs + 2
-        columns = StepColumns(num_envs, rows + rows // 8 + 8, self._obs)
+        columns = StepColumns(num_envs, rows + rows // 8 + 8, policy_obs)
         #: Per sub-env, the row of its episode's first observation in `columns`.
         first_row = [1 if record.awaiting_reset else 0 for record in records]
         #: Per sub-env, its episode's object; None for one started in this call without
@@ -1551,6 +1564,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 ids[i] = chunk.id_
                 started = chunk._start_time
                 start_times[i] = time.perf_counter() if started is None else started
+        #: With a pipeline: per sub-env, its episode's (connector_data, custom_data), which the
+        #: pieces read and keep across the episode's chunks.
+        episode_data: list[tuple[dict, dict]] = []
+        if pipeline is not None:
+            episode_data = [
+                _data_of(live[i] if carried[i] is None else carried[i]) for i in range(num_envs)
+            ]
+            rows_by_piece = pipeline.transforms_rows and type(self._obs) is np.ndarray
         #: Per sub-env, its episode's return so far in this call (the metrics' returns of
         #: episodes started in it).
         returns = np.zeros(num_envs)
@@ -1579,7 +1600,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         steps = 0
         try:
             while steps < num_timesteps:
-                obs_batch = spaces.preprocess(self._obs)
+                obs_batch = spaces.preprocess(policy_obs)
                 if numpy_module:
                     dist_inputs = module.dist_inputs(obs_batch)
                 else:
@@ -1599,16 +1620,19 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     if lost:
                         self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
                     self._reset_all()
-                    row = columns.restart(self._obs)
+                    policy_obs = self._obs if pipeline is None else self._module_obs
+                    row = columns.restart(policy_obs)
                     first_row = [row] * num_envs
                     live = [record.episode for record in records]
                     carried = [None] * num_envs
+                    if pipeline is not None:
+                        episode_data = [_data_of(episode) for episode in live]
                     resetting = []
                     returns[:] = 0.0
                     continue
                 obs, rewards, terminateds, truncateds, infos = results
                 row = columns.record(
-                    obs,
+                    obs if pipeline is None else None,  # (the pipeline's output: below)
                     actions,
                     rewards,
                     logp,
@@ -1622,16 +1646,27 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     new_ids = new_episode_ids(len(resetting))
                     for i, new_id in zip(resetting, new_ids, strict=True):
                         first_row[i] = row
-                        record = records[i]
-                        record.awaiting_reset = False
-                        episode = live[i]
-                        if episode is None:
+                        records[i].awaiting_reset = False
+                        if live[i] is None:
                             ids[i] = new_id
                             start_times[i] = now
-                            continue
-                        episode.add_env_reset(obs[i], columns.sub_env_infos(row, i))
-                        if fires_start:
-                            self._callbacks.fire_with("on_episode_start", record.event_kwargs)
+                        if pipeline is not None:
+                            episode_data[i] = _data_of(live[i])
+                if pipeline is None:
+                    policy_obs = obs
+                else:
+                    self._filter_step(
+                        pipeline, columns, obs, terminateds, truncateds, resetting,
+                        None if rows_by_piece else (first_row, live, carried, ids, episode_data),
+                    )  # fmt: skip
+                    policy_obs = columns.observations[row]
+                for i in resetting:
+                    episode = live[i]
+                    if episode is None:
+                        continue
+                    episode.add_env_reset(policy_obs[i], columns.sub_env_infos(row, i))
+                    if fires_start:
+                        self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
                 stepped = num_envs - len(resetting)
                 ended = terminateds | truncateds
                 if True in ended.tolist():
@@ -1660,6 +1695,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                             episode = self._view_of_rows(
                                 columns, i, ids[i], first, row, chunk, start_times[i], now,
                                 terminated_list[i], truncated_list[i],
+                                episode_data[i] if episode_data else None,
                             )  # fmt: skip
                             rows_of = None
                             prev_chunks = []
@@ -1700,11 +1736,68 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 steps += stepped
         finally:
             self._episode_step_of = None
+        if pipeline is not None:  # (a copy: the per-step loop writes into it)
+            self._module_obs = columns.observations[columns.row].copy()
         self._log_sample_metrics(steps, len(episodes))
         self._cut_columnar_chunks(
-            columns, live, carried, first_row, ids, start_times, episodes, where
+            columns, live, carried, first_row, ids, start_times, episodes, where, episode_data
         )
         return columns.episode_list(episodes, where)
+
+    def _filter_step(
+        self,
+        pipeline: ConnectorPipelineV2,
+        columns: StepColumns,
+        obs: Any,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        resetting: list[int],
+        episodes: tuple | None,
+    ) -> None:
+        """Writes the last row's observations: the env-to-module pipeline's output for the
+        raw `obs`, the sub-envs whose episode starts with this step first, then the others
+        (as the per-episode calls give them). `episodes` (first rows, objects, carried chunks,
+        ids and episode data per sub-env) is None for a pipeline that filters rows, else each
+        sub-env's piece reads a `LatestStepView` of its rows."""
+        num_envs = self.num_envs
+        order = None
+        if resetting:
+            starting = set(resetting)
+            order = resetting + [i for i in range(num_envs) if i not in starting]
+        if episodes is None:
+            module_observations(pipeline, columns, obs, order, None, {})
+            return
+        first_row, live, carried, ids, episode_data = episodes
+        row = columns.row
+        raw_rows = unbatch(obs, num_envs)
+        terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
+        views = []
+        for i in range(num_envs) if order is None else order:
+            chunk = carried[i]
+            known = live[i] if chunk is None else chunk
+            connector_data, custom_data = episode_data[i]
+            views.append(
+                LatestStepView(
+                    columns,
+                    i,
+                    first_row[i],
+                    row,
+                    raw_rows[i],
+                    id_=ids[i] if known is None else known.id_,
+                    t_started=0 if known is None else (known.t_started if chunk is None else known.t),
+                    connector_data=connector_data,
+                    custom_data=custom_data,
+                    terminated=terminated_list[i],
+                    truncated=truncated_list[i],
+                )
+            )
+        call_kwargs = {
+            "rl_module": self.module,
+            "explore": self.config.explore,
+            "shared_data": {},
+            "metrics": self.metrics,
+        }
+        module_observations(pipeline, columns, obs, order, views, call_kwargs)
 
     def _cut_columnar_chunks(
         self,
@@ -1716,10 +1809,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         start_times: list[float],
         episodes: list[SingleAgentEpisode],
         where: list[ColumnRows | None],
+        episode_data: list[tuple[dict, dict]],
     ) -> None:
         """The end of a columnar call: each unfinished episode's chunk so far goes out (into
         `episodes` / `where`) and the episode continues from it in the next call (its
-        successor object is made when something reads it: `SubEnvRecord`)."""
+        successor object is made when something reads it: `SubEnvRecord`). `episode_data`:
+        with an env-to-module pipeline, each episode's connector and custom data."""
         row = columns.row
         now = time.perf_counter()
         for i, record in enumerate(self._sub_env_records):
@@ -1738,14 +1833,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                         columns.observations[row, i], columns.sub_env_infos(row, i)
                     )
                     episode._start_time = start_times[i]
+                    if episode_data:
+                        episode.connector_data, episode.custom_data = episode_data[i]
                     self._create_episode(i, restored=episode)
                 continue  # (one carried in stays carried)
             rows_of = None
             if episode is None:  # started in this call without an object, or carried in
                 chunk = carried[i]
                 episode = self._view_of_rows(
-                    columns, i, ids[i], first, row, chunk, start_times[i], now, False, False
-                )
+                    columns, i, ids[i], first, row, chunk, start_times[i], now, False, False,
+                    episode_data[i] if episode_data else None,
+                )  # fmt: skip
                 if chunk is None:
                     record.start(episode, {})
             else:
@@ -1767,9 +1865,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         end_time: float,
         terminated: bool,
         truncated: bool,
+        data: tuple[dict, dict] | None = None,
     ) -> SingleAgentEpisode:
         """The episode (chunk) of sub-env `index`'s rows `first..last`: one started in this
-        call, or the continuation of `chunk`, the one the last call returned."""
+        call, or the continuation of `chunk`, the one the last call returned. `data`: the
+        (connector_data, custom_data) the env-to-module pieces kept for it."""
         episode = columns.view(
             id_,
             index,
@@ -1784,6 +1884,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         )
         if chunk is None:
             episode._env_runner = self
+            if data is not None:
+                episode.connector_data, episode.custom_data = data
         else:  # what cut() hands the successor: custom data, connector data, the old API's
             chunk._hand_over(episode, ended=True)
             episode._last_step_time = end_time
