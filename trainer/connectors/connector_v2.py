@@ -85,9 +85,10 @@ class ConnectorV2:
     ) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__")
 
-    def transform_rows(self, observations: Any, **kwargs: Any) -> Any:
-        """The latest observations of a batch of episodes, one row each in the order
-        `__call__` would get the episodes, as this piece rewrites them: a piece that reads
+    def transform_rows(self, observations: Any, *, order: list[int] | None = None) -> Any:
+        """The latest observations of a batch of episodes (one row each) as this piece
+        rewrites them, the rows taken in `order` (row indices, the order `__call__` would get
+        the episodes in; None: first to last) and returned in row order: a piece that reads
         nothing of an episode but its latest observation defines it beside `__call__`, and
         the EnvRunner's sampling loop then filters a vector step's observations in one call
         (see `transforms_rows`)."""
@@ -183,10 +184,10 @@ class ConnectorPipelineV2(ConnectorV2):
             )
         return batch
 
-    def transform_rows(self, observations: Any, **kwargs: Any) -> Any:
-        """Each piece's `transform_rows` in order (see `ConnectorV2.transform_rows`)."""
+    def transform_rows(self, observations: Any, *, order: list[int] | None = None) -> Any:
+        """Each piece's `transform_rows` in turn (see `ConnectorV2.transform_rows`)."""
         for piece in self.connectors:
-            observations = piece.transform_rows(observations, **kwargs)
+            observations = piece.transform_rows(observations, order=order)
         return observations
 
     @property

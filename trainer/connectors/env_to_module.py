@@ -23,12 +23,8 @@ PREV_REWARDS_KEY = "prev_n_rewards"
 
 
 #: Observations of at most this many numbers are filtered with Python floats, larger ones with
-#: numpy (see `RunningStat.push_rows`, `MeanStdFilter.normalize_rows`).
+#: numpy (see `MeanStdFilter.normalize_rows`).
 _FLOAT_LOOP_SIZE = 64
-
-
-#: At most this many batches of observations wait for the buffer (`MeanStdFilter._flush`).
-_MAX_UNBUFFERED = 1024
 
 
 class RunningStat:
@@ -46,25 +42,12 @@ class RunningStat:
         self.mean = self.mean + delta / self.n
         self.m2 = self.m2 + delta * (x - self.mean)
 
-    def push_rows(self, rows: np.ndarray) -> None:
-        """`push` of each row of `rows` (float64, one observation each) in order, to the bit:
-        Welford's steps are the same IEEE additions, divisions and multiplications whether
-        numpy or Python floats make them, so small observations are pushed as Python floats
-        (a handful of numpy calls per row cost more than the arithmetic)."""
-        if self.mean.size > _FLOAT_LOOP_SIZE:
-            for row in rows:
-                self.push(row)
-            return
-        n = self.n
-        mean, m2 = self.mean.ravel().tolist(), self.m2.ravel().tolist()
-        features = range(len(mean))
-        for x in rows.reshape(len(rows), -1).tolist():
-            n += 1
-            for j in features:
-                delta = x[j] - mean[j]
-                mean[j] = mean[j] + delta / n
-                m2[j] = m2[j] + delta * (x[j] - mean[j])
-        self.n = n
+    def lists(self) -> tuple[int, list[float], list[float]]:
+        """(n, mean, m2), the arrays as flat lists of Python floats."""
+        return self.n, self.mean.ravel().tolist(), self.m2.ravel().tolist()
+
+    def set_lists(self, mean: list[float], m2: list[float]) -> None:
+        """Takes the mean and m2 back from flat lists (see `lists`)."""
         self.mean = np.array(mean, dtype=np.float64).reshape(self.mean.shape)
         self.m2 = np.array(m2, dtype=np.float64).reshape(self.m2.shape)
 
@@ -129,9 +112,9 @@ class MeanStdFilter(ConnectorV2):
         self._synced: RunningStat | None = None  # the merged statistics of the last sync
         self._buffer: RunningStat | None = None  # this runner's observations since then
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
-        #: Observations (float64 row batches) not pushed into `_buffer` yet: it is read only
-        #: for the state, so they are pushed then (`_flush`), off the sampling loop.
-        self._unbuffered: list[np.ndarray] = []
+        #: (n, mean, m2) of `_stats` and `_buffer` as Python lists while small observations
+        #: are filtered (`_normalize_floats`); written back when the statistics are read.
+        self._hot: list | None = None
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def recompute_output_observation_space(
@@ -156,41 +139,41 @@ class MeanStdFilter(ConnectorV2):
             RunningStat(shape),
             RunningStat(shape),
         )
-        self._unbuffered = []
-
-    def _flush(self) -> None:
-        """Pushes the observations seen since the buffer was last read into it."""
-        _, buffer, _ = self._statistics()
-        for rows in self._unbuffered:
-            buffer.push_rows(rows)
-        self._unbuffered = []
+        self._hot = None
 
     def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
         """(synced, buffer, stats): made once the input observation space is known."""
         if self._synced is None or self._buffer is None or self._stats is None:
             raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
+        if self._hot is not None:
+            (self._stats.n, mean, m2), (self._buffer.n, bmean, bm2) = self._hot
+            self._hot = None
+            self._stats.set_lists(mean, m2)
+            self._buffer.set_lists(bmean, bm2)
         return self._synced, self._buffer, self._stats
 
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
         """One observation, filtered (its statistics pushed first when `update`)."""
         return self.normalize_rows(np.asarray(observation)[None], update=update)[0]
 
-    def normalize_rows(self, observations: np.ndarray, *, update: bool) -> np.ndarray:
-        """Each row of `observations` filtered in order, as `normalize` one row after the
-        other gives them, to the bit: with `update`, row k is filtered by the statistics
-        after its own push. The float32 result has the rows' shape."""
-        _, _, stats = self._statistics()
-        x = np.array(observations, dtype=np.float64)  # a copy: kept for the buffer
-        if update:
-            self._unbuffered.append(x)
-            if len(self._unbuffered) >= _MAX_UNBUFFERED:
-                self._flush()
-        if x.size <= _FLOAT_LOOP_SIZE:
-            return self._normalize_floats(stats, x, update)
+    def normalize_rows(
+        self, observations: np.ndarray, *, update: bool, order: list[int] | None = None
+    ) -> np.ndarray:
+        """Each row of `observations` filtered in `order` (row indices; None: first to
+        last), as `normalize` one row after the other gives them, to the bit: with `update`,
+        a row is filtered by the statistics after its own push (into both the normalizing
+        statistics and the buffer). The float32 result has the rows' shape and order."""
+        x = np.asarray(observations)
+        if x[0].size <= _FLOAT_LOOP_SIZE and x.dtype.kind in "fiub":
+            return self._normalize_floats(x, update, order)
+        x = np.asarray(x, dtype=np.float64)
+        _, buffer, stats = self._statistics()
         out = np.empty(x.shape, np.float32)
-        for k, row in enumerate(x):
+        for k in range(len(x)) if order is None else order:
+            row = x[k]
             if update:
                 stats.push(row)
+                buffer.push(row)
             out[k] = self._filtered(row, stats.mean, stats.std)
         return out
 
@@ -203,45 +186,63 @@ class MeanStdFilter(ConnectorV2):
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
         return x
 
-    def _normalize_floats(self, stats: RunningStat, x: np.ndarray, update: bool) -> np.ndarray:
-        """`normalize_rows` for a few small rows, as Python floats: the same IEEE operations
-        (subtraction, division, square root, clipping) as numpy's, without a numpy call per
-        row; float32 rounding is numpy's, once for the batch."""
-        n = stats.n
-        mean, m2 = stats.mean.ravel().tolist(), stats.m2.ravel().tolist()
-        features = range(len(mean))
+    def _normalize_floats(self, x: np.ndarray, update: bool, order: list[int] | None) -> np.ndarray:
+        """`normalize_rows` for small rows, as Python floats: Welford's steps and the filter
+        are the same IEEE operations (subtraction, division, multiplication, square root,
+        clipping) as numpy's in float64 (the rows' numbers are exact as Python floats),
+        without numpy calls per row; float32 rounding is numpy's, once for the batch. The
+        statistics stay Python lists between calls (`_hot`)."""
+        hot = self._hot
+        if hot is None:
+            _, buffer, stats = self._statistics()
+            hot = self._hot = [stats.lists(), buffer.lists()]
+        (n, mean, m2), (bn, bmean, bm2) = hot
         de_mean, de_std, clip = self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value
         sqrt = math.sqrt
-        out = []
-        for row in x.reshape(len(x), -1).tolist():
+        features = range(len(mean))
+        out = x.reshape(len(x), -1).tolist()
+        for row in out if order is None else [out[i] for i in order]:
             if update:
                 n += 1
+                bn += 1
                 for j in features:
-                    delta = row[j] - mean[j]
-                    mean[j] = mean[j] + delta / n
-                    m2[j] = m2[j] + delta * (row[j] - mean[j])
+                    v = row[j]
+                    m = mean[j]
+                    delta = v - m
+                    mean[j] = m = m + delta / n
+                    m2[j] = m2[j] + delta * (v - m)
+                    m = bmean[j]
+                    delta = v - m
+                    bmean[j] = m = m + delta / bn
+                    bm2[j] = bm2[j] + delta * (v - m)
+            k = n - 1
             for j in features:
-                value = row[j]
+                v = row[j]
                 if de_mean:
-                    value = value - mean[j]
+                    v = v - mean[j]
                 if de_std:
-                    # RunningStat.std: the sample deviation, 0 below two values (max(v, 0.0)
-                    # keeps a NaN as np.maximum does).
-                    std = sqrt(max(m2[j] / (n - 1), 0.0)) if n > 1 else 0.0
-                    value = value / (std + 1e-8)
-                if clip is not None:
-                    value = min(max(value, -clip), clip)
-                row[j] = value
-            out.append(row)
+                    # RunningStat.std: 0 below two values; max(v, 0.0) keeps a NaN as
+                    # np.maximum does.
+                    v = v / (sqrt(max(m2[j] / k, 0.0)) + 1e-8) if k > 0 else v / 1e-8
+                if clip is not None:  # np.clip's min(max(v, -clip), clip), NaN kept
+                    if v < -clip:
+                        v = -clip
+                    elif v > clip:
+                        v = clip
+                row[j] = v
         if update:
-            stats.n = n
-            stats.mean = np.array(mean, dtype=np.float64).reshape(stats.mean.shape)
-            stats.m2 = np.array(m2, dtype=np.float64).reshape(stats.m2.shape)
+            self._hot = [(n, mean, m2), (bn, bmean, bm2)]
         return np.array(out, dtype=np.float32).reshape(x.shape)
 
-    def transform_rows(self, observations: np.ndarray, *, update_stats: bool | None = None) -> Any:
+    def transform_rows(
+        self,
+        observations: np.ndarray,
+        *,
+        order: list[int] | None = None,
+        update_stats: bool | None = None,
+    ) -> Any:
         update = self._update_stats if update_stats is None else update_stats
-        return self.normalize_rows(observations, update=update)
+        return self.normalize_rows(observations, update=update, order=order)
 
     def __call__(
         self,
@@ -267,7 +268,6 @@ class MeanStdFilter(ConnectorV2):
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict:
-        self._flush()
         synced, buffer, _ = self._statistics()
         return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
@@ -275,7 +275,7 @@ class MeanStdFilter(ConnectorV2):
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
         the runner starts collecting anew)."""
         self._synced = RunningStat.from_state(state["synced"])
-        self._unbuffered = []
+        self._hot = None
         self._buffer = (
             RunningStat.from_state(state["buffer"])
             if "buffer" in state

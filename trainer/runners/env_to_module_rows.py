@@ -133,10 +133,7 @@ def module_observations(
     when `views` are given (one per sub-env, in that order), through `LatestStepView`s."""
     row = columns.row
     if views is None:
-        if order is None:
-            columns.observations[row] = pipeline.transform_rows(raw)
-        else:
-            columns.observations[row, order] = pipeline.transform_rows(raw[order])
+        columns.observations[row] = pipeline.transform_rows(raw, order=order)
         return
     pipeline(episodes=views, batch={}, **call_kwargs)
     for view in views:
