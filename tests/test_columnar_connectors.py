@@ -134,3 +134,34 @@ def test_mean_std_filter_rows_match_one_observation_at_a_time(shape):
     state = piece.get_state()
     for key in ("n", "mean", "m2"):
         assert np.asarray(state["buffer"][key]).tobytes() == np.asarray(buffer[key]).tobytes()
+
+
+MODES = {
+    "num_episodes": ({}, {"num_episodes": 7}),
+    "complete_episodes": ({"batch_mode": "complete_episodes"}, {}),
+    "random_actions": ({}, {"num_timesteps": 30, "random_actions": True}),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("pipeline", [None, "mean_std", "reader"])
+def test_every_sampling_mode_records_by_column(mode, pipeline):
+    settings, sample_kwargs = MODES[mode]
+    events = []
+    callbacks = {
+        "on_episode_created": lambda env_index, **kw: events.append(("created", env_index)),
+        "on_episode_end": lambda episode, **kw: events.append(("end", len(episode))),
+    }
+    config = _config(_InfoEnv, 3, callbacks=callbacks).env_runners(
+        env_to_module_connector=None if pipeline is None else PIPELINES[pipeline], **settings
+    )
+    slow, slow_metrics, slow_state, slow_steps = _sample(config, False, 3, **sample_kwargs)
+    half = len(events)
+    fast, fast_metrics, fast_state, fast_steps = _sample(config, True, 3, **sample_kwargs)
+    assert slow_steps > 0 and fast_steps == 0
+    assert events[:half] == events[half:]
+    for slow_call, fast_call in zip(slow, fast, strict=True):
+        _assert_same_episodes(slow_call, fast_call)
+    for key in ("episode_return_mean", "num_env_steps_sampled_lifetime", "num_episodes_lifetime"):
+        assert _metric(slow_metrics, key) == _metric(fast_metrics, key), key
+    assert repr(slow_state) == repr(fast_state)

@@ -1457,8 +1457,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
-        if self._samples_by_column(random_actions):
-            return self._sample_columnar(num_timesteps, explore)
+        if self._samples_by_column():
+            return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
         done: list[SingleAgentEpisode] = []
         steps = 0
         while steps < num_timesteps:
@@ -1484,7 +1484,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     #: call through the per-step loop (`_step`), which records the same episodes.
     columnar_sampling: bool = True
 
-    def _samples_by_column(self, random_actions: bool) -> bool:
+    def _samples_by_column(self) -> bool:
         """Whether this call can record by column: nothing reads an episode between steps (no
         `on_episode_step` callback, a stateless module; env-to-module connectors read views
         of the columns), the module's observations a plain array, no per-sub-env restarts,
@@ -1493,7 +1493,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         module_obs = self._obs if self._env_to_module is None else self._module_obs
         if not (
             self.columnar_sampling
-            and not random_actions
             and self.vectorize_mode != ASYNC
             and not self._guarded
             and type(module_obs) is np.ndarray
@@ -1515,10 +1514,23 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 return False
         return True
 
-    def _sample_columnar(self, num_timesteps: int, explore: bool) -> list[SingleAgentEpisode]:
-        """`_sample_timesteps` recording into `StepColumns`: per vector step, one forward pass,
-        one env step and a row written per field, with Python work only for the sub-envs
-        whose episode starts or ends.
+    def _sample_columnar(
+        self,
+        num_timesteps: int,
+        explore: bool,
+        *,
+        random_actions: bool = False,
+        num_episodes: int | None = None,
+        complete: bool = False,
+    ) -> list[SingleAgentEpisode]:
+        """The sampling loop, recording into `StepColumns`: per vector step, one forward pass
+        (or random actions), one env step and a row written per field, with Python work only
+        for the sub-envs whose episode starts or ends.
+
+        It stops after `num_timesteps` steps (the unfinished episodes go out as chunks), or
+        once `num_episodes` episodes ended (the running ones are dropped), or, `complete`,
+        once `num_timesteps` steps are sampled and the running episodes played out (a
+        sub-env whose episode ends then idles: `SubEnvRecord.idle`).
 
         An episode that starts in this call has no object while it runs unless a callback
         needs one at its start (`on_episode_created`, `on_episode_start`): it is made from
@@ -1544,7 +1556,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         policy_obs = self._obs if pipeline is None else self._module_obs
         # Rows for the steps asked for, with room for the autoreset steps (which step no
         # episode) of episodes ~8 steps long on average before a column must grow.
-        rows = num_timesteps // num_envs + 2
+        rows = num_timesteps // num_envs + 2 if num_episodes is None else 64
         columns = StepColumns(num_envs, rows + rows // 8 + 8, policy_obs)
         #: Per sub-env, the row of its episode's first observation in `columns`.
         first_row = [1 if record.awaiting_reset else 0 for record in records]
@@ -1598,19 +1610,38 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
 
         self._episode_step_of = episode_step
         steps = 0
+        #: `complete`: the sub-envs idling (their episode ended once `num_timesteps` were
+        #: sampled): stepped with the others, recorded and filtered by none.
+        idle: list[int] = []
+        draining = False
         try:
-            while steps < num_timesteps:
-                obs_batch = spaces.preprocess(policy_obs)
-                if numpy_module:
-                    dist_inputs = module.dist_inputs(obs_batch)
+            while True:
+                if num_episodes is not None:
+                    if len(episodes) >= num_episodes:
+                        break
+                elif steps >= num_timesteps:
+                    if not complete or len(idle) == num_envs:
+                        break
+                    draining = True
+                if random_actions:  # no forward pass: the env's action space draws them
+                    actions = env_actions = env.action_space.sample()
+                    logp = np.zeros(num_envs, dtype=np.float32)
+                    dist_inputs = None
                 else:
-                    dist_inputs = module.dist_inputs(obs_batch, explore=explore)
-                actions, logp = self.exploration.get_exploration_action(
-                    action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                    timestep=self.global_timestep,
-                    explore=explore,
-                )
-                results = self._try_env_step(to_env_actions(actions))
+                    obs_batch = spaces.preprocess(policy_obs)
+                    if numpy_module:
+                        dist_inputs = module.dist_inputs(obs_batch)
+                    else:
+                        dist_inputs = module.dist_inputs(obs_batch, explore=explore)
+                    actions, logp = self.exploration.get_exploration_action(
+                        action_distribution=ActionDistribution(
+                            module.dist, dist_inputs, self._rng
+                        ),
+                        timestep=self.global_timestep,
+                        explore=explore,
+                    )
+                    env_actions = to_env_actions(actions)
+                results = self._try_env_step(env_actions)
                 if results is None:  # the vector env was re-created: every sub-env starts afresh
                     # The steps this call recorded of the episodes under way are lost (their
                     # objects, which the re-creation counted, hold none of them).
@@ -1656,7 +1687,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     policy_obs = obs
                 else:
                     self._filter_step(
-                        pipeline, columns, obs, terminateds, truncateds, resetting,
+                        pipeline, columns, obs, terminateds, truncateds, resetting, idle,
                         None if rows_by_piece else (first_row, live, carried, ids, episode_data),
                     )  # fmt: skip
                     policy_obs = columns.observations[row]
@@ -1667,16 +1698,19 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     episode.add_env_reset(policy_obs[i], columns.sub_env_infos(row, i))
                     if fires_start:
                         self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
-                stepped = num_envs - len(resetting)
+                stepped = num_envs - len(resetting) - len(idle)
                 ended = terminateds | truncateds
                 if True in ended.tolist():
                     # (A sub-env's autoreset step reports no end: only ones that stepped ended.)
-                    resetting = np.flatnonzero(ended).tolist()
+                    ended_now = np.flatnonzero(ended).tolist()
+                    if idle:
+                        ended_now = [i for i in ended_now if i not in idle]
+                    resetting = []
                     terminated_list = terminateds.tolist()
                     truncated_list = truncateds.tolist()
                     return_list = returns.tolist()
                     now = time.perf_counter()
-                    for i in resetting:
+                    for i in ended_now:
                         record = records[i]
                         episode = live[i]
                         if episode is not None:
@@ -1722,12 +1756,18 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                                 )
                         episodes.append(episode)
                         where.append(rows_of)
+                        if draining:  # no next episode: the sub-env idles
+                            idle.append(i)
+                            record.idle = True
+                            live[i] = None
+                            continue
                         if objects_at_start:
                             self._create_episode(i)
                             live[i] = record.episode
                         else:
                             record.episode = live[i] = None
                         record.awaiting_reset = True
+                        resetting.append(i)
                 else:
                     resetting = []
                 self._obs = obs
@@ -1739,6 +1779,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if pipeline is not None:  # (a copy: the per-step loop writes into it)
             self._module_obs = columns.observations[columns.row].copy()
         self._log_sample_metrics(steps, len(episodes))
+        if num_episodes is not None or complete:
+            # The episodes still running are dropped; the next sample() starts fresh ones.
+            self._needs_reset = True
+            for record in records:
+                record.prev_chunks = []
+            if num_episodes is not None:
+                del episodes[num_episodes:], where[num_episodes:]
+            return columns.episode_list(episodes, where)
         self._cut_columnar_chunks(
             columns, live, carried, first_row, ids, start_times, episodes, where, episode_data
         )
@@ -1752,21 +1800,39 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         terminateds: np.ndarray,
         truncateds: np.ndarray,
         resetting: list[int],
+        idle: list[int],
         episodes: tuple | None,
     ) -> None:
         """Writes the last row's observations: the env-to-module pipeline's output for the
         raw `obs`, the sub-envs whose episode starts with this step first, then the others
-        (as the per-episode calls give them). `episodes` (first rows, objects, carried chunks,
+        (as the per-episode calls give them); an `idle` sub-env keeps its last row (the
+        module's input stays what it was). `episodes` (first rows, objects, carried chunks,
         ids and episode data per sub-env) is None for a pipeline that filters rows, else each
         sub-env's piece reads a `LatestStepView` of its rows."""
         num_envs = self.num_envs
         order = None
-        if resetting:
-            starting = set(resetting)
+        if resetting or idle:
+            starting = set(resetting + idle)
             order = resetting + [i for i in range(num_envs) if i not in starting]
         if episodes is None:
             module_observations(pipeline, columns, obs, order, None, {})
-            return
+        else:
+            self._filter_views(pipeline, columns, obs, terminateds, truncateds, order, episodes)
+        if idle:
+            columns.observations[columns.row, idle] = columns.observations[columns.row - 1, idle]
+
+    def _filter_views(
+        self,
+        pipeline: ConnectorPipelineV2,
+        columns: StepColumns,
+        obs: Any,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        order: list[int] | None,
+        episodes: tuple,
+    ) -> None:
+        """`_filter_step` through one `LatestStepView` per sub-env in `order`."""
+        num_envs = self.num_envs
         first_row, live, carried, ids, episode_data = episodes
         row = columns.row
         raw_rows = unbatch(obs, num_envs)
@@ -1895,6 +1961,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self, min_timesteps: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
+        if self._samples_by_column():
+            return self._sample_columnar(
+                min_timesteps, explore, random_actions=random_actions, complete=True
+            )
         done: list[SingleAgentEpisode] = []
         steps = 0
         while steps < min_timesteps:
@@ -1914,6 +1984,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self, num_episodes: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
+        if self._samples_by_column():
+            return self._sample_columnar(
+                0, explore, random_actions=random_actions, num_episodes=num_episodes
+            )
         done: list[SingleAgentEpisode] = []
         steps = 0
         while len(done) < num_episodes:
