@@ -98,9 +98,8 @@ class ConnectorV2:
     def transforms_rows(self) -> bool:
         """Whether `transform_rows` stands for `__call__`: both are defined by the same class
         (a subclass that overrides `__call__` alone reads its episodes)."""
-        return _defining_class(type(self), "transform_rows") is _defining_class(
-            type(self), "__call__"
-        ) and _defining_class(type(self), "transform_rows") is not ConnectorV2
+        rows_by = _defining_class(type(self), "transform_rows")
+        return rows_by is not ConnectorV2 and rows_by is _defining_class(type(self), "__call__")
 
     @staticmethod
     def single_agent_episode_iterator(

@@ -1634,9 +1634,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     else:
                         dist_inputs = module.dist_inputs(obs_batch, explore=explore)
                     actions, logp = self.exploration.get_exploration_action(
-                        action_distribution=ActionDistribution(
-                            module.dist, dist_inputs, self._rng
-                        ),
+                        action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
                         timestep=self.global_timestep,
                         explore=explore,
                     )
@@ -1841,6 +1839,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         for i in range(num_envs) if order is None else order:
             chunk = carried[i]
             known = live[i] if chunk is None else chunk
+            if known is None:
+                id_, t_started = ids[i], 0
+            else:  # the chunk carried in continues at its end
+                id_, t_started = known.id_, known.t_started if chunk is None else known.t
             connector_data, custom_data = episode_data[i]
             views.append(
                 LatestStepView(
@@ -1849,8 +1851,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     first_row[i],
                     row,
                     raw_rows[i],
-                    id_=ids[i] if known is None else known.id_,
-                    t_started=0 if known is None else (known.t_started if chunk is None else known.t),
+                    id_=id_,
+                    t_started=t_started,
                     connector_data=connector_data,
                     custom_data=custom_data,
                     terminated=terminated_list[i],

@@ -102,8 +102,11 @@ class LatestStepView:
         self.latest = new_data
 
     def _steps(self, column: np.ndarray | None) -> InfiniteLookbackBuffer:
-        steps = column[self._first + 1 : self._row + 1, self.env_index] if column is not None else []
-        return InfiniteLookbackBuffer.of_array(np.asarray(steps))
+        if column is None:  # no step recorded yet in this call
+            return InfiniteLookbackBuffer.of_array(np.zeros(0))
+        return InfiniteLookbackBuffer.of_array(
+            column[self._first + 1 : self._row + 1, self.env_index]
+        )
 
     def get_actions(self, indices: Any = None, **kwargs: Any) -> Any:
         return self._steps(self._columns.actions).get(indices, **kwargs)
