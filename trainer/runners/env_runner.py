@@ -14,7 +14,9 @@ state for checkpoints and exact resume (`get_state` / `set_state`) and sub-env r
 methods of `EnvRunner`, read and write the same records. Pieces that need none of the runner's
 state live beside it: the state format and its checks (`trainer.runners.runner_state`), the wrapper that catches a
 sub-env's exceptions (`trainer.runners.sub_env_guard`), the per-sub-env rows of batched outputs
-(`trainer.runners.vector_rows`).
+(`trainer.runners.vector_rows`), the step columns the sampling loop records into
+(`trainer.runners.step_columns`) and the env-to-module pipeline run over a step's row of them
+(`trainer.runners.env_to_module_rows`).
 """
 
 from __future__ import annotations
@@ -2101,11 +2103,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         )
         return dist_inputs, [tree_rows(state_out, i) for i in range(self.num_envs)]
 
-    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
-        """One step of every sub-env; finished episodes are appended to `done`."""
+    def _step_actions(
+        self, explore: bool, random_actions: bool
+    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None]:
+        """The per-step loop's actions for every sub-env: (actions, the env's actions, their
+        log-probabilities, the distribution inputs, and per sub-env the recurrent state
+        after this step: None for a stateless module)."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
-        #: Per sub-env, the recurrent state after this step (None: a stateless module).
         state_rows: list | None = None
         if random_actions:
             actions = env.action_space.sample()
@@ -2134,6 +2139,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
+        return actions, env_actions, logp, dist_inputs, state_rows
+
+    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
+        """One step of every sub-env; finished episodes are appended to `done`."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
+        actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
+            explore, random_actions
+        )
         results = self._try_env_step(env_actions)
         if results is None:  # the vector env was re-created: every sub-env starts afresh
             self._reset_all()
@@ -2159,31 +2173,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         stepped_indices: list[int] = []
         ended_indices: list[int] = []
         guarded = self._guarded
-        if guarded:
-            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
-            sub_envs = env.envs  # read only when guarded
         for i, record in enumerate(records):
-            if record.idle:
-                continue
-            if guarded:
-                guard = sub_envs[i]
-                assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
-                if guard.failure is not None:
-                    record.awaiting_reset = False  # re-created after this loop
-                    continue
-            if recreated and i in recreated:
-                # Re-created in its child process ("async"): this step was the new sub-env's
-                # reset. Its episode is dropped (unless it had not started) and one begins.
-                if not record.awaiting_reset:
-                    self._drop_episode(record)
-                    self._create_episode(i)
-                record.awaiting_reset = False
-                self._begin_episode(i, obs_rows[i], per_env_infos[i])
-                continue
-            if record.awaiting_reset:
-                # This step was the sub-env's autoreset: its new episode starts here.
-                record.awaiting_reset = False
-                self._begin_episode(i, obs_rows[i], per_env_infos[i])
+            if record.idle or self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
@@ -2225,8 +2216,52 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 assert episode is not None, _RECORD_HAS_EPISODE
                 stepped_episodes.append(episode)
             self._to_module(stepped_episodes, stepped_indices)
-        for i in ended_indices:
-            record = records[i]
+        self._end_episodes(ended_indices, done)
+        self._obs = obs
+        self.global_timestep += len(stepped_indices)
+        self.num_env_steps_stepped += len(stepped_indices)
+        if guarded:
+            self._recover_sub_envs()
+        return len(stepped_indices)
+
+    def _steps_no_episode(
+        self,
+        i: int,
+        record: SubEnvRecord,
+        recreated: set[int] | tuple[()],
+        obs_rows: Any,
+        per_env_infos: list[dict],
+    ) -> bool:
+        """The per-step loop: whether sub-env `i`'s last env step is no step of its episode:
+        it raised (a guarded sub-env, re-created after the step), or the step was its reset
+        (its autoreset, or its re-creation in its child process in "async" mode), which
+        begins its next episode here."""
+        if self._guarded:
+            env = self.env
+            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+            guard = env.envs[i]
+            assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
+            if guard.failure is not None:
+                record.awaiting_reset = False  # re-created after this step
+                return True
+        if recreated and i in recreated:
+            # Re-created in its child process ("async"): this step was the new sub-env's
+            # reset. Its episode is dropped (unless it had not started) and one begins.
+            if not record.awaiting_reset:
+                self._drop_episode(record)
+                self._create_episode(i)
+        elif not record.awaiting_reset:
+            return False
+        # This step was the sub-env's reset: its new episode starts here.
+        record.awaiting_reset = False
+        self._begin_episode(i, obs_rows[i], per_env_infos[i])
+        return True
+
+    def _end_episodes(self, indices: list[int], done: list[SingleAgentEpisode]) -> None:
+        """The per-step loop: the episodes of sub-envs `indices` ended in this step; each
+        goes into `done` and its sub-env starts the next (or idles while draining)."""
+        for i in indices:
+            record = self._sub_env_records[i]
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
             self._finish_episode(record)
@@ -2238,12 +2273,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:
                 self._create_episode(i)
                 record.awaiting_reset = True
-        self._obs = obs
-        self.global_timestep += len(stepped_indices)
-        self.num_env_steps_stepped += len(stepped_indices)
-        if guarded:
-            self._recover_sub_envs()
-        return len(stepped_indices)
 
     @staticmethod
     def _record_recurrent_step(
