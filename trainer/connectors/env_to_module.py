@@ -198,6 +198,7 @@ class MeanStdFilter(ConnectorV2):
             hot = self._hot = [stats.lists(), buffer.lists()]
         (n, mean, m2), (bn, bmean, bm2) = hot
         de_mean, de_std, clip = self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value
+        low = None if clip is None else -clip
         sqrt = math.sqrt
         features = range(len(mean))
         out = x.reshape(len(x), -1).tolist()
@@ -205,28 +206,32 @@ class MeanStdFilter(ConnectorV2):
             if update:
                 n += 1
                 bn += 1
-                for j in features:
-                    v = row[j]
-                    m = mean[j]
-                    delta = v - m
-                    mean[j] = m = m + delta / n
-                    m2[j] = m2[j] + delta * (v - m)
-                    m = bmean[j]
-                    delta = v - m
-                    bmean[j] = m = m + delta / bn
-                    bm2[j] = bm2[j] + delta * (v - m)
             k = n - 1
             for j in features:
                 v = row[j]
+                m = mean[j]
+                s = m2[j]
+                if update:  # RunningStat.push, into the statistics and the buffer
+                    delta = v - m
+                    mean[j] = m = m + delta / n
+                    m2[j] = s = s + delta * (v - m)
+                    b = bmean[j]
+                    delta = v - b
+                    bmean[j] = b = b + delta / bn
+                    bm2[j] = bm2[j] + delta * (v - b)
                 if de_mean:
-                    v = v - mean[j]
-                if de_std:
-                    # RunningStat.std: 0 below two values; max(v, 0.0) keeps a NaN as
-                    # np.maximum does.
-                    v = v / (sqrt(max(m2[j] / k, 0.0)) + 1e-8) if k > 0 else v / 1e-8
-                if clip is not None:  # np.clip's min(max(v, -clip), clip), NaN kept
-                    if v < -clip:
-                        v = -clip
+                    v = v - m
+                if de_std:  # RunningStat.std: 0 below two values
+                    if k > 0:
+                        variance = s / k
+                        if variance < 0.0:  # np.maximum(variance, 0.0), a NaN kept
+                            variance = 0.0
+                        v = v / (sqrt(variance) + 1e-8)
+                    else:
+                        v = v / 1e-8
+                if low is not None:  # np.clip, a NaN kept
+                    if v < low:
+                        v = low
                     elif v > clip:
                         v = clip
                 row[j] = v
