@@ -165,3 +165,32 @@ def test_every_sampling_mode_records_by_column(mode, pipeline):
     for key in ("episode_return_mean", "num_env_steps_sampled_lifetime", "num_episodes_lifetime"):
         assert _metric(slow_metrics, key) == _metric(fast_metrics, key), key
     assert repr(slow_state) == repr(fast_state)
+
+
+class _Halving(MeanStdFilter):
+    """A MeanStdFilter whose subclass changes `normalize` (and so reads episodes)."""
+
+    def normalize(self, observation, *, update):
+        return super().normalize(observation, update=update) / 2
+
+
+class _Offset(MeanStdFilter):
+    """A MeanStdFilter whose subclass changes `__call__` (and so reads episodes)."""
+
+    def __call__(self, *, episodes, **kwargs):
+        batch = super().__call__(episodes=episodes, **kwargs)
+        for episode in episodes:
+            episode.set_observations(new_data=episode.get_observations(-1) + 1, at_indices=-1)
+        return batch
+
+
+@pytest.mark.parametrize("piece", [_Halving, _Offset])
+def test_a_subclass_that_reads_episodes_gets_views(piece):
+    assert MeanStdFilter().transforms_rows and not piece().transforms_rows
+    config = _config(_InfoEnv, 3).env_runners(env_to_module_connector=lambda env: piece())
+    slow, _, slow_state, _ = _sample(config, False, 2, num_timesteps=20)
+    fast, _, fast_state, fast_steps = _sample(config, True, 2, num_timesteps=20)
+    assert fast_steps == 0
+    for slow_call, fast_call in zip(slow, fast, strict=True):
+        _assert_same_episodes(slow_call, fast_call)
+    assert repr(slow_state) == repr(fast_state)

@@ -239,6 +239,11 @@ class MeanStdFilter(ConnectorV2):
             self._hot = [(n, mean, m2), (bn, bmean, bm2)]
         return np.array(out, dtype=np.float32).reshape(x.shape)
 
+    @property
+    def transforms_rows(self) -> bool:
+        """As `ConnectorV2.transforms_rows`, and `normalize` not overridden either."""
+        return super().transforms_rows and type(self).normalize is MeanStdFilter.normalize
+
     def transform_rows(
         self,
         observations: np.ndarray,
@@ -263,6 +268,12 @@ class MeanStdFilter(ConnectorV2):
     ) -> Any:
         episodes = list(self.single_agent_episode_iterator(episodes))
         if not episodes:
+            return batch
+        if type(self).normalize is not MeanStdFilter.normalize:  # a subclass's, per episode
+            update = self._update_stats if update_stats is None else update_stats
+            for episode in episodes:
+                observation = self.normalize(episode.get_observations(-1), update=update)
+                episode.set_observations(new_data=observation, at_indices=-1)
             return batch
         rows = np.stack([np.asarray(ep.get_observations(-1), np.float64) for ep in episodes])
         filtered = self.transform_rows(rows, update_stats=update_stats)
