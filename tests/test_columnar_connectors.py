@@ -22,6 +22,8 @@ from trainer.connectors.env_to_module import (
     MeanStdFilter,
     PrevActionsPrevRewards,
 )
+from trainer.runners.env_to_module_rows import LatestStepView
+from trainer.runners.step_columns import StepColumns
 
 
 class _EpisodeReader(ConnectorV2):
@@ -194,3 +196,28 @@ def test_a_subclass_that_reads_episodes_gets_views(piece):
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
     assert repr(slow_state) == repr(fast_state)
+
+
+def test_a_step_view_reads_the_rows_so_far_and_rewrites_only_the_latest_observation():
+    columns = StepColumns(2, 8, np.zeros((2, 3), np.float32))
+    for step in (1, 2):
+        columns.record(
+            np.full((2, 3), step, np.float32),
+            np.array([step, 0]),
+            np.array([0.5 * step, 0.0]),
+            np.zeros(2),
+            None,
+            [{}, {}],
+        )
+    view = LatestStepView(
+        columns, 0, 0, 2, np.full(3, 9.0, np.float32), id_="e", t_started=4,
+        connector_data={}, custom_data={}, terminated=False, truncated=False,
+    )  # fmt: skip
+    assert len(view) == 2 and view.t == 6
+    assert view.get_observations(-1).tolist() == [9.0] * 3
+    assert view.get_observations(-2).tolist() == [1.0] * 3  # row 1: the step before
+    assert view.get_actions().tolist() == [1, 2] and view.get_rewards(-1) == 1.0
+    view.set_observations(new_data=np.zeros(3), at_indices=-1)
+    assert view.get_observations(-1).tolist() == [0.0] * 3
+    with pytest.raises(ValueError, match="latest observation only"):
+        view.set_observations(new_data=np.zeros(3), at_indices=0)
