@@ -19,10 +19,15 @@ With `gym_env_vectorize_mode="vector_entry_point"` (gymnasium's numpy-vectorized
 `--vector-entry-point 64 256` sub-envs), the baseline is gymnasium's own vector loop over
 `gym.make_vec(..., vectorization_mode="vector_entry_point")` with the same forward pass.
 
+With an env-to-module `MeanStdFilter` (`--mean-std 1 8` sub-envs), the same EnvRunner process
+filters every observation; it is measured against the plain loop and against the unfiltered
+EnvRunner, all three interleaved in the same run.
+
 Targets: >= 0.9 of the plain loop at 1 and at 8 sub-envs (the "ratio" line is the lower of the
-two) and >= 0.8 of gymnasium's vector loop at 64 sub-envs ("vector_entry_point ratio").
+two), >= 0.8 of gymnasium's vector loop at 64 sub-envs ("vector_entry_point ratio") and, with
+the MeanStdFilter, >= 0.9 of the plain loop ("mean_std ratio", the lower of 1 and 8 sub-envs).
 Run: python bench/sampling.py [--steps 40000] [--repeats 5] [--num-envs 1 8 64]
-     [--vector-entry-point 64 256]
+     [--vector-entry-point 64 256] [--mean-std 1 8]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from trainer import PPOConfig
 from trainer.algorithms.ppo.module import PolicyModule
+from trainer.connectors.env_to_module import MeanStdFilter
 from trainer.core.models import SpaceInfo
 
 MODEL = {"fcnet_hiddens": [256, 256], "fcnet_activation": "tanh"}
@@ -105,7 +111,17 @@ def on_episode_end(episode, **kwargs):
     episode.custom_data["length"] = len(episode)
 
 
-def build_runner(total_steps: int, rounds: int, num_envs: int, vectorize_mode: str = "SYNC"):
+def mean_std_filter(env, spaces=None, device=None):
+    return MeanStdFilter()
+
+
+def build_runner(
+    total_steps: int,
+    rounds: int,
+    num_envs: int,
+    vectorize_mode: str = "SYNC",
+    env_to_module_connector=None,
+):
     algo = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -114,6 +130,7 @@ def build_runner(total_steps: int, rounds: int, num_envs: int, vectorize_mode: s
             num_envs_per_env_runner=num_envs,
             rollout_fragment_length=total_steps // rounds // num_envs,
             gym_env_vectorize_mode=vectorize_mode,
+            env_to_module_connector=env_to_module_connector,
         )
         # One sampling round is one train batch (PPO's validate() checks that they fit).
         .training(train_batch_size=total_steps // rounds // num_envs * num_envs)
@@ -151,6 +168,13 @@ def main() -> None:
         nargs="*",
         default=[64, 256],
         help="sub-env counts of gymnasium's numpy-vectorized CartPole (none: skip)",
+    )
+    parser.add_argument(
+        "--mean-std",
+        type=int,
+        nargs="*",
+        default=[1, 8],
+        help="sub-env counts of the run with a MeanStdFilter connector (none: skip)",
     )
     args = parser.parse_args()
     ratios = []
@@ -192,6 +216,32 @@ def main() -> None:
         )
     if 64 in vector_ratios:
         print(f"vector_entry_point ratio {vector_ratios[64]:.2f}  (64 sub-envs; target >= 0.8)")
+    filter_ratios = []
+    for num_envs in args.mean_std:
+        steps = max(args.steps, num_envs * 40)
+        plain = build_runner(steps, 4, num_envs)
+        filtered = build_runner(steps, 4, num_envs, env_to_module_connector=mean_std_filter)
+        base_runs, plain_runs, filter_runs = [], [], []
+        for _ in range(args.repeats):
+            base_runs.append(baseline_steps_per_s(steps, num_envs))
+            plain_runs.append(env_runner_steps_per_s(plain, steps))
+            filter_runs.append(env_runner_steps_per_s(filtered, steps))
+        plain.stop()
+        filtered.stop()
+        base, ours, with_filter = max(base_runs), max(plain_runs), max(filter_runs)
+        filter_ratios.append(with_filter / base)
+        print(
+            f"MeanStdFilter, {num_envs} sub-env(s): plain loop {base:7.0f} env steps/s, "
+            f"EnvRunner process {ours:7.0f}, with MeanStdFilter {with_filter:7.0f} env steps/s: "
+            f"{with_filter / base:.2f} of the plain loop, {with_filter / ours:.2f} of the "
+            "EnvRunner without it",
+            flush=True,
+        )
+    if filter_ratios:
+        print(
+            f"mean_std ratio {min(filter_ratios):.2f}  (the lower of the MeanStdFilter runs "
+            "against the plain loop; target >= 0.9)"
+        )
 
 
 if __name__ == "__main__":

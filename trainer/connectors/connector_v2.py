@@ -85,6 +85,22 @@ class ConnectorV2:
     ) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__")
 
+    def transform_rows(self, observations: Any, *, order: list[int] | None = None) -> Any:
+        """The latest observations of a batch of episodes (one row each) as this piece
+        rewrites them, the rows taken in `order` (row indices, the order `__call__` would get
+        the episodes in; None: first to last) and returned in row order: a piece that reads
+        nothing of an episode but its latest observation defines it beside `__call__`, and
+        the EnvRunner's sampling loop then filters a vector step's observations in one call
+        (see `transforms_rows`)."""
+        raise NotImplementedError(f"{type(self).__name__} rewrites episodes, not rows")
+
+    @property
+    def transforms_rows(self) -> bool:
+        """Whether `transform_rows` stands for `__call__`: both are defined by the same class
+        (a subclass that overrides `__call__` alone reads its episodes)."""
+        rows_by = _defining_class(type(self), "transform_rows")
+        return rows_by is not ConnectorV2 and rows_by is _defining_class(type(self), "__call__")
+
     @staticmethod
     def single_agent_episode_iterator(
         episodes: Iterable, agents_that_stepped_only: bool = True, **kwargs: Any
@@ -166,6 +182,16 @@ class ConnectorPipelineV2(ConnectorV2):
                 **kwargs,
             )
         return batch
+
+    def transform_rows(self, observations: Any, *, order: list[int] | None = None) -> Any:
+        """Each piece's `transform_rows` in turn (see `ConnectorV2.transform_rows`)."""
+        for piece in self.connectors:
+            observations = piece.transform_rows(observations, order=order)
+        return observations
+
+    @property
+    def transforms_rows(self) -> bool:
+        return all(piece.transforms_rows for piece in self.connectors)
 
     # -- changing the pieces (RLlib's pipeline API) ---------------------------------------------
     def append(self, connector: ConnectorV2) -> None:
@@ -256,6 +282,14 @@ class ConnectorPipelineV2(ConnectorV2):
 
     def __repr__(self) -> str:
         return f"ConnectorPipelineV2({self.connectors!r})"
+
+
+def _defining_class(cls: type, name: str) -> type | None:
+    """The class of `cls`'s MRO whose own namespace defines `name`."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return klass
+    return None
 
 
 def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:

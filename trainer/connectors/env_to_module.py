@@ -6,6 +6,7 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 from __future__ import annotations
 
 import abc
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -19,6 +20,11 @@ from trainer.errors import ConfigError
 ORIG_OBS_KEY = "_orig_obs"
 PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
+
+
+#: Observations of at most this many numbers are filtered with Python floats, larger ones with
+#: numpy (see `MeanStdFilter.normalize_rows`).
+_FLOAT_LOOP_SIZE = 64
 
 
 class RunningStat:
@@ -35,6 +41,15 @@ class RunningStat:
         delta = x - self.mean
         self.mean = self.mean + delta / self.n
         self.m2 = self.m2 + delta * (x - self.mean)
+
+    def lists(self) -> tuple[int, list[float], list[float]]:
+        """(n, mean, m2), the arrays as flat lists of Python floats."""
+        return self.n, self.mean.ravel().tolist(), self.m2.ravel().tolist()
+
+    def set_lists(self, mean: list[float], m2: list[float]) -> None:
+        """Takes the mean and m2 back from flat lists (see `lists`)."""
+        self.mean = np.array(mean, dtype=np.float64).reshape(self.mean.shape)
+        self.m2 = np.array(m2, dtype=np.float64).reshape(self.m2.shape)
 
     def merged(self, other: RunningStat) -> RunningStat:
         result = RunningStat(self.mean.shape)
@@ -97,6 +112,9 @@ class MeanStdFilter(ConnectorV2):
         self._synced: RunningStat | None = None  # the merged statistics of the last sync
         self._buffer: RunningStat | None = None  # this runner's observations since then
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
+        #: (n, mean, m2) of `_stats` and `_buffer` as Python lists while small observations
+        #: are filtered (`_normalize_floats`); written back when the statistics are read.
+        self._hot: list | None = None
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def recompute_output_observation_space(
@@ -121,26 +139,120 @@ class MeanStdFilter(ConnectorV2):
             RunningStat(shape),
             RunningStat(shape),
         )
+        self._hot = None
 
     def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
         """(synced, buffer, stats): made once the input observation space is known."""
         if self._synced is None or self._buffer is None or self._stats is None:
             raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
+        if self._hot is not None:
+            (self._stats.n, mean, m2), (self._buffer.n, bmean, bm2) = self._hot
+            self._hot = None
+            self._stats.set_lists(mean, m2)
+            self._buffer.set_lists(bmean, bm2)
         return self._synced, self._buffer, self._stats
 
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
+        """One observation, filtered (its statistics pushed first when `update`)."""
+        return self.normalize_rows(np.asarray(observation)[None], update=update)[0]
+
+    def normalize_rows(
+        self, observations: np.ndarray, *, update: bool, order: list[int] | None = None
+    ) -> np.ndarray:
+        """Each row of `observations` filtered in `order` (row indices; None: first to
+        last), as `normalize` one row after the other gives them, to the bit: with `update`,
+        a row is filtered by the statistics after its own push (into both the normalizing
+        statistics and the buffer). The float32 result has the rows' shape and order."""
+        x = np.asarray(observations)
+        if x[0].size <= _FLOAT_LOOP_SIZE and x.dtype.kind in "fiub":
+            return self._normalize_floats(x, update, order)
+        x = np.asarray(x, dtype=np.float64)
         _, buffer, stats = self._statistics()
-        x = np.asarray(observation, dtype=np.float64)
-        if update:
-            stats.push(x)
-            buffer.push(x)
+        out = np.empty(x.shape, np.float32)
+        for k in range(len(x)) if order is None else order:
+            row = x[k]
+            if update:
+                stats.push(row)
+                buffer.push(row)
+            out[k] = self._filtered(row, stats.mean, stats.std)
+        return out
+
+    def _filtered(self, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
         if self.de_mean_to_zero:
-            x = x - stats.mean
+            x = x - mean
         if self.de_std_to_one:
-            x = x / (stats.std + 1e-8)
+            x = x / (std + 1e-8)
         if self.clip_by_value is not None:
             x = np.clip(x, -self.clip_by_value, self.clip_by_value)
-        return x.astype(np.float32)
+        return x
+
+    def _normalize_floats(self, x: np.ndarray, update: bool, order: list[int] | None) -> np.ndarray:
+        """`normalize_rows` for small rows, as Python floats: Welford's steps and the filter
+        are the same IEEE operations (subtraction, division, multiplication, square root,
+        clipping) as numpy's in float64 (the rows' numbers are exact as Python floats),
+        without numpy calls per row; float32 rounding is numpy's, once for the batch. The
+        statistics stay Python lists between calls (`_hot`)."""
+        hot = self._hot
+        if hot is None:
+            _, buffer, stats = self._statistics()
+            hot = self._hot = [stats.lists(), buffer.lists()]
+        (n, mean, m2), (bn, bmean, bm2) = hot
+        de_mean, de_std, clip = self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value
+        low = None if clip is None else -clip
+        sqrt = math.sqrt
+        features = range(len(mean))
+        out = x.reshape(len(x), -1).tolist()
+        for row in out if order is None else [out[i] for i in order]:
+            if update:
+                n += 1
+                bn += 1
+            k = n - 1
+            for j in features:
+                v = row[j]
+                m = mean[j]
+                s = m2[j]
+                if update:  # RunningStat.push, into the statistics and the buffer
+                    delta = v - m
+                    mean[j] = m = m + delta / n
+                    m2[j] = s = s + delta * (v - m)
+                    b = bmean[j]
+                    delta = v - b
+                    bmean[j] = b = b + delta / bn
+                    bm2[j] = bm2[j] + delta * (v - b)
+                if de_mean:
+                    v = v - m
+                if de_std:  # RunningStat.std: 0 below two values
+                    if k > 0:
+                        variance = s / k
+                        if variance < 0.0:  # np.maximum(variance, 0.0), a NaN kept
+                            variance = 0.0
+                        v = v / (sqrt(variance) + 1e-8)
+                    else:
+                        v = v / 1e-8
+                if low is not None:  # np.clip, a NaN kept
+                    if v < low:
+                        v = low
+                    elif v > clip:
+                        v = clip
+                row[j] = v
+        if update:
+            self._hot = [(n, mean, m2), (bn, bmean, bm2)]
+        return np.array(out, dtype=np.float32).reshape(x.shape)
+
+    @property
+    def transforms_rows(self) -> bool:
+        """As `ConnectorV2.transforms_rows`, and `normalize` not overridden either."""
+        return super().transforms_rows and type(self).normalize is MeanStdFilter.normalize
+
+    def transform_rows(
+        self,
+        observations: np.ndarray,
+        *,
+        order: list[int] | None = None,
+        update_stats: bool | None = None,
+    ) -> Any:
+        update = self._update_stats if update_stats is None else update_stats
+        return self.normalize_rows(observations, update=update, order=order)
 
     def __call__(
         self,
@@ -154,11 +266,19 @@ class MeanStdFilter(ConnectorV2):
         update_stats: bool | None = None,
         **kwargs: Any,
     ) -> Any:
-        update = self._update_stats if update_stats is None else update_stats
-        for episode in self.single_agent_episode_iterator(episodes):
-            episode.set_observations(
-                new_data=self.normalize(episode.get_observations(-1), update=update), at_indices=-1
-            )
+        episodes = list(self.single_agent_episode_iterator(episodes))
+        if not episodes:
+            return batch
+        if type(self).normalize is not MeanStdFilter.normalize:  # a subclass's, per episode
+            update = self._update_stats if update_stats is None else update_stats
+            for episode in episodes:
+                observation = self.normalize(episode.get_observations(-1), update=update)
+                episode.set_observations(new_data=observation, at_indices=-1)
+            return batch
+        rows = np.stack([np.asarray(ep.get_observations(-1), np.float64) for ep in episodes])
+        filtered = self.transform_rows(rows, update_stats=update_stats)
+        for episode, row in zip(episodes, filtered, strict=True):
+            episode.set_observations(new_data=row, at_indices=-1)
         return batch
 
     def get_state(
@@ -171,6 +291,7 @@ class MeanStdFilter(ConnectorV2):
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
         the runner starts collecting anew)."""
         self._synced = RunningStat.from_state(state["synced"])
+        self._hot = None
         self._buffer = (
             RunningStat.from_state(state["buffer"])
             if "buffer" in state

@@ -14,7 +14,9 @@ state for checkpoints and exact resume (`get_state` / `set_state`) and sub-env r
 methods of `EnvRunner`, read and write the same records. Pieces that need none of the runner's
 state live beside it: the state format and its checks (`trainer.runners.runner_state`), the wrapper that catches a
 sub-env's exceptions (`trainer.runners.sub_env_guard`), the per-sub-env rows of batched outputs
-(`trainer.runners.vector_rows`).
+(`trainer.runners.vector_rows`), the step columns the sampling loop records into
+(`trainer.runners.step_columns`) and the env-to-module pipeline run over a step's row of them
+(`trainer.runners.env_to_module_rows`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
+from trainer.runners.env_to_module_rows import LatestStepView, module_observations
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
 from trainer.runners.step_columns import StepColumns
 from trainer.runners.sub_env_guard import SubEnvGuard
@@ -176,6 +179,13 @@ def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
     `is_task_settable`, or required by `set_tasks`, where a sub-env without them fails on the
     missing method)."""
     return cast(_TaskSettable, sub_env.unwrapped)
+
+
+def _data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
+    """An episode's (connector_data, custom_data); fresh dicts for one without object yet."""
+    if episode is None:
+        return {}, {}
+    return episode.connector_data, episode.custom_data
 
 
 def _with_earlier_chunks(
@@ -1449,8 +1459,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
-        if self._samples_by_column(random_actions):
-            return self._sample_columnar(num_timesteps, explore)
+        if self._samples_by_column():
+            return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
         done: list[SingleAgentEpisode] = []
         steps = 0
         while steps < num_timesteps:
@@ -1476,18 +1486,18 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     #: call through the per-step loop (`_step`), which records the same episodes.
     columnar_sampling: bool = True
 
-    def _samples_by_column(self, random_actions: bool) -> bool:
+    def _samples_by_column(self) -> bool:
         """Whether this call can record by column: nothing reads an episode between steps (no
-        `on_episode_step` callback, no env-to-module connector, a stateless module), plain
-        array observations, no per-sub-env restarts, and every sub-env's chunk without steps
-        (a runner restored mid-episode takes one per-step call first)."""
+        `on_episode_step` callback, a stateless module; env-to-module connectors read views
+        of the columns), the module's observations a plain array, no per-sub-env restarts,
+        and every sub-env's chunk without steps (a runner restored mid-episode takes one
+        per-step call first)."""
+        module_obs = self._obs if self._env_to_module is None else self._module_obs
         if not (
             self.columnar_sampling
-            and not random_actions
             and self.vectorize_mode != ASYNC
             and not self._guarded
-            and self._env_to_module is None
-            and type(self._obs) is np.ndarray
+            and type(module_obs) is np.ndarray
             and not self._callbacks.has("on_episode_step")
             and not self._uses_stateful_module()
         ):
@@ -1506,10 +1516,23 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 return False
         return True
 
-    def _sample_columnar(self, num_timesteps: int, explore: bool) -> list[SingleAgentEpisode]:
-        """`_sample_timesteps` recording into `StepColumns`: per vector step, one forward pass,
-        one env step and a row written per field, with Python work only for the sub-envs
-        whose episode starts or ends.
+    def _sample_columnar(
+        self,
+        num_timesteps: int,
+        explore: bool,
+        *,
+        random_actions: bool = False,
+        num_episodes: int | None = None,
+        complete: bool = False,
+    ) -> list[SingleAgentEpisode]:
+        """The sampling loop, recording into `StepColumns`: per vector step, one forward pass
+        (or random actions), one env step and a row written per field, with Python work only
+        for the sub-envs whose episode starts or ends.
+
+        It stops after `num_timesteps` steps (the unfinished episodes go out as chunks), or
+        once `num_episodes` episodes ended (the running ones are dropped), or, `complete`,
+        once `num_timesteps` steps are sampled and the running episodes played out (a
+        sub-env whose episode ends then idles: `SubEnvRecord.idle`).
 
         An episode that starts in this call has no object while it runs unless a callback
         needs one at its start (`on_episode_created`, `on_episode_start`): it is made from
@@ -1529,10 +1552,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             normalize=self.config.normalize_actions,
             clip=self.config.clip_actions,
         )
+        #: The env-to-module pipeline: each step's row of observations is its output (what
+        #: the module sees, and the episodes record), made from the vector env's raw ones.
+        pipeline = self._env_to_module
+        policy_obs = self._obs if pipeline is None else self._module_obs
         # Rows for the steps asked for, with room for the autoreset steps (which step no
         # episode) of episodes ~8 steps long on average before a column must grow.
-        rows = num_timesteps // num_envs + 2
-        columns = StepColumns(num_envs, rows + rows // 8 + 8, self._obs)
+        rows = num_timesteps // num_envs + 2 if num_episodes is None else 64
+        columns = StepColumns(num_envs, rows + rows // 8 + 8, policy_obs)
         #: Per sub-env, the row of its episode's first observation in `columns`.
         first_row = [1 if record.awaiting_reset else 0 for record in records]
         #: Per sub-env, its episode's object; None for one started in this call without
@@ -1551,6 +1578,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 ids[i] = chunk.id_
                 started = chunk._start_time
                 start_times[i] = time.perf_counter() if started is None else started
+        #: With a pipeline: per sub-env, its episode's (connector_data, custom_data), which the
+        #: pieces read and keep across the episode's chunks.
+        episode_data: list[tuple[dict, dict]] = []
+        if pipeline is not None:
+            episode_data = [
+                _data_of(live[i] if carried[i] is None else carried[i]) for i in range(num_envs)
+            ]
+            rows_by_piece = pipeline.transforms_rows and type(self._obs) is np.ndarray
         #: Per sub-env, its episode's return so far in this call (the metrics' returns of
         #: episodes started in it).
         returns = np.zeros(num_envs)
@@ -1577,19 +1612,36 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
 
         self._episode_step_of = episode_step
         steps = 0
+        #: `complete`: the sub-envs idling (their episode ended once `num_timesteps` were
+        #: sampled): stepped with the others, recorded and filtered by none.
+        idle: list[int] = []
+        draining = False
         try:
-            while steps < num_timesteps:
-                obs_batch = spaces.preprocess(self._obs)
-                if numpy_module:
-                    dist_inputs = module.dist_inputs(obs_batch)
+            while True:
+                if num_episodes is not None:
+                    if len(episodes) >= num_episodes:
+                        break
+                elif steps >= num_timesteps:
+                    if not complete or len(idle) == num_envs:
+                        break
+                    draining = True
+                if random_actions:  # no forward pass: the env's action space draws them
+                    actions = env_actions = env.action_space.sample()
+                    logp = np.zeros(num_envs, dtype=np.float32)
+                    dist_inputs = None
                 else:
-                    dist_inputs = module.dist_inputs(obs_batch, explore=explore)
-                actions, logp = self.exploration.get_exploration_action(
-                    action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                    timestep=self.global_timestep,
-                    explore=explore,
-                )
-                results = self._try_env_step(to_env_actions(actions))
+                    obs_batch = spaces.preprocess(policy_obs)
+                    if numpy_module:
+                        dist_inputs = module.dist_inputs(obs_batch)
+                    else:
+                        dist_inputs = module.dist_inputs(obs_batch, explore=explore)
+                    actions, logp = self.exploration.get_exploration_action(
+                        action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+                        timestep=self.global_timestep,
+                        explore=explore,
+                    )
+                    env_actions = to_env_actions(actions)
+                results = self._try_env_step(env_actions)
                 if results is None:  # the vector env was re-created: every sub-env starts afresh
                     # The steps this call recorded of the episodes under way are lost (their
                     # objects, which the re-creation counted, hold none of them).
@@ -1599,16 +1651,19 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     if lost:
                         self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
                     self._reset_all()
-                    row = columns.restart(self._obs)
+                    policy_obs = self._obs if pipeline is None else self._module_obs
+                    row = columns.restart(policy_obs)
                     first_row = [row] * num_envs
                     live = [record.episode for record in records]
                     carried = [None] * num_envs
+                    if pipeline is not None:
+                        episode_data = [_data_of(episode) for episode in live]
                     resetting = []
                     returns[:] = 0.0
                     continue
                 obs, rewards, terminateds, truncateds, infos = results
                 row = columns.record(
-                    obs,
+                    obs if pipeline is None else None,  # (the pipeline's output: below)
                     actions,
                     rewards,
                     logp,
@@ -1622,26 +1677,40 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     new_ids = new_episode_ids(len(resetting))
                     for i, new_id in zip(resetting, new_ids, strict=True):
                         first_row[i] = row
-                        record = records[i]
-                        record.awaiting_reset = False
-                        episode = live[i]
-                        if episode is None:
+                        records[i].awaiting_reset = False
+                        if live[i] is None:
                             ids[i] = new_id
                             start_times[i] = now
-                            continue
-                        episode.add_env_reset(obs[i], columns.sub_env_infos(row, i))
-                        if fires_start:
-                            self._callbacks.fire_with("on_episode_start", record.event_kwargs)
-                stepped = num_envs - len(resetting)
+                        if pipeline is not None:
+                            episode_data[i] = _data_of(live[i])
+                if pipeline is None:
+                    policy_obs = obs
+                else:
+                    self._filter_step(
+                        pipeline, columns, obs, terminateds, truncateds, resetting, idle,
+                        None if rows_by_piece else (first_row, live, carried, ids, episode_data),
+                    )  # fmt: skip
+                    policy_obs = columns.observations[row]
+                for i in resetting:
+                    episode = live[i]
+                    if episode is None:
+                        continue
+                    episode.add_env_reset(policy_obs[i], columns.sub_env_infos(row, i))
+                    if fires_start:
+                        self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
+                stepped = num_envs - len(resetting) - len(idle)
                 ended = terminateds | truncateds
                 if True in ended.tolist():
                     # (A sub-env's autoreset step reports no end: only ones that stepped ended.)
-                    resetting = np.flatnonzero(ended).tolist()
+                    ended_now = np.flatnonzero(ended).tolist()
+                    if idle:
+                        ended_now = [i for i in ended_now if i not in idle]
+                    resetting = []
                     terminated_list = terminateds.tolist()
                     truncated_list = truncateds.tolist()
                     return_list = returns.tolist()
                     now = time.perf_counter()
-                    for i in resetting:
+                    for i in ended_now:
                         record = records[i]
                         episode = live[i]
                         if episode is not None:
@@ -1660,6 +1729,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                             episode = self._view_of_rows(
                                 columns, i, ids[i], first, row, chunk, start_times[i], now,
                                 terminated_list[i], truncated_list[i],
+                                episode_data[i] if episode_data else None,
                             )  # fmt: skip
                             rows_of = None
                             prev_chunks = []
@@ -1686,12 +1756,18 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                                 )
                         episodes.append(episode)
                         where.append(rows_of)
+                        if draining:  # no next episode: the sub-env idles
+                            idle.append(i)
+                            record.idle = True
+                            live[i] = None
+                            continue
                         if objects_at_start:
                             self._create_episode(i)
                             live[i] = record.episode
                         else:
                             record.episode = live[i] = None
                         record.awaiting_reset = True
+                        resetting.append(i)
                 else:
                     resetting = []
                 self._obs = obs
@@ -1700,11 +1776,98 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 steps += stepped
         finally:
             self._episode_step_of = None
+        if pipeline is not None:  # (a copy: the per-step loop writes into it)
+            self._module_obs = columns.observations[columns.row].copy()
         self._log_sample_metrics(steps, len(episodes))
+        if num_episodes is not None or complete:
+            # The episodes still running are dropped; the next sample() starts fresh ones.
+            self._needs_reset = True
+            for record in records:
+                record.prev_chunks = []
+            if num_episodes is not None:
+                del episodes[num_episodes:], where[num_episodes:]
+            return columns.episode_list(episodes, where)
         self._cut_columnar_chunks(
-            columns, live, carried, first_row, ids, start_times, episodes, where
+            columns, live, carried, first_row, ids, start_times, episodes, where, episode_data
         )
         return columns.episode_list(episodes, where)
+
+    def _filter_step(
+        self,
+        pipeline: ConnectorPipelineV2,
+        columns: StepColumns,
+        obs: Any,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        resetting: list[int],
+        idle: list[int],
+        episodes: tuple | None,
+    ) -> None:
+        """Writes the last row's observations: the env-to-module pipeline's output for the
+        raw `obs`, the sub-envs whose episode starts with this step first, then the others
+        (as the per-episode calls give them); an `idle` sub-env keeps its last row (the
+        module's input stays what it was). `episodes` (first rows, objects, carried chunks,
+        ids and episode data per sub-env) is None for a pipeline that filters rows, else each
+        sub-env's piece reads a `LatestStepView` of its rows."""
+        num_envs = self.num_envs
+        order = None
+        if resetting or idle:
+            starting = set(resetting + idle)
+            order = resetting + [i for i in range(num_envs) if i not in starting]
+        if episodes is None:
+            module_observations(pipeline, columns, obs, order, None, {})
+        else:
+            self._filter_views(pipeline, columns, obs, terminateds, truncateds, order, episodes)
+        if idle:
+            columns.observations[columns.row, idle] = columns.observations[columns.row - 1, idle]
+
+    def _filter_views(
+        self,
+        pipeline: ConnectorPipelineV2,
+        columns: StepColumns,
+        obs: Any,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        order: list[int] | None,
+        episodes: tuple,
+    ) -> None:
+        """`_filter_step` through one `LatestStepView` per sub-env in `order`."""
+        num_envs = self.num_envs
+        first_row, live, carried, ids, episode_data = episodes
+        row = columns.row
+        raw_rows = unbatch(obs, num_envs)
+        terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
+        views = []
+        for i in range(num_envs) if order is None else order:
+            chunk = carried[i]
+            known = live[i] if chunk is None else chunk
+            if known is None:
+                id_, t_started = ids[i], 0
+            else:  # the chunk carried in continues at its end
+                id_, t_started = known.id_, known.t_started if chunk is None else known.t
+            connector_data, custom_data = episode_data[i]
+            views.append(
+                LatestStepView(
+                    columns,
+                    i,
+                    first_row[i],
+                    row,
+                    raw_rows[i],
+                    id_=id_,
+                    t_started=t_started,
+                    connector_data=connector_data,
+                    custom_data=custom_data,
+                    terminated=terminated_list[i],
+                    truncated=truncated_list[i],
+                )
+            )
+        call_kwargs = {
+            "rl_module": self.module,
+            "explore": self.config.explore,
+            "shared_data": {},
+            "metrics": self.metrics,
+        }
+        module_observations(pipeline, columns, obs, order, views, call_kwargs)
 
     def _cut_columnar_chunks(
         self,
@@ -1716,10 +1879,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         start_times: list[float],
         episodes: list[SingleAgentEpisode],
         where: list[ColumnRows | None],
+        episode_data: list[tuple[dict, dict]],
     ) -> None:
         """The end of a columnar call: each unfinished episode's chunk so far goes out (into
         `episodes` / `where`) and the episode continues from it in the next call (its
-        successor object is made when something reads it: `SubEnvRecord`)."""
+        successor object is made when something reads it: `SubEnvRecord`). `episode_data`:
+        with an env-to-module pipeline, each episode's connector and custom data."""
         row = columns.row
         now = time.perf_counter()
         for i, record in enumerate(self._sub_env_records):
@@ -1738,14 +1903,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                         columns.observations[row, i], columns.sub_env_infos(row, i)
                     )
                     episode._start_time = start_times[i]
+                    if episode_data:
+                        episode.connector_data, episode.custom_data = episode_data[i]
                     self._create_episode(i, restored=episode)
                 continue  # (one carried in stays carried)
             rows_of = None
             if episode is None:  # started in this call without an object, or carried in
                 chunk = carried[i]
                 episode = self._view_of_rows(
-                    columns, i, ids[i], first, row, chunk, start_times[i], now, False, False
-                )
+                    columns, i, ids[i], first, row, chunk, start_times[i], now, False, False,
+                    episode_data[i] if episode_data else None,
+                )  # fmt: skip
                 if chunk is None:
                     record.start(episode, {})
             else:
@@ -1767,9 +1935,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         end_time: float,
         terminated: bool,
         truncated: bool,
+        data: tuple[dict, dict] | None = None,
     ) -> SingleAgentEpisode:
         """The episode (chunk) of sub-env `index`'s rows `first..last`: one started in this
-        call, or the continuation of `chunk`, the one the last call returned."""
+        call, or the continuation of `chunk`, the one the last call returned. `data`: the
+        (connector_data, custom_data) the env-to-module pieces kept for it."""
         episode = columns.view(
             id_,
             index,
@@ -1784,6 +1954,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         )
         if chunk is None:
             episode._env_runner = self
+            if data is not None:
+                episode.connector_data, episode.custom_data = data
         else:  # what cut() hands the successor: custom data, connector data, the old API's
             chunk._hand_over(episode, ended=True)
             episode._last_step_time = end_time
@@ -1793,6 +1965,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self, min_timesteps: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
+        if self._samples_by_column():
+            return self._sample_columnar(
+                min_timesteps, explore, random_actions=random_actions, complete=True
+            )
         done: list[SingleAgentEpisode] = []
         steps = 0
         while steps < min_timesteps:
@@ -1812,6 +1988,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self, num_episodes: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
+        if self._samples_by_column():
+            return self._sample_columnar(
+                0, explore, random_actions=random_actions, num_episodes=num_episodes
+            )
         done: list[SingleAgentEpisode] = []
         steps = 0
         while len(done) < num_episodes:
@@ -1923,11 +2103,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         )
         return dist_inputs, [tree_rows(state_out, i) for i in range(self.num_envs)]
 
-    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
-        """One step of every sub-env; finished episodes are appended to `done`."""
+    def _step_actions(
+        self, explore: bool, random_actions: bool
+    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None]:
+        """The per-step loop's actions for every sub-env: (actions, the env's actions, their
+        log-probabilities, the distribution inputs, and per sub-env the recurrent state
+        after this step: None for a stateless module)."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
-        #: Per sub-env, the recurrent state after this step (None: a stateless module).
         state_rows: list | None = None
         if random_actions:
             actions = env.action_space.sample()
@@ -1956,6 +2139,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             env_actions = self.module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
+        return actions, env_actions, logp, dist_inputs, state_rows
+
+    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
+        """One step of every sub-env; finished episodes are appended to `done`."""
+        env = self.env
+        assert env is not None, _SAMPLING_HAS_ENV
+        actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
+            explore, random_actions
+        )
         results = self._try_env_step(env_actions)
         if results is None:  # the vector env was re-created: every sub-env starts afresh
             self._reset_all()
@@ -1981,31 +2173,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         stepped_indices: list[int] = []
         ended_indices: list[int] = []
         guarded = self._guarded
-        if guarded:
-            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
-            sub_envs = env.envs  # read only when guarded
         for i, record in enumerate(records):
-            if record.idle:
-                continue
-            if guarded:
-                guard = sub_envs[i]
-                assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
-                if guard.failure is not None:
-                    record.awaiting_reset = False  # re-created after this loop
-                    continue
-            if recreated and i in recreated:
-                # Re-created in its child process ("async"): this step was the new sub-env's
-                # reset. Its episode is dropped (unless it had not started) and one begins.
-                if not record.awaiting_reset:
-                    self._drop_episode(record)
-                    self._create_episode(i)
-                record.awaiting_reset = False
-                self._begin_episode(i, obs_rows[i], per_env_infos[i])
-                continue
-            if record.awaiting_reset:
-                # This step was the sub-env's autoreset: its new episode starts here.
-                record.awaiting_reset = False
-                self._begin_episode(i, obs_rows[i], per_env_infos[i])
+            if record.idle or self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
@@ -2047,8 +2216,52 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 assert episode is not None, _RECORD_HAS_EPISODE
                 stepped_episodes.append(episode)
             self._to_module(stepped_episodes, stepped_indices)
-        for i in ended_indices:
-            record = records[i]
+        self._end_episodes(ended_indices, done)
+        self._obs = obs
+        self.global_timestep += len(stepped_indices)
+        self.num_env_steps_stepped += len(stepped_indices)
+        if guarded:
+            self._recover_sub_envs()
+        return len(stepped_indices)
+
+    def _steps_no_episode(
+        self,
+        i: int,
+        record: SubEnvRecord,
+        recreated: set[int] | tuple[()],
+        obs_rows: Any,
+        per_env_infos: list[dict],
+    ) -> bool:
+        """The per-step loop: whether sub-env `i`'s last env step is no step of its episode:
+        it raised (a guarded sub-env, re-created after the step), or the step was its reset
+        (its autoreset, or its re-creation in its child process in "async" mode), which
+        begins its next episode here."""
+        if self._guarded:
+            env = self.env
+            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+            guard = env.envs[i]
+            assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
+            if guard.failure is not None:
+                record.awaiting_reset = False  # re-created after this step
+                return True
+        if recreated and i in recreated:
+            # Re-created in its child process ("async"): this step was the new sub-env's
+            # reset. Its episode is dropped (unless it had not started) and one begins.
+            if not record.awaiting_reset:
+                self._drop_episode(record)
+                self._create_episode(i)
+        elif not record.awaiting_reset:
+            return False
+        # This step was the sub-env's reset: its new episode starts here.
+        record.awaiting_reset = False
+        self._begin_episode(i, obs_rows[i], per_env_infos[i])
+        return True
+
+    def _end_episodes(self, indices: list[int], done: list[SingleAgentEpisode]) -> None:
+        """The per-step loop: the episodes of sub-envs `indices` ended in this step; each
+        goes into `done` and its sub-env starts the next (or idles while draining)."""
+        for i in indices:
+            record = self._sub_env_records[i]
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
             self._finish_episode(record)
@@ -2060,12 +2273,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:
                 self._create_episode(i)
                 record.awaiting_reset = True
-        self._obs = obs
-        self.global_timestep += len(stepped_indices)
-        self.num_env_steps_stepped += len(stepped_indices)
-        if guarded:
-            self._recover_sub_envs()
-        return len(stepped_indices)
 
     @staticmethod
     def _record_recurrent_step(

@@ -104,21 +104,23 @@ class StepColumns(NamedColumns):
 
     def record(
         self,
-        observations: np.ndarray,
+        observations: np.ndarray | None,
         actions: np.ndarray,
         rewards: np.ndarray,
         logp: np.ndarray,
         dist_inputs: np.ndarray | None,
         infos: Any,
     ) -> int:
-        """Writes one vector step as the next row and returns its index."""
+        """Writes one vector step as the next row and returns its index (its observations
+        left to the caller when None: the env-to-module pipeline writes them)."""
         if self.actions is None:
             self._allocate(actions, rewards, logp, dist_inputs)
         row = self.row + 1
         if row == self._capacity:
             self._grow()
         self.row = row
-        self.observations[row] = observations
+        if observations is not None:
+            self.observations[row] = observations
         self.actions[row] = actions  # type: ignore[index]
         self.rewards[row] = rewards  # type: ignore[index]
         self.action_logp[row] = logp  # type: ignore[index]
