@@ -10,6 +10,8 @@ value, dtype for dtype), metrics and connector state.
 
 from __future__ import annotations
 
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -221,3 +223,31 @@ def test_a_step_view_reads_the_rows_so_far_and_rewrites_only_the_latest_observat
     assert view.get_observations(-1).tolist() == [0.0] * 3
     with pytest.raises(ValueError, match="latest observation only"):
         view.set_observations(new_data=np.zeros(3), at_indices=0)
+
+
+@pytest.mark.parametrize("pipeline", ["mean_std", "reader"])
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_a_runner_restored_mid_episode_samples_by_column_what_the_original_samples(
+    pipeline, num_envs
+):
+    config = _config(_InfoEnv, num_envs).env_runners(env_to_module_connector=PIPELINES[pipeline])
+    original = config.build()
+    runner = original.env_runner_group.local_env_runner
+    runner.sample(num_timesteps=37)
+    state = pickle.loads(pickle.dumps(runner.get_state()))  # as a checkpoint holds it
+    assert not all(state["sampling"]["awaiting_reset"])  # episodes under way
+    expected = [runner.sample(num_timesteps=37) for _ in range(2)]
+    expected_state = runner.get_connector_state()
+    original.stop()
+    restored = config.build()
+    runner = restored.env_runner_group.local_env_runner
+    runner.set_state(state)
+    per_step = []
+    step = runner._step
+    runner._step = lambda *a, **kw: per_step.append(1) or step(*a, **kw)
+    got = [runner.sample(num_timesteps=37) for _ in range(2)]
+    assert not per_step
+    for expected_call, got_call in zip(expected, got, strict=True):
+        _assert_same_episodes(expected_call, got_call)
+    assert repr(runner.get_connector_state()) == repr(expected_state)
+    restored.stop()

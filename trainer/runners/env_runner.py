@@ -670,6 +670,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             shared_data={},
             metrics=self.metrics,
         )
+        self._keep_module_inputs(episodes, env_indices)
+
+    def _keep_module_inputs(
+        self, episodes: list[SingleAgentEpisode], env_indices: list[int]
+    ) -> None:
+        """Keeps each episode's last observation (the pipeline's output) as its sub-env's next
+        module input: after the pipeline ran over them, and for the episodes a restored runner
+        continues (which hold the outputs the pipeline gave before the checkpoint)."""
         if self.spaces is not None and self.spaces.nested_obs_space is not None:
             self._nested_to_module(episodes, env_indices)
             return
@@ -1206,6 +1214,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             "needs_reset": self._needs_reset,
             "env_seed": self._env_seed,
             "observations": self._obs,
+            # The module's next inputs with an env-to-module pipeline (its last outputs).
+            "module_observations": self._module_obs,
             "awaiting_reset": [record.awaiting_reset for record in records],
             "autoreset_envs": np.asarray(autoreset, dtype=bool),
             "action_space_rng": rng_state,
@@ -1301,6 +1311,23 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             sync_env._autoreset_envs = autoreset
         for i, episode_state in enumerate(state["episodes"]):
             self._create_episode(i, resumed_episode(episode_state))
+        saved_inputs = state.get("module_observations")
+        if self._env_to_module is not None and saved_inputs is not None:
+            nested = None if self.spaces is None else self.spaces.nested_obs_space
+            self._module_obs = batch_from_state(saved_inputs, nested)
+            if nested is not None:
+                self._module_obs_rows = list(unbatch(self._module_obs, self.num_envs))
+        elif self._env_to_module is not None:
+            # A state without them: the pipeline's outputs the restored episodes end with.
+            restored = [
+                (i, record.episode)
+                for i, record in enumerate(records)
+                if record.episode is not None and len(record.episode.observations)
+            ]
+            if len(restored) == self.num_envs:
+                self._keep_module_inputs(
+                    [episode for _, episode in restored], [i for i, _ in restored]
+                )
         # The chunks are saved by episode id: each goes back to the sub-env running that episode.
         chunks_by_id = {
             id_: [resumed_episode(c) for c in chunks]
@@ -1490,8 +1517,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         """Whether this call can record by column: nothing reads an episode between steps (no
         `on_episode_step` callback, a stateless module; env-to-module connectors read views
         of the columns), the module's observations a plain array, no per-sub-env restarts,
-        and every sub-env's chunk without steps (a runner restored mid-episode takes one
-        per-step call first)."""
+        and every sub-env's chunk without steps (an episode restored from a state taken in
+        the middle of a call, e.g. by a callback, takes one per-step call first)."""
         module_obs = self._obs if self._env_to_module is None else self._module_obs
         if not (
             self.columnar_sampling
