@@ -190,11 +190,7 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 #: (importing file, imported module) of the function-level imports of trainer modules left
 #: today; each says why it is still there. Only shrinks.
-KNOWN_LATE: dict[tuple[str, str], str] = {
-    ("trainer/runners/env_runner.py", "trainer.runners.multi_agent_env_runner"): (
-        "env_runner_class picks the multi-agent runner, which subclasses EnvRunner"
-    ),
-}
+KNOWN_LATE: dict[tuple[str, str], str] = {}
 
 
 #: Optional dependencies: a trainer module that imports one at its top (the torch backend, the

@@ -2449,16 +2449,3 @@ def check_sample_request(runner: Any, num_timesteps: int | None, num_episodes: i
             "EnvRunner does not sample unless "
             ".env_runners(create_env_on_local_worker=True); the worker processes do"
         )
-
-
-def env_runner_class(config: Any) -> type:
-    """The class a config's EnvRunners are made of: its `env_runner_cls`, else (as RLlib's
-    EnvRunnerGroup chooses) the `MultiAgentEnvRunner` for a multi-agent config and the
-    `EnvRunner` otherwise."""
-    if config.env_runner_cls is not None:
-        return cast(type, config.env_runner_cls)
-    if config.is_multi_agent:
-        from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
-
-        return MultiAgentEnvRunner
-    return EnvRunner

@@ -51,11 +51,12 @@ from trainer.errors import (
 )
 from trainer.runners import protocol, restart_policy
 from trainer.runners.async_requests import AsyncRequestsMixin
-from trainer.runners.env_runner import EnvRunner, env_runner_class
+from trainer.runners.env_runner import EnvRunner
 from trainer.runners.handle import RunnerBackend, RunnerHandle
 from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
 from trainer.runners.ray_runner import RayBackend
+from trainer.runners.runner_class import env_runner_class
 from trainer.util.import_paths import resolve_import_path
 from trainer.util.pickling import travel_dumps
 

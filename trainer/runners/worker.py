@@ -34,7 +34,8 @@ from trainer.callbacks import CallbackError
 from trainer.core.nn import weights_set_later
 from trainer.errors import EnvRunnerError
 from trainer.runners import protocol
-from trainer.runners.env_runner import config_handed_over, env_runner_class
+from trainer.runners.env_runner import config_handed_over
+from trainer.runners.runner_class import env_runner_class
 from trainer.util import deprecation
 from trainer.util.child_process import add_import_paths, start_child
 from trainer.util.log import log_formatter, set_library_log_level
