@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from trainer import PPOConfig
+from trainer.connectors.connector_v2 import ConnectorV2
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
 from trainer.runners.env_runner import EnvRunner
@@ -224,11 +225,21 @@ def test_a_shallow_copy_of_a_sample_keeps_its_episodes():
     algo.stop()
 
 
+class _PassThrough(ConnectorV2):
+    """A connector piece that reads episodes (it defines no `transform_rows`)."""
+
+    def __call__(self, *, batch, **kwargs):
+        return batch
+
+
 def test_what_reads_episodes_between_steps_takes_the_per_step_loop():
     def per_step(episode, **kw):
         episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
-    algo = _config(_InfoEnv, 2, callbacks={"on_episode_step": per_step}).build()
+    # A step callback with a pipeline that reads episodes: the pieces would read what the
+    # callbacks wrote in the step.
+    config = _config(_InfoEnv, 2, callbacks={"on_episode_step": per_step})
+    algo = config.env_runners(env_to_module_connector=lambda env: _PassThrough()).build()
     runner = algo.env_runner_group.local_env_runner
     used = []
     runner._sample_columnar = _counting(runner._sample_columnar, used)

@@ -272,6 +272,12 @@ class SubEnvRecord:
         self.cut_from = chunk
         self.prev_chunks.append(chunk)
 
+    def resume(self) -> None:
+        """Makes the successor of the chunk carried in now, for a call whose callbacks read
+        each episode's object as it steps."""
+        if self.cut_from is not None:
+            self._make_successor()
+
     def _make_successor(self) -> None:
         chunk = self.cut_from
         assert chunk is not None and self.event_kwargs_of is not None
@@ -280,6 +286,42 @@ class SubEnvRecord:
         successor = chunk._cut(ended=True)
         self._episode = successor
         self._event_kwargs = self.event_kwargs_of(successor)
+
+
+def record_steps(
+    episodes: list[SingleAgentEpisode | None],
+    indices: list[int],
+    obs: Any,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    terminateds: np.ndarray,
+    truncateds: np.ndarray,
+    logp: np.ndarray,
+    dist_inputs: np.ndarray | None,
+    infos: list[dict],
+) -> None:
+    """Appends one vector step to the episode objects of sub-envs `indices` (`episodes`, in
+    that order): for callbacks that read each episode as it steps. Python scalars once per
+    step, not numpy scalars per sub-env; Discrete actions as ints, Box actions keep their
+    rows."""
+    num_envs = len(rewards)
+    obs_rows = unbatch(obs, num_envs)
+    action_list = actions.tolist() if actions.ndim == 1 else list(actions)
+    reward_list, logp_list = rewards.tolist(), logp.tolist()
+    terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
+    dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
+    for i, episode in zip(indices, episodes, strict=True):
+        assert episode is not None, _RECORD_HAS_EPISODE
+        episode.record_sampled_step(
+            obs_rows[i],
+            action_list[i],
+            reward_list[i],
+            infos[i],
+            terminated_list[i],
+            truncated_list[i],
+            logp_list[i],
+            dist_rows[i],
+        )
 
 
 class RunnerSetup:
@@ -1519,13 +1561,19 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         of the columns), the module's observations a plain array, no per-sub-env restarts,
         and every sub-env's chunk without steps (an episode restored from a state taken in
         the middle of a call, e.g. by a callback, takes one per-step call first)."""
-        module_obs = self._obs if self._env_to_module is None else self._module_obs
+        pipeline = self._env_to_module
+        module_obs = self._obs if pipeline is None else self._module_obs
+        # An `on_episode_step` callback runs after a pipeline that filters rows (one that
+        # reads episodes would read what the callbacks wrote in the step).
+        filters_rows = pipeline is None or (
+            pipeline.transforms_rows and type(self._obs) is np.ndarray
+        )
         if not (
             self.columnar_sampling
             and self.vectorize_mode != ASYNC
             and not self._guarded
             and type(module_obs) is np.ndarray
-            and not self._callbacks.has("on_episode_step")
+            and (filters_rows or not self._callbacks.has("on_episode_step"))
             and not self._uses_stateful_module()
         ):
             return False
@@ -1593,6 +1641,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         #: callbacks at its start, whose id and start time are in `ids` / `start_times`, and
         #: for one continued from the chunk the last call returned (`carried`).
         live: list[SingleAgentEpisode | None] = []
+        #: An `on_episode_step` callback reads each episode's object as it steps: every
+        #: episode has one, which gets each step as the per-step loop gives it (the raw
+        #: observation while the callbacks run, then the pipeline's output).
+        fires_step = self._callbacks.has("on_episode_step")
+        if fires_step:
+            for record in records:
+                record.resume()
         carried: list[SingleAgentEpisode | None] = [record.cut_from for record in records]
         ids: list[str] = [""] * num_envs
         start_times: list[float] = [0.0] * num_envs
@@ -1622,10 +1677,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         fires_end = self._callbacks.has("on_episode_end")
         #: Per sub-env, the event arguments, copied with the episode for one without object.
         base_kwargs = [self._event_kwargs(i, None) for i in range(num_envs)]
-        objects_at_start = fires_start or self._callbacks.has("on_episode_created")
+        objects_at_start = fires_start or fires_step or self._callbacks.has("on_episode_created")
         sub_env_infos_of = (
             partial(sub_env_infos, env, num_envs=num_envs)
-            if self.vectorize_mode == SYNC
+            if self.vectorize_mode == SYNC or fires_step
             else None  # "vector_entry_point": the batched dict, unbatched only when read
         )
         #: The episodes ended in this call, then the chunks; where each is in `columns`.
@@ -1671,11 +1726,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 results = self._try_env_step(env_actions)
                 if results is None:  # the vector env was re-created: every sub-env starts afresh
                     # The steps this call recorded of the episodes under way are lost (their
-                    # objects, which the re-creation counted, hold none of them).
+                    # objects, which the re-creation counted, hold none of them unless they
+                    # got each step).
                     lost = sum(
                         columns.row - first_row[i] for i in range(num_envs) if i not in resetting
                     )
-                    if lost:
+                    if lost and not fires_step:
                         self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
                     self._reset_all()
                     policy_obs = self._obs if pipeline is None else self._module_obs
@@ -1689,13 +1745,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     returns[:] = 0.0
                     continue
                 obs, rewards, terminateds, truncateds, infos = results
+                if sub_env_infos_of is not None:
+                    infos = sub_env_infos_of(infos)
                 row = columns.record(
                     obs if pipeline is None else None,  # (the pipeline's output: below)
                     actions,
                     rewards,
                     logp,
                     dist_inputs,
-                    infos if sub_env_infos_of is None else sub_env_infos_of(infos),
+                    infos,
                 )
                 np.add(returns, rewards, out=returns)
                 if resetting:  # this step was their autoreset: their episodes start here
@@ -1710,6 +1768,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                             start_times[i] = now
                         if pipeline is not None:
                             episode_data[i] = _data_of(live[i])
+                if fires_step:
+                    stepping = [i for i in range(num_envs) if i not in resetting and i not in idle]
+                    record_steps(
+                        [live[i] for i in stepping], stepping, obs, actions, rewards,
+                        terminateds, truncateds, logp, dist_inputs, infos,
+                    )  # fmt: skip
                 if pipeline is None:
                     policy_obs = obs
                 else:
@@ -1723,8 +1787,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     if episode is None:
                         continue
                     episode.add_env_reset(policy_obs[i], columns.sub_env_infos(row, i))
-                    if fires_start:
+                    if fires_start and not fires_step:
                         self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
+                if fires_step:
+                    self._fire_step_events(resetting, idle, fires_start)
+                    if pipeline is not None:  # what the module sees, as the pipeline left it
+                        for i in stepping:
+                            live_episode = live[i]
+                            assert live_episode is not None, _RECORD_HAS_EPISODE
+                            live_episode.set_observations(
+                                new_data=policy_obs[i].copy(), at_indices=-1
+                            )
                 stepped = num_envs - len(resetting) - len(idle)
                 ended = terminateds | truncateds
                 if True in ended.tolist():
@@ -1740,7 +1813,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     for i in ended_now:
                         record = records[i]
                         episode = live[i]
-                        if episode is not None:
+                        if fires_step:  # its steps are in it already
+                            assert episode is not None, _RECORD_HAS_EPISODE
+                            rows_of = None
+                            self._finish_episode(record)
+                            episode.to_numpy()
+                        elif episode is not None:
                             rows_of = columns.fill(
                                 episode,
                                 i,
@@ -1815,8 +1893,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 del episodes[num_episodes:], where[num_episodes:]
             return columns.episode_list(episodes, where)
         self._cut_columnar_chunks(
-            columns, live, carried, first_row, ids, start_times, episodes, where, episode_data
-        )
+            columns, live, carried, first_row, ids, start_times, episodes, where, episode_data,
+            filled=fires_step,
+        )  # fmt: skip
         return columns.episode_list(episodes, where)
 
     def _filter_step(
@@ -1847,6 +1926,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._filter_views(pipeline, columns, obs, terminateds, truncateds, order, episodes)
         if idle:
             columns.observations[columns.row, idle] = columns.observations[columns.row - 1, idle]
+
+    def _fire_step_events(self, resetting: list[int], idle: list[int], fires_start: bool) -> None:
+        """`on_episode_step` for the sub-envs that stepped and `on_episode_start` for those whose
+        episode started, in sub-env order (as the per-step loop fires them)."""
+        fire_with = self._callbacks.fire_with
+        for i, record in enumerate(self._sub_env_records):
+            if i in resetting:
+                if fires_start:
+                    fire_with("on_episode_start", record.event_kwargs)
+            elif i not in idle:
+                fire_with("on_episode_step", record.event_kwargs)
 
     def _filter_views(
         self,
@@ -1907,11 +1997,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         episodes: list[SingleAgentEpisode],
         where: list[ColumnRows | None],
         episode_data: list[tuple[dict, dict]],
+        *,
+        filled: bool = False,
     ) -> None:
         """The end of a columnar call: each unfinished episode's chunk so far goes out (into
         `episodes` / `where`) and the episode continues from it in the next call (its
         successor object is made when something reads it: `SubEnvRecord`). `episode_data`:
-        with an env-to-module pipeline, each episode's connector and custom data."""
+        with an env-to-module pipeline, each episode's connector and custom data. `filled`:
+        the episodes' objects got each step as it was taken (`on_episode_step`)."""
         row = columns.row
         now = time.perf_counter()
         for i, record in enumerate(self._sub_env_records):
@@ -1943,6 +2036,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 )  # fmt: skip
                 if chunk is None:
                     record.start(episode, {})
+            elif filled:  # cut as the per-step loop cuts it: its successor shares its data now
+                successor = episode.cut()
+                record.episode = successor
+                record.event_kwargs["episode"] = successor
+                record.prev_chunks.append(episode.to_numpy())
+                episodes.append(episode)
+                where.append(None)
+                continue
             else:
                 rows_of = columns.fill(episode, i, first, row, False, False)
                 episode._last_step_time = now
