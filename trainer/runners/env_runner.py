@@ -299,11 +299,13 @@ def record_steps(
     logp: np.ndarray,
     dist_inputs: np.ndarray | None,
     infos: list[dict],
+    state_rows: list | None = None,
 ) -> None:
     """Appends one vector step to the episode objects of sub-envs `indices` (`episodes`, in
     that order): for callbacks that read each episode as it steps. Python scalars once per
     step, not numpy scalars per sub-env; Discrete actions as ints, Box actions keep their
-    rows."""
+    rows. `state_rows`: a recurrent module's state out per sub-env, recorded among the model
+    outputs (copied: a row of the batch's array would keep the whole batch alive)."""
     num_envs = len(rewards)
     obs_rows = unbatch(obs, num_envs)
     action_list = actions.tolist() if actions.ndim == 1 else list(actions)
@@ -312,15 +314,30 @@ def record_steps(
     dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
     for i, episode in zip(indices, episodes, strict=True):
         assert episode is not None, _RECORD_HAS_EPISODE
-        episode.record_sampled_step(
+        if state_rows is None:
+            episode.record_sampled_step(
+                obs_rows[i],
+                action_list[i],
+                reward_list[i],
+                infos[i],
+                terminated_list[i],
+                truncated_list[i],
+                logp_list[i],
+                dist_rows[i],
+            )
+            continue
+        outputs = {Columns.ACTION_LOGP: logp_list[i]}
+        if dist_rows[i] is not None:
+            outputs[Columns.ACTION_DIST_INPUTS] = dist_rows[i]
+        outputs[Columns.STATE_OUT] = tree_map(np.array, state_rows[i])
+        episode.add_env_step(
             obs_rows[i],
             action_list[i],
             reward_list[i],
             infos[i],
-            terminated_list[i],
-            truncated_list[i],
-            logp_list[i],
-            dist_rows[i],
+            terminated=terminated_list[i],
+            truncated=truncated_list[i],
+            extra_model_outputs=outputs,
         )
 
 
@@ -1563,8 +1580,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         the middle of a call, e.g. by a callback, takes one per-step call first)."""
         pipeline = self._env_to_module
         module_obs = self._obs if pipeline is None else self._module_obs
-        # An `on_episode_step` callback runs after a pipeline that filters rows (one that
-        # reads episodes would read what the callbacks wrote in the step).
+        # Episode objects that get each step (`on_episode_step` callbacks, a recurrent module)
+        # go with a pipeline that filters rows: one that reads episodes would read what the
+        # callbacks wrote in the step, or a recurrent chunk's lookback, which no row holds.
+        steps_objects = self._callbacks.has("on_episode_step") or self._uses_stateful_module()
         filters_rows = pipeline is None or (
             pipeline.transforms_rows and type(self._obs) is np.ndarray
         )
@@ -1573,10 +1592,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             and self.vectorize_mode != ASYNC
             and not self._guarded
             and type(module_obs) is np.ndarray
-            and (filters_rows or not self._callbacks.has("on_episode_step"))
-            and not self._uses_stateful_module()
+            and (filters_rows or not steps_objects)
         ):
             return False
+        if steps_objects:  # each episode's object gets each step, whatever it holds
+            return True
         for record in self._sub_env_records:
             if record.cut_from is not None:  # continues from its last chunk, at its end
                 continue
@@ -1616,17 +1636,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         call (and those made at their start) get their rows as they end or are cut."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
-        spaces = self.spaces
-        assert spaces is not None, "__init__ sets the spaces"
         records = self._sub_env_records
         num_envs = self.num_envs
-        module = self.module
-        numpy_module = module.framework is None
-        to_env_actions = partial(
-            module.to_env_actions,
-            normalize=self.config.normalize_actions,
-            clip=self.config.clip_actions,
-        )
         #: The env-to-module pipeline: each step's row of observations is its output (what
         #: the module sees, and the episodes record), made from the vector env's raw ones.
         pipeline = self._env_to_module
@@ -1641,11 +1652,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         #: callbacks at its start, whose id and start time are in `ids` / `start_times`, and
         #: for one continued from the chunk the last call returned (`carried`).
         live: list[SingleAgentEpisode | None] = []
-        #: An `on_episode_step` callback reads each episode's object as it steps: every
-        #: episode has one, which gets each step as the per-step loop gives it (the raw
-        #: observation while the callbacks run, then the pipeline's output).
+        #: An `on_episode_step` callback reads each episode's object as it steps, and a
+        #: recurrent module reads its state from it (`_carried_states`): then every episode
+        #: has one, which gets each step as the per-step loop gives it (the raw observation
+        #: while the callbacks run, then the pipeline's output; a recurrent module's state).
         fires_step = self._callbacks.has("on_episode_step")
-        if fires_step:
+        stateful = self._uses_stateful_module()
+        steps_objects = fires_step or stateful
+        if steps_objects:
             for record in records:
                 record.resume()
         carried: list[SingleAgentEpisode | None] = [record.cut_from for record in records]
@@ -1677,10 +1691,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         fires_end = self._callbacks.has("on_episode_end")
         #: Per sub-env, the event arguments, copied with the episode for one without object.
         base_kwargs = [self._event_kwargs(i, None) for i in range(num_envs)]
-        objects_at_start = fires_start or fires_step or self._callbacks.has("on_episode_created")
+        objects_at_start = fires_start or steps_objects or self._callbacks.has("on_episode_created")
         sub_env_infos_of = (
             partial(sub_env_infos, env, num_envs=num_envs)
-            if self.vectorize_mode == SYNC or fires_step
+            if self.vectorize_mode == SYNC or steps_objects
             else None  # "vector_entry_point": the batched dict, unbatched only when read
         )
         #: The episodes ended in this call, then the chunks; where each is in `columns`.
@@ -1707,22 +1721,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     if not complete or len(idle) == num_envs:
                         break
                     draining = True
-                if random_actions:  # no forward pass: the env's action space draws them
-                    actions = env_actions = env.action_space.sample()
-                    logp = np.zeros(num_envs, dtype=np.float32)
-                    dist_inputs = None
-                else:
-                    obs_batch = spaces.preprocess(policy_obs)
-                    if numpy_module:
-                        dist_inputs = module.dist_inputs(obs_batch)
-                    else:
-                        dist_inputs = module.dist_inputs(obs_batch, explore=explore)
-                    actions, logp = self.exploration.get_exploration_action(
-                        action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                        timestep=self.global_timestep,
-                        explore=explore,
-                    )
-                    env_actions = to_env_actions(actions)
+                actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
+                    policy_obs, explore, random_actions
+                )
                 results = self._try_env_step(env_actions)
                 if results is None:  # the vector env was re-created: every sub-env starts afresh
                     # The steps this call recorded of the episodes under way are lost (their
@@ -1731,7 +1732,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     lost = sum(
                         columns.row - first_row[i] for i in range(num_envs) if i not in resetting
                     )
-                    if lost and not fires_step:
+                    if lost and not steps_objects:
                         self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
                     self._reset_all()
                     policy_obs = self._obs if pipeline is None else self._module_obs
@@ -1768,11 +1769,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                             start_times[i] = now
                         if pipeline is not None:
                             episode_data[i] = _data_of(live[i])
-                if fires_step:
+                if steps_objects:
                     stepping = [i for i in range(num_envs) if i not in resetting and i not in idle]
                     record_steps(
                         [live[i] for i in stepping], stepping, obs, actions, rewards,
-                        terminateds, truncateds, logp, dist_inputs, infos,
+                        terminateds, truncateds, logp, dist_inputs, infos, state_rows,
                     )  # fmt: skip
                 if pipeline is None:
                     policy_obs = obs
@@ -1791,6 +1792,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                         self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
                 if fires_step:
                     self._fire_step_events(resetting, idle, fires_start)
+                if steps_objects:
                     if pipeline is not None:  # what the module sees, as the pipeline left it
                         for i in stepping:
                             live_episode = live[i]
@@ -1813,7 +1815,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                     for i in ended_now:
                         record = records[i]
                         episode = live[i]
-                        if fires_step:  # its steps are in it already
+                        if steps_objects:  # its steps are in it already
                             assert episode is not None, _RECORD_HAS_EPISODE
                             rows_of = None
                             self._finish_episode(record)
@@ -1894,7 +1896,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             return columns.episode_list(episodes, where)
         self._cut_columnar_chunks(
             columns, live, carried, first_row, ids, start_times, episodes, where, episode_data,
-            filled=fires_step,
+            filled=steps_objects,
         )  # fmt: skip
         return columns.episode_list(episodes, where)
 
@@ -2004,7 +2006,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         `episodes` / `where`) and the episode continues from it in the next call (its
         successor object is made when something reads it: `SubEnvRecord`). `episode_data`:
         with an env-to-module pipeline, each episode's connector and custom data. `filled`:
-        the episodes' objects got each step as it was taken (`on_episode_step`)."""
+        the episodes' objects got each step as it was taken (`on_episode_step`, a recurrent
+        module, whose chunk keeps the step before as its lookback: the state, previous action
+        and reward its successor's first step starts from)."""
         row = columns.row
         now = time.perf_counter()
         for i, record in enumerate(self._sub_env_records):
@@ -2037,7 +2041,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 if chunk is None:
                     record.start(episode, {})
             elif filled:  # cut as the per-step loop cuts it: its successor shares its data now
-                successor = episode.cut()
+                successor = episode.cut(len_lookback_buffer=1 if self._stateful else 0)
                 record.episode = successor
                 record.event_kwargs["episode"] = successor
                 record.prev_chunks.append(episode.to_numpy())
@@ -2232,11 +2236,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         return dist_inputs, [tree_rows(state_out, i) for i in range(self.num_envs)]
 
     def _step_actions(
-        self, explore: bool, random_actions: bool
+        self, observations: Any, explore: bool, random_actions: bool
     ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None]:
-        """The per-step loop's actions for every sub-env: (actions, the env's actions, their
-        log-probabilities, the distribution inputs, and per sub-env the recurrent state
-        after this step: None for a stateless module)."""
+        """The actions for every sub-env given the module's `observations`: (actions, the
+        env's actions, their log-probabilities, the distribution inputs, and per sub-env the
+        recurrent state after this step: None for a stateless module). Random actions take no
+        forward pass: the env's action space draws them."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
         state_rows: list | None = None
@@ -2249,7 +2254,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 carried = self._carried_states()
                 state_rows = [tree_rows(carried, i) for i in range(self.num_envs)]
         else:
-            observations = self._obs if self._env_to_module is None else self._module_obs
             spaces = self.spaces
             assert spaces is not None, "__init__ sets the spaces"
             obs_batch = spaces.preprocess(observations)
@@ -2274,7 +2278,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
         actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
-            explore, random_actions
+            self._obs if self._env_to_module is None else self._module_obs, explore, random_actions
         )
         results = self._try_env_step(env_actions)
         if results is None:  # the vector env was re-created: every sub-env starts afresh
