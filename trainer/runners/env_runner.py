@@ -25,7 +25,6 @@ import contextlib
 import logging
 import math
 import os
-import time
 from abc import ABCMeta
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -66,8 +65,8 @@ from trainer.env.envs import (
     make_env_creator,
     multi_agent_env_needs_policies,
 )
-from trainer.env.episode import SingleAgentEpisode, new_episode_ids
-from trainer.env.episode_list import ColumnRows, EpisodeList
+from trainer.env.episode import SingleAgentEpisode
+from trainer.env.episode_list import EpisodeList
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
@@ -96,9 +95,8 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_to_module_rows import LatestStepView, module_observations
+from trainer.runners.rollout import collect_rollout, with_earlier_chunks
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
-from trainer.runners.step_columns import StepColumns
 from trainer.runners.sub_env_guard import SubEnvGuard
 from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
 from trainer.util import seeding
@@ -179,24 +177,6 @@ def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
     `is_task_settable`, or required by `set_tasks`, where a sub-env without them fails on the
     missing method)."""
     return cast(_TaskSettable, sub_env.unwrapped)
-
-
-def _data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
-    """An episode's (connector_data, custom_data); fresh dicts for one without object yet."""
-    if episode is None:
-        return {}, {}
-    return episode.connector_data, episode.custom_data
-
-
-def _with_earlier_chunks(
-    episode_return: float, episode_len: int, prev_chunks: list[SingleAgentEpisode]
-) -> tuple[float, int]:
-    """An ended episode's return and length from its last chunk's, its earlier chunks (those
-    earlier `sample()` calls returned) counted in, as RLlib's episode metrics count them."""
-    if prev_chunks:
-        episode_return += sum(c.get_return() for c in prev_chunks)
-        episode_len += sum(len(c) for c in prev_chunks)
-    return episode_return, episode_len
 
 
 @dataclass(slots=True)
@@ -286,59 +266,6 @@ class SubEnvRecord:
         successor = chunk._cut(ended=True)
         self._episode = successor
         self._event_kwargs = self.event_kwargs_of(successor)
-
-
-def record_steps(
-    episodes: list[SingleAgentEpisode | None],
-    indices: list[int],
-    obs: Any,
-    actions: np.ndarray,
-    rewards: np.ndarray,
-    terminateds: np.ndarray,
-    truncateds: np.ndarray,
-    logp: np.ndarray,
-    dist_inputs: np.ndarray | None,
-    infos: list[dict],
-    state_rows: list | None = None,
-) -> None:
-    """Appends one vector step to the episode objects of sub-envs `indices` (`episodes`, in
-    that order): for callbacks that read each episode as it steps. Python scalars once per
-    step, not numpy scalars per sub-env; Discrete actions as ints, Box actions keep their
-    rows. `state_rows`: a recurrent module's state out per sub-env, recorded among the model
-    outputs (copied: a row of the batch's array would keep the whole batch alive)."""
-    num_envs = len(rewards)
-    obs_rows = unbatch(obs, num_envs)
-    action_list = actions.tolist() if actions.ndim == 1 else list(actions)
-    reward_list, logp_list = rewards.tolist(), logp.tolist()
-    terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
-    dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
-    for i, episode in zip(indices, episodes, strict=True):
-        assert episode is not None, _RECORD_HAS_EPISODE
-        if state_rows is None:
-            episode.record_sampled_step(
-                obs_rows[i],
-                action_list[i],
-                reward_list[i],
-                infos[i],
-                terminated_list[i],
-                truncated_list[i],
-                logp_list[i],
-                dist_rows[i],
-            )
-            continue
-        outputs = {Columns.ACTION_LOGP: logp_list[i]}
-        if dist_rows[i] is not None:
-            outputs[Columns.ACTION_DIST_INPUTS] = dist_rows[i]
-        outputs[Columns.STATE_OUT] = tree_map(np.array, state_rows[i])
-        episode.add_env_step(
-            obs_rows[i],
-            action_list[i],
-            reward_list[i],
-            infos[i],
-            terminated=terminated_list[i],
-            truncated=truncated_list[i],
-            extra_model_outputs=outputs,
-        )
 
 
 class RunnerSetup:
@@ -1620,478 +1547,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         num_episodes: int | None = None,
         complete: bool = False,
     ) -> list[SingleAgentEpisode]:
-        """The sampling loop, recording into `StepColumns`: per vector step, one forward pass
-        (or random actions), one env step and a row written per field, with Python work only
-        for the sub-envs whose episode starts or ends.
-
-        It stops after `num_timesteps` steps (the unfinished episodes go out as chunks), or
-        once `num_episodes` episodes ended (the running ones are dropped), or, `complete`,
-        once `num_timesteps` steps are sampled and the running episodes played out (a
-        sub-env whose episode ends then idles: `SubEnvRecord.idle`).
-
-        An episode that starts in this call has no object while it runs unless a callback
-        needs one at its start (`on_episode_created`, `on_episode_start`): it is made from
-        its rows when it ends, before `on_episode_end` reads it, or when the call ends (the
-        chunk, and its successor for the next call). The episodes carried in from the last
-        call (and those made at their start) get their rows as they end or are cut."""
-        env = self.env
-        assert env is not None, _SAMPLING_HAS_ENV
-        records = self._sub_env_records
-        num_envs = self.num_envs
-        #: The env-to-module pipeline: each step's row of observations is its output (what
-        #: the module sees, and the episodes record), made from the vector env's raw ones.
-        pipeline = self._env_to_module
-        policy_obs = self._obs if pipeline is None else self._module_obs
-        # Rows for the steps asked for, with room for the autoreset steps (which step no
-        # episode) of episodes ~8 steps long on average before a column must grow.
-        rows = num_timesteps // num_envs + 2 if num_episodes is None else 64
-        columns = StepColumns(num_envs, rows + rows // 8 + 8, policy_obs)
-        #: Per sub-env, the row of its episode's first observation in `columns`.
-        first_row = [1 if record.awaiting_reset else 0 for record in records]
-        #: Per sub-env, its episode's object; None for one started in this call without
-        #: callbacks at its start, whose id and start time are in `ids` / `start_times`, and
-        #: for one continued from the chunk the last call returned (`carried`).
-        live: list[SingleAgentEpisode | None] = []
-        #: An `on_episode_step` callback reads each episode's object as it steps, and a
-        #: recurrent module reads its state from it (`_carried_states`): then every episode
-        #: has one, which gets each step as the per-step loop gives it (the raw observation
-        #: while the callbacks run, then the pipeline's output; a recurrent module's state).
-        fires_step = self._callbacks.has("on_episode_step")
-        stateful = self._uses_stateful_module()
-        steps_objects = fires_step or stateful
-        if steps_objects:
-            for record in records:
-                record.resume()
-        carried: list[SingleAgentEpisode | None] = [record.cut_from for record in records]
-        ids: list[str] = [""] * num_envs
-        start_times: list[float] = [0.0] * num_envs
-        for i, record in enumerate(records):
-            chunk = carried[i]
-            if chunk is None:
-                live.append(record.episode)
-            else:
-                live.append(None)
-                ids[i] = chunk.id_
-                started = chunk._start_time
-                start_times[i] = time.perf_counter() if started is None else started
-        #: With a pipeline: per sub-env, its episode's (connector_data, custom_data), which the
-        #: pieces read and keep across the episode's chunks.
-        episode_data: list[tuple[dict, dict]] = []
-        if pipeline is not None:
-            episode_data = [
-                _data_of(live[i] if carried[i] is None else carried[i]) for i in range(num_envs)
-            ]
-            rows_by_piece = pipeline.transforms_rows and type(self._obs) is np.ndarray
-        #: Per sub-env, its episode's return so far in this call (the metrics' returns of
-        #: episodes started in it).
-        returns = np.zeros(num_envs)
-        #: The sub-envs whose episode ended in the last step: this step resets them.
-        resetting = [i for i, record in enumerate(records) if record.awaiting_reset]
-        fires_start = self._callbacks.has("on_episode_start")
-        fires_end = self._callbacks.has("on_episode_end")
-        #: Per sub-env, the event arguments, copied with the episode for one without object.
-        base_kwargs = [self._event_kwargs(i, None) for i in range(num_envs)]
-        objects_at_start = fires_start or steps_objects or self._callbacks.has("on_episode_created")
-        sub_env_infos_of = (
-            partial(sub_env_infos, env, num_envs=num_envs)
-            if self.vectorize_mode == SYNC or steps_objects
-            else None  # "vector_entry_point": the batched dict, unbatched only when read
+        """The rollout loop recording by column (`runners/rollout.py`)."""
+        return collect_rollout(
+            self,
+            num_timesteps,
+            explore,
+            random_actions=random_actions,
+            num_episodes=num_episodes,
+            complete=complete,
         )
-        #: The episodes ended in this call, then the chunks; where each is in `columns`.
-        episodes: list[SingleAgentEpisode] = []
-        where: list[ColumnRows | None] = []
-        rows_of: ColumnRows | None
-
-        def episode_step(i: int) -> int:
-            # The step sub-env i takes now (the first of its next episode when it resets).
-            return 1 if i in resetting else columns.row + 1 - first_row[i]
-
-        self._episode_step_of = episode_step
-        steps = 0
-        #: `complete`: the sub-envs idling (their episode ended once `num_timesteps` were
-        #: sampled): stepped with the others, recorded and filtered by none.
-        idle: list[int] = []
-        draining = False
-        try:
-            while True:
-                if num_episodes is not None:
-                    if len(episodes) >= num_episodes:
-                        break
-                elif steps >= num_timesteps:
-                    if not complete or len(idle) == num_envs:
-                        break
-                    draining = True
-                actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
-                    policy_obs, explore, random_actions
-                )
-                results = self._try_env_step(env_actions)
-                if results is None:  # the vector env was re-created: every sub-env starts afresh
-                    # The steps this call recorded of the episodes under way are lost (their
-                    # objects, which the re-creation counted, hold none of them unless they
-                    # got each step).
-                    lost = sum(
-                        columns.row - first_row[i] for i in range(num_envs) if i not in resetting
-                    )
-                    if lost and not steps_objects:
-                        self.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
-                    self._reset_all()
-                    policy_obs = self._obs if pipeline is None else self._module_obs
-                    row = columns.restart(policy_obs)
-                    first_row = [row] * num_envs
-                    live = [record.episode for record in records]
-                    carried = [None] * num_envs
-                    if pipeline is not None:
-                        episode_data = [_data_of(episode) for episode in live]
-                    resetting = []
-                    returns[:] = 0.0
-                    continue
-                obs, rewards, terminateds, truncateds, infos = results
-                if sub_env_infos_of is not None:
-                    infos = sub_env_infos_of(infos)
-                row = columns.record(
-                    obs if pipeline is None else None,  # (the pipeline's output: below)
-                    actions,
-                    rewards,
-                    logp,
-                    dist_inputs,
-                    infos,
-                )
-                np.add(returns, rewards, out=returns)
-                if resetting:  # this step was their autoreset: their episodes start here
-                    returns[resetting] = 0.0
-                    now = time.perf_counter()
-                    new_ids = new_episode_ids(len(resetting))
-                    for i, new_id in zip(resetting, new_ids, strict=True):
-                        first_row[i] = row
-                        records[i].awaiting_reset = False
-                        if live[i] is None:
-                            ids[i] = new_id
-                            start_times[i] = now
-                        if pipeline is not None:
-                            episode_data[i] = _data_of(live[i])
-                if steps_objects:
-                    stepping = [i for i in range(num_envs) if i not in resetting and i not in idle]
-                    record_steps(
-                        [live[i] for i in stepping], stepping, obs, actions, rewards,
-                        terminateds, truncateds, logp, dist_inputs, infos, state_rows,
-                    )  # fmt: skip
-                if pipeline is None:
-                    policy_obs = obs
-                else:
-                    self._filter_step(
-                        pipeline, columns, obs, terminateds, truncateds, resetting, idle,
-                        None if rows_by_piece else (first_row, live, carried, ids, episode_data),
-                    )  # fmt: skip
-                    policy_obs = columns.observations[row]
-                for i in resetting:
-                    episode = live[i]
-                    if episode is None:
-                        continue
-                    episode.add_env_reset(policy_obs[i], columns.sub_env_infos(row, i))
-                    if fires_start and not fires_step:
-                        self._callbacks.fire_with("on_episode_start", records[i].event_kwargs)
-                if fires_step:
-                    self._fire_step_events(resetting, idle, fires_start)
-                if steps_objects:
-                    if pipeline is not None:  # what the module sees, as the pipeline left it
-                        for i in stepping:
-                            live_episode = live[i]
-                            assert live_episode is not None, _RECORD_HAS_EPISODE
-                            live_episode.set_observations(
-                                new_data=policy_obs[i].copy(), at_indices=-1
-                            )
-                stepped = num_envs - len(resetting) - len(idle)
-                ended = terminateds | truncateds
-                if True in ended.tolist():
-                    # (A sub-env's autoreset step reports no end: only ones that stepped ended.)
-                    ended_now = np.flatnonzero(ended).tolist()
-                    if idle:
-                        ended_now = [i for i in ended_now if i not in idle]
-                    resetting = []
-                    terminated_list = terminateds.tolist()
-                    truncated_list = truncateds.tolist()
-                    return_list = returns.tolist()
-                    now = time.perf_counter()
-                    for i in ended_now:
-                        record = records[i]
-                        episode = live[i]
-                        if steps_objects:  # its steps are in it already
-                            assert episode is not None, _RECORD_HAS_EPISODE
-                            rows_of = None
-                            self._finish_episode(record)
-                            episode.to_numpy()
-                        elif episode is not None:
-                            rows_of = columns.fill(
-                                episode,
-                                i,
-                                first_row[i],
-                                row,
-                                terminated_list[i],
-                                truncated_list[i],
-                            )
-                            self._finish_episode(record)
-                        else:
-                            first = first_row[i]
-                            chunk = carried[i]
-                            episode = self._view_of_rows(
-                                columns, i, ids[i], first, row, chunk, start_times[i], now,
-                                terminated_list[i], truncated_list[i],
-                                episode_data[i] if episode_data else None,
-                            )  # fmt: skip
-                            rows_of = None
-                            prev_chunks = []
-                            # (The running return: the same float additions, in the same order,
-                            # as the episode's get_return().)
-                            if chunk is not None:
-                                carried[i] = None
-                                prev_chunks = record.prev_chunks
-                                record.prev_chunks = []
-                            episode_return, episode_len = _with_earlier_chunks(
-                                return_list[i], row - first, prev_chunks
-                            )
-                            if fires_end:
-                                end_kwargs = dict(base_kwargs[i])
-                                end_kwargs["episode"] = episode
-                                end_kwargs["prev_episode_chunks"] = prev_chunks
-                                self._callbacks.fire_with("on_episode_end", end_kwargs)
-                            self._ended_episodes.append(
-                                (episode_return, episode_len, now - start_times[i])
-                            )
-                            if episode._old is not None:
-                                self._log_old_episode_data(
-                                    episode._old, self.config.metrics_num_episodes_for_smoothing
-                                )
-                        episodes.append(episode)
-                        where.append(rows_of)
-                        if draining:  # no next episode: the sub-env idles
-                            idle.append(i)
-                            record.idle = True
-                            live[i] = None
-                            continue
-                        if objects_at_start:
-                            self._create_episode(i)
-                            live[i] = record.episode
-                        else:
-                            record.episode = live[i] = None
-                        record.awaiting_reset = True
-                        resetting.append(i)
-                else:
-                    resetting = []
-                self._obs = obs
-                self.global_timestep += stepped
-                self.num_env_steps_stepped += stepped
-                steps += stepped
-        finally:
-            self._episode_step_of = None
-        if pipeline is not None:  # (a copy: the per-step loop writes into it)
-            self._module_obs = columns.observations[columns.row].copy()
-        self._log_sample_metrics(steps, len(episodes))
-        if num_episodes is not None or complete:
-            # The episodes still running are dropped; the next sample() starts fresh ones.
-            self._needs_reset = True
-            for record in records:
-                record.prev_chunks = []
-            if num_episodes is not None:
-                del episodes[num_episodes:], where[num_episodes:]
-            return columns.episode_list(episodes, where)
-        self._cut_columnar_chunks(
-            columns, live, carried, first_row, ids, start_times, episodes, where, episode_data,
-            filled=steps_objects,
-        )  # fmt: skip
-        return columns.episode_list(episodes, where)
-
-    def _filter_step(
-        self,
-        pipeline: ConnectorPipelineV2,
-        columns: StepColumns,
-        obs: Any,
-        terminateds: np.ndarray,
-        truncateds: np.ndarray,
-        resetting: list[int],
-        idle: list[int],
-        episodes: tuple | None,
-    ) -> None:
-        """Writes the last row's observations: the env-to-module pipeline's output for the
-        raw `obs`, the sub-envs whose episode starts with this step first, then the others
-        (as the per-episode calls give them); an `idle` sub-env keeps its last row (the
-        module's input stays what it was). `episodes` (first rows, objects, carried chunks,
-        ids and episode data per sub-env) is None for a pipeline that filters rows, else each
-        sub-env's piece reads a `LatestStepView` of its rows."""
-        num_envs = self.num_envs
-        order = None
-        if resetting or idle:
-            starting = set(resetting + idle)
-            order = resetting + [i for i in range(num_envs) if i not in starting]
-        if episodes is None:
-            module_observations(pipeline, columns, obs, order, None, {})
-        else:
-            self._filter_views(pipeline, columns, obs, terminateds, truncateds, order, episodes)
-        if idle:
-            columns.observations[columns.row, idle] = columns.observations[columns.row - 1, idle]
-
-    def _fire_step_events(self, resetting: list[int], idle: list[int], fires_start: bool) -> None:
-        """`on_episode_step` for the sub-envs that stepped and `on_episode_start` for those whose
-        episode started, in sub-env order (as the per-step loop fires them)."""
-        fire_with = self._callbacks.fire_with
-        for i, record in enumerate(self._sub_env_records):
-            if i in resetting:
-                if fires_start:
-                    fire_with("on_episode_start", record.event_kwargs)
-            elif i not in idle:
-                fire_with("on_episode_step", record.event_kwargs)
-
-    def _filter_views(
-        self,
-        pipeline: ConnectorPipelineV2,
-        columns: StepColumns,
-        obs: Any,
-        terminateds: np.ndarray,
-        truncateds: np.ndarray,
-        order: list[int] | None,
-        episodes: tuple,
-    ) -> None:
-        """`_filter_step` through one `LatestStepView` per sub-env in `order`."""
-        num_envs = self.num_envs
-        first_row, live, carried, ids, episode_data = episodes
-        row = columns.row
-        raw_rows = unbatch(obs, num_envs)
-        terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
-        views = []
-        for i in range(num_envs) if order is None else order:
-            chunk = carried[i]
-            known = live[i] if chunk is None else chunk
-            if known is None:
-                id_, t_started = ids[i], 0
-            else:  # the chunk carried in continues at its end
-                id_, t_started = known.id_, known.t_started if chunk is None else known.t
-            connector_data, custom_data = episode_data[i]
-            views.append(
-                LatestStepView(
-                    columns,
-                    i,
-                    first_row[i],
-                    row,
-                    raw_rows[i],
-                    id_=id_,
-                    t_started=t_started,
-                    connector_data=connector_data,
-                    custom_data=custom_data,
-                    terminated=terminated_list[i],
-                    truncated=truncated_list[i],
-                )
-            )
-        call_kwargs = {
-            "rl_module": self.module,
-            "explore": self.config.explore,
-            "shared_data": {},
-            "metrics": self.metrics,
-        }
-        module_observations(pipeline, columns, obs, order, views, call_kwargs)
-
-    def _cut_columnar_chunks(
-        self,
-        columns: StepColumns,
-        live: list[SingleAgentEpisode | None],
-        carried: list[SingleAgentEpisode | None],
-        first_row: list[int],
-        ids: list[str],
-        start_times: list[float],
-        episodes: list[SingleAgentEpisode],
-        where: list[ColumnRows | None],
-        episode_data: list[tuple[dict, dict]],
-        *,
-        filled: bool = False,
-    ) -> None:
-        """The end of a columnar call: each unfinished episode's chunk so far goes out (into
-        `episodes` / `where`) and the episode continues from it in the next call (its
-        successor object is made when something reads it: `SubEnvRecord`). `episode_data`:
-        with an env-to-module pipeline, each episode's connector and custom data. `filled`:
-        the episodes' objects got each step as it was taken (`on_episode_step`, a recurrent
-        module, whose chunk keeps the step before as its lookback: the state, previous action
-        and reward its successor's first step starts from)."""
-        row = columns.row
-        now = time.perf_counter()
-        for i, record in enumerate(self._sub_env_records):
-            episode = live[i]
-            first = first_row[i]
-            if record.awaiting_reset:
-                if episode is None:  # the next episode's object, which its reset starts
-                    self._create_episode(i)
-                continue
-            if first == row:  # no steps in this call
-                if episode is None and carried[i] is None:
-                    # Started in this call's last step without an object: it gets one, with
-                    # its reset, to continue from in the next call.
-                    episode = SingleAgentEpisode(ids[i], env_index=i)
-                    episode.add_env_reset(
-                        columns.observations[row, i], columns.sub_env_infos(row, i)
-                    )
-                    episode._start_time = start_times[i]
-                    if episode_data:
-                        episode.connector_data, episode.custom_data = episode_data[i]
-                    self._create_episode(i, restored=episode)
-                continue  # (one carried in stays carried)
-            rows_of = None
-            if episode is None:  # started in this call without an object, or carried in
-                chunk = carried[i]
-                episode = self._view_of_rows(
-                    columns, i, ids[i], first, row, chunk, start_times[i], now, False, False,
-                    episode_data[i] if episode_data else None,
-                )  # fmt: skip
-                if chunk is None:
-                    record.start(episode, {})
-            elif filled:  # cut as the per-step loop cuts it: its successor shares its data now
-                successor = episode.cut(len_lookback_buffer=1 if self._stateful else 0)
-                record.episode = successor
-                record.event_kwargs["episode"] = successor
-                record.prev_chunks.append(episode.to_numpy())
-                episodes.append(episode)
-                where.append(None)
-                continue
-            else:
-                rows_of = columns.fill(episode, i, first, row, False, False)
-                episode._last_step_time = now
-            record.carry(episode)
-            episodes.append(episode)
-            where.append(rows_of)
-
-    def _view_of_rows(
-        self,
-        columns: StepColumns,
-        index: int,
-        id_: str,
-        first: int,
-        last: int,
-        chunk: SingleAgentEpisode | None,
-        start_time: float,
-        end_time: float,
-        terminated: bool,
-        truncated: bool,
-        data: tuple[dict, dict] | None = None,
-    ) -> SingleAgentEpisode:
-        """The episode (chunk) of sub-env `index`'s rows `first..last`: one started in this
-        call, or the continuation of `chunk`, the one the last call returned. `data`: the
-        (connector_data, custom_data) the env-to-module pieces kept for it."""
-        episode = columns.view(
-            id_,
-            index,
-            first,
-            last,
-            first_info=columns.sub_env_infos(first, index) if chunk is None else chunk._last_info(),
-            t_started=0 if chunk is None else chunk.t,
-            start_time=start_time,
-            end_time=end_time,
-            terminated=terminated,
-            truncated=truncated,
-        )
-        if chunk is None:
-            episode._env_runner = self
-            if data is not None:
-                episode.connector_data, episode.custom_data = data
-        else:  # what cut() hands the successor: custom data, connector data, the old API's
-            chunk._hand_over(episode, ended=True)
-            episode._last_step_time = end_time
-        return episode
 
     def _sample_complete_episodes(
         self, min_timesteps: int, explore: bool, random_actions: bool
@@ -2441,7 +1905,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._callbacks.fire_with(
                 "on_episode_end", {**record.event_kwargs, "prev_episode_chunks": prev_chunks}
             )
-        episode_return, episode_len = _with_earlier_chunks(
+        episode_return, episode_len = with_earlier_chunks(
             episode.get_return(), len(episode), prev_chunks
         )
         self._note_ended(episode, episode_return, episode_len)

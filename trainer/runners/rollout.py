@@ -1,0 +1,620 @@
+"""The single-agent EnvRunner's rollout loop and the recorder of its steps by column.
+
+`collect_rollout` is the loop a `sample()` call runs: per vector step one forward pass (or
+random actions), one env step, and the step handed to a `ColumnRecorder`, until the call has
+its steps or episodes. The recorder writes each step as one row per field into `StepColumns`
+(`runners/step_columns.py`), runs the env-to-module pipeline over the row, and does Python
+work per sub-env only where an episode starts or ends; when the call ends it hands out the
+ended episodes and the chunks of the running ones.
+
+Episode objects exist while an episode runs only where something reads them: callbacks at
+its start (`on_episode_created`, `on_episode_start`) make one from the start, and an
+`on_episode_step` callback or a recurrent module (which reads its state from the episode)
+makes every episode's object get each step as it is taken (`record_steps`). The others are
+made from their rows when they end or are cut.
+
+What is not in the loop lives in the runner: re-creating a vector env that raised
+(`EnvRunner._try_env_step`), starting fresh episodes (`EnvRunner._reset_all`), and the state a
+checkpoint captures.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from trainer.compat.rllib_utils import Columns
+from trainer.core.obs_tree import tree_map
+from trainer.env.episode import SingleAgentEpisode, new_episode_ids
+from trainer.env.episode_list import ColumnRows
+from trainer.env.vectorize import SYNC
+from trainer.runners.env_to_module_rows import LatestStepView, module_observations
+from trainer.runners.step_columns import StepColumns
+from trainer.runners.vector_rows import sub_env_infos, unbatch
+
+if TYPE_CHECKING:
+    from trainer.runners.env_runner import EnvRunner
+
+#: Every sub-env records an episode from the first reset on.
+RECORD_HAS_EPISODE = "a sub-env records an episode from the first reset on"
+
+
+def collect_rollout(
+    runner: EnvRunner,
+    num_timesteps: int,
+    explore: bool,
+    *,
+    random_actions: bool = False,
+    num_episodes: int | None = None,
+    complete: bool = False,
+) -> list[SingleAgentEpisode]:
+    """Steps `runner`'s vector env and returns the episodes recorded.
+
+    It stops after `num_timesteps` steps (the unfinished episodes go out as chunks), or once
+    `num_episodes` episodes ended (the running ones are dropped), or, `complete`, once
+    `num_timesteps` steps are sampled and the running episodes played out (a sub-env whose
+    episode ends then idles: `SubEnvRecord.idle`)."""
+    recorder = ColumnRecorder(runner, num_timesteps, num_episodes)
+    steps = 0
+    draining = False
+    runner._episode_step_of = recorder.episode_step
+    try:
+        while True:
+            if num_episodes is not None:
+                if len(recorder.episodes) >= num_episodes:
+                    break
+            elif steps >= num_timesteps:
+                if not complete or recorder.all_idle():
+                    break
+                draining = True
+            actions, env_actions, logp, dist_inputs, state_rows = runner._step_actions(
+                recorder.policy_obs, explore, random_actions
+            )
+            results = runner._try_env_step(env_actions)
+            if results is None:  # the vector env was re-created: every sub-env starts afresh
+                recorder.restart()
+                continue
+            stepped = recorder.record(
+                results, actions, logp, dist_inputs, state_rows, draining=draining
+            )
+            runner.global_timestep += stepped
+            runner.num_env_steps_stepped += stepped
+            steps += stepped
+    finally:
+        runner._episode_step_of = None
+    return recorder.finish(steps, num_episodes=num_episodes, cut=not complete)
+
+
+def data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
+    """An episode's (connector_data, custom_data); fresh dicts for one without object yet."""
+    if episode is None:
+        return {}, {}
+    return episode.connector_data, episode.custom_data
+
+
+def with_earlier_chunks(
+    episode_return: float, episode_len: int, prev_chunks: list[SingleAgentEpisode]
+) -> tuple[float, int]:
+    """An ended episode's return and length from its last chunk's, its earlier chunks (those
+    earlier `sample()` calls returned) counted in, as RLlib's episode metrics count them."""
+    if prev_chunks:
+        episode_return += sum(c.get_return() for c in prev_chunks)
+        episode_len += sum(len(c) for c in prev_chunks)
+    return episode_return, episode_len
+
+
+def record_steps(
+    episodes: list[SingleAgentEpisode | None],
+    indices: list[int],
+    obs: Any,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    terminateds: np.ndarray,
+    truncateds: np.ndarray,
+    logp: np.ndarray,
+    dist_inputs: np.ndarray | None,
+    infos: list[dict],
+    state_rows: list | None = None,
+) -> None:
+    """Appends one vector step to the episode objects of sub-envs `indices` (`episodes`, in
+    that order): for what reads each episode as it steps. Python scalars once per step, not
+    numpy scalars per sub-env; Discrete actions as ints, Box actions keep their rows.
+    `state_rows`: a recurrent module's state out per sub-env, recorded among the model
+    outputs (copied: a row of the batch's array would keep the whole batch alive)."""
+    num_envs = len(rewards)
+    obs_rows = unbatch(obs, num_envs)
+    action_list = actions.tolist() if actions.ndim == 1 else list(actions)
+    reward_list, logp_list = rewards.tolist(), logp.tolist()
+    terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
+    dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
+    for i, episode in zip(indices, episodes, strict=True):
+        assert episode is not None, RECORD_HAS_EPISODE
+        if state_rows is None:
+            episode.record_sampled_step(
+                obs_rows[i],
+                action_list[i],
+                reward_list[i],
+                infos[i],
+                terminated_list[i],
+                truncated_list[i],
+                logp_list[i],
+                dist_rows[i],
+            )
+            continue
+        outputs = {Columns.ACTION_LOGP: logp_list[i]}
+        if dist_rows[i] is not None:
+            outputs[Columns.ACTION_DIST_INPUTS] = dist_rows[i]
+        outputs[Columns.STATE_OUT] = tree_map(np.array, state_rows[i])
+        episode.add_env_step(
+            obs_rows[i],
+            action_list[i],
+            reward_list[i],
+            infos[i],
+            terminated=terminated_list[i],
+            truncated=truncated_list[i],
+            extra_model_outputs=outputs,
+        )
+
+
+class ColumnRecorder:
+    """Records one `sample()` call's vector steps into `StepColumns` (see the module
+    docstring); per sub-env it keeps where its episode starts in the columns and its object,
+    id, start time, return and connector data."""
+
+    def __init__(self, runner: EnvRunner, num_timesteps: int, num_episodes: int | None):
+        self.runner = runner
+        records = self.records = runner._sub_env_records
+        self.num_envs = num_envs = runner.num_envs
+        callbacks = runner._callbacks
+        #: The env-to-module pipeline: each step's row of observations is its output (what
+        #: the module sees, and the episodes record), made from the vector env's raw ones.
+        self.pipeline = pipeline = runner._env_to_module
+        #: The module's next input.
+        self.policy_obs: Any = runner._obs if pipeline is None else runner._module_obs
+        # Rows for the steps asked for, with room for the autoreset steps (which step no
+        # episode) of episodes ~8 steps long on average before a column must grow.
+        rows = num_timesteps // num_envs + 2 if num_episodes is None else 64
+        self.columns = StepColumns(num_envs, rows + rows // 8 + 8, self.policy_obs)
+        #: Per sub-env, the row of its episode's first observation in `columns`.
+        self.first_row = [1 if record.awaiting_reset else 0 for record in records]
+        #: An `on_episode_step` callback reads each episode's object as it steps, and a
+        #: recurrent module reads its state from it (`_carried_states`): then every episode
+        #: has one, which gets each step as the per-step loop gives it (the raw observation
+        #: while the callbacks run, then the pipeline's output; a recurrent module's state).
+        self.fires_step = callbacks.has("on_episode_step")
+        self.steps_objects = self.fires_step or runner._uses_stateful_module()
+        if self.steps_objects:
+            for record in records:
+                record.resume()
+        #: Per sub-env, its episode's object; None for one started in this call without
+        #: callbacks at its start, whose id and start time are in `ids` / `start_times`, and
+        #: for one continued from the chunk the last call returned (`carried`).
+        self.live: list[SingleAgentEpisode | None] = []
+        self.carried: list[SingleAgentEpisode | None] = [record.cut_from for record in records]
+        self.ids: list[str] = [""] * num_envs
+        self.start_times: list[float] = [0.0] * num_envs
+        for i, record in enumerate(records):
+            chunk = self.carried[i]
+            if chunk is None:
+                self.live.append(record.episode)
+            else:
+                self.live.append(None)
+                self.ids[i] = chunk.id_
+                started = chunk._start_time
+                self.start_times[i] = time.perf_counter() if started is None else started
+        #: With a pipeline: per sub-env, its episode's (connector_data, custom_data), which the
+        #: pieces read and keep across the episode's chunks.
+        self.episode_data: list[tuple[dict, dict]] = []
+        self.rows_by_piece = False
+        if pipeline is not None:
+            self.episode_data = [
+                data_of(self.live[i] if self.carried[i] is None else self.carried[i])
+                for i in range(num_envs)
+            ]
+            self.rows_by_piece = pipeline.transforms_rows and type(runner._obs) is np.ndarray
+        #: Per sub-env, its episode's return so far in this call (the metrics' returns of
+        #: episodes started in it).
+        self.returns = np.zeros(num_envs)
+        #: The sub-envs whose episode ended in the last step: this step resets them.
+        self.resetting = [i for i, record in enumerate(records) if record.awaiting_reset]
+        #: The sub-envs idling (their episode ended while the call lets the running episodes
+        #: play out): stepped with the others, recorded and filtered by none.
+        self.idle: list[int] = []
+        self.fires_start = callbacks.has("on_episode_start")
+        self.fires_end = callbacks.has("on_episode_end")
+        #: Per sub-env, the event arguments, copied with the episode for one without object.
+        self.base_kwargs = [runner._event_kwargs(i, None) for i in range(num_envs)]
+        self.objects_at_start = (
+            self.fires_start or self.steps_objects or callbacks.has("on_episode_created")
+        )
+        self.sub_env_infos_of = (
+            partial(sub_env_infos, runner.env, num_envs=num_envs)
+            if runner.vectorize_mode == SYNC or self.steps_objects
+            else None  # "vector_entry_point": the batched dict, unbatched only when read
+        )
+        #: The episodes ended in this call, then the chunks; where each is in `columns`.
+        self.episodes: list[SingleAgentEpisode] = []
+        self.where: list[ColumnRows | None] = []
+
+    def episode_step(self, i: int) -> int:
+        """The step sub-env `i` takes now (the first of its next episode when it resets)."""
+        return 1 if i in self.resetting else self.columns.row + 1 - self.first_row[i]
+
+    def all_idle(self) -> bool:
+        return len(self.idle) == self.num_envs
+
+    def restart(self) -> None:
+        """The vector env was re-created: every sub-env starts a fresh episode. The steps
+        this call recorded of the episodes under way are lost (their objects, which the
+        re-creation counted, hold none of them unless they got each step)."""
+        runner, columns, num_envs = self.runner, self.columns, self.num_envs
+        lost = sum(
+            columns.row - self.first_row[i] for i in range(num_envs) if i not in self.resetting
+        )
+        if lost and not self.steps_objects:
+            runner.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
+        runner._reset_all()
+        self.policy_obs = runner._obs if self.pipeline is None else runner._module_obs
+        row = columns.restart(self.policy_obs)
+        self.first_row = [row] * num_envs
+        self.live = [record.episode for record in self.records]
+        self.carried = [None] * num_envs
+        if self.pipeline is not None:
+            self.episode_data = [data_of(episode) for episode in self.live]
+        self.resetting = []
+        self.returns[:] = 0.0
+
+    def record(
+        self,
+        results: tuple,
+        actions: np.ndarray,
+        logp: np.ndarray,
+        dist_inputs: np.ndarray | None,
+        state_rows: list | None,
+        *,
+        draining: bool,
+    ) -> int:
+        """Records one vector step (the env's `results` for `actions`); returns how many
+        sub-envs stepped an episode. With `draining`, an episode that ends starts no next
+        one: its sub-env idles."""
+        obs, rewards, terminateds, truncateds, infos = results
+        if self.sub_env_infos_of is not None:
+            infos = self.sub_env_infos_of(infos)
+        columns, resetting, idle = self.columns, self.resetting, self.idle
+        pipeline = self.pipeline
+        row = columns.record(
+            obs if pipeline is None else None,  # (the pipeline's output: below)
+            actions,
+            rewards,
+            logp,
+            dist_inputs,
+            infos,
+        )
+        np.add(self.returns, rewards, out=self.returns)
+        if resetting:  # this step was their autoreset: their episodes start here
+            self._start_episodes(row)
+        if self.steps_objects:
+            stepping = [i for i in range(self.num_envs) if i not in resetting and i not in idle]
+            live = self.live
+            record_steps(
+                [live[i] for i in stepping], stepping, obs, actions, rewards,
+                terminateds, truncateds, logp, dist_inputs, infos, state_rows,
+            )  # fmt: skip
+        if pipeline is None:
+            self.policy_obs = obs
+        else:
+            self._filter(obs, terminateds, truncateds)
+            self.policy_obs = columns.observations[row]
+        self._reset_objects(row)
+        if self.steps_objects and pipeline is not None:
+            for i in stepping:  # what the module sees, as the pipeline left it
+                live_episode = self.live[i]
+                assert live_episode is not None, RECORD_HAS_EPISODE
+                live_episode.set_observations(new_data=self.policy_obs[i].copy(), at_indices=-1)
+        stepped = self.num_envs - len(resetting) - len(idle)
+        ended = terminateds | truncateds
+        if True in ended.tolist():
+            # (A sub-env's autoreset step reports no end: only ones that stepped ended.)
+            ended_now = np.flatnonzero(ended).tolist()
+            if idle:
+                ended_now = [i for i in ended_now if i not in idle]
+            self.resetting = []
+            self._end_episodes(ended_now, row, terminateds, truncateds, draining)
+        else:
+            self.resetting = []
+        self.runner._obs = obs
+        return stepped
+
+    def _start_episodes(self, row: int) -> None:
+        """The sub-envs resetting in this step start their next episode at `row`."""
+        self.returns[self.resetting] = 0.0
+        now = time.perf_counter()
+        new_ids = new_episode_ids(len(self.resetting))
+        for i, new_id in zip(self.resetting, new_ids, strict=True):
+            self.first_row[i] = row
+            self.records[i].awaiting_reset = False
+            if self.live[i] is None:
+                self.ids[i] = new_id
+                self.start_times[i] = now
+            if self.pipeline is not None:
+                self.episode_data[i] = data_of(self.live[i])
+
+    def _reset_objects(self, row: int) -> None:
+        """The objects of the episodes starting in this step get their reset (the module's
+        observation); the start and step events fire."""
+        fire_with = self.runner._callbacks.fire_with
+        for i in self.resetting:
+            episode = self.live[i]
+            if episode is None:
+                continue
+            episode.add_env_reset(self.policy_obs[i], self.columns.sub_env_infos(row, i))
+            if self.fires_start and not self.fires_step:
+                fire_with("on_episode_start", self.records[i].event_kwargs)
+        if self.fires_step:  # in sub-env order, as the per-step loop fires them
+            for i, record in enumerate(self.records):
+                if i in self.resetting:
+                    if self.fires_start:
+                        fire_with("on_episode_start", record.event_kwargs)
+                elif i not in self.idle:
+                    fire_with("on_episode_step", record.event_kwargs)
+
+    def _end_episodes(
+        self,
+        ended_now: list[int],
+        row: int,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        draining: bool,
+    ) -> None:
+        """The episodes of sub-envs `ended_now` ended with `row`: each goes into `episodes`
+        (on_episode_end fired, its metrics noted) and its sub-env starts the next (or idles
+        while `draining`)."""
+        runner, records, live = self.runner, self.records, self.live
+        terminated_list = terminateds.tolist()
+        truncated_list = truncateds.tolist()
+        return_list = self.returns.tolist()
+        now = time.perf_counter()
+        rows_of: ColumnRows | None
+        for i in ended_now:
+            record = records[i]
+            episode = live[i]
+            if self.steps_objects:  # its steps are in it already
+                assert episode is not None, RECORD_HAS_EPISODE
+                rows_of = None
+                runner._finish_episode(record)
+                episode.to_numpy()
+            elif episode is not None:
+                rows_of = self.columns.fill(
+                    episode, i, self.first_row[i], row, terminated_list[i], truncated_list[i]
+                )
+                runner._finish_episode(record)
+            else:
+                rows_of = None
+                episode = self._finish_view(
+                    i, row, now, terminated_list[i], truncated_list[i], return_list[i]
+                )
+            self.episodes.append(episode)
+            self.where.append(rows_of)
+            if draining:  # no next episode: the sub-env idles
+                self.idle.append(i)
+                record.idle = True
+                live[i] = None
+                continue
+            if self.objects_at_start:
+                runner._create_episode(i)
+                live[i] = record.episode
+            else:
+                record.episode = live[i] = None
+            record.awaiting_reset = True
+            self.resetting.append(i)
+
+    def _finish_view(
+        self,
+        i: int,
+        row: int,
+        now: float,
+        terminated: bool,
+        truncated: bool,
+        episode_return: float,
+    ) -> SingleAgentEpisode:
+        """Sub-env `i`'s episode without object ended: its view of the rows, with
+        `on_episode_end` fired and its return, length and duration noted."""
+        runner, record = self.runner, self.records[i]
+        first = self.first_row[i]
+        chunk = self.carried[i]
+        episode = self._view_of_rows(
+            i, first, row, chunk, now, terminated, truncated,
+            self.episode_data[i] if self.episode_data else None,
+        )  # fmt: skip
+        prev_chunks = []
+        # (The running return: the same float additions, in the same order, as the
+        # episode's get_return().)
+        if chunk is not None:
+            self.carried[i] = None
+            prev_chunks = record.prev_chunks
+            record.prev_chunks = []
+        episode_return, episode_len = with_earlier_chunks(episode_return, row - first, prev_chunks)
+        if self.fires_end:
+            end_kwargs = dict(self.base_kwargs[i])
+            end_kwargs["episode"] = episode
+            end_kwargs["prev_episode_chunks"] = prev_chunks
+            runner._callbacks.fire_with("on_episode_end", end_kwargs)
+        runner._ended_episodes.append((episode_return, episode_len, now - self.start_times[i]))
+        if episode._old is not None:
+            runner._log_old_episode_data(
+                episode._old, runner.config.metrics_num_episodes_for_smoothing
+            )
+        return episode
+
+    def _filter(self, obs: Any, terminateds: np.ndarray, truncateds: np.ndarray) -> None:
+        """Writes the last row's observations: the env-to-module pipeline's output for the
+        raw `obs`, the sub-envs whose episode starts with this step first, then the others
+        (as the per-episode calls give them); an idle sub-env keeps its last row (the
+        module's input stays what it was). A pipeline that filters rows takes the row in one
+        call; any other reads one `LatestStepView` per sub-env."""
+        assert self.pipeline is not None
+        columns, resetting, idle = self.columns, self.resetting, self.idle
+        order = None
+        if resetting or idle:
+            starting = set(resetting + idle)
+            order = resetting + [i for i in range(self.num_envs) if i not in starting]
+        if self.rows_by_piece:
+            module_observations(self.pipeline, columns, obs, order, None, {})
+        else:
+            self._filter_views(obs, terminateds, truncateds, order)
+        if idle:
+            columns.observations[columns.row, idle] = columns.observations[columns.row - 1, idle]
+
+    def _filter_views(
+        self, obs: Any, terminateds: np.ndarray, truncateds: np.ndarray, order: list[int] | None
+    ) -> None:
+        """`_filter` through one `LatestStepView` per sub-env in `order`."""
+        assert self.pipeline is not None
+        runner, columns = self.runner, self.columns
+        row = columns.row
+        raw_rows = unbatch(obs, self.num_envs)
+        terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
+        views = []
+        for i in range(self.num_envs) if order is None else order:
+            chunk = self.carried[i]
+            known = self.live[i] if chunk is None else chunk
+            if known is None:
+                id_, t_started = self.ids[i], 0
+            else:  # the chunk carried in continues at its end
+                id_, t_started = known.id_, known.t_started if chunk is None else known.t
+            connector_data, custom_data = self.episode_data[i]
+            views.append(
+                LatestStepView(
+                    columns,
+                    i,
+                    self.first_row[i],
+                    row,
+                    raw_rows[i],
+                    id_=id_,
+                    t_started=t_started,
+                    connector_data=connector_data,
+                    custom_data=custom_data,
+                    terminated=terminated_list[i],
+                    truncated=truncated_list[i],
+                )
+            )
+        call_kwargs = {
+            "rl_module": runner.module,
+            "explore": runner.config.explore,
+            "shared_data": {},
+            "metrics": runner.metrics,
+        }
+        module_observations(self.pipeline, columns, obs, order, views, call_kwargs)
+
+    def finish(
+        self, steps: int, *, num_episodes: int | None, cut: bool
+    ) -> list[SingleAgentEpisode]:
+        """The call's episodes: the ended ones, then (`cut`) the running ones' chunks; without
+        `cut` (a count of episodes, or complete episodes) the running ones are dropped."""
+        runner, columns = self.runner, self.columns
+        if self.pipeline is not None:  # (a copy: the per-step loop writes into it)
+            runner._module_obs = columns.observations[columns.row].copy()
+        runner._log_sample_metrics(steps, len(self.episodes))
+        if num_episodes is not None or not cut:
+            # The episodes still running are dropped; the next sample() starts fresh ones.
+            runner._needs_reset = True
+            for record in self.records:
+                record.prev_chunks = []
+            if num_episodes is not None:
+                del self.episodes[num_episodes:], self.where[num_episodes:]
+            return columns.episode_list(self.episodes, self.where)
+        self._cut_chunks()
+        return columns.episode_list(self.episodes, self.where)
+
+    def _cut_chunks(self) -> None:
+        """Each unfinished episode's chunk so far goes out (into `episodes` / `where`) and the
+        episode continues from it in the next call (its successor object is made when
+        something reads it: `SubEnvRecord`). Objects that got each step are cut as the
+        per-step loop cuts them (a recurrent module's chunk keeps the step before as its
+        lookback: the state, previous action and reward its successor's first step starts
+        from)."""
+        runner, columns = self.runner, self.columns
+        row = columns.row
+        now = time.perf_counter()
+        for i, record in enumerate(self.records):
+            episode = self.live[i]
+            first = self.first_row[i]
+            if record.awaiting_reset:
+                if episode is None:  # the next episode's object, which its reset starts
+                    runner._create_episode(i)
+                continue
+            if first == row:  # no steps in this call
+                if episode is None and self.carried[i] is None:
+                    # Started in this call's last step without an object: it gets one, with
+                    # its reset, to continue from in the next call.
+                    episode = SingleAgentEpisode(self.ids[i], env_index=i)
+                    episode.add_env_reset(
+                        columns.observations[row, i], columns.sub_env_infos(row, i)
+                    )
+                    episode._start_time = self.start_times[i]
+                    if self.episode_data:
+                        episode.connector_data, episode.custom_data = self.episode_data[i]
+                    runner._create_episode(i, restored=episode)
+                continue  # (one carried in stays carried)
+            rows_of = None
+            if episode is None:  # started in this call without an object, or carried in
+                chunk = self.carried[i]
+                episode = self._view_of_rows(
+                    i, first, row, chunk, now, False, False,
+                    self.episode_data[i] if self.episode_data else None,
+                )  # fmt: skip
+                if chunk is None:
+                    record.start(episode, {})
+            elif self.steps_objects:  # its successor shares its data now
+                successor = episode.cut(len_lookback_buffer=1 if runner._stateful else 0)
+                record.episode = successor
+                record.event_kwargs["episode"] = successor
+                record.prev_chunks.append(episode.to_numpy())
+                self.episodes.append(episode)
+                self.where.append(None)
+                continue
+            else:
+                rows_of = columns.fill(episode, i, first, row, False, False)
+                episode._last_step_time = now
+            record.carry(episode)
+            self.episodes.append(episode)
+            self.where.append(rows_of)
+
+    def _view_of_rows(
+        self,
+        index: int,
+        first: int,
+        last: int,
+        chunk: SingleAgentEpisode | None,
+        end_time: float,
+        terminated: bool,
+        truncated: bool,
+        data: tuple[dict, dict] | None = None,
+    ) -> SingleAgentEpisode:
+        """The episode (chunk) of sub-env `index`'s rows `first..last`: one started in this
+        call, or the continuation of `chunk`, the one the last call returned. `data`: the
+        (connector_data, custom_data) the env-to-module pieces kept for it."""
+        columns = self.columns
+        episode = columns.view(
+            self.ids[index],
+            index,
+            first,
+            last,
+            first_info=columns.sub_env_infos(first, index) if chunk is None else chunk._last_info(),
+            t_started=0 if chunk is None else chunk.t,
+            start_time=self.start_times[index],
+            end_time=end_time,
+            terminated=terminated,
+            truncated=truncated,
+        )
+        if chunk is None:
+            episode._env_runner = self.runner
+            if data is not None:
+                episode.connector_data, episode.custom_data = data
+        else:  # what cut() hands the successor: custom data, connector data, the old API's
+            chunk._hand_over(episode, ended=True)
+            episode._last_step_time = end_time
+        return episode
