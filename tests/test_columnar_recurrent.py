@@ -68,7 +68,7 @@ def _assert_same_episodes(a: list, b: list) -> None:
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("pipeline", [None, "mean_std"])
+@pytest.mark.parametrize("pipeline", [None, "mean_std", "reader"])
 @pytest.mark.parametrize("prev", [False, True])
 def test_a_recurrent_module_samples_by_column_what_the_per_step_loop_samples(mode, pipeline, prev):
     settings, sample_kwargs = MODES[mode]

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from trainer import PPOConfig
-from trainer.connectors.connector_v2 import ConnectorV2
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
 from trainer.runners.env_runner import EnvRunner
@@ -225,21 +224,13 @@ def test_a_shallow_copy_of_a_sample_keeps_its_episodes():
     algo.stop()
 
 
-class _PassThrough(ConnectorV2):
-    """A connector piece that reads episodes (it defines no `transform_rows`)."""
-
-    def __call__(self, *, batch, **kwargs):
-        return batch
-
-
-def test_what_reads_episodes_between_steps_takes_the_per_step_loop():
+def test_per_sub_env_restarts_take_the_per_step_loop():
     def per_step(episode, **kw):
         episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
-    # A step callback with a pipeline that reads episodes: the pieces would read what the
-    # callbacks wrote in the step.
+    # "sync" mode's restart_failed_sub_environments re-creates a sub-env between steps.
     config = _config(_InfoEnv, 2, callbacks={"on_episode_step": per_step})
-    algo = config.env_runners(env_to_module_connector=lambda env: _PassThrough()).build()
+    algo = config.fault_tolerance(restart_failed_sub_environments=True).build()
     runner = algo.env_runner_group.local_env_runner
     used = []
     runner._sample_columnar = _counting(runner._sample_columnar, used)

@@ -72,7 +72,7 @@ MODES = {
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("pipeline", [None, "mean_std"])
+@pytest.mark.parametrize("pipeline", [None, "mean_std", "reader"])
 @pytest.mark.parametrize("num_envs", [1, 4])
 def test_step_callbacks_read_by_column_what_the_per_step_loop_gives_them(mode, pipeline, num_envs):
     settings, sample_kwargs = MODES[mode]

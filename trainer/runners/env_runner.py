@@ -1500,29 +1500,26 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     columnar_sampling: bool = True
 
     def _samples_by_column(self) -> bool:
-        """Whether this call can record by column: nothing reads an episode between steps (no
-        `on_episode_step` callback, a stateless module; env-to-module connectors read views
-        of the columns), the module's observations a plain array, no per-sub-env restarts,
-        and every sub-env's chunk without steps (an episode restored from a state taken in
-        the middle of a call, e.g. by a callback, takes one per-step call first)."""
+        """Whether this call runs the rollout loop (`runners/rollout.py`): every call but
+        those with per-sub-env restarts ("sync" mode's `restart_failed_sub_environments`)
+        and those of "async" mode."""
+        return self.columnar_sampling and self.vectorize_mode != ASYNC and not self._guarded
+
+    def _records_each_step(self) -> bool:
+        """Whether the rollout loop gives every episode its object, which gets each step as
+        it is taken: an `on_episode_step` callback reads it, a recurrent module reads its
+        state from it, observations (the env's or the pipeline's) that are Dict / Tuple fit
+        no column, or an episode under way already has steps in its chunk (restored from a
+        state taken in the middle of a call, e.g. by a callback). Otherwise episodes are made
+        from the columns when they end or are cut."""
         pipeline = self._env_to_module
         module_obs = self._obs if pipeline is None else self._module_obs
-        # Episode objects that get each step (`on_episode_step` callbacks, a recurrent module)
-        # go with a pipeline that filters rows: one that reads episodes would read what the
-        # callbacks wrote in the step, or a recurrent chunk's lookback, which no row holds.
-        steps_objects = self._callbacks.has("on_episode_step") or self._uses_stateful_module()
-        filters_rows = pipeline is None or (
-            pipeline.transforms_rows and type(self._obs) is np.ndarray
-        )
-        if not (
-            self.columnar_sampling
-            and self.vectorize_mode != ASYNC
-            and not self._guarded
-            and type(module_obs) is np.ndarray
-            and (filters_rows or not steps_objects)
+        if (
+            self._callbacks.has("on_episode_step")
+            or self._uses_stateful_module()
+            or type(module_obs) is not np.ndarray
+            or type(self._obs) is not np.ndarray
         ):
-            return False
-        if steps_objects:  # each episode's object gets each step, whatever it holds
             return True
         for record in self._sub_env_records:
             if record.cut_from is not None:  # continues from its last chunk, at its end
@@ -1535,8 +1532,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 or episode.observations.lookback
                 or len(episode.observations.data) != (0 if record.awaiting_reset else 1)
             ):
-                return False
-        return True
+                return True
+        return False
 
     def _sample_columnar(
         self,

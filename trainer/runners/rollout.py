@@ -106,55 +106,60 @@ def with_earlier_chunks(
     return episode_return, episode_len
 
 
-def record_steps(
-    episodes: list[SingleAgentEpisode | None],
-    indices: list[int],
-    obs: Any,
-    actions: np.ndarray,
-    rewards: np.ndarray,
-    terminateds: np.ndarray,
-    truncateds: np.ndarray,
-    logp: np.ndarray,
-    dist_inputs: np.ndarray | None,
-    infos: list[dict],
-    state_rows: list | None = None,
-) -> None:
-    """Appends one vector step to the episode objects of sub-envs `indices` (`episodes`, in
-    that order): for what reads each episode as it steps. Python scalars once per step, not
-    numpy scalars per sub-env; Discrete actions as ints, Box actions keep their rows.
-    `state_rows`: a recurrent module's state out per sub-env, recorded among the model
-    outputs (copied: a row of the batch's array would keep the whole batch alive)."""
-    num_envs = len(rewards)
-    obs_rows = unbatch(obs, num_envs)
-    action_list = actions.tolist() if actions.ndim == 1 else list(actions)
-    reward_list, logp_list = rewards.tolist(), logp.tolist()
-    terminated_list, truncated_list = terminateds.tolist(), truncateds.tolist()
-    dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
-    for i, episode in zip(indices, episodes, strict=True):
+class StepRows:
+    """One vector step as per-sub-env rows, for the episode objects that get each step:
+    Python scalars made once per step, not numpy scalars per sub-env; Discrete actions as
+    ints, Box actions keep their rows. `state_rows`: a recurrent module's state out per
+    sub-env, recorded among the model outputs."""
+
+    def __init__(
+        self,
+        obs: Any,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        logp: np.ndarray,
+        dist_inputs: np.ndarray | None,
+        infos: list[dict],
+        state_rows: list | None,
+    ):
+        num_envs = len(rewards)
+        self.observations = unbatch(obs, num_envs)
+        self.actions = actions.tolist() if actions.ndim == 1 else list(actions)
+        self.rewards, self.logp = rewards.tolist(), logp.tolist()
+        self.terminateds, self.truncateds = terminateds.tolist(), truncateds.tolist()
+        self.dist_inputs = [None] * num_envs if dist_inputs is None else dist_inputs
+        self.infos = infos
+        self.state_rows = state_rows
+
+    def append_to(self, episode: SingleAgentEpisode | None, i: int) -> None:
+        """Appends sub-env `i`'s step to its episode (a recurrent module's state out copied:
+        a row of the batch's array would keep the whole batch alive)."""
         assert episode is not None, RECORD_HAS_EPISODE
-        if state_rows is None:
+        if self.state_rows is None:
             episode.record_sampled_step(
-                obs_rows[i],
-                action_list[i],
-                reward_list[i],
-                infos[i],
-                terminated_list[i],
-                truncated_list[i],
-                logp_list[i],
-                dist_rows[i],
+                self.observations[i],
+                self.actions[i],
+                self.rewards[i],
+                self.infos[i],
+                self.terminateds[i],
+                self.truncateds[i],
+                self.logp[i],
+                self.dist_inputs[i],
             )
-            continue
-        outputs = {Columns.ACTION_LOGP: logp_list[i]}
-        if dist_rows[i] is not None:
-            outputs[Columns.ACTION_DIST_INPUTS] = dist_rows[i]
-        outputs[Columns.STATE_OUT] = tree_map(np.array, state_rows[i])
+            return
+        outputs = {Columns.ACTION_LOGP: self.logp[i]}
+        if self.dist_inputs[i] is not None:
+            outputs[Columns.ACTION_DIST_INPUTS] = self.dist_inputs[i]
+        outputs[Columns.STATE_OUT] = tree_map(np.array, self.state_rows[i])
         episode.add_env_step(
-            obs_rows[i],
-            action_list[i],
-            reward_list[i],
-            infos[i],
-            terminated=terminated_list[i],
-            truncated=truncated_list[i],
+            self.observations[i],
+            self.actions[i],
+            self.rewards[i],
+            self.infos[i],
+            terminated=self.terminateds[i],
+            truncated=self.truncateds[i],
             extra_model_outputs=outputs,
         )
 
@@ -174,18 +179,23 @@ class ColumnRecorder:
         self.pipeline = pipeline = runner._env_to_module
         #: The module's next input.
         self.policy_obs: Any = runner._obs if pipeline is None else runner._module_obs
+        #: Every episode has its object, which gets each step as it is taken (the raw
+        #: observation while the callbacks run, then the pipeline's output; a recurrent
+        #: module's state): see `EnvRunner._records_each_step`.
+        self.steps_objects = runner._records_each_step()
+        #: Dict / Tuple observations: the columns hold none (the objects do).
+        self.obs_in_columns = (
+            type(self.policy_obs) is np.ndarray and type(runner._obs) is np.ndarray
+        )
         # Rows for the steps asked for, with room for the autoreset steps (which step no
         # episode) of episodes ~8 steps long on average before a column must grow.
         rows = num_timesteps // num_envs + 2 if num_episodes is None else 64
-        self.columns = StepColumns(num_envs, rows + rows // 8 + 8, self.policy_obs)
+        self.columns = StepColumns(
+            num_envs, rows + rows // 8 + 8, self._column_observations(self.policy_obs)
+        )
         #: Per sub-env, the row of its episode's first observation in `columns`.
         self.first_row = [1 if record.awaiting_reset else 0 for record in records]
-        #: An `on_episode_step` callback reads each episode's object as it steps, and a
-        #: recurrent module reads its state from it (`_carried_states`): then every episode
-        #: has one, which gets each step as the per-step loop gives it (the raw observation
-        #: while the callbacks run, then the pipeline's output; a recurrent module's state).
         self.fires_step = callbacks.has("on_episode_step")
-        self.steps_objects = self.fires_step or runner._uses_stateful_module()
         if self.steps_objects:
             for record in records:
                 record.resume()
@@ -214,7 +224,12 @@ class ColumnRecorder:
                 data_of(self.live[i] if self.carried[i] is None else self.carried[i])
                 for i in range(num_envs)
             ]
-            self.rows_by_piece = pipeline.transforms_rows and type(runner._obs) is np.ndarray
+            self.rows_by_piece = pipeline.transforms_rows and self.obs_in_columns
+        #: The pipeline runs over the episode objects, as the per-step loop runs it (for
+        #: objects that get each step, unless it filters rows).
+        self.pipeline_on_objects = (
+            pipeline is not None and self.steps_objects and not self.rows_by_piece
+        )
         #: Per sub-env, its episode's return so far in this call (the metrics' returns of
         #: episodes started in it).
         self.returns = np.zeros(num_envs)
@@ -239,6 +254,13 @@ class ColumnRecorder:
         self.episodes: list[SingleAgentEpisode] = []
         self.where: list[ColumnRows | None] = []
 
+    def _column_observations(self, observations: Any) -> np.ndarray:
+        """The observations a row of the columns holds: none (an empty row per sub-env) for
+        Dict / Tuple ones, which only the episode objects hold."""
+        if self.obs_in_columns:
+            return observations
+        return np.zeros((self.num_envs, 0), np.float32)
+
     def episode_step(self, i: int) -> int:
         """The step sub-env `i` takes now (the first of its next episode when it resets)."""
         return 1 if i in self.resetting else self.columns.row + 1 - self.first_row[i]
@@ -258,7 +280,7 @@ class ColumnRecorder:
             runner.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
         runner._reset_all()
         self.policy_obs = runner._obs if self.pipeline is None else runner._module_obs
-        row = columns.restart(self.policy_obs)
+        row = columns.restart(self._column_observations(self.policy_obs))
         self.first_row = [row] * num_envs
         self.live = [record.episode for record in self.records]
         self.carried = [None] * num_envs
@@ -286,7 +308,8 @@ class ColumnRecorder:
         columns, resetting, idle = self.columns, self.resetting, self.idle
         pipeline = self.pipeline
         row = columns.record(
-            obs if pipeline is None else None,  # (the pipeline's output: below)
+            # (the pipeline's output: below; Dict / Tuple observations: in the objects only)
+            obs if pipeline is None and self.obs_in_columns else None,
             actions,
             rewards,
             logp,
@@ -296,24 +319,19 @@ class ColumnRecorder:
         np.add(self.returns, rewards, out=self.returns)
         if resetting:  # this step was their autoreset: their episodes start here
             self._start_episodes(row)
-        if self.steps_objects:
-            stepping = [i for i in range(self.num_envs) if i not in resetting and i not in idle]
-            live = self.live
-            record_steps(
-                [live[i] for i in stepping], stepping, obs, actions, rewards,
-                terminateds, truncateds, logp, dist_inputs, infos, state_rows,
+        if self.pipeline_on_objects:
+            self._step_objects(
+                row,
+                StepRows(
+                    obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
+                    state_rows,
+                ),
             )  # fmt: skip
-        if pipeline is None:
-            self.policy_obs = obs
         else:
-            self._filter(obs, terminateds, truncateds)
-            self.policy_obs = columns.observations[row]
-        self._reset_objects(row)
-        if self.steps_objects and pipeline is not None:
-            for i in stepping:  # what the module sees, as the pipeline left it
-                live_episode = self.live[i]
-                assert live_episode is not None, RECORD_HAS_EPISODE
-                live_episode.set_observations(new_data=self.policy_obs[i].copy(), at_indices=-1)
+            self._step_by_rows(
+                row, obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
+                state_rows,
+            )  # fmt: skip
         stepped = self.num_envs - len(resetting) - len(idle)
         ended = terminateds | truncateds
         if True in ended.tolist():
@@ -327,6 +345,71 @@ class ColumnRecorder:
             self.resetting = []
         self.runner._obs = obs
         return stepped
+
+    def _step_by_rows(
+        self,
+        row: int,
+        obs: Any,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        logp: np.ndarray,
+        dist_inputs: np.ndarray | None,
+        infos: Any,
+        state_rows: list | None,
+    ) -> None:
+        """The step's observations through the pipeline (if any) as a row; objects that get
+        each step get it (the raw observation while the callbacks run, then the row's)."""
+        stepping: list[int] = []
+        if self.steps_objects:
+            stepping = [
+                i for i in range(self.num_envs) if i not in self.resetting and i not in self.idle
+            ]
+            rows = StepRows(
+                obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
+                state_rows,
+            )  # fmt: skip
+            for i in stepping:
+                rows.append_to(self.live[i], i)
+        if self.pipeline is None:
+            self.policy_obs = obs
+        else:
+            self._filter(obs, terminateds, truncateds)
+            self.policy_obs = self.columns.observations[row]
+        self._reset_objects(row)
+        if self.pipeline is not None:
+            for i in stepping:  # what the module sees, as the pipeline left it
+                live_episode = self.live[i]
+                assert live_episode is not None, RECORD_HAS_EPISODE
+                live_episode.set_observations(new_data=self.policy_obs[i].copy(), at_indices=-1)
+
+    def _step_objects(self, row: int, rows: StepRows) -> None:
+        """The step through the episode objects, as the per-step loop takes it: in sub-env
+        order, an episode starting gets its reset, the pipeline's pass and its start event,
+        one under way its step and its step event; then one pipeline pass over the episodes
+        that stepped. The module's next input is what the pipeline left (`_to_module`)."""
+        runner = self.runner
+        fire_with = runner._callbacks.fire_with
+        stepping = []
+        for i, record in enumerate(self.records):
+            if i in self.idle:
+                continue
+            episode = self.live[i]
+            assert episode is not None, RECORD_HAS_EPISODE
+            if i in self.resetting:
+                episode.add_env_reset(rows.observations[i], rows.infos[i])
+                runner._to_module([episode], [i])
+                if self.fires_start:
+                    fire_with("on_episode_start", record.event_kwargs)
+                continue
+            rows.append_to(episode, i)
+            if self.fires_step:
+                fire_with("on_episode_step", record.event_kwargs)
+            stepping.append(i)
+        if stepping:
+            runner._to_module([self.live[i] for i in stepping], stepping)
+        self.policy_obs = runner._module_obs
 
     def _start_episodes(self, row: int) -> None:
         """The sub-envs resetting in this step start their next episode at `row`."""
@@ -346,11 +429,12 @@ class ColumnRecorder:
         """The objects of the episodes starting in this step get their reset (the module's
         observation); the start and step events fire."""
         fire_with = self.runner._callbacks.fire_with
+        observations = unbatch(self.policy_obs, self.num_envs)
         for i in self.resetting:
             episode = self.live[i]
             if episode is None:
                 continue
-            episode.add_env_reset(self.policy_obs[i], self.columns.sub_env_infos(row, i))
+            episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
             if self.fires_start and not self.fires_step:
                 fire_with("on_episode_start", self.records[i].event_kwargs)
         if self.fires_step:  # in sub-env order, as the per-step loop fires them
@@ -515,7 +599,8 @@ class ColumnRecorder:
         """The call's episodes: the ended ones, then (`cut`) the running ones' chunks; without
         `cut` (a count of episodes, or complete episodes) the running ones are dropped."""
         runner, columns = self.runner, self.columns
-        if self.pipeline is not None:  # (a copy: the per-step loop writes into it)
+        if self.pipeline is not None and not self.pipeline_on_objects:
+            # (a copy: the per-step loop writes into it)
             runner._module_obs = columns.observations[columns.row].copy()
         runner._log_sample_metrics(steps, len(self.episodes))
         if num_episodes is not None or not cut:
