@@ -224,13 +224,11 @@ def test_a_shallow_copy_of_a_sample_keeps_its_episodes():
     algo.stop()
 
 
-def test_per_sub_env_restarts_take_the_per_step_loop():
+def test_async_mode_takes_the_per_step_loop():
     def per_step(episode, **kw):
         episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
-    # "sync" mode's restart_failed_sub_environments re-creates a sub-env between steps.
-    config = _config(_InfoEnv, 2, callbacks={"on_episode_step": per_step})
-    algo = config.fault_tolerance(restart_failed_sub_environments=True).build()
+    algo = _config(_InfoEnv, 2, "async", callbacks={"on_episode_step": per_step}).build()
     runner = algo.env_runner_group.local_env_runner
     used = []
     runner._sample_columnar = _counting(runner._sample_columnar, used)

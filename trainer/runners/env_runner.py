@@ -907,6 +907,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 env_index=index,
             )
 
+    def _failed_sub_envs(self) -> list[int]:
+        """The guarded sub-envs whose last reset/step raised (see `SubEnvGuard`)."""
+        env = self.env
+        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+        return [
+            i for i, sub_env in enumerate(env.envs) if getattr(sub_env, "failure", None) is not None
+        ]
+
     def _recover_sub_envs(self) -> None:
         """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
         episode, and starts a new one in the new sub-env."""
@@ -1501,13 +1509,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
 
     def _samples_by_column(self) -> bool:
         """Whether this call runs the rollout loop (`runners/rollout.py`): every call but
-        those with per-sub-env restarts ("sync" mode's `restart_failed_sub_environments`)
-        and those of "async" mode."""
-        return self.columnar_sampling and self.vectorize_mode != ASYNC and not self._guarded
+        those of "async" mode."""
+        return self.columnar_sampling and self.vectorize_mode != ASYNC
 
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
-        it is taken: an `on_episode_step` callback reads it, a recurrent module reads its
+        it is taken: per-sub-env restarts drop it (and count its steps), an `on_episode_step`
+        callback reads it, a recurrent module reads its
         state from it, observations (the env's or the pipeline's) that are Dict / Tuple fit
         no column, or an episode under way already has steps in its chunk (restored from a
         state taken in the middle of a call, e.g. by a callback). Otherwise episodes are made
@@ -1515,7 +1523,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         pipeline = self._env_to_module
         module_obs = self._obs if pipeline is None else self._module_obs
         if (
-            self._callbacks.has("on_episode_step")
+            self._guarded
+            or self._callbacks.has("on_episode_step")
             or self._uses_stateful_module()
             or type(module_obs) is not np.ndarray
             or type(self._obs) is not np.ndarray

@@ -83,6 +83,7 @@ def collect_rollout(
             runner.global_timestep += stepped
             runner.num_env_steps_stepped += stepped
             steps += stepped
+            recorder.recover()  # re-creates the sub-envs that raised (if any)
     finally:
         runner._episode_step_of = None
     return recorder.finish(steps, num_episodes=num_episodes, cut=not complete)
@@ -250,6 +251,9 @@ class ColumnRecorder:
             if runner.vectorize_mode == SYNC or self.steps_objects
             else None  # "vector_entry_point": the batched dict, unbatched only when read
         )
+        #: "sync" mode's per-sub-env restarts: the sub-envs whose last step raised.
+        self.guarded = runner._guarded
+        self.failed: list[int] = []
         #: The episodes ended in this call, then the chunks; where each is in `columns`.
         self.episodes: list[SingleAgentEpisode] = []
         self.where: list[ColumnRows | None] = []
@@ -305,6 +309,12 @@ class ColumnRecorder:
         obs, rewards, terminateds, truncateds, infos = results
         if self.sub_env_infos_of is not None:
             infos = self.sub_env_infos_of(infos)
+        failing: list[int] = []
+        if self.guarded:  # a sub-env that raised takes no step of its episode: it idles now
+            self.failed = self.runner._failed_sub_envs()
+            failing = [i for i in self.failed if i not in self.idle]
+            self.resetting = [i for i in self.resetting if i not in self.failed]
+            self.idle = self.idle + failing
         columns, resetting, idle = self.columns, self.resetting, self.idle
         pipeline = self.pipeline
         row = columns.record(
@@ -343,8 +353,34 @@ class ColumnRecorder:
             self._end_episodes(ended_now, row, terminateds, truncateds, draining)
         else:
             self.resetting = []
+        if failing:
+            self.idle = [i for i in self.idle if i not in failing]
         self.runner._obs = obs
         return stepped
+
+    def recover(self) -> None:
+        """Re-creates the sub-envs whose last step raised (`EnvRunner._recover_sub_envs`:
+        their episodes are dropped, each new sub-env starts one, as the per-step loop does);
+        their episodes start at the last row."""
+        failed = self.failed
+        if not failed:
+            return
+        runner, row = self.runner, self.columns.row
+        runner._recover_sub_envs()
+        for i in failed:
+            if i in self.idle:  # (its new episode is never stepped)
+                continue
+            self.live[i] = self.records[i].episode
+            self.carried[i] = None
+            self.first_row[i] = row
+            self.returns[i] = 0.0
+            if self.pipeline is not None:
+                self.episode_data[i] = data_of(self.live[i])
+        if self.pipeline_on_objects:
+            self.policy_obs = runner._module_obs
+        elif self.pipeline is not None:  # the pipeline's output for the new sub-envs' resets
+            self.columns.observations[row, failed] = runner._module_obs[failed]
+        self.failed = []
 
     def _step_by_rows(
         self,
