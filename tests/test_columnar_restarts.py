@@ -1,8 +1,10 @@
-"""Per-sub-env restarts ("sync" mode's `restart_failed_sub_environments`) in the rollout loop.
+"""Per-sub-env restarts (`restart_failed_sub_environments`) in the rollout loop.
 
 A sub-env that raises in a step takes no step of its episode: the episode is dropped (its
 steps counted as lost), the sub-env re-created and a new episode started in it after the step,
-as the per-step loop does (`ColumnRecorder.recover`, `EnvRunner._recover_sub_envs`).
+as the per-step loop does (`ColumnRecorder.recover`, `EnvRunner._recover_sub_envs`); in
+"async" mode the child process re-creates it and its step is the new sub-env's reset
+(`ColumnRecorder._restart_in_children`).
 `EnvRunner.columnar_sampling = False` sends every call through the per-step loop; both must
 give the same episodes, callback events, metrics and connector state.
 """
@@ -68,9 +70,16 @@ MODES = {
 }
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("pipeline", [None, "mean_std", "reader"])
-def test_sub_env_restarts_in_the_rollout_loop_match_the_per_step_loop(mode, pipeline):
+@pytest.mark.parametrize(
+    ("mode", "pipeline", "vectorize"),
+    [
+        (mode, pipeline, "sync")
+        for mode in sorted(MODES)
+        for pipeline in (None, "mean_std", "reader")
+    ]
+    + [("timesteps", "mean_std", "async"), ("complete_episodes", None, "async")],
+)
+def test_sub_env_restarts_in_the_rollout_loop_match_the_per_step_loop(mode, pipeline, vectorize):
     settings, sample_kwargs = MODES[mode]
     events: list = []
     callbacks = {
@@ -83,7 +92,7 @@ def test_sub_env_restarts_in_the_rollout_loop_match_the_per_step_loop(mode, pipe
         ),
     }
     config = (
-        _config(_FailingEnv, 3, callbacks=callbacks)
+        _config(_FailingEnv, 3, vectorize, callbacks=callbacks)
         .env_runners(
             env_to_module_connector=None if pipeline is None else PIPELINES[pipeline], **settings
         )

@@ -129,6 +129,7 @@ def _metric(metrics, key):
     [
         (_InfoEnv, 1, "sync"),
         (_InfoEnv, 4, "sync"),
+        (_InfoEnv, 3, "async"),
         ("CartPole-v1", 16, "vector_entry_point"),
     ],
 )
@@ -224,7 +225,7 @@ def test_a_shallow_copy_of_a_sample_keeps_its_episodes():
     algo.stop()
 
 
-def test_async_mode_takes_the_per_step_loop():
+def test_step_callbacks_in_async_mode_read_each_step():
     def per_step(episode, **kw):
         episode.custom_data["steps"] = episode.custom_data.get("steps", 0) + 1
 
@@ -233,7 +234,7 @@ def test_async_mode_takes_the_per_step_loop():
     used = []
     runner._sample_columnar = _counting(runner._sample_columnar, used)
     episodes = runner.sample(num_timesteps=30)
-    assert not used
+    assert used
     assert all(ep.custom_data["steps"] >= len(ep) for ep in episodes)
     algo.stop()
     assert EnvRunner.columnar_sampling is True

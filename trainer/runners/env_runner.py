@@ -1508,13 +1508,14 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     columnar_sampling: bool = True
 
     def _samples_by_column(self) -> bool:
-        """Whether this call runs the rollout loop (`runners/rollout.py`): every call but
-        those of "async" mode."""
-        return self.columnar_sampling and self.vectorize_mode != ASYNC
+        """Whether this call runs the rollout loop (`runners/rollout.py`): every call, unless
+        `columnar_sampling` is False (the per-step loop then records it, as a reference)."""
+        return self.columnar_sampling
 
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
-        it is taken: per-sub-env restarts drop it (and count its steps), an `on_episode_step`
+        it is taken: per-sub-env restarts (in this process or in "async" mode's children)
+        drop it and count its steps, an `on_episode_step`
         callback reads it, a recurrent module reads its
         state from it, observations (the env's or the pipeline's) that are Dict / Tuple fit
         no column, or an episode under way already has steps in its chunk (restored from a
@@ -1524,6 +1525,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         module_obs = self._obs if pipeline is None else self._module_obs
         if (
             self._guarded
+            or self._child_guarded
             or self._callbacks.has("on_episode_step")
             or self._uses_stateful_module()
             or type(module_obs) is not np.ndarray

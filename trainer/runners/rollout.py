@@ -30,7 +30,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.obs_tree import tree_map
 from trainer.env.episode import SingleAgentEpisode, new_episode_ids
 from trainer.env.episode_list import ColumnRows
-from trainer.env.vectorize import SYNC
+from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
 from trainer.runners.step_columns import StepColumns
 from trainer.runners.vector_rows import sub_env_infos, unbatch
@@ -248,9 +248,15 @@ class ColumnRecorder:
         )
         self.sub_env_infos_of = (
             partial(sub_env_infos, runner.env, num_envs=num_envs)
-            if runner.vectorize_mode == SYNC or self.steps_objects
+            if runner.vectorize_mode in (SYNC, ASYNC) or self.steps_objects
             else None  # "vector_entry_point": the batched dict, unbatched only when read
         )
+        #: "async" mode: the runner keeps which sub-env's child autoresets at the next step,
+        #: and (`restart_failed_sub_environments`) a child re-creates a sub-env that raised.
+        self.in_children = runner.vectorize_mode == ASYNC
+        self.child_guarded = runner._child_guarded
+        #: The sub-envs re-created in their child processes in this step.
+        self.recreating: set[int] = set()
         #: "sync" mode's per-sub-env restarts: the sub-envs whose last step raised.
         self.guarded = runner._guarded
         self.failed: list[int] = []
@@ -309,6 +315,12 @@ class ColumnRecorder:
         obs, rewards, terminateds, truncateds, infos = results
         if self.sub_env_infos_of is not None:
             infos = self.sub_env_infos_of(infos)
+        if self.in_children:
+            ended = (terminateds | truncateds).tolist()
+            for record, child_autoresets in zip(self.records, ended, strict=True):
+                record.child_autoreset = child_autoresets
+            if self.child_guarded:
+                self._restart_in_children(self.runner._take_child_failures(infos))
         failing: list[int] = []
         if self.guarded:  # a sub-env that raised takes no step of its episode: it idles now
             self.failed = self.runner._failed_sub_envs()
@@ -357,6 +369,28 @@ class ColumnRecorder:
             self.idle = [i for i in self.idle if i not in failing]
         self.runner._obs = obs
         return stepped
+
+    def _restart_in_children(self, recreated: set[int]) -> None:
+        """ "async" mode: the sub-envs `recreated` in their child processes (they raised):
+        this step was the new sub-env's reset. An episode under way is dropped (its steps
+        counted as lost) and the next one starts with this step, as the per-step loop does;
+        an idle sub-env stays idle."""
+        starting = [i for i in recreated if i not in self.idle and i not in self.resetting]
+        if starting:  # (their episodes are replaced in sub-env order: `_replace_episode`)
+            self.recreating = set(starting)
+            self.resetting = sorted(self.resetting + starting)
+
+    def _replace_episode(self, i: int) -> None:
+        """Sub-env `i` was re-created in its child process: its episode is dropped and its
+        next one created (`on_episode_created`)."""
+        record = self.records[i]
+        self.runner._drop_episode(record)
+        self.runner._create_episode(i)
+        self.live[i] = record.episode
+        self.carried[i] = None
+        if self.pipeline is not None:
+            self.episode_data[i] = data_of(self.live[i])
+        self.recreating.discard(i)
 
     def recover(self) -> None:
         """Re-creates the sub-envs whose last step raised (`EnvRunner._recover_sub_envs`:
@@ -431,6 +465,8 @@ class ColumnRecorder:
         for i, record in enumerate(self.records):
             if i in self.idle:
                 continue
+            if i in self.recreating:
+                self._replace_episode(i)
             episode = self.live[i]
             assert episode is not None, RECORD_HAS_EPISODE
             if i in self.resetting:
@@ -466,20 +502,20 @@ class ColumnRecorder:
         observation); the start and step events fire."""
         fire_with = self.runner._callbacks.fire_with
         observations = unbatch(self.policy_obs, self.num_envs)
-        for i in self.resetting:
-            episode = self.live[i]
-            if episode is None:
-                continue
-            episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
-            if self.fires_start and not self.fires_step:
-                fire_with("on_episode_start", self.records[i].event_kwargs)
-        if self.fires_step:  # in sub-env order, as the per-step loop fires them
-            for i, record in enumerate(self.records):
-                if i in self.resetting:
-                    if self.fires_start:
-                        fire_with("on_episode_start", record.event_kwargs)
-                elif i not in self.idle:
-                    fire_with("on_episode_step", record.event_kwargs)
+        # (In sub-env order, as the per-step loop fires the events.)
+        for i in range(self.num_envs) if self.fires_step else self.resetting:
+            record = self.records[i]
+            if i in self.resetting:
+                if i in self.recreating:
+                    self._replace_episode(i)
+                episode = self.live[i]
+                if episode is None:
+                    continue
+                episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
+                if self.fires_start:
+                    fire_with("on_episode_start", record.event_kwargs)
+            elif i not in self.idle:
+                fire_with("on_episode_step", record.event_kwargs)
 
     def _end_episodes(
         self,
