@@ -315,18 +315,7 @@ class ColumnRecorder:
         obs, rewards, terminateds, truncateds, infos = results
         if self.sub_env_infos_of is not None:
             infos = self.sub_env_infos_of(infos)
-        if self.in_children:
-            ended = (terminateds | truncateds).tolist()
-            for record, child_autoresets in zip(self.records, ended, strict=True):
-                record.child_autoreset = child_autoresets
-            if self.child_guarded:
-                self._restart_in_children(self.runner._take_child_failures(infos))
-        failing: list[int] = []
-        if self.guarded:  # a sub-env that raised takes no step of its episode: it idles now
-            self.failed = self.runner._failed_sub_envs()
-            failing = [i for i in self.failed if i not in self.idle]
-            self.resetting = [i for i in self.resetting if i not in self.failed]
-            self.idle = self.idle + failing
+        failing = self._take_failures(infos, terminateds | truncateds)
         columns, resetting, idle = self.columns, self.resetting, self.idle
         pipeline = self.pipeline
         row = columns.record(
@@ -369,6 +358,25 @@ class ColumnRecorder:
             self.idle = [i for i in self.idle if i not in failing]
         self.runner._obs = obs
         return stepped
+
+    def _take_failures(self, infos: Any, ended: np.ndarray) -> list[int]:
+        """The sub-env failures of the last step: in "async" mode, which children autoreset
+        at the next step and which re-created their sub-env (`_restart_in_children`); in
+        "sync" mode with per-sub-env restarts, the sub-envs that raised (`failed`, re-created
+        by `recover`), which take no step of their episode: they idle in this step. Returns
+        those it made idle."""
+        if self.in_children:
+            for record, child_autoresets in zip(self.records, ended.tolist(), strict=True):
+                record.child_autoreset = child_autoresets
+            if self.child_guarded:
+                self._restart_in_children(self.runner._take_child_failures(infos))
+        if not self.guarded:
+            return []
+        self.failed = self.runner._failed_sub_envs()
+        failing = [i for i in self.failed if i not in self.idle]
+        self.resetting = [i for i in self.resetting if i not in self.failed]
+        self.idle = self.idle + failing
+        return failing
 
     def _restart_in_children(self, recreated: set[int]) -> None:
         """ "async" mode: the sub-envs `recreated` in their child processes (they raised):
