@@ -48,7 +48,7 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
-from trainer.core.obs_tree import batch_from_state, set_row, tree_map, tree_rows
+from trainer.core.obs_tree import set_row, tree_map, tree_rows
 from trainer.core.recurrent import next_prev_action, next_prev_reward, next_state_in, tree_stack
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
@@ -58,7 +58,6 @@ from trainer.env.curriculum import (
     is_task_settable,
     task_if_settable,
 )
-from trainer.env.env_state import capture_env_state, restore_env_state
 from trainer.env.envs import (
     EnvContext,
     EnvCreator,
@@ -96,11 +95,12 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.rollout import collect_rollout, with_earlier_chunks
-from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state, resumed_episode
+from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
+from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
 from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
 from trainer.util import seeding
-from trainer.util.rng import generator_state, new_generator, set_generator_state
+from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
     StateError,
     check_loads,
@@ -1171,180 +1171,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self._restore_sampling(state["sampling"])
 
     def _sampling_state(self) -> dict:
-        action_space_rng = self._require_env("the sampling state").action_space._np_random
-        rng_state = None if action_space_rng is None else generator_state(action_space_rng)
-        if self.vectorize_mode == "vector_entry_point":
-            # One vector env, whose copies are not reachable one by one: its state is not
-            # captured, so the episodes under way restart after a restore (the rest of the
-            # runner's state is exact).
-            return {
-                "needs_reset": True,
-                "env_seed": self._env_seed,
-                "observations": None,
-                "awaiting_reset": [],
-                "autoreset_envs": np.zeros(0, dtype=bool),
-                "action_space_rng": rng_state,
-                "sub_envs": [],
-                "uncaptured": {"all": f"gym_env_vectorize_mode={self.vectorize_mode!r}"},
-                "episodes": [],
-                "prev_chunks": {},
-            }
-        autoreset: list[bool] | np.ndarray
-        if self.vectorize_mode == "async":  # captured in each sub-env's child process
-            captures = list(self._async_env("the sampling state").get_attr("trainer_env_state"))
-            autoreset = [record.child_autoreset for record in self._sub_env_records]
-        else:
-            env = self._sync_env("the sampling state")
-            captures = [capture_env_state(sub_env) for sub_env in env.envs]
-            autoreset = env._autoreset_envs
-        records = self._sub_env_records
-        sub_envs: list[list[dict] | None] = []
-        uncaptured: dict[str, str] = {}
-        for i, (captured, reason) in enumerate(captures):
-            sub_envs.append(captured)
-            if reason is not None:
-                uncaptured[str(i)] = reason
-        return {
-            "needs_reset": self._needs_reset,
-            "env_seed": self._env_seed,
-            "observations": self._obs,
-            # The module's next inputs with an env-to-module pipeline (its last outputs).
-            "module_observations": self._module_obs,
-            "awaiting_reset": [record.awaiting_reset for record in records],
-            "autoreset_envs": np.asarray(autoreset, dtype=bool),
-            "action_space_rng": rng_state,
-            "sub_envs": sub_envs,
-            "uncaptured": uncaptured,
-            "episodes": [
-                None if record.episode is None else record.episode.get_state() for record in records
-            ],
-            # Only an episode under way has earlier chunks.
-            "prev_chunks": {
-                record.episode.id_: [chunk.get_state() for chunk in record.prev_chunks]
-                for record in records
-                if record.prev_chunks and record.episode is not None
-            },
-        }
+        """The sampling part of this runner's state (`runners/sampling_state.py`)."""
+        return capture_sampling_state(self)
 
     def _restore_sampling(self, state: dict) -> None:
-        """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
-        was not captured (or no longer fits) starts a new episode, with a warning. Outside
-        "vector_entry_point" mode every episode starts anew (see `_sampling_state`)."""
-        if self.vectorize_mode == "vector_entry_point" or not state["sub_envs"]:
-            if state["sub_envs"]:
-                logger.warning(
-                    "EnvRunner %d: the checkpoint holds its sub-envs' state, but "
-                    "with gym_env_vectorize_mode=%r it cannot be put back; all "
-                    "episodes restart",
-                    self.worker_index,
-                    self.vectorize_mode,
-                )
-            if state["env_seed"] is not None:
-                self._env_seed = state["env_seed"]
-            self._needs_reset = True
-            return
-        if len(state["sub_envs"]) != self.num_envs:
-            logger.warning(
-                "EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; "
-                "all episodes restart",
-                self.worker_index,
-                len(state["sub_envs"]),
-                self.num_envs,
-            )
-            self._needs_reset = True
-            return
-        self._env_seed = state["env_seed"]
-        what = "restoring the sampling state"
-        if state["action_space_rng"] is not None:
-            self._require_env(what).action_space._np_random = new_generator(
-                state["action_space_rng"]
-            )
-        in_children = self.vectorize_mode == "async"
-        reasons: tuple[str | None, ...] | list[str | None]
-        # `async_env` in "async" mode, `sync_env` in the others (each used under its mode).
-        if in_children:
-            async_env = self._async_env(what)
-            async_env.set_attr("trainer_env_state", list(state["sub_envs"]))
-            reasons = async_env.get_attr("trainer_restore_reason")
-        else:
-            sync_env = self._sync_env(what)
-            reasons = [
-                None if captured is None else restore_env_state(sub_env, captured)
-                for sub_env, captured in zip(sync_env.envs, state["sub_envs"], strict=True)
-            ]
-        restart = []
-        for i, captured in enumerate(state["sub_envs"]):
-            reason = state["uncaptured"].get(str(i)) if captured is None else reasons[i]
-            if reason is not None:
-                restart.append(i)
-                logger.warning(
-                    "EnvRunner %d, sub-env %d: its state could not be restored (%s); "
-                    "its episode restarts",
-                    self.worker_index,
-                    i,
-                    reason,
-                )
-        records = self._sub_env_records
-        self._needs_reset = state["needs_reset"]
-        for record in records:
-            record.prev_chunks = []
-        if self._needs_reset:
-            return  # the next sample() starts fresh episodes anyway
-        env_spaces = self.env_spaces
-        self._obs = batch_from_state(
-            state["observations"], None if env_spaces is None else env_spaces[0]
-        )
-        for record, flag in zip(records, state["awaiting_reset"], strict=False):
-            record.awaiting_reset = bool(flag)
-        autoreset = np.array(state["autoreset_envs"], dtype=bool)
-        if in_children:  # the new children owe the autoresets the old ones would have done
-            for record, flag in zip(records, autoreset.tolist(), strict=False):
-                record.child_autoreset = flag
-            async_env.set_attr("trainer_pending_reset", autoreset.tolist())
-        else:
-            sync_env._autoreset_envs = autoreset
-        for i, episode_state in enumerate(state["episodes"]):
-            self._create_episode(i, resumed_episode(episode_state))
-        saved_inputs = state.get("module_observations")
-        if self._env_to_module is not None and saved_inputs is not None:
-            nested = None if self.spaces is None else self.spaces.nested_obs_space
-            self._module_obs = batch_from_state(saved_inputs, nested)
-            if nested is not None:
-                self._module_obs_rows = list(unbatch(self._module_obs, self.num_envs))
-        elif self._env_to_module is not None:
-            # A state without them: the pipeline's outputs the restored episodes end with.
-            restored = [
-                (i, record.episode)
-                for i, record in enumerate(records)
-                if record.episode is not None and len(record.episode.observations)
-            ]
-            if len(restored) == self.num_envs:
-                self._keep_module_inputs(
-                    [episode for _, episode in restored], [i for i, _ in restored]
-                )
-        # The chunks are saved by episode id: each goes back to the sub-env running that episode.
-        chunks_by_id = {
-            id_: [resumed_episode(c) for c in chunks]
-            for id_, chunks in state["prev_chunks"].items()
-        }
-        for record in records:
-            if record.episode is not None:
-                record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
-        if in_children and restart:
-            async_env.set_attr("trainer_reset_flag", [i in restart for i in range(self.num_envs)])
-            resets = async_env.call("trainer_reset_if_flagged")
-        for i in restart:
-            record = records[i]
-            self._create_episode(i)  # the restored episode and its chunks are dropped
-            if in_children:
-                observation, infos = resets[i]
-                record.child_autoreset = False
-            else:
-                observation, infos = sync_env.envs[i].reset()
-                sync_env._autoreset_envs[i] = False
-            set_row(self._obs, i, observation)
-            record.awaiting_reset = False
-            self._begin_episode(i, observation, infos)
+        """Puts the sampling part of a state back (`runners/sampling_state.py`)."""
+        restore_sampling_state(self, state)
 
     # -- weights -------------------------------------------------------------------------------
     def set_weights(
