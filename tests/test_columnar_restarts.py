@@ -2,7 +2,7 @@
 
 A sub-env that raises in a step takes no step of its episode: the episode is dropped (its
 steps counted as lost), the sub-env re-created and a new episode started in it after the step,
-as the per-step loop does (`ColumnRecorder.recover`, `EnvRunner._recover_sub_envs`); in
+as the per-step loop does (`ColumnRecorder.recover`, `sub_env_recovery.recover_sub_envs`); in
 "async" mode the child process re-creates it and its step is the new sub-env's reset
 (`ColumnRecorder._restart_in_children`).
 `EnvRunner.columnar_sampling = False` sends every call through the per-step loop; both must

@@ -48,7 +48,7 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
-from trainer.core.obs_tree import set_row, tree_map, tree_rows
+from trainer.core.obs_tree import tree_map, tree_rows
 from trainer.core.recurrent import next_prev_action, next_prev_reward, next_state_in, tree_stack
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
@@ -70,7 +70,6 @@ from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
     ASYNC,
-    SUB_ENV_FAILURE_KEY,
     SYNC,
     VECTOR_ENTRY_POINT,
     check_vector_env,
@@ -98,6 +97,14 @@ from trainer.runners.rollout import collect_rollout, with_earlier_chunks
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
+from trainer.runners.sub_env_recovery import (
+    GUARDED_IS_SYNC,
+    SUB_ENV_IS_GUARDED,
+    drop_episode,
+    log_sub_env_failures,
+    recover_sub_envs,
+    take_child_failures,
+)
 from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
 from trainer.util import seeding
 from trainer.util.rng import generator_state, set_generator_state
@@ -146,9 +153,7 @@ _SAMPLING_HAS_ENV = "the EnvRunner samples only with a vector env (sample() chec
 _RECORD_HAS_EPISODE = "a sub-env records an episode from the first reset on"
 #: Why the vector env holds its sub-envs in this process where the sub-env guards are read:
 #: `SubEnvGuard`s wrap sub-envs in "sync" mode only, whose vector env is a `FastSyncVectorEnv`.
-_GUARDED_IS_SYNC = "sub-envs are guarded in 'sync' mode only, in a SyncVectorEnv"
 #: Why a guarded sub-env is a `SubEnvGuard`: `_make_sub_env` wraps each one in it.
-_SUB_ENV_IS_GUARDED = "restart_failed_sub_environments wraps each sub-env in a SubEnvGuard"
 
 
 class _TaskSettable(Protocol):
@@ -742,7 +747,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             except EnvDataError as error:
                 raise self._named(error) from None
         if self._guarded:
-            self._log_sub_env_failures("reset")
+            log_sub_env_failures(self, "reset")
         if self._check_nan:
             self._check_finite(results[0], "observation", "reset")
         return results
@@ -766,7 +771,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             except EnvDataError as error:  # the vector env's: names the sub-env, not the runner
                 raise self._named(error) from None
         if self._guarded:
-            self._log_sub_env_failures("step")
+            log_sub_env_failures(self, "step")
         if self._check_nan:
             obs, rewards = results[0], results[1]
             # The common case in two dot products, the cheapest numpy reductions here: NaN or
@@ -815,72 +820,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 "with config.debugging(check_nan=False)"
             )
 
-    def _log_sub_env_failures(self, method: str) -> None:
-        """Logs each sub-env failure of the last reset/step with its traceback, except
-        `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
-        env = self.env
-        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
-        for i, sub_env in enumerate(env.envs):
-            error = getattr(sub_env, "failure", None)
-            if error is None:
-                continue
-            if isinstance(error, StepFailedRecreateEnvError):
-                logger.debug(
-                    "EnvRunner %d: sub-env %d asked to be re-created (%s)",
-                    self.worker_index,
-                    i,
-                    error,
-                )
-                continue
-            logger.exception(
-                "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
-                "and its episode dropped (restart_failed_sub_environments=True)",
-                self.worker_index,
-                i,
-                type(error).__name__,
-                method,
-                error,
-                exc_info=error,
-            )
-
-    def _take_child_failures(self, per_env_infos: list[dict]) -> set[int]:
-        """ "async" mode with restart_failed_sub_environments: the sub-envs that raised in the
-        last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
-        failure is taken out of the sub-env's info, logged (except
-        `StepFailedRecreateEnvError`) and counted; returns their indices."""
-        recreated: set[int] = set()
-        for i, info in enumerate(per_env_infos):
-            failure = info.pop(SUB_ENV_FAILURE_KEY, None) if info else None
-            if failure is None:
-                continue
-            recreated.add(i)
-            self.metrics.log_value("num_sub_environment_restarts_lifetime", 1, reduce="sum")
-            if failure["quiet"]:
-                logger.debug(
-                    "EnvRunner %d: sub-env %d asked to be re-created (%s)",
-                    self.worker_index,
-                    i,
-                    failure["message"],
-                )
-                continue
-            logger.error(
-                "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
-                "and its episode dropped (restart_failed_sub_environments=True)\n%s",
-                self.worker_index,
-                i,
-                failure["type"],
-                failure["method"],
-                failure["message"],
-                failure["traceback"],
-            )
-        return recreated
-
-    def _drop_episode(self, record: SubEnvRecord) -> None:
-        """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
-        assert record.episode is not None, _RECORD_HAS_EPISODE
-        record.prev_chunks = []
-        self.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
-
     def _make_sub_env(self, context: EnvContext) -> gym.Env:
         env = self._env_creator(context)
         if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
@@ -906,56 +845,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 env_context=context,
                 env_index=index,
             )
-
-    def _failed_sub_envs(self) -> list[int]:
-        """The guarded sub-envs whose last reset/step raised (see `SubEnvGuard`)."""
-        env = self.env
-        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
-        return [
-            i for i, sub_env in enumerate(env.envs) if getattr(sub_env, "failure", None) is not None
-        ]
-
-    def _recover_sub_envs(self) -> None:
-        """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
-        episode, and starts a new one in the new sub-env."""
-        env = self.env
-        assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
-        for i, sub_env in enumerate(env.envs):
-            error = getattr(sub_env, "failure", None)
-            if error is None:
-                continue
-            record = self._sub_env_records[i]
-            assert record.episode is not None, _RECORD_HAS_EPISODE
-            record.prev_chunks = []
-            self.metrics.log_value(
-                "num_env_steps_lost_lifetime", len(record.episode), reduce="lifetime_sum"
-            )
-            self.metrics.log_value(
-                "num_sub_environment_restarts_lifetime", 1, reduce="lifetime_sum"
-            )
-            task = self._task_of(sub_env)
-            try:
-                sub_env.close()
-            except Exception:
-                pass  # a broken env may fail to close too; it is dropped either way
-            context = self.env_context.copy_with_overrides(vector_index=i, recreated_worker=True)
-            new_env = self._make_sub_env(context)
-            assert isinstance(new_env, SubEnvGuard), _SUB_ENV_IS_GUARDED
-            env.envs[i] = new_env
-            self._sub_env_created(i, new_env, context)
-            if task is not None:  # the new sub-env keeps the current task
-                _with_tasks(new_env).set_task(task[0])
-            observation, infos = new_env.reset()
-            if new_env.failure is not None:  # an env that cannot even start: the runner fails
-                raise RuntimeError(
-                    f"sub-env {i} raised again right after it was re-created: "
-                    f"{type(new_env.failure).__name__}: {new_env.failure}"
-                ) from new_env.failure
-            set_row(self._obs, i, observation)
-            record.awaiting_reset = False
-            env._autoreset_envs[i] = False
-            self._create_episode(i)
-            self._begin_episode(i, observation, infos)
 
     def _require_env(self, what: str) -> gym.vector.VectorEnv:
         """The vector env, for `what`; a clear error when this runner has none."""
@@ -1482,7 +1371,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self._obs = obs
         per_env_infos = sub_env_infos(self.env, infos, self.num_envs)
         if self._child_guarded:
-            self._take_child_failures(per_env_infos)  # fresh episodes: nothing to drop
+            take_child_failures(self, per_env_infos)  # fresh episodes: nothing to drop
         obs_rows = unbatch(obs, self.num_envs)
         for i in range(self.num_envs):
             self._begin_episode(i, obs_rows[i], per_env_infos[i])
@@ -1491,7 +1380,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             record.idle = False
         self._needs_reset = False
         if self._guarded:
-            self._recover_sub_envs()
+            recover_sub_envs(self)
 
     def _uses_stateful_module(self) -> bool:
         """Whether the module is a recurrent torch module (its view's `stateful`), computed
@@ -1596,7 +1485,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         num_envs = self.num_envs
         obs_rows = unbatch(obs, num_envs)
         per_env_infos = sub_env_infos(env, infos, num_envs)
-        recreated = self._take_child_failures(per_env_infos) if self._child_guarded else ()
+        recreated = take_child_failures(self, per_env_infos) if self._child_guarded else ()
         # Python scalars once per step, not numpy scalars per sub-env.
         # Discrete actions as ints; Box actions keep their float32 rows.
         action_list = actions.tolist() if actions.ndim == 1 else list(actions)
@@ -1657,7 +1546,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.global_timestep += len(stepped_indices)
         self.num_env_steps_stepped += len(stepped_indices)
         if guarded:
-            self._recover_sub_envs()
+            recover_sub_envs(self)
         return len(stepped_indices)
 
     def _steps_no_episode(
@@ -1674,9 +1563,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         begins its next episode here."""
         if self._guarded:
             env = self.env
-            assert isinstance(env, gym.vector.SyncVectorEnv), _GUARDED_IS_SYNC
+            assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
             guard = env.envs[i]
-            assert isinstance(guard, SubEnvGuard), _SUB_ENV_IS_GUARDED
+            assert isinstance(guard, SubEnvGuard), SUB_ENV_IS_GUARDED
             if guard.failure is not None:
                 record.awaiting_reset = False  # re-created after this step
                 return True
@@ -1684,7 +1573,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             # Re-created in its child process ("async"): this step was the new sub-env's
             # reset. Its episode is dropped (unless it had not started) and one begins.
             if not record.awaiting_reset:
-                self._drop_episode(record)
+                drop_episode(self, record)
                 self._create_episode(i)
         elif not record.awaiting_reset:
             return False

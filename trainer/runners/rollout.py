@@ -33,6 +33,12 @@ from trainer.env.episode_list import ColumnRows
 from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
 from trainer.runners.step_columns import StepColumns
+from trainer.runners.sub_env_recovery import (
+    drop_episode,
+    failed_sub_envs,
+    recover_sub_envs,
+    take_child_failures,
+)
 from trainer.runners.vector_rows import sub_env_infos, unbatch
 
 if TYPE_CHECKING:
@@ -369,10 +375,10 @@ class ColumnRecorder:
             for record, child_autoresets in zip(self.records, ended.tolist(), strict=True):
                 record.child_autoreset = child_autoresets
             if self.child_guarded:
-                self._restart_in_children(self.runner._take_child_failures(infos))
+                self._restart_in_children(take_child_failures(self.runner, infos))
         if not self.guarded:
             return []
-        self.failed = self.runner._failed_sub_envs()
+        self.failed = failed_sub_envs(self.runner)
         failing = [i for i in self.failed if i not in self.idle]
         self.resetting = [i for i in self.resetting if i not in self.failed]
         self.idle = self.idle + failing
@@ -392,7 +398,7 @@ class ColumnRecorder:
         """Sub-env `i` was re-created in its child process: its episode is dropped and its
         next one created (`on_episode_created`)."""
         record = self.records[i]
-        self.runner._drop_episode(record)
+        drop_episode(self.runner, record)
         self.runner._create_episode(i)
         self.live[i] = record.episode
         self.carried[i] = None
@@ -401,14 +407,14 @@ class ColumnRecorder:
         self.recreating.discard(i)
 
     def recover(self) -> None:
-        """Re-creates the sub-envs whose last step raised (`EnvRunner._recover_sub_envs`:
+        """Re-creates the sub-envs whose last step raised (`sub_env_recovery.recover_sub_envs`:
         their episodes are dropped, each new sub-env starts one, as the per-step loop does);
         their episodes start at the last row."""
         failed = self.failed
         if not failed:
             return
         runner, row = self.runner, self.columns.row
-        runner._recover_sub_envs()
+        recover_sub_envs(runner)
         for i in failed:
             if i in self.idle:  # (its new episode is never stepped)
                 continue

@@ -4,7 +4,7 @@ An exception in the wrapped env's `reset()` or `step()` does not escape into the
 would abort the whole runner's step): the guard records it in `failure` (the exception keeps its
 traceback) and returns a placeholder transition (the last observation, reward 0, neither
 terminated nor truncated). After each vector step the EnvRunner logs the failures, re-creates
-every sub-env whose guard holds one and drops its episode (`EnvRunner._recover_sub_envs` in
+every sub-env whose guard holds one and drops its episode (`sub_env_recovery.recover_sub_envs` in
 `trainer.runners.env_runner`).
 """
 
