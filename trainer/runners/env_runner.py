@@ -1437,32 +1437,35 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         forward pass: the env's action space draws them."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
+        module = self.module
+        stateful = self._uses_stateful_module()
         state_rows: list | None = None
         if random_actions:
             actions = env.action_space.sample()
             env_actions = actions
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
-            if self._uses_stateful_module():  # no forward pass: the states stay as they were
+            if stateful:  # no forward pass: the states stay as they were
                 carried = self._carried_states()
                 state_rows = [tree_rows(carried, i) for i in range(self.num_envs)]
         else:
             spaces = self.spaces
             assert spaces is not None, "__init__ sets the spaces"
             obs_batch = spaces.preprocess(observations)
-            if self._uses_stateful_module():
+            if stateful:
                 dist_inputs, state_rows = self._recurrent_forward(obs_batch, explore)
-            elif self.module.framework is None:  # a numpy module: one forward for every phase
-                dist_inputs = self.module.dist_inputs(obs_batch)
+            elif module.framework is None:  # a numpy module: one forward for every phase
+                dist_inputs = module.dist_inputs(obs_batch)
             else:  # a torch module's view: forward_exploration or forward_inference
-                dist_inputs = self.module.dist_inputs(obs_batch, explore=explore)
+                dist_inputs = module.dist_inputs(obs_batch, explore=explore)
             actions, logp = self.exploration.get_exploration_action(
-                action_distribution=ActionDistribution(self.module.dist, dist_inputs, self._rng),
+                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
                 timestep=self.global_timestep,
                 explore=explore,
             )
-            env_actions = self.module.to_env_actions(
-                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
+            config = self.config
+            env_actions = module.to_env_actions(
+                actions, normalize=config.normalize_actions, clip=config.clip_actions
             )
         return actions, env_actions, logp, dist_inputs, state_rows
 

@@ -89,7 +89,8 @@ def collect_rollout(
             runner.global_timestep += stepped
             runner.num_env_steps_stepped += stepped
             steps += stepped
-            recorder.recover()  # re-creates the sub-envs that raised (if any)
+            if recorder.failed:  # re-created after the step, as the per-step loop does
+                recorder.recover()
     finally:
         runner._episode_step_of = None
     return recorder.finish(steps, num_episodes=num_episodes, cut=not complete)
@@ -321,7 +322,11 @@ class ColumnRecorder:
         obs, rewards, terminateds, truncateds, infos = results
         if self.sub_env_infos_of is not None:
             infos = self.sub_env_infos_of(infos)
-        failing = self._take_failures(infos, terminateds | truncateds)
+        failing = (
+            self._take_failures(infos, terminateds | truncateds)
+            if self.in_children or self.guarded
+            else None
+        )
         columns, resetting, idle = self.columns, self.resetting, self.idle
         pipeline = self.pipeline
         row = columns.record(
@@ -514,6 +519,8 @@ class ColumnRecorder:
     def _reset_objects(self, row: int) -> None:
         """The objects of the episodes starting in this step get their reset (the module's
         observation); the start and step events fire."""
+        if not self.resetting and not self.fires_step:
+            return
         fire_with = self.runner._callbacks.fire_with
         observations = unbatch(self.policy_obs, self.num_envs)
         # (In sub-env order, as the per-step loop fires the events.)
