@@ -16,6 +16,7 @@ from test_multi_agent_episode_fast_path import ENVS, _without_run_specific
 from test_multi_agent_episode_list import TwoSpaces
 
 from trainer import PPOConfig
+from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 
@@ -31,9 +32,25 @@ class SeededTwoSpaces(TwoSpaces):
         return self._obs(), {}
 
 
+class LateInfos(MultiAgentCartPole):
+    """MultiAgentCartPole whose agent 0 gets an info every third step of an episode, the
+    others none (the env's infos are `{}` at the other steps)."""
+
+    def reset(self, *, seed=None, options=None):  # type: ignore[no-untyped-def]
+        self.steps = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action_dict):  # type: ignore[no-untyped-def]
+        self.steps += 1
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        infos = {0: {"step": self.steps}} if self.steps % 3 == 0 and 0 in obs else {}
+        return obs, rewards, terminateds, truncateds, infos
+
+
 CASES: dict[str, tuple[Any, dict]] = {
     **{name: (env, env_config) for name, (env, env_config, _) in ENVS.items()},
     "different spaces": (SeededTwoSpaces, {}),
+    "infos from the third step": (LateInfos, {"num_agents": 3}),
 }
 
 #: The digests of `_recorded(name, callbacks)`, recorded from the runner.
@@ -116,6 +133,18 @@ RECORDED: dict[tuple[str, str], str] = {
         "different spaces",
         "step",
     ): "2f91d2f823b665bc10407f7b88de68e1f36047e80d3c1aa217f9aa458621e111",
+    (
+        "infos from the third step",
+        "none",
+    ): "c704b3f80cde942c0ba063c486e57d76d63d69997085db2c41f281358207a310",
+    (
+        "infos from the third step",
+        "end",
+    ): "3cdfd283455ca4b929778eb76e5e19452d67d56c05d4dd11a0b015893d583360",
+    (
+        "infos from the third step",
+        "step",
+    ): "b1b43895dff12860079800eaa81b6104e5ad8bf4f61032c39c2c547eab632b1b",
 }
 
 CALLBACKS = ("none", "end", "step")

@@ -37,9 +37,16 @@ and the rest of the episode, through the episode's own methods.
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any
 
 from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
+
+
+def _append_each(columns: dict[Any, list], values: dict) -> None:
+    """Appends each agent's value in `values` to the agent's list in `columns`, in C loops
+    (the itertools docs' "consume" recipe: no Python work per agent)."""
+    deque(map(list.append, map(columns.__getitem__, values), values.values()), maxlen=0)
 
 
 class AgentColumns:
@@ -61,6 +68,7 @@ class AgentColumns:
         "start_time",
         "last_step_time",
         "_running",
+        "_infos_seen",
     )
 
     def __init__(self, episode: MultiAgentEpisode, observations: dict, infos: dict | None):
@@ -86,6 +94,8 @@ class AgentColumns:
         self.last_step_time: float | None = None
         #: Agents not yet done.
         self._running = len(observations)
+        #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
+        self._infos_seen = False
 
     def record(
         self,
@@ -104,30 +114,19 @@ class AgentColumns:
             observations, actions, rewards, terminateds, truncateds
         ):
             return None
-        # Column by column: one short loop each over the step's agents.
-        columns = self.observations
-        for agent_id, observation in observations.items():
-            columns[agent_id].append(observation)
-        columns = self.actions
-        for agent_id, action in actions.items():
-            columns[agent_id].append(action)
-        columns = self.rewards
-        for agent_id, reward in rewards.items():
-            columns[agent_id].append(reward or 0.0)  # (a zero reward as a float)
-        columns = self.action_logp
-        for agent_id in observations:
-            columns[agent_id].append(action_logps[agent_id])
-        columns = self.action_dist_inputs
-        for agent_id in observations:
-            columns[agent_id].append(action_dist_inputs[agent_id])
-        columns = self.infos
-        if infos:
+        if infos and not self._infos_seen:
+            self._catch_up_infos()
+            self._infos_seen = True
+        if self._infos_seen:
+            columns = self.infos
             for agent_id in observations:
                 info = infos.get(agent_id)
                 columns[agent_id].append({} if info is None else info)
-        else:
-            for agent_id in observations:
-                columns[agent_id].append({})
+        _append_each(self.observations, observations)
+        _append_each(self.actions, actions)
+        _append_each(self.rewards, rewards)  # (a zero reward becomes 0.0 at the fill)
+        _append_each(self.action_logp, action_logps)
+        _append_each(self.action_dist_inputs, action_dist_inputs)
         self.num_steps += 1
         if self.num_steps == 1:
             self.first_actors = tuple(observations)
@@ -155,8 +154,22 @@ class AgentColumns:
         self.is_truncated = is_truncated
         return is_terminated or is_truncated
 
+    def _catch_up_infos(self) -> None:
+        """Gives each agent's infos column a `{}` for each of its steps so far without one
+        (until a step brings infos, the infos columns hold only the reset's)."""
+        actions = self.actions
+        for agent_id, infos in self.infos.items():
+            missing = len(actions[agent_id]) + 1 - len(infos)
+            if missing:
+                infos.extend([{} for _ in range(missing)])
+
     def fill(self, episode: MultiAgentEpisode) -> dict[Any, int]:
         """Hands the columns to `episode` (the one they were made for); returns each agent's
         steps."""
+        if not self._infos_seen:
+            self._catch_up_infos()
+        for rewards in self.rewards.values():
+            if not all(rewards):  # as step by step: a zero (or None) reward as 0.0
+                rewards[:] = [reward or 0.0 for reward in rewards]
         episode.fill_columns(self)
         return {agent_id: len(actions) for agent_id, actions in self.actions.items()}
