@@ -8,7 +8,9 @@ only where something reads the episode's data while it runs (an `on_episode_star
 
     observations        per agent: its reset observation, then one per step (one more than
                         its steps)
-    infos               per agent: its reset info, then one per step (`{}` where it got none)
+    infos               per agent: its reset info, then one per step (`{}` where it got
+                        none); until a step brings infos, only the reset's (most envs
+                        return none: no work per step)
     actions, rewards    per agent: one per step
     action_logp,        per agent: one per step (PPO's and DQN's two model outputs)
     action_dist_inputs
@@ -109,7 +111,8 @@ class AgentColumns:
         action_dist_inputs: dict,
     ) -> bool | None:
         """Appends a plain step to its agents' columns and returns whether the episode ended
-        with it; returns None (and records nothing) for a step that is not plain."""
+        with it; returns None (and records nothing) for a step that is not plain.
+        `action_logps` and `action_dist_inputs` are the acting agents' (those of `actions`)."""
         if type(infos) is not dict or not plain_step_layout(
             observations, actions, rewards, terminateds, truncateds
         ):
