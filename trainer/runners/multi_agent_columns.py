@@ -39,16 +39,9 @@ and the rest of the episode, through the episode's own methods.
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any
 
 from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
-
-
-def _append_each(columns: dict[Any, list], values: dict) -> None:
-    """Appends each agent's value in `values` to the agent's list in `columns`, in C loops
-    (the itertools docs' "consume" recipe: no Python work per agent)."""
-    deque(map(list.append, map(columns.__getitem__, values), values.values()), maxlen=0)
 
 
 class AgentColumns:
@@ -125,11 +118,22 @@ class AgentColumns:
             for agent_id in observations:
                 info = infos.get(agent_id)
                 columns[agent_id].append({} if info is None else info)
-        _append_each(self.observations, observations)
-        _append_each(self.actions, actions)
-        _append_each(self.rewards, rewards)  # (a zero reward becomes 0.0 at the fill)
-        _append_each(self.action_logp, action_logps)
-        _append_each(self.action_dist_inputs, action_dist_inputs)
+        # Column by column: one short loop each over the step's agents.
+        columns = self.observations
+        for agent_id, observation in observations.items():
+            columns[agent_id].append(observation)
+        columns = self.actions
+        for agent_id, action in actions.items():
+            columns[agent_id].append(action)
+        columns = self.rewards
+        for agent_id, reward in rewards.items():
+            columns[agent_id].append(reward or 0.0)  # (a zero reward as step by step: 0.0)
+        columns = self.action_logp
+        for agent_id, logp in action_logps.items():
+            columns[agent_id].append(logp)
+        columns = self.action_dist_inputs
+        for agent_id, dist_inputs in action_dist_inputs.items():
+            columns[agent_id].append(dist_inputs)
         self.num_steps += 1
         if self.num_steps == 1:
             self.first_actors = tuple(observations)
@@ -171,8 +175,5 @@ class AgentColumns:
         steps."""
         if not self._infos_seen:
             self._catch_up_infos()
-        for rewards in self.rewards.values():
-            if not all(rewards):  # as step by step: a zero (or None) reward as 0.0
-                rewards[:] = [reward or 0.0 for reward in rewards]
         episode.fill_columns(self)
         return {agent_id: len(actions) for agent_id, actions in self.actions.items()}
