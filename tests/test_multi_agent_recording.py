@@ -12,11 +12,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import assert_same_objects
 from test_multi_agent_episode_fast_path import ENVS, _without_run_specific
 from test_multi_agent_episode_list import TwoSpaces
 
 from trainer import PPOConfig
+from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 
@@ -274,3 +277,49 @@ if __name__ == "__main__":  # prints the digests to record (as the test module s
         for callbacks in CALLBACKS:
             digest = recording._digest(recording._recorded(case, callbacks))
             print(f"    ({case!r}, {callbacks!r}): {digest!r},")
+
+
+def _recorded_by_columns_and_by_steps() -> tuple[MultiAgentEpisode, AgentColumns, dict]:
+    """One MultiAgentCartPole episode (3 agents, fixed actions, until it ends), recorded into
+    `AgentColumns` and filled, and the state of the same steps recorded step by step."""
+    env = MultiAgentCartPole({"num_agents": 3})
+    spaces = {
+        "observation_space": dict(env.observation_spaces),
+        "action_space": dict(env.action_spaces),
+    }
+    by_columns, by_steps = MultiAgentEpisode(**spaces), MultiAgentEpisode(**spaces)
+    obs, infos = env.reset(seed=0)
+    columns = AgentColumns(by_columns, obs, infos)
+    by_steps.add_env_reset(observations=obs, infos=infos)
+    ended, done = False, set()
+    while not ended:
+        acting = [agent_id for agent_id in obs if agent_id not in done]
+        actions = {agent_id: int(agent_id) % 2 for agent_id in acting}
+        logps = {agent_id: -0.5 for agent_id in acting}
+        dist_inputs = {agent_id: np.full(2, float(agent_id), np.float32) for agent_id in acting}
+        obs, rewards, terminateds, truncateds, infos = env.step(actions)
+        done |= {agent_id for agent_id in obs if terminateds.get(agent_id)}
+        step = (obs, actions, rewards, infos, terminateds, truncateds, logps, dist_inputs)
+        ended = columns.record(*step)
+        assert ended is not None, "a plain step"
+        by_steps.add_sampled_env_step(*step)
+    columns.fill(by_columns)
+    return by_columns, columns, _without_run_specific(by_steps.get_state())
+
+
+def test_an_episode_takes_its_columns_as_they_are():
+    """The agents' buffers are the columns' lists (no copy), and the episode is the one the
+    step-by-step recording makes."""
+    episode, columns, by_steps = _recorded_by_columns_and_by_steps()
+    assert episode.is_done and len(episode.agent_episodes) == 3
+    for agent_id, agent in episode.agent_episodes.items():
+        assert agent.observations.data is columns.observations[agent_id]
+        assert agent.actions.data is columns.actions[agent_id]
+        assert agent.rewards.data is columns.rewards[agent_id]
+        assert agent.infos.data is columns.infos[agent_id]
+        for key, column in (
+            ("action_logp", columns.action_logp),
+            ("action_dist_inputs", columns.action_dist_inputs),
+        ):
+            assert agent.extra_model_outputs[key].data is column[agent_id]
+    assert_same_objects(_without_run_specific(episode.get_state()), by_steps)
