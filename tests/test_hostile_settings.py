@@ -301,10 +301,9 @@ def _hostile_by_kind(default: Any) -> list[Any]:
 
 @pytest.mark.parametrize("cls", CONFIGS)
 def test_rllib_settings_without_an_effect_refuse_values_of_another_kind(cls):
-    algo = cls.__name__.removesuffix("Config")
     problems = []
     config = cls()  # one for all, as above
-    for method, table in rules_of(algo).items():
+    for method, table in rules_of(cls._ALGO_RLLIB_SETTINGS).items():
         for name, rule in table.items():
             if rule.default is None or method == "callbacks":
                 continue  # None stands for classes, callables, paths: any kind

@@ -1,8 +1,8 @@
 """MultiAgentEpisode records a sampling loop's common steps on a fast path (`add_sampled_env_step`
 and `add_env_step` for steps whose acting agents are exactly those observed, agents ending in
-them included), and the MultiAgentEnvRunner logs a new episode's plain steps and fills the
-episode in one go (`StepLog`, when no callback reads episodes while they run). Each must record
-what the general path records: seeded runners over envs of every shape (agents dropping out,
+them included), and the MultiAgentEnvRunner records a new episode's plain steps by agent and
+column and fills the episode from them (`AgentColumns`, when no callback reads episodes while
+they run). Each must record what the general path records: seeded runners over envs of every shape (agents dropping out,
 agents in turns, late joins, "__all__" truncations, steps with no agent) give the same
 episodes, state for state, logged, recorded step by step on the fast path, and on the general
 path."""
@@ -27,8 +27,8 @@ from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 from trainer.examples.envs.classes.multi_agent.rock_paper_scissors import RockPaperScissors
 from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
+from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
-from trainer.runners.multi_agent_step_log import StepLog
 
 
 class CartPolesWithoutAllFlag(MultiAgentCartPole):
@@ -144,16 +144,16 @@ def _without_run_specific(state: Any) -> Any:
 
 
 def _logged_steps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """From now on, per step a runner offers its log: whether the log took it."""
+    """From now on, per step a runner offers its columns: whether they took it."""
     logged_steps: list[bool] = []
-    record = StepLog.record
+    record = AgentColumns.record
 
     def counted_record(self, *args):
         result = record(self, *args)
         logged_steps.append(result is not None)
         return result
 
-    monkeypatch.setattr(StepLog, "record", counted_record)
+    monkeypatch.setattr(AgentColumns, "record", counted_record)
     return logged_steps
 
 
@@ -183,8 +183,9 @@ def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
 
 
 def test_an_env_that_refills_its_dicts_keeps_every_step(monkeypatch):
-    """The runner's log keeps copies of the dicts an env returns: an env that returns the same
-    dicts, refilled, every step gives the episodes of one that returns new ones."""
+    """The runner's columns keep the values of the dicts an env returns, not the dicts: an env
+    that returns the same dicts, refilled, every step gives the episodes of one that returns
+    new ones."""
     weights: dict = {}
     logged_steps = _logged_steps(monkeypatch)
     refilled = _episodes(RefillsItsDicts, {"num_agents": 3}, weights)

@@ -103,6 +103,9 @@ class ModuleBuilder:
 class MultiAgentLearner(Learner):
     """The learners of a multi-agent Algorithm (see the module docstring)."""
 
+    #: The algorithm's whole config (`get_config_for_module` gives each module's).
+    config: Any
+
     def __init__(
         self,
         config: Any,

@@ -258,7 +258,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
         start_time: float,
     ) -> SingleAgentEpisode:
         """A multi-agent episode's agent as its reset and steps record it (list columns, a
-        step per action), made directly without checks: `MultiAgentEpisode.fill_plain_steps`
+        step per action), made directly without checks: `MultiAgentEpisode.fill_columns`
         makes one per agent and episode."""
         episode = cls.__new__(cls)
         episode._set_plain_slots(

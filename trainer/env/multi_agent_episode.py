@@ -29,8 +29,8 @@ import importlib
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
 
 import gymnasium as gym
 
@@ -96,6 +96,30 @@ def plain_step_layout(
         elif not keys - observations.keys() <= _ALL_ONLY:
             return False
     return True
+
+
+class RecordedColumns(Protocol):
+    """A new episode's reset and plain steps by agent and column, as the EnvRunner records
+    them (`trainer.runners.multi_agent_columns.AgentColumns`), which `fill_columns` takes:
+    per agent id a list of observations and infos (one more than its steps), of actions,
+    rewards, log-probs and distribution inputs (one per step)."""
+
+    observations: dict[AgentID, list]
+    infos: dict[AgentID, list]
+    actions: dict[AgentID, list]
+    rewards: dict[AgentID, list]
+    action_logp: dict[AgentID, list]
+    action_dist_inputs: dict[AgentID, list]
+    #: Per agent that is done: its terminated and truncated flags and its last step's time.
+    ends: dict[AgentID, tuple[bool, bool, float]]
+    num_steps: int
+    #: The agents of the first step, in its order.
+    first_actors: tuple
+    #: The episode's flags after the last step, its reset's time and its last step's.
+    is_terminated: bool
+    is_truncated: bool
+    start_time: float
+    last_step_time: float | None
 
 
 class MultiAgentEpisode:
@@ -238,7 +262,7 @@ class MultiAgentEpisode:
     def check_reset(self, observations: MultiAgentDict, infos: MultiAgentDict | None) -> None:
         """The checks `add_env_reset` makes of a reset (the episode is new; each observation
         is in its agent's observation space; `infos` is a dict by agent id), without logging
-        it: for a reset the EnvRunner keeps and records later (`fill_plain_steps`)."""
+        it: for a reset the EnvRunner keeps and records later (`fill_columns`)."""
         assert not self.is_done, "add_env_reset() on a finished episode"
         assert self.env_t == self.env_t_started == 0 and not self.agent_episodes, (
             "add_env_reset() on an episode that already has steps "
@@ -251,91 +275,59 @@ class MultiAgentEpisode:
                 _space_of(self.observation_space, agent_id), observation, "observation"
             )
 
-    def fill_plain_steps(
-        self,
-        observations: MultiAgentDict,
-        infos: MultiAgentDict,
-        reset_time: float,
-        steps: Sequence[Any],
-        agent_steps: dict[AgentID, int],
-    ) -> None:
-        """Records a reset (at `reset_time`) and the plain steps after it as `add_env_reset`
-        and `add_sampled_env_step` record them, in one go: each agent's columns as one list.
-        `steps` are `trainer.runners.multi_agent_step_log.PlainStep`s; in them every agent
-        of the reset acts from the first step, for its first `agent_steps[agent_id]` steps."""
+    def fill_columns(self, columns: RecordedColumns) -> None:
+        """Records a reset and the plain steps after it, as `add_env_reset` and
+        `add_sampled_env_step` record them, from `columns` (the runner's
+        `trainer.runners.multi_agent_columns.AgentColumns`): each agent's lists become its
+        single-agent episode's buffers as they are. Every agent of the reset acts from the
+        first step until its own end (`columns.ends`) or the last step."""
         assert not self.is_done and self.env_t == 0 and not self.agent_episodes, (
-            "fill_plain_steps() on an episode that already has data"
+            "fill_columns() on an episode that already has data"
         )
-        num_steps = len(steps)
-        if num_steps:
-            (
-                obs_col,
-                actions_col,
-                rewards_col,
-                infos_col,
-                terminateds_col,
-                truncateds_col,
-                logps_col,
-                dist_inputs_col,
-                is_terminated_col,
-                is_truncated_col,
-                times_col,
-            ) = zip(*steps, strict=True)
+        num_steps = columns.num_steps
         mappings = self.env_t_to_agent_t
         agent_episodes = self.agent_episodes
         observation_space, action_space = self.observation_space, self.action_space
-        for agent_id, observation in observations.items():
-            t = agent_steps[agent_id]
-            info = infos.get(agent_id)
-            obs_data = [observation]
-            info_data = [info or {}]
-            if t:
-                obs_data += [step[agent_id] for step in obs_col[:t]]
-                info_data += [
-                    {} if (step_info := step.get(agent_id)) is None else step_info
-                    for step in infos_col[:t]
-                ]
-                actions = [step[agent_id] for step in actions_col[:t]]
-                rewards = [step[agent_id] or 0.0 for step in rewards_col[:t]]
-                extra_model_outputs = {
-                    ACTION_LOGP: [step[agent_id] for step in logps_col[:t]],
-                    ACTION_DIST_INPUTS: [step[agent_id] for step in dist_inputs_col[:t]],
-                }
-            else:
-                actions, rewards, extra_model_outputs = [], [], {}
+        start_time = columns.start_time
+        ends = columns.ends
+        actions_of, infos_of = columns.actions, columns.infos
+        logp_of, dist_inputs_of = columns.action_logp, columns.action_dist_inputs
+        rewards_of = columns.rewards
+        for agent_id, observations in columns.observations.items():
+            actions = actions_of[agent_id]
+            t = len(actions)
             episode = agent_episodes[agent_id] = SingleAgentEpisode._recorded(
                 agent_id=agent_id,
                 module_id=self.module_for(agent_id),
                 multi_agent_episode_id=self.id_,
                 observation_space=_space_of(observation_space, agent_id),
                 action_space=_space_of(action_space, agent_id),
-                observations=obs_data,
-                infos=info_data,
+                observations=observations,
+                infos=infos_of[agent_id],
                 actions=actions,
-                rewards=rewards,
-                extra_model_outputs=extra_model_outputs,
-                start_time=reset_time,
+                rewards=rewards_of[agent_id],
+                extra_model_outputs=(
+                    {ACTION_LOGP: logp_of[agent_id], ACTION_DIST_INPUTS: dist_inputs_of[agent_id]}
+                    if t
+                    else {}
+                ),
+                start_time=start_time,
             )
             if t:
-                last = t - 1
-                terminated = (
-                    bool(terminateds_col[last].get(agent_id, False)) or is_terminated_col[last]
-                )
-                truncated = (
-                    bool(truncateds_col[last].get(agent_id, False)) or is_truncated_col[last]
-                )
-                if terminated or truncated:
-                    episode.is_terminated, episode.is_truncated = terminated, truncated
-                    episode._last_step_time = times_col[last]
+                end = ends.get(agent_id)
+                if end is None:  # stepped to the last step: the episode's flags then
+                    end = (columns.is_terminated, columns.is_truncated, columns.last_step_time)
+                if end[0] or end[1]:
+                    episode.is_terminated, episode.is_truncated, episode._last_step_time = end
             mappings[agent_id].data = [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]
-        self._start_time = reset_time
+        self._start_time = start_time
         if num_steps:
-            for agent_id in obs_col[0]:
+            for agent_id in columns.first_actors:
                 self.agent_t_started.setdefault(agent_id, 0)
             self.env_t = num_steps
-            self.is_terminated = is_terminated_col[-1]
-            self.is_truncated = is_truncated_col[-1]
-            self._last_step_time = times_col[-1]
+            self.is_terminated = columns.is_terminated
+            self.is_truncated = columns.is_truncated
+            self._last_step_time = columns.last_step_time
 
     def add_env_step(
         self,

@@ -140,13 +140,16 @@ def _group_config(
 ) -> AlgorithmConfig:
     """RLlib's `EnvRunnerGroup(config=...)`: None (a default AlgorithmConfig), a config dict,
     or a config; `num_env_runners` (if given) overrides the config's, on a copy."""
+    resolved: AlgorithmConfig
     if config is None:
-        config = resolve_import_path(DEFAULT_CONFIG_CLASS)()
+        resolved = resolve_import_path(DEFAULT_CONFIG_CLASS)()
     elif isinstance(config, dict):
-        config = resolve_import_path(DEFAULT_CONFIG_CLASS).from_dict(config)
-    if num_env_runners is not None and num_env_runners != config.num_env_runners:
-        config = config.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
-    return config
+        resolved = resolve_import_path(DEFAULT_CONFIG_CLASS).from_dict(config)
+    else:
+        resolved = config
+    if num_env_runners is not None and num_env_runners != resolved.num_env_runners:
+        resolved = resolved.copy(copy_frozen=False).env_runners(num_env_runners=num_env_runners)
+    return resolved
 
 
 #: What the EnvRunners of a torch module import: the worker template imports it once (about

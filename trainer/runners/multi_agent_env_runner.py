@@ -11,12 +11,12 @@ One step of the runner, over all its sub-envs:
     per module          numpy modules through their exploration (logits / Q-values), a user's
                         RLModule through `forward_exploration` / `forward_inference`
     env.step            each sub-env with the actions of its acting agents
-    episodes            a new episode's plain steps go into its `StepLog`, which fills the
-                        episode object in one go when it ends or the call returns, unless a
-                        callback reads episodes while they run (`on_episode_start`,
-                        `on_episode_step`); other steps are recorded by `add_env_step` with the
-                        model outputs PPO and DQN keep; a sub-env whose episode ended
-                        (`"__all__"`) is reset at once into a new episode
+    episodes            a new episode's plain steps go into its `AgentColumns` (a list per
+                        agent and field), which become its agents' buffers when it ends or the
+                        call returns, unless a callback reads episodes while they run
+                        (`on_episode_start`, `on_episode_step`); other steps are recorded by
+                        `add_env_step` with the model outputs PPO and DQN keep; a sub-env whose
+                        episode ended (`"__all__"`) is reset at once into a new episode
 
 Step counts follow RLlib: an env step is one step of one sub-env; agent steps count the
 agents in its result. `sample(num_timesteps=...)` counts what `count_steps_by` says.
@@ -71,6 +71,7 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import EnvRunner, RunnerSetup, check_sample_request
+from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
     multi_agent_observation_pieces,
@@ -81,7 +82,6 @@ from trainer.runners.multi_agent_runner_state import (
     restore_multi_agent_env_state,
     resumed_episode,
 )
-from trainer.runners.multi_agent_step_log import StepLog
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rng import generator_state, set_generator_state
@@ -280,9 +280,9 @@ class MultiAgentEnvRunner(RunnerSetup):
             for module_id, module in self.module.items()
         }
         self._episodes: list[MultiAgentEpisode | None] = [None] * self.num_envs
-        #: Per sub-env, the log of its new episode's steps not yet in the episode object
-        #: (see `trainer.runners.multi_agent_step_log`), or None.
-        self._logs: list[StepLog | None] = [None] * self.num_envs
+        #: Per sub-env, its new episode's steps by agent and column, not yet in the episode
+        #: object (see `trainer.runners.multi_agent_columns`), or None.
+        self._columns: list[AgentColumns | None] = [None] * self.num_envs
         #: Each sub-env's last result: the observations of the agents to act next.
         self._last_obs: list[dict] = [{} for _ in range(self.num_envs)]
         #: ... and of those, the agents that are done (they do not act again).
@@ -485,7 +485,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             agent_to_module_mapping_fn=self.config.policy_mapping_fn,
         )
         self._prev_chunks[index] = []
-        self._logs[index] = None
+        self._columns[index] = None
         #: Each agent's module in this episode (its `module_for`, asked once).
         self._agent_modules[index] = {}
         if self._callbacks.has("on_episode_created"):
@@ -499,8 +499,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         assert episode is not None, "_new_episode() comes first"
         try:
             obs, infos = result
-            if self._logs_episodes():
-                self._logs[index] = StepLog(episode, obs, infos)
+            if self._records_by_column():
+                self._columns[index] = AgentColumns(episode, obs, infos)
             else:
                 episode.add_env_reset(observations=obs, infos=infos)
         except Exception as error:
@@ -513,23 +513,23 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
 
-    def _logs_episodes(self) -> bool:
-        """Whether new episodes go into a `StepLog` (no callback reads an episode's data while
-        it runs)."""
+    def _records_by_column(self) -> bool:
+        """Whether new episodes go into `AgentColumns` (no callback reads an episode's data
+        while it runs)."""
         callbacks = self._callbacks
         return not (callbacks.has("on_episode_start") or callbacks.has("on_episode_step"))
 
     def _fill(self, index: int) -> None:
-        """Sub-env `index`'s logged steps (if any) into its episode object, and their agent
-        steps into the sample's counts."""
-        log = self._logs[index]
-        if log is None:
+        """Sub-env `index`'s columns (if any) into its episode object, and their agent steps
+        into the sample's counts."""
+        columns = self._columns[index]
+        if columns is None:
             return
-        self._logs[index] = None
+        self._columns[index] = None
         episode = self._episodes[index]
-        assert episode is not None, "a log belongs to an episode"
+        assert episode is not None, "columns belong to an episode"
         # (An agent of the reset without steps yet is not counted, as step by step.)
-        stepped = {agent_id: steps for agent_id, steps in log.fill(episode).items() if steps}
+        stepped = {agent_id: steps for agent_id, steps in columns.fill(episode).items() if steps}
         self._count_agent_steps(index, stepped, stepped.values())
 
     def _fill_all(self) -> None:
@@ -757,7 +757,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
-        logs = self._logs
+        by_column = self._columns
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
@@ -767,7 +767,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 # A reward that is not one number (a string, None, an array) fails here, in
                 # one C loop, not later in the metrics or the learner.
                 math.fsum(rewards.values())
-                # A new episode's plain step goes into its log (None: not logged).
+                # A new episode's plain step goes into its columns (None: not taken).
                 sampled = (
                     obs,
                     actions[index],
@@ -778,9 +778,9 @@ class MultiAgentEnvRunner(RunnerSetup):
                     logps[index],
                     dist_inputs[index],
                 )
-                log = logs[index]
-                ended = None if log is None or outputs is not None else log.record(*sampled)
-                if ended is None:  # not logged: the episode object records the step
+                columns = by_column[index]
+                ended = None if columns is None or outputs is not None else columns.record(*sampled)
+                if ended is None:  # not taken: the episode object records the step
                     self._fill(index)
                     if outputs is None:
                         episode.add_sampled_env_step(*sampled)
@@ -1153,7 +1153,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 )
                 continue
             self._episodes[index] = resumed_episode(state["episodes"][index], mapping_fn)
-            self._logs[index] = None
+            self._columns[index] = None
             self._last_obs[index] = dict(state["observations"][index])
             self._last_done[index] = set(state["done_agents"][index])
             self._prev_chunks[index] = [

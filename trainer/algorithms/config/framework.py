@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
+from trainer.algorithms.registry import DEFAULT_ALGORITHM, entry
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
 from trainer.core.models import torch_only_request
@@ -118,14 +119,9 @@ class FrameworkSection(ConfigBase):
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (what an `RLModuleSpec` without a
         module class builds with torch). An algorithm's config names its own, as RLlib's
-        `get_default_rl_module_spec` does; a config without one takes a torch module only
-        from its spec."""
-        raise ConfigError(
-            f"{type(self).__name__} has no default torch module: name the module class in "
-            "rl_module(rl_module_spec=RLModuleSpec(module_class=...)), or give the config "
-            "class a default_torch_module_class()",
-            TORCH,
-        )
+        `get_default_rl_module_spec` does; the base config builds the default algorithm's (see
+        `default_module_class`)."""
+        return default_config().default_torch_module_class()
 
     def _check_torch_config(self, name: str) -> None:
         """Raises ConfigError for a torch config that cannot run: torch not installed, or
@@ -202,3 +198,9 @@ class FrameworkSection(ConfigBase):
     def _validate_framework(self, name: str) -> None:
         if self.uses_torch:
             self._check_torch_config(name)
+
+
+def default_config() -> Any:
+    """A config of the registry's default algorithm: what the base config's default modules
+    come from."""
+    return entry(DEFAULT_ALGORITHM).config_cls()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
-from trainer.algorithms.config.framework import is_torch_module_class
+from trainer.algorithms.config.framework import default_config, is_torch_module_class
 from trainer.algorithms.multi_agent_setup import (
     check_multi_rl_module_spec,
     check_overrides_per_module,
@@ -242,13 +242,11 @@ class RLModuleSection(ConfigBase):
     def default_module_class(self) -> type:
         """The class of this algorithm's default numpy module (what an `RLModuleSpec`
         without a module class builds). An algorithm's config names its own, as RLlib's
-        `get_default_rl_module_spec` does; a config without one takes a module only from
-        its spec."""
-        raise ConfigError(
-            f"{type(self).__name__} has no default module: name the module class in "
-            "rl_module(rl_module_spec=RLModuleSpec(module_class=...)), or give the config "
-            "class a default_module_class()"
-        )
+        `get_default_rl_module_spec` does. The base config, from which RLlib builds no module
+        (its EnvRunner then samples random actions), builds the default algorithm's here
+        (`registry.DEFAULT_ALGORITHM`), so that an EnvRunner of `AlgorithmConfig()` samples
+        with a module as every other does."""
+        return default_config().default_module_class()
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:

@@ -165,7 +165,7 @@ class PPOLearnerState:
     """What PPO's learners (numpy and torch) keep besides weights and optimizer: the adaptive
     KL coefficient and the minibatch shuffler's random stream (`Learner`'s extra state)."""
 
-    extra_state_keys = ("kl_coeff", "rng")
+    extra_state_keys: tuple[str, ...] = ("kl_coeff", "rng")
     kl_coeff: float
     rng: np.random.Generator
 

@@ -4,14 +4,11 @@ optimizer for the policy and one for the value function. Needs the `torch` extra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
-
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
 
 
 class PPOTorchLearnerWithSeparateVfOptimizer(PPOTorchLearner):
@@ -21,9 +18,7 @@ class PPOTorchLearnerWithSeparateVfOptimizer(PPOTorchLearner):
     layer shared, each part of it only reaches its own optimizer's parameters. The module must
     be the default PPO module without `vf_share_layers`."""
 
-    def configure_optimizers_for_module(
-        self, module_id: str, config: AlgorithmConfig | None = None
-    ) -> None:
+    def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         config = config or self.config
         # RLlib's `self.module[module_id]`: this learner's one module is `self.rl_module`.
         module = self.rl_module

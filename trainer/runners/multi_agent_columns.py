@@ -1,0 +1,179 @@
+"""`AgentColumns`: a new multi-agent episode's reset and steps, recorded by column per agent;
+the columns become the episode's agents' buffers as they are.
+
+The MultiAgentEnvRunner records a sub-env's episode into its `MultiAgentEpisode` step by step
+only where something reads the episode's data while it runs (an `on_episode_start` or
+`on_episode_step` callback). Otherwise a new episode's reset and steps go into its
+`AgentColumns`, one list per agent and field:
+
+    observations        per agent: its reset observation, then one per step (one more than
+                        its steps)
+    infos               per agent: its reset info, then one per step (`{}` where it got
+                        none); until a step brings infos, only the reset's (most envs
+                        return none: no work per step)
+    actions, rewards    per agent: one per step
+    action_logp,        per agent: one per step (PPO's and DQN's two model outputs)
+    action_dist_inputs
+    ends                per agent that is done: its terminated / truncated flags and the
+                        time of its last step (the others step to the episode's end)
+
+An agent's steps are rows `0..len(actions)` of its columns. `MultiAgentEpisode.fill_columns`
+hands the lists to the agents' `SingleAgentEpisode`s as their buffers' data (no copy), when
+the episode ends, when `sample()` returns (a chunk, or the state of a running episode), or
+before a step the columns cannot hold; from then on the episode's object records its steps.
+
+The episode object exists from the start, so `on_episode_created`, the policy mapping function
+and the runner's own reads of it (`module_for`) see the same object, id and `custom_data`.
+
+The columns hold only plain steps: the sampling loop's common step, which
+`MultiAgentEpisode.add_sampled_env_step` records on its fast path. The agents that acted are
+exactly those with a next observation, each has a reward, only they (and "__all__") have done
+flags, the infos are a dict, and the model outputs are PPO's and DQN's two (log-prob and
+distribution inputs). In an episode of only such steps every agent observes at the reset and
+acts from the first step until its own end (or the episode's). A step that is not plain (an
+agent joins, one acts without a next observation, a module returns other outputs, a failed
+sub-env's empty step) is not taken: the runner fills the episode first and records that step,
+and the rest of the episode, through the episode's own methods.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
+
+
+class AgentColumns:
+    """The reset and plain steps of one new episode, by agent and column (see the module
+    docstring); what `MultiAgentEpisode.fill_columns` reads."""
+
+    __slots__ = (
+        "observations",
+        "infos",
+        "actions",
+        "rewards",
+        "action_logp",
+        "action_dist_inputs",
+        "ends",
+        "num_steps",
+        "first_actors",
+        "is_terminated",
+        "is_truncated",
+        "start_time",
+        "last_step_time",
+        "_running",
+        "_infos_seen",
+    )
+
+    def __init__(self, episode: MultiAgentEpisode, observations: dict, infos: dict | None):
+        """The columns of `episode` (new, empty) starting at a reset that returned
+        `observations` and `infos`, which are checked as `add_env_reset` checks them."""
+        episode.check_reset(observations, infos)
+        infos = infos or {}
+        self.observations: dict[Any, list] = {aid: [obs] for aid, obs in observations.items()}
+        self.infos: dict[Any, list] = {aid: [infos.get(aid) or {}] for aid in observations}
+        self.actions: dict[Any, list] = {aid: [] for aid in observations}
+        self.rewards: dict[Any, list] = {aid: [] for aid in observations}
+        self.action_logp: dict[Any, list] = {aid: [] for aid in observations}
+        self.action_dist_inputs: dict[Any, list] = {aid: [] for aid in observations}
+        #: Per agent that is done: (terminated, truncated, the time of its last step).
+        self.ends: dict[Any, tuple[bool, bool, float]] = {}
+        self.num_steps = 0
+        #: The agents of the first step, in its order.
+        self.first_actors: tuple = ()
+        #: The episode's flags and time after the last step.
+        self.is_terminated = False
+        self.is_truncated = False
+        self.start_time = time.perf_counter()
+        self.last_step_time: float | None = None
+        #: Agents not yet done.
+        self._running = len(observations)
+        #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
+        self._infos_seen = False
+
+    def record(
+        self,
+        observations: dict,
+        actions: dict,
+        rewards: dict,
+        infos: Any,
+        terminateds: dict,
+        truncateds: dict,
+        action_logps: dict,
+        action_dist_inputs: dict,
+    ) -> bool | None:
+        """Appends a plain step to its agents' columns and returns whether the episode ended
+        with it; returns None (and records nothing) for a step that is not plain.
+        `action_logps` and `action_dist_inputs` are the acting agents' (those of `actions`)."""
+        if type(infos) is not dict or not plain_step_layout(
+            observations, actions, rewards, terminateds, truncateds
+        ):
+            return None
+        if infos and not self._infos_seen:
+            self._catch_up_infos()
+            self._infos_seen = True
+        if self._infos_seen:
+            columns = self.infos
+            for agent_id in observations:
+                info = infos.get(agent_id)
+                columns[agent_id].append({} if info is None else info)
+        # Column by column: one short loop each over the step's agents.
+        columns = self.observations
+        for agent_id, observation in observations.items():
+            columns[agent_id].append(observation)
+        columns = self.actions
+        for agent_id, action in actions.items():
+            columns[agent_id].append(action)
+        columns = self.rewards
+        for agent_id, reward in rewards.items():
+            columns[agent_id].append(reward or 0.0)  # (a zero reward as step by step: 0.0)
+        columns = self.action_logp
+        for agent_id, logp in action_logps.items():
+            columns[agent_id].append(logp)
+        columns = self.action_dist_inputs
+        for agent_id, dist_inputs in action_dist_inputs.items():
+            columns[agent_id].append(dist_inputs)
+        self.num_steps += 1
+        if self.num_steps == 1:
+            self.first_actors = tuple(observations)
+        now = self.last_step_time = time.perf_counter()
+        # As `MultiAgentEpisode._record_plain_step`: "__all__" ends the episode, and so does
+        # every agent being done (then as terminated).
+        is_terminated = bool(terminateds.get(ALL_AGENTS, False))
+        is_truncated = bool(truncateds.get(ALL_AGENTS, False))
+        if any(terminateds.values()) or any(truncateds.values()):
+            ending = [
+                agent_id
+                for agent_id in observations
+                if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
+            ]
+            self._running -= len(ending)
+            if not is_terminated:
+                is_terminated = self._running == 0
+            for agent_id in ending:
+                self.ends[agent_id] = (
+                    bool(terminateds.get(agent_id, False)) or is_terminated,
+                    bool(truncateds.get(agent_id, False)) or is_truncated,
+                    now,
+                )
+        self.is_terminated = is_terminated
+        self.is_truncated = is_truncated
+        return is_terminated or is_truncated
+
+    def _catch_up_infos(self) -> None:
+        """Gives each agent's infos column a `{}` for each of its steps so far without one
+        (until a step brings infos, the infos columns hold only the reset's)."""
+        actions = self.actions
+        for agent_id, infos in self.infos.items():
+            missing = len(actions[agent_id]) + 1 - len(infos)
+            if missing:
+                infos.extend([{} for _ in range(missing)])
+
+    def fill(self, episode: MultiAgentEpisode) -> dict[Any, int]:
+        """Hands the columns to `episode` (the one they were made for); returns each agent's
+        steps."""
+        if not self._infos_seen:
+            self._catch_up_infos()
+        episode.fill_columns(self)
+        return {agent_id: len(actions) for agent_id, actions in self.actions.items()}
