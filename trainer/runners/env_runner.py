@@ -101,7 +101,6 @@ from trainer.runners.sub_env_recovery import (
     GUARDED_IS_SYNC,
     SUB_ENV_IS_GUARDED,
     drop_episode,
-    log_sub_env_failures,
     recover_sub_envs,
     take_child_failures,
 )
@@ -747,7 +746,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             except EnvDataError as error:
                 raise self._named(error) from None
         if self._guarded:
-            log_sub_env_failures(self, "reset")
+            self._log_sub_env_failures("reset")
         if self._check_nan:
             self._check_finite(results[0], "observation", "reset")
         return results
@@ -771,7 +770,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             except EnvDataError as error:  # the vector env's: names the sub-env, not the runner
                 raise self._named(error) from None
         if self._guarded:
-            log_sub_env_failures(self, "step")
+            self._log_sub_env_failures("step")
         if self._check_nan:
             obs, rewards = results[0], results[1]
             # The common case in two dot products, the cheapest numpy reductions here: NaN or
@@ -818,6 +817,34 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 f"{'n infinite' if np.isinf(bad) else ' NaN'} {field} {at}; NaN and infinite "
                 "values would train the networks to NaN. Fix the env, or turn this check off "
                 "with config.debugging(check_nan=False)"
+            )
+
+    def _log_sub_env_failures(self, method: str) -> None:
+        """Logs each sub-env failure of the last reset/step with its traceback, except
+        `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
+        env = self.env
+        assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
+        for i, sub_env in enumerate(env.envs):
+            error = getattr(sub_env, "failure", None)
+            if error is None:
+                continue
+            if isinstance(error, StepFailedRecreateEnvError):
+                logger.debug(
+                    "EnvRunner %d: sub-env %d asked to be re-created (%s)",
+                    self.worker_index,
+                    i,
+                    error,
+                )
+                continue
+            logger.exception(
+                "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
+                "and its episode dropped (restart_failed_sub_environments=True)",
+                self.worker_index,
+                i,
+                type(error).__name__,
+                method,
+                error,
+                exc_info=error,
             )
 
     def _make_sub_env(self, context: EnvContext) -> gym.Env:

@@ -14,7 +14,6 @@ import gymnasium as gym
 
 from trainer.core.obs_tree import set_row
 from trainer.env.vectorize import SUB_ENV_FAILURE_KEY
-from trainer.errors import StepFailedRecreateEnvError
 from trainer.runners.sub_env_guard import SubEnvGuard
 
 if TYPE_CHECKING:
@@ -25,35 +24,6 @@ logger = logging.getLogger("trainer")
 GUARDED_IS_SYNC = "sub-envs are guarded in 'sync' mode only, in a SyncVectorEnv"
 SUB_ENV_IS_GUARDED = "restart_failed_sub_environments wraps each sub-env in a SubEnvGuard"
 HAS_EPISODE = "a sub-env records an episode from the first reset on"
-
-
-def log_sub_env_failures(runner: EnvRunner, method: str) -> None:
-    """Logs each sub-env failure of the last reset/step with its traceback, except
-    `StepFailedRecreateEnvError`, which an env raises to be re-created without noise."""
-    env = runner.env
-    assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
-    for i, sub_env in enumerate(env.envs):
-        error = getattr(sub_env, "failure", None)
-        if error is None:
-            continue
-        if isinstance(error, StepFailedRecreateEnvError):
-            logger.debug(
-                "EnvRunner %d: sub-env %d asked to be re-created (%s)",
-                runner.worker_index,
-                i,
-                error,
-            )
-            continue
-        logger.exception(
-            "EnvRunner %d: sub-env %d raised %s in %s(): %s; it is re-created "
-            "and its episode dropped (restart_failed_sub_environments=True)",
-            runner.worker_index,
-            i,
-            type(error).__name__,
-            method,
-            error,
-            exc_info=error,
-        )
 
 
 def take_child_failures(runner: EnvRunner, per_env_infos: list[dict]) -> set[int]:
