@@ -104,6 +104,9 @@ LONG_TESTS = {
     ("test_seed_examples.py", "test_dqn_writes_its_replay_buffer_with_ormsgpack"),
     # RLlib's own case sleeps 45 s between its three iterations.
     ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"),
+    # Ray's default OMP_NUM_THREADS in a Tune trial: the suite keeps the one-thread case;
+    # bench/tune_overhead.py times trials against the same config in process.
+    ("test_tune_blas_threads.py", "test_a_users_omp_num_threads_still_sizes_a_trials_pools"),
     # mypy on trainer/: .ci/run runs it as a step of its own right after the suite.
     ("test_types.py", "test_mypy_reports_no_errors_on_trainer"),
     # Learning to a return with torch: bench/lstm_ppo.py and bench/cnn_ppo.py time the same

@@ -314,9 +314,13 @@ class MultiAgentEpisode:
                 start_time=start_time,
             )
             if t:
-                end = ends.get(agent_id)
-                if end is None:  # stepped to the last step: the episode's flags then
-                    end = (columns.is_terminated, columns.is_truncated, columns.last_step_time)
+                ended = ends.get(agent_id)
+                # Stepped to the last step: the episode's flags then.
+                end: tuple[bool, bool, float | None] = (
+                    ended
+                    if ended is not None
+                    else (columns.is_terminated, columns.is_truncated, columns.last_step_time)
+                )
                 if end[0] or end[1]:
                     episode.is_terminated, episode.is_truncated, episode._last_step_time = end
             mappings[agent_id].data = [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]

@@ -480,7 +480,8 @@ class ColumnRecorder:
         that stepped. The module's next input is what the pipeline left (`_to_module`)."""
         runner = self.runner
         fire_with = runner._callbacks.fire_with
-        stepping = []
+        stepping: list[int] = []
+        stepped: list[SingleAgentEpisode] = []
         for i, record in enumerate(self.records):
             if i in self.idle:
                 continue
@@ -498,8 +499,9 @@ class ColumnRecorder:
             if self.fires_step:
                 fire_with("on_episode_step", record.event_kwargs)
             stepping.append(i)
+            stepped.append(episode)
         if stepping:
-            runner._to_module([self.live[i] for i in stepping], stepping)
+            runner._to_module(stepped, stepping)
         self.policy_obs = runner._module_obs
 
     def _start_episodes(self, row: int) -> None:
