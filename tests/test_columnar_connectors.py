@@ -3,9 +3,9 @@
 With a connector pipeline the EnvRunner still records by column (`EnvRunner._sample_columnar`):
 each vector step's observations go through the pipeline, as rows for pieces that read only the
 latest observation (`MeanStdFilter.transform_rows`) or as `LatestStepView`s of the columns for
-the others. `EnvRunner.columnar_sampling = False` sends every call through the per-step loop,
-which runs the same pieces over episode objects; both must give the same episodes (value for
-value, dtype for dtype), metrics and connector state.
+the others. The per-step loop (`tests/step_loop_reference.py`, `use_step_loop`) runs the
+same pieces over episode objects; both must give the same episodes (value for value, dtype
+for dtype), metrics and connector state.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.step_loop_reference import count_rollouts, use_step_loop
 from tests.test_columnar_sampling import _assert_same_episodes, _config, _InfoEnv, _metric
 from trainer.connectors.connector_v2 import ConnectorV2
 from trainer.connectors.env_to_module import (
@@ -57,12 +58,12 @@ PIPELINES = {
 def _sample(config, columnar, calls, **sample_kwargs):
     algo = config.build()
     runner = algo.env_runner_group.local_env_runner
-    runner.columnar_sampling = columnar
-    per_step = []
-    step = runner._step
-    runner._step = lambda *a, **kw: per_step.append(1) or step(*a, **kw)
+    if not columnar:
+        use_step_loop(runner)
+    rollouts = count_rollouts(runner)
     episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
-    result = (episodes, runner.get_metrics(), runner.get_connector_state(), len(per_step))
+    assert len(rollouts) == (calls if columnar else 0)
+    result = (episodes, runner.get_metrics(), runner.get_connector_state())
     algo.stop()
     return result
 
@@ -74,9 +75,8 @@ def test_connectors_record_by_column_what_the_per_step_loop_records(pipeline, nu
     config = _config(
         _InfoEnv, num_envs, callbacks={"on_episode_end": lambda episode, **kw: ended.append(1)}
     ).env_runners(env_to_module_connector=PIPELINES[pipeline])
-    slow, slow_metrics, slow_state, slow_steps = _sample(config, False, 4, num_timesteps=37)
-    fast, fast_metrics, fast_state, fast_steps = _sample(config, True, 4, num_timesteps=37)
-    assert slow_steps > 0 and fast_steps == 0  # the per-step loop is not entered
+    slow, slow_metrics, slow_state = _sample(config, False, 4, num_timesteps=37)
+    fast, fast_metrics, fast_state = _sample(config, True, 4, num_timesteps=37)
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
         for a, b in zip(slow_call, fast_call, strict=True):
@@ -97,10 +97,9 @@ def test_a_mean_std_filter_run_records_by_column_with_episode_objects_at_start()
     config = _config(_InfoEnv, 3, callbacks=callbacks).env_runners(
         env_to_module_connector=PIPELINES["mean_std"]
     )
-    slow, _, slow_state, _ = _sample(config, False, 3, num_timesteps=25)
+    slow, _, slow_state = _sample(config, False, 3, num_timesteps=25)
     half = len(events)
-    fast, _, fast_state, fast_steps = _sample(config, True, 3, num_timesteps=25)
-    assert fast_steps == 0
+    fast, _, fast_state = _sample(config, True, 3, num_timesteps=25)
     assert events[:half] == events[half:]  # each start saw the filtered reset observation
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
@@ -159,10 +158,9 @@ def test_every_sampling_mode_records_by_column(mode, pipeline):
     config = _config(_InfoEnv, 3, callbacks=callbacks).env_runners(
         env_to_module_connector=None if pipeline is None else PIPELINES[pipeline], **settings
     )
-    slow, slow_metrics, slow_state, slow_steps = _sample(config, False, 3, **sample_kwargs)
+    slow, slow_metrics, slow_state = _sample(config, False, 3, **sample_kwargs)
     half = len(events)
-    fast, fast_metrics, fast_state, fast_steps = _sample(config, True, 3, **sample_kwargs)
-    assert slow_steps > 0 and fast_steps == 0
+    fast, fast_metrics, fast_state = _sample(config, True, 3, **sample_kwargs)
     assert events[:half] == events[half:]
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
@@ -192,9 +190,8 @@ class _Offset(MeanStdFilter):
 def test_a_subclass_that_reads_episodes_gets_views(piece):
     assert MeanStdFilter().transforms_rows and not piece().transforms_rows
     config = _config(_InfoEnv, 3).env_runners(env_to_module_connector=lambda env: piece())
-    slow, _, slow_state, _ = _sample(config, False, 2, num_timesteps=20)
-    fast, _, fast_state, fast_steps = _sample(config, True, 2, num_timesteps=20)
-    assert fast_steps == 0
+    slow, _, slow_state = _sample(config, False, 2, num_timesteps=20)
+    fast, _, fast_state = _sample(config, True, 2, num_timesteps=20)
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
     assert repr(slow_state) == repr(fast_state)
@@ -242,11 +239,9 @@ def test_a_runner_restored_mid_episode_samples_by_column_what_the_original_sampl
     restored = config.build()
     runner = restored.env_runner_group.local_env_runner
     runner.set_state(state)
-    per_step = []
-    step = runner._step
-    runner._step = lambda *a, **kw: per_step.append(1) or step(*a, **kw)
+    rollouts = count_rollouts(runner)
     got = [runner.sample(num_timesteps=37) for _ in range(2)]
-    assert not per_step
+    assert len(rollouts) == 2
     for expected_call, got_call in zip(expected, got, strict=True):
         _assert_same_episodes(expected_call, got_call)
     assert repr(runner.get_connector_state()) == repr(expected_state)

@@ -3,8 +3,8 @@
 Observations that fit no column (the env's, or an env-to-module pipeline's output) go into
 the episode objects only: every episode has its object, which gets each step as it is taken,
 and the pipeline runs over the objects as the per-step loop runs it
-(`ColumnRecorder._step_objects`). `EnvRunner.columnar_sampling = False` sends every call
-through the per-step loop; both must give the same episodes, metrics and module inputs.
+(`ColumnRecorder._step_objects`). The per-step loop (`tests/step_loop_reference.py`) is
+the reference; both must give the same episodes, metrics and module inputs.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from tests.step_loop_reference import count_rollouts, use_step_loop
 from tests.test_columnar_sampling import _columns, _metric  # noqa: E402
 from tests.test_torch_dict_obs import ConcatLeavesModule  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
@@ -79,13 +80,13 @@ def _assert_same_episodes(a: list, b: list) -> None:
 def _sample(config, columnar, calls, **sample_kwargs):
     algo = config.build()
     runner = algo.env_runner_group.local_env_runner
-    runner.columnar_sampling = columnar
-    per_step = []
-    step = runner._step
-    runner._step = lambda *a, **kw: per_step.append(1) or step(*a, **kw)
+    if not columnar:
+        use_step_loop(runner)
+    rollouts = count_rollouts(runner)
     episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
+    assert len(rollouts) == (calls if columnar else 0)
     inputs = _leaves("module_obs", runner._module_obs)
-    result = (episodes, runner.get_metrics(), inputs, len(per_step))
+    result = (episodes, runner.get_metrics(), inputs)
     algo.stop()
     return result
 
@@ -124,9 +125,8 @@ def test_nested_observations_sample_in_the_rollout_loop(case, mode):
         .training(train_batch_size=30, minibatch_size=10)
         .debugging(seed=5)
     )
-    slow, slow_metrics, slow_inputs, slow_steps = _sample(config, False, 3, **sample_kwargs)
-    fast, fast_metrics, fast_inputs, fast_steps = _sample(config, True, 3, **sample_kwargs)
-    assert slow_steps > 0 and fast_steps == 0  # the per-step loop is not entered
+    slow, slow_metrics, slow_inputs = _sample(config, False, 3, **sample_kwargs)
+    fast, fast_metrics, fast_inputs = _sample(config, True, 3, **sample_kwargs)
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
     for key in ("episode_return_mean", "num_env_steps_sampled_lifetime"):

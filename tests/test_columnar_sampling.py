@@ -1,11 +1,12 @@
 """Columnar sampling records what the per-step loop records.
 
 The EnvRunner samples by column (`EnvRunner._sample_columnar`, `trainer.runners.step_columns`)
-whenever nothing reads an episode between steps; `EnvRunner.columnar_sampling = False` sends
-every call through the per-step loop. Both draw the same actions from the same seeded
-generators, so the same config sampled both ways must give the same episodes, value for value
-and dtype for dtype (all but the random episode ids), the same metrics, and the same callback
-events, across calls (chunks continuing) and through a worker process's pickle.
+whenever nothing reads an episode between steps; the per-step loop of
+`tests/step_loop_reference.py` (`use_step_loop`) records each step into episode objects.
+Both draw the same actions from the same seeded generators, so the same config sampled both
+ways must give the same episodes, value for value and dtype for dtype (all but the random
+episode ids), the same metrics, and the same callback events, across calls (chunks
+continuing) and through a worker process's pickle.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.step_loop_reference import use_step_loop
 from trainer import PPOConfig
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.episode_list import EpisodeList
-from trainer.runners.env_runner import EnvRunner
 
 
 class _InfoEnv(gym.Env):
@@ -97,7 +98,8 @@ def _sample_both_ways(config, calls, *, through_pickle=False, **sample_kwargs):
     for columnar in (False, True):
         algo = config.build()
         runner = algo.env_runner_group.local_env_runner
-        runner.columnar_sampling = columnar
+        if not columnar:
+            use_step_loop(runner)
         used = []
         runner._sample_columnar = _counting(runner._sample_columnar, used)
         episodes = []
@@ -183,7 +185,8 @@ def test_episode_events_and_custom_data_are_the_same_by_column():
         state["columnar"] = columnar
         algo = config.build()
         runner = algo.env_runner_group.local_env_runner
-        runner.columnar_sampling = columnar
+        if not columnar:
+            use_step_loop(runner)
         episodes[columnar] = [runner.sample(num_timesteps=20) for _ in range(3)]
         algo.stop()
     assert events[False] == events[True]
@@ -237,7 +240,6 @@ def test_step_callbacks_in_async_mode_read_each_step():
     assert used
     assert all(ep.custom_data["steps"] >= len(ep) for ep in episodes)
     algo.stop()
-    assert EnvRunner.columnar_sampling is True
 
 
 def test_empty_infos_are_made_when_first_read():

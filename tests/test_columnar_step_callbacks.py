@@ -4,7 +4,7 @@ With an `on_episode_step` callback the EnvRunner still records by column
 (`EnvRunner._sample_columnar`): every episode has its object from its start, which gets each
 step as the per-step loop appends it (the raw observation while the step callbacks run, then
 the env-to-module pipeline's output), and the events fire in sub-env order.
-`EnvRunner.columnar_sampling = False` sends every call through the per-step loop; both must
+The per-step loop (`tests/step_loop_reference.py`) is the reference; both must
 give the callbacks the same episodes at each event and return the same episodes, metrics and
 connector state.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.step_loop_reference import count_rollouts, use_step_loop
 from tests.test_columnar_connectors import PIPELINES
 from tests.test_columnar_sampling import _assert_same_episodes, _config, _InfoEnv, _metric
 
@@ -53,12 +54,12 @@ def _callbacks(events: list) -> dict:
 def _sample(config, columnar, calls, **sample_kwargs):
     algo = config.build()
     runner = algo.env_runner_group.local_env_runner
-    runner.columnar_sampling = columnar
-    per_step = []
-    step = runner._step
-    runner._step = lambda *a, **kw: per_step.append(1) or step(*a, **kw)
+    if not columnar:
+        use_step_loop(runner)
+    rollouts = count_rollouts(runner)
     episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
-    result = (episodes, runner.get_metrics(), runner.get_connector_state(), len(per_step))
+    assert len(rollouts) == (calls if columnar else 0)
+    result = (episodes, runner.get_metrics(), runner.get_connector_state())
     algo.stop()
     return result
 
@@ -80,10 +81,9 @@ def test_step_callbacks_read_by_column_what_the_per_step_loop_gives_them(mode, p
     config = _config(_InfoEnv, num_envs, callbacks=_callbacks(events)).env_runners(
         env_to_module_connector=None if pipeline is None else PIPELINES[pipeline], **settings
     )
-    slow, slow_metrics, slow_state, slow_steps = _sample(config, False, 3, **sample_kwargs)
+    slow, slow_metrics, slow_state = _sample(config, False, 3, **sample_kwargs)
     half = len(events)
-    fast, fast_metrics, fast_state, fast_steps = _sample(config, True, 3, **sample_kwargs)
-    assert slow_steps > 0 and fast_steps == 0  # the per-step loop is not entered
+    fast, fast_metrics, fast_state = _sample(config, True, 3, **sample_kwargs)
     assert half and events[:half] == events[half:]
     # (An episode that began in this call ends with the object its start read.)
     assert any(event[-1] for event in events if event[0] == "end")
@@ -97,10 +97,10 @@ def test_step_callbacks_read_by_column_what_the_per_step_loop_gives_them(mode, p
 def test_step_callbacks_read_a_vector_env_by_column():
     events: list = []
     config = _config("CartPole-v1", 6, "vector_entry_point", callbacks=_callbacks(events))
-    slow, slow_metrics, _, _ = _sample(config, False, 3, num_timesteps=60)
+    slow, slow_metrics, _ = _sample(config, False, 3, num_timesteps=60)
     half = len(events)
-    fast, fast_metrics, _, fast_steps = _sample(config, True, 3, num_timesteps=60)
-    assert fast_steps == 0 and events[:half] == events[half:]
+    fast, fast_metrics, _ = _sample(config, True, 3, num_timesteps=60)
+    assert events[:half] == events[half:]
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
     assert _metric(slow_metrics, "step_obs") == _metric(fast_metrics, "step_obs")

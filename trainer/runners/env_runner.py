@@ -37,7 +37,6 @@ import numpy as np
 
 from trainer.callbacks import CallbackChain
 from trainer.compat.old_names import old_worker_callbacks
-from trainer.compat.rllib_utils import Columns
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import build_pipeline, call_factory
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -48,7 +47,7 @@ from trainer.core.models import (
     RL_MODULE_STATE,
     SpaceInfo,
 )
-from trainer.core.obs_tree import tree_map, tree_rows
+from trainer.core.obs_tree import tree_rows
 from trainer.core.recurrent import next_prev_action, next_prev_reward, next_state_in, tree_stack
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
@@ -65,7 +64,6 @@ from trainer.env.envs import (
     multi_agent_env_needs_policies,
 )
 from trainer.env.episode import SingleAgentEpisode
-from trainer.env.episode_list import EpisodeList
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
@@ -99,8 +97,6 @@ from trainer.runners.sampling_state import capture_sampling_state, restore_sampl
 from trainer.runners.sub_env_guard import SubEnvGuard
 from trainer.runners.sub_env_recovery import (
     GUARDED_IS_SYNC,
-    SUB_ENV_IS_GUARDED,
-    drop_episode,
     recover_sub_envs,
     take_child_failures,
 )
@@ -210,7 +206,7 @@ class SubEnvRecord:
     #: autoreset) and that step starts the next episode.
     awaiting_reset: bool = False
     #: Starts no new episode: its episode ended while a complete-episodes sample lets the
-    #: other sub-envs finish theirs (`EnvRunner._draining`); its steps are not recorded.
+    #: other sub-envs finish theirs; its steps are not recorded.
     idle: bool = False
     #: "async" mode: the episode ended in the last step, so the sub-env's child process
     #: autoresets it at the next (the runner's copy of what the child keeps out of reach).
@@ -441,8 +437,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if len(previous) == self.num_envs:  # the known tasks outlive a re-made env
             for record, old in zip(self._sub_env_records, previous, strict=True):
                 record.task = old.task
-        #: A complete-episodes sample lets the running episodes finish (see `SubEnvRecord.idle`).
-        self._draining = False
         self._obs = None
         self._needs_reset = True
         #: (return, length, duration) of each episode ended in this sample() call, logged
@@ -1228,37 +1222,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> list[SingleAgentEpisode]:
         if force_reset or self._needs_reset:
             self._reset_all()
-        if self._samples_by_column():
-            return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
-        done: list[SingleAgentEpisode] = []
-        steps = 0
-        while steps < num_timesteps:
-            steps += self._step(explore, random_actions, done)
-        self._log_sample_metrics(steps, len(done))
-        # Cut the unfinished episodes: the chunks so far go out, the successors continue.
-        chunks = []
-        for record in self._sub_env_records:
-            episode = record.episode
-            assert episode is not None, _RECORD_HAS_EPISODE
-            if len(episode) == 0:
-                continue
-            # A recurrent module's chunk keeps the step before as its lookback: the state (and
-            # previous action and reward) the successor's first step starts from.
-            successor = episode.cut(len_lookback_buffer=1 if self._stateful else 0)
-            record.episode = successor
-            record.event_kwargs["episode"] = successor
-            chunks.append(episode.to_numpy())
-            record.prev_chunks.append(episode)
-        return EpisodeList(done + chunks)  # the finished ones were numpy'ized as they ended
-
-    #: Sampling records steps by column (`_sample_columnar`) where it can; False sends every
-    #: call through the per-step loop (`_step`), which records the same episodes.
-    columnar_sampling: bool = True
-
-    def _samples_by_column(self) -> bool:
-        """Whether this call runs the rollout loop (`runners/rollout.py`): every call, unless
-        `columnar_sampling` is False (the per-step loop then records it, as a reference)."""
-        return self.columnar_sampling
+        return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
 
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
@@ -1317,43 +1281,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self, min_timesteps: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
-        if self._samples_by_column():
-            return self._sample_columnar(
-                min_timesteps, explore, random_actions=random_actions, complete=True
-            )
-        done: list[SingleAgentEpisode] = []
-        steps = 0
-        while steps < min_timesteps:
-            steps += self._step(explore, random_actions, done)
-        # Let the running episodes finish; sub-envs that are done stay idle.
-        self._draining = True
-        try:
-            while not all(record.idle for record in self._sub_env_records):
-                steps += self._step(explore, random_actions, done)
-        finally:
-            self._draining = False
-        self._log_sample_metrics(steps, len(done))
-        self._needs_reset = True
-        return EpisodeList(done)
+        return self._sample_columnar(
+            min_timesteps, explore, random_actions=random_actions, complete=True
+        )
 
     def _sample_episodes(
         self, num_episodes: int, explore: bool, random_actions: bool
     ) -> list[SingleAgentEpisode]:
         self._reset_all()
-        if self._samples_by_column():
-            return self._sample_columnar(
-                0, explore, random_actions=random_actions, num_episodes=num_episodes
-            )
-        done: list[SingleAgentEpisode] = []
-        steps = 0
-        while len(done) < num_episodes:
-            steps += self._step(explore, random_actions, done)
-        self._log_sample_metrics(steps, len(done))
-        # Episodes still running are dropped; the next sample() starts fresh ones.
-        self._needs_reset = True
-        for record in self._sub_env_records:
-            record.prev_chunks = []
-        return EpisodeList(done[:num_episodes])
+        return self._sample_columnar(
+            0, explore, random_actions=random_actions, num_episodes=num_episodes
+        )
 
     def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
         """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`
@@ -1495,164 +1433,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 actions, normalize=config.normalize_actions, clip=config.clip_actions
             )
         return actions, env_actions, logp, dist_inputs, state_rows
-
-    def _step(self, explore: bool, random_actions: bool, done: list[SingleAgentEpisode]) -> int:
-        """One step of every sub-env; finished episodes are appended to `done`."""
-        env = self.env
-        assert env is not None, _SAMPLING_HAS_ENV
-        actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
-            self._obs if self._env_to_module is None else self._module_obs, explore, random_actions
-        )
-        results = self._try_env_step(env_actions)
-        if results is None:  # the vector env was re-created: every sub-env starts afresh
-            self._reset_all()
-            return 0
-        obs, rewards, terminateds, truncateds, infos = results
-        records = self._sub_env_records
-        if self.vectorize_mode == ASYNC:
-            for record, ended in zip(records, (terminateds | truncateds).tolist(), strict=True):
-                record.child_autoreset = ended
-        num_envs = self.num_envs
-        obs_rows = unbatch(obs, num_envs)
-        per_env_infos = sub_env_infos(env, infos, num_envs)
-        recreated = take_child_failures(self, per_env_infos) if self._child_guarded else ()
-        # Python scalars once per step, not numpy scalars per sub-env.
-        # Discrete actions as ints; Box actions keep their float32 rows.
-        action_list = actions.tolist() if actions.ndim == 1 else list(actions)
-        reward_list = rewards.tolist()
-        terminated_list = terminateds.tolist()
-        truncated_list = truncateds.tolist()
-        logp_list = logp.tolist()
-        dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
-        fire_with = self._callbacks.fire_with if self._callbacks.has("on_episode_step") else None
-        stepped_indices: list[int] = []
-        ended_indices: list[int] = []
-        guarded = self._guarded
-        for i, record in enumerate(records):
-            if record.idle or self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
-                continue
-            episode = record.episode
-            assert episode is not None, _RECORD_HAS_EPISODE
-            if state_rows is not None:
-                self._record_recurrent_step(
-                    episode,
-                    obs_rows[i],
-                    action_list[i],
-                    reward_list[i],
-                    per_env_infos[i],
-                    terminated_list[i],
-                    truncated_list[i],
-                    {
-                        Columns.ACTION_LOGP: logp_list[i],
-                        Columns.ACTION_DIST_INPUTS: dist_rows[i],
-                        Columns.STATE_OUT: state_rows[i],
-                    },
-                )
-            else:
-                episode.record_sampled_step(
-                    obs_rows[i],
-                    action_list[i],
-                    reward_list[i],
-                    per_env_infos[i],
-                    terminated_list[i],
-                    truncated_list[i],
-                    logp_list[i],
-                    dist_rows[i],
-                )
-            if fire_with is not None:
-                fire_with("on_episode_step", record.event_kwargs)
-            stepped_indices.append(i)
-            if terminated_list[i] or truncated_list[i]:
-                ended_indices.append(i)
-        if self._env_to_module is not None and stepped_indices:
-            stepped_episodes: list[SingleAgentEpisode] = []
-            for i in stepped_indices:
-                episode = records[i].episode
-                assert episode is not None, _RECORD_HAS_EPISODE
-                stepped_episodes.append(episode)
-            self._to_module(stepped_episodes, stepped_indices)
-        self._end_episodes(ended_indices, done)
-        self._obs = obs
-        self.global_timestep += len(stepped_indices)
-        self.num_env_steps_stepped += len(stepped_indices)
-        if guarded:
-            recover_sub_envs(self)
-        return len(stepped_indices)
-
-    def _steps_no_episode(
-        self,
-        i: int,
-        record: SubEnvRecord,
-        recreated: set[int] | tuple[()],
-        obs_rows: Any,
-        per_env_infos: list[dict],
-    ) -> bool:
-        """The per-step loop: whether sub-env `i`'s last env step is no step of its episode:
-        it raised (a guarded sub-env, re-created after the step), or the step was its reset
-        (its autoreset, or its re-creation in its child process in "async" mode), which
-        begins its next episode here."""
-        if self._guarded:
-            env = self.env
-            assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
-            guard = env.envs[i]
-            assert isinstance(guard, SubEnvGuard), SUB_ENV_IS_GUARDED
-            if guard.failure is not None:
-                record.awaiting_reset = False  # re-created after this step
-                return True
-        if recreated and i in recreated:
-            # Re-created in its child process ("async"): this step was the new sub-env's
-            # reset. Its episode is dropped (unless it had not started) and one begins.
-            if not record.awaiting_reset:
-                drop_episode(self, record)
-                self._create_episode(i)
-        elif not record.awaiting_reset:
-            return False
-        # This step was the sub-env's reset: its new episode starts here.
-        record.awaiting_reset = False
-        self._begin_episode(i, obs_rows[i], per_env_infos[i])
-        return True
-
-    def _end_episodes(self, indices: list[int], done: list[SingleAgentEpisode]) -> None:
-        """The per-step loop: the episodes of sub-envs `indices` ended in this step; each
-        goes into `done` and its sub-env starts the next (or idles while draining)."""
-        for i in indices:
-            record = self._sub_env_records[i]
-            episode = record.episode
-            assert episode is not None, _RECORD_HAS_EPISODE
-            self._finish_episode(record)
-            # Numpy'ized now, as RLlib does, while its rows are still in the CPU's caches (at
-            # the end of a 10k-step sample, converting ~500 episodes cost twice as much).
-            done.append(episode.to_numpy())
-            if self._draining:
-                record.idle = True
-            else:
-                self._create_episode(i)
-                record.awaiting_reset = True
-
-    @staticmethod
-    def _record_recurrent_step(
-        episode: SingleAgentEpisode,
-        observation: Any,
-        action: Any,
-        reward: float,
-        infos: dict,
-        terminated: bool,
-        truncated: bool,
-        model_outputs: dict[str, Any],
-    ) -> None:
-        """Records a step of a recurrent module, its state out among the model outputs (copied:
-        a row of the batch's array would keep the whole batch alive)."""
-        outputs = {key: value for key, value in model_outputs.items() if value is not None}
-        outputs[Columns.STATE_OUT] = tree_map(np.array, outputs[Columns.STATE_OUT])
-        episode.add_env_step(
-            observation,
-            action,
-            reward,
-            infos,
-            terminated=terminated,
-            truncated=truncated,
-            extra_model_outputs=outputs,
-        )
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier

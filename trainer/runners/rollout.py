@@ -16,6 +16,10 @@ made from their rows when they end or are cut.
 What is not in the loop lives in the runner: re-creating a vector env that raised
 (`EnvRunner._try_env_step`), starting fresh episodes (`EnvRunner._reset_all`), and the state a
 checkpoint captures.
+
+"The per-step loop" below is the reference the tests hold this loop to
+(`tests/step_loop_reference.py`): it appends each step to each sub-env's episode object, and
+this loop records the same episodes and fires the same events in the same order.
 """
 
 from __future__ import annotations
