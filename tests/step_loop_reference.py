@@ -290,3 +290,26 @@ def count_rollouts(runner: EnvRunner) -> list:
 
     runner._sample_columnar = counted  # type: ignore[method-assign]
     return calls
+
+
+def sample_both_ways(
+    config: Any,
+    columnar: bool,
+    calls: int,
+    read: Any = None,
+    **sample_kwargs: Any,
+) -> tuple:
+    """`calls` samples of the local runner of `config`'s algorithm, through the rollout loop
+    (`columnar`) or the reference per-step loop, checking which loop ran: (the episodes, the
+    runner's metrics, `read(runner)` — the connector state by default)."""
+    algo = config.build()
+    runner = algo.env_runner_group.local_env_runner
+    if not columnar:
+        use_step_loop(runner)
+    rollouts = count_rollouts(runner)
+    episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
+    assert len(rollouts) == (calls if columnar else 0)
+    read = read or (lambda sampled: sampled.get_connector_state())
+    result = (episodes, runner.get_metrics(), read(runner))
+    algo.stop()
+    return result

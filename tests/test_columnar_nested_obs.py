@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.step_loop_reference import count_rollouts, use_step_loop
+from tests.step_loop_reference import sample_both_ways
 from tests.test_columnar_sampling import _columns, _metric  # noqa: E402
 from tests.test_torch_dict_obs import ConcatLeavesModule  # noqa: E402
 from trainer.algorithms.ppo.ppo import PPOConfig  # noqa: E402
@@ -78,17 +78,13 @@ def _assert_same_episodes(a: list, b: list) -> None:
 
 
 def _sample(config, columnar, calls, **sample_kwargs):
-    algo = config.build()
-    runner = algo.env_runner_group.local_env_runner
-    if not columnar:
-        use_step_loop(runner)
-    rollouts = count_rollouts(runner)
-    episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
-    assert len(rollouts) == (calls if columnar else 0)
-    inputs = _leaves("module_obs", runner._module_obs)
-    result = (episodes, runner.get_metrics(), inputs)
-    algo.stop()
-    return result
+    return sample_both_ways(
+        config,
+        columnar,
+        calls,
+        read=lambda runner: _leaves("module_obs", runner._module_obs),
+        **sample_kwargs,
+    )
 
 
 CONFIGS = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.step_loop_reference import count_rollouts, use_step_loop
+from tests.step_loop_reference import sample_both_ways
 from tests.test_columnar_connectors import PIPELINES
 from tests.test_columnar_sampling import _assert_same_episodes, _config, _InfoEnv, _metric
 
@@ -52,16 +52,7 @@ def _callbacks(events: list) -> dict:
 
 
 def _sample(config, columnar, calls, **sample_kwargs):
-    algo = config.build()
-    runner = algo.env_runner_group.local_env_runner
-    if not columnar:
-        use_step_loop(runner)
-    rollouts = count_rollouts(runner)
-    episodes = [runner.sample(**sample_kwargs) for _ in range(calls)]
-    assert len(rollouts) == (calls if columnar else 0)
-    result = (episodes, runner.get_metrics(), runner.get_connector_state())
-    algo.stop()
-    return result
+    return sample_both_ways(config, columnar, calls, **sample_kwargs)
 
 
 MODES = {
