@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trainer.algorithms.registry import API, BEHAVIOUR, TEST, Difference, entries
+from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, TEST, Difference, entries
 from trainer.util.generated_page import write_or_check
 
 
@@ -42,12 +42,7 @@ _MULTI_AGENT = (
     "restore_from_path(component=...)"
 )
 _OFFLINE = "offline RL (recorded data read and written with Ray Data) is not supported here"
-_TORCH_LEARNERS = (
-    "one learner per algorithm (numpy PPO and DQN, or torch PPO), built by the Algorithm "
-    "in the driver process; there are no LearnerGroups of several learners, no "
-    "standalone learner building and no learner connectors (a torch learner subclass "
-    "comes in through training(learner_class=...))"
-)
+_TORCH_LEARNERS = ONE_LEARNER_WHY
 _CHECKPOINTABLE = (
     "checkpoints are this project's format (a folder of msgpack state files, "
     "config.json and a SHA-256 manifest, see docs/checkpoints.md), written "

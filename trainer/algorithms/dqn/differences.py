@@ -3,17 +3,14 @@ reads them through the registry): what DQN here does not do as RLlib 2.60's does
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
 
 #: DQN's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "DQNConfig.get_default_learner_class",
         "missing",
-        "one learner per algorithm (numpy PPO and DQN, or torch PPO), built by the Algorithm in "
-        "the driver process; there are no LearnerGroups of several learners, no standalone "
-        "learner building and no learner connectors (a torch learner subclass comes in through "
-        "training(learner_class=...))",
+        ONE_LEARNER_WHY,
         API,
     ),
     Difference(
