@@ -117,9 +117,8 @@ def entry(name: str) -> AlgorithmEntry:
     if name not in ALGORITHM_PACKAGES:
         if name in OTHER_RLLIB_ALGORITHM_NAMES:
             raise UnsupportedValue(
-                f"get_trainable_cls({name!r}): RLlib's {name} is not available in localrl, "
-                f"which has no {OTHER_ALGORITHMS}; the algorithms here are "
-                f"{sorted(ALGORITHM_NAMES)}",
+                f"get_trainable_cls({name!r}): RLlib's {name} is not available in localrl "
+                f"({OTHER_ALGORITHMS}); the algorithms here are {sorted(ALGORITHM_NAMES)}",
                 OTHER_ALGORITHMS,
             )
         raise ValueError(
