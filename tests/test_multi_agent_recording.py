@@ -323,3 +323,78 @@ def test_an_episode_takes_its_columns_as_they_are():
         ):
             assert agent.extra_model_outputs[key].data is column[agent_id]
     assert_same_objects(_without_run_specific(episode.get_state()), by_steps)
+
+
+def _continued_by_columns_and_by_steps(
+    lookback: int,
+) -> tuple[MultiAgentEpisode, AgentColumns | None, dict]:
+    """A MultiAgentCartPole episode (3 agents, fixed actions) recorded step by step for 5
+    steps and cut (`lookback` steps of lookback), then its next steps until it ends recorded
+    into the successor by `AgentColumns.continuing` and, in a copy of the successor, step by
+    step; returns the first successor, its columns and the state of the second."""
+    env = MultiAgentCartPole({"num_agents": 3})
+    episode = MultiAgentEpisode(
+        observation_space=dict(env.observation_spaces), action_space=dict(env.action_spaces)
+    )
+    obs, infos = env.reset(seed=1)
+    episode.add_env_reset(observations=obs, infos=infos)
+    ended, done, t = False, set(), 0
+
+    def step(t: int) -> tuple:
+        acting = [agent_id for agent_id in obs if agent_id not in done]
+        actions = {agent_id: (int(agent_id) + t) % 2 for agent_id in acting}
+        logps = {agent_id: -0.25 * t for agent_id in acting}
+        dist_inputs = {agent_id: np.full(2, float(t), np.float32) for agent_id in acting}
+        result = env.step(actions)
+        return (result[0], actions, result[1], result[4], result[2], result[3], logps,
+                dist_inputs)  # fmt: skip
+
+    for t in range(5):
+        sampled = step(t)
+        obs = sampled[0]
+        done |= {agent_id for agent_id in obs if sampled[4].get(agent_id)}
+        episode.add_sampled_env_step(*sampled)
+    assert not episode.is_done
+    by_columns = episode.cut(len_lookback_buffer=lookback)
+    by_steps = episode.cut(len_lookback_buffer=lookback)
+    columns = AgentColumns.continuing(
+        by_columns, [agent_id for agent_id in obs if agent_id not in done]
+    )
+    while not ended:
+        t += 1
+        sampled = step(t)
+        obs = sampled[0]
+        done |= {agent_id for agent_id in obs if sampled[4].get(agent_id)}
+        assert columns is not None
+        ended = columns.record(*sampled)
+        assert ended is not None, "a plain step"
+        by_steps.add_sampled_env_step(*sampled)
+    assert columns is not None
+    columns.fill(by_columns)
+    return by_columns, columns, _without_run_specific(by_steps.get_state())
+
+
+@pytest.mark.parametrize("lookback", [0, 2])
+def test_a_continued_chunk_records_by_column_as_step_by_step(lookback):
+    """A chunk continued from an earlier sample() call takes its steps by column: its agents'
+    buffers grow by the columns' lists, and the chunk is the one step-by-step recording
+    makes (lookback, time mappings, done agents, model outputs)."""
+    chunk, columns, by_steps = _continued_by_columns_and_by_steps(lookback)
+    assert chunk.is_done and columns.continues
+    for agent_id, agent in chunk.agent_episodes.items():
+        steps = len(columns.actions[agent_id])
+        assert steps and agent.observations.data[-steps:] == columns.observations[agent_id]
+    assert_same_objects(_without_run_specific(chunk.get_state()), by_steps)
+
+
+def test_a_chunk_with_a_hanging_action_continues_step_by_step():
+    """A chunk whose agent's action hangs (turn-based envs) is not the columns' to record."""
+    episode = MultiAgentEpisode()
+    episode.add_env_reset(observations={"a": 0, "b": 1})
+    # "a" acts and gets no next observation: its action hangs.
+    episode.add_env_step(
+        observations={"b": 2}, actions={"a": 0, "b": 1}, rewards={"a": 0.0, "b": 1.0}
+    )
+    successor = episode.cut()
+    assert AgentColumns.continuing(successor, ["b"]) is None
+    assert AgentColumns.continuing(MultiAgentEpisode(), []) is None

@@ -510,6 +510,49 @@ class SingleAgentEpisode(OldEpisodeAPI):
         if terminated or truncated:
             self._end(terminated, truncated)
 
+    def records_plainly(self) -> bool:
+        """Whether `record_sampled_step` records this episode's next step on its fast path
+        (plain lists, PPO's and DQN's two model outputs) or would once the first step made
+        them (no model outputs yet): what `extend_sampled_steps` appends to."""
+        outputs = self.extra_model_outputs
+        if self.observations.finalized or self.infos.finalized or self.actions.finalized:
+            return False
+        if not outputs:
+            return True
+        logp_buffer, dist_buffer = outputs.get(ACTION_LOGP), outputs.get(ACTION_DIST_INPUTS)
+        return (
+            len(outputs) == 2
+            and logp_buffer is not None
+            and dist_buffer is not None
+            and not logp_buffer.finalized
+            and not dist_buffer.finalized
+        )
+
+    def extend_sampled_steps(
+        self,
+        observations: list,
+        actions: list,
+        rewards: list,
+        infos: list,
+        action_logps: list,
+        action_dist_inputs: list,
+    ) -> None:
+        """`record_sampled_step` for several steps at once (one item per step in each list;
+        the episode `records_plainly` and is not done): the lists are appended to the
+        buffers. The caller sets the episode's end."""
+        self.observations.data.extend(observations)
+        self.actions.data.extend(actions)
+        self.rewards.data.extend(rewards)
+        self.infos.data.extend(infos)
+        self.t += len(actions)
+        outputs = self.extra_model_outputs
+        if outputs:
+            outputs[ACTION_LOGP].data.extend(action_logps)
+            outputs[ACTION_DIST_INPUTS].data.extend(action_dist_inputs)
+        else:
+            outputs[ACTION_LOGP] = InfiniteLookbackBuffer.of_list(action_logps)
+            outputs[ACTION_DIST_INPUTS] = InfiniteLookbackBuffer.of_list(action_dist_inputs)
+
     def fill_columns(
         self,
         observations: np.ndarray,

@@ -99,10 +99,12 @@ def plain_step_layout(
 
 
 class RecordedColumns(Protocol):
-    """A new episode's reset and plain steps by agent and column, as the EnvRunner records
-    them (`trainer.runners.multi_agent_columns.AgentColumns`), which `fill_columns` takes:
-    per agent id a list of observations and infos (one more than its steps), of actions,
-    rewards, log-probs and distribution inputs (one per step)."""
+    """An episode's plain steps by agent and column, as the EnvRunner records them
+    (`trainer.runners.multi_agent_columns.AgentColumns`): a new episode's reset and steps,
+    which `fill_columns` takes (per agent id a list of observations and infos, one more than
+    its steps), or a continued chunk's steps, which `extend_columns` takes (one per step);
+    and per agent id lists of actions, rewards, log-probs and distribution inputs (one per
+    step)."""
 
     observations: dict[AgentID, list]
     infos: dict[AgentID, list]
@@ -332,6 +334,82 @@ class MultiAgentEpisode:
             self.is_terminated = columns.is_terminated
             self.is_truncated = columns.is_truncated
             self._last_step_time = columns.last_step_time
+
+    def continues_plainly(self, agents: Collection[AgentID]) -> bool:
+        """Whether the steps after this chunk's start, with `agents` acting, can be recorded
+        by column and appended at once (`extend_columns`): the chunk has no steps, nothing
+        hangs, the running single-agent episodes are exactly `agents`' and each records into
+        plain lists with PPO's and DQN's two model outputs (or none yet)."""
+        if (
+            self.is_done
+            or self.env_t != self.env_t_started
+            or self._hanging_actions_end
+            or self._hanging_rewards_end
+            or self._hanging_rewards_begin
+        ):
+            return False
+        running = 0
+        for agent_id, episode in self.agent_episodes.items():
+            if episode.is_terminated or episode.is_truncated:
+                continue
+            running += 1
+            if agent_id not in agents or not episode.records_plainly():
+                return False
+        return running == len(agents)
+
+    def extend_columns(self, columns: RecordedColumns) -> None:
+        """Appends the plain steps in `columns` to this chunk (see `continues_plainly`), as
+        `add_sampled_env_step` would have recorded them one by one: each agent's lists go
+        onto the end of its single-agent episode's buffers, and each agent's env-to-agent
+        time mapping grows by the steps (a skip where an agent was done)."""
+        assert not self.is_done and self.env_t == self.env_t_started, (
+            "extend_columns() on a chunk that already has steps"
+        )
+        num_steps = columns.num_steps
+        skip = self.SKIP_ENV_TS_TAG
+        agent_episodes, mappings = self.agent_episodes, self.env_t_to_agent_t
+        agent_t_started = self.agent_t_started
+        ends = columns.ends
+        actions_of, infos_of = columns.actions, columns.infos
+        logp_of, dist_inputs_of = columns.action_logp, columns.action_dist_inputs
+        observations_of, rewards_of = columns.observations, columns.rewards
+        for agent_id, mapping in mappings.items():
+            actions = actions_of.get(agent_id)
+            if actions is None:  # done before this chunk: no steps here
+                mapping.data.extend([skip] * num_steps)
+                continue
+            t = len(actions)
+            if not t:
+                mapping.data.extend([skip] * num_steps)
+                continue
+            episode = agent_episodes[agent_id]
+            first = episode.t - episode.t_started + agent_t_started[agent_id] + 1
+            episode.extend_sampled_steps(
+                observations_of[agent_id],
+                actions,
+                rewards_of[agent_id],
+                infos_of[agent_id],
+                logp_of[agent_id],
+                dist_inputs_of[agent_id],
+            )
+            mapping.data.extend([*range(first, first + t), *[skip] * (num_steps - t)])
+            ended = ends.get(agent_id)
+            end: tuple[bool, bool, float | None] = (
+                ended
+                if ended is not None
+                else (columns.is_terminated, columns.is_truncated, columns.last_step_time)
+            )
+            if end[0] or end[1]:
+                episode.is_terminated, episode.is_truncated, episode._last_step_time = end
+                if episode._start_time is None:
+                    episode._start_time = end[2]
+        if num_steps:
+            self.env_t += num_steps
+            self.is_terminated = columns.is_terminated
+            self.is_truncated = columns.is_truncated
+            self._last_step_time = columns.last_step_time
+            if self._start_time is None:
+                self._start_time = self._last_step_time
 
     def add_env_step(
         self,

@@ -4,13 +4,15 @@ the columns become the episode's agents' buffers as they are.
 The MultiAgentEnvRunner records a sub-env's episode into its `MultiAgentEpisode` step by step
 only where something reads the episode's data while it runs (an `on_episode_start` or
 `on_episode_step` callback). Otherwise a new episode's reset and steps go into its
-`AgentColumns`, one list per agent and field:
+`AgentColumns`, one list per agent and field, and so do the steps of an episode continued from
+an earlier `sample()` call (the chunk `cut()` made, whose agents' buffers already hold their
+last observations: `AgentColumns.continuing`):
 
-    observations        per agent: its reset observation, then one per step (one more than
-                        its steps)
-    infos               per agent: its reset info, then one per step (`{}` where it got
-                        none); until a step brings infos, only the reset's (most envs
-                        return none: no work per step)
+    observations        per agent: its reset observation (a new episode only), then one per
+                        step
+    infos               per agent: its reset info (a new episode only), then one per step
+                        (`{}` where it got none); until a step brings infos, only the
+                        reset's (most envs return none: no work per step)
     actions, rewards    per agent: one per step
     action_logp,        per agent: one per step (PPO's and DQN's two model outputs)
     action_dist_inputs
@@ -18,9 +20,10 @@ only where something reads the episode's data while it runs (an `on_episode_star
                         time of its last step (the others step to the episode's end)
 
 An agent's steps are rows `0..len(actions)` of its columns. `MultiAgentEpisode.fill_columns`
-hands the lists to the agents' `SingleAgentEpisode`s as their buffers' data (no copy), when
-the episode ends, when `sample()` returns (a chunk, or the state of a running episode), or
-before a step the columns cannot hold; from then on the episode's object records its steps.
+hands a new episode's lists to the agents' `SingleAgentEpisode`s as their buffers' data (no
+copy), `MultiAgentEpisode.extend_columns` appends a continued one's to its agents' buffers,
+when the episode ends, when `sample()` returns (a chunk, or the state of a running episode),
+or before a step the columns cannot hold; from then on the episode's object records its steps.
 
 The episode object exists from the start, so `on_episode_created`, the policy mapping function
 and the runner's own reads of it (`module_for`) see the same object, id and `custom_data`.
@@ -62,6 +65,7 @@ class AgentColumns:
         "is_truncated",
         "start_time",
         "last_step_time",
+        "continues",
         "_running",
         "_infos_seen",
     )
@@ -91,6 +95,35 @@ class AgentColumns:
         self._running = len(observations)
         #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
         self._infos_seen = False
+        #: Whether the episode began in an earlier chunk (no reset in the columns).
+        self.continues = False
+
+    @classmethod
+    def continuing(cls, episode: MultiAgentEpisode, agents: list) -> AgentColumns | None:
+        """The columns of `episode`, a chunk continued from an earlier `sample()` call
+        (`cut()`, no steps yet), whose `agents` act next; None where its next steps are not
+        the columns' to record: something hangs (an action, a reward), an acting agent has
+        no running single-agent episode, or an agent's buffers are not plain recording lists
+        with PPO's and DQN's two model outputs (or none yet)."""
+        if not agents or not episode.continues_plainly(agents):
+            return None
+        columns = cls.__new__(cls)
+        columns.observations = {aid: [] for aid in agents}
+        columns.infos = {aid: [] for aid in agents}
+        columns.actions = {aid: [] for aid in agents}
+        columns.rewards = {aid: [] for aid in agents}
+        columns.action_logp = {aid: [] for aid in agents}
+        columns.action_dist_inputs = {aid: [] for aid in agents}
+        columns.ends = {}
+        columns.num_steps = 0
+        columns.first_actors = ()
+        columns.is_terminated = columns.is_truncated = False
+        columns.start_time = time.perf_counter()
+        columns.last_step_time = None
+        columns._running = len(agents)
+        columns._infos_seen = False
+        columns.continues = True
+        return columns
 
     def record(
         self,
@@ -165,8 +198,9 @@ class AgentColumns:
         """Gives each agent's infos column a `{}` for each of its steps so far without one
         (until a step brings infos, the infos columns hold only the reset's)."""
         actions = self.actions
+        reset = 0 if self.continues else 1
         for agent_id, infos in self.infos.items():
-            missing = len(actions[agent_id]) + 1 - len(infos)
+            missing = len(actions[agent_id]) + reset - len(infos)
             if missing:
                 infos.extend([{} for _ in range(missing)])
 
@@ -175,5 +209,8 @@ class AgentColumns:
         steps."""
         if not self._infos_seen:
             self._catch_up_infos()
-        episode.fill_columns(self)
+        if self.continues:
+            episode.extend_columns(self)
+        else:
+            episode.fill_columns(self)
         return {agent_id: len(actions) for agent_id, actions in self.actions.items()}

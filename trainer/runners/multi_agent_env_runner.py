@@ -11,8 +11,9 @@ One step of the runner, over all its sub-envs:
     per module          numpy modules through their exploration (logits / Q-values), a user's
                         RLModule through `forward_exploration` / `forward_inference`
     env.step            each sub-env with the actions of its acting agents
-    episodes            a new episode's plain steps go into its `AgentColumns` (a list per
-                        agent and field), which become its agents' buffers when it ends or the
+    episodes            an episode's plain steps go into its `AgentColumns` (a list per
+                        agent and field), which become (a new episode's) or extend (one
+                        continued from the last call's) its agents' buffers when it ends or the
                         call returns, unless a callback reads episodes while they run
                         (`on_episode_start`, `on_episode_step`); other steps are recorded by
                         `add_env_step` with the model outputs PPO and DQN keep; a sub-env whose
@@ -650,6 +651,10 @@ class MultiAgentEnvRunner(RunnerSetup):
             successor = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
             self._prev_chunks[index].append(episode)
             self._episodes[index] = successor
+            if self._records_by_column():  # its next steps by column, as a new episode's
+                self._columns[index] = AgentColumns.continuing(
+                    successor, self._agents_to_act(index)
+                )
             chunks.append(_shippable(episode))
         return done + chunks
 
