@@ -245,7 +245,9 @@ class Run:
     reached: bool
 
 
-def run_localrl(task: Task, seed: int, max_seconds: float) -> Run:
+def run_localrl(task: Task, seed: int, max_seconds: float, framework: str | None = None) -> Run:
+    """The preset of `task` (on `framework` when given) from before its build until the
+    training return reaches the target (or a cap)."""
     from trainer import DQNConfig, PPOConfig
     from trainer.cli.presets import find_preset
 
@@ -255,6 +257,8 @@ def run_localrl(task: Task, seed: int, max_seconds: float) -> Run:
     if preset is None:
         raise KeyError(f"no preset for {task.algo} on {task.env}")
     preset.apply(config)
+    if framework is not None:
+        config.framework(framework)
     # The preset's evaluation runner is not needed: the target is on the training return.
     config.evaluation(
         evaluation_interval=None,

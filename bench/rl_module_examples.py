@@ -41,7 +41,7 @@ LSTM_TARGET_RETURN = 300.0
 #: One progress line of `run_rllib_example_script_experiment`.
 PROGRESS = re.compile(
     r"^iter +(?P<iter>\d+) \| total time \(s\) +(?P<time>[\d.]+) \| ts (?P<ts>\d+) \| "
-    r"episode return mean (?P<ret>\S+)",
+    r"(?:episode return mean|combined return) (?P<ret>\S+)",
     re.MULTILINE,
 )
 
@@ -97,6 +97,15 @@ def run_once(script_args: list[str], timeout_s: float) -> dict:
         "env_steps": int(last["ts"]) if last else 0,
         "return": float(last["ret"]) if last and last["ret"] != "None" else float("nan"),
         "returncode": returncode,
+        #: Per iteration: (total time in s, env steps, return; NaN before any episode ended).
+        "progress": [
+            (
+                float(line["time"]),
+                int(line["ts"]),
+                float(line["ret"]) if line["ret"] != "None" else float("nan"),
+            )
+            for line in lines
+        ],
     }
 
 

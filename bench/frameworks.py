@@ -1,0 +1,214 @@
+"""The numpy path against the torch path on the same jobs, measured in the same run.
+
+RLlib's default framework is torch and its example scripts pass `--framework=torch`, so an
+unmodified RLlib script trains on this project's torch path (RLlib's default torch RLModules and
+torch learners); `framework("numpy")` (and "tf2", which runs on numpy here) takes the numpy
+modules and learners. Both run the same algorithm, settings and EnvRunner processes.
+
+1. Time to solve, build included: the main job's presets (`trainer/cli/presets.py`; RLlib's
+   tuned examples for PPO on CartPole-v1 and Pendulum-v1 and DQN on CartPole-v1) with their
+   default models, to `bench/compare.py`'s targets (training return 450, -300, 450), each seed
+   on numpy then on torch, back to back. Median seconds per framework and torch / numpy.
+2. Build: `build()` of the PPO CartPole preset (2 EnvRunner processes), then its first
+   `train()`: median seconds of `--repeats`, torch / numpy.
+3. Sampling: env steps per second of one EnvRunner process (8 sub-envs, RLlib's default
+   256x256 PPO module) through `env_runner_group.sample`, numpy against torch, interleaved.
+4. RLlib's `multi_agent/multi_agent_cartpole.py --num-agents=2 --as-test` (its stop: a summed
+   return of 600 within 100k env steps, which RLlib's own defaults reach in some runs only)
+   through the launcher, `--framework=torch` (RLlib's default) against `--framework=tf2`
+   (numpy here): seconds per iteration, and when the stop was first reached.
+
+Targets: torch / numpy time to solve <= 1.3 on each task; torch build <= 1.5x numpy's.
+
+Run: python bench/frameworks.py [--seeds 0 1 2] [--tasks ppo_cartpole ppo_pendulum
+     dqn_cartpole] [--repeats 3] [--skip-solve] [--skip-examples]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.compare import TASKS, run_localrl  # noqa: E402
+from bench.rl_module_examples import run_once  # noqa: E402
+from bench.sampling import env_runner_steps_per_s  # noqa: E402
+
+FRAMEWORKS = ("numpy", "torch")
+SOLVE_TASKS = ("ppo_cartpole", "ppo_pendulum", "dqn_cartpole")
+#: Where RLlib's example scripts are in the installed Ray 2.60 wheel.
+MULTI_AGENT_CARTPOLE = ("multi_agent", "multi_agent_cartpole.py")
+#: The script's stop: `add_rllib_example_script_args(default_reward=600.0)`, the two agents'
+#: returns summed, within its 100k env steps.
+MULTI_AGENT_STOP_REWARD = 600.0
+
+
+def ratio(torch_value: float, numpy_value: float) -> str:
+    return f"{torch_value / numpy_value:.2f}" if numpy_value > 0 else "n/a"
+
+
+def time_to_solve(tasks: list[str], seeds: list[int], max_seconds: float) -> list[str]:
+    """Per task: each seed on numpy then torch; one line per task with the medians."""
+    lines = []
+    for name in tasks:
+        task = TASKS[name]
+        runs: dict[str, list] = {framework: [] for framework in FRAMEWORKS}
+        for seed in seeds:
+            for framework in FRAMEWORKS:
+                run = run_localrl(task, seed, max_seconds, framework=framework)
+                runs[framework].append(run)
+                print(
+                    f"  {name} seed {seed} {framework}: "
+                    f"{'reached' if run.reached else 'NOT reached'} {task.target:g} in "
+                    f"{run.seconds:.1f} s, {run.env_steps} env steps",
+                    flush=True,
+                )
+        medians = {
+            framework: statistics.median(run.seconds for run in framework_runs)
+            for framework, framework_runs in runs.items()
+        }
+        reached = {
+            framework: sum(run.reached for run in framework_runs)
+            for framework, framework_runs in runs.items()
+        }
+        lines.append(
+            f"{name}: numpy median {medians['numpy']:.1f} s ({reached['numpy']}/{len(seeds)} "
+            f"reached), torch median {medians['torch']:.1f} s ({reached['torch']}/"
+            f"{len(seeds)} reached): torch / numpy {ratio(medians['torch'], medians['numpy'])}"
+            " (target <= 1.3)"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def cartpole_preset(framework: str):
+    from trainer import PPOConfig
+    from trainer.cli.presets import find_preset
+
+    config = PPOConfig().environment("CartPole-v1")
+    preset = find_preset("PPO", "CartPole-v1")
+    assert preset is not None, "the PPO CartPole-v1 preset"
+    preset.apply(config)
+    return config.evaluation(evaluation_interval=None).framework(framework).debugging(seed=0)
+
+
+def build_and_first_iteration(repeats: int) -> list[str]:
+    """Median seconds of `build()` and of the first `train()`, numpy and torch alternated."""
+    builds: dict[str, list[float]] = {framework: [] for framework in FRAMEWORKS}
+    firsts: dict[str, list[float]] = {framework: [] for framework in FRAMEWORKS}
+    for _ in range(repeats):
+        for framework in FRAMEWORKS:
+            start = time.perf_counter()
+            algo = cartpole_preset(framework).build()
+            built = time.perf_counter()
+            algo.train()
+            builds[framework].append(built - start)
+            firsts[framework].append(time.perf_counter() - built)
+            algo.stop()
+    build = {framework: statistics.median(times) for framework, times in builds.items()}
+    first = {framework: statistics.median(times) for framework, times in firsts.items()}
+    line = (
+        f"build (PPO CartPole preset, 2 EnvRunners): numpy {build['numpy']:.2f} s, torch "
+        f"{build['torch']:.2f} s: torch / numpy {ratio(build['torch'], build['numpy'])} "
+        f"(target <= 1.5); first train(): numpy {first['numpy']:.2f} s, torch "
+        f"{first['torch']:.2f} s: {ratio(first['torch'], first['numpy'])}"
+    )
+    print(line, flush=True)
+    return [line]
+
+
+def sampling(repeats: int, steps: int = 20_000, num_envs: int = 8) -> list[str]:
+    """Env steps per second of one EnvRunner process with each framework's default module."""
+    from trainer import PPOConfig
+
+    algos = {}
+    for framework in FRAMEWORKS:
+        algos[framework] = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .framework(framework)
+            .env_runners(
+                num_env_runners=1,
+                num_envs_per_env_runner=num_envs,
+                rollout_fragment_length=steps // 4 // num_envs,
+            )
+            .training(train_batch_size=steps // 4 // num_envs * num_envs)
+            .debugging(seed=0)
+            .build()
+        )
+        algos[framework].env_runner_group.sample(min_env_steps=num_envs)  # warm up
+    rates: dict[str, list[float]] = {framework: [] for framework in FRAMEWORKS}
+    try:
+        for _ in range(repeats):
+            for framework, algo in algos.items():
+                rates[framework].append(env_runner_steps_per_s(algo, steps))
+    finally:
+        for algo in algos.values():
+            algo.stop()
+    best = {framework: max(values) for framework, values in rates.items()}
+    line = (
+        f"sampling (1 EnvRunner, {num_envs} sub-envs, default 256x256 PPO module): numpy "
+        f"{best['numpy']:.0f} env steps/s, torch {best['torch']:.0f}: torch / numpy "
+        f"{ratio(best['torch'], best['numpy'])}"
+    )
+    print(line, flush=True)
+    return [line]
+
+
+def rllib_example(timeout_s: float) -> list[str]:
+    """multi_agent_cartpole.py --as-test through the launcher, numpy against torch: wall
+    seconds to the script's exit, the iterations' seconds and the first time its stop reward
+    was reached (the script's own clock)."""
+    from bench.rl_module_examples import example_script
+
+    script = example_script("x").parent.parent.joinpath(*MULTI_AGENT_CARTPOLE)
+    summaries = {}
+    for framework, flag in (("numpy", "tf2"), ("torch", "torch")):
+        run = run_once(
+            [str(script), "--num-agents=2", "--as-test", f"--framework={flag}"], timeout_s
+        )
+        progress = run["progress"]
+        per_iteration = progress[-1][0] / len(progress) if progress else float("nan")
+        reached = [seconds for seconds, _, ret in progress if ret >= MULTI_AGENT_STOP_REWARD]
+        summaries[framework] = per_iteration
+        print(
+            f"  multi_agent_cartpole.py --framework={flag} ({framework} here): exit "
+            f"{run['returncode']} after {run['seconds']:.1f} s, {len(progress)} iterations of "
+            f"{per_iteration:.2f} s, return {MULTI_AGENT_STOP_REWARD:g} "
+            + (f"first reached at {reached[0]:.1f} s" if reached else "not reached"),
+            flush=True,
+        )
+    line = (
+        "multi_agent_cartpole.py --as-test through the launcher, seconds per iteration: "
+        f"numpy (--framework=tf2) {summaries['numpy']:.2f}, torch {summaries['torch']:.2f}: "
+        f"torch / numpy {ratio(summaries['torch'], summaries['numpy'])}"
+    )
+    print(line, flush=True)
+    return [line]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--tasks", nargs="+", choices=SOLVE_TASKS, default=list(SOLVE_TASKS))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument("--skip-solve", action="store_true")
+    parser.add_argument("--skip-examples", action="store_true")
+    args = parser.parse_args()
+    lines = build_and_first_iteration(args.repeats)
+    lines += sampling(args.repeats)
+    if not args.skip_solve:
+        lines += time_to_solve(args.tasks, args.seeds, args.max_seconds)
+    if not args.skip_examples:
+        lines += rllib_example(args.max_seconds)
+    print("\n".join(["", "summary:", *lines]))
+
+
+if __name__ == "__main__":
+    main()
