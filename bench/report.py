@@ -183,6 +183,21 @@ BENCHMARKS = (
         summary_keep=r"256x256",
     ),
     Benchmark(
+        "frameworks",
+        "the numpy path against the torch path (RLlib's default framework) on the same jobs: "
+        "build in a fresh process, EnvRunner sampling, time to solve the main job's presets "
+        "(PPO CartPole and Pendulum, DQN CartPole), RLlib's multi_agent_cartpole.py through "
+        "the launcher",
+        ("bench/frameworks.py",),
+        r"^(build|sampling|ppo_|dqn_|multi_agent)",
+        "torch / numpy time to solve <= 1.3 on each task; torch build <= 1.5x numpy's",
+        quick=("bench/frameworks.py", "--seeds", "0", "--repeats", "1", "--skip-examples"),
+        requires=("torch",),
+        summary="numpy against torch",
+        summary_keep=r"^(ppo_cartpole|build)",
+        worst_case_s=3600.0,
+    ),
+    Benchmark(
         "cnn_ppo",
         "torch PPO with RLlib's default CNN on DotToTarget (10x10 RGB images): time to a "
         "return of 1.5, build included, median of 3 seeds; shared and separate critic CNN",
