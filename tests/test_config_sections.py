@@ -130,3 +130,26 @@ def test_a_config_dict_gets_current_names_in_one_pass(monkeypatch):
     assert rllib_names.current_names(given) == {"num_env_runners": 2, "lambda_": 0.9, "lr": 0.1}
     config = AlgorithmConfig().update_from_dict({"num_workers": 2, "num_sgd_iter": 4})
     assert (config.num_env_runners, config.num_epochs) == (2, 4)
+
+
+def test_evaluation_config_overrides_update_those_given_before():
+    """As RLlib's `evaluation(evaluation_config=...)`: a second call updates the overrides
+    (nested dicts too), None clears them, and the evaluation config sees them all."""
+    config = AlgorithmConfig().evaluation(
+        evaluation_config={"explore": False, "env_config": {"a": 1, "b": 2}}
+    )
+    config.evaluation(evaluation_config={"env_config": {"b": 3}})
+    assert config.evaluation_config == {"explore": False, "env_config": {"a": 1, "b": 3}}
+    evaluation = config.get_evaluation_config_object()
+    assert evaluation.explore is False and evaluation.env_config == {"a": 1, "b": 3}
+    config.update_from_dict({"evaluation_config": {"gamma": 0.5}})
+    assert config.evaluation_config["gamma"] == 0.5 and config.evaluation_config["explore"] is False
+    config.evaluation(evaluation_config=None)
+    assert config.evaluation_config is None
+
+
+def test_learner_config_dict_updates_what_was_given_before():
+    """As RLlib's `training(learner_config_dict=...)` / `learners(...)`: dict.update."""
+    config = AlgorithmConfig().training(learner_config_dict={"a": 1, "b": {"x": 1}})
+    config.learners(learner_config_dict={"b": {"y": 2}, "c": 3})
+    assert config.learner_config_dict == {"a": 1, "b": {"y": 2}, "c": 3}

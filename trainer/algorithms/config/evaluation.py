@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.config.base import ConfigBase, NotProvided, deep_updated
 from trainer.algorithms.settings import Setting, UsualRange, settings_of
 from trainer.errors import ConfigError
 from trainer.util.checks import (
@@ -153,6 +153,10 @@ class EvaluationSection(ConfigBase):
         self._reject_unknown("evaluation", unknown, values, values)
         if isinstance(evaluation_config, dict):
             self._check_evaluation_config("evaluation", evaluation_config)
+            # As RLlib: the overrides update (not replace) those given before; None clears.
+            values["evaluation_config"] = deep_updated(
+                self.evaluation_config or {}, evaluation_config
+            )
         return self._set("evaluation", values)
 
     def _check_evaluation_config(self, method: str, overrides: dict) -> None:

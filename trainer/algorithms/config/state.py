@@ -43,6 +43,10 @@ class StateSection(ConfigBase):
 
         def api_stack(self, *args: Any, **kwargs: Any) -> Self: ...
 
+        def evaluation(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        def training(self, *args: Any, **kwargs: Any) -> Self: ...
+
         def callbacks(self, *args: Any, **kwargs: Any) -> Self: ...
 
         def _set_model(self, *args: Any, **kwargs: Any) -> None: ...
@@ -192,6 +196,11 @@ class StateSection(ConfigBase):
             self.environment(values.pop("env"))
         if "env_config" in values:  # merged into the current one, as environment() does
             self.environment(env_config=values.pop("env_config"))
+        # Updated, not replaced, as their builders do (RLlib's from_dict calls them).
+        if "evaluation_config" in values:
+            self.evaluation(evaluation_config=values.pop("evaluation_config"))
+        if "learner_config_dict" in values:
+            self.training(learner_config_dict=values.pop("learner_config_dict"))
         stack = {
             k: values.pop(k)
             for k in ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")

@@ -230,6 +230,8 @@ class TrainingSection(ConfigBase):
             self._set("training", {"train_batch_size": train_batch_size_per_learner})
         if model is not NotProvided:
             self._set_model("training", "model", model)
+        if isinstance(learner_config_dict, dict):  # as RLlib: updates what was given before
+            values["learner_config_dict"] = {**self.learner_config_dict, **learner_config_dict}
         return self._set("training", values)
 
     @property
