@@ -241,3 +241,20 @@ def test_fast_vector_env_refuses_array_rewards_as_gymnasium_does():
         env.reset(seed=0)
         with pytest.raises(ValueError, match="sequence"):
             env.step(np.zeros(2, np.int64))
+
+
+def test_a_runner_server_in_the_training_process_leaves_its_warnings_to_be_logged():
+    """A RunnerServer in the training process (a thread; Ray's local mode) does not switch
+    that process's deprecation warnings to a worker's collect-and-send mode (they would
+    never be logged); one in its own process does."""
+    from trainer.runners.worker import RunnerServer
+    from trainer.util import deprecation
+
+    for main_pid in (None, os.getpid()):
+        RunnerServer(1, main_pid=main_pid)
+        assert not deprecation._collect_only
+    try:
+        RunnerServer(1, main_pid=os.getpid() + 1)  # as in a worker process
+        assert deprecation._collect_only
+    finally:
+        deprecation._collect_only = False

@@ -113,14 +113,23 @@ class RunnerServer:
     `Reply`, never raising. `stopped` turns True after `Stop`."""
 
     def __init__(self, worker_index: int, *, main_pid: int | None = None):
-        deprecation.collect_in_this_process()
         self.worker_index = worker_index
         #: The training process: a server running in another one has its process to itself
         #: (a worker process, a Ray actor) and freezes its startup objects (see `answer`).
         self.main_pid = main_pid
+        if self.in_own_process:
+            # Its deprecation warnings go to the main process with the replies. A server in
+            # the training process (a thread, Ray's local mode) leaves that process's
+            # warnings to be logged there as they come.
+            deprecation.collect_in_this_process()
         self.runner: Any = None
         self.stopped = False
         self._named_objects: Any = None  # the client, once Init configured it
+
+    @property
+    def in_own_process(self) -> bool:
+        """Whether this server runs in a process of its own (not the training process)."""
+        return self.main_pid is not None and os.getpid() != self.main_pid
 
     def answer(self, request: Any) -> protocol.Reply:
         import cloudpickle
@@ -136,7 +145,7 @@ class RunnerServer:
                 reply = protocol.Reply(request.request_id, func(runner, **request.kwargs))
             elif isinstance(request, protocol.Init):
                 runner = self.runner = _build_runner(request)
-                if self.main_pid is not None and os.getpid() != self.main_pid:
+                if self.in_own_process:
                     # What startup made (modules, the env, the networks) lives as long as the
                     # process: out of the cyclic collector's reach, its full collections during
                     # sampling scan only what sampling made (one over a fresh worker's ~40k
