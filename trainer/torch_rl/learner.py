@@ -24,6 +24,7 @@ and per optimizer name its rates, its per-parameter state keyed by the module's 
 from __future__ import annotations
 
 import copy
+import math
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,7 +118,8 @@ def global_norm(gradients: list[torch.Tensor]) -> float:
     `compute_global_norm` maps infinities to 1e9; the finite check needs to see them)."""
     if not gradients:
         return 0.0
-    norms = torch.stack([torch.linalg.vector_norm(g.detach()) for g in gradients])
+    # One call for every tensor's norm (torch's per-tensor norm, without a Python loop).
+    norms = torch.stack(torch._foreach_norm([g.detach() for g in gradients]))
     return float(torch.linalg.vector_norm(norms))
 
 
@@ -259,6 +261,8 @@ class TorchLearner(Learner):
         self._params_by_name = dict(rl_module.named_parameters())
         #: The registered optimizers by name, in registration order (each steps in that order).
         self._optimizers: dict[str, RegisteredOptimizer] = {}
+        #: The names of the parameters some registered optimizer steps.
+        self._registered_names: set[str] = set()
         #: RLlib's `Learner.metrics`: values logged during an update join its results.
         self.metrics = LearnerMetrics()
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
@@ -353,6 +357,7 @@ class TorchLearner(Learner):
         self._optimizers[optimizer_name] = RegisteredOptimizer(
             optimizer_name, module_id, optimizer, names, learning_rate
         )
+        self._registered_names |= set(names)
 
     def get_optimizer(
         self, module_id: str = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER
@@ -511,8 +516,15 @@ class TorchLearner(Learner):
             entry.name: global_norm([gradients[n] for n in entry.param_names if n in gradients])
             for entry in self._optimizers.values()
         }
-        # Before the step: a NaN or infinite loss or gradient must not reach the weights.
-        check_finite_update(total_loss, global_norm(list(gradients.values())), self.algorithm_name)
+        # Before the step: a NaN or infinite loss or gradient must not reach the weights. Where
+        # every gradient is a registered optimizer's (as `compute_gradients` returns them), the
+        # norm of all of them comes from the optimizers' norms, with no second pass over them.
+        all_norm = (
+            math.hypot(*norms.values())
+            if gradients.keys() <= self._registered_names
+            else global_norm(list(gradients.values()))
+        )
+        check_finite_update(total_loss, all_norm, self.algorithm_name)
         self.apply_gradients(self.postprocess_gradients(gradients))
         stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
         stats["total_loss"] = total_loss
