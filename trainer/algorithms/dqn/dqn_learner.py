@@ -23,6 +23,8 @@ from trainer.util.state_checks import require_int
 if TYPE_CHECKING:
     from trainer.algorithms.dqn.dqn import DQNConfig
 
+_sum = np.add.reduce
+
 
 class DQNLearner(NumpyLearner):
     config: DQNConfig
@@ -78,17 +80,23 @@ class DQNLearner(NumpyLearner):
         q_selected = q_values[rows, actions]
         td_errors = q_selected - targets
 
-        # Importance-weighted loss and its gradient with respect to Q(s, a).
+        # Importance-weighted loss and its gradient with respect to Q(s, a). (ufuncs and their
+        # reductions directly: np.mean, np.clip and the array methods add a Python wrapper
+        # call each, a tenth of a 32-row update in all.)
         weights = batch["weights"]
+        batch_size = len(actions)
+        abs_td_errors = np.abs(td_errors)
         if config.td_error_loss_fn == "huber":
-            losses = np.where(np.abs(td_errors) <= 1.0, 0.5 * td_errors**2, np.abs(td_errors) - 0.5)
-            d_losses = np.clip(td_errors, -1.0, 1.0)
+            losses = np.where(
+                abs_td_errors <= 1.0, 0.5 * (td_errors * td_errors), abs_td_errors - 0.5
+            )
+            d_losses = np.minimum(np.maximum(td_errors, -1.0), 1.0)
         else:  # "mse"
-            losses = td_errors**2
+            losses = td_errors * td_errors
             d_losses = 2.0 * td_errors
-        qf_loss = float(np.mean(weights * losses))
+        qf_loss = float(_sum(weights * losses) / batch_size)
         d_q_values = np.zeros_like(q_values)
-        d_q_values[rows, actions] = weights * d_losses / len(actions)
+        d_q_values[rows, actions] = weights * d_losses / batch_size
 
         # Backpropagate, clip (grad_clip_by), Adam step.
         module.backward(cache, d_q_values)
@@ -107,15 +115,15 @@ class DQNLearner(NumpyLearner):
 
         return {
             "qf_loss": qf_loss,
-            "qf_mean": float(q_selected.mean()),
-            "qf_min": float(q_selected.min()),
-            "qf_max": float(q_selected.max()),
+            "qf_mean": float(_sum(q_selected) / batch_size),
+            "qf_min": float(np.minimum.reduce(q_selected)),
+            "qf_max": float(np.maximum.reduce(q_selected)),
             # RLlib's: the mean of the absolute TD errors.
-            "td_error_mean": float(np.abs(td_errors).mean()),
+            "td_error_mean": float(_sum(abs_td_errors) / batch_size),
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
             # The algorithm logs the mean over its updates: RLlib's mean train batch size.
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(actions)),
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(batch_size),
             TD_ERROR_KEY: td_errors,
         }
 
