@@ -142,17 +142,14 @@ def clip_gradients(gradients: ParamDict, *, grad_clip: float | None, grad_clip_b
         grads = list(gradients.values())
         if not grads:
             return
-        norms = torch.stack(
-            [
-                torch.linalg.vector_norm(g.detach()).nan_to_num(neginf=-10e8, posinf=10e8)
-                for g in grads
-            ]
-        )
+        # Each tensor's norm, then all of them scaled, in one call each (the per-tensor
+        # kernels, without a Python loop over the tensors).
+        detached = [g.detach() for g in grads]
+        norms = torch.stack(torch._foreach_norm(detached)).nan_to_num(neginf=-10e8, posinf=10e8)
         total = torch.linalg.vector_norm(norms).nan_to_num(neginf=-10e8, posinf=10e8)
         # A coefficient in (0, 1]: below grad_clip the gradients stay as they are.
         coefficient = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
-        for grad in grads:
-            grad.detach().mul_(coefficient)
+        torch._foreach_mul_(detached, coefficient)
     else:
         raise ValueError(
             f"grad_clip_by={grad_clip_by!r}: must be one of 'value', 'norm', 'global_norm'"
