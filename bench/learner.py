@@ -16,7 +16,8 @@ spent in the unavoidable products, 1.0 being the limit. To compare trees run
 the update's speed-up, each measured against its own floor in the same run).
 
 With `--framework torch`: the default PPO update timed with the numpy and the torch learner on
-the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side.
+the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side, each with its
+ratio to the floor on one thread (both run on one); with `--algo DQN` too, the DQN updates.
 
 `--quick`: 5 epochs instead of 30, 500 DQN updates, two repeats, and the torch comparison at
 64x64 and 256x256 only (the ratios move little; the times are about a sixth).
@@ -130,28 +131,51 @@ def framework_case(
     return min(times)
 
 
+def ppo_shapes(width: int) -> list[tuple[int, int]]:
+    """The (n_in, n_out) of each layer of CartPole's PPO module with two tanh layers of
+    `width`: the policy network and the value network."""
+    return [(4, width), (width, width), (width, 2), (4, width), (width, width), (width, 1)]
+
+
 def frameworks_side_by_side(repeats: int, epochs: int | None, sizes: list[int]) -> None:
     """The default PPO update with the numpy and the torch learner on the same episodes, for
-    networks of two tanh layers of each of `sizes` (the default 256 among them), in one run."""
+    networks of two tanh layers of each of `sizes` (the default 256 among them), in one run,
+    each against the floor of its products on one BLAS thread (both learners' updates run on
+    one thread)."""
     config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    if epochs is not None:
+        config.training(num_epochs=epochs)
     sampler = config.debugging(seed=0).build()
     episodes, _ = sampler.env_runner_group.sample(min_env_steps=config.train_batch_size)
     sampler.stop()
+    size = sum(len(ep) for ep in episodes)
+    steps = config.num_epochs * (size // config.minibatch_size)
     for width in sizes:
         hiddens = [width, width]
         numpy_s = framework_case("numpy", hiddens, repeats, episodes, epochs)
         torch_s = framework_case("torch", hiddens, repeats, episodes, epochs)
-        faster = "numpy" if numpy_s < torch_s else "torch"
-        ratio = max(numpy_s, torch_s) / min(numpy_s, torch_s)
-        size = "x".join(map(str, hiddens))
-        print(
-            f"PPO update, {size} tanh: numpy {numpy_s * 1000:8.1f} ms, torch "
-            f"{torch_s * 1000:8.1f} ms: {faster} {ratio:.2f}x faster"
-        )
+        with blas_threads(1):
+            floor = min(
+                matmul_floor(ppo_shapes(width), config.minibatch_size, steps)
+                for _ in range(repeats)
+            )
+        print(side_by_side(f"PPO update, {width}x{width} tanh", numpy_s, torch_s, floor))
 
 
-def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
-    config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+def side_by_side(what: str, numpy_s: float, torch_s: float, floor: float) -> str:
+    """One line: both times, each one's ratio to the floor, and which is faster by how much."""
+    faster = "numpy" if numpy_s < torch_s else "torch"
+    ratio = max(numpy_s, torch_s) / min(numpy_s, torch_s)
+    return (
+        f"{what}: numpy {numpy_s * 1000:8.1f} ms (ratio {floor / numpy_s:.3f}), torch "
+        f"{torch_s * 1000:8.1f} ms (ratio {floor / torch_s:.3f}): {faster} {ratio:.2f}x faster"
+    )
+
+
+def dqn_case(repeats: int, num_updates: int, framework: str = "numpy") -> tuple[float, float]:
+    config = (
+        DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0).framework(framework)
+    )
     algo = config.debugging(seed=0).build()
     learner = algo.learner
     rng = np.random.default_rng(0)
@@ -166,7 +190,8 @@ def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
         "weights": np.ones(n, dtype=np.float32),
     }
     state = learner.get_state()
-    shapes = layer_shapes(learner.module)
+    # The dueling Q-network: encoder 4 -> 256 -> 256, advantage and value heads.
+    shapes = [(4, 256), (256, 256), (256, 2), (256, 1)]
     times, floors = [], []
     for _ in range(repeats):
         learner.set_state(state)
@@ -201,7 +226,7 @@ def main() -> None:
         "--framework",
         choices=["numpy", "torch"],
         default="numpy",
-        help="torch: the PPO update with the numpy and the torch learner side by side",
+        help="torch: the update with the numpy and the torch learner side by side",
     )
     args = parser.parse_args()
     quick = args.quick
@@ -209,6 +234,11 @@ def main() -> None:
     epochs = args.epochs or (5 if quick else None)
     dqn_steps = args.dqn_steps or (500 if quick else 2000)
     sizes = [int(w) for w in (args.sizes or ("64,256" if quick else "64,256,1024")).split(",")]
+    if args.framework == "torch" and args.algo == "DQN":
+        numpy_s, floor = dqn_case(repeats, dqn_steps)
+        torch_s, _ = dqn_case(repeats, dqn_steps, "torch")
+        print(side_by_side(f"DQN {dqn_steps} updates (32 rows)", numpy_s, torch_s, floor))
+        return
     if args.framework == "torch":
         frameworks_side_by_side(repeats, epochs, sizes)
         return
