@@ -101,7 +101,7 @@ class DQNLearner(NumpyLearner):
 
         # Importance-weighted loss and its gradient with respect to Q(s, a). (ufuncs and their
         # reductions directly: np.mean, np.clip and the array methods add a Python wrapper
-        # call each, a tenth of a 32-row update in all.)
+        # call each, about 5% of a 32-row update in all.)
         weights = batch["weights"]
         abs_td_errors = np.abs(td_errors)
         if config.td_error_loss_fn == "huber":

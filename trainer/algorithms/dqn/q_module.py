@@ -162,6 +162,6 @@ class QModule(FlatParameterModule, QNetAPI):
 
 def _row_mean(x: np.ndarray) -> np.ndarray:
     """Each row's mean, kept as a column: `x.mean(axis=1, keepdims=True)`'s values (the row's
-    sum divided by its length, rounded once to x's dtype) without the wrapper's Python calls,
-    which took as long as the sum itself on a replay batch."""
+    sum divided by its length, rounded once to x's dtype) without np.mean's Python wrapper
+    calls (three of these per 32-row DQN update)."""
     return np.add.reduce(x, axis=1, keepdims=True) / x.shape[1]
