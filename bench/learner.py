@@ -20,7 +20,8 @@ the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side,
 ratio to the floor on one thread (both run on one); with `--algo DQN` too, the DQN updates.
 
 `--quick`: 5 epochs instead of 30, 500 DQN updates, two repeats, and the torch comparison at
-64x64 and 256x256 only (the ratios move little; the times are about a sixth).
+64x64 and 256x256 only: a look in a sixth of the time, noisier than the full runs (which the
+benchmarks page records).
 
 Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3] [--framework torch] [--quick]
      [--epochs N] [--dqn-steps N] [--sizes 64,256,1024]
