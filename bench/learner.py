@@ -5,7 +5,10 @@ settings on CartPole-v1. PPO: one update on a 4000-step train batch (30 epochs o
 minibatches of the 256x256 tanh networks: 930 Adam steps). DQN: `--dqn-steps` updates on
 32-row replay batches (the dueling 256x256 Q-network, double Q).
 Baseline: the same matrix products alone (forward and backward of every layer, float32 numpy
-on arrays of the same shapes), the floor no numpy learner gets under.
+on arrays of the same shapes), the floor no numpy learner gets under, on as many BLAS threads
+as the update ran on (a seeded update runs on one, `AdaptiveBlasThreads`; DQN's updates run
+on one, as the algorithm runs them, `BlasThreads`): products on numpy's default pool, two
+threads here, are no floor for an update on one.
 
 Prints each update's time, the floor and "ratio" = floor / update: the fraction of the time
 spent in the unavoidable products, 1.0 being the limit. To compare trees run
@@ -13,19 +16,40 @@ spent in the unavoidable products, 1.0 being the limit. To compare trees run
 the update's speed-up, each measured against its own floor in the same run).
 
 With `--framework torch`: the default PPO update timed with the numpy and the torch learner on
-the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side.
+the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side, each with its
+ratio to the floor on one thread (both run on one); with `--algo DQN` too, the DQN updates.
 
-Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3] [--framework torch]
+`--quick`: 5 epochs instead of 30, 500 DQN updates, two repeats, and the torch comparison at
+64x64 and 256x256 only: a look in a sixth of the time, noisier than the full runs (which the
+benchmarks page records).
+
+Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3] [--framework torch] [--quick]
+     [--epochs N] [--dqn-steps N] [--sizes 64,256,1024]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from trainer import DQNConfig, PPOConfig
+from trainer.core.blas import user_sized_pools
+
+
+@contextlib.contextmanager
+def blas_threads(threads: int) -> Iterator[None]:
+    """numpy's BLAS pools at `threads` for the block (left alone where the user sized them,
+    as the learners leave them)."""
+    if user_sized_pools():
+        yield
+        return
+    with threadpool_limits(limits=threads, user_api="blas"):
+        yield
 
 
 def matmul_floor(shapes: list[tuple[int, int]], rows: int, steps: int) -> float:
@@ -53,8 +77,12 @@ def layer_shapes(module) -> list[tuple[int, int]]:
     return [p.shape for p in module.parameters() if p.ndim == 2]
 
 
-def ppo_case(repeats: int) -> tuple[float, float]:
+def ppo_case(repeats: int, epochs: int | None) -> tuple[float, float, int]:
+    """The best of `repeats` updates, the best of as many floors, and the BLAS threads the
+    update's steps ran on (the most of them; the floor's)."""
     config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    if epochs is not None:
+        config.training(num_epochs=epochs)
     algo = config.debugging(seed=0).build()
     episodes, _ = algo.env_runner_group.sample(min_env_steps=config.train_batch_size)
     learner = algo.learner
@@ -67,12 +95,17 @@ def ppo_case(repeats: int) -> tuple[float, float]:
         start = time.perf_counter()
         learner.update(episodes)
         times.append(time.perf_counter() - start)
-        floors.append(matmul_floor(layer_shapes(learner.module), config.minibatch_size, steps))
+        steps_at = learner.update_threads.steps_at
+        threads = max(steps_at, key=steps_at.get) if steps_at else 1
+        with blas_threads(threads):
+            floors.append(matmul_floor(layer_shapes(learner.module), config.minibatch_size, steps))
     algo.stop()
-    return min(times), min(floors)
+    return min(times), min(floors), threads
 
 
-def framework_case(framework: str, hiddens: list[int], repeats: int, episodes: list) -> float:
+def framework_case(
+    framework: str, hiddens: list[int], repeats: int, episodes: list, epochs: int | None
+) -> float:
     """Seconds of one default PPO update (the algorithm's defaults: 30 epochs of 128-row
     minibatches) on `episodes`, with the `framework` learner and `hiddens` tanh layers (the
     best of `repeats`, each from the same learner state)."""
@@ -84,6 +117,8 @@ def framework_case(framework: str, hiddens: list[int], repeats: int, episodes: l
         .rl_module(model_config={"fcnet_hiddens": hiddens, "fcnet_activation": "tanh"})
         .debugging(seed=0)
     )
+    if epochs is not None:
+        config.training(num_epochs=epochs)
     algo = config.build()
     learner = algo.learner
     state = learner.get_state()
@@ -97,27 +132,51 @@ def framework_case(framework: str, hiddens: list[int], repeats: int, episodes: l
     return min(times)
 
 
-def frameworks_side_by_side(repeats: int) -> None:
+def ppo_shapes(width: int) -> list[tuple[int, int]]:
+    """The (n_in, n_out) of each layer of CartPole's PPO module with two tanh layers of
+    `width`: the policy network and the value network."""
+    return [(4, width), (width, width), (width, 2), (4, width), (width, width), (width, 1)]
+
+
+def frameworks_side_by_side(repeats: int, epochs: int | None, sizes: list[int]) -> None:
     """The default PPO update with the numpy and the torch learner on the same episodes, for
-    three network sizes (the default 256x256 among them), in one run."""
+    networks of two tanh layers of each of `sizes` (the default 256 among them), in one run,
+    each against the floor of its products on one BLAS thread (both learners' updates run on
+    one thread)."""
     config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    if epochs is not None:
+        config.training(num_epochs=epochs)
     sampler = config.debugging(seed=0).build()
     episodes, _ = sampler.env_runner_group.sample(min_env_steps=config.train_batch_size)
     sampler.stop()
-    for hiddens in ([64, 64], [256, 256], [1024, 1024]):
-        numpy_s = framework_case("numpy", hiddens, repeats, episodes)
-        torch_s = framework_case("torch", hiddens, repeats, episodes)
-        faster = "numpy" if numpy_s < torch_s else "torch"
-        ratio = max(numpy_s, torch_s) / min(numpy_s, torch_s)
-        size = "x".join(map(str, hiddens))
-        print(
-            f"PPO update, {size} tanh: numpy {numpy_s * 1000:8.1f} ms, torch "
-            f"{torch_s * 1000:8.1f} ms: {faster} {ratio:.2f}x faster"
-        )
+    size = sum(len(ep) for ep in episodes)
+    steps = config.num_epochs * (size // config.minibatch_size)
+    for width in sizes:
+        hiddens = [width, width]
+        numpy_s = framework_case("numpy", hiddens, repeats, episodes, epochs)
+        torch_s = framework_case("torch", hiddens, repeats, episodes, epochs)
+        with blas_threads(1):
+            floor = min(
+                matmul_floor(ppo_shapes(width), config.minibatch_size, steps)
+                for _ in range(repeats)
+            )
+        print(side_by_side(f"PPO update, {width}x{width} tanh", numpy_s, torch_s, floor))
 
 
-def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
-    config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+def side_by_side(what: str, numpy_s: float, torch_s: float, floor: float) -> str:
+    """One line: both times, each one's ratio to the floor, and which is faster by how much."""
+    faster = "numpy" if numpy_s < torch_s else "torch"
+    ratio = max(numpy_s, torch_s) / min(numpy_s, torch_s)
+    return (
+        f"{what}: numpy {numpy_s * 1000:8.1f} ms (ratio {floor / numpy_s:.3f}), torch "
+        f"{torch_s * 1000:8.1f} ms (ratio {floor / torch_s:.3f}): {faster} {ratio:.2f}x faster"
+    )
+
+
+def dqn_case(repeats: int, num_updates: int, framework: str = "numpy") -> tuple[float, float]:
+    config = (
+        DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0).framework(framework)
+    )
     algo = config.debugging(seed=0).build()
     learner = algo.learner
     rng = np.random.default_rng(0)
@@ -132,17 +191,21 @@ def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
         "weights": np.ones(n, dtype=np.float32),
     }
     state = learner.get_state()
-    shapes = layer_shapes(learner.module)
+    # The dueling Q-network: encoder 4 -> 256 -> 256, advantage and value heads.
+    shapes = [(4, 256), (256, 256), (256, 2), (256, 1)]
     times, floors = [], []
     for _ in range(repeats):
         learner.set_state(state)
-        start = time.perf_counter()
-        for step in range(num_updates):
-            learner.update(batch, num_env_steps_sampled_lifetime=step)
-        times.append(time.perf_counter() - start)
+        # As the algorithm runs a round of updates: within the learner's thread setting.
+        with learner.update_threads():
+            start = time.perf_counter()
+            for step in range(num_updates):
+                learner.update(batch, num_env_steps_sampled_lifetime=step)
+            times.append(time.perf_counter() - start)
         # Training products of the online network, plus the forward passes of the target and
         # (double Q) the online network on the next observations.
-        floors.append(matmul_floor(shapes, n, num_updates) * 5 / 3)
+        with blas_threads(learner.update_threads.num_threads):
+            floors.append(matmul_floor(shapes, n, num_updates) * 5 / 3)
     algo.stop()
     return min(times), min(floors)
 
@@ -150,25 +213,52 @@ def dqn_case(repeats: int, num_updates: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--algo", choices=["PPO", "DQN"], default="PPO")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dqn-steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=None, help="default 3 (--quick: 2)")
+    parser.add_argument("--dqn-steps", type=int, default=None, help="default 2000 (--quick: 500)")
+    parser.add_argument("--epochs", type=int, default=None, help="PPO's (default 30; --quick: 5)")
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="--framework torch: the layer widths, comma-separated (default 64,256,1024; "
+        "--quick: 64,256)",
+    )
+    parser.add_argument("--quick", action="store_true", help="shorter runs (see the docstring)")
     parser.add_argument(
         "--framework",
         choices=["numpy", "torch"],
         default="numpy",
-        help="torch: the PPO update with the numpy and the torch learner side by side",
+        help="torch: the update with the numpy and the torch learner side by side",
     )
     args = parser.parse_args()
+    quick = args.quick
+    repeats = args.repeats or (2 if quick else 3)
+    epochs = args.epochs or (5 if quick else None)
+    dqn_steps = args.dqn_steps or (500 if quick else 2000)
+    sizes = [int(w) for w in (args.sizes or ("64,256" if quick else "64,256,1024")).split(",")]
+    if args.framework == "torch" and args.algo == "DQN":
+        numpy_s, floor = dqn_case(repeats, dqn_steps)
+        torch_s, _ = dqn_case(repeats, dqn_steps, "torch")
+        print(side_by_side(f"DQN {dqn_steps} updates (32 rows)", numpy_s, torch_s, floor))
+        return
     if args.framework == "torch":
-        frameworks_side_by_side(args.repeats)
+        frameworks_side_by_side(repeats, epochs, sizes)
         return
     if args.algo == "PPO":
-        update, floor = ppo_case(args.repeats)
-        what = "PPO update (4000 steps, 30 epochs of 128)"
+        update, floor, threads = ppo_case(repeats, epochs)
+        what = f"PPO update (4000 steps, {epochs or 30} epochs of 128)"
     else:
-        update, floor = dqn_case(args.repeats, args.dqn_steps)
-        what = f"DQN {args.dqn_steps} updates (32 rows)"
-    print(f"{what}: {update * 1000:8.1f} ms; matrix products alone: {floor * 1000:8.1f} ms")
+        update, floor = dqn_case(repeats, dqn_steps)
+        threads = 1
+        what = f"DQN {dqn_steps} updates (32 rows)"
+    pools = (
+        "the user's BLAS pools"
+        if user_sized_pools()
+        else f"{threads} BLAS thread{'s' if threads > 1 else ''}"
+    )
+    print(
+        f"{what}: {update * 1000:8.1f} ms; matrix products alone: {floor * 1000:8.1f} ms "
+        f"(both on {pools})"
+    )
     print(f"ratio {floor / update:.3f}  (floor / update; 1.0 is the limit)")
 
 

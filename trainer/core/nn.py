@@ -284,7 +284,14 @@ class MLP:
             # d.sum(axis=0) for a minibatch).
             np.matmul(_ones(len(d), d.dtype), d, out=grads[2 * i + 1])
             if i > 0 or input_grad:
-                d = d @ self.params[2 * i].T
+                weight = self.params[2 * i]
+                if weight.shape[1] == 1:
+                    # A one-output layer (a value head): d @ W.T is an outer product, each
+                    # entry one multiplication, which the broadcast multiply computes alike;
+                    # matmul with an inner dimension of one took 4x as long (128 x 256).
+                    d = d * weight.T
+                else:
+                    d = d @ weight.T
         return grads, (d if input_grad else None)
 
 

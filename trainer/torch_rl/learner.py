@@ -24,6 +24,7 @@ and per optimizer name its rates, its per-parameter state keyed by the module's 
 from __future__ import annotations
 
 import copy
+import math
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,12 +96,30 @@ class TorchThreads:
             torch.set_num_threads(previous)
 
 
+#: The devices whose parameters torch's fused Adam steps (one kernel per step).
+_FUSED_ADAM_DEVICES = ("cpu", "cuda")
+
+
+def adam_kernel(params: list[torch.Tensor]) -> dict[str, bool]:
+    """torch Adam's implementation for `params`: fused (one kernel for all of them) where every
+    parameter is a floating-point tensor on a device that has the kernel, else foreach (one
+    call per operation for all of them). Without either, torch steps a CPU module's parameters
+    one by one, a dozen operations each: a 64x64 PPO minibatch step spent 0.30 ms of its
+    2.0 ms in Adam, 0.07 ms fused. The fused kernel rounds its arithmetic in its own order,
+    so its weights differ from the per-parameter loop's in the last bits."""
+    fused = bool(params) and all(
+        p.is_floating_point() and p.device.type in _FUSED_ADAM_DEVICES for p in params
+    )
+    return {"fused": True} if fused else {"foreach": True}
+
+
 def global_norm(gradients: list[torch.Tensor]) -> float:
     """The L2 norm of all `gradients` together: NaN or infinite when any element is (RLlib's
     `compute_global_norm` maps infinities to 1e9; the finite check needs to see them)."""
     if not gradients:
         return 0.0
-    norms = torch.stack([torch.linalg.vector_norm(g.detach()) for g in gradients])
+    # One call for every tensor's norm (torch's per-tensor norm, without a Python loop).
+    norms = torch.stack(torch._foreach_norm([g.detach() for g in gradients]))
     return float(torch.linalg.vector_norm(norms))
 
 
@@ -123,17 +142,14 @@ def clip_gradients(gradients: ParamDict, *, grad_clip: float | None, grad_clip_b
         grads = list(gradients.values())
         if not grads:
             return
-        norms = torch.stack(
-            [
-                torch.linalg.vector_norm(g.detach()).nan_to_num(neginf=-10e8, posinf=10e8)
-                for g in grads
-            ]
-        )
+        # Each tensor's norm, then all of them scaled, in one call each (the per-tensor
+        # kernels, without a Python loop over the tensors).
+        detached = [g.detach() for g in grads]
+        norms = torch.stack(torch._foreach_norm(detached)).nan_to_num(neginf=-10e8, posinf=10e8)
         total = torch.linalg.vector_norm(norms).nan_to_num(neginf=-10e8, posinf=10e8)
         # A coefficient in (0, 1]: below grad_clip the gradients stay as they are.
         coefficient = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
-        for grad in grads:
-            grad.detach().mul_(coefficient)
+        torch._foreach_mul_(detached, coefficient)
     else:
         raise ValueError(
             f"grad_clip_by={grad_clip_by!r}: must be one of 'value', 'norm', 'global_norm'"
@@ -242,6 +258,8 @@ class TorchLearner(Learner):
         self._params_by_name = dict(rl_module.named_parameters())
         #: The registered optimizers by name, in registration order (each steps in that order).
         self._optimizers: dict[str, RegisteredOptimizer] = {}
+        #: The names of the parameters some registered optimizer steps.
+        self._registered_names: set[str] = set()
         #: RLlib's `Learner.metrics`: values logged during an update join its results.
         self.metrics = LearnerMetrics()
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
@@ -272,12 +290,15 @@ class TorchLearner(Learner):
     ) -> None:
         """Registers the module's optimizers (override to use others, e.g. one per network):
         by default Adam over the module's parameters with the config's `optimizer` settings
-        (betas, eps), under `DEFAULT_OPTIMIZER`, on the config's `lr` (a rate or a schedule)."""
+        (betas, eps), under `DEFAULT_OPTIMIZER`, on the config's `lr` (a rate or a schedule),
+        with torch's fused kernel where it has one (`adam_kernel`)."""
         config = config or self.config
         params = self.get_parameters(self.rl_module)
         self.register_optimizer(
             module_id=module_id,
-            optimizer=torch.optim.Adam(params, **adam_settings(config.optimizer)),
+            optimizer=torch.optim.Adam(
+                params, **adam_kernel(params), **adam_settings(config.optimizer)
+            ),
             params=params,
             lr_or_lr_schedule=config.lr,
         )
@@ -333,6 +354,7 @@ class TorchLearner(Learner):
         self._optimizers[optimizer_name] = RegisteredOptimizer(
             optimizer_name, module_id, optimizer, names, learning_rate
         )
+        self._registered_names |= set(names)
 
     def get_optimizer(
         self, module_id: str = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER
@@ -432,8 +454,10 @@ class TorchLearner(Learner):
     def compute_gradients(self, loss_per_module: dict[str, torch.Tensor]) -> ParamDict:
         """Backpropagates the summed losses; returns the gradient of each parameter an
         optimizer steps, by name (parameters the loss does not reach have none)."""
-        # All of the module's gradients, registered or not: none may carry over a step.
-        self.rl_module.zero_grad(set_to_none=True)
+        # All of the module's gradients, registered or not: none may carry over a step. (The
+        # module's own zero_grad walks its submodules for them, about 4% of a 64x64 step.)
+        for param in self._params_by_name.values():
+            param.grad = None
         total_loss = sum(loss_per_module.values())
         if not isinstance(total_loss, torch.Tensor) or total_loss.grad_fn is None:
             return {}
@@ -491,8 +515,15 @@ class TorchLearner(Learner):
             entry.name: global_norm([gradients[n] for n in entry.param_names if n in gradients])
             for entry in self._optimizers.values()
         }
-        # Before the step: a NaN or infinite loss or gradient must not reach the weights.
-        check_finite_update(total_loss, global_norm(list(gradients.values())), self.algorithm_name)
+        # Before the step: a NaN or infinite loss or gradient must not reach the weights. Where
+        # every gradient is a registered optimizer's (as `compute_gradients` returns them), the
+        # norm of all of them comes from the optimizers' norms, with no second pass over them.
+        all_norm = (
+            math.hypot(*norms.values())
+            if gradients.keys() <= self._registered_names
+            else global_norm(list(gradients.values()))
+        )
+        check_finite_update(total_loss, all_norm, self.algorithm_name)
         self.apply_gradients(self.postprocess_gradients(gradients))
         stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
         stats["total_loss"] = total_loss
@@ -769,6 +800,7 @@ __all__ = [
     "RegisteredOptimizer",
     "TorchLearner",
     "TorchThreads",
+    "adam_kernel",
     "clip_gradients",
     "global_norm",
 ]

@@ -23,6 +23,19 @@ from trainer.util.state_checks import require_int
 if TYPE_CHECKING:
     from trainer.algorithms.dqn.dqn import DQNConfig
 
+#: Sums through the ufunc itself: `array.sum()` and `np.mean` add Python wrapper calls.
+_sum = np.add.reduce
+
+
+def _leading_rows(cache: Any, n: int) -> Any:
+    """A forward pass's cache (nested tuples and lists of per-row arrays, and None) restricted
+    to its first `n` rows: views, for a backward pass over those rows only."""
+    if isinstance(cache, np.ndarray):
+        return cache[:n]
+    if isinstance(cache, (tuple, list)):
+        return type(cache)(_leading_rows(item, n) for item in cache)
+    return cache
+
 
 class DQNLearner(NumpyLearner):
     config: DQNConfig
@@ -61,12 +74,21 @@ class DQNLearner(NumpyLearner):
         actions = batch["actions"].astype(np.int64)
         rows = np.arange(len(actions))
 
+        # Q(s, .) with what backward needs and, with double_q, Q(s', .) for the bootstrap
+        # action, in one pass over both (as RLlib's module does): one product per layer
+        # instead of two, each row computed as in a pass over its own half. Backward then
+        # runs over the observations' rows only.
+        batch_size = len(actions)
+        if config.double_q:
+            both, cache = module.forward_train(np.concatenate([obs, next_obs]))
+            q_values, next_q_values = both[:batch_size], both[batch_size:]
+            cache = _leading_rows(cache, batch_size)
+        else:
+            q_values, cache = module.forward_train(obs)
+
         # TD targets from the target network (no gradient flows through them).
         next_q_target = self.target.q_values(next_obs)
-        if config.double_q:
-            next_actions = module.q_values(next_obs).argmax(axis=1)
-        else:
-            next_actions = next_q_target.argmax(axis=1)
+        next_actions = (next_q_values if config.double_q else next_q_target).argmax(axis=1)
         not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
         targets = (
             batch["rewards"]
@@ -74,21 +96,25 @@ class DQNLearner(NumpyLearner):
         )
 
         # Q(s, a) of the actions taken, and the TD errors.
-        q_values, cache = module.forward_train(obs)
         q_selected = q_values[rows, actions]
         td_errors = q_selected - targets
 
-        # Importance-weighted loss and its gradient with respect to Q(s, a).
+        # Importance-weighted loss and its gradient with respect to Q(s, a). (ufuncs and their
+        # reductions directly: np.mean, np.clip and the array methods add a Python wrapper
+        # call each, about 5% of a 32-row update in all.)
         weights = batch["weights"]
+        abs_td_errors = np.abs(td_errors)
         if config.td_error_loss_fn == "huber":
-            losses = np.where(np.abs(td_errors) <= 1.0, 0.5 * td_errors**2, np.abs(td_errors) - 0.5)
-            d_losses = np.clip(td_errors, -1.0, 1.0)
+            losses = np.where(
+                abs_td_errors <= 1.0, 0.5 * (td_errors * td_errors), abs_td_errors - 0.5
+            )
+            d_losses = np.minimum(np.maximum(td_errors, -1.0), 1.0)
         else:  # "mse"
-            losses = td_errors**2
+            losses = td_errors * td_errors
             d_losses = 2.0 * td_errors
-        qf_loss = float(np.mean(weights * losses))
+        qf_loss = float(_sum(weights * losses) / batch_size)
         d_q_values = np.zeros_like(q_values)
-        d_q_values[rows, actions] = weights * d_losses / len(actions)
+        d_q_values[rows, actions] = weights * d_losses / batch_size
 
         # Backpropagate, clip (grad_clip_by), Adam step.
         module.backward(cache, d_q_values)
@@ -107,15 +133,15 @@ class DQNLearner(NumpyLearner):
 
         return {
             "qf_loss": qf_loss,
-            "qf_mean": float(q_selected.mean()),
-            "qf_min": float(q_selected.min()),
-            "qf_max": float(q_selected.max()),
+            "qf_mean": float(_sum(q_selected) / batch_size),
+            "qf_min": float(np.minimum.reduce(q_selected)),
+            "qf_max": float(np.maximum.reduce(q_selected)),
             # RLlib's: the mean of the absolute TD errors.
-            "td_error_mean": float(np.abs(td_errors).mean()),
+            "td_error_mean": float(_sum(abs_td_errors) / batch_size),
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
             # The algorithm logs the mean over its updates: RLlib's mean train batch size.
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(actions)),
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(batch_size),
             TD_ERROR_KEY: td_errors,
         }
 

@@ -111,7 +111,7 @@ class QModule(FlatParameterModule, QNetAPI):
             return self.q.forward(features)
         advantage_head, value_head = self._dueling_heads()
         advantages = advantage_head.forward(features)
-        return value_head.forward(features) + advantages - advantages.mean(axis=1, keepdims=True)
+        return value_head.forward(features) + advantages - _row_mean(advantages)
 
     q_values = dist_inputs
 
@@ -128,7 +128,7 @@ class QModule(FlatParameterModule, QNetAPI):
         advantage_head, value_head = self._dueling_heads()
         advantages, advantage_cache = advantage_head.forward_train(features)
         values, value_cache = value_head.forward_train(features)
-        q_values = values + advantages - advantages.mean(axis=1, keepdims=True)
+        q_values = values + advantages - _row_mean(advantages)
         return q_values, (encoder_cache, (advantage_cache, value_cache))
 
     def backward(self, cache: tuple[Any, Any], d_q_values: np.ndarray) -> list[np.ndarray]:
@@ -145,8 +145,8 @@ class QModule(FlatParameterModule, QNetAPI):
             advantage_head, value_head = self._dueling_heads()
             advantage_cache, value_cache = head_cache
             # Q_j = V + A_j - mean_k A_k  =>  dA_k = dQ_k - mean_j dQ_j,  dV = sum_j dQ_j.
-            d_advantages = d_q_values - d_q_values.mean(axis=1, keepdims=True)
-            d_values = d_q_values.sum(axis=1, keepdims=True)
+            d_advantages = d_q_values - _row_mean(d_q_values)
+            d_values = np.add.reduce(d_q_values, axis=1, keepdims=True)
             _, d_features = advantage_head.backward(
                 advantage_cache, d_advantages, grads["advantage"], input_grad=has_encoder
             )
@@ -158,3 +158,10 @@ class QModule(FlatParameterModule, QNetAPI):
         if self.encoder is not None and d_features is not None:
             activated_backward(self.encoder, encoder_cache, d_features, grads["encoder"])
         return views
+
+
+def _row_mean(x: np.ndarray) -> np.ndarray:
+    """Each row's mean, kept as a column: `x.mean(axis=1, keepdims=True)`'s values (the row's
+    sum divided by its length, rounded once to x's dtype) without np.mean's Python wrapper
+    calls (three of these per 32-row DQN update)."""
+    return np.add.reduce(x, axis=1, keepdims=True) / x.shape[1]

@@ -303,7 +303,6 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         else:
             mean_kl_loss = torch.tensor(0.0, device=logp_ratio.device)
         current_entropy = current_dist.entropy()
-        mean_entropy = mean(current_entropy)
 
         advantages = batch[ADVANTAGES]
         surrogate_loss = torch.min(
@@ -314,16 +313,8 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
             values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
             vf_loss = torch.pow(values - batch[VALUE_TARGETS], 2.0)
             vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
-            mean_vf_loss = mean(vf_loss_clipped)
-            mean_vf_unclipped_loss = mean(vf_loss)
-            if Columns.LOSS_MASK in batch:  # the real steps only, not the padding
-                explained_var = explained_variance(batch[VALUE_TARGETS][mask], values[mask])
-            else:
-                explained_var = explained_variance(batch[VALUE_TARGETS], values)
         else:
-            zero = torch.tensor(0.0, device=surrogate_loss.device)
-            vf_loss_clipped = mean_vf_loss = mean_vf_unclipped_loss = zero
-            explained_var = explained_variance(batch[VALUE_TARGETS], zero.expand_as(advantages))
+            values = vf_loss = vf_loss_clipped = torch.tensor(0.0, device=surrogate_loss.device)
 
         total_loss = mean(
             -surrogate_loss
@@ -333,16 +324,30 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         if config.use_kl_loss:
             total_loss = total_loss + self.kl_coeff * mean_kl_loss
 
-        self.log_loss_stats(
-            {
-                "policy_loss": -mean(surrogate_loss),
-                "vf_loss": mean_vf_loss,
-                "vf_loss_unclipped": mean_vf_unclipped_loss,
-                "vf_explained_var": explained_var,
-                "entropy": mean_entropy,
-                "mean_kl_loss": mean_kl_loss,
-            }
-        )
+        # The statistics, outside the graph: the same values, without autograd's records of
+        # operations nothing differentiates.
+        with torch.no_grad():
+            if config.use_critic:
+                if Columns.LOSS_MASK in batch:  # the real steps only, not the padding
+                    explained_var = explained_variance(batch[VALUE_TARGETS][mask], values[mask])
+                else:
+                    explained_var = explained_variance(batch[VALUE_TARGETS], values)
+                mean_vf_loss, mean_vf_unclipped_loss = mean(vf_loss_clipped), mean(vf_loss)
+            else:
+                explained_var = explained_variance(
+                    batch[VALUE_TARGETS], values.expand_as(advantages)
+                )
+                mean_vf_loss = mean_vf_unclipped_loss = values
+            self.log_loss_stats(
+                {
+                    "policy_loss": -mean(surrogate_loss),
+                    "vf_loss": mean_vf_loss,
+                    "vf_loss_unclipped": mean_vf_unclipped_loss,
+                    "vf_explained_var": explained_var,
+                    "entropy": mean(current_entropy),
+                    "mean_kl_loss": mean_kl_loss,
+                }
+            )
         return total_loss
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
