@@ -105,6 +105,17 @@ def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template()
     assert template_pid() == template
 
 
+def test_a_variable_a_library_sets_on_itself_keeps_the_template(monkeypatch):
+    """tensorboardX, imported on a thread while the main job builds, sets CRC32C_SW_MODE: the
+    evaluation EnvRunners fork from the same template as the training ones."""
+    monkeypatch.delenv("CRC32C_SW_MODE", raising=False)
+    with small_ppo(1).build():
+        template = template_pid()
+    monkeypatch.setenv("CRC32C_SW_MODE", "auto")
+    with small_ppo(1).build():
+        assert template_pid() == template
+
+
 def _socket_inodes(pid: int) -> set[str]:
     inodes = set()
     for fd in os.listdir(f"/proc/{pid}/fd"):

@@ -172,8 +172,13 @@ def worker_environment() -> dict[str, str]:
 #: stale: threadpoolctl (imported by the first BLAS-capped product, see `trainer.core.blas`)
 #: does `os.environ.setdefault("KMP_DUPLICATE_LIB_OK", "True")`, and the worker that imports
 #: it sets the same; torch sets `TORCHINDUCTOR_CACHE_DIR` to its default when a module is first
-#: built, and a worker's torch does the same.
-SELF_SET_VARIABLES = frozenset({"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR"})
+#: built, and a worker's torch does the same; tensorboardX, which the main job imports on a
+#: thread while `build()` starts the EnvRunners, sets `CRC32C_SW_MODE` to "auto" where it is
+#: unset (a template started before that and one started after would otherwise differ, and
+#: the evaluation EnvRunners waited for a fresh template's imports).
+SELF_SET_VARIABLES = frozenset(
+    {"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR", "CRC32C_SW_MODE"}
+)
 
 
 def _environment_key() -> tuple:
