@@ -12,8 +12,10 @@ the view (`TorchModuleView`) therefore computes the distribution inputs here:
 - `DefaultDQNTorchRLModule` with an MLP encoder: the encoder, the `af` head and, with
   `dueling`, the `vf` head combined as V + A - mean(A).
 
-Only inference-only copies (the EnvRunners') compute here; a learner's module, and so
-`compute_single_action`, runs in torch. Any other module (a subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with
+A default module's class names its numpy forward (`numpy_forward_class`, read from that
+class itself, so a subclass is not taken for it). Only inference-only copies (the
+EnvRunners') compute here; a learner's module, and so `compute_single_action`, runs in torch.
+Any other module (a subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with
 forward hooks, on a GPU, not float32) runs its own forward in torch. The weights are numpy
 views of the parameters' own memory (read-only), so every in-place update (`set_state`'s
 `load_state_dict`, a multi-agent module's `set_state`) is seen at no cost; a module moved or
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.modules import module as torch_module
 
 from trainer.core.nn import activate_layer
 from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
@@ -163,22 +166,15 @@ class NumpyDQNInference:
 
 
 def _has_hooks(module: nn.Module) -> bool:
-    from torch.nn.modules import module as torch_module
-
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
         return True
     return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
 
 
-def _builder(module: Any) -> Any:
-    """The numpy forward's class for `module`'s exact class, None for any other."""
-    from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
-    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
-    return {
-        DefaultPPOTorchRLModule: NumpyPPOInference,
-        DefaultDQNTorchRLModule: NumpyDQNInference,
-    }.get(type(module))
+#: The class attribute by which a default module names the class of its numpy forward
+#: (`NumpyPPOInference`, `NumpyDQNInference`). Read from the module's own class only: a
+#: subclass, which may override the forward passes, runs them in torch.
+NUMPY_FORWARD_CLASS = "numpy_forward_class"
 
 
 class NumpyInference:
@@ -230,7 +226,7 @@ def numpy_inference(module: nn.Module) -> NumpyInference | None:
     it never trains, its weights arrive by `set_state`) of a default module of a known
     structure (see the module docstring), with float32 weights on the CPU and no forward
     hooks; None otherwise (a learner's module always runs in torch)."""
-    build = _builder(module)
+    build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
     if build is None or not module.inference_only or _has_hooks(module):
         return None
     watched: list[tuple[torch.Tensor, int]] = []
