@@ -7,13 +7,14 @@ imports all of that once, and each worker is forked from it, its imports done.
 
     main process (training)                     template (`trainer.runners.worker_template`):
                                                 python -m trainer.runners.worker_template
-                                                          PARENT_PID KERNEL FD BLAS_THREADS
+                                                    PARENT_PID KERNEL FD BLAS_THREADS [EXTRA]
     start_workers([(index, conn_fd, stack_fd), ...])
+    (or earlier, prestart_template(EXTRA))
       first call, or os.environ / cwd changed
       since the template started: spawn one ->  imports numpy, gymnasium, cloudpickle and the
-                                                trainer (`PRELOAD`); gc.freeze(); checks it
-                                                runs a single thread
-                                 <-----------   {"ready": true}
+                                                trainer (`PRELOAD`), and EXTRA's modules;
+                                                gc.freeze(); checks it runs a single thread
+                                 <-----------   {"ready": true, "preloaded": [...]}
       subreaper on (prctl, for this batch only)
       {"indices": [i, ...], "std": [1, 2],
        "preload": [module, ...]} +
@@ -35,6 +36,10 @@ imports all of that once, and each worker is forked from it, its imports done.
                                                 its stdout/stderr, a fresh numpy seed, the
                                                 user's BLAS threads, then `worker.run`: the
                                                 protocol, exactly as a spawned worker
+
+A torch config's `build()` starts the template first thing, with torch as EXTRA
+(`prestart_template`): the template's imports then run while the main process imports its own
+torch and validates the config, instead of after.
 
 All the workers of one `build()` (or one restart) are one request: one round trip to the
 template and one intermediate process, whatever their number, so starting 5 costs little more
@@ -218,7 +223,8 @@ def _close_template(sock: socket.socket, process: subprocess.Popen) -> None:
 class WorkerTemplate:
     """The main process's side of one template process: `fork(...)` starts a worker."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        """Starts the template; it imports `preload` (beyond `PRELOAD`) before it is ready."""
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -229,6 +235,7 @@ class WorkerTemplate:
             "trainer.runners.worker_template",
             str(child_sock.fileno()),
             json.dumps(user_threads),
+            *([json.dumps(list(preload))] if preload else []),
             pass_fds=(child_sock.fileno(),),
             env=env,
         )
@@ -273,7 +280,7 @@ class WorkerTemplate:
         `sent` telling whether the template may have got the descriptors (then workers
         forked late could hold them: they are not used again)."""
         if not self._ready:
-            self._receive(STARTUP_TIMEOUT_S)
+            self.preloaded.update(self._receive(STARTUP_TIMEOUT_S).get("preloaded", ()))
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
         new_modules = [module for module in preload if module not in self.preloaded]
@@ -314,6 +321,26 @@ class _Forking:
         with self._lock:
             template = self._template
             return template.pid if template is not None and template.alive() else None
+
+    def prestart(self, preload: Sequence[str]) -> None:
+        """Starts a template now, importing `preload` (beyond `PRELOAD`) while this process
+        goes on, unless a current one runs; the next fork request uses it."""
+        with self._lock:
+            key = _environment_key()
+            if key == self._failed_key:
+                return
+            if self._template is not None:
+                if self._template.key == key and self._template.alive():
+                    return
+                self._template.close()
+                self._template = None
+            was_subreaper = child_subreaper()
+            try:
+                set_child_subreaper(True)  # as for a template started by a fork request
+                self._template = WorkerTemplate(preload)
+            finally:
+                if not was_subreaper:
+                    set_child_subreaper(False)
 
     def fork(
         self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()
@@ -413,6 +440,15 @@ def start_workers(
         for process in started:
             end_process(process)
         raise
+
+
+def prestart_template(preload: Sequence[str] = ()) -> None:
+    """Starts this process's worker template now (where workers are forked), importing the
+    modules of `preload` beyond `PRELOAD`, so that its imports run while this process does
+    other work: torch's (~1 s of CPU) while this process imports its own torch, ahead of a
+    torch config's EnvRunners. Does nothing where a current template runs already."""
+    if forking_available():
+        _forking.prestart(preload)
 
 
 def template_pid() -> int | None:
