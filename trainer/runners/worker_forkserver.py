@@ -76,6 +76,7 @@ What holds for forked workers as for spawned ones:
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -223,8 +224,10 @@ def _close_template(sock: socket.socket, process: subprocess.Popen) -> None:
 class WorkerTemplate:
     """The main process's side of one template process: `fork(...)` starts a worker."""
 
-    def __init__(self, preload: Sequence[str] = ()) -> None:
-        """Starts the template; it imports `preload` (beyond `PRELOAD`) before it is ready."""
+    def __init__(self, preload: Sequence[str] = (), meanwhile: Sequence[str] = ()) -> None:
+        """Starts the template; it imports `preload` (beyond `PRELOAD`) before it is ready.
+        `meanwhile`: what this process imports if its first fork request finds the template
+        not ready yet, instead of waiting idle (see `prestart_template`)."""
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -245,6 +248,7 @@ class WorkerTemplate:
         self._ready = False
         #: Modules fork requests had it import beyond `PRELOAD`.
         self.preloaded: set[str] = set()
+        self._meanwhile = tuple(meanwhile)
         self._finalizer = weakref.finalize(self, _close_template, parent_sock, self.process)
 
     def alive(self) -> bool:
@@ -280,6 +284,8 @@ class WorkerTemplate:
         `sent` telling whether the template may have got the descriptors (then workers
         forked late could hold them: they are not used again)."""
         if not self._ready:
+            if self._meanwhile and not select.select([self._sock], [], [], 0)[0]:
+                _import_meanwhile(self._meanwhile)
             self.preloaded.update(self._receive(STARTUP_TIMEOUT_S).get("preloaded", ()))
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
@@ -322,9 +328,10 @@ class _Forking:
             template = self._template
             return template.pid if template is not None and template.alive() else None
 
-    def prestart(self, preload: Sequence[str]) -> None:
+    def prestart(self, preload: Sequence[str], meanwhile: Sequence[str]) -> None:
         """Starts a template now, importing `preload` (beyond `PRELOAD`) while this process
-        goes on, unless a current one runs; the next fork request uses it."""
+        goes on, unless a current one runs; the next fork request uses it (see
+        `prestart_template` for `meanwhile`)."""
         with self._lock:
             key = _environment_key()
             if key == self._failed_key:
@@ -337,7 +344,7 @@ class _Forking:
             was_subreaper = child_subreaper()
             try:
                 set_child_subreaper(True)  # as for a template started by a fork request
-                self._template = WorkerTemplate(preload)
+                self._template = WorkerTemplate(preload, meanwhile)
             finally:
                 if not was_subreaper:
                     set_child_subreaper(False)
@@ -442,13 +449,25 @@ def start_workers(
         raise
 
 
-def prestart_template(preload: Sequence[str] = ()) -> None:
+def prestart_template(preload: Sequence[str] = (), meanwhile: Sequence[str] = ()) -> None:
     """Starts this process's worker template now (where workers are forked), importing the
     modules of `preload` beyond `PRELOAD`, so that its imports run while this process does
     other work: torch's (~1 s of CPU) while this process imports its own torch, ahead of a
-    torch config's EnvRunners. Does nothing where a current template runs already."""
+    torch config's EnvRunners. If the first fork request still finds the template importing,
+    this process imports the modules of `meanwhile` (what it needs later anyway) before it
+    waits. Does nothing where a current template runs already."""
     if forking_available():
-        _forking.prestart(preload)
+        _forking.prestart(preload, meanwhile)
+
+
+def _import_meanwhile(modules: Sequence[str]) -> None:
+    """Imports `modules` in order, up to the first that is not installed (whoever needs it
+    imports it again and reports that)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return
 
 
 def template_pid() -> int | None:
