@@ -2,9 +2,10 @@
 (`trainer.torch_rl.numpy_inference`, used by `TorchModuleView.dist_inputs`): an inference-only
 default PPO or DQN module gives the torch forward's distribution inputs (to float32 rounding)
 and so the same actions, without calling its torch forward; new weights (the view's
-`set_weights`, or a `set_state` on the module itself, as a multi-agent module gets them) are
-used at the next call; every other module (a subclass, a user's module, one with a forward
-hook, a learner's full module, a module cast to float64) runs its own torch forward."""
+`set_weights`, a `set_state` on the module itself as a multi-agent module gets them, any
+in-place write to a parameter) are used at the next call; every other module (a subclass, a
+user's module, one with a forward hook, a learner's full module, a module cast to float64)
+runs its own torch forward."""
 
 from __future__ import annotations
 
@@ -148,6 +149,12 @@ def test_new_weights_reach_the_numpy_forward():
     third = view.dist_inputs(obs)
     assert not np.allclose(second, third)
     np.testing.assert_allclose(third, _torch_inputs(view, obs), rtol=ATOL, atol=ATOL)
+    # Any in-place write to a parameter.
+    with torch.no_grad():
+        view.rl_module.pi.net.mlp[0].bias.add_(1.0)
+    fourth = view.dist_inputs(obs)
+    assert not np.allclose(third, fourth)
+    np.testing.assert_allclose(fourth, _torch_inputs(view, obs), rtol=ATOL, atol=ATOL)
 
 
 def test_a_module_cast_to_float64_runs_in_torch():

@@ -17,10 +17,11 @@ class itself, so a subclass is not taken for it). Only inference-only copies (th
 EnvRunners') compute here; a learner's module, and so `compute_single_action`, runs in torch.
 Any other module (a subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with
 forward hooks, on a GPU, not float32) runs its own forward in torch. The weights are numpy
-views of the parameters' own memory (read-only), so every in-place update (`set_state`'s
-`load_state_dict`, a multi-agent module's `set_state`) is seen at no cost; a module moved or
-cast (`module.to(...)`) makes the view build its views again, and so does each `set_state` /
-`set_weights` of the view (which also sends a module that got a forward hook back to torch).
+copies (weight matrices transposed to `(in, out)`, contiguous), taken again whenever a
+parameter was written since (torch's version counters see `set_state`'s `load_state_dict`,
+a multi-agent module's `set_state`, any in-place write) or moved (`module.to(...)`), and at
+each `set_state` / `set_weights` of the view (which also sends a module that got a forward
+hook back to torch).
 
 The products are numpy's (OpenBLAS) where torch's use its own kernels: float32 results agree
 to rounding, not always to the last bit.
@@ -52,20 +53,24 @@ class _NotKnown(Exception):
     """The module is not a structure this file computes: it runs in torch."""
 
 
-def _weights(parameter: torch.Tensor, watched: list[tuple[torch.Tensor, int]]) -> np.ndarray:
-    """A read-only numpy view of a float32 CPU `parameter`'s memory (noted in `watched`)."""
+def _weights(
+    parameter: torch.Tensor, watched: list[torch.Tensor], transpose: bool = False
+) -> np.ndarray:
+    """A numpy copy of a float32 CPU `parameter` (transposed with `transpose`: torch's
+    `(out, in)` weight as the `(in, out)` matrix a row batch is multiplied by), C-contiguous:
+    a product of a few rows with a transposed view took three times as long at 8 rows
+    (OpenBLAS). The parameter is noted in `watched`."""
     if parameter.device.type != "cpu" or parameter.dtype != torch.float32:
         raise _NotKnown
     array = parameter.detach().numpy()
-    array.flags.writeable = False
-    watched.append((parameter, parameter.data_ptr()))
-    return array
+    watched.append(parameter)
+    return np.ascontiguousarray(array.T if transpose else array)
 
 
 class NumpyLayers:
-    """A `TorchMLP`'s layers as numpy: `(weight (in, out) view, bias, activation)` each."""
+    """A `TorchMLP`'s layers as numpy: `(weight (in, out), bias, activation)` each."""
 
-    def __init__(self, mlp: TorchMLP, watched: list[tuple[torch.Tensor, int]]) -> None:
+    def __init__(self, mlp: TorchMLP, watched: list[torch.Tensor]) -> None:
         if type(mlp) is not TorchMLP:
             raise _NotKnown
         self.layers: list[tuple[np.ndarray, np.ndarray, str | None]] = []
@@ -73,9 +78,8 @@ class NumpyLayers:
             if type(layer) is nn.Linear:
                 if layer.bias is None:
                     raise _NotKnown
-                # torch's (out, in) weight read as (in, out): a transposed view, no copy.
                 self.layers.append(
-                    (_weights(layer.weight, watched).T, _weights(layer.bias, watched), None)
+                    (_weights(layer.weight, watched, True), _weights(layer.bias, watched), None)
                 )
                 continue
             name = _ACTIVATION_NAMES.get(type(layer))
@@ -98,7 +102,7 @@ class NumpyLayers:
 class NumpyHead:
     """An `MLPHead` as numpy: its layers, then the log-stds as the head makes them."""
 
-    def __init__(self, head: MLPHead, watched: list[tuple[torch.Tensor, int]]) -> None:
+    def __init__(self, head: MLPHead, watched: list[torch.Tensor]) -> None:
         if type(head) is not MLPHead:
             raise _NotKnown
         self.net = NumpyLayers(head.net, watched)
@@ -118,7 +122,7 @@ class NumpyHead:
         return out
 
 
-def _mlp_encoder(encoder: nn.Module, watched: list[tuple[torch.Tensor, int]]) -> NumpyLayers:
+def _mlp_encoder(encoder: nn.Module, watched: list[torch.Tensor]) -> NumpyLayers:
     if type(encoder) is not MLPEncoder:
         raise _NotKnown  # a CNN encoder, or one of the user's
     return NumpyLayers(encoder.net, watched)
@@ -127,7 +131,7 @@ def _mlp_encoder(encoder: nn.Module, watched: list[tuple[torch.Tensor, int]]) ->
 class NumpyPPOInference:
     """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
 
-    def __init__(self, module: Any, watched: list[tuple[torch.Tensor, int]]) -> None:
+    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
         if module._stateful or module._encode_obs.image:
             raise _NotKnown
         encoder = module.encoder
@@ -144,7 +148,7 @@ class NumpyDQNInference:
     """The default DQN module's Q-values (`compute_q_values`: encoder, `af`, with dueling
     `vf`) in numpy."""
 
-    def __init__(self, module: Any, watched: list[tuple[torch.Tensor, int]]) -> None:
+    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
         if module._encode_obs.image:
             raise _NotKnown
         self.encoder = _mlp_encoder(module.encoder, watched)
@@ -177,31 +181,40 @@ def _has_hooks(module: nn.Module) -> bool:
 NUMPY_FORWARD_CLASS = "numpy_forward_class"
 
 
+def _versions(parameters: list[torch.Tensor]) -> list[int]:
+    return [parameter._version for parameter in parameters]
+
+
 class NumpyInference:
     """A default torch module's distribution inputs in numpy (see the module docstring):
     `numpy_inference(module)` builds one, or None for a module that runs in torch. Call
-    `current()` before each use: False once a parameter's memory was replaced."""
+    `current()` before each use: False once a parameter was written or moved (then build a
+    new one)."""
 
     def __init__(
         self,
         forward: Any,
-        watched: list[tuple[torch.Tensor, int]],
+        watched: list[torch.Tensor],
         in_dim: int,
         obs_shape: tuple[int, ...],
     ) -> None:
         self._forward = forward
-        self._first = watched[0]
+        self._watched = watched
+        self._versions = _versions(watched)
+        self._first_pointer = watched[0].data_ptr()
         #: The width of the observation rows it takes (the encoder's input).
         self.in_dim = in_dim
         #: The shapes of one observation it takes: a row, or a 2-D Box's own shape.
         self._obs_shapes = {(in_dim,), obs_shape}
 
     def current(self) -> bool:
-        """Whether the parameters still live where the numpy views read them. Per step only
-        the first is looked at (a module moved or cast, `module.to(...)`, replaces every
-        parameter's memory); `numpy_inference` builds the views again at each `set_state`."""
-        parameter, pointer = self._first
-        return parameter.data_ptr() == pointer
+        """Whether its copies still hold the parameters' values: no parameter was written
+        since (torch's version counters: `load_state_dict`, an optimizer's step, any in-place
+        write) and none moved (`module.to(...)` replaces every parameter's memory)."""
+        return (
+            _versions(self._watched) == self._versions
+            and self._watched[0].data_ptr() == self._first_pointer
+        )
 
     def accepts(self, obs: Any) -> bool:
         """Whether `obs` is a batch it computes: a float array of rows of `in_dim` columns,
@@ -229,7 +242,7 @@ def numpy_inference(module: nn.Module) -> NumpyInference | None:
     build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
     if build is None or not module.inference_only or _has_hooks(module):
         return None
-    watched: list[tuple[torch.Tensor, int]] = []
+    watched: list[torch.Tensor] = []
     try:
         forward = build(module, watched)
     except _NotKnown:

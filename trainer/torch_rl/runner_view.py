@@ -10,8 +10,8 @@ advantages (`values`). The view answers those questions for a `TorchRLModule`:
               <--.numpy()---------- {"action_dist_inputs": tensor}
 
 The default modules whose forward pass is a known structure (PPO's MLP actor, DQN's MLP
-Q-network) compute `dist_inputs` in numpy on views of their own weights
-(`trainer.torch_rl.numpy_inference`): the EnvRunners' per-step batches of a few rows cost
+Q-network) compute `dist_inputs` in numpy on copies of their weights, taken again when the
+weights change (`trainer.torch_rl.numpy_inference`): the EnvRunners' per-step batches of a few rows cost
 torch's dispatch far more than their arithmetic. Every other module runs its own forward.
 
 RLlib's own distributions (TorchCategorical, TorchDiagGaussian) are drawn from by their numpy
@@ -149,7 +149,7 @@ class TorchModuleView:
         default module of a known structure, whose two are the same)."""
         numpy_forward = self._numpy
         if numpy_forward is not None and numpy_forward.accepts(obs):
-            if not numpy_forward.current():  # a parameter's memory was replaced
+            if not numpy_forward.current():  # a parameter was written or moved since
                 numpy_forward = self._numpy = numpy_inference(self.rl_module)
             if numpy_forward is not None:
                 return numpy_forward(obs)
@@ -289,9 +289,8 @@ class TorchModuleView:
         self._refresh_numpy()
 
     def _refresh_numpy(self) -> None:
-        """The numpy forward pass built again from the module as it is now (its weights are
-        views, current after `set_state` anyway; this picks up a module changed otherwise
-        since, e.g. a forward hook registered, which sends it back to torch)."""
+        """The numpy forward pass built again from the module as it is now: its weights, and
+        any other change since (a forward hook registered sends the module back to torch)."""
         self._numpy = numpy_inference(self.rl_module)
 
 
