@@ -78,9 +78,8 @@ class NumpyLayers:
             if type(layer) is nn.Linear:
                 if layer.bias is None:
                     raise _NotKnown
-                self.layers.append(
-                    (_weights(layer.weight, watched, True), _weights(layer.bias, watched), None)
-                )
+                weight = _weights(layer.weight, watched, transpose=True)
+                self.layers.append((weight, _weights(layer.bias, watched), None))
                 continue
             name = _ACTIVATION_NAMES.get(type(layer))
             if name is None or not self.layers or self.layers[-1][2] is not None:
