@@ -26,8 +26,10 @@ EnvRunner, all three interleaved in the same run.
 Targets: >= 0.9 of the plain loop at 1 and at 8 sub-envs (the "ratio" line is the lower of the
 two), >= 0.8 of gymnasium's vector loop at 64 sub-envs ("vector_entry_point ratio") and, with
 the MeanStdFilter, >= 0.9 of the plain loop ("mean_std ratio", the lower of 1 and 8 sub-envs).
+With `--framework torch` the EnvRunner samples with RLlib's default torch PPO module (the same
+layer sizes), against the same numpy plain loop.
 Run: python bench/sampling.py [--steps 40000] [--repeats 5] [--num-envs 1 8 64]
-     [--vector-entry-point 64 256] [--mean-std 1 8]
+     [--vector-entry-point 64 256] [--mean-std 1 8] [--framework numpy|torch]
 """
 
 from __future__ import annotations
@@ -121,9 +123,11 @@ def build_runner(
     num_envs: int,
     vectorize_mode: str = "SYNC",
     env_to_module_connector=None,
+    framework: str = "numpy",
 ):
     algo = (
         PPOConfig()
+        .framework(framework)
         .environment("CartPole-v1")
         .env_runners(
             num_env_runners=1,
@@ -176,10 +180,17 @@ def main() -> None:
         default=[1, 8],
         help="sub-env counts of the run with a MeanStdFilter connector (none: skip)",
     )
+    parser.add_argument(
+        "--framework",
+        choices=["numpy", "torch"],
+        default="numpy",
+        help="the EnvRunners' module: the numpy PolicyModule, or RLlib's default torch module "
+        "(the plain loop always runs the numpy forward pass)",
+    )
     args = parser.parse_args()
     ratios = []
     for num_envs in args.num_envs:
-        algo = build_runner(max(args.steps, num_envs * 40), 4, num_envs)
+        algo = build_runner(max(args.steps, num_envs * 40), 4, num_envs, framework=args.framework)
         base_runs, our_runs = [], []
         for _ in range(args.repeats):
             base_runs.append(baseline_steps_per_s(args.steps, num_envs))
@@ -200,7 +211,7 @@ def main() -> None:
     for num_envs in args.vector_entry_point:
         # gymnasium's vector env of one numpy CartPole: the runner steps it as one env.
         steps = max(args.steps, num_envs * 40)
-        algo = build_runner(steps, 4, num_envs, "vector_entry_point")
+        algo = build_runner(steps, 4, num_envs, "vector_entry_point", framework=args.framework)
         base_runs, our_runs = [], []
         for _ in range(args.repeats):
             base_runs.append(baseline_steps_per_s(steps, num_envs, numpy_vector_env))
@@ -219,8 +230,10 @@ def main() -> None:
     filter_ratios = []
     for num_envs in args.mean_std:
         steps = max(args.steps, num_envs * 40)
-        plain = build_runner(steps, 4, num_envs)
-        filtered = build_runner(steps, 4, num_envs, env_to_module_connector=mean_std_filter)
+        plain = build_runner(steps, 4, num_envs, framework=args.framework)
+        filtered = build_runner(
+            steps, 4, num_envs, env_to_module_connector=mean_std_filter, framework=args.framework
+        )
         base_runs, plain_runs, filter_runs = [], [], []
         for _ in range(args.repeats):
             base_runs.append(baseline_steps_per_s(steps, num_envs))

@@ -9,9 +9,13 @@
 - 0 and 2 EnvRunners, against starting one bare `python -c "import numpy, gymnasium"` process
   (the least a spawned worker process needs); `import trainer` on its own.
 
+- with `--torch`: a fresh process's `import trainer` + `build()` (2 EnvRunners) with numpy and
+  with torch (`framework("torch")`, which imports torch in the driver and in the worker
+  template), interleaved, and their ratio.
+
 Target: build with 2 EnvRunners under 2 s (RLlib 2.60: about 20 s); 5 EnvRunners within 1.5x
 the time of 1.
-Run: python bench/startup.py [--repeats 5] [--spawn]
+Run: python bench/startup.py [--repeats 5] [--spawn] [--torch]
 """
 
 from __future__ import annotations
@@ -47,6 +51,26 @@ def build_s(num_env_runners: int) -> float:
     return elapsed
 
 
+FRESH_BUILD = """
+import sys, time
+start = time.perf_counter()
+from trainer import PPOConfig
+config = PPOConfig().environment("CartPole-v1").framework(sys.argv[1])
+algo = config.env_runners(num_env_runners=2).build()
+print(time.perf_counter() - start)
+algo.stop()
+"""
+
+
+def fresh_build_s(framework: str) -> float:
+    """`import trainer` and `build()` with 2 EnvRunners in a fresh process (its own worker
+    template, torch imported from scratch for a torch config)."""
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_BUILD, framework], check=True, capture_output=True, text=True
+    )
+    return float(out.stdout)
+
+
 def one_and_five(repeats: int) -> tuple[float, float]:
     """Medians of `repeats` builds with 1 and with 5 EnvRunners, interleaved (the machine's
     load drifts alike for both)."""
@@ -64,6 +88,12 @@ def main() -> None:
         "--spawn",
         action="store_true",
         help="also measure 1 vs 5 EnvRunners spawned without the template",
+    )
+    parser.add_argument(
+        "--torch",
+        action="store_true",
+        help="also measure a fresh process's import + build() for numpy and for torch "
+        "(RLlib's default framework), interleaved",
     )
     args = parser.parse_args()
     from trainer.runners import worker_forkserver
@@ -102,6 +132,16 @@ def main() -> None:
         f"build(), 2 EnvRunner processes                      {build2:6.3f} s  "
         f"= {build2 / bare:.1f}x the baseline  (target < 2 s)"
     )
+    if args.torch:
+        fresh: dict[str, list[float]] = {"numpy": [], "torch": []}
+        for _ in range(args.repeats):
+            for framework, times in fresh.items():
+                times.append(fresh_build_s(framework))
+        numpy_s, torch_s = (statistics.median(fresh[f]) for f in ("numpy", "torch"))
+        print(
+            f"fresh process, import + build(), 2 EnvRunners: numpy {numpy_s:.3f} s, torch "
+            f"{torch_s:.3f} s = {torch_s / numpy_s:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from helpers import small_ppo
 
 from trainer.errors import EnvRunnerCrashed, EnvRunnerError
 from trainer.runners import protocol, worker_forkserver
+from trainer.runners.env_runner_group import prestart_workers
 from trainer.runners.worker_forkserver import TEMPLATE_NAME, template_pid
 from trainer.testing import env_runner_pids, kill_env_runner
 
@@ -103,6 +104,34 @@ def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template()
         assert restarted not in pids and _has_torch(restarted)
         assert _remote(algo, lambda runner: type(runner.module).__name__) == ["TorchModuleView"] * 2
     assert template_pid() == template
+
+
+def test_a_torch_build_starts_the_template_with_torch_before_validating():
+    """A torch config's build starts the template first thing, torch among its imports, so
+    that they run while the main process imports its own torch; its workers fork from it. A
+    numpy config starts none ahead."""
+    pytest.importorskip("torch")
+    worker_forkserver.stop_template()
+    prestart_workers(small_ppo(1))
+    assert template_pid() is None
+    config = small_ppo(1).framework("torch")
+    prestart_workers(config)
+    template = template_pid()
+    assert template is not None
+    with config.build() as algo:
+        assert template_pid() == template and _has_torch(template)
+        assert _parent(algo.env_runner_group.remote_pids()[1]) == os.getpid()
+
+
+def test_a_variable_a_library_sets_on_itself_keeps_the_template(monkeypatch):
+    """tensorboardX, imported on a thread while the main job builds, sets CRC32C_SW_MODE: the
+    evaluation EnvRunners fork from the same template as the training ones."""
+    monkeypatch.delenv("CRC32C_SW_MODE", raising=False)
+    with small_ppo(1).build():
+        template = template_pid()
+    monkeypatch.setenv("CRC32C_SW_MODE", "auto")
+    with small_ppo(1).build():
+        assert template_pid() == template
 
 
 def _socket_inodes(pid: int) -> set[str]:

@@ -95,7 +95,12 @@ from trainer.metrics import (
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
 from trainer.runners import restart_policy
-from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of, spaces_of
+from trainer.runners.env_runner_group import (
+    EnvRunnerGroup,
+    local_runner_of,
+    prestart_workers,
+    spaces_of,
+)
 from trainer.util.deprecation import warn_once
 from trainer.util.log import set_library_log_level
 from trainer.util.rng import generator_state, set_generator_state
@@ -236,6 +241,8 @@ class Algorithm(OldAlgorithmNames):
             config.environment(env)
         if config.algo_class is None:
             config.algo_class = type(self)
+        # A torch config's worker template imports torch while this process does (validate).
+        prestart_workers(config)
         config.validate()
         config.ignored_settings_warnings()
         self.config = config.freeze()

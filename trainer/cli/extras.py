@@ -81,11 +81,19 @@ def require(module: str, extra: str, what: str, library: str | None = None) -> M
         raise MissingExtra(what, library or module.split(".")[0], extra) from None
 
 
+def require_installed(module: str, extra: str, what: str) -> None:
+    """MissingExtra (as `require`) when `module` is not installed, without importing it: for
+    torch, whose import (~1 s) `build()` overlaps with the start of the EnvRunners' worker
+    template (a broken install fails there, in the build's config check)."""
+    if not installed(module):
+        raise MissingExtra(what, module.split(".")[0], extra)
+
+
 def require_for_config(config: Any, what: str) -> None:
     """MissingExtra when `config` (an AlgorithmConfig, of a checkpoint or of flags) runs on torch
     or on Ray and that is not installed; `what` names where the config came from."""
     if config.uses_torch:
-        require("torch", TORCH, f"{what} ({config.torch_reason})")
+        require_installed("torch", TORCH, f"{what} ({config.torch_reason})")
     if config.backend == "ray":
         require("ray", RAY, f"{what} (env_runners(backend='ray'))")
 

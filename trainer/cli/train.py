@@ -46,6 +46,7 @@ from trainer.cli.extras import (
     missing_note,
     require,
     require_for_config,
+    require_installed,
 )
 from trainer.cli.interrupt import StopRequest
 from trainer.cli.learning_curve import PLOT_FILE, write_learning_curve
@@ -69,6 +70,7 @@ from trainer.cli.run_folder import RESULT_FILE, RunFolder, plain
 from trainer.cli.stop import Progress, StopCriteria
 from trainer.cli.tensorboard import create_writer, import_in_background
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
+from trainer.runners.env_runner_group import prestart_workers
 from trainer.util.log import log_formatter, set_library_log_level
 
 if TYPE_CHECKING:
@@ -303,7 +305,7 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
     the preset chosen. Raises `argparse.ArgumentError`-style `ValueError`s naming the flag or the
     file's key."""
     if args.framework == "torch":
-        require("torch", TORCH, "--framework torch")
+        require_installed("torch", TORCH, "--framework torch")
     if args.backend == "ray":
         require("ray", RAY, "--backend ray")
     content = read_config_file(args.config) if args.config else {}
@@ -365,6 +367,8 @@ def make_config(args: argparse.Namespace) -> tuple[Any, dict, PresetChoice]:
         if v is not None
     }
     config.checkpointing(**checkpointing)
+    # A torch config's worker template imports torch while validate() imports it here.
+    prestart_workers(config)
     try:
         config.validate()
     except ConfigError as error:

@@ -57,6 +57,7 @@ from trainer.runners.pool import Failure, RunnerPool
 from trainer.runners.process_runner import ProcessBackend
 from trainer.runners.ray_runner import RayBackend
 from trainer.runners.runner_class import env_runner_class
+from trainer.runners.worker_forkserver import prestart_template
 from trainer.util.import_paths import resolve_import_path
 from trainer.util.pickling import travel_dumps
 
@@ -155,6 +156,22 @@ def _group_config(
 #: What the EnvRunners of a torch module import: the worker template imports it once (about
 #: 1.5 s of CPU) instead of each worker and each restart.
 TORCH_PRELOAD = ("torch", "trainer.torch_rl.runner_view")
+#: What the main process of a torch config imports while it waits for the worker template
+#: (`prestart_template`'s `meanwhile`): torch.optim's first use imports torch._dynamo (~1 s of
+#: CPU), which the learner, built after the EnvRunners, then finds imported.
+TORCH_MAIN_PRELOAD = ("torch._dynamo",)
+
+
+def prestart_workers(config: AlgorithmConfig) -> None:
+    """Starts the worker template ahead of the EnvRunner processes of a torch `config`, with
+    torch imported (`worker_forkserver.prestart_template`): called first thing in a build, so
+    that the template's imports (~1.5 s of CPU) run while the main process imports its own
+    torch and validates the config, and the main process imports the learner's
+    torch._dynamo if it then still has to wait for them. Nothing for a numpy config, Ray
+    actors or no remote runners."""
+    remote = config.num_env_runners > 0 or config.evaluation_num_env_runners > 0
+    if remote and config.backend != "ray" and config.uses_torch:
+        prestart_template(TORCH_PRELOAD, meanwhile=TORCH_MAIN_PRELOAD)
 
 
 def backend_for(config: AlgorithmConfig) -> RunnerBackend:

@@ -7,13 +7,14 @@ imports all of that once, and each worker is forked from it, its imports done.
 
     main process (training)                     template (`trainer.runners.worker_template`):
                                                 python -m trainer.runners.worker_template
-                                                          PARENT_PID KERNEL FD BLAS_THREADS
+                                                    PARENT_PID KERNEL FD BLAS_THREADS [EXTRA]
     start_workers([(index, conn_fd, stack_fd), ...])
+    (or earlier, prestart_template(EXTRA))
       first call, or os.environ / cwd changed
       since the template started: spawn one ->  imports numpy, gymnasium, cloudpickle and the
-                                                trainer (`PRELOAD`); gc.freeze(); checks it
-                                                runs a single thread
-                                 <-----------   {"ready": true}
+                                                trainer (`PRELOAD`), and EXTRA's modules;
+                                                gc.freeze(); checks it runs a single thread
+                                 <-----------   {"ready": true, "preloaded": [...]}
       subreaper on (prctl, for this batch only)
       {"indices": [i, ...], "std": [1, 2],
        "preload": [module, ...]} +
@@ -35,6 +36,10 @@ imports all of that once, and each worker is forked from it, its imports done.
                                                 its stdout/stderr, a fresh numpy seed, the
                                                 user's BLAS threads, then `worker.run`: the
                                                 protocol, exactly as a spawned worker
+
+A torch config's `build()` starts the template first thing, with torch as EXTRA
+(`prestart_template`): the template's imports then run while the main process imports its own
+torch and validates the config, instead of after.
 
 All the workers of one `build()` (or one restart) are one request: one round trip to the
 template and one intermediate process, whatever their number, so starting 5 costs little more
@@ -71,6 +76,7 @@ What holds for forked workers as for spawned ones:
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -172,8 +178,13 @@ def worker_environment() -> dict[str, str]:
 #: stale: threadpoolctl (imported by the first BLAS-capped product, see `trainer.core.blas`)
 #: does `os.environ.setdefault("KMP_DUPLICATE_LIB_OK", "True")`, and the worker that imports
 #: it sets the same; torch sets `TORCHINDUCTOR_CACHE_DIR` to its default when a module is first
-#: built, and a worker's torch does the same.
-SELF_SET_VARIABLES = frozenset({"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR"})
+#: built, and a worker's torch does the same; tensorboardX, which the main job imports on a
+#: thread while `build()` starts the EnvRunners, sets `CRC32C_SW_MODE` to "auto" where it is
+#: unset (a template started before that and one started after would otherwise differ, and
+#: the evaluation EnvRunners waited for a fresh template's imports).
+SELF_SET_VARIABLES = frozenset(
+    {"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR", "CRC32C_SW_MODE"}
+)
 
 
 def _environment_key() -> tuple:
@@ -213,7 +224,10 @@ def _close_template(sock: socket.socket, process: subprocess.Popen) -> None:
 class WorkerTemplate:
     """The main process's side of one template process: `fork(...)` starts a worker."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Sequence[str] = (), meanwhile: Sequence[str] = ()) -> None:
+        """Starts the template; it imports `preload` (beyond `PRELOAD`) before it is ready.
+        `meanwhile`: what this process imports if its first fork request finds the template
+        not ready yet, instead of waiting idle (see `prestart_template`)."""
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -224,6 +238,7 @@ class WorkerTemplate:
             "trainer.runners.worker_template",
             str(child_sock.fileno()),
             json.dumps(user_threads),
+            *([json.dumps(list(preload))] if preload else []),
             pass_fds=(child_sock.fileno(),),
             env=env,
         )
@@ -233,6 +248,7 @@ class WorkerTemplate:
         self._ready = False
         #: Modules fork requests had it import beyond `PRELOAD`.
         self.preloaded: set[str] = set()
+        self._meanwhile = tuple(meanwhile)
         self._finalizer = weakref.finalize(self, _close_template, parent_sock, self.process)
 
     def alive(self) -> bool:
@@ -268,7 +284,9 @@ class WorkerTemplate:
         `sent` telling whether the template may have got the descriptors (then workers
         forked late could hold them: they are not used again)."""
         if not self._ready:
-            self._receive(STARTUP_TIMEOUT_S)
+            if self._meanwhile and not select.select([self._sock], [], [], 0)[0]:
+                _import_meanwhile(self._meanwhile)
+            self.preloaded.update(self._receive(STARTUP_TIMEOUT_S).get("preloaded", ()))
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
         new_modules = [module for module in preload if module not in self.preloaded]
@@ -309,6 +327,27 @@ class _Forking:
         with self._lock:
             template = self._template
             return template.pid if template is not None and template.alive() else None
+
+    def prestart(self, preload: Sequence[str], meanwhile: Sequence[str]) -> None:
+        """Starts a template now, importing `preload` (beyond `PRELOAD`) while this process
+        goes on, unless a current one runs; the next fork request uses it (see
+        `prestart_template` for `meanwhile`)."""
+        with self._lock:
+            key = _environment_key()
+            if key == self._failed_key:
+                return
+            if self._template is not None:
+                if self._template.key == key and self._template.alive():
+                    return
+                self._template.close()
+                self._template = None
+            was_subreaper = child_subreaper()
+            try:
+                set_child_subreaper(True)  # as for a template started by a fork request
+                self._template = WorkerTemplate(preload, meanwhile)
+            finally:
+                if not was_subreaper:
+                    set_child_subreaper(False)
 
     def fork(
         self, workers: Sequence[WorkerFds], preload: Sequence[str] = ()
@@ -408,6 +447,27 @@ def start_workers(
         for process in started:
             end_process(process)
         raise
+
+
+def prestart_template(preload: Sequence[str] = (), meanwhile: Sequence[str] = ()) -> None:
+    """Starts this process's worker template now (where workers are forked), importing the
+    modules of `preload` beyond `PRELOAD`, so that its imports run while this process does
+    other work: torch's (~1 s of CPU) while this process imports its own torch, ahead of a
+    torch config's EnvRunners. If the first fork request still finds the template importing,
+    this process imports the modules of `meanwhile` (what it needs later anyway) before it
+    waits. Does nothing where a current template runs already."""
+    if forking_available():
+        _forking.prestart(preload, meanwhile)
+
+
+def _import_meanwhile(modules: Sequence[str]) -> None:
+    """Imports `modules` in order, up to the first that is not installed (whoever needs it
+    imports it again and reports that)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return
 
 
 def template_pid() -> int | None:

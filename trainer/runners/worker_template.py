@@ -1,7 +1,9 @@
 """The worker template process: `python -m trainer.runners.worker_template PARENT_PID KERNEL
-FD BLAS_THREADS`. It imports what every EnvRunner worker needs (`PRELOAD`), then forks a worker
-for each request of the main process on the socket FD, until that socket closes or the main
-process dies. The design, the requests and the guarantees: `trainer.runners.worker_forkserver`.
+FD BLAS_THREADS [EXTRA]`. It imports what every EnvRunner worker needs (`PRELOAD`) and the
+modules of the JSON list EXTRA (torch, when the main process starts it ahead of a torch
+config's workers), then forks a worker for each request of the main process on the socket
+FD, until that socket closes or the main process dies. The design, the requests and the
+guarantees: `trainer.runners.worker_forkserver`.
 
 It stays single-threaded (forking a process with other threads copies their locks in whatever
 state they are): no parent-watch thread (its loop checks the parent instead), numpy imported
@@ -247,14 +249,30 @@ def _serve(
             return
 
 
+def _import_extra(modules: list[str]) -> list[str]:
+    """Imports, in order, what the main process expects its workers to need beyond `PRELOAD`
+    (torch, for a torch config's EnvRunners), up to the first that fails; the modules
+    imported. Those left out are imported again by the fork request that needs them, which
+    reports the error."""
+    imported = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - reported by the fork request that needs it
+            break
+        imported.append(module)
+    return imported
+
+
 def main(argv: list[str]) -> None:
-    fd, threads = start_child(argv, watch_thread=False)
+    fd, threads, *extra = start_child(argv, watch_thread=False)
     parent_pid = int(argv[1])
     sock = socket.socket(fileno=int(fd))
     worker_name = process_name()
     try:
         for module in PRELOAD:
             importlib.import_module(module)
+        preloaded = _import_extra(json.loads(extra[0]) if extra else [])
         # What was imported lives as long as the workers: out of the cyclic collector's reach
         # in each of them (and their pages stay shared with the template).
         gc.freeze()
@@ -265,7 +283,7 @@ def main(argv: list[str]) -> None:
         sock.send(json.dumps({"error": f"{type(error).__name__}: {error}"}).encode())
         return
     set_process_name(TEMPLATE_NAME)
-    sock.send(b'{"ready": true}')
+    sock.send(json.dumps({"ready": True, "preloaded": preloaded}).encode())
     _serve(sock, parent_pid, worker_name, json.loads(threads))
 
 

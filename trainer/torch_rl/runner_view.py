@@ -9,6 +9,11 @@ advantages (`values`). The view answers those questions for a `TorchRLModule`:
     numpy obs --torch.from_numpy--> rl_module.forward_exploration({"obs": tensor})
               <--.numpy()---------- {"action_dist_inputs": tensor}
 
+The default modules whose forward pass is a known structure (PPO's MLP actor, DQN's MLP
+Q-network) compute `dist_inputs` in numpy on copies of their weights, taken again when the
+weights change (`trainer.torch_rl.numpy_inference`): the EnvRunners' per-step batches of a few rows cost
+torch's dispatch far more than their arithmetic. Every other module runs its own forward.
+
 RLlib's own distributions (TorchCategorical, TorchDiagGaussian) are drawn from by their numpy
 twins with the runner's seeded numpy generator (the same draws as the numpy modules make); any
 other TorchDistribution class is drawn from in torch (`TorchDistributionActions`).
@@ -36,6 +41,7 @@ from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.core.obs_tree import tree_len, tree_map
 from trainer.torch_rl.learner import TorchThreads
+from trainer.torch_rl.numpy_inference import NumpyInference, numpy_inference
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
 
 
@@ -113,6 +119,8 @@ class TorchModuleView:
         #: The extra inputs a recurrent default module asks for (RLlib's prev-action/-reward).
         self.needs_prev_actions = self.stateful and bool(model_config.get("lstm_use_prev_action"))
         self.needs_prev_rewards = self.stateful and bool(model_config.get("lstm_use_prev_reward"))
+        #: The numpy forward pass of a default module (None: the module's own, in torch).
+        self._numpy: NumpyInference | None = numpy_inference(rl_module)
 
     @property
     def observation_space(self) -> Any:
@@ -137,7 +145,14 @@ class TorchModuleView:
 
     def dist_inputs(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
         """The module's action-distribution inputs for a batch of observations
-        (`forward_exploration`, or `forward_inference` without `explore`)."""
+        (`forward_exploration`, or `forward_inference` without `explore`; in numpy for a
+        default module of a known structure, whose two are the same)."""
+        numpy_forward = self._numpy
+        if numpy_forward is not None and numpy_forward.accepts(obs):
+            if not numpy_forward.current():  # a parameter was written or moved since
+                numpy_forward = self._numpy = numpy_inference(self.rl_module)
+            if numpy_forward is not None:
+                return numpy_forward(obs)
         obs = self.module_observations(obs)
         out = (
             self.forward_exploration({Columns.OBS: obs})
@@ -256,6 +271,7 @@ class TorchModuleView:
         self.check_weights(weights)
         with self._threads():  # the copies into the parameters, as the forward passes
             self.rl_module.set_state(weights)
+        self._refresh_numpy()
 
     def parameter_names(self) -> list[str]:
         """Every state entry's name (the whole module, value function included)."""
@@ -270,6 +286,12 @@ class TorchModuleView:
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.rl_module.set_state(state)
+        self._refresh_numpy()
+
+    def _refresh_numpy(self) -> None:
+        """The numpy forward pass built again from the module as it is now: its weights, and
+        any other change since (a forward hook registered sends the module back to torch)."""
+        self._numpy = numpy_inference(self.rl_module)
 
 
 def build_torch_module(

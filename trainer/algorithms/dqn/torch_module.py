@@ -41,6 +41,7 @@ from trainer.core.models import check_model_config
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical
 from trainer.torch_rl.networks import MLPHead, ObservationEncoding, encoder_factory
+from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: RLlib's output keys (`ray.rllib.algorithms.dqn.default_dqn_rl_module`).
@@ -71,6 +72,10 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     returns `{"qf_preds": (B, num_actions)}`, `forward_target(batch)` the same from the target
     networks, `_forward_train` RLlib's `qf_preds`, `qf_next_preds` (with `double_q`) and
     `qf_target_next_preds` for a batch with `obs` and `next_obs`."""
+
+    #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
+    #: (`trainer.torch_rl.numpy_inference`).
+    numpy_forward_class = NumpyDQNInference
 
     def setup(self) -> None:
         where = type(self).__name__

@@ -60,6 +60,7 @@ from trainer.torch_rl.networks import (
     RecurrentActorCriticEncoder,
     encoder_factory,
 )
+from trainer.torch_rl.numpy_inference import NumpyPPOInference
 from trainer.torch_rl.rl_module import TorchRLModule
 
 
@@ -70,6 +71,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     `model_config` is a dict or a `DefaultModelConfig` with RLlib's keys, validated and
     defaulted as for the numpy modules (`trainer.core.models.check_model_config`)."""
+
+    #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
+    #: (`trainer.torch_rl.numpy_inference`).
+    numpy_forward_class = NumpyPPOInference
 
     reads_default_model_config_only = True
 

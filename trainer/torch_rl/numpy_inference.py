@@ -1,0 +1,250 @@
+"""The EnvRunners' forward pass of a default torch module, in numpy.
+
+An EnvRunner asks its module for one small batch of action-distribution inputs per env step
+(one row per sub-env). Through torch each such call costs ~100 us of dispatch (module calls,
+no_grad, tensor wrapping) for microseconds of arithmetic; the numpy modules' MLP math does the
+same products without it. For the default modules whose forward pass is a known structure,
+the view (`TorchModuleView`) therefore computes the distribution inputs here:
+
+- `DefaultPPOTorchRLModule` without `use_lstm` and with an MLP encoder: the actor encoder's
+  `fcnet_*` layers, then the `pi` head (with `clip_log_std` / `free_log_std` as the head has
+  them);
+- `DefaultDQNTorchRLModule` with an MLP encoder: the encoder, the `af` head and, with
+  `dueling`, the `vf` head combined as V + A - mean(A).
+
+A default module's class names its numpy forward (`numpy_forward_class`, read from that
+class itself, so a subclass is not taken for it). Only inference-only copies (the
+EnvRunners') compute here; a learner's module, and so `compute_single_action`, runs in torch.
+Any other module (a subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with
+forward hooks, on a GPU, not float32) runs its own forward in torch. The weights are numpy
+copies (weight matrices transposed to `(in, out)`, contiguous), taken again whenever a
+parameter was written since (torch's version counters see `set_state`'s `load_state_dict`,
+a multi-agent module's `set_state`, any in-place write) or moved (`module.to(...)`), and at
+each `set_state` / `set_weights` of the view (which also sends a module that got a forward
+hook back to torch).
+
+The products are numpy's (OpenBLAS) where torch's use its own kernels: float32 results agree
+to rounding, not always to the last bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.modules import module as torch_module
+
+from trainer.core.nn import activate_layer
+from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
+
+#: torch's activation layers of `TorchMLP` -> the numpy activations' names.
+_ACTIVATION_NAMES: dict[type[nn.Module], str] = {
+    nn.Tanh: "tanh",
+    nn.ReLU: "relu",
+    nn.SiLU: "silu",
+    nn.Sigmoid: "sigmoid",
+    nn.ELU: "elu",
+}
+
+
+class _NotKnown(Exception):
+    """The module is not a structure this file computes: it runs in torch."""
+
+
+def _weights(
+    parameter: torch.Tensor, watched: list[torch.Tensor], transpose: bool = False
+) -> np.ndarray:
+    """A numpy copy of a float32 CPU `parameter` (transposed with `transpose`: torch's
+    `(out, in)` weight as the `(in, out)` matrix a row batch is multiplied by), C-contiguous:
+    a product of a few rows with a transposed view took three times as long at 8 rows
+    (OpenBLAS). The parameter is noted in `watched`."""
+    if parameter.device.type != "cpu" or parameter.dtype != torch.float32:
+        raise _NotKnown
+    array = parameter.detach().numpy()
+    watched.append(parameter)
+    return np.ascontiguousarray(array.T if transpose else array)
+
+
+class NumpyLayers:
+    """A `TorchMLP`'s layers as numpy: `(weight (in, out), bias, activation)` each."""
+
+    def __init__(self, mlp: TorchMLP, watched: list[torch.Tensor]) -> None:
+        if type(mlp) is not TorchMLP:
+            raise _NotKnown
+        self.layers: list[tuple[np.ndarray, np.ndarray, str | None]] = []
+        for layer in mlp.mlp:
+            if type(layer) is nn.Linear:
+                if layer.bias is None:
+                    raise _NotKnown
+                weight = _weights(layer.weight, watched, transpose=True)
+                self.layers.append((weight, _weights(layer.bias, watched), None))
+                continue
+            name = _ACTIVATION_NAMES.get(type(layer))
+            if name is None or not self.layers or self.layers[-1][2] is not None:
+                raise _NotKnown
+            if isinstance(layer, nn.ELU) and layer.alpha != 1.0:
+                raise _NotKnown
+            weight, bias, _ = self.layers[-1]
+            self.layers[-1] = (weight, bias, name)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        for weight, bias, activation in self.layers:
+            x = x @ weight
+            x += bias
+            if activation is not None:
+                x = activate_layer(activation, x)
+        return x
+
+
+class NumpyHead:
+    """An `MLPHead` as numpy: its layers, then the log-stds as the head makes them."""
+
+    def __init__(self, head: MLPHead, watched: list[torch.Tensor]) -> None:
+        if type(head) is not MLPHead:
+            raise _NotKnown
+        self.net = NumpyLayers(head.net, watched)
+        self.log_std = _weights(head.log_std, watched) if head.free_log_std else None
+        self.clip = head.log_std_clip_param if head.clip_log_std else None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        out = self.net(x)
+        if self.log_std is not None:
+            log_std = np.broadcast_to(self.log_std, out.shape)
+            if self.clip is not None:
+                log_std = np.clip(log_std, -self.clip, self.clip)
+            return np.concatenate([out, log_std], axis=-1)
+        if self.clip is not None:
+            half = out.shape[-1] // 2
+            np.clip(out[..., half:], -self.clip, self.clip, out=out[..., half:])
+        return out
+
+
+def _mlp_encoder(encoder: nn.Module, watched: list[torch.Tensor]) -> NumpyLayers:
+    if type(encoder) is not MLPEncoder:
+        raise _NotKnown  # a CNN encoder, or one of the user's
+    return NumpyLayers(encoder.net, watched)
+
+
+class NumpyPPOInference:
+    """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
+
+    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
+        if module._stateful or module._encode_obs.image:
+            raise _NotKnown
+        encoder = module.encoder
+        self.encoder = _mlp_encoder(
+            encoder.encoder if encoder.shared else encoder.actor_encoder, watched
+        )
+        self.pi = NumpyHead(module.pi, watched)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.pi(self.encoder(obs))
+
+
+class NumpyDQNInference:
+    """The default DQN module's Q-values (`compute_q_values`: encoder, `af`, with dueling
+    `vf`) in numpy."""
+
+    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
+        if module._encode_obs.image:
+            raise _NotKnown
+        self.encoder = _mlp_encoder(module.encoder, watched)
+        self.af = NumpyHead(module.af, watched)
+        self.vf = NumpyHead(module.vf, watched) if module.uses_dueling else None
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        features = self.encoder(obs)
+        advantages = self.af(features)
+        if self.vf is None:
+            return advantages
+        if np.isfinite(advantages).all():
+            mean = advantages.mean(axis=-1, keepdims=True)
+        else:  # as the torch module: a masked action's -inf left out of the mean
+            mean = np.nanmean(
+                np.nan_to_num(advantages, nan=0.0, neginf=np.nan), axis=-1, keepdims=True
+            )
+        return advantages - mean + self.vf(features)
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
+        return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+
+
+#: The class attribute by which a default module names the class of its numpy forward
+#: (`NumpyPPOInference`, `NumpyDQNInference`). Read from the module's own class only: a
+#: subclass, which may override the forward passes, runs them in torch.
+NUMPY_FORWARD_CLASS = "numpy_forward_class"
+
+
+def _versions(parameters: list[torch.Tensor]) -> list[int]:
+    return [parameter._version for parameter in parameters]
+
+
+class NumpyInference:
+    """A default torch module's distribution inputs in numpy (see the module docstring):
+    `numpy_inference(module)` builds one, or None for a module that runs in torch. Call
+    `current()` before each use: False once a parameter was written or moved (then build a
+    new one)."""
+
+    def __init__(
+        self,
+        forward: Any,
+        watched: list[torch.Tensor],
+        in_dim: int,
+        obs_shape: tuple[int, ...],
+    ) -> None:
+        self._forward = forward
+        self._watched = watched
+        self._versions = _versions(watched)
+        self._first_pointer = watched[0].data_ptr()
+        #: The width of the observation rows it takes (the encoder's input).
+        self.in_dim = in_dim
+        #: The shapes of one observation it takes: a row, or a 2-D Box's own shape.
+        self._obs_shapes = {(in_dim,), obs_shape}
+
+    def current(self) -> bool:
+        """Whether its copies still hold the parameters' values: no parameter was written
+        since (torch's version counters: `load_state_dict`, an optimizer's step, any in-place
+        write) and none moved (`module.to(...)` replaces every parameter's memory)."""
+        return (
+            _versions(self._watched) == self._versions
+            and self._watched[0].data_ptr() == self._first_pointer
+        )
+
+    def accepts(self, obs: Any) -> bool:
+        """Whether `obs` is a batch it computes: a float array of rows of `in_dim` columns,
+        or of a 2-D Box's observations (anything else, such as raw Discrete indices, goes to
+        the torch module)."""
+        return (
+            type(obs) is np.ndarray
+            and obs.dtype.kind == "f"
+            and obs.ndim >= 2
+            and obs.shape[1:] in self._obs_shapes
+        )
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """The distribution inputs `(B, ...)` float32 for a batch `obs` it `accepts` (as the
+        torch module reads them: flattened rows, cast to float32)."""
+        rows = obs.reshape(len(obs), self.in_dim)
+        return self._forward(rows.astype(np.float32, copy=False))
+
+
+def numpy_inference(module: nn.Module) -> NumpyInference | None:
+    """The numpy forward pass of `module` when it is an inference-only copy (an EnvRunner's:
+    it never trains, its weights arrive by `set_state`) of a default module of a known
+    structure (see the module docstring), with float32 weights on the CPU and no forward
+    hooks; None otherwise (a learner's module always runs in torch)."""
+    build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
+    if build is None or not module.inference_only or _has_hooks(module):
+        return None
+    watched: list[torch.Tensor] = []
+    try:
+        forward = build(module, watched)
+    except _NotKnown:
+        return None
+    encoding = module._encode_obs
+    return NumpyInference(forward, watched, int(encoding.dim), tuple(encoding.shape))
