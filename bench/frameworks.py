@@ -226,13 +226,13 @@ def main() -> None:
     parser.add_argument("--skip-solve", action="store_true")
     parser.add_argument("--skip-examples", action="store_true")
     args = parser.parse_args()
-    lines = build_and_first_iteration(args.repeats)
-    lines += sampling(args.repeats)
+    # Each result line is printed as it is measured (the indented lines are the single runs).
+    build_and_first_iteration(args.repeats)
+    sampling(args.repeats)
     if not args.skip_solve:
-        lines += time_to_solve(args.tasks, args.seeds, args.max_seconds)
+        time_to_solve(args.tasks, args.seeds, args.max_seconds)
     if not args.skip_examples:
-        lines += rllib_example(args.max_seconds)
-    print("\n".join(["", "summary:", *lines]))
+        rllib_example(args.max_seconds)
 
 
 if __name__ == "__main__":
