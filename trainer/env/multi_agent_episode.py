@@ -124,6 +124,22 @@ class RecordedColumns(Protocol):
     last_step_time: float | None
 
 
+def _end_from_columns(episode: SingleAgentEpisode, columns: RecordedColumns, agent_id: Any) -> None:
+    """Ends agent `agent_id`'s `episode` (it stepped in `columns`) where the columns say: at its
+    own end (`columns.ends`), else with the episode's flags after the last step."""
+    ended = columns.ends.get(agent_id)
+    terminated, truncated, last_step_time = (
+        ended
+        if ended is not None
+        else (columns.is_terminated, columns.is_truncated, columns.last_step_time)
+    )
+    if terminated or truncated:
+        episode.is_terminated, episode.is_truncated = terminated, truncated
+        episode._last_step_time = last_step_time
+        if episode._start_time is None:
+            episode._start_time = last_step_time
+
+
 class MultiAgentEpisode:
     """Stores one multi-agent episode (chunk): a `SingleAgentEpisode` per agent, tied to the
     env's time scale by `env_t_to_agent_t` (see the module docstring)."""
@@ -291,7 +307,6 @@ class MultiAgentEpisode:
         agent_episodes = self.agent_episodes
         observation_space, action_space = self.observation_space, self.action_space
         start_time = columns.start_time
-        ends = columns.ends
         actions_of, infos_of = columns.actions, columns.infos
         logp_of, dist_inputs_of = columns.action_logp, columns.action_dist_inputs
         rewards_of = columns.rewards
@@ -316,15 +331,7 @@ class MultiAgentEpisode:
                 start_time=start_time,
             )
             if t:
-                ended = ends.get(agent_id)
-                # Stepped to the last step: the episode's flags then.
-                end: tuple[bool, bool, float | None] = (
-                    ended
-                    if ended is not None
-                    else (columns.is_terminated, columns.is_truncated, columns.last_step_time)
-                )
-                if end[0] or end[1]:
-                    episode.is_terminated, episode.is_truncated, episode._last_step_time = end
+                _end_from_columns(episode, columns, agent_id)
             mappings[agent_id].data = [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]
         self._start_time = start_time
         if num_steps:
@@ -369,7 +376,6 @@ class MultiAgentEpisode:
         skip = self.SKIP_ENV_TS_TAG
         agent_episodes, mappings = self.agent_episodes, self.env_t_to_agent_t
         agent_t_started = self.agent_t_started
-        ends = columns.ends
         actions_of, infos_of = columns.actions, columns.infos
         logp_of, dist_inputs_of = columns.action_logp, columns.action_dist_inputs
         observations_of, rewards_of = columns.observations, columns.rewards
@@ -393,16 +399,7 @@ class MultiAgentEpisode:
                 dist_inputs_of[agent_id],
             )
             mapping.data.extend([*range(first, first + t), *[skip] * (num_steps - t)])
-            ended = ends.get(agent_id)
-            end: tuple[bool, bool, float | None] = (
-                ended
-                if ended is not None
-                else (columns.is_terminated, columns.is_truncated, columns.last_step_time)
-            )
-            if end[0] or end[1]:
-                episode.is_terminated, episode.is_truncated, episode._last_step_time = end
-                if episode._start_time is None:
-                    episode._start_time = end[2]
+            _end_from_columns(episode, columns, agent_id)
         if num_steps:
             self.env_t += num_steps
             self.is_terminated = columns.is_terminated
