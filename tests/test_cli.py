@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import logging
 import os
 import pty
 import queue
@@ -822,6 +823,34 @@ def test_the_run_folder_has_tensorboard_event_files_by_iteration_and_env_steps(t
         "ray/tune/fault_tolerance/num_healthy_workers",
         "env_steps/env_runners/episode_len_mean",
     } <= set(scalars)
+
+
+def test_event_files_skip_values_tensorboard_cannot_draw_without_a_warning(tmp_path, caplog):
+    """A NaN (the episode mean of an iteration in which no episode ended) or an infinity is
+    left out of the event file, and tensorboardX logs nothing about it; the other numbers of
+    the result are written."""
+    pytest.importorskip("tensorboardX", reason=NEEDS_TENSORBOARD)
+    from trainer.cli.tensorboard import EventWriter
+
+    writer = EventWriter(str(tmp_path))
+    with caplog.at_level(logging.DEBUG):
+        for iteration in (1, 2):
+            writer.write(
+                {
+                    "training_iteration": iteration,
+                    "num_env_steps_sampled_lifetime": 100 * iteration,
+                    "env_runners": {
+                        "episode_return_mean": float("nan"),
+                        "episode_len_mean": float("inf"),
+                        "num_episodes": 0,
+                    },
+                }
+            )
+    writer.close()
+    assert not [r for r in caplog.records if "NaN or Inf" in r.getMessage()]
+    scalars = _tensorboard_scalars(tmp_path)
+    assert scalars["ray/tune/env_runners/num_episodes"] == [(1, 0.0), (2, 0.0)]
+    assert not any("episode_return_mean" in tag or "episode_len_mean" in tag for tag in scalars)
 
 
 @pytest.mark.slow

@@ -108,8 +108,10 @@ class EventWriter:
         wall_time = result.get("timestamp")
         by_iteration, by_env_steps = [], []
         for key, value in scalars(result).items():
-            if math.isinf(value):
-                continue  # TensorBoard cannot draw it
+            if not math.isfinite(value):
+                # TensorBoard cannot draw it, and tensorboardX logs a warning for each one (a
+                # NaN mean of an iteration in which no episode ended, every such iteration).
+                continue
             # `SummaryWriter.add_scalar`'s summary (its tag cleaning included), one per scalar.
             by_iteration.extend(self._scalar(BY_ITERATION + key, value).value)
             by_env_steps.extend(self._scalar(BY_ENV_STEPS + key, value).value)
