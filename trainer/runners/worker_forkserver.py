@@ -285,7 +285,7 @@ class WorkerTemplate:
         forked late could hold them: they are not used again)."""
         if not self._ready:
             if self._meanwhile and not select.select([self._sock], [], [], 0)[0]:
-                _import_meanwhile(self._meanwhile)
+                import_in_order(self._meanwhile)
             self.preloaded.update(self._receive(STARTUP_TIMEOUT_S).get("preloaded", ()))
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
@@ -460,14 +460,18 @@ def prestart_template(preload: Sequence[str] = (), meanwhile: Sequence[str] = ()
         _forking.prestart(preload, meanwhile)
 
 
-def _import_meanwhile(modules: Sequence[str]) -> None:
-    """Imports `modules` in order, up to the first that is not installed (whoever needs it
-    imports it again and reports that)."""
+def import_in_order(modules: Sequence[str]) -> list[str]:
+    """Imports `modules` in order, up to the first that fails; returns those imported. The
+    ones left out are imported again by whoever needs them, which reports the error (the
+    fork request that needs it in the template, the learner in the main process)."""
+    imported = []
     for module in modules:
         try:
             importlib.import_module(module)
-        except ImportError:
-            return
+        except Exception:  # noqa: BLE001 - reported where the module is needed
+            break
+        imported.append(module)
+    return imported
 
 
 def template_pid() -> int | None:

@@ -33,6 +33,7 @@ from trainer.runners.worker_forkserver import (
     PARENT_CHECK_S,
     PRELOAD,
     TEMPLATE_NAME,
+    import_in_order,
 )
 from trainer.util.child_process import (
     PARENT_GONE_EXIT_CODE,
@@ -249,21 +250,6 @@ def _serve(
             return
 
 
-def _import_extra(modules: list[str]) -> list[str]:
-    """Imports, in order, what the main process expects its workers to need beyond `PRELOAD`
-    (torch, for a torch config's EnvRunners), up to the first that fails; the modules
-    imported. Those left out are imported again by the fork request that needs them, which
-    reports the error."""
-    imported = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - reported by the fork request that needs it
-            break
-        imported.append(module)
-    return imported
-
-
 def main(argv: list[str]) -> None:
     fd, threads, *extra = start_child(argv, watch_thread=False)
     parent_pid = int(argv[1])
@@ -272,7 +258,8 @@ def main(argv: list[str]) -> None:
     try:
         for module in PRELOAD:
             importlib.import_module(module)
-        preloaded = _import_extra(json.loads(extra[0]) if extra else [])
+        # (torch, for a torch config's EnvRunners)
+        preloaded = import_in_order(json.loads(extra[0]) if extra else [])
         # What was imported lives as long as the workers: out of the cyclic collector's reach
         # in each of them (and their pages stay shared with the template).
         gc.freeze()
