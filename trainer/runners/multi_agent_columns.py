@@ -42,6 +42,7 @@ and the rest of the episode, through the episode's own methods.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
@@ -74,29 +75,11 @@ class AgentColumns:
         """The columns of `episode` (new, empty) starting at a reset that returned
         `observations` and `infos`, which are checked as `add_env_reset` checks them."""
         episode.check_reset(observations, infos)
+        self._start(observations, continues=False)
         infos = infos or {}
-        self.observations: dict[Any, list] = {aid: [obs] for aid, obs in observations.items()}
-        self.infos: dict[Any, list] = {aid: [infos.get(aid) or {}] for aid in observations}
-        self.actions: dict[Any, list] = {aid: [] for aid in observations}
-        self.rewards: dict[Any, list] = {aid: [] for aid in observations}
-        self.action_logp: dict[Any, list] = {aid: [] for aid in observations}
-        self.action_dist_inputs: dict[Any, list] = {aid: [] for aid in observations}
-        #: Per agent that is done: (terminated, truncated, the time of its last step).
-        self.ends: dict[Any, tuple[bool, bool, float]] = {}
-        self.num_steps = 0
-        #: The agents of the first step, in its order.
-        self.first_actors: tuple = ()
-        #: The episode's flags and time after the last step.
-        self.is_terminated = False
-        self.is_truncated = False
-        self.start_time = time.perf_counter()
-        self.last_step_time: float | None = None
-        #: Agents not yet done.
-        self._running = len(observations)
-        #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
-        self._infos_seen = False
-        #: Whether the episode began in an earlier chunk (no reset in the columns).
-        self.continues = False
+        for agent_id, observation in observations.items():
+            self.observations[agent_id].append(observation)
+            self.infos[agent_id].append(infos.get(agent_id) or {})
 
     @classmethod
     def continuing(cls, episode: MultiAgentEpisode, agents: list) -> AgentColumns | None:
@@ -108,22 +91,34 @@ class AgentColumns:
         if not agents or not episode.continues_plainly(agents):
             return None
         columns = cls.__new__(cls)
-        columns.observations = {aid: [] for aid in agents}
-        columns.infos = {aid: [] for aid in agents}
-        columns.actions = {aid: [] for aid in agents}
-        columns.rewards = {aid: [] for aid in agents}
-        columns.action_logp = {aid: [] for aid in agents}
-        columns.action_dist_inputs = {aid: [] for aid in agents}
-        columns.ends = {}
-        columns.num_steps = 0
-        columns.first_actors = ()
-        columns.is_terminated = columns.is_truncated = False
-        columns.start_time = time.perf_counter()
-        columns.last_step_time = None
-        columns._running = len(agents)
-        columns._infos_seen = False
-        columns.continues = True
+        columns._start(agents, continues=True)
         return columns
+
+    def _start(self, agents: Iterable, *, continues: bool) -> None:
+        """Empty columns for `agents`, before a new episode's reset or a continued one's
+        first step."""
+        self.observations: dict[Any, list] = {aid: [] for aid in agents}
+        self.infos: dict[Any, list] = {aid: [] for aid in agents}
+        self.actions: dict[Any, list] = {aid: [] for aid in agents}
+        self.rewards: dict[Any, list] = {aid: [] for aid in agents}
+        self.action_logp: dict[Any, list] = {aid: [] for aid in agents}
+        self.action_dist_inputs: dict[Any, list] = {aid: [] for aid in agents}
+        #: Per agent that is done: (terminated, truncated, the time of its last step).
+        self.ends: dict[Any, tuple[bool, bool, float]] = {}
+        self.num_steps = 0
+        #: The agents of the first step, in its order.
+        self.first_actors: tuple = ()
+        #: The episode's flags and time after the last step.
+        self.is_terminated = False
+        self.is_truncated = False
+        self.start_time = time.perf_counter()
+        self.last_step_time: float | None = None
+        #: Agents not yet done.
+        self._running = len(self.actions)
+        #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
+        self._infos_seen = False
+        #: Whether the episode began in an earlier chunk (no reset in the columns).
+        self.continues = continues
 
     def record(
         self,
