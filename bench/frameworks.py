@@ -55,9 +55,8 @@ def ratio(torch_value: float, numpy_value: float) -> str:
     return f"{torch_value / numpy_value:.2f}" if numpy_value > 0 else "n/a"
 
 
-def time_to_solve(tasks: list[str], seeds: list[int], max_seconds: float) -> list[str]:
+def time_to_solve(tasks: list[str], seeds: list[int], max_seconds: float) -> None:
     """Per task: each seed on numpy then torch; one line per task with the medians."""
-    lines = []
     for name in tasks:
         task = TASKS[name]
         runs: dict[str, list] = {framework: [] for framework in FRAMEWORKS}
@@ -79,14 +78,13 @@ def time_to_solve(tasks: list[str], seeds: list[int], max_seconds: float) -> lis
             framework: sum(run.reached for run in framework_runs)
             for framework, framework_runs in runs.items()
         }
-        lines.append(
+        line = (
             f"{name}: numpy median {medians['numpy']:.1f} s ({reached['numpy']}/{len(seeds)} "
             f"reached), torch median {medians['torch']:.1f} s ({reached['torch']}/"
             f"{len(seeds)} reached): torch / numpy {ratio(medians['torch'], medians['numpy'])}"
             " (target <= 1.3)"
         )
-        print(lines[-1], flush=True)
-    return lines
+        print(line, flush=True)
 
 
 #: Run in a fresh interpreter: imports, build and the first train() of the PPO CartPole preset
@@ -124,7 +122,7 @@ def build_in_fresh_process(framework: str) -> tuple[float, float]:
     return float(output[-2]), float(output[-1])
 
 
-def build_and_first_iteration(repeats: int) -> list[str]:
+def build_and_first_iteration(repeats: int) -> None:
     """Median seconds to a built Algorithm in a fresh process (what a user's script waits
     for, torch's import included) and of the first `train()`, numpy and torch alternated."""
     builds: dict[str, list[float]] = {framework: [] for framework in FRAMEWORKS}
@@ -144,10 +142,9 @@ def build_and_first_iteration(repeats: int) -> list[str]:
         f"{ratio(first['torch'], first['numpy'])}"
     )
     print(line, flush=True)
-    return [line]
 
 
-def sampling(repeats: int, steps: int = 20_000, num_envs: int = 8) -> list[str]:
+def sampling(repeats: int, steps: int = 20_000, num_envs: int = 8) -> None:
     """Env steps per second of one EnvRunner process with each framework's default module."""
     from trainer import PPOConfig
 
@@ -182,16 +179,15 @@ def sampling(repeats: int, steps: int = 20_000, num_envs: int = 8) -> list[str]:
         f"{ratio(best['torch'], best['numpy'])}"
     )
     print(line, flush=True)
-    return [line]
 
 
-def rllib_example(timeout_s: float) -> list[str]:
+def rllib_example(timeout_s: float) -> None:
     """multi_agent_cartpole.py --as-test through the launcher, numpy against torch: wall
     seconds to the script's exit, the iterations' seconds and the first time its stop reward
     was reached (the script's own clock)."""
     from bench.rl_module_examples import example_script
 
-    script = example_script("x").parent.parent.joinpath(*MULTI_AGENT_CARTPOLE)
+    script = example_script(MULTI_AGENT_CARTPOLE[1], folder=MULTI_AGENT_CARTPOLE[0])
     summaries = {}
     for framework, flag in (("numpy", "tf2"), ("torch", "torch")):
         run = run_once(
@@ -214,7 +210,6 @@ def rllib_example(timeout_s: float) -> list[str]:
         f"torch / numpy {ratio(summaries['torch'], summaries['numpy'])}"
     )
     print(line, flush=True)
-    return [line]
 
 
 def main() -> None:

@@ -46,14 +46,14 @@ PROGRESS = re.compile(
 )
 
 
-def example_script(name: str) -> Path:
-    """RLlib's script `name` in the installed Ray 2.60 wheel (found on sys.path, not
-    imported)."""
+def example_script(name: str, folder: str = "rl_modules") -> Path:
+    """RLlib's script `name` of `rllib/examples/<folder>` in the installed Ray 2.60 wheel
+    (found on sys.path, not imported)."""
     spec = importlib.machinery.PathFinder.find_spec("ray")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("needs the Ray 2.60 wheel (the test extra) for RLlib's example scripts")
     path = Path(next(iter(spec.submodule_search_locations)))
-    return path / "rllib" / "examples" / "rl_modules" / name
+    return path / "rllib" / "examples" / folder / name
 
 
 def run_once(script_args: list[str], timeout_s: float) -> dict:
