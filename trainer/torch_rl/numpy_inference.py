@@ -168,7 +168,8 @@ class NumpyDQNInference:
         return advantages - mean + self.vf(features)
 
 
-def _has_hooks(module: nn.Module) -> bool:
+def has_hooks(module: nn.Module) -> bool:
+    """Whether a forward (pre-)hook, global or on any submodule, would see its forward."""
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
         return True
     return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
@@ -239,7 +240,7 @@ def numpy_inference(module: nn.Module) -> NumpyInference | None:
     structure (see the module docstring), with float32 weights on the CPU and no forward
     hooks; None otherwise (a learner's module always runs in torch)."""
     build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
-    if build is None or not module.inference_only or _has_hooks(module):
+    if build is None or not module.inference_only or has_hooks(module):
         return None
     watched: list[torch.Tensor] = []
     try:

@@ -266,21 +266,21 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
             - cfg.entropy_coeff * mean_entropy
             + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0)
         )
-        target_var = _variance(mb["value_targets"])
-        explained_var = (
-            1.0 - _variance(mb["value_targets"] - values) / target_var
-            if target_var > 0
-            else float("nan")
-        )
         return grads, {
             "total_loss": total_loss,
             "policy_loss": policy_loss,
             "vf_loss": mean_vf_loss,
             "vf_loss_unclipped": float(_sum(vf_loss)) / batch_size,
-            "vf_explained_var": explained_var,
+            "vf_explained_var": self.explained_variance(mb["value_targets"], values),
             "entropy": mean_entropy,
             "mean_kl_loss": mean_kl,
         }
+
+    @staticmethod
+    def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
+        """1 - var(targets - values) / var(targets), NaN for constant targets."""
+        target_var = _variance(targets)
+        return 1.0 - _variance(targets - values) / target_var if target_var > 0 else float("nan")
 
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         _, stats = self.loss_and_grads(mb)

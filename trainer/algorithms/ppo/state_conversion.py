@@ -68,15 +68,13 @@ def _shared_layers(config: dict) -> bool:
     return bool(config["vf_share_layers"]) and bool(config["fcnet_hiddens"])
 
 
-def numpy_ppo_state_to_torch(
-    state: dict[str, np.ndarray],
-    numpy_model_config: dict,
-    module: Any,
-    where: str = "state",
-) -> dict[str, np.ndarray]:
-    """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
-    the `state_dict` arrays of `module` (a `DefaultPPOTorchRLModule`, not inference-only);
-    raises `StateConversionError` naming what differs. See the module docstring."""
+def torch_names_of_numpy_parameters(
+    numpy_model_config: dict, module: Any, where: str = "state"
+) -> dict[str, str]:
+    """{numpy `PolicyModule` parameter name: `module`'s parameter name} for a numpy module
+    built with `numpy_model_config` and `module` (a `DefaultPPOTorchRLModule`, not
+    inference-only); raises `StateConversionError` naming what differs in the two networks'
+    structure (the shapes are the caller's to check). See the module docstring."""
     if not isinstance(module, DefaultPPOTorchRLModule):
         raise StateConversionError(
             f"{where}: a numpy PPO module's state converts into the default torch PPO module "
@@ -99,25 +97,6 @@ def numpy_ppo_state_to_torch(
             f"{numpy_config['vf_share_layers']!r}, torch module: "
             f"{torch_config['vf_share_layers']!r}): the two networks differ"
         )
-    own = module.state_dict()
-    converted: dict[str, np.ndarray] = {}
-
-    def put(numpy_name: str, torch_linear: str) -> None:
-        for suffix in ("weight", "bias"):
-            source = f"{numpy_name}.{suffix}"
-            target = f"{torch_linear}.{suffix}"
-            if source not in state:
-                raise StateConversionError(f"{where}: has no {source!r} (for {target!r})")
-            value = np.asarray(state[source])
-            value = value.T if suffix == "weight" else value
-            expected = tuple(own[target].shape)
-            if value.shape != expected:
-                raise StateConversionError(
-                    f"{where}[{source!r}]: shape {value.shape} as {target!r}, whose shape is "
-                    f"{expected}: the observation or action spaces or the layer sizes differ"
-                )
-            converted[target] = np.ascontiguousarray(value, dtype=np.float32)
-
     encoder = module.encoder
     pi_linears = _linear_names(module.pi.net, "pi.net")
     vf_linears = _linear_names(module.vf.net, "vf.net")
@@ -128,34 +107,60 @@ def numpy_ppo_state_to_torch(
         actor = _linear_names(getattr(encoder, "actor_encoder", None), "encoder.actor_encoder")
         critic = _linear_names(getattr(encoder, "critic_encoder", None), "encoder.critic_encoder")
         chains = {"pi": actor + pi_linears, "vf": critic + vf_linears}
-    for numpy_net, torch_linears in chains.items():
-        for index, torch_linear in enumerate(torch_linears):
-            put(f"{numpy_net}.{index}", torch_linear)
-    if "log_std" in state:
-        converted["pi.log_std"] = np.asarray(state["log_std"], dtype=np.float32)
-    unused = sorted(set(state) - {_numpy_name(name, chains) for name in converted} - {"log_std"})
+    names = {
+        f"{numpy_net}.{index}.{suffix}": f"{torch_linear}.{suffix}"
+        for numpy_net, torch_linears in chains.items()
+        for index, torch_linear in enumerate(torch_linears)
+        for suffix in ("weight", "bias")
+    }
+    if getattr(module.pi, "free_log_std", False):
+        names["log_std"] = "pi.log_std"
+    return names
+
+
+def numpy_ppo_state_to_torch(
+    state: dict[str, np.ndarray],
+    numpy_model_config: dict,
+    module: Any,
+    where: str = "state",
+) -> dict[str, np.ndarray]:
+    """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
+    the `state_dict` arrays of `module` (a `DefaultPPOTorchRLModule`, not inference-only);
+    raises `StateConversionError` naming what differs. See the module docstring."""
+    names = torch_names_of_numpy_parameters(numpy_model_config, module, where)
+    own = module.state_dict()
+    converted: dict[str, np.ndarray] = {}
+    for source, target in names.items():
+        if source == "log_std" and source not in state:
+            continue  # checked below, with the weights the torch module misses
+        if source not in state:
+            raise StateConversionError(f"{where}: has no {source!r} (for {target!r})")
+        value = np.asarray(state[source])
+        value = value.T if source.endswith(".weight") else value
+        expected = tuple(own[target].shape)
+        if value.shape != expected:
+            if source == "log_std":
+                raise StateConversionError(
+                    f"{where}['log_std']: shape {value.shape}, the torch module's pi.log_std "
+                    f"is {expected}"
+                )
+            raise StateConversionError(
+                f"{where}[{source!r}]: shape {value.shape} as {target!r}, whose shape is "
+                f"{expected}: the observation or action spaces or the layer sizes differ"
+            )
+        converted[target] = np.ascontiguousarray(value, dtype=np.float32)
+    unused = sorted(set(state) - set(names))
     missing = sorted(set(own) - set(converted))
     if unused or missing:
         raise StateConversionError(
             f"{where}: the networks differ: numpy weights without a torch counterpart "
             f"{unused[:4]}, torch weights without a numpy counterpart {missing[:4]}"
         )
-    for name, value in converted.items():
-        if name == "pi.log_std" and value.shape != tuple(own[name].shape):
-            raise StateConversionError(
-                f"{where}['log_std']: shape {value.shape}, the torch module's pi.log_std is "
-                f"{tuple(own[name].shape)}"
-            )
     return converted
 
 
-def _numpy_name(torch_name: str, chains: dict[str, list[str]]) -> str:
-    """The numpy name a converted torch weight came from (for the unused-weights check)."""
-    linear, _, suffix = torch_name.rpartition(".")
-    for numpy_net, torch_linears in chains.items():
-        if linear in torch_linears:
-            return f"{numpy_net}.{torch_linears.index(linear)}.{suffix}"
-    return torch_name
-
-
-__all__ = ["StateConversionError", "numpy_ppo_state_to_torch"]
+__all__ = [
+    "StateConversionError",
+    "numpy_ppo_state_to_torch",
+    "torch_names_of_numpy_parameters",
+]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
+from trainer.algorithms.ppo.numpy_update import NumpyPPOUpdate
 from trainer.algorithms.ppo.ppo_learner import (
     PPOLearnerState,
     adapted_kl_coeff,
@@ -139,6 +140,9 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         self._valued_batch: dict[str, Any] | None = None
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+        #: The update in numpy, for this class itself on the default module and optimizer
+        #: (`trainer.algorithms.ppo.numpy_update`); None: every update runs in torch.
+        self.numpy_update = NumpyPPOUpdate.of(self) if type(self) is PPOTorchLearner else None
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
@@ -362,6 +366,8 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         vf_explained_var, entropy, mean_kl_loss, gradients_default_optimizer_global_norm),
         curr_kl_coeff after its adaptation, curr_lr and num_env_steps_trained.
         `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
+        if self.numpy_update is not None and self.numpy_update.usable():
+            return self.numpy_update.update(episodes, num_env_steps_sampled_lifetime)
         with self.update_threads():
             return self._update(episodes, num_env_steps_sampled_lifetime)
 

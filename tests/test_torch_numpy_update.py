@@ -1,0 +1,258 @@
+"""The default torch PPO learner's update in numpy (`trainer.algorithms.ppo.numpy_update`):
+`PPOTorchLearner` on `DefaultPPOTorchRLModule` with its default Adam takes the same steps as
+its torch update (to float32 rounding: same weights, Adam moments and step counts, statistics,
+KL coefficient and minibatch order), the torch module and optimizer hold the result after each
+update (a torch update, a restore or an in-place write in between is picked up), and every
+other learner, module or optimizer trains in torch."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from trainer import SingleAgentEpisode
+from trainer.algorithms.ppo.ppo import PPOConfig
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+from trainer.compat.rllib_utils import Columns
+from trainer.core.models import SpaceInfo
+from trainer.torch_rl.runner_view import build_torch_module
+from trainer.util.rng import generator_state
+
+#: float32 rounding after a few Adam steps: Adam divides by the gradients' scale, so a
+#: rounding difference in a near-zero gradient moves its weight by up to about lr.
+WEIGHT_ATOL = 2e-4
+
+
+def _config(env: str, **training: Any) -> PPOConfig:
+    settings: dict[str, Any] = {"num_epochs": 3, "minibatch_size": 64, "lr": 1e-3}
+    settings.update(training)
+    return PPOConfig().environment(env).framework("torch").debugging(seed=3).training(**settings)
+
+
+def _module(env: str, model_config: dict, seed: int = 0) -> Any:
+    spec_env = gym.make(env)
+    spaces = SpaceInfo.from_spaces(spec_env.observation_space, spec_env.action_space)
+    return build_torch_module(
+        DefaultPPOTorchRLModule, spaces, model_config, inference_only=False, seed=seed
+    )
+
+
+def _episodes(view: Any, env_name: str, num_steps: int, seed: int) -> list[SingleAgentEpisode]:
+    """Episodes played in `env_name` by the module's sampled actions, with the action logp
+    and distribution inputs the learner needs; the last one is cut."""
+    env = gym.make(env_name)
+    rng = np.random.default_rng(seed)
+    module = view.rl_module
+    obs, _ = env.reset(seed=seed)
+    episodes, episode = [], SingleAgentEpisode()
+    episode.add_env_reset(obs)
+    for _ in range(num_steps):
+        rows = torch.from_numpy(view.spaces.preprocess(np.asarray([obs])))
+        with torch.no_grad():
+            inputs = module.forward_exploration({Columns.OBS: rows})[Columns.ACTION_DIST_INPUTS]
+            dist = module.get_exploration_action_dist_cls().from_logits(inputs)
+            action = dist.sample()
+            logp = float(dist.logp(action)[0])
+        action = action[0].numpy()
+        if isinstance(env.action_space, gym.spaces.Discrete):
+            action = int(action)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        episode.add_env_step(
+            obs,
+            action,
+            float(reward),
+            terminated=terminated,
+            truncated=truncated,
+            extra_model_outputs={"action_logp": logp, "action_dist_inputs": inputs[0].numpy()},
+        )
+        if terminated or truncated:
+            episodes.append(episode.to_numpy())
+            obs, _ = env.reset(seed=int(rng.integers(1 << 30)))
+            episode = SingleAgentEpisode()
+            episode.add_env_reset(obs)
+    if len(episode) > 0:
+        episodes.append(episode.to_numpy())
+    return episodes
+
+
+def _pair(env: str, model_config: dict, **training: Any) -> tuple[PPOTorchLearner, ...]:
+    """Two learners on modules with the same weights: the first updates in numpy, the
+    second in torch."""
+    view = _module(env, model_config)
+    in_numpy = PPOTorchLearner(_config(env, **training), view)
+    in_torch = PPOTorchLearner(_config(env, **training), copy.deepcopy(view))
+    assert in_numpy.numpy_update is not None
+    in_torch.numpy_update = None
+    return in_numpy, in_torch
+
+
+def _weights(learner: PPOTorchLearner) -> dict[str, np.ndarray]:
+    return {name: p.detach().numpy().copy() for name, p in learner.rl_module.named_parameters()}
+
+
+def _adam(learner: PPOTorchLearner) -> dict[str, dict[str, np.ndarray]]:
+    state = learner.get_state()["optimizer"]["default_optimizer"]["param_state"]
+    return {name: {k: np.asarray(v) for k, v in entries.items()} for name, entries in state.items()}
+
+
+def _assert_same_learners(a: PPOTorchLearner, b: PPOTorchLearner, atol: float) -> None:
+    weights_a, weights_b = _weights(a), _weights(b)
+    assert weights_a.keys() == weights_b.keys()
+    for name in weights_a:
+        np.testing.assert_allclose(weights_a[name], weights_b[name], atol=atol, err_msg=name)
+    adam_a, adam_b = _adam(a), _adam(b)
+    assert adam_a.keys() == adam_b.keys() == weights_a.keys()
+    for name, entries in adam_a.items():
+        assert entries.keys() == adam_b[name].keys() == {"step", "exp_avg", "exp_avg_sq"}
+        assert float(entries["step"]) == float(adam_b[name]["step"])
+        for key in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(
+                entries[key], adam_b[name][key], rtol=1e-3, atol=1e-6, err_msg=f"{name} {key}"
+            )
+    assert a.kl_coeff == pytest.approx(b.kl_coeff)
+    assert generator_state(a.rng) == generator_state(b.rng)
+
+
+def _assert_same_results(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key] == pytest.approx(b[key], rel=1e-3, abs=1e-5), key
+
+
+CASES = {
+    "cartpole": ("CartPole-v1", {}, {}),
+    "cartpole_shared_layers_kl_off": (
+        "CartPole-v1",
+        {"vf_share_layers": True, "fcnet_hiddens": [32, 16]},
+        {"use_kl_loss": False, "grad_clip": 0.5, "grad_clip_by": "norm"},
+    ),
+    "pendulum": ("Pendulum-v1", {"fcnet_hiddens": [32, 32]}, {"lr": [[0, 1e-3], [400, 1e-4]]}),
+    "pendulum_free_log_std_clip_value": (
+        "Pendulum-v1",
+        {"free_log_std": True, "head_fcnet_hiddens": [16], "fcnet_activation": "relu"},
+        {"grad_clip": 0.05, "grad_clip_by": "value", "minibatch_size": 100},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_numpy_update_takes_the_torch_updates_steps(case):
+    env, model_config, training = CASES[case]
+    in_numpy, in_torch = _pair(env, model_config, **training)
+    for round_, steps in enumerate([300, 250]):
+        episodes = _episodes(in_torch.module, env, steps, seed=round_)
+        lifetime = 200 * (round_ + 1)
+        results_numpy = in_numpy.update(episodes, num_env_steps_sampled_lifetime=lifetime)
+        results_torch = in_torch.update(episodes, num_env_steps_sampled_lifetime=lifetime)
+        _assert_same_results(results_numpy, results_torch)
+        _assert_same_learners(in_numpy, in_torch, WEIGHT_ATOL)
+
+
+def test_a_torch_update_in_between_is_picked_up():
+    """numpy, torch, numpy on one learner: the same as torch three times."""
+    mixed, in_torch = _pair("CartPole-v1", {"fcnet_hiddens": [32, 32]})
+    numpy_update = mixed.numpy_update
+    for round_ in range(3):
+        episodes = _episodes(in_torch.module, "CartPole-v1", 200, seed=round_)
+        mixed.numpy_update = None if round_ == 1 else numpy_update
+        mixed.update(episodes)
+        in_torch.update(episodes)
+        _assert_same_learners(mixed, in_torch, WEIGHT_ATOL)
+
+
+def test_a_restore_continues_exactly():
+    """A learner restored from another's state after a numpy update takes the same next
+    update, bit for bit; an in-place write to a parameter is used by the next update."""
+    env = "CartPole-v1"
+    first = PPOTorchLearner(_config(env), _module(env, {}, seed=1))
+    first.update(_episodes(first.module, env, 300, seed=0))
+    second = PPOTorchLearner(_config(env), _module(env, {}, seed=2))
+    second.set_state(first.get_state())
+    episodes = _episodes(first.module, env, 300, seed=1)
+    first.update(episodes)
+    second.update(episodes)
+    for name, value in _weights(first).items():
+        np.testing.assert_array_equal(value, _weights(second)[name], err_msg=name)
+    # An in-place write (as a user's callback might make) reaches the next numpy update.
+    with torch.no_grad():
+        for learner in (first, second):
+            learner.rl_module.pi.net.mlp[-1].bias.add_(5.0)
+    first.numpy_update = None
+    first.update(episodes)
+    second.update(episodes)
+    for name, value in _weights(first).items():
+        np.testing.assert_allclose(value, _weights(second)[name], atol=WEIGHT_ATOL, err_msg=name)
+
+
+class _SubclassedLearner(PPOTorchLearner):
+    pass
+
+
+def test_what_trains_in_torch():
+    env = "CartPole-v1"
+    assert _SubclassedLearner(_config(env), _module(env, {})).numpy_update is None
+    assert PPOTorchLearner(_config(env, use_critic=False), _module(env, {})).numpy_update is None
+    lstm = {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 4}
+    assert PPOTorchLearner(_config(env), _module(env, lstm)).numpy_update is None
+    schedulers = _config(env).experimental(
+        _torch_lr_scheduler_classes=[
+            lambda optimizer: torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.9)
+        ]
+    )
+    assert PPOTorchLearner(schedulers, _module(env, {})).numpy_update is None
+
+
+def test_a_forward_hook_or_a_changed_optimizer_sends_the_update_to_torch():
+    env = "CartPole-v1"
+    learner = PPOTorchLearner(_config(env), _module(env, {}))
+    episodes = _episodes(learner.module, env, 200, seed=0)
+    assert learner.numpy_update is not None and learner.numpy_update.usable()
+    calls = []
+    handle = learner.rl_module.pi.register_forward_hook(lambda *args: calls.append(1))
+    learner.update(episodes)
+    assert calls, "the update ran in numpy past a forward hook"
+    handle.remove()
+    assert learner.numpy_update.usable()
+    learner.get_optimizer().param_groups[0]["weight_decay"] = 0.01
+    assert not learner.numpy_update.usable()
+
+
+def test_an_algorithm_on_torch_trains_with_the_numpy_update_and_restores(tmp_path):
+    """Through the public API: a torch PPO Algorithm with EnvRunner processes learns
+    CartPole's first steps, and its checkpoint restores the same weights and Adam state."""
+    from trainer import Algorithm
+
+    config = (
+        _config("CartPole-v1", train_batch_size=1000, minibatch_size=128, num_epochs=4)
+        .env_runners(num_env_runners=1)
+        .training(lr=3e-4)
+    )
+    algo = config.build()
+    try:
+        assert algo.learner.numpy_update is not None
+        for _ in range(4):
+            result = algo.train()
+        assert result["learners"]["default_policy"]["num_env_steps_trained"] == 1000
+        algo.save_to_path(tmp_path / "checkpoint")
+        saved = algo.learner.get_state()
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(tmp_path / "checkpoint")
+    try:
+        state = restored.learner.get_state()
+        for name, value in saved["module"].items():
+            np.testing.assert_array_equal(value, state["module"][name])
+        saved_adam = saved["optimizer"]["default_optimizer"]["param_state"]
+        assert _adam(restored.learner).keys() == saved_adam.keys() == set(saved["module"])
+        for name, entries in _adam(restored.learner).items():
+            for key, value in entries.items():
+                np.testing.assert_array_equal(value, saved_adam[name][key])
+        restored.train()
+    finally:
+        restored.stop()
