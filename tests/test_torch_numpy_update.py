@@ -163,6 +163,13 @@ def test_a_torch_update_in_between_is_picked_up():
         mixed.numpy_update = None if round_ == 1 else numpy_update
         mixed.update(episodes)
         in_torch.update(episodes)
+        # The torch optimizer as a user reads it (before get_state) holds the update's state.
+        for param, param_torch in zip(
+            mixed.rl_module.parameters(), in_torch.rl_module.parameters(), strict=True
+        ):
+            moments = mixed.get_optimizer().state[param]["exp_avg"].numpy()
+            expected = in_torch.get_optimizer().state[param_torch]["exp_avg"].numpy()
+            np.testing.assert_allclose(moments, expected, rtol=1e-3, atol=1e-6)
         _assert_same_learners(mixed, in_torch, WEIGHT_ATOL)
 
 

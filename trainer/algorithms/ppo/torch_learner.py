@@ -49,6 +49,7 @@ from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import TorchLearner, to_train_tensors
+from trainer.torch_rl.numpy_twin import NumpyTwinHost
 from trainer.torch_rl.rl_module import to_numpy
 from trainer.torch_rl.sequences import (
     loss_mask,
@@ -84,7 +85,7 @@ def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torc
     return torch.clamp(1 - residual_var / (torch.var(targets, dim=0) + _SMALL_NUMBER), min=-1.0)
 
 
-class PPOTorchLearner(PPOLearnerState, TorchLearner):
+class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
     """PPO's learner for torch modules (see the module docstring)."""
 
     config: PPOConfig
@@ -143,6 +144,7 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         #: The update in numpy, for this class itself on the default module and optimizer
         #: (`trainer.algorithms.ppo.numpy_update`); None: every update runs in torch.
         self.numpy_update = NumpyPPOUpdate.of(self) if type(self) is PPOTorchLearner else None
+        self.numpy_twin = self.numpy_update.twin if self.numpy_update is not None else None
 
     # -- 1. from episodes to a train batch ---------------------------------------------------
     def build_train_batch(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
@@ -368,6 +370,7 @@ class PPOTorchLearner(PPOLearnerState, TorchLearner):
         `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
         if self.numpy_update is not None and self.numpy_update.usable():
             return self.numpy_update.update(episodes, num_env_steps_sampled_lifetime)
+        self.sync_torch_optimizer()
         with self.update_threads():
             return self._update(episodes, num_env_steps_sampled_lifetime)
 
