@@ -1,9 +1,11 @@
-"""The default torch PPO learner's update in numpy (`trainer.algorithms.ppo.numpy_update`):
-`PPOTorchLearner` on `DefaultPPOTorchRLModule` with its default Adam takes the same steps as
-its torch update (to float32 rounding: same weights, Adam moments and step counts, statistics,
-KL coefficient and minibatch order), the torch module and optimizer hold the result after each
-update (a torch update, a restore or an in-place write in between is picked up), and every
-other learner, module or optimizer trains in torch."""
+"""The default torch PPO and DQN learners' updates in numpy (`trainer.torch_rl.numpy_twin`,
+`trainer.algorithms.ppo.numpy_update`, `trainer.algorithms.dqn.numpy_update`):
+`PPOTorchLearner` on `DefaultPPOTorchRLModule` and `DQNTorchLearner` on
+`DefaultDQNTorchRLModule`, with their default Adam, take the same steps as their torch updates
+(to float32 rounding: same weights, target networks, Adam moments and step counts, statistics,
+KL coefficient and minibatch order); the torch module and optimizer hold the result after each
+update (a torch update, a restore or an in-place write in between is picked up); every other
+learner, module or optimizer trains in torch."""
 
 from __future__ import annotations
 
@@ -16,11 +18,15 @@ import pytest
 import torch
 
 from trainer import SingleAgentEpisode
+from trainer.algorithms.dqn.dqn import DQNConfig
+from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
 from trainer.algorithms.ppo.ppo import PPOConfig
 from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.models import SpaceInfo
+from trainer.metrics import TD_ERROR_KEY
 from trainer.torch_rl.runner_view import build_torch_module
 from trainer.util.rng import generator_state
 
@@ -257,6 +263,138 @@ def test_an_algorithm_on_torch_trains_with_the_numpy_update_and_restores(tmp_pat
             np.testing.assert_array_equal(value, state["module"][name])
         saved_adam = saved["optimizer"]["default_optimizer"]["param_state"]
         assert _adam(restored.learner).keys() == saved_adam.keys() == set(saved["module"])
+        for name, entries in _adam(restored.learner).items():
+            for key, value in entries.items():
+                np.testing.assert_array_equal(value, saved_adam[name][key])
+        restored.train()
+    finally:
+        restored.stop()
+
+
+# -- DQN ---------------------------------------------------------------------------------------
+def _dqn_pair(model_config: dict, **training: Any) -> tuple[DQNTorchLearner, DQNTorchLearner]:
+    """Two DQN learners on modules with the same weights: the first steps in numpy, the
+    second in torch."""
+    env = gym.make("CartPole-v1")
+    spaces = SpaceInfo.from_spaces(env.observation_space, env.action_space)
+    settings: dict[str, Any] = {"lr": 1e-3, "target_network_update_freq": 40, "tau": 0.5}
+    settings.update(training)
+    config = DQNConfig().environment("CartPole-v1").framework("torch").training(**settings)
+    view = build_torch_module(
+        DefaultDQNTorchRLModule, spaces, model_config, inference_only=False, seed=0
+    )
+    in_numpy = DQNTorchLearner(config, view)
+    in_torch = DQNTorchLearner(config, copy.deepcopy(view))
+    assert in_numpy.numpy_update is not None
+    in_torch.numpy_update = None
+    return in_numpy, in_torch
+
+
+def _replay_batch(rng: np.random.Generator, n: int = 32) -> dict[str, np.ndarray]:
+    return {
+        "obs": rng.standard_normal((n, 4), dtype=np.float32),
+        "next_obs": rng.standard_normal((n, 4), dtype=np.float32),
+        "actions": rng.integers(0, 2, n),
+        "rewards": rng.random(n, dtype=np.float32),
+        "terminateds": rng.random(n) < 0.1,
+        "discounts": np.full(n, 0.99**2, dtype=np.float32),
+        "weights": rng.uniform(0.5, 1.0, n).astype(np.float32),
+    }
+
+
+DQN_CASES = {
+    "dueling_double_q_huber": ({"fcnet_hiddens": [32, 32]}, {}),
+    "single_head_mse_clip_by_value": (
+        {"dueling": False, "fcnet_hiddens": [16], "head_fcnet_hiddens": [8]},
+        {"double_q": False, "td_error_loss_fn": "mse", "grad_clip": 0.1, "grad_clip_by": "value"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DQN_CASES))
+def test_the_numpy_dqn_step_takes_the_torch_steps(case):
+    """Weights, target networks, Adam's state and the statistics (TD errors for the
+    priorities included) after steps across two target network updates."""
+    model_config, training = DQN_CASES[case]
+    in_numpy, in_torch = _dqn_pair(model_config, **training)
+    rng = np.random.default_rng(0)
+    for step in range(12):
+        batch = _replay_batch(rng)
+        results_numpy = in_numpy.update(batch, num_env_steps_sampled_lifetime=10 * step)
+        results_torch = in_torch.update(batch, num_env_steps_sampled_lifetime=10 * step)
+        td_numpy = results_numpy.pop(TD_ERROR_KEY)
+        td_torch = results_torch.pop(TD_ERROR_KEY)
+        assert td_numpy.dtype == td_torch.dtype == np.float64
+        np.testing.assert_allclose(td_numpy, td_torch, rtol=1e-4, atol=1e-5)
+        _assert_same_results(results_numpy, results_torch)
+    assert in_numpy.last_target_update_step == in_torch.last_target_update_step == 80
+    weights_numpy, weights_torch = _weights(in_numpy), _weights(in_torch)
+    assert any(name.startswith("_target_") for name in weights_numpy)
+    for name, value in weights_numpy.items():
+        np.testing.assert_allclose(value, weights_torch[name], atol=WEIGHT_ATOL, err_msg=name)
+    adam_numpy, adam_torch = _adam(in_numpy), _adam(in_torch)
+    assert adam_numpy.keys() == adam_torch.keys()
+    assert not any(name.startswith("_target_") for name in adam_numpy)
+    for name, entries in adam_numpy.items():
+        assert float(entries["step"]) == float(adam_torch[name]["step"]) == 12
+        np.testing.assert_allclose(
+            entries["exp_avg"], adam_torch[name]["exp_avg"], rtol=1e-3, atol=1e-6
+        )
+
+
+def test_a_restored_dqn_learner_continues_exactly():
+    in_numpy, _ = _dqn_pair({"fcnet_hiddens": [32, 32]})
+    rng = np.random.default_rng(1)
+    for step in range(5):
+        in_numpy.update(_replay_batch(rng), num_env_steps_sampled_lifetime=10 * step)
+    restored, _ = _dqn_pair({"fcnet_hiddens": [32, 32]})
+    restored.set_state(in_numpy.get_state())
+    for step in range(5, 10):
+        batch = _replay_batch(rng)
+        in_numpy.update(batch, num_env_steps_sampled_lifetime=10 * step)
+        restored.update(batch, num_env_steps_sampled_lifetime=10 * step)
+    for name, value in _weights(in_numpy).items():
+        np.testing.assert_array_equal(value, _weights(restored)[name], err_msg=name)
+
+
+def test_a_dqn_algorithm_on_torch_steps_in_numpy_and_restores(tmp_path, monkeypatch):
+    """Through the public API: the default torch DQN on CartPole with an EnvRunner process
+    trains with the numpy step (torch's is never called), and its checkpoint restores the
+    trained weights and Adam state."""
+    from trainer import Algorithm
+
+    config = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .env_runners(num_env_runners=1)
+        .reporting(min_sample_timesteps_per_iteration=300)
+        .training(num_steps_sampled_before_learning_starts=200)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    try:
+        learner = algo.learner
+        assert learner.numpy_update is not None
+        initial = _weights(learner)
+
+        def torch_step(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the torch step ran")
+
+        monkeypatch.setattr(learner, "update_from_batch", torch_step)
+        for _ in range(3):
+            result = algo.train()
+        assert result["learners"]["default_policy"]["qf_loss"] > 0
+        trained = _weights(learner)
+        assert not np.array_equal(trained["af.net.mlp.0.weight"], initial["af.net.mlp.0.weight"])
+        algo.save_to_path(tmp_path / "checkpoint")
+        saved_adam = _adam(learner)
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(tmp_path / "checkpoint")
+    try:
+        for name, value in _weights(restored.learner).items():
+            np.testing.assert_array_equal(value, trained[name], err_msg=name)
         for name, entries in _adam(restored.learner).items():
             for key, value in entries.items():
                 np.testing.assert_array_equal(value, saved_adam[name][key])

@@ -9,20 +9,22 @@ networks as its default torch module can therefore compute the torch learner's u
 numpy (`trainer.algorithms.ppo.numpy_update`, `trainer.algorithms.dqn.numpy_update`); this
 file keeps the two sides the same:
 
-    torch parameters, torch Adam's exp_avg / exp_avg_sq / step
-        |  pull(): before an update, what was written since the last sync (torch's version
-        |  counters, the memory's address, the state tensors' identities: a restore, a torch
-        |  update, an in-place write by the user)
+    torch parameters  ==  numpy module's flat parameters (one memory: each torch parameter's
+                          data is a view of the numpy buffer, a weight matrix's `(in, out)`
+                          numpy view transposed, so a numpy step is a torch step, and a torch
+                          write, a restore or a target network's update in torch, is seen by
+                          numpy; shared again if a parameter's memory was replaced)
+    torch Adam's exp_avg / exp_avg_sq / step
+        |  pull(): before an update, when torch's state was replaced (a restore) or stepped
+        |  (a torch update: its step counts' version counters)
         v
-    numpy module's flat parameters (weights transposed to (in, out)), numpy Adam's m, v, step
-        |  the numpy update
-        v
-    push_parameters(): after each update, the trained parameters (what the EnvRunners, the
-    target networks and `compute_single_action` read);
-    flush_optimizer(): Adam's state, when the torch optimizer is read (`get_state`,
-    `get_optimizer`) or steps in torch (created as torch's Adam creates it on its first step)
+    numpy Adam's m, v, step_count
+        |  flush_optimizer(): when the torch optimizer is read (`get_state`,
+        |  `get_optimizer`) or steps in torch (its state created as torch's Adam creates it
+        v  on its first step)
+    torch Adam's state
 
-The torch optimizer must be a plain `torch.optim.Adam` over exactly the trained parameters
+The torch optimizer must be a plain `torch.optim.Adam` over the trained parameters
 (`plain_adam`): one parameter group, no amsgrad, weight decay, maximize or differentiable,
 no torch lr scheduler, float32 parameters on the CPU. Everything else updates in torch.
 """
@@ -34,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn.modules import module as torch_module
 
 from trainer.core.learner import DEFAULT_OPTIMIZER
 from trainer.core.models import FlatParameterModule
@@ -47,9 +50,9 @@ _PLAIN_ADAM = {"amsgrad": False, "weight_decay": 0, "maximize": False, "differen
 
 
 def plain_adam(learner: Any) -> torch.optim.Adam | None:
-    """The learner's one optimizer when it is a plain torch Adam over exactly the trainable
-    parameters of its module, all float32 on the CPU, with no torch lr scheduler; None
-    otherwise (see the module docstring)."""
+    """The learner's one optimizer when it is a plain torch Adam over the trainable
+    parameters of its module (and perhaps its frozen ones), all float32 on the CPU, with no
+    torch lr scheduler; None otherwise (see the module docstring)."""
     optimizers = learner._optimizers
     if list(optimizers) != [DEFAULT_OPTIMIZER]:
         return None
@@ -65,14 +68,39 @@ def plain_adam(learner: Any) -> torch.optim.Adam | None:
     if group.get("capturable") or isinstance(group["lr"], torch.Tensor):
         return None
     params = list(learner.rl_module.parameters())
-    trained = [p for p in params if p.requires_grad]
-    if len(group["params"]) != len(trained) or {id(p) for p in group["params"]} != {
-        id(p) for p in trained
-    }:
+    # Every trainable parameter, and perhaps frozen ones, which get no gradient and so no
+    # step and no state (RLlib's default optimizer takes all of a DQN module's parameters,
+    # its target networks' too).
+    stepped = {id(p) for p in group["params"]}
+    if not {id(p) for p in params if p.requires_grad} <= stepped <= {id(p) for p in params}:
+        return None
+    if any(optimizer.state.get(p) for p in params if not p.requires_grad):
         return None
     if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
         return None
     return optimizer
+
+
+def linear_names(part: torch.nn.Module | None, prefix: str) -> list[str]:
+    """The dotted names (under `prefix`) of the `nn.Linear` layers of `part`, in order (a
+    numpy MLP's layers `0, 1, ...` are these)."""
+    if part is None:
+        return []
+    return [
+        f"{prefix}.{name}" if name else prefix
+        for name, layer in part.named_modules()
+        if isinstance(layer, torch.nn.Linear)
+    ]
+
+
+def mlp_names(numpy_net: str, torch_linears: list[str]) -> dict[str, str]:
+    """{numpy parameter name: torch parameter name} for the numpy MLP `numpy_net` whose
+    layers are the `torch_linears` in order."""
+    return {
+        f"{numpy_net}.{index}.{suffix}": f"{torch_linear}.{suffix}"
+        for index, torch_linear in enumerate(torch_linears)
+        for suffix in ("weight", "bias")
+    }
 
 
 @dataclasses.dataclass
@@ -86,8 +114,14 @@ class TwinParameter:
     m: np.ndarray | None = None
     v: np.ndarray | None = None
 
-    def mark(self) -> tuple[int, int]:
-        return self.param._version, self.param.data_ptr()
+    def shared(self) -> bool:
+        """Whether the torch parameter's data is the numpy value's memory."""
+        return self.param.data_ptr() == self.value.ctypes.data
+
+    def share(self) -> None:
+        """Makes the torch parameter's data the numpy value's memory, keeping its values."""
+        self.value[...] = self.param.detach().numpy()
+        self.param.data = torch.from_numpy(self.value)
 
 
 def twin_parameters(
@@ -131,6 +165,7 @@ class NumpyTwin:
 
     def __init__(
         self,
+        learner: Any,
         optimizer: torch.optim.Adam,
         adam: Adam,
         trained: list[TwinParameter],
@@ -140,34 +175,63 @@ class NumpyTwin:
         self.adam = adam
         self.trained = trained
         self.fixed = list(fixed)
-        #: Each parameter's (version, address) when its two sides were last the same.
-        self._marks: dict[int, tuple[int, int]] = {}
-        #: The torch Adam state's identity and versions when the two sides last matched.
+        #: The module's submodules (whose forward hooks would miss a numpy update).
+        self._modules = list(learner.rl_module.modules())
+        self._num_stepped = len(optimizer.param_groups[0]["params"])
+        #: The torch Adam state's identity and step versions when the two sides last matched.
         self._optimizer_mark: tuple | None = None
         #: Whether the numpy Adam stepped since the torch one was last written.
         self._optimizer_ahead = False
+        for twin in self.trained + self.fixed:
+            twin.share()
 
     # -- checks --------------------------------------------------------------------------------
     def _torch_optimizer_mark(self) -> tuple:
+        """What changes when the torch Adam's state is replaced (a restore) or steps (its
+        step counts' versions; its fused kernel leaves the moments' versions as they were)."""
         state = self.optimizer.state
-        marks: list[Any] = []
+        marks: list[Any] = [id(state)]
         for twin in self.trained:
-            entries = state.get(twin.param) or {}
-            for key in (EXP_AVG, EXP_AVG_SQ, STEP):
-                tensor = entries.get(key)
-                marks += [id(tensor), getattr(tensor, "_version", None)]
+            entries = state.get(twin.param)
+            step = entries.get(STEP) if entries else None
+            marks += [id(entries), id(step), getattr(step, "_version", None)]
         return tuple(marks)
 
-    def usable(self, learner: Any) -> bool:
-        """Whether the next update can run in numpy: still this plain Adam (see `plain_adam`)
-        over the same parameters, and its state one the numpy Adam holds (every trained
-        parameter's or none, with one step count)."""
-        adam = plain_adam(learner)
-        if adam is None or adam is not self.optimizer:
+    def _hooked(self) -> bool:
+        if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
+            return True
+        return any(m._forward_hooks or m._forward_pre_hooks for m in self._modules)
+
+    def _same_plain_optimizer(self, learner: Any) -> bool:
+        """The checks of `plain_adam` that a user's change between updates could fail,
+        without walking the module (a moved parameter is checked in full by `usable`)."""
+        optimizers = learner._optimizers
+        entry = optimizers.get(DEFAULT_OPTIMIZER)
+        if len(optimizers) != 1 or entry is None or entry.optimizer is not self.optimizer:
             return False
+        groups = self.optimizer.param_groups
+        if entry.lr_schedulers or len(groups) != 1:
+            return False
+        group = groups[0]
+        return (
+            all(group.get(key, value) == value for key, value in _PLAIN_ADAM.items())
+            and not group.get("capturable")
+            and not isinstance(group["lr"], torch.Tensor)
+            and len(group["params"]) == self._num_stepped
+        )
+
+    def usable(self, learner: Any) -> bool:
+        """Whether the next update can run in numpy: no forward hook, still this plain Adam
+        (see `plain_adam`) over the same parameters, and its state one the numpy Adam holds
+        (every trained parameter's or none, with one step count)."""
+        if self._hooked() or not self._same_plain_optimizer(learner):
+            return False
+        moved = not all(twin.shared() for twin in self.trained + self.fixed)
+        if moved and plain_adam(learner) is not self.optimizer:
+            return False  # e.g. cast to float64 or sent to a GPU
         if self._optimizer_mark == self._torch_optimizer_mark():
             return True
-        entries = [adam.state.get(twin.param) or {} for twin in self.trained]
+        entries = [self.optimizer.state.get(twin.param) or {} for twin in self.trained]
         if not any(entries):
             return True
         if any(set(e) != _ADAM_STATE_KEYS for e in entries):
@@ -176,17 +240,13 @@ class NumpyTwin:
 
     # -- torch -> numpy --------------------------------------------------------------------------
     def pull(self) -> None:
-        """Copies into numpy what changed on the torch side since the last sync."""
-        # A torch step changes its state (its step counts' versions): then every trained
-        # parameter is taken again, since torch's fused Adam writes the parameters without
-        # bumping their version counters.
-        optimizer_changed = self._optimizer_mark != self._torch_optimizer_mark()
+        """Brings the numpy side up to date before an update: parameters whose memory was
+        replaced (`module.to(...)`, a user's `param.data = ...`) are shared again, and the
+        torch Adam's state is read when it was replaced or stepped since the last sync."""
         for twin in self.trained + self.fixed:
-            mark = twin.mark()
-            if self._marks.get(id(twin)) != mark or (optimizer_changed and twin.m is not None):
-                twin.value[...] = twin.param.detach().numpy()
-                self._marks[id(twin)] = mark
-        if not optimizer_changed:
+            if not twin.shared():
+                twin.share()
+        if self._optimizer_mark == self._torch_optimizer_mark():
             return
         state = self.optimizer.state
         steps = 0
@@ -205,12 +265,8 @@ class NumpyTwin:
         self._optimizer_ahead = False
 
     # -- numpy -> torch --------------------------------------------------------------------------
-    def push_parameters(self) -> None:
-        """Copies the trained parameters' numpy values into torch (after a numpy update)."""
-        with torch.no_grad():
-            for twin in self.trained:
-                twin.param.copy_(torch.from_numpy(twin.value))
-                self._marks[id(twin)] = twin.mark()
+    def stepped(self) -> None:
+        """Notes a numpy update: the parameters are torch's already, Adam's state is ahead."""
         self._optimizer_ahead = True
 
     def flush_optimizer(self) -> None:
@@ -237,6 +293,14 @@ class NumpyTwin:
     def rate(self) -> float:
         """The torch optimizer's rate (the learner's schedule sets it there)."""
         return float(self.optimizer.param_groups[0]["lr"])
+
+    def sync_settings(self) -> None:
+        """The numpy Adam's rate, betas and eps from the torch Adam's (a schedule or the user
+        may have set them)."""
+        group = self.optimizer.param_groups[0]
+        self.adam.lr = float(group["lr"])
+        self.adam.beta1, self.adam.beta2 = (float(beta) for beta in group["betas"])
+        self.adam.eps = float(group["eps"])
 
 
 class NumpyTwinHost:

@@ -66,9 +66,17 @@ class DQNLearner(NumpyLearner):
     ) -> UpdateResults:
         """One Adam step on `batch` (as `replay_buffer.sample_train_batch` returns it); returns the
         metrics and, under `TD_ERROR_KEY`, the per-item TD errors (for prioritized replay; the
-        algorithm takes them out before logging, as RLlib's DQN does)."""
-        config, module = self.config, self.module
+        algorithm takes them out before logging, as RLlib's DQN does); then moves the target
+        network when it is due."""
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        results = self.gradient_step(batch)
+        self.update_target_network(num_env_steps_sampled_lifetime)
+        return results
+
+    def gradient_step(self, batch: dict[str, np.ndarray]) -> UpdateResults:
+        """`update`'s Adam step and results, at the optimizer's current rate, without the
+        target network's update."""
+        config, module = self.config, self.module
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
         actions = batch["actions"].astype(np.int64)
@@ -120,17 +128,6 @@ class DQNLearner(NumpyLearner):
         module.backward(cache, d_q_values)
         grad_norm = self.apply_gradients(qf_loss)
 
-        # Move the target network towards the online one every `target_network_update_freq`
-        # sampled env steps.
-        if (
-            num_env_steps_sampled_lifetime - self._last_target_update_step
-            >= config.target_network_update_freq
-        ):
-            tau = config.tau
-            self.target.flat_params *= 1.0 - tau
-            self.target.flat_params += tau * module.flat_params
-            self._last_target_update_step = num_env_steps_sampled_lifetime
-
         return {
             "qf_loss": qf_loss,
             "qf_mean": float(_sum(q_selected) / batch_size),
@@ -144,6 +141,19 @@ class DQNLearner(NumpyLearner):
             MODULE_TRAIN_BATCH_SIZE_MEAN: float(batch_size),
             TD_ERROR_KEY: td_errors,
         }
+
+    def update_target_network(self, num_env_steps_sampled_lifetime: int) -> None:
+        """Moves the target network towards the online one when `target_network_update_freq`
+        sampled env steps passed since the last time."""
+        config = self.config
+        if (
+            num_env_steps_sampled_lifetime - self._last_target_update_step
+            >= config.target_network_update_freq
+        ):
+            tau = config.tau
+            self.target.flat_params *= 1.0 - tau
+            self.target.flat_params += tau * self.module.flat_params
+            self._last_target_update_step = num_env_steps_sampled_lifetime
 
     def get_extra_state(self) -> dict:
         return {

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from trainer.algorithms.dqn.numpy_update import NumpyDQNUpdate
 from trainer.algorithms.dqn.torch_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
@@ -44,6 +45,7 @@ from trainer.metrics import (
     TD_ERROR_KEY,
 )
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
+from trainer.torch_rl.numpy_twin import NumpyTwinHost
 from trainer.torch_rl.runner_view import TorchModuleView
 from trainer.torch_rl.target_networks import update_target_network
 from trainer.util.state_checks import require_int
@@ -65,7 +67,7 @@ DISCOUNTS = "discounts"
 N_STEP = "n_step"
 
 
-class DQNTorchLearner(TorchLearner):
+class DQNTorchLearner(NumpyTwinHost, TorchLearner):
     """DQN's learner for torch modules (see the module docstring)."""
 
     config: DQNConfig
@@ -111,6 +113,10 @@ class DQNTorchLearner(TorchLearner):
         )
         #: The sampled env step of the last target network update.
         self.last_target_update_step = 0
+        #: The gradient step in numpy, for this class itself on the default module and
+        #: optimizer (`trainer.algorithms.dqn.numpy_update`); None: every step runs in torch.
+        self.numpy_update = NumpyDQNUpdate.of(self) if type(self) is DQNTorchLearner else None
+        self.numpy_twin = self.numpy_update.twin if self.numpy_update is not None else None
 
     # -- the loss (RLlib 2.60's, num_atoms = 1) -------------------------------------------------
     def compute_loss_for_module(  # type: ignore[override]  # a DQNConfig, as RLlib's
@@ -165,6 +171,9 @@ class DQNTorchLearner(TorchLearner):
         DQNLearner's statistics (qf_loss, qf_mean, qf_min, qf_max, td_error_mean,
         gradients_adam_global_norm, curr_lr) and, under `TD_ERROR_KEY`, the absolute TD
         errors per row (the algorithm takes them out before logging)."""
+        if self.numpy_update is not None and self.numpy_update.usable():
+            return self.numpy_update.update(batch, num_env_steps_sampled_lifetime)
+        self.sync_torch_optimizer()
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         preprocess = self.spaces.preprocess
         train_batch = {

@@ -104,6 +104,9 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
                 DQN_VARIANTS,
             )
         config = check_model_config(given, setting=f"{where} model_config")
+        #: The checked model config, DQN's settings taken out (the numpy update's QModule is
+        #: built from it).
+        self._config = config
         if config["use_lstm"]:
             raise UnsupportedValue(
                 f"{where}: model_config['use_lstm']=True: the default DQN module has no "

@@ -113,12 +113,11 @@ class NumpyPPOUpdate:
         trained = twin_parameters(numpy_module, names, dict(module.named_parameters()), adam)
         if trained is None:
             return None
-        return cls(learner, numpy_learner, NumpyTwin(optimizer, adam, trained))
+        return cls(learner, numpy_learner, NumpyTwin(learner, optimizer, adam, trained))
 
     def usable(self) -> bool:
-        """Whether the next update can run in numpy: no forward hook was added since, and
-        the optimizer is still the twin's (`NumpyTwin.usable`)."""
-        return not has_hooks(self.learner.rl_module) and self.twin.usable(self.learner)
+        """Whether the next update can run in numpy (`NumpyTwin.usable`)."""
+        return self.twin.usable(self.learner)
 
     def update(
         self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
@@ -129,7 +128,7 @@ class NumpyPPOUpdate:
         learner.metrics.reset()
         learner.apply_lr_schedule(num_env_steps_sampled_lifetime)
         self.twin.pull()
-        numpy_learner.optimizer.lr = self.twin.rate()
+        self.twin.sync_settings()
         numpy_learner.kl_coeff = learner.kl_coeff
         try:
             # The rate is set above (the torch optimizer's, schedule applied): None keeps it.
@@ -137,11 +136,11 @@ class NumpyPPOUpdate:
         finally:
             # Also after a NonFiniteUpdateError: the minibatch steps before it count, as in
             # torch, where each step writes the parameters.
-            self.twin.push_parameters()
+            self.twin.stepped()
             learner.kl_coeff = numpy_learner.kl_coeff
         learner.after_gradient_based_update(
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}
         )
         results.update(learner.update_results())
-        results["curr_lr"] = learner.current_lr
+        results["curr_lr"] = self.twin.rate()
         return results

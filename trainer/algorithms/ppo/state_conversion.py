@@ -34,10 +34,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from torch import nn
 
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.core.models import StateConversionError, check_model_config
+from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 
 #: Model-config keys both modules must agree on for the same weights to compute the same
 #: function (the layer sizes are checked on the weights' shapes).
@@ -49,17 +49,6 @@ _SAME_FUNCTION_KEYS = (
     "free_log_std",
     "use_lstm",
 )
-
-
-def _linear_names(part: nn.Module | None, prefix: str) -> list[str]:
-    """The dotted names (under `prefix`) of the `nn.Linear` layers of `part`, in order."""
-    if part is None:
-        return []
-    return [
-        f"{prefix}.{name}" if name else prefix
-        for name, layer in part.named_modules()
-        if isinstance(layer, nn.Linear)
-    ]
 
 
 def _shared_layers(config: dict) -> bool:
@@ -98,20 +87,19 @@ def torch_names_of_numpy_parameters(
             f"{torch_config['vf_share_layers']!r}): the two networks differ"
         )
     encoder = module.encoder
-    pi_linears = _linear_names(module.pi.net, "pi.net")
-    vf_linears = _linear_names(module.vf.net, "vf.net")
+    pi_linears = linear_names(module.pi.net, "pi.net")
+    vf_linears = linear_names(module.vf.net, "vf.net")
     if _shared_layers(numpy_config):
-        shared = _linear_names(getattr(encoder, "encoder", None), "encoder.encoder")
+        shared = linear_names(getattr(encoder, "encoder", None), "encoder.encoder")
         chains = {"encoder": shared, "pi": pi_linears, "vf": vf_linears}
     else:
-        actor = _linear_names(getattr(encoder, "actor_encoder", None), "encoder.actor_encoder")
-        critic = _linear_names(getattr(encoder, "critic_encoder", None), "encoder.critic_encoder")
+        actor = linear_names(getattr(encoder, "actor_encoder", None), "encoder.actor_encoder")
+        critic = linear_names(getattr(encoder, "critic_encoder", None), "encoder.critic_encoder")
         chains = {"pi": actor + pi_linears, "vf": critic + vf_linears}
     names = {
-        f"{numpy_net}.{index}.{suffix}": f"{torch_linear}.{suffix}"
+        numpy_name: torch_name
         for numpy_net, torch_linears in chains.items()
-        for index, torch_linear in enumerate(torch_linears)
-        for suffix in ("weight", "bias")
+        for numpy_name, torch_name in mlp_names(numpy_net, torch_linears).items()
     }
     if getattr(module.pi, "free_log_std", False):
         names["log_std"] = "pi.log_std"

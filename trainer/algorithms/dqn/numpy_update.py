@@ -1,0 +1,134 @@
+"""The default torch DQN learner's update, computed in numpy.
+
+RLlib's default framework is torch, so an unmodified RLlib script trains `DQNTorchLearner` on
+`DefaultDQNTorchRLModule`, one replay batch of a few dozen rows per update: through torch,
+almost all of such a step is dispatch. Where both are exactly the defaults, the gradient step
+runs the numpy `DQNLearner`'s loss, backward pass and Adam on a numpy `QModule` with the same
+networks (its target network holds the torch target networks' weights), kept the same as the
+torch module and optimizer by a `NumpyTwin` (`trainer.torch_rl.numpy_twin`, which says why and
+how). The target networks still move in torch (`after_gradient_based_update`), and the next
+update reads them again. The conditions:
+
+- the learner is `DQNTorchLearner` itself (a subclass may override any hook);
+- the module is the default one itself (`DefaultDQNTorchRLModule`: the class whose EnvRunner
+  forward runs in numpy, `numpy_forward_class`) with an MLP encoder and no forward hooks, over
+  Box or Discrete observations;
+- the optimizer is the default one (`numpy_twin.plain_adam`).
+
+Anything else trains in torch. The statistics are the torch learner's (the TD errors for the
+priorities as absolute values). The products are numpy's (OpenBLAS): float32 results agree
+with torch's to rounding, not to the last bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+
+from trainer.algorithms.dqn.dqn_learner import DQNLearner
+from trainer.algorithms.dqn.q_module import QModule
+from trainer.core.learner import UpdateResults
+from trainer.core.nn import Adam
+from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
+from trainer.torch_rl.networks import MLPEncoder
+from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, NumpyDQNInference, has_hooks
+from trainer.torch_rl.numpy_twin import (
+    NumpyTwin,
+    linear_names,
+    mlp_names,
+    plain_adam,
+    twin_parameters,
+)
+
+if TYPE_CHECKING:
+    from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+
+
+def torch_names(module: Any, prefix: str = "") -> dict[str, str]:
+    """{numpy `QModule` parameter name: torch parameter name} for the default torch DQN
+    module `module`'s main networks, or with `prefix="_target_"` its target networks (the
+    numpy module's heads: `advantage` and `value` with dueling, else `q`, for torch's `af`
+    and `vf`)."""
+    names = mlp_names("encoder", linear_names(module.encoder.net, f"{prefix}encoder.net"))
+    if module.uses_dueling:
+        names.update(mlp_names("advantage", linear_names(module.af.net, f"{prefix}af.net")))
+        names.update(mlp_names("value", linear_names(module.vf.net, f"{prefix}vf.net")))
+    else:
+        names.update(mlp_names("q", linear_names(module.af.net, f"{prefix}af.net")))
+    return names
+
+
+class NumpyDQNUpdate:
+    """A default `DQNTorchLearner`'s gradient step in numpy (see the module docstring):
+    `NumpyDQNUpdate.of(learner)` builds one, or None where the learner trains in torch."""
+
+    def __init__(self, learner: DQNTorchLearner, numpy_learner: DQNLearner, twin: NumpyTwin):
+        self.learner = learner
+        self.numpy_learner = numpy_learner
+        self.twin = twin
+
+    @classmethod
+    def of(cls, learner: DQNTorchLearner) -> NumpyDQNUpdate | None:
+        module = learner.rl_module
+        if (
+            type(module).__dict__.get(NUMPY_FORWARD_CLASS) is not NumpyDQNInference
+            or module._encode_obs.image
+            or has_hooks(module)
+            or learner.spaces.nested_obs_space is not None
+            or not isinstance(module.observation_space, gym.spaces.Box | gym.spaces.Discrete)
+            or type(module.encoder) is not MLPEncoder
+        ):
+            return None
+        optimizer = plain_adam(learner)
+        if optimizer is None:
+            return None
+        spaces = dataclasses.replace(learner.spaces, keep_obs_shape=False)
+        try:
+            numpy_learner = DQNLearner(
+                learner.config,
+                None,
+                build=lambda: QModule(spaces, module._config, dueling=module.uses_dueling),
+            )
+        except (ValueError, TypeError, KeyError):
+            return None  # networks the numpy module does not mirror train in torch
+        group = optimizer.param_groups[0]
+        adam = Adam(
+            numpy_learner.module.flat_params,
+            lr=float(group["lr"]),
+            betas=group["betas"],
+            eps=group["eps"],
+        )
+        numpy_learner.optimizer = adam
+        params = dict(module.named_parameters())
+        trained = twin_parameters(numpy_learner.module, torch_names(module), params, adam)
+        targets = twin_parameters(numpy_learner.target, torch_names(module, "_target_"), params)
+        if trained is None or targets is None or len(trained) + len(targets) != len(params):
+            return None
+        return cls(learner, numpy_learner, NumpyTwin(learner, optimizer, adam, trained, targets))
+
+    def usable(self) -> bool:
+        """Whether the next update can run in numpy (`NumpyTwin.usable`)."""
+        return self.twin.usable(self.learner)
+
+    def update(
+        self, batch: dict[str, np.ndarray], num_env_steps_sampled_lifetime: int
+    ) -> UpdateResults:
+        """`DQNTorchLearner.update`'s results, computed in numpy (call when `usable()`)."""
+        learner = self.learner
+        learner.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        self.twin.pull()
+        self.twin.sync_settings()
+        try:
+            results = self.numpy_learner.gradient_step(batch)
+        finally:
+            self.twin.stepped()
+        # The target networks move in torch (and the torch lr schedulers would step there).
+        learner.after_gradient_based_update(
+            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime}
+        )
+        results[TD_ERROR_KEY] = np.abs(results[TD_ERROR_KEY]).astype(np.float64)
+        results["curr_lr"] = self.twin.rate()
+        return results
