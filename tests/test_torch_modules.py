@@ -598,3 +598,36 @@ def test_the_default_numpy_module_answers_torch_tensors_with_a_torch_tensor():
     assert isinstance(out, torch.Tensor) and out.shape == (3, 2)
     np.testing.assert_array_equal(out.detach().cpu().numpy(), expected)
     assert isinstance(expected, np.ndarray)
+
+
+def _singular_values(weight: torch.Tensor) -> np.ndarray:
+    return np.linalg.svd(weight.detach().numpy(), compute_uv=False)
+
+
+def test_default_layers_start_as_the_numpy_modules_layers():
+    """Without configured initializers the default module's layers are orthogonal (every
+    singular value the gain: sqrt(2) before ReLU, 1 before tanh and for the value output,
+    0.01 for the policy output) with zero biases, as the numpy modules'; a configured
+    initializer still decides."""
+    for activation, hidden_gain in (("relu", math.sqrt(2.0)), ("tanh", 1.0)):
+        module = DefaultPPOTorchRLModule(
+            observation_space=CARTPOLE_OBS,
+            action_space=DISCRETE_2,
+            model_config={"fcnet_hiddens": [16, 8], "fcnet_activation": activation},
+        )
+        layers = {
+            "encoder.actor_encoder.net.mlp.0": hidden_gain,
+            "encoder.critic_encoder.net.mlp.2": hidden_gain,
+            "pi.net.mlp.0": 0.01,
+            "vf.net.mlp.0": 1.0,
+        }
+        for name, gain in layers.items():
+            linear = module.get_submodule(name)
+            np.testing.assert_allclose(_singular_values(linear.weight), gain, rtol=1e-4)
+            assert not linear.bias.detach().numpy().any(), name
+    configured = DefaultPPOTorchRLModule(
+        observation_space=CARTPOLE_OBS,
+        action_space=DISCRETE_2,
+        model_config={"fcnet_hiddens": [16], "fcnet_bias_initializer": "ones_"},
+    )
+    assert (configured.get_submodule("encoder.actor_encoder.net.mlp.0").bias == 1.0).all()

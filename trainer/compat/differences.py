@@ -785,6 +785,16 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "default torch modules' initial weights (no *_initializer in the model config)",
+        "orthogonal weights and zero biases, as the numpy modules' layers: gain sqrt(2) "
+        "before a ReLU-like activation, 1 otherwise, 0.01 for PPO's policy output "
+        "(tests/test_torch_modules.py::test_default_layers_start_as_the_numpy_modules_layers)",
+        "RLlib keeps torch's default (Kaiming uniform weights and biases); from it PPO on "
+        "Pendulum-v1 took two to three times the env steps of the same run from these "
+        "(bench/frameworks.py), and both frameworks now start alike",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModuleSpec(load_state_path=...)",
         "a default torch PPO module also loads the numpy default PPO module's checkpoint "
         "(names and layout converted, weights transposed); refused with CheckpointError "

@@ -135,6 +135,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             clip_log_std=is_gaussian,
             free_log_std=config["free_log_std"],
             log_std_clip_param=self._log_std_clip_param(),
+            # Small initial outputs (as the numpy module's policy head): actions start near
+            # the distribution's centre and the entropy near its maximum.
+            output_gain=0.01,
         )
         self.vf = MLPHead(self.encoder.output_dim, 1, config)
 
