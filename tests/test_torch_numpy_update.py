@@ -401,3 +401,17 @@ def test_a_dqn_algorithm_on_torch_steps_in_numpy_and_restores(tmp_path, monkeypa
         restored.train()
     finally:
         restored.stop()
+
+
+def test_a_round_of_dqn_updates_runs_the_numpy_step_on_one_blas_thread():
+    """The algorithm runs its updates inside `learner.update_threads()`: for the numpy step
+    that caps numpy's BLAS pool, as for the numpy DQN learner (two threads on a busy
+    machine made each 32-row step several times slower)."""
+    from threadpoolctl import threadpool_info
+
+    in_numpy, _ = _dqn_pair({"fcnet_hiddens": [32, 32]})
+    if in_numpy.numpy_update.numpy_learner.update_threads.user_sized:
+        pytest.skip("the BLAS pools are sized by the environment (OMP_NUM_THREADS, ...)")
+    with in_numpy.update_threads():
+        inside = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    assert inside == {1}

@@ -31,7 +31,9 @@ no torch lr scheduler, float32 parameters on the CPU. Everything else updates in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -114,9 +116,13 @@ class TwinParameter:
     m: np.ndarray | None = None
     v: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        #: The numpy value's address (`ndarray.ctypes` costs microseconds per read).
+        self.address = self.value.ctypes.data
+
     def shared(self) -> bool:
         """Whether the torch parameter's data is the numpy value's memory."""
-        return self.param.data_ptr() == self.value.ctypes.data
+        return self.param.data_ptr() == self.address
 
     def share(self) -> None:
         """Makes the torch parameter's data the numpy value's memory, keeping its values."""
@@ -301,6 +307,21 @@ class NumpyTwin:
         self.adam.lr = float(group["lr"])
         self.adam.beta1, self.adam.beta2 = (float(beta) for beta in group["betas"])
         self.adam.eps = float(group["eps"])
+
+
+class BothPools:
+    """The thread-pool settings of a learner's torch update and of its numpy update, entered
+    together (`update_threads`: the algorithm runs a round of updates inside it)."""
+
+    def __init__(self, torch_threads: Any, numpy_threads: Any) -> None:
+        self.pools = (torch_threads, numpy_threads)
+        #: The BLAS threads the numpy update runs on.
+        self.num_threads = numpy_threads.num_threads
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.pools[0](), self.pools[1]():
+            yield
 
 
 class NumpyTwinHost:

@@ -45,7 +45,7 @@ from trainer.metrics import (
     TD_ERROR_KEY,
 )
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
-from trainer.torch_rl.numpy_twin import NumpyTwinHost
+from trainer.torch_rl.numpy_twin import BothPools, NumpyTwinHost
 from trainer.torch_rl.runner_view import TorchModuleView
 from trainer.torch_rl.target_networks import update_target_network
 from trainer.util.state_checks import require_int
@@ -117,6 +117,13 @@ class DQNTorchLearner(NumpyTwinHost, TorchLearner):
         #: optimizer (`trainer.algorithms.dqn.numpy_update`); None: every step runs in torch.
         self.numpy_update = NumpyDQNUpdate.of(self) if type(self) is DQNTorchLearner else None
         self.numpy_twin = self.numpy_update.twin if self.numpy_update is not None else None
+        if self.numpy_update is not None:
+            # The algorithm runs its rounds of updates in `update_threads`: the numpy step's
+            # products then run on the numpy learner's BLAS threads.
+            self.update_threads = cast(
+                Any,
+                BothPools(self.update_threads, self.numpy_update.numpy_learner.update_threads),
+            )
 
     # -- the loss (RLlib 2.60's, num_atoms = 1) -------------------------------------------------
     def compute_loss_for_module(  # type: ignore[override]  # a DQNConfig, as RLlib's
