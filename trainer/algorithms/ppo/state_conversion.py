@@ -31,9 +31,8 @@ counterpart (e.g. a CNN or LSTM torch module), or a shape that differs.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from torch import nn
 
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.core.models import StateConversionError, check_model_config
@@ -58,7 +57,7 @@ def _shared_layers(config: dict) -> bool:
 
 
 def torch_names_of_numpy_parameters(
-    numpy_model_config: dict, module: Any, where: str = "state"
+    numpy_model_config: dict, module: nn.Module, where: str = "state"
 ) -> dict[str, str]:
     """{numpy `PolicyModule` parameter name: `module`'s parameter name} for a numpy module
     built with `numpy_model_config` and `module` (a `DefaultPPOTorchRLModule`, not
@@ -109,7 +108,7 @@ def torch_names_of_numpy_parameters(
 def numpy_ppo_state_to_torch(
     state: dict[str, np.ndarray],
     numpy_model_config: dict,
-    module: Any,
+    module: nn.Module,
     where: str = "state",
 ) -> dict[str, np.ndarray]:
     """`state` (a numpy `PolicyModule`'s `get_state()`, built with `numpy_model_config`) as
