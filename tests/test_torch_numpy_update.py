@@ -107,6 +107,15 @@ def _adam(learner: PPOTorchLearner) -> dict[str, dict[str, np.ndarray]]:
     return {name: {k: np.asarray(v) for k, v in entries.items()} for name, entries in state.items()}
 
 
+def _assert_equal_adam(actual: dict, expected: dict) -> None:
+    """Adam's per-parameter states (`_adam`'s layout) equal, bit for bit."""
+    assert actual.keys() == expected.keys()
+    for name, entries in actual.items():
+        assert entries.keys() == expected[name].keys()
+        for key, value in entries.items():
+            np.testing.assert_array_equal(value, expected[name][key], err_msg=f"{name} {key}")
+
+
 def _assert_same_learners(a: PPOTorchLearner, b: PPOTorchLearner, atol: float) -> None:
     weights_a, weights_b = _weights(a), _weights(b)
     assert weights_a.keys() == weights_b.keys()
@@ -262,10 +271,8 @@ def test_an_algorithm_on_torch_trains_with_the_numpy_update_and_restores(tmp_pat
         for name, value in saved["module"].items():
             np.testing.assert_array_equal(value, state["module"][name])
         saved_adam = saved["optimizer"]["default_optimizer"]["param_state"]
-        assert _adam(restored.learner).keys() == saved_adam.keys() == set(saved["module"])
-        for name, entries in _adam(restored.learner).items():
-            for key, value in entries.items():
-                np.testing.assert_array_equal(value, saved_adam[name][key])
+        assert saved_adam.keys() == set(saved["module"])
+        _assert_equal_adam(_adam(restored.learner), saved_adam)
         restored.train()
     finally:
         restored.stop()
@@ -395,9 +402,7 @@ def test_a_dqn_algorithm_on_torch_steps_in_numpy_and_restores(tmp_path, monkeypa
     try:
         for name, value in _weights(restored.learner).items():
             np.testing.assert_array_equal(value, trained[name], err_msg=name)
-        for name, entries in _adam(restored.learner).items():
-            for key, value in entries.items():
-                np.testing.assert_array_equal(value, saved_adam[name][key])
+        _assert_equal_adam(_adam(restored.learner), saved_adam)
         restored.train()
     finally:
         restored.stop()

@@ -36,6 +36,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch.nn.modules import module as torch_module
@@ -43,6 +44,7 @@ from torch.nn.modules import module as torch_module
 from trainer.core.learner import DEFAULT_OPTIMIZER
 from trainer.core.models import FlatParameterModule
 from trainer.core.nn import Adam
+from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, has_hooks
 
 #: torch Adam's per-parameter state (`optimizer.state[param]`).
 EXP_AVG, EXP_AVG_SQ, STEP = "exp_avg", "exp_avg_sq", "step"
@@ -81,6 +83,27 @@ def plain_adam(learner: Any) -> torch.optim.Adam | None:
     if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
         return None
     return optimizer
+
+
+def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
+    """Whether the learner trains the default module whose EnvRunner forward is
+    `forward_class` (`numpy_forward_class`, read from the module's own class: not a
+    subclass), with an MLP encoder, no forward hooks, over Box or Discrete observations that
+    the learner feeds as rows."""
+    module = learner.rl_module
+    return (
+        type(module).__dict__.get(NUMPY_FORWARD_CLASS) is forward_class
+        and not module._encode_obs.image
+        and not has_hooks(module)
+        and learner.spaces.nested_obs_space is None
+        and isinstance(module.observation_space, gym.spaces.Box | gym.spaces.Discrete)
+    )
+
+
+def adam_like(optimizer: torch.optim.Adam, params: np.ndarray) -> Adam:
+    """A numpy Adam over the flat `params` with the torch Adam's rate, betas and eps."""
+    group = optimizer.param_groups[0]
+    return Adam(params, lr=float(group["lr"]), betas=group["betas"], eps=group["eps"])
 
 
 def linear_names(part: torch.nn.Module | None, prefix: str) -> list[str]:

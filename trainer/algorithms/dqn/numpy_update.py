@@ -25,18 +25,17 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
 
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.core.learner import UpdateResults
-from trainer.core.nn import Adam
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
-from trainer.torch_rl.networks import MLPEncoder
-from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, NumpyDQNInference, has_hooks
+from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.numpy_twin import (
     NumpyTwin,
+    adam_like,
+    is_default_mlp_module,
     linear_names,
     mlp_names,
     plain_adam,
@@ -73,14 +72,7 @@ class NumpyDQNUpdate:
     @classmethod
     def of(cls, learner: DQNTorchLearner) -> NumpyDQNUpdate | None:
         module = learner.rl_module
-        if (
-            type(module).__dict__.get(NUMPY_FORWARD_CLASS) is not NumpyDQNInference
-            or module._encode_obs.image
-            or has_hooks(module)
-            or learner.spaces.nested_obs_space is not None
-            or not isinstance(module.observation_space, gym.spaces.Box | gym.spaces.Discrete)
-            or type(module.encoder) is not MLPEncoder
-        ):
+        if not is_default_mlp_module(learner, NumpyDQNInference):
             return None
         optimizer = plain_adam(learner)
         if optimizer is None:
@@ -94,13 +86,7 @@ class NumpyDQNUpdate:
             )
         except (ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch
-        group = optimizer.param_groups[0]
-        adam = Adam(
-            numpy_learner.module.flat_params,
-            lr=float(group["lr"]),
-            betas=group["betas"],
-            eps=group["eps"],
-        )
+        adam = adam_like(optimizer, numpy_learner.module.flat_params)
         numpy_learner.optimizer = adam
         params = dict(module.named_parameters())
         trained = twin_parameters(numpy_learner.module, torch_names(module), params, adam)

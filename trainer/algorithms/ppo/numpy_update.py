@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import gymnasium as gym
 import numpy as np
 
 from trainer.algorithms.ppo.module import PolicyModule
@@ -34,11 +33,16 @@ from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
 from trainer.core.models import StateConversionError
-from trainer.core.nn import Adam
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
-from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, NumpyPPOInference, has_hooks
-from trainer.torch_rl.numpy_twin import NumpyTwin, plain_adam, twin_parameters
+from trainer.torch_rl.numpy_inference import NumpyPPOInference
+from trainer.torch_rl.numpy_twin import (
+    NumpyTwin,
+    adam_like,
+    is_default_mlp_module,
+    plain_adam,
+    twin_parameters,
+)
 
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
@@ -82,15 +86,11 @@ class NumpyPPOUpdate:
     def of(cls, learner: PPOTorchLearner) -> NumpyPPOUpdate | None:
         module = learner.rl_module
         config = learner.config
-        if (
-            type(module).__dict__.get(NUMPY_FORWARD_CLASS) is not NumpyPPOInference
-            or learner.stateful
-            or module._encode_obs.image
-            or has_hooks(module)
-            or not config.use_critic
-            or learner.spaces.nested_obs_space is not None
-            or not isinstance(module.observation_space, gym.spaces.Box | gym.spaces.Discrete)
-        ):
+        # Without the critic, torch's Adam skips the value network (no gradient) where the
+        # numpy Adam would step it.
+        if not is_default_mlp_module(learner, NumpyPPOInference) or not config.use_critic:
+            return None
+        if learner.stateful:
             return None
         optimizer = plain_adam(learner)
         if optimizer is None:
@@ -103,10 +103,7 @@ class NumpyPPOUpdate:
         except (StateConversionError, ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch
         numpy_learner = _TorchStatisticsPPOLearner(config, None, module=numpy_module)
-        group = optimizer.param_groups[0]
-        adam = Adam(
-            numpy_module.flat_params, lr=float(group["lr"]), betas=group["betas"], eps=group["eps"]
-        )
+        adam = adam_like(optimizer, numpy_module.flat_params)
         numpy_learner.optimizer = adam
         # One minibatch shuffler: the torch learner's (its state is the learner's state).
         numpy_learner.rng = learner.rng
