@@ -1,0 +1,128 @@
+"""A torch Algorithm's start-up: building it imports no more of torch than it uses.
+
+A torch optimizer's constructor imports torch._dynamo (about 1 s of CPU, as much again as
+`import torch`). The default optimizer of a torch learner (`configure_optimizers_for_module`'s
+Adam) is therefore built on its first use, not with the learner; until then its rate and state
+are what a fresh Adam's would be, so nothing a user reads, saves or restores tells the two
+apart, and the updates are the same (tests/test_bit_identical_weights.py holds the numbers).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from test_torch_learner import (  # noqa: E402
+    cartpole_episodes,
+    make_config,
+    make_module,
+    same_weights,
+    weights,
+)
+
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
+from trainer.checkpoints.codec import pack, unpack  # noqa: E402
+from trainer.core.learner import DEFAULT_OPTIMIZER  # noqa: E402
+from trainer.core.models import DEFAULT_MODULE_ID  # noqa: E402
+from trainer.errors import StateError  # noqa: E402
+from trainer.torch_rl.learner import adam_kernel  # noqa: E402
+
+
+def _default_entry(learner: PPOTorchLearner):
+    return learner._optimizers[DEFAULT_OPTIMIZER]
+
+
+def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
+    """In a fresh interpreter (this one's tests have imported it long since): the build
+    imports torch, not torch._dynamo; the first use of the optimizer does."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from helpers import small_ppo
+        with small_ppo(0).framework("torch").build() as algo:
+            built = "torch._dynamo" in sys.modules
+            optimizer = algo.learner.get_optimizer()
+            print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules)
+        """
+    )
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    output = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    ).stdout.split()
+    assert output[-3:] == ["False", "Adam", "True"]
+
+
+def test_the_default_adam_built_on_first_use_is_the_one_built_eagerly_before():
+    learner = PPOTorchLearner(make_config(lr=3e-4, optimizer={"eps": 1e-5}), make_module(0))
+    assert not _default_entry(learner).built
+    optimizer = learner.get_optimizer()
+    assert _default_entry(learner).built
+    assert optimizer is learner.optimizer is learner.get_optimizer(DEFAULT_MODULE_ID)
+    params = list(learner.rl_module.parameters())
+    eager = torch.optim.Adam(params, **adam_kernel(params), betas=(0.9, 0.999), eps=1e-5)
+    eager.param_groups[0]["lr"] = 3e-4
+    assert isinstance(optimizer, torch.optim.Adam)
+    assert optimizer.state_dict() == eager.state_dict()  # settings, fused kernel, rate, order
+    assert optimizer.param_groups[0]["params"] == params
+
+
+def test_the_rate_schedule_applies_before_the_optimizer_is_built():
+    learner = PPOTorchLearner(make_config(lr=[[0, 1e-3], [1000, 1e-4]]), make_module(0))
+    learner.apply_lr_schedule(500)
+    assert not _default_entry(learner).built
+    assert learner.current_lr == pytest.approx(5.5e-4)
+    assert learner.get_optimizer().param_groups[0]["lr"] == pytest.approx(5.5e-4)
+
+
+def test_a_state_saved_before_the_first_step_is_a_fresh_adams_and_restores_it():
+    lazy = PPOTorchLearner(make_config(lr=2e-3), make_module(0))
+    eager = PPOTorchLearner(make_config(lr=2e-3), make_module(0))
+    eager.get_optimizer()
+    saved = lazy.get_state()
+    assert not _default_entry(lazy).built
+    assert unpack(pack(saved))["optimizer"] == unpack(pack(eager.get_state()))["optimizer"]
+
+    # Restored into a learner that has stepped: its Adam forgets its moments, as torch's would.
+    stepped = PPOTorchLearner(make_config(lr=2e-3), make_module(1))
+    episodes = cartpole_episodes(stepped.rl_module, 96, seed=2)
+    stepped.update(episodes)
+    stepped.set_state(unpack(pack(saved)))
+    assert stepped.get_state()["optimizer"] == saved["optimizer"]
+    assert stepped.update(episodes) == lazy.update(episodes)
+    assert same_weights(weights(stepped), weights(lazy))
+
+
+def test_a_trained_state_restores_into_a_learner_whose_optimizer_is_not_built():
+    original = PPOTorchLearner(make_config(lr=1e-3), make_module(0))
+    episodes = cartpole_episodes(original.rl_module, 96, seed=3)
+    original.update(episodes)
+    state = unpack(pack(original.get_state()))
+    restored = PPOTorchLearner(make_config(lr=1e-3), make_module(4))
+    restored.set_state(state)
+    assert _default_entry(restored).built
+    moments = restored.get_state()["optimizer"][DEFAULT_OPTIMIZER]["param_state"]
+    assert moments.keys() == state["optimizer"][DEFAULT_OPTIMIZER]["param_state"].keys()
+    assert original.update(episodes) == restored.update(episodes)
+    assert same_weights(weights(original), weights(restored))
+
+    # A rate list that does not fit is refused before anything is built.
+    fresh = PPOTorchLearner(make_config(lr=1e-3), make_module(0))
+    bad = fresh.get_state()
+    bad["optimizer"][DEFAULT_OPTIMIZER]["lr"] = [1e-3, 1e-3]
+    with pytest.raises(StateError, match="one per parameter group"):
+        fresh.check_state(bad)
+    assert not _default_entry(fresh).built
+    assert np.isfinite(fresh.current_lr)
