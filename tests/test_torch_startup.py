@@ -1,14 +1,20 @@
-"""A torch Algorithm's start-up: building it imports no more of torch than it uses.
+"""A torch Algorithm's start-up: building it imports no more of torch than it uses, and
+imports torch without the cyclic garbage collector's passes.
 
 A torch optimizer's constructor imports torch._dynamo (about 1 s of CPU, as much again as
 `import torch`). The default optimizer of a torch learner (`configure_optimizers_for_module`'s
 Adam) is therefore built on its first use, not with the learner; until then its rate and state
 are what a fresh Adam's would be, so nothing a user reads, saves or restores tells the two
 apart, and the updates are the same (tests/test_bit_identical_weights.py holds the numbers).
+
+torch's import allocates some 200k objects, and the collector ran a pass every few hundred of
+them (about 10% of the import's CPU): the main process (`require_torch`) and the worker
+template (`import_in_order`, its `PRELOAD`) import with the collector paused.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -32,7 +38,23 @@ from trainer.checkpoints.codec import pack, unpack  # noqa: E402
 from trainer.core.learner import DEFAULT_OPTIMIZER  # noqa: E402
 from trainer.core.models import DEFAULT_MODULE_ID  # noqa: E402
 from trainer.errors import StateError  # noqa: E402
+from trainer.runners.worker_forkserver import import_in_order  # noqa: E402
 from trainer.torch_rl.learner import adam_kernel  # noqa: E402
+
+
+def _run(script: str) -> list[str]:
+    """The words `script` prints, run in a fresh interpreter (tests/ and the project on its
+    path): this one's tests have imported torch and torch._dynamo long since."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    ).stdout.split()
 
 
 def _default_entry(learner: PPOTorchLearner):
@@ -40,9 +62,8 @@ def _default_entry(learner: PPOTorchLearner):
 
 
 def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
-    """In a fresh interpreter (this one's tests have imported it long since): the build
-    imports torch, not torch._dynamo; the first use of the optimizer does."""
-    script = textwrap.dedent(
+    """The build imports torch, not torch._dynamo; the first use of the optimizer does."""
+    output = _run(
         """
         import sys
         from helpers import small_ppo
@@ -52,17 +73,37 @@ def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
             print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules)
         """
     )
-    tests = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
-    output = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-    ).stdout.split()
     assert output[-3:] == ["False", "Adam", "True"]
+
+
+def test_torch_is_imported_without_collector_passes_and_the_collector_stays_on():
+    output = _run(
+        """
+        import gc
+        from trainer.torch_rl import require_torch
+        passes = []
+        gc.callbacks.append(lambda phase, info: passes.append(phase == "start"))
+        require_torch("this test")
+        print(sum(passes), gc.isenabled(), "torch" in __import__("sys").modules)
+        """
+    )
+    # (Hundreds of passes with the collector on; one of the youngest generation may start
+    # as it is back on.)
+    assert int(output[0]) <= 1 and output[1:] == ["True", "True"]
+
+
+def test_the_template_imports_without_collector_passes(tmp_path, monkeypatch):
+    """`import_in_order` (the worker template's imports, the main process's while it waits
+    for the template) imports with the collector off, and turns it back on."""
+    (tmp_path / "collector_seen.py").write_text("import gc\ncollector_on = gc.isenabled()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        imported = import_in_order(["collector_seen", "no_such_module_here", "json"])
+        assert not sys.modules["collector_seen"].collector_on
+    finally:
+        sys.modules.pop("collector_seen", None)
+    assert imported == ["collector_seen"]  # up to the first that fails
+    assert gc.isenabled()
 
 
 def test_the_default_adam_built_on_first_use_is_the_one_built_eagerly_before():

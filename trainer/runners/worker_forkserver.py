@@ -90,6 +90,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from trainer.core.blas import BLAS_THREAD_VARS, user_blas_settings
+from trainer.util.imports import collector_paused
 from trainer.util.child_process import (
     AdoptedChild,
     child_subreaper,
@@ -463,14 +464,16 @@ def prestart_template(preload: Sequence[str] = (), meanwhile: Sequence[str] = ()
 def import_in_order(modules: Sequence[str]) -> list[str]:
     """Imports `modules` in order, up to the first that fails; returns those imported. The
     ones left out are imported again by whoever needs them, which reports the error (the
-    fork request that needs it in the template, the learner in the main process)."""
+    fork request that needs it in the template, the learner in the main process). Without
+    the cyclic collector's passes (`collector_paused`): torch's import runs here."""
     imported = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - reported where the module is needed
-            break
-        imported.append(module)
+    with collector_paused():
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - reported where the module is needed
+                break
+            imported.append(module)
     return imported
 
 
