@@ -90,7 +90,6 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from trainer.core.blas import BLAS_THREAD_VARS, user_blas_settings
-from trainer.util.imports import collector_paused
 from trainer.util.child_process import (
     AdoptedChild,
     child_subreaper,
@@ -98,6 +97,7 @@ from trainer.util.child_process import (
     set_child_subreaper,
     spawn,
 )
+from trainer.util.imports import collector_paused
 
 logger = logging.getLogger("trainer")
 

@@ -35,7 +35,6 @@ from trainer.runners.worker_forkserver import (
     TEMPLATE_NAME,
     import_in_order,
 )
-from trainer.util.imports import collector_paused
 from trainer.util.child_process import (
     PARENT_GONE_EXIT_CODE,
     die_with_parent,
@@ -44,6 +43,7 @@ from trainer.util.child_process import (
     start_child,
     wait_until_adopted,
 )
+from trainer.util.imports import collector_paused
 
 
 def _thread_count() -> int:

@@ -400,8 +400,7 @@ class TorchLearner(Learner):
         """`register_optimizer`, of an optimizer or of what builds it over `params` (on first
         use, see `RegisteredOptimizer`; with `lr_or_lr_schedule`, which gives its rate)."""
         who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
-        built = isinstance(optimizer, torch.optim.Optimizer)
-        if not built and lr_or_lr_schedule is None:
+        if not isinstance(optimizer, torch.optim.Optimizer) and lr_or_lr_schedule is None:
             raise ValueError(f"{who}: an optimizer built on first use needs lr_or_lr_schedule")
         if module_id not in (self.module_id, ALL_MODULES):
             raise ValueError(
@@ -435,13 +434,7 @@ class TorchLearner(Learner):
         learning_rate = None
         if lr_or_lr_schedule is not None:
             learning_rate = LearningRate(lr_or_lr_schedule, setting="lr_or_lr_schedule")
-        entry = RegisteredOptimizer(
-            optimizer_name,
-            module_id,
-            optimizer,
-            names,
-            learning_rate,
-        )
+        entry = RegisteredOptimizer(optimizer_name, module_id, optimizer, names, learning_rate)
         if learning_rate is not None:
             entry.set_lr(learning_rate.initial)
         self._optimizers[optimizer_name] = entry
