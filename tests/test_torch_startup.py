@@ -7,9 +7,11 @@ Adam) is therefore built on its first use, not with the learner; until then its 
 are what a fresh Adam's would be, so nothing a user reads, saves or restores tells the two
 apart, and the updates are the same (tests/test_bit_identical_weights.py holds the numbers).
 
-torch's import allocates some 200k objects, and the collector ran a pass every few hundred of
-them (about 10% of the import's CPU): the main process (`require_torch`) and the worker
-template (`import_in_order`, its `PRELOAD`) import with the collector paused.
+While it waits for the worker template, the main process imports what it needs later, one
+module at a time, up to the template's being ready. torch's import allocates some 200k objects,
+and the collector ran a pass every few hundred of them (about 10% of the import's CPU): the
+main process (`require_torch`) and the worker template (`import_in_order`, its `PRELOAD`)
+import with the collector paused.
 """
 
 from __future__ import annotations
@@ -62,12 +64,14 @@ def _default_entry(learner: PPOTorchLearner):
 
 
 def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
-    """The build imports torch, not torch._dynamo; the first use of the optimizer does."""
+    """The build (with an EnvRunner process: the worker template, and what the main process
+    imports while it waits) imports torch, not torch._dynamo; the first use of the optimizer
+    does."""
     output = _run(
         """
         import sys
         from helpers import small_ppo
-        with small_ppo(0).framework("torch").build() as algo:
+        with small_ppo(1).framework("torch").build() as algo:
             built = "torch._dynamo" in sys.modules
             optimizer = algo.learner.get_optimizer()
             print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules)
