@@ -66,18 +66,23 @@ def _default_entry(learner: PPOTorchLearner):
 def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
     """The build (with an EnvRunner process: the worker template, and what the main process
     imports while it waits) imports torch, not torch._dynamo; the first use of the optimizer
-    does."""
+    does, with the collector paused."""
     output = _run(
         """
-        import sys
+        import gc, sys
         from helpers import small_ppo
         with small_ppo(1).framework("torch").build() as algo:
             built = "torch._dynamo" in sys.modules
+            passes = []
+            gc.callbacks.append(lambda phase, info: passes.append(phase == "start"))
             optimizer = algo.learner.get_optimizer()
-            print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules)
+            gc.callbacks.clear()
+            print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules, sum(passes))
         """
     )
-    assert output[-3:] == ["False", "Adam", "True"]
+    assert output[-4:-1] == ["False", "Adam", "True"]
+    # (Hundreds with the collector on; one of the youngest generation may start as it is back.)
+    assert int(output[-1]) <= 1
 
 
 def test_torch_is_imported_without_collector_passes_and_the_collector_stays_on():

@@ -48,6 +48,7 @@ from trainer.core.nn import check_finite_update
 from trainer.metrics import ALL_MODULES
 from trainer.metrics.metrics_logger import MetricsLogger
 from trainer.torch_rl.rl_module import TorchRLModule
+from trainer.util.imports import collector_paused
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
@@ -221,10 +222,12 @@ class RegisteredOptimizer:
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
-        """The torch optimizer, built now if it was not yet."""
+        """The torch optimizer, built now if it was not yet (with the cyclic collector paused:
+        the build imports torch._dynamo, see `collector_paused`)."""
         if self._optimizer is None:
             assert self._build is not None
-            optimizer = self._build()
+            with collector_paused():
+                optimizer = self._build()
             if self._lr is not None:
                 for group in optimizer.param_groups:
                     group["lr"] = self._lr
