@@ -16,8 +16,8 @@ from trainer.util.imports import collector_paused
 
 def require_torch(what: str) -> None:
     """Raises ImportError naming `what` and the extra to install when torch is missing.
-    Imports torch (the first time: without the cyclic collector's passes, which took about
-    15% of its import, see `collector_paused`)."""
+    Imports torch (the first time: without the cyclic collector's passes, which took about a
+    tenth of its import, see `collector_paused`)."""
     if sys.modules.get("torch") is not None:
         return
     try:
