@@ -43,6 +43,7 @@ from trainer.util.child_process import (
     start_child,
     wait_until_adopted,
 )
+from trainer.util.imports import collector_paused
 
 
 def _thread_count() -> int:
@@ -144,10 +145,11 @@ def _fork_workers(
 ) -> list[int]:
     """Forks a worker per index of `request` through one intermediate process (see the
     module docstring); their pids."""
-    for module in request.get("preload", ()):
-        # What these workers import beyond `PRELOAD` (torch, for a torch module's EnvRunners),
-        # imported once here instead of in each worker and each restart.
-        importlib.import_module(module)
+    with collector_paused():
+        for module in request.get("preload", ()):
+            # What these workers import beyond `PRELOAD` (torch, for a torch module's
+            # EnvRunners), imported once here instead of in each worker and each restart.
+            importlib.import_module(module)
     threads = _thread_count()
     if threads != 1:
         raise RuntimeError(f"it runs {threads} threads: forking it is not safe")
@@ -256,8 +258,9 @@ def main(argv: list[str]) -> None:
     sock = socket.socket(fileno=int(fd))
     worker_name = process_name()
     try:
-        for module in PRELOAD:
-            importlib.import_module(module)
+        with collector_paused():
+            for module in PRELOAD:
+                importlib.import_module(module)
         # (torch, for a torch config's EnvRunners)
         preloaded = import_in_order(json.loads(extra[0]) if extra else [])
         # What was imported lives as long as the workers: out of the cyclic collector's reach

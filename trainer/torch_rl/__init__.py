@@ -9,11 +9,20 @@ arrays (`get_state()`), and checkpoints hold them as arrays in msgpack (no pickl
 
 from __future__ import annotations
 
+import sys
+
+from trainer.util.imports import collector_paused
+
 
 def require_torch(what: str) -> None:
-    """Raises ImportError naming `what` and the extra to install when torch is missing."""
+    """Raises ImportError naming `what` and the extra to install when torch is missing.
+    Imports torch (the first time: without the cyclic collector's passes, which took about a
+    tenth of its import, see `collector_paused`)."""
+    if sys.modules.get("torch") is not None:
+        return
     try:
-        import torch  # noqa: F401
+        with collector_paused():
+            import torch  # noqa: F401
     except ImportError:
         raise ImportError(
             f"{what} needs torch, which is not installed: pip install -e '.[torch]' (a CPU "

@@ -24,11 +24,11 @@ and per optimizer name its rates, its per-parameter state keyed by the module's 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ from trainer.core.nn import check_finite_update
 from trainer.metrics import ALL_MODULES
 from trainer.metrics.metrics_logger import MetricsLogger
 from trainer.torch_rl.rl_module import TorchRLModule
+from trainer.util.imports import collector_paused
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
@@ -178,19 +179,77 @@ def _train_tensor(value: Any, device: torch.device) -> Any:
     return value
 
 
-@dataclass
 class RegisteredOptimizer:
     """One optimizer of `TorchLearner.register_optimizer`: its name, the module it belongs to,
     the parameters it steps (by name), the rate RLlib keeps it on (`lr_or_lr_schedule`; None:
     its own rate stays) and the torch lr schedulers built over it
-    (`_torch_lr_scheduler_classes`)."""
+    (`_torch_lr_scheduler_classes`).
 
-    name: str
-    module_id: str
-    optimizer: torch.optim.Optimizer
-    param_names: list[str]
-    learning_rate: LearningRate | None
-    lr_schedulers: list[Any] = field(default_factory=list)
+    The default optimizer is built on first use of `optimizer` (`TorchLearner`'s
+    `configure_optimizers_for_module`): a torch optimizer's constructor imports torch._dynamo
+    (about 1 s of CPU), which a learner that never steps it, or steps it later, need not wait
+    for when the Algorithm is built. Until then `built` is False and its rate is `lr`."""
+
+    def __init__(
+        self,
+        name: str,
+        module_id: str,
+        optimizer: torch.optim.Optimizer | Callable[[], torch.optim.Optimizer],
+        param_names: list[str],
+        learning_rate: LearningRate | None,
+        lr_schedulers: list[Any] | None = None,
+    ):
+        """`optimizer`: the optimizer, or what builds it (with one parameter group, whose
+        rate `set_lr` gives) when `optimizer` is first read."""
+        self.name = name
+        self.module_id = module_id
+        self.param_names = param_names
+        self.learning_rate = learning_rate
+        self.lr_schedulers: list[Any] = lr_schedulers if lr_schedulers is not None else []
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._build: Callable[[], torch.optim.Optimizer] | None = None
+        #: The rate of an optimizer not built yet (`set_lr`).
+        self._lr: float | None = None
+        if isinstance(optimizer, torch.optim.Optimizer):
+            self._optimizer = optimizer
+        else:
+            self._build = optimizer
+
+    @property
+    def built(self) -> bool:
+        """Whether the optimizer exists (a lazily built one: since `optimizer` was read)."""
+        return self._optimizer is not None
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The torch optimizer, built now if it was not yet (with the cyclic collector paused:
+        the build imports torch._dynamo, see `collector_paused`)."""
+        if self._optimizer is None:
+            assert self._build is not None
+            with collector_paused():
+                optimizer = self._build()
+            if self._lr is not None:
+                for group in optimizer.param_groups:
+                    group["lr"] = self._lr
+            self._optimizer, self._build = optimizer, None
+        return self._optimizer
+
+    @property
+    def lr(self) -> list[float]:
+        """Each parameter group's rate (of an optimizer not built yet: its one group's)."""
+        if self._optimizer is None:
+            if self._lr is None:
+                raise RuntimeError(f"optimizer {self.name!r}: no rate set (set_lr) before use")
+            return [float(self._lr)]
+        return [float(group["lr"]) for group in self._optimizer.param_groups]
+
+    def set_lr(self, rate: float) -> None:
+        """Sets every parameter group's rate (of an optimizer not built yet: when it is)."""
+        if self._optimizer is None:
+            self._lr = rate
+            return
+        for group in self._optimizer.param_groups:
+            group["lr"] = rate
 
 
 class LearnerMetrics(MetricsLogger):
@@ -291,14 +350,16 @@ class TorchLearner(Learner):
         """Registers the module's optimizers (override to use others, e.g. one per network):
         by default Adam over the module's parameters with the config's `optimizer` settings
         (betas, eps), under `DEFAULT_OPTIMIZER`, on the config's `lr` (a rate or a schedule),
-        with torch's fused kernel where it has one (`adam_kernel`)."""
+        with torch's fused kernel where it has one (`adam_kernel`). That Adam is built on its
+        first use (`get_optimizer()`, `self.optimizer`, the first step, a state to restore):
+        see `RegisteredOptimizer`."""
         config = config or self.config
         params = self.get_parameters(self.rl_module)
-        self.register_optimizer(
+        settings = {**adam_kernel(params), **adam_settings(config.optimizer)}
+        self._add_optimizer(
             module_id=module_id,
-            optimizer=torch.optim.Adam(
-                params, **adam_kernel(params), **adam_settings(config.optimizer)
-            ),
+            optimizer_name=DEFAULT_OPTIMIZER,
+            optimizer=functools.partial(torch.optim.Adam, params, **settings),
             params=params,
             lr_or_lr_schedule=config.lr,
         )
@@ -318,6 +379,32 @@ class TorchLearner(Learner):
         kept on the schedule as env steps are sampled; without, its own rate stays. Raises
         ValueError for anything else (RLlib's checks, and the ones its later asserts make)."""
         who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(
+                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
+        self._add_optimizer(
+            module_id=module_id,
+            optimizer_name=optimizer_name,
+            optimizer=optimizer,
+            params=params,
+            lr_or_lr_schedule=lr_or_lr_schedule,
+        )
+
+    def _add_optimizer(
+        self,
+        *,
+        module_id: str,
+        optimizer_name: str,
+        optimizer: torch.optim.Optimizer | Callable[[], torch.optim.Optimizer],
+        params: list[torch.Tensor],
+        lr_or_lr_schedule: float | list | None,
+    ) -> None:
+        """`register_optimizer`, of an optimizer or of what builds it over `params` (on first
+        use, see `RegisteredOptimizer`; with `lr_or_lr_schedule`, which gives its rate)."""
+        who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
+        if not isinstance(optimizer, torch.optim.Optimizer) and lr_or_lr_schedule is None:
+            raise ValueError(f"{who}: an optimizer built on first use needs lr_or_lr_schedule")
         if module_id not in (self.module_id, ALL_MODULES):
             raise ValueError(
                 f"{who}: module_id={module_id!r}: this learner trains {self.module_id!r}"
@@ -326,19 +413,20 @@ class TorchLearner(Learner):
             raise ValueError(f"{who}: optimizer_name must be a non-empty str")
         if optimizer_name in self._optimizers:
             raise ValueError(f"{who}: an optimizer of that name is registered already")
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise ValueError(
-                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-            )
         if not isinstance(params, list):
             raise ValueError(f"{who}: params must be a list of the module's parameters")
         names = self._param_names(params, who, "params")
-        held = self._param_names(
-            [p for group in optimizer.param_groups for p in group["params"]], who, "the optimizer"
-        )
-        outside = sorted(set(held) - set(names))
-        if outside:
-            raise ValueError(f"{who}: the optimizer holds parameters not in params: {outside[:5]}")
+        if isinstance(optimizer, torch.optim.Optimizer):  # (one built later holds `params`)
+            held = self._param_names(
+                [p for group in optimizer.param_groups for p in group["params"]],
+                who,
+                "the optimizer",
+            )
+            outside = sorted(set(held) - set(names))
+            if outside:
+                raise ValueError(
+                    f"{who}: the optimizer holds parameters not in params: {outside[:5]}"
+                )
         for other in self._optimizers.values():
             shared = sorted(set(names) & set(other.param_names))
             if shared:
@@ -349,11 +437,10 @@ class TorchLearner(Learner):
         learning_rate = None
         if lr_or_lr_schedule is not None:
             learning_rate = LearningRate(lr_or_lr_schedule, setting="lr_or_lr_schedule")
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate.initial
-        self._optimizers[optimizer_name] = RegisteredOptimizer(
-            optimizer_name, module_id, optimizer, names, learning_rate
-        )
+        entry = RegisteredOptimizer(optimizer_name, module_id, optimizer, names, learning_rate)
+        if learning_rate is not None:
+            entry.set_lr(learning_rate.initial)
+        self._optimizers[optimizer_name] = entry
         self._registered_names |= set(names)
 
     def get_optimizer(
@@ -389,8 +476,10 @@ class TorchLearner(Learner):
     @property
     def optimizer(self) -> torch.optim.Optimizer:
         """The default optimizer (`DEFAULT_OPTIMIZER`), else the first registered."""
-        entry = self._optimizers.get(DEFAULT_OPTIMIZER) or next(iter(self._optimizers.values()))
-        return entry.optimizer
+        return self._default_entry().optimizer
+
+    def _default_entry(self) -> RegisteredOptimizer:
+        return self._optimizers.get(DEFAULT_OPTIMIZER) or next(iter(self._optimizers.values()))
 
     def _param_names(self, params: list[Any], who: str, what: str) -> list[str]:
         names = []
@@ -542,8 +631,7 @@ class TorchLearner(Learner):
                 continue
             rate = entry.learning_rate.scheduled(num_env_steps_sampled_lifetime)
             if rate is not None:
-                for group in entry.optimizer.param_groups:
-                    group["lr"] = rate
+                entry.set_lr(rate)
 
     def update_results(self) -> dict[str, Any]:
         """What the update logged to `self.metrics` (those under this module's id by their
@@ -560,13 +648,13 @@ class TorchLearner(Learner):
                 results[key] = value
         for entry in self._optimizers.values():
             if entry.name != DEFAULT_OPTIMIZER:
-                results[f"{entry.name}_{LR_KEY}"] = float(entry.optimizer.param_groups[0]["lr"])
+                results[f"{entry.name}_{LR_KEY}"] = entry.lr[0]
         return results
 
     @property
     def current_lr(self) -> float:
         """The default optimizer's rate (its first parameter group's)."""
-        return float(self.optimizer.param_groups[0]["lr"])
+        return self._default_entry().lr[0]
 
     @property
     def device(self) -> torch.device:
@@ -611,6 +699,8 @@ class TorchLearner(Learner):
         self.set_extra_state(state)
 
     def _optimizer_state(self, entry: RegisteredOptimizer) -> dict:
+        if not entry.built:  # a fresh optimizer's state: no per-parameter state yet
+            return {"lr": entry.lr, "param_state": {}, "lr_schedulers": []}
         param_state: dict[str, dict[str, Any]] = {}
         for param, entries in entry.optimizer.state.items():
             param_state[self._names_by_param[param]] = {
@@ -626,6 +716,10 @@ class TorchLearner(Learner):
         }
 
     def _set_optimizer_state(self, entry: RegisteredOptimizer, state: dict) -> None:
+        if not entry.built and not state["param_state"] and not entry.lr_schedulers:
+            # A fresh optimizer's state (saved before any step): its rate is all there is.
+            entry.set_lr(float(state["lr"][0]))
+            return
         # Through torch's load_state_dict (positions by the optimizer's parameter order), so
         # torch casts the moments to each parameter's dtype and device as it does for its own.
         optimizer = entry.optimizer
@@ -681,17 +775,17 @@ class TorchLearner(Learner):
 
     def _check_optimizer_state(self, entry: RegisteredOptimizer, state: Any, where: str) -> None:
         require_map(state, where, ("lr", "param_state", "lr_schedulers"))
-        groups = entry.optimizer.param_groups
+        num_groups = len(entry.lr)
         rates = state["lr"]
-        if not isinstance(rates, list) or len(rates) != len(groups):
+        if not isinstance(rates, list) or len(rates) != num_groups:
             raise StateError(
                 f"{where}['lr']",
-                f"expected a list of {len(groups)} rate(s), one per parameter group, got {rates!r}",
+                f"expected a list of {num_groups} rate(s), one per parameter group, got {rates!r}",
             )
         for index, rate in enumerate(rates):
             require_number(rate, f"{where}['lr'][{index}]", minimum=0.0)
         param_state = require_map(state["param_state"], f"{where}['param_state']")
-        expected_keys = _expected_optimizer_keys(entry.optimizer)
+        expected_keys = _expected_optimizer_keys(entry.optimizer) if param_state else None
         for name, entries in param_state.items():
             place = f"{where}['param_state'][{name!r}]"
             if name not in entry.param_names:
