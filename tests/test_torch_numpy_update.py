@@ -420,3 +420,47 @@ def test_a_round_of_dqn_updates_runs_the_numpy_step_on_one_blas_thread():
     with in_numpy.update_threads():
         inside = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
     assert inside == {1}
+
+
+_NEVER_BUILT_SCRIPT = """
+import sys, tempfile
+from trainer import Algorithm, DQNConfig, PPOConfig
+
+configs = [
+    PPOConfig().training(train_batch_size=400, minibatch_size=100, num_epochs=2),
+    DQNConfig()
+    .reporting(min_sample_timesteps_per_iteration=200)
+    .training(num_steps_sampled_before_learning_starts=100),
+]
+for config in configs:
+    config.environment("CartPole-v1").framework("torch").env_runners(num_env_runners=1)
+    algo = config.build()
+    algo.train()
+    algo.train()
+    path = tempfile.mkdtemp()
+    algo.save_to_path(path)
+    algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    restored.train()
+    built = restored.learner._optimizers["default_optimizer"].built
+    restored.stop()
+    print(type(algo).__name__, built, "torch._dynamo" in sys.modules)
+"""
+
+
+def test_default_torch_runs_never_build_the_torch_adam(tmp_path):
+    """In a fresh process: PPO and DQN on torch train, checkpoint, restore and train again
+    with the numpy update alone: the torch Adam is never built, so torch._dynamo (which a
+    torch optimizer's constructor imports, about 1 s of CPU) is never imported."""
+    import subprocess
+    import sys
+
+    output = subprocess.run(
+        [sys.executable, "-c", _NEVER_BUILT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.split("\n")
+    assert [line for line in output if line] == ["PPO False False", "DQN False False"]

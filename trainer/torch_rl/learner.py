@@ -785,7 +785,13 @@ class TorchLearner(Learner):
         for index, rate in enumerate(rates):
             require_number(rate, f"{where}['lr'][{index}]", minimum=0.0)
         param_state = require_map(state["param_state"], f"{where}['param_state']")
-        expected_keys = _expected_optimizer_keys(entry.optimizer) if param_state else None
+        # (The default Adam not built yet keeps Adam's keys: checking a state does not build
+        # it.)
+        expected_keys = (
+            (_expected_optimizer_keys(entry.optimizer) if entry.built else _ADAM_STATE_KEYS)
+            if param_state
+            else None
+        )
         for name, entries in param_state.items():
             place = f"{where}['param_state'][{name!r}]"
             if name not in entry.param_names:

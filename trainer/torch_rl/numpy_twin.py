@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch.nn.modules import module as torch_module
 
-from trainer.core.learner import DEFAULT_OPTIMIZER
+from trainer.core.learner import DEFAULT_OPTIMIZER, adam_settings
 from trainer.core.models import FlatParameterModule
 from trainer.core.nn import Adam
 from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, has_hooks
@@ -53,25 +53,31 @@ _ADAM_STATE_KEYS = {EXP_AVG, EXP_AVG_SQ, STEP}
 _PLAIN_ADAM = {"amsgrad": False, "weight_decay": 0, "maximize": False, "differentiable": False}
 
 
-def plain_adam(learner: Any) -> torch.optim.Adam | None:
-    """The learner's one optimizer when it is a plain torch Adam over the trainable
-    parameters of its module (and perhaps its frozen ones), all float32 on the CPU, with no
-    torch lr scheduler; None otherwise (see the module docstring)."""
+def plain_adam(learner: Any) -> Any:
+    """The learner's one optimizer's entry (`RegisteredOptimizer`) when it is a plain torch
+    Adam over the trainable parameters of its module (and perhaps its frozen ones), all
+    float32 on the CPU, with no torch lr scheduler; None otherwise (see the module
+    docstring). The default Adam not built yet (`RegisteredOptimizer.built`) is one: it is
+    built on first use, so the numpy update never builds it."""
     optimizers = learner._optimizers
     if list(optimizers) != [DEFAULT_OPTIMIZER]:
         return None
     entry = optimizers[DEFAULT_OPTIMIZER]
-    optimizer = entry.optimizer
-    if type(optimizer) is not torch.optim.Adam or entry.lr_schedulers:
+    if entry.lr_schedulers:
         return None
-    if len(optimizer.param_groups) != 1:
+    params = list(learner.rl_module.parameters())
+    if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
+        return None
+    if not entry.built:
+        return entry
+    optimizer = entry.optimizer
+    if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
         return None
     group = optimizer.param_groups[0]
     if any(group.get(key, value) != value for key, value in _PLAIN_ADAM.items()):
         return None
     if group.get("capturable") or isinstance(group["lr"], torch.Tensor):
         return None
-    params = list(learner.rl_module.parameters())
     # Every trainable parameter, and perhaps frozen ones, which get no gradient and so no
     # step and no state (RLlib's default optimizer takes all of a DQN module's parameters,
     # its target networks' too).
@@ -80,9 +86,7 @@ def plain_adam(learner: Any) -> torch.optim.Adam | None:
         return None
     if any(optimizer.state.get(p) for p in params if not p.requires_grad):
         return None
-    if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in params):
-        return None
-    return optimizer
+    return entry
 
 
 def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
@@ -100,10 +104,18 @@ def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
     )
 
 
-def adam_like(optimizer: torch.optim.Adam, params: np.ndarray) -> Adam:
-    """A numpy Adam over the flat `params` with the torch Adam's rate, betas and eps."""
-    group = optimizer.param_groups[0]
-    return Adam(params, lr=float(group["lr"]), betas=group["betas"], eps=group["eps"])
+def adam_settings_of(learner: Any, entry: Any) -> dict[str, Any]:
+    """The rate, betas and eps of the learner's default Adam (`entry`): its parameter
+    group's, or before it is built the config's (`training(optimizer=...)`)."""
+    if entry.built:
+        group = entry.optimizer.param_groups[0]
+        return {"lr": float(group["lr"]), "betas": tuple(group["betas"]), "eps": group["eps"]}
+    return {"lr": entry.lr[0], **adam_settings(learner.config.optimizer)}
+
+
+def adam_like(learner: Any, entry: Any, params: np.ndarray) -> Adam:
+    """A numpy Adam over the flat `params` with the torch Adam's settings."""
+    return Adam(params, **adam_settings_of(learner, entry))
 
 
 def linear_names(part: torch.nn.Module | None, prefix: str) -> list[str]:
@@ -188,25 +200,28 @@ def twin_parameters(
 
 class NumpyTwin:
     """Keeps a torch module's parameters and Adam state and their numpy counterparts the
-    same (see the module docstring). `trained`: the parameters the update steps, with Adam's
-    moments; `fixed`: parameters the numpy update reads but never writes (e.g. DQN's target
-    networks, which the torch learner moves itself)."""
+    same (see the module docstring). `entry`: the learner's default optimizer
+    (`RegisteredOptimizer`, perhaps not built yet); `trained`: the parameters the update
+    steps, with Adam's moments; `fixed`: parameters the numpy update reads but never writes
+    (e.g. DQN's target networks, which the torch learner moves itself)."""
 
     def __init__(
         self,
         learner: Any,
-        optimizer: torch.optim.Adam,
+        entry: Any,
         adam: Adam,
         trained: list[TwinParameter],
         fixed: list[TwinParameter] = (),  # type: ignore[assignment]
     ) -> None:
-        self.optimizer = optimizer
+        self.learner = learner
+        self.entry = entry
         self.adam = adam
         self.trained = trained
         self.fixed = list(fixed)
         #: The module's submodules (whose forward hooks would miss a numpy update).
         self._modules = list(learner.rl_module.modules())
-        self._num_stepped = len(optimizer.param_groups[0]["params"])
+        #: How many parameters the built torch Adam steps (None until it is built).
+        self._num_stepped: int | None = None
         #: The torch Adam state's identity and step versions when the two sides last matched.
         self._optimizer_mark: tuple | None = None
         #: Whether the numpy Adam stepped since the torch one was last written.
@@ -216,9 +231,12 @@ class NumpyTwin:
 
     # -- checks --------------------------------------------------------------------------------
     def _torch_optimizer_mark(self) -> tuple:
-        """What changes when the torch Adam's state is replaced (a restore) or steps (its
-        step counts' versions; its fused kernel leaves the moments' versions as they were)."""
-        state = self.optimizer.state
+        """What changes when the torch Adam is built, its state replaced (a restore) or
+        stepped (its step counts' versions; its fused kernel leaves the moments' versions as
+        they were)."""
+        if not self.entry.built:
+            return ("not built",)
+        state = self.entry.optimizer.state
         marks: list[Any] = [id(state)]
         for twin in self.trained:
             entries = state.get(twin.param)
@@ -231,17 +249,25 @@ class NumpyTwin:
             return True
         return any(m._forward_hooks or m._forward_pre_hooks for m in self._modules)
 
-    def _same_plain_optimizer(self, learner: Any) -> bool:
+    def _same_plain_optimizer(self) -> bool:
         """The checks of `plain_adam` that a user's change between updates could fail,
         without walking the module (a moved parameter is checked in full by `usable`)."""
-        optimizers = learner._optimizers
-        entry = optimizers.get(DEFAULT_OPTIMIZER)
-        if len(optimizers) != 1 or entry is None or entry.optimizer is not self.optimizer:
+        optimizers = self.learner._optimizers
+        entry = self.entry
+        if len(optimizers) != 1 or optimizers.get(DEFAULT_OPTIMIZER) is not entry:
             return False
-        groups = self.optimizer.param_groups
-        if entry.lr_schedulers or len(groups) != 1:
+        if entry.lr_schedulers:
+            return False
+        if not entry.built:
+            return True
+        groups = entry.optimizer.param_groups
+        if len(groups) != 1:
             return False
         group = groups[0]
+        if self._num_stepped is None:  # built since the last check: check it in full
+            if plain_adam(self.learner) is not entry:
+                return False
+            self._num_stepped = len(group["params"])
         return (
             all(group.get(key, value) == value for key, value in _PLAIN_ADAM.items())
             and not group.get("capturable")
@@ -249,18 +275,19 @@ class NumpyTwin:
             and len(group["params"]) == self._num_stepped
         )
 
-    def usable(self, learner: Any) -> bool:
+    def usable(self) -> bool:
         """Whether the next update can run in numpy: no forward hook, still this plain Adam
         (see `plain_adam`) over the same parameters, and its state one the numpy Adam holds
         (every trained parameter's or none, with one step count)."""
-        if self._hooked() or not self._same_plain_optimizer(learner):
+        if self._hooked() or not self._same_plain_optimizer():
             return False
         moved = not all(twin.shared() for twin in self.trained + self.fixed)
-        if moved and plain_adam(learner) is not self.optimizer:
+        if moved and plain_adam(self.learner) is not self.entry:
             return False  # e.g. cast to float64 or sent to a GPU
-        if self._optimizer_mark == self._torch_optimizer_mark():
+        if self._optimizer_mark == self._torch_optimizer_mark() or not self.entry.built:
             return True
-        entries = [self.optimizer.state.get(twin.param) or {} for twin in self.trained]
+        state = self.entry.optimizer.state
+        entries = [state.get(twin.param) or {} for twin in self.trained]
         if not any(entries):
             return True
         if any(set(e) != _ADAM_STATE_KEYS for e in entries):
@@ -271,13 +298,23 @@ class NumpyTwin:
     def pull(self) -> None:
         """Brings the numpy side up to date before an update: parameters whose memory was
         replaced (`module.to(...)`, a user's `param.data = ...`) are shared again, and the
-        torch Adam's state is read when it was replaced or stepped since the last sync."""
+        torch Adam's state is read when it was built, replaced or stepped since the last
+        sync."""
         for twin in self.trained + self.fixed:
             if not twin.shared():
                 twin.share()
-        if self._optimizer_mark == self._torch_optimizer_mark():
+        mark = self._torch_optimizer_mark()
+        if self._optimizer_mark == mark:
             return
-        state = self.optimizer.state
+        self._optimizer_mark = mark
+        if not self.entry.built:
+            return  # the numpy Adam holds the only state
+        if self._optimizer_ahead:
+            # Built since the numpy Adam stepped, with nothing written to it yet: the numpy
+            # state is the newer one.
+            self.flush_optimizer()
+            return
+        state = self.entry.optimizer.state
         steps = 0
         for twin in self.trained:
             assert twin.m is not None and twin.v is not None
@@ -290,8 +327,6 @@ class NumpyTwin:
                 twin.m[...] = 0.0
                 twin.v[...] = 0.0
         self.adam.step_count = steps
-        self._optimizer_mark = self._torch_optimizer_mark()
-        self._optimizer_ahead = False
 
     # -- numpy -> torch --------------------------------------------------------------------------
     def stepped(self) -> None:
@@ -299,10 +334,11 @@ class NumpyTwin:
         self._optimizer_ahead = True
 
     def flush_optimizer(self) -> None:
-        """Writes the numpy Adam's state into the torch Adam, if it stepped since."""
+        """Writes the numpy Adam's state into the torch Adam (building it if it is not yet),
+        if it stepped since: before the torch optimizer is read or steps."""
         if not self._optimizer_ahead:
             return
-        state = self.optimizer.state
+        state = self.entry.optimizer.state
         step_dtype = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
         with torch.no_grad():
             for twin in self.trained:
@@ -319,17 +355,63 @@ class NumpyTwin:
         self._optimizer_mark = self._torch_optimizer_mark()
         self._optimizer_ahead = False
 
+    # -- the torch Adam's state while it is not built ----------------------------------------
+    def param_state(self, names: dict[Any, str]) -> dict[str, dict[str, Any]]:
+        """The numpy Adam's state as the torch Adam's `param_state` (`TorchLearner.get_state`:
+        by parameter name, step as a number, moments as arrays in torch's layout); a fresh
+        Adam's (no step yet) is empty, as torch's."""
+        if self.adam.step_count == 0:
+            return {}
+        assert all(twin.m is not None and twin.v is not None for twin in self.trained)
+        return {
+            names[twin.param]: {
+                STEP: float(self.adam.step_count),
+                EXP_AVG: np.array(twin.m),
+                EXP_AVG_SQ: np.array(twin.v),
+            }
+            for twin in self.trained
+        }
+
+    def set_param_state(
+        self, param_state: dict[str, dict[str, Any]], names: dict[Any, str]
+    ) -> bool:
+        """Takes a checked `param_state` into the numpy Adam (the torch one not built yet);
+        False, changing nothing, for one it cannot hold (not every trained parameter's or
+        none, or several step counts)."""
+        entries = [param_state.get(names[twin.param]) for twin in self.trained]
+        if not param_state:
+            steps: set[float] = {0.0}
+        elif all(entries) and len(param_state) == len(entries):
+            steps = {float(e[STEP]) for e in entries if e is not None}
+        else:
+            return False
+        if len(steps) != 1:
+            return False
+        for twin, e in zip(self.trained, entries, strict=True):
+            assert twin.m is not None and twin.v is not None
+            twin.m[...] = e[EXP_AVG] if e else 0.0
+            twin.v[...] = e[EXP_AVG_SQ] if e else 0.0
+        self.adam.step_count = int(steps.pop())
+        self._optimizer_ahead = self.adam.step_count > 0
+        return True
+
+    def restored_in_torch(self) -> None:
+        """Notes that the torch Adam takes a restored state: the next update reads it (the
+        numpy Adam's steps since the last write are overwritten, as the restore says)."""
+        self._optimizer_ahead = False
+        self._optimizer_mark = None
+
     def rate(self) -> float:
         """The torch optimizer's rate (the learner's schedule sets it there)."""
-        return float(self.optimizer.param_groups[0]["lr"])
+        return float(self.entry.lr[0])
 
     def sync_settings(self) -> None:
         """The numpy Adam's rate, betas and eps from the torch Adam's (a schedule or the user
         may have set them)."""
-        group = self.optimizer.param_groups[0]
-        self.adam.lr = float(group["lr"])
-        self.adam.beta1, self.adam.beta2 = (float(beta) for beta in group["betas"])
-        self.adam.eps = float(group["eps"])
+        settings = adam_settings_of(self.learner, self.entry)
+        self.adam.lr = float(settings["lr"])
+        self.adam.beta1, self.adam.beta2 = (float(beta) for beta in settings["betas"])
+        self.adam.eps = float(settings["eps"])
 
 
 class BothPools:
@@ -349,17 +431,41 @@ class BothPools:
 
 class NumpyTwinHost:
     """A torch learner mixin for a learner that may update in numpy (`numpy_twin`): the
-    torch optimizer's state is brought up to date before anything reads it or steps it."""
+    torch optimizer's state is brought up to date before anything reads it or steps it, and
+    while the default Adam is not built its state is the numpy Adam's (a checkpoint neither
+    builds it nor imports what building it imports)."""
 
     numpy_twin: NumpyTwin | None = None
 
     def sync_torch_optimizer(self) -> None:
+        """Writes the numpy Adam's state into the torch Adam, building it if need be."""
         if self.numpy_twin is not None:
             self.numpy_twin.flush_optimizer()
 
     def get_state(self) -> dict:
-        self.sync_torch_optimizer()
+        twin = self.numpy_twin
+        if twin is not None and twin.entry.built:
+            twin.flush_optimizer()
         return super().get_state()  # type: ignore[misc]
+
+    def _optimizer_state(self, entry: Any) -> dict:
+        twin = self.numpy_twin
+        if twin is None or entry is not twin.entry or entry.built:
+            return super()._optimizer_state(entry)  # type: ignore[misc]
+        names = self._names_by_param  # type: ignore[attr-defined]
+        return {"lr": entry.lr, "param_state": twin.param_state(names), "lr_schedulers": []}
+
+    def _set_optimizer_state(self, entry: Any, state: dict) -> None:
+        twin = self.numpy_twin
+        if twin is not None and entry is twin.entry:
+            if not entry.built and twin.set_param_state(
+                state["param_state"],
+                self._names_by_param,  # type: ignore[attr-defined]
+            ):
+                entry.set_lr(float(state["lr"][0]))
+                return
+            twin.restored_in_torch()
+        super()._set_optimizer_state(entry, state)  # type: ignore[misc]
 
     def get_optimizer(self, *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
         self.sync_torch_optimizer()

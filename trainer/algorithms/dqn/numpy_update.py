@@ -74,8 +74,8 @@ class NumpyDQNUpdate:
         module = learner.rl_module
         if not is_default_mlp_module(learner, NumpyDQNInference):
             return None
-        optimizer = plain_adam(learner)
-        if optimizer is None:
+        entry = plain_adam(learner)
+        if entry is None:
             return None
         spaces = dataclasses.replace(learner.spaces, keep_obs_shape=False)
         try:
@@ -86,18 +86,18 @@ class NumpyDQNUpdate:
             )
         except (ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch
-        adam = adam_like(optimizer, numpy_learner.module.flat_params)
+        adam = adam_like(learner, entry, numpy_learner.module.flat_params)
         numpy_learner.optimizer = adam
         params = dict(module.named_parameters())
         trained = twin_parameters(numpy_learner.module, torch_names(module), params, adam)
         targets = twin_parameters(numpy_learner.target, torch_names(module, "_target_"), params)
         if trained is None or targets is None or len(trained) + len(targets) != len(params):
             return None
-        return cls(learner, numpy_learner, NumpyTwin(learner, optimizer, adam, trained, targets))
+        return cls(learner, numpy_learner, NumpyTwin(learner, entry, adam, trained, targets))
 
     def usable(self) -> bool:
         """Whether the next update can run in numpy (`NumpyTwin.usable`)."""
-        return self.twin.usable(self.learner)
+        return self.twin.usable()
 
     def update(
         self, batch: dict[str, np.ndarray], num_env_steps_sampled_lifetime: int

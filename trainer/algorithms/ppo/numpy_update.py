@@ -92,8 +92,8 @@ class NumpyPPOUpdate:
             return None
         if learner.stateful:
             return None
-        optimizer = plain_adam(learner)
-        if optimizer is None:
+        entry = plain_adam(learner)
+        if entry is None:
             return None
         try:
             numpy_module = PolicyModule(
@@ -103,18 +103,18 @@ class NumpyPPOUpdate:
         except (StateConversionError, ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch
         numpy_learner = _TorchStatisticsPPOLearner(config, None, module=numpy_module)
-        adam = adam_like(optimizer, numpy_module.flat_params)
+        adam = adam_like(learner, entry, numpy_module.flat_params)
         numpy_learner.optimizer = adam
         # One minibatch shuffler: the torch learner's (its state is the learner's state).
         numpy_learner.rng = learner.rng
         trained = twin_parameters(numpy_module, names, dict(module.named_parameters()), adam)
         if trained is None:
             return None
-        return cls(learner, numpy_learner, NumpyTwin(learner, optimizer, adam, trained))
+        return cls(learner, numpy_learner, NumpyTwin(learner, entry, adam, trained))
 
     def usable(self) -> bool:
         """Whether the next update can run in numpy (`NumpyTwin.usable`)."""
-        return self.twin.usable(self.learner)
+        return self.twin.usable()
 
     def update(
         self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
