@@ -115,25 +115,6 @@ def test_the_template_imports_without_collector_passes(tmp_path, monkeypatch):
     assert gc.isenabled()
 
 
-def test_the_imports_while_waiting_stop_once_the_template_is_ready(tmp_path, monkeypatch):
-    """`import_in_order(..., until=)`: the main process imports what it needs later while it
-    waits for the template, one module at a time, and stops as soon as the template is ready
-    (`until()`), not after the whole list."""
-    for name in ("first_while_waiting", "second_while_waiting"):
-        (tmp_path / f"{name}.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    ready = iter([False, True])
-    try:
-        imported = import_in_order(
-            ["first_while_waiting", "second_while_waiting"], until=lambda: next(ready)
-        )
-        assert imported == ["first_while_waiting"]
-        assert "second_while_waiting" not in sys.modules
-    finally:
-        for name in ("first_while_waiting", "second_while_waiting"):
-            sys.modules.pop(name, None)
-
-
 def test_the_default_adam_built_on_first_use_is_the_one_built_eagerly_before():
     learner = PPOTorchLearner(make_config(lr=3e-4, optimizer={"eps": 1e-5}), make_module(0))
     assert not _default_entry(learner).built

@@ -157,18 +157,10 @@ def _group_config(
 #: 1.5 s of CPU) instead of each worker and each restart.
 TORCH_PRELOAD = ("torch", "trainer.torch_rl.runner_view")
 #: What the main process of a torch config imports while it waits for the worker template
-#: (`prestart_template`'s `meanwhile`, one module at a time, up to the template's being
-#: ready): the torch modules its Algorithm builds next, then the libraries torch._dynamo
-#: imports that stand apart from it (sympy ~0.23 s, torch.distributed.tensor ~0.19 s of its
-#: ~1 s of CPU with torch 2.13). torch._dynamo itself comes with a torch optimizer's
-#: construction, which the default optimizer of a torch learner leaves to its first use
-#: (`trainer.torch_rl.learner.RegisteredOptimizer`): the build does not wait for it.
-TORCH_MAIN_PRELOAD = (
-    "trainer.torch_rl.runner_view",
-    "sympy",
-    "torch.fx.experimental.symbolic_shapes",
-    "torch.distributed.tensor",
-)
+#: (`prestart_template`'s `meanwhile`): the torch modules its Algorithm builds next. (Not
+#: torch._dynamo, ~1 s of CPU, which torch.optim's first use imports: the default optimizer
+#: of a torch learner is built on its first use, see `trainer.torch_rl.learner`.)
+TORCH_MAIN_PRELOAD = ("trainer.torch_rl.runner_view",)
 
 
 def prestart_workers(config: AlgorithmConfig) -> None:

@@ -86,7 +86,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from trainer.core.blas import BLAS_THREAD_VARS, user_blas_settings
@@ -227,8 +227,8 @@ class WorkerTemplate:
 
     def __init__(self, preload: Sequence[str] = (), meanwhile: Sequence[str] = ()) -> None:
         """Starts the template; it imports `preload` (beyond `PRELOAD`) before it is ready.
-        `meanwhile`: what this process imports, in order, while its first fork request finds
-        the template not ready yet, instead of waiting idle (see `prestart_template`)."""
+        `meanwhile`: what this process imports if its first fork request finds the template
+        not ready yet, instead of waiting idle (see `prestart_template`)."""
         #: The environment the template was started in (see `_environment_key`).
         self.key = _environment_key()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -285,9 +285,8 @@ class WorkerTemplate:
         `sent` telling whether the template may have got the descriptors (then workers
         forked late could hold them: they are not used again)."""
         if not self._ready:
-            import_in_order(
-                self._meanwhile, until=lambda: bool(select.select([self._sock], [], [], 0)[0])
-            )
+            if self._meanwhile and not select.select([self._sock], [], [], 0)[0]:
+                import_in_order(self._meanwhile)
             self.preloaded.update(self._receive(STARTUP_TIMEOUT_S).get("preloaded", ()))
             self._ready = True
         std = [fd for fd in (1, 2) if _is_open(fd)]
@@ -455,25 +454,21 @@ def prestart_template(preload: Sequence[str] = (), meanwhile: Sequence[str] = ()
     """Starts this process's worker template now (where workers are forked), importing the
     modules of `preload` beyond `PRELOAD`, so that its imports run while this process does
     other work: torch's (~1 s of CPU) while this process imports its own torch, ahead of a
-    torch config's EnvRunners. While the first fork request finds the template importing,
-    this process imports the modules of `meanwhile` (what it needs later anyway), one by
-    one, up to the first it finds the template ready after. Does nothing where a current
-    template runs already."""
+    torch config's EnvRunners. If the first fork request still finds the template importing,
+    this process imports the modules of `meanwhile` (what it needs later anyway) before it
+    waits. Does nothing where a current template runs already."""
     if forking_available():
         _forking.prestart(preload, meanwhile)
 
 
-def import_in_order(modules: Sequence[str], until: Callable[[], bool] | None = None) -> list[str]:
-    """Imports `modules` in order, up to the first that fails, or up to the first before
-    which `until()` is true; returns those imported. The ones left out are imported again by
-    whoever needs them, which reports the error (the fork request that needs it in the
-    template, the learner in the main process). Without the cyclic collector's passes
-    (`collector_paused`): torch's import runs here."""
+def import_in_order(modules: Sequence[str]) -> list[str]:
+    """Imports `modules` in order, up to the first that fails; returns those imported. The
+    ones left out are imported again by whoever needs them, which reports the error (the
+    fork request that needs it in the template, the learner in the main process). Without
+    the cyclic collector's passes (`collector_paused`): torch's import runs here."""
     imported = []
     with collector_paused():
         for module in modules:
-            if until is not None and until():
-                break
             try:
                 importlib.import_module(module)
             except Exception:  # noqa: BLE001 - reported where the module is needed
