@@ -17,7 +17,9 @@ the update's speed-up, each measured against its own floor in the same run).
 
 With `--framework torch`: the default PPO update timed with the numpy and the torch learner on
 the same episodes, for 64x64, 256x256 and 1024x1024 tanh networks, side by side, each with its
-ratio to the floor on one thread (both run on one); with `--algo DQN` too, the DQN updates.
+ratio to the floor on one thread (both run on one), and the torch learner's update computed by
+torch (as for a subclass or a user's optimizer; the default learner computes it in numpy,
+`trainer.torch_rl.numpy_twin`); with `--algo DQN` too, the DQN updates.
 
 `--quick`: 5 epochs instead of 30, 500 DQN updates, two repeats, and the torch comparison at
 64x64 and 256x256 only: a look in a sixth of the time, noisier than the full runs (which the
@@ -104,11 +106,18 @@ def ppo_case(repeats: int, epochs: int | None) -> tuple[float, float, int]:
 
 
 def framework_case(
-    framework: str, hiddens: list[int], repeats: int, episodes: list, epochs: int | None
+    framework: str,
+    hiddens: list[int],
+    repeats: int,
+    episodes: list,
+    epochs: int | None,
+    in_torch: bool = False,
 ) -> float:
     """Seconds of one default PPO update (the algorithm's defaults: 30 epochs of 128-row
     minibatches) on `episodes`, with the `framework` learner and `hiddens` tanh layers (the
-    best of `repeats`, each from the same learner state)."""
+    best of `repeats`, each from the same learner state). `in_torch`: the torch learner's
+    update computed by torch (what a subclass or a user's optimizer runs) instead of the
+    default learner's numpy update."""
     config = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -121,6 +130,8 @@ def framework_case(
         config.training(num_epochs=epochs)
     algo = config.build()
     learner = algo.learner
+    if in_torch:
+        learner.numpy_update = None
     state = learner.get_state()
     times = []
     for _ in range(repeats):
@@ -155,12 +166,16 @@ def frameworks_side_by_side(repeats: int, epochs: int | None, sizes: list[int]) 
         hiddens = [width, width]
         numpy_s = framework_case("numpy", hiddens, repeats, episodes, epochs)
         torch_s = framework_case("torch", hiddens, repeats, episodes, epochs)
+        in_torch_s = framework_case("torch", hiddens, repeats, episodes, epochs, in_torch=True)
         with blas_threads(1):
             floor = min(
                 matmul_floor(ppo_shapes(width), config.minibatch_size, steps)
                 for _ in range(repeats)
             )
-        print(side_by_side(f"PPO update, {width}x{width} tanh", numpy_s, torch_s, floor))
+        print(
+            side_by_side(f"PPO update, {width}x{width} tanh", numpy_s, torch_s, floor)
+            + f"; computed by torch {in_torch_s * 1000:.1f} ms (ratio {floor / in_torch_s:.3f})"
+        )
 
 
 def side_by_side(what: str, numpy_s: float, torch_s: float, floor: float) -> str:

@@ -174,10 +174,11 @@ BENCHMARKS = (
     Benchmark(
         "learner_frameworks",
         "the default PPO update (4000 steps, 30 epochs of 128) with the numpy and the torch "
-        "learner on the same episodes, 64x64, 256x256 and 1024x1024 tanh, one thread",
+        "learner on the same episodes, 64x64, 256x256 and 1024x1024 tanh, one thread; and the "
+        "torch learner's update computed by torch (a subclass's or a user optimizer's)",
         ("bench/learner.py", "--framework", "torch", "--repeats", "2"),
         r"^PPO update, ",
-        "both printed; the README says which is faster for which size",
+        "the default torch learner's update at >= 0.7 of its floor at 256x256",
         requires=("torch",),
         summary="PPO update, numpy against torch learner",
         summary_keep=r"256x256",

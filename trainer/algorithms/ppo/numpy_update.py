@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.algorithms.ppo.ppo_learner import PPOLearner, variance
 from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
 from trainer.core.models import StateConversionError
@@ -65,10 +65,13 @@ class _TorchStatisticsPPOLearner(PPOLearner):
     def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
         """RLlib's `explained_variance`: max(-1, 1 - var(y - v) / (var(y) + 1e-6)), with
         unbiased variances (as `PPOTorchLearner` reports it)."""
-        if len(targets) < 2:
+        n = len(targets)
+        if n < 2:
             return float("nan")  # torch's unbiased variance of one value
-        residual_var = float(np.var(targets - values, ddof=1))
-        return max(-1.0, 1.0 - residual_var / (float(np.var(targets, ddof=1)) + _SMALL_NUMBER))
+        # (np.var's wrappers cost more than these sums: it runs once per minibatch.)
+        unbiased = n / (n - 1)
+        residual_var = variance(targets - values) * unbiased
+        return max(-1.0, 1.0 - residual_var / (variance(targets) * unbiased + _SMALL_NUMBER))
 
 
 class NumpyPPOUpdate:

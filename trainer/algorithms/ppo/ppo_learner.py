@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 _sum = np.add.reduce
 
 
-def _variance(x: np.ndarray) -> float:
+def variance(x: np.ndarray) -> float:
+    """The (biased) variance of a 1-D array, through two ufunc calls."""
     centered = x - _sum(x) / len(x)
     return float(np.dot(centered, centered)) / len(x)
 
@@ -279,8 +280,8 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
     @staticmethod
     def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
         """1 - var(targets - values) / var(targets), NaN for constant targets."""
-        target_var = _variance(targets)
-        return 1.0 - _variance(targets - values) / target_var if target_var > 0 else float("nan")
+        target_var = variance(targets)
+        return 1.0 - variance(targets - values) / target_var if target_var > 0 else float("nan")
 
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         _, stats = self.loss_and_grads(mb)
