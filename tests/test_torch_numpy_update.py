@@ -464,3 +464,39 @@ def test_default_torch_runs_never_build_the_torch_adam(tmp_path):
         cwd=tmp_path,
     ).stdout.split("\n")
     assert [line for line in output if line] == ["PPO False False", "DQN False False"]
+
+
+@pytest.mark.parametrize("algo_name", ["PPO", "DQN"])
+def test_a_seeded_torch_run_starts_from_the_numpy_runs_weights(algo_name):
+    """The default torch module built for a seed holds the numpy module's initial weights
+    for that seed (the same networks, torch's layout; DQN's target networks too): on either
+    framework a seeded run starts from the same weights. A seedless one does not."""
+    from trainer.algorithms.dqn.torch_module import torch_names_of_numpy_parameters as dqn_names
+    from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
+
+    def build(framework: str, seed: int | None):
+        config = (PPOConfig() if algo_name == "PPO" else DQNConfig()).environment("CartPole-v1")
+        config.framework(framework).env_runners(num_env_runners=0)
+        if seed is not None:
+            config.debugging(seed=seed)
+        return config.build()
+
+    numpy_algo, torch_algo, seedless = build("numpy", 5), build("torch", 5), build("torch", None)
+    try:
+        numpy_weights = numpy_algo.learner.module.get_weights()
+        module = torch_algo.learner.rl_module
+        if algo_name == "PPO":
+            pairs = list(torch_names_of_numpy_parameters(module._config, module).items())
+        else:
+            pairs = list(dqn_names(module).items()) + list(dqn_names(module, "_target_").items())
+        torch_state = torch_algo.learner.get_state()["module"]
+        assert {torch_name for _, torch_name in pairs} == set(torch_state)
+        for numpy_name, torch_name in pairs:
+            value = numpy_weights[numpy_name]
+            expected = value.T if numpy_name.endswith(".weight") else value
+            np.testing.assert_array_equal(torch_state[torch_name], expected, err_msg=torch_name)
+        seedless_state = seedless.learner.get_state()["module"]
+        assert not all(np.array_equal(seedless_state[k], v) for k, v in torch_state.items())
+    finally:
+        for algo in (numpy_algo, torch_algo, seedless):
+            algo.stop()

@@ -188,11 +188,14 @@ class TorchRLModule(nn.Module, RLModule):
         }
         self.load_state_dict(tensors, strict=False)
 
-    def check_weights(self, weights: Any, where: str = "weights") -> None:
+    def check_weights(
+        self, weights: Any, where: str = "weights", *, own: dict[str, Any] | None = None
+    ) -> None:
         """Raises `StateError` (and changes nothing) unless `weights` (a module checkpoint's
         or a learner's state, `{state_dict key: array}`) holds at least the inference-only
-        state's keys and nothing this module lacks, each array of its shape and kind, finite."""
-        own = self.state_dict()
+        state's keys and nothing this module lacks, each array of its shape and kind, finite.
+        `own`: this module's `state_dict()` when the caller has it."""
+        own = self.state_dict() if own is None else own
         require_map(weights, where, self._inference_state_keys(own))
         extra = sorted(set(weights) - set(own))
         if extra:

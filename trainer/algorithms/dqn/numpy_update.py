@@ -23,12 +23,13 @@ with torch's to rounding, not to the last bit.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
+from trainer.algorithms.dqn.torch_module import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
 from trainer.torch_rl.numpy_inference import NumpyDQNInference
@@ -36,28 +37,12 @@ from trainer.torch_rl.numpy_twin import (
     NumpyTwin,
     adam_like,
     is_default_mlp_module,
-    linear_names,
-    mlp_names,
     plain_adam,
     twin_parameters,
 )
 
 if TYPE_CHECKING:
     from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
-
-
-def torch_names(module: Any, prefix: str = "") -> dict[str, str]:
-    """{numpy `QModule` parameter name: torch parameter name} for the default torch DQN
-    module `module`'s main networks, or with `prefix="_target_"` its target networks (the
-    numpy module's heads: `advantage` and `value` with dueling, else `q`, for torch's `af`
-    and `vf`)."""
-    names = mlp_names("encoder", linear_names(module.encoder.net, f"{prefix}encoder.net"))
-    if module.uses_dueling:
-        names.update(mlp_names("advantage", linear_names(module.af.net, f"{prefix}af.net")))
-        names.update(mlp_names("value", linear_names(module.vf.net, f"{prefix}vf.net")))
-    else:
-        names.update(mlp_names("q", linear_names(module.af.net, f"{prefix}af.net")))
-    return names
 
 
 class NumpyDQNUpdate:
@@ -89,8 +74,12 @@ class NumpyDQNUpdate:
         adam = adam_like(learner, entry, numpy_learner.module.flat_params)
         numpy_learner.optimizer = adam
         params = dict(module.named_parameters())
-        trained = twin_parameters(numpy_learner.module, torch_names(module), params, adam)
-        targets = twin_parameters(numpy_learner.target, torch_names(module, "_target_"), params)
+        trained = twin_parameters(
+            numpy_learner.module, torch_names_of_numpy_parameters(module), params, adam
+        )
+        targets = twin_parameters(
+            numpy_learner.target, torch_names_of_numpy_parameters(module, "_target_"), params
+        )
         if trained is None or targets is None or len(trained) + len(targets) != len(params):
             return None
         return cls(learner, numpy_learner, NumpyTwin(learner, entry, adam, trained, targets))

@@ -31,17 +31,20 @@ import dataclasses
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.dqn.q_module import QModule
 from trainer.capabilities import DQN_VARIANTS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
-from trainer.core.models import check_model_config
+from trainer.core.models import SpaceInfo, check_model_config
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical
 from trainer.torch_rl.networks import MLPHead, ObservationEncoding, encoder_factory
 from trainer.torch_rl.numpy_inference import NumpyDQNInference
+from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: RLlib's output keys (`ray.rllib.algorithms.dqn.default_dqn_rl_module`).
@@ -65,6 +68,20 @@ DQN_MODEL_KEYS: dict[str, Any] = {
     "v_max": 10.0,
     "noisy": False,
 }
+
+
+def torch_names_of_numpy_parameters(module: Any, prefix: str = "") -> dict[str, str]:
+    """{numpy `QModule` parameter name: torch parameter name} for the default torch DQN
+    module `module`'s main networks, or with `prefix="_target_"` its target networks (the
+    numpy module's heads: `advantage` and `value` with dueling, else `q`, for torch's `af`
+    and `vf`)."""
+    names = mlp_names("encoder", linear_names(module.encoder.net, f"{prefix}encoder.net"))
+    if module.uses_dueling:
+        names.update(mlp_names("advantage", linear_names(module.af.net, f"{prefix}af.net")))
+        names.update(mlp_names("value", linear_names(module.vf.net, f"{prefix}vf.net")))
+    else:
+        names.update(mlp_names("q", linear_names(module.af.net, f"{prefix}af.net")))
+    return names
 
 
 class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI, QNetAPI):
@@ -128,6 +145,38 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         # them when it builds): its state, and so its checkpoints, always have the same keys.
         if not self.inference_only:
             self.make_target_networks()
+
+    def start_as_numpy_module(self, seed: int) -> None:
+        """Takes the initial weights of the numpy `QModule` with this model config and `seed`
+        (the same networks, `torch_names_of_numpy_parameters`), target networks included, so
+        a seeded run starts from the same weights on either framework; keeps its own where
+        the numpy module has no such networks (a CNN encoder)."""
+        try:
+            numpy_module = QModule(
+                SpaceInfo.from_spaces(self.observation_space, self.action_space),
+                self._config,
+                dueling=self.uses_dueling,
+                seed=seed,
+            )
+        except (ValueError, TypeError, KeyError):
+            return
+        weights = numpy_module.get_weights()
+        params = dict(self.named_parameters())
+        names = torch_names_of_numpy_parameters(self)
+        # Torch's layout: weight matrices transposed.
+        values = {
+            name: weights[key].T if key.endswith(".weight") else weights[key]
+            for key, name in names.items()
+            if key in weights
+        }
+        if len(values) != len(weights) or any(
+            tuple(params[name].shape) != value.shape for name, value in values.items()
+        ):
+            return
+        with torch.no_grad():
+            for name, value in values.items():
+                params[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        self.make_target_networks()
 
     # -- InferenceOnlyAPI / TargetNetworkAPI ---------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:

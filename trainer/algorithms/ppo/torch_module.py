@@ -45,10 +45,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
-from trainer.core.models import check_model_config
+from trainer.core.models import SpaceInfo, StateConversionError, check_model_config
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
 from trainer.torch_rl.networks import (
@@ -140,6 +141,25 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             output_gain=0.01,
         )
         self.vf = MLPHead(self.encoder.output_dim, 1, config)
+
+    def start_as_numpy_module(self, seed: int) -> None:
+        """Takes the initial weights of the numpy `PolicyModule` with this model config and
+        `seed` (the same networks: `trainer.algorithms.ppo.state_conversion`), so a seeded
+        run starts from the same weights on either framework; keeps its own where the numpy
+        module has no such networks (an LSTM or CNN encoder, another action space)."""
+        # Late: state_conversion imports this module.
+        from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
+
+        try:
+            numpy_module = PolicyModule(
+                SpaceInfo.from_spaces(self.observation_space, self.action_space),
+                self._config,
+                seed=seed,
+            )
+            state = numpy_ppo_state_to_torch(numpy_module.get_weights(), self._config, self)
+        except (StateConversionError, ValueError, TypeError, KeyError):
+            return
+        self.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
 
     def _log_std_clip_param(self) -> float:
         return float((self.model_config or {}).get("log_std_clip_param", 20.0))
