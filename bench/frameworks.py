@@ -8,7 +8,9 @@ modules and learners. Both run the same algorithm, settings and EnvRunner proces
 1. Time to solve, build included: the main job's presets (`trainer/cli/presets.py`; RLlib's
    tuned examples for PPO on CartPole-v1 and Pendulum-v1 and DQN on CartPole-v1) with their
    default models, to `bench/compare.py`'s targets (training return 450, -300, 450), each seed
-   on numpy then on torch, back to back. Median seconds per framework and torch / numpy.
+   on numpy then on torch, back to back (a seeded run starts from the same weights on both and
+   the default torch learners update in numpy, so both take the same env steps: the ratio is
+   the frameworks' speed). Median seconds per framework and torch / numpy.
 2. Build: a fresh interpreter importing this project, building the PPO CartPole preset (2
    EnvRunner processes) and training one iteration; seconds to the built Algorithm (torch's
    import included, as a user's script waits for it) and of the first `train()`: medians of

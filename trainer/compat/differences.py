@@ -788,10 +788,13 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "default torch modules' initial weights (no *_initializer in the model config)",
         "orthogonal weights and zero biases, as the numpy modules' layers: gain sqrt(2) "
         "before a ReLU-like activation, 1 otherwise, 0.01 for PPO's policy output "
-        "(tests/test_torch_modules.py::test_default_layers_start_as_the_numpy_modules_layers)",
+        "(tests/test_torch_modules.py::test_default_layers_start_as_the_numpy_modules_layers); "
+        "with a seed, the default PPO and DQN modules start from the numpy module's weights "
+        "for that seed (tests/test_torch_numpy_update.py::test_a_seeded_torch_run_starts_"
+        "from_the_numpy_runs_weights)",
         "RLlib keeps torch's default (Kaiming uniform weights and biases); from it PPO on "
         "Pendulum-v1 took two to three times the env steps of the same run from these "
-        "(bench/frameworks.py), and both frameworks now start alike",
+        "(bench/frameworks.py); a seeded run now learns alike on both frameworks",
         BEHAVIOUR,
     ),
     Difference(
