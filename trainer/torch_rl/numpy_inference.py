@@ -53,24 +53,34 @@ class _NotKnown(Exception):
     """The module is not a structure this file computes: it runs in torch."""
 
 
-def _weights(
-    parameter: torch.Tensor, watched: list[torch.Tensor], transpose: bool = False
-) -> np.ndarray:
+class _Sources(list):
+    """The parameters a numpy forward copied, in order (for their version counters), with
+    `copies`: each one's numpy copy and whether it was transposed (to copy them again in
+    place when new weights arrive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies: list[tuple[np.ndarray, bool]] = []
+
+
+def _weights(parameter: torch.Tensor, watched: _Sources, transpose: bool = False) -> np.ndarray:
     """A numpy copy of a float32 CPU `parameter` (transposed with `transpose`: torch's
     `(out, in)` weight as the `(in, out)` matrix a row batch is multiplied by), C-contiguous:
     a product of a few rows with a transposed view took three times as long at 8 rows
-    (OpenBLAS). The parameter is noted in `watched`."""
+    (OpenBLAS). The parameter and its copy are noted in `watched`."""
     if parameter.device.type != "cpu" or parameter.dtype != torch.float32:
         raise _NotKnown
-    array = parameter.detach().numpy()
+    source = parameter.detach().numpy()
+    array = np.ascontiguousarray(source.T if transpose else source)
     watched.append(parameter)
-    return np.ascontiguousarray(array.T if transpose else array)
+    watched.copies.append((array, transpose))
+    return array
 
 
 class NumpyLayers:
     """A `TorchMLP`'s layers as numpy: `(weight (in, out), bias, activation)` each."""
 
-    def __init__(self, mlp: TorchMLP, watched: list[torch.Tensor]) -> None:
+    def __init__(self, mlp: TorchMLP, watched: _Sources) -> None:
         if type(mlp) is not TorchMLP:
             raise _NotKnown
         self.layers: list[tuple[np.ndarray, np.ndarray, str | None]] = []
@@ -101,7 +111,7 @@ class NumpyLayers:
 class NumpyHead:
     """An `MLPHead` as numpy: its layers, then the log-stds as the head makes them."""
 
-    def __init__(self, head: MLPHead, watched: list[torch.Tensor]) -> None:
+    def __init__(self, head: MLPHead, watched: _Sources) -> None:
         if type(head) is not MLPHead:
             raise _NotKnown
         self.net = NumpyLayers(head.net, watched)
@@ -121,7 +131,7 @@ class NumpyHead:
         return out
 
 
-def _mlp_encoder(encoder: nn.Module, watched: list[torch.Tensor]) -> NumpyLayers:
+def _mlp_encoder(encoder: nn.Module, watched: _Sources) -> NumpyLayers:
     if type(encoder) is not MLPEncoder:
         raise _NotKnown  # a CNN encoder, or one of the user's
     return NumpyLayers(encoder.net, watched)
@@ -130,7 +140,7 @@ def _mlp_encoder(encoder: nn.Module, watched: list[torch.Tensor]) -> NumpyLayers
 class NumpyPPOInference:
     """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
 
-    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
+    def __init__(self, module: Any, watched: _Sources) -> None:
         if module._stateful or module._encode_obs.image:
             raise _NotKnown
         encoder = module.encoder
@@ -147,7 +157,7 @@ class NumpyDQNInference:
     """The default DQN module's Q-values (`compute_q_values`: encoder, `af`, with dueling
     `vf`) in numpy."""
 
-    def __init__(self, module: Any, watched: list[torch.Tensor]) -> None:
+    def __init__(self, module: Any, watched: _Sources) -> None:
         if module._encode_obs.image:
             raise _NotKnown
         self.encoder = _mlp_encoder(module.encoder, watched)
@@ -194,7 +204,7 @@ class NumpyInference:
     def __init__(
         self,
         forward: Any,
-        watched: list[torch.Tensor],
+        watched: _Sources,
         in_dim: int,
         obs_shape: tuple[int, ...],
     ) -> None:
@@ -202,6 +212,7 @@ class NumpyInference:
         self._watched = watched
         self._versions = _versions(watched)
         self._first_pointer = watched[0].data_ptr()
+        self._pointers = [parameter.data_ptr() for parameter in watched]
         #: The width of the observation rows it takes (the encoder's input).
         self.in_dim = in_dim
         #: The shapes of one observation it takes: a row, or a 2-D Box's own shape.
@@ -215,6 +226,19 @@ class NumpyInference:
             _versions(self._watched) == self._versions
             and self._watched[0].data_ptr() == self._first_pointer
         )
+
+    def refresh(self) -> bool:
+        """Copies the parameters' values into its arrays again, in place (new weights
+        arrived); False, changing nothing, when a parameter's memory was replaced (moved,
+        cast): then build a new one."""
+        watched = self._watched
+        if [parameter.data_ptr() for parameter in watched] != self._pointers:
+            return False
+        for parameter, (array, transposed) in zip(watched, watched.copies, strict=True):
+            source = parameter.detach().numpy()
+            np.copyto(array, source.T if transposed else source)
+        self._versions = _versions(watched)
+        return True
 
     def accepts(self, obs: Any) -> bool:
         """Whether `obs` is a batch it computes: a float array of rows of `in_dim` columns,
@@ -242,7 +266,7 @@ def numpy_inference(module: nn.Module) -> NumpyInference | None:
     build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
     if build is None or not module.inference_only or has_hooks(module):
         return None
-    watched: list[torch.Tensor] = []
+    watched = _Sources()
     try:
         forward = build(module, watched)
     except _NotKnown:

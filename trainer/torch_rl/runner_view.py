@@ -41,7 +41,12 @@ from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.core.obs_tree import tree_len, tree_map
 from trainer.torch_rl.learner import TorchThreads
-from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, NumpyInference, numpy_inference
+from trainer.torch_rl.numpy_inference import (
+    NUMPY_FORWARD_CLASS,
+    NumpyInference,
+    has_hooks,
+    numpy_inference,
+)
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
 
 
@@ -333,8 +338,12 @@ class TorchModuleView:
         self._refresh_numpy()
 
     def _refresh_numpy(self) -> None:
-        """The numpy forward pass built again from the module as it is now: its weights, and
-        any other change since (a forward hook registered sends the module back to torch)."""
+        """The numpy forward pass brought to the module as it is now: its weights copied again
+        in place, or, after any other change (a parameter moved; a forward hook registered,
+        which sends the module back to torch), built again."""
+        numpy_forward = self._numpy
+        if numpy_forward is not None and not has_hooks(self.rl_module) and numpy_forward.refresh():
+            return
         self._numpy = numpy_inference(self.rl_module)
 
 
