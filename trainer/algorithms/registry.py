@@ -33,6 +33,7 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "PPO": "trainer.algorithms.ppo",
     "DQN": "trainer.algorithms.dqn",
     "VPG": "trainer.algorithms.vpg",
+    "SAC": "trainer.algorithms.sac",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)
@@ -50,7 +51,6 @@ OTHER_RLLIB_ALGORITHM_NAMES = (
     "Impala",
     "IQL",
     "MARWIL",
-    "SAC",
 )
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.

@@ -67,6 +67,14 @@ MODEL_DEFAULTS: dict = {
     "head_fcnet_kernel_initializer_kwargs": None,
     "head_fcnet_bias_initializer": None,
     "head_fcnet_bias_initializer_kwargs": None,
+    # SAC's multi-stream Q encoder: the fusion layers after the observation and action
+    # encoders (RLlib's keys and defaults; the other algorithms' networks do not read them).
+    "fusionnet_hiddens": [256, 256],
+    "fusionnet_activation": "tanh",
+    "fusionnet_kernel_initializer": None,
+    "fusionnet_kernel_initializer_kwargs": None,
+    "fusionnet_bias_initializer": None,
+    "fusionnet_bias_initializer_kwargs": None,
     "vf_share_layers": False,
     "free_log_std": False,
     # The convolutional encoder of image observations (RLlib's keys and defaults). Only the
@@ -132,6 +140,12 @@ class DefaultModelConfig:
     head_fcnet_bias_initializer_kwargs: dict | None = None
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
+    fusionnet_hiddens: list = field(default_factory=lambda: [256, 256])
+    fusionnet_activation: str = "tanh"
+    fusionnet_kernel_initializer: Any = None
+    fusionnet_kernel_initializer_kwargs: dict | None = None
+    fusionnet_bias_initializer: Any = None
+    fusionnet_bias_initializer_kwargs: dict | None = None
     vf_share_layers: bool = True
     use_lstm: bool = False
     max_seq_len: int = 20
@@ -188,7 +202,7 @@ def check_model_config(
                 raise UnsupportedValue(message, capabilities.TORCH)
             raise ValueError(message)
     merged = {**MODEL_DEFAULTS, **{k: v for k, v in model_config.items() if k in MODEL_DEFAULTS}}
-    for prefix in ("fcnet", "head_fcnet"):
+    for prefix in ("fcnet", "head_fcnet", "fusionnet"):
         hiddens = merged[f"{prefix}_hiddens"]
         if not (isinstance(hiddens, (list, tuple)) and all(is_int(h) and h > 0 for h in hiddens)):
             raise ValueError(

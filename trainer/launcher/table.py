@@ -230,8 +230,8 @@ GENERIC_PREFIXES: dict[str, str] = {
     "ray.rllib.utils.replay_buffers": "trainer.replay_buffers",
 }
 
-#: RLlib's algorithm packages (`ray.rllib.algorithms.<name>`) other than PPO's and DQN's.
-OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "sac")
+#: RLlib's algorithm packages (`ray.rllib.algorithms.<name>`) other than the registered ones.
+OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil")
 #: Ray Tune's modules of its experiment runner (`ray.tune.<name>`: loggers, searchers,
 #: schedulers, stoppers, callbacks, ...). Under Ray's stand-in they import and each of their
 #: names fails when used; the launcher runs a script that uses one on real Ray
@@ -430,8 +430,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "IQLConfig",
             "MARWIL",
             "MARWILConfig",
-            "SAC",
-            "SACConfig",
         )
     },
     "ray.rllib.policy.policy": {

@@ -1,0 +1,45 @@
+"""SAC (RLlib's `ray.rllib.algorithms.sac`), all of it: `sac.py` the config and the algorithm
+(DQN's training step); `sac_learner.py` the numpy losses and updates, `sac_module.py` the
+default numpy module (policy, twin critics) and the squashed Gaussian; `torch_learner.py` the
+torch loss (`SACTorchLearner`), `torch_module.py` the default torch module
+(`DefaultSACTorchRLModule`); `presets.py` the main job's presets; `differences.py` the
+deliberate differences from RLlib's SAC.
+
+`ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
+
+from trainer.algorithms.registry import AlgorithmEntry
+from trainer.algorithms.sac.differences import DIFFERENCES
+from trainer.algorithms.sac.presets import PRESETS
+from trainer.algorithms.sac.sac import SAC, SACConfig
+from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
+
+ALGORITHM = AlgorithmEntry(
+    name="SAC",
+    algorithm_cls=SAC,
+    config_cls=SACConfig,
+    presets=PRESETS,
+    differences=DIFFERENCES,
+    rllib_modules={
+        "ray.rllib.algorithms.sac": ("trainer.algorithms.sac",),
+        "ray.rllib.algorithms.sac.sac": ("trainer.algorithms.sac.sac",),
+        # Torch (the `torch` extra; imported only when asked for).
+        "ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module": (
+            "trainer.algorithms.sac.torch_module",
+        ),
+        "ray.rllib.algorithms.sac.torch.sac_torch_learner": (
+            "trainer.algorithms.sac.torch_learner",
+        ),
+    },
+    rllib_unavailable={
+        "ray.rllib.algorithms.sac.torch": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.sac.sac_catalog": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.sac.sac_learner": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.sac.default_sac_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
+        "ray.rllib.algorithms.sac.sac_tf_policy": (OLD_API_STACK, ""),
+        "ray.rllib.algorithms.sac.sac_torch_policy": (OLD_API_STACK, ""),
+        "ray.rllib.algorithms.sac.sac_tf_model": (OLD_API_STACK, ""),
+        "ray.rllib.algorithms.sac.sac_torch_model": (OLD_API_STACK, ""),
+    },
+)
+
+__all__ = ["ALGORITHM", "SAC", "SACConfig"]

@@ -1,0 +1,320 @@
+"""SAC: `SACConfig` (RLlib 2.60's settings and defaults) and the `SAC` algorithm.
+
+The training step is DQN's (RLlib's SAC is a DQN subclass): the EnvRunners sample
+`rollout_fragment_length` steps per sub-env ("auto" = `n_step`) with the stochastic policy, the
+steps go into the replay buffer; once `num_steps_sampled_before_learning_starts` env steps were
+sampled, the learner takes `train_batch_size` n-step transitions per update (priorities follow
+the TD errors) and the new weights go to the EnvRunners. `training_intensity` sets how many
+replayed steps are trained on per sampled step. The losses are in `sac_learner.py`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.config.training import _check_lr
+from trainer.algorithms.dqn.dqn import (
+    _BUFFER_DEFAULTS,
+    DQN,
+    _check_n_step,
+    _check_replay_buffer_config,
+)
+from trainer.algorithms.dqn.replay_buffer import MULTI_AGENT_BUFFER_TYPES, make_replay_buffer
+from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
+from trainer.algorithms.sac.sac_learner import SACLearner
+from trainer.algorithms.sac.sac_module import SACModule
+from trainer.algorithms.settings import settings_of
+from trainer.compat.rllib_settings import OLD_STACK, NoEffect, Unsupported
+from trainer.runners.env_runner_group import spaces_of
+from trainer.torch_rl import require_torch
+from trainer.util.checks import int_at_least, is_bool, number_above, optional
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+#: RLlib's SAC default buffer: prioritized, a million env steps.
+_DEFAULT_BUFFER = {**_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"], "capacity": 1_000_000}
+
+
+def _check_target_entropy(value: Any) -> str | None:
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return None
+    return '"auto" (-prod(action shape)) or a number'
+
+
+class SACConfig(AlgorithmConfig):
+    """SAC's config. Defaults are RLlib 2.60's: `twin_q=True`, `tau=0.005`,
+    `initial_alpha=1.0`, `target_entropy="auto"`, `n_step=1`, `actor_lr=3e-5`,
+    `critic_lr=3e-4`, `alpha_lr=3e-4`, `target_network_update_freq=0` (every update),
+    `replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 1000000,
+    "alpha": 0.6, "beta": 0.4}`, `num_steps_sampled_before_learning_starts=1500`,
+    `train_batch_size=256`, `rollout_fragment_length="auto"` (= n_step),
+    `min_time_s_per_iteration=1`, `min_sample_timesteps_per_iteration=100`. `lr` is not used:
+    the actor, the critics and alpha have their own rates."""
+
+    _ALGO_SETTINGS = settings_of(
+        "training",
+        {
+            "twin_q": (True, is_bool, "two critics (and target critics); the minimum is used"),
+            "tau": (
+                5e-3,
+                number_above(0),
+                "target update: tau * critic + (1 - tau) * target",
+            ),
+            "initial_alpha": (1.0, number_above(0), "the entropy weight alpha's start"),
+            "target_entropy": (
+                "auto",
+                _check_target_entropy,
+                'the entropy alpha steers to; "auto": -prod(action shape) (-1 for Discrete)',
+            ),
+            "n_step": (
+                1,
+                _check_n_step,
+                "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
+            ),
+            "actor_lr": (3e-5, _check_lr, "the policy's Adam rate (or a schedule)"),
+            "critic_lr": (3e-4, _check_lr, "the critics' Adam rate (or a schedule)"),
+            "alpha_lr": (3e-4, _check_lr, "alpha's Adam rate (or a schedule)"),
+            "target_network_update_freq": (
+                0,
+                int_at_least(0),
+                "env steps between target critic updates (0: after every update)",
+            ),
+            "replay_buffer_config": (
+                dict(_DEFAULT_BUFFER),
+                _check_replay_buffer_config,
+                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for multi-agent "
+                "runs MultiAgentEpisodeReplayBuffer or MultiAgentPrioritizedEpisodeReplayBuffer), "
+                "capacity (env steps), alpha, beta and the buffers' other arguments; updates "
+                "the current one unless it names another type",
+            ),
+            "num_steps_sampled_before_learning_starts": (
+                1500,
+                int_at_least(0),
+                "env steps sampled before the first update",
+            ),
+            "training_intensity": (
+                None,
+                optional(number_above(0)),
+                "env steps trained per env step sampled (None: RLlib's natural ratio)",
+            ),
+            "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
+        },
+    )
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
+        "training": {
+            "q_model_config": NoEffect(
+                None,
+                "RLlib's old-stack Q-model dict; the new stack (and this trainer) size the "
+                "critics with rl_module(model_config=...)",
+                fine=lambda value: True,
+            ),
+            "policy_model_config": NoEffect(
+                None,
+                "RLlib's old-stack policy-model dict; the new stack (and this trainer) size the "
+                "policy with rl_module(model_config=...)",
+                fine=lambda value: True,
+            ),
+            "optimization_config": NoEffect(None, OLD_STACK, fine=lambda value: True),
+            "_deterministic_loss": NoEffect(
+                False, "RLlib's new-stack SAC does not read it (nor does this trainer)"
+            ),
+            "_use_beta_distribution": Unsupported(
+                False, "SAC acts with the squashed Gaussian (RLlib's new stack has no Beta)"
+            ),
+        },
+    }
+    _MULTI_AGENT_TRAINING = True
+    _DEFAULT_OVERRIDES = {
+        "train_batch_size": 256,
+        "rollout_fragment_length": "auto",
+        "min_time_s_per_iteration": 1,
+        "min_sample_timesteps_per_iteration": 100,
+    }
+
+    # SAC's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
+    twin_q: bool
+    tau: float
+    initial_alpha: float
+    target_entropy: str | float | None
+    n_step: int | tuple[int, int]
+    actor_lr: float | list
+    critic_lr: float | list
+    alpha_lr: float | list
+    target_network_update_freq: int
+    replay_buffer_config: dict[str, Any]
+    num_steps_sampled_before_learning_starts: int
+    training_intensity: float | None
+    store_buffer_in_checkpoints: bool
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
+        super().__init__(algo_class=algo_class or SAC)
+
+    def training(
+        self,
+        *,
+        twin_q: bool = NotProvided,
+        tau: float = NotProvided,
+        initial_alpha: float = NotProvided,
+        target_entropy: str | float | None = NotProvided,
+        n_step: int | tuple[int, int] = NotProvided,
+        store_buffer_in_checkpoints: bool = NotProvided,
+        replay_buffer_config: dict = NotProvided,
+        training_intensity: float | None = NotProvided,
+        clip_actions: bool = NotProvided,
+        actor_lr: float | list = NotProvided,
+        critic_lr: float | list = NotProvided,
+        alpha_lr: float | list = NotProvided,
+        target_network_update_freq: int = NotProvided,
+        num_steps_sampled_before_learning_starts: int = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Learning settings: SAC's own and those every algorithm has. `lr` must be None (or
+        not given): SAC trains with `actor_lr`, `critic_lr` and `alpha_lr`, as in RLlib. A
+        `replay_buffer_config` naming another `type` replaces the current one (on top of that
+        type's defaults). `clip_actions` is `env_runners(clip_actions=...)`."""
+        lr = kwargs.pop("lr", NotProvided)
+        if lr is not NotProvided and lr is not None:
+            raise ConfigError(
+                f"SACConfig.training(lr={lr!r}): SAC trains with actor_lr, critic_lr and "
+                "alpha_lr (the policy's, the critics' and alpha's rates); leave lr unset or "
+                "None, as RLlib requires"
+            )
+        super().training(**kwargs)
+        if isinstance(replay_buffer_config, dict):
+            type_ = replay_buffer_config.get("type", self.replay_buffer_config["type"])
+            base = (
+                self.replay_buffer_config
+                if type_ == self.replay_buffer_config["type"]
+                else _BUFFER_DEFAULTS.get(type_, {})
+            )
+            replay_buffer_config = {**base, **replay_buffer_config}
+        if clip_actions is not NotProvided:
+            self.env_runners(clip_actions=clip_actions)
+        return self._set(
+            "training",
+            {
+                "twin_q": twin_q,
+                "tau": tau,
+                "initial_alpha": initial_alpha,
+                "target_entropy": target_entropy,
+                "n_step": n_step,
+                "store_buffer_in_checkpoints": store_buffer_in_checkpoints,
+                "replay_buffer_config": replay_buffer_config,
+                "training_intensity": training_intensity,
+                "actor_lr": actor_lr,
+                "critic_lr": critic_lr,
+                "alpha_lr": alpha_lr,
+                "target_network_update_freq": target_network_update_freq,
+                "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
+            },
+        )
+
+    def validate(self) -> None:
+        super().validate()
+        n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+        if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
+            raise ConfigError(
+                f"SACConfig: rollout_fragment_length={self.rollout_fragment_length} is smaller "
+                f"than n_step={self.n_step}; use rollout_fragment_length >= {n_max} or 'auto'"
+            )
+        if self.grad_clip is not None and self.grad_clip <= 0:
+            raise ConfigError(f"SACConfig: grad_clip={self.grad_clip} must be > 0 (or None)")
+        if self.uses_torch:
+            self._check_torch_learner_class()
+        self._check_buffer_fits_agents()
+
+    def _check_torch_learner_class(self) -> None:
+        """A `learner_class` for SAC must be a SACTorchLearner."""
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is None:
+            return
+        from trainer.algorithms.sac.torch_learner import SACTorchLearner
+
+        if not issubclass(learner_class, SACTorchLearner):
+            raise ConfigError(
+                f"SACConfig: learner_class={learner_class.__qualname__} is not a subclass of "
+                "SACTorchLearner (trainer.algorithms.sac.torch_learner, RLlib's "
+                "ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner)"
+            )
+
+    def _check_buffer_fits_agents(self) -> None:
+        """A multi-agent run stores MultiAgentEpisodes: it needs a multi-agent buffer, and a
+        single-agent run a single-agent one."""
+        type_ = self.replay_buffer_config["type"]
+        if bool(self.is_multi_agent) == (type_ in MULTI_AGENT_BUFFER_TYPES):
+            return
+        wanted = "MultiAgent" + type_ if self.is_multi_agent else type_.removeprefix("MultiAgent")
+        raise ConfigError(
+            f"SACConfig: replay_buffer_config type={type_!r} does not fit a "
+            f"{'multi' if self.is_multi_agent else 'single'}-agent config; use "
+            f"training(replay_buffer_config={{'type': {wanted!r}, ...}})"
+        )
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        if self.rollout_fragment_length == "auto":
+            return self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+        return self.rollout_fragment_length
+
+    def default_module_class(self) -> type:
+        return SACModule
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return {"twin_q": self.twin_q}
+
+    def default_torch_module_class(self) -> type:
+        """RLlib's DefaultSACTorchRLModule."""
+        require_torch("SACConfig.framework('torch')")
+        from trainer.algorithms.sac.torch_module import DefaultSACTorchRLModule
+
+        return DefaultSACTorchRLModule
+
+    def build_module(
+        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
+    ) -> Any:
+        """The numpy SACModule, or with torch a view of the spec's or the default torch
+        module."""
+        if self.uses_torch:
+            return self._build_torch_module(spaces, seed, inference_only)
+        return SACModule(spaces, self.model, twin_q=self.twin_q, seed=seed)
+
+
+class SAC(DQN):
+    """Soft Actor-Critic (RLlib's `ray.rllib.algorithms.sac.SAC`): DQN's training step with
+    SAC's learner."""
+
+    config: SACConfig  # type: ignore[assignment]
+    #: The numpy SACLearner, a SACTorchLearner (torch), or a learner per module.
+    learner: Any
+
+    @classmethod
+    def get_default_config(cls) -> SACConfig:  # type: ignore[override]
+        return SACConfig()
+
+    def setup_learner(self) -> None:
+        config = self.config
+        if config.is_multi_agent:
+            self.learner = build_multi_agent_learner(
+                config,
+                spaces_of(self.env_runner_group),
+                lambda config, build: SACLearner(config, None, build=build),
+            )
+        elif config.uses_torch:
+            from trainer.algorithms.sac.torch_learner import SACTorchLearner
+
+            learner_class = config.learner_class or SACTorchLearner
+            module = config.build_module(spaces_of(self.env_runner_group), seed=config.seed)
+            if config["num_gpus_per_learner"]:  # validate() found CUDA
+                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+            self.learner = learner_class(config, module)
+        else:
+            self.learner = SACLearner(config, spaces_of(self.env_runner_group))
+        self.local_replay_buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)
