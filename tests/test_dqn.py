@@ -6,7 +6,7 @@ import pytest
 from helpers import blas_threads_seen
 
 from trainer import ConfigError, DQNConfig, SingleAgentEpisode
-from trainer.algorithms.dqn.replay_buffer import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from trainer.algorithms.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 
 
 def small_dqn(num_env_runners: int = 0, **training) -> DQNConfig:

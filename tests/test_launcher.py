@@ -184,20 +184,20 @@ def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
     assert lines[-1] == "ValueError: boom in the script"
 
 
-SAC_AT_THE_TOP = """
+DREAMER_AT_THE_TOP = """
 import argparse
 from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.algorithms.sac import SACConfig  # only the --algo SAC branch uses it
-from ray.rllib.algorithms.sac.sac import SAC
+from ray.rllib.algorithms.dreamerv3 import DreamerV3Config  # only the --algo DreamerV3 branch
+from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-class MySAC(SAC):  # defined, never made
+class MyDreamer(DreamerV3):  # defined, never made
     pass
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--algo", default="PPO")
 args = parser.parse_args()
-config_class = SACConfig if args.algo == "SAC" else PPOConfig
+config_class = DreamerV3Config if args.algo == "DreamerV3" else PPOConfig
 config = (
     config_class()
     .environment("CartPole-v1")
@@ -212,19 +212,20 @@ print("trained", result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
 
 @pytest.mark.slow
 def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_path):
-    """A script that imports SACConfig at its top and trains PPO runs; the same script told to
-    use SAC stops at `SACConfig()` with the typed refusal, reported with its capability."""
-    trained = run_script(tmp_path, SAC_AT_THE_TOP)
+    """A script that imports DreamerV3Config at its top and trains PPO runs; the same script
+    told to use DreamerV3 stops at `DreamerV3Config()` with the typed refusal, reported with its
+    capability."""
+    trained = run_script(tmp_path, DREAMER_AT_THE_TOP)
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert "trained 100" in trained.stdout
 
     report = tmp_path / "report.json"
-    script = tmp_path / "sac.py"
-    script.write_text(SAC_AT_THE_TOP)
+    script = tmp_path / "dreamer.py"
+    script.write_text(DREAMER_AT_THE_TOP)
     env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
     env.pop(launcher.ENV_VAR, None)
     result = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script), "--algo", "SAC"],
+        [sys.executable, "-m", "trainer", "run", str(script), "--algo", "DreamerV3"],
         env=env,
         capture_output=True,
         text=True,
@@ -233,11 +234,12 @@ def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_p
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith(
-        "trainer.errors.RLlibNotAvailable: ray.rllib.algorithms.sac.sac.SACConfig is not "
-        "available in localrl: it needs algorithms not implemented here; used: SACConfig()"
+        "trainer.errors.RLlibNotAvailable: ray.rllib.algorithms.dreamerv3.dreamerv3."
+        "DreamerV3Config is not available in localrl: it needs algorithms not implemented "
+        "here; used: DreamerV3Config()"
     ), result.stderr[-3000:]
     assert "PPOConfig" in last_line
-    assert re.search(r'sac\.py", line \d+.*\n +config_class\(\)', result.stderr)  # the use
+    assert re.search(r'dreamer\.py", line \d+.*\n +config_class\(\)', result.stderr)  # the use
     written = json.loads(report.read_text())
     assert (written["outcome"], written["code"], written["type"], written["capability"]) == (
         "error",
@@ -507,25 +509,28 @@ def test_notebook_switch_off_restores_the_installed_ray(hook):
 
 
 def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook):
-    from ray.rllib.algorithms import SACConfig as from_the_package
-    from ray.rllib.algorithms.sac import SAC, SACConfig
-    from ray.rllib.algorithms.sac.sac import SACConfig as from_its_module
+    from ray.rllib.algorithms.dreamerv3 import DreamerV3, DreamerV3Config
+    from ray.rllib.algorithms.dreamerv3 import DreamerV3Config as from_the_package
+    from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3Config as from_its_module
     from ray.tune import CheckpointConfig, Tuner
     from ray.tune.logger import TBXLoggerCallback
     from ray.tune.stopper import MaximumIterationStopper
 
     from trainer.errors import NotSupported
 
-    assert SACConfig is from_the_package is from_its_module  # one class, as in RLlib
-    assert not isinstance(trainer.PPOConfig(), SACConfig)
+    assert DreamerV3Config is from_the_package is from_its_module  # one class, as in RLlib
+    assert not isinstance(trainer.PPOConfig(), DreamerV3Config)
 
-    class MySAC(SAC):  # a script's subclass can be defined...
+    class MyDreamer(DreamerV3):  # a script's subclass can be defined...
         pass
 
     uses = {  # ...and each use fails, naming the RLlib name, the capability and the use
-        "SACConfig()": (lambda: SACConfig(), table.OTHER_ALGORITHMS),
-        "SAC.get_default_config": (lambda: SAC.get_default_config(), table.OTHER_ALGORITHMS),
-        "MySAC()": (lambda: MySAC(), table.OTHER_ALGORITHMS),
+        "DreamerV3Config()": (lambda: DreamerV3Config(), table.OTHER_ALGORITHMS),
+        "DreamerV3.get_default_config": (
+            lambda: DreamerV3.get_default_config(),
+            table.OTHER_ALGORITHMS,
+        ),
+        "MyDreamer()": (lambda: MyDreamer(), table.OTHER_ALGORITHMS),
         "Tuner()": (lambda: Tuner("PPO"), table.TUNE),
         "CheckpointConfig()": (lambda: CheckpointConfig(num_to_keep=1), table.TUNE),
         "TBXLoggerCallback()": (lambda: TBXLoggerCallback(), table.TUNE),
@@ -541,8 +546,10 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
     with pytest.raises(RLlibNotAvailable, match="used: run()"):
         importlib.import_module("ray.tune").run("PPO")
     # a name RLlib does not have either is no placeholder
-    with pytest.raises(ImportError, match="RLlib 2.60 has no ray.rllib.algorithms.sac.SACConfg"):
-        from ray.rllib.algorithms.sac import SACConfg  # noqa: F401
+    with pytest.raises(
+        ImportError, match="RLlib 2.60 has no ray.rllib.algorithms.dreamerv3.DreamerV3Confg"
+    ):
+        from ray.rllib.algorithms.dreamerv3 import DreamerV3Confg  # noqa: F401
     # this project's Tune front needs real Tune (it would bind the placeholders)
     imported_before = sys.modules.pop("trainer.tune", None)
     try:

@@ -106,7 +106,9 @@ def test_nested_action_space_is_refused_from_the_env_runner_process_with_the_cap
 
 
 def test_the_launchers_refusal_is_the_same_type():
-    refused = RLlibNotAvailable("ray.rllib.algorithms.sac.SAC", capabilities.OTHER_ALGORITHMS)
+    refused = RLlibNotAvailable(
+        "ray.rllib.algorithms.dreamerv3.DreamerV3", capabilities.OTHER_ALGORITHMS
+    )
     assert isinstance(refused, NotSupported) and isinstance(refused, ImportError)
     again = pickle.loads(pickle.dumps(refused))
     assert type(again) is RLlibNotAvailable and str(again) == str(refused)

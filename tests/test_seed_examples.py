@@ -10,7 +10,7 @@ from pathlib import Path
 import ormsgpack
 import pytest
 
-from trainer.algorithms.dqn.replay_buffer import PrioritizedEpisodeReplayBuffer
+from trainer.algorithms.replay import PrioritizedEpisodeReplayBuffer
 
 sys.setrecursionlimit(10000)
 

@@ -25,7 +25,7 @@ from trainer import (  # noqa: E402
 )
 from trainer.algorithms.algorithm_config import ConfigError  # noqa: E402
 from trainer.algorithms.dqn.dqn_learner import DQNLearner  # noqa: E402
-from trainer.algorithms.dqn.replay_buffer import (  # noqa: E402
+from trainer.algorithms.replay import (  # noqa: E402
     PrioritizedEpisodeReplayBuffer,
     sample_train_batch,
 )

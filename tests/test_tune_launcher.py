@@ -180,7 +180,7 @@ def test_a_search_file_keeps_its_search_spaces_at_their_settings(tmp_path):
     ("text", "expected"),
     [
         ("lrr = 1", "lrr: not a key of a search file; allowed: algo"),
-        ("algo = 'SAC'", "algo = 'SAC'"),
+        ("algo = 'DreamerV3'", "algo = 'DreamerV3'"),
         ("mode = 'best'\nmetric = 'x'", "mode = 'best': must be 'max' or 'min'"),
         ("metric = 'x'", "metric and mode: give both or neither"),
         ("num_samples = 0", "num_samples = 0: must be a whole number >= 1"),

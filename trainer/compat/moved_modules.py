@@ -53,7 +53,7 @@ MOVED_MODULES = {
     "trainer.pickling": "trainer.util.pickling",
     "trainer.q_module": "trainer.algorithms.dqn.q_module",
     "trainer.remote": "trainer.runners.process_runner",
-    "trainer.replay_buffer": "trainer.algorithms.dqn.replay_buffer",
+    "trainer.replay_buffer": "trainer.algorithms.replay",
     "trainer.restart_policy": "trainer.runners.restart_policy",
     "trainer.rllib_settings": "trainer.compat.rllib_settings",
     "trainer.schedules": "trainer.core.schedules",

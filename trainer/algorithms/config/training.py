@@ -30,7 +30,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 
-def _check_lr(v: Any) -> str | None:
+def check_lr(v: Any) -> str | None:
     if isinstance(v, (list, tuple)):
         try:
             Schedule(v, setting="lr", low=0.0)
@@ -107,7 +107,7 @@ TRAINING_SETTINGS: dict[str, Setting] = settings_of(
         # would climb the loss, and checkpoints hold only non-negative rates.
         "lr": (
             0.001,
-            _check_lr,
+            check_lr,
             "Adam's learning rate (0: the weights stay), or RLlib's "
             "schedule [[timestep, lr], ...], linear in env steps "
             "sampled",

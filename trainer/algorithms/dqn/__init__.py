@@ -1,8 +1,7 @@
 """DQN (RLlib's `ray.rllib.algorithms.dqn`), all of it: `dqn.py` the config and the algorithm
-(`training_step`); `dqn_learner.py` the numpy loss and update, `q_module.py` the default numpy
+(on the off-policy training step, `trainer.algorithms.off_policy`); `dqn_learner.py` the numpy loss and update, `q_module.py` the default numpy
 Q network; `torch_learner.py` the torch loss (`DQNTorchLearner`), `torch_module.py` the default
-torch module (`DefaultDQNTorchRLModule`); `replay_buffer.py` the buffers' config and train
-batches (the buffers are `trainer.replay_buffers`); `presets.py` the main job's presets;
+torch module (`DefaultDQNTorchRLModule`); `presets.py` the main job's presets;
 `differences.py` the deliberate differences from RLlib's DQN.
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""

@@ -1,6 +1,7 @@
 """SAC: `SACConfig` (RLlib 2.60's settings and defaults) and the `SAC` algorithm.
 
-The training step is DQN's (RLlib's SAC is a DQN subclass): the EnvRunners sample
+The training step is the off-policy loop (`trainer.algorithms.off_policy`; RLlib's SAC
+inherits DQN's): the EnvRunners sample
 `rollout_fragment_length` steps per sub-env ("auto" = `n_step`) with the stochastic policy, the
 steps go into the replay buffer; once `num_steps_sampled_before_learning_starts` env steps were
 sampled, the learner takes `train_batch_size` n-step transitions per update (priorities follow
@@ -15,15 +16,18 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.config.training import _check_lr
-from trainer.algorithms.dqn.dqn import (
-    _BUFFER_DEFAULTS,
-    DQN,
-    _check_n_step,
-    _check_replay_buffer_config,
-)
-from trainer.algorithms.dqn.replay_buffer import MULTI_AGENT_BUFFER_TYPES, make_replay_buffer
+from trainer.algorithms.config.training import check_lr
 from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
+from trainer.algorithms.off_policy import OffPolicyAlgorithm
+from trainer.algorithms.replay import (
+    BUFFER_DEFAULTS,
+    buffer_fits_agents,
+    check_n_step,
+    check_replay_buffer_config,
+    make_replay_buffer,
+    max_n_step,
+    updated_buffer_config,
+)
 from trainer.algorithms.sac.sac_learner import SACLearner
 from trainer.algorithms.sac.sac_module import SACModule
 from trainer.algorithms.settings import settings_of
@@ -38,7 +42,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 #: RLlib's SAC default buffer: prioritized, a million env steps.
-_DEFAULT_BUFFER = {**_BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"], "capacity": 1_000_000}
+_DEFAULT_BUFFER = {**BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"], "capacity": 1_000_000}
 
 
 def _check_target_entropy(value: Any) -> str | None:
@@ -76,12 +80,12 @@ class SACConfig(AlgorithmConfig):
             ),
             "n_step": (
                 1,
-                _check_n_step,
+                check_n_step,
                 "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
             ),
-            "actor_lr": (3e-5, _check_lr, "the policy's Adam rate (or a schedule)"),
-            "critic_lr": (3e-4, _check_lr, "the critics' Adam rate (or a schedule)"),
-            "alpha_lr": (3e-4, _check_lr, "alpha's Adam rate (or a schedule)"),
+            "actor_lr": (3e-5, check_lr, "the policy's Adam rate (or a schedule)"),
+            "critic_lr": (3e-4, check_lr, "the critics' Adam rate (or a schedule)"),
+            "alpha_lr": (3e-4, check_lr, "alpha's Adam rate (or a schedule)"),
             "target_network_update_freq": (
                 0,
                 int_at_least(0),
@@ -89,7 +93,7 @@ class SACConfig(AlgorithmConfig):
             ),
             "replay_buffer_config": (
                 dict(_DEFAULT_BUFFER),
-                _check_replay_buffer_config,
+                check_replay_buffer_config,
                 "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for multi-agent "
                 "runs MultiAgentEpisodeReplayBuffer or MultiAgentPrioritizedEpisodeReplayBuffer), "
                 "capacity (env steps), alpha, beta and the buffers' other arguments; updates "
@@ -188,14 +192,10 @@ class SACConfig(AlgorithmConfig):
                 "None, as RLlib requires"
             )
         super().training(**kwargs)
-        if isinstance(replay_buffer_config, dict):
-            type_ = replay_buffer_config.get("type", self.replay_buffer_config["type"])
-            base = (
-                self.replay_buffer_config
-                if type_ == self.replay_buffer_config["type"]
-                else _BUFFER_DEFAULTS.get(type_, {})
+        if replay_buffer_config is not NotProvided:
+            replay_buffer_config = updated_buffer_config(
+                self.replay_buffer_config, replay_buffer_config
             )
-            replay_buffer_config = {**base, **replay_buffer_config}
         if clip_actions is not NotProvided:
             self.env_runners(clip_actions=clip_actions)
         return self._set(
@@ -219,7 +219,7 @@ class SACConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        n_max = self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+        n_max = max_n_step(self.n_step)
         if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
             raise ConfigError(
                 f"SACConfig: rollout_fragment_length={self.rollout_fragment_length} is smaller "
@@ -229,7 +229,7 @@ class SACConfig(AlgorithmConfig):
             raise ConfigError(f"SACConfig: grad_clip={self.grad_clip} must be > 0 (or None)")
         if self.uses_torch:
             self._check_torch_learner_class()
-        self._check_buffer_fits_agents()
+        buffer_fits_agents("SACConfig", self.replay_buffer_config, bool(self.is_multi_agent))
 
     def _check_torch_learner_class(self) -> None:
         """A `learner_class` for SAC must be a SACTorchLearner."""
@@ -245,22 +245,9 @@ class SACConfig(AlgorithmConfig):
                 "ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner)"
             )
 
-    def _check_buffer_fits_agents(self) -> None:
-        """A multi-agent run stores MultiAgentEpisodes: it needs a multi-agent buffer, and a
-        single-agent run a single-agent one."""
-        type_ = self.replay_buffer_config["type"]
-        if bool(self.is_multi_agent) == (type_ in MULTI_AGENT_BUFFER_TYPES):
-            return
-        wanted = "MultiAgent" + type_ if self.is_multi_agent else type_.removeprefix("MultiAgent")
-        raise ConfigError(
-            f"SACConfig: replay_buffer_config type={type_!r} does not fit a "
-            f"{'multi' if self.is_multi_agent else 'single'}-agent config; use "
-            f"training(replay_buffer_config={{'type': {wanted!r}, ...}})"
-        )
-
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         if self.rollout_fragment_length == "auto":
-            return self.n_step[1] if isinstance(self.n_step, (list, tuple)) else self.n_step
+            return max_n_step(self.n_step)
         return self.rollout_fragment_length
 
     def default_module_class(self) -> type:
@@ -287,16 +274,16 @@ class SACConfig(AlgorithmConfig):
         return SACModule(spaces, self.model, twin_q=self.twin_q, seed=seed)
 
 
-class SAC(DQN):
-    """Soft Actor-Critic (RLlib's `ray.rllib.algorithms.sac.SAC`): DQN's training step with
-    SAC's learner."""
+class SAC(OffPolicyAlgorithm):
+    """Soft Actor-Critic (RLlib's `ray.rllib.algorithms.sac.SAC`): the off-policy training
+    step with SAC's learner."""
 
-    config: SACConfig  # type: ignore[assignment]
+    config: SACConfig
     #: The numpy SACLearner, a SACTorchLearner (torch), or a learner per module.
     learner: Any
 
     @classmethod
-    def get_default_config(cls) -> SACConfig:  # type: ignore[override]
+    def get_default_config(cls) -> SACConfig:
         return SACConfig()
 
     def setup_learner(self) -> None:

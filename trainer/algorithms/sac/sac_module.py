@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from trainer.core.apis import QNetAPI
-from trainer.core.distributions import NumpyCategorical, NumpyDistribution
+from trainer.core.distributions import NumpyCategorical, NumpyDeterministic, NumpyDistribution
 from trainer.core.models import (
     FlatParameterModule,
     SpaceInfo,
@@ -78,9 +78,7 @@ class SquashedGaussian:
         return inputs[..., :n], np.minimum(np.maximum(inputs[..., n:], LOG_STD_MIN), LOG_STD_MAX)
 
     @staticmethod
-    def squashed_logp(
-        unsquashed: np.ndarray, mean: np.ndarray, log_std: np.ndarray
-    ) -> np.ndarray:
+    def squashed_logp(unsquashed: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
         """log pi(tanh(u)) = log N(u; mean, std) - sum log(1 - tanh(u)^2), the Jacobian term
         written as 2 (log 2 - u - softplus(-2u)) (RLlib's, stable for large |u|)."""
         z = (unsquashed - mean) * np.exp(-log_std)
@@ -157,9 +155,7 @@ class NumpySquashedGaussian(NumpyDistribution):
     def kl(self, other: Any, **kwargs: Any) -> np.ndarray:
         raise ValueError("the squashed Gaussian has no closed-form KL (RLlib's has none)")
 
-    def to_deterministic(self) -> Any:
-        from trainer.core.distributions import NumpyDeterministic
-
+    def to_deterministic(self) -> NumpyDeterministic:
         return NumpyDeterministic(self._squash(self.loc).astype(np.float32))
 
 
@@ -176,7 +172,7 @@ class SkipFusion:
         output_dim: int,
         activation: str,
         rng: np.random.Generator,
-        initializers: tuple[Any, Any],
+        initializers: tuple[Any, ...],
     ):
         self.embed_dim = embed_dim
         self.activation = activation
@@ -289,6 +285,7 @@ class Critic:
         nets = self.nets
         if not self.continuous:
             return nets["head"].forward(activated(nets["obs"], obs))
+        assert actions is not None, "Q(s, a) of Box actions needs the actions"
         embeds = np.concatenate(
             [activated(nets["actions"], actions), activated(nets["obs"], obs)], axis=1
         )
@@ -300,6 +297,7 @@ class Critic:
             features, obs_cache = activated_train(nets["obs"], obs)
             q, head_cache = nets["head"].forward_train(features)
             return q, (obs_cache, head_cache)
+        assert actions is not None, "Q(s, a) of Box actions needs the actions"
         action_features, action_cache = activated_train(nets["actions"], actions)
         obs_features, obs_cache = activated_train(nets["obs"], obs)
         embeds = np.concatenate([action_features, obs_features], axis=1)
@@ -330,11 +328,16 @@ class Critic:
         d_embeds = nets["fusion"].backward(fusion_cache, d_latent, net_grads("fusion"))
         n_action = nets["actions"].sizes[-1]
         if grads is not None:
-            encoder_backward(nets["obs"], obs_cache, d_embeds[:, n_action:].copy(), grads["obs"], False)
+            encoder_backward(
+                nets["obs"], obs_cache, d_embeds[:, n_action:].copy(), grads["obs"], False
+            )
         if grads is None and not action_grad:
             return None
         return encoder_backward(
-            nets["actions"], action_cache, d_embeds[:, :n_action].copy(), net_grads("actions"),
+            nets["actions"],
+            action_cache,
+            d_embeds[:, :n_action].copy(),
+            net_grads("actions"),
             action_grad,
         )
 
