@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import numpy as np
 import pytest
 from helpers import RaisingStepEnv
 
@@ -181,3 +182,32 @@ def test_an_actor_that_waits_for_resources_is_named_with_what_it_asked_for(monke
         "{'CPU': 4.0} in all" in message
     )
     assert "evaluation_num_env_runners" in message
+
+
+def test_sac_samples_on_ray_actors_and_learns():
+    """SAC's off-policy loop with its EnvRunners as Ray actors: replayed updates, the weights
+    back to the actors."""
+    from trainer import SACConfig
+
+    algo = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .env_runners(backend="ray", num_env_runners=1)
+        .training(num_steps_sampled_before_learning_starts=32, train_batch_size_per_learner=32)
+        .reporting(min_time_s_per_iteration=0)
+        .rl_module(model_config={"fcnet_hiddens": [16], "fusionnet_hiddens": [16]})
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        for _ in range(40):
+            result = algo.train()
+        learned = algo.learner.get_weights()
+        actor_weights = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.module.get_weights(), local_env_runner=False
+        )[0]
+    finally:
+        algo.stop()
+    assert result["learners"]["default_policy"]["qf_loss"] >= 0.0
+    for name, weights in learned.items():
+        np.testing.assert_array_equal(actor_weights[name], weights, err_msg=name)

@@ -478,3 +478,31 @@ def test_importing_trainer_tune_without_ray_tune_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.tune", None)  # as if not installed
     with pytest.raises(ImportError, match=r"pip install 'localrl\[tune\]'"):
         import trainer.tune  # noqa: F401
+
+
+def test_a_sac_grid_search_runs_each_trial(tmp_path):
+    """Tune's "SAC": a grid over the actor's rate, each trial SAC's off-policy loop."""
+    from trainer import SACConfig
+
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=0)
+        .training(
+            num_steps_sampled_before_learning_starts=32,
+            train_batch_size_per_learner=32,
+            actor_lr=tune.grid_search([1e-3, 3e-4]),
+        )
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=64)
+        .rl_module(model_config={"fcnet_hiddens": [16], "fusionnet_hiddens": [16]})
+    )
+    results = tune.Tuner(
+        "SAC",
+        param_space=config,
+        run_config=run_config(tmp_path, name="sac", stop={"training_iteration": 2}),
+    ).fit()
+    assert results.num_errors == 0
+    assert sorted(r.config["actor_lr"] for r in results) == [3e-4, 1e-3]
+    for result in results:
+        assert result.metrics["training_iteration"] == 2
+        assert result.metrics["learners"]["default_policy"]["qf_loss"] >= 0.0
