@@ -118,15 +118,15 @@ class SACConfig(AlgorithmConfig):
                 None,
                 "RLlib's old-stack Q-model dict; the new stack (and this trainer) size the "
                 "critics with rl_module(model_config=...)",
-                fine=lambda value: True,
             ),
             "policy_model_config": NoEffect(
                 None,
                 "RLlib's old-stack policy-model dict; the new stack (and this trainer) size the "
                 "policy with rl_module(model_config=...)",
-                fine=lambda value: True,
             ),
-            "optimization_config": NoEffect(None, OLD_STACK, fine=lambda value: True),
+            "optimization_config": NoEffect(
+                None, OLD_STACK + "; SAC's rates are actor_lr, critic_lr and alpha_lr"
+            ),
             "_deterministic_loss": NoEffect(
                 False, "RLlib's new-stack SAC does not read it (nor does this trainer)"
             ),
@@ -183,7 +183,7 @@ class SACConfig(AlgorithmConfig):
         """Learning settings: SAC's own and those every algorithm has. `lr` must be None (or
         not given): SAC trains with `actor_lr`, `critic_lr` and `alpha_lr`, as in RLlib. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
-        type's defaults). `clip_actions` is `env_runners(clip_actions=...)`."""
+        type's defaults). `clip_actions` is `environment(clip_actions=...)`'s."""
         lr = kwargs.pop("lr", NotProvided)
         if lr is not NotProvided and lr is not None:
             raise ConfigError(
@@ -197,7 +197,7 @@ class SACConfig(AlgorithmConfig):
                 self.replay_buffer_config, replay_buffer_config
             )
         if clip_actions is not NotProvided:
-            self.env_runners(clip_actions=clip_actions)
+            self.environment(clip_actions=clip_actions)
         return self._set(
             "training",
             {
