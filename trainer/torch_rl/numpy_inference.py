@@ -10,7 +10,8 @@ the view (`TorchModuleView`) therefore computes the distribution inputs here:
   `fcnet_*` layers, then the `pi` head (with `clip_log_std` / `free_log_std` as the head has
   them);
 - `DefaultDQNTorchRLModule` with an MLP encoder: the encoder, the `af` head and, with
-  `dueling`, the `vf` head combined as V + A - mean(A).
+  `dueling`, the `vf` head combined as V + A - mean(A);
+- `DefaultSACTorchRLModule` with an MLP encoder: the `pi_encoder`, then the `pi` head.
 
 A default module's class names its numpy forward (`numpy_forward_class`, read from that
 class itself, so a subclass is not taken for it). Only inference-only copies (the
@@ -178,6 +179,19 @@ class NumpyDQNInference:
         return advantages - mean + self.vf(features)
 
 
+class NumpySACInference:
+    """The default SAC module's `_forward` (`pi_encoder`, then `pi`) in numpy."""
+
+    def __init__(self, module: Any, watched: _Sources) -> None:
+        if module._encode_obs.image:
+            raise _NotKnown
+        self.encoder = _mlp_encoder(module.pi_encoder, watched)
+        self.pi = NumpyHead(module.pi, watched)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.pi(self.encoder(obs))
+
+
 def has_hooks(module: nn.Module) -> bool:
     """Whether a forward (pre-)hook, global or on any submodule, would see its forward."""
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
@@ -186,8 +200,8 @@ def has_hooks(module: nn.Module) -> bool:
 
 
 #: The class attribute by which a default module names the class of its numpy forward
-#: (`NumpyPPOInference`, `NumpyDQNInference`). Read from the module's own class only: a
-#: subclass, which may override the forward passes, runs them in torch.
+#: (`NumpyPPOInference`, `NumpyDQNInference`, `NumpySACInference`). Read from the module's
+#: own class only: a subclass, which may override the forward passes, runs them in torch.
 NUMPY_FORWARD_CLASS = "numpy_forward_class"
 
 

@@ -15,8 +15,10 @@ weights change (`trainer.torch_rl.numpy_inference`): the EnvRunners' per-step ba
 torch's dispatch far more than their arithmetic. Every other module runs its own forward.
 
 RLlib's own distributions (TorchCategorical, TorchDiagGaussian) are drawn from by their numpy
-twins with the runner's seeded numpy generator (the same draws as the numpy modules make); any
-other TorchDistribution class is drawn from in torch (`TorchDistributionActions`).
+twins with the runner's seeded numpy generator (the same draws as the numpy modules make), and
+so are the classes a module names numpy twins for (`numpy_action_dists`: the default SAC
+module's squashed Gaussian acts as the numpy SACModule's); any other TorchDistribution class
+is drawn from in torch (`TorchDistributionActions`).
 
 A stateful (recurrent) module (`rl_module.is_stateful()`, e.g. `use_lstm`) is called with a time
 axis of one step: `dist_inputs_and_state(obs, state, explore)` feeds `{"obs": (B, 1, ...),
@@ -74,11 +76,20 @@ class TorchDistributionActions:
             return dist.logp(torch.as_tensor(actions)).numpy().astype(np.float32)
 
 
-def sampling_distribution(dist_class: Any) -> Any:
+#: The class attribute by which a module names the numpy distributions its EnvRunners act
+#: with, by its TorchDistribution class (`{TorchSquashedGaussian: SquashedGaussian, ...}` on
+#: the default SAC module, whose numpy twins live with the algorithm, above this layer).
+NUMPY_ACTION_DISTS = "numpy_action_dists"
+
+
+def sampling_distribution(dist_class: Any, twins: dict[type, Any] | None = None) -> Any:
     """The distribution class the samplers draw with for a module's TorchDistribution class:
-    the numpy twin of RLlib's Categorical and DiagGaussian, else the class itself in torch."""
+    the module's own numpy twin of it (`twins`, its `numpy_action_dists`), the numpy twin of
+    RLlib's Categorical and DiagGaussian, else the class itself in torch."""
     from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
 
+    if twins and dist_class in twins:
+        return twins[dist_class]
     if dist_class is TorchCategorical:
         return Categorical
     if dist_class is TorchDiagGaussian:
@@ -113,8 +124,11 @@ class TorchModuleView:
         self._row_shape: tuple[int, ...] | None = (
             shape if shape is not None and len(shape) > 1 else None
         )
-        self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls())
-        self.inference_dist = sampling_distribution(rl_module.get_inference_action_dist_cls())
+        twins = getattr(rl_module, NUMPY_ACTION_DISTS, None)
+        self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls(), twins)
+        self.inference_dist = sampling_distribution(
+            rl_module.get_inference_action_dist_cls(), twins
+        )
         #: Every state entry's shape (the whole module, value function included).
         self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}
         self._initial_state: dict[str, Any] | None = None

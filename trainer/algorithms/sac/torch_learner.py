@@ -1,0 +1,627 @@
+"""`SACTorchLearner` (RLlib's `ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner`):
+one gradient step of SAC on a replay batch for a torch module, with RLlib 2.60's losses and the
+numpy `SACLearner`'s data flow and statistics.
+
+`update(batch, num_env_steps_sampled_lifetime=...)` takes the replay buffer's train batch
+(`obs`, `next_obs`, `actions`, `rewards`, `terminateds`, `discounts` = gamma ** the steps each
+n-step transition spans, RLlib's `n_step` = those steps, `weights` = the importance weights),
+preprocesses the observations as the EnvRunners did, and runs `TorchLearner.update_from_batch`:
+the module's `forward_train` (`DefaultSACTorchRLModule`'s outputs), then RLlib's losses (the
+math is in `trainer.algorithms.sac.sac_learner`'s docstring):
+
+    critic(s)  mean(weights * huber(Q_i(s, a) - y)),   y = r + gamma^n (1 - terminated) *
+               (Q_target(s', a') - alpha log pi(a'|s'))        (no gradient through y)
+    policy     mean(alpha log pi(a~|s) - Q(s, a~))             (a~ reparameterized)
+    alpha      -mean(log_alpha (log pi(a~|s) + target_entropy))
+
+(for Discrete actions the expectations over the action probabilities, as RLlib's). Each loss
+steps its own optimizer only, over its own parameters, as RLlib's `compute_gradients` does:
+"qf" and "qf_twin" (critic_lr), "policy" (actor_lr) and "alpha" (alpha_lr, over
+`curr_log_alpha`); Adam with eps 1e-7, rates or schedules. A loss names the tensor each
+optimizer minimizes in `self._temp_losses[(module_id, "<optimizer name>_loss")]` (RLlib's
+hand-over), so a subclass's `compute_loss_for_module` (RLlib's hook) may change any of them.
+
+After the step, every `target_network_update_freq` sampled env steps, each target critic moves
+towards its critic: target <- tau * critic + (1 - tau) * target. The results are the numpy
+SACLearner's (RLlib's keys), with the per-row TD errors under `TD_ERROR_KEY` for the
+prioritized buffer.
+
+The squashed Gaussian's draws come from torch's CPU generator, run on a state of the learner's
+own (seeded from the config's seed, saved in checkpoints; the global generator is left as it
+was), so a seeded run and a resumed checkpoint draw the same noise (a module on a GPU draws
+from the GPU's generator, which stays torch's). The learner state is the TorchLearner's (the
+module's state, target critics included; each optimizer's Adam moments by parameter name,
+`curr_log_alpha`'s among them) and `curr_log_alpha`, the env step of the last target update
+and that generator state.
+
+Where it differs from RLlib's: it is a TorchLearner, not a DQNTorchLearner subclass (the DQN
+learner here is DQN's numpy-twin fast path); the bootstrap discount is the batch's `discounts`
+column (gamma ** n_step, as RLlib computes it from `n_step`); the TD errors come back in the
+update's results (`TD_ERROR_KEY`; a loss may also log them as RLlib does, an item series under
+the module id); the results carry the numpy learner's keys (no `<optimizer>_learning_rate`);
+Discrete actions with `twin_q=False` train (RLlib's discrete policy loss reads the twin's
+Q-values unconditionally).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch.nn import functional
+
+from trainer.algorithms.sac.torch_module import (
+    ACTION_LOG_PROBS,
+    ACTION_LOG_PROBS_NEXT,
+    ACTION_PROBS,
+    ACTION_PROBS_NEXT,
+    LOGP_NEXT_RESAMPLED,
+    LOGP_RESAMPLED,
+    Q_CURR,
+    QF_PREDS,
+    QF_TARGET_NEXT,
+    QF_TWIN_PREDS,
+)
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.core.learner import LR_KEY, POLICY_LOSS_KEY, UpdateResults
+from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.metrics import (
+    MODULE_TRAIN_BATCH_SIZE_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TD_ERROR_KEY,
+)
+from trainer.torch_rl.learner import TorchLearner, adam_kernel
+from trainer.torch_rl.runner_view import TorchModuleView
+from trainer.torch_rl.target_networks import update_target_network
+from trainer.util.state_checks import StateError, require_float_array, require_int
+
+if TYPE_CHECKING:
+    from trainer.algorithms.sac.sac import SACConfig
+
+#: RLlib's statistics keys (`ray.rllib.algorithms.sac.sac_learner`).
+QF_LOSS_KEY = "qf_loss"
+QF_TWIN_LOSS_KEY = "qf_twin_loss"
+QF_MEAN_KEY = "qf_mean"
+QF_MAX_KEY = "qf_max"
+QF_MIN_KEY = "qf_min"
+LOGPS_KEY = "logps"
+TD_ERROR_MEAN_KEY = "td_error_mean"
+ALPHA_LOSS_KEY = "alpha_loss"
+#: RLlib's optimizer names; each minimizes the loss `self._temp_losses` holds under
+#: `(module_id, "<name>_loss")`.
+POLICY, QF, QF_TWIN, ALPHA = "policy", "qf", "qf_twin", "alpha"
+#: RLlib's SAC optimizers' eps.
+ADAM_EPS = 1e-7
+#: The name `curr_log_alpha`'s tensor has among the learner's parameters (its optimizer's
+#: state is keyed by it).
+LOG_ALPHA = "curr_log_alpha"
+
+#: The importance weights' and n-step discounts' columns of the replay buffer's train batch.
+WEIGHTS = "weights"
+DISCOUNTS = "discounts"
+#: RLlib's column of the steps each n-step transition spans.
+N_STEP = "n_step"
+
+#: The numpy SACLearner's statistics, in its order (the twin critic's loss with twin_q).
+_RESULT_KEYS = (
+    POLICY_LOSS_KEY,
+    QF_LOSS_KEY,
+    ALPHA_LOSS_KEY,
+    "alpha_value",
+    "log_alpha_value",
+    "target_entropy",
+    LOGPS_KEY,
+    QF_MEAN_KEY,
+    QF_MAX_KEY,
+    QF_MIN_KEY,
+    TD_ERROR_MEAN_KEY,
+    QF_TWIN_LOSS_KEY,
+)
+
+
+def target_entropy_for(config: SACConfig, action_space: gym.Space) -> float:
+    """`target_entropy`, with "auto" (or None) as RLlib's: -prod(action_space.shape), which
+    is -1 for Discrete actions."""
+    value = config.target_entropy
+    if value is None or value == "auto":
+        return -float(np.prod(action_space.shape or ()))
+    return float(value)
+
+
+def _rng_state_for(seed: int | None) -> torch.Tensor:
+    """A torch CPU generator state: seeded from `seed` (a stream of its own, as the numpy
+    learner's `[seed, 0x5AC]`), or fresh."""
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(int(np.random.SeedSequence([seed, 0x5AC]).generate_state(1)[0]))
+    return generator.get_state()
+
+
+class SACTorchLearner(TorchLearner):
+    """SAC's learner for torch modules (see the module docstring). RLlib's attributes:
+    `curr_log_alpha[module_id]` (the trained log-temperature, a tensor of shape (1,)) and
+    `target_entropy[module_id]`."""
+
+    config: SACConfig
+    algorithm_name = "SAC"
+    extra_state_keys = ("curr_log_alpha", "last_target_update_step", "rng")
+
+    def __init__(
+        self,
+        config: SACConfig,
+        module: Any,
+        *,
+        spaces: SpaceInfo | None = None,
+        module_id: str = DEFAULT_MODULE_ID,
+    ):
+        """`config`: the SACConfig; `module`: the full TorchRLModule to train (RLlib's SAC
+        layout: `pi_encoder`, `pi`, `qf_encoder`, `qf` and with twin_q `qf_twin_encoder`,
+        `qf_twin`; QNetAPI and TargetNetworkAPI), built by the caller, or a view of one (see
+        `TorchLearner`); `spaces`: how the EnvRunners preprocessed the observations (the
+        learner feeds the module the same), by default the view's, else the module's spaces;
+        `module_id`: its id."""
+        rl_module = getattr(module, "rl_module", module)
+        missing = [
+            api.__name__ for api in (QNetAPI, TargetNetworkAPI) if not isinstance(rl_module, api)
+        ]
+        if missing:
+            raise TypeError(
+                f"SACTorchLearner: the module ({type(rl_module).__name__}) must implement "
+                f"{' and '.join(missing)} (compute_q_values(batch); make_target_networks(), "
+                "get_target_network_pairs(), forward_target(batch)): SAC's loss needs them"
+            )
+        keys_before = set(rl_module.state_dict())
+        # As RLlib's learner when it builds: the target networks start as the main ones.
+        cast(TargetNetworkAPI, rl_module).make_target_networks()
+        if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
+            # A module that made its target networks only now: a view of it, knowing the
+            # new weights (the Algorithm and the checkpoints read them through it).
+            module = TorchModuleView(rl_module, module.spaces)
+        device = next((p.device for p in rl_module.parameters()), torch.device("cpu"))
+        # RLlib's trained temperature (in log form) and its target entropy, per module id;
+        # made before the optimizers, which step the former.
+        self.curr_log_alpha: dict[str, torch.Tensor] = {
+            module_id: torch.tensor(
+                [math.log(config.initial_alpha)],
+                dtype=torch.float32,
+                device=device,
+                requires_grad=True,
+            )
+        }
+        self.target_entropy: dict[str, torch.Tensor] = {
+            module_id: torch.tensor(
+                target_entropy_for(config, rl_module.action_space),
+                dtype=torch.float32,
+                device=device,
+            )
+        }
+        #: The losses `compute_loss_for_module` hands to `compute_gradients`, by
+        #: `(module_id, "<optimizer name>_loss")` (RLlib's `_temp_losses`).
+        self._temp_losses: dict[tuple[str, str], torch.Tensor] = {}
+        super().__init__(config, module, module_id=module_id)
+        self.spaces: SpaceInfo = (
+            spaces
+            or getattr(module, "spaces", None)
+            or SpaceInfo.from_spaces(
+                cast(Any, rl_module).observation_space, cast(Any, rl_module).action_space
+            ).keeping_obs_shape()
+        )
+        self.continuous = isinstance(cast(Any, rl_module).action_space, gym.spaces.Box)
+        #: The sampled env step of the last target network update.
+        self.last_target_update_step = 0
+        #: The state of the generator the module's draws use during an update.
+        self._rng_state = _rng_state_for(config.seed)
+        #: The per-row TD errors the last loss computed (for the prioritized buffer).
+        self.td_errors: torch.Tensor | None = None
+
+    # -- optimizers ---------------------------------------------------------------------------
+    def _param_names(self, params: list[Any], who: str, what: str) -> list[str]:
+        """The learner's parameters include `curr_log_alpha` (not a module parameter: it is
+        neither sent to the EnvRunners nor in the module's state), under `LOG_ALPHA`."""
+        log_alpha = self.curr_log_alpha[self.module_id]
+        if log_alpha not in self._names_by_param:
+            self._names_by_param[log_alpha] = LOG_ALPHA
+            self._params_by_name[LOG_ALPHA] = log_alpha
+        return super()._param_names(params, who, what)
+
+    def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
+        """RLlib's four optimizers (Adam, eps 1e-7): "qf" over `qf_encoder` and `qf` and, with
+        twin_q, "qf_twin" over `qf_twin_encoder` and `qf_twin` (critic_lr), "policy" over
+        `pi_encoder` and `pi` (actor_lr), "alpha" over `curr_log_alpha` (alpha_lr). Each is
+        built on its first use (see `RegisteredOptimizer`)."""
+        config = config or self.config
+        module: Any = self.rl_module
+        groups = [(QF, [module.qf_encoder, module.qf], config.critic_lr)]
+        if self._twin_q(config):
+            groups.append((QF_TWIN, [module.qf_twin_encoder, module.qf_twin], config.critic_lr))
+        groups.append((POLICY, [module.pi_encoder, module.pi], config.actor_lr))
+        for name, networks, rate in groups:
+            params = [p for network in networks for p in self.get_parameters(network)]
+            self._register_adam(module_id, name, params, rate)
+        self._register_adam(module_id, ALPHA, [self.curr_log_alpha[module_id]], config.alpha_lr)
+
+    def _register_adam(
+        self, module_id: str, name: str, params: list[torch.Tensor], rate: Any
+    ) -> None:
+        self._add_optimizer(
+            module_id=module_id,
+            optimizer_name=name,
+            optimizer=functools.partial(
+                torch.optim.Adam, params, eps=ADAM_EPS, **adam_kernel(params)
+            ),
+            params=params,
+            lr_or_lr_schedule=rate,
+        )
+
+    def _twin_q(self, config: Any) -> bool:
+        """Whether the module has a twin critic (its `twin_q`, else the config's)."""
+        return bool(getattr(self.rl_module, "twin_q", config.twin_q))
+
+    # -- the loss (RLlib 2.60's) ----------------------------------------------------------------
+    def compute_loss_for_module(  # type: ignore[override]  # a SACConfig, as RLlib's
+        self,
+        *,
+        module_id: str,
+        config: SACConfig,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+    ) -> torch.Tensor:
+        """The sum of the critics', the policy's and alpha's losses (each also handed to its
+        optimizer through `self._temp_losses`); Box or Discrete actions by the module's
+        action space."""
+        if isinstance(cast(Any, self.rl_module).action_space, gym.spaces.Discrete):
+            return self._compute_loss_for_module_discrete(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+        return self._compute_loss_for_module_continuous(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+
+    @staticmethod
+    def _discounts(config: SACConfig, batch: dict[str, Any]) -> Any:
+        """gamma ** n per row: the batch's `discounts`, else RLlib's gamma ** `n_step`."""
+        if DISCOUNTS in batch:
+            return batch[DISCOUNTS]
+        return config.gamma ** batch[N_STEP]
+
+    def _critic_losses(
+        self,
+        config: SACConfig,
+        batch: dict[str, Any],
+        q_selected: torch.Tensor,
+        q_twin_selected: torch.Tensor | None,
+        q_selected_target: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """The weighted Huber losses of the critic(s) and the per-row TD errors (averaged over
+        the two critics with twin_q)."""
+        td_error = torch.abs(q_selected - q_selected_target)
+        critic_loss = torch.mean(
+            batch[WEIGHTS]
+            * functional.huber_loss(q_selected, q_selected_target, reduction="none", delta=1.0)
+        )
+        critic_twin_loss = None
+        if q_twin_selected is not None:
+            td_error = 0.5 * (td_error + torch.abs(q_twin_selected - q_selected_target))
+            critic_twin_loss = torch.mean(
+                batch[WEIGHTS]
+                * functional.huber_loss(
+                    q_twin_selected, q_selected_target, reduction="none", delta=1.0
+                )
+            )
+        return critic_loss, critic_twin_loss, td_error
+
+    def _finish_loss(
+        self,
+        module_id: str,
+        losses: dict[str, torch.Tensor | None],
+        td_error: torch.Tensor,
+        stats: dict[str, Any],
+    ) -> torch.Tensor:
+        """Hands each loss to its optimizer (`_temp_losses`), logs the statistics and keeps
+        the TD errors; returns the total loss."""
+        log_alpha = self.curr_log_alpha[module_id]
+        self.log_loss_stats(
+            {
+                POLICY_LOSS_KEY: losses[POLICY_LOSS_KEY],
+                QF_LOSS_KEY: losses[QF_LOSS_KEY],
+                ALPHA_LOSS_KEY: losses[ALPHA_LOSS_KEY],
+                "alpha_value": torch.exp(log_alpha)[0],
+                # (a copy: the step changes log_alpha in place before the stats are read)
+                "log_alpha_value": log_alpha.detach()[0].clone(),
+                "target_entropy": self.target_entropy[module_id],
+                **stats,
+                TD_ERROR_MEAN_KEY: torch.mean(td_error),
+            }
+        )
+        total_loss = torch.zeros((), device=td_error.device)
+        for key, loss in losses.items():
+            if loss is None:
+                continue
+            if key == QF_TWIN_LOSS_KEY:
+                self.log_loss_stats({QF_TWIN_LOSS_KEY: loss})
+            self._temp_losses[(module_id, key)] = loss
+            total_loss = total_loss + loss
+        # Per row, for the priorities (RLlib logs them as an "item_series").
+        self.td_errors = td_error.detach()
+        return total_loss
+
+    def _compute_loss_for_module_continuous(
+        self,
+        *,
+        module_id: str,
+        config: SACConfig,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+    ) -> torch.Tensor:
+        log_alpha = self.curr_log_alpha[module_id]
+        alpha = torch.exp(log_alpha)
+        # The soft value of the next state from the target critics, with a fresh draw there.
+        q_target_next = fwd_out[QF_TARGET_NEXT] - alpha.detach() * fwd_out[LOGP_NEXT_RESAMPLED]
+        q_next_masked = (1.0 - batch[Columns.TERMINATEDS].float()) * q_target_next
+        # The Bellman target: no gradient through it.
+        q_selected_target = (
+            batch[Columns.REWARDS] + self._discounts(config, batch) * q_next_masked
+        ).detach()
+        critic_loss, critic_twin_loss, td_error = self._critic_losses(
+            config, batch, fwd_out[QF_PREDS], fwd_out.get(QF_TWIN_PREDS), q_selected_target
+        )
+        # The policy's loss: through the reparameterized actions (q_curr's critics are frozen
+        # in the module's pass, so none of its gradient reaches them).
+        logp_resampled = fwd_out[LOGP_RESAMPLED]
+        q_curr = fwd_out[Q_CURR]
+        actor_loss = torch.mean(alpha.detach() * logp_resampled - q_curr)
+        alpha_loss = -torch.mean(
+            log_alpha * (logp_resampled.detach() + self.target_entropy[module_id])
+        )
+        return self._finish_loss(
+            module_id,
+            {
+                POLICY_LOSS_KEY: actor_loss,
+                QF_LOSS_KEY: critic_loss,
+                ALPHA_LOSS_KEY: alpha_loss,
+                QF_TWIN_LOSS_KEY: critic_twin_loss,
+            },
+            td_error,
+            {
+                LOGPS_KEY: torch.mean(logp_resampled),
+                QF_MEAN_KEY: torch.mean(q_curr),
+                QF_MAX_KEY: torch.max(q_curr),
+                QF_MIN_KEY: torch.min(q_curr),
+            },
+        )
+
+    def _compute_loss_for_module_discrete(
+        self,
+        *,
+        module_id: str,
+        config: SACConfig,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+    ) -> torch.Tensor:
+        log_alpha = self.curr_log_alpha[module_id]
+        alpha = torch.exp(log_alpha)
+        # The soft value of the next state: the expectation over the policy's probabilities.
+        action_probs_next = fwd_out[ACTION_PROBS_NEXT]
+        next_v = (
+            action_probs_next
+            * (fwd_out[QF_TARGET_NEXT] - alpha.detach() * fwd_out[ACTION_LOG_PROBS_NEXT])
+        ).sum(-1)
+        next_v_masked = (1.0 - batch[Columns.TERMINATEDS].float()) * next_v
+        q_selected_target = (
+            batch[Columns.REWARDS] + self._discounts(config, batch) * next_v_masked
+        ).detach()
+        actions = batch[Columns.ACTIONS].to(dtype=torch.int64).reshape(-1, 1)
+        qf_preds = fwd_out[QF_PREDS]
+        qf_twin_preds = fwd_out.get(QF_TWIN_PREDS)
+        q_twin_selected = (
+            qf_twin_preds.gather(dim=-1, index=actions).squeeze(-1)
+            if qf_twin_preds is not None
+            else None
+        )
+        critic_loss, critic_twin_loss, td_error = self._critic_losses(
+            config,
+            batch,
+            qf_preds.gather(dim=-1, index=actions).squeeze(-1),
+            q_twin_selected,
+            q_selected_target,
+        )
+        action_probs = fwd_out[ACTION_PROBS]
+        action_log_probs = fwd_out[ACTION_LOG_PROBS]
+        # The policy's loss against the critics' values (no gradient to the critics; the
+        # minimum of the two with twin_q).
+        qf = (qf_preds if qf_twin_preds is None else torch.min(qf_preds, qf_twin_preds)).detach()
+        policy_loss = (action_probs * (alpha.detach() * action_log_probs - qf)).sum(-1).mean()
+        entropy = (action_log_probs * action_probs).sum(-1)
+        alpha_loss = -torch.mean(log_alpha * (entropy.detach() + self.target_entropy[module_id]))
+        return self._finish_loss(
+            module_id,
+            {
+                POLICY_LOSS_KEY: policy_loss,
+                QF_LOSS_KEY: critic_loss,
+                ALPHA_LOSS_KEY: alpha_loss,
+                QF_TWIN_LOSS_KEY: critic_twin_loss,
+            },
+            td_error,
+            {
+                LOGPS_KEY: torch.mean(action_log_probs),
+                QF_MEAN_KEY: torch.mean(qf_preds),
+                QF_MAX_KEY: torch.max(qf_preds),
+                QF_MIN_KEY: torch.min(qf_preds),
+            },
+        )
+
+    # -- gradients: each optimizer's loss to its own parameters ----------------------------------
+    def compute_gradients(self, loss_per_module: dict[str, torch.Tensor]) -> dict:
+        """Each registered optimizer's gradient: of its loss (`self._temp_losses[(module_id,
+        "<optimizer name>_loss")]`) with respect to its own parameters only (RLlib's). A loss
+        that handed over none (a user's `compute_loss_for_module` that does not set
+        `_temp_losses`) has the summed loss's gradients, as any TorchLearner."""
+        temp_losses, self._temp_losses = self._temp_losses, {}
+        if not temp_losses:
+            return super().compute_gradients(loss_per_module)
+        for param in self._params_by_name.values():
+            param.grad = None
+        gradients: dict[str, torch.Tensor] = {}
+        for entry in self._optimizers.values():
+            loss = temp_losses.pop((self.module_id, f"{entry.name}_loss"), None)
+            if loss is None:
+                raise KeyError(
+                    f"{type(self).__name__}: no loss for optimizer {entry.name!r}: "
+                    f"compute_loss_for_module must set self._temp_losses[({self.module_id!r}, "
+                    f"{entry.name + '_loss'!r})] (RLlib's hand-over of each optimizer's loss); "
+                    f"it set {sorted(temp_losses)}"
+                )
+            if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+                continue  # (a constant loss: no gradient)
+            params = [self._params_by_name[name] for name in entry.param_names]
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+            gradients.update(
+                {
+                    name: grad
+                    for name, grad in zip(entry.param_names, grads, strict=True)
+                    if grad is not None
+                }
+            )
+        if temp_losses:
+            raise KeyError(
+                f"{type(self).__name__}: self._temp_losses holds losses no optimizer steps: "
+                f"{sorted(temp_losses)} (optimizers: {list(self._optimizers)})"
+            )
+        return gradients
+
+    # -- one update ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _own_rng(self) -> Iterator[None]:
+        """torch's CPU generator on the learner's own state for the block (the module's
+        draws), then as it was."""
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._rng_state)
+            try:
+                yield
+            finally:
+                self._rng_state = torch.get_rng_state()
+
+    def update(
+        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+    ) -> UpdateResults:
+        """One step of every optimizer on `batch` (the replay buffer's train batch, see the
+        module docstring), then the target critics' update when due. Returns the numpy
+        SACLearner's statistics (RLlib's keys; `gradients_<optimizer>_global_norm` with a
+        global-norm `grad_clip`) and, under `TD_ERROR_KEY`, the per-row TD errors (the
+        algorithm takes them out before logging)."""
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        preprocess = self.spaces.preprocess
+        actions = np.asarray(batch["actions"])
+        train_batch = {
+            Columns.OBS: preprocess(batch["obs"]),
+            Columns.NEXT_OBS: preprocess(batch["next_obs"]),
+            Columns.ACTIONS: (
+                actions.astype(np.float32) if self.continuous else actions.astype(np.int64)
+            ),
+            Columns.REWARDS: np.asarray(batch["rewards"], dtype=np.float32),
+            Columns.TERMINATEDS: np.asarray(batch["terminateds"]),
+            DISCOUNTS: np.asarray(batch["discounts"], dtype=np.float32),
+            WEIGHTS: np.asarray(batch["weights"], dtype=np.float32),
+        }
+        if N_STEP in batch:  # RLlib's column, for a subclass's loss (gamma ** n_step)
+            train_batch[N_STEP] = np.asarray(batch[N_STEP])
+        self._temp_losses = {}
+        self.td_errors = None
+        self.metrics.reset()  # (an update that stopped on an error may have logged some)
+        with self._own_rng():
+            stats = self.update_from_batch(train_batch)
+        self.after_gradient_based_update(
+            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime}
+        )
+        logged = self.update_results()
+        results: UpdateResults = {key: stats[key] for key in _RESULT_KEYS if key in stats}
+        rate_keys = {f"{name}_{LR_KEY}" for name in self._optimizers}
+        # What a subclass's loss logs joins them (with log_loss_stats or self.metrics).
+        for key, value in [*stats.items(), *logged.items()]:
+            if (
+                key not in results
+                and key not in rate_keys
+                and key not in (TD_ERROR_KEY, "total_loss")
+                and not (key.startswith("gradients_") and key.endswith("_global_norm"))
+            ):
+                results[key] = value
+        config = self.config
+        if config.grad_clip is not None and config.grad_clip_by == "global_norm":
+            for name in self._optimizers:
+                results[f"gradients_{name}_global_norm"] = stats[f"gradients_{name}_global_norm"]
+        results[MODULE_TRAIN_BATCH_SIZE_MEAN] = float(len(train_batch[Columns.REWARDS]))
+        td_errors: Any = self.td_errors if self.td_errors is not None else logged.get(TD_ERROR_KEY)
+        if td_errors is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.compute_loss_for_module did not set self.td_errors "
+                "(the per-row TD errors the prioritized replay buffer needs)"
+            )
+        if isinstance(td_errors, torch.Tensor):
+            td_errors = td_errors.detach().cpu().numpy()
+        results[TD_ERROR_KEY] = np.asarray(td_errors, dtype=np.float32).reshape(-1)
+        self.td_errors = None
+        return results
+
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Steps the torch lr schedulers (TorchLearner's), then moves every target critic
+        towards its critic (by `tau`) when `target_network_update_freq` sampled env steps
+        passed since the last time (RLlib's DQN and SAC learners)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        num_env_steps_sampled_lifetime = int(timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
+        if (
+            num_env_steps_sampled_lifetime - self.last_target_update_step
+            < self.config.target_network_update_freq
+        ):
+            return
+        for main_net, target_net in cast(
+            TargetNetworkAPI, self.rl_module
+        ).get_target_network_pairs():
+            update_target_network(
+                main_net=main_net, target_net=target_net, tau=float(self.config.tau)
+            )
+        self.last_target_update_step = num_env_steps_sampled_lifetime
+
+    # -- state: the TorchLearner's (the module's, target critics included, and the
+    # optimizers', alpha's among them), log-alpha, the last target update's step and the
+    # generator's state ------------------------------------------------------------------------
+    def get_extra_state(self) -> dict:
+        return {
+            "curr_log_alpha": self.curr_log_alpha[self.module_id].detach().cpu().numpy().copy(),
+            "last_target_update_step": self.last_target_update_step,
+            "rng": self._rng_state.numpy().copy(),
+        }
+
+    def check_extra_state(self, state: dict, where: str) -> None:
+        require_float_array(state["curr_log_alpha"], f"{where}['curr_log_alpha']", (1,))
+        require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
+        rng = state["rng"]
+        if not (
+            isinstance(rng, np.ndarray)
+            and rng.dtype == np.uint8
+            and rng.shape == tuple(self._rng_state.shape)
+        ):
+            raise StateError(
+                f"{where}['rng']",
+                f"expected a uint8 array of shape {tuple(self._rng_state.shape)} (a torch "
+                f"generator's state), got {type(rng).__name__} "
+                f"{getattr(rng, 'dtype', '')} {getattr(rng, 'shape', '')}",
+            )
+
+    def set_extra_state(self, state: dict) -> None:
+        with torch.no_grad():
+            log_alpha = self.curr_log_alpha[self.module_id]
+            log_alpha.copy_(torch.from_numpy(np.asarray(state["curr_log_alpha"], np.float32)))
+        self.last_target_update_step = int(state["last_target_update_step"])
+        self._rng_state = torch.from_numpy(np.array(state["rng"], dtype=np.uint8))
+
+
+__all__ = ["SACTorchLearner"]
