@@ -307,6 +307,9 @@ def test_results_have_rllibs_keys():
     ):
         assert math.isfinite(learner[key]), key
     assert learner["target_entropy"] == -1.0  # "auto": -prod(Pendulum's action shape)
+    rates = {name: learner[f"{name}_learning_rate"] for name in ("qf", "qf_twin", "policy")}
+    assert rates == {"qf": 3e-4, "qf_twin": 3e-4, "policy": 3e-5}
+    assert learner["alpha_learning_rate"] == 3e-4
     assert "replay_buffer" in result
 
 
@@ -377,6 +380,36 @@ def test_multi_agent_sac_trains_a_learner_per_module():
         algo.stop()
     for module_id in ("p0", "p1"):
         assert math.isfinite(result["learners"][module_id]["qf_loss"])
+
+
+def test_multi_agent_sac_on_torch_trains_a_torch_learner_per_module():
+    pytest.importorskip("torch")
+    from trainer.algorithms.sac.torch_learner import SACTorchLearner
+    from trainer.examples.envs.classes.multi_agent import MultiAgentPendulum
+
+    config = _fast(
+        SACConfig()
+        .environment(MultiAgentPendulum, env_config={"num_agents": 2})
+        .framework("torch")
+        .env_runners(num_env_runners=0)
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
+        .training(
+            num_steps_sampled_before_learning_starts=16,
+            train_batch_size_per_learner=16,
+            replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": 1000},
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8], "fusionnet_hiddens": [8]})
+    )
+    algo = config.build()
+    try:
+        for _ in range(40):
+            result = algo.train()
+        learners = algo.learner.learners
+    finally:
+        algo.stop()
+    assert all(isinstance(learners[m], SACTorchLearner) for m in ("p0", "p1"))
+    for module_id in ("p0", "p1"):
+        assert math.isfinite(result["learners"][module_id]["policy_loss"])
 
 
 def test_a_single_agent_buffer_in_a_multi_agent_config_is_refused():

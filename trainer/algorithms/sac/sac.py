@@ -274,6 +274,21 @@ class SACConfig(AlgorithmConfig):
         return SACModule(spaces, self.model, twin_q=self.twin_q, seed=seed)
 
 
+def _module_learner(config: SACConfig, build: Any) -> Any:
+    """One module's learner in a multi-agent SAC: `SACTorchLearner` (or the config's
+    `learner_class`) for a torch module, the numpy `SACLearner` (module and target critics
+    both from `build`) for a default numpy module."""
+    module = build()
+    if getattr(module, "framework", None) != "torch":
+        return SACLearner(config, None, build=build, module=module)
+    from trainer.algorithms.sac.torch_learner import SACTorchLearner
+
+    if config["num_gpus_per_learner"]:  # validate() found CUDA
+        module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+    learner_class = config.learner_class or SACTorchLearner
+    return learner_class(config, module, module_id=build.module_id)
+
+
 class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic (RLlib's `ray.rllib.algorithms.sac.SAC`): the off-policy training
     step with SAC's learner."""
@@ -290,9 +305,7 @@ class SAC(OffPolicyAlgorithm):
         config = self.config
         if config.is_multi_agent:
             self.learner = build_multi_agent_learner(
-                config,
-                spaces_of(self.env_runner_group),
-                lambda config, build: SACLearner(config, None, build=build),
+                config, spaces_of(self.env_runner_group), _module_learner
             )
         elif config.uses_torch:
             from trainer.algorithms.sac.torch_learner import SACTorchLearner

@@ -35,7 +35,13 @@ import numpy as np
 
 from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
 from trainer.core.blas import BlasThreads
-from trainer.core.learner import POLICY_LOSS_KEY, Learner, LearningRate, UpdateResults
+from trainer.core.learner import (
+    LR_KEY,
+    POLICY_LOSS_KEY,
+    Learner,
+    LearningRate,
+    UpdateResults,
+)
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients, log_softmax
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
@@ -107,12 +113,16 @@ class SACLearner(Learner):
         config: SACConfig,
         spaces: SpaceInfo | None,
         build: Callable[[], Any] | None = None,
+        module: SACModule | None = None,
     ):
+        """`module`: the module to train, built already by `build` (its target critics are
+        then built by `build` again)."""
         if build is None:
             module = config.build_module(spaces, seed=config.seed)
             target = config.build_module(spaces, seed=config.seed)
         else:
-            module, target = build(), build()
+            module = module if module is not None else build()
+            target = build()
         self.config = config
         self.module = module
         self.target = target
@@ -130,6 +140,15 @@ class SACLearner(Learner):
         for name, size in zip((QF, QF_TWIN), critic_sizes, strict=False):
             self.slices[name] = slice(start, start + size)
             start += size
+        #: Each slice's parameter tensors' sizes, in order (`grad_clip_by="norm"` clips each).
+        sizes, offset = [p.size for p in module.parameters()], 0
+        self._tensor_sizes: dict[str, list[int]] = {}
+        for name, part in self.slices.items():
+            self._tensor_sizes[name] = []
+            while offset < part.stop:
+                self._tensor_sizes[name].append(sizes.pop(0))
+                offset += self._tensor_sizes[name][-1]
+        self._tensor_sizes[ALPHA] = [1]
         rates = {POLICY: config.actor_lr, QF: config.critic_lr, QF_TWIN: config.critic_lr}
         self.learning_rates = {
             name: LearningRate(rates[name], setting=f"{name}_lr") for name in self.slices
@@ -347,21 +366,25 @@ class SACLearner(Learner):
     def _apply_gradients(self, losses: dict[str, float]) -> dict[str, float]:
         """Clips each optimizer's gradient (`grad_clip`, `grad_clip_by`), checks every loss
         and gradient is finite before any weight changes, then steps every optimizer. Returns
-        RLlib's `gradients_{optimizer}_global_norm` with a `grad_clip`."""
+        RLlib's `{optimizer}_learning_rate` and, with a `grad_clip`,
+        `gradients_{optimizer}_global_norm`."""
         config = self.config
         gradient = self.module.gradient_buffer()[0]
         parts = {name: gradient[part] for name, part in self.slices.items()}
         parts[ALPHA] = self._alpha_grad
         norms: dict[str, float] = {}
         for name, part in parts.items():
-            sizes = [part.size]  # per-tensor clipping treats each optimizer's slice as one
+            sizes = self._tensor_sizes[name]
             norms[name] = clip_gradients(part, config.grad_clip, config.grad_clip_by, sizes)
             check_finite_update(losses[name], norms[name], self.loss_name)
+        # RLlib's statistics: each optimizer's rate for this update, and with a global-norm
+        # grad_clip each optimizer's norm before clipping.
+        results = {f"{name}_{LR_KEY}": adam.lr for name, adam in self.optimizers.items()}
         for name, part in parts.items():
             self.optimizers[name].step(part)
-        if config.grad_clip is None or config.grad_clip_by != "global_norm":
-            return {}
-        return {f"gradients_{name}_global_norm": norm for name, norm in norms.items()}
+        if config.grad_clip is not None and config.grad_clip_by == "global_norm":
+            results.update({f"gradients_{name}_global_norm": norm for name, norm in norms.items()})
+        return results
 
     def update_target_network(self, num_env_steps_sampled_lifetime: int) -> None:
         """Moves the target critics towards the critics when `target_network_update_freq`

@@ -38,7 +38,7 @@ Where it differs from RLlib's: it is a TorchLearner, not a DQNTorchLearner subcl
 learner here is DQN's numpy-twin fast path); the bootstrap discount is the batch's `discounts`
 column (gamma ** n_step, as RLlib computes it from `n_step`); the TD errors come back in the
 update's results (`TD_ERROR_KEY`; a loss may also log them as RLlib does, an item series under
-the module id); the results carry the numpy learner's keys (no `<optimizer>_learning_rate`);
+the module id); the results carry the numpy learner's keys;
 Discrete actions with `twin_q=False` train (RLlib's discrete policy loss reads the twin's
 Q-values unconditionally).
 """
@@ -70,7 +70,7 @@ from trainer.algorithms.sac.torch_module import (
 )
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
-from trainer.core.learner import LR_KEY, POLICY_LOSS_KEY, UpdateResults
+from trainer.core.learner import POLICY_LOSS_KEY, UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,
@@ -544,12 +544,11 @@ class SACTorchLearner(TorchLearner):
         )
         logged = self.update_results()
         results: UpdateResults = {key: stats[key] for key in _RESULT_KEYS if key in stats}
-        rate_keys = {f"{name}_{LR_KEY}" for name in self._optimizers}
-        # What a subclass's loss logs joins them (with log_loss_stats or self.metrics).
+        # Each optimizer's rate (RLlib's `<optimizer>_learning_rate`), and what a subclass's
+        # loss logs (with log_loss_stats or self.metrics).
         for key, value in [*stats.items(), *logged.items()]:
             if (
                 key not in results
-                and key not in rate_keys
                 and key not in (TD_ERROR_KEY, "total_loss")
                 and not (key.startswith("gradients_") and key.endswith("_global_norm"))
             ):
