@@ -244,7 +244,8 @@ class ConfigBase:
                 f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
                 "Algorithm); change a copy instead: config.copy()"
             )
-        setting = self._BASE_SETTINGS.get(name) or type(self)._ALGO_SETTINGS.get(name)
+        # An algorithm's own table first: it may redefine a shared setting (SAC's lr).
+        setting = type(self)._ALGO_SETTINGS.get(name) or self._BASE_SETTINGS.get(name)
         if setting is not None and isinstance(value, np.generic):
             # A numpy scalar (np.int64 from np.arange, ...) is stored as the Python number, so
             # that configs compare, print and write to JSON as with Python's own.

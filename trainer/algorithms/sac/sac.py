@@ -41,8 +41,22 @@ if sys.version_info >= (3, 11):
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+#: RLlib's old-stack model dicts (`q_model_config`, `policy_model_config`) at their defaults.
+_OLD_STACK_MODEL = {
+    "fcnet_hiddens": [256, 256],
+    "fcnet_activation": "relu",
+    "post_fcnet_hiddens": [],
+    "post_fcnet_activation": None,
+    "custom_model": None,
+    "custom_model_config": {},
+}
+
 #: RLlib's SAC default buffer: prioritized, a million env steps.
 _DEFAULT_BUFFER = {**BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"], "capacity": 1_000_000}
+
+
+def _must_be_none(value: Any) -> str | None:
+    return None if value is None else "None (SAC's rates are actor_lr, critic_lr and alpha_lr)"
 
 
 def _check_target_entropy(value: Any) -> str | None:
@@ -67,6 +81,8 @@ class SACConfig(AlgorithmConfig):
         "training",
         {
             "twin_q": (True, is_bool, "two critics (and target critics); the minimum is used"),
+            # RLlib's: SAC has no single rate (training(lr=...) other than None is refused).
+            "lr": (None, _must_be_none, "not used: SAC's rates are actor_lr, critic_lr, alpha_lr"),
             "tau": (
                 5e-3,
                 number_above(0),
@@ -115,17 +131,22 @@ class SACConfig(AlgorithmConfig):
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             "q_model_config": NoEffect(
-                None,
+                dict(_OLD_STACK_MODEL),
                 "RLlib's old-stack Q-model dict; the new stack (and this trainer) size the "
                 "critics with rl_module(model_config=...)",
             ),
             "policy_model_config": NoEffect(
-                None,
+                dict(_OLD_STACK_MODEL),
                 "RLlib's old-stack policy-model dict; the new stack (and this trainer) size the "
                 "policy with rl_module(model_config=...)",
             ),
             "optimization_config": NoEffect(
-                None, OLD_STACK + "; SAC's rates are actor_lr, critic_lr and alpha_lr"
+                {
+                    "actor_learning_rate": 3e-4,
+                    "critic_learning_rate": 3e-4,
+                    "entropy_learning_rate": 3e-4,
+                },
+                OLD_STACK + "; SAC's rates are actor_lr, critic_lr and alpha_lr",
             ),
             "_deterministic_loss": NoEffect(
                 False, "RLlib's new-stack SAC does not read it (nor does this trainer)"
@@ -137,6 +158,7 @@ class SACConfig(AlgorithmConfig):
     }
     _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
+        "exploration_config": {"type": "StochasticSampling"},
         "train_batch_size": 256,
         "rollout_fragment_length": "auto",
         "min_time_s_per_iteration": 1,
