@@ -42,7 +42,7 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 #: RLlib's old-stack model dicts (`q_model_config`, `policy_model_config`) at their defaults.
-_OLD_STACK_MODEL = {
+_OLD_STACK_MODEL: dict[str, Any] = {
     "fcnet_hiddens": [256, 256],
     "fcnet_activation": "relu",
     "post_fcnet_hiddens": [],
