@@ -204,3 +204,15 @@ def test_many_evictions_compact_the_rows_and_keep_the_contents(cls):
     if cls is PrioritizedEpisodeReplayBuffer:
         mapping = buffer._tree_idx_to_sample_idx
         assert sorted(mapping[mapping >= 0]) == list(range(1000))
+
+
+def test_a_prioritized_state_naming_a_node_twice_is_refused():
+    from trainer.replay_buffers import PrioritizedEpisodeReplayBuffer
+
+    buffer = PrioritizedEpisodeReplayBuffer(capacity=8)
+    state = buffer.get_state()
+    free = np.array(state["_free_nodes"]).copy()
+    free[1] = free[0]
+    state["_free_nodes"] = free
+    with pytest.raises(ValueError, match="once each"):
+        buffer.set_state(state)
