@@ -451,3 +451,25 @@ def test_an_rllib_sac_script_runs_through_the_launcher(tmp_path):
     ran = run_script(tmp_path, RLLIB_SAC_SCRIPT)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "sampled True\nTrue" in ran.stdout
+
+
+def test_env_runners_hold_the_policy_alone():
+    """The EnvRunners' modules are inference-only, as RLlib's: the policy without critics,
+    and each weight sync sends the policy's weights alone."""
+    algo = _fast(
+        SACConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=1)
+        .rl_module(model_config={"fcnet_hiddens": [8], "fusionnet_hiddens": [8]})
+    ).build()
+    try:
+        runner_names = algo.env_runner_group.foreach_env_runner(
+            lambda runner: sorted(runner.module.get_weights()), local_env_runner=False
+        )[0]
+        sent = algo.learner.get_weights()
+        full = algo.get_module().get_weights()
+    finally:
+        algo.stop()
+    assert runner_names == sorted(sent)
+    assert all(name.startswith(("pi_encoder.", "pi.")) for name in sent)
+    assert set(sent) < set(full) and any(name.startswith("qf_twin") for name in full)

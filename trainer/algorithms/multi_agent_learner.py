@@ -57,9 +57,7 @@ class ModulesView:
         return [(module_id, learner.module) for module_id, learner in self._learners.items()]
 
     def get_weights(self) -> dict[Any, dict[str, np.ndarray]]:
-        return {
-            module_id: learner.module.get_weights() for module_id, learner in self._learners.items()
-        }
+        return {module_id: learner.get_weights() for module_id, learner in self._learners.items()}
 
     def set_weights(self, weights: dict[Any, dict[str, np.ndarray]]) -> None:
         unknown = [module_id for module_id in weights if module_id not in self._learners]
@@ -69,7 +67,7 @@ class ModulesView:
                 f"{sorted(map(str, self._learners))})"
             )
         for module_id, module_weights in weights.items():
-            self._learners[module_id].module.set_weights(module_weights)
+            self._learners[module_id].set_weights(module_weights)
 
 
 class ModuleBuilder:

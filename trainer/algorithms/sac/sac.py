@@ -293,7 +293,9 @@ class SACConfig(AlgorithmConfig):
         module."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        return SACModule(spaces, self.model, twin_q=self.twin_q, seed=seed)
+        return SACModule(
+            spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
+        )
 
 
 def _module_learner(config: SACConfig, build: Any) -> Any:

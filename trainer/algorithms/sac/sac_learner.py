@@ -400,6 +400,27 @@ class SACLearner(Learner):
             target += config.tau * self.module.flat_params[critics]
             self._last_target_update_step = num_env_steps_sampled_lifetime
 
+    # -- weights -------------------------------------------------------------------------------
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The weights the EnvRunners sample with: the policy's (their modules are
+        inference-only, as RLlib's; the critics stay here)."""
+        module = self.module
+        return {
+            name: param.copy()
+            for name, param in zip(module.parameter_names(), module.parameters(), strict=True)
+            if name.startswith("pi")
+        }
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Sets the policy's weights (`get_weights()`'s), or the whole module's."""
+        module = self.module
+        if set(weights) != set(module.policy_parameter_names()):
+            module.set_weights(weights)
+            return
+        full = module.get_weights()
+        full.update(weights)
+        module.set_weights(full)
+
     # -- state (checkpoints) -----------------------------------------------------------------
     def get_state(self) -> dict:
         return {"module": self.module.get_weights(), **self.get_extra_state()}

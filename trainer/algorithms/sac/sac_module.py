@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from trainer.core.apis import QNetAPI
+from trainer.core.blas import BlasThreads
 from trainer.core.distributions import NumpyCategorical, NumpyDeterministic, NumpyDistribution
 from trainer.core.models import (
     FlatParameterModule,
@@ -55,6 +56,10 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
 #: Activations after which the default orthogonal weights take gain sqrt(2).
 _RELU_LIKE = ("relu", "elu", "swish", "silu")
+#: The fusion layers' initialisation (a QR per layer) runs on one BLAS thread, as `MLP`'s does
+#: (`trainer.core.nn`): numpy's default pool on a busy 2-core machine took about 1.4 s per
+#: (768, 256) QR instead of 20 ms, a minute to build Pendulum's SAC module.
+_INIT_THREADS = BlasThreads()
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -181,15 +186,16 @@ class SkipFusion:
         kernel_init, bias_init = initializers
         gain = math.sqrt(2.0) if activation in _RELU_LIKE else 1.0
         previous = 0
-        for i, n_out in enumerate(self.sizes):
-            n_in = embed_dim if i == 0 else previous + embed_dim
-            if kernel_init is not None:
-                weight = np.ascontiguousarray(kernel_init(rng, (n_out, n_in)).T)
-            else:
-                weight = orthogonal(rng, n_in, n_out, gain)
-            bias = bias_init(rng, (n_out,)) if bias_init is not None else np.zeros(n_out)
-            self.params += [weight.astype(np.float32), np.asarray(bias, dtype=np.float32)]
-            previous = n_out
+        with _INIT_THREADS():
+            for i, n_out in enumerate(self.sizes):
+                n_in = embed_dim if i == 0 else previous + embed_dim
+                if kernel_init is not None:
+                    weight = np.ascontiguousarray(kernel_init(rng, (n_out, n_in)).T)
+                else:
+                    weight = orthogonal(rng, n_in, n_out, gain)
+                bias = bias_init(rng, (n_out,)) if bias_init is not None else np.zeros(n_out)
+                self.params += [weight.astype(np.float32), np.asarray(bias, dtype=np.float32)]
+                previous = n_out
 
     @property
     def num_layers(self) -> int:
@@ -352,7 +358,10 @@ class SACModule(FlatParameterModule, QNetAPI):
         *,
         twin_q: bool = True,
         seed: int | None = None,
+        inference_only: bool = False,
     ):
+        """`inference_only`: the policy alone (an EnvRunner's module, RLlib's inference-only
+        SAC module): no critics, and its weights are the policy's."""
         spaces.require_flat_obs(type(self).__name__)
         self.spaces = spaces
         self.model_config = check_model_config(model_config, numpy=True)
@@ -374,9 +383,12 @@ class SACModule(FlatParameterModule, QNetAPI):
         self.pi_encoder = encoder_mlp(spaces.obs_dim, config, rng)
         self.pi = head_mlp(latent, self.dist.num_inputs(n_actions), config, rng)
         self._nets: list[tuple[str, Any]] = [("pi_encoder", self.pi_encoder), ("pi", self.pi)]
-        self.critics = [self._critic("qf", n_actions, rng)]
-        if self.twin_q:
-            self.critics.append(self._critic("qf_twin", n_actions, rng))
+        self.inference_only = bool(inference_only)
+        self.critics: list[Critic] = []
+        if not self.inference_only:
+            self.critics.append(self._critic("qf", n_actions, rng))
+            if self.twin_q:
+                self.critics.append(self._critic("qf_twin", n_actions, rng))
         self._flatten_parameters()
         #: Where the critics' parameters start in `flat_params` (the policy's come first).
         self.critic_offset = sum(p.size for p in self.pi_encoder.params + self.pi.params)
@@ -426,6 +438,7 @@ class SACModule(FlatParameterModule, QNetAPI):
             model_config,
             twin_q=bool(twin_q),
             seed=seed,
+            inference_only=bool(getattr(spec, "inference_only", False)),
         )
         module._remember_spaces(spec.observation_space, spec.action_space)
         return module
@@ -433,7 +446,12 @@ class SACModule(FlatParameterModule, QNetAPI):
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         args, kwargs = super().get_ctor_args_and_kwargs()
         kwargs["model_config"] = {**kwargs["model_config"], "twin_q": self.twin_q}
+        kwargs["inference_only"] = self.inference_only
         return args, kwargs
+
+    def policy_parameter_names(self) -> list[str]:
+        """The names of the policy's parameters: the weights an EnvRunner samples with."""
+        return [name for name in self.parameter_names() if name.startswith("pi")]
 
     def _named_nets(self) -> list[tuple[str, Any]]:
         return list(self._nets)
