@@ -3,7 +3,8 @@
 
 Source: `rllib/BUILD.bazel` of ray-project/ray (the `py_test` entries of its "examples/"
 section and its learning tests), read at commit 0013d9b70a61c6334b6ad183e6f49b62f20b44cf,
-keeping the entries whose `main` file ships in the 2.60 wheel. Each entry is
+keeping the entries whose `main` file ships in the 2.60 wheel; `NOT_IN_WHEEL` holds those of
+learning tests whose scripts the wheel does not ship (they run from `--extra-root`). Each entry is
 (CI test name, args, CI tags worth knowing: "manual" = not run by RLlib's CI, "gpu",
 "multi_gpu"; "localrl" = not RLlib's: an extra run on an env this project ships in place of one
 it does not). An example with no entry here has none in BUILD.bazel (it is run with no
@@ -425,4 +426,39 @@ CI_ARGS: dict[str, list[CIEntry]] = {
         ),
     ],
     "_old_api_stack/replay_buffer_api.py": [("replay_buffer_api", [], ())],
+}
+
+
+def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -> list[CIEntry]:
+    """A learning test's four BUILD.bazel entries: on CPU, one GPU learner, two CPU learners,
+    two GPU learners (`args` go to the first two, `multi_learner_args` to the others)."""
+    return [
+        (f"learning_tests_{name}", args, ()),
+        (
+            f"learning_tests_{name}_gpu",
+            [*args, "--num-learners=1", "--num-gpus-per-learner=1"],
+            ("gpu",),
+        ),
+        (f"learning_tests_{name}_multi_cpu", [*multi_learner_args, "--num-learners=2"], ()),
+        (
+            f"learning_tests_{name}_multi_gpu",
+            [*multi_learner_args, "--num-learners=2", "--num-gpus-per-learner=1"],
+            ("multi_gpu",),
+        ),
+    ]
+
+
+#: RLlib's tuned SAC examples (`rllib/examples/algorithms/sac/`), which the Ray 2.60 wheel
+#: does not ship: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out
+#: as `rllib/examples` (a checkout of ray-project/ray's).
+NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
+    "algorithms/sac/mountaincar_sac.py": _learning_tests(
+        "mountaincar_sac", ["--as-test"], ["--as-test"]
+    ),
+    "algorithms/sac/multi_agent_pendulum_sac.py": _learning_tests(
+        "multi_agent_pendulum_sac",
+        ["--as-test", "--num-agents=2", "--num-cpus=4"],
+        ["--num-agents=2"],
+    ),
+    "algorithms/sac/pendulum_sac.py": _learning_tests("pendulum_sac", ["--as-test"], ["--as-test"]),
 }

@@ -5,6 +5,8 @@ limit, and writes `docs/rllib_compatibility.md`.
 
     python bench/rllib_examples.py                  # all, 120 s each, one at a time
     python bench/rllib_examples.py --only envs/ -j 2 --timeout 300 --no-write
+    python bench/rllib_examples.py --extra-root ~/ray/rllib/examples --only algorithms/sac/ \
+        --timeout 900 --merge                       # RLlib's SAC examples (not in the wheel)
 
 Which files: every `.py` under `rllib/examples` except `__init__.py`, `utils.py`, folders named
 `classes` or `utils` (classes the scripts import, not scripts), and `_old_api_stack`'s
@@ -27,6 +29,11 @@ DQN; `--num-gpus-per-learner=N` with N > 0 needs GPUs; `--old-api-stack` needs R
 stack. Multi-agent scripts run like the others: those that need what is not here (torch
 RLModules, connector pieces other than FlattenObservations, DQN) stop on the typed error that
 names it.
+
+Scripts RLlib 2.60 has but its wheel does not ship (`NOT_IN_WHEEL` in
+`bench/rllib_example_args.py`: the tuned SAC examples of `rllib/examples/algorithms/sac/`) run
+from `--extra-root DIR`, a folder laid out as `rllib/examples` (a checkout of ray-project/ray's):
+without it they are left out of the runs.
 
 Re-running part of the examples (`--only`, repeatable) prints the results; with `--merge` it
 also rewrites those rows of the page (and the summary and the README's count), keeping the
@@ -54,7 +61,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.rllib_example_args import CI_ARGS  # noqa: E402
+from bench.rllib_example_args import CI_ARGS, NOT_IN_WHEEL  # noqa: E402
 from trainer.launcher import table  # noqa: E402
 
 PAGE = REPO / "docs" / "rllib_compatibility.md"
@@ -149,21 +156,38 @@ class Run:
     detail: str = ""
     seconds: float = 0.0
     log: list[str] = field(default_factory=list)
+    #: The script's path when it is not `root / example` (a `NOT_IN_WHEEL` script).
+    script: str = ""
 
 
 def _matches(text: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(text, pattern) or pattern in text for pattern in patterns)
 
 
-def planned_runs(root: Path, only: list[str] | None) -> list[Run]:
-    """Every CI entry of every example; with `only`, the entries whose example path or CI
-    name matches one of the patterns (a glob, or text it contains)."""
+def extra_scripts(root: Path, extra_root: Path | None) -> dict[str, Path]:
+    """The `NOT_IN_WHEEL` scripts found under `extra_root` and not in the wheel's `root`."""
+    if extra_root is None:
+        return {}
+    return {
+        example: extra_root / example
+        for example in sorted(NOT_IN_WHEEL)
+        if (extra_root / example).is_file() and not (root / example).is_file()
+    }
+
+
+def planned_runs(root: Path, only: list[str] | None, extra_root: Path | None = None) -> list[Run]:
+    """Every CI entry of every example (the wheel's, then the `NOT_IN_WHEEL` ones found under
+    `extra_root`); with `only`, the entries whose example path or CI name matches one of the
+    patterns (a glob, or text it contains)."""
+    extra = extra_scripts(root, extra_root)
     runs = []
-    for example in example_scripts(root):
-        for ci_name, args, tags in CI_ARGS.get(example, [("(no CI entry)", [], ())]):
+    for example in [*example_scripts(root), *extra]:
+        entries = CI_ARGS.get(example) or NOT_IN_WHEEL.get(example)
+        for ci_name, args, tags in entries or [("(no CI entry)", [], ())]:
             if only and not (_matches(example, only) or _matches(ci_name, only)):
                 continue
-            runs.append(Run(example, ci_name, list(args), tuple(tags)))
+            script = str(extra[example]) if example in extra else ""
+            runs.append(Run(example, ci_name, list(args), tuple(tags), script=script))
     return runs
 
 
@@ -171,7 +195,7 @@ def _uncell(text: str) -> str:
     return text.replace("\\|", "|")
 
 
-def page_runs(root: Path) -> list[Run]:
+def page_runs(root: Path, extra_root: Path | None = None) -> list[Run]:
     """The runs the page lists (its table rows), in the order a full run makes them; a run
     the page lacks (a CI entry added since) is listed as not run."""
     listed: dict[tuple[str, str], Run] = {}
@@ -189,7 +213,7 @@ def page_runs(root: Path) -> list[Run]:
                 run.seconds = float(match["seconds"])
                 listed[run.example, ci_name] = run
     runs = []
-    for planned in planned_runs(root, None):
+    for planned in planned_runs(root, None, extra_root):
         found = listed.get((planned.example, planned.ci_name))
         if found is None:
             planned.result, planned.detail = "fail", "not run (no row in the page)"
@@ -200,6 +224,15 @@ def page_runs(root: Path) -> list[Run]:
                 found.seconds,
             )
         runs.append(planned)
+    # The rows of scripts the wheel does not ship stay when they did not run this time (no
+    # --extra-root).
+    planned_keys = {(run.example, run.ci_name) for run in runs}
+    for example, entries in NOT_IN_WHEEL.items():
+        for ci_name, args, tags in entries:
+            found = listed.get((example, ci_name))
+            if found is not None and (example, ci_name) not in planned_keys:
+                found.args, found.tags = list(args), tuple(tags)
+                runs.append(found)
     return runs
 
 
@@ -243,7 +276,8 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
             PYTHONUNBUFFERED="1",
         )
         env.pop("LOCALRL_RLLIB_LAUNCHER", None)
-        command = [sys.executable, "-m", "trainer", "run", str(root / run.example), *run.args]
+        script = run.script or str(root / run.example)
+        command = [sys.executable, "-m", "trainer", "run", script, *run.args]
         start = time.monotonic()
         with open(
             os.path.join(work, "output.txt"), "w+", encoding="utf-8", errors="replace"
@@ -386,7 +420,9 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
         "script of the installed Ray wheel's `rllib/examples` runs through the launcher "
         "(`python -m trainer run SCRIPT ARGS`, see [porting.md](porting.md)) with the "
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
-        "`bench/rllib_example_args.py`), in its own process with a time limit.",
+        "`bench/rllib_example_args.py`), in its own process with a time limit. RLlib's "
+        "tuned SAC examples (`algorithms/sac/`), which the wheel does not ship, run the same "
+        "way from a checkout of ray-project/ray (`--extra-root`).",
         "",
         *header,
         *([f"- {merged}"] if merged else []),
@@ -451,6 +487,14 @@ def main(argv: list[str] | None = None) -> int:
         help="with --only: also rewrite those rows of the page (its summary and the README's "
         "count follow), keeping the other rows from the page",
     )
+    parser.add_argument(
+        "--extra-root",
+        type=Path,
+        metavar="DIR",
+        help="a folder laid out as rllib/examples (a checkout of ray-project/ray's) holding the "
+        "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC examples); they run "
+        "too",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     parser.add_argument(
         "--no-write",
@@ -474,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     commit = git_commit()  # the code that runs (taken before, as the tree may change meanwhile)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]  # seconds depend on what else runs: the page says how busy
-    runs = planned_runs(root, args.only)
+    extra_root = args.extra_root.expanduser() if args.extra_root else None
+    runs = planned_runs(root, args.only, extra_root)
     if not runs:
         parser.error(f"--only {args.only!r} matches no example under {root}")
 
@@ -493,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         list(pool.map(one, runs))
     if args.merge and not args.no_write:
         fresh = {(run.example, run.ci_name): run for run in runs}
-        runs = [fresh.get((run.example, run.ci_name), run) for run in page_runs(root)]
+        runs = [fresh.get((run.example, run.ci_name), run) for run in page_runs(root, extra_root)]
         merged = (
             f"rows of {', '.join(f'`{p}`' for p in args.only)} re-run: {started}, commit "
             f"{commit}, load average {load:.1f} at the start, time limit {args.timeout:.0f} s, "
