@@ -116,6 +116,12 @@ LONG_TESTS = {
         "test_torch_cnn.py",
         "test_ppo_with_the_default_cnn_learns_dot_to_target_in_an_env_runner_process",
     ),
+    # RLlib's tuned Pendulum SAC example to its target (about 90 s); the suite keeps its
+    # two-iteration runs on both frameworks.
+    (
+        "test_sac_examples.py",
+        "test_tuned_pendulum_sac_script_reaches_rllibs_target_as_a_test",
+    ),
     # RLlib's multi-agent torch module restores (about 9 s each; the single-agent one stays).
     *(
         ("test_algorithm_rl_module_restore_torch.py", name)
