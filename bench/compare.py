@@ -1,22 +1,28 @@
 """This project against Stable-Baselines3 on the classic-control suite, interleaved over seeds.
 
 Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1 and LunarLander-v3; DQN on
-the discrete ones (CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3). The two
+the discrete ones (CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the
+continuous ones (Pendulum-v1, MountainCarContinuous-v0, LunarLanderContinuous-v3). The three
 LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
 Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: RLlib's
 tuned example where RLlib 2.60 ships one, else settings tuned here, labelled as such); for
-Stable-Baselines3 rl-zoo's entry for the env (rl-baselines3-zoo `hyperparams/ppo.yml` and
-`hyperparams/dqn.yml`, copied below as data in `RL_ZOO`, with rl-zoo's own conversions:
-`lin_X` is a linear schedule from X to 0, `normalize: true` wraps the envs in `VecNormalize`
-with the entry's gamma, `n_envs` envs in a `DummyVecEnv`).
+Stable-Baselines3 rl-zoo's entry for the env (rl-baselines3-zoo `hyperparams/ppo.yml`,
+`hyperparams/dqn.yml` and `hyperparams/sac.yml`, copied below as data in `RL_ZOO`, with rl-zoo's
+own conversions: `lin_X` is a linear schedule from X to 0, `normalize: true` wraps the envs in
+`VecNormalize` with the entry's gamma, `n_envs` envs in a `DummyVecEnv`; every other key, e.g.
+SAC's `use_sde`, `train_freq`, `gradient_steps`, `learning_starts`, `ent_coef` and
+`policy_kwargs`, is the algorithm's keyword argument as it stands).
 
-Targets: the mean return of the last 100 training episodes (as both libraries report it) at
-the env's usual "solved" line: gymnasium's `reward_threshold` for Acrobot (-100), MountainCar
-(-110) and LunarLander (200); CartPole 450 (gymnasium's 475 is meant for a greedy evaluation;
-the training episodes of an exploring policy get there late and unevenly); Pendulum -300
-(gymnasium has no threshold; -300 is RLlib's stop in its tuned example). Each env-step cap is at
+Targets: the mean return of the last 100 training episodes (Stable-Baselines3's
+`ep_info_buffer`; here taken over the iterations' results, `ReturnWindow`, since
+`episode_return_mean` covers one iteration's episodes only) at the env's usual "solved" line:
+gymnasium's `reward_threshold` for Acrobot (-100), MountainCar (-110), MountainCarContinuous
+(90), LunarLander and LunarLanderContinuous (200); CartPole 450 (gymnasium's 475 is meant for a
+greedy evaluation; the training episodes of an exploring policy get there late and unevenly);
+Pendulum -300 for PPO (gymnasium has no threshold; -300 is RLlib's stop in its tuned PPO
+example) and -200 for SAC (a policy that swings up from every start). Each env-step cap is at
 least twice rl-zoo's `n_timesteps` for the entry, so that Stable-Baselines3 has room to get
 there, and every run also stops at a wall-clock cap (`--max-seconds`, default 600 s): a capped
 run counts as not reached, and the ratio is then a bound (`>=`: Stable-Baselines3 was capped;
@@ -31,8 +37,13 @@ Prints one line per run, then the table of median wall times, env steps and the 
 Stable-Baselines3 installed (`pip install stable-baselines3`, which pulls torch; or the
 project's `compare` extra) only this project runs.
 
+`--sb3-threads N` runs Stable-Baselines3 on N torch threads (default: torch's own, one per
+core). This project's learners run on one BLAS thread; on a busy machine torch's threads wait
+on each other: an SB3 SAC update (Pendulum, 256x256) took 24 ms on 2 threads and 10 ms on 1
+on 2 busy cores.
+
 Run: python bench/compare.py [--seeds 0 1 2] [--tasks ppo_cartpole dqn_acrobot ...]
-     [--max-seconds 600]
+     [--max-seconds 600] [--sb3-threads N]
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ import argparse
 import math
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -66,13 +78,19 @@ TASKS = {
     "ppo_pendulum": Task("PPO", "Pendulum-v1", -300.0, 600_000),
     "ppo_lunarlander": Task("PPO", "LunarLander-v3", 200.0, 3_000_000),
     "dqn_lunarlander": Task("DQN", "LunarLander-v3", 200.0, 300_000),
+    "sac_pendulum": Task("SAC", "Pendulum-v1", -200.0, 60_000),
+    "sac_mountaincar_continuous": Task("SAC", "MountainCarContinuous-v0", 90.0, 100_000),
+    "sac_lunarlander_continuous": Task("SAC", "LunarLanderContinuous-v3", 200.0, 1_000_000),
 }
 
 #: Where the Stable-Baselines3 settings come from.
 RL_ZOO_SOURCE = "DLR-RM/rl-baselines3-zoo hyperparams/{algo}.yml"
 
-#: rl-zoo's entries, as in its files (`hyperparams/ppo.yml`, `hyperparams/dqn.yml`): the keys
-#: are the file's, `policy_kwargs` written as the dict its string evaluates to.
+#: rl-zoo's entries, as in its files (`hyperparams/ppo.yml`, `hyperparams/dqn.yml`,
+#: `hyperparams/sac.yml`): the keys are the file's, `policy_kwargs` written as the dict its
+#: string evaluates to. An entry's missing keys are the algorithm's defaults (SAC's: a 256x256
+#: actor and critics, buffer 1M, batch 256, learning_starts 100, train_freq 1,
+#: gradient_steps 1, ent_coef "auto", tau 0.005, gamma 0.99).
 RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
     ("PPO", "CartPole-v1"): {
         "n_envs": 8,
@@ -194,6 +212,40 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "exploration_final_eps": 0.1,
         "policy_kwargs": {"net_arch": [256, 256]},
     },
+    ("SAC", "Pendulum-v1"): {
+        "n_timesteps": 20000,
+        "policy": "MlpPolicy",
+        "learning_rate": 1e-3,
+    },
+    ("SAC", "MountainCarContinuous-v0"): {
+        "n_timesteps": 5e4,
+        "policy": "MlpPolicy",
+        "learning_rate": 3e-4,
+        "buffer_size": 50000,
+        "batch_size": 512,
+        "ent_coef": 0.1,
+        "train_freq": 32,
+        "gradient_steps": 32,
+        "gamma": 0.9999,
+        "tau": 0.01,
+        "learning_starts": 0,
+        "use_sde": True,
+        "policy_kwargs": {"log_std_init": -3.67, "net_arch": [64, 64]},
+    },
+    ("SAC", "LunarLanderContinuous-v3"): {
+        "n_timesteps": 5e5,
+        "policy": "MlpPolicy",
+        "batch_size": 256,
+        "learning_rate": "lin_7.3e-4",
+        "buffer_size": 1000000,
+        "ent_coef": "auto",
+        "gamma": 0.99,
+        "tau": 0.01,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "learning_starts": 10000,
+        "policy_kwargs": {"net_arch": [400, 300]},
+    },
 }
 
 
@@ -245,14 +297,56 @@ class Run:
     reached: bool
 
 
+#: The episodes both libraries' means are over (Stable-Baselines3's `ep_info_buffer`).
+WINDOW = 100
+
+
+class ReturnWindow:
+    """The mean return of the last WINDOW episodes, from each iteration's results.
+
+    This project's `episode_return_mean` averages only the episodes that ended in the
+    iteration (its stats are cleared at each reduce; the smoothing window caps how many of
+    them): with few episodes per iteration, as SAC's 100-step iterations end at most one
+    200-step Pendulum episode, it is one lucky episode's return. Here
+    each iteration's mean counts as its new episodes (`num_episodes_lifetime`'s increase),
+    the oldest group cut to fit the window: exact while an iteration's episodes fit the
+    EnvRunners' windows (their mean of means weighs each runner's episodes alike)."""
+
+    def __init__(self) -> None:
+        self.groups: deque[tuple[float, int]] = deque()  # (mean return, episodes)
+        self.episodes = 0
+        self.lifetime = 0
+
+    def add(self, runners: dict[str, Any]) -> None:
+        lifetime = int(runners.get("num_episodes_lifetime", 0))
+        new, self.lifetime = lifetime - self.lifetime, lifetime
+        mean = runners.get("episode_return_mean", math.nan)
+        if new <= 0 or mean != mean:
+            return
+        self.groups.append((float(mean), new))
+        self.episodes += new
+        while self.episodes - self.groups[0][1] >= WINDOW:
+            self.episodes -= self.groups.popleft()[1]
+
+    def mean(self) -> float:
+        """The mean over the last WINDOW episodes (all of them while fewer); -inf before the
+        first."""
+        if not self.groups:
+            return -math.inf
+        excess = max(0, self.episodes - WINDOW)  # the oldest group's episodes out of the window
+        total = sum(mean * count for mean, count in self.groups)
+        total -= self.groups[0][0] * excess
+        return total / (self.episodes - excess)
+
+
 def run_localrl(task: Task, seed: int, max_seconds: float, framework: str | None = None) -> Run:
     """The preset of `task` (on `framework` when given) from before its build until the
     training return reaches the target (or a cap)."""
-    from trainer import DQNConfig, PPOConfig
+    import trainer
     from trainer.cli.presets import find_preset
 
     start = time.perf_counter()
-    config = (PPOConfig() if task.algo == "PPO" else DQNConfig()).environment(task.env)
+    config = getattr(trainer, f"{task.algo}Config")().environment(task.env)
     preset = find_preset(task.algo, task.env)
     if preset is None:
         raise KeyError(f"no preset for {task.algo} on {task.env}")
@@ -265,18 +359,20 @@ def run_localrl(task: Task, seed: int, max_seconds: float, framework: str | None
         evaluation_num_env_runners=0,
         evaluation_parallel_to_training=False,
     )
+    # Each EnvRunner's window at RLlib's default (RLlib's SAC examples smooth over 5): an
+    # iteration's mean then covers its episodes (see ReturnWindow).
+    config.reporting(metrics_num_episodes_for_smoothing=WINDOW)
     algo = config.debugging(seed=seed).build()
+    returns = ReturnWindow()
     try:
         while True:
             result = algo.train()
             steps = result["num_env_steps_sampled_lifetime"]
             seconds = time.perf_counter() - start
-            runners = result["env_runners"]
-            # As for Stable-Baselines3 below: a mean over at least MIN_EPISODES episodes.
-            if (
-                runners.get("num_episodes_lifetime", 0) >= MIN_EPISODES
-                and runners.get("episode_return_mean", -math.inf) >= task.target
-            ):
+            returns.add(result["env_runners"])
+            # As for Stable-Baselines3 below: a mean over the last WINDOW episodes, at least
+            # MIN_EPISODES of them.
+            if returns.lifetime >= MIN_EPISODES and returns.mean() >= task.target:
                 return Run(seconds, steps, True)
             if steps >= task.max_env_steps or seconds >= max_seconds:
                 return Run(seconds, steps, False)
@@ -286,7 +382,7 @@ def run_localrl(task: Task, seed: int, max_seconds: float, framework: str | None
 
 def sb3_model(task: Task, seed: int) -> Any:
     """Stable-Baselines3's algorithm with rl-zoo's settings for the task."""
-    from stable_baselines3 import DQN, PPO
+    from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -297,7 +393,7 @@ def sb3_model(task: Task, seed: int) -> Any:
     if settings.normalize:
         # rl-zoo: VecNormalize with the entry's gamma (observations and rewards).
         env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
-    cls = PPO if task.algo == "PPO" else DQN
+    cls = {"PPO": PPO, "DQN": DQN, "SAC": SAC}[task.algo]
     return cls(policy, env, seed=seed, device="cpu", **kwargs)
 
 
@@ -373,8 +469,18 @@ def main() -> None:
         default=600.0,
         help="wall-clock cap of one run (default 600); a capped run counts as not reached",
     )
+    parser.add_argument(
+        "--sb3-threads",
+        type=int,
+        default=None,
+        help="torch threads for Stable-Baselines3 (default: torch's own, one per core)",
+    )
     args = parser.parse_args()
     with_sb3 = installed("stable_baselines3")
+    if with_sb3 and args.sb3_threads is not None:
+        import torch
+
+        torch.set_num_threads(args.sb3_threads)
     if not with_sb3:
         print(
             "Stable-Baselines3 is not installed: only this project runs "
@@ -401,12 +507,12 @@ def main() -> None:
                 print(f"{name} seed {seed}: SB3     {theirs[-1]}", flush=True)
         table.append((name, task, ours, theirs))
     print(
-        f"\n{'task':<16} {'target':>7} | {'localrl (median)':<36} | "
+        f"\n{'task':<26} {'target':>7} | {'localrl (median)':<36} | "
         f"{'Stable-Baselines3 (median)':<36} | ratio SB3/localrl"
     )
     for name, task, ours, theirs in table:
         print(
-            f"{name:<16} {task.target:>7g} | {summary(ours):<36} | "
+            f"{name:<26} {task.target:>7g} | {summary(ours):<36} | "
             f"{summary(theirs) if theirs else 'not installed':<36} | {ratio_cell(ours, theirs)}"
         )
 

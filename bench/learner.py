@@ -3,12 +3,19 @@
 Measured: `learner.update(...)` through the public objects, with the algorithm's default
 settings on CartPole-v1. PPO: one update on a 4000-step train batch (30 epochs of 128-row
 minibatches of the 256x256 tanh networks: 930 Adam steps). DQN: `--dqn-steps` updates on
-32-row replay batches (the dueling 256x256 Q-network, double Q).
+32-row replay batches (the dueling 256x256 Q-network, double Q). SAC: `--sac-steps` updates on
+256-row replay batches with Pendulum-v1's spaces and RLlib's default model config
+(`fcnet_hiddens` and `fusionnet_hiddens` [256, 256], tanh: the policy, and twin critics whose
+action and observation encoders feed fusion layers), twin Q.
 Baseline: the same matrix products alone (forward and backward of every layer, float32 numpy
 on arrays of the same shapes), the floor no numpy learner gets under, on as many BLAS threads
-as the update ran on (a seeded update runs on one, `AdaptiveBlasThreads`; DQN's updates run
+as the update ran on (a seeded update runs on one, `AdaptiveBlasThreads`; DQN's and SAC's updates run
 on one, as the algorithm runs them, `BlasThreads`): products on numpy's default pool, two
-threads here, are no floor for an update on one.
+threads here, are no floor for an update on one. SAC's floor is exactly the products its
+update makes (`sac_products`): the policy forward over s and s' (2B rows) and backward over s,
+each critic forward and backward over (s, a), each critic forward over (s, a~) and backward to
+a~ only (no parameter gradients, nothing into the observation encoder), the target critics
+forward over (s', a').
 
 Prints each update's time, the floor and "ratio" = floor / update: the fraction of the time
 spent in the unavoidable products, 1.0 being the limit. To compare trees run
@@ -21,12 +28,12 @@ ratio to the floor on one thread (both run on one), and the torch learner's upda
 torch (as for a subclass or a user's optimizer; the default learner computes it in numpy,
 `trainer.torch_rl.numpy_twin`); with `--algo DQN` too, the DQN updates.
 
-`--quick`: 5 epochs instead of 30, 500 DQN updates, two repeats, and the torch comparison at
+`--quick`: 5 epochs instead of 30, 500 DQN updates, 50 SAC updates, two repeats, and the torch comparison at
 64x64 and 256x256 only: a look in a sixth of the time, noisier than the full runs (which the
 benchmarks page records).
 
-Run: python bench/learner.py [--algo PPO|DQN] [--repeats 3] [--framework torch] [--quick]
-     [--epochs N] [--dqn-steps N] [--sizes 64,256,1024]
+Run: python bench/learner.py [--algo PPO|DQN|SAC] [--repeats 3] [--framework torch] [--quick]
+     [--epochs N] [--dqn-steps N] [--sac-steps N] [--sizes 64,256,1024]
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from collections.abc import Iterator
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from trainer import DQNConfig, PPOConfig
+from trainer import DQNConfig, PPOConfig, SACConfig
 from trainer.core.blas import user_sized_pools
 
 
@@ -225,11 +232,109 @@ def dqn_case(repeats: int, num_updates: int, framework: str = "numpy") -> tuple[
     return min(times), min(floors)
 
 
+#: One matrix product of an update: (kind, rows, n_in, n_out) for a layer of weights
+#: (n_in, n_out): "forward" x @ W, "weights" x.T @ d (the weight gradient), "input" d @ W.T.
+Product = tuple[str, int, int, int]
+
+
+def products_floor(products: list[Product], steps: int) -> float:
+    """Seconds for `steps` rounds of `products` alone, on arrays of their shapes (float32)."""
+    rng = np.random.default_rng(0)
+    arrays = []
+    for kind, rows, n_in, n_out in products:
+        x = rng.standard_normal((rows, n_in), dtype=np.float32)
+        w = rng.standard_normal((n_in, n_out), dtype=np.float32)
+        d = rng.standard_normal((rows, n_out), dtype=np.float32)
+        if kind == "forward":
+            arrays.append((x, w))
+        elif kind == "weights":
+            arrays.append((x.T, d))
+        else:
+            arrays.append((d, w.T))
+    start = time.perf_counter()
+    for _ in range(steps):
+        for a, b in arrays:
+            a @ b
+    return time.perf_counter() - start
+
+
+def sac_products(module, rows: int) -> list[Product]:
+    """The matrix products of one SAC update (`SACLearner._continuous_gradients`) on `rows`
+    replayed transitions, layer by layer: the policy forward over s and s' together, its
+    backward over s (no input gradient at its first layer); per critic, forward and backward
+    over (s, a) (no input gradient at the encoders' first layers), forward over (s, a~) and
+    backward to a~ only (the head, the fusion layers, the action encoder; no weight gradients),
+    and the target critic forward over (s', a')."""
+
+    def shapes(*nets) -> list[tuple[int, int]]:
+        return [w.shape for net in nets for w in net.params[::2]]
+
+    policy = shapes(module.pi_encoder, module.pi)
+    products: list[Product] = [("forward", 2 * rows, *shape) for shape in policy]
+    products += [("weights", rows, *shape) for shape in policy]
+    products += [("input", rows, *shape) for shape in policy[1:]]
+    for critic in module.critics:
+        nets = critic.nets
+        actions, obs = shapes(nets["actions"]), shapes(nets["obs"])
+        upper = shapes(nets["fusion"], nets["head"])
+        every = actions + obs + upper
+        # Q(s, a): forward, weight gradients, input gradients above the encoders' inputs.
+        products += [("forward", rows, *shape) for shape in every]
+        products += [("weights", rows, *shape) for shape in every]
+        products += [("input", rows, *shape) for shape in actions[1:] + obs[1:] + upper]
+        # Q(s, a~): forward, then d/da~ down the head, fusion and action encoder.
+        products += [("forward", rows, *shape) for shape in every]
+        products += [("input", rows, *shape) for shape in upper + actions]
+        # The target critic's Q(s', a').
+        products += [("forward", rows, *shape) for shape in every]
+    return products
+
+
+def sac_case(repeats: int, num_updates: int) -> tuple[float, float, int]:
+    """The best of `repeats` rounds of `num_updates` SAC updates on a 256-row batch, the best
+    of as many floors, and the batch's rows."""
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=0)
+        .rl_module(model_config={"fcnet_hiddens": [256, 256], "fusionnet_hiddens": [256, 256]})
+    )
+    algo = config.debugging(seed=0).build()
+    learner = algo.learner
+    rng = np.random.default_rng(0)
+    n = config.train_batch_size
+    batch = {
+        "obs": rng.standard_normal((n, 3), dtype=np.float32),
+        "next_obs": rng.standard_normal((n, 3), dtype=np.float32),
+        "actions": rng.uniform(-1.0, 1.0, (n, 1)).astype(np.float32),
+        "rewards": -rng.random(n, dtype=np.float32),
+        "terminateds": np.zeros(n, dtype=bool),
+        "discounts": np.full(n, config.gamma, dtype=np.float32),
+        "weights": np.ones(n, dtype=np.float32),
+    }
+    state = learner.get_state()
+    products = sac_products(learner.module, n)
+    times, floors = [], []
+    for _ in range(repeats):
+        learner.set_state(state)
+        # As the algorithm runs a round of updates: within the learner's thread setting.
+        with learner.update_threads():
+            start = time.perf_counter()
+            for step in range(num_updates):
+                learner.update(batch, num_env_steps_sampled_lifetime=step)
+            times.append(time.perf_counter() - start)
+        with blas_threads(learner.update_threads.num_threads):
+            floors.append(products_floor(products, num_updates))
+    algo.stop()
+    return min(times), min(floors), n
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--algo", choices=["PPO", "DQN"], default="PPO")
+    parser.add_argument("--algo", choices=["PPO", "DQN", "SAC"], default="PPO")
     parser.add_argument("--repeats", type=int, default=None, help="default 3 (--quick: 2)")
     parser.add_argument("--dqn-steps", type=int, default=None, help="default 2000 (--quick: 500)")
+    parser.add_argument("--sac-steps", type=int, default=None, help="default 200 (--quick: 50)")
     parser.add_argument("--epochs", type=int, default=None, help="PPO's (default 30; --quick: 5)")
     parser.add_argument(
         "--sizes",
@@ -249,22 +354,29 @@ def main() -> None:
     repeats = args.repeats or (2 if quick else 3)
     epochs = args.epochs or (5 if quick else None)
     dqn_steps = args.dqn_steps or (500 if quick else 2000)
+    sac_steps = args.sac_steps or (50 if quick else 200)
     sizes = [int(w) for w in (args.sizes or ("64,256" if quick else "64,256,1024")).split(",")]
     if args.framework == "torch" and args.algo == "DQN":
         numpy_s, floor = dqn_case(repeats, dqn_steps)
         torch_s, _ = dqn_case(repeats, dqn_steps, "torch")
         print(side_by_side(f"DQN {dqn_steps} updates (32 rows)", numpy_s, torch_s, floor))
         return
+    if args.framework == "torch" and args.algo == "SAC":
+        parser.error("--framework torch compares the PPO and DQN updates (not SAC's)")
     if args.framework == "torch":
         frameworks_side_by_side(repeats, epochs, sizes)
         return
     if args.algo == "PPO":
         update, floor, threads = ppo_case(repeats, epochs)
         what = f"PPO update (4000 steps, {epochs or 30} epochs of 128)"
-    else:
+    elif args.algo == "DQN":
         update, floor = dqn_case(repeats, dqn_steps)
         threads = 1
         what = f"DQN {dqn_steps} updates (32 rows)"
+    else:
+        update, floor, rows = sac_case(repeats, sac_steps)
+        threads = 1
+        what = f"SAC {sac_steps} updates ({rows} rows)"
     pools = (
         "the user's BLAS pools"
         if user_sized_pools()

@@ -254,6 +254,15 @@ BENCHMARKS = (
         "ratio >= 0.5 (1.0 is the limit)",
     ),
     Benchmark(
+        "learner_sac",
+        "200 SAC updates of 256 (Pendulum's spaces, RLlib's default model: 256x256 policy, "
+        "twin critics with 256x256 encoders and fusion layers) against their matrix products "
+        "alone",
+        ("bench/learner.py", "--algo", "SAC"),
+        r"ms; matrix|^ratio",
+        "ratio >= 0.5 (1.0 is the limit)",
+    ),
+    Benchmark(
         "evaluation",
         'a PPO iteration with parallel `"auto"` evaluation on 2 runners against one without',
         ("bench/evaluation.py",),
@@ -368,16 +377,17 @@ BENCHMARKS = (
         "compare_sb3",
         "against Stable-Baselines3 (rl-zoo's settings): PPO on CartPole, Acrobot, "
         "MountainCar, Pendulum and LunarLander, DQN on CartPole, Acrobot, MountainCar and "
-        "LunarLander, seeds 0-2, wall time to the env's solved return, each run capped at "
-        "150 s (a capped run has not reached it: its ratio is a bound)",
+        "LunarLander, SAC on Pendulum, MountainCarContinuous and LunarLanderContinuous, "
+        "seeds 0-2, wall time to the env's solved return, each run capped at 150 s (a capped "
+        "run has not reached it: its ratio is a bound)",
         ("bench/compare.py", "--max-seconds", "150"),
-        r"^(ppo_|dqn_)\w+ +[-\d]",
+        r"^(ppo_|dqn_|sac_)\w+ +[-\d]",
         "ratio SB3 / localrl > 1",
         requires=("stable_baselines3",),
         summary="against Stable-Baselines3",
         summary_keep=r".",
-        # 9 tasks x 3 seeds x 2 libraries, each run capped at 150 s (typically ~1 h).
-        worst_case_s=9 * 3 * 2 * 150 + 600,
+        # 12 tasks x 3 seeds x 2 libraries, each run capped at 150 s.
+        worst_case_s=12 * 3 * 2 * 150 + 600,
     ),
 )
 BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
