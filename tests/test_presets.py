@@ -33,6 +33,10 @@ def _discrete(env: str) -> bool:
 
 
 SUITE_PAIRS = [("PPO", env) for env in SUITE] + [("DQN", env) for env in SUITE if _discrete(env)]
+#: SAC against Stable-Baselines3's SAC, on continuous control (bench/compare.py).
+SAC_PAIRS = [
+    ("SAC", env) for env in ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3")
+]
 
 
 def _load_compare():
@@ -107,10 +111,11 @@ def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
 def test_compare_runs_every_task_of_the_suite_with_a_preset_and_an_rl_zoo_entry():
     compare = _load_compare()
     pairs = {(task.algo, task.env) for task in compare.TASKS.values()}
-    assert pairs == set(SUITE_PAIRS)
+    assert pairs == set(SUITE_PAIRS + SAC_PAIRS)
     assert set(compare.RL_ZOO) == pairs
     for name, task in compare.TASKS.items():
-        assert name == f"{task.algo.lower()}_{task.env.split('-')[0].lower()}"
+        env_name = task.env.split("-")[0].lower().replace("continuous", "_continuous")
+        assert name == f"{task.algo.lower()}_{env_name}"
         assert find_preset(task.algo, task.env) is not None
         # Room for Stable-Baselines3: at least twice rl-zoo's own budget.
         assert task.max_env_steps >= 2 * compare.RL_ZOO[task.algo, task.env]["n_timesteps"]
@@ -140,10 +145,11 @@ def test_rl_zoo_entries_become_stable_baselines3_arguments():
     with pytest.raises(KeyError, match="rl-zoo has no DQN entry for 'Pendulum-v1'"):
         compare.sb3_settings("DQN", "Pendulum-v1")
     if importlib.util.find_spec("stable_baselines3") is not None:
-        from stable_baselines3 import DQN, PPO
+        from stable_baselines3 import DQN, PPO, SAC
 
+        classes = {"PPO": PPO, "DQN": DQN, "SAC": SAC}
         for (algo, env), _ in compare.RL_ZOO.items():
-            accepted = inspect.signature((PPO if algo == "PPO" else DQN).__init__).parameters
+            accepted = inspect.signature(classes[algo].__init__).parameters
             assert set(compare.sb3_settings(algo, env).kwargs) <= set(accepted), (algo, env)
 
 
