@@ -116,6 +116,10 @@ LONG_TESTS = {
         "test_torch_cnn.py",
         "test_ppo_with_the_default_cnn_learns_dot_to_target_in_an_env_runner_process",
     ),
+    # SAC on Ray actors and in a Tune grid: the suite keeps PPO's and DQN's runs of the same
+    # paths, and SAC's off-policy loop is theirs.
+    ("test_ray_backend.py", "test_sac_samples_on_ray_actors_and_learns"),
+    ("test_tune.py", "test_a_sac_grid_search_runs_each_trial"),
     # RLlib's tuned Pendulum SAC example to its target (about 90 s); the suite keeps its
     # two-iteration runs on both frameworks.
     (
