@@ -25,13 +25,13 @@ from trainer import (  # noqa: E402
 )
 from trainer.algorithms.algorithm_config import ConfigError  # noqa: E402
 from trainer.algorithms.dqn.dqn_learner import DQNLearner  # noqa: E402
+from trainer.algorithms.dqn.torch_learner import DQNTorchLearner  # noqa: E402
+from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule  # noqa: E402
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.algorithms.replay import (  # noqa: E402
     PrioritizedEpisodeReplayBuffer,
     sample_train_batch,
 )
-from trainer.algorithms.dqn.torch_learner import DQNTorchLearner  # noqa: E402
-from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule  # noqa: E402
-from trainer.algorithms.ppo.torch_learner import PPOTorchLearner  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.core.models import SpaceInfo  # noqa: E402
 from trainer.metrics import TD_ERROR_KEY  # noqa: E402
