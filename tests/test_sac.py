@@ -222,7 +222,7 @@ class _DiscreteBandit(gym.Env):
     action_space = gym.spaces.Discrete(3)
 
     def __init__(self, config=None):
-        pass
+        super().__init__()  # no settings: env_config is accepted and has none to give
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

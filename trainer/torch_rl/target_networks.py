@@ -1,11 +1,16 @@
 """RLlib's target-network helpers (`ray.rllib.core.learner.utils`): a frozen copy of a network,
-and its soft (Polyak) update from the main network."""
+and its soft (Polyak) update from the main network; and the check a Q learner (DQN's, SAC's)
+makes of the module it is given, which then makes its target networks."""
 
 from __future__ import annotations
 
 import copy
+from typing import Any, cast
 
 import torch
+
+from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.torch_rl.runner_view import TorchModuleView
 
 
 def make_target_network(main_net: torch.nn.Module) -> torch.nn.Module:
@@ -32,3 +37,26 @@ def update_target_network(
                 target_value.mul_(1.0 - tau).add_(main_state[name], alpha=tau)
             else:
                 target_value.copy_(main_state[name])
+
+
+def with_target_networks(module: Any, learner: str, algorithm: str) -> Any:
+    """`module` (a TorchRLModule, or a view of one) after its target networks were made, as
+    RLlib's learner makes them when it builds: the target networks start as the main ones. A
+    view is made anew when the module made its target networks only now (the Algorithm and
+    the checkpoints read the new weights through it). Raises TypeError, naming `learner` and
+    `algorithm`'s loss, unless the module has `QNetAPI` and `TargetNetworkAPI`."""
+    rl_module = getattr(module, "rl_module", module)
+    missing = [
+        api.__name__ for api in (QNetAPI, TargetNetworkAPI) if not isinstance(rl_module, api)
+    ]
+    if missing:
+        raise TypeError(
+            f"{learner}: the module ({type(rl_module).__name__}) must implement "
+            f"{' and '.join(missing)} (compute_q_values(batch); make_target_networks(), "
+            f"get_target_network_pairs(), forward_target(batch)): {algorithm}'s loss needs them"
+        )
+    keys_before = set(rl_module.state_dict())
+    cast(TargetNetworkAPI, rl_module).make_target_networks()
+    if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
+        return TorchModuleView(rl_module, module.spaces)
+    return module

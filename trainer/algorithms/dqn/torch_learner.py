@@ -36,7 +36,7 @@ from torch.nn import functional
 from trainer.algorithms.dqn.numpy_update import NumpyDQNUpdate
 from trainer.algorithms.dqn.torch_module import QF_NEXT_PREDS, QF_PREDS, QF_TARGET_NEXT_PREDS
 from trainer.compat.rllib_utils import Columns
-from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.core.apis import TargetNetworkAPI
 from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
@@ -46,8 +46,7 @@ from trainer.metrics import (
 )
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.torch_rl.numpy_twin import BothPools, NumpyTwinHost
-from trainer.torch_rl.runner_view import TorchModuleView
-from trainer.torch_rl.target_networks import update_target_network
+from trainer.torch_rl.target_networks import update_target_network, with_target_networks
 from trainer.util.state_checks import require_int
 
 if TYPE_CHECKING:
@@ -86,23 +85,8 @@ class DQNTorchLearner(NumpyTwinHost, TorchLearner):
         `spaces`: how the EnvRunners preprocessed the observations they fed the module (the
         learner feeds it the same), by default the view's `spaces`, else the module's spaces;
         `module_id`: its id."""
+        module = with_target_networks(module, "DQNTorchLearner", "DQN")
         rl_module = getattr(module, "rl_module", module)
-        missing = [
-            api.__name__ for api in (QNetAPI, TargetNetworkAPI) if not isinstance(rl_module, api)
-        ]
-        if missing:
-            raise TypeError(
-                f"DQNTorchLearner: the module ({type(rl_module).__name__}) must implement "
-                f"{' and '.join(missing)} (compute_q_values(batch); make_target_networks(), "
-                "get_target_network_pairs(), forward_target(batch)): DQN's loss needs them"
-            )
-        keys_before = set(rl_module.state_dict())
-        # As RLlib's learner when it builds: the target networks start as the main ones.
-        cast(TargetNetworkAPI, rl_module).make_target_networks()
-        if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
-            # A module that made its target networks only now: a view of it, knowing the
-            # new weights (the Algorithm and the checkpoints read them through it).
-            module = TorchModuleView(rl_module, module.spaces)
         super().__init__(config, module, module_id=module_id)
         self.spaces: SpaceInfo = (
             spaces

@@ -69,7 +69,7 @@ from trainer.algorithms.sac.torch_module import (
     QF_TWIN_PREDS,
 )
 from trainer.compat.rllib_utils import Columns
-from trainer.core.apis import QNetAPI, TargetNetworkAPI
+from trainer.core.apis import TargetNetworkAPI
 from trainer.core.learner import POLICY_LOSS_KEY, UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
@@ -78,8 +78,7 @@ from trainer.metrics import (
     TD_ERROR_KEY,
 )
 from trainer.torch_rl.learner import TorchLearner, adam_kernel
-from trainer.torch_rl.runner_view import TorchModuleView
-from trainer.torch_rl.target_networks import update_target_network
+from trainer.torch_rl.target_networks import update_target_network, with_target_networks
 from trainer.util.state_checks import StateError, require_float_array, require_int
 
 if TYPE_CHECKING:
@@ -169,23 +168,8 @@ class SACTorchLearner(TorchLearner):
         `TorchLearner`); `spaces`: how the EnvRunners preprocessed the observations (the
         learner feeds the module the same), by default the view's, else the module's spaces;
         `module_id`: its id."""
+        module = with_target_networks(module, "SACTorchLearner", "SAC")
         rl_module = getattr(module, "rl_module", module)
-        missing = [
-            api.__name__ for api in (QNetAPI, TargetNetworkAPI) if not isinstance(rl_module, api)
-        ]
-        if missing:
-            raise TypeError(
-                f"SACTorchLearner: the module ({type(rl_module).__name__}) must implement "
-                f"{' and '.join(missing)} (compute_q_values(batch); make_target_networks(), "
-                "get_target_network_pairs(), forward_target(batch)): SAC's loss needs them"
-            )
-        keys_before = set(rl_module.state_dict())
-        # As RLlib's learner when it builds: the target networks start as the main ones.
-        cast(TargetNetworkAPI, rl_module).make_target_networks()
-        if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
-            # A module that made its target networks only now: a view of it, knowing the
-            # new weights (the Algorithm and the checkpoints read them through it).
-            module = TorchModuleView(rl_module, module.spaces)
         device = next((p.device for p in rl_module.parameters()), torch.device("cpu"))
         # RLlib's trained temperature (in log form) and its target entropy, per module id;
         # made before the optimizers, which step the former.
