@@ -6,8 +6,10 @@ continuous ones (Pendulum-v1, MountainCarContinuous-v0, LunarLanderContinuous-v3
 LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
-Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: RLlib's
-tuned example where RLlib 2.60 ships one, else settings tuned here, labelled as such); for
+Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: settings
+tuned here where they solve sooner than RLlib's tuned example, else RLlib's tuned example where
+RLlib 2.60 ships one, else settings tuned here, labelled as such; `--preset rllib`: RLlib's
+tuned example wherever it has one); for
 Stable-Baselines3 rl-zoo's entry for the env (rl-baselines3-zoo `hyperparams/ppo.yml`,
 `hyperparams/dqn.yml` and `hyperparams/sac.yml`, copied below as data in `RL_ZOO`, with rl-zoo's
 own conversions: `lin_X` is a linear schedule from X to 0, `normalize: true` wraps the envs in
@@ -43,7 +45,7 @@ on each other: an SB3 SAC update (Pendulum, 256x256) took 24 ms on 2 threads and
 on 2 busy cores.
 
 Run: python bench/compare.py [--seeds 0 1 2] [--tasks ppo_cartpole dqn_acrobot ...]
-     [--max-seconds 600] [--sb3-threads N]
+     [--max-seconds 600] [--sb3-threads N] [--preset fast|rllib]
 """
 
 from __future__ import annotations
@@ -339,15 +341,21 @@ class ReturnWindow:
         return total / (self.episodes - excess)
 
 
-def run_localrl(task: Task, seed: int, max_seconds: float, framework: str | None = None) -> Run:
-    """The preset of `task` (on `framework` when given) from before its build until the
-    training return reaches the target (or a cap)."""
+def run_localrl(
+    task: Task,
+    seed: int,
+    max_seconds: float,
+    framework: str | None = None,
+    preset_choice: str = "fast",
+) -> Run:
+    """The preset of `task` (the main job's `--preset preset_choice`; on `framework` when
+    given) from before its build until the training return reaches the target (or a cap)."""
     import trainer
     from trainer.cli.presets import find_preset
 
     start = time.perf_counter()
     config = getattr(trainer, f"{task.algo}Config")().environment(task.env)
-    preset = find_preset(task.algo, task.env)
+    preset = find_preset(task.algo, task.env, preset_choice)
     if preset is None:
         raise KeyError(f"no preset for {task.algo} on {task.env}")
     preset.apply(config)
@@ -475,6 +483,13 @@ def main() -> None:
         default=None,
         help="torch threads for Stable-Baselines3 (default: torch's own, one per core)",
     )
+    parser.add_argument(
+        "--preset",
+        choices=["fast", "rllib"],
+        default="fast",
+        help="this project's settings: the main job's default preset (fast) or RLlib's tuned "
+        "example where RLlib has one (rllib)",
+    )
     args = parser.parse_args()
     with_sb3 = installed("stable_baselines3")
     if with_sb3 and args.sb3_threads is not None:
@@ -500,7 +515,7 @@ def main() -> None:
         task = TASKS[name]
         ours, theirs = [], []
         for seed in args.seeds:
-            ours.append(run_localrl(task, seed, args.max_seconds))
+            ours.append(run_localrl(task, seed, args.max_seconds, preset_choice=args.preset))
             print(f"{name} seed {seed}: localrl {ours[-1]}", flush=True)
             if with_sb3:
                 theirs.append(run_sb3(task, seed, args.max_seconds))

@@ -389,6 +389,25 @@ BENCHMARKS = (
         # 12 tasks x 3 seeds x 2 libraries, each run capped at 150 s.
         worst_case_s=12 * 3 * 2 * 150 + 600,
     ),
+    Benchmark(
+        "compare_sac",
+        "SAC against Stable-Baselines3's SAC (rl-zoo's settings) on Pendulum-v1 (-200) and "
+        "MountainCarContinuous-v0 (90), seeds 0-2, wall time to the mean return of the last "
+        "100 episodes, the main job's default presets, each run capped at 600 s",
+        (
+            "bench/compare.py",
+            "--tasks",
+            "sac_pendulum",
+            "sac_mountaincar_continuous",
+            "--max-seconds",
+            "600",
+        ),
+        r"^sac_\w+ +[-\d]",
+        "ratio SB3 / localrl >= 2",
+        requires=("stable_baselines3",),
+        # 2 tasks x 3 seeds x 2 libraries, each run capped at 600 s.
+        worst_case_s=2 * 3 * 2 * 600 + 300,
+    ),
 )
 BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 

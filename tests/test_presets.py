@@ -16,7 +16,7 @@ import sys
 import gymnasium as gym
 import pytest
 
-from trainer import DQNConfig, PPOConfig
+from trainer import DQNConfig, PPOConfig, SACConfig
 from trainer.algorithms.presets import TUNED_HERE
 from trainer.cli.presets import find_preset, no_preset_line
 
@@ -182,3 +182,52 @@ def test_the_main_job_on_each_preset_prints_no_warning_twice(algo, env, tmp_path
     ]
     repeated = {line for line in warnings if warnings.count(line) > 1}
     assert not repeated, repeated
+
+
+def test_sacs_pendulum_default_is_the_faster_preset_and_rllibs_is_one_flag_away(tmp_path):
+    """Where settings tuned here solve sooner than RLlib's tuned example, they are the main
+    job's default; `--preset rllib` runs RLlib's example, and each header names the other."""
+    fast = find_preset("SAC", "Pendulum-v1")
+    rllib = find_preset("SAC", "Pendulum-v1", "rllib")
+    assert fast is not None and rllib is not None and fast is not rllib
+    assert rllib.source == "rllib/examples/algorithms/sac/pendulum_sac.py"
+    assert fast.tuned_here and fast.faster_than == rllib.source
+    assert find_preset("SAC", "Pendulum-v1", "none") is None
+    # Where no faster preset exists, both choices give the same one.
+    assert find_preset("PPO", "CartPole-v1") is find_preset("PPO", "CartPole-v1", "rllib")
+    config = SACConfig().environment("Pendulum-v1")
+    fast.apply(config)
+    config.validate()
+    assert config.model_config["fcnet_hiddens"] == [64, 64]
+
+    def first_line(out: str, *flags: str) -> tuple[str, list]:
+        done = subprocess.run(
+            [sys.executable, "-m", "trainer", "--algo", "SAC", "--env", "Pendulum-v1"]
+            + ["--stop-iters", "1", "--output-dir", out, *flags],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        params = json.loads((tmp_path / out / "params.json").read_text())
+        return done.stdout.splitlines()[0], params["model"]["fcnet_hiddens"]
+
+    line, hiddens = first_line("run")
+    assert line.startswith(
+        "preset: tuned here for time to solve (sooner than RLlib's tuned example "
+        "rllib/examples/algorithms/sac/pendulum_sac.py): "
+    )
+    assert line.endswith(
+        "(--preset rllib for RLlib's tuned example "
+        "rllib/examples/algorithms/sac/pendulum_sac.py, --preset none for RLlib's defaults)"
+    )
+    assert hiddens == [64, 64]
+    line, hiddens = first_line("run2", "--preset", "rllib")
+    assert line.startswith(
+        "preset: RLlib's tuned example rllib/examples/algorithms/sac/pendulum_sac.py: "
+    )
+    assert line.endswith(
+        "(--preset fast for the faster settings tuned here, --preset none for RLlib's defaults)"
+    )
+    assert hiddens == [256, 256]

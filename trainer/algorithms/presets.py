@@ -30,6 +30,9 @@ class Preset:
     settings: dict[str, dict[str, Any]]  # builder method -> keyword arguments
     stop_reward: float  # the reward to stop at (RLlib's stop for its tuned examples)
     stop_timesteps: int  # the env-step budget (the script's default_timesteps)
+    #: For settings tuned here that solve the task sooner than RLlib's tuned example for the
+    #: same (algorithm, env): that example's file (the main job's `--preset rllib`).
+    faster_than: str = ""
 
     @property
     def tuned_here(self) -> bool:
@@ -53,6 +56,11 @@ class Preset:
             for kwargs in self.settings.values()
             for key, value in kwargs.items()
         )
+        if self.faster_than:
+            return (
+                f"tuned here for time to solve (sooner than RLlib's tuned example "
+                f"{self.faster_than}): {shown}"
+            )
         if self.tuned_here:
             return f"tuned here (RLlib 2.60 has no tuned example for it): {shown}"
         return f"RLlib's tuned example {self.source}: {shown}"

@@ -98,6 +98,9 @@ class AlgorithmEntry:
     config_cls: type[AlgorithmConfig]
     #: The main job's presets: env name -> Preset (`python -m trainer --algo NAME --env ENV`).
     presets: Mapping[str, Preset] = field(default_factory=dict)
+    #: Presets tuned here that solve sooner than the RLlib tuned example in `presets` for the
+    #: same env: env name -> Preset. The main job's default (`--preset fast`).
+    faster_presets: Mapping[str, Preset] = field(default_factory=dict)
     #: Its rows of the deliberate-differences table (`trainer.compat.differences`).
     differences: tuple[Difference, ...] = ()
     #: The launcher: RLlib module path -> this project's modules whose names it has

@@ -2,7 +2,10 @@
 settings where RLlib 2.60 ships one, else settings tuned here, labelled as such.
 
 `python -m trainer` applies the preset of (algorithm, env) and says on its first line where it
-came from: the RLlib file, or "tuned here"; `--preset none` keeps RLlib's plain defaults.
+came from: the RLlib file, or "tuned here"; `--preset none` keeps RLlib's plain defaults. Where
+settings tuned here solve sooner than RLlib's tuned example for the same task (an algorithm's
+`faster_presets`), they are the default (`--preset fast`) and RLlib's example is
+`--preset rllib`.
 Settings are data (builder method -> keyword arguments); everything a preset does not set is
 the algorithm's default, as in RLlib. What RLlib's example scripts' own command-line defaults
 set (`add_rllib_example_script_args`) is left as RLlib's default here too:
@@ -23,28 +26,54 @@ from typing import Any
 from trainer.algorithms.presets import Preset
 from trainer.algorithms.registry import entries
 
-#: The `--preset` choices.
+#: The `--preset` choices: the fastest preset known (the default), RLlib's tuned example (else
+#: the preset tuned here), none.
+PRESET_FAST = "fast"
 PRESET_RLLIB = "rllib"
 PRESET_NONE = "none"
 
 
-def _all_presets() -> dict[tuple[str, str], Preset]:
-    """(algorithm, env) -> preset, from every registered algorithm's `presets`, grouped by env
-    (in the order the envs first appear, each env's algorithms in registry order)."""
+def _all_presets(field: str) -> dict[tuple[str, str], Preset]:
+    """(algorithm, env) -> preset, from every registered algorithm's `field` (`presets` or
+    `faster_presets`), grouped by env (in the order the envs first appear, each env's
+    algorithms in registry order)."""
     found = {
-        (entry.name, env): preset for entry in entries() for env, preset in entry.presets.items()
+        (entry.name, env): preset
+        for entry in entries()
+        for env, preset in getattr(entry, field).items()
     }
     envs = list(dict.fromkeys(env for _, env in found))
     return {key: found[key] for env in envs for key in found if key[1] == env}
 
 
-#: (algorithm, env) -> preset: the registered algorithms' presets.
-PRESETS: dict[tuple[str, str], Preset] = _all_presets()
+#: (algorithm, env) -> preset: the registered algorithms' presets (RLlib's tuned examples
+#: where RLlib has one).
+PRESETS: dict[tuple[str, str], Preset] = _all_presets("presets")
+#: (algorithm, env) -> preset tuned here that solves sooner than the one in PRESETS.
+FASTER_PRESETS: dict[tuple[str, str], Preset] = _all_presets("faster_presets")
 
 
-def find_preset(algo: str, env: Any) -> Preset | None:
-    """The preset of (algo, env), None when there is none (an env given as a class: none)."""
-    return PRESETS.get((algo, env)) if isinstance(env, str) else None
+def find_preset(algo: str, env: Any, choice: str = PRESET_FAST) -> Preset | None:
+    """The preset of (algo, env) for `--preset choice` (fast: the faster preset tuned here
+    where there is one, else as rllib; rllib: RLlib's tuned example, else the preset tuned
+    here), None when there is none (`none`, or an env given as a class)."""
+    if not isinstance(env, str) or choice == PRESET_NONE:
+        return None
+    if choice == PRESET_FAST and (algo, env) in FASTER_PRESETS:
+        return FASTER_PRESETS[algo, env]
+    return PRESETS.get((algo, env))
+
+
+def other_choices(algo: str, env: Any, choice: str) -> str:
+    """The header's note on the other `--preset` choices for (algo, env)."""
+    if not isinstance(env, str) or (algo, env) not in FASTER_PRESETS:
+        return "--preset none for RLlib's defaults"
+    if choice == PRESET_FAST:
+        return (
+            f"--preset rllib for RLlib's tuned example {PRESETS[algo, env].source}, "
+            "--preset none for RLlib's defaults"
+        )
+    return "--preset fast for the faster settings tuned here, --preset none for RLlib's defaults"
 
 
 def no_preset_line(algo: str, env: Any) -> str:

@@ -64,7 +64,15 @@ from trainer.cli.options import (
     positive_float,
     positive_int,
 )
-from trainer.cli.presets import PRESET_NONE, PRESET_RLLIB, Preset, find_preset, no_preset_line
+from trainer.cli.presets import (
+    PRESET_FAST,
+    PRESET_NONE,
+    PRESET_RLLIB,
+    Preset,
+    find_preset,
+    no_preset_line,
+    other_choices,
+)
 from trainer.cli.progress import ProgressDisplay
 from trainer.cli.run_folder import RESULT_FILE, RunFolder, plain
 from trainer.cli.stop import Progress, StopCriteria
@@ -161,11 +169,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--preset",
-        choices=[PRESET_RLLIB, PRESET_NONE],
-        default=PRESET_RLLIB,
-        help="rllib (default): start from RLlib's tuned-example settings for "
-        "the algorithm and env when RLlib has one (CartPole-v1: PPO, DQN; "
-        "Pendulum-v1: PPO); none: RLlib's plain defaults",
+        choices=[PRESET_FAST, PRESET_RLLIB, PRESET_NONE],
+        default=PRESET_FAST,
+        help="fast (default): the preset that solves the task soonest that this project "
+        "knows (settings tuned here where they beat RLlib's tuned example, e.g. SAC on "
+        "Pendulum-v1; else as rllib); rllib: RLlib's tuned-example settings for the "
+        "algorithm and env when RLlib has one, else the settings tuned here; none: "
+        "RLlib's plain defaults",
     )
     stop = parser.add_argument_group(
         "stop criteria (the first one reached stops; default: the env's reward threshold or "
@@ -283,10 +293,12 @@ class PresetChoice:
 def choose_preset(args: argparse.Namespace, algo: str, env: Any) -> PresetChoice:
     if args.preset == PRESET_NONE:
         return PresetChoice(None, "preset: none (--preset none): RLlib's default settings")
-    preset = find_preset(algo, env)
+    preset = find_preset(algo, env, args.preset)
     if preset is None:
         return PresetChoice(None, no_preset_line(algo, env))
-    return PresetChoice(preset, f"preset: {preset.describe()} (--preset none for RLlib's defaults)")
+    return PresetChoice(
+        preset, f"preset: {preset.describe()} ({other_choices(algo, env, args.preset)})"
+    )
 
 
 def _set_model_key(config: Any, key: str, value: Any) -> None:
@@ -594,7 +606,7 @@ def plan_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ru
     """The run's latest checkpoint, its config (from the checkpoint) and its stop criteria
     (run.json, changed by stop flags)."""
     given = _setting_flags_given(args)
-    if args.preset != PRESET_RLLIB:
+    if args.preset != PRESET_FAST:
         given.insert(0, "--preset")
     if given:
         parser.error(

@@ -9,7 +9,7 @@ deliberate differences from RLlib's SAC.
 
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.algorithms.sac.differences import DIFFERENCES
-from trainer.algorithms.sac.presets import PRESETS
+from trainer.algorithms.sac.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.sac.sac import SAC, SACConfig
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
@@ -18,6 +18,7 @@ ALGORITHM = AlgorithmEntry(
     algorithm_cls=SAC,
     config_cls=SACConfig,
     presets=PRESETS,
+    faster_presets=FASTER_PRESETS,
     differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.sac": ("trainer.algorithms.sac",),
