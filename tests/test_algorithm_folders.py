@@ -27,6 +27,10 @@ ALLOWED: dict[str, str] = {
     "(trainer.ppo_learner, ...) mapped to their homes in the folders",
     "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args, whose --algo "
     "defaults to RLlib's 'PPO'",
+    "trainer/algorithms/marwil/marwil.py": "RLlib's MARWIL trains PPO's default module "
+    "(DefaultPPOTorchRLModule; here also its numpy twin, PolicyModule)",
+    "trainer/algorithms/bc/bc.py": "RLlib's BC is MARWIL with beta=0: BCConfig and BC subclass "
+    "MARWILConfig and MARWIL",
 }
 #: Folders whose files are users' code written against RLlib's API (ports of RLlib's own
 #: examples), which use the algorithms by their RLlib names as any user script does.

@@ -34,6 +34,7 @@ SECTION_TABLES = {
     "framework": "FRAMEWORK_SETTINGS",
     "experimental": "EXPERIMENTAL_SETTINGS",
     "api_stack": "API_STACK_SETTINGS",
+    "offline_data": "OFFLINE_DATA_SETTINGS",
 }
 
 

@@ -170,6 +170,22 @@ HOSTILE: dict[str, list[Any]] = {
     "training_intensity": ["1", True, 0, -1, math.nan],
     "td_error_loss_fn": [*ENUM, "l1"],
     "store_buffer_in_checkpoints": BOOL,
+    # offline_data()
+    "input_": [5, "", [], [1], None, {"a": 1}, True],
+    "input_read_method": [*ENUM, "read_csv"],
+    "input_read_method_kwargs": DICT,
+    "input_read_schema": [*DICT, {"obs": 1}, {1: "o_t"}],
+    "input_read_episodes": BOOL,
+    "input_read_batch_size": [*OPTIONAL_COUNT, 0],
+    "input_compress_columns": ["obs", 5, [1], True, None],
+    "ignore_final_observation": BOOL,
+    "dataset_num_iters_per_learner": [*OPTIONAL_COUNT, 0],
+    "output": [5, "", [1], True, {"a": 1}],
+    "output_write_episodes": BOOL,
+    "output_max_rows_per_file": [*OPTIONAL_COUNT, 0],
+    "output_write_remaining_data": BOOL,
+    "output_compress_columns": ["obs", 5, [1], True, None],
+    "output_write_method": [*ENUM, "write_json"],
 }
 
 

@@ -162,7 +162,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("trainer.compat.old_api", "trainer.checkpoints"),
     ("trainer.core", "trainer.result_grid"),
-    ("trainer.env",),
+    ("trainer.env", "trainer.offline"),
     ("trainer.torch_rl", "trainer.replay_buffers"),
     ("trainer.callbacks",),
     ("trainer.runners",),

@@ -142,7 +142,7 @@ def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_c
             assert isinstance(raised.value, NotSupported), (method, name, raised.value)
             assert raised.value.capability, (method, name)
             refused.append(name)
-    assert {"learner_connector", "module_to_env_connector", "output"} <= set(refused)
+    assert {"learner_connector", "module_to_env_connector", "prelearner_class"} <= set(refused)
 
 
 def test_calls_the_launcher_refuses_are_refusals_and_not_implemented_errors():

@@ -94,6 +94,7 @@ from trainer.metrics import (
 )
 from trainer.named_objects import server_running as named_objects_running
 from trainer.named_objects import shutdown_named_objects
+from trainer.offline.recording import OfflineRecorder
 from trainer.runners import restart_policy
 from trainer.runners.env_runner_group import (
     EnvRunnerGroup,
@@ -282,6 +283,8 @@ class Algorithm(OldAlgorithmNames):
                 weights_synced_at_start=True,
                 tune_trial_id=self.trial_id,
             )  # sync_weights() below, before any use
+            if config.output is not None:
+                self.env_runner_group.recorder = OfflineRecorder(config)
             self._evaluation = EvaluationRounds(self)
             # The Algorithm's own exploration, for compute_single_action().
             self.exploration = make_exploration(
@@ -727,8 +730,9 @@ class Algorithm(OldAlgorithmNames):
             metrics = {key: value for key, value in metrics.items() if key in debug}
         return metrics
 
-    #: RLlib's `algo.offline_data`: None, offline data is not supported here.
-    offline_data = None
+    #: RLlib's `algo.offline_data`: the recorded data an offline algorithm learns from
+    #: (`trainer.offline.reading.OfflineData`), None for the others.
+    offline_data: Any = None
     #: RLlib's `algo.local_replay_buffer`: None unless the algorithm keeps one (DQN).
     local_replay_buffer: Any = None
 
@@ -1423,10 +1427,12 @@ class Algorithm(OldAlgorithmNames):
     def cleanup(self) -> None:
         """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
         named-object server. A subclass that overrides it calls `super().cleanup()`."""
-        self._stopped = True
+        stopped_before, self._stopped = getattr(self, "_stopped", False), True
         # Either may be missing when __init__ failed before making it.
         group: EnvRunnerGroup | None = getattr(self, "env_runner_group", None)
         if group is not None:
+            if group.recorder is not None and not stopped_before:
+                group.recorder.stop()  # output_write_remaining_data
             group.stop()
         evaluation: EvaluationRounds | None = getattr(self, "_evaluation", None)
         if evaluation is not None:

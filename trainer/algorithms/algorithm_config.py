@@ -46,7 +46,7 @@ from trainer.algorithms.config.fault_tolerance import (
 from trainer.algorithms.config.framework import FRAMEWORK_SETTINGS, FrameworkSection
 from trainer.algorithms.config.learners import LearnersSection
 from trainer.algorithms.config.multi_agent import MULTI_AGENT_SETTINGS, MultiAgentSection
-from trainer.algorithms.config.offline_data import OfflineDataSection
+from trainer.algorithms.config.offline_data import OFFLINE_DATA_SETTINGS, OfflineDataSection
 from trainer.algorithms.config.python_environment import (
     PYTHON_ENVIRONMENT_SETTINGS,
     PythonEnvironmentSection,
@@ -122,6 +122,7 @@ class AlgorithmConfig(
         **FRAMEWORK_SETTINGS,
         **EXPERIMENTAL_SETTINGS,
         **API_STACK_SETTINGS,
+        **OFFLINE_DATA_SETTINGS,
     }
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
@@ -168,6 +169,7 @@ class AlgorithmConfig(
         self._validate_exploration(name)
         self._validate_callbacks(name)
         self._validate_multi_agent(name)
+        self._validate_offline_data(name)
 
     def build(self, env: Any = None) -> Algorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""

@@ -34,6 +34,8 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "DQN": "trainer.algorithms.dqn",
     "VPG": "trainer.algorithms.vpg",
     "SAC": "trainer.algorithms.sac",
+    "MARWIL": "trainer.algorithms.marwil",
+    "BC": "trainer.algorithms.bc",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)
@@ -44,13 +46,11 @@ DEFAULT_ALGORITHM = ALGORITHM_NAMES[0]
 #: name, they are refused with `UnsupportedValue` (a typo stays a plain `ValueError`).
 OTHER_RLLIB_ALGORITHM_NAMES = (
     "APPO",
-    "BC",
     "CQL",
     "DreamerV3",
     "IMPALA",
     "Impala",
     "IQL",
-    "MARWIL",
 )
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.

@@ -102,6 +102,7 @@ BUILDER_METHODS = (
     "framework",
     "api_stack",
     "experimental",
+    "offline_data",
 )
 
 

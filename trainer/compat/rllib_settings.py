@@ -90,7 +90,10 @@ _POLICY_MAP = (
     "RLlib's old-stack PolicyMap setting; the new stack (the one here) keeps modules in a "
     "MultiRLModule"
 )
-_OFFLINE = "offline RL (reading or writing recorded data with Ray Data) is not supported here"
+RAY_DATA_OPTION = _OFFLINE = (
+    "recorded data is read and written with pyarrow here, one row group at a time, not with "
+    "Ray Data, whose options mean nothing here"
+)
 _OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
 _NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
 NO_RNN = "there are no recurrent (stateful) modules here"
@@ -260,49 +263,38 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "offline_eval_runner_restore_timeout_s": NoEffect(1800.0, _OFFLINE_EVAL),
     },
     "offline_data": {
-        # `input_="sampler"`: RLlib's "sample from the env", which is what runs here.
-        "input_": Unsupported("sampler", _OFFLINE, capability=OFFLINE),
         "offline_data_class": Unsupported(None, _OFFLINE, capability=OFFLINE),
-        "input_read_method": NoEffect("read_parquet", _OFFLINE),
-        "input_read_method_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "input_read_schema": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "input_read_episodes": NoEffect(False, _OFFLINE),
-        "input_read_sample_batches": NoEffect(False, _OFFLINE),
-        "input_read_batch_size": NoEffect(None, _OFFLINE),
+        "input_read_sample_batches": Unsupported(
+            False,
+            "the old stack's SampleBatch data is not read here; record it again as columns "
+            "or episodes (offline_data(output=...))",
+            capability=OFFLINE,
+        ),
         "input_filesystem": NoEffect(None, _OFFLINE),
         "input_filesystem_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "input_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
         "materialize_data": NoEffect(False, _OFFLINE),
         "materialize_mapped_data": NoEffect(True, _OFFLINE),
         "map_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "iter_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "ignore_final_observation": NoEffect(False, _OFFLINE),
-        "prelearner_class": NoEffect(None, _OFFLINE),
+        "prelearner_class": Unsupported(
+            None,
+            "there is no OfflinePreLearner here: recorded rows go to the learner as "
+            "transitions; change them in a learner_class's compute_loss_for_module",
+            capability=OFFLINE,
+        ),
         "prelearner_buffer_class": NoEffect(None, _OFFLINE),
         "prelearner_buffer_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "prelearner_module_synch_period": NoEffect(10, _OFFLINE),
         "prelearner_use_recorded_module_states": NoEffect(False, _OFFLINE),
-        "dataset_num_iters_per_learner": NoEffect(None, _OFFLINE),
         "input_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "actions_in_input_normalized": NoEffect(False, _OFFLINE),
         "postprocess_inputs": NoEffect(False, _OFFLINE),
         "shuffle_buffer_size": NoEffect(0, _OFFLINE),
-        "output": Unsupported(
-            None,
-            "writing sampled episodes to files is not supported here; "
-            "record them in on_episode_end or on_sample_end",
-            capability=OFFLINE,
-        ),
         "output_config": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "output_compress_columns": NoEffect(["obs", "new_obs"], _OFFLINE),
         "output_max_file_size": NoEffect(64 * 1024 * 1024, _OFFLINE),
-        "output_max_rows_per_file": NoEffect(None, _OFFLINE),
-        "output_write_remaining_data": NoEffect(False, _OFFLINE),
-        "output_write_method": NoEffect("write_parquet", _OFFLINE),
         "output_write_method_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "output_filesystem": NoEffect(None, _OFFLINE),
         "output_filesystem_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "output_write_episodes": NoEffect(True, _OFFLINE),
         "offline_sampling": NoEffect(False, _OFFLINE),
     },
     "callbacks": {

@@ -418,8 +418,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         for name in (
             "APPO",
             "APPOConfig",
-            "BC",
-            "BCConfig",
             "CQL",
             "CQLConfig",
             "DreamerV3",
@@ -428,8 +426,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
             "IMPALAConfig",
             "IQL",
             "IQLConfig",
-            "MARWIL",
-            "MARWILConfig",
         )
     },
     "ray.rllib.policy.policy": {

@@ -235,6 +235,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: Remote replies dropped because a call's timeout passed (RLlib's counter).
         self._num_env_runners_dropped_lifetime = 0
         self.config = config
+        #: Where sampled episodes are recorded (`offline_data(output=...)`; the Algorithm
+        #: sets it on its training group), else None.
+        self.recorder: Any = None
         self._tune_trial_id = tune_trial_id
         self._skip_initial_weights = weights_synced_at_start and _weights_fully_synced(config)
         self._env_creator = env_creator
@@ -863,6 +866,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             for index in sorted(replies):
                 batch, metrics, connector_state = replies[index]
                 episodes.extend(batch)
+                if self.recorder is not None:
+                    self.recorder.record(index, batch)
                 runner_metrics.append(metrics)
                 if connector_state is not None:
                     connector_states.append(connector_state)

@@ -147,7 +147,6 @@ ALL_OR_NOTHING_METHODS = (
     *BUILDER_METHODS,
     "learners",
     "resources",
-    "offline_data",
     "callbacks",
     "update_from_dict",
 )

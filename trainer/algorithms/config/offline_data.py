@@ -1,34 +1,242 @@
-"""The `offline_data()` section: offline RL is not supported here; samples come from envs."""
+"""The `offline_data()` section: where recorded data is read from (`input_`, for the offline
+algorithms) and where EnvRunners record what they sample (`output`), in RLlib 2.60's formats,
+read and written with pyarrow (`trainer.offline`) instead of Ray Data."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
-from trainer.algorithms.config.base import ConfigBase
+from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.settings import Setting, settings_of
+from trainer.errors import ConfigError
+from trainer.offline.files import READ_METHODS
+from trainer.util.checks import int_at_least, is_bool, is_dict, one_of, optional
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
+#: RLlib's `input_` for "sample from the env".
+SAMPLER = "sampler"
+
+
+def _check_input(v: Any) -> str | None:
+    if isinstance(v, (str, os.PathLike)) and str(v):
+        return None
+    if isinstance(v, (list, tuple)) and v and all(isinstance(p, (str, os.PathLike)) for p in v):
+        return None
+    return (
+        f"{SAMPLER!r} (sample from the env), or a path, glob or folder of recorded data (a "
+        "str), or a non-empty list of them"
+    )
+
+
+def _check_output(v: Any) -> str | None:
+    if v is None or (isinstance(v, (str, os.PathLike)) and str(v)):
+        return None
+    return "None (record nothing) or a folder to record the sampled steps into"
+
+
+def _check_schema(v: Any) -> str | None:
+    if isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str) for k, c in v.items()):
+        return None
+    return "a dict of RLlib column name (obs, actions, ...) -> the data's column name"
+
+
+def _check_columns(v: Any) -> str | None:
+    if isinstance(v, (list, tuple)) and all(isinstance(c, str) for c in v):
+        return None
+    return "a list of column names"
+
+
+#: The settings of `offline_data()`, as `name: (default, check, doc)`.
+OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
+    "offline_data",
+    {
+        "input_": (
+            SAMPLER,
+            _check_input,
+            "where the offline algorithms' data is: paths, globs or folders of parquet (or "
+            "JSON) files, local:// taken off; 'sampler': the env",
+        ),
+        "input_read_method": (
+            "read_parquet",
+            one_of(*READ_METHODS),
+            "read_parquet (.parquet files) or read_json (.json/.jsonl lines)",
+        ),
+        "input_read_method_kwargs": (
+            {},
+            is_dict,
+            "Ray Data's read options (override_num_blocks, ...): kept; files are read with "
+            "pyarrow, one row group at a time",
+        ),
+        "input_read_schema": (
+            {},
+            _check_schema,
+            "RLlib column name -> the data's column name, for tables that name them otherwise",
+        ),
+        "input_read_episodes": (
+            False,
+            is_bool,
+            "the data holds RLlib's serialized episodes (column 'item'), not one row per step",
+        ),
+        "input_read_batch_size": (
+            None,
+            optional(int_at_least(1)),
+            "episodes read at a time (input_read_episodes only, as RLlib)",
+        ),
+        "input_compress_columns": (
+            ["obs", "new_obs"],
+            _check_columns,
+            "the columns RLlib would unpack (its packed values are refused here: they are pickles)",
+        ),
+        "ignore_final_observation": (
+            False,
+            is_bool,
+            "take new_obs as zeros (a table without it)",
+        ),
+        "dataset_num_iters_per_learner": (
+            None,
+            optional(int_at_least(1)),
+            "updates per training step (None: one pass over the dataset's rows)",
+        ),
+        "output": (
+            None,
+            _check_output,
+            "record the training EnvRunners' samples under this folder (RLlib's layout)",
+        ),
+        "output_write_episodes": (
+            True,
+            is_bool,
+            "record whole episodes (column 'item'; needs batch_mode='complete_episodes'), "
+            "else one row per env step",
+        ),
+        "output_max_rows_per_file": (
+            None,
+            optional(int_at_least(1)),
+            "rows per file (None: a file per sample)",
+        ),
+        "output_write_remaining_data": (
+            False,
+            is_bool,
+            "write the rows short of a file at stop()",
+        ),
+        "output_compress_columns": (
+            ["obs", "new_obs"],
+            _check_columns,
+            "RLlib's columns to compress: written uncompressed here (as RLlib without lz4)",
+        ),
+        "output_write_method": (
+            "write_parquet",
+            one_of("write_parquet"),
+            "write_parquet (the one format written here)",
+        ),
+    },
+)
+
 
 class OfflineDataSection(ConfigBase):
     """RLlib's offline-data settings (`offline_data()`)."""
 
-    def offline_data(self, **settings: Any) -> Self:
-        """RLlib's offline-data settings (`input_`, `output`, the Ray Data read and write
-        options, ...): offline RL is not supported here. RLlib's defaults (sample from the env,
-        write nothing) are accepted; reading or writing recorded data is refused at the call,
-        and the other options warn at build when set."""
-        self._reject_unknown("offline_data", settings, [])
-        return self
+    input_: Any
+    input_read_method: str
+    input_read_method_kwargs: dict
+    input_read_schema: dict
+    input_read_episodes: bool
+    input_read_batch_size: int | None
+    input_compress_columns: list
+    ignore_final_observation: bool
+    dataset_num_iters_per_learner: int | None
+    output: Any
+    output_write_episodes: bool
+    output_max_rows_per_file: int | None
+    output_write_remaining_data: bool
+    output_compress_columns: list
+    output_write_method: str
 
-    @property
-    def is_online(self) -> bool:
-        """Samples come from envs (always here: offline data is not supported)."""
-        return True
+    def offline_data(
+        self,
+        *,
+        input_: Any = NotProvided,
+        input_read_method: str = NotProvided,
+        input_read_method_kwargs: dict = NotProvided,
+        input_read_schema: dict = NotProvided,
+        input_read_episodes: bool = NotProvided,
+        input_read_batch_size: int | None = NotProvided,
+        input_compress_columns: list = NotProvided,
+        ignore_final_observation: bool = NotProvided,
+        dataset_num_iters_per_learner: int | None = NotProvided,
+        output: Any = NotProvided,
+        output_write_episodes: bool = NotProvided,
+        output_max_rows_per_file: int | None = NotProvided,
+        output_write_remaining_data: bool = NotProvided,
+        output_compress_columns: list = NotProvided,
+        output_write_method: str = NotProvided,
+        **unknown: Any,
+    ) -> Self:
+        """Where recorded data is read from and where EnvRunners record their samples.
+        `input_`: paths, globs or folders of parquet (or JSON) files in RLlib 2.60's formats,
+        read by the offline algorithms (BC, MARWIL) with pyarrow, streamed a row group at a
+        time; `output`: a folder the training EnvRunners' samples are recorded into, as RLlib's
+        `OfflineSingleAgentEnvRunner` writes them. Ray Data's own options are taken and have no
+        effect (a warning at build)."""
+        values = {
+            "input_": input_,
+            "input_read_method": input_read_method,
+            "input_read_method_kwargs": input_read_method_kwargs,
+            "input_read_schema": input_read_schema,
+            "input_read_episodes": input_read_episodes,
+            "input_read_batch_size": input_read_batch_size,
+            "input_compress_columns": input_compress_columns,
+            "ignore_final_observation": ignore_final_observation,
+            "dataset_num_iters_per_learner": dataset_num_iters_per_learner,
+            "output": output,
+            "output_write_episodes": output_write_episodes,
+            "output_max_rows_per_file": output_max_rows_per_file,
+            "output_write_remaining_data": output_write_remaining_data,
+            "output_compress_columns": output_compress_columns,
+            "output_write_method": output_write_method,
+        }
+        self._reject_unknown("offline_data", unknown, values, values)
+        return self._set("offline_data", values)
+
+    #: Whether the algorithm learns from `input_` (the offline algorithms set it).
+    _LEARNS_OFFLINE = False
+
+    def _validate_offline_data(self, name: str) -> None:
+        """`input_` for an algorithm that learns from it; `output` single-agent, and whole
+        episodes when episodes are recorded (RLlib's checks)."""
+        config: Any = self
+        if self.is_offline and not self._LEARNS_OFFLINE:
+            raise ConfigError(
+                f"{name}.offline_data(input_={self.input_!r}): {name} learns from what its "
+                "EnvRunners sample; recorded data is read by the offline algorithms (BC, "
+                "MARWIL). Leave input_ at 'sampler'"
+            )
+        if self.output is None:
+            return
+        if config.is_multi_agent:
+            raise ConfigError(
+                f"{name}.offline_data(output={self.output!r}): multi-agent recording is not "
+                "supported (nor in RLlib 2.60); record a single-agent run"
+            )
+        if self.output_write_episodes and config.batch_mode != "complete_episodes":
+            raise ConfigError(
+                f"{name}.offline_data(output={self.output!r}, output_write_episodes=True): "
+                "when recording episodes only complete episodes are recorded: set "
+                "env_runners(batch_mode='complete_episodes'), or record one row per env step "
+                "with offline_data(output_write_episodes=False) (RLlib's check)"
+            )
 
     @property
     def is_offline(self) -> bool:
-        return False
+        """Whether the algorithm learns from recorded data (`input_` is not 'sampler')."""
+        return self.input_ != SAMPLER
+
+    @property
+    def is_online(self) -> bool:
+        """Whether samples come from envs (an offline algorithm's config says otherwise)."""
+        return not self.is_offline

@@ -1,0 +1,98 @@
+"""MARWIL's torch learner: RLlib 2.60's `MARWILTorchLearner` loss (see marwil_learner.py for the
+formulas) on a torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by
+default. The value targets come from the module's value function on `new_obs`, outside the
+graph; the advantage weights are detached, as RLlib's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from trainer.algorithms.marwil.marwil_learner import MOVING_AVG_KEY, MovingAverageState
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import ValueFunctionAPI
+from trainer.offline import columns as C
+from trainer.torch_rl.learner import TorchLearner
+
+
+class MARWILTorchLearner(MovingAverageState, TorchLearner):
+    """See the module docstring. `update(batch)` takes a transition batch
+    (`trainer.offline.reading`) and takes one step of the default optimizer on it."""
+
+    algorithm_name = "MARWIL"
+    #: A MARWILConfig (or BCConfig).
+    config: Any
+
+    def __init__(self, config: Any, module: Any, **kwargs: Any):
+        super().__init__(config, module, **kwargs)
+        if config.beta != 0.0 and not isinstance(self.rl_module, ValueFunctionAPI):
+            raise TypeError(
+                f"{type(self).__name__}: MARWIL with beta={config.beta} needs a module with a "
+                f"value function (ValueFunctionAPI); {type(self.rl_module).__name__} has none"
+            )
+        self.moving_average_sqd_adv_norm = float(config.moving_average_sqd_adv_norm_start)
+
+    def value_targets(self, batch: dict[str, Any]) -> torch.Tensor:
+        """One-step targets r + gamma * V(s') (r where the step terminated), without a graph."""
+        with torch.no_grad():
+            next_values = self.rl_module.compute_values({Columns.OBS: batch[C.NEXT_OBS]})
+            rewards = batch[C.REWARDS].to(next_values.dtype)
+            alive = 1.0 - batch[C.TERMINATEDS].to(next_values.dtype)
+            return rewards + self.config.gamma * alive * next_values
+
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
+        """RLlib 2.60's MARWIL loss; logs policy_loss (and vf_loss, vf_explained_variance and
+        moving_avg_sqd_adv_norm with beta > 0)."""
+        module = self.rl_module
+        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        logp = dist.logp(batch[Columns.ACTIONS])
+        stats: dict[str, Any] = {}
+        if config.beta == 0.0:
+            weights: Any = 1.0
+            vf_loss = torch.tensor(0.0)
+        else:
+            targets = self.value_targets(batch)
+            values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+            advantages = targets - values
+            mean_sq = torch.mean(advantages**2)
+            vf_loss = 0.5 * mean_sq
+            rate = config.moving_average_sqd_adv_norm_update_rate
+            self.moving_average_sqd_adv_norm += rate * (
+                float(mean_sq.detach()) - self.moving_average_sqd_adv_norm
+            )
+            scale = 1e-8 + self.moving_average_sqd_adv_norm**0.5
+            weights = torch.exp(config.beta * advantages / scale).detach()
+            with torch.no_grad():
+                residual = torch.var(targets - values, unbiased=False)
+                variance = torch.var(targets, unbiased=False)
+                explained = max(-1.0, float(1.0 - residual / variance)) if variance > 0 else -1.0
+            stats.update(
+                {
+                    "vf_loss": vf_loss,
+                    "vf_explained_variance": explained,
+                    MOVING_AVG_KEY: self.moving_average_sqd_adv_norm,
+                }
+            )
+        log_stds: Any = 0.0
+        if config.bc_logstd_coeff > 0 and hasattr(dist, "log_std"):
+            log_stds = torch.mean(dist.log_std, dim=1)
+        policy_loss = -torch.mean(weights * (logp + config.bc_logstd_coeff * log_stds))
+        stats["policy_loss"] = policy_loss
+        self.log_loss_stats(stats)
+        return policy_loss + config.vf_coeff * vf_loss
+
+    def update(
+        self, batch: dict[str, Any], *, num_env_steps_sampled_lifetime: int | None = None
+    ) -> dict[str, Any]:
+        """One optimizer step on `batch`; the step's statistics under RLlib's keys."""
+        with self.update_threads():
+            self.metrics.reset()
+            self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+            stats = self.update_from_batch(batch)
+        stats.update(self.update_results())
+        stats["default_optimizer_learning_rate"] = self.current_lr
+        stats["num_module_steps_trained"] = len(batch[C.OBS])
+        return stats
