@@ -408,6 +408,16 @@ BENCHMARKS = (
         # 2 tasks x 3 seeds x 2 libraries, each run capped at 600 s.
         worst_case_s=2 * 3 * 2 * 600 + 300,
     ),
+    Benchmark(
+        "offline",
+        "offline data: OfflineData's reading throughput against pyarrow reading the same "
+        "parquet files, and BC (numpy, torch) to a greedy CartPole return of 450 from a "
+        "recorded expert dataset against RLlib 2.60's BC with Ray Data, same run",
+        ("bench/offline.py",),
+        r"^dataset|^reading|^ratio|^BC|^CQL",
+        "reading ratio >= 0.8; BC here at least as fast as RLlib's",
+        quick=("bench/offline.py", "--env-steps", "20000", "--repeats", "1", "--skip-rllib"),
+    ),
 )
 BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 
