@@ -240,23 +240,15 @@ class TableReader:
         return self.column_transitions(table, where)
 
 
-def _units(path: Path, read_method: str) -> list[tuple[Path, int | None]]:
-    """The pieces of a file read one at a time: a parquet file's row groups, a JSON file
-    whole."""
-    if read_method == "read_parquet":
-        parquet = import_extra("pyarrow.parquet")
-        try:
-            groups = parquet.ParquetFile(path).num_row_groups
-        except Exception as error:  # pyarrow's ArrowInvalid and OSError alike
-            raise DatasetSchemaError(f"{path}: not a parquet file ({error})") from None
-        return [(path, group) for group in range(groups)]
-    return [(path, None)]
+def _parquet_file(path: Path) -> Any:
+    parquet = import_extra("pyarrow.parquet")
+    try:
+        return parquet.ParquetFile(path)
+    except Exception as error:  # pyarrow's ArrowInvalid and OSError alike
+        raise DatasetSchemaError(f"{path}: not a parquet file ({error})") from None
 
 
-def _read_unit(path: Path, group: int | None, read_method: str) -> Any:
-    if read_method == "read_parquet":
-        parquet = import_extra("pyarrow.parquet")
-        return parquet.ParquetFile(path).read_row_group(group)
+def _json_table(path: Path) -> Any:
     json = import_extra("pyarrow.json")
     try:
         return json.read_json(path)
@@ -267,8 +259,9 @@ def _read_unit(path: Path, group: int | None, read_method: str) -> Any:
 class OfflineData:
     """Train batches of transitions from a dataset, epoch after epoch.
 
-    The files' pieces (parquet row groups; JSON files) are read one at a time in a shuffled
-    order each epoch into a pool of at least `MIN_POOL_ROWS` rows (4 batches, if more); a
+    The files' pieces (parquet row groups; JSON files) are read one at a time, each epoch the
+    files in a new order and each file's row groups in a new order (a file is opened once an
+    epoch), into a pool of at least `MIN_POOL_ROWS` rows (4 batches, if more); a
     batch is drawn from the shuffled pool. Memory holds the pool and one piece, whatever the
     dataset's size."""
 
@@ -278,29 +271,31 @@ class OfflineData:
         self.reader = TableReader(self.settings, obs_space, action_space)
         self.rng = np.random.default_rng(seed)
         self._pool: dict[str, np.ndarray] = {}
-        self._pieces: Iterator[tuple[Path, int | None]] = iter(())
-        self._units: list[tuple[Path, int | None]] | None = None
+        self._pieces: Iterator[tuple[Path, Any]] = iter(())
         #: Completed passes over the dataset, and rows read in all.
         self.epochs = 0
         self.rows_read = 0
 
-    def _all_units(self) -> list[tuple[Path, int | None]]:
-        if self._units is None:
-            method = self.settings.input_read_method
-            self._units = [unit for path in self.files for unit in _units(path, method)]
-        return self._units
+    def _epoch(self) -> Iterator[tuple[Path, Any]]:
+        """(where, table) of each piece of one epoch, in this epoch's order."""
+        parquet = self.settings.input_read_method == "read_parquet"
+        for index in self.rng.permutation(len(self.files)):
+            path = self.files[index]
+            if not parquet:
+                yield path, _json_table(path)
+                continue
+            file = _parquet_file(path)
+            for group in self.rng.permutation(file.num_row_groups):
+                yield Path(f"{path} (row group {group})"), file.read_row_group(int(group))
 
-    def _next_piece(self) -> dict[str, np.ndarray]:
-        for path, group in self._pieces:
-            table = _read_unit(path, group, self.settings.input_read_method)
-            where = path if group is None else Path(f"{path} (row group {group})")
+    def _next_piece(self) -> dict[str, np.ndarray] | None:
+        """The next piece's transitions; None where an epoch ends (the next one begins)."""
+        for where, table in self._pieces:
             return self.reader.transitions(table, where)
-        # The epoch is over (or none began): the next one, in a new order.
-        units = self._all_units()
         if self.rows_read:
             self.epochs += 1
-        self._pieces = iter([units[i] for i in self.rng.permutation(len(units))])
-        return {}
+        self._pieces = self._epoch()
+        return None
 
     def _fill(self, rows: int) -> None:
         """Reads pieces into the pool until it holds `max(4 * rows, MIN_POOL_ROWS)` rows (a
@@ -308,21 +303,22 @@ class OfflineData:
         target = max(4 * rows, MIN_POOL_ROWS)
         pieces = [self._pool] if self._pool else []
         held = len(self._pool.get(C.OBS, ()))
-        empty_reads = 0
+        read_before_epoch = -1  # rows_read where the current epoch began (-1: none yet)
         while held < target:
             piece = self._next_piece()
-            count = len(piece.get(C.OBS, ()))
-            if not count:
-                empty_reads += 1
-                if empty_reads > len(self._all_units()) + 1:
+            if piece is None:  # an epoch ended: one without a row means there are none
+                if read_before_epoch == self.rows_read:
                     if held:
                         break
                     raise DatasetSchemaError(
                         f"offline_data(input_={self.settings.input_!r}): the files hold no rows"
                     )
+                read_before_epoch = self.rows_read
                 continue
-            empty_reads = 0
+            count = len(piece.get(C.OBS, ()))
             self.rows_read += count
+            if not count:
+                continue
             pieces.append(piece)
             held += count
         keys = set.intersection(*(set(p) for p in pieces)) if pieces else set()
