@@ -12,7 +12,8 @@ in the same run.
    numpy; median of `--repeats`, ratio ours / pyarrow's.
 3. BC to a greedy evaluation return of 450 (5 episodes after every iteration), from before the
    build: this project's BCConfig (numpy, then torch) and RLlib 2.60's (torch, Ray Data,
-   `ray.init(num_cpus=<cores>)`, in a fresh process; left out with a line saying why when RLlib
+   `ray.init(num_cpus=max(4, cores))`: with the machine's 2 its read task waits for a CPU the
+   map_batches actor and the evaluation EnvRunner hold, and no row is read; in a fresh process; left out with a line saying why when RLlib
    cannot be imported), with RLlib's tuned example's settings (batch 1024, lr 8e-4, 5 updates an
    iteration, 256x256), each capped at `--max-seconds`.
 
@@ -161,7 +162,9 @@ RLLIB_BC = textwrap.dedent("""
     start = time.perf_counter()
     import ray
     from ray.rllib.algorithms.bc import BCConfig
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    # Logical CPUs: the read task, the map_batches actor and the evaluation EnvRunner each
+    # hold one; with only the machine's 2 the read task never starts (0 rows/s).
+    ray.init(num_cpus=max(4, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
     folder, max_seconds = sys.argv[1], float(sys.argv[2])
     algo = (
         BCConfig()
