@@ -30,6 +30,29 @@ from trainer.util.state_checks import require_map
 #: `trainer.metrics.TD_ERROR_KEY`, as in RLlib's learner results).
 UpdateResults = dict[str, float | np.ndarray]
 
+#: RLlib's `SMALL_NUMBER`, in its explained variance.
+SMALL_NUMBER = 1e-6
+_sum = np.add.reduce
+
+
+def variance(x: np.ndarray) -> float:
+    """The (biased) variance of a 1-D array, through two ufunc calls (np.var's wrappers cost
+    more where it runs once per minibatch)."""
+    centered = x - _sum(x) / len(x)
+    return float(np.dot(centered, centered)) / len(x)
+
+
+def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
+    """RLlib's `torch_utils.explained_variance` in numpy: max(-1, 1 - var(y - v) /
+    (var(y) + 1e-6)) with unbiased variances (NaN for one row, as torch's)."""
+    n = len(targets)
+    if n < 2:
+        return float("nan")
+    unbiased = n / (n - 1)
+    residual_var = variance(targets - values) * unbiased
+    return max(-1.0, 1.0 - residual_var / (variance(targets) * unbiased + SMALL_NUMBER))
+
+
 #: RLlib's names (`ray.rllib.core.learner.learner`): the optimizer a learner registers when it
 #: registers one (`TorchLearner.register_optimizer`), and common result keys.
 DEFAULT_OPTIMIZER = "default_optimizer"

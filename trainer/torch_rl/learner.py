@@ -38,6 +38,7 @@ from trainer.core.blas import user_sized_pools
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER,
     LR_KEY,
+    SMALL_NUMBER,
     Learner,
     LearnerConfig,
     LearningRate,
@@ -155,6 +156,14 @@ def clip_gradients(gradients: ParamDict, *, grad_clip: float | None, grad_clip_b
         raise ValueError(
             f"grad_clip_by={grad_clip_by!r}: must be one of 'value', 'norm', 'global_norm'"
         )
+
+
+def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torch.Tensor:
+    """RLlib's `torch_utils.explained_variance`: max(-1, 1 - var(y - pred) / (var(y) + 1e-6)),
+    with torch's (unbiased) variance."""
+    targets = targets.squeeze()
+    residual_var = torch.var(targets - predictions.squeeze(), dim=0)
+    return torch.clamp(1 - residual_var / (torch.var(targets, dim=0) + SMALL_NUMBER), min=-1.0)
 
 
 def to_train_tensors(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:

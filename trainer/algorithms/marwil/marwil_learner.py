@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.core.learner import NumpyLearner
+from trainer.core.learner import NumpyLearner, explained_variance
 from trainer.core.nn import Categorical
 from trainer.offline import columns as C
 
@@ -37,20 +37,24 @@ def value_targets(
     return rewards + gamma * (1.0 - terminateds.astype(rewards.dtype)) * next_values
 
 
-def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
-    """RLlib's `explained_variance`: max(-1, 1 - var(targets - values) / var(targets))."""
-    target_var = float(np.var(targets))
-    if target_var <= 0:
-        return -1.0
-    return max(-1.0, 1.0 - float(np.var(targets - values)) / target_var)
-
-
 class MovingAverageState:
-    """The learners' state beyond the module and the optimizer: the moving average of the
-    squared advantages (numpy and torch learners alike)."""
+    """The learners' state beyond the module and the optimizer: the moving average c^2 of the
+    squared advantages, and its update rule (numpy and torch learners alike)."""
 
     extra_state_keys: tuple[str, ...] = ("moving_average_sqd_adv_norm",)
     moving_average_sqd_adv_norm: float
+    config: Any
+
+    def start_moving_average(self) -> None:
+        self.moving_average_sqd_adv_norm = float(self.config.moving_average_sqd_adv_norm_start)
+
+    def advantage_scale(self, mean_sq_advantage: float) -> float:
+        """Moves c^2 towards this batch's mean(A^2); returns the weights' scale 1e-8 + c."""
+        rate = self.config.moving_average_sqd_adv_norm_update_rate
+        self.moving_average_sqd_adv_norm += rate * (
+            mean_sq_advantage - self.moving_average_sqd_adv_norm
+        )
+        return 1e-8 + float(np.sqrt(self.moving_average_sqd_adv_norm))
 
     def get_extra_state(self) -> dict:
         return {"moving_average_sqd_adv_norm": self.moving_average_sqd_adv_norm}
@@ -74,7 +78,7 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
 
     def __init__(self, config: Any, module: Any):
         super().__init__(config, module)
-        self.moving_average_sqd_adv_norm = float(config.moving_average_sqd_adv_norm_start)
+        self.start_moving_average()
 
     # -- the loss ----------------------------------------------------------------------------
     def value_targets(self, batch: dict[str, np.ndarray]) -> np.ndarray:
@@ -108,9 +112,7 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
             advantages = targets - values
             mean_sq = float(np.mean(advantages * advantages))
             vf_loss = 0.5 * mean_sq
-            rate = cfg.moving_average_sqd_adv_norm_update_rate
-            self.moving_average_sqd_adv_norm += rate * (mean_sq - self.moving_average_sqd_adv_norm)
-            scale = 1e-8 + np.sqrt(self.moving_average_sqd_adv_norm)
+            scale = self.advantage_scale(mean_sq)
             weights = np.exp(cfg.beta * advantages / scale).astype(dist_inputs.dtype)
             # d(vf_coeff * 0.5 * mean(A^2)) / dV = -vf_coeff * A / rows.
             d_values = (-cfg.vf_coeff / rows * advantages).astype(dist_inputs.dtype)

@@ -13,7 +13,7 @@ from trainer.algorithms.marwil.marwil_learner import MOVING_AVG_KEY, MovingAvera
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.offline import columns as C
-from trainer.torch_rl.learner import TorchLearner
+from trainer.torch_rl.learner import TorchLearner, explained_variance
 
 
 class MARWILTorchLearner(MovingAverageState, TorchLearner):
@@ -31,7 +31,7 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
                 f"{type(self).__name__}: MARWIL with beta={config.beta} needs a module with a "
                 f"value function (ValueFunctionAPI); {type(self.rl_module).__name__} has none"
             )
-        self.moving_average_sqd_adv_norm = float(config.moving_average_sqd_adv_norm_start)
+        self.start_moving_average()
 
     def value_targets(self, batch: dict[str, Any]) -> torch.Tensor:
         """One-step targets r + gamma * V(s') (r where the step terminated), without a graph."""
@@ -59,16 +59,10 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
             advantages = targets - values
             mean_sq = torch.mean(advantages**2)
             vf_loss = 0.5 * mean_sq
-            rate = config.moving_average_sqd_adv_norm_update_rate
-            self.moving_average_sqd_adv_norm += rate * (
-                float(mean_sq.detach()) - self.moving_average_sqd_adv_norm
-            )
-            scale = 1e-8 + self.moving_average_sqd_adv_norm**0.5
+            scale = self.advantage_scale(float(mean_sq.detach()))
             weights = torch.exp(config.beta * advantages / scale).detach()
             with torch.no_grad():
-                residual = torch.var(targets - values, unbiased=False)
-                variance = torch.var(targets, unbiased=False)
-                explained = max(-1.0, float(1.0 - residual / variance)) if variance > 0 else -1.0
+                explained = explained_variance(targets, values)
             stats.update(
                 {
                     "vf_loss": vf_loss,

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.ppo.ppo_learner import PPOLearner, variance
+from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
+from trainer.core.learner import explained_variance as rllib_explained_variance
 from trainer.core.models import StateConversionError
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -47,9 +48,6 @@ from trainer.torch_rl.numpy_twin import (
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
-#: RLlib's `SMALL_NUMBER`, in its explained variance.
-_SMALL_NUMBER = 1e-6
-
 
 class _TorchStatisticsPPOLearner(PPOLearner):
     """The numpy PPO learner reporting the torch learner's statistics: its explained variance,
@@ -63,15 +61,9 @@ class _TorchStatisticsPPOLearner(PPOLearner):
 
     @staticmethod
     def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
-        """RLlib's `explained_variance`: max(-1, 1 - var(y - v) / (var(y) + 1e-6)), with
-        unbiased variances (as `PPOTorchLearner` reports it)."""
-        n = len(targets)
-        if n < 2:
-            return float("nan")  # torch's unbiased variance of one value
-        # (np.var's wrappers cost more than these sums: it runs once per minibatch.)
-        unbiased = n / (n - 1)
-        residual_var = variance(targets - values) * unbiased
-        return max(-1.0, 1.0 - residual_var / (variance(targets) * unbiased + _SMALL_NUMBER))
+        """RLlib's `explained_variance`, with unbiased variances (as `PPOTorchLearner`
+        reports it)."""
+        return rllib_explained_variance(targets, values)
 
 
 class NumpyPPOUpdate:

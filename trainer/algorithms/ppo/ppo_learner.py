@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainer.core.blas import AdaptiveBlasThreads
-from trainer.core.learner import NumpyLearner, UpdateResults
+from trainer.core.learner import NumpyLearner, UpdateResults, variance
 from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
 from trainer.env.episode import SingleAgentEpisode
@@ -29,12 +29,6 @@ if TYPE_CHECKING:
 #: Sums through the ufunc itself: `array.sum()` adds a Python wrapper call (the statistics of a
 #: minibatch step are a dozen small sums).
 _sum = np.add.reduce
-
-
-def variance(x: np.ndarray) -> float:
-    """The (biased) variance of a 1-D array, through two ufunc calls."""
-    centered = x - _sum(x) / len(x)
-    return float(np.dot(centered, centered)) / len(x)
 
 
 def build_train_batch(

@@ -48,7 +48,7 @@ from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_m
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
-from trainer.torch_rl.learner import TorchLearner, to_train_tensors
+from trainer.torch_rl.learner import TorchLearner, explained_variance, to_train_tensors
 from trainer.torch_rl.numpy_twin import NumpyTwinHost
 from trainer.torch_rl.rl_module import to_numpy
 from trainer.torch_rl.sequences import (
@@ -72,17 +72,6 @@ PREV_REWARDS = "prev_rewards"
 #: The prefix of the state-in leaves' flat keys in a sequence batch (minibatches are drawn
 #: from flat arrays; the loss's batch gets the nested state back).
 _STATE_KEY = Columns.STATE_IN + "/"
-
-#: RLlib's `SMALL_NUMBER`, in its explained variance.
-_SMALL_NUMBER = 1e-6
-
-
-def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torch.Tensor:
-    """RLlib's `torch_utils.explained_variance`: max(-1, 1 - var(y - pred) / var(y)), with
-    torch's (unbiased) variance."""
-    targets = targets.squeeze()
-    residual_var = torch.var(targets - predictions.squeeze(), dim=0)
-    return torch.clamp(1 - residual_var / (torch.var(targets, dim=0) + _SMALL_NUMBER), min=-1.0)
 
 
 class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
