@@ -102,6 +102,55 @@ def test_episode_recording_writes_whole_episodes_as_msgpack_items(tmp_path):
     assert np.mean(returns) == pytest.approx(result["env_runners"]["episode_return_mean"])
 
 
+class FakeEpisode:
+    """A done CartPole episode of `steps` steps, with `action_logp` when `logp` is given."""
+
+    id_, is_terminated, is_truncated, t_started = "e", True, False, 0
+
+    def __init__(self, steps: int, logp: float | None = None):
+        self.steps = steps
+        self.extra_model_outputs = {} if logp is None else {"action_logp": [logp] * steps}
+
+    def __len__(self):
+        return self.steps
+
+    def get_observations(self):
+        return [np.full(4, i, np.float32) for i in range(self.steps + 1)]
+
+    def get_actions(self):
+        return [1] * self.steps
+
+    def get_rewards(self):
+        return [1.0] * self.steps
+
+    def get_extra_model_outputs(self, key):
+        return self.extra_model_outputs[key]
+
+
+def test_an_extra_output_some_episodes_lack_stays_out_of_their_files(tmp_path):
+    """Each column of a file holds the values of its rows: an episode without `action_logp`
+    held beside one with it leaves the column out of their file; the next file, of episodes
+    that all have it, holds it."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .offline_data(
+            output=str(tmp_path / "data"), output_write_episodes=False, output_max_rows_per_file=2
+        )
+    )
+    recorder = OfflineRecorder(config)
+    # Held: the first without action_logp, the second's two rows with it: the first file (the
+    # first's row and the second's first row) leaves it out, as does the second (the second's
+    # last row and a one-step episode); the third, of one episode, holds it.
+    recorder.record(1, [FakeEpisode(1), FakeEpisode(2, logp=-0.5)])
+    recorder.record(1, [FakeEpisode(1, logp=-0.6)])
+    recorder.record(1, [FakeEpisode(2, logp=-0.7)])
+    first, second, third = (pq.read_table(f) for f in _files(tmp_path / "data"))
+    assert "action_logp" not in first.column_names and first.num_rows == 2
+    assert "action_logp" not in second.column_names and second.num_rows == 2
+    assert third.column("action_logp").to_pylist() == [-0.7, -0.7]
+
+
 def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     config = (
         PPOConfig()
@@ -110,31 +159,16 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     )
     recorder = OfflineRecorder(config)
 
-    class Step:  # a one-step episode
-        id_, is_terminated, is_truncated, t_started, extra_model_outputs = "e", True, False, 0, {}
-
-        def __len__(self):
-            return 1
-
-        def get_observations(self):
-            return [np.zeros(4, np.float32), np.ones(4, np.float32)]
-
-        def get_actions(self):
-            return [1]
-
-        def get_rewards(self):
-            return [1.0]
-
     def broken_write(table, where, **kwargs):
         Path(where).write_bytes(b"PAR1 half a file")
         raise OSError("disk full")
 
     monkeypatch.setattr(pq, "write_table", broken_write)
     with pytest.raises(OSError, match="disk full"):
-        recorder.record(1, [Step()])
+        recorder.record(1, [FakeEpisode(1)])
     assert _files(tmp_path / "data") == []
     monkeypatch.undo()
-    recorder.record(1, [Step()])
+    recorder.record(1, [FakeEpisode(1)])
     assert len(_files(tmp_path / "data")) == 1
 
 

@@ -1427,12 +1427,12 @@ class Algorithm(OldAlgorithmNames):
     def cleanup(self) -> None:
         """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
         named-object server. A subclass that overrides it calls `super().cleanup()`."""
-        stopped_before, self._stopped = getattr(self, "_stopped", False), True
+        self._stopped = True
         # Either may be missing when __init__ failed before making it.
         group: EnvRunnerGroup | None = getattr(self, "env_runner_group", None)
         if group is not None:
-            if group.recorder is not None and not stopped_before:
-                group.recorder.stop()  # output_write_remaining_data
+            if group.recorder is not None:
+                group.recorder.stop()  # output_write_remaining_data (a second call: nothing left)
             group.stop()
         evaluation: EvaluationRounds | None = getattr(self, "_evaluation", None)
         if evaluation is not None:

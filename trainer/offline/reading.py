@@ -38,7 +38,6 @@ class ReadSettings:
     input_read_method: str = "read_parquet"
     input_read_schema: dict[str, str] = dataclasses.field(default_factory=dict)
     input_read_episodes: bool = False
-    input_read_batch_size: int | None = None
     input_compress_columns: tuple[str, ...] = ()
     ignore_final_observation: bool = False
 
@@ -49,7 +48,6 @@ class ReadSettings:
             input_read_method=config.input_read_method,
             input_read_schema=dict(config.input_read_schema or {}),
             input_read_episodes=bool(config.input_read_episodes),
-            input_read_batch_size=config.input_read_batch_size,
             input_compress_columns=tuple(config.input_compress_columns or ()),
             ignore_final_observation=bool(config.ignore_final_observation),
         )
@@ -61,10 +59,11 @@ def _flat_values(column: Any) -> tuple[np.ndarray, int]:
     pa = import_extra("pyarrow")
     rows = len(column)
     values = column
+    types = pa.types
     while (
-        pa.types.is_list(values.type)
-        or pa.types.is_large_list(values.type)
-        or (pa.types.is_fixed_size_list(values.type))
+        types.is_list(values.type)
+        or types.is_large_list(values.type)
+        or types.is_fixed_size_list(values.type)
     ):
         values = values.flatten()
     array = values.to_numpy(zero_copy_only=False)

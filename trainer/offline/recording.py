@@ -47,45 +47,52 @@ def _column(values: list) -> Any:
     return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
 
 
+def _steps(episode: Any) -> tuple[list, list, list, dict[str, list]]:
+    """An episode's (or chunk's) observations (T + 1), actions, rewards and extra model
+    outputs (T each)."""
+    extras = {
+        key: list(episode.get_extra_model_outputs(key)) for key in episode.extra_model_outputs
+    }
+    return (
+        list(episode.get_observations()),
+        list(episode.get_actions()),
+        list(episode.get_rewards()),
+        extras,
+    )
+
+
 def episode_rows(episode: Any) -> dict[str, list]:
     """RLlib's column rows of one episode (or chunk): one per env step."""
-    observations = list(episode.get_observations())
-    actions = list(episode.get_actions())
+    observations, actions, rewards, extras = _steps(episode)
     steps = len(actions)
-    ends = [False] * steps
-    terminateds, truncateds = list(ends), list(ends)
+    terminateds, truncateds = [False] * steps, [False] * steps
     if steps:
         terminateds[-1] = bool(episode.is_terminated)
         truncateds[-1] = bool(episode.is_truncated)
-    rows: dict[str, list] = {
+    return {
         C.EPS_ID: [str(episode.id_)] * steps,
         C.AGENT_ID: [None] * steps,
         C.MODULE_ID: [None] * steps,
         C.OBS: observations[:steps],
         C.ACTIONS: actions,
-        C.REWARDS: [float(r) for r in episode.get_rewards()],
+        C.REWARDS: [float(r) for r in rewards],
         C.NEXT_OBS: observations[1 : steps + 1],
         C.TERMINATEDS: terminateds,
         C.TRUNCATEDS: truncateds,
+        **extras,
     }
-    for key in episode.extra_model_outputs:
-        rows[key] = list(episode.get_extra_model_outputs(key))
-    return rows
 
 
 def episode_item(episode: Any) -> bytes:
     """The `item` of one done episode."""
-    actions = list(episode.get_actions())
+    observations, actions, rewards, extras = _steps(episode)
     return pack_episode(
         episode_state(
             str(episode.id_),
-            list(episode.get_observations()),
+            observations,
             actions,
-            list(episode.get_rewards()),
-            {
-                key: list(episode.get_extra_model_outputs(key))
-                for key in episode.extra_model_outputs
-            },
+            rewards,
+            extras,
             terminated=episode.is_terminated,
             truncated=episode.is_truncated,
             t_started=episode.t_started,
@@ -109,7 +116,6 @@ class OfflineRecorder:
 
     def record(self, runner_index: int, episodes: list) -> None:
         """Adds the episodes one runner returned; writes what makes a file."""
-        held = self._rows.setdefault(runner_index, {})
         for episode in episodes:
             if not len(episode):
                 continue
@@ -118,8 +124,16 @@ class OfflineRecorder:
                 if self.write_episodes
                 else episode_rows(episode)
             )
-            for key, values in rows.items():
-                held.setdefault(key, []).extend(values)
+            held = self._rows.get(runner_index, {})
+            if not self._count(runner_index):
+                held = {key: [] for key in rows}
+            elif held.keys() != rows.keys():
+                # Only the columns every held row has, so that each stays aligned with the
+                # rows (an extra output some chunks lack stays out of the file).
+                held = {key: values for key, values in held.items() if key in rows}
+            self._rows[runner_index] = held
+            for key, values in held.items():
+                values.extend(rows[key])
         self._write_ready(runner_index)
 
     def _count(self, runner_index: int) -> int:
@@ -137,10 +151,7 @@ class OfflineRecorder:
     def _write(self, runner_index: int, rows: int) -> None:
         pa, parquet = import_extra("pyarrow"), import_extra("pyarrow.parquet")
         held = self._rows[runner_index]
-        # Only the columns every row has (an extra output some chunks lack stays out).
-        table = pa.table(
-            {key: _column(values[:rows]) for key, values in held.items() if len(values) >= rows}
-        )
+        table = pa.table({key: _column(values[:rows]) for key, values in held.items()})
         self._rows[runner_index] = {key: values[rows:] for key, values in held.items()}
         self._writes[runner_index] = self._writes.get(runner_index, 0) + 1
         folder = self.folder / f"run-{runner_index:06d}-{self._writes[runner_index]:05d}"

@@ -86,7 +86,7 @@ OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
         "input_read_batch_size": (
             None,
             optional(int_at_least(1)),
-            "episodes read at a time (input_read_episodes only, as RLlib)",
+            "RLlib's episodes per Ray Data map_batches call: kept; pieces here are row groups",
         ),
         "input_compress_columns": (
             ["obs", "new_obs"],
