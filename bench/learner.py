@@ -41,7 +41,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -195,6 +196,26 @@ def side_by_side(what: str, numpy_s: float, torch_s: float, floor: float) -> str
     )
 
 
+def time_updates(
+    learner: Any, batch: dict, num_updates: int, repeats: int, floor: Callable[[], float]
+) -> tuple[float, float]:
+    """The fastest of `repeats` runs of `num_updates` updates on `batch`, each from the
+    learner's state at the call and within the learner's thread setting (as the algorithm
+    runs a round of updates), and the fastest of as many `floor()`s on as many BLAS threads."""
+    state = learner.get_state()
+    times, floors = [], []
+    for _ in range(repeats):
+        learner.set_state(state)
+        with learner.update_threads():
+            start = time.perf_counter()
+            for step in range(num_updates):
+                learner.update(batch, num_env_steps_sampled_lifetime=step)
+            times.append(time.perf_counter() - start)
+        with blas_threads(learner.update_threads.num_threads):
+            floors.append(floor())
+    return min(times), min(floors)
+
+
 def dqn_case(repeats: int, num_updates: int, framework: str = "numpy") -> tuple[float, float]:
     config = (
         DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0).framework(framework)
@@ -212,24 +233,15 @@ def dqn_case(repeats: int, num_updates: int, framework: str = "numpy") -> tuple[
         "discounts": np.full(n, config.gamma, dtype=np.float32),
         "weights": np.ones(n, dtype=np.float32),
     }
-    state = learner.get_state()
-    # The dueling Q-network: encoder 4 -> 256 -> 256, advantage and value heads.
+    # The dueling Q-network: encoder 4 -> 256 -> 256, advantage and value heads. Training
+    # products of the online network, plus the forward passes of the target and (double Q) the
+    # online network on the next observations.
     shapes = [(4, 256), (256, 256), (256, 2), (256, 1)]
-    times, floors = [], []
-    for _ in range(repeats):
-        learner.set_state(state)
-        # As the algorithm runs a round of updates: within the learner's thread setting.
-        with learner.update_threads():
-            start = time.perf_counter()
-            for step in range(num_updates):
-                learner.update(batch, num_env_steps_sampled_lifetime=step)
-            times.append(time.perf_counter() - start)
-        # Training products of the online network, plus the forward passes of the target and
-        # (double Q) the online network on the next observations.
-        with blas_threads(learner.update_threads.num_threads):
-            floors.append(matmul_floor(shapes, n, num_updates) * 5 / 3)
+    timed = time_updates(
+        learner, batch, num_updates, repeats, lambda: matmul_floor(shapes, n, num_updates) * 5 / 3
+    )
     algo.stop()
-    return min(times), min(floors)
+    return timed
 
 
 #: One matrix product of an update: (kind, rows, n_in, n_out) for a layer of weights
@@ -312,21 +324,12 @@ def sac_case(repeats: int, num_updates: int) -> tuple[float, float, int]:
         "discounts": np.full(n, config.gamma, dtype=np.float32),
         "weights": np.ones(n, dtype=np.float32),
     }
-    state = learner.get_state()
     products = sac_products(learner.module, n)
-    times, floors = [], []
-    for _ in range(repeats):
-        learner.set_state(state)
-        # As the algorithm runs a round of updates: within the learner's thread setting.
-        with learner.update_threads():
-            start = time.perf_counter()
-            for step in range(num_updates):
-                learner.update(batch, num_env_steps_sampled_lifetime=step)
-            times.append(time.perf_counter() - start)
-        with blas_threads(learner.update_threads.num_threads):
-            floors.append(products_floor(products, num_updates))
+    update_s, floor_s = time_updates(
+        learner, batch, num_updates, repeats, lambda: products_floor(products, num_updates)
+    )
     algo.stop()
-    return min(times), min(floors), n
+    return update_s, floor_s, n
 
 
 def main() -> None:
