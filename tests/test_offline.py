@@ -589,3 +589,73 @@ def test_an_rllib_offline_script_runs_unmodified_through_the_launcher(tmp_path, 
     )
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
     assert "of 150.0 reached" in ran.stdout, ran.stdout[-2000:]
+
+
+# -- offline evaluation ------------------------------------------------------------------------
+def _mark_offline_evaluation(*, evaluation_metrics, **kwargs):
+    evaluation_metrics["marked_by"] = "on_evaluate_offline_end"
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_offline_evaluation_reports_the_loss_on_recorded_data_and_changes_nothing(
+    tmp_path, framework
+):
+    """RLlib's eval_loss offline evaluation: the learner's loss on the evaluation's own
+    batches (here another dataset, through evaluation_config), under RLlib's keys, every
+    offline_evaluation_interval iterations; the learner (weights, moving average) is left as
+    it was."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "held_out").mkdir()
+    pq.write_table(_expert_table(2000), tmp_path / "train" / "steps.parquet")
+    pq.write_table(_expert_table(1000, seed=7), tmp_path / "held_out" / "steps.parquet")
+    config = (
+        _offline_config(tmp_path / "train", MARWILConfig)
+        .framework(framework)
+        .evaluation(
+            evaluation_interval=None,
+            evaluation_num_env_runners=0,
+            offline_evaluation_interval=2,
+            num_offline_eval_runners=2,
+            offline_eval_batch_size_per_runner=100,
+            dataset_num_iters_per_offline_eval_runner=3,
+            evaluation_config={"input_": str(tmp_path / "held_out")},
+        )
+        .callbacks(on_evaluate_offline_end=_mark_offline_evaluation)
+    )
+    algo = config.build()
+    try:
+        first = algo.train()
+        assert "evaluation" not in first
+        second = algo.train()
+        state = algo.learner.get_state()
+        extra = algo.evaluate_offline()
+        after = algo.learner.get_state()
+        third, fourth = algo.train(), algo.train()
+    finally:
+        algo.stop()
+    assert "evaluation" not in third
+    runners = second["evaluation"]["offline_eval_runners"]
+    module, every = runners["default_policy"], runners["__all_modules__"]
+    assert {"total_eval_loss", "policy_loss", "vf_loss"} <= set(module)
+    assert module["num_module_steps_sampled"] == 2 * 3 * 100
+    assert module["module_sample_batch_size_mean"] == 100
+    assert every["dataset_num_iters_evaluated"] == 6
+    assert second["evaluation"]["num_healthy_offline_eval_runners"] == 2
+    assert second["evaluation"]["marked_by"] == "on_evaluate_offline_end"
+    later = fourth["evaluation"]["offline_eval_runners"]
+    # The lifetime counts add up over rounds (evaluate_offline() included).
+    assert later["__all_modules__"]["num_env_steps_sampled_lifetime"] == 3 * 600
+    assert math.isfinite(extra["offline_eval_runners"]["default_policy"]["total_eval_loss"])
+    # Training lowers the held-out loss; evaluation itself changes nothing.
+    assert later["default_policy"]["total_eval_loss"] < module["total_eval_loss"]
+    assert state["moving_average_sqd_adv_norm"] == after["moving_average_sqd_adv_norm"]
+    for name, weights in state["module"].items():
+        np.testing.assert_array_equal(after["module"][name], weights, err_msg=name)
+
+
+def test_offline_evaluation_is_for_the_offline_algorithms():
+    config = PPOConfig().environment("CartPole-v1").evaluation(offline_evaluation_interval=1)
+    with pytest.raises(ConfigError, match="offline_evaluation_interval"):
+        config.validate()
+    with pytest.raises(ConfigError, match="eval_loss"):
+        BCConfig().evaluation(offline_evaluation_type="is")

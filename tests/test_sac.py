@@ -5,6 +5,7 @@ an RLlib script through the launcher."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -39,6 +40,30 @@ def _learner(env_id: str, model_config: dict, **training) -> SACLearner:
     _float64(learner.module)
     _float64(learner.target)
     return learner
+
+
+def assert_each_optimizer_gradient_is_its_loss(
+    learner: SACLearner, losses: Callable[[], dict], samples: int
+) -> None:
+    """The gradient in the module's buffer (of the last `losses()`) against central
+    differences of each parameter's own optimizer's loss, at about `samples` entries of each
+    parameter: the policy's parameters against "policy", each critic's against its own."""
+    grads = [g.copy() for g in learner.module.gradient_buffer()[1]]
+    names = learner.module.parameter_names()
+    assert len(names) == len(grads)
+    eps = 1e-6
+    for name, param, grad in zip(names, learner.module.parameters(), grads, strict=True):
+        loss = "policy" if name.startswith("pi") else name.split("_encoder")[0].split(".")[0]
+        flat, flat_grad = param.reshape(-1), grad.reshape(-1)
+        for j in range(0, flat.size, max(1, flat.size // samples)):
+            saved = flat[j]
+            flat[j] = saved + eps
+            up = losses()[loss]
+            flat[j] = saved - eps
+            down = losses()[loss]
+            flat[j] = saved
+            numeric = (up - down) / (2 * eps)
+            assert flat_grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-7), (name, j)
 
 
 def _batch(learner: SACLearner, n: int = 9) -> dict:
@@ -104,23 +129,8 @@ def test_sac_gradients_match_finite_differences(env_id, model_config, twin_q):
         return compute(batch)[1]
 
     losses()
-    grads = [g.copy() for g in learner.module.gradient_buffer()[1]]
     alpha_grad = float(learner._alpha_grad[0])
-    names = learner.module.parameter_names()
-    assert len(names) == len(grads)
-    eps = 1e-6
-    for name, param, grad in zip(names, learner.module.parameters(), grads, strict=True):
-        loss = "policy" if name.startswith("pi") else name.split("_encoder")[0].split(".")[0]
-        flat, flat_grad = param.reshape(-1), grad.reshape(-1)
-        for j in range(0, flat.size, max(1, flat.size // 5)):
-            saved = flat[j]
-            flat[j] = saved + eps
-            up = losses()[loss]
-            flat[j] = saved - eps
-            down = losses()[loss]
-            flat[j] = saved
-            numeric = (up - down) / (2 * eps)
-            assert flat_grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-7), (name, j)
+    assert_each_optimizer_gradient_is_its_loss(learner, losses, samples=5)
     # alpha's loss is linear in log_alpha: its gradient is the loss over log_alpha.
     log_alpha = float(learner.log_alpha[0])
     assert alpha_grad * log_alpha == pytest.approx(losses()["alpha"], rel=1e-5)

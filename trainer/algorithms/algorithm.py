@@ -733,6 +733,9 @@ class Algorithm(OldAlgorithmNames):
     #: RLlib's `algo.offline_data`: the recorded data an offline algorithm learns from
     #: (`trainer.offline.reading.OfflineData`), None for the others.
     offline_data: Any = None
+    #: The offline evaluation (`trainer.algorithms.offline_evaluation.OfflineEvaluation`) of an
+    #: offline algorithm with `evaluation(offline_evaluation_interval=...)`, else None.
+    offline_evaluation: Any = None
     #: RLlib's `algo.local_replay_buffer`: None unless the algorithm keeps one (DQN).
     local_replay_buffer: Any = None
 
@@ -803,6 +806,28 @@ class Algorithm(OldAlgorithmNames):
         for indices, is_evaluation in queued:
             self._runners_recreated(indices, is_evaluation)
 
+    def evaluate_offline(self) -> dict:
+        """RLlib's: the learner's loss on recorded batches without a step (offline evaluation,
+        `evaluation(offline_evaluation_interval=...)`), under `offline_eval_runners`, between
+        `on_evaluate_offline_start` and `on_evaluate_offline_end` (which may change the
+        metrics); `train()` puts it into the result's `evaluation`."""
+        if self.offline_evaluation is None:
+            raise ValueError(
+                f"{type(self).__name__}.evaluate_offline(): offline evaluation is not set up: "
+                "give an offline algorithm evaluation(offline_evaluation_interval=N)"
+            )
+        self._callbacks.fire(
+            "on_evaluate_offline_start", algorithm=self, metrics_logger=self.metrics
+        )
+        evaluation_metrics = self.offline_evaluation.run(self.learner)
+        self._callbacks.fire(
+            "on_evaluate_offline_end",
+            algorithm=self,
+            metrics_logger=self.metrics,
+            evaluation_metrics=evaluation_metrics,
+        )
+        return evaluation_metrics
+
     def train(self) -> dict:
         """Runs training steps until the iteration's minimum time and env steps are reached
         (`reporting(min_time_s_per_iteration=, min_sample_timesteps_per_iteration=)`), then
@@ -824,6 +849,8 @@ class Algorithm(OldAlgorithmNames):
             evaluation = rounds.finish(parallel_round)
         elif rounds.due(self.iteration + 1):
             evaluation = self.evaluate()
+        if self.offline_evaluation is not None and self.offline_evaluation.due(self.iteration + 1):
+            evaluation = {**(evaluation or {}), **self.evaluate_offline()}
         self.iteration += 1
         self._iterations_since_restore += 1
         self._refresh_counters()

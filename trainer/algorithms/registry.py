@@ -36,6 +36,7 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "SAC": "trainer.algorithms.sac",
     "MARWIL": "trainer.algorithms.marwil",
     "BC": "trainer.algorithms.bc",
+    "CQL": "trainer.algorithms.cql",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)
@@ -46,7 +47,6 @@ DEFAULT_ALGORITHM = ALGORITHM_NAMES[0]
 #: name, they are refused with `UnsupportedValue` (a typo stays a plain `ValueError`).
 OTHER_RLLIB_ALGORITHM_NAMES = (
     "APPO",
-    "CQL",
     "DreamerV3",
     "IMPALA",
     "Impala",

@@ -32,6 +32,8 @@ ALGORITHM_EVENTS = (
     "on_train_result",
     "on_evaluate_start",
     "on_evaluate_end",
+    "on_evaluate_offline_start",
+    "on_evaluate_offline_end",
     "on_env_runners_recreated",
     "on_checkpoint_loaded",
 )
@@ -91,6 +93,23 @@ class RLlibCallback:
     ) -> None:
         """Fires at the end of `Algorithm.evaluate()`. May mutate `evaluation_metrics`: the
         changes show in the returned results."""
+
+    def on_evaluate_offline_start(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
+        """Fires at the start of `Algorithm.evaluate_offline()` (an offline algorithm's loss on
+        recorded data, `evaluation(offline_evaluation_interval=...)`)."""
+
+    def on_evaluate_offline_end(
+        self,
+        *,
+        algorithm: Algorithm,
+        metrics_logger: MetricsLogger | None = None,
+        evaluation_metrics: dict,
+        **kwargs: Any,
+    ) -> None:
+        """Fires at the end of `Algorithm.evaluate_offline()`. May mutate
+        `evaluation_metrics`: the changes show in the returned results."""
 
     def on_env_runners_recreated(
         self,

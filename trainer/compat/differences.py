@@ -41,7 +41,10 @@ _MULTI_AGENT = (
     "modules are added and removed with add_module / remove_module and restored with "
     "restore_from_path(component=...)"
 )
-_OFFLINE = "offline RL (recorded data read and written with Ray Data) is not supported here"
+_OFFLINE = (
+    "recorded data is read and written with pyarrow here, not Ray Data; offline evaluation "
+    "runs in the driver, with no runner actors"
+)
 _TORCH_LEARNERS = ONE_LEARNER_WHY
 _CHECKPOINTABLE = (
     "checkpoints are this project's format (a folder of msgpack state files, "
@@ -93,9 +96,7 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     *_same(
         "missing (the callbacks() keywords are taken, with a warning at build when given)",
-        _OFFLINE + ", so these events never fire",
-        "AlgorithmConfig.callbacks_on_evaluate_offline_start",
-        "AlgorithmConfig.callbacks_on_evaluate_offline_end",
+        _OFFLINE + ", so this event never fires",
         "AlgorithmConfig.callbacks_on_offline_eval_runners_recreated",
     ),
     Difference(
@@ -167,7 +168,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "Algorithm.compute_single_action(episode=...)",
     ),
     *_same(
-        "missing", _OFFLINE, "Algorithm.evaluate_offline", "Algorithm.restore_offline_eval_runners"
+        "missing",
+        "offline evaluation runs in the driver here (Algorithm.evaluate_offline): there are "
+        "no offline evaluation runners to restore",
+        "Algorithm.restore_offline_eval_runners",
     ),
     *_same(
         "missing",
@@ -325,8 +329,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     *_same(
         "missing",
         _OFFLINE + ", so the event never fires",
-        "RLlibCallback.on_evaluate_offline_start",
-        "RLlibCallback.on_evaluate_offline_end",
         "RLlibCallback.on_offline_eval_runners_recreated",
     ),
     # -- test_utils -----------------------------------------------------------------------------

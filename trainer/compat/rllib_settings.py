@@ -94,8 +94,12 @@ RAY_DATA_OPTION = _OFFLINE = (
     "recorded data is read and written with pyarrow here, one row group at a time, not with "
     "Ray Data, whose options mean nothing here"
 )
-_OFFLINE_EVAL = "there is no offline evaluation here (it needs recorded data read with Ray Data)"
-_NO_OFFLINE_EVENT = "there is no offline evaluation here, so this event never fires"
+_OFFLINE_EVAL = (
+    "offline evaluation runs in the driver here, between training steps, on its own reader "
+    "of the recorded data: there are no offline evaluation runner actors to size, restart or "
+    "time out"
+)
+_NO_OFFLINE_EVENT = "there are no offline evaluation runners here to recreate"
 NO_RNN = "there are no recurrent (stateful) modules here"
 OLD_SCHEDULE = "an old-API-stack schedule; RLlib's new stack (and this trainer) ignore it"
 #: RLlib's TensorFlow session defaults (`framework(tf_session_args=...)`).
@@ -239,13 +243,17 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             "evaluation rounds are never skipped here: a round without healthy runners "
             "follows fault_tolerance()",
         ),
-        "offline_evaluation_interval": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
-        "num_offline_eval_runners": Unsupported(0, _OFFLINE_EVAL, capability=OFFLINE),
-        "offline_evaluation_type": NoEffect("eval_loss", _OFFLINE_EVAL),
-        "offline_eval_runner_class": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
-        "offline_loss_for_module_fn": Unsupported(None, _OFFLINE_EVAL, capability=OFFLINE),
-        "offline_eval_batch_size_per_runner": NoEffect(256, _OFFLINE_EVAL),
-        "dataset_num_iters_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
+        "offline_eval_runner_class": Unsupported(
+            None,
+            "offline evaluation runs in the driver here: there is no runner class to replace",
+            capability=OFFLINE,
+        ),
+        "offline_loss_for_module_fn": Unsupported(
+            None,
+            "offline evaluation computes the learner's own loss here; change it in a "
+            "learner_class's compute_loss_for_module",
+            capability=OFFLINE,
+        ),
         "offline_eval_rl_module_inference_only": NoEffect(False, _OFFLINE_EVAL),
         "num_cpus_per_offline_eval_runner": NoEffect(1, _OFFLINE_EVAL),
         "num_gpus_per_offline_eval_runner": NoEffect(0, _OFFLINE_EVAL),
@@ -298,8 +306,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "offline_sampling": NoEffect(False, _OFFLINE),
     },
     "callbacks": {
-        "on_evaluate_offline_start": NoEffect(None, _NO_OFFLINE_EVENT),
-        "on_evaluate_offline_end": NoEffect(None, _NO_OFFLINE_EVENT),
         "on_offline_eval_runners_recreated": NoEffect(None, _NO_OFFLINE_EVENT),
     },
     "fault_tolerance": {

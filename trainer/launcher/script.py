@@ -229,8 +229,8 @@ def _write_report(report: dict) -> None:
 
 
 def run_script(script: str, args: list[str], *, real_ray: bool | None = None) -> int:
-    """Runs `script` as `__main__` with `sys.argv = [script, *args]` and the script's folder
-    first on `sys.path` (as `python script args` does). `real_ray`: keep the installed Ray for
+    """Runs `script` as `__main__` with `sys.argv = [script, *args]`, its absolute path as
+    `__file__` and its folder first on `sys.path` (as `python script args` does). `real_ray`: keep the installed Ray for
     `import ray` (True), serve Ray's stand-in (False), or choose (None: real Ray for a script
     that uses Tune's experiment runner, `wants_real_ray`). Returns the exit status: 0, the
     code of the script's `SystemExit`, or 1 after printing the traceback of an exception (130
@@ -244,7 +244,9 @@ def run_script(script: str, args: list[str], *, real_ray: bool | None = None) ->
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        runpy.run_path(script, run_name="__main__")
+        # `__file__` absolute, as Python (3.9+) gives a script run by a relative path: RLlib's
+        # examples find their data from Path(__file__).parents[3].
+        runpy.run_path(os.path.abspath(script), run_name="__main__")
     except SystemExit as exit_:
         code = exit_.code
         if code is None:

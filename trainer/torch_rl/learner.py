@@ -629,6 +629,25 @@ class TorchLearner(Learner):
             stats[f"gradients_{name}_global_norm"] = norm
         return stats
 
+    def evaluation_loss(self, batch: dict[str, Any]) -> dict[str, float]:
+        """The loss statistics of `batch` (`total_loss` among them) with no step and the
+        learner's state as it was (offline evaluation, RLlib's offline evaluation runner's
+        loss): the forward pass and the loss without gradients, the algorithm's own state (a
+        moving average, a generator's) restored after."""
+        state = self.get_extra_state()
+        tensors = to_train_tensors(batch, self.device)
+        self.loss_stats = {}
+        try:
+            with torch.no_grad():
+                fwd_out = self.rl_module.forward_train(tensors)
+                loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=tensors)
+        finally:
+            self.set_extra_state(state)
+            self.metrics.reset()
+        stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
+        stats["total_loss"] = float(sum(_to_float(loss) for loss in loss_per_module.values()))
+        return stats
+
     def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None:
         """Sets each optimizer's rate from its `lr_or_lr_schedule` (a constant rate is left as
         it is: it may have come from a checkpoint). With torch lr schedulers, they own the

@@ -92,6 +92,34 @@ EVALUATION_SETTINGS: dict[str, Setting] = settings_of(
             int_at_least(1),
             '"auto" rounds in timesteps: the largest request',
         ),
+        "offline_evaluation_interval": (
+            None,
+            optional(int_at_least(1)),
+            "offline algorithms: the loss on recorded data every this many train() calls "
+            "(None: never)",
+        ),
+        "offline_evaluation_type": (
+            "eval_loss",
+            one_of("eval_loss"),
+            'what offline evaluation computes: "eval_loss", the training loss without a step '
+            '(RLlib\'s importance-sampling "is" and "pdis" are not implemented here)',
+        ),
+        "num_offline_eval_runners": (
+            0,
+            int_at_least(0),
+            "shards of each offline evaluation (each its offline_eval_batch_size_per_runner "
+            "rows; 0: one)",
+        ),
+        "offline_eval_batch_size_per_runner": (
+            256,
+            int_at_least(1),
+            "recorded rows per offline evaluation batch",
+        ),
+        "dataset_num_iters_per_offline_eval_runner": (
+            1,
+            int_at_least(1),
+            "batches each shard evaluates per offline evaluation",
+        ),
     },
 )
 
@@ -118,6 +146,11 @@ class EvaluationSection(ConfigBase):
     evaluation_sample_timeout_s: float
     evaluation_auto_duration_min_env_steps_per_sample: int
     evaluation_auto_duration_max_env_steps_per_sample: int
+    offline_evaluation_interval: int | None
+    offline_evaluation_type: str
+    num_offline_eval_runners: int
+    offline_eval_batch_size_per_runner: int
+    dataset_num_iters_per_offline_eval_runner: int
 
     def evaluation(
         self,
@@ -133,6 +166,11 @@ class EvaluationSection(ConfigBase):
         evaluation_sample_timeout_s: float = NotProvided,
         evaluation_auto_duration_min_env_steps_per_sample: int = NotProvided,
         evaluation_auto_duration_max_env_steps_per_sample: int = NotProvided,
+        offline_evaluation_interval: int | None = NotProvided,
+        offline_evaluation_type: str = NotProvided,
+        num_offline_eval_runners: int = NotProvided,
+        offline_eval_batch_size_per_runner: int = NotProvided,
+        dataset_num_iters_per_offline_eval_runner: int = NotProvided,
         **unknown: Any,
     ) -> Self:
         """Evaluation rounds: when, how long, on which runners, with which settings.
@@ -149,6 +187,11 @@ class EvaluationSection(ConfigBase):
             "evaluation_sample_timeout_s": evaluation_sample_timeout_s,
             "evaluation_auto_duration_min_env_steps_per_sample": evaluation_auto_duration_min_env_steps_per_sample,
             "evaluation_auto_duration_max_env_steps_per_sample": evaluation_auto_duration_max_env_steps_per_sample,
+            "offline_evaluation_interval": offline_evaluation_interval,
+            "offline_evaluation_type": offline_evaluation_type,
+            "num_offline_eval_runners": num_offline_eval_runners,
+            "offline_eval_batch_size_per_runner": offline_eval_batch_size_per_runner,
+            "dataset_num_iters_per_offline_eval_runner": dataset_num_iters_per_offline_eval_runner,
         }
         self._reject_unknown("evaluation", unknown, values, values)
         if isinstance(evaluation_config, dict):

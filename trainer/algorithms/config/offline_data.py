@@ -216,6 +216,13 @@ class OfflineDataSection(ConfigBase):
                 "EnvRunners sample; recorded data is read by the offline algorithms (BC, "
                 "MARWIL). Leave input_ at 'sampler'"
             )
+        if config.offline_evaluation_interval and not self._LEARNS_OFFLINE:
+            raise ConfigError(
+                f"{name}.evaluation(offline_evaluation_interval="
+                f"{config.offline_evaluation_interval!r}): offline evaluation computes an "
+                "offline algorithm's loss on recorded data (BC, MARWIL, CQL); evaluate "
+                f"{name[: -len('Config')]} on its env with evaluation_interval"
+            )
         if self.output is None:
             return
         if config.is_multi_agent:
@@ -229,6 +236,22 @@ class OfflineDataSection(ConfigBase):
                 "when recording episodes only complete episodes are recorded: set "
                 "env_runners(batch_mode='complete_episodes'), or record one row per env step "
                 "with offline_data(output_write_episodes=False) (RLlib's check)"
+            )
+
+    def _require_recorded_data(self, name: str) -> None:
+        """An offline algorithm's checks: recorded data to learn from, and one agent."""
+        config: Any = self
+        algorithm = name[: -len("Config")]
+        if not self.is_offline:
+            raise ConfigError(
+                f"{name}: {algorithm} learns from recorded data: give it with "
+                "offline_data(input_=<parquet files, a glob or a folder>); any algorithm "
+                "records one with offline_data(output=<folder>)"
+            )
+        if config.is_multi_agent:
+            raise ConfigError(
+                f"{name}: multi-agent offline learning is not supported (nor by RLlib 2.60's "
+                "offline reader)"
             )
 
     @property

@@ -1,16 +1,10 @@
 """MARWIL: `MARWILConfig` (RLlib 2.60's settings and defaults) and the `MARWIL` algorithm, which
 learns from recorded data (`offline_data(input_=...)`) instead of sampling.
 
-One training step:
-
-1. read: `dataset_num_iters_per_learner` batches of `train_batch_size_per_learner` recorded
-   transitions (`trainer.offline.OfflineData`: streamed from the files, shuffled);
-2. update: one step of `MARWILLearner` (marwil_learner.py: the advantage-weighted
-   log-likelihood of the recorded actions plus the value loss) per batch;
-3. sync: the new weights to the EnvRunners, which only evaluate (`evaluation(...)`).
-
-As RLlib's, the step counts `train_batch_size_per_learner` env steps "sampled" (read) per
-training step.
+Its training step is the offline one (`trainer.algorithms.offline_training`: read recorded
+batches, update, sync the evaluation EnvRunners); each update is one step of `MARWILLearner`
+(marwil_learner.py: the advantage-weighted log-likelihood of the recorded actions plus the
+value loss).
 """
 
 from __future__ import annotations
@@ -21,21 +15,11 @@ from typing import Any, ClassVar
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.marwil.marwil_learner import MARWILLearner
+from trainer.algorithms.offline_training import OfflineAlgorithm
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.settings import settings_of
 from trainer.capabilities import OFFLINE
 from trainer.compat.rllib_settings import RAY_DATA_OPTION, NoEffect, Unsupported
-from trainer.core.models import DEFAULT_MODULE_ID
-from trainer.metrics import (
-    ALL_MODULES,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
-from trainer.offline.reading import OfflineData
-from trainer.runners.env_runner_group import spaces_of
 from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, number_at_least
 
@@ -43,9 +27,6 @@ if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
-
-#: RLlib's timer of reading the recorded batches.
-OFFLINE_SAMPLING_TIMER = "offline_sampling_timer"
 
 
 class MARWILConfig(AlgorithmConfig):
@@ -160,20 +141,13 @@ class MARWILConfig(AlgorithmConfig):
                 f"{name}.training(beta={self.beta!r}): `beta` must be within 0.0 and 1.0 "
                 "(RLlib's check)"
             )
-        if not self.is_offline:
-            raise ConfigError(
-                f"{name}: {name[: -len('Config')]} learns from recorded data: give it with "
-                "offline_data(input_=<parquet files, a glob or a folder>); any algorithm "
-                "records one with offline_data(output=<folder>)"
-            )
-        if self.is_multi_agent:
-            raise ConfigError(
-                f"{name}: multi-agent offline learning is not supported (nor by RLlib 2.60's "
-                "offline reader)"
-            )
+        self._require_recorded_data(name)
 
 
-class MARWIL(Algorithm):
+class MARWIL(OfflineAlgorithm):
+    """RLlib's MARWIL: the offline training step (`trainer.algorithms.offline_training`) with
+    MARWIL's learner."""
+
     config: MARWILConfig
     #: MARWILLearner (numpy) or MARWILTorchLearner (or the config's learner_class).
     learner: Any
@@ -182,45 +156,11 @@ class MARWIL(Algorithm):
     def get_default_config(cls) -> MARWILConfig:
         return MARWILConfig()
 
-    def setup_learner(self) -> None:
+    def build_learner(self, spaces: Any) -> Any:
         config = self.config
-        module = config.build_module(spaces_of(self.env_runner_group), seed=config.seed)
+        module = config.build_module(spaces, seed=config.seed)
         if config.uses_torch:
             from trainer.algorithms.marwil.torch_learner import MARWILTorchLearner
 
-            self.learner = (config.learner_class or MARWILTorchLearner)(config, module)
-        else:
-            self.learner = MARWILLearner(config, module)
-        # The recorded observations are one sub-env's, as the episodes hold them.
-        spaces = self.env_runner_group.get_spaces()
-        obs_space, action_space = spaces.get("__env_single__", spaces[DEFAULT_MODULE_ID])
-        self.offline_data = OfflineData(self.config, obs_space, action_space, self.config.seed)
-
-    def training_step(self) -> None:
-        """Read, update, sync (see the module docstring); logs under RLlib's keys."""
-        config, metrics = self.config, self.metrics
-        rows = config.train_batch_size_per_learner
-        iterations = config.dataset_num_iters_per_learner or 1
-        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, rows, reduce="lifetime_sum")
-        results: dict[str, Any] = {}
-        trained = 0
-        for _ in range(iterations):
-            with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
-                batch = self.offline_data.sample(rows)
-            with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-                results = self.learner.update(
-                    batch, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
-                )
-            trained += int(results["num_module_steps_trained"])
-        metrics.log_dict(results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
-        for key, value in (
-            ("num_env_steps_trained", trained),
-            ("num_module_steps_trained", trained),
-            ("dataset_num_iters_trained", iterations),
-        ):
-            metrics.log_value((LEARNER_RESULTS, ALL_MODULES, key), value, reduce="sum")
-            metrics.log_value(
-                (LEARNER_RESULTS, ALL_MODULES, f"{key}_lifetime"), value, reduce="lifetime_sum"
-            )
-        with metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-            self.sync_weights()
+            return (config.learner_class or MARWILTorchLearner)(config, module)
+        return MARWILLearner(config, module)

@@ -132,6 +132,15 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
         stats["total_loss"] = policy_loss + cfg.vf_coeff * vf_loss
         return stats
 
+    def evaluation_loss(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The loss statistics of `batch` (`total_loss` among them) with no step, the moving
+        average left as it was (offline evaluation)."""
+        state = self.get_extra_state()
+        try:
+            return self.loss_and_grads(batch)
+        finally:
+            self.set_extra_state(state)
+
     def update(
         self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int | None = None
     ) -> dict[str, Any]:

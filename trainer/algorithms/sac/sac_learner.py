@@ -29,11 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
+from trainer.algorithms.sac.sac_module import (
+    LOG_STD_MAX,
+    LOG_STD_MIN,
+    SACModule,
+    SquashedGaussian,
+)
 from trainer.core.blas import BlasThreads
 from trainer.core.learner import (
     LR_KEY,
@@ -64,6 +70,8 @@ QF_MAX_KEY = "qf_max"
 QF_MIN_KEY = "qf_min"
 LOGPS_KEY = "logps"
 TD_ERROR_MEAN_KEY = "td_error_mean"
+#: A subclass's statistics key for the Q-values behind qf_mean/qf_max/qf_min (not reported).
+Q_CURR_KEY = "q_curr"
 #: RLlib's optimizer names, each over its slice of the parameters.
 POLICY, QF, QF_TWIN, ALPHA = "policy", "qf", "qf_twin", "alpha"
 #: RLlib's SAC optimizers' eps (`SACTorchLearner.configure_optimizers_for_module`).
@@ -92,6 +100,38 @@ def _leading_rows(cache: Any, n: int) -> Any:
     return cache
 
 
+@dataclass
+class PolicyDraws:
+    """One pass of the squashed Gaussian policy over the rows of s then s' (2 * `size` rows)
+    and a reparameterized draw per row: a = tanh(u), u = mean + std * noise."""
+
+    size: int
+    #: The forward pass's cache over the rows of s (the policy's backward runs over those).
+    cache: Any
+    mean: np.ndarray
+    #: The log-std before its clamp to [LOG_STD_MIN, LOG_STD_MAX] (no gradient outside).
+    raw_log_std: np.ndarray
+    log_std: np.ndarray
+    std: np.ndarray
+    noise: np.ndarray
+    actions: np.ndarray
+    logp: np.ndarray
+
+
+@dataclass
+class ActorObjective:
+    """What the policy's loss subtracts per row of s (`value`), and the gradients of
+    -mean(value): with respect to the resampled actions (`d_actions`) and directly to the
+    distribution's mean and log-std (None: none). `q_curr`: the critics' values of the
+    resampled actions (statistics), None where they were not computed."""
+
+    value: np.ndarray
+    q_curr: np.ndarray | None
+    d_actions: np.ndarray
+    d_mean: np.ndarray | None = None
+    d_log_std: np.ndarray | None = None
+
+
 def _huber(td: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Huber loss (delta 1) per row and its derivative."""
     abs_td = np.abs(td)
@@ -106,7 +146,13 @@ class SACLearner(Learner):
     config: SACConfig
     module: SACModule
     loss_name = "SAC"
-    extra_state_keys = ("target", "log_alpha", "optimizers", "last_target_update_step", "rng")
+    extra_state_keys: tuple[str, ...] = (
+        "target",
+        "log_alpha",
+        "optimizers",
+        "last_target_update_step",
+        "rng",
+    )
 
     def __init__(
         self,
@@ -196,29 +242,89 @@ class SACLearner(Learner):
         size = len(obs)
         actions = np.asarray(batch["actions"], dtype=np.float32).reshape(size, -1)
         alpha = math.exp(float(self.log_alpha[0]))
+        draws = self._draw_actions(obs, next_obs)
 
-        # The policy over s and s' in one pass; the backward runs over the rows of s.
-        dist_inputs, pi_cache = module.policy_forward_train(np.concatenate([obs, next_obs]))
-        pi_cache = _leading_rows(pi_cache, size)
+        # TD targets from the target critics (no gradient flows through them).
+        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
+        targets = batch["rewards"] + batch["discounts"] * not_terminated * self._next_value(
+            next_obs, draws, alpha
+        )
+        losses, td_errors, stats = self._critic_gradients(obs, next_obs, actions, targets, batch)
+
+        # The policy's loss: alpha log pi(a~|s) minus the actor's objective.
+        objective = self._actor_objective(obs, actions, draws)
+        logp_resampled = draws.logp[:size]
+        policy_loss = float(_sum(alpha * logp_resampled - objective.value) / size)
+        losses[POLICY] = policy_loss
+        self._policy_backward(draws, objective, alpha)
+
+        # The temperature.
+        entropy_gap = logp_resampled + self.target_entropy
+        alpha_loss = float(-self.log_alpha[0] * _sum(entropy_gap) / size)
+        self._alpha_grad[0] = -_sum(entropy_gap) / size
+        losses[ALPHA] = alpha_loss
+
+        q_curr = stats.pop(Q_CURR_KEY, objective.q_curr)
+        results: UpdateResults = {
+            POLICY_LOSS_KEY: policy_loss,
+            QF_LOSS_KEY: losses[QF],
+            "alpha_loss": alpha_loss,
+            "alpha_value": alpha,
+            "log_alpha_value": float(self.log_alpha[0]),
+            "target_entropy": self.target_entropy,
+            LOGPS_KEY: float(_sum(logp_resampled) / size),
+            QF_MEAN_KEY: float(_sum(q_curr, axis=None) / q_curr.size),
+            QF_MAX_KEY: float(np.maximum.reduce(q_curr, axis=None)),
+            QF_MIN_KEY: float(np.minimum.reduce(q_curr, axis=None)),
+            TD_ERROR_MEAN_KEY: float(_sum(td_errors) / size),
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(size),
+            TD_ERROR_KEY: td_errors,
+            **stats,
+        }
+        if QF_TWIN in losses:
+            results[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
+        return results, losses
+
+    def _draw_actions(self, obs: np.ndarray, next_obs: np.ndarray) -> PolicyDraws:
+        """The policy over s and s' in one pass, a reparameterized draw for each row (the
+        backward pass runs over the rows of s)."""
+        size = len(obs)
+        dist_inputs, pi_cache = self.module.policy_forward_train(np.concatenate([obs, next_obs]))
         n = dist_inputs.shape[1] // 2
         mean, raw_log_std = dist_inputs[:, :n], dist_inputs[:, n:]
-        log_std = np.minimum(np.maximum(raw_log_std, -5.0), 2.0)
+        log_std = np.minimum(np.maximum(raw_log_std, LOG_STD_MIN), LOG_STD_MAX)
         std = np.exp(log_std)
         noise = self.rng.standard_normal(mean.shape).astype(np.float32)
         unsquashed = mean + std * noise
-        squashed = np.tanh(unsquashed)
-        logp = SquashedGaussian.squashed_logp(unsquashed, mean, log_std)
-        resampled, logp_resampled = squashed[:size], logp[:size]
-        next_actions, logp_next = squashed[size:], logp[size:]
-
-        # TD targets from the target critics (no gradient flows through them).
-        q_target_next = self.target.q_values(next_obs, next_actions)
-        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
-        targets = batch["rewards"] + batch["discounts"] * not_terminated * (
-            q_target_next - alpha * logp_next
+        return PolicyDraws(
+            size=size,
+            cache=_leading_rows(pi_cache, size),
+            mean=mean,
+            raw_log_std=raw_log_std,
+            log_std=log_std,
+            std=std,
+            noise=noise,
+            actions=np.tanh(unsquashed),
+            logp=SquashedGaussian.squashed_logp(unsquashed, mean, log_std),
         )
 
-        # The critics' losses and gradients.
+    def _next_value(self, next_obs: np.ndarray, draws: PolicyDraws, alpha: float) -> np.ndarray:
+        """The soft value of s' (SAC's backup): min_i Q_target_i(s', a') - alpha log pi(a'|s')."""
+        size = draws.size
+        next_actions, logp_next = draws.actions[size:], draws.logp[size:]
+        return self.target.q_values(next_obs, next_actions) - alpha * logp_next
+
+    def _critic_gradients(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        actions: np.ndarray,
+        targets: np.ndarray,
+        batch: dict[str, np.ndarray],
+    ) -> tuple[dict[str, float], np.ndarray, dict[str, Any]]:
+        """Each critic's loss (by optimizer name) and gradient, the per-row TD errors and
+        extra statistics: SAC's importance-weighted Huber loss."""
+        module, size = self.module, len(obs)
         weights = batch["weights"]
         losses: dict[str, float] = {}
         td_errors = np.zeros(size, dtype=np.float32)
@@ -230,8 +336,15 @@ class SACLearner(Learner):
             critic.backward(cache, weights * d_huber / size, module.critic_grads(index), False)
             td_errors += np.abs(td)
         td_errors /= len(module.critics)
+        return losses, td_errors, {}
 
-        # The policy's loss: the critics' gradient with respect to the resampled actions only.
+    def _actor_objective(
+        self, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
+    ) -> ActorObjective:
+        """What the policy maximizes besides its entropy: SAC's min_i Q_i(s, a~), whose
+        gradient reaches the policy through the resampled actions only."""
+        module, size = self.module, draws.size
+        resampled = draws.actions[:size]
         q_values, caches = zip(
             *(critic.forward_train(obs, resampled) for critic in module.critics), strict=True
         )
@@ -249,45 +362,28 @@ class SACLearner(Learner):
             d_action = critic.backward(caches[index], d_q, None, True)
             assert d_action is not None
             d_actions += d_action
-        policy_loss = float(_sum(alpha * logp_resampled - q_curr) / size)
-        losses[POLICY] = policy_loss
+        return ActorObjective(value=q_curr, q_curr=q_curr, d_actions=d_actions)
 
-        # Through a = tanh(u), u = mean + std * noise, and log pi's own dependence:
-        # d log pi / d mean = 2a, d log pi / d log_std = 2a std noise - 1.
-        noise_cur, std_cur = noise[:size], std[:size]
-        d_unsquashed = d_actions * (1.0 - resampled * resampled)
+    def _policy_backward(self, draws: PolicyDraws, objective: ActorObjective, alpha: float) -> None:
+        """The policy's gradient of mean(alpha log pi(a~|s)) - mean(objective): through
+        a~ = tanh(u), u = mean + std * noise, and log pi's own dependence
+        (d log pi / d mean = 2a, d log pi / d log_std = 2a std noise - 1), plus the
+        objective's direct gradients."""
+        size = draws.size
+        resampled = draws.actions[:size]
+        noise_cur, std_cur = draws.noise[:size], draws.std[:size]
+        d_unsquashed = objective.d_actions * (1.0 - resampled * resampled)
         coefficient = alpha / size
         d_mean = d_unsquashed + coefficient * 2.0 * resampled
         d_log_std = (d_unsquashed + coefficient * 2.0 * resampled) * std_cur * noise_cur
         d_log_std -= coefficient
-        in_range = (raw_log_std[:size] > -5.0) & (raw_log_std[:size] < 2.0)
-        d_log_std *= in_range
-        module.policy_backward(pi_cache, np.concatenate([d_mean, d_log_std], axis=1))
-
-        # The temperature.
-        entropy_gap = logp_resampled + self.target_entropy
-        alpha_loss = float(-self.log_alpha[0] * _sum(entropy_gap) / size)
-        self._alpha_grad[0] = -_sum(entropy_gap) / size
-        losses[ALPHA] = alpha_loss
-
-        results: UpdateResults = {
-            POLICY_LOSS_KEY: policy_loss,
-            QF_LOSS_KEY: losses[QF],
-            "alpha_loss": alpha_loss,
-            "alpha_value": alpha,
-            "log_alpha_value": float(self.log_alpha[0]),
-            "target_entropy": self.target_entropy,
-            LOGPS_KEY: float(_sum(logp_resampled) / size),
-            QF_MEAN_KEY: float(_sum(q_curr) / size),
-            QF_MAX_KEY: float(np.maximum.reduce(q_curr)),
-            QF_MIN_KEY: float(np.minimum.reduce(q_curr)),
-            TD_ERROR_MEAN_KEY: float(_sum(td_errors) / size),
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(size),
-            TD_ERROR_KEY: td_errors,
-        }
-        if QF_TWIN in losses:
-            results[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
-        return results, losses
+        if objective.d_mean is not None:
+            d_mean += objective.d_mean
+        if objective.d_log_std is not None:
+            d_log_std += objective.d_log_std
+        raw_log_std = draws.raw_log_std[:size]
+        d_log_std *= (raw_log_std > LOG_STD_MIN) & (raw_log_std < LOG_STD_MAX)
+        self.module.policy_backward(draws.cache, np.concatenate([d_mean, d_log_std], axis=1))
 
     def _discrete_gradients(
         self, batch: dict[str, np.ndarray]

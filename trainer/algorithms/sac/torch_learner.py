@@ -152,7 +152,7 @@ class SACTorchLearner(TorchLearner):
 
     config: SACConfig
     algorithm_name = "SAC"
-    extra_state_keys = ("curr_log_alpha", "last_target_update_step", "rng")
+    extra_state_keys: tuple[str, ...] = ("curr_log_alpha", "last_target_update_step", "rng")
 
     def __init__(
         self,

@@ -192,6 +192,10 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         TorchCategorical: Categorical,
     }
 
+    #: The algorithm's keys of the model config (the config's auto-includes), with their
+    #: defaults: taken out before the network settings are checked.
+    own_model_keys: ClassVar[dict[str, Any]] = SAC_MODEL_KEYS
+
     def setup(self) -> None:
         where = type(self).__name__
         if self.observation_space is None or self.action_space is None:
@@ -212,7 +216,11 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
             self.model_config = dataclasses.asdict(self.model_config)
         given = dict(self.model_config or {})
-        sac_settings = {key: given.pop(key, default) for key, default in SAC_MODEL_KEYS.items()}
+        sac_settings = {
+            key: given.pop(key, default) for key, default in self.own_model_keys.items()
+        }
+        #: The algorithm's own model-config keys' values (`own_model_keys`).
+        self.own_model_settings = sac_settings
         config = check_model_config(given, setting=f"{where} model_config")
         #: The checked model config, SAC's settings taken out (the numpy SACModule's).
         self._config = config

@@ -1,0 +1,34 @@
+"""CQL, conservative Q-learning from recorded data (RLlib 2.60's `ray.rllib.algorithms.cql`),
+one folder on SAC's pieces:
+
+    cql.py             CQLConfig (SAC's settings plus CQL's) and CQL (the offline training
+                       step of trainer.algorithms.offline_training)
+    cql_learner.py     CQLLearner: the numpy losses on SAC's numpy module
+    torch_learner.py   CQLTorchLearner: the same losses on RLlib's DefaultCQLTorchRLModule
+    torch_module.py    DefaultCQLTorchRLModule: SAC's torch module plus the repeated actions
+    differences.py     its rows of the deliberate-differences table
+"""
+
+from trainer.algorithms.cql.cql import CQL, CQLConfig
+from trainer.algorithms.cql.differences import DIFFERENCES
+from trainer.algorithms.registry import AlgorithmEntry
+
+ALGORITHM = AlgorithmEntry(
+    name="CQL",
+    algorithm_cls=CQL,
+    config_cls=CQLConfig,
+    differences=DIFFERENCES,
+    rllib_modules={
+        "ray.rllib.algorithms.cql": ("trainer.algorithms.cql",),
+        "ray.rllib.algorithms.cql.cql": ("trainer.algorithms.cql.cql",),
+        # Torch (the `torch` extra; imported only when asked for).
+        "ray.rllib.algorithms.cql.torch.cql_torch_learner": (
+            "trainer.algorithms.cql.torch_learner",
+        ),
+        "ray.rllib.algorithms.cql.torch.default_cql_torch_rl_module": (
+            "trainer.algorithms.cql.torch_module",
+        ),
+    },
+)
+
+__all__ = ["ALGORITHM", "CQL", "CQLConfig"]

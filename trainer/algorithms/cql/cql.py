@@ -1,0 +1,173 @@
+"""CQL: `CQLConfig` (RLlib 2.60's settings and defaults, on SAC's) and the `CQL` algorithm,
+which learns from recorded data (`offline_data(input_=...)`) with SAC's module, optimizers and
+target critics and CQL's conservative critic loss (`cql_learner.py`).
+
+Its training step is the offline one (`trainer.algorithms.offline_training`): read
+`dataset_num_iters_per_learner` batches of recorded transitions, one update on each, sync the
+policy to the evaluation EnvRunners.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import ConfigError, NotProvided
+from trainer.algorithms.cql.cql_learner import CQLLearner
+from trainer.algorithms.offline_training import OfflineAlgorithm
+from trainer.algorithms.sac.sac import SACConfig
+from trainer.algorithms.settings import settings_of
+from trainer.compat.rllib_settings import NoEffect, Unsupported
+from trainer.torch_rl import require_torch
+from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+_UNUSED_BY_RLLIB = (
+    "RLlib 2.60's CQL stores it and its learner does not read it (the Lagrangian variant of "
+    "the conservative weight is not implemented there either)"
+)
+
+
+class CQLConfig(SACConfig):
+    """CQL's config: SAC's, plus `bc_iters=20000`, `temperature=1.0`, `num_actions=10`,
+    `min_q_weight=5.0`, `deterministic_backup=True`, with RLlib's rates `actor_lr=1e-4`,
+    `critic_lr=1e-3`, `alpha_lr=1e-3` and `min_sample_timesteps_per_iteration=0`,
+    `min_train_timesteps_per_iteration=100`. `lr` stays None (RLlib's default 3e-4 is refused
+    by its own validate(), so every RLlib CQL script sets `lr=None`)."""
+
+    _LEARNS_OFFLINE = True
+    _MULTI_AGENT_TRAINING = False
+    _ALGO_SETTINGS = {
+        **SACConfig._ALGO_SETTINGS,
+        **settings_of(
+            "training",
+            {
+                "bc_iters": (
+                    20000,
+                    int_at_least(0),
+                    "updates that clone the recorded actions before the policy follows the critics",
+                ),
+                "temperature": (1.0, number_above(0), "the conservative term's temperature"),
+                "num_actions": (
+                    10,
+                    int_at_least(1),
+                    "random and policy actions drawn per state for the conservative term",
+                ),
+                "min_q_weight": (
+                    5.0,
+                    number_at_least(0),
+                    "the conservative term's weight in the critics' loss",
+                ),
+                "deterministic_backup": (
+                    True,
+                    is_bool,
+                    "Bellman targets without the entropy bonus (min Q_target(s', a') only)",
+                ),
+            },
+        ),
+    }
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
+        "training": {
+            **SACConfig._ALGO_RLLIB_SETTINGS["training"],
+            "lagrangian": NoEffect(False, _UNUSED_BY_RLLIB),
+            "lagrangian_thresh": NoEffect(5.0, _UNUSED_BY_RLLIB),
+        },
+    }
+    _DEFAULT_OVERRIDES = {
+        **SACConfig._DEFAULT_OVERRIDES,
+        "actor_lr": 1e-4,
+        "critic_lr": 1e-3,
+        "alpha_lr": 1e-3,
+        "num_env_runners": 0,
+        "min_sample_timesteps_per_iteration": 0,
+        "min_train_timesteps_per_iteration": 100,
+    }
+
+    bc_iters: int
+    temperature: float
+    num_actions: int
+    min_q_weight: float
+    deterministic_backup: bool
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
+        super().__init__(algo_class=algo_class or CQL)
+
+    def training(
+        self,
+        *,
+        bc_iters: int = NotProvided,
+        temperature: float = NotProvided,
+        num_actions: int = NotProvided,
+        min_q_weight: float = NotProvided,
+        deterministic_backup: bool = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Learning settings: CQL's own, SAC's and those every algorithm has."""
+        super().training(**kwargs)
+        return self._set(
+            "training",
+            {
+                "bc_iters": bc_iters,
+                "temperature": temperature,
+                "num_actions": num_actions,
+                "min_q_weight": min_q_weight,
+                "deterministic_backup": deterministic_backup,
+            },
+        )
+
+    def validate(self) -> None:
+        super().validate()
+        self._require_recorded_data("CQLConfig")
+
+    def _check_torch_learner_class(self) -> None:
+        learner_class = self.__dict__.get("learner_class")
+        if learner_class is None:
+            return
+        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
+
+        if not issubclass(learner_class, CQLTorchLearner):
+            raise ConfigError(
+                f"CQLConfig: learner_class={learner_class.__qualname__} is not a subclass of "
+                "CQLTorchLearner (trainer.algorithms.cql.torch_learner, RLlib's "
+                "ray.rllib.algorithms.cql.torch.cql_torch_learner.CQLTorchLearner)"
+            )
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return {**super()._model_config_auto_includes, "num_actions": self.num_actions}
+
+    def default_torch_module_class(self) -> type:
+        """RLlib's DefaultCQLTorchRLModule."""
+        require_torch("CQLConfig.framework('torch')")
+        from trainer.algorithms.cql.torch_module import DefaultCQLTorchRLModule
+
+        return DefaultCQLTorchRLModule
+
+
+class CQL(OfflineAlgorithm):
+    """Conservative Q-learning (RLlib's `ray.rllib.algorithms.cql.CQL`): the offline training
+    step with CQL's learner."""
+
+    config: CQLConfig
+    #: The numpy CQLLearner or a CQLTorchLearner (or the config's learner_class).
+    learner: Any
+
+    @classmethod
+    def get_default_config(cls) -> CQLConfig:
+        return CQLConfig()
+
+    def build_learner(self, spaces: Any) -> Any:
+        config = self.config
+        if not config.uses_torch:
+            return CQLLearner(config, spaces)
+        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
+
+        module = config.build_module(spaces, seed=config.seed)
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+        return (config.learner_class or CQLTorchLearner)(config, module)

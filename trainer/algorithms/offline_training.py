@@ -1,0 +1,94 @@
+"""`OfflineAlgorithm`: the training step of the algorithms that learn from recorded data
+(`offline_data(input_=...)`) instead of sampling.
+
+One training step:
+
+1. read: `dataset_num_iters_per_learner` batches of `train_batch_size_per_learner` recorded
+   transitions (`trainer.offline.OfflineData`: streamed from the files, shuffled);
+2. update: one step of the learner per batch (`learner.update(batch, ...)`, the algorithm's
+   own loss);
+3. sync: the new weights to the EnvRunners, which only evaluate (`evaluation(...)`).
+
+As RLlib's, a step counts `train_batch_size_per_learner` env steps "sampled" (read) under
+`num_env_steps_sampled_lifetime`, and the learners' counters under
+`learners/__all_modules__/`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.offline_evaluation import OfflineEvaluation
+from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.metrics import (
+    ALL_MODULES,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    OFFLINE_SAMPLING_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TD_ERROR_KEY,
+    TIMERS,
+)
+from trainer.offline.reading import OfflineData
+from trainer.runners.env_runner_group import spaces_of
+
+#: The learners' counters under `learners/__all_modules__/` (each also as `<key>_lifetime`).
+_TRAINED_COUNTERS = (
+    "num_env_steps_trained",
+    "num_module_steps_trained",
+    "dataset_num_iters_trained",
+)
+
+
+class OfflineAlgorithm(Algorithm):
+    """The base of the offline algorithms: `setup_learner` builds the learner
+    (`build_learner`), the reader of the recorded data and, with
+    `offline_evaluation_interval`, the offline evaluation (its learner's `evaluation_loss`);
+    `training_step` is the loop of the module docstring."""
+
+    #: The algorithm's learner: `update(batch, num_env_steps_sampled_lifetime=...)` returns its
+    #: statistics.
+    learner: Any
+
+    def build_learner(self, spaces: Any) -> Any:
+        """The learner for the module of `spaces` (the EnvRunners'), numpy or torch."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build_learner()")
+
+    def setup_learner(self) -> None:
+        self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        # The recorded observations are one sub-env's, as the episodes hold them.
+        spaces = self.env_runner_group.get_spaces()
+        obs_space, action_space = spaces.get("__env_single__", spaces[DEFAULT_MODULE_ID])
+        self.offline_data = OfflineData(self.config, obs_space, action_space, self.config.seed)
+        if self.config.offline_evaluation_interval:
+            self.offline_evaluation = OfflineEvaluation(self.config, obs_space, action_space)
+
+    def training_step(self) -> None:
+        """Read, update, sync (see the module docstring); logs under RLlib's keys."""
+        config, metrics = self.config, self.metrics
+        rows = config.train_batch_size_per_learner
+        iterations = config.dataset_num_iters_per_learner or 1
+        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, rows, reduce="lifetime_sum")
+        results: dict[str, Any] = {}
+        trained = 0
+        for _ in range(iterations):
+            with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
+                batch = self.offline_data.sample(rows)
+            with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                results = self.learner.update(
+                    batch, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
+                )
+            trained += len(batch["rewards"])
+        # (the per-row TD errors feed a prioritized buffer; offline there is none)
+        results.pop(TD_ERROR_KEY, None)
+        metrics.log_dict(results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
+        counts = dict(zip(_TRAINED_COUNTERS, (trained, trained, iterations), strict=True))
+        for key, value in counts.items():
+            metrics.log_value((LEARNER_RESULTS, ALL_MODULES, key), value, reduce="sum")
+            metrics.log_value(
+                (LEARNER_RESULTS, ALL_MODULES, f"{key}_lifetime"), value, reduce="lifetime_sum"
+            )
+        with metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            self.sync_weights()
