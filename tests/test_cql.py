@@ -206,9 +206,10 @@ def pendulum_data(tmp_path_factory) -> Path:
     return folder
 
 
-def _bandit_table(rows: int, seed: int = 0) -> pa.Table:
+def _bandit_table(rows: int, seed: int = 0, reward_scale: float = 1.0) -> pa.Table:
     """The continuous bandit (`test_sac._ContinuousBandit`: the best env action is 0.5 times
-    the observation's sign) played with uniformly random normalized actions."""
+    the observation's sign) played with uniformly random normalized actions; the rewards
+    times `reward_scale`."""
     rng = np.random.default_rng(seed)
     obs = rng.choice([-1.0, 1.0], size=rows)
     actions = rng.uniform(-1.0, 1.0, rows)
@@ -216,7 +217,7 @@ def _bandit_table(rows: int, seed: int = 0) -> pa.Table:
         {
             "obs": [[o] for o in obs],
             "actions": [[a] for a in actions],
-            "rewards": -((2.0 * actions - 0.5 * obs) ** 2),
+            "rewards": -reward_scale * (2.0 * actions - 0.5 * obs) ** 2,
             "new_obs": [[o] for o in obs],
             "terminateds": np.ones(rows, dtype=bool),
         }

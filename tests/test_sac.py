@@ -43,17 +43,22 @@ def _learner(env_id: str, model_config: dict, **training) -> SACLearner:
 
 
 def assert_each_optimizer_gradient_is_its_loss(
-    learner: SACLearner, losses: Callable[[], dict], samples: int
+    learner: SACLearner,
+    losses: Callable[[], dict],
+    samples: int,
+    loss_of_net: dict[str, str] | None = None,
 ) -> None:
     """The gradient in the module's buffer (of the last `losses()`) against central
     differences of each parameter's own optimizer's loss, at about `samples` entries of each
-    parameter: the policy's parameters against "policy", each critic's against its own."""
+    parameter: the policy's parameters against "policy", each critic's against its own, other
+    networks' as `loss_of_net` says (by network name)."""
     grads = [g.copy() for g in learner.module.gradient_buffer()[1]]
     names = learner.module.parameter_names()
     assert len(names) == len(grads)
     eps = 1e-6
     for name, param, grad in zip(names, learner.module.parameters(), grads, strict=True):
         loss = "policy" if name.startswith("pi") else name.split("_encoder")[0].split(".")[0]
+        loss = (loss_of_net or {}).get(loss, loss)
         flat, flat_grad = param.reshape(-1), grad.reshape(-1)
         for j in range(0, flat.size, max(1, flat.size // samples)):
             saved = flat[j]

@@ -37,6 +37,7 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "MARWIL": "trainer.algorithms.marwil",
     "BC": "trainer.algorithms.bc",
     "CQL": "trainer.algorithms.cql",
+    "IQL": "trainer.algorithms.iql",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)
@@ -50,7 +51,6 @@ OTHER_RLLIB_ALGORITHM_NAMES = (
     "DreamerV3",
     "IMPALA",
     "Impala",
-    "IQL",
 )
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.

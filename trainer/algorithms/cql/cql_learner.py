@@ -36,7 +36,7 @@ from trainer.algorithms.sac.sac_learner import (
     PolicyDraws,
     SACLearner,
 )
-from trainer.algorithms.sac.sac_module import LOG_STD_MAX, LOG_STD_MIN, SQUASH_EPS
+from trainer.algorithms.sac.sac_module import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns as C
 from trainer.core.models import SpaceInfo
@@ -217,17 +217,13 @@ class CQLLearner(UpdateCount, SACLearner):
         if self.num_updates >= self.config.bc_iters:
             return super()._actor_objective(obs, actions, draws)
         size = draws.size
-        mean, log_std, std = draws.mean[:size], draws.log_std[:size], draws.std[:size]
-        inside = np.clip(actions, -1.0 + SQUASH_EPS, 1.0 - SQUASH_EPS)
-        unsquashed = np.arctanh(inside)
-        z = (unsquashed - mean) / std
-        jacobian = 2.0 * (math.log(2.0) - unsquashed - np.logaddexp(0.0, -2.0 * unsquashed))
-        logp = _sum(-0.5 * z * z - log_std - 0.5 * math.log(2.0 * math.pi) - jacobian, axis=1)
-        # d(-logp)/d mean = -z / std, d(-logp)/d log_std = 1 - z^2 (per row, over B).
+        logp, d_mean, d_log_std = SquashedGaussian.logp_and_grads(
+            draws.mean[:size], draws.log_std[:size], actions
+        )
         return ActorObjective(
             value=logp,
             q_curr=None,
-            d_actions=np.zeros_like(mean),
-            d_mean=(-z / std / size).astype(np.float32),
-            d_log_std=((1.0 - z * z) / size).astype(np.float32),
+            d_actions=np.zeros_like(d_mean),
+            d_mean=-d_mean / size,
+            d_log_std=-d_log_std / size,
         )

@@ -146,6 +146,8 @@ class SACLearner(Learner):
     config: SACConfig
     module: SACModule
     loss_name = "SAC"
+    #: Whether the entropy weight alpha is learned (its own optimizer, "alpha").
+    learns_alpha = True
     extra_state_keys: tuple[str, ...] = (
         "target",
         "log_alpha",
@@ -173,8 +175,9 @@ class SACLearner(Learner):
         self.module = module
         self.target = target
         self.target.flat_params[:] = module.flat_params
-        self.target_entropy = target_entropy_of(config, module.spaces)
-        self.log_alpha = np.array([math.log(config.initial_alpha)], dtype=np.float32)
+        self.target_entropy = target_entropy_of(config, module.spaces) if self.learns_alpha else 0.0
+        initial_alpha = config.initial_alpha if self.learns_alpha else 1.0
+        self.log_alpha = np.array([math.log(initial_alpha)], dtype=np.float32)
         flat = module.flat_params
         critic_sizes = [
             sum(p.size for net in critic.nets.values() for p in net.params)
@@ -186,6 +189,11 @@ class SACLearner(Learner):
         for name, size in zip((QF, QF_TWIN), critic_sizes, strict=False):
             self.slices[name] = slice(start, start + size)
             start += size
+        rates = {POLICY: config.actor_lr, QF: config.critic_lr, QF_TWIN: config.critic_lr}
+        for name, (size, rate) in self._more_optimizers().items():
+            self.slices[name] = slice(start, start + size)
+            rates[name] = rate
+            start += size
         #: Each slice's parameter tensors' sizes, in order (`grad_clip_by="norm"` clips each).
         sizes, offset = [p.size for p in module.parameters()], 0
         self._tensor_sizes: dict[str, list[int]] = {}
@@ -194,19 +202,19 @@ class SACLearner(Learner):
             while offset < part.stop:
                 self._tensor_sizes[name].append(sizes.pop(0))
                 offset += self._tensor_sizes[name][-1]
-        self._tensor_sizes[ALPHA] = [1]
-        rates = {POLICY: config.actor_lr, QF: config.critic_lr, QF_TWIN: config.critic_lr}
         self.learning_rates = {
             name: LearningRate(rates[name], setting=f"{name}_lr") for name in self.slices
         }
-        self.learning_rates[ALPHA] = LearningRate(config.alpha_lr, setting="alpha_lr")
         self.optimizers: dict[str, Adam] = {
             name: Adam(flat[part], lr=self.learning_rates[name].initial, eps=ADAM_EPS)
             for name, part in self.slices.items()
         }
-        self.optimizers[ALPHA] = Adam(
-            self.log_alpha, lr=self.learning_rates[ALPHA].initial, eps=ADAM_EPS
-        )
+        if self.learns_alpha:
+            self._tensor_sizes[ALPHA] = [1]
+            self.learning_rates[ALPHA] = LearningRate(config.alpha_lr, setting="alpha_lr")
+            self.optimizers[ALPHA] = Adam(
+                self.log_alpha, lr=self.learning_rates[ALPHA].initial, eps=ADAM_EPS
+            )
         #: RLlib's `Learner.optimizer`-like handle: the policy's Adam.
         self.optimizer = self.optimizers[POLICY]
         self._alpha_grad = np.zeros(1, dtype=np.float32)
@@ -215,6 +223,11 @@ class SACLearner(Learner):
         self.rng = np.random.default_rng(None if config.seed is None else [config.seed, 0x5AC])
         #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
         self.update_threads = BlasThreads()
+
+    def _more_optimizers(self) -> dict[str, tuple[int, Any]]:
+        """A subclass's optimizers beyond the policy's and the critics', by name: the size of
+        the slice each steps (after the critics', in order) and its rate setting; none here."""
+        return {}
 
     # -- the update ----------------------------------------------------------------------------
     def update(
@@ -467,7 +480,8 @@ class SACLearner(Learner):
         config = self.config
         gradient = self.module.gradient_buffer()[0]
         parts = {name: gradient[part] for name, part in self.slices.items()}
-        parts[ALPHA] = self._alpha_grad
+        if ALPHA in self.optimizers:
+            parts[ALPHA] = self._alpha_grad
         norms: dict[str, float] = {}
         for name, part in parts.items():
             sizes = self._tensor_sizes[name]

@@ -104,6 +104,21 @@ class SquashedGaussian:
         actions = np.clip(np.tanh(unsquashed), -1.0, 1.0)
         return actions, cls.squashed_logp(unsquashed, mean, log_std).astype(np.float32)
 
+    @staticmethod
+    def logp_and_grads(
+        mean: np.ndarray, log_std: np.ndarray, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log pi(a|s) of given actions (kept just inside [-1, 1], as `logp`) and its
+        derivatives with respect to the mean, z / std, and to the (clamped) log-std,
+        z^2 - 1, where z = (atanh(a) - mean) / std."""
+        inside = np.clip(actions, -1.0 + SQUASH_EPS, 1.0 - SQUASH_EPS)
+        unsquashed = np.arctanh(inside)
+        std = np.exp(log_std)
+        z = (unsquashed - mean) / std
+        jacobian = 2.0 * (_LOG_2 - unsquashed - softplus(-2.0 * unsquashed))
+        logp = np.add.reduce(-0.5 * z * z - log_std - 0.5 * _LOG_2PI - jacobian, axis=-1)
+        return logp, z / std, z * z - 1.0
+
     @classmethod
     def logp(cls, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Exact for interior actions (RLlib's: the action is clipped just inside [-1, 1] and
@@ -389,9 +404,15 @@ class SACModule(FlatParameterModule, QNetAPI):
             self.critics.append(self._critic("qf", n_actions, rng))
             if self.twin_q:
                 self.critics.append(self._critic("qf_twin", n_actions, rng))
+            self._nets += self._more_networks(rng)
         self._flatten_parameters()
         #: Where the critics' parameters start in `flat_params` (the policy's come first).
         self.critic_offset = sum(p.size for p in self.pi_encoder.params + self.pi.params)
+
+    def _more_networks(self, rng: np.random.Generator) -> list[tuple[str, Any]]:
+        """A subclass's networks beyond the policy and the critics, by name (their parameters
+        come last in `flat_params`); none here."""
+        return []
 
     def _critic(self, name: str, n_actions: int, rng: np.random.Generator) -> Critic:
         """A Q network's nets, registered as `{name}_encoder[.stream]` and `{name}`."""

@@ -152,6 +152,8 @@ class SACTorchLearner(TorchLearner):
 
     config: SACConfig
     algorithm_name = "SAC"
+    #: Whether the entropy weight alpha is learned (its own optimizer, "alpha").
+    learns_alpha = True
     extra_state_keys: tuple[str, ...] = ("curr_log_alpha", "last_target_update_step", "rng")
 
     def __init__(
@@ -172,10 +174,12 @@ class SACTorchLearner(TorchLearner):
         rl_module = getattr(module, "rl_module", module)
         device = next((p.device for p in rl_module.parameters()), torch.device("cpu"))
         # RLlib's trained temperature (in log form) and its target entropy, per module id;
-        # made before the optimizers, which step the former.
+        # made before the optimizers, which step the former (a learner that does not learn
+        # alpha keeps them at 1 and 0).
+        learns_alpha = self.learns_alpha
         self.curr_log_alpha: dict[str, torch.Tensor] = {
             module_id: torch.tensor(
-                [math.log(config.initial_alpha)],
+                [math.log(config.initial_alpha if learns_alpha else 1.0)],
                 dtype=torch.float32,
                 device=device,
                 requires_grad=True,
@@ -183,7 +187,7 @@ class SACTorchLearner(TorchLearner):
         }
         self.target_entropy: dict[str, torch.Tensor] = {
             module_id: torch.tensor(
-                target_entropy_for(config, rl_module.action_space),
+                target_entropy_for(config, rl_module.action_space) if learns_alpha else 0.0,
                 dtype=torch.float32,
                 device=device,
             )

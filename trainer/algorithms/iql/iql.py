@@ -1,0 +1,191 @@
+"""IQL: `IQLConfig` (RLlib 2.60's settings and defaults, on MARWIL's) and the `IQL` algorithm,
+implicit Q-learning from recorded data (`offline_data(input_=...)`): an expectile value
+network, critics regressed on r + gamma V(s'), and the policy weighted by its exponentiated
+advantages (the losses: `torch_learner.py`).
+
+Its training step is the offline one (`trainer.algorithms.offline_training`), as RLlib's IQL
+runs MARWIL's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import ConfigError, NotProvided
+from trainer.algorithms.config.training import check_lr
+from trainer.algorithms.marwil.marwil import MARWILConfig
+from trainer.algorithms.offline_training import OfflineAlgorithm
+from trainer.algorithms.settings import settings_of
+from trainer.compat.rllib_settings import NoEffect, Unsupported
+from trainer.torch_rl import require_torch
+from trainer.util.checks import int_at_least, is_bool, number_above
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+
+def _must_be_none(value: Any) -> str | None:
+    return None if value is None else "None (IQL's rates are actor_lr, critic_lr and value_lr)"
+
+
+def _expectile(value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 < value < 1.0:
+        return None
+    return "a number in (0, 1) (RLlib's check: 'For meaningful results, `expectile` ...')"
+
+
+_NOT_IQL = "IQL's loss has no such term (RLlib's IQLConfig keeps MARWIL's setting unused)"
+
+
+class IQLConfig(MARWILConfig):
+    """IQL's config: MARWIL's, with RLlib 2.60's IQL defaults: `beta=0.1` (the temperature of
+    the advantage weights), `expectile=0.8`, `actor_lr=critic_lr=value_lr=3e-4`, `lr=None`,
+    `twin_q=True`, `target_network_update_freq=0`, `tau=1.0`. Box actions only, as RLlib's."""
+
+    _ALGO_SETTINGS = {
+        **MARWILConfig._ALGO_SETTINGS,
+        **settings_of(
+            "training",
+            {
+                "lr": (
+                    None,
+                    _must_be_none,
+                    "not used: IQL's rates are actor_lr, critic_lr, value_lr",
+                ),
+                "expectile": (0.8, _expectile, "the value network's expectile of the Q-values"),
+                "actor_lr": (3e-4, check_lr, "the policy's Adam rate (or a schedule)"),
+                "critic_lr": (3e-4, check_lr, "the critics' Adam rate (or a schedule)"),
+                "value_lr": (3e-4, check_lr, "the value network's Adam rate (or a schedule)"),
+                "twin_q": (True, is_bool, "two critics (and target critics); the minimum is used"),
+                "target_network_update_freq": (
+                    0,
+                    int_at_least(0),
+                    "env steps between target critic updates (0: after every update)",
+                ),
+                "tau": (1.0, number_above(0), "target update: tau * critic + (1 - tau) * target"),
+            },
+        ),
+    }
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
+        "training": {
+            **MARWILConfig._ALGO_RLLIB_SETTINGS["training"],
+            "bc_logstd_coeff": NoEffect(0.0, _NOT_IQL),
+            "vf_coeff": NoEffect(1.0, _NOT_IQL),
+        },
+        "offline_data": MARWILConfig._ALGO_RLLIB_SETTINGS["offline_data"],
+    }
+    _DEFAULT_OVERRIDES = {**MARWILConfig._DEFAULT_OVERRIDES, "beta": 0.1, "lr": None}
+
+    expectile: float
+    actor_lr: float | list
+    critic_lr: float | list
+    value_lr: float | list
+    twin_q: bool
+    target_network_update_freq: int
+    tau: float
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
+        super().__init__(algo_class=algo_class or IQL)
+
+    def training(
+        self,
+        *,
+        twin_q: bool = NotProvided,
+        expectile: float = NotProvided,
+        actor_lr: float | list = NotProvided,
+        critic_lr: float | list = NotProvided,
+        value_lr: float | list = NotProvided,
+        target_network_update_freq: int = NotProvided,
+        tau: float = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Learning settings: IQL's own, MARWIL's and those every algorithm has. `lr` must be
+        None (or not given): IQL trains with `actor_lr`, `critic_lr` and `value_lr`."""
+        lr = kwargs.pop("lr", NotProvided)
+        if lr is not NotProvided and lr is not None:
+            raise ConfigError(
+                f"IQLConfig.training(lr={lr!r}): IQL trains with actor_lr, critic_lr and "
+                "value_lr (the policy's, the critics' and the value network's rates); leave lr "
+                "unset or None"
+            )
+        super().training(**kwargs)
+        return self._set(
+            "training",
+            {
+                "twin_q": twin_q,
+                "expectile": expectile,
+                "actor_lr": actor_lr,
+                "critic_lr": critic_lr,
+                "value_lr": value_lr,
+                "target_network_update_freq": target_network_update_freq,
+                "tau": tau,
+            },
+        )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0.0:
+            raise ConfigError(
+                f"IQLConfig.training(beta={self.beta!r}): for meaningful results, `beta` "
+                "(temperature) parameter must be >> 0.0 (RLlib's check)"
+            )
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return {"twin_q": self.twin_q}
+
+    def default_module_class(self) -> type:
+        """The numpy module: SAC's with a value network."""
+        from trainer.algorithms.iql.iql_learner import IQLModule
+
+        return IQLModule
+
+    def build_module(
+        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
+    ) -> Any:
+        """The numpy IQLModule, or with torch a view of the spec's or the default torch
+        module."""
+        if self.uses_torch:
+            return self._build_torch_module(spaces, seed, inference_only)
+        from trainer.algorithms.iql.iql_learner import IQLModule
+
+        return IQLModule(
+            spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
+        )
+
+    def default_torch_module_class(self) -> type:
+        """RLlib's DefaultIQLTorchRLModule."""
+        require_torch("IQLConfig.framework('torch')")
+        from trainer.algorithms.iql.torch_module import DefaultIQLTorchRLModule
+
+        return DefaultIQLTorchRLModule
+
+
+class IQL(OfflineAlgorithm):
+    """Implicit Q-learning (RLlib's `ray.rllib.algorithms.iql.IQL`): the offline training step
+    with IQL's learner."""
+
+    config: IQLConfig
+    #: The numpy IQLLearner or an IQLTorchLearner (or the config's learner_class).
+    learner: Any
+
+    @classmethod
+    def get_default_config(cls) -> IQLConfig:
+        return IQLConfig()
+
+    def build_learner(self, spaces: Any) -> Any:
+        config = self.config
+        if not config.uses_torch:
+            from trainer.algorithms.iql.iql_learner import IQLLearner
+
+            return IQLLearner(config, spaces)
+        from trainer.algorithms.iql.torch_learner import IQLTorchLearner
+
+        module = config.build_module(spaces, seed=config.seed)
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+        return (config.learner_class or IQLTorchLearner)(config, module)
