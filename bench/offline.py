@@ -16,7 +16,8 @@ in the same run.
    and RLlib 2.60's (torch, Ray Data, `ray.init(num_cpus=max(4, cores))`: with the machine's 2
    its read task waits for a CPU the map_batches actor and the evaluation EnvRunner hold, and
    no row is read; in a fresh process; left out with a line saying why when RLlib cannot be
-   imported), each capped at `--max-seconds`. The settings are RLlib's tuned examples'
+   imported), one run per seed of `--seeds` (the median compared), each capped at
+   `--max-seconds`. The settings are RLlib's tuned examples'
    (`bc/cartpole_bc.py`: batch 1024, lr 8e-4, 5 updates an iteration, 256x256;
    `cql/pendulum_cql.py`: batch 1024, 5 updates an iteration, its rates, tau and
    min_q_weight), the same for both libraries, with two changes to CQL's: `bc_iters` at
@@ -28,6 +29,7 @@ in the same run.
 Targets: reading ratio >= 0.8; BC and CQL here at least as fast as RLlib's.
 
 Run: python bench/offline.py [--env-steps 50000] [--repeats 3] [--max-seconds 600]
+     [--seeds 0 1 2] [--tasks BC CQL] [--skip-rllib]
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ def offline_data_rows_per_s(folder: Path) -> float:
 
 
 def time_here(
-    task: Task, folder: Path, framework: str, max_seconds: float
+    task: Task, folder: Path, framework: str, max_seconds: float, seed: int
 ) -> tuple[float, int, bool]:
     """Seconds from before the build to the first evaluation at `task.target`, the
     iterations, and whether it got there (else capped at `max_seconds`)."""
@@ -172,7 +174,7 @@ def time_here(
             evaluation_duration=5,
             evaluation_config={"explore": False},
         )
-        .debugging(seed=0)
+        .debugging(seed=seed)
         .build()
     )
     try:
@@ -195,7 +197,7 @@ RLLIB_RUN = textwrap.dedent("""
     # Logical CPUs: the read task, the map_batches actor and the evaluation EnvRunner each
     # hold one; with only the machine's 2 the read task never starts (0 rows/s).
     ray.init(num_cpus=max(4, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
-    folder, max_seconds = sys.argv[1], float(sys.argv[2])
+    folder, max_seconds, seed = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     algo = (
         {algo}Config()
         .environment({env!r})
@@ -207,7 +209,7 @@ RLLIB_RUN = textwrap.dedent("""
         .reporting(min_time_s_per_iteration=0)
         .evaluation(evaluation_interval=1, evaluation_num_env_runners=1, evaluation_duration=5,
                     evaluation_config={{"explore": False}})
-        .debugging(seed=0)
+        .debugging(seed=seed)
         .build()
     )
     reached = False
@@ -226,7 +228,9 @@ RLLIB_RUN = textwrap.dedent("""
 """)
 
 
-def time_rllib(task: Task, folder: Path, max_seconds: float) -> tuple[float, int, bool] | str:
+def time_rllib(
+    task: Task, folder: Path, max_seconds: float, seed: int
+) -> tuple[float, int, bool] | str:
     """RLlib 2.60's run in a fresh process without this project on the path, or why not."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     module = task.algo.lower()
@@ -250,7 +254,7 @@ def time_rllib(task: Task, folder: Path, max_seconds: float) -> tuple[float, int
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-c", script, str(folder), str(max_seconds)],
+            [sys.executable, "-c", script, str(folder), str(max_seconds), str(seed)],
             capture_output=True,
             text=True,
             env=env,
@@ -265,25 +269,44 @@ def time_rllib(task: Task, folder: Path, max_seconds: float) -> tuple[float, int
     return seconds, iterations, reached
 
 
-def cell(run: tuple[float, int, bool]) -> str:
-    seconds, iterations, reached = run
-    return f"{seconds:.1f} s, {iterations} iterations ({'reached' if reached else 'capped'})"
+def cells(runs: list[tuple[float, int, bool]]) -> str:
+    """Each seed's run ("capped" where it ran out of time), then the median time."""
+    each = ", ".join(
+        f"{seconds:.1f} s/{iterations} it" + ("" if reached else " capped")
+        for seconds, iterations, reached in runs
+    )
+    return f"{each}; median {median_run(runs)[0]:.1f} s"
 
 
-def compare(task: Task, data: Path, max_seconds: float, skip_rllib: bool) -> None:
-    """Prints the task's runs here (numpy, torch) and RLlib's, and the time ratios."""
+def median_run(runs: list[tuple[float, int, bool]]) -> tuple[float, int, bool]:
+    """The run of median time (a capped run counts at its cap)."""
+    return sorted(runs)[len(runs) // 2]
+
+
+def compare(task: Task, data: Path, max_seconds: float, seeds: list[int], skip_rllib: bool) -> None:
+    """Prints the task's runs here (numpy, torch) and RLlib's, one per seed, their medians and
+    the ratios of the medians."""
     name = f"{task.algo} to {task.target:g}"
-    runs = {fw: time_here(task, data, fw, max_seconds) for fw in ("numpy", "torch")}
-    for fw, run in runs.items():
-        print(f"{name} here ({fw}): {cell(run)}", flush=True)
-    rllib = "left out (--skip-rllib)" if skip_rllib else time_rllib(task, data, max_seconds)
-    if isinstance(rllib, str):
-        print(f"{name} RLlib 2.60 (torch, Ray Data): {rllib}")
+    medians: dict[str, tuple[float, int, bool]] = {}
+    for fw in ("numpy", "torch"):
+        runs = [time_here(task, data, fw, max_seconds, seed) for seed in seeds]
+        medians[fw] = median_run(runs)
+        print(f"{name} here ({fw}): {cells(runs)}", flush=True)
+    if skip_rllib:
+        print(f"{name} RLlib 2.60 (torch, Ray Data): left out (--skip-rllib)")
         return
-    print(f"{name} RLlib 2.60 (torch, Ray Data): {cell(rllib)}")
-    for fw, run in runs.items():
+    theirs = []
+    for seed in seeds:
+        run = time_rllib(task, data, max_seconds, seed)
+        if isinstance(run, str):
+            print(f"{name} RLlib 2.60 (torch, Ray Data): {run}")
+            return
+        theirs.append(run)
+    rllib = median_run(theirs)
+    print(f"{name} RLlib 2.60 (torch, Ray Data): {cells(theirs)}")
+    for fw, run in medians.items():
         print(
-            f"ratio {task.algo} time RLlib / here ({fw}) {rllib[0] / run[0]:.2f}"
+            f"ratio {task.algo} median time RLlib / here ({fw}) {rllib[0] / run[0]:.2f}"
             + ("" if run[2] and rllib[2] else " (a capped run: a bound)")
         )
 
@@ -296,6 +319,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0)
     parser.add_argument("--skip-rllib", action="store_true")
     parser.add_argument("--tasks", nargs="+", choices=("BC", "CQL"), default=["BC", "CQL"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work) / "cartpole"
@@ -313,7 +337,7 @@ def main() -> None:
         )
         print(f"ratio reading OfflineData / pyarrow {mine / base:.2f}", flush=True)
         if "BC" in args.tasks:
-            compare(BC_TASK, data, args.max_seconds, args.skip_rllib)
+            compare(BC_TASK, data, args.max_seconds, args.seeds, args.skip_rllib)
         if "CQL" in args.tasks:
             folder = Path(work) / "pendulum"
             files = record_dataset(
@@ -323,7 +347,7 @@ def main() -> None:
                 f"dataset: {len(files)} files, {args.env_steps}+ env steps of a SAC policy "
                 "(the main job's preset, until solved; sampled actions)"
             )
-            compare(CQL_TASK, folder / "data", args.max_seconds, args.skip_rllib)
+            compare(CQL_TASK, folder / "data", args.max_seconds, args.seeds, args.skip_rllib)
 
 
 if __name__ == "__main__":

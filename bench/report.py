@@ -413,13 +413,14 @@ BENCHMARKS = (
         "offline data: OfflineData's reading throughput against pyarrow reading the same "
         "parquet files; BC (numpy, torch) to a greedy CartPole return of 450 and CQL to a "
         "Pendulum return of -300 from recorded datasets against RLlib 2.60's with Ray Data, "
-        "same run",
+        "seeds 0-2 (medians compared), same run",
         ("bench/offline.py",),
         r"^dataset|^reading|^ratio|^BC|^CQL",
         "reading ratio >= 0.8; BC and CQL here at least as fast as RLlib's",
         quick=("bench/offline.py", "--env-steps", "20000", "--repeats", "1", "--skip-rllib"),
-        # 2 tasks x 3 runs, each capped at 600 s (RLlib's with 300 s more), and 2 recordings.
-        worst_case_s=2 * 3 * 600 + 2 * 300 + 2 * 900,
+        # 2 tasks x 3 seeds x 3 runs, each capped at 600 s (RLlib's with 300 s more), and 2
+        # recordings.
+        worst_case_s=2 * 3 * 3 * 600 + 2 * 3 * 300 + 2 * 900,
     ),
 )
 BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
