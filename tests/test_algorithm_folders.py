@@ -31,6 +31,19 @@ ALLOWED: dict[str, str] = {
     "(DefaultPPOTorchRLModule; here also its numpy twin, PolicyModule)",
     "trainer/algorithms/bc/bc.py": "RLlib's BC is MARWIL with beta=0: BCConfig and BC subclass "
     "MARWILConfig and MARWIL",
+    "trainer/algorithms/cql/cql.py": "RLlib's CQLConfig subclasses SACConfig",
+    "trainer/algorithms/cql/cql_learner.py": "RLlib's CQL learner is SAC's with the "
+    "conservative critic term (CQLTorchLearner subclasses SACTorchLearner)",
+    "trainer/algorithms/cql/torch_learner.py": "RLlib's CQLTorchLearner subclasses SACTorchLearner",
+    "trainer/algorithms/cql/torch_module.py": "RLlib's DefaultCQLTorchRLModule subclasses "
+    "DefaultSACTorchRLModule",
+    "trainer/algorithms/iql/iql.py": "RLlib's IQLConfig subclasses MARWILConfig",
+    "trainer/algorithms/iql/iql_learner.py": "IQL trains SAC's module plus a value network, "
+    "with SAC's optimizers and target critics",
+    "trainer/algorithms/iql/torch_learner.py": "IQL's torch learner shares SACTorchLearner's "
+    "optimizers, target critics and per-optimizer gradients",
+    "trainer/algorithms/iql/torch_module.py": "RLlib's DefaultIQLTorchRLModule subclasses "
+    "DefaultSACTorchRLModule",
 }
 #: Folders whose files are users' code written against RLlib's API (ports of RLlib's own
 #: examples), which use the algorithms by their RLlib names as any user script does.

@@ -86,6 +86,11 @@ HOSTILE: dict[str, list[Any]] = {
     "evaluation_sample_timeout_s": POSITIVE_SECONDS,
     "evaluation_auto_duration_min_env_steps_per_sample": [*COUNT, 0],
     "evaluation_auto_duration_max_env_steps_per_sample": [*COUNT, 0],
+    "offline_evaluation_interval": [*OPTIONAL_COUNT, 0],
+    "offline_evaluation_type": [*ENUM, "is", "pdis"],
+    "num_offline_eval_runners": COUNT,
+    "offline_eval_batch_size_per_runner": [*COUNT, 0],
+    "dataset_num_iters_per_offline_eval_runner": [*COUNT, 0],
     # training()
     "gamma": ["0.9", True, None, math.nan, math.inf, [0.9]],
     "lr": [*NON_NEGATIVE, [[0, -1]], [[0, math.nan]], [[0]], [["a", 1]]],

@@ -34,8 +34,9 @@ def test_offline_data_takes_rllib_defaults_refuses_data_and_warns_for_options():
     # PPO learns from its EnvRunners: recorded data is for the offline algorithms.
     with pytest.raises(ConfigError, match=r"offline_data\(input_='/data/cartpole'\).*BC, MARWIL"):
         small_ppo().offline_data(input_="/data/cartpole").validate()
-    with pytest.raises(ConfigError, match="no offline evaluation"):
-        PPOConfig().evaluation(num_offline_eval_runners=2)
+    # Offline evaluation computes an offline algorithm's loss.
+    with pytest.raises(ConfigError, match="offline_evaluation_interval=1"):
+        small_ppo().evaluation(offline_evaluation_interval=1).validate()
     with pytest.warns(
         IgnoredSettingWarning, match=r"map_batches_kwargs=\{'concurrency': 2\}\) has no"
     ):

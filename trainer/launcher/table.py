@@ -418,14 +418,10 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         for name in (
             "APPO",
             "APPOConfig",
-            "CQL",
-            "CQLConfig",
             "DreamerV3",
             "DreamerV3Config",
             "IMPALA",
             "IMPALAConfig",
-            "IQL",
-            "IQLConfig",
         )
     },
     "ray.rllib.policy.policy": {

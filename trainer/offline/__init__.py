@@ -1,6 +1,6 @@
 """Offline data: RLlib 2.60's `offline_data()` on files, without Ray Data.
 
-Reading (`offline_data(input_=...)`, for the offline algorithms: BC, MARWIL)::
+Reading (`offline_data(input_=...)`, for the offline algorithms: BC, MARWIL, CQL, IQL)::
 
     input_ (paths, globs, folders; "local://" taken off)
       -> dataset files (.parquet for read_parquet, .json/.jsonl for read_json)   files.py

@@ -179,8 +179,8 @@ class OfflineDataSection(ConfigBase):
     ) -> Self:
         """Where recorded data is read from and where EnvRunners record their samples.
         `input_`: paths, globs or folders of parquet (or JSON) files in RLlib 2.60's formats,
-        read by the offline algorithms (BC, MARWIL) with pyarrow, streamed a row group at a
-        time; `output`: a folder the training EnvRunners' samples are recorded into, as RLlib's
+        read by the offline algorithms (BC, MARWIL, CQL, IQL) with pyarrow, streamed a row
+        group at a time; `output`: a folder the training EnvRunners' samples are recorded into, as RLlib's
         `OfflineSingleAgentEnvRunner` writes them. Ray Data's own options are taken and have no
         effect (a warning at build)."""
         values = {
@@ -214,13 +214,13 @@ class OfflineDataSection(ConfigBase):
             raise ConfigError(
                 f"{name}.offline_data(input_={self.input_!r}): {name} learns from what its "
                 "EnvRunners sample; recorded data is read by the offline algorithms (BC, "
-                "MARWIL). Leave input_ at 'sampler'"
+                "MARWIL, CQL, IQL). Leave input_ at 'sampler'"
             )
         if config.offline_evaluation_interval and not self._LEARNS_OFFLINE:
             raise ConfigError(
                 f"{name}.evaluation(offline_evaluation_interval="
                 f"{config.offline_evaluation_interval!r}): offline evaluation computes an "
-                "offline algorithm's loss on recorded data (BC, MARWIL, CQL); evaluate "
+                "offline algorithm's loss on recorded data (BC, MARWIL, CQL, IQL); evaluate "
                 f"{name[: -len('Config')]} on its env with evaluation_interval"
             )
         if self.output is None:

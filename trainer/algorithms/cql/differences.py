@@ -47,7 +47,7 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "CQL isinstance SAC",
         "CQL is not a subclass of SAC (CQLConfig is of SACConfig)",
-        "CQL here shares the offline algorithms' training step (BC, MARWIL) and SAC's "
+        "CQL here shares the offline algorithms' training step (BC, MARWIL, IQL) and SAC's "
         "learner and module; SAC's algorithm class is its online, replay-buffer loop",
         BEHAVIOUR,
     ),

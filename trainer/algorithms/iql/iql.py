@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import ConfigError, NotProvided
 from trainer.algorithms.config.training import check_lr
+from trainer.algorithms.iql.iql_learner import IQLLearner, IQLModule
 from trainer.algorithms.marwil.marwil import MARWILConfig
 from trainer.algorithms.offline_training import OfflineAlgorithm
 from trainer.algorithms.settings import settings_of
@@ -140,8 +141,6 @@ class IQLConfig(MARWILConfig):
 
     def default_module_class(self) -> type:
         """The numpy module: SAC's with a value network."""
-        from trainer.algorithms.iql.iql_learner import IQLModule
-
         return IQLModule
 
     def build_module(
@@ -151,8 +150,6 @@ class IQLConfig(MARWILConfig):
         module."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        from trainer.algorithms.iql.iql_learner import IQLModule
-
         return IQLModule(
             spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
         )
@@ -180,8 +177,6 @@ class IQL(OfflineAlgorithm):
     def build_learner(self, spaces: Any) -> Any:
         config = self.config
         if not config.uses_torch:
-            from trainer.algorithms.iql.iql_learner import IQLLearner
-
             return IQLLearner(config, spaces)
         from trainer.algorithms.iql.torch_learner import IQLTorchLearner
 
