@@ -126,6 +126,23 @@ LONG_TESTS = {
         "test_sac_examples.py",
         "test_tuned_pendulum_sac_script_reaches_rllibs_target_as_a_test",
     ),
+    # The suite's budget on a busy 2-core machine (about 55 s together): docs/cli.md's and
+    # docs/tune.md's blocks (the suite runs the same commands in test_cli.py and
+    # test_tune.py), RLlib's Tune script through the launcher (the example driver's trials
+    # through Tune stay), the tf2 copy of the tuned Pendulum SAC script (the torch one
+    # stays), and the join-and-leave case of the multi-agent fast path (its other cases
+    # stay).
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/cli.md]"),
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/tune.md]"),
+    ("test_tune_launcher.py", "test_an_rllib_tune_script_runs_unmodified_through_the_launcher"),
+    (
+        "test_sac_examples.py",
+        "test_tuned_pendulum_sac_script_trains_two_iterations_through_the_launcher[tf2]",
+    ),
+    (
+        "test_multi_agent_episode_fast_path.py",
+        "test_the_fast_path_records_what_the_general_path_records[agents join and leave]",
+    ),
     # RLlib's multi-agent torch module restores (about 9 s each; the single-agent one stays).
     *(
         ("test_algorithm_rl_module_restore_torch.py", name)
