@@ -17,8 +17,8 @@ For a batch of B recorded transitions (s, a, r, s', terminated), with N = `num_a
 
 The policy draws in the CQL term carry no gradient to the policy (RLlib freezes it there); the
 critics' gradient of the CQL term is softmax(X_i / T) * min_q_weight / B per value. The target
-critics follow the critics (by `tau`) after every update, as SAC's (`target_network_update_freq` env steps
-apart, 0 by default).
+critics follow the critics (by `tau`) after every update, as SAC's
+(`target_network_update_freq` env steps apart, 0 by default).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from trainer.algorithms.sac.sac_learner import (
     ActorObjective,
     PolicyDraws,
     SACLearner,
+    recorded_train_batch,
 )
 from trainer.algorithms.sac.sac_module import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
-from trainer.compat.rllib_utils import Columns as C
 from trainer.core.models import SpaceInfo
 from trainer.errors import UnsupportedValue
 from trainer.metrics import TD_ERROR_KEY
@@ -110,24 +110,18 @@ class CQLLearner(UpdateCount, SACLearner):
         critics' update."""
         self.num_updates += 1
         return super().update(
-            self._train_batch(batch), num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+            recorded_train_batch(batch, self.config.gamma),
+            num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
         )
-
-    def _train_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """SAC's train batch of recorded transitions: one-step discounts gamma."""
-        rows = len(batch[C.REWARDS])
-        return {
-            **batch,
-            "next_obs": batch[C.NEXT_OBS],
-            "discounts": np.full(rows, self.config.gamma, dtype=np.float32),
-        }
 
     def evaluation_loss(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         """The losses of `batch` with no step (offline evaluation): each optimizer's loss,
         their sum as `total_loss`, and the statistics; the draws' generator left as it was."""
         state = self.rng.bit_generator.state
         try:
-            results, losses = self._continuous_gradients(self._train_batch(batch))
+            results, losses = self._continuous_gradients(
+                recorded_train_batch(batch, self.config.gamma)
+            )
         finally:
             self.rng.bit_generator.state = state
         results.pop(TD_ERROR_KEY, None)
@@ -149,9 +143,7 @@ class CQLLearner(UpdateCount, SACLearner):
         log_std = np.minimum(np.maximum(dist_inputs[:, n:], LOG_STD_MIN), LOG_STD_MAX)
         noise = self.rng.standard_normal(mean.shape).astype(np.float32)
         unsquashed = mean + np.exp(log_std) * noise
-        z_term = -0.5 * noise * noise - log_std - 0.5 * math.log(2.0 * math.pi)
-        jacobian = 2.0 * (math.log(2.0) - unsquashed - np.logaddexp(0.0, -2.0 * unsquashed))
-        return np.tanh(unsquashed), _sum(z_term - jacobian, axis=1)
+        return np.tanh(unsquashed), SquashedGaussian.squashed_logp(unsquashed, mean, log_std)
 
     def _critic_gradients(
         self,

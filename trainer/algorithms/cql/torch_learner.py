@@ -12,16 +12,15 @@ import torch
 from torch.nn import functional
 
 from trainer.algorithms.cql.cql_learner import UpdateCount
+from trainer.algorithms.sac.sac_learner import recorded_train_batch
 from trainer.algorithms.sac.torch_learner import (
     ALPHA_LOSS_KEY,
-    DISCOUNTS,
     LOGPS_KEY,
     QF_LOSS_KEY,
     QF_MAX_KEY,
     QF_MEAN_KEY,
     QF_MIN_KEY,
     QF_TWIN_LOSS_KEY,
-    WEIGHTS,
     SACTorchLearner,
 )
 from trainer.algorithms.sac.torch_module import (
@@ -60,15 +59,9 @@ class CQLTorchLearner(UpdateCount, SACTorchLearner):
         """One step of every optimizer on a batch of recorded transitions (RLlib's column
         names), then the target critics' update."""
         self.num_updates += 1
-        rows = len(batch[Columns.REWARDS])
-        train_batch = {
-            **batch,
-            "next_obs": batch[Columns.NEXT_OBS],
-            DISCOUNTS: np.full(rows, self.config.gamma, dtype=np.float32),
-            WEIGHTS: np.ones(rows, dtype=np.float32),
-        }
         return super().update(
-            train_batch, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+            recorded_train_batch(batch, self.config.gamma),
+            num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
         )
 
     def evaluation_loss(self, batch: dict[str, Any]) -> dict[str, float]:

@@ -26,6 +26,7 @@ from trainer.algorithms.sac.sac_learner import (
     QF_TWIN,
     QF_TWIN_LOSS_KEY,
     SACLearner,
+    recorded_train_batch,
 )
 from trainer.algorithms.sac.sac_module import (
     LOG_STD_MAX,
@@ -36,7 +37,6 @@ from trainer.algorithms.sac.sac_module import (
     mlp_backward,
 )
 from trainer.capabilities import ACTION_SPACES
-from trainer.compat.rllib_utils import Columns as C
 from trainer.core.learner import POLICY_LOSS_KEY
 from trainer.core.models import SpaceInfo, activated, activated_train, encoder_mlp, head_mlp
 from trainer.errors import UnsupportedValue
@@ -109,14 +109,14 @@ class IQLLearner(SACLearner):
         """One step of every optimizer on a batch of recorded transitions (RLlib's column
         names), then the target critics' update when due."""
         return super().update(
-            {**batch, "next_obs": batch[C.NEXT_OBS]},
+            recorded_train_batch(batch, self.config.gamma),
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
         )
 
     def evaluation_loss(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         """The losses of `batch` with no step (offline evaluation): each optimizer's loss,
         their sum as `total_loss`."""
-        results, losses = self._continuous_gradients({**batch, "next_obs": batch[C.NEXT_OBS]})
+        results, losses = self._continuous_gradients(recorded_train_batch(batch, self.config.gamma))
         results.pop(TD_ERROR_KEY, None)
         return {**results, "total_loss": sum(losses.values())}
 

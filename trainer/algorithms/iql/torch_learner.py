@@ -19,14 +19,13 @@ import numpy as np
 import torch
 
 from trainer.algorithms.iql.torch_module import QF_TARGET_PREDS, VF_PREDS_NEXT
+from trainer.algorithms.sac.sac_learner import recorded_train_batch
 from trainer.algorithms.sac.torch_learner import (
-    DISCOUNTS,
     POLICY,
     QF,
     QF_LOSS_KEY,
     QF_TWIN,
     QF_TWIN_LOSS_KEY,
-    WEIGHTS,
     SACTorchLearner,
 )
 from trainer.algorithms.sac.torch_module import QF_PREDS, QF_TWIN_PREDS
@@ -67,15 +66,9 @@ class IQLTorchLearner(SACTorchLearner):
     ) -> UpdateResults:
         """One step of every optimizer on a batch of recorded transitions (RLlib's column
         names), then the target critics' update when due."""
-        rows = len(batch[Columns.REWARDS])
-        train_batch = {
-            **batch,
-            "next_obs": batch[Columns.NEXT_OBS],
-            DISCOUNTS: np.full(rows, self.config.gamma, dtype=np.float32),
-            WEIGHTS: np.ones(rows, dtype=np.float32),
-        }
         return super().update(
-            train_batch, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+            recorded_train_batch(batch, self.config.gamma),
+            num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
         )
 
     def compute_loss_for_module(  # type: ignore[override]  # an IQLConfig, as RLlib's

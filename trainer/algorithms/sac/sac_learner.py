@@ -90,6 +90,18 @@ def target_entropy_of(config: SACConfig, spaces: SpaceInfo) -> float:
     return float(value)
 
 
+def recorded_train_batch(batch: dict[str, Any], gamma: float) -> dict[str, Any]:
+    """The replay buffer's train-batch columns for recorded one-step transitions (the offline
+    reader's, RLlib's column names): `next_obs`, the discounts gamma, the weights 1."""
+    rows = len(batch["rewards"])
+    return {
+        **batch,
+        "next_obs": batch["new_obs"],
+        "discounts": np.full(rows, gamma, dtype=np.float32),
+        "weights": np.ones(rows, dtype=np.float32),
+    }
+
+
 def _leading_rows(cache: Any, n: int) -> Any:
     """A forward pass's cache restricted to its first `n` rows (views), for a backward pass
     over those rows only."""
