@@ -22,7 +22,8 @@ in the same run.
    `cql/pendulum_cql.py`: batch 1024, 5 updates an iteration, its rates, tau and
    min_q_weight), the same for both libraries, with two changes to CQL's: `bc_iters` at
    CQL's default (20000), so that both clone the recorded actions throughout the run while
-   their critics learn (RLlib 2.60's CQL never ends cloning, whatever bc_iters), and 64x64
+   their critics learn (RLlib 2.60's CQL never ends cloning with bc_iters above its
+   updates per training step; here bc_iters counts training iterations), and 64x64
    networks without fusion layers (RLlib's default 256x256 critics with fusion layers take
    about 2 s an update on 2 cores).
 

@@ -99,7 +99,8 @@ def test_cql_gradients_match_finite_differences(twin_q, bc_iters, training):
     plus the conservative term (the policy's and the random draws held), the policy's of the
     behaviour-cloning loss (bc_iters not reached) or of SAC's (reached)."""
     learner = _learner(twin_q, bc_iters=bc_iters, **training)
-    learner.num_updates = 1
+    learner.training_iteration = 1
+    assert learner.cloning == (bc_iters > 1)
     rng = np.random.default_rng(1)
     n = 6
     batch = {
@@ -269,13 +270,12 @@ def test_a_cql_checkpoint_resumes_exactly(pendulum_data, tmp_path):
         resumed = Algorithm.from_checkpoint(path)
         try:
             assert type(resumed).__name__ == "CQL"
-            assert resumed.learner.num_updates == first.learner.num_updates == 5
+            assert resumed.iteration == first.iteration == 1
             expected, state = first.learner.get_state(), resumed.learner.get_state()
             for part in ("module", "target"):
                 for name, weights in expected[part].items():
                     np.testing.assert_array_equal(state[part][name], weights, err_msg=name)
-            # The learners continue alike on the same batch (draws, optimizers, alpha, the
-            # updates counted towards bc_iters).
+            # The learners continue alike on the same batch (draws, optimizers, alpha).
             batch = first.offline_data.sample(64)
             after_first = first.learner.update(batch, num_env_steps_sampled_lifetime=0)
             after_resumed = resumed.learner.update(batch, num_env_steps_sampled_lifetime=0)
@@ -285,6 +285,36 @@ def test_a_cql_checkpoint_resumes_exactly(pendulum_data, tmp_path):
             resumed.stop()
     finally:
         first.stop()
+
+
+def test_bc_iters_counts_training_iterations(pendulum_data, tmp_path):
+    """The policy clones the recorded actions during the first bc_iters train() calls, each of
+    them several updates (RLlib's "iterations with Behavior Cloning pretraining"), and a
+    restored algorithm goes on from its own iteration."""
+    config = (
+        _config(pendulum_data, "numpy")
+        .training(bc_iters=2, train_batch_size_per_learner=32, num_actions=2)
+        .rl_module(model_config={"fcnet_hiddens": [8], "fusionnet_hiddens": []})
+        .evaluation(evaluation_interval=None, evaluation_num_env_runners=0)
+    )
+    algo = config.build()
+    try:
+        phases = []
+        for _ in range(3):
+            result = algo.train()
+            phases.append(algo.learner.cloning)
+            assert result["learners"]["__all_modules__"]["dataset_num_iters_trained"] == 5
+        # cloning in iterations 1 and 2, the critics' policy from iteration 3
+        assert phases == [True, True, False]
+        restored = Algorithm.from_checkpoint(algo.save_to_path(str(tmp_path / "ckpt")))
+        try:
+            restored.train()
+            assert (restored.iteration, restored.learner.training_iteration) == (4, 3)
+            assert not restored.learner.cloning
+        finally:
+            restored.stop()
+    finally:
+        algo.stop()
 
 
 CQL_SCRIPT = """

@@ -63,6 +63,8 @@ class RLModuleSection(ConfigBase):
 
         def training(self, *args: Any, **kwargs: Any) -> Self: ...
 
+        def default_torch_module_class(self) -> type: ...  # the framework section's
+
         def _build_torch_module(self, *args: Any, **kwargs: Any) -> Any: ...
 
     algorithm_config_overrides_per_module: dict[str, dict[str, Any]]
@@ -194,8 +196,11 @@ class RLModuleSection(ConfigBase):
         self._set_model("rl_module", "model_config", self.model)
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """The spec of this algorithm's default module: an `RLModuleSpec` with no module class
-        (the built-in numpy policy or Q network; RLlib names its torch class here)."""
+        """The spec of this algorithm's default module: with torch, RLlib's default torch
+        module class (`DefaultPPOTorchRLModule`, ...), as RLlib's; with numpy an `RLModuleSpec`
+        with no module class (the built-in numpy policy or Q network)."""
+        if self.uses_torch:
+            return RLModuleSpec(module_class=self.default_torch_module_class())
         return RLModuleSpec()
 
     def get_rl_module_spec(
@@ -234,6 +239,7 @@ class RLModuleSection(ConfigBase):
                 )
             setattr(spec, name, value)
         spec.model_config = {**self.model_config, **self._model_config_auto_includes}
+        spec.module_class = spec.module_class or self.get_default_rl_module_spec().module_class
         spec.module_class = spec.module_class or self.default_module_class()
         if inference_only is not None:
             spec.inference_only = inference_only

@@ -50,7 +50,8 @@ class CQLConfig(SACConfig):
                 "bc_iters": (
                     20000,
                     int_at_least(0),
-                    "updates that clone the recorded actions before the policy follows the critics",
+                    "training iterations that clone the recorded actions before the policy "
+                    "follows the critics",
                 ),
                 "temperature": (1.0, number_above(0), "the conservative term's temperature"),
                 "num_actions": (
@@ -171,3 +172,9 @@ class CQL(OfflineAlgorithm):
         if config["num_gpus_per_learner"]:  # validate() found CUDA
             module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
         return (config.learner_class or CQLTorchLearner)(config, module)
+
+    def training_step(self) -> None:
+        """The offline training step, the learner told which iteration runs (`bc_iters`
+        counts training iterations)."""
+        self.learner.training_iteration = self.iteration
+        super().training_step()

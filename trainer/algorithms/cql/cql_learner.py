@@ -11,7 +11,7 @@ For a batch of B recorded transitions (s, a, r, s', terminated), with N = `num_a
                    X_i over 3N values per s: Q_i(s, a_rand) - log(0.5^dim(A)) for N uniform
                    draws a_rand from the action space's bounds, Q_i(s', a~') - log pi(a~'|s')
                    and Q_i(s, a~) - log pi(a~|s) for N policy draws each; T = `temperature`
-    policy       = mean(alpha log pi(a~|s) - min_i Q_i(s, a~))      after `bc_iters` updates
+    policy       = mean(alpha log pi(a~|s) - min_i Q_i(s, a~))      after `bc_iters` iterations
                  = mean(alpha log pi(a~|s) - log pi(a|s))           before (behaviour cloning)
     alpha        = -mean(log_alpha (log pi(a~|s) + target_entropy))
 
@@ -42,7 +42,6 @@ from trainer.capabilities import ACTION_SPACES
 from trainer.core.models import SpaceInfo
 from trainer.errors import UnsupportedValue
 from trainer.metrics import TD_ERROR_KEY
-from trainer.util.state_checks import require_int
 
 if TYPE_CHECKING:
     from trainer.algorithms.cql.cql import CQLConfig
@@ -61,31 +60,29 @@ def logsumexp_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (np.log(total) + top)[:, 0], shifted / total
 
 
-class UpdateCount:
-    """A CQL learner's count of its updates (`bc_iters` counts them), kept in its state."""
+class CloningPhase:
+    """Whether a CQL learner's policy still clones the recorded actions: during the first
+    `bc_iters` training iterations (RLlib 2.60's learner compares `bc_iters` with its
+    `training_iteration` metric, "Number of iterations with Behavior Cloning pretraining").
+    The algorithm sets `training_iteration` (the iterations completed before the running one)
+    before each training step; a checkpoint restores it with the algorithm's iteration."""
 
-    #: Updates so far, over the whole run.
-    num_updates: int = 0
+    config: CQLConfig
+    #: Training iterations completed before the one that runs.
+    training_iteration: int = 0
 
-    def get_extra_state(self) -> dict:
-        return {**super().get_extra_state(), "num_updates": self.num_updates}  # type: ignore[misc]
-
-    def check_extra_state(self, state: dict, where: str) -> None:
-        super().check_extra_state(state, where)  # type: ignore[misc]
-        require_int(state["num_updates"], f"{where}['num_updates']")
-
-    def set_extra_state(self, state: dict) -> None:
-        super().set_extra_state(state)  # type: ignore[misc]
-        self.num_updates = int(state["num_updates"])
+    @property
+    def cloning(self) -> bool:
+        """True while the policy's loss is the recorded actions' log-likelihood."""
+        return self.training_iteration < self.config.bc_iters
 
 
-class CQLLearner(UpdateCount, SACLearner):
+class CQLLearner(CloningPhase, SACLearner):
     """See the module docstring. Keys of the train batch: RLlib's column names (`obs`,
     `new_obs`, `actions`, `rewards`, `terminateds`), as the offline reader gives them."""
 
     config: CQLConfig
     loss_name = "CQL"
-    extra_state_keys = (*SACLearner.extra_state_keys, "num_updates")
 
     def __init__(self, config: CQLConfig, spaces: SpaceInfo | None, **kwargs: Any):
         super().__init__(config, spaces, **kwargs)
@@ -100,7 +97,6 @@ class CQLLearner(UpdateCount, SACLearner):
         assert module_spaces.action_high is not None
         self.action_low = np.asarray(module_spaces.action_low, dtype=np.float32).reshape(-1)
         self.action_high = np.asarray(module_spaces.action_high, dtype=np.float32).reshape(-1)
-        self.num_updates = 0
 
     # -- the update ----------------------------------------------------------------------------
     def update(
@@ -108,7 +104,6 @@ class CQLLearner(UpdateCount, SACLearner):
     ) -> dict[str, Any]:
         """One step of every optimizer on a batch of recorded transitions, then the target
         critics' update."""
-        self.num_updates += 1
         return super().update(
             recorded_train_batch(batch, self.config.gamma),
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
@@ -204,9 +199,9 @@ class CQLLearner(UpdateCount, SACLearner):
     def _actor_objective(
         self, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
     ) -> ActorObjective:
-        """SAC's after `bc_iters` updates; before, the log-likelihood of the recorded
-        actions, whose gradient reaches the distribution's mean and log-std directly."""
-        if self.num_updates >= self.config.bc_iters:
+        """SAC's after `bc_iters` training iterations; before, the log-likelihood of the
+        recorded actions, whose gradient reaches the distribution's mean and log-std directly."""
+        if not self.cloning:
             return super()._actor_objective(obs, actions, draws)
         size = draws.size
         logp, d_mean, d_log_std = SquashedGaussian.logp_and_grads(

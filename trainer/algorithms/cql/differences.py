@@ -18,12 +18,13 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "CQLConfig.bc_iters",
-        "counts the learner's updates over the whole run",
-        "RLlib 2.60 compares bc_iters with a 'sum' metric that its learner clears at the end "
-        "of every update() call, so the count restarts each training step and never exceeds "
-        "dataset_num_iters_per_learner: with the tuned examples' bc_iters=200 its policy "
-        "clones the data for ever. Here the first bc_iters updates clone the recorded "
-        "actions, then the policy follows the critics, as the setting's docs say",
+        "counts training iterations (train() calls): the first bc_iters clone the recorded "
+        "actions, then the policy follows the critics",
+        "RLlib's docs and its learner's metric (training_iteration) say iterations, but "
+        "RLlib 2.60 sums that metric per update() call and clears it after each, so its "
+        "count restarts every training step and never exceeds dataset_num_iters_per_learner: "
+        "with its tuned example's bc_iters=200 its policy clones the data for ever, with "
+        "bc_iters=2 it clones on the first update of each training step only",
         BEHAVIOUR,
     ),
     Difference(

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from trainer.algorithms.cql.cql_learner import UpdateCount
+from trainer.algorithms.cql.cql_learner import CloningPhase
 from trainer.algorithms.sac.sac_learner import recorded_train_batch
 from trainer.algorithms.sac.torch_learner import (
     ALPHA_LOSS_KEY,
@@ -41,24 +41,18 @@ if TYPE_CHECKING:
 CQL_LOSS_KEY = "cql_loss"
 
 
-class CQLTorchLearner(UpdateCount, SACTorchLearner):
-    """See the module docstring. `num_updates`: the updates so far (behaviour cloning for the
-    first `bc_iters`)."""
+class CQLTorchLearner(CloningPhase, SACTorchLearner):
+    """See the module docstring; `CloningPhase` says when the policy clones the recorded
+    actions (the first `bc_iters` training iterations)."""
 
     config: CQLConfig
     algorithm_name = "CQL"
-    extra_state_keys = (*SACTorchLearner.extra_state_keys, "num_updates")
-
-    def __init__(self, config: CQLConfig, module: Any, **kwargs: Any):
-        super().__init__(config, module, **kwargs)
-        self.num_updates = 0
 
     def update(
         self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
     ) -> UpdateResults:
         """One step of every optimizer on a batch of recorded transitions (RLlib's column
         names), then the target critics' update."""
-        self.num_updates += 1
         return super().update(
             recorded_train_batch(batch, self.config.gamma),
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
@@ -94,7 +88,7 @@ class CQLTorchLearner(UpdateCount, SACTorchLearner):
             log_alpha * (logp_resampled.detach() + self.target_entropy[module_id])
         )
         alpha = torch.exp(log_alpha)
-        if self.num_updates >= config.bc_iters:
+        if not self.cloning:
             actor_loss = torch.mean(alpha.detach() * logp_resampled - fwd_out[Q_CURR])
         else:  # behaviour cloning: the recorded actions' log-likelihood
             dist = self.rl_module.get_train_action_dist_cls().from_logits(
