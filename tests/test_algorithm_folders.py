@@ -44,6 +44,12 @@ ALLOWED: dict[str, str] = {
     "optimizers, target critics and per-optimizer gradients",
     "trainer/algorithms/iql/torch_module.py": "RLlib's DefaultIQLTorchRLModule subclasses "
     "DefaultSACTorchRLModule",
+    "trainer/algorithms/impala/impala.py": "RLlib's IMPALA trains PPO's default module "
+    "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
+    "trainer/algorithms/appo/appo.py": "RLlib's APPOConfig subclasses IMPALAConfig, APPO IMPALA",
+    "trainer/algorithms/appo/appo_learner.py": "RLlib's APPOLearner subclasses IMPALALearner",
+    "trainer/algorithms/appo/differences.py": "APPO's rows are IMPALA's shared asynchronous ones",
+    "trainer/algorithms/appo/__init__.py": "RLlib's APPO folder on IMPALA's",
 }
 #: Folders whose files are users' code written against RLlib's API (ports of RLlib's own
 #: examples), which use the algorithms by their RLlib names as any user script does.

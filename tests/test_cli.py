@@ -513,7 +513,11 @@ def test_bad_flags_are_rejected_naming_the_flag(argv, message, capsys, tmp_path,
             "json",
             "callbacks='no_such_module:Thing': cannot import it",
         ),
-        ('{"algo": "A3C"}', "json", "algo='A3C'; allowed: BC, CQL, DQN, IQL, MARWIL, PPO"),
+        (
+            '{"algo": "A3C"}',
+            "json",
+            "algo='A3C'; allowed: APPO, BC, CQL, DQN, IMPALA, IQL, MARWIL, PPO",
+        ),
     ],
 )
 def test_bad_config_files_are_rejected_naming_the_file_and_key(

@@ -839,7 +839,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
             sys.executable,
             str(REPO / "bench" / "rllib_examples.py"),
             "--only",
-            "ray_tune/appo_hyperparameter_tune.py",
+            "algorithms/appo_custom_algorithm_w_shared_data_actor.py",
             "--no-write",
             "--timeout",
             "120",

@@ -48,10 +48,10 @@ def _refusal(call) -> NotSupported:
 
 
 def test_get_trainable_cls_of_another_rllib_algorithm_is_a_refusal_and_a_value_error():
-    refused = _refusal(lambda: get_trainable_cls("APPO"))
+    refused = _refusal(lambda: get_trainable_cls("DreamerV3"))
     assert isinstance(refused, ValueError)
     assert refused.capability == capabilities.OTHER_ALGORITHMS
-    assert "APPO" in str(refused) and "PPO" in str(refused)
+    assert "DreamerV3" in str(refused) and "PPO" in str(refused)
     with pytest.raises(ValueError) as typo:  # a name RLlib does not have either: no refusal
         get_trainable_cls("PPPO")
     assert not isinstance(typo.value, NotSupported)

@@ -659,3 +659,57 @@ def test_offline_evaluation_is_for_the_offline_algorithms():
         config.validate()
     with pytest.raises(ConfigError, match="eval_loss"):
         BCConfig().evaluation(offline_evaluation_type="is")
+
+
+def test_ppo_warm_starts_from_a_bc_module_checkpoint(tmp_path):
+    """RLlib's offline-to-online path: BC learns CartPole from expert steps, its module's
+    checkpoint seeds PPO through `RLModuleSpec(load_state_path=...)`, and PPO starts from the
+    cloned policy (same weights, an evaluation return far above a fresh module's)."""
+    import os
+
+    from trainer import RLModuleSpec
+
+    pq.write_table(_expert_table(6000), tmp_path / "expert.parquet", row_group_size=1000)
+    bc = _offline_config(tmp_path).framework("torch").evaluation(evaluation_interval=None)
+    model = {"fcnet_hiddens": [32]}
+    algo = bc.build()
+    try:
+        for _ in range(12):
+            algo.train()
+        checkpoint = algo.save_to_path(str(tmp_path / "bc"))
+        bc_weights = {k: v.copy() for k, v in algo.get_module().get_state().items()}
+    finally:
+        algo.stop()
+    module_path = os.path.join(
+        checkpoint, "learner_group", "learner", "rl_module", "default_policy"
+    )
+    assert os.path.isdir(module_path)
+
+    def ppo(spec: RLModuleSpec | None) -> Algorithm:
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .framework("torch")
+            .rl_module(model_config=model)
+            .evaluation(
+                evaluation_num_env_runners=1,
+                evaluation_duration=5,
+                evaluation_config={"explore": False},
+            )
+            .debugging(seed=0)
+        )
+        if spec is not None:
+            config.rl_module(rl_module_spec=spec)
+        return config.build()
+
+    warm = ppo(RLModuleSpec(model_config=model, load_state_path=module_path))
+    fresh = ppo(None)
+    try:
+        for name, weights in warm.get_module().get_state().items():
+            np.testing.assert_array_equal(np.asarray(weights), bc_weights[name], err_msg=name)
+        warm_return = warm.evaluate()["env_runners"]["episode_return_mean"]
+        fresh_return = fresh.evaluate()["env_runners"]["episode_return_mean"]
+    finally:
+        warm.stop()
+        fresh.stop()
+    assert warm_return >= 150 > fresh_return

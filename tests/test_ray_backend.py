@@ -211,3 +211,27 @@ def test_sac_samples_on_ray_actors_and_learns():
     assert result["learners"]["default_policy"]["qf_loss"] >= 0.0
     for name, weights in learned.items():
         np.testing.assert_array_equal(actor_weights[name], weights, err_msg=name)
+
+
+def test_appo_samples_on_ray_actors_while_its_learner_learns():
+    """APPO's asynchronous step on the Ray backend: sample requests carry newer weights to
+    the actors (rising weights_seq_no) and the returns improve."""
+    from trainer.algorithms.appo import APPOConfig
+
+    algo = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(backend="ray", num_env_runners=2)
+        .training(vf_loss_coeff=0.05, entropy_coeff=0.0)
+        .reporting(min_time_s_per_iteration=1)
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        results = [algo.train() for _ in range(4)]
+    finally:
+        algo.stop()
+    seq_nos = [r["env_runners"]["weights_seq_no"] for r in results]
+    assert seq_nos == sorted(seq_nos) and seq_nos[-1] > seq_nos[0]
+    returns = [r["env_runners"]["episode_return_mean"] for r in results]
+    assert returns[-1] > returns[0] + 15

@@ -38,6 +38,8 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "BC": "trainer.algorithms.bc",
     "CQL": "trainer.algorithms.cql",
     "IQL": "trainer.algorithms.iql",
+    "IMPALA": "trainer.algorithms.impala",
+    "APPO": "trainer.algorithms.appo",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)
@@ -46,12 +48,7 @@ DEFAULT_ALGORITHM = ALGORITHM_NAMES[0]
 
 #: The other algorithms RLlib 2.60 registers (`ray.rllib.algorithms.registry`): asked for by
 #: name, they are refused with `UnsupportedValue` (a typo stays a plain `ValueError`).
-OTHER_RLLIB_ALGORITHM_NAMES = (
-    "APPO",
-    "DreamerV3",
-    "IMPALA",
-    "Impala",
-)
+OTHER_RLLIB_ALGORITHM_NAMES = ("DreamerV3",)
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.
 ENTRY_ATTRIBUTE = "ALGORITHM"

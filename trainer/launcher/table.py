@@ -415,14 +415,7 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     },
     "ray.rllib.algorithms": {
         name: _at_use(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
-        for name in (
-            "APPO",
-            "APPOConfig",
-            "DreamerV3",
-            "DreamerV3Config",
-            "IMPALA",
-            "IMPALAConfig",
-        )
+        for name in ("DreamerV3", "DreamerV3Config")
     },
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),

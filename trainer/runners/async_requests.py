@@ -171,6 +171,10 @@ class AsyncRequestsMixin:
         )
         return ready if return_actor_ids else [value for _, value in ready]
 
+    def num_in_flight_async_reqs_of(self, index: int) -> int:
+        """Async requests sent to runner `index` and not answered yet."""
+        return len(self._async_in_flight.get(index, ()))
+
     def num_in_flight_async_reqs(self, tag: str | None = None) -> int:
         """Async requests sent and not answered yet (with `tag`, if given)."""
         return sum(

@@ -5,6 +5,7 @@
 | the driver (`Algorithm._rng`) | `seed` | `compute_single_action`'s sampling |
 | the networks' initial weights | `seed` | module construction |
 | PPO's learner | `[seed, 7]` | minibatch shuffling |
+| APPO's circular buffer | `[seed, 11]` | which train batch the learner takes next |
 | an EnvRunner's actions | `[seed, worker_index]`, `[seed, worker_index, 1]` for evaluation | action sampling, exploration |
 | an EnvRunner's envs | `seed + 1000 * worker_index` (+500 for evaluation), sub-env i gets +i | `env.reset(seed=)` |
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 #: numpy SeedSequence entropy words that tell streams apart.
 _PPO_LEARNER_WORD = 7
+_CIRCULAR_BUFFER_WORD = 11
 _EVALUATION_WORD = 1
 #: Env seeds: runners 1000 apart, evaluation runners 500 above training ones.
 _ENV_SEEDS_PER_RUNNER = 1000
@@ -24,6 +26,10 @@ _EVALUATION_ENV_OFFSET = 500
 
 def ppo_learner_stream(seed: int | None) -> list[int] | None:
     return None if seed is None else [seed, _PPO_LEARNER_WORD]
+
+
+def circular_buffer_stream(seed: int | None) -> list[int] | None:
+    return None if seed is None else [seed, _CIRCULAR_BUFFER_WORD]
 
 
 def runner_stream(seed: int | None, worker_index: int, evaluation: bool) -> list[int] | None:

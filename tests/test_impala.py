@@ -1,0 +1,373 @@
+"""IMPALA and APPO: V-trace against its definition, the numpy learners' gradients against
+finite differences, the queues, the settings and their refusals, and training CartPole with
+EnvRunner processes sampling while the learner thread learns: weights broadcast with seq
+numbers, staleness reported, checkpoints, a killed EnvRunner, an RLlib script through the
+launcher."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from test_launcher import run_script
+
+from trainer import Algorithm
+from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.appo import APPOConfig
+from trainer.algorithms.appo.appo_learner import APPOLearner
+from trainer.algorithms.impala import IMPALAConfig
+from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
+from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer, TrainBatch
+from trainer.algorithms.impala.vtrace import vtrace
+from trainer.core.models import SpaceInfo
+
+
+# -- V-trace -------------------------------------------------------------------------------------
+def _vtrace_by_definition(logp, mu_logp, rewards, discounts, values, bootstrap, rho_bar, pg_bar):
+    """One chunk, from the paper's sum: vs_t = V(x_t) + sum_k gamma^(k-t) (prod c_i) delta_k."""
+    n = len(rewards)
+    rho = np.exp(logp - mu_logp)
+    c = np.minimum(1.0, rho)
+    next_values = np.append(values[1:], bootstrap)
+    delta = np.minimum(rho_bar, rho) * (rewards + discounts * next_values - values)
+    vs = np.empty(n)
+    for t in range(n):
+        total, weight = 0.0, 1.0
+        for k in range(t, n):
+            total += weight * delta[k]
+            weight *= discounts[k] * c[k]
+        vs[t] = values[t] + total
+    vs_next = np.append(vs[1:], bootstrap)
+    pg = np.minimum(pg_bar, rho) * (rewards + discounts * vs_next - values)
+    return vs, pg
+
+
+def test_vtrace_is_its_definition_over_concatenated_chunks():
+    rng = np.random.default_rng(0)
+    lengths = [5, 1, 7]
+    chunks = []
+    for n in lengths:
+        chunks.append(
+            {
+                "logp": rng.normal(-0.7, 0.5, n),
+                "mu_logp": rng.normal(-0.7, 0.5, n),
+                "rewards": rng.standard_normal(n),
+                "discounts": np.where(rng.random(n) < 0.2, 0.0, 0.9),
+                "values": rng.standard_normal(n),
+                "bootstrap": float(rng.standard_normal()),
+            }
+        )
+    flat = {
+        key: np.concatenate([c[key] for c in chunks]) for key in chunks[0] if key != "bootstrap"
+    }
+    next_values = np.concatenate([np.append(c["values"][1:], c["bootstrap"]) for c in chunks])
+    ends = np.concatenate([np.arange(n) == n - 1 for n in lengths])
+    got = vtrace(
+        target_logp=flat["logp"],
+        behaviour_logp=flat["mu_logp"],
+        rewards=flat["rewards"],
+        discounts=flat["discounts"],
+        values=flat["values"],
+        next_values=next_values,
+        chunk_end=ends,
+        clip_rho_threshold=1.2,
+        clip_pg_rho_threshold=0.8,
+    )
+    expected = [_vtrace_by_definition(*c.values(), 1.2, 0.8) for c in chunks]
+    np.testing.assert_allclose(got.vs, np.concatenate([e[0] for e in expected]), rtol=1e-12)
+    np.testing.assert_allclose(
+        got.pg_advantages, np.concatenate([e[1] for e in expected]), rtol=1e-12
+    )
+
+
+def test_on_policy_vtrace_targets_are_the_discounted_returns():
+    """pi = mu: V-trace's targets are the n-step returns bootstrapped at the chunk's end."""
+    rewards = np.array([1.0, 2.0, 3.0])
+    values = np.array([0.5, -0.2, 0.1])
+    got = vtrace(
+        target_logp=np.zeros(3),
+        behaviour_logp=np.zeros(3),
+        rewards=rewards,
+        discounts=np.full(3, 0.5),
+        values=values,
+        next_values=np.array([-0.2, 0.1, 4.0]),
+        chunk_end=np.array([False, False, True]),
+    )
+    returns = [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 4, 2 + 0.5 * 3 + 0.25 * 4, 3 + 0.5 * 4]
+    np.testing.assert_allclose(got.vs, returns)
+
+
+# -- the learners' gradients ---------------------------------------------------------------------
+def _float64_learner(learner_class, config, env_id):
+    env = gym.make(env_id)
+    spaces = SpaceInfo.from_spaces(env.observation_space, env.action_space)
+    learner = learner_class(config, spaces)
+    for module in (learner.module, getattr(learner, "target", None)):
+        if module is None:
+            continue
+        for _, net in module._named_nets():
+            if net is not None:
+                net.params[:] = [p.astype(np.float64) for p in net.params]
+        module.__dict__.pop("_gradients", None)
+    if hasattr(learner, "target"):  # a target network a little away from the module
+        learner.target.set_weights({k: w + 0.05 for k, w in learner.module.get_weights().items()})
+    return learner
+
+
+def _trajectory_batch(learner, env_id, rng) -> TrajectoryBatch:
+    env = gym.make(env_id)
+    lengths = [4, 3]
+    rows = sum(lengths) + len(lengths)
+    obs = rng.standard_normal((rows, *env.observation_space.shape))
+    is_step = np.concatenate([np.arange(n + 1) < n for n in lengths])
+    steps = sum(lengths)
+    if env_id == "CartPole-v1":
+        actions = rng.integers(0, 2, steps)
+    else:
+        actions = rng.uniform(-1, 1, (steps, 1))
+    dist_inputs = learner.module.dist_inputs(obs)[is_step] + 0.1
+    behaviour_logp = learner.module.dist.loss_grads(dist_inputs, actions, dist_inputs)[0]
+    ends = np.concatenate([np.arange(n) == n - 1 for n in lengths])
+    return TrajectoryBatch(
+        obs=obs,
+        is_step=is_step,
+        actions=actions,
+        rewards=rng.standard_normal(steps),
+        behaviour_logp=behaviour_logp,
+        behaviour_dist_inputs=dist_inputs,
+        terminated=ends & np.array([True] * 4 + [False] * 3),
+        chunk_end=ends,
+    )
+
+
+@pytest.mark.parametrize(
+    ("learner_class", "env_id", "training"),
+    [
+        (IMPALALearner, "CartPole-v1", {}),
+        (IMPALALearner, "Pendulum-v1", {"entropy_coeff": 0.1}),
+        (APPOLearner, "CartPole-v1", {"use_kl_loss": True, "clip_param": 0.1}),
+        (APPOLearner, "Pendulum-v1", {"use_kl_loss": True, "kl_coeff": 0.3}),
+    ],
+)
+def test_learner_gradients_match_finite_differences(learner_class, env_id, training):
+    """The gradient is the loss's with V-trace's targets held (RLlib computes them without
+    gradients)."""
+    config_class = APPOConfig if learner_class is APPOLearner else IMPALAConfig
+    config = (
+        config_class()
+        .environment(env_id)
+        .training(gamma=0.9, vf_loss_coeff=0.7, vtrace_clip_rho_threshold=1.1, **training)
+        .rl_module(model_config={"fcnet_hiddens": [5, 4], "fcnet_activation": "tanh"})
+        .debugging(seed=0)
+    )
+    learner = _float64_learner(learner_class, config, env_id)
+    batch = _trajectory_batch(learner, env_id, np.random.default_rng(2))
+    terms = learner.policy_terms(batch)
+    held = learner.vtrace(
+        batch,
+        terms,
+        terms.logp
+        if learner_class is IMPALALearner
+        else learner.module.dist.loss_grads(
+            learner.target.dist_inputs(batch.obs)[batch.is_step],
+            batch.actions,
+            learner.target.dist_inputs(batch.obs)[batch.is_step],
+        )[0],
+    )
+    learner.vtrace = lambda *args: held
+    stats = learner.loss_and_grads(batch)
+    assert math.isfinite(stats["total_loss"])
+    grads = [g.copy() for g in learner.module.gradient_buffer()[1]]
+    eps = 1e-6
+    for param, grad in zip(learner.module.parameters(), grads, strict=True):
+        flat, flat_grad = param.reshape(-1), grad.reshape(-1)
+        for j in range(0, flat.size, max(1, flat.size // 5)):
+            saved = flat[j]
+            totals = []
+            for delta in (eps, -eps):
+                flat[j] = saved + delta
+                totals.append(learner.loss_and_grads(batch)["total_loss"])
+            flat[j] = saved
+            numeric = (totals[0] - totals[1]) / (2 * eps)
+            assert flat_grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-8)
+
+
+# -- the queues ----------------------------------------------------------------------------------
+def _batch(steps: int) -> TrainBatch:
+    return TrainBatch(episodes=[steps], env_steps=steps, num_env_steps_sampled_lifetime=0)
+
+
+def test_the_learner_queue_drops_its_oldest_batch_when_full():
+    queue = BatchQueue(2)
+    assert [queue.put(_batch(s)) for s in (10, 20, 30)] == [0, 0, 10]
+    assert [queue.get(0.0).env_steps, queue.get(0.0).env_steps, queue.get(0.0)] == [20, 30, None]
+
+
+def test_the_circular_buffer_hands_each_batch_out_k_times_and_drops_the_oldest():
+    buffer = CircularBuffer(num_batches=2, iterations_per_batch=3, seed=[0, 11])
+    buffer.put(_batch(1))
+    buffer.put(_batch(2))
+    got = [buffer.get(0.0).env_steps for _ in range(6)]
+    assert sorted(got) == [1, 1, 1, 2, 2, 2] and buffer.get(0.0) is None
+    buffer.put(_batch(1))
+    buffer.put(_batch(2))
+    assert buffer.put(_batch(3)) == 1  # the oldest, with its uses left
+    assert sorted(buffer.get(0.0).env_steps for _ in range(6)) == [2, 2, 2, 3, 3, 3]
+
+
+# -- settings ------------------------------------------------------------------------------------
+def test_defaults_are_rllibs():
+    impala, appo = IMPALAConfig(), APPOConfig()
+    assert (impala.lr, impala.train_batch_size, impala.rollout_fragment_length) == (5e-4, 500, 50)
+    assert (impala.vf_loss_coeff, impala.entropy_coeff, impala.grad_clip) == (0.5, 0.01, 40.0)
+    assert (impala.learner_queue_size, impala.broadcast_interval, impala.num_env_runners) == (
+        3,
+        1,
+        2,
+    )
+    assert (appo.clip_param, appo.use_kl_loss, appo.kl_coeff, appo.tau) == (0.4, False, 1.0, 1.0)
+    assert (appo.circular_buffer_num_batches, appo.circular_buffer_iterations_per_batch) == (8, 2)
+    assert (appo.target_network_update_freq, appo.learner_queue_size) == (2, 16)
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        (lambda: IMPALAConfig().training(vtrace=False), "vtrace=False"),
+        (lambda: APPOConfig().training(learner_queue_size=4), "circular_buffer_num_batches"),
+        (lambda: IMPALAConfig().framework("torch"), "framework('torch')"),
+        (lambda: APPOConfig().multi_agent(policies={"a", "b"}), "multi-agent"),
+    ],
+)
+def test_what_cannot_run_is_refused_at_validate(config, words):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        config().environment("CartPole-v1").validate()
+
+
+# -- training ------------------------------------------------------------------------------------
+def _cartpole(config_class, **training):
+    return (
+        config_class()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2)
+        .training(**training)
+        .reporting(min_time_s_per_iteration=1)
+        .debugging(seed=0)
+    )
+
+
+@pytest.mark.parametrize(
+    ("config_class", "training"),
+    [(IMPALAConfig, {}), (APPOConfig, {"vf_loss_coeff": 0.05, "entropy_coeff": 0.0})],
+    ids=["IMPALA", "APPO"],
+)
+def test_learns_cartpole_while_the_env_runners_sample(config_class, training):
+    algo = _cartpole(config_class, **training).build()
+    try:
+        best = -math.inf
+        seq_nos = []
+        deadline = time.monotonic() + 60
+        while best < 150 and time.monotonic() < deadline:
+            result = algo.train()
+            best = max(best, result["env_runners"].get("episode_return_mean", -math.inf))
+            seq_nos.append(result["env_runners"]["weights_seq_no"])
+        learners = result["learners"]
+    finally:
+        algo.stop()
+    assert best >= 150, best
+    # The weights went out many times, with rising seq numbers, and the EnvRunners sampled with
+    # recent ones.
+    assert seq_nos == sorted(seq_nos) and seq_nos[-1] >= 10
+    assert result["num_synch_worker_weights"] >= 1
+    assert 0 <= result["env_runners"]["env_runner_staleness"] < 5
+    assert learners["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+    assert {"entropy", "total_loss", "gradients_default_optimizer_global_norm"} <= set(
+        learners["default_policy"]
+    )
+
+
+def test_a_checkpoint_restores_the_learner_and_its_target_network(tmp_path):
+    config = _cartpole(APPOConfig, use_kl_loss=True).reporting(min_time_s_per_iteration=0.2)
+    algo = config.build()
+    try:
+        algo.train()
+        algo.train()
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        saved = algo.get_state(components="learner")["learner"]
+        restored = Algorithm.from_checkpoint(path)
+        try:
+            assert type(restored).__name__ == "APPO"
+            state = restored.get_state(components="learner")["learner"]
+            for part in ("module", "target"):
+                for name, weights in saved[part].items():
+                    np.testing.assert_array_equal(state[part][name], weights, err_msg=name)
+            assert state["kl_coeff"] == saved["kl_coeff"]
+            assert state["num_env_steps_trained"] == saved["num_env_steps_trained"] > 0
+            assert math.isfinite(restored.train()["learners"]["default_policy"]["total_loss"])
+        finally:
+            restored.stop()
+    finally:
+        algo.stop()
+
+
+def test_a_killed_env_runner_is_restarted_and_training_goes_on():
+    """The kill is noticed when the dead runner's pipe is next read or written, and the
+    runner restarted at the start of the iteration after; the other runner samples on."""
+    algo = _cartpole(IMPALAConfig).reporting(min_time_s_per_iteration=0.5).build()
+    try:
+        algo.train()
+        pid = algo.env_runner_group.remote_pids()[1]
+        os.kill(pid, signal.SIGKILL)
+        sampled = []
+        for _ in range(10):
+            sampled.append(algo.train()["num_env_steps_sampled_lifetime"])
+            group = algo.env_runner_group
+            if group.num_healthy_remote_workers() == 2 and group.remote_pids()[1] != pid:
+                break
+        assert group.num_healthy_remote_workers() == 2
+        assert group.remote_pids()[1] != pid
+        assert sampled == sorted(sampled) and len(set(sampled)) == len(sampled)
+    finally:
+        algo.stop()
+
+
+def test_the_local_env_runner_alone_trains_too():
+    config = _cartpole(IMPALAConfig).env_runners(num_env_runners=0)
+    algo = config.reporting(min_time_s_per_iteration=0.2).build()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert result["num_env_steps_sampled_lifetime"] >= 500
+    assert result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+
+
+APPO_SCRIPT = """
+from ray.rllib.algorithms.appo import APPOConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+config = (
+    APPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=2, num_envs_per_env_runner=2)
+    .training(circular_buffer_iterations_per_batch=2, vf_loss_coeff=0.05, entropy_coeff=0.0)
+    .rl_module(model_config=DefaultModelConfig(vf_share_layers=True))
+    .reporting(min_time_s_per_iteration=1)
+)
+algo = config.build()
+for _ in range(2):
+    result = algo.train()
+algo.stop()
+print("APPO", type(algo).__name__, result["num_env_steps_sampled_lifetime"] > 0)
+"""
+
+
+@pytest.mark.cli
+def test_an_rllib_appo_script_runs_unmodified_through_the_launcher(tmp_path):
+    out = run_script(tmp_path, APPO_SCRIPT)
+    assert "APPO APPO True" in out.stdout, out.stdout + out.stderr

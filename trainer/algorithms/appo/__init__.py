@@ -1,0 +1,25 @@
+"""APPO, asynchronous PPO (RLlib 2.60's `ray.rllib.algorithms.appo`), one folder on IMPALA's:
+
+appo.py          APPOConfig (IMPALA's settings plus APPO's) and APPO (IMPALA's
+                 asynchronous training step, its learner fed from a circular buffer)
+appo_learner.py  APPOLearner: the clipped surrogate on V-trace advantages, the target
+                 network and the KL term, in numpy
+differences.py   its rows of the deliberate-differences table
+"""
+
+from trainer.algorithms.appo.appo import APPO, APPOConfig
+from trainer.algorithms.appo.differences import DIFFERENCES
+from trainer.algorithms.registry import AlgorithmEntry
+
+ALGORITHM = AlgorithmEntry(
+    name="APPO",
+    algorithm_cls=APPO,
+    config_cls=APPOConfig,
+    differences=DIFFERENCES,
+    rllib_modules={
+        "ray.rllib.algorithms.appo": ("trainer.algorithms.appo",),
+        "ray.rllib.algorithms.appo.appo": ("trainer.algorithms.appo.appo",),
+    },
+)
+
+__all__ = ["ALGORITHM", "APPO", "APPOConfig"]

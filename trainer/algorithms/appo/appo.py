@@ -1,0 +1,170 @@
+"""APPO: `APPOConfig` (RLlib 2.60's settings and defaults) and the `APPO` algorithm: IMPALA's
+asynchronous training step (trainer/algorithms/impala/impala.py) with APPO's learner
+(appo_learner.py) fed from a circular buffer: each train batch is trained on up to
+`circular_buffer_iterations_per_batch` times, the buffer holding `circular_buffer_num_batches`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import ConfigError, NotProvided
+from trainer.algorithms.appo.appo_learner import APPOLearner
+from trainer.algorithms.impala.impala import IMPALA, IMPALAConfig
+from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
+from trainer.algorithms.settings import settings_of
+from trainer.compat.rllib_settings import OLD_STACK, NoEffect
+from trainer.util import seeding
+from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+
+class APPOConfig(IMPALAConfig):
+    """APPO's config: IMPALA's, with RLlib 2.60's APPO defaults: `clip_param=0.4`,
+    `use_kl_loss=False`, `kl_coeff=1.0`, `kl_target=0.01`, `target_network_update_freq=2`,
+    `tau=1.0`, `use_circular_buffer=True`, `circular_buffer_num_batches=8`,
+    `circular_buffer_iterations_per_batch=2`, `simple_queue_size=32`."""
+
+    _ALGO_SETTINGS = {
+        **IMPALAConfig._ALGO_SETTINGS,
+        **settings_of(
+            "training",
+            {
+                "clip_param": (0.4, number_at_least(0), "the clip of the probability ratio"),
+                "use_kl_loss": (False, is_bool, "the KL term between target network and policy"),
+                "kl_coeff": (1.0, number_at_least(0), "initial weight of the KL term"),
+                "kl_target": (0.01, number_at_least(0), "the KL the term's weight adapts toward"),
+                "target_network_update_freq": (
+                    2,
+                    int_at_least(0),
+                    "circular-buffer rounds (num_batches x iterations_per_batch train batches) "
+                    "between target network updates",
+                ),
+                "tau": (1.0, number_above(0), "target update: tau * module + (1 - tau) * target"),
+                "use_circular_buffer": (
+                    True,
+                    is_bool,
+                    "feed the learner from a circular buffer (else a first-in-first-out queue)",
+                ),
+                "circular_buffer_num_batches": (
+                    8,
+                    int_at_least(1),
+                    "train batches the circular buffer holds (N)",
+                ),
+                "circular_buffer_iterations_per_batch": (
+                    2,
+                    int_at_least(1),
+                    "times each train batch is trained on at most (K)",
+                ),
+                "simple_queue_size": (
+                    32,
+                    int_at_least(1),
+                    "train batches the queue holds without the circular buffer",
+                ),
+            },
+        ),
+    }
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect]]] = {
+        "training": {
+            **IMPALAConfig._ALGO_RLLIB_SETTINGS["training"],
+            "use_gae": NoEffect(True, "APPO's advantages are V-trace's (RLlib's as well)"),
+            "lambda_": NoEffect(1.0, "APPO's advantages are V-trace's (RLlib's as well)"),
+            "target_worker_clipping": NoEffect(
+                2.0, "RLlib 2.60's loss clips the target network's ratio at 2.0 whatever this is"
+            ),
+            "replay_buffer_num_slots": NoEffect(100, OLD_STACK),
+        },
+        "debugging": IMPALAConfig._ALGO_RLLIB_SETTINGS["debugging"],
+    }
+    _DEFAULT_OVERRIDES = {**IMPALAConfig._DEFAULT_OVERRIDES, "learner_queue_size": 16}
+
+    clip_param: float
+    use_kl_loss: bool
+    kl_coeff: float
+    kl_target: float
+    target_network_update_freq: int
+    tau: float
+    use_circular_buffer: bool
+    circular_buffer_num_batches: int
+    circular_buffer_iterations_per_batch: int
+    simple_queue_size: int
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
+        super().__init__(algo_class=algo_class or APPO)
+
+    def training(
+        self,
+        *,
+        clip_param: float = NotProvided,
+        use_kl_loss: bool = NotProvided,
+        kl_coeff: float = NotProvided,
+        kl_target: float = NotProvided,
+        target_network_update_freq: int = NotProvided,
+        tau: float = NotProvided,
+        use_circular_buffer: bool = NotProvided,
+        circular_buffer_num_batches: int = NotProvided,
+        circular_buffer_iterations_per_batch: int = NotProvided,
+        simple_queue_size: int = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Learning settings: APPO's own, IMPALA's and those every algorithm has."""
+        super().training(**kwargs)
+        return self._set(
+            "training",
+            {
+                "clip_param": clip_param,
+                "use_kl_loss": use_kl_loss,
+                "kl_coeff": kl_coeff,
+                "kl_target": kl_target,
+                "target_network_update_freq": target_network_update_freq,
+                "tau": tau,
+                "use_circular_buffer": use_circular_buffer,
+                "circular_buffer_num_batches": circular_buffer_num_batches,
+                "circular_buffer_iterations_per_batch": circular_buffer_iterations_per_batch,
+                "simple_queue_size": simple_queue_size,
+            },
+        )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.learner_queue_size != 16:
+            raise ConfigError(
+                f"APPOConfig.training(learner_queue_size={self.learner_queue_size}): APPO's "
+                "learner queue is its circular buffer (RLlib 2.60 refuses this too): set "
+                "circular_buffer_num_batches (batches held) and "
+                "circular_buffer_iterations_per_batch (uses of each)"
+            )
+
+
+class APPO(IMPALA):
+    """See the module docstring."""
+
+    config: APPOConfig
+    learner: APPOLearner
+
+    @classmethod
+    def get_default_config(cls) -> APPOConfig:
+        return APPOConfig()
+
+    def build_learner(self, spaces: Any) -> APPOLearner:
+        return APPOLearner(self.config, spaces)
+
+    def learner_queue(self) -> BatchQueue | CircularBuffer:
+        """The circular buffer (`use_circular_buffer`), else a queue of `simple_queue_size`."""
+        config = self.config
+        if not config.use_circular_buffer:
+            return BatchQueue(config.simple_queue_size)
+        return CircularBuffer(
+            config.circular_buffer_num_batches,
+            config.circular_buffer_iterations_per_batch,
+            seed=seeding.circular_buffer_stream(config.seed),
+        )
+
+
+__all__ = ["APPO", "APPOConfig"]

@@ -1,0 +1,466 @@
+"""IMPALA: `IMPALAConfig` (RLlib 2.60's settings and defaults) and the `IMPALA` algorithm, which
+learns while its EnvRunners sample.
+
+One training step (the driver; `min_time_s_per_iteration` of them make an iteration):
+
+1. collect: the EnvRunners' sample replies that have arrived (each EnvRunner keeps
+   `max_requests_in_flight_per_env_runner` sample requests in flight, so it samples on while
+   the learner learns); a request carries the newest broadcast weights to an EnvRunner that
+   has older ones (`weights_seq_no`);
+2. queue: the episodes, `train_batch_size_per_learner` env steps at a time, go to the learner
+   thread's queue (learner_thread.py; a full queue drops its oldest batch);
+3. results: the learner thread's finished updates are logged under RLlib's keys;
+4. broadcast: after `broadcast_interval` training steps with new updates, the learner's
+   weights become the next `weights_seq_no`, which the next requests carry.
+
+Without remote EnvRunners (`num_env_runners=0`) the local EnvRunner samples in the driver, one
+fragment per training step. The learner (impala_learner.py) runs V-trace and IMPALA's loss.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.impala.impala_learner import IMPALALearner
+from trainer.algorithms.impala.learner_thread import (
+    BatchQueue,
+    CircularBuffer,
+    LearnerThread,
+    TrainBatch,
+)
+from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.settings import settings_of
+from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
+from trainer.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
+from trainer.runners.env_runner_group import spaces_of
+from trainer.torch_rl import require_torch
+from trainer.util.checks import int_at_least, is_bool, number_at_least
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
+
+#: RLlib's result keys (`ray.rllib.utils.metrics`, `impala_learner`).
+WEIGHTS_SEQ_NO = "weights_seq_no"
+NUM_SYNCH_WORKER_WEIGHTS = "num_synch_worker_weights"
+NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS = (
+    "num_training_step_calls_since_last_synch_worker_weights"
+)
+QUEUE_SIZE_LEARNER_THREAD_QUEUE = "queue_size_learner_thread_queue"
+#: This project's: env steps the learner queue dropped, and how many broadcasts behind the
+#: learner's weights the sampled steps' weights were.
+NUM_ENV_STEPS_DROPPED_LIFETIME = "num_env_steps_dropped_lifetime"
+ENV_RUNNER_STALENESS = "env_runner_staleness"
+_NO_AGGREGATORS = "there are no aggregator actors here: the driver builds the batches"
+#: The async requests' tag.
+SAMPLE_TAG = "sample"
+#: How long a training step waits for a sample reply when none has arrived (seconds): the
+#: driver sleeps on the EnvRunners' pipes instead of spinning on them.
+_REPLY_WAIT_S = 0.05
+
+
+@dataclass
+class SampleRequest:
+    """What one async request asks of an EnvRunner (cloudpickled to it): take `weights` if
+    given (the broadcast `seq_no`), sample, and return the episodes, the connector state, the
+    metrics and the seq no of the weights it sampled with."""
+
+    weights: Any
+    seq_no: int
+    global_timestep: int | None
+
+    def __call__(self, runner: Any) -> tuple[list, Any, dict, int]:
+        if self.weights is not None:
+            runner.set_weights(self.weights, self.global_timestep)
+        episodes, connector_state, metrics = runner.sample_get_state_and_metrics()
+        return episodes, connector_state, metrics, self.seq_no
+
+
+class IMPALAConfig(AlgorithmConfig):
+    """IMPALA's config. Defaults are RLlib's: `vtrace=True`, `vtrace_clip_rho_threshold=1.0`,
+    `vtrace_clip_pg_rho_threshold=1.0`, `learner_queue_size=3`, `broadcast_interval=1`,
+    `timeout_s_sampler_manager=0.0`, `vf_loss_coeff=0.5`, `entropy_coeff=0.01`, `lr=5e-4`,
+    `grad_clip=40.0`, `rollout_fragment_length=50`, `train_batch_size=500`,
+    `num_env_runners=2`, `min_time_s_per_iteration=10`."""
+
+    _ALGO_SETTINGS = settings_of(
+        "training",
+        {
+            "vtrace": (True, is_bool, "V-trace off-policy correction (RLlib 2.60: always on)"),
+            "vtrace_clip_rho_threshold": (
+                1.0,
+                number_at_least(0),
+                "V-trace's clip of the importance weights in the value targets (rho bar)",
+            ),
+            "vtrace_clip_pg_rho_threshold": (
+                1.0,
+                number_at_least(0),
+                "V-trace's clip of the importance weights in the policy gradient",
+            ),
+            "learner_queue_size": (
+                3,
+                int_at_least(1),
+                "train batches waiting for the learner at most (a full queue drops its oldest)",
+            ),
+            "broadcast_interval": (
+                1,
+                int_at_least(1),
+                "training steps with new updates between two weight broadcasts",
+            ),
+            "timeout_s_sampler_manager": (
+                0.0,
+                number_at_least(0),
+                "how long a training step waits for sample replies (seconds)",
+            ),
+            "vf_loss_coeff": (0.5, number_at_least(0), "weight of the value function's loss"),
+            "entropy_coeff": (0.01, number_at_least(0), "weight of the entropy bonus"),
+        },
+    )
+    _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect]]] = {
+        "training": {
+            "lr_schedule": NoEffect(None, OLD_SCHEDULE),
+            "entropy_coeff_schedule": NoEffect(None, OLD_SCHEDULE),
+            "num_gpu_loader_threads": NoEffect(
+                8, "batches reach the learner in memory here (no GPU loader threads)"
+            ),
+            "timeout_s_aggregator_manager": NoEffect(0.0, _NO_AGGREGATORS),
+            "num_aggregator_actors_per_learner": NoEffect(
+                0, _NO_AGGREGATORS, fine=lambda v: v == 0
+            ),
+            # RLlib's old API stack only (its new stack ignores them too).
+            "opt_type": NoEffect("adam", OLD_STACK, fine=lambda v: v == "adam"),
+            "decay": NoEffect(0.99, OLD_STACK),
+            "momentum": NoEffect(0.0, OLD_STACK),
+            "epsilon": NoEffect(0.1, OLD_STACK),
+            "minibatch_buffer_size": NoEffect(1, OLD_STACK),
+            "replay_proportion": NoEffect(0.0, OLD_STACK, fine=lambda v: v == 0.0),
+            "replay_buffer_num_slots": NoEffect(0, OLD_STACK),
+            "learner_queue_timeout": NoEffect(300, OLD_STACK),
+            "num_multi_gpu_tower_stacks": NoEffect(1, OLD_STACK),
+            "_separate_vf_optimizer": NoEffect(False, OLD_STACK),
+            "_lr_vf": NoEffect(0.0005, OLD_STACK),
+        },
+        "debugging": {
+            "_env_runners_only": NoEffect(
+                False, "RLlib's benchmark switch (sample without learning)", fine=lambda v: not v
+            ),
+            "_skip_learners": NoEffect(
+                False, "RLlib's benchmark switch (sample without learning)", fine=lambda v: not v
+            ),
+        },
+    }
+    _DEFAULT_OVERRIDES = {
+        "lr": 5e-4,
+        "grad_clip": 40.0,
+        "grad_clip_by": "global_norm",
+        "rollout_fragment_length": 50,
+        "train_batch_size": 500,
+        "num_env_runners": 2,
+        "min_time_s_per_iteration": 10,
+        "exploration_config": {"type": "StochasticSampling"},
+    }
+
+    vtrace: bool
+    vtrace_clip_rho_threshold: float
+    vtrace_clip_pg_rho_threshold: float
+    learner_queue_size: int
+    broadcast_interval: int
+    timeout_s_sampler_manager: float
+    vf_loss_coeff: float
+    entropy_coeff: float
+
+    def __init__(self, algo_class: type[Algorithm] | None = None):
+        super().__init__(algo_class=algo_class or IMPALA)
+
+    def training(
+        self,
+        *,
+        vtrace: bool = NotProvided,
+        vtrace_clip_rho_threshold: float = NotProvided,
+        vtrace_clip_pg_rho_threshold: float = NotProvided,
+        learner_queue_size: int = NotProvided,
+        broadcast_interval: int = NotProvided,
+        timeout_s_sampler_manager: float = NotProvided,
+        vf_loss_coeff: float = NotProvided,
+        entropy_coeff: float = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Learning settings: IMPALA's own and those every algorithm has."""
+        super().training(**kwargs)
+        return self._set(
+            "training",
+            {
+                "vtrace": vtrace,
+                "vtrace_clip_rho_threshold": vtrace_clip_rho_threshold,
+                "vtrace_clip_pg_rho_threshold": vtrace_clip_pg_rho_threshold,
+                "learner_queue_size": learner_queue_size,
+                "broadcast_interval": broadcast_interval,
+                "timeout_s_sampler_manager": timeout_s_sampler_manager,
+                "vf_loss_coeff": vf_loss_coeff,
+                "entropy_coeff": entropy_coeff,
+            },
+        )
+
+    @property
+    def replay_ratio(self) -> float:
+        """RLlib's 1 / replay_proportion (0.0: no replay, the only value here)."""
+        proportion = self["replay_proportion"]
+        return 1.0 / proportion if proportion > 0 else 0.0
+
+    def default_module_class(self) -> type:
+        """PPO's policy-and-value module (RLlib's IMPALA uses PPO's catalog and module)."""
+        return PolicyModule
+
+    def default_torch_module_class(self) -> type:
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+
+        return DefaultPPOTorchRLModule
+
+    def validate(self) -> None:
+        super().validate()
+        name = type(self).__name__
+        if not self.vtrace:
+            raise ConfigError(
+                f"{name}.training(vtrace=False): IMPALA and APPO learn with V-trace only "
+                "(RLlib 2.60 refuses vtrace=False as well); set vtrace=True"
+            )
+        if self.uses_torch:
+            raise ConfigError(
+                f"{name}: framework('torch') is not supported yet; IMPALA and APPO learn "
+                "with the numpy module here (leave the framework unset or give "
+                "framework('numpy'))"
+            )
+        if self.is_multi_agent:
+            raise ConfigError(
+                f"{name}: multi-agent training is not supported yet; IMPALA and APPO train "
+                "one module here"
+            )
+
+
+class IMPALA(Algorithm):
+    """See the module docstring."""
+
+    config: IMPALAConfig
+    learner: IMPALALearner
+
+    @classmethod
+    def get_default_config(cls) -> IMPALAConfig:
+        return IMPALAConfig()
+
+    # -- the learner and its thread ----------------------------------------------------------
+    def build_learner(self, spaces: Any) -> IMPALALearner:
+        return IMPALALearner(self.config, spaces)
+
+    def learner_queue(self) -> BatchQueue | CircularBuffer:
+        """The learner thread's queue: `learner_queue_size` batches, first in, first out."""
+        return BatchQueue(self.config.learner_queue_size)
+
+    def setup_learner(self) -> None:
+        self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        self._learner_thread: LearnerThread | None = None
+        #: Broadcast weights: their seq no (0: the weights the EnvRunners started with) and
+        #: the copy sent to EnvRunners whose seq no is older.
+        self._weights_seq_no = 0
+        self._broadcast_weights: Any = None
+        self._runner_seq_no: dict[int, int] = {}
+        self._pending: list[Any] = []
+        self._pending_steps = 0
+        self._updates_at_broadcast = 0
+        self._steps_since_broadcast = 0
+
+    def _thread(self) -> LearnerThread:
+        thread = self._learner_thread
+        if thread is None or not thread.is_alive():
+            if thread is not None and thread.error is not None:
+                error, thread.error = thread.error, None
+                self._learner_thread = None
+                raise error
+            thread = LearnerThread(self._update_on, self.learner_queue())
+            thread.num_updates = self._updates_at_broadcast
+            thread.start()
+            self._learner_thread = thread
+        return thread
+
+    def _update_on(self, batch: TrainBatch) -> dict:
+        with self.learner.update_threads():
+            return self.learner.update(
+                batch.episodes,
+                num_env_steps_sampled_lifetime=batch.num_env_steps_sampled_lifetime,
+            )
+
+    # -- the training step -------------------------------------------------------------------
+    def _run_training_steps(self, start: float) -> None:
+        """The iteration's training steps, the learner thread learning meanwhile; after them
+        it pauses (its last results logged), so the learner stands still between iterations."""
+        thread = self._thread()
+        thread.resume()
+        try:
+            super()._run_training_steps(start)
+        finally:
+            thread.pause()
+            self._log_learner_results(thread)
+
+    def training_step(self) -> None:
+        thread = self._thread()
+        thread.resume()
+        metrics = self.metrics
+        with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
+            replies = self._collect_samples()
+        sampled = 0
+        for episodes, runner_metrics, seq_no in replies:
+            metrics.aggregate([runner_metrics], key=ENV_RUNNER_RESULTS)
+            metrics.log_value((ENV_RUNNER_RESULTS, WEIGHTS_SEQ_NO), seq_no, window=1)
+            metrics.log_value(
+                (ENV_RUNNER_RESULTS, ENV_RUNNER_STALENESS), self._weights_seq_no - seq_no
+            )
+            steps = sum(len(ep) for ep in episodes)
+            sampled += steps
+            self._pending.extend(episodes)
+            self._pending_steps += steps
+        metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, sampled, reduce="lifetime_sum")
+        # Train batches for the learner thread.
+        dropped = 0
+        while self._pending_steps >= self.config.train_batch_size_per_learner:
+            batch = TrainBatch(
+                self._pending, self._pending_steps, self.num_env_steps_sampled_lifetime
+            )
+            self._pending, self._pending_steps = [], 0
+            dropped += thread.queue.put(batch)
+        learner_key = (LEARNER_RESULTS, ALL_MODULES)
+        metrics.log_value(
+            (*learner_key, NUM_ENV_STEPS_DROPPED_LIFETIME), dropped, reduce="lifetime_sum"
+        )
+        metrics.log_value((*learner_key, QUEUE_SIZE_LEARNER_THREAD_QUEUE), len(thread.queue))
+        self._log_learner_results(thread)
+        # Broadcast once broadcast_interval training steps have seen new updates.
+        if thread.num_updates > self._updates_at_broadcast:
+            self._steps_since_broadcast += 1
+        if self._steps_since_broadcast >= self.config.broadcast_interval:
+            with metrics.log_time((TIMERS, "synch_weights")):
+                self._broadcast()
+        metrics.log_value(
+            NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS,
+            self._steps_since_broadcast,
+            window=1,
+        )
+
+    def _log_learner_results(self, thread: LearnerThread) -> None:
+        """The statistics of the updates the thread finished since the last call."""
+        learner_key = (LEARNER_RESULTS, ALL_MODULES)
+        for results in thread.take_results():
+            trained = int(results["num_env_steps_trained"])
+            self.metrics.log_dict(results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+            for key in ("num_env_steps_trained", "num_module_steps_trained"):
+                self.metrics.log_value((*learner_key, key), trained, reduce="sum")
+                self.metrics.log_value(
+                    (*learner_key, f"{key}_lifetime"), trained, reduce="lifetime_sum"
+                )
+
+    def _collect_samples(self) -> list[tuple[list, dict, int]]:
+        """The sample replies that have arrived (episodes, metrics, the weights' seq no); sends
+        a new request to every EnvRunner with room for one."""
+        group = self.env_runner_group
+        if not group.num_remote_env_runners():
+            episodes, runner_metrics = group.sample(min_env_steps=1)
+            return [(episodes, metrics_, self._weights_seq_no) for metrics_ in runner_metrics[:1]]
+        wait = max(self.config.timeout_s_sampler_manager, 0.0)
+        if not group.num_in_flight_async_reqs(SAMPLE_TAG):
+            wait = 0.0
+        ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=wait)
+        if not ready and group.num_in_flight_async_reqs(SAMPLE_TAG):
+            ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=_REPLY_WAIT_S)
+        self._send_sample_requests()
+        replies = []
+        for index, (episodes, _connector_state, runner_metrics, seq_no) in ready:
+            if group.recorder is not None:
+                group.recorder.record(index, episodes)
+            replies.append((episodes, runner_metrics, seq_no))
+        return replies
+
+    def _send_sample_requests(self) -> None:
+        group = self.env_runner_group
+        limit = max(1, int(self.config["max_requests_in_flight_per_env_runner"] or 1))
+        ids, requests = [], []
+        for index in group.healthy_env_runner_ids():
+            if group.num_in_flight_async_reqs_of(index) >= limit:
+                continue
+            stale = self._runner_seq_no.get(index, 0) < self._weights_seq_no
+            weights = self._broadcast_weights if stale else None
+            ids.append(index)
+            requests.append(
+                SampleRequest(weights, self._weights_seq_no, self.num_env_steps_sampled_lifetime)
+            )
+            self._runner_seq_no[index] = self._weights_seq_no
+        if ids:
+            group.foreach_env_runner_async(requests, SAMPLE_TAG, remote_worker_ids=ids)
+
+    def _broadcast(self) -> None:
+        """The learner's weights become the next seq no; the local EnvRunner takes them now,
+        the remote ones with their next request."""
+        thread = self._learner_thread
+        with thread.lock if thread is not None else _no_lock():
+            weights = self.learner.get_weights()
+            self._updates_at_broadcast = thread.num_updates if thread is not None else 0
+        self._weights_seq_no += 1
+        self._broadcast_weights = weights
+        self._steps_since_broadcast = 0
+        self.metrics.log_value(NUM_SYNCH_WORKER_WEIGHTS, 1, reduce="sum")
+        local = self.env_runner_group.local_env_runner
+        if local is not None:
+            local.set_weights(weights, self.num_env_steps_sampled_lifetime)
+
+    # -- the learner, safe from the thread -------------------------------------------------
+    def _full_state(self) -> dict:
+        thread = self._learner_thread
+        with thread.lock if thread is not None else _no_lock():
+            return super()._full_state()
+
+    def _apply_state(self, state: dict, *, strict: bool = False) -> None:
+        thread = self._learner_thread
+        with thread.lock if thread is not None else _no_lock():
+            super()._apply_state(state, strict=strict)
+            # Every EnvRunner got the restored weights (sync_weights): a new seq no.
+            self._weights_seq_no += 1
+            self._broadcast_weights = self.learner.get_weights()
+            self._runner_seq_no = dict.fromkeys(self._runner_seq_no, self._weights_seq_no)
+
+    def get_weights(self, *args: Any, **kwargs: Any) -> Any:
+        thread = self._learner_thread
+        with thread.lock if thread is not None else _no_lock():
+            return super().get_weights(*args, **kwargs)
+
+    def set_weights(self, *args: Any, **kwargs: Any) -> None:
+        thread = self._learner_thread
+        with thread.lock if thread is not None else _no_lock():
+            super().set_weights(*args, **kwargs)
+
+    def cleanup(self) -> None:
+        thread: LearnerThread | None = getattr(self, "_learner_thread", None)
+        if thread is not None:
+            thread.stop()
+        super().cleanup()
+
+
+class _no_lock:
+    """A `with` block without a lock (no learner thread yet)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+__all__ = ["IMPALA", "IMPALAConfig", "SampleRequest"]

@@ -1,0 +1,221 @@
+"""IMPALA's learner in numpy (Espeholt et al. 2018), with RLlib 2.60's loss (`IMPALATorchLearner`)
+on PPO's policy-and-value module:
+
+    vs, pg_adv = V-trace(pi's log-likelihoods, the behaviour policy's, r, gamma, V)   (vtrace.py)
+    pi_loss    = -mean(log pi(a_t|x_t) * pg_adv_t)
+    vf_loss    = 0.5 * mean((V(x_t) - vs_t)^2)
+    total      = pi_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean(entropy)
+
+One update is one Adam step on one train batch (RLlib's one epoch of one minibatch), the gradient
+clipped by `grad_clip`. The batch is a list of episode chunks as the EnvRunners return them:
+each chunk bootstraps V-trace from the value of its last observation (0 after termination),
+which is RLlib's extra time step per rollout fragment without the time-major padding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
+from trainer.core.blas import BlasThreads
+from trainer.core.learner import (
+    ENTROPY_KEY,
+    POLICY_LOSS_KEY,
+    VF_LOSS_KEY,
+    NumpyLearner,
+    UpdateResults,
+)
+from trainer.core.models import SpaceInfo
+from trainer.core.obs_tree import tree_concat
+from trainer.env.episode import SingleAgentEpisode
+
+if TYPE_CHECKING:
+    from trainer.algorithms.impala.impala import IMPALAConfig
+
+_sum = np.add.reduce
+
+
+@dataclass
+class TrajectoryBatch:
+    """Episode chunks as rows: `obs` holds every chunk's observations, its last one (the
+    bootstrap observation) included; `is_step` marks the rows that are steps (all but each
+    chunk's last observation). The per-step arrays (`actions`, `rewards`, `behaviour_logp`,
+    `terminated`, `chunk_end`) have one entry per step."""
+
+    obs: Any
+    is_step: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    behaviour_logp: np.ndarray
+    behaviour_dist_inputs: np.ndarray
+    terminated: np.ndarray
+    chunk_end: np.ndarray
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.rewards)
+
+
+def trajectory_batch(episodes: list[SingleAgentEpisode], preprocess: Any) -> TrajectoryBatch:
+    """The `TrajectoryBatch` of `episodes` (empty chunks left out); `preprocess` turns the
+    concatenated observations into the module's input."""
+    episodes = [ep for ep in episodes if len(ep) > 0]
+    if not episodes:
+        raise ValueError("IMPALA's train batch needs at least one env step")
+    is_step, terminated, chunk_end = [], [], []
+    for ep in episodes:
+        n = len(ep)
+        step = np.ones(n + 1, dtype=bool)
+        step[-1] = False
+        is_step.append(step)
+        ends = np.zeros(n, dtype=bool)
+        ends[-1] = True
+        chunk_end.append(ends)
+        terminated.append(ends & bool(ep.is_terminated))
+    return TrajectoryBatch(
+        obs=preprocess(tree_concat([ep.get_observations() for ep in episodes])),
+        is_step=np.concatenate(is_step),
+        actions=np.concatenate([ep.get_actions() for ep in episodes]),
+        rewards=np.concatenate([np.asarray(ep.get_rewards()) for ep in episodes]),
+        behaviour_logp=np.concatenate(
+            [ep.get_extra_model_outputs("action_logp") for ep in episodes]
+        ),
+        behaviour_dist_inputs=np.concatenate(
+            [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]
+        ),
+        terminated=np.concatenate(terminated),
+        chunk_end=np.concatenate(chunk_end),
+    )
+
+
+@dataclass
+class PolicyTerms:
+    """What the losses need of one forward pass over a `TrajectoryBatch`: per step, the
+    distribution inputs, log-likelihoods of the actions and their gradients, entropies; V(x_t)
+    and V(x_{t+1}); and the pass's cache for `backward`."""
+
+    dist_inputs: np.ndarray
+    logp: np.ndarray
+    d_logp: np.ndarray
+    entropy: np.ndarray
+    d_entropy: np.ndarray
+    values: np.ndarray
+    next_values: np.ndarray
+    cache: tuple
+
+
+class IMPALALearner(NumpyLearner):
+    """See the module docstring. `update(episodes)` takes one Adam step on their batch."""
+
+    config: IMPALAConfig
+    loss_name = "IMPALA"
+
+    def __init__(self, config: IMPALAConfig, spaces: SpaceInfo | None, module: Any = None):
+        super().__init__(
+            config, module if module is not None else config.build_module(spaces, seed=config.seed)
+        )
+        #: The learner thread runs each update inside this: numpy's products on one BLAS
+        #: thread, while the EnvRunners sample on the other cores.
+        self.update_threads = BlasThreads()
+
+    # -- the batch and the forward pass ----------------------------------------------------
+    def trajectory_batch(self, episodes: list[SingleAgentEpisode]) -> TrajectoryBatch:
+        return trajectory_batch(episodes, self.module.spaces.preprocess)
+
+    def policy_terms(self, batch: TrajectoryBatch) -> PolicyTerms:
+        """One forward pass over every observation of `batch` (see `PolicyTerms`)."""
+        all_dist_inputs, all_values, cache = self.module.forward_train(batch.obs)
+        dist_inputs = all_dist_inputs[batch.is_step]
+        logp, d_logp, entropy, d_entropy, _, _ = self.module.dist.loss_grads(
+            dist_inputs, batch.actions, dist_inputs
+        )
+        values = all_values[batch.is_step]
+        # V(x_{t+1}): the next row's value (the chunk's last observation at its end), 0 after
+        # termination.
+        next_values = all_values[1:][batch.is_step[:-1]] * ~batch.terminated
+        return PolicyTerms(
+            dist_inputs, logp, d_logp, entropy, d_entropy, values, next_values, cache
+        )
+
+    def vtrace(
+        self, batch: TrajectoryBatch, terms: PolicyTerms, target_logp: np.ndarray
+    ) -> VTraceReturns:
+        cfg = self.config
+        return vtrace(
+            target_logp=target_logp,
+            behaviour_logp=batch.behaviour_logp,
+            rewards=batch.rewards,
+            discounts=cfg.gamma * ~batch.terminated,
+            values=terms.values,
+            next_values=terms.next_values,
+            chunk_end=batch.chunk_end,
+            clip_rho_threshold=cfg.vtrace_clip_rho_threshold,
+            clip_pg_rho_threshold=cfg.vtrace_clip_pg_rho_threshold,
+        )
+
+    def backward(
+        self,
+        batch: TrajectoryBatch,
+        terms: PolicyTerms,
+        d_dist_inputs: np.ndarray,
+        d_values: np.ndarray,
+    ) -> None:
+        """The module's gradient (into its gradient buffer) from the losses' gradients w.r.t.
+        the steps' distribution inputs and values; the bootstrap rows get none."""
+        dtype = terms.dist_inputs.dtype
+        d_all_inputs = np.zeros((len(batch.is_step), d_dist_inputs.shape[1]), dtype=dtype)
+        d_all_inputs[batch.is_step] = d_dist_inputs
+        d_all_values = np.zeros(len(batch.is_step), dtype=dtype)
+        d_all_values[batch.is_step] = d_values
+        self.module.backward(terms.cache, d_all_inputs, d_all_values)
+
+    # -- the loss --------------------------------------------------------------------------
+    def loss_and_grads(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """IMPALA's loss on `batch` (the module docstring), its gradient left in the module's
+        gradient buffer; returns RLlib's statistics."""
+        cfg = self.config
+        n = batch.num_steps
+        terms = self.policy_terms(batch)
+        targets = self.vtrace(batch, terms, terms.logp)
+        d_dist_inputs = (-targets.pg_advantages / n)[:, None] * terms.d_logp
+        d_dist_inputs -= (cfg.entropy_coeff / n) * terms.d_entropy
+        value_error = terms.values - targets.vs
+        d_values = (cfg.vf_loss_coeff / n) * value_error
+        self.backward(batch, terms, d_dist_inputs, d_values)
+        pi_loss = -float(_sum(terms.logp * targets.pg_advantages))
+        vf_loss = 0.5 * float(_sum(value_error * value_error))
+        mean_entropy = float(_sum(terms.entropy)) / n
+        total = pi_loss / n + cfg.vf_loss_coeff * vf_loss / n - cfg.entropy_coeff * mean_entropy
+        return {
+            "total_loss": total,
+            "pi_loss": pi_loss,
+            "mean_pi_loss": pi_loss / n,
+            VF_LOSS_KEY: vf_loss,
+            "mean_vf_loss": vf_loss / n,
+            ENTROPY_KEY: mean_entropy,
+        }
+
+    # -- the update ------------------------------------------------------------------------
+    def update(
+        self,
+        episodes: list[SingleAgentEpisode],
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+    ) -> UpdateResults:
+        """One Adam step on the batch of `episodes`; the step's statistics under RLlib's keys."""
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        batch = self.trajectory_batch(episodes)
+        stats: UpdateResults = dict(self.loss_and_grads(batch))
+        stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(
+            float(stats["total_loss"])
+        )
+        stats["default_optimizer_learning_rate"] = self.optimizer.lr
+        stats["num_env_steps_trained"] = batch.num_steps
+        stats["num_module_steps_trained"] = batch.num_steps
+        return stats
+
+
+__all__ = ["POLICY_LOSS_KEY", "IMPALALearner", "PolicyTerms", "TrajectoryBatch", "trajectory_batch"]

@@ -1,0 +1,178 @@
+"""The learner thread of the asynchronous algorithms (IMPALA, APPO) and the queues that feed it.
+
+Data flow:
+
+    driver (training_step)                         learner thread
+    ----------------------                         --------------
+    EnvRunner replies -> train batches --put-->  [queue] --get--> learner.update(batch)
+                                                                       |
+    results, update count  <--------------------- results queue <------+
+
+The driver never waits on the learner: `put` drops the oldest batch when the queue is full
+(RLlib's learner queue does the same) and returns the env steps it dropped. The thread learns
+only between `resume()` and `pause()` (the algorithm's `train()` calls), so that between them
+the learner's state stands still (checkpoints, evaluation). It holds `lock` during each update; the driver takes it to read or write the learner (weights to
+broadcast, checkpoints), so it never sees a half-applied step. An exception in an update ends
+the thread and is kept (`error`); the algorithm raises it, with its type, at its next training
+step.
+
+Queues:
+- `BatchQueue` (IMPALA): first in, first out, at most `learner_queue_size` batches;
+- `CircularBuffer` (APPO, Espeholt et al.'s replay of recent batches): at most N batches, each
+  handed out up to K times, drawn uniformly among the remaining uses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TrainBatch:
+    """One batch for the learner: `episodes` (their env steps: `env_steps`) and the env steps
+    sampled so far when it was made (the learner's schedules read them)."""
+
+    episodes: list[Any]
+    env_steps: int
+    num_env_steps_sampled_lifetime: int
+
+
+class BatchQueue:
+    """At most `capacity` batches, first in, first out; a full queue drops its oldest."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._items: deque[TrainBatch] = deque()
+        self._ready = threading.Condition()
+
+    def put(self, batch: TrainBatch) -> int:
+        """Adds `batch`; returns the env steps of the batch dropped to make room (0 if none)."""
+        with self._ready:
+            dropped = 0
+            if len(self._items) >= self.capacity:
+                dropped = self._items.popleft().env_steps
+            self._items.append(batch)
+            self._ready.notify()
+            return dropped
+
+    def get(self, timeout: float) -> TrainBatch | None:
+        """The oldest batch, waiting up to `timeout` seconds; None if none came."""
+        with self._ready:
+            if not self._items:
+                self._ready.wait(timeout)
+            return self._items.popleft() if self._items else None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class CircularBuffer:
+    """APPO's circular buffer: at most `num_batches` batches, each handed out at most
+    `iterations_per_batch` times, uniformly at random among the uses left (RLlib's N x K
+    slots); a full buffer drops its oldest batch with all its uses."""
+
+    def __init__(self, num_batches: int, iterations_per_batch: int, seed: list[int] | None = None):
+        self.num_batches = num_batches
+        self.iterations_per_batch = iterations_per_batch
+        #: [batch, uses left], oldest first.
+        self._entries: deque[list[Any]] = deque()
+        self._ready = threading.Condition()
+        self._rng = np.random.default_rng(seed)
+
+    def put(self, batch: TrainBatch) -> int:
+        with self._ready:
+            dropped = 0
+            if len(self._entries) >= self.num_batches:
+                dropped = self._entries.popleft()[0].env_steps
+            self._entries.append([batch, self.iterations_per_batch])
+            self._ready.notify()
+            return dropped
+
+    def get(self, timeout: float) -> TrainBatch | None:
+        with self._ready:
+            if not self._entries:
+                self._ready.wait(timeout)
+            if not self._entries:
+                return None
+            uses = np.array([entry[1] for entry in self._entries], dtype=np.float64)
+            index = int(self._rng.choice(len(uses), p=uses / uses.sum()))
+            entry = self._entries[index]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._entries[index]
+            return entry[0]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class LearnerThread(threading.Thread):
+    """Runs `update(batch)` on each batch `queue` hands out, until `stop()`; see the module
+    docstring. `results` holds each update's statistics until the driver takes them
+    (`take_results`)."""
+
+    def __init__(self, update: Callable[[TrainBatch], dict], queue: BatchQueue | CircularBuffer):
+        super().__init__(name="localrl-learner", daemon=True)
+        self.update = update
+        self.queue = queue
+        #: Held during each update; the driver holds it to read or write the learner.
+        self.lock = threading.RLock()
+        #: Updates finished so far.
+        self.num_updates = 0
+        #: The exception that ended the thread, if one did.
+        self.error: BaseException | None = None
+        self._results: list[dict] = []
+        self._results_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._active = threading.Event()
+
+    def run(self) -> None:
+        held: TrainBatch | None = None  # taken while pausing: trained on after resume()
+        while not self._stopping.is_set():
+            if not self._active.wait(0.05):
+                continue
+            batch = held if held is not None else self.queue.get(timeout=0.05)
+            held = None
+            if batch is None:
+                continue
+            try:
+                with self.lock:
+                    if not self._active.is_set():  # pause() came while waiting for the batch
+                        held = batch
+                        continue
+                    results = self.update(batch)
+                    self.num_updates += 1
+            except BaseException as error:  # kept for the driver, which raises it
+                self.error = error
+                return
+            with self._results_lock:
+                self._results.append(results)
+
+    def take_results(self) -> list[dict]:
+        """The statistics of the updates finished since the last call, oldest first."""
+        with self._results_lock:
+            results, self._results = self._results, []
+        return results
+
+    def resume(self) -> None:
+        """Lets the thread take batches and learn."""
+        self._active.set()
+
+    def pause(self) -> None:
+        """Stops the thread taking batches; returns after its update in progress."""
+        self._active.clear()
+        with self.lock:
+            pass
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ends the thread after its update in progress (waiting at most `timeout` s)."""
+        self._stopping.set()
+        self._active.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout)
