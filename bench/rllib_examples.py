@@ -24,8 +24,8 @@ API stack (`FOLDER_RULES`); one that stops on
 `ModuleNotFoundError` for torch, tensorflow, ... (it imports the framework itself) needs what
 that package serves (`MISSING_PACKAGES`); one that stops on an `ImportError` of a PettingZoo
 env family whose extra is not installed (`pettingzoo[sisl]`: pymunk) needs a third-party env
-(`MISSING_EXTRAS`); `--algo=X` with X other than PPO/DQN needs algorithms other than PPO and
-DQN; `--num-gpus-per-learner=N` with N > 0 needs GPUs; `--old-api-stack` needs RLlib's old API
+(`MISSING_EXTRAS`); `--algo=X` with X not registered here (`trainer.algorithms.registry`) needs
+algorithms not implemented here; `--num-gpus-per-learner=N` with N > 0 needs GPUs; `--old-api-stack` needs RLlib's old API
 stack. Multi-agent scripts run like the others: those that need what is not here (torch
 RLModules, connector pieces other than FlattenObservations, DQN) stop on the typed error that
 names it.
@@ -62,6 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.rllib_example_args import CI_ARGS, NOT_IN_WHEEL  # noqa: E402
+from trainer.algorithms.registry import ALGORITHM_NAMES  # noqa: E402
 from trainer.launcher import table  # noqa: E402
 
 PAGE = REPO / "docs" / "rllib_compatibility.md"
@@ -107,7 +108,7 @@ STATIC_RULES = (
         + " (an env family whose extra is not installed)",
         "; ".join(MISSING_EXTRAS.values()),
     ),
-    ("`--algo=X`, X not PPO/DQN", table.OTHER_ALGORITHMS),
+    ("`--algo=X`, X not an algorithm here", table.OTHER_ALGORITHMS),
     ("`--num-gpus-per-learner=N`, N > 0", GPUS),
     ("`--old-api-stack`", table.OLD_API_STACK),
 )
@@ -244,7 +245,7 @@ def static_rule(example: str, args: list[str]) -> str | None:
             return capability
     for arg in args:
         match = re.fullmatch(r"--algo[= ](\w+)", arg)
-        if match and match.group(1) not in ("PPO", "DQN"):
+        if match and match.group(1) not in ALGORITHM_NAMES:
             return table.OTHER_ALGORITHMS
         match = re.fullmatch(r"--num-gpus-per-learner[= ]([\d.]+)", arg)
         if match and float(match.group(1)) > 0:

@@ -371,3 +371,32 @@ print("APPO", type(algo).__name__, result["num_env_steps_sampled_lifetime"] > 0)
 def test_an_rllib_appo_script_runs_unmodified_through_the_launcher(tmp_path):
     out = run_script(tmp_path, APPO_SCRIPT)
     assert "APPO APPO True" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_env_runners_mean_std_filters_are_merged_and_shared():
+    """RLlib's cartpole_impala.py normalizes observations with a MeanStdFilter: the EnvRunners'
+    new observations are merged in the main process after each reply and go back with the
+    next requests, so the merged statistics count what every runner observed."""
+    from trainer.connectors import MeanStdFilter
+
+    config = _cartpole(IMPALAConfig).env_runners(
+        env_to_module_connector=lambda env, spaces, device: MeanStdFilter()
+    )
+    algo = config.reporting(min_time_s_per_iteration=0.5).build()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        pipeline = algo.env_runner_group.local_env_runner.env_to_module
+        counts = [state["synced"]["n"] for state in _filter_states(pipeline.get_state())]
+    finally:
+        algo.stop()
+    assert counts and counts[0] >= 0.9 * result["num_env_steps_sampled_lifetime"]
+
+
+def _filter_states(state):
+    """The MeanStdFilter states anywhere in a pipeline's state."""
+    if isinstance(state, dict):
+        if "synced" in state:
+            return [state]
+        return [found for value in state.values() for found in _filter_states(value)]
+    return []

@@ -115,7 +115,7 @@ def test_with_real_tune_rllibs_other_algorithms_are_one_typed_refusal():
         from ray.tune.registry import get_trainable_cls
 
         with pytest.raises(NotSupported) as refused:
-            get_trainable_cls("APPO")
+            get_trainable_cls("DreamerV3")
         assert isinstance(refused.value, ValueError)
         assert refused.value.capability == OTHER_ALGORITHMS
     finally:

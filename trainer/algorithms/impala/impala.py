@@ -34,6 +34,7 @@ from trainer.algorithms.impala.learner_thread import (
 )
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.settings import settings_of
+from trainer.capabilities import MULTI_AGENT, TORCH
 from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
 from trainer.metrics import (
     ALL_MODULES,
@@ -73,16 +74,20 @@ _REPLY_WAIT_S = 0.05
 @dataclass
 class SampleRequest:
     """What one async request asks of an EnvRunner (cloudpickled to it): take `weights` if
-    given (the broadcast `seq_no`), sample, and return the episodes, the connector state, the
-    metrics and the seq no of the weights it sampled with."""
+    given (the broadcast `seq_no`) and `connector_state` if given (the EnvRunners' merged
+    env-to-module states, e.g. a MeanStdFilter's), sample, and return the episodes, the
+    connector state, the metrics and the seq no of the weights it sampled with."""
 
     weights: Any
     seq_no: int
     global_timestep: int | None
+    connector_state: Any = None
 
     def __call__(self, runner: Any) -> tuple[list, Any, dict, int]:
         if self.weights is not None:
             runner.set_weights(self.weights, self.global_timestep)
+        if self.connector_state is not None:
+            runner.set_connector_state(self.connector_state)
         episodes, connector_state, metrics = runner.sample_get_state_and_metrics()
         return episodes, connector_state, metrics, self.seq_no
 
@@ -238,14 +243,16 @@ class IMPALAConfig(AlgorithmConfig):
             )
         if self.uses_torch:
             raise ConfigError(
-                f"{name}: framework('torch') is not supported yet; IMPALA and APPO learn "
+                f"{name}: {self.torch_reason} is not supported yet; IMPALA and APPO learn "
                 "with the numpy module here (leave the framework unset or give "
-                "framework('numpy'))"
+                "framework('numpy'); use_lstm needs torch)",
+                TORCH,
             )
         if self.is_multi_agent:
             raise ConfigError(
                 f"{name}: multi-agent training is not supported yet; IMPALA and APPO train "
-                "one module here"
+                "one module here",
+                MULTI_AGENT,
             )
 
 
@@ -275,6 +282,10 @@ class IMPALA(Algorithm):
         self._weights_seq_no = 0
         self._broadcast_weights: Any = None
         self._runner_seq_no: dict[int, int] = {}
+        #: The EnvRunners' merged connector state, its version, and each runner's version.
+        self._connector_state: Any = None
+        self._connector_version = 0
+        self._runner_connector_version: dict[int, int] = {}
         self._pending: list[Any] = []
         self._pending_steps = 0
         self._updates_at_broadcast = 0
@@ -381,13 +392,28 @@ class IMPALA(Algorithm):
         ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=wait)
         if not ready and group.num_in_flight_async_reqs(SAMPLE_TAG):
             ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=_REPLY_WAIT_S)
-        self._send_sample_requests()
-        replies = []
-        for index, (episodes, _connector_state, runner_metrics, seq_no) in ready:
+        replies, connector_states = [], []
+        for index, (episodes, connector_state, runner_metrics, seq_no) in ready:
             if group.recorder is not None:
                 group.recorder.record(index, episodes)
             replies.append((episodes, runner_metrics, seq_no))
+            if connector_state:
+                connector_states.append(connector_state)
+        if connector_states:
+            self._merge_connector_states(connector_states)
+        self._send_sample_requests()
         return replies
+
+    def _merge_connector_states(self, states: list[Any]) -> None:
+        """The runners' new connector states (a MeanStdFilter's new observations) merged into
+        the local EnvRunner's; the result goes out with each runner's next request."""
+        local = self.env_runner_group.local_env_runner
+        if local is None or local.env_to_module is None:
+            return
+        merged = local.env_to_module.merge_states(states)
+        local.set_connector_state(merged)
+        self._connector_state = merged
+        self._connector_version += 1
 
     def _send_sample_requests(self) -> None:
         group = self.env_runner_group
@@ -398,11 +424,18 @@ class IMPALA(Algorithm):
                 continue
             stale = self._runner_seq_no.get(index, 0) < self._weights_seq_no
             weights = self._broadcast_weights if stale else None
+            behind = self._runner_connector_version.get(index, 0) < self._connector_version
             ids.append(index)
             requests.append(
-                SampleRequest(weights, self._weights_seq_no, self.num_env_steps_sampled_lifetime)
+                SampleRequest(
+                    weights,
+                    self._weights_seq_no,
+                    self.num_env_steps_sampled_lifetime,
+                    self._connector_state if behind else None,
+                )
             )
             self._runner_seq_no[index] = self._weights_seq_no
+            self._runner_connector_version[index] = self._connector_version
         if ids:
             group.foreach_env_runner_async(requests, SAMPLE_TAG, remote_worker_ids=ids)
 

@@ -25,6 +25,7 @@ Queues:
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,8 +124,9 @@ class LearnerThread(threading.Thread):
         self.queue = queue
         #: Held during each update; the driver holds it to read or write the learner.
         self.lock = threading.RLock()
-        #: Updates finished so far.
+        #: Updates finished so far, and the seconds spent in them.
         self.num_updates = 0
+        self.busy_s = 0.0
         #: The exception that ended the thread, if one did.
         self.error: BaseException | None = None
         self._results: list[dict] = []
@@ -146,7 +148,9 @@ class LearnerThread(threading.Thread):
                     if not self._active.is_set():  # pause() came while waiting for the batch
                         held = batch
                         continue
+                    began = time.perf_counter()
                     results = self.update(batch)
+                    self.busy_s += time.perf_counter() - began
                     self.num_updates += 1
             except BaseException as error:  # kept for the driver, which raises it
                 self.error = error
