@@ -176,9 +176,12 @@ def main() -> None:
         appo_runs, ppo_runs = [], []
         for seed in args.seeds:
             appo_runs.append(run_appo(task, seed, args.max_seconds))
-            print(f"{name} seed {seed} APPO: {appo_runs[-1]}", flush=True)
             ppo_runs.append(run_localrl(task.ppo, seed, args.max_seconds))
-            print(f"{name} seed {seed} PPO: {ppo_runs[-1]}", flush=True)
+            print(
+                f"{name} seed {seed}: APPO {median_cell(appo_runs[-1:])}, "
+                f"PPO {median_cell(ppo_runs[-1:])}",
+                flush=True,
+            )
         ratio = statistics.median(r.seconds for r in ppo_runs) / statistics.median(
             r.seconds for r in appo_runs
         )
