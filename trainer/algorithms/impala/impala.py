@@ -386,6 +386,10 @@ class IMPALA(Algorithm):
         if not group.num_remote_env_runners():
             episodes, runner_metrics = group.sample(min_env_steps=1)
             return [(episodes, metrics_, self._weights_seq_no) for metrics_ in runner_metrics[:1]]
+        # A runner that died with a request in flight may never answer: its exit is the sign.
+        exited = group.collect_exited()
+        if exited:
+            group.handle_failures({error.worker_index: error for error in exited})
         wait = max(self.config.timeout_s_sampler_manager, 0.0)
         if not group.num_in_flight_async_reqs(SAMPLE_TAG):
             wait = 0.0
