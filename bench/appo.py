@@ -25,9 +25,6 @@ Run: python bench/appo.py [--seeds 0 1 2] [--tasks cartpole pendulum] [--max-sec
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -38,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from compare import MIN_EPISODES, WINDOW, ReturnWindow, Run, Task, run_localrl  # noqa: E402
+from compare import WINDOW, Run, Task, ratio_cell, run_localrl, summary, train_until  # noqa: E402
 
 from trainer.algorithms.appo import APPOConfig  # noqa: E402
 
@@ -99,20 +96,7 @@ def appo_config(task: AppoTask, seed: int) -> APPOConfig:
 def run_appo(task: AppoTask, seed: int, max_seconds: float) -> Run:
     """APPO from before its build until the training return reaches the target (or a cap)."""
     start = time.perf_counter()
-    algo = appo_config(task, seed).build()
-    returns = ReturnWindow()
-    try:
-        while True:
-            result = algo.train()
-            steps = result["num_env_steps_sampled_lifetime"]
-            seconds = time.perf_counter() - start
-            returns.add(result["env_runners"])
-            if returns.lifetime >= MIN_EPISODES and returns.mean() >= task.ppo.target:
-                return Run(seconds, steps, True)
-            if steps >= task.ppo.max_env_steps or seconds >= max_seconds:
-                return Run(seconds, steps, False)
-    finally:
-        algo.stop()
+    return train_until(appo_config(task, seed).build(), task.ppo, start, max_seconds)
 
 
 def throughput(task: AppoTask, seconds: float) -> tuple[float, float, float]:
@@ -146,23 +130,6 @@ def throughput(task: AppoTask, seconds: float) -> tuple[float, float, float]:
     return training_rate, alone_rate, busy
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def median_cell(runs: list[Run]) -> str:
-    reached = sum(run.reached for run in runs)
-    seconds = statistics.median(run.seconds for run in runs)
-    steps = statistics.median(run.env_steps for run in runs)
-    return f"{seconds:.1f} s {steps:.0f} steps ({reached}/{len(runs)} reached)"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -170,25 +137,16 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=300.0)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); min {MIN_EPISODES} episodes")
     for name in args.tasks:
         task = TASKS[name]
         appo_runs, ppo_runs = [], []
         for seed in args.seeds:
             appo_runs.append(run_appo(task, seed, args.max_seconds))
             ppo_runs.append(run_localrl(task.ppo, seed, args.max_seconds))
-            print(
-                f"{name} seed {seed}: APPO {median_cell(appo_runs[-1:])}, "
-                f"PPO {median_cell(ppo_runs[-1:])}",
-                flush=True,
-            )
-        ratio = statistics.median(r.seconds for r in ppo_runs) / statistics.median(
-            r.seconds for r in appo_runs
-        )
-        capped = not all(r.reached for r in appo_runs + ppo_runs)
+            print(f"{name} seed {seed}: APPO {appo_runs[-1]}, PPO {ppo_runs[-1]}", flush=True)
         print(
-            f"{name} {task.ppo.target:g} | APPO {median_cell(appo_runs)} | PPO "
-            f"{median_cell(ppo_runs)} | ratio PPO / APPO {'~' if capped else ''}{ratio:.2f}"
+            f"{name} {task.ppo.target:g} | APPO {summary(appo_runs)} | PPO {summary(ppo_runs)} "
+            f"| ratio PPO / APPO {ratio_cell(appo_runs, ppo_runs)}"
         )
     training_rate, alone_rate, busy = throughput(TASKS["cartpole"], args.seconds)
     print(

@@ -370,7 +370,12 @@ def run_localrl(
     # Each EnvRunner's window at RLlib's default (RLlib's SAC examples smooth over 5): an
     # iteration's mean then covers its episodes (see ReturnWindow).
     config.reporting(metrics_num_episodes_for_smoothing=WINDOW)
-    algo = config.debugging(seed=seed).build()
+    return train_until(config.debugging(seed=seed).build(), task, start, max_seconds)
+
+
+def train_until(algo: Any, task: Task, start: float, max_seconds: float) -> Run:
+    """Trains `algo` until its training return reaches the task's target, its env-step cap or
+    `max_seconds` after `start` (a `time.perf_counter()`), then stops it."""
     returns = ReturnWindow()
     try:
         while True:

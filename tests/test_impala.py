@@ -139,7 +139,6 @@ def _trajectory_batch(learner, env_id, rng) -> TrajectoryBatch:
         actions=actions,
         rewards=rng.standard_normal(steps),
         behaviour_logp=behaviour_logp,
-        behaviour_dist_inputs=dist_inputs,
         terminated=ends & np.array([True] * 4 + [False] * 3),
         chunk_end=ends,
     )

@@ -877,10 +877,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             self._sync_connector_states(connector_states)
         return episodes, runner_metrics
 
-    def _sync_connector_states(self, states: list[dict]) -> None:
+    def merge_connector_states(self, states: list[dict]) -> dict:
         """Merges the runners' env-to-module connector states (a `MeanStdFilter`'s new
-        observations) into the local runner's and sends the result to every remote runner,
-        which applies it before its next request. Each runner's new observations are counted
+        observations) into the local runner's; returns the merged state, which each remote
+        runner is to take before its next sample. Each runner's new observations are counted
         once: a runner's state starts collecting anew when it takes the merged one."""
         local = local_runner_of(self)
         if local.env_to_module is None:  # it is built with the runner's spaces
@@ -890,7 +890,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             )
         merged = local.env_to_module.merge_states(states)
         local.set_connector_state(merged)
-        self._broadcast("set_connector_state", {"state": merged})
+        return merged
+
+    def _sync_connector_states(self, states: list[dict]) -> None:
+        """`merge_connector_states`, the result sent to every remote runner, which applies
+        it before its next request."""
+        self._broadcast("set_connector_state", {"state": self.merge_connector_states(states)})
 
     def num_env_runners_dropped_lifetime(self) -> int:
         """Remote replies dropped since the group started because a call's timeout passed

@@ -20,6 +20,7 @@ fragment per training step. The learner (impala_learner.py) runs V-trace and IMP
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -384,17 +385,15 @@ class IMPALA(Algorithm):
         a new request to every EnvRunner with room for one."""
         group = self.env_runner_group
         if not group.num_remote_env_runners():
-            episodes, runner_metrics = group.sample(min_env_steps=1)
-            return [(episodes, metrics_, self._weights_seq_no) for metrics_ in runner_metrics[:1]]
+            episodes, runner_metrics = group.sample(min_env_steps=1)  # one local sample
+            return [(episodes, runner_metrics[0], self._weights_seq_no)]
         # A runner that died with a request in flight may never answer: its exit is the sign.
         exited = group.collect_exited()
         if exited:
             group.handle_failures({error.worker_index: error for error in exited})
-        wait = max(self.config.timeout_s_sampler_manager, 0.0)
-        if not group.num_in_flight_async_reqs(SAMPLE_TAG):
-            wait = 0.0
+        wait = self.config.timeout_s_sampler_manager
         ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=wait)
-        if not ready and group.num_in_flight_async_reqs(SAMPLE_TAG):
+        if not ready:  # (returns at once when no request is in flight)
             ready = group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=_REPLY_WAIT_S)
         replies, connector_states = [], []
         for index, (episodes, connector_state, runner_metrics, seq_no) in ready:
@@ -404,20 +403,11 @@ class IMPALA(Algorithm):
             if connector_state:
                 connector_states.append(connector_state)
         if connector_states:
-            self._merge_connector_states(connector_states)
+            # (a MeanStdFilter's new observations): out with each runner's next request
+            self._connector_state = group.merge_connector_states(connector_states)
+            self._connector_version += 1
         self._send_sample_requests()
         return replies
-
-    def _merge_connector_states(self, states: list[Any]) -> None:
-        """The runners' new connector states (a MeanStdFilter's new observations) merged into
-        the local EnvRunner's; the result goes out with each runner's next request."""
-        local = self.env_runner_group.local_env_runner
-        if local is None or local.env_to_module is None:
-            return
-        merged = local.env_to_module.merge_states(states)
-        local.set_connector_state(merged)
-        self._connector_state = merged
-        self._connector_version += 1
 
     def _send_sample_requests(self) -> None:
         group = self.env_runner_group
@@ -446,9 +436,9 @@ class IMPALA(Algorithm):
     def _broadcast(self) -> None:
         """The learner's weights become the next seq no; the local EnvRunner takes them now,
         the remote ones with their next request."""
-        thread = self._learner_thread
-        with thread.lock if thread is not None else _no_lock():
+        with self._learner_held():
             weights = self.learner.get_weights()
+            thread = self._learner_thread
             self._updates_at_broadcast = thread.num_updates if thread is not None else 0
         self._weights_seq_no += 1
         self._broadcast_weights = weights
@@ -459,14 +449,17 @@ class IMPALA(Algorithm):
             local.set_weights(weights, self.num_env_steps_sampled_lifetime)
 
     # -- the learner, safe from the thread -------------------------------------------------
-    def _full_state(self) -> dict:
+    def _learner_held(self) -> AbstractContextManager:
+        """Holds the learner between two of the thread's updates (no thread yet: nothing)."""
         thread = self._learner_thread
-        with thread.lock if thread is not None else _no_lock():
+        return thread.lock if thread is not None else nullcontext()
+
+    def _full_state(self) -> dict:
+        with self._learner_held():
             return super()._full_state()
 
     def _apply_state(self, state: dict, *, strict: bool = False) -> None:
-        thread = self._learner_thread
-        with thread.lock if thread is not None else _no_lock():
+        with self._learner_held():
             super()._apply_state(state, strict=strict)
             # Every EnvRunner got the restored weights (sync_weights): a new seq no.
             self._weights_seq_no += 1
@@ -474,13 +467,11 @@ class IMPALA(Algorithm):
             self._runner_seq_no = dict.fromkeys(self._runner_seq_no, self._weights_seq_no)
 
     def get_weights(self, *args: Any, **kwargs: Any) -> Any:
-        thread = self._learner_thread
-        with thread.lock if thread is not None else _no_lock():
+        with self._learner_held():
             return super().get_weights(*args, **kwargs)
 
     def set_weights(self, *args: Any, **kwargs: Any) -> None:
-        thread = self._learner_thread
-        with thread.lock if thread is not None else _no_lock():
+        with self._learner_held():
             super().set_weights(*args, **kwargs)
 
     def cleanup(self) -> None:
@@ -488,16 +479,6 @@ class IMPALA(Algorithm):
         if thread is not None:
             thread.stop()
         super().cleanup()
-
-
-class _no_lock:
-    """A `with` block without a lock (no learner thread yet)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
 
 
 __all__ = ["IMPALA", "IMPALAConfig", "SampleRequest"]

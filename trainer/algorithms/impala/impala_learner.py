@@ -23,7 +23,6 @@ from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.core.blas import BlasThreads
 from trainer.core.learner import (
     ENTROPY_KEY,
-    POLICY_LOSS_KEY,
     VF_LOSS_KEY,
     NumpyLearner,
     UpdateResults,
@@ -50,7 +49,6 @@ class TrajectoryBatch:
     actions: np.ndarray
     rewards: np.ndarray
     behaviour_logp: np.ndarray
-    behaviour_dist_inputs: np.ndarray
     terminated: np.ndarray
     chunk_end: np.ndarray
 
@@ -82,9 +80,6 @@ def trajectory_batch(episodes: list[SingleAgentEpisode], preprocess: Any) -> Tra
         rewards=np.concatenate([np.asarray(ep.get_rewards()) for ep in episodes]),
         behaviour_logp=np.concatenate(
             [ep.get_extra_model_outputs("action_logp") for ep in episodes]
-        ),
-        behaviour_dist_inputs=np.concatenate(
-            [ep.get_extra_model_outputs("action_dist_inputs") for ep in episodes]
         ),
         terminated=np.concatenate(terminated),
         chunk_end=np.concatenate(chunk_end),
@@ -218,4 +213,4 @@ class IMPALALearner(NumpyLearner):
         return stats
 
 
-__all__ = ["POLICY_LOSS_KEY", "IMPALALearner", "PolicyTerms", "TrajectoryBatch", "trajectory_batch"]
+__all__ = ["IMPALALearner", "PolicyTerms", "TrajectoryBatch", "trajectory_batch"]
