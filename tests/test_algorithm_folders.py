@@ -48,6 +48,8 @@ ALLOWED: dict[str, str] = {
     "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
     "trainer/algorithms/appo/appo.py": "RLlib's APPOConfig subclasses IMPALAConfig, APPO IMPALA",
     "trainer/algorithms/appo/appo_learner.py": "RLlib's APPOLearner subclasses IMPALALearner",
+    "trainer/algorithms/appo/torch_learner.py": "RLlib's APPOTorchLearner subclasses "
+    "IMPALATorchLearner",
     "trainer/algorithms/appo/differences.py": "APPO's rows are IMPALA's shared asynchronous ones",
     "trainer/algorithms/appo/__init__.py": "RLlib's APPO folder on IMPALA's",
 }

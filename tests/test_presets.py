@@ -231,3 +231,43 @@ def test_sacs_pendulum_default_is_the_faster_preset_and_rllibs_is_one_flag_away(
         "(--preset fast for the faster settings tuned here, --preset none for RLlib's defaults)"
     )
     assert hiddens == [256, 256]
+
+
+APPO_PAIRS = [("APPO", "CartPole-v1"), ("APPO", "Pendulum-v1")]
+
+
+@pytest.mark.parametrize("algo,env", APPO_PAIRS, ids=[f"{a}-{e}" for a, e in APPO_PAIRS])
+def test_appos_presets_are_rllibs_examples_and_faster_ones_for_two_cores(algo, env):
+    """RLlib's tuned examples under `--preset rllib`; the default is tuned here for 2 cores:
+    one EnvRunner beside the learner thread."""
+    from trainer.algorithms.appo import APPOConfig
+
+    rllib = find_preset(algo, env, "rllib")
+    fast = find_preset(algo, env)
+    assert rllib is not None and fast is not None and fast is not rllib
+    assert rllib.source.startswith("rllib/examples/algorithms/appo/")
+    assert fast.tuned_here and fast.faster_than == rllib.source
+    for preset in (rllib, fast):
+        config = APPOConfig().environment(env)
+        preset.apply(config)
+        config.validate()
+    assert config.num_env_runners == 1
+    assert config.target_network_update_freq == 1
+
+
+@pytest.mark.cli
+def test_the_main_job_solves_cartpole_with_appos_preset(tmp_path):
+    """`python -m trainer --algo APPO` on CartPole: the preset tuned here, a mean return of 400
+    within a minute (seconds on 2 cores: bench/appo.py)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "--algo", "APPO", "--env", "CartPole-v1"]
+        + ["--stop-reward", "400", "--stop-timesteps", "3000000", "--output-dir", "run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("preset: tuned here for time to solve (sooner than RLlib's")
+    assert any(line.startswith("stopped (reached mean return") for line in lines), lines[-6:]

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from trainer import DQN, PPO, ConfigError, DQNConfig, PPOConfig
+from trainer import DQN, PPO, Algorithm, ConfigError, DQNConfig, PPOConfig
 from trainer.callbacks import RLlibCallback
 from trainer.core.module_checkpoint import load_module
 from trainer.testing import env_runner_pids
@@ -506,3 +506,42 @@ def test_a_sac_grid_search_runs_each_trial(tmp_path):
     for result in results:
         assert result.metrics["training_iteration"] == 2
         assert result.metrics["learners"]["default_policy"]["qf_loss"] >= 0.0
+
+
+def test_appo_runs_under_tune_with_its_learner_thread_in_each_trial(tmp_path):
+    """APPO's trials: each samples on its EnvRunner processes while its learner thread learns,
+    and ends with a checkpoint that restores its target network."""
+    from trainer.algorithms.appo import APPOConfig
+
+    config = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .training(lr=tune.grid_search([1e-3, 3e-4]), train_batch_size_per_learner=200)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .reporting(min_time_s_per_iteration=0.3)
+    )
+    results = tune.Tuner(
+        "APPO",
+        param_space=config,
+        tune_config=tune.TuneConfig(max_concurrent_trials=1),
+        run_config=run_config(
+            tmp_path,
+            name="appo",
+            stop={"training_iteration": 2},
+            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
+        ),
+    ).fit()
+    assert results.num_errors == 0 and len(results) == 2
+    assert sorted(r.config["lr"] for r in results) == [3e-4, 1e-3]
+    for result in results:
+        assert result.metrics["training_iteration"] == 2
+        learners = result.metrics["learners"]
+        assert learners["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+        assert result.metrics["env_runners"]["weights_seq_no"] >= 1
+        algo = Algorithm.from_checkpoint(result.checkpoint.path)
+        try:
+            assert type(algo).__name__ == "APPO"
+            assert "target" in algo.get_state(components="learner")["learner"]
+        finally:
+            algo.stop()

@@ -1214,6 +1214,12 @@ class MultiAgentEnvRunner(RunnerSetup):
             raise ValueError("a MultiAgentEnvRunner has no env-to-module connector state")
 
     # -- the rest of RLlib's EnvRunner API ---------------------------------------------------
+    def sample_get_state_and_metrics(self, **sample_kwargs: Any) -> tuple[list, None, dict]:
+        """`sample()`, then the connector state (none) and the metrics, in one call (RLlib's,
+        for asynchronous algorithms)."""
+        episodes = self.sample(**sample_kwargs)
+        return episodes, None, self.get_metrics()
+
     def get_tasks(self) -> None:
         return None
 

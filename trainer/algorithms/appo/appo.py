@@ -146,14 +146,16 @@ class APPO(IMPALA):
     """See the module docstring."""
 
     config: APPOConfig
-    learner: APPOLearner
+    learner_class = APPOLearner
+
+    def torch_learner_class(self) -> type:
+        from trainer.algorithms.appo.torch_learner import APPOTorchLearner
+
+        return APPOTorchLearner
 
     @classmethod
     def get_default_config(cls) -> APPOConfig:
         return APPOConfig()
-
-    def build_learner(self, spaces: Any) -> APPOLearner:
-        return APPOLearner(self.config, spaces)
 
     def learner_queue(self) -> BatchQueue | CircularBuffer:
         """The circular buffer (`use_circular_buffer`), else a queue of `simple_queue_size`."""

@@ -27,7 +27,13 @@ import numpy as np
 from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
 from trainer.core.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from trainer.core.models import SpaceInfo
-from trainer.util.state_checks import require_int, require_number
+from trainer.util.state_checks import (
+    StateError,
+    require_float_array,
+    require_int,
+    require_map,
+    require_number,
+)
 
 if TYPE_CHECKING:
     from trainer.algorithms.appo.appo import APPOConfig
@@ -35,23 +41,120 @@ if TYPE_CHECKING:
 _sum = np.add.reduce
 #: RLlib's clip of the target network's importance ratio (a constant in its loss).
 IS_RATIO_CLIP = 2.0
+_LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
 
 
-class APPOLearner(IMPALALearner):
+class APPOTargetState:
+    """APPO's learner state beyond the module and its optimizer, and its rules (numpy and torch
+    learners alike): the target network's weights, the KL coefficient, and the env steps
+    trained in all and at the last target update. A learner gives `target_weights()`,
+    `set_target_weights()` and `module_weights()` (name -> array) and calls `after_update`
+    after each step."""
+
+    extra_state_keys: tuple[str, ...] = (
+        "target",
+        "kl_coeff",
+        "last_target_update_ts",
+        "num_env_steps_trained",
+    )
+    config: Any  # an APPOConfig
+    kl_coeff: float
+    last_target_update_ts: int
+    num_env_steps_trained: int
+
+    def start_target_state(self) -> None:
+        self.set_target_weights(self.module_weights())
+        self.kl_coeff = float(self.config.kl_coeff)
+        self.last_target_update_ts = 0
+        self.num_env_steps_trained = 0
+
+    def target_weights(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def set_target_weights(self, weights: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def module_weights(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def after_update(self, stats: dict) -> None:
+        """The KL coefficient's adaptation and the target network's update after a step whose
+        statistics are `stats` (which get `curr_kl_coeff` and the target's counters)."""
+        cfg = self.config
+        self.num_env_steps_trained += int(stats["num_env_steps_trained"])
+        if cfg.use_kl_loss:
+            kl = float(stats["mean_kl_loss"])
+            if kl > 2.0 * cfg.kl_target:
+                self.kl_coeff *= 1.5
+            elif kl < 0.5 * cfg.kl_target:
+                self.kl_coeff *= 0.5
+        stats["curr_kl_coeff"] = self.kl_coeff
+        period = (
+            cfg.target_network_update_freq
+            * cfg.circular_buffer_num_batches
+            * cfg.circular_buffer_iterations_per_batch
+            * cfg.train_batch_size_per_learner
+        )
+        if self.num_env_steps_trained - self.last_target_update_ts >= period:
+            tau = cfg.tau
+            weights = self.module_weights()
+            if tau != 1.0:
+                old = self.target_weights()
+                weights = {k: tau * w + (1.0 - tau) * old[k] for k, w in weights.items()}
+            self.set_target_weights(weights)
+            self.last_target_update_ts = self.num_env_steps_trained
+            stats["num_target_updates"] = 1
+        stats["last_target_update_ts"] = self.last_target_update_ts
+
+    # -- state -------------------------------------------------------------------------------
+    def get_extra_state(self) -> dict:
+        return {
+            "target": {k: np.array(v) for k, v in self.target_weights().items()},
+            "kl_coeff": self.kl_coeff,
+            "last_target_update_ts": self.last_target_update_ts,
+            "num_env_steps_trained": self.num_env_steps_trained,
+        }
+
+    def check_extra_state(self, state: dict, where: str) -> None:
+        target = state["target"]
+        expected = {name: np.shape(array) for name, array in self.target_weights().items()}
+        require_map(target, f"{where}['target']", list(expected))
+        extra = sorted(set(target) - set(expected))
+        if extra:
+            raise StateError(f"{where}['target']", f"has parameters the module lacks: {extra[:4]}")
+        for name, shape in expected.items():
+            require_float_array(target[name], f"{where}['target'][{name!r}]", shape=shape)
+        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
+        require_int(state["last_target_update_ts"], f"{where}['last_target_update_ts']")
+        require_int(state["num_env_steps_trained"], f"{where}['num_env_steps_trained']")
+
+    def set_extra_state(self, state: dict) -> None:
+        self.set_target_weights(state["target"])
+        self.kl_coeff = float(state["kl_coeff"])
+        self.last_target_update_ts = int(state["last_target_update_ts"])
+        self.num_env_steps_trained = int(state["num_env_steps_trained"])
+
+
+class APPOLearner(APPOTargetState, IMPALALearner):
     """See the module docstring. Its state adds the target network's weights, the KL
-    coefficient and the env steps trained at the last target update."""
+    coefficient and the env steps trained at the last target update (`APPOTargetState`)."""
 
     config: APPOConfig
     loss_name = "APPO"
-    extra_state_keys = ("target", "kl_coeff", "last_target_update_ts", "num_env_steps_trained")
 
     def __init__(self, config: APPOConfig, spaces: SpaceInfo | None, module: Any = None):
         super().__init__(config, spaces, module)
         self.target = config.build_module(self.module.spaces, seed=config.seed)
-        self.target.set_weights(self.module.get_weights())
-        self.kl_coeff = float(config.kl_coeff)
-        self.last_target_update_ts = 0
-        self.num_env_steps_trained = 0
+        self.start_target_state()
+
+    def target_weights(self) -> dict[str, np.ndarray]:
+        return self.target.get_weights()
+
+    def set_target_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.target.set_weights(weights)
+
+    def module_weights(self) -> dict[str, np.ndarray]:
+        return self.module.get_weights()
 
     def loss_and_grads(self, batch: TrajectoryBatch) -> dict[str, float]:
         cfg = self.config
@@ -61,7 +164,8 @@ class APPOLearner(IMPALALearner):
         old_logp = self.module.dist.loss_grads(old_inputs, batch.actions, old_inputs)[0]
         targets = self.vtrace(batch, terms, old_logp)
         pg_adv = targets.pg_advantages
-        is_ratio = np.clip(np.exp(batch.behaviour_logp - old_logp), 0.0, IS_RATIO_CLIP)
+        # clip(exp(x), 0, 2) as exp(min(x, log 2)): no overflow where pi_old is far below mu.
+        is_ratio = np.exp(np.minimum(batch.behaviour_logp - old_logp, _LOG_IS_RATIO_CLIP))
         ratio = is_ratio * np.exp(terms.logp - batch.behaviour_logp)
         unclipped = pg_adv * ratio
         clipped = pg_adv * np.clip(ratio, 1.0 - cfg.clip_param, 1.0 + cfg.clip_param)
@@ -97,57 +201,15 @@ class APPOLearner(IMPALALearner):
         }
 
     def update(
-        self, episodes: list[Any], *, num_env_steps_sampled_lifetime: int | None = None
+        self,
+        episodes: list[Any] | TrajectoryBatch,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
     ) -> dict:
         """IMPALA's update with APPO's loss, then the KL coefficient and the target network
         (see the module docstring)."""
         stats = super().update(
             episodes, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
         )
-        cfg = self.config
-        self.num_env_steps_trained += int(stats["num_env_steps_trained"])
-        if cfg.use_kl_loss:
-            kl = float(stats["mean_kl_loss"])
-            if kl > 2.0 * cfg.kl_target:
-                self.kl_coeff *= 1.5
-            elif kl < 0.5 * cfg.kl_target:
-                self.kl_coeff *= 0.5
-        stats["curr_kl_coeff"] = self.kl_coeff
-        period = (
-            cfg.target_network_update_freq
-            * cfg.circular_buffer_num_batches
-            * cfg.circular_buffer_iterations_per_batch
-            * cfg.train_batch_size_per_learner
-        )
-        if self.num_env_steps_trained - self.last_target_update_ts >= period:
-            tau = cfg.tau
-            weights = self.module.get_weights()
-            if tau != 1.0:
-                old = self.target.get_weights()
-                weights = {k: tau * w + (1.0 - tau) * old[k] for k, w in weights.items()}
-            self.target.set_weights(weights)
-            self.last_target_update_ts = self.num_env_steps_trained
-            stats["num_target_updates"] = 1
-        stats["last_target_update_ts"] = self.last_target_update_ts
+        self.after_update(stats)
         return stats
-
-    # -- state -------------------------------------------------------------------------------
-    def get_extra_state(self) -> dict:
-        return {
-            "target": self.target.get_weights(),
-            "kl_coeff": self.kl_coeff,
-            "last_target_update_ts": self.last_target_update_ts,
-            "num_env_steps_trained": self.num_env_steps_trained,
-        }
-
-    def check_extra_state(self, state: dict, where: str) -> None:
-        self.target.check_weights(state["target"], f"{where}['target']")
-        require_number(state["kl_coeff"], f"{where}['kl_coeff']", minimum=0.0)
-        require_int(state["last_target_update_ts"], f"{where}['last_target_update_ts']")
-        require_int(state["num_env_steps_trained"], f"{where}['num_env_steps_trained']")
-
-    def set_extra_state(self, state: dict) -> None:
-        self.target.set_weights(state["target"])
-        self.kl_coeff = float(state["kl_coeff"])
-        self.last_target_update_ts = int(state["last_target_update_ts"])
-        self.num_env_steps_trained = int(state["num_env_steps_trained"])

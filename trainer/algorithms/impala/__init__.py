@@ -4,6 +4,8 @@ one folder:
     impala.py          IMPALAConfig (its settings) and IMPALA (the asynchronous training step:
                        EnvRunners sample while the learner thread learns)
     impala_learner.py  IMPALALearner: V-trace and IMPALA's loss in numpy on PPO's module
+    torch_learner.py   IMPALATorchLearner: the same loss on a torch module (RLlib's
+                       DefaultPPOTorchRLModule by default)
     vtrace.py          V-trace, a pure function
     learner_thread.py  the learner thread and its queues (IMPALA's, APPO's circular buffer)
     differences.py     its (and APPO's) rows of the deliberate-differences table

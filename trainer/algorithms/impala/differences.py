@@ -66,11 +66,18 @@ def async_differences(name: str) -> tuple[Difference, ...]:
             BEHAVIOUR,
         ),
         Difference(
-            f"{name} frameworks and modules",
-            "numpy only: framework('torch'), multi-agent configs and recurrent modules are "
-            "refused at validate()",
-            "the asynchronous algorithms learn with the numpy module here, one module, "
-            "without memory",
+            f"{name}Config.training(num_epochs, minibatch_size)",
+            "refused at validate() unless 1 and None (RLlib's defaults)",
+            "one update per train batch here: RLlib's minibatches cut V-trace's rows mid-chunk "
+            "and cycle each module's rows to minibatch_size, which is not built",
+            BEHAVIOUR,
+        ),
+        Difference(
+            f"{name} recurrent modules",
+            "a recurrent module (use_lstm, torch) with lstm_use_prev_action or "
+            "lstm_use_prev_reward is refused when the learner is built",
+            "the previous action and reward inputs of a recurrent module are not built into "
+            "IMPALA's and APPO's sequences yet (PPO has them)",
             BEHAVIOUR,
         ),
         *(_IMPALA_ONLY if name == "IMPALA" else ()),

@@ -8,7 +8,8 @@ One training step (the driver; `min_time_s_per_iteration` of them make an iterat
    the learner learns); a request carries the newest broadcast weights to an EnvRunner that
    has older ones (`weights_seq_no`);
 2. queue: the episodes, `train_batch_size_per_learner` env steps at a time, go to the learner
-   thread's queue (learner_thread.py; a full queue drops its oldest batch);
+   thread's queue (learner_thread.py: IMPALA's waits for room, holding the EnvRunners' next
+   requests back; APPO's circular buffer drops its oldest batch);
 3. results: the learner thread's finished updates are logged under RLlib's keys;
 4. broadcast: after `broadcast_interval` training steps with new updates, the learner's
    weights become the next `weights_seq_no`, which the next requests carry.
@@ -20,23 +21,30 @@ fragment per training step. The learner (impala_learner.py) runs V-trace and IMP
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.impala.impala_learner import IMPALALearner
+from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
 from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
     CircularBuffer,
     LearnerThread,
     TrainBatch,
 )
+from trainer.algorithms.multi_agent_learner import (
+    ModuleBuilder,
+    MultiAgentLearner,
+    build_multi_agent_learner,
+    episodes_by_module,
+)
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.settings import settings_of
-from trainer.capabilities import MULTI_AGENT, TORCH
 from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
+from trainer.core.blas import BlasThreads
+from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
@@ -54,6 +62,8 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 #: RLlib's result keys (`ray.rllib.utils.metrics`, `impala_learner`).
+NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
+NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"
 WEIGHTS_SEQ_NO = "weights_seq_no"
 NUM_SYNCH_WORKER_WEIGHTS = "num_synch_worker_weights"
 NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS = (
@@ -117,7 +127,7 @@ class IMPALAConfig(AlgorithmConfig):
             "learner_queue_size": (
                 3,
                 int_at_least(1),
-                "train batches waiting for the learner at most (a full queue drops its oldest)",
+                "train batches waiting for the learner at most (a full queue holds sampling back)",
             ),
             "broadcast_interval": (
                 1,
@@ -176,6 +186,9 @@ class IMPALAConfig(AlgorithmConfig):
         "min_time_s_per_iteration": 10,
         "exploration_config": {"type": "StochasticSampling"},
     }
+
+    #: A learner per policy (`multi_agent(policies=...)`).
+    _MULTI_AGENT_TRAINING = True
 
     vtrace: bool
     vtrace_clip_rho_threshold: float
@@ -242,18 +255,19 @@ class IMPALAConfig(AlgorithmConfig):
                 f"{name}.training(vtrace=False): IMPALA and APPO learn with V-trace only "
                 "(RLlib 2.60 refuses vtrace=False as well); set vtrace=True"
             )
-        if self.uses_torch:
+        # One update per train batch here: RLlib's minibatch cycling over V-trace's rows
+        # (cut mid-chunk, each module's minibatches filled to minibatch_size) is not built.
+        if self.num_epochs != 1 or self.minibatch_size is not None:
+            given = f"num_epochs={self.num_epochs}, minibatch_size={self.minibatch_size}"
             raise ConfigError(
-                f"{name}: {self.torch_reason} is not supported yet; IMPALA and APPO learn "
-                "with the numpy module here (leave the framework unset or give "
-                "framework('numpy'); use_lstm needs torch)",
-                TORCH,
-            )
-        if self.is_multi_agent:
-            raise ConfigError(
-                f"{name}: multi-agent training is not supported yet; IMPALA and APPO train "
-                "one module here",
-                MULTI_AGENT,
+                f"{name}.training({given}): IMPALA and APPO take one update per train batch "
+                "here (num_epochs=1, minibatch_size=None, RLlib's defaults); size the update "
+                "with train_batch_size_per_learner"
+                + (
+                    ", and reuse each batch with circular_buffer_iterations_per_batch"
+                    if "APPO" in name
+                    else ""
+                )
             )
 
 
@@ -261,15 +275,40 @@ class IMPALA(Algorithm):
     """See the module docstring."""
 
     config: IMPALAConfig
-    learner: IMPALALearner
+    #: The learner, or a learner per trained module (multi-agent).
+    learner: Any
+    #: The algorithm's numpy learner class (APPO's: APPOLearner).
+    learner_class: ClassVar[type[IMPALALearner]] = IMPALALearner
 
     @classmethod
     def get_default_config(cls) -> IMPALAConfig:
         return IMPALAConfig()
 
     # -- the learner and its thread ----------------------------------------------------------
-    def build_learner(self, spaces: Any) -> IMPALALearner:
-        return IMPALALearner(self.config, spaces)
+    def torch_learner_class(self) -> type:
+        """The algorithm's torch learner (IMPALATorchLearner; APPO's: APPOTorchLearner)."""
+        from trainer.algorithms.impala.torch_learner import IMPALATorchLearner
+
+        return IMPALATorchLearner
+
+    def module_learner(self, config: IMPALAConfig, module: Any, module_id: Any) -> Any:
+        """The learner of one module: the config's `learner_class` or the torch learner for a
+        torch module, the numpy learner for a default numpy module."""
+        if getattr(module, "framework", None) == "torch":
+            learner_class = config.learner_class or self.torch_learner_class()
+            return learner_class(config, module, module_id=module_id)
+        return self.learner_class(config, None, module=module)
+
+    def build_learner(self, spaces: Any) -> IMPALALearner | MultiAgentLearner:
+        config = self.config
+        if not config.is_multi_agent:
+            module = config.build_module(spaces, seed=config.seed)
+            return self.module_learner(config, module, DEFAULT_MODULE_ID)
+
+        def module_learner(module_config: IMPALAConfig, build: ModuleBuilder) -> Any:
+            return self.module_learner(module_config, build(), build.module_id)
+
+        return build_multi_agent_learner(config, spaces, module_learner)
 
     def learner_queue(self) -> BatchQueue | CircularBuffer:
         """The learner thread's queue: `learner_queue_size` batches, first in, first out."""
@@ -277,6 +316,17 @@ class IMPALA(Algorithm):
 
     def setup_learner(self) -> None:
         self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        #: The algorithm's iterations run inside these: numpy's products on one BLAS thread
+        #: (and a torch learner's on one torch thread), while the EnvRunners sample on the
+        #: other cores.
+        self._update_threads: list[Any] = [BlasThreads()]
+        learners = (
+            self.learner.learners.values()
+            if isinstance(self.learner, MultiAgentLearner)
+            else [self.learner]
+        )
+        torch_threads = [lr.update_threads for lr in learners if hasattr(lr, "update_threads")]
+        self._update_threads += torch_threads[:1]  # (a process-wide setting: one is enough)
         self._learner_thread: LearnerThread | None = None
         #: Broadcast weights: their seq no (0: the weights the EnvRunners started with) and
         #: the copy sent to EnvRunners whose seq no is older.
@@ -306,23 +356,57 @@ class IMPALA(Algorithm):
         return thread
 
     def _update_on(self, batch: TrainBatch) -> dict:
-        with self.learner.update_threads():
-            return self.learner.update(
-                batch.episodes,
-                num_env_steps_sampled_lifetime=batch.num_env_steps_sampled_lifetime,
+        """One update of each trained module on its part of `batch`: `{module_id: results}`
+        (`DEFAULT_MODULE_ID` alone without multi-agent), and the batch's env steps under
+        `ALL_MODULES`."""
+        if batch.arrays is None:
+            batch.arrays = self._module_batches(batch.episodes)
+        results: dict = {
+            module_id: self._learner_of(module_id).update(
+                arrays, num_env_steps_sampled_lifetime=batch.num_env_steps_sampled_lifetime
             )
+            for module_id, arrays in batch.arrays.items()
+        }
+        results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
+        return results
+
+    def _learner_of(self, module_id: Any) -> IMPALALearner:
+        learner = self.learner
+        if isinstance(learner, MultiAgentLearner):
+            return cast(IMPALALearner, learner.learners[module_id])
+        return learner
+
+    def _module_batches(self, episodes: list[Any]) -> dict[Any, TrajectoryBatch]:
+        """The episodes as each trained module's `TrajectoryBatch` (made once per train batch,
+        kept for the circular buffer's further uses of it)."""
+        learner = self.learner
+        if not isinstance(learner, MultiAgentLearner):
+            return {DEFAULT_MODULE_ID: learner.trajectory_batch(episodes)}
+        chunks = episodes_by_module(episodes)
+        return {
+            module_id: self._learner_of(module_id).trajectory_batch(chunks[module_id])
+            for module_id in learner.trained
+            if chunks.get(module_id)
+        }
 
     # -- the training step -------------------------------------------------------------------
     def _run_training_steps(self, start: float) -> None:
         """The iteration's training steps, the learner thread learning meanwhile; after them
         it pauses (its last results logged), so the learner stands still between iterations."""
         thread = self._thread()
-        thread.resume()
-        try:
-            super()._run_training_steps(start)
-        finally:
-            thread.pause()
-            self._log_learner_results(thread)
+        # numpy's products on one BLAS thread for the whole iteration, while the EnvRunners
+        # sample on the other cores. (Capped and restored around each update instead, the
+        # pool's idle thread, woken at each restore, spun on a core of its own: 0.8 of a
+        # core, which the EnvRunners lacked.)
+        with ExitStack() as threads:
+            for limit in self._update_threads:
+                threads.enter_context(limit())
+            thread.resume()
+            try:
+                super()._run_training_steps(start)
+            finally:
+                thread.pause()
+                self._log_learner_results(thread)
 
     def training_step(self) -> None:
         thread = self._thread()
@@ -343,16 +427,19 @@ class IMPALA(Algorithm):
             self._pending_steps += steps
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, sampled, reduce="lifetime_sum")
         # Train batches for the learner thread.
-        dropped = 0
+        dropped_before = thread.queue.dropped_env_steps
         while self._pending_steps >= self.config.train_batch_size_per_learner:
             batch = TrainBatch(
                 self._pending, self._pending_steps, self.num_env_steps_sampled_lifetime
             )
             self._pending, self._pending_steps = [], 0
-            dropped += thread.queue.put(batch)
+            while not thread.queue.put(batch, timeout=_REPLY_WAIT_S):
+                thread = self._thread()  # (raises the error that ended the thread, if one did)
         learner_key = (LEARNER_RESULTS, ALL_MODULES)
         metrics.log_value(
-            (*learner_key, NUM_ENV_STEPS_DROPPED_LIFETIME), dropped, reduce="lifetime_sum"
+            (*learner_key, NUM_ENV_STEPS_DROPPED_LIFETIME),
+            thread.queue.dropped_env_steps - dropped_before,
+            reduce="lifetime_sum",
         )
         metrics.log_value((*learner_key, QUEUE_SIZE_LEARNER_THREAD_QUEUE), len(thread.queue))
         self._log_learner_results(thread)
@@ -370,15 +457,19 @@ class IMPALA(Algorithm):
 
     def _log_learner_results(self, thread: LearnerThread) -> None:
         """The statistics of the updates the thread finished since the last call."""
+        metrics = self.metrics
         learner_key = (LEARNER_RESULTS, ALL_MODULES)
         for results in thread.take_results():
-            trained = int(results["num_env_steps_trained"])
-            self.metrics.log_dict(results, key=(LEARNER_RESULTS, "default_policy"), window=1)
-            for key in ("num_env_steps_trained", "num_module_steps_trained"):
-                self.metrics.log_value((*learner_key, key), trained, reduce="sum")
-                self.metrics.log_value(
-                    (*learner_key, f"{key}_lifetime"), trained, reduce="lifetime_sum"
-                )
+            counts = {
+                NUM_ENV_STEPS_TRAINED: int(results.pop(ALL_MODULES)[NUM_ENV_STEPS_TRAINED]),
+                NUM_MODULE_STEPS_TRAINED: 0,
+            }
+            for module_id, module_results in results.items():
+                metrics.log_dict(module_results, key=(LEARNER_RESULTS, module_id), window=1)
+                counts[NUM_MODULE_STEPS_TRAINED] += int(module_results[NUM_MODULE_STEPS_TRAINED])
+            for key, count in counts.items():
+                metrics.log_value((*learner_key, key), count, reduce="sum")
+                metrics.log_value((*learner_key, f"{key}_lifetime"), count, reduce="lifetime_sum")
 
     def _collect_samples(self) -> list[tuple[list, dict, int]]:
         """The sample replies that have arrived (episodes, metrics, the weights' seq no); sends

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
-from trainer.core.blas import BlasThreads
 from trainer.core.learner import (
     ENTROPY_KEY,
     VF_LOSS_KEY,
@@ -112,9 +111,6 @@ class IMPALALearner(NumpyLearner):
         super().__init__(
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
-        #: The learner thread runs each update inside this: numpy's products on one BLAS
-        #: thread, while the EnvRunners sample on the other cores.
-        self.update_threads = BlasThreads()
 
     # -- the batch and the forward pass ----------------------------------------------------
     def trajectory_batch(self, episodes: list[SingleAgentEpisode]) -> TrajectoryBatch:
@@ -196,13 +192,16 @@ class IMPALALearner(NumpyLearner):
     # -- the update ------------------------------------------------------------------------
     def update(
         self,
-        episodes: list[SingleAgentEpisode],
+        episodes: list[SingleAgentEpisode] | TrajectoryBatch,
         *,
         num_env_steps_sampled_lifetime: int | None = None,
     ) -> UpdateResults:
-        """One Adam step on the batch of `episodes`; the step's statistics under RLlib's keys."""
+        """One Adam step on the batch of `episodes` (or their `trajectory_batch`, made once for
+        a batch trained on several times); the step's statistics under RLlib's keys."""
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
-        batch = self.trajectory_batch(episodes)
+        batch = (
+            episodes if isinstance(episodes, TrajectoryBatch) else self.trajectory_batch(episodes)
+        )
         stats: UpdateResults = dict(self.loss_and_grads(batch))
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(
             float(stats["total_loss"])

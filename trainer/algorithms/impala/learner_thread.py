@@ -8,13 +8,15 @@ Data flow:
                                                                        |
     results, update count  <--------------------- results queue <------+
 
-The driver never waits on the learner: `put` drops the oldest batch when the queue is full
-(RLlib's learner queue does the same) and returns the env steps it dropped. The thread learns
+A full `BatchQueue` (IMPALA's) holds the driver back: `put` waits for room, so the EnvRunners
+stop getting new sample requests until the learner has taken a batch (RLlib 2.60's learner
+queue blocks the same way); the `CircularBuffer` (APPO's) never waits and drops its oldest
+batch instead, counting the env steps it dropped (`dropped_env_steps`). The thread learns
 only between `resume()` and `pause()` (the algorithm's `train()` calls), so that between them
-the learner's state stands still (checkpoints, evaluation). It holds `lock` during each update; the driver takes it to read or write the learner (weights to
-broadcast, checkpoints), so it never sees a half-applied step. An exception in an update ends
-the thread and is kept (`error`); the algorithm raises it, with its type, at its next training
-step.
+the learner's state stands still (checkpoints, evaluation). It holds `lock` during each
+update; the driver takes it to read or write the learner (weights to broadcast,
+checkpoints), so it never sees a half-applied step. An exception in an update ends the thread
+and is kept (`error`); the algorithm raises it, with its type, at its next training step.
 
 Queues:
 - `BatchQueue` (IMPALA): first in, first out, at most `learner_queue_size` batches;
@@ -34,40 +36,51 @@ from typing import Any
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass
 class TrainBatch:
     """One batch for the learner: `episodes` (their env steps: `env_steps`) and the env steps
-    sampled so far when it was made (the learner's schedules read them)."""
+    sampled so far when it was made (the learner's schedules read them). `arrays` is the
+    learner's array form of the episodes, made at the batch's first use and kept for the
+    circular buffer's next uses of it."""
 
     episodes: list[Any]
     env_steps: int
     num_env_steps_sampled_lifetime: int
+    arrays: Any = None
 
 
 class BatchQueue:
-    """At most `capacity` batches, first in, first out; a full queue drops its oldest."""
+    """At most `capacity` batches, first in, first out; `put` waits for room."""
 
     def __init__(self, capacity: int):
         self.capacity = capacity
+        #: Env steps dropped so far (none: a full queue waits instead).
+        self.dropped_env_steps = 0
         self._items: deque[TrainBatch] = deque()
         self._ready = threading.Condition()
 
-    def put(self, batch: TrainBatch) -> int:
-        """Adds `batch`; returns the env steps of the batch dropped to make room (0 if none)."""
+    def put(self, batch: TrainBatch, timeout: float) -> bool:
+        """Adds `batch` once there is room, waiting up to `timeout` seconds for it; returns
+        whether it was added."""
         with self._ready:
-            dropped = 0
             if len(self._items) >= self.capacity:
-                dropped = self._items.popleft().env_steps
+                self._ready.wait(timeout)
+                if len(self._items) >= self.capacity:
+                    return False
             self._items.append(batch)
-            self._ready.notify()
-            return dropped
+            self._ready.notify_all()
+            return True
 
     def get(self, timeout: float) -> TrainBatch | None:
         """The oldest batch, waiting up to `timeout` seconds; None if none came."""
         with self._ready:
             if not self._items:
                 self._ready.wait(timeout)
-            return self._items.popleft() if self._items else None
+            if not self._items:
+                return None
+            batch = self._items.popleft()
+            self._ready.notify_all()  # room for a waiting put
+            return batch
 
     def __len__(self) -> int:
         return len(self._items)
@@ -81,19 +94,21 @@ class CircularBuffer:
     def __init__(self, num_batches: int, iterations_per_batch: int, seed: list[int] | None = None):
         self.num_batches = num_batches
         self.iterations_per_batch = iterations_per_batch
+        #: Env steps of the batches dropped, with uses left, to make room.
+        self.dropped_env_steps = 0
         #: [batch, uses left], oldest first.
         self._entries: deque[list[Any]] = deque()
         self._ready = threading.Condition()
         self._rng = np.random.default_rng(seed)
 
-    def put(self, batch: TrainBatch) -> int:
+    def put(self, batch: TrainBatch, timeout: float = 0.0) -> bool:
+        """Adds `batch` at once (a full buffer drops its oldest); always True."""
         with self._ready:
-            dropped = 0
             if len(self._entries) >= self.num_batches:
-                dropped = self._entries.popleft()[0].env_steps
+                self.dropped_env_steps += self._entries.popleft()[0].env_steps
             self._entries.append([batch, self.iterations_per_batch])
             self._ready.notify()
-            return dropped
+            return True
 
     def get(self, timeout: float) -> TrainBatch | None:
         with self._ready:

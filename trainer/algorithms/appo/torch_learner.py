@@ -1,0 +1,100 @@
+"""APPO's torch learner: RLlib 2.60's `APPOTorchLearner` loss (see appo_learner.py for the
+formulas) on IMPALA's torch learner, with the target network a copy of the module that
+follows it as the numpy learner's does (`APPOTargetState`)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.algorithms.appo.appo_learner import IS_RATIO_CLIP, APPOTargetState
+from trainer.algorithms.impala.impala_learner import TrajectoryBatch
+from trainer.algorithms.impala.torch_learner import BEHAVIOUR_LOGP, IS_STEP, IMPALATorchLearner
+from trainer.compat.rllib_utils import Columns
+
+_LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
+
+
+class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
+    """See the module docstring."""
+
+    algorithm_name = "APPO"
+
+    def __init__(self, config: Any, module: Any, **kwargs: Any):
+        super().__init__(config, module, **kwargs)
+        #: The target network: a copy of the module, without gradients.
+        self.target = copy.deepcopy(self.rl_module)
+        for param in self.target.parameters():
+            param.requires_grad_(False)
+        self.start_target_state()
+
+    def target_weights(self) -> dict[str, np.ndarray]:
+        return {name: np.array(value) for name, value in self.target.get_state().items()}
+
+    def set_target_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.target.set_state(weights)
+
+    def module_weights(self) -> dict[str, np.ndarray]:
+        return {name: np.array(value) for name, value in self.rl_module.get_state().items()}
+
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
+        """RLlib 2.60's APPO loss; logs policy_loss, vf_loss, entropy, mean_kl_loss, mean_IS
+        and var_IS."""
+        dist, values, next_values = self.step_terms(batch, fwd_out)
+        with torch.no_grad():
+            old_out = self.target.forward_train(batch)
+            old_inputs, _ = self.row_outputs(self.target, batch, old_out, values=False)
+            old_dist = self.rl_module.get_train_action_dist_cls().from_logits(
+                old_inputs[batch[IS_STEP]]
+            )
+            old_logp = old_dist.logp(batch[Columns.ACTIONS])
+        vs, pg_advantages = self.vtrace_targets(batch, old_logp, values, next_values)
+        behaviour_logp = batch[BEHAVIOUR_LOGP]
+        logp = dist.logp(batch[Columns.ACTIONS])
+        # clip(mu / pi_old, 0, 2) as exp(min(log mu - log pi_old, log 2)): no overflow.
+        is_ratio = torch.exp(torch.clamp(behaviour_logp - old_logp, max=_LOG_IS_RATIO_CLIP))
+        ratio = is_ratio * torch.exp(logp - behaviour_logp)
+        surrogate = torch.minimum(
+            pg_advantages * ratio,
+            pg_advantages * torch.clamp(ratio, 1.0 - config.clip_param, 1.0 + config.clip_param),
+        )
+        policy_loss = -torch.mean(surrogate)
+        vf_loss = 0.5 * torch.mean((values - vs) ** 2)
+        mean_entropy = torch.mean(dist.entropy())
+        total = policy_loss + config.vf_loss_coeff * vf_loss - config.entropy_coeff * mean_entropy
+        mean_kl = torch.zeros((), dtype=values.dtype)
+        if config.use_kl_loss:
+            mean_kl = torch.mean(old_dist.kl(dist))
+            total = total + self.kl_coeff * mean_kl
+        self.log_loss_stats(
+            {
+                "policy_loss": policy_loss,
+                "vf_loss": vf_loss,
+                "entropy": mean_entropy,
+                "mean_kl_loss": mean_kl,
+                "mean_IS": torch.mean(is_ratio),
+                "var_IS": torch.var(is_ratio, unbiased=False),
+            }
+        )
+        return total
+
+    def update(
+        self,
+        episodes: list[Any] | TrajectoryBatch,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+    ) -> dict[str, Any]:
+        """IMPALA's update with APPO's loss, then the KL coefficient and the target network."""
+        stats = super().update(
+            episodes, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+        )
+        self.after_update(stats)
+        return stats
+
+
+__all__ = ["APPOTorchLearner"]

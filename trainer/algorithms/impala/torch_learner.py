@@ -1,0 +1,264 @@
+"""IMPALA's torch learner: RLlib 2.60's `IMPALATorchLearner` loss (see impala_learner.py for the
+formulas) on a torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by
+default. The batch is the numpy learner's `TrajectoryBatch` (every chunk's observations, its
+bootstrap observation included); V-trace runs on the forward pass's log-likelihoods and values
+outside the graph (vtrace.py), as RLlib's `vtrace_torch` runs without gradients.
+
+A recurrent module (`use_lstm`) runs each chunk's rows, its bootstrap observation included, as
+zero-padded sequences of `max_seq_len` rows (`trainer.torch_rl.sequences`), each from the state
+the EnvRunner recorded before its first step; the real rows of its outputs, in order, are the
+batch's rows, and the loss goes on as for any module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.algorithms.impala.impala_learner import TrajectoryBatch, trajectory_batch
+from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
+from trainer.compat.rllib_utils import Columns
+from trainer.core.apis import ValueFunctionAPI
+from trainer.env.episode import SingleAgentEpisode
+from trainer.torch_rl.learner import TorchLearner
+from trainer.torch_rl.rl_module import to_numpy
+from trainer.torch_rl.sequences import (
+    loss_mask,
+    sequence_lengths,
+    sequence_states_in,
+    split_and_zero_pad,
+)
+
+#: The TrajectoryBatch's columns in the tensor batch (besides Columns.OBS and ACTIONS).
+IS_STEP = "is_step"
+REWARDS = "rewards"
+BEHAVIOUR_LOGP = "behaviour_logp"
+TERMINATED = "terminated"
+CHUNK_END = "chunk_end"
+#: A recurrent module's batch: True on the sequences' real rows (`(S, max_seq_len)`).
+ROW_MASK = "row_mask"
+
+
+@dataclass
+class SequenceTrajectoryBatch(TrajectoryBatch):
+    """A `TrajectoryBatch` for a recurrent module: its rows (`obs`) also as zero-padded
+    sequences, `seq_obs` `(S, max_seq_len, ...)`, each chunk's rows in sequences of their own;
+    `state_in` (each leaf `(S, ...)`) the state each sequence starts from; `seq_lens` their
+    lengths, and `row_mask` True on their real rows, which are `obs`'s rows in order."""
+
+    seq_obs: Any = None
+    state_in: Any = None
+    seq_lens: Any = None
+    row_mask: Any = None
+
+
+def _concat_trees(trees: list[Any]) -> Any:
+    first = trees[0]
+    if isinstance(first, dict):
+        return {key: _concat_trees([tree[key] for tree in trees]) for key in first}
+    return np.concatenate(trees)
+
+
+class IMPALATorchLearner(TorchLearner):
+    """See the module docstring. `update(episodes)` takes one step of the default optimizer on
+    their batch (or on their `trajectory_batch`, made once for a batch used several times)."""
+
+    algorithm_name = "IMPALA"
+    #: An IMPALAConfig (or APPOConfig).
+    config: Any
+
+    def __init__(self, config: Any, module: Any, **kwargs: Any):
+        super().__init__(config, module, **kwargs)
+        name = type(self.rl_module).__name__
+        if not isinstance(self.rl_module, ValueFunctionAPI):
+            raise TypeError(
+                f"{type(self).__name__}: V-trace needs a module with a value function "
+                f"(ValueFunctionAPI); {name} has none"
+            )
+        #: Whether the module is recurrent: it then runs on each chunk's sequences.
+        self.stateful = bool(self.rl_module.is_stateful())
+        model_config = self.rl_module.model_config
+        model_config = model_config if isinstance(model_config, dict) else {}
+        self.max_seq_len = int(model_config.get("max_seq_len", 20))
+        if self.stateful and (
+            model_config.get("lstm_use_prev_action") or model_config.get("lstm_use_prev_reward")
+        ):
+            raise TypeError(
+                f"{type(self).__name__}: lstm_use_prev_action / lstm_use_prev_reward are not "
+                "supported yet in IMPALA and APPO (PPO has them); leave them False"
+            )
+
+    # -- the batch -------------------------------------------------------------------------
+    def trajectory_batch(self, episodes: list[SingleAgentEpisode]) -> TrajectoryBatch:
+        """The episodes' `TrajectoryBatch` (a `SequenceTrajectoryBatch` for a recurrent
+        module)."""
+        batch = trajectory_batch(episodes, self.module.spaces.preprocess)
+        if not self.stateful:
+            return batch
+        if not isinstance(batch.obs, np.ndarray):
+            raise TypeError(
+                f"{type(self).__name__}: a recurrent module with Dict / Tuple observations "
+                "is not supported yet (flatten them: FlattenObservations)"
+            )
+        chunks = [ep for ep in episodes if len(ep) > 0]
+        rows = [len(ep) + 1 for ep in chunks]  # each chunk's steps and its bootstrap row
+        bounds = np.cumsum([0, *rows])
+        size = self.max_seq_len
+        initial_state = to_numpy(self.rl_module.get_initial_state())
+        seq_lens = np.concatenate([sequence_lengths(n, size) for n in rows])
+        return SequenceTrajectoryBatch(
+            **vars(batch),
+            seq_obs=np.concatenate(
+                [
+                    split_and_zero_pad(batch.obs[bounds[i] : bounds[i + 1]], size)
+                    for i in range(len(rows))
+                ]
+            ),
+            state_in=_concat_trees(
+                [
+                    sequence_states_in(ep, n, size, initial_state)
+                    for ep, n in zip(chunks, rows, strict=True)
+                ]
+            ),
+            seq_lens=seq_lens,
+            row_mask=loss_mask(seq_lens, size),
+        )
+
+    @staticmethod
+    def columns(batch: TrajectoryBatch) -> dict[str, Any]:
+        columns = {
+            Columns.OBS: batch.obs,
+            Columns.ACTIONS: batch.actions,
+            IS_STEP: batch.is_step,
+            REWARDS: batch.rewards.astype(np.float32),
+            BEHAVIOUR_LOGP: batch.behaviour_logp.astype(np.float32),
+            TERMINATED: batch.terminated,
+            CHUNK_END: batch.chunk_end,
+        }
+        if isinstance(batch, SequenceTrajectoryBatch):
+            columns[Columns.OBS] = batch.seq_obs
+            columns[Columns.STATE_IN] = batch.state_in
+            columns[Columns.SEQ_LENS] = batch.seq_lens
+            columns[ROW_MASK] = batch.row_mask
+        return columns
+
+    # -- the forward pass's terms ----------------------------------------------------------
+    @staticmethod
+    def row_outputs(
+        module: Any, batch: dict[str, Any], fwd_out: dict[str, Any], *, values: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`module`'s distribution inputs and values (with `values`) for every row of the
+        batch, from its forward pass `fwd_out` (a recurrent module's: the sequences' real
+        rows, in order)."""
+        dist_inputs = fwd_out[Columns.ACTION_DIST_INPUTS]
+        all_values = (
+            module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+            if values
+            else None
+        )
+        mask = batch.get(ROW_MASK)
+        if mask is not None:
+            dist_inputs = dist_inputs[mask]
+            all_values = all_values[mask] if all_values is not None else None
+        return dist_inputs, all_values
+
+    def step_terms(
+        self, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """(the steps' action distribution, V(x_t), V(x_{t+1}) without a graph; 0 after
+        termination) from the forward pass over every observation of `batch`."""
+        module = self.rl_module
+        is_step = batch[IS_STEP]
+        all_inputs, all_values = self.row_outputs(module, batch, fwd_out)
+        assert all_values is not None
+        dist = module.get_train_action_dist_cls().from_logits(all_inputs[is_step])
+        values = all_values[is_step]
+        with torch.no_grad():
+            alive = (~batch[TERMINATED]).to(values.dtype)
+            next_values = all_values[1:][is_step[:-1]].detach() * alive
+        return dist, values, next_values
+
+    def vtrace_targets(
+        self,
+        batch: dict[str, Any],
+        target_logp: torch.Tensor,
+        values: torch.Tensor,
+        next_values: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """V-trace's (vs, pg_advantages) as tensors without a graph (vtrace.py in numpy)."""
+        cfg = self.config
+
+        def numpy(tensor: torch.Tensor) -> np.ndarray:
+            return tensor.detach().cpu().numpy().astype(np.float64)
+
+        terminated = batch[TERMINATED].cpu().numpy()
+        returns: VTraceReturns = vtrace(
+            target_logp=numpy(target_logp),
+            behaviour_logp=numpy(batch[BEHAVIOUR_LOGP]),
+            rewards=numpy(batch[REWARDS]),
+            discounts=cfg.gamma * ~terminated,
+            values=numpy(values),
+            next_values=numpy(next_values),
+            chunk_end=batch[CHUNK_END].cpu().numpy(),
+            clip_rho_threshold=cfg.vtrace_clip_rho_threshold,
+            clip_pg_rho_threshold=cfg.vtrace_clip_pg_rho_threshold,
+        )
+        device, dtype = values.device, values.dtype
+        return (
+            torch.as_tensor(returns.vs, dtype=dtype, device=device),
+            torch.as_tensor(returns.pg_advantages, dtype=dtype, device=device),
+        )
+
+    # -- the loss --------------------------------------------------------------------------
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
+        """RLlib 2.60's IMPALA loss; logs pi_loss, mean_pi_loss, vf_loss, mean_vf_loss and
+        entropy."""
+        dist, values, next_values = self.step_terms(batch, fwd_out)
+        logp = dist.logp(batch[Columns.ACTIONS])
+        vs, pg_advantages = self.vtrace_targets(batch, logp, values, next_values)
+        n = len(values)
+        pi_loss = -torch.sum(logp * pg_advantages)
+        vf_loss = 0.5 * torch.sum((values - vs) ** 2)
+        mean_entropy = torch.mean(dist.entropy())
+        total = (
+            pi_loss / n + config.vf_loss_coeff * vf_loss / n - config.entropy_coeff * (mean_entropy)
+        )
+        self.log_loss_stats(
+            {
+                "pi_loss": pi_loss,
+                "mean_pi_loss": pi_loss / n,
+                "vf_loss": vf_loss,
+                "mean_vf_loss": vf_loss / n,
+                "entropy": mean_entropy,
+            }
+        )
+        return total
+
+    # -- the update ------------------------------------------------------------------------
+    def update(
+        self,
+        episodes: list[SingleAgentEpisode] | TrajectoryBatch,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+    ) -> dict[str, Any]:
+        """One optimizer step on the batch of `episodes`; the step's statistics under RLlib's
+        keys. (The algorithm runs its iterations on one torch thread: `update_threads`.)"""
+        batch = (
+            episodes if isinstance(episodes, TrajectoryBatch) else self.trajectory_batch(episodes)
+        )
+        self.metrics.reset()
+        self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        stats: dict[str, Any] = self.update_from_batch(self.columns(batch))
+        stats.update(self.update_results())
+        stats["default_optimizer_learning_rate"] = self.current_lr
+        stats["num_env_steps_trained"] = batch.num_steps
+        stats["num_module_steps_trained"] = batch.num_steps
+        return stats
+
+
+__all__ = ["IMPALATorchLearner", "SequenceTrajectoryBatch"]
