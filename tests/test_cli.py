@@ -768,8 +768,9 @@ def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_pat
     first = done.stdout.splitlines()[0]
     assert first.startswith(
         "no preset: neither RLlib 2.60 nor this project has tuned settings for PPO on "
-        "'MountainCarContinuous-v0' (presets: PPO on CartPole-v1, DQN on CartPole-v1, PPO on "
-        "MultiAgentCartPole, PPO on Pendulum-v1, SAC on Pendulum-v1, PPO on Acrobot-v1, "
+        "'MountainCarContinuous-v0' (presets: PPO on CartPole-v1, DQN on CartPole-v1, APPO on "
+        "CartPole-v1, PPO on MultiAgentCartPole, PPO on Pendulum-v1, SAC on Pendulum-v1, APPO "
+        "on Pendulum-v1, PPO on Acrobot-v1, "
     )
     assert first.endswith("); RLlib's default settings")
     # Only the flags' settings differ from RLlib's defaults (lr stays RLlib's 5e-05).

@@ -201,7 +201,7 @@ def test_learner_gradients_match_finite_differences(learner_class, env_id, train
 
 # -- the queues ----------------------------------------------------------------------------------
 def _batch(steps: int) -> TrainBatch:
-    return TrainBatch(episodes=[steps], env_steps=steps, num_env_steps_sampled_lifetime=0)
+    return TrainBatch(episodes=[steps], env_steps=steps)
 
 
 def test_a_full_learner_queue_holds_the_driver_back_until_the_learner_takes_a_batch():
@@ -396,7 +396,7 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
         while time.monotonic() < deadline:
             result = algo.train()
             returns.append(result["env_runners"].get("episode_return_mean", math.nan))
-            if returns[-1] >= 300:  # summed over the 2 agents (10-20 at random)
+            if returns[-1] >= 200:  # summed over the 2 agents (about 45 at random)
                 break
         learners = result["learners"]
         weights = algo.get_weights()
@@ -404,7 +404,7 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
         saved = algo.get_state(components="learner")["learner"]
     finally:
         algo.stop()
-    assert max(returns) >= 300, returns
+    assert max(returns) >= 200, returns
     for module_id in ("p0", "p1"):
         assert math.isfinite(learners[module_id]["total_loss"])
         assert learners[module_id]["num_module_steps_trained"] > 0

@@ -25,8 +25,6 @@ Skipped, and why:
   cluster internals (`ray.init`, learner groups built apart from the algorithm).
 - `test_impala_compilation` with `use_lstm`: tests/test_impala.py's recurrent tests train a
   torch LSTM module and check its sequences against what the EnvRunner sampled.
-- `test_appo_entropy_coeff_schedule`: entropy_coeff is a number only here (a documented
-  deliberate difference), so a schedule is refused.
 - V-trace's higher-rank and inconsistent-rank input cases: V-trace here takes one scalar per
   step of concatenated chunks (no extra trailing dimensions, no `[T, B]` rank checks).
 - The Atari environments of `test_appo_rl_module.py` (ALE is not installed) and its LSTM
@@ -507,13 +505,12 @@ def _compile_and_train(config, loss_keys: set[str], iterations: int = 2) -> None
 @pytest.mark.parametrize(
     ("framework", "training", "runners"),
     [
-        ("numpy", {}, {}),
         ("numpy", {"vtrace_clip_rho_threshold": 3.7, "vtrace_clip_pg_rho_threshold": 2.2}, {}),
         ("numpy", {"broadcast_interval": 3, "learner_queue_size": 1}, {}),
         ("numpy", {}, {"num_envs_per_env_runner": 2}),
         ("torch", {}, {}),
     ],
-    ids=["default", "vtrace-clips", "broadcast-3-queue-1", "2-envs-per-runner", "torch"],
+    ids=["vtrace-clips", "broadcast-3-queue-1", "2-envs-per-runner", "torch"],
 )
 def test_impala_compilation(framework, training, runners):
     """RLlib's `test_impala_compilation`: IMPALA builds, trains 2 iterations with results
@@ -531,14 +528,13 @@ def test_impala_compilation(framework, training, runners):
 @pytest.mark.parametrize(
     ("framework", "training"),
     [
-        ("numpy", {}),
         ("numpy", {"use_kl_loss": True}),
         ("numpy", {"use_circular_buffer": False}),
         ("numpy", {"circular_buffer_num_batches": 2, "circular_buffer_iterations_per_batch": 4}),
         ("torch", {}),
         ("torch", {"use_kl_loss": True}),
     ],
-    ids=["default", "use-kl-loss", "no-circular-buffer", "buffer-2x4", "torch", "torch-kl"],
+    ids=["use-kl-loss", "no-circular-buffer", "buffer-2x4", "torch", "torch-kl"],
 )
 def test_appo_compilation(framework, training):
     """RLlib's `test_appo_compilation` and `test_appo_compilation_use_kl_loss` (V-trace on:
@@ -613,6 +609,40 @@ def test_appo_learning_rate_schedule():
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_appo_entropy_coeff_schedule(framework):
+    """RLlib's `test_appo_entropy_coeff_schedule`: entropy_coeff=[[0, 0.1], [100, 0.01],
+    [300, 0.001], [500, 0.0001]] in env steps sampled, fragments of 10 steps, batches of 20:
+    the reported `curr_entropy_coeff` falls along the schedule to its last value."""
+    config = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, rollout_fragment_length=10)
+        .training(
+            train_batch_size_per_learner=20,
+            entropy_coeff=[[0, 0.1], [100, 0.01], [300, 0.001], [500, 0.0001]],
+        )
+        .framework(framework)
+        .reporting(min_train_timesteps_per_iteration=20, min_time_s_per_iteration=0)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    coeffs = []
+    try:
+        while len(coeffs) < 3 or algo.num_env_steps_sampled_lifetime < 1500:
+            learner = algo.train()["learners"].get(DEFAULT, {})
+            if "curr_entropy_coeff" in learner:
+                coeffs.append(learner["curr_entropy_coeff"])
+        coeffs.append(algo.train()["learners"][DEFAULT]["curr_entropy_coeff"])
+    finally:
+        algo.stop()
+    assert all(0.0001 <= c <= 0.1 for c in coeffs), coeffs
+    assert coeffs == sorted(coeffs, reverse=True), coeffs  # never rises
+    assert coeffs[-1] == pytest.approx(0.0001), coeffs
+    with pytest.raises(ConfigError, match="entropy_coeff"):
+        APPOConfig().training(entropy_coeff=[[0, -1.0]])
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_appo_model_variables(framework):
     """RLlib's `test_appo_model_variables` (fcnet_hiddens=[16], vf_share_layers=True): the
     module's state holds the encoder's hidden layer and the policy's output layer (the torch
@@ -644,9 +674,10 @@ def test_appo_model_variables(framework):
 
 # -- test_impala_off_policyness.py, test_appo_off_policyness.py ---------------------------------
 @pytest.mark.parametrize(
-    ("num_env_runners", "broadcast_interval"), [(1, 1), (2, 3)], ids=["1-runner", "2-runners-b3"]
+    ("config_class", "num_env_runners", "broadcast_interval"),
+    [(IMPALAConfig, 1, 1), (APPOConfig, 2, 3)],
+    ids=["IMPALA-1-runner", "APPO-2-runners-b3"],
 )
-@pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
 def test_off_policyness(config_class, num_env_runners, broadcast_interval):
     """RLlib's off-policyness tests: over 3 iterations the EnvRunners sample with weights at
     most 2.0 broadcasts behind the learner's on average (RLlib's upper limit), the weights go

@@ -850,7 +850,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
         timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
-    assert "out of scope" in result.stdout and table.OTHER_ALGORITHMS in result.stdout
+    assert "out of scope" in result.stdout and table.LEARNER_CONNECTORS in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
 
 

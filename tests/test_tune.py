@@ -509,15 +509,15 @@ def test_a_sac_grid_search_runs_each_trial(tmp_path):
 
 
 def test_appo_runs_under_tune_with_its_learner_thread_in_each_trial(tmp_path):
-    """APPO's trials: each samples on its EnvRunner processes while its learner thread learns,
-    and ends with a checkpoint that restores its target network."""
+    """An APPO trial samples on its EnvRunner processes while its learner thread learns, and
+    ends with a checkpoint that restores its target network."""
     from trainer.algorithms.appo import APPOConfig
 
     config = (
         APPOConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
-        .training(lr=tune.grid_search([1e-3, 3e-4]), train_batch_size_per_learner=200)
+        .training(lr=tune.grid_search([1e-3]), train_batch_size_per_learner=200)
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .reporting(min_time_s_per_iteration=0.3)
     )
@@ -532,8 +532,8 @@ def test_appo_runs_under_tune_with_its_learner_thread_in_each_trial(tmp_path):
             checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
         ),
     ).fit()
-    assert results.num_errors == 0 and len(results) == 2
-    assert sorted(r.config["lr"] for r in results) == [3e-4, 1e-3]
+    assert results.num_errors == 0 and len(results) == 1
+    assert [r.config["lr"] for r in results] == [1e-3]
     for result in results:
         assert result.metrics["training_iteration"] == 2
         learners = result.metrics["learners"]

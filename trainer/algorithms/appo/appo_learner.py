@@ -173,7 +173,8 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         # The gradient flows where the unclipped term is the minimum (d ratio / d logp = ratio).
         d_logp = -(unclipped * (unclipped <= clipped)) / n
         d_dist_inputs = d_logp[:, None] * terms.d_logp
-        d_dist_inputs -= (cfg.entropy_coeff / n) * terms.d_entropy
+        entropy_coeff = self.entropy_coeff.value
+        d_dist_inputs -= (entropy_coeff / n) * terms.d_entropy
         mean_kl = 0.0
         if cfg.use_kl_loss:
             _, _, _, _, kl, d_kl = self.module.dist.loss_grads(
@@ -186,7 +187,7 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         policy_loss = -float(_sum(surrogate)) / n
         vf_loss = 0.5 * float(_sum(value_error * value_error)) / n
         mean_entropy = float(_sum(terms.entropy)) / n
-        total = policy_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * mean_entropy
+        total = policy_loss + cfg.vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
         if cfg.use_kl_loss:
             total += self.kl_coeff * mean_kl
         mean_is = float(_sum(is_ratio)) / n

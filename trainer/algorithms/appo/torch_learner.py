@@ -66,7 +66,9 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
         policy_loss = -torch.mean(surrogate)
         vf_loss = 0.5 * torch.mean((values - vs) ** 2)
         mean_entropy = torch.mean(dist.entropy())
-        total = policy_loss + config.vf_loss_coeff * vf_loss - config.entropy_coeff * mean_entropy
+        total = (
+            policy_loss + config.vf_loss_coeff * vf_loss - self.entropy_coeff.value * mean_entropy
+        )
         mean_kl = torch.zeros((), dtype=values.dtype)
         if config.use_kl_loss:
             mean_kl = torch.mean(old_dist.kl(dist))

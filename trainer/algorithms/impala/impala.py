@@ -27,7 +27,11 @@ from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
+from trainer.algorithms.impala.impala_learner import (
+    IMPALALearner,
+    TrajectoryBatch,
+    check_entropy_coeff,
+)
 from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
     CircularBuffer,
@@ -140,7 +144,12 @@ class IMPALAConfig(AlgorithmConfig):
                 "how long a training step waits for sample replies (seconds)",
             ),
             "vf_loss_coeff": (0.5, number_at_least(0), "weight of the value function's loss"),
-            "entropy_coeff": (0.01, number_at_least(0), "weight of the entropy bonus"),
+            "entropy_coeff": (
+                0.01,
+                check_entropy_coeff,
+                "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], "
+                "linear in env steps sampled",
+            ),
         },
     )
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect]]] = {
@@ -197,7 +206,7 @@ class IMPALAConfig(AlgorithmConfig):
     broadcast_interval: int
     timeout_s_sampler_manager: float
     vf_loss_coeff: float
-    entropy_coeff: float
+    entropy_coeff: float | list
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or IMPALA)
@@ -212,7 +221,7 @@ class IMPALAConfig(AlgorithmConfig):
         broadcast_interval: int = NotProvided,
         timeout_s_sampler_manager: float = NotProvided,
         vf_loss_coeff: float = NotProvided,
-        entropy_coeff: float = NotProvided,
+        entropy_coeff: float | list = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Learning settings: IMPALA's own and those every algorithm has."""
@@ -341,6 +350,10 @@ class IMPALA(Algorithm):
         self._pending_steps = 0
         self._updates_at_broadcast = 0
         self._steps_since_broadcast = 0
+        #: The env steps sampled so far, as the learner thread's schedules read them at each
+        #: update (RLlib's learner gets the newest count with each update call): an int the
+        #: driver sets after each collection, so the thread never reads the metrics.
+        self._sampled_for_learner = 0
 
     def _thread(self) -> LearnerThread:
         thread = self._learner_thread
@@ -363,7 +376,7 @@ class IMPALA(Algorithm):
             batch.arrays = self._module_batches(batch.episodes)
         results: dict = {
             module_id: self._learner_of(module_id).update(
-                arrays, num_env_steps_sampled_lifetime=batch.num_env_steps_sampled_lifetime
+                arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner
             )
             for module_id, arrays in batch.arrays.items()
         }
@@ -426,12 +439,11 @@ class IMPALA(Algorithm):
             self._pending.extend(episodes)
             self._pending_steps += steps
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, sampled, reduce="lifetime_sum")
+        self._sampled_for_learner = self.num_env_steps_sampled_lifetime
         # Train batches for the learner thread.
         dropped_before = thread.queue.dropped_env_steps
         while self._pending_steps >= self.config.train_batch_size_per_learner:
-            batch = TrainBatch(
-                self._pending, self._pending_steps, self.num_env_steps_sampled_lifetime
-            )
+            batch = TrainBatch(self._pending, self._pending_steps)
             self._pending, self._pending_steps = [], 0
             while not thread.queue.put(batch, timeout=_REPLY_WAIT_S):
                 thread = self._thread()  # (raises the error that ended the thread, if one did)
@@ -552,6 +564,7 @@ class IMPALA(Algorithm):
     def _apply_state(self, state: dict, *, strict: bool = False) -> None:
         with self._learner_held():
             super()._apply_state(state, strict=strict)
+            self._sampled_for_learner = self.num_env_steps_sampled_lifetime
             # Every EnvRunner got the restored weights (sync_weights): a new seq no.
             self._weights_seq_no += 1
             self._broadcast_weights = self.learner.get_weights()

@@ -28,12 +28,37 @@ from trainer.core.learner import (
 )
 from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import tree_concat
+from trainer.core.schedules import Schedule
 from trainer.env.episode import SingleAgentEpisode
 
 if TYPE_CHECKING:
     from trainer.algorithms.impala.impala import IMPALAConfig
 
 _sum = np.add.reduce
+
+
+def check_entropy_coeff(value: Any) -> str | None:
+    """The `entropy_coeff` setting's check: a number >= 0 or RLlib's schedule."""
+    try:
+        Schedule(value, setting="entropy_coeff", low=0.0)
+    except ValueError as error:
+        return f"a number >= 0 or a schedule [[timestep, coeff], ...] ({error})"
+    return None
+
+
+class EntropyCoeff:
+    """The entropy bonus's weight of IMPALA's and APPO's learners (numpy and torch): the
+    config's `entropy_coeff`, a number or a schedule in env steps sampled, read at each
+    update (`at`)."""
+
+    def __init__(self, config: Any):
+        self._schedule = Schedule(config.entropy_coeff, setting="entropy_coeff", low=0.0)
+        self.value = self._schedule.value(0)
+
+    def at(self, num_env_steps_sampled_lifetime: int | None) -> float:
+        if num_env_steps_sampled_lifetime is not None:
+            self.value = self._schedule.value(num_env_steps_sampled_lifetime)
+        return self.value
 
 
 @dataclass
@@ -111,6 +136,7 @@ class IMPALALearner(NumpyLearner):
         super().__init__(
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
+        self.entropy_coeff = EntropyCoeff(config)
 
     # -- the batch and the forward pass ----------------------------------------------------
     def trajectory_batch(self, episodes: list[SingleAgentEpisode]) -> TrajectoryBatch:
@@ -172,14 +198,15 @@ class IMPALALearner(NumpyLearner):
         terms = self.policy_terms(batch)
         targets = self.vtrace(batch, terms, terms.logp)
         d_dist_inputs = (-targets.pg_advantages / n)[:, None] * terms.d_logp
-        d_dist_inputs -= (cfg.entropy_coeff / n) * terms.d_entropy
+        entropy_coeff = self.entropy_coeff.value
+        d_dist_inputs -= (entropy_coeff / n) * terms.d_entropy
         value_error = terms.values - targets.vs
         d_values = (cfg.vf_loss_coeff / n) * value_error
         self.backward(batch, terms, d_dist_inputs, d_values)
         pi_loss = -float(_sum(terms.logp * targets.pg_advantages))
         vf_loss = 0.5 * float(_sum(value_error * value_error))
         mean_entropy = float(_sum(terms.entropy)) / n
-        total = pi_loss / n + cfg.vf_loss_coeff * vf_loss / n - cfg.entropy_coeff * mean_entropy
+        total = pi_loss / n + cfg.vf_loss_coeff * vf_loss / n - entropy_coeff * mean_entropy
         return {
             "total_loss": total,
             "pi_loss": pi_loss,
@@ -199,10 +226,12 @@ class IMPALALearner(NumpyLearner):
         """One Adam step on the batch of `episodes` (or their `trajectory_batch`, made once for
         a batch trained on several times); the step's statistics under RLlib's keys."""
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        self.entropy_coeff.at(num_env_steps_sampled_lifetime)
         batch = (
             episodes if isinstance(episodes, TrajectoryBatch) else self.trajectory_batch(episodes)
         )
         stats: UpdateResults = dict(self.loss_and_grads(batch))
+        stats["curr_entropy_coeff"] = self.entropy_coeff.value
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(
             float(stats["total_loss"])
         )
@@ -212,4 +241,11 @@ class IMPALALearner(NumpyLearner):
         return stats
 
 
-__all__ = ["IMPALALearner", "PolicyTerms", "TrajectoryBatch", "trajectory_batch"]
+__all__ = [
+    "EntropyCoeff",
+    "IMPALALearner",
+    "check_entropy_coeff",
+    "PolicyTerms",
+    "TrajectoryBatch",
+    "trajectory_batch",
+]

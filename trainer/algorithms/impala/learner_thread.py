@@ -38,14 +38,12 @@ import numpy as np
 
 @dataclass
 class TrainBatch:
-    """One batch for the learner: `episodes` (their env steps: `env_steps`) and the env steps
-    sampled so far when it was made (the learner's schedules read them). `arrays` is the
+    """One batch for the learner: `episodes` (their env steps: `env_steps`). `arrays` is the
     learner's array form of the episodes, made at the batch's first use and kept for the
     circular buffer's next uses of it."""
 
     episodes: list[Any]
     env_steps: int
-    num_env_steps_sampled_lifetime: int
     arrays: Any = None
 
 

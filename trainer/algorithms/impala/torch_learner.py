@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.algorithms.impala.impala_learner import TrajectoryBatch, trajectory_batch
+from trainer.algorithms.impala.impala_learner import (
+    EntropyCoeff,
+    TrajectoryBatch,
+    trajectory_batch,
+)
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
@@ -78,6 +82,7 @@ class IMPALATorchLearner(TorchLearner):
                 f"{type(self).__name__}: V-trace needs a module with a value function "
                 f"(ValueFunctionAPI); {name} has none"
             )
+        self.entropy_coeff = EntropyCoeff(config)
         #: Whether the module is recurrent: it then runs on each chunk's sequences.
         self.stateful = bool(self.rl_module.is_stateful())
         model_config = self.rl_module.model_config
@@ -226,7 +231,9 @@ class IMPALATorchLearner(TorchLearner):
         vf_loss = 0.5 * torch.sum((values - vs) ** 2)
         mean_entropy = torch.mean(dist.entropy())
         total = (
-            pi_loss / n + config.vf_loss_coeff * vf_loss / n - config.entropy_coeff * (mean_entropy)
+            pi_loss / n
+            + config.vf_loss_coeff * vf_loss / n
+            - self.entropy_coeff.value * mean_entropy
         )
         self.log_loss_stats(
             {
@@ -253,7 +260,9 @@ class IMPALATorchLearner(TorchLearner):
         )
         self.metrics.reset()
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
+        self.entropy_coeff.at(num_env_steps_sampled_lifetime)
         stats: dict[str, Any] = self.update_from_batch(self.columns(batch))
+        stats["curr_entropy_coeff"] = self.entropy_coeff.value
         stats.update(self.update_results())
         stats["default_optimizer_learning_rate"] = self.current_lr
         stats["num_env_steps_trained"] = batch.num_steps
