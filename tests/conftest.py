@@ -143,6 +143,23 @@ LONG_TESTS = {
         "test_multi_agent_episode_fast_path.py",
         "test_the_fast_path_records_what_the_general_path_records[agents join and leave]",
     ),
+    # IMPALA's and APPO's torch learners learning CartPole, and a recurrent APPO learning it:
+    # the suite keeps their losses against reference losses (tests/test_impala_rllib_cases.py),
+    # the LSTM's sequences against what the EnvRunner sampled, and the numpy runs.
+    ("test_impala.py", "test_learns_cartpole_while_the_env_runners_sample[IMPALA-torch]"),
+    ("test_impala.py", "test_learns_cartpole_while_the_env_runners_sample[APPO-torch]"),
+    ("test_impala.py", "test_a_recurrent_appo_learns_cartpole"),
+    # The suite's budget (about 37 s together): Tune's restore after a SIGKILLed driver and
+    # its grid of four trials two at a time (the suite keeps its other Tune searches, PBT's
+    # and ASHA's among them), and docs/offline.md's and docs/sac.md's blocks (the suite runs
+    # the same calls in test_offline*.py and test_sac*.py).
+    ("test_tune.py", "test_tuner_restore_finishes_a_search_whose_driver_was_sigkilled"),
+    (
+        "test_tune.py",
+        "test_a_grid_of_four_runs_two_at_a_time_with_checkpoints_in_the_trial_folders",
+    ),
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/offline.md]"),
+    ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/sac.md]"),
     # RLlib's multi-agent torch module restores (about 9 s each; the single-agent one stays).
     *(
         ("test_algorithm_rl_module_restore_torch.py", name)

@@ -6,6 +6,7 @@ multi-node cluster are in test_ray_cluster.py, both backends side by side in tes
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -222,16 +223,24 @@ def test_appo_samples_on_ray_actors_while_its_learner_learns():
         APPOConfig()
         .environment("CartPole-v1")
         .env_runners(backend="ray", num_env_runners=2)
-        .training(vf_loss_coeff=0.05, entropy_coeff=0.0)
+        .training(vf_loss_coeff=0.05, entropy_coeff=0.0, lr=0.002)
         .reporting(min_time_s_per_iteration=1)
         .debugging(seed=0)
         .build()
     )
     try:
-        results = [algo.train() for _ in range(4)]
+        # (Asynchronous: how far 4 iterations get varies with the machine's load.)
+        results = [algo.train()]
+        deadline = time.monotonic() + 60
+        while len(results) < 3 or (
+            results[-1]["env_runners"]["episode_return_mean"]
+            <= results[0]["env_runners"]["episode_return_mean"] + 15
+            and time.monotonic() < deadline
+        ):
+            results.append(algo.train())
     finally:
         algo.stop()
     seq_nos = [r["env_runners"]["weights_seq_no"] for r in results]
     assert seq_nos == sorted(seq_nos) and seq_nos[-1] > seq_nos[0]
     returns = [r["env_runners"]["episode_return_mean"] for r in results]
-    assert returns[-1] > returns[0] + 15
+    assert returns[-1] > returns[0] + 15, returns
