@@ -20,6 +20,7 @@ since its last update.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 _sum = np.add.reduce
 #: RLlib's clip of the target network's importance ratio (a constant in its loss).
 IS_RATIO_CLIP = 2.0
-_LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
+LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
 
 
 class APPOTargetState:
@@ -68,14 +69,17 @@ class APPOTargetState:
         self.last_target_update_ts = 0
         self.num_env_steps_trained = 0
 
+    @abstractmethod
     def target_weights(self) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """The target network's weights by name."""
 
+    @abstractmethod
     def set_target_weights(self, weights: dict[str, np.ndarray]) -> None:
-        raise NotImplementedError
+        """Sets the target network's weights (`target_weights()`'s form)."""
 
+    @abstractmethod
     def module_weights(self) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """The trained module's weights by name (`target_weights()`'s form)."""
 
     def after_update(self, stats: dict) -> None:
         """The KL coefficient's adaptation and the target network's update after a step whose
@@ -165,7 +169,7 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         targets = self.vtrace(batch, terms, old_logp)
         pg_adv = targets.pg_advantages
         # clip(exp(x), 0, 2) as exp(min(x, log 2)): no overflow where pi_old is far below mu.
-        is_ratio = np.exp(np.minimum(batch.behaviour_logp - old_logp, _LOG_IS_RATIO_CLIP))
+        is_ratio = np.exp(np.minimum(batch.behaviour_logp - old_logp, LOG_IS_RATIO_CLIP))
         ratio = is_ratio * np.exp(terms.logp - batch.behaviour_logp)
         unclipped = pg_adv * ratio
         clipped = pg_adv * np.clip(ratio, 1.0 - cfg.clip_param, 1.0 + cfg.clip_param)

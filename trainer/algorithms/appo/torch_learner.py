@@ -10,12 +10,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.algorithms.appo.appo_learner import IS_RATIO_CLIP, APPOTargetState
+from trainer.algorithms.appo.appo_learner import LOG_IS_RATIO_CLIP, APPOTargetState
 from trainer.algorithms.impala.impala_learner import TrajectoryBatch
 from trainer.algorithms.impala.torch_learner import BEHAVIOUR_LOGP, IS_STEP, IMPALATorchLearner
 from trainer.compat.rllib_utils import Columns
-
-_LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
 
 
 class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
@@ -57,7 +55,7 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
         behaviour_logp = batch[BEHAVIOUR_LOGP]
         logp = dist.logp(batch[Columns.ACTIONS])
         # clip(mu / pi_old, 0, 2) as exp(min(log mu - log pi_old, log 2)): no overflow.
-        is_ratio = torch.exp(torch.clamp(behaviour_logp - old_logp, max=_LOG_IS_RATIO_CLIP))
+        is_ratio = torch.exp(torch.clamp(behaviour_logp - old_logp, max=LOG_IS_RATIO_CLIP))
         ratio = is_ratio * torch.exp(logp - behaviour_logp)
         surrogate = torch.minimum(
             pg_advantages * ratio,

@@ -4,6 +4,7 @@ adds its own in `_ALGO_SETTINGS` and its `training()` override)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
@@ -30,18 +31,24 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 
-def check_lr(v: Any) -> str | None:
-    if isinstance(v, (list, tuple)):
-        try:
-            Schedule(v, setting="lr", low=0.0)
-        except ValueError as error:
-            return f"a number >= 0 or a schedule [[timestep, lr], ...] ({error})"
-        return None
-    return (
-        None
-        if number_at_least(0)(v) is None
-        else "a number >= 0 or a schedule [[timestep, lr], ...]"
-    )
+def schedule_check(setting: str, value_name: str) -> Callable[[Any], str | None]:
+    """The check of a setting that takes a number >= 0 or RLlib's schedule
+    `[[timestep, value_name], ...]` (`Schedule`)."""
+    allowed = f"a number >= 0 or a schedule [[timestep, {value_name}], ...]"
+
+    def check(v: Any) -> str | None:
+        if isinstance(v, (list, tuple)):
+            try:
+                Schedule(v, setting=setting, low=0.0)
+            except ValueError as error:
+                return f"{allowed} ({error})"
+            return None
+        return None if number_at_least(0)(v) is None else allowed
+
+    return check
+
+
+check_lr = schedule_check("lr", "lr")
 
 
 def _is_torch_learner_class(v: Any) -> str | None:

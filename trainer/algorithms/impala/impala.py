@@ -27,11 +27,8 @@ from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
-from trainer.algorithms.impala.impala_learner import (
-    IMPALALearner,
-    TrajectoryBatch,
-    check_entropy_coeff,
-)
+from trainer.algorithms.config.training import schedule_check
+from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
 from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
     CircularBuffer,
@@ -146,7 +143,7 @@ class IMPALAConfig(AlgorithmConfig):
             "vf_loss_coeff": (0.5, number_at_least(0), "weight of the value function's loss"),
             "entropy_coeff": (
                 0.01,
-                check_entropy_coeff,
+                schedule_check("entropy_coeff", "coeff"),
                 "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], "
                 "linear in env steps sampled",
             ),
@@ -314,10 +311,10 @@ class IMPALA(Algorithm):
             module = config.build_module(spaces, seed=config.seed)
             return self.module_learner(config, module, DEFAULT_MODULE_ID)
 
-        def module_learner(module_config: IMPALAConfig, build: ModuleBuilder) -> Any:
+        def make_learner(module_config: IMPALAConfig, build: ModuleBuilder) -> Any:
             return self.module_learner(module_config, build(), build.module_id)
 
-        return build_multi_agent_learner(config, spaces, module_learner)
+        return build_multi_agent_learner(config, spaces, make_learner)
 
     def learner_queue(self) -> BatchQueue | CircularBuffer:
         """The learner thread's queue: `learner_queue_size` batches, first in, first out."""

@@ -37,15 +37,6 @@ if TYPE_CHECKING:
 _sum = np.add.reduce
 
 
-def check_entropy_coeff(value: Any) -> str | None:
-    """The `entropy_coeff` setting's check: a number >= 0 or RLlib's schedule."""
-    try:
-        Schedule(value, setting="entropy_coeff", low=0.0)
-    except ValueError as error:
-        return f"a number >= 0 or a schedule [[timestep, coeff], ...] ({error})"
-    return None
-
-
 class EntropyCoeff:
     """The entropy bonus's weight of IMPALA's and APPO's learners (numpy and torch): the
     config's `entropy_coeff`, a number or a schedule in env steps sampled, read at each
@@ -244,7 +235,6 @@ class IMPALALearner(NumpyLearner):
 __all__ = [
     "EntropyCoeff",
     "IMPALALearner",
-    "check_entropy_coeff",
     "PolicyTerms",
     "TrajectoryBatch",
     "trajectory_batch",

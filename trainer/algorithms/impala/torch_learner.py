@@ -26,6 +26,7 @@ from trainer.algorithms.impala.impala_learner import (
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
+from trainer.core.obs_tree import tree_concat
 from trainer.env.episode import SingleAgentEpisode
 from trainer.torch_rl.learner import TorchLearner
 from trainer.torch_rl.rl_module import to_numpy
@@ -57,13 +58,6 @@ class SequenceTrajectoryBatch(TrajectoryBatch):
     state_in: Any = None
     seq_lens: Any = None
     row_mask: Any = None
-
-
-def _concat_trees(trees: list[Any]) -> Any:
-    first = trees[0]
-    if isinstance(first, dict):
-        return {key: _concat_trees([tree[key] for tree in trees]) for key in first}
-    return np.concatenate(trees)
 
 
 class IMPALATorchLearner(TorchLearner):
@@ -122,7 +116,7 @@ class IMPALATorchLearner(TorchLearner):
                     for i in range(len(rows))
                 ]
             ),
-            state_in=_concat_trees(
+            state_in=tree_concat(
                 [
                     sequence_states_in(ep, n, size, initial_state)
                     for ep, n in zip(chunks, rows, strict=True)

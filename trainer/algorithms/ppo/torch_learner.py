@@ -44,7 +44,14 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
-from trainer.core.obs_tree import flatten_column, is_nested, nest_column, tree_map, tree_rows
+from trainer.core.obs_tree import (
+    flatten_column,
+    is_nested,
+    nest_column,
+    tree_concat,
+    tree_map,
+    tree_rows,
+)
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -182,7 +189,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         states = [
             sequence_states_in(ep, len(ep), self.max_seq_len, initial_state) for ep in episodes
         ]
-        batch.update(_flat_state(_concat_trees(states)))
+        batch.update(_flat_state(tree_concat(states)))
         seq_lens = np.concatenate([sequence_lengths(n, self.max_seq_len) for n in lengths])
         batch[Columns.SEQ_LENS] = seq_lens
         batch[Columns.LOSS_MASK] = loss_mask(seq_lens, self.max_seq_len)
@@ -235,7 +242,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
                 ]
             )
         batch = self._pad_per_chunk(flat, lengths)
-        states = _concat_trees(
+        states = tree_concat(
             [
                 sequence_states_in(ep, n, self.max_seq_len, initial_state)
                 for ep, n in zip(episodes, lengths, strict=True)
@@ -425,14 +432,6 @@ def _train_rows(lengths: list[int]) -> np.ndarray:
     return np.concatenate(
         [np.arange(start, start + n) for start, n in zip(starts, lengths, strict=False)]
     )
-
-
-def _concat_trees(trees: list[Any]) -> Any:
-    """Nested dicts of arrays concatenated leaf by leaf on axis 0."""
-    first = trees[0]
-    if isinstance(first, dict):
-        return {key: _concat_trees([tree[key] for tree in trees]) for key in first}
-    return np.concatenate(trees)
 
 
 def _flat_state(state: Any, prefix: str = _STATE_KEY) -> dict[str, np.ndarray]:
