@@ -448,10 +448,138 @@ def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -
     ]
 
 
-#: RLlib's tuned SAC examples (`rllib/examples/algorithms/sac/`), which the Ray 2.60 wheel
-#: does not ship: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out
-#: as `rllib/examples` (a checkout of ray-project/ray's).
+#: RLlib's tuned examples of the algorithms here beyond PPO and DQN (`rllib/examples/
+#: algorithms/{sac,appo,impala}/`), which the Ray 2.60 wheel does not ship:
+#: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out as
+#: `rllib/examples` (a checkout of ray-project/ray's).
 NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
+    "algorithms/appo/cartpole_appo.py": [
+        ("learning_tests_cartpole_appo", ["--as-test", "--num-cpus=7", "--num-env-runners=5"], ()),
+        (
+            "learning_tests_cartpole_appo_multi_cpu",
+            ["--as-test", "--num-learners=2", "--num-cpus=9", "--num-env-runners=6"],
+            (),
+        ),
+        (
+            "learning_tests_cartpole_appo_multi_gpu",
+            [
+                "--as-test",
+                "--num-learners=2",
+                "--num-gpus-per-learner=1",
+                "--num-cpus=7",
+                "--num-env-runners=6",
+            ],
+            ("multi_gpu",),
+        ),
+    ],
+    "algorithms/appo/multi_agent_cartpole_appo.py": [
+        (
+            "learning_tests_multi_agent_cartpole_appo",
+            ["--as-test", "--num-agents=2", "--num-cpus=8", "--num-env-runners=6"],
+            (),
+        ),
+        (
+            "learning_tests_multi_agent_cartpole_appo_gpu",
+            [
+                "--as-test",
+                "--num-agents=2",
+                "--num-gpus-per-learner=1",
+                "--num-cpus=7",
+                "--num-env-runners=5",
+            ],
+            ("gpu",),
+        ),
+        (
+            "learning_tests_multi_agent_cartpole_appo_multi_cpu",
+            [
+                "--as-test",
+                "--num-agents=2",
+                "--num-learners=2",
+                "--num-cpus=9",
+                "--num-env-runners=6",
+            ],
+            ("manual",),
+        ),
+        (
+            "learning_tests_multi_agent_cartpole_appo_multi_gpu",
+            [
+                "--as-test",
+                "--num-agents=2",
+                "--num-learners=2",
+                "--num-gpus-per-learner=1",
+                "--num-cpus=7",
+                "--num-env-runners=6",
+            ],
+            ("multi_gpu",),
+        ),
+    ],
+    "algorithms/appo/pendulum_appo.py": [
+        ("learning_tests_pendulum_appo", ["--as-test", "--num-cpus=6", "--num-env-runners=4"], ()),
+    ],
+    "algorithms/appo/stateless_cartpole_appo.py": [
+        (
+            "learning_tests_stateless_cartpole_appo",
+            ["--as-test", "--num-cpus=8", "--num-env-runners=6"],
+            (),
+        ),
+        (
+            "learning_tests_stateless_cartpole_appo_gpu",
+            [
+                "--as-test",
+                "--num-agents=2",
+                "--num-gpus-per-learner=1",
+                "--num-cpus=7",
+                "--num-env-runners=5",
+            ],
+            ("gpu",),
+        ),
+        (
+            "learning_tests_stateless_cartpole_appo_multi_cpu",
+            ["--as-test", "--num-learners=2", "--num-cpus=9", "--num-env-runners=6"],
+            (),
+        ),
+        (
+            "learning_tests_stateless_cartpole_appo_multi_gpu",
+            [
+                "--as-test",
+                "--num-learners=2",
+                "--num-gpus-per-learner=1",
+                "--num-cpus=7",
+                "--num-env-runners=6",
+            ],
+            ("multi_gpu",),
+        ),
+    ],
+    "algorithms/appo/tictactoe_appo.py": [("(no CI entry)", [], ())],
+    "algorithms/impala/cartpole_impala.py": [
+        (
+            "learning_tests_impala_cartpole_local",
+            [
+                "--as-test",
+                "--num-aggregator-actors-per-learner=2",
+                "--num-cpus=7",
+                "--num-env-runners=4",
+                "--num-learners=0",
+                "--stop-reward=200",
+            ],
+            (),
+        ),
+    ],
+    "algorithms/impala/tictactoe_impala.py": [
+        (
+            "learning_tests_impala_tictactoe_multi_gpu",
+            [
+                "--as-test",
+                "--num-aggregator-actors-per-learner=2",
+                "--num-cpus=16",
+                "--num-env-runners=8",
+                "--num-gpus-per-learner=1",
+                "--num-learners=2",
+                "--stop-reward=-1",
+            ],
+            ("multi_gpu",),
+        ),
+    ],
     "algorithms/sac/mountaincar_sac.py": _learning_tests(
         "mountaincar_sac", ["--as-test"], ["--as-test"]
     ),

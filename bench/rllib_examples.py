@@ -31,7 +31,8 @@ RLModules, connector pieces other than FlattenObservations, DQN) stop on the typ
 names it.
 
 Scripts RLlib 2.60 has but its wheel does not ship (`NOT_IN_WHEEL` in
-`bench/rllib_example_args.py`: the tuned SAC examples of `rllib/examples/algorithms/sac/`) run
+`bench/rllib_example_args.py`: the tuned SAC, APPO and IMPALA examples of
+`rllib/examples/algorithms/`) run
 from `--extra-root DIR`, a folder laid out as `rllib/examples` (a checkout of ray-project/ray's):
 without it they are left out of the runs.
 
@@ -422,8 +423,9 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
         "(`python -m trainer run SCRIPT ARGS`, see [porting.md](porting.md)) with the "
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
         "`bench/rllib_example_args.py`), in its own process with a time limit. RLlib's "
-        "tuned SAC examples (`algorithms/sac/`), which the wheel does not ship, run the same "
-        "way from a checkout of ray-project/ray (`--extra-root`).",
+        "tuned SAC, APPO and IMPALA examples (`algorithms/sac/`, `appo/`, `impala/`), which "
+        "the wheel does not ship, run the same way from a checkout of ray-project/ray "
+        "(`--extra-root`).",
         "",
         *header,
         *([f"- {merged}"] if merged else []),
@@ -493,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         metavar="DIR",
         help="a folder laid out as rllib/examples (a checkout of ray-project/ray's) holding the "
-        "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC examples); they run "
-        "too",
+        "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC, APPO and IMPALA "
+        "examples); they run too",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     parser.add_argument(

@@ -91,6 +91,21 @@ class LevelEnv(TaskSettableEnv):
         return np.full(2, self._t / 10, np.float32), reward, False, self._t >= 10, {}
 
 
+def train_until(algo: Any, target: float, seconds: float) -> tuple[list[float], dict]:
+    """Trains `algo` until its `env_runners/episode_return_mean` reaches `target` or
+    `seconds` pass: (the returns of every iteration, NaN where no episode ended; the last
+    result)."""
+    returns: list[float] = []
+    result: dict = {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = algo.train()
+        returns.append(result["env_runners"].get("episode_return_mean", math.nan))
+        if returns[-1] >= target:
+            break
+    return returns, result
+
+
 def level_return(level: int) -> float:
     return 10.0 / (1 + level)
 

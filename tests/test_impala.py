@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import re
 import signal
 import threading
@@ -16,9 +17,10 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import train_until
 from test_launcher import run_script
 
-from trainer import Algorithm
+from trainer import Algorithm, MultiRLModuleSpec, RLModuleSpec
 from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.appo import APPOConfig
 from trainer.algorithms.appo.appo_learner import APPOLearner
@@ -28,6 +30,8 @@ from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer,
 from trainer.algorithms.impala.vtrace import vtrace
 from trainer.core.models import SpaceInfo
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
+from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
 
 
 # -- V-trace -------------------------------------------------------------------------------------
@@ -391,13 +395,8 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
     )
     algo = config.build()
     try:
-        returns = []
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            result = algo.train()
-            returns.append(result["env_runners"].get("episode_return_mean", math.nan))
-            if returns[-1] >= 200:  # summed over the 2 agents (about 45 at random)
-                break
+        # (returns summed over the 2 agents: about 45 at random)
+        returns, result = train_until(algo, 200, seconds=90)
         learners = result["learners"]
         weights = algo.get_weights()
         path = algo.save_to_path(str(tmp_path / "ckpt"))
@@ -428,6 +427,54 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
         assert math.isfinite(restored.train()["learners"]["p1"]["total_loss"])
     finally:
         restored.stop()
+
+
+def _random_pairing(agent_id, episode, **kwargs):
+    return random.choice(["p0", "p1", "random"])
+
+
+@pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
+def test_module_specs_with_their_own_model_config_and_an_untrained_random_module(config_class):
+    """RLlib's tic-tac-toe IMPALA/APPO examples: each trained module's spec has its own
+    model_config (vf_share_layers=True, the config's being False), a RandomRLModule plays
+    untrained, and the policy mapping pairs them at random. Each learner (APPO: its target
+    network too) has its module's layers, and only the trained modules learn."""
+    specs = {
+        module_id: RLModuleSpec(model_config={"fcnet_hiddens": [32], "vf_share_layers": True})
+        for module_id in ("p0", "p1")
+    }
+    specs["random"] = RLModuleSpec(module_class=RandomRLModule)
+    config = (
+        config_class()
+        .environment(TicTacToe)
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=200)
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .multi_agent(
+            policies={"p0", "p1", "random"},
+            policy_mapping_fn=_random_pairing,
+            policies_to_train=["p0", "p1"],
+        )
+        .reporting(min_time_s_per_iteration=0.3)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    try:
+        learner_state = algo.get_state(components="learner")["learner"]
+        for _ in range(20):
+            result = algo.train()
+            if all(m in result["learners"] for m in ("p0", "p1")):
+                break
+    finally:
+        algo.stop()
+    assert set(learner_state) >= {"p0", "p1"} and "random" not in learner_state
+    for module_id in ("p0", "p1"):
+        module = learner_state[module_id]["module"]
+        assert any(name.startswith("encoder.") for name in module), sorted(module)  # shared
+        if config_class is APPOConfig:
+            assert sorted(learner_state[module_id]["target"]) == sorted(module)
+        assert math.isfinite(result["learners"][module_id]["total_loss"])
+    assert "random" not in result["learners"]
 
 
 APPO_SCRIPT = """

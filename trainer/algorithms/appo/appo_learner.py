@@ -20,6 +20,7 @@ since its last update.
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +149,9 @@ class APPOLearner(APPOTargetState, IMPALALearner):
 
     def __init__(self, config: APPOConfig, spaces: SpaceInfo | None, module: Any = None):
         super().__init__(config, spaces, module)
-        self.target = config.build_module(self.module.spaces, seed=config.seed)
+        # A copy of the module: a spec's model_config (a multi-agent module's own) may differ
+        # from the config's, and the target must have the module's layers.
+        self.target = copy.deepcopy(self.module)
         self.start_target_state()
 
     def target_weights(self) -> dict[str, np.ndarray]:
