@@ -1,5 +1,6 @@
 """Env-to-module connectors (RLlib's `ray.rllib.connectors.env_to_module`): MeanStdFilter's
-statistics merged across runners, synced, checkpointed and restored after a restart; the
+statistics merged across runners, synced, checkpointed and restored after a restart (per agent
+in multi-agent runs); the
 observation-reshaping pieces; a user's ConnectorV2 piece. Real worker processes and envs."""
 
 import os
@@ -11,7 +12,8 @@ import pytest
 from helpers import small_ppo
 
 from callbacks import RLlibCallback
-from trainer import ConfigError, SingleAgentEpisode
+from trainer import Algorithm, ConfigError, PPOConfig, SingleAgentEpisode
+from trainer.checkpoints.codec import find_problem
 from trainer.connectors import (
     ConnectorV2,
     FlattenObservations,
@@ -20,6 +22,7 @@ from trainer.connectors import (
     PrevActionsPrevRewards,
 )
 from trainer.connectors.env_to_module import RunningStat
+from trainer.examples.envs.classes.multi_agent import MultiAgentPendulum
 
 FILTER = "00_MeanStdFilter"
 
@@ -269,3 +272,82 @@ def test_connector_factory_must_return_pieces():
         config.build()
     with pytest.raises(ConfigError, match="env_to_module_connector"):
         small_ppo(0).env_runners(env_to_module_connector="MeanStdFilter")
+
+
+# -- MeanStdFilter(multi_agent=True): statistics per agent -----------------------------------
+def test_multi_agent_mean_std_filter_keeps_each_agents_statistics_and_merges_them():
+    """Each agent's observations are filtered by statistics of their own; two runners' states
+    merge agent by agent into the statistics of every observation; a state is plain data
+    (agent ids of any type) that another piece takes back exactly."""
+    space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    rng = np.random.default_rng(0)
+    runners = [MeanStdFilter(multi_agent=True) for _ in range(2)]
+    seen: dict = {0: [], "b": []}
+    for runner in runners:
+        for agent_id, center in ((0, 100.0), ("b", -5.0)):
+            assert runner.agent_observation_space(agent_id, space).shape == (2,)
+            for _ in range(50):
+                obs = rng.normal(center, 2.0, 2)
+                seen[agent_id].append(obs)
+                filtered = runner.transform_agent_observation(agent_id, space, obs)
+            assert np.all(np.abs(filtered) < 4.0), (agent_id, filtered)  # its own statistics
+    states = [runner.get_state() for runner in runners]
+    assert find_problem(states[0], "state") is None
+    driver = MeanStdFilter(multi_agent=True)  # the driver's piece has seen no observation
+    merged = driver.merge_states(states)
+    for agent_id, agent_state in merged["agents"]:
+        values = np.array(seen[agent_id])
+        assert agent_state["synced"]["n"] == len(values) == 100
+        np.testing.assert_allclose(agent_state["synced"]["mean"], values.mean(axis=0))
+    again = MeanStdFilter(multi_agent=True)
+    again.set_state(merged)
+    runners[0].set_state(merged)
+    probe = np.array([101.0, 99.0])
+    np.testing.assert_array_equal(
+        again._agent_filter(0, space).normalize(probe, update=False),
+        runners[0]._agent_filter(0, space).normalize(probe, update=False),
+    )
+
+
+@pytest.mark.slow
+def test_multi_agent_mean_std_filter_syncs_across_runners_and_checkpoints(tmp_path):
+    def config():
+        return (
+            PPOConfig()
+            .environment(MultiAgentPendulum, env_config={"num_agents": 2})
+            .env_runners(
+                num_env_runners=2,
+                env_to_module_connector=lambda env, spaces, device: MeanStdFilter(multi_agent=True),
+            )
+            .multi_agent(
+                policies={"p0", "p1"},
+                policy_mapping_fn=lambda agent_id, episode, **kw: f"p{agent_id}",
+            )
+            .training(train_batch_size_per_learner=400, minibatch_size=200, num_epochs=1)
+            .debugging(seed=0)
+        )
+
+    def synced(state):
+        agents = state["connector_state"]["00_MeanStdFilter"]["agents"]
+        return {agent_id: agent["synced"] for agent_id, agent in agents}
+
+    algo = config().build()
+    try:
+        algo.train()
+        states = algo.env_runner_group.get_runner_states()
+        local = synced(states[0])
+        assert set(local) == {0, 1} and local[0]["n"] == local[1]["n"] >= 400
+        for index in (1, 2):
+            for agent_id, stats in synced(states[index]).items():
+                np.testing.assert_array_equal(stats["mean"], local[agent_id]["mean"])
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    again = Algorithm.from_checkpoint(path)
+    try:
+        restored = synced(again.env_runner_group.get_runner_states()[1])
+        for agent_id, stats in local.items():
+            np.testing.assert_array_equal(restored[agent_id]["mean"], stats["mean"])
+        again.train()
+    finally:
+        again.stop()

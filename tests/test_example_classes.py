@@ -419,10 +419,54 @@ def test_hierarchical_windy_maze_env_makes_a_new_low_level_agent_per_goal():
         assert set(obs) == {agent, "high_level_agent"} and rewards["high_level_agent"] == 0
 
 
-def test_multi_agent_connector_refuses_to_run():
-    with pytest.raises(ConfigError, match="multi-agent connector pipelines are not") as error:
-        AddOtherAgentsRowIndexToXYPos()
-    assert error.value.capability == "multi-agent"
+def test_multi_agent_preprocessor_rewrites_each_step_before_the_episodes_record_it():
+    """RLlib's AddOtherAgentsRowIndexToXYPos (a MultiAgentObservationPreprocessor) with
+    FlattenObservations for agent_0 only, in EnvRunner processes: the modules are built for
+    the rewritten spaces and the episodes hold the rewritten observations."""
+    from trainer.examples.envs.classes.multi_agent.double_row_corridor_env import (
+        DoubleRowCorridorEnv,
+    )
+
+    piece = AddOtherAgentsRowIndexToXYPos()
+    env = DoubleRowCorridorEnv()
+    spaces = {aid: env.get_observation_space(aid) for aid in env.possible_agents}
+    piece.set_input_spaces(gym.spaces.Dict(spaces), None)
+    length = int(spaces["agent_0"].high[1]) + 1
+    step = piece.preprocess({"agent_0": np.array([1, 3]), "agent_1": np.array([0, 2])}, None)
+    assert step["agent_0"] == {"agent": length + 3, "other_agent_row": 0}
+    np.testing.assert_array_equal(step["agent_1"], [0.0, 2.0, 1.0])
+    assert piece.preprocess({"agent_1": np.array([1, 0])}, None)["agent_1"][2] == 2  # done
+    config = (
+        PPOConfig()
+        .environment(DoubleRowCorridorEnv)
+        .env_runners(
+            num_env_runners=1,
+            num_envs_per_env_runner=2,
+            env_to_module_connector=lambda env, spaces, device: [
+                AddOtherAgentsRowIndexToXYPos(),
+                FlattenObservations(multi_agent=True, agent_ids=["agent_0"]),
+            ],
+        )
+        .multi_agent(
+            policies={"p0", "p1"},
+            policy_mapping_fn=lambda aid, episode, **kw: "p0" if aid == "agent_0" else "p1",
+        )
+        .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
+    )
+    algo = config.build()
+    try:
+        episodes = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.sample(num_timesteps=64), local_env_runner=False
+        )[0]
+        result = algo.train()
+        module_spaces = algo.env_runner_group.spaces
+    finally:
+        algo.stop()
+    assert module_spaces["p0"][0].shape == (2 * length + 3,)  # one-hot index + one-hot row
+    assert module_spaces["p1"][0].shape == (3,)
+    agent_1 = [e.agent_episodes["agent_1"] for e in episodes if "agent_1" in e.agent_episodes]
+    assert np.asarray(agent_1[0].get_observations(0)).shape == (3,)
+    assert np.isfinite(result["learners"]["p0"]["total_loss"])
 
 
 def test_envs_needing_absent_packages_name_them(monkeypatch):

@@ -96,7 +96,10 @@ BROKEN_ENVS = {
         r"sub-env 0 \(MisbehavingEnv\)'s observation_space is \(4,\) \(a tuple\), not a "
         r"gymnasium.spaces.Space"
     ),
-    "action_space is Text": r"action space Text\(.*\) is not supported: Discrete and Box are",
+    "action_space is Text": (
+        r"action space Text\(.*\) is not supported: Discrete, Box, MultiDiscrete, and Tuple "
+        r"and Dict of those are"
+    ),
     "reset returns the observation alone": (
         r"sub-env 0's reset\(\) returned array\(\[0., 0., 0., 0.\], dtype=float32\) \(an? "
         r"ndarray\); gymnasium's API returns 2 values: \(obs, info\)"

@@ -197,17 +197,15 @@ def test_flatten_observations_needs_multi_agent_for_agent_ids():
 
 
 def test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece():
-    """Only per-agent observation pieces run in multi-agent runs: another piece fails with
-    the multi-agent capability named (the launcher reports such a script out of scope)."""
+    """Only per-agent observation pieces run in multi-agent runs (FlattenObservations and
+    MeanStdFilter with multi_agent=True): another piece fails with the multi-agent capability
+    named (the launcher reports such a script out of scope)."""
     with pytest.raises(ConfigError, match="MeanStdFilter") as error:
         MultiAgentEnvRunner(
             _rps_config(lambda env, spaces, device: MeanStdFilter()),
             worker_index=1,
             num_workers=1,
         )
-    assert error.value.capability == "multi-agent"
-    with pytest.raises(ConfigError, match="MeanStdFilter") as error:
-        MeanStdFilter(multi_agent=True)
     assert error.value.capability == "multi-agent"
 
 

@@ -13,7 +13,7 @@ import pytest
 from trainer import DQNConfig, PPOConfig, capabilities
 from trainer.algorithms import get_trainable_cls
 from trainer.compat.rllib_settings import Unsupported
-from trainer.connectors.env_to_module import MeanStdFilter
+from trainer.connectors.env_to_module import PrevActionsPrevRewards
 from trainer.errors import (
     ConfigError,
     EnvRunnerError,
@@ -26,12 +26,13 @@ from trainer.launcher.script import _exception_report
 
 
 class DictActionEnv(gym.Env):
-    """A one-step env whose action space is nested (RLlib's PPO takes it; localrl does not)."""
+    """A one-step env whose nested action space has a MultiBinary leaf, for which there is no
+    action distribution here."""
 
     def __init__(self, config=None):
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.action_space = gym.spaces.Dict(
-            {"move": gym.spaces.Discrete(2), "force": gym.spaces.Box(-1.0, 1.0, (1,))}
+            {"move": gym.spaces.Discrete(2), "switches": gym.spaces.MultiBinary(3)}
         )
 
     def reset(self, *, seed=None, options=None):
@@ -62,7 +63,7 @@ def test_config_refusals_are_config_errors_naming_the_capability():
         capabilities.LEARNER_CONNECTORS: lambda: PPOConfig().training(
             learner_connector=lambda *args: None
         ),
-        capabilities.MULTI_AGENT: lambda: MeanStdFilter(multi_agent=True),
+        capabilities.MULTI_AGENT: lambda: PrevActionsPrevRewards(multi_agent=True),
         capabilities.RECURRENT_MULTI_AGENT: lambda: (
             PPOConfig()
             .environment(MultiAgentCartPole, env_config={"num_agents": 2})
@@ -88,7 +89,7 @@ def test_a_plain_config_error_is_no_refusal():
     assert not isinstance(raised.value, NotSupported) and raised.value.capability is None
 
 
-def test_nested_action_space_is_refused_from_the_env_runner_process_with_the_capability():
+def test_an_action_leaf_without_distribution_is_refused_from_the_env_runner_with_capability():
     config = (
         PPOConfig()
         .environment(DictActionEnv)
@@ -101,7 +102,7 @@ def test_nested_action_space_is_refused_from_the_env_runner_process_with_the_cap
     refused = raised.value
     assert isinstance(refused, EnvRunnerError) and isinstance(refused, ValueError)
     assert refused.capability == capabilities.ACTION_SPACES
-    assert "Dict(" in str(refused)
+    assert "action space['switches']: MultiBinary(3)" in str(refused)
     assert _exception_report(refused)["capability"] == capabilities.ACTION_SPACES
 
 

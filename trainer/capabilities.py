@@ -17,7 +17,10 @@ RAY_INTERNALS = "Ray's cluster internals"
 THIRD_PARTY_ENVS = "third-party env wrappers (OpenSpiel, DeepMind Control, RecSim)"
 META_LEARNING = "meta-learning (differentiable learners)"
 LEARNER_CONNECTORS = "learner connectors (custom Learner pipelines)"
-ACTION_SPACES = "action spaces other than Discrete and Box (nested Dict and Tuple, MultiDiscrete)"
+ACTION_SPACES = (
+    "action spaces other than Discrete, Box, MultiDiscrete, and Tuple and Dict of those "
+    "(MultiBinary, Text, Sequence, Graph leaves)"
+)
 RECURRENT_MULTI_AGENT = "recurrent (LSTM) modules in multi-agent runs"
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"

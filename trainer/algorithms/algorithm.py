@@ -1122,8 +1122,12 @@ class Algorithm(OldAlgorithmNames):
             timestep=self.num_env_steps_sampled_lifetime if timestep is None else timestep,
             explore=explore,
         )
-        action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
-        action = int(action) if module.spaces.action_discrete_n is not None else action
+        layout = module.spaces.action_layout
+        if layout is not None:  # a composite space: the nested action (Python ints)
+            action = layout.unflatten_one(actions[0], normalize=normalize, clip=clip)
+        else:
+            action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
+            action = int(action) if module.spaces.action_discrete_n is not None else action
         return (action, state_out, {}) if stateful or full_fetch else action
 
     @staticmethod

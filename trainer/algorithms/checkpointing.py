@@ -74,6 +74,7 @@ from trainer.core.module_checkpoint import (
 )
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleAPI, RLModuleSpec, validate_module_id
+from trainer.core.spaces import space_to_dict
 from trainer.util.state_checks import StateError
 
 if TYPE_CHECKING:
@@ -113,6 +114,11 @@ def describe_spaces(spaces: Any) -> dict:
         "action_dim": spaces.action_dim,
         "action_low": None if spaces.action_low is None else spaces.action_low.tolist(),
         "action_high": None if spaces.action_high is None else spaces.action_high.tolist(),
+        **(
+            {"action_space": space_to_dict(spaces.composite_action_space)}
+            if getattr(spaces, "composite_action_space", None) is not None
+            else {}
+        ),
     }
 
 

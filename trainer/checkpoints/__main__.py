@@ -18,6 +18,7 @@ from trainer.checkpoints import METADATA_FILE, CheckpointError, open_checkpoint
 from trainer.checkpoints.format import CLASS_AND_CONFIG_FILE
 from trainer.checkpoints.reader import read_metadata_bytes
 from trainer.checkpoints.signing import SIGNATURE_KEY, KeyFileError, check_signature, key_file_path
+from trainer.core.spaces import space_from_dict
 
 
 def _size(num_bytes: float) -> str:
@@ -46,11 +47,15 @@ def _summary(value: Any, key: str = "") -> str:
 
 
 def _describe_spaces(spaces: dict) -> str:
-    actions = (
-        f"Discrete({spaces['action_discrete_n']})"
-        if spaces.get("action_discrete_n")
-        else f"Box({spaces.get('action_dim')})"
-    )
+    if spaces.get("action_space") is not None:  # a composite action space, as data
+        try:
+            actions = str(space_from_dict(spaces["action_space"]))
+        except (TypeError, ValueError, KeyError):
+            actions = "a composite space (unreadable)"
+    elif spaces.get("action_discrete_n"):
+        actions = f"Discrete({spaces['action_discrete_n']})"
+    else:
+        actions = f"Box({spaces.get('action_dim')})"
     return f"observations of size {spaces.get('obs_dim')}, actions {actions}"
 
 

@@ -511,6 +511,17 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "Episode actions of a composite action space (Tuple, Dict, MultiDiscrete)",
+        "each step's action is recorded as one float32 row of the leaves' values "
+        "(episode.get_actions(), the learners' batch['actions']); the env, "
+        "compute_single_action and RLlib's torch distributions get the nested action "
+        "(ActionLayout(space).unflatten_one(row); tests/test_action_spaces.py)",
+        "the EnvRunners record every step into array columns that the episodes view without a "
+        "copy; nested actions would take them off that path. RLlib's TorchMultiDistribution "
+        "reads such rows as well as nested actions",
+        BEHAVIOUR,
+    ),
+    Difference(
         "AlgorithmConfig settings that have no effect here (num_learners, num_gpus, "
         "num_cpus_per_env_runner, ...)",
         "a value of another kind than RLlib's default is refused with a ConfigError "
@@ -744,11 +755,14 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "env_runners(env_to_module_connector=...) in a multi-agent run",
-        "FlattenObservations(multi_agent=True, agent_ids=...) runs, applied per agent as the "
-        "observations leave each sub-env; any other piece is refused when the runner is "
-        "built, naming it (tests/test_multi_agent_examples.py::test_other_pieces_in_a_multi_"
-        "agent_run_are_refused_naming_the_piece)",
-        "the MultiAgentEnvRunner has no multi-agent connector pipeline yet",
+        "FlattenObservations(multi_agent=True, agent_ids=...), MeanStdFilter(multi_agent="
+        "True) and MultiAgentObservationPreprocessor subclasses run, applied to each step's "
+        "observations as they leave each sub-env (preprocess() gets episode=None); any other "
+        "piece is refused when the runner is built, naming it (tests/test_multi_agent_"
+        "examples.py::test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece)",
+        "the MultiAgentEnvRunner has no multi-agent connector pipeline over its episodes yet: "
+        "the pieces that rewrite a step's observations from those observations alone run "
+        "this way",
         BEHAVIOUR,
     ),
     Difference(

@@ -89,6 +89,11 @@ class MeanStdFilter(ConnectorV2):
     `update_stats=False`). After each training step the runners' new observations are merged
     exactly into one set of statistics, which goes to every runner (evaluation runners included)
     with the next weights, into checkpoints, and to restarted runners.
+
+    With `multi_agent=True` (a MultiAgentEnv's runs, as RLlib's) each agent has statistics of
+    its own, made for its observation space the first time the MultiAgentEnvRunner asks for it
+    (`agent_observation_space`, `transform_agent_observation`), merged and synced agent by
+    agent.
     """
 
     def __init__(
@@ -103,8 +108,9 @@ class MeanStdFilter(ConnectorV2):
         update_stats: bool = True,
         **kwargs: Any,
     ):
-        if multi_agent:
-            raise _multi_agent_piece_error("MeanStdFilter")
+        self.multi_agent = bool(multi_agent)
+        #: With `multi_agent`: each agent's filter (a single-agent MeanStdFilter), by agent id.
+        self._agent_filters: dict[Any, MeanStdFilter] = {}
         self.de_mean_to_zero = de_mean_to_zero
         self.de_std_to_one = de_std_to_one
         self.clip_by_value = clip_by_value
@@ -117,9 +123,46 @@ class MeanStdFilter(ConnectorV2):
         self._hot: list | None = None
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
+    # -- multi-agent: a filter per agent ------------------------------------------------------
+    def _agent_filter(self, agent_id: Any, space: gym.Space | None = None) -> MeanStdFilter:
+        """`agent_id`'s filter, made (or given its input space) for `space`."""
+        piece = self._agent_filters.get(agent_id)
+        if piece is None:
+            piece = self._agent_filters[agent_id] = MeanStdFilter(
+                de_mean_to_zero=self.de_mean_to_zero,
+                de_std_to_one=self.de_std_to_one,
+                clip_by_value=self.clip_by_value,
+                update_stats=self._update_stats,
+            )
+        if space is not None and piece.input_observation_space is None:
+            try:
+                piece.input_observation_space = space
+            except ValueError as error:
+                raise ValueError(
+                    f"MeanStdFilter(multi_agent=True), agent {agent_id!r}: {error}"
+                ) from None
+        return piece
+
+    def agent_observation_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
+        """The space of `agent_id`'s observations (of the env space `space`) after this
+        (multi-agent) piece."""
+        output = self._agent_filter(agent_id, space).observation_space
+        assert output is not None, "a filter with an input space has an output space"
+        return output
+
+    def transform_agent_observation(self, agent_id: Any, space: gym.Space, observation: Any) -> Any:
+        """`agent_id`'s observation filtered by its own statistics (pushed first, unless
+        `update_stats=False`)."""
+        piece = self._agent_filter(agent_id, space)
+        return piece.normalize(np.asarray(observation, np.float64), update=self._update_stats)
+
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
     ) -> gym.Space | None:
+        if self.multi_agent:  # RLlib's Dict of agent spaces; None until known
+            if input_observation_space is None:
+                return None
+            return per_agent_spaces(self, "MeanStdFilter", input_observation_space)
         if not isinstance(input_observation_space, gym.spaces.Box):
             raise ValueError(
                 f"MeanStdFilter filters Box observations; this env's are "
@@ -284,12 +327,24 @@ class MeanStdFilter(ConnectorV2):
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict:
+        if self.multi_agent:  # [[agent id, its state], ...]: agent ids of any plain type
+            return {
+                AGENTS_KEY: [
+                    [agent_id, piece.get_state()]
+                    for agent_id, piece in self._agent_filters.items()
+                    if piece._synced is not None
+                ]
+            }
         synced, buffer, _ = self._statistics()
         return {"synced": synced.to_state(), "buffer": buffer.to_state()}
 
     def set_state(self, state: dict) -> None:
         """Takes statistics: a runner's own state (exact resume), or a merged one (no buffer:
         the runner starts collecting anew)."""
+        if self.multi_agent:
+            for agent_id, agent_state in state[AGENTS_KEY]:
+                self._agent_filter(_agent_key(agent_id)).set_state(agent_state)
+            return
         self._synced = RunningStat.from_state(state["synced"])
         self._hot = None
         self._buffer = (
@@ -302,6 +357,20 @@ class MeanStdFilter(ConnectorV2):
     def merge_states(self, states: list[dict]) -> dict:
         """This piece's synced statistics plus every runner's new observations (each state's
         `buffer`), once each: the statistics of all observations seen so far."""
+        if self.multi_agent:
+            by_agent: dict[Any, list[dict]] = {}
+            for state in states:
+                for agent_id, agent_state in state[AGENTS_KEY]:
+                    by_agent.setdefault(_agent_key(agent_id), []).append(agent_state)
+            for agent_id in self._agent_filters:
+                by_agent.setdefault(agent_id, [])
+            merged_agents = []
+            for agent_id, agent_states in by_agent.items():
+                piece = self._agent_filter(agent_id)
+                if piece._synced is None:  # an agent only the other runners have seen
+                    piece._reset(RunningStat.from_state(agent_states[0]["buffer"]).mean.shape)
+                merged_agents.append([agent_id, piece.merge_states(agent_states)])
+            return {AGENTS_KEY: merged_agents}
         merged, _, _ = self._statistics()
         for state in states:
             merged = merged.merged(RunningStat.from_state(state["buffer"]))
@@ -309,9 +378,35 @@ class MeanStdFilter(ConnectorV2):
 
     def __repr__(self) -> str:
         return (
-            f"MeanStdFilter(de_mean_to_zero={self.de_mean_to_zero}, de_std_to_one="
+            f"MeanStdFilter({'multi_agent=True, ' if self.multi_agent else ''}"
+            f"de_mean_to_zero={self.de_mean_to_zero}, de_std_to_one="
             f"{self.de_std_to_one}, clip_by_value={self.clip_by_value})"
         )
+
+
+def per_agent_spaces(piece: Any, name: str, input_observation_space: gym.Space) -> gym.Space:
+    """A per-agent piece's output space: RLlib's Dict of agent spaces, each agent's mapped by
+    `piece.agent_observation_space`; a single-agent env's space is refused."""
+    if not isinstance(input_observation_space, gym.spaces.Dict):
+        raise ValueError(
+            f"{name}(multi_agent=True): the env is single-agent (its observation space is "
+            f"{input_observation_space}); leave multi_agent out"
+        )
+    return gym.spaces.Dict(
+        {
+            agent_id: piece.agent_observation_space(agent_id, space)
+            for agent_id, space in input_observation_space.spaces.items()
+        }
+    )
+
+
+#: The key of a multi-agent MeanStdFilter's state: `[[agent id, state], ...]`.
+AGENTS_KEY = "agents"
+
+
+def _agent_key(agent_id: Any) -> Any:
+    """An agent id as read back from a state (msgpack turns tuples into lists)."""
+    return tuple(agent_id) if isinstance(agent_id, list) else agent_id
 
 
 def _multi_agent_piece_error(piece: str) -> ConfigError:
@@ -396,6 +491,8 @@ class FlattenObservations(ConnectorV2):
             return observation
         return self._flatten(self._kept_space(space), observation)
 
+    transform_agent_observation = flatten_agent_observation
+
     @staticmethod
     def _flatten(space: gym.Space, observation: Any) -> np.ndarray:
         if isinstance(space, gym.spaces.Dict):
@@ -408,17 +505,7 @@ class FlattenObservations(ConnectorV2):
         if input_observation_space is None:
             return None
         if self.multi_agent:
-            if not isinstance(input_observation_space, gym.spaces.Dict):
-                raise ValueError(
-                    "FlattenObservations(multi_agent=True): the env is single-agent (its "
-                    f"observation space is {input_observation_space}); leave multi_agent out"
-                )
-            return gym.spaces.Dict(
-                {
-                    agent_id: self.agent_observation_space(agent_id, space)
-                    for agent_id, space in input_observation_space.spaces.items()
-                }
-            )
+            return per_agent_spaces(self, "FlattenObservations", input_observation_space)
         return self._flat_space(input_observation_space)
 
     def _flat_space(self, input_observation_space: gym.Space) -> gym.Space:
@@ -627,3 +714,26 @@ class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
 
 #: RLlib's name for the single-agent preprocessor base.
 ObservationPreprocessor = SingleAgentObservationPreprocessor
+
+
+class MultiAgentObservationPreprocessor(ConnectorV2, abc.ABC):
+    """RLlib's piece that maps a multi-agent step's observations (a dict of the agents that
+    observe, each observation unbatched) through `preprocess()` to a new dict: override
+    `preprocess(observations, episode)` and, when the observations change their form,
+    `recompute_output_observation_space` (input and output: a Dict of agent spaces).
+
+    The MultiAgentEnvRunner applies it to each step's observations as they leave a sub-env,
+    before the episodes record them (with the per-agent pieces, in the pipeline's order);
+    `episode` is then None: the preprocessed observations are what the episode records."""
+
+    multi_agent = True
+
+    @abc.abstractmethod
+    def preprocess(self, observations: dict, episode: Any) -> dict:
+        """The new observations dict for `observations` (one step's, by agent id)."""
+
+    def __call__(self, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{type(self).__name__} runs in a MultiAgentEnvRunner, which applies "
+            "preprocess() to each step's observations"
+        )

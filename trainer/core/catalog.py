@@ -25,8 +25,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-import gymnasium as gym
-
 from trainer.capabilities import OLD_API_STACK, TORCH
 from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 
@@ -114,7 +112,8 @@ class Catalog:
 
     def get_action_dist_cls(self, framework: str) -> type:
         """The torch action distribution class of the action space (RLlib's for "torch":
-        TorchCategorical for Discrete, TorchDiagGaussian for Box)."""
+        TorchCategorical for Discrete, TorchDiagGaussian for Box, TorchMultiCategorical for
+        MultiDiscrete, TorchMultiDistribution for Tuple and Dict)."""
         if framework != "torch":
             raise ValueError(
                 f"{type(self).__name__}.get_action_dist_cls(framework={framework!r}): only "
@@ -124,14 +123,22 @@ class Catalog:
         importlib.import_module(_TORCH_BACKEND).require_torch(
             f"{type(self).__name__}.get_action_dist_cls('torch')"
         )
+        return self._get_dist_cls_from_action_space(self.action_space, framework=framework)
+
+    @classmethod
+    def _get_dist_cls_from_action_space(cls, action_space: Any, *, framework: str) -> type:
+        """RLlib's (private) helper behind `get_action_dist_cls`, for any action space."""
+        if framework != "torch":
+            raise ValueError(
+                f"{cls.__name__}._get_dist_cls_from_action_space(framework={framework!r}): "
+                "only 'torch' has distribution classes here"
+            )
+        importlib.import_module(_TORCH_BACKEND).require_torch(
+            f"{cls.__name__}._get_dist_cls_from_action_space(framework='torch')"
+        )
         distributions = importlib.import_module(_TORCH_DISTRIBUTIONS)
-        if isinstance(self.action_space, gym.spaces.Discrete):
-            return distributions.TorchCategorical
-        if isinstance(self.action_space, gym.spaces.Box):
-            return distributions.TorchDiagGaussian
-        raise ValueError(
-            f"{type(self).__name__}.get_action_dist_cls(): no distribution for the action "
-            f"space {self.action_space} (Discrete and Box have one)"
+        return distributions.action_dist_cls_for(
+            action_space, f"{cls.__name__}.get_action_dist_cls(): action_space"
         )
 
 

@@ -20,7 +20,9 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
+from trainer.core.action_layout import ActionLayout, MultiActionDistribution
 from trainer.core.nn import Categorical, DiagGaussian
+from trainer.core.spaces import first_leaf
 
 
 class Distribution(abc.ABC):
@@ -89,6 +91,8 @@ class Distribution(abc.ABC):
                 distribution.__class__ = cls
                 return distribution
 
+        #: The bound keywords (the samplers read a multi-distribution's children here).
+        DistributionPartial._partial_kwargs = dict(partial_kwargs)
         DistributionPartial.__name__ = f"{parent_cls.__name__}Partial"
         DistributionPartial.__qualname__ = DistributionPartial.__name__
         return DistributionPartial
@@ -247,3 +251,70 @@ class NumpyDeterministic(NumpyDistribution):
 
     def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
         return self._zeros()
+
+
+class NumpyMultiDistribution(NumpyDistribution):
+    """RLlib's multi-distribution for a composite action space (Tuple, Dict, MultiDiscrete:
+    `TorchMultiDistribution` / `TorchMultiCategorical` in RLlib), over numpy arrays: `logits`
+    are each leaf's distribution inputs one after another, values are nested actions with a
+    batch axis on every leaf, and logp, entropy and KL are the sums over the leaves. Made per
+    space: `NumpyMultiDistribution.get_partial_dist_cls(layout=ActionLayout(space))`."""
+
+    def __init__(self, logits: Any, layout: Any):
+        self.logits = np.asarray(logits, dtype=np.float32)
+        self.layout = layout
+        self._dist = MultiActionDistribution(layout)
+
+    @classmethod
+    def from_logits(cls, logits: Any, layout: Any = None, **kwargs: Any) -> NumpyMultiDistribution:
+        if layout is None:
+            raise ValueError(
+                "NumpyMultiDistribution.from_logits needs layout= (the module's "
+                "get_inference_action_dist_cls() gives the class with it)"
+            )
+        return cls(logits, layout)
+
+    @staticmethod
+    def required_input_dim(space: gym.Space, layout: Any = None, **kwargs: Any) -> int:
+        return (layout or ActionLayout(space)).num_inputs
+
+    def _rows(self) -> np.ndarray:
+        return self.logits.reshape(-1, self.logits.shape[-1])
+
+    def sample(
+        self,
+        *,
+        sample_shape: Sequence[int] | None = None,
+        rng: np.random.Generator | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if sample_shape:
+            raise ValueError("NumpyMultiDistribution.sample(sample_shape=...) is not supported")
+        rows, _ = self._dist.act(self._rows(), _rng(rng), True)
+        return self.layout.unflatten(rows)
+
+    def logp(self, value: Any, **kwargs: Any) -> np.ndarray:
+        return self._dist.logp(self._rows(), self.layout.flatten(value))
+
+    def entropy(self, **kwargs: Any) -> np.ndarray:
+        return self._dist.entropy(self._rows())
+
+    def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
+        return self._dist.kl(self._rows(), cast(NumpyMultiDistribution, other)._rows())
+
+    def to_deterministic(self) -> NumpyDeterministic:
+        rows, _ = self._dist.act(self._rows(), np.random.default_rng(0), False)
+        return _NestedDeterministic(self.layout.unflatten(rows))
+
+
+class _NestedDeterministic(NumpyDeterministic):
+    """A multi-distribution's greedy actions (nested); logp, entropy and KL are 0."""
+
+    def __init__(self, loc: Any):
+        self.loc = loc
+
+    def sample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> Any:
+        return self.loc
+
+    def _zeros(self) -> np.ndarray:
+        return np.zeros(len(first_leaf(self.loc)), dtype=np.float32)

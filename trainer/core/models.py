@@ -11,6 +11,7 @@ named float32 arrays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,12 @@ import gymnasium as gym
 import numpy as np
 
 from trainer import capabilities
-from trainer.core.distributions import NumpyCategorical, NumpyDiagGaussian
+from trainer.core.action_layout import ActionLayout, is_composite_action_space
+from trainer.core.distributions import (
+    NumpyCategorical,
+    NumpyDiagGaussian,
+    NumpyMultiDistribution,
+)
 from trainer.core.initializers import Initializer, make_initializer
 from trainer.core.nn import (
     ACTIVATIONS,
@@ -437,6 +443,16 @@ class SpaceInfo:
     #: nested, batched leaf by leaf (`trainer.core.obs_tree`), as torch modules take them
     #: (`from_spaces(..., nested_obs=True)`); `obs_dim` is its flattened size.
     nested_obs_space: gym.Space | None = None
+    #: A composite action space (Tuple, Dict, MultiDiscrete; None otherwise): the module acts
+    #: in flat rows of `action_dim` columns through a multi-distribution
+    #: (`trainer.core.action_layout`), and the env gets nested actions.
+    composite_action_space: gym.Space | None = None
+
+    @functools.cached_property
+    def action_layout(self) -> ActionLayout | None:
+        """The composite action space's layout (None for Discrete and Box)."""
+        space = self.composite_action_space
+        return None if space is None else ActionLayout(space)
 
     @classmethod
     def from_spaces(
@@ -472,6 +488,19 @@ class SpaceInfo:
                 "with a gymnasium wrapper)",
                 capabilities.OBSERVATION_SPACES,
             )
+        if is_composite_action_space(action_space):
+            layout = ActionLayout(action_space)  # (raises for leaves it cannot act in)
+            return cls(
+                obs_dim,
+                obs_n,
+                None,
+                layout.width,
+                None,
+                None,
+                obs_shape,
+                nested_obs_space=nested_space,
+                composite_action_space=action_space,
+            )
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(
                 obs_dim,
@@ -495,7 +524,8 @@ class SpaceInfo:
                 nested_obs_space=nested_space,
             )
         raise UnsupportedValue(
-            f"action space {action_space} is not supported: Discrete and Box are",
+            f"action space {action_space} is not supported: Discrete, Box, MultiDiscrete, "
+            "and Tuple and Dict of those are",
             capabilities.ACTION_SPACES,
         )
 
@@ -528,6 +558,8 @@ class SpaceInfo:
 
     def action_space(self) -> gym.Space:
         """The env's action space, rebuilt from what is recorded here."""
+        if self.composite_action_space is not None:
+            return self.composite_action_space
         if self.action_discrete_n is not None:
             return gym.spaces.Discrete(self.action_discrete_n)
         if self.action_low is None or self.action_high is None:  # recorded for every Box
@@ -734,7 +766,11 @@ class FlatParameterModule(RLModuleAPI):
 
     def get_inference_action_dist_cls(self) -> type:
         """RLlib's question, answered with a numpy distribution: NumpyCategorical over the
-        logits (or Q-values) of Discrete actions, NumpyDiagGaussian for Box actions."""
+        logits (or Q-values) of Discrete actions, NumpyDiagGaussian for Box actions, a
+        NumpyMultiDistribution for a composite (Tuple, Dict, MultiDiscrete) action space."""
+        layout = self.spaces.action_layout
+        if layout is not None:
+            return NumpyMultiDistribution.get_partial_dist_cls(layout=layout)
         return NumpyCategorical if self.spaces.action_discrete_n is not None else NumpyDiagGaussian
 
     def get_exploration_action_dist_cls(self) -> type:
@@ -770,6 +806,9 @@ class FlatParameterModule(RLModuleAPI):
 def env_actions(spaces: SpaceInfo, actions: np.ndarray, *, normalize: bool, clip: bool) -> Any:
     """A module's actions as the env takes them. For Box spaces with `normalize`, the module
     acts in [-1, 1] and the action is mapped onto the bounds; with `clip`, clipped to them."""
+    layout = spaces.action_layout
+    if layout is not None:  # flat rows -> nested actions, batched leaf by leaf
+        return layout.unflatten(actions, normalize=normalize, clip=clip)
     low, high = spaces.action_low, spaces.action_high
     if spaces.action_discrete_n is not None or low is None or high is None:
         return actions  # Discrete (only Box spaces record bounds)

@@ -442,9 +442,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "try_import_open_spiel": Unavailable(THIRD_PARTY_ENVS),
         "try_import_pyspiel": Unavailable(THIRD_PARTY_ENVS),
     },
-    "ray.rllib.connectors.env_to_module.observation_preprocessor": {
-        "MultiAgentObservationPreprocessor": Unavailable(MULTI_AGENT),
-    },
     "ray.rllib.utils.replay_buffers": {
         **{
             name: Unavailable(OLD_API_STACK, "EpisodeReplayBuffer")

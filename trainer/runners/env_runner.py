@@ -1407,6 +1407,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if random_actions:
             actions = env.action_space.sample()
             env_actions = actions
+            layout = self.spaces.action_layout if self.spaces is not None else None
+            if layout is not None:  # a composite space: the episodes record flat rows
+                actions = layout.flatten(actions)
             logp = np.zeros(self.num_envs, dtype=np.float32)
             dist_inputs = None
             if stateful:  # no forward pass: the states stay as they were

@@ -39,9 +39,11 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
+from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.core.nn import Categorical, act_small_rows
+from trainer.core.obs_tree import tree_split
 from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.multi_agent_checks import result_problem
@@ -177,6 +179,8 @@ class _ModuleActions:
             env_actions = module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
+            if spaces.action_layout is not None:  # nested: one action per agent, leaf by leaf
+                return _rows(actions), tree_split(env_actions), logp.tolist(), dist_inputs
             return _rows(actions), _env_rows(env_actions), logp.tolist(), dist_inputs
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
@@ -275,6 +279,14 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.spaces = spaces
         if create_env:
             self.make_env()
+        else:
+            # Without envs (the driver's runner beside remote ones) the pieces still hold the
+            # state the runners' connector states merge into; RLlib's factories read no env
+            # for them (one that does leaves this runner without pieces).
+            try:
+                self._observation_pieces = multi_agent_observation_pieces(self.config, None)
+            except (AttributeError, TypeError):
+                self._observation_pieces = []
         self.module = self._build_module()
         self._actors = {
             module_id: self._module_actions(module_id, module)
@@ -961,8 +973,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         return self.metrics.reduce()
 
     def sample_with_metrics(self, **sample_kwargs: Any) -> tuple[list, dict, dict | None]:
-        """`sample()` and `get_metrics()` in one request (no connector state here)."""
-        return self.sample(**sample_kwargs), self.get_metrics(), None
+        """`sample()`, `get_metrics()` and the connector state in one request."""
+        return self.sample(**sample_kwargs), self.get_metrics(), self.get_connector_state()
 
     def sample_metrics_only(self, **sample_kwargs: Any) -> dict:
         self.sample(**sample_kwargs)
@@ -1000,6 +1012,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             self._actors[module_id].module.set_weights(module_weights)
         if global_timestep is not None:
             self.global_timestep = int(global_timestep)
+        self.set_connector_state(connector_state)
 
     def get_state(
         self,
@@ -1027,6 +1040,9 @@ class MultiAgentEnvRunner(RunnerSetup):
         }
         if include_weights:
             state[RL_MODULE_STATE] = {str(k): v for k, v in self.get_weights().items()}
+        connector_state = self.get_connector_state()
+        if connector_state is not None:
+            state["connector_state"] = connector_state
         if include_env:
             state["sampling"] = self._sampling_state()
         return select_components(state, components, not_components)
@@ -1055,6 +1071,13 @@ class MultiAgentEnvRunner(RunnerSetup):
             MetricsLogger.check_state(
                 state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
             )
+        if state.get("connector_state") is not None:
+            require_map(state["connector_state"], f"{where}['connector_state']")
+            if self.env_to_module is None:
+                raise StateError(
+                    f"{where}['connector_state']",
+                    "is given, and this runner has no stateful env-to-module piece",
+                )
         if "sampling" in state:
             check_sampling_state(state["sampling"], f"{where}['sampling']")
         if "exploration" in state:
@@ -1081,6 +1104,8 @@ class MultiAgentEnvRunner(RunnerSetup):
             )
         if "global_timestep" in state:
             self.global_timestep = int(state["global_timestep"])
+        if state.get("connector_state") is not None:
+            self.set_connector_state(state["connector_state"])
         if "exploration" in state:
             for module_id, actor in self._actors.items():
                 if str(module_id) in state["exploration"]:
@@ -1203,22 +1228,40 @@ class MultiAgentEnvRunner(RunnerSetup):
         """After a sample was interrupted mid-step: the next sample starts new episodes."""
         self._needs_reset = True
 
-    # -- connectors: none here yet (RLlib's multi-agent connector pipelines) ------------------
-    env_to_module = None
+    # -- connectors: the per-agent observation pieces' state (a MeanStdFilter's) -------------
+    @property
+    def env_to_module(self) -> ConnectorPipelineV2 | None:
+        """The observation pieces as one pipeline when one of them keeps a state (a
+        `MeanStdFilter(multi_agent=True)`'s statistics, merged across runners), else None."""
+        pieces = getattr(self, "_observation_pieces", [])
+        if not any(piece.is_stateful for piece in pieces):
+            return None
+        pipeline = self.__dict__.get("_stateful_pipeline")
+        if pipeline is None:
+            pipeline = self._stateful_pipeline = ConnectorPipelineV2(connectors=pieces)
+        return pipeline
 
-    def get_connector_state(self) -> None:
-        return None
+    def get_connector_state(self) -> dict | None:
+        pipeline = self.env_to_module
+        return None if pipeline is None else pipeline.get_state()
 
     def set_connector_state(self, state: dict | None) -> None:
-        if state is not None:
-            raise ValueError("a MultiAgentEnvRunner has no env-to-module connector state")
+        if state is None:
+            return
+        pipeline = self.env_to_module
+        if pipeline is None:
+            raise ValueError(
+                "this MultiAgentEnvRunner has no stateful env-to-module piece to take a "
+                "connector state"
+            )
+        pipeline.set_state(state)
 
     # -- the rest of RLlib's EnvRunner API ---------------------------------------------------
-    def sample_get_state_and_metrics(self, **sample_kwargs: Any) -> tuple[list, None, dict]:
-        """`sample()`, then the connector state (none) and the metrics, in one call (RLlib's,
-        for asynchronous algorithms)."""
+    def sample_get_state_and_metrics(self, **sample_kwargs: Any) -> tuple[list, Any, dict]:
+        """`sample()`, then the connector state and the metrics, in one call (RLlib's, for
+        asynchronous algorithms)."""
         episodes = self.sample(**sample_kwargs)
-        return episodes, None, self.get_metrics()
+        return episodes, self.get_connector_state(), self.get_metrics()
 
     def get_tasks(self) -> None:
         return None

@@ -1,6 +1,7 @@
 """The env-to-module connector of a multi-agent run: RLlib's per-agent observation pieces
-(`FlattenObservations(multi_agent=True, agent_ids=...)`), applied to each observation as it
-leaves the env.
+(`FlattenObservations(multi_agent=True, agent_ids=...)`, `MeanStdFilter(multi_agent=True)`) and
+whole-step preprocessors (`MultiAgentObservationPreprocessor`), applied to each step's
+observations as they leave the env, in the pipeline's order.
 
 RLlib's MultiAgentEnvRunner runs such a piece over its episodes after every env step: the
 episodes then hold the rewritten observations and each module is built for the rewritten
@@ -8,7 +9,8 @@ spaces of its agents. Here the runner wraps each sub-env in `ObservationPiecesEn
 rewrites the observations of `reset` and `step` and reports the rewritten spaces: the episodes,
 the modules' spaces and the learners see what they see in RLlib. Only pieces that rewrite one
 agent's observation from that observation alone run this way; any other piece is refused by
-name when the runner is built."""
+name when the runner is built. A preprocessor's `preprocess()` gets `episode=None`: the
+episode records its output."""
 
 from __future__ import annotations
 
@@ -18,12 +20,19 @@ import gymnasium as gym
 
 from trainer.capabilities import MULTI_AGENT
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2, call_factory
-from trainer.connectors.env_to_module import FlattenObservations
+from trainer.connectors.env_to_module import (
+    FlattenObservations,
+    MeanStdFilter,
+    MultiAgentObservationPreprocessor,
+)
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError
 
+#: The pieces a multi-agent run applies per agent.
+ObservationPiece = FlattenObservations | MeanStdFilter | MultiAgentObservationPreprocessor
 
-def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObservations]:
+
+def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPiece]:
     """The pieces of the config's `env_to_module_connector` for a MultiAgentEnv (`env`, one
     sub-env), checked: each must be a `FlattenObservations(multi_agent=True)`. Empty when the
     config has no env-to-module connector."""
@@ -37,19 +46,21 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[FlattenObserva
         pieces = list(made)
     else:
         pieces = [made]
-    checked: list[FlattenObservations] = []
+    checked: list[ObservationPiece] = []
     for piece in pieces:
         if not isinstance(piece, ConnectorV2):
             raise TypeError(
                 f"env_to_module_connector returned {made!r}: it must return a ConnectorV2 "
                 "piece, a list of them, or a ConnectorPipelineV2"
             )
-        if not (isinstance(piece, FlattenObservations) and piece.multi_agent):
+        per_agent = isinstance(piece, (FlattenObservations, MeanStdFilter)) and piece.multi_agent
+        if not (per_agent or isinstance(piece, MultiAgentObservationPreprocessor)):
             raise ConfigError(
                 f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
                 "run: multi-agent runs take FlattenObservations(multi_agent=True, "
-                "agent_ids=...) pieces only; other env-to-module pieces run with single-agent "
-                "envs",
+                "agent_ids=...), MeanStdFilter(multi_agent=True) and "
+                "MultiAgentObservationPreprocessor pieces; other env-to-module pieces run with "
+                "single-agent envs",
                 MULTI_AGENT,
             )
         checked.append(piece)
@@ -62,7 +73,7 @@ class ObservationPiecesEnv(MultiAgentEnv):
     module spaces read the rewritten spaces from it); any other attribute is the wrapped
     env's, so callbacks reach the env's own attributes as usual; `env` is the wrapped env."""
 
-    def __init__(self, env: Any, pieces: list[FlattenObservations]) -> None:
+    def __init__(self, env: Any, pieces: list[ObservationPiece]) -> None:
         self.env = env
         self._pieces = list(pieces)
         self._inner = inner = env.unwrapped
@@ -71,30 +82,50 @@ class ObservationPiecesEnv(MultiAgentEnv):
         self._agent_ids = set(self.possible_agents)
         #: Each agent's env space, the input of the pieces.
         self._env_spaces = {aid: inner.get_observation_space(aid) for aid in self.possible_agents}
-        #: Each agent's space after the pieces.
-        self._flat_spaces = {
-            aid: self._rewritten_space(aid, space) for aid, space in self._env_spaces.items()
-        }
+        #: Per piece, each agent's space going into it (a whole-dict preprocessor's input is
+        #: the Dict of them); then each agent's space after the pieces.
+        self._stage_spaces: list[dict] = []
+        self._flat_spaces = self._rewritten_spaces(dict(self._env_spaces))
         self.observation_spaces = self._flat_spaces
         self.action_spaces = {aid: inner.get_action_space(aid) for aid in self.possible_agents}
         super().__init__()
 
-    def _rewritten_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
+    def _rewritten_spaces(self, spaces: dict) -> dict:
+        """The agents' spaces after the pieces (`_stage_spaces`: before each piece)."""
+        self._stage_spaces = []
         for piece in self._pieces:
-            space = piece.agent_observation_space(agent_id, space)
+            self._stage_spaces.append(spaces)
+            if isinstance(piece, MultiAgentObservationPreprocessor):
+                piece.set_input_spaces(gym.spaces.Dict(spaces), None)
+                output = piece.observation_space
+                spaces = dict(output.spaces) if isinstance(output, gym.spaces.Dict) else spaces
+            else:
+                spaces = {aid: piece.agent_observation_space(aid, sp) for aid, sp in spaces.items()}
+        return spaces
+
+    def _rewritten_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
+        """An agent the env did not name up front: its space after the per-agent pieces
+        (a whole-dict preprocessor names its agents' spaces itself)."""
+        for stage, piece in zip(self._stage_spaces, self._pieces, strict=True):
+            stage.setdefault(agent_id, space)
+            if not isinstance(piece, MultiAgentObservationPreprocessor):
+                space = piece.agent_observation_space(agent_id, space)
         return space
 
     def _rewrite(self, observations: dict) -> dict:
-        rewritten = {}
-        for agent_id, observation in observations.items():
-            space = self._env_spaces.get(agent_id)
-            if space is None:  # an agent the env did not name up front: its space now
+        for agent_id in observations:
+            if agent_id not in self._env_spaces:  # an agent the env did not name up front
                 space = self._env_spaces[agent_id] = self._inner.get_observation_space(agent_id)
-            for piece in self._pieces:
-                observation = piece.flatten_agent_observation(agent_id, space, observation)
-                space = piece.agent_observation_space(agent_id, space)
-            rewritten[agent_id] = observation
-        return rewritten
+                self._flat_spaces[agent_id] = self._rewritten_space(agent_id, space)
+        for stage, piece in zip(self._stage_spaces, self._pieces, strict=True):
+            if isinstance(piece, MultiAgentObservationPreprocessor):
+                observations = dict(piece.preprocess(observations=observations, episode=None))
+                continue
+            observations = {
+                agent_id: piece.transform_agent_observation(agent_id, stage[agent_id], obs)
+                for agent_id, obs in observations.items()
+            }
+        return observations
 
     @property
     def unwrapped(self) -> ObservationPiecesEnv:
@@ -102,7 +133,7 @@ class ObservationPiecesEnv(MultiAgentEnv):
 
     def get_observation_space(self, agent_id: Any) -> gym.Space:
         if agent_id not in self._flat_spaces:
-            env_space = self._inner.get_observation_space(agent_id)
+            env_space = self._env_spaces[agent_id] = self._inner.get_observation_space(agent_id)
             self._flat_spaces[agent_id] = self._rewritten_space(agent_id, env_space)
         return self._flat_spaces[agent_id]
 

@@ -29,7 +29,9 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from trainer.capabilities import ACTION_SPACES
 from trainer.core.distributions import Distribution
+from trainer.errors import UnsupportedValue
 
 #: RLlib's bounds of a squashed Gaussian's log-std (`ray.rllib.utils.numpy`).
 MIN_LOG_NN_OUTPUT = -5.0
@@ -529,3 +531,45 @@ class TorchMultiDistribution(Distribution):
         return TorchMultiDistribution(
             _map_structure(lambda dist: dist.to_deterministic(), self._original_struct)
         )
+
+
+def action_dist_cls_for(space: gym.Space, where: str = "action_space") -> type[Distribution]:
+    """RLlib's Catalog choice of an action distribution class for `space`: TorchCategorical
+    (Discrete), TorchDiagGaussian (Box), TorchMultiCategorical bound to the components'
+    sizes (MultiDiscrete), TorchMultiDistribution bound to the classes of the space's leaves,
+    nested as the space is, and their input sizes in dm-tree's order (Tuple, Dict, however
+    nested). Raises UnsupportedValue for other spaces."""
+    if isinstance(space, gym.spaces.Discrete):
+        return TorchCategorical
+    if isinstance(space, gym.spaces.Box):
+        return TorchDiagGaussian
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return TorchMultiCategorical.get_partial_dist_cls(
+            input_lens=[int(n) for n in np.asarray(space.nvec).ravel()]
+        )
+    if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        leaf_spaces = _space_struct(space)
+        classes = _map_structure(lambda leaf: action_dist_cls_for(leaf, where), leaf_spaces)
+        lens = [
+            int(cast(Any, cls).required_input_dim(leaf))
+            for cls, leaf in zip(_flatten(classes), _flatten(leaf_spaces), strict=True)
+        ]
+        return TorchMultiDistribution.get_partial_dist_cls(
+            child_distribution_cls_struct=classes, input_lens=lens
+        )
+    raise UnsupportedValue(
+        f"{where}={space} is not supported: Discrete, Box, MultiDiscrete, and Tuple and Dict "
+        "of those are (RLlib's Catalog: categorical, diagonal Gaussian, multi-categorical, "
+        "multi-distribution)",
+        ACTION_SPACES,
+    )
+
+
+def _space_struct(space: gym.Space) -> Any:
+    """A Tuple / Dict space as a tuple / dict of its leaf spaces, however nested (RLlib's
+    `get_base_struct_from_space`)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: _space_struct(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_space_struct(sub) for sub in space.spaces)
+    return space

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from trainer.compat.rllib_utils import Columns
+from trainer.core.action_layout import ActionLayout, MultiActionDistribution
 from trainer.core.apis import QNetAPI
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
@@ -58,8 +59,10 @@ class TorchDistributionActions:
     and out. Draws come from torch's generator (`rng` is not used: a torch distribution samples
     with torch's)."""
 
-    def __init__(self, dist_class: Any):
+    def __init__(self, dist_class: Any, layout: ActionLayout | None = None):
         self.dist_class = dist_class
+        #: A composite action space's layout: nested samples go out as its flat rows.
+        self.layout = layout
 
     def act(self, inputs: np.ndarray, rng: Any, explore: bool) -> tuple[np.ndarray, np.ndarray]:
         with torch.no_grad():
@@ -68,6 +71,8 @@ class TorchDistributionActions:
                 dist = dist.to_deterministic()
             actions = dist.sample()
             logp = dist.logp(actions) if explore else torch.zeros(len(inputs))
+        if self.layout is not None and not isinstance(actions, torch.Tensor):
+            return self.layout.flatten(to_numpy(actions)), logp.numpy().astype(np.float32)
         return actions.numpy(), logp.numpy().astype(np.float32)
 
     def logp(self, inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -82,11 +87,20 @@ class TorchDistributionActions:
 NUMPY_ACTION_DISTS = "numpy_action_dists"
 
 
-def sampling_distribution(dist_class: Any, twins: dict[type, Any] | None = None) -> Any:
+def sampling_distribution(
+    dist_class: Any, twins: dict[type, Any] | None = None, layout: ActionLayout | None = None
+) -> Any:
     """The distribution class the samplers draw with for a module's TorchDistribution class:
     the module's own numpy twin of it (`twins`, its `numpy_action_dists`), the numpy twin of
-    RLlib's Categorical and DiagGaussian, else the class itself in torch."""
-    from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
+    RLlib's Categorical and DiagGaussian, of its multi-categorical and multi-distribution
+    (over the composite action space's flat rows, `layout`), else the class itself in
+    torch."""
+    from trainer.torch_rl.distributions import (
+        TorchCategorical,
+        TorchDiagGaussian,
+        TorchMultiCategorical,
+        TorchMultiDistribution,
+    )
 
     if twins and dist_class in twins:
         return twins[dist_class]
@@ -94,7 +108,48 @@ def sampling_distribution(dist_class: Any, twins: dict[type, Any] | None = None)
         return Categorical
     if dist_class is TorchDiagGaussian:
         return DiagGaussian
-    return TorchDistributionActions(dist_class)
+    if (
+        layout is not None
+        and isinstance(dist_class, type)
+        and issubclass(dist_class, (TorchMultiCategorical, TorchMultiDistribution))
+        and _default_children(dist_class)
+    ):
+        return MultiActionDistribution(layout)
+    return TorchDistributionActions(dist_class, layout)
+
+
+def _default_children(dist_class: type) -> bool:
+    """Whether a multi-distribution class (a partial of RLlib's, as its Catalog binds them)
+    has only RLlib's categorical, diagonal Gaussian and multi-categorical children, which
+    the numpy multi-distribution draws alike."""
+    from trainer.torch_rl.distributions import (
+        TorchCategorical,
+        TorchDiagGaussian,
+        TorchMultiCategorical,
+        TorchMultiDistribution,
+    )
+
+    children = getattr(dist_class, "_partial_kwargs", {}).get("child_distribution_cls_struct")
+    if children is None:  # a multi-categorical: categoricals only
+        return True
+    for child in _class_leaves(children):
+        if child in (TorchCategorical, TorchDiagGaussian):
+            continue
+        if isinstance(child, type) and issubclass(child, TorchMultiCategorical):
+            continue
+        if isinstance(child, type) and issubclass(child, TorchMultiDistribution):
+            if _default_children(child):
+                continue
+        return False
+    return True
+
+
+def _class_leaves(struct: Any) -> list:
+    if isinstance(struct, dict):
+        return [leaf for value in struct.values() for leaf in _class_leaves(value)]
+    if isinstance(struct, (list, tuple)):
+        return [leaf for value in struct for leaf in _class_leaves(value)]
+    return [struct]
 
 
 class TorchModuleView:
@@ -125,9 +180,12 @@ class TorchModuleView:
             shape if shape is not None and len(shape) > 1 else None
         )
         twins = getattr(rl_module, NUMPY_ACTION_DISTS, None)
-        self.dist = sampling_distribution(rl_module.get_exploration_action_dist_cls(), twins)
+        layout = self.spaces.action_layout
+        self.dist = sampling_distribution(
+            rl_module.get_exploration_action_dist_cls(), twins, layout
+        )
         self.inference_dist = sampling_distribution(
-            rl_module.get_inference_action_dist_cls(), twins
+            rl_module.get_inference_action_dist_cls(), twins, layout
         )
         #: Every state entry's shape (the whole module, value function included).
         self._state_shapes = {key: value.shape for key, value in rl_module.get_state().items()}

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from trainer.core.learner import NumpyLearner, explained_variance
-from trainer.core.nn import Categorical
+from trainer.core.nn import DiagGaussian
 from trainer.offline import columns as C
 
 #: RLlib's result key of the moving average of the squared advantages.
@@ -122,7 +122,7 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
         # d(-mean(w * logp)) / d dist_inputs.
         d_dist_inputs = (-weights / rows)[:, None] * terms.d_logp
         log_std_term = 0.0
-        if cfg.bc_logstd_coeff > 0 and module.dist is not Categorical:
+        if cfg.bc_logstd_coeff > 0 and module.dist is DiagGaussian:
             half = dist_inputs.shape[1] // 2
             log_std_term = dist_inputs[:, half:].mean(axis=1)
             d_dist_inputs[:, half:] += (-cfg.bc_logstd_coeff / (rows * half)) * weights[:, None]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.core.action_layout import MultiActionDistribution
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.models import (
     FlatParameterModule,
@@ -47,9 +48,20 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
         self.spaces = spaces
         self.model_config = check_model_config(model_config, numpy=True)
         refuse_torch_only_keys(self.model_config, f"{type(self).__name__} model_config")
-        self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
-        n_actions = spaces.action_discrete_n or spaces.action_dim
-        n_dist_inputs = self.dist.num_inputs(n_actions)
+        self.dist: Any
+        layout = spaces.action_layout
+        if layout is not None:  # Tuple, Dict, MultiDiscrete: RLlib's multi-distribution
+            if self.model_config["free_log_std"]:
+                raise ValueError(
+                    f"model_config['free_log_std']=True: a state-independent log std is for "
+                    f"Box action spaces, not {layout.space}"
+                )
+            self.dist = MultiActionDistribution(layout)
+            n_actions, n_dist_inputs = layout.width, layout.num_inputs
+        else:
+            self.dist = Categorical if spaces.action_discrete_n is not None else DiagGaussian
+            n_actions = spaces.action_discrete_n or spaces.action_dim
+            n_dist_inputs = self.dist.num_inputs(n_actions)
         free_log_std = self.model_config["free_log_std"] and self.dist is DiagGaussian
         config = self.model_config
         hiddens, head_hiddens = config["fcnet_hiddens"], config["head_fcnet_hiddens"]

@@ -48,10 +48,11 @@ from torch import nn
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
+from trainer.core.action_layout import is_composite_action_space
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
 from trainer.core.models import SpaceInfo, StateConversionError, check_model_config
 from trainer.errors import UnsupportedValue
-from trainer.torch_rl.distributions import TorchCategorical, TorchDiagGaussian
+from trainer.torch_rl.distributions import TorchDiagGaussian, action_dist_cls_for
 from trainer.torch_rl.networks import (
     PREV_ACTIONS,
     PREV_REWARDS,
@@ -93,17 +94,21 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         config = check_model_config(self.model_config or {}, setting="model_config")
         self._config = config
         self._encode_obs = ObservationEncoding(self.observation_space, where)
-        if isinstance(self.action_space, gym.spaces.Discrete):
-            self.action_dist_cls = TorchCategorical
-        elif isinstance(self.action_space, gym.spaces.Box):
-            self.action_dist_cls = TorchDiagGaussian
-        else:
+        # RLlib's Catalog choice: categorical, diagonal Gaussian, multi-categorical
+        # (MultiDiscrete) or multi-distribution (Tuple, Dict).
+        self.action_dist_cls = action_dist_cls_for(self.action_space, f"{where}: action_space")
+        is_gaussian = self.action_dist_cls is TorchDiagGaussian
+        if (
+            config["use_lstm"]
+            and config["lstm_use_prev_action"]
+            and is_composite_action_space(self.action_space)
+        ):
             raise UnsupportedValue(
-                f"{where}: action_space={self.action_space} is not supported: Discrete "
-                "(categorical) and Box (diagonal Gaussian) are",
+                f"{where}: model_config['lstm_use_prev_action']=True with the composite action "
+                f"space {self.action_space}: previous actions are LSTM inputs for Discrete and "
+                "Box action spaces here",
                 ACTION_SPACES,
             )
-        is_gaussian = self.action_dist_cls is TorchDiagGaussian
         if config["free_log_std"] and not is_gaussian:
             raise ValueError(
                 f"model_config['free_log_std']=True: only for Box action spaces (a diagonal "

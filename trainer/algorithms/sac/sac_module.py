@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.capabilities import ACTION_SPACES
 from trainer.core.apis import QNetAPI
 from trainer.core.blas import BlasThreads
 from trainer.core.distributions import NumpyCategorical, NumpyDeterministic, NumpyDistribution
@@ -47,6 +48,7 @@ from trainer.core.nn import (
     backprop_activation,
     orthogonal,
 )
+from trainer.errors import UnsupportedValue
 
 #: RLlib's clamp of the squashed Gaussian's log-std (`MIN_LOG_NN_OUTPUT`, `MAX_LOG_NN_OUTPUT`).
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -388,6 +390,13 @@ class SACModule(FlatParameterModule, QNetAPI):
                 f"{type(self).__name__}: model_config['fcnet_hiddens']=[] leaves SAC's encoders "
                 "without a latent size (RLlib's SAC builds its Q encoder to fcnet_hiddens[-1]); "
                 "give at least one layer"
+            )
+        if spaces.action_layout is not None:
+            raise UnsupportedValue(
+                f"{type(self).__name__}: action space {spaces.action_space()} is not supported: "
+                "SAC's Q networks take Box or Discrete actions (as RLlib's SAC); PPO, APPO, "
+                "IMPALA and BC take Tuple, Dict and MultiDiscrete ones",
+                ACTION_SPACES,
             )
         self.twin_q = bool(twin_q)
         self.continuous = spaces.action_discrete_n is None
