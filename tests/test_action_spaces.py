@@ -229,6 +229,39 @@ def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
         restored.stop()
 
 
+@pytest.mark.parametrize(
+    "algorithm, framework", [("APPO", "numpy"), ("IMPALA", "torch")], ids=["APPO", "IMPALA-torch"]
+)
+def test_asynchronous_algorithms_learn_a_dict_action(algorithm, framework):
+    """APPO's and IMPALA's learners (V-trace over the summed log-likelihoods) on the same
+    Dict action, with an EnvRunner process sampling while the learner thread learns."""
+    if framework == "torch":
+        pytest.importorskip("torch")
+    from trainer.algorithms.appo import APPOConfig
+    from trainer.algorithms.impala import IMPALAConfig
+
+    config_class = APPOConfig if algorithm == "APPO" else IMPALAConfig
+    config = (
+        config_class()
+        .environment(TargetEnv)
+        .framework(framework)
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=8)
+        .training(train_batch_size_per_learner=400, lr=0.002, entropy_coeff=0.0)
+        .rl_module(model_config={"fcnet_hiddens": [32]})
+        .reporting(min_time_s_per_iteration=0.5)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    try:
+        returns, result = train_until(algo, 22, seconds=120)
+        greedy = algo.compute_single_action(np.eye(3, dtype=np.float32)[2], explore=False)
+    finally:
+        algo.stop()
+    assert max(returns) >= 22, returns  # about 10 at random
+    assert TargetEnv().action_space.contains(greedy)
+    assert math.isfinite(result["learners"]["default_policy"]["total_loss"])
+
+
 def test_sac_and_dqn_refuse_composite_actions_naming_the_space():
     env = {"action_space": ACTION_SPACES_TO_TEST["tuple"]}
     from trainer.examples.envs.classes.random_env import RandomEnv

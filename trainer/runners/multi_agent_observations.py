@@ -53,17 +53,19 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
                 f"env_to_module_connector returned {made!r}: it must return a ConnectorV2 "
                 "piece, a list of them, or a ConnectorPipelineV2"
             )
-        per_agent = isinstance(piece, (FlattenObservations, MeanStdFilter)) and piece.multi_agent
-        if not (per_agent or isinstance(piece, MultiAgentObservationPreprocessor)):
-            raise ConfigError(
-                f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
-                "run: multi-agent runs take FlattenObservations(multi_agent=True, "
-                "agent_ids=...), MeanStdFilter(multi_agent=True) and "
-                "MultiAgentObservationPreprocessor pieces; other env-to-module pieces run with "
-                "single-agent envs",
-                MULTI_AGENT,
-            )
-        checked.append(piece)
+        if isinstance(piece, MultiAgentObservationPreprocessor) or (
+            isinstance(piece, (FlattenObservations, MeanStdFilter)) and piece.multi_agent
+        ):
+            checked.append(piece)
+            continue
+        raise ConfigError(
+            f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
+            "run: multi-agent runs take FlattenObservations(multi_agent=True, "
+            "agent_ids=...), MeanStdFilter(multi_agent=True) and "
+            "MultiAgentObservationPreprocessor pieces; other env-to-module pieces run with "
+            "single-agent envs",
+            MULTI_AGENT,
+        )
     return checked
 
 

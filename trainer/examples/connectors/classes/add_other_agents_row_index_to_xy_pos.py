@@ -66,6 +66,6 @@ class AddOtherAgentsRowIndexToXYPos(MultiAgentObservationPreprocessor):
                 "other_agent_row": row_1,
             }
         if "agent_1" in observations:
-            row, column = (float(v) for v in observations["agent_1"][:2])
-            rewritten["agent_1"] = np.array([row, column, row_0], dtype=np.float32)
+            position = [float(v) for v in observations["agent_1"][:2]]
+            rewritten["agent_1"] = np.array([*position, row_0], dtype=np.float32)
         return rewritten
