@@ -448,11 +448,34 @@ def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -
     ]
 
 
-#: RLlib's tuned examples of the algorithms here beyond PPO and DQN (`rllib/examples/
-#: algorithms/{sac,appo,impala}/`), which the Ray 2.60 wheel does not ship:
+#: RLlib's examples the Ray 2.60 wheel does not ship: the tuned examples of the algorithms
+#: here beyond PPO and DQN (`rllib/examples/algorithms/{sac,appo,impala}/`) and the action
+#: examples (`rllib/examples/actions/`):
 #: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out as
 #: `rllib/examples` (a checkout of ray-project/ray's).
 NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
+    "actions/autoregressive_actions.py": [("autoregressive_actions", [], ())],
+    "actions/custom_action_distribution.py": [
+        ("custom_action_distribution", ["--temperature=0.75"], ())
+    ],
+    "actions/nested_action_spaces.py": [
+        (
+            "nested_action_spaces_ppo",
+            ["--as-test", "--framework=torch", "--stop-reward=-500.0", "--algo=PPO"],
+            (),
+        ),
+        (
+            "nested_action_spaces_multi_agent_ppo",
+            [
+                "--as-test",
+                "--num-agents=2",
+                "--framework=torch",
+                "--stop-reward=-1000.0",
+                "--algo=PPO",
+            ],
+            (),
+        ),
+    ],
     "algorithms/appo/cartpole_appo.py": [
         ("learning_tests_cartpole_appo", ["--as-test", "--num-cpus=7", "--num-env-runners=5"], ()),
         (

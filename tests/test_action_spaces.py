@@ -322,3 +322,75 @@ def _first(tree, i=0):
         return tuple(_first(value, i) for value in tree)
     row = tree[i].numpy()
     return int(row) if row.ndim == 0 and row.dtype.kind in "iu" else row
+
+
+def test_the_envrunner_takes_the_actions_a_module_draws_itself():
+    """RLlib's modules may draw their actions in the forward pass (`Columns.ACTIONS` with
+    `Columns.ACTION_LOGP`, as an autoregressive module must): the EnvRunner records those, not
+    draws from the distribution inputs. Here the inputs favour action 0 by far and the module
+    always acts 1."""
+    torch = pytest.importorskip("torch")
+    from trainer import RLModuleSpec
+    from trainer.compat.rllib_utils import Columns
+    from trainer.core.apis import ValueFunctionAPI
+    from trainer.torch_rl.rl_module import TorchRLModule
+
+    class AlwaysOne(TorchRLModule, ValueFunctionAPI):
+        def setup(self):
+            self.bias = torch.nn.Parameter(torch.zeros(1))
+
+        def _forward(self, batch, **kwargs):
+            n = batch[Columns.OBS].shape[0]
+            return {
+                Columns.ACTION_DIST_INPUTS: torch.tensor([[20.0, -20.0]]).repeat(n, 1) + self.bias,
+                Columns.ACTIONS: torch.ones(n, dtype=torch.int64),
+                Columns.ACTION_LOGP: torch.full((n,), -0.5),
+            }
+
+        def compute_values(self, batch, embeddings=None):
+            return torch.zeros(batch[Columns.OBS].shape[0]) + self.bias
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=AlwaysOne))
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+    )
+    algo = config.build()
+    try:
+        episodes = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.sample(num_timesteps=40), local_env_runner=False
+        )[0]
+    finally:
+        algo.stop()
+    actions = np.concatenate([np.asarray(ep.get_actions()) for ep in episodes])
+    logps = np.concatenate([ep.get_extra_model_outputs("action_logp") for ep in episodes])
+    assert len(actions) >= 40 and set(actions.tolist()) == {1}
+    np.testing.assert_allclose(logps, -0.5)
+
+
+@pytest.mark.slow
+def test_rllibs_autoregressive_module_acts_in_its_tuple_space_and_trains():
+    pytest.importorskip("torch")
+    from trainer import RLModuleSpec
+    from trainer.examples.envs.classes.correlated_actions_env import CorrelatedActionsEnv
+    from trainer.examples.rl_modules.classes.autoregressive_actions_rlm import (
+        AutoregressiveActionsRLM,
+    )
+
+    config = (
+        PPOConfig()
+        .environment(CorrelatedActionsEnv)
+        .env_runners(num_env_runners=1)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=AutoregressiveActionsRLM))
+        .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=2)
+    )
+    algo = config.build()
+    try:
+        result = algo.train()
+        action = algo.compute_single_action(np.zeros(1, np.float32), explore=False)
+    finally:
+        algo.stop()
+    assert CorrelatedActionsEnv().action_space.contains(action), action
+    assert math.isfinite(result["learners"]["default_policy"]["total_loss"])

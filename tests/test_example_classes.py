@@ -675,3 +675,29 @@ def test_env_render_callback_logs_best_and_worst_videos():
         assert video.dtype == np.uint8
     finally:
         algo.stop()
+
+
+def test_custom_action_distribution_module_divides_its_logits_by_the_temperature():
+    """RLlib's CustomActionDistributionRLModule: its own distribution class (set in setup())
+    samples from softmax(logits / temperature); a temperature <= 0 is refused."""
+    torch = pytest.importorskip("torch")
+    from trainer.examples.rl_modules.classes.custom_action_distribution_rlm import (
+        CustomActionDistributionRLModule,
+    )
+
+    def module(temperature):
+        return CustomActionDistributionRLModule(
+            observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32),
+            action_space=gym.spaces.Discrete(3),
+            model_config={"hidden_dim": 8, "action_dist_temperature": temperature},
+        )
+
+    rlm = module(0.5)
+    logits = torch.tensor([[1.0, 0.0, -1.0]])
+    dist = rlm.get_exploration_action_dist_cls().from_logits(logits)
+    expected = torch.softmax(logits / 0.5, dim=-1)
+    np.testing.assert_allclose(dist.logp(torch.arange(3)).exp().numpy(), expected[0].numpy(), 1e-6)
+    out = rlm.forward_exploration({"obs": torch.zeros(2, 4)})
+    assert out["action_dist_inputs"].shape == (2, 3)
+    with pytest.raises(ValueError, match="action_dist_temperature=0.0"):
+        module(0.0)

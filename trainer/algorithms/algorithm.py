@@ -1115,13 +1115,19 @@ class Algorithm(OldAlgorithmNames):
                 f"compute_single_action(state={state!r}): the module is not recurrent, so it "
                 "takes no state (leave state=None)"
             )
+        elif hasattr(module, "rl_module"):  # a torch module's view: its forward for `explore`
+            dist_inputs = module.dist_inputs(batch, explore=explore)
         else:
             dist_inputs = module.dist_inputs(batch)
-        actions, _ = exploration.get_exploration_action(
-            action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-            timestep=self.num_env_steps_sampled_lifetime if timestep is None else timestep,
-            explore=explore,
-        )
+        acted = None if stateful else getattr(module, "module_acted", None)
+        if acted is not None:  # the module drew its action itself (RLlib's ACTIONS)
+            actions = acted[0]
+        else:
+            actions, _ = exploration.get_exploration_action(
+                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+                timestep=self.num_env_steps_sampled_lifetime if timestep is None else timestep,
+                explore=explore,
+            )
         layout = module.spaces.action_layout
         if layout is not None:  # a composite space: the nested action (Python ints)
             action = layout.unflatten_one(actions[0], normalize=normalize, clip=clip)

@@ -1425,11 +1425,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 dist_inputs = module.dist_inputs(obs_batch)
             else:  # a torch module's view: forward_exploration or forward_inference
                 dist_inputs = module.dist_inputs(obs_batch, explore=explore)
-            actions, logp = self.exploration.get_exploration_action(
-                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                timestep=self.global_timestep,
-                explore=explore,
-            )
+            acted = None if stateful else getattr(module, "module_acted", None)
+            if acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
+                actions, logp = acted
+            else:
+                actions, logp = self.exploration.get_exploration_action(
+                    action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+                    timestep=self.global_timestep,
+                    explore=explore,
+                )
             config = self.config
             env_actions = module.to_env_actions(
                 actions, normalize=config.normalize_actions, clip=config.clip_actions

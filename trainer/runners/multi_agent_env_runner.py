@@ -171,11 +171,15 @@ class _ModuleActions:
                 # What the general path below computes, without the arrays in between.
                 acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
                 return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
-            actions, logp = self.exploration.get_exploration_action(
-                action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
-                timestep=timestep,
-                explore=explore,
-            )
+            acted = getattr(module, "module_acted", None) if self.torch_view else None
+            if acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
+                actions, logp = acted
+            else:
+                actions, logp = self.exploration.get_exploration_action(
+                    action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
+                    timestep=timestep,
+                    explore=explore,
+                )
             env_actions = module.to_env_actions(
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )

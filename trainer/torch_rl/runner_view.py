@@ -179,6 +179,11 @@ class TorchModuleView:
         self._row_shape: tuple[int, ...] | None = (
             shape if shape is not None and len(shape) > 1 else None
         )
+        #: The actions (and their log-likelihoods) of the last `dist_inputs` call, when the
+        #: module's forward pass drew them itself (RLlib's modules may return
+        #: `Columns.ACTIONS` and `Columns.ACTION_LOGP`; an autoregressive module must): the
+        #: EnvRunner then takes them instead of drawing from the distribution inputs.
+        self.module_acted: tuple[np.ndarray, np.ndarray] | None = None
         twins = getattr(rl_module, NUMPY_ACTION_DISTS, None)
         layout = self.spaces.action_layout
         self.dist = sampling_distribution(
@@ -224,6 +229,7 @@ class TorchModuleView:
         """The module's action-distribution inputs for a batch of observations
         (`forward_exploration`, or `forward_inference` without `explore`; in numpy for a
         default module of a known structure, whose two are the same)."""
+        self.module_acted = None
         numpy_forward = self._numpy
         if numpy_forward is not None and numpy_forward.accepts(obs):
             if not numpy_forward.current():  # a parameter was written or moved since
@@ -236,6 +242,7 @@ class TorchModuleView:
             if explore
             else self.forward_inference({Columns.OBS: obs})
         )
+        self.module_acted = self._own_actions(out)
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
         if inputs is None and isinstance(self.rl_module, QNetAPI):
             # A Q-network that returns actions only (as RLlib's DQN modules do, drawing their
@@ -249,6 +256,20 @@ class TorchModuleView:
                 "module's action distribution class)"
             )
         return np.asarray(inputs, dtype=np.float32)
+
+    def _own_actions(self, out: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The actions a module's forward pass drew itself (RLlib's `Columns.ACTIONS`, e.g. an
+        autoregressive module's) and their log-likelihoods, as the samplers record them (a
+        composite action as flat rows); None when it left acting to its distribution."""
+        actions = out.get(Columns.ACTIONS)
+        if actions is None or Columns.ACTION_LOGP not in out:
+            return None
+        layout = self.spaces.action_layout
+        if layout is not None:
+            rows = layout.flatten(actions)
+        else:
+            rows = np.asarray(actions)
+        return rows, np.asarray(out[Columns.ACTION_LOGP], dtype=np.float32).reshape(len(rows))
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """A Q-network's (`QNetAPI`) Q-values `(B, num_actions)` for a batch of observations,
