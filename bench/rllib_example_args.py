@@ -449,14 +449,18 @@ def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -
 
 
 #: RLlib's examples the Ray 2.60 wheel does not ship: the tuned examples of the algorithms
-#: here beyond PPO and DQN (`rllib/examples/algorithms/{sac,appo,impala}/`) and the action
-#: examples (`rllib/examples/actions/`):
+#: here beyond PPO and DQN (`rllib/examples/algorithms/{sac,appo,impala}/`), the action
+#: examples (`rllib/examples/actions/`) and the curiosity examples (`curiosity/`):
 #: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out as
 #: `rllib/examples` (a checkout of ray-project/ray's).
 NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
     "actions/autoregressive_actions.py": [("autoregressive_actions", [], ())],
     "actions/custom_action_distribution.py": [
         ("custom_action_distribution", ["--temperature=0.75"], ())
+    ],
+    "curiosity/count_based_curiosity.py": [("count_based_curiosity", ["--as-test"], ())],
+    "curiosity/euclidian_distance_based_curiosity.py": [
+        ("euclidian_distance_based_curiosity", ["--as-test"], ())
     ],
     "actions/nested_action_spaces.py": [
         (

@@ -351,3 +351,46 @@ def test_multi_agent_mean_std_filter_syncs_across_runners_and_checkpoints(tmp_pa
         again.train()
     finally:
         again.stop()
+
+
+# -- learner connectors: pieces over the train batch's episodes -------------------------------
+class NegateRewards(ConnectorV2):
+    """A learner piece that flips the sign of every reward in the episodes it gets."""
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        for episode in self.single_agent_episode_iterator(episodes):
+            episode.set_rewards(new_data=-np.asarray(episode.get_rewards()))
+        return batch
+
+
+class WritesABatchColumn(ConnectorV2):
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        batch["intrinsic"] = np.zeros(3)
+        return batch
+
+
+def test_ppo_learns_from_the_episodes_its_learner_connector_rewrote():
+    """A learner piece that negates CartPole's rewards (RLlib's learner pipeline, called as
+    `learner_connector(observation_space, action_space)`) makes PPO learn to fall as fast as
+    it can: the sampled return drops well below a random policy's (~22). A piece that writes
+    batch columns is refused, naming them."""
+    config = small_ppo(num_env_runners=1, lr=0.01, num_epochs=4, train_batch_size=1000)
+    seen_spaces = []
+
+    def factory(observation_space, action_space):
+        seen_spaces.append((observation_space.shape, action_space))
+        return [NegateRewards()]
+
+    algo = config.training(learner_connector=factory).debugging(seed=0).build()
+    try:
+        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(12)]
+    finally:
+        algo.stop()
+    assert seen_spaces == [((4,), gym.spaces.Discrete(2))]
+    assert min(returns[-3:]) < 13, returns
+    algo = config.learners(learner_connector=lambda *spaces: WritesABatchColumn()).build()
+    try:
+        with pytest.raises(ConfigError, match=r"wrote the batch columns \['intrinsic'\]"):
+            algo.train()
+    finally:
+        algo.stop()

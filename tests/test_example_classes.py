@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from callbacks import RLlibCallback
-from trainer import ConfigError, PPOConfig, SingleAgentEpisode
+from trainer import ConfigError, DQNConfig, PPOConfig, SingleAgentEpisode
 from trainer.connectors import FlattenObservations
 from trainer.examples.connectors.classes.add_other_agents_row_index_to_xy_pos import (
     AddOtherAgentsRowIndexToXYPos,
@@ -481,7 +481,7 @@ def test_envs_needing_absent_packages_name_them(monkeypatch):
         recommender_system_envs_with_recsim.InterestEvolutionRecSimEnv({"slate_size": 2})
 
 
-def test_curiosity_pieces_add_intrinsic_rewards_but_learner_connectors_are_refused():
+def test_curiosity_pieces_add_intrinsic_rewards_to_the_episodes():
     def episode():
         return SingleAgentEpisode(
             observations=[
@@ -508,8 +508,13 @@ def test_curiosity_pieces_add_intrinsic_rewards_but_learner_connectors_are_refus
     # The buffer holds [0, 0] (first episode's farthest, all at distance 0: the first one).
     np.testing.assert_allclose(second.get_rewards(), [1.0, 2.0, 1.0])
 
-    with pytest.raises(ConfigError, match="learner connectors are not supported"):
-        PPOConfig().training(learner_connector=lambda obs, act: CountBasedCuriosity())
+    with pytest.raises(ConfigError, match="learner connectors run with PPO here"):
+        (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .training(learner_connector=lambda obs, act: CountBasedCuriosity())
+            .validate()
+        )
 
 
 def test_resize_averages_areas():

@@ -102,6 +102,7 @@ HOSTILE: dict[str, list[Any]] = {
     "grad_clip_by": ENUM,
     "learner_class": [5, "PPOTorchLearner", int],
     "learner_config_dict": DICT,
+    "learner_connector": CALLABLE,
     "optimizer": [5, [1], {"type": "sgd"}, {"bogus": 1}, {"eps": -1}, {"betas": (2, 0.9)}],
     "model": [
         5,

@@ -78,7 +78,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         _TORCH_LEARNERS,
         "AlgorithmConfig.build_learner",
         "AlgorithmConfig.build_learner_group",
-        "AlgorithmConfig.build_learner_connector",
         "AlgorithmConfig.get_default_learner_class",
     ),
     Difference(
@@ -508,6 +507,18 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "needs_trust)",
         "unpickling a checkpoint runs whatever code it holds; RLlib unpickles any checkpoint's "
         "class_and_config.pkl",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "AlgorithmConfig.training(learner_connector=...)",
+        "PPO (single-agent) runs the pieces over each train batch's episodes before its "
+        "learner makes the batch; a piece that writes batch columns is refused at train(), "
+        "naming them; other algorithms and multi-agent configs refuse the setting at "
+        "validate() (tests/test_connectors.py::test_ppo_learns_from_the_episodes_its_"
+        "learner_connector_rewrote)",
+        "the learners here make their batches from the episodes (RLlib's default pieces are "
+        "their code, not ConnectorV2 pieces), so only pieces that rewrite episodes have "
+        "somewhere to act",
         BEHAVIOUR,
     ),
     Difference(

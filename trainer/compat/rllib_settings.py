@@ -114,9 +114,6 @@ _TF_SESSION_ARGS = {
 _LOCAL_TF_SESSION_ARGS = {"intra_op_parallelism_threads": 8, "inter_op_parallelism_threads": 8}
 
 #: Shared by `learners()` and `training()`, which both take them in RLlib.
-_LEARNER_CONNECTOR = Unsupported(
-    None, "learner connectors are not supported here", capability=LEARNER_CONNECTORS
-)
 _LEARNER_DEFAULT_PIECES = Unsupported(
     True, "the learner's default pieces always run here", capability=LEARNER_CONNECTORS
 )
@@ -214,12 +211,10 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "num_aggregator_actors_per_learner": _AGGREGATORS,
         "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,
         "max_requests_in_flight_per_learner": NoEffect(3, _ONE_LEARNER, fine=lambda v: True),
-        "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
     },
     "training": {
         "max_requests_in_flight_per_sampler_worker": NoEffect(2, _ONE_LEARNER, fine=lambda v: True),
-        "learner_connector": _LEARNER_CONNECTOR,
         "add_default_connectors_to_learner_pipeline": _LEARNER_DEFAULT_PIECES,
         "num_aggregator_actors_per_learner": _AGGREGATORS,
         "max_requests_in_flight_per_aggregator_actor": _AGGREGATOR_REQUESTS,

@@ -308,9 +308,11 @@ def build_pipeline(
     pieces: Any,
     observation_space: gym.Space,
     action_space: gym.Space,
+    *,
+    setting: str = "env_to_module_connector",
 ) -> ConnectorPipelineV2:
-    """A pipeline from what an `env_to_module_connector` factory returned (a piece, a list of
-    pieces, or a pipeline), its input spaces set to the env's."""
+    """A pipeline from what a connector factory (the config's `setting`) returned (a piece, a
+    list of pieces, or a pipeline), its input spaces set to the given ones."""
     if isinstance(pieces, ConnectorPipelineV2):
         pipeline = pieces
     elif isinstance(pieces, ConnectorV2):
@@ -319,7 +321,7 @@ def build_pipeline(
         pipeline = ConnectorPipelineV2(connectors=list(pieces))
     else:
         raise TypeError(
-            f"env_to_module_connector returned {pieces!r}: it must return a "
+            f"{setting} returned {pieces!r}: it must return a "
             "ConnectorV2 piece, a list of them, or a ConnectorPipelineV2"
         )
     pipeline.set_input_spaces(observation_space, action_space)

@@ -3,11 +3,10 @@ MARWIL's others."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import BEHAVIOUR, Difference
 
 #: BC's own deliberate differences.
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("BCConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "BC's default torch module",
         "DefaultPPOTorchRLModule (a policy and a value network; BC trains the policy only)",

@@ -25,14 +25,18 @@ class LearnersSection(ConfigBase):
         *,
         learner_class: type | None = NotProvided,
         learner_config_dict: dict | None = NotProvided,
+        learner_connector: Any = NotProvided,
         **settings: Any,
     ) -> Self:
         """RLlib's learner settings (`num_learners`, `num_gpus_per_learner`, ...): there is one
         learner in the main process; other values warn at build. `learner_class` is
-        `training(learner_class=...)`'s (RLlib takes it in both)."""
+        `training(learner_class=...)`'s, and `learner_connector` `training()`'s (RLlib takes
+        them in both)."""
         self._reject_unknown("learners", settings, [])
         if learner_class is not NotProvided:
             self.training(learner_class=learner_class)
         if learner_config_dict is not NotProvided:
             self.training(learner_config_dict=learner_config_dict)
+        if learner_connector is not NotProvided:
+            self.training(learner_connector=learner_connector)
         return self

@@ -7,11 +7,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
+from trainer.capabilities import LEARNER_CONNECTORS
+from trainer.connectors.connector_v2 import build_pipeline
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.core.schedules import Schedule
-from trainer.errors import ConfigError
+from trainer.errors import ConfigError, UnsupportedSetting
 from trainer.util.checks import (
     finite_number,
     int_at_least,
@@ -63,6 +65,15 @@ def _is_torch_learner_class(v: Any) -> str | None:
         "None or a subclass of a torch learner (trainer.torch_rl.learner.TorchLearner, "
         "e.g. RLlib's PPOTorchLearner or DQNTorchLearner); the numpy "
         "learners take no subclass"
+    )
+
+
+def _is_learner_connector_factory(v: Any) -> str | None:
+    if v is None or callable(v):
+        return None
+    return (
+        "None or a callable (input_observation_space, input_action_space) -> a ConnectorV2 "
+        "piece, a list of pieces or a ConnectorPipelineV2"
     )
 
 
@@ -160,6 +171,13 @@ TRAINING_SETTINGS: dict[str, Setting] = settings_of(
             "your own settings for a custom learner (learner_class), read in it as "
             "self.config.learner_config_dict[...]",
         ),
+        "learner_connector": (
+            None,
+            _is_learner_connector_factory,
+            "(input_observation_space, input_action_space) -> learner connector pieces, "
+            "run over each train batch's episodes before the learner makes its batch "
+            "(pieces that rewrite episodes, e.g. RLlib's curiosity pieces; PPO)",
+        ),
         "optimizer": (
             {},
             _check_optimizer,
@@ -181,6 +199,9 @@ class TrainingSection(ConfigBase):
 
         def _set_model(self, *args: Any, **kwargs: Any) -> None: ...
 
+        @property
+        def is_multi_agent(self) -> Flag: ...
+
     gamma: float
     lr: float | list[list[float]]
     train_batch_size: int
@@ -191,6 +212,7 @@ class TrainingSection(ConfigBase):
     grad_clip_by: str
     learner_class: type | None
     learner_config_dict: dict[str, Any]
+    learner_connector: Callable[..., Any] | None
     optimizer: dict[str, Any]
     model: dict[str, Any]
 
@@ -210,6 +232,7 @@ class TrainingSection(ConfigBase):
         optimizer: dict = NotProvided,
         learner_class: type | None = NotProvided,
         learner_config_dict: dict | None = NotProvided,
+        learner_connector: Callable | None = NotProvided,
         **unknown: Any,
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
@@ -226,6 +249,7 @@ class TrainingSection(ConfigBase):
             "optimizer": optimizer,
             "learner_class": learner_class,
             "learner_config_dict": learner_config_dict,
+            "learner_connector": learner_connector,
         }
         self._reject_unknown(
             "training",
@@ -255,7 +279,38 @@ class TrainingSection(ConfigBase):
         """Env steps per training step over all learners: `train_batch_size` (one learner)."""
         return self.train_batch_size
 
+    def build_learner_connector(
+        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+    ) -> Any:
+        """RLlib's builder: the `learner_connector` pieces as one pipeline for the given
+        spaces (None without a `learner_connector`). The learners make their batches from the
+        episodes themselves (RLlib's default pieces), so the pipeline holds the user's pieces
+        only; `device` is accepted as RLlib's."""
+        factory = self.learner_connector
+        if factory is None:
+            return None
+        made = factory(input_observation_space, input_action_space)
+        return build_pipeline(
+            made, input_observation_space, input_action_space, setting="learner_connector"
+        )
+
     def _validate_training(self, name: str) -> None:
+        if self.learner_connector is not None:
+            algo_class = getattr(self, "algo_class", None)
+            if not getattr(algo_class, "RUNS_LEARNER_CONNECTOR", False):
+                raise UnsupportedSetting(
+                    f"{name}.training(learner_connector=...): learner connectors run with PPO "
+                    "here (over the episodes, before its learner makes the batch); "
+                    f"{getattr(algo_class, '__name__', 'this algorithm')} takes none",
+                    LEARNER_CONNECTORS,
+                )
+            if self.is_multi_agent:
+                raise UnsupportedSetting(
+                    f"{name}.training(learner_connector=...): learner connectors run in "
+                    "single-agent configs here (a multi-agent config's episodes are not "
+                    "handed to learner pieces yet)",
+                    LEARNER_CONNECTORS,
+                )
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="

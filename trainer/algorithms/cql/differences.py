@@ -8,7 +8,6 @@ from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Differe
 #: CQL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference("CQLConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
-    Difference("CQLConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "CQL.get_default_policy_class",
         "missing",

@@ -20,7 +20,6 @@ _IMPALA_ONLY: tuple[Difference, ...] = (
         "learns while the EnvRunner processes sample",
         API,
     ),
-    Difference("IMPALAConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "IMPALAConfig.num_gpus",
         "0",

@@ -8,7 +8,6 @@ from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Differe
 #: IQL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference("IQLConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
-    Difference("IQLConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "IQL target critics",
         "move towards the critics by tau after every update (target_network_update_freq "

@@ -8,7 +8,6 @@ from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Differe
 #: MARWIL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference("MARWILConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
-    Difference("MARWILConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "MARWIL.get_default_policy_class",
         "missing",

@@ -227,12 +227,46 @@ def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
 class PPO(Algorithm):
     config: PPOConfig
     learner: PPOLearner | MultiAgentLearner | PPOTorchLearner
+    #: `training(learner_connector=...)` runs here: its pieces rewrite the sampled episodes
+    #: before the learner makes its batch (see `_learner_connector_on`).
+    RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
         return PPOConfig()
 
     def setup_learner(self) -> None:
+        self._setup_ppo_learner()
+        self.learner_connector: Any = None
+        if self.config.learner_connector is not None:  # (validate(): single-agent only)
+            spaces = spaces_of(self.env_runner_group)
+            self.learner_connector = self.config.build_learner_connector(
+                spaces.observation_space(), spaces.action_space()
+            )
+
+    def _learner_connector_on(self, episodes: list) -> None:
+        """Runs the learner connector pieces over the train batch's episodes (RLlib's
+        learner pipeline, less its default pieces: the learner makes the batch from the
+        episodes itself). A piece that rewrites the episodes (their rewards, say) changes what
+        the learner trains on; one that writes batch columns is refused, naming them."""
+        batch = self.learner_connector(
+            rl_module=self.learner.module,
+            batch={},
+            episodes=episodes,
+            explore=False,
+            shared_data={},
+            metrics=self.metrics,
+        )
+        if batch:
+            raise ConfigError(
+                f"training(learner_connector=...): the pieces "
+                f"{[type(p).__name__ for p in self.learner_connector.connectors]} wrote the "
+                f"batch columns {sorted(batch)}; learner pieces here rewrite the episodes, "
+                "from which the learner makes its batch (write into the episodes instead, "
+                "e.g. episode.set_rewards(...))"
+            )
+
+    def _setup_ppo_learner(self) -> None:
         if self.config.is_multi_agent:
             self.learner = build_multi_agent_learner(
                 self.config, spaces_of(self.env_runner_group), _module_learner
@@ -261,6 +295,9 @@ class PPO(Algorithm):
         metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         env_steps = sum(len(ep) for ep in episodes)
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
+        if self.learner_connector is not None:
+            with metrics.log_time((TIMERS, "learner_connector_timer")):
+                self._learner_connector_on(episodes)
         # 2. Update the policy and value function (of each trained module).
         with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(

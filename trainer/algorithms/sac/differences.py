@@ -8,7 +8,6 @@ from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Differe
 #: SAC's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference("SACConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
-    Difference("SACConfig.build_learner_connector", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "SACConfig.optimization",
         "missing (training(optimization_config=...) is accepted with a warning that it has no "

@@ -1,9 +1,9 @@
 """`EuclidianDistanceBasedCuriosity`: RLlib's example learner connector piece that adds a
 novelty reward (the distance to the nearest remembered observation) to each episode's rewards.
 
-Learner connectors are not supported here: `config.training(learner_connector=...)` raises a
-`ConfigError` saying so. The piece itself works on episodes (call it with `episodes=[...]`), so
-code that builds or tests it runs; it cannot be put into a training run.
+Put it into PPO's learner pipeline with `config.training(learner_connector=lambda *spaces:
+...)`: it rewrites the rewards of each train batch's episodes before the learner makes its
+batch from them, as in RLlib.
 """
 
 from __future__ import annotations
