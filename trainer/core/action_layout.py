@@ -144,10 +144,6 @@ class ActionLayout:
         """Distribution inputs per row (the policy head's width)."""
         return self._inputs
 
-    @property
-    def has_box(self) -> bool:
-        return any(isinstance(leaf.space, gym.spaces.Box) for leaf in self.leaves)
-
     # -- nested <-> flat ---------------------------------------------------------------------
     def flatten(self, actions: Any) -> np.ndarray:
         """Nested actions with a leading batch axis on every leaf (or a list of nested
@@ -199,10 +195,6 @@ class ActionLayout:
             np.asarray(row).reshape(1, self.width), normalize=normalize, clip=clip
         )
         return _first_row(batched)
-
-    def rows_to_list(self, rows: np.ndarray) -> list:
-        """Flat rows as a list of nested actions, one per row."""
-        return [self.unflatten_one(row) for row in np.asarray(rows)]
 
     @staticmethod
     def _leaf_values(
@@ -259,6 +251,13 @@ def _first_row(batched: Any) -> Any:
     return value.item() if value.ndim == 0 and value.dtype.kind in "iu" else value
 
 
+def _part_actions(part: Part, rows: np.ndarray) -> np.ndarray:
+    """A part's actions in flat rows: a Categorical's one column as a vector, a Gaussian's
+    columns as they are."""
+    actions = rows[:, part.columns]
+    return actions[:, 0] if part.dist is Categorical else actions
+
+
 class MultiActionDistribution:
     """The numpy multi-distribution of a composite action space: the interface of
     `trainer.core.nn.Categorical` / `DiagGaussian` (`num_inputs`, `act`, `logp`, `entropy`,
@@ -289,15 +288,8 @@ class MultiActionDistribution:
     def logp(self, inputs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         total = np.zeros(inputs.shape[0], dtype=inputs.dtype)
         for part in self.parts:
-            total = total + self._part_logp(part, inputs, rows)
+            total = total + part.dist.logp(inputs[:, part.inputs], _part_actions(part, rows))
         return total
-
-    @staticmethod
-    def _part_logp(part: Part, inputs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        actions = rows[:, part.columns]
-        if part.dist is Categorical:
-            actions = actions[:, 0]
-        return part.dist.logp(inputs[:, part.inputs], actions)
 
     def entropy(self, inputs: np.ndarray) -> np.ndarray:
         return sum(part.dist.entropy(inputs[:, part.inputs]) for part in self.parts)
@@ -318,11 +310,8 @@ class MultiActionDistribution:
         d_entropy = np.empty_like(inputs)
         d_kl = np.empty_like(inputs)
         for part in self.parts:
-            actions = rows[:, part.columns]
-            if part.dist is Categorical:
-                actions = actions[:, 0]
             terms = part.dist.loss_grads(
-                inputs[:, part.inputs], actions, old_inputs[:, part.inputs]
+                inputs[:, part.inputs], _part_actions(part, rows), old_inputs[:, part.inputs]
             )
             logp += terms.logp
             entropy += terms.entropy

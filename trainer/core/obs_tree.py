@@ -75,12 +75,6 @@ def tree_rows(tree: Any, index: Any) -> Any:
     return tree_map(lambda leaf: leaf[index], tree)
 
 
-def tree_split(tree: Any) -> list[Any]:
-    """A batched tree as a list of its rows, each a tree of the same structure (an int64 leaf's
-    entry as a numpy integer, as gymnasium's `iterate` yields a Discrete batch's)."""
-    return [tree_rows(tree, i) for i in range(tree_len(tree))]
-
-
 def float32_leaves(tree: Any) -> Any:
     """Every leaf as a numpy array, float64 ones as float32 (torch modules compute in float32;
     RLlib's `convert_to_torch_tensor` does the same). Other dtypes (ints of Discrete

@@ -43,9 +43,9 @@ from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.core.nn import Categorical, act_small_rows
-from trainer.core.obs_tree import tree_split
 from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
+from trainer.env.lookback_buffer import split_rows
 from trainer.env.multi_agent_checks import result_problem
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
@@ -184,7 +184,7 @@ class _ModuleActions:
                 actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
             )
             if spaces.action_layout is not None:  # nested: one action per agent, leaf by leaf
-                return _rows(actions), tree_split(env_actions), logp.tolist(), dist_inputs
+                return _rows(actions), split_rows(env_actions), logp.tolist(), dist_inputs
             return _rows(actions), _env_rows(env_actions), logp.tolist(), dist_inputs
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
@@ -1240,10 +1240,9 @@ class MultiAgentEnvRunner(RunnerSetup):
         pieces = getattr(self, "_observation_pieces", [])
         if not any(piece.is_stateful for piece in pieces):
             return None
-        pipeline = self.__dict__.get("_stateful_pipeline")
-        if pipeline is None:
-            pipeline = self._stateful_pipeline = ConnectorPipelineV2(connectors=pieces)
-        return pipeline
+        # Made from the current pieces each time (no input spaces: nothing is computed), so
+        # pieces re-made by `make_env()` are the ones read and set.
+        return ConnectorPipelineV2(connectors=pieces)
 
     def get_connector_state(self) -> dict | None:
         pipeline = self.env_to_module

@@ -565,6 +565,27 @@ def action_dist_cls_for(space: gym.Space, where: str = "action_space") -> type[D
     )
 
 
+def is_catalog_multi_distribution(dist_class: Any) -> bool:
+    """Whether `dist_class` is a multi-categorical or a multi-distribution (a partial of
+    RLlib's, as its Catalog binds them, `action_dist_cls_for`) whose children are all RLlib's
+    categorical, diagonal Gaussian or such multi-distributions: what the samplers' numpy
+    multi-distribution draws alike."""
+    if not isinstance(dist_class, type):
+        return False
+    if issubclass(dist_class, TorchMultiCategorical):
+        return True
+    if not issubclass(dist_class, TorchMultiDistribution):
+        return False
+    partial_kwargs = getattr(dist_class, "_partial_kwargs", {})
+    children = partial_kwargs.get("child_distribution_cls_struct")
+    if children is None:
+        return False
+    return all(
+        child in (TorchCategorical, TorchDiagGaussian) or is_catalog_multi_distribution(child)
+        for child in _flatten(children)
+    )
+
+
 def _space_struct(space: gym.Space) -> Any:
     """A Tuple / Dict space as a tuple / dict of its leaf spaces, however nested (RLlib's
     `get_base_struct_from_space`)."""

@@ -98,8 +98,7 @@ def sampling_distribution(
     from trainer.torch_rl.distributions import (
         TorchCategorical,
         TorchDiagGaussian,
-        TorchMultiCategorical,
-        TorchMultiDistribution,
+        is_catalog_multi_distribution,
     )
 
     if twins and dist_class in twins:
@@ -108,48 +107,9 @@ def sampling_distribution(
         return Categorical
     if dist_class is TorchDiagGaussian:
         return DiagGaussian
-    if (
-        layout is not None
-        and isinstance(dist_class, type)
-        and issubclass(dist_class, (TorchMultiCategorical, TorchMultiDistribution))
-        and _default_children(dist_class)
-    ):
+    if layout is not None and is_catalog_multi_distribution(dist_class):
         return MultiActionDistribution(layout)
     return TorchDistributionActions(dist_class, layout)
-
-
-def _default_children(dist_class: type) -> bool:
-    """Whether a multi-distribution class (a partial of RLlib's, as its Catalog binds them)
-    has only RLlib's categorical, diagonal Gaussian and multi-categorical children, which
-    the numpy multi-distribution draws alike."""
-    from trainer.torch_rl.distributions import (
-        TorchCategorical,
-        TorchDiagGaussian,
-        TorchMultiCategorical,
-        TorchMultiDistribution,
-    )
-
-    children = getattr(dist_class, "_partial_kwargs", {}).get("child_distribution_cls_struct")
-    if children is None:  # a multi-categorical: categoricals only
-        return True
-    for child in _class_leaves(children):
-        if child in (TorchCategorical, TorchDiagGaussian):
-            continue
-        if isinstance(child, type) and issubclass(child, TorchMultiCategorical):
-            continue
-        if isinstance(child, type) and issubclass(child, TorchMultiDistribution):
-            if _default_children(child):
-                continue
-        return False
-    return True
-
-
-def _class_leaves(struct: Any) -> list:
-    if isinstance(struct, dict):
-        return [leaf for value in struct.values() for leaf in _class_leaves(value)]
-    if isinstance(struct, (list, tuple)):
-        return [leaf for value in struct for leaf in _class_leaves(value)]
-    return [struct]
 
 
 class TorchModuleView:
