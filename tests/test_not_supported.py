@@ -13,7 +13,7 @@ import pytest
 from trainer import DQNConfig, PPOConfig, capabilities
 from trainer.algorithms import get_trainable_cls
 from trainer.compat.rllib_settings import Unsupported
-from trainer.connectors.env_to_module import PrevActionsPrevRewards
+from trainer.connectors.env_to_module import FrameStackingEnvToModule
 from trainer.errors import (
     ConfigError,
     EnvRunnerError,
@@ -21,7 +21,6 @@ from trainer.errors import (
     RLlibNotAvailable,
     UnsupportedSetting,
 )
-from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 from trainer.launcher.script import _exception_report
 
 
@@ -66,16 +65,7 @@ def test_config_refusals_are_config_errors_naming_the_capability():
             .training(learner_connector=lambda *args: None)
             .validate()
         ),
-        capabilities.MULTI_AGENT: lambda: PrevActionsPrevRewards(multi_agent=True),
-        capabilities.RECURRENT_MULTI_AGENT: lambda: (
-            PPOConfig()
-            .environment(MultiAgentCartPole, env_config={"num_agents": 2})
-            .multi_agent(
-                policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *a, **k: f"p{agent_id}"
-            )
-            .rl_module(model_config={"use_lstm": True})
-            .validate()
-        ),
+        capabilities.MULTI_AGENT: lambda: FrameStackingEnvToModule(multi_agent=True),
     }
     for capability, call in cases.items():
         refused = _refusal(call)

@@ -21,7 +21,6 @@ ACTION_SPACES = (
     "action spaces other than Discrete, Box, MultiDiscrete, and Tuple and Dict of those "
     "(MultiBinary, Text, Sequence, Graph leaves)"
 )
-RECURRENT_MULTI_AGENT = "recurrent (LSTM) modules in multi-agent runs"
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
 DQN_VARIANTS = "distributional, noisy and recurrent DQN (num_atoms > 1, noisy, use_lstm)"

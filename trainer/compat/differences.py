@@ -835,13 +835,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "recurrent torch modules in multi-agent configs",
-        "refused at config time (use_lstm) or when the EnvRunner builds a stateful module, "
-        "naming the modules",
-        "the multi-agent EnvRunners carry no recurrent state per agent",
-        BEHAVIOUR,
-    ),
-    Difference(
         "ALE envs (ale_py:ALE/Pong-v5, ...) in RLlib's Atari scripts; cv2 in the Atari wrappers",
         "ALE is not shipped: RLlib's custom_cnn_rl_module.py runs unmodified with "
         "--env=localrl/TinyCatch-v0, the project's Atari-like game (ALE's gym.make "

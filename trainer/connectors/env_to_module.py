@@ -544,7 +544,13 @@ def _one_hot_or_flat(action: Any, space: gym.Space) -> np.ndarray:
 class PrevActionsPrevRewards(ConnectorV2):
     """Adds the last `n_prev_actions` actions (one-hot for Discrete) and `n_prev_rewards`
     rewards to the observation: `{"_orig_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`
-    (zeros before the episode's first steps). Follow it with `FlattenObservations` for the MLP."""
+    (zeros before the episode's first steps). Follow it with `FlattenObservations` for the MLP.
+
+    With `multi_agent=True` (a MultiAgentEnv's runs) each agent's observation gets that agent's
+    own last actions and rewards (an action's reward: what the agent got from that step until
+    it acted again, as its episode sums them); the MultiAgentEnvRunner keeps each agent's
+    history (`trainer.runners.multi_agent_observations.AgentHistory`) and applies the piece per
+    agent (`agent_observation_space`, `transform_agent_observation`)."""
 
     #: The keys of the dict observation it makes (RLlib's class attributes).
     ORIG_OBS_KEY = ORIG_OBS_KEY
@@ -561,33 +567,34 @@ class PrevActionsPrevRewards(ConnectorV2):
         n_prev_rewards: int = 1,
         **kwargs: Any,
     ):
-        if multi_agent:
-            raise _multi_agent_piece_error("PrevActionsPrevRewards")
+        for name, value in (("n_prev_actions", n_prev_actions), ("n_prev_rewards", n_prev_rewards)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"PrevActionsPrevRewards({name}={value!r}): a whole number >= 0")
+        self.multi_agent = bool(multi_agent)
         self.n_prev_actions = int(n_prev_actions)
         self.n_prev_rewards = int(n_prev_rewards)
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
-    def _action_size(self, action_space: gym.Space) -> int:
+    @staticmethod
+    def _action_size(action_space: gym.Space) -> int:
         if isinstance(action_space, gym.spaces.Discrete):
             return int(action_space.n)
         if not isinstance(action_space, gym.spaces.Box):
             raise ValueError(f"PrevActionsPrevRewards: Discrete or Box actions, not {action_space}")
         return int(np.prod(action_space.shape))
 
-    def recompute_output_observation_space(
-        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
-    ) -> gym.Space | None:
-        if input_observation_space is None or input_action_space is None:
-            return input_observation_space
-        spaces = {ORIG_OBS_KEY: input_observation_space}
+    def _dict_space(self, observation_space: gym.Space, action_space: gym.Space) -> gym.Space:
+        """The Dict observation space for observations of `observation_space` and actions of
+        `action_space`."""
+        spaces = {ORIG_OBS_KEY: observation_space}
         if self.n_prev_actions:
-            size = self.n_prev_actions * self._action_size(input_action_space)
+            size = self.n_prev_actions * self._action_size(action_space)
             low, high = (
                 (0.0, 1.0)
-                if not isinstance(input_action_space, gym.spaces.Box)
+                if not isinstance(action_space, gym.spaces.Box)
                 else (
-                    np.tile(input_action_space.low.ravel(), self.n_prev_actions),
-                    np.tile(input_action_space.high.ravel(), self.n_prev_actions),
+                    np.tile(action_space.low.ravel(), self.n_prev_actions),
+                    np.tile(action_space.high.ravel(), self.n_prev_actions),
                 )
             )
             spaces[PREV_ACTIONS_KEY] = gym.spaces.Box(low, high, (size,), np.float32)
@@ -597,7 +604,75 @@ class PrevActionsPrevRewards(ConnectorV2):
             )
         return gym.spaces.Dict(spaces)
 
+    def _dict_observation(
+        self, observation: Any, actions: Any, rewards: Any, action_space: gym.Space | None
+    ) -> dict[str, Any]:
+        """`observation` with the latest `actions` and `rewards` (oldest first; fewer than
+        asked for at an episode's start: zeros before them)."""
+        new = {ORIG_OBS_KEY: observation}
+        if self.n_prev_actions and action_space is not None:
+            width = self._action_size(action_space)
+            rows = [np.zeros(width, np.float32)] * (self.n_prev_actions - len(actions))
+            rows += [_one_hot_or_flat(a, action_space) for a in actions]
+            new[PREV_ACTIONS_KEY] = np.concatenate(rows).astype(np.float32)
+        if self.n_prev_rewards:
+            padded = [0.0] * (self.n_prev_rewards - len(rewards)) + [float(r) for r in rewards]
+            new[PREV_REWARDS_KEY] = np.asarray(padded, dtype=np.float32)
+        return new
+
+    def agent_observation_space(
+        self, agent_id: Any, space: gym.Space, action_space: gym.Space
+    ) -> gym.Space:
+        """(multi-agent) The space of `agent_id`'s observations after this piece."""
+        return self._dict_space(space, action_space)
+
+    def transform_agent_observation(
+        self,
+        agent_id: Any,
+        space: gym.Space,
+        observation: Any,
+        *,
+        actions: list,
+        rewards: list,
+        action_space: gym.Space,
+    ) -> dict[str, Any]:
+        """(multi-agent) `agent_id`'s observation with its own last actions and rewards
+        (oldest first, as many as it has in the episode, up to the piece's numbers)."""
+        return self._dict_observation(
+            observation,
+            actions[len(actions) - self.n_prev_actions :] if self.n_prev_actions else [],
+            rewards[len(rewards) - self.n_prev_rewards :] if self.n_prev_rewards else [],
+            action_space,
+        )
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
+        if input_observation_space is None or input_action_space is None:
+            return input_observation_space
+        if self.multi_agent:
+            name = "PrevActionsPrevRewards"
+            if not isinstance(input_observation_space, gym.spaces.Dict) or not isinstance(
+                input_action_space, gym.spaces.Dict
+            ):
+                raise ValueError(
+                    f"{name}(multi_agent=True): the env is single-agent (its observation "
+                    f"space is {input_observation_space}); leave multi_agent out"
+                )
+            return gym.spaces.Dict(
+                {
+                    agent_id: self._dict_space(space, input_action_space[agent_id])
+                    for agent_id, space in input_observation_space.spaces.items()
+                }
+            )
+        return self._dict_space(input_observation_space, input_action_space)
+
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
+        if self.multi_agent:
+            raise RuntimeError(
+                "PrevActionsPrevRewards(multi_agent=True) runs in a MultiAgentEnvRunner, "
+                "which applies it per agent; a single-agent env takes PrevActionsPrevRewards()"
+            )
         action_space = self.input_action_space
         if action_space is None and self.n_prev_actions:
             raise RuntimeError("PrevActionsPrevRewards: its input action space is not set")
@@ -613,15 +688,9 @@ class PrevActionsPrevRewards(ConnectorV2):
                 if self.n_prev_rewards
                 else []
             )
-            new = {ORIG_OBS_KEY: episode.get_observations(-1)}
-            if self.n_prev_actions and action_space is not None:  # set, checked above
-                width = self._action_size(action_space)
-                rows = [np.zeros(width, np.float32)] * (self.n_prev_actions - len(actions))
-                rows += [_one_hot_or_flat(a, action_space) for a in actions]
-                new[PREV_ACTIONS_KEY] = np.concatenate(rows).astype(np.float32)
-            if self.n_prev_rewards:
-                padded = [0.0] * (self.n_prev_rewards - len(rewards)) + [float(r) for r in rewards]
-                new[PREV_REWARDS_KEY] = np.asarray(padded, dtype=np.float32)
+            new = self._dict_observation(
+                episode.get_observations(-1), actions, rewards, action_space
+            )
             episode.set_observations(new_data=new, at_indices=-1)
         return batch
 

@@ -87,3 +87,27 @@ def chunk_prev_rewards(episode: SingleAgentEpisode) -> np.ndarray:
     rewards = np.asarray(episode.get_rewards(), dtype=np.float32)
     first = 0.0 if episode.t_started == 0 else episode.get_rewards(-1, neg_index_as_lookback=True)
     return np.concatenate([np.asarray([first], dtype=np.float32), rewards[:-1]])
+
+
+def step_inputs(
+    module: Any, episodes: list[SingleAgentEpisode | None]
+) -> tuple[Any, np.ndarray | None, np.ndarray | None]:
+    """What a recurrent module's next step needs besides the observations, one row per episode
+    (RLlib's env-to-module `AddStatesFromEpisodesToBatch` and the prev-action/reward inputs of
+    `lstm_use_prev_action` / `lstm_use_prev_reward`): (the carried states batched, the previous
+    actions or None, the previous rewards or None). `module` is a runner's view of it
+    (`initial_state()`, `needs_prev_actions`, `needs_prev_rewards`, `action_space`)."""
+    initial = module.initial_state()
+    states = tree_stack([next_state_in(episode, initial) for episode in episodes])
+    prev_actions = prev_rewards = None
+    if module.needs_prev_actions:
+        space = module.action_space
+        zero_action = np.zeros(space.shape, dtype=space.dtype)
+        prev_actions = np.stack(
+            [np.asarray(next_prev_action(episode, zero_action)) for episode in episodes]
+        ).astype(space.dtype)
+    if module.needs_prev_rewards:
+        prev_rewards = np.asarray(
+            [next_prev_reward(episode) for episode in episodes], dtype=np.float32
+        )
+    return states, prev_actions, prev_rewards

@@ -48,7 +48,7 @@ from trainer.core.models import (
     SpaceInfo,
 )
 from trainer.core.obs_tree import tree_rows
-from trainer.core.recurrent import next_prev_action, next_prev_reward, next_state_in, tree_stack
+from trainer.core.recurrent import next_state_in, step_inputs, tree_stack
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
@@ -1370,22 +1370,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     def _recurrent_forward(self, obs_batch: np.ndarray, explore: bool) -> tuple[Any, list]:
         """One step of a recurrent module: the distribution inputs and, per sub-env, the state
         out (recorded with the step as `Columns.STATE_OUT`, as RLlib does)."""
-        module = self.module
-        records = self._sub_env_records
-        prev_actions = prev_rewards = None
-        if module.needs_prev_actions:
-            space = module.action_space
-            zero_action = np.zeros(space.shape, dtype=space.dtype)
-            prev_actions = np.stack(
-                [np.asarray(next_prev_action(r.episode, zero_action)) for r in records]
-            ).astype(space.dtype)
-        if module.needs_prev_rewards:
-            prev_rewards = np.asarray(
-                [next_prev_reward(r.episode) for r in records], dtype=np.float32
-            )
-        dist_inputs, state_out = module.dist_inputs_and_state(
+        states, prev_actions, prev_rewards = step_inputs(
+            self.module, [record.episode for record in self._sub_env_records]
+        )
+        dist_inputs, state_out = self.module.dist_inputs_and_state(
             obs_batch,
-            self._carried_states(),
+            states,
             explore=explore,
             prev_actions=prev_actions,
             prev_rewards=prev_rewards,

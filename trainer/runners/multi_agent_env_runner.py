@@ -9,7 +9,9 @@ One step of the runner, over all its sub-envs:
                         (`policy_mapping_fn`, asked once per agent and episode)
     one forward pass    per module, over the rows of all its agents in all sub-envs: default
     per module          numpy modules through their exploration (logits / Q-values), a user's
-                        RLModule through `forward_exploration` / `forward_inference`
+                        RLModule through `forward_exploration` / `forward_inference`; a
+                        recurrent module's rows start from each agent's last recorded
+                        `Columns.STATE_OUT` (its initial state at the agent's first step)
     env.step            each sub-env with the actions of its acting agents
     episodes            an episode's plain steps go into its `AgentColumns` (a list per
                         agent and field), which become (a new episode's) or extend (one
@@ -39,10 +41,13 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
+from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
 from trainer.core.nn import Categorical, act_small_rows
+from trainer.core.obs_tree import tree_rows
+from trainer.core.recurrent import step_inputs
 from trainer.env.envs import EnvContext, EnvCreator
 from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP
 from trainer.env.lookback_buffer import split_rows
@@ -102,6 +107,8 @@ logger = logging.getLogger("trainer")
 #: The key of a user RLModule's actions in its forward pass's output (RLlib's Columns.ACTIONS).
 ACTIONS = "actions"
 OBS = "obs"
+#: A recurrent module's state after a step, recorded with it (RLlib's Columns.STATE_OUT).
+STATE_OUT = Columns.STATE_OUT
 
 
 #: The keys of a MultiAgentEnvRunner's state (`get_state`): the single-agent runner's but its
@@ -147,6 +154,34 @@ class _ModuleActions:
             and getattr(module, "dist", None) is Categorical
             and type(exploration) is StochasticSampling
         )
+        #: A recurrent torch module (`is_stateful()`, e.g. `use_lstm`): each row's state in
+        #: comes from its agent's episode and its state out goes into the step's outputs.
+        self.stateful = self.torch_view and bool(getattr(module, "stateful", False))
+
+    def act_recurrent(
+        self, obs_rows: list[Any], explore: bool, timestep: int, agent_episodes: list[Any]
+    ) -> tuple[list[Any], list[Any], list[float], Any, list[Any]]:
+        """A recurrent module's step for its agents' rows: `__call__`'s four results and, per
+        row, the state out (`Columns.STATE_OUT`). `agent_episodes[k]` is row k's agent's
+        episode (None before its first step): its last state out is the row's state in, as
+        the single-agent EnvRunner reads it."""
+        module = self.module
+        obs = module.spaces.preprocess(_stack(obs_rows))
+        states, prev_actions, prev_rewards = step_inputs(module, agent_episodes)
+        dist_inputs, state_out = module.dist_inputs_and_state(
+            obs, states, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
+        )
+        actions, logp = self.exploration.get_exploration_action(
+            action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
+            timestep=timestep,
+            explore=explore,
+        )
+        env_actions = module.to_env_actions(
+            actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
+        )
+        to_env = split_rows if module.spaces.action_layout is not None else _env_rows
+        state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
+        return _rows(actions), to_env(env_actions), logp.tolist(), dist_inputs, state_rows
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -467,12 +502,6 @@ class MultiAgentEnvRunner(RunnerSetup):
         if getattr(module, "framework", None) == "torch":
             from trainer.torch_rl.runner_view import torch_view
 
-            if module.is_stateful():
-                raise ValueError(
-                    f"module {module_id!r} ({type(module).__name__}) is recurrent "
-                    "(is_stateful()): the multi-agent EnvRunners carry no recurrent state; "
-                    "recurrent torch modules train in single-agent runs"
-                )
             module = torch_view(module)
         config = self.config.get_config_for_module(module_id)
         exploration = make_exploration(
@@ -534,6 +563,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         """Whether new episodes go into `AgentColumns` (no callback reads an episode's data
         while it runs)."""
         callbacks = self._callbacks
+        if any(actor.stateful for actor in self._actors.values()):
+            return False  # a recurrent module reads its agents' episodes at every step
         return not (callbacks.has("on_episode_start") or callbacks.has("on_episode_step"))
 
     def _fill(self, index: int) -> None:
@@ -753,13 +784,25 @@ class MultiAgentEnvRunner(RunnerSetup):
                         module_id = modules[agent_id] = self._module_of(index, agent_id)
                     rows[module_id].append((index, agent_id))
             last_obs = self._last_obs
-            others: list[tuple[list[tuple[int, Any]], Any, Any]] = []
+            others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
+                actor = self._actors[module_id]
+                logp: list[float] | None
+                state_rows = None
                 try:
-                    acted, for_env, logp, module_dist_inputs = self._actors[module_id](
-                        obs_rows, explore, self.global_timestep
-                    )
+                    if actor.stateful:
+                        agent_episodes = [
+                            self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
+                            for index, agent_id in where
+                        ]
+                        acted, for_env, logp, module_dist_inputs, state_rows = actor.act_recurrent(
+                            obs_rows, explore, self.global_timestep, agent_episodes
+                        )
+                    else:
+                        acted, for_env, logp, module_dist_inputs = actor(
+                            obs_rows, explore, self.global_timestep
+                        )
                 except (ValueError, TypeError) as error:
                     explained = self._explained_observations(where, obs_rows)
                     if explained is None:
@@ -768,12 +811,12 @@ class MultiAgentEnvRunner(RunnerSetup):
                 for k, (index, agent_id) in enumerate(where):
                     actions[index][agent_id] = acted[k]
                     env_actions[index][agent_id] = for_env[k]
-                if logp is not None and module_dist_inputs is not None:
+                if logp is not None and module_dist_inputs is not None and state_rows is None:
                     for k, (index, agent_id) in enumerate(where):
                         logps[index][agent_id] = logp[k]
                         dist_inputs[index][agent_id] = module_dist_inputs[k]
                 else:
-                    others.append((where, logp, module_dist_inputs))
+                    others.append((where, logp, module_dist_inputs, state_rows))
             if others:
                 outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
         env_steps = agent_steps = 0
@@ -856,10 +899,11 @@ class MultiAgentEnvRunner(RunnerSetup):
         indices: Any,
         logps: dict[int, dict],
         dist_inputs: dict[int, dict],
-        others: list[tuple[list[tuple[int, Any]], Any, Any]],
+        others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]],
     ) -> dict[int, dict]:
         """Every acting agent's model outputs as one dict (`extra_model_outputs`), for a step
-        in which a module (a user's RLModule) returned other than PPO's and DQN's two."""
+        in which a module (a user's RLModule, a recurrent one with its `Columns.STATE_OUT`)
+        returned other than PPO's and DQN's two."""
         outputs: dict[int, dict] = {index: {} for index in indices}
         for index in indices:
             for agent_id, logp in logps[index].items():
@@ -867,13 +911,15 @@ class MultiAgentEnvRunner(RunnerSetup):
                     ACTION_LOGP: logp,
                     ACTION_DIST_INPUTS: dist_inputs[index][agent_id],
                 }
-        for where, logp, module_dist_inputs in others:
+        for where, logp, module_dist_inputs, state_rows in others:
             for k, (index, agent_id) in enumerate(where):
                 extra = {}
                 if logp is not None:
                     extra[ACTION_LOGP] = logp[k]
                 if module_dist_inputs is not None:
                     extra[ACTION_DIST_INPUTS] = module_dist_inputs[k]
+                if state_rows is not None:
+                    extra[STATE_OUT] = state_rows[k]
                 outputs[index][agent_id] = extra
         return outputs
 

@@ -1,7 +1,8 @@
 """The env-to-module connector of a multi-agent run: RLlib's per-agent observation pieces
-(`FlattenObservations(multi_agent=True, agent_ids=...)`, `MeanStdFilter(multi_agent=True)`) and
-whole-step preprocessors (`MultiAgentObservationPreprocessor`), applied to each step's
-observations as they leave the env, in the pipeline's order.
+(`FlattenObservations(multi_agent=True, agent_ids=...)`, `MeanStdFilter(multi_agent=True)`,
+`PrevActionsPrevRewards(multi_agent=True)`) and whole-step preprocessors
+(`MultiAgentObservationPreprocessor`), applied to each step's observations as they leave the
+env, in the pipeline's order.
 
 RLlib's MultiAgentEnvRunner runs such a piece over its episodes after every env step: the
 episodes then hold the rewritten observations and each module is built for the rewritten
@@ -10,10 +11,13 @@ rewrites the observations of `reset` and `step` and reports the rewritten spaces
 the modules' spaces and the learners see what they see in RLlib. Only pieces that rewrite one
 agent's observation from that observation alone run this way; any other piece is refused by
 name when the runner is built. A preprocessor's `preprocess()` gets `episode=None`: the
-episode records its output."""
+episode records its output. `PrevActionsPrevRewards` reads each agent's own last actions and
+rewards from the wrapper's `AgentHistory`, which follows the actions the env is given and the
+rewards it returns."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import gymnasium as gym
@@ -24,12 +28,15 @@ from trainer.connectors.env_to_module import (
     FlattenObservations,
     MeanStdFilter,
     MultiAgentObservationPreprocessor,
+    PrevActionsPrevRewards,
 )
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError
 
 #: The pieces a multi-agent run applies per agent.
-ObservationPiece = FlattenObservations | MeanStdFilter | MultiAgentObservationPreprocessor
+ObservationPiece = (
+    FlattenObservations | MeanStdFilter | PrevActionsPrevRewards | MultiAgentObservationPreprocessor
+)
 
 
 def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPiece]:
@@ -54,19 +61,54 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
                 "piece, a list of them, or a ConnectorPipelineV2"
             )
         if isinstance(piece, MultiAgentObservationPreprocessor) or (
-            isinstance(piece, (FlattenObservations, MeanStdFilter)) and piece.multi_agent
+            isinstance(piece, (FlattenObservations, MeanStdFilter, PrevActionsPrevRewards))
+            and piece.multi_agent
         ):
             checked.append(piece)
             continue
         raise ConfigError(
             f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
             "run: multi-agent runs take FlattenObservations(multi_agent=True, "
-            "agent_ids=...), MeanStdFilter(multi_agent=True) and "
-            "MultiAgentObservationPreprocessor pieces; other env-to-module pieces run with "
-            "single-agent envs",
+            "agent_ids=...), MeanStdFilter(multi_agent=True), "
+            "PrevActionsPrevRewards(multi_agent=True) and MultiAgentObservationPreprocessor "
+            "pieces; other env-to-module pieces run with single-agent envs",
             MULTI_AGENT,
         )
     return checked
+
+
+class AgentHistory:
+    """Each agent's own last actions and rewards in the running episode, oldest first (at most
+    `length` of each). An action's reward is the sum of the agent's rewards from the step it
+    acted in until it acts again (what its episode records for that action, rewards of the
+    steps between included); rewards before an agent's first action are not kept."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.actions: dict[Any, deque] = {}
+        self.rewards: dict[Any, deque] = {}
+
+    def clear(self) -> None:
+        """A new episode: no history."""
+        self.actions.clear()
+        self.rewards.clear()
+
+    def record_step(self, action_dict: dict, rewards: dict) -> None:
+        """The env stepped with `action_dict` and returned `rewards`."""
+        for agent_id, action in action_dict.items():
+            if agent_id not in self.actions:
+                self.actions[agent_id] = deque(maxlen=self.length)
+                self.rewards[agent_id] = deque(maxlen=self.length)
+            self.actions[agent_id].append(action)
+            self.rewards[agent_id].append(0.0)
+        for agent_id, reward in rewards.items():
+            kept = self.rewards.get(agent_id)
+            if kept:
+                kept[-1] += float(reward)
+
+    def of(self, agent_id: Any) -> tuple[list, list]:
+        """(`agent_id`'s last actions, its last rewards), oldest first."""
+        return list(self.actions.get(agent_id, ())), list(self.rewards.get(agent_id, ()))
 
 
 class ObservationPiecesEnv(MultiAgentEnv):
@@ -90,6 +132,13 @@ class ObservationPiecesEnv(MultiAgentEnv):
         self._flat_spaces = self._rewritten_spaces(dict(self._env_spaces))
         self.observation_spaces = self._flat_spaces
         self.action_spaces = {aid: inner.get_action_space(aid) for aid in self.possible_agents}
+        history = [
+            max(piece.n_prev_actions, piece.n_prev_rewards)
+            for piece in pieces
+            if isinstance(piece, PrevActionsPrevRewards)
+        ]
+        #: The agents' last actions and rewards, kept when a piece reads them.
+        self._history = AgentHistory(max(history)) if history else None
         super().__init__()
 
     def _rewritten_spaces(self, spaces: dict) -> dict:
@@ -102,8 +151,15 @@ class ObservationPiecesEnv(MultiAgentEnv):
                 output = piece.observation_space
                 spaces = dict(output.spaces) if isinstance(output, gym.spaces.Dict) else spaces
             else:
-                spaces = {aid: piece.agent_observation_space(aid, sp) for aid, sp in spaces.items()}
+                spaces = {aid: self._piece_space(piece, aid, sp) for aid, sp in spaces.items()}
         return spaces
+
+    def _piece_space(self, piece: ObservationPiece, agent_id: Any, space: gym.Space) -> gym.Space:
+        """`agent_id`'s observation space after the per-agent `piece` (`space` before it)."""
+        if isinstance(piece, PrevActionsPrevRewards):
+            action_space = self._inner.get_action_space(agent_id)
+            return piece.agent_observation_space(agent_id, space, action_space)
+        return piece.agent_observation_space(agent_id, space)  # type: ignore[union-attr]
 
     def _rewritten_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
         """An agent the env did not name up front: its space after the per-agent pieces
@@ -111,7 +167,7 @@ class ObservationPiecesEnv(MultiAgentEnv):
         for stage, piece in zip(self._stage_spaces, self._pieces, strict=True):
             stage.setdefault(agent_id, space)
             if not isinstance(piece, MultiAgentObservationPreprocessor):
-                space = piece.agent_observation_space(agent_id, space)
+                space = self._piece_space(piece, agent_id, space)
         return space
 
     def _rewrite(self, observations: dict) -> dict:
@@ -123,11 +179,31 @@ class ObservationPiecesEnv(MultiAgentEnv):
             if isinstance(piece, MultiAgentObservationPreprocessor):
                 observations = dict(piece.preprocess(observations=observations, episode=None))
                 continue
+            if isinstance(piece, PrevActionsPrevRewards):
+                observations = {
+                    agent_id: self._with_history(piece, agent_id, stage[agent_id], obs)
+                    for agent_id, obs in observations.items()
+                }
+                continue
             observations = {
                 agent_id: piece.transform_agent_observation(agent_id, stage[agent_id], obs)
                 for agent_id, obs in observations.items()
             }
         return observations
+
+    def _with_history(
+        self, piece: PrevActionsPrevRewards, agent_id: Any, space: gym.Space, observation: Any
+    ) -> Any:
+        assert self._history is not None, "kept when a PrevActionsPrevRewards piece runs"
+        actions, rewards = self._history.of(agent_id)
+        return piece.transform_agent_observation(
+            agent_id,
+            space,
+            observation,
+            actions=actions,
+            rewards=rewards,
+            action_space=self._inner.get_action_space(agent_id),
+        )
 
     @property
     def unwrapped(self) -> ObservationPiecesEnv:
@@ -145,11 +221,15 @@ class ObservationPiecesEnv(MultiAgentEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         observations, infos = self.env.reset(seed=seed, options=options)
         self.agents = list(self._inner.agents)
+        if self._history is not None:
+            self._history.clear()
         return self._rewrite(observations), infos
 
     def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:  # type: ignore[override]
         observations, rewards, terminateds, truncateds, infos = self.env.step(action_dict)
         self.agents = list(self._inner.agents)
+        if self._history is not None:
+            self._history.record_step(action_dict, rewards)
         return self._rewrite(observations), rewards, terminateds, truncateds, infos
 
     def render(self) -> Any:
@@ -166,6 +246,7 @@ class ObservationPiecesEnv(MultiAgentEnv):
             "_pieces",
             "_env_spaces",
             "_flat_spaces",
+            "_history",
         ):
             raise AttributeError(name)
         return getattr(self._inner, name)

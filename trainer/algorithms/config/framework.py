@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.registry import DEFAULT_ALGORITHM, entry
 from trainer.algorithms.settings import Setting, settings_of
-from trainer.capabilities import RECURRENT_MULTI_AGENT, TORCH
+from trainer.capabilities import TORCH
 from trainer.core.models import torch_only_request
-from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.errors import ConfigError
 from trainer.torch_rl import require_torch
 from trainer.util.checks import one_of
@@ -111,9 +110,27 @@ class FrameworkSection(ConfigBase):
         if self.__dict__.get("_torch_lr_scheduler_classes"):
             return f"{name}.experimental(_torch_lr_scheduler_classes=...)"
         if not self.is_given("framework_str"):
-            request = torch_only_request(self.__dict__.get("model", {}))
+            request = self._torch_only_model_request()
             if request is not None:
                 return f"{name} model config {request} (a model only the torch modules build)"
+        return None
+
+    def _torch_only_model_request(self) -> str | None:
+        """What the config's model config, or a module spec's own over it (a
+        MultiRLModuleSpec's: any of them), asks that only torch builds; None otherwise."""
+        model = self.__dict__.get("model", {})
+        spec = self.__dict__.get("rl_module_spec")
+        specs = getattr(spec, "rl_module_specs", None)
+        if isinstance(specs, dict):
+            candidates = list(specs.values())
+        else:
+            candidates = [specs if specs is not None else spec]
+        for candidate in candidates:
+            given: Any = getattr(candidate, "model_config", None) or {}
+            own = dict(given) if isinstance(given, dict) else dataclasses.asdict(given)
+            request = torch_only_request({**model, **own})
+            if request is not None:
+                return request
         return None
 
     def default_torch_module_class(self) -> type:
@@ -145,31 +162,6 @@ class FrameworkSection(ConfigBase):
                     "device torch can use (torch.cuda.is_available() is False); use "
                     "num_gpus_per_learner=0 to learn on the CPU"
                 )
-        if self.is_multi_agent:
-            self._check_multi_agent_torch(name)
-
-    def _check_multi_agent_torch(self, name: str) -> None:
-        """Raises ConfigError for recurrent torch modules in a multi-agent config (the
-        MultiAgentEnvRunners carry no recurrent state)."""
-        recurrent = []
-        if self.model.get("use_lstm"):
-            recurrent.append("every module (the config's model_config)")
-        spec = self.__dict__.get("rl_module_spec")
-        specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else None
-        if isinstance(specs, dict):
-            recurrent += [
-                repr(module_id)
-                for module_id, module_spec in specs.items()
-                if module_spec._get_model_config().get("use_lstm")
-            ]
-        if recurrent:
-            raise ConfigError(
-                f"{name}: use_lstm=True in a multi-agent config (modules: "
-                f"{', '.join(recurrent)}): recurrent torch modules train in single-agent runs "
-                "here; the multi-agent EnvRunners carry no recurrent state (stack frames with "
-                "the FrameStacking connector, or leave use_lstm=False)",
-                RECURRENT_MULTI_AGENT,
-            )
 
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
         require_torch(f"{type(self).__name__}: a torch RLModule")
