@@ -94,6 +94,16 @@ def test_every_file_of_a_checkpoint_is_listed_or_covered(saved):
         assert set(json.loads(module_metadata)["files"]) == set(os.listdir(multi / module_id)) - {
             "metadata.json"
         }
+    connectors = metadata["connector_checkpoints"]
+    assert set(connectors) == {
+        "env_runner/env_to_module_connector",
+        "env_runner/module_to_env_connector",
+    }
+    for relative, digest in connectors.items():
+        connector_metadata = (saved / relative / "metadata.json").read_bytes()
+        assert digest == file_digest(connector_metadata)
+        state = (saved / relative / "state.msgpack").read_bytes()
+        assert json.loads(connector_metadata)["state_sha256"] == file_digest(state)
     assert check_seal(str(saved), "metadata.json", (saved / "metadata.json").read_bytes())
 
 

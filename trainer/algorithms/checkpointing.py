@@ -65,6 +65,11 @@ from trainer.checkpoints.signing import (
     sign,
 )
 from trainer.checkpoints.writer import file_digest
+from trainer.connectors.checkpoint import (
+    CONNECTOR_CHECKPOINTS_KEY,
+    verify_connector_checkpoints,
+    write_connector_checkpoints,
+)
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule, StateConversionError
 from trainer.core.module_checkpoint import (
     MULTI_RL_MODULE_KIND,
@@ -215,6 +220,9 @@ def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
     weights = learner_module_weights(algorithm, state["learner"])
 
     def write(directory: str) -> None:
+        connectors = write_connector_checkpoints(directory, algorithm)
+        if connectors is not None:
+            metadata[CONNECTOR_CHECKPOINTS_KEY] = connectors
         modules_dir = os.path.join(directory, *MODULES_COMPONENT.split("/"))
         save_module(learner_modules_as_multi_rl_module(algorithm), modules_dir, state=weights)
         metadata[MODULE_CHECKPOINTS_KEY] = {
@@ -357,11 +365,15 @@ def open_algorithm_checkpoint(path: str) -> Checkpoint:
     """The Algorithm checkpoint at `path`, verified whole before anything is loaded: its
     metadata.json (sealed), every file it lists, and each module checkpoint it records (whose
     metadata.json must have the recorded SHA-256 and whose files are checked against it): their
-    weights are read now, into `checkpoint.module_weights`."""
+    weights are read now, into `checkpoint.module_weights`; and the connector pipelines'
+    directories it records (`trainer.connectors.checkpoint`)."""
     checkpoint = open_checkpoint(path)
     modules = checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY)
     if modules is not None:
         checkpoint.module_weights = _read_module_weights(checkpoint, modules)
+    verify_connector_checkpoints(
+        checkpoint.path, checkpoint.metadata.get(CONNECTOR_CHECKPOINTS_KEY)
+    )
     return checkpoint
 
 

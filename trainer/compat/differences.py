@@ -88,6 +88,19 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "exploration and the action-space scaling built into the EnvRunner",
     ),
     Difference(
+        "EnvToModulePipeline.from_checkpoint / ModuleToEnvPipeline.from_checkpoint",
+        "single-agent checkpoints: the env-to-module pipeline is rebuilt from the algorithm "
+        "checkpoint's config (its env_to_module_connector factory called with the saved "
+        "spaces, no env) with the saved state, then RLlib's default batching pieces; the "
+        "module-to-env pipeline is RLlib's default pieces with the saved action space and "
+        "normalize_actions / clip_actions (tests/test_inference_pipelines.py)",
+        "the directories hold metadata.json and msgpack state, checksummed with the "
+        "algorithm's, not RLlib's class_and_ctor_args.pkl: nothing but the config (trusted "
+        "as Algorithm.from_checkpoint trusts it) is unpickled; multi-agent EnvRunners map "
+        "agents to modules themselves and write no pipeline directories",
+        BEHAVIOUR,
+    ),
+    Difference(
         "AlgorithmConfig.get_torch_compile_worker_config",
         "missing",
         "torch.compile is not used: the torch modules run eagerly (small MLPs and CNNs, "
@@ -283,20 +296,15 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     *_same(
         "missing",
-        "RLlib's default pieces (agent-to-module mapping, batching, time-dim "
-        "padding, recurrent states, tensor conversion, writing observations "
-        "back): the EnvRunner does these steps itself (for a recurrent torch module too: "
-        "its state in and out, from the episodes), and the user's pieces write into the "
-        "episodes directly",
+        "RLlib's agent-to-module mapping and observation write-back pieces: the "
+        "MultiAgentEnvRunner maps agents to modules itself, and the user's pieces write into "
+        "the episodes directly (the default batching pieces, AddObservationsFromEpisodesToBatch "
+        "to NumpyToTensor, exist for a user's own single-agent env loop and end the pipeline "
+        "EnvToModulePipeline.from_checkpoint restores; the EnvRunner batches for itself)",
         *(
             f"env_to_module.{name}"
             for name in (
-                "AddObservationsFromEpisodesToBatch",
-                "AddStatesFromEpisodesToBatch",
-                "AddTimeDimToBatchAndZeroPad",
                 "AgentToModuleMapping",
-                "BatchIndividualItems",
-                "NumpyToTensor",
                 "WriteObservationsToEpisodes",
             )
         ),

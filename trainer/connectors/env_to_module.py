@@ -13,6 +13,13 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.capabilities import MULTI_AGENT
+from trainer.connectors.batching import (  # noqa: F401 - RLlib's names in this package too
+    AddObservationsFromEpisodesToBatch,
+    AddStatesFromEpisodesToBatch,
+    AddTimeDimToBatchAndZeroPad,
+    BatchIndividualItems,
+    NumpyToTensor,
+)
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
 from trainer.errors import ConfigError
 
@@ -751,6 +758,19 @@ class FrameStackingEnvToModule(ConnectorV2):
 class EnvToModulePipeline(ConnectorPipelineV2):
     """RLlib's env-to-module pipeline: the pieces an EnvRunner runs over its episodes before
     the module sees their observations (what `env_runner.env_to_module` is)."""
+
+    @classmethod
+    def from_checkpoint(cls, path: Any, **kwargs: Any) -> EnvToModulePipeline:
+        """The env-to-module pipeline saved in an algorithm checkpoint's
+        `env_runner/env_to_module_connector` directory: the config's pieces with their saved
+        state (a MeanStdFilter's statistics), then RLlib's default batching pieces, so that
+        `pipeline(episodes=[...], rl_module=module)` returns the module's input batch (see
+        `trainer.connectors.checkpoint`)."""
+        from trainer.connectors.checkpoint import load_pipeline
+
+        pipeline = load_pipeline(path, expected=cls)
+        assert isinstance(pipeline, EnvToModulePipeline)
+        return pipeline
 
     def __repr__(self) -> str:
         return f"EnvToModulePipeline({self.connectors!r})"

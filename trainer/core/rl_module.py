@@ -353,9 +353,12 @@ class RLModuleAPI:
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, filesystem: Any = None, **kwargs: Any) -> Any:
         """A new module built and restored from the module checkpoint at `path` (its class is
-        the one stored there, imported by path; it must be `cls` or a subclass)."""
+        the one stored there, imported by path; it must be `cls` or a subclass, any module
+        class when `cls` is `RLModule` itself: RLlib's generic loader, which also loads this
+        project's default numpy and torch modules)."""
         _refuse_filesystem(filesystem, "from_checkpoint")
-        return importlib.import_module(MODULE_CHECKPOINT).load_module(path, expected=cls)
+        expected = RLModuleAPI if cls is RLModule else cls
+        return importlib.import_module(MODULE_CHECKPOINT).load_module(path, expected=expected)
 
 
 def _refuse_filesystem(filesystem: Any, method: str) -> None:

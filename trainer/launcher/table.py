@@ -111,6 +111,34 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.connectors": ("trainer.connectors",),
     "ray.rllib.connectors.connector_v2": ("trainer.connectors.connector_v2",),
     "ray.rllib.connectors.env_to_module": ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.common": (
+        "trainer.connectors.batching",
+        "trainer.connectors.module_to_env",
+        "trainer.connectors.env_to_module",
+    ),
+    **{
+        f"ray.rllib.connectors.common.{name}": ("trainer.connectors.batching",)
+        for name in (
+            "add_observations_from_episodes_to_batch",
+            "add_states_from_episodes_to_batch",
+            "add_time_dim_to_batch_and_zero_pad",
+            "batch_individual_items",
+            "numpy_to_tensor",
+        )
+    },
+    "ray.rllib.connectors.common.tensor_to_numpy": ("trainer.connectors.module_to_env",),
+    "ray.rllib.connectors.module_to_env": ("trainer.connectors.module_to_env",),
+    **{
+        f"ray.rllib.connectors.module_to_env.{name}": ("trainer.connectors.module_to_env",)
+        for name in (
+            "get_actions",
+            "listify_data_for_vector_env",
+            "module_to_env_pipeline",
+            "normalize_and_clip_actions",
+            "remove_single_ts_time_rank_from_batch",
+            "unbatch_to_individual_items",
+        )
+    },
     "ray.rllib.connectors.env_to_module.flatten_observations": (
         "trainer.connectors.env_to_module",
     ),
@@ -292,10 +320,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.connectors.learner": Unavailable(
         LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
     ),
-    "ray.rllib.connectors.common": Unavailable(
-        TORCH, "env_to_module connectors (ray.rllib.connectors.env_to_module)"
-    ),
-    "ray.rllib.connectors.module_to_env": Unavailable(TORCH),
     # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
     # these need what is not here; any other is a gap.
     "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),

@@ -1,0 +1,282 @@
+"""The connector pipelines of an algorithm checkpoint, for a user's own env loop (RLlib's
+`EnvToModulePipeline.from_checkpoint(<checkpoint>/env_runner/env_to_module_connector)` and
+`ModuleToEnvPipeline.from_checkpoint(<checkpoint>/env_runner/module_to_env_connector)`).
+
+A save writes, beside the algorithm's files, one directory per pipeline:
+
+    env_runner/env_to_module_connector/   metadata.json (sealed): its pieces' names, the input
+                                          spaces, the SHA-256 of state.msgpack
+                                          state.msgpack: the pipeline's state (a
+                                          MeanStdFilter's statistics), merged over the
+                                          EnvRunners as the driver holds it
+    env_runner/module_to_env_connector/   metadata.json: the action space and the config's
+                                          normalize_actions / clip_actions
+
+and the algorithm's metadata.json records the SHA-256 of each metadata.json (so its seal covers
+them). `load_pipeline` verifies that chain, then rebuilds: the module-to-env pipeline from its
+metadata alone (RLlib's default pieces); the env-to-module pipeline from the algorithm's config
+(its `env_to_module_connector` factory, called with the saved spaces; the config is read as
+`Algorithm.from_checkpoint` reads it: a pickled config only when signed with this user's key)
+with the saved state, followed by RLlib's default batching pieces
+(`trainer.connectors.batching`). Nothing else is unpickled. Multi-agent checkpoints have no
+such directories: their EnvRunners map agents to modules themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import gymnasium as gym
+
+from trainer.checkpoints.codec import pack, unpack
+from trainer.checkpoints.format import METADATA_FILE, CheckpointError
+from trainer.checkpoints.json_files import check_seal, parse_json, sealed_json
+from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
+from trainer.connectors.batching import default_env_to_module_pieces
+from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
+from trainer.core.spaces import space_from_dict, space_to_dict
+
+#: The pipelines' directories inside an algorithm checkpoint (RLlib's component names).
+ENV_RUNNER_DIR = "env_runner"
+ENV_TO_MODULE_DIR = "env_to_module_connector"
+MODULE_TO_ENV_DIR = "module_to_env_connector"
+#: The algorithm metadata's record of the pipelines: {directory: SHA-256 of its metadata.json}.
+CONNECTOR_CHECKPOINTS_KEY = "connector_checkpoints"
+STATE_FILE = "state.msgpack"
+#: A pipeline state larger than this is not a checkpoint's (a MeanStdFilter's is kilobytes).
+MAX_STATE_BYTES = 256 << 20
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write(directory: str, kind: str, document: dict, state: Any) -> str:
+    """Writes one pipeline directory; returns the SHA-256 of its metadata.json."""
+    os.makedirs(directory, exist_ok=True)
+    state_bytes = pack(state)
+    with open(os.path.join(directory, STATE_FILE), "wb") as handle:
+        handle.write(state_bytes)
+    metadata = sealed_json(
+        {
+            "kind": kind,
+            **document,
+            "state_file": STATE_FILE,
+            "state_size": len(state_bytes),
+            "state_sha256": _digest(state_bytes),
+        }
+    )
+    with open(os.path.join(directory, METADATA_FILE), "wb") as handle:
+        handle.write(metadata)
+    return _digest(metadata)
+
+
+def write_connector_checkpoints(directory: str, algorithm: Any) -> dict[str, str] | None:
+    """Writes the env-to-module and module-to-env pipeline directories of a single-agent
+    algorithm into `directory` (a checkpoint being written); returns {relative path: SHA-256
+    of its metadata.json} for the algorithm's metadata, or None for a multi-agent one."""
+    config = algorithm.config
+    runner = algorithm.env_runner
+    spaces = getattr(runner, "env_spaces", None)
+    if config.is_multi_agent or runner is None or spaces is None:
+        return None
+    observation_space, action_space = spaces
+    pipeline = getattr(runner, "env_to_module", None)
+    pieces = [type(piece).__name__ for piece in getattr(pipeline, "connectors", [])]
+    state = pipeline.get_state() if pipeline is not None and pipeline.is_stateful else {}
+    base = os.path.join(directory, ENV_RUNNER_DIR)
+    digests = {}
+    env_to_module = f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR}"
+    digests[env_to_module] = _write(
+        os.path.join(base, ENV_TO_MODULE_DIR),
+        "env_to_module_connector",
+        {
+            "pieces": pieces,
+            "observation_space": space_to_dict(observation_space),
+            "action_space": space_to_dict(action_space),
+        },
+        state,
+    )
+    module_to_env = f"{ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR}"
+    digests[module_to_env] = _write(
+        os.path.join(base, MODULE_TO_ENV_DIR),
+        "module_to_env_connector",
+        {
+            "observation_space": space_to_dict(observation_space),
+            "action_space": space_to_dict(action_space),
+            "normalize_actions": bool(config.normalize_actions),
+            "clip_actions": bool(config.clip_actions),
+        },
+        {},
+    )
+    return digests
+
+
+def _read_directory(path: str) -> tuple[dict, Any, bytes]:
+    """(metadata, state, metadata bytes) of a pipeline directory, each file checked."""
+    data = read_confined(path, METADATA_FILE, MAX_METADATA_BYTES)
+    check_seal(path, METADATA_FILE, data)
+    metadata = parse_json(path, METADATA_FILE, data)
+    if not isinstance(metadata, dict) or metadata.get("kind") not in (
+        "env_to_module_connector",
+        "module_to_env_connector",
+    ):
+        raise CheckpointError(
+            path,
+            f"{METADATA_FILE} is not a connector pipeline's (a directory "
+            f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR} or {ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR} of "
+            "an algorithm checkpoint written here)",
+        )
+    size = metadata.get("state_size")
+    if not isinstance(size, int) or not 0 <= size <= MAX_STATE_BYTES:
+        raise CheckpointError(path, f"{METADATA_FILE} has no valid 'state_size'")
+    state_bytes = read_confined(path, STATE_FILE, size)
+    if len(state_bytes) != size or _digest(state_bytes) != metadata.get("state_sha256"):
+        raise CheckpointError(
+            path, f"{STATE_FILE} is damaged or was altered: its size or SHA-256 differs"
+        )
+    try:
+        state = unpack(state_bytes)
+    except Exception as error:  # noqa: BLE001 - a damaged state, whatever the decoder raises
+        raise CheckpointError(path, f"{STATE_FILE} is damaged ({error})") from None
+    return metadata, state, data
+
+
+def verify_connector_checkpoints(root: str, recorded: Any) -> None:
+    """Checks each pipeline directory an algorithm checkpoint at `root` records (`recorded`,
+    its metadata's `connector_checkpoints` entry): its metadata.json must have the recorded
+    SHA-256 and its state file its own; raises `CheckpointError` naming the file."""
+    if recorded is None:
+        return
+    expected = {f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR}", f"{ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR}"}
+    if (
+        not isinstance(recorded, dict)
+        or not set(recorded) <= expected
+        or not all(isinstance(digest, str) for digest in recorded.values())
+    ):
+        raise CheckpointError(
+            root, f"metadata.json has no valid {CONNECTOR_CHECKPOINTS_KEY!r} entry"
+        )
+    for relative, digest in recorded.items():
+        directory = os.path.join(root, *relative.split("/"))
+        _, _, metadata_bytes = _read_directory(directory)
+        if _digest(metadata_bytes) != digest:
+            raise CheckpointError(
+                directory,
+                f"{METADATA_FILE} is damaged or was altered: its SHA-256 is not the one the "
+                "algorithm checkpoint recorded",
+            )
+
+
+def _algorithm_root(path: str) -> str:
+    return os.path.dirname(os.path.dirname(path))
+
+
+def _check_recorded(path: str, metadata_bytes: bytes) -> Any:
+    """The verified algorithm checkpoint above `path`, whose metadata must record this
+    directory's metadata.json digest."""
+    from trainer.algorithms.checkpointing import open_algorithm_checkpoint
+
+    root = _algorithm_root(path)
+    checkpoint = open_algorithm_checkpoint(root)
+    recorded = checkpoint.metadata.get(CONNECTOR_CHECKPOINTS_KEY) or {}
+    relative = os.path.relpath(path, root).replace(os.sep, "/")
+    if recorded.get(relative) != _digest(metadata_bytes):
+        raise CheckpointError(
+            path,
+            f"{METADATA_FILE} is not the one the algorithm checkpoint {root} recorded "
+            f"(its {CONNECTOR_CHECKPOINTS_KEY!r} entry)",
+        )
+    return checkpoint
+
+
+class _SavedSpaces:
+    """What a connector factory gets for `env` when a pipeline is rebuilt from a checkpoint:
+    the spaces the EnvRunner's env had (no env is made)."""
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space) -> None:
+        self.observation_space = self.single_observation_space = observation_space
+        self.action_space = self.single_action_space = action_space
+
+    @property
+    def unwrapped(self) -> _SavedSpaces:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"env.{name}: a pipeline restored from a checkpoint is built without an env; its "
+            "connector factory gets the saved observation_space and action_space only"
+        )
+
+
+def load_pipeline(path: Any, expected: type | None = None) -> ConnectorPipelineV2:
+    """The pipeline saved in the directory `path` (see the module docstring)."""
+    from trainer.connectors.env_to_module import EnvToModulePipeline
+    from trainer.connectors.module_to_env import (
+        ModuleToEnvPipeline,
+        default_module_to_env_pipeline,
+    )
+
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(path):
+        raise CheckpointError(
+            path,
+            "no such directory: a pipeline is restored from an algorithm checkpoint's "
+            f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR} or {ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR} "
+            "(multi-agent checkpoints have none)",
+        )
+    metadata, state, metadata_bytes = _read_directory(path)
+    checkpoint = _check_recorded(path, metadata_bytes)
+    kind = metadata["kind"]
+    kinds: dict[Any, str] = {
+        EnvToModulePipeline: "env_to_module_connector",
+        ModuleToEnvPipeline: "module_to_env_connector",
+    }
+    wanted = kinds.get(expected)
+    if expected is not None and wanted is not None and kind != wanted:
+        raise CheckpointError(
+            path, f"holds a {kind} pipeline, not what {expected.__name__} restores"
+        )
+    observation_space = space_from_dict(metadata.get("observation_space"))
+    action_space = space_from_dict(metadata.get("action_space"))
+    if observation_space is None or action_space is None:
+        raise CheckpointError(path, f"{METADATA_FILE} does not name the pipeline's spaces")
+    if kind == "module_to_env_connector":
+        return default_module_to_env_pipeline(
+            action_space,
+            observation_space,
+            normalize_actions=bool(metadata.get("normalize_actions", True)),
+            clip_actions=bool(metadata.get("clip_actions", False)),
+        )
+    user_pieces: list = []
+    if metadata.get("pieces"):
+        made = _user_pieces(path, checkpoint, observation_space, action_space)
+        user_pipeline = build_pipeline(made, observation_space, action_space)
+        if state:
+            user_pipeline.set_state(state)
+        user_pieces = list(user_pipeline.connectors)
+    pipeline = EnvToModulePipeline(connectors=user_pieces + default_env_to_module_pieces())
+    pipeline.set_input_spaces(observation_space, action_space)
+    return pipeline
+
+
+def _user_pieces(
+    path: str, checkpoint: Any, observation_space: gym.Space, action_space: gym.Space
+) -> Any:
+    """The user's pieces, built by the algorithm config's factory as the EnvRunner built
+    them."""
+    from trainer.algorithms.algorithm import Algorithm
+    from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.algorithms.checkpointing import load_class_and_config
+
+    _, config = load_class_and_config(
+        checkpoint, algorithm_base=Algorithm, config_base=AlgorithmConfig
+    )
+    factory = config.env_to_module_factory()
+    if factory is None:
+        raise CheckpointError(path, "its algorithm config has no env_to_module_connector")
+    return call_factory(
+        factory, _SavedSpaces(observation_space, action_space), (observation_space, action_space)
+    )
