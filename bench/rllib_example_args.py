@@ -454,6 +454,22 @@ def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -
 #: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out as
 #: `rllib/examples` (a checkout of ray-project/ray's).
 NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
+    "inference/policy_inference_after_training.py": [
+        ("policy_inference_after_training", ["--stop-reward=100.0"], ()),
+        (
+            "policy_inference_after_training_w_onnx",
+            ["--stop-reward=100.0", "--use-onnx-for-inference"],
+            (),
+        ),
+    ],
+    "inference/policy_inference_after_training_w_connector.py": [
+        ("policy_inference_after_training_w_connector", ["--stop-reward=150.0"], ()),
+        (
+            "policy_inference_after_training_w_connector_w_onnx",
+            ["--stop-reward=150.0", "--use-onnx-for-inference"],
+            (),
+        ),
+    ],
     "actions/autoregressive_actions.py": [("autoregressive_actions", [], ())],
     "actions/custom_action_distribution.py": [
         ("custom_action_distribution", ["--temperature=0.75"], ())

@@ -64,6 +64,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.rllib_example_args import CI_ARGS, NOT_IN_WHEEL  # noqa: E402
 from trainer.algorithms.registry import ALGORITHM_NAMES  # noqa: E402
+from trainer.capabilities import POLICY_EXPORT  # noqa: E402
 from trainer.launcher import table  # noqa: E402
 
 PAGE = REPO / "docs" / "rllib_compatibility.md"
@@ -80,6 +81,7 @@ MISSING_PACKAGES = {
     "pyspiel": table.THIRD_PARTY_ENVS,
     "open_spiel": table.THIRD_PARTY_ENVS,
     "pettingzoo": table.MULTI_AGENT,
+    "onnxruntime": POLICY_EXPORT,
 }
 #: Folders of `rllib/examples` whose every script shows a capability this project does not
 #: have (applied to runs that do not pass).
@@ -101,7 +103,7 @@ STATIC_RULES = (
         + ", ".join(f"`{name}`" for name in MISSING_PACKAGES),
         "the capability that package "
         "serves (torch/tensorflow/tree: torch RLModules; ale_py: Atari; pyspiel/open_spiel: "
-        "third-party envs; pettingzoo: multi-agent)",
+        "third-party envs; pettingzoo: multi-agent; onnxruntime: policy export)",
     ),
     (
         "stopped on `ImportError` of "
