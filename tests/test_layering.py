@@ -19,6 +19,11 @@ Where the code differs from the plain package order, and why:
   building blocks (`core.blas`, `core.nn`, `core.initializers`) sit as low: RLlib's torch-less
   `nn.init` (`compat.rllib_utils`) names the initializers.
 - `trainer.env` sits above `trainer.core`: episodes name the modules' ids and spaces.
+- RLlib's default connector pieces for a user's own env loop (`trainer.connectors.batching`,
+  `.module_to_env`) read the episodes' recurrent records and the modules' action scaling, and
+  the pipelines' checkpoint directories (`trainer.connectors.checkpoint`) the checkpoint
+  format: they sit above `trainer.core` and `trainer.checkpoints`, not with the pieces the
+  EnvRunners run.
 - `trainer.callbacks` sits below `trainer.runners` (the runners fire the callbacks; a callback
   gets the runner as an argument and never imports it).
 - `trainer.env.env_runner` is the EnvRunner's earlier import path (it re-exports
@@ -162,8 +167,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("trainer.compat.old_api", "trainer.checkpoints"),
     ("trainer.core", "trainer.result_grid"),
-    ("trainer.env", "trainer.offline"),
-    ("trainer.torch_rl", "trainer.replay_buffers"),
+    ("trainer.env", "trainer.offline", "trainer.connectors.batching"),
+    (
+        "trainer.torch_rl",
+        "trainer.replay_buffers",
+        "trainer.connectors.module_to_env",
+        "trainer.connectors.checkpoint",
+    ),
     ("trainer.callbacks",),
     ("trainer.runners",),
     ("trainer.algorithms",),

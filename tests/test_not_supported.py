@@ -13,7 +13,7 @@ import pytest
 from trainer import DQNConfig, PPOConfig, capabilities
 from trainer.algorithms import get_trainable_cls
 from trainer.compat.rllib_settings import Unsupported
-from trainer.connectors.env_to_module import FrameStackingEnvToModule
+from trainer.connectors.env_to_module import MeanStdFilter
 from trainer.errors import (
     ConfigError,
     EnvRunnerError,
@@ -22,6 +22,7 @@ from trainer.errors import (
     UnsupportedSetting,
 )
 from trainer.launcher.script import _exception_report
+from trainer.runners.multi_agent_observations import multi_agent_observation_pieces
 
 
 class DictActionEnv(gym.Env):
@@ -65,7 +66,9 @@ def test_config_refusals_are_config_errors_naming_the_capability():
             .training(learner_connector=lambda *args: None)
             .validate()
         ),
-        capabilities.MULTI_AGENT: lambda: FrameStackingEnvToModule(multi_agent=True),
+        capabilities.MULTI_AGENT: lambda: multi_agent_observation_pieces(
+            PPOConfig().env_runners(env_to_module_connector=lambda env: MeanStdFilter()), None
+        ),
     }
     for capability, call in cases.items():
         refused = _refusal(call)

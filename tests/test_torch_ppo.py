@@ -234,16 +234,6 @@ def test_torch_refusals_name_the_setting():
             .training(replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer"})
             .validate()
         )
-    # Multi-agent torch PPO modules train; recurrent ones are refused (no state is carried).
-    with pytest.raises(ConfigError, match=r"use_lstm=True in a multi-agent config"):
-        (
-            PPOConfig()
-            .environment("CartPole-v1")
-            .framework("torch")
-            .rl_module(model_config={"use_lstm": True})
-            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
-            .validate()
-        )
 
 
 def test_a_numpy_run_imports_no_torch():

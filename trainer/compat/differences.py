@@ -522,8 +522,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "PPO (single-agent) runs the pieces over each train batch's episodes before its "
         "learner makes the batch; a piece that writes batch columns is refused at train(), "
         "naming them; other algorithms and multi-agent configs refuse the setting at "
-        "validate() (tests/test_connectors.py::test_ppo_learns_from_the_episodes_its_"
-        "learner_connector_rewrote)",
+        "validate() unless its pieces' output is in the episodes already "
+        "(FrameStackingLearner: the EnvRunners stack the frames into the episodes; "
+        "tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_from_the_"
+        "episodes_its_learner_connector_rewrote)",
         "the learners here make their batches from the episodes (RLlib's default pieces are "
         "their code, not ConnectorV2 pieces), so only pieces that rewrite episodes have "
         "somewhere to act",

@@ -13,13 +13,10 @@ A save writes, beside the algorithm's files, one directory per pipeline:
                                           normalize_actions / clip_actions
 
 and the algorithm's metadata.json records the SHA-256 of each metadata.json (so its seal covers
-them). `load_pipeline` verifies that chain, then rebuilds: the module-to-env pipeline from its
-metadata alone (RLlib's default pieces); the env-to-module pipeline from the algorithm's config
-(its `env_to_module_connector` factory, called with the saved spaces; the config is read as
-`Algorithm.from_checkpoint` reads it: a pickled config only when signed with this user's key)
-with the saved state, followed by RLlib's default batching pieces
-(`trainer.connectors.batching`). Nothing else is unpickled. Multi-agent checkpoints have no
-such directories: their EnvRunners map agents to modules themselves.
+them); `verify_connector_checkpoints` checks that chain whenever the algorithm checkpoint is
+opened. `trainer.algorithms.connector_pipelines` rebuilds the pipelines from it (it reads the
+algorithm's config, a layer above this one). Multi-agent checkpoints have no such directories:
+their EnvRunners map agents to modules themselves.
 """
 
 from __future__ import annotations
@@ -28,15 +25,11 @@ import hashlib
 import os
 from typing import Any
 
-import gymnasium as gym
-
 from trainer.checkpoints.codec import pack, unpack
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError
 from trainer.checkpoints.json_files import check_seal, parse_json, sealed_json
 from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
-from trainer.connectors.batching import default_env_to_module_pieces
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
-from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.core.spaces import space_to_dict
 
 #: The pipelines' directories inside an algorithm checkpoint (RLlib's component names).
 ENV_RUNNER_DIR = "env_runner"
@@ -170,56 +163,9 @@ def verify_connector_checkpoints(root: str, recorded: Any) -> None:
             )
 
 
-def _algorithm_root(path: str) -> str:
-    return os.path.dirname(os.path.dirname(path))
-
-
-def _check_recorded(path: str, metadata_bytes: bytes) -> Any:
-    """The verified algorithm checkpoint above `path`, whose metadata must record this
-    directory's metadata.json digest."""
-    from trainer.algorithms.checkpointing import open_algorithm_checkpoint
-
-    root = _algorithm_root(path)
-    checkpoint = open_algorithm_checkpoint(root)
-    recorded = checkpoint.metadata.get(CONNECTOR_CHECKPOINTS_KEY) or {}
-    relative = os.path.relpath(path, root).replace(os.sep, "/")
-    if recorded.get(relative) != _digest(metadata_bytes):
-        raise CheckpointError(
-            path,
-            f"{METADATA_FILE} is not the one the algorithm checkpoint {root} recorded "
-            f"(its {CONNECTOR_CHECKPOINTS_KEY!r} entry)",
-        )
-    return checkpoint
-
-
-class _SavedSpaces:
-    """What a connector factory gets for `env` when a pipeline is rebuilt from a checkpoint:
-    the spaces the EnvRunner's env had (no env is made)."""
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space) -> None:
-        self.observation_space = self.single_observation_space = observation_space
-        self.action_space = self.single_action_space = action_space
-
-    @property
-    def unwrapped(self) -> _SavedSpaces:
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(
-            f"env.{name}: a pipeline restored from a checkpoint is built without an env; its "
-            "connector factory gets the saved observation_space and action_space only"
-        )
-
-
-def load_pipeline(path: Any, expected: type | None = None) -> ConnectorPipelineV2:
-    """The pipeline saved in the directory `path` (see the module docstring)."""
-    from trainer.connectors.env_to_module import EnvToModulePipeline
-    from trainer.connectors.module_to_env import (
-        ModuleToEnvPipeline,
-        default_module_to_env_pipeline,
-    )
-
-    path = os.path.abspath(os.fspath(path))
+def read_pipeline_directory(path: str) -> tuple[dict, Any, bytes]:
+    """(metadata, state, metadata.json's bytes) of the pipeline directory `path`, each file
+    checked (its seal, the state's size and SHA-256); `CheckpointError` naming the problem."""
     if not os.path.isdir(path):
         raise CheckpointError(
             path,
@@ -227,56 +173,9 @@ def load_pipeline(path: Any, expected: type | None = None) -> ConnectorPipelineV
             f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR} or {ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR} "
             "(multi-agent checkpoints have none)",
         )
-    metadata, state, metadata_bytes = _read_directory(path)
-    checkpoint = _check_recorded(path, metadata_bytes)
-    kind = metadata["kind"]
-    kinds: dict[Any, str] = {
-        EnvToModulePipeline: "env_to_module_connector",
-        ModuleToEnvPipeline: "module_to_env_connector",
-    }
-    wanted = kinds.get(expected)
-    if expected is not None and wanted is not None and kind != wanted:
-        raise CheckpointError(
-            path, f"holds a {kind} pipeline, not what {expected.__name__} restores"
-        )
-    observation_space = space_from_dict(metadata.get("observation_space"))
-    action_space = space_from_dict(metadata.get("action_space"))
-    if observation_space is None or action_space is None:
-        raise CheckpointError(path, f"{METADATA_FILE} does not name the pipeline's spaces")
-    if kind == "module_to_env_connector":
-        return default_module_to_env_pipeline(
-            action_space,
-            observation_space,
-            normalize_actions=bool(metadata.get("normalize_actions", True)),
-            clip_actions=bool(metadata.get("clip_actions", False)),
-        )
-    user_pieces: list = []
-    if metadata.get("pieces"):
-        made = _user_pieces(path, checkpoint, observation_space, action_space)
-        user_pipeline = build_pipeline(made, observation_space, action_space)
-        if state:
-            user_pipeline.set_state(state)
-        user_pieces = list(user_pipeline.connectors)
-    pipeline = EnvToModulePipeline(connectors=user_pieces + default_env_to_module_pieces())
-    pipeline.set_input_spaces(observation_space, action_space)
-    return pipeline
+    return _read_directory(path)
 
 
-def _user_pieces(
-    path: str, checkpoint: Any, observation_space: gym.Space, action_space: gym.Space
-) -> Any:
-    """The user's pieces, built by the algorithm config's factory as the EnvRunner built
-    them."""
-    from trainer.algorithms.algorithm import Algorithm
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-    from trainer.algorithms.checkpointing import load_class_and_config
-
-    _, config = load_class_and_config(
-        checkpoint, algorithm_base=Algorithm, config_base=AlgorithmConfig
-    )
-    factory = config.env_to_module_factory()
-    if factory is None:
-        raise CheckpointError(path, "its algorithm config has no env_to_module_connector")
-    return call_factory(
-        factory, _SavedSpaces(observation_space, action_space), (observation_space, action_space)
-    )
+def metadata_digest(metadata_bytes: bytes) -> str:
+    """The SHA-256 an algorithm checkpoint records for a pipeline's metadata.json."""
+    return _digest(metadata_bytes)

@@ -6,22 +6,34 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 from __future__ import annotations
 
 import abc
+import importlib
 import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from trainer.capabilities import MULTI_AGENT
-from trainer.connectors.batching import (  # noqa: F401 - RLlib's names in this package too
-    AddObservationsFromEpisodesToBatch,
-    AddStatesFromEpisodesToBatch,
-    AddTimeDimToBatchAndZeroPad,
-    BatchIndividualItems,
-    NumpyToTensor,
-)
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
-from trainer.errors import ConfigError
+
+#: Where the pipelines restored from checkpoints are rebuilt (`from_checkpoint`).
+CONNECTOR_PIPELINES = "trainer.algorithms.connector_pipelines"
+#: RLlib's default batching pieces, which RLlib's `env_to_module` package exports too; they
+#: live in `trainer.connectors.batching`, a layer above (they read the episodes' recurrent
+#: records), and are found there by name.
+DEFAULT_PIECES_MODULE = "trainer.connectors.batching"
+DEFAULT_PIECES = (
+    "AddObservationsFromEpisodesToBatch",
+    "AddStatesFromEpisodesToBatch",
+    "AddTimeDimToBatchAndZeroPad",
+    "BatchIndividualItems",
+    "NumpyToTensor",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEFAULT_PIECES:
+        return getattr(importlib.import_module(DEFAULT_PIECES_MODULE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
 ORIG_OBS_KEY = "_orig_obs"
@@ -416,22 +428,9 @@ def _agent_key(agent_id: Any) -> Any:
     return tuple(agent_id) if isinstance(agent_id, list) else agent_id
 
 
-def _multi_agent_piece_error(piece: str) -> ConfigError:
-    """The error of a piece asked for a multi-agent run that does not run in one here."""
-    return ConfigError(
-        f"{piece}(multi_agent=True): multi-agent runs take FlattenObservations("
-        f"multi_agent=True) pieces only; {piece} runs with single-agent envs",
-        MULTI_AGENT,
-    )
-
-
-def _single_agent_env_to_module(
-    piece: str, multi_agent: bool, agent_ids: Any, as_learner_connector: bool
-) -> None:
-    """RLlib's pieces take these for multi-agent envs and for the learner's pipeline; only the
-    single-agent env-to-module form runs here."""
-    if multi_agent or agent_ids is not None:
-        raise _multi_agent_piece_error(piece)
+def _refuse_as_learner_connector(piece: str, as_learner_connector: bool) -> None:
+    """RLlib's pieces also run in the learner's pipeline; here the env-to-module piece's
+    output is in the episodes, which is what the learner trains on."""
     if as_learner_connector:
         raise ValueError(
             f"{piece}(as_learner_connector=True): learner connectors are not "
@@ -461,7 +460,7 @@ class FlattenObservations(ConnectorV2):
         **kwargs: Any,
     ):
         if as_learner_connector:
-            _single_agent_env_to_module("FlattenObservations", False, None, True)
+            _refuse_as_learner_connector("FlattenObservations", True)
         if agent_ids is not None and not multi_agent:
             raise ValueError(
                 f"FlattenObservations(agent_ids={agent_ids!r}): agent_ids needs "
@@ -705,7 +704,11 @@ class PrevActionsPrevRewards(ConnectorV2):
 class FrameStackingEnvToModule(ConnectorV2):
     """Stacks the last `num_frames` observations along their last axis (a Box of shape
     `(..., C)` becomes `(..., C * num_frames)`, oldest first; zeros before the episode's first
-    frames)."""
+    frames). The episodes hold the stacked observations, so the learner trains on them as the
+    module saw them (RLlib's `FrameStackingLearner` checks that and changes nothing).
+
+    With `multi_agent=True` (a MultiAgentEnv's runs) each agent's frames are stacked on their
+    own; the MultiAgentEnvRunner keeps each agent's stack through the episode."""
 
     def __init__(
         self,
@@ -717,19 +720,35 @@ class FrameStackingEnvToModule(ConnectorV2):
         as_learner_connector: bool = False,
         **kwargs: Any,
     ):
-        _single_agent_env_to_module(
-            "FrameStackingEnvToModule", multi_agent, None, as_learner_connector
-        )
+        _refuse_as_learner_connector("FrameStackingEnvToModule", as_learner_connector)
         if int(num_frames) < 1:
             raise ValueError(f"FrameStackingEnvToModule(num_frames={num_frames}): must be >= 1")
         self.num_frames = int(num_frames)
+        self.multi_agent = bool(multi_agent)
         super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def agent_observation_space(self, agent_id: Any, space: gym.Space) -> gym.Space:
+        """(multi-agent) The space of `agent_id`'s stacked observations."""
+        return self._stacked_space(space)
+
+    def stack_agent_frame(self, previous: np.ndarray | None, observation: Any) -> np.ndarray:
+        """(multi-agent) An agent's stacked observation after `observation`, from its stacked
+        one before (None at its first)."""
+        frame = np.asarray(observation, dtype=np.float32)
+        if previous is None:
+            previous = np.zeros(frame.shape[:-1] + (frame.shape[-1] * self.num_frames,), np.float32)
+        return np.concatenate([previous[..., frame.shape[-1] :], frame], axis=-1)
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space | None, input_action_space: gym.Space | None
     ) -> gym.Space | None:
         if input_observation_space is None:
             return None
+        if self.multi_agent:
+            return per_agent_spaces(self, "FrameStackingEnvToModule", input_observation_space)
+        return self._stacked_space(input_observation_space)
+
+    def _stacked_space(self, input_observation_space: gym.Space) -> gym.Space:
         if not isinstance(input_observation_space, gym.spaces.Box):
             raise ValueError(
                 f"FrameStackingEnvToModule stacks Box observations; this env's "
@@ -742,14 +761,15 @@ class FrameStackingEnvToModule(ConnectorV2):
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         key = "FrameStackingEnvToModule"
+        if self.multi_agent:
+            raise RuntimeError(
+                "FrameStackingEnvToModule(multi_agent=True) runs in a MultiAgentEnvRunner, "
+                "which applies it per agent; a single-agent env takes FrameStackingEnvToModule()"
+            )
         for episode in self.single_agent_episode_iterator(episodes):
-            frame = np.asarray(episode.get_observations(-1), dtype=np.float32)
-            previous = episode.connector_data.get(key)
-            if previous is None:
-                previous = np.zeros(
-                    frame.shape[:-1] + (frame.shape[-1] * self.num_frames,), np.float32
-                )
-            stacked = np.concatenate([previous[..., frame.shape[-1] :], frame], axis=-1)
+            stacked = self.stack_agent_frame(
+                episode.connector_data.get(key), episode.get_observations(-1)
+            )
             episode.connector_data[key] = stacked
             episode.set_observations(new_data=stacked, at_indices=-1)
         return batch
@@ -765,10 +785,9 @@ class EnvToModulePipeline(ConnectorPipelineV2):
         `env_runner/env_to_module_connector` directory: the config's pieces with their saved
         state (a MeanStdFilter's statistics), then RLlib's default batching pieces, so that
         `pipeline(episodes=[...], rl_module=module)` returns the module's input batch (see
-        `trainer.connectors.checkpoint`)."""
-        from trainer.connectors.checkpoint import load_pipeline
-
-        pipeline = load_pipeline(path, expected=cls)
+        `trainer.algorithms.connector_pipelines`, named by its path: it sits above)."""
+        loader = importlib.import_module(CONNECTOR_PIPELINES)
+        pipeline = loader.load_pipeline(path, expected=cls)
         assert isinstance(pipeline, EnvToModulePipeline)
         return pipeline
 

@@ -22,6 +22,7 @@ comes from there). The EnvRunners draw actions with the config's exploration ins
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import gymnasium as gym
@@ -30,6 +31,7 @@ import numpy as np
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors.batching import ADDED_TIME_RANK, numpy_tree
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
+from trainer.connectors.env_to_module import CONNECTOR_PIPELINES
 from trainer.core.models import SpaceInfo, env_actions
 from trainer.core.obs_tree import tree_len, tree_map, tree_rows
 
@@ -42,10 +44,8 @@ class ModuleToEnvPipeline(ConnectorPipelineV2):
     def from_checkpoint(cls, path: Any, **kwargs: Any) -> ModuleToEnvPipeline:
         """The module-to-env pipeline saved in an algorithm checkpoint's
         `env_runner/module_to_env_connector` directory (see
-        `trainer.connectors.checkpoint`)."""
-        from trainer.connectors.checkpoint import load_pipeline
-
-        pipeline = load_pipeline(path, expected=cls)
+        `trainer.algorithms.connector_pipelines`, named by its path: it sits above)."""
+        pipeline = importlib.import_module(CONNECTOR_PIPELINES).load_pipeline(path, expected=cls)
         assert isinstance(pipeline, ModuleToEnvPipeline)
         return pipeline
 

@@ -110,7 +110,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.callbacks.callbacks": ("trainer.callbacks",),
     "ray.rllib.connectors": ("trainer.connectors",),
     "ray.rllib.connectors.connector_v2": ("trainer.connectors.connector_v2",),
-    "ray.rllib.connectors.env_to_module": ("trainer.connectors.env_to_module",),
+    "ray.rllib.connectors.env_to_module": (
+        "trainer.connectors.env_to_module",
+        "trainer.connectors.batching",
+    ),
     "ray.rllib.connectors.common": (
         "trainer.connectors.batching",
         "trainer.connectors.module_to_env",
@@ -128,6 +131,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
     "ray.rllib.connectors.common.tensor_to_numpy": ("trainer.connectors.module_to_env",),
     "ray.rllib.connectors.module_to_env": ("trainer.connectors.module_to_env",),
+    "ray.rllib.connectors.learner": ("trainer.connectors.learner",),
+    "ray.rllib.connectors.learner.frame_stacking": ("trainer.connectors.learner",),
     **{
         f"ray.rllib.connectors.module_to_env.{name}": ("trainer.connectors.module_to_env",)
         for name in (
@@ -317,9 +322,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.testing": Unavailable(TORCH),
     "ray.rllib.utils.torch_utils": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),
-    "ray.rllib.connectors.learner": Unavailable(
-        LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
-    ),
     # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
     # these need what is not here; any other is a gap.
     "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),
@@ -427,6 +429,10 @@ _TUNE_NAMES = (*TUNE_RUNNER_NAMES, "SyncConfig", "PlacementGroupFactory", "Check
 
 #: Names of mapped modules that have no counterpart (module -> name -> why).
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
+    # The learners make their batches from the episodes (RLlib's default learner pieces).
+    "ray.rllib.connectors.learner": {
+        "*": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps")
+    },
     "ray": {  # (ray.data, ray.serve, ray.train, ray.util: modules, in UNAVAILABLE_MODULES)
         "get_runtime_context": Unavailable(RAY_INTERNALS),
         "method": Unavailable(RAY_INTERNALS),

@@ -1,6 +1,7 @@
 """The env-to-module connector of a multi-agent run: RLlib's per-agent observation pieces
 (`FlattenObservations(multi_agent=True, agent_ids=...)`, `MeanStdFilter(multi_agent=True)`,
-`PrevActionsPrevRewards(multi_agent=True)`) and whole-step preprocessors
+`PrevActionsPrevRewards(multi_agent=True)`, `FrameStackingEnvToModule(multi_agent=True)`) and
+whole-step preprocessors
 (`MultiAgentObservationPreprocessor`), applied to each step's observations as they leave the
 env, in the pipeline's order.
 
@@ -13,7 +14,8 @@ agent's observation from that observation alone run this way; any other piece is
 name when the runner is built. A preprocessor's `preprocess()` gets `episode=None`: the
 episode records its output. `PrevActionsPrevRewards` reads each agent's own last actions and
 rewards from the wrapper's `AgentHistory`, which follows the actions the env is given and the
-rewards it returns."""
+rewards it returns; `FrameStackingEnvToModule` each agent's stack, which the wrapper keeps
+through the episode."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from trainer.capabilities import MULTI_AGENT
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2, call_factory
 from trainer.connectors.env_to_module import (
     FlattenObservations,
+    FrameStackingEnvToModule,
     MeanStdFilter,
     MultiAgentObservationPreprocessor,
     PrevActionsPrevRewards,
@@ -35,8 +38,14 @@ from trainer.errors import ConfigError
 
 #: The pieces a multi-agent run applies per agent.
 ObservationPiece = (
-    FlattenObservations | MeanStdFilter | PrevActionsPrevRewards | MultiAgentObservationPreprocessor
+    FlattenObservations
+    | MeanStdFilter
+    | PrevActionsPrevRewards
+    | FrameStackingEnvToModule
+    | MultiAgentObservationPreprocessor
 )
+#: The per-agent pieces (each has `multi_agent`).
+_PER_AGENT = (FlattenObservations, MeanStdFilter, PrevActionsPrevRewards, FrameStackingEnvToModule)
 
 
 def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPiece]:
@@ -61,8 +70,7 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
                 "piece, a list of them, or a ConnectorPipelineV2"
             )
         if isinstance(piece, MultiAgentObservationPreprocessor) or (
-            isinstance(piece, (FlattenObservations, MeanStdFilter, PrevActionsPrevRewards))
-            and piece.multi_agent
+            isinstance(piece, _PER_AGENT) and piece.multi_agent
         ):
             checked.append(piece)
             continue
@@ -70,8 +78,9 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
             f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
             "run: multi-agent runs take FlattenObservations(multi_agent=True, "
             "agent_ids=...), MeanStdFilter(multi_agent=True), "
-            "PrevActionsPrevRewards(multi_agent=True) and MultiAgentObservationPreprocessor "
-            "pieces; other env-to-module pieces run with single-agent envs",
+            "PrevActionsPrevRewards(multi_agent=True), FrameStackingEnvToModule(multi_agent="
+            "True) and MultiAgentObservationPreprocessor pieces; other env-to-module pieces run "
+            "with single-agent envs",
             MULTI_AGENT,
         )
     return checked
@@ -139,6 +148,12 @@ class ObservationPiecesEnv(MultiAgentEnv):
         ]
         #: The agents' last actions and rewards, kept when a piece reads them.
         self._history = AgentHistory(max(history)) if history else None
+        #: Per frame-stacking piece (by position), each agent's stacked observation.
+        self._stacks: dict[int, dict[Any, Any]] = {
+            index: {}
+            for index, piece in enumerate(pieces)
+            if isinstance(piece, FrameStackingEnvToModule)
+        }
         super().__init__()
 
     def _rewritten_spaces(self, spaces: dict) -> dict:
@@ -175,9 +190,15 @@ class ObservationPiecesEnv(MultiAgentEnv):
             if agent_id not in self._env_spaces:  # an agent the env did not name up front
                 space = self._env_spaces[agent_id] = self._inner.get_observation_space(agent_id)
                 self._flat_spaces[agent_id] = self._rewritten_space(agent_id, space)
-        for stage, piece in zip(self._stage_spaces, self._pieces, strict=True):
+        for index, (stage, piece) in enumerate(zip(self._stage_spaces, self._pieces, strict=True)):
             if isinstance(piece, MultiAgentObservationPreprocessor):
                 observations = dict(piece.preprocess(observations=observations, episode=None))
+                continue
+            if isinstance(piece, FrameStackingEnvToModule):
+                stacks = self._stacks[index]
+                for agent_id, obs in observations.items():
+                    stacks[agent_id] = piece.stack_agent_frame(stacks.get(agent_id), obs)
+                observations = {agent_id: stacks[agent_id] for agent_id in observations}
                 continue
             if isinstance(piece, PrevActionsPrevRewards):
                 observations = {
@@ -223,6 +244,8 @@ class ObservationPiecesEnv(MultiAgentEnv):
         self.agents = list(self._inner.agents)
         if self._history is not None:
             self._history.clear()
+        for stacks in self._stacks.values():
+            stacks.clear()
         return self._rewrite(observations), infos
 
     def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:  # type: ignore[override]
@@ -247,6 +270,7 @@ class ObservationPiecesEnv(MultiAgentEnv):
             "_env_spaces",
             "_flat_spaces",
             "_history",
+            "_stacks",
         ):
             raise AttributeError(name)
         return getattr(self._inner, name)

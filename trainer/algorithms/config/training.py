@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
 from trainer.capabilities import LEARNER_CONNECTORS
-from trainer.connectors.connector_v2 import build_pipeline
+from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline
+from trainer.connectors.learner import holds_output_in_episodes
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.core.schedules import Schedule
 from trainer.errors import ConfigError, UnsupportedSetting
@@ -295,20 +296,24 @@ class TrainingSection(ConfigBase):
         )
 
     def _validate_training(self, name: str) -> None:
-        if self.learner_connector is not None:
+        if self.learner_connector is not None and not _holds_output_in_episodes_only(
+            self.learner_connector
+        ):
             algo_class = getattr(self, "algo_class", None)
             if not getattr(algo_class, "RUNS_LEARNER_CONNECTOR", False):
                 raise UnsupportedSetting(
                     f"{name}.training(learner_connector=...): learner connectors run with PPO "
                     "here (over the episodes, before its learner makes the batch); "
-                    f"{getattr(algo_class, '__name__', 'this algorithm')} takes none",
+                    f"{getattr(algo_class, '__name__', 'this algorithm')} takes only pieces "
+                    "whose output the episodes hold already (FrameStackingLearner)",
                     LEARNER_CONNECTORS,
                 )
             if self.is_multi_agent:
                 raise UnsupportedSetting(
                     f"{name}.training(learner_connector=...): learner connectors run in "
                     "single-agent configs here (a multi-agent config's episodes are not "
-                    "handed to learner pieces yet)",
+                    "handed to learner pieces yet; FrameStackingLearner, whose output the "
+                    "episodes hold, is taken)",
                     LEARNER_CONNECTORS,
                 )
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
@@ -316,3 +321,21 @@ class TrainingSection(ConfigBase):
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
                 f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
             )
+
+
+def _holds_output_in_episodes_only(factory: Any) -> bool:
+    """Whether the `learner_connector` factory makes only pieces whose output the episodes hold
+    already (`FrameStackingLearner`: the EnvRunners stack the frames), which any algorithm may
+    take. The factory is called without spaces, as such pieces need none; one that cannot be
+    is not such a factory."""
+    try:
+        made = factory(None, None)
+    except Exception:  # noqa: BLE001 - a factory that needs its spaces makes other pieces
+        return False
+    if isinstance(made, ConnectorPipelineV2):
+        pieces = list(made.connectors)
+    elif isinstance(made, (list, tuple)):
+        pieces = list(made)
+    else:
+        pieces = [made]
+    return bool(pieces) and all(holds_output_in_episodes(piece) for piece in pieces)

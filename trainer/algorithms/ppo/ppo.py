@@ -238,7 +238,9 @@ class PPO(Algorithm):
     def setup_learner(self) -> None:
         self._setup_ppo_learner()
         self.learner_connector: Any = None
-        if self.config.learner_connector is not None:  # (validate(): single-agent only)
+        # (validate(): multi-agent configs take only pieces whose output the episodes hold,
+        # which need not run)
+        if self.config.learner_connector is not None and not self.config.is_multi_agent:
             spaces = spaces_of(self.env_runner_group)
             self.learner_connector = self.config.build_learner_connector(
                 spaces.observation_space(), spaces.action_space()
