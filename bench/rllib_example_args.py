@@ -66,6 +66,23 @@ CI_ARGS: dict[str, list[CIEntry]] = {
             ],
             (),
         ),
+        # ALE is not shipped: the same script on the project's Atari-like game.
+        (
+            "frame_stacking_ppo_tinycatch",
+            ["--env=localrl/TinyCatch-v0", "--stop-iter=1", "--algo=PPO"],
+            ("localrl",),
+        ),
+        (
+            "frame_stacking_multi_agent_impala_tinycatch",
+            [
+                "--env=localrl/TinyCatch-v0",
+                "--num-agents=2",
+                "--stop-iter=1",
+                "--algo=IMPALA",
+                "--num-env-runners=2",
+            ],
+            ("localrl",),
+        ),
     ],
     "connectors/flatten_observations_dict_space.py": [
         (

@@ -57,7 +57,6 @@ from trainer.compat.rllib_settings import IgnoredSettingWarning
             r"'agent_steps'\]",
         ),
         (lambda c: c.rl_module(rl_module_spec=object()), r"must be an RLModuleSpec"),
-        (lambda c: c.environment(clip_rewards=True), r"ClipReward"),
         (lambda c: c.api_stack(enable_rl_module_and_learner=3), r"must be True or False"),
         (lambda c: c.reporting(metrics_num_episodes_for_smoothing=0), r"smoothing=0\)"),
     ],
@@ -65,6 +64,19 @@ from trainer.compat.rllib_settings import IgnoredSettingWarning
 def test_bad_values_fail_at_the_call_naming_setting_value_and_allowed(call, message):
     with pytest.raises(ConfigError, match=message):
         call(PPOConfig())
+
+
+def test_clip_rewards_has_no_effect_as_on_rllibs_new_api_stack_and_says_so():
+    from trainer.compat.rllib_settings import IgnoredSettingWarning
+
+    config = PPOConfig().environment("CartPole-v1", clip_rewards=True)
+    with pytest.warns(
+        IgnoredSettingWarning, match=r"clip_rewards=True\) has no effect.*ClipReward"
+    ):
+        config.ignored_settings_warnings()
+    assert (
+        PPOConfig().environment("CartPole-v1", clip_rewards=False).ignored_settings_warnings() == []
+    )
 
 
 def test_cross_setting_problems_fail_at_validate():

@@ -129,10 +129,11 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             "EnvRunners do not render here; record episodes with "
             "`python -m trainer evaluate CHECKPOINT --video out.gif`",
         ),
-        "clip_rewards": Unsupported(
+        "clip_rewards": NoEffect(
             None,
-            "clip rewards in the env creator, for example with "
-            "gymnasium.wrappers.ClipReward(env, -1, 1) (None and False are accepted)",
+            "rewards are not clipped, as on RLlib 2.60's new API stack (only its old stack's "
+            "connectors clip); clip them in the env creator, for example with "
+            "gymnasium.wrappers.ClipReward(env, -1, 1)",
             fine=lambda v: v is None or v is False,
         ),
         "disable_env_checking": NoEffect(

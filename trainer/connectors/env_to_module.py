@@ -35,6 +35,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(DEFAULT_PIECES_MODULE), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 # RLlib's key names in PrevActionsPrevRewards' Dict observations.
 ORIG_OBS_KEY = "_orig_obs"
 PREV_ACTIONS_KEY = "prev_n_actions"
