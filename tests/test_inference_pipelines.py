@@ -35,6 +35,16 @@ def restored(path):
     )
 
 
+def trained_checkpoint(config, tmp_path) -> str:
+    """The checkpoint of `config`'s algorithm after one training iteration."""
+    algo = config.build()
+    try:
+        algo.train()
+        return algo.save_to_path(tmp_path / "checkpoint")
+    finally:
+        algo.stop()
+
+
 def batched(state):
     """A (nested) initial state with a batch axis of one."""
     if isinstance(state, dict):
@@ -140,13 +150,7 @@ def test_a_recurrent_policy_carries_its_state_through_the_episodes(tmp_path):
         .rl_module(model_config={"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 10})
         .debugging(seed=2)
     )
-    algo = config.build()
-    try:
-        algo.train()
-        path = algo.save_to_path(tmp_path / "checkpoint")
-    finally:
-        algo.stop()
-    env_to_module, module, module_to_env = restored(path)
+    env_to_module, module, module_to_env = restored(trained_checkpoint(config, tmp_path))
     assert module.is_stateful()
     env = StatelessCartPole()
     episodes, records = run_loop(env, env_to_module, module, module_to_env, steps=25, explore=True)
@@ -183,13 +187,7 @@ def test_box_actions_are_mapped_onto_the_bounds_for_the_env(tmp_path):
         .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
         .debugging(seed=3)
     )
-    algo = config.build()
-    try:
-        algo.train()
-        path = algo.save_to_path(tmp_path / "checkpoint")
-    finally:
-        algo.stop()
-    env_to_module, module, module_to_env = restored(path)
+    env_to_module, module, module_to_env = restored(trained_checkpoint(config, tmp_path))
     assert [type(piece).__name__ for piece in env_to_module.connectors][0] == (
         "AddObservationsFromEpisodesToBatch"  # no pieces of the config's own
     )

@@ -304,6 +304,15 @@ def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:
     return factory(env, spaces, None) if takes_all else factory(env)
 
 
+def made_pieces(made: Any) -> list:
+    """The pieces a connector factory returned: a pipeline's, a list's, or the one piece."""
+    if isinstance(made, ConnectorPipelineV2):
+        return list(made.connectors)
+    if isinstance(made, (list, tuple)):
+        return list(made)
+    return [made]
+
+
 def build_pipeline(
     pieces: Any,
     observation_space: gym.Space,

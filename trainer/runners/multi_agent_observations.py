@@ -25,7 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 from trainer.capabilities import MULTI_AGENT
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2, call_factory
+from trainer.connectors.connector_v2 import ConnectorV2, call_factory, made_pieces
 from trainer.connectors.env_to_module import (
     FlattenObservations,
     FrameStackingEnvToModule,
@@ -56,12 +56,7 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
     if factory is None:
         return []
     made = call_factory(factory, env, None)
-    if isinstance(made, ConnectorPipelineV2):
-        pieces = list(made.connectors)
-    elif isinstance(made, (list, tuple)):
-        pieces = list(made)
-    else:
-        pieces = [made]
+    pieces = made_pieces(made)
     checked: list[ObservationPiece] = []
     for piece in pieces:
         if not isinstance(piece, ConnectorV2):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
 from trainer.capabilities import LEARNER_CONNECTORS
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline
+from trainer.connectors.connector_v2 import build_pipeline, made_pieces
 from trainer.connectors.learner import holds_output_in_episodes
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.core.schedules import Schedule
@@ -332,10 +332,5 @@ def _holds_output_in_episodes_only(factory: Any) -> bool:
         made = factory(None, None)
     except Exception:  # noqa: BLE001 - a factory that needs its spaces makes other pieces
         return False
-    if isinstance(made, ConnectorPipelineV2):
-        pieces = list(made.connectors)
-    elif isinstance(made, (list, tuple)):
-        pieces = list(made)
-    else:
-        pieces = [made]
+    pieces = made_pieces(made)
     return bool(pieces) and all(holds_output_in_episodes(piece) for piece in pieces)
