@@ -508,7 +508,7 @@ def test_curiosity_pieces_add_intrinsic_rewards_to_the_episodes():
     # The buffer holds [0, 0] (first episode's farthest, all at distance 0: the first one).
     np.testing.assert_allclose(second.get_rewards(), [1.0, 2.0, 1.0])
 
-    with pytest.raises(ConfigError, match="learner connectors run with PPO here"):
+    with pytest.raises(ConfigError, match="learner connectors run with PPO, IMPALA and APPO"):
         (
             DQNConfig()
             .environment("CartPole-v1")

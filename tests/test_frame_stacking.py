@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainer import APPOConfig, PPOConfig
+from trainer import DQNConfig, PPOConfig
 from trainer.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
 from trainer.connectors.learner import FrameStackingLearner
 from trainer.errors import ConfigError, UnsupportedSetting
@@ -116,7 +116,7 @@ def test_frame_stacking_learner_without_the_env_to_module_piece_is_refused_namin
 
 def test_other_algorithms_and_multi_agent_configs_take_the_frame_stacking_learner_only():
     stacking = (
-        APPOConfig()
+        DQNConfig()
         .environment("CartPole-v1")
         .training(learner_connector=lambda obs_space, act_space: FrameStackingLearner(num_frames=2))
     )
@@ -129,7 +129,7 @@ def test_other_algorithms_and_multi_agent_configs_take_the_frame_stacking_learne
     )
     multi_agent.validate()
     other = (
-        APPOConfig()
+        DQNConfig()
         .environment("CartPole-v1")
         .training(learner_connector=lambda obs_space, act_space: MeanStdFilter())
     )

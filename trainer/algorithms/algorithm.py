@@ -212,6 +212,9 @@ class Algorithm(OldAlgorithmNames):
     learner: Learner
     metrics: MetricsLogger
     _evaluation: EvaluationRounds
+    #: RLlib's aggregator actors (IMPALA's and APPO's batching workers): none here, the
+    #: learner thread makes its batches; RLlib code checks it for None.
+    _aggregator_actor_manager: Any = None
 
     @classmethod
     def get_default_config(cls) -> AlgorithmConfig:
@@ -276,28 +279,36 @@ class Algorithm(OldAlgorithmNames):
         self._stops_named_objects = not named_objects_running()
         self._queued_recoveries: list[tuple[list[int], bool]] = []
         try:
-            self.env_runner_group = EnvRunnerGroup(
-                config,
-                make_env_creator(config.env),
-                on_recreated=lambda indices: self._runners_recreated(indices, False),
-                weights_synced_at_start=True,
-                tune_trial_id=self.trial_id,
-            )  # sync_weights() below, before any use
-            if config.output is not None:
-                self.env_runner_group.recorder = OfflineRecorder(config)
-            self._evaluation = EvaluationRounds(self)
-            # The Algorithm's own exploration, for compute_single_action().
-            self.exploration = make_exploration(
-                config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
-            )
-            self.setup_learner()
-            self._set_module_weights(configured_module_states(self))
-            self.sync_weights()
-            self._refresh_counters()
-            self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+            self.setup(self.config)
         except BaseException:
             self.stop()
             raise
+
+    def setup(self, config: AlgorithmConfig) -> None:
+        """Builds what the algorithm runs (RLlib's `Algorithm.setup`, called once by the
+        constructor with the validated, frozen config): the EnvRunners, the learner, the
+        modules' configured weights sent out; then fires `on_algorithm_init`. A subclass that
+        adds its own parts (a shared store its actors reach, say) overrides it, calling
+        `super().setup(config)` first; a failure stops whatever was started."""
+        self.env_runner_group = EnvRunnerGroup(
+            config,
+            make_env_creator(config.env),
+            on_recreated=lambda indices: self._runners_recreated(indices, False),
+            weights_synced_at_start=True,
+            tune_trial_id=self.trial_id,
+        )  # sync_weights() below, before any use
+        if config.output is not None:
+            self.env_runner_group.recorder = OfflineRecorder(config)
+        self._evaluation = EvaluationRounds(self)
+        # The Algorithm's own exploration, for compute_single_action().
+        self.exploration = make_exploration(
+            config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
+        )
+        self.setup_learner()
+        self._set_module_weights(configured_module_states(self))
+        self.sync_weights()
+        self._refresh_counters()
+        self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
 
     # -- the parts a subclass provides -------------------------------------------------------
     def setup_learner(self) -> None:

@@ -201,13 +201,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "AlgorithmConfig.update_from_dict (Algorithm(config={...}) does it, with a "
         "deprecation warning)",
     ),
-    *_same(
-        "missing",
-        "the Algorithm is built in __init__ here; there is no setup(config) hook "
-        "(a subclass extends __init__ or setup_learner()); Tune calls the setup() of "
-        "trainer.tune's Trainable for the Algorithm class, which builds it",
-        "Algorithm.setup",
-    ),
     Difference(
         "Algorithm.validate_env",
         "missing",
@@ -281,7 +274,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "missing",
         _NO_BATCH,
         "ConnectorV2.add_batch_item",
-        "ConnectorV2.add_n_batch_items",
         "ConnectorV2.foreach_batch_item_change_in_place",
         "ConnectorV2.switch_batch_from_column_to_module_ids",
         "ConnectorV2.single_agent_episode_iterator(zip_with_batch_column=...)",
@@ -519,9 +511,11 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "AlgorithmConfig.training(learner_connector=...)",
-        "PPO (single-agent) runs the pieces over each train batch's episodes before its "
-        "learner makes the batch; a piece that writes batch columns is refused at train(), "
-        "naming them; other algorithms and multi-agent configs refuse the setting at "
+        "PPO, IMPALA and APPO (single-agent; IMPALA's and APPO's in their learner thread) run "
+        "the pieces over each train batch's episodes before the learner makes the batch; a "
+        "piece that writes batch columns is refused at train(), naming them, except "
+        "add_n_batch_items(column='rewards'), which writes the episode's rewards; other "
+        "algorithms and multi-agent configs refuse the setting at "
         "validate() unless its pieces' output is in the episodes already "
         "(FrameStackingLearner: the EnvRunners stack the frames into the episodes; "
         "tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_from_the_"

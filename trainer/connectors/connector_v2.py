@@ -8,6 +8,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.errors import ConfigError
+
+#: The rewards column (RLlib's `Columns.REWARDS`), which learner pieces may write.
+REWARDS_COLUMN = "rewards"
+
 
 class ConnectorV2:
     """One piece of an env-to-module pipeline.
@@ -109,6 +114,33 @@ class ConnectorV2:
         yield from episodes
 
     # -- state -------------------------------------------------------------------------------
+    @staticmethod
+    def add_n_batch_items(
+        batch: dict,
+        column: str,
+        items_to_add: Any,
+        num_items: int,
+        single_agent_episode: Any = None,
+    ) -> None:
+        """RLlib's way for a learner piece to give an episode's `num_items` steps their values
+        of `column`. The learners here make their batch from the episodes, so a column the
+        episodes hold is written into `single_agent_episode` (rewards: its rewards, which the
+        learner then trains on); any other column is refused, naming it."""
+        if column != REWARDS_COLUMN or single_agent_episode is None:
+            raise ConfigError(
+                f"ConnectorV2.add_n_batch_items(column={column!r}, single_agent_episode="
+                f"{single_agent_episode!r}): the learners here make their batch from the "
+                f"episodes; a piece sets an episode's {REWARDS_COLUMN!r} this way (naming the "
+                "episode), or rewrites the episodes directly"
+            )
+        values = list(items_to_add)
+        if len(values) != num_items or num_items != len(single_agent_episode):
+            raise ValueError(
+                f"ConnectorV2.add_n_batch_items(column={column!r}): {len(values)} items for "
+                f"num_items={num_items}, an episode chunk of {len(single_agent_episode)} steps"
+            )
+        single_agent_episode.set_rewards(new_data=values)
+
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict:
@@ -276,6 +308,10 @@ class ConnectorPipelineV2(ConnectorV2):
     @property
     def is_stateful(self) -> bool:
         return any(piece.is_stateful for piece in self.connectors)
+
+    def __iter__(self) -> Any:
+        """The pieces, in order (RLlib code iterates a pipeline)."""
+        return iter(self.connectors)
 
     def __len__(self) -> int:
         return len(self.connectors)

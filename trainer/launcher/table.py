@@ -334,12 +334,8 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.examples.learners": Unavailable(
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),
-    # Custom Algorithm subclasses (a registered algorithm's are served by its entry's rows).
-    # APPO with a shared data actor: its example hands rewards to the learner through a
-    # learner connector.
-    "ray.rllib.examples.algorithms.classes.appo_w_shared_data_actor": Unavailable(
-        LEARNER_CONNECTORS, "APPO's built-in learner step"
-    ),
+    # Custom Algorithm subclasses (a registered algorithm's are served by its entry's rows;
+    # APPO with a shared data actor by trainer.examples.algorithms.classes).
     "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS),
     # Multi-agent
     "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),

@@ -177,7 +177,7 @@ TRAINING_SETTINGS: dict[str, Setting] = settings_of(
             _is_learner_connector_factory,
             "(input_observation_space, input_action_space) -> learner connector pieces, "
             "run over each train batch's episodes before the learner makes its batch "
-            "(pieces that rewrite episodes, e.g. RLlib's curiosity pieces; PPO)",
+            "(pieces that rewrite episodes, e.g. RLlib's curiosity pieces; PPO, IMPALA, APPO)",
         ),
         "optimizer": (
             {},
@@ -302,8 +302,9 @@ class TrainingSection(ConfigBase):
             algo_class = getattr(self, "algo_class", None)
             if not getattr(algo_class, "RUNS_LEARNER_CONNECTOR", False):
                 raise UnsupportedSetting(
-                    f"{name}.training(learner_connector=...): learner connectors run with PPO "
-                    "here (over the episodes, before its learner makes the batch); "
+                    f"{name}.training(learner_connector=...): learner connectors run with PPO, "
+                    "IMPALA and APPO here (over the episodes, before the learner makes the "
+                    "batch); "
                     f"{getattr(algo_class, '__name__', 'this algorithm')} takes only pieces "
                     "whose output the episodes hold already (FrameStackingLearner)",
                     LEARNER_CONNECTORS,

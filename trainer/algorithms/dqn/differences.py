@@ -37,14 +37,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         API,
     ),
     Difference(
-        "DQN.setup",
-        "missing",
-        "the Algorithm is built in __init__ here; there is no setup(config) hook (a subclass "
-        "extends __init__ or setup_learner()); Tune calls the setup() of trainer.tune's "
-        "Trainable for the Algorithm class, which builds it",
-        API,
-    ),
-    Difference(
         "DQN.training_step (multi-agent)",
         "replays and trains only the modules in policies_to_train "
         "(tests/test_multi_agent_dqn.py::test_a_policy_left_out_of_policies_to_train_keeps_its_weights)",

@@ -26,13 +26,6 @@ _IMPALA_ONLY: tuple[Difference, ...] = (
         "RLlib's default 1 is an old-API-stack setting; the learner here runs numpy on the CPU",
         API,
     ),
-    Difference(
-        "IMPALA.setup",
-        "missing",
-        "the Algorithm is built in __init__ here; there is no setup(config) hook (a subclass "
-        "extends __init__ or setup_learner())",
-        API,
-    ),
 )
 
 

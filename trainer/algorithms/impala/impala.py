@@ -35,6 +35,7 @@ from trainer.algorithms.impala.learner_thread import (
     LearnerThread,
     TrainBatch,
 )
+from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
 from trainer.algorithms.multi_agent_learner import (
     ModuleBuilder,
     MultiAgentLearner,
@@ -281,6 +282,9 @@ class IMPALA(Algorithm):
     """See the module docstring."""
 
     config: IMPALAConfig
+    #: `training(learner_connector=...)` runs here: its pieces rewrite each train batch's
+    #: episodes in the learner thread, before the learner makes its batch.
+    RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
     #: The learner, or a learner per trained module (multi-agent).
     learner: Any
     #: The algorithm's numpy learner class (APPO's: APPOLearner).
@@ -322,6 +326,9 @@ class IMPALA(Algorithm):
 
     def setup_learner(self) -> None:
         self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        self.learner_connector = build_learner_pieces(
+            self.config, spaces_of(self.env_runner_group), self.learner
+        )
         #: The algorithm's iterations run inside these: numpy's products on one BLAS thread
         #: (and a torch learner's on one torch thread), while the EnvRunners sample on the
         #: other cores.
@@ -370,6 +377,9 @@ class IMPALA(Algorithm):
         (`DEFAULT_MODULE_ID` alone without multi-agent), and the batch's env steps under
         `ALL_MODULES`."""
         if batch.arrays is None:
+            if self.learner_connector is not None:
+                # (In the learner thread: the driver's MetricsLogger is not handed over.)
+                run_learner_pieces(self.learner_connector, self.learner.module, batch.episodes)
             batch.arrays = self._module_batches(batch.episodes)
         results: dict = {
             module_id: self._learner_of(module_id).update(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
 from trainer.algorithms.multi_agent_learner import (
     ModuleBuilder,
     MultiAgentLearner,
@@ -228,7 +229,7 @@ class PPO(Algorithm):
     config: PPOConfig
     learner: PPOLearner | MultiAgentLearner | PPOTorchLearner
     #: `training(learner_connector=...)` runs here: its pieces rewrite the sampled episodes
-    #: before the learner makes its batch (see `_learner_connector_on`).
+    #: before the learner makes its batch (`trainer.algorithms.learner_pieces`).
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
 
     @classmethod
@@ -237,36 +238,9 @@ class PPO(Algorithm):
 
     def setup_learner(self) -> None:
         self._setup_ppo_learner()
-        self.learner_connector: Any = None
-        # (validate(): multi-agent configs take only pieces whose output the episodes hold,
-        # which need not run)
-        if self.config.learner_connector is not None and not self.config.is_multi_agent:
-            spaces = spaces_of(self.env_runner_group)
-            self.learner_connector = self.config.build_learner_connector(
-                spaces.observation_space(), spaces.action_space()
-            )
-
-    def _learner_connector_on(self, episodes: list) -> None:
-        """Runs the learner connector pieces over the train batch's episodes (RLlib's
-        learner pipeline, less its default pieces: the learner makes the batch from the
-        episodes itself). A piece that rewrites the episodes (their rewards, say) changes what
-        the learner trains on; one that writes batch columns is refused, naming them."""
-        batch = self.learner_connector(
-            rl_module=self.learner.module,
-            batch={},
-            episodes=episodes,
-            explore=False,
-            shared_data={},
-            metrics=self.metrics,
+        self.learner_connector = build_learner_pieces(
+            self.config, spaces_of(self.env_runner_group), self.learner
         )
-        if batch:
-            raise ConfigError(
-                f"training(learner_connector=...): the pieces "
-                f"{[type(p).__name__ for p in self.learner_connector.connectors]} wrote the "
-                f"batch columns {sorted(batch)}; learner pieces here rewrite the episodes, "
-                "from which the learner makes its batch (write into the episodes instead, "
-                "e.g. episode.set_rewards(...))"
-            )
 
     def _setup_ppo_learner(self) -> None:
         if self.config.is_multi_agent:
@@ -299,7 +273,9 @@ class PPO(Algorithm):
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum")
         if self.learner_connector is not None:
             with metrics.log_time((TIMERS, "learner_connector_timer")):
-                self._learner_connector_on(episodes)
+                run_learner_pieces(
+                    self.learner_connector, self.learner.module, episodes, self.metrics
+                )
         # 2. Update the policy and value function (of each trained module).
         with metrics.log_time((TIMERS, "learner_update_timer")):
             learner_results = self.learner.update(

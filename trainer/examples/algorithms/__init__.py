@@ -1,0 +1,1 @@
+"""RLlib's example Algorithm subclasses (`ray.rllib.examples.algorithms`)."""

@@ -1,0 +1,1 @@
+"""RLlib's example Algorithm classes (`ray.rllib.examples.algorithms.classes`)."""
