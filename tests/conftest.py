@@ -169,6 +169,10 @@ LONG_TESTS = {
             "test_e2e_load_complex_multi_rl_module_with_modules_to_load",
         )
     ),
+    # Learning runs of the multi-agent LSTM and of APPO's learner pieces (about 25 s
+    # together on a busy machine; the suite keeps their replay, checkpoint and plumbing tests).
+    ("test_multi_agent_recurrent.py", "test_a_recurrent_multi_agent_ppo_learns_cartpole"),
+    ("test_learner_pieces.py", "test_the_learner_thread_trains_on_the_rewards_its_pieces_wrote"),
 }
 LONG_TESTS_VAR = "LOCALRL_LONG_TESTS"
 IN_BENCH = pytest.mark.skip(reason="a long run: python bench/long_tests.py runs it")

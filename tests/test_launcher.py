@@ -839,7 +839,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
             sys.executable,
             str(REPO / "bench" / "rllib_examples.py"),
             "--only",
-            "algorithms/appo_custom_algorithm_w_shared_data_actor.py",
+            "envs/env_connecting_to_rllib_w_tcp_client.py",
             "--no-write",
             "--timeout",
             "120",
@@ -850,7 +850,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
         timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
-    assert "out of scope" in result.stdout and table.LEARNER_CONNECTORS in result.stdout
+    assert "out of scope" in result.stdout and table.EXTERNAL_ENV in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
 
 
