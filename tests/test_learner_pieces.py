@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from trainer import APPOConfig, IMPALAConfig
+from trainer import APPOConfig, IMPALAConfig, PPOConfig
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors import ConnectorV2
 from trainer.errors import ConfigError
 from trainer.examples.algorithms.classes.appo_w_shared_data_actor import APPOWithSharedDataActor
+from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 
 KEY = "chunk_key"
 
@@ -167,3 +168,47 @@ def test_a_subclass_setup_shares_a_store_with_runner_processes_and_learner_piece
         assert algo.shared_data_actor.get("left") == [1, 2]
     finally:
         algo.stop()
+
+
+class ZeroAgentRewards(ConnectorV2):
+    """Records the agents' episodes it gets and sets their rewards to zero."""
+
+    seen: list = []
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
+            ZeroAgentRewards.seen.append((episode.agent_id, episode.module_id, len(episode)))
+            self.add_n_batch_items(batch, "rewards", [0.0] * len(episode), len(episode), episode)
+        return batch
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("config_class", [PPOConfig, APPOConfig])
+def test_multi_agent_pieces_reach_each_agents_episode(config_class):
+    ZeroAgentRewards.seen = []
+    spaces_seen = []
+
+    def factory(observation_space, action_space):
+        spaces_seen.append(sorted(observation_space.spaces))
+        return ZeroAgentRewards()
+
+    config = (
+        config_class()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
+        .env_runners(num_env_runners=1)
+        .training(learner_connector=factory, train_batch_size=400)
+        .reporting(min_time_s_per_iteration=1)
+        .debugging(seed=2)
+    )
+    algo = config.build()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert spaces_seen == [["p0", "p1"]]
+    assert {(agent_id, module_id) for agent_id, module_id, _ in ZeroAgentRewards.seen} == {
+        (0, "p0"),
+        (1, "p1"),
+    }
+    assert set(result["learners"]) >= {"p0", "p1"}

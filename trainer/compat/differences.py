@@ -511,11 +511,11 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "AlgorithmConfig.training(learner_connector=...)",
-        "PPO, IMPALA and APPO (single-agent; IMPALA's and APPO's in their learner thread) run "
-        "the pieces over each train batch's episodes before the learner makes the batch; a "
-        "piece that writes batch columns is refused at train(), naming them, except "
-        "add_n_batch_items(column='rewards'), which writes the episode's rewards; other "
-        "algorithms and multi-agent configs refuse the setting at "
+        "PPO, IMPALA and APPO (IMPALA's and APPO's in their learner thread; multi-agent "
+        "configs too, over the MultiAgentEpisodes) run the pieces over each train batch's "
+        "episodes before the learner makes the batch; a piece that writes batch columns is "
+        "refused at train(), naming them, except add_n_batch_items(column='rewards'), which "
+        "writes the episode's rewards; other algorithms refuse the setting at "
         "validate() unless its pieces' output is in the episodes already "
         "(FrameStackingLearner: the EnvRunners stack the frames into the episodes; "
         "tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_from_the_"

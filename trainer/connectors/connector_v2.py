@@ -110,10 +110,23 @@ class ConnectorV2:
     def single_agent_episode_iterator(
         episodes: Iterable, agents_that_stepped_only: bool = True, **kwargs: Any
     ) -> Iterator:
-        """The single-agent episodes in `episodes` (RLlib's helper; every episode here is one)."""
-        yield from episodes
+        """The single-agent episodes in `episodes` (RLlib's helper): each single-agent episode,
+        and each agent's episode of a MultiAgentEpisode (those with steps; with
+        `agents_that_stepped_only`, those whose agent has an observation in its last step)."""
+        for episode in episodes:
+            agent_episodes = getattr(episode, "agent_episodes", None)
+            if agent_episodes is None:
+                yield episode
+                continue
+            stepped = set(episode.get_agents_that_stepped()) if agents_that_stepped_only else None
+            for agent_id, agent_episode in agent_episodes.items():
+                if stepped is not None:
+                    if agent_id in stepped:
+                        yield agent_episode
+                elif len(agent_episode) > 0:
+                    yield agent_episode
 
-    # -- state -------------------------------------------------------------------------------
+    # -- learner pieces ------------------------------------------------------------------------
     @staticmethod
     def add_n_batch_items(
         batch: dict,
@@ -140,6 +153,8 @@ class ConnectorV2:
                 f"num_items={num_items}, an episode chunk of {len(single_agent_episode)} steps"
             )
         single_agent_episode.set_rewards(new_data=values)
+
+    # -- state -------------------------------------------------------------------------------
 
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any

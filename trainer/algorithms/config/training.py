@@ -309,14 +309,6 @@ class TrainingSection(ConfigBase):
                     "whose output the episodes hold already (FrameStackingLearner)",
                     LEARNER_CONNECTORS,
                 )
-            if self.is_multi_agent:
-                raise UnsupportedSetting(
-                    f"{name}.training(learner_connector=...): learner connectors run in "
-                    "single-agent configs here (a multi-agent config's episodes are not "
-                    "handed to learner pieces yet; FrameStackingLearner, whose output the "
-                    "episodes hold, is taken)",
-                    LEARNER_CONNECTORS,
-                )
         if self.minibatch_size is not None and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
