@@ -28,10 +28,12 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.checkpointing import load_class_and_config, open_algorithm_checkpoint
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError
 from trainer.checkpoints.reader import Checkpoint
+from trainer.checkpoints.writer import file_digest
 from trainer.connectors.batching import default_env_to_module_pieces
 from trainer.connectors.checkpoint import (
     CONNECTOR_CHECKPOINTS_KEY,
-    metadata_digest,
+    ENV_TO_MODULE_DIR,
+    MODULE_TO_ENV_DIR,
     read_pipeline_directory,
 )
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
@@ -41,8 +43,8 @@ from trainer.core.spaces import space_from_dict
 
 #: The kind a pipeline class restores (the `kind` of its directory's metadata.json).
 KIND_OF: dict[type, str] = {
-    EnvToModulePipeline: "env_to_module_connector",
-    ModuleToEnvPipeline: "module_to_env_connector",
+    EnvToModulePipeline: ENV_TO_MODULE_DIR,
+    ModuleToEnvPipeline: MODULE_TO_ENV_DIR,
 }
 
 
@@ -86,7 +88,7 @@ def _recording_checkpoint(path: str, metadata_bytes: bytes) -> Checkpoint:
     checkpoint = open_algorithm_checkpoint(root)
     recorded = checkpoint.metadata.get(CONNECTOR_CHECKPOINTS_KEY) or {}
     relative = os.path.relpath(path, root).replace(os.sep, "/")
-    if recorded.get(relative) != metadata_digest(metadata_bytes):
+    if recorded.get(relative) != file_digest(metadata_bytes):
         raise CheckpointError(
             path,
             f"{METADATA_FILE} is not the one the algorithm checkpoint {root} recorded "

@@ -28,7 +28,7 @@ import numpy as np
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import ConnectorV2
-from trainer.core.obs_tree import tree_map
+from trainer.core.obs_tree import float32_leaves, tree_map
 from trainer.core.recurrent import next_state_in, tree_stack
 from trainer.errors import UnsupportedValue
 
@@ -144,14 +144,11 @@ class NumpyToTensor(ConnectorV2):
             return batch
         import torch
 
-        def tensor(leaf: Any) -> Any:
-            array = np.asarray(leaf)
-            if array.dtype == np.float64:
-                array = array.astype(np.float32)
+        def tensor(array: np.ndarray) -> Any:
             result = torch.from_numpy(np.ascontiguousarray(array))
             return result if self.device is None else result.to(self.device)
 
-        return {column: tree_map(tensor, value) for column, value in batch.items()}
+        return {column: tree_map(tensor, float32_leaves(value)) for column, value in batch.items()}
 
 
 def default_env_to_module_pieces() -> list[ConnectorV2]:

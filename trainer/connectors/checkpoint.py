@@ -21,7 +21,6 @@ their EnvRunners map agents to modules themselves.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
@@ -29,10 +28,12 @@ from trainer.checkpoints.codec import pack, unpack
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError
 from trainer.checkpoints.json_files import check_seal, parse_json, sealed_json
 from trainer.checkpoints.reader import MAX_METADATA_BYTES, read_confined
+from trainer.checkpoints.writer import file_digest
 from trainer.core.spaces import space_to_dict
 
 #: The pipelines' directories inside an algorithm checkpoint (RLlib's component names).
 ENV_RUNNER_DIR = "env_runner"
+#: Each directory's name is also the `kind` its metadata.json records.
 ENV_TO_MODULE_DIR = "env_to_module_connector"
 MODULE_TO_ENV_DIR = "module_to_env_connector"
 #: The algorithm metadata's record of the pipelines: {directory: SHA-256 of its metadata.json}.
@@ -40,10 +41,6 @@ CONNECTOR_CHECKPOINTS_KEY = "connector_checkpoints"
 STATE_FILE = "state.msgpack"
 #: A pipeline state larger than this is not a checkpoint's (a MeanStdFilter's is kilobytes).
 MAX_STATE_BYTES = 256 << 20
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _write(directory: str, kind: str, document: dict, state: Any) -> str:
@@ -58,12 +55,12 @@ def _write(directory: str, kind: str, document: dict, state: Any) -> str:
             **document,
             "state_file": STATE_FILE,
             "state_size": len(state_bytes),
-            "state_sha256": _digest(state_bytes),
+            "state_sha256": file_digest(state_bytes),
         }
     )
     with open(os.path.join(directory, METADATA_FILE), "wb") as handle:
         handle.write(metadata)
-    return _digest(metadata)
+    return file_digest(metadata)
 
 
 def write_connector_checkpoints(directory: str, algorithm: Any) -> dict[str, str] | None:
@@ -84,7 +81,7 @@ def write_connector_checkpoints(directory: str, algorithm: Any) -> dict[str, str
     env_to_module = f"{ENV_RUNNER_DIR}/{ENV_TO_MODULE_DIR}"
     digests[env_to_module] = _write(
         os.path.join(base, ENV_TO_MODULE_DIR),
-        "env_to_module_connector",
+        ENV_TO_MODULE_DIR,
         {
             "pieces": pieces,
             "observation_space": space_to_dict(observation_space),
@@ -95,7 +92,7 @@ def write_connector_checkpoints(directory: str, algorithm: Any) -> dict[str, str
     module_to_env = f"{ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR}"
     digests[module_to_env] = _write(
         os.path.join(base, MODULE_TO_ENV_DIR),
-        "module_to_env_connector",
+        MODULE_TO_ENV_DIR,
         {
             "observation_space": space_to_dict(observation_space),
             "action_space": space_to_dict(action_space),
@@ -113,8 +110,8 @@ def _read_directory(path: str) -> tuple[dict, Any, bytes]:
     check_seal(path, METADATA_FILE, data)
     metadata = parse_json(path, METADATA_FILE, data)
     if not isinstance(metadata, dict) or metadata.get("kind") not in (
-        "env_to_module_connector",
-        "module_to_env_connector",
+        ENV_TO_MODULE_DIR,
+        MODULE_TO_ENV_DIR,
     ):
         raise CheckpointError(
             path,
@@ -126,7 +123,7 @@ def _read_directory(path: str) -> tuple[dict, Any, bytes]:
     if not isinstance(size, int) or not 0 <= size <= MAX_STATE_BYTES:
         raise CheckpointError(path, f"{METADATA_FILE} has no valid 'state_size'")
     state_bytes = read_confined(path, STATE_FILE, size)
-    if len(state_bytes) != size or _digest(state_bytes) != metadata.get("state_sha256"):
+    if len(state_bytes) != size or file_digest(state_bytes) != metadata.get("state_sha256"):
         raise CheckpointError(
             path, f"{STATE_FILE} is damaged or was altered: its size or SHA-256 differs"
         )
@@ -155,7 +152,7 @@ def verify_connector_checkpoints(root: str, recorded: Any) -> None:
     for relative, digest in recorded.items():
         directory = os.path.join(root, *relative.split("/"))
         _, _, metadata_bytes = _read_directory(directory)
-        if _digest(metadata_bytes) != digest:
+        if file_digest(metadata_bytes) != digest:
             raise CheckpointError(
                 directory,
                 f"{METADATA_FILE} is damaged or was altered: its SHA-256 is not the one the "
@@ -176,6 +173,6 @@ def read_pipeline_directory(path: str) -> tuple[dict, Any, bytes]:
     return _read_directory(path)
 
 
-def metadata_digest(metadata_bytes: bytes) -> str:
+def metadatafile_digest(metadata_bytes: bytes) -> str:
     """The SHA-256 an algorithm checkpoint records for a pipeline's metadata.json."""
-    return _digest(metadata_bytes)
+    return file_digest(metadata_bytes)

@@ -8,10 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.compat.rllib_utils import Columns
 from trainer.errors import ConfigError
-
-#: The rewards column (RLlib's `Columns.REWARDS`), which learner pieces may write.
-REWARDS_COLUMN = "rewards"
 
 
 class ConnectorV2:
@@ -139,11 +137,11 @@ class ConnectorV2:
         of `column`. The learners here make their batch from the episodes, so a column the
         episodes hold is written into `single_agent_episode` (rewards: its rewards, which the
         learner then trains on); any other column is refused, naming it."""
-        if column != REWARDS_COLUMN or single_agent_episode is None:
+        if column != Columns.REWARDS or single_agent_episode is None:
             raise ConfigError(
                 f"ConnectorV2.add_n_batch_items(column={column!r}, single_agent_episode="
                 f"{single_agent_episode!r}): the learners here make their batch from the "
-                f"episodes; a piece sets an episode's {REWARDS_COLUMN!r} this way (naming the "
+                f"episodes; a piece sets an episode's {Columns.REWARDS!r} this way (naming the "
                 "episode), or rewrites the episodes directly"
             )
         values = list(items_to_add)
@@ -155,7 +153,6 @@ class ConnectorV2:
         single_agent_episode.set_rewards(new_data=values)
 
     # -- state -------------------------------------------------------------------------------
-
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict:

@@ -429,6 +429,16 @@ def _agent_key(agent_id: Any) -> Any:
     return tuple(agent_id) if isinstance(agent_id, list) else agent_id
 
 
+def _applied_per_agent(piece: ConnectorV2) -> RuntimeError:
+    """The error of a `multi_agent=True` piece called over episodes: the MultiAgentEnvRunner
+    applies it to each agent's observations instead."""
+    name = type(piece).__name__
+    return RuntimeError(
+        f"{name}(multi_agent=True) runs in a MultiAgentEnvRunner, which applies it per agent; "
+        f"a single-agent env takes {name}()"
+    )
+
+
 def _refuse_as_learner_connector(piece: str, as_learner_connector: bool) -> None:
     """RLlib's pieces also run in the learner's pipeline; here the env-to-module piece's
     output is in the episodes, which is what the learner trains on."""
@@ -529,10 +539,7 @@ class FlattenObservations(ConnectorV2):
         if self.input_observation_space is None:
             raise RuntimeError("FlattenObservations: its input observation space is not set")
         if self.multi_agent:
-            raise RuntimeError(
-                "FlattenObservations(multi_agent=True) runs in a MultiAgentEnvRunner, which "
-                "applies it per agent; a single-agent env takes FlattenObservations()"
-            )
+            raise _applied_per_agent(self)
         space = self._kept_space(self.input_observation_space)
         for episode in self.single_agent_episode_iterator(episodes):
             flat = self._flatten(space, episode.get_observations(-1))
@@ -676,10 +683,7 @@ class PrevActionsPrevRewards(ConnectorV2):
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         if self.multi_agent:
-            raise RuntimeError(
-                "PrevActionsPrevRewards(multi_agent=True) runs in a MultiAgentEnvRunner, "
-                "which applies it per agent; a single-agent env takes PrevActionsPrevRewards()"
-            )
+            raise _applied_per_agent(self)
         action_space = self.input_action_space
         if action_space is None and self.n_prev_actions:
             raise RuntimeError("PrevActionsPrevRewards: its input action space is not set")
@@ -763,10 +767,7 @@ class FrameStackingEnvToModule(ConnectorV2):
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         key = "FrameStackingEnvToModule"
         if self.multi_agent:
-            raise RuntimeError(
-                "FrameStackingEnvToModule(multi_agent=True) runs in a MultiAgentEnvRunner, "
-                "which applies it per agent; a single-agent env takes FrameStackingEnvToModule()"
-            )
+            raise _applied_per_agent(self)
         for episode in self.single_agent_episode_iterator(episodes):
             stacked = self.stack_agent_frame(
                 episode.connector_data.get(key), episode.get_observations(-1)

@@ -150,7 +150,18 @@ class NormalizeAndClipActions(ConnectorV2):
     ):
         self.normalize_actions = bool(normalize_actions)
         self.clip_actions = bool(clip_actions)
+        #: The action space's record for `env_actions`, made once per space.
+        self._space_info: tuple[gym.Space, SpaceInfo] | None = None
         super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def _info_of(self, space: gym.Space) -> SpaceInfo:
+        if self._space_info is None or self._space_info[0] is not space:
+            # (Only the action part of the record is read.)
+            self._space_info = (
+                space,
+                SpaceInfo.from_spaces(gym.spaces.Box(-1.0, 1.0, (1,)), space),
+            )
+        return self._space_info[1]
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         if Columns.ACTIONS not in batch:
@@ -160,17 +171,15 @@ class NormalizeAndClipActions(ConnectorV2):
         if not isinstance(space, gym.spaces.Box):
             batch[Columns.ACTIONS_FOR_ENV] = list(rows)
             return batch
-        # (Only the action part of the record is read.)
-        spaces = SpaceInfo.from_spaces(gym.spaces.Box(-1.0, 1.0, (1,)), space)
-        batch[Columns.ACTIONS_FOR_ENV] = [
+        stacked = np.asarray([np.asarray(row, dtype=np.float32) for row in rows])
+        batch[Columns.ACTIONS_FOR_ENV] = list(
             env_actions(
-                spaces,
-                np.asarray(row, dtype=np.float32),
+                self._info_of(space),
+                stacked,
                 normalize=self.normalize_actions,
                 clip=self.clip_actions,
             )
-            for row in rows
-        ]
+        )
         return batch
 
 

@@ -89,6 +89,14 @@ def chunk_prev_rewards(episode: SingleAgentEpisode) -> np.ndarray:
     return np.concatenate([np.asarray([first], dtype=np.float32), rewards[:-1]])
 
 
+def carried_states(module: Any, episodes: list[SingleAgentEpisode | None]) -> Any:
+    """The state each episode's next step starts from (`next_state_in`), batched (RLlib's
+    env-to-module `AddStatesFromEpisodesToBatch`); `module` is a runner's view of a recurrent
+    module (`initial_state()`)."""
+    initial = module.initial_state()
+    return tree_stack([next_state_in(episode, initial) for episode in episodes])
+
+
 def step_inputs(
     module: Any, episodes: list[SingleAgentEpisode | None]
 ) -> tuple[Any, np.ndarray | None, np.ndarray | None]:
@@ -97,8 +105,7 @@ def step_inputs(
     `lstm_use_prev_action` / `lstm_use_prev_reward`): (the carried states batched, the previous
     actions or None, the previous rewards or None). `module` is a runner's view of it
     (`initial_state()`, `needs_prev_actions`, `needs_prev_rewards`, `action_space`)."""
-    initial = module.initial_state()
-    states = tree_stack([next_state_in(episode, initial) for episode in episodes])
+    states = carried_states(module, episodes)
     prev_actions = prev_rewards = None
     if module.needs_prev_actions:
         space = module.action_space

@@ -48,7 +48,7 @@ from trainer.core.models import (
     SpaceInfo,
 )
 from trainer.core.obs_tree import tree_rows
-from trainer.core.recurrent import next_state_in, step_inputs, tree_stack
+from trainer.core.recurrent import carried_states, step_inputs
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
@@ -1362,10 +1362,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         `AddStatesFromEpisodesToBatch`): read from its episode (the last `STATE_OUT`; the
         module's initial state at an episode's start), so a restored runner goes on with the
         states it had."""
-        initial = self.module.initial_state()
-        return tree_stack(
-            [next_state_in(record.episode, initial) for record in self._sub_env_records]
-        )
+        return carried_states(self.module, [record.episode for record in self._sub_env_records])
 
     def _recurrent_forward(self, obs_batch: np.ndarray, explore: bool) -> tuple[Any, list]:
         """One step of a recurrent module: the distribution inputs and, per sub-env, the state

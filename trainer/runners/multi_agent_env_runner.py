@@ -171,17 +171,30 @@ class _ModuleActions:
         dist_inputs, state_out = module.dist_inputs_and_state(
             obs, states, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
         )
-        actions, logp = self.exploration.get_exploration_action(
-            action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
-            timestep=timestep,
-            explore=explore,
-        )
+        acted, for_env, logp = self._drawn(dist_inputs, explore, timestep)
+        state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
+        return acted, for_env, logp, dist_inputs, state_rows
+
+    def _drawn(
+        self, dist_inputs: Any, explore: bool, timestep: int, acted: Any = None
+    ) -> tuple[list[Any], list[Any], list[float]]:
+        """A default module's actions for its distribution inputs, drawn by the exploration
+        (or `acted`: (actions, log-probs) the module drew itself), as the episodes record them,
+        as the envs take them (nested spaces leaf by leaf), and their log-probs."""
+        module = self.module
+        if acted is not None:
+            actions, logp = acted
+        else:
+            actions, logp = self.exploration.get_exploration_action(
+                action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
+                timestep=timestep,
+                explore=explore,
+            )
         env_actions = module.to_env_actions(
             actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
         )
         to_env = split_rows if module.spaces.action_layout is not None else _env_rows
-        state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
-        return _rows(actions), to_env(env_actions), logp.tolist(), dist_inputs, state_rows
+        return _rows(actions), to_env(env_actions), logp.tolist()
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -190,8 +203,7 @@ class _ModuleActions:
         distribution inputs (one row per observation) or None)."""
         module = self.module
         if self.numpy_default:
-            spaces = module.spaces
-            obs = spaces.preprocess(_stack(obs_rows))
+            obs = module.spaces.preprocess(_stack(obs_rows))
             dist_inputs = (
                 module.dist_inputs(obs, explore=explore)  # forward_exploration / _inference
                 if self.torch_view
@@ -206,21 +218,9 @@ class _ModuleActions:
                 # What the general path below computes, without the arrays in between.
                 acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
                 return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
+            # A module that drew its actions itself (RLlib's ACTIONS) is taken as it acted.
             acted = getattr(module, "module_acted", None) if self.torch_view else None
-            if acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
-                actions, logp = acted
-            else:
-                actions, logp = self.exploration.get_exploration_action(
-                    action_distribution=ActionDistribution(module.dist, dist_inputs, self.rng),
-                    timestep=timestep,
-                    explore=explore,
-                )
-            env_actions = module.to_env_actions(
-                actions, normalize=self.config.normalize_actions, clip=self.config.clip_actions
-            )
-            if spaces.action_layout is not None:  # nested: one action per agent, leaf by leaf
-                return _rows(actions), split_rows(env_actions), logp.tolist(), dist_inputs
-            return _rows(actions), _env_rows(env_actions), logp.tolist(), dist_inputs
+            return (*self._drawn(dist_inputs, explore, timestep, acted), dist_inputs)
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
         if ACTIONS in out:
