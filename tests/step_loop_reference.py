@@ -135,10 +135,15 @@ class StepLoopSampling:
         dist_rows = [None] * num_envs if dist_inputs is None else dist_inputs
         fire_with = self._callbacks.fire_with if self._callbacks.has("on_episode_step") else None
         stepped_indices: list[int] = []
+        started_indices: list[int] = []
         ended_indices: list[int] = []
         guarded = self._guarded
         for i, record in enumerate(records):
-            if record.idle or self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
+            if record.idle:
+                continue
+            if self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
+                if record.episode is not None and len(record.episode) == 0:
+                    started_indices.append(i)  # (its start event fires below)
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
@@ -168,8 +173,6 @@ class StepLoopSampling:
                     logp_list[i],
                     dist_rows[i],
                 )
-            if fire_with is not None:
-                fire_with("on_episode_step", record.event_kwargs)
             stepped_indices.append(i)
             if terminated_list[i] or truncated_list[i]:
                 ended_indices.append(i)
@@ -180,6 +183,14 @@ class StepLoopSampling:
                 assert episode is not None, _RECORD_HAS_EPISODE
                 stepped_episodes.append(episode)
             self._to_module(stepped_episodes, stepped_indices)
+        # The start and step events after the pipeline's pass, in sub-env order, as RLlib's:
+        # they see what it wrote.
+        fires_start = self._callbacks.has("on_episode_start")
+        for i, record in enumerate(records):
+            if i in started_indices and fires_start:
+                self._callbacks.fire_with("on_episode_start", record.event_kwargs)
+            elif i in stepped_indices and fire_with is not None:
+                fire_with("on_episode_step", record.event_kwargs)
         self._end_episodes(ended_indices, done)
         self._obs = obs
         self.global_timestep += len(stepped_indices)
@@ -218,7 +229,7 @@ class StepLoopSampling:
             return False
         # This step was the sub-env's reset: its new episode starts here.
         record.awaiting_reset = False
-        self._begin_episode(i, obs_rows[i], per_env_infos[i])
+        self._begin_episode(i, obs_rows[i], per_env_infos[i], fire_start=False)
         return True
 
     def _end_episodes(self, indices: list[int], done: list[SingleAgentEpisode]) -> None:

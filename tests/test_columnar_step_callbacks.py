@@ -2,8 +2,8 @@
 
 With an `on_episode_step` callback the EnvRunner still records by column
 (`EnvRunner._sample_columnar`): every episode has its object from its start, which gets each
-step as the per-step loop appends it (the raw observation while the step callbacks run, then
-the env-to-module pipeline's output), and the events fire in sub-env order.
+step as the per-step loop appends it (the env-to-module pipeline's output: its pass runs
+before the step events, as RLlib 2.60's), and the events fire in sub-env order.
 The per-step loop (`tests/step_loop_reference.py`) is the reference; both must
 give the callbacks the same episodes at each event and return the same episodes, metrics and
 connector state.
@@ -95,3 +95,28 @@ def test_step_callbacks_read_a_vector_env_by_column():
     for slow_call, fast_call in zip(slow, fast, strict=True):
         _assert_same_episodes(slow_call, fast_call)
     assert _metric(slow_metrics, "step_obs") == _metric(fast_metrics, "step_obs")
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+@pytest.mark.parametrize("pipeline", ["mean_std", "reader"])
+def test_a_step_callback_reads_the_observation_the_pipeline_wrote(pipeline, columnar):
+    """RLlib 2.60's EnvRunner runs the env-to-module pass before the step events: a step
+    callback reads the observation the module gets, which the returned episode holds."""
+    seen: dict = {}
+
+    def on_episode_step(episode, **kw):
+        seen[(episode.id_, episode.t)] = np.asarray(episode.get_observations(-1)).copy()
+
+    config = _config(_InfoEnv, 2, callbacks={"on_episode_step": on_episode_step}).env_runners(
+        env_to_module_connector=PIPELINES[pipeline]
+    )
+    calls, _, _ = _sample(config, columnar, 2, num_timesteps=30)
+    compared = 0
+    for call in calls:
+        for episode in call:
+            for index in range(1, len(episode) + 1):
+                key = (episode.id_, episode.t_started + index)
+                if key in seen:
+                    np.testing.assert_array_equal(seen[key], episode.get_observations(index))
+                    compared += 1
+    assert compared >= 50

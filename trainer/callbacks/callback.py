@@ -174,7 +174,7 @@ class RLlibCallback:
         **kwargs: Any,
     ) -> None:
         """Fires after the sub-env was reset and the first observation was logged into
-        `episode`."""
+        `episode` (after the env-to-module pieces rewrote it, as in RLlib)."""
 
     def on_episode_step(
         self,
@@ -188,7 +188,9 @@ class RLlibCallback:
         **kwargs: Any,
     ) -> None:
         """Fires after every env step was logged into `episode`, the episode's final step
-        included. May add data to the episode (`custom_data`, temporary timestep data)."""
+        included, and the env-to-module pieces rewrote its observation (as in RLlib: the
+        episode holds what the module gets). May add data to the episode (`custom_data`,
+        temporary timestep data)."""
 
     def on_episode_end(
         self,

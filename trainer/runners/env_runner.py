@@ -1313,15 +1313,18 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             "env_index": env_index,
         }
 
-    def _begin_episode(self, env_index: int, observation: Any, infos: dict) -> None:
-        """Logs the reset observation into the sub-env's episode; fires `on_episode_start`."""
+    def _begin_episode(
+        self, env_index: int, observation: Any, infos: dict, *, fire_start: bool = True
+    ) -> None:
+        """Logs the reset observation into the sub-env's episode and runs the pipeline over
+        it; fires `on_episode_start` (unless `fire_start` is False: the caller fires it)."""
         record = self._sub_env_records[env_index]
         episode = record.episode
         assert episode is not None, "_create_episode() comes first"
         episode.add_env_reset(observation, infos)
         if self._env_to_module is not None:
             self._to_module([episode], [env_index])
-        if self._callbacks.has("on_episode_start"):
+        if fire_start and self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", record.event_kwargs)
 
     def _reset_all(self) -> None:

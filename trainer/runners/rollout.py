@@ -453,7 +453,7 @@ class ColumnRecorder:
         state_rows: list | None,
     ) -> None:
         """The step's observations through the pipeline (if any) as a row; objects that get
-        each step get it (the raw observation while the callbacks run, then the row's)."""
+        each step get it (the row's observation, before the events fire)."""
         stepping: list[int] = []
         if self.steps_objects:
             stepping = [
@@ -470,23 +470,24 @@ class ColumnRecorder:
         else:
             self._filter(obs, terminateds, truncateds)
             self.policy_obs = self.columns.observations[row]
-        self._reset_objects(row)
-        if self.pipeline is not None:
             for i in stepping:  # what the module sees, as the pipeline left it
                 live_episode = self.live[i]
                 assert live_episode is not None, RECORD_HAS_EPISODE
                 live_episode.set_observations(new_data=self.policy_obs[i].copy(), at_indices=-1)
+        # (After the pipeline's pass, as RLlib's: the events see what it wrote.)
+        self._reset_objects(row)
 
     def _step_objects(self, row: int, rows: StepRows) -> None:
         """The step through the episode objects, as the per-step loop takes it: in sub-env
-        order, an episode starting gets its reset, the pipeline's pass and its start event,
-        one under way its step and its step event; then one pipeline pass over the episodes
-        that stepped. The module's next input is what the pipeline left (`_to_module`)."""
+        order, an episode starting gets its reset and the pipeline's pass, one under way its
+        step; then one pipeline pass over the episodes that stepped; then the start and step
+        events in sub-env order (which see what the pipeline wrote, as RLlib's). The module's
+        next input is what the pipeline left (`_to_module`)."""
         runner = self.runner
         fire_with = runner._callbacks.fire_with
         stepping: list[int] = []
         stepped: list[SingleAgentEpisode] = []
-        for i, record in enumerate(self.records):
+        for i in range(len(self.records)):
             if i in self.idle:
                 continue
             if i in self.recreating:
@@ -496,17 +497,21 @@ class ColumnRecorder:
             if i in self.resetting:
                 episode.add_env_reset(rows.observations[i], rows.infos[i])
                 runner._to_module([episode], [i])
-                if self.fires_start:
-                    fire_with("on_episode_start", record.event_kwargs)
                 continue
             rows.append_to(episode, i)
-            if self.fires_step:
-                fire_with("on_episode_step", record.event_kwargs)
             stepping.append(i)
             stepped.append(episode)
         if stepping:
             runner._to_module(stepped, stepping)
         self.policy_obs = runner._module_obs
+        for i, record in enumerate(self.records):
+            if i in self.idle:
+                continue
+            if i in self.resetting:
+                if self.fires_start:
+                    fire_with("on_episode_start", record.event_kwargs)
+            elif self.fires_step:
+                fire_with("on_episode_step", record.event_kwargs)
 
     def _start_episodes(self, row: int) -> None:
         """The sub-envs resetting in this step start their next episode at `row`."""
@@ -529,17 +534,19 @@ class ColumnRecorder:
             return
         fire_with = self.runner._callbacks.fire_with
         observations = unbatch(self.policy_obs, self.num_envs)
-        # (In sub-env order, as the per-step loop fires the events.)
-        for i in range(self.num_envs) if self.fires_step else self.resetting:
+        started = []
+        for i in self.resetting:  # (re-created sub-envs' episodes first, as the loop does)
+            if i in self.recreating:
+                self._replace_episode(i)
+            episode = self.live[i]
+            if episode is not None:
+                episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
+                started.append(i)
+        # Then the events, in sub-env order, as the per-step loop fires them.
+        for i in range(self.num_envs) if self.fires_step else started:
             record = self.records[i]
             if i in self.resetting:
-                if i in self.recreating:
-                    self._replace_episode(i)
-                episode = self.live[i]
-                if episode is None:
-                    continue
-                episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
-                if self.fires_start:
+                if self.fires_start and i in started:
                     fire_with("on_episode_start", record.event_kwargs)
             elif i not in self.idle:
                 fire_with("on_episode_step", record.event_kwargs)
