@@ -45,7 +45,8 @@ FILTER_PREFIX = "filter"
 FILTER_CONNECTOR = "00_MeanStdFilter"
 SEED = 11
 NUM_ITERATIONS = 2
-MODEL_CONFIG = {"fcnet_hiddens": [16, 16]}
+#: Separate policy and value networks (the cases were recorded with them).
+MODEL_CONFIG = {"fcnet_hiddens": [16, 16], "vf_share_layers": False}
 DQN_MODEL_CONFIG = {"fcnet_hiddens": [16], "head_fcnet_hiddens": [8]}
 MULTI_AGENT_POLICIES = {"p0", "p1"}
 SINGLE_AGENT_BUFFER = "PrioritizedEpisodeReplayBuffer"

@@ -98,6 +98,10 @@ LONG_TESTS = {
         "test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_without_pickle",
     ),
     ("test_docs.py", "test_the_code_blocks_of_the_page_run[docs/torch.md]"),
+    # IMPALA's CartPole learning run (APPO's stays in the suite), and RLlib's VPG example to a
+    # return of 50, which bench/rllib_examples.py runs to its own target.
+    ("test_impala.py", "test_learns_cartpole_while_the_env_runners_sample[IMPALA]"),
+    ("test_vpg.py", "test_rllibs_vpg_example_learns_cartpole_unmodified_through_the_launcher"),
     # The README's commands are docs/cli.md's first four plus two checks the suite runs.
     ("test_docs.py", "test_the_code_blocks_of_the_page_run[README.md]"),
     # The replay buffer's msgpack state: tests/test_replay_buffers.py and test_dqn.py.

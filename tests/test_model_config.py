@@ -147,7 +147,7 @@ def test_a_callable_initializer_runs_with_torch_calling_convention():
             }
         )
     )
-    assert np.all(weights["pi.0.weight"] == 14.0)
+    assert np.all(weights["encoder.0.weight"] == 14.0)  # one encoder (RLlib's default)
 
 
 @pytest.mark.parametrize(
@@ -185,5 +185,5 @@ def test_rl_module_replaces_the_model_config_as_in_rllib():
     config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": True})
     config.rl_module(model_config={"fcnet_activation": "relu"})
     assert config.model_config["fcnet_hiddens"] == [256, 256]
-    assert config.model_config["vf_share_layers"] is False
+    assert config.model_config["vf_share_layers"] is True  # DefaultModelConfig's
     assert config.model_config["fcnet_activation"] == "relu"

@@ -232,7 +232,8 @@ def _recorded(name: str, callbacks: str) -> list:
             policies={"small", "large"} if env is SeededTwoSpaces else {"p0"},
             policy_mapping_fn=_own_policy if env is SeededTwoSpaces else _one_policy,
         )
-        .rl_module(model_config={"fcnet_hiddens": [8]})
+        # (The digests were recorded with separate policy and value networks.)
+        .rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": False})
         .debugging(seed=3)
     )
     if callbacks != "none":

@@ -22,7 +22,14 @@ from trainer.examples.envs.classes.multi_agent import (
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 from trainer.runners.multi_agent_observations import AgentHistory
 
-LSTM_MODEL = {"use_lstm": True, "lstm_cell_size": 8, "fcnet_hiddens": [16], "max_seq_len": 5}
+#: Separate policy and value LSTMs: the tests read the actor's state.
+LSTM_MODEL = {
+    "use_lstm": True,
+    "lstm_cell_size": 8,
+    "fcnet_hiddens": [16],
+    "max_seq_len": 5,
+    "vf_share_layers": False,
+}
 
 
 def two_policies(config: PPOConfig) -> PPOConfig:

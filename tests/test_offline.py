@@ -357,7 +357,15 @@ def test_marwil_gradients_match_finite_differences(env_id, beta, logstd):
             gamma=0.9,
             moving_average_sqd_adv_norm_update_rate=0.3,
         )
-        .rl_module(model_config={"fcnet_hiddens": [5, 4], "fcnet_activation": "tanh"})
+        # Separate policy and value networks: the weights w depend on V(s) and no gradient
+        # flows through them, which finite differences through a shared encoder would see.
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [5, 4],
+                "fcnet_activation": "tanh",
+                "vf_share_layers": False,
+            }
+        )
         .debugging(seed=0)
     )
     module = config.build_module(

@@ -177,7 +177,7 @@ def test_marwils_module_takes_rllibs_model_configs(hiddens, activation):
     with torch.no_grad():
         outputs = module.forward_inference({Columns.OBS: _observations(env, 4)})
     assert outputs[Columns.ACTION_DIST_INPUTS].shape == (4, 2)
-    actor = module.encoder.actor_encoder
+    actor = module.encoder.encoder  # one encoder for both heads (RLlib's vf_share_layers)
     layers = [m for m in actor.modules() if isinstance(m, torch.nn.Linear)]
     assert [layer.out_features for layer in layers] == hiddens
     assert any(

@@ -138,9 +138,9 @@ def test_a_size_without_preset_needs_conv_filters():
         cnn_module(16)
     with pytest.raises(ValueError, match="conv_filters"):  # empty: RLlib's "not given"
         cnn_module(16, model_config={"conv_filters": []})
-    assert cnn_module(10, model_config={"conv_filters": []}).encoder.actor_encoder.output_dim == 288
+    assert cnn_module(10, model_config={"conv_filters": []}).encoder.encoder.output_dim == 288
     module = cnn_module(16, model_config={"conv_filters": [[4, 3, 2], [8, 3, 2]]})
-    assert module.encoder.actor_encoder.output_dim == 4 * 4 * 8
+    assert module.encoder.encoder.output_dim == 4 * 4 * 8
 
 
 def test_conv_activation_and_initializers_reach_the_layers():

@@ -471,7 +471,7 @@ def test_the_torch_and_the_numpy_learner_take_the_same_steps():
     KL adaptation agree to float32 rounding, over several updates."""
     config = make_config(
         num_epochs=4, minibatch_size=64, grad_clip=0.5, entropy_coeff=0.01
-    ).rl_module(model_config={"fcnet_hiddens": [8]})
+    ).rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": False})
     spaces = SpaceInfo.from_spaces(ENV.observation_space, ENV.action_space)
     numpy_learner = PPOLearner(config, spaces)
     mirror = NumpyModuleMirror(

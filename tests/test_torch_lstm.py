@@ -20,7 +20,14 @@ from trainer.examples.envs.classes.stateless_cartpole import StatelessCartPole
 from trainer.torch_rl.sequences import loss_mask, sequence_lengths, split_and_zero_pad
 
 CELL = 8
-LSTM_MODEL = {"use_lstm": True, "lstm_cell_size": CELL, "fcnet_hiddens": [16], "max_seq_len": 4}
+#: Separate policy and value LSTMs: the tests read the actor's state.
+LSTM_MODEL = {
+    "use_lstm": True,
+    "lstm_cell_size": CELL,
+    "fcnet_hiddens": [16],
+    "max_seq_len": 4,
+    "vf_share_layers": False,
+}
 
 
 def lstm_module(**model) -> DefaultPPOTorchRLModule:

@@ -352,12 +352,18 @@ def _numpy_layers(mlp, output_activated):
 @pytest.mark.parametrize(
     "model_config",
     [
-        {"fcnet_hiddens": [16, 8], "head_fcnet_hiddens": [5], "fcnet_activation": "tanh"},
+        {
+            "fcnet_hiddens": [16, 8],
+            "head_fcnet_hiddens": [5],
+            "fcnet_activation": "tanh",
+            "vf_share_layers": False,
+        },
         {
             "fcnet_hiddens": [12],
             "fcnet_activation": "elu",
             "head_fcnet_activation": "tanh",
             "head_fcnet_hiddens": [7, 3],
+            "vf_share_layers": False,
         },
         {"fcnet_hiddens": [16, 8], "head_fcnet_hiddens": [5], "vf_share_layers": True},
         {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True},
@@ -397,11 +403,11 @@ def test_vf_share_layers_gives_one_encoder():
     torch.testing.assert_close(out[Columns.EMBEDDINGS], features)
     torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], shared.pi(features))
     assert shared.get_non_inference_attributes() == ["vf"]
-    separate = _module(model_config={"fcnet_hiddens": [16]})
+    separate = _module(model_config={"fcnet_hiddens": [16], "vf_share_layers": False})
     assert separate.get_non_inference_attributes() == ["vf", "encoder.critic_encoder"]
-    # A DefaultModelConfig carries RLlib's default (shared), a plain dict this project's.
-    rllib_default = _module(model_config=DefaultModelConfig(fcnet_hiddens=[16]))
-    assert hasattr(rllib_default.encoder, "encoder")
+    # RLlib's default (DefaultModelConfig's): one encoder, from a dataclass or a plain dict.
+    for default in (DefaultModelConfig(fcnet_hiddens=[16]), {"fcnet_hiddens": [16]}):
+        assert hasattr(_module(model_config=default).encoder, "encoder")
 
 
 def test_empty_fcnet_hiddens_feeds_the_observation_to_the_heads():
@@ -484,10 +490,10 @@ def test_checkpoint_round_trip_is_exact_and_unpickled(tmp_path):
 
 def test_discrete_observations_are_one_hot_encoded():
     module = _module(obs_space=gym.spaces.Discrete(5), model_config={"fcnet_hiddens": [8]})
-    assert module.encoder.actor_encoder.net.mlp[0].in_features == 5
+    assert module.encoder.encoder.net.mlp[0].in_features == 5
     out = module.forward_inference({Columns.OBS: torch.tensor([0, 4, 2])})
     one_hot = torch.nn.functional.one_hot(torch.tensor([0, 4, 2]), 5).float()
-    expected = module.pi(module.encoder.actor_encoder(one_hot))
+    expected = module.pi(module.encoder.encoder(one_hot))
     torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], expected)
 
 
@@ -501,7 +507,7 @@ def test_initializers_from_the_model_config():
             "head_fcnet_kernel_initializer": torch.nn.init.ones_,
         }
     )
-    encoder = module.encoder.actor_encoder.net.mlp[0]
+    encoder = module.encoder.encoder.net.mlp[0]
     assert torch.all(encoder.weight == 0) and torch.all(encoder.bias == 0.5)
     assert torch.all(module.pi.net.mlp[0].weight == 1)
 
@@ -613,7 +619,11 @@ def test_default_layers_start_as_the_numpy_modules_layers():
         module = DefaultPPOTorchRLModule(
             observation_space=CARTPOLE_OBS,
             action_space=DISCRETE_2,
-            model_config={"fcnet_hiddens": [16, 8], "fcnet_activation": activation},
+            model_config={
+                "fcnet_hiddens": [16, 8],
+                "fcnet_activation": activation,
+                "vf_share_layers": False,
+            },
         )
         layers = {
             "encoder.actor_encoder.net.mlp.0": hidden_gain,
@@ -630,4 +640,4 @@ def test_default_layers_start_as_the_numpy_modules_layers():
         action_space=DISCRETE_2,
         model_config={"fcnet_hiddens": [16], "fcnet_bias_initializer": "ones_"},
     )
-    assert (configured.get_submodule("encoder.actor_encoder.net.mlp.0").bias == 1.0).all()
+    assert (configured.get_submodule("encoder.encoder.net.mlp.0").bias == 1.0).all()

@@ -103,7 +103,7 @@ def test_networks_that_differ_are_refused_naming_what_differs():
     cases = [
         ({"fcnet_activation": "relu"}, r"model_config\['fcnet_activation'\]='tanh'.*'relu'"),
         ({"fcnet_hiddens": [256]}, r"model_config\['fcnet_hiddens'\]"),
-        ({"vf_share_layers": True}, r"vf_share_layers differs"),
+        ({"vf_share_layers": False}, r"vf_share_layers differs"),
     ]
     for torch_config, message in cases:
         torch_module = _torch_module(

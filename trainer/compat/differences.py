@@ -816,18 +816,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "rl_module(model_config=...) without vf_share_layers (a dict, or none at all)",
-        "the policy and the value function get an encoder each (vf_share_layers=False); "
-        "DefaultModelConfig() carries RLlib's True (tests/test_model_config.py::test_rl_module_"
-        "replaces_the_model_config_as_in_rllib)",
-        "this project's default since its first version, which its presets and benchmarks "
-        "are tuned with; RLlib fills a plain dict from DefaultModelConfig (one shared "
-        "encoder). An RLlib script that leaves it out trains other networks here: RLlib's "
-        "euclidian_distance_based_curiosity.py reaches its -100 with vf_share_layers=True "
-        "(-99.9 at 620,904 env steps) and not without (-105.2 in its 1M)",
-        BEHAVIOUR,
-    ),
-    Difference(
         "default torch modules' initial weights (no *_initializer in the model config)",
         "orthogonal weights and zero biases, as the numpy modules' layers: gain sqrt(2) "
         "before a ReLU-like activation, 1 otherwise, 0.01 for PPO's policy output "

@@ -42,8 +42,8 @@ from trainer.errors import UnsupportedValue
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
 
-#: `model_config` keys the numpy networks implement, with this project's defaults. They are
-#: RLlib's (`DefaultModelConfig`) except `vf_share_layers` (see docs/config.md, "Model config").
+#: `model_config` keys the numpy networks implement, with RLlib's defaults (`DefaultModelConfig`:
+#: `vf_share_layers` True, one encoder for the policy and value heads).
 #: RLlib's LSTM keys and defaults (`DefaultModelConfig`): an LSTM (`lstm_cell_size` units, one
 #: layer) over the `fcnet_*` encoder, trained on sequences of up to `max_seq_len` steps.
 LSTM_DEFAULTS: dict = {
@@ -81,7 +81,7 @@ MODEL_DEFAULTS: dict = {
     "fusionnet_kernel_initializer_kwargs": None,
     "fusionnet_bias_initializer": None,
     "fusionnet_bias_initializer_kwargs": None,
-    "vf_share_layers": False,
+    "vf_share_layers": True,
     "free_log_std": False,
     # The convolutional encoder of image observations (RLlib's keys and defaults). Only the
     # torch modules build convolutions: the numpy modules refuse any other value
@@ -123,8 +123,8 @@ _WHY_DEFAULT_ONLY = {
 @dataclass
 class DefaultModelConfig:
     """RLlib's `DefaultModelConfig` (`ray.rllib.core.rl_module.default_model_config`): pass it as
-    `rl_module(model_config=DefaultModelConfig(...))`. Its defaults are RLlib's, so
-    `vf_share_layers` is True here as there (a plain dict defaults to False; see docs/config.md)."""
+    `rl_module(model_config=DefaultModelConfig(...))`. Its defaults are RLlib's, which a plain
+    dict gets too (`MODEL_DEFAULTS`)."""
 
     fcnet_hiddens: list = field(default_factory=lambda: [256, 256])
     fcnet_activation: str = "tanh"

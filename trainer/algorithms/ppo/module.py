@@ -28,8 +28,8 @@ from trainer.core.nn import MLP, Categorical, DiagGaussian
 class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     """Policy head (action-distribution inputs) and value head over an MLP encoder.
 
-    With `vf_share_layers=False` (the default) the value function has its own MLP; with True one
-    encoder feeds both heads.
+    With `vf_share_layers=True` (RLlib's default) one encoder feeds both heads; with False the
+    value function has its own MLP.
     """
 
     @classmethod
