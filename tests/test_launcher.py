@@ -763,10 +763,23 @@ def test_rllib_learner_api_and_example_learners_map_to_the_torch_learners(hook):
     assert DEFAULT_OPTIMIZER == "default_optimizer" and issubclass(TorchLearner, Learner)
     assert issubclass(PPOTorchLearnerWithWeightRegularizerLoss, PPOTorchLearner)
     assert issubclass(PPOTorchLearnerWithSeparateVfOptimizer, PPOTorchLearner)
-    # The example learners of RLlib's custom algorithms not registered here stay out, with
-    # the capability.
-    with pytest.raises(RLlibNotAvailable, match="torch"):
-        importlib.import_module("ray.rllib.examples.learners.classes.intrinsic_curiosity_learners")
+    # The curiosity example's learner and module, with RLlib's module id.
+    from ray.rllib.examples.learners.classes.intrinsic_curiosity_learners import (
+        ICM_MODULE_ID,
+        PPOTorchLearnerWithCuriosity,
+    )
+    from ray.rllib.examples.rl_modules.classes.intrinsic_curiosity_model_rlm import (
+        IntrinsicCuriosityModel,
+    )
+
+    from trainer.core.apis import SelfSupervisedLossAPI
+
+    assert ICM_MODULE_ID == "_intrinsic_curiosity_model"
+    assert issubclass(PPOTorchLearnerWithCuriosity, PPOTorchLearner)
+    assert issubclass(IntrinsicCuriosityModel, SelfSupervisedLossAPI)
+    # A module of RLlib's examples with no counterpart stays out, with the capability.
+    with pytest.raises(RLlibNotAvailable, match="old API stack"):
+        importlib.import_module("ray.rllib.examples.rl_modules.classes.modelv2_to_rlm")
 
 
 def test_try_import_torch_without_torch_fails_on_use_with_the_capability(hook):

@@ -305,10 +305,37 @@ class Algorithm(OldAlgorithmNames):
             config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
         )
         self.setup_learner()
+        self._build_learners()
         self._set_module_weights(configured_module_states(self))
         self.sync_weights()
         self._refresh_counters()
         self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+
+    def _build_learners(self) -> None:
+        """RLlib's `Learner.build()` hook, once, on each torch learner (each module's of a
+        multi-agent learner), after `setup_learner`: a hook may change the learner's pipeline
+        (`learner._learner_connector`), which then runs as the config's pieces do; where the
+        algorithm runs no learner pieces, a hook that adds some is refused."""
+        learner = self.learner
+        nested = getattr(learner, "learners", None)
+        for each in nested.values() if isinstance(nested, dict) else [learner]:
+            build = getattr(each, "build", None)
+            if not callable(build):
+                continue  # (a numpy learner: its steps are its own)
+            build()
+            pipeline = getattr(each, "_learner_connector", None)
+            if pipeline is None:
+                continue
+            if each is learner and getattr(self, "RUNS_LEARNER_CONNECTOR", False):
+                self.learner_connector = pipeline
+                continue
+            where = "" if each is learner else " in a multi-agent module's learner"
+            raise ConfigError(
+                f"{type(each).__name__}.build() added learner pieces "
+                f"{[type(piece).__name__ for piece in pipeline.connectors]}: "
+                f"{type(self).__name__} runs no learner pieces{where} here (PPO, IMPALA and "
+                "APPO run the config's training(learner_connector=...) pieces)"
+            )
 
     # -- the parts a subclass provides -------------------------------------------------------
     def setup_learner(self) -> None:

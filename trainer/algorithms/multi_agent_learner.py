@@ -23,7 +23,7 @@ from trainer.algorithms.multi_agent_setup import is_torch_module_class
 from trainer.core.learner import Learner, UpdateResults
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import ConfigError
-from trainer.runners.multi_agent_env_runner import module_seed
+from trainer.util.seeding import module_seed
 from trainer.util.state_checks import StateError, require_map
 
 

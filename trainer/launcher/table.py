@@ -325,12 +325,9 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
     # these need what is not here; any other is a gap.
     "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),
-    "ray.rllib.examples.rl_modules.classes.intrinsic_curiosity_model_rlm": Unavailable(
-        LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps"
-    ),
-    # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner
-    # (trainer.examples.learners); those of a registered algorithm (its registry entry's
-    # rows); the curiosity learners belong to custom algorithms.
+    # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner,
+    # classes.intrinsic_curiosity_learners (trainer.examples.learners); those of a registered
+    # algorithm (its registry entry's rows).
     "ray.rllib.examples.learners": Unavailable(
         TORCH, "PPOTorchLearner subclasses (the custom-loss and separate-optimizer examples)"
     ),

@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import time
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import repeat
@@ -118,14 +117,6 @@ _STATE_KEYS = RUNNER_STATE_KEYS - {"tasks"}
 
 #: A sub-env's done agents when none is (shared, never changed).
 _NONE_DONE: frozenset = frozenset()
-
-
-def module_seed(seed: int | None, module_id: Any) -> int | None:
-    """The seed of one module's networks: the config's seed mixed with the module's id, so
-    that modules differ and a module's weights do not depend on which others exist."""
-    if seed is None:
-        return None
-    return (int(seed) * 1_000_003 + zlib.crc32(str(module_id).encode())) % (2**32)
 
 
 class _ModuleActions:

@@ -65,6 +65,10 @@ ParamDict = dict[str, torch.Tensor]
 #: name for the default optimizer's).
 GLOBAL_NORM_KEY = "gradients_default_optimizer_global_norm"
 
+#: The key of the learner-only modules' states in their learner's state
+#: (`trainer.torch_rl.self_supervised`).
+LEARNER_ONLY_KEY = "learner_only_modules"
+
 #: The per-parameter state torch's Adam keeps (with amsgrad, also "max_exp_avg_sq").
 _ADAM_STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
 
@@ -334,6 +338,14 @@ class TorchLearner(Learner):
         self.loss_stats: dict[str, Any] = {}
         #: Updates run on one torch thread unless the user sized the pools.
         self.update_threads = TorchThreads()
+        #: The learners of the learner-only modules trained beside this one, by module id
+        #: (`trainer.torch_rl.self_supervised`): each steps on every batch this one steps on.
+        self.learner_only_learners: dict[str, TorchLearner] = {}
+        #: Their last step's results, by module id.
+        self.learner_only_results: dict[str, dict[str, Any]] = {}
+        #: RLlib's learner pipeline (`learner._learner_connector`): the config's learner
+        #: pieces, which the algorithm runs over the episodes (None without any).
+        self._learner_connector: Any = None
         # A user's override may return something (RLlib's old hook returned optimizers).
         returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
             module_id=module_id, config=config
@@ -529,6 +541,18 @@ class TorchLearner(Learner):
                 entry.lr_schedulers.append(scheduler)
 
     # -- hooks (RLlib's names) -----------------------------------------------------------------
+    def build(self) -> None:  # noqa: B027 - a hook; nothing to add here
+        """RLlib's `Learner.build`: called once, after the learner, its optimizers, its
+        learner-only modules and its learner pipeline (`self._learner_connector`, the config's
+        learner pieces or None) exist and before the first update. Override (calling
+        `super().build()`) to add learner pieces or check the config; it may change the
+        pipeline (setting `self._learner_connector` to one when it is None)."""
+
+    def add_learner_only_learners(self, learners: dict[str, TorchLearner]) -> None:
+        """Trains these learners' modules (learner-only, by their own losses) beside this
+        learner's: each takes one step on every batch `update_from_batch` steps on."""
+        self.learner_only_learners.update(learners)
+
     @abstractmethod
     def compute_loss_for_module(
         self,
@@ -591,6 +615,8 @@ class TorchLearner(Learner):
         for entry in self._optimizers.values():
             for scheduler in entry.lr_schedulers:
                 scheduler.step()
+        for learner in self.learner_only_learners.values():
+            learner.after_gradient_based_update(timesteps=timesteps)
 
     def log_loss_stats(self, stats: dict[str, Any]) -> None:
         """Records loss statistics (tensors or numbers) for this step's results (RLlib's
@@ -627,6 +653,16 @@ class TorchLearner(Learner):
         stats["total_loss"] = total_loss
         for name, norm in norms.items():
             stats[f"gradients_{name}_global_norm"] = norm
+        for module_id, learner in self.learner_only_learners.items():
+            self.learner_only_results[module_id] = learner.step(batch)
+        return stats
+
+    def step(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """One gradient step on `batch`: its loss statistics, what the loss logged to
+        `self.metrics` and the default optimizer's rate (`curr_lr`)."""
+        stats: dict[str, Any] = self.update_from_batch(batch)
+        stats.update(self.update_results())
+        stats["curr_lr"] = self.current_lr
         return stats
 
     def evaluation_loss(self, batch: dict[str, Any]) -> dict[str, float]:
@@ -652,6 +688,8 @@ class TorchLearner(Learner):
         """Sets each optimizer's rate from its `lr_or_lr_schedule` (a constant rate is left as
         it is: it may have come from a checkpoint). With torch lr schedulers, they own the
         rates and this does nothing (as RLlib's TorchLearner)."""
+        for learner in self.learner_only_learners.values():  # (each on its own rates)
+            learner.apply_lr_schedule(num_env_steps_sampled_lifetime)
         if any(entry.lr_schedulers for entry in self._optimizers.values()):
             return
         for entry in self._optimizers.values():
@@ -701,11 +739,18 @@ class TorchLearner(Learner):
         optimizers = {
             name: self._optimizer_state(entry) for name, entry in self._optimizers.items()
         }
-        return {"module": module_state, "optimizer": optimizers, **self.get_extra_state()}
+        state = {"module": module_state, "optimizer": optimizers, **self.get_extra_state()}
+        if self.learner_only_learners:
+            state[LEARNER_ONLY_KEY] = {
+                module_id: learner.get_state()
+                for module_id, learner in self.learner_only_learners.items()
+            }
+        return state
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner; changes nothing."""
-        require_map(state, where, ("module", "optimizer", *self.extra_state_keys))
+        learner_only = (LEARNER_ONLY_KEY,) if self.learner_only_learners else ()
+        require_map(state, where, ("module", "optimizer", *self.extra_state_keys, *learner_only))
         self._check_module_state(state["module"], f"{where}['module']")
         optimizers = require_map(state["optimizer"], f"{where}['optimizer']", self._optimizers)
         unknown = sorted(set(optimizers) - set(self._optimizers))
@@ -718,6 +763,16 @@ class TorchLearner(Learner):
         for name, entry in self._optimizers.items():
             self._check_optimizer_state(entry, optimizers[name], f"{where}['optimizer'][{name!r}]")
         self.check_extra_state(state, where)
+        if self.learner_only_learners:
+            states = require_map(
+                state[LEARNER_ONLY_KEY],
+                f"{where}[{LEARNER_ONLY_KEY!r}]",
+                self.learner_only_learners,
+            )
+            for module_id, learner in self.learner_only_learners.items():
+                learner.check_state(
+                    states[module_id], f"{where}[{LEARNER_ONLY_KEY!r}][{module_id!r}]"
+                )
 
     def set_state(self, state: dict) -> None:
         self.check_state(state)
@@ -725,6 +780,8 @@ class TorchLearner(Learner):
         for name, entry in self._optimizers.items():
             self._set_optimizer_state(entry, state["optimizer"][name])
         self.set_extra_state(state)
+        for module_id, learner in self.learner_only_learners.items():
+            learner.set_state(state[LEARNER_ONLY_KEY][module_id])
 
     def _optimizer_state(self, entry: RegisteredOptimizer) -> dict:
         if not entry.built:  # a fresh optimizer's state: no per-parameter state yet

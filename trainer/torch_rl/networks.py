@@ -25,7 +25,7 @@ PREV_REWARDS = "prev_rewards"
 
 #: RLlib's activation names (those the numpy networks know too) -> torch modules; "linear" adds
 #: no layer, as in RLlib's TorchMLP.
-_ACTIVATIONS: dict[str, type[nn.Module] | None] = {
+TORCH_ACTIVATIONS: dict[str, type[nn.Module] | None] = {
     "tanh": nn.Tanh,
     "relu": nn.ReLU,
     "linear": None,
@@ -102,7 +102,7 @@ class TorchMLP(nn.Module):
                 gain = math.sqrt(2.0) if activation_name in _RELU_LIKE else 1.0
             inits[i].apply(linear, gain)
             layers.append(linear)
-            activation = _ACTIVATIONS[activation_name]
+            activation = TORCH_ACTIVATIONS[activation_name]
             if activation is not None:
                 layers.append(activation())
         self.mlp = nn.Sequential(*layers)

@@ -3,7 +3,7 @@
 | stream | seed | draws |
 |---|---|---|
 | the driver (`Algorithm._rng`) | `seed` | `compute_single_action`'s sampling |
-| the networks' initial weights | `seed` | module construction |
+| the networks' initial weights | `seed` (a multi-agent or learner-only module: `module_seed`) | module construction |
 | PPO's learner | `[seed, 7]` | minibatch shuffling |
 | APPO's circular buffer | `[seed, 11]` | which train batch the learner takes next |
 | an EnvRunner's actions | `[seed, worker_index]`, `[seed, worker_index, 1]` for evaluation | action sampling, exploration |
@@ -14,6 +14,9 @@ numbers are kept as they were first chosen: changing one changes every seeded re
 """
 
 from __future__ import annotations
+
+import zlib
+from typing import Any
 
 #: numpy SeedSequence entropy words that tell streams apart.
 _PPO_LEARNER_WORD = 7
@@ -44,3 +47,11 @@ def runner_env_seed(seed: int | None, worker_index: int, evaluation: bool) -> in
     return (
         seed + _ENV_SEEDS_PER_RUNNER * worker_index + (_EVALUATION_ENV_OFFSET if evaluation else 0)
     )
+
+
+def module_seed(seed: int | None, module_id: Any) -> int | None:
+    """The seed of one module's networks: the config's seed mixed with the module's id, so
+    that modules differ and a module's weights do not depend on which others exist."""
+    if seed is None:
+        return None
+    return (int(seed) * 1_000_003 + zlib.crc32(str(module_id).encode())) % (2**32)

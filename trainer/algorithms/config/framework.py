@@ -72,6 +72,8 @@ class FrameworkSection(ConfigBase):
         @property
         def _model_config_auto_includes(self) -> dict[str, Any]: ...
 
+        def _runner_module_spec(self) -> Any: ...
+
     framework_str: str
 
     def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
@@ -167,7 +169,7 @@ class FrameworkSection(ConfigBase):
         require_torch(f"{type(self).__name__}: a torch RLModule")
         from trainer.torch_rl.runner_view import build_torch_module
 
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self._runner_module_spec()
         module_class = getattr(spec, "module_class", None) or self.default_torch_module_class()
         # The config's model config and the algorithm's settings its module reads (RLlib's
         # auto-includes, `_model_config_auto_includes`), under the spec's own (a user's module reads

@@ -18,11 +18,13 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies,
     check_policies_to_train,
     check_policy_mapping_fn,
+    is_torch_module_class,
 )
 from trainer.algorithms.registry import entries
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
+from trainer.core.apis import SelfSupervisedLossAPI
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.vectorize import vectorize_mode as normalized_vectorize_mode
@@ -239,10 +241,16 @@ class MultiAgentSection(ConfigBase):
     #: Whether this algorithm trains multi-agent configs (an algorithm's config says so).
     _MULTI_AGENT_TRAINING = False
 
+    #: Whether this algorithm trains learner-only modules beside its module in single-agent
+    #: configs (`trainer.torch_rl.self_supervised`; an algorithm's config says so).
+    _LEARNER_ONLY_MODULES = False
+
     def _refuse_multi_agent_training(self, name: str) -> None:
         """A multi-agent config of an algorithm that does not train one yet, or with a
         setting the multi-agent EnvRunner does not run yet: one clear error, before any
         worker starts."""
+        if not self.is_multi_agent and self._has_learner_only_modules(name):
+            return
         if self._MULTI_AGENT_TRAINING:
             if self.is_multi_agent:
                 self._refuse_multi_agent_settings(name)
@@ -250,7 +258,9 @@ class MultiAgentSection(ConfigBase):
                 raise ConfigError(
                     f"{name}: rl_module(rl_module_spec=MultiRLModuleSpec(...)) needs a "
                     "multi-agent config: add multi_agent(policies=..., policy_mapping_fn=...) "
-                    "naming the spec's modules",
+                    "naming the spec's modules (a single-agent config takes one of "
+                    f"{DEFAULT_POLICY_ID!r} and learner-only modules, "
+                    "RLModuleSpec(learner_only=True))",
                     MULTI_AGENT,
                 )
             return
@@ -266,6 +276,43 @@ class MultiAgentSection(ConfigBase):
             f"{_multi_agent_algorithms()} train multi-agent configs",
             MULTI_AGENT,
         )
+
+    def _has_learner_only_modules(self, name: str) -> bool:
+        """Whether the config's MultiRLModuleSpec is "default_policy" and learner-only
+        modules (RLlib's `RLModuleSpec(learner_only=True)`) that this algorithm trains; raises
+        ConfigError for learner-only modules it cannot train."""
+        spec = self.__dict__.get("rl_module_spec")
+        if not isinstance(spec, MultiRLModuleSpec):
+            return False
+        specs = cast(dict[Any, Any], spec.rl_module_specs)
+        extra = {module_id for module_id in specs if module_id != DEFAULT_POLICY_ID}
+        if DEFAULT_POLICY_ID not in specs or not extra:
+            return False
+        if not all(specs[module_id].learner_only for module_id in extra):
+            return False
+        shown = sorted(map(str, extra))
+        if not self._LEARNER_ONLY_MODULES:
+            algorithm = self.algo_class.__name__ if self.algo_class else "this algorithm"
+            raise ConfigError(
+                f"{name}: learner-only modules {shown} (RLModuleSpec(learner_only=True)): "
+                f"{algorithm} does not train learner-only modules here (they train with "
+                f"{_learner_only_algorithms()})",
+            )
+        for module_id in sorted(extra, key=str):
+            module_class = specs[module_id].module_class
+            if not (
+                isinstance(module_class, type)
+                and is_torch_module_class(module_class)
+                and issubclass(module_class, SelfSupervisedLossAPI)
+            ):
+                shown_class = getattr(module_class, "__qualname__", repr(module_class))
+                raise ConfigError(
+                    f"{name}: learner-only module {module_id!r}: module_class={shown_class} "
+                    "must be a TorchRLModule implementing SelfSupervisedLossAPI "
+                    "(compute_self_supervised_loss): a learner-only module trains by its own "
+                    "loss here, beside the default module",
+                )
+        return True
 
     def _refuse_multi_agent_settings(self, name: str) -> None:
         unsupported = {
@@ -301,6 +348,12 @@ class MultiAgentSection(ConfigBase):
                         f"({sorted(map(str, self.policies))})"
                     )
         self._refuse_multi_agent_training(name)
+
+
+def _learner_only_algorithms() -> str:
+    """The registered algorithms that train learner-only modules, as "A and B"."""
+    names = [entry.name for entry in entries() if entry.config_cls._LEARNER_ONLY_MODULES]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _multi_agent_algorithms() -> str:

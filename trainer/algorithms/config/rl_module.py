@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
-from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.config.framework import default_config, is_torch_module_class
 from trainer.algorithms.multi_agent_setup import (
     check_multi_rl_module_spec,
@@ -62,6 +62,9 @@ class RLModuleSection(ConfigBase):
         def update_from_dict(self, *args: Any, **kwargs: Any) -> Self: ...
 
         def training(self, *args: Any, **kwargs: Any) -> Self: ...
+
+        @property
+        def is_multi_agent(self) -> Flag: ...
 
         def default_torch_module_class(self) -> type: ...  # the framework section's
 
@@ -195,6 +198,28 @@ class RLModuleSection(ConfigBase):
         )
         self._set_model("rl_module", "model_config", self.model)
 
+    def learner_only_module_specs(self) -> dict[Any, RLModuleSpec]:
+        """The learner-only modules of a single-agent config by id: the specs with
+        `learner_only=True` beside "default_policy" in its `MultiRLModuleSpec` (RLlib's
+        curiosity model); none otherwise (see `trainer.torch_rl.self_supervised`)."""
+        spec = self.__dict__.get("rl_module_spec")
+        if not isinstance(spec, MultiRLModuleSpec) or self.is_multi_agent:
+            return {}
+        specs = cast(dict[Any, RLModuleSpec], spec.rl_module_specs)
+        return {
+            module_id: module_spec
+            for module_id, module_spec in specs.items()
+            if module_id != DEFAULT_POLICY_ID and module_spec.learner_only
+        }
+
+    def _runner_module_spec(self) -> Any:
+        """The spec of the module the EnvRunners run: the config's `rl_module_spec`, or, in a
+        single-agent config with learner-only modules, its "default_policy" spec."""
+        spec = self.__dict__.get("rl_module_spec")
+        if isinstance(spec, MultiRLModuleSpec) and self.learner_only_module_specs():
+            return cast(dict[Any, RLModuleSpec], spec.rl_module_specs)[DEFAULT_POLICY_ID]
+        return spec
+
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The spec of this algorithm's default module: with torch, RLlib's default torch
         module class (`DefaultPPOTorchRLModule`, ...), as RLlib's; with numpy an `RLModuleSpec`
@@ -213,7 +238,7 @@ class RLModuleSection(ConfigBase):
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
         `observation_space`/`action_space`; `model_config` is this config's."""
-        current: RLModuleSpec | MultiRLModuleSpec | None = self.rl_module_spec
+        current: RLModuleSpec | MultiRLModuleSpec | None = self._runner_module_spec()
         if isinstance(current, MultiRLModuleSpec):
             raise ValueError(
                 f"{type(self).__name__}.get_rl_module_spec(): rl_module(rl_module_spec=...) "

@@ -121,6 +121,7 @@ class PPOConfig(AlgorithmConfig):
         },
     }
     _MULTI_AGENT_TRAINING = True
+    _LEARNER_ONLY_MODULES = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-5,
         "shuffle_batch_per_epoch": True,
@@ -255,9 +256,24 @@ class PPO(Algorithm):
             module = self.config.build_module(spaces, seed=self.config.seed)
             if self.config["num_gpus_per_learner"]:  # validate() found CUDA
                 module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-            self.learner = learner_class(self.config, module)
+            learner = learner_class(self.config, module)
+            if self.config.learner_only_module_specs():
+                from trainer.torch_rl.self_supervised import build_learner_only_learners
+
+                learner.add_learner_only_learners(
+                    build_learner_only_learners(self.config, module.rl_module, self.config.seed)
+                )
+            self.learner = learner
         else:
             self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
+
+    def _learner_modules(self) -> Any:
+        """What the learner pieces get as `rl_module`: the learner's module, or, beside
+        learner-only modules, every module by id (RLlib's MultiRLModule)."""
+        learners = getattr(self.learner, "learner_only_learners", None)
+        if learners:
+            return next(iter(learners.values())).module
+        return self.learner.module
 
     def training_step(self) -> None:
         metrics = self.metrics
@@ -274,7 +290,7 @@ class PPO(Algorithm):
         if self.learner_connector is not None:
             with metrics.log_time((TIMERS, "learner_connector_timer")):
                 run_learner_pieces(
-                    self.learner_connector, self.learner.module, episodes, self.metrics
+                    self.learner_connector, self._learner_modules(), episodes, self.metrics
                 )
         # 2. Update the policy and value function (of each trained module).
         with metrics.log_time((TIMERS, "learner_update_timer")):
@@ -288,6 +304,11 @@ class PPO(Algorithm):
                 )
         else:
             metrics.log_dict(learner_results, key=(LEARNER_RESULTS, "default_policy"), window=1)
+            # Learner-only modules (`trainer.torch_rl.self_supervised`): under their ids.
+            for module_id, module_results in getattr(
+                self.learner, "learner_only_results", {}
+            ).items():
+                metrics.log_dict(module_results, key=(LEARNER_RESULTS, module_id), window=1)
         metrics.log_value(
             (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
             env_steps,

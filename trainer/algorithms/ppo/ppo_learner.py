@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.compat.rllib_utils import Columns
 from trainer.core.blas import AdaptiveBlasThreads
 from trainer.core.learner import NumpyLearner, UpdateResults, variance
 from trainer.core.models import SpaceInfo
@@ -36,6 +37,8 @@ def build_train_batch(
     cfg: PPOConfig,
     prepare_observations: Callable[[np.ndarray], np.ndarray],
     compute_values: Callable[[np.ndarray], np.ndarray],
+    *,
+    next_observations: bool = False,
 ) -> dict[str, np.ndarray]:
     """PPO's train batch (both frameworks' learners): concatenates the episode chunks and
     computes GAE advantages and value targets (Schulman et al. 2016). A chunk that ends without
@@ -44,7 +47,9 @@ def build_train_batch(
 
     `prepare_observations` turns the concatenated observations into the module's input (the
     batch's "obs"); `compute_values` gives the value of each of those rows (as a float array,
-    without gradients); it is not called when `use_critic` is off.
+    without gradients); it is not called when `use_critic` is off. With `next_observations`
+    the batch also holds each step's next observation (`Columns.NEXT_OBS`, RLlib's
+    `AddNextObservationsFromEpisodesToTrainBatch`), which learner-only modules train on.
     """
     episodes = [ep for ep in episodes if len(ep) > 0]
     # Values of every observation, each chunk's final one included, in one forward pass.
@@ -54,6 +59,7 @@ def build_train_batch(
         compute_values(all_obs) if cfg.use_critic else np.zeros(tree_len(all_obs), dtype=np.float32)
     )
     obs_chunks: list[Any] = []
+    next_obs_chunks: list[Any] = []
     value_chunks: list[np.ndarray] = []
     next_value_chunks: list[np.ndarray] = []
     reward_chunks: list[np.ndarray] = []
@@ -65,6 +71,8 @@ def build_train_batch(
         if ep.is_terminated:
             v[-1] = 0.0  # no value after a terminal state
         obs_chunks.append(tree_rows(all_obs, slice(offset, offset + n)))
+        if next_observations:
+            next_obs_chunks.append(tree_rows(all_obs, slice(offset + 1, offset + n + 1)))
         value_chunks.append(v[:-1])
         next_value_chunks.append(v[1:])
         reward_chunks.append(np.asarray(ep.get_rewards(), dtype=np.float32))
@@ -90,7 +98,7 @@ def build_train_batch(
         advantages_list[t] = running
     advantages = np.asarray(advantages_list, dtype=deltas.dtype)
     value_targets = advantages + values
-    return {
+    batch = {
         "obs": tree_concat(obs_chunks),
         "actions": np.concatenate([ep.get_actions() for ep in episodes]),
         "action_logp": np.concatenate(
@@ -102,6 +110,9 @@ def build_train_batch(
         "advantages": advantages.astype(np.float32),
         "value_targets": value_targets.astype(np.float32),
     }
+    if next_observations:
+        batch[Columns.NEXT_OBS] = tree_concat(next_obs_chunks)
+    return batch
 
 
 def standardize_advantages(batch: dict[str, np.ndarray]) -> None:

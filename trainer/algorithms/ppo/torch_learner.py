@@ -154,7 +154,13 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         "action_mask" column and leaves the plain observations in "obs") are the train
         batch's columns."""
         self._valued_batch = None
-        batch = build_train_batch(episodes, self.config, self.spaces.preprocess, self._values)
+        batch = build_train_batch(
+            episodes,
+            self.config,
+            self.spaces.preprocess,
+            self._values,
+            next_observations=bool(self.learner_only_learners),
+        )
         valued, self._valued_batch = self._valued_batch, None
         if valued is not None:
             rows = _train_rows([len(ep) for ep in episodes if len(ep) > 0])
@@ -194,6 +200,17 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         batch[Columns.SEQ_LENS] = seq_lens
         batch[Columns.LOSS_MASK] = loss_mask(seq_lens, self.max_seq_len)
         return batch
+
+    def add_learner_only_learners(self, learners: dict[str, Any]) -> None:
+        """As `TorchLearner`'s; a recurrent module's sequences are refused (learner-only
+        modules train on PPO's flat minibatches here)."""
+        if learners and self.stateful:
+            raise ValueError(
+                f"PPOTorchLearner: learner-only modules {sorted(learners)} beside a recurrent "
+                f"module ({type(self.rl_module).__name__}): they train on the flat minibatches "
+                "of a module without state here"
+            )
+        super().add_learner_only_learners(learners)
 
     def _zero_action(self) -> np.ndarray:
         space = cast(Any, self.rl_module).action_space
@@ -364,7 +381,11 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         vf_explained_var, entropy, mean_kl_loss, gradients_default_optimizer_global_norm),
         curr_kl_coeff after its adaptation, curr_lr and num_env_steps_trained.
         `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
-        if self.numpy_update is not None and self.numpy_update.usable():
+        if (
+            self.numpy_update is not None
+            and not self.learner_only_learners  # (they step in torch, on each minibatch)
+            and self.numpy_update.usable()
+        ):
             return self.numpy_update.update(episodes, num_env_steps_sampled_lifetime)
         self.sync_torch_optimizer()
         with self.update_threads():

@@ -68,8 +68,8 @@ from trainer.core.nn import Categorical
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical, TorchSquashedGaussian
 from trainer.torch_rl.networks import (  # (the activations and gains of TorchMLP's layers)
-    _ACTIVATIONS,
     _RELU_LIKE,
+    TORCH_ACTIVATIONS,
     LayerInit,
     MLPEncoder,
     MLPHead,
@@ -104,7 +104,7 @@ STREAMS = ("actions", "obs")
 def _activation_layer(name: str) -> nn.Module:
     """The torch activation layer RLlib's activation `name` selects (`TorchMLP`'s;
     nn.Identity for "linear")."""
-    layer = _ACTIVATIONS[name]
+    layer = TORCH_ACTIVATIONS[name]
     return layer() if layer is not None else nn.Identity()
 
 
