@@ -152,9 +152,10 @@ def framework_case(
 
 
 def ppo_shapes(width: int) -> list[tuple[int, int]]:
-    """The (n_in, n_out) of each layer of CartPole's PPO module with two tanh layers of
-    `width`: the policy network and the value network."""
-    return [(4, width), (width, width), (width, 2), (4, width), (width, width), (width, 1)]
+    """The (n_in, n_out) of each layer of CartPole's default PPO module with two tanh layers
+    of `width`: the encoder both heads share (RLlib's `vf_share_layers`), the policy head and
+    the value head."""
+    return [(4, width), (width, width), (width, 2), (width, 1)]
 
 
 def frameworks_side_by_side(repeats: int, epochs: int | None, sizes: list[int]) -> None:
