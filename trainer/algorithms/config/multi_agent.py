@@ -350,13 +350,16 @@ class MultiAgentSection(ConfigBase):
         self._refuse_multi_agent_training(name)
 
 
-def _learner_only_algorithms() -> str:
-    """The registered algorithms that train learner-only modules, as "A and B"."""
-    names = [entry.name for entry in entries() if entry.config_cls._LEARNER_ONLY_MODULES]
+def _algorithms_whose_config(flag: str) -> str:
+    """The registered algorithms whose config class sets `flag` (`_MULTI_AGENT_TRAINING`,
+    `_LEARNER_ONLY_MODULES`), as "A, B and C"."""
+    names = [entry.name for entry in entries() if getattr(entry.config_cls, flag)]
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _learner_only_algorithms() -> str:
+    return _algorithms_whose_config("_LEARNER_ONLY_MODULES")
 
 
 def _multi_agent_algorithms() -> str:
-    """The registered algorithms whose configs train multi-agent configs, as "A and B"."""
-    names = [entry.name for entry in entries() if entry.config_cls._MULTI_AGENT_TRAINING]
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return _algorithms_whose_config("_MULTI_AGENT_TRAINING")
