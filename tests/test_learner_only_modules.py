@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trainer import DQNConfig, PPOConfig  # noqa: E402
+from trainer.algorithms.algorithm import Algorithm  # noqa: E402
 from trainer.algorithms.dqn.torch_learner import DQNTorchLearner  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
 from trainer.connectors import FlattenObservations  # noqa: E402
@@ -239,7 +240,7 @@ def _curiosity_config(**learner_config):
     )
 
 
-def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards():
+def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards(tmp_path):
     algo = _curiosity_config(intrinsic_reward_coeff=0.05, forward_loss_weight=0.2).build()
     try:
         result = algo.train()
@@ -250,8 +251,20 @@ def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards():
         # The policy's learner pieces hold the intrinsic rewards' piece.
         pieces = [type(piece).__name__ for piece in algo.learner._learner_connector.connectors]
         assert pieces == ["IntrinsicCuriosityModelConnector"]
+        algo.save_to_path(tmp_path / "checkpoint")
+        saved = algo.learner.learner_only_learners[ICM_MODULE_ID].get_state()["module"]
     finally:
         algo.stop()
+    # A checkpoint rebuilds the whole algorithm: the learner class and the curiosity model.
+    restored = Algorithm.from_checkpoint(tmp_path / "checkpoint")
+    try:
+        assert type(restored.learner) is PPOTorchLearnerWithCuriosity
+        state = restored.learner.learner_only_learners[ICM_MODULE_ID].get_state()["module"]
+        for key, value in saved.items():
+            np.testing.assert_array_equal(state[key], value)
+        assert ICM_MODULE_ID in restored.train()["learners"]
+    finally:
+        restored.stop()
 
 
 def test_the_curiosity_learner_names_the_settings_it_needs():
