@@ -203,17 +203,13 @@ def test_box_actions_are_mapped_onto_the_bounds_for_the_env(tmp_path):
 
 
 def test_damaged_or_misplaced_pipeline_directories_are_refused(tmp_path):
-    algo = (
+    config = (
         PPOConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=0, env_to_module_connector=lambda env: MeanStdFilter())
         .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-        .build()
     )
-    try:
-        path = algo.save_to_path(tmp_path / "checkpoint")
-    finally:
-        algo.stop()
+    path = trained_checkpoint(config, tmp_path)
     with pytest.raises(CheckpointError, match="not what EnvToModulePipeline restores"):
         EnvToModulePipeline.from_checkpoint(os.path.join(path, MODULE_TO_ENV))
     with pytest.raises(CheckpointError, match="no such directory"):
@@ -229,17 +225,13 @@ def test_damaged_or_misplaced_pipeline_directories_are_refused(tmp_path):
 
 
 def test_a_multi_agent_checkpoint_has_no_single_agent_pipelines(tmp_path):
-    algo = (
+    config = (
         PPOConfig()
         .environment(MultiAgentCartPole, env_config={"num_agents": 2})
         .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
         .env_runners(num_env_runners=0)
         .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
-        .build()
     )
-    try:
-        path = algo.save_to_path(tmp_path / "checkpoint")
-    finally:
-        algo.stop()
+    path = trained_checkpoint(config, tmp_path)
     with pytest.raises(CheckpointError, match="multi-agent checkpoints have none"):
         EnvToModulePipeline.from_checkpoint(os.path.join(path, ENV_TO_MODULE))

@@ -484,9 +484,9 @@ class ColumnRecorder:
         events in sub-env order (which see what the pipeline wrote, as RLlib's). The module's
         next input is what the pipeline left (`_to_module`)."""
         runner = self.runner
-        fire_with = runner._callbacks.fire_with
         stepping: list[int] = []
         stepped: list[SingleAgentEpisode] = []
+        started: list[int] = []
         for i in range(len(self.records)):
             if i in self.idle:
                 continue
@@ -497,6 +497,7 @@ class ColumnRecorder:
             if i in self.resetting:
                 episode.add_env_reset(rows.observations[i], rows.infos[i])
                 runner._to_module([episode], [i])
+                started.append(i)
                 continue
             rows.append_to(episode, i)
             stepping.append(i)
@@ -504,14 +505,7 @@ class ColumnRecorder:
         if stepping:
             runner._to_module(stepped, stepping)
         self.policy_obs = runner._module_obs
-        for i, record in enumerate(self.records):
-            if i in self.idle:
-                continue
-            if i in self.resetting:
-                if self.fires_start:
-                    fire_with("on_episode_start", record.event_kwargs)
-            elif self.fires_step:
-                fire_with("on_episode_step", record.event_kwargs)
+        self._fire_start_and_step_events(started)
 
     def _start_episodes(self, row: int) -> None:
         """The sub-envs resetting in this step start their next episode at `row`."""
@@ -532,7 +526,6 @@ class ColumnRecorder:
         observation); the start and step events fire."""
         if not self.resetting and not self.fires_step:
             return
-        fire_with = self.runner._callbacks.fire_with
         observations = unbatch(self.policy_obs, self.num_envs)
         started = []
         for i in self.resetting:  # (re-created sub-envs' episodes first, as the loop does)
@@ -542,14 +535,19 @@ class ColumnRecorder:
             if episode is not None:
                 episode.add_env_reset(observations[i], self.columns.sub_env_infos(row, i))
                 started.append(i)
-        # Then the events, in sub-env order, as the per-step loop fires them.
+        self._fire_start_and_step_events(started)
+
+    def _fire_start_and_step_events(self, started: list[int]) -> None:
+        """The step's events after the pipeline's pass, in sub-env order as the per-step loop
+        (and RLlib's EnvRunner) fires them: `on_episode_start` for the episodes `started` in
+        this step, `on_episode_step` for those under way."""
+        fire_with = self.runner._callbacks.fire_with
         for i in range(self.num_envs) if self.fires_step else started:
-            record = self.records[i]
             if i in self.resetting:
                 if self.fires_start and i in started:
-                    fire_with("on_episode_start", record.event_kwargs)
+                    fire_with("on_episode_start", self.records[i].event_kwargs)
             elif i not in self.idle:
-                fire_with("on_episode_step", record.event_kwargs)
+                fire_with("on_episode_step", self.records[i].event_kwargs)
 
     def _end_episodes(
         self,

@@ -85,6 +85,8 @@ class MultiAgentSection(ConfigBase):
 
         def rl_module(self, *args: Any, **kwargs: Any) -> Self: ...
 
+        def learner_only_module_specs(self) -> dict[Any, RLModuleSpec]: ...
+
     policies: dict[str, PolicySpec]
     policy_mapping_fn: Callable[..., Any]
     policies_to_train: Collection[str] | Callable[..., bool] | None
@@ -281,16 +283,16 @@ class MultiAgentSection(ConfigBase):
         """Whether the config's MultiRLModuleSpec is "default_policy" and learner-only
         modules (RLlib's `RLModuleSpec(learner_only=True)`) that this algorithm trains; raises
         ConfigError for learner-only modules it cannot train."""
+        learner_only = self.learner_only_module_specs()
         spec = self.__dict__.get("rl_module_spec")
-        if not isinstance(spec, MultiRLModuleSpec):
+        if not learner_only or not isinstance(spec, MultiRLModuleSpec):
             return False
-        specs = cast(dict[Any, Any], spec.rl_module_specs)
-        extra = {module_id for module_id in specs if module_id != DEFAULT_POLICY_ID}
-        if DEFAULT_POLICY_ID not in specs or not extra:
-            return False
-        if not all(specs[module_id].learner_only for module_id in extra):
-            return False
-        shown = sorted(map(str, extra))
+        module_ids = set(cast(dict[Any, Any], spec.rl_module_specs))
+        if DEFAULT_POLICY_ID not in module_ids or module_ids - {DEFAULT_POLICY_ID} != set(
+            learner_only
+        ):
+            return False  # (modules the EnvRunners would run too: a multi-agent config's)
+        shown = sorted(map(str, learner_only))
         if not self._LEARNER_ONLY_MODULES:
             algorithm = self.algo_class.__name__ if self.algo_class else "this algorithm"
             raise ConfigError(
@@ -298,8 +300,8 @@ class MultiAgentSection(ConfigBase):
                 f"{algorithm} does not train learner-only modules here (they train with "
                 f"{_learner_only_algorithms()})",
             )
-        for module_id in sorted(extra, key=str):
-            module_class = specs[module_id].module_class
+        for module_id in sorted(learner_only, key=str):
+            module_class = learner_only[module_id].module_class
             if not (
                 isinstance(module_class, type)
                 and is_torch_module_class(module_class)
