@@ -544,12 +544,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and not args.no_write:
         fresh = {(run.example, run.ci_name): run for run in runs}
         runs = [fresh.get((run.example, run.ci_name), run) for run in page_runs(root, extra_root)]
+        rows_of = f"rows of {', '.join(f'`{p}`' for p in args.only)} re-run: "
         merged = (
-            f"rows of {', '.join(f'`{p}`' for p in args.only)} re-run: {started}, commit "
-            f"{commit}, load average {load:.1f} at the start, time limit {args.timeout:.0f} s, "
-            f"{args.jobs} at a time; the other rows are from the runs above"
+            f"{rows_of}{started}, commit {commit}, load average {load:.1f} at the start, time "
+            f"limit {args.timeout:.0f} s, {args.jobs} at a time; the other rows are from the "
+            "runs above"
         )
-        write_page(runs, page_header(), started, merged=merged)
+        # An earlier merge of the same rows is replaced by this one.
+        header = [line for line in page_header() if not line.startswith(f"- {rows_of}")]
+        write_page(runs, header, started, merged=merged)
         print(f"merged into {PAGE.relative_to(REPO)} and the README's count")
     elif args.only is not None:
         print(

@@ -183,6 +183,7 @@ def test_outside_its_folder_only_the_registry_line_names_vpg():
     assert sorted(p.name for p in FOLDER.glob("*.py")) == [
         "__init__.py",
         "differences.py",
+        "shared_optimizer_learner.py",
         "torch_learner.py",
         "torch_module.py",
         "vpg.py",

@@ -70,7 +70,12 @@ from trainer.connectors.checkpoint import (
     verify_connector_checkpoints,
     write_connector_checkpoints,
 )
-from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule, StateConversionError
+from trainer.core.models import (
+    DEFAULT_MODULE_ID,
+    FlatParameterModule,
+    SpaceInfo,
+    StateConversionError,
+)
 from trainer.core.module_checkpoint import (
     MULTI_RL_MODULE_KIND,
     RL_MODULE_KIND,
@@ -142,10 +147,16 @@ def describe_learner_modules(module: Any) -> tuple[dict, dict[str, list[int]]]:
         return describe_spaces(module.spaces), parameter_shapes(module)
     spaces, shapes = {}, {}
     for module_id, sub in module.items():
-        spaces[str(module_id)] = describe_spaces(sub.spaces)
-        shapes.update(
-            {f"{module_id}/{name}": shape for name, shape in parameter_shapes(sub).items()}
-        )
+        if hasattr(sub, "spaces"):
+            spaces[str(module_id)] = describe_spaces(sub.spaces)
+            sub_shapes = parameter_shapes(sub)
+        else:  # a TorchRLModule of a learner that trains a whole MultiRLModule
+            sub_spaces = SpaceInfo.from_spaces(
+                sub.observation_space, sub.action_space, nested_obs=True
+            )
+            spaces[str(module_id)] = describe_spaces(sub_spaces)
+            sub_shapes = {name: list(param.shape) for name, param in sub.named_parameters()}
+        shapes.update({f"{module_id}/{name}": shape for name, shape in sub_shapes.items()})
     return spaces, shapes
 
 
@@ -181,12 +192,45 @@ MODULE_CHECKPOINTS_KEY = "module_checkpoints"
 MULTI_DIGEST_KEY = "multi_rl_module_metadata_sha256"
 
 
+def _trains_modules_jointly(algorithm: Any) -> bool:
+    """Whether the algorithm's one learner trains a whole MultiRLModule (its state's "module"
+    is every module's weights by "<module_id>.<key>"), not one learner per module."""
+    return bool(getattr(algorithm.learner, "is_multi_module", False))
+
+
 def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
     """{module_id: weights} of the learner's modules in a learner state (single-agent: the one
     module under "default_policy")."""
+    if _trains_modules_jointly(algorithm):
+        joint = learner_state["module"]
+        return {
+            module_id: {
+                key[len(str(module_id)) + 1 :]: value
+                for key, value in joint.items()
+                if key.startswith(f"{module_id}.")
+            }
+            for module_id in algorithm.learner.module.keys()
+        }
     if algorithm.config.is_multi_agent:
         return {module_id: sub["module"] for module_id, sub in learner_state.items()}
     return {DEFAULT_MODULE_ID: learner_state["module"]}
+
+
+def _with_module_weights(algorithm: Any, learner_state: dict, weights: dict) -> None:
+    """Puts the module checkpoints' `weights` ({module_id: weights}) back into a learner state
+    read without them (see `learner_module_weights`)."""
+    if _trains_modules_jointly(algorithm):
+        learner_state["module"] = {
+            f"{module_id}.{key}": value
+            for module_id, module_weights in weights.items()
+            if isinstance(module_weights, dict)
+            for key, value in module_weights.items()
+        }
+        return
+    for module_id, module_weights in weights.items():
+        target = learner_state.get(module_id) if algorithm.config.is_multi_agent else learner_state
+        if isinstance(target, dict):
+            target["module"] = module_weights
 
 
 def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
@@ -202,7 +246,7 @@ def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
 
 def _without_module_weights(algorithm: Any, learner_state: dict) -> dict:
     """The learner state less the modules' weights (those are in the module checkpoints)."""
-    if algorithm.config.is_multi_agent:
+    if algorithm.config.is_multi_agent and not _trains_modules_jointly(algorithm):
         return {
             module_id: {key: value for key, value in sub.items() if key != "module"}
             for module_id, sub in learner_state.items()
@@ -391,14 +435,7 @@ def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
     if weights is None and checkpoint.metadata.get(MODULE_CHECKPOINTS_KEY) is not None:
         weights = _read_module_weights(checkpoint, checkpoint.metadata[MODULE_CHECKPOINTS_KEY])
     if weights is not None and isinstance(state["learner"], dict):  # else the learner's check
-        for module_id, module_weights in weights.items():
-            target = (
-                state["learner"].get(module_id)
-                if algorithm.config.is_multi_agent
-                else state["learner"]
-            )
-            if isinstance(target, dict):
-                target["module"] = module_weights
+        _with_module_weights(algorithm, state["learner"], weights)
     return state
 
 

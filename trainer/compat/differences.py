@@ -893,7 +893,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "TorchLearner.configure_optimizers_for_module / register_optimizer",
         "optimizers are registered as in RLlib, for the learner's one module: "
         "self.module[module_id] is self.rl_module, module_id is the learner's own or "
-        "ALL_MODULES; a parameter belongs to one optimizer (checked at registration); no "
+        "ALL_MODULES (a multi-agent run has one learner per module, or, for an algorithm "
+        "that trains the whole MultiRLModule, one over all of it whose optimizers may span "
+        "modules, as RLlib's: tests/test_joint_modules.py); a parameter belongs to one "
+        "optimizer (checked at registration); no "
         "grad scaler, torch.compile or DDP; state saved by optimizer name, then parameter "
         "name (tests/test_torch_learner_optimizers.py::test_two_optimizer_state_resumes_"
         "exactly_through_msgpack)",

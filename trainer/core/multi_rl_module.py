@@ -57,6 +57,20 @@ def _subcomponents(module_id: str, components: Any) -> set[str] | None:
     return below or None
 
 
+#: The forward passes a `MultiRLModule` subclass overrides to run its modules together.
+_CONTAINER_FORWARDS = ("_forward", "_forward_inference", "_forward_exploration", "_forward_train")
+
+
+def runs_modules_together(module_class: type) -> bool:
+    """Whether `module_class` (a MultiRLModule class) overrides the container's forward passes,
+    as RLlib's shared-encoder example does: its modules then act and train through the
+    container's forward (`{module_id: batch} -> {module_id: output}`), not each on its own."""
+    return any(
+        getattr(module_class, name, None) is not getattr(MultiRLModule, name)
+        for name in _CONTAINER_FORWARDS
+    )
+
+
 class MultiRLModule(RLModule):
     """A container of modules keyed by module id (RLlib's `MultiRLModule`).
 

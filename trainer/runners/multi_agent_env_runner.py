@@ -11,7 +11,9 @@ One step of the runner, over all its sub-envs:
     per module          numpy modules through their exploration (logits / Q-values), a user's
                         RLModule through `forward_exploration` / `forward_inference`; a
                         recurrent module's rows start from each agent's last recorded
-                        `Columns.STATE_OUT` (its initial state at the agent's first step)
+                        `Columns.STATE_OUT` (its initial state at the agent's first step);
+                        a MultiRLModule class that runs its modules together (a shared
+                        encoder) makes one pass of the container over every acting module
     env.step            each sub-env with the actions of its acting agents
     episodes            an episode's plain steps go into its `AgentColumns` (a list per
                         agent and field), which become (a new episode's) or extend (one
@@ -44,6 +46,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
 from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
+from trainer.core.multi_rl_module import runs_modules_together
 from trainer.core.nn import Categorical, act_small_rows
 from trainer.core.obs_tree import tree_rows
 from trainer.core.recurrent import step_inputs
@@ -55,7 +58,7 @@ from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
-from trainer.errors import EnvDataError, StepFailedRecreateEnvError
+from trainer.errors import ConfigError, EnvDataError, StepFailedRecreateEnvError
 from trainer.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -186,6 +189,17 @@ class _ModuleActions:
         )
         to_env = split_rows if module.spaces.action_layout is not None else _env_rows
         return _rows(actions), to_env(env_actions), logp.tolist()
+
+    def preprocessed(self, obs_rows: list[Any]) -> Any:
+        """A torch or default module's batch of observation rows, preprocessed."""
+        return self.module.spaces.preprocess(_stack(obs_rows))
+
+    def act_on(
+        self, dist_inputs: np.ndarray, explore: bool, timestep: int
+    ) -> tuple[list[Any], list[Any], list[float], Any]:
+        """`__call__`'s results for distribution inputs computed elsewhere (the container's
+        forward of a MultiRLModule that runs its modules together)."""
+        return (*self._drawn(dist_inputs, explore, timestep), dist_inputs)
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -322,6 +336,12 @@ class MultiAgentEnvRunner(RunnerSetup):
             module_id: self._module_actions(module_id, module)
             for module_id, module in self.module.items()
         }
+        #: Whether the MultiRLModule's class runs its modules together (RLlib's shared
+        #: encoder): each step's forward pass is then the container's, over every acting
+        #: module at once (`_joint_dist_inputs`).
+        self._joint_forward = runs_modules_together(type(self.module))
+        if self._joint_forward:
+            self._check_joint_modules()
         self._episodes: list[MultiAgentEpisode | None] = [None] * self.num_envs
         #: Per sub-env, its new episode's steps by agent and column, not yet in the episode
         #: object (see `trainer.runners.multi_agent_columns`), or None.
@@ -485,6 +505,38 @@ class MultiAgentEnvRunner(RunnerSetup):
             for module_id, sub in module.items()
         }
         return module
+
+    def _check_joint_modules(self) -> None:
+        """A container that runs its modules together acts through torch modules without
+        recurrent state (raises ConfigError, naming the others)."""
+        others = [
+            f"{module_id!r} ({type(getattr(actor.module, 'rl_module', actor.module)).__name__})"
+            for module_id, actor in self._actors.items()
+            if not actor.torch_view or actor.stateful
+        ]
+        if others:
+            raise ConfigError(
+                f"{type(self.module).__name__} runs its modules together (it overrides the "
+                "MultiRLModule's forward): the EnvRunners act through it with TorchRLModules "
+                f"without recurrent state; modules {', '.join(others)} are not"
+            )
+
+    def _joint_dist_inputs(
+        self, rows: dict[Any, list[tuple[int, Any]]], explore: bool
+    ) -> dict[Any, np.ndarray]:
+        """The distribution inputs of every module in `rows` from one forward pass of the
+        container (see `_joint_forward`)."""
+        from trainer.torch_rl.runner_view import joint_dist_inputs
+
+        last_obs = self._last_obs
+        obs = {
+            module_id: self._actors[module_id].preprocessed(
+                [last_obs[index][agent_id] for index, agent_id in where]
+            )
+            for module_id, where in rows.items()
+        }
+        views = {module_id: self._actors[module_id].module for module_id in rows}
+        return joint_dist_inputs(self.module, views, obs, explore)
 
     def _module_actions(self, module_id: Any, module: Any) -> _ModuleActions:
         """How module `module_id` acts; a `TorchRLModule` through a `TorchModuleView` (numpy
@@ -776,13 +828,18 @@ class MultiAgentEnvRunner(RunnerSetup):
                     rows[module_id].append((index, agent_id))
             last_obs = self._last_obs
             others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
+            joint = self._joint_dist_inputs(rows, explore) if self._joint_forward else None
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
                 actor = self._actors[module_id]
                 logp: list[float] | None
                 state_rows = None
                 try:
-                    if actor.stateful:
+                    if joint is not None:
+                        acted, for_env, logp, module_dist_inputs = actor.act_on(
+                            joint[module_id], explore, self.global_timestep
+                        )
+                    elif actor.stateful:
                         agent_episodes = [
                             self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
                             for index, agent_id in where

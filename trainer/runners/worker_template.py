@@ -270,11 +270,21 @@ def main(argv: list[str]) -> None:
         if count != 1:
             raise RuntimeError(f"it runs {count} threads after its imports: forking it is not safe")
     except Exception as error:  # noqa: BLE001 - reported: the main process spawns workers
-        sock.send(json.dumps({"error": f"{type(error).__name__}: {error}"}).encode())
+        _tell_parent(sock, {"error": f"{type(error).__name__}: {error}"})
         return
     set_process_name(TEMPLATE_NAME)
-    sock.send(json.dumps({"ready": True, "preloaded": preloaded}).encode())
-    _serve(sock, parent_pid, worker_name, json.loads(threads))
+    if _tell_parent(sock, {"ready": True, "preloaded": preloaded}):
+        _serve(sock, parent_pid, worker_name, json.loads(threads))
+
+
+def _tell_parent(sock: socket.socket, message: dict) -> bool:
+    """Sends `message`; False when the main process has gone already (it stopped, e.g. on a
+    config error, while the template imported): the template then ends without a trace."""
+    try:
+        sock.send(json.dumps(message).encode())
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
 
 
 if __name__ == "__main__":

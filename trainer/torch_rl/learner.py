@@ -29,10 +29,11 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
+from torch import nn
 
 from trainer.core.blas import user_sized_pools
 from trainer.core.learner import (
@@ -45,9 +46,11 @@ from trainer.core.learner import (
     adam_settings,
 )
 from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.core.multi_rl_module import MultiRLModule
 from trainer.core.nn import check_finite_update
 from trainer.metrics import ALL_MODULES
 from trainer.metrics.metrics_logger import MetricsLogger
+from trainer.torch_rl.module_group import TorchModuleGroup
 from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.util.imports import collector_paused
 from trainer.util.state_checks import (
@@ -192,6 +195,16 @@ def _train_tensor(value: Any, device: torch.device) -> Any:
     return value
 
 
+def _registers_only(returned: Any, hook: str, learner: Any) -> None:
+    """A user's optimizer hook returns None (RLlib's old hook returned optimizers)."""
+    if returned is not None:
+        raise TypeError(
+            f"{type(learner).__name__}.{hook} returned {type(returned).__name__}: it registers "
+            "its optimizers with self.register_optimizer(module_id=..., optimizer_name=..., "
+            "optimizer=..., params=..., lr_or_lr_schedule=...) and returns None (RLlib's API)"
+        )
+
+
 class RegisteredOptimizer:
     """One optimizer of `TorchLearner.register_optimizer`: its name, the module it belongs to,
     the parameters it steps (by name), the rate RLlib keeps it on (`lr_or_lr_schedule`; None:
@@ -306,12 +319,21 @@ class TorchLearner(Learner):
         TorchRLModule, as `TorchModuleView`): `self.module` is what was given (the Algorithm
         reads weights through it), `self.rl_module` the torch module trained; `module_id`: its
         id (what `compute_loss_for_module` and `configure_optimizers_for_module` are called
-        with)."""
-        rl_module = getattr(module, "rl_module", module)
-        if not isinstance(rl_module, TorchRLModule):
+        with). A `MultiRLModule` of TorchRLModules is trained whole (`is_multi_module`):
+        `self.module` is the container (`self.module[module_id]`), `self.rl_module` its
+        `TorchModuleGroup`, and the losses are those of the modules in each batch
+        (`{module_id: columns}`)."""
+        #: Whether this learner trains a whole MultiRLModule (RLlib's learner over all modules).
+        self.is_multi_module = isinstance(module, MultiRLModule)
+        rl_module = (
+            TorchModuleGroup(module)
+            if self.is_multi_module
+            else getattr(module, "rl_module", module)
+        )
+        if not isinstance(rl_module, (TorchRLModule, TorchModuleGroup)):
             raise TypeError(
                 f"{type(self).__name__}: module must be a TorchRLModule (or a view of one), "
-                f"got {type(rl_module).__name__}"
+                f"or a MultiRLModule of them, got {type(rl_module).__name__}"
             )
         if rl_module.inference_only:
             raise ValueError(
@@ -320,8 +342,10 @@ class TorchLearner(Learner):
             )
         self.config = config
         self.module = module
-        self.rl_module: TorchRLModule = rl_module
-        self.module_id = module_id
+        # (A whole MultiRLModule's TorchModuleGroup has what the learner calls of a module:
+        # parameters, state, forward_train.)
+        self.rl_module: TorchRLModule = cast(TorchRLModule, rl_module)
+        self.module_id = ALL_MODULES if self.is_multi_module else module_id
         #: The trainable parameters by name (`named_parameters()` order).
         self.named_params: dict[str, torch.nn.Parameter] = {
             name: param for name, param in rl_module.named_parameters() if param.requires_grad
@@ -346,17 +370,8 @@ class TorchLearner(Learner):
         #: RLlib's learner pipeline (`learner._learner_connector`): the config's learner
         #: pieces, which the algorithm runs over the episodes (None without any).
         self._learner_connector: Any = None
-        # A user's override may return something (RLlib's old hook returned optimizers).
-        returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
-            module_id=module_id, config=config
-        )
-        if returned is not None:
-            raise TypeError(
-                f"{type(self).__name__}.configure_optimizers_for_module returned "
-                f"{type(returned).__name__}: it registers its optimizers with "
-                "self.register_optimizer(module_id=..., optimizer_name=..., optimizer=..., "
-                "params=..., lr_or_lr_schedule=...) and returns None (RLlib's API)"
-            )
+        returned = self.configure_optimizers()  # type: ignore[func-returns-value]
+        _registers_only(returned, "configure_optimizers", self)
         if not self._optimizers:
             raise ValueError(
                 f"{type(self).__name__}.configure_optimizers_for_module registered no "
@@ -365,6 +380,41 @@ class TorchLearner(Learner):
         self._build_lr_schedulers(getattr(config, "_torch_lr_scheduler_classes", None))
 
     # -- optimizers (RLlib's Learner API) -------------------------------------------------------
+    def configure_optimizers(self) -> None:
+        """Registers every optimizer (RLlib's hook): by default
+        `configure_optimizers_for_module` for the module, or for each module of a whole
+        MultiRLModule (with the module's own config). Override to register optimizers that
+        span modules (one over a shared encoder and its policies)."""
+        if not self.is_multi_module:
+            returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
+                module_id=self.module_id, config=self.config
+            )
+            _registers_only(returned, "configure_optimizers_for_module", self)
+            return
+        for module_id, module in self.module.items():
+            if self.rl_module_is_compatible(module):
+                returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
+                    module_id=module_id, config=self.config_for_module(module_id)
+                )
+                _registers_only(returned, "configure_optimizers_for_module", self)
+
+    def rl_module_is_compatible(self, module: Any) -> bool:
+        """Whether this learner trains `module` (RLlib's check): a torch module."""
+        return isinstance(module, nn.Module)
+
+    def config_for_module(self, module_id: str) -> LearnerConfig:
+        """The config of `module_id` (its `multi_agent(algorithm_config_overrides_per_module=)`
+        applied, where the config has them)."""
+        for_module = getattr(self.config, "get_config_for_module", None)
+        return for_module(module_id) if callable(for_module) else self.config
+
+    def _torch_module(self, module_id: str) -> Any:
+        """The torch module of `module_id`: the one this learner trains, or of a whole
+        MultiRLModule, that module."""
+        if not self.is_multi_module or module_id == ALL_MODULES:
+            return self.rl_module
+        return self.module[module_id]
+
     def configure_optimizers_for_module(
         self, module_id: str, config: LearnerConfig | None = None
     ) -> None:
@@ -375,7 +425,7 @@ class TorchLearner(Learner):
         first use (`get_optimizer()`, `self.optimizer`, the first step, a state to restore):
         see `RegisteredOptimizer`."""
         config = config or self.config
-        params = self.get_parameters(self.rl_module)
+        params = self.get_parameters(self._torch_module(module_id))
         settings = {**adam_kernel(params), **adam_settings(config.optimizer)}
         self._add_optimizer(
             module_id=module_id,
@@ -426,12 +476,21 @@ class TorchLearner(Learner):
         who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
         if not isinstance(optimizer, torch.optim.Optimizer) and lr_or_lr_schedule is None:
             raise ValueError(f"{who}: an optimizer built on first use needs lr_or_lr_schedule")
-        if module_id not in (self.module_id, ALL_MODULES):
+        if self.is_multi_module:
+            if module_id != ALL_MODULES and module_id not in self.module:
+                raise ValueError(
+                    f"{who}: module_id={module_id!r}: this learner trains "
+                    f"{sorted(map(str, self.module.keys()))} (or {ALL_MODULES!r}: all of them)"
+                )
+        elif module_id not in (self.module_id, ALL_MODULES):
             raise ValueError(
                 f"{who}: module_id={module_id!r}: this learner trains {self.module_id!r}"
             )
         if not isinstance(optimizer_name, str) or not optimizer_name:
             raise ValueError(f"{who}: optimizer_name must be a non-empty str")
+        if self.is_multi_module and module_id != ALL_MODULES:
+            # Each module's optimizers under RLlib's full name, "<module_id>_<name>".
+            optimizer_name = f"{module_id}_{optimizer_name}"
         if optimizer_name in self._optimizers:
             raise ValueError(f"{who}: an optimizer of that name is registered already")
         if not isinstance(params, list):
@@ -469,7 +528,11 @@ class TorchLearner(Learner):
     ) -> torch.optim.Optimizer:
         """The optimizer registered as `optimizer_name` (or RLlib's full name
         `"<module_id>_<optimizer_name>"`) for `module_id`; KeyError when there is none."""
-        for name in (optimizer_name, optimizer_name.removeprefix(f"{module_id}_")):
+        for name in (
+            f"{module_id}_{optimizer_name}",
+            optimizer_name,
+            optimizer_name.removeprefix(f"{module_id}_"),
+        ):
             entry = self._optimizers.get(name)
             if entry is not None and module_id in (entry.module_id, self.module_id):
                 return entry.optimizer
@@ -566,7 +629,20 @@ class TorchLearner(Learner):
         `forward_train` output; statistics go to `log_loss_stats` or `self.metrics`."""
 
     def compute_losses(self, *, fwd_out: dict[str, Any], batch: dict[str, Any]) -> dict:
-        """{module_id: loss} (RLlib's, for the one module this learner trains)."""
+        """{module_id: loss} (RLlib's): of the one module this learner trains, or of each
+        module of a whole MultiRLModule that has a batch (`batch[module_id]`,
+        `fwd_out[module_id]`), with the module's own config."""
+        if self.is_multi_module:
+            return {
+                module_id: self.compute_loss_for_module(
+                    module_id=module_id,
+                    config=self.config_for_module(module_id),
+                    batch=batch[module_id],
+                    fwd_out=module_out,
+                )
+                for module_id, module_out in fwd_out.items()
+                if module_id in batch
+            }
         return {
             self.module_id: self.compute_loss_for_module(
                 module_id=self.module_id, config=self.config, batch=batch, fwd_out=fwd_out
@@ -716,6 +792,31 @@ class TorchLearner(Learner):
             if entry.name != DEFAULT_OPTIMIZER:
                 results[f"{entry.name}_{LR_KEY}"] = entry.lr[0]
         return results
+
+    def get_weights(self) -> Any:
+        """The weights the EnvRunners sample with; of a whole MultiRLModule, each module's
+        inference-only state by module id."""
+        if self.is_multi_module:
+            return {
+                module_id: module.get_state(inference_only=True)
+                for module_id, module in self.module.items()
+            }
+        return super().get_weights()
+
+    def set_weights(self, weights: Any) -> None:
+        """Sets the module's weights (`get_weights()`'s form; of a whole MultiRLModule,
+        `{module_id: weights}` for some of its modules)."""
+        if not self.is_multi_module:
+            super().set_weights(weights)
+            return
+        unknown = sorted(map(str, set(weights) - set(self.module.keys())))
+        if unknown:
+            raise KeyError(
+                f"set_weights(): no module {unknown[0]!r} on this learner (modules: "
+                f"{sorted(map(str, self.module.keys()))})"
+            )
+        for module_id, module_weights in weights.items():
+            self.module[module_id].set_state(module_weights)
 
     @property
     def current_lr(self) -> float:

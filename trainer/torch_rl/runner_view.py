@@ -468,6 +468,40 @@ def _seeded_module(module_class: type, kwargs: dict[str, Any], seed: int | None)
     return module
 
 
+def joint_dist_inputs(
+    container: Any, views: dict[Any, TorchModuleView], obs: dict[Any, Any], explore: bool
+) -> dict[Any, np.ndarray]:
+    """One forward pass of a MultiRLModule whose class runs its modules together (RLlib's
+    shared encoder before each policy): `obs` (preprocessed observations by module id) in as
+    `{module_id: {"obs": tensor}}` to the container's `forward_exploration` (or
+    `forward_inference` without `explore`), each module's action-distribution inputs out as
+    numpy. `views`: each module's view (its observation shape, its thread policy)."""
+    batch = {
+        module_id: {Columns.OBS: to_tensor(views[module_id].module_observations(module_obs))}
+        for module_id, module_obs in obs.items()
+    }
+    threads = next(iter(views.values()))._threads
+    with torch.no_grad(), threads():
+        out = (
+            container.forward_exploration(batch) if explore else container.forward_inference(batch)
+        )
+    inputs = {}
+    for module_id in obs:
+        module_out = out.get(module_id) if isinstance(out, dict) else None
+        if not isinstance(module_out, dict) or Columns.ACTION_DIST_INPUTS not in module_out:
+            phase = "exploration" if explore else "inference"
+            raise ValueError(
+                f"{type(container).__name__}.forward_{phase}() returned "
+                f"{sorted(map(str, out)) if isinstance(out, dict) else type(out).__name__} for "
+                f"the batch of modules {sorted(map(str, obs))}: the EnvRunners need "
+                f"{{module_id: {{{Columns.ACTION_DIST_INPUTS!r}: ...}}}} for each of them"
+            )
+        inputs[module_id] = np.asarray(
+            to_numpy(module_out[Columns.ACTION_DIST_INPUTS]), dtype=np.float32
+        )
+    return inputs
+
+
 def torch_view(module: TorchRLModule) -> TorchModuleView:
     """`module` (a TorchRLModule) seen as the EnvRunners and learners use a module, the spaces
     read from the module's own."""

@@ -25,7 +25,7 @@ from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
 from trainer.core.apis import SelfSupervisedLossAPI
-from trainer.core.multi_rl_module import MultiRLModuleSpec
+from trainer.core.multi_rl_module import MultiRLModuleSpec, runs_modules_together
 from trainer.core.policy_spec import PolicySpec
 from trainer.env.vectorize import vectorize_mode as normalized_vectorize_mode
 from trainer.errors import ConfigError
@@ -247,6 +247,11 @@ class MultiAgentSection(ConfigBase):
     #: configs (`trainer.torch_rl.self_supervised`; an algorithm's config says so).
     _LEARNER_ONLY_MODULES = False
 
+    #: Whether this algorithm's learner trains the whole MultiRLModule at once, so that a
+    #: container class that runs its modules together (RLlib's shared encoder) trains as it
+    #: acts (an algorithm's config says so; the others train one learner per module).
+    _JOINT_MODULES = False
+
     def _refuse_multi_agent_training(self, name: str) -> None:
         """A multi-agent config of an algorithm that does not train one yet, or with a
         setting the multi-agent EnvRunner does not run yet: one clear error, before any
@@ -317,6 +322,18 @@ class MultiAgentSection(ConfigBase):
         return True
 
     def _refuse_multi_agent_settings(self, name: str) -> None:
+        spec = self.__dict__.get("rl_module_spec")
+        container = getattr(spec, "multi_rl_module_class", None)
+        if container is not None and runs_modules_together(container) and not self._JOINT_MODULES:
+            raise ConfigError(
+                f"{name}: MultiRLModuleSpec(multi_rl_module_class={container.__qualname__}) "
+                "runs its modules together (it overrides the MultiRLModule's forward), but "
+                f"{self.algo_class.__name__ if self.algo_class else 'this algorithm'} trains "
+                "one learner per module here, which would train each module without the "
+                f"container's forward; {_algorithms_whose_config('_JOINT_MODULES')} train the "
+                "whole MultiRLModule",
+                MULTI_AGENT,
+            )
         unsupported = {
             # Env-to-module connectors: FlattenObservations(multi_agent=True) pieces run (the
             # EnvRunner checks what the factory makes); a filter would be a stateful piece.

@@ -3,6 +3,9 @@
     vpg.py             VPGConfig (its settings, default module and learner) and VPG
                        (training_step: sample complete episodes, update, sync the weights)
     torch_learner.py   VPGTorchLearner: returns to go and the policy-gradient loss
+    shared_optimizer_learner.py
+                       VPGTorchLearnerSharedOptimizer: one optimizer over a MultiRLModule
+                       whose policies share an encoder (RLlib's example learner)
     torch_module.py    VPGTorchRLModule: the policy network
     differences.py     its rows of the deliberate-differences table
 
@@ -23,6 +26,9 @@ ALGORITHM = AlgorithmEntry(
         "ray.rllib.examples.algorithms.classes.vpg": ("trainer.algorithms.vpg.vpg",),
         "ray.rllib.examples.learners.classes.vpg_torch_learner": (
             "trainer.algorithms.vpg.torch_learner",
+        ),
+        "ray.rllib.examples.learners.classes.vpg_torch_learner_shared_optimizer": (
+            "trainer.algorithms.vpg.shared_optimizer_learner",
         ),
         "ray.rllib.examples.rl_modules.classes.vpg_torch_rlm": (
             "trainer.algorithms.vpg.torch_module",

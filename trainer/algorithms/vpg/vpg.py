@@ -14,6 +14,11 @@ VPG runs on torch: its default module is `VPGTorchRLModule` (`get_default_rl_mod
 learner `VPGTorchLearner` (`get_default_learner_class`); a user's TorchRLModule returning
 `Columns.ACTION_DIST_INPUTS` (`rl_module(rl_module_spec=...)`) or learner class
 (`training(learner_class=...)`) replaces them.
+
+Multi-agent (`multi_agent(policies=..., policy_mapping_fn=...)`), one learner trains the whole
+MultiRLModule, as RLlib's learner does: its container class may run its modules together (a
+`MultiRLModuleSpec(multi_rl_module_class=...)` whose forward runs a shared encoder before each
+policy, RLlib's shared-encoder example), and the EnvRunners act through that forward too.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from trainer.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from trainer.algorithms.settings import settings_of
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.rl_module import RLModuleSpec
+from trainer.errors import ConfigError
 from trainer.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
@@ -77,6 +83,10 @@ class VPGConfig(AlgorithmConfig):
     }
     #: RLlib's test setting: the learner logs the mean of the module's weights.
     report_mean_weights: bool = True
+    #: Multi-agent configs train: one learner over the whole MultiRLModule, whose container
+    #: may run its modules together (`trainer.core.multi_rl_module.runs_modules_together`).
+    _MULTI_AGENT_TRAINING = True
+    _JOINT_MODULES = True
 
     num_episodes_per_train_batch: int
 
@@ -106,6 +116,17 @@ class VPGConfig(AlgorithmConfig):
         """The default module's `hidden_dim` (a user's spec's model config goes over it)."""
         return {"hidden_dim": DEFAULT_HIDDEN_DIM}
 
+    def validate(self) -> None:
+        """Every algorithm's checks, and VPG's: its multi-agent learner trains every module
+        (`policies_to_train` is refused)."""
+        super().validate()
+        if self.is_multi_agent and self.policies_to_train is not None:
+            raise ConfigError(
+                f"VPGConfig.multi_agent(policies_to_train={self.policies_to_train!r}): VPG's "
+                "learner trains every module of the MultiRLModule; leave policies_to_train "
+                "out"
+            )
+
     def get_default_learner_class(self) -> type[VPGTorchLearner]:
         from trainer.algorithms.vpg.torch_learner import VPGTorchLearner
 
@@ -122,10 +143,18 @@ class VPG(Algorithm):
 
     def setup_learner(self) -> None:
         """The learner class (the config's `learner_class`, else `VPGTorchLearner`) over a
-        freshly built full module."""
-        module = self.config.build_module(spaces_of(self.env_runner_group), seed=self.config.seed)
-        learner_class = self.config.learner_class or self.config.get_default_learner_class()
-        self.learner = learner_class(self.config, module)
+        freshly built full module; multi-agent, over the full MultiRLModule of the policies
+        (every module trains)."""
+        config = self.config
+        spaces = spaces_of(self.env_runner_group)
+        learner_class = config.learner_class or config.get_default_learner_class()
+        if not config.is_multi_agent:
+            self.learner = learner_class(config, config.build_module(spaces, seed=config.seed))
+            return
+        from trainer.torch_rl.module_group import build_seeded
+
+        spec = config.get_multi_rl_module_spec(spaces=spaces)
+        self.learner = learner_class(config, build_seeded(spec, config.seed))
 
     def training_step(self) -> None:
         """Sample complete episodes, one update on them, new weights to the EnvRunners (see
@@ -146,7 +175,10 @@ class VPG(Algorithm):
             learner_results = self.learner.update(
                 episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
             )
-        metrics.log_dict(learner_results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
+        if self.config.is_multi_agent:  # (already by module id, and ALL_MODULES)
+            metrics.log_dict(learner_results, key=LEARNER_RESULTS, window=1)
+        else:
+            metrics.log_dict(learner_results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
         metrics.log_value(
             (LEARNER_RESULTS, ALL_MODULES, "num_env_steps_trained_lifetime"),
             env_steps,
