@@ -656,3 +656,19 @@ NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
     ),
     "algorithms/sac/pendulum_sac.py": _learning_tests("pendulum_sac", ["--as-test"], ["--as-test"]),
 }
+
+
+#: RLlib's examples that read a dataset its checkout holds and its wheel does not ship, by
+#: example: (the dataset's folder relative to `rllib/`, what records one here). The bench
+#: trains this project's PPO with `python -m trainer` (the arguments given), records its policy
+#: with `python -m trainer record` (the arguments given) once into a cache folder, and runs the
+#: script from a copy laid out as RLlib's checkout (`rllib/examples/...` beside
+#: `rllib/<dataset folder>`), so `Path(__file__).parents[...]` finds the data.
+RECORDED_DATA: dict[str, tuple[str, list[str], list[str]]] = {
+    "offline_rl/train_w_bc_finetune_w_ppo.py": (
+        # RLlib's CartPole dataset comes from a good PPO policy, sampled (not greedy).
+        "offline/tests/data/cartpole/cartpole-v1_large",
+        ["--algo", "PPO", "--env", "CartPole-v1", "--stop-reward", "none", "--stop-iters", "30"],
+        ["--env-steps", "20000"],
+    ),
+}

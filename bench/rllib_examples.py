@@ -36,6 +36,11 @@ Scripts RLlib 2.60 has but its wheel does not ship (`NOT_IN_WHEEL` in
 from `--extra-root DIR`, a folder laid out as `rllib/examples` (a checkout of ray-project/ray's):
 without it they are left out of the runs.
 
+Examples that read a dataset of RLlib's checkout the wheel does not ship (`RECORDED_DATA` in
+`bench/rllib_example_args.py`) run from a copy laid out as the checkout, beside a dataset this
+project records (its PPO trained, then `python -m trainer record`; cached under
+`bench/.cache/`).
+
 Re-running part of the examples (`--only`, repeatable) prints the results; with `--merge` it
 also rewrites those rows of the page (and the summary and the README's count), keeping the
 other rows from the page's last full run.
@@ -62,12 +67,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.rllib_example_args import CI_ARGS, NOT_IN_WHEEL  # noqa: E402
+from bench.rllib_example_args import CI_ARGS, NOT_IN_WHEEL, RECORDED_DATA  # noqa: E402
 from trainer.algorithms.registry import ALGORITHM_NAMES  # noqa: E402
 from trainer.capabilities import POLICY_EXPORT  # noqa: E402
 from trainer.launcher import table  # noqa: E402
 
 PAGE = REPO / "docs" / "rllib_compatibility.md"
+#: Where the recorded datasets of `RECORDED_DATA` are kept between runs.
+DATA_CACHE = REPO / "bench" / ".cache" / "recorded_data"
 README = REPO / "README.md"
 SKIPPED_DIRS = {"classes", "utils", "__pycache__"}
 SKIPPED_OLD_STACK_DIRS = {"models", "policy"}
@@ -281,6 +288,8 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
         )
         env.pop("LOCALRL_RLLIB_LAUNCHER", None)
         script = run.script or str(root / run.example)
+        if run.example in RECORDED_DATA:
+            script = str(checkout_copy(run.example, Path(script), Path(work), env))
         command = [sys.executable, "-m", "trainer", "run", script, *run.args]
         start = time.monotonic()
         with open(
@@ -316,6 +325,48 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
     run.log = text.splitlines()[-40:]
     classify(run, process.returncode, timed_out, report, text, timeout_s)
     return run
+
+
+def recorded_dataset(example: str, env: dict[str, str]) -> Path:
+    """The dataset `RECORDED_DATA[example]` describes: recorded once (PPO trained with
+    `python -m trainer`, its policy recorded with `python -m trainer record`) into
+    `DATA_CACHE`, then reused."""
+    data_dir, train_args, record_args = RECORDED_DATA[example]
+    target = DATA_CACHE / data_dir.replace("/", "__")
+    if target.is_dir():
+        return target
+    with tempfile.TemporaryDirectory(prefix="recorded-data-") as work:
+        run_dir = os.path.join(work, "run")
+        staging = os.path.join(work, "data")
+        for command in (
+            [sys.executable, "-m", "trainer", *train_args, "--output-dir", run_dir],
+            [sys.executable, "-m", "trainer", "record", run_dir, "--output", staging, *record_args],
+        ):
+            done = subprocess.run(
+                command, cwd=work, env=env, capture_output=True, text=True, timeout=1800
+            )
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"recording the dataset of {example} failed: {' '.join(command)}\n"
+                    + (done.stdout + done.stderr)[-3000:]
+                )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, target)
+    return target
+
+
+def checkout_copy(example: str, script: Path, work: Path, env: dict[str, str]) -> Path:
+    """The script copied into `work` as RLlib's checkout lays it out, its dataset
+    (`recorded_dataset`) linked in where the checkout holds RLlib's; the copy's path."""
+    data_dir = RECORDED_DATA[example][0]
+    tree = work / "checkout" / "rllib"
+    copy = tree / "examples" / example
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(script.read_bytes())
+    link = tree / data_dir
+    link.parent.mkdir(parents=True)
+    link.symlink_to(recorded_dataset(example, env), target_is_directory=True)
+    return copy
 
 
 def classify(

@@ -32,6 +32,7 @@ import logging
 import os
 import tempfile
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -638,13 +639,18 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
     checkpoint = _module_checkpoint(path)
     held = learner_modules_as_multi_rl_module(algorithm)
     if module_id is not None:
-        if checkpoint.metadata["kind"] != "rl_module":
+        if checkpoint.metadata["kind"] == "rl_module":
+            paths = {module_id: path}
+        elif module_id in (saved := _module_ids_of(checkpoint)):
+            # A MultiRLModule's checkpoint holding the module named (what RLlib's scripts
+            # give a single-agent spec's load_state_path): that module's directory.
+            paths = {module_id: os.path.join(path, module_id)}
+        else:
             raise CheckpointError(
                 path,
-                f"holds a MultiRLModule, but component={component!r} names one module: pass "
-                f"that module's directory ({os.path.join(path, module_id)})",
+                f"holds a MultiRLModule without module {module_id!r}, which component="
+                f"{component!r} names (it holds {sorted(map(str, saved))})",
             )
-        paths = {module_id: path}
     else:
         if checkpoint.metadata["kind"] != "multi_rl_module":
             raise CheckpointError(
@@ -668,6 +674,7 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
         if not sub.has(state_name):
             raise CheckpointError(module_path, f"has no {state_name}{STATE_FILE_SUFFIX}")
         state = _state_for_module(held[name], sub, sub.load(state_name), module_path, name)
+        state = _with_weights_kept(held[name], state, module_path, name)
         try:
             held[name].check_weights(state, f"module {name!r}")
         except StateError as error:
@@ -676,6 +683,29 @@ def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, d
             ) from None
         states[name] = state
     return states
+
+
+def _with_weights_kept(module: Any, state: Any, path: str, name: Any) -> Any:
+    """A torch module's checkpoint that holds part of the module's weights (and nothing it
+    lacks: RLlib's BC-then-PPO example loads a policy into a module with a new value branch)
+    completed with the module's current values of the others, which it keeps, saying so;
+    any other state as it is (checked whole after)."""
+    state_dict = getattr(module, "state_dict", None)
+    if getattr(module, "framework", None) != "torch" or not callable(state_dict):
+        return state
+    if not isinstance(state, dict) or not state:
+        return state
+    own = module.get_state()
+    missing = [key for key in own if key not in state]
+    if not missing or not set(state) <= set(own):
+        return state
+    warnings.warn(
+        f"module {name!r}: {path} holds {len(state)} of the module's {len(own)} weights; "
+        f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''} keep their current "
+        "values (a checkpoint of part of the module loads as RLlib loads it)",
+        stacklevel=3,
+    )
+    return {**{key: own[key] for key in missing}, **state}
 
 
 def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name: Any) -> Any:

@@ -17,6 +17,7 @@ Nothing here unpickles: a class is imported by its path, which is why a module c
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from trainer.checkpoints.codec import NotPlainData, pack
@@ -47,9 +48,23 @@ MULTI_RL_MODULE_KIND = "multi_rl_module"
 COMPONENT_RL_MODULE = "rl_module"
 
 
+#: The import path prefix of a class the running script defines (`python script.py`, or a
+#: script the launcher runs): it resolves while that script is `__main__`.
+MAIN_PREFIX = "__main__:"
+
+
 def _class_path(module: Any, path: str) -> str:
     cls = type(module)
     class_path = import_path(cls)
+    main = sys.modules.get("__main__")
+    if (
+        class_path is None
+        and cls.__module__ == "__main__"
+        and getattr(main, cls.__qualname__, None) is cls
+    ):
+        # A script's own module class (RLlib's examples define theirs in the script): named
+        # by its place in the script, which a process running the same script resolves.
+        class_path = MAIN_PREFIX + cls.__qualname__
     if class_path is None:
         raise CheckpointError(
             path,
@@ -150,8 +165,16 @@ def _module_class(metadata: dict[str, Any], path: str) -> type:
     try:
         cls = resolve_import_path(str(class_path))
     except Exception as error:  # noqa: BLE001 - reported with the path
+        where = (
+            ": the script that saved it defined the class (as __main__); load it from that "
+            "script, or give the class (RLModuleSpec(module_class=..., load_state_path=...))"
+            if str(class_path).startswith(MAIN_PREFIX)
+            else ""
+        )
         raise CheckpointError(
-            path, f"cannot import the module class {class_path!r} ({type(error).__name__}: {error})"
+            path,
+            f"cannot import the module class {class_path!r} ({type(error).__name__}: "
+            f"{error}){where}",
         ) from None
     if not isinstance(cls, type):
         raise CheckpointError(path, f"{class_path!r} is not a class")

@@ -176,6 +176,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.learner.learner": ("trainer.core.learner",),
     # Catalogs: names a spec carries (an algorithm's on its default module); no model builders.
     "ray.rllib.core.models.catalog": ("trainer.core.catalog",),
+    # RLlib's model configs for a user's own module (MLP encoders and heads) and their keys.
+    "ray.rllib.core.models.base": ("trainer.core.model_configs",),
+    "ray.rllib.core.models.configs": ("trainer.core.model_configs",),
+    "ray.rllib.utils.debug": ("trainer.util.seeding",),
+    "ray.rllib.utils.debug.deterministic": ("trainer.util.seeding",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
@@ -421,7 +426,15 @@ AIR_RUNNER_NAMES = ("RunConfig", "CheckpointConfig", "FailureConfig")
 _TUNE_NAMES = (*TUNE_RUNNER_NAMES, "SyncConfig", "PlacementGroupFactory", "Checkpoint")
 
 #: Names of mapped modules that have no counterpart (module -> name -> why).
+#: What RLlib's model modules have beyond the MLP configs served (`trainer.core.model_configs`).
+_MODEL_CONFIGS_INSTEAD = (
+    "MLPEncoderConfig and MLPHeadConfig (ray.rllib.core.models.configs) for your own module's "
+    "networks, or " + _MODEL
+)
+
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
+    "ray.rllib.core.models.base": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
+    "ray.rllib.core.models.configs": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
     # The learners make their batches from the episodes (RLlib's default learner pieces).
     "ray.rllib.connectors.learner": {
         "*": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps")

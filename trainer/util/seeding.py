@@ -15,8 +15,11 @@ numbers are kept as they were first chosen: changing one changes every seeded re
 
 from __future__ import annotations
 
+import random
 import zlib
 from typing import Any
+
+import numpy as np
 
 #: numpy SeedSequence entropy words that tell streams apart.
 _PPO_LEARNER_WORD = 7
@@ -55,3 +58,23 @@ def module_seed(seed: int | None, module_id: Any) -> int | None:
     if seed is None:
         return None
     return (int(seed) * 1_000_003 + zlib.crc32(str(module_id).encode())) % (2**32)
+
+
+def update_global_seed_if_necessary(framework: str | None = None, seed: int | None = None) -> None:
+    """RLlib's `ray.rllib.utils.debug.deterministic.update_global_seed_if_necessary`: seeds
+    Python's `random`, numpy's global generator and, for `framework="torch"`, torch's
+    (`torch.manual_seed`); nothing without a seed. The runs here draw from their own streams
+    (above), so this matters only to what a script draws itself."""
+    if seed is None:
+        return
+    if framework in ("tf", "tf2"):
+        raise ValueError(
+            f"update_global_seed_if_necessary(framework={framework!r}): TensorFlow is not "
+            "here; the frameworks are 'torch' and numpy (framework=None)"
+        )
+    random.seed(seed)
+    np.random.seed(seed)
+    if framework == "torch":
+        import torch
+
+        torch.manual_seed(seed)
