@@ -177,6 +177,20 @@ LONG_TESTS = {
     # together on a busy machine; the suite keeps their replay, checkpoint and plumbing tests).
     ("test_multi_agent_recurrent.py", "test_a_recurrent_multi_agent_ppo_learns_cartpole"),
     ("test_learner_pieces.py", "test_the_learner_thread_trains_on_the_rewards_its_pieces_wrote"),
+    # The suite's budget (about 20 s together): RLlib's shared-encoder example to its return
+    # (the suite runs it with RLlib's CI arguments and trains the shared encoder in
+    # tests/test_joint_modules.py), PPO learning through a flaky env (the restart rule stays
+    # in tests/test_fault_tolerance*.py) and RLlib's multi-agent SAC script (multi-agent SAC
+    # stays in tests/test_sac.py, the single-agent script in test_sac_examples.py).
+    (
+        "test_multi_agent_examples.py",
+        "test_shared_encoder_cartpole_reaches_its_return_through_the_shared_encoder",
+    ),
+    (
+        "test_fault_tolerance_misfires.py",
+        "test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return",
+    ),
+    ("test_sac_examples.py", "test_tuned_multi_agent_pendulum_sac_script_trains_each_policy"),
 }
 LONG_TESTS_VAR = "LOCALRL_LONG_TESTS"
 IN_BENCH = pytest.mark.skip(reason="a long run: python bench/long_tests.py runs it")

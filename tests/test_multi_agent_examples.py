@@ -133,6 +133,19 @@ def test_zero_sum_self_play_runs_its_iterations(tmp_path, script, args, policies
 
 @pytest.mark.ray
 @pytest.mark.cli
+def test_shared_encoder_cartpole_runs_rllibs_ci_iterations(tmp_path):
+    """RLlib's CI entry: ten iterations of two VPG policies after one shared encoder."""
+    output, report = run_example(
+        tmp_path, "multi_agent/shared_encoder_cartpole.py", "--stop-iter=10"
+    )
+    assert report["outcome"] == "ok", output[-3000:]
+    rows = progress(output)
+    assert [row["iter"] for row in rows] == list(range(1, 11))
+    assert {"return p0", "return p1"} <= set(rows[-1])
+
+
+@pytest.mark.ray
+@pytest.mark.cli
 def test_shared_encoder_cartpole_reaches_its_return_through_the_shared_encoder(tmp_path):
     """Two VPG policies after one shared encoder (a MultiRLModule class that runs its modules
     together, one optimizer over all of them): RLlib's combined return of 600 within its
