@@ -14,7 +14,7 @@ from trainer import PPOConfig
 from trainer.algorithms.vpg import VPG, VPGConfig
 from trainer.compat.rllib_utils import Columns
 from trainer.core.multi_rl_module import MultiRLModuleSpec, runs_modules_together
-from trainer.core.rl_module import RLModuleSpec
+from trainer.core.rl_module import RLModule, RLModuleSpec
 from trainer.errors import ConfigError
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 
@@ -192,6 +192,20 @@ def test_a_checkpoint_holds_every_module_and_the_shared_optimizer(tmp_path):
         )
     finally:
         fresh.stop()
+    # The modules' checkpoint is the container's: RLlib's module API rebuilds it whole, its
+    # forward running the shared encoder before each policy.
+    container = RLModule.from_checkpoint(tmp_path / "ckpt" / "learner_group/learner/rl_module")
+    assert type(container) is VPGMultiRLModuleWithSharedEncoder
+    obs = torch.as_tensor(np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32))
+    logits = container.forward_inference({"p1": {Columns.OBS: obs}})["p1"]
+    embeddings = obs @ torch.as_tensor(saved["module"][f"{SHARED_ENCODER_ID}._net.0.weight"]).T
+    embeddings += torch.as_tensor(saved["module"][f"{SHARED_ENCODER_ID}._net.0.bias"])
+    head = container["p1"]._pi_head
+    np.testing.assert_allclose(
+        logits[Columns.ACTION_DIST_INPUTS].detach().numpy(),
+        head(embeddings).detach().numpy(),
+        rtol=1e-6,
+    )
     algo = VPG.from_checkpoint(str(tmp_path / "ckpt"))
     try:
         assert type(algo.learner) is VPGTorchLearnerSharedOptimizer

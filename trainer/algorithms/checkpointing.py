@@ -236,7 +236,10 @@ def _with_module_weights(algorithm: Any, learner_state: dict, weights: dict) -> 
 
 def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
     """The learner's modules in one `MultiRLModule` (the very module objects; nothing is
-    copied), as RLlib's learner holds them."""
+    copied), as RLlib's learner holds them: a learner that trains a whole MultiRLModule holds
+    it already (its own class, which a module checkpoint names)."""
+    if _trains_modules_jointly(algorithm):
+        return algorithm.learner.module
     multi = MultiRLModule()
     module = algorithm.learner.module
     items = module.items() if hasattr(module, "items") else [(DEFAULT_MODULE_ID, module)]
