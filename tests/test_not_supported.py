@@ -139,7 +139,10 @@ def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_c
             assert isinstance(raised.value, NotSupported), (method, name, raised.value)
             assert raised.value.capability, (method, name)
             refused.append(name)
-    assert {"add_default_connectors_to_learner_pipeline", "module_to_env_connector"} <= set(refused)
+    assert {
+        "add_default_connectors_to_learner_pipeline",
+        "add_default_connectors_to_module_to_env_pipeline",
+    } <= set(refused)
     assert "prelearner_class" in refused
 
 

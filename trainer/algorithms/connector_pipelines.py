@@ -5,8 +5,10 @@ module by its dotted path: the pipelines sit below the algorithms).
     <checkpoint>/env_runner/<pipeline>/   checked (`trainer.connectors.checkpoint`), and the
                                           algorithm checkpoint above it opened and verified
                                           whole, its metadata recording this directory
-    module-to-env                         RLlib's default pieces, from the saved action space
-                                          and normalize_actions / clip_actions
+    module-to-env                         the config's `module_to_env_connector` pieces (made
+                                          as below; none has saved state), then RLlib's
+                                          default pieces, from the saved action space and
+                                          normalize_actions / clip_actions
     env-to-module                         the config's `env_to_module_connector` factory called
                                           with the saved spaces (no env is made), its pieces
                                           given the saved state, then RLlib's default batching
@@ -36,7 +38,12 @@ from trainer.connectors.checkpoint import (
     MODULE_TO_ENV_DIR,
     read_pipeline_directory,
 )
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, build_pipeline, call_factory
+from trainer.connectors.connector_v2 import (
+    ConnectorPipelineV2,
+    build_pipeline,
+    call_factory,
+    call_module_to_env_factory,
+)
 from trainer.connectors.env_to_module import EnvToModulePipeline
 from trainer.connectors.module_to_env import ModuleToEnvPipeline, default_module_to_env_pipeline
 from trainer.core.spaces import space_from_dict
@@ -62,20 +69,23 @@ def load_pipeline(path: Any, expected: type) -> ConnectorPipelineV2:
     action_space = space_from_dict(metadata.get("action_space"))
     if observation_space is None or action_space is None:
         raise CheckpointError(path, f"{METADATA_FILE} does not name the pipeline's spaces")
+    user_pieces: list = []
+    if metadata.get("pieces"):
+        made = _config_pieces(path, checkpoint, observation_space, action_space, kind)
+        user_pipeline = build_pipeline(made, observation_space, action_space)
+        if state:
+            user_pipeline.set_state(state)
+        user_pieces = list(user_pipeline.connectors)
     if kind == KIND_OF[ModuleToEnvPipeline]:
-        return default_module_to_env_pipeline(
+        defaults = default_module_to_env_pipeline(
             action_space,
             observation_space,
             normalize_actions=bool(metadata.get("normalize_actions", True)),
             clip_actions=bool(metadata.get("clip_actions", False)),
         )
-    user_pieces: list = []
-    if metadata.get("pieces"):
-        made = _config_pieces(path, checkpoint, observation_space, action_space)
-        user_pipeline = build_pipeline(made, observation_space, action_space)
-        if state:
-            user_pipeline.set_state(state)
-        user_pieces = list(user_pipeline.connectors)
+        to_env = ModuleToEnvPipeline(connectors=user_pieces + list(defaults.connectors))
+        to_env.set_input_spaces(observation_space, action_space)
+        return to_env
     pipeline = EnvToModulePipeline(connectors=user_pieces + default_env_to_module_pieces())
     pipeline.set_input_spaces(observation_space, action_space)
     return pipeline
@@ -117,15 +127,25 @@ class _SavedSpaces:
 
 
 def _config_pieces(
-    path: str, checkpoint: Checkpoint, observation_space: gym.Space, action_space: gym.Space
+    path: str,
+    checkpoint: Checkpoint,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    kind: str,
 ) -> Any:
-    """The config's env-to-module pieces, made by its factory as the EnvRunner made them."""
+    """The config's env-to-module or module-to-env pieces (`kind`), made by its factory as
+    the EnvRunner made them."""
     _, config = load_class_and_config(
         checkpoint, algorithm_base=Algorithm, config_base=AlgorithmConfig
     )
+    env = _SavedSpaces(observation_space, action_space)
+    spaces = (observation_space, action_space)
+    if kind == KIND_OF[ModuleToEnvPipeline]:
+        to_env = config.module_to_env_connector
+        if to_env is None:
+            raise CheckpointError(path, "its algorithm config has no module_to_env_connector")
+        return call_module_to_env_factory(to_env, env, spaces)
     factory = config.env_to_module_factory()
     if factory is None:
         raise CheckpointError(path, "its algorithm config has no env_to_module_connector")
-    return call_factory(
-        factory, _SavedSpaces(observation_space, action_space), (observation_space, action_space)
-    )
+    return call_factory(factory, env, spaces)

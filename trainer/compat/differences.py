@@ -82,18 +82,24 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "AlgorithmConfig.build_module_to_env_connector",
-        "missing",
-        "module-to-env connectors are not supported (env_runners(module_to_env_"
-        "connector=...) is refused with what to do): actions go through the "
-        "exploration and the action-space scaling built into the EnvRunner",
+        "missing: env_runners(module_to_env_connector=...)'s pieces run in each single-agent "
+        "EnvRunner on the module's outputs (tensors for a torch module) before the actions "
+        "are drawn, in front of the exploration and the action-space scaling built into the "
+        "EnvRunner (tests/test_module_to_env_pieces.py); multi-agent configs refuse them",
+        "the EnvRunner's own action drawing is RLlib's default pieces in one numpy pass; "
+        "the pipeline object a user's env loop needs comes from "
+        "ModuleToEnvPipeline.from_checkpoint",
     ),
     Difference(
         "EnvToModulePipeline.from_checkpoint / ModuleToEnvPipeline.from_checkpoint",
         "single-agent checkpoints: the env-to-module pipeline is rebuilt from the algorithm "
         "checkpoint's config (its env_to_module_connector factory called with the saved "
         "spaces, no env) with the saved state, then RLlib's default batching pieces; the "
-        "module-to-env pipeline is RLlib's default pieces with the saved action space and "
-        "normalize_actions / clip_actions (tests/test_inference_pipelines.py)",
+        "module-to-env pipeline is the config's module_to_env_connector pieces (made the "
+        "same way; their state is not kept), then RLlib's default pieces with the saved action "
+        "space and "
+        "normalize_actions / clip_actions (tests/test_inference_pipelines.py, "
+        "tests/test_module_to_env_pieces.py)",
         "the directories hold metadata.json and msgpack state, checksummed with the "
         "algorithm's, not RLlib's class_and_ctor_args.pkl: nothing but the config (trusted "
         "as Algorithm.from_checkpoint trusts it) is unpickled; multi-agent EnvRunners map "

@@ -25,7 +25,6 @@ from typing import Any
 
 from trainer.capabilities import (
     LEARNER_CONNECTORS,
-    MODULE_TO_ENV_CONNECTORS,
     OFFLINE,
     OTHER_SETTINGS,
     TORCH,
@@ -162,12 +161,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
             "it limits only EnvRunnerGroup.foreach_env_runner_async's requests per "
             "EnvRunner here; PPO and DQN sample with one request per EnvRunner at a time",
             fine=lambda v: isinstance(v, int) and v >= 1,
-        ),
-        "module_to_env_connector": Unsupported(
-            None,
-            "module-to-env connectors are not supported here; transform actions in a "
-            "gymnasium ActionWrapper in the env creator",
-            capability=MODULE_TO_ENV_CONNECTORS,
         ),
         "add_default_connectors_to_env_to_module_pipeline": Unsupported(
             True, "the default pieces (batching, observation preprocessing) always run here"

@@ -90,10 +90,14 @@ def write_connector_checkpoints(directory: str, algorithm: Any) -> dict[str, str
         state,
     )
     module_to_env = f"{ENV_RUNNER_DIR}/{MODULE_TO_ENV_DIR}"
+    # The names of the config's module-to-env pieces (before RLlib's default ones; the
+    # EnvRunners keep no state of theirs across runners, so none is saved).
+    custom = getattr(runner, "_module_to_env", None)
     digests[module_to_env] = _write(
         os.path.join(base, MODULE_TO_ENV_DIR),
         MODULE_TO_ENV_DIR,
         {
+            "pieces": [type(piece).__name__ for piece in getattr(custom, "connectors", [])],
             "observation_space": space_to_dict(observation_space),
             "action_space": space_to_dict(action_space),
             "normalize_actions": bool(config.normalize_actions),

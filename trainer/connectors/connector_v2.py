@@ -352,6 +352,18 @@ def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:
     return factory(env, spaces, None) if takes_all else factory(env)
 
 
+def call_module_to_env_factory(factory: Callable, env: Any, spaces: Any) -> Any:
+    """Calls the user's `module_to_env_connector` as RLlib does: `(env, spaces)` if it takes
+    two arguments, else `(env)`."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        takes_spaces = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+    except (TypeError, ValueError):
+        takes_spaces = False
+    return factory(env, spaces) if takes_spaces else factory(env)
+
+
 def made_pieces(made: Any) -> list:
     """The pieces a connector factory returned: a pipeline's, a list's, or the one piece."""
     if isinstance(made, ConnectorPipelineV2):

@@ -37,8 +37,13 @@ import numpy as np
 
 from trainer.callbacks import CallbackChain
 from trainer.compat.old_names import old_worker_callbacks
+from trainer.compat.rllib_utils import Columns
 from trainer.connectors import ConnectorPipelineV2
-from trainer.connectors.connector_v2 import build_pipeline, call_factory
+from trainer.connectors.connector_v2 import (
+    build_pipeline,
+    call_factory,
+    call_module_to_env_factory,
+)
 from trainer.core.exploration import ActionDistribution, make_exploration
 from trainer.core.models import (
     DEFAULT_MODULE_ID,
@@ -158,6 +163,11 @@ class _TaskSettable(Protocol):
     def get_task(self) -> Any: ...
 
     def set_task(self, task: Any) -> None: ...
+
+
+def _as_arrays(batch: Any) -> Any:
+    """A numpy module's module-to-env batch as it is (its values are arrays already)."""
+    return batch
 
 
 def _output_observation_space(pipeline: ConnectorPipelineV2) -> gym.Space:
@@ -362,6 +372,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
+        #: The config's module-to-env pieces, if any: run on each step's module outputs
+        #: before the actions are drawn (`_module_to_env_actions`).
+        self._module_to_env: ConnectorPipelineV2 | None = None
         self._module_obs: Any = None  # the pipeline's output per sub-env
         #: With a nested (Dict / Tuple) pipeline output: each sub-env's last one.
         self._module_obs_rows: list[Any] = []
@@ -635,12 +648,20 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 self.set_tasks(tasks)
 
     def _build_env_to_module(self) -> None:
+        """The config's env-to-module pipeline, and its module-to-env pieces (each once: kept
+        when the env is re-created)."""
+        env_spaces = self.env_spaces
+        assert env_spaces is not None, "built once the env's spaces are known"
         factory = self.config.env_to_module_factory()
         if factory is not None:
-            env_spaces = self.env_spaces
-            assert env_spaces is not None, "built once the env's spaces are known"
             pieces = call_factory(factory, self.env, env_spaces)
             self._env_to_module = build_pipeline(pieces, *env_spaces)
+        to_env = self.config.module_to_env_connector
+        if to_env is not None and self._module_to_env is None:
+            pieces = call_module_to_env_factory(to_env, self.env, env_spaces)
+            self._module_to_env = build_pipeline(
+                pieces, *env_spaces, setting="module_to_env_connector"
+            )
 
     def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
         """Runs the env-to-module pipeline over the episodes that just got an observation and
@@ -1235,7 +1256,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         pipeline = self._env_to_module
         module_obs = self._obs if pipeline is None else self._module_obs
         if (
-            self._guarded
+            self._module_to_env is not None  # its pieces read the episodes at every step
+            or self._guarded
             or self._child_guarded
             or self._callbacks.has("on_episode_step")
             or self._uses_stateful_module()
@@ -1416,7 +1438,11 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             else:  # a torch module's view: forward_exploration or forward_inference
                 dist_inputs = module.dist_inputs(obs_batch, explore=explore)
             acted = None if stateful else getattr(module, "module_acted", None)
-            if acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
+            if self._module_to_env is not None:
+                actions, logp, dist_inputs = self._module_to_env_actions(
+                    dist_inputs, acted, explore
+                )
+            elif acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
                 actions, logp = acted
             else:
                 actions, logp = self.exploration.get_exploration_action(
@@ -1429,6 +1455,62 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 actions, normalize=config.normalize_actions, clip=config.clip_actions
             )
         return actions, env_actions, logp, dist_inputs, state_rows
+
+    def _module_to_env_actions(
+        self, dist_inputs: Any, acted: tuple[Any, Any] | None, explore: bool
+    ) -> tuple[Any, Any, Any]:
+        """RLlib's module-to-env pipeline with the config's pieces in front: they get the
+        module's outputs (`Columns.ACTION_DIST_INPUTS`, and `Columns.ACTIONS` /
+        `Columns.ACTION_LOGP` of a module that acted itself; torch tensors for a torch module,
+        as RLlib's pieces get them) and every sub-env's episode (a new, empty one for a sub-env
+        about to reset); then the actions are the
+        batch's `Columns.ACTIONS` if a piece wrote them (their log-likelihoods its
+        `Columns.ACTION_LOGP`, else the distribution's), else drawn from its distribution
+        inputs as without pieces. Returns (actions, log-likelihoods, distribution inputs)."""
+        module = self.module
+        batch: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: dist_inputs}
+        if acted is not None:
+            batch[Columns.ACTIONS], batch[Columns.ACTION_LOGP] = acted
+        rl_module = getattr(module, "rl_module", module)
+        as_arrays: Callable[[Any], Any] = _as_arrays
+        if module.framework == "torch":
+            from trainer.torch_rl.rl_module import to_numpy, to_tensor
+
+            batch, as_arrays = to_tensor(batch), to_numpy
+        # One episode per sub-env, as RLlib's EnvRunner passes them: a sub-env whose episode
+        # just ended (its next step resets it) has a new, empty one.
+        episodes = [
+            record.episode or record.cut_from or SingleAgentEpisode()
+            for record in self._sub_env_records
+        ]
+        assert self._module_to_env is not None, "called only with module-to-env pieces"
+        out = as_arrays(
+            self._module_to_env(
+                rl_module=rl_module,
+                batch=batch,
+                episodes=episodes,
+                explore=explore,
+                shared_data={},
+                metrics=self.metrics,
+            )
+        )
+        dist_inputs = np.asarray(out[Columns.ACTION_DIST_INPUTS], dtype=np.float32)
+        if Columns.ACTIONS not in out:
+            actions, logp = self.exploration.get_exploration_action(
+                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
+                timestep=self.global_timestep,
+                explore=explore,
+            )
+            return actions, logp, dist_inputs
+        actions = out[Columns.ACTIONS]
+        layout = self.spaces.action_layout if self.spaces is not None else None
+        if layout is not None and isinstance(actions, (dict, tuple)):
+            actions = layout.flatten(actions)
+        actions = np.asarray(actions)
+        logp = out.get(Columns.ACTION_LOGP)
+        if logp is None:
+            logp = module.dist.logp(dist_inputs, actions)
+        return actions, np.asarray(logp, dtype=np.float32).reshape(len(actions)), dist_inputs
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier

@@ -67,6 +67,17 @@ def _is_connector_factory(v: Any) -> str | None:
     return None if refused is None else f"{allowed}; this one's signature is {refused}"
 
 
+def _is_module_to_env_factory(v: Any) -> str | None:
+    allowed = "None or a callable (env) or (env, spaces) -> connector piece or pieces"
+    if v is None:
+        return None
+    if not callable(v):
+        return allowed
+    # `call_module_to_env_factory` passes (env, spaces) when it takes two, else (env).
+    refused = signature_refusing(v, 1) and signature_refusing(v, 2)
+    return None if refused is None else f"{allowed}; this one's signature is {refused}"
+
+
 #: Less than the memory of its own an EnvRunner worker process takes (Python with numpy and
 #: gymnasium imported, before any env): `validate()` refuses counts no machine holds.
 WORKER_PROCESS_MIN_BYTES = 10 * 2**20
@@ -135,6 +146,12 @@ ENV_RUNNERS_SETTINGS: dict[str, Setting] = settings_of(
             "(env) -> an env-to-module connector piece, a list of "
             "pieces or a pipeline, called in every EnvRunner",
         ),
+        "module_to_env_connector": (
+            None,
+            _is_module_to_env_factory,
+            "(env, spaces) -> module-to-env connector pieces (or a list, or a pipeline) run on "
+            "the module's outputs before the actions are drawn, in every single-agent EnvRunner",
+        ),
         "observation_filter": (
             "NoFilter",
             one_of("NoFilter", "MeanStdFilter"),
@@ -179,6 +196,7 @@ class EnvRunnersSection(ConfigBase):
     create_env_on_local_worker: bool
     validate_env_runners_after_construction: bool
     env_to_module_connector: Callable[..., Any] | None
+    module_to_env_connector: Callable[..., Any] | None
     observation_filter: str
     backend: str
     ray_address: str | None
@@ -198,6 +216,7 @@ class EnvRunnersSection(ConfigBase):
         create_env_on_local_worker: bool = NotProvided,
         validate_env_runners_after_construction: bool = NotProvided,
         env_to_module_connector: Callable | None = NotProvided,
+        module_to_env_connector: Callable | None = NotProvided,
         observation_filter: str = NotProvided,
         backend: str = NotProvided,
         ray_address: str | None = NotProvided,
@@ -218,6 +237,7 @@ class EnvRunnersSection(ConfigBase):
             "create_env_on_local_worker": create_env_on_local_worker,
             "validate_env_runners_after_construction": validate_env_runners_after_construction,
             "env_to_module_connector": env_to_module_connector,
+            "module_to_env_connector": module_to_env_connector,
             "observation_filter": observation_filter,
             "backend": backend,
             "ray_address": ray_address,

@@ -81,6 +81,7 @@ class MultiAgentSection(ConfigBase):
         algo_class: type | None
         observation_filter: str
         env_task_fn: Callable[..., Any] | None
+        module_to_env_connector: Callable[..., Any] | None
         gym_env_vectorize_mode: str
 
         def rl_module(self, *args: Any, **kwargs: Any) -> Self: ...
@@ -341,6 +342,7 @@ class MultiAgentSection(ConfigBase):
                 self.observation_filter not in (None, "NoFilter")
             ),
             "environment(env_task_fn=...)": self.env_task_fn is not None,
+            "env_runners(module_to_env_connector=...)": self.module_to_env_connector is not None,
             f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
                 normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
             ),
