@@ -62,6 +62,7 @@ HOSTILE: dict[str, list[Any]] = {
     "create_env_on_local_worker": BOOL,
     "validate_env_runners_after_construction": BOOL,
     "env_to_module_connector": [*CALLABLE, lambda: [], lambda env, spaces: []],
+    "module_to_env_connector": [*CALLABLE, lambda: [], lambda env, spaces, device: []],
     "observation_filter": ENUM,
     "backend": ENUM,
     "ray_address": [5, "", ["auto"]],

@@ -340,28 +340,26 @@ def _defining_class(cls: type, name: str) -> type | None:
     return None
 
 
+def _takes_positional(factory: Callable, count: int) -> bool:
+    """Whether `factory` takes `count` positional arguments (False when it cannot tell)."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= count or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
 def call_factory(factory: Callable, env: Any, spaces: Any) -> Any:
     """Calls the user's `env_to_module_connector` as RLlib does: `(env, spaces, device)` if it
     takes three arguments, else `(env)`."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        takes_all = len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
-    except (TypeError, ValueError):
-        takes_all = False
-    return factory(env, spaces, None) if takes_all else factory(env)
+    return factory(env, spaces, None) if _takes_positional(factory, 3) else factory(env)
 
 
 def call_module_to_env_factory(factory: Callable, env: Any, spaces: Any) -> Any:
     """Calls the user's `module_to_env_connector` as RLlib does: `(env, spaces)` if it takes
     two arguments, else `(env)`."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        takes_spaces = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
-    except (TypeError, ValueError):
-        takes_spaces = False
-    return factory(env, spaces) if takes_spaces else factory(env)
+    return factory(env, spaces) if _takes_positional(factory, 2) else factory(env)
 
 
 def made_pieces(made: Any) -> list:

@@ -56,26 +56,28 @@ def _is_env_runner_class(v: Any) -> str | None:
     return "None or a subclass of trainer.EnvRunner"
 
 
-def _is_connector_factory(v: Any) -> str | None:
-    allowed = "None or a callable (env) or (env, spaces, device) -> connector piece or pieces"
-    if v is None:
-        return None
-    if not callable(v):
-        return allowed
-    # `call_factory` passes (env, spaces, device) when it takes three, else (env).
-    refused = signature_refusing(v, 1) and signature_refusing(v, 3)
-    return None if refused is None else f"{allowed}; this one's signature is {refused}"
+def _factory_check(arguments: tuple[str, str]) -> Callable[[Any], str | None]:
+    """The check of a connector factory setting: None, or a callable taking one of the two
+    argument lists (`(env)` and RLlib's longer one), by their names."""
+    short, long = arguments
+    allowed = f"None or a callable ({short}) or ({long}) -> connector piece or pieces"
+    counts = (short.count(",") + 1, long.count(",") + 1)
+
+    def check(v: Any) -> str | None:
+        if v is None:
+            return None
+        if not callable(v):
+            return allowed
+        refused = signature_refusing(v, counts[0]) and signature_refusing(v, counts[1])
+        return None if refused is None else f"{allowed}; this one's signature is {refused}"
+
+    return check
 
 
-def _is_module_to_env_factory(v: Any) -> str | None:
-    allowed = "None or a callable (env) or (env, spaces) -> connector piece or pieces"
-    if v is None:
-        return None
-    if not callable(v):
-        return allowed
-    # `call_module_to_env_factory` passes (env, spaces) when it takes two, else (env).
-    refused = signature_refusing(v, 1) and signature_refusing(v, 2)
-    return None if refused is None else f"{allowed}; this one's signature is {refused}"
+#: `call_factory` passes (env, spaces, device) when the factory takes three, else (env).
+_is_connector_factory = _factory_check(("env", "env, spaces, device"))
+#: `call_module_to_env_factory` passes (env, spaces) when it takes two, else (env).
+_is_module_to_env_factory = _factory_check(("env", "env, spaces"))
 
 
 #: Less than the memory of its own an EnvRunner worker process takes (Python with numpy and
