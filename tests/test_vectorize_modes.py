@@ -357,7 +357,8 @@ def test_a_restored_runner_continues_the_episodes_exactly(mode):
         for _ in range(300):
             original.sample(num_timesteps=3, random_actions=True)
             state = original.get_state()
-            if state["sampling"]["autoreset_envs"].any():
+            owed = state["sampling"]["autoreset_envs"]
+            if owed.any() and not owed.all():  # (all three can end in one step)
                 break
         assert state["sampling"]["autoreset_envs"].any()
         assert not state["sampling"]["autoreset_envs"].all()
