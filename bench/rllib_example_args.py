@@ -6,7 +6,8 @@ section and its learning tests), read at commit 0013d9b70a61c6334b6ad183e6f49b62
 keeping the entries whose `main` file ships in the 2.60 wheel; `NOT_IN_WHEEL` holds those of
 learning tests whose scripts the wheel does not ship (they run from `--extra-root`). Each entry is
 (CI test name, args, CI tags worth knowing: "manual" = not run by RLlib's CI, "gpu",
-"multi_gpu"; "localrl" = not RLlib's: an extra run on an env this project ships in place of one
+"multi_gpu"; "flaky" = RLlib's CI tracks the test as flaky (its result varies from run to
+run here too); "localrl" = not RLlib's: an extra run on an env this project ships in place of one
 it does not). An example with no entry here has none in BUILD.bazel (it is run with no
 arguments). Paths are relative to `ray/rllib/examples`.
 """
@@ -492,8 +493,10 @@ NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
         ("custom_action_distribution", ["--temperature=0.75"], ())
     ],
     "curiosity/count_based_curiosity.py": [("count_based_curiosity", ["--as-test"], ())],
+    # RLlib's CI tracks it as flaky (ray-project/ray#47128): its piece adds intrinsic rewards
+    # on its first 11 calls only, then it is plain PPO near MountainCar's -100 in 1M steps.
     "curiosity/euclidian_distance_based_curiosity.py": [
-        ("euclidian_distance_based_curiosity", ["--as-test"], ())
+        ("euclidian_distance_based_curiosity", ["--as-test"], ("flaky",))
     ],
     # The copy in ray-project/ray's index (commit 32ee04f) also sets its parser's default
     # `enable_new_api_stack=True`, which RLlib 2.60's example helpers refuse before anything

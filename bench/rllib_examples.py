@@ -494,7 +494,9 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
         "`classes/` and `utils/` folders, `utils.py` and `__init__.py` (classes the scripts "
         "import), and `_old_api_stack/models/` and `/policy/` (the same); `_old_api_stack`'s "
         "scripts run like the others. Seconds include Python's start and, for a timeout, the "
-        "whole limit.",
+        "whole limit. A CI entry's tags are RLlib's (manual: not run by RLlib's CI; gpu, "
+        "multi_gpu), or flaky: RLlib's CI tracks the test as flaky, and its result varies "
+        "from run to run here too (the row is its last run's).",
         "",
         "| example | CI entry | args | result | detail | seconds |",
         "|---|---|---|---|---|---|",
