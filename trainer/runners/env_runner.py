@@ -1439,10 +1439,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 dist_inputs = module.dist_inputs(obs_batch, explore=explore)
             acted = None if stateful else getattr(module, "module_acted", None)
             if self._module_to_env is not None:
-                actions, logp, dist_inputs = self._module_to_env_actions(
-                    dist_inputs, acted, explore
-                )
-            elif acted is not None:  # the module drew its actions itself (RLlib's ACTIONS)
+                dist_inputs, acted = self._module_to_env_outputs(dist_inputs, acted, explore)
+            if acted is not None:  # the module (or a piece) drew them itself (RLlib's ACTIONS)
                 actions, logp = acted
             else:
                 actions, logp = self.exploration.get_exploration_action(
@@ -1456,17 +1454,16 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             )
         return actions, env_actions, logp, dist_inputs, state_rows
 
-    def _module_to_env_actions(
+    def _module_to_env_outputs(
         self, dist_inputs: Any, acted: tuple[Any, Any] | None, explore: bool
-    ) -> tuple[Any, Any, Any]:
-        """RLlib's module-to-env pipeline with the config's pieces in front: they get the
-        module's outputs (`Columns.ACTION_DIST_INPUTS`, and `Columns.ACTIONS` /
-        `Columns.ACTION_LOGP` of a module that acted itself; torch tensors for a torch module,
-        as RLlib's pieces get them) and every sub-env's episode (a new, empty one for a sub-env
-        about to reset); then the actions are the
-        batch's `Columns.ACTIONS` if a piece wrote them (their log-likelihoods its
-        `Columns.ACTION_LOGP`, else the distribution's), else drawn from its distribution
-        inputs as without pieces. Returns (actions, log-likelihoods, distribution inputs)."""
+    ) -> tuple[np.ndarray, tuple[Any, Any] | None]:
+        """The config's module-to-env pieces (RLlib's pipeline, in front of its default
+        pieces) over the module's outputs: `Columns.ACTION_DIST_INPUTS`, and `Columns.ACTIONS`
+        / `Columns.ACTION_LOGP` of a module that acted itself (torch tensors for a torch
+        module, as RLlib's pieces get them), with every sub-env's episode (a new, empty one for
+        a sub-env about to reset). Returns the distribution inputs they leave and the (actions,
+        log-likelihoods) in the batch (a piece's `Columns.ACTION_LOGP`, else the
+        distribution's), or None: the actions are then drawn as without pieces."""
         module = self.module
         batch: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: dist_inputs}
         if acted is not None:
@@ -1496,12 +1493,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         )
         dist_inputs = np.asarray(out[Columns.ACTION_DIST_INPUTS], dtype=np.float32)
         if Columns.ACTIONS not in out:
-            actions, logp = self.exploration.get_exploration_action(
-                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                timestep=self.global_timestep,
-                explore=explore,
-            )
-            return actions, logp, dist_inputs
+            return dist_inputs, None
         actions = out[Columns.ACTIONS]
         layout = self.spaces.action_layout if self.spaces is not None else None
         if layout is not None and isinstance(actions, (dict, tuple)):
@@ -1510,7 +1502,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         logp = out.get(Columns.ACTION_LOGP)
         if logp is None:
             logp = module.dist.logp(dist_inputs, actions)
-        return actions, np.asarray(logp, dtype=np.float32).reshape(len(actions)), dist_inputs
+        return dist_inputs, (actions, np.asarray(logp, dtype=np.float32).reshape(len(actions)))
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier
