@@ -17,6 +17,7 @@ from trainer.core.multi_rl_module import MultiRLModuleSpec, runs_modules_togethe
 from trainer.core.rl_module import RLModule, RLModuleSpec
 from trainer.errors import ConfigError
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.util.state_checks import StateError
 
 torch = pytest.importorskip("torch", reason="the modules and the learner are torch's")
 
@@ -278,3 +279,18 @@ def test_vpg_trains_every_module_and_says_so_for_policies_to_train():
     config = shared_encoder_vpg().multi_agent(policies_to_train=["p0"])
     with pytest.raises(ConfigError, match=r"policies_to_train=\['p0'\].*trains every module"):
         config.validate()  # before any process starts
+
+
+def test_weights_that_do_not_fit_one_module_change_no_module():
+    algo = shared_encoder_vpg().env_runners(num_env_runners=0).build()
+    try:
+        before = {m: algo.get_module(m).get_state() for m in ("p0", "p1")}
+        p0 = {k: v + 1.0 for k, v in before["p0"].items()}
+        p1 = {k: np.zeros((3, 3), np.float32) for k in before["p1"]}  # wrong shapes
+        with pytest.raises(StateError, match=r"weights\['p1'\]"):
+            algo.set_weights({"p0": p0, "p1": p1})
+        for module_id, state in before.items():
+            after = algo.get_module(module_id).get_state()
+            assert all(np.array_equal(after[k], state[k]) for k in state), module_id
+    finally:
+        algo.stop()

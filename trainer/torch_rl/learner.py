@@ -805,7 +805,7 @@ class TorchLearner(Learner):
 
     def set_weights(self, weights: Any) -> None:
         """Sets the module's weights (`get_weights()`'s form; of a whole MultiRLModule,
-        `{module_id: weights}` for some of its modules)."""
+        `{module_id: weights}` for some of its modules, each checked before any is set)."""
         if not self.is_multi_module:
             super().set_weights(weights)
             return
@@ -815,6 +815,8 @@ class TorchLearner(Learner):
                 f"set_weights(): no module {unknown[0]!r} on this learner (modules: "
                 f"{sorted(map(str, self.module.keys()))})"
             )
+        for module_id, module_weights in weights.items():
+            self.module[module_id].check_weights(module_weights, f"weights[{module_id!r}]")
         for module_id, module_weights in weights.items():
             self.module[module_id].set_state(module_weights)
 
