@@ -1,7 +1,7 @@
 """Custom module-to-env connector pieces (RLlib's `env_runners(module_to_env_connector=...)`):
-each single-agent EnvRunner runs them on the module's outputs before the actions are drawn,
-with every sub-env's episode; a piece may change the distribution inputs (an action mask) or
-write the actions itself; torch modules' pieces get tensors, as in RLlib; checkpoints restore
+each EnvRunner runs them on the modules' outputs before the actions are drawn, with every
+sub-env's episode (a multi-agent one's batch keyed by module id, as RLlib's); a piece may
+change the distribution inputs (an action mask) or write the actions itself; torch modules' pieces get tensors, as in RLlib; checkpoints restore
 them in front of RLlib's default pieces for a user's own env loop. Real EnvRunner processes."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import ConnectorV2
 from trainer.connectors.module_to_env import GetActions, ModuleToEnvPipeline
 from trainer.env.episode import SingleAgentEpisode
-from trainer.errors import ConfigError
+from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 
 NUM_ENVS = 3
@@ -106,13 +106,97 @@ def test_a_torch_modules_piece_gets_tensors_and_may_act_itself():
         algo.stop()
 
 
-def test_multi_agent_configs_and_other_signatures_are_refused_when_validated():
-    config = (
-        config_with(lambda env, spaces: MaskLeft())
+class MaskLeftPerModule(ConnectorV2):
+    """A multi-agent piece: action 0 made impossible in every acting module's inputs."""
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
+        # Every sub-env's MultiAgentEpisode; the batch maps each acting module's id to its rows.
+        assert len(episodes) == NUM_ENVS, len(episodes)
+        assert all(isinstance(episode, MultiAgentEpisode) for episode in episodes)
+        assert set(batch) <= {"p0", "p1"}, set(batch)
+        for module_batch in batch.values():
+            module_batch[Columns.ACTION_DIST_INPUTS][:, 0] = -1e9
+        return batch
+
+
+class P0PushesRight(ConnectorV2):
+    """Writes module p0's actions itself (always 1) as torch tensors; p1 acts as it would."""
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
+        import torch
+
+        if "p0" in batch:
+            logits = batch["p0"][Columns.ACTION_DIST_INPUTS]
+            assert isinstance(logits, torch.Tensor), type(logits)
+            batch["p0"][Columns.ACTIONS] = torch.ones(len(logits), dtype=torch.int64)
+        return batch
+
+
+def multi_agent_config_with(factory) -> PPOConfig:
+    return (
+        config_with(factory)
         .environment(MultiAgentCartPole, env_config={"num_agents": 2})
-        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, ep, **kw: f"p{aid}")
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, episode, **kw: f"p{aid}")
     )
-    with pytest.raises(ConfigError, match=r"module_to_env_connector=\.\.\.\) is not available"):
-        config.validate()
+
+
+def actions_by_agent(episodes) -> dict:
+    actions: dict = {}
+    for episode in episodes:
+        for agent_id, agent_episode in episode.agent_episodes.items():
+            actions.setdefault(agent_id, []).extend(agent_episode.get_actions().tolist())
+    return actions
+
+
+def test_multi_agent_pieces_mask_every_modules_actions_in_the_env_runner_processes():
+    algo = multi_agent_config_with(lambda env, spaces: MaskLeftPerModule()).build()
+    try:
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] > 0
+        episodes = sampled(algo)
+        assert {agent: set(taken) for agent, taken in actions_by_agent(episodes).items()} == {
+            0: {1},
+            1: {1},
+        }
+        # The episodes record the inputs the actions were drawn from: the masked ones.
+        for episode in episodes:
+            for agent_episode in episode.agent_episodes.values():
+                inputs = agent_episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)
+                assert (np.asarray(inputs)[:, 0] == -1e9).all()
+    finally:
+        algo.stop()
+
+
+def test_a_multi_agent_torch_piece_may_act_for_one_module():
+    pytest.importorskip("torch", reason="a torch module's pieces get tensors")
+    algo = multi_agent_config_with(lambda env: P0PushesRight()).framework("torch").build()
+    try:
+        taken = actions_by_agent(sampled(algo))
+        assert set(taken[0]) == {1}
+        assert set(taken[1]) == {0, 1}  # p1's actions are drawn from its distribution
+        # The log-likelihoods of p0's written actions are its distribution's.
+        assert np.isfinite(algo.train()["learners"]["p0"]["policy_loss"])
+    finally:
+        algo.stop()
+
+
+def test_other_signatures_are_refused_when_configured():
     with pytest.raises(ValueError, match=r"module_to_env_connector.*\(env\) or \(env, spaces\)"):
         PPOConfig().env_runners(module_to_env_connector=lambda a, b, c: MaskLeft())
+
+
+def test_multi_agent_pieces_run_on_recurrent_modules_outputs():
+    pytest.importorskip("torch", reason="use_lstm runs on torch")
+    model_config = {"use_lstm": True, "max_seq_len": 10, "fcnet_hiddens": [16], "lstm_cell_size": 8}
+    config = multi_agent_config_with(lambda env, spaces: MaskLeftPerModule())
+    algo = config.rl_module(model_config=model_config).build()
+    try:
+        episodes = sampled(algo)
+        assert {agent: set(taken) for agent, taken in actions_by_agent(episodes).items()} == {
+            0: {1},
+            1: {1},
+        }
+        # The steps still record the module's state out beside the masked inputs.
+        assert Columns.STATE_OUT in episodes[0].agent_episodes[0].extra_model_outputs
+    finally:
+        algo.stop()

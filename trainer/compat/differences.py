@@ -82,10 +82,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "AlgorithmConfig.build_module_to_env_connector",
-        "missing: env_runners(module_to_env_connector=...)'s pieces run in each single-agent "
-        "EnvRunner on the module's outputs (tensors for a torch module) before the actions "
-        "are drawn, in front of the exploration and the action-space scaling built into the "
-        "EnvRunner (tests/test_module_to_env_pieces.py); multi-agent configs refuse them",
+        "missing: env_runners(module_to_env_connector=...)'s pieces run in each EnvRunner on "
+        "the modules' outputs (tensors for a torch module; a multi-agent runner's batch keyed "
+        "by module id) before the actions are drawn, in front of the exploration and the "
+        "action-space scaling built into the EnvRunner (tests/test_module_to_env_pieces.py)",
         "the EnvRunner's own action drawing is RLlib's default pieces in one numpy pass; "
         "the pipeline object a user's env loop needs comes from "
         "ModuleToEnvPipeline.from_checkpoint",

@@ -96,6 +96,7 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
+from trainer.runners.module_to_env_pieces import for_pieces, pieces_left
 from trainer.runners.rollout import collect_rollout, with_earlier_chunks
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
@@ -163,11 +164,6 @@ class _TaskSettable(Protocol):
     def get_task(self) -> Any: ...
 
     def set_task(self, task: Any) -> None: ...
-
-
-def _as_arrays(batch: Any) -> Any:
-    """A numpy module's module-to-env batch as it is (its values are arrays already)."""
-    return batch
 
 
 def _output_observation_space(pipeline: ConnectorPipelineV2) -> gym.Space:
@@ -1468,12 +1464,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         batch: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: dist_inputs}
         if acted is not None:
             batch[Columns.ACTIONS], batch[Columns.ACTION_LOGP] = acted
-        rl_module = getattr(module, "rl_module", module)
-        as_arrays: Callable[[Any], Any] = _as_arrays
-        if module.framework == "torch":
-            from trainer.torch_rl.rl_module import to_numpy, to_tensor
-
-            batch, as_arrays = to_tensor(batch), to_numpy
+        torch_module = module.framework == "torch"
         # One episode per sub-env, as RLlib's EnvRunner passes them: a sub-env whose episode
         # just ended (its next step resets it) has a new, empty one.
         episodes = [
@@ -1481,28 +1472,22 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             for record in self._sub_env_records
         ]
         assert self._module_to_env is not None, "called only with module-to-env pieces"
-        out = as_arrays(
-            self._module_to_env(
-                rl_module=rl_module,
-                batch=batch,
-                episodes=episodes,
-                explore=explore,
-                shared_data={},
-                metrics=self.metrics,
-            )
+        out = self._module_to_env(
+            rl_module=getattr(module, "rl_module", module),
+            batch=for_pieces(batch, torch_module),
+            episodes=episodes,
+            explore=explore,
+            shared_data={},
+            metrics=self.metrics,
         )
-        dist_inputs = np.asarray(out[Columns.ACTION_DIST_INPUTS], dtype=np.float32)
-        if Columns.ACTIONS not in out:
-            return dist_inputs, None
-        actions = out[Columns.ACTIONS]
         layout = self.spaces.action_layout if self.spaces is not None else None
-        if layout is not None and isinstance(actions, (dict, tuple)):
-            actions = layout.flatten(actions)
-        actions = np.asarray(actions)
-        logp = out.get(Columns.ACTION_LOGP)
-        if logp is None:
-            logp = module.dist.logp(dist_inputs, actions)
-        return dist_inputs, (actions, np.asarray(logp, dtype=np.float32).reshape(len(actions)))
+        left, acted = pieces_left(out, torch_module, module.dist, layout)
+        if left is None:
+            raise ValueError(
+                "the module_to_env_connector pieces removed "
+                f"{Columns.ACTION_DIST_INPUTS!r} from the batch: the EnvRunner records them"
+            )
+        return left, acted
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier

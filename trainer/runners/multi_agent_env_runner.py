@@ -14,6 +14,9 @@ One step of the runner, over all its sub-envs:
                         `Columns.STATE_OUT` (its initial state at the agent's first step);
                         a MultiRLModule class that runs its modules together (a shared
                         encoder) makes one pass of the container over every acting module
+    module-to-env       the config's module-to-env pieces, if any, over every acting module's
+    pieces              outputs at once (`{module_id: batch}`); actions are drawn from what
+                        they leave (or taken as a piece wrote them)
     env.step            each sub-env with the actions of its acting agents
     episodes            an episode's plain steps go into its `AgentColumns` (a list per
                         agent and field), which become (a new episode's) or extend (one
@@ -37,15 +40,24 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import repeat
-from typing import Any, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
-from trainer.connectors.connector_v2 import ConnectorPipelineV2
+from trainer.connectors.connector_v2 import (
+    ConnectorPipelineV2,
+    build_pipeline,
+    call_module_to_env_factory,
+)
 from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
-from trainer.core.models import RL_MODULE_STATE, FlatParameterModule
+from trainer.core.models import (
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
+    RL_MODULE_STATE,
+    FlatParameterModule,
+)
 from trainer.core.multi_rl_module import runs_modules_together
 from trainer.core.nn import Categorical, act_small_rows
 from trainer.core.obs_tree import tree_rows
@@ -81,6 +93,7 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import EnvRunner, RunnerSetup, check_sample_request
+from trainer.runners.module_to_env_pieces import for_pieces, pieces_left
 from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
@@ -122,6 +135,18 @@ _STATE_KEYS = RUNNER_STATE_KEYS - {"tasks"}
 _NONE_DONE: frozenset = frozenset()
 
 
+class ModuleOutput(NamedTuple):
+    """A module's forward pass over its agents' rows, before its actions are drawn."""
+
+    #: The action distribution's inputs, one row per agent (None: a module that drew its
+    #: actions itself and returned none).
+    dist_inputs: Any
+    #: (actions, their log-likelihoods or None) the module (or a module-to-env piece) drew.
+    acted: tuple[Any, Any] | None = None
+    #: A recurrent module's state out per row (`Columns.STATE_OUT`).
+    state_rows: list[Any] | None = None
+
+
 class _ModuleActions:
     """The actions of one module for a batch of observation rows: a default numpy module
     (logits or Q-values through the config's exploration), or a user's `RLModule`
@@ -159,15 +184,72 @@ class _ModuleActions:
         row, the state out (`Columns.STATE_OUT`). `agent_episodes[k]` is row k's agent's
         episode (None before its first step): its last state out is the row's state in, as
         the single-agent EnvRunner reads it."""
+        output = self.forward(obs_rows, explore, agent_episodes)
+        acted, for_env, logp = self._drawn(output.dist_inputs, explore, timestep)
+        return acted, for_env, logp, output.dist_inputs, cast(list, output.state_rows)
+
+    def forward(
+        self, obs_rows: list[Any], explore: bool, agent_episodes: list[Any] | None = None
+    ) -> ModuleOutput:
+        """The module's forward pass over its agents' rows, before any action is drawn (a
+        recurrent module's rows start from `agent_episodes`' last states out)."""
         module = self.module
-        obs = module.spaces.preprocess(_stack(obs_rows))
-        states, prev_actions, prev_rewards = step_inputs(module, agent_episodes)
-        dist_inputs, state_out = module.dist_inputs_and_state(
-            obs, states, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
+        if self.stateful:
+            obs = module.spaces.preprocess(_stack(obs_rows))
+            states, prev_actions, prev_rewards = step_inputs(module, agent_episodes or [])
+            dist_inputs, state_out = module.dist_inputs_and_state(
+                obs, states, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
+            )
+            state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
+            return ModuleOutput(dist_inputs, None, state_rows)
+        if self.numpy_default:
+            obs = module.spaces.preprocess(_stack(obs_rows))
+            if self.torch_view:  # forward_exploration / forward_inference
+                dist_inputs = module.dist_inputs(obs, explore=explore)
+                # A module that drew its actions itself (RLlib's ACTIONS) is taken as it acted.
+                return ModuleOutput(dist_inputs, module.module_acted)
+            return ModuleOutput(module.dist_inputs(obs))
+        batch = {OBS: _stack(obs_rows)}
+        out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
+        acted = None
+        if ACTIONS in out:
+            logp = out.get(ACTION_LOGP)
+            acted = (np.asarray(out[ACTIONS]), None if logp is None else np.asarray(logp))
+        elif ACTION_DIST_INPUTS not in out:
+            raise ValueError(
+                f"{type(module).__name__}.forward_{'exploration' if explore else 'inference'}() "
+                f"returned {sorted(out)}: an RLModule that acts returns 'actions' or "
+                "'action_dist_inputs'"
+            )
+        return ModuleOutput(out.get(ACTION_DIST_INPUTS), acted)
+
+    def draw(
+        self, output: ModuleOutput, explore: bool, timestep: int
+    ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
+        """`__call__`'s results for a forward pass's outputs: the actions it drew, else those
+        drawn from its distribution inputs."""
+        dist_inputs, acted = output.dist_inputs, output.acted
+        if self.numpy_default:
+            return (*self._drawn(dist_inputs, explore, timestep, acted), dist_inputs)
+        if acted is not None:
+            actions, logp = acted
+            return (
+                _rows(actions),
+                _env_rows(actions),
+                None if logp is None else logp.tolist(),
+                dist_inputs,
+            )
+        module = self.module
+        dist_inputs = np.asarray(dist_inputs)
+        dist_cls = (
+            module.get_exploration_action_dist_cls()
+            if explore
+            else module.get_inference_action_dist_cls()
         )
-        acted, for_env, logp = self._drawn(dist_inputs, explore, timestep)
-        state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
-        return acted, for_env, logp, dist_inputs, state_rows
+        dist = dist_cls.from_logits(dist_inputs)
+        actions = dist.sample() if explore else dist.to_deterministic().sample()
+        logp = np.asarray(dist.logp(actions), dtype=np.float32)
+        return _rows(actions), _env_rows(actions), logp.tolist(), dist_inputs
 
     def _drawn(
         self, dist_inputs: Any, explore: bool, timestep: int, acted: Any = None
@@ -206,53 +288,19 @@ class _ModuleActions:
     ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
         """(actions as the episode records them, actions for the env, log-probs or None,
         distribution inputs (one row per observation) or None)."""
-        module = self.module
-        if self.numpy_default:
-            obs = module.spaces.preprocess(_stack(obs_rows))
-            dist_inputs = (
-                module.dist_inputs(obs, explore=explore)  # forward_exploration / _inference
-                if self.torch_view
-                else module.dist_inputs(obs)
-            )
-            if (
-                self.categorical_sampling
-                and dist_inputs.size <= Categorical.SMALL
-                and dist_inputs.ndim == 2
-                and (not explore or timestep >= self.exploration.random_timesteps)
-            ):
-                # What the general path below computes, without the arrays in between.
-                acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
-                return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
-            # A module that drew its actions itself (RLlib's ACTIONS) is taken as it acted.
-            acted = getattr(module, "module_acted", None) if self.torch_view else None
-            return (*self._drawn(dist_inputs, explore, timestep, acted), dist_inputs)
-        batch = {OBS: _stack(obs_rows)}
-        out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
-        if ACTIONS in out:
-            actions = np.asarray(out[ACTIONS])
-            logp = out.get(ACTION_LOGP)
-            return (
-                _rows(actions),
-                _env_rows(actions),
-                None if logp is None else np.asarray(logp).tolist(),
-                out.get(ACTION_DIST_INPUTS),
-            )
-        if ACTION_DIST_INPUTS not in out:
-            raise ValueError(
-                f"{type(module).__name__}.forward_{'exploration' if explore else 'inference'}() "
-                f"returned {sorted(out)}: an RLModule that acts returns 'actions' or "
-                "'action_dist_inputs'"
-            )
-        dist_inputs = np.asarray(out[ACTION_DIST_INPUTS])
-        dist_cls = (
-            module.get_exploration_action_dist_cls()
-            if explore
-            else module.get_inference_action_dist_cls()
-        )
-        dist = dist_cls.from_logits(dist_inputs)
-        actions = dist.sample() if explore else dist.to_deterministic().sample()
-        logp = np.asarray(dist.logp(actions), dtype=np.float32)
-        return _rows(actions), _env_rows(actions), logp.tolist(), dist_inputs
+        output = self.forward(obs_rows, explore)
+        dist_inputs = output.dist_inputs
+        if (
+            self.categorical_sampling
+            and output.acted is None
+            and dist_inputs.size <= Categorical.SMALL
+            and dist_inputs.ndim == 2
+            and (not explore or timestep >= self.exploration.random_timesteps)
+        ):
+            # What `draw` computes, without the arrays in between.
+            acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
+            return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
+        return self.draw(output, explore, timestep)
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
@@ -321,6 +369,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.env_spaces = env_spaces
         #: Per module id: (observation space, action space) its networks are built for.
         self.spaces = spaces
+        #: The config's module-to-env pieces (`_build_module_to_env`), or None.
+        self._module_to_env: ConnectorPipelineV2 | None = None
         if create_env:
             self.make_env()
         else:
@@ -332,6 +382,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             except (AttributeError, TypeError):
                 self._observation_pieces = []
         self.module = self._build_module()
+        self._build_module_to_env()
         self._actors = {
             module_id: self._module_actions(module_id, module)
             for module_id, module in self.module.items()
@@ -506,6 +557,19 @@ class MultiAgentEnvRunner(RunnerSetup):
         }
         return module
 
+    def _build_module_to_env(self) -> None:
+        """The config's module-to-env pieces, made once (kept when the sub-envs are re-made):
+        RLlib's factory gets the sub-envs and the spaces (`"__env__"`, `"__env_single__"`: each
+        agent's spaces as Dicts; each module id's), the pipeline's input spaces those Dicts."""
+        factory = self.config.module_to_env_connector
+        if factory is None or self.env is None or self._module_to_env is not None:
+            return
+        assert self.env_spaces is not None and self.spaces is not None, "env and module built"
+        env_spaces = (gym.spaces.Dict(self.env_spaces[0]), gym.spaces.Dict(self.env_spaces[1]))
+        spaces = {INPUT_ENV_SPACES: env_spaces, INPUT_ENV_SINGLE_SPACES: env_spaces, **self.spaces}
+        pieces = call_module_to_env_factory(factory, self.env, spaces)
+        self._module_to_env = build_pipeline(pieces, *env_spaces, setting="module_to_env_connector")
+
     def _check_joint_modules(self) -> None:
         """A container that runs its modules together acts through torch modules without
         recurrent state (raises ConfigError, naming the others)."""
@@ -608,6 +672,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         callbacks = self._callbacks
         if any(actor.stateful for actor in self._actors.values()):
             return False  # a recurrent module reads its agents' episodes at every step
+        if self._module_to_env is not None:
+            return False  # its pieces read the episodes at every step
         return not (callbacks.has("on_episode_start") or callbacks.has("on_episode_step"))
 
     def _fill(self, index: int) -> None:
@@ -829,33 +895,37 @@ class MultiAgentEnvRunner(RunnerSetup):
             last_obs = self._last_obs
             others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
             joint = self._joint_dist_inputs(rows, explore) if self._joint_forward else None
+            through_pieces = (
+                None
+                if self._module_to_env is None
+                else self._outputs_through_pieces(rows, explore, joint)
+            )
             for module_id, where in rows.items():
                 obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
                 actor = self._actors[module_id]
                 logp: list[float] | None
                 state_rows = None
                 try:
-                    if joint is not None:
+                    if through_pieces is not None:
+                        output = through_pieces[module_id]
+                        state_rows = output.state_rows
+                        acted, for_env, logp, module_dist_inputs = actor.draw(
+                            output, explore, self.global_timestep
+                        )
+                    elif joint is not None:
                         acted, for_env, logp, module_dist_inputs = actor.act_on(
                             joint[module_id], explore, self.global_timestep
                         )
                     elif actor.stateful:
-                        agent_episodes = [
-                            self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
-                            for index, agent_id in where
-                        ]
                         acted, for_env, logp, module_dist_inputs, state_rows = actor.act_recurrent(
-                            obs_rows, explore, self.global_timestep, agent_episodes
+                            obs_rows, explore, self.global_timestep, self._agent_episodes(where)
                         )
                     else:
                         acted, for_env, logp, module_dist_inputs = actor(
                             obs_rows, explore, self.global_timestep
                         )
                 except (ValueError, TypeError) as error:
-                    explained = self._explained_observations(where, obs_rows)
-                    if explained is None:
-                        raise
-                    raise explained from error
+                    self._raise_explained(where, obs_rows, error)
                 for k, (index, agent_id) in enumerate(where):
                     actions[index][agent_id] = acted[k]
                     env_actions[index][agent_id] = for_env[k]
@@ -941,6 +1011,90 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.global_timestep += env_steps
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
+
+    def _agent_episodes(self, where: list[tuple[int, Any]]) -> list[Any]:
+        """Each (sub-env, agent) row's agent episode (None before the agent's first step)."""
+        return [
+            self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
+            for index, agent_id in where
+        ]
+
+    def _raise_explained(
+        self, where: list[tuple[int, Any]], obs_rows: list[Any], error: Exception
+    ) -> NoReturn:
+        """Re-raises a module's `error` over `obs_rows` as the observations' problem when they
+        have one (an `EnvDataError` naming the agent and sub-env), else as it is."""
+        explained = self._explained_observations(where, obs_rows)
+        if explained is None:
+            raise error
+        raise explained from error
+
+    def _outputs_through_pieces(
+        self,
+        rows: dict[Any, list[tuple[int, Any]]],
+        explore: bool,
+        joint: dict[Any, np.ndarray] | None,
+    ) -> dict[Any, ModuleOutput]:
+        """Every acting module's forward pass (or the container's, `joint`), then the config's
+        module-to-env pieces over all of them at once, as RLlib's MultiAgentEnvRunner runs
+        them: `batch[module_id]` holds the module's rows (its agents' in `rows`' order: by
+        sub-env, then agent), `episodes` every sub-env's MultiAgentEpisode. Returns what the
+        pieces left for each module (see `trainer.runners.module_to_env_pieces`)."""
+        assert self._module_to_env is not None, "called only with module-to-env pieces"
+        outputs: dict[Any, ModuleOutput] = {}
+        batch: dict[Any, dict[str, Any]] = {}
+        for module_id, where in rows.items():
+            actor = self._actors[module_id]
+            if joint is not None:
+                output = ModuleOutput(joint[module_id])
+            else:
+                obs_rows = [self._last_obs[index][agent_id] for index, agent_id in where]
+                agent_episodes = self._agent_episodes(where) if actor.stateful else None
+                try:
+                    output = actor.forward(obs_rows, explore, agent_episodes)
+                except (ValueError, TypeError) as error:
+                    self._raise_explained(where, obs_rows, error)
+            outputs[module_id] = output
+            module_batch: dict[str, Any] = {}
+            if output.dist_inputs is not None:
+                module_batch[Columns.ACTION_DIST_INPUTS] = output.dist_inputs
+            if output.acted is not None:
+                module_batch[Columns.ACTIONS] = output.acted[0]
+                if output.acted[1] is not None:
+                    module_batch[Columns.ACTION_LOGP] = output.acted[1]
+            batch[module_id] = for_pieces(module_batch, actor.torch_view)
+        out = self._module_to_env(
+            rl_module=self.module,
+            batch=batch,
+            episodes=list(self._episodes),
+            explore=explore,
+            shared_data={},
+            metrics=self.metrics,
+        )
+        for module_id, output in outputs.items():
+            actor = self._actors[module_id]
+            module_out = out.get(module_id)
+            if not isinstance(module_out, dict):
+                raise ValueError(
+                    f"the module_to_env_connector pieces left no batch for module {module_id!r} "
+                    f"(batch[{module_id!r}] is {type(module_out).__name__}): each acting "
+                    "module's outputs stay under its id"
+                )
+            module = actor.module
+            dist_inputs, acted = pieces_left(
+                module_out,
+                actor.torch_view,
+                getattr(module, "dist", None) if actor.numpy_default else None,
+                module.spaces.action_layout if actor.numpy_default else None,
+            )
+            if dist_inputs is None and (acted is None or actor.numpy_default):
+                raise ValueError(
+                    "the module_to_env_connector pieces removed "
+                    f"{Columns.ACTION_DIST_INPUTS!r} from module {module_id!r}'s batch: the "
+                    "EnvRunner draws its actions from them, or records them with the actions"
+                )
+            outputs[module_id] = output._replace(dist_inputs=dist_inputs, acted=acted)
+        return outputs
 
     @staticmethod
     def _outputs_per_agent(

@@ -152,7 +152,7 @@ ENV_RUNNERS_SETTINGS: dict[str, Setting] = settings_of(
             None,
             _is_module_to_env_factory,
             "(env, spaces) -> module-to-env connector pieces (or a list, or a pipeline) run on "
-            "the module's outputs before the actions are drawn, in every single-agent EnvRunner",
+            "the modules' outputs before the actions are drawn, in every EnvRunner",
         ),
         "observation_filter": (
             "NoFilter",

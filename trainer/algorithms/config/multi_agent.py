@@ -342,7 +342,6 @@ class MultiAgentSection(ConfigBase):
                 self.observation_filter not in (None, "NoFilter")
             ),
             "environment(env_task_fn=...)": self.env_task_fn is not None,
-            "env_runners(module_to_env_connector=...)": self.module_to_env_connector is not None,
             f"env_runners(gym_env_vectorize_mode={self.gym_env_vectorize_mode!r})": (
                 normalized_vectorize_mode(self.gym_env_vectorize_mode) != "sync"
             ),

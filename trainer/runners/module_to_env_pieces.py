@@ -1,0 +1,60 @@
+"""The config's module-to-env pieces (`env_runners(module_to_env_connector=...)`) as both
+EnvRunners run them, between a module's forward pass and the drawing of its actions:
+
+    module outputs      ACTION_DIST_INPUTS; ACTIONS / ACTION_LOGP of a module that drew its
+                        actions itself
+    `for_pieces`        as the pieces get them: torch tensors for a torch module, as in RLlib
+    the pieces          may change the distribution inputs (an action mask) or write ACTIONS
+                        (and ACTION_LOGP) themselves
+    `pieces_left`       back to numpy: the distribution inputs the actions are drawn from, or
+                        the actions a piece (or the module) wrote, as the episodes record them
+                        (a composite action as flat rows), with their log-likelihoods
+
+A single-agent EnvRunner's batch is one module's; a multi-agent one's maps each acting module's
+id to its batch (`{module_id: {column: rows}}`), as RLlib's MultiRLModule returns it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainer.compat.rllib_utils import Columns
+
+
+def for_pieces(batch: dict[str, Any], torch_module: bool) -> dict[str, Any]:
+    """A module's outputs as its module-to-env pieces get them."""
+    if not torch_module:
+        return batch
+    from trainer.torch_rl.rl_module import to_tensor
+
+    return to_tensor(batch)
+
+
+def pieces_left(
+    out: dict[str, Any], torch_module: bool, dist: Any = None, action_layout: Any = None
+) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray | None] | None]:
+    """What the pieces left in one module's batch (numpy arrays or torch tensors): its
+    distribution inputs (None if it has none), and the (actions, log-likelihoods) written in
+    it, or None when the actions are still to be drawn. A missing `Columns.ACTION_LOGP` is
+    `dist`'s log-likelihood of the actions under the distribution inputs (None without one)."""
+    if torch_module:
+        from trainer.torch_rl.rl_module import to_numpy
+
+        out = to_numpy(out)
+    dist_inputs = out.get(Columns.ACTION_DIST_INPUTS)
+    if dist_inputs is not None:
+        dist_inputs = np.asarray(dist_inputs, dtype=np.float32)
+    if Columns.ACTIONS not in out:
+        return dist_inputs, None
+    actions = out[Columns.ACTIONS]
+    if action_layout is not None and isinstance(actions, (dict, tuple)):
+        actions = action_layout.flatten(actions)
+    actions = np.asarray(actions)
+    logp = out.get(Columns.ACTION_LOGP)
+    if logp is None and dist is not None and dist_inputs is not None:
+        logp = dist.logp(dist_inputs, actions)
+    if logp is None:
+        return dist_inputs, (actions, None)
+    return dist_inputs, (actions, np.asarray(logp, dtype=np.float32).reshape(len(actions)))
