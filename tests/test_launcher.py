@@ -562,7 +562,7 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
 
 def test_missing_names_fail_at_import_with_name_capability_and_instead(hook):
     with pytest.raises(RLlibNotAvailable) as catalog:
-        from ray.rllib.core.models.base import Encoder  # noqa: F401
+        from ray.rllib.core.models.base import ActorCriticEncoder  # noqa: F401
     assert catalog.value.capability == table.TORCH
 
     from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it

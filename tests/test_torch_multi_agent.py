@@ -154,28 +154,29 @@ def test_load_state_path_loads_a_numpy_module_checkpoint_into_the_torch_module(t
         _load_state_config(path, {"fcnet_hiddens": [16]}).build()
 
 
-def test_catalogs_are_names_on_the_default_module_only():
+def test_catalogs_must_be_a_default_modules_catalog_or_a_subclass():
     catalog = PPOCatalog(CARTPOLE.observation_space, CARTPOLE.action_space, {})
     from trainer.torch_rl.distributions import TorchCategorical
 
     assert catalog.get_action_dist_cls(framework="torch") is TorchCategorical
-    with pytest.raises(RLlibNotAvailable, match=r"PPOCatalog.build_actor_critic_encoder"):
-        catalog.build_actor_critic_encoder(framework="torch")
+    with pytest.raises(RLlibNotAvailable, match=r"Catalog.build_encoder"):
+        Catalog(CARTPOLE.observation_space, CARTPOLE.action_space, {}).build_encoder("torch")
 
     class MyCatalog(PPOCatalog):
         pass
 
+    PPOConfig().rl_module(rl_module_spec=RLModuleSpec(catalog_class=MyCatalog))  # accepted
     for spec, message in [
-        (RLModuleSpec(catalog_class=MyCatalog), r"catalog_class=.*MyCatalog is not supported"),
         (RLModuleSpec(catalog_class=Catalog), r"catalog_class=Catalog is not supported"),
+        (RLModuleSpec(catalog_class=dict), r"catalog_class=dict is not supported"),
     ]:
         with pytest.raises(ConfigError, match=message):
             PPOConfig().rl_module(rl_module_spec=spec)
-    with pytest.raises(ConfigError, match=r"the spec of module 'p0'.*MyCatalog"):
+    with pytest.raises(ConfigError, match=r"the spec of module 'p0'.*Catalog is not supported"):
         PPOConfig().rl_module(
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={
-                    "p0": RLModuleSpec(module_class=PPOTorchRLModule, catalog_class=MyCatalog)
+                    "p0": RLModuleSpec(module_class=PPOTorchRLModule, catalog_class=Catalog)
                 }
             )
         )

@@ -2,8 +2,6 @@
 #
 # Changes besides the imports:
 # - `env_names` leave out "ale_py:ALE/Breakout-v5" (Atari: ale_py is not installed here).
-# - `catalog_class=PPOCatalog` is left out: catalogs do not exist here; the module builds its
-#   own networks from `model_config`.
 # - `get_preprocessor` (old API stack) is a local identity preprocessor: RLlib's is one for
 #   CartPole's and Pendulum's Box observations (`NoPreprocessor`).
 # - `tree.map_structure` (dm-tree, not installed here) is a small local function over dicts,
@@ -17,6 +15,7 @@ import numpy as np
 import torch
 
 from trainer import named_objects as ray  # was: import ray
+from trainer.algorithms.ppo.catalog import PPOCatalog  # was: ray.rllib.algorithms.ppo....
 from trainer.algorithms.ppo.torch_module import (  # was: ray.rllib.algorithms.ppo.torch....
     DefaultPPOTorchRLModule,
 )
@@ -110,6 +109,7 @@ class TestPPO(unittest.TestCase):
                 observation_space=preprocessor.observation_space,
                 action_space=env.action_space,
                 model_config=DefaultModelConfig(use_lstm=lstm),
+                catalog_class=PPOCatalog,
             )
 
             obs, _ = env.reset()
@@ -145,6 +145,7 @@ class TestPPO(unittest.TestCase):
                 observation_space=preprocessor.observation_space,
                 action_space=env.action_space,
                 model_config=DefaultModelConfig(use_lstm=lstm),
+                catalog_class=PPOCatalog,
             )
 
             # collect a batch of data

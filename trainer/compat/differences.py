@@ -377,6 +377,22 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- RLlib's tests left out of tests/rllib/ ---------------------------------------------------
     Difference(
+        "tests/rllib/test_catalog.py::test_get_encoder_config",
+        "left out",
+        "it builds the base Catalog's encoder configs (_get_encoder_config: MLPEncoderConfig, "
+        "CNNEncoderConfig) for 'tf2' and 'torch'; the catalogs here build this project's "
+        "torch networks through PPOCatalog's builders, and TensorFlow is not supported",
+        TEST,
+    ),
+    Difference(
+        "tests/rllib/test_catalog.py::test_atari_help",
+        "left out",
+        "its error comes from the base Catalog's encoder-config decision at construction "
+        "(_determine_components_hook), which the catalogs here do not make; the torch CNN "
+        "encoder refuses an image size without a preset, naming conv_filters",
+        TEST,
+    ),
+    Difference(
         "tests/rllib/test_callbacks_on_env_runner.py::test_tune_trial_id_visible_in_callbacks",
         "left out",
         "it checks nothing when its trial fails (Tuner.fit() returns the trial's error "
@@ -811,14 +827,16 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "RLModule(catalog_class=...)",
-        "PPOCatalog is accepted on PPO's default module (module.catalog is set; the module "
-        "builds its own networks from model_config); other catalog classes are refused at "
-        "config time, and the builders (build_actor_critic_encoder, build_pi_head, "
-        "build_vf_head, build_encoder, get_tokenizer_config, get_preprocessor, latent_dims) "
-        "raise RLlibNotAvailable (tests/test_torch_multi_agent.py::test_catalogs_are_names_"
-        "on_the_default_module_only)",
-        "RLlib's Encoder/Model config classes do not exist here; the default torch modules "
-        "build their encoders and heads from model_config directly",
+        "PPOCatalog and its subclasses are accepted on PPO's default modules: the torch module "
+        "builds its encoder and heads through the catalog (an overridden build_pi_head / "
+        "build_vf_head / build_actor_critic_encoder shapes them; tests/test_catalogs.py, "
+        "tests/rllib/test_catalog.py); the numpy module builds the same layout itself and "
+        "refuses a subclass that overrides builders; other catalog classes are refused at "
+        "config time; the base Catalog's encoder configs (_get_encoder_config, build_encoder, "
+        "get_tokenizer_config, get_preprocessor) raise RLlibNotAvailable",
+        "the builders return this project's torch networks (an encoder with encode_actor / "
+        "encode_critic), not RLlib's Encoder/Model config classes; the numpy networks cannot "
+        "run a torch head",
         BEHAVIOUR,
     ),
     Difference(

@@ -18,6 +18,7 @@ here: `build(framework="tf2")` raises naming torch.
 
 from __future__ import annotations
 
+import abc
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +62,24 @@ def check_initializer(value: Any, setting: str) -> None:
             f"{setting}={value!r}: an initializer is None, a callable, or the name of a "
             "torch.nn.init in-place initializer, ending in '_' (e.g. 'xavier_uniform_')"
         )
+
+
+class Model(abc.ABC):
+    """RLlib's base of a network built from a model config (`ray.rllib.core.models.base`):
+    it holds `config` and computes `_forward(inputs)`; `TorchModel`
+    (`trainer.torch_rl.model_config_networks`) is its torch form."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+
+    @abc.abstractmethod
+    def _forward(self, input_dict: dict, **kwargs: Any) -> Any:
+        """The network's outputs for `input_dict`."""
+
+
+class Encoder(Model, abc.ABC):
+    """RLlib's encoder: a batch dict in, `{ENCODER_OUT: features}` out (and
+    `Columns.STATE_OUT` for a recurrent one)."""
 
 
 @dataclass

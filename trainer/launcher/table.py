@@ -179,6 +179,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # RLlib's model configs for a user's own module (MLP encoders and heads) and their keys.
     "ray.rllib.core.models.base": ("trainer.core.model_configs",),
     "ray.rllib.core.models.configs": ("trainer.core.model_configs",),
+    "ray.rllib.core.models.torch.base": ("trainer.torch_rl.model_config_networks",),
     "ray.rllib.utils.debug": ("trainer.util.seeding",),
     "ray.rllib.utils.debug.deterministic": ("trainer.util.seeding",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),

@@ -548,15 +548,7 @@ def action_dist_cls_for(space: gym.Space, where: str = "action_space") -> type[D
             input_lens=[int(n) for n in np.asarray(space.nvec).ravel()]
         )
     if isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
-        leaf_spaces = _space_struct(space)
-        classes = _map_structure(lambda leaf: action_dist_cls_for(leaf, where), leaf_spaces)
-        lens = [
-            int(cast(Any, cls).required_input_dim(leaf))
-            for cls, leaf in zip(_flatten(classes), _flatten(leaf_spaces), strict=True)
-        ]
-        return TorchMultiDistribution.get_partial_dist_cls(
-            child_distribution_cls_struct=classes, input_lens=lens
-        )
+        return multi_distribution_for(space, lambda leaf: action_dist_cls_for(leaf, where))
     raise UnsupportedValue(
         f"{where}={space} is not supported: Discrete, Box, MultiDiscrete, and Tuple and Dict "
         "of those are (RLlib's Catalog: categorical, diagonal Gaussian, multi-categorical, "
@@ -594,3 +586,19 @@ def _space_struct(space: gym.Space) -> Any:
     if isinstance(space, gym.spaces.Tuple):
         return tuple(_space_struct(sub) for sub in space.spaces)
     return space
+
+
+def multi_distribution_for(
+    space: gym.spaces.Tuple | gym.spaces.Dict, leaf_cls: Callable[[gym.Space], type]
+) -> type[Distribution]:
+    """`TorchMultiDistribution` bound to `leaf_cls(leaf)` for each of the space's leaves,
+    nested as the space is, and their input sizes in dm-tree's order."""
+    leaf_spaces = _space_struct(space)
+    classes = _map_structure(leaf_cls, leaf_spaces)
+    lens = [
+        int(cast(Any, cls).required_input_dim(leaf))
+        for cls, leaf in zip(_flatten(classes), _flatten(leaf_spaces), strict=True)
+    ]
+    return TorchMultiDistribution.get_partial_dist_cls(
+        child_distribution_cls_struct=classes, input_lens=lens
+    )

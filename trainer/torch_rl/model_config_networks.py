@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from trainer.compat.rllib_utils import Columns
-from trainer.core.model_configs import ENCODER_OUT
+from trainer.core.model_configs import ENCODER_OUT, Model
 
 #: RLlib's activation names -> torch classes (None: no layer).
 _ACTIVATIONS: dict[str, type[nn.Module] | None] = {
@@ -95,6 +95,18 @@ class TorchMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x)
+
+
+class TorchModel(nn.Module, Model):
+    """RLlib's `TorchModel` (`ray.rllib.core.models.torch.base`): a `Model` that is an
+    `nn.Module`; calling it runs `_forward`."""
+
+    def __init__(self, config: Any) -> None:
+        nn.Module.__init__(self)
+        Model.__init__(self, config)
+
+    def forward(self, inputs: Any, **kwargs: Any) -> Any:
+        return self._forward(inputs, **kwargs)
 
 
 class TorchMLPHead(nn.Module):

@@ -173,11 +173,8 @@ class RLModuleSection(ConfigBase):
         if is_torch_module_class(spec.module_class):
             refusals.pop("module_class")  # a TorchRLModule runs on the EnvRunners and learns
             refusals.pop("inference_only")
-        check_catalog_class(
-            name,
-            spec.catalog_class,
-            spec.module_class or self.default_module_class(),
-        )
+        # Without a module class, the default module's framework is known when validated.
+        check_catalog_class(name, spec.catalog_class, spec.module_class)
         for field_name, why in refusals.items():
             value = getattr(spec, field_name)
             if value not in (None, False):
@@ -351,5 +348,14 @@ class RLModuleSection(ConfigBase):
                     refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
+        catalog_class = getattr(self.__dict__.get("rl_module_spec"), "catalog_class", None)
+        if catalog_class is not None and user_module is None:
+            check_catalog_class(
+                f"{name}.rl_module(rl_module_spec=RLModuleSpec(...))",
+                catalog_class,
+                self.default_torch_module_class()
+                if self.uses_torch
+                else self.default_module_class(),
+            )
         if self.algorithm_config_overrides_per_module:
             self._check_module_overrides("validate", self.algorithm_config_overrides_per_module)

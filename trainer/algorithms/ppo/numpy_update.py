@@ -85,7 +85,7 @@ class NumpyPPOUpdate:
         # numpy Adam would step it.
         if not is_default_mlp_module(learner, NumpyPPOInference) or not config.use_critic:
             return None
-        if learner.stateful:
+        if learner.stateful or not module.has_default_parts():
             return None
         entry = plain_adam(learner)
         if entry is None:

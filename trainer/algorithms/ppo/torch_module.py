@@ -65,6 +65,55 @@ from trainer.torch_rl.networks import (
 from trainer.torch_rl.numpy_inference import NumpyPPOInference
 from trainer.torch_rl.rl_module import TorchRLModule
 
+#: What the module reads of its encoder (`PPOCatalog.build_actor_critic_encoder`'s).
+_ENCODER_API = ("encode_actor", "encode_critic", "output_dim")
+
+
+def action_input_dim(action_space: gym.Space) -> int:
+    """The width of a previous action as an LSTM input (one-hot for Discrete)."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return int(action_space.n)
+    return int(np.prod(action_space.shape or ()))
+
+
+def default_actor_critic_encoder(
+    observation_space: gym.Space, action_space: gym.Space, config: dict, where: str
+) -> ActorCriticEncoder | RecurrentActorCriticEncoder:
+    """The default module's encoder for a checked model config: `fcnet_hiddens` MLPs (or
+    RLlib's CNN for images), one shared or one each for the policy and the value function;
+    with `use_lstm` an LSTM encoder over the observations (and the previous action and reward
+    when asked for)."""
+    encoding = ObservationEncoding(observation_space, where)
+    if config["use_lstm"]:
+        prev_action_dim = action_input_dim(action_space) if config["lstm_use_prev_action"] else 0
+        prev_reward = int(bool(config["lstm_use_prev_reward"]))
+        return RecurrentActorCriticEncoder(encoding.dim + prev_action_dim + prev_reward, config)
+    return ActorCriticEncoder(
+        encoding.dim, config, encoder_factory(observation_space, encoding.dim, config)
+    )
+
+
+def default_pi_head(action_space: gym.Space, config: dict, latent_dim: int) -> MLPHead:
+    """The default policy head: `head_fcnet_hiddens`, then the inputs of the action space's
+    distribution (a Gaussian's log-stds clipped, or a parameter with `free_log_std`)."""
+    is_gaussian = action_dist_cls_for(action_space, "action_space") is TorchDiagGaussian
+    return MLPHead(
+        latent_dim,
+        action_dist_cls_for(action_space, "action_space").required_input_dim(action_space),
+        config,
+        clip_log_std=is_gaussian,
+        free_log_std=config["free_log_std"],
+        log_std_clip_param=float(config.get("log_std_clip_param", 20.0)),
+        # Small initial outputs (as the numpy module's policy head): actions start near the
+        # distribution's centre and the entropy near its maximum.
+        output_gain=0.01,
+    )
+
+
+def default_vf_head(config: dict, latent_dim: int) -> MLPHead:
+    """The default value head: `head_fcnet_hiddens`, then one linear output."""
+    return MLPHead(latent_dim, 1, config)
+
 
 class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI):
     """RLlib's default PPO torch module (see the module docstring): `_forward` returns
@@ -115,37 +164,39 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 f"Gaussian), the action space is {self.action_space}"
             )
         self._stateful = bool(config["use_lstm"])
-        # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
-        self.encoder: Any
         if self._stateful:
             # As RLlib: a recurrent module is never inference-only (the EnvRunners carry the
             # critic's state too, which the learner's sequences start from).
             self.inference_only = False
             self._prev_action_dim = (
-                self._action_input_dim() if config["lstm_use_prev_action"] else 0
+                action_input_dim(self.action_space) if config["lstm_use_prev_action"] else 0
             )
             self._prev_reward = bool(config["lstm_use_prev_reward"])
-            self.encoder = RecurrentActorCriticEncoder(
-                self._encode_obs.dim + self._prev_action_dim + int(self._prev_reward), config
+        catalog = self.catalog
+        # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
+        self.encoder: Any
+        if catalog is None:
+            self.encoder = default_actor_critic_encoder(
+                self.observation_space, self.action_space, config, where
             )
-        else:
-            self.encoder = ActorCriticEncoder(
-                self._encode_obs.dim,
-                config,
-                encoder_factory(self.observation_space, self._encode_obs.dim, config),
+            self.pi = default_pi_head(self.action_space, config, self.encoder.output_dim)
+            self.vf = default_vf_head(config, self.encoder.output_dim)
+            return
+        # RLlib's PPOTorchRLModule builds its parts through its catalog, whose builders a
+        # PPOCatalog subclass may override (the defaults build what is above).
+        self.encoder = catalog.build_actor_critic_encoder(framework="torch")
+        missing = [name for name in _ENCODER_API if not hasattr(self.encoder, name)]
+        if missing:
+            raise TypeError(
+                f"{where}: {type(catalog).__name__}.build_actor_critic_encoder() returned a "
+                f"{type(self.encoder).__name__}, which has no {', '.join(missing)}: the "
+                "module's encoder here is PPOCatalog's (trainer.torch_rl.networks."
+                "ActorCriticEncoder); override build_pi_head / build_vf_head for other heads"
             )
-        self.pi = MLPHead(
-            self.encoder.output_dim,
-            self.action_dist_cls.required_input_dim(self.action_space),
-            config,
-            clip_log_std=is_gaussian,
-            free_log_std=config["free_log_std"],
-            log_std_clip_param=self._log_std_clip_param(),
-            # Small initial outputs (as the numpy module's policy head): actions start near
-            # the distribution's centre and the entropy near its maximum.
-            output_gain=0.01,
-        )
-        self.vf = MLPHead(self.encoder.output_dim, 1, config)
+        if catalog._latent_dims is None:
+            catalog.latent_dims = (int(self.encoder.output_dim),)
+        self.pi = catalog.build_pi_head(framework="torch")
+        self.vf = catalog.build_vf_head(framework="torch")
 
     def start_as_numpy_module(self, seed: int) -> None:
         """Takes the initial weights of the numpy `PolicyModule` with this model config and
@@ -154,6 +205,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         module has no such networks (an LSTM or CNN encoder, another action space)."""
         # Late: state_conversion imports this module.
         from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
+
+        if not self.has_default_parts():
+            return  # a catalog's own networks: no numpy module mirrors them
 
         try:
             numpy_module = PolicyModule(
@@ -166,11 +220,21 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             return
         self.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
 
-    def _log_std_clip_param(self) -> float:
-        return float((self.model_config or {}).get("log_std_clip_param", 20.0))
-
     def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
-        return self._encode_obs(batch[Columns.OBS], like=self.pi.net.mlp[0].weight)
+        return self._encode_obs(batch[Columns.OBS], like=self._parameter())
+
+    def has_default_parts(self) -> bool:
+        """Whether the encoder and heads are the default ones (not a catalog subclass's own),
+        the networks the numpy module mirrors."""
+        return (
+            type(self.encoder) in (ActorCriticEncoder, RecurrentActorCriticEncoder)
+            and type(self.pi) is MLPHead
+            and type(self.vf) is MLPHead
+        )
+
+    def _parameter(self) -> torch.Tensor:
+        """A parameter of the module: the dtype and device its inputs take."""
+        return next(self.parameters())
 
     # -- recurrent (use_lstm) ------------------------------------------------------------------
     def get_initial_state(self) -> dict[str, Any]:
@@ -181,16 +245,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             return {}
         return self.encoder.get_initial_state()
 
-    def _action_input_dim(self) -> int:
-        space = self.action_space
-        if isinstance(space, gym.spaces.Discrete):
-            return int(space.n)
-        return int(np.prod(space.shape))
-
     def _sequence_inputs(self, batch: dict[str, Any]) -> torch.Tensor:
         """The LSTM's input `(B, T, D)`: the encoded observations, then (when asked for) the
         previous actions (one-hot for Discrete) and rewards."""
-        like = self.pi.net.mlp[0].weight
+        like = self._parameter()
         parts = [self._obs(batch)]
         if self._prev_action_dim:
             prev_actions = torch.as_tensor(batch[PREV_ACTIONS], device=like.device)
