@@ -1,9 +1,9 @@
 """This project against Stable-Baselines3 on the classic-control suite, interleaved over seeds.
 
-Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1 and LunarLander-v3; DQN on
-the discrete ones (CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the
-continuous ones (Pendulum-v1, MountainCarContinuous-v0, LunarLanderContinuous-v3). The three
-LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
+Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, LunarLander-v3,
+MountainCarContinuous-v0 and LunarLanderContinuous-v3; DQN on the discrete ones (CartPole-v1,
+Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the continuous ones (Pendulum-v1,
+MountainCarContinuous-v0, LunarLanderContinuous-v3). The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
 Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: settings
@@ -79,6 +79,8 @@ TASKS = {
     "dqn_mountaincar": Task("DQN", "MountainCar-v0", -110.0, 300_000),
     "ppo_pendulum": Task("PPO", "Pendulum-v1", -300.0, 600_000),
     "ppo_lunarlander": Task("PPO", "LunarLander-v3", 200.0, 3_000_000),
+    "ppo_mountaincar_continuous": Task("PPO", "MountainCarContinuous-v0", 90.0, 200_000),
+    "ppo_lunarlander_continuous": Task("PPO", "LunarLanderContinuous-v3", 200.0, 3_000_000),
     "dqn_lunarlander": Task("DQN", "LunarLander-v3", 200.0, 300_000),
     "sac_pendulum": Task("SAC", "Pendulum-v1", -200.0, 60_000),
     "sac_mountaincar_continuous": Task("SAC", "MountainCarContinuous-v0", 90.0, 100_000),
@@ -144,6 +146,36 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "sde_sample_freq": 4,
     },
     ("PPO", "LunarLander-v3"): {
+        "n_envs": 16,
+        "n_timesteps": 1e6,
+        "policy": "MlpPolicy",
+        "n_steps": 1024,
+        "batch_size": 64,
+        "gae_lambda": 0.98,
+        "gamma": 0.999,
+        "n_epochs": 4,
+        "ent_coef": 0.01,
+    },
+    ("PPO", "MountainCarContinuous-v0"): {
+        "normalize": True,
+        "n_envs": 1,
+        "n_timesteps": 20000,
+        "policy": "MlpPolicy",
+        "batch_size": 256,
+        "n_steps": 8,
+        "gamma": 0.9999,
+        "learning_rate": 7.77e-05,
+        "ent_coef": 0.00429,
+        "clip_range": 0.1,
+        "n_epochs": 10,
+        "gae_lambda": 0.9,
+        "max_grad_norm": 5,
+        "vf_coef": 0.19,
+        "use_sde": True,
+        "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False},
+    },
+    # rl-zoo's LunarLanderContinuous entry (written for -v2; -v3 is the same task in gymnasium).
+    ("PPO", "LunarLanderContinuous-v3"): {
         "n_envs": 16,
         "n_timesteps": 1e6,
         "policy": "MlpPolicy",

@@ -409,6 +409,38 @@ BENCHMARKS = (
         worst_case_s=2 * 3 * 2 * 600 + 300,
     ),
     Benchmark(
+        "compare_ppo_continuous",
+        "PPO against Stable-Baselines3's PPO (rl-zoo's settings) on Pendulum-v1 (-300), "
+        "MountainCarContinuous-v0 (90) and LunarLanderContinuous-v3 (200), seeds 0-2, wall time "
+        "to the mean return of the last 100 episodes, the main job's default presets, each run "
+        "capped at 150 s",
+        (
+            "bench/compare.py",
+            "--tasks",
+            "ppo_pendulum",
+            "ppo_mountaincar_continuous",
+            "ppo_lunarlander_continuous",
+            "--max-seconds",
+            "150",
+        ),
+        r"^ppo_\w+ +[-\d]",
+        "ratio SB3 / localrl >= 2",
+        requires=("stable_baselines3",),
+        # 3 tasks x 3 seeds x 2 libraries, each run capped at 150 s.
+        worst_case_s=3 * 3 * 2 * 150 + 300,
+    ),
+    Benchmark(
+        "compare_ppo_pendulum_rllib",
+        "PPO with RLlib's tuned Pendulum-v1 settings (--preset rllib) against Stable-Baselines3's "
+        "PPO (rl-zoo's settings), seeds 0-2, wall time to a mean return of -300 over the last "
+        "100 episodes, each run capped at 300 s",
+        ("bench/compare.py", "--tasks", "ppo_pendulum", "--preset", "rllib", "--max-seconds", "300"),
+        r"^ppo_\w+ +[-\d]",
+        "ratio SB3 / localrl >= 1",
+        requires=("stable_baselines3",),
+        worst_case_s=3 * 2 * 300 + 300,
+    ),
+    Benchmark(
         "offline",
         "offline data: OfflineData's reading throughput against pyarrow reading the same "
         "parquet files; BC (numpy, torch) to a greedy CartPole return of 450 and CQL to a "

@@ -728,11 +728,13 @@ def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_withou
     params = json.loads((tmp_path / "dqn" / "params.json").read_text())
     assert params["n_step"] == [2, 5] and params["lr"] == 0.0005
     assert params["replay_buffer_config"]["type"] == "PrioritizedEpisodeReplayBuffer"
-    # PPO on Pendulum: RLlib's pendulum_ppo.py, with its MeanStdFilter connector; RLlib's
-    # stop (-300) since Pendulum has no reward threshold.
+    # PPO on Pendulum with --preset rllib: RLlib's pendulum_ppo.py, with its MeanStdFilter
+    # connector; RLlib's stop (-300) since Pendulum has no reward threshold.
     done = run_cli(
         "--env",
         "Pendulum-v1",
+        "--preset",
+        "rllib",
         "--stop-iters",
         "1",
         "--output-dir",
@@ -769,7 +771,7 @@ def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_withou
 def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_path):
     done = run_cli(
         "--env",
-        "MountainCarContinuous-v0",
+        "FrozenLake-v1",
         "--stop-iters",
         "1",
         "--train-batch-size",
@@ -786,16 +788,16 @@ def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_pat
     first = done.stdout.splitlines()[0]
     assert first.startswith(
         "no preset: neither RLlib 2.60 nor this project has tuned settings for PPO on "
-        "'MountainCarContinuous-v0' (presets: PPO on CartPole-v1, DQN on CartPole-v1, APPO on "
+        "'FrozenLake-v1' (presets: PPO on CartPole-v1, DQN on CartPole-v1, APPO on "
         "CartPole-v1, PPO on MultiAgentCartPole, PPO on Pendulum-v1, SAC on Pendulum-v1, APPO "
         "on Pendulum-v1, PPO on Acrobot-v1, "
     )
     assert first.endswith("); RLlib's default settings")
     # Only the flags' settings differ from RLlib's defaults (lr stays RLlib's 5e-05).
     settings = done.stdout.splitlines()[1]
-    assert settings.startswith(
-        "PPO (numpy) on 'MountainCarContinuous-v0': RLlib's default settings, with "
-    ), settings
+    assert settings.startswith("PPO (numpy) on 'FrozenLake-v1': RLlib's default settings, with "), (
+        settings
+    )
     assert "num_epochs=1" in settings and "lr=" not in settings
     # --preset changes settings: a resumed run keeps its own.
     resumed = run_cli("--resume", "--output-dir", "run", "--preset", "none", cwd=tmp_path)

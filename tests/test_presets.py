@@ -37,6 +37,10 @@ SUITE_PAIRS = [("PPO", env) for env in SUITE] + [("DQN", env) for env in SUITE i
 SAC_PAIRS = [
     ("SAC", env) for env in ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3")
 ]
+#: PPO on the continuous-action envs beside Pendulum (tuned here).
+PPO_CONTINUOUS_PAIRS = [("PPO", "MountainCarContinuous-v0"), ("PPO", "LunarLanderContinuous-v3")]
+#: The PPO and DQN presets the main job's tests run.
+PRESET_PAIRS = SUITE_PAIRS + PPO_CONTINUOUS_PAIRS
 
 
 def _load_compare():
@@ -48,9 +52,9 @@ def _load_compare():
     return module
 
 
-@pytest.mark.parametrize("algo,env", SUITE_PAIRS, ids=[f"{a}-{e}" for a, e in SUITE_PAIRS])
+@pytest.mark.parametrize("algo,env", PRESET_PAIRS, ids=[f"{a}-{e}" for a, e in PRESET_PAIRS])
 def test_each_task_of_the_suite_has_a_preset_that_applies_and_validates(algo, env):
-    preset = find_preset(algo, env)
+    preset = find_preset(algo, env, "rllib")  # the faster ones: below
     assert preset is not None
     config = (PPOConfig() if algo == "PPO" else DQNConfig()).environment(env)
     preset.apply(config)
@@ -111,7 +115,7 @@ def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
 def test_compare_runs_every_task_of_the_suite_with_a_preset_and_an_rl_zoo_entry():
     compare = _load_compare()
     pairs = {(task.algo, task.env) for task in compare.TASKS.values()}
-    assert pairs == set(SUITE_PAIRS + SAC_PAIRS)
+    assert pairs == set(SUITE_PAIRS + SAC_PAIRS + PPO_CONTINUOUS_PAIRS)
     assert set(compare.RL_ZOO) == pairs
     for name, task in compare.TASKS.items():
         env_name = task.env.split("-")[0].lower().replace("continuous", "_continuous")
@@ -158,7 +162,7 @@ def _needs_missing_box2d(env: str) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo,env", SUITE_PAIRS, ids=[f"{a}-{e}" for a, e in SUITE_PAIRS])
+@pytest.mark.parametrize("algo,env", PRESET_PAIRS, ids=[f"{a}-{e}" for a, e in PRESET_PAIRS])
 def test_the_main_job_on_each_preset_prints_no_warning_twice(algo, env, tmp_path):
     """Two iterations of the main job on each preset (with the test extra's tensorboardX
     writing event files): no warning line, ours or a library's, shows more than once. On
@@ -195,6 +199,18 @@ def test_sacs_pendulum_default_is_the_faster_preset_and_rllibs_is_one_flag_away(
     assert find_preset("SAC", "Pendulum-v1", "none") is None
     # Where no faster preset exists, both choices give the same one.
     assert find_preset("PPO", "CartPole-v1") is find_preset("PPO", "CartPole-v1", "rllib")
+    # PPO on Pendulum: the faster preset, RLlib's tuned example one flag away.
+    ppo_fast, ppo_rllib = (
+        find_preset("PPO", "Pendulum-v1"),
+        find_preset("PPO", "Pendulum-v1", "rllib"),
+    )
+    assert ppo_rllib.source == "rllib/tuned_examples/ppo/pendulum_ppo.py"
+    assert ppo_fast.tuned_here and ppo_fast.faster_than == ppo_rllib.source
+    assert ppo_fast.stop_reward == ppo_rllib.stop_reward == -300.0
+    ppo_config = PPOConfig().environment("Pendulum-v1")
+    ppo_fast.apply(ppo_config)
+    ppo_config.validate()
+    assert ppo_config.model_config["fcnet_hiddens"] == [128, 128] and ppo_config.num_epochs == 10
     config = SACConfig().environment("Pendulum-v1")
     fast.apply(config)
     config.validate()

@@ -12,7 +12,7 @@ deliberate differences from RLlib's PPO.
 from trainer.algorithms.ppo.catalog import PPOCatalog
 from trainer.algorithms.ppo.differences import DIFFERENCES
 from trainer.algorithms.ppo.ppo import PPO, PPOConfig
-from trainer.algorithms.ppo.presets import PRESETS
+from trainer.algorithms.ppo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 
@@ -21,6 +21,7 @@ ALGORITHM = AlgorithmEntry(
     algorithm_cls=PPO,
     config_cls=PPOConfig,
     presets=PRESETS,
+    faster_presets=FASTER_PRESETS,
     differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
