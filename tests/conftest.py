@@ -59,6 +59,16 @@ RLLIB_SLOW_TESTS = {
 #: `python bench/long_tests.py` runs them (with LOCALRL_LONG_TESTS=1); the suite, kept under its
 #: 15-minute budget, skips them saying so.
 LONG_TESTS = {
+    # The continuous-action PPO presets trained to their stop (seconds to a minute each).
+    ("test_presets.py", "test_the_continuous_ppo_presets_reach_their_stop[Pendulum-v1]"),
+    (
+        "test_presets.py",
+        "test_the_continuous_ppo_presets_reach_their_stop[MountainCarContinuous-v0]",
+    ),
+    (
+        "test_presets.py",
+        "test_the_continuous_ppo_presets_reach_their_stop[LunarLanderContinuous-v3]",
+    ),
     ("test_env_runner_failures.py", "test_env_crash_during_sampling_but_restart_crashed_sub_envs"),
     ("test_single_agent_env_runner.py", "test_distributed_env_runner"),
     ("test_examples.py", "test_evaluation_parallel_to_training_example_runs_its_assertions"),

@@ -287,3 +287,34 @@ def test_the_main_job_solves_cartpole_with_appos_preset(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("preset: tuned here for time to solve (sooner than RLlib's")
     assert any(line.startswith("stopped (reached mean return") for line in lines), lines[-6:]
+
+
+#: The presets tuned here for continuous-action PPO, and the env steps each may take to its stop.
+CONTINUOUS_PPO_SOLVES = [
+    ("Pendulum-v1", 200_000),
+    ("MountainCarContinuous-v0", 200_000),
+    ("LunarLanderContinuous-v3", 2_000_000),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env,budget", CONTINUOUS_PPO_SOLVES, ids=[e for e, _ in CONTINUOUS_PPO_SOLVES]
+)
+def test_the_continuous_ppo_presets_reach_their_stop(env, budget, tmp_path):
+    """The main job on each continuous-action PPO preset tuned here reaches the preset's stop
+    reward (seed 0) well within the env steps a budget allows."""
+    if _needs_missing_box2d(env):
+        pytest.skip("LunarLander needs Box2D (pip install 'gymnasium[box2d]')")
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "--algo", "PPO", "--env", env, "--seed", "0"]
+        + ["--stop-timesteps", str(budget), "--output-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    stop = find_preset("PPO", env).stop_reward
+    assert "stopped (reached mean return" in done.stdout and f">= {stop:.0f}" in done.stdout, (
+        done.stdout[-1500:]
+    )

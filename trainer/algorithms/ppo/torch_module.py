@@ -65,8 +65,10 @@ from trainer.torch_rl.networks import (
 from trainer.torch_rl.numpy_inference import NumpyPPOInference
 from trainer.torch_rl.rl_module import TorchRLModule
 
-#: What the module reads of its encoder (`PPOCatalog.build_actor_critic_encoder`'s).
+#: What the module reads of its encoder (`PPOCatalog.build_actor_critic_encoder`'s), without and
+#: with `use_lstm`.
 _ENCODER_API = ("encode_actor", "encode_critic", "output_dim")
+_RECURRENT_ENCODER_API = ("get_initial_state", "encode_critic", "output_dim")
 
 
 def action_input_dim(action_space: gym.Space) -> int:
@@ -185,13 +187,15 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         # RLlib's PPOTorchRLModule builds its parts through its catalog, whose builders a
         # PPOCatalog subclass may override (the defaults build what is above).
         self.encoder = catalog.build_actor_critic_encoder(framework="torch")
-        missing = [name for name in _ENCODER_API if not hasattr(self.encoder, name)]
+        needed = _RECURRENT_ENCODER_API if self._stateful else _ENCODER_API
+        missing = [name for name in needed if not hasattr(self.encoder, name)]
         if missing:
             raise TypeError(
                 f"{where}: {type(catalog).__name__}.build_actor_critic_encoder() returned a "
                 f"{type(self.encoder).__name__}, which has no {', '.join(missing)}: the "
                 "module's encoder here is PPOCatalog's (trainer.torch_rl.networks."
-                "ActorCriticEncoder); override build_pi_head / build_vf_head for other heads"
+                "ActorCriticEncoder, or RecurrentActorCriticEncoder with use_lstm); override "
+                "build_pi_head / build_vf_head for other heads"
             )
         if catalog._latent_dims is None:
             catalog.latent_dims = (int(self.encoder.output_dim),)
