@@ -434,7 +434,15 @@ BENCHMARKS = (
         "PPO with RLlib's tuned Pendulum-v1 settings (--preset rllib) against Stable-Baselines3's "
         "PPO (rl-zoo's settings), seeds 0-2, wall time to a mean return of -300 over the last "
         "100 episodes, each run capped at 300 s",
-        ("bench/compare.py", "--tasks", "ppo_pendulum", "--preset", "rllib", "--max-seconds", "300"),
+        (
+            "bench/compare.py",
+            "--tasks",
+            "ppo_pendulum",
+            "--preset",
+            "rllib",
+            "--max-seconds",
+            "300",
+        ),
         r"^ppo_\w+ +[-\d]",
         "ratio SB3 / localrl >= 1",
         requires=("stable_baselines3",),

@@ -306,15 +306,16 @@ def test_the_continuous_ppo_presets_reach_their_stop(env, budget, tmp_path):
     reward (seed 0) well within the env steps a budget allows."""
     if _needs_missing_box2d(env):
         pytest.skip("LunarLander needs Box2D (pip install 'gymnasium[box2d]')")
+    stop = find_preset("PPO", env).stop_reward
     done = subprocess.run(
         [sys.executable, "-m", "trainer", "--algo", "PPO", "--env", env, "--seed", "0"]
-        + ["--stop-timesteps", str(budget), "--output-dir", str(tmp_path / "run")],
+        + ["--stop-reward", str(stop), "--stop-timesteps", str(budget)]
+        + ["--output-dir", str(tmp_path / "run")],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    stop = find_preset("PPO", env).stop_reward
     assert "stopped (reached mean return" in done.stdout and f">= {stop:.0f}" in done.stdout, (
         done.stdout[-1500:]
     )
