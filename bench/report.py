@@ -426,6 +426,7 @@ BENCHMARKS = (
         r"^ppo_\w+ +[-\d]",
         "ratio SB3 / localrl >= 2",
         requires=("stable_baselines3",),
+        summary="PPO on continuous control against Stable-Baselines3",
         # 3 tasks x 3 seeds x 2 libraries, each run capped at 150 s.
         worst_case_s=3 * 3 * 2 * 150 + 300,
     ),
