@@ -427,6 +427,7 @@ BENCHMARKS = (
         "ratio SB3 / localrl >= 2",
         requires=("stable_baselines3",),
         summary="PPO on continuous control against Stable-Baselines3",
+        summary_keep=r"^ppo_",
         # 3 tasks x 3 seeds x 2 libraries, each run capped at 150 s.
         worst_case_s=3 * 3 * 2 * 150 + 300,
     ),
