@@ -34,8 +34,9 @@ _TORCH_BACKEND = "trainer.torch_rl"
 _TORCH_DISTRIBUTIONS = "trainer.torch_rl.distributions"
 #: What a module builds its networks with here, instead of a catalog's builders.
 _INSTEAD = (
-    "the default modules (numpy and torch) build their networks from model_config "
-    "themselves; a custom TorchRLModule builds its nn layers in setup()"
+    "the default numpy modules build their networks from model_config themselves, the "
+    "default torch PPO module through PPOCatalog or a subclass of it; a custom TorchRLModule "
+    "builds its nn layers in setup()"
 )
 
 
