@@ -37,7 +37,6 @@ import numpy as np
 
 from trainer.callbacks import CallbackChain
 from trainer.compat.old_names import old_worker_callbacks
-from trainer.compat.rllib_utils import Columns
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import (
     build_pipeline,
@@ -96,7 +95,7 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.module_to_env_pieces import for_pieces, pieces_left
+from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.rollout import collect_rollout, with_earlier_chunks
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
@@ -1461,9 +1460,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         log-likelihoods) in the batch (a piece's `Columns.ACTION_LOGP`, else the
         distribution's), or None: the actions are then drawn as without pieces."""
         module = self.module
-        batch: dict[str, Any] = {Columns.ACTION_DIST_INPUTS: dist_inputs}
-        if acted is not None:
-            batch[Columns.ACTIONS], batch[Columns.ACTION_LOGP] = acted
         torch_module = module.framework == "torch"
         # One episode per sub-env, as RLlib's EnvRunner passes them: a sub-env whose episode
         # just ended (its next step resets it) has a new, empty one.
@@ -1474,7 +1470,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         assert self._module_to_env is not None, "called only with module-to-env pieces"
         out = self._module_to_env(
             rl_module=getattr(module, "rl_module", module),
-            batch=for_pieces(batch, torch_module),
+            batch=for_pieces(dist_inputs, acted, torch_module),
             episodes=episodes,
             explore=explore,
             shared_data={},
@@ -1483,10 +1479,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         layout = self.spaces.action_layout if self.spaces is not None else None
         left, acted = pieces_left(out, torch_module, module.dist, layout)
         if left is None:
-            raise ValueError(
-                "the module_to_env_connector pieces removed "
-                f"{Columns.ACTION_DIST_INPUTS!r} from the batch: the EnvRunner records them"
-            )
+            raise missing_dist_inputs("the batch")
         return left, acted
 
     def _finish_episode(self, record: SubEnvRecord) -> None:

@@ -23,13 +23,31 @@ import numpy as np
 from trainer.compat.rllib_utils import Columns
 
 
-def for_pieces(batch: dict[str, Any], torch_module: bool) -> dict[str, Any]:
-    """A module's outputs as its module-to-env pieces get them."""
+def for_pieces(
+    dist_inputs: Any, acted: tuple[Any, Any] | None, torch_module: bool
+) -> dict[str, Any]:
+    """A module's outputs as its module-to-env pieces get them: its distribution inputs (if
+    any), and the (actions, log-likelihoods or None) it drew itself (if it did)."""
+    batch: dict[str, Any] = {}
+    if dist_inputs is not None:
+        batch[Columns.ACTION_DIST_INPUTS] = dist_inputs
+    if acted is not None:
+        batch[Columns.ACTIONS] = acted[0]
+        if acted[1] is not None:
+            batch[Columns.ACTION_LOGP] = acted[1]
     if not torch_module:
         return batch
     from trainer.torch_rl.rl_module import to_tensor
 
     return to_tensor(batch)
+
+
+def missing_dist_inputs(whose: str) -> ValueError:
+    """The error for pieces that removed the distribution inputs the EnvRunner needs."""
+    return ValueError(
+        f"the module_to_env_connector pieces removed {Columns.ACTION_DIST_INPUTS!r} from "
+        f"{whose}: the EnvRunner draws the actions from them, or records them with the actions"
+    )
 
 
 def pieces_left(

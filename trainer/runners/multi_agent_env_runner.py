@@ -93,7 +93,7 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import EnvRunner, RunnerSetup, check_sample_request
-from trainer.runners.module_to_env_pieces import for_pieces, pieces_left
+from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
@@ -176,17 +176,6 @@ class _ModuleActions:
         #: A recurrent torch module (`is_stateful()`, e.g. `use_lstm`): each row's state in
         #: comes from its agent's episode and its state out goes into the step's outputs.
         self.stateful = self.torch_view and bool(getattr(module, "stateful", False))
-
-    def act_recurrent(
-        self, obs_rows: list[Any], explore: bool, timestep: int, agent_episodes: list[Any]
-    ) -> tuple[list[Any], list[Any], list[float], Any, list[Any]]:
-        """A recurrent module's step for its agents' rows: `__call__`'s four results and, per
-        row, the state out (`Columns.STATE_OUT`). `agent_episodes[k]` is row k's agent's
-        episode (None before its first step): its last state out is the row's state in, as
-        the single-agent EnvRunner reads it."""
-        output = self.forward(obs_rows, explore, agent_episodes)
-        acted, for_env, logp = self._drawn(output.dist_inputs, explore, timestep)
-        return acted, for_env, logp, output.dist_inputs, cast(list, output.state_rows)
 
     def forward(
         self, obs_rows: list[Any], explore: bool, agent_episodes: list[Any] | None = None
@@ -275,13 +264,6 @@ class _ModuleActions:
     def preprocessed(self, obs_rows: list[Any]) -> Any:
         """A torch or default module's batch of observation rows, preprocessed."""
         return self.module.spaces.preprocess(_stack(obs_rows))
-
-    def act_on(
-        self, dist_inputs: np.ndarray, explore: bool, timestep: int
-    ) -> tuple[list[Any], list[Any], list[float], Any]:
-        """`__call__`'s results for distribution inputs computed elsewhere (the container's
-        forward of a MultiRLModule that runs its modules together)."""
-        return (*self._drawn(dist_inputs, explore, timestep), dist_inputs)
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -906,23 +888,20 @@ class MultiAgentEnvRunner(RunnerSetup):
                 logp: list[float] | None
                 state_rows = None
                 try:
-                    if through_pieces is not None:
-                        output = through_pieces[module_id]
+                    if through_pieces is None and joint is None and not actor.stateful:
+                        # The plain path (with its small-batch draw): forward, then draw.
+                        acted, for_env, logp, module_dist_inputs = actor(
+                            obs_rows, explore, self.global_timestep
+                        )
+                    else:
+                        output = (
+                            through_pieces[module_id]
+                            if through_pieces is not None
+                            else self._module_output(module_id, where, obs_rows, explore, joint)
+                        )
                         state_rows = output.state_rows
                         acted, for_env, logp, module_dist_inputs = actor.draw(
                             output, explore, self.global_timestep
-                        )
-                    elif joint is not None:
-                        acted, for_env, logp, module_dist_inputs = actor.act_on(
-                            joint[module_id], explore, self.global_timestep
-                        )
-                    elif actor.stateful:
-                        acted, for_env, logp, module_dist_inputs, state_rows = actor.act_recurrent(
-                            obs_rows, explore, self.global_timestep, self._agent_episodes(where)
-                        )
-                    else:
-                        acted, for_env, logp, module_dist_inputs = actor(
-                            obs_rows, explore, self.global_timestep
                         )
                 except (ValueError, TypeError) as error:
                     self._raise_explained(where, obs_rows, error)
@@ -1012,12 +991,29 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
 
-    def _agent_episodes(self, where: list[tuple[int, Any]]) -> list[Any]:
-        """Each (sub-env, agent) row's agent episode (None before the agent's first step)."""
-        return [
-            self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
-            for index, agent_id in where
-        ]
+    def _module_output(
+        self,
+        module_id: Any,
+        where: list[tuple[int, Any]],
+        obs_rows: list[Any],
+        explore: bool,
+        joint: dict[Any, np.ndarray] | None,
+    ) -> ModuleOutput:
+        """Module `module_id`'s forward pass over its agents' rows (`where`, observations
+        `obs_rows`): the container's distribution inputs when it ran every module together
+        (`joint`), else the module's own (a recurrent one's from each agent's last state)."""
+        if joint is not None:
+            return ModuleOutput(joint[module_id])
+        actor = self._actors[module_id]
+        agent_episodes = (
+            [
+                self._episodes[index].agent_episodes.get(agent_id)  # type: ignore[union-attr]
+                for index, agent_id in where
+            ]
+            if actor.stateful
+            else None
+        )
+        return actor.forward(obs_rows, explore, agent_episodes)
 
     def _raise_explained(
         self, where: list[tuple[int, Any]], obs_rows: list[Any], error: Exception
@@ -1045,24 +1041,13 @@ class MultiAgentEnvRunner(RunnerSetup):
         batch: dict[Any, dict[str, Any]] = {}
         for module_id, where in rows.items():
             actor = self._actors[module_id]
-            if joint is not None:
-                output = ModuleOutput(joint[module_id])
-            else:
-                obs_rows = [self._last_obs[index][agent_id] for index, agent_id in where]
-                agent_episodes = self._agent_episodes(where) if actor.stateful else None
-                try:
-                    output = actor.forward(obs_rows, explore, agent_episodes)
-                except (ValueError, TypeError) as error:
-                    self._raise_explained(where, obs_rows, error)
+            obs_rows = [self._last_obs[index][agent_id] for index, agent_id in where]
+            try:
+                output = self._module_output(module_id, where, obs_rows, explore, joint)
+            except (ValueError, TypeError) as error:
+                self._raise_explained(where, obs_rows, error)
             outputs[module_id] = output
-            module_batch: dict[str, Any] = {}
-            if output.dist_inputs is not None:
-                module_batch[Columns.ACTION_DIST_INPUTS] = output.dist_inputs
-            if output.acted is not None:
-                module_batch[Columns.ACTIONS] = output.acted[0]
-                if output.acted[1] is not None:
-                    module_batch[Columns.ACTION_LOGP] = output.acted[1]
-            batch[module_id] = for_pieces(module_batch, actor.torch_view)
+            batch[module_id] = for_pieces(output.dist_inputs, output.acted, actor.torch_view)
         out = self._module_to_env(
             rl_module=self.module,
             batch=batch,
@@ -1088,11 +1073,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 module.spaces.action_layout if actor.numpy_default else None,
             )
             if dist_inputs is None and (acted is None or actor.numpy_default):
-                raise ValueError(
-                    "the module_to_env_connector pieces removed "
-                    f"{Columns.ACTION_DIST_INPUTS!r} from module {module_id!r}'s batch: the "
-                    "EnvRunner draws its actions from them, or records them with the actions"
-                )
+                raise missing_dist_inputs(f"module {module_id!r}'s batch")
             outputs[module_id] = output._replace(dist_inputs=dist_inputs, acted=acted)
         return outputs
 
