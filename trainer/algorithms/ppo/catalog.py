@@ -14,6 +14,7 @@ module builds the same layout itself, so it takes PPOCatalog as a name only (see
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from typing import Any
@@ -54,10 +55,14 @@ class PPOCatalog(Catalog):
                 f"{type(self).__name__}.{method}(framework={framework!r}): only 'torch' "
                 "networks are built here"
             )
-        config = check_model_config(
+        return importlib.import_module(_TORCH_MODULE), self._checked_model_config
+
+    @functools.cached_property
+    def _checked_model_config(self) -> dict:
+        """The model config with its defaults, checked once for the builders."""
+        return check_model_config(
             self._model_config_dict, setting=f"{type(self).__name__}'s model_config_dict"
         )
-        return importlib.import_module(_TORCH_MODULE), config
 
     def build_actor_critic_encoder(self, framework: str) -> Any:
         """The default PPO module's encoder (`ActorCriticEncoder`, or with `use_lstm` a

@@ -98,12 +98,12 @@ def default_actor_critic_encoder(
 def default_pi_head(action_space: gym.Space, config: dict, latent_dim: int) -> MLPHead:
     """The default policy head: `head_fcnet_hiddens`, then the inputs of the action space's
     distribution (a Gaussian's log-stds clipped, or a parameter with `free_log_std`)."""
-    is_gaussian = action_dist_cls_for(action_space, "action_space") is TorchDiagGaussian
+    dist_cls = action_dist_cls_for(action_space, "action_space")
     return MLPHead(
         latent_dim,
-        action_dist_cls_for(action_space, "action_space").required_input_dim(action_space),
+        dist_cls.required_input_dim(action_space),
         config,
-        clip_log_std=is_gaussian,
+        clip_log_std=dist_cls is TorchDiagGaussian,
         free_log_std=config["free_log_std"],
         log_std_clip_param=float(config.get("log_std_clip_param", 20.0)),
         # Small initial outputs (as the numpy module's policy head): actions start near the
