@@ -40,7 +40,8 @@ Stable-Baselines3 installed (`pip install stable-baselines3`, which pulls torch;
 project's `compare` extra) only this project runs.
 
 `--sb3-threads N` runs Stable-Baselines3 on N torch threads (default: torch's own, one per
-core). This project's learners run on one BLAS thread; on a busy machine torch's threads wait
+core). This project's PPO updates take a second BLAS thread where it is faster (by timing),
+its DQN and SAC updates run on one; on a busy machine torch's threads wait
 on each other: an SB3 SAC update (Pendulum, 256x256) took 24 ms on 2 threads and 10 ms on 1
 on 2 busy cores.
 

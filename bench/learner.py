@@ -9,7 +9,8 @@ minibatches of the 256x256 tanh networks: 930 Adam steps). DQN: `--dqn-steps` up
 action and observation encoders feed fusion layers), twin Q.
 Baseline: the same matrix products alone (forward and backward of every layer, float32 numpy
 on arrays of the same shapes), the floor no numpy learner gets under, on as many BLAS threads
-as the update ran on (a seeded update runs on one, `AdaptiveBlasThreads`; DQN's and SAC's updates run
+as the update ran on most (a seeded update takes two only where its steps give the same bits
+on one, `AdaptiveBlasThreads`; DQN's and SAC's updates run
 on one, as the algorithm runs them, `BlasThreads`): products on numpy's default pool, two
 threads here, are no floor for an update on one. SAC's floor is exactly the products its
 update makes (`sac_products`): the policy forward over s and s' (2B rows) and backward over s,

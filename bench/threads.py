@@ -9,8 +9,9 @@ Measures, each in a fresh process with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS se
 
 and both again with no variable set: the library's own choice, where workers get 1 BLAS thread
 (trainer/runners/worker_template.py) and an unseeded PPO update times its minibatches on 1 and 2
-threads and keeps the faster (trainer/core/blas.py, `AdaptiveBlasThreads`; a seeded run's stay on
-1).
+threads and keeps the faster (trainer/core/blas.py, `AdaptiveBlasThreads`); the learner update
+also seeded, which does the same where its steps give the same bits on both counts, else stays
+on 1 (the line says which).
 
 Prints ratios against 1 thread.
 Run: python bench/threads.py
@@ -30,7 +31,9 @@ from trainer import PPOConfig, SingleAgentEpisode
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.core.models import SpaceInfo
 hiddens = [int(h) for h in sys.argv[1].split(",")]
-config = PPOConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": hiddens})
+seed = None if sys.argv[2] == "none" else int(sys.argv[2])
+config = (PPOConfig().environment("CartPole-v1").rl_module(model_config={"fcnet_hiddens": hiddens})
+          .debugging(seed=seed))
 env = gym.make("CartPole-v1")
 learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
 rng = np.random.default_rng(0)
@@ -46,6 +49,7 @@ learner.update(episodes)
 times = []
 for _ in range(3):
     t = time.perf_counter(); learner.update(episodes); times.append(time.perf_counter() - t)
+print(all(learner.update_threads.thread_invariant.values()))
 print(min(times))
 """
 
@@ -64,8 +68,8 @@ print(min(times))
 """
 
 
-def run(code: str, threads: int | None, *args: str) -> float:
-    """`code`'s last printed number, run with every BLAS variable set to `threads` (None: all
+def run_lines(code: str, threads: int | None, *args: str) -> list[str]:
+    """The lines `code` printed, run with every BLAS variable set to `threads` (None: all
     unset, the library's choice)."""
     env = dict(os.environ)
     for var in BLAS_THREAD_VARS:
@@ -76,15 +80,24 @@ def run(code: str, threads: int | None, *args: str) -> float:
     out = subprocess.run(
         [sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()
+
+
+def run(code: str, threads: int | None, *args: str) -> float:
+    """`code`'s last printed number (see `run_lines`)."""
+    return float(run_lines(code, threads, *args)[-1])
 
 
 def main() -> None:
     for hiddens in ("256,256", "64,64"):
-        one, two, chosen = (run(LEARNER_CODE, threads, hiddens) for threads in (1, 2, None))
+        one, two, chosen = (run(LEARNER_CODE, threads, hiddens, "none") for threads in (1, 2, None))
+        *_, same_bits, seeded = run_lines(LEARNER_CODE, None, hiddens, "0")
+        seeded_s = float(seeded)
         print(
             f"learner update [{hiddens}]: 1 thread {one:.3f} s, 2 threads {two:.3f} s "
-            f"(2/1 = {two / one:.2f}), chosen by timing {chosen:.3f} s (/1 = {chosen / one:.2f})"
+            f"(2/1 = {two / one:.2f}), chosen by timing {chosen:.3f} s (/1 = {chosen / one:.2f}), "
+            f"seeded {seeded_s:.3f} s (/1 = {seeded_s / one:.2f}; same bits on 1 and 2 threads: "
+            f"{same_bits})"
         )
     # Worker threads follow the environment (the template only sets a default of 1).
     one, two, chosen = (run(ITERATION_CODE, threads) for threads in (1, 2, None))

@@ -117,14 +117,11 @@ def cpu_flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-def kernels_whose_sums_depend_on_the_thread_count() -> dict[str, str]:
-    """The environment that makes numpy's OpenBLAS use its Haswell kernels where the CPU can run
-    them: their products come out in other last bits on one and on two threads (OpenBLAS 0.3.31;
-    its AVX-512 kernels gave the same bits), so a seeded run that followed the timing would show
-    it. Elsewhere the machine's own kernels."""
-    if {"avx2", "fma"} <= cpu_flags():
-        return {"OPENBLAS_CORETYPE": "Haswell"}
-    return {}
+def haswell_kernels() -> dict[str, str]:
+    """The environment that makes numpy's OpenBLAS use its Haswell kernels, where the CPU can
+    run them: their products come out in other last bits on one and on two threads (OpenBLAS
+    0.3.31), so a seeded run that followed the timing would show it; None where it cannot."""
+    return {"OPENBLAS_CORETYPE": "Haswell"} if {"avx2", "fma"} <= cpu_flags() else {}
 
 
 SEEDED_SCRIPT = """
@@ -138,42 +135,64 @@ def train(seed, threads):
     algo = t.pendulum_config(seed).build()
     try:
         # The count the timing would choose on a machine: forced, and never probed away from.
-        algo.learner.update_threads.policy = ThreadPolicy(threads=threads, steps_to_probe=10**9)
+        threads_of = algo.learner.update_threads
+        threads_of.policy = ThreadPolicy(threads=threads, steps_to_probe=10**9)
         for _ in range(2):
             algo.train()
-        weights = algo.get_weights()
-        return weights, algo.learner.update_threads.steps_at
+        return algo.get_weights(), threads_of.steps_at, threads_of.thread_invariant
     finally:
         algo.stop()
 
 
 with threadpool_limits(limits=2, user_api="blas"):
-    (on_one, steps_on_one), (on_two, steps_on_two) = (train(0, n) for n in (1, 2))
-    _, unseeded_steps_on_two = train(None, 2)
+    (on_one, steps_on_one, _), (on_two, steps_on_two, verdict) = (train(0, n) for n in (1, 2))
+    _, unseeded_steps_on_two, unseeded_verdict = train(None, 2)
 print(json.dumps({
     "same_weights": on_one.keys() == on_two.keys()
     and all((on_one[k] == on_two[k]).all() for k in on_one),
     "steps": [steps_on_one, steps_on_two, unseeded_steps_on_two],
+    "verdicts": [verdict, unseeded_verdict],
 }))
 """
 
 
-def test_a_seeded_run_gets_the_same_weights_whatever_thread_count_the_timing_picks(unsized):
-    # Two seeded runs, one where the timing picked one thread (a busy machine), one where it
-    # picked two (an idle one), on BLAS kernels whose sums depend on the thread count.
+def train_seeded_on_one_and_on_two_threads(kernels: dict[str, str]) -> dict:
     env = {
         **os.environ,
-        **kernels_whose_sums_depend_on_the_thread_count(),
+        **kernels,
         "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), ROOT]),
     }
     out = subprocess.run(
         [sys.executable, "-c", SEEDED_SCRIPT], env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_seeded_run_on_kernels_whose_sums_depend_on_the_thread_count_stays_on_one(unsized):
+    # Two seeded runs, one where the timing picked one thread (a busy machine), one where it
+    # picked two (an idle one), on BLAS kernels whose sums depend on the thread count: the
+    # seeded run's check finds out (its 128-row steps differ) and keeps it on one thread.
+    kernels = haswell_kernels()
+    if not kernels:
+        pytest.skip("the CPU cannot run OpenBLAS's Haswell kernels (no AVX2 and FMA)")
+    result = train_seeded_on_one_and_on_two_threads(kernels)
     steps_on_one, steps_on_two, unseeded_steps_on_two = result["steps"]
     # 2 iterations x 4 epochs x 4 minibatches; an unseeded run follows the timing.
     assert steps_on_one == steps_on_two == {"1": 32} and unseeded_steps_on_two == {"2": 32}
+    assert result["verdicts"] == [{"128": False}, {}]
+    assert result["same_weights"]
+
+
+def test_a_seeded_run_takes_two_threads_where_its_steps_give_the_same_bits(unsized):
+    # The machine's own kernels: where a 128-row step gives the same bits on two threads as on
+    # one (OpenBLAS's AVX-512 kernels), the seeded run takes the second thread; either way its
+    # weights are the one-thread run's.
+    result = train_seeded_on_one_and_on_two_threads({})
+    steps_on_one, steps_on_two, unseeded_steps_on_two = result["steps"]
+    [same_bits] = result["verdicts"][0].values()
+    assert steps_on_one == {"1": 32} and unseeded_steps_on_two == {"2": 32}
+    assert steps_on_two == ({"2": 32} if same_bits else {"1": 32})
     assert result["same_weights"]
 
 

@@ -237,14 +237,17 @@ class AdaptiveBlasThreads:
     measures: it starts on one thread, probes two now and then, keeps the faster, and drops back
     to one at the first stalled step.
 
-    A seeded run's updates stay on one thread (`seeded=True`): a product's result may depend on
-    its thread count, since OpenBLAS's kernels may sum a product's terms in another order on two
-    threads (numpy 2.4's OpenBLAS 0.3.31 does with its kernels for AVX2 machines without
-    AVX-512, Haswell and Zen: the last bits of most of a 128x256x256 product's entries), and a
-    seeded run's weights must not depend on what the timing chose. One thread is the count
-    every machine can give and the fallback on a busy one; a seeded run gives up the second
-    thread's gain on an idle machine (about 1.25x). The rest of the update (the train batch's
-    value estimates) runs on one thread in every run.
+    A seeded run's weights must not depend on what the timing chose (`seeded=True`). A
+    product's result may depend on its thread count: OpenBLAS's kernels for AVX2 machines without
+    AVX-512 (Haswell and Zen, numpy 2.4's OpenBLAS 0.3.31) sum a product's terms in another order
+    on two threads (the last bits of most of a 128x256x256 product's entries), while its AVX-512
+    kernels give the same bits. So a seeded run checks, once per minibatch size: the step's
+    computation before the optimizer (`probe`, the gradient and the loss statistics) runs on one
+    thread and on two, and only when the two agree bit for bit may that size's steps run on two
+    (`thread_invariant`). Where they differ the run stays on one thread, the count every machine
+    can give and the fallback on a busy one, and gives up the second thread's gain (about 1.2x
+    on an idle machine). The rest of the update (the train batch's value estimates) runs on one
+    thread in every run.
 
     The pools are never sized above what they were when the update began: a user's
     `OPENBLAS_NUM_THREADS` (see `BLAS_THREAD_VARS`) leaves them alone entirely, and a cap such
@@ -252,9 +255,13 @@ class AdaptiveBlasThreads:
     """
 
     def __init__(self, max_threads: int = MAX_UPDATE_THREADS, *, seeded: bool = False):
-        """`seeded`: the run is seeded, so its updates stay on one thread whatever the timing
-        would choose (the results then do not depend on it)."""
-        self.max_threads = 1 if seeded else max_threads
+        """`seeded`: the run is seeded, so a step runs on more than one thread only where its
+        results are the same bits on one (see the class docstring)."""
+        self.max_threads = max_threads
+        self.seeded = seeded
+        #: A seeded run's verdict per minibatch size (rows): whether a step's probe gave the
+        #: same bits on one thread and on two.
+        self.thread_invariant: dict[int, bool] = {}
         self.user_sized = user_sized_pools()
         self.policy = ThreadPolicy()
         self._used_more = False
@@ -263,9 +270,11 @@ class AdaptiveBlasThreads:
 
     @contextmanager
     def __call__(self) -> Iterator[Callable[..., Iterator[Any]]]:
-        """An update: yields `paced(items, rows)`, which yields `items` with each step (the
-        consumer's work between two items) run on the policy's thread count and timed; `rows`
-        gives an item's row count. The pools are sized as they were afterwards."""
+        """An update: yields `paced(items, rows, probe=None)`, which yields `items` with each
+        step (the consumer's work between two items) run on the policy's thread count and timed;
+        `rows` gives an item's row count, and `probe` what a seeded run compares (an item's step
+        without its side effects, as bytes; without one a seeded run stays on one thread). The
+        pools are sized as they were afterwards."""
         if self.user_sized:
             yield _unpaced
             return
@@ -292,11 +301,20 @@ class AdaptiveBlasThreads:
         ceiling: int,
         items: Iterable[_Item],
         rows: Callable[[_Item], int],
+        probe: Callable[[_Item], bytes] | None = None,
     ) -> Iterator[_Item]:
         clock = time.perf_counter
         sized = 1
         for item in items:
-            threads = threads_for_next_step(self.policy, ceiling)
+            limit = ceiling
+            if self.seeded and ceiling > 1:
+                size = rows(item)
+                if size not in self.thread_invariant:
+                    self.thread_invariant[size] = self._same_bits(pools, ceiling, item, probe)
+                    sized = 1
+                if not self.thread_invariant[size]:
+                    limit = 1
+            threads = threads_for_next_step(self.policy, limit)
             if threads != sized:
                 for pool in pools:
                     pool.set_num_threads(threads)
@@ -306,10 +324,33 @@ class AdaptiveBlasThreads:
             yield item
             seconds = clock() - start
             self.steps_at[threads] = self.steps_at.get(threads, 0) + 1
-            self.policy = after_step(self.policy, threads, seconds / max(1, rows(item)), ceiling)
+            self.policy = after_step(self.policy, threads, seconds / max(1, rows(item)), limit)
+
+    def _same_bits(
+        self,
+        pools: list[Any],
+        ceiling: int,
+        item: _Item,
+        probe: Callable[[_Item], bytes] | None,
+    ) -> bool:
+        """Whether `probe(item)` gives the same bits on one thread and on `ceiling` (False
+        without a probe); the pools are left on one thread."""
+        if probe is None:
+            return False
+        results = []
+        for threads in (ceiling, 1):
+            for pool in pools:
+                pool.set_num_threads(threads)
+            results.append(probe(item))
+        self._used_more = True
+        return results[0] == results[1]
 
 
-def _unpaced(items: Iterable[_Item], rows: Callable[[_Item], int]) -> Iterator[_Item]:
+def _unpaced(
+    items: Iterable[_Item],
+    rows: Callable[[_Item], int],
+    probe: Callable[[_Item], bytes] | None = None,
+) -> Iterator[_Item]:
     """`AdaptiveBlasThreads`'s pacing where the user sized the pools: the items as they are."""
     return iter(items)
 

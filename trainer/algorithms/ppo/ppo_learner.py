@@ -200,7 +200,8 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         self.kl_coeff = config.kl_coeff
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
-        #: pools; a seeded run's on one, so that its weights do not depend on the timing (see
+        #: pools; a seeded run's on two only where a step gives the same bits on one
+        #: (`step_bits`), so that its weights do not depend on the timing (see
         #: AdaptiveBlasThreads).
         self.update_threads = AdaptiveBlasThreads(seeded=config.seed is not None)
 
@@ -288,6 +289,15 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         target_var = variance(targets)
         return 1.0 - variance(targets - values) / target_var if target_var > 0 else float("nan")
 
+    def step_bits(self, mb: dict[str, np.ndarray]) -> bytes:
+        """What a minibatch step computes before the optimizer changes anything, as bytes: the
+        gradient, its squared norm and the loss statistics (a seeded run compares them on one
+        and on two BLAS threads, `AdaptiveBlasThreads`)."""
+        _, stats = self.loss_and_grads(mb)
+        gradient = self.module.gradient_buffer()[0]
+        numbers = np.array([*stats.values(), np.dot(gradient, gradient)], dtype=np.float64)
+        return gradient.tobytes() + numbers.tobytes()
+
     def _minibatch_step(self, mb: dict[str, np.ndarray]) -> dict[str, float]:
         _, stats = self.loss_and_grads(mb)
         # Clip the gradient (grad_clip_by), check it, then take an Adam step. The per-parameter
@@ -322,7 +332,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         step_stats: dict[str, float] = {}
         minibatch_sizes = []
         minibatches = shuffled_minibatches(batch, cfg, self.rng)
-        for minibatch in paced(minibatches, rows=_minibatch_rows):
+        for minibatch in paced(minibatches, rows=_minibatch_rows, probe=self.step_bits):
             minibatch_sizes.append(_minibatch_rows(minibatch))
             step_stats = self._minibatch_step(minibatch)
         # As RLlib: the statistics of the last minibatch (its learner logs them per minibatch
