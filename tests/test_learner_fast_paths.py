@@ -82,3 +82,30 @@ def test_adam_steps_in_float32_as_the_textbook_update_and_its_state_is_a_snapsho
     np.testing.assert_array_equal(snapshot["m"], at_ten[0])
     np.testing.assert_array_equal(snapshot["v"], at_ten[1])
     assert snapshot["step_count"] == 10
+
+
+def test_adam_flushes_the_moments_of_parameters_whose_gradient_stays_zero():
+    # A dead ReLU unit's gradient is zero from some step on: its first moment shrinks by beta1
+    # each step, into float32's subnormal range, where 0.9 times the smallest subnormal rounds
+    # back to it. Intel CPUs compute on subnormals many times slower; Adam flushes them.
+    smallest_normal = np.finfo(np.float32).tiny
+    params = np.zeros(4, dtype=np.float32)
+    adam = nn.Adam(params, lr=1e-3)
+    adam.step(np.array([1e-3, 1e-3, 1.0, 1.0], dtype=np.float32))
+    stuck = np.float32(np.nextafter(np.float32(0), np.float32(1)))
+    assert stuck * np.float32(0.9) == stuck  # what the flush is for
+    alive = np.array([0.0, 0.0, 1.0, -1.0], dtype=np.float32)
+    for _ in range(1000):
+        adam.step(alive.copy())
+        moments = np.concatenate([adam.m, adam.v])
+        nonzero = moments[moments != 0]
+        # Between two flushes an entry may pass through the subnormal range, never stay.
+        assert (
+            adam.step_count % nn.FLUSH_SUBNORMALS_EVERY
+            or (np.abs(nonzero) >= smallest_normal).all()
+        )
+    # The dead entries' moments are zero and their parameters stopped; the live ones train.
+    assert (adam.m[:2] == 0).all() and (adam.m[2:] != 0).all()
+    before = params.copy()
+    adam.step(alive.copy())
+    assert (params[:2] == before[:2]).all() and (params[2:] != before[2:]).all()

@@ -853,6 +853,18 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "Adam in the numpy learners (and the default torch learner's update, computed in numpy)",
+        "every 16 steps the moments' entries below float32's smallest normal number (1.2e-38) "
+        "become zero (tests/test_learner_fast_paths.py::test_adam_flushes_the_moments_of_"
+        "parameters_whose_gradient_stays_zero); each such entry moved its parameter by less "
+        "than 1e-30 of the learning rate",
+        "torch's Adam keeps them: a dead ReLU unit's first moment shrinks into the subnormal "
+        "range and stays there, and Intel CPUs compute on subnormals through a slow path (an "
+        "Adam step of RLlib's Pendulum network took 1.4 ms on an Intel Xeon, 0.1 ms on an AMD "
+        "EPYC)",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLModuleSpec(load_state_path=...)",
         "a default torch PPO module also loads the numpy default PPO module's checkpoint "
         "(names and layout converted, weights transposed); refused with CheckpointError "

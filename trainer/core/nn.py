@@ -307,11 +307,25 @@ def activate_layer(name: str, x: np.ndarray) -> np.ndarray:
     return activate_in_place(name, x) if name in OUTPUT_ONLY_GRADIENT else activate(name, x)
 
 
+#: Adam's moments are flushed to zero below float32's smallest normal number every this many
+#: steps (`Adam.step`).
+FLUSH_SUBNORMALS_EVERY = 16
+_SMALLEST_NORMAL = np.finfo(np.float32).tiny
+
+
 class Adam:
     """Adam (Kingma & Ba) on one flat parameter vector, updated in place; torch's defaults.
 
     The module's parameters are views into that vector (`PolicyModule.flat_params`), so one
     vectorised update covers every layer.
+
+    Every `FLUSH_SUBNORMALS_EVERY` steps the moments' subnormal entries (below 1.2e-38) become
+    zero. A parameter whose gradient stays zero (a dead ReLU unit) has a first moment that
+    shrinks by beta1 each step into the subnormal range and stays there: 0.9 times the
+    smallest subnormal rounds back to it. Intel CPUs compute on subnormals through a slow
+    microcode path: with a quarter of RLlib's Pendulum network's moments subnormal, a step
+    took 1.4 ms on an Intel Xeon instead of 0.1 ms (AMD's Zen 4 computes them at full speed).
+    Such an entry's share of a step is below 1e-30 of the learning rate.
     """
 
     def __init__(
@@ -355,6 +369,10 @@ class Adam:
         np.divide(m, scratch, out=scratch)
         scratch *= scalar(self.lr * math.sqrt(bias2) / bias1)
         self.params -= scratch
+        if self.step_count % FLUSH_SUBNORMALS_EVERY == 0:
+            np.abs(m, out=scratch)
+            np.copyto(m, 0, where=scratch < _SMALLEST_NORMAL)
+            np.copyto(v, 0, where=v < _SMALLEST_NORMAL)
 
     def get_state(self) -> dict:
         """A snapshot: copies of the moments, which later steps update in place."""
