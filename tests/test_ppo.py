@@ -256,14 +256,14 @@ def _recorded_update(kl_target: float) -> tuple[PPOLearner, dict, list[dict]]:
     env = gym.make("Pendulum-v1")
     learner = PPOLearner(config, SpaceInfo.from_spaces(env.observation_space, env.action_space))
     seen = []
-    original = learner.loss_and_grads
+    original = learner._minibatch_step
 
-    def recording(minibatch):
-        grads, stats = original(minibatch)
+    def recording(minibatch):  # each step's statistics (a seeded run's thread check aside)
+        stats = original(minibatch)
         seen.append(dict(stats))
-        return grads, stats
+        return stats
 
-    learner.loss_and_grads = recording
+    learner._minibatch_step = recording
     return learner, learner.update(_pendulum_episodes()), seen
 
 
