@@ -147,7 +147,8 @@ def test_a_callable_initializer_runs_with_torch_calling_convention():
             }
         )
     )
-    assert np.all(weights["encoder.0.weight"] == 14.0)  # one encoder (RLlib's default)
+    # RLlib's PPO default for a dict: a policy encoder and a value encoder, both initialized so.
+    assert np.all(weights["pi.0.weight"] == 14.0) and np.all(weights["vf.0.weight"] == 14.0)
 
 
 @pytest.mark.parametrize(
@@ -185,5 +186,6 @@ def test_rl_module_replaces_the_model_config_as_in_rllib():
     config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": True})
     config.rl_module(model_config={"fcnet_activation": "relu"})
     assert config.model_config["fcnet_hiddens"] == [256, 256]
-    assert config.model_config["vf_share_layers"] is True  # DefaultModelConfig's
+    # Replaced: PPO's own default again (RLlib's `_model_config_auto_includes`).
+    assert config.model_config["vf_share_layers"] is False
     assert config.model_config["fcnet_activation"] == "relu"

@@ -679,7 +679,9 @@ def test_ppo_warm_starts_from_a_bc_module_checkpoint(tmp_path):
 
     pq.write_table(_expert_table(6000), tmp_path / "expert.parquet", row_group_size=1000)
     bc = _offline_config(tmp_path).framework("torch").evaluation(evaluation_interval=None)
-    model = {"fcnet_hiddens": [32]}
+    # BC's default module shares one encoder (RLlib's DefaultModelConfig); PPO's default has
+    # two, so the PPO that loads BC's weights names BC's.
+    model = {"fcnet_hiddens": [32], "vf_share_layers": True}
     algo = bc.build()
     try:
         for _ in range(12):

@@ -60,7 +60,8 @@ def test_a_checkpoint_of_another_network_size_is_refused_at_build(tmp_path):
         .rl_module(
             rl_module_spec=RLModuleSpec(
                 module_class=DefaultPPOTorchRLModule,
-                model_config={"fcnet_hiddens": [8]},
+                # The saved module's one shared encoder (a module's own default), 8 wide.
+                model_config={"fcnet_hiddens": [8], "vf_share_layers": True},
                 load_state_path=str(tmp_path),
             )
         )

@@ -135,7 +135,7 @@ def _load_state_config(path, model_config) -> PPOConfig:
 
 
 def test_load_state_path_loads_a_numpy_module_checkpoint_into_the_torch_module(tmp_path):
-    model_config = {"fcnet_hiddens": [32]}
+    model_config = {"fcnet_hiddens": [32], "vf_share_layers": True}
     numpy_module = _numpy_module(CARTPOLE.observation_space, CARTPOLE.action_space, model_config)
     path = numpy_module.save_to_path(tmp_path / "numpy_module")
     algo = _load_state_config(path, model_config).build()
@@ -151,7 +151,7 @@ def test_load_state_path_loads_a_numpy_module_checkpoint_into_the_torch_module(t
     finally:
         algo.stop()
     with pytest.raises(CheckpointError, match=r"does not convert.*fcnet_hiddens"):
-        _load_state_config(path, {"fcnet_hiddens": [16]}).build()
+        _load_state_config(path, {"fcnet_hiddens": [16], "vf_share_layers": True}).build()
 
 
 def test_catalogs_must_be_a_default_modules_catalog_or_a_subclass():

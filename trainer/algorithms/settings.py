@@ -193,6 +193,16 @@ def markdown(
     return "\n\n".join(blocks)
 
 
+def _changed_default(name: str, value: Any, settings: dict) -> str:
+    """One changed default as the settings page shows it; of a dict default (the model config)
+    the keys that differ from the shared default's."""
+    base = settings[name].default if name in settings else None
+    if isinstance(value, dict) and isinstance(base, dict):
+        value = {k: v for k, v in value.items() if base.get(k, object()) != v}
+        return f"`{name}` with `{_shown(value)}`"
+    return f"`{name}={_shown(value)}`"
+
+
 def readme_tables(base: type[AlgorithmConfig], algorithms: Sequence[type[AlgorithmConfig]]) -> str:
     """The tables of the docs' settings page: the shared settings (with `base`'s defaults),
     then each of `algorithms`' own settings and changed defaults. The caller names the
@@ -208,7 +218,7 @@ def readme_tables(base: type[AlgorithmConfig], algorithms: Sequence[type[Algorit
     for cls in algorithms:
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
         changed = ", ".join(
-            f"`{name}={_shown(value)}`" for name, value in cls._DEFAULT_OVERRIDES.items()
+            _changed_default(name, value, settings) for name, value in cls._DEFAULT_OVERRIDES.items()
         )
         parts.append(f"{own}\n\n{cls.__name__} changes these defaults: {changed}.")
     return "\n\n".join(parts)

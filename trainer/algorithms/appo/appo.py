@@ -16,6 +16,7 @@ from trainer.algorithms.impala.impala import IMPALA, IMPALAConfig
 from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
 from trainer.algorithms.settings import settings_of
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect
+from trainer.core.models import MODEL_DEFAULTS
 from trainer.util import seeding
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
 
@@ -82,7 +83,13 @@ class APPOConfig(IMPALAConfig):
         },
         "debugging": IMPALAConfig._ALGO_RLLIB_SETTINGS["debugging"],
     }
-    _DEFAULT_OVERRIDES = {**IMPALAConfig._DEFAULT_OVERRIDES, "learner_queue_size": 16}
+    _DEFAULT_OVERRIDES = {
+        **IMPALAConfig._DEFAULT_OVERRIDES,
+        "learner_queue_size": 16,
+        # RLlib's `_model_config_auto_includes` (as PPO's): separate policy and value encoders
+        # unless the model config says otherwise.
+        "model": {**MODEL_DEFAULTS, "vf_share_layers": False},
+    }
 
     clip_param: float
     use_kl_loss: bool

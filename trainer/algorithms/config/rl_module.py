@@ -323,7 +323,11 @@ class RLModuleSection(ConfigBase):
             given_by_spec = {k: v for k, v in given_by_spec.items() if k in MODEL_DEFAULTS}
         spec_model = check_model_config(given_by_spec) if given_by_spec else {}
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
-        self.model = {**(MODEL_DEFAULTS if replace else self.model), **given, **from_spec}
+        # A replaced model config starts from the algorithm's defaults (RLlib's
+        # `_model_config_auto_includes`: PPO's separate value encoder), which a dict's keys and
+        # all of a `DefaultModelConfig`'s fields override.
+        base = self._DEFAULT_OVERRIDES.get("model", MODEL_DEFAULTS) if replace else self.model
+        self.model = {**base, **given, **from_spec}
 
     def build_module(
         self, spaces: Any, seed: int | None = None, *, inference_only: bool = False

@@ -21,6 +21,7 @@ from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
 from trainer.compat.rllib_settings import OLD_SCHEDULE, NoEffect, Unsupported
+from trainer.core.models import MODEL_DEFAULTS
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
@@ -130,6 +131,10 @@ class PPOConfig(AlgorithmConfig):
         "num_epochs": 30,
         "minibatch_size": 128,
         "num_env_runners": 2,
+        # RLlib's `_model_config_auto_includes`: a model config given as a dict, or none at all,
+        # trains a policy encoder and a value encoder; a `DefaultModelConfig` names its own
+        # `vf_share_layers` (True by default, one shared encoder).
+        "model": {**MODEL_DEFAULTS, "vf_share_layers": False},
     }
 
     # PPO's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
