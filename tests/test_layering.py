@@ -177,7 +177,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("trainer.callbacks",),
     ("trainer.runners",),
     ("trainer.algorithms",),
-    ("trainer.tune",),
+    ("trainer.tune", "trainer.export"),
     ("trainer.launcher",),
     (
         "trainer.compat",

@@ -67,6 +67,7 @@ from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLear
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError
 from trainer.checkpoints.location import fetched
+from trainer.checkpoints.rllib_layout import RLLIB_CHECKPOINT_READER, is_rllib_checkpoint
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import ActionDistribution, make_exploration
@@ -123,6 +124,9 @@ logger = logging.getLogger("trainer")
 #: Where Tune's resource request of a trial is computed: the Tune layer (above this one; it
 #: needs Ray Tune), imported by name when Tune asks (`default_resource_request`).
 TUNE_TRAINABLE_MODULE = "trainer.tune.trainable"
+#: The policy export (`export_policy_model`, `export_model`): a layer above this one (it reads
+#: the algorithm's modules and runners), imported by name when asked.
+EXPORT_MODULE = "trainer.export"
 #: Where the learners log the env steps trained so far.
 TRAINED_LIFETIME_KEY = (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime")
 
@@ -415,6 +419,63 @@ class Algorithm(OldAlgorithmNames):
             )
         # A torch module itself, not the view the samplers and the algorithm use.
         return getattr(self.learner.module, "rl_module", self.learner.module)
+
+    # -- exported policies (trainer.export) ------------------------------------------------
+    def export_policy_model(
+        self, export_dir: str, policy_id: str = DEFAULT_MODULE_ID, onnx: int | None = None
+    ) -> None:
+        """RLlib's `export_policy_model`: writes module `policy_id`'s inference path into
+        `export_dir`. With `onnx=OPSET` as `model.onnx` for that ONNX opset; without, as the
+        numpy export (`policy.json`, `weights.npz` and the standalone `policy_reader.py`),
+        since there is no framework format for a numpy module (`trainer.export`)."""
+        export = importlib.import_module(EXPORT_MODULE)
+        if onnx is None:
+            export.export_policy(self, export_dir, format=export.NUMPY, module_id=policy_id)
+        else:
+            export.export_policy(
+                self, export_dir, format=export.ONNX, module_id=policy_id, opset=onnx
+            )
+
+    def export_policy_checkpoint(self, export_dir: str, policy_id: str = DEFAULT_MODULE_ID) -> None:
+        """RLlib's `export_policy_checkpoint`: on the new API stack, module `policy_id` as a
+        module checkpoint in RLlib 2.60's layout, which RLlib's `RLModule.from_checkpoint`
+        loads (`export --format rllib`); a `KeyError` for a module the algorithm does not have,
+        as RLlib raises."""
+        export = importlib.import_module(EXPORT_MODULE)
+        try:
+            export.export_policy(self, export_dir, format=export.RLLIB, module_id=policy_id)
+        except export.ExportError as error:
+            if str(error).startswith(f"{export.MODULE_ID}="):
+                raise KeyError(
+                    f"Policy with ID {policy_id} not found in Algorithm! ({error})"
+                ) from None
+            raise
+
+    def export_model(
+        self, export_formats: list[str] | str, export_dir: str | None = None
+    ) -> dict[str, str]:
+        """RLlib's (Tune Trainable's) `export_model`: exports the default module in each of
+        `export_formats` into a subfolder of `export_dir` named after the format ("onnx": the
+        ONNX export for the opset in $ONNX_OPSET, default 11 as in RLlib; "model" and "numpy":
+        the numpy export); returns format -> folder. "checkpoint" and "h5" are refused."""
+        formats = [export_formats] if isinstance(export_formats, str) else list(export_formats)
+        formats = [str(name).strip().lower() for name in formats]
+        allowed = ("onnx", "model", "numpy")
+        unknown = [name for name in formats if name not in allowed]
+        if unknown:
+            raise ValueError(
+                f"export_model(export_formats={export_formats!r}): {unknown} not known here; "
+                f"allowed: {list(allowed)} (use save_to_path() for a checkpoint)"
+            )
+        if export_dir is None:
+            raise ValueError("export_model(export_dir=None): give the folder to export into")
+        exported = {}
+        for name in formats:
+            path = os.path.join(export_dir, name)
+            opset = int(os.environ.get("ONNX_OPSET", "11")) if name == "onnx" else None
+            self.export_policy_model(path, onnx=opset)
+            exported[name] = path
+        return exported
 
     # -- modules added and removed at run time (self-play) -----------------------------------
     def add_module(
@@ -1454,6 +1515,11 @@ class Algorithm(OldAlgorithmNames):
                 "pyarrow.fs.FileSystem); pass the config as config=..."
             )
         with fetched(path, filesystem) as local:
+            if is_rllib_checkpoint(local):  # RLlib 2.60's layout, read without its pickles' code
+                reader = importlib.import_module(RLLIB_CHECKPOINT_READER)
+                return reader.load_rllib_algorithm(
+                    local, config if isinstance(config, AlgorithmConfig) else None
+                )
             checkpoint = open_algorithm_checkpoint(local)
             from_checkpoint_config = config is None
             if config is None:

@@ -218,7 +218,8 @@ def readme_tables(base: type[AlgorithmConfig], algorithms: Sequence[type[Algorit
     for cls in algorithms:
         own = markdown(cls, methods=("training",), only=cls._ALGO_SETTINGS.__contains__)
         changed = ", ".join(
-            _changed_default(name, value, settings) for name, value in cls._DEFAULT_OVERRIDES.items()
+            _changed_default(name, value, settings)
+            for name, value in cls._DEFAULT_OVERRIDES.items()
         )
         parts.append(f"{own}\n\n{cls.__name__} changes these defaults: {changed}.")
     return "\n\n".join(parts)

@@ -30,6 +30,7 @@ from trainer.cli.extras import VIDEO, MissingExtra, available, require_for_confi
 from trainer.cli.multi_agent import register_checkpoint_env
 from trainer.cli.options import json_object, non_negative_int, positive_float, positive_int
 from trainer.cli.video import VideoError, VideoWriter, check_video_encoder, check_video_path
+from trainer.compat.rllib_checkpoint import is_rllib_checkpoint, load_rllib_algorithm
 from trainer.env.envs import EnvContext, make_env_creator
 
 #: The renderer of gymnasium's classic-control and toy-text envs (in the video extra).
@@ -115,7 +116,10 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     """The algorithm of the checkpoint at `path`, built to act in this process only (no
     EnvRunner processes, no evaluation runners). Its config comes from the checkpoint's
     pickle file when signed with the user's key or with `allow_pickle`, else from its
-    plain-data `config.json` (`load_class_and_config`)."""
+    plain-data `config.json` (`load_class_and_config`). A checkpoint RLlib 2.60 wrote is read
+    as `Algorithm.from_checkpoint` reads it (`trainer.compat.rllib_checkpoint`)."""
+    if is_rllib_checkpoint(path):
+        return load_rllib_algorithm(path, adjust=_for_evaluation)
     checkpoint = open_checkpoint(path)
     register_checkpoint_env(checkpoint)
     algorithm_class, config = load_class_and_config(
@@ -123,13 +127,18 @@ def load_for_evaluation(path: str, *, allow_pickle: bool = False) -> Any:
     )
     require_for_config(config, f"checkpoint {path}")
     config = config.copy()
+    _for_evaluation(config)
+    return algorithm_class.from_checkpoint(path, config=config)
+
+
+def _for_evaluation(config: Any) -> None:
+    """The config acting in this process only: no EnvRunner processes, no evaluation runners."""
     config.env_runners(num_env_runners=0)
     config.evaluation(
         evaluation_interval=None,
         evaluation_num_env_runners=0,
         evaluation_parallel_to_training=False,
     )
-    return algorithm_class.from_checkpoint(path, config=config)
 
 
 def make_env(config: Any, env_config_changes: dict | None, render: bool) -> Any:

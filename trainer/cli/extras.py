@@ -27,6 +27,7 @@ TORCH = "torch"
 RAY = "ray"
 TUNE = "tune"
 PETTINGZOO = "pettingzoo"
+EXPORT = "export"
 
 #: Exit status of a command that cannot run without an extra (as a flag it cannot honour).
 MISSING_EXTRA_EXIT_STATUS = 2

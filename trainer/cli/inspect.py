@@ -13,6 +13,8 @@ from typing import Any
 from trainer.checkpoints import METADATA_FILE, CheckpointError, CheckpointManager
 from trainer.checkpoints.__main__ import inspect
 from trainer.cli.run_folder import PARAMS_FILE, RunFolder
+from trainer.compat.rllib_checkpoint import describe as describe_rllib
+from trainer.compat.rllib_checkpoint import describe_lines, is_rllib_checkpoint
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_RETURN_MEAN,
@@ -91,6 +93,14 @@ def _run_lines(run: dict) -> list[str]:
 
 def run_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = args.path
+    if is_rllib_checkpoint(path):  # RLlib 2.60's layout (`trainer.compat.rllib_checkpoint`)
+        try:
+            info = describe_rllib(path)
+        except CheckpointError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(json.dumps(info, indent=2) if args.json else "\n".join(describe_lines(info)))
+        return 0
     run = None
     if os.path.isdir(path) and not os.path.isfile(os.path.join(path, METADATA_FILE)):
         latest = CheckpointManager(path).latest()

@@ -16,6 +16,7 @@ Nothing here unpickles: a class is imported by its path, which is why a module c
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any
@@ -38,6 +39,7 @@ from trainer.checkpoints.format import (
 from trainer.checkpoints.format import library_version as library_version
 from trainer.checkpoints.location import local_path
 from trainer.checkpoints.reader import open_checkpoint
+from trainer.checkpoints.rllib_layout import RLLIB_CHECKPOINT_READER, is_rllib_checkpoint
 from trainer.checkpoints.writer import write_checkpoint
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
@@ -236,6 +238,13 @@ def load_module(path: str | os.PathLike, expected: type | None = None) -> Any:
     """The module saved at `path`, built from its spec and restored; `expected`: the class it
     must be (or derive from)."""
     path = os.path.abspath(local_path(path))
+    if is_rllib_checkpoint(path):  # a module RLlib 2.60 saved (read without its pickles' code)
+        module = importlib.import_module(RLLIB_CHECKPOINT_READER).load_rllib_module(path)
+        if expected is not None and not isinstance(module, expected):
+            raise CheckpointError(
+                path, f"holds a {type(module).__qualname__}, which is not a {expected.__qualname__}"
+            )
+        return module
     spec = spec_of_checkpoint(path)
     cls = getattr(spec, "module_class", None) or spec.multi_rl_module_class
     if expected is not None and not issubclass(cls, expected):

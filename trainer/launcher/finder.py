@@ -193,6 +193,20 @@ def plan_for(fullname: str) -> Plan:
     return Plan("unknown")
 
 
+def resolve_rllib_name(module: str, name: str) -> Any:
+    """This project's object for RLlib's `module.name` (a class a checkpoint names), by the
+    table's map; None where the module is not mapped or its targets lack the name. Imports
+    only this project's modules."""
+    plan = plan_for(module)
+    if plan.kind != "map":
+        return None
+    for target in plan.targets:
+        found = getattr(importlib.import_module(target), name, None)
+        if found is not None:
+            return found
+    return None
+
+
 def _is_module_path(fullname: str) -> bool:
     """Whether `fullname` names a module (RLlib has it, or a table row names it or a module
     below it, or the generic example mapping finds it), not a name in its parent."""

@@ -41,7 +41,7 @@ from trainer.core.nn import activate_layer
 from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
 
 #: torch's activation layers of `TorchMLP` -> the numpy activations' names.
-_ACTIVATION_NAMES: dict[type[nn.Module], str] = {
+ACTIVATION_NAMES: dict[type[nn.Module], str] = {
     nn.Tanh: "tanh",
     nn.ReLU: "relu",
     nn.SiLU: "silu",
@@ -92,7 +92,7 @@ class NumpyLayers:
                 weight = _weights(layer.weight, watched, transpose=True)
                 self.layers.append((weight, _weights(layer.bias, watched), None))
                 continue
-            name = _ACTIVATION_NAMES.get(type(layer))
+            name = ACTIVATION_NAMES.get(type(layer))
             if name is None or not self.layers or self.layers[-1][2] is not None:
                 raise _NotKnown
             if isinstance(layer, nn.ELU) and layer.alpha != 1.0:

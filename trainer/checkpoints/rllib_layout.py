@@ -1,0 +1,40 @@
+"""The layout of a checkpoint RLlib 2.60 writes, by its file names: enough to tell one from this
+project's checkpoints without reading it (`trainer.compat.rllib_checkpoint` reads it).
+
+RLlib writes nested folders, one per `Checkpointable` component, each with `metadata.json`
+(naming `ray_version` and `checkpoint_version`), `class_and_ctor_args.pkl` and a state file; an
+Algorithm's folder also holds `rllib_checkpoint.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+#: The file at the top of an Algorithm checkpoint RLlib wrote.
+RLLIB_CHECKPOINT_FILE = "rllib_checkpoint.json"
+#: Every component folder's files.
+RLLIB_METADATA_FILE = "metadata.json"
+CLASS_AND_CTOR_ARGS_FILE = "class_and_ctor_args.pkl"
+#: Where the reader is (resolved by this dotted path where it is needed: it sits above the
+#: algorithms and modules that read such checkpoints).
+RLLIB_CHECKPOINT_READER = "trainer.compat.rllib_checkpoint"
+
+
+def is_rllib_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether `path` is a folder RLlib wrote (an Algorithm's, a module's or any component's):
+    it holds `rllib_checkpoint.json`, or its metadata names a Ray version beside
+    `class_and_ctor_args.pkl`."""
+    path = os.fspath(path)
+    if os.path.isfile(os.path.join(path, RLLIB_CHECKPOINT_FILE)):
+        return True
+    metadata = os.path.join(path, RLLIB_METADATA_FILE)
+    if not os.path.isfile(metadata) or not os.path.isfile(
+        os.path.join(path, CLASS_AND_CTOR_ARGS_FILE)
+    ):
+        return False
+    try:
+        with open(metadata, encoding="utf-8") as file:
+            return "ray_version" in json.load(file)
+    except (OSError, ValueError):
+        return False
