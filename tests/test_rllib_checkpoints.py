@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 #: SAC) and saves it, pickled or msgpack; it writes the module's outputs on fixed observations
 #: beside (RLlib's own `RLModule.from_checkpoint` of the saved module; DQN's Q-values).
 RLLIB_SCRIPT = r"""
-import json, sys
+import json, pickle, sys
 import numpy as np
 import torch
 from ray.rllib.algorithms.dqn import DQNConfig
@@ -86,6 +87,27 @@ for name, config, msgpack, dim in runs:
             inputs = module.compute_q_values(batch)["qf_preds"]
         else:
             inputs = module.forward_inference(batch)["action_dist_inputs"]
+    extra = {}
+    if name == "cartpole":  # the value head's bias's first Adam moment, the last parameter
+        with open(f"{path}/learner_group/learner/state.pkl", "rb") as file:
+            optimizer = pickle.load(file)["optimizer"]["default_policy_default_optimizer"]
+        moments = optimizer["state"]["state"]
+        extra["vf_bias_exp_avg"] = np.asarray(moments[max(moments)]["exp_avg"])
+    np.savez(f"{out}/{name}_outputs.npz", obs=obs, action_dist_inputs=inputs.numpy(), **extra)
+# Modules RLlib saves on their own: APPO's (with the learner's target networks) and BC's.
+import gymnasium as gym
+from ray.rllib.algorithms.appo import APPOConfig
+from ray.rllib.algorithms.bc import BCConfig
+
+for name, config in (("appo_module", APPOConfig()), ("bc_module", BCConfig())):
+    spec = config.environment("CartPole-v1").get_rl_module_spec(env=gym.make("CartPole-v1"))
+    module = spec.build()
+    if hasattr(module, "make_target_networks"):
+        module.make_target_networks()
+    module.save_to_path(f"{out}/{name}")
+    obs = np.random.default_rng(1).standard_normal((32, 4)).astype(np.float32)
+    with torch.no_grad():
+        inputs = module.forward_inference({"obs": torch.from_numpy(obs)})["action_dist_inputs"]
     np.savez(f"{out}/{name}_outputs.npz", obs=obs, action_dist_inputs=inputs.numpy())
 print("saved")
 """
@@ -149,6 +171,22 @@ def test_rllib_s_dqn_and_sac_algorithms_build_here_and_train(rllib_checkpoints, 
         algo.stop()
 
 
+@pytest.mark.parametrize("name", ["appo_module", "bc_module"])
+def test_rllib_s_appo_and_bc_modules_load_as_the_modules_here(rllib_checkpoints, name):
+    from trainer import RLModule
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+
+    # APPO's module is PPO's and its learner's target copies (dropped: APPO here keeps its own);
+    # BC's is an encoder and a policy head under other names (PPO's module here, whose value
+    # head RLlib's lacks).
+    module = RLModule.from_checkpoint(rllib_checkpoints / name)
+    assert isinstance(module, DefaultPPOTorchRLModule)
+    saved = np.load(rllib_checkpoints / f"{name}_outputs.npz")
+    np.testing.assert_allclose(
+        outputs(module, saved["obs"]), saved["action_dist_inputs"], atol=1e-5
+    )
+
+
 def test_the_pendulum_algorithm_restores_rllib_s_mean_std_filter(rllib_checkpoints):
     from trainer import Algorithm
 
@@ -173,9 +211,16 @@ def test_the_pendulum_algorithm_restores_rllib_s_mean_std_filter(rllib_checkpoin
 def test_the_cartpole_checkpoint_continues_training_here_to_450(rllib_checkpoints):
     from trainer import Algorithm
 
-    algo = Algorithm.from_checkpoint(rllib_checkpoints / "cartpole")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every setting and the optimizer's moments restored
+        algo = Algorithm.from_checkpoint(rllib_checkpoints / "cartpole")
     try:
         assert algo.config.lr == 0.0003 and algo.config.num_epochs == 6
+        moments = algo.learner.get_state()["optimizer"]["default_optimizer"]["param_state"]
+        np.testing.assert_array_equal(
+            moments["vf.net.mlp.0.bias"]["exp_avg"],
+            np.load(rllib_checkpoints / "cartpole_outputs.npz")["vf_bias_exp_avg"],
+        )
         assert algo.config.model_config["fcnet_hiddens"] == [32]
         best = -np.inf
         for _ in range(60):

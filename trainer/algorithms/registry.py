@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trainer.capabilities import OTHER_ALGORITHMS
+from trainer.checkpoints.rllib_layout import ModuleRead, RLlibModuleClass
 from trainer.errors import UnsupportedValue
 
 if TYPE_CHECKING:
@@ -106,6 +107,12 @@ class AlgorithmEntry:
     #: The launcher: RLlib module paths (and everything below them) that have no counterpart,
     #: path -> (capability, what to use instead) (`trainer.launcher.table.UNAVAILABLE_MODULES`).
     rllib_unavailable: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: RLlib's module checkpoints (`trainer.compat.rllib_checkpoint`): this folder's module
+    #: classes ("module:qualname") -> how RLlib names and builds them, for `export --format
+    #: rllib`.
+    rllib_module_classes: Mapping[str, RLlibModuleClass] = field(default_factory=dict)
+    #: RLlib's module classes (import paths) that this folder's modules read under other names.
+    rllib_module_reads: Mapping[str, ModuleRead] = field(default_factory=dict)
 
 
 _loaded: dict[str, AlgorithmEntry] = {}

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 #: The file at the top of an Algorithm checkpoint RLlib wrote.
 RLLIB_CHECKPOINT_FILE = "rllib_checkpoint.json"
@@ -38,3 +41,35 @@ def is_rllib_checkpoint(path: str | os.PathLike) -> bool:
             return "ray_version" in json.load(file)
     except (OSError, ValueError):
         return False
+
+
+@dataclass(frozen=True)
+class RLlibModuleClass:
+    """How a module class of an algorithm's folder is written as one of RLlib's module
+    checkpoints (its `AlgorithmEntry.rllib_module_classes`): RLlib's class and catalog by import
+    path, what RLlib's algorithm config adds to the module's model config with its defaults
+    (`_model_config_auto_includes`), and the constant buffers RLlib's module holds besides its
+    parameters; or, for a numpy module, `torch_twin`: "module:function" returning the torch
+    module of the same networks with its weights, which is written instead."""
+
+    rllib_class: str = ""
+    catalog: str | None = None
+    auto_includes: Mapping[str, Any] = field(default_factory=dict)
+    constant_buffers: Mapping[str, float] = field(default_factory=dict)
+    torch_twin: str = ""
+
+
+@dataclass(frozen=True)
+class ModuleRead:
+    """How one of RLlib's module classes is read (an algorithm folder's
+    `AlgorithmEntry.rllib_module_reads`): as this project's module of RLlib's class `as_class`
+    (an import path), with the model config's `model_config` keys set, the state's key prefixes
+    renamed (`renamed`, RLlib's -> here), the prefixes of what has no counterpart here dropped
+    (`dropped`: a target network the learner keeps), and the prefixes of what RLlib's module
+    lacks kept as built here (`kept`)."""
+
+    as_class: str
+    model_config: Mapping[str, Any] = field(default_factory=dict)
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()

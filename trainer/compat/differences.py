@@ -516,12 +516,11 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "numpy arrays, gymnasium spaces and plain data and names every other global): the "
         "modules' weights, a MeanStdFilter's statistics and the counters are restored, the "
         "config's plain settings are set, a setting whose value is code (a callbacks class, "
-        "an env creator) is left out with a warning naming it, and the optimizer's moments "
-        "start afresh (tests/test_rllib_checkpoints.py::test_the_cartpole_checkpoint_"
-        "continues_training_here_to_450)",
+        "an env creator) is left out with a warning naming it, and a multi-agent learner's "
+        "optimizer moments start afresh (a single-agent one's are restored: tests/"
+        "test_rllib_checkpoints.py::test_the_cartpole_checkpoint_continues_training_here_to_450)",
         "unpickling RLlib's class_and_ctor_args.pkl would run whatever code it names and needs "
-        "Ray; the torch optimizer's state is indexed by parameter order, which this reader "
-        "does not map",
+        "Ray; its multi-agent optimizer states are not mapped here yet",
         BEHAVIOUR,
     ),
     Difference(

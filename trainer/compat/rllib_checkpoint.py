@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
+import importlib
 import io
 import json
 import os
@@ -43,11 +45,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.algorithms.registry import entries
 from trainer.checkpoints.format import CheckpointError
 from trainer.checkpoints.rllib_layout import (
     CLASS_AND_CTOR_ARGS_FILE,
     RLLIB_CHECKPOINT_FILE,
     RLLIB_METADATA_FILE,
+    ModuleRead,
+    RLlibModuleClass,
     is_rllib_checkpoint,
 )
 from trainer.connectors.env_to_module import MeanStdFilter
@@ -288,11 +293,32 @@ def _space_of(value: Any, where: str) -> Any:
 
 
 # -- modules --------------------------------------------------------------------------------------
+@functools.cache
+def module_reads() -> dict[str, ModuleRead]:
+    """RLlib's module classes that the algorithms' modules read under other names (each
+    folder's `AlgorithmEntry.rllib_module_reads`), by RLlib's import path."""
+    return {path: read for entry in entries() for path, read in entry.rllib_module_reads.items()}
+
+
+@functools.cache
+def module_classes() -> dict[str, RLlibModuleClass]:
+    """How the algorithms' module classes are written as RLlib's (each folder's
+    `AlgorithmEntry.rllib_module_classes`), by "module:qualname"."""
+    return {name: info for entry in entries() for name, info in entry.rllib_module_classes.items()}
+
+
+def _module_read(cls: Any) -> ModuleRead | None:
+    return module_reads().get(rllib_path(cls) or "")
+
+
 def module_spec(folder: str) -> Any:
     """This project's module spec for an RLlib module folder (an RLModule's or a
     MultiRLModule's)."""
     cls, _, kwargs = read_ctor_args(folder)
-    module_class = our_object(cls, folder)
+    read = _module_read(cls)
+    module_class = our_object(
+        placeholder(*read.as_class.rpartition(".")[::2]) if read else cls, folder
+    )
     specs = kwargs.get("rl_module_specs")
     if specs is not None:  # a MultiRLModule: its modules' specs are each module's own folder's
         module_ids = [
@@ -317,6 +343,9 @@ def module_spec(folder: str) -> Any:
         and resolve_rllib_name(*catalog_path.rpartition(".")[::2]) is None
     ):
         catalog = None  # one of RLlib's own catalogs (DQN's, SAC's): the module's default here
+    if read is not None:
+        model_config = {**model_config, **read.model_config}
+        catalog = None  # RLlib's catalog of its own class; the module here builds its own
     return RLModuleSpec(
         module_class=module_class,
         observation_space=_space_of(kwargs.get("observation_space"), folder),
@@ -327,13 +356,27 @@ def module_spec(folder: str) -> Any:
     )
 
 
-def module_state(folder: str, keys: Callable[[], Any] | None = None) -> dict:
-    """A module folder's state (numpy arrays by RLlib's state-dict names), without the
-    constants RLlib keeps as buffers (`CONSTANT_STATE_SUFFIX`)."""
+def module_state(folder: str) -> dict:
+    """A module folder's state (numpy arrays by the state-dict names of the module here: RLlib's,
+    or as `module_reads()` renames them), without the constants RLlib keeps as buffers
+    (`CONSTANT_STATE_SUFFIX`) and what `module_reads()` drops."""
     state = read_state(folder, MODULE_STATE)
     if not isinstance(state, dict):
         raise CheckpointError(folder, f"has no {MODULE_STATE}.pkl or {MODULE_STATE}.msgpack")
-    return {k: v for k, v in state.items() if not str(k).endswith(CONSTANT_STATE_SUFFIX)}
+    state = {k: v for k, v in state.items() if not str(k).endswith(CONSTANT_STATE_SUFFIX)}
+    read = _module_read(read_ctor_args(folder)[0])
+    if read is None:
+        return state
+    renamed = {}
+    for key, value in state.items():
+        if key.startswith(read.dropped):
+            continue
+        for old, new in read.renamed.items():
+            if key.startswith(old):
+                key = new + key[len(old) :]
+                break
+        renamed[key] = value
+    return renamed
 
 
 def set_module_state(module: Any, folder: str) -> None:
@@ -346,7 +389,10 @@ def set_module_state(module: Any, folder: str) -> None:
                 set_module_state(module[module_id], sub)
         return
     state = module_state(folder)
-    expected = set(module.get_state())
+    own = module.get_state()
+    read = _module_read(read_ctor_args(folder)[0])
+    kept = read.kept if read is not None else ()
+    expected = {key for key in own if not key.startswith(kept)} if kept else set(own)
     if set(state) != expected:
         raise CheckpointError(
             folder,
@@ -354,7 +400,7 @@ def set_module_state(module: Any, folder: str) -> None:
             f"{sorted(expected - set(state))}: RLlib's module and this project's differ "
             "(model config or module class)",
         )
-    module.set_state(state)
+    module.set_state({**own, **state} if kept else state)
 
 
 def load_rllib_module(path: str | os.PathLike) -> Any:
@@ -580,10 +626,71 @@ def load_rllib_algorithm(
         algorithm_state = read_state(folder, ALGORITHM_STATE) or {}
         env_runner_state = read_state(os.path.join(folder, ENV_RUNNER), STATE) or {}
         _set_counters(algorithm, algorithm_state, env_runner_state)
+        learner_state = read_state(os.path.join(folder, *LEARNER_MODULES[:2]), STATE) or {}
+        problem = set_optimizer_state(
+            algorithm, learner_state.get("optimizer"), list(states.get(DEFAULT_MODULE_ID, {}))
+        )
+        if problem:
+            warnings.warn(
+                f"RLlib checkpoint {folder}: the optimizer's moments start afresh: {problem}",
+                stacklevel=2,
+            )
     except BaseException:
         algorithm.stop()
         raise
     return algorithm
+
+
+#: The name of RLlib's optimizer of a single-agent run in its learner state (`<module id>_<name>`).
+RLLIB_DEFAULT_OPTIMIZER = f"{DEFAULT_MODULE_ID}_default_optimizer"
+#: This project's torch learner's name of it.
+DEFAULT_OPTIMIZER = "default_optimizer"
+
+
+def set_optimizer_state(
+    algorithm: Any, rllib_optimizers: Any, rllib_names: list[str]
+) -> str | None:
+    """Sets the learner's Adam moments from RLlib's optimizer state, for a single-agent torch
+    learner; returns what kept it from doing so, or None once set. RLlib's is torch's state
+    dict, by parameter index in the order of its module's `parameters()`: `rllib_names`, the
+    module state's keys in RLlib's order (its state dict's, the constant buffers left out)."""
+    if not isinstance(rllib_optimizers, dict) or not rllib_optimizers:
+        return "the checkpoint holds no optimizer state"
+    if set(rllib_optimizers) != {RLLIB_DEFAULT_OPTIMIZER}:
+        return f"its optimizers {sorted(rllib_optimizers)} are read for one module's default one"
+    module = algorithm.get_module()
+    if not hasattr(module, "named_parameters"):
+        return "the module here is not a torch module"
+    state = algorithm.learner.get_state()
+    ours = (state.get("optimizer") or {}).get(DEFAULT_OPTIMIZER)
+    try:
+        per_index = rllib_optimizers[RLLIB_DEFAULT_OPTIMIZER]["state"]["state"]
+    except (KeyError, TypeError):
+        return "RLlib's optimizer state is not torch's state dict"
+    names = rllib_names
+    if not isinstance(ours, dict) or len(per_index) != len(names):
+        return f"{len(per_index)} parameters' moments for {len(names)} parameters"
+    shapes = {name: tuple(value.shape) for name, value in module.named_parameters()}
+    if set(names) != set(shapes):
+        return "RLlib's parameters and this module's differ in name"
+    param_state = {}
+    for index, name in enumerate(names):
+        entry = per_index.get(index)
+        if not isinstance(entry, dict) or {"exp_avg", "exp_avg_sq", "step"} - set(entry):
+            return f"parameter {index} ({name}) has no Adam moments"
+        if np.shape(entry["exp_avg"]) != shapes[name]:
+            return (
+                f"parameter {index} has the shape {np.shape(entry['exp_avg'])}, {name} "
+                f"{shapes[name]} here"
+            )
+        param_state[name] = {
+            "step": float(entry["step"]),
+            "exp_avg": np.asarray(entry["exp_avg"], np.float32),
+            "exp_avg_sq": np.asarray(entry["exp_avg_sq"], np.float32),
+        }
+    state["optimizer"][DEFAULT_OPTIMIZER] = {**ours, "param_state": param_state}
+    algorithm.learner.set_state(state)
+    return None
 
 
 def _set_counters(algorithm: Any, algorithm_state: dict, env_runner_state: dict) -> None:
@@ -671,41 +778,6 @@ def describe_lines(info: dict) -> list[str]:
 
 
 # -- writing module checkpoints RLlib loads -------------------------------------------------------
-#: This project's default torch module classes -> (RLlib's module path, its catalog's path).
-RLLIB_MODULE_CLASSES: dict[str, tuple[str, str | None]] = {
-    "DefaultPPOTorchRLModule": (
-        "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule",
-        "ray.rllib.algorithms.ppo.ppo_catalog.PPOCatalog",
-    ),
-    "DefaultDQNTorchRLModule": (
-        "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module.DefaultDQNTorchRLModule",
-        "ray.rllib.algorithms.dqn.dqn_catalog.DQNCatalog",
-    ),
-    "DefaultSACTorchRLModule": (
-        "ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module.DefaultSACTorchRLModule",
-        "ray.rllib.algorithms.sac.sac_catalog.SACCatalog",
-    ),
-}
-#: What RLlib's algorithm configs add to a module's model config (`_model_config_auto_includes`)
-#: with their defaults, for the keys this project's modules do not carry: RLlib's DQN module
-#: reads them all when it is built.
-RLLIB_AUTO_INCLUDES: dict[str, dict[str, Any]] = {
-    "DefaultDQNTorchRLModule": {
-        "double_q": True,
-        "dueling": True,
-        "epsilon": [(0, 1.0), (10000, 0.05)],
-        "num_atoms": 1,
-        "std_init": 0.5,
-        "v_max": 10.0,
-        "v_min": -10.0,
-    },
-    "DefaultSACTorchRLModule": {"twin_q": True},
-}
-#: What RLlib's TorchMLPHead keeps besides its layers (a Gaussian head's log-std clip, as a
-#: buffer), written with RLlib's value so that its module's state is whole.
-_LOG_STD_CLIP = 20.0
-
-
 class _RLlibGlobal:
     """A reference to one of RLlib's classes by its import path, pickled as that global
     (RLlib imports it when it reads the file); Ray is not needed to write it."""
@@ -729,14 +801,17 @@ class _RLlibPickler(_PythonPickler):
         super().save(obj, save_persistent_id)
 
 
-def _rllib_model_config(module: Any) -> dict:
+def _class_name(module: Any) -> str:
+    return f"{type(module).__module__}:{type(module).__qualname__}"
+
+
+def _rllib_model_config(module: Any, info: RLlibModuleClass) -> dict:
     """The model config RLlib's module is built from: of RLlib's `DefaultModelConfig` keys those
     whose values differ from its defaults (`MODEL_DEFAULTS` mirrors them) and
     `vf_share_layers` always (RLlib's PPO config passes it); every other key the module holds
-    (what RLlib's algorithm config adds, `RLLIB_AUTO_INCLUDES`), over RLlib's defaults of
-    those."""
+    (what RLlib's algorithm config adds), over RLlib's defaults of those (`auto_includes`)."""
     given = dict(getattr(module, "model_config", None) or {})
-    written = dict(RLLIB_AUTO_INCLUDES.get(type(module).__name__, {}))
+    written = dict(info.auto_includes)
     for key, value in given.items():
         if key not in MODEL_DEFAULTS or not _same(MODEL_DEFAULTS[key], value):
             written[key] = value
@@ -745,97 +820,55 @@ def _rllib_model_config(module: Any) -> dict:
     return written
 
 
-#: This project's default numpy module classes -> (their torch twin's module path, class): the
-#: numpy module is written as its twin (same networks, RLlib's names, transposed weights).
-TORCH_TWINS: dict[str, tuple[str, str]] = {
-    "PolicyModule": ("trainer.algorithms.ppo.torch_module", "DefaultPPOTorchRLModule"),
-    "QModule": ("trainer.algorithms.dqn.torch_module", "DefaultDQNTorchRLModule"),
-    "SACModule": ("trainer.algorithms.sac.torch_module", "DefaultSACTorchRLModule"),
-}
-
-
-def torch_twin(module: Any, where: str) -> Any:
-    """`module` itself for a torch module; for a default numpy PPO, DQN or SAC module the
-    default torch module of the same networks, holding its weights (torch is imported here:
-    RLlib's modules are torch modules)."""
-    name = type(module).__name__
-    if name not in TORCH_TWINS:
-        return module
-    try:
-        import importlib
-
-        twin_module = importlib.import_module(TORCH_TWINS[name][0])
-    except ImportError:
-        raise CheckpointError(
-            where, "RLlib's modules are torch modules: writing one needs torch (the torch extra)"
-        ) from None
-    twin = RLModuleSpec(
-        module_class=getattr(twin_module, TORCH_TWINS[name][1]),
-        observation_space=module.observation_space,
-        action_space=module.action_space,
-        model_config=dict(module.model_config),
-    ).build()
-    state = module.get_state()
-    if name == "PolicyModule":
-        from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
-
-        converted = numpy_ppo_state_to_torch(state, dict(module.model_config), twin, where)
-    else:
-        names = twin_module.torch_names_of_numpy_parameters(twin)
-        converted = {
-            torch_name: np.ascontiguousarray(
-                np.asarray(state[numpy_name]).T
-                if np.ndim(state[numpy_name]) == 2
-                else state[numpy_name],
-                dtype=np.float32,
-            )
-            for numpy_name, torch_name in names.items()
-        }
-        target = {k: v for k, v in twin.state_dict().items() if k.startswith("_target_")}
-        converted.update({k: v.numpy() for k, v in target.items()})
-    twin.set_state({**{k: v.numpy() for k, v in twin.state_dict().items()}, **converted})
-    return twin
+def _resolve(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def save_rllib_module(module: Any, path: str | os.PathLike) -> str:
-    """Writes `module` (a default PPO, DQN or SAC module, numpy or torch: a numpy one as its
-    torch twin, `torch_twin`) as RLlib 2.60 writes a module
-    checkpoint: `metadata.json`, `class_and_ctor_args.pkl` naming RLlib's class and catalog,
-    and `module_state.pkl` (numpy arrays by the state-dict names RLlib's module has), so that
-    RLlib's `RLModule.from_checkpoint(path)` builds its own module with these weights."""
+    """Writes `module` as RLlib 2.60 writes a module checkpoint: `metadata.json`,
+    `class_and_ctor_args.pkl` naming RLlib's class and catalog, and `module_state.pkl` (numpy
+    arrays by the state-dict names RLlib's module has), so that RLlib's
+    `RLModule.from_checkpoint(path)` builds its own module with these weights. The module's
+    class must be one an algorithm folder declares (`AlgorithmEntry.rllib_module_classes`: the
+    default torch modules RLlib has, and the numpy modules of the same networks, written as
+    their torch twins); a subclass is not (RLlib would build its base)."""
     folder = os.path.abspath(os.fspath(path))
     if isinstance(module, MultiRLModule):
         raise CheckpointError(
             folder, "is for one module: write each module of the MultiRLModule on its own"
         )
-    module = torch_twin(module, folder)
-    name = type(module).__name__
-    if name not in RLLIB_MODULE_CLASSES or not hasattr(module, "state_dict"):
+    info = module_classes().get(_class_name(module))
+    if info is not None and info.torch_twin:
+        try:
+            module = _resolve(info.torch_twin)(module)
+        except ImportError:
+            raise CheckpointError(
+                folder, "RLlib's modules are torch modules: writing one needs torch"
+            ) from None
+        info = module_classes().get(_class_name(module))
+    if info is None or not info.rllib_class:
         raise CheckpointError(
             folder,
-            f"cannot hold a {name} for RLlib: RLlib 2.60 loads this project's default torch "
-            f"modules ({', '.join(sorted(RLLIB_MODULE_CLASSES))}) and the numpy modules of "
-            "the same networks",
+            f"cannot hold a {type(module).__qualname__} for RLlib: RLlib 2.60 builds the "
+            "default modules of its algorithms (those of this project's that RLlib has, numpy "
+            "or torch: " + ", ".join(sorted(n.partition(":")[2] for n in module_classes())) + ")",
         )
-    module_path, catalog_path = RLLIB_MODULE_CLASSES[name]
     state = {key: value.detach().cpu().numpy() for key, value in module.state_dict().items()}
-    if name == "DefaultPPOTorchRLModule":
-        for head in ("pi", "vf"):
-            state.setdefault(
-                f"{head}.log_std_clip_param_const", np.array([_LOG_STD_CLIP], np.float32)
-            )
+    for key, value in info.constant_buffers.items():
+        state.setdefault(key, np.array([value], np.float32))
     kwargs = {
         "observation_space": module.observation_space,
         "action_space": module.action_space,
         "inference_only": bool(getattr(module, "inference_only", False)),
         "learner_only": False,
-        "model_config": _rllib_model_config(module),
-        "catalog_class": None if catalog_path is None else _RLlibGlobal(catalog_path),
+        "model_config": _rllib_model_config(module, info),
+        "catalog_class": None if info.catalog is None else _RLlibGlobal(info.catalog),
     }
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, CLASS_AND_CTOR_ARGS_FILE), "wb") as file:
         _RLlibPickler(file, protocol=4).dump(
-            {"class": _RLlibGlobal(module_path), "ctor_args_and_kwargs": ((), kwargs)}
+            {"class": _RLlibGlobal(info.rllib_class), "ctor_args_and_kwargs": ((), kwargs)}
         )
     with open(os.path.join(folder, MODULE_STATE + ".pkl"), "wb") as file:
         pickle.dump(state, file, protocol=4)

@@ -16,8 +16,8 @@ from typing import Any
 from trainer.checkpoints.format import CheckpointError
 from trainer.checkpoints.rllib_layout import RLLIB_CHECKPOINT_READER
 from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.core.policy_description import MODULE_ID
 from trainer.export.description import (
-    MODULE_ID,
     ExportError,
     PolicyDescription,
     describe_policy,

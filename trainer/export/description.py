@@ -2,106 +2,67 @@
 plain layers (weights `(in, out)`, biases, activations), the MeanStdFilter constants, the action
 distribution and the greedy action rule, with the env's spaces.
 
-Both exports are written from this one description (`PolicyDescription`): the ONNX graph
-(`trainer.export.onnx_export`) and the numpy folder (`trainer.export.numpy_export`, whose
-`policy.json` is `spec` and whose `weights.npz` is `arrays`). So numpy modules and torch
-modules, which hold the same networks under different names, export alike.
+Both exports are written from this one description (`PolicyDescription`, whose keys and format
+`trainer.core.policy_description` defines): the ONNX graph (`trainer.export.onnx_export`) and
+the numpy folder (`trainer.export.numpy_export`, whose `policy.json` is `spec` and whose
+`weights.npz` is `arrays`). So numpy modules and torch modules, which hold the same networks
+under different names, export alike.
 
-The description is the module's inference path, one step:
-
-    obs (float32, flattened) -> [(obs - mean) / scale, clipped]   MeanStdFilter, if any
-      -> encoder layers (each activated)  -> [LSTM cell: state in -> state out]
-      -> heads ("pi"; DQN's "q", or "advantage" and "value" when dueling)
-      -> action distribution inputs (a free log-std appended, log-stds clipped as the module
-         clips them)  -> greedy action (argmax; a Gaussian's mean, tanh-squashed for SAC;
-         mapped onto a Box's bounds as the EnvRunner maps it: `normalize_actions`,
-         `clip_actions`)
+This module reads what every export shares: the spaces, the MeanStdFilter, the greedy rule.
+The module's networks are described by the function its class names (`export_describer`): each
+algorithm's folder describes its own modules, and a module class that names no describer is
+refused.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from trainer.algorithms.dqn.q_module import QModule
-from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.sac.sac_module import SACModule
 from trainer.connectors.env_to_module import MeanStdFilter, RunningStat
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
-from trainer.core.nn import ACTIVATIONS, MLP, Categorical, DiagGaussian
+from trainer.core.policy_description import (
+    ACTION_SPACE,
+    ALGORITHM,
+    CLIP,
+    DISTRIBUTION,
+    EXPORTABLE,
+    FILTER,
+    FORMAT,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    FRAMEWORK,
+    GREEDY,
+    GREEDY_OF,
+    KIND,
+    LOG_STD,
+    LSTM,
+    MEAN,
+    MODULE_ID,
+    NORMALIZE,
+    OBSERVATION_SPACE,
+    SCALE,
+    VERSION,
+    ExportError,
+    PolicyDescription,
+    unexpressible,
+)
 from trainer.runners.env_runner_group import local_runner_of
+from trainer.util.import_paths import resolve_import_path
 
-#: The description's format, written into both exports.
-FORMAT_NAME = "localrl-policy"
-FORMAT_VERSION = 1
+#: The class attribute by which a module class names the function that describes its
+#: networks: "module:function", called as `function(module, description)` to fill in the
+#: description's encoder, LSTM, heads, log-std and distribution (an ExportError for a module
+#: it cannot express). Read through the class's bases, so a subclass reaches its base's
+#: describer, which decides whether the subclass computes what the base does. A dotted path,
+#: resolved here: the algorithms' folders sit below the export and never import it.
+DESCRIBER_ATTRIBUTE = "export_describer"
 
-# Keys of the description (`PolicyDescription.spec`, the numpy export's policy.json).
-FORMAT = "format"
-VERSION = "version"
-ALGORITHM = "algorithm"
-MODULE_ID = "module_id"
-FRAMEWORK = "framework"
-OBSERVATION_SPACE = "observation_space"
-ACTION_SPACE = "action_space"
-FILTER = "filter"
-ENCODER = "encoder"
-LSTM = "lstm"
-HEADS = "heads"
-LOG_STD = "log_std"
-DISTRIBUTION = "distribution"
-GREEDY = "greedy"
-# A layer's keys, a filter's, an LSTM's, a log-std's, the greedy rule's.
-WEIGHT, BIAS, ACTIVATION = "weight", "bias", "activation"
-MEAN, SCALE, CLIP = "mean", "scale", "clip"
-WEIGHT_IH, WEIGHT_HH, CELL_SIZE = "weight_ih", "weight_hh", "cell_size"
-FREE = "free"
-KIND, NORMALIZE = "kind", "normalize"
-
-#: The action distributions (`DISTRIBUTION`) and the greedy rules (`GREEDY`'s `KIND`).
-CATEGORICAL, DIAG_GAUSSIAN, SQUASHED_GAUSSIAN, Q_VALUES = (
-    "categorical",
-    "diag_gaussian",
-    "squashed_gaussian",
-    "q_values",
-)
-ARGMAX, MEAN_ACTION, TANH_MEAN = "argmax", "mean", "tanh_mean"
-_GREEDY_OF = {
-    CATEGORICAL: ARGMAX,
-    Q_VALUES: ARGMAX,
-    DIAG_GAUSSIAN: MEAN_ACTION,
-    SQUASHED_GAUSSIAN: TANH_MEAN,
-}
-
-#: What the export expresses, for the error that refuses anything else.
-EXPORTABLE = (
-    "the default PPO, APPO/IMPALA-style actor-critic, DQN and SAC modules (numpy, or torch "
-    "with framework('torch'); PPO's torch module also with use_lstm=True) over a Box "
-    "observation space, with a Discrete or Box action space, MLP encoders, and no "
-    "env-to-module connector other than MeanStdFilter"
-)
-
-
-class ExportError(ValueError):
-    """The policy cannot be exported as asked; the message names the setting, the value and
-    what is allowed."""
-
-
-@dataclasses.dataclass
-class PolicyDescription:
-    """`spec`: the JSON-able description (see the module docstring); `arrays`: the weights and
-    constants it names by key, float32."""
-
-    spec: dict[str, Any]
-    arrays: dict[str, np.ndarray]
-
-    def add(self, key: str, array: Any) -> str:
-        """Keeps `array` (as float32) under `key`; returns the key."""
-        self.arrays[key] = np.ascontiguousarray(np.asarray(array, dtype=np.float32))
-        return key
+Describer = Callable[[Any, PolicyDescription], None]
 
 
 def space_to_json(space: gym.Space, where: str) -> dict[str, Any]:
@@ -181,29 +142,32 @@ def describe_policy(algorithm: Any, module_id: str = DEFAULT_MODULE_ID) -> Polic
         )
     if isinstance(module, FlatParameterModule):
         description.spec[FRAMEWORK] = "numpy"
-        _describe_numpy_module(module, description)
+        describer = describer_of(module)
+        if describer is None:
+            raise ExportError(unexpressible(module))
+        describer(module, description)
     elif hasattr(module, "state_dict"):
         # torch is imported only for torch modules (`trainer.export.torch_modules`).
         from trainer.export.torch_modules import describe_torch_module
 
         description.spec[FRAMEWORK] = "torch"
-        describe_torch_module(module, description)
+        describe_torch_module(module, describer_of(module), description)
     else:
-        raise ExportError(f"module {module_id!r}: {_unexpressible(module)}")
+        raise ExportError(f"module {module_id!r}: {unexpressible(module)}")
     distribution = description.spec[DISTRIBUTION]
     description.spec[GREEDY] = {
-        KIND: _GREEDY_OF[distribution],
+        KIND: GREEDY_OF[distribution],
         NORMALIZE: bool(config.normalize_actions),
         CLIP: bool(config.clip_actions),
     }
     return description
 
 
-def _unexpressible(module: Any, detail: str = "") -> str:
-    return (
-        f"a {type(module).__name__}{' ' + detail if detail else ''} is not a module the export "
-        f"can express; allowed: {EXPORTABLE}"
-    )
+def describer_of(module: Any) -> Describer | None:
+    """The function that describes `module`'s networks: the one its class (or a base) names
+    by `export_describer`; None for a module class that names none."""
+    path = getattr(type(module), DESCRIBER_ATTRIBUTE, None)
+    return None if path is None else resolve_import_path(path)
 
 
 def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDescription) -> None:
@@ -233,73 +197,12 @@ def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDes
         }
 
 
-def check_activation(name: str, where: str) -> str:
-    """`name` when the export knows it ("swish" is "silu"); an ExportError otherwise."""
-    if name not in ACTIVATIONS:
-        raise ExportError(f"{where} activation {name!r}: allowed: {list(ACTIVATIONS)}")
-    return "silu" if name == "swish" else name
-
-
-def numpy_layers(
-    mlp: MLP, prefix: str, description: PolicyDescription, *, activated: bool
-) -> list[dict[str, Any]]:
-    """A numpy `MLP`'s layers; `activated`: an encoder's, whose output layer is activated too
-    (`trainer.core.models.activated`)."""
-    activations = list(mlp.activations) + [mlp.activation if activated else "linear"]
-    return [
-        {
-            WEIGHT: description.add(f"{prefix}.{i}.weight", mlp.params[2 * i]),
-            BIAS: description.add(f"{prefix}.{i}.bias", mlp.params[2 * i + 1]),
-            ACTIVATION: check_activation(activations[i], prefix),
-        }
-        for i in range(mlp.num_layers)
-    ]
-
-
-def _describe_numpy_module(module: Any, description: PolicyDescription) -> None:
-    """The default numpy modules: PPO's `PolicyModule` (and subclasses that keep its forward),
-    DQN's `QModule`, SAC's `SACModule`."""
-    spec = description.spec
-    if isinstance(module, PolicyModule) and type(module).dist_inputs is PolicyModule.dist_inputs:
-        if module.dist not in (Categorical, DiagGaussian):
-            raise ExportError(_unexpressible(module, f"with action space {module.action_space}"))
-        encoder = module.encoder
-        spec[ENCODER] = (
-            [] if encoder is None else numpy_layers(encoder, "encoder", description, activated=True)
-        )
-        spec[HEADS] = {"pi": numpy_layers(module.pi, "pi", description, activated=False)}
-        spec[DISTRIBUTION] = CATEGORICAL if module.dist is Categorical else DIAG_GAUSSIAN
-        if module.log_std is not None:
-            spec[LOG_STD] = {FREE: description.add("pi.log_std", module.log_std), CLIP: None}
-        return
-    if isinstance(module, QModule) and type(module).dist_inputs is QModule.dist_inputs:
-        encoder = module.encoder
-        spec[ENCODER] = (
-            [] if encoder is None else numpy_layers(encoder, "encoder", description, activated=True)
-        )
-        if module.q is not None:
-            spec[HEADS] = {"q": numpy_layers(module.q, "q", description, activated=False)}
-        else:
-            advantage, value = module.advantage, module.value
-            assert advantage is not None and value is not None, "a dueling module's heads"
-            spec[HEADS] = {
-                "advantage": numpy_layers(advantage, "advantage", description, activated=False),
-                "value": numpy_layers(value, "value", description, activated=False),
-            }
-        spec[DISTRIBUTION] = Q_VALUES
-        return
-    if isinstance(module, SACModule) and type(module).dist_inputs is SACModule.dist_inputs:
-        spec[ENCODER] = numpy_layers(module.pi_encoder, "pi_encoder", description, activated=True)
-        spec[HEADS] = {"pi": numpy_layers(module.pi, "pi", description, activated=False)}
-        spec[DISTRIBUTION] = SQUASHED_GAUSSIAN if module.continuous else CATEGORICAL
-        return
-    raise ExportError(_unexpressible(module))
-
-
 __all__ = [
+    "DESCRIBER_ATTRIBUTE",
     "ExportError",
     "PolicyDescription",
     "describe_policy",
+    "describer_of",
     "module_of",
     "space_to_json",
 ]

@@ -1,7 +1,8 @@
-"""The ONNX export: the policy's description (`trainer.export.description`) as an ONNX graph
-built with the `onnx` package's helper API, one node per operation (MatMul, Add, the
-activations, Slice, Concat, Clip, ArgMax; the LSTM cell as its matrix products and gates), so
-that any ONNX runtime runs it and no framework's exporter is needed.
+"""The ONNX export: the policy's description (`trainer.export.description`, its keys in
+`trainer.core.policy_description`) as an ONNX graph built with the `onnx` package's helper API,
+one node per operation (MatMul, Add, the activations, Slice, Concat, Clip, ArgMax; the LSTM
+cell as its matrix products and gates), so that any ONNX runtime runs it and no framework's
+exporter is needed.
 
 Inputs: `obs` (float32, `(batch, *observation shape)`); with an LSTM also `state_in_h` and
 `state_in_c` (`(batch, cell_size)`). Outputs: `action_dist_inputs` (logits, Q-values, or a
@@ -22,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from trainer.export import description as d
+from trainer.core import policy_description as d
 
 #: The exported file in the export folder (RLlib's name for a policy's ONNX export).
 ONNX_FILE = "model.onnx"

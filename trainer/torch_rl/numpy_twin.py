@@ -44,6 +44,7 @@ from torch.nn.modules import module as torch_module
 from trainer.core.learner import DEFAULT_OPTIMIZER, adam_settings
 from trainer.core.models import FlatParameterModule
 from trainer.core.nn import Adam
+from trainer.core.rl_module import RLModuleSpec
 from trainer.torch_rl.numpy_inference import NUMPY_FORWARD_CLASS, has_hooks
 
 #: torch Adam's per-parameter state (`optimizer.state[param]`).
@@ -484,3 +485,23 @@ class NumpyTwinHost:
         """A torch step (RLlib's API; a numpy update does not come here)."""
         self.sync_torch_optimizer()
         return super().update_from_batch(batch)  # type: ignore[misc]
+
+
+def torch_module_like(numpy_module: Any, torch_class: type, names: Any) -> Any:
+    """A `torch_class` module of `numpy_module`'s spaces and model config holding its weights:
+    `names(torch_module)` gives {numpy parameter name: torch parameter name} (a weight `(in,
+    out)` here is `(out, in)` in torch); the parameters no name reaches (a target network)
+    keep what the torch module built."""
+    twin = RLModuleSpec(
+        module_class=torch_class,
+        observation_space=numpy_module.observation_space,
+        action_space=numpy_module.action_space,
+        model_config=dict(numpy_module.model_config),
+    ).build()
+    state = numpy_module.get_state()
+    own = {key: value.detach().cpu().numpy() for key, value in twin.state_dict().items()}
+    for numpy_name, torch_name in names(twin).items():
+        value = np.asarray(state[numpy_name])
+        own[torch_name] = np.ascontiguousarray(value.T if value.ndim == 2 else value, np.float32)
+    twin.set_state(own)
+    return twin

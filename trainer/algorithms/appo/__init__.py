@@ -13,6 +13,7 @@ from trainer.algorithms.appo.appo import APPO, APPOConfig
 from trainer.algorithms.appo.differences import DIFFERENCES
 from trainer.algorithms.appo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
+from trainer.checkpoints.rllib_layout import ModuleRead
 
 ALGORITHM = AlgorithmEntry(
     name="APPO",
@@ -24,6 +25,18 @@ ALGORITHM = AlgorithmEntry(
     rllib_modules={
         "ray.rllib.algorithms.appo": ("trainer.algorithms.appo",),
         "ray.rllib.algorithms.appo.appo": ("trainer.algorithms.appo.appo",),
+    },
+    # RLlib's APPO module is PPO's plus the learner's target copies of its encoder and policy
+    # head (APPO here keeps its target networks in the learner, copied from the module).
+    rllib_module_reads={
+        path: ModuleRead(
+            "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule",
+            dropped=("_old_encoder.", "_old_pi."),
+        )
+        for path in (
+            "ray.rllib.algorithms.appo.torch.appo_torch_rl_module.APPOTorchRLModule",
+            "ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module.DefaultAPPOTorchRLModule",
+        )
     },
 )
 

@@ -11,6 +11,7 @@ from trainer.algorithms.dqn.dqn import DQN, DQNConfig
 from trainer.algorithms.dqn.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
+from trainer.checkpoints.rllib_layout import RLlibModuleClass
 
 ALGORITHM = AlgorithmEntry(
     name="DQN",
@@ -36,6 +37,27 @@ ALGORITHM = AlgorithmEntry(
         "ray.rllib.algorithms.dqn.default_dqn_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
         "ray.rllib.algorithms.dqn.dqn_tf_policy": (OLD_API_STACK, ""),
         "ray.rllib.algorithms.dqn.dqn_torch_policy": (OLD_API_STACK, ""),
+    },
+    rllib_module_classes={
+        "trainer.algorithms.dqn.torch_module:DefaultDQNTorchRLModule": RLlibModuleClass(
+            rllib_class=(
+                "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module.DefaultDQNTorchRLModule"
+            ),
+            catalog="ray.rllib.algorithms.dqn.dqn_catalog.DQNCatalog",
+            # RLlib's DQNConfig adds these to the module's model config; its module reads all.
+            auto_includes={
+                "double_q": True,
+                "dueling": True,
+                "epsilon": [(0, 1.0), (10000, 0.05)],
+                "num_atoms": 1,
+                "std_init": 0.5,
+                "v_max": 10.0,
+                "v_min": -10.0,
+            },
+        ),
+        "trainer.algorithms.dqn.q_module:QModule": RLlibModuleClass(
+            torch_twin="trainer.algorithms.dqn.state_conversion:torch_twin_of"
+        ),
     },
 )
 

@@ -30,6 +30,9 @@ from trainer.core.nn import MLP, Categorical
 
 class QModule(FlatParameterModule, QNetAPI):
     dist = Categorical
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.dqn.export:describe_numpy"
 
     def __init__(
         self,

@@ -93,6 +93,9 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
     #: (`trainer.torch_rl.numpy_inference`).
     numpy_forward_class = NumpyDQNInference
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.dqn.torch_export:describe_torch"
 
     def setup(self) -> None:
         where = type(self).__name__

@@ -15,6 +15,7 @@ from trainer.algorithms.ppo.ppo import PPO, PPOConfig
 from trainer.algorithms.ppo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
+from trainer.checkpoints.rllib_layout import RLlibModuleClass
 
 ALGORITHM = AlgorithmEntry(
     name="PPO",
@@ -44,6 +45,22 @@ ALGORITHM = AlgorithmEntry(
         "ray.rllib.algorithms.ppo.default_ppo_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
         "ray.rllib.algorithms.ppo.ppo_tf_policy": (OLD_API_STACK, ""),
         "ray.rllib.algorithms.ppo.ppo_torch_policy": (OLD_API_STACK, ""),
+    },
+    rllib_module_classes={
+        "trainer.algorithms.ppo.torch_module:DefaultPPOTorchRLModule": RLlibModuleClass(
+            rllib_class=(
+                "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule"
+            ),
+            catalog="ray.rllib.algorithms.ppo.ppo_catalog.PPOCatalog",
+            # RLlib's MLP heads keep their log-std clip value as a buffer.
+            constant_buffers={
+                "pi.log_std_clip_param_const": 20.0,
+                "vf.log_std_clip_param_const": 20.0,
+            },
+        ),
+        "trainer.algorithms.ppo.module:PolicyModule": RLlibModuleClass(
+            torch_twin="trainer.algorithms.ppo.state_conversion:torch_twin_of"
+        ),
     },
 )
 

@@ -32,6 +32,10 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     value function has its own MLP.
     """
 
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.ppo.export:describe_numpy"
+
     @classmethod
     def state_for_torch_module(
         cls, state: dict, model_config: dict, module: Any, where: str

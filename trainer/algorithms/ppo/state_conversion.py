@@ -31,11 +31,14 @@ counterpart (e.g. a CNN or LSTM torch module), or a shape that differs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from torch import nn
 
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.core.models import StateConversionError, check_model_config
+from trainer.core.rl_module import RLModuleSpec
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 
 #: Model-config keys both modules must agree on for the same weights to compute the same
@@ -146,8 +149,24 @@ def numpy_ppo_state_to_torch(
     return converted
 
 
+def torch_twin_of(module: Any) -> DefaultPPOTorchRLModule:
+    """The default torch PPO module of the numpy `PolicyModule` `module`'s spaces and model
+    config, holding its weights (`numpy_ppo_state_to_torch`): what an RLlib module checkpoint
+    of a numpy PPO module holds (`AlgorithmEntry.rllib_module_classes`)."""
+    twin = RLModuleSpec(
+        module_class=DefaultPPOTorchRLModule,
+        observation_space=module.observation_space,
+        action_space=module.action_space,
+        model_config=dict(module.model_config),
+    ).build()
+    model_config = dict(module.model_config)
+    twin.set_state(numpy_ppo_state_to_torch(module.get_state(), model_config, twin))
+    return twin
+
+
 __all__ = [
     "StateConversionError",
     "numpy_ppo_state_to_torch",
+    "torch_twin_of",
     "torch_names_of_numpy_parameters",
 ]

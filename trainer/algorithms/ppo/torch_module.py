@@ -128,6 +128,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
     #: (`trainer.torch_rl.numpy_inference`).
     numpy_forward_class = NumpyPPOInference
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.ppo.torch_export:describe_torch"
 
     reads_default_model_config_only = True
 

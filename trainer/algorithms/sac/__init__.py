@@ -12,6 +12,7 @@ from trainer.algorithms.sac.differences import DIFFERENCES
 from trainer.algorithms.sac.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.sac.sac import SAC, SACConfig
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
+from trainer.checkpoints.rllib_layout import RLlibModuleClass
 
 ALGORITHM = AlgorithmEntry(
     name="SAC",
@@ -40,6 +41,18 @@ ALGORITHM = AlgorithmEntry(
         "ray.rllib.algorithms.sac.sac_torch_policy": (OLD_API_STACK, ""),
         "ray.rllib.algorithms.sac.sac_tf_model": (OLD_API_STACK, ""),
         "ray.rllib.algorithms.sac.sac_torch_model": (OLD_API_STACK, ""),
+    },
+    rllib_module_classes={
+        "trainer.algorithms.sac.torch_module:DefaultSACTorchRLModule": RLlibModuleClass(
+            rllib_class=(
+                "ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module.DefaultSACTorchRLModule"
+            ),
+            catalog="ray.rllib.algorithms.sac.sac_catalog.SACCatalog",
+            auto_includes={"twin_q": True},  # RLlib's SACConfig adds it
+        ),
+        "trainer.algorithms.sac.sac_module:SACModule": RLlibModuleClass(
+            torch_twin="trainer.algorithms.sac.state_conversion:torch_twin_of"
+        ),
     },
 )
 

@@ -368,6 +368,10 @@ class Critic:
 class SACModule(FlatParameterModule, QNetAPI):
     """See the module docstring. `twin_q` (RLlib's model config key, from SAC's `twin_q`)."""
 
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.sac.export:describe_numpy"
+
     def __init__(
         self,
         spaces: SpaceInfo,

@@ -185,6 +185,9 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
     #: (`trainer.torch_rl.numpy_inference`).
     numpy_forward_class = NumpySACInference
+    #: The function that describes this module's networks for the policy export
+    #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
+    export_describer = "trainer.algorithms.sac.torch_export:describe_torch"
     #: The numpy distributions the EnvRunners act with for this module's distribution
     #: classes (`TorchModuleView`): the numpy SACModule's, so either framework samples alike.
     numpy_action_dists: ClassVar[dict[type, Any]] = {

@@ -1,0 +1,22 @@
+"""The numpy default SAC module as the default torch SAC module of the same networks: what
+an RLlib module checkpoint of a numpy SAC module holds (`AlgorithmEntry.rllib_module_classes`).
+The parameter names map as the numpy twin maps them (`torch_names_of_numpy_parameters`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer.algorithms.sac.torch_module import (
+    DefaultSACTorchRLModule,
+    torch_names_of_numpy_parameters,
+)
+from trainer.torch_rl.numpy_twin import torch_module_like
+
+
+def torch_twin_of(module: Any) -> DefaultSACTorchRLModule:
+    """The default torch SAC module of the numpy module `module`'s spaces and model config,
+    holding its weights (its target networks as the torch module built them)."""
+    return torch_module_like(module, DefaultSACTorchRLModule, torch_names_of_numpy_parameters)
+
+
+__all__ = ["torch_twin_of"]
