@@ -94,18 +94,28 @@ for name, config, msgpack, dim in runs:
         moments = optimizer["state"]["state"]
         extra["vf_bias_exp_avg"] = np.asarray(moments[max(moments)]["exp_avg"])
     np.savez(f"{out}/{name}_outputs.npz", obs=obs, action_dist_inputs=inputs.numpy(), **extra)
-# Modules RLlib saves on their own: APPO's (with the learner's target networks) and BC's.
+# Modules RLlib saves on their own: APPO's (with the learner's target networks), BC's, and CQL's
+# and IQL's (without target networks: RLlib's learner makes those).
 import gymnasium as gym
 from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.algorithms.bc import BCConfig
+from ray.rllib.algorithms.cql import CQLConfig
+from ray.rllib.algorithms.iql import IQLConfig
 
-for name, config in (("appo_module", APPOConfig()), ("bc_module", BCConfig())):
-    spec = config.environment("CartPole-v1").get_rl_module_spec(env=gym.make("CartPole-v1"))
+modules = (
+    ("appo_module", APPOConfig(), "CartPole-v1"),
+    ("bc_module", BCConfig(), "CartPole-v1"),
+    ("cql_module", CQLConfig(), "Pendulum-v1"),
+    ("iql_module", IQLConfig(), "Pendulum-v1"),
+)
+for name, config, env in modules:
+    spec = config.environment(env).get_rl_module_spec(env=gym.make(env))
     module = spec.build()
-    if hasattr(module, "make_target_networks"):
+    if name == "appo_module":
         module.make_target_networks()
     module.save_to_path(f"{out}/{name}")
-    obs = np.random.default_rng(1).standard_normal((32, 4)).astype(np.float32)
+    dim = gym.make(env).observation_space.shape[0]
+    obs = np.random.default_rng(1).standard_normal((32, dim)).astype(np.float32)
     with torch.no_grad():
         inputs = module.forward_inference({"obs": torch.from_numpy(obs)})["action_dist_inputs"]
     np.savez(f"{out}/{name}_outputs.npz", obs=obs, action_dist_inputs=inputs.numpy())
@@ -171,16 +181,24 @@ def test_rllib_s_dqn_and_sac_algorithms_build_here_and_train(rllib_checkpoints, 
         algo.stop()
 
 
-@pytest.mark.parametrize("name", ["appo_module", "bc_module"])
-def test_rllib_s_appo_and_bc_modules_load_as_the_modules_here(rllib_checkpoints, name):
+@pytest.mark.parametrize(
+    "name, module_class",
+    [
+        # APPO's module is PPO's and its learner's target copies (dropped: APPO here keeps its
+        # own); BC's is an encoder and a policy head under other names (PPO's module here, whose
+        # value head RLlib's lacks).
+        ("appo_module", "DefaultPPOTorchRLModule"),
+        ("bc_module", "DefaultPPOTorchRLModule"),
+        # Saved without the target networks the module here holds: they start as copies.
+        ("cql_module", "DefaultCQLTorchRLModule"),
+        ("iql_module", "DefaultIQLTorchRLModule"),
+    ],
+)
+def test_rllib_s_other_algorithms_modules_load_here(rllib_checkpoints, name, module_class):
     from trainer import RLModule
-    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 
-    # APPO's module is PPO's and its learner's target copies (dropped: APPO here keeps its own);
-    # BC's is an encoder and a policy head under other names (PPO's module here, whose value
-    # head RLlib's lacks).
     module = RLModule.from_checkpoint(rllib_checkpoints / name)
-    assert isinstance(module, DefaultPPOTorchRLModule)
+    assert type(module).__name__ == module_class
     saved = np.load(rllib_checkpoints / f"{name}_outputs.npz")
     np.testing.assert_allclose(
         outputs(module, saved["obs"]), saved["action_dist_inputs"], atol=1e-5

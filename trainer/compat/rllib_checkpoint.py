@@ -379,6 +379,26 @@ def module_state(folder: str) -> dict:
     return renamed
 
 
+#: The prefixes of a module's target networks here (SAC's and its kin's, DQN's).
+TARGET_PREFIXES = ("target_", "_target_")
+
+
+def _with_target_copies(state: dict, own: dict) -> dict:
+    """`state` with the target networks the module here holds and RLlib's saved module lacks
+    (RLlib's learner makes them, `make_target_networks`; a module saved on its own has none):
+    copies of their main networks, as `make_target_networks` makes them."""
+    copies = {}
+    for key in own:
+        if key in state:
+            continue
+        for prefix in TARGET_PREFIXES:
+            main = key[len(prefix) :] if key.startswith(prefix) else None
+            if main is not None and main in state:
+                copies[key] = state[main]
+                break
+    return {**state, **copies}
+
+
 def set_module_state(module: Any, folder: str) -> None:
     """Sets `module` (built from `module_spec(folder)`) to the folder's state; for a
     MultiRLModule each module from its own folder."""
@@ -388,7 +408,7 @@ def set_module_state(module: Any, folder: str) -> None:
             if os.path.isdir(sub):
                 set_module_state(module[module_id], sub)
         return
-    state = module_state(folder)
+    state = _with_target_copies(module_state(folder), module.get_state())
     own = module.get_state()
     read = _module_read(read_ctor_args(folder)[0])
     kept = read.kept if read is not None else ()
