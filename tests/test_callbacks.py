@@ -1,5 +1,6 @@
 """Callbacks through the public API, with real worker processes and envs."""
 
+import functools
 import json
 import threading
 from collections import defaultdict
@@ -201,6 +202,52 @@ def test_callback_instances_are_per_process_and_algorithm_side_instances_are_exp
     assert result["env_runners"]["my_episode_count"] == max(per_runner_counts)
 
 
+class Tagged(RLlibCallback):
+    """A callback class that takes a constructor argument (made through a factory)."""
+
+    def __init__(self, tag):
+        super().__init__()
+        self.tag = tag
+
+    def on_episode_end(self, *, metrics_logger, **kwargs):
+        metrics_logger.log_value(f"episodes_{self.tag}", 1, reduce="sum")
+
+    def on_train_result(self, *, result, **kwargs):
+        result[f"trained_{self.tag}"] = True
+
+
+def _make_lambda_tagged():
+    return Tagged("lambda")
+
+
+def test_a_callable_returning_a_callback_is_called_in_each_process_as_in_rllib():
+    """RLlib's `callbacks(callbacks_class=...)` takes any callable returning an RLlibCallback:
+    a functools.partial of a class, a function. Each EnvRunner process and the Algorithm call
+    it for their own instance."""
+    config = small_ppo(2).callbacks([functools.partial(Tagged, "partial"), _make_lambda_tagged])
+    with config.build() as algo:
+        result = algo.train()
+        tags = algo.env_runner_group.foreach_env_runner(
+            lambda runner: [c.tag for c in runner._callbacks.instances], local_env_runner=False
+        )
+    assert tags == [["partial", "lambda"]] * 2
+    assert result["trained_partial"] and result["trained_lambda"]
+    assert result["env_runners"]["episodes_partial"] == result["env_runners"]["episodes_lambda"]
+    assert result["env_runners"]["episodes_partial"] > 0
+
+
+def test_a_callable_that_returns_no_callback_is_refused_at_build():
+    with pytest.raises(ConfigError, match=r"callbacks_class=.*<lambda>.*returned 3 \(a int\)"):
+        small_ppo(1).callbacks(lambda: 3).build()
+
+    class BadSignature(RLlibCallback):
+        def on_episode_end(self, episode):  # RLlib passes keywords only
+            pass
+
+    with pytest.raises(ConfigError, match="BadSignature.on_episode_end"):
+        small_ppo(1).callbacks(lambda: BadSignature()).build()
+
+
 def test_custom_metrics_from_all_runners_merge_into_env_runner_results():
     def log_len(episode, metrics_logger, env_runner, **kw):
         metrics_logger.log_value("episode_steps_total", len(episode), reduce="sum")
@@ -387,6 +434,8 @@ def test_callbacks_config_rejects_instances_unknown_events_and_non_callables():
 
     with pytest.raises(ConfigError, match="pass the class, not an instance"):
         small_ppo().callbacks(Mine())
+    with pytest.raises(ConfigError, match="pass an RLlibCallback subclass, or a callable"):
+        small_ppo().callbacks(3)
     with pytest.raises(ConfigError, match="on_episode_ends.*Did you mean 'on_episode_end'"):
         small_ppo().callbacks(on_episode_ends=print)
     with pytest.raises(ConfigError, match="must be a callable"):

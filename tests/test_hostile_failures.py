@@ -1,9 +1,10 @@
 """Failures that come back on every restart, as a user's test suite would provoke them: an env
 whose step() always raises, a reset() that always hangs, a callback that always raises, an
-observation of the wrong shape. Under the default fault tolerance each `train()` restarts the
-runners (RLlib's rule) and returns, until `max_consecutive_failed_iterations` (3) iterations in
-a row sampled nothing: that `train()` raises the original error with its type. A flaky failure,
-with samples in between, keeps being restarted. Real worker processes, real envs."""
+observation of the wrong shape. By default each `train()` restarts the runners and returns, for
+ever (RLlib's rule), and the streak is logged once as an ERROR naming the failure and the
+setting; with `max_consecutive_failed_iterations=N`, once N iterations in a row sampled nothing
+that `train()` raises the original error with its type. A flaky failure, with samples in
+between, keeps being restarted. Real worker processes, real envs."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from trainer.named_objects import (
 )
 from trainer.testing import FaultInjectionEnv
 
-#: The default of fault_tolerance(max_consecutive_failed_iterations=).
+#: The fault_tolerance(max_consecutive_failed_iterations=) these tests opt into.
 DEFAULT_LIMIT = 3
 
 
@@ -79,6 +80,7 @@ def always_raises(**kwargs):
 
 
 def _failing(config, **fault_tolerance):
+    fault_tolerance.setdefault("max_consecutive_failed_iterations", DEFAULT_LIMIT)
     return config.fault_tolerance(delay_between_env_runner_restarts_s=0, **fault_tolerance)
 
 
@@ -155,17 +157,26 @@ def test_the_limit_is_a_setting():
         _train_until_it_raises(algo, EnvRunnerError, limit=1)
 
 
-def test_without_a_limit_restarts_go_on_as_in_rllib():
-    config = _failing(
-        small_ppo(1).environment(FaultInjectionEnv, env_config={"p_crash": 1.0}),
-        max_consecutive_failed_iterations=None,
+def test_by_default_restarts_go_on_as_in_rllib_with_one_error_line_per_streak(caplog):
+    config = (
+        small_ppo(1)
+        .environment(FaultInjectionEnv, env_config={"p_crash": 1.0})
+        .fault_tolerance(delay_between_env_runner_restarts_s=0)
     )
-    with config.build() as algo:
-        for _ in range(DEFAULT_LIMIT + 1):
+    assert config.max_consecutive_failed_iterations is None  # RLlib's behaviour by default
+    with caplog.at_level("ERROR", logger="trainer"), config.build() as algo:
+        for _ in range(DEFAULT_LIMIT + 2):
             result = algo.train()
             assert result["env_runners"]["num_env_steps_sampled"] == 0
         # One restart per iteration: after its first failure, then when each iteration starts.
-        assert algo.env_runner_group.num_remote_worker_restarts() == DEFAULT_LIMIT + 1
+        assert algo.env_runner_group.num_remote_worker_restarts() == DEFAULT_LIMIT + 2
+    streak_lines = [r for r in caplog.records if "in a row" in r.getMessage()]
+    assert len(streak_lines) == 1, [r.getMessage() for r in streak_lines]
+    line = streak_lines[0].getMessage()
+    assert streak_lines[0].levelname == "ERROR"
+    assert f"nothing was sampled in {DEFAULT_LIMIT} iterations in a row" in line
+    assert "injected crash in step()" in line  # the cause
+    assert "fault_tolerance(max_consecutive_failed_iterations=N)" in line  # how to opt in
 
 
 def test_a_flaky_failure_with_samples_in_between_keeps_being_restarted():

@@ -308,7 +308,7 @@ def test_learns_cartpole_while_the_env_runners_sample(config_class, training, fr
     # The weights went out many times, with rising seq numbers, and the EnvRunners sampled with
     # recent ones.
     assert seq_nos == sorted(seq_nos) and seq_nos[-1] >= 10
-    assert result["num_synch_worker_weights"] >= 1
+    assert result["num_weight_broadcasts"] >= 1
     assert 0 <= result["env_runners"]["env_runner_staleness"] < 5
     assert learners["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
     assert {"entropy", "total_loss", "gradients_default_optimizer_global_norm"} <= set(

@@ -262,13 +262,14 @@ def test_remote_calls_raise_in_the_caller_once_the_server_is_killed():
 
 def test_train_ends_with_the_callback_error_when_the_server_is_killed_mid_run(capfd):
     """The runners' callbacks call `.remote()`: after the server's SIGKILL they raise it, the
-    runners are restarted and fail the same way, and the third train() raises the
-    CallbackError naming the event, the callback and the runner. No warning per lost call."""
+    runners are restarted and fail the same way, and (with a streak limit of 3) the third
+    train() raises the CallbackError naming the event, the callback and the runner. No warning
+    per lost call."""
     counter = create_named_object("steps", Counter)
     config = (
         small_ppo(2)
         .callbacks(CountStepsWithoutWaiting)
-        .fault_tolerance(delay_between_env_runner_restarts_s=0)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0, max_consecutive_failed_iterations=3)
     )
     with config.build() as algo:
         result = algo.train()

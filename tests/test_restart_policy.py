@@ -8,6 +8,7 @@ from trainer.errors import EnvRunnerCrashed
 from trainer.runners.restart_policy import (
     GIVE_UP,
     RESTART,
+    STREAK_REPORTED_AFTER,
     WAIT,
     Decision,
     Repeats,
@@ -18,6 +19,7 @@ from trainer.runners.restart_policy import (
     gives_up,
     iteration_bound_s,
     repeats,
+    reports_streak,
     signature,
 )
 
@@ -126,13 +128,22 @@ def test_iterations_that_fail_without_a_sample_make_a_streak_that_any_sample_end
 
 
 def test_a_streak_gives_up_at_the_setting_and_never_without_one():
-    assert not gives_up(2, Settings())
-    assert gives_up(3, Settings())  # the default: 3
+    assert not gives_up(10**6, Settings())  # the default, RLlib's: restart for ever
+    assert not gives_up(2, Settings(max_consecutive_failed_iterations=3))
+    assert gives_up(3, Settings(max_consecutive_failed_iterations=3))
     assert gives_up(1, Settings(max_consecutive_failed_iterations=1))
     assert not gives_up(10**6, Settings(max_consecutive_failed_iterations=None))
+
+
+def test_a_streak_without_a_limit_is_reported_once():
+    reported = [n for n in range(1, 100) if reports_streak(n, Settings())]
+    assert reported == [STREAK_REPORTED_AFTER]
+    assert not any(
+        reports_streak(n, Settings(max_consecutive_failed_iterations=5)) for n in range(1, 100)
+    )
 
 
 def test_the_settings_come_from_the_config():
     config = PPOConfig().fault_tolerance(max_consecutive_failed_iterations=None)
     assert Settings.from_config(config).max_consecutive_failed_iterations is None
-    assert Settings.from_config(PPOConfig()).max_consecutive_failed_iterations == 3
+    assert Settings.from_config(PPOConfig()).max_consecutive_failed_iterations is None

@@ -158,6 +158,46 @@ def test_a_grid_of_four_runs_two_at_a_time_with_checkpoints_in_the_trial_folders
     )
 
 
+class RecordWorkingFolder(RLlibCallback):
+    """Logs, from each EnvRunner, whether it runs in the folder the driver ran in when Ray
+    started (where Ray starts an RLlib trial's EnvRunner actors), and, from the Algorithm,
+    whether it runs in the trial's folder (where Tune moves a trial's actor)."""
+
+    def __init__(self, driver_folder):
+        super().__init__()
+        self.driver_folder = driver_folder
+
+    def on_episode_end(self, *, metrics_logger, env_runner, **kwargs):
+        if env_runner.worker_index > 0:
+            in_driver_folder = os.getcwd() == self.driver_folder
+            metrics_logger.log_value("in_driver_folder", float(in_driver_folder), reduce="min")
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        result["algorithm_folder"] = os.getcwd()
+
+
+def test_a_trials_env_runners_start_in_the_drivers_folder_as_under_ray(tmp_path):
+    """Ray starts an RLlib trial's EnvRunner actors in the driver's working folder (where Ray
+    was started), while Tune moves the trial's own actor into the trial's folder: env and
+    callback code in an EnvRunner that reads a file by a relative path finds it where it
+    would under Ray."""
+    config = (
+        tiny_ppo()
+        .env_runners(num_env_runners=1)
+        .callbacks(functools.partial(RecordWorkingFolder, os.getcwd()))
+    )
+    results = tune.Tuner(
+        "PPO",
+        param_space=config,
+        run_config=run_config(tmp_path, name="folders", stop={"training_iteration": 1}),
+    ).fit()
+    assert results.num_errors == 0
+    metrics = results[0].metrics
+    assert metrics["env_runners"]["in_driver_folder"] == 1.0
+    # The trial's working folder (Tune's, under the Ray session) is named like its results.
+    assert Path(metrics["algorithm_folder"]).name == Path(results[0].path).name
+
+
 def test_algorithm_classes_and_configs_are_trainables_and_ray_tune_refuses_them(tmp_path):
     ppo_config = tiny_ppo()
     # reuse_actors: the second trial runs in the first one's actor, its algorithm rebuilt

@@ -57,6 +57,7 @@ of the original error's type (a `NotSupported` there too), its `.capability` the
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -467,3 +468,17 @@ class RemovedFromRLlib(ImportError):
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         return (type(self), (self.rllib_name, self.replacement, self.removed_in))
+
+
+def refuse_placeholder(value: Any, used: str) -> None:
+    """Raises the refusal of a stand-in for an RLlib name this project does not serve (the RLlib
+    launcher's placeholders, and classes derived from one), given where `used` says (a setting):
+    the RLlib name and what it needs, rather than an error about the value's type. Looks into
+    a list, tuple or dict of values too. Does nothing for any other value."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if isinstance(value, dict):
+        values = list(value.values())
+    for item in values:
+        refuse = inspect.getattr_static(item, "__localrl_refuse__", None)
+        if refuse is not None:
+            getattr(refuse, "__func__", refuse)(used)

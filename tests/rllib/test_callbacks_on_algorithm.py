@@ -5,9 +5,8 @@
 # reduce, so the test's last check (more than one recreation per runner, read after train())
 # would see only the count since the last iteration; "lifetime_sum" is what 2.60's deprecation
 # of clear_on_reduce=False names for a running count. Its env crashes at every step, so its
-# three train() calls sample nothing: it sets max_consecutive_failed_iterations=None, without
-# which the third would raise the crash (a failure that repeats on every restart; RLlib
-# restarts for ever, which is what the case checks). The case sleeps 45 s, so it runs in
+# three train() calls sample nothing, and the runners are restarted for ever (the default, as
+# in RLlib), which is what the case checks. The case sleeps 45 s, so it runs in
 # bench/long_tests.py, not in the CI suite (tests/conftest.py's LONG_TESTS).
 import tempfile
 import time
@@ -71,7 +70,6 @@ class TestCallbacks(unittest.TestCase):
             .fault_tolerance(
                 restart_failed_env_runners=True,
                 delay_between_env_runner_restarts_s=0,
-                max_consecutive_failed_iterations=None,  # was: (not set)
             )
         )
 

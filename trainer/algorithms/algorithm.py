@@ -1042,10 +1042,10 @@ class Algorithm(OldAlgorithmNames):
 
     def _raise_if_failing_deterministically(self, group: EnvRunnerGroup, sampled: int) -> None:
         """Counts the iteration into the streak of failed ones (runners failed, nothing was
-        sampled) and raises the latest failure, with its own type, when the streak reaches
-        `max_consecutive_failed_iterations`: a failure that comes back on every restart with no
-        sample in between is deterministic, and restarting it for ever would only return empty
-        results."""
+        sampled). By default (RLlib's behaviour) the runners are restarted for ever and the
+        streak is logged once, as an ERROR naming the failure; with
+        `max_consecutive_failed_iterations` set, the latest failure is raised, with its own
+        type, when the streak reaches it."""
         self._failed_iterations_in_a_row = restart_policy.failed_iterations_in_a_row(
             self._failed_iterations_in_a_row,
             failed=bool(group.iteration_failures),
@@ -1053,9 +1053,18 @@ class Algorithm(OldAlgorithmNames):
         )
         settings = restart_policy.Settings.from_config(self.config)
         error = group.last_failure
-        if error is None or not restart_policy.gives_up(self._failed_iterations_in_a_row, settings):
-            return
         in_a_row = self._failed_iterations_in_a_row
+        if error is not None and restart_policy.reports_streak(in_a_row, settings):
+            logger.error(
+                "EnvRunners failed and nothing was sampled in %d iterations in a row: the "
+                "failure comes back on every restart, and they are restarted for ever, as RLlib "
+                "does (to have train() raise it instead, set fault_tolerance("
+                "max_consecutive_failed_iterations=N)). The latest failure: %s",
+                in_a_row,
+                group.iteration_failures[-1] if group.iteration_failures else error,
+            )
+        if error is None or not restart_policy.gives_up(in_a_row, settings):
+            return
         if hasattr(error, "add_note"):  # Python 3.11+
             error.add_note(
                 f"train() gives up: in {in_a_row} iterations in a row EnvRunners failed and "

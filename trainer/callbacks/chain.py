@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainer.callbacks.callback import EVENTS, RLlibCallback
-from trainer.callbacks.signatures import keywords_to_drop
+from trainer.callbacks.signatures import check_callback_class, keywords_to_drop
 from trainer.compat.old_callbacks import (
     adapt_old_arguments,
     old_event_handlers,
@@ -19,6 +19,7 @@ from trainer.compat.old_callbacks import (
     warn_once,
 )
 from trainer.errors import CallbackError as CallbackError
+from trainer.errors import ConfigError
 
 
 def callable_name(fn: Callable) -> str:
@@ -30,6 +31,22 @@ def callable_name(fn: Callable) -> str:
     return name
 
 
+def _make_instance(factory: Callable[[], Any]) -> Any:
+    """One callback instance from `callbacks_class`: a class, or (as RLlib allows) any callable
+    returning an `RLlibCallback`, whose result is checked here, where it is first known."""
+    instance = factory()
+    if isinstance(factory, type):
+        return instance
+    where = f"callbacks(callbacks_class={callable_name(factory)})"
+    if not isinstance(instance, RLlibCallback):
+        raise ConfigError(
+            f"{where}: the callable returned {instance!r} (a {type(instance).__name__}); it must "
+            "return an RLlibCallback instance (a subclass of callbacks.RLlibCallback)"
+        )
+    check_callback_class(type(instance), where)
+    return instance
+
+
 class CallbackChain:
     """The resolved callbacks of one process: instances made here from the configured classes,
     then the per-event callables. `fire(event, **kwargs)` runs them in chain order and turns any
@@ -37,13 +54,13 @@ class CallbackChain:
 
     def __init__(
         self,
-        callback_classes: list[type] | tuple[type, ...] = (),
+        callback_classes: list[Callable[[], Any]] | tuple[Callable[[], Any], ...] = (),
         event_callables: dict[str, list[Callable]] | None = None,
         *,
         env_runner_index: int | None = None,
     ) -> None:
         self.env_runner_index = env_runner_index
-        self.instances: list[Any] = [cls() for cls in callback_classes]
+        self.instances: list[Any] = [_make_instance(cls) for cls in callback_classes]
         event_callables = event_callables or {}
         # Resolve once: per event, the (name, function) pairs that do something. Methods a class
         # did not override are the base's no-ops and are skipped, which keeps per-step events free.

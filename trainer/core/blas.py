@@ -78,11 +78,14 @@ def ray_thread_limit() -> int | None:
 
 def _in_ray_worker() -> bool:
     """Whether this process is a Ray worker (an actor's or a task's), without importing Ray:
-    one that has not imported it is none."""
-    ray = sys.modules.get("ray")
-    worker = getattr(getattr(getattr(ray, "_private", None), "worker", None), "global_worker", None)
+    one that has not imported it is none. Read from Ray's own worker module, never through
+    `ray`'s attributes: under the RLlib launcher `ray` is a stand-in whose unknown names raise."""
+    worker_module = sys.modules.get("ray._private.worker")
+    if worker_module is None or getattr(worker_module, "__localrl_shim__", False):
+        return False
+    worker = getattr(worker_module, "global_worker", None)
     mode = getattr(worker, "mode", None)
-    return mode is not None and mode == getattr(ray, "WORKER_MODE", object())
+    return mode is not None and mode == getattr(worker_module, "WORKER_MODE", object())
 
 
 def _start_environment() -> frozenset[str] | None:

@@ -1,15 +1,20 @@
 """The import hook behind the RLlib launcher: a finder on `sys.meta_path` that answers
-`import ray...` with stand-in modules built from `trainer.launcher.table`.
+`import ray...` with stand-in modules built from `trainer.launcher.table` and from RLlib 2.60's
+own record of its modules and names (`trainer.launcher.rllib_names`).
 
-A stand-in module has no names of its own: an attribute is looked up in the table's target
-modules (in order), then as a submodule, then in `UNAVAILABLE_NAMES`; a name found nowhere
-raises `RLlibNotAvailable`, an `ImportError`, so `from ray.rllib.x import Name` fails at the
-import with the RLlib name, the capability it needs and what to use instead. Names and modules
-marked `at="use"` (RLlib's other algorithms, Tune's experiment runner) import as placeholders
-that raise the same error when used (`placeholder`). Classes and
-functions are this project's own objects (`ray.rllib.algorithms.ppo.PPOConfig is
-trainer.PPOConfig`), so they pickle by their real module paths and EnvRunner processes need no
-hook to load them.
+Every module of RLlib 2.60 imports, and every name RLlib binds in one resolves. A stand-in module
+looks a name up in the table's target modules of this project (in order), then as a submodule,
+then in RLlib's record of the module: a constant gets RLlib's value, a name RLlib imports from
+another of its modules is looked up there, and a class or function this project does not have
+is a placeholder (`placeholder`) that raises `RLlibNotAvailable` (a `NotSupported` naming the
+RLlib name, the capability it needs and what to use instead) when it is used: called, made, or
+an attribute read. A script that imports what it never uses runs; one that uses it stops there,
+at the call. A name RLlib 2.60 does not have either fails as Python fails (`ImportError: cannot
+import name ...`), and so does a module RLlib 2.60 does not have. Of Ray outside RLlib, the
+modules the table marks unavailable (`ray.util`, `ray.serve`, Tune's experiment runner without
+Ray Tune, ...) import, their names placeholders. Classes and functions are this project's own
+objects (`ray.rllib.algorithms.ppo.PPOConfig is trainer.PPOConfig`), so they pickle by their
+real module paths and EnvRunner processes need no hook to load them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 import types
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -30,6 +36,7 @@ from typing import Any
 from trainer.errors import RemovedFromRLlib
 from trainer.errors import RLlibNotAvailable as RLlibNotAvailable
 from trainer.launcher import table
+from trainer.launcher.rllib_names import ALIAS, CLASS, CONSTANT, FUNCTION, MODULE, rllib_names
 from trainer.launcher.table import Unavailable
 
 #: Set in the environment by `install()` so that processes started by the script (EnvRunner
@@ -43,14 +50,25 @@ MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
 #: What Ray Tune needs besides Ray (its `__init__` imports them): without them, no Tune.
 TUNE_REQUIREMENTS = ("pandas", "pyarrow", "fsspec", "requests")
 TABLE_FILE = RLlibNotAvailable.table_file
+#: Optional packages a target module of this project may import (the `torch` extra): a stand-in
+#: whose target cannot import one still imports, and its names refuse when used.
+OPTIONAL_PACKAGES = {"torch": table.TORCH}
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How one module path is served: "map" (stand-in over `targets`), "namespace" (a package
-    that only holds mapped submodules; with `why`, its other names fail with it), "on_use"
-    (one of RLlib's modules whose names are placeholders that fail with `why` when used),
-    "unavailable" (`why`), or "unknown"."""
+    """How one module path is served:
+
+    - "map": a stand-in over `targets` (this project's modules); RLlib's names they lack
+      resolve through RLlib's record, refusing at use as `why` (or the table's names) says;
+    - "rllib": one of RLlib's modules with no counterpart here: RLlib's names, refusing at use
+      with `why` (None: a gap, no row in the table yet);
+    - "lenient": a module of Ray outside RLlib that the table marks unavailable (`why`): each
+      public name Ray has (any, where Ray is not installed to tell) refuses at use;
+    - "namespace": a package that only holds mapped submodules;
+    - "removed": a module RLlib itself removed (RLlib fails at its import too);
+    - "unknown": RLlib 2.60 has no such module (`detail` says more).
+    """
 
     kind: str
     targets: tuple[str, ...] = ()
@@ -58,7 +76,10 @@ class Plan:
     detail: str = ""
 
 
-def _refusal(rllib_name: str, why: Unavailable, used: str = "") -> RLlibNotAvailable:
+def _refusal(rllib_name: str, why: Unavailable | None, used: str = "") -> RLlibNotAvailable:
+    if why is None:  # a gap: RLlib has it, this project has no counterpart yet
+        detail = f"no row for it in {TABLE_FILE}" + (f"; used: {used}" if used else "")
+        return RLlibNotAvailable(rllib_name, None, detail=detail)
     detail = f"used: {used}" if used else ""
     return RLlibNotAvailable(rllib_name, why.capability, why.instead, detail=detail)
 
@@ -68,7 +89,7 @@ class _RefusedOnUse(type):
     or reading a public attribute the class does not define raises the placeholder's
     `RLlibNotAvailable`."""
 
-    __localrl_unavailable__: Unavailable
+    __localrl_unavailable__: Unavailable | None
     __localrl_rllib_name__: str
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -83,27 +104,42 @@ class _RefusedOnUse(type):
             cls.__localrl_rllib_name__, cls.__localrl_unavailable__, f"{cls.__name__}.{name}"
         )
 
+    def __getitem__(cls, item: Any) -> Any:
+        # A typing alias subscripted in an annotation (`TensorStructType[...]`): itself.
+        return cls
+
 
 _placeholders: dict[str, Any] = {}
 
 
-def placeholder(rllib_name: str, why: Unavailable) -> Any:
-    """The stand-in for an RLlib name that fails when used (`Unavailable(at="use")`): for a
-    capitalized name, a class that can be subclassed and used in `isinstance`, whose instances
-    (and its subclasses') cannot be made and whose attributes cannot be read; for another name,
-    a function that fails when called. Either raises `RLlibNotAvailable` naming `rllib_name`
-    and the capability. The same object for the same name (so it pickles by reference)."""
+def placeholder(rllib_name: str, why: Unavailable | None, kind: str = CLASS) -> Any:
+    """The stand-in for an RLlib name this project does not serve, which fails when used: for a
+    class (and any other object: `kind` CLASS or VALUE), a class that can be subclassed,
+    subscripted and used in `isinstance`, whose instances (and its subclasses') cannot be made
+    and whose attributes cannot be read; for a function (`kind` FUNCTION), a function that
+    fails when called. Either raises `RLlibNotAvailable` naming `rllib_name` and the
+    capability (`why`; None: a gap). The same object for the same name (so it pickles by
+    reference, and the name re-exported elsewhere in RLlib is the same object)."""
     if rllib_name in _placeholders:
         return _placeholders[rllib_name]
     module, _, short = rllib_name.rpartition(".")
-    if short[:1].islower():
+    needs = "has no counterpart in localrl yet" if why is None else f"needs {why.capability}"
+    doc = f"RLlib's {rllib_name}: {needs} (fails when used)."
+
+    def refuse(used: str) -> None:
+        """Raises the refusal where the name is given to something (`trainer.errors.
+        refuse_placeholder`: a config setting), naming that use."""
+        raise _refusal(rllib_name, why, used)
+
+    if kind == FUNCTION:
 
         def function(*args: Any, **kwargs: Any) -> Any:
             raise _refusal(rllib_name, why, f"{short}()")
 
         function.__name__ = function.__qualname__ = short
         function.__module__ = module
-        function.__doc__ = f"RLlib's {rllib_name}: needs {why.capability} (fails when used)."
+        function.__doc__ = doc
+        function.__localrl_refuse__ = refuse  # type: ignore[attr-defined]
         made: Any = function
     else:
         made = _RefusedOnUse(
@@ -113,11 +149,17 @@ def placeholder(rllib_name: str, why: Unavailable) -> Any:
                 "__module__": module,
                 "__localrl_rllib_name__": rllib_name,
                 "__localrl_unavailable__": why,
-                "__doc__": f"RLlib's {rllib_name}: needs {why.capability} (fails when used).",
+                "__localrl_refuse__": staticmethod(refuse),
+                "__doc__": doc,
             },
         )
     _placeholders[rllib_name] = made
     return made
+
+
+def is_placeholder(value: Any) -> bool:
+    """Whether `value` is one of the placeholders `placeholder` makes."""
+    return isinstance(value, _RefusedOnUse) or any(value is made for made in _placeholders.values())
 
 
 def _module_exists(name: str) -> bool:
@@ -160,6 +202,17 @@ def _longest_prefix(fullname: str, paths: Any) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+def covering_unavailable(fullname: str) -> Unavailable | None:
+    """The table's reason for `fullname`: that of the longest `UNAVAILABLE_MODULES` path that
+    is it or holds it; None where none does."""
+    path = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
+    return None if path is None else table.UNAVAILABLE_MODULES[path]
+
+
+def _is_rllib_path(fullname: str) -> bool:
+    return fullname == "ray.rllib" or fullname.startswith("ray.rllib.")
+
+
 def plan_for(fullname: str) -> Plan:
     """How `fullname` is served (see `trainer.launcher.table` for the precedence)."""
     if fullname in table.MODULES:
@@ -172,24 +225,25 @@ def plan_for(fullname: str) -> Plan:
         generic_target = table.GENERIC_PREFIXES[generic] + fullname[len(generic) :]
         if _module_exists(generic_target):
             return Plan("map", (generic_target,))
-    unavailable = _longest_prefix(fullname, table.UNAVAILABLE_MODULES)
-    if unavailable is not None:
-        why = table.UNAVAILABLE_MODULES[unavailable]
-        if why.at == "use":
-            if _ray_wheel_dir() is None or _rllib_source_has(fullname):
-                return Plan("on_use", why=why)  # imports; RLlib's names in it fail when used
-            return Plan("unknown", detail=f"RLlib 2.60 has no {fullname} either")
-        if _is_parent_of_table_entry(fullname):  # holds more specific rows: importable, its
-            return Plan("namespace", why=why)  # own names fail with `why`
-        return Plan("unavailable", why=why)
+    why = covering_unavailable(fullname)
+    if rllib_names().has_module(fullname):
+        return Plan("rllib", why=why)
+    if _is_rllib_path(fullname):
+        if _is_parent_of_table_entry(fullname) or rllib_names().holds_modules(fullname):
+            return Plan("namespace", why=why)
+        if generic_target is not None:
+            detail = (
+                f"{generic_target} does not exist (RLlib's example modules map to "
+                "trainer.examples by the same path), and RLlib 2.60's is a script, not a module"
+            )
+            return Plan("unknown", detail=detail)
+        return Plan("unknown", detail=f"RLlib {rllib_names().ray_version} has no {fullname}")
+    if why is not None:
+        if _ray_wheel_dir() is None or _ray_source_has(fullname):
+            return Plan("lenient", why=why)  # imports; Ray's names in it fail when used
+        return Plan("unknown", detail=f"Ray {rllib_names().ray_version} has no {fullname} either")
     if _is_parent_of_table_entry(fullname):
         return Plan("namespace")
-    if generic_target is not None:
-        return Plan(
-            "unknown",
-            detail=f"{generic_target} does not exist (RLlib's example "
-            f"modules map to trainer.examples by the same path)",
-        )
     return Plan("unknown")
 
 
@@ -214,7 +268,8 @@ def _is_module_path(fullname: str) -> bool:
         fullname in table.MODULES
         or fullname in table.UNAVAILABLE_MODULES
         or _is_parent_of_table_entry(fullname)
-        or _rllib_source_has(fullname)
+        or rllib_names().has_module(fullname)
+        or (not _is_rllib_path(fullname) and _ray_source_has(fullname))
     ):
         return True
     generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
@@ -232,7 +287,7 @@ def _ray_wheel_dir() -> str | None:
     return str(list(spec.submodule_search_locations)[0])
 
 
-def _rllib_source_file(fullname: str) -> str | None:
+def _ray_source_file(fullname: str) -> str | None:
     """The installed Ray wheel's source file of this module (read from disk, never imported),
     or None."""
     wheel = _ray_wheel_dir()
@@ -245,18 +300,18 @@ def _rllib_source_file(fullname: str) -> str | None:
     return None
 
 
-def _rllib_source_has(fullname: str) -> bool:
+def _ray_source_has(fullname: str) -> bool:
     """Whether the installed Ray wheel has this module."""
-    return _rllib_source_file(fullname) is not None
+    return _ray_source_file(fullname) is not None
 
 
 @functools.cache
-def _rllib_module_names(fullname: str) -> frozenset[str] | None:
-    """The names RLlib's (or Ray's) module binds at its top level, read from the installed
-    wheel's source; None where there is no wheel to read (any name is taken then)."""
+def _ray_module_names(fullname: str) -> frozenset[str] | None:
+    """The names one of Ray's modules outside RLlib binds at its top level, read from the
+    installed wheel's source; None where there is no wheel to read (any name is taken then)."""
     if _ray_wheel_dir() is None:
         return None
-    path = _rllib_source_file(fullname)
+    path = _ray_source_file(fullname)
     if path is None:
         return frozenset()
     with open(path, encoding="utf-8", errors="replace") as file:
@@ -289,63 +344,30 @@ def _top_level_bindings(statements: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _rllib_origin(module: str, name: str) -> str:
-    """The dotted name where RLlib defines `module.name`, following its re-exports (`from
-    ray.rllib.algorithms.sac.sac import SACConfig` in the package's `__init__`), so that the
-    placeholders of both paths are the same object, as RLlib's class is."""
-    for _ in range(8):  # re-export chains are short; a cycle stops here
-        path = _rllib_source_file(module)
-        if path is None:
-            break
-        origin = _reexported_from(path, module, name)
-        if origin is None:
-            break
-        module = origin
-    return f"{module}.{name}"
-
-
-@functools.cache
-def _reexports(path: str, module: str) -> dict[str, tuple[str, str]]:
-    """Name -> (module, name there) of a module's top-level `from X import name` bindings."""
-    with open(path, encoding="utf-8", errors="replace") as file:
-        try:
-            tree = ast.parse(file.read())
-        except SyntaxError:
-            return {}
-    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-    found: dict[str, tuple[str, str]] = {}
-    for statement in tree.body:
-        if isinstance(statement, ast.ImportFrom) and statement.module is not None:
-            source = statement.module
-            if statement.level:  # relative: from .sac import SACConfig
-                base = (
-                    package.rsplit(".", statement.level - 1)[0] if statement.level > 1 else package
-                )
-                source = f"{base}.{source}"
-            for alias in statement.names:
-                found[alias.asname or alias.name] = (source, alias.name)
-    return found
-
-
-def _reexported_from(path: str, module: str, name: str) -> str | None:
-    origin = _reexports(path, module).get(name)
-    if origin is None or origin[1] != name or not origin[0].startswith("ray."):
-        return None
-    return origin[0]
-
-
 def rllib_has_name(module: str, name: str) -> bool:
-    """Whether RLlib's `module` has `name` (a top-level binding or a submodule); True where no
-    Ray wheel is installed to tell."""
-    names = _rllib_module_names(module)
-    return names is None or name in names or _rllib_source_has(f"{module}.{name}")
+    """Whether RLlib's (or, outside RLlib, Ray's) `module` has `name` (a top-level binding or a
+    submodule); outside RLlib, True where no Ray wheel is installed to tell."""
+    if _is_rllib_path(module):
+        names = rllib_names()
+        return names.record(module, name) is not None or names.has_module(f"{module}.{name}")
+    ray_names = _ray_module_names(module)
+    return ray_names is None or name in ray_names or _ray_source_has(f"{module}.{name}")
+
+
+#: The (module, name) pairs whose RLlib aliases are being followed on this thread (a cycle of
+#: re-exports ends in a placeholder).
+_following = threading.local()
 
 
 class RLlibStandIn(types.ModuleType):
-    """A module at an RLlib path whose names are looked up in this project's modules."""
+    """A module at a Ray/RLlib path whose names are looked up in this project's modules, then
+    in RLlib's record of the module (see the module docstring)."""
 
     __localrl_targets__: tuple[str, ...] = ()
     __localrl_unavailable__: Unavailable | None = None
+    __localrl_plan__: str = "map"
+    #: An optional package a target could not import (`OPTIONAL_PACKAGES`), and why.
+    __localrl_missing__: tuple[str, str] | None = None
     __localrl_shim__: bool = False
     __all__: list[str]
 
@@ -354,35 +376,77 @@ class RLlibStandIn(types.ModuleType):
             raise AttributeError(name)
         module_name = self.__name__
         for target in self.__localrl_targets__:
-            module = importlib.import_module(target)
+            module = sys.modules.get(target)
+            if module is None:
+                try:
+                    module = importlib.import_module(target)
+                except ModuleNotFoundError:
+                    continue  # an optional package it needs is missing (`__localrl_missing__`)
             if hasattr(module, name):
                 return getattr(module, name)
         submodule = f"{module_name}.{name}"
-        names = table.UNAVAILABLE_NAMES.get(module_name, {})
-        if name not in names and _is_module_path(submodule):
+        refused_names = table.UNAVAILABLE_NAMES.get(module_name, {})
+        if name not in refused_names and _is_module_path(submodule):
             return importlib.import_module(submodule)
-        package_why = getattr(self, "__localrl_unavailable__", None)
-        if package_why is not None and package_why.at == "use":
-            if not name.startswith("_") and rllib_has_name(module_name, name):
-                return placeholder(_rllib_origin(module_name, name), package_why)
-            raise AttributeError(
-                f"module {module_name!r} has no attribute {name!r} (nor has RLlib 2.60's)"
-            )
-        if package_why is not None:
-            raise RLlibNotAvailable(submodule, package_why.capability, package_why.instead)
-        why = names.get(name, names.get("*"))
-        if why is not None and why.at == "use" and rllib_has_name(module_name, name):
-            return placeholder(_rllib_origin(module_name, name), why)
-        if why is not None and why.at != "use":
-            raise RLlibNotAvailable(submodule, why.capability, why.instead)
         removed = table.REMOVED_NAMES.get(module_name, {}).get(name)
-        if removed is not None:
+        if removed is not None:  # RLlib 2.60 fails on it too
             raise RemovedFromRLlib(submodule, removed.replacement, removed.removed_in)
-        where = ", ".join(self.__localrl_targets__) or "no module of localrl"
-        detail = f"{module_name} maps to {where}, which has no {name!r}"
-        if not rllib_has_name(module_name, name):
-            detail += f" (nor has RLlib 2.60's {module_name})"
-        raise RLlibNotAvailable(submodule, None, detail=detail)
+        value = self._rllib_value(name)
+        if value is _MISSING:
+            where = f" (nor has RLlib {rllib_names().ray_version}'s)"
+            if self.__localrl_targets__:
+                where = f": it maps to {', '.join(self.__localrl_targets__)}, which has none{where}"
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}{where}")
+        self.__dict__[name] = value  # found once; later reads skip __getattr__
+        return value
+
+    def _why(self, name: str) -> Unavailable | None:
+        """Why this module's `name` is not served: the table's row for the name, else this
+        module's (or its package's), else an optional package its target lacks; None: a gap."""
+        refused_names = table.UNAVAILABLE_NAMES.get(self.__name__, {})
+        why = refused_names.get(name, refused_names.get("*"))
+        if why is None and self.__localrl_missing__ is not None:
+            package, capability = self.__localrl_missing__
+            why = Unavailable(capability, f"pip install 'localrl[{package}]'")
+        return why or self.__localrl_unavailable__
+
+    def _rllib_value(self, name: str) -> Any:
+        """`name` as RLlib's record of this module has it: a constant's value, a module, the
+        origin's object for a re-export, or a placeholder; `_MISSING` where RLlib has none."""
+        module_name = self.__name__
+        if self.__localrl_plan__ == "lenient" or (
+            not _is_rllib_path(module_name) and module_name in table.UNAVAILABLE_NAMES
+        ):
+            if name.startswith("_") or not rllib_has_name(module_name, name):
+                return _MISSING
+            return placeholder(f"{module_name}.{name}", self._why(name))
+        record = rllib_names().record(module_name, name)
+        if record is None:
+            return _MISSING
+        if record.kind == CONSTANT:
+            return record.value
+        if record.kind == MODULE and record.module is not None:
+            return _import_or_placeholder(record.module, self._why(name))
+        if record.kind == ALIAS and record.origin is not None:
+            return self._follow(name, *record.origin)
+        return placeholder(f"{module_name}.{name}", self._why(name), record.kind)
+
+    def _follow(self, name: str, origin_module: str, origin_name: str) -> Any:
+        """A name RLlib's module imports from `origin_module`: that module's (stand-in's) object,
+        so a re-export is the same object as the original, placeholder or served."""
+        following: set[tuple[str, str]] = getattr(_following, "pairs", None) or set()
+        _following.pairs = following
+        key = (origin_module, origin_name)
+        if key not in following and origin_module != self.__name__:
+            following.add(key)
+            try:
+                origin = importlib.import_module(origin_module)
+                return getattr(origin, origin_name)
+            except (ImportError, AttributeError):
+                pass  # RLlib's origin is not served here: a placeholder named by it
+            finally:
+                following.discard(key)
+        return placeholder(f"{origin_module}.{origin_name}", self._why(name))
 
     def __reduce__(self) -> tuple:
         # By name, as pickle treats modules: a process that unpickles it imports the RLlib path
@@ -392,8 +456,22 @@ class RLlibStandIn(types.ModuleType):
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
         for target in self.__localrl_targets__:
-            names.update(n for n in dir(importlib.import_module(target)) if not n.startswith("_"))
+            module = sys.modules.get(target)
+            if module is not None:
+                names.update(n for n in dir(module) if not n.startswith("_"))
+        names.update(rllib_names().names(self.__name__))
         return sorted(names)
+
+
+#: `_rllib_value`'s answer for a name RLlib does not have.
+_MISSING = object()
+
+
+def _import_or_placeholder(module: str, why: Unavailable | None) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return placeholder(module, why)
 
 
 class _StandInLoader(importlib.abc.Loader):
@@ -407,30 +485,34 @@ class _StandInLoader(importlib.abc.Loader):
         plan, name = self.plan, module.__name__
         if not isinstance(module, RLlibStandIn):  # create_module made it
             raise TypeError(f"{name}: not a module this finder created")
-        if plan.kind == "unavailable" and plan.why is not None:
-            raise RLlibNotAvailable(name, plan.why.capability, plan.why.instead)
+        if plan.kind == "unknown" and _is_rllib_path(name):
+            # Not in RLlib 2.60 either: Python's own error, so that `from ray.rllib.x import
+            # NoSuchName` says "cannot import name", as it does under RLlib.
+            raise ModuleNotFoundError(f"No module named {name!r} ({plan.detail})", name=name)
         if plan.kind == "unknown":
             raise RLlibNotAvailable(name, None, detail=plan.detail)
         if plan.kind == "removed":
             removed = table.REMOVED_MODULES[name]
             raise RemovedFromRLlib(name, removed.replacement, removed.removed_in)
-        if plan.kind == "on_use":
-            module.__localrl_unavailable__ = plan.why
-            module.__path__ = []
-            module.__localrl_shim__ = True
-            module.__doc__ = f"RLlib's {name}: its names fail when used (see `placeholder`)"
-            rllib_names = _rllib_module_names(name) or frozenset()
-            module.__all__ = sorted(n for n in rllib_names if not n.startswith("_"))
-            return
+        module.__localrl_plan__ = plan.kind
         module.__localrl_targets__ = plan.targets
         module.__localrl_unavailable__ = plan.why
         module.__path__ = []  # a package: its submodules come from this finder too
         module.__localrl_shim__ = True
-        doc = f"RLlib's {name}, served by localrl from {', '.join(plan.targets) or 'its parts'}"
-        module.__doc__ = doc
+        if plan.targets:
+            module.__doc__ = f"RLlib's {name}, served by localrl from {', '.join(plan.targets)}"
+        else:
+            module.__doc__ = f"RLlib's {name}: its names fail when used (see `placeholder`)"
         exported: dict[str, None] = {}
         for target in plan.targets:
-            found = importlib.import_module(target)  # a broken target fails here, not later
+            try:
+                found = importlib.import_module(target)  # a broken target fails here, not later
+            except ModuleNotFoundError as error:
+                package = (error.name or "").split(".")[0]
+                if package not in OPTIONAL_PACKAGES:
+                    raise
+                module.__localrl_missing__ = (package, OPTIONAL_PACKAGES[package])
+                continue
             # RLlib's modules mostly have no __all__: a star import takes every public name
             exported.update(dict.fromkeys(getattr(found, "__all__", ())))
             exported.update(
@@ -440,7 +522,15 @@ class _StandInLoader(importlib.abc.Loader):
                     if not n.startswith("_") and not isinstance(v, types.ModuleType)
                 )
             )
-        module.__all__ = list(exported)  # what `from ray.rllib.x import *` takes
+        names = rllib_names()
+        if names.has_module(name):
+            # What `from ray.rllib.x import *` takes: RLlib's names (each resolves).
+            module.__all__ = names.star_names(name)
+        elif plan.kind == "lenient":
+            ray_names = _ray_module_names(name) or frozenset()
+            module.__all__ = sorted(n for n in ray_names if not n.startswith("_"))
+        else:
+            module.__all__ = list(exported)
 
 
 class TuneOverlay(types.ModuleType):

@@ -6,21 +6,24 @@ Adding a module is one row:
 - `MODULES["ray.rllib.some.module"] = ("trainer.our.module",)`: the RLlib path imports a
   stand-in module whose names are those of our module(s), looked up in the order given;
 - `UNAVAILABLE_MODULES["ray.rllib.some.package"] = Unavailable(CAPABILITY, "what instead")`:
-  importing that path, or anything under it, fails with `RLlibNotAvailable` naming the
-  capability (with `at="use"`: the modules import, and each name RLlib defines in them is a
-  stand-in that fails so when used; for the modules of RLlib's other algorithms and of Tune's
-  experiment runner, which scripts import at their top for a branch they may not take);
+  that path, and anything under it, imports, and each name RLlib defines there that no
+  `MODULES` row serves is a placeholder that raises `RLlibNotAvailable` naming the capability
+  when it is used (`trainer.launcher.finder.placeholder`);
 - `UNAVAILABLE_NAMES["ray.rllib.some.module"] = {"Name": Unavailable(...)}`: that name, from a
-  mapped module, fails the same way at `from ... import Name` (with `at="use"`: when used;
-  the key "*" stands for every name the module's targets lack).
+  mapped module, is such a placeholder (the key "*" stands for every name the module's targets
+  lack).
+
+Every module and name of RLlib 2.60 resolves, whatever the table says (RLlib's record of them:
+`trainer.launcher.rllib_names`): a constant with RLlib's value, a name this project serves, or a
+placeholder; the table says what a placeholder's refusal names. One with no row here is a gap:
+its refusal has no capability.
 
 `ray.rllib.examples.*`, `ray.rllib.utils.metrics.stats.*` and `ray.rllib.utils.replay_buffers.*`
 map generically by relative path onto `trainer.examples.*`, `trainer.metrics.stats.*` and
 `trainer.replay_buffers.*` (`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is
 found with no row here.
 The most specific entry wins: a `MODULES` row over a generic prefix over an
-`UNAVAILABLE_MODULES` prefix; a path in none of them fails with `RLlibNotAvailable` whose
-capability is None (a gap, not a deliberate difference).
+`UNAVAILABLE_MODULES` prefix.
 """
 
 from __future__ import annotations
@@ -50,19 +53,13 @@ from trainer.capabilities import (  # noqa: F401 - the table's words, re-exporte
 @dataclass(frozen=True)
 class Unavailable:
     """Why an RLlib path or name has no counterpart: the capability it needs, and what to use
-    instead (empty when there is nothing). `at="use"` lets the import succeed and fails when
-    the name is used (`trainer.launcher.finder.placeholder`): a class can be subclassed (by a
-    class that is never made) and isinstance-checked, but making one or reading its attributes
-    fails; a function fails when called (for scripts that import at their top what only a
-    branch they do not take uses, such as SACConfig in a script that trains PPO)."""
+    instead (empty when there is nothing). The path imports and the name resolves; using it
+    fails (`trainer.launcher.finder.placeholder`): a class can be subclassed (by a class that is
+    never made) and isinstance-checked, but making one or reading its attributes fails; a
+    function fails when called."""
 
     capability: str
     instead: str = ""
-    at: str = "import"
-
-
-def _at_use(capability: str, instead: str = "") -> Unavailable:
-    return Unavailable(capability, instead, at="use")
 
 
 #: The registered algorithms' configs, what to use instead of another algorithm
@@ -307,7 +304,7 @@ TUNE_RUNNER_MODULES = (
 UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Algorithms
     **{
-        f"ray.rllib.algorithms.{name}": _at_use(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
+        f"ray.rllib.algorithms.{name}": Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
         for name in OTHER_ALGORITHM_PACKAGES
     },
     # Each registered algorithm's paths without a counterpart (`rllib_unavailable`).
@@ -378,9 +375,9 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.execution": Unavailable(OLD_API_STACK),
     "ray.rllib.examples._old_api_stack": Unavailable(OLD_API_STACK),
     # Ray Tune's experiment runner and Ray Train (on real Ray with Ray Tune, these are Tune's)
-    **{f"ray.tune.{name}": _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in TUNE_RUNNER_MODULES},
-    "ray.air.integrations": _at_use(TUNE, _TUNE_ON_REAL_RAY),
-    "ray.train": _at_use(TUNE, _TUNE_ON_REAL_RAY),
+    **{f"ray.tune.{name}": Unavailable(TUNE, _TUNE_ON_REAL_RAY) for name in TUNE_RUNNER_MODULES},
+    "ray.air.integrations": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
+    "ray.train": Unavailable(TUNE, _TUNE_ON_REAL_RAY),
     # Serve and Ray's internals
     "ray.serve": Unavailable(SERVE),
     "ray.util": Unavailable(RAY_INTERNALS, "import ray (init, remote, get, get_actor, ...)"),
@@ -446,17 +443,17 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "ObjectRef": Unavailable(RAY_INTERNALS),
     },
     # (every other name Ray Tune has, "*", fails the same way when used)
-    "ray.tune": {name: _at_use(TUNE, _TUNE_ON_REAL_RAY) for name in (*_TUNE_NAMES, "*")},
+    "ray.tune": {name: Unavailable(TUNE, _TUNE_ON_REAL_RAY) for name in (*_TUNE_NAMES, "*")},
     "ray.air": {
-        name: _at_use(TUNE, _TUNE_ON_REAL_RAY)
+        name: Unavailable(TUNE, _TUNE_ON_REAL_RAY)
         for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
-    "ray.tune.logger": {"*": _at_use(TUNE, _TUNE_ON_REAL_RAY)},
+    "ray.tune.logger": {"*": Unavailable(TUNE, _TUNE_ON_REAL_RAY)},
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
     },
     "ray.rllib.algorithms": {
-        name: _at_use(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
+        name: Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
         for name in ("DreamerV3", "DreamerV3Config")
     },
     "ray.rllib.policy.policy": {
@@ -465,7 +462,7 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     # MultiAgentBatch, concat_samples, ...: the old stack's batches (SampleBatch's column
     # names are served; making one fails).
     "ray.rllib.policy.sample_batch": {
-        "*": _at_use(OLD_API_STACK, "episodes, and dicts keyed by Columns' names"),
+        "*": Unavailable(OLD_API_STACK, "episodes, and dicts keyed by Columns' names"),
     },
     "ray.rllib.env": {
         "ExternalEnv": Unavailable(EXTERNAL_ENV),

@@ -44,15 +44,9 @@ Key = str | tuple[str, ...] | list[str]
 STATE_KEY_SEPARATOR = "--"
 
 
-class _NotGiven:
-    """The default of deprecated arguments (RLlib's `DEPRECATED_VALUE`): tells "not passed"
-    from any value a caller could pass."""
-
-    def __repr__(self) -> str:
-        return "DEPRECATED_VALUE"
-
-
-DEPRECATED_VALUE: Any = _NotGiven()
+#: The default of deprecated arguments, RLlib's `DEPRECATED_VALUE` (-1, as there): tells "not
+#: passed" from the values a caller passes (a bool, a float, None).
+DEPRECATED_VALUE: Any = -1
 
 
 class _DefaultLookup(dict):
@@ -293,13 +287,13 @@ class MetricsLogger:
                 f"{where}, ema_coeff={ema_coeff!r}, reduce='mean'): ema_coeff is "
                 "not supported for mean reduction; use reduce='ema'"
             )
-        if throughput_ema_coeff is not DEPRECATED_VALUE:
+        if throughput_ema_coeff != DEPRECATED_VALUE:
             raise ValueError(
                 f"{where}, throughput_ema_coeff={throughput_ema_coeff!r}): "
                 "throughput_ema_coeff is deprecated (as in RLlib 2.60): "
                 "throughputs are measured once per reduce(), not smoothed"
             )
-        if reduce_per_index_on_aggregate is not DEPRECATED_VALUE:
+        if reduce_per_index_on_aggregate != DEPRECATED_VALUE:
             _warn_once(
                 "reduce_per_index_on_aggregate is deprecated: aggregation treats every "
                 "incoming value with equal weight"
@@ -388,7 +382,7 @@ class MetricsLogger:
     ) -> StatsBase:
         """`with logger.log_time(key): ...` logs the seconds the block took (the returned
         stats object is the context manager)."""
-        if clear_on_reduce is not DEPRECATED_VALUE:
+        if clear_on_reduce != DEPRECATED_VALUE:
             _warn_once(
                 "clear_on_reduce is deprecated (as in RLlib 2.60); use "
                 "reduce='lifetime_sum' for sums that never start over"
@@ -586,7 +580,7 @@ def _legacy_reduce(reduce: str | None, window: Any, clear_on_reduce: Any) -> tup
     "ema"; `reduce="sum", clear_on_reduce=False` is a lifetime sum."""
     if reduce is None:
         reduce = "mean" if window is not None else "ema"
-    if clear_on_reduce is not DEPRECATED_VALUE:
+    if clear_on_reduce != DEPRECATED_VALUE:
         _warn_once(
             "clear_on_reduce is deprecated (as in RLlib 2.60); use "
             "reduce='lifetime_sum' for sums that never start over"

@@ -22,8 +22,10 @@ way, for the warning that names a runner failing identically every time.
 `failed_iterations_in_a_row(previous, failed=, env_steps_sampled=)` and `gives_up(in_a_row,
 settings)` tell a deterministic failure from a flaky one: an iteration in which runners failed
 and nothing was sampled continues the streak, any sample ends it. A failure that comes back on
-every restart with no sample in between is no flake that another restart cures: after
-`max_consecutive_failed_iterations` such iterations `train()` raises it.
+every restart with no sample in between is no flake that another restart cures. By default
+restarts go on for ever, as in RLlib, and `reports_streak` says when to log the streak once (one
+ERROR line naming the failure and the setting); with `max_consecutive_failed_iterations` set,
+after that many such iterations `train()` raises it.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ GIVE_UP = "give up"
 class Settings:
     restart_failed_env_runners: bool = True
     max_num_env_runner_restarts: int = 1000
-    #: None: restarts go on however often a failure repeats (RLlib's behaviour).
-    max_consecutive_failed_iterations: int | None = 3
+    #: None: restarts go on however often a failure repeats (RLlib's behaviour, the default).
+    max_consecutive_failed_iterations: int | None = None
 
     @classmethod
     def from_config(cls, config: Any) -> Settings:
@@ -123,6 +125,17 @@ def failed_iterations_in_a_row(previous: int, *, failed: bool, env_steps_sampled
     """The streak of failed iterations after one more: `previous + 1` when runners `failed` in
     it and it sampled no env step, else 0 (a sample in between makes a failure flaky)."""
     return previous + 1 if failed and env_steps_sampled == 0 else 0
+
+
+#: With restarts for ever (`max_consecutive_failed_iterations=None`), a streak of this many failed
+#: iterations is logged, once per streak.
+STREAK_REPORTED_AFTER = 3
+
+
+def reports_streak(in_a_row: int, settings: Settings) -> bool:
+    """Whether the streak of `in_a_row` failed iterations is logged now: once per streak, when
+    it reaches `STREAK_REPORTED_AFTER` and `train()` does not give up on it."""
+    return settings.max_consecutive_failed_iterations is None and in_a_row == STREAK_REPORTED_AFTER
 
 
 def gives_up(in_a_row: int, settings: Settings) -> bool:

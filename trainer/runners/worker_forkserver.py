@@ -93,6 +93,7 @@ from trainer.core.blas import BLAS_THREAD_VARS, user_blas_settings
 from trainer.util.child_process import (
     AdoptedChild,
     child_subreaper,
+    child_working_directory,
     end_process,
     set_child_subreaper,
     spawn,
@@ -192,7 +193,7 @@ def _environment_key() -> tuple:
     """What a template takes from the main process when it starts (environment variables,
     working directory): a template whose key differs from the current one is stale."""
     try:
-        cwd = os.getcwd()
+        cwd = child_working_directory() or os.getcwd()
     except OSError:  # the working directory was deleted
         cwd = None
     return tuple(

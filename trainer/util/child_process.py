@@ -62,6 +62,23 @@ def kernel_signal_wanted() -> bool:
     )
 
 
+#: Set by Ray Tune in a trial's actor to the folder it started in, before Tune moves the actor
+#: into the trial's folder (`ray.tune.Trainable`; `RAY_CHDIR_TO_TRIAL_DIR`).
+TUNE_START_FOLDER_VAR = "TUNE_ORIG_WORKING_DIR"
+
+
+def child_working_directory() -> str | None:
+    """The folder child processes start in: this process's, except in a Ray Tune trial, whose
+    actor Tune moved into the trial's folder. There they start where the trial's actor started,
+    the driver's working folder, as Ray starts an RLlib trial's EnvRunner actors, so env and
+    callback code that reads files by relative paths finds them as under Ray. None: this
+    process's own."""
+    start = os.environ.get(TUNE_START_FOLDER_VAR)
+    if start and os.path.isdir(start):
+        return start
+    return None
+
+
 def spawn(
     module: str,
     *args: str,
@@ -69,12 +86,14 @@ def spawn(
     env: dict | None = None,
     stdin: int | None = subprocess.DEVNULL,
 ) -> subprocess.Popen:
-    """Starts `python -m module PARENT_PID KERNEL *args` (see `start_child`)."""
+    """Starts `python -m module PARENT_PID KERNEL *args` (see `start_child`), in
+    `child_working_directory()`."""
     return subprocess.Popen(
         [sys.executable, "-m", module, str(os.getpid()), str(int(kernel_signal_wanted())), *args],
         pass_fds=tuple(pass_fds),
         env=env,
         stdin=stdin,
+        cwd=child_working_directory(),
     )
 
 

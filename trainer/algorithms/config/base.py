@@ -39,7 +39,7 @@ from trainer.compat.rllib_settings import (
     rules_of,
     warn_ignored,
 )
-from trainer.errors import ConfigError, UnknownSettingError
+from trainer.errors import ConfigError, UnknownSettingError, refuse_placeholder
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -280,6 +280,8 @@ class ConfigBase:
         for name, value in values.items():
             if value is NotProvided:
                 continue
+            argument = (spelled or {}).get(name, name)
+            refuse_placeholder(value, f"{type(self).__name__}.{method}({argument}=...)")
             # Tune's grid_search marker: every value is checked now; the example driver runs
             # one trial per value (grid_settings()), and build() refuses the marker itself.
             # Another Tune search space: its values are checked when a trial's config is built

@@ -30,7 +30,10 @@ class CallbacksSection(ConfigBase):
     def callbacks(self, callbacks_class: Any = NotProvided, **on_events: Any) -> Self:
         """Callback classes (one, or a list: called in list order) and, per event, a callable or
         a list of callables (called after the classes, in list order). `callbacks_class=None`
-        sets the default, `RLlibCallback`, as RLlib's does."""
+        sets the default, `RLlibCallback`, as RLlib's does. As in RLlib, an entry may also be
+        any callable that returns an `RLlibCallback` (a function, a `functools.partial` of a
+        class): each process calls it once to make its instance, and what it returns is
+        checked there."""
         if callbacks_class is None:
             # As RLlib: the default class, not None (Tune's Tuner.restore(param_space=...)
             # resolves a search's callbacks class by the value it finds in the same place).
@@ -42,11 +45,19 @@ class CallbacksSection(ConfigBase):
             for cls in classes:
                 if cls is None:
                     continue
+                if not isinstance(cls, type) and callable(cls):
+                    continue  # a factory: what it returns is checked where it is called
                 if not isinstance(cls, type):
+                    hint = (
+                        "pass the class, not an instance"
+                        if isinstance(cls, RLlibCallback)
+                        else "pass an RLlibCallback subclass, or a callable returning an "
+                        "RLlibCallback"
+                    )
                     raise ConfigError(
-                        f"{type(self).__name__}.callbacks(callbacks_class={cls!r}): pass the "
-                        f"class, not an instance (got a {type(cls).__name__} object); every "
-                        "process makes its own instance"
+                        f"{type(self).__name__}.callbacks(callbacks_class={cls!r}): {hint} "
+                        f"(got a {type(cls).__name__} object); every process makes its own "
+                        "instance"
                     )
                 if not issubclass(cls, RLlibCallback):
                     raise ConfigError(
@@ -84,7 +95,7 @@ class CallbacksSection(ConfigBase):
         """(label, callback) for every configured callback class and callable, the label as
         the config call spells it (`callbacks_class=MyCallbacks`, `callbacks(on_x=fn)`)."""
         items: list[tuple[str, Any]] = [
-            (f"callbacks_class={cls.__qualname__}", cls) for cls in self.callback_classes()
+            (f"callbacks_class={callable_name(cls)}", cls) for cls in self.callback_classes()
         ]
         for event, fns in self.callbacks_on.items():
             items += [(f"callbacks({event}={callable_name(fn)})", fn) for fn in fns]
@@ -114,7 +125,8 @@ class CallbacksSection(ConfigBase):
                     "inside the callback instead"
                 ) from error
 
-    def callback_classes(self) -> list[type]:
+    def callback_classes(self) -> list[Callable[[], Any]]:
+        """The configured callback classes (and callables returning an instance), in order."""
         classes = self.callbacks_class
         classes = classes if isinstance(classes, (list, tuple)) else [classes]
         return [c for c in classes if c is not None]

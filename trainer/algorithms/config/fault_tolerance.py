@@ -33,11 +33,12 @@ FAULT_TOLERANCE_SETTINGS: dict[str, Setting] = settings_of(
         ),
         "max_num_env_runner_restarts": (1000, int_at_least(0), "restarts per runner"),
         "max_consecutive_failed_iterations": (
-            3,
+            None,
             optional(int_at_least(1)),
-            "train() raises the runners' failure after this many iterations in a row "
-            "in which EnvRunners failed and nothing was sampled: a failure that comes "
-            "back on every restart (None: restart for ever, as RLlib does)",
+            "None (RLlib's behaviour): failed EnvRunners are restarted for ever, and a "
+            "failure that comes back on every restart is logged once per streak as an "
+            "ERROR; N: train() raises the runners' failure after N iterations in a row in "
+            "which EnvRunners failed and nothing was sampled",
         ),
         "delay_between_env_runner_restarts_s": (
             0.1,
@@ -94,9 +95,10 @@ class FaultToleranceSection(ConfigBase):
         """What happens when an EnvRunner fails (an exception in env or callback code, its
         process exits or is killed, or it does not answer within `sample_timeout_s`): restarted
         (the new one must start within `env_runner_health_probe_timeout_s` and take its state
-        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`; a
-        failure that comes back on every restart, with nothing sampled for
-        `max_consecutive_failed_iterations` iterations in a row, is raised by `train()`. The
+        within `env_runner_restore_timeout_s`), left out, or its error raised by `train()`. A
+        failure that comes back on every restart is restarted for ever, as in RLlib, and logged
+        once per streak; with `max_consecutive_failed_iterations=N` it is raised by `train()`
+        after N iterations in a row with nothing sampled. The
         rules, step by step: `trainer.runners.restart_policy`. RLlib's older names
         (`recreate_failed_env_runners`, `ignore_worker_failures`, ...) are accepted."""
         values = {

@@ -52,6 +52,8 @@ from trainer.metrics import (
     ENV_RUNNER_RESULTS,
     LEARNER_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_SYNCH_WORKER_WEIGHTS,
+    NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS,
     TIMERS,
 )
 from trainer.runners.env_runner_group import spaces_of
@@ -67,10 +69,6 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
 NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"
 WEIGHTS_SEQ_NO = "weights_seq_no"
-NUM_SYNCH_WORKER_WEIGHTS = "num_synch_worker_weights"
-NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS = (
-    "num_training_step_calls_since_last_synch_worker_weights"
-)
 QUEUE_SIZE_LEARNER_THREAD_QUEUE = "queue_size_learner_thread_queue"
 #: This project's: env steps the learner queue dropped, and how many broadcasts behind the
 #: learner's weights the sampled steps' weights were.
