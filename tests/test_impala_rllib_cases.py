@@ -700,7 +700,7 @@ def test_off_policyness(config_class, num_env_runners, broadcast_interval):
             staleness = result["env_runners"]["env_runner_staleness"]
             assert 0.0 <= staleness <= 2.0, staleness
             seq_nos.append(result["env_runners"]["weights_seq_no"])
-            calls = result["num_training_step_calls_since_last_synch_worker_weights"]
+            calls = result["mean_num_training_step_calls_since_last_synch_worker_weights"]
             assert calls < broadcast_interval
             assert math.isfinite(result["learners"][DEFAULT]["total_loss"])
         assert seq_nos == sorted(seq_nos) and seq_nos[-1] > seq_nos[0]
