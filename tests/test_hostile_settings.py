@@ -176,6 +176,9 @@ HOSTILE: dict[str, list[Any]] = {
     "epsilon": ["0.1", True, None, math.nan, 2, -0.1, [[0, 2]], [[0]]],
     "training_intensity": ["1", True, 0, -1, math.nan],
     "td_error_loss_fn": [*ENUM, "l1"],
+    "num_atoms": [*COUNT, 0],
+    "v_min": [*NUMBER, 1e6],
+    "v_max": [*NUMBER, -1e6],
     "store_buffer_in_checkpoints": BOOL,
     # offline_data()
     "input_": [5, "", [], [1], None, {"a": 1}, True],

@@ -75,8 +75,8 @@ def test_python_environment_sets_variables_in_the_main_and_worker_processes(monk
 def test_algorithm_specific_rllib_settings_belong_to_their_config():
     config = DQNConfig().training(num_atoms=1, v_min=-5.0, hiddens=[64], adam_epsilon=1e-8)
     assert (config.v_min, config.hiddens) == (-5.0, [64])
-    with pytest.raises(ConfigError, match="distributional DQN"):
-        DQNConfig().training(num_atoms=51)
+    with pytest.raises(ConfigError, match=r"num_atoms=0\): num_atoms must be an int >= 1"):
+        DQNConfig().training(num_atoms=0)
     with pytest.raises(TypeError, match="unknown setting num_atoms"):
         PPOConfig().training(num_atoms=1)
     assert not hasattr(PPOConfig(), "v_min") and PPOConfig().lr_schedule is None

@@ -287,15 +287,17 @@ def test_torch_dqn_refusals_name_the_setting():
         observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32),
         action_space=gym.spaces.Discrete(2),
     )
-    with pytest.raises(ValueError, match=r"num_atoms'\]=51: only 1"):
-        DefaultDQNTorchRLModule(**spaces, model_config={"num_atoms": 51})
+    with pytest.raises(ValueError, match=r"num_atoms=0 must be an int >= 1"):
+        DefaultDQNTorchRLModule(**spaces, model_config={"num_atoms": 0})
+    with pytest.raises(ValueError, match="v_min must be < v_max"):
+        DefaultDQNTorchRLModule(**spaces, model_config={"num_atoms": 5, "v_min": 1, "v_max": 1})
     with pytest.raises(ValueError, match="Discrete action space"):
         DefaultDQNTorchRLModule(
             observation_space=spaces["observation_space"],
             action_space=gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
         )
     with pytest.raises(ConfigError, match="num_atoms"):
-        small_torch_dqn(num_atoms=51).build()
+        small_torch_dqn(num_atoms=0).build()
     with pytest.raises(
         ConfigError, match="learner_class=PPOTorchLearner is not a subclass of DQNTorchLearner"
     ):

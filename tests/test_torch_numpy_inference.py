@@ -121,8 +121,17 @@ def test_default_ppo_module_infers_in_numpy_as_torch(
 
 
 @pytest.mark.parametrize("dueling", [True, False])
-def test_default_dqn_module_infers_q_values_in_numpy_as_torch(monkeypatch, dueling):
-    model_config = {"fcnet_hiddens": [16, 16], "fcnet_activation": "relu", "dueling": dueling}
+@pytest.mark.parametrize("num_atoms", [1, 9])
+def test_default_dqn_module_infers_q_values_in_numpy_as_torch(monkeypatch, dueling, num_atoms):
+    model_config = {
+        "fcnet_hiddens": [16, 16],
+        "fcnet_activation": "relu",
+        "dueling": dueling,
+        # Distributional: the expected values over the support.
+        "num_atoms": num_atoms,
+        "v_min": -2.0,
+        "v_max": 5.0,
+    }
     view = _view(DefaultDQNTorchRLModule, CARTPOLE_OBS, gym.spaces.Discrete(3), model_config)
     view.set_weights(_random_weights(view, seed=3))
     obs = _observation_rows(view, n=16)

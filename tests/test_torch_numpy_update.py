@@ -315,6 +315,13 @@ DQN_CASES = {
         {"dueling": False, "fcnet_hiddens": [16], "head_fcnet_hiddens": [8]},
         {"double_q": False, "td_error_loss_fn": "mse", "grad_clip": 0.1, "grad_clip_by": "value"},
     ),
+    # Single-headed: RLlib's dueling distributional head gives the value stream only rounding
+    # noise as gradient (V shifts each row of logits by a constant, which the softmax cancels),
+    # which Adam scales up to steps of about lr that differ between numpy and torch.
+    "distributional_double_q": (
+        {"dueling": False, "fcnet_hiddens": [16], "num_atoms": 11, "v_min": -1.0, "v_max": 3.0},
+        {"dueling": False, "num_atoms": 11, "v_min": -1.0, "v_max": 3.0},
+    ),
 }
 
 

@@ -23,8 +23,9 @@ ACTION_SPACES = (
 )
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
-DQN_VARIANTS = "distributional, noisy and recurrent DQN (num_atoms > 1, noisy, use_lstm)"
+DQN_VARIANTS = "recurrent DQN (use_lstm)"
 POLICY_EXPORT = "policy export (ONNX, numpy files)"
+DISTRIBUTIONAL_EXPORT = "distributional DQN (num_atoms > 1) in the ONNX and numpy policy exports"
 REMOTE_FILESYSTEMS = "remote filesystems (pyarrow.fs) for checkpoints"
 #: What to use instead of RLlib's model classes and per-algorithm torch modules.
 DEFAULT_MODELS_INSTEAD = (

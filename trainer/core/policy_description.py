@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from trainer.core.nn import ACTIVATIONS, MLP
+from trainer.errors import UnsupportedValue
 
 #: The description's format, written into both exports.
 FORMAT_NAME = "localrl-policy"
@@ -84,6 +85,12 @@ EXPORTABLE = (
 class ExportError(ValueError):
     """The policy cannot be exported as asked; the message names the setting, the value and
     what is allowed."""
+
+
+class UnsupportedExport(ExportError, UnsupportedValue):
+    """A module the export's formats cannot express for want of a capability (a
+    `NotSupported` too, with its `capability`): the message names the setting, the value and
+    what to do instead."""
 
 
 @dataclasses.dataclass

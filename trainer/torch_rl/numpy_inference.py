@@ -156,7 +156,8 @@ class NumpyPPOInference:
 
 class NumpyDQNInference:
     """The default DQN module's Q-values (`compute_q_values`: encoder, `af`, with dueling
-    `vf`) in numpy."""
+    `vf`) in numpy; with `num_atoms` > 1 the expected values of its distributions (the
+    softmax of the logits over the atoms, weighted by the support)."""
 
     def __init__(self, module: Any, watched: _Sources) -> None:
         if module._encode_obs.image:
@@ -164,10 +165,25 @@ class NumpyDQNInference:
         self.encoder = _mlp_encoder(module.encoder, watched)
         self.af = NumpyHead(module.af, watched)
         self.vf = NumpyHead(module.vf, watched) if module.uses_dueling else None
+        self.num_atoms = int(module.num_atoms)
+        self.num_actions = int(module.action_space.n)
+        if self.num_atoms > 1:  # the module's support, computed as it computes it
+            z = np.arange(self.num_atoms, dtype=np.float32)
+            self.atoms = module.v_min + z * (module.v_max - module.v_min) / float(
+                self.num_atoms - 1
+            )
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         features = self.encoder(obs)
         advantages = self.af(features)
+        if self.num_atoms > 1:
+            logits = advantages.reshape(len(advantages), self.num_actions, self.num_atoms)
+            if self.vf is not None:  # as the module: centred over the atoms, plus V
+                logits = logits - logits.mean(axis=-1, keepdims=True)
+                logits = logits + self.vf(features)[:, :, None]
+            exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probs = exp / exp.sum(axis=-1, keepdims=True)
+            return (probs * self.atoms).sum(axis=-1)
         if self.vf is None:
             return advantages
         if np.isfinite(advantages).all():

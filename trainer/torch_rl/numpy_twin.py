@@ -487,16 +487,19 @@ class NumpyTwinHost:
         return super().update_from_batch(batch)  # type: ignore[misc]
 
 
-def torch_module_like(numpy_module: Any, torch_class: type, names: Any) -> Any:
-    """A `torch_class` module of `numpy_module`'s spaces and model config holding its weights:
-    `names(torch_module)` gives {numpy parameter name: torch parameter name} (a weight `(in,
-    out)` here is `(out, in)` in torch); the parameters no name reaches (a target network)
-    keep what the torch module built."""
+def torch_module_like(
+    numpy_module: Any, torch_class: type, names: Any, extra_model_config: Any = None
+) -> Any:
+    """A `torch_class` module of `numpy_module`'s spaces and model config (with
+    `extra_model_config`'s keys: an algorithm's settings the module reads) holding its
+    weights: `names(torch_module)` gives {numpy parameter name: torch parameter name} (a
+    weight `(in, out)` here is `(out, in)` in torch); the parameters no name reaches (a target
+    network) keep what the torch module built."""
     twin = RLModuleSpec(
         module_class=torch_class,
         observation_space=numpy_module.observation_space,
         action_space=numpy_module.action_space,
-        model_config=dict(numpy_module.model_config),
+        model_config={**numpy_module.model_config, **(extra_model_config or {})},
     ).build()
     state = numpy_module.get_state()
     own = {key: value.detach().cpu().numpy() for key, value in twin.state_dict().items()}

@@ -44,7 +44,8 @@ ALGORITHM = AlgorithmEntry(
                 "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module.DefaultDQNTorchRLModule"
             ),
             catalog="ray.rllib.algorithms.dqn.dqn_catalog.DQNCatalog",
-            # RLlib's DQNConfig adds these to the module's model config; its module reads all.
+            # RLlib's DQNConfig adds these to the module's model config; its module reads all
+            # but std_init (it has no noisy layers).
             auto_includes={
                 "double_q": True,
                 "dueling": True,

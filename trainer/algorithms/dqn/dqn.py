@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.config.base import is_search_space
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
@@ -27,7 +28,7 @@ from trainer.algorithms.replay import (
     updated_buffer_config,
 )
 from trainer.algorithms.settings import UsualRange, in_range, settings_of
-from trainer.capabilities import DQN_VARIANTS, TORCH
+from trainer.capabilities import TORCH
 from trainer.compat.rllib_settings import NO_RNN, OLD_SCHEDULE, OLD_STACK, NoEffect, Unsupported
 from trainer.core.schedules import Schedule
 from trainer.runners.env_runner_group import spaces_of
@@ -55,8 +56,12 @@ def _check_epsilon(value: Any) -> str | None:
     return None
 
 
-#: Why RLlib's distributional DQN settings are refused or have no effect here.
-DISTRIBUTIONAL = "distributional DQN (num_atoms > 1) is not implemented here"
+#: Why RLlib's noisy-network settings have no effect, in RLlib 2.60's new stack as here.
+NO_NOISY_LAYERS = (
+    "RLlib 2.60's new-stack DQN module (DefaultDQNTorchRLModule) has no noisy layers and "
+    "reads neither noisy nor sigma0 (passed to its model config as std_init), nor does "
+    "DQN here; exploration is EpsilonGreedy's (epsilon)"
+)
 
 
 class DQNConfig(AlgorithmConfig):
@@ -119,6 +124,23 @@ class DQNConfig(AlgorithmConfig):
                 "env steps trained per env step sampled (None: RLlib's natural ratio)",
             ),
             "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
+            "num_atoms": (
+                1,
+                int_at_least(1),
+                "atoms of the distributional Q-head (1: expected Q-values; > 1: a categorical "
+                "return distribution over linspace(v_min, v_max, num_atoms), trained with the "
+                "projected cross-entropy)",
+            ),
+            "v_min": (
+                -10.0,
+                finite_number,
+                "the support's lowest return (num_atoms > 1); must be < v_max",
+            ),
+            "v_max": (
+                10.0,
+                finite_number,
+                "the support's highest return (num_atoms > 1); must be > v_min",
+            ),
             "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
         },
     )
@@ -132,16 +154,13 @@ class DQNConfig(AlgorithmConfig):
                 "RLlib's new stack does not read it; Adam's eps is "
                 'training(optimizer={"eps": ...})',
             ),
-            "num_atoms": Unsupported(1, DISTRIBUTIONAL, capability=DQN_VARIANTS),
-            "v_min": NoEffect(-10.0, DISTRIBUTIONAL),
-            "v_max": NoEffect(10.0, DISTRIBUTIONAL),
-            "categorical_distribution_temperature": NoEffect(1.0, DISTRIBUTIONAL),
-            "noisy": Unsupported(
-                False,
-                "noisy networks are not implemented here; explore with EpsilonGreedy (the default)",
-                capability=DQN_VARIANTS,
+            "categorical_distribution_temperature": NoEffect(
+                1.0,
+                "RLlib's new stack does not read it (its old stack's distributional action "
+                "sampling did); actions are epsilon-greedy on the expected Q-values",
             ),
-            "sigma0": NoEffect(0.5, "noisy networks are not implemented here"),
+            "noisy": NoEffect(False, NO_NOISY_LAYERS),
+            "sigma0": NoEffect(0.5, NO_NOISY_LAYERS),
             "hiddens": NoEffect(
                 [256],
                 "RLlib's new stack sizes DQN's heads with "
@@ -175,6 +194,9 @@ class DQNConfig(AlgorithmConfig):
     training_intensity: float | None
     td_error_loss_fn: str
     store_buffer_in_checkpoints: bool
+    num_atoms: int
+    v_min: float
+    v_max: float
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or DQN)
@@ -193,11 +215,17 @@ class DQNConfig(AlgorithmConfig):
         training_intensity: float | None = NotProvided,
         td_error_loss_fn: str = NotProvided,
         store_buffer_in_checkpoints: bool = NotProvided,
+        num_atoms: int = NotProvided,
+        v_min: float = NotProvided,
+        v_max: float = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
-        type's defaults)."""
+        type's defaults). `v_min` must stay below `v_max` (checked here when either is given,
+        against the other's current value: move both in one call)."""
+        if v_min is not NotProvided or v_max is not NotProvided:
+            self._check_support_before(v_min, v_max)
         super().training(**kwargs)
         if replay_buffer_config is not NotProvided:
             replay_buffer_config = updated_buffer_config(
@@ -217,11 +245,43 @@ class DQNConfig(AlgorithmConfig):
                 "training_intensity": training_intensity,
                 "td_error_loss_fn": td_error_loss_fn,
                 "store_buffer_in_checkpoints": store_buffer_in_checkpoints,
+                "num_atoms": num_atoms,
+                "v_min": v_min,
+                "v_max": v_max,
             },
         )
 
+    def _check_support_before(self, v_min: Any, v_max: Any) -> None:
+        """`training()`'s check of the support's ends as they would be after the call, before
+        it changes anything (a value that is no finite number is left to its own check)."""
+        given = {"v_min": v_min, "v_max": v_max}
+        where = f"{type(self).__name__}.training(" + ", ".join(
+            f"{name}={value!r}" for name, value in given.items() if value is not NotProvided
+        )
+        new = {
+            name: getattr(self, name) if value is NotProvided else value
+            for name, value in given.items()
+        }
+        if all(finite_number(value) is None for value in new.values()):
+            self._check_support(f"{where})", new["v_min"], new["v_max"])
+
+    def _check_support(self, where: str, v_min: Any = None, v_max: Any = None) -> None:
+        """A ConfigError unless v_min < v_max (the distributional support's ends; the
+        search spaces of a Tune grid are checked per trial); by default the config's."""
+        if v_min is None or v_max is None:
+            v_min, v_max = self.v_min, self.v_max
+        if is_search_space(v_min) or is_search_space(v_max):
+            return
+        if not v_min < v_max:
+            raise ConfigError(
+                f"{where}: v_min={v_min!r}, v_max={v_max!r}: v_min must be < v_max (the "
+                "support of the distributional Q-head runs from v_min to v_max; move both in "
+                "one training() call)"
+            )
+
     def validate(self) -> None:
         super().validate()
+        self._check_support(f"{type(self).__name__}")
         if self.uses_torch:
             if self.is_multi_agent:
                 raise ConfigError(
@@ -269,9 +329,26 @@ class DQNConfig(AlgorithmConfig):
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         if self.uses_torch:
-            # RLlib's: what the default torch module reads (num_atoms is always 1 here).
-            return {"dueling": self.dueling, "double_q": self.double_q, "epsilon": self.epsilon}
-        return {"dueling": self.dueling}
+            # RLlib's (its module reads all but std_init; the one here neither epsilon nor
+            # std_init: exploration is the EnvRunners', and it has no noisy layers).
+            return {
+                "double_q": self.double_q,
+                "dueling": self.dueling,
+                "epsilon": self.epsilon,
+                "num_atoms": self.num_atoms,
+                "std_init": getattr(self, "sigma0", 0.5),  # an RLlib setting with no effect
+                "v_max": self.v_max,
+                "v_min": self.v_min,
+            }
+        # The numpy QModule's: num_atoms, v_min and v_max where they change the networks.
+        if self.num_atoms == 1:
+            return {"dueling": self.dueling}
+        return {
+            "dueling": self.dueling,
+            "num_atoms": self.num_atoms,
+            "v_min": self.v_min,
+            "v_max": self.v_max,
+        }
 
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultDQNTorchRLModule."""
@@ -284,10 +361,21 @@ class DQNConfig(AlgorithmConfig):
         self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
     ) -> Any:
         """The numpy QModule, or with torch a view of the spec's or the default torch module
-        (its model config with DQN's `dueling`, `double_q` and `epsilon`, as RLlib's)."""
+        (its model config with DQN's `dueling`, `double_q`, `num_atoms`, `v_min`, `v_max`,
+        `epsilon` and `std_init`, as RLlib's)."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
+        if self.num_atoms == 1:
+            return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
+        return QModule(
+            spaces,
+            self.model,
+            dueling=self.dueling,
+            num_atoms=self.num_atoms,
+            v_min=self.v_min,
+            v_max=self.v_max,
+            seed=seed,
+        )
 
 
 class DQN(OffPolicyAlgorithm):

@@ -5,6 +5,14 @@ a* = argmax_a Q(s', a) with `double_q` (van Hasselt et al. 2016), else argmax_a 
 Loss: mean over the batch of importance weight * huber(Q(s, a) - y) (or squared error). The target
 network follows the online one every `target_network_update_freq` sampled env steps:
 target <- tau * online + (1 - tau) * target.
+
+With `num_atoms` > 1 (distributional, RLlib 2.60's `DQNTorchLearner` loss): the target network's
+return distribution at a* (chosen on the expected Q-values as above) is shifted to
+R^(n) + gamma^n * (1 - terminated) * z, clipped to [v_min, v_max] and projected onto the support
+z (`project_distribution`); the loss is the mean of importance weight * cross-entropy of the
+online distribution of Q(s, a) against it, the cross-entropy per row is the TD error the
+priorities follow, and RLlib's statistics of the distributions join the results
+(`distribution_stats`).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.algorithms.dqn.q_module import log_softmax
 from trainer.core.blas import BlasThreads
 from trainer.core.learner import NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
@@ -25,6 +34,66 @@ if TYPE_CHECKING:
 
 #: Sums through the ufunc itself: `array.sum()` and `np.mean` add Python wrapper calls.
 _sum = np.add.reduce
+
+
+def project_distribution(
+    next_probs: np.ndarray,
+    rewards: np.ndarray,
+    discounts: np.ndarray,
+    atoms: np.ndarray,
+    v_min: float,
+    v_max: float,
+) -> np.ndarray:
+    """RLlib's categorical projection: the distribution `next_probs` (B, num_atoms) over the
+    support `atoms`, moved to `rewards + discounts * atoms` (clipped to [v_min, v_max]; the
+    discounts are zero past a terminal step), split onto the two nearest atoms in
+    proportion to the distance (all of it onto one where it lands on an atom). Returns the
+    projected distribution (B, num_atoms)."""
+    batch_size, num_atoms = next_probs.shape
+    shifted = np.clip(rewards[:, None] + discounts[:, None] * atoms[None, :], v_min, v_max)
+    # The atom index each shifted atom lands on (clipped against rounding at v_max).
+    b = np.clip((shifted - v_min) / ((v_max - v_min) / float(num_atoms - 1)), 0, num_atoms - 1)
+    lower, upper = np.floor(b), np.ceil(b)
+    floor_equal_ceil = (upper - lower < 0.5).astype(b.dtype)
+    to_lower = next_probs * (upper - b + floor_equal_ceil)
+    to_upper = next_probs * (b - lower)
+    offsets = (np.arange(batch_size) * num_atoms)[:, None]
+    size = batch_size * num_atoms
+    projected = np.bincount(
+        (offsets + lower.astype(np.int64)).ravel(), weights=to_lower.ravel(), minlength=size
+    ) + np.bincount(
+        (offsets + upper.astype(np.int64)).ravel(), weights=to_upper.ravel(), minlength=size
+    )
+    return projected.reshape(batch_size, num_atoms).astype(next_probs.dtype, copy=False)
+
+
+def distribution_stats(probs: np.ndarray, atoms: np.ndarray) -> dict[str, float]:
+    """RLlib's statistics of distributional DQN (`DQNTorchLearner`) from the probabilities
+    `probs` (B, num_actions, num_atoms) of the loss's forward pass: the support's mean
+    (`atoms`), and of the batch-mean distribution of each action the mean difference of
+    consecutive actions' expectations (`expectations_abs_diff`), the total variation
+    distance and the largest absolute difference of consecutive actions' distributions,
+    and the mean over actions of sum p log p (`action_dist_mean_entropy`, RLlib's sign). The
+    action comparisons are NaN for one action."""
+    mean_probs = _sum(probs, axis=0) / len(probs)  # (num_actions, num_atoms)
+    nan = float("nan")
+    stats = {"atoms": float(np.mean(atoms))}
+    if len(mean_probs) > 1:
+        differences = np.abs(np.diff(mean_probs, axis=0))
+        stats.update(
+            expectations_abs_diff=float(abs(np.mean(np.diff(mean_probs @ atoms)))),
+            dist_total_variation_dist=float(_sum(differences, axis=None) * 0.5),
+            dist_max_abs_distance=float(np.max(differences)),
+        )
+    else:
+        stats.update(
+            expectations_abs_diff=nan, dist_total_variation_dist=nan, dist_max_abs_distance=nan
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats["action_dist_mean_entropy"] = float(
+            np.mean(_sum(mean_probs * np.log(mean_probs), axis=1))
+        )
+    return stats
 
 
 def _leading_rows(cache: Any, n: int) -> Any:
@@ -76,6 +145,32 @@ class DQNLearner(NumpyLearner):
     def gradient_step(self, batch: dict[str, np.ndarray]) -> UpdateResults:
         """`update`'s Adam step and results, at the optimizer's current rate, without the
         target network's update."""
+        stats, td_errors = self.loss_and_gradients(batch)
+        # Clip (grad_clip_by), Adam step.
+        grad_norm = self.apply_gradients(stats["qf_loss"])
+        return {
+            **stats,
+            "gradients_adam_global_norm": grad_norm,
+            "curr_lr": self.optimizer.lr,
+            # The algorithm logs the mean over its updates: RLlib's mean train batch size.
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(td_errors)),
+            TD_ERROR_KEY: td_errors,
+        }
+
+    def loss_and_gradients(
+        self, batch: dict[str, np.ndarray]
+    ) -> tuple[dict[str, float], np.ndarray]:
+        """The loss's statistics (`qf_loss`, `qf_mean`, `qf_min`, `qf_max`, `td_error_mean`;
+        with `num_atoms` > 1 RLlib's statistics of the distributions too) and the per-row TD
+        errors, with the loss's gradient written into the module's gradient buffer (no
+        step)."""
+        if self.module.num_atoms > 1:
+            return self._distributional_loss(batch)
+        return self._expected_value_loss(batch)
+
+    def _expected_value_loss(
+        self, batch: dict[str, np.ndarray]
+    ) -> tuple[dict[str, float], np.ndarray]:
         config, module = self.config, self.module
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
@@ -124,10 +219,7 @@ class DQNLearner(NumpyLearner):
         d_q_values = np.zeros_like(q_values)
         d_q_values[rows, actions] = weights * d_losses / batch_size
 
-        # Backpropagate, clip (grad_clip_by), Adam step.
         module.backward(cache, d_q_values)
-        grad_norm = self.apply_gradients(qf_loss)
-
         return {
             "qf_loss": qf_loss,
             "qf_mean": float(_sum(q_selected) / batch_size),
@@ -135,12 +227,68 @@ class DQNLearner(NumpyLearner):
             "qf_max": float(np.maximum.reduce(q_selected)),
             # RLlib's: the mean of the absolute TD errors.
             "td_error_mean": float(_sum(abs_td_errors) / batch_size),
-            "gradients_adam_global_norm": grad_norm,
-            "curr_lr": self.optimizer.lr,
-            # The algorithm logs the mean over its updates: RLlib's mean train batch size.
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(batch_size),
-            TD_ERROR_KEY: td_errors,
-        }
+        }, td_errors
+
+    def _distributional_loss(
+        self, batch: dict[str, np.ndarray]
+    ) -> tuple[dict[str, float], np.ndarray]:
+        """RLlib 2.60's distributional loss (`DQNTorchLearner`, num_atoms > 1): the target
+        network's distribution at the bootstrap action, shifted by the n-step return and
+        projected onto the support (`project_distribution`), against the online network's
+        distribution of the action taken: the cross-entropy per row (also the TD error the
+        priorities follow), weighted by the importance weights, averaged."""
+        config, module = self.config, self.module
+        preprocess = module.spaces.preprocess
+        obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
+        actions = batch["actions"].astype(np.int64)
+        batch_size = len(actions)
+        rows = np.arange(batch_size)
+        if config.double_q:  # one pass over both, as for the expected values
+            logits, cache = module.forward_train(np.concatenate([obs, next_obs]))
+            cache = _leading_rows(cache, batch_size)
+        else:
+            logits, cache = module.forward_train(obs)
+        # RLlib's statistics read the probabilities of the whole pass (with double_q, of the
+        # observations and the next observations).
+        all_probs, all_q_values = module.distribution(logits)
+        q_values = all_q_values[:batch_size]
+
+        # The target distribution (no gradient flows through it).
+        target_probs, next_q_target = self.target.distribution(self.target.q_logits(next_obs))
+        next_actions = (all_q_values[batch_size:] if config.double_q else next_q_target).argmax(
+            axis=1
+        )
+        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
+        target = project_distribution(
+            target_probs[rows, next_actions],
+            batch["rewards"],
+            batch["discounts"] * not_terminated,
+            module.atoms,
+            module.v_min,
+            module.v_max,
+        )
+
+        # Cross-entropy of the taken action's distribution against the projected target, and
+        # its gradient with respect to the logits: softmax * sum(target) - target.
+        log_probs = log_softmax(logits[rows, actions])
+        cross_entropy = -_sum(target * log_probs, axis=1)
+        weights = batch["weights"]
+        qf_loss = float(_sum(weights * cross_entropy) / batch_size)
+        d_logits = np.zeros((batch_size, *logits.shape[1:]), dtype=logits.dtype)
+        d_logits[rows, actions] = (
+            np.exp(log_probs) * _sum(target, axis=1, keepdims=True) - target
+        ) * (weights / batch_size)[:, None]
+        module.backward(cache, d_logits)
+
+        q_selected = q_values[rows, actions]
+        return {
+            "qf_loss": qf_loss,
+            "qf_mean": float(_sum(q_selected) / batch_size),
+            "qf_min": float(np.minimum.reduce(q_selected)),
+            "qf_max": float(np.maximum.reduce(q_selected)),
+            "td_error_mean": float(_sum(cross_entropy) / batch_size),
+            **distribution_stats(all_probs, module.atoms),
+        }, cross_entropy
 
     def update_target_network(self, num_env_steps_sampled_lifetime: int) -> None:
         """Moves the target network towards the online one when `target_network_update_freq`

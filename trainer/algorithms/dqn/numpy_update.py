@@ -67,7 +67,12 @@ class NumpyDQNUpdate:
             numpy_learner = DQNLearner(
                 learner.config,
                 None,
-                build=lambda: QModule(spaces, module._config, dueling=module.uses_dueling),
+                build=lambda: QModule(
+                    spaces,
+                    module._config,
+                    dueling=module.uses_dueling,
+                    **module.support_settings(),
+                ),
             )
         except (ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch

@@ -6,6 +6,7 @@ module (it imports torch)."""
 
 from __future__ import annotations
 
+from trainer.algorithms.dqn.export import refuse_distributional
 from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
 from trainer.core.policy_description import (
     DISTRIBUTION,
@@ -19,8 +20,9 @@ from trainer.torch_rl.export_layers import encoder_layers, head_layers, refuse_u
 
 def describe_torch(module: DefaultDQNTorchRLModule, description: PolicyDescription) -> None:
     """Fills `description` with the module's Q-network (not its target); an ExportError for a
-    subclass or an encoder other than an MLP."""
+    subclass or an encoder other than an MLP, an `UnsupportedExport` for `num_atoms` > 1."""
     refuse_unless_exactly(module, DefaultDQNTorchRLModule)
+    refuse_distributional(module.num_atoms)
     spec = description.spec
     spec[ENCODER] = encoder_layers(module.encoder, "encoder", description)
     if module.uses_dueling:

@@ -17,11 +17,18 @@ copies weights from one to the other and compares the Q-values and the learners'
 
 The model config carries DQN's settings as RLlib's `DQNConfig` adds them: `dueling`, `double_q`
 (with it `_forward_train` also returns the online network's Q-values of the next observations)
-and `num_atoms` (only 1: the numpy DQN has no distributional Q-learning either; a larger value
-is refused). `epsilon` and the noisy-network keys are accepted and not read: exploration is the
-EnvRunners' (the config's `EpsilonGreedy`, as for the numpy module), so `forward_exploration`
-returns the Q-values as `Columns.ACTION_DIST_INPUTS` (greedy = argmax) where RLlib's module
-draws the epsilon-greedy actions itself.
+and `num_atoms`, `v_min`, `v_max`: with `num_atoms` > 1 the Q-network is distributional, as
+RLlib's: `af` has `num_actions * num_atoms` outputs, the logits `(B, num_actions, num_atoms)`
+over the support z = linspace(v_min, v_max, num_atoms) (`"atoms"`), their softmax over the atoms
+(`"qf_probs"`) and the Q-values sum(z * probs) (`"qf_preds"`); with `dueling`, RLlib's logits:
+the advantage logits centred over the atoms plus V(s) broadcast over actions and atoms (a
+constant per row, which the softmax cancels: the value stream changes no Q-value there, in
+RLlib's module as here). `_forward_train` then returns RLlib's `atoms`, `qf_logits`,
+`qf_probs` and `qf_target_next_probs` too. `epsilon` and the noisy-network keys (`noisy`,
+`std_init`) are accepted and not read, as RLlib 2.60's module reads neither noisy key (it has no
+noisy layers): exploration is the EnvRunners' (the config's `EpsilonGreedy`, as for the numpy
+module), so `forward_exploration` returns the Q-values as `Columns.ACTION_DIST_INPUTS` (greedy =
+argmax) where RLlib's module draws the epsilon-greedy actions itself.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.algorithms.dqn.q_module import QModule
+from trainer.algorithms.dqn.q_module import QModule, check_support
 from trainer.capabilities import DQN_VARIANTS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
@@ -110,19 +117,12 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             self.model_config = dataclasses.asdict(self.model_config)
         given = dict(self.model_config or {})
         dqn_settings = {key: given.pop(key, default) for key, default in DQN_MODEL_KEYS.items()}
-        if dqn_settings["num_atoms"] != 1:
-            raise UnsupportedValue(
-                f"{where}: model_config['num_atoms']={dqn_settings['num_atoms']!r}: only 1 is "
-                "supported (distributional Q-learning, num_atoms > 1, is not implemented here, "
-                "for numpy or torch)",
-                DQN_VARIANTS,
-            )
-        if dqn_settings["noisy"]:
-            raise UnsupportedValue(
-                f"{where}: model_config['noisy']=True: noisy networks are not implemented "
-                "here; explore with EpsilonGreedy (the default)",
-                DQN_VARIANTS,
-            )
+        check_support(
+            dqn_settings["num_atoms"],
+            dqn_settings["v_min"],
+            dqn_settings["v_max"],
+            f"{where}: model_config",
+        )
         config = check_model_config(given, setting=f"{where} model_config")
         #: The checked model config, DQN's settings taken out (the numpy update's QModule is
         #: built from it).
@@ -135,13 +135,16 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             )
         self.uses_dueling = bool(dqn_settings["dueling"])
         self.uses_double_q = bool(dqn_settings["double_q"])
-        self.num_atoms = 1
+        self.num_atoms = int(dqn_settings["num_atoms"])
+        if self.num_atoms > 1:  # as RLlib's module: the support's ends only where it has one
+            self.v_min = float(dqn_settings["v_min"])
+            self.v_max = float(dqn_settings["v_max"])
         self.action_dist_cls = TorchCategorical
         self._encode_obs = ObservationEncoding(self.observation_space, where)
         self.encoder = encoder_factory(self.observation_space, self._encode_obs.dim, config)()
         features = int(self.encoder.output_dim)
         n_actions = int(self.action_space.n)
-        self.af = MLPHead(features, n_actions, config)
+        self.af = MLPHead(features, n_actions * self.num_atoms, config)
         if self.uses_dueling:
             self.vf = MLPHead(features, 1, config)
         # The learner's module holds its target networks from the start (RLlib's learner makes
@@ -159,6 +162,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
                 SpaceInfo.from_spaces(self.observation_space, self.action_space),
                 self._config,
                 dueling=self.uses_dueling,
+                **self.support_settings(),
                 seed=seed,
             )
         except (ValueError, TypeError, KeyError):
@@ -180,6 +184,13 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             for name, value in values.items():
                 params[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
         self.make_target_networks()
+
+    def support_settings(self) -> dict[str, Any]:
+        """`num_atoms`, `v_min` and `v_max` as the numpy `QModule` takes them; none with one
+        atom (the QModule's defaults, where the support changes nothing)."""
+        if self.num_atoms == 1:
+            return {}
+        return {"num_atoms": self.num_atoms, "v_min": self.v_min, "v_max": self.v_max}
 
     # -- InferenceOnlyAPI / TargetNetworkAPI ---------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:
@@ -213,7 +224,8 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         ]
 
     def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
-        """The target networks' Q-values of `batch[Columns.OBS]` (`{"qf_preds": ...}`)."""
+        """The target networks' Q-values of `batch[Columns.OBS]` (`{"qf_preds": ...}`; with
+        `num_atoms` > 1 also `"atoms"`, `"qf_logits"` and `"qf_probs"`)."""
         return self._qf_forward_helper(
             batch,
             self._target_encoder,
@@ -223,10 +235,23 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
 
     # -- QNetAPI -------------------------------------------------------------------------------
     def compute_q_values(self, batch: dict[str, Any]) -> dict[str, Any]:
-        """The Q-values `(B, num_actions)` of `batch[Columns.OBS]` under `"qf_preds"`."""
+        """The Q-values `(B, num_actions)` of `batch[Columns.OBS]` under `"qf_preds"`; with
+        `num_atoms` > 1 also RLlib's `"atoms"` (the support), `"qf_logits"` and `"qf_probs"`
+        `(B, num_actions, num_atoms)`."""
         return self._qf_forward_helper(
             batch, self.encoder, self.af, self.vf if self.uses_dueling else None
         )
+
+    def compute_advantage_distribution(self, batch: Any) -> dict[str, Any]:
+        """RLlib's (num_atoms > 1): the Q (or advantage) head's outputs `batch` `(...,
+        num_actions * num_atoms)` as the support (`"atoms"`), the logits `(..., num_actions,
+        num_atoms)` (`"logits"`) and their softmax over the atoms (`"probs"`)."""
+        z = torch.arange(0.0, self.num_atoms, dtype=torch.float32, device=batch.device)
+        z = self.v_min + z * (self.v_max - self.v_min) / float(self.num_atoms - 1)
+        logits = torch.reshape(
+            batch, shape=(*batch.shape[:-1], int(self.action_space.n), self.num_atoms)
+        )
+        return {ATOMS: z, "logits": logits, "probs": nn.functional.softmax(logits, dim=-1)}
 
     def _qf_forward_helper(
         self,
@@ -237,12 +262,34 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     ) -> dict[str, Any]:
         features = encoder(self._encode_obs(batch[Columns.OBS], like=af.net.mlp[0].weight))
         af_out = af(features)
+        if self.num_atoms > 1:
+            return self._distribution_forward(af_out, None if vf is None else vf(features))
         if vf is None:
             return {QF_PREDS: af_out}
         # As RLlib: advantages centred per row (a masked action's -inf left out of the mean),
         # not in place (the graph needs the advantages), then the value broadcast over them.
         af_mean = torch.nan_to_num(af_out, neginf=torch.nan).nanmean(dim=-1, keepdim=True)
         return {QF_PREDS: af_out - af_mean + vf(features)}
+
+    def _distribution_forward(self, af_out: torch.Tensor, vf_out: torch.Tensor | None) -> dict:
+        """RLlib's distributional Q-values from the head's outputs (see the module
+        docstring)."""
+        distribution = self.compute_advantage_distribution(af_out)
+        z = distribution[ATOMS]
+        if vf_out is None:
+            logits, probs = distribution["logits"], distribution["probs"]
+        else:
+            # As RLlib: the advantage logits centred over the atoms, plus V broadcast.
+            af_logits = distribution["logits"]
+            logits = af_logits - af_logits.mean(dim=-1, keepdim=True)
+            logits = logits + vf_out.view(-1, *((1,) * (logits.dim() - 1)))
+            probs = nn.functional.softmax(logits, dim=-1)
+        return {
+            QF_PREDS: torch.sum(z * probs, dim=-1),
+            ATOMS: z,
+            QF_LOGITS: logits,
+            QF_PROBS: probs,
+        }
 
     # -- forward passes ------------------------------------------------------------------------
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -263,21 +310,32 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             both = torch.cat(
                 [torch.as_tensor(batch[Columns.OBS]), torch.as_tensor(batch[Columns.NEXT_OBS])]
             )
-            q_values = self.compute_q_values({Columns.OBS: both})[QF_PREDS]
-            output[QF_PREDS], output[QF_NEXT_PREDS] = torch.chunk(q_values, 2, dim=0)
+            qf_outs = self.compute_q_values({Columns.OBS: both})
+            output[QF_PREDS], output[QF_NEXT_PREDS] = torch.chunk(qf_outs[QF_PREDS], 2, dim=0)
         else:
-            output[QF_PREDS] = self.compute_q_values({Columns.OBS: batch[Columns.OBS]})[QF_PREDS]
+            qf_outs = self.compute_q_values({Columns.OBS: batch[Columns.OBS]})
+            output[QF_PREDS] = qf_outs[QF_PREDS]
         # No gradient reaches the target networks (their parameters do not require one).
-        output[QF_TARGET_NEXT_PREDS] = self.forward_target({Columns.OBS: batch[Columns.NEXT_OBS]})[
-            QF_PREDS
-        ]
+        target_outs = self.forward_target({Columns.OBS: batch[Columns.NEXT_OBS]})
+        output[QF_TARGET_NEXT_PREDS] = target_outs[QF_PREDS]
+        if self.num_atoms > 1:
+            # RLlib's: the logits and probabilities of the whole online pass (with double_q,
+            # of the observations, then the next observations), the target's probabilities.
+            output[ATOMS] = target_outs[ATOMS]
+            output[QF_LOGITS] = qf_outs[QF_LOGITS]
+            output[QF_PROBS] = qf_outs[QF_PROBS]
+            output[QF_TARGET_NEXT_PROBS] = target_outs[QF_PROBS]
         return output
 
 
 __all__ = [
+    "ATOMS",
     "DQN_MODEL_KEYS",
     "DefaultDQNTorchRLModule",
+    "QF_LOGITS",
     "QF_NEXT_PREDS",
     "QF_PREDS",
+    "QF_PROBS",
     "QF_TARGET_NEXT_PREDS",
+    "QF_TARGET_NEXT_PROBS",
 ]
