@@ -71,11 +71,35 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "DQNTorchLearner (TD errors, results)",
         "the TD errors return in the update's results for the algorithm to set priorities (not "
-        "logged as an item_series metric); the gradient norm is reported as "
-        "gradients_adam_global_norm, the numpy DQN's key; multi-agent torch DQN is refused",
+        "logged as an item_series metric; with num_atoms > 1, the per-row cross-entropies, as "
+        "RLlib's); the gradient norm is reported as gradients_adam_global_norm, the numpy "
+        "DQN's key; multi-agent torch DQN is refused",
         "the one-learner data flow of the numpy DQN, whose results the torch learner's match "
         "key for key "
         "(tests/test_torch_dqn.py::test_the_torch_learner_takes_the_numpy_learners_step)",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQN's distributional projection (num_atoms > 1)",
+        "the target distribution's atom indices are clipped to [0, num_atoms - 1] and summed "
+        "per atom (tests/test_dqn_distributional.py::test_the_projection_is_rllibs_on_random_"
+        "inputs: the same values)",
+        "RLlib's one-hot of ceil(b) fails where float rounding puts b past the last atom",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "DQNConfig.validate (num_atoms > 1, v_min >= v_max)",
+        "a ConfigError naming both ends "
+        "(tests/test_dqn_distributional.py::test_bad_values_are_config_errors_naming_the_setting)",
+        "RLlib checks neither, and its projection then divides by a support of no width",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "Algorithm.export_policy_model(onnx=...) of a distributional DQN (num_atoms > 1)",
+        "refused with UnsupportedExport (a NotSupported) naming num_atoms; the numpy export too; "
+        "export_policy_checkpoint writes RLlib's module",
+        "the ONNX graph and the numpy reader here carry one Q-value per action; RLlib exports "
+        "the torch module with torch.onnx",
         BEHAVIOUR,
     ),
 )

@@ -222,10 +222,8 @@ class DQNConfig(AlgorithmConfig):
     ) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
-        type's defaults). `v_min` must stay below `v_max` (checked here when either is given,
-        against the other's current value: move both in one call)."""
-        if v_min is not NotProvided or v_max is not NotProvided:
-            self._check_support_before(v_min, v_max)
+        type's defaults). With `num_atoms > 1`, `v_min` must be below `v_max` (checked by
+        `validate()`, so that the two can be set in either order)."""
         super().training(**kwargs)
         if replay_buffer_config is not NotProvided:
             replay_buffer_config = updated_buffer_config(
@@ -251,37 +249,23 @@ class DQNConfig(AlgorithmConfig):
             },
         )
 
-    def _check_support_before(self, v_min: Any, v_max: Any) -> None:
-        """`training()`'s check of the support's ends as they would be after the call, before
-        it changes anything (a value that is no finite number is left to its own check)."""
-        given = {"v_min": v_min, "v_max": v_max}
-        where = f"{type(self).__name__}.training(" + ", ".join(
-            f"{name}={value!r}" for name, value in given.items() if value is not NotProvided
-        )
-        new = {
-            name: getattr(self, name) if value is NotProvided else value
-            for name, value in given.items()
-        }
-        if all(finite_number(value) is None for value in new.values()):
-            self._check_support(f"{where})", new["v_min"], new["v_max"])
-
-    def _check_support(self, where: str, v_min: Any = None, v_max: Any = None) -> None:
-        """A ConfigError unless v_min < v_max (the distributional support's ends; the
-        search spaces of a Tune grid are checked per trial); by default the config's."""
-        if v_min is None or v_max is None:
-            v_min, v_max = self.v_min, self.v_max
-        if is_search_space(v_min) or is_search_space(v_max):
+    def _check_support(self, where: str) -> None:
+        """With `num_atoms > 1`, a ConfigError unless v_min < v_max (the distributional
+        support's ends; the search spaces of a Tune grid are checked per trial). RLlib checks
+        neither; its projection would divide by a support of width zero or less."""
+        v_min, v_max, num_atoms = self.v_min, self.v_max, self.num_atoms
+        if any(is_search_space(value) for value in (v_min, v_max, num_atoms)) or num_atoms == 1:
             return
         if not v_min < v_max:
             raise ConfigError(
                 f"{where}: v_min={v_min!r}, v_max={v_max!r}: v_min must be < v_max (the "
-                "support of the distributional Q-head runs from v_min to v_max; move both in "
-                "one training() call)"
+                f"support of the distributional Q-head, num_atoms={num_atoms}, runs from v_min "
+                "to v_max)"
             )
 
     def validate(self) -> None:
         super().validate()
-        self._check_support(f"{type(self).__name__}")
+        self._check_support(f"{type(self).__name__}.training()")
         if self.uses_torch:
             if self.is_multi_agent:
                 raise ConfigError(
