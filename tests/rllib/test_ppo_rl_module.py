@@ -4,8 +4,7 @@
 # - `env_names` leave out "ale_py:ALE/Breakout-v5" (Atari: ale_py is not installed here).
 # - `get_preprocessor` (old API stack) is a local identity preprocessor: RLlib's is one for
 #   CartPole's and Pendulum's Box observations (`NoPreprocessor`).
-# - `tree.map_structure` (dm-tree, not installed here) is a small local function over dicts,
-#   and `convert_to_torch_tensor` a local function with RLlib's float64 -> float32 cast.
+# - `tree.map_structure` (dm-tree, not installed here) is a small local function over dicts.
 # - `ray.init()` / `ray.shutdown()` start and end this project's named-objects registry.
 import itertools
 import unittest
@@ -22,18 +21,9 @@ from trainer.algorithms.ppo.torch_module import (  # was: ray.rllib.algorithms.p
 from trainer.compat.rllib_utils import Columns  # was: from ray.rllib.core.columns import ...
 from trainer.core.models import DefaultModelConfig  # was: ...rl_module.default_model_config
 from trainer.torch_rl.rl_module import to_numpy as convert_to_numpy  # was: ...utils.numpy
-from trainer.torch_rl.rl_module import to_tensor
-
-
-def convert_to_torch_tensor(x):  # was: from ray.rllib.utils.torch_utils import ...
-    """RLlib's conversion: numpy arrays (and dicts of them) to tensors, float64 as float32;
-    None and object arrays are left as they are."""
-    if isinstance(x, dict):
-        return {key: convert_to_torch_tensor(value) for key, value in x.items()}
-    if x is None or (isinstance(x, np.ndarray) and x.dtype == object):
-        return x
-    tensor = to_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
-    return tensor.float() if tensor.dtype == torch.float64 else tensor
+from trainer.torch_rl.torch_utils import (  # was: from ray.rllib.utils.torch_utils import ...
+    convert_to_torch_tensor,
+)
 
 
 class tree:  # was: import tree (dm-tree)

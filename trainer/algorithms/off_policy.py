@@ -6,8 +6,8 @@ go into `local_replay_buffer`; once `num_steps_sampled_before_learning_starts` e
 sampled, the learner takes `train_batch_size` n-step transitions from the buffer per update, the
 priorities follow the TD errors its update returns (under `TD_ERROR_KEY`), and the new weights
 go to the EnvRunners. `training_intensity` sets how many replayed steps are trained on per
-sampled step (RLlib's round-robin weights). A multi-agent run keeps a learner and a buffer per
-module.
+sampled step (RLlib's round-robin weights, `calculate_rr_weights`). A multi-agent run keeps a
+learner and a buffer per module.
 
 A subclass builds its learner (and the buffer, `make_replay_buffer`) in `setup_learner`; its
 learner's `update(batch, num_env_steps_sampled_lifetime=...)` takes `as_train_batch`'s batch.
@@ -42,21 +42,24 @@ from trainer.metrics import (
 from trainer.util.state_checks import check_loads
 
 
-def round_robin_weights(config: Any) -> tuple[int, int]:
-    """(sampling rounds, training rounds) per training step, as RLlib computes them: the natural
-    ratio of replayed to sampled steps is train_batch_size / (fragment * envs * (runners + 1));
-    `training_intensity` asks for another ratio."""
+def calculate_rr_weights(config: Any) -> list[int]:
+    """RLlib's round-robin weights of a training step (`ray.rllib.algorithms.dqn.dqn.
+    calculate_rr_weights`): [sampling rounds, training rounds]. Without `training_intensity`
+    [1, 1]; else it is the ratio of replayed to sampled steps asked for, against the natural
+    ratio total_train_batch_size / (rollout fragment * envs per runner * (runners + 1)): below
+    the natural ratio several sampling rounds per training round, above it several training
+    rounds per sampling round (rounded half to even)."""
     if not config.training_intensity:
-        return 1, 1
-    native_ratio = config.train_batch_size / (
+        return [1, 1]
+    native_ratio = config.total_train_batch_size / (
         config.get_rollout_fragment_length()
         * config.num_envs_per_env_runner
         * max(config.num_env_runners + 1, 1)
     )
     weight = config.training_intensity / native_ratio
     if weight < 1:
-        return int(round(1 / weight)), 1
-    return 1, int(round(weight))
+        return [round(1 / weight), 1]
+    return [1, round(weight)]
 
 
 class OffPolicyAlgorithm(Algorithm):
@@ -73,7 +76,7 @@ class OffPolicyAlgorithm(Algorithm):
 
     def training_step(self) -> None:
         config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer
-        sampling_rounds, training_rounds = round_robin_weights(config)
+        sampling_rounds, training_rounds = calculate_rr_weights(config)
         # 1. Sample with the current weights and store the steps in the replay buffer.
         for _ in range(sampling_rounds):
             with metrics.log_time((TIMERS, "env_runner_sampling_timer")):

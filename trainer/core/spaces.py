@@ -4,7 +4,8 @@
 A *struct* is a dict, tuple or list of leaves (a `gym.spaces.Dict` or `Tuple` sample); anything else is a
 leaf. `batch` turns a list of structs into one struct of arrays with a leading batch axis;
 `get_dummy_batch_for_space` makes filler data of a space's shape; `space_to_dict` /
-`space_from_dict` carry a space as plain data (checkpoints hold no pickles).
+`space_from_dict` carry a space as plain data (checkpoints hold no pickles). `Simplex` is RLlib's
+space of probability vectors (`ray.rllib.utils.spaces.simplex`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = [
+    "Simplex",
     "batch",
     "get_base_struct_from_space",
     "get_dummy_batch_for_space",
@@ -125,10 +127,74 @@ def one_hot_multidiscrete(x: Any, depths: Any) -> np.ndarray:
     )
 
 
+# -- RLlib's Simplex space ---------------------------------------------------------------------
+class Simplex(gym.Space[np.ndarray]):
+    """RLlib's `Simplex` (`ray.rllib.utils.spaces.simplex`): probability vectors along the last
+    axis of `shape` (each in [0, 1], summing to 1), e.g. `Simplex((3, 4))` holds 3 independent
+    4-way distributions. `sample()` draws each vector from a Dirichlet distribution with
+    `concentration` (one value per entry of the last axis; default all ones: uniform on the
+    simplex), from the space's own generator (`seed()`) where RLlib draws from numpy's global
+    one. `contains` also checks that no entry is negative (RLlib checks only shape and sums)."""
+
+    def __init__(self, shape: tuple | list, concentration: Any = None, dtype: Any = np.float32):
+        if not isinstance(shape, (tuple, list)):
+            raise TypeError(f"Simplex: shape must be a tuple or list, not {shape!r}")
+        super().__init__(tuple(shape), dtype)
+        self.dim = int(shape[-1])
+        if concentration is None:
+            self.concentration = np.ones(self.dim, dtype=np.int64)  # RLlib's default: ints
+        else:
+            self.concentration = np.asarray(concentration)
+            if self.concentration.shape[0] != self.dim:
+                raise ValueError(
+                    f"Simplex: concentration has {self.concentration.shape[0]} entries, the "
+                    f"last axis of shape={tuple(shape)} {self.dim}"
+                )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape  # type: ignore[return-value]
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        """Vectors drawn from Dirichlet(`concentration`), in the space's shape and dtype."""
+        if mask is not None or probability is not None:
+            raise ValueError("Simplex.sample: masks and probabilities are not supported")
+        drawn = self.np_random.dirichlet(self.concentration, size=self.shape[:-1])
+        return drawn.astype(self.dtype)
+
+    def contains(self, x: Any) -> bool:
+        """Whether `x` has the space's shape, no negative entry and sums to 1 (within
+        `np.allclose`) along its last axis."""
+        x = np.asarray(x)
+        return bool(
+            x.shape == self.shape
+            and np.all(x >= 0)
+            and np.allclose(np.sum(x, axis=-1), np.ones_like(x[..., 0]))
+        )
+
+    def to_jsonable(self, sample_n: Any) -> list:
+        return np.array(sample_n).tolist()
+
+    def from_jsonable(self, sample_n: Any) -> list[np.ndarray]:
+        return [np.asarray(sample) for sample in sample_n]
+
+    def __repr__(self) -> str:
+        return f"Simplex({self.shape}; {self.concentration})"
+
+    def __eq__(self, other: Any) -> bool:
+        return (
+            isinstance(other, Simplex)
+            and self.shape == other.shape
+            and np.allclose(self.concentration, other.concentration)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 # -- spaces as plain data ----------------------------------------------------------------------
 def space_to_dict(space: gym.Space | None) -> dict | None:
     """A space as JSON/msgpack data (`space_from_dict` rebuilds it). Supported: Box, Discrete,
-    MultiDiscrete, MultiBinary, Text, and Dict/Tuple of these."""
+    MultiDiscrete, MultiBinary, Text, Simplex, and Dict/Tuple of these."""
     if space is None:
         return None
     if isinstance(space, gym.spaces.Box):
@@ -147,6 +213,13 @@ def space_to_dict(space: gym.Space | None) -> dict | None:
         return {"space": "multi-binary", "n": np.asarray(space.n).tolist()}
     if isinstance(space, gym.spaces.Text):
         return {"space": "text", "min_length": space.min_length, "max_length": space.max_length}
+    if isinstance(space, Simplex):
+        return {
+            "space": "simplex",
+            "shape": list(space.shape),
+            "concentration": space.concentration.tolist(),
+            "dtype": np.dtype(space.dtype).str,
+        }
     if isinstance(space, gym.spaces.Dict):
         return {
             "space": "dict",
@@ -156,7 +229,7 @@ def space_to_dict(space: gym.Space | None) -> dict | None:
         return {"space": "tuple", "spaces": [space_to_dict(sub) for sub in space.spaces]}
     raise TypeError(
         f"space_to_dict: {type(space).__name__} spaces are not supported "
-        "(Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict, Tuple are)"
+        "(Box, Discrete, MultiDiscrete, MultiBinary, Text, Simplex, Dict, Tuple are)"
     )
 
 
@@ -183,6 +256,10 @@ def _space_from(data: dict) -> gym.Space:
         return gym.spaces.MultiBinary(data["n"])
     if kind == "text":
         return gym.spaces.Text(data["max_length"], min_length=data["min_length"])
+    if kind == "simplex":
+        return Simplex(
+            tuple(data["shape"]), np.asarray(data["concentration"]), np.dtype(data["dtype"])
+        )
     if kind == "dict":
         return gym.spaces.Dict({key: _space_from(sub) for key, sub in data["spaces"].items()})
     if kind == "tuple":

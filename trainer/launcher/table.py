@@ -169,6 +169,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
+    "ray.rllib.utils.torch_utils": ("trainer.torch_rl.torch_utils",),
     # RLlib's Learner base and its names (DEFAULT_OPTIMIZER, LR_KEY, ...): framework-free.
     "ray.rllib.core.learner.learner": ("trainer.core.learner",),
     # Catalogs: names a spec carries (an algorithm's on its default module); no model builders.
@@ -238,6 +239,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
     "ray.rllib.utils.images": ("trainer.util.images",),
     "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
+    "ray.rllib.utils.spaces.simplex": ("trainer.core.spaces",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
     "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
@@ -323,7 +325,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.testing": Unavailable(TORCH),
-    "ray.rllib.utils.torch_utils": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),
     # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
     # these need what is not here; any other is a gap.
@@ -492,6 +493,10 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
                 "ReplayMode",
             )
         },
+    },
+    # The old stack's multi-GPU towers of a TorchPolicy.
+    "ray.rllib.utils.torch_utils": {
+        "concat_multi_gpu_td_errors": Unavailable(OLD_API_STACK, "the new stack's learners"),
     },
     "ray.rllib.utils.framework": {
         "get_device": Unavailable(TORCH),

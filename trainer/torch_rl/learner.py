@@ -39,7 +39,6 @@ from trainer.core.blas import user_sized_pools
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER,
     LR_KEY,
-    SMALL_NUMBER,
     Learner,
     LearnerConfig,
     LearningRate,
@@ -52,6 +51,7 @@ from trainer.metrics import ALL_MODULES
 from trainer.metrics.metrics_logger import MetricsLogger
 from trainer.torch_rl.module_group import TorchModuleGroup
 from trainer.torch_rl.rl_module import TorchRLModule
+from trainer.torch_rl.torch_utils import clip_gradients
 from trainer.util.imports import collector_paused
 from trainer.util.state_checks import (
     StateError,
@@ -130,47 +130,6 @@ def global_norm(gradients: list[torch.Tensor]) -> float:
     # One call for every tensor's norm (torch's per-tensor norm, without a Python loop).
     norms = torch.stack(torch._foreach_norm([g.detach() for g in gradients]))
     return float(torch.linalg.vector_norm(norms))
-
-
-def clip_gradients(gradients: ParamDict, *, grad_clip: float | None, grad_clip_by: str) -> None:
-    """Clips `gradients` in place as RLlib's torch learner does (`torch_utils.clip_gradients`):
-    "value" clips each element to [-grad_clip, grad_clip]; "norm" scales each tensor whose L2
-    norm exceeds grad_clip down to it; "global_norm" scales all of them by
-    grad_clip / max(global norm + 1e-6, grad_clip). None: no clipping."""
-    if grad_clip is None:
-        return
-    if grad_clip_by == "value":
-        for name, grad in gradients.items():
-            gradients[name] = torch.clip(grad, -grad_clip, grad_clip)
-    elif grad_clip_by == "norm":
-        for grad in gradients.values():
-            norm = torch.linalg.vector_norm(grad).nan_to_num(neginf=-10e8, posinf=10e8)
-            if norm > grad_clip:
-                grad.mul_(grad_clip / norm)
-    elif grad_clip_by == "global_norm":
-        grads = list(gradients.values())
-        if not grads:
-            return
-        # Each tensor's norm, then all of them scaled, in one call each (the per-tensor
-        # kernels, without a Python loop over the tensors).
-        detached = [g.detach() for g in grads]
-        norms = torch.stack(torch._foreach_norm(detached)).nan_to_num(neginf=-10e8, posinf=10e8)
-        total = torch.linalg.vector_norm(norms).nan_to_num(neginf=-10e8, posinf=10e8)
-        # A coefficient in (0, 1]: below grad_clip the gradients stay as they are.
-        coefficient = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
-        torch._foreach_mul_(detached, coefficient)
-    else:
-        raise ValueError(
-            f"grad_clip_by={grad_clip_by!r}: must be one of 'value', 'norm', 'global_norm'"
-        )
-
-
-def explained_variance(targets: torch.Tensor, predictions: torch.Tensor) -> torch.Tensor:
-    """RLlib's `torch_utils.explained_variance`: max(-1, 1 - var(y - pred) / (var(y) + 1e-6)),
-    with torch's (unbiased) variance."""
-    targets = targets.squeeze()
-    residual_var = torch.var(targets - predictions.squeeze(), dim=0)
-    return torch.clamp(1 - residual_var / (torch.var(targets, dim=0) + SMALL_NUMBER), min=-1.0)
 
 
 def to_train_tensors(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import torch
 
 from trainer.core.apis import QNetAPI, TargetNetworkAPI
 from trainer.torch_rl.runner_view import TorchModuleView
+from trainer.torch_rl.torch_utils import update_target_network as polyak_update
 
 
 def make_target_network(main_net: torch.nn.Module) -> torch.nn.Module:
@@ -27,16 +28,9 @@ def make_target_network(main_net: torch.nn.Module) -> torch.nn.Module:
 def update_target_network(
     *, main_net: torch.nn.Module, target_net: torch.nn.Module, tau: float
 ) -> None:
-    """`target = tau * main + (1 - tau) * target`, parameter by parameter (tau=1.0: a copy)."""
-    if not 0.0 <= tau <= 1.0:
-        raise ValueError(f"update_target_network(tau={tau!r}): tau must be in [0.0, 1.0]")
-    with torch.no_grad():
-        main_state = main_net.state_dict()
-        for name, target_value in target_net.state_dict().items():
-            if target_value.is_floating_point():
-                target_value.mul_(1.0 - tau).add_(main_state[name], alpha=tau)
-            else:
-                target_value.copy_(main_state[name])
+    """`target = tau * main + (1 - tau) * target`, parameter by parameter (tau=1.0: a copy;
+    `trainer.torch_rl.torch_utils.update_target_network`, RLlib's positional form)."""
+    polyak_update(main_net, target_net, tau)
 
 
 def with_target_networks(module: Any, learner: str, algorithm: str) -> Any:

@@ -3,7 +3,8 @@
 The training step is the off-policy loop (`trainer.algorithms.off_policy`, RLlib's new-stack
 DQN loop): the EnvRunners sample `rollout_fragment_length` steps per sub-env ("auto" =
 `n_step`) into the replay buffer, and the learner (`dqn_learner.py`) trains on n-step
-transitions replayed from it.
+transitions replayed from it. `calculate_rr_weights` (RLlib's name here) sets how many sampling
+and training rounds a step runs from `training_intensity`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
 from trainer.algorithms.off_policy import OffPolicyAlgorithm
+from trainer.algorithms.off_policy import (  # RLlib's dqn.dqn name, shared with SAC
+    calculate_rr_weights as calculate_rr_weights,
+)
 from trainer.algorithms.replay import (
     BUFFER_DEFAULTS,
     buffer_fits_agents,

@@ -13,7 +13,8 @@ from trainer.algorithms.marwil.marwil_learner import MOVING_AVG_KEY, MovingAvera
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.offline import columns as C
-from trainer.torch_rl.learner import TorchLearner, explained_variance
+from trainer.torch_rl.learner import TorchLearner
+from trainer.torch_rl.torch_utils import explained_variance
 
 
 class MARWILTorchLearner(MovingAverageState, TorchLearner):

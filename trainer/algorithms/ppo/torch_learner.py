@@ -55,7 +55,7 @@ from trainer.core.obs_tree import (
 from trainer.core.recurrent import chunk_prev_actions, chunk_prev_rewards
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
-from trainer.torch_rl.learner import TorchLearner, explained_variance, to_train_tensors
+from trainer.torch_rl.learner import TorchLearner, to_train_tensors
 from trainer.torch_rl.numpy_twin import NumpyTwinHost
 from trainer.torch_rl.rl_module import to_numpy
 from trainer.torch_rl.sequences import (
@@ -64,6 +64,7 @@ from trainer.torch_rl.sequences import (
     sequence_states_in,
     split_and_zero_pad,
 )
+from trainer.torch_rl.torch_utils import explained_variance
 from trainer.util import seeding
 
 if TYPE_CHECKING:

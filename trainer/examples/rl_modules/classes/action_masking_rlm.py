@@ -20,10 +20,7 @@ import torch
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.rl_module import RLModule
-
-#: RLlib's `torch_utils.FLOAT_MIN`, its value: the logit a masked-out action gets (log(0)
-#: clamped to it, so the logits stay finite).
-FLOAT_MIN = -3.4e38
+from trainer.torch_rl.torch_utils import FLOAT_MIN
 
 _MASK_KEY = "action_mask"
 _OBS_KEY = "observations"
