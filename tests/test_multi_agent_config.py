@@ -101,6 +101,18 @@ def test_multi_agent_refuses_bad_values_naming_setting_and_value(kwargs, message
         PPOConfig().multi_agent(**kwargs)
 
 
+def test_a_mapping_fn_of_the_old_stack_is_taken_and_refused_when_validated():
+    """RLlib takes any callable; its episodes call it as fn(agent_id, episode), so a signature
+    that needs a third argument (the old stack's `worker`) fails at the first step there: here,
+    at `validate()`, saying so."""
+    config = PPOConfig().multi_agent(
+        policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, worker, **kw: "p0"
+    )
+    assert config.policy_mapping_fn("a", None, None) == "p0"
+    with pytest.raises(ConfigError, match=r"called with 2 argument\(s\); this one's signature"):
+        config.environment("CartPole-v1").validate()
+
+
 def test_unknown_and_old_stack_multi_agent_keywords():
     with pytest.raises(UnknownSettingError, match="policy_mapping_function"):
         PPOConfig().multi_agent(policy_mapping_function=map_by_agent)
@@ -380,5 +392,9 @@ def test_the_default_module_spec_round_trips_through_rl_module():
     assert again.model["fcnet_hiddens"] == [4]
     dqn_spec = DQNConfig().get_rl_module_spec(env=env)
     assert dqn_spec.module_class is QModule and dqn_spec.build().dueling is True
-    with pytest.raises(ConfigError, match="custom RLModules are not supported yet in single"):
-        DQNConfig().rl_module(rl_module_spec=spec)  # PPO's module is not DQN's
+    # PPO's module is not DQN's: taken by rl_module() (RLlib takes any class), refused by
+    # validate(), and RLlib's merged spec names it.
+    config = DQNConfig().environment("CartPole-v1").rl_module(rl_module_spec=spec)
+    assert config.rl_module_spec.module_class is PolicyModule
+    with pytest.raises(ConfigError, match="RLModules other than TorchRLModule subclasses"):
+        config.validate()

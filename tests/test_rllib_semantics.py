@@ -266,10 +266,6 @@ class MyTorchModule:
 @pytest.mark.parametrize(
     "spec, message",
     [
-        (
-            RLModuleSpec(module_class=MyTorchModule),
-            r"module_class=MyTorchModule is not supported: custom RLModules are not supported yet",
-        ),
         (RLModuleSpec(catalog_class=MyTorchModule), r"catalog_class=MyTorchModule"),
         (RLModuleSpec(model_config={"fcnet_hiddens": [0]}), r"list of positive ints"),
         ({"module_class": None}, r"must be an RLModuleSpec"),
@@ -278,6 +274,17 @@ class MyTorchModule:
 def test_rl_module_spec_refusals_say_why(spec, message):
     with pytest.raises(ConfigError, match=message):
         PPOConfig().rl_module(rl_module_spec=spec)
+
+
+def test_a_module_class_that_cannot_run_is_taken_and_refused_by_validate():
+    """RLlib's rl_module() takes any class; validate() refuses one that cannot train here."""
+    config = PPOConfig().environment("CartPole-v1")
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=MyTorchModule))
+    assert config.rl_module_spec.module_class is MyTorchModule
+    with pytest.raises(
+        ConfigError, match=r"module_class=MyTorchModule is not supported: RLModules other than"
+    ):
+        config.validate()
 
 
 def test_learning_rate_schedules_follow_env_steps_sampled():
@@ -302,9 +309,11 @@ def test_get_rl_module_spec_fills_spaces_and_model_config_as_rllib():
 
     from trainer import RLModuleSpec
     from trainer.algorithms.ppo import PPOConfig
+    from trainer.algorithms.ppo.module import PolicyModule
 
     config = PPOConfig().rl_module(rl_module_spec=RLModuleSpec(model_config={"fcnet_hiddens": [8]}))
-    assert config.get_default_rl_module_spec().module_class is None
+    assert config.get_default_rl_module_spec().module_class is PolicyModule  # numpy's default
+    assert config.rl_module_spec.model_config == {"fcnet_hiddens": [8]}  # merged, as RLlib
     box, discrete = gym.spaces.Box(0.0, 1.0, (3,)), gym.spaces.Discrete(2)
     spec = config.get_rl_module_spec(spaces={"default_policy": (box, discrete)})
     assert (spec.observation_space, spec.action_space) == (box, discrete)
@@ -313,3 +322,66 @@ def test_get_rl_module_spec_fills_spaces_and_model_config_as_rllib():
     assert config.get_rl_module_spec(env=env).observation_space == env.observation_space
     with pytest.raises(ValueError, match="no observation_space"):
         config.get_rl_module_spec()
+
+
+def test_rllib_config_values_the_builders_take():
+    """Values RLlib's builders take: framework(None) (the default framework here), and
+    learners(local_gpu_idx=None) (read only when a learner asks for a GPU), without a warning
+    at build."""
+    import warnings
+
+    from trainer.algorithms.ppo import PPOConfig
+    from trainer.compat.rllib_settings import IgnoredSettingWarning
+
+    config = PPOConfig().framework("torch").framework(None)
+    assert config.framework_str == "numpy" and not config.uses_torch
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .learners(local_gpu_idx=None)
+    )
+    assert config.local_gpu_idx is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        config.build().stop()
+
+
+def test_a_generic_config_builds_the_algorithm_it_names_with_its_settings():
+    """RLlib's rule: `AlgorithmConfig(algo_class=PPO)` gives its settings to PPO's own config
+    class, whose other settings (PPO's) keep their defaults."""
+    from trainer import PPO, AlgorithmConfig, PPOConfig
+
+    config = (
+        AlgorithmConfig(algo_class=PPO)
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .training(lr=0.12345, train_batch_size=200, minibatch_size=100)
+    )
+    with config.build() as algo:
+        assert isinstance(algo.config, PPOConfig)
+        assert (algo.config.lr, algo.config.train_batch_size) == (0.12345, 200)
+        assert algo.config.clip_param == PPOConfig().clip_param
+        assert algo.train()["num_env_steps_sampled_lifetime"] >= 200
+
+
+def test_a_frozen_config_refuses_writes_as_rllib_does():
+    from trainer import PPOConfig
+    from trainer.errors import ConfigError
+
+    config = PPOConfig().freeze()
+    with pytest.raises(AttributeError, match="Cannot set attribute.+of an already frozen") as e:
+        config.lr = 0.01
+    assert isinstance(e.value, ConfigError)
+
+
+def test_per_module_configs_are_kept_under_rllibs_name():
+    from trainer import PPOConfig
+
+    config = PPOConfig().multi_agent(
+        policies={"m1", "m2"},
+        algorithm_config_overrides_per_module={"m1": PPOConfig.overrides(lr=0.01)},
+    )
+    assert config.get_config_for_module("m1").lr == 0.01
+    assert "m1" in config._per_module_overrides and "m2" not in config._per_module_overrides
+    assert config.get_config_for_module("m2") is config

@@ -291,6 +291,11 @@ class ConfigError(ValueError):
         return (type(self), (str(self), self.capability))
 
 
+class FrozenConfigError(ConfigError, AttributeError):
+    """A setting written on a frozen config (a built Algorithm's): a `ConfigError`, and an
+    `AttributeError` as RLlib raises it."""
+
+
 class UnsupportedSetting(ConfigError, NotSupported):
     """A config setting (or a connector's option) that needs a capability this project does
     not have: a `ConfigError` and a `NotSupported`."""

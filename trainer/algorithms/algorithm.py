@@ -239,7 +239,14 @@ class Algorithm(OldAlgorithmNames):
             )
             config = self.get_default_config().update_from_dict(config)
         elif isinstance(config, AlgorithmConfig):
-            config = config.copy()
+            default = self.get_default_config()
+            if isinstance(default, AlgorithmConfig) and not isinstance(config, type(default)):
+                # RLlib's rule: a generic config (`AlgorithmConfig(algo_class=PPO)`) gives its
+                # settings to the algorithm's own config class, whose other settings keep
+                # their defaults.
+                config = default.update_from_dict(config.to_dict())
+            else:
+                config = config.copy()
         else:
             raise ConfigError(
                 f"{type(self).__name__}(config={config!r}): give an AlgorithmConfig (for example "

@@ -69,6 +69,8 @@ from trainer.errors import UnknownSettingError as UnknownSettingError
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.rl_module import RLModuleSpec
 
 
 class AlgorithmConfig(
@@ -144,8 +146,13 @@ class AlgorithmConfig(
             for name, setting_rule in table.items():
                 setattr(self, name, copy.deepcopy(setting_rule.default))
         self._rllib_given = {}
+        #: The spec `rl_module(rl_module_spec=...)` gave (RLlib's attribute; `rl_module_spec`
+        #: is the default spec updated with it).
+        self._rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = None
         #: The model_config keys an `rl_module(rl_module_spec=...)` gave (merged over the rest).
         self._spec_model: dict[str, Any] = {}
+        #: `get_config_for_module`'s configs of the modules with overrides, by id (RLlib's name).
+        self._per_module_overrides: dict[str, AlgorithmConfig] = {}
         #: Names of the settings a builder call (or from_dict) set, whatever the value: a
         #: default the user chose explicitly can mean more than the same default left alone
         #: (`is_given`).

@@ -748,7 +748,7 @@ def configured_module_states(algorithm: Any) -> dict[Any, dict]:
     (every module it and the learners hold, or its `modules_to_load`), then each
     RLModuleSpec's own `load_state_path`, which takes precedence. Paths are module
     checkpoints, such as an Algorithm checkpoint's `learner_group/learner/rl_module[/<id>]`."""
-    spec = algorithm.config.rl_module_spec
+    spec = algorithm.config.__dict__.get("_rl_module_spec")
     multi_path, modules_to_load, paths = None, None, {}
     if isinstance(spec, MultiRLModuleSpec):
         multi_path, modules_to_load = spec.load_state_path, spec.modules_to_load

@@ -47,7 +47,7 @@ class ModuleChange:
 
     def _apply(self, config: Any) -> None:
         policies = dict(config.policies)
-        current = config.rl_module_spec
+        current = config.__dict__.get("_rl_module_spec")
         multi_class: type = MultiRLModule
         if isinstance(current, MultiRLModuleSpec):
             multi_class = current.multi_rl_module_class
@@ -72,7 +72,7 @@ class ModuleChange:
             overrides = dict(config.algorithm_config_overrides_per_module)
             if overrides.pop(self.module_id, None) is not None:
                 config.algorithm_config_overrides_per_module = overrides
-                config.__dict__["_per_module_configs"] = {}
+                config.__dict__["_per_module_overrides"] = {}
         config.multi_agent(policies=policies)
         # Module states named for loading were loaded when the learners were built.
         config.rl_module(

@@ -96,7 +96,14 @@ def check_policies(v: Any) -> str | None:
 
 
 def check_policy_mapping_fn(v: Any) -> str | None:
-    # Called as fn(agent_id, episode) (`MultiAgentEpisode.module_for`).
+    """Any callable, as RLlib takes it (its signature is checked by `validate()`, with
+    `check_policy_mapping_fn_call`: a config that is never built may hold an old one)."""
+    return None if callable(v) else "a callable (agent_id, episode, **kwargs)"
+
+
+def check_policy_mapping_fn_call(v: Any) -> str | None:
+    """Whether `v` can be called as fn(agent_id, episode), as `MultiAgentEpisode.module_for`
+    calls it (and RLlib's episode too)."""
     return callable_taking(2, "(agent_id, episode, **kwargs)")(v)
 
 
@@ -321,7 +328,7 @@ class MultiAgentSetup:
         """The `MultiRLModuleSpec` of the policies (see
         `AlgorithmConfig.get_multi_rl_module_spec`)."""
         config = self.config
-        current: RLModuleSpec | MultiRLModuleSpec | None = config.rl_module_spec
+        current: RLModuleSpec | MultiRLModuleSpec | None = config.__dict__.get("_rl_module_spec")
         if policies is None:
             policies = self.policies(env=env, spaces=self._with_spec_spaces(current, spaces))
         if isinstance(current, MultiRLModuleSpec):

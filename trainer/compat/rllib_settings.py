@@ -27,7 +27,6 @@ from trainer.capabilities import (
     LEARNER_CONNECTORS,
     OFFLINE,
     OTHER_SETTINGS,
-    TORCH,
 )
 
 DEFAULT_POLICY_ID = "default_policy"
@@ -52,6 +51,8 @@ class NoEffect(_Rule):
     default: Any
     why: str
     fine: Callable[[Any], bool] | None = field(default=None)
+    #: RLlib takes None too (its annotation is Optional), whatever the default's kind.
+    takes_none: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ _LEARNER_DEFAULT_PIECES = Unsupported(
 )
 _AGGREGATORS = NoEffect(0, _ONE_LEARNER)
 _AGGREGATOR_REQUESTS = NoEffect(3, _ONE_LEARNER, fine=lambda v: True)
-_LOCAL_GPU_IDX = NoEffect(0, _GPU)
+#: RLlib reads it only when a learner asks for a GPU (None too, which RLlib takes).
+_LOCAL_GPU_IDX = NoEffect(0, _GPU, fine=lambda v: v is None or v == 0, takes_none=True)
 
 #: builder method -> {setting: NoEffect | Unsupported}
 RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
@@ -335,15 +337,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         ),
         "checkpoint_trainable_policies_only": NoEffect(
             False, "there is one policy, always checkpointed", fine=lambda v: True
-        ),
-    },
-    "rl_module": {
-        # Taken by `AlgorithmConfig.rl_module()` itself: an RLModuleSpec of the default module.
-        "rl_module_spec": Unsupported(
-            None,
-            "pass an RLModuleSpec (without a module_class in single-agent training) or a "
-            "MultiRLModuleSpec of numpy RLModules to rl_module(rl_module_spec=...)",
-            capability=TORCH,
         ),
     },
     "resources": {

@@ -33,13 +33,19 @@ from trainer.algorithms.settings import (
 )
 from trainer.compat.rllib_settings import (
     IgnoredSettingWarning,
+    NoEffect,
     Unsupported,
     methods_of,
     rule,
     rules_of,
     warn_ignored,
 )
-from trainer.errors import ConfigError, UnknownSettingError, refuse_placeholder
+from trainer.errors import (
+    ConfigError,
+    FrozenConfigError,
+    UnknownSettingError,
+    refuse_placeholder,
+)
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -239,9 +245,10 @@ class ConfigBase:
     # -- the mechanics of setting ------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         if self._frozen:
-            raise ConfigError(
-                f"cannot set {name}={value!r}: this config is frozen (it belongs to a built "
-                "Algorithm); change a copy instead: config.copy()"
+            raise FrozenConfigError(
+                f"Cannot set attribute ({name}={value!r}) of an already frozen AlgorithmConfig "
+                f"({type(self).__name__}): it belongs to a built Algorithm; change a copy "
+                "instead: config.copy()"
             )
         # An algorithm's own table first: it may redefine a shared setting (SAC's lr).
         setting = type(self)._ALGO_SETTINGS.get(name) or self._BASE_SETTINGS.get(name)
@@ -360,7 +367,11 @@ class ConfigBase:
                     f"{setting_rule.default}), not a bool"
                 )
             kind = kind_problem(value, setting_rule.default)
-            if kind is not None:
+            # None, where RLlib takes it for a setting with no effect here, whatever the
+            # default's kind.
+            if kind is not None and not (
+                value is None and isinstance(setting_rule, NoEffect) and setting_rule.takes_none
+            ):
                 raise ConfigError(
                     f"{type(self).__name__}.{method}({name}={value!r}): {name} must be {kind} "
                     f"(RLlib's default is {setting_rule.default!r})"

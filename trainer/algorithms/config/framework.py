@@ -80,8 +80,14 @@ class FrameworkSection(ConfigBase):
         """The networks' framework: "numpy" (the default numpy modules and learners) or
         "torch" (RLlib's default torch modules and torch learners; the torch extra). "tf2"
         and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
-        warns once). TF and torch options are accepted with a warning at build when set."""
+        warns once). TF and torch options are accepted with a warning at build when set.
+        `framework(None)`, which RLlib takes, leaves the framework to the default (numpy, or
+        torch where a torch module or learner class asks for it)."""
         self._reject_unknown("framework", unknown, ["framework"])
+        if framework is None:  # RLlib takes None (and fails at build); here: the default
+            self.framework_str = FRAMEWORK_SETTINGS["framework_str"].default
+            self._given.discard("framework_str")
+            return self
         return self._set(
             "framework", {"framework_str": framework}, spelled={"framework_str": "framework"}
         )
@@ -103,7 +109,7 @@ class FrameworkSection(ConfigBase):
         name = type(self).__name__
         if self.framework_str == "torch":
             return f"{name}.framework('torch')"
-        if _spec_names_torch_module(self.__dict__.get("rl_module_spec")):
+        if _spec_names_torch_module(self.__dict__.get("_rl_module_spec")):
             return f"{name}.rl_module(rl_module_spec=...) naming a TorchRLModule subclass"
         learner_class = self.__dict__.get("learner_class")
         if learner_class is not None:
@@ -121,7 +127,7 @@ class FrameworkSection(ConfigBase):
         """What the config's model config, or a module spec's own over it (a
         MultiRLModuleSpec's: any of them), asks that only torch builds; None otherwise."""
         model = self.__dict__.get("model", {})
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         specs = getattr(spec, "rl_module_specs", None)
         if isinstance(specs, dict):
             candidates = list(specs.values())

@@ -18,6 +18,7 @@ from trainer.algorithms.multi_agent_setup import (
     check_policies,
     check_policies_to_train,
     check_policy_mapping_fn,
+    check_policy_mapping_fn_call,
     is_torch_module_class,
 )
 from trainer.algorithms.registry import entries
@@ -101,7 +102,7 @@ class MultiAgentSection(ConfigBase):
         return Flag(len(policies) > 1 or DEFAULT_POLICY_ID not in policies)
 
     def _has_multi_rl_module_spec(self) -> bool:
-        return isinstance(self.__dict__.get("rl_module_spec"), MultiRLModuleSpec)
+        return isinstance(self.__dict__.get("_rl_module_spec"), MultiRLModuleSpec)
 
     def _check_policy_configs(self, method: str, policies: Any) -> None:
         """Each policy's own settings (`PolicySpec(config={...})`, or a 4-tuple's last item)
@@ -290,7 +291,7 @@ class MultiAgentSection(ConfigBase):
         modules (RLlib's `RLModuleSpec(learner_only=True)`) that this algorithm trains; raises
         ConfigError for learner-only modules it cannot train."""
         learner_only = self.learner_only_module_specs()
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         if not learner_only or not isinstance(spec, MultiRLModuleSpec):
             return False
         module_ids = set(cast(dict[Any, Any], spec.rl_module_specs))
@@ -323,7 +324,7 @@ class MultiAgentSection(ConfigBase):
         return True
 
     def _refuse_multi_agent_settings(self, name: str) -> None:
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         container = getattr(spec, "multi_rl_module_class", None)
         if container is not None and runs_modules_together(container) and not self._JOINT_MODULES:
             raise ConfigError(
@@ -359,6 +360,13 @@ class MultiAgentSection(ConfigBase):
         """Each policy's own settings, the policies to train, and a multi-agent config the
         algorithm or the multi-agent EnvRunner does not run."""
         self._check_policy_configs("validate", self.policies)
+        problem = check_policy_mapping_fn_call(self.policy_mapping_fn)
+        if problem is not None:
+            raise ConfigError(
+                f"{name}: multi_agent(policy_mapping_fn={self.policy_mapping_fn!r}): "
+                f"policy_mapping_fn must be {problem} (RLlib 2.60's episodes call it so too, "
+                "and fail at the first step)"
+            )
         if isinstance(self.policies_to_train, (set, frozenset, list, tuple)):
             for policy_id in self.policies_to_train:
                 if policy_id not in self.policies:

@@ -71,6 +71,8 @@ class RLModuleSection(ConfigBase):
         def _build_torch_module(self, *args: Any, **kwargs: Any) -> Any: ...
 
     algorithm_config_overrides_per_module: dict[str, dict[str, Any]]
+    #: The spec `rl_module(rl_module_spec=...)` gave (None: none).
+    _rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None
 
     def rl_module(
         self,
@@ -119,7 +121,7 @@ class RLModuleSection(ConfigBase):
         self._check_module_overrides(method, overrides)
         merged = {**self.algorithm_config_overrides_per_module, **overrides}
         self._set(method, {"algorithm_config_overrides_per_module": merged})
-        self.__dict__["_per_module_configs"] = {}  # built anew from the new overrides
+        self.__dict__["_per_module_overrides"] = {}  # built anew from the new overrides
 
     def _check_module_overrides(
         self,
@@ -145,12 +147,12 @@ class RLModuleSection(ConfigBase):
         applies it (see `rl_module`)."""
         name = f"{type(self).__name__}.rl_module(rl_module_spec={type(spec).__name__}(...))"
         if spec is None:
-            self.rl_module_spec, self._spec_model = None, {}
+            self._rl_module_spec, self._spec_model = None, {}
             self._set_model("rl_module", "model_config", self.model)
             return
         if isinstance(spec, MultiRLModuleSpec):
             check_multi_rl_module_spec(name, spec, self.default_module_class())
-            self.rl_module_spec, self._spec_model = copy.deepcopy(spec), {}
+            self._rl_module_spec, self._spec_model = copy.deepcopy(spec), {}
             self._set_model("rl_module", "model_config", self.model)
             return
         if not isinstance(spec, RLModuleSpec):
@@ -162,24 +164,10 @@ class RLModuleSection(ConfigBase):
         if spec.module_class is not None and spec.module_class is self.default_module_class():
             spec = copy.copy(spec)
             spec.module_class = None  # the default module, named (get_rl_module_spec's output)
-        refusals = {
-            "module_class": "custom RLModules are not supported yet in single-agent "
-            "training (only the algorithm's default numpy module runs there): leave "
-            "module_class=None and configure the default module with model_config",
-            "inference_only": "the default module here has no inference-only form (it is "
-            "the same on the EnvRunners and the learner)",
-            "learner_only": "the default module here always runs on the EnvRunners too",
-        }
-        if is_torch_module_class(spec.module_class):
-            refusals.pop("module_class")  # a TorchRLModule runs on the EnvRunners and learns
-            refusals.pop("inference_only")
         # Without a module class, the default module's framework is known when validated.
         check_catalog_class(name, spec.catalog_class, spec.module_class)
-        for field_name, why in refusals.items():
-            value = getattr(spec, field_name)
-            if value not in (None, False):
-                shown = value.__qualname__ if isinstance(value, type) else repr(value)
-                raise ConfigError(f"{name}: {field_name}={shown} is not supported: {why}", TORCH)
+        # A module class this project cannot run is refused by validate(), as RLlib takes any
+        # class here (`_refuse_unrunnable_module_spec`).
         spec_model = spec.model_config or {}
         if not is_torch_module_class(spec.module_class):  # a user's module reads its own keys
             try:
@@ -188,7 +176,7 @@ class RLModuleSection(ConfigBase):
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
         spaces = {"observation_space": spec.observation_space, "action_space": spec.action_space}
         self._set("rl_module", {k: v for k, v in spaces.items() if v is not None})
-        self.rl_module_spec = copy.deepcopy(spec)
+        self._rl_module_spec = copy.deepcopy(spec)
         # A dict or a DefaultModelConfig: check_model_config took nothing else.
         self._spec_model = (
             dict(spec_model) if isinstance(spec_model, dict) else dataclasses.asdict(spec_model)
@@ -199,7 +187,7 @@ class RLModuleSection(ConfigBase):
         """The learner-only modules of a single-agent config by id: the specs with
         `learner_only=True` beside "default_policy" in its `MultiRLModuleSpec` (RLlib's
         curiosity model); none otherwise (see `trainer.torch_rl.self_supervised`)."""
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         if not isinstance(spec, MultiRLModuleSpec) or self.is_multi_agent:
             return {}
         specs = cast(dict[Any, RLModuleSpec], spec.rl_module_specs)
@@ -212,18 +200,37 @@ class RLModuleSection(ConfigBase):
     def _runner_module_spec(self) -> Any:
         """The spec of the module the EnvRunners run: the config's `rl_module_spec`, or, in a
         single-agent config with learner-only modules, its "default_policy" spec."""
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         if isinstance(spec, MultiRLModuleSpec) and self.learner_only_module_specs():
             return cast(dict[Any, RLModuleSpec], spec.rl_module_specs)[DEFAULT_POLICY_ID]
         return spec
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The spec of this algorithm's default module: with torch, RLlib's default torch
-        module class (`DefaultPPOTorchRLModule`, ...), as RLlib's; with numpy an `RLModuleSpec`
-        with no module class (the built-in numpy policy or Q network)."""
+        module class (`DefaultPPOTorchRLModule`, ...), as RLlib's; with numpy the default
+        numpy module's class (`default_module_class`: the policy or Q network)."""
         if self.uses_torch:
             return RLModuleSpec(module_class=self.default_torch_module_class())
-        return RLModuleSpec()
+        return RLModuleSpec(module_class=self.default_module_class())
+
+    @property
+    def rl_module_spec(self) -> RLModuleSpec | MultiRLModuleSpec:
+        """RLlib's: the spec the module is built from, the algorithm's default
+        (`get_default_rl_module_spec`) updated with the one `rl_module(rl_module_spec=...)`
+        gave (its class, spaces, model config); a given `MultiRLModuleSpec` with the default
+        filling what its module specs leave unset."""
+        default = self.get_default_rl_module_spec()
+        given = self.__dict__.get("_rl_module_spec")
+        if given is None:
+            return default
+        if isinstance(given, RLModuleSpec):
+            if isinstance(default, MultiRLModuleSpec):
+                raise ValueError("Cannot merge MultiRLModuleSpec with RLModuleSpec!")
+            default.update(given)
+            return default
+        merged = copy.deepcopy(given)
+        merged.update(default)
+        return merged
 
     def get_rl_module_spec(
         self,
@@ -289,10 +296,10 @@ class RLModuleSection(ConfigBase):
         overrides = self.algorithm_config_overrides_per_module.get(module_id)
         if overrides is None:
             return self
-        cache = self.__dict__.setdefault("_per_module_configs", {})
+        cache = self.__dict__.setdefault("_per_module_overrides", {})
         if module_id not in cache:
             module_config = self.copy()
-            module_config.__dict__["_per_module_configs"] = {}
+            module_config.__dict__["_per_module_overrides"] = {}
             cache[module_id] = module_config.update_from_dict(dict(overrides))
         return cache[module_id]
 
@@ -317,7 +324,7 @@ class RLModuleSection(ConfigBase):
         # merges the two when it builds the module).
         given_by_spec = self.__dict__.get("_spec_model") or {}
         if is_torch_module_class(
-            getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+            getattr(self.__dict__.get("_rl_module_spec"), "module_class", None)
         ):
             # A user's module reads its own keys too (they reach it in _build_torch_module).
             given_by_spec = {k: v for k, v in given_by_spec.items() if k in MODEL_DEFAULTS}
@@ -340,9 +347,35 @@ class RLModuleSection(ConfigBase):
             return self._build_torch_module(spaces, seed, inference_only)
         return self.default_module_class()(spaces, self.model, seed=seed)
 
+    def _refuse_unrunnable_module_spec(self, name: str) -> None:
+        """A single-agent `RLModuleSpec` this project cannot run: a module class that is no
+        TorchRLModule (the numpy default is the only other module that trains), or the
+        default module asked to be inference- or learner-only."""
+        spec = self.__dict__.get("_rl_module_spec")
+        if not isinstance(spec, RLModuleSpec):
+            return
+        refusals = {
+            "module_class": "RLModules other than TorchRLModule subclasses are not supported "
+            "in single-agent training (the algorithm's default numpy module runs there): leave "
+            "module_class=None and configure the default module with model_config",
+            "inference_only": "the default module here has no inference-only form (it is "
+            "the same on the EnvRunners and the learner)",
+            "learner_only": "the default module here always runs on the EnvRunners too",
+        }
+        if is_torch_module_class(spec.module_class):
+            refusals.pop("module_class")  # a TorchRLModule runs on the EnvRunners and learns
+            refusals.pop("inference_only")
+        where = f"{name}.rl_module(rl_module_spec=RLModuleSpec(...))"
+        for field_name, why in refusals.items():
+            value = getattr(spec, field_name)
+            if value not in (None, False):
+                shown = value.__qualname__ if isinstance(value, type) else repr(value)
+                raise ConfigError(f"{where}: {field_name}={shown} is not supported: {why}", TORCH)
+
     def _validate_rl_module(self, name: str) -> None:
         """The model config for the networks that run it, and the per-module overrides."""
-        user_module = getattr(self.__dict__.get("rl_module_spec"), "module_class", None)
+        self._refuse_unrunnable_module_spec(name)
+        user_module = getattr(self.__dict__.get("_rl_module_spec"), "module_class", None)
         if not is_torch_module_class(user_module):  # a user's module reads its own keys
             try:
                 check_model_config(
@@ -352,7 +385,7 @@ class RLModuleSection(ConfigBase):
                     refuse_torch_only_keys(self.model, setting=f"{name} model config")
             except ValueError as error:
                 raise ConfigError(str(error), getattr(error, "capability", None)) from None
-        catalog_class = getattr(self.__dict__.get("rl_module_spec"), "catalog_class", None)
+        catalog_class = getattr(self.__dict__.get("_rl_module_spec"), "catalog_class", None)
         if catalog_class is not None and user_module is None:
             check_catalog_class(
                 f"{name}.rl_module(rl_module_spec=RLModuleSpec(...))",

@@ -130,7 +130,7 @@ class StateSection(ConfigBase):
         )
         # A torch module's class is not in "model": its spec is kept too (a checkpoint's
         # config must rebuild that module, not the default one).
-        spec = self.__dict__.get("rl_module_spec")
+        spec = self.__dict__.get("_rl_module_spec")
         if self._has_multi_rl_module_spec() or is_torch_module_class(
             getattr(spec, "module_class", None)
         ):
