@@ -753,15 +753,33 @@ def test_default_appo_trains_the_modules_on_unequal_data():
         assert steps["policy_a"] / steps["policy_b"] > 1.5, steps
 
 
-def test_minibatch_size_and_num_epochs_are_refused_with_what_to_use():
-    """RLlib's `test_minibatch_equalizes_data` runs minibatch_size=50 and num_epochs=4, which
-    RLlib's minibatch iterator cycles per module; IMPALA and APPO here take one update per
-    train batch and say so at validate() (a deliberate difference) instead of ignoring them."""
-    for settings in ({"minibatch_size": 50, "num_epochs": 4}, {"num_epochs": 2}):
-        with pytest.raises(ConfigError, match="one update per train batch") as raised:
-            APPOConfig().environment("CartPole-v1").training(**settings).validate()
-        assert "circular_buffer_iterations_per_batch" in str(raised.value)
-    IMPALAConfig().environment("CartPole-v1").training(num_epochs=1).validate()
+def test_minibatches_train_the_modules_on_equal_data():
+    """RLlib's `test_minibatch_equalizes_data`: with minibatch_size=50 and num_epochs=4, every
+    module takes as many minibatches of 50 steps (cycling over its own steps) as the module
+    with the most steps needs for 4 epochs, so both train on equally many steps."""
+    for steps in _module_steps_per_iteration(
+        _five_agent_appo(minibatch_size=50, num_epochs=4), iterations=2
+    ):
+        assert steps["policy_a"] == steps["policy_b"], steps
+        assert steps["policy_a"] % 50 == 0, steps
+
+
+def test_a_minibatch_size_must_be_whole_rollout_fragments():
+    """RLlib's `test_impala_minibatch_size_check`: RLlib's message, at validate()."""
+    config = (
+        IMPALAConfig()
+        .environment("CartPole-v1")
+        .training(minibatch_size=100)
+        .env_runners(rollout_fragment_length=30)
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"`minibatch_size` \(100\) must either be None or a multiple of "
+        r"`rollout_fragment_length` \(30\)",
+    ):
+        config.validate()
+    IMPALAConfig().environment("CartPole-v1").training(minibatch_size=100).validate()
+    APPOConfig().environment("CartPole-v1").training(num_epochs=2).validate()
 
 
 # -- test_appo_rl_module.py -----------------------------------------------------------------------

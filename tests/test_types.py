@@ -31,7 +31,9 @@ NOT_SETTINGS = {
     "_ALGO_SETTINGS",
     "_DEFAULT_OVERRIDES",
     "_ALGO_RLLIB_SETTINGS",
+    "_GIVEN_VALUE_ATTRIBUTES",
     "_frozen",
+    "_rl_module_spec",
 }
 
 

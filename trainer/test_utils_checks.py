@@ -472,7 +472,16 @@ def check(
         raise AssertionError(f"check(false=True): {x!r} equals {y!r}")
 
 
+def _as_array(value: Any) -> Any:
+    """A torch tensor as a numpy array (detached, on the CPU: RLlib's `check` compares a
+    module's parameters, which require grad, with arrays); anything else as it is."""
+    if type(value).__module__.startswith("torch") and callable(getattr(value, "detach", None)):
+        return value.detach().cpu().numpy()
+    return value
+
+
 def _check_equal(x: Any, y: Any, decimals: int, atol: float | None, rtol: float | None) -> None:
+    x, y = _as_array(x), _as_array(y)
     # Stats objects (a non-root MetricsLogger's reduce() results) compare by their value.
     if isinstance(x, (StatsBase, Stats)):
         x = x.peek()

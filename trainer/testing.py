@@ -30,7 +30,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OFFLINE
 from trainer.errors import InjectedFault as InjectedFault
+from trainer.errors import UnsupportedCall
 
 # RLlib's example-script helpers (`ray.rllib.utils.test_utils` re-exports them too).
 from trainer.example_scripts import (  # noqa: F401 - re-exported
@@ -39,6 +41,25 @@ from trainer.example_scripts import (  # noqa: F401 - re-exported
     should_stop,
 )
 from trainer.runners.worker_forkserver import TEMPLATE_NAME
+
+#: Where RLlib's `get_cartpole_dataset_reader` reads (relative to RLlib's source folder).
+RLLIB_CARTPOLE_DATA = "offline/tests/data/cartpole/large.json"
+
+
+def get_cartpole_dataset_reader(batch_size: int = 1) -> Any:
+    """RLlib's test helper (`ray.rllib.utils.test_utils`), refused: it reads RLlib's recorded
+    CartPole data (`offline/tests/data/cartpole/large.json` of RLlib's repository, which the
+    Ray wheel does not ship) through the old API stack's `DatasetReader`, `IOContext` and
+    `SampleBatch`, none of which this project has. Record data with
+    `config.offline_data(output=...)` and read it with `offline_data(input_=...)` instead."""
+    raise UnsupportedCall(
+        f"get_cartpole_dataset_reader(batch_size={batch_size!r}) reads RLlib's recorded "
+        f"CartPole data ({RLLIB_CARTPOLE_DATA} of RLlib's repository, not in the Ray wheel) "
+        "as old-API-stack SampleBatches (DatasetReader, IOContext), which are not here; "
+        "record your own with offline_data(output=...) and read it with "
+        "offline_data(input_=...)",
+        OFFLINE,
+    )
 
 
 class FaultInjectionEnv(gym.Env):

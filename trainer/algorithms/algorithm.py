@@ -57,6 +57,7 @@ from trainer.algorithms.checkpointing import (
     save_algorithm,
 )
 from trainer.algorithms.evaluation import EvaluationRounds
+from trainer.algorithms.learner_group import LearnerGroup
 from trainer.algorithms.module_changes import (
     ModuleChange,
     completed_spec,
@@ -146,55 +147,6 @@ class SavedCheckpoint:
 
     def __repr__(self) -> str:
         return f"SavedCheckpoint({self.path!r})"
-
-
-class LearnerGroup:
-    """RLlib's `algo.learner_group` over the one learner: weights and state."""
-
-    def __init__(self, algorithm: Algorithm):
-        self._algorithm = algorithm
-        self.is_local = True
-
-    @property
-    def _learner(self) -> Learner:
-        """RLlib's local learner attribute (its tests read `learner_group._learner.config`)."""
-        return self._algorithm.learner
-
-    def get_weights(self, module_ids: Any = None) -> dict:
-        """`{module_id: weights}` (of `module_ids`, or all)."""
-        if self._algorithm.config.is_multi_agent:
-            wanted = None if module_ids is None else set(module_ids)
-            # A torch module's whole state (its view gives the EnvRunners' inference-only one).
-            return {
-                module_id: sub.rl_module.get_state()
-                if hasattr(sub, "rl_module")
-                else sub.get_weights()
-                for module_id, sub in self._algorithm.learner.module.items()
-                if wanted is None or module_id in wanted
-            }
-        module = self._algorithm.learner.module
-        # A torch module's view gives the EnvRunners' inference-only weights; the learner's
-        # are the whole module's (value function included), as RLlib's learner group returns.
-        rl_module = getattr(module, "rl_module", None)
-        weights = rl_module.get_state() if rl_module is not None else module.get_weights()
-        return {DEFAULT_MODULE_ID: weights}
-
-    def set_weights(self, weights: dict) -> None:
-        """Sets the learner's weights (`{module_id: {...}}`, or single-agent the weights
-        dict itself)."""
-        if not self._algorithm.config.is_multi_agent:
-            weights = weights.get(DEFAULT_MODULE_ID, weights)
-        self._algorithm.set_weights(weights)
-
-    def get_state(self, components: Any = None) -> dict:
-        return self._algorithm.learner.get_state()
-
-    def set_state(self, state: dict) -> None:
-        self._algorithm.learner.set_state(state)
-        self._algorithm.sync_weights()
-
-    def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
-        return [func(self._algorithm.learner, **kwargs)]
 
 
 def _action_space(spaces: Any) -> Any:
@@ -405,7 +357,7 @@ class Algorithm(OldAlgorithmNames):
     @property
     def learner_group(self) -> LearnerGroup:
         """RLlib's handle on the learners: here one, in this process."""
-        return LearnerGroup(self)
+        return LearnerGroup(algorithm=self)
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
         """The learner's RL module (its networks, with `forward_inference({"obs": batch})`);

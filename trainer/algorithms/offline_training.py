@@ -44,7 +44,7 @@ _TRAINED_COUNTERS = (
 
 class OfflineAlgorithm(Algorithm):
     """The base of the offline algorithms: `setup_learner` builds the learner
-    (`build_learner`), the reader of the recorded data and, with
+    (`learner_for`), the reader of the recorded data and, with
     `offline_evaluation_interval`, the offline evaluation (its learner's `evaluation_loss`);
     `training_step` is the loop of the module docstring."""
 
@@ -52,12 +52,13 @@ class OfflineAlgorithm(Algorithm):
     #: statistics.
     learner: Any
 
-    def build_learner(self, spaces: Any) -> Any:
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
         """The learner for the module of `spaces` (the EnvRunners'), numpy or torch."""
-        raise NotImplementedError(f"{type(self).__name__} must implement build_learner()")
+        raise NotImplementedError(f"{cls.__name__} must implement learner_for()")
 
     def setup_learner(self) -> None:
-        self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
         # The recorded observations are one sub-env's, as the episodes hold them.
         spaces = self.env_runner_group.get_spaces()
         obs_space, action_space = spaces.get("__env_single__", spaces[DEFAULT_MODULE_ID])

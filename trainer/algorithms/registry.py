@@ -60,15 +60,6 @@ API = "api"
 TEST = "test"
 BEHAVIOUR = "behaviour"
 
-#: Why RLlib's learner-group API (`get_default_learner_class`, LearnerGroups) is missing here:
-#: the reason every algorithm's config row and the shared rows give.
-ONE_LEARNER_WHY = (
-    "one learner per algorithm (numpy or torch), built by the Algorithm in the driver "
-    "process; there are no LearnerGroups of several learners, no standalone learner building "
-    "and no learner connectors (a torch learner subclass comes in through "
-    "training(learner_class=...))"
-)
-
 
 @dataclass(frozen=True)
 class Difference:

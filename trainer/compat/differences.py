@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, TEST, Difference, entries
+from trainer.algorithms.registry import API, BEHAVIOUR, TEST, Difference, entries
 from trainer.util.generated_page import write_or_check
 
 
@@ -45,7 +45,6 @@ _OFFLINE = (
     "recorded data is read and written with pyarrow here, not Ray Data; offline evaluation "
     "runs in the driver, with no runner actors"
 )
-_TORCH_LEARNERS = ONE_LEARNER_WHY
 _CHECKPOINTABLE = (
     "checkpoints are this project's format (a folder of msgpack state files, "
     "config.json and a SHA-256 manifest, see docs/checkpoints.md), written "
@@ -73,13 +72,6 @@ _OLD_CALLBACK_ARGS = (
 #: `AlgorithmEntry.differences`; `all_differences()` is the whole table).
 SHARED_DIFFERENCES: tuple[Difference, ...] = (
     # -- AlgorithmConfig, PPOConfig, DQNConfig -------------------------------------------------
-    *_same(
-        "missing",
-        _TORCH_LEARNERS,
-        "AlgorithmConfig.build_learner",
-        "AlgorithmConfig.build_learner_group",
-        "AlgorithmConfig.get_default_learner_class",
-    ),
     Difference(
         "AlgorithmConfig.build_module_to_env_connector",
         "missing: env_runners(module_to_env_connector=...)'s pieces run in each EnvRunner on "
@@ -334,7 +326,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "it compares one model built by torch, TF and JAX for equal parameter counts "
         "and outputs; the modules here are numpy only, so there is nothing to compare",
     ),
-    Difference("test_utils.get_cartpole_dataset_reader", "missing", _OFFLINE),
     # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------
     *_same(
         "missing",

@@ -16,11 +16,14 @@ clipping, the finite check and the state of module and optimizer are the backend
 
 from __future__ import annotations
 
+import importlib
+import os
 from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 import numpy as np
 
+from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.schedules import Schedule
 from trainer.util.state_checks import require_map
@@ -62,6 +65,11 @@ ENTROPY_KEY = "entropy"
 LR_KEY = "learning_rate"
 
 
+#: Where a learner's checkpoints are written and read (`trainer.core.learner_checkpoint`; named
+#: by path: it imports the module checkpoints, which sit beside this module).
+LEARNER_CHECKPOINT = "trainer.core.learner_checkpoint"
+
+
 class LearnerConfig(Protocol):
     """What the learner machinery reads of an algorithm's config (an `AlgorithmConfig`; the
     learners sit below the algorithms and name none of their classes)."""
@@ -79,6 +87,11 @@ class Learner(ABC):
     learner adds through `get_extra_state`, `check_extra_state` and `set_extra_state`."""
 
     config: LearnerConfig
+    #: RLlib's names of result keys (`Learner.TOTAL_LOSS_KEY`, ...).
+    TOTAL_LOSS_KEY = "total_loss"
+    POLICY_LOSS_KEY = POLICY_LOSS_KEY
+    VF_LOSS_KEY = VF_LOSS_KEY
+    ENTROPY_KEY = ENTROPY_KEY
     #: The keys `get_extra_state()` adds to the state.
     extra_state_keys: tuple[str, ...] = ()
     module: Any
@@ -101,6 +114,15 @@ class Learner(ABC):
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
 
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """RLlib's hook after an update's gradient steps (`timesteps`: the env steps sampled
+        and trained so far): the backend's work between updates (a torch learner steps its
+        torch lr schedulers). Override, calling super, for an algorithm's own."""
+        self._after_gradient_steps(timesteps=timesteps)
+
+    def _after_gradient_steps(self, *, timesteps: dict[str, Any]) -> None:  # noqa: B027
+        """The backend's part of `after_gradient_based_update`: nothing here."""
+
     def get_extra_state(self) -> dict:
         """The algorithm's own state (counters, coefficients, random streams): none here."""
         return {}
@@ -122,6 +144,29 @@ class Learner(ABC):
     @abstractmethod
     def set_state(self, state: dict) -> None:
         """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""
+
+    # -- checkpoints (RLlib's Checkpointable methods) ----------------------------------------
+    def save_to_path(
+        self, path: str | os.PathLike | None = None, *, state: dict | None = None, **kwargs: Any
+    ) -> str:
+        """Writes this learner (or `state`) as a learner checkpoint at `path` (default: a new
+        temporary directory): its state, its modules and its config
+        (`trainer.core.learner_checkpoint`); returns the path."""
+        return str(
+            importlib.import_module(LEARNER_CHECKPOINT).save_learner(self, path, state=state)
+        )
+
+    def restore_from_path(self, path: str | os.PathLike, **kwargs: Any) -> None:
+        """Takes the state back from the learner checkpoint at `path` (`save_to_path`'s);
+        a checkpoint that does not fit changes nothing."""
+        importlib.import_module(LEARNER_CHECKPOINT).restore_learner(self, path)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, **kwargs: Any) -> Any:
+        """A new learner built from the learner checkpoint at `path` (its class, config and
+        modules, by import path: nothing is unpickled) with the saved state; its class must be
+        `cls` or a subclass."""
+        return importlib.import_module(LEARNER_CHECKPOINT).load_learner(path, expected=cls)
 
 
 def adam_settings(optimizer: dict) -> dict:
@@ -185,6 +230,34 @@ class NumpyLearner(Learner):
     def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None:
         """Sets the optimizer's rate for the update about to run (`LearningRate.apply`)."""
         self.learning_rate.apply(self.optimizer, num_env_steps_sampled_lifetime)
+
+    # -- RLlib's optimizer accessors -----------------------------------------------------------
+    def numpy_optimizers(self) -> dict[str, Adam]:
+        """The optimizers by name (RLlib's registered names): the one Adam as
+        `DEFAULT_OPTIMIZER`; a learner with more names its own."""
+        return {DEFAULT_OPTIMIZER: self.optimizer}
+
+    def get_optimizer(
+        self, module_id: str = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER
+    ) -> Adam:
+        """RLlib's: the optimizer `optimizer_name` of the module (its rate is
+        `param_groups[0]["lr"]`, as torch's); KeyError when there is none."""
+        optimizers = self.numpy_optimizers()
+        name = optimizer_name.removeprefix(f"{module_id}_")
+        if name not in optimizers:
+            raise KeyError(
+                f"Optimizer not found! module_id={module_id} optimizer_name={optimizer_name} "
+                f"(registered: {list(optimizers)})"
+            )
+        return optimizers[name]
+
+    def get_optimizers_for_module(self, module_id: str = DEFAULT_MODULE_ID) -> list[tuple]:
+        """RLlib's: `[(optimizer_name, optimizer), ...]` of the module."""
+        return list(self.numpy_optimizers().items())
+
+    def get_parameters(self, module: Any) -> list[np.ndarray]:
+        """RLlib's: the module's parameters (numpy arrays, views into its flat vector)."""
+        return list(module.parameters())
 
     def apply_gradients(self, loss: float) -> float:
         """Clips the module's gradient buffer (`grad_clip_by`), raises `NonFiniteUpdateError`

@@ -8,9 +8,9 @@ import array
 import contextlib
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -313,6 +313,48 @@ FLUSH_SUBNORMALS_EVERY = 16
 _SMALLEST_NORMAL = np.finfo(np.float32).tiny
 
 
+class AdamGroup(MutableMapping):
+    """The one parameter group of a numpy `Adam` as torch spells it: "lr", "betas", "eps" and
+    "params" (the flat parameter vector), read from and written to the Adam itself."""
+
+    _KEYS = ("params", "lr", "betas", "eps")
+
+    def __init__(self, adam: Adam) -> None:
+        self._adam = adam
+
+    def __getitem__(self, key: str) -> Any:
+        adam = self._adam
+        if key == "lr":
+            return adam.lr
+        if key == "betas":
+            return (adam.beta1, adam.beta2)
+        if key == "eps":
+            return adam.eps
+        if key == "params":
+            return [adam.params]
+        raise KeyError(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        adam = self._adam
+        if key == "lr":
+            adam.lr = float(value)
+        elif key == "betas":
+            adam.beta1, adam.beta2 = (float(b) for b in value)
+        elif key == "eps":
+            adam.eps = float(value)
+        else:
+            raise KeyError(f"{key!r}: a numpy Adam's group sets lr, betas and eps")
+
+    def __delitem__(self, key: str) -> None:
+        raise KeyError(f"{key!r}: an Adam's settings cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+
 class Adam:
     """Adam (Kingma & Ba) on one flat parameter vector, updated in place; torch's defaults.
 
@@ -343,6 +385,12 @@ class Adam:
         self.v = np.zeros_like(params)
         self._scratch = np.zeros_like(params)
         self.step_count = 0
+
+    @property
+    def param_groups(self) -> list[AdamGroup]:
+        """torch's view of the settings, for RLlib code that reads or sets an optimizer's
+        rate (`optimizer.param_groups[0]["lr"]`): one group, a live view of this Adam."""
+        return [AdamGroup(self)]
 
     def step(self, grad: np.ndarray) -> None:
         """One update from the flat gradient `grad`, in the parameters' dtype (float32): every

@@ -181,6 +181,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.debug": ("trainer.util.seeding",),
     "ray.rllib.utils.debug.deterministic": ("trainer.util.seeding",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
+    "ray.rllib.core.testing.torch.bc_learner": ("trainer.core.testing.torch.bc_learner",),
+    "ray.rllib.core.testing.testing_learner": ("trainer.core.testing.testing_learner",),
+    # RLlib's LearnerGroup, over the one learner here (config.build_learner_group(...)).
+    "ray.rllib.core.learner.learner_group": ("trainer.algorithms.learner_group",),
     "ray.rllib.core.rl_module.apis": ("trainer.core.apis",),
     "ray.rllib.core.learner.utils": ("trainer.torch_rl.target_networks",),
     **{
@@ -318,9 +322,9 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Torch modules, models, learners
     "ray.rllib.core.learner": Unavailable(
         TORCH,
-        "Learner, TorchLearner and PPOTorchLearner (ray.rllib.core.learner.learner, "
-        ".torch.torch_learner, ray.rllib.algorithms.ppo.torch.ppo_torch_learner); no "
-        "LearnerGroup, differentiable or TF learners",
+        "Learner, TorchLearner, LearnerGroup and PPOTorchLearner "
+        "(ray.rllib.core.learner.learner, .torch.torch_learner, .learner_group, "
+        "ray.rllib.algorithms.ppo.torch.ppo_torch_learner); no differentiable or TF learners",
     ),
     "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
@@ -384,6 +388,9 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.util": Unavailable(RAY_INTERNALS, "import ray (init, remote, get, get_actor, ...)"),
     "ray.actor": Unavailable(RAY_INTERNALS, "import ray (remote, get_actor)"),
     "ray._private": Unavailable(RAY_INTERNALS),
+    "ray.cluster_utils": Unavailable(
+        RAY_INTERNALS, "one machine: ray.init() (no simulated multi-node clusters)"
+    ),
     "ray._common": Unavailable(RAY_INTERNALS),
 }
 

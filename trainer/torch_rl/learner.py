@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.capabilities import LEARNER_CONNECTORS, MULTI_AGENT
 from trainer.core.blas import user_sized_pools
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER,
@@ -45,10 +46,21 @@ from trainer.core.learner import (
     adam_settings,
 )
 from trainer.core.models import DEFAULT_MODULE_ID
-from trainer.core.multi_rl_module import MultiRLModule
+from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.nn import check_finite_update
-from trainer.metrics import ALL_MODULES
+from trainer.errors import UnsupportedCall
+from trainer.metrics import (
+    ALL_MODULES,
+    MODULE_TRAIN_BATCH_SIZE_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    WEIGHTS_SEQ_NO,
+)
 from trainer.metrics.metrics_logger import MetricsLogger
+from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches, num_rows
 from trainer.torch_rl.module_group import TorchModuleGroup
 from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.torch_rl.torch_utils import clip_gradients
@@ -329,6 +341,13 @@ class TorchLearner(Learner):
         #: RLlib's learner pipeline (`learner._learner_connector`): the config's learner
         #: pieces, which the algorithm runs over the episodes (None without any).
         self._learner_connector: Any = None
+        #: RLlib's count of `update(batch=...)` calls (`WEIGHTS_SEQ_NO` in their results).
+        self._weights_seq_no = 0
+        #: The per-module losses of the last gradient step (`update(batch=...)`'s
+        #: `TOTAL_LOSS_KEY` per module).
+        self._last_loss_per_module: dict[str, float] = {}
+        #: The order `update(batch=..., shuffle_batch_per_epoch=True)` shuffles rows in.
+        self._minibatch_rng = np.random.default_rng(getattr(config, "seed", None))
         returned = self.configure_optimizers()  # type: ignore[func-returns-value]
         _registers_only(returned, "configure_optimizers", self)
         if not self._optimizers:
@@ -408,11 +427,7 @@ class TorchLearner(Learner):
         or RLlib's schedule `[[timestep, lr], ...]`), the optimizer's rate is set to it now and
         kept on the schedule as env steps are sampled; without, its own rate stays. Raises
         ValueError for anything else (RLlib's checks, and the ones its later asserts make)."""
-        who = f"{type(self).__name__}.register_optimizer(optimizer_name={optimizer_name!r})"
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise ValueError(
-                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-            )
+        self._check_registered_optimizer(optimizer, params)
         self._add_optimizer(
             module_id=module_id,
             optimizer_name=optimizer_name,
@@ -420,6 +435,21 @@ class TorchLearner(Learner):
             params=params,
             lr_or_lr_schedule=lr_or_lr_schedule,
         )
+
+    def _check_registered_optimizer(self, optimizer: Any, params: Any) -> None:
+        """RLlib's check of what `register_optimizer` gets: a torch optimizer and a list of
+        the module's parameters (ValueError otherwise)."""
+        who = f"{type(self).__name__}.register_optimizer"
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(
+                f"{who}: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
+        if not isinstance(params, list):
+            raise ValueError(
+                f"{who}: params must be a list of the module's parameters, got "
+                f"{type(params).__name__}"
+            )
+        self._param_names(params, who, "params")
 
     def _add_optimizer(
         self,
@@ -504,12 +534,48 @@ class TorchLearner(Learner):
         self, module_id: str = ALL_MODULES
     ) -> list[tuple[str, torch.optim.Optimizer]]:
         """`[(optimizer_name, optimizer), ...]` registered for `module_id`."""
-        # ALL_MODULES on either side matches: this learner trains one module.
+        # ALL_MODULES on either side matches. A module's optimizers of a whole MultiRLModule
+        # by their own names (RLlib's), without the "<module_id>_" they are registered under.
         return [
-            (entry.name, entry.optimizer)
+            (self._short_name(entry), entry.optimizer)
             for entry in self._optimizers.values()
             if ALL_MODULES in (module_id, entry.module_id) or entry.module_id == module_id
         ]
+
+    def _short_name(self, entry: RegisteredOptimizer) -> str:
+        """The name `entry` was registered with (its full name less "<module_id>_")."""
+        if self.is_multi_module and entry.module_id != ALL_MODULES:
+            return entry.name.removeprefix(f"{entry.module_id}_")
+        return entry.name
+
+    @property
+    def _module_optimizers(self) -> dict[str, list[str]]:
+        """RLlib's attribute: module id -> the full names of its registered optimizers."""
+        optimizers: dict[str, list[str]] = {}
+        for entry in self._optimizers.values():
+            optimizers.setdefault(entry.module_id, []).append(entry.name)
+        return optimizers
+
+    def _get_optimizer_state(self) -> dict[str, Any]:
+        """RLlib's: every optimizer's state by full name (`get_state()["optimizer"]`)."""
+        return {name: self._optimizer_state(entry) for name, entry in self._optimizers.items()}
+
+    def _set_optimizer_state(self, state: dict[str, Any]) -> None:
+        """RLlib's: takes back `_get_optimizer_state()`'s output (checked first)."""
+        self._check_optimizers_state(state, "optimizer state")
+        for name, entry in self._optimizers.items():
+            self._set_one_optimizer_state(entry, state[name])
+
+    def get_param_ref(self, param: torch.Tensor) -> str:
+        """RLlib's: the key of `param` in the gradient dicts (`compute_gradients`,
+        `postprocess_gradients`, `apply_gradients`): its name in the module (RLlib's torch
+        learner keys them by the parameter object)."""
+        name = self._names_by_param.get(param)
+        if name is None:
+            raise ValueError(
+                f"{type(self).__name__}.get_param_ref: not a parameter of this learner's module"
+            )
+        return name
 
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
         """The parameters of `module` (the learner's module or one of its networks), as
@@ -608,9 +674,15 @@ class TorchLearner(Learner):
             )
         }
 
-    def compute_gradients(self, loss_per_module: dict[str, torch.Tensor]) -> ParamDict:
+    def compute_gradients(
+        self,
+        loss_per_module: dict[str, torch.Tensor],
+        gradient_tape: Any = None,
+        **kwargs: Any,
+    ) -> ParamDict:
         """Backpropagates the summed losses; returns the gradient of each parameter an
-        optimizer steps, by name (parameters the loss does not reach have none)."""
+        optimizer steps, by name (parameters the loss does not reach have none).
+        `gradient_tape` is RLlib's TF argument (torch records its graph itself)."""
         # All of the module's gradients, registered or not: none may carry over a step. (The
         # module's own zero_grad walks its submodules for them, about 4% of a 64x64 step.)
         for param in self._params_by_name.values():
@@ -627,15 +699,51 @@ class TorchLearner(Learner):
         }
 
     def postprocess_gradients(self, gradients: ParamDict) -> ParamDict:
-        """Clips the gradients by the config's `grad_clip` / `grad_clip_by`, each optimizer's
-        on their own (RLlib's `postprocess_gradients_for_module`)."""
-        for entry in self._optimizers.values():
-            own = {name: gradients[name] for name in entry.param_names if name in gradients}
-            clip_gradients(
-                own, grad_clip=self.config.grad_clip, grad_clip_by=self.config.grad_clip_by
+        """RLlib's: each module's gradients (those of its registered optimizers) through
+        `postprocess_gradients_for_module`, with the module's config; returns `gradients`
+        updated (clipped tensors, by parameter name)."""
+        module_ids = list(dict.fromkeys(entry.module_id for entry in self._optimizers.values()))
+        for module_id in module_ids:
+            own = {
+                name: gradients[name]
+                for entry in self._optimizers.values()
+                if entry.module_id == module_id
+                for name in entry.param_names
+                if name in gradients
+            }
+            config = (
+                self.config
+                if module_id in (self.module_id, ALL_MODULES)
+                else self.config_for_module(module_id)
             )
-            gradients.update(own)
+            gradients.update(
+                self.postprocess_gradients_for_module(
+                    module_id=module_id, config=config, module_gradients_dict=own
+                )
+            )
         return gradients
+
+    def postprocess_gradients_for_module(
+        self,
+        *,
+        module_id: str,
+        config: LearnerConfig | None = None,
+        module_gradients_dict: ParamDict,
+    ) -> ParamDict:
+        """RLlib's: clips one module's gradients by its config's `grad_clip` /
+        `grad_clip_by`, each of its optimizers' on their own; returns the dict updated."""
+        config = config or self.config
+        for entry in self._optimizers.values():
+            if entry.module_id != module_id:
+                continue
+            own = {
+                name: module_gradients_dict[name]
+                for name in entry.param_names
+                if name in module_gradients_dict
+            }
+            clip_gradients(own, grad_clip=config.grad_clip, grad_clip_by=config.grad_clip_by)
+            module_gradients_dict.update(own)
+        return module_gradients_dict
 
     def apply_gradients(self, gradients: ParamDict) -> None:
         """Sets the parameters' gradients and steps every optimizer (registration order)."""
@@ -644,9 +752,16 @@ class TorchLearner(Learner):
         for entry in self._optimizers.values():
             entry.optimizer.step()
 
-    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
-        """After an update's gradient steps (RLlib's hook): steps each optimizer's torch lr
-        schedulers once. Override (calling super) for work between updates."""
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Before an update's gradient steps (RLlib's hook, in `update(batch=...)`): each
+        optimizer's rate for `timesteps[NUM_ENV_STEPS_SAMPLED_LIFETIME]` (`apply_lr_schedule`).
+        Override (calling super) for work before an update."""
+        self.apply_lr_schedule(timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME))
+
+    def _after_gradient_steps(self, *, timesteps: dict[str, Any]) -> None:
+        """`after_gradient_based_update`'s own work (RLlib's Learner moves its lr schedules
+        there): steps each optimizer's torch lr schedulers once, and the learner-only
+        learners' hooks."""
         for entry in self._optimizers.values():
             for scheduler in entry.lr_schedulers:
                 scheduler.step()
@@ -658,6 +773,250 @@ class TorchLearner(Learner):
         `self.metrics.log_dict(..., key=module_id, window=1)` in a loss)."""
         self.loss_stats.update(stats)
 
+    # -- RLlib's generic update (an algorithm's learner has its own) ---------------------------
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        """RLlib's `Learner.update(batch=..., timesteps=..., num_epochs=1, minibatch_size=None,
+        shuffle_batch_per_epoch=False, num_total_minibatches=0)` (`update_from_batches`):
+        gradient steps on a batch of columns per module. An algorithm's learner overrides it
+        with its own data flow (PPO's, DQN's: `update(episodes, num_env_steps_sampled_lifetime=
+        ...)`)."""
+        return self.update_from_batches(*args, **kwargs)
+
+    def update_from_batches(
+        self,
+        batch: Any = None,
+        *,
+        batches: Any = None,
+        episodes: Any = None,
+        timesteps: dict[str, Any] | None = None,
+        num_epochs: int = 1,
+        minibatch_size: int | None = None,
+        shuffle_batch_per_epoch: bool = False,
+        num_total_minibatches: int = 0,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """RLlib's `Learner.update` on `batch`: `{module_id: {column: array or tensor}}`
+        (RLlib's `MultiAgentBatch`, or what `_convert_batch_type` made of one; a learner of one
+        module also takes its columns alone). `before_gradient_based_update(timesteps=...)`,
+        then one gradient step per minibatch (RLlib's `MiniBatchCyclicIterator`:
+        `trainer.torch_rl.minibatches`), then `after_gradient_based_update`. Returns RLlib's
+        results: per module `WEIGHTS_SEQ_NO`, `MODULE_TRAIN_BATCH_SIZE_MEAN`,
+        `NUM_MODULE_STEPS_TRAINED` (and `_LIFETIME`: this update's), `TOTAL_LOSS_KEY` (the
+        last minibatch's), each optimizer's `<name>_learning_rate`; under `ALL_MODULES` the
+        module and env steps trained; and what the loss and hooks logged to `self.metrics`."""
+        if episodes is not None or batches is not None or kwargs.get("training_data") is not None:
+            raise UnsupportedCall(
+                f"{type(self).__name__}.update(episodes=/batches=/training_data=): a learner "
+                "here makes no batch from episodes through learner connectors; give "
+                "update(batch={module_id: {column: array}}), or train through the "
+                "algorithm (algo.train())",
+                LEARNER_CONNECTORS,
+            )
+        if batch is None:
+            raise ValueError(f"{type(self).__name__}.update(): give batch=")
+        tensors = self._convert_batch_type(batch)
+        unknown = [module_id for module_id in tensors if module_id not in self._module_ids()]
+        if unknown:
+            raise ValueError(
+                f"Batch contains one or more ModuleIDs ({set(unknown)}) that are not in this "
+                f"Learner! (its modules: {self._module_ids()})"
+            )
+        timesteps = timesteps or {}
+        self.metrics.reset()
+        self.before_gradient_based_update(timesteps=timesteps)
+        self._weights_seq_no += 1
+        results: dict[str, dict[str, Any]] = {module_id: {} for module_id in tensors}
+        totals = results.setdefault(ALL_MODULES, {})
+        sizes: dict[str, list[int]] = {module_id: [] for module_id in tensors}
+        env_steps = 0
+        stats: dict[str, Any] = {}
+        with self.update_threads():
+            for minibatch in cyclic_minibatches(
+                tensors,
+                num_epochs=num_epochs,
+                minibatch_size=minibatch_size,
+                shuffle_batch_per_epoch=shuffle_batch_per_epoch,
+                num_total_minibatches=num_total_minibatches,
+                rng=self._minibatch_rng,
+            ):
+                step_batch = minibatch if self.is_multi_module else minibatch[self.module_id]
+                stats = self.update_from_batch(step_batch)
+                for module_id, columns in minibatch.items():
+                    sizes[module_id].append(num_rows(columns))
+                env_steps += minibatch.env_steps
+        for module_id, module_sizes in sizes.items():
+            trained = int(sum(module_sizes))
+            results[module_id].update(
+                {
+                    WEIGHTS_SEQ_NO: self._weights_seq_no,
+                    MODULE_TRAIN_BATCH_SIZE_MEAN: trained / max(len(module_sizes), 1),
+                    NUM_MODULE_STEPS_TRAINED: trained,
+                    NUM_MODULE_STEPS_TRAINED_LIFETIME: trained,
+                }
+            )
+            loss = self._last_loss_per_module.get(module_id)
+            if loss is not None:
+                results[module_id][self.TOTAL_LOSS_KEY] = loss
+            for name, optimizer in self.get_optimizers_for_module(module_id):
+                results[module_id][f"{name}_{LR_KEY}"] = float(optimizer.param_groups[0]["lr"])
+        module_steps = sum(int(sum(module_sizes)) for module_sizes in sizes.values())
+        totals.update(
+            {
+                NUM_MODULE_STEPS_TRAINED: module_steps,
+                NUM_MODULE_STEPS_TRAINED_LIFETIME: module_steps,
+                NUM_ENV_STEPS_TRAINED: env_steps,
+                NUM_ENV_STEPS_TRAINED_LIFETIME: env_steps,
+            }
+        )
+        # Each optimizer's gradient norm before clipping (the last step's), under its module
+        # by its own name (RLlib's key), or under ALL_MODULES for one over all modules.
+        for entry in self._optimizers.values():
+            norm = stats.get(f"gradients_{entry.name}_global_norm")
+            if norm is not None:
+                target = results.get(entry.module_id, totals)
+                target[f"gradients_{self._short_name(entry)}_global_norm"] = norm
+        if not self.is_multi_module and self.loss_stats:
+            results[self.module_id].update(
+                {key: _to_float(value) for key, value in self.loss_stats.items()}
+            )
+        self.after_gradient_based_update(timesteps=timesteps)
+        logged = self.metrics.compile()
+        self.metrics.reset()
+        for key, value in logged.items():
+            if isinstance(value, dict) and isinstance(results.get(key), dict):
+                results[key].update(value)
+            else:
+                results[key] = value
+        return results
+
+    def _module_ids(self) -> list[str]:
+        """The ids of the modules this learner trains."""
+        return list(self.module.keys()) if self.is_multi_module else [self.module_id]
+
+    def _convert_batch_type(self, batch: Any) -> TensorBatches:
+        """RLlib's: `batch` as tensors on the learner's device, `{module_id: {column:
+        tensor}}` with the env steps it covers: a `MultiAgentBatch`-like object
+        (`policy_batches`, `env_steps()` or `count`), a dict by module id, or, for a learner
+        of one module, that module's columns."""
+        if isinstance(batch, TensorBatches):
+            return batch
+        per_module = getattr(batch, "policy_batches", None)
+        env_steps = getattr(batch, "env_steps", None)
+        env_steps = env_steps() if callable(env_steps) else env_steps
+        if env_steps is None:
+            env_steps = getattr(batch, "count", None)
+        if per_module is None:
+            if not isinstance(batch, dict):
+                raise TypeError(
+                    f"{type(self).__name__}.update(batch=...): give a dict of columns per "
+                    f"module id, got {type(batch).__name__}"
+                )
+            ids = self._module_ids()
+            if batch and all(isinstance(value, dict) for value in batch.values()):
+                per_module = batch  # (ids it does not hold are refused by update())
+            elif not self.is_multi_module:
+                per_module = {self.module_id: batch}
+            else:
+                raise ValueError(
+                    f"{type(self).__name__}.update(batch=...): a learner of several modules "
+                    f"takes {{module_id: {{column: array}}}} (modules: {ids}); got columns "
+                    f"{sorted(map(str, batch))[:5]}"
+                )
+        tensors = {
+            module_id: to_train_tensors(dict(columns), self.device)
+            for module_id, columns in per_module.items()
+        }
+        if env_steps is None:  # RLlib's MultiAgentBatch counts env steps; a dict has none
+            env_steps = sum(num_rows(columns) for columns in tensors.values())
+        return TensorBatches(tensors, int(env_steps))
+
+    # -- modules added and removed (a learner of a whole MultiRLModule) --------------------------
+    def add_module(
+        self,
+        *,
+        module_id: str,
+        module_spec: Any,
+        config_overrides: dict | None = None,
+        new_should_module_be_updated: Any = None,
+    ) -> Any:
+        """RLlib's: builds the module of `module_spec` (an RLModuleSpec with its spaces), adds
+        it to the learner's MultiRLModule as `module_id` and registers its optimizers
+        (`configure_optimizers_for_module`, with its config: `config_overrides` become its
+        `algorithm_config_overrides_per_module` entry). Returns the MultiRLModuleSpec of the
+        modules now held. A learner of one module (an algorithm's, e.g. single-agent PPO's)
+        adds none: the algorithm adds modules (`Algorithm.add_module`)."""
+        self._require_multi_module("add_module")
+        if module_id in self.module:
+            raise ValueError(f"add_module({module_id!r}): the learner holds that module already")
+        if config_overrides:
+            self.config.rl_module(  # type: ignore[attr-defined]
+                algorithm_config_overrides_per_module={module_id: dict(config_overrides)}
+            )
+        if new_should_module_be_updated is not None:
+            self.config.multi_agent(  # type: ignore[attr-defined]
+                policies_to_train=new_should_module_be_updated
+            )
+        module = module_spec.build()
+        if not isinstance(module, TorchRLModule):
+            raise TypeError(
+                f"add_module({module_id!r}): {type(module).__name__} is not a TorchRLModule"
+            )
+        self.module.add_module(module_id, module)
+        self.rl_module.add_module(str(module_id), module)
+        self._refresh_parameters()
+        if self.rl_module_is_compatible(module):
+            returned = self.configure_optimizers_for_module(  # type: ignore[func-returns-value]
+                module_id=module_id, config=self.config_for_module(module_id)
+            )
+            _registers_only(returned, "configure_optimizers_for_module", self)
+        return self._multi_module_spec()
+
+    def remove_module(self, module_id: str, *, new_should_module_be_updated: Any = None) -> Any:
+        """RLlib's: drops module `module_id` and its optimizers; returns the MultiRLModuleSpec
+        of the modules left."""
+        self._require_multi_module("remove_module")
+        if module_id not in self.module:
+            raise KeyError(
+                f"remove_module({module_id!r}): no such module (modules: {self._module_ids()})"
+            )
+        self.module.remove_module(module_id)
+        del self.rl_module._modules[str(module_id)]
+        for name, entry in list(self._optimizers.items()):
+            if entry.module_id == module_id:
+                del self._optimizers[name]
+        self._refresh_parameters()
+        self._registered_names = {
+            name for entry in self._optimizers.values() for name in entry.param_names
+        }
+        if new_should_module_be_updated is not None:
+            self.config.multi_agent(  # type: ignore[attr-defined]
+                policies_to_train=new_should_module_be_updated
+            )
+        return self._multi_module_spec()
+
+    def _require_multi_module(self, method: str) -> None:
+        if not self.is_multi_module:
+            raise UnsupportedCall(
+                f"{type(self).__name__}.{method}(): this learner trains one module "
+                f"({self.module_id!r}, an algorithm's learner); add and remove modules through "
+                "the algorithm (algo.add_module / algo.remove_module), or build a learner of a "
+                "whole MultiRLModule (config.build_learner() of a config without an algorithm "
+                "class of its own)",
+                MULTI_AGENT,
+            )
+
+    def _refresh_parameters(self) -> None:
+        """The parameter maps, after the modules changed."""
+        self.named_params = {
+            name: param for name, param in self.rl_module.named_parameters() if param.requires_grad
+        }
+        self._names_by_param = {param: name for name, param in self.rl_module.named_parameters()}
+        self._params_by_name = dict(self.rl_module.named_parameters())
+
+    def _multi_module_spec(self) -> MultiRLModuleSpec:
+        """The MultiRLModuleSpec of the modules held (RLlib's return of add/remove_module)."""
+        return MultiRLModuleSpec.from_module(self.module)
+
     # -- one gradient step ---------------------------------------------------------------------
     def update_from_batch(self, batch: dict[str, Any]) -> dict[str, float]:
         """One gradient step on `batch` (numpy arrays or tensors by column); returns the loss
@@ -668,7 +1027,10 @@ class TorchLearner(Learner):
         self.loss_stats = {}
         fwd_out = self.rl_module.forward_train(tensors)
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=tensors)
-        total_loss = float(sum(_to_float(loss) for loss in loss_per_module.values()))
+        self._last_loss_per_module = {
+            module_id: _to_float(loss) for module_id, loss in loss_per_module.items()
+        }
+        total_loss = float(sum(self._last_loss_per_module.values()))
         gradients = self.compute_gradients(loss_per_module)
         norms = {
             entry.name: global_norm([gradients[n] for n in entry.param_names if n in gradients])
@@ -814,16 +1176,7 @@ class TorchLearner(Learner):
         learner_only = (LEARNER_ONLY_KEY,) if self.learner_only_learners else ()
         require_map(state, where, ("module", "optimizer", *self.extra_state_keys, *learner_only))
         self._check_module_state(state["module"], f"{where}['module']")
-        optimizers = require_map(state["optimizer"], f"{where}['optimizer']", self._optimizers)
-        unknown = sorted(set(optimizers) - set(self._optimizers))
-        if unknown:
-            raise StateError(
-                f"{where}['optimizer']",
-                f"has optimizers this learner did not register: {unknown} (registered: "
-                f"{list(self._optimizers)})",
-            )
-        for name, entry in self._optimizers.items():
-            self._check_optimizer_state(entry, optimizers[name], f"{where}['optimizer'][{name!r}]")
+        self._check_optimizers_state(state["optimizer"], f"{where}['optimizer']")
         self.check_extra_state(state, where)
         if self.learner_only_learners:
             states = require_map(
@@ -840,10 +1193,24 @@ class TorchLearner(Learner):
         self.check_state(state)
         self.rl_module.set_state(state["module"])
         for name, entry in self._optimizers.items():
-            self._set_optimizer_state(entry, state["optimizer"][name])
+            self._set_one_optimizer_state(entry, state["optimizer"][name])
         self.set_extra_state(state)
         for module_id, learner in self.learner_only_learners.items():
             learner.set_state(state[LEARNER_ONLY_KEY][module_id])
+
+    def _check_optimizers_state(self, state: Any, where: str) -> None:
+        """Raises `StateError` unless `state` holds a fitting state of each registered
+        optimizer, by full name, and of no other."""
+        optimizers = require_map(state, where, self._optimizers)
+        unknown = sorted(set(optimizers) - set(self._optimizers))
+        if unknown:
+            raise StateError(
+                where,
+                f"has optimizers this learner did not register: {unknown} (registered: "
+                f"{list(self._optimizers)})",
+            )
+        for name, entry in self._optimizers.items():
+            self._check_optimizer_state(entry, optimizers[name], f"{where}[{name!r}]")
 
     def _optimizer_state(self, entry: RegisteredOptimizer) -> dict:
         if not entry.built:  # a fresh optimizer's state: no per-parameter state yet
@@ -862,7 +1229,7 @@ class TorchLearner(Learner):
             ],
         }
 
-    def _set_optimizer_state(self, entry: RegisteredOptimizer, state: dict) -> None:
+    def _set_one_optimizer_state(self, entry: RegisteredOptimizer, state: dict) -> None:
         if not entry.built and not state["param_state"] and not entry.lr_schedulers:
             # A fresh optimizer's state (saved before any step): its rate is all there is.
             entry.set_lr(float(state["lr"][0]))

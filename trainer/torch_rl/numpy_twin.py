@@ -456,7 +456,13 @@ class NumpyTwinHost:
         names = self._names_by_param  # type: ignore[attr-defined]
         return {"lr": entry.lr, "param_state": twin.param_state(names), "lr_schedulers": []}
 
-    def _set_optimizer_state(self, entry: Any, state: dict) -> None:
+    def _get_optimizer_state(self) -> dict:
+        twin = self.numpy_twin
+        if twin is not None and twin.entry.built:
+            twin.flush_optimizer()
+        return super()._get_optimizer_state()  # type: ignore[misc]
+
+    def _set_one_optimizer_state(self, entry: Any, state: dict) -> None:
         twin = self.numpy_twin
         if twin is not None and entry is twin.entry:
             if not entry.built and twin.set_param_state(
@@ -466,7 +472,7 @@ class NumpyTwinHost:
                 entry.set_lr(float(state["lr"][0]))
                 return
             twin.restored_in_torch()
-        super()._set_optimizer_state(entry, state)  # type: ignore[misc]
+        super()._set_one_optimizer_state(entry, state)  # type: ignore[misc]
 
     def get_optimizer(self, *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
         self.sync_torch_optimizer()

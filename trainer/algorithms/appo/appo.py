@@ -17,6 +17,7 @@ from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
 from trainer.algorithms.settings import settings_of
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect
 from trainer.core.models import MODEL_DEFAULTS
+from trainer.torch_rl import require_torch
 from trainer.util import seeding
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
 
@@ -138,6 +139,16 @@ class APPOConfig(IMPALAConfig):
             },
         )
 
+    def get_default_learner_class(self) -> type:
+        """APPO's learner (RLlib's method, behind `learner_class`): the numpy `APPOLearner`,
+        or with torch (`uses_torch`) `APPOTorchLearner`."""
+        if not self.uses_torch:
+            return APPOLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.appo.torch_learner import APPOTorchLearner
+
+        return APPOTorchLearner
+
     def validate(self) -> None:
         super().validate()
         if self.learner_queue_size != 16:
@@ -153,12 +164,6 @@ class APPO(IMPALA):
     """See the module docstring."""
 
     config: APPOConfig
-    learner_class = APPOLearner
-
-    def torch_learner_class(self) -> type:
-        from trainer.algorithms.appo.torch_learner import APPOTorchLearner
-
-        return APPOTorchLearner
 
     @classmethod
     def get_default_config(cls) -> APPOConfig:

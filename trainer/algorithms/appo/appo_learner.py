@@ -213,11 +213,17 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         episodes: list[Any] | TrajectoryBatch,
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        minibatch_size: int | None = None,
+        num_minibatches: int | None = None,
     ) -> dict:
-        """IMPALA's update with APPO's loss, then the KL coefficient and the target network
-        (see the module docstring)."""
+        """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
+        coefficient (from the last step's KL) and the target network (see the module
+        docstring)."""
         stats = super().update(
-            episodes, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+            episodes,
+            num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
+            minibatch_size=minibatch_size,
+            num_minibatches=num_minibatches,
         )
         self.after_update(stats)
         return stats

@@ -88,10 +88,16 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
         episodes: list[Any] | TrajectoryBatch,
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        minibatch_size: int | None = None,
+        num_minibatches: int | None = None,
     ) -> dict[str, Any]:
-        """IMPALA's update with APPO's loss, then the KL coefficient and the target network."""
+        """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
+        coefficient and the target network."""
         stats = super().update(
-            episodes, num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime
+            episodes,
+            num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
+            minibatch_size=minibatch_size,
+            num_minibatches=num_minibatches,
         )
         self.after_update(stats)
         return stats

@@ -229,6 +229,19 @@ class ConfigBase:
     def _settings(cls) -> dict[str, Setting]:
         return {**cls._BASE_SETTINGS, **cls._ALGO_SETTINGS}
 
+    #: Settings read through a property that answers more than the value given (RLlib's
+    #: `learner_class`: the given class, else the algorithm's default): setting -> the
+    #: attribute that keeps the value given, which `to_dict()` and the checks read.
+    _GIVEN_VALUE_ATTRIBUTES: ClassVar[dict[str, str]] = {"learner_class": "_learner_class"}
+
+    def _given_value(self, name: str) -> Any:
+        """The value of setting `name` as given (its default when none was): what the
+        setting holds, not what a property reads past it (see `_GIVEN_VALUE_ATTRIBUTES`)."""
+        attribute = self._GIVEN_VALUE_ATTRIBUTES.get(name)
+        if attribute is not None:
+            return self.__dict__.get(attribute)
+        return getattr(self, name)
+
     #: This algorithm's own RLlib settings that have no effect here, or are refused:
     #: builder method -> {setting: rule}, merged over `trainer.compat.rllib_settings`'s table.
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, Any]]] = {}
@@ -308,17 +321,17 @@ class ConfigBase:
     def search_settings(self) -> dict[str, Any]:
         """The settings given as Tune search spaces (grid_search, uniform, choice, ...)."""
         return {
-            name: getattr(self, name)
+            name: self._given_value(name)
             for name in self._settings()
-            if is_search_space(getattr(self, name, None))
+            if is_search_space(self._given_value(name))
         }
 
     def grid_settings(self) -> dict[str, list]:
         """The settings given as Tune's `grid_search([...])`, each with its values."""
         return {
-            name: list(getattr(self, name)["grid_search"])
+            name: list(self._given_value(name)["grid_search"])
             for name in self._settings()
-            if is_grid_search(getattr(self, name, None))
+            if is_grid_search(self._given_value(name))
         }
 
     def _validate_values(self, name: str) -> None:
@@ -337,7 +350,7 @@ class ConfigBase:
                 "one value; search with trainer.tune.Tuner(param_space=config)"
             )
         for setting, spec in self._settings().items():
-            value = getattr(self, setting)
+            value = self._given_value(setting)
             problem = spec.check(value)
             if problem is not None:
                 raise ConfigError(

@@ -111,7 +111,7 @@ class FrameworkSection(ConfigBase):
             return f"{name}.framework('torch')"
         if _spec_names_torch_module(self.__dict__.get("_rl_module_spec")):
             return f"{name}.rl_module(rl_module_spec=...) naming a TorchRLModule subclass"
-        learner_class = self.__dict__.get("learner_class")
+        learner_class = self.__dict__.get("_learner_class")
         if learner_class is not None:
             learner_name = getattr(learner_class, "__name__", learner_class)
             return f"{name}.training(learner_class={learner_name})"
@@ -140,6 +140,22 @@ class FrameworkSection(ConfigBase):
             if request is not None:
                 return request
         return None
+
+    def get_default_learner_class(self) -> type:
+        """The algorithm's learner class (RLlib's method, behind `learner_class`): an
+        algorithm's config names its own, numpy (`PPOLearner`, ...) or, with torch
+        (`uses_torch`), torch (`PPOTorchLearner`, ...). The base config answers for its
+        `algo_class`'s config, else for the registry's default algorithm (whose modules it
+        builds: `default_module_class`)."""
+        algo_class = getattr(self, "algo_class", None)
+        own = algo_class.get_default_config() if algo_class is not None else default_config()
+        method = type(own).get_default_learner_class
+        if method is FrameworkSection.get_default_learner_class:
+            raise NotImplementedError(
+                f"{type(self).__name__} names no learner class: give one with "
+                "training(learner_class=...)"
+            )
+        return method(self)
 
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (what an `RLModuleSpec` without a

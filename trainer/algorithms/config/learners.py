@@ -6,6 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, NotProvided
+from trainer.algorithms.learner_group import LearnerGroup, build_learner
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -40,3 +41,28 @@ class LearnersSection(ConfigBase):
         if learner_connector is not NotProvided:
             self.training(learner_connector=learner_connector)
         return self
+
+    def build_learner(self, *, env: Any = None, spaces: dict | None = None) -> Any:
+        """RLlib's builder: a new learner for `env`'s (or `spaces`') modules, built
+        (`build()` called), on a copy of this config. An algorithm's config gives the learner
+        its Algorithm builds (`config.learner_class` over the algorithm's module; a learner per
+        module multi-agent); a config without an algorithm of its own (RLlib's testing
+        config) gives `learner_class`, a torch learner, over the whole MultiRLModule of
+        `get_multi_rl_module_spec(env=, spaces=)`. See `trainer.algorithms.learner_group`."""
+        return build_learner(self, env=env, spaces=spaces)
+
+    def build_learner_group(
+        self,
+        *,
+        env: Any = None,
+        spaces: dict | None = None,
+        rl_module_spec: Any = None,
+        placement_group: Any = None,
+    ) -> LearnerGroup:
+        """RLlib's builder: a `LearnerGroup` over one new learner (`build_learner`), in this
+        process; `rl_module_spec` is the MultiRLModuleSpec of a learner of a whole
+        MultiRLModule (an algorithm's learner takes its spaces). `placement_group` (Ray's) has
+        no effect here."""
+        return LearnerGroup(
+            learner=build_learner(self, env=env, spaces=spaces, rl_module_spec=rl_module_spec)
+        )

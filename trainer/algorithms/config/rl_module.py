@@ -241,7 +241,8 @@ class RLModuleSection(ConfigBase):
         """The `RLModuleSpec` the default module is built from, as RLlib fills it in: the
         spaces from the spec given to `rl_module()`, else `spaces[DEFAULT_POLICY_ID]` (what
         `EnvRunner.get_spaces()` returns), else `env`, else the config's
-        `observation_space`/`action_space`; `model_config` is this config's."""
+        `observation_space`/`action_space`; `model_config` is this config's, with the spec's
+        own keys over it (RLlib's merge)."""
         current: RLModuleSpec | MultiRLModuleSpec | None = self._runner_module_spec()
         if isinstance(current, MultiRLModuleSpec):
             raise ValueError(
@@ -267,7 +268,12 @@ class RLModuleSection(ConfigBase):
                     f"environment({name}=...)"
                 )
             setattr(spec, name, value)
-        spec.model_config = {**self.model_config, **self._model_config_auto_includes}
+        # RLlib's merge: the config's model config, the spec's own keys over it.
+        spec.model_config = {
+            **self.model_config,
+            **self._model_config_auto_includes,
+            **spec._get_model_config(),
+        }
         spec.module_class = spec.module_class or self.get_default_rl_module_spec().module_class
         spec.module_class = spec.module_class or self.default_module_class()
         if inference_only is not None:

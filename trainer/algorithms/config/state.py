@@ -115,7 +115,7 @@ class StateSection(ConfigBase):
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting by name (callbacks included: `callbacks_class` and `callbacks_on`)."""
-        result = {name: copy.copy(getattr(self, name)) for name in self._settings()}
+        result = {name: copy.copy(self._given_value(name)) for name in self._settings()}
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation

@@ -203,6 +203,8 @@ class TrainingSection(ConfigBase):
         @property
         def is_multi_agent(self) -> Flag: ...
 
+        def get_default_learner_class(self) -> type: ...  # the framework section's
+
     gamma: float
     lr: float | list[list[float]]
     train_batch_size: int
@@ -211,7 +213,9 @@ class TrainingSection(ConfigBase):
     shuffle_batch_per_epoch: bool
     grad_clip: float | None
     grad_clip_by: str
-    learner_class: type | None
+    #: (The given class, or None, is kept as `_learner_class`; the attribute is RLlib's property,
+    #: see `learner_class` below: never None.)
+    learner_class: type
     learner_config_dict: dict[str, Any]
     learner_connector: Callable[..., Any] | None
     optimizer: dict[str, Any]
@@ -265,6 +269,20 @@ class TrainingSection(ConfigBase):
         if isinstance(learner_config_dict, dict):  # as RLlib: updates what was given before
             values["learner_config_dict"] = {**self.learner_config_dict, **learner_config_dict}
         return self._set("training", values)
+
+    # -- the learner class (RLlib's property over the setting) ------------------------------
+    @property  # type: ignore[no-redef]
+    def learner_class(self) -> type:
+        """RLlib's property: the class `training(learner_class=...)` gave, else the algorithm's
+        default (`get_default_learner_class()`: its numpy learner, or with torch its torch
+        learner). `to_dict()` carries the given class only (None when none was given)."""
+        given = self.__dict__.get("_learner_class")
+        return given if given is not None else self.get_default_learner_class()
+
+    @learner_class.setter
+    def learner_class(self, value: type | None) -> None:
+        # Reached through `ConfigBase.__setattr__`, which checked the value (and the freeze).
+        self.__dict__["_learner_class"] = value
 
     @property
     def train_batch_size_per_learner(self) -> int:

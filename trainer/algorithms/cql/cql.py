@@ -126,7 +126,7 @@ class CQLConfig(SACConfig):
         self._require_recorded_data("CQLConfig")
 
     def _check_torch_learner_class(self) -> None:
-        learner_class = self.__dict__.get("learner_class")
+        learner_class = self.__dict__.get("_learner_class")
         if learner_class is None:
             return
         from trainer.algorithms.cql.torch_learner import CQLTorchLearner
@@ -141,6 +141,16 @@ class CQLConfig(SACConfig):
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {**super()._model_config_auto_includes, "num_actions": self.num_actions}
+
+    def get_default_learner_class(self) -> type:
+        """CQL's learner (RLlib's method, behind `learner_class`): the numpy `CQLLearner`,
+        or with torch (`uses_torch`) `CQLTorchLearner`."""
+        if not self.uses_torch:
+            return CQLLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
+
+        return CQLTorchLearner
 
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultCQLTorchRLModule."""
@@ -162,16 +172,16 @@ class CQL(OfflineAlgorithm):
     def get_default_config(cls) -> CQLConfig:
         return CQLConfig()
 
-    def build_learner(self, spaces: Any) -> Any:
-        config = self.config
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """`config.learner_class`: the numpy `CQLLearner` for `spaces`, or with torch
+        (`CQLTorchLearner` or the class given) over a freshly built module."""
         if not config.uses_torch:
-            return CQLLearner(config, spaces)
-        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
-
+            return config.learner_class(config, spaces)
         module = config.build_module(spaces, seed=config.seed)
         if config["num_gpus_per_learner"]:  # validate() found CUDA
             module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return (config.learner_class or CQLTorchLearner)(config, module)
+        return config.learner_class(config, module)
 
     def training_step(self) -> None:
         """The offline training step, the learner told which iteration runs (`bc_iters`

@@ -3,11 +3,10 @@ here does not do as RLlib 2.60's does, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: CQL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("CQLConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "CQL.get_default_policy_class",
         "missing",

@@ -3,16 +3,10 @@ reads them through the registry): what DQN here does not do as RLlib 2.60's does
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: DQN's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference(
-        "DQNConfig.get_default_learner_class",
-        "missing",
-        ONE_LEARNER_WHY,
-        API,
-    ),
     Difference(
         "DQNConfig.replay_sequence_length",
         "missing",

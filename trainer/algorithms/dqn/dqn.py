@@ -290,7 +290,7 @@ class DQNConfig(AlgorithmConfig):
     def _check_torch_learner_class(self) -> None:
         """A `learner_class` for DQN must be a DQNTorchLearner (it trains on replayed
         transitions, not on episodes as PPO's learner does)."""
-        learner_class = self.__dict__.get("learner_class")
+        learner_class = self.__dict__.get("_learner_class")
         if learner_class is None:
             return
         from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
@@ -338,6 +338,16 @@ class DQNConfig(AlgorithmConfig):
             "v_max": self.v_max,
         }
 
+    def get_default_learner_class(self) -> type:
+        """DQN's learner (RLlib's method, behind `learner_class`): the numpy `DQNLearner`,
+        or with torch (`uses_torch`) `DQNTorchLearner`."""
+        if not self.uses_torch:
+            return DQNLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+
+        return DQNTorchLearner
+
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultDQNTorchRLModule."""
         require_torch("DQNConfig.framework('torch')")
@@ -375,26 +385,24 @@ class DQN(OffPolicyAlgorithm):
     def get_default_config(cls) -> DQNConfig:
         return DQNConfig()
 
-    def setup_learner(self) -> None:
-        if self.config.is_multi_agent:
-            # A learner (Q network, target network, optimizer) per module with weights.
-            self.learner = build_multi_agent_learner(
-                self.config,
-                spaces_of(self.env_runner_group),
-                lambda config, build: DQNLearner(config, None, build=build),
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """`config.learner_class` (the numpy `DQNLearner`, or with torch `DQNTorchLearner` or
+        the class given) for `spaces`; multi-agent, a learner (Q network, target network,
+        optimizer) per module with weights."""
+        if config.is_multi_agent:
+            return build_multi_agent_learner(
+                config, spaces, lambda config, build: DQNLearner(config, None, build=build)
             )
-        elif self.config.uses_torch:
-            from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+        if not config.uses_torch:
+            return config.learner_class(config, spaces)
+        module = config.build_module(spaces, seed=config.seed)
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+        return config.learner_class(config, module)
 
-            learner_class = self.config.learner_class or DQNTorchLearner
-            module = self.config.build_module(
-                spaces_of(self.env_runner_group), seed=self.config.seed
-            )
-            if self.config["num_gpus_per_learner"]:  # validate() found CUDA
-                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-            self.learner = learner_class(self.config, module)
-        else:
-            self.learner = DQNLearner(self.config, spaces_of(self.env_runner_group))
+    def setup_learner(self) -> None:
+        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
         self.local_replay_buffer = make_replay_buffer(
             self.config.replay_buffer_config, seed=self.config.seed
         )

@@ -3,7 +3,7 @@ what they do here not as RLlib 2.60's do, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: IMPALA's own rows: the names RLlib's APPO inherits from IMPALA (or sets as here).
 _IMPALA_ONLY: tuple[Difference, ...] = (
@@ -32,7 +32,6 @@ _IMPALA_ONLY: tuple[Difference, ...] = (
 def async_differences(name: str) -> tuple[Difference, ...]:
     """The asynchronous algorithms' shared rows, `name` being "IMPALA" or "APPO"."""
     return (
-        Difference(f"{name}Config.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
         Difference(
             f"{name}.get_default_policy_class",
             "missing",
@@ -59,9 +58,16 @@ def async_differences(name: str) -> tuple[Difference, ...]:
         ),
         Difference(
             f"{name}Config.training(num_epochs, minibatch_size)",
-            "refused at validate() unless 1 and None (RLlib's defaults)",
-            "one update per train batch here: RLlib's minibatches cut V-trace's rows mid-chunk "
-            "and cycle each module's rows to minibatch_size, which is not built",
+            "minibatches of minibatch_size env steps, cycled over the train batch's chunks in "
+            "order as RLlib's MiniBatchCyclicIterator cycles its rows (every module takes as "
+            "many as the module with the most steps needs); a minibatch that cuts a chunk "
+            "bootstraps its first part from the value of the observation after the cut; "
+            "num_env_steps_trained counts the minibatches' steps; shuffle_batch_per_epoch=True "
+            "with minibatches is refused at validate() "
+            "(tests/test_impala_minibatches.py::test_a_minibatch_cuts_chunks_into_pieces_that_bootstrap_where_cut)",
+            "the train batch is whole episode chunks here, not RLlib's padded rows of "
+            "rollout_fragment_length (which bootstrap from the next row's first value and "
+            "which RLlib's shuffle would scatter step by step)",
             BEHAVIOUR,
         ),
         Difference(

@@ -28,7 +28,12 @@ from typing import Any, ClassVar, cast
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.config.training import schedule_check
-from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
+from trainer.algorithms.impala.impala_learner import (
+    IMPALALearner,
+    TrajectoryBatch,
+    minibatch_size_of,
+    num_minibatches,
+)
 from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
     CircularBuffer,
@@ -47,6 +52,7 @@ from trainer.algorithms.settings import settings_of
 from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
 from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
+from trainer.errors import UnsupportedSetting
 from trainer.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
@@ -246,6 +252,16 @@ class IMPALAConfig(AlgorithmConfig):
         """PPO's policy-and-value module (RLlib's IMPALA uses PPO's catalog and module)."""
         return PolicyModule
 
+    def get_default_learner_class(self) -> type:
+        """IMPALA's learner (RLlib's method, behind `learner_class`): the numpy `IMPALALearner`,
+        or with torch (`uses_torch`) `IMPALATorchLearner`."""
+        if not self.uses_torch:
+            return IMPALALearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.impala.torch_learner import IMPALATorchLearner
+
+        return IMPALATorchLearner
+
     def default_torch_module_class(self) -> type:
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
@@ -260,19 +276,25 @@ class IMPALAConfig(AlgorithmConfig):
                 f"{name}.training(vtrace=False): IMPALA and APPO learn with V-trace only "
                 "(RLlib 2.60 refuses vtrace=False as well); set vtrace=True"
             )
-        # One update per train batch here: RLlib's minibatch cycling over V-trace's rows
-        # (cut mid-chunk, each module's minibatches filled to minibatch_size) is not built.
-        if self.num_epochs != 1 or self.minibatch_size is not None:
-            given = f"num_epochs={self.num_epochs}, minibatch_size={self.minibatch_size}"
+        # RLlib's check: minibatches of whole rollout fragments (its rows), within a batch.
+        rollout_fragment_length = self.get_rollout_fragment_length()
+        if self.minibatch_size is not None and not (
+            self.minibatch_size % rollout_fragment_length == 0
+            and self.minibatch_size <= self.total_train_batch_size
+        ):
             raise ConfigError(
-                f"{name}.training({given}): IMPALA and APPO take one update per train batch "
-                "here (num_epochs=1, minibatch_size=None, RLlib's defaults); size the update "
-                "with train_batch_size_per_learner"
-                + (
-                    ", and reuse each batch with circular_buffer_iterations_per_batch"
-                    if "APPO" in name
-                    else ""
-                )
+                f"{name}.training(minibatch_size={self.minibatch_size}): `minibatch_size` "
+                f"({self.minibatch_size}) must either be None or a multiple of "
+                f"`rollout_fragment_length` ({rollout_fragment_length}) while at the same "
+                "time smaller than or equal to `total_train_batch_size` "
+                f"({self.total_train_batch_size})!"
+            )
+        if self.shuffle_batch_per_epoch and (self.num_epochs > 1 or self.minibatch_size):
+            raise UnsupportedSetting(
+                f"{name}.training(shuffle_batch_per_epoch=True): IMPALA and APPO train V-trace "
+                "over the train batch's chunks in order (RLlib shuffles single rows, which "
+                "cuts its sequences); leave shuffle_batch_per_epoch=False",
+                "shuffled V-trace minibatches",
             )
 
 
@@ -285,36 +307,30 @@ class IMPALA(Algorithm):
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
     #: The learner, or a learner per trained module (multi-agent).
     learner: Any
-    #: The algorithm's numpy learner class (APPO's: APPOLearner).
-    learner_class: ClassVar[type[IMPALALearner]] = IMPALALearner
 
     @classmethod
     def get_default_config(cls) -> IMPALAConfig:
         return IMPALAConfig()
 
     # -- the learner and its thread ----------------------------------------------------------
-    def torch_learner_class(self) -> type:
-        """The algorithm's torch learner (IMPALATorchLearner; APPO's: APPOTorchLearner)."""
-        from trainer.algorithms.impala.torch_learner import IMPALATorchLearner
-
-        return IMPALATorchLearner
-
-    def module_learner(self, config: IMPALAConfig, module: Any, module_id: Any) -> Any:
-        """The learner of one module: the config's `learner_class` or the torch learner for a
-        torch module, the numpy learner for a default numpy module."""
+    @staticmethod
+    def module_learner(config: IMPALAConfig, module: Any, module_id: Any) -> Any:
+        """The learner of one module: `config.learner_class` (the torch learner, or the class
+        given) for a torch module, the numpy learner for a default numpy module."""
         if getattr(module, "framework", None) == "torch":
-            learner_class = config.learner_class or self.torch_learner_class()
-            return learner_class(config, module, module_id=module_id)
-        return self.learner_class(config, None, module=module)
+            return config.learner_class(config, module, module_id=module_id)
+        return config.learner_class(config, None, module=module)
 
-    def build_learner(self, spaces: Any) -> IMPALALearner | MultiAgentLearner:
-        config = self.config
+    @classmethod
+    def learner_for(cls, config: AlgorithmConfig, spaces: Any) -> IMPALALearner | MultiAgentLearner:
+        """The learner for `spaces` (multi-agent: a learner per trained module)."""
+        config = cast(IMPALAConfig, config)
         if not config.is_multi_agent:
             module = config.build_module(spaces, seed=config.seed)
-            return self.module_learner(config, module, DEFAULT_MODULE_ID)
+            return cls.module_learner(config, module, DEFAULT_MODULE_ID)
 
         def make_learner(module_config: IMPALAConfig, build: ModuleBuilder) -> Any:
-            return self.module_learner(module_config, build(), build.module_id)
+            return cls.module_learner(module_config, build(), build.module_id)
 
         return build_multi_agent_learner(config, spaces, make_learner)
 
@@ -323,7 +339,7 @@ class IMPALA(Algorithm):
         return BatchQueue(self.config.learner_queue_size)
 
     def setup_learner(self) -> None:
-        self.learner = self.build_learner(spaces_of(self.env_runner_group))
+        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
         self.learner_connector = build_learner_pieces(
             self.config, spaces_of(self.env_runner_group), self.learner
         )
@@ -356,6 +372,9 @@ class IMPALA(Algorithm):
         #: update (RLlib's learner gets the newest count with each update call): an int the
         #: driver sets after each collection, so the thread never reads the metrics.
         self._sampled_for_learner = 0
+        # The learner thread starts with the algorithm, paused until training runs (as
+        # RLlib's learner starts its thread when it is built).
+        self._thread()
 
     def _thread(self) -> LearnerThread:
         thread = self._learner_thread
@@ -368,6 +387,9 @@ class IMPALA(Algorithm):
             thread.num_updates = self._updates_at_broadcast
             thread.start()
             self._learner_thread = thread
+            # RLlib's learner holds its thread (`learner._learner_thread`); here the
+            # algorithm runs it and the learner gets a reference.
+            self.learner._learner_thread = thread
         return thread
 
     def _update_on(self, batch: TrainBatch) -> dict:
@@ -379,14 +401,34 @@ class IMPALA(Algorithm):
                 # (In the learner thread: the driver's MetricsLogger is not handed over.)
                 run_learner_pieces(self.learner_connector, self.learner.module, batch.episodes)
             batch.arrays = self._module_batches(batch.episodes)
+        plan = self._minibatch_plan(batch)
         results: dict = {
             module_id: self._learner_of(module_id).update(
-                arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner
+                arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner, **plan
             )
             for module_id, arrays in batch.arrays.items()
         }
         results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
         return results
+
+    def _minibatch_plan(self, batch: TrainBatch) -> dict[str, int]:
+        """The minibatches every module's update on `batch` takes, multi-agent: each module
+        as many of `minibatch_size` steps (None: the batch's env steps, with `num_epochs >
+        1`) as the module with the most steps needs to cover its steps `num_epochs` times, so
+        all train on equally many steps (RLlib's `MiniBatchCyclicIterator`). Empty (a learner
+        makes its own from the config) single-agent or without minibatches."""
+        assert batch.arrays is not None
+        config = self.config
+        if not isinstance(self.learner, MultiAgentLearner):
+            return {}
+        size = minibatch_size_of(config, batch.env_steps)
+        if size is None:
+            return {}
+        steps = [arrays.num_steps for arrays in batch.arrays.values()]
+        return {
+            "minibatch_size": size,
+            "num_minibatches": num_minibatches(steps, config.num_epochs, size),
+        }
 
     def _learner_of(self, module_id: Any) -> IMPALALearner:
         learner = self.learner

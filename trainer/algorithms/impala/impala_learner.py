@@ -10,10 +10,21 @@ One update is one Adam step on one train batch (RLlib's one epoch of one minibat
 clipped by `grad_clip`. The batch is a list of episode chunks as the EnvRunners return them:
 each chunk bootstraps V-trace from the value of its last observation (0 after termination),
 which is RLlib's extra time step per rollout fragment without the time-major padding.
+
+With `training(minibatch_size=..., num_epochs=...)` one update takes a step per minibatch, as
+RLlib's learner cycles its `MiniBatchCyclicIterator` over the train batch: each minibatch holds
+`minibatch_size` steps (None with `num_epochs > 1`: the batch's env steps), taken in the
+batch's order and wrapping around to its first step, until every step was trained on
+`num_epochs` times (`cyclic_step_ranges`; a multi-agent update makes as many minibatches for
+every module as the module with the most steps needs, so all modules train on equally many
+steps). A minibatch that cuts a chunk bootstraps its first part from the value of the
+observation where it was cut, as V-trace does at the end of a rollout fragment
+(`take_steps`). The update reports the last minibatch's losses and the steps of all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +38,7 @@ from trainer.core.learner import (
     UpdateResults,
 )
 from trainer.core.models import SpaceInfo
-from trainer.core.obs_tree import tree_concat
+from trainer.core.obs_tree import tree_concat, tree_rows
 from trainer.core.schedules import Schedule
 from trainer.env.episode import SingleAgentEpisode
 
@@ -99,6 +110,115 @@ def trajectory_batch(episodes: list[SingleAgentEpisode], preprocess: Any) -> Tra
         terminated=np.concatenate(terminated),
         chunk_end=np.concatenate(chunk_end),
     )
+
+
+def minibatch_size_of(config: Any, env_steps: int) -> int | None:
+    """The steps per minibatch of an update on `env_steps` env steps, as RLlib's learner cuts
+    them: `minibatch_size`, else (with `num_epochs > 1`) the batch's env steps; None: one step
+    on the whole batch (RLlib's defaults, num_epochs=1 and minibatch_size=None)."""
+    if config.minibatch_size:
+        return int(config.minibatch_size)
+    if config.num_epochs > 1:
+        return int(env_steps)
+    return None
+
+
+def num_minibatches(num_steps: Iterable[int], num_epochs: int, minibatch_size: int) -> int:
+    """How many minibatches of `minibatch_size` steps cover each module's steps (`num_steps`)
+    `num_epochs` times, cycling (RLlib's `MiniBatchCyclicIterator`, which stops once the module
+    with the most steps is covered)."""
+    return max(-(-num_epochs * int(n) // minibatch_size) for n in num_steps)
+
+
+def cyclic_step_ranges(
+    num_steps: int, minibatch_size: int, count: int
+) -> list[list[tuple[int, int]]]:
+    """The `[start, stop)` step ranges of each of `count` minibatches of `minibatch_size`
+    steps, taken in order from a batch of `num_steps` steps and wrapping around to its first
+    step (RLlib's `MiniBatchCyclicIterator`, without shuffling)."""
+    minibatches, start = [], 0
+    for _ in range(count):
+        ranges, wanted = [], minibatch_size
+        while start + wanted >= num_steps:
+            if start < num_steps:
+                ranges.append((start, num_steps))
+            wanted -= num_steps - start
+            start = 0
+        if wanted > 0:
+            ranges.append((start, start + wanted))
+            start += wanted
+        minibatches.append(ranges)
+    return minibatches
+
+
+def chunk_pieces(batch: TrajectoryBatch, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`ranges` of the batch's steps cut at its chunks' ends: each piece lies in one chunk."""
+    ends = np.flatnonzero(batch.chunk_end)
+    pieces = []
+    for start, stop in ranges:
+        while start < stop:
+            chunk_last = int(ends[np.searchsorted(ends, start)])
+            end = min(stop, chunk_last + 1)
+            pieces.append((start, end))
+            start = end
+    return pieces
+
+
+def piece_rows(batch: TrajectoryBatch, pieces: list[tuple[int, int]]) -> list[np.ndarray]:
+    """Each piece's rows of `batch.obs`: its steps' observations and the one after its last
+    step (the next step's, or its chunk's bootstrap observation)."""
+    step_rows = np.flatnonzero(batch.is_step)
+    return [np.arange(step_rows[start], step_rows[stop - 1] + 2) for start, stop in pieces]
+
+
+def take_steps(batch: TrajectoryBatch, ranges: list[tuple[int, int]]) -> TrajectoryBatch:
+    """The `TrajectoryBatch` of the steps in `ranges` (a minibatch): each piece of a chunk is
+    a chunk of its own that bootstraps from the observation after its last step, terminated
+    only where its original chunk was (see the module docstring)."""
+    pieces = chunk_pieces(batch, ranges)
+    rows = piece_rows(batch, pieces)
+    steps = np.concatenate([np.arange(start, stop) for start, stop in pieces])
+    is_step = np.concatenate([np.arange(len(r)) < len(r) - 1 for r in rows])
+    chunk_end = np.zeros(len(steps), dtype=bool)
+    chunk_end[np.cumsum([stop - start for start, stop in pieces]) - 1] = True
+    return TrajectoryBatch(
+        obs=tree_rows(batch.obs, np.concatenate(rows)),
+        is_step=is_step,
+        actions=batch.actions[steps],
+        rewards=batch.rewards[steps],
+        behaviour_logp=batch.behaviour_logp[steps],
+        terminated=batch.terminated[steps],
+        chunk_end=chunk_end,
+    )
+
+
+@dataclass
+class MinibatchPlan:
+    """The minibatches of one update: `minibatch_size` steps each, `count` of them."""
+
+    minibatch_size: int
+    count: int
+
+    def ranges(self, num_steps: int) -> list[list[tuple[int, int]]]:
+        return cyclic_step_ranges(num_steps, self.minibatch_size, self.count)
+
+
+def minibatch_plan(
+    config: Any,
+    num_steps: int,
+    minibatch_size: int | None = None,
+    count: int | None = None,
+) -> MinibatchPlan | None:
+    """The minibatches of an update on `num_steps` steps: those given (a multi-agent update's,
+    the same for every module), else the config's (`minibatch_size_of`); None: one step on
+    the whole batch."""
+    if minibatch_size is None:
+        minibatch_size = minibatch_size_of(config, num_steps)
+        if minibatch_size is None:
+            return None
+    if count is None:
+        count = num_minibatches([num_steps], config.num_epochs, minibatch_size)
+    return MinibatchPlan(int(minibatch_size), int(count))
 
 
 @dataclass
@@ -213,28 +333,52 @@ class IMPALALearner(NumpyLearner):
         episodes: list[SingleAgentEpisode] | TrajectoryBatch,
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        minibatch_size: int | None = None,
+        num_minibatches: int | None = None,
     ) -> UpdateResults:
         """One Adam step on the batch of `episodes` (or their `trajectory_batch`, made once for
-        a batch trained on several times); the step's statistics under RLlib's keys."""
+        a batch trained on several times), or one per minibatch (the module docstring:
+        `minibatch_size` and `num_minibatches` given, or the config's); the statistics under
+        RLlib's keys (the last step's losses)."""
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         self.entropy_coeff.at(num_env_steps_sampled_lifetime)
         batch = (
             episodes if isinstance(episodes, TrajectoryBatch) else self.trajectory_batch(episodes)
         )
+        plan = minibatch_plan(self.config, batch.num_steps, minibatch_size, num_minibatches)
+        if plan is None:
+            stats = self._step(batch)
+            stats["num_env_steps_trained"] = batch.num_steps
+            stats["num_module_steps_trained"] = batch.num_steps
+            return stats
+        for ranges in plan.ranges(batch.num_steps):
+            stats = self._step(take_steps(batch, ranges))
+        trained = plan.count * plan.minibatch_size
+        stats["num_env_steps_trained"] = trained
+        stats["num_module_steps_trained"] = trained
+        stats["module_train_batch_size_mean"] = plan.minibatch_size
+        return stats
+
+    def _step(self, batch: TrajectoryBatch) -> UpdateResults:
+        """One Adam step on `batch`; its statistics."""
         stats: UpdateResults = dict(self.loss_and_grads(batch))
         stats["curr_entropy_coeff"] = self.entropy_coeff.value
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(
             float(stats["total_loss"])
         )
         stats["default_optimizer_learning_rate"] = self.optimizer.lr
-        stats["num_env_steps_trained"] = batch.num_steps
-        stats["num_module_steps_trained"] = batch.num_steps
         return stats
 
 
 __all__ = [
     "EntropyCoeff",
     "IMPALALearner",
+    "MinibatchPlan",
+    "cyclic_step_ranges",
+    "minibatch_plan",
+    "minibatch_size_of",
+    "num_minibatches",
+    "take_steps",
     "PolicyTerms",
     "TrajectoryBatch",
     "trajectory_batch",

@@ -7,7 +7,10 @@ outside the graph (vtrace.py), as RLlib's `vtrace_torch` runs without gradients.
 A recurrent module (`use_lstm`) runs each chunk's rows, its bootstrap observation included, as
 zero-padded sequences of `max_seq_len` rows (`trainer.torch_rl.sequences`), each from the state
 the EnvRunner recorded before its first step; the real rows of its outputs, in order, are the
-batch's rows, and the loss goes on as for any module.
+batch's rows, and the loss goes on as for any module. Minibatches (`minibatch_size`,
+`num_epochs`) are cut as the numpy learner cuts them (impala_learner.py); a recurrent module's
+pieces of chunks become sequences of their own, each starting from the state recorded before
+its first row.
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ import torch
 from trainer.algorithms.impala.impala_learner import (
     EntropyCoeff,
     TrajectoryBatch,
+    chunk_pieces,
+    minibatch_plan,
+    piece_rows,
+    take_steps,
     trajectory_batch,
 )
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
-from trainer.core.obs_tree import tree_concat
+from trainer.core.obs_tree import tree_concat, tree_rows
+from trainer.core.recurrent import chunk_state_in, tree_stack
 from trainer.env.episode import SingleAgentEpisode
 from trainer.torch_rl.learner import TorchLearner
 from trainer.torch_rl.rl_module import to_numpy
@@ -58,6 +66,9 @@ class SequenceTrajectoryBatch(TrajectoryBatch):
     state_in: Any = None
     seq_lens: Any = None
     row_mask: Any = None
+    #: The state before each row of `obs` (each leaf `(rows, ...)`): the state a sequence
+    #: that starts at that row starts from (minibatches cut chunks into new sequences).
+    row_state_in: Any = None
 
 
 class IMPALATorchLearner(TorchLearner):
@@ -107,6 +118,17 @@ class IMPALATorchLearner(TorchLearner):
         bounds = np.cumsum([0, *rows])
         size = self.max_seq_len
         initial_state = to_numpy(self.rl_module.get_initial_state())
+        row_state_in = tree_concat(
+            [
+                tree_concat(
+                    [
+                        tree_stack([chunk_state_in(ep, initial_state)]),
+                        ep.get_extra_model_outputs(Columns.STATE_OUT),
+                    ]
+                )
+                for ep in chunks
+            ]
+        )
         seq_lens = np.concatenate([sequence_lengths(n, size) for n in rows])
         return SequenceTrajectoryBatch(
             **vars(batch),
@@ -124,6 +146,27 @@ class IMPALATorchLearner(TorchLearner):
             ),
             seq_lens=seq_lens,
             row_mask=loss_mask(seq_lens, size),
+            row_state_in=row_state_in,
+        )
+
+    def minibatch(self, batch: TrajectoryBatch, ranges: list[tuple[int, int]]) -> TrajectoryBatch:
+        """The minibatch of the steps in `ranges` (`take_steps`); of a recurrent module's
+        batch, each piece of a chunk as zero-padded sequences of its own, each from the state
+        recorded before its first row."""
+        part = take_steps(batch, ranges)
+        if not isinstance(batch, SequenceTrajectoryBatch):
+            return part
+        size = self.max_seq_len
+        rows = piece_rows(batch, chunk_pieces(batch, ranges))
+        seq_lens = np.concatenate([sequence_lengths(len(r), size) for r in rows])
+        starts = np.concatenate([r[::size] for r in rows])
+        return SequenceTrajectoryBatch(
+            **vars(part),
+            seq_obs=np.concatenate([split_and_zero_pad(batch.obs[r], size) for r in rows]),
+            state_in=tree_rows(batch.row_state_in, starts),
+            seq_lens=seq_lens,
+            row_mask=loss_mask(seq_lens, size),
+            row_state_in=tree_rows(batch.row_state_in, np.concatenate(rows)),
         )
 
     @staticmethod
@@ -246,21 +289,39 @@ class IMPALATorchLearner(TorchLearner):
         episodes: list[SingleAgentEpisode] | TrajectoryBatch,
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        minibatch_size: int | None = None,
+        num_minibatches: int | None = None,
     ) -> dict[str, Any]:
-        """One optimizer step on the batch of `episodes`; the step's statistics under RLlib's
-        keys. (The algorithm runs its iterations on one torch thread: `update_threads`.)"""
+        """One optimizer step on the batch of `episodes`, or one per minibatch (as the numpy
+        learner's); the statistics under RLlib's keys (the last step's losses). (The
+        algorithm runs its iterations on one torch thread: `update_threads`.)"""
         batch = (
             episodes if isinstance(episodes, TrajectoryBatch) else self.trajectory_batch(episodes)
         )
         self.metrics.reset()
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         self.entropy_coeff.at(num_env_steps_sampled_lifetime)
-        stats: dict[str, Any] = self.update_from_batch(self.columns(batch))
+        plan = minibatch_plan(self.config, batch.num_steps, minibatch_size, num_minibatches)
+        if plan is None:
+            stats = self._step(self.columns(batch))
+            stats["num_env_steps_trained"] = batch.num_steps
+            stats["num_module_steps_trained"] = batch.num_steps
+            return stats
+        for ranges in plan.ranges(batch.num_steps):
+            self.metrics.reset()
+            stats = self._step(self.columns(self.minibatch(batch, ranges)))
+        trained = plan.count * plan.minibatch_size
+        stats["num_env_steps_trained"] = trained
+        stats["num_module_steps_trained"] = trained
+        stats["module_train_batch_size_mean"] = plan.minibatch_size
+        return stats
+
+    def _step(self, columns: dict[str, Any]) -> dict[str, Any]:
+        """One optimizer step on `columns`; its statistics."""
+        stats: dict[str, Any] = self.update_from_batch(columns)
         stats["curr_entropy_coeff"] = self.entropy_coeff.value
         stats.update(self.update_results())
         stats["default_optimizer_learning_rate"] = self.current_lr
-        stats["num_env_steps_trained"] = batch.num_steps
-        stats["num_module_steps_trained"] = batch.num_steps
         return stats
 
 

@@ -3,11 +3,10 @@ here does not do as RLlib 2.60's does, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import BEHAVIOUR, Difference
 
 #: IQL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("IQLConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "IQL target critics",
         "move towards the critics by tau after every update (target_network_update_freq "

@@ -154,6 +154,16 @@ class IQLConfig(MARWILConfig):
             spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
         )
 
+    def get_default_learner_class(self) -> type:
+        """IQL's learner (RLlib's method, behind `learner_class`): the numpy `IQLLearner`,
+        or with torch (`uses_torch`) `IQLTorchLearner`."""
+        if not self.uses_torch:
+            return IQLLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.iql.torch_learner import IQLTorchLearner
+
+        return IQLTorchLearner
+
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultIQLTorchRLModule."""
         require_torch("IQLConfig.framework('torch')")
@@ -174,13 +184,13 @@ class IQL(OfflineAlgorithm):
     def get_default_config(cls) -> IQLConfig:
         return IQLConfig()
 
-    def build_learner(self, spaces: Any) -> Any:
-        config = self.config
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """`config.learner_class`: the numpy `IQLLearner` for `spaces`, or with torch
+        (`IQLTorchLearner` or the class given) over a freshly built module."""
         if not config.uses_torch:
-            return IQLLearner(config, spaces)
-        from trainer.algorithms.iql.torch_learner import IQLTorchLearner
-
+            return config.learner_class(config, spaces)
         module = config.build_module(spaces, seed=config.seed)
         if config["num_gpus_per_learner"]:  # validate() found CUDA
             module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return (config.learner_class or IQLTorchLearner)(config, module)
+        return config.learner_class(config, module)

@@ -3,11 +3,10 @@ what they do here not as RLlib 2.60's do, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: MARWIL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("MARWILConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "MARWIL.get_default_policy_class",
         "missing",

@@ -126,6 +126,16 @@ class MARWILConfig(AlgorithmConfig):
         """The numpy module: PPO's policy-and-value module (RLlib's MARWIL uses PPO's)."""
         return PolicyModule
 
+    def get_default_learner_class(self) -> type:
+        """MARWIL's learner (RLlib's method, behind `learner_class`): the numpy `MARWILLearner`,
+        or with torch (`uses_torch`) `MARWILTorchLearner`."""
+        if not self.uses_torch:
+            return MARWILLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.marwil.torch_learner import MARWILTorchLearner
+
+        return MARWILTorchLearner
+
     def default_torch_module_class(self) -> type:
         """The torch module: RLlib's DefaultPPOTorchRLModule, as RLlib's MARWIL."""
         require_torch(f"{type(self).__name__}.framework('torch')")
@@ -156,11 +166,8 @@ class MARWIL(OfflineAlgorithm):
     def get_default_config(cls) -> MARWILConfig:
         return MARWILConfig()
 
-    def build_learner(self, spaces: Any) -> Any:
-        config = self.config
-        module = config.build_module(spaces, seed=config.seed)
-        if config.uses_torch:
-            from trainer.algorithms.marwil.torch_learner import MARWILTorchLearner
-
-            return (config.learner_class or MARWILTorchLearner)(config, module)
-        return MARWILLearner(config, module)
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """`config.learner_class` (`MARWILLearner`, or with torch `MARWILTorchLearner` or the
+        class given) over a freshly built module."""
+        return config.learner_class(config, config.build_module(spaces, seed=config.seed))

@@ -3,16 +3,10 @@ reads them through the registry): what PPO here does not do as RLlib 2.60's does
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, TEST, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, TEST, Difference
 
 #: PPO's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference(
-        "PPOConfig.get_default_learner_class",
-        "missing",
-        ONE_LEARNER_WHY,
-        API,
-    ),
     Difference(
         "PPOConfig.exploration_config",
         "{} by default, meaning the algorithm's default exploration: "

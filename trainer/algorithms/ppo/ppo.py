@@ -189,6 +189,16 @@ class PPOConfig(AlgorithmConfig):
         """PPO's default numpy module: the policy-and-value module."""
         return PolicyModule
 
+    def get_default_learner_class(self) -> type:
+        """PPO's learner (RLlib's method, behind `learner_class`): the numpy `PPOLearner`,
+        or with torch (`uses_torch`) `PPOTorchLearner`."""
+        if not self.uses_torch:
+            return PPOLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+
+        return PPOTorchLearner
+
     def default_torch_module_class(self) -> type:
         """PPO's default torch module: RLlib's DefaultPPOTorchRLModule."""
 
@@ -223,12 +233,9 @@ def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
     module = build()
     if getattr(module, "framework", None) != "torch":
         return PPOLearner(config, None, module=module)
-    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
-
     if config["num_gpus_per_learner"]:  # validate() found CUDA
         module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-    learner_class = config.learner_class or PPOTorchLearner
-    return learner_class(config, module, module_id=build.module_id)
+    return config.learner_class(config, module, module_id=build.module_id)
 
 
 class PPO(Algorithm):
@@ -243,34 +250,32 @@ class PPO(Algorithm):
         return PPOConfig()
 
     def setup_learner(self) -> None:
-        self._setup_ppo_learner()
+        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
         self.learner_connector = build_learner_pieces(
             self.config, spaces_of(self.env_runner_group), self.learner
         )
 
-    def _setup_ppo_learner(self) -> None:
-        if self.config.is_multi_agent:
-            self.learner = build_multi_agent_learner(
-                self.config, spaces_of(self.env_runner_group), _module_learner
+    @classmethod
+    def learner_for(cls, config: AlgorithmConfig, spaces: Any) -> Any:
+        """PPO's learner for `spaces`: `config.learner_class` (`PPOLearner`, or with torch
+        `PPOTorchLearner` or the class given) over a freshly built module, with the
+        learner-only modules' learners beside a torch one; multi-agent, a learner per module."""
+        config = cast(PPOConfig, config)
+        if config.is_multi_agent:
+            return build_multi_agent_learner(config, spaces, _module_learner)
+        if not config.uses_torch:
+            return config.learner_class(config, spaces)
+        module = config.build_module(spaces, seed=config.seed)
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+        learner = config.learner_class(config, module)
+        if config.learner_only_module_specs():
+            from trainer.torch_rl.self_supervised import build_learner_only_learners
+
+            learner.add_learner_only_learners(
+                build_learner_only_learners(config, module.rl_module, config.seed)
             )
-        elif self.config.uses_torch:
-            from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
-
-            spaces = spaces_of(self.env_runner_group)
-            learner_class = self.config.learner_class or PPOTorchLearner
-            module = self.config.build_module(spaces, seed=self.config.seed)
-            if self.config["num_gpus_per_learner"]:  # validate() found CUDA
-                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-            learner = learner_class(self.config, module)
-            if self.config.learner_only_module_specs():
-                from trainer.torch_rl.self_supervised import build_learner_only_learners
-
-                learner.add_learner_only_learners(
-                    build_learner_only_learners(self.config, module.rl_module, self.config.seed)
-                )
-            self.learner = learner
-        else:
-            self.learner = PPOLearner(self.config, spaces_of(self.env_runner_group))
+        return learner
 
     def _learner_modules(self) -> Any:
         """What the learner pieces get as `rl_module`: the learner's module, or, beside

@@ -3,11 +3,10 @@ them through the registry): what SAC here does not do as RLlib 2.60's does, and 
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, ONE_LEARNER_WHY, Difference
+from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 
 #: SAC's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("SACConfig.get_default_learner_class", "missing", ONE_LEARNER_WHY, API),
     Difference(
         "SACConfig.optimization",
         "missing (training(optimization_config=...) is accepted with a warning that it has no "

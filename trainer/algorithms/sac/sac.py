@@ -255,7 +255,7 @@ class SACConfig(AlgorithmConfig):
 
     def _check_torch_learner_class(self) -> None:
         """A `learner_class` for SAC must be a SACTorchLearner."""
-        learner_class = self.__dict__.get("learner_class")
+        learner_class = self.__dict__.get("_learner_class")
         if learner_class is None:
             return
         from trainer.algorithms.sac.torch_learner import SACTorchLearner
@@ -278,6 +278,16 @@ class SACConfig(AlgorithmConfig):
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {"twin_q": self.twin_q}
+
+    def get_default_learner_class(self) -> type:
+        """SAC's learner (RLlib's method, behind `learner_class`): the numpy `SACLearner`,
+        or with torch (`uses_torch`) `SACTorchLearner`."""
+        if not self.uses_torch:
+            return SACLearner
+        require_torch(f"{type(self).__name__}.framework('torch')")
+        from trainer.algorithms.sac.torch_learner import SACTorchLearner
+
+        return SACTorchLearner
 
     def default_torch_module_class(self) -> type:
         """RLlib's DefaultSACTorchRLModule."""
@@ -305,12 +315,9 @@ def _module_learner(config: SACConfig, build: Any) -> Any:
     module = build()
     if getattr(module, "framework", None) != "torch":
         return SACLearner(config, None, build=build, module=module)
-    from trainer.algorithms.sac.torch_learner import SACTorchLearner
-
     if config["num_gpus_per_learner"]:  # validate() found CUDA
         module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-    learner_class = config.learner_class or SACTorchLearner
-    return learner_class(config, module, module_id=build.module_id)
+    return config.learner_class(config, module, module_id=build.module_id)
 
 
 class SAC(OffPolicyAlgorithm):
@@ -325,20 +332,20 @@ class SAC(OffPolicyAlgorithm):
     def get_default_config(cls) -> SACConfig:
         return SACConfig()
 
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """`config.learner_class` (the numpy `SACLearner`, or with torch `SACTorchLearner` or
+        the class given) for `spaces`; multi-agent, a learner per module."""
+        if config.is_multi_agent:
+            return build_multi_agent_learner(config, spaces, _module_learner)
+        if not config.uses_torch:
+            return config.learner_class(config, spaces)
+        module = config.build_module(spaces, seed=config.seed)
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
+        return config.learner_class(config, module)
+
     def setup_learner(self) -> None:
         config = self.config
-        if config.is_multi_agent:
-            self.learner = build_multi_agent_learner(
-                config, spaces_of(self.env_runner_group), _module_learner
-            )
-        elif config.uses_torch:
-            from trainer.algorithms.sac.torch_learner import SACTorchLearner
-
-            learner_class = config.learner_class or SACTorchLearner
-            module = config.build_module(spaces_of(self.env_runner_group), seed=config.seed)
-            if config["num_gpus_per_learner"]:  # validate() found CUDA
-                module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-            self.learner = learner_class(config, module)
-        else:
-            self.learner = SACLearner(config, spaces_of(self.env_runner_group))
+        self.learner = self.learner_for(config, spaces_of(self.env_runner_group))
         self.local_replay_buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)

@@ -448,7 +448,9 @@ class SACTorchLearner(TorchLearner):
         )
 
     # -- gradients: each optimizer's loss to its own parameters ----------------------------------
-    def compute_gradients(self, loss_per_module: dict[str, torch.Tensor]) -> dict:
+    def compute_gradients(
+        self, loss_per_module: dict[str, torch.Tensor], gradient_tape: Any = None, **kwargs: Any
+    ) -> dict:
         """Each registered optimizer's gradient: of its loss (`self._temp_losses[(module_id,
         "<optimizer name>_loss")]`) with respect to its own parameters only (RLlib's). A loss
         that handed over none (a user's `compute_loss_for_module` that does not set

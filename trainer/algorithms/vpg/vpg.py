@@ -142,19 +142,19 @@ class VPG(Algorithm):
         return VPGConfig()
 
     def setup_learner(self) -> None:
-        """The learner class (the config's `learner_class`, else `VPGTorchLearner`) over a
-        freshly built full module; multi-agent, over the full MultiRLModule of the policies
-        (every module trains)."""
-        config = self.config
-        spaces = spaces_of(self.env_runner_group)
-        learner_class = config.learner_class or config.get_default_learner_class()
+        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
+
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """The learner class (`config.learner_class`: the class given, else `VPGTorchLearner`)
+        over a freshly built full module; multi-agent, over the full MultiRLModule of the
+        policies (every module trains)."""
         if not config.is_multi_agent:
-            self.learner = learner_class(config, config.build_module(spaces, seed=config.seed))
-            return
+            return config.learner_class(config, config.build_module(spaces, seed=config.seed))
         from trainer.torch_rl.module_group import build_seeded
 
         spec = config.get_multi_rl_module_spec(spaces=spaces)
-        self.learner = learner_class(config, build_seeded(spec, config.seed))
+        return config.learner_class(config, build_seeded(spec, config.seed))
 
     def training_step(self) -> None:
         """Sample complete episodes, one update on them, new weights to the EnvRunners (see
