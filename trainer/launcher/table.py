@@ -193,6 +193,8 @@ MODULES: dict[str, tuple[str, ...]] = {
             "self_supervised_loss_api",
         )
     },
+    # The old stack's observation preprocessors (RLlib's new-stack tests flatten with them).
+    "ray.rllib.models.preprocessors": ("trainer.compat.preprocessors",),
     # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     # ...and `SampleBatch`'s column names (new-stack code uses them as batch keys).
