@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="catalogs build torch networks")
 
-from trainer import DQNConfig, RLModuleSpec  # noqa: E402
+from trainer import Algorithm, DQNConfig, RLModuleSpec  # noqa: E402
 from trainer.algorithms.dqn.catalog import DQNCatalog  # noqa: E402
 from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule  # noqa: E402
 from trainer.compat.rllib_utils import Columns  # noqa: E402
@@ -106,21 +106,59 @@ def test_an_encoder_config_of_a_subclass_serves_dict_observations():
     assert module.forward_inference({Columns.OBS: _dict_batch(1)})[Columns.ACTIONS].shape == (1,)
 
 
-def test_an_overridden_head_trains_in_torch():
-    config = (
+class DictCartPole(gym.ObservationWrapper):
+    """CartPole with Dict observations: positions and velocities."""
+
+    def __init__(self, config=None):
+        super().__init__(gym.make("CartPole-v1"))
+        box = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self.observation_space = gym.spaces.Dict({"pos": box, "vel": box})
+
+    def observation(self, observation):
+        return {"pos": observation[[0, 2]], "vel": observation[[1, 3]]}
+
+
+class PosVelEncoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Linear(4, 16)
+
+    def forward(self, batch):
+        obs = batch[Columns.OBS]
+        return {ENCODER_OUT: torch.relu(self.net(torch.cat([obs["pos"], obs["vel"]], dim=-1)))}
+
+
+class PosVelEncoderConfig:
+    output_dims = (16,)
+
+    def build(self, framework):
+        return PosVelEncoder()
+
+
+class PosVelCatalog(DQNCatalog):
+    @classmethod
+    def _get_encoder_config(cls, observation_space, model_config_dict, action_space=None):
+        return PosVelEncoderConfig()
+
+
+def _config(env, catalog_class) -> DQNConfig:
+    return (
         DQNConfig()
-        .environment("CartPole-v1")
+        .environment(env)
         .framework("torch")
         .env_runners(num_env_runners=0)
         .training(num_steps_sampled_before_learning_starts=0, train_batch_size=16)
         .rl_module(
             model_config={"fcnet_hiddens": [16]},
-            rl_module_spec=RLModuleSpec(catalog_class=LinearQCatalog),
+            rl_module_spec=RLModuleSpec(catalog_class=catalog_class),
         )
-        .reporting(min_sample_timesteps_per_reporting=64)
+        .reporting(min_sample_timesteps_per_iteration=64)
         .debugging(seed=0)
     )
-    algo = config.build()
+
+
+def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_path):
+    algo = _config("CartPole-v1", LinearQCatalog).build()
     try:
         module = algo.learner_group._learner.rl_module
         assert type(module.catalog) is LinearQCatalog and type(module.af) is torch.nn.Linear
@@ -130,6 +168,28 @@ def test_an_overridden_head_trains_in_torch():
         assert algo.learner_group._learner.numpy_update is None
         assert np.isfinite(result["learners"]["default_policy"]["qf_loss"])
         assert not torch.equal(before, module.af.weight)
+        path = algo.save_to_path(str(tmp_path / "checkpoint"))
+        weights = {key: value.clone() for key, value in module.state_dict().items()}
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        module = restored.learner_group._learner.rl_module
+        assert type(module.catalog) is LinearQCatalog and type(module.af) is torch.nn.Linear
+        for key, value in module.state_dict().items():
+            torch.testing.assert_close(value, weights[key])
+    finally:
+        restored.stop()
+
+
+def test_dict_observations_train_through_a_catalog_encoder():
+    algo = _config(DictCartPole, PosVelCatalog).build()
+    try:
+        module = algo.learner_group._learner.rl_module
+        before = module.encoder.net.weight.detach().clone()
+        result = algo.train()
+        assert np.isfinite(result["learners"]["default_policy"]["qf_loss"])
+        assert not torch.equal(before, module.encoder.net.weight)
     finally:
         algo.stop()
 

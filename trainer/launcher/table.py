@@ -243,6 +243,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
     "ray.rllib.utils.spaces.simplex": ("trainer.core.spaces",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
+    "ray.rllib.utils.schedules.scheduler": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
     "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
     "ray.rllib.utils.test_utils": ("trainer.testing",),

@@ -1,8 +1,15 @@
 """DQN's default torch module (RLlib's `DefaultDQNTorchRLModule`): a Q-network built from
 `model_config`, with the target networks DQN's learner bootstraps from.
 
-The layout is RLlib's DQNCatalog's and the numpy `QModule`'s for the same model config (a test
-copies weights from one to the other and compares the Q-values and the learners' steps):
+The module builds its parts through its catalog, as RLlib's does (`DQNCatalog`,
+`trainer.algorithms.dqn.catalog`: the spec's `catalog_class`, or its defaults): a subclass's
+`_get_encoder_config` / `build_encoder` / `build_af_head` / `build_vf_head` give parts of its own
+(an encoder other than the default ones is called with the batch and returns
+`{ENCODER_OUT: ...}`, as RLlib's encoders, so it can read Dict observations); such a module
+trains in torch (the numpy twin and the EnvRunners' numpy forward mirror the default parts
+only). The default layout is RLlib's DQNCatalog's and the numpy `QModule`'s for the same model
+config (a test copies weights from one to the other and compares the Q-values and the learners'
+steps):
 
 - `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too), or for
   image observations (a 3-D Box) RLlib's CNN encoder (`conv_filters`); an empty `fcnet_hiddens`
