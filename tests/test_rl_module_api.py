@@ -103,7 +103,9 @@ def test_inference_only_module_refuses_forward_train_and_old_config_is_refused()
         module.forward_train({Columns.OBS: _cartpole_observations(2)})
     with pytest.raises(ValueError, match=r"config=\.\.\.\) \(RLlib's removed RLModuleConfig\)"):
         CountingModule({"observation_space": obs_space})
-    with pytest.raises(ValueError, match="catalog_class=dict is not supported: only PPOCatalog"):
+    with pytest.raises(
+        ValueError, match="catalog_class=dict is not supported: only DQNCatalog / PPOCatalog"
+    ):
         CountingModule(observation_space=obs_space, catalog_class=dict)
 
 

@@ -121,15 +121,15 @@ def test_a_placeholder_refuses_at_first_use_with_a_typed_error(hook):
     RLlib name and what it needs."""
     from ray.rllib.algorithms.dqn.dqn_tf_policy import DQNTFPolicy
     from ray.rllib.models import ModelCatalog
-    from ray.rllib.models.preprocessors import get_preprocessor
+    from ray.rllib.models.utils import get_initializer
 
     class MyPolicy(DQNTFPolicy):  # subclassing works; making one does not
         pass
 
     with pytest.raises(NotSupported, match=r"ray\.rllib\.models\.catalog\.ModelCatalog .*old API"):
         ModelCatalog.get_model_v2  # noqa: B018 - the read is the use
-    with pytest.raises(NotSupported, match=r"get_preprocessor"):
-        get_preprocessor(None)
+    with pytest.raises(NotSupported, match=r"get_initializer"):
+        get_initializer(None)
     with pytest.raises(NotSupported, match=r"DQNTFPolicy"):
         MyPolicy()
     assert not isinstance(object(), ModelCatalog)
@@ -137,7 +137,7 @@ def test_a_placeholder_refuses_at_first_use_with_a_typed_error(hook):
     from ray.rllib.models.catalog import ModelCatalog as from_catalog
 
     assert from_catalog is ModelCatalog
-    assert pickle.loads(pickle.dumps(get_preprocessor)) is get_preprocessor
+    assert pickle.loads(pickle.dumps(get_initializer)) is get_initializer
 
 
 def test_a_name_rllib_does_not_have_fails_as_python_fails(hook):

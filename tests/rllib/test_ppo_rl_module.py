@@ -2,8 +2,6 @@
 #
 # Changes besides the imports:
 # - `env_names` leave out "ale_py:ALE/Breakout-v5" (Atari: ale_py is not installed here).
-# - `get_preprocessor` (old API stack) is a local identity preprocessor: RLlib's is one for
-#   CartPole's and Pendulum's Box observations (`NoPreprocessor`).
 # - `tree.map_structure` (dm-tree, not installed here) is a small local function over dicts.
 # - `ray.init()` / `ray.shutdown()` start and end this project's named-objects registry.
 import itertools
@@ -17,6 +15,9 @@ from trainer import named_objects as ray  # was: import ray
 from trainer.algorithms.ppo.catalog import PPOCatalog  # was: ray.rllib.algorithms.ppo....
 from trainer.algorithms.ppo.torch_module import (  # was: ray.rllib.algorithms.ppo.torch....
     DefaultPPOTorchRLModule,
+)
+from trainer.compat.preprocessors import (  # was: from ray.rllib.models.preprocessors import ...
+    get_preprocessor,
 )
 from trainer.compat.rllib_utils import Columns  # was: from ray.rllib.core.columns import ...
 from trainer.core.models import DefaultModelConfig  # was: ...rl_module.default_model_config
@@ -37,17 +38,6 @@ class tree:  # was: import tree (dm-tree)
                 key: tree.map_structure(func, *(s[key] for s in structures)) for key in first
             }
         return func(*structures)
-
-
-def get_preprocessor(space):  # was: from ray.rllib.models.preprocessors import ...
-    class NoPreprocessor:
-        def __init__(self, observation_space):
-            self.observation_space = observation_space
-
-        def transform(self, observation):
-            return observation
-
-    return NoPreprocessor
 
 
 def dummy_torch_ppo_loss(module, batch, fwd_out):

@@ -3,10 +3,11 @@
 
 In RLlib a catalog builds a module's torch networks from its model config, and the default
 modules build their encoders and heads through their algorithm's catalog. Here the default
-numpy modules build their networks themselves, with the same layout; the default torch PPO
-module builds through its catalog when the spec names one (`RLModuleSpec(catalog_class=...)`),
-so a `PPOCatalog` subclass that overrides `build_pi_head` / `build_vf_head` /
-`build_actor_critic_encoder` changes the networks as in RLlib. Its builders return this
+numpy modules build their networks themselves, with the same layout; the default torch PPO and
+DQN modules build through their catalog when the spec names one (`RLModuleSpec(catalog_class=
+...)`), so a `PPOCatalog` subclass that overrides `build_pi_head` / `build_vf_head` /
+`build_actor_critic_encoder`, or a `DQNCatalog` subclass that overrides `_get_encoder_config` /
+`build_encoder` / `build_af_head` / `build_vf_head`, changes the networks as in RLlib. Its builders return this
 project's torch networks (`trainer.torch_rl.networks`), not RLlib's model-config classes.
 
 What is refused (with an error naming the class or the method):
@@ -14,8 +15,9 @@ What is refused (with an error naming the class or the method):
   `Catalog`, a user's class of its own), a catalog on a module other than the default module
   it describes, and a subclass that overrides builders on a numpy module, which cannot run
   torch networks (`check_catalog_class`);
-- the base catalog's model builders (`build_encoder`, `get_tokenizer_config`,
-  `get_preprocessor`): they return RLlib's `Encoder` / `Model` configs.
+- the base catalog's model builders (`build_encoder`, `get_tokenizer_config`): they return
+  RLlib's `Encoder` / `Model` configs (`get_preprocessor` works: the old stack's preprocessor,
+  `trainer.compat.preprocessors`).
   `get_action_dist_cls("torch")` works: the torch distribution class of the action space.
 
 This module imports no torch (a spec names its catalog before any module is built).
@@ -24,6 +26,7 @@ This module imports no torch (a spec names its catalog before any module is buil
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from trainer.capabilities import OLD_API_STACK, TORCH
@@ -32,11 +35,13 @@ from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 #: The torch backend and its action distributions (`get_action_dist_cls("torch")`).
 _TORCH_BACKEND = "trainer.torch_rl"
 _TORCH_DISTRIBUTIONS = "trainer.torch_rl.distributions"
+#: RLlib's old-stack observation preprocessors (`Catalog.get_preprocessor`).
+_PREPROCESSORS = "trainer.compat.preprocessors"
 #: What a module builds its networks with here, instead of a catalog's builders.
 _INSTEAD = (
     "the default numpy modules build their networks from model_config themselves, the "
-    "default torch PPO module through PPOCatalog or a subclass of it; a custom TorchRLModule "
-    "builds its nn layers in setup()"
+    "default torch PPO and DQN modules through PPOCatalog / DQNCatalog or a subclass of it; a "
+    "custom TorchRLModule builds its nn layers in setup()"
 )
 
 
@@ -124,11 +129,18 @@ class Catalog:
 
     @staticmethod
     def get_preprocessor(observation_space: Any, **kwargs: Any) -> Any:
-        raise RLlibNotAvailable(
-            f"{Catalog.rllib_path}.get_preprocessor",
-            TORCH,
-            "gymnasium wrappers or env-to-module connectors (FlattenObservations)",
-        )
+        """RLlib's: the old stack's preprocessor for `observation_space`
+        (`ray.rllib.models.preprocessors.get_preprocessor`'s class, made with
+        `kwargs["options"]`)."""
+        options = kwargs.get("options", {})
+        if options.get("custom_preprocessor"):
+            raise ValueError(
+                "model_config['custom_preprocessor'] is deprecated (RLlib raises too): "
+                "preprocess observations with gymnasium wrappers around your env instead"
+            )
+        # The RLlib surface sits above this module: reached by its declared path.
+        preprocessors = importlib.import_module(_PREPROCESSORS)
+        return preprocessors.get_preprocessor(observation_space)(observation_space, options)
 
     def get_action_dist_cls(self, framework: str) -> type:
         """The torch action distribution class of the action space (RLlib's for "torch":
@@ -181,8 +193,12 @@ def overridden_builders(catalog_class: type) -> list[str]:
     base = default_catalog_of(catalog_class)
     if base is None:
         return []
+    # Looked up statically: a classmethod builder (`_get_encoder_config`) is a new bound
+    # method at each attribute access.
     return [
-        name for name in base.builders if getattr(catalog_class, name) is not getattr(base, name)
+        name
+        for name in base.builders
+        if inspect.getattr_static(catalog_class, name) is not inspect.getattr_static(base, name)
     ]
 
 

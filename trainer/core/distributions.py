@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
 
 from trainer.core.action_layout import ActionLayout, MultiActionDistribution
 from trainer.core.nn import Categorical, DiagGaussian
+from trainer.core.obs_tree import tree_map
 from trainer.core.spaces import first_leaf
+from trainer.core.torch_inputs import from_torch, to_torch
 
 
 class Distribution(abc.ABC):
@@ -111,8 +113,39 @@ def _batch_shape(sample_shape: Sequence[int] | None) -> tuple[int, ...]:
     return tuple(sample_shape) if sample_shape is not None else ()
 
 
+_Distribution = TypeVar("_Distribution", bound="NumpyDistribution")
+
+
 class NumpyDistribution(Distribution, abc.ABC):
-    """A distribution over numpy arrays (no gradients)."""
+    """A distribution over numpy arrays (no gradients).
+
+    Made from torch tensors (`from_logits` of a numpy module's outputs for torch inputs, as
+    scripts written for RLlib's default torch modules call it), it computes in numpy and
+    answers `sample`, `logp`, `entropy` and `kl` in torch tensors; its deterministic
+    counterpart too."""
+
+    #: The torch module when the inputs were torch tensors (the outputs are then too).
+    _torch: Any = None
+
+    def _in(self, value: Any) -> Any:
+        """`value` as numpy; a torch tensor marks the distribution's outputs as torch."""
+        value, torch = from_torch(value)
+        if torch is not None:
+            self._torch = torch
+        return value
+
+    def _out(self, value: Any) -> Any:
+        """`value` (an array, or a nested sample) as the caller passed the inputs."""
+        if self._torch is None:
+            return value
+        if isinstance(value, (dict, tuple, list)):
+            return tree_map(lambda leaf: to_torch(leaf, self._torch), value)
+        return to_torch(value, self._torch)
+
+    def _with_inputs_of(self: _Distribution, other: NumpyDistribution) -> _Distribution:
+        """This distribution, answering in the kind of `other`'s inputs."""
+        self._torch = other._torch
+        return self
 
     def rsample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -125,7 +158,7 @@ class NumpyCategorical(NumpyDistribution):
     """A categorical distribution over the last axis of `logits`."""
 
     def __init__(self, logits: Any):
-        self.logits = np.asarray(logits, dtype=np.float32)
+        self.logits = np.asarray(self._in(logits), dtype=np.float32)
 
     @classmethod
     def from_logits(cls, logits: Any, **kwargs: Any) -> NumpyCategorical:
@@ -150,26 +183,26 @@ class NumpyCategorical(NumpyDistribution):
             for _ in range(int(np.prod(shape, dtype=np.int64)))
         ]
         rows = self.logits.shape[:-1]
-        return np.stack(draws).reshape(shape + rows).astype(np.int64)
+        return self._out(np.stack(draws).reshape(shape + rows).astype(np.int64))
 
     def logp(self, value: Any, **kwargs: Any) -> np.ndarray:
         flat = self.logits.reshape(-1, self.logits.shape[-1])
-        actions = np.asarray(value).reshape(-1)
-        return Categorical.logp(flat, actions).reshape(self.logits.shape[:-1])
+        actions = np.asarray(from_torch(value)[0]).reshape(-1)
+        return self._out(Categorical.logp(flat, actions).reshape(self.logits.shape[:-1]))
 
     def entropy(self, **kwargs: Any) -> np.ndarray:
         flat = self.logits.reshape(-1, self.logits.shape[-1])
-        return Categorical.entropy(flat).reshape(self.logits.shape[:-1])
+        return self._out(Categorical.entropy(flat).reshape(self.logits.shape[:-1]))
 
     def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
         other_logits = cast(NumpyCategorical, other).logits
         flat = self.logits.reshape(-1, self.logits.shape[-1])
-        return Categorical.kl(flat, other_logits.reshape(flat.shape)).reshape(
-            self.logits.shape[:-1]
+        return self._out(
+            Categorical.kl(flat, other_logits.reshape(flat.shape)).reshape(self.logits.shape[:-1])
         )
 
     def to_deterministic(self) -> NumpyDeterministic:
-        return NumpyDeterministic(self.logits.argmax(axis=-1))
+        return NumpyDeterministic(self.logits.argmax(axis=-1))._with_inputs_of(self)
 
 
 class NumpyDiagGaussian(NumpyDistribution):
@@ -177,8 +210,8 @@ class NumpyDiagGaussian(NumpyDistribution):
     axis (RLlib's layout)."""
 
     def __init__(self, loc: Any, scale: Any):
-        self.loc = np.asarray(loc, dtype=np.float32)
-        self.scale = np.asarray(scale, dtype=np.float32)
+        self.loc = np.asarray(self._in(loc), dtype=np.float32)
+        self.scale = np.asarray(self._in(scale), dtype=np.float32)
 
     @property
     def _inputs(self) -> np.ndarray:
@@ -186,8 +219,11 @@ class NumpyDiagGaussian(NumpyDistribution):
 
     @classmethod
     def from_logits(cls, logits: Any, **kwargs: Any) -> NumpyDiagGaussian:
-        mean, log_std = np.split(np.asarray(logits, dtype=np.float32), 2, axis=-1)
-        return cls(mean, np.exp(log_std))
+        array, torch = from_torch(logits)
+        mean, log_std = np.split(np.asarray(array, dtype=np.float32), 2, axis=-1)
+        distribution = cls(mean, np.exp(log_std))
+        distribution._torch = torch
+        return distribution
 
     @staticmethod
     def required_input_dim(space: gym.Space, **kwargs: Any) -> int:
@@ -204,26 +240,27 @@ class NumpyDiagGaussian(NumpyDistribution):
     ) -> np.ndarray:
         shape = _batch_shape(sample_shape)
         noise = _rng(rng).standard_normal(shape + self.loc.shape).astype(np.float32)
-        return self.loc + self.scale * noise
+        return self._out(self.loc + self.scale * noise)
 
     def logp(self, value: Any, **kwargs: Any) -> np.ndarray:
-        return DiagGaussian.logp(self._inputs, np.asarray(value, dtype=np.float32))
+        actions = np.asarray(from_torch(value)[0], dtype=np.float32)
+        return self._out(DiagGaussian.logp(self._inputs, actions))
 
     def entropy(self, **kwargs: Any) -> np.ndarray:
-        return DiagGaussian.entropy(self._inputs)
+        return self._out(DiagGaussian.entropy(self._inputs))
 
     def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
-        return DiagGaussian.kl(self._inputs, cast(NumpyDiagGaussian, other)._inputs)
+        return self._out(DiagGaussian.kl(self._inputs, cast(NumpyDiagGaussian, other)._inputs))
 
     def to_deterministic(self) -> NumpyDeterministic:
-        return NumpyDeterministic(self.loc)
+        return NumpyDeterministic(self.loc)._with_inputs_of(self)
 
 
 class NumpyDeterministic(NumpyDistribution):
     """All mass on `loc` (the greedy action): log-probability, entropy and KL are 0."""
 
     def __init__(self, loc: Any):
-        self.loc = np.asarray(loc)
+        self.loc = np.asarray(self._in(loc))
 
     @classmethod
     def from_logits(cls, logits: Any, **kwargs: Any) -> NumpyDeterministic:
@@ -237,20 +274,20 @@ class NumpyDeterministic(NumpyDistribution):
 
     def sample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> np.ndarray:
         shape = _batch_shape(sample_shape)
-        return np.broadcast_to(self.loc, shape + self.loc.shape).copy()
+        return self._out(np.broadcast_to(self.loc, shape + self.loc.shape).copy())
 
     def _zeros(self) -> np.ndarray:
         rows = self.loc.shape[:-1] if self.loc.dtype.kind == "f" else self.loc.shape
         return np.zeros(rows, dtype=np.float32)
 
     def logp(self, value: Any, **kwargs: Any) -> np.ndarray:
-        return self._zeros()
+        return self._out(self._zeros())
 
     def entropy(self, **kwargs: Any) -> np.ndarray:
-        return self._zeros()
+        return self._out(self._zeros())
 
     def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
-        return self._zeros()
+        return self._out(self._zeros())
 
 
 class NumpyMultiDistribution(NumpyDistribution):
@@ -261,7 +298,7 @@ class NumpyMultiDistribution(NumpyDistribution):
     space: `NumpyMultiDistribution.get_partial_dist_cls(layout=ActionLayout(space))`."""
 
     def __init__(self, logits: Any, layout: Any):
-        self.logits = np.asarray(logits, dtype=np.float32)
+        self.logits = np.asarray(self._in(logits), dtype=np.float32)
         self.layout = layout
         self._dist = MultiActionDistribution(layout)
 
@@ -291,20 +328,21 @@ class NumpyMultiDistribution(NumpyDistribution):
         if sample_shape:
             raise ValueError("NumpyMultiDistribution.sample(sample_shape=...) is not supported")
         rows, _ = self._dist.act(self._rows(), _rng(rng), True)
-        return self.layout.unflatten(rows)
+        return self._out(self.layout.unflatten(rows))
 
     def logp(self, value: Any, **kwargs: Any) -> np.ndarray:
-        return self._dist.logp(self._rows(), self.layout.flatten(value))
+        actions = tree_map(lambda leaf: from_torch(leaf)[0], value)
+        return self._out(self._dist.logp(self._rows(), self.layout.flatten(actions)))
 
     def entropy(self, **kwargs: Any) -> np.ndarray:
-        return self._dist.entropy(self._rows())
+        return self._out(self._dist.entropy(self._rows()))
 
     def kl(self, other: Distribution, **kwargs: Any) -> np.ndarray:
-        return self._dist.kl(self._rows(), cast(NumpyMultiDistribution, other)._rows())
+        return self._out(self._dist.kl(self._rows(), cast(NumpyMultiDistribution, other)._rows()))
 
     def to_deterministic(self) -> NumpyDeterministic:
         rows, _ = self._dist.act(self._rows(), np.random.default_rng(0), False)
-        return _NestedDeterministic(self.layout.unflatten(rows))
+        return _NestedDeterministic(self.layout.unflatten(rows))._with_inputs_of(self)
 
 
 class _NestedDeterministic(NumpyDeterministic):
@@ -314,7 +352,7 @@ class _NestedDeterministic(NumpyDeterministic):
         self.loc = loc
 
     def sample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> Any:
-        return self.loc
+        return self._out(self.loc)
 
     def _zeros(self) -> np.ndarray:
         return np.zeros(len(first_leaf(self.loc)), dtype=np.float32)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from trainer.core.nn import (
 )
 from trainer.core.obs_tree import float32_leaves, is_nested_space
 from trainer.core.rl_module import RLModuleAPI
+from trainer.core.torch_inputs import from_torch, to_torch
 from trainer.errors import UnsupportedValue
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
@@ -753,14 +753,10 @@ class FlatParameterModule(RLModuleAPI):
         Given torch tensors (as RLlib's default module, a torch one, is called), it answers
         with a torch tensor: scripts written for that module (`.detach().cpu().numpy()` on the
         output) run as written. The computation is numpy's either way."""
-        obs = batch["obs"]
-        torch = _torch_of(obs)
-        if torch is not None:
-            obs = obs.detach().cpu().numpy()
-        dist_inputs = self.dist_inputs(self.spaces.preprocess(obs))
-        if torch is not None:
-            return {"action_dist_inputs": torch.from_numpy(np.ascontiguousarray(dist_inputs))}
-        return {"action_dist_inputs": dist_inputs}
+        obs, torch = from_torch(batch["obs"])
+        return {
+            "action_dist_inputs": to_torch(self.dist_inputs(self.spaces.preprocess(obs)), torch)
+        }
 
     forward_exploration = forward_inference
 
@@ -840,13 +836,3 @@ def activated_backward(
         inner_cache, backprop_activation(mlp.activation, d_out, pre, out), grads, input_grad=False
     )
     return grads
-
-
-def _torch_of(value: Any) -> Any:
-    """The torch module if `value` is a torch tensor, else None (never imports torch: a tensor
-    exists only where torch is imported already)."""
-    if type(value).__module__.startswith("torch"):
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Tensor):
-            return torch
-    return None

@@ -83,3 +83,71 @@ def _check(
             f"starts at {points[0][0]}"
         )
     return points
+
+
+class Scheduler:
+    """RLlib's `Scheduler` (`ray.rllib.utils.schedules.scheduler`): a value that follows a
+    schedule as the learner's `update(timestep)` calls it, read with `get_current_value()`.
+
+    `fixed_value_or_schedule` is a number (the value, always) or RLlib's schedule `[[timestep,
+    value], ...]` from timestep 0, linear between its points and its last value after them; a
+    schedule's value starts as its first. The value is a Python float here (RLlib holds a
+    schedule's value in a framework tensor); `framework` and `device` are accepted."""
+
+    def __init__(
+        self,
+        fixed_value_or_schedule: Any,
+        *,
+        framework: str | None = "torch",
+        device: Any = None,
+        setting: str = "schedule",
+    ) -> None:
+        self.framework = framework
+        self.device = device
+        self.use_schedule = isinstance(fixed_value_or_schedule, (list, tuple))
+        self._schedule = Schedule(fixed_value_or_schedule, setting=setting)
+        self._curr_value: float = self._schedule.value(0)
+
+    @staticmethod
+    def validate(*, fixed_value_or_schedule: Any, setting_name: str, description: str) -> None:
+        """RLlib's check of a setting that takes a number or a schedule: a ValueError naming
+        `setting_name` unless it is a number, None, or a list of two or more `(timestep,
+        value)` pairs starting at timestep 0."""
+        if fixed_value_or_schedule is None or is_number(fixed_value_or_schedule):
+            return
+        example = "`[(0, 0.001), (1e6, 0.0001), (2e6, 0.00005)]`"
+        if (
+            not isinstance(fixed_value_or_schedule, (list, tuple))
+            or len(fixed_value_or_schedule) < 2
+        ):
+            raise ValueError(
+                f"Invalid `{setting_name}` ({fixed_value_or_schedule}) specified! Must be a list "
+                f"of 2 or more tuples, each of the form (`timestep`, `{description} to reach`), "
+                f"for example {example}."
+            )
+        if any(
+            not isinstance(pair, (list, tuple)) or len(pair) != 2
+            for pair in fixed_value_or_schedule
+        ):
+            raise ValueError(
+                f"When providing a `{setting_name}` schedule, each tuple in the schedule list "
+                f"must have exactly 2 items of the form (`timestep`, `{description} to reach`), "
+                f"for example {example}."
+            )
+        if fixed_value_or_schedule[0][0] != 0:
+            raise ValueError(
+                f"When providing a `{setting_name}` schedule, the first timestep must be 0 and "
+                f"the corresponding lr value is the initial {description}! You provided "
+                f"ts={fixed_value_or_schedule[0][0]} {description}="
+                f"{fixed_value_or_schedule[0][1]}."
+            )
+
+    def get_current_value(self) -> float:
+        """The current value (what the last `update` set; a schedule's first value before)."""
+        return self._curr_value
+
+    def update(self, timestep: int | float) -> float:
+        """The value at `timestep`, which becomes the current value (a fixed value stays)."""
+        if self.use_schedule:
+            self._curr_value = self._schedule.value(timestep)
+        return self._curr_value

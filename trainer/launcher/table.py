@@ -197,6 +197,8 @@ MODULES: dict[str, tuple[str, ...]] = {
             "self_supervised_loss_api",
         )
     },
+    # The old stack's observation preprocessors (RLlib's new-stack tests flatten with them).
+    "ray.rllib.models.preprocessors": ("trainer.compat.preprocessors",),
     # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     # ...and `SampleBatch`'s column names (new-stack code uses them as batch keys).
@@ -245,6 +247,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
     "ray.rllib.utils.spaces.simplex": ("trainer.core.spaces",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
+    "ray.rllib.utils.schedules.scheduler": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
     "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
     "ray.rllib.utils.test_utils": ("trainer.testing",),

@@ -90,6 +90,31 @@ def valid_padding(in_size: tuple[int, int], kernel: Any, stride: Any) -> tuple[i
     return (in_h - k_h) // s_h + 1, (in_w - k_w) // s_w + 1
 
 
+def _layer_padding(
+    spec: list[Any], size: tuple[int, int]
+) -> tuple[tuple[int, int, int, int] | None, tuple[int, int]]:
+    """A `conv_filters` entry's zero padding (None: "valid", no padding) and the output
+    `(height, width)` of its convolution over an input of `size`."""
+    _, kernel, stride = spec[:3]
+    padding = spec[3] if len(spec) == 4 else "same"
+    if padding == "same":
+        return same_padding(size, kernel, stride)
+    return None, valid_padding(size, kernel, stride)
+
+
+def conv_output_shape(
+    input_shape: tuple[int, int, int], filters: list[list[Any]]
+) -> tuple[int, int, int]:
+    """The channels-last output shape of the convolutional stack `filters` over images of
+    `input_shape` (what `TorchCNN.output_shape` is once built)."""
+    height, width, channels = (int(d) for d in input_shape)
+    size = (height, width)
+    for spec in filters:
+        _, size = _layer_padding(spec, size)
+        channels = int(spec[0])
+    return (size[0], size[1], channels)
+
+
 def _initializer(value: Any) -> Any:
     """A `torch.nn.init` function for a name (validated by `check_model_config`), the callable
     itself, or None for torch's default."""
@@ -115,12 +140,9 @@ class TorchCNN(nn.Module):
         layers: list[nn.Module] = []
         for spec in filters:
             out_channels, kernel, stride = spec[:3]
-            padding = spec[3] if len(spec) == 4 else "same"
-            if padding == "same":
-                pads, size = same_padding(size, kernel, stride)
+            pads, size = _layer_padding(spec, size)
+            if pads is not None:
                 layers.append(nn.ZeroPad2d(pads))
-            else:
-                size = valid_padding(size, kernel, stride)
             conv = nn.Conv2d(in_channels, int(out_channels), _pair(kernel), _pair(stride))
             with torch.no_grad():
                 if kernel_init is not None:

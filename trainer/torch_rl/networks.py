@@ -147,6 +147,20 @@ def encoder_factory(
     return lambda: MLPEncoder(input_dim, model_config)
 
 
+def encoder_output_dim(observation_space: gym.Space, input_dim: int, model_config: dict) -> int:
+    """The number of features the encoder `encoder_factory` builds outputs per observation
+    (without building it): the CNN's flattened output for an image, the last of
+    `fcnet_hiddens` (or `input_dim` without hidden layers) otherwise."""
+    if isinstance(observation_space, gym.spaces.Box) and len(observation_space.shape) == 3:
+        from trainer.torch_rl.cnn_encoder import conv_output_shape, default_conv_filters
+
+        shape = tuple(int(d) for d in observation_space.shape)
+        filters = model_config["conv_filters"] or default_conv_filters(shape)
+        return int(np.prod(conv_output_shape((shape[0], shape[1], shape[2]), filters)))
+    hiddens = model_config["fcnet_hiddens"]
+    return int(hiddens[-1]) if hiddens else int(input_dim)
+
+
 class ActorCriticEncoder(nn.Module):
     """RLlib's actor-critic encoder: one shared `encoder`, or an `actor_encoder` and a
     `critic_encoder`, each built by `make_encoder` (by default the `fcnet_*` MLP over

@@ -160,8 +160,8 @@ class NumpyDQNInference:
     softmax of the logits over the atoms, weighted by the support)."""
 
     def __init__(self, module: Any, watched: _Sources) -> None:
-        if module._encode_obs.image:
-            raise _NotKnown
+        if module._encode_obs is None or module._encode_obs.image:
+            raise _NotKnown  # a catalog subclass's encoder, or a CNN
         self.encoder = _mlp_encoder(module.encoder, watched)
         self.af = NumpyHead(module.af, watched)
         self.vf = NumpyHead(module.vf, watched) if module.uses_dueling else None

@@ -98,6 +98,7 @@ def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
     module = learner.rl_module
     return (
         type(module).__dict__.get(NUMPY_FORWARD_CLASS) is forward_class
+        and module._encode_obs is not None  # None: a catalog subclass's encoder (DQN)
         and not module._encode_obs.image
         and not has_hooks(module)
         and learner.spaces.nested_obs_space is None

@@ -1,11 +1,13 @@
 """DQN (RLlib's `ray.rllib.algorithms.dqn`), all of it: `dqn.py` the config and the algorithm
-(on the off-policy training step, `trainer.algorithms.off_policy`); `dqn_learner.py` the numpy loss and update, `q_module.py` the default numpy
-Q network; `torch_learner.py` the torch loss (`DQNTorchLearner`), `torch_module.py` the default
-torch module (`DefaultDQNTorchRLModule`); `presets.py` the main job's presets;
+(on the off-policy training step, `trainer.algorithms.off_policy`); `dqn_learner.py` the numpy
+loss and update, `q_module.py` the default numpy Q network; `torch_learner.py` the torch loss
+(`DQNTorchLearner`), `torch_module.py` the default torch module (`DefaultDQNTorchRLModule`),
+`catalog.py` RLlib's `DQNCatalog`, which it builds with; `presets.py` the main job's presets;
 `differences.py` the deliberate differences from RLlib's DQN.
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
+from trainer.algorithms.dqn.catalog import DQNCatalog
 from trainer.algorithms.dqn.differences import DIFFERENCES
 from trainer.algorithms.dqn.dqn import DQN, DQNConfig
 from trainer.algorithms.dqn.presets import PRESETS
@@ -22,6 +24,7 @@ ALGORITHM = AlgorithmEntry(
     rllib_modules={
         "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
         "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),
+        "ray.rllib.algorithms.dqn.dqn_catalog": ("trainer.algorithms.dqn.catalog",),
         # Torch (the `torch` extra; imported only when asked for).
         "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (
             "trainer.algorithms.dqn.torch_module",
@@ -32,7 +35,6 @@ ALGORITHM = AlgorithmEntry(
     },
     rllib_unavailable={
         "ray.rllib.algorithms.dqn.torch": (TORCH, DEFAULT_MODELS_INSTEAD),
-        "ray.rllib.algorithms.dqn.dqn_catalog": (TORCH, DEFAULT_MODELS_INSTEAD),
         "ray.rllib.algorithms.dqn.dqn_learner": (TORCH, DEFAULT_MODELS_INSTEAD),
         "ray.rllib.algorithms.dqn.default_dqn_rl_module": (TORCH, DEFAULT_MODELS_INSTEAD),
         "ray.rllib.algorithms.dqn.dqn_tf_policy": (OLD_API_STACK, ""),
@@ -62,4 +64,4 @@ ALGORITHM = AlgorithmEntry(
     },
 )
 
-__all__ = ["ALGORITHM", "DQN", "DQNConfig"]
+__all__ = ["ALGORITHM", "DQN", "DQNCatalog", "DQNConfig"]

@@ -11,8 +11,8 @@ update reads them again. The conditions:
 
 - the learner is `DQNTorchLearner` itself (a subclass may override any hook);
 - the module is the default one itself (`DefaultDQNTorchRLModule`: the class whose EnvRunner
-  forward runs in numpy, `numpy_forward_class`) with an MLP encoder and no forward hooks, over
-  Box or Discrete observations;
+  forward runs in numpy, `numpy_forward_class`) with an MLP encoder, the default parts (not a
+  `DQNCatalog` subclass's) and no forward hooks, over Box or Discrete observations;
 - the optimizer is the default one (`numpy_twin.plain_adam`).
 
 Anything else trains in torch. The statistics are the torch learner's (the TD errors for the
@@ -57,7 +57,7 @@ class NumpyDQNUpdate:
     @classmethod
     def of(cls, learner: DQNTorchLearner) -> NumpyDQNUpdate | None:
         module = learner.rl_module
-        if not is_default_mlp_module(learner, NumpyDQNInference):
+        if not is_default_mlp_module(learner, NumpyDQNInference) or not module.has_default_parts():
             return None
         entry = plain_adam(learner)
         if entry is None:

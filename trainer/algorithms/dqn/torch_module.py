@@ -1,8 +1,15 @@
 """DQN's default torch module (RLlib's `DefaultDQNTorchRLModule`): a Q-network built from
 `model_config`, with the target networks DQN's learner bootstraps from.
 
-The layout is RLlib's DQNCatalog's and the numpy `QModule`'s for the same model config (a test
-copies weights from one to the other and compares the Q-values and the learners' steps):
+The module builds its parts through its catalog, as RLlib's does (`DQNCatalog`,
+`trainer.algorithms.dqn.catalog`: the spec's `catalog_class`, or its defaults): a subclass's
+`_get_encoder_config` / `build_encoder` / `build_af_head` / `build_vf_head` give parts of its own
+(an encoder other than the default ones is called with the batch and returns
+`{ENCODER_OUT: ...}`, as RLlib's encoders, so it can read Dict observations); such a module
+trains in torch (the numpy twin and the EnvRunners' numpy forward mirror the default parts
+only). The default layout is RLlib's DQNCatalog's and the numpy `QModule`'s for the same model
+config (a test copies weights from one to the other and compares the Q-values and the learners'
+steps):
 
 - `encoder`: `fcnet_hiddens` layers of `fcnet_activation` (the last layer activated too), or for
   image observations (a 3-D Box) RLlib's CNN encoder (`conv_filters`); an empty `fcnet_hiddens`
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from typing import Any
 
 import gymnasium as gym
@@ -42,14 +50,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.algorithms.dqn.q_module import QModule, check_support
+from trainer.algorithms.dqn.catalog import DQN_MODEL_KEYS, DQNCatalog, split_model_config
+from trainer.algorithms.dqn.q_module import QModule
 from trainer.capabilities import DQN_VARIANTS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
-from trainer.core.models import SpaceInfo, check_model_config
+from trainer.core.model_configs import ENCODER_OUT
+from trainer.core.models import SpaceInfo
+from trainer.core.obs_tree import tree_map
 from trainer.errors import UnsupportedValue
+from trainer.torch_rl.cnn_encoder import CNNEncoder
 from trainer.torch_rl.distributions import TorchCategorical
-from trainer.torch_rl.networks import MLPHead, ObservationEncoding, encoder_factory
+from trainer.torch_rl.networks import (
+    MLPEncoder,
+    MLPHead,
+    ObservationEncoding,
+    encoder_factory,
+    encoder_output_dim,
+)
 from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
@@ -63,18 +81,31 @@ QF_LOGITS = "qf_logits"
 QF_PROBS = "qf_probs"
 QF_TARGET_NEXT_PROBS = "qf_target_next_probs"
 
-#: The keys RLlib's `DQNConfig` adds to the module's model config (`_model_config_auto_includes`)
-#: and their defaults; the encoder's and heads' keys are the shared model config's.
-DQN_MODEL_KEYS: dict[str, Any] = {
-    "dueling": True,
-    "double_q": True,
-    "num_atoms": 1,
-    "epsilon": [(0, 1.0), (10000, 0.05)],
-    "std_init": 0.5,
-    "v_min": -10.0,
-    "v_max": 10.0,
-    "noisy": False,
-}
+
+#: The default encoders (`DQNCatalog`'s default `build_encoder`): they take the encoded
+#: observations as a tensor.
+DEFAULT_ENCODERS = (MLPEncoder, CNNEncoder)
+
+
+def default_encoder(observation_space: gym.Space, config: dict, where: str) -> nn.Module:
+    """The default module's encoder for a checked model config (`DQNCatalog`'s default
+    `build_encoder`): `fcnet_hiddens` layers over the encoded observations, or RLlib's CNN for
+    an image."""
+    encoding = ObservationEncoding(observation_space, where)
+    return encoder_factory(observation_space, encoding.dim, config)()
+
+
+def default_encoder_output_dim(observation_space: gym.Space, config: dict) -> int:
+    """The number of features `default_encoder` outputs per observation (without building
+    it)."""
+    encoding = ObservationEncoding(observation_space, "DQNCatalog")
+    return encoder_output_dim(observation_space, encoding.dim, config)
+
+
+def default_head(latent_dim: int, output_dim: int, config: dict) -> MLPHead:
+    """A default head (`DQNCatalog.build_af_head` / `build_vf_head`): `head_fcnet_hiddens`,
+    then `output_dim` linear outputs."""
+    return MLPHead(latent_dim, output_dim, config)
 
 
 def torch_names_of_numpy_parameters(module: Any, prefix: str = "") -> dict[str, str]:
@@ -115,15 +146,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             raise ValueError(f"{where}: observation_space is required")
         if dataclasses.is_dataclass(self.model_config) and not isinstance(self.model_config, type):
             self.model_config = dataclasses.asdict(self.model_config)
-        given = dict(self.model_config or {})
-        dqn_settings = {key: given.pop(key, default) for key, default in DQN_MODEL_KEYS.items()}
-        check_support(
-            dqn_settings["num_atoms"],
-            dqn_settings["v_min"],
-            dqn_settings["v_max"],
-            f"{where}: model_config",
-        )
-        config = check_model_config(given, setting=f"{where} model_config")
+        dqn_settings, config = split_model_config(self.model_config, where)
         #: The checked model config, DQN's settings taken out (the numpy update's QModule is
         #: built from it).
         self._config = config
@@ -140,13 +163,23 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             self.v_min = float(dqn_settings["v_min"])
             self.v_max = float(dqn_settings["v_max"])
         self.action_dist_cls = TorchCategorical
-        self._encode_obs = ObservationEncoding(self.observation_space, where)
-        self.encoder = encoder_factory(self.observation_space, self._encode_obs.dim, config)()
-        features = int(self.encoder.output_dim)
-        n_actions = int(self.action_space.n)
-        self.af = MLPHead(features, n_actions * self.num_atoms, config)
+        # As RLlib's module: the parts come from the catalog (the spec's, or DQNCatalog's
+        # defaults), whose builders a DQNCatalog subclass may override.
+        catalog = self.catalog
+        if catalog is None:
+            catalog = DQNCatalog(self.observation_space, self.action_space, self.model_config)
+        self.encoder = catalog.build_encoder(framework="torch")
+        #: How observations reach the encoder: encoded as a tensor for a default encoder
+        #: (`ObservationEncoding`); None for another (a catalog subclass's), which is called
+        #: with the batch, as RLlib calls its encoders, and returns `{ENCODER_OUT: ...}`.
+        self._encode_obs: ObservationEncoding | None = None
+        if isinstance(self.encoder, DEFAULT_ENCODERS):
+            self._encode_obs = ObservationEncoding(self.observation_space, where)
+            if catalog._latent_dims is None:
+                catalog.latent_dims = (int(self.encoder.output_dim),)
+        self.af = catalog.build_af_head(framework="torch")
         if self.uses_dueling:
-            self.vf = MLPHead(features, 1, config)
+            self.vf = catalog.build_vf_head(framework="torch")
         # The learner's module holds its target networks from the start (RLlib's learner makes
         # them when it builds): its state, and so its checkpoints, always have the same keys.
         if not self.inference_only:
@@ -156,7 +189,9 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         """Takes the initial weights of the numpy `QModule` with this model config and `seed`
         (the same networks, `torch_names_of_numpy_parameters`), target networks included, so
         a seeded run starts from the same weights on either framework; keeps its own where
-        the numpy module has no such networks (a CNN encoder)."""
+        the numpy module has no such networks (a CNN encoder, a catalog subclass's parts)."""
+        if not self.has_default_parts():
+            return
         try:
             numpy_module = QModule(
                 SpaceInfo.from_spaces(self.observation_space, self.action_space),
@@ -184,6 +219,15 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             for name, value in values.items():
                 params[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
         self.make_target_networks()
+
+    def has_default_parts(self) -> bool:
+        """Whether the encoder and heads are the default ones (not a catalog subclass's own),
+        the networks the numpy `QModule` mirrors (with an MLP encoder)."""
+        return (
+            type(self.encoder) in DEFAULT_ENCODERS
+            and type(self.af) is MLPHead
+            and (not self.uses_dueling or type(self.vf) is MLPHead)
+        )
 
     def support_settings(self) -> dict[str, Any]:
         """`num_atoms`, `v_min` and `v_max` as the numpy `QModule` takes them; none with one
@@ -260,7 +304,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         af: nn.Module,
         vf: nn.Module | None,
     ) -> dict[str, Any]:
-        features = encoder(self._encode_obs(batch[Columns.OBS], like=af.net.mlp[0].weight))
+        features = self._features(batch, encoder, af)
         af_out = af(features)
         if self.num_atoms > 1:
             return self._distribution_forward(af_out, None if vf is None else vf(features))
@@ -270,6 +314,17 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         # not in place (the graph needs the advantages), then the value broadcast over them.
         af_mean = torch.nan_to_num(af_out, neginf=torch.nan).nanmean(dim=-1, keepdim=True)
         return {QF_PREDS: af_out - af_mean + vf(features)}
+
+    def _features(self, batch: dict[str, Any], encoder: nn.Module, af: nn.Module) -> Any:
+        """The encoder's features of `batch[Columns.OBS]`: a default encoder takes the encoded
+        observations, another the batch (observations as tensors on the module's device),
+        returning them under `ENCODER_OUT`."""
+        # A weight of the module: the dtype and device of its inputs.
+        like = next(itertools.chain(af.parameters(), encoder.parameters()))
+        if self._encode_obs is not None:
+            return encoder(self._encode_obs(batch[Columns.OBS], like=like))
+        obs = tree_map(lambda leaf: torch.as_tensor(leaf, device=like.device), batch[Columns.OBS])
+        return encoder({**batch, Columns.OBS: obs})[ENCODER_OUT]
 
     def _distribution_forward(self, af_out: torch.Tensor, vf_out: torch.Tensor | None) -> dict:
         """RLlib's distributional Q-values from the head's outputs (see the module
@@ -307,9 +362,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         output: dict[str, Any] = {}
         if self.uses_double_q:
             # One pass over the observations and the next observations together.
-            both = torch.cat(
-                [torch.as_tensor(batch[Columns.OBS]), torch.as_tensor(batch[Columns.NEXT_OBS])]
-            )
+            both = _concat(batch[Columns.OBS], batch[Columns.NEXT_OBS])
             qf_outs = self.compute_q_values({Columns.OBS: both})
             output[QF_PREDS], output[QF_NEXT_PREDS] = torch.chunk(qf_outs[QF_PREDS], 2, dim=0)
         else:
@@ -328,7 +381,18 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         return output
 
 
+def _concat(obs: Any, next_obs: Any) -> Any:
+    """The observations, then the next observations, as one batch (leaf by leaf for nested
+    ones)."""
+    if isinstance(obs, dict):
+        return {key: _concat(obs[key], next_obs[key]) for key in obs}
+    if isinstance(obs, tuple):
+        return tuple(_concat(a, b) for a, b in zip(obs, next_obs, strict=True))
+    return torch.cat([torch.as_tensor(obs), torch.as_tensor(next_obs)])
+
+
 __all__ = [
+    "DEFAULT_ENCODERS",
     "ATOMS",
     "DQN_MODEL_KEYS",
     "DefaultDQNTorchRLModule",

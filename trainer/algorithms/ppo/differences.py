@@ -31,19 +31,9 @@ DIFFERENCES: tuple[Difference, ...] = (
         TEST,
     ),
     Difference(
-        "tests/rllib/test_ppo_torch.py::test_ppo_compilation_and_schedule_mixins",
-        "left out",
-        "it schedules entropy_coeff (a number only here), evaluates on remote EnvRunners in "
-        "parallel, and reads learner.get_optimizer(), entropy_coeff_schedulers_per_module and "
-        "the default_optimizer_learning_rate result (here curr_lr)",
-        TEST,
-    ),
-    Difference(
         "tests/rllib/test_ppo_rl_module.py::test_rollouts, test_forward_train",
-        "ALE Breakout left out; catalog_class=PPOCatalog left out; get_preprocessor is an "
-        "identity function",
-        "ale_py is not installed; catalogs are names here (PPOCatalog on the default module), "
-        "and there are no old-stack preprocessors",
+        "ALE Breakout left out",
+        "ale_py is not installed",
         TEST,
     ),
     Difference(

@@ -4,7 +4,7 @@ without a framework trains, built from `model_config` (its layout is the default
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from trainer.core.models import (
     stack_layers,
 )
 from trainer.core.nn import MLP, Categorical, DiagGaussian
+from trainer.core.torch_inputs import from_torch, to_torch
 
 
 class PolicyModule(FlatParameterModule, ValueFunctionAPI):
@@ -128,12 +129,26 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> np.ndarray:
         """RLlib's `ValueFunctionAPI`: the value of each observation in `batch["obs"]`
-        (`embeddings` are not used: the value network encodes the observations itself)."""
-        return self.values(self.spaces.preprocess(batch["obs"]))
+        (`embeddings` are not used: the value network encodes the observations itself). Given
+        torch tensors, it answers with a torch tensor (as `forward_inference`)."""
+        obs, torch = from_torch(batch["obs"])
+        return to_torch(self.values(self.spaces.preprocess(obs)), torch)
 
     # -- training ----------------------------------------------------------------------------
-    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Distribution inputs and values with the caches `backward` needs."""
+    @overload
+    def forward_train(self, obs: dict[str, Any]) -> dict[str, Any]: ...
+
+    @overload
+    def forward_train(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple]: ...
+
+    def forward_train(self, obs: Any) -> Any:
+        """The numpy learners' training pass: for an observation matrix, the distribution
+        inputs and values with the caches `backward` needs. For a batch dict (RLlib's
+        `forward_train(batch)`), RLlib's outputs: `{"action_dist_inputs": ...}` for
+        `batch["obs"]` (torch tensors in, torch tensors out, as `forward_inference`; no
+        gradients: a numpy module trains through its learner)."""
+        if isinstance(obs, dict):
+            return self.forward_inference(obs)
         if self.encoder is not None:
             features, enc_cache = activated_train(self.encoder, obs)
         else:

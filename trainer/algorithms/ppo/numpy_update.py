@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.ppo.ppo_learner import PPOLearner
+from trainer.algorithms.ppo.ppo_learner import CURR_ENTROPY_COEFF, DEFAULT_OPTIMIZER_LR, PPOLearner
 from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
 from trainer.core.learner import explained_variance as rllib_explained_variance
@@ -100,8 +100,10 @@ class NumpyPPOUpdate:
         numpy_learner = _TorchStatisticsPPOLearner(config, None, module=numpy_module)
         adam = adam_like(learner, entry, numpy_module.flat_params)
         numpy_learner.optimizer = adam
-        # One minibatch shuffler: the torch learner's (its state is the learner's state).
+        # One minibatch shuffler: the torch learner's (its state is the learner's state); one
+        # entropy coefficient's scheduler, which the torch learner steps.
         numpy_learner.rng = learner.rng
+        numpy_learner.entropy_coeff_scheduler = learner.entropy_coeff_scheduler
         trained = twin_parameters(numpy_module, names, dict(module.named_parameters()), adam)
         if trained is None:
             return None
@@ -134,5 +136,6 @@ class NumpyPPOUpdate:
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}
         )
         results.update(learner.update_results())
-        results["curr_lr"] = self.twin.rate()
+        results[CURR_ENTROPY_COEFF] = learner.entropy_coeff
+        results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR] = self.twin.rate()
         return results

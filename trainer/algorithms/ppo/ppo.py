@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.config.training import schedule_check
 from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
 from trainer.algorithms.multi_agent_learner import (
     ModuleBuilder,
@@ -80,7 +81,12 @@ class PPOConfig(AlgorithmConfig):
                 'clip of the value function\'s loss (float("inf"): none)',
             ),
             "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
-            "entropy_coeff": (0.0, number_at_least(0), "weight of the entropy bonus"),
+            "entropy_coeff": (
+                0.0,
+                schedule_check("entropy_coeff", "coeff"),
+                "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], "
+                "linear in env steps sampled",
+            ),
             "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
             "kl_target": (
                 0.01,
@@ -142,7 +148,7 @@ class PPOConfig(AlgorithmConfig):
     clip_param: float
     vf_clip_param: float
     vf_loss_coeff: float
-    entropy_coeff: float
+    entropy_coeff: float | list
     kl_coeff: float
     kl_target: float
     use_gae: bool
@@ -159,7 +165,7 @@ class PPOConfig(AlgorithmConfig):
         clip_param: float = NotProvided,
         vf_clip_param: float = NotProvided,
         vf_loss_coeff: float = NotProvided,
-        entropy_coeff: float = NotProvided,
+        entropy_coeff: float | list = NotProvided,
         kl_coeff: float = NotProvided,
         kl_target: float = NotProvided,
         use_gae: bool = NotProvided,

@@ -18,6 +18,7 @@ from trainer.core.blas import AdaptiveBlasThreads
 from trainer.core.learner import NumpyLearner, UpdateResults, variance
 from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
+from trainer.core.schedules import Scheduler
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN
 from trainer.util import seeding
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
 #: Sums through the ufunc itself: `array.sum()` adds a Python wrapper call (the statistics of a
 #: minibatch step are a dozen small sums).
 _sum = np.add.reduce
+
+#: RLlib's result keys: the entropy coefficient after the update
+#: (`LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY`) and the default optimizer's learning rate.
+CURR_ENTROPY_COEFF = "curr_entropy_coeff"
+DEFAULT_OPTIMIZER_LR = "default_optimizer_learning_rate"
 
 
 def build_train_batch(
@@ -167,13 +173,47 @@ def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
     return kl_coeff
 
 
+class _EveryModule:
+    """RLlib's `entropy_coeff_schedulers_per_module` of a learner of one module: that module's
+    scheduler, under any module id (RLlib's makes one per module id from its config)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def __getitem__(self, module_id: Any) -> Scheduler:
+        return self._scheduler
+
+
 class PPOLearnerState:
     """What PPO's learners (numpy and torch) keep besides weights and optimizer: the adaptive
-    KL coefficient and the minibatch shuffler's random stream (`Learner`'s extra state)."""
+    KL coefficient and the minibatch shuffler's random stream (`Learner`'s extra state); and,
+    as RLlib's (not checkpointed there either), the entropy coefficient's scheduler
+    (`entropy_coeff`: a number or RLlib's schedule `[[timestep, coeff], ...]` in env steps
+    sampled). An update's loss reads its current value, the value set after the update before
+    (RLlib's `after_gradient_based_update`), reported as `curr_entropy_coeff`."""
 
     extra_state_keys: tuple[str, ...] = ("kl_coeff", "rng")
     kl_coeff: float
     rng: np.random.Generator
+    entropy_coeff_scheduler: Scheduler
+
+    def start_entropy_coeff(self, config: PPOConfig) -> None:
+        self.entropy_coeff_scheduler = Scheduler(config.entropy_coeff, setting="entropy_coeff")
+
+    @property
+    def entropy_coeff_schedulers_per_module(self) -> _EveryModule:
+        """RLlib's: the entropy coefficient's `Scheduler` by module id
+        (`.get_current_value()`)."""
+        return _EveryModule(self.entropy_coeff_scheduler)
+
+    @property
+    def entropy_coeff(self) -> float:
+        """The entropy coefficient the next loss uses."""
+        return float(self.entropy_coeff_scheduler.get_current_value())
+
+    def update_entropy_coeff(self, num_env_steps_sampled_lifetime: int) -> float:
+        """RLlib's step of the scheduler after an update's gradient steps."""
+        return float(self.entropy_coeff_scheduler.update(num_env_steps_sampled_lifetime))
 
     def get_extra_state(self) -> dict:
         return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
@@ -198,6 +238,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
         self.kl_coeff = config.kl_coeff
+        self.start_entropy_coeff(config)
         self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
         #: pools; a seeded run's on two only where a step gives the same bits on one
@@ -250,7 +291,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
 
         # Total gradient w.r.t. the distribution inputs: surrogate, entropy bonus, KL penalty.
         d_dist_inputs = d_loss_d_logp[:, None] * d_logp
-        d_entropy *= cfg.entropy_coeff / batch_size
+        d_entropy *= self.entropy_coeff / batch_size
         d_dist_inputs -= d_entropy
         if cfg.use_kl_loss:
             d_kl *= self.kl_coeff / batch_size
@@ -270,7 +311,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         total_loss = (
             policy_loss
             + cfg.vf_loss_coeff * mean_vf_loss
-            - cfg.entropy_coeff * mean_entropy
+            - self.entropy_coeff * mean_entropy
             + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0)
         )
         return grads, {
@@ -342,7 +383,10 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         if cfg.use_kl_loss:
             self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
         results["curr_kl_coeff"] = self.kl_coeff
-        results["curr_lr"] = self.optimizer.lr
+        if num_env_steps_sampled_lifetime is not None:  # (None: the torch learner steps it)
+            self.update_entropy_coeff(num_env_steps_sampled_lifetime)
+        results[CURR_ENTROPY_COEFF] = self.entropy_coeff
+        results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR] = self.optimizer.lr
         results["num_env_steps_trained"] = len(batch["advantages"])
         if minibatch_sizes:
             results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)

@@ -33,6 +33,8 @@ import torch
 
 from trainer.algorithms.ppo.numpy_update import NumpyPPOUpdate
 from trainer.algorithms.ppo.ppo_learner import (
+    CURR_ENTROPY_COEFF,
+    DEFAULT_OPTIMIZER_LR,
     PPOLearnerState,
     adapted_kl_coeff,
     build_train_batch,
@@ -119,6 +121,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
             ).keeping_obs_shape()
         )
         self.kl_coeff = float(config.kl_coeff)
+        self.start_entropy_coeff(config)
         #: Whether the module is recurrent: it then trains on zero-padded sequences.
         self.stateful = bool(self.rl_module.is_stateful())
         model_config = self.rl_module.model_config
@@ -339,7 +342,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         total_loss = mean(
             -surrogate_loss
             + config.vf_loss_coeff * vf_loss_clipped
-            - config.entropy_coeff * current_entropy
+            - self.entropy_coeff * current_entropy
         )
         if config.use_kl_loss:
             total_loss = total_loss + self.kl_coeff * mean_kl_loss
@@ -371,6 +374,12 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         return total_loss
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """TorchLearner's (the lr schedulers step), then, as RLlib's PPOLearner, the entropy
+        coefficient's scheduler steps to the env steps sampled."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        self.update_entropy_coeff(timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
+
     def update(
         self,
         episodes: list[SingleAgentEpisode],
@@ -440,7 +449,8 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         )
         results.update(self.update_results())
         results["curr_kl_coeff"] = self.kl_coeff
-        results["curr_lr"] = self.current_lr
+        results[CURR_ENTROPY_COEFF] = self.entropy_coeff
+        results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR] = self.current_lr
         results["num_env_steps_trained"] = num_trained
         if minibatch_sizes:
             results[MODULE_TRAIN_BATCH_SIZE_MEAN] = mean_size(minibatch_sizes)
